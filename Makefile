@@ -1,0 +1,32 @@
+# flowmem developer commands. Every target creates its own virtual environment.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: setup run test lint bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[all,dev,bench]'
+	touch $(STAMP)
+
+## The README's first command: flowmem's main job on the embedded default.
+run: setup
+	$(VENV)/bin/flowmem demo
+
+lint: setup
+	$(PY) -m ruff check src tests bench
+	$(PY) -m mypy
+
+## The README's second command: lint, types and the whole test suite.
+test: lint
+	$(PY) -m pytest -q
+
+bench: setup
+	$(PY) bench/core.py
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info

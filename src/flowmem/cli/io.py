@@ -1,0 +1,35 @@
+"""Reading JSON documents for CLI commands."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from flowmem.errors import InvalidInputError
+
+
+def read_json(source: str) -> Any:
+    """Read a JSON document from a file path or ``-`` (stdin); raise InvalidInputError if unreadable."""
+    try:
+        if source == "-":
+            text = sys.stdin.read()
+        else:
+            with open(source, encoding="utf-8") as handle:
+                text = handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"cannot read {source}: {exc}") from exc
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise InvalidInputError(f"{source} is not valid JSON: {exc}") from exc
+
+
+def read_message_list(source: str) -> list[Any]:
+    """Read a JSON message list; an object with a ``messages`` list is accepted too."""
+    document = read_json(source)
+    if isinstance(document, dict) and isinstance(document.get("messages"), list):
+        document = document["messages"]
+    if not isinstance(document, list):
+        raise InvalidInputError(f"{source} must hold a JSON list of messages")
+    return document

@@ -1,0 +1,336 @@
+"""The conversation-buffer append: MEM-1, MEM-2, MEM-3, MEM-10, MEM-14 and the window.
+
+The rules are written once, against ``BufferEditor``: a small read/write view of one
+buffer. ``ListEditor`` implements it over a plain list for the pure ``append``; each
+store implements it with indexed queries inside one transaction, so the pure append
+and the stored append run the very same code (``apply_append``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Protocol
+
+from flowmem.core.messages import (
+    Message,
+    call_ids,
+    healed_row,
+    is_healed,
+    result_id,
+    to_row,
+)
+from flowmem.errors import InvalidInputError
+
+
+class Answer(NamedTuple):
+    """Where a call id is answered in a buffer, and whether by a healed placeholder."""
+
+    position: int
+    healed: bool
+
+
+class Dangling(NamedTuple):
+    """A declared call with no answer, and the row after which its placeholder goes."""
+
+    call_id: str
+    after: int
+
+
+class Oldest(NamedTuple):
+    """The oldest row of a buffer, with its position (for window eviction)."""
+
+    position: int
+    row: Message
+
+
+class BufferEditor(Protocol):
+    """A read/write view of one buffer: the questions the append rules ask.
+
+    Positions are opaque integers ordered like the rows. A position returned by a
+    query stays valid until the next mutation *at or before it*; ``apply_append``
+    only relies on that.
+    """
+
+    def count(self) -> int:
+        """Return the number of rows."""
+        ...
+
+    def is_declared(self, call_id: str) -> bool:
+        """Return True when some assistant row declares ``call_id``."""
+        ...
+
+    def answer_of(self, call_id: str) -> Answer | None:
+        """Return the row answering ``call_id`` anywhere in the buffer, if any."""
+        ...
+
+    def dangling(self) -> list[Dangling]:
+        """Return every declared, unanswered call in buffer and declaration order.
+
+        ``after`` is the last row of the declaring turn's result run (the contiguous
+        tool rows right after it), or the turn itself when none follow.
+        """
+        ...
+
+    def oldest(self) -> Oldest | None:
+        """Return the first row, or None for an empty buffer."""
+        ...
+
+    def append_row(self, row: Message) -> None:
+        """Add ``row`` at the end."""
+        ...
+
+    def insert_after(self, position: int, rows: Sequence[Message]) -> None:
+        """Insert ``rows`` in order directly after the row at ``position``."""
+        ...
+
+    def replace(self, position: int, row: Message) -> None:
+        """Replace the row at ``position`` with ``row``, keeping its place."""
+        ...
+
+    def delete(self, position: int) -> None:
+        """Remove the row at ``position``."""
+        ...
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """What an append reports (MEM-14): the buffer after it and how much was new."""
+
+    messages: list[Message] = field(default_factory=list)
+    count: int = 0
+    appended: int = 0
+
+    @property
+    def appended_any(self) -> bool:
+        """True when at least one incoming message became a new row (MEM-14)."""
+        return self.appended > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the four reported fields as a plain dict."""
+        return {
+            "messages": self.messages,
+            "count": self.count,
+            "appended": self.appended,
+            "appended_any": self.appended_any,
+        }
+
+
+@dataclass(frozen=True)
+class AppendOutcome:
+    """What ``apply_append`` did to an editor: rows added and the final count."""
+
+    appended: int
+    count: int
+
+
+def incoming_list(incoming: object) -> list[Any]:
+    """Return the incoming messages as a list: one map becomes a one-element list."""
+    if isinstance(incoming, Mapping):
+        return [incoming]
+    if isinstance(incoming, (list, tuple)):
+        return list(incoming)
+    if incoming is None:
+        return []
+    raise InvalidInputError(
+        f"messages must be one message object or a list of them, got {type(incoming).__name__}"
+    )
+
+
+def prepare(incoming: object, now: int | None = None) -> list[Message]:
+    """Validate and convert incoming messages to stored rows, all or nothing.
+
+    Raises before anything is written when any message is invalid, so a refused
+    append changes nothing.
+    """
+    return [to_row(message, now) for message in incoming_list(incoming)]
+
+
+def _is_empty(row: Message) -> bool:
+    """A row with empty content is skipped, except an assistant turn declaring calls."""
+    if row["content"] != "":
+        return False
+    return not call_ids(row)
+
+
+def heal(editor: BufferEditor) -> None:
+    """Answer every unanswered declared call with a healed placeholder.
+
+    Implements MEM-3: each placeholder goes directly after the declaring turn (after
+    results already following it contiguously), in declaration order. Groups are
+    inserted from the last position backwards so earlier positions stay valid.
+    """
+    groups: dict[int, list[str]] = {}
+    for item in editor.dangling():
+        groups.setdefault(item.after, []).append(item.call_id)
+    for after in sorted(groups, reverse=True):
+        editor.insert_after(after, [healed_row(cid) for cid in groups[after]])
+
+
+def _append_tool(editor: BufferEditor, row: Message) -> int:
+    """Append a tool result unless its id is already answered.
+
+    Implements MEM-1 (a second result for an id is dropped) and MEM-10 (a real
+    result replaces a healed placeholder in place, dropping the healed marking; an
+    incoming row itself marked healed never replaces anything).
+    """
+    rid = result_id(row)
+    if rid is None:
+        editor.append_row(row)
+        return 1
+    answer = editor.answer_of(rid)
+    if answer is None:
+        editor.append_row(row)
+        return 1
+    if answer.healed and not is_healed(row):
+        replacement = dict(row)
+        replacement["metadata"] = {k: v for k, v in row["metadata"].items() if k != "healed"}
+        editor.replace(answer.position, replacement)
+    return 0
+
+
+def _append_assistant(editor: BufferEditor, row: Message) -> int:
+    """Append an assistant turn unless every call id it declares is already declared.
+
+    Implements MEM-2.
+    """
+    ids = call_ids(row)
+    if ids and all(editor.is_declared(cid) for cid in ids):
+        return 0
+    editor.append_row(row)
+    return 1
+
+
+def _append_one(editor: BufferEditor, row: Message) -> int:
+    if _is_empty(row):
+        return 0
+    role = row["role"]
+    if role == "tool":
+        return _append_tool(editor, row)
+    if role == "assistant":
+        return _append_assistant(editor, row)
+    if role == "user":
+        heal(editor)
+    editor.append_row(row)
+    return 1
+
+
+def evict(editor: BufferEditor, max_messages: int) -> None:
+    """Evict the oldest rows until the buffer fits ``max_messages`` (0 = unlimited).
+
+    Evicting an assistant turn evicts the results answering its calls too, and the
+    buffer never starts with a tool row, so the count may end below the window.
+    """
+    if max_messages <= 0:
+        return
+    while editor.count() > max_messages:
+        first = editor.oldest()
+        if first is None:
+            break
+        editor.delete(first.position)
+        for cid in call_ids(first.row):
+            answer = editor.answer_of(cid)
+            if answer is not None:
+                editor.delete(answer.position)
+    while (first := editor.oldest()) is not None and first.row["role"] == "tool":
+        editor.delete(first.position)
+
+
+def apply_append(
+    editor: BufferEditor, rows: Iterable[Message], max_messages: int = 0
+) -> AppendOutcome:
+    """Apply the append rules for already-prepared ``rows`` to ``editor``.
+
+    Implements MEM-1, MEM-2, MEM-3, MEM-10 and MEM-14: messages are taken in order,
+    so ids added earlier in the same call are deduplicated too; ``appended`` counts
+    only new rows. Then the window is applied.
+    """
+    if isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 0:
+        raise InvalidInputError(f"max_messages must be an integer >= 0, got {max_messages!r}")
+    appended = sum(_append_one(editor, row) for row in rows)
+    evict(editor, max_messages)
+    return AppendOutcome(appended=appended, count=editor.count())
+
+
+class ListEditor:
+    """``BufferEditor`` over a Python list of stored rows; positions are indices."""
+
+    def __init__(self, rows: Iterable[Message]) -> None:
+        self.rows: list[Message] = list(rows)
+
+    def count(self) -> int:
+        """Return the number of rows."""
+        return len(self.rows)
+
+    def is_declared(self, call_id: str) -> bool:
+        """Return True when some assistant row declares ``call_id``."""
+        return any(call_id in call_ids(row) for row in self.rows)
+
+    def answer_of(self, call_id: str) -> Answer | None:
+        """Return the first row answering ``call_id``."""
+        for index, row in enumerate(self.rows):
+            if result_id(row) == call_id:
+                return Answer(index, is_healed(row))
+        return None
+
+    def dangling(self) -> list[Dangling]:
+        """Return the declared, unanswered calls with the end of each turn's result run."""
+        answered = {rid for row in self.rows if (rid := result_id(row)) is not None}
+        found: list[Dangling] = []
+        seen: set[str] = set()
+        for index, row in enumerate(self.rows):
+            ids = [cid for cid in call_ids(row) if cid not in answered and cid not in seen]
+            if not ids:
+                continue
+            seen.update(ids)
+            end = index
+            while end + 1 < len(self.rows) and self.rows[end + 1]["role"] == "tool":
+                end += 1
+            found.extend(Dangling(cid, end) for cid in ids)
+        return found
+
+    def oldest(self) -> Oldest | None:
+        """Return the first row."""
+        return Oldest(0, self.rows[0]) if self.rows else None
+
+    def append_row(self, row: Message) -> None:
+        """Add a row at the end."""
+        self.rows.append(row)
+
+    def insert_after(self, position: int, rows: Sequence[Message]) -> None:
+        """Insert rows directly after ``position``."""
+        self.rows[position + 1 : position + 1] = list(rows)
+
+    def replace(self, position: int, row: Message) -> None:
+        """Replace the row at ``position``."""
+        self.rows[position] = row
+
+    def delete(self, position: int) -> None:
+        """Remove the row at ``position``."""
+        del self.rows[position]
+
+
+def append(
+    buffer: Sequence[Mapping[str, Any]],
+    incoming: object,
+    *,
+    max_messages: int = 0,
+    now: int | None = None,
+) -> AppendResult:
+    """Append ``incoming`` (one message or a list, flat or stored) to ``buffer``.
+
+    Implements MEM-1, MEM-2, MEM-3, MEM-10 and MEM-14 with the window of DESIGN.md §2.
+    Returns a new buffer of stored rows; ``buffer`` and ``incoming`` are not mutated.
+    Raises ``InvalidMessageError``/``UnknownRoleError`` before changing anything.
+    """
+    rows = prepare(incoming, now)
+    editor = ListEditor(_copy_row(row) for row in buffer)
+    outcome = apply_append(editor, rows, max_messages)
+    return AppendResult(messages=editor.rows, count=outcome.count, appended=outcome.appended)
+
+
+def _copy_row(row: Mapping[str, Any]) -> Message:
+    copied = dict(row)
+    meta = row.get("metadata")
+    copied["metadata"] = dict(meta) if isinstance(meta, Mapping) else {}
+    return copied

@@ -1,0 +1,190 @@
+"""Message shapes and the single readers of tool call ids (MEM-11).
+
+Two shapes exist (DESIGN.md §1): the *stored row* a buffer holds, with tool data
+under ``metadata``, and the *flat row* a provider consumes, with ``tool_calls`` /
+``tool_call_id`` at the top level. Every function here reads both shapes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from flowmem.errors import InvalidMessageError, UnknownRoleError
+
+ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
+HEALED_CONTENT = "Tool call was interrupted; no result."
+
+Message = dict[str, Any]
+
+# Keys with a meaning of their own; every other top-level key of an incoming
+# message is kept under the stored row's metadata.
+_ROW_KEYS = frozenset({"role", "content", "metadata", "timestamp", "tool_calls", "tool_call_id"})
+
+
+def usable_call_id(value: object) -> str | None:
+    """Return the tool call id as a string if it is usable, else None.
+
+    Usable: a ``str`` or ``int`` (never ``bool``), non-empty after trimming, and not
+    ``"0"``/``0``, which the reference treats as absent (DESIGN.md §1).
+    """
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    text = str(value).strip()
+    if not text or text == "0":
+        return None
+    return text
+
+
+def _metadata(message: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = message.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def raw_tool_calls(message: Mapping[str, Any]) -> list[Any]:
+    """Return the tool call entries a message carries (top level first, else metadata)."""
+    calls = message.get("tool_calls")
+    if calls is None:
+        calls = _metadata(message).get("tool_calls")
+    return list(calls) if isinstance(calls, list) else []
+
+
+def entry_id(call: object) -> str | None:
+    """Return the usable id of one tool call entry: ``tool_call_id`` first, else ``id``.
+
+    Implements MEM-11: the one definition of a call's id, read under either spelling.
+    """
+    if not isinstance(call, Mapping):
+        return None
+    first = usable_call_id(call.get("tool_call_id"))
+    return first if first is not None else usable_call_id(call.get("id"))
+
+
+def call_ids(message: Mapping[str, Any]) -> list[str]:
+    """Return the usable tool call ids an assistant turn declares, in order, each once.
+
+    Implements MEM-11: dedup, dangling-call detection, id recording and repair all
+    read declared ids through this function (and ``entry_id``), so they cannot disagree.
+    Non-assistant messages declare nothing.
+    """
+    if not isinstance(message, Mapping) or message.get("role") != "assistant":
+        return []
+    seen: list[str] = []
+    for call in raw_tool_calls(message):
+        cid = entry_id(call)
+        if cid is not None and cid not in seen:
+            seen.append(cid)
+    return seen
+
+
+def result_id(message: Mapping[str, Any]) -> str | None:
+    """Return the usable tool call id a ``tool`` row answers (top level first, else metadata)."""
+    if not isinstance(message, Mapping) or message.get("role") != "tool":
+        return None
+    found = usable_call_id(message.get("tool_call_id"))
+    if found is None:
+        found = usable_call_id(_metadata(message).get("tool_call_id"))
+    return found
+
+
+def is_healed(message: Mapping[str, Any]) -> bool:
+    """Return True when a row is a synthetic healed placeholder (``metadata.healed``)."""
+    return _metadata(message).get("healed") is True or message.get("healed") is True
+
+
+def coerce_content(content: object) -> str:
+    """Coerce message content to text, as MEM-5 step 1 and MEM-16 require.
+
+    A string stays; ``None`` is empty; a bool is ``"true"``/``"false"``; a number is
+    cast; anything else is serialized to JSON text, falling back to ``""`` when it
+    cannot be serialized.
+    """
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    if isinstance(content, bool):
+        return "true" if content else "false"
+    if isinstance(content, (int, float)):
+        return json.dumps(content) if isinstance(content, float) else str(content)
+    try:
+        return json.dumps(content, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return ""
+
+
+def healed_row(call_id: str) -> Message:
+    """Return the stored healed placeholder answering ``call_id`` (MEM-3)."""
+    return {
+        "role": "tool",
+        "content": HEALED_CONTENT,
+        "metadata": {"tool_call_id": call_id, "healed": True},
+    }
+
+
+def healed_flat(call_id: str) -> Message:
+    """Return the flat synthetic interrupted result that repair inserts (MEM-5)."""
+    return {"role": "tool", "content": HEALED_CONTENT, "tool_call_id": call_id}
+
+
+def to_row(message: object, now: int | None = None) -> Message:
+    """Convert one incoming message (flat or stored shape) to a stored row.
+
+    Raises ``InvalidMessageError`` for a non-map and ``UnknownRoleError`` for a
+    missing or unknown role. Top-level ``tool_calls``/``tool_call_id`` move under
+    ``metadata``; other unknown top-level keys are kept there too.
+    """
+    if not isinstance(message, Mapping):
+        raise InvalidMessageError(f"a message must be an object, got {type(message).__name__}")
+    role = message.get("role")
+    if not isinstance(role, str) or role not in ROLES:
+        raise UnknownRoleError(
+            f"unknown message role {role!r}: expected one of {', '.join(ROLES)}", role=role
+        )
+    meta: dict[str, Any] = dict(_metadata(message))
+    for key, value in message.items():
+        if key not in _ROW_KEYS and key not in meta:
+            meta[key] = value
+    if "tool_calls" in message and role == "assistant":
+        meta["tool_calls"] = message["tool_calls"]
+    if "tool_call_id" in message and role == "tool":
+        meta["tool_call_id"] = message["tool_call_id"]
+    row: Message = {
+        "role": role,
+        "content": coerce_content(message.get("content")),
+        "metadata": meta,
+    }
+    stamp = message.get("timestamp")
+    if isinstance(stamp, int) and not isinstance(stamp, bool):
+        row["timestamp"] = stamp
+    elif now is not None:
+        row["timestamp"] = now
+    return row
+
+
+def to_flat(message: Mapping[str, Any]) -> Message | None:
+    """Coerce one entry to the flat shape a reasoner consumes (MEM-5 step 1).
+
+    Returns None for an entry that must be dropped: not a map, or a missing or
+    unknown role. Content is coerced with ``coerce_content``. An assistant keeps its
+    tool call entries as given (both id spellings); a tool row keeps the id it
+    answers. No metadata, no timestamp.
+    """
+    if not isinstance(message, Mapping):
+        return None
+    role = message.get("role")
+    if not isinstance(role, str) or role not in ROLES:
+        return None
+    flat: Message = {"role": role, "content": coerce_content(message.get("content"))}
+    if role == "assistant":
+        calls = raw_tool_calls(message)
+        if calls:
+            flat["tool_calls"] = [dict(c) if isinstance(c, Mapping) else c for c in calls]
+    elif role == "tool":
+        rid = message.get("tool_call_id")
+        if rid is None:
+            rid = _metadata(message).get("tool_call_id")
+        if rid is not None:
+            flat["tool_call_id"] = rid
+    return flat

@@ -1,0 +1,131 @@
+"""The one error hierarchy of flowmem.
+
+Every error carries a stable ``code`` (a short snake_case string). The HTTP API maps
+codes to statuses in one table (``flowmem.api.errors``); the CLI maps them to exit
+codes. Nothing here knows about HTTP.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class FlowmemError(Exception):
+    """Base of every error flowmem raises on purpose."""
+
+    code = "flowmem_error"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class InvalidInputError(FlowmemError, ValueError):
+    """Input that no rule can coerce: wrong type, missing field, bad value."""
+
+    code = "invalid_input"
+
+
+class InvalidMessageError(InvalidInputError):
+    """A message that cannot be appended or read as a message."""
+
+    code = "invalid_message"
+
+
+class UnknownRoleError(InvalidMessageError):
+    """A message whose role is not one of system, user, assistant, tool."""
+
+    code = "unknown_role"
+
+
+class UnknownScopeError(InvalidInputError):
+    """A memory scope name that is not one of the six scopes."""
+
+    code = "unknown_scope"
+
+
+class NotSerializableError(InvalidInputError):
+    """A memory value that cannot be stored as JSON."""
+
+    code = "not_serializable"
+
+
+class ConfigurationError(FlowmemError, ValueError):
+    """A node, agent, store URL or setting that is configured wrongly."""
+
+    code = "configuration_error"
+
+
+class NodeError(InvalidInputError):
+    """A workflow node received an input it cannot process; names the node and the port."""
+
+    code = "node_error"
+
+    def __init__(self, node: str, port: str | None, message: str) -> None:
+        where = f"{node}.{port}" if port else node
+        super().__init__(f"{where}: {message}", node=node, port=port)
+        self.node = node
+        self.port = port
+
+
+class StoreError(FlowmemError):
+    """A storage backend failed; the driver's own error never leaks past ``flowmem.store``."""
+
+    code = "store_error"
+
+
+class SchemaTooNewError(StoreError):
+    """The database was written by a newer flowmem than this one."""
+
+    code = "schema_too_new"
+
+
+class NotFoundError(FlowmemError):
+    """The thing asked for does not exist (or the caller may not know it exists)."""
+
+    code = "not_found"
+
+
+class AuthenticationError(FlowmemError):
+    """No credentials, or credentials that do not name a valid principal."""
+
+    code = "unauthenticated"
+
+
+class AccessDeniedError(FlowmemError):
+    """The access rules (MEM-9, MEM-15) deny this action; the denial is final."""
+
+    code = "forbidden"
+
+    def __init__(self, message: str, rule: str | None = None, **details: Any) -> None:
+        super().__init__(message, rule=rule, **details)
+        self.rule = rule
+
+
+class ConflictError(FlowmemError):
+    """The request conflicts with the current state (e.g. a session already running)."""
+
+    code = "conflict"
+
+
+class PayloadTooLargeError(InvalidInputError):
+    """A request body or batch over the configured limit."""
+
+    code = "payload_too_large"
+
+
+class ModelError(FlowmemError):
+    """A model provider refused or failed a request; carries the provider's message."""
+
+    code = "model_error"
+
+    def __init__(self, message: str, status: int | None = None, **details: Any) -> None:
+        super().__init__(message, status=status, **details)
+        self.status = status
+
+
+class ToolError(FlowmemError):
+    """A tool is unknown or was called with arguments it cannot take."""
+
+    code = "tool_error"

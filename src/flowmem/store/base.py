@@ -1,0 +1,179 @@
+"""The storage protocol every backend implements, and the records it stores.
+
+SQL lives only in the backend modules (``sqlite.py``, ``postgres.py``). The rules
+live only in ``flowmem.core``: a backend answers the questions of
+``flowmem.core.BufferEditor`` inside one serialized transaction and lets
+``flowmem.core.apply_append`` decide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Protocol
+
+from flowmem.core import AppendOutcome, Message
+
+DEFAULT_LOCK_TIMEOUT = 5.0  # seconds an append waits for its turn (MEM-12)
+
+SESSION_STATUSES: tuple[str, ...] = ("idle", "running", "completed", "failed")
+
+
+class Address(NamedTuple):
+    """Where a buffer or memory record lives: scope, resolved scope id, key."""
+
+    scope: str
+    scope_id: str
+    key: str
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    """A session (DESIGN.md §5). ``owner`` is a usable user id or None (owned by nobody)."""
+
+    id: str  # public UUID, canonical lowercase text
+    name: str
+    owner: str | None
+    status: str = "idle"
+    agent: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class TranscriptMessage:
+    """One append-only row of a session's transcript, numbered per session from 1."""
+
+    session_id: str
+    seq: int
+    row: Message
+
+
+@dataclass(frozen=True)
+class TokenRecord:
+    """An API token: only its hash is stored. ``user_id`` None = a service principal."""
+
+    id: str
+    token_hash: str
+    user_id: str | None
+    permissions: frozenset[str]
+    created_at: float
+    revoked: bool = False
+    label: str = ""
+
+
+class Store(Protocol):
+    """The one storage protocol: memory records, buffers, sessions, transcripts, tokens."""
+
+    url: str
+
+    # --- memory records -------------------------------------------------------
+    def get_record(self, address: Address, now: float) -> tuple[bool, Any]:
+        """Return (found, value); an expired record is not found."""
+        ...
+
+    def put_record(self, address: Address, value: Any, expires_at: float | None) -> None:
+        """Store a JSON-serializable value; raise NotSerializableError and write nothing otherwise."""
+        ...
+
+    def delete_record(self, address: Address) -> bool:
+        """Delete a record; return True when one existed."""
+        ...
+
+    # --- conversation buffers ------------------------------------------------
+    def append(
+        self,
+        address: Address,
+        rows: list[Message],
+        max_messages: int = 0,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    ) -> AppendOutcome:
+        """Run ``core.apply_append`` on this buffer in one transaction, serialized per address (MEM-12)."""
+        ...
+
+    def load(self, address: Address, last: int | None = None) -> list[Message]:
+        """Return the buffer's rows in order (only the last ``last`` when given)."""
+        ...
+
+    def count(self, address: Address) -> int:
+        """Return the number of rows in the buffer."""
+        ...
+
+    def clear(self, address: Address) -> int:
+        """Delete every row of the buffer; return how many were removed."""
+        ...
+
+    # --- sessions ---------------------------------------------------------------
+    def create_session(self, session: SessionRecord) -> SessionRecord:
+        """Insert a new session."""
+        ...
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        """Return the session or None."""
+        ...
+
+    def list_sessions(
+        self, owner: str | None, include_all: bool, limit: int, offset: int
+    ) -> tuple[list[SessionRecord], int]:
+        """Return a page of sessions (newest first) and the total under the same filter.
+
+        ``include_all`` lists every session; otherwise only those owned by ``owner``
+        (none at all when ``owner`` is None: an absent identity owns nothing).
+        """
+        ...
+
+    def set_session_status(
+        self, session_id: str, status: str, expected: frozenset[str] | None = None
+    ) -> bool:
+        """Set the status (compare-and-set when ``expected`` is given); return True if changed."""
+        ...
+
+    def delete_session(self, session_id: str) -> bool:
+        """Delete a session and its transcript; return True when it existed."""
+        ...
+
+    # --- transcripts -------------------------------------------------------------
+    def add_transcript(self, session_id: str, row: Message) -> TranscriptMessage:
+        """Append a row to a session's transcript with the next sequence number."""
+        ...
+
+    def list_transcript(
+        self,
+        session_id: str,
+        since: int | None = None,
+        before: int | None = None,
+        limit: int = 20,
+        newest_first: bool = False,
+    ) -> tuple[list[TranscriptMessage], bool]:
+        """Return a page of transcript rows by sequence cursor and whether more exist."""
+        ...
+
+    def edit_transcript(self, session_id: str, seq: int, row: Message) -> bool:
+        """Replace one transcript row (the administrative tier only); True if it existed."""
+        ...
+
+    def delete_transcript(self, session_id: str, seq: int) -> bool:
+        """Delete one transcript row (the administrative tier only); True if it existed."""
+        ...
+
+    # --- tokens ------------------------------------------------------------------
+    def create_token(self, token: TokenRecord) -> None:
+        """Store a token record (its hash, never the token)."""
+        ...
+
+    def token_by_hash(self, token_hash: str) -> TokenRecord | None:
+        """Return the token with this hash, revoked or not."""
+        ...
+
+    def list_tokens(self) -> list[TokenRecord]:
+        """Return every token record."""
+        ...
+
+    def revoke_token(self, token_id: str) -> bool:
+        """Mark a token revoked; True when it existed."""
+        ...
+
+    def close(self) -> None:
+        """Release connections and files."""
+        ...
