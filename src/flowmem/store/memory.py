@@ -1,0 +1,232 @@
+"""``MemoryStore``: the in-process reference backend (``memory://``).
+
+It keeps every buffer as a list and runs the core's ``ListEditor`` on it, so it is
+the pure ``append`` with a lock around it. Data lives as long as the object.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from dataclasses import replace
+from typing import Any
+
+from flowmem.core import AppendOutcome, ListEditor, Message, apply_append
+from flowmem.errors import NotSerializableError
+from flowmem.store.base import (
+    DEFAULT_LOCK_TIMEOUT,
+    Address,
+    SessionRecord,
+    TokenRecord,
+    TranscriptMessage,
+)
+from flowmem.store.locks import AddressLocks
+
+
+def to_json(value: Any) -> str:
+    """Serialize a memory value strictly; raise NotSerializableError when it is not JSON."""
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise NotSerializableError(f"value is not JSON-serializable: {exc}") from exc
+
+
+class MemoryStore:
+    """The reference ``Store``: everything in dicts, guarded by locks."""
+
+    def __init__(self, url: str = "memory://") -> None:
+        self.url = url
+        self._lock = threading.RLock()
+        self._locks = AddressLocks()
+        self._records: dict[Address, tuple[str, float | None]] = {}
+        self._buffers: dict[Address, list[Message]] = {}
+        self._sessions: dict[str, SessionRecord] = {}
+        self._transcripts: dict[str, list[TranscriptMessage]] = {}
+        self._next_seq: dict[str, int] = {}
+        self._tokens: dict[str, TokenRecord] = {}
+
+    # --- memory records -------------------------------------------------------
+    def get_record(self, address: Address, now: float) -> tuple[bool, Any]:
+        """Return (found, value); an expired record is not found."""
+        with self._lock:
+            stored = self._records.get(address)
+        if stored is None:
+            return False, None
+        text, expires_at = stored
+        if expires_at is not None and expires_at <= now:
+            return False, None
+        return True, json.loads(text)
+
+    def put_record(self, address: Address, value: Any, expires_at: float | None) -> None:
+        """Store a JSON value (NotSerializableError, nothing written, otherwise)."""
+        text = to_json(value)
+        with self._lock:
+            self._records[address] = (text, expires_at)
+
+    def delete_record(self, address: Address) -> bool:
+        """Delete a record; True when one existed."""
+        with self._lock:
+            return self._records.pop(address, None) is not None
+
+    # --- conversation buffers ------------------------------------------------
+    def append(
+        self,
+        address: Address,
+        rows: list[Message],
+        max_messages: int = 0,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    ) -> AppendOutcome:
+        """Apply the core append rules to the buffer, serialized per address (MEM-12)."""
+        with self._locks.hold(address, lock_timeout):
+            with self._lock:
+                current = self._buffers.get(address, [])
+            editor = ListEditor(copy.deepcopy(current))
+            outcome = apply_append(editor, copy.deepcopy(rows), max_messages)
+            with self._lock:
+                self._buffers[address] = editor.rows
+            return outcome
+
+    def load(self, address: Address, last: int | None = None) -> list[Message]:
+        """Return a copy of the buffer's rows (the last ``last`` when given)."""
+        with self._lock:
+            rows = self._buffers.get(address, [])
+            picked = rows[-last:] if last else ([] if last == 0 else rows)
+            return copy.deepcopy(picked)
+
+    def count(self, address: Address) -> int:
+        """Return the number of rows."""
+        with self._lock:
+            return len(self._buffers.get(address, []))
+
+    def clear(self, address: Address) -> int:
+        """Delete every row of the buffer."""
+        with self._locks.hold(address, DEFAULT_LOCK_TIMEOUT), self._lock:
+            return len(self._buffers.pop(address, []))
+
+    # --- sessions ---------------------------------------------------------------
+    def create_session(self, session: SessionRecord) -> SessionRecord:
+        """Insert a new session."""
+        with self._lock:
+            self._sessions[session.id] = session
+            self._transcripts.setdefault(session.id, [])
+            return session
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        """Return the session or None."""
+        with self._lock:
+            return self._sessions.get(session_id)
+
+    def list_sessions(
+        self, owner: str | None, include_all: bool, limit: int, offset: int
+    ) -> tuple[list[SessionRecord], int]:
+        """Return a page of sessions, newest first, and the total under the filter."""
+        with self._lock:
+            chosen = [
+                s
+                for s in self._sessions.values()
+                if include_all or (owner is not None and s.owner == owner)
+            ]
+        chosen.sort(key=lambda s: (s.created_at, s.id), reverse=True)
+        return chosen[offset : offset + limit], len(chosen)
+
+    def set_session_status(
+        self, session_id: str, status: str, expected: frozenset[str] | None = None
+    ) -> bool:
+        """Set the status, compare-and-set when ``expected`` is given."""
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None or (expected is not None and session.status not in expected):
+                return False
+            self._sessions[session_id] = replace(session, status=status)
+            return True
+
+    def delete_session(self, session_id: str) -> bool:
+        """Delete a session and its transcript."""
+        with self._lock:
+            self._transcripts.pop(session_id, None)
+            self._next_seq.pop(session_id, None)
+            return self._sessions.pop(session_id, None) is not None
+
+    # --- transcripts -------------------------------------------------------------
+    def add_transcript(self, session_id: str, row: Message) -> TranscriptMessage:
+        """Append a transcript row with the next sequence number."""
+        with self._lock:
+            seq = self._next_seq.get(session_id, 0) + 1
+            self._next_seq[session_id] = seq
+            item = TranscriptMessage(session_id, seq, copy.deepcopy(row))
+            self._transcripts.setdefault(session_id, []).append(item)
+            return item
+
+    def list_transcript(
+        self,
+        session_id: str,
+        since: int | None = None,
+        before: int | None = None,
+        limit: int = 20,
+        newest_first: bool = False,
+    ) -> tuple[list[TranscriptMessage], bool]:
+        """Return a page of transcript rows by sequence cursor and whether more exist."""
+        with self._lock:
+            rows = [
+                m
+                for m in self._transcripts.get(session_id, [])
+                if (since is None or m.seq > since) and (before is None or m.seq < before)
+            ]
+        if newest_first:
+            rows.reverse()
+        return copy.deepcopy(rows[:limit]), len(rows) > limit
+
+    def _transcript_index(self, session_id: str, seq: int) -> int | None:
+        for index, item in enumerate(self._transcripts.get(session_id, [])):
+            if item.seq == seq:
+                return index
+        return None
+
+    def edit_transcript(self, session_id: str, seq: int, row: Message) -> bool:
+        """Replace one transcript row."""
+        with self._lock:
+            index = self._transcript_index(session_id, seq)
+            if index is None:
+                return False
+            self._transcripts[session_id][index] = TranscriptMessage(
+                session_id, seq, copy.deepcopy(row)
+            )
+            return True
+
+    def delete_transcript(self, session_id: str, seq: int) -> bool:
+        """Delete one transcript row."""
+        with self._lock:
+            index = self._transcript_index(session_id, seq)
+            if index is None:
+                return False
+            del self._transcripts[session_id][index]
+            return True
+
+    # --- tokens ------------------------------------------------------------------
+    def create_token(self, token: TokenRecord) -> None:
+        """Store a token record."""
+        with self._lock:
+            self._tokens[token.id] = token
+
+    def token_by_hash(self, token_hash: str) -> TokenRecord | None:
+        """Return the token with this hash."""
+        with self._lock:
+            return next((t for t in self._tokens.values() if t.token_hash == token_hash), None)
+
+    def list_tokens(self) -> list[TokenRecord]:
+        """Return every token record, oldest first."""
+        with self._lock:
+            return sorted(self._tokens.values(), key=lambda t: t.created_at)
+
+    def revoke_token(self, token_id: str) -> bool:
+        """Mark a token revoked."""
+        with self._lock:
+            token = self._tokens.get(token_id)
+            if token is None:
+                return False
+            self._tokens[token_id] = replace(token, revoked=True)
+            return True
+
+    def close(self) -> None:
+        """Nothing to release."""
