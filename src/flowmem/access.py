@@ -1,0 +1,217 @@
+"""Principals and access decisions over sessions (pure; MEM-8, MEM-9, MEM-15).
+
+One function, ``decide(principal, action, session)``, answers every access
+question the session service and the HTTP API ask. It never does I/O, so the
+whole table is tested cell by cell (``tests/test_access.py``).
+
+The rules, in the order they are applied:
+
+1. A revoked principal is denied everything.
+2. ``create`` needs the ``sessions:create`` permission (or ``admin``); ``list``
+   is open to every principal (the entries are filtered by ``view``).
+3. Every other action needs a session: a missing session (None) is denied,
+   since the ownership it would be judged against cannot be established (MEM-15).
+4. Ownership needs a real id on both sides: a principal without a usable user id
+   owns nothing, a session without a usable owner is owned by nobody (MEM-9).
+5. ``view``: owner, ``sessions:view_any``, ``sessions:drive_any`` or ``admin``.
+   ``drive`` (send a turn, stop, reset): owner, ``sessions:drive_any`` or
+   ``admin`` — viewing never implies driving (MEM-9).
+   ``delete_session``: owner or ``admin``.
+   ``edit_message`` / ``delete_message``: ``admin`` only (MEM-15).
+6. Extension hooks (``HOOKS``) run after the rules on every decision; each may
+   return a denying ``Decision`` (or None to abstain). A hook can never turn a
+   denial into a grant, and a hook that raises denies (MEM-15).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+# The closed list of permissions a token can carry (docs/access.md).
+PERM_CREATE = "sessions:create"
+PERM_VIEW_ANY = "sessions:view_any"
+PERM_DRIVE_ANY = "sessions:drive_any"
+PERM_SHARED = "memory:shared"
+PERM_ADMIN = "admin"
+PERMISSIONS: frozenset[str] = frozenset(
+    {PERM_CREATE, PERM_VIEW_ANY, PERM_DRIVE_ANY, PERM_SHARED, PERM_ADMIN}
+)
+
+# The closed list of actions ``decide`` judges.
+ACTIONS: tuple[str, ...] = (
+    "create",
+    "list",
+    "view",
+    "drive",
+    "delete_session",
+    "edit_message",
+    "delete_message",
+)
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: a user id (None for a service principal) and its permissions."""
+
+    user_id: str | None
+    permissions: frozenset[str] = field(default_factory=frozenset)
+    token_id: str | None = None
+    revoked: bool = False
+
+    @property
+    def is_admin(self) -> bool:
+        """True when the principal carries the ``admin`` permission."""
+        return PERM_ADMIN in self.permissions
+
+    def has(self, permission: str) -> bool:
+        """True when the principal carries ``permission`` or is an admin."""
+        return permission in self.permissions or self.is_admin
+
+    @property
+    def identity(self) -> str | None:
+        """The principal's usable user id, or None: an absent identity owns nothing (MEM-9)."""
+        return real_id(self.user_id)
+
+
+class SessionLike(Protocol):
+    """What access needs of a session: its owner (a user id or None)."""
+
+    @property
+    def owner(self) -> str | None:
+        """The owner's user id, or None for an unowned session."""
+        ...
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The answer of ``decide``: allowed or not, why, and the rule that decided."""
+
+    allowed: bool
+    reason: str
+    rule: str
+
+
+Hook = Callable[[Principal, str, "SessionLike | None", Decision], "Decision | None"]
+
+# Extension hooks: callables ``(principal, action, session, decision) -> Decision | None``.
+# They run after the rules on every decision; they may deny, never grant (MEM-15).
+HOOKS: list[Hook] = []
+
+
+def _usable_identity(value: object) -> bool:
+    # Interim copy of DESIGN.md §3 until flowmem.scope.usable_identity lands.
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return value > 0
+    if not isinstance(value, str) or not 1 <= len(value) <= 255:
+        return False
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        return False
+    body = value[1:] if value[:1] in "+-" else value
+    if body.isdigit() and body.isascii():
+        return int(value) > 0 and not value.startswith(("0", "+0", "+"))
+    return True
+
+
+def real_id(value: object) -> str | None:
+    """Return ``value`` as a user id when it is a usable identity, else None (MEM-9)."""
+    if not _usable_identity(value):
+        return None
+    return str(value)
+
+
+def owns(principal: Principal, session: SessionLike | None) -> bool:
+    """True only when both sides carry the same real identity.
+
+    Implements MEM-9: a principal without a usable user id owns nothing, and a
+    session without a usable owner is owned by nobody, so two absent identities
+    never match.
+    """
+    if session is None:
+        return False
+    mine = principal.identity
+    theirs = real_id(session.owner)
+    return mine is not None and theirs is not None and mine == theirs
+
+
+def _allow(reason: str, rule: str) -> Decision:
+    return Decision(True, reason, rule)
+
+
+def _deny(reason: str, rule: str) -> Decision:
+    return Decision(False, reason, rule)
+
+
+def _rules(principal: Principal, action: str, session: SessionLike | None) -> Decision:
+    """The access rules without hooks.
+
+    Implements MEM-9 (view never implies drive; ownership needs a real id on both
+    sides) and MEM-15 (a missing session is denied; messages are editable and
+    deletable only at the administrative tier).
+    """
+    if principal.revoked:
+        return _deny("the token is revoked", "auth")
+    if action not in ACTIONS:
+        return _deny(f"unknown action {action!r}", "MEM-15")
+    if action == "create":
+        if principal.has(PERM_CREATE):
+            return _allow("the principal may create sessions", "MEM-9")
+        return _deny("creating a session needs the sessions:create permission", "MEM-9")
+    if action == "list":
+        if session is None:
+            return _allow("listing is open; entries are filtered by view", "MEM-9")
+        action = "view"
+    if session is None:
+        return _deny("the session cannot be loaded", "MEM-15")
+    mine = owns(principal, session)
+    if action == "view":
+        if mine:
+            return _allow("the principal owns the session", "MEM-9")
+        if principal.has(PERM_VIEW_ANY) or principal.has(PERM_DRIVE_ANY):
+            return _allow("the principal may view any session", "MEM-9")
+        return _deny("the principal neither owns nor may view this session", "MEM-9")
+    if action == "drive":
+        if mine:
+            return _allow("the principal owns the session", "MEM-9")
+        if principal.has(PERM_DRIVE_ANY):
+            return _allow("the principal may drive any session", "MEM-9")
+        return _deny("driving a session needs ownership or sessions:drive_any", "MEM-9")
+    if action == "delete_session":
+        if mine:
+            return _allow("the principal owns the session", "MEM-9")
+        if principal.is_admin:
+            return _allow("the principal is an admin", "MEM-9")
+        return _deny("deleting a session needs ownership or admin", "MEM-9")
+    # edit_message / delete_message
+    if principal.is_admin:
+        return _allow("the principal is an admin", "MEM-15")
+    return _deny("a session message is editable only at the administrative tier", "MEM-15")
+
+
+def decide(
+    principal: Principal,
+    action: str,
+    session: SessionLike | None,
+    hooks: Iterable[Hook] | None = None,
+) -> Decision:
+    """Decide whether ``principal`` may do ``action`` on ``session``.
+
+    Implements MEM-9 and MEM-15: the rules decide first; each extension hook (the
+    module's ``HOOKS`` unless ``hooks`` is given) may then deny an allowed action.
+    A denial is final — a hook that returns a grant is ignored, and a hook that
+    raises denies.
+    """
+    decision = _rules(principal, action, session)
+    if not decision.allowed:
+        return decision
+    for hook in HOOKS if hooks is None else hooks:
+        try:
+            verdict = hook(principal, action, session, decision)
+        except Exception as exc:  # a broken hook fails closed
+            return _deny(f"an access hook failed: {type(exc).__name__}", "MEM-15")
+        if verdict is not None and not verdict.allowed:
+            return verdict
+    return decision
