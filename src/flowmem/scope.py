@@ -1,0 +1,224 @@
+"""Execution context and memory-scope resolution (pure: no I/O, no logging).
+
+``resolve_scope`` is the ONE place that decides whether a memory scope resolves to a
+scope id or refuses (MEM-6, MEM-13, DESIGN.md §3). Every consumer — the memory
+service and through it the nodes, the HTTP API, the runtime and the CLI — asks it.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Final
+
+from flowmem.errors import InvalidInputError, UnknownScopeError
+
+SCOPES: Final[tuple[str, ...]] = ("global", "workflow", "pipeline", "execution", "session", "user")
+IDENTITY_SCOPES: Final[tuple[str, ...]] = ("session", "user")
+MAX_IDENTITY_LENGTH: Final = 255
+
+# The closed set of reasons a scope refuses, with the sentence each stands for.
+REFUSAL_REASONS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "no_context": "there is no execution context",
+        "no_id": "the execution context carries no {what} id",
+        "unusable_id": "the execution context's {what} id is not a usable identifier",
+        "no_one_id": "the execution context's {what} id is the id that denotes no {what}",
+    }
+)
+
+# An integer literal: optional sign, ASCII digits only.
+_INTEGER_LITERAL = re.compile(r"[+-]?[0-9]+")
+# Context fields read by each scope other than global.
+_SCOPE_FIELD: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "workflow": "workflow_id",
+        "pipeline": "pipeline_id",
+        "execution": "execution_id",
+        "session": "session_id",
+        "user": "user_id",
+    }
+)
+_CONTEXT_FIELDS: Final[tuple[str, ...]] = (
+    "workflow_id",
+    "pipeline_id",
+    "execution_id",
+    "node_id",
+    "session_id",
+    "user_id",
+)
+
+
+def _empty_metadata() -> Mapping[str, Any]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class ExecutionContext:
+    """Who and where a memory operation runs for; every field is optional.
+
+    Ids are kept exactly as the host passed them: whether one is usable is decided
+    by ``resolve_scope``, never when the context is built.
+    """
+
+    workflow_id: Any = None
+    pipeline_id: Any = None
+    execution_id: Any = None
+    node_id: Any = None
+    session_id: Any = None
+    user_id: Any = None
+    metadata: Mapping[str, Any] = field(default_factory=_empty_metadata, hash=False)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> ExecutionContext:
+        """Build a context from a plain mapping (unknown keys raise ``InvalidInputError``)."""
+        if not isinstance(data, Mapping):
+            raise InvalidInputError(
+                f"an execution context must be an object, got {type(data).__name__}"
+            )
+        unknown = sorted(str(k) for k in data if k not in (*_CONTEXT_FIELDS, "metadata"))
+        if unknown:
+            raise InvalidInputError(f"unknown execution context field(s): {', '.join(unknown)}")
+        metadata = data.get("metadata")
+        if metadata is None:
+            metadata = {}
+        if not isinstance(metadata, Mapping):
+            raise InvalidInputError("execution context metadata must be an object")
+        ids = {name: data.get(name) for name in _CONTEXT_FIELDS}
+        return cls(**ids, metadata=MappingProxyType(dict(metadata)))
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A scope that refused to resolve: which scope, a reason code, and a sentence."""
+
+    scope: str
+    reason: str
+    sentence: str
+
+    def to_dict(self) -> dict[str, str]:
+        """Return the refusal as a plain dict."""
+        return {"scope": self.scope, "reason": self.reason, "sentence": self.sentence}
+
+
+def _has_forbidden_character(text: str) -> bool:
+    """True when ``text`` holds whitespace or a control, format or surrogate code point."""
+    for char in text:
+        if char.isspace() or unicodedata.category(char) in ("Cc", "Cf", "Cs", "Zs", "Zl", "Zp"):
+            return True
+    return False
+
+
+def usable_identity(value: object) -> str | None:
+    """Return the canonical text of a usable identity id, or None when it is not usable.
+
+    DESIGN.md §3: an ``int`` > 0 (never ``bool``), or a ``str`` of 1–255 code points
+    with no whitespace or control characters which, if it is an integer literal,
+    denotes a positive integer. An integer literal is canonicalized to its decimal
+    text (``"+7"``/``"007"`` → ``"7"``), so ``7`` and ``"7"`` name the same identity;
+    any other string is returned unchanged.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        if value <= 0 or value.bit_length() > 850:  # more than 255 digits
+            return None
+        text = str(int(value))
+        return text if len(text) <= MAX_IDENTITY_LENGTH else None
+    if not isinstance(value, str):
+        return None
+    text = str(value)
+    if not 1 <= len(text) <= MAX_IDENTITY_LENGTH or _has_forbidden_character(text):
+        return None
+    if _INTEGER_LITERAL.fullmatch(text):
+        number = int(text)
+        return str(number) if number > 0 else None
+    return text
+
+
+def _denotes_no_one(value: object) -> bool:
+    """True for the id that denotes nobody: ``0`` or an integer literal of zero."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return value == 0
+    return isinstance(value, str) and bool(_INTEGER_LITERAL.fullmatch(value)) and int(value) == 0
+
+
+def _refusal(scope: str, reason: str) -> Refusal:
+    what = scope
+    sentence = f"the {scope} scope refuses: " + REFUSAL_REASONS[reason].format(what=what)
+    return Refusal(scope=scope, reason=reason, sentence=sentence)
+
+
+def _identity(scope: str, context: ExecutionContext | None) -> str | Refusal:
+    """Resolve an identity scope to its usable id, or refuse.
+
+    Implements MEM-6 (``user``). Implements MEM-13 (``session``). Refuses when the
+    context is absent, carries no id, carries an unusable id, or carries the id
+    that denotes nobody. A refusal is never the empty string.
+    """
+    if context is None:
+        return _refusal(scope, "no_context")
+    value = getattr(context, _SCOPE_FIELD[scope])
+    if value is None or (isinstance(value, str) and value == ""):
+        return _refusal(scope, "no_id")
+    if _denotes_no_one(value):
+        return _refusal(scope, "no_one_id")
+    usable = usable_identity(value)
+    if usable is None:
+        return _refusal(scope, "unusable_id")
+    return usable
+
+
+def _plain_id(scope: str, context: ExecutionContext | None) -> str:
+    """Return the workflow/pipeline/execution id as text, ``""`` when absent."""
+    if context is None:
+        return ""
+    value = getattr(context, _SCOPE_FIELD[scope])
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(int(value))
+    raise InvalidInputError(
+        f"the execution context's {_SCOPE_FIELD[scope]} must be text or an integer, "
+        f"got {type(value).__name__}",
+        argument=_SCOPE_FIELD[scope],
+    )
+
+
+def check_scope(scope: object) -> str:
+    """Return ``scope`` when it names one of the six scopes; raise ``UnknownScopeError``."""
+    if not isinstance(scope, str) or scope not in SCOPES:
+        raise UnknownScopeError(
+            f"unknown memory scope {scope!r}: expected one of {', '.join(SCOPES)}",
+            argument="scope",
+            scope=scope if isinstance(scope, str) else repr(scope),
+        )
+    return str(scope)
+
+
+def resolve_scope(scope: object, context: ExecutionContext | None) -> str | Refusal:
+    """Resolve a memory scope against a context to a scope id, or return a ``Refusal``.
+
+    Implements MEM-6. Implements MEM-13. DESIGN.md §3: ``global`` → ``""``; ``workflow`` /
+    ``pipeline`` / ``execution`` → that id as text, ``""`` when absent; ``session``
+    and ``user`` → the canonical usable id, or a refusal (never ``""``). An unknown
+    scope name raises ``UnknownScopeError``; a context that is not an
+    ``ExecutionContext`` (or None) raises ``InvalidInputError``.
+    """
+    name = check_scope(scope)
+    if context is not None and not isinstance(context, ExecutionContext):
+        raise InvalidInputError(
+            f"context must be an ExecutionContext or None, got {type(context).__name__}"
+        )
+    if name == "global":
+        return ""
+    if name in IDENTITY_SCOPES:
+        return _identity(name, context)
+    return _plain_id(name, context)
