@@ -15,9 +15,9 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from flowmem.cli import check, demo
+    from flowmem.cli import check, demo, token
 
-    for module in (check, demo):
+    for module in (check, demo, token):
         module.register(cli)
 
 

@@ -1,0 +1,153 @@
+"""Tokens: created once, stored as a hash, revocable; the token CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from flowmem.auth import (
+    TOKEN_PREFIX,
+    authenticate,
+    bearer_token,
+    bootstrap_admin_token,
+    create_token,
+    hash_token,
+    revoke_token,
+)
+from flowmem.cli import cli
+from flowmem.errors import AuthenticationError, InvalidInputError, NotFoundError
+from flowmem.store import MemoryStore
+
+
+def test_token_is_stored_only_as_hash() -> None:
+    store = MemoryStore()
+    token, record = create_token(store, "alice", {"sessions:create"})
+    assert token.startswith(TOKEN_PREFIX) and len(token) > 40
+    (stored,) = store.list_tokens()
+    assert stored.token_hash == hash_token(token) != token
+    assert token not in repr(stored)
+    principal = authenticate(store, token)
+    assert principal.user_id == "alice"
+    assert principal.permissions == {"sessions:create"}
+    assert principal.token_id == record.id
+
+
+def test_tokens_are_unique() -> None:
+    store = MemoryStore()
+    tokens = {create_token(store, "alice")[0] for _ in range(20)}
+    assert len(tokens) == 20
+
+
+def test_mem_9_service_principal_has_no_user() -> None:
+    store = MemoryStore()
+    token, _ = create_token(store, None, {"sessions:view_any"})
+    principal = authenticate(store, token)
+    assert principal.user_id is None
+    assert principal.identity is None
+
+
+@pytest.mark.parametrize("bad", ["0", "", " ", "a b", "-1", "00", "x" * 256, "tab\there"])
+def test_mem_9_user_id_must_be_usable_identity(bad: str) -> None:
+    store = MemoryStore()
+    with pytest.raises(InvalidInputError):
+        create_token(store, bad)
+    assert store.list_tokens() == []
+
+
+def test_unknown_permission_is_refused() -> None:
+    store = MemoryStore()
+    with pytest.raises(InvalidInputError):
+        create_token(store, "alice", {"sessions:create", "root"})
+    assert store.list_tokens() == []
+
+
+@pytest.mark.parametrize("token", ["", "fm_nope", "nope", "fm_" + "x" * 300])
+def test_unknown_token_is_unauthenticated(token: str) -> None:
+    store = MemoryStore()
+    create_token(store, "alice")
+    with pytest.raises(AuthenticationError):
+        authenticate(store, token)
+
+
+def test_revoked_token_is_unauthenticated() -> None:
+    store = MemoryStore()
+    token, record = create_token(store, "alice")
+    revoke_token(store, record.id)
+    with pytest.raises(AuthenticationError):
+        authenticate(store, token)
+    with pytest.raises(NotFoundError):
+        revoke_token(store, "tok_missing")
+
+
+@pytest.mark.parametrize(
+    ("header", "ok"),
+    [
+        ("Bearer fm_abc", True),
+        ("bearer fm_abc", True),
+        ("  Bearer   fm_abc ", True),
+        (None, False),
+        ("", False),
+        ("Basic abc", False),
+        ("Bearer", False),
+        ("Bearer ", False),
+    ],
+)
+def test_bearer_header(header: str | None, ok: bool) -> None:
+    if ok:
+        assert bearer_token(header) == "fm_abc"
+    else:
+        with pytest.raises(AuthenticationError):
+            bearer_token(header)
+
+
+def test_bootstrap_only_on_empty_database() -> None:
+    store = MemoryStore()
+    token = bootstrap_admin_token(store)
+    assert token is not None
+    assert authenticate(store, token).is_admin
+    assert bootstrap_admin_token(store) is None
+    assert len(store.list_tokens()) == 1
+
+
+@pytest.fixture
+def shared_store(monkeypatch: pytest.MonkeyPatch) -> MemoryStore:
+    store = MemoryStore()
+    monkeypatch.setattr("flowmem.cli.serve.open_store", lambda url: store)
+    return store
+
+
+def test_cli_token_create_list_revoke(shared_store: MemoryStore) -> None:
+    runner = CliRunner()
+    created = runner.invoke(
+        cli, ["token", "create", "--user", "alice", "--permission", "sessions:view_any"]
+    )
+    assert created.exit_code == 0, created.output
+    token = created.stdout.strip().splitlines()[0]
+    principal = authenticate(shared_store, token)
+    assert principal.user_id == "alice"
+    assert principal.permissions == {"sessions:view_any"}
+
+    admin = runner.invoke(cli, ["token", "create", "--user", "root", "--admin"])
+    assert authenticate(shared_store, admin.stdout.strip().splitlines()[0]).is_admin
+    service = runner.invoke(cli, ["token", "create"])
+    assert authenticate(shared_store, service.stdout.strip().splitlines()[0]).user_id is None
+
+    listed = runner.invoke(cli, ["token", "list", "--json"])
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert [r["user_id"] for r in rows] == ["alice", "root", None]
+    assert token not in listed.stdout
+
+    revoked = runner.invoke(cli, ["token", "revoke", principal.token_id or ""])
+    assert revoked.exit_code == 0
+    with pytest.raises(AuthenticationError):
+        authenticate(shared_store, token)
+
+
+def test_cli_token_bad_input(shared_store: MemoryStore) -> None:
+    runner = CliRunner()
+    assert runner.invoke(cli, ["token", "create", "--user", "0"]).exit_code != 0
+    assert runner.invoke(cli, ["token", "create", "--permission", "root"]).exit_code != 0
+    assert runner.invoke(cli, ["token", "revoke", "tok_nope"]).exit_code != 0
+    assert shared_store.list_tokens() == []
