@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from flowmem.scope import usable_identity
+
 # The closed list of permissions a token can carry (docs/access.md).
 PERM_CREATE = "sessions:create"
 PERM_VIEW_ANY = "sessions:view_any"
@@ -100,27 +102,9 @@ Hook = Callable[[Principal, str, "SessionLike | None", Decision], "Decision | No
 HOOKS: list[Hook] = []
 
 
-def _usable_identity(value: object) -> bool:
-    # Interim copy of DESIGN.md §3 until flowmem.scope.usable_identity lands.
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int):
-        return value > 0
-    if not isinstance(value, str) or not 1 <= len(value) <= 255:
-        return False
-    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in value):
-        return False
-    body = value[1:] if value[:1] in "+-" else value
-    if body.isdigit() and body.isascii():
-        return int(value) > 0 and not value.startswith(("0", "+0", "+"))
-    return True
-
-
 def real_id(value: object) -> str | None:
-    """Return ``value`` as a user id when it is a usable identity, else None (MEM-9)."""
-    if not _usable_identity(value):
-        return None
-    return str(value)
+    """Return the canonical user id when ``value`` is a usable identity, else None (MEM-9)."""
+    return usable_identity(value)
 
 
 def owns(principal: Principal, session: SessionLike | None) -> bool:

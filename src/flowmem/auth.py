@@ -65,7 +65,8 @@ def create_token(
 
     The user id must be a usable identity (DESIGN.md §3); only the hash is stored.
     """
-    if user_id is not None and real_id(user_id) is None:
+    canonical = None if user_id is None else real_id(user_id)
+    if user_id is not None and canonical is None:
         raise InvalidInputError(
             f"user id {user_id!r} is not a usable identity (1-255 characters, no "
             "whitespace, not 0 or a non-positive integer)",
@@ -76,7 +77,7 @@ def create_token(
     record = TokenRecord(
         id="tok_" + secrets.token_hex(8),
         token_hash=hash_token(token),
-        user_id=user_id,
+        user_id=canonical,
         permissions=chosen,
         created_at=clock(),
         label=label,
