@@ -1,0 +1,1 @@
+"""flowmem's own agent runtime: tools, models and a turn loop that survives crashes."""

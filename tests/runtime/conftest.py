@@ -1,0 +1,24 @@
+"""Fixtures of the runtime tests: the fake OpenAI-compatible provider on loopback."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.runtime.fake_provider import FakeProvider
+
+
+@pytest.fixture(scope="session")
+def _provider_server() -> Iterator[FakeProvider]:
+    provider = FakeProvider().start()
+    yield provider
+    provider.stop()
+
+
+@pytest.fixture
+def fake_provider(_provider_server: FakeProvider) -> Iterator[FakeProvider]:
+    """The fake provider, with an empty script and no recorded requests."""
+    _provider_server.reset()
+    yield _provider_server
+    _provider_server.reset()
