@@ -320,17 +320,14 @@ def append(
     """Append ``incoming`` (one message or a list, flat or stored) to ``buffer``.
 
     Implements MEM-1, MEM-2, MEM-3, MEM-10 and MEM-14 with the window of DESIGN.md §2.
-    Returns a new buffer of stored rows; ``buffer`` and ``incoming`` are not mutated.
-    Raises ``InvalidMessageError``/``UnknownRoleError`` before changing anything.
+    Returns a new buffer of stored rows (buffer rows given flat are converted too);
+    ``buffer`` and ``incoming`` are not mutated. Raises ``InvalidInputError`` (an
+    ``InvalidMessageError``/``UnknownRoleError`` for a bad message, in the buffer or
+    incoming) before changing anything.
     """
     rows = prepare(incoming, now)
-    editor = ListEditor(_copy_row(row) for row in buffer)
+    if not isinstance(buffer, (list, tuple)):
+        raise InvalidInputError(f"buffer must be a list of rows, got {type(buffer).__name__}")
+    editor = ListEditor([to_row(row) for row in buffer])
     outcome = apply_append(editor, rows, max_messages)
     return AppendResult(messages=editor.rows, count=outcome.count, appended=outcome.appended)
-
-
-def _copy_row(row: Mapping[str, Any]) -> Message:
-    copied = dict(row)
-    meta = row.get("metadata")
-    copied["metadata"] = dict(meta) if isinstance(meta, Mapping) else {}
-    return copied

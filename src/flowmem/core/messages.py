@@ -131,9 +131,11 @@ def healed_flat(call_id: str) -> Message:
 def to_row(message: object, now: int | None = None) -> Message:
     """Convert one incoming message (flat or stored shape) to a stored row.
 
-    Raises ``InvalidMessageError`` for a non-map and ``UnknownRoleError`` for a
-    missing or unknown role. Top-level ``tool_calls``/``tool_call_id`` move under
-    ``metadata``; other unknown top-level keys are kept there too.
+    Raises ``InvalidMessageError`` for a non-map, metadata that is not a map, or
+    tool calls that are not a list of maps, and ``UnknownRoleError`` for a missing
+    or unknown role. Top-level ``tool_calls``/``tool_call_id`` move under
+    ``metadata``; other unknown top-level keys are kept there too. Tool call entries
+    are copied, so the row shares no list with the input.
     """
     if not isinstance(message, Mapping):
         raise InvalidMessageError(f"a message must be an object, got {type(message).__name__}")
@@ -142,14 +144,23 @@ def to_row(message: object, now: int | None = None) -> Message:
         raise UnknownRoleError(
             f"unknown message role {role!r}: expected one of {', '.join(ROLES)}", role=role
         )
-    meta: dict[str, Any] = dict(_metadata(message))
+    raw_meta = message.get("metadata")
+    if raw_meta is not None and not isinstance(raw_meta, Mapping):
+        raise InvalidMessageError(
+            f"message metadata must be an object, got {type(raw_meta).__name__}"
+        )
+    meta: dict[str, Any] = dict(raw_meta or {})
     for key, value in message.items():
         if key not in _ROW_KEYS and key not in meta:
             meta[key] = value
-    if "tool_calls" in message and role == "assistant":
+    if message.get("tool_calls") is not None and role == "assistant":
         meta["tool_calls"] = message["tool_calls"]
-    if "tool_call_id" in message and role == "tool":
+    if message.get("tool_call_id") is not None and role == "tool":
         meta["tool_call_id"] = message["tool_call_id"]
+    if role == "assistant" and "tool_calls" in meta:
+        calls = _checked_calls(meta.pop("tool_calls"))
+        if calls is not None:
+            meta["tool_calls"] = calls
     row: Message = {
         "role": role,
         "content": coerce_content(message.get("content")),
@@ -161,6 +172,22 @@ def to_row(message: object, now: int | None = None) -> Message:
     elif now is not None:
         row["timestamp"] = now
     return row
+
+
+def _checked_calls(calls: object) -> list[dict[str, Any]] | None:
+    """Return a copy of a row's tool call entries; raise when they are not a list of maps."""
+    if calls is None:
+        return None
+    if not isinstance(calls, list):
+        raise InvalidMessageError(f"tool_calls must be a list, got {type(calls).__name__}")
+    copied: list[dict[str, Any]] = []
+    for call in calls:
+        if not isinstance(call, Mapping):
+            raise InvalidMessageError(
+                f"each tool call must be an object, got {type(call).__name__}"
+            )
+        copied.append(dict(call))
+    return copied
 
 
 def to_flat(message: Mapping[str, Any]) -> Message | None:

@@ -9,7 +9,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-from flowmem.core.messages import Message, entry_id, healed_flat, result_id, to_flat
+from flowmem.core.messages import (
+    ROLES,
+    Message,
+    entry_id,
+    healed_flat,
+    raw_tool_calls,
+    result_id,
+    to_flat,
+)
 
 
 class RepairResult(NamedTuple):
@@ -36,7 +44,7 @@ def _kept_calls(turn: Message, declared: set[str]) -> tuple[list[Any], list[str]
     kept: list[Any] = []
     ids: list[str] = []
     removed = 0
-    for call in turn.get("tool_calls") or []:
+    for call in raw_tool_calls(turn):
         cid = entry_id(call)
         if cid is None or cid in declared:
             removed += 1
@@ -56,10 +64,12 @@ def repair_tool_pairing(messages: Iterable[Mapping[str, Any]]) -> RepairResult:
     declaration of its id, or with no usable id) and a duplicate result are
     dropped; a real result outside its call's result run is moved into it; an
     unanswered call gets a synthetic interrupted result adjacent to it. Input rows
-    are flat; they are not mutated. ``dropped`` counts removed messages and calls.
+    are flat; they are not mutated. An entry that is not a map with a known role is
+    dropped. ``dropped`` counts removed messages and calls.
     """
-    rows = [dict(m) for m in messages]
-    dropped = 0
+    entries = list(messages)
+    rows = [dict(m) for m in entries if isinstance(m, Mapping) and m.get("role") in ROLES]
+    dropped = len(entries) - len(rows)
     declared: set[str] = set()
     turn_ids: dict[int, list[str]] = {}
     keep: list[bool] = [True] * len(rows)
@@ -75,7 +85,7 @@ def repair_tool_pairing(messages: Iterable[Mapping[str, Any]]) -> RepairResult:
             turn_ids[index] = ids
             continue
         row.pop("tool_calls", None)
-        if row.get("content", "") == "":
+        if row.get("content") in ("", None):
             keep[index] = False
             dropped += 1
 

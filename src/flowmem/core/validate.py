@@ -87,6 +87,7 @@ def check_sendable(messages: object) -> list[Violation]:
         elif role == "tool":
             _check_result(index, row, found, answered, open_calls)
     close_run()
+    found.sort(key=lambda violation: violation.index)
     return found
 
 
