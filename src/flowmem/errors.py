@@ -39,6 +39,12 @@ class UnknownRoleError(InvalidMessageError):
     code = "unknown_role"
 
 
+class UnsupportedContentError(InvalidMessageError):
+    """Provider content flowmem cannot carry as text (an image, a file, a reasoning item...)."""
+
+    code = "unsupported_content"
+
+
 class UnknownScopeError(InvalidInputError):
     """A memory scope name that is not one of the six scopes."""
 
@@ -73,6 +79,18 @@ class StoreError(FlowmemError):
     """A storage backend failed; the driver's own error never leaks past ``flowmem.store``."""
 
     code = "store_error"
+
+
+class StoreBusyError(StoreError):
+    """The backend stayed locked by another writer past every retry."""
+
+    code = "store_busy"
+
+
+class StoreUnavailableError(StoreError):
+    """The backend cannot be reached or opened (server down, bad credentials, no file)."""
+
+    code = "store_unavailable"
 
 
 class SchemaTooNewError(StoreError):

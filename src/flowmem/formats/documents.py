@@ -1,0 +1,62 @@
+"""Whole provider request documents ↔ flowmem rows, by format name (used by the CLI)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from flowmem.core import Message
+from flowmem.errors import InvalidInputError
+from flowmem.formats.anthropic import from_anthropic, to_anthropic
+from flowmem.formats.openai_chat import from_openai, to_openai
+from flowmem.formats.responses import from_responses, to_responses
+
+FORMATS: tuple[str, ...] = ("openai", "responses", "anthropic")
+
+
+def _check_name(name: str) -> None:
+    if name not in FORMATS:
+        raise InvalidInputError(f"unknown format {name!r}: expected one of {', '.join(FORMATS)}")
+
+
+def read_document(name: str, document: object) -> list[Message]:
+    """Return the flowmem flat rows of a provider document in format ``name``.
+
+    ``openai``: a message list or a request body with ``messages``. ``responses``: an
+    item list or a request body with ``input`` (a string is one user message) and
+    optional ``instructions`` (a leading system row). ``anthropic``: a message list
+    or a request body with ``messages`` and optional ``system``.
+    """
+    _check_name(name)
+    body: Mapping[str, Any] = document if isinstance(document, Mapping) else {}
+    if name == "openai":
+        return from_openai(body.get("messages", document))
+    if name == "anthropic":
+        if isinstance(document, Mapping):
+            return from_anthropic(body.get("system"), body.get("messages"))
+        return from_anthropic(None, document)
+    if not isinstance(document, Mapping):
+        return from_responses(document)
+    items = body.get("input")
+    rows: list[Message] = []
+    instructions = body.get("instructions")
+    if isinstance(instructions, str) and instructions:
+        rows.append({"role": "system", "content": instructions})
+    if isinstance(items, str):
+        return [*rows, {"role": "user", "content": items}]
+    return rows + from_responses(items)
+
+
+def write_document(name: str, messages: object) -> Any:
+    """Return ``messages`` normalized and written in format ``name`` as a JSON-ready value.
+
+    ``openai`` and ``responses`` give a list; ``anthropic`` gives ``{"system", "messages"}``
+    (``system`` only when there is one).
+    """
+    _check_name(name)
+    if name == "openai":
+        return to_openai(messages)
+    if name == "responses":
+        return to_responses(messages)
+    system, out = to_anthropic(messages)
+    return {"messages": out} if system is None else {"system": system, "messages": out}

@@ -1,0 +1,186 @@
+"""Anthropic Messages ↔ flowmem rows: merging, splitting, losses, typed errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from flowmem.core import HEALED_CONTENT, check_sendable
+from flowmem.errors import (
+    InvalidInputError,
+    InvalidMessageError,
+    UnknownRoleError,
+    UnsupportedContentError,
+)
+from flowmem.formats import from_anthropic, to_anthropic
+from tests.formats.sdk import assert_anthropic
+
+CALLS = [
+    {"tool_call_id": "t1", "name": "search", "args": {"q": "a"}},
+    {"tool_call_id": "t2", "name": "search", "args": {"q": "b"}},
+]
+
+
+def test_mem_5_to_anthropic_merges_results_and_heals_into_one_user_message() -> None:
+    history = [
+        {"role": "user", "content": "find a and b"},
+        {"role": "system", "content": "be brief"},
+        {"role": "assistant", "content": "Searching.", "tool_calls": CALLS},
+        {"role": "tool", "content": "A", "tool_call_id": "t1"},
+        {"role": "user", "content": "still there?"},
+    ]
+    system, messages = to_anthropic(history)
+    assert_anthropic(system, messages)
+    assert system == "be brief"
+    assert messages == [
+        {"role": "user", "content": "find a and b"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Searching."},
+                {"type": "tool_use", "id": "t1", "name": "search", "input": {"q": "a"}},
+                {"type": "tool_use", "id": "t2", "name": "search", "input": {"q": "b"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "A"},
+                {"type": "tool_result", "tool_use_id": "t2", "content": HEALED_CONTENT},
+                {"type": "text", "text": "still there?"},
+            ],
+        },
+    ]
+    assert from_anthropic(system, messages) == [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "find a and b"},
+        {"role": "assistant", "content": "Searching.", "tool_calls": CALLS},
+        {"role": "tool", "content": "A", "tool_call_id": "t1"},
+        {"role": "tool", "content": HEALED_CONTENT, "tool_call_id": "t2"},
+        {"role": "user", "content": "still there?"},
+    ]
+
+
+def test_to_anthropic_merges_consecutive_same_role_turns_and_splits_them_back() -> None:
+    history = [
+        {"role": "user", "content": "one"},
+        {"role": "user", "content": "two"},
+        {"role": "assistant", "content": "a"},
+        {"role": "assistant", "content": "b"},
+    ]
+    system, messages = to_anthropic(history)
+    assert system is None
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert from_anthropic(system, messages) == history
+
+
+def test_anthropic_documented_losses() -> None:
+    history = [
+        {"role": "system", "content": "s1"},
+        {"role": "system", "content": "s2"},
+        {"role": "user", "content": ""},
+        {"role": "user", "content": "hi"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"tool_call_id": "x", "name": "f", "args": [1, 2]}],
+        },
+        {"role": "tool", "content": "", "tool_call_id": "x"},
+    ]
+    system, messages = to_anthropic(history)
+    assert_anthropic(system, messages)
+    assert system == "s1\n\ns2"  # several system rows become one string
+    assert messages[0] == {"role": "user", "content": "hi"}  # the empty user turn is left out
+    assert messages[1]["content"][0]["input"] == {"value": [1, 2]}  # input must be an object
+    assert messages[2]["content"] == [{"type": "tool_result", "tool_use_id": "x"}]
+    assert check_sendable(from_anthropic(system, messages)) == []
+
+
+def test_from_anthropic_text_after_tool_use_stays_with_the_calls() -> None:
+    rows = from_anthropic(
+        [{"type": "text", "text": "sys"}],
+        [
+            {"role": "user", "content": [{"type": "text", "text": "q"}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "u", "name": "f", "input": {}},
+                    {"type": "text", "text": "after"},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "u",
+                        "content": [{"type": "text", "text": "r"}],
+                    }
+                ],
+            },
+        ],
+    )
+    assert rows == [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "q"},
+        {
+            "role": "assistant",
+            "content": "after",
+            "tool_calls": [{"tool_call_id": "u", "name": "f", "args": {}}],
+        },
+        {"role": "tool", "content": "r", "tool_call_id": "u"},
+    ]
+    assert check_sendable(rows) == []
+
+
+@pytest.mark.parametrize(
+    ("system", "messages", "error"),
+    [
+        (None, "x", InvalidInputError),
+        (None, [1], InvalidMessageError),
+        (None, [{"role": "system", "content": "x"}], UnknownRoleError),
+        (None, [{"role": "user", "content": 5}], InvalidMessageError),
+        (
+            None,
+            [{"role": "user", "content": [{"type": "image", "source": {}}]}],
+            UnsupportedContentError,
+        ),
+        (
+            None,
+            [
+                {
+                    "role": "assistant",
+                    "content": [{"type": "thinking", "thinking": "", "signature": ""}],
+                }
+            ],
+            UnsupportedContentError,
+        ),
+        (
+            None,
+            [
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}}],
+                }
+            ],
+            UnsupportedContentError,
+        ),
+        (
+            None,
+            [{"role": "assistant", "content": [{"type": "tool_result", "tool_use_id": "a"}]}],
+            UnsupportedContentError,
+        ),
+        (
+            None,
+            [{"role": "assistant", "content": [{"type": "tool_use", "name": "f", "input": {}}]}],
+            InvalidMessageError,
+        ),
+        (None, [{"role": "user", "content": [{"type": "tool_result"}]}], InvalidMessageError),
+        (None, [{"role": "user", "content": [{"type": "text"}]}], InvalidMessageError),
+        (5, [], InvalidMessageError),
+    ],
+)
+def test_from_anthropic_rejects_malformed_input_with_typed_errors(
+    system: object, messages: object, error: type
+) -> None:
+    with pytest.raises(error):
+        from_anthropic(system, messages)

@@ -1,0 +1,88 @@
+"""Round-trip properties of the provider formats, validated against the SDKs' own types."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+
+from flowmem.core import check_sendable, normalize
+from flowmem.formats import (
+    from_anthropic,
+    from_openai,
+    from_responses,
+    to_anthropic,
+    to_openai,
+    to_responses,
+)
+from tests.formats.sdk import assert_anthropic, assert_openai_chat, assert_responses
+from tests.formats.strategies import histories, messy_histories
+
+FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FAST
+@given(histories(carrier="openai"))
+def test_mem_5_openai_round_trip_equals_normalized_history(history: list[dict[str, Any]]) -> None:
+    out = to_openai(history)
+    assert_openai_chat(out)
+    back = from_openai(out)
+    assert back == normalize(history).messages
+    assert check_sendable(back) == []
+
+
+@FAST
+@given(histories(carrier="responses"))
+def test_mem_5_responses_round_trip_equals_normalized_history(
+    history: list[dict[str, Any]],
+) -> None:
+    items = to_responses(history)
+    assert_responses(items)
+    back = from_responses(items)
+    assert back == normalize(history).messages
+    assert check_sendable(back) == []
+
+
+@FAST
+@given(histories(carrier="anthropic"))
+def test_mem_5_anthropic_round_trip_equals_normalized_history(
+    history: list[dict[str, Any]],
+) -> None:
+    system, messages = to_anthropic(history)
+    assert_anthropic(system, messages)
+    back = from_anthropic(system, messages)
+    assert back == normalize(history).messages
+    assert check_sendable(back) == []
+
+
+def _alternates(messages: list[dict[str, Any]]) -> bool:
+    return all(a["role"] != b["role"] for a, b in itertools.pairwise(messages))
+
+
+@FAST
+@given(messy_histories())
+def test_mem_5_any_history_becomes_sdk_valid_and_sendable(history: list[Any]) -> None:
+    """Whatever a caller hands ``to_X`` (bad ids, orphans, odd content), the output is valid."""
+    chat = to_openai(history)
+    assert_openai_chat(chat)
+    assert check_sendable(from_openai(chat)) == []
+    items = to_responses(history)
+    assert_responses(items)
+    assert check_sendable(from_responses(items)) == []
+    system, messages = to_anthropic(history)
+    assert_anthropic(system, messages)
+    assert _alternates(messages)
+    assert check_sendable(from_anthropic(system, messages)) == []
+
+
+@FAST
+@given(messy_histories())
+def test_formats_are_stable_after_one_pass(history: list[Any]) -> None:
+    """Writing what was read back gives the same provider payload (a fixed point)."""
+    chat = to_openai(history)
+    assert to_openai(from_openai(chat)) == chat
+    items = to_responses(history)
+    assert to_responses(from_responses(items)) == items
+    payload = to_anthropic(history)
+    assert to_anthropic(from_anthropic(*payload)) == payload
