@@ -1,0 +1,105 @@
+"""``flowmem check --format`` and ``flowmem normalize --to`` (the provider formats on the CLI)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from flowmem.cli import cli
+from flowmem.formats import FORMATS, read_document
+from tests.formats.sdk import assert_anthropic, assert_openai_chat, assert_responses
+
+BROKEN_OPENAI = {
+    "model": "gpt",
+    "messages": [
+        {"role": "user", "content": "hi"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
+        },
+        {"role": "user", "content": "again"},
+    ],
+}
+ROWS = [
+    {"role": "user", "content": "hi", "metadata": {}},
+    {
+        "role": "assistant",
+        "content": "",
+        "metadata": {"tool_calls": [{"tool_call_id": "c1", "name": "f", "args": {}}]},
+    },
+    {"role": "user", "content": "again", "metadata": {}},
+    {"role": "system", "content": "sys", "metadata": {}},
+]
+
+
+def _write(tmp_path: Path, document: object) -> str:
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return str(path)
+
+
+def test_check_format_openai_reports_the_unanswered_call(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli, ["check", "--format", "openai", _write(tmp_path, BROKEN_OPENAI)]
+    )
+    assert result.exit_code == 1
+    assert "unanswered_call" in result.output
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_normalize_to_format_prints_a_valid_sendable_payload(tmp_path: Path, name: str) -> None:
+    result = CliRunner().invoke(cli, ["normalize", "--to", name, _write(tmp_path, ROWS)])
+    assert result.exit_code == 0, result.output
+    body, _, _ = result.output.rpartition("dropped:")
+    payload = json.loads(body)
+    if name == "openai":
+        assert_openai_chat(payload)
+    elif name == "responses":
+        assert_responses(payload)
+    else:
+        assert_anthropic(payload.get("system"), payload["messages"])
+    path = _write(tmp_path, payload)
+    checked = CliRunner().invoke(cli, ["check", "--format", name, path])
+    assert checked.exit_code == 0, checked.output
+    assert read_document(name, payload)[0] == {"role": "system", "content": "sys"}
+
+
+def test_check_format_with_unsupported_content_exits_2(tmp_path: Path) -> None:
+    document = [{"role": "user", "content": [{"type": "image", "source": {}}]}]
+    path = _write(tmp_path, document)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from flowmem.cli import main; main()",
+            "check",
+            "--format",
+            "anthropic",
+            path,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "error:" in done.stderr and "'image'" in done.stderr
+
+
+def test_check_format_rejects_an_unknown_format(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["check", "--format", "gemini", _write(tmp_path, [])])
+    assert result.exit_code == 2
+
+
+def test_check_without_format_keeps_reading_flowmem_rows(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["check", _write(tmp_path, ROWS)])
+    assert result.exit_code == 1
+    assert "unanswered_call" in result.output
