@@ -1,0 +1,314 @@
+"""The session service: sessions with owners, their transcripts, and driving them.
+
+Every operation asks ``flowmem.access.decide`` before it changes anything:
+
+- A session the caller may not *view* is reported as not found (``NotFoundError``,
+  HTTP 404), never as forbidden, so session ids do not leak. A session the caller
+  may view but not act on raises ``AccessDeniedError`` (HTTP 403).
+- Creating a session needs ``sessions:create`` (tokens carry it by default); the
+  caller's user id becomes the owner, and a service principal (no user id)
+  creates an unowned session (MEM-9).
+- A turn runs with the session's OWNER as the context user, or none for an
+  unowned session — never the caller (MEM-8).
+
+``TurnRunner`` is the contract with the agent runtime; with no runner, sending a
+turn records the user row in the transcript and the session's conversation
+buffer (scope ``session``, key ``chat_history``) and completes at once.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from flowmem.access import PERM_DRIVE_ANY, PERM_VIEW_ANY, Principal, decide
+from flowmem.core import Message, to_row
+from flowmem.errors import (
+    AccessDeniedError,
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+    PayloadTooLargeError,
+)
+from flowmem.scope import ExecutionContext, usable_identity
+from flowmem.store.base import SessionRecord, Store, TranscriptMessage
+
+if TYPE_CHECKING:
+    from flowmem.service import MemoryService
+
+BUFFER_SCOPE = "session"
+BUFFER_KEY = "chat_history"
+MAX_NAME_LENGTH = 200
+MAX_AGENT_LENGTH = 200
+MAX_METADATA_BYTES = 64 * 1024
+MAX_TURN_CHARS = 1_000_000
+
+
+class TurnRunner(Protocol):
+    """What the agent runtime implements to run a model turn for a session.
+
+    ``start_turn`` records the user turn, runs the model and moves the session's
+    status idle → running → completed/failed; it raises ``ConflictError`` when a
+    turn is already running. It returns at least ``{"turn_id", "status"}``;
+    ``wait=True`` returns only when the turn has finished. ``stop`` asks a running
+    turn to stop and returns whether one was running.
+    """
+
+    def start_turn(self, session: SessionRecord, content: str, *, wait: bool) -> dict[str, Any]:
+        """Start (or, with ``wait``, run to the end) a turn with the user's ``content``."""
+        ...
+
+    def stop(self, session: SessionRecord) -> bool:
+        """Stop the session's running turn; True when one was running."""
+        ...
+
+
+def memory_context(session: SessionRecord) -> ExecutionContext:
+    """Return the execution context a session's turn runs under.
+
+    Implements MEM-8: the user is the session's owner when that owner is a real
+    user, otherwise nobody — never the caller driving the turn.
+    """
+    return ExecutionContext(session_id=session.id, user_id=usable_identity(session.owner))
+
+
+def session_dict(session: SessionRecord) -> dict[str, Any]:
+    """Return a session as the plain JSON object the API serves."""
+    return {
+        "id": session.id,
+        "name": session.name,
+        "owner": session.owner,
+        "status": session.status,
+        "agent": session.agent,
+        "metadata": dict(session.metadata),
+        "created_at": session.created_at,
+        "updated_at": session.updated_at,
+    }
+
+
+def transcript_dict(item: TranscriptMessage) -> dict[str, Any]:
+    """Return a transcript row as the plain JSON object the API serves."""
+    return {"seq": item.seq, **item.row}
+
+
+def canonical_session_id(value: object) -> str:
+    """Return the canonical (lowercase, hyphenated) UUID text; NotFoundError if not a UUID.
+
+    A malformed id names no session, so it is reported like a missing one.
+    """
+    if not isinstance(value, str) or len(value) > 64:
+        raise NotFoundError("no such session")
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        raise NotFoundError("no such session") from None
+
+
+@dataclass(frozen=True)
+class SessionPage:
+    """A page of sessions and the total under the same filter."""
+
+    sessions: list[SessionRecord]
+    total: int
+
+
+def _check_name(name: object) -> str:
+    if name is None:
+        return ""
+    if not isinstance(name, str) or len(name) > MAX_NAME_LENGTH:
+        raise InvalidInputError(
+            f"name must be text of at most {MAX_NAME_LENGTH} characters", field="name"
+        )
+    return name
+
+
+def _check_agent(agent: object) -> str | None:
+    if agent is None:
+        return None
+    if not isinstance(agent, str) or not 1 <= len(agent) <= MAX_AGENT_LENGTH:
+        raise InvalidInputError(
+            f"agent must be text of 1-{MAX_AGENT_LENGTH} characters", field="agent"
+        )
+    return agent
+
+
+def _check_metadata(metadata: object) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise InvalidInputError("metadata must be an object", field="metadata")
+    try:
+        text = json.dumps(metadata, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidInputError(f"metadata is not JSON: {exc}", field="metadata") from exc
+    if len(text.encode("utf-8")) > MAX_METADATA_BYTES:
+        raise PayloadTooLargeError(
+            f"metadata is larger than {MAX_METADATA_BYTES} bytes", field="metadata"
+        )
+    return dict(json.loads(text))
+
+
+def _check_content(content: object) -> str:
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidInputError("content must be non-empty text", field="content")
+    if len(content) > MAX_TURN_CHARS:
+        raise PayloadTooLargeError(
+            f"content is longer than {MAX_TURN_CHARS} characters", field="content"
+        )
+    return content
+
+
+class SessionService:
+    """Sessions, transcripts and turns, each operation checked by ``access.decide`` first."""
+
+    def __init__(
+        self,
+        store: Store,
+        memory: MemoryService,
+        runner: TurnRunner | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.memory = memory
+        self.runner = runner
+        self.clock = clock
+
+    # --- loading and deciding ---------------------------------------------------
+    def load(self, principal: Principal, session_id: object, action: str = "view") -> SessionRecord:
+        """Return the session if ``principal`` may do ``action`` on it.
+
+        Implements MEM-15: a session that cannot be loaded is denied (404). One the
+        caller may not view is also 404 (ids do not leak); one it may view but not
+        act on is ``AccessDeniedError`` (403).
+        """
+        session = self.store.get_session(canonical_session_id(session_id))
+        if not decide(principal, "view", session).allowed or session is None:
+            raise NotFoundError("no such session")
+        if action != "view":
+            decision = decide(principal, action, session)
+            if not decision.allowed:
+                raise AccessDeniedError(decision.reason, rule=decision.rule)
+        return session
+
+    # --- sessions ------------------------------------------------------------------
+    def create(
+        self,
+        principal: Principal,
+        name: object = "",
+        agent: object = None,
+        metadata: object = None,
+    ) -> SessionRecord:
+        """Create a session owned by the caller (unowned for a service principal; MEM-9)."""
+        decision = decide(principal, "create", None)
+        if not decision.allowed:
+            raise AccessDeniedError(decision.reason, rule=decision.rule)
+        now = self.clock()
+        record = SessionRecord(
+            id=str(uuid.uuid4()),
+            name=_check_name(name),
+            owner=principal.identity,
+            status="idle",
+            agent=_check_agent(agent),
+            metadata=_check_metadata(metadata),
+            created_at=now,
+            updated_at=now,
+        )
+        return self.store.create_session(record)
+
+    def list_sessions(self, principal: Principal, limit: int = 20, offset: int = 0) -> SessionPage:
+        """Return the sessions the caller may view, newest first, and their total."""
+        decision = decide(principal, "list", None)
+        if not decision.allowed:
+            raise AccessDeniedError(decision.reason, rule=decision.rule)
+        include_all = principal.has(PERM_VIEW_ANY) or principal.has(PERM_DRIVE_ANY)
+        owner = principal.identity
+        if not include_all and owner is None:
+            return SessionPage([], 0)  # an absent identity owns nothing (MEM-9)
+        page, total = self.store.list_sessions(owner, include_all, limit, offset)
+        visible = [s for s in page if decide(principal, "view", s).allowed]
+        return SessionPage(visible, total)
+
+    def get(self, principal: Principal, session_id: object) -> SessionRecord:
+        """Return one session the caller may view."""
+        return self.load(principal, session_id, "view")
+
+    def delete(self, principal: Principal, session_id: object) -> None:
+        """Delete a session, its transcript and its conversation buffer (owner or admin)."""
+        session = self.load(principal, session_id, "delete_session")
+        if session.status == "running":
+            raise ConflictError("the session is running a turn; stop it first")
+        self.memory.clear(BUFFER_SCOPE, BUFFER_KEY, memory_context(session))
+        self.store.delete_session(session.id)
+
+    # --- transcript ----------------------------------------------------------------
+    def messages(
+        self,
+        principal: Principal,
+        session_id: object,
+        since: int | None = None,
+        before: int | None = None,
+        limit: int = 20,
+        newest_first: bool = False,
+    ) -> tuple[list[TranscriptMessage], bool]:
+        """Return a page of the transcript by sequence cursor, and whether more exist."""
+        session = self.load(principal, session_id, "view")
+        return self.store.list_transcript(session.id, since, before, limit, newest_first)
+
+    def edit_message(
+        self, principal: Principal, session_id: object, seq: int, message: object
+    ) -> TranscriptMessage:
+        """Replace one transcript row. Implements MEM-15: the administrative tier only."""
+        session = self.load(principal, session_id, "edit_message")
+        row = to_row(message, int(self.clock()))
+        if not self.store.edit_transcript(session.id, seq, row):
+            raise NotFoundError(f"no message {seq} in this session")
+        return TranscriptMessage(session.id, seq, row)
+
+    def delete_message(self, principal: Principal, session_id: object, seq: int) -> None:
+        """Delete one transcript row. Implements MEM-15: the administrative tier only."""
+        session = self.load(principal, session_id, "delete_message")
+        if not self.store.delete_transcript(session.id, seq):
+            raise NotFoundError(f"no message {seq} in this session")
+
+    # --- driving (MEM-8, MEM-9) -----------------------------------------------------
+    def send_turn(
+        self, principal: Principal, session_id: object, content: object, *, wait: bool = False
+    ) -> dict[str, Any]:
+        """Send a user turn to a session; a drive action (MEM-9) run as the owner (MEM-8).
+
+        With a runner, the runtime records the turn and runs the model. Without one,
+        the user row is appended to the session's conversation buffer under the
+        owner's identity and to the transcript, and the turn completes at once.
+        """
+        session = self.load(principal, session_id, "drive")
+        text = _check_content(content)
+        if self.runner is not None:
+            return self.runner.start_turn(session, text, wait=wait)
+        if session.status == "running":
+            raise ConflictError("a turn is already running in this session")
+        row: Message = to_row({"role": "user", "content": text}, int(self.clock()))
+        self.memory.append(
+            BUFFER_SCOPE, BUFFER_KEY, [row], memory_context(session), return_messages=False
+        )
+        item = self.store.add_transcript(session.id, row)
+        self.store.set_session_status(session.id, "completed")
+        return {"turn_id": str(uuid.uuid4()), "status": "completed", "seq": item.seq}
+
+    def stop(self, principal: Principal, session_id: object) -> dict[str, Any]:
+        """Stop the session's running turn (a drive action); report whether one was running."""
+        session = self.load(principal, session_id, "drive")
+        stopped = self.runner.stop(session) if self.runner is not None else False
+        current = self.store.get_session(session.id)
+        return {"stopped": stopped, "status": (current or session).status}
+
+    def reset(self, principal: Principal, session_id: object) -> dict[str, Any]:
+        """Clear the session's conversation buffer (a drive action); the transcript stays."""
+        session = self.load(principal, session_id, "drive")
+        if session.status == "running":
+            raise ConflictError("the session is running a turn; stop it first")
+        result = self.memory.clear(BUFFER_SCOPE, BUFFER_KEY, memory_context(session))
+        return {"reset": bool(result.success), "status": session.status}

@@ -1,0 +1,326 @@
+"""The session service: ownership, listing, driving as the owner (MEM-8, MEM-9, MEM-15)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from flowmem.access import Principal
+from flowmem.errors import (
+    AccessDeniedError,
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+    UnknownRoleError,
+)
+from flowmem.scope import ExecutionContext
+from flowmem.service import MemoryService
+from flowmem.sessions import (
+    BUFFER_KEY,
+    BUFFER_SCOPE,
+    SessionService,
+    memory_context,
+)
+from flowmem.store import Address, MemoryStore, SessionRecord
+
+ALICE = Principal("alice", frozenset({"sessions:create"}), "t1")
+BOB = Principal("bob", frozenset({"sessions:create"}), "t2")
+VIEWER = Principal("carol", frozenset({"sessions:view_any"}), "t3")
+DRIVER = Principal("dave", frozenset({"sessions:drive_any"}), "t4")
+ADMIN = Principal("root", frozenset({"admin"}), "t5")
+SERVICE = Principal(None, frozenset({"sessions:create", "sessions:drive_any"}), "t6")
+NOBODY = Principal(None, frozenset(), "t7")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        self.now += 1
+        return self.now
+
+
+@pytest.fixture
+def store() -> MemoryStore:
+    return MemoryStore()
+
+
+@pytest.fixture
+def service(store: MemoryStore) -> SessionService:
+    clock = Clock()
+    return SessionService(store, MemoryService(store, clock=clock), clock=clock)
+
+
+def buffer(store: MemoryStore, session_id: str) -> list[dict[str, Any]]:
+    return store.load(Address(BUFFER_SCOPE, session_id, BUFFER_KEY))
+
+
+def test_mem_9_creator_owns_the_session(service: SessionService) -> None:
+    session = service.create(ALICE, "chat")
+    assert session.owner == "alice"
+    assert session.status == "idle"
+    assert service.get(ALICE, session.id) == session
+
+
+def test_mem_9_service_principal_creates_unowned_session(service: SessionService) -> None:
+    session = service.create(SERVICE, "bot")
+    assert session.owner is None
+    # matching one absent identity against another grants nothing
+    with pytest.raises(NotFoundError):
+        service.get(NOBODY, session.id)
+
+
+def test_create_needs_permission(service: SessionService, store: MemoryStore) -> None:
+    with pytest.raises(AccessDeniedError):
+        service.create(VIEWER, "x")
+    assert store.list_sessions(None, True, 100, 0) == ([], 0)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"name": 5}, {"name": "x" * 201}, {"agent": ""}, {"metadata": []}, {"metadata": {"x": {1}}}],
+)
+def test_create_validates_fields(
+    service: SessionService, store: MemoryStore, kwargs: dict[str, Any]
+) -> None:
+    with pytest.raises(InvalidInputError):
+        service.create(ALICE, **kwargs)
+    assert store.list_sessions(None, True, 100, 0)[1] == 0
+
+
+def test_mem_9_list_shows_only_viewable(service: SessionService) -> None:
+    mine = [service.create(ALICE, f"a{i}") for i in range(3)]
+    service.create(BOB, "b")
+    service.create(SERVICE, "unowned")
+    page = service.list_sessions(ALICE, limit=2, offset=0)
+    assert page.total == 3
+    assert [s.name for s in page.sessions] == ["a2", "a1"]
+    page = service.list_sessions(ALICE, limit=2, offset=2)
+    assert [s.id for s in page.sessions] == [mine[0].id]
+    assert service.list_sessions(VIEWER, 100, 0).total == 5
+    assert service.list_sessions(NOBODY, 100, 0).total == 0
+    assert service.list_sessions(SERVICE, 100, 0).total == 5  # drive_any implies view
+
+
+@pytest.mark.parametrize("bad", ["nope", "", "1234", "x" * 100, 42, None])
+def test_mem_15_unloadable_session_is_not_found(service: SessionService, bad: object) -> None:
+    with pytest.raises(NotFoundError):
+        service.get(ADMIN, bad)
+
+
+def test_mem_9_other_users_session_is_not_found(service: SessionService) -> None:
+    session = service.create(ALICE, "private")
+    for action in (
+        lambda: service.get(BOB, session.id),
+        lambda: service.send_turn(BOB, session.id, "hi"),
+        lambda: service.reset(BOB, session.id),
+        lambda: service.delete(BOB, session.id),
+        lambda: service.messages(BOB, session.id),
+    ):
+        with pytest.raises(NotFoundError):
+            action()
+
+
+def test_mem_9_view_does_not_allow_drive(service: SessionService, store: MemoryStore) -> None:
+    session = service.create(ALICE, "chat")
+    assert service.get(VIEWER, session.id) == session
+    for action in (
+        lambda: service.send_turn(VIEWER, session.id, "hi"),
+        lambda: service.stop(VIEWER, session.id),
+        lambda: service.reset(VIEWER, session.id),
+        lambda: service.delete(VIEWER, session.id),
+    ):
+        with pytest.raises(AccessDeniedError):
+            action()
+    assert buffer(store, session.id) == []
+    assert service.messages(ALICE, session.id) == ([], False)
+    assert store.get_session(session.id) == session
+
+
+def test_mem_8_memory_context_is_owner_or_nobody() -> None:
+    owned = SessionRecord(id="7b0c9a8e-0000-4000-8000-000000000001", name="", owner="alice")
+    assert memory_context(owned) == ExecutionContext(session_id=owned.id, user_id="alice")
+    for owner in (None, "0", "", " "):
+        unowned = SessionRecord(id=owned.id, name="", owner=owner)
+        assert memory_context(unowned).user_id is None
+
+
+class UserScopeRunner:
+    """A runner that does what the runtime does: memory under memory_context(session)."""
+
+    def __init__(self, memory: MemoryService) -> None:
+        self.memory = memory
+        self.results: list[Any] = []
+
+    def start_turn(self, session: SessionRecord, content: str, *, wait: bool) -> dict[str, Any]:
+        result = self.memory.write("user", "last_turn", content, memory_context(session))
+        self.results.append(result)
+        return {"turn_id": "t", "status": "completed"}
+
+    def stop(self, session: SessionRecord) -> bool:
+        return False
+
+
+def test_mem_8_admin_turn_lands_in_owner_bucket(store: MemoryStore) -> None:
+    memory = MemoryService(store)
+    runner = UserScopeRunner(memory)
+    service = SessionService(store, memory, runner)
+    session = service.create(ALICE, "chat")
+    service.send_turn(ADMIN, session.id, "from the admin")
+    assert store.get_record(Address("user", "alice", "last_turn"), 0) == (True, "from the admin")
+    assert store.get_record(Address("user", "root", "last_turn"), 0) == (False, None)
+
+
+def test_mem_8_unowned_session_refuses_user_scope(store: MemoryStore) -> None:
+    memory = MemoryService(store)
+    runner = UserScopeRunner(memory)
+    service = SessionService(store, memory, runner)
+    session = service.create(SERVICE, "bot")
+    service.send_turn(ADMIN, session.id, "hello")
+    (result,) = runner.results
+    assert result.success is False
+    assert result.resolved_scope_id == ""
+    assert store.get_record(Address("user", "root", "last_turn"), 0) == (False, None)
+    assert store.get_record(Address("user", "", "last_turn"), 0) == (False, None)
+
+
+def test_mem_8_turn_without_runner_appends_owner_buffer(
+    service: SessionService, store: MemoryStore
+) -> None:
+    session = service.create(ALICE, "chat")
+    result = service.send_turn(DRIVER, session.id, "hello")
+    assert result["status"] == "completed" and result["turn_id"]
+    assert [r["content"] for r in buffer(store, session.id)] == ["hello"]
+    rows, more = service.messages(ALICE, session.id)
+    assert [(m.seq, m.row["role"], m.row["content"]) for m in rows] == [(1, "user", "hello")]
+    assert not more
+    assert service.get(ALICE, session.id).status == "completed"
+
+
+@pytest.mark.parametrize("content", ["", "   ", None, 5, ["x"]])
+def test_turn_content_is_validated(
+    service: SessionService, store: MemoryStore, content: object
+) -> None:
+    session = service.create(ALICE, "chat")
+    with pytest.raises(InvalidInputError):
+        service.send_turn(ALICE, session.id, content)
+    assert buffer(store, session.id) == []
+    assert service.messages(ALICE, session.id) == ([], False)
+
+
+def test_turn_while_running_conflicts(service: SessionService, store: MemoryStore) -> None:
+    session = service.create(ALICE, "chat")
+    store.set_session_status(session.id, "running")
+    with pytest.raises(ConflictError):
+        service.send_turn(ALICE, session.id, "hi")
+    with pytest.raises(ConflictError):
+        service.reset(ALICE, session.id)
+    assert buffer(store, session.id) == []
+
+
+def test_runner_receives_the_turn(store: MemoryStore) -> None:
+    calls: list[tuple[str, str, bool]] = []
+
+    class Runner:
+        def start_turn(self, session: SessionRecord, content: str, *, wait: bool) -> dict[str, Any]:
+            calls.append((session.id, content, wait))
+            if len(calls) > 1:
+                raise ConflictError("a turn is already running")
+            return {"turn_id": "abc", "status": "running"}
+
+        def stop(self, session: SessionRecord) -> bool:
+            calls.append((session.id, "stop", False))
+            return True
+
+    service = SessionService(store, MemoryService(store), Runner())
+    session = service.create(ALICE, "chat")
+    assert service.send_turn(ALICE, session.id, "go", wait=True) == {
+        "turn_id": "abc",
+        "status": "running",
+    }
+    with pytest.raises(ConflictError):
+        service.send_turn(ALICE, session.id, "again")
+    assert service.stop(ALICE, session.id)["stopped"] is True
+    assert calls == [
+        (session.id, "go", True),
+        (session.id, "again", False),
+        (session.id, "stop", False),
+    ]
+
+
+def test_stop_without_runner_stops_nothing(service: SessionService) -> None:
+    session = service.create(ALICE, "chat")
+    assert service.stop(ALICE, session.id) == {"stopped": False, "status": "idle"}
+
+
+def test_reset_clears_buffer_keeps_transcript(service: SessionService, store: MemoryStore) -> None:
+    session = service.create(ALICE, "chat")
+    service.send_turn(ALICE, session.id, "one")
+    service.send_turn(ALICE, session.id, "two")
+    assert service.reset(ALICE, session.id)["reset"] is True
+    assert buffer(store, session.id) == []
+    rows, _ = service.messages(ALICE, session.id)
+    assert [m.row["content"] for m in rows] == ["one", "two"]
+
+
+def test_transcript_cursor(service: SessionService) -> None:
+    session = service.create(ALICE, "chat")
+    for i in range(5):
+        service.send_turn(ALICE, session.id, f"m{i}")
+    rows, more = service.messages(ALICE, session.id, since=1, limit=2)
+    assert [m.seq for m in rows] == [2, 3] and more
+    rows, more = service.messages(ALICE, session.id, before=5, limit=10, newest_first=True)
+    assert [m.seq for m in rows] == [4, 3, 2, 1] and not more
+
+
+def test_mem_15_only_admin_edits_or_deletes_messages(
+    service: SessionService, store: MemoryStore
+) -> None:
+    session = service.create(ALICE, "chat")
+    service.send_turn(ALICE, session.id, "original")
+    for who in (ALICE, DRIVER, VIEWER):
+        with pytest.raises(AccessDeniedError):
+            service.edit_message(who, session.id, 1, {"role": "user", "content": "forged"})
+        with pytest.raises(AccessDeniedError):
+            service.delete_message(who, session.id, 1)
+    with pytest.raises(NotFoundError):  # cannot even see it
+        service.edit_message(BOB, session.id, 1, {"role": "user", "content": "forged"})
+    assert service.messages(ALICE, session.id)[0][0].row["content"] == "original"
+
+    with pytest.raises(UnknownRoleError):
+        service.edit_message(ADMIN, session.id, 1, {"role": "wizard", "content": "x"})
+    edited = service.edit_message(ADMIN, session.id, 1, {"role": "user", "content": "fixed"})
+    assert edited.row["content"] == "fixed"
+    assert service.messages(ALICE, session.id)[0][0].row["content"] == "fixed"
+    with pytest.raises(NotFoundError):
+        service.edit_message(ADMIN, session.id, 99, {"role": "user", "content": "x"})
+    service.delete_message(ADMIN, session.id, 1)
+    assert service.messages(ALICE, session.id) == ([], False)
+    with pytest.raises(NotFoundError):
+        service.delete_message(ADMIN, session.id, 1)
+
+
+def test_mem_15_message_of_missing_session_is_denied(service: SessionService) -> None:
+    with pytest.raises(NotFoundError):
+        service.edit_message(
+            ADMIN, "7b0c9a8e-0000-4000-8000-000000000001", 1, {"role": "user", "content": "x"}
+        )
+    with pytest.raises(NotFoundError):
+        service.delete_message(ADMIN, "7b0c9a8e-0000-4000-8000-000000000001", 1)
+
+
+def test_delete_session(service: SessionService, store: MemoryStore) -> None:
+    session = service.create(ALICE, "chat")
+    service.send_turn(ALICE, session.id, "hi")
+    with pytest.raises(AccessDeniedError):
+        service.delete(DRIVER, session.id)
+    service.delete(ALICE, session.id)
+    assert store.get_session(session.id) is None
+    assert buffer(store, session.id) == []
+    with pytest.raises(NotFoundError):
+        service.get(ALICE, session.id)
+    other = service.create(BOB, "b")
+    service.delete(ADMIN, other.id)
+    assert store.get_session(other.id) is None
