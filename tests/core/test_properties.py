@@ -41,7 +41,7 @@ LIGHT_SETTINGS = settings(
 )
 
 USABLE_IDS = st.sampled_from(["a", "b", "c", "d", " b ", 1, 2])
-UNUSABLE_IDS = st.sampled_from([None, "", "  ", "0", 0, True, 1.5, {}])
+UNUSABLE_IDS: st.SearchStrategy[Any] = st.sampled_from([None, "", "  ", "0", 0, True, 1.5, {}])
 ANY_ID = st.one_of(USABLE_IDS, USABLE_IDS, USABLE_IDS, UNUSABLE_IDS)
 CONTENT = st.one_of(
     st.text(min_size=1, max_size=4),
