@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from flowmem.core import AppendOutcome, ListEditor, Message, apply_append
-from flowmem.errors import NotSerializableError
+from flowmem.errors import ConflictError, NotSerializableError
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     Address,
@@ -22,6 +22,7 @@ from flowmem.store.base import (
     TranscriptMessage,
 )
 from flowmem.store.locks import AddressLocks
+from flowmem.store.rows import check_last
 
 
 def to_json(value: Any) -> str:
@@ -77,7 +78,12 @@ class MemoryStore:
         max_messages: int = 0,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     ) -> AppendOutcome:
-        """Apply the core append rules to the buffer, serialized per address (MEM-12)."""
+        """Apply the core append rules to the buffer, serialized per address (MEM-12).
+
+        Rows must be JSON like on every backend: NotSerializableError, nothing written.
+        """
+        for row in rows:
+            to_json(row)
         with self._locks.hold(address, lock_timeout):
             with self._lock:
                 current = self._buffers.get(address, [])
@@ -89,6 +95,7 @@ class MemoryStore:
 
     def load(self, address: Address, last: int | None = None) -> list[Message]:
         """Return a copy of the buffer's rows (the last ``last`` when given)."""
+        check_last(last)
         with self._lock:
             rows = self._buffers.get(address, [])
             picked = rows[-last:] if last else ([] if last == 0 else rows)
@@ -106,8 +113,10 @@ class MemoryStore:
 
     # --- sessions ---------------------------------------------------------------
     def create_session(self, session: SessionRecord) -> SessionRecord:
-        """Insert a new session."""
+        """Insert a new session (ConflictError when the id exists)."""
         with self._lock:
+            if session.id in self._sessions:
+                raise ConflictError(f"session {session.id} already exists")
             self._sessions[session.id] = session
             self._transcripts.setdefault(session.id, [])
             return session

@@ -1,0 +1,259 @@
+"""``BufferEditor`` over SQL tables: one row per message plus a tool-call index.
+
+The append rules stay in ``flowmem.core.apply_append``; this editor only answers
+its questions with indexed queries and applies its writes, inside a transaction
+the backend has opened. The SQL text lives in each backend module; the editor
+names statements and the backend's ``SqlRunner`` runs them.
+
+Positions encode ``(major << 20) | minor``: an appended row gets the next major
+with minor 0; rows inserted after a row take the minors that follow it, so
+healed placeholders land right after their turn without renumbering the buffer.
+
+Tables (per backend): ``buffers`` (header: id, address, count, last major),
+``buffer_rows`` (buffer_id, pos, role, body JSON), ``buffer_calls`` (every
+declaration: call id, declaring pos, order in the turn, answered flag) and
+``buffer_answers`` (every tool row with a usable id: call id, pos, healed).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from flowmem.core import Answer, Dangling, Message, Oldest, call_ids, is_healed, result_id
+from flowmem.errors import NotSerializableError, StoreError
+from flowmem.store.base import Address
+
+MINOR_BITS = 20
+MINOR_LIMIT = 1 << MINOR_BITS
+MAX_POS = (1 << 63) - 1
+
+
+class SqlRunner(Protocol):
+    """Runs a named statement of a backend inside its open transaction."""
+
+    def one(self, name: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+        """Run a statement and return its first row (or None)."""
+        ...
+
+    def all(self, name: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """Run a statement and return every row."""
+        ...
+
+    def run(self, name: str, params: Sequence[Any]) -> None:
+        """Run a statement for its effect."""
+        ...
+
+
+# The statements every SQL backend defines (parameters in this order):
+STATEMENTS = (
+    "header_get",  # scope, scope_id, key -> id, count, last_major
+    "header_insert",  # scope, scope_id, key -> id
+    "header_update",  # count, last_major, id
+    "is_declared",  # bid, call_id -> any row
+    "answer_of",  # bid, call_id -> pos, healed (first by pos)
+    "open_calls",  # bid -> call_id, declared_pos (answered = false, by pos, ord)
+    "run_end",  # bid, pos, bid, pos -> max pos of the tool run after pos (or NULL)
+    "oldest",  # bid -> pos, body
+    "row_get",  # bid, pos -> body
+    "next_pos",  # bid, pos -> min pos greater than pos (or NULL)
+    "max_before",  # bid, low, high -> max pos in (low, high) (or NULL)
+    "row_insert",  # bid, pos, role, body
+    "row_update",  # role, body, bid, pos
+    "row_delete",  # bid, pos
+    "call_insert",  # bid, call_id, pos, ord, bid, call_id (answered from the answers index)
+    "calls_delete",  # bid, pos
+    "answer_insert",  # bid, call_id, pos, healed
+    "answer_delete",  # bid, call_id, pos
+    "calls_answered",  # bid, call_id
+    "calls_reopen",  # bid, call_id, bid, call_id (answered = false if no answer remains)
+    "shift_rows",  # delta, bid, low, high  (pos -> -(pos + delta) for low < pos < high)
+    "shift_calls",  # delta, bid, low, high
+    "shift_answers",  # delta, bid, low, high
+    "unflip_rows",  # bid  (negative pos -> positive)
+    "unflip_calls",  # bid
+    "unflip_answers",  # bid
+)
+
+
+def dump_row(row: Message) -> str:
+    """Serialize a stored row to JSON text; NotSerializableError when it cannot be."""
+    try:
+        return json.dumps(row, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise NotSerializableError(f"message is not JSON-serializable: {exc}") from exc
+
+
+def load_row(body: str) -> Message:
+    """Parse a stored row."""
+    row: Message = json.loads(body)
+    return row
+
+
+class SqlBufferEditor:
+    """``flowmem.core.BufferEditor`` for one buffer, over indexed SQL, in one transaction.
+
+    Every method touches only the rows it names (by primary key or a partial
+    index); nothing reads the whole buffer. Call ``flush`` before committing.
+    """
+
+    def __init__(self, db: SqlRunner, address: Address) -> None:
+        self._db = db
+        self._address = address
+        head = db.one("header_get", tuple(address))
+        self._id: int | None = None
+        self._count = 0
+        self._last = 0
+        if head is not None:
+            self._id, self._count, self._last = int(head[0]), int(head[1]), int(head[2])
+        self._dirty = False
+
+    # --- questions -----------------------------------------------------------------
+    def count(self) -> int:
+        """Return the number of rows (kept in the header)."""
+        return self._count
+
+    def is_declared(self, call_id: str) -> bool:
+        """Return True when some assistant row declares ``call_id`` (calls index)."""
+        if self._id is None:
+            return False
+        return self._db.one("is_declared", (self._id, call_id)) is not None
+
+    def answer_of(self, call_id: str) -> Answer | None:
+        """Return the first row answering ``call_id`` anywhere in the buffer (answers index)."""
+        if self._id is None:
+            return None
+        found = self._db.one("answer_of", (self._id, call_id))
+        return None if found is None else Answer(int(found[0]), bool(found[1]))
+
+    def dangling(self) -> list[Dangling]:
+        """Return unanswered declared calls in buffer order, each after its turn's result run.
+
+        The first declaration of an id owns it; the run end is one indexed query
+        (the last row before the first non-tool row after the declaring turn).
+        """
+        if self._id is None:
+            return []
+        seen: set[str] = set()
+        ends: dict[int, int] = {}
+        found: list[Dangling] = []
+        for call_id, declared in self._db.all("open_calls", (self._id,)):
+            if call_id in seen:
+                continue
+            seen.add(call_id)
+            declared = int(declared)
+            if declared not in ends:
+                end = self._db.one("run_end", (self._id, declared, self._id, declared))
+                ends[declared] = declared if end is None or end[0] is None else int(end[0])
+            found.append(Dangling(call_id, ends[declared]))
+        return found
+
+    def oldest(self) -> Oldest | None:
+        """Return the first row with its position."""
+        if self._id is None:
+            return None
+        found = self._db.one("oldest", (self._id,))
+        return None if found is None else Oldest(int(found[0]), load_row(found[1]))
+
+    # --- writes ----------------------------------------------------------------------
+    def append_row(self, row: Message) -> None:
+        """Add ``row`` at the end: the next major position, minor 0."""
+        bid = self._ensure()
+        self._last += 1
+        self._write(bid, self._last << MINOR_BITS, row)
+        self._count += 1
+        self._dirty = True
+
+    def insert_after(self, position: int, rows: Sequence[Message]) -> None:
+        """Insert ``rows`` in order directly after ``position``.
+
+        After the last row of a major (always the case for healing, which inserts
+        after the end of a result run) the rows take the following minors; in the
+        middle of a major the later rows of that major are shifted to make room.
+        """
+        if not rows:
+            return
+        bid = self._ensure()
+        need = len(rows)
+        major_end = ((position >> MINOR_BITS) + 1) << MINOR_BITS
+        nxt = self._db.one("next_pos", (bid, position))
+        following = None if nxt is None or nxt[0] is None else int(nxt[0])
+        if following is not None and following < major_end and following - position <= need:
+            top = self._db.one("max_before", (bid, position, major_end))
+            highest = int(top[0]) if top is not None and top[0] is not None else position
+            if highest + need >= major_end:
+                raise StoreError("too many rows inserted after one turn")
+            for name in ("shift_rows", "shift_calls", "shift_answers"):
+                self._db.run(name, (need, bid, position, major_end))
+            for name in ("unflip_rows", "unflip_calls", "unflip_answers"):
+                self._db.run(name, (bid,))
+        elif position + need >= major_end:
+            raise StoreError("too many rows inserted after one turn")
+        for offset, row in enumerate(rows, start=1):
+            self._write(bid, position + offset, row)
+        self._count += need
+        self._dirty = True
+
+    def replace(self, position: int, row: Message) -> None:
+        """Replace the row at ``position`` in place, re-indexing its tool data."""
+        bid = self._ensure()
+        body = dump_row(row)
+        old = self._row_at(bid, position)
+        self._unindex(bid, position, old)
+        self._db.run("row_update", (row["role"], body, bid, position))
+        self._index(bid, position, row)
+
+    def delete(self, position: int) -> None:
+        """Remove the row at ``position`` and its index entries."""
+        bid = self._ensure()
+        old = self._row_at(bid, position)
+        self._unindex(bid, position, old)
+        self._db.run("row_delete", (bid, position))
+        self._count -= 1
+        self._dirty = True
+
+    def flush(self) -> None:
+        """Write the header (count, last major) if it changed."""
+        if self._dirty and self._id is not None:
+            self._db.run("header_update", (self._count, self._last, self._id))
+            self._dirty = False
+
+    # --- helpers -------------------------------------------------------------------------
+    def _ensure(self) -> int:
+        if self._id is None:
+            made = self._db.one("header_insert", tuple(self._address))
+            if made is None:  # created concurrently by an unserialized writer
+                made = self._db.one("header_get", tuple(self._address))
+            if made is None:
+                raise StoreError("could not create the buffer header")
+            self._id = int(made[0])
+            if len(made) == 3:
+                self._count, self._last = int(made[1]), int(made[2])
+        return self._id
+
+    def _row_at(self, bid: int, position: int) -> Message:
+        found = self._db.one("row_get", (bid, position))
+        if found is None:
+            raise StoreError(f"no buffer row at position {position}")
+        return load_row(found[0])
+
+    def _write(self, bid: int, position: int, row: Message) -> None:
+        self._db.run("row_insert", (bid, position, row["role"], dump_row(row)))
+        self._index(bid, position, row)
+
+    def _index(self, bid: int, position: int, row: Message) -> None:
+        for order, cid in enumerate(call_ids(row)):
+            self._db.run("call_insert", (bid, cid, position, order, bid, cid))
+        rid = result_id(row)
+        if rid is not None:
+            self._db.run("answer_insert", (bid, rid, position, is_healed(row)))
+            self._db.run("calls_answered", (bid, rid))
+
+    def _unindex(self, bid: int, position: int, row: Message) -> None:
+        if call_ids(row):
+            self._db.run("calls_delete", (bid, position))
+        rid = result_id(row)
+        if rid is not None:
+            self._db.run("answer_delete", (bid, rid, position))
+            self._db.run("calls_reopen", (bid, rid, bid, rid))

@@ -1,0 +1,64 @@
+"""Conversions shared by the SQL backends: address checks, JSON text, record rows."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from flowmem.errors import InvalidInputError, NotSerializableError
+from flowmem.store.base import Address, SessionRecord, TokenRecord
+
+
+def check_address(address: Address) -> None:
+    """Refuse an address whose parts are not strings without NUL characters."""
+    if len(address) != 3:
+        raise InvalidInputError(f"an address is (scope, scope_id, key), got {address!r}")
+    for part in address:
+        if not isinstance(part, str):
+            raise InvalidInputError(f"address parts must be strings, got {part!r}")
+        if "\x00" in part:
+            raise InvalidInputError("address parts must not contain NUL characters")
+
+
+def check_last(last: int | None) -> None:
+    """Refuse a ``last`` that is not None or an integer >= 0."""
+    if last is None:
+        return
+    if isinstance(last, bool) or not isinstance(last, int) or last < 0:
+        raise InvalidInputError(f"last must be an integer >= 0, got {last!r}")
+
+
+def dump_json(value: Any, what: str) -> str:
+    """Serialize ``value`` strictly; NotSerializableError naming ``what`` otherwise."""
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise NotSerializableError(f"{what} is not JSON-serializable: {exc}") from exc
+
+
+def session_from_row(row: Sequence[Any]) -> SessionRecord:
+    """Build a SessionRecord from (id, name, owner, status, agent, metadata, created, updated)."""
+    return SessionRecord(
+        id=row[0],
+        name=row[1],
+        owner=row[2],
+        status=row[3],
+        agent=row[4],
+        metadata=json.loads(row[5]),
+        created_at=float(row[6]),
+        updated_at=float(row[7]),
+    )
+
+
+def token_from_row(row: Sequence[Any]) -> TokenRecord:
+    """Build a TokenRecord from (id, hash, user_id, permissions JSON, created, revoked, label)."""
+    return TokenRecord(
+        id=row[0],
+        token_hash=row[1],
+        user_id=row[2],
+        permissions=frozenset(json.loads(row[3])),
+        created_at=float(row[4]),
+        revoked=bool(row[5]),
+        label=row[6],
+    )

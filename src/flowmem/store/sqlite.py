@@ -1,0 +1,641 @@
+"""``SqliteStore``: the embedded default backend (``sqlite:///path.db``).
+
+One file, WAL, ``synchronous=FULL`` by default (a committed append survives power
+loss), created on first use, safe to call from many threads (a small pool of
+connections) and many processes. Appends run ``flowmem.core.apply_append`` through
+``SqlBufferEditor`` inside one ``BEGIN IMMEDIATE`` transaction (MEM-12).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from flowmem.core import AppendOutcome, Message, apply_append
+from flowmem.errors import (
+    ConfigurationError,
+    ConflictError,
+    InvalidInputError,
+    SchemaTooNewError,
+    StoreBusyError,
+    StoreError,
+)
+from flowmem.store.base import (
+    DEFAULT_LOCK_TIMEOUT,
+    Address,
+    SessionRecord,
+    TokenRecord,
+    TranscriptMessage,
+)
+from flowmem.store.editor import SqlBufferEditor, load_row
+from flowmem.store.locks import AddressLocks
+from flowmem.store.memory import to_json
+from flowmem.store.rows import (
+    check_address,
+    check_last,
+    dump_json,
+    session_from_row,
+    token_from_row,
+)
+
+log = logging.getLogger("flowmem")
+
+T = TypeVar("T")
+
+SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
+UNSERIALIZED_LIMIT = 60.0  # seconds an unserialized append keeps retrying a busy file
+
+# Append-only: never edit a released migration, add a new one.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE records (
+            scope TEXT NOT NULL, scope_id TEXT NOT NULL, key TEXT NOT NULL,
+            value TEXT NOT NULL, expires_at REAL,
+            PRIMARY KEY (scope, scope_id, key)) WITHOUT ROWID""",
+        """CREATE TABLE buffers (
+            id INTEGER PRIMARY KEY,
+            scope TEXT NOT NULL, scope_id TEXT NOT NULL, key TEXT NOT NULL,
+            count INTEGER NOT NULL DEFAULT 0, last_major INTEGER NOT NULL DEFAULT 0,
+            UNIQUE (scope, scope_id, key))""",
+        """CREATE TABLE buffer_rows (
+            buffer_id INTEGER NOT NULL, pos INTEGER NOT NULL,
+            role TEXT NOT NULL, body TEXT NOT NULL,
+            PRIMARY KEY (buffer_id, pos)) WITHOUT ROWID""",
+        "CREATE INDEX buffer_rows_turns ON buffer_rows (buffer_id, pos) WHERE role <> 'tool'",
+        """CREATE TABLE buffer_calls (
+            buffer_id INTEGER NOT NULL, call_id TEXT NOT NULL,
+            declared_pos INTEGER NOT NULL, ord INTEGER NOT NULL, answered INTEGER NOT NULL,
+            PRIMARY KEY (buffer_id, call_id, declared_pos)) WITHOUT ROWID""",
+        "CREATE INDEX buffer_calls_pos ON buffer_calls (buffer_id, declared_pos)",
+        """CREATE INDEX buffer_calls_open ON buffer_calls (buffer_id, declared_pos, ord)
+            WHERE answered = 0""",
+        """CREATE TABLE buffer_answers (
+            buffer_id INTEGER NOT NULL, call_id TEXT NOT NULL, pos INTEGER NOT NULL,
+            healed INTEGER NOT NULL,
+            PRIMARY KEY (buffer_id, call_id, pos)) WITHOUT ROWID""",
+        """CREATE TABLE sessions (
+            id TEXT PRIMARY KEY, name TEXT NOT NULL, owner TEXT, status TEXT NOT NULL,
+            agent TEXT, metadata TEXT NOT NULL, created_at REAL NOT NULL,
+            updated_at REAL NOT NULL) WITHOUT ROWID""",
+        "CREATE INDEX sessions_owner ON sessions (owner, created_at, id)",
+        "CREATE INDEX sessions_created ON sessions (created_at, id)",
+        """CREATE TABLE transcript_seq (
+            session_id TEXT PRIMARY KEY, last_seq INTEGER NOT NULL) WITHOUT ROWID""",
+        """CREATE TABLE transcripts (
+            session_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
+            PRIMARY KEY (session_id, seq)) WITHOUT ROWID""",
+        """CREATE TABLE tokens (
+            id TEXT PRIMARY KEY, token_hash TEXT NOT NULL UNIQUE, user_id TEXT,
+            permissions TEXT NOT NULL, created_at REAL NOT NULL,
+            revoked INTEGER NOT NULL DEFAULT 0, label TEXT NOT NULL DEFAULT '')""",
+    ),
+)
+
+_B = "buffer_id = ?"
+SQL: dict[str, str] = {
+    "header_get": "SELECT id, count, last_major FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
+    "header_insert": "INSERT INTO buffers (scope, scope_id, key) VALUES (?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
+    "header_update": "UPDATE buffers SET count = ?, last_major = ? WHERE id = ?",
+    "is_declared": f"SELECT 1 FROM buffer_calls WHERE {_B} AND call_id = ? LIMIT 1",
+    "answer_of": f"SELECT pos, healed FROM buffer_answers WHERE {_B} AND call_id = ? ORDER BY pos LIMIT 1",
+    "open_calls": f"SELECT call_id, declared_pos FROM buffer_calls WHERE {_B} AND answered = 0 ORDER BY declared_pos, ord",
+    "run_end": f"""SELECT MAX(pos) FROM buffer_rows WHERE {_B} AND pos > ? AND pos < COALESCE(
+        (SELECT MIN(pos) FROM buffer_rows WHERE {_B} AND pos > ? AND role <> 'tool'),
+        9223372036854775807)""",
+    "oldest": f"SELECT pos, body FROM buffer_rows WHERE {_B} ORDER BY pos LIMIT 1",
+    "row_get": f"SELECT body FROM buffer_rows WHERE {_B} AND pos = ?",
+    "next_pos": f"SELECT MIN(pos) FROM buffer_rows WHERE {_B} AND pos > ?",
+    "max_before": f"SELECT MAX(pos) FROM buffer_rows WHERE {_B} AND pos > ? AND pos < ?",
+    "row_insert": "INSERT INTO buffer_rows (buffer_id, pos, role, body) VALUES (?, ?, ?, ?)",
+    "row_update": f"UPDATE buffer_rows SET role = ?, body = ? WHERE {_B} AND pos = ?",
+    "row_delete": f"DELETE FROM buffer_rows WHERE {_B} AND pos = ?",
+    "call_insert": f"""INSERT INTO buffer_calls (buffer_id, call_id, declared_pos, ord, answered)
+        VALUES (?, ?, ?, ?, EXISTS (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = ?))
+        ON CONFLICT DO NOTHING""",
+    "calls_delete": f"DELETE FROM buffer_calls WHERE {_B} AND declared_pos = ?",
+    "answer_insert": "INSERT INTO buffer_answers (buffer_id, call_id, pos, healed) VALUES (?, ?, ?, ?)",
+    "answer_delete": f"DELETE FROM buffer_answers WHERE {_B} AND call_id = ? AND pos = ?",
+    "calls_answered": f"UPDATE buffer_calls SET answered = 1 WHERE {_B} AND call_id = ? AND answered = 0",
+    "calls_reopen": f"""UPDATE buffer_calls SET answered = 0 WHERE {_B} AND call_id = ? AND NOT EXISTS
+        (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = ?)""",
+    "shift_rows": f"UPDATE buffer_rows SET pos = -(pos + ?) WHERE {_B} AND pos > ? AND pos < ?",
+    "shift_calls": f"UPDATE buffer_calls SET declared_pos = -(declared_pos + ?) WHERE {_B} AND declared_pos > ? AND declared_pos < ?",
+    "shift_answers": f"UPDATE buffer_answers SET pos = -(pos + ?) WHERE {_B} AND pos > ? AND pos < ?",
+    "unflip_rows": f"UPDATE buffer_rows SET pos = -pos WHERE {_B} AND pos < 0",
+    "unflip_calls": f"UPDATE buffer_calls SET declared_pos = -declared_pos WHERE {_B} AND declared_pos < 0",
+    "unflip_answers": f"UPDATE buffer_answers SET pos = -pos WHERE {_B} AND pos < 0",
+    # --- outside the editor ---
+    "load_all": """SELECT r.body FROM buffer_rows r JOIN buffers b ON b.id = r.buffer_id
+        WHERE b.scope = ? AND b.scope_id = ? AND b.key = ? ORDER BY r.pos""",
+    "load_last": """SELECT body FROM (SELECT r.pos, r.body FROM buffer_rows r
+        JOIN buffers b ON b.id = r.buffer_id WHERE b.scope = ? AND b.scope_id = ? AND b.key = ?
+        ORDER BY r.pos DESC LIMIT ?) ORDER BY pos""",
+    "count": "SELECT count FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
+    "clear_rows": f"DELETE FROM buffer_rows WHERE {_B}",
+    "clear_calls": f"DELETE FROM buffer_calls WHERE {_B}",
+    "clear_answers": f"DELETE FROM buffer_answers WHERE {_B}",
+    "clear_header": "DELETE FROM buffers WHERE id = ?",
+    "record_get": "SELECT value, expires_at FROM records WHERE scope = ? AND scope_id = ? AND key = ?",
+    "record_put": """INSERT INTO records (scope, scope_id, key, value, expires_at) VALUES (?, ?, ?, ?, ?)
+        ON CONFLICT (scope, scope_id, key) DO UPDATE SET value = excluded.value,
+        expires_at = excluded.expires_at""",
+    "record_delete": "DELETE FROM records WHERE scope = ? AND scope_id = ? AND key = ?",
+    "session_insert": """INSERT INTO sessions (id, name, owner, status, agent, metadata, created_at,
+        updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+    "session_get": "SELECT id, name, owner, status, agent, metadata, created_at, updated_at FROM sessions WHERE id = ?",
+    "sessions_all": """SELECT id, name, owner, status, agent, metadata, created_at, updated_at
+        FROM sessions ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?""",
+    "sessions_all_count": "SELECT COUNT(*) FROM sessions",
+    "sessions_owned": """SELECT id, name, owner, status, agent, metadata, created_at, updated_at
+        FROM sessions WHERE owner = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?""",
+    "sessions_owned_count": "SELECT COUNT(*) FROM sessions WHERE owner = ?",
+    "session_status": "UPDATE sessions SET status = ? WHERE id = ?",
+    "session_status_get": "SELECT status FROM sessions WHERE id = ?",
+    "session_delete": "DELETE FROM sessions WHERE id = ?",
+    "transcript_seq_next": """INSERT INTO transcript_seq (session_id, last_seq) VALUES (?, 1)
+        ON CONFLICT (session_id) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq""",
+    "transcript_seq_delete": "DELETE FROM transcript_seq WHERE session_id = ?",
+    "transcript_insert": "INSERT INTO transcripts (session_id, seq, body) VALUES (?, ?, ?)",
+    "transcript_page_asc": """SELECT seq, body FROM transcripts WHERE session_id = ? AND seq > ?
+        AND seq < ? ORDER BY seq LIMIT ?""",
+    "transcript_page_desc": """SELECT seq, body FROM transcripts WHERE session_id = ? AND seq > ?
+        AND seq < ? ORDER BY seq DESC LIMIT ?""",
+    "transcript_update": "UPDATE transcripts SET body = ? WHERE session_id = ? AND seq = ?",
+    "transcript_delete": "DELETE FROM transcripts WHERE session_id = ? AND seq = ?",
+    "transcript_delete_all": "DELETE FROM transcripts WHERE session_id = ?",
+    "token_insert": """INSERT INTO tokens (id, token_hash, user_id, permissions, created_at, revoked,
+        label) VALUES (?, ?, ?, ?, ?, ?, ?)""",
+    "token_by_hash": """SELECT id, token_hash, user_id, permissions, created_at, revoked, label
+        FROM tokens WHERE token_hash = ?""",
+    "tokens_all": """SELECT id, token_hash, user_id, permissions, created_at, revoked, label
+        FROM tokens ORDER BY created_at, id""",
+    "token_revoke": "UPDATE tokens SET revoked = 1 WHERE id = ?",
+}
+
+_SEQ_MAX = 9223372036854775807
+
+
+def parse_url(url: str) -> tuple[str, str]:
+    """Return (file path, synchronous mode) from ``sqlite:///relative.db`` or ``sqlite:////abs.db``."""
+    parts = urlsplit(url)
+    if parts.scheme != "sqlite":
+        raise ConfigurationError(f"not a sqlite URL: {url!r}")
+    if parts.netloc:
+        raise ConfigurationError(
+            f"sqlite URL {url!r} has a host: use sqlite:///relative.db or sqlite:////abs/path.db"
+        )
+    path = unquote(parts.path)[1:] if parts.path.startswith("/") else unquote(parts.path)
+    if not path or path == ":memory:":
+        raise ConfigurationError(
+            f"sqlite URL {url!r} names no file: use sqlite:///path.db (or memory:// in process)"
+        )
+    query = parse_qs(parts.query)
+    unknown = set(query) - {"synchronous"}
+    if unknown:
+        raise ConfigurationError(f"unknown sqlite URL parameter(s): {', '.join(sorted(unknown))}")
+    synchronous = query.get("synchronous", ["FULL"])[-1].upper()
+    if synchronous not in SYNCHRONOUS:
+        raise ConfigurationError(
+            f"synchronous must be one of {', '.join(SYNCHRONOUS)}, got {synchronous!r}"
+        )
+    return path, synchronous
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+class _Runner:
+    """``SqlRunner`` over one sqlite3 connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def one(self, name: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+        """Run a named statement; return its first row."""
+        row: tuple[Any, ...] | None = self.conn.execute(SQL[name], params).fetchone()
+        return row
+
+    def all(self, name: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """Run a named statement; return every row."""
+        return self.conn.execute(SQL[name], params).fetchall()
+
+    def run(self, name: str, params: Sequence[Any]) -> None:
+        """Run a named statement for its effect."""
+        self.conn.execute(SQL[name], params)
+
+
+class SqliteStore:
+    """The ``Store`` protocol on one SQLite file."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.path, self.synchronous = parse_url(url)
+        self._idle: list[sqlite3.Connection] = []
+        self._all: list[sqlite3.Connection] = []
+        self._pool_lock = threading.Lock()
+        self._locks = AddressLocks()
+        self._closed = False
+        try:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the directory of {self.path}: {exc}") from exc
+        with self._connection() as conn:
+            self._migrate(conn)
+
+    # --- connections ---------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path, timeout=DEFAULT_LOCK_TIMEOUT, isolation_level=None, check_same_thread=False
+        )
+        conn.execute(f"PRAGMA busy_timeout = {int(DEFAULT_LOCK_TIMEOUT * 1000)}")
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+        if mode is None or str(mode[0]).lower() != "wal":
+            conn.close()
+            raise StoreError(f"cannot put {self.path} in WAL mode (got {mode!r})")
+        conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        return conn
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        """Lend a pooled connection; translate driver errors to ``StoreError``."""
+        if self._closed:
+            raise StoreError("the store is closed")
+        with self._pool_lock:
+            conn = self._idle.pop() if self._idle else None
+        try:
+            if conn is None:
+                conn = self._connect()
+                with self._pool_lock:
+                    self._all.append(conn)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open {self.path}: {exc}") from exc
+        try:
+            yield conn
+        except sqlite3.Error as exc:
+            self._rollback(conn)
+            if _is_busy(exc):
+                raise StoreBusyError(f"{self.path} is busy: {exc}") from exc
+            raise StoreError(f"sqlite error on {self.path}: {exc}") from exc
+        except BaseException:
+            self._rollback(conn)
+            raise
+        finally:
+            with self._pool_lock:
+                if self._closed:
+                    conn.close()
+                else:
+                    self._idle.append(conn)
+
+    @staticmethod
+    def _rollback(conn: sqlite3.Connection) -> None:
+        if conn.in_transaction:
+            with suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+
+    @staticmethod
+    def _busy_timeout(conn: sqlite3.Connection, seconds: float) -> None:
+        conn.execute(f"PRAGMA busy_timeout = {max(int(seconds * 1000), 0)}")
+
+    def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` in one immediate write transaction."""
+        with self._connection() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            result = work(conn)
+            conn.execute("COMMIT")
+            return result
+
+    # --- schema ------------------------------------------------------------------------
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        """Apply missing migrations in one transaction; refuse a newer schema."""
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS flowmem_schema ("
+            "version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)"
+        )
+        row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM flowmem_schema").fetchone()
+        current = int(row[0]) if row else 0
+        if current > len(MIGRATIONS):
+            conn.execute("ROLLBACK")
+            raise SchemaTooNewError(
+                f"{self.path} has schema version {current}, but this flowmem knows only up to "
+                f"{len(MIGRATIONS)}: upgrade flowmem to open it",
+                found=current,
+                supported=len(MIGRATIONS),
+            )
+        for version in range(current + 1, len(MIGRATIONS) + 1):
+            for statement in MIGRATIONS[version - 1]:
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO flowmem_schema (version, applied_at) VALUES (?, ?)",
+                (version, time.time()),
+            )
+        conn.execute("COMMIT")
+
+    def schema_version(self) -> int:
+        """Return the schema version recorded in the file."""
+        with self._connection() as conn:
+            row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM flowmem_schema").fetchone()
+            return int(row[0])
+
+    # --- memory records ------------------------------------------------------------------
+    def get_record(self, address: Address, now: float) -> tuple[bool, Any]:
+        """Return (found, value); an expired record is not found."""
+        check_address(address)
+        with self._connection() as conn:
+            row = conn.execute(SQL["record_get"], tuple(address)).fetchone()
+        if row is None or (row[1] is not None and row[1] <= now):
+            return False, None
+        return True, json.loads(row[0])
+
+    def put_record(self, address: Address, value: Any, expires_at: float | None) -> None:
+        """Store a JSON value (NotSerializableError, nothing written, otherwise)."""
+        check_address(address)
+        text = to_json(value)
+        with self._connection() as conn:
+            conn.execute(SQL["record_put"], (*address, text, expires_at))
+
+    def delete_record(self, address: Address) -> bool:
+        """Delete a record; True when one existed."""
+        check_address(address)
+        with self._connection() as conn:
+            return conn.execute(SQL["record_delete"], tuple(address)).rowcount > 0
+
+    # --- conversation buffers --------------------------------------------------------------
+    def append(
+        self,
+        address: Address,
+        rows: list[Message],
+        max_messages: int = 0,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    ) -> AppendOutcome:
+        """Run the core append rules on the stored buffer in one transaction.
+
+        Implements MEM-12: serialized per address by the in-process lock and an
+        immediate write transaction under a busy timeout, together bounded by
+        ``lock_timeout``; past it the append proceeds unserialized (a deferred
+        transaction retried on busy) after exactly one WARNING. Nothing is ever
+        half-written: the rules run inside the transaction and any error rolls it back.
+        """
+        check_address(address)
+        deadline = time.monotonic() + max(lock_timeout, 0.0)
+        with self._locks.hold(address, lock_timeout) as taken, self._connection() as conn:
+            if taken:
+                self._busy_timeout(conn, max(deadline - time.monotonic(), 0.0))
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                except sqlite3.OperationalError as exc:
+                    if not _is_busy(exc):
+                        raise
+                    log.warning(
+                        "append to %s/%s/%s waited %.1fs for the write lock on %s; "
+                        "proceeding unserialized",
+                        *address,
+                        lock_timeout,
+                        self.path,
+                    )
+                else:
+                    try:
+                        return self._apply(conn, address, rows, max_messages)
+                    finally:
+                        self._busy_timeout(conn, DEFAULT_LOCK_TIMEOUT)
+            try:
+                return self._append_unserialized(conn, address, rows, max_messages)
+            finally:
+                self._busy_timeout(conn, DEFAULT_LOCK_TIMEOUT)
+
+    def _append_unserialized(
+        self, conn: sqlite3.Connection, address: Address, rows: list[Message], max_messages: int
+    ) -> AppendOutcome:
+        """Retry a deferred transaction on busy until it commits (bounded, then StoreBusyError)."""
+        give_up = time.monotonic() + UNSERIALIZED_LIMIT
+        self._busy_timeout(conn, 0.05)
+        while True:
+            try:
+                conn.execute("BEGIN")
+                return self._apply(conn, address, rows, max_messages)
+            except sqlite3.Error as exc:
+                self._rollback(conn)
+                if not _is_busy(exc) or time.monotonic() > give_up:
+                    raise
+                time.sleep(0.01)
+
+    @staticmethod
+    def _apply(
+        conn: sqlite3.Connection, address: Address, rows: list[Message], max_messages: int
+    ) -> AppendOutcome:
+        editor = SqlBufferEditor(_Runner(conn), address)
+        outcome = apply_append(editor, rows, max_messages)
+        editor.flush()
+        conn.execute("COMMIT")
+        return outcome
+
+    def load(self, address: Address, last: int | None = None) -> list[Message]:
+        """Return the buffer's rows in order; only the last ``last`` (one indexed read) when given."""
+        check_address(address)
+        check_last(last)
+        if last == 0:
+            return []
+        with self._connection() as conn:
+            if last is None:
+                found = conn.execute(SQL["load_all"], tuple(address)).fetchall()
+            else:
+                found = conn.execute(SQL["load_last"], (*address, last)).fetchall()
+        return [load_row(body) for (body,) in found]
+
+    def count(self, address: Address) -> int:
+        """Return the number of rows (from the buffer header)."""
+        check_address(address)
+        with self._connection() as conn:
+            row = conn.execute(SQL["count"], tuple(address)).fetchone()
+        return int(row[0]) if row else 0
+
+    def clear(self, address: Address) -> int:
+        """Delete every row of the buffer; return how many were removed."""
+        check_address(address)
+
+        def work(conn: sqlite3.Connection) -> int:
+            head = conn.execute(SQL["header_get"], tuple(address)).fetchone()
+            if head is None:
+                return 0
+            for name in ("clear_rows", "clear_calls", "clear_answers", "clear_header"):
+                conn.execute(SQL[name], (head[0],))
+            return int(head[1])
+
+        with self._locks.hold(address, DEFAULT_LOCK_TIMEOUT):
+            return self._write(work)
+
+    # --- sessions ---------------------------------------------------------------------------
+    def create_session(self, session: SessionRecord) -> SessionRecord:
+        """Insert a new session (ConflictError when the id exists)."""
+        metadata = dump_json(dict(session.metadata), "session metadata")
+        try:
+            with self._connection() as conn:
+                conn.execute(
+                    SQL["session_insert"],
+                    (
+                        session.id,
+                        session.name,
+                        session.owner,
+                        session.status,
+                        session.agent,
+                        metadata,
+                        session.created_at,
+                        session.updated_at,
+                    ),
+                )
+        except StoreError as exc:
+            if isinstance(exc.__cause__, sqlite3.IntegrityError):
+                raise ConflictError(f"session {session.id} already exists") from exc
+            raise
+        return session
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        """Return the session or None."""
+        with self._connection() as conn:
+            row = conn.execute(SQL["session_get"], (session_id,)).fetchone()
+        return None if row is None else session_from_row(row)
+
+    def list_sessions(
+        self, owner: str | None, include_all: bool, limit: int, offset: int
+    ) -> tuple[list[SessionRecord], int]:
+        """Return a page of sessions (newest first) and the total under the same filter."""
+        if not include_all and owner is None:
+            return [], 0
+        with self._connection() as conn:
+            if include_all:
+                rows = conn.execute(SQL["sessions_all"], (limit, offset)).fetchall()
+                total = conn.execute(SQL["sessions_all_count"]).fetchone()
+            else:
+                rows = conn.execute(SQL["sessions_owned"], (owner, limit, offset)).fetchall()
+                total = conn.execute(SQL["sessions_owned_count"], (owner,)).fetchone()
+        return [session_from_row(r) for r in rows], int(total[0])
+
+    def set_session_status(
+        self, session_id: str, status: str, expected: frozenset[str] | None = None
+    ) -> bool:
+        """Set the status (compare-and-set when ``expected`` is given); True if changed."""
+
+        def work(conn: sqlite3.Connection) -> bool:
+            row = conn.execute(SQL["session_status_get"], (session_id,)).fetchone()
+            if row is None or (expected is not None and row[0] not in expected):
+                return False
+            conn.execute(SQL["session_status"], (status, session_id))
+            return True
+
+        return self._write(work)
+
+    def delete_session(self, session_id: str) -> bool:
+        """Delete a session and its transcript; True when it existed."""
+
+        def work(conn: sqlite3.Connection) -> bool:
+            conn.execute(SQL["transcript_delete_all"], (session_id,))
+            conn.execute(SQL["transcript_seq_delete"], (session_id,))
+            return conn.execute(SQL["session_delete"], (session_id,)).rowcount > 0
+
+        return self._write(work)
+
+    # --- transcripts -------------------------------------------------------------------------
+    def add_transcript(self, session_id: str, row: Message) -> TranscriptMessage:
+        """Append a row with the next sequence number (never reused)."""
+        body = dump_json(row, "transcript row")
+
+        def work(conn: sqlite3.Connection) -> int:
+            seq = int(conn.execute(SQL["transcript_seq_next"], (session_id,)).fetchone()[0])
+            conn.execute(SQL["transcript_insert"], (session_id, seq, body))
+            return seq
+
+        seq = self._write(work)
+        return TranscriptMessage(session_id, seq, json.loads(body))
+
+    def list_transcript(
+        self,
+        session_id: str,
+        since: int | None = None,
+        before: int | None = None,
+        limit: int = 20,
+        newest_first: bool = False,
+    ) -> tuple[list[TranscriptMessage], bool]:
+        """Return a page of transcript rows by sequence cursor and whether more exist."""
+        if limit < 0:
+            raise InvalidInputError(f"limit must be >= 0, got {limit}")
+        low = -1 if since is None else since
+        high = _SEQ_MAX if before is None else before
+        name = "transcript_page_desc" if newest_first else "transcript_page_asc"
+        with self._connection() as conn:
+            rows = conn.execute(SQL[name], (session_id, low, high, limit + 1)).fetchall()
+        items = [TranscriptMessage(session_id, int(s), json.loads(b)) for s, b in rows[:limit]]
+        return items, len(rows) > limit
+
+    def edit_transcript(self, session_id: str, seq: int, row: Message) -> bool:
+        """Replace one transcript row (administrative tier); True if it existed."""
+        body = dump_json(row, "transcript row")
+        with self._connection() as conn:
+            return conn.execute(SQL["transcript_update"], (body, session_id, seq)).rowcount > 0
+
+    def delete_transcript(self, session_id: str, seq: int) -> bool:
+        """Delete one transcript row (administrative tier); True if it existed."""
+        with self._connection() as conn:
+            return conn.execute(SQL["transcript_delete"], (session_id, seq)).rowcount > 0
+
+    # --- tokens ------------------------------------------------------------------------------
+    def create_token(self, token: TokenRecord) -> None:
+        """Store a token record (its hash only); ConflictError on a duplicate id or hash."""
+        params = (
+            token.id,
+            token.token_hash,
+            token.user_id,
+            json.dumps(sorted(token.permissions)),
+            token.created_at,
+            int(token.revoked),
+            token.label,
+        )
+        try:
+            with self._connection() as conn:
+                conn.execute(SQL["token_insert"], params)
+        except StoreError as exc:
+            if isinstance(exc.__cause__, sqlite3.IntegrityError):
+                raise ConflictError(f"token {token.id} already exists") from exc
+            raise
+
+    def token_by_hash(self, token_hash: str) -> TokenRecord | None:
+        """Return the token with this hash, revoked or not."""
+        with self._connection() as conn:
+            row = conn.execute(SQL["token_by_hash"], (token_hash,)).fetchone()
+        return None if row is None else token_from_row(row)
+
+    def list_tokens(self) -> list[TokenRecord]:
+        """Return every token record, oldest first."""
+        with self._connection() as conn:
+            rows = conn.execute(SQL["tokens_all"]).fetchall()
+        return [token_from_row(r) for r in rows]
+
+    def revoke_token(self, token_id: str) -> bool:
+        """Mark a token revoked; True when it existed."""
+        with self._connection() as conn:
+            return conn.execute(SQL["token_revoke"], (token_id,)).rowcount > 0
+
+    def close(self) -> None:
+        """Close every pooled connection (connections on loan close when returned)."""
+        with self._pool_lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            with suppress(sqlite3.Error):
+                conn.close()
+
+
+__all__ = ["MIGRATIONS", "SQL", "SqliteStore", "parse_url"]

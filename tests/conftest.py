@@ -1,0 +1,141 @@
+"""Shared test fixtures. Each block is owned by the part of the project that uses it."""
+
+from __future__ import annotations
+
+# ---------------------------------------------------------------------------------------
+# PostgreSQL: a throwaway server for the whole session (store backends, API tests).
+#
+# ``postgres_url`` starts a real server from the system binaries
+# (/usr/lib/postgresql/*/bin, or pg_ctl on PATH) in a temporary directory on a free
+# loopback port, and stops it at the end. As root, initdb/postgres run through
+# ``runuser -u postgres``. Without binaries the tests using it fail when ``CI`` is
+# set and are skipped (with the reason) otherwise. ``postgres_db_url`` gives each
+# test a fresh, empty database on that server and drops it afterwards.
+# ---------------------------------------------------------------------------------------
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+def _postgres_bindir() -> Path | None:
+    candidates = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin"),
+        key=lambda p: int(p.split("/")[-2]) if p.split("/")[-2].isdigit() else 0,
+    )
+    for directory in reversed(candidates):
+        if Path(directory, "pg_ctl").exists() and Path(directory, "initdb").exists():
+            return Path(directory)
+    found = shutil.which("pg_ctl")
+    return Path(found).parent if found and shutil.which("initdb") else None
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _as_postgres(command: list[str]) -> list[str]:
+    if os.geteuid() == 0:
+        return ["runuser", "-u", "postgres", "--", *command]
+    return command
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """Start a throwaway PostgreSQL server; yield a superuser URL to its ``postgres`` db."""
+    bindir = _postgres_bindir()
+    if bindir is None:
+        reason = "no PostgreSQL server binaries (apt-get install postgresql)"
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}: required in CI")
+        pytest.skip(reason)
+    base = Path(tempfile.mkdtemp(prefix="flowmem-pg-"))
+    data, sockets, logfile = base / "data", base / "sock", base / "server.log"
+    sockets.mkdir()
+    if os.geteuid() == 0:
+        shutil.chown(base, user="postgres", group="postgres")
+        shutil.chown(sockets, user="postgres", group="postgres")
+    port = _free_port()
+    options = (
+        f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off "
+        "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300"
+    )
+    started = False
+    try:
+        subprocess.run(
+            _as_postgres(
+                [
+                    str(bindir / "initdb"),
+                    "-D",
+                    str(data),
+                    "-A",
+                    "trust",
+                    "-U",
+                    "postgres",
+                    "-E",
+                    "UTF8",
+                    "--no-sync",
+                    "--locale=C",
+                ]
+            ),
+            check=True,
+            capture_output=True,
+        )
+        subprocess.run(
+            _as_postgres(
+                [
+                    str(bindir / "pg_ctl"),
+                    "-D",
+                    str(data),
+                    "-l",
+                    str(logfile),
+                    "-w",
+                    "-t",
+                    "60",
+                    "-o",
+                    options,
+                    "start",
+                ]
+            ),
+            check=True,
+            capture_output=True,
+        )
+        started = True
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    except subprocess.CalledProcessError as exc:
+        log = logfile.read_text(errors="replace") if logfile.exists() else ""
+        pytest.fail(f"could not start PostgreSQL: {exc.stderr!r}\n{log}")
+    finally:
+        if started:
+            subprocess.run(
+                _as_postgres([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]),
+                capture_output=True,
+            )
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_db_url(postgres_url: str) -> Iterator[str]:
+    """Create a fresh empty database for one test; drop it (forcing connections off) after."""
+    import psycopg
+
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    try:
+        yield postgres_url.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+# --- end of the PostgreSQL block ---------------------------------------------------------

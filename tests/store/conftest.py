@@ -1,0 +1,45 @@
+"""The ``store`` fixture: every conformance test runs on memory, SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from flowmem.store import Store, open_store
+
+BACKENDS = [
+    "memory",
+    "sqlite",
+    pytest.param("postgres", marks=pytest.mark.postgres),
+]
+
+
+def open_backend(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Store:
+    """Open a fresh, empty store of one kind."""
+    if kind == "memory":
+        return open_store("memory://")
+    if kind == "sqlite":
+        return open_store(f"sqlite:///{tmp_path / 'store.db'}")
+    url: str = request.getfixturevalue("postgres_db_url")
+    return open_store(url)
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A fresh store of each backend kind."""
+    opened = open_backend(request.param, request, tmp_path)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def sql_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URL of a fresh, empty database of each SQL backend."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    url: str = request.getfixturevalue("postgres_db_url")
+    return url

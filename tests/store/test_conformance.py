@@ -1,0 +1,384 @@
+"""One conformance suite for every backend: memory, SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from flowmem.core import (
+    HEALED_CONTENT,
+    append,
+    call_ids,
+    check_sendable,
+    is_healed,
+    prepare,
+    result_id,
+)
+from flowmem.errors import ConflictError, InvalidInputError, NotSerializableError
+from flowmem.store import Address, SessionRecord, Store, TokenRecord
+
+A = Address("session", "s1", "chat")
+B = Address("session", "s2", "chat")
+
+
+def call(cid: str, name: str = "search") -> dict[str, Any]:
+    """An assistant turn declaring one call (normalized id spelling)."""
+    return {"role": "assistant", "content": "", "tool_calls": [{"tool_call_id": cid, "name": name}]}
+
+
+def result(cid: str, content: str = "ok") -> dict[str, Any]:
+    """A tool result answering ``cid``."""
+    return {"role": "tool", "content": content, "tool_call_id": cid}
+
+
+def user(text: str) -> dict[str, Any]:
+    """A user turn."""
+    return {"role": "user", "content": text}
+
+
+def stored_append(store: Store, address: Address, incoming: Any, max_messages: int = 0) -> Any:
+    """Append through the store exactly as the service does (prepare, then store.append)."""
+    return store.append(address, prepare(incoming, None), max_messages)
+
+
+def shape(rows: list[dict[str, Any]]) -> list[tuple[str, str, Any, bool]]:
+    """A compact view of rows: role, content, the ids they declare or answer, healed."""
+    return [
+        (row["role"], row["content"], result_id(row) or call_ids(row), is_healed(row))
+        for row in rows
+    ]
+
+
+# --- memory records ------------------------------------------------------------------------
+
+
+def test_record_round_trip_of_json_values(store: Store) -> None:
+    values: list[Any] = [None, True, 0, -7, 2.5, "", "héllo \u0000 nul", [1, [2]], {"a": {"b": []}}]
+    for index, value in enumerate(values):
+        address = Address("global", "", f"k{index}")
+        store.put_record(address, value, None)
+        assert store.get_record(address, now=0) == (True, value)
+
+
+def test_record_overwrite_delete_and_missing(store: Store) -> None:
+    assert store.get_record(A, now=0) == (False, None)
+    store.put_record(A, {"v": 1}, None)
+    store.put_record(A, {"v": 2}, None)
+    assert store.get_record(A, now=0) == (True, {"v": 2})
+    assert store.get_record(B, now=0) == (False, None)
+    assert store.delete_record(A) is True
+    assert store.delete_record(A) is False
+    assert store.get_record(A, now=0) == (False, None)
+
+
+def test_record_ttl_expired_reads_as_not_found(store: Store) -> None:
+    store.put_record(A, "soon", expires_at=100.0)
+    assert store.get_record(A, now=99.9) == (True, "soon")
+    assert store.get_record(A, now=100.0) == (False, None)
+    assert store.get_record(A, now=1e12) == (False, None)
+    store.put_record(A, "forever", expires_at=None)
+    assert store.get_record(A, now=1e12) == (True, "forever")
+
+
+@pytest.mark.parametrize("bad", [object(), {1, 2}, math.nan, {"x": math.inf}, b"bytes"])
+def test_record_not_serializable_writes_nothing(store: Store, bad: Any) -> None:
+    store.put_record(A, "before", None)
+    with pytest.raises(NotSerializableError):
+        store.put_record(A, bad, None)
+    assert store.get_record(A, now=0) == (True, "before")
+    with pytest.raises(NotSerializableError):
+        store.put_record(B, bad, None)
+    assert store.get_record(B, now=0) == (False, None)
+
+
+def test_addresses_are_distinct_in_every_part(store: Store) -> None:
+    addresses = [
+        Address("user", "1", "k"),
+        Address("user", "1", "k2"),
+        Address("user", "2", "k"),
+        Address("session", "1", "k"),
+        Address("global", "", "k"),
+    ]
+    for index, address in enumerate(addresses):
+        store.put_record(address, index, None)
+        stored_append(store, address, user(f"m{index}"))
+    for index, address in enumerate(addresses):
+        assert store.get_record(address, now=0) == (True, index)
+        assert [r["content"] for r in store.load(address)] == [f"m{index}"]
+
+
+# --- buffers ---------------------------------------------------------------------------------
+
+
+def test_buffer_round_trip_order_count_and_last(store: Store) -> None:
+    for index in range(12):
+        outcome = stored_append(store, A, user(f"m{index}"))
+        assert outcome.appended == 1
+        assert outcome.count == index + 1
+    rows = store.load(A)
+    assert [r["content"] for r in rows] == [f"m{i}" for i in range(12)]
+    assert rows[0] == {"role": "user", "content": "m0", "metadata": {}}
+    assert [r["content"] for r in store.load(A, last=3)] == ["m9", "m10", "m11"]
+    assert len(store.load(A, last=100)) == 12
+    assert store.load(A, last=0) == []
+    assert store.count(A) == 12
+    assert store.load(B) == [] and store.count(B) == 0
+
+
+def test_buffer_keeps_timestamps_and_extra_metadata(store: Store) -> None:
+    rows = prepare([{"role": "user", "content": "hi", "lang": "pt", "timestamp": 1755000000}], 5)
+    store.append(A, rows)
+    assert store.load(A) == [
+        {"role": "user", "content": "hi", "metadata": {"lang": "pt"}, "timestamp": 1755000000}
+    ]
+
+
+def test_buffer_load_last_rejects_negative(store: Store) -> None:
+    stored_append(store, A, user("x"))
+    with pytest.raises(InvalidInputError):
+        store.load(A, last=-1)
+
+
+def test_buffer_clear(store: Store) -> None:
+    stored_append(store, A, [call("c1"), user("x")])
+    stored_append(store, B, user("y"))
+    assert store.clear(A) == 3
+    assert store.load(A) == [] and store.count(A) == 0
+    assert store.clear(A) == 0
+    assert store.count(B) == 1
+    # a cleared buffer starts over: the old ids are forgotten
+    assert stored_append(store, A, call("c1")).appended == 1
+
+
+def test_mem_3_insert_after_orders_placeholders_mid_buffer(store: Store) -> None:
+    """Healing inserts after each declaring turn's result run, repeatedly, in order."""
+    stored_append(
+        store,
+        A,
+        [
+            user("q"),
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": "a1"}, {"id": "a2"}, {"tool_call_id": "a3"}],
+            },
+            result("a2", "two"),
+            {"role": "assistant", "content": "thinking"},
+            call("b1"),
+        ],
+    )
+    stored_append(store, A, user("next"))
+    # c1 dangles in the middle of later turns, then gets healed after its turn
+    stored_append(store, A, [call("c1"), {"role": "assistant", "content": "more"}])
+    stored_append(store, A, [call("d1"), result("d1")])
+    stored_append(store, A, user("again"))
+    # a real result replaces a placeholder in place (MEM-10), then a duplicate is dropped
+    stored_append(store, A, result("a3", "three"))
+    stored_append(store, A, result("a3", "dup"))
+    # a late real result for a healed call, then more healing after the same turn
+    stored_append(store, A, [call("e1"), result("e1"), call("e2")])
+    stored_append(store, A, user("last"))
+    expected = [
+        ("user", "q", [], False),
+        ("assistant", "", ["a1", "a2", "a3"], False),
+        ("tool", "two", "a2", False),
+        ("tool", HEALED_CONTENT, "a1", True),
+        ("tool", "three", "a3", False),
+        ("assistant", "thinking", [], False),
+        ("assistant", "", ["b1"], False),
+        ("tool", HEALED_CONTENT, "b1", True),
+        ("user", "next", [], False),
+        ("assistant", "", ["c1"], False),
+        ("tool", HEALED_CONTENT, "c1", True),
+        ("assistant", "more", [], False),
+        ("assistant", "", ["d1"], False),
+        ("tool", "ok", "d1", False),
+        ("user", "again", [], False),
+        ("assistant", "", ["e1"], False),
+        ("tool", "ok", "e1", False),
+        ("assistant", "", ["e2"], False),
+        ("tool", HEALED_CONTENT, "e2", True),
+        ("user", "last", [], False),
+    ]
+    assert shape(store.load(A)) == expected
+    assert store.count(A) == len(expected)
+    assert check_sendable(store.load(A)) == []
+
+
+def test_mem_10_replaced_placeholder_keeps_position_and_drops_healed(store: Store) -> None:
+    stored_append(store, A, [call("c1"), user("u1"), user("u2")])
+    outcome = stored_append(store, A, result("c1", "real"))
+    assert (outcome.appended, outcome.count) == (0, 4)
+    rows = store.load(A)
+    assert rows[1] == {"role": "tool", "content": "real", "metadata": {"tool_call_id": "c1"}}
+    assert stored_append(store, A, result("c1", "again")).appended == 0
+    assert store.load(A)[1]["content"] == "real"
+
+
+def test_mem_14_counts_new_rows_not_size_change(store: Store) -> None:
+    stored_append(store, A, [user("a"), user("b"), user("c")], max_messages=3)
+    outcome = stored_append(store, A, [user("d"), user("e")], max_messages=3)
+    assert (outcome.appended, outcome.count) == (2, 3)
+    assert [r["content"] for r in store.load(A)] == ["c", "d", "e"]
+
+
+def test_window_evicts_turn_with_its_results_and_leading_tools(store: Store) -> None:
+    stored_append(store, A, [call("c1"), result("c1"), user("a"), user("b")])
+    outcome = stored_append(store, A, user("c"), max_messages=3)
+    assert outcome.count == 3
+    assert [r["content"] for r in store.load(A)] == ["a", "b", "c"]
+    # evicting a turn takes its result even when it sits later (after a healed mid-buffer)
+    stored_append(store, B, [call("x1"), user("u"), result("x1", "late"), user("v")])
+    stored_append(store, B, user("w"), max_messages=3)
+    assert shape(store.load(B))[0][0] != "tool"
+    assert check_sendable(store.load(B)) == []
+    # eviction forgets ids: an evicted call can be declared again
+    assert stored_append(store, A, call("c1")).appended == 1
+
+
+def test_window_never_leaves_a_leading_tool_row(store: Store) -> None:
+    stored_append(store, A, [user("a"), result("orphan"), user("b")])
+    outcome = stored_append(store, A, user("c"), max_messages=3)
+    assert [r["role"] for r in store.load(A)] == ["user", "user"]
+    assert outcome.count == 2
+
+
+def test_mem_1_orphan_result_stored_before_declaration_still_counts(store: Store) -> None:
+    stored_append(store, A, [result("c9", "early"), call("c9")])
+    outcome = stored_append(store, A, user("u"))
+    # answered "anywhere in the buffer": nothing is healed, the orphan stays
+    assert outcome.count == 3
+    assert [r["role"] for r in store.load(A)] == ["tool", "assistant", "user"]
+    assert stored_append(store, A, result("c9", "again")).appended == 0
+
+
+def test_invalid_rows_and_window_change_nothing(store: Store) -> None:
+    stored_append(store, A, user("keep"))
+    with pytest.raises(InvalidInputError):
+        store.append(A, prepare(user("x")), max_messages=-1)
+    with pytest.raises(NotSerializableError):
+        store.append(A, [{"role": "user", "content": "x", "metadata": {"o": object()}}])
+    assert store.load(A) == [{"role": "user", "content": "keep", "metadata": {}}]
+    assert store.count(A) == 1
+
+
+# --- sessions, transcripts, tokens ------------------------------------------------------------
+
+
+def _session(sid: str, owner: str | None, created: float) -> SessionRecord:
+    return SessionRecord(
+        id=sid,
+        name=f"n-{sid}",
+        owner=owner,
+        agent="helper",
+        metadata={"k": [1, "v"]},
+        created_at=created,
+        updated_at=created + 1,
+    )
+
+
+def test_sessions_round_trip_list_status_delete(store: Store) -> None:
+    sessions = [
+        _session("00000000-0000-0000-0000-00000000000a", "alice", 10.0),
+        _session("00000000-0000-0000-0000-00000000000b", "bob", 20.0),
+        _session("00000000-0000-0000-0000-00000000000c", "alice", 30.0),
+        _session("00000000-0000-0000-0000-00000000000d", None, 40.0),
+    ]
+    for item in sessions:
+        assert store.create_session(item) == item
+    assert store.get_session(sessions[0].id) == sessions[0]
+    assert store.get_session("nope") is None
+    with pytest.raises(ConflictError):
+        store.create_session(sessions[0])
+    page, total = store.list_sessions("alice", False, 10, 0)
+    assert [s.id for s in page] == [sessions[2].id, sessions[0].id] and total == 2
+    page, total = store.list_sessions(None, False, 10, 0)
+    assert (page, total) == ([], 0)
+    page, total = store.list_sessions(None, True, 2, 1)
+    assert [s.id for s in page] == [sessions[2].id, sessions[1].id] and total == 4
+    assert store.set_session_status(sessions[0].id, "running", frozenset({"idle"})) is True
+    assert store.set_session_status(sessions[0].id, "running", frozenset({"idle"})) is False
+    assert store.set_session_status(sessions[0].id, "completed") is True
+    assert store.set_session_status("nope", "running") is False
+    got = store.get_session(sessions[0].id)
+    assert got is not None and got.status == "completed"
+    store.add_transcript(sessions[0].id, {"role": "user", "content": "x", "metadata": {}})
+    assert store.delete_session(sessions[0].id) is True
+    assert store.delete_session(sessions[0].id) is False
+    assert store.get_session(sessions[0].id) is None
+    assert store.list_transcript(sessions[0].id) == ([], False)
+
+
+def test_transcripts_sequence_and_cursors(store: Store) -> None:
+    sid = "00000000-0000-0000-0000-000000000001"
+    store.create_session(_session(sid, "alice", 1.0))
+    for index in range(1, 8):
+        item = store.add_transcript(sid, {"role": "user", "content": f"m{index}", "metadata": {}})
+        assert (item.session_id, item.seq) == (sid, index)
+    rows, more = store.list_transcript(sid, limit=3)
+    assert [r.seq for r in rows] == [1, 2, 3] and more
+    rows, more = store.list_transcript(sid, since=3, limit=3)
+    assert [r.seq for r in rows] == [4, 5, 6] and more
+    rows, more = store.list_transcript(sid, since=6, limit=3)
+    assert [r.seq for r in rows] == [7] and not more
+    rows, more = store.list_transcript(sid, newest_first=True, limit=2)
+    assert [r.seq for r in rows] == [7, 6] and more
+    rows, more = store.list_transcript(sid, before=3, newest_first=True, limit=5)
+    assert [r.seq for r in rows] == [2, 1] and not more
+    rows, more = store.list_transcript(sid, since=2, before=5)
+    assert [r.seq for r in rows] == [3, 4] and not more
+    assert rows[0].row == {"role": "user", "content": "m3", "metadata": {}}
+    assert store.edit_transcript(sid, 3, {"role": "user", "content": "edited", "metadata": {}})
+    assert not store.edit_transcript(sid, 99, {"role": "user", "content": "x", "metadata": {}})
+    assert store.delete_transcript(sid, 7) is True
+    assert store.delete_transcript(sid, 7) is False
+    # sequence numbers are never reused, even after deleting the newest row
+    assert store.add_transcript(sid, {"role": "user", "content": "m8", "metadata": {}}).seq == 8
+    rows, _ = store.list_transcript(sid, limit=100)
+    assert [r.seq for r in rows] == [1, 2, 3, 4, 5, 6, 8]
+    assert rows[2].row["content"] == "edited"
+    other = store.list_transcript("00000000-0000-0000-0000-000000000002")
+    assert other == ([], False)
+
+
+def test_tokens_round_trip_and_revoke(store: Store) -> None:
+    first = TokenRecord("t1", "h1", "alice", frozenset({"read", "write"}), 1.0, label="cli")
+    second = TokenRecord("t2", "h2", None, frozenset(), 2.0)
+    store.create_token(second)
+    store.create_token(first)
+    assert store.token_by_hash("h1") == first
+    assert store.token_by_hash("nope") is None
+    assert [t.id for t in store.list_tokens()] == ["t1", "t2"]
+    assert store.revoke_token("t2") is True
+    assert store.revoke_token("zz") is False
+    revoked = store.token_by_hash("h2")
+    assert revoked is not None and revoked.revoked and revoked.user_id is None
+
+
+# --- the same rules as the core -----------------------------------------------------------------
+
+
+def test_core_and_store_agree_on_a_long_scripted_history(store: Store) -> None:
+    batches: list[Any] = [
+        user("start"),
+        [call("c1"), call("c2")],
+        result("c2"),
+        user("u1"),
+        result("c1", "late"),
+        [call("c1"), call("c3")],
+        user("u2"),
+        {"role": "tool", "content": "fake", "tool_call_id": "c3", "healed": True},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c3"}, {"id": "c4"}]},
+        result("c4"),
+        user(""),
+        user("u3"),
+    ]
+    pure: list[dict[str, Any]] = []
+    for batch in batches:
+        expected = append(pure, batch, max_messages=0)
+        got = stored_append(store, A, batch)
+        pure = expected.messages
+        assert (got.appended, got.count) == (expected.appended, expected.count)
+        assert store.load(A) == pure
