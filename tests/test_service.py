@@ -45,20 +45,12 @@ class Clock:
         return self.now
 
 
-def _sqlite_available() -> bool:
-    try:
-        import flowmem.store.sqlite  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-STORE_KINDS = ["memory", *(["sqlite"] if _sqlite_available() else [])]
+STORE_KINDS = ["memory", "sqlite"]
 
 
 @pytest.fixture(params=STORE_KINDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """Each cheap backend: the in-process reference and, when present, the SQLite file."""
+    """Each cheap backend: the in-process reference and the SQLite file."""
     opened = (
         MemoryStore() if request.param == "memory" else open_store(f"sqlite:///{tmp_path}/m.db")
     )

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
 from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
-from flowmem.store import MemoryStore
+from flowmem.store import MemoryStore, open_store
 
 
 class Clock:
@@ -24,9 +27,14 @@ def clock() -> Clock:
     return Clock()
 
 
-@pytest.fixture
-def service(clock: Clock) -> MemoryService:
-    return MemoryService(MemoryStore(), clock=clock)
+@pytest.fixture(params=["memory", "sqlite"])
+def service(
+    request: pytest.FixtureRequest, tmp_path: Path, clock: Clock
+) -> Iterator[MemoryService]:
+    """A service over each cheap backend: the reference store and the SQLite file."""
+    store = MemoryStore() if request.param == "memory" else open_store(f"sqlite:///{tmp_path}/n.db")
+    yield MemoryService(store, clock=clock)
+    store.close()
 
 
 @pytest.fixture
