@@ -1,0 +1,92 @@
+"""The ASGI application: ``create_app`` wires store → services → routes → middleware."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+
+from flowmem import __version__
+from flowmem.api.deps import Services
+from flowmem.api.errors import install_error_handlers
+from flowmem.api.limits import BodyLimitMiddleware
+from flowmem.api.logs import RequestLogMiddleware
+from flowmem.api.models import Health
+from flowmem.api.routes import memory, sessions, stateless
+from flowmem.errors import ConfigurationError
+from flowmem.service import MemoryService
+from flowmem.sessions import SessionService, TurnRunner
+from flowmem.store import DEFAULT_LOCK_TIMEOUT, Store, open_store
+
+DATABASE_ENV = "FLOWMEM_DATABASE_URL"
+
+DESCRIPTION = """Conversation memory over HTTP: sessions with owners, conversation
+buffers and memory records under the FlowDrop GR-MEM rules.
+
+Every route except `/health`, `/openapi.json` and `/docs` needs
+`Authorization: Bearer <token>` (create one with `flowmem token create`).
+Refusals are `{"error": {"code", "message"}}`."""
+
+
+def create_app(
+    store: Store | None = None,
+    *,
+    database_url: str | None = None,
+    runner: TurnRunner | None = None,
+    runner_factory: Callable[[Store, MemoryService], TurnRunner] | None = None,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    clock: Callable[[], float] | None = None,
+) -> FastAPI:
+    """Build the API over ``store`` (or the store at ``database_url`` / ``$FLOWMEM_DATABASE_URL``).
+
+    A store the app opened itself is closed at shutdown. ``runner`` (or
+    ``runner_factory(store, memory)``) runs model turns; without one a turn only
+    records the user message.
+    """
+    owned = store is None
+    if store is None:
+        url = database_url or os.environ.get(DATABASE_ENV)
+        if not url:
+            raise ConfigurationError(f"create_app needs a store, a database_url or ${DATABASE_ENV}")
+        store = open_store(url)
+    extra: dict[str, Any] = {} if clock is None else {"clock": clock}
+    memory_service = MemoryService(store, lock_timeout=lock_timeout, **extra)
+    if runner is None and runner_factory is not None:
+        runner = runner_factory(store, memory_service)
+    session_service = SessionService(store, memory_service, runner, **extra)
+    services = Services(store=store, memory=memory_service, sessions=session_service)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        if owned:
+            store.close()
+
+    app = FastAPI(
+        title="flowmem",
+        version=__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+    )
+    app.state.services = services
+    install_error_handlers(app)
+
+    @app.get("/health", response_model=Health, tags=["health"])
+    def health() -> dict[str, Any]:
+        """Liveness: no token needed."""
+        return {"status": "ok", "version": __version__}
+
+    app.include_router(sessions.router)
+    app.include_router(memory.router)
+    app.include_router(stateless.router)
+    app.add_middleware(BodyLimitMiddleware)
+    app.add_middleware(RequestLogMiddleware)
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """Uvicorn factory for several workers: the store URL comes from ``$FLOWMEM_DATABASE_URL``."""
+    return create_app()

@@ -1,0 +1,137 @@
+"""The one table from flowmem error codes to HTTP statuses, and the error body.
+
+Every refusal is ``{"error": {"code": STABLE_CODE, "message": …}}``; a 422 adds
+``details`` (one entry per invalid field). Codes the HTTP layer itself produces
+(``invalid_json``, ``body_too_deep``, ``unsupported_media_type``…) are listed
+here too, so every code a client can see is in one place.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from flowmem.errors import (
+    AccessDeniedError,
+    AuthenticationError,
+    ConfigurationError,
+    ConflictError,
+    FlowmemError,
+    InvalidInputError,
+    NotFoundError,
+    PayloadTooLargeError,
+    StoreError,
+)
+
+log = logging.getLogger("flowmem.http")
+
+# flowmem error class -> HTTP status; the first match wins (subclasses before bases).
+STATUS_TABLE: list[tuple[type[FlowmemError], int]] = [
+    (PayloadTooLargeError, 413),
+    (InvalidInputError, 422),
+    (AuthenticationError, 401),
+    (AccessDeniedError, 403),
+    (NotFoundError, 404),
+    (ConflictError, 409),
+    (ConfigurationError, 500),
+    (StoreError, 503),
+]
+
+# Codes produced by the HTTP layer (not by a flowmem error class), with their status.
+HTTP_CODES: dict[str, int] = {
+    "invalid_json": 400,
+    "invalid_body": 400,
+    "body_too_deep": 400,
+    "unsupported_media_type": 415,
+    "payload_too_large": 413,
+    "not_found": 404,
+    "method_not_allowed": 405,
+    "invalid_input": 422,
+    "internal_error": 500,
+}
+
+
+def status_for(error: FlowmemError) -> int:
+    """Return the HTTP status of a flowmem error (500 for an unmapped one)."""
+    for kind, status in STATUS_TABLE:
+        if isinstance(error, kind):
+            return status
+    return 500
+
+
+def error_body(
+    code: str, message: str, details: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """Return the JSON error envelope."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if details is not None:
+        error["details"] = details
+    return {"error": error}
+
+
+def error_response(
+    status: int, code: str, message: str, details: list[dict[str, Any]] | None = None
+) -> JSONResponse:
+    """Return a JSON error response."""
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(error_body(code, message, details), status_code=status, headers=headers)
+
+
+def _field_details(error: FlowmemError) -> list[dict[str, Any]] | None:
+    field = error.details.get("field") or error.details.get("argument")
+    if field is None:
+        return None
+    return [{"field": str(field), "message": error.message}]
+
+
+async def _flowmem_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, FlowmemError)  # registered for FlowmemError only
+    status = status_for(exc)
+    if status >= 500:
+        log.error("request failed: %s", exc.message, exc_info=exc)
+        return error_response(status, exc.code, "the server could not complete the request")
+    details = _field_details(exc) if status == 422 else None
+    if status == 422 and details is None:
+        details = []
+    return error_response(status, exc.code, exc.message, details)
+
+
+def _location(loc: tuple[Any, ...] | list[Any]) -> str:
+    return ".".join(str(part) for part in loc)
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    details = [
+        {"field": _location(item.get("loc", ())), "message": str(item.get("msg", "invalid"))}
+        for item in exc.errors()
+    ]
+    return error_response(422, "invalid_input", "the request has invalid fields", details)
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    message = exc.detail if isinstance(exc.detail, str) else "request refused"
+    response = error_response(exc.status_code, code, message)
+    if exc.headers:
+        response.headers.update(exc.headers)
+    return response
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return error_response(500, "internal_error", "the server could not complete the request")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register the handlers that turn every error into the JSON error envelope."""
+    app.add_exception_handler(FlowmemError, _flowmem_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)

@@ -1,0 +1,167 @@
+"""Request body limits, enforced before any route runs (ASGI middleware).
+
+A body is refused before any work when it is larger than ``MAX_BODY_BYTES`` (413,
+checked against ``Content-Length`` first and then counted while streaming), not
+JSON-typed (415), not valid UTF-8 JSON (400 ``invalid_json``), nested
+``MAX_DEPTH`` levels deep or more (400 ``body_too_deep``, checked without
+recursion), or not an object or an array at the top (400 ``invalid_body``).
+A refused request never reaches a route, so it changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from flowmem.api.errors import error_body
+
+MAX_BODY_BYTES = 8 * 1024 * 1024
+MAX_DEPTH = 64  # a body nested this deep or deeper is refused
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def nesting_depth_at_least(body: bytes, limit: int) -> bool:
+    """True when the JSON text ``body`` nests ``limit`` levels or deeper.
+
+    Strings are blanked with a regular expression and everything but brackets is
+    deleted; then each pass removes every innermost ``[]``/``{}`` pair, so a
+    balanced text of depth d is empty after exactly d passes. No recursion, and at
+    most ``limit`` linear passes, all in C.
+    """
+    brackets = _STRING.sub(b"", body).translate(None, _NOT_BRACKETS)
+    for _ in range(limit - 1):
+        if not brackets:
+            return False
+        reduced = brackets.replace(b"[]", b"").replace(b"{}", b"")
+        if reduced == brackets:
+            return False  # unbalanced: the JSON parser reports it
+        brackets = reduced
+    return bool(brackets) and (brackets.replace(b"[]", b"").replace(b"{}", b"") != brackets)
+
+
+def _is_json_type(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
+
+
+def check_body(body: bytes, content_type: str | None) -> tuple[int, str, str] | None:
+    """Return (status, code, message) when the body must be refused, else None."""
+    if len(body) > MAX_BODY_BYTES:
+        return 413, "payload_too_large", f"the body is larger than {MAX_BODY_BYTES} bytes"
+    if not body:
+        return None
+    if content_type is None or not _is_json_type(content_type):
+        return (
+            415,
+            "unsupported_media_type",
+            "the body must be JSON (Content-Type: application/json)",
+        )
+    if nesting_depth_at_least(body, MAX_DEPTH):
+        return 400, "body_too_deep", f"the body is nested {MAX_DEPTH} levels deep or more"
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError):
+        return 400, "invalid_json", "the body is not valid JSON"
+    if not isinstance(document, (dict, list)):
+        return 400, "invalid_body", "the body must be a JSON object or array"
+    return None
+
+
+async def _send_error(send: Send, status: int, code: str, message: str) -> None:
+    payload = json.dumps(error_body(code, message)).encode("utf-8")
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode("ascii")),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
+
+
+class BodyLimitMiddleware:
+    """Read, count and check the request body before the app sees it; replay it after."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Refuse an unacceptable body with its status; pass an acceptable one on."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.lower(): v for k, v in scope.get("headers", [])}
+        declared = headers.get(b"content-length")
+        if declared is not None:
+            try:
+                length = int(declared)
+            except ValueError:
+                await _send_error(send, 400, "invalid_body", "Content-Length is not a number")
+                return
+            if length > MAX_BODY_BYTES:
+                await _send_error(
+                    send,
+                    413,
+                    "payload_too_large",
+                    f"the body is larger than {MAX_BODY_BYTES} bytes",
+                )
+                return
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                await _send_error(
+                    send,
+                    413,
+                    "payload_too_large",
+                    f"the body is larger than {MAX_BODY_BYTES} bytes",
+                )
+                return
+            chunks.append(chunk)
+            more = bool(message.get("more_body", False))
+        body = b"".join(chunks)
+        content_type = headers.get(b"content-type")
+        refusal = check_body(body, content_type.decode("latin-1") if content_type else None)
+        if refusal is not None:
+            await _send_error(send, *refusal)
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+def json_depth(value: Any) -> int:
+    """Return the nesting depth of a parsed JSON value, iteratively (used by tests)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return deepest

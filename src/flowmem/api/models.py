@@ -1,0 +1,212 @@
+"""Request and response bodies of the HTTP API (they define the OpenAPI schema)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SessionStatus = Literal["idle", "running", "completed", "failed"]
+
+# A message as sent or stored: ``role`` and ``content`` plus optional tool data.
+# Kept as a free-form object so that both the flat and the stored shapes pass; the
+# core (``flowmem.core.to_row``) validates it and refuses an unknown role.
+MessageIn = dict[str, Any]
+
+
+class ErrorDetail(BaseModel):
+    """One invalid field of a 422 refusal."""
+
+    field: str
+    message: str
+
+
+class ErrorInfo(BaseModel):
+    """What went wrong: a stable code, a sentence, and per-field details on 422."""
+
+    code: str
+    message: str
+    details: list[ErrorDetail] | None = None
+
+
+class ErrorBody(BaseModel):
+    """Every refusal: ``{"error": {"code", "message"}}``."""
+
+    error: ErrorInfo
+
+
+class Pagination(BaseModel):
+    """Offset pagination: the total under the same filter and whether more exist."""
+
+    total: int
+    limit: int
+    offset: int
+    has_more: bool
+
+
+class SessionCreate(BaseModel):
+    """A new session: the caller becomes its owner."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(default="", max_length=200)
+    agent: str | None = Field(default=None, min_length=1, max_length=200)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Session(BaseModel):
+    """A session with an owner (null for an unowned session)."""
+
+    id: str
+    name: str
+    owner: str | None
+    status: SessionStatus
+    agent: str | None
+    metadata: dict[str, Any]
+    created_at: float
+    updated_at: float
+
+
+class SessionList(BaseModel):
+    """A page of sessions the caller may view."""
+
+    data: list[Session]
+    pagination: Pagination
+
+
+class TranscriptRow(BaseModel):
+    """One transcript message with its per-session sequence number."""
+
+    model_config = ConfigDict(extra="allow")
+
+    seq: int
+    role: str
+    content: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    timestamp: int | None = None
+
+
+class MessagePage(BaseModel):
+    """A page of a transcript by sequence cursor."""
+
+    data: list[TranscriptRow]
+    has_more: bool
+    next_since: int | None = Field(
+        default=None, description="Pass as `since` to continue (oldest-first order)."
+    )
+    next_before: int | None = Field(
+        default=None, description="Pass as `before` to continue (newest-first order)."
+    )
+
+
+class TurnCreate(BaseModel):
+    """A user turn sent to a session."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(min_length=1)
+
+
+class TurnResult(BaseModel):
+    """The accepted turn: its id and status (the runtime may add more fields)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    turn_id: str
+    status: str
+
+
+class StopResult(BaseModel):
+    """Whether a running turn was stopped, and the session's status."""
+
+    stopped: bool
+    status: str
+
+
+class ResetResult(BaseModel):
+    """The conversation buffer was cleared; the transcript stays."""
+
+    reset: bool
+    status: str
+
+
+class BufferAppend(BaseModel):
+    """Messages to append to a conversation buffer: one message or a list."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages: MessageIn | list[MessageIn]
+    max_messages: int = Field(default=0, ge=0, description="Window size; 0 = unlimited.")
+    return_messages: bool = Field(default=True, description="Return the buffer after the append.")
+
+
+class BufferResult(BaseModel):
+    """A buffer after a load or an append (MEM-14); empty with count 0 when refused."""
+
+    messages: list[dict[str, Any]]
+    count: int
+    appended: int
+    appended_any: bool
+    resolved_scope_id: str
+
+
+class MemoryWrite(BaseModel):
+    """A memory record value (any JSON) with an optional time to live in seconds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    value: Any = None
+    ttl: float | None = Field(default=None, gt=0)
+
+
+class ReadResult(BaseModel):
+    """A memory read: the value (or the default) and whether it was found."""
+
+    value: Any = None
+    found: bool
+    resolved_scope_id: str
+
+
+class WriteResult(BaseModel):
+    """A write, delete or clear: success is false when the scope refused."""
+
+    success: bool
+    resolved_scope_id: str
+    removed: int = 0
+
+
+class MessageList(BaseModel):
+    """A message list for the stateless endpoints."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[Any]
+
+
+class NormalizeOut(BaseModel):
+    """The normalized, provider-sendable list and how many entries were dropped (MEM-5)."""
+
+    messages: list[dict[str, Any]]
+    dropped: int
+
+
+class Violation(BaseModel):
+    """One reason a provider would reject the list."""
+
+    index: int
+    code: str
+    message: str
+
+
+class CheckOut(BaseModel):
+    """Whether the list is sendable, and every violation."""
+
+    sendable: bool
+    violations: list[Violation]
+
+
+class Health(BaseModel):
+    """Liveness: the server answers and the store is reachable."""
+
+    status: Literal["ok"]
+    version: str

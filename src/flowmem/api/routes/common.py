@@ -1,0 +1,36 @@
+"""What every route shares: error responses for OpenAPI and pagination helpers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flowmem.api.models import ErrorBody
+
+MAX_LIMIT = 100
+DEFAULT_LIMIT = 20
+
+
+def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """Return the OpenAPI ``responses`` entries for the given error statuses."""
+    descriptions = {
+        400: "Unreadable body (invalid JSON, too deep, not an object or array).",
+        401: "Missing, unknown or revoked token.",
+        403: "The access rules deny this action.",
+        404: "No such resource (or the caller may not know it exists).",
+        409: "Conflicts with the current state.",
+        413: "Body or batch too large.",
+        415: "The body is not JSON.",
+        422: "Invalid fields; `details` lists them.",
+    }
+    return {s: {"model": ErrorBody, "description": descriptions[s]} for s in statuses}
+
+
+BODY_ERRORS = (400, 413, 415, 422)
+AUTH_ERRORS = (401,)
+
+
+def clamp_limit(limit: int | None) -> int:
+    """Clamp a page size into 1–100 (default 20)."""
+    if limit is None:
+        return DEFAULT_LIMIT
+    return max(1, min(MAX_LIMIT, limit))

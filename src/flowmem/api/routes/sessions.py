@@ -1,0 +1,200 @@
+"""Sessions, their transcripts and turns: ``/v1/sessions``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Body, Path, Query, Response
+
+from flowmem.access import Principal
+from flowmem.api.deps import PRINCIPAL, SERVICES, Services
+from flowmem.api.models import (
+    MessagePage,
+    Pagination,
+    ResetResult,
+    Session,
+    SessionCreate,
+    SessionList,
+    StopResult,
+    TranscriptRow,
+    TurnCreate,
+    TurnResult,
+)
+from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, clamp_limit, errors
+from flowmem.sessions import session_dict, transcript_dict
+
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+
+SessionId = Path(description="The session's UUID (any other text is 404).", max_length=64)
+MESSAGE_BODY = Body(description="The replacement message (role, content…).")
+Seq = Path(ge=1, le=2**62, description="The message's sequence number in its session.")
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=Session,
+    responses=errors(*AUTH_ERRORS, 403, *BODY_ERRORS),
+)
+def create_session(
+    body: SessionCreate,
+    principal: Principal = PRINCIPAL,
+    services: Services = SERVICES,
+) -> dict[str, Any]:
+    """Create a session owned by the caller (unowned for a service token). Needs `sessions:create`."""
+    record = services.sessions.create(principal, body.name, body.agent, body.metadata)
+    return session_dict(record)
+
+
+@router.get("", response_model=SessionList, responses=errors(*AUTH_ERRORS, 403, 422))
+def list_sessions(
+    limit: int = Query(20, description="Page size, clamped to 1–100."),
+    offset: int = Query(0, ge=0, le=2**62),
+    principal: Principal = PRINCIPAL,
+    services: Services = SERVICES,
+) -> dict[str, Any]:
+    """List the sessions the caller may view, newest first, with the total under the same filter."""
+    size = clamp_limit(limit)
+    page = services.sessions.list_sessions(principal, size, offset)
+    return {
+        "data": [session_dict(s) for s in page.sessions],
+        "pagination": Pagination(
+            total=page.total, limit=size, offset=offset, has_more=offset + size < page.total
+        ).model_dump(),
+    }
+
+
+@router.get("/{session_id}", response_model=Session, responses=errors(*AUTH_ERRORS, 404, 422))
+def get_session(
+    session_id: str = SessionId,
+    principal: Principal = PRINCIPAL,
+    services: Services = SERVICES,
+) -> dict[str, Any]:
+    """Read one session."""
+    return session_dict(services.sessions.get(principal, session_id))
+
+
+@router.delete("/{session_id}", status_code=204, responses=errors(*AUTH_ERRORS, 403, 404, 409, 422))
+def delete_session(
+    session_id: str = SessionId,
+    principal: Principal = PRINCIPAL,
+    services: Services = SERVICES,
+) -> Response:
+    """Delete a session, its transcript and its conversation buffer (owner or admin)."""
+    services.sessions.delete(principal, session_id)
+    return Response(status_code=204)
+
+
+@router.get(
+    "/{session_id}/messages",
+    response_model=MessagePage,
+    responses=errors(*AUTH_ERRORS, 404, 422),
+)
+def list_messages(
+    session_id: str = SessionId,
+    since: int | None = Query(None, ge=0, le=2**62, description="Only messages with seq > since."),
+    before: int | None = Query(
+        None, ge=0, le=2**62, description="Only messages with seq < before."
+    ),
+    limit: int = Query(20, description="Page size, clamped to 1–100."),
+    newest_first: bool = Query(False),
+    principal: Principal = PRINCIPAL,
+    services: Services = SERVICES,
+) -> dict[str, Any]:
+    """Poll a session's transcript by sequence cursor."""
+    size = clamp_limit(limit)
+    items, has_more = services.sessions.messages(
+        principal, session_id, since, before, size, newest_first
+    )
+    data = [transcript_dict(item) for item in items]
+    last = items[-1].seq if items else None
+    return {
+        "data": data,
+        "has_more": has_more,
+        "next_since": last if has_more and not newest_first else None,
+        "next_before": last if has_more and newest_first else None,
+    }
+
+
+@router.post(
+    "/{session_id}/turns",
+    status_code=202,
+    response_model=TurnResult,
+    responses={
+        200: {"model": TurnResult, "description": "With `wait=true`: the turn has finished."},
+        **errors(*AUTH_ERRORS, 403, 404, 409, *BODY_ERRORS),
+    },
+)
+def send_turn(
+    body: TurnCreate,
+    response: Response,
+    session_id: str = SessionId,
+    wait: bool = Query(False, description="Wait for the turn to finish (200) instead of 202."),
+    principal: Principal = PRINCIPAL,
+    services: Services = SERVICES,
+) -> dict[str, Any]:
+    """Send a user turn: a drive action (MEM-9), run under the session owner's identity (MEM-8)."""
+    result = services.sessions.send_turn(principal, session_id, body.content, wait=wait)
+    if wait:
+        response.status_code = 200
+    return result
+
+
+@router.post(
+    "/{session_id}/stop",
+    response_model=StopResult,
+    responses=errors(*AUTH_ERRORS, 403, 404, 422),
+)
+def stop_session(
+    session_id: str = SessionId,
+    principal: Principal = PRINCIPAL,
+    services: Services = SERVICES,
+) -> dict[str, Any]:
+    """Stop the running turn (a drive action)."""
+    return services.sessions.stop(principal, session_id)
+
+
+@router.post(
+    "/{session_id}/reset",
+    response_model=ResetResult,
+    responses=errors(*AUTH_ERRORS, 403, 404, 409, 422),
+)
+def reset_session(
+    session_id: str = SessionId,
+    principal: Principal = PRINCIPAL,
+    services: Services = SERVICES,
+) -> dict[str, Any]:
+    """Clear the session's conversation buffer (a drive action); the transcript stays."""
+    return services.sessions.reset(principal, session_id)
+
+
+@router.patch(
+    "/{session_id}/messages/{seq}",
+    response_model=TranscriptRow,
+    responses=errors(*AUTH_ERRORS, 403, 404, *BODY_ERRORS),
+)
+def edit_message(
+    session_id: str = SessionId,
+    seq: int = Seq,
+    message: dict[str, Any] = MESSAGE_BODY,
+    principal: Principal = PRINCIPAL,
+    services: Services = SERVICES,
+) -> dict[str, Any]:
+    """Replace one transcript message. Admin only (MEM-15); anyone else gets 403."""
+    return transcript_dict(services.sessions.edit_message(principal, session_id, seq, message))
+
+
+@router.delete(
+    "/{session_id}/messages/{seq}",
+    status_code=204,
+    responses=errors(*AUTH_ERRORS, 403, 404, 422),
+)
+def delete_message(
+    session_id: str = SessionId,
+    seq: int = Seq,
+    principal: Principal = PRINCIPAL,
+    services: Services = SERVICES,
+) -> Response:
+    """Delete one transcript message. Admin only (MEM-15); anyone else gets 403."""
+    services.sessions.delete_message(principal, session_id, seq)
+    return Response(status_code=204)

@@ -1,0 +1,41 @@
+"""Stateless endpoints over the core rules: ``/v1/normalize`` and ``/v1/check``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from flowmem.access import Principal
+from flowmem.api.deps import PRINCIPAL
+from flowmem.api.models import CheckOut, MessageList, NormalizeOut
+from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
+from flowmem.core import check_sendable, normalize
+
+router = APIRouter(prefix="/v1", tags=["stateless"])
+
+
+def _messages(body: MessageList | list[Any]) -> list[Any]:
+    return body.messages if isinstance(body, MessageList) else body
+
+
+@router.post(
+    "/normalize", response_model=NormalizeOut, responses=errors(*AUTH_ERRORS, *BODY_ERRORS)
+)
+def normalize_messages(
+    body: MessageList | list[Any],
+    principal: Principal = PRINCIPAL,
+) -> dict[str, Any]:
+    """Normalize a message list so a provider accepts it (MEM-5); a bare list or `{messages}`."""
+    result = normalize(_messages(body))
+    return {"messages": result.messages, "dropped": result.dropped}
+
+
+@router.post("/check", response_model=CheckOut, responses=errors(*AUTH_ERRORS, *BODY_ERRORS))
+def check_messages(
+    body: MessageList | list[Any],
+    principal: Principal = PRINCIPAL,
+) -> dict[str, Any]:
+    """List what a provider would reject in a message list; a bare list or `{messages}`."""
+    violations = check_sendable(_messages(body))
+    return {"sendable": not violations, "violations": [v.to_dict() for v in violations]}

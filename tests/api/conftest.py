@@ -1,0 +1,33 @@
+"""Fixtures of the API tests: the app in process over MemoryStore and SQLite."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from flowmem.api import create_app
+from flowmem.store import Store, open_store
+from tests.api.helpers import Api, make_tokens
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
+    """The app in process over a fresh store, with one token per test principal."""
+    url = "memory://" if request.param == "memory" else f"sqlite:///{tmp_path}/api.db"
+    store: Store = open_store(url)
+    tokens = make_tokens(store)
+    with TestClient(create_app(store), raise_server_exceptions=False) as client:
+        yield Api(client, store, tokens)
+    store.close()
+
+
+@pytest.fixture
+def memory_api() -> Iterator[Api]:
+    """The app over a MemoryStore only (for the slower or backend-independent tests)."""
+    store: Store = open_store("memory://")
+    tokens = make_tokens(store)
+    with TestClient(create_app(store), raise_server_exceptions=False) as client:
+        yield Api(client, store, tokens)
