@@ -92,17 +92,30 @@ def test_retries_are_bounded_and_surface_the_provider_error(fake_provider: FakeP
     assert len(delays) == 2
 
 
-def test_unsendable_history_is_a_400_model_error_with_the_provider_message(
+def test_a_400_is_a_model_error_with_the_provider_message_and_not_retried(
     fake_provider: FakeProvider,
 ) -> None:
-    fake_provider.script(text("never"))
+    fake_provider.script(failure(400, "Invalid parameter: messages.[2].tool_calls"))
     model, delays = model_for(fake_provider)
     with pytest.raises(ModelError) as caught:
-        model.complete(HISTORY[:3], [])  # the call c1 has no result
+        model.complete(HISTORY, [])
     assert caught.value.status == 400
-    assert "without response messages: c1" in caught.value.message
-    assert delays == []  # a 400 is not retried
-    assert len(fake_provider.rejected()) == 1
+    assert "Invalid parameter: messages.[2].tool_calls" in caught.value.message
+    assert caught.value.details["provider_message"] == "Invalid parameter: messages.[2].tool_calls"
+    assert delays == []
+
+
+def test_an_unsendable_history_is_normalized_before_it_is_sent(fake_provider: FakeProvider) -> None:
+    fake_provider.script(text("ok"))
+    model, _ = model_for(fake_provider)
+    model.complete(HISTORY[:3], [])  # the call c1 has no result
+    sent = fake_provider.accepted()[0].body["messages"]
+    assert sent[-1] == {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": "Tool call was interrupted; no result.",
+    }
+    assert fake_provider.rejected() == []
 
 
 def test_unreachable_provider_is_a_model_error() -> None:

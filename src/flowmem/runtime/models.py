@@ -19,7 +19,7 @@ import httpx
 
 from flowmem.core import Message, check_sendable, coerce_content, usable_call_id
 from flowmem.errors import ConfigurationError, ModelError
-from flowmem.runtime.openai_wire import to_openai_messages
+from flowmem.formats import to_openai
 
 
 @dataclass(frozen=True)
@@ -249,8 +249,8 @@ class OpenAIChatModel:
         self._client.close()
 
     def payload(self, messages: list[Message], tools: list[dict[str, Any]]) -> dict[str, Any]:
-        """Return the request body for ``messages`` and ``tools``."""
-        body: dict[str, Any] = {"model": self.model, "messages": to_openai_messages(messages)}
+        """Return the request body: ``messages`` via ``flowmem.formats.to_openai``, and ``tools``."""
+        body: dict[str, Any] = {"model": self.model, "messages": to_openai(messages)}
         if tools:
             body["tools"] = tools
         if self.temperature is not None:

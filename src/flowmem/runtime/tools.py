@@ -44,7 +44,7 @@ class ToolContext:
 
     def node(self, type_id: str, config: Mapping[str, Any] | None = None) -> Any:
         """Return the workflow node ``type_id`` bound to this turn's memory service."""
-        from flowmem.nodes import create_node  # type: ignore[attr-defined,unused-ignore]
+        from flowmem.nodes import create_node
 
         return create_node(type_id, self.service, dict(config) if config else None)
 
