@@ -19,7 +19,7 @@ from flowmem.formats import (
 from tests.formats.sdk import assert_anthropic, assert_openai_chat, assert_responses
 from tests.formats.strategies import histories, messy_histories
 
-FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @FAST

@@ -9,7 +9,7 @@ carry is listed in ``docs/formats.md``.
 from flowmem.formats.anthropic import from_anthropic, to_anthropic
 from flowmem.formats.documents import FORMATS, read_document, write_document
 from flowmem.formats.openai_chat import from_openai, to_openai
-from flowmem.formats.responses import from_responses, to_responses
+from flowmem.formats.responses import from_responses, row_to_items, to_responses
 
 __all__ = [
     "FORMATS",
@@ -17,6 +17,7 @@ __all__ = [
     "from_openai",
     "from_responses",
     "read_document",
+    "row_to_items",
     "to_anthropic",
     "to_openai",
     "to_responses",

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
-from flowmem.core import Message
+from flowmem.core import Message, entry_id, result_id, to_flat
 from flowmem.errors import InvalidMessageError, UnknownRoleError, UnsupportedContentError
 from flowmem.formats._common import (
     arguments_text,
@@ -22,6 +22,37 @@ from flowmem.formats._common import (
 _TEXT = ("input_text", "output_text", "text")
 
 
+def row_to_items(row: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Return the Responses items of one flowmem row (flat or stored), without normalizing.
+
+    A ``tool`` row is one ``function_call_output`` item; any other row is a
+    ``message`` item (left out for an assistant turn with calls and no text)
+    followed, for an assistant turn, by one ``function_call`` item per call with a
+    usable id. Raises ``UnknownRoleError`` for an entry that is not a message.
+    """
+    flat = to_flat(row)
+    if flat is None:
+        raise UnknownRoleError(f"not a flowmem message: {row!r}")
+    role, content = flat["role"], flat["content"]
+    if role == "tool":
+        call_id = result_id(flat)
+        return [{"type": "function_call_output", "call_id": call_id or "", "output": content}]
+    calls = [read_call(call) for call in flat.get("tool_calls") or [] if entry_id(call)]
+    items: list[dict[str, Any]] = []
+    if content != "" or not calls:
+        items.append({"type": "message", "role": role, "content": content})
+    items.extend(
+        {
+            "type": "function_call",
+            "call_id": call.id,
+            "name": call.name,
+            "arguments": arguments_text(call.args),
+        }
+        for call in calls
+    )
+    return items
+
+
 def to_responses(messages: object) -> list[dict[str, Any]]:
     """Return ``messages`` (flowmem stored or flat rows) as Responses input items.
 
@@ -30,27 +61,7 @@ def to_responses(messages: object) -> list[dict[str, Any]]:
     (``call_id``, ``name``, ``arguments`` as a JSON string); a ``tool`` row is a
     ``function_call_output`` item.
     """
-    items: list[dict[str, Any]] = []
-    for row in normalized(messages):
-        role, content = row["role"], row["content"]
-        if role == "tool":
-            items.append(
-                {"type": "function_call_output", "call_id": row["tool_call_id"], "output": content}
-            )
-            continue
-        calls = [read_call(call) for call in row.get("tool_calls") or []]
-        if content != "" or not calls:
-            items.append({"type": "message", "role": role, "content": content})
-        items.extend(
-            {
-                "type": "function_call",
-                "call_id": call.id,
-                "name": call.name,
-                "arguments": arguments_text(call.args),
-            }
-            for call in calls
-        )
-    return items
+    return [item for row in normalized(messages) for item in row_to_items(row)]
 
 
 def _message_row(item: dict[str, Any] | Any, where: str) -> Message:
