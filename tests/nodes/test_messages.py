@@ -94,11 +94,10 @@ def test_assemble_node_ignores_undeclared_ports() -> None:
     assert node.process({"a": USER, "z": SYS})["messages"] == [USER]
 
 
-def test_assemble_node_wrong_port_type_raises() -> None:
-    node = create_node("message_assemble", None, {"inputs": ["a", "b"]})
-    with pytest.raises(NodeError) as caught:
-        node.process({"a": USER, "b": "text"})
-    assert (caught.value.node, caught.value.port) == ("message_assemble", "b")
+def test_mem_4_assemble_node_values_that_are_no_message_contribute_nothing() -> None:
+    node = create_node("message_assemble", None, {"inputs": ["a", "b", "c", "d"]})
+    out = node.process({"a": USER, "b": "text", "c": 3, "d": [ASSIST, "x", 7, SYS]})
+    assert out == {"messages": [USER, ASSIST, SYS]}
 
 
 @pytest.mark.parametrize(

@@ -78,10 +78,11 @@ class TextToMessage(Node):
 class MessageAssemble(Node):
     """``message_assemble``: flatten declared message inputs into one list (MEM-4).
 
-    Config: ``inputs``, the ordered list of input port names (each unique). Each
-    port carries one message, a list of messages, or nothing; the output
-    ``messages`` holds them in declared port order, a list contributing its items in
-    order and an unwired port nothing.
+    Config: ``inputs``, the ordered list of input port names (each unique). The
+    output ``messages`` holds the ports' messages in declared port order: a list
+    contributes its message items in order, one message object contributes itself,
+    and an unwired port or one carrying no message (null, text, a number) contributes
+    nothing — no placeholder, no error, exactly as MEM-4 reads.
     """
 
     type_id: ClassVar[str] = "message_assemble"
@@ -113,7 +114,10 @@ class MessageAssemble(Node):
 
     def input_ports(self) -> tuple[Port, ...]:
         """Return the ports the config declares, in order."""
-        return tuple(Port(name, "message") for name in self.port_names)
+        return tuple(
+            Port(name, "any", description="a message, a list of messages, or nothing")
+            for name in self.port_names
+        )
 
     def run(self, inputs: Inputs, context: ExecutionContext | None) -> dict[str, Any]:
         """Run ``flowmem.core.assemble`` over the declared ports in order (MEM-4)."""
