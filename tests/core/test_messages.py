@@ -259,3 +259,12 @@ def test_is_healed_reads_the_marking() -> None:
     assert is_healed({"role": "tool", "healed": True})
     assert not is_healed({"role": "tool", "metadata": {"healed": "yes"}})
     assert not is_healed({"role": "tool", "metadata": {}})
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf], ids=repr)
+def test_mem_5_non_json_float_content_falls_back_to_empty(value: float) -> None:
+    # NaN and infinities have no JSON text: they cannot be serialized (decision 0001)
+    assert coerce_content(value) == ""
+    assert normalize([{"role": "user", "content": value}]).messages == [
+        {"role": "user", "content": ""}
+    ]

@@ -126,3 +126,8 @@ def test_mem_4_inputs_are_not_mutated() -> None:
 def test_mem_4_tuple_counts_as_a_list() -> None:
     m = {"role": "user", "content": "x"}
     assert assemble((m, m)) == [m, m]
+
+
+@pytest.mark.parametrize("text", [float("nan"), float("inf"), float("-inf")], ids=repr)
+def test_mem_16_unserializable_float_emits_nothing(text: float) -> None:
+    assert text_to_message(text, "user") == ([], {})

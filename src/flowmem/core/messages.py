@@ -96,9 +96,9 @@ def is_healed(message: Mapping[str, Any]) -> bool:
 def coerce_content(content: object) -> str:
     """Coerce message content to text, as MEM-5 step 1 and MEM-16 require.
 
-    A string stays; ``None`` is empty; a bool is ``"true"``/``"false"``; a number is
-    cast; anything else is serialized to JSON text, falling back to ``""`` when it
-    cannot be serialized.
+    A string stays; ``None`` is empty; a bool is ``"true"``/``"false"``; an integer is
+    cast; a float and anything else is serialized to JSON text, falling back to
+    ``""`` when it cannot be serialized (NaN and infinities included, decision 0001).
     """
     if isinstance(content, str):
         return content
@@ -106,8 +106,8 @@ def coerce_content(content: object) -> str:
         return ""
     if isinstance(content, bool):
         return "true" if content else "false"
-    if isinstance(content, (int, float)):
-        return json.dumps(content) if isinstance(content, float) else str(content)
+    if isinstance(content, int):
+        return str(content)
     try:
         return json.dumps(content, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError):
