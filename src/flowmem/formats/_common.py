@@ -70,9 +70,13 @@ def read_call(call: Mapping[str, Any]) -> ToolCall:
 
 
 def arguments_text(args: Any) -> str:
-    """Return ``args`` as the JSON arguments string OpenAI formats carry (a string passes as is)."""
+    """Return ``args`` as the JSON arguments string OpenAI formats carry.
+
+    A string passes as is (it already is the arguments text), except a blank one,
+    which is ``"{}"`` like a call without arguments.
+    """
     if isinstance(args, str):
-        return args
+        return args if args.strip() else "{}"
     try:
         return json.dumps(args, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError):
