@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from flowmem.core import HEALED_CONTENT, check_sendable
-from flowmem.errors import ConfigurationError, ConflictError, InvalidInputError
+from flowmem.errors import AccessDeniedError, ConflictError, InvalidInputError
 from flowmem.runtime.agent import MemorySpec
 from flowmem.runtime.loop import TurnEvent
 from flowmem.store import MemoryStore
@@ -252,7 +252,7 @@ def test_an_agent_whose_conversation_scope_refuses_is_refused_before_recording(
         store, fake_provider.base_url, counting_tools(tmp_path), memory=MemorySpec(scope="user")
     )
     session = new_session(store, owner=None)
-    with pytest.raises(ConfigurationError):
+    with pytest.raises(AccessDeniedError):
         runner.start_turn(session, "hi", wait=True)
     assert store.get_session(session.id).status == "idle"  # type: ignore[union-attr]
     assert fake_provider.requests == []

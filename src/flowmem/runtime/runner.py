@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flowmem.errors import (
+    AccessDeniedError,
     ConfigurationError,
     ConflictError,
     InvalidInputError,
@@ -102,15 +103,17 @@ class AgentRunner:
         self.agents[agent.name] = agent
 
     def agent_for(self, session: SessionRecord) -> Agent:
-        """Return the agent a session runs; an unknown name is a ``ConfigurationError``."""
+        """Return the agent a session runs; an unknown name is an ``InvalidInputError``."""
         name = session.agent or self.default_agent
         if name is None and len(self.agents) == 1:
             name = next(iter(self.agents))
         if name is None:
-            raise ConfigurationError("the session names no agent and there is no default agent")
+            raise InvalidInputError("the session names no agent and there is no default agent")
         agent = self.agents.get(name)
         if agent is None:
-            raise ConfigurationError(f"no agent named {name!r} is configured")
+            raise InvalidInputError(
+                f"no agent named {name!r} is configured (known: {', '.join(sorted(self.agents))})"
+            )
         return agent
 
     # --- stale sessions -------------------------------------------------------------------
@@ -153,8 +156,10 @@ class AgentRunner:
         """Start a turn with the user's ``content``; with ``wait``, run it to the end.
 
         Raises ``ConflictError`` when the session is already running a turn (nothing
-        is recorded then), ``NotFoundError`` for a deleted session and
-        ``ConfigurationError`` when its agent is unknown or its memory scope refuses.
+        is recorded then), ``NotFoundError`` for a deleted session,
+        ``InvalidInputError`` for empty content or an unknown agent, and
+        ``AccessDeniedError`` when the agent's conversation scope refuses for this
+        session (a ``user``-scoped agent on an unowned session, MEM-8).
         """
         if not isinstance(content, str) or not content.strip():
             raise InvalidInputError("a user turn needs non-empty text content")
@@ -165,9 +170,10 @@ class AgentRunner:
         turn_id = str(uuid.uuid4())
         refusal = resolve_scope(agent.memory.scope, turn_context(agent, current, turn_id))
         if isinstance(refusal, Refusal):
-            raise ConfigurationError(
+            raise AccessDeniedError(
                 f"agent {agent.name!r} keeps its conversation in scope {agent.memory.scope!r}, "
-                f"which refuses for this session: {refusal.sentence} (MEM-8)"
+                f"which refuses for this session: {refusal.sentence}",
+                rule="MEM-8",
             )
         if self.release_if_stale(current):
             current = self.store.get_session(current.id) or current
