@@ -15,9 +15,9 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from flowmem.cli import check, demo, token
+    from flowmem.cli import chat, check, demo, token
 
-    for module in (check, demo, token):
+    for module in (check, demo, token, chat):
         module.register(cli)
 
 
