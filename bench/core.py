@@ -1,0 +1,185 @@
+"""Benchmark of the pure core: ``normalize`` and ``check_sendable`` against deepagents.
+
+Run with ``make bench`` (not part of the tests). Generates 1,000- and 10,000-message
+histories with tool calls, crashes (calls never answered), retries (a turn
+re-declaring its ids, a result sent twice), orphan and late results, system rows
+anywhere and both id spellings; then measures, best of several repeats:
+
+- ``flowmem.core.normalize`` (all four MEM-5 steps),
+- ``flowmem.core.check_sendable``,
+- deepagents' ``PatchToolCallsMiddleware.before_agent`` (which only patches dangling
+  calls) on the same histories, converted to LangChain messages outside the timing.
+
+Targets (issue 2 §5): normalize at least as fast per message as the middleware, and
+linear: the 10,000-message time within 1.3x of ten times the 1,000-message time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from flowmem.core import call_ids, check_sendable, normalize, result_id
+
+Row = dict[str, Any]
+
+
+def generate(size: int, seed: int = 7) -> list[Row]:
+    """Return a flat history of exactly ``size`` messages with every kind of damage."""
+    rng = random.Random(seed)
+    rows: list[Row] = [{"role": "system", "content": "You are a careful assistant."}]
+    next_id = 0
+    pending_late: list[str] = []
+    while len(rows) < size:
+        rows.append({"role": "user", "content": f"question {len(rows)}"})
+        kind = rng.random()
+        calls = rng.randint(1, 3)
+        ids = [f"call_{next_id + i}" for i in range(calls)]
+        next_id += calls
+        spelling = "id" if rng.random() < 0.5 else "tool_call_id"
+        turn = {
+            "role": "assistant",
+            "content": "" if rng.random() < 0.7 else "let me check",
+            "tool_calls": [
+                {spelling: cid, "type": "function", "function": {"name": "search", "arguments": "{}"}}
+                for cid in ids
+            ],
+        }
+        rows.append(turn)
+        if kind < 0.15:  # crash: no result at all, the loop died
+            pass
+        elif kind < 0.25:  # crash, and the results arrive late, after the next user turn
+            pending_late.extend(ids)
+        else:
+            for cid in ids:
+                rows.append({"role": "tool", "content": f"result of {cid}", "tool_call_id": cid})
+            if kind < 0.35:  # retry: the same turn and a result again
+                rows.append(dict(turn))
+                rows.append({"role": "tool", "content": "again", "tool_call_id": ids[0]})
+        if pending_late and rng.random() < 0.5:
+            rows.append({"role": "user", "content": "still there?"})
+            for cid in pending_late:
+                rows.append({"role": "tool", "content": f"late {cid}", "tool_call_id": cid})
+            pending_late = []
+        if rng.random() < 0.05:  # orphan result
+            rows.append({"role": "tool", "content": "stray", "tool_call_id": f"ghost_{len(rows)}"})
+        if rng.random() < 0.03:  # a system row in the middle
+            rows.append({"role": "system", "content": "Be brief."})
+        if rng.random() < 0.1:
+            rows.append({"role": "assistant", "content": f"answer {len(rows)}"})
+    return rows[:size]
+
+
+def to_langchain(rows: list[Row]) -> list[Any]:
+    """Convert flat rows to LangChain messages (done once, outside the timed part)."""
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    out: list[Any] = []
+    for row in rows:
+        role, content = row["role"], row["content"]
+        if role == "system":
+            out.append(SystemMessage(content=content))
+        elif role == "user":
+            out.append(HumanMessage(content=content))
+        elif role == "assistant":
+            calls = [{"name": "search", "args": {}, "id": cid} for cid in call_ids(row)]
+            out.append(AIMessage(content=content, tool_calls=calls))
+        else:
+            out.append(ToolMessage(content=content, tool_call_id=result_id(row) or ""))
+    return out
+
+
+def best_of(fn: Callable[[], object], repeats: int) -> float:
+    """Return the best wall time of ``repeats`` runs of ``fn``, with the GC paused."""
+    best = float("inf")
+    for _ in range(repeats):
+        gc.collect()
+        gc.disable()
+        try:
+            start = time.perf_counter()
+            fn()
+            elapsed = time.perf_counter() - start
+        finally:
+            gc.enable()
+        best = min(best, elapsed)
+    return best
+
+
+def middleware_runner(rows: list[Row]) -> Callable[[], object] | None:
+    """Return a call of PatchToolCallsMiddleware on ``rows``, or None if deepagents is absent."""
+    try:
+        from deepagents.middleware.patch_tool_calls import PatchToolCallsMiddleware
+    except ImportError:
+        return None
+    middleware = PatchToolCallsMiddleware()
+    state = {"messages": to_langchain(rows)}
+    return lambda: middleware.before_agent(state, None)  # type: ignore[arg-type]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print the table; exit 1 when a target is missed."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7, help="best of N runs (default 7)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000])
+    args = parser.parse_args(argv)
+
+    results: dict[int, dict[str, float]] = {}
+    for size in args.sizes:
+        rows = generate(size)
+        normalized = normalize(rows)
+        assert not check_sendable(normalized.messages), "normalize output must be sendable"
+        repeats = max(3, args.repeats if size <= 1_000 else args.repeats // 2 + 1)
+        timing = {
+            "normalize": best_of(lambda rows=rows: normalize(rows), repeats),
+            "check_sendable": best_of(lambda rows=rows: check_sendable(rows), repeats),
+        }
+        runner = middleware_runner(rows)
+        if runner is not None:
+            timing["deepagents PatchToolCalls"] = best_of(runner, repeats)
+        results[size] = timing
+        print(
+            f"history of {size:,} messages: {len(check_sendable(rows))} violations before, "
+            f"dropped {normalized.dropped}, {len(normalized.messages):,} rows after normalize"
+        )
+
+    print()
+    header = f"{'operation':<28}{'messages':>10}{'best ms':>11}{'msgs/s':>14}{'vs middleware':>15}"
+    print(header)
+    print("-" * len(header))
+    for size, timing in results.items():
+        reference = timing.get("deepagents PatchToolCalls")
+        for name, seconds in timing.items():
+            ratio = f"{reference / seconds:.2f}x" if reference else "n/a"
+            print(f"{name:<28}{size:>10,}{seconds * 1000:>11.2f}{size / seconds:>14,.0f}{ratio:>15}")
+    print()
+
+    ok = True
+    sizes = sorted(results)
+    for size in sizes:
+        reference = results[size].get("deepagents PatchToolCalls")
+        if reference is not None:
+            speed = reference / results[size]["normalize"]
+            verdict = "ok" if speed >= 1 else "MISSED"
+            ok &= speed >= 1
+            print(f"target normalize >= middleware per message at {size:,}: {speed:.2f}x  {verdict}")
+    if len(sizes) >= 2:
+        small, large = sizes[0], sizes[-1]
+        scale = large / small
+        for name in ("normalize", "check_sendable"):
+            growth = results[large][name] / (scale * results[small][name])
+            verdict = "ok" if growth <= 1.3 else "MISSED"
+            ok &= growth <= 1.3 or name != "normalize"
+            print(
+                f"target linear {name}: {large:,} time / ({scale:g} x {small:,} time) = "
+                f"{growth:.2f} (<= 1.30)  {verdict}"
+            )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
