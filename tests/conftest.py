@@ -10,7 +10,7 @@ from __future__ import annotations
 # loopback port, and stops it at the end. As root, initdb/postgres run through
 # ``runuser -u postgres``. Without binaries the tests using it fail when ``CI`` is
 # set and are skipped (with the reason) otherwise. ``postgres_db_url`` gives each
-# test a fresh, empty database on that server and drops it afterwards.
+# test a fresh, empty schema on that server (via search_path) and drops it afterwards.
 # ---------------------------------------------------------------------------------------
 import glob
 import os
@@ -125,17 +125,21 @@ def postgres_url() -> Iterator[str]:
 
 @pytest.fixture
 def postgres_db_url(postgres_url: str) -> Iterator[str]:
-    """Create a fresh empty database for one test; drop it (forcing connections off) after."""
+    """A URL whose connections see only a fresh, empty schema (``search_path``) of one test.
+
+    Creating a schema is instant where creating a database is not; the schema is
+    dropped after the test.
+    """
     import psycopg
 
     name = f"t_{uuid.uuid4().hex[:16]}"
     with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
+        conn.execute(f"CREATE SCHEMA {name}")
     try:
-        yield postgres_url.rsplit("/", 1)[0] + f"/{name}"
+        yield f"{postgres_url}?options=-csearch_path%3D{name}"
     finally:
         with psycopg.connect(postgres_url, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
 
 
 # --- end of the PostgreSQL block ---------------------------------------------------------

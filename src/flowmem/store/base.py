@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from flowmem.core import AppendOutcome, Message
 
@@ -176,4 +176,16 @@ class Store(Protocol):
 
     def close(self) -> None:
         """Release connections and files."""
+        ...
+
+
+@runtime_checkable
+class SupportsPopLast(Protocol):
+    """An optional buffer capability: remove the last row (the Agents SDK's ``pop_item``).
+
+    ``MemoryStore`` has it; it is kept out of ``Store`` until every backend does.
+    """
+
+    def pop_last(self, address: Address) -> Message | None:
+        """Remove and return the buffer's last row, or None when the buffer is empty."""
         ...

@@ -111,6 +111,17 @@ class MemoryStore:
         with self._locks.hold(address, DEFAULT_LOCK_TIMEOUT), self._lock:
             return len(self._buffers.pop(address, []))
 
+    def pop_last(self, address: Address) -> Message | None:
+        """Remove and return the buffer's last row (None when empty), serialized per address."""
+        with self._locks.hold(address, DEFAULT_LOCK_TIMEOUT), self._lock:
+            rows = self._buffers.get(address)
+            if not rows:
+                return None
+            row = rows.pop()
+            if not rows:
+                del self._buffers[address]
+            return row
+
     # --- sessions ---------------------------------------------------------------
     def create_session(self, session: SessionRecord) -> SessionRecord:
         """Insert a new session (ConflictError when the id exists)."""

@@ -136,7 +136,9 @@ SQL: dict[str, str] = {
     "unflip_calls": f"UPDATE buffer_calls SET declared_pos = -declared_pos WHERE {_B} AND declared_pos < 0",
     "unflip_answers": f"UPDATE buffer_answers SET pos = -pos WHERE {_B} AND pos < 0",
     # --- outside the editor ---
-    "lock_timeout": "SELECT set_config('lock_timeout', %s, true)",
+    # set_config runs in the FROM subquery (volatile: never pulled up), so before the lock
+    "timed_lock": """SELECT pg_advisory_xact_lock(%s)
+        FROM (SELECT set_config('lock_timeout', %s, true)) AS bound""",
     "advisory_lock": "SELECT pg_advisory_xact_lock(%s)",
     "load_all": f"""SELECT r.body FROM buffer_rows r JOIN buffers b ON b.id = r.buffer_id
         WHERE b.{_ADDR.replace(" AND ", " AND b.")} ORDER BY r.pos""",
@@ -366,9 +368,7 @@ class PostgresStore:
         with self._connection() as conn:
             try:
                 with conn.transaction():
-                    conn.execute(SQL["lock_timeout"], (timeout,))
-                    conn.execute(SQL["advisory_lock"], (key,))
-                    conn.execute(SQL["lock_timeout"], ("0",))
+                    conn.execute(SQL["timed_lock"], (key, timeout))
                     return self._apply(conn, address, rows, max_messages)
             except psycopg.errors.LockNotAvailable:
                 log.warning(

@@ -320,7 +320,12 @@ class SqliteStore:
 
     # --- schema ------------------------------------------------------------------------
     def _migrate(self, conn: sqlite3.Connection) -> None:
-        """Apply missing migrations in one transaction; refuse a newer schema."""
+        """Apply missing migrations in one transaction; refuse a newer schema.
+
+        An up-to-date file is only read, so opening never waits for a writer.
+        """
+        if self._recorded_version(conn) == len(MIGRATIONS):
+            return
         conn.execute("BEGIN IMMEDIATE")
         conn.execute(
             "CREATE TABLE IF NOT EXISTS flowmem_schema ("
@@ -344,6 +349,16 @@ class SqliteStore:
                 (version, time.time()),
             )
         conn.execute("COMMIT")
+
+    @staticmethod
+    def _recorded_version(conn: sqlite3.Connection) -> int:
+        try:
+            row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM flowmem_schema").fetchone()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return 0
+            raise
+        return int(row[0]) if row else 0
 
     def schema_version(self) -> int:
         """Return the schema version recorded in the file."""

@@ -1,0 +1,147 @@
+"""What only the SQL backends have: URLs, files, migrations, wrapped driver errors."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from flowmem.core import prepare
+from flowmem.errors import (
+    ConfigurationError,
+    SchemaTooNewError,
+    StoreError,
+    StoreUnavailableError,
+)
+from flowmem.store import Address, open_store
+from flowmem.store import postgres as pg_backend
+from flowmem.store import sqlite as sqlite_backend
+from flowmem.store.sqlite import SqliteStore, parse_url
+
+KEY = Address("global", "", "k")
+
+
+def _migrations(url: str) -> int:
+    return len(sqlite_backend.MIGRATIONS if url.startswith("sqlite") else pg_backend.MIGRATIONS)
+
+
+def _sql(url: str, statement: str) -> None:
+    if url.startswith("sqlite"):
+        conn = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
+        conn.execute(statement)
+        conn.close()
+    else:
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(statement.encode())
+
+
+def test_schema_is_created_recorded_and_not_reapplied(sql_url: str) -> None:
+    store = open_store(sql_url)
+    assert store.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
+    store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
+    store.close()
+    again = open_store(sql_url)
+    assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
+    assert [r["content"] for r in again.load(KEY)] == ["kept"]
+    again.close()
+
+
+def test_schema_too_new_refuses_to_open(sql_url: str) -> None:
+    open_store(sql_url).close()
+    newer = _migrations(sql_url) + 1
+    _sql(sql_url, f"INSERT INTO flowmem_schema (version, applied_at) VALUES ({newer}, 0)")
+    with pytest.raises(SchemaTooNewError) as info:
+        open_store(sql_url)
+    assert "upgrade flowmem" in str(info.value)
+    assert info.value.code == "schema_too_new"
+
+
+def test_driver_errors_never_leak(sql_url: str) -> None:
+    store = open_store(sql_url)
+    store.append(KEY, prepare({"role": "user", "content": "x"}, 1))
+    _sql(sql_url, "DROP TABLE buffer_rows")
+    with pytest.raises(StoreError) as info:
+        store.append(KEY, prepare({"role": "user", "content": "y"}, 1))
+    assert type(info.value).__module__ == "flowmem.errors"
+    with pytest.raises(StoreError):
+        store.load(KEY)
+    store.close()
+
+
+def test_sqlite_file_created_on_first_use_with_wal_and_full_sync(tmp_path: Path) -> None:
+    path = tmp_path / "nested" / "dir" / "flow.db"
+    assert not path.exists()
+    store = SqliteStore(f"sqlite:///{path}")
+    assert path.exists()
+    with store._connection() as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    store.close()
+    relaxed = SqliteStore(f"sqlite:///{path}?synchronous=normal")
+    with relaxed._connection() as conn:
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    relaxed.close()
+
+
+def test_sqlite_url_forms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert parse_url("sqlite:////abs/path.db") == ("/abs/path.db", "FULL")
+    assert parse_url("sqlite:///rel/path.db") == ("rel/path.db", "FULL")
+    assert parse_url("sqlite:///x.db?synchronous=extra") == ("x.db", "EXTRA")
+    for bad in (
+        "sqlite://",
+        "sqlite:///",
+        "sqlite:///:memory:",
+        "sqlite://host/x.db",
+        "sqlite:///x.db?synchronous=sometimes",
+        "sqlite:///x.db?cache=shared",
+    ):
+        with pytest.raises(ConfigurationError):
+            parse_url(bad)
+    monkeypatch.chdir(tmp_path)
+    store = open_store("sqlite:///relative.db")
+    store.close()
+    assert (tmp_path / "relative.db").exists()
+
+
+def test_sqlite_unusable_files_raise_store_errors(tmp_path: Path) -> None:
+    (tmp_path / "adir").mkdir()
+    with pytest.raises(StoreError):
+        open_store(f"sqlite:///{tmp_path / 'adir'}")
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(os.urandom(8192))
+    with pytest.raises(StoreError):
+        open_store(f"sqlite:///{garbage}")
+
+
+def test_postgres_unreachable_is_store_unavailable() -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(StoreUnavailableError):
+        open_store(f"postgresql://nobody@127.0.0.1:{port}/none?connect_timeout_s=1")
+
+
+def test_postgres_url_pool_parameters() -> None:
+    conninfo, options = pg_backend.parse_url(
+        "postgres://u:secret@h:5/db?pool_max=3&sslmode=disable&pool_min=0"
+    )
+    assert conninfo == "postgresql://u:secret@h:5/db?sslmode=disable"
+    assert options["pool_max"] == 3 and options["pool_min"] == 0
+    for bad in ("postgresql://h/db?pool_max=x", "postgresql://h/db?pool_min=5&pool_max=2"):
+        with pytest.raises(ConfigurationError):
+            pg_backend.parse_url(bad)
+
+
+def test_advisory_keys_are_distinct_per_address_part() -> None:
+    keys = {
+        pg_backend.advisory_key(Address(*parts))
+        for parts in [("a", "b", "c"), ("a", "bc", ""), ("ab", "", "c"), ("a", "b", "d")]
+    }
+    assert len(keys) == 4
+    assert all(-(2**63) <= key < 2**63 for key in keys)
