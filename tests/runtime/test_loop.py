@@ -348,3 +348,70 @@ def test_mem_8_on_an_unowned_session_the_user_scope_refuses(
     assert not any(address.scope == "user" for address in store._records)
     refusals = [r for r in caplog.records if "refused" in r.getMessage()]
     assert len(refusals) == 2
+
+
+def test_mem_4_the_model_gets_the_system_prompt_then_the_history_in_order(
+    fake_provider: FakeProvider, tmp_path: Path
+) -> None:
+    store = MemoryStore()
+    runner = make_runner(store, fake_provider.base_url, counting_tools(tmp_path))
+    session = new_session(store)
+    fake_provider.script(text("first answer"), text("second answer"))
+    runner.start_turn(session, "first", wait=True)
+    runner.start_turn(session, "second", wait=True)
+    sent = fake_provider.accepted()[-1].body["messages"]
+    assert sent == [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "first"},
+        {"role": "assistant", "content": "first answer"},
+        {"role": "user", "content": "second"},
+    ]
+
+
+def test_mem_16_an_empty_system_prompt_sends_no_blank_system_message(
+    fake_provider: FakeProvider, tmp_path: Path
+) -> None:
+    store = MemoryStore()
+    runner = make_runner(store, fake_provider.base_url, counting_tools(tmp_path))
+    runner.agents["helper"].system_prompt = ""
+    session = new_session(store)
+    fake_provider.script(text("ok"))
+    runner.start_turn(session, "hello", wait=True)
+    assert fake_provider.accepted()[0].body["messages"] == [{"role": "user", "content": "hello"}]
+    assert buffer(store, session)[0] == {
+        "role": "user",
+        "content": "hello",
+        "metadata": {},
+        "timestamp": buffer(store, session)[0]["timestamp"],
+    }
+
+
+def test_mem_5_the_model_is_sent_the_normalized_buffer(
+    fake_provider: FakeProvider, tmp_path: Path
+) -> None:
+    store = MemoryStore()
+    events: list[TurnEvent] = []
+    runner = make_runner(store, fake_provider.base_url, counting_tools(tmp_path), events=events)
+    session = new_session(store)
+    # another workflow wrote into the same buffer: a system row mid-history and an orphan result
+    store.append(
+        Address("session", session.id, "chat_history"),
+        [
+            {"role": "user", "content": "earlier", "metadata": {}},
+            {"role": "system", "content": "Answer in French.", "metadata": {}},
+            {"role": "tool", "content": "stray", "metadata": {"tool_call_id": "nobody"}},
+            {"role": "assistant", "content": "d'accord", "metadata": {}},
+        ],
+    )
+    fake_provider.script(text("bonjour"))
+    assert runner.start_turn(session, "hello", wait=True)["status"] == "completed"
+    sent = fake_provider.accepted()[0].body["messages"]
+    assert sent == [
+        {"role": "system", "content": SYSTEM},
+        {"role": "system", "content": "Answer in French."},
+        {"role": "user", "content": "earlier"},
+        {"role": "assistant", "content": "d'accord"},
+        {"role": "user", "content": "hello"},
+    ]
+    request = next(e for e in events if e.kind == "model_request")
+    assert request.data["messages"] == sent

@@ -129,6 +129,7 @@ class TurnLoop:
             "message_assemble", service, {"inputs": ["system_prompt", "history"]}
         )
         self.normalizer = create_node("conversation_normalize", service)
+        self.text = create_node("text_to_message", None)
 
     # --- small helpers ------------------------------------------------------------
     def _emit(self, kind: str, **data: Any) -> None:
@@ -199,40 +200,43 @@ class TurnLoop:
     def _record_user(self, session: SessionRecord, context: ExecutionContext, content: str) -> None:
         """Append the user message; the buffer heals dangling calls first (MEM-3).
 
+        The text becomes a message through the ``text_to_message`` node (MEM-16).
+
         Then every healed call whose tool did return before a crash (its result is in
         the call journal but never reached the buffer) gets its real result delivered,
         which replaces the placeholder in place (MEM-10).
         """
         dangling = set(_dangling_ids(self._history(context)))
-        after = self._buffer(context, role="user", content=content)["messages"]
+        user = self.text.process({"text": content, "role": "user"}, context)["messages"]
+        after = self._buffer(context, message=user, role="user")["messages"]
         healed = [row for row in after if is_healed(row) and result_id(row) in dangling]
         for row in healed:
             self._transcript(session, row)
             self._emit("healed", row=row)
-        user = {"role": "user", "content": content}
-        self._transcript(session, user)
-        self._emit("user", row=user)
+        for row in user:
+            self._transcript(session, row)
+            self._emit("user", row=row)
         for row in healed:
             call_id = str(result_id(row))
             journal = self.state.call(session.id, call_id)
             if journal is not None and journal.state == "finished":
-                name = str(row.get("metadata", {}).get("tool", ""))
                 outcome = ToolOutcome(journal.content, journal.error)
-                self._deliver(
-                    session, context, ToolCall(call_id, name), outcome, reused=True, replaces=True
-                )
+                call = ToolCall(call_id, journal.name)
+                self._deliver(session, context, call, outcome, reused=True, replaces=True)
 
     def _model_step(
         self, session: SessionRecord, context: ExecutionContext, step: int
     ) -> ModelReply:
-        """Assemble and normalize the history, ask the model, append its turn."""
+        """Assemble (MEM-4) and normalize (MEM-5) the history, ask the model, append its turn.
+
+        The system prompt becomes a message through ``text_to_message`` (MEM-16): an
+        empty prompt contributes nothing to the assembly, never a blank system row.
+        """
         history = self._history(context)
-        system = (
-            [{"role": "system", "content": self.agent.system_prompt}]
-            if self.agent.system_prompt
-            else []
+        system = self.text.process({"text": self.agent.system_prompt, "role": "system"}, context)
+        assembled = self.assembler.process(
+            {"system_prompt": system["messages"], "history": history}, context
         )
-        assembled = self.assembler.process({"system_prompt": system, "history": history}, context)
         normalized = self.normalizer.process({"messages": assembled["messages"]}, context)
         messages: list[Message] = list(normalized["messages"])
         self._emit("model_request", step=step, messages=messages)
@@ -277,7 +281,7 @@ class TurnLoop:
         self.state.call_started(session.id, call.id, call.name)
         tool_context = ToolContext(context, self.service, call.id, session.id)
         outcome = self.agent.tools.call(call.name, call.arguments, tool_context)
-        self.state.call_finished(session.id, call.id, outcome.content, outcome.error)
+        self.state.call_finished(session.id, call.id, call.name, outcome.content, outcome.error)
         self._emit("tool_returned", call=call, outcome=outcome)
         self._deliver(session, context, call, outcome, reused=False, replaces=placeholder)
 

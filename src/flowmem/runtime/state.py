@@ -39,6 +39,7 @@ class CallRecord:
     """What the journal knows of a tool call: ``started`` or ``finished`` (with its result)."""
 
     state: str
+    name: str = ""
     content: str = ""
     error: bool = False
 
@@ -76,17 +77,24 @@ class RuntimeState:
         if not found or not isinstance(value, dict) or value.get("id") != call_id:
             return None
         return CallRecord(
-            str(value.get("state")), str(value.get("content", "")), bool(value.get("error"))
+            str(value.get("state")),
+            str(value.get("name", "")),
+            str(value.get("content", "")),
+            bool(value.get("error")),
         )
 
     def call_started(self, session_id: str, call_id: str, name: str) -> None:
         """Record (durably, before the tool runs) that ``call_id`` is starting."""
         self._put_call(session_id, call_id, {"state": "started", "name": name})
 
-    def call_finished(self, session_id: str, call_id: str, content: str, error: bool) -> None:
+    def call_finished(
+        self, session_id: str, call_id: str, name: str, content: str, error: bool
+    ) -> None:
         """Record that ``call_id`` returned, with the result text it answered with."""
         self._put_call(
-            session_id, call_id, {"state": "finished", "content": content, "error": error}
+            session_id,
+            call_id,
+            {"state": "finished", "name": name, "content": content, "error": error},
         )
 
     def _put_call(self, session_id: str, call_id: str, value: dict[str, Any]) -> None:

@@ -24,6 +24,8 @@ from flowmem.errors import ConfigurationError, ToolError
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _EMPTY_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
 
+EMPTY_RESULT = "(the tool returned no output)"
+
 # The parameter name through which a tool receives its ``ToolContext``.
 CONTEXT_PARAMETER = "tool_context"
 
@@ -209,4 +211,6 @@ class ToolRegistry:
                 error=True,
                 code="tool_failed",
             )
-        return ToolOutcome(coerce_content(value))
+        # An empty result would not be stored (an empty tool row is skipped), leaving the
+        # call unanswered: say so in words instead.
+        return ToolOutcome(coerce_content(value) or EMPTY_RESULT)
