@@ -140,7 +140,7 @@ def test_mem_10_a_retried_call_that_never_started_runs_once_and_replaces_the_pla
     assert executions(tmp_path, "weather") == 1
 
 
-def test_crash_in_the_middle_of_a_tool_call_never_runs_it_twice(
+def test_mem_3_crash_in_the_middle_of_a_tool_call_never_runs_it_twice(
     fake_provider: FakeProvider, tmp_path: Path
 ) -> None:
     store, session, _ = crash_then_recover(
@@ -157,7 +157,7 @@ def test_crash_in_the_middle_of_a_tool_call_never_runs_it_twice(
     assert executions(tmp_path, "weather") == 1
 
 
-def test_crash_between_two_results_of_parallel_calls(
+def test_mem_3_crash_between_two_results_of_parallel_calls(
     fake_provider: FakeProvider, tmp_path: Path
 ) -> None:
     store, session, _ = crash_then_recover(
