@@ -1,0 +1,340 @@
+"""``FlowmemSession`` with the real openai-agents ``Runner`` and a scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents import Agent, Runner, SQLiteSession, function_tool, set_tracing_disabled
+from agents.exceptions import UserError
+from agents.memory.session import Session
+
+from flowmem.core import HEALED_CONTENT, check_sendable
+from flowmem.errors import ConfigurationError, UnsupportedContentError
+from flowmem.formats import from_responses
+from flowmem.integrations.openai_agents import FlowmemSession
+from flowmem.service import MemoryService
+from flowmem.store import MemoryStore, open_store
+from flowmem.store.base import SupportsPopLast
+from tests.formats.sdk import assert_responses
+from tests.integrations.scripted_model import ScriptedModel, call, text
+
+set_tracing_disabled(True)  # no trace export from tests (the network is loopback only)
+
+USER_PORTO = {"role": "user", "content": "and Porto?"}
+CALL_ITEM = {
+    "type": "function_call",
+    "call_id": "c2",
+    "name": "weather",
+    "arguments": '{"city": "Porto"}',
+}
+OUTPUT_ITEM = {"type": "function_call_output", "call_id": "c2", "output": "21C"}
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryService]:
+    store = (
+        MemoryStore()
+        if request.param == "memory"
+        else open_store(f"sqlite:///{tmp_path / 'agents.db'}")
+    )
+    yield MemoryService(store)
+    store.close()
+
+
+@pytest.fixture
+def sqlite_service(tmp_path: Path) -> Iterator[MemoryService]:
+    store = open_store(f"sqlite:///{tmp_path / 'agents.db'}")
+    yield MemoryService(store)
+    store.close()
+
+
+def _weather(city: str) -> str:
+    return {"Lisbon": "18C", "Porto": "21C"}.get(city, "unknown")
+
+
+def _rows(session: FlowmemSession) -> list[dict[str, Any]]:
+    return session.service.load(session.scope, session.key, session.context).messages
+
+
+def test_session_satisfies_the_sdk_protocol(service: MemoryService) -> None:
+    assert isinstance(FlowmemSession("s1", service), Session)
+
+
+def test_runner_runs_several_turns_over_a_sqlite_session(sqlite_service: MemoryService) -> None:
+    model = ScriptedModel(
+        [
+            [text("Checking.", 1), call("c1", "weather", city="Lisbon")],
+            [text("18C in Lisbon.", 2)],
+            [text("You asked about Lisbon.", 3)],
+        ]
+    )
+    agent = Agent(
+        name="helper",
+        instructions="be brief",
+        model=model,
+        tools=[function_tool(_weather, name_override="weather")],
+    )
+    session = FlowmemSession("s1", sqlite_service)
+
+    async def scenario() -> list[Any]:
+        first = await Runner.run(agent, "weather in Lisbon?", session=session)
+        second = await Runner.run(agent, "what did I ask?", session=session)
+        return [first.final_output, second.final_output, await session.get_items()]
+
+    first, second, items = asyncio.run(scenario())
+    assert (first, second) == ("18C in Lisbon.", "You asked about Lisbon.")
+    assert_responses(items)
+    assert [i.get("role", i["type"]) for i in items] == [
+        "user",
+        "assistant",
+        "function_call",
+        "function_call_output",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+    assert model.inputs[-1][:5] == items[:5]  # the third model call saw the stored history
+    rows = _rows(session)
+    assert rows[1]["metadata"]["tool_calls"] == [
+        {"tool_call_id": "c1", "name": "weather", "args": {"city": "Lisbon"}}
+    ]
+
+
+def _approval_scenario(session: Any) -> ScriptedModel:
+    """A call waiting for approval is left unanswered; the user moves on instead."""
+    model = ScriptedModel(
+        [[call("c2", "weather", city="Porto")], [text("Sorry, I never got that result.")]]
+    )
+    tool = function_tool(_weather, name_override="weather", needs_approval=True)
+    agent = Agent(name="helper", instructions="be brief", model=model, tools=[tool])
+
+    async def scenario() -> None:
+        interrupted = await Runner.run(agent, "and Porto?", session=session)
+        assert interrupted.interruptions  # the run stopped between the call and its output
+        await Runner.run(agent, "hello?", session=session)
+
+    asyncio.run(scenario())
+    return model
+
+
+def test_mem_3_interrupted_call_is_healed_at_the_next_user_turn(
+    sqlite_service: MemoryService,
+) -> None:
+    session = FlowmemSession("s1", sqlite_service)
+    model = _approval_scenario(session)
+    seen = model.inputs[-1]
+    assert seen[1]["type"] == "function_call" and seen[1]["call_id"] == "c2"
+    assert seen[2] == {"type": "function_call_output", "call_id": "c2", "output": HEALED_CONTENT}
+    rows = _rows(session)
+    assert [r["role"] for r in rows] == ["user", "assistant", "tool", "user", "assistant"]
+    assert rows[2]["metadata"] == {"tool_call_id": "c2", "healed": True}  # stored, next to its call
+    assert check_sendable(rows) == []
+
+
+def test_sdk_sqlite_session_silently_drops_the_interrupted_call(tmp_path: Path) -> None:
+    """The contrast: with the SDK's own SQLite store the model never learns it asked."""
+    session = SQLiteSession("s1", str(tmp_path / "sdk.db"))
+    model = _approval_scenario(session)
+    assert [item.get("type", "message") for item in model.inputs[-1]] == ["message", "message"]
+
+
+def test_approved_call_resumes_with_its_real_output(sqlite_service: MemoryService) -> None:
+    model = ScriptedModel([[call("c2", "weather", city="Porto")], [text("21C in Porto.")]])
+    tool = function_tool(_weather, name_override="weather", needs_approval=True)
+    agent = Agent(name="helper", instructions="be brief", model=model, tools=[tool])
+    session = FlowmemSession("s1", sqlite_service)
+
+    async def scenario() -> str:
+        interrupted = await Runner.run(agent, "and Porto?", session=session)
+        state = interrupted.to_state()
+        state.approve(interrupted.interruptions[0])
+        resumed = await Runner.run(agent, state, session=session)
+        return str(resumed.final_output)
+
+    assert asyncio.run(scenario()) == "21C in Porto."
+    rows = _rows(session)
+    assert [(r["role"], r["content"]) for r in rows][1:3] == [("assistant", ""), ("tool", "21C")]
+    assert not any(r["metadata"].get("healed") for r in rows)
+
+
+class Crash(Exception):
+    """A tool failure that aborts the run."""
+
+
+def _crashing(city: str) -> str:
+    raise Crash(f"worker died looking up {city}")
+
+
+def test_tool_crash_aborts_the_run_and_the_next_turn_still_runs(
+    sqlite_service: MemoryService,
+) -> None:
+    model = ScriptedModel(
+        [[call("c9", "weather", city="Porto")], [text("Let me try again later.")]]
+    )
+    tool = function_tool(_crashing, name_override="weather", failure_error_function=None)
+    agent = Agent(name="helper", instructions="be brief", model=model, tools=[tool])
+    session = FlowmemSession("s1", sqlite_service)
+
+    async def scenario() -> str:
+        with pytest.raises(UserError):
+            await Runner.run(agent, "and Porto?", session=session)
+        again = await Runner.run(agent, "hello?", session=session)
+        return str(again.final_output)
+
+    assert asyncio.run(scenario()) == "Let me try again later."
+    assert check_sendable(_rows(session)) == []
+
+
+def test_streamed_run_is_stored_too(service: MemoryService) -> None:
+    model = ScriptedModel([[text("hi there")]])
+    agent = Agent(name="helper", instructions="be brief", model=model)
+    session = FlowmemSession("s1", service)
+
+    async def scenario() -> None:
+        streamed = Runner.run_streamed(agent, "hi", session=session)
+        async for _ in streamed.stream_events():
+            pass
+
+    asyncio.run(scenario())
+    assert asyncio.run(session.get_items()) == [
+        {"type": "message", "role": "user", "content": "hi"},
+        {"type": "message", "role": "assistant", "content": "hi there"},
+    ]
+
+
+def test_mem_1_redelivered_function_call_output_is_stored_once(
+    service: MemoryService, tmp_path: Path
+) -> None:
+    session = FlowmemSession("s1", service)
+
+    async def scenario(target: Any) -> list[Any]:
+        await target.add_items([USER_PORTO, CALL_ITEM])
+        await target.add_items([OUTPUT_ITEM])
+        await target.add_items([OUTPUT_ITEM])  # re-delivered after a retry
+        return list(await target.get_items())
+
+    items = asyncio.run(scenario(session))
+    assert session.last_result is not None and session.last_result.appended == 0
+    assert [i["type"] for i in items].count("function_call_output") == 1
+    sdk_items = asyncio.run(scenario(SQLiteSession("s1", str(tmp_path / "sdk.db"))))
+    assert [i.get("type") for i in sdk_items].count("function_call_output") == 2
+
+
+def test_mem_2_redelivered_model_turn_is_stored_once(service: MemoryService) -> None:
+    session = FlowmemSession("s1", service)
+
+    async def scenario() -> None:
+        await session.add_items([USER_PORTO, CALL_ITEM])
+        await session.add_items([CALL_ITEM])
+
+    asyncio.run(scenario())
+    assert len(_rows(session)) == 2
+
+
+def test_mem_10_late_output_replaces_the_placeholder(service: MemoryService) -> None:
+    session = FlowmemSession("s1", service)
+
+    async def scenario() -> list[Any]:
+        await session.add_items([USER_PORTO, CALL_ITEM])
+        await session.add_items([{"role": "user", "content": "hello?"}])
+        await session.add_items([OUTPUT_ITEM])
+        return list(await session.get_items())
+
+    items = asyncio.run(scenario())
+    assert items[2] == OUTPUT_ITEM and len(items) == 4
+    assert not any(r["metadata"].get("healed") for r in _rows(session))
+
+
+def test_get_items_limit_returns_a_sendable_tail(service: MemoryService) -> None:
+    session = FlowmemSession("s1", service)
+
+    async def scenario() -> list[list[Any]]:
+        await session.add_items(
+            [USER_PORTO, CALL_ITEM, OUTPUT_ITEM, {"role": "assistant", "content": "21C"}]
+        )
+        return [await session.get_items(limit=n) for n in (1, 2, 3, 0)]
+
+    one, two, three, none = asyncio.run(scenario())
+    assert one == [{"type": "message", "role": "assistant", "content": "21C"}]
+    assert two == one  # a cut starting on an output is trimmed, never orphaned
+    assert three == [CALL_ITEM, OUTPUT_ITEM, *one]
+    assert none == []
+    for tail in (one, two, three):
+        assert check_sendable(from_responses(tail)) == []
+
+
+def test_pop_item_removes_the_last_item(service: MemoryService) -> None:
+    session = FlowmemSession("s1", service)
+    second = {**CALL_ITEM, "call_id": "c3"}
+
+    async def scenario() -> list[Any]:
+        await session.add_items(
+            [USER_PORTO, {"role": "assistant", "content": "Looking."}, CALL_ITEM, second]
+        )
+        popped = [await session.pop_item() for _ in range(5)]
+        return popped
+
+    if not isinstance(service.store, SupportsPopLast):
+        with pytest.raises(ConfigurationError, match="pop_last"):
+            asyncio.run(scenario())
+        return
+    popped = asyncio.run(scenario())
+    assert popped == [
+        second,
+        CALL_ITEM,
+        {"type": "message", "role": "assistant", "content": "Looking."},
+        {"type": "message", "role": "user", "content": "and Porto?"},
+        None,
+    ]
+    assert _rows(session) == []
+
+
+def test_mem_13_a_session_without_a_usable_id_refuses(service: MemoryService) -> None:
+    for bad in ("0", "not usable", ""):
+        session = FlowmemSession(bad, service)
+
+        async def scenario(target: FlowmemSession = session) -> list[Any]:
+            await target.add_items([USER_PORTO])
+            return [await target.get_items(), await target.pop_item()]
+
+        assert asyncio.run(scenario()) == [[], None]
+        assert session.last_result is not None and session.last_result.refusal is not None
+    assert service.load("global", "agent_items", None).messages == []
+
+
+def test_items_flowmem_cannot_carry(service: MemoryService) -> None:
+    session = FlowmemSession("s1", service)
+    asyncio.run(session.add_items([{"type": "reasoning", "id": "rs_1", "summary": []}, USER_PORTO]))
+    assert len(_rows(session)) == 1  # the reasoning item is left out
+    image = {"role": "user", "content": [{"type": "input_image", "image_url": "data:x"}]}
+    with pytest.raises(UnsupportedContentError):
+        asyncio.run(session.add_items([USER_PORTO, image]))
+    assert len(_rows(session)) == 1  # nothing of the refused batch was written
+
+
+def test_window_and_clear(service: MemoryService) -> None:
+    session = FlowmemSession("s1", service, max_messages=2)
+
+    async def scenario() -> list[Any]:
+        await session.add_items(
+            [USER_PORTO, CALL_ITEM, OUTPUT_ITEM, {"role": "assistant", "content": "21C"}]
+        )
+        kept = await session.get_items()
+        await session.clear_session()
+        return [kept, await session.get_items()]
+
+    kept, cleared = asyncio.run(scenario())
+    assert kept == [{"type": "message", "role": "assistant", "content": "21C"}]
+    assert cleared == []
+
+
+def test_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "agents", None)
+    monkeypatch.delitem(sys.modules, "flowmem.integrations.openai_agents")
+    with pytest.raises(ImportError, match=r"pip install 'flowmem\[openai-agents\]'"):
+        import flowmem.integrations.openai_agents  # noqa: F401
