@@ -19,7 +19,6 @@ from openai.types.responses import (
 
 from flowmem.core import check_sendable
 from flowmem.formats import from_responses
-from tests.formats.sdk import assert_responses
 
 
 class ProviderRejected(Exception):
@@ -47,12 +46,6 @@ def call(call_id: str, name: str, **args: Any) -> ResponseFunctionToolCall:
         arguments=json.dumps(args),
         status="completed",
     )
-
-
-def _clean(item: Any) -> dict[str, Any]:
-    """Drop the ids/statuses/annotations the SDK adds to replayed output items."""
-    data = dict(item)
-    return data
 
 
 class ScriptedModel(Model):
@@ -107,4 +100,4 @@ class ScriptedModel(Model):
         )
 
 
-__all__ = ["ProviderRejected", "ScriptedModel", "assert_responses", "call", "text"]
+__all__ = ["ProviderRejected", "ScriptedModel", "call", "text"]
