@@ -36,7 +36,7 @@ def create_app(
     *,
     database_url: str | None = None,
     runner: TurnRunner | None = None,
-    runner_factory: Callable[[Store, MemoryService], TurnRunner] | None = None,
+    runner_factory: Callable[[Store, MemoryService], TurnRunner | None] | None = None,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     clock: Callable[[], float] | None = None,
 ) -> FastAPI:
@@ -87,6 +87,17 @@ def create_app(
     return app
 
 
+def runtime_runner(store: Store, memory: MemoryService) -> TurnRunner | None:
+    """The agent runner configured by the environment (``flowmem.runtime.serving``), or None.
+
+    With ``$FLOWMEM_MODEL`` set, turns run the default agent; sessions a crashed
+    server left ``running`` are released at start.
+    """
+    from flowmem.runtime.serving import runner_from_env
+
+    return runner_from_env(store, memory)
+
+
 def app_from_env() -> FastAPI:
     """Uvicorn factory for several workers: the store URL comes from ``$FLOWMEM_DATABASE_URL``."""
-    return create_app()
+    return create_app(runner_factory=runtime_runner)
