@@ -22,26 +22,29 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 MAX_DEPTH = 64  # a body nested this deep or deeper is refused
 
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_AS_SQUARE = bytes.maketrans(b"{}", b"[]")  # depth does not depend on the bracket kind
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 
 def nesting_depth_at_least(body: bytes, limit: int) -> bool:
     """True when the JSON text ``body`` nests ``limit`` levels or deeper.
 
-    Strings are blanked with a regular expression and everything but brackets is
-    deleted; then each pass removes every innermost ``[]``/``{}`` pair, so a
-    balanced text of depth d is empty after exactly d passes. No recursion, and at
-    most ``limit`` linear passes, all in C.
+    Strings are blanked with a regular expression, braces become brackets and
+    everything else is deleted; then each pass removes every innermost ``[]`` pair
+    (one non-overlapping scan), so a balanced text of depth d is empty after
+    exactly d passes. No recursion, and at most ``limit`` linear passes, all in C.
     """
-    brackets = _STRING.sub(b"", body).translate(None, _NOT_BRACKETS)
-    for _ in range(limit - 1):
-        if not brackets:
-            return False
-        reduced = brackets.replace(b"[]", b"").replace(b"{}", b"")
+    brackets = _STRING.sub(b"", body).translate(_AS_SQUARE, _NOT_BRACKETS)
+    passes = 0
+    while brackets:
+        if passes >= limit or b"[" * (limit - passes) in brackets:
+            return True  # a run of opening brackets that long nests at least that deep
+        reduced = brackets.replace(b"[]", b"")
         if reduced == brackets:
             return False  # unbalanced: the JSON parser reports it
         brackets = reduced
-    return bool(brackets) and (brackets.replace(b"[]", b"").replace(b"{}", b"") != brackets)
+        passes += 1
+    return passes >= limit
 
 
 def _is_json_type(content_type: str) -> bool:

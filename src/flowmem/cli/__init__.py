@@ -15,9 +15,9 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from flowmem.cli import chat, check, demo, token
+    from flowmem.cli import chat, check, demo, serve, token
 
-    for module in (check, demo, token, chat):
+    for module in (check, demo, token, serve, chat):
         module.register(cli)
 
 

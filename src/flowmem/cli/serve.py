@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import copy
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import click
 
+from flowmem.auth import bootstrap_admin_token
+from flowmem.errors import ConfigurationError
 from flowmem.store import Store, open_store
 
-DATABASE_ENV = "FLOWMEM_DATABASE_URL"
+DATABASE_ENV = "FLOWMEM_DATABASE_URL"  # the same variable flowmem.api.app reads
 DEFAULT_FILE = "flowmem.db"
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -38,3 +43,132 @@ def database_option(func: F) -> F:
 def open_database(url: str | None) -> Store:
     """Open the store at ``url`` (or the default one)."""
     return open_store(url or default_database_url())
+
+
+def redact(url: str) -> str:
+    """Return ``url`` with any password replaced by ``***``."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def log_config(access_log: bool) -> dict[str, Any]:
+    """Uvicorn's logging config plus the ``flowmem`` loggers (one JSON line per request)."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config: dict[str, Any] = copy.deepcopy(LOGGING_CONFIG)
+    config["formatters"]["plain"] = {"format": "%(message)s"}
+    config["formatters"]["flowmem"] = {"format": "%(levelname)s %(name)s: %(message)s"}
+    config["handlers"]["http_log"] = {
+        "class": "logging.StreamHandler",
+        "formatter": "plain",
+        "stream": "ext://sys.stderr",
+    }
+    config["handlers"]["flowmem"] = {
+        "class": "logging.StreamHandler",
+        "formatter": "flowmem",
+        "stream": "ext://sys.stderr",
+    }
+    config["loggers"]["flowmem"] = {"handlers": ["flowmem"], "level": "INFO", "propagate": False}
+    config["loggers"]["flowmem.http"] = {
+        "handlers": ["http_log"],
+        "level": "INFO" if access_log else "WARNING",
+        "propagate": False,
+    }
+    return config
+
+
+def prepare_database(url: str) -> str | None:
+    """Open the database once (creating its schema) and return a bootstrap admin token, if any."""
+    store = open_store(url)
+    try:
+        return bootstrap_admin_token(store)
+    finally:
+        store.close()
+
+
+@click.command("serve")
+@database_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Worker processes (needs a shared database: PostgreSQL or SQLite, not memory://).",
+)
+@click.option(
+    "--access-log/--no-access-log",
+    default=True,
+    show_default=True,
+    help="One JSON line per request on stderr (logger flowmem.http).",
+)
+@click.option(
+    "--graceful-timeout",
+    default=30,
+    show_default=True,
+    type=click.IntRange(1, 3600),
+    help="Seconds to let in-flight requests finish on shutdown.",
+)
+def serve_command(
+    database: str | None,
+    host: str,
+    port: int,
+    workers: int,
+    access_log: bool,
+    graceful_timeout: int,
+) -> None:
+    """Serve the HTTP API on uvicorn (default database: ./flowmem.db).
+
+    On a database with no tokens yet, a one-time admin token is created and
+    printed. SIGINT/SIGTERM stop accepting connections and let in-flight requests
+    finish before exiting.
+    """
+    import uvicorn
+
+    url = database or default_database_url()
+    in_process = url.startswith("memory://")
+    if workers > 1 and in_process:
+        raise ConfigurationError(
+            "--workers > 1 needs a database the workers share: sqlite:///… or postgresql://…"
+        )
+    app: Any = None
+    if in_process:
+        from flowmem.api import create_app
+
+        store = open_store(url)  # lives in this process, with its bootstrap token
+        token = bootstrap_admin_token(store)
+        app = create_app(store)
+    else:
+        token = prepare_database(url)
+        os.environ[DATABASE_ENV] = url
+    if token is not None:
+        click.echo("No tokens yet: created an admin token (shown once, store it now):")
+        click.echo(f"  admin token: {token}")
+        click.echo(
+            f'  try: curl -H "Authorization: Bearer {token}" http://{host}:{port}/v1/sessions'
+        )
+    click.echo(
+        f"flowmem serving {redact(url)} on http://{host}:{port} with {workers} worker(s)",
+        err=True,
+    )
+    sys.stdout.flush()
+    uvicorn.run(
+        app if app is not None else "flowmem.api.app:app_from_env",
+        factory=app is None,
+        workers=workers if workers > 1 else None,
+        host=host,
+        port=port,
+        log_config=log_config(access_log),
+        access_log=False,
+        timeout_graceful_shutdown=graceful_timeout,
+        server_header=False,
+    )
+
+
+def register(group: click.Group) -> None:
+    """Add ``flowmem serve`` to the CLI group."""
+    group.add_command(serve_command)

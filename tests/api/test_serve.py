@@ -1,0 +1,217 @@
+"""End to end: a real ``flowmem serve`` on a free loopback port, started by the test."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from flowmem.api.app import DATABASE_ENV as APP_DATABASE_ENV
+from flowmem.cli.serve import DATABASE_ENV, redact
+
+pytestmark = pytest.mark.slow
+
+FLOWMEM = [sys.executable, "-c", "from flowmem.cli import main; main()"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def served(args: list[str], cwd: Path) -> Iterator[tuple[str, Path, subprocess.Popen[bytes]]]:
+    """Run ``flowmem serve ARGS`` until /health answers; yield (base URL, stdout file, process)."""
+    port = free_port()
+    out = cwd / f"serve-{port}.out"
+    err = cwd / f"serve-{port}.err"
+    env = {k: v for k, v in os.environ.items() if k != DATABASE_ENV}
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        process = subprocess.Popen(
+            [*FLOWMEM, "serve", "--port", str(port), *args],
+            cwd=cwd,
+            stdout=stdout,
+            stderr=stderr,
+            env=env,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"serve exited {process.returncode}: {err.read_text()}")
+            try:
+                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"serve did not start: {err.read_text()}")
+            time.sleep(0.2)
+        yield base, out, process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def admin_token(out: Path) -> str:
+    for line in out.read_text().splitlines():
+        if "admin token:" in line:
+            return line.split("admin token:", 1)[1].strip()
+    raise AssertionError(f"no admin token printed: {out.read_text()!r}")
+
+
+def run_cli(args: list[str], cwd: Path) -> str:
+    done = subprocess.run([*FLOWMEM, *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_env_variable_is_shared() -> None:
+    assert DATABASE_ENV == APP_DATABASE_ENV
+    assert redact("postgresql://u:secret@h/db") == "postgresql://u:***@h/db"
+    assert redact("sqlite:////x.db") == "sqlite:////x.db"
+
+
+def test_serve_sqlite_end_to_end(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path}/flowmem.db"
+    with served([], tmp_path) as (base, out, process):
+        token = admin_token(out)
+        assert (tmp_path / "flowmem.db").exists()  # the default database file
+        admin = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"})
+        assert httpx.get(f"{base}/v1/sessions").status_code == 401
+        session = admin.post("/v1/sessions", json={"name": "smoke"}).json()
+        turn = admin.post(f"/v1/sessions/{session['id']}/turns", json={"content": "hi"})
+        assert turn.status_code == 202
+        appended = admin.post(
+            "/v1/buffers/user/notes", json={"messages": {"role": "user", "content": "remember"}}
+        ).json()
+        assert appended["appended"] == 1 and appended["resolved_scope_id"] == "admin"
+        assert admin.get("/v1/buffers/user/notes").json()["count"] == 1
+
+        bob_token = run_cli(["token", "create", "--user", "bob", "--database", db], tmp_path)
+        bob = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {bob_token.strip()}"})
+        assert bob.get(f"/v1/sessions/{session['id']}").status_code == 404
+        assert bob.get("/v1/buffers/user/notes").json()["count"] == 0
+        listed = run_cli(["token", "list", "--json", "--database", db], tmp_path)
+        bob_id = next(line for line in listed.splitlines() if '"bob"' in line).split('"')[3]
+        run_cli(["token", "revoke", bob_id, "--database", db], tmp_path)
+        assert bob.get("/v1/sessions").status_code == 401
+
+        process.send_signal(signal.SIGTERM)
+        # uvicorn re-raises the signal after its graceful shutdown
+        assert process.wait(timeout=30) in (0, -signal.SIGTERM)
+        assert "Finished server process" in (out.with_suffix(".err")).read_text()
+    # a second start on the same database prints no new token and keeps the data
+    with served([], tmp_path) as (base, out, _):
+        assert "admin token" not in out.read_text()
+        client = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"})
+        assert client.get("/v1/buffers/user/notes").json()["count"] == 1
+        messages = client.get(f"/v1/sessions/{session['id']}/messages").json()["data"]
+        assert [m["content"] for m in messages] == ["hi"]
+
+
+def test_serve_refuses_workers_on_memory(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*FLOWMEM, "serve", "--database", "memory://", "--workers", "2"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "--workers" in done.stderr
+
+
+@pytest.mark.postgres
+def test_mem_12_serve_two_workers_on_postgres(tmp_path: Path, postgres_db_url: str) -> None:
+    with served(["--workers", "2", "--database", postgres_db_url, "--no-access-log"], tmp_path) as (
+        base,
+        out,
+        _,
+    ):
+        token = admin_token(out)
+        headers = {"Authorization": f"Bearer {token}"}
+
+        def append(n: int) -> int:
+            with httpx.Client(base_url=base, headers=headers, timeout=30) as client:
+                for i in range(20):
+                    response = client.post(
+                        "/v1/buffers/global/shared",
+                        json={
+                            "messages": {"role": "user", "content": f"{n}-{i}"},
+                            "return_messages": False,
+                        },
+                    )
+                    assert response.status_code == 200, response.text
+            return n
+
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(append, range(8)))
+        loaded = httpx.get(f"{base}/v1/buffers/global/shared", headers=headers).json()
+        contents = [m["content"] for m in loaded["messages"]]
+        assert loaded["count"] == 160
+        assert sorted(contents) == sorted(f"{n}-{i}" for n in range(8) for i in range(20))
+
+
+def test_graceful_shutdown_keeps_every_acknowledged_append(tmp_path: Path) -> None:
+    acked: list[str] = []
+    with served(["--no-access-log"], tmp_path) as (base, out, process):
+        token = admin_token(out)
+        headers = {"Authorization": f"Bearer {token}"}
+        stop = time.monotonic() + 1.0
+
+        def hammer(n: int) -> None:
+            with httpx.Client(base_url=base, headers=headers, timeout=30) as client:
+                i = 0
+                while True:
+                    content = f"{n}-{i}"
+                    try:
+                        response = client.post(
+                            "/v1/buffers/user/log",
+                            json={
+                                "messages": {"role": "user", "content": content},
+                                "return_messages": False,
+                            },
+                        )
+                    except httpx.HTTPError:
+                        return  # the server stopped accepting: fine
+                    assert response.status_code < 500, response.text
+                    if response.status_code == 200:
+                        acked.append(content)
+                    i += 1
+                    if time.monotonic() > stop + 5:
+                        return
+
+        with ThreadPoolExecutor(4) as pool:
+            futures = [pool.submit(hammer, n) for n in range(4)]
+            while time.monotonic() < stop:
+                time.sleep(0.05)
+            process.send_signal(signal.SIGTERM)
+            for future in futures:
+                future.result()
+        assert process.wait(timeout=30) in (0, -signal.SIGTERM)
+    assert acked
+    with served([], tmp_path) as (base, _, _):
+        loaded = httpx.get(
+            f"{base}/v1/buffers/user/log", headers={"Authorization": f"Bearer {token}"}
+        ).json()
+    stored = [m["content"] for m in loaded["messages"]]
+    assert len(stored) == len(set(stored))
+    assert set(acked) <= set(stored)
