@@ -77,6 +77,7 @@ def test_anthropic_documented_losses() -> None:
     history = [
         {"role": "system", "content": "s1"},
         {"role": "system", "content": "s2"},
+        {"role": "system", "content": ""},
         {"role": "user", "content": ""},
         {"role": "user", "content": "hi"},
         {

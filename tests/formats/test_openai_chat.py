@@ -170,3 +170,20 @@ def test_from_openai_rejects_malformed_input_with_typed_errors(
 def test_to_openai_rejects_a_non_list() -> None:
     with pytest.raises(InvalidInputError):
         to_openai({"role": "user", "content": "x"})
+
+
+def test_from_openai_trims_ids() -> None:
+    rows = from_openai(
+        [
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": " c1 ", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": 7, "content": "x"},
+        ]
+    )
+    assert rows[0]["tool_calls"][0]["tool_call_id"] == "c1"
+    assert rows[1]["tool_call_id"] == "7"
