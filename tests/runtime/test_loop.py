@@ -415,3 +415,45 @@ def test_mem_5_the_model_is_sent_the_normalized_buffer(
     ]
     request = next(e for e in events if e.kind == "model_request")
     assert request.data["messages"] == sent
+
+
+def test_a_stalled_turn_released_as_stale_does_not_touch_the_next_turns_status(
+    fake_provider: FakeProvider, tmp_path: Path
+) -> None:
+    store = MemoryStore()
+    now = [1_000_000.0]
+    gates = {name: (threading.Event(), threading.Event()) for name in ("clock", "weather")}
+
+    def hook(name: str):  # type: ignore[no-untyped-def]
+        def wait() -> None:
+            gates[name][0].set()
+            gates[name][1].wait(20)
+
+        return wait
+
+    tools = counting_tools(tmp_path, {"clock": hook("clock"), "weather": hook("weather")})
+    stalled = make_runner(store, fake_provider.base_url, tools, clock=lambda: now[0])
+    stalled.heartbeat = 1000.0  # its heartbeat never comes: the process is stalled
+    other = make_runner(store, fake_provider.base_url, tools, clock=lambda: now[0])
+    session = new_session(store)
+    fake_provider.script(
+        calls(("a1", "clock", {})),
+        calls(("b1", "weather", {"city": "Oslo"})),
+        text("A done"),
+        text("B done"),
+    )
+    try:
+        first = stalled.start_turn(session, "A", wait=False)
+        assert gates["clock"][0].wait(20)
+        now[0] += 31  # past stale_after (30 s) without a heartbeat
+        second = other.start_turn(session, "B", wait=False)  # releases the stalled turn's session
+        assert gates["weather"][0].wait(20)
+        gates["clock"][1].set()
+        assert stalled.wait(first["turn_id"], 20)["reply"] == "A done"
+        assert store.get_session(session.id).status == "running"  # type: ignore[union-attr]
+    finally:
+        gates["clock"][1].set()
+        gates["weather"][1].set()
+    assert other.wait(second["turn_id"], 20)["reply"] == "B done"
+    assert store.get_session(session.id).status == "completed"  # type: ignore[union-attr]
+    assert fake_provider.rejected() == []

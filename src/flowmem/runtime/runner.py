@@ -236,8 +236,17 @@ class AgentRunner:
             heart.join()
             final = "failed" if result is None or result.status == "failed" else "completed"
             try:
-                self.store.set_session_status(session.id, final, frozenset({"running"}))
-                self.state.beat(session.id, turn.turn_id, state="done")
+                lease = self.state.lease(session.id)
+                if lease is None or lease.get("turn_id") == turn.turn_id:
+                    self.store.set_session_status(session.id, final, frozenset({"running"}))
+                    self.state.beat(session.id, turn.turn_id, state="done")
+                else:  # released as stale while stalled; another turn owns the session now
+                    log.warning(
+                        "turn %s of session %s ended after its session was released; "
+                        "its final status is not recorded",
+                        turn.turn_id,
+                        session.id,
+                    )
             finally:
                 turn.result = result
                 with self._lock:
