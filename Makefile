@@ -27,6 +27,7 @@ test: lint
 
 bench: setup
 	$(PY) bench/core.py
+	$(PY) bench/store.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info
