@@ -105,15 +105,27 @@ def test_runner_runs_several_turns_over_a_sqlite_session(sqlite_service: MemoryS
     ]
 
 
+async def _porto_needs_approval(context: Any, params: dict[str, Any], call_id: str) -> bool:
+    return params.get("city") == "Porto"
+
+
 def _approval_scenario(session: Any) -> ScriptedModel:
-    """A call waiting for approval is left unanswered; the user moves on instead."""
+    """Three turns: a tool call that completes; one left waiting for an approval that
+    never comes (the run stops between the call and its output); the user moves on."""
     model = ScriptedModel(
-        [[call("c2", "weather", city="Porto")], [text("Sorry, I never got that result.")]]
+        [
+            [call("c1", "weather", city="Lisbon")],
+            [text("18C in Lisbon.")],
+            [call("c2", "weather", city="Porto")],
+            [text("Sorry, I never got that result.")],
+        ]
     )
-    tool = function_tool(_weather, name_override="weather", needs_approval=True)
+    tool = function_tool(_weather, name_override="weather", needs_approval=_porto_needs_approval)
     agent = Agent(name="helper", instructions="be brief", model=model, tools=[tool])
 
     async def scenario() -> None:
+        done = await Runner.run(agent, "weather in Lisbon?", session=session)
+        assert done.final_output == "18C in Lisbon." and not done.interruptions
         interrupted = await Runner.run(agent, "and Porto?", session=session)
         assert interrupted.interruptions  # the run stopped between the call and its output
         await Runner.run(agent, "hello?", session=session)
@@ -127,12 +139,30 @@ def test_mem_3_interrupted_call_is_healed_at_the_next_user_turn(
 ) -> None:
     session = FlowmemSession("s1", sqlite_service)
     model = _approval_scenario(session)
-    seen = model.inputs[-1]
-    assert seen[1]["type"] == "function_call" and seen[1]["call_id"] == "c2"
-    assert seen[2] == {"type": "function_call_output", "call_id": "c2", "output": HEALED_CONTENT}
+    seen = model.inputs[-1]  # what the model got for "hello?": accepted (sendable)
+    assert [i.get("call_id") for i in seen if i.get("type") == "function_call"] == ["c1", "c2"]
+    assert seen[-3:-1] == [
+        {
+            "type": "function_call",
+            "call_id": "c2",
+            "name": "weather",
+            "arguments": '{"city": "Porto"}',
+        },
+        {"type": "function_call_output", "call_id": "c2", "output": HEALED_CONTENT},
+    ]
     rows = _rows(session)
-    assert [r["role"] for r in rows] == ["user", "assistant", "tool", "user", "assistant"]
-    assert rows[2]["metadata"] == {"tool_call_id": "c2", "healed": True}  # stored, next to its call
+    assert [r["role"] for r in rows] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+        "user",
+        "assistant",
+    ]
+    assert rows[6]["metadata"] == {"tool_call_id": "c2", "healed": True}  # stored, next to its call
     assert check_sendable(rows) == []
 
 
@@ -140,7 +170,9 @@ def test_sdk_sqlite_session_silently_drops_the_interrupted_call(tmp_path: Path) 
     """The contrast: with the SDK's own SQLite store the model never learns it asked."""
     session = SQLiteSession("s1", str(tmp_path / "sdk.db"))
     model = _approval_scenario(session)
-    assert [item.get("type", "message") for item in model.inputs[-1]] == ["message", "message"]
+    seen = model.inputs[-1]
+    assert [i.get("call_id") for i in seen if i.get("type") == "function_call"] == ["c1"]
+    assert all(i.get("call_id") != "c2" for i in seen)
 
 
 def test_approved_call_resumes_with_its_real_output(sqlite_service: MemoryService) -> None:
