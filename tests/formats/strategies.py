@@ -66,7 +66,7 @@ def histories(draw: st.DrawFn, *, carrier: str = "openai") -> list[dict[str, Any
                 suffix = draw(st.from_regex(r"[A-Za-z0-9_-]{0,8}", fullmatch=True))
                 calls.append(
                     {
-                        "tool_call_id": f"call_{next_id}{suffix}",
+                        "tool_call_id": f"call_{next_id}_{suffix}",
                         "name": draw(NAME),
                         "args": draw(ARGS),
                     }

@@ -73,6 +73,19 @@ def test_row_mapping_reads_content_blocks_and_rejects_images() -> None:
         row_to_message({"role": "tool", "content": "x", "metadata": {"tool_call_id": "c"}}),
         ToolMessage,
     )
+    # ChatAnthropic puts its tool_use blocks in the content and in tool_calls alike.
+    anthropic_style = AIMessage(
+        [
+            {"type": "text", "text": "Checking."},
+            {"type": "tool_use", "id": "call_1", "name": "weather", "input": {"city": "Lisbon"}},
+        ],
+        tool_calls=[CALL],
+    )
+    assert message_to_row(anthropic_style) == {
+        "role": "assistant",
+        "content": "Checking.",
+        "tool_calls": [{"tool_call_id": "call_1", "name": "weather", "args": {"city": "Lisbon"}}],
+    }
 
 
 def _recording_chain(

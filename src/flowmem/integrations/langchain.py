@@ -35,6 +35,7 @@ from flowmem.scope import ExecutionContext  # noqa: E402
 from flowmem.service import BufferResult, MemoryService  # noqa: E402
 
 _TEXT_BLOCKS = ("text", "input_text", "output_text")
+_CALL_BLOCKS = frozenset({"tool_use", "tool_call", "function_call", "tool_call_chunk"})
 
 
 def message_to_row(message: BaseMessage) -> Message:
@@ -43,10 +44,16 @@ def message_to_row(message: BaseMessage) -> Message:
     ``HumanMessage``→user, ``AIMessage``→assistant (``tool_calls`` become
     ``{"tool_call_id", "name", "args"}``), ``ToolMessage``→tool (``tool_call_id``),
     ``SystemMessage``→system, a ``ChatMessage`` with one of those roles keeps it.
-    Text content blocks are joined with a newline; other blocks (images, files)
-    raise ``UnsupportedContentError``, as does any other message class.
+    Text content blocks are joined with a newline; an ``AIMessage``'s own call blocks
+    (``tool_use``, ``tool_call``...) are skipped since ``tool_calls`` carries them;
+    other blocks (images, files, thinking) raise ``UnsupportedContentError``, as
+    does any other message class.
     """
-    content = join_text(message.content, _TEXT_BLOCKS, type(message).__name__)
+    raw = message.content
+    if isinstance(message, AIMessage) and isinstance(raw, list):
+        # Provider-native call blocks repeat what ``tool_calls`` already carries.
+        raw = [b for b in raw if not (isinstance(b, dict) and b.get("type") in _CALL_BLOCKS)]
+    content = join_text(raw, _TEXT_BLOCKS, type(message).__name__)
     if isinstance(message, HumanMessage):
         return {"role": "user", "content": content}
     if isinstance(message, SystemMessage):
