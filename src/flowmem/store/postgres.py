@@ -140,11 +140,12 @@ SQL: dict[str, str] = {
     "timed_lock": """SELECT pg_advisory_xact_lock(%s)
         FROM (SELECT set_config('lock_timeout', %s, true)) AS bound""",
     "advisory_lock": "SELECT pg_advisory_xact_lock(%s)",
-    "load_all": f"""SELECT r.body FROM buffer_rows r JOIN buffers b ON b.id = r.buffer_id
-        WHERE b.{_ADDR.replace(" AND ", " AND b.")} ORDER BY r.pos""",
-    "load_last": f"""SELECT body FROM (SELECT r.pos, r.body FROM buffer_rows r
-        JOIN buffers b ON b.id = r.buffer_id WHERE b.{_ADDR.replace(" AND ", " AND b.")}
-        ORDER BY r.pos DESC LIMIT %s) AS tail ORDER BY pos""",
+    # the buffer id first (a scalar subquery), so the rows come from the (buffer_id, pos) index
+    "load_all": f"""SELECT body FROM buffer_rows WHERE buffer_id =
+        (SELECT id FROM buffers WHERE {_ADDR}) ORDER BY pos""",
+    "load_last": f"""SELECT body FROM (SELECT pos, body FROM buffer_rows WHERE buffer_id =
+        (SELECT id FROM buffers WHERE {_ADDR}) ORDER BY pos DESC LIMIT %s) AS tail
+        ORDER BY pos""",
     "count": f"SELECT count FROM buffers WHERE {_ADDR}",
     "clear_rows": f"DELETE FROM buffer_rows WHERE {_B}",
     "clear_calls": f"DELETE FROM buffer_calls WHERE {_B}",

@@ -133,11 +133,12 @@ SQL: dict[str, str] = {
     "unflip_calls": f"UPDATE buffer_calls SET declared_pos = -declared_pos WHERE {_B} AND declared_pos < 0",
     "unflip_answers": f"UPDATE buffer_answers SET pos = -pos WHERE {_B} AND pos < 0",
     # --- outside the editor ---
-    "load_all": """SELECT r.body FROM buffer_rows r JOIN buffers b ON b.id = r.buffer_id
-        WHERE b.scope = ? AND b.scope_id = ? AND b.key = ? ORDER BY r.pos""",
-    "load_last": """SELECT body FROM (SELECT r.pos, r.body FROM buffer_rows r
-        JOIN buffers b ON b.id = r.buffer_id WHERE b.scope = ? AND b.scope_id = ? AND b.key = ?
-        ORDER BY r.pos DESC LIMIT ?) ORDER BY pos""",
+    # the buffer id first (a scalar subquery), so the rows come from the (buffer_id, pos) index
+    "load_all": """SELECT body FROM buffer_rows WHERE buffer_id =
+        (SELECT id FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?) ORDER BY pos""",
+    "load_last": """SELECT body FROM (SELECT pos, body FROM buffer_rows WHERE buffer_id =
+        (SELECT id FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?) ORDER BY pos DESC LIMIT ?) AS tail
+        ORDER BY pos""",
     "count": "SELECT count FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
     "clear_rows": f"DELETE FROM buffer_rows WHERE {_B}",
     "clear_calls": f"DELETE FROM buffer_calls WHERE {_B}",
