@@ -21,8 +21,13 @@ def nested(depth: int) -> str:
 
 
 @pytest.fixture
-def seeded(api: Api) -> Iterator[tuple[Api, str]]:
-    """An app with some data in it: a session of alice's with one turn, and a buffer."""
+def seeded(memory_api: Api) -> Iterator[tuple[Api, str]]:
+    """An app with some data in it: a session of alice's with one turn, and a buffer.
+
+    The limits run before any route, so one backend suffices here; the route tests
+    (``test_routes.py``) run on MemoryStore and SQLite both.
+    """
+    api = memory_api
     sid = api.session("alice")
     api.call("POST", f"/v1/sessions/{sid}/turns", json={"content": "hello"})
     api.call("POST", APPEND, json={"messages": {"role": "user", "content": "kept"}})

@@ -384,6 +384,8 @@ def test_memory_records(api: Api) -> None:
         "resolved_scope_id": "alice",
     }
     assert api.call("GET", "/v1/memory/user/k?default=[1,2]").json()["value"] == [1, 2]
+    assert api.call("GET", "/v1/memory/user/k?default=plain").json()["value"] == "plain"
+    assert api.call("GET", "/v1/memory/user/k?default=").json()["value"] == ""
     written = api.call("PUT", "/v1/memory/user/k", json={"value": {"a": [1]}, "ttl": 60}).json()
     assert written["success"] is True
     assert api.call("GET", "/v1/memory/user/k").json()["value"] == {"a": [1]}
@@ -396,7 +398,6 @@ def test_memory_records(api: Api) -> None:
 @pytest.mark.parametrize(
     ("url", "body"),
     [
-        ("/v1/memory/user/k?default=not-json", None),
         ("/v1/memory/user/k", {"value": 1, "ttl": -1}),
         ("/v1/memory/user/k", {"value": 1, "ttl": 0}),
         ("/v1/memory/user/k", {"value": 1, "extra": True}),

@@ -36,7 +36,12 @@ def served(args: list[str], cwd: Path) -> Iterator[tuple[str, Path, subprocess.P
     port = free_port()
     out = cwd / f"serve-{port}.out"
     err = cwd / f"serve-{port}.err"
-    env = {k: v for k, v in os.environ.items() if k != DATABASE_ENV}
+    # no model configured: a turn only records the user message
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k != DATABASE_ENV and not k.startswith("FLOWMEM_MODEL")
+    }
     with out.open("wb") as stdout, err.open("wb") as stderr:
         process = subprocess.Popen(
             [*FLOWMEM, "serve", "--port", str(port), *args],

@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from flowmem import __version__
-from flowmem.api.deps import Services
+from flowmem.api.deps import Services, single_query_values
 from flowmem.api.errors import install_error_handlers
 from flowmem.api.limits import BodyLimitMiddleware
 from flowmem.api.logs import RequestLogMiddleware
@@ -70,6 +70,7 @@ def create_app(
         version=__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
+        dependencies=[Depends(single_query_values)],
     )
     app.state.services = services
     install_error_handlers(app)

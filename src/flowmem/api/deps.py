@@ -9,6 +9,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from flowmem.access import Principal
 from flowmem.auth import authenticate, bearer_token
+from flowmem.errors import InvalidInputError
 from flowmem.service import MemoryService
 from flowmem.sessions import SessionService
 from flowmem.store.base import Store
@@ -41,6 +42,17 @@ def current_principal(
     principal = authenticate(get_services(request).store, token)
     request.state.token_id = principal.token_id
     return principal
+
+
+def single_query_values(request: Request) -> None:
+    """Refuse a query parameter given twice: every parameter of this API is a single value."""
+    seen: set[str] = set()
+    for key, _ in request.query_params.multi_items():
+        if key in seen:
+            raise InvalidInputError(
+                f"query parameter {key!r} is given more than once", field=f"query.{key}"
+            )
+        seen.add(key)
 
 
 PRINCIPAL = Depends(current_principal)

@@ -15,6 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match, Route
 
 from flowmem.errors import (
     AccessDeniedError,
@@ -90,7 +91,8 @@ def _field_details(error: FlowmemError) -> list[dict[str, Any]] | None:
 
 
 async def _flowmem_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, FlowmemError)  # registered for FlowmemError only
+    if not isinstance(exc, FlowmemError):
+        return await _unexpected(request, exc)
     status = status_for(exc)
     if status >= 500:
         log.error("request failed: %s", exc.message, exc_info=exc)
@@ -106,7 +108,8 @@ def _location(loc: tuple[Any, ...] | list[Any]) -> str:
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, RequestValidationError)
+    if not isinstance(exc, RequestValidationError):
+        return await _unexpected(request, exc)
     details = [
         {"field": _location(item.get("loc", ())), "message": str(item.get("msg", "invalid"))}
         for item in exc.errors()
@@ -114,13 +117,26 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     return error_response(422, "invalid_input", "the request has invalid fields", details)
 
 
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves at this path (Starlette lists only the first route's)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches(request.scope)
+        if match != Match.NONE and isinstance(route, Route) and route.methods:
+            methods |= set(route.methods)
+    return sorted(methods)
+
+
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, StarletteHTTPException)
+    if not isinstance(exc, StarletteHTTPException):
+        return await _unexpected(request, exc)
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
     message = exc.detail if isinstance(exc.detail, str) else "request refused"
     response = error_response(exc.status_code, code, message)
     if exc.headers:
         response.headers.update(exc.headers)
+    if exc.status_code == 405:
+        response.headers["Allow"] = ", ".join(allowed_methods(request))
     return response
 
 

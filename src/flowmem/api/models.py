@@ -2,16 +2,57 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 
 SessionStatus = Literal["idle", "running", "completed", "failed"]
 
-# A message as sent or stored: ``role`` and ``content`` plus optional tool data.
-# Kept as a free-form object so that both the flat and the stored shapes pass; the
-# core (``flowmem.core.to_row``) validates it and refuses an unknown role.
-MessageIn = dict[str, Any]
+_CALLS: dict[str, Any] = {"type": ["array", "null"], "items": {"type": "object"}}
+# What ``flowmem.core.to_row`` accepts, stated as a schema: the core itself validates
+# (an unknown role is refused with the code ``unknown_role``), the schema documents it.
+MESSAGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "A message, flat (`tool_calls`/`tool_call_id` at the top) or stored "
+    "(tool data under `metadata`). Content that is not text is serialized.",
+    "required": ["role"],
+    "properties": {
+        "role": {"type": "string", "enum": ["system", "user", "assistant", "tool"]},
+        "content": {},
+        "tool_calls": _CALLS,
+        "tool_call_id": {},
+        "metadata": {
+            "type": ["object", "null"],
+            "properties": {"tool_calls": _CALLS},
+            "additionalProperties": True,
+        },
+        "timestamp": {},
+    },
+    "additionalProperties": True,
+}
+
+
+def _calls_shape(calls: object, where: str) -> None:
+    if calls is None:
+        return
+    if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
+        raise ValueError(f"{where} must be a list of objects or null")
+
+
+def check_message_shape(message: dict[str, Any]) -> dict[str, Any]:
+    """Enforce the shape MESSAGE_SCHEMA states for tool data, whatever the role."""
+    _calls_shape(message.get("tool_calls"), "tool_calls")
+    metadata = message.get("metadata")
+    if metadata is not None:
+        if not isinstance(metadata, dict):
+            raise ValueError("metadata must be an object or null")
+        _calls_shape(metadata.get("tool_calls"), "metadata.tool_calls")
+    return message
+
+
+MessageIn = Annotated[
+    dict[str, Any], AfterValidator(check_message_shape), WithJsonSchema(MESSAGE_SCHEMA)
+]
 
 
 class ErrorDetail(BaseModel):
@@ -47,7 +88,7 @@ class Pagination(BaseModel):
 class SessionCreate(BaseModel):
     """A new session: the caller becomes its owner."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     name: str = Field(default="", max_length=200)
     agent: str | None = Field(default=None, min_length=1, max_length=200)
@@ -102,7 +143,7 @@ class MessagePage(BaseModel):
 class TurnCreate(BaseModel):
     """A user turn sent to a session."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     content: str = Field(min_length=1)
 
@@ -133,7 +174,7 @@ class ResetResult(BaseModel):
 class BufferAppend(BaseModel):
     """Messages to append to a conversation buffer: one message or a list."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     messages: MessageIn | list[MessageIn]
     max_messages: int = Field(default=0, ge=0, description="Window size; 0 = unlimited.")
@@ -153,7 +194,7 @@ class BufferResult(BaseModel):
 class MemoryWrite(BaseModel):
     """A memory record value (any JSON) with an optional time to live in seconds."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     value: Any = None
     ttl: float | None = Field(default=None, gt=0)
@@ -178,7 +219,7 @@ class WriteResult(BaseModel):
 class MessageList(BaseModel):
     """A message list for the stateless endpoints."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     messages: list[Any]
 

@@ -137,11 +137,11 @@ def serve_command(
         )
     app: Any = None
     if in_process:
-        from flowmem.api import create_app
+        from flowmem.api.app import create_app, runtime_runner
 
         store = open_store(url)  # lives in this process, with its bootstrap token
         token = bootstrap_admin_token(store)
-        app = create_app(store)
+        app = create_app(store, runner_factory=runtime_runner)
     else:
         token = prepare_database(url)
         os.environ[DATABASE_ENV] = url

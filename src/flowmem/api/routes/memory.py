@@ -17,7 +17,7 @@ from flowmem.api.deps import PRINCIPAL, SERVICES, Services
 from flowmem.api.models import BufferAppend, BufferResult, MemoryWrite, ReadResult, WriteResult
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
 from flowmem.api.scopes import scope_context
-from flowmem.errors import InvalidInputError, PayloadTooLargeError
+from flowmem.errors import PayloadTooLargeError
 
 router = APIRouter(prefix="/v1", tags=["memory"])
 
@@ -137,12 +137,13 @@ def clear_buffer(
 
 
 def _parse_default(text: str | None) -> Any:
+    """JSON text becomes its value; any other text is the default as a string."""
     if text is None:
         return None
     try:
         return json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise InvalidInputError("default must be JSON text", field="query.default") from exc
+    except (ValueError, RecursionError):
+        return text
 
 
 @router.get("/memory/{scope}/{key}", response_model=ReadResult, responses=errors(*SCOPE_ERRORS))
@@ -150,7 +151,10 @@ def read_record(
     scope: ScopeName = ScopePath,
     key: str = KeyPath,
     default: str | None = Query(
-        None, max_length=65536, description="JSON text returned as `value` when not found."
+        None,
+        max_length=65536,
+        description="Returned as `value` when not found: parsed as JSON when it is JSON "
+        '(`42`, `"x"`, `[1]`), otherwise the text itself.',
     ),
     session_id: str | None = SessionQuery,
     workflow_id: str | None = WorkflowQuery,

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Body, Path, Query, Response
 from flowmem.access import Principal
 from flowmem.api.deps import PRINCIPAL, SERVICES, Services
 from flowmem.api.models import (
+    MessageIn,
     MessagePage,
     Pagination,
     ResetResult,
@@ -176,7 +177,7 @@ def reset_session(
 def edit_message(
     session_id: str = SessionId,
     seq: int = Seq,
-    message: dict[str, Any] = MESSAGE_BODY,
+    message: MessageIn = MESSAGE_BODY,
     principal: Principal = PRINCIPAL,
     services: Services = SERVICES,
 ) -> dict[str, Any]:
