@@ -7,6 +7,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import langchain_core.runnables.history  # noqa: F401  (its import resets warning filters)
 import pytest
 from agents import set_tracing_disabled
 
