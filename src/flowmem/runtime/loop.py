@@ -26,6 +26,7 @@ from flowmem.runtime.models import ModelReply, ToolCall
 from flowmem.runtime.state import RuntimeState
 from flowmem.runtime.tools import ToolContext, ToolOutcome
 from flowmem.scope import ExecutionContext, usable_identity
+from flowmem.service import MemoryService
 from flowmem.store.base import SessionRecord, Store
 
 INTERRUPTED_NOT_RERUN = (
@@ -109,7 +110,7 @@ class TurnLoop:
     def __init__(
         self,
         agent: Agent,
-        service: Any,
+        service: MemoryService,
         store: Store,
         state: RuntimeState,
         *,

@@ -28,6 +28,7 @@ from flowmem.runtime.agent import Agent
 from flowmem.runtime.loop import EventSink, TurnLoop, TurnResult, turn_context
 from flowmem.runtime.state import RuntimeState
 from flowmem.scope import Refusal, resolve_scope
+from flowmem.service import MemoryService
 from flowmem.store.base import SessionRecord, Store
 
 log = logging.getLogger("flowmem")
@@ -61,7 +62,7 @@ class AgentRunner:
     def __init__(
         self,
         store: Store,
-        service: Any = None,
+        service: MemoryService | None = None,
         agents: Iterable[Agent] = (),
         *,
         default_agent: str | None = None,
@@ -77,8 +78,6 @@ class AgentRunner:
         ):
             raise ConfigurationError(f"stale_after must be a number > 0, got {stale_after!r}")
         if service is None:
-            from flowmem.service import MemoryService
-
             service = MemoryService(store, clock=clock)
         self.store = store
         self.service = service

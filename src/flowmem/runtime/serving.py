@@ -24,6 +24,7 @@ from flowmem.runtime.agent import Agent, MemorySpec
 from flowmem.runtime.models import Model, OpenAIChatModel
 from flowmem.runtime.runner import DEFAULT_STALE_AFTER, AgentRunner
 from flowmem.runtime.tools import ToolContext, ToolRegistry
+from flowmem.service import MemoryService
 from flowmem.store.base import Store
 
 DEFAULT_AGENT = "assistant"
@@ -128,7 +129,7 @@ def agent_from_env(env: Mapping[str, str] | None = None) -> Agent | None:
 
 
 def runner_from_env(
-    store: Store, service: Any, env: Mapping[str, str] | None = None
+    store: Store, service: MemoryService, env: Mapping[str, str] | None = None
 ) -> AgentRunner | None:
     """The server's runner (None when no model is configured); releases stale sessions first."""
     env = os.environ if env is None else env

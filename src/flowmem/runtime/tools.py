@@ -20,6 +20,8 @@ import jsonschema
 
 from flowmem.core import coerce_content
 from flowmem.errors import ConfigurationError, ToolError
+from flowmem.scope import ExecutionContext
+from flowmem.service import MemoryService
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _EMPTY_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
@@ -39,8 +41,8 @@ class ToolContext:
     the memory nodes (``node``) under the same identity as the turn.
     """
 
-    context: Any
-    service: Any
+    context: ExecutionContext | None
+    service: MemoryService | None
     call_id: str
     session_id: str | None = None
 
