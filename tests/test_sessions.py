@@ -80,7 +80,15 @@ def test_create_needs_permission(service: SessionService, store: MemoryStore) ->
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"name": 5}, {"name": "x" * 201}, {"agent": ""}, {"metadata": []}, {"metadata": {"x": {1}}}],
+    [
+        {"name": 5},
+        {"name": "x" * 201},
+        {"name": "a\x00b"},
+        {"agent": ""},
+        {"agent": "a\x00"},
+        {"metadata": []},
+        {"metadata": {"x": {1}}},
+    ],
 )
 def test_create_validates_fields(
     service: SessionService, store: MemoryStore, kwargs: dict[str, Any]

@@ -119,9 +119,10 @@ class SessionPage:
 def _check_name(name: object) -> str:
     if name is None:
         return ""
-    if not isinstance(name, str) or len(name) > MAX_NAME_LENGTH:
+    if not isinstance(name, str) or len(name) > MAX_NAME_LENGTH or "\x00" in name:
         raise InvalidInputError(
-            f"name must be text of at most {MAX_NAME_LENGTH} characters", field="name"
+            f"name must be text of at most {MAX_NAME_LENGTH} characters, without NUL",
+            field="name",
         )
     return name
 
@@ -129,9 +130,9 @@ def _check_name(name: object) -> str:
 def _check_agent(agent: object) -> str | None:
     if agent is None:
         return None
-    if not isinstance(agent, str) or not 1 <= len(agent) <= MAX_AGENT_LENGTH:
+    if not isinstance(agent, str) or not 1 <= len(agent) <= MAX_AGENT_LENGTH or "\x00" in agent:
         raise InvalidInputError(
-            f"agent must be text of 1-{MAX_AGENT_LENGTH} characters", field="agent"
+            f"agent must be text of 1-{MAX_AGENT_LENGTH} characters, without NUL", field="agent"
         )
     return agent
 
