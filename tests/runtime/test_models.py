@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+
 import pytest
 
 from flowmem.errors import ConfigurationError, ModelError
@@ -209,3 +213,19 @@ def test_scripted_model_fallback_and_bad_steps() -> None:
         ScriptedModel([42]).complete(HISTORY[:2], [])
     with pytest.raises(ConfigurationError):
         ScriptedModel([{"tool_calls": [{"name": "no id"}]}]).complete(HISTORY[:2], [])
+
+
+@pytest.mark.slow
+def test_scripted_crash_at_step_n_really_kills_the_process() -> None:
+    code = (
+        "from flowmem.runtime import ScriptedModel\n"
+        "m = ScriptedModel(['one', 'two'], crash_at=2)\n"
+        "print(m.complete([{'role': 'user', 'content': 'hi'}], []).content, flush=True)\n"
+        "m.complete([{'role': 'user', 'content': 'hi'}], [])\n"
+        "print('survived')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == -signal.SIGKILL
+    assert done.stdout == "one\n"
