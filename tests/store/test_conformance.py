@@ -18,6 +18,7 @@ from flowmem.core import (
 )
 from flowmem.errors import ConflictError, InvalidInputError, NotSerializableError
 from flowmem.store import Address, SessionRecord, Store, TokenRecord
+from flowmem.store.base import SupportsPopLast
 
 A = Address("session", "s1", "chat")
 B = Address("session", "s2", "chat")
@@ -382,3 +383,28 @@ def test_core_and_store_agree_on_a_long_scripted_history(store: Store) -> None:
         pure = expected.messages
         assert (got.appended, got.count) == (expected.appended, expected.count)
         assert store.load(A) == pure
+
+
+def test_pop_last_removes_the_newest_row_and_its_index(store: Store) -> None:
+    assert isinstance(store, SupportsPopLast)
+    assert store.pop_last(A) is None
+    stored_append(store, A, [call("c1"), result("c1", "r"), user("u")])
+    assert store.pop_last(A) == {"role": "user", "content": "u", "metadata": {}}
+    assert store.pop_last(A) == {"role": "tool", "content": "r", "metadata": {"tool_call_id": "c1"}}
+    assert store.count(A) == 1
+    # the call is unanswered again: a new result is appended, a user turn would heal it
+    assert stored_append(store, A, result("c1", "again")).appended == 1
+    store.pop_last(A)
+    stored_append(store, A, user("v"))
+    assert shape(store.load(A)) == [
+        ("assistant", "", ["c1"], False),
+        ("tool", HEALED_CONTENT, "c1", True),
+        ("user", "v", [], False),
+    ]
+    store.pop_last(A)
+    store.pop_last(A)
+    store.pop_last(A)
+    assert store.pop_last(A) is None
+    assert store.count(A) == 0 and store.load(A) == []
+    # the id is forgotten with its declaration
+    assert stored_append(store, A, call("c1")).appended == 1

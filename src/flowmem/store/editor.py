@@ -56,6 +56,7 @@ STATEMENTS = (
     "open_calls",  # bid -> call_id, declared_pos (answered = false, by pos, ord)
     "run_end",  # bid, pos, bid, pos -> max pos of the tool run after pos (or NULL)
     "oldest",  # bid -> pos, body
+    "newest",  # bid -> pos, body
     "row_get",  # bid, pos -> body
     "next_pos",  # bid, pos -> min pos greater than pos (or NULL)
     "max_before",  # bid, low, high -> max pos in (low, high) (or NULL)
@@ -154,6 +155,13 @@ class SqlBufferEditor:
         if self._id is None:
             return None
         found = self._db.one("oldest", (self._id,))
+        return None if found is None else Oldest(int(found[0]), load_row(found[1]))
+
+    def newest(self) -> Oldest | None:
+        """Return the last row with its position (for ``pop_last``)."""
+        if self._id is None:
+            return None
+        found = self._db.one("newest", (self._id,))
         return None if found is None else Oldest(int(found[0]), load_row(found[1]))
 
     # --- writes ----------------------------------------------------------------------

@@ -114,6 +114,7 @@ SQL: dict[str, str] = {
         (SELECT MIN(pos) FROM buffer_rows WHERE {_B} AND pos > %s AND role <> 'tool'),
         9223372036854775807)""",
     "oldest": f"SELECT pos, body FROM buffer_rows WHERE {_B} ORDER BY pos LIMIT 1",
+    "newest": f"SELECT pos, body FROM buffer_rows WHERE {_B} ORDER BY pos DESC LIMIT 1",
     "row_get": f"SELECT body FROM buffer_rows WHERE {_B} AND pos = %s",
     "next_pos": f"SELECT MIN(pos) FROM buffer_rows WHERE {_B} AND pos > %s",
     "max_before": f"SELECT MAX(pos) FROM buffer_rows WHERE {_B} AND pos > %s AND pos < %s",
@@ -397,6 +398,25 @@ class PostgresStore:
         outcome = apply_append(editor, rows, max_messages)
         editor.flush()
         return outcome
+
+    def pop_last(self, address: Address) -> Message | None:
+        """Remove and return the buffer's last row (None when empty), serialized like an append."""
+        check_address(address)
+
+        def work(conn: psycopg.Connection[Any]) -> Message | None:
+            editor = SqlBufferEditor(_Runner(conn), address)
+            last = editor.newest()
+            if last is None:
+                return None
+            editor.delete(last.position)
+            editor.flush()
+            return last.row
+
+        def locked(conn: psycopg.Connection[Any]) -> Message | None:
+            conn.execute(SQL["advisory_lock"], (advisory_key(address),))
+            return work(conn)
+
+        return self._write(locked)
 
     def load(self, address: Address, last: int | None = None) -> list[Message]:
         """Return the buffer's rows in order; only the last ``last`` (one indexed read) when given."""

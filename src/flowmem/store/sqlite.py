@@ -111,6 +111,7 @@ SQL: dict[str, str] = {
         (SELECT MIN(pos) FROM buffer_rows WHERE {_B} AND pos > ? AND role <> 'tool'),
         9223372036854775807)""",
     "oldest": f"SELECT pos, body FROM buffer_rows WHERE {_B} ORDER BY pos LIMIT 1",
+    "newest": f"SELECT pos, body FROM buffer_rows WHERE {_B} ORDER BY pos DESC LIMIT 1",
     "row_get": f"SELECT body FROM buffer_rows WHERE {_B} AND pos = ?",
     "next_pos": f"SELECT MIN(pos) FROM buffer_rows WHERE {_B} AND pos > ?",
     "max_before": f"SELECT MAX(pos) FROM buffer_rows WHERE {_B} AND pos > ? AND pos < ?",
@@ -458,6 +459,22 @@ class SqliteStore:
         editor.flush()
         conn.execute("COMMIT")
         return outcome
+
+    def pop_last(self, address: Address) -> Message | None:
+        """Remove and return the buffer's last row (None when empty), serialized like an append."""
+        check_address(address)
+
+        def work(conn: sqlite3.Connection) -> Message | None:
+            editor = SqlBufferEditor(_Runner(conn), address)
+            last = editor.newest()
+            if last is None:
+                return None
+            editor.delete(last.position)
+            editor.flush()
+            return last.row
+
+        with self._locks.hold(address, DEFAULT_LOCK_TIMEOUT):
+            return self._write(work)
 
     def load(self, address: Address, last: int | None = None) -> list[Message]:
         """Return the buffer's rows in order; only the last ``last`` (one indexed read) when given."""
