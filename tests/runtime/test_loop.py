@@ -457,3 +457,32 @@ def test_a_stalled_turn_released_as_stale_does_not_touch_the_next_turns_status(
     assert other.wait(second["turn_id"], 20)["reply"] == "B done"
     assert store.get_session(session.id).status == "completed"  # type: ignore[union-attr]
     assert fake_provider.rejected() == []
+
+
+def test_stop_reaches_a_turn_running_in_another_process(
+    fake_provider: FakeProvider, tmp_path: Path
+) -> None:
+    store = MemoryStore()
+    entered, release = threading.Event(), threading.Event()
+
+    def block() -> None:
+        entered.set()
+        release.wait(20)
+
+    worker = make_runner(store, fake_provider.base_url, counting_tools(tmp_path, {"clock": block}))
+    other_worker = make_runner(store, fake_provider.base_url, counting_tools(tmp_path))
+    session = new_session(store)
+    fake_provider.script(calls(("k1", "clock", {}), ("k2", "add", {"a": 1, "b": 1})))
+    started = worker.start_turn(session, "two calls", wait=False)
+    try:
+        assert entered.wait(20)
+        assert other_worker.stop(session) is True
+    finally:
+        release.set()
+    result = worker.wait(started["turn_id"], 20)
+    assert result["reason"] == "stopped"
+    assert executions(tmp_path, "add") == 0
+    assert [r["role"] for r in buffer(store, session)] == ["user", "assistant", "tool"]
+    assert other_worker.stop(session) is False  # nothing runs any more
+    fake_provider.script(text("next"))
+    assert worker.start_turn(session, "next", wait=True)["reason"] == "answered"

@@ -161,14 +161,18 @@ class TurnLoop:
         stop: threading.Event | None = None,
     ) -> TurnResult:
         """Run one turn for the user's ``content``; model and tool failures end it as failed."""
-        stop = stop or threading.Event()
+        event = stop or threading.Event()
+
+        def stopping() -> bool:
+            return event.is_set() or self.state.stop_requested(session.id, turn_id)
+
         context = turn_context(self.agent, session, turn_id)
         steps = 0
         try:
             self._record_user(session, context, content)
             reply = ""
             while True:
-                if stop.is_set():
+                if stopping():
                     return self._end(turn_id, "completed", "stopped", steps, reply)
                 if steps >= self.agent.max_steps:
                     return self._end(turn_id, "completed", "step_limit", steps, reply)
@@ -178,7 +182,7 @@ class TurnLoop:
                 if not answer.tool_calls:
                     return self._end(turn_id, "completed", "answered", steps, reply)
                 for call in answer.tool_calls:
-                    if stop.is_set():
+                    if stopping():
                         return self._end(turn_id, "completed", "stopped", steps, reply)
                     self._answer_call(session, context, call)
         except FlowmemError as exc:

@@ -281,8 +281,10 @@ class AgentRunner:
     def stop(self, session: SessionRecord) -> bool:
         """Ask the session's running turn to stop between steps; True when one was running.
 
-        Unanswered calls are left for the next user turn to heal (MEM-3). A session
-        left ``running`` by a crashed process is released instead (also True).
+        Unanswered calls are left for the next user turn to heal (MEM-3). A turn
+        running in another process is reached through a stop request in the store
+        (it checks between steps). A session left ``running`` by a crashed process
+        is released instead (also True).
         """
         with self._lock:
             turn = self._running.get(session.id)
@@ -290,7 +292,15 @@ class AgentRunner:
             turn.stop.set()
             return True
         current = self.store.get_session(session.id)
-        return current is not None and self.release_if_stale(current)
+        if current is None or current.status != "running":
+            return False
+        if self.release_if_stale(current):
+            return True
+        lease = self.state.lease(current.id)
+        if lease is None or lease.get("state") != "running":
+            return False
+        self.state.request_stop(current.id, str(lease.get("turn_id")))
+        return True
 
     def close(self, timeout: float = 10.0) -> None:
         """Stop every running turn and wait for their threads."""

@@ -8,6 +8,8 @@ store, survive a crash, and go wherever the session's data goes.
   TTL of ``stale_after`` seconds and a running turn re-writes it (a heartbeat). A
   session whose status is ``running`` and whose lease has expired was left by a
   crashed process and may be released to ``failed``.
+- A *stop request* names the turn to stop, so a turn running in another process
+  (another server worker) ends between steps too.
 - The *call journal* makes a tool call id execute at most once: ``started`` is
   written (and committed) before the tool runs, ``finished`` with the result text
   after. A call found ``started`` but never ``finished`` was interrupted mid-run
@@ -27,6 +29,7 @@ from flowmem.store.base import Address, Store
 
 PREFIX = "__flowmem_runtime__/"
 LEASE_KEY = PREFIX + "lease"
+STOP_KEY = PREFIX + "stop"
 
 
 def _call_key(call_id: str) -> str:
@@ -67,6 +70,20 @@ class RuntimeState:
             Address("session", session_id, LEASE_KEY), self.clock()
         )
         return value if found and isinstance(value, dict) else None
+
+    # --- stop requests (from any process) ---------------------------------------------
+    def request_stop(self, session_id: str, turn_id: str) -> None:
+        """Ask turn ``turn_id`` of the session to stop, wherever it runs."""
+        self.store.put_record(
+            Address("session", session_id, STOP_KEY),
+            {"turn_id": turn_id, "at": self.clock()},
+            self.clock() + self.stale_after,
+        )
+
+    def stop_requested(self, session_id: str, turn_id: str) -> bool:
+        """True when a stop was requested for turn ``turn_id`` of the session."""
+        found, value = self.store.get_record(Address("session", session_id, STOP_KEY), self.clock())
+        return found and isinstance(value, dict) and value.get("turn_id") == turn_id
 
     # --- call journal ------------------------------------------------------------------
     def call(self, session_id: str, call_id: str) -> CallRecord | None:
