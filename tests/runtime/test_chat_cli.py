@@ -133,3 +133,11 @@ def test_mem_3_demo_kills_a_child_and_heals_the_history() -> None:
     assert "forecast ran 1 time, weather 1 time" in out
     assert out.count("check_sendable: sendable (no violations)") == 2
     assert "session status: completed" in out
+
+
+def test_chat_refuses_an_unusable_owner() -> None:
+    result = CliRunner().invoke(
+        cli, ["chat", "--scripted", "--database", "memory://", "--user", "a b"]
+    )
+    assert result.exit_code == 2
+    assert "not a usable user id" in result.output

@@ -29,6 +29,7 @@ from flowmem.runtime.models import Model, OpenAIChatModel
 from flowmem.runtime.runner import AgentRunner
 from flowmem.runtime.scripted import scripted_assistant
 from flowmem.runtime.serving import default_agent
+from flowmem.scope import usable_identity
 from flowmem.service import MemoryService
 from flowmem.store.base import Address, SessionRecord, Store
 
@@ -88,8 +89,11 @@ def _session(store: Store, session_id: str | None, user: str | None, agent: str)
         if found is None:
             raise NotFoundError(f"session {session_id} does not exist")
         return found
+    owner = usable_identity(user) if user else None
+    if user and owner is None:
+        raise click.BadParameter(f"{user!r} is not a usable user id", param_hint="--user")
     now = time.time()
-    record = SessionRecord(str(uuid.uuid4()), "chat", user or None, "idle", agent, {}, now, now)
+    record = SessionRecord(str(uuid.uuid4()), "chat", owner, "idle", agent, {}, now, now)
     return store.create_session(record)
 
 
