@@ -311,10 +311,7 @@ def test_pop_item_removes_the_last_item(service: MemoryService) -> None:
         popped = [await session.pop_item() for _ in range(5)]
         return popped
 
-    if not isinstance(service.store, SupportsPopLast):
-        with pytest.raises(ConfigurationError, match="pop_last"):
-            asyncio.run(scenario())
-        return
+    assert isinstance(service.store, SupportsPopLast)  # every backend has it
     popped = asyncio.run(scenario())
     assert popped == [
         second,
@@ -370,3 +367,23 @@ def test_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(sys.modules, "flowmem.integrations.openai_agents")
     with pytest.raises(ImportError, match=r"pip install 'flowmem\[openai-agents\]'"):
         import flowmem.integrations.openai_agents  # noqa: F401
+
+
+class _StoreWithoutPopLast:
+    """A store exposing only the buffer calls the service needs, without ``pop_last``."""
+
+    def __init__(self) -> None:
+        self._inner = MemoryStore()
+        self.url = "memory://"
+        self.append = self._inner.append
+        self.load = self._inner.load
+        self.count = self._inner.count
+        self.clear = self._inner.clear
+
+
+def test_pop_item_on_a_store_without_pop_last_is_a_typed_error() -> None:
+    session = FlowmemSession("s1", MemoryService(_StoreWithoutPopLast()))  # type: ignore[arg-type]
+    asyncio.run(session.add_items([USER_PORTO]))
+    with pytest.raises(ConfigurationError, match="pop_last"):
+        asyncio.run(session.pop_item())
+    assert len(_rows(session)) == 1
