@@ -12,11 +12,12 @@ from typing import Any, NamedTuple
 from flowmem.core.messages import (
     ROLES,
     Message,
+    coerce_content,
     entry_id,
     healed_flat,
     raw_tool_calls,
     result_id,
-    to_flat,
+    usable_call_id,
 )
 
 
@@ -34,25 +35,170 @@ class NormalizeResult(NamedTuple):
     dropped: int
 
 
-def _kept_calls(turn: Message, declared: set[str]) -> tuple[list[Any], list[str], int]:
-    """Return the calls a turn keeps, their ids, and how many were removed.
+_ROLE_SET = frozenset(ROLES)
+_ANSWERED = -2  # marks a declared call id whose result has been taken
 
-    A call without a usable id names no pairing and is removed; an id declared
-    earlier (in an earlier turn or earlier in this one) is removed from this turn,
-    so the first declaration owns the pairing.
+
+def _is_role(role: object) -> bool:
+    """Return True for a known role given as a ``str`` subclass (the rare case)."""
+    return isinstance(role, str) and role in _ROLE_SET
+
+
+def _repair_pass(entries: list[Any], coerce: bool) -> tuple[list[Message], int]:
+    """The one tool-pairing repair pass (MEM-5 step 3), in a single scan.
+
+    With ``coerce`` (normalization), steps 1 and 2 ride along: each entry is read
+    as ``to_flat`` reads it, unreadable entries are dropped and counted, and
+    system rows are set aside and put first, so they never split a turn from its
+    results. Without it, ``entries`` are rows this module owns (fresh dicts it may
+    change) and system rows stay where they are.
+
+    The scan settles each assistant turn's calls (the first declaration of an id
+    owns it; unusable and repeated ids are removed), gives each declared id its
+    first result that comes after the declaring turn, and emits the kept rows with
+    the results already sitting in their turn's result run. A turn whose run ends
+    with calls still unanswered is noted; afterwards its missing results are
+    spliced in after its run, in declaration order: each a late result moved
+    there, or a synthetic one.
     """
-    kept: list[Any] = []
-    ids: list[str] = []
-    removed = 0
-    for call in raw_tool_calls(turn):
-        cid = entry_id(call)
-        if cid is None or cid in declared:
-            removed += 1
+    dropped = 0
+    systems: list[Message] = []
+    declared_at: dict[str, int] = {}  # call id -> index of its turn, or _ANSWERED
+    late: dict[str, Message] = {}  # answered outside the run of its turn: to be moved
+    out: list[Message] = []
+    emit = out.append
+    unfinished: list[tuple[int, int]] = []  # (position in out after the run, turn index)
+    run_turn = -1  # the assistant turn whose result run the scan is in, or -1
+    run_left = 0  # its calls not yet answered inside the run
+    for entry in entries:
+        if coerce:
+            # step 1: read the entry as ``to_flat`` does
+            if type(entry) is not dict and not isinstance(entry, Mapping):
+                dropped += 1
+                continue
+            role = entry.get("role")
+            if role not in _ROLE_SET if type(role) is str else not _is_role(role):
+                dropped += 1
+                continue
+            content = entry.get("content")
+            if type(content) is not str:
+                content = coerce_content(content)
+            if role == "system":  # step 2: systems go first
+                systems.append({"role": role, "content": content})
+                continue
+        else:
+            role = entry["role"]
+
+        if role == "tool":
+            raw = entry.get("tool_call_id")
+            if raw is None and coerce:
+                meta = entry.get("metadata")
+                if isinstance(meta, Mapping):
+                    raw = meta.get("tool_call_id")
+            if type(raw) is str:  # ``usable_call_id``, the plain-string case inlined
+                rid: str | None = raw.strip()
+                if not rid or rid == "0":
+                    rid = None
+            else:
+                rid = None if raw is None else usable_call_id(raw)
+            if rid is None and not coerce and "metadata" in entry:
+                rid = result_id(entry)
+            if rid is None:
+                dropped += 1  # no usable id: it answers nothing
+                continue
+            turn = declared_at.get(rid)
+            if turn is None or turn == _ANSWERED:
+                dropped += 1  # an orphan (no earlier declaration) or a duplicate
+                continue
+            declared_at[rid] = _ANSWERED
+            if coerce:
+                row: Message = {"role": role, "content": content, "tool_call_id": rid}
+            else:
+                row = entry
+                if raw != rid:
+                    row["tool_call_id"] = rid
+            if turn == run_turn:
+                emit(row)
+                run_left -= 1
+            else:
+                late[rid] = row
             continue
-        declared.add(cid)
-        kept.append(call)
-        ids.append(cid)
-    return kept, ids, removed
+
+        row = {"role": role, "content": content} if coerce else entry
+        if run_left:
+            unfinished.append((len(out), run_turn))
+            run_left = 0
+        if role != "assistant":
+            run_turn = -1
+            emit(row)
+            continue
+        run_turn = turn = len(out)  # a kept turn is known by its position in ``out``
+        calls = entry.get("tool_calls")
+        if calls is None and "metadata" in entry:
+            calls = raw_tool_calls(entry)
+        kept: list[Any] = []
+        if isinstance(calls, list):
+            for call in calls:
+                # ``entry_id`` (MEM-11), with the plain dict case first
+                if type(call) is dict:
+                    cid = None
+                    raw = call.get("tool_call_id")
+                    if type(raw) is str:
+                        cid = raw.strip()
+                        if not cid or cid == "0":
+                            cid = None
+                    elif raw is not None:
+                        cid = usable_call_id(raw)
+                    if cid is None:
+                        raw = call.get("id")
+                        if type(raw) is str:
+                            cid = raw.strip()
+                            if not cid or cid == "0":
+                                cid = None
+                        elif raw is not None:
+                            cid = usable_call_id(raw)
+                else:
+                    cid = entry_id(call)
+                if cid is None or cid in declared_at:
+                    dropped += 1  # no usable id, or declared before: the first owns it
+                    continue
+                declared_at[cid] = turn
+                kept.append(call.copy() if type(call) is dict else dict(call))
+        if kept:
+            row["tool_calls"] = kept
+            run_left = len(kept)
+            emit(row)
+            continue
+        run_turn = -1  # a turn without calls has no result run
+        if not coerce:
+            row.pop("tool_calls", None)
+        if row.get("content") in ("", None):
+            dropped += 1  # no usable call and no content left
+            continue
+        emit(row)
+    if run_left:
+        unfinished.append((len(out), run_turn))
+
+    if unfinished:
+        spliced: list[Message] = []
+        done = 0
+        for position, turn in unfinished:
+            spliced.extend(out[done:position])
+            done = position
+            for call in out[turn]["tool_calls"]:
+                cid = entry_id(call)
+                if cid is None:  # cannot happen: kept calls have usable ids
+                    continue
+                moved = late.get(cid)
+                if moved is not None:
+                    spliced.append(moved)
+                elif declared_at[cid] != _ANSWERED:
+                    spliced.append(healed_flat(cid))
+        spliced.extend(out[done:])
+        out = spliced
+    if systems:
+        out = systems + out
+    return out, dropped
 
 
 def repair_tool_pairing(messages: Iterable[Mapping[str, Any]]) -> RepairResult:
@@ -69,70 +215,8 @@ def repair_tool_pairing(messages: Iterable[Mapping[str, Any]]) -> RepairResult:
     """
     entries = list(messages)
     rows = [dict(m) for m in entries if isinstance(m, Mapping) and m.get("role") in ROLES]
-    dropped = len(entries) - len(rows)
-    declared: set[str] = set()
-    turn_ids: dict[int, list[str]] = {}
-    keep: list[bool] = [True] * len(rows)
-
-    # Pass 1: settle each assistant turn's calls (first declaration wins).
-    for index, row in enumerate(rows):
-        if row.get("role") != "assistant":
-            continue
-        kept, ids, removed = _kept_calls(row, declared)
-        dropped += removed
-        if kept:
-            row["tool_calls"] = kept
-            turn_ids[index] = ids
-            continue
-        row.pop("tool_calls", None)
-        if row.get("content") in ("", None):
-            keep[index] = False
-            dropped += 1
-
-    # Pass 2: give each declared id its first result that comes after the turn.
-    declared_at: dict[str, int] = {cid: i for i, ids in turn_ids.items() for cid in ids}
-    assigned: dict[str, int] = {}
-    for index, row in enumerate(rows):
-        if row.get("role") != "tool":
-            continue
-        keep[index] = False
-        rid = result_id(row)
-        if rid is None or declared_at.get(rid, index) >= index or rid in assigned:
-            dropped += 1
-            continue
-        assigned[rid] = index
-
-    # Pass 3: emit each turn followed by its result run.
-    out: list[Message] = []
-    for index, row in enumerate(rows):
-        if not keep[index]:
-            continue
-        out.append(row)
-        ids = turn_ids.get(index, [])
-        if not ids:
-            continue
-        run_end = index + 1
-        while run_end < len(rows) and rows[run_end].get("role") == "tool":
-            run_end += 1
-        in_run = sorted(
-            (assigned[cid], cid) for cid in ids if index < assigned.get(cid, -1) < run_end
-        )
-        placed = {cid for _, cid in in_run}
-        for position, cid in in_run:
-            out.append(_answer(rows[position], cid))
-        for cid in ids:
-            if cid in placed:
-                continue
-            late = assigned.get(cid)
-            out.append(healed_flat(cid) if late is None else _answer(rows[late], cid))
-    return RepairResult(out, dropped)
-
-
-def _answer(row: Message, call_id: str) -> Message:
-    """Return a result row answering ``call_id`` under its canonical id."""
-    answered = dict(row)
-    answered["tool_call_id"] = call_id
-    return answered
+    repaired, dropped = _repair_pass(rows, coerce=False)
+    return RepairResult(repaired, dropped + len(entries) - len(rows))
 
 
 def normalize(messages: object) -> NormalizeResult:
@@ -141,21 +225,19 @@ def normalize(messages: object) -> NormalizeResult:
     Implements MEM-5, four steps in order: (1) coerce each entry to a flat row,
     dropping non-maps and entries without a known role; (2) move system rows to the
     front, both groups keeping their order; (3) repair tool pairing; (4) strip any
-    tool row still leading the list and repair again. ``dropped`` sums the removals
-    of step 1, both repair passes and step 4. A non-list input is an empty list.
+    tool row still leading the list and repair again. Steps 1 and 2 run inside the
+    scan of the repair pass (``_repair_pass``); ``dropped`` is what that pass
+    counted, plus step 4's strips and its second repair. A non-list input is an
+    empty list.
     """
-    entries = list(messages) if isinstance(messages, (list, tuple)) else []
-    flat = [row for entry in entries if (row := to_flat(entry)) is not None]
-    dropped = len(entries) - len(flat)
-    systems = [row for row in flat if row["role"] == "system"]
-    others = [row for row in flat if row["role"] != "system"]
-    repaired = repair_tool_pairing(systems + others)
-    rows, dropped = repaired.messages, dropped + repaired.dropped
+    entries = messages if isinstance(messages, list) else []
+    if isinstance(messages, tuple):
+        entries = list(messages)
+    rows, dropped = _repair_pass(entries, coerce=True)
     stripped = 0
-    while rows and rows[0]["role"] == "tool":
-        rows = rows[1:]
+    while stripped < len(rows) and rows[stripped]["role"] == "tool":
         stripped += 1
     if stripped:
-        again = repair_tool_pairing(rows)
-        rows, dropped = again.messages, dropped + stripped + again.dropped
+        rows, again = _repair_pass(rows[stripped:], coerce=False)
+        dropped += stripped + again
     return NormalizeResult(rows, dropped)
