@@ -408,3 +408,24 @@ def test_pop_last_removes_the_newest_row_and_its_index(store: Store) -> None:
     assert store.count(A) == 0 and store.load(A) == []
     # the id is forgotten with its declaration
     assert stored_append(store, A, call("c1")).appended == 1
+
+
+def test_out_of_range_input_is_refused_with_typed_errors(store: Store) -> None:
+    sid = "00000000-0000-0000-0000-000000000009"
+    store.create_session(_session(sid, "alice", 1.0))
+    for bad in (-1, True, 1.5):
+        with pytest.raises(InvalidInputError):
+            store.list_sessions("alice", False, bad, 0)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError):
+            store.list_sessions("alice", False, 10, bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError):
+            store.list_transcript(sid, limit=bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError):
+        store.load(A, last=True)
+    stored_append(store, A, user("x"))
+    assert [r["content"] for r in store.load(A, last=2**70)] == ["x"]
+    nul = Address("global", "", "nul\x00key")
+    with pytest.raises(InvalidInputError):
+        store.put_record(nul, 1, None)
+    with pytest.raises(InvalidInputError):
+        stored_append(store, nul, user("x"))

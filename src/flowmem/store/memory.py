@@ -22,7 +22,7 @@ from flowmem.store.base import (
     TranscriptMessage,
 )
 from flowmem.store.locks import AddressLocks
-from flowmem.store.rows import check_last
+from flowmem.store.rows import check_address, check_last, check_page
 
 
 def to_json(value: Any) -> str:
@@ -50,6 +50,7 @@ class MemoryStore:
     # --- memory records -------------------------------------------------------
     def get_record(self, address: Address, now: float) -> tuple[bool, Any]:
         """Return (found, value); an expired record is not found."""
+        check_address(address)
         with self._lock:
             stored = self._records.get(address)
         if stored is None:
@@ -61,12 +62,14 @@ class MemoryStore:
 
     def put_record(self, address: Address, value: Any, expires_at: float | None) -> None:
         """Store a JSON value (NotSerializableError, nothing written, otherwise)."""
+        check_address(address)
         text = to_json(value)
         with self._lock:
             self._records[address] = (text, expires_at)
 
     def delete_record(self, address: Address) -> bool:
         """Delete a record; True when one existed."""
+        check_address(address)
         with self._lock:
             return self._records.pop(address, None) is not None
 
@@ -82,6 +85,7 @@ class MemoryStore:
 
         Rows must be JSON like on every backend: NotSerializableError, nothing written.
         """
+        check_address(address)
         for row in rows:
             to_json(row)
         with self._locks.hold(address, lock_timeout):
@@ -95,6 +99,7 @@ class MemoryStore:
 
     def load(self, address: Address, last: int | None = None) -> list[Message]:
         """Return a copy of the buffer's rows (the last ``last`` when given)."""
+        check_address(address)
         check_last(last)
         with self._lock:
             rows = self._buffers.get(address, [])
@@ -103,6 +108,7 @@ class MemoryStore:
 
     def count(self, address: Address) -> int:
         """Return the number of rows."""
+        check_address(address)
         with self._lock:
             return len(self._buffers.get(address, []))
 
@@ -141,6 +147,7 @@ class MemoryStore:
         self, owner: str | None, include_all: bool, limit: int, offset: int
     ) -> tuple[list[SessionRecord], int]:
         """Return a page of sessions, newest first, and the total under the filter."""
+        check_page(limit, offset)
         with self._lock:
             chosen = [
                 s
@@ -187,6 +194,7 @@ class MemoryStore:
         newest_first: bool = False,
     ) -> tuple[list[TranscriptMessage], bool]:
         """Return a page of transcript rows by sequence cursor and whether more exist."""
+        check_page(limit)
         with self._lock:
             rows = [
                 m

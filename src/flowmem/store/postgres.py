@@ -43,6 +43,7 @@ from flowmem.store.memory import to_json
 from flowmem.store.rows import (
     check_address,
     check_last,
+    check_page,
     dump_json,
     session_from_row,
     token_from_row,
@@ -282,6 +283,8 @@ class PostgresStore:
             raise StoreUnavailableError(f"no PostgreSQL connection available: {exc}") from exc
         except psycopg.OperationalError as exc:
             raise StoreUnavailableError(f"PostgreSQL failed: {exc}") from exc
+        except psycopg.DataError as exc:  # a value PostgreSQL cannot hold (NUL, out of range)
+            raise InvalidInputError(f"a value cannot be stored: {exc}") from exc
         except psycopg.Error as exc:
             raise StoreError(f"PostgreSQL error: {exc}") from exc
 
@@ -428,7 +431,7 @@ class PostgresStore:
             if last is None:
                 found = conn.execute(SQL["load_all"], tuple(address)).fetchall()
             else:
-                found = conn.execute(SQL["load_last"], (*address, last)).fetchall()
+                found = conn.execute(SQL["load_last"], (*address, min(last, 2**62))).fetchall()
         return [load_row(body) for (body,) in found]
 
     def count(self, address: Address) -> int:
@@ -486,6 +489,7 @@ class PostgresStore:
         self, owner: str | None, include_all: bool, limit: int, offset: int
     ) -> tuple[list[SessionRecord], int]:
         """Return a page of sessions (newest first) and the total under the same filter."""
+        check_page(limit, offset)
         if not include_all and owner is None:
             return [], 0
         with self._connection() as conn, conn.transaction():
@@ -541,8 +545,7 @@ class PostgresStore:
         newest_first: bool = False,
     ) -> tuple[list[TranscriptMessage], bool]:
         """Return a page of transcript rows by sequence cursor and whether more exist."""
-        if limit < 0:
-            raise InvalidInputError(f"limit must be >= 0, got {limit}")
+        check_page(limit)
         low = -1 if since is None else since
         high = _SEQ_MAX if before is None else before
         name = "transcript_page_desc" if newest_first else "transcript_page_asc"

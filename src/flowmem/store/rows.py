@@ -29,6 +29,13 @@ def check_last(last: int | None) -> None:
         raise InvalidInputError(f"last must be an integer >= 0, got {last!r}")
 
 
+def check_page(limit: int, offset: int = 0) -> None:
+    """Refuse a negative (or non-integer) page limit or offset."""
+    for name, value in (("limit", limit), ("offset", offset)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InvalidInputError(f"{name} must be an integer >= 0, got {value!r}")
+
+
 def dump_json(value: Any, what: str) -> str:
     """Serialize ``value`` strictly; NotSerializableError naming ``what`` otherwise."""
     try:

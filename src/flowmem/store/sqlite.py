@@ -27,6 +27,7 @@ from flowmem.errors import (
     SchemaTooNewError,
     StoreBusyError,
     StoreError,
+    StoreUnavailableError,
 )
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
@@ -41,6 +42,7 @@ from flowmem.store.memory import to_json
 from flowmem.store.rows import (
     check_address,
     check_last,
+    check_page,
     dump_json,
     session_from_row,
     token_from_row,
@@ -284,7 +286,7 @@ class SqliteStore:
                 with self._pool_lock:
                     self._all.append(conn)
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open {self.path}: {exc}") from exc
+            raise StoreUnavailableError(f"cannot open {self.path}: {exc}") from exc
         try:
             yield conn
         except sqlite3.Error as exc:
@@ -292,6 +294,9 @@ class SqliteStore:
             if _is_busy(exc):
                 raise StoreBusyError(f"{self.path} is busy: {exc}") from exc
             raise StoreError(f"sqlite error on {self.path}: {exc}") from exc
+        except OverflowError as exc:  # an integer SQLite cannot hold (64-bit)
+            self._rollback(conn)
+            raise InvalidInputError(f"a number is out of range: {exc}") from exc
         except BaseException:
             self._rollback(conn)
             raise
@@ -486,7 +491,7 @@ class SqliteStore:
             if last is None:
                 found = conn.execute(SQL["load_all"], tuple(address)).fetchall()
             else:
-                found = conn.execute(SQL["load_last"], (*address, last)).fetchall()
+                found = conn.execute(SQL["load_last"], (*address, min(last, 2**62))).fetchall()
         return [load_row(body) for (body,) in found]
 
     def count(self, address: Address) -> int:
@@ -546,6 +551,7 @@ class SqliteStore:
         self, owner: str | None, include_all: bool, limit: int, offset: int
     ) -> tuple[list[SessionRecord], int]:
         """Return a page of sessions (newest first) and the total under the same filter."""
+        check_page(limit, offset)
         if not include_all and owner is None:
             return [], 0
         with self._connection() as conn:
@@ -603,8 +609,7 @@ class SqliteStore:
         newest_first: bool = False,
     ) -> tuple[list[TranscriptMessage], bool]:
         """Return a page of transcript rows by sequence cursor and whether more exist."""
-        if limit < 0:
-            raise InvalidInputError(f"limit must be >= 0, got {limit}")
+        check_page(limit)
         low = -1 if since is None else since
         high = _SEQ_MAX if before is None else before
         name = "transcript_page_desc" if newest_first else "transcript_page_asc"
