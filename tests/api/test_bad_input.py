@@ -247,3 +247,10 @@ def test_unknown_route_and_method(seeded: tuple[Api, str]) -> None:
     api, _ = seeded
     assert refused(api, "GET", "/v1/nothing").status_code == 404
     assert refused(api, "PUT", "/v1/sessions").status_code == 405
+
+
+def test_repeated_query_parameter(seeded: tuple[Api, str]) -> None:
+    api, _ = seeded
+    response = refused(api, "GET", "/v1/sessions?limit=1&limit=2")
+    assert (response.status_code, response.json()["error"]["code"]) == (422, "invalid_input")
+    assert response.json()["error"]["details"][0]["field"] == "query.limit"

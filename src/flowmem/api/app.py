@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import Depends, FastAPI
+from fastapi import FastAPI
 
 from flowmem import __version__
-from flowmem.api.deps import Services, single_query_values
+from flowmem.api.deps import Services
 from flowmem.api.errors import install_error_handlers
 from flowmem.api.limits import BodyLimitMiddleware
 from flowmem.api.logs import RequestLogMiddleware
@@ -70,13 +70,12 @@ def create_app(
         version=__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
-        dependencies=[Depends(single_query_values)],
     )
     app.state.services = services
     install_error_handlers(app)
 
     @app.get("/health", response_model=Health, tags=["health"])
-    def health() -> dict[str, Any]:
+    async def health() -> dict[str, Any]:
         """Liveness: no token needed."""
         return {"status": "ok", "version": __version__}
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from fastapi import Depends, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
 
 from flowmem.access import Principal
 from flowmem.auth import authenticate, bearer_token
-from flowmem.errors import InvalidInputError
 from flowmem.service import MemoryService
 from flowmem.sessions import SessionService
 from flowmem.store.base import Store
@@ -27,33 +28,44 @@ class Services:
     sessions: SessionService
 
 
-def get_services(request: Request) -> Services:
-    """Return the app's services."""
+async def get_services(request: Request) -> Services:
+    """Return the app's services (async: no thread hop for a plain lookup)."""
     services: Services = request.app.state.services
     return services
 
 
-def current_principal(
+async def current_principal(
     request: Request,
     _credentials: HTTPAuthorizationCredentials | None = _BEARER,
 ) -> Principal:
-    """Authenticate the ``Authorization: Bearer`` token; 401 when missing, unknown or revoked."""
+    """Authenticate the ``Authorization: Bearer`` token; 401 when missing, unknown or revoked.
+
+    Runs before the body is validated, so an unauthenticated request learns nothing
+    more than 401; the store lookup runs in the thread pool.
+    """
     token = bearer_token(request.headers.get("authorization"))
-    principal = authenticate(get_services(request).store, token)
+    services: Services = request.app.state.services
+    principal = await run_in_threadpool(authenticate, services.store, token)
     request.state.token_id = principal.token_id
     return principal
 
 
-def single_query_values(request: Request) -> None:
-    """Refuse a query parameter given twice: every parameter of this API is a single value."""
-    seen: set[str] = set()
-    for key, _ in request.query_params.multi_items():
-        if key in seen:
-            raise InvalidInputError(
-                f"query parameter {key!r} is given more than once", field=f"query.{key}"
-            )
-        seen.add(key)
+class Caller(NamedTuple):
+    """The authenticated principal and the app's services, from one dependency."""
+
+    principal: Principal
+    services: Services
+
+
+async def current_caller(
+    request: Request,
+    _credentials: HTTPAuthorizationCredentials | None = _BEARER,
+) -> Caller:
+    """Authenticate the caller (see ``current_principal``) and hand over the services."""
+    principal = await current_principal(request, _credentials)
+    return Caller(principal, request.app.state.services)
 
 
 PRINCIPAL = Depends(current_principal)
 SERVICES = Depends(get_services)
+CALLER = Depends(current_caller)

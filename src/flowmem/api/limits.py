@@ -4,7 +4,8 @@ A body is refused before any work when it is larger than ``MAX_BODY_BYTES`` (413
 checked against ``Content-Length`` first and then counted while streaming), not
 JSON-typed (415), not valid UTF-8 JSON (400 ``invalid_json``), nested
 ``MAX_DEPTH`` levels deep or more (400 ``body_too_deep``, checked without
-recursion), or not an object or an array at the top (400 ``invalid_body``).
+recursion), or not an object or an array at the top (400 ``invalid_body``); a query parameter
+given twice is 422 (every parameter of this API is a single value).
 A refused request never reaches a route, so it changes nothing.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -77,8 +79,26 @@ def check_body(body: bytes, content_type: str | None) -> tuple[int, str, str] | 
     return None
 
 
-async def _send_error(send: Send, status: int, code: str, message: str) -> None:
-    payload = json.dumps(error_body(code, message)).encode("utf-8")
+def repeated_query_key(query: bytes) -> str | None:
+    """Return a query parameter given more than once (this API has none that repeat)."""
+    if b"&" not in query:
+        return None
+    seen: set[str] = set()
+    for key, _ in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
+        if key in seen:
+            return key
+        seen.add(key)
+    return None
+
+
+async def _send_error(
+    send: Send,
+    status: int,
+    code: str,
+    message: str,
+    details: list[dict[str, Any]] | None = None,
+) -> None:
+    payload = json.dumps(error_body(code, message, details)).encode("utf-8")
     await send(
         {
             "type": "http.response.start",
@@ -94,7 +114,7 @@ async def _send_error(send: Send, status: int, code: str, message: str) -> None:
 
 
 class BodyLimitMiddleware:
-    """Read, count and check the request body before the app sees it; replay it after."""
+    """Check the query and the body before the app sees them; replay the body after."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -103,6 +123,12 @@ class BodyLimitMiddleware:
         """Refuse an unacceptable body with its status; pass an acceptable one on."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        repeated = repeated_query_key(scope.get("query_string", b""))
+        if repeated is not None:
+            text = f"query parameter {repeated!r} is given more than once"
+            details = [{"field": f"query.{repeated}", "message": text}]
+            await _send_error(send, 422, "invalid_input", text, details)
             return
         headers = {k.lower(): v for k, v in scope.get("headers", [])}
         declared = headers.get(b"content-length")

@@ -11,9 +11,9 @@ import json
 from typing import Any, Literal
 
 from fastapi import APIRouter, Path, Query
+from starlette.concurrency import run_in_threadpool as blocking
 
-from flowmem.access import Principal
-from flowmem.api.deps import PRINCIPAL, SERVICES, Services
+from flowmem.api.deps import CALLER, Caller
 from flowmem.api.models import BufferAppend, BufferResult, MemoryWrite, ReadResult, WriteResult
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
 from flowmem.api.scopes import scope_context
@@ -37,7 +37,7 @@ SCOPE_ERRORS = (*AUTH_ERRORS, 403, 404, 422)
 
 
 @router.get("/buffers/{scope}/{key}", response_model=BufferResult, responses=errors(*SCOPE_ERRORS))
-def load_buffer(
+async def load_buffer(
     scope: ScopeName = ScopePath,
     key: str = KeyPath,
     last: int | None = Query(None, ge=0, le=2**62, description="Only the last N messages."),
@@ -45,21 +45,26 @@ def load_buffer(
     workflow_id: str | None = WorkflowQuery,
     pipeline_id: str | None = PipelineQuery,
     execution_id: str | None = ExecutionQuery,
-    principal: Principal = PRINCIPAL,
-    services: Services = SERVICES,
+    caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Load a conversation buffer (optionally only its last N messages)."""
-    context = scope_context(
-        services.sessions,
-        principal,
-        scope,
-        write=False,
-        session_id=session_id,
-        workflow_id=workflow_id,
-        pipeline_id=pipeline_id,
-        execution_id=execution_id,
-    )
-    return services.memory.load(scope, key, context, last=last).to_dict()
+    principal, services = caller
+
+    def work() -> dict[str, Any]:
+        context = scope_context(
+            services.sessions,
+            principal,
+            scope,
+            write=False,
+            session_id=session_id,
+            workflow_id=workflow_id,
+            pipeline_id=pipeline_id,
+            execution_id=execution_id,
+        )
+        return services.memory.load(scope, key, context, last=last).to_dict()
+
+    done: dict[str, Any] = await blocking(work)
+    return done
 
 
 @router.post(
@@ -67,7 +72,7 @@ def load_buffer(
     response_model=BufferResult,
     responses=errors(*SCOPE_ERRORS, *BODY_ERRORS),
 )
-def append_buffer(
+async def append_buffer(
     body: BufferAppend,
     scope: ScopeName = ScopePath,
     key: str = KeyPath,
@@ -75,65 +80,75 @@ def append_buffer(
     workflow_id: str | None = WorkflowQuery,
     pipeline_id: str | None = PipelineQuery,
     execution_id: str | None = ExecutionQuery,
-    principal: Principal = PRINCIPAL,
-    services: Services = SERVICES,
+    caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Append one message or a list to a buffer (MEM-1, 2, 3, 10, 12, 14 apply).
 
     Returns the buffer after the append unless `return_messages` is false. At most
     1000 messages per request (413 beyond).
     """
+    principal, services = caller
     messages = body.messages if isinstance(body.messages, list) else [body.messages]
     if len(messages) > MAX_BATCH:
         raise PayloadTooLargeError(
             f"at most {MAX_BATCH} messages per append, got {len(messages)}", field="messages"
         )
-    context = scope_context(
-        services.sessions,
-        principal,
-        scope,
-        write=True,
-        session_id=session_id,
-        workflow_id=workflow_id,
-        pipeline_id=pipeline_id,
-        execution_id=execution_id,
-    )
-    result = services.memory.append(
-        scope,
-        key,
-        messages,
-        context,
-        body.max_messages,
-        return_messages=body.return_messages,
-    )
-    return result.to_dict()
+
+    def work() -> dict[str, Any]:
+        context = scope_context(
+            services.sessions,
+            principal,
+            scope,
+            write=True,
+            session_id=session_id,
+            workflow_id=workflow_id,
+            pipeline_id=pipeline_id,
+            execution_id=execution_id,
+        )
+        result = services.memory.append(
+            scope,
+            key,
+            messages,
+            context,
+            body.max_messages,
+            return_messages=body.return_messages,
+        )
+        return result.to_dict()
+
+    done: dict[str, Any] = await blocking(work)
+    return done
 
 
 @router.delete(
     "/buffers/{scope}/{key}", response_model=WriteResult, responses=errors(*SCOPE_ERRORS)
 )
-def clear_buffer(
+async def clear_buffer(
     scope: ScopeName = ScopePath,
     key: str = KeyPath,
     session_id: str | None = SessionQuery,
     workflow_id: str | None = WorkflowQuery,
     pipeline_id: str | None = PipelineQuery,
     execution_id: str | None = ExecutionQuery,
-    principal: Principal = PRINCIPAL,
-    services: Services = SERVICES,
+    caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Delete every message of a buffer."""
-    context = scope_context(
-        services.sessions,
-        principal,
-        scope,
-        write=True,
-        session_id=session_id,
-        workflow_id=workflow_id,
-        pipeline_id=pipeline_id,
-        execution_id=execution_id,
-    )
-    return services.memory.clear(scope, key, context).to_dict()
+    principal, services = caller
+
+    def work() -> dict[str, Any]:
+        context = scope_context(
+            services.sessions,
+            principal,
+            scope,
+            write=True,
+            session_id=session_id,
+            workflow_id=workflow_id,
+            pipeline_id=pipeline_id,
+            execution_id=execution_id,
+        )
+        return services.memory.clear(scope, key, context).to_dict()
+
+    done: dict[str, Any] = await blocking(work)
+    return done
 
 
 def _parse_default(text: str | None) -> Any:
@@ -147,7 +162,7 @@ def _parse_default(text: str | None) -> Any:
 
 
 @router.get("/memory/{scope}/{key}", response_model=ReadResult, responses=errors(*SCOPE_ERRORS))
-def read_record(
+async def read_record(
     scope: ScopeName = ScopePath,
     key: str = KeyPath,
     default: str | None = Query(
@@ -160,22 +175,27 @@ def read_record(
     workflow_id: str | None = WorkflowQuery,
     pipeline_id: str | None = PipelineQuery,
     execution_id: str | None = ExecutionQuery,
-    principal: Principal = PRINCIPAL,
-    services: Services = SERVICES,
+    caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Read a memory record; `found: false` and the default when absent, expired or refused."""
+    principal, services = caller
     fallback = _parse_default(default)
-    context = scope_context(
-        services.sessions,
-        principal,
-        scope,
-        write=False,
-        session_id=session_id,
-        workflow_id=workflow_id,
-        pipeline_id=pipeline_id,
-        execution_id=execution_id,
-    )
-    return services.memory.read(scope, key, context, default=fallback).to_dict()
+
+    def work() -> dict[str, Any]:
+        context = scope_context(
+            services.sessions,
+            principal,
+            scope,
+            write=False,
+            session_id=session_id,
+            workflow_id=workflow_id,
+            pipeline_id=pipeline_id,
+            execution_id=execution_id,
+        )
+        return services.memory.read(scope, key, context, default=fallback).to_dict()
+
+    done: dict[str, Any] = await blocking(work)
+    return done
 
 
 @router.put(
@@ -183,7 +203,7 @@ def read_record(
     response_model=WriteResult,
     responses=errors(*SCOPE_ERRORS, *BODY_ERRORS),
 )
-def write_record(
+async def write_record(
     body: MemoryWrite,
     scope: ScopeName = ScopePath,
     key: str = KeyPath,
@@ -191,43 +211,53 @@ def write_record(
     workflow_id: str | None = WorkflowQuery,
     pipeline_id: str | None = PipelineQuery,
     execution_id: str | None = ExecutionQuery,
-    principal: Principal = PRINCIPAL,
-    services: Services = SERVICES,
+    caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Write a memory record (any JSON value) with an optional TTL in seconds."""
-    context = scope_context(
-        services.sessions,
-        principal,
-        scope,
-        write=True,
-        session_id=session_id,
-        workflow_id=workflow_id,
-        pipeline_id=pipeline_id,
-        execution_id=execution_id,
-    )
-    return services.memory.write(scope, key, body.value, context, ttl=body.ttl).to_dict()
+    principal, services = caller
+
+    def work() -> dict[str, Any]:
+        context = scope_context(
+            services.sessions,
+            principal,
+            scope,
+            write=True,
+            session_id=session_id,
+            workflow_id=workflow_id,
+            pipeline_id=pipeline_id,
+            execution_id=execution_id,
+        )
+        return services.memory.write(scope, key, body.value, context, ttl=body.ttl).to_dict()
+
+    done: dict[str, Any] = await blocking(work)
+    return done
 
 
 @router.delete("/memory/{scope}/{key}", response_model=WriteResult, responses=errors(*SCOPE_ERRORS))
-def delete_record(
+async def delete_record(
     scope: ScopeName = ScopePath,
     key: str = KeyPath,
     session_id: str | None = SessionQuery,
     workflow_id: str | None = WorkflowQuery,
     pipeline_id: str | None = PipelineQuery,
     execution_id: str | None = ExecutionQuery,
-    principal: Principal = PRINCIPAL,
-    services: Services = SERVICES,
+    caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Delete a memory record."""
-    context = scope_context(
-        services.sessions,
-        principal,
-        scope,
-        write=True,
-        session_id=session_id,
-        workflow_id=workflow_id,
-        pipeline_id=pipeline_id,
-        execution_id=execution_id,
-    )
-    return services.memory.delete(scope, key, context).to_dict()
+    principal, services = caller
+
+    def work() -> dict[str, Any]:
+        context = scope_context(
+            services.sessions,
+            principal,
+            scope,
+            write=True,
+            session_id=session_id,
+            workflow_id=workflow_id,
+            pipeline_id=pipeline_id,
+            execution_id=execution_id,
+        )
+        return services.memory.delete(scope, key, context).to_dict()
+
+    done: dict[str, Any] = await blocking(work)
+    return done

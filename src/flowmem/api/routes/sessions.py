@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Body, Path, Query, Response
+from starlette.concurrency import run_in_threadpool as blocking
 
-from flowmem.access import Principal
-from flowmem.api.deps import PRINCIPAL, SERVICES, Services
+from flowmem.api.deps import CALLER, Caller
 from flowmem.api.models import (
     MessageIn,
     MessagePage,
@@ -37,26 +37,28 @@ Seq = Path(ge=1, le=2**62, description="The message's sequence number in its ses
     response_model=Session,
     responses=errors(*AUTH_ERRORS, 403, *BODY_ERRORS),
 )
-def create_session(
+async def create_session(
     body: SessionCreate,
-    principal: Principal = PRINCIPAL,
-    services: Services = SERVICES,
+    caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Create a session owned by the caller (unowned for a service token). Needs `sessions:create`."""
-    record = services.sessions.create(principal, body.name, body.agent, body.metadata)
+    principal, services = caller
+    record = await blocking(
+        services.sessions.create, principal, body.name, body.agent, body.metadata
+    )
     return session_dict(record)
 
 
 @router.get("", response_model=SessionList, responses=errors(*AUTH_ERRORS, 403, 422))
-def list_sessions(
+async def list_sessions(
     limit: int = Query(20, description="Page size, clamped to 1–100."),
     offset: int = Query(0, ge=0, le=2**62),
-    principal: Principal = PRINCIPAL,
-    services: Services = SERVICES,
+    caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """List the sessions the caller may view, newest first, with the total under the same filter."""
+    principal, services = caller
     size = clamp_limit(limit)
-    page = services.sessions.list_sessions(principal, size, offset)
+    page = await blocking(services.sessions.list_sessions, principal, size, offset)
     return {
         "data": [session_dict(s) for s in page.sessions],
         "pagination": Pagination(
@@ -66,23 +68,23 @@ def list_sessions(
 
 
 @router.get("/{session_id}", response_model=Session, responses=errors(*AUTH_ERRORS, 404, 422))
-def get_session(
+async def get_session(
     session_id: str = SessionId,
-    principal: Principal = PRINCIPAL,
-    services: Services = SERVICES,
+    caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Read one session."""
-    return session_dict(services.sessions.get(principal, session_id))
+    principal, services = caller
+    return session_dict(await blocking(services.sessions.get, principal, session_id))
 
 
 @router.delete("/{session_id}", status_code=204, responses=errors(*AUTH_ERRORS, 403, 404, 409, 422))
-def delete_session(
+async def delete_session(
     session_id: str = SessionId,
-    principal: Principal = PRINCIPAL,
-    services: Services = SERVICES,
+    caller: Caller = CALLER,
 ) -> Response:
     """Delete a session, its transcript and its conversation buffer (owner or admin)."""
-    services.sessions.delete(principal, session_id)
+    principal, services = caller
+    await blocking(services.sessions.delete, principal, session_id)
     return Response(status_code=204)
 
 
@@ -91,7 +93,7 @@ def delete_session(
     response_model=MessagePage,
     responses=errors(*AUTH_ERRORS, 404, 422),
 )
-def list_messages(
+async def list_messages(
     session_id: str = SessionId,
     since: int | None = Query(None, ge=0, le=2**62, description="Only messages with seq > since."),
     before: int | None = Query(
@@ -99,13 +101,13 @@ def list_messages(
     ),
     limit: int = Query(20, description="Page size, clamped to 1–100."),
     newest_first: bool = Query(False),
-    principal: Principal = PRINCIPAL,
-    services: Services = SERVICES,
+    caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Poll a session's transcript by sequence cursor."""
+    principal, services = caller
     size = clamp_limit(limit)
-    items, has_more = services.sessions.messages(
-        principal, session_id, since, before, size, newest_first
+    items, has_more = await blocking(
+        services.sessions.messages, principal, session_id, since, before, size, newest_first
     )
     data = [transcript_dict(item) for item in items]
     last = items[-1].seq if items else None
@@ -126,16 +128,18 @@ def list_messages(
         **errors(*AUTH_ERRORS, 403, 404, 409, *BODY_ERRORS),
     },
 )
-def send_turn(
+async def send_turn(
     body: TurnCreate,
     response: Response,
     session_id: str = SessionId,
     wait: bool = Query(False, description="Wait for the turn to finish (200) instead of 202."),
-    principal: Principal = PRINCIPAL,
-    services: Services = SERVICES,
+    caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Send a user turn: a drive action (MEM-9), run under the session owner's identity (MEM-8)."""
-    result = services.sessions.send_turn(principal, session_id, body.content, wait=wait)
+    principal, services = caller
+    result: dict[str, Any] = await blocking(
+        services.sessions.send_turn, principal, session_id, body.content, wait=wait
+    )
     if wait:
         response.status_code = 200
     return result
@@ -146,13 +150,14 @@ def send_turn(
     response_model=StopResult,
     responses=errors(*AUTH_ERRORS, 403, 404, 422),
 )
-def stop_session(
+async def stop_session(
     session_id: str = SessionId,
-    principal: Principal = PRINCIPAL,
-    services: Services = SERVICES,
+    caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Stop the running turn (a drive action)."""
-    return services.sessions.stop(principal, session_id)
+    principal, services = caller
+    stopped: dict[str, Any] = await blocking(services.sessions.stop, principal, session_id)
+    return stopped
 
 
 @router.post(
@@ -160,13 +165,14 @@ def stop_session(
     response_model=ResetResult,
     responses=errors(*AUTH_ERRORS, 403, 404, 409, 422),
 )
-def reset_session(
+async def reset_session(
     session_id: str = SessionId,
-    principal: Principal = PRINCIPAL,
-    services: Services = SERVICES,
+    caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Clear the session's conversation buffer (a drive action); the transcript stays."""
-    return services.sessions.reset(principal, session_id)
+    principal, services = caller
+    reset: dict[str, Any] = await blocking(services.sessions.reset, principal, session_id)
+    return reset
 
 
 @router.patch(
@@ -174,15 +180,16 @@ def reset_session(
     response_model=TranscriptRow,
     responses=errors(*AUTH_ERRORS, 403, 404, *BODY_ERRORS),
 )
-def edit_message(
+async def edit_message(
     session_id: str = SessionId,
     seq: int = Seq,
     message: MessageIn = MESSAGE_BODY,
-    principal: Principal = PRINCIPAL,
-    services: Services = SERVICES,
+    caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Replace one transcript message. Admin only (MEM-15); anyone else gets 403."""
-    return transcript_dict(services.sessions.edit_message(principal, session_id, seq, message))
+    principal, services = caller
+    edited = await blocking(services.sessions.edit_message, principal, session_id, seq, message)
+    return transcript_dict(edited)
 
 
 @router.delete(
@@ -190,12 +197,12 @@ def edit_message(
     status_code=204,
     responses=errors(*AUTH_ERRORS, 403, 404, 422),
 )
-def delete_message(
+async def delete_message(
     session_id: str = SessionId,
     seq: int = Seq,
-    principal: Principal = PRINCIPAL,
-    services: Services = SERVICES,
+    caller: Caller = CALLER,
 ) -> Response:
     """Delete one transcript message. Admin only (MEM-15); anyone else gets 403."""
-    services.sessions.delete_message(principal, session_id, seq)
+    principal, services = caller
+    await blocking(services.sessions.delete_message, principal, session_id, seq)
     return Response(status_code=204)

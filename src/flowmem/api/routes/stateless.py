@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
+from starlette.concurrency import run_in_threadpool as blocking
 
 from flowmem.access import Principal
 from flowmem.api.deps import PRINCIPAL
@@ -22,20 +23,20 @@ def _messages(body: MessageList | list[Any]) -> list[Any]:
 @router.post(
     "/normalize", response_model=NormalizeOut, responses=errors(*AUTH_ERRORS, *BODY_ERRORS)
 )
-def normalize_messages(
+async def normalize_messages(
     body: MessageList | list[Any],
     principal: Principal = PRINCIPAL,
 ) -> dict[str, Any]:
     """Normalize a message list so a provider accepts it (MEM-5); a bare list or `{messages}`."""
-    result = normalize(_messages(body))
+    result = await blocking(normalize, _messages(body))
     return {"messages": result.messages, "dropped": result.dropped}
 
 
 @router.post("/check", response_model=CheckOut, responses=errors(*AUTH_ERRORS, *BODY_ERRORS))
-def check_messages(
+async def check_messages(
     body: MessageList | list[Any],
     principal: Principal = PRINCIPAL,
 ) -> dict[str, Any]:
     """List what a provider would reject in a message list; a bare list or `{messages}`."""
-    violations = check_sendable(_messages(body))
+    violations = await blocking(check_sendable, _messages(body))
     return {"sendable": not violations, "violations": [v.to_dict() for v in violations]}

@@ -1,0 +1,468 @@
+"""HTTP load benchmark of ``flowmem serve`` (not a test).
+
+Starts a real ``flowmem serve`` on SQLite (one worker) and, separately, on
+PostgreSQL with ``--workers 2`` (a throwaway server from the system binaries, or
+``--postgres-url``), and drives each with N concurrent keep-alive clients:
+
+1. ceiling: ``GET /health`` (an empty endpoint of the same app);
+2. append: buffer appends, half to ONE shared session and half spread over
+   1,000 sessions (``POST /v1/buffers/session/chat_history?session_id=…``);
+3. mixed: 80 % appends as above, 20 % reads of the last 20 messages.
+
+It reports throughput, p50/p99 latency and errors per phase, then verifies that
+every acknowledged append is stored exactly once (none lost, none duplicated).
+Targets: zero errors, zero lost or duplicated appends, append throughput >= 0.4 x
+the ceiling, p99 <= 100 ms.
+
+    .venv/bin/python bench/http.py                     # both backends, 20 s per phase
+    .venv/bin/python bench/http.py --backend sqlite --duration 5
+    .venv/bin/python bench/http.py --backend postgres --postgres-url postgresql://…
+
+The clients speak minimal HTTP/1.1 over asyncio streams (no client library), so
+that the load generator costs as little CPU as possible on the same machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import glob
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+FLOWMEM = [sys.executable, "-c", "from flowmem.cli import main; main()"]
+
+
+# --- a minimal keep-alive HTTP/1.1 client ------------------------------------------------
+class Connection:
+    """One keep-alive connection; ``request`` returns (status, body bytes)."""
+
+    def __init__(self, host: str, port: int, token: str) -> None:
+        self.host, self.port, self.token = host, port, token
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def _open(self) -> None:
+        self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+
+    async def request(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
+        """Send one request and read its response (reconnecting once if the peer closed)."""
+        payload = b"" if body is None else json.dumps(body).encode()
+        head = (
+            f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\n"
+            f"Authorization: Bearer {self.token}\r\nContent-Length: {len(payload)}\r\n"
+        )
+        if body is not None:
+            head += "Content-Type: application/json\r\n"
+        data = (head + "\r\n").encode() + payload
+        for attempt in (1, 2):
+            if self.writer is None:
+                await self._open()
+            assert self.reader is not None and self.writer is not None
+            try:
+                self.writer.write(data)
+                await self.writer.drain()
+                return await self._response()
+            except (ConnectionError, asyncio.IncompleteReadError):
+                self.writer = None
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _response(self) -> tuple[int, bytes]:
+        assert self.reader is not None
+        status_line = await self.reader.readuntil(b"\r\n")
+        status = int(status_line.split()[1])
+        length = 0
+        close = False
+        while True:
+            line = await self.reader.readuntil(b"\r\n")
+            if line == b"\r\n":
+                break
+            name, _, value = line.decode("latin-1").partition(":")
+            if name.lower() == "content-length":
+                length = int(value.strip())
+            elif name.lower() == "connection" and value.strip().lower() == "close":
+                close = True
+        body = await self.reader.readexactly(length) if length else b""
+        if close and self.writer is not None:
+            self.writer.close()
+            self.writer = None
+        return status, body
+
+    def close(self) -> None:
+        """Close the socket."""
+        if self.writer is not None:
+            self.writer.close()
+
+
+# --- phases ------------------------------------------------------------------------------
+@dataclass
+class Phase:
+    """What one phase measured."""
+
+    name: str
+    duration: float = 0.0
+    latencies: dict[str, list[float]] = field(default_factory=dict)
+    errors: Counter[str] = field(default_factory=Counter)
+    acked: dict[str, list[str]] = field(default_factory=dict)  # session id -> contents
+
+    def add(self, kind: str, seconds: float) -> None:
+        self.latencies.setdefault(kind, []).append(seconds)
+
+    def count(self, kind: str | None = None) -> int:
+        if kind is None:
+            return sum(len(v) for v in self.latencies.values())
+        return len(self.latencies.get(kind, []))
+
+    def rate(self, kind: str | None = None) -> float:
+        return self.count(kind) / self.duration if self.duration else 0.0
+
+    def percentile(self, q: float, kind: str | None = None) -> float:
+        values = sorted(v for k, vs in self.latencies.items() if kind in (None, k) for v in vs)
+        if not values:
+            return float("nan")
+        return values[min(len(values) - 1, int(q * len(values)))] * 1000
+
+
+async def run_phase(
+    name: str,
+    host: str,
+    port: int,
+    token: str,
+    clients: int,
+    duration: float,
+    shared: str,
+    sessions: list[str],
+    read_share: float,
+    health_only: bool = False,
+) -> Phase:
+    """Drive ``clients`` concurrent connections for ``duration`` seconds."""
+    phase = Phase(name)
+    deadline = time.monotonic() + duration
+
+    async def client(index: int) -> None:
+        rng = random.Random(index)
+        conn = Connection(host, port, token)
+        n = 0
+        try:
+            while time.monotonic() < deadline:
+                n += 1
+                if health_only:
+                    kind, method, path, body = "health", "GET", "/health", None
+                elif rng.random() < read_share:
+                    sid = rng.choice(sessions)
+                    kind, method, body = "read", "GET", None
+                    path = f"/v1/buffers/session/chat_history?session_id={sid}&last=20"
+                else:
+                    sid = shared if rng.random() < 0.5 else rng.choice(sessions)
+                    content = f"{name}-{index}-{n}"
+                    kind, method = "append", "POST"
+                    path = f"/v1/buffers/session/chat_history?session_id={sid}"
+                    body = {
+                        "messages": {"role": "user", "content": content},
+                        "return_messages": False,
+                    }
+                started = time.perf_counter()
+                try:
+                    status, raw = await conn.request(method, path, body)
+                except (OSError, asyncio.IncompleteReadError) as exc:
+                    phase.errors[f"{kind}: {type(exc).__name__}"] += 1
+                    continue
+                phase.add(kind, time.perf_counter() - started)
+                if status != 200:
+                    phase.errors[f"{kind}: HTTP {status}"] += 1
+                    continue
+                if kind == "append":
+                    result = json.loads(raw)
+                    if result.get("appended") != 1:
+                        phase.errors["append: appended != 1"] += 1
+                        continue
+                    phase.acked.setdefault(sid, []).append(content)
+        finally:
+            conn.close()
+
+    started = time.monotonic()
+    await asyncio.gather(*(client(i) for i in range(clients)))
+    phase.duration = time.monotonic() - started
+    return phase
+
+
+async def setup_sessions(host: str, port: int, token: str, count: int) -> tuple[str, list[str]]:
+    """Create the shared session and ``count`` others (16 connections at a time)."""
+    ids: list[str] = []
+
+    async def creator(index: int, todo: int) -> None:
+        conn = Connection(host, port, token)
+        try:
+            for i in range(todo):
+                status, raw = await conn.request(
+                    "POST", "/v1/sessions", {"name": f"bench-{index}-{i}"}
+                )
+                if status != 201:
+                    raise RuntimeError(f"could not create a session: {status} {raw[:200]!r}")
+                ids.append(json.loads(raw)["id"])
+        finally:
+            conn.close()
+
+    workers = 16
+    share = [
+        (count + 1) // workers + (1 if i < (count + 1) % workers else 0) for i in range(workers)
+    ]
+    await asyncio.gather(*(creator(i, n) for i, n in enumerate(share)))
+    return ids[0], ids[1:]
+
+
+async def verify(
+    host: str, port: int, token: str, phases: list[Phase], every: list[str]
+) -> dict[str, int]:
+    """Load every buffer; count acknowledged appends lost or duplicated."""
+    acked: dict[str, Counter[str]] = {}
+    for phase in phases:
+        for sid, contents in phase.acked.items():
+            acked.setdefault(sid, Counter()).update(contents)
+    report = {"acknowledged": 0, "lost": 0, "duplicated": 0, "unacknowledged_stored": 0}
+    conn = Connection(host, port, token)
+    try:
+        for sid in every:
+            status, raw = await conn.request(
+                "GET", f"/v1/buffers/session/chat_history?session_id={sid}"
+            )
+            if status != 200:
+                raise RuntimeError(f"cannot load {sid}: {status}")
+            stored = Counter(m["content"] for m in json.loads(raw)["messages"])
+            expected = acked.get(sid, Counter())
+            report["acknowledged"] += sum(expected.values())
+            for content, times in expected.items():
+                have = stored.get(content, 0)
+                if have == 0:
+                    report["lost"] += times
+                elif have > times:
+                    report["duplicated"] += have - times
+            report["unacknowledged_stored"] += sum(
+                n for content, n in stored.items() if content not in expected
+            )
+    finally:
+        conn.close()
+    return report
+
+
+# --- servers -----------------------------------------------------------------------------
+def free_port() -> int:
+    """A free loopback TCP port."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def flowmem_server(database: str, workers: int, workdir: Path) -> Iterator[tuple[int, str]]:
+    """Run ``flowmem serve``; yield (port, admin token)."""
+    port = free_port()
+    out, err = workdir / f"serve-{port}.out", workdir / f"serve-{port}.err"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FLOWMEM_")}
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        process = subprocess.Popen(
+            [
+                *FLOWMEM,
+                *("serve", "--database", database, "--port", str(port)),
+                *("--workers", str(workers), "--no-access-log"),
+            ],
+            cwd=workdir,
+            stdout=stdout,
+            stderr=stderr,
+            env=env,
+        )
+    try:
+        deadline = time.monotonic() + 120
+        token = ""
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError(f"flowmem serve exited: {err.read_text()}")
+            for line in out.read_text().splitlines():
+                if "admin token:" in line:
+                    token = line.split("admin token:", 1)[1].strip()
+            if token and _healthy(port):
+                break
+            time.sleep(0.2)
+        else:
+            raise RuntimeError(f"flowmem serve did not start: {err.read_text()}")
+        yield port, token
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def _healthy(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            return sock.recv(64).startswith(b"HTTP/1.1 200")
+    except OSError:
+        return False
+
+
+@contextmanager
+def throwaway_postgres(workdir: Path) -> Iterator[str]:
+    """Start a PostgreSQL server from the system binaries; yield a URL to a fresh database."""
+    bindirs = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
+    bindir = Path(bindirs[-1]) if bindirs else None
+    if bindir is None or not (bindir / "pg_ctl").exists():
+        found = shutil.which("pg_ctl")
+        if not found:
+            raise RuntimeError(
+                "no PostgreSQL binaries: apt-get install postgresql, or --postgres-url"
+            )
+        bindir = Path(found).parent
+    base = Path(tempfile.mkdtemp(prefix="flowmem-bench-pg-"))  # postgres must reach it
+    data, sockets = base / "data", base / "sock"
+    sockets.mkdir()
+    as_pg: list[str] = []
+    if os.geteuid() == 0:
+        shutil.chown(base, user="postgres", group="postgres")
+        shutil.chown(sockets, user="postgres", group="postgres")
+        as_pg = ["runuser", "-u", "postgres", "--"]
+    port = free_port()
+    options = (
+        f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c max_connections=200 "
+        "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    )
+    subprocess.run(
+        [
+            *as_pg,
+            *(str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"),
+            *("-E", "UTF8", "--no-sync", "--locale=C"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [
+            *as_pg,
+            *(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(base / "log"), "-w"),
+            *("-o", options, "start"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run(
+            [*as_pg, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"],
+            capture_output=True,
+        )
+        shutil.rmtree(base, ignore_errors=True)
+
+
+# --- the run -------------------------------------------------------------------------------
+def bench_backend(
+    label: str, database: str, workers: int, args: argparse.Namespace, workdir: Path
+) -> dict[str, Any]:
+    """Run the three phases against one server and verify the stored appends."""
+    with flowmem_server(database, workers, workdir) as (port, token):
+        host = "127.0.0.1"
+        shared, sessions = asyncio.run(setup_sessions(host, port, token, args.sessions))
+        common = (host, port, token, args.clients, args.duration, shared, sessions)
+        ceiling = asyncio.run(run_phase("ceiling", *common, read_share=0.0, health_only=True))
+        append = asyncio.run(run_phase("append", *common, read_share=0.0))
+        mixed = asyncio.run(run_phase("mixed", *common, read_share=0.2))
+        checked = asyncio.run(verify(host, port, token, [append, mixed], [shared, *sessions]))
+    return {"label": label, "phases": [ceiling, append, mixed], "verify": checked}
+
+
+def report(result: dict[str, Any], args: argparse.Namespace) -> bool:
+    """Print one backend's table; return whether every target was met."""
+    ceiling, append, mixed = result["phases"]
+    print(f"\n## {result['label']}  ({args.clients} clients, {args.duration:g} s per phase)\n")
+    print("| phase | op | requests | req/s | p50 ms | p99 ms | errors |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for phase in (ceiling, append, mixed):
+        for kind in sorted(phase.latencies):
+            errors = sum(n for k, n in phase.errors.items() if k.startswith(kind))
+            print(
+                f"| {phase.name} | {kind} | {phase.count(kind)} | {phase.rate(kind):.0f} "
+                f"| {phase.percentile(0.5, kind):.1f} | {phase.percentile(0.99, kind):.1f} | {errors} |"
+            )
+    checked = result["verify"]
+    ratio = append.rate("append") / ceiling.rate("health") if ceiling.rate("health") else 0.0
+    errors = sum(sum(p.errors.values()) for p in result["phases"])
+    worst_p99 = max(append.percentile(0.99), mixed.percentile(0.99))
+    print(
+        f"\nverify: {checked['acknowledged']} acknowledged appends, lost {checked['lost']}, "
+        f"duplicated {checked['duplicated']}, stored without ack {checked['unacknowledged_stored']}"
+    )
+    if any(p.errors for p in result["phases"]):
+        for phase in result["phases"]:
+            for kind, n in phase.errors.most_common():
+                print(f"  error in {phase.name}: {kind} x{n}")
+    targets = {
+        "zero errors": errors == 0,
+        "zero lost or duplicated appends": checked["lost"] == 0 and checked["duplicated"] == 0,
+        f"append throughput >= 0.4 x ceiling (got {ratio:.2f})": ratio >= 0.4,
+        f"p99 <= 100 ms (got {worst_p99:.1f} ms)": worst_p99 <= 100,
+    }
+    for name, ok in targets.items():
+        print(f"- [{'x' if ok else ' '}] {name}")
+    return all(targets.values())
+
+
+def main() -> None:
+    """Parse options, run the requested backends, print the tables."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="both")
+    parser.add_argument("--duration", type=float, default=20.0, help="seconds per phase")
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--sessions", type=int, default=1000)
+    parser.add_argument(
+        "--postgres-url", default=None, help="use this server instead of a throwaway one"
+    )
+    parser.add_argument("--workers", type=int, default=2, help="workers on PostgreSQL")
+    parser.add_argument(
+        "--sqlite-synchronous",
+        choices=["full", "normal"],
+        default="full",
+        help="SQLite durability: full (the default of flowmem serve) fsyncs every commit",
+    )
+    args = parser.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="flowmem-bench-http-"))
+    ok = True
+    try:
+        if args.backend in ("sqlite", "both"):
+            result = bench_backend(
+                "SQLite, 1 worker", f"sqlite:///{workdir}/bench.db", 1, args, workdir
+            )
+            ok &= report(result, args)
+        if args.backend in ("postgres", "both"):
+            label = f"PostgreSQL, {args.workers} workers"
+            if args.postgres_url:
+                result = bench_backend(label, args.postgres_url, args.workers, args, workdir)
+            else:
+                with throwaway_postgres(workdir) as url:
+                    result = bench_backend(label, url, args.workers, args, workdir)
+            ok &= report(result, args)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
