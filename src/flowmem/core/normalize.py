@@ -83,32 +83,28 @@ def _repair_pass(entries: list[Any], coerce: bool) -> tuple[list[Message], int]:
             content = entry.get("content")
             if type(content) is not str:
                 content = coerce_content(content)
-            if role == "system":  # step 2: systems go first
-                systems.append({"role": role, "content": content})
-                continue
         else:
             role = entry["role"]
 
         if role == "tool":
             raw = entry.get("tool_call_id")
-            if raw is None and coerce:
-                meta = entry.get("metadata")
-                if isinstance(meta, Mapping):
-                    raw = meta.get("tool_call_id")
-            if type(raw) is str:  # ``usable_call_id``, the plain-string case inlined
-                rid: str | None = raw.strip()
-                if not rid or rid == "0":
-                    rid = None
+            if coerce:
+                if raw is None:
+                    meta = entry.get("metadata")
+                    if isinstance(meta, Mapping):
+                        raw = meta.get("tool_call_id")
+                # a blank or "0" id is never declared, so it needs no test of its own
+                rid = raw.strip() if type(raw) is str else usable_call_id(raw)
             else:
-                rid = None if raw is None else usable_call_id(raw)
-            if rid is None and not coerce and "metadata" in entry:
-                rid = result_id(entry)
+                rid = usable_call_id(raw)
+                if rid is None and "metadata" in entry:
+                    rid = result_id(entry)
             if rid is None:
                 dropped += 1  # no usable id: it answers nothing
                 continue
             turn = declared_at.get(rid)
             if turn is None or turn == _ANSWERED:
-                dropped += 1  # an orphan (no earlier declaration) or a duplicate
+                dropped += 1  # an orphan (no earlier declaration, or a blank id) or a duplicate
                 continue
             declared_at[rid] = _ANSWERED
             if coerce:
@@ -124,7 +120,13 @@ def _repair_pass(entries: list[Any], coerce: bool) -> tuple[list[Message], int]:
                 late[rid] = row
             continue
 
-        row = {"role": role, "content": content} if coerce else entry
+        if coerce:
+            row = {"role": role, "content": content}
+            if role == "system":  # step 2: systems go first
+                systems.append(row)
+                continue
+        else:
+            row = entry
         if run_left:
             unfinished.append((len(out), run_turn))
             run_left = 0
