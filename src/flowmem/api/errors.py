@@ -24,9 +24,11 @@ from flowmem.errors import (
     ConflictError,
     FlowmemError,
     InvalidInputError,
+    ModelError,
     NotFoundError,
     PayloadTooLargeError,
     StoreError,
+    ToolError,
 )
 
 log = logging.getLogger("flowmem.http")
@@ -41,6 +43,8 @@ STATUS_TABLE: list[tuple[type[FlowmemError], int]] = [
     (ConflictError, 409),
     (ConfigurationError, 500),
     (StoreError, 503),
+    (ModelError, 502),
+    (ToolError, 502),
 ]
 
 # Codes produced by the HTTP layer (not by a flowmem error class), with their status.
