@@ -36,6 +36,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+# Run as ``python bench/store.py``, this folder is first on sys.path, where a sibling
+# module (bench/http.py) would shadow the standard library's ``http`` that the peers'
+# imports need. Drop it: nothing here imports a sibling.
+if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
+    del sys.path[0]
+
 from flowmem.core import prepare
 from flowmem.store import Address, Store, open_store
 

@@ -241,6 +241,12 @@ class _Runner:
         self.conn.execute(SQL[name], params)
 
 
+class _Connection(sqlite3.Connection):
+    """A pooled connection that remembers its busy timeout, to set it only when it changes."""
+
+    busy_ms = -1
+
+
 class SqliteStore:
     """The ``Store`` protocol on one SQLite file."""
 
@@ -262,9 +268,13 @@ class SqliteStore:
     # --- connections ---------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(
-            self.path, timeout=DEFAULT_LOCK_TIMEOUT, isolation_level=None, check_same_thread=False
+            self.path,
+            timeout=DEFAULT_LOCK_TIMEOUT,
+            isolation_level=None,
+            check_same_thread=False,
+            factory=_Connection,
         )
-        conn.execute(f"PRAGMA busy_timeout = {int(DEFAULT_LOCK_TIMEOUT * 1000)}")
+        self._busy_timeout(conn, DEFAULT_LOCK_TIMEOUT)
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
         if mode is None or str(mode[0]).lower() != "wal":
             conn.close()
@@ -315,11 +325,17 @@ class SqliteStore:
 
     @staticmethod
     def _busy_timeout(conn: sqlite3.Connection, seconds: float) -> None:
-        conn.execute(f"PRAGMA busy_timeout = {max(int(seconds * 1000), 0)}")
+        """Set how long SQLite waits for a lock on ``conn`` (only when it changes)."""
+        wanted = max(int(seconds * 1000), 0)
+        if getattr(conn, "busy_ms", None) != wanted:
+            conn.execute(f"PRAGMA busy_timeout = {wanted}")
+            if isinstance(conn, _Connection):
+                conn.busy_ms = wanted
 
     def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``work`` in one immediate write transaction."""
+        """Run ``work`` in one immediate write transaction (default busy timeout)."""
         with self._connection() as conn:
+            self._busy_timeout(conn, DEFAULT_LOCK_TIMEOUT)
             conn.execute("BEGIN IMMEDIATE")
             result = work(conn)
             conn.execute("COMMIT")
@@ -413,10 +429,14 @@ class SqliteStore:
         half-written: the rules run inside the transaction and any error rolls it back.
         """
         check_address(address)
-        deadline = time.monotonic() + max(lock_timeout, 0.0)
+        bound = max(lock_timeout, 0.0)
+        started = time.monotonic()
         with self._locks.hold(address, lock_timeout) as taken, self._connection() as conn:
             if taken:
-                self._busy_timeout(conn, max(deadline - time.monotonic(), 0.0))
+                waited = time.monotonic() - started
+                # the file lock gets what the in-process lock left of the bound (the
+                # whole bound when that was free at once, so the timeout stays cached)
+                self._busy_timeout(conn, bound if waited < 0.01 else max(bound - waited, 0.0))
                 try:
                     conn.execute("BEGIN IMMEDIATE")
                 except sqlite3.OperationalError as exc:
@@ -430,14 +450,8 @@ class SqliteStore:
                         self.path,
                     )
                 else:
-                    try:
-                        return self._apply(conn, address, rows, max_messages)
-                    finally:
-                        self._busy_timeout(conn, DEFAULT_LOCK_TIMEOUT)
-            try:
-                return self._append_unserialized(conn, address, rows, max_messages)
-            finally:
-                self._busy_timeout(conn, DEFAULT_LOCK_TIMEOUT)
+                    return self._apply(conn, address, rows, max_messages)
+            return self._append_unserialized(conn, address, rows, max_messages)
 
     def _append_unserialized(
         self, conn: sqlite3.Connection, address: Address, rows: list[Message], max_messages: int
