@@ -81,7 +81,10 @@ class MemoryStore:
         max_messages: int = 0,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     ) -> AppendOutcome:
-        """Apply the core append rules to the buffer, serialized per address (MEM-12).
+        """Apply the core append rules to the buffer, serialized per address.
+
+        Implements MEM-12 in one process: a lock per address with a bounded wait
+        (``AddressLocks``); past it the append proceeds after one WARNING.
 
         Rows must be JSON like on every backend: NotSerializableError, nothing written.
         """

@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -35,6 +35,7 @@ from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     Address,
     SessionRecord,
+    Store,
     TokenRecord,
     TranscriptMessage,
 )
@@ -615,6 +616,13 @@ def _safe(url: str) -> str:
     host = parts.netloc.rsplit("@", 1)[-1]
     user = parts.username or ""
     return urlunsplit((parts.scheme, f"{user}:***@{host}", parts.path, parts.query, ""))
+
+
+if TYPE_CHECKING:
+
+    def _conforms(store: PostgresStore) -> Store:
+        """Let mypy prove that ``PostgresStore`` implements the ``Store`` protocol."""
+        return store
 
 
 __all__ = ["MIGRATIONS", "SQL", "PostgresStore", "advisory_key", "parse_url"]

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from flowmem.core import AppendOutcome, Message, apply_append
@@ -33,6 +33,7 @@ from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     Address,
     SessionRecord,
+    Store,
     TokenRecord,
     TranscriptMessage,
 )
@@ -688,6 +689,13 @@ class SqliteStore:
         for conn in idle:
             with suppress(sqlite3.Error):
                 conn.close()
+
+
+if TYPE_CHECKING:
+
+    def _conforms(store: SqliteStore) -> Store:
+        """Let mypy prove that ``SqliteStore`` implements the ``Store`` protocol."""
+        return store
 
 
 __all__ = ["MIGRATIONS", "SQL", "SqliteStore", "parse_url"]
