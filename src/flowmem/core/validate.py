@@ -6,7 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from flowmem.core.messages import ROLES, entry_id, raw_tool_calls, result_id
+from flowmem.core.messages import ROLES, entry_id, raw_tool_calls, result_id, usable_call_id
+
+_ROLE_SET = frozenset(ROLES)
 
 # The stable violation codes, with the sentence each one stands for.
 CODES: dict[str, str] = {
@@ -39,6 +41,14 @@ def _violation(index: int, code: str, detail: str = "") -> Violation:
     return Violation(index, code, sentence)
 
 
+def _id_text(raw: object) -> str | None:
+    """``usable_call_id`` with the plain-string case first (it is the common one)."""
+    if type(raw) is str:
+        text = raw.strip()
+        return text if text and text != "0" else None
+    return None if raw is None else usable_call_id(raw)
+
+
 def check_sendable(messages: object) -> list[Violation]:
     """Return every violation a provider would reject, in list order.
 
@@ -48,64 +58,71 @@ def check_sendable(messages: object) -> list[Violation]:
     result in that run; a call id declared twice; a result given twice; a call
     without a usable id. ``normalize`` always produces a list with none of these.
     """
-    rows = list(messages) if isinstance(messages, (list, tuple)) else []
+    rows = messages if isinstance(messages, (list, tuple)) else ()
     found: list[Violation] = []
     seen_other = False
     declared: set[str] = set()
     answered: set[str] = set()
     open_calls: dict[str, int] = {}  # ids of the current turn still waiting for a result
     open_turn = -1
-
-    def close_run() -> None:
-        for cid in open_calls:
-            found.append(_violation(open_turn, "unanswered_call", f"id {cid!r}"))
-        open_calls.clear()
-
     for index, row in enumerate(rows):
-        if not isinstance(row, Mapping) or row.get("role") not in ROLES:
+        role = row.get("role") if type(row) is dict or isinstance(row, Mapping) else None
+        if role not in _ROLE_SET if type(role) is str else not _is_role(role):
             found.append(_violation(index, "invalid_message"))
             continue
-        role = row["role"]
-        if role != "tool":
-            close_run()
+        if role == "tool":
+            seen_other = True
+            if index == 0:
+                found.append(_violation(index, "tool_leading"))
+                continue
+            rid = _id_text(row.get("tool_call_id"))
+            if rid is None and "metadata" in row:
+                rid = result_id(row)
+            if rid is not None and rid in answered:
+                found.append(_violation(index, "duplicate_result", f"id {rid!r}"))
+            elif rid is None or rid not in open_calls:
+                found.append(_violation(index, "orphan_result", f"id {rid!r}"))
+            else:
+                del open_calls[rid]
+                answered.add(rid)
+            continue
+        if open_calls:  # a non-tool row ends the result run
+            for waiting in open_calls:
+                found.append(_violation(open_turn, "unanswered_call", f"id {waiting!r}"))
+            open_calls.clear()
         if role == "system":
             if seen_other:
                 found.append(_violation(index, "system_after_non_system"))
             continue
         seen_other = True
-        if role == "assistant":
-            open_turn = index
-            for call in raw_tool_calls(row):
-                cid = entry_id(call)
+        if role != "assistant":
+            continue
+        open_turn = index
+        calls = row.get("tool_calls")
+        if calls is None and "metadata" in row:
+            calls = raw_tool_calls(row)
+        if not isinstance(calls, list):
+            continue
+        for call in calls:
+            if type(call) is dict:
+                cid = _id_text(call.get("tool_call_id"))
                 if cid is None:
-                    found.append(_violation(index, "invalid_call_id"))
-                elif cid in declared:
-                    found.append(_violation(index, "duplicate_call_id", f"id {cid!r}"))
-                else:
-                    declared.add(cid)
-                    open_calls[cid] = index
-        elif role == "tool":
-            _check_result(index, row, found, answered, open_calls)
-    close_run()
+                    cid = _id_text(call.get("id"))
+            else:
+                cid = entry_id(call)
+            if cid is None:
+                found.append(_violation(index, "invalid_call_id"))
+            elif cid in declared:
+                found.append(_violation(index, "duplicate_call_id", f"id {cid!r}"))
+            else:
+                declared.add(cid)
+                open_calls[cid] = index
+    for waiting in open_calls:
+        found.append(_violation(open_turn, "unanswered_call", f"id {waiting!r}"))
     found.sort(key=lambda violation: violation.index)
     return found
 
 
-def _check_result(
-    index: int,
-    row: Mapping[str, Any],
-    found: list[Violation],
-    answered: set[str],
-    open_calls: dict[str, int],
-) -> None:
-    if index == 0:
-        found.append(_violation(index, "tool_leading"))
-        return
-    rid = result_id(row)
-    if rid is not None and rid in answered:
-        found.append(_violation(index, "duplicate_result", f"id {rid!r}"))
-    elif rid is None or rid not in open_calls:
-        found.append(_violation(index, "orphan_result", f"id {rid!r}"))
-    else:
-        del open_calls[rid]
-        answered.add(rid)
+def _is_role(role: object) -> bool:
+    """Return True for a known role given as a ``str`` subclass (the rare case)."""
+    return isinstance(role, str) and role in _ROLE_SET
