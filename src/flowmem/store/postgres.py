@@ -146,9 +146,10 @@ SQL: dict[str, str] = {
     # the buffer id first (a scalar subquery), so the rows come from the (buffer_id, pos) index
     "load_all": f"""SELECT body FROM buffer_rows WHERE buffer_id =
         (SELECT id FROM buffers WHERE {_ADDR}) ORDER BY pos""",
-    "load_last": f"""SELECT body FROM (SELECT pos, body FROM buffer_rows WHERE buffer_id =
-        (SELECT id FROM buffers WHERE {_ADDR}) ORDER BY pos DESC LIMIT %s) AS tail
-        ORDER BY pos""",
+    # run unprepared with the buffer id known, so the planner sees how many rows this
+    # buffer has and walks the primary key backwards instead of sorting the buffer
+    "load_last": """SELECT body FROM (SELECT pos, body FROM buffer_rows WHERE buffer_id = %s
+        ORDER BY pos DESC LIMIT %s) AS tail ORDER BY pos""",
     "count": f"SELECT count FROM buffers WHERE {_ADDR}",
     "clear_rows": f"DELETE FROM buffer_rows WHERE {_B}",
     "clear_calls": f"DELETE FROM buffer_calls WHERE {_B}",
@@ -423,7 +424,7 @@ class PostgresStore:
         return self._write(locked)
 
     def load(self, address: Address, last: int | None = None) -> list[Message]:
-        """Return the buffer's rows in order; only the last ``last`` (one indexed read) when given."""
+        """Return the buffer's rows in order; only the last ``last`` (indexed reads) when given."""
         check_address(address)
         check_last(last)
         if last == 0:
@@ -432,7 +433,11 @@ class PostgresStore:
             if last is None:
                 found = conn.execute(SQL["load_all"], tuple(address)).fetchall()
             else:
-                found = conn.execute(SQL["load_last"], (*address, min(last, 2**62))).fetchall()
+                head = conn.execute(SQL["header_get"], tuple(address)).fetchone()
+                if head is None:
+                    return []
+                params = (head[0], min(last, 2**62))
+                found = conn.execute(SQL["load_last"], params, prepare=False).fetchall()
         return [load_row(body) for (body,) in found]
 
     def count(self, address: Address) -> int:
