@@ -447,9 +447,10 @@ def main() -> None:
     ok = True
     try:
         if args.backend in ("sqlite", "both"):
-            result = bench_backend(
-                "SQLite, 1 worker", f"sqlite:///{workdir}/bench.db", 1, args, workdir
-            )
+            sync = args.sqlite_synchronous
+            url = f"sqlite:///{workdir}/bench.db?synchronous={sync}"
+            label = f"SQLite (synchronous={sync}), 1 worker"
+            result = bench_backend(label, url, 1, args, workdir)
             ok &= report(result, args)
         if args.backend in ("postgres", "both"):
             label = f"PostgreSQL, {args.workers} workers"

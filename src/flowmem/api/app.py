@@ -15,6 +15,7 @@ from flowmem.api.errors import install_error_handlers
 from flowmem.api.limits import BodyLimitMiddleware
 from flowmem.api.logs import RequestLogMiddleware
 from flowmem.api.models import Health
+from flowmem.api.pool import DEFAULT_STORE_CONCURRENCY, StorePool
 from flowmem.api.routes import memory, sessions, stateless
 from flowmem.errors import ConfigurationError
 from flowmem.service import MemoryService
@@ -22,6 +23,7 @@ from flowmem.sessions import SessionService, TurnRunner
 from flowmem.store import DEFAULT_LOCK_TIMEOUT, Store, open_store
 
 DATABASE_ENV = "FLOWMEM_DATABASE_URL"
+CONCURRENCY_ENV = "FLOWMEM_STORE_CONCURRENCY"
 
 DESCRIPTION = """Conversation memory over HTTP: sessions with owners, conversation
 buffers and memory records under the FlowDrop GR-MEM rules.
@@ -39,6 +41,7 @@ def create_app(
     runner_factory: Callable[[Store, MemoryService], TurnRunner | None] | None = None,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     clock: Callable[[], float] | None = None,
+    store_concurrency: int = DEFAULT_STORE_CONCURRENCY,
 ) -> FastAPI:
     """Build the API over ``store`` (or the store at ``database_url`` / ``$FLOWMEM_DATABASE_URL``).
 
@@ -57,7 +60,12 @@ def create_app(
     if runner is None and runner_factory is not None:
         runner = runner_factory(store, memory_service)
     session_service = SessionService(store, memory_service, runner, **extra)
-    services = Services(store=store, memory=memory_service, sessions=session_service)
+    services = Services(
+        store=store,
+        memory=memory_service,
+        sessions=session_service,
+        pool=StorePool(store_concurrency),
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -99,5 +107,13 @@ def runtime_runner(store: Store, memory: MemoryService) -> TurnRunner | None:
 
 
 def app_from_env() -> FastAPI:
-    """Uvicorn factory for several workers: the store URL comes from ``$FLOWMEM_DATABASE_URL``."""
-    return create_app(runner_factory=runtime_runner)
+    """Uvicorn factory: the store URL comes from ``$FLOWMEM_DATABASE_URL``.
+
+    ``$FLOWMEM_STORE_CONCURRENCY`` (default 8) bounds the threads doing store work.
+    """
+    raw = os.environ.get(CONCURRENCY_ENV) or str(DEFAULT_STORE_CONCURRENCY)
+    try:
+        concurrency = int(raw)
+    except ValueError:
+        raise ConfigurationError(f"${CONCURRENCY_ENV} must be an integer, got {raw!r}") from None
+    return create_app(runner_factory=runtime_runner, store_concurrency=concurrency)

@@ -7,9 +7,9 @@ from typing import NamedTuple
 
 from fastapi import Depends, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from starlette.concurrency import run_in_threadpool
 
 from flowmem.access import Principal
+from flowmem.api.pool import StorePool
 from flowmem.auth import authenticate, bearer_token
 from flowmem.service import MemoryService
 from flowmem.sessions import SessionService
@@ -26,6 +26,7 @@ class Services:
     store: Store
     memory: MemoryService
     sessions: SessionService
+    pool: StorePool
 
 
 async def get_services(request: Request) -> Services:
@@ -45,7 +46,7 @@ async def current_principal(
     """
     token = bearer_token(request.headers.get("authorization"))
     services: Services = request.app.state.services
-    principal = await run_in_threadpool(authenticate, services.store, token)
+    principal = await services.pool.run(authenticate, services.store, token)
     request.state.token_id = principal.token_id
     return principal
 

@@ -113,6 +113,13 @@ def prepare_database(url: str) -> str | None:
     type=click.IntRange(1, 3600),
     help="Seconds to let in-flight requests finish on shutdown.",
 )
+@click.option(
+    "--store-concurrency",
+    default=8,
+    show_default=True,
+    type=click.IntRange(1, 256),
+    help="Threads per worker doing store work at once; more requests wait their turn.",
+)
 def serve_command(
     database: str | None,
     host: str,
@@ -120,6 +127,7 @@ def serve_command(
     workers: int,
     access_log: bool,
     graceful_timeout: int,
+    store_concurrency: int,
 ) -> None:
     """Serve the HTTP API on uvicorn (default database: ./flowmem.db).
 
@@ -141,10 +149,11 @@ def serve_command(
 
         store = open_store(url)  # lives in this process, with its bootstrap token
         token = bootstrap_admin_token(store)
-        app = create_app(store, runner_factory=runtime_runner)
+        app = create_app(store, runner_factory=runtime_runner, store_concurrency=store_concurrency)
     else:
         token = prepare_database(url)
         os.environ[DATABASE_ENV] = url
+        os.environ["FLOWMEM_STORE_CONCURRENCY"] = str(store_concurrency)
     if token is not None:
         click.echo("No tokens yet: created an admin token (shown once, store it now):")
         click.echo(f"  admin token: {token}")

@@ -11,7 +11,6 @@ import json
 from typing import Any, Literal
 
 from fastapi import APIRouter, Path, Query
-from starlette.concurrency import run_in_threadpool as blocking
 
 from flowmem.api.deps import CALLER, Caller
 from flowmem.api.models import BufferAppend, BufferResult, MemoryWrite, ReadResult, WriteResult
@@ -63,7 +62,7 @@ async def load_buffer(
         )
         return services.memory.load(scope, key, context, last=last).to_dict()
 
-    done: dict[str, Any] = await blocking(work)
+    done: dict[str, Any] = await services.pool.run(work)
     return done
 
 
@@ -115,7 +114,7 @@ async def append_buffer(
         )
         return result.to_dict()
 
-    done: dict[str, Any] = await blocking(work)
+    done: dict[str, Any] = await services.pool.run(work)
     return done
 
 
@@ -147,7 +146,7 @@ async def clear_buffer(
         )
         return services.memory.clear(scope, key, context).to_dict()
 
-    done: dict[str, Any] = await blocking(work)
+    done: dict[str, Any] = await services.pool.run(work)
     return done
 
 
@@ -194,7 +193,7 @@ async def read_record(
         )
         return services.memory.read(scope, key, context, default=fallback).to_dict()
 
-    done: dict[str, Any] = await blocking(work)
+    done: dict[str, Any] = await services.pool.run(work)
     return done
 
 
@@ -229,7 +228,7 @@ async def write_record(
         )
         return services.memory.write(scope, key, body.value, context, ttl=body.ttl).to_dict()
 
-    done: dict[str, Any] = await blocking(work)
+    done: dict[str, Any] = await services.pool.run(work)
     return done
 
 
@@ -259,5 +258,5 @@ async def delete_record(
         )
         return services.memory.delete(scope, key, context).to_dict()
 
-    done: dict[str, Any] = await blocking(work)
+    done: dict[str, Any] = await services.pool.run(work)
     return done

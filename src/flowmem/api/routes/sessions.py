@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Body, Path, Query, Response
-from starlette.concurrency import run_in_threadpool as blocking
+from starlette.concurrency import run_in_threadpool
 
 from flowmem.api.deps import CALLER, Caller
 from flowmem.api.models import (
@@ -43,7 +43,7 @@ async def create_session(
 ) -> dict[str, Any]:
     """Create a session owned by the caller (unowned for a service token). Needs `sessions:create`."""
     principal, services = caller
-    record = await blocking(
+    record = await services.pool.run(
         services.sessions.create, principal, body.name, body.agent, body.metadata
     )
     return session_dict(record)
@@ -58,7 +58,7 @@ async def list_sessions(
     """List the sessions the caller may view, newest first, with the total under the same filter."""
     principal, services = caller
     size = clamp_limit(limit)
-    page = await blocking(services.sessions.list_sessions, principal, size, offset)
+    page = await services.pool.run(services.sessions.list_sessions, principal, size, offset)
     return {
         "data": [session_dict(s) for s in page.sessions],
         "pagination": Pagination(
@@ -74,7 +74,7 @@ async def get_session(
 ) -> dict[str, Any]:
     """Read one session."""
     principal, services = caller
-    return session_dict(await blocking(services.sessions.get, principal, session_id))
+    return session_dict(await services.pool.run(services.sessions.get, principal, session_id))
 
 
 @router.delete("/{session_id}", status_code=204, responses=errors(*AUTH_ERRORS, 403, 404, 409, 422))
@@ -84,7 +84,7 @@ async def delete_session(
 ) -> Response:
     """Delete a session, its transcript and its conversation buffer (owner or admin)."""
     principal, services = caller
-    await blocking(services.sessions.delete, principal, session_id)
+    await services.pool.run(services.sessions.delete, principal, session_id)
     return Response(status_code=204)
 
 
@@ -106,7 +106,7 @@ async def list_messages(
     """Poll a session's transcript by sequence cursor."""
     principal, services = caller
     size = clamp_limit(limit)
-    items, has_more = await blocking(
+    items, has_more = await services.pool.run(
         services.sessions.messages, principal, session_id, since, before, size, newest_first
     )
     data = [transcript_dict(item) for item in items]
@@ -137,7 +137,8 @@ async def send_turn(
 ) -> dict[str, Any]:
     """Send a user turn: a drive action (MEM-9), run under the session owner's identity (MEM-8)."""
     principal, services = caller
-    result: dict[str, Any] = await blocking(
+    # a turn may wait for a model: the general thread pool, not the bounded store pool
+    result: dict[str, Any] = await run_in_threadpool(
         services.sessions.send_turn, principal, session_id, body.content, wait=wait
     )
     if wait:
@@ -156,7 +157,7 @@ async def stop_session(
 ) -> dict[str, Any]:
     """Stop the running turn (a drive action)."""
     principal, services = caller
-    stopped: dict[str, Any] = await blocking(services.sessions.stop, principal, session_id)
+    stopped: dict[str, Any] = await services.pool.run(services.sessions.stop, principal, session_id)
     return stopped
 
 
@@ -171,7 +172,7 @@ async def reset_session(
 ) -> dict[str, Any]:
     """Clear the session's conversation buffer (a drive action); the transcript stays."""
     principal, services = caller
-    reset: dict[str, Any] = await blocking(services.sessions.reset, principal, session_id)
+    reset: dict[str, Any] = await services.pool.run(services.sessions.reset, principal, session_id)
     return reset
 
 
@@ -188,7 +189,9 @@ async def edit_message(
 ) -> dict[str, Any]:
     """Replace one transcript message. Admin only (MEM-15); anyone else gets 403."""
     principal, services = caller
-    edited = await blocking(services.sessions.edit_message, principal, session_id, seq, message)
+    edited = await services.pool.run(
+        services.sessions.edit_message, principal, session_id, seq, message
+    )
     return transcript_dict(edited)
 
 
@@ -204,5 +207,5 @@ async def delete_message(
 ) -> Response:
     """Delete one transcript message. Admin only (MEM-15); anyone else gets 403."""
     principal, services = caller
-    await blocking(services.sessions.delete_message, principal, session_id, seq)
+    await services.pool.run(services.sessions.delete_message, principal, session_id, seq)
     return Response(status_code=204)
