@@ -429,3 +429,11 @@ def test_out_of_range_input_is_refused_with_typed_errors(store: Store) -> None:
         store.put_record(nul, 1, None)
     with pytest.raises(InvalidInputError):
         stored_append(store, nul, user("x"))
+
+
+def test_lock_timeout_must_be_a_number(store: Store) -> None:
+    for bad in (math.nan, "1", None, True):
+        with pytest.raises(InvalidInputError):
+            store.append(A, prepare(user("x")), lock_timeout=bad)  # type: ignore[arg-type]
+    assert store.count(A) == 0
+    assert store.append(A, prepare(user("x")), lock_timeout=-3).count == 1

@@ -22,7 +22,7 @@ from flowmem.store.base import (
     TranscriptMessage,
 )
 from flowmem.store.locks import AddressLocks
-from flowmem.store.rows import check_address, check_last, check_page
+from flowmem.store.rows import check_address, check_last, check_lock_timeout, check_page
 
 
 def to_json(value: Any) -> str:
@@ -89,6 +89,7 @@ class MemoryStore:
         Rows must be JSON like on every backend: NotSerializableError, nothing written.
         """
         check_address(address)
+        lock_timeout = check_lock_timeout(lock_timeout)
         for row in rows:
             to_json(row)
         with self._locks.hold(address, lock_timeout):

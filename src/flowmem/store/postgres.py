@@ -44,6 +44,7 @@ from flowmem.store.memory import to_json
 from flowmem.store.rows import (
     check_address,
     check_last,
+    check_lock_timeout,
     check_page,
     dump_json,
     session_from_row,
@@ -370,6 +371,7 @@ class PostgresStore:
         Different addresses take different locks and never wait for each other.
         """
         check_address(address)
+        lock_timeout = check_lock_timeout(lock_timeout)
         key = advisory_key(address)
         timeout = f"{max(int(lock_timeout * 1000), 1)}ms"
         with self._connection() as conn:

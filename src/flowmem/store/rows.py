@@ -29,6 +29,13 @@ def check_last(last: int | None) -> None:
         raise InvalidInputError(f"last must be an integer >= 0, got {last!r}")
 
 
+def check_lock_timeout(seconds: float) -> float:
+    """Return a lock timeout as seconds >= 0; InvalidInputError for a non-number or NaN."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds != seconds:
+        raise InvalidInputError(f"lock_timeout must be a number of seconds, got {seconds!r}")
+    return min(max(float(seconds), 0.0), 86400.0)
+
+
 def check_page(limit: int, offset: int = 0) -> None:
     """Refuse a negative (or non-integer) page limit or offset."""
     for name, value in (("limit", limit), ("offset", offset)):

@@ -43,6 +43,7 @@ from flowmem.store.memory import to_json
 from flowmem.store.rows import (
     check_address,
     check_last,
+    check_lock_timeout,
     check_page,
     dump_json,
     session_from_row,
@@ -431,7 +432,7 @@ class SqliteStore:
         half-written: the rules run inside the transaction and any error rolls it back.
         """
         check_address(address)
-        bound = max(lock_timeout, 0.0)
+        bound = lock_timeout = check_lock_timeout(lock_timeout)
         started = time.monotonic()
         with self._locks.hold(address, lock_timeout) as taken, self._connection() as conn:
             if taken:
