@@ -257,7 +257,6 @@ class SqliteStore:
         self.url = url
         self.path, self.synchronous = parse_url(url)
         self._idle: list[sqlite3.Connection] = []
-        self._all: list[sqlite3.Connection] = []
         self._pool_lock = threading.Lock()
         self._locks = AddressLocks()
         self._closed = False
@@ -265,8 +264,12 @@ class SqliteStore:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create the directory of {self.path}: {exc}") from exc
-        with self._connection() as conn:
-            self._migrate(conn)
+        try:
+            with self._connection() as conn:
+                self._migrate(conn)
+        except BaseException:
+            self.close()
+            raise
 
     # --- connections ---------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -296,8 +299,6 @@ class SqliteStore:
         try:
             if conn is None:
                 conn = self._connect()
-                with self._pool_lock:
-                    self._all.append(conn)
         except sqlite3.Error as exc:
             raise StoreUnavailableError(f"cannot open {self.path}: {exc}") from exc
         try:
