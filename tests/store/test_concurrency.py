@@ -380,3 +380,37 @@ def test_mem_12_sigkill_during_appends_loses_nothing_committed(tmp_path: Path) -
             store.close()
     assert len({cid for kind, cid in committed if kind == "call"}) >= 20
     assert healed_rounds >= 1  # some kill did land between a call and its user turn
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_mem_12_in_process_lock_timeout_proceeds_warns_once(
+    kind: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another thread of the process holds the address: wait the bound, warn once, go on."""
+    store = open_store("memory://" if kind == "memory" else f"sqlite:///{tmp_path / 's.db'}")
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with store._locks.hold(KEY, 5.0):  # type: ignore[attr-defined]
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(10)
+        caplog.set_level(logging.WARNING, logger="flowmem")
+        started = time.monotonic()
+        outcome = store.append(KEY, prepare({"role": "user", "content": "hi"}, 1), lock_timeout=0.2)
+        waited = time.monotonic() - started
+        assert (outcome.appended, outcome.count) == (1, 1)
+        assert 0.2 <= waited < 5
+        assert len(_warnings(caplog)) == 1
+    finally:
+        release.set()
+        holder.join(10)
+    caplog.clear()
+    store.append(KEY, prepare({"role": "user", "content": "again"}, 1), lock_timeout=0.05)
+    assert _warnings(caplog) == []
+    assert [r["content"] for r in store.load(KEY)] == ["hi", "again"]
+    store.close()
