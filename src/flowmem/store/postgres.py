@@ -39,7 +39,7 @@ from flowmem.store.base import (
     TokenRecord,
     TranscriptMessage,
 )
-from flowmem.store.editor import SqlBufferEditor, load_row
+from flowmem.store.editor import SqlBufferEditor, load_rows
 from flowmem.store.memory import to_json
 from flowmem.store.rows import (
     check_address,
@@ -440,7 +440,7 @@ class PostgresStore:
                     return []
                 params = (head[0], min(last, 2**62))
                 found = conn.execute(SQL["load_last"], params, prepare=False).fetchall()
-        return [load_row(body) for (body,) in found]
+        return load_rows(found)
 
     def count(self, address: Address) -> int:
         """Return the number of rows (from the buffer header)."""

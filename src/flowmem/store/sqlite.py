@@ -37,7 +37,7 @@ from flowmem.store.base import (
     TokenRecord,
     TranscriptMessage,
 )
-from flowmem.store.editor import SqlBufferEditor, load_row
+from flowmem.store.editor import SqlBufferEditor, load_rows
 from flowmem.store.locks import AddressLocks
 from flowmem.store.memory import to_json
 from flowmem.store.rows import (
@@ -510,7 +510,7 @@ class SqliteStore:
                 found = conn.execute(SQL["load_all"], tuple(address)).fetchall()
             else:
                 found = conn.execute(SQL["load_last"], (*address, min(last, 2**62))).fetchall()
-        return [load_row(body) for (body,) in found]
+        return load_rows(found)
 
     def count(self, address: Address) -> int:
         """Return the number of rows (from the buffer header)."""
