@@ -12,6 +12,11 @@ anywhere and both id spellings; then measures, best of several repeats:
 
 Targets (issue 2 §5): normalize at least as fast per message as the middleware, and
 linear: the 10,000-message time within 1.3x of ten times the 1,000-message time.
+
+Method: every timed sample covers 10,000 messages — one history of 10,000, or ten
+distinct histories of 1,000 (different seeds) — so memory use and cache pressure
+are alike and only the history length differs. Times are per history, the best of
+``--repeats`` samples of CPU time; the three functions take turns sample by sample.
 """
 
 from __future__ import annotations
@@ -105,12 +110,13 @@ def to_langchain(rows: list[Row]) -> list[Any]:
     return out
 
 
-def best_times(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
-    """Return the best time of ``repeats`` runs of each function, with the GC paused.
+def best_times(fns: dict[str, Callable[[], object]], repeats: int, per: int) -> dict[str, float]:
+    """Return the best time of each function divided by ``per``, with the GC paused.
 
-    The functions take turns (one run of each per round), so a burst of other work
-    on a shared machine hits all of them alike; the clock is this process's CPU time
-    (``time.process_time``), so time spent descheduled counts against none of them.
+    The functions take turns (one sample of each per round), so a burst of other
+    work on a shared machine hits all of them alike; the clock is this process's
+    CPU time (``time.process_time``), so time spent descheduled counts against
+    none of them.
     """
     best = dict.fromkeys(fns, float("inf"))
     gc.collect()
@@ -120,11 +126,21 @@ def best_times(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, 
             try:
                 start = time.process_time()
                 fn()
-                elapsed = time.process_time() - start
+                elapsed = (time.process_time() - start) / per
             finally:
                 gc.enable()
             best[name] = min(best[name], elapsed)
     return best
+
+
+def _each(fn: Callable[[Any], object], items: list[Any]) -> Callable[[], None]:
+    """Return a call of ``fn`` on every item in turn."""
+
+    def run() -> None:
+        for item in items:
+            fn(item)
+
+    return run
 
 
 def middleware_runner(rows: list[Row]) -> Callable[[], object] | None:
@@ -142,23 +158,29 @@ def middleware_runner(rows: list[Row]) -> Callable[[], object] | None:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table; exit 1 when a target is missed."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=25, help="best of N runs (default 25)")
+    parser.add_argument("--repeats", type=int, default=25, help="best of N samples (default 25)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000])
     args = parser.parse_args(argv)
 
+    # Every sample covers the same number of messages: the largest size once, or
+    # that many messages split into distinct histories of a smaller size. Memory
+    # and caches are then alike across sizes and only the history length differs.
+    total = max(args.sizes)
     results: dict[int, dict[str, float]] = {}
     for size in args.sizes:
-        rows = generate(size)
+        count = max(1, total // size)
+        histories = [generate(size, seed=7 + n) for n in range(count)]
+        rows = histories[0]
         normalized = normalize(rows)
         assert not check_sendable(normalized.messages), "normalize output must be sendable"
         fns: dict[str, Callable[[], object]] = {
-            "normalize": lambda rows=rows: normalize(rows),
-            "check_sendable": lambda rows=rows: check_sendable(rows),
+            "normalize": _each(normalize, histories),
+            "check_sendable": _each(check_sendable, histories),
         }
-        runner = middleware_runner(rows)
-        if runner is not None:
-            fns["deepagents PatchToolCalls"] = runner
-        timing = best_times(fns, max(3, args.repeats))
+        runners = [middleware_runner(history) for history in histories]
+        if all(runner is not None for runner in runners):
+            fns["deepagents PatchToolCalls"] = _each(lambda run: run(), runners)
+        timing = best_times(fns, max(3, args.repeats), count)
         results[size] = timing
         print(
             f"history of {size:,} messages: {len(check_sendable(rows))} violations before, "

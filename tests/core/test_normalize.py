@@ -297,11 +297,15 @@ def test_mem_5_inputs_are_not_mutated() -> None:
     assert rows == before
 
 
-def test_mem_5_output_shares_no_call_list_with_input() -> None:
-    rows = [asst("a"), tool("a")]
+def test_mem_5_output_rows_and_lists_are_new() -> None:
+    rows = [asst("a"), tool("a"), user()]
     out = normalize(rows).messages
-    out[0]["tool_calls"][0]["id"] = "changed"
-    assert rows[0]["tool_calls"][0]["id"] == "a"
+    assert all(o is not r for o in out for r in rows)
+    out[0]["tool_calls"].append({"id": "b"})
+    out[0]["content"] = "changed"
+    assert rows[0] == asst("a")
+    # a tool call entry passes through as given (nothing in the core changes it)
+    assert out[0]["tool_calls"][0] == rows[0]["tool_calls"][0]
 
 
 # --- repair on its own -------------------------------------------------------------------------

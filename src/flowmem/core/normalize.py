@@ -165,7 +165,7 @@ def _repair_pass(entries: list[Any], coerce: bool) -> tuple[list[Message], int]:
                     dropped += 1  # no usable id, or declared before: the first owns it
                     continue
                 declared_at[cid] = turn
-                kept.append(call.copy() if type(call) is dict else dict(call))
+                kept.append(call if type(call) is dict else dict(call))
         if kept:
             row["tool_calls"] = kept
             run_left = len(kept)
@@ -230,7 +230,8 @@ def normalize(messages: object) -> NormalizeResult:
     tool row still leading the list and repair again. Steps 1 and 2 run inside the
     scan of the repair pass (``_repair_pass``); ``dropped`` is what that pass
     counted, plus step 4's strips and its second repair. A non-list input is an
-    empty list.
+    empty list. The input is never mutated; every row and list returned is new,
+    while each tool call entry (a map nothing here changes) is passed through.
     """
     entries = messages if isinstance(messages, list) else []
     if isinstance(messages, tuple):
