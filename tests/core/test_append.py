@@ -103,6 +103,16 @@ def test_mem_3_seed_example_tool_append_leaves_the_call_unanswered() -> None:
     )
 
 
+def test_mem_3_seed_example_tool_message_for_the_call_does_not_heal() -> None:
+    # the seed's closing sentence: a tool message against the same dangling call
+    result = append(SEED_BEFORE, {"role": "tool", "content": "found", "tool_call_id": "c1"})
+    assert result.messages == [*SEED_BEFORE, tool("c1", "found")]
+    assert HEALED_CONTENT not in [r["content"] for r in result.messages]
+    # no result sits next to the call: a provider would still reject the history
+    codes = [(v.index, v.code) for v in check_sendable(result.messages)]
+    assert (0, "unanswered_call") in codes
+
+
 def test_mem_3_assistant_append_never_heals() -> None:
     result = append(SEED_BEFORE, {"role": "assistant", "content": "still here"})
     assert HEALED_CONTENT not in [r["content"] for r in result.messages]
