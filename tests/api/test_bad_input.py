@@ -254,3 +254,20 @@ def test_repeated_query_parameter(seeded: tuple[Api, str]) -> None:
     response = refused(api, "GET", "/v1/sessions?limit=1&limit=2")
     assert (response.status_code, response.json()["error"]["code"]) == (422, "invalid_input")
     assert response.json()["error"]["details"][0]["field"] == "query.limit"
+
+
+@pytest.mark.parametrize("who", ["revoked", None])
+def test_unauthenticated_learns_only_401(seeded: tuple[Api, str], who: str | None) -> None:
+    api, sid = seeded
+    headers = {} if who else {"Authorization": "Bearer fm_unknown"}
+    for method, url, body in [
+        ("POST", APPEND, {"messages": "not a list"}),
+        ("POST", APPEND, {"messages": [{"role": "user", "content": "x"}] * 1001}),
+        ("POST", "/v1/sessions", {"owner": "me"}),
+        ("GET", "/v1/sessions?offset=-1", None),
+        ("GET", f"/v1/sessions/{sid}/messages?since=-5", None),
+        ("PATCH", f"/v1/sessions/{sid}/messages/0", {"role": "user"}),
+    ]:
+        response = refused(api, method, url, who, json=body, headers=headers)
+        assert response.status_code == 401, (method, url, response.text)
+        assert response.json()["error"]["code"] == "unauthenticated"

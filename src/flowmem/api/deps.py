@@ -1,12 +1,14 @@
-"""FastAPI dependencies: the services of the app and the authenticated principal."""
+"""FastAPI dependencies: the authenticated principal (and with it the app's services)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, TypeVar
 
 from fastapi import Depends, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
 
 from flowmem.access import Principal
 from flowmem.api.pool import StorePool
@@ -14,6 +16,8 @@ from flowmem.auth import authenticate, bearer_token
 from flowmem.service import MemoryService
 from flowmem.sessions import SessionService
 from flowmem.store.base import Store
+
+T = TypeVar("T")
 
 _bearer = HTTPBearer(auto_error=False, description="An API token: `flowmem token create`.")
 _BEARER = Security(_bearer)
@@ -27,12 +31,6 @@ class Services:
     memory: MemoryService
     sessions: SessionService
     pool: StorePool
-
-
-async def get_services(request: Request) -> Services:
-    """Return the app's services (async: no thread hop for a plain lookup)."""
-    services: Services = request.app.state.services
-    return services
 
 
 async def current_principal(
@@ -51,22 +49,53 @@ async def current_principal(
     return principal
 
 
-class Caller(NamedTuple):
-    """The authenticated principal and the app's services, from one dependency."""
+@dataclass(frozen=True)
+class Caller:
+    """A request's bearer token and the app's services; authenticated in the worker thread.
 
-    principal: Principal
+    ``current_caller`` only reads the header (401 when it is missing or malformed);
+    the token is looked up by ``authenticate`` inside the same thread hop as the
+    route's store work (``run``), so an authenticated request costs one hop. A
+    request refused by validation is authenticated by the 422 handler first
+    (``flowmem.api.errors``), so an unauthenticated caller still only sees 401.
+    """
+
+    request: Request
+    token: str
     services: Services
+
+    def authenticate(self) -> Principal:
+        """Look the token up (blocking); raise AuthenticationError when unknown or revoked."""
+        principal = authenticate(self.services.store, self.token)
+        self.request.state.token_id = principal.token_id
+        self.request.state.principal = principal
+        return principal
+
+    async def run(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Authenticate, then call ``func(principal, *args, **kwargs)``, in one store-pool thread."""
+
+        def work() -> T:
+            return func(self.authenticate(), *args, **kwargs)
+
+        return await self.services.pool.run(work)
+
+    async def run_unbounded(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Like ``run`` in the general thread pool (for work that may wait long, e.g. a turn)."""
+
+        def work() -> T:
+            return func(self.authenticate(), *args, **kwargs)
+
+        return await run_in_threadpool(work)
 
 
 async def current_caller(
     request: Request,
     _credentials: HTTPAuthorizationCredentials | None = _BEARER,
 ) -> Caller:
-    """Authenticate the caller (see ``current_principal``) and hand over the services."""
-    principal = await current_principal(request, _credentials)
-    return Caller(principal, request.app.state.services)
+    """Read the ``Authorization: Bearer`` header (401 when missing or malformed)."""
+    token = bearer_token(request.headers.get("authorization"))
+    return Caller(request, token, request.app.state.services)
 
 
 PRINCIPAL = Depends(current_principal)
-SERVICES = Depends(get_services)
 CALLER = Depends(current_caller)

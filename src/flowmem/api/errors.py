@@ -14,9 +14,11 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Route
 
+from flowmem.auth import authenticate, bearer_token
 from flowmem.errors import (
     AccessDeniedError,
     AuthenticationError,
@@ -32,6 +34,9 @@ from flowmem.errors import (
 )
 
 log = logging.getLogger("flowmem.http")
+
+# Paths served without a token.
+OPEN_PATHS = frozenset({"/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
 
 # flowmem error class -> HTTP status; the first match wins (subclasses before bases).
 STATUS_TABLE: list[tuple[type[FlowmemError], int]] = [
@@ -98,6 +103,10 @@ async def _flowmem_error(request: Request, exc: Exception) -> JSONResponse:
     if not isinstance(exc, FlowmemError):
         return await _unexpected(request, exc)
     status = status_for(exc)
+    if status != 401:
+        refused = await _unauthenticated(request)
+        if refused is not None:
+            return refused
     if status >= 500:
         log.error("request failed: %s", exc.message, exc_info=exc)
         return error_response(status, exc.code, "the server could not complete the request")
@@ -111,9 +120,26 @@ def _location(loc: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(str(part) for part in loc)
 
 
+async def _unauthenticated(request: Request) -> JSONResponse | None:
+    """Return the 401 response when the request's token is not valid (before telling it 422)."""
+    if getattr(request.state, "principal", None) is not None or request.url.path in OPEN_PATHS:
+        return None
+    try:
+        token = bearer_token(request.headers.get("authorization"))
+        await run_in_threadpool(authenticate, request.app.state.services.store, token)
+    except AuthenticationError as exc:
+        return error_response(401, exc.code, exc.message)
+    except FlowmemError:
+        return None  # e.g. the store is down: the original error stands
+    return None
+
+
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     if not isinstance(exc, RequestValidationError):
         return await _unexpected(request, exc)
+    refused = await _unauthenticated(request)
+    if refused is not None:
+        return refused
     details = [
         {"field": _location(item.get("loc", ())), "message": str(item.get("msg", "invalid"))}
         for item in exc.errors()

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Path, Query
 
+from flowmem.access import Principal
 from flowmem.api.deps import CALLER, Caller
 from flowmem.api.models import BufferAppend, BufferResult, MemoryWrite, ReadResult, WriteResult
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
@@ -47,9 +48,9 @@ async def load_buffer(
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Load a conversation buffer (optionally only its last N messages)."""
-    principal, services = caller
+    services = caller.services
 
-    def work() -> dict[str, Any]:
+    def work(principal: Principal) -> dict[str, Any]:
         context = scope_context(
             services.sessions,
             principal,
@@ -62,7 +63,7 @@ async def load_buffer(
         )
         return services.memory.load(scope, key, context, last=last).to_dict()
 
-    done: dict[str, Any] = await services.pool.run(work)
+    done: dict[str, Any] = await caller.run(work)
     return done
 
 
@@ -86,14 +87,14 @@ async def append_buffer(
     Returns the buffer after the append unless `return_messages` is false. At most
     1000 messages per request (413 beyond).
     """
-    principal, services = caller
+    services = caller.services
     messages = body.messages if isinstance(body.messages, list) else [body.messages]
     if len(messages) > MAX_BATCH:
         raise PayloadTooLargeError(
             f"at most {MAX_BATCH} messages per append, got {len(messages)}", field="messages"
         )
 
-    def work() -> dict[str, Any]:
+    def work(principal: Principal) -> dict[str, Any]:
         context = scope_context(
             services.sessions,
             principal,
@@ -114,7 +115,7 @@ async def append_buffer(
         )
         return result.to_dict()
 
-    done: dict[str, Any] = await services.pool.run(work)
+    done: dict[str, Any] = await caller.run(work)
     return done
 
 
@@ -131,9 +132,9 @@ async def clear_buffer(
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Delete every message of a buffer."""
-    principal, services = caller
+    services = caller.services
 
-    def work() -> dict[str, Any]:
+    def work(principal: Principal) -> dict[str, Any]:
         context = scope_context(
             services.sessions,
             principal,
@@ -146,7 +147,7 @@ async def clear_buffer(
         )
         return services.memory.clear(scope, key, context).to_dict()
 
-    done: dict[str, Any] = await services.pool.run(work)
+    done: dict[str, Any] = await caller.run(work)
     return done
 
 
@@ -177,10 +178,10 @@ async def read_record(
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Read a memory record; `found: false` and the default when absent, expired or refused."""
-    principal, services = caller
+    services = caller.services
     fallback = _parse_default(default)
 
-    def work() -> dict[str, Any]:
+    def work(principal: Principal) -> dict[str, Any]:
         context = scope_context(
             services.sessions,
             principal,
@@ -193,7 +194,7 @@ async def read_record(
         )
         return services.memory.read(scope, key, context, default=fallback).to_dict()
 
-    done: dict[str, Any] = await services.pool.run(work)
+    done: dict[str, Any] = await caller.run(work)
     return done
 
 
@@ -213,9 +214,9 @@ async def write_record(
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Write a memory record (any JSON value) with an optional TTL in seconds."""
-    principal, services = caller
+    services = caller.services
 
-    def work() -> dict[str, Any]:
+    def work(principal: Principal) -> dict[str, Any]:
         context = scope_context(
             services.sessions,
             principal,
@@ -228,7 +229,7 @@ async def write_record(
         )
         return services.memory.write(scope, key, body.value, context, ttl=body.ttl).to_dict()
 
-    done: dict[str, Any] = await services.pool.run(work)
+    done: dict[str, Any] = await caller.run(work)
     return done
 
 
@@ -243,9 +244,9 @@ async def delete_record(
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Delete a memory record."""
-    principal, services = caller
+    services = caller.services
 
-    def work() -> dict[str, Any]:
+    def work(principal: Principal) -> dict[str, Any]:
         context = scope_context(
             services.sessions,
             principal,
@@ -258,5 +259,5 @@ async def delete_record(
         )
         return services.memory.delete(scope, key, context).to_dict()
 
-    done: dict[str, Any] = await services.pool.run(work)
+    done: dict[str, Any] = await caller.run(work)
     return done

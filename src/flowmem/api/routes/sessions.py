@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Body, Path, Query, Response
-from starlette.concurrency import run_in_threadpool
 
 from flowmem.api.deps import CALLER, Caller
 from flowmem.api.models import (
@@ -42,10 +41,8 @@ async def create_session(
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Create a session owned by the caller (unowned for a service token). Needs `sessions:create`."""
-    principal, services = caller
-    record = await services.pool.run(
-        services.sessions.create, principal, body.name, body.agent, body.metadata
-    )
+    services = caller.services
+    record = await caller.run(services.sessions.create, body.name, body.agent, body.metadata)
     return session_dict(record)
 
 
@@ -56,9 +53,9 @@ async def list_sessions(
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """List the sessions the caller may view, newest first, with the total under the same filter."""
-    principal, services = caller
+    services = caller.services
     size = clamp_limit(limit)
-    page = await services.pool.run(services.sessions.list_sessions, principal, size, offset)
+    page = await caller.run(services.sessions.list_sessions, size, offset)
     return {
         "data": [session_dict(s) for s in page.sessions],
         "pagination": Pagination(
@@ -73,8 +70,8 @@ async def get_session(
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Read one session."""
-    principal, services = caller
-    return session_dict(await services.pool.run(services.sessions.get, principal, session_id))
+    services = caller.services
+    return session_dict(await caller.run(services.sessions.get, session_id))
 
 
 @router.delete("/{session_id}", status_code=204, responses=errors(*AUTH_ERRORS, 403, 404, 409, 422))
@@ -83,8 +80,8 @@ async def delete_session(
     caller: Caller = CALLER,
 ) -> Response:
     """Delete a session, its transcript and its conversation buffer (owner or admin)."""
-    principal, services = caller
-    await services.pool.run(services.sessions.delete, principal, session_id)
+    services = caller.services
+    await caller.run(services.sessions.delete, session_id)
     return Response(status_code=204)
 
 
@@ -104,10 +101,10 @@ async def list_messages(
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Poll a session's transcript by sequence cursor."""
-    principal, services = caller
+    services = caller.services
     size = clamp_limit(limit)
-    items, has_more = await services.pool.run(
-        services.sessions.messages, principal, session_id, since, before, size, newest_first
+    items, has_more = await caller.run(
+        services.sessions.messages, session_id, since, before, size, newest_first
     )
     data = [transcript_dict(item) for item in items]
     last = items[-1].seq if items else None
@@ -136,10 +133,10 @@ async def send_turn(
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Send a user turn: a drive action (MEM-9), run under the session owner's identity (MEM-8)."""
-    principal, services = caller
+    services = caller.services
     # a turn may wait for a model: the general thread pool, not the bounded store pool
-    result: dict[str, Any] = await run_in_threadpool(
-        services.sessions.send_turn, principal, session_id, body.content, wait=wait
+    result: dict[str, Any] = await caller.run_unbounded(
+        services.sessions.send_turn, session_id, body.content, wait=wait
     )
     if wait:
         response.status_code = 200
@@ -156,8 +153,8 @@ async def stop_session(
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Stop the running turn (a drive action)."""
-    principal, services = caller
-    stopped: dict[str, Any] = await services.pool.run(services.sessions.stop, principal, session_id)
+    services = caller.services
+    stopped: dict[str, Any] = await caller.run(services.sessions.stop, session_id)
     return stopped
 
 
@@ -171,8 +168,8 @@ async def reset_session(
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Clear the session's conversation buffer (a drive action); the transcript stays."""
-    principal, services = caller
-    reset: dict[str, Any] = await services.pool.run(services.sessions.reset, principal, session_id)
+    services = caller.services
+    reset: dict[str, Any] = await caller.run(services.sessions.reset, session_id)
     return reset
 
 
@@ -188,10 +185,8 @@ async def edit_message(
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Replace one transcript message. Admin only (MEM-15); anyone else gets 403."""
-    principal, services = caller
-    edited = await services.pool.run(
-        services.sessions.edit_message, principal, session_id, seq, message
-    )
+    services = caller.services
+    edited = await caller.run(services.sessions.edit_message, session_id, seq, message)
     return transcript_dict(edited)
 
 
@@ -206,6 +201,6 @@ async def delete_message(
     caller: Caller = CALLER,
 ) -> Response:
     """Delete one transcript message. Admin only (MEM-15); anyone else gets 403."""
-    principal, services = caller
-    await services.pool.run(services.sessions.delete_message, principal, session_id, seq)
+    services = caller.services
+    await caller.run(services.sessions.delete_message, session_id, seq)
     return Response(status_code=204)

@@ -5,10 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from starlette.concurrency import run_in_threadpool as blocking
 
-from flowmem.access import Principal
-from flowmem.api.deps import PRINCIPAL
+from flowmem.api.deps import CALLER, Caller
 from flowmem.api.models import CheckOut, MessageList, NormalizeOut
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
 from flowmem.core import check_sendable, normalize
@@ -25,18 +23,18 @@ def _messages(body: MessageList | list[Any]) -> list[Any]:
 )
 async def normalize_messages(
     body: MessageList | list[Any],
-    principal: Principal = PRINCIPAL,
+    caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Normalize a message list so a provider accepts it (MEM-5); a bare list or `{messages}`."""
-    result = await blocking(normalize, _messages(body))
+    result = await caller.run_unbounded(lambda principal: normalize(_messages(body)))
     return {"messages": result.messages, "dropped": result.dropped}
 
 
 @router.post("/check", response_model=CheckOut, responses=errors(*AUTH_ERRORS, *BODY_ERRORS))
 async def check_messages(
     body: MessageList | list[Any],
-    principal: Principal = PRINCIPAL,
+    caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """List what a provider would reject in a message list; a bare list or `{messages}`."""
-    violations = await blocking(check_sendable, _messages(body))
+    violations = await caller.run_unbounded(lambda principal: check_sendable(_messages(body)))
     return {"sendable": not violations, "violations": [v.to_dict() for v in violations]}
