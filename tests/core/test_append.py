@@ -468,11 +468,16 @@ def test_window_must_be_a_non_negative_integer(bad: Any) -> None:
 # --- timestamps -------------------------------------------------------------------------
 
 
-def test_now_stamps_new_rows_and_placeholders_keep_none() -> None:
+def test_now_stamps_new_rows_and_placeholders_get_the_healing_turns_time() -> None:
     result = append([asst("a")], user(), now=1755000000)
     assert result.messages[-1]["timestamp"] == 1755000000
-    assert "timestamp" not in result.messages[1]
+    assert result.messages[1]["timestamp"] == 1755000000
     assert "timestamp" not in result.messages[0]
+
+
+def test_placeholders_have_no_timestamp_when_the_healing_turn_has_none() -> None:
+    result = append([asst("a")], user())
+    assert "timestamp" not in result.messages[1]
 
 
 # --- inputs are never mutated -------------------------------------------------------------

@@ -153,18 +153,19 @@ def _is_empty(row: Message) -> bool:
     return not call_ids(row)
 
 
-def heal(editor: BufferEditor) -> None:
+def heal(editor: BufferEditor, timestamp: object = None) -> None:
     """Answer every unanswered declared call with a healed placeholder.
 
     Implements MEM-3: each placeholder goes directly after the declaring turn (after
     results already following it contiguously), in declaration order. Groups are
     inserted from the last position backwards so earlier positions stay valid.
+    Placeholders carry ``timestamp`` (the healing user turn's) when given.
     """
     groups: dict[int, list[str]] = {}
     for item in editor.dangling():
         groups.setdefault(item.after, []).append(item.call_id)
     for after in sorted(groups, reverse=True):
-        editor.insert_after(after, [healed_row(cid) for cid in groups[after]])
+        editor.insert_after(after, [healed_row(cid, timestamp) for cid in groups[after]])
 
 
 def _append_tool(editor: BufferEditor, row: Message) -> int:
@@ -210,7 +211,7 @@ def _append_one(editor: BufferEditor, row: Message) -> int:
     if role == "assistant":
         return _append_assistant(editor, row)
     if role == "user":
-        heal(editor)
+        heal(editor, row.get("timestamp"))
     editor.append_row(row)
     return 1
 

@@ -114,13 +114,19 @@ def coerce_content(content: object) -> str:
         return ""
 
 
-def healed_row(call_id: str) -> Message:
-    """Return the stored healed placeholder answering ``call_id`` (MEM-3)."""
-    return {
+def healed_row(call_id: str, timestamp: object = None) -> Message:
+    """Return the stored healed placeholder answering ``call_id`` (MEM-3).
+
+    ``timestamp`` (the healing user turn's, when it has one) is stamped on it.
+    """
+    row: Message = {
         "role": "tool",
         "content": HEALED_CONTENT,
         "metadata": {"tool_call_id": call_id, "healed": True},
     }
+    if isinstance(timestamp, int) and not isinstance(timestamp, bool):
+        row["timestamp"] = timestamp
+    return row
 
 
 def healed_flat(call_id: str) -> Message:
