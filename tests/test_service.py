@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from flowmem.core import prepare
 from flowmem.errors import (
     ConfigurationError,
     InvalidInputError,
@@ -455,18 +456,44 @@ def test_return_messages_false_skips_the_load(service: MemoryService) -> None:
 
 
 def test_append_passes_the_lock_timeout_and_address_to_the_store(clock: Clock) -> None:
-    calls: list[tuple[Address, int, float]] = []
+    calls: list[tuple[Address, int, float, bool]] = []
 
     class Recording(MemoryStore):
         def append(
-            self, address: Address, rows: Any, max_messages: int = 0, lock_timeout: float = 5.0
+            self,
+            address: Address,
+            rows: Any,
+            max_messages: int = 0,
+            lock_timeout: float = 5.0,
+            snapshot: bool = False,
         ) -> Any:  # type: ignore[override]
-            calls.append((address, max_messages, lock_timeout))
-            return super().append(address, rows, max_messages, lock_timeout)
+            calls.append((address, max_messages, lock_timeout, snapshot))
+            return super().append(address, rows, max_messages, lock_timeout, snapshot)
 
     service = MemoryService(Recording(), lock_timeout=0.25, clock=clock)
     service.append("user", "chat", {"role": "user", "content": "x"}, ALICE, max_messages=7)
-    assert calls == [(Address("user", "alice", "chat"), 7, 0.25)]
+    assert calls == [(Address("user", "alice", "chat"), 7, 0.25, True)]
+
+
+def test_a_pure_read_append_never_writes(clock: Clock) -> None:
+    class ReadOnly(MemoryStore):
+        def append(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+            raise AssertionError("a user turn with no content must not reach store.append")
+
+    store = ReadOnly()
+    service = MemoryService(store, clock=clock)
+    MemoryStore.append(
+        store, Address("user", "alice", "chat"), prepare({"role": "user", "content": "hi"})
+    )
+    result = service.append("user", "chat", {"role": "user", "content": ""}, ALICE, max_messages=1)
+    assert (result.count, result.appended, len(result.messages)) == (1, 0, 1)
+    quiet = service.append("user", "chat", [], ALICE, return_messages=False)
+    assert (quiet.count, quiet.messages) == (1, [])
+
+
+def test_appended_buffer_and_count_come_from_one_snapshot(service: MemoryService) -> None:
+    result = service.append("user", "chat", [{"role": "user", "content": "a"}], ALICE)
+    assert result.count == len(result.messages) == 1
 
 
 def test_raw_variants_skip_resolution(

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from flowmem.core import Message, prepare
+from flowmem.core import Message, is_empty, prepare
 from flowmem.errors import ConfigurationError, InvalidInputError, NotSerializableError
 from flowmem.scope import ExecutionContext, Refusal, check_scope, resolve_scope
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Store
@@ -338,10 +338,16 @@ class MemoryService:
     def _append_rows(
         self, address: Address, rows: list[Message], window: int, return_messages: bool
     ) -> BufferResult:
-        outcome = self.store.append(address, rows, window, self.lock_timeout)
-        buffer = self.store.load(address) if return_messages else []
+        if all(is_empty(row) for row in rows):
+            # nothing to append (e.g. a user turn with no content): a pure read, no write
+            if return_messages:
+                return self.load_raw(address.scope, address.scope_id, address.key)
+            return BufferResult(count=self.store.count(address), resolved_scope_id=address.scope_id)
+        outcome = self.store.append(
+            address, rows, window, self.lock_timeout, snapshot=return_messages
+        )
         return BufferResult(
-            messages=buffer,
+            messages=outcome.rows or [],
             count=outcome.count,
             appended=outcome.appended,
             appended_any=outcome.appended > 0,

@@ -136,6 +136,14 @@ def test_buffer_keeps_timestamps_and_extra_metadata(store: Store) -> None:
     ]
 
 
+def test_append_snapshot_is_the_buffer_the_transaction_left(store: Store) -> None:
+    stored_append(store, A, [call("c1"), user("first")])
+    outcome = store.append(A, prepare(user("second"), None), 3, snapshot=True)
+    assert outcome.rows == store.load(A)
+    assert outcome.count == len(outcome.rows) == 2  # the call went with its healed result
+    assert store.append(A, prepare(user("third"), None)).rows is None
+
+
 def test_buffer_load_last_rejects_negative(store: Store) -> None:
     stored_append(store, A, user("x"))
     with pytest.raises(InvalidInputError):

@@ -14,6 +14,7 @@ from flowmem.core.append import (
     append,
     apply_append,
     heal,
+    is_empty,
     prepare,
 )
 from flowmem.core.messages import (
@@ -57,6 +58,7 @@ __all__ = [
     "coerce_content",
     "entry_id",
     "heal",
+    "is_empty",
     "is_healed",
     "normalize",
     "prepare",

@@ -118,10 +118,15 @@ class AppendResult:
 
 @dataclass(frozen=True)
 class AppendOutcome:
-    """What ``apply_append`` did to an editor: rows added and the final count."""
+    """What ``apply_append`` did to an editor: rows added and the final count.
+
+    A store asked for a snapshot also sets ``rows``: the buffer as the same
+    transaction left it, so ``count`` and ``rows`` always agree.
+    """
 
     appended: int
     count: int
+    rows: list[Message] | None = None
 
 
 def incoming_list(incoming: object) -> list[Any]:
@@ -146,8 +151,8 @@ def prepare(incoming: object, now: int | None = None) -> list[Message]:
     return [to_row(message, now) for message in incoming_list(incoming)]
 
 
-def _is_empty(row: Message) -> bool:
-    """A row with empty content is skipped, except an assistant turn declaring calls."""
+def is_empty(row: Message) -> bool:
+    """Return True for a row the append skips: empty content, unless it declares calls."""
     if row["content"] != "":
         return False
     return not call_ids(row)
@@ -203,7 +208,7 @@ def _append_assistant(editor: BufferEditor, row: Message) -> int:
 
 
 def _append_one(editor: BufferEditor, row: Message) -> int:
-    if _is_empty(row):
+    if is_empty(row):
         return 0
     role = row["role"]
     if role == "tool":

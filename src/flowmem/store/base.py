@@ -88,8 +88,13 @@ class Store(Protocol):
         rows: list[Message],
         max_messages: int = 0,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        snapshot: bool = False,
     ) -> AppendOutcome:
-        """Run ``core.apply_append`` on this buffer in one transaction, serialized per address (MEM-12)."""
+        """Run ``core.apply_append`` on this buffer in one transaction, serialized per address (MEM-12).
+
+        With ``snapshot`` the outcome's ``rows`` is the whole buffer read in the same
+        transaction, so it agrees with ``count`` even under concurrent writers.
+        """
         ...
 
     def load(self, address: Address, last: int | None = None) -> list[Message]:

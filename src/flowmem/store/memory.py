@@ -80,6 +80,7 @@ class MemoryStore:
         rows: list[Message],
         max_messages: int = 0,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        snapshot: bool = False,
     ) -> AppendOutcome:
         """Apply the core append rules to the buffer, serialized per address.
 
@@ -99,6 +100,8 @@ class MemoryStore:
             outcome = apply_append(editor, copy.deepcopy(rows), max_messages)
             with self._lock:
                 self._buffers[address] = editor.rows
+            if snapshot:
+                return replace(outcome, rows=copy.deepcopy(editor.rows))
             return outcome
 
     def load(self, address: Address, last: int | None = None) -> list[Message]:

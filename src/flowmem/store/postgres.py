@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -361,8 +362,11 @@ class PostgresStore:
         rows: list[Message],
         max_messages: int = 0,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        snapshot: bool = False,
     ) -> AppendOutcome:
         """Run the core append rules on the stored buffer in one transaction.
+
+        With ``snapshot`` the whole buffer is read back inside that transaction.
 
         Implements MEM-12: the transaction first takes ``pg_advisory_xact_lock`` on
         the address under ``lock_timeout`` (released at commit or rollback, so also
@@ -378,7 +382,7 @@ class PostgresStore:
             try:
                 with conn.transaction():
                     conn.execute(SQL["timed_lock"], (key, timeout))
-                    return self._apply(conn, address, rows, max_messages)
+                    return self._apply(conn, address, rows, max_messages, snapshot)
             except psycopg.errors.LockNotAvailable:
                 log.warning(
                     "append to %s/%s/%s waited %.1fs for its turn; proceeding unserialized",
@@ -388,7 +392,7 @@ class PostgresStore:
             for attempt in range(UNSERIALIZED_ATTEMPTS):
                 try:
                     with conn.transaction():
-                        return self._apply(conn, address, rows, max_messages)
+                        return self._apply(conn, address, rows, max_messages, snapshot)
                 except _RETRYABLE as exc:
                     if attempt == UNSERIALIZED_ATTEMPTS - 1:
                         raise StoreBusyError(
@@ -399,11 +403,18 @@ class PostgresStore:
 
     @staticmethod
     def _apply(
-        conn: psycopg.Connection[Any], address: Address, rows: list[Message], max_messages: int
+        conn: psycopg.Connection[Any],
+        address: Address,
+        rows: list[Message],
+        max_messages: int,
+        snapshot: bool,
     ) -> AppendOutcome:
         editor = SqlBufferEditor(_Runner(conn), address)
         outcome = apply_append(editor, rows, max_messages)
         editor.flush()
+        if snapshot:
+            found = conn.execute(SQL["load_all"], tuple(address)).fetchall()
+            outcome = replace(outcome, rows=load_rows(found))
         return outcome
 
     def pop_last(self, address: Address) -> Message | None:

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -423,8 +424,11 @@ class SqliteStore:
         rows: list[Message],
         max_messages: int = 0,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        snapshot: bool = False,
     ) -> AppendOutcome:
         """Run the core append rules on the stored buffer in one transaction.
+
+        With ``snapshot`` the whole buffer is read back inside that transaction.
 
         Implements MEM-12: serialized per address by the in-process lock and an
         immediate write transaction under a busy timeout, together bounded by
@@ -454,11 +458,16 @@ class SqliteStore:
                         self.path,
                     )
                 else:
-                    return self._apply(conn, address, rows, max_messages)
-            return self._append_unserialized(conn, address, rows, max_messages)
+                    return self._apply(conn, address, rows, max_messages, snapshot)
+            return self._append_unserialized(conn, address, rows, max_messages, snapshot)
 
     def _append_unserialized(
-        self, conn: sqlite3.Connection, address: Address, rows: list[Message], max_messages: int
+        self,
+        conn: sqlite3.Connection,
+        address: Address,
+        rows: list[Message],
+        max_messages: int,
+        snapshot: bool,
     ) -> AppendOutcome:
         """Retry a deferred transaction on busy until it commits (bounded, then StoreBusyError)."""
         give_up = time.monotonic() + UNSERIALIZED_LIMIT
@@ -466,7 +475,7 @@ class SqliteStore:
         while True:
             try:
                 conn.execute("BEGIN")
-                return self._apply(conn, address, rows, max_messages)
+                return self._apply(conn, address, rows, max_messages, snapshot)
             except sqlite3.Error as exc:
                 self._rollback(conn)
                 if not _is_busy(exc) or time.monotonic() > give_up:
@@ -475,11 +484,18 @@ class SqliteStore:
 
     @staticmethod
     def _apply(
-        conn: sqlite3.Connection, address: Address, rows: list[Message], max_messages: int
+        conn: sqlite3.Connection,
+        address: Address,
+        rows: list[Message],
+        max_messages: int,
+        snapshot: bool,
     ) -> AppendOutcome:
         editor = SqlBufferEditor(_Runner(conn), address)
         outcome = apply_append(editor, rows, max_messages)
         editor.flush()
+        if snapshot:
+            found = conn.execute(SQL["load_all"], tuple(address)).fetchall()
+            outcome = replace(outcome, rows=load_rows(found))
         conn.execute("COMMIT")
         return outcome
 
