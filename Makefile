@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint bench clean
+.PHONY: setup run demo test lint bench clean
 
 setup: $(STAMP)
 
@@ -13,8 +13,13 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[all,dev,bench]'
 	touch $(STAMP)
 
-## The README's first command: flowmem's main job on the embedded default.
+## The README's first command: flowmem's main job, the HTTP memory server, on the
+## embedded default (SQLite file ./flowmem.db). The first start prints an admin token.
 run: setup
+	$(VENV)/bin/flowmem serve
+
+## A crashed agent healed: SIGKILL mid tool call, restart, next turn accepted.
+demo: setup
 	$(VENV)/bin/flowmem demo
 
 lint: setup
