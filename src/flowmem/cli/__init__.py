@@ -1,27 +1,68 @@
-"""The ``flowmem`` command line: one group, one module per command family."""
+"""The ``flowmem`` command line: one group, one module per command family.
+
+Commands are imported when they are used, so a plain ``pip install flowmem`` runs
+``check``, ``normalize`` and ``token`` without the extras that ``serve``, ``chat``
+and ``demo`` need; those name the extra to install instead of crashing.
+"""
 
 from __future__ import annotations
+
+import importlib
 
 import click
 
 from flowmem import __version__
 from flowmem.cli.errors import run_guarded
 
+# command name -> (module, attribute, the extra its dependencies come from)
+COMMANDS: dict[str, tuple[str, str, str | None]] = {
+    "chat": ("flowmem.cli.chat", "chat_command", "runtime"),
+    "check": ("flowmem.cli.check", "check_command", None),
+    "demo": ("flowmem.cli.demo", "demo_command", "runtime"),
+    "normalize": ("flowmem.cli.check", "normalize_command", None),
+    "serve": ("flowmem.cli.serve", "serve_command", "server"),
+    "token": ("flowmem.cli.token", "token_group", None),
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+def _needs_extra(name: str, extra: str | None, error: ImportError) -> click.Command:
+    """A command standing in for one whose optional dependencies are not installed."""
+    hint = f"pip install 'flowmem[{extra}]'" if extra else "reinstall flowmem"
+    message = f"'flowmem {name}' needs {error.name or 'a missing package'}: {hint}"
+
+    def fail() -> None:
+        raise click.UsageError(message)
+
+    return click.Command(name, callback=fail, help=message, short_help=f"(needs {hint})")
+
+
+class LazyGroup(click.Group):
+    """A click group that imports each command's module only when it is needed."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Return every command name, sorted."""
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """Import and return the command, or a stand-in naming the missing extra."""
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module_name, attribute, extra = entry
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            if exc.name is None or exc.name.startswith("flowmem"):
+                raise
+            return _needs_extra(cmd_name, extra, exc)
+        command: click.Command = getattr(module, attribute)
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="flowmem")
 def cli() -> None:
     """flowmem: conversation memory that keeps every history provider-sendable."""
-
-
-def _register() -> None:
-    from flowmem.cli import chat, check, demo, serve, token
-
-    for module in (check, demo, token, serve, chat):
-        module.register(cli)
-
-
-_register()
 
 
 def main() -> None:

@@ -201,8 +201,3 @@ def _repl(
             console.print(f"[red]{escape(exc.message)}[/] — try again in a moment.")
         except FlowmemError as exc:
             console.print(f"[red]error: {escape(exc.message)}[/]")
-
-
-def register(group: click.Group) -> None:
-    """Add ``flowmem chat`` to the CLI group."""
-    group.add_command(chat_command)

@@ -52,9 +52,3 @@ def normalize_command(source: str, target: str | None) -> None:
     output = result.messages if target is None else write_document(target, result.messages)
     click.echo(json.dumps(output, ensure_ascii=False, indent=2))
     click.echo(f"dropped: {result.dropped}", err=True)
-
-
-def register(group: click.Group) -> None:
-    """Add the commands of this module to the CLI group."""
-    group.add_command(check_command)
-    group.add_command(normalize_command)

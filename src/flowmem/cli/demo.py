@@ -185,8 +185,3 @@ def _demo(console: Console, store: Store, db: Path, workdir: Path) -> None:
         f"   session status: [bold]{final.status if final else '?'}[/]; the provider accepted "
         f"all {len(requests)} requests after the crash."
     )
-
-
-def register(group: click.Group) -> None:
-    """Add ``flowmem demo`` to the CLI group."""
-    group.add_command(demo_command)

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import click
+import uvicorn  # the server extra; without it the CLI names the extra to install
 
 from flowmem.auth import bootstrap_admin_token
 from flowmem.errors import ConfigurationError
@@ -135,8 +136,6 @@ def serve_command(
     printed. SIGINT/SIGTERM stop accepting connections and let in-flight requests
     finish before exiting.
     """
-    import uvicorn
-
     url = database or default_database_url()
     in_process = url.startswith("memory://")
     if workers > 1 and in_process:
@@ -176,8 +175,3 @@ def serve_command(
         timeout_graceful_shutdown=graceful_timeout,
         server_header=False,
     )
-
-
-def register(group: click.Group) -> None:
-    """Add ``flowmem serve`` to the CLI group."""
-    group.add_command(serve_command)

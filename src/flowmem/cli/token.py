@@ -96,8 +96,3 @@ def revoke_command(token_id: str, database: str | None) -> None:
     finally:
         store.close()
     click.echo(f"revoked {token_id}", err=True)
-
-
-def register(group: click.Group) -> None:
-    """Add the token commands to the CLI group."""
-    group.add_command(token_group)

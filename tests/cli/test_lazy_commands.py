@@ -1,0 +1,40 @@
+"""Commands load on use; one whose extra is missing names the extra instead of crashing."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from flowmem.cli import COMMANDS, cli
+
+
+def test_every_command_is_listed_and_loads() -> None:
+    result = CliRunner().invoke(cli, ["--help"])
+    assert result.exit_code == 0
+    for name in COMMANDS:
+        assert name in result.output
+        assert cli.get_command(None, name) is not None  # type: ignore[arg-type]
+
+
+def test_a_command_without_its_extra_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # as if flowmem[server] were not installed
+    monkeypatch.delitem(sys.modules, "flowmem.cli.serve", raising=False)
+    result = CliRunner().invoke(cli, ["serve"])
+    assert result.exit_code == 2
+    assert "pip install 'flowmem[server]'" in result.output
+    listing = CliRunner().invoke(cli, ["--help"])
+    assert listing.exit_code == 0 and "needs pip install 'flowmem[server]'" in listing.output
+
+
+def test_check_works_whatever_extras_are_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    for module in ("uvicorn", "fastapi", "httpx", "psycopg"):
+        monkeypatch.setitem(sys.modules, module, None)
+    result = CliRunner().invoke(cli, ["check", "-"], input="[]")
+    assert result.exit_code == 0
+
+
+def test_unknown_command_is_a_usage_error() -> None:
+    result = CliRunner().invoke(cli, ["nope"])
+    assert result.exit_code == 2
