@@ -67,7 +67,8 @@ def _repair_pass(entries: list[Any], coerce: bool) -> tuple[list[Message], int]:
     late: dict[str, Message] = {}  # answered outside the run of its turn: to be moved
     out: list[Message] = []
     emit = out.append
-    unfinished: list[tuple[int, int]] = []  # (position in out after the run, turn index)
+    unfinished: list[tuple[int, list[str]]] = []  # (position in out after the run, its ids)
+    run_ids: list[str] = []  # the kept call ids of ``run_turn``, in declaration order
     run_turn = -1  # the assistant turn whose result run the scan is in, or -1
     run_left = 0  # its calls not yet answered inside the run
     for entry in entries:
@@ -128,7 +129,7 @@ def _repair_pass(entries: list[Any], coerce: bool) -> tuple[list[Message], int]:
         else:
             row = entry
         if run_left:
-            unfinished.append((len(out), run_turn))
+            unfinished.append((len(out), run_ids))
             run_left = 0
         if role != "assistant":
             run_turn = -1
@@ -139,6 +140,7 @@ def _repair_pass(entries: list[Any], coerce: bool) -> tuple[list[Message], int]:
         if calls is None and "metadata" in entry:
             calls = raw_tool_calls(entry)
         kept: list[Any] = []
+        ids: list[str] = []
         if isinstance(calls, list):
             for call in calls:
                 # ``entry_id`` (MEM-11), with the plain dict case first
@@ -166,9 +168,11 @@ def _repair_pass(entries: list[Any], coerce: bool) -> tuple[list[Message], int]:
                     continue
                 declared_at[cid] = turn
                 kept.append(call if type(call) is dict else dict(call))
+                ids.append(cid)
         if kept:
             row["tool_calls"] = kept
             run_left = len(kept)
+            run_ids = ids
             emit(row)
             continue
         run_turn = -1  # a turn without calls has no result run
@@ -179,18 +183,15 @@ def _repair_pass(entries: list[Any], coerce: bool) -> tuple[list[Message], int]:
             continue
         emit(row)
     if run_left:
-        unfinished.append((len(out), run_turn))
+        unfinished.append((len(out), run_ids))
 
     if unfinished:
         spliced: list[Message] = []
         done = 0
-        for position, turn in unfinished:
+        for position, turn_ids in unfinished:
             spliced.extend(out[done:position])
             done = position
-            for call in out[turn]["tool_calls"]:
-                cid = entry_id(call)
-                if cid is None:  # cannot happen: kept calls have usable ids
-                    continue
+            for cid in turn_ids:
                 moved = late.get(cid)
                 if moved is not None:
                     spliced.append(moved)
