@@ -22,6 +22,7 @@ from flowmem.api.errors import error_body
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
 MAX_DEPTH = 64  # a body nested this deep or deeper is refused
+TOO_LARGE = (413, "payload_too_large", f"the body is larger than {MAX_BODY_BYTES} bytes")
 
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _AS_SQUARE = bytes.maketrans(b"{}", b"[]")  # depth does not depend on the bracket kind
@@ -59,7 +60,7 @@ def _is_json_type(content_type: str) -> bool:
 def check_body(body: bytes, content_type: str | None) -> tuple[int, str, str] | None:
     """Return (status, code, message) when the body must be refused, else None."""
     if len(body) > MAX_BODY_BYTES:
-        return 413, "payload_too_large", f"the body is larger than {MAX_BODY_BYTES} bytes"
+        return TOO_LARGE
     if not body:
         return None
     if content_type is None or not _is_json_type(content_type):
@@ -139,12 +140,7 @@ class BodyLimitMiddleware:
                 await _send_error(send, 400, "invalid_body", "Content-Length is not a number")
                 return
             if length > MAX_BODY_BYTES:
-                await _send_error(
-                    send,
-                    413,
-                    "payload_too_large",
-                    f"the body is larger than {MAX_BODY_BYTES} bytes",
-                )
+                await _send_error(send, *TOO_LARGE)
                 return
         chunks: list[bytes] = []
         size = 0
@@ -156,12 +152,7 @@ class BodyLimitMiddleware:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > MAX_BODY_BYTES:
-                await _send_error(
-                    send,
-                    413,
-                    "payload_too_large",
-                    f"the body is larger than {MAX_BODY_BYTES} bytes",
-                )
+                await _send_error(send, *TOO_LARGE)
                 return
             chunks.append(chunk)
             more = bool(message.get("more_body", False))

@@ -8,9 +8,11 @@ and touches no storage (MEM-6, MEM-7, MEM-13).
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Protocol
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Depends, Path, Query
 
 from flowmem.access import Principal
 from flowmem.api.deps import CALLER, Caller
@@ -18,53 +20,89 @@ from flowmem.api.models import BufferAppend, BufferResult, MemoryWrite, ReadResu
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
 from flowmem.api.scopes import scope_context
 from flowmem.errors import PayloadTooLargeError
+from flowmem.scope import ExecutionContext
 
 router = APIRouter(prefix="/v1", tags=["memory"])
 
 MAX_BATCH = 1000  # messages per append request
 
 ScopeName = Literal["global", "workflow", "pipeline", "execution", "session", "user"]
-ScopePath = Path(description="The memory scope.")
-KeyPath = Path(min_length=1, max_length=255, description="The buffer or record key.")
-SessionQuery = Query(
-    None, max_length=64, description="For scope `session`: a session the caller may view/drive."
-)
-WorkflowQuery = Query(None, max_length=255, description="For scope `workflow`.")
-PipelineQuery = Query(None, max_length=255, description="For scope `pipeline`.")
-ExecutionQuery = Query(None, max_length=255, description="For scope `execution`.")
-
 SCOPE_ERRORS = (*AUTH_ERRORS, 403, 404, 422)
+
+
+class _Result(Protocol):
+    """What the memory service returns: a result with its JSON form."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a memory request goes: the scope and key of the path, the scope ids of the query.
+
+    A FastAPI dependency (``TARGET``): every route of this module declares these
+    six parameters once, through it.
+    """
+
+    scope: Annotated[ScopeName, Path(description="The memory scope.")]
+    key: Annotated[str, Path(min_length=1, max_length=255, description="The buffer or record key.")]
+    session_id: Annotated[
+        str | None,
+        Query(
+            max_length=64, description="For scope `session`: a session the caller may view/drive."
+        ),
+    ] = None
+    workflow_id: Annotated[
+        str | None, Query(max_length=255, description="For scope `workflow`.")
+    ] = None
+    pipeline_id: Annotated[
+        str | None, Query(max_length=255, description="For scope `pipeline`.")
+    ] = None
+    execution_id: Annotated[
+        str | None, Query(max_length=255, description="For scope `execution`.")
+    ] = None
+
+    def context(self, caller: Caller, principal: Principal, *, write: bool) -> ExecutionContext:
+        """Return the execution context ``principal`` works in at this target (blocking)."""
+        return scope_context(
+            caller.services.sessions,
+            principal,
+            self.scope,
+            write=write,
+            session_id=self.session_id,
+            workflow_id=self.workflow_id,
+            pipeline_id=self.pipeline_id,
+            execution_id=self.execution_id,
+        )
+
+    async def run(
+        self, caller: Caller, work: Callable[[ExecutionContext], _Result], *, write: bool
+    ) -> dict[str, Any]:
+        """Authenticate, resolve the scope and call ``work(context)``, in one store-pool hop."""
+
+        def job(principal: Principal) -> dict[str, Any]:
+            return work(self.context(caller, principal, write=write)).to_dict()
+
+        return await caller.run(job)
+
+
+TARGET = Depends(Target)
 
 
 @router.get("/buffers/{scope}/{key}", response_model=BufferResult, responses=errors(*SCOPE_ERRORS))
 async def load_buffer(
-    scope: ScopeName = ScopePath,
-    key: str = KeyPath,
     last: int | None = Query(None, ge=0, le=2**62, description="Only the last N messages."),
-    session_id: str | None = SessionQuery,
-    workflow_id: str | None = WorkflowQuery,
-    pipeline_id: str | None = PipelineQuery,
-    execution_id: str | None = ExecutionQuery,
+    target: Target = TARGET,
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Load a conversation buffer (optionally only its last N messages)."""
-    services = caller.services
-
-    def work(principal: Principal) -> dict[str, Any]:
-        context = scope_context(
-            services.sessions,
-            principal,
-            scope,
-            write=False,
-            session_id=session_id,
-            workflow_id=workflow_id,
-            pipeline_id=pipeline_id,
-            execution_id=execution_id,
-        )
-        return services.memory.load(scope, key, context, last=last).to_dict()
-
-    done: dict[str, Any] = await caller.run(work)
-    return done
+    memory = caller.services.memory
+    return await target.run(
+        caller,
+        lambda context: memory.load(target.scope, target.key, context, last=last),
+        write=False,
+    )
 
 
 @router.post(
@@ -74,12 +112,7 @@ async def load_buffer(
 )
 async def append_buffer(
     body: BufferAppend,
-    scope: ScopeName = ScopePath,
-    key: str = KeyPath,
-    session_id: str | None = SessionQuery,
-    workflow_id: str | None = WorkflowQuery,
-    pipeline_id: str | None = PipelineQuery,
-    execution_id: str | None = ExecutionQuery,
+    target: Target = TARGET,
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Append one message or a list to a buffer (MEM-1, 2, 3, 10, 12, 14 apply).
@@ -87,68 +120,35 @@ async def append_buffer(
     Returns the buffer after the append unless `return_messages` is false. At most
     1000 messages per request (413 beyond).
     """
-    services = caller.services
+    memory = caller.services.memory
     messages = body.messages if isinstance(body.messages, list) else [body.messages]
     if len(messages) > MAX_BATCH:
         raise PayloadTooLargeError(
             f"at most {MAX_BATCH} messages per append, got {len(messages)}", field="messages"
         )
-
-    def work(principal: Principal) -> dict[str, Any]:
-        context = scope_context(
-            services.sessions,
-            principal,
-            scope,
-            write=True,
-            session_id=session_id,
-            workflow_id=workflow_id,
-            pipeline_id=pipeline_id,
-            execution_id=execution_id,
-        )
-        result = services.memory.append(
-            scope,
-            key,
+    return await target.run(
+        caller,
+        lambda context: memory.append(
+            target.scope,
+            target.key,
             messages,
             context,
             body.max_messages,
             return_messages=body.return_messages,
-        )
-        return result.to_dict()
-
-    done: dict[str, Any] = await caller.run(work)
-    return done
+        ),
+        write=True,
+    )
 
 
 @router.delete(
     "/buffers/{scope}/{key}", response_model=WriteResult, responses=errors(*SCOPE_ERRORS)
 )
-async def clear_buffer(
-    scope: ScopeName = ScopePath,
-    key: str = KeyPath,
-    session_id: str | None = SessionQuery,
-    workflow_id: str | None = WorkflowQuery,
-    pipeline_id: str | None = PipelineQuery,
-    execution_id: str | None = ExecutionQuery,
-    caller: Caller = CALLER,
-) -> dict[str, Any]:
+async def clear_buffer(target: Target = TARGET, caller: Caller = CALLER) -> dict[str, Any]:
     """Delete every message of a buffer."""
-    services = caller.services
-
-    def work(principal: Principal) -> dict[str, Any]:
-        context = scope_context(
-            services.sessions,
-            principal,
-            scope,
-            write=True,
-            session_id=session_id,
-            workflow_id=workflow_id,
-            pipeline_id=pipeline_id,
-            execution_id=execution_id,
-        )
-        return services.memory.clear(scope, key, context).to_dict()
-
-    done: dict[str, Any] = await caller.run(work)
-    return done
+    memory = caller.services.memory
+    return await target.run(
+        caller, lambda context: memory.clear(target.scope, target.key, context), write=True
+    )
 
 
 def _parse_default(text: str | None) -> Any:
@@ -163,39 +163,23 @@ def _parse_default(text: str | None) -> Any:
 
 @router.get("/memory/{scope}/{key}", response_model=ReadResult, responses=errors(*SCOPE_ERRORS))
 async def read_record(
-    scope: ScopeName = ScopePath,
-    key: str = KeyPath,
     default: str | None = Query(
         None,
         max_length=65536,
         description="Returned as `value` when not found: parsed as JSON when it is JSON "
         '(`42`, `"x"`, `[1]`), otherwise the text itself.',
     ),
-    session_id: str | None = SessionQuery,
-    workflow_id: str | None = WorkflowQuery,
-    pipeline_id: str | None = PipelineQuery,
-    execution_id: str | None = ExecutionQuery,
+    target: Target = TARGET,
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Read a memory record; `found: false` and the default when absent, expired or refused."""
-    services = caller.services
+    memory = caller.services.memory
     fallback = _parse_default(default)
-
-    def work(principal: Principal) -> dict[str, Any]:
-        context = scope_context(
-            services.sessions,
-            principal,
-            scope,
-            write=False,
-            session_id=session_id,
-            workflow_id=workflow_id,
-            pipeline_id=pipeline_id,
-            execution_id=execution_id,
-        )
-        return services.memory.read(scope, key, context, default=fallback).to_dict()
-
-    done: dict[str, Any] = await caller.run(work)
-    return done
+    return await target.run(
+        caller,
+        lambda context: memory.read(target.scope, target.key, context, default=fallback),
+        write=False,
+    )
 
 
 @router.put(
@@ -204,60 +188,21 @@ async def read_record(
     responses=errors(*SCOPE_ERRORS, *BODY_ERRORS),
 )
 async def write_record(
-    body: MemoryWrite,
-    scope: ScopeName = ScopePath,
-    key: str = KeyPath,
-    session_id: str | None = SessionQuery,
-    workflow_id: str | None = WorkflowQuery,
-    pipeline_id: str | None = PipelineQuery,
-    execution_id: str | None = ExecutionQuery,
-    caller: Caller = CALLER,
+    body: MemoryWrite, target: Target = TARGET, caller: Caller = CALLER
 ) -> dict[str, Any]:
     """Write a memory record (any JSON value) with an optional TTL in seconds."""
-    services = caller.services
-
-    def work(principal: Principal) -> dict[str, Any]:
-        context = scope_context(
-            services.sessions,
-            principal,
-            scope,
-            write=True,
-            session_id=session_id,
-            workflow_id=workflow_id,
-            pipeline_id=pipeline_id,
-            execution_id=execution_id,
-        )
-        return services.memory.write(scope, key, body.value, context, ttl=body.ttl).to_dict()
-
-    done: dict[str, Any] = await caller.run(work)
-    return done
+    memory = caller.services.memory
+    return await target.run(
+        caller,
+        lambda context: memory.write(target.scope, target.key, body.value, context, ttl=body.ttl),
+        write=True,
+    )
 
 
 @router.delete("/memory/{scope}/{key}", response_model=WriteResult, responses=errors(*SCOPE_ERRORS))
-async def delete_record(
-    scope: ScopeName = ScopePath,
-    key: str = KeyPath,
-    session_id: str | None = SessionQuery,
-    workflow_id: str | None = WorkflowQuery,
-    pipeline_id: str | None = PipelineQuery,
-    execution_id: str | None = ExecutionQuery,
-    caller: Caller = CALLER,
-) -> dict[str, Any]:
+async def delete_record(target: Target = TARGET, caller: Caller = CALLER) -> dict[str, Any]:
     """Delete a memory record."""
-    services = caller.services
-
-    def work(principal: Principal) -> dict[str, Any]:
-        context = scope_context(
-            services.sessions,
-            principal,
-            scope,
-            write=True,
-            session_id=session_id,
-            workflow_id=workflow_id,
-            pipeline_id=pipeline_id,
-            execution_id=execution_id,
-        )
-        return services.memory.delete(scope, key, context).to_dict()
-
-    done: dict[str, Any] = await caller.run(work)
-    return done
+    memory = caller.services.memory
+    return await target.run(
+        caller, lambda context: memory.delete(target.scope, target.key, context), write=True
+    )
