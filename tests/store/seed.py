@@ -13,6 +13,7 @@ from typing import Any
 from flowmem.store import Address, MemoryStore, Store
 from flowmem.store import sqlite as sqlite_backend
 from flowmem.store.editor import SqlBufferEditor
+from flowmem.store.sqlbase import StatementRunner
 
 
 def seed(store: Store, address: Address, rows: list[dict[str, Any]]) -> None:
@@ -24,7 +25,7 @@ def seed(store: Store, address: Address, rows: list[dict[str, Any]]) -> None:
     if isinstance(store, sqlite_backend.SqliteStore):
         with store._connection() as conn:
             conn.execute("BEGIN IMMEDIATE")
-            editor = SqlBufferEditor(sqlite_backend._Runner(conn), address)
+            editor = SqlBufferEditor(StatementRunner(conn, sqlite_backend.SQL), address)
             for row in rows:
                 editor.append_row(row)
             editor.flush()
@@ -34,7 +35,7 @@ def seed(store: Store, address: Address, rows: list[dict[str, Any]]) -> None:
 
     assert isinstance(store, pg_backend.PostgresStore)
     with store._connection() as pconn, pconn.transaction():
-        editor = SqlBufferEditor(pg_backend._Runner(pconn), address)
+        editor = SqlBufferEditor(StatementRunner(pconn, pg_backend.SQL), address)
         for row in rows:
             editor.append_row(row)
         editor.flush()

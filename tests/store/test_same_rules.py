@@ -23,6 +23,7 @@ from flowmem.store import Address, Store, open_store
 from flowmem.store import postgres as pg_backend
 from flowmem.store import sqlite as sqlite_backend
 from flowmem.store.editor import SqlBufferEditor
+from flowmem.store.sqlbase import StatementRunner
 
 SETTINGS = settings(
     max_examples=25,
@@ -91,7 +92,7 @@ def _sql_editor(kind: str, url: str) -> Iterator[tuple[SqlBufferEditor, Any]]:
     if kind == "sqlite":
         conn = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
         conn.execute("BEGIN IMMEDIATE")
-        editor = SqlBufferEditor(sqlite_backend._Runner(conn), address)
+        editor = SqlBufferEditor(StatementRunner(conn, sqlite_backend.SQL), address)
 
         def positions() -> list[int]:
             return [
@@ -112,7 +113,7 @@ def _sql_editor(kind: str, url: str) -> Iterator[tuple[SqlBufferEditor, Any]]:
         import psycopg
 
         with psycopg.connect(url) as pconn:
-            editor = SqlBufferEditor(pg_backend._Runner(pconn), address)
+            editor = SqlBufferEditor(StatementRunner(pconn, pg_backend.SQL), address)
 
             def positions() -> list[int]:
                 return [

@@ -9,12 +9,10 @@ address under ``lock_timeout`` (MEM-12).
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -22,10 +20,9 @@ import psycopg
 import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from flowmem.core import AppendOutcome, Message, apply_append
+from flowmem.core import AppendOutcome, Message
 from flowmem.errors import (
     ConfigurationError,
-    ConflictError,
     InvalidInputError,
     SchemaTooNewError,
     StoreBusyError,
@@ -35,22 +32,13 @@ from flowmem.errors import (
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     Address,
-    SessionRecord,
     Store,
-    TokenRecord,
-    TranscriptMessage,
 )
-from flowmem.store.editor import SqlBufferEditor, load_rows
-from flowmem.store.memory import to_json
 from flowmem.store.rows import (
     check_address,
-    check_last,
     check_lock_timeout,
-    check_page,
-    dump_json,
-    session_from_row,
-    token_from_row,
 )
+from flowmem.store.sqlbase import SqlStore
 
 log = logging.getLogger("flowmem")
 
@@ -193,9 +181,9 @@ SQL: dict[str, str] = {
     "tokens_all": """SELECT id, token_hash, user_id, permissions, created_at, revoked, label
         FROM tokens ORDER BY created_at, id""",
     "token_revoke": "UPDATE tokens SET revoked = TRUE WHERE id = %s",
+    "schema_version": "SELECT COALESCE(MAX(version), 0) FROM flowmem_schema",
 }
 
-_SEQ_MAX = 9223372036854775807
 _RETRYABLE = (
     psycopg.errors.UniqueViolation,
     psycopg.errors.SerializationFailure,
@@ -230,28 +218,10 @@ def parse_url(url: str) -> tuple[str, dict[str, float]]:
     return conninfo, options
 
 
-class _Runner:
-    """``SqlRunner`` over one psycopg connection."""
-
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
-        self.conn = conn
-
-    def one(self, name: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
-        """Run a named statement; return its first row."""
-        row: tuple[Any, ...] | None = self.conn.execute(SQL[name], params).fetchone()
-        return row
-
-    def all(self, name: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        """Run a named statement; return every row."""
-        return self.conn.execute(SQL[name], params).fetchall()
-
-    def run(self, name: str, params: Sequence[Any]) -> None:
-        """Run a named statement for its effect."""
-        self.conn.execute(SQL[name], params)
-
-
-class PostgresStore:
+class PostgresStore(SqlStore[psycopg.Connection[Any]]):
     """The ``Store`` protocol on a PostgreSQL database."""
+
+    SQL = SQL
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -297,17 +267,56 @@ class PostgresStore:
         with self._connection() as conn, conn.transaction():
             return work(conn)
 
+    def _write_serialized(
+        self, address: Address, work: Callable[[psycopg.Connection[Any]], T]
+    ) -> T:
+        """Run ``work`` in one transaction that first takes the address's advisory lock."""
+
+        def locked(conn: psycopg.Connection[Any]) -> T:
+            conn.execute(SQL["advisory_lock"], (advisory_key(address),))
+            return work(conn)
+
+        return self._write(locked)
+
+    @contextmanager
+    def _reading(self) -> Iterator[psycopg.Connection[Any]]:
+        """Lend a connection inside one transaction, so several reads see one snapshot."""
+        with self._connection() as conn, conn.transaction():
+            yield conn
+
+    def _load_last(
+        self, conn: psycopg.Connection[Any], address: Address, last: int
+    ) -> list[tuple[str]]:
+        """Return the last ``last`` bodies: the buffer id first, then an unprepared indexed read."""
+        head = conn.execute(SQL["header_get"], tuple(address)).fetchone()
+        if head is None:
+            return []
+        found: list[tuple[str]] = conn.execute(
+            SQL["load_last"], (head[0], last), prepare=False
+        ).fetchall()
+        return found
+
+    @staticmethod
+    def _is_unique_violation(exc: BaseException | None) -> bool:
+        """Return True for a duplicate primary or unique key."""
+        return isinstance(exc, psycopg.errors.UniqueViolation)
+
+    def _check_session_id(self, session_id: str) -> None:
+        """Refuse a session id with a NUL character (PostgreSQL text cannot hold one)."""
+        if "\x00" in session_id:
+            raise InvalidInputError("session ids must not contain NUL characters")
+
     # --- schema ------------------------------------------------------------------------
     def _migrate(self) -> None:
         """Apply missing migrations in one transaction under an advisory lock; refuse a newer schema."""
 
         def work(conn: psycopg.Connection[Any]) -> None:
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            conn.execute(SQL["advisory_lock"], (MIGRATION_LOCK,))
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS flowmem_schema ("
                 "version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
             )
-            row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM flowmem_schema").fetchone()
+            row = conn.execute(SQL["schema_version"]).fetchone()
             current = int(row[0]) if row else 0
             if current > len(MIGRATIONS):
                 raise SchemaTooNewError(
@@ -325,35 +334,6 @@ class PostgresStore:
                 )
 
         self._write(work)
-
-    def schema_version(self) -> int:
-        """Return the schema version recorded in the database."""
-        with self._connection() as conn:
-            row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM flowmem_schema").fetchone()
-            return int(row[0]) if row else 0
-
-    # --- memory records ------------------------------------------------------------------
-    def get_record(self, address: Address, now: float) -> tuple[bool, Any]:
-        """Return (found, value); an expired record is not found."""
-        check_address(address)
-        with self._connection() as conn:
-            row = conn.execute(SQL["record_get"], tuple(address)).fetchone()
-        if row is None or (row[1] is not None and row[1] <= now):
-            return False, None
-        return True, json.loads(row[0])
-
-    def put_record(self, address: Address, value: Any, expires_at: float | None) -> None:
-        """Store a JSON value (NotSerializableError, nothing written, otherwise)."""
-        check_address(address)
-        text = to_json(value)
-        with self._connection() as conn:
-            conn.execute(SQL["record_put"], (*address, text, expires_at))
-
-    def delete_record(self, address: Address) -> bool:
-        """Delete a record; True when one existed."""
-        check_address(address)
-        with self._connection() as conn:
-            return conn.execute(SQL["record_delete"], tuple(address)).rowcount > 0
 
     # --- conversation buffers --------------------------------------------------------------
     def append(
@@ -382,7 +362,7 @@ class PostgresStore:
             try:
                 with conn.transaction():
                     conn.execute(SQL["timed_lock"], (key, timeout))
-                    return self._apply(conn, address, rows, max_messages, snapshot)
+                    return self._apply_append(conn, address, rows, max_messages, snapshot)
             except psycopg.errors.LockNotAvailable:
                 log.warning(
                     "append to %s/%s/%s waited %.1fs for its turn; proceeding unserialized",
@@ -392,7 +372,7 @@ class PostgresStore:
             for attempt in range(UNSERIALIZED_ATTEMPTS):
                 try:
                     with conn.transaction():
-                        return self._apply(conn, address, rows, max_messages, snapshot)
+                        return self._apply_append(conn, address, rows, max_messages, snapshot)
                 except _RETRYABLE as exc:
                     if attempt == UNSERIALIZED_ATTEMPTS - 1:
                         raise StoreBusyError(
@@ -401,125 +381,7 @@ class PostgresStore:
                     time.sleep(0.01 * (attempt + 1))
         raise StoreBusyError("unserialized append did not complete")  # pragma: no cover
 
-    @staticmethod
-    def _apply(
-        conn: psycopg.Connection[Any],
-        address: Address,
-        rows: list[Message],
-        max_messages: int,
-        snapshot: bool,
-    ) -> AppendOutcome:
-        editor = SqlBufferEditor(_Runner(conn), address)
-        outcome = apply_append(editor, rows, max_messages)
-        editor.flush()
-        if snapshot:
-            found = conn.execute(SQL["load_all"], tuple(address)).fetchall()
-            outcome = replace(outcome, rows=load_rows(found))
-        return outcome
-
-    def pop_last(self, address: Address) -> Message | None:
-        """Remove and return the buffer's last row (None when empty), serialized like an append."""
-        check_address(address)
-
-        def work(conn: psycopg.Connection[Any]) -> Message | None:
-            editor = SqlBufferEditor(_Runner(conn), address)
-            last = editor.newest()
-            if last is None:
-                return None
-            editor.delete(last.position)
-            editor.flush()
-            return last.row
-
-        def locked(conn: psycopg.Connection[Any]) -> Message | None:
-            conn.execute(SQL["advisory_lock"], (advisory_key(address),))
-            return work(conn)
-
-        return self._write(locked)
-
-    def load(self, address: Address, last: int | None = None) -> list[Message]:
-        """Return the buffer's rows in order; only the last ``last`` (indexed reads) when given."""
-        check_address(address)
-        check_last(last)
-        if last == 0:
-            return []
-        with self._connection() as conn:
-            if last is None:
-                found = conn.execute(SQL["load_all"], tuple(address)).fetchall()
-            else:
-                head = conn.execute(SQL["header_get"], tuple(address)).fetchone()
-                if head is None:
-                    return []
-                params = (head[0], min(last, 2**62))
-                found = conn.execute(SQL["load_last"], params, prepare=False).fetchall()
-        return load_rows(found)
-
-    def count(self, address: Address) -> int:
-        """Return the number of rows (from the buffer header)."""
-        check_address(address)
-        with self._connection() as conn:
-            row = conn.execute(SQL["count"], tuple(address)).fetchone()
-        return int(row[0]) if row else 0
-
-    def clear(self, address: Address) -> int:
-        """Delete every row of the buffer under its advisory lock; return how many were removed."""
-        check_address(address)
-
-        def work(conn: psycopg.Connection[Any]) -> int:
-            conn.execute(SQL["advisory_lock"], (advisory_key(address),))
-            head = conn.execute(SQL["header_get"], tuple(address)).fetchone()
-            if head is None:
-                return 0
-            for name in ("clear_rows", "clear_calls", "clear_answers", "clear_header"):
-                conn.execute(SQL[name], (head[0],))
-            return int(head[1])
-
-        return self._write(work)
-
     # --- sessions ---------------------------------------------------------------------------
-    def create_session(self, session: SessionRecord) -> SessionRecord:
-        """Insert a new session (ConflictError when the id exists)."""
-        metadata = dump_json(dict(session.metadata), "session metadata")
-        params = (
-            session.id,
-            session.name,
-            session.owner,
-            session.status,
-            session.agent,
-            metadata,
-            session.created_at,
-            session.updated_at,
-        )
-        try:
-            with self._connection() as conn:
-                conn.execute(SQL["session_insert"], params)
-        except StoreError as exc:
-            if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
-                raise ConflictError(f"session {session.id} already exists") from exc
-            raise
-        return session
-
-    def get_session(self, session_id: str) -> SessionRecord | None:
-        """Return the session or None."""
-        with self._connection() as conn:
-            row = conn.execute(SQL["session_get"], (session_id,)).fetchone()
-        return None if row is None else session_from_row(row)
-
-    def list_sessions(
-        self, owner: str | None, include_all: bool, limit: int, offset: int
-    ) -> tuple[list[SessionRecord], int]:
-        """Return a page of sessions (newest first) and the total under the same filter."""
-        check_page(limit, offset)
-        if not include_all and owner is None:
-            return [], 0
-        with self._connection() as conn, conn.transaction():
-            if include_all:
-                rows = conn.execute(SQL["sessions_all"], (limit, offset)).fetchall()
-                total = conn.execute(SQL["sessions_all_count"]).fetchone()
-            else:
-                rows = conn.execute(SQL["sessions_owned"], (owner, limit, offset)).fetchall()
-                total = conn.execute(SQL["sessions_owned_count"], (owner,)).fetchone()
-        return [session_from_row(r) for r in rows], int(total[0]) if total else 0
-
     def set_session_status(
         self, session_id: str, status: str, expected: frozenset[str] | None = None
     ) -> bool:
@@ -528,98 +390,6 @@ class PostgresStore:
         with self._connection() as conn:
             cur = conn.execute(SQL["session_status_cas"], (status, session_id, allowed, allowed))
             return cur.rowcount > 0
-
-    def delete_session(self, session_id: str) -> bool:
-        """Delete a session and its transcript; True when it existed."""
-
-        def work(conn: psycopg.Connection[Any]) -> bool:
-            conn.execute(SQL["transcript_delete_all"], (session_id,))
-            conn.execute(SQL["transcript_seq_delete"], (session_id,))
-            return conn.execute(SQL["session_delete"], (session_id,)).rowcount > 0
-
-        return self._write(work)
-
-    # --- transcripts -------------------------------------------------------------------------
-    def add_transcript(self, session_id: str, row: Message) -> TranscriptMessage:
-        """Append a row with the next sequence number (never reused)."""
-        body = dump_json(row, "transcript row")
-        if "\x00" in session_id:
-            raise InvalidInputError("session ids must not contain NUL characters")
-
-        def work(conn: psycopg.Connection[Any]) -> int:
-            found = conn.execute(SQL["transcript_seq_next"], (session_id,)).fetchone()
-            seq = int(found[0]) if found else 0
-            conn.execute(SQL["transcript_insert"], (session_id, seq, body))
-            return seq
-
-        seq = self._write(work)
-        return TranscriptMessage(session_id, seq, json.loads(body))
-
-    def list_transcript(
-        self,
-        session_id: str,
-        since: int | None = None,
-        before: int | None = None,
-        limit: int = 20,
-        newest_first: bool = False,
-    ) -> tuple[list[TranscriptMessage], bool]:
-        """Return a page of transcript rows by sequence cursor and whether more exist."""
-        check_page(limit)
-        low = -1 if since is None else since
-        high = _SEQ_MAX if before is None else before
-        name = "transcript_page_desc" if newest_first else "transcript_page_asc"
-        with self._connection() as conn:
-            rows = conn.execute(SQL[name], (session_id, low, high, limit + 1)).fetchall()
-        items = [TranscriptMessage(session_id, int(s), json.loads(b)) for s, b in rows[:limit]]
-        return items, len(rows) > limit
-
-    def edit_transcript(self, session_id: str, seq: int, row: Message) -> bool:
-        """Replace one transcript row (administrative tier); True if it existed."""
-        body = dump_json(row, "transcript row")
-        with self._connection() as conn:
-            return conn.execute(SQL["transcript_update"], (body, session_id, seq)).rowcount > 0
-
-    def delete_transcript(self, session_id: str, seq: int) -> bool:
-        """Delete one transcript row (administrative tier); True if it existed."""
-        with self._connection() as conn:
-            return conn.execute(SQL["transcript_delete"], (session_id, seq)).rowcount > 0
-
-    # --- tokens ------------------------------------------------------------------------------
-    def create_token(self, token: TokenRecord) -> None:
-        """Store a token record (its hash only); ConflictError on a duplicate id or hash."""
-        params = (
-            token.id,
-            token.token_hash,
-            token.user_id,
-            json.dumps(sorted(token.permissions)),
-            token.created_at,
-            token.revoked,
-            token.label,
-        )
-        try:
-            with self._connection() as conn:
-                conn.execute(SQL["token_insert"], params)
-        except StoreError as exc:
-            if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
-                raise ConflictError(f"token {token.id} already exists") from exc
-            raise
-
-    def token_by_hash(self, token_hash: str) -> TokenRecord | None:
-        """Return the token with this hash, revoked or not."""
-        with self._connection() as conn:
-            row = conn.execute(SQL["token_by_hash"], (token_hash,)).fetchone()
-        return None if row is None else token_from_row(row)
-
-    def list_tokens(self) -> list[TokenRecord]:
-        """Return every token record, oldest first."""
-        with self._connection() as conn:
-            rows = conn.execute(SQL["tokens_all"]).fetchall()
-        return [token_from_row(r) for r in rows]
-
-    def revoke_token(self, token_id: str) -> bool:
-        """Mark a token revoked; True when it existed."""
-        with self._connection() as conn:
-            return conn.execute(SQL["token_revoke"], (token_id,)).rowcount > 0
 
     def close(self) -> None:
         """Close the connection pool."""

@@ -8,48 +8,29 @@ connections) and many processes. Appends run ``flowmem.core.apply_append`` throu
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from flowmem.core import AppendOutcome, Message, apply_append
+from flowmem.core import AppendOutcome, Message
 from flowmem.errors import (
     ConfigurationError,
-    ConflictError,
     InvalidInputError,
     SchemaTooNewError,
     StoreBusyError,
     StoreError,
     StoreUnavailableError,
 )
-from flowmem.store.base import (
-    DEFAULT_LOCK_TIMEOUT,
-    Address,
-    SessionRecord,
-    Store,
-    TokenRecord,
-    TranscriptMessage,
-)
-from flowmem.store.editor import SqlBufferEditor, load_rows
+from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Store
 from flowmem.store.locks import AddressLocks
-from flowmem.store.memory import to_json
-from flowmem.store.rows import (
-    check_address,
-    check_last,
-    check_lock_timeout,
-    check_page,
-    dump_json,
-    session_from_row,
-    token_from_row,
-)
+from flowmem.store.rows import check_address, check_lock_timeout
+from flowmem.store.sqlbase import SqlStore
 
 log = logging.getLogger("flowmem")
 
@@ -186,9 +167,8 @@ SQL: dict[str, str] = {
     "tokens_all": """SELECT id, token_hash, user_id, permissions, created_at, revoked, label
         FROM tokens ORDER BY created_at, id""",
     "token_revoke": "UPDATE tokens SET revoked = 1 WHERE id = ?",
+    "schema_version": "SELECT COALESCE(MAX(version), 0) FROM flowmem_schema",
 }
-
-_SEQ_MAX = 9223372036854775807
 
 
 def parse_url(url: str) -> tuple[str, str]:
@@ -225,34 +205,16 @@ def _is_busy(exc: sqlite3.Error) -> bool:
     return "locked" in text or "busy" in text
 
 
-class _Runner:
-    """``SqlRunner`` over one sqlite3 connection."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-
-    def one(self, name: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
-        """Run a named statement; return its first row."""
-        row: tuple[Any, ...] | None = self.conn.execute(SQL[name], params).fetchone()
-        return row
-
-    def all(self, name: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        """Run a named statement; return every row."""
-        return self.conn.execute(SQL[name], params).fetchall()
-
-    def run(self, name: str, params: Sequence[Any]) -> None:
-        """Run a named statement for its effect."""
-        self.conn.execute(SQL[name], params)
-
-
 class _Connection(sqlite3.Connection):
     """A pooled connection that remembers its busy timeout, to set it only when it changes."""
 
     busy_ms = -1
 
 
-class SqliteStore:
+class SqliteStore(SqlStore[sqlite3.Connection]):
     """The ``Store`` protocol on one SQLite file."""
+
+    SQL = SQL
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -346,6 +308,16 @@ class SqliteStore:
             conn.execute("COMMIT")
             return result
 
+    def _write_serialized(self, address: Address, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` in one write transaction under the address's in-process lock."""
+        with self._locks.hold(address, DEFAULT_LOCK_TIMEOUT):
+            return self._write(work)
+
+    @staticmethod
+    def _is_unique_violation(exc: BaseException | None) -> bool:
+        """Return True for a duplicate key (SQLite reports every constraint as IntegrityError)."""
+        return isinstance(exc, sqlite3.IntegrityError)
+
     # --- schema ------------------------------------------------------------------------
     def _migrate(self, conn: sqlite3.Connection) -> None:
         """Apply missing migrations in one transaction; refuse a newer schema.
@@ -359,7 +331,7 @@ class SqliteStore:
             "CREATE TABLE IF NOT EXISTS flowmem_schema ("
             "version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)"
         )
-        row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM flowmem_schema").fetchone()
+        row = conn.execute(SQL["schema_version"]).fetchone()
         current = int(row[0]) if row else 0
         if current > len(MIGRATIONS):
             conn.execute("ROLLBACK")
@@ -381,41 +353,12 @@ class SqliteStore:
     @staticmethod
     def _recorded_version(conn: sqlite3.Connection) -> int:
         try:
-            row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM flowmem_schema").fetchone()
+            row = conn.execute(SQL["schema_version"]).fetchone()
         except sqlite3.OperationalError as exc:
             if "no such table" in str(exc):
                 return 0
             raise
         return int(row[0]) if row else 0
-
-    def schema_version(self) -> int:
-        """Return the schema version recorded in the file."""
-        with self._connection() as conn:
-            row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM flowmem_schema").fetchone()
-            return int(row[0])
-
-    # --- memory records ------------------------------------------------------------------
-    def get_record(self, address: Address, now: float) -> tuple[bool, Any]:
-        """Return (found, value); an expired record is not found."""
-        check_address(address)
-        with self._connection() as conn:
-            row = conn.execute(SQL["record_get"], tuple(address)).fetchone()
-        if row is None or (row[1] is not None and row[1] <= now):
-            return False, None
-        return True, json.loads(row[0])
-
-    def put_record(self, address: Address, value: Any, expires_at: float | None) -> None:
-        """Store a JSON value (NotSerializableError, nothing written, otherwise)."""
-        check_address(address)
-        text = to_json(value)
-        with self._connection() as conn:
-            conn.execute(SQL["record_put"], (*address, text, expires_at))
-
-    def delete_record(self, address: Address) -> bool:
-        """Delete a record; True when one existed."""
-        check_address(address)
-        with self._connection() as conn:
-            return conn.execute(SQL["record_delete"], tuple(address)).rowcount > 0
 
     # --- conversation buffers --------------------------------------------------------------
     def append(
@@ -482,121 +425,20 @@ class SqliteStore:
                     raise
                 time.sleep(0.01)
 
-    @staticmethod
     def _apply(
+        self,
         conn: sqlite3.Connection,
         address: Address,
         rows: list[Message],
         max_messages: int,
         snapshot: bool,
     ) -> AppendOutcome:
-        editor = SqlBufferEditor(_Runner(conn), address)
-        outcome = apply_append(editor, rows, max_messages)
-        editor.flush()
-        if snapshot:
-            found = conn.execute(SQL["load_all"], tuple(address)).fetchall()
-            outcome = replace(outcome, rows=load_rows(found))
+        """Run the append rules in the open transaction, then commit it."""
+        outcome = self._apply_append(conn, address, rows, max_messages, snapshot)
         conn.execute("COMMIT")
         return outcome
 
-    def pop_last(self, address: Address) -> Message | None:
-        """Remove and return the buffer's last row (None when empty), serialized like an append."""
-        check_address(address)
-
-        def work(conn: sqlite3.Connection) -> Message | None:
-            editor = SqlBufferEditor(_Runner(conn), address)
-            last = editor.newest()
-            if last is None:
-                return None
-            editor.delete(last.position)
-            editor.flush()
-            return last.row
-
-        with self._locks.hold(address, DEFAULT_LOCK_TIMEOUT):
-            return self._write(work)
-
-    def load(self, address: Address, last: int | None = None) -> list[Message]:
-        """Return the buffer's rows in order; only the last ``last`` (one indexed read) when given."""
-        check_address(address)
-        check_last(last)
-        if last == 0:
-            return []
-        with self._connection() as conn:
-            if last is None:
-                found = conn.execute(SQL["load_all"], tuple(address)).fetchall()
-            else:
-                found = conn.execute(SQL["load_last"], (*address, min(last, 2**62))).fetchall()
-        return load_rows(found)
-
-    def count(self, address: Address) -> int:
-        """Return the number of rows (from the buffer header)."""
-        check_address(address)
-        with self._connection() as conn:
-            row = conn.execute(SQL["count"], tuple(address)).fetchone()
-        return int(row[0]) if row else 0
-
-    def clear(self, address: Address) -> int:
-        """Delete every row of the buffer; return how many were removed."""
-        check_address(address)
-
-        def work(conn: sqlite3.Connection) -> int:
-            head = conn.execute(SQL["header_get"], tuple(address)).fetchone()
-            if head is None:
-                return 0
-            for name in ("clear_rows", "clear_calls", "clear_answers", "clear_header"):
-                conn.execute(SQL[name], (head[0],))
-            return int(head[1])
-
-        with self._locks.hold(address, DEFAULT_LOCK_TIMEOUT):
-            return self._write(work)
-
     # --- sessions ---------------------------------------------------------------------------
-    def create_session(self, session: SessionRecord) -> SessionRecord:
-        """Insert a new session (ConflictError when the id exists)."""
-        metadata = dump_json(dict(session.metadata), "session metadata")
-        try:
-            with self._connection() as conn:
-                conn.execute(
-                    SQL["session_insert"],
-                    (
-                        session.id,
-                        session.name,
-                        session.owner,
-                        session.status,
-                        session.agent,
-                        metadata,
-                        session.created_at,
-                        session.updated_at,
-                    ),
-                )
-        except StoreError as exc:
-            if isinstance(exc.__cause__, sqlite3.IntegrityError):
-                raise ConflictError(f"session {session.id} already exists") from exc
-            raise
-        return session
-
-    def get_session(self, session_id: str) -> SessionRecord | None:
-        """Return the session or None."""
-        with self._connection() as conn:
-            row = conn.execute(SQL["session_get"], (session_id,)).fetchone()
-        return None if row is None else session_from_row(row)
-
-    def list_sessions(
-        self, owner: str | None, include_all: bool, limit: int, offset: int
-    ) -> tuple[list[SessionRecord], int]:
-        """Return a page of sessions (newest first) and the total under the same filter."""
-        check_page(limit, offset)
-        if not include_all and owner is None:
-            return [], 0
-        with self._connection() as conn:
-            if include_all:
-                rows = conn.execute(SQL["sessions_all"], (limit, offset)).fetchall()
-                total = conn.execute(SQL["sessions_all_count"]).fetchone()
-            else:
-                rows = conn.execute(SQL["sessions_owned"], (owner, limit, offset)).fetchall()
-                total = conn.execute(SQL["sessions_owned_count"], (owner,)).fetchone()
-        return [session_from_row(r) for r in rows], int(total[0])
-
     def set_session_status(
         self, session_id: str, status: str, expected: frozenset[str] | None = None
     ) -> bool:
@@ -610,95 +452,6 @@ class SqliteStore:
             return True
 
         return self._write(work)
-
-    def delete_session(self, session_id: str) -> bool:
-        """Delete a session and its transcript; True when it existed."""
-
-        def work(conn: sqlite3.Connection) -> bool:
-            conn.execute(SQL["transcript_delete_all"], (session_id,))
-            conn.execute(SQL["transcript_seq_delete"], (session_id,))
-            return conn.execute(SQL["session_delete"], (session_id,)).rowcount > 0
-
-        return self._write(work)
-
-    # --- transcripts -------------------------------------------------------------------------
-    def add_transcript(self, session_id: str, row: Message) -> TranscriptMessage:
-        """Append a row with the next sequence number (never reused)."""
-        body = dump_json(row, "transcript row")
-
-        def work(conn: sqlite3.Connection) -> int:
-            seq = int(conn.execute(SQL["transcript_seq_next"], (session_id,)).fetchone()[0])
-            conn.execute(SQL["transcript_insert"], (session_id, seq, body))
-            return seq
-
-        seq = self._write(work)
-        return TranscriptMessage(session_id, seq, json.loads(body))
-
-    def list_transcript(
-        self,
-        session_id: str,
-        since: int | None = None,
-        before: int | None = None,
-        limit: int = 20,
-        newest_first: bool = False,
-    ) -> tuple[list[TranscriptMessage], bool]:
-        """Return a page of transcript rows by sequence cursor and whether more exist."""
-        check_page(limit)
-        low = -1 if since is None else since
-        high = _SEQ_MAX if before is None else before
-        name = "transcript_page_desc" if newest_first else "transcript_page_asc"
-        with self._connection() as conn:
-            rows = conn.execute(SQL[name], (session_id, low, high, limit + 1)).fetchall()
-        items = [TranscriptMessage(session_id, int(s), json.loads(b)) for s, b in rows[:limit]]
-        return items, len(rows) > limit
-
-    def edit_transcript(self, session_id: str, seq: int, row: Message) -> bool:
-        """Replace one transcript row (administrative tier); True if it existed."""
-        body = dump_json(row, "transcript row")
-        with self._connection() as conn:
-            return conn.execute(SQL["transcript_update"], (body, session_id, seq)).rowcount > 0
-
-    def delete_transcript(self, session_id: str, seq: int) -> bool:
-        """Delete one transcript row (administrative tier); True if it existed."""
-        with self._connection() as conn:
-            return conn.execute(SQL["transcript_delete"], (session_id, seq)).rowcount > 0
-
-    # --- tokens ------------------------------------------------------------------------------
-    def create_token(self, token: TokenRecord) -> None:
-        """Store a token record (its hash only); ConflictError on a duplicate id or hash."""
-        params = (
-            token.id,
-            token.token_hash,
-            token.user_id,
-            json.dumps(sorted(token.permissions)),
-            token.created_at,
-            int(token.revoked),
-            token.label,
-        )
-        try:
-            with self._connection() as conn:
-                conn.execute(SQL["token_insert"], params)
-        except StoreError as exc:
-            if isinstance(exc.__cause__, sqlite3.IntegrityError):
-                raise ConflictError(f"token {token.id} already exists") from exc
-            raise
-
-    def token_by_hash(self, token_hash: str) -> TokenRecord | None:
-        """Return the token with this hash, revoked or not."""
-        with self._connection() as conn:
-            row = conn.execute(SQL["token_by_hash"], (token_hash,)).fetchone()
-        return None if row is None else token_from_row(row)
-
-    def list_tokens(self) -> list[TokenRecord]:
-        """Return every token record, oldest first."""
-        with self._connection() as conn:
-            rows = conn.execute(SQL["tokens_all"]).fetchall()
-        return [token_from_row(r) for r in rows]
-
-    def revoke_token(self, token_id: str) -> bool:
-        """Mark a token revoked; True when it existed."""
-        with self._connection() as conn:
-            return conn.execute(SQL["token_revoke"], (token_id,)).rowcount > 0
 
     def close(self) -> None:
         """Close every pooled connection (connections on loan close when returned)."""

@@ -1,0 +1,350 @@
+"""``SqlStore``: the ``Store`` methods both SQL backends share, written once.
+
+``SqliteStore`` and ``PostgresStore`` differ in how they lend a connection, open
+a write transaction, serialize on a buffer address and recognise a duplicate key;
+everything around that (input checks, JSON text, row → record conversion,
+records, sessions, transcripts, tokens, ``load``/``count``/``clear``/``pop_last``)
+lives here against a few hooks. This module holds no SQL text (DESIGN.md §6):
+every statement is named and looked up in the backend's ``SQL`` dict.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import replace
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
+
+from flowmem.core import AppendOutcome, Message, apply_append
+from flowmem.errors import ConflictError, StoreError
+from flowmem.store.base import Address, SessionRecord, TokenRecord, TranscriptMessage
+from flowmem.store.editor import SqlBufferEditor, load_rows
+from flowmem.store.memory import to_json
+from flowmem.store.rows import (
+    check_address,
+    check_last,
+    check_page,
+    dump_json,
+    session_from_row,
+    token_from_row,
+)
+
+T = TypeVar("T")
+
+SEQ_MAX = 9223372036854775807  # the largest transcript sequence number (64-bit)
+LAST_MAX = 2**62  # a ``load(last=…)`` larger than any buffer, still a 64-bit integer
+
+
+class DbConnection(Protocol):
+    """What the shared methods use of a driver connection (sqlite3 or psycopg)."""
+
+    def execute(self, query: str, params: Sequence[Any] = ..., /) -> Any:
+        """Run one statement; return a cursor (``fetchone``, ``fetchall``, ``rowcount``)."""
+        ...
+
+
+C = TypeVar("C", bound=DbConnection)
+
+
+class StatementRunner:
+    """``SqlRunner`` over one connection and a backend's ``SQL`` dict."""
+
+    def __init__(self, conn: DbConnection, sql: dict[str, str]) -> None:
+        self.conn = conn
+        self.sql = sql
+
+    def one(self, name: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+        """Run a named statement; return its first row."""
+        row: tuple[Any, ...] | None = self.conn.execute(self.sql[name], params).fetchone()
+        return row
+
+    def all(self, name: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """Run a named statement; return every row."""
+        rows: list[tuple[Any, ...]] = self.conn.execute(self.sql[name], params).fetchall()
+        return rows
+
+    def run(self, name: str, params: Sequence[Any]) -> None:
+        """Run a named statement for its effect."""
+        self.conn.execute(self.sql[name], params)
+
+
+class SqlStore(Generic[C]):
+    """The ``Store`` methods common to the SQL backends, over driver-specific hooks.
+
+    A backend sets ``SQL`` (its statements, by name) and implements
+    ``_connection``, ``_write``, ``_write_serialized`` and ``_is_unique_violation``;
+    it may override ``_reading``, ``_load_last`` and ``_check_session_id``.
+    """
+
+    SQL: ClassVar[dict[str, str]]
+
+    # --- hooks ------------------------------------------------------------------------
+    def _connection(self) -> AbstractContextManager[C]:
+        """Lend a connection (autocommit); translate driver errors to ``StoreError``."""
+        raise NotImplementedError
+
+    def _write(self, work: Callable[[C], T]) -> T:
+        """Run ``work`` in one write transaction and commit it."""
+        raise NotImplementedError
+
+    def _write_serialized(self, address: Address, work: Callable[[C], T]) -> T:
+        """Run ``work`` in one write transaction serialized with appends to ``address``."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _is_unique_violation(exc: BaseException | None) -> bool:
+        """Return True when a driver error is a duplicate primary or unique key."""
+        raise NotImplementedError
+
+    def _reading(self) -> AbstractContextManager[C]:
+        """Lend a connection for several reads that must agree (default: autocommit)."""
+        return self._connection()
+
+    def _load_last(self, conn: C, address: Address, last: int) -> list[tuple[str]]:
+        """Return the bodies of the buffer's last ``last`` rows, in order."""
+        found: list[tuple[str]] = conn.execute(self.SQL["load_last"], (*address, last)).fetchall()
+        return found
+
+    def _check_session_id(self, session_id: str) -> None:
+        """Refuse a session id the database cannot store (default: every string fits)."""
+
+    # --- shared helpers -----------------------------------------------------------------
+    def _runner(self, conn: C) -> StatementRunner:
+        """Return the ``SqlRunner`` the buffer editor uses on ``conn``."""
+        return StatementRunner(conn, self.SQL)
+
+    def _apply_append(
+        self,
+        conn: C,
+        address: Address,
+        rows: list[Message],
+        max_messages: int,
+        snapshot: bool,
+    ) -> AppendOutcome:
+        """Run the core append rules inside the caller's open transaction (no commit)."""
+        editor = SqlBufferEditor(self._runner(conn), address)
+        outcome = apply_append(editor, rows, max_messages)
+        editor.flush()
+        if snapshot:
+            found = conn.execute(self.SQL["load_all"], tuple(address)).fetchall()
+            outcome = replace(outcome, rows=load_rows(found))
+        return outcome
+
+    def _changed(self, name: str, params: Sequence[Any]) -> bool:
+        """Run one named write in autocommit; True when it touched a row."""
+        with self._connection() as conn:
+            return bool(conn.execute(self.SQL[name], params).rowcount > 0)
+
+    def _insert_new(self, name: str, params: Sequence[Any], what: str) -> None:
+        """Run one named insert; ConflictError naming ``what`` when its key exists."""
+        try:
+            with self._connection() as conn:
+                conn.execute(self.SQL[name], params)
+        except StoreError as exc:
+            if self._is_unique_violation(exc.__cause__):
+                raise ConflictError(f"{what} already exists") from exc
+            raise
+
+    # --- schema --------------------------------------------------------------------------
+    def schema_version(self) -> int:
+        """Return the schema version recorded in the database."""
+        with self._connection() as conn:
+            row = conn.execute(self.SQL["schema_version"]).fetchone()
+            return int(row[0]) if row else 0
+
+    # --- memory records ------------------------------------------------------------------
+    def get_record(self, address: Address, now: float) -> tuple[bool, Any]:
+        """Return (found, value); an expired record is not found."""
+        check_address(address)
+        with self._connection() as conn:
+            row = conn.execute(self.SQL["record_get"], tuple(address)).fetchone()
+        if row is None or (row[1] is not None and row[1] <= now):
+            return False, None
+        return True, json.loads(row[0])
+
+    def put_record(self, address: Address, value: Any, expires_at: float | None) -> None:
+        """Store a JSON value (NotSerializableError, nothing written, otherwise)."""
+        check_address(address)
+        text = to_json(value)
+        with self._connection() as conn:
+            conn.execute(self.SQL["record_put"], (*address, text, expires_at))
+
+    def delete_record(self, address: Address) -> bool:
+        """Delete a record; True when one existed."""
+        check_address(address)
+        return self._changed("record_delete", tuple(address))
+
+    # --- conversation buffers (the append itself is per backend: MEM-12) ------------------
+    def pop_last(self, address: Address) -> Message | None:
+        """Remove and return the buffer's last row (None when empty), serialized like an append."""
+        check_address(address)
+
+        def work(conn: C) -> Message | None:
+            editor = SqlBufferEditor(self._runner(conn), address)
+            last = editor.newest()
+            if last is None:
+                return None
+            editor.delete(last.position)
+            editor.flush()
+            return last.row
+
+        return self._write_serialized(address, work)
+
+    def load(self, address: Address, last: int | None = None) -> list[Message]:
+        """Return the buffer's rows in order; only the last ``last`` (indexed reads) when given."""
+        check_address(address)
+        check_last(last)
+        if last == 0:
+            return []
+        with self._connection() as conn:
+            if last is None:
+                found = conn.execute(self.SQL["load_all"], tuple(address)).fetchall()
+            else:
+                found = self._load_last(conn, address, min(last, LAST_MAX))
+        return load_rows(found)
+
+    def count(self, address: Address) -> int:
+        """Return the number of rows (from the buffer header)."""
+        check_address(address)
+        with self._connection() as conn:
+            row = conn.execute(self.SQL["count"], tuple(address)).fetchone()
+        return int(row[0]) if row else 0
+
+    def clear(self, address: Address) -> int:
+        """Delete every row of the buffer, serialized like an append; return how many were removed."""
+        check_address(address)
+
+        def work(conn: C) -> int:
+            head = conn.execute(self.SQL["header_get"], tuple(address)).fetchone()
+            if head is None:
+                return 0
+            for name in ("clear_rows", "clear_calls", "clear_answers", "clear_header"):
+                conn.execute(self.SQL[name], (head[0],))
+            return int(head[1])
+
+        return self._write_serialized(address, work)
+
+    # --- sessions ---------------------------------------------------------------------------
+    def create_session(self, session: SessionRecord) -> SessionRecord:
+        """Insert a new session (ConflictError when the id exists)."""
+        metadata = dump_json(dict(session.metadata), "session metadata")
+        params = (
+            session.id,
+            session.name,
+            session.owner,
+            session.status,
+            session.agent,
+            metadata,
+            session.created_at,
+            session.updated_at,
+        )
+        self._insert_new("session_insert", params, f"session {session.id}")
+        return session
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        """Return the session or None."""
+        with self._connection() as conn:
+            row = conn.execute(self.SQL["session_get"], (session_id,)).fetchone()
+        return None if row is None else session_from_row(row)
+
+    def list_sessions(
+        self, owner: str | None, include_all: bool, limit: int, offset: int
+    ) -> tuple[list[SessionRecord], int]:
+        """Return a page of sessions (newest first) and the total under the same filter."""
+        check_page(limit, offset)
+        if not include_all and owner is None:
+            return [], 0
+        with self._reading() as conn:
+            if include_all:
+                rows = conn.execute(self.SQL["sessions_all"], (limit, offset)).fetchall()
+                total = conn.execute(self.SQL["sessions_all_count"]).fetchone()
+            else:
+                rows = conn.execute(self.SQL["sessions_owned"], (owner, limit, offset)).fetchall()
+                total = conn.execute(self.SQL["sessions_owned_count"], (owner,)).fetchone()
+        return [session_from_row(r) for r in rows], int(total[0]) if total else 0
+
+    def delete_session(self, session_id: str) -> bool:
+        """Delete a session and its transcript; True when it existed."""
+
+        def work(conn: C) -> bool:
+            conn.execute(self.SQL["transcript_delete_all"], (session_id,))
+            conn.execute(self.SQL["transcript_seq_delete"], (session_id,))
+            return bool(conn.execute(self.SQL["session_delete"], (session_id,)).rowcount > 0)
+
+        return self._write(work)
+
+    # --- transcripts -------------------------------------------------------------------------
+    def add_transcript(self, session_id: str, row: Message) -> TranscriptMessage:
+        """Append a row with the next sequence number (never reused)."""
+        body = dump_json(row, "transcript row")
+        self._check_session_id(session_id)
+
+        def work(conn: C) -> int:
+            found = conn.execute(self.SQL["transcript_seq_next"], (session_id,)).fetchone()
+            seq = int(found[0]) if found else 0
+            conn.execute(self.SQL["transcript_insert"], (session_id, seq, body))
+            return seq
+
+        seq = self._write(work)
+        return TranscriptMessage(session_id, seq, json.loads(body))
+
+    def list_transcript(
+        self,
+        session_id: str,
+        since: int | None = None,
+        before: int | None = None,
+        limit: int = 20,
+        newest_first: bool = False,
+    ) -> tuple[list[TranscriptMessage], bool]:
+        """Return a page of transcript rows by sequence cursor and whether more exist."""
+        check_page(limit)
+        low = -1 if since is None else since
+        high = SEQ_MAX if before is None else before
+        name = "transcript_page_desc" if newest_first else "transcript_page_asc"
+        with self._connection() as conn:
+            rows = conn.execute(self.SQL[name], (session_id, low, high, limit + 1)).fetchall()
+        items = [TranscriptMessage(session_id, int(s), json.loads(b)) for s, b in rows[:limit]]
+        return items, len(rows) > limit
+
+    def edit_transcript(self, session_id: str, seq: int, row: Message) -> bool:
+        """Replace one transcript row (administrative tier); True if it existed."""
+        body = dump_json(row, "transcript row")
+        return self._changed("transcript_update", (body, session_id, seq))
+
+    def delete_transcript(self, session_id: str, seq: int) -> bool:
+        """Delete one transcript row (administrative tier); True if it existed."""
+        return self._changed("transcript_delete", (session_id, seq))
+
+    # --- tokens ------------------------------------------------------------------------------
+    def create_token(self, token: TokenRecord) -> None:
+        """Store a token record (its hash only); ConflictError on a duplicate id or hash."""
+        params = (
+            token.id,
+            token.token_hash,
+            token.user_id,
+            json.dumps(sorted(token.permissions)),
+            token.created_at,
+            token.revoked,  # a bool binds as BOOLEAN (PostgreSQL) and as 0/1 (SQLite)
+            token.label,
+        )
+        self._insert_new("token_insert", params, f"token {token.id}")
+
+    def token_by_hash(self, token_hash: str) -> TokenRecord | None:
+        """Return the token with this hash, revoked or not."""
+        with self._connection() as conn:
+            row = conn.execute(self.SQL["token_by_hash"], (token_hash,)).fetchone()
+        return None if row is None else token_from_row(row)
+
+    def list_tokens(self) -> list[TokenRecord]:
+        """Return every token record, oldest first."""
+        with self._connection() as conn:
+            rows = conn.execute(self.SQL["tokens_all"]).fetchall()
+        return [token_from_row(r) for r in rows]
+
+    def revoke_token(self, token_id: str) -> bool:
+        """Mark a token revoked; True when it existed."""
+        return self._changed("token_revoke", (token_id,))
+
+
+__all__ = ["LAST_MAX", "SEQ_MAX", "DbConnection", "SqlStore", "StatementRunner"]
