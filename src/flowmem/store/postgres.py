@@ -24,20 +24,12 @@ from flowmem.core import AppendOutcome, Message
 from flowmem.errors import (
     ConfigurationError,
     InvalidInputError,
-    SchemaTooNewError,
     StoreBusyError,
     StoreError,
     StoreUnavailableError,
 )
-from flowmem.store.base import (
-    DEFAULT_LOCK_TIMEOUT,
-    Address,
-    Store,
-)
-from flowmem.store.rows import (
-    check_address,
-    check_lock_timeout,
-)
+from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Store
+from flowmem.store.rows import check_address, check_lock_timeout
 from flowmem.store.sqlbase import SqlStore
 
 log = logging.getLogger("flowmem")
@@ -181,7 +173,10 @@ SQL: dict[str, str] = {
     "tokens_all": """SELECT id, token_hash, user_id, permissions, created_at, revoked, label
         FROM tokens ORDER BY created_at, id""",
     "token_revoke": "UPDATE tokens SET revoked = TRUE WHERE id = %s",
+    "schema_table": """CREATE TABLE IF NOT EXISTS flowmem_schema (
+        version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)""",
     "schema_version": "SELECT COALESCE(MAX(version), 0) FROM flowmem_schema",
+    "schema_insert": "INSERT INTO flowmem_schema (version, applied_at) VALUES (%s, %s)",
 }
 
 _RETRYABLE = (
@@ -222,6 +217,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
     """The ``Store`` protocol on a PostgreSQL database."""
 
     SQL = SQL
+    MIGRATIONS = MIGRATIONS
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -312,26 +308,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
 
         def work(conn: psycopg.Connection[Any]) -> None:
             conn.execute(SQL["advisory_lock"], (MIGRATION_LOCK,))
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS flowmem_schema ("
-                "version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
-            )
-            row = conn.execute(SQL["schema_version"]).fetchone()
-            current = int(row[0]) if row else 0
-            if current > len(MIGRATIONS):
-                raise SchemaTooNewError(
-                    f"the database at {_safe(self.url)} has schema version {current}, but this "
-                    f"flowmem knows only up to {len(MIGRATIONS)}: upgrade flowmem to open it",
-                    found=current,
-                    supported=len(MIGRATIONS),
-                )
-            for version in range(current + 1, len(MIGRATIONS) + 1):
-                for statement in MIGRATIONS[version - 1]:
-                    conn.execute(statement)
-                conn.execute(
-                    "INSERT INTO flowmem_schema (version, applied_at) VALUES (%s, %s)",
-                    (version, time.time()),
-                )
+            self._upgrade(conn, f"the database at {_safe(self.url)}")
 
         self._write(work)
 

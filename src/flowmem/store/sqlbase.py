@@ -11,13 +11,14 @@ every statement is named and looked up in the backend's ``SQL`` dict.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from flowmem.core import AppendOutcome, Message, apply_append
-from flowmem.errors import ConflictError, StoreError
+from flowmem.errors import ConflictError, SchemaTooNewError, StoreError
 from flowmem.store.base import Address, SessionRecord, TokenRecord, TranscriptMessage
 from flowmem.store.editor import SqlBufferEditor, load_rows
 from flowmem.store.memory import to_json
@@ -72,12 +73,13 @@ class StatementRunner:
 class SqlStore(Generic[C]):
     """The ``Store`` methods common to the SQL backends, over driver-specific hooks.
 
-    A backend sets ``SQL`` (its statements, by name) and implements
+    A backend sets ``SQL`` (its statements, by name) and ``MIGRATIONS``, and implements
     ``_connection``, ``_write``, ``_write_serialized`` and ``_is_unique_violation``;
     it may override ``_reading``, ``_load_last`` and ``_check_session_id``.
     """
 
-    SQL: ClassVar[dict[str, str]]
+    SQL: ClassVar[dict[str, str]]  # the backend's statements, by name
+    MIGRATIONS: ClassVar[tuple[tuple[str, ...], ...]]  # the backend's schema versions, in order
 
     # --- hooks ------------------------------------------------------------------------
     def _connection(self) -> AbstractContextManager[C]:
@@ -147,6 +149,27 @@ class SqlStore(Generic[C]):
             raise
 
     # --- schema --------------------------------------------------------------------------
+    def _upgrade(self, conn: C, where: str) -> None:
+        """Apply the migrations the database lacks, inside the caller's write transaction.
+
+        SchemaTooNewError (naming ``where``) when the database is newer than this flowmem.
+        """
+        conn.execute(self.SQL["schema_table"])
+        row = conn.execute(self.SQL["schema_version"]).fetchone()
+        current = int(row[0]) if row else 0
+        known = len(self.MIGRATIONS)
+        if current > known:
+            raise SchemaTooNewError(
+                f"{where} has schema version {current}, but this flowmem knows only up to "
+                f"{known}: upgrade flowmem to open it",
+                found=current,
+                supported=known,
+            )
+        for version in range(current + 1, known + 1):
+            for statement in self.MIGRATIONS[version - 1]:
+                conn.execute(statement)
+            conn.execute(self.SQL["schema_insert"], (version, time.time()))
+
     def schema_version(self) -> int:
         """Return the schema version recorded in the database."""
         with self._connection() as conn:

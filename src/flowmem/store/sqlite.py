@@ -22,7 +22,6 @@ from flowmem.core import AppendOutcome, Message
 from flowmem.errors import (
     ConfigurationError,
     InvalidInputError,
-    SchemaTooNewError,
     StoreBusyError,
     StoreError,
     StoreUnavailableError,
@@ -167,7 +166,10 @@ SQL: dict[str, str] = {
     "tokens_all": """SELECT id, token_hash, user_id, permissions, created_at, revoked, label
         FROM tokens ORDER BY created_at, id""",
     "token_revoke": "UPDATE tokens SET revoked = 1 WHERE id = ?",
+    "schema_table": """CREATE TABLE IF NOT EXISTS flowmem_schema (
+        version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)""",
     "schema_version": "SELECT COALESCE(MAX(version), 0) FROM flowmem_schema",
+    "schema_insert": "INSERT INTO flowmem_schema (version, applied_at) VALUES (?, ?)",
 }
 
 
@@ -215,6 +217,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
     """The ``Store`` protocol on one SQLite file."""
 
     SQL = SQL
+    MIGRATIONS = MIGRATIONS
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -327,27 +330,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         if self._recorded_version(conn) == len(MIGRATIONS):
             return
         conn.execute("BEGIN IMMEDIATE")
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS flowmem_schema ("
-            "version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)"
-        )
-        row = conn.execute(SQL["schema_version"]).fetchone()
-        current = int(row[0]) if row else 0
-        if current > len(MIGRATIONS):
-            conn.execute("ROLLBACK")
-            raise SchemaTooNewError(
-                f"{self.path} has schema version {current}, but this flowmem knows only up to "
-                f"{len(MIGRATIONS)}: upgrade flowmem to open it",
-                found=current,
-                supported=len(MIGRATIONS),
-            )
-        for version in range(current + 1, len(MIGRATIONS) + 1):
-            for statement in MIGRATIONS[version - 1]:
-                conn.execute(statement)
-            conn.execute(
-                "INSERT INTO flowmem_schema (version, applied_at) VALUES (?, ?)",
-                (version, time.time()),
-            )
+        self._upgrade(conn, self.path)  # a refusal rolls back in _connection
         conn.execute("COMMIT")
 
     @staticmethod
@@ -401,7 +384,9 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
                         self.path,
                     )
                 else:
-                    return self._apply(conn, address, rows, max_messages, snapshot)
+                    outcome = self._apply_append(conn, address, rows, max_messages, snapshot)
+                    conn.execute("COMMIT")
+                    return outcome
             return self._append_unserialized(conn, address, rows, max_messages, snapshot)
 
     def _append_unserialized(
@@ -418,25 +403,14 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         while True:
             try:
                 conn.execute("BEGIN")
-                return self._apply(conn, address, rows, max_messages, snapshot)
+                outcome = self._apply_append(conn, address, rows, max_messages, snapshot)
+                conn.execute("COMMIT")
+                return outcome
             except sqlite3.Error as exc:
                 self._rollback(conn)
                 if not _is_busy(exc) or time.monotonic() > give_up:
                     raise
                 time.sleep(0.01)
-
-    def _apply(
-        self,
-        conn: sqlite3.Connection,
-        address: Address,
-        rows: list[Message],
-        max_messages: int,
-        snapshot: bool,
-    ) -> AppendOutcome:
-        """Run the append rules in the open transaction, then commit it."""
-        outcome = self._apply_append(conn, address, rows, max_messages, snapshot)
-        conn.execute("COMMIT")
-        return outcome
 
     # --- sessions ---------------------------------------------------------------------------
     def set_session_status(
