@@ -186,6 +186,26 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     return [r for r in caplog.records if r.name == "flowmem" and r.levelno == logging.WARNING]
 
 
+def _append_past_held_lock(
+    store: Store, caplog: pytest.LogCaptureFixture, upper: float = float("inf")
+) -> None:
+    """Append to KEY while another holder keeps it locked: wait the bound, warn once, go on."""
+    caplog.set_level(logging.WARNING, logger="flowmem")
+    started = time.monotonic()
+    outcome = store.append(KEY, prepare({"role": "user", "content": "hi"}, 1), lock_timeout=0.2)
+    waited = time.monotonic() - started
+    assert (outcome.appended, outcome.count) == (1, 1)
+    assert 0.19 <= waited < upper  # waited its bound, then went ahead while the lock was held
+    assert len(_warnings(caplog)) == 1
+
+
+def _append_again_without_warning(store: Store, caplog: pytest.LogCaptureFixture) -> None:
+    """Once the holder let go, the next append to KEY takes the lock at once: no warning."""
+    caplog.clear()
+    store.append(KEY, prepare({"role": "user", "content": "again"}, 1), lock_timeout=0.05)
+    assert _warnings(caplog) == []
+
+
 def _sqlite_lock_is_free(path: str) -> bool:
     conn = sqlite3.connect(path, timeout=0, isolation_level=None)
     try:
@@ -221,24 +241,16 @@ def test_mem_12_sqlite_lock_timeout_proceeds_warns_once_and_releases(
     try:
         assert ready.wait(30)
         store = open_store(f"sqlite:///{path}")
-        caplog.set_level(logging.WARNING, logger="flowmem")
-        started = time.monotonic()
-        outcome = store.append(KEY, prepare({"role": "user", "content": "hi"}, 1), lock_timeout=0.2)
-        waited = time.monotonic() - started
+        _append_past_held_lock(store, caplog)
     finally:
         release.set()
         holder.join(30)
     assert holder.exitcode == 0
-    assert (outcome.appended, outcome.count) == (1, 1)
-    assert waited >= 0.19  # it did wait for its bound first
-    assert len(_warnings(caplog)) == 1
     assert "unserialized" in _warnings(caplog)[0].getMessage()
     assert store.load(KEY) == [{"role": "user", "content": "hi", "metadata": {}, "timestamp": 1}]
     # the lock is released: the file takes a writer at once and the next append does not warn
     assert _sqlite_lock_is_free(path)
-    caplog.clear()
-    store.append(KEY, prepare({"role": "user", "content": "again"}, 1), lock_timeout=0.05)
-    assert _warnings(caplog) == []
+    _append_again_without_warning(store, caplog)
     store.close()
 
 
@@ -257,13 +269,7 @@ def test_mem_12_postgres_lock_timeout_proceeds_warns_once_and_releases(
     holder.start()
     try:
         assert ready.wait(30)
-        caplog.set_level(logging.WARNING, logger="flowmem")
-        started = time.monotonic()
-        outcome = store.append(KEY, prepare({"role": "user", "content": "hi"}, 1), lock_timeout=0.2)
-        waited = time.monotonic() - started
-        assert (outcome.appended, outcome.count) == (1, 1)
-        assert 0.19 <= waited < 10  # waited its bound, then went ahead while the lock was held
-        assert len(_warnings(caplog)) == 1
+        _append_past_held_lock(store, caplog, upper=10)
         # another key is not held up by the held lock at all
         caplog.clear()
         other = Address("session", "s2", "chat")
@@ -281,9 +287,7 @@ def test_mem_12_postgres_lock_timeout_proceeds_warns_once_and_releases(
     assert holder.exitcode == 0
     assert [r["content"] for r in store.load(KEY)] == ["hi"]
     assert _pg_lock_is_free(postgres_db_url, advisory_key(KEY))
-    caplog.clear()
-    store.append(KEY, prepare({"role": "user", "content": "again"}, 1), lock_timeout=0.05)
-    assert _warnings(caplog) == []
+    _append_again_without_warning(store, caplog)
     store.close()
 
 
@@ -399,18 +403,10 @@ def test_mem_12_in_process_lock_timeout_proceeds_warns_once(
     holder.start()
     try:
         assert held.wait(10)
-        caplog.set_level(logging.WARNING, logger="flowmem")
-        started = time.monotonic()
-        outcome = store.append(KEY, prepare({"role": "user", "content": "hi"}, 1), lock_timeout=0.2)
-        waited = time.monotonic() - started
-        assert (outcome.appended, outcome.count) == (1, 1)
-        assert 0.19 <= waited < 5
-        assert len(_warnings(caplog)) == 1
+        _append_past_held_lock(store, caplog, upper=5)
     finally:
         release.set()
         holder.join(10)
-    caplog.clear()
-    store.append(KEY, prepare({"role": "user", "content": "again"}, 1), lock_timeout=0.05)
-    assert _warnings(caplog) == []
+    _append_again_without_warning(store, caplog)
     assert [r["content"] for r in store.load(KEY)] == ["hi", "again"]
     store.close()

@@ -22,8 +22,9 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from flowmem.core import Answer, Dangling, Message, Oldest, call_ids, is_healed, result_id
-from flowmem.errors import NotSerializableError, StoreError
+from flowmem.errors import StoreError
 from flowmem.store.base import Address
+from flowmem.store.rows import dump_json
 
 MINOR_BITS = 20
 MINOR_LIMIT = 1 << MINOR_BITS
@@ -80,10 +81,7 @@ STATEMENTS = (
 
 def dump_row(row: Message) -> str:
     """Serialize a stored row to JSON text; NotSerializableError when it cannot be."""
-    try:
-        return json.dumps(row, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise NotSerializableError(f"message is not JSON-serializable: {exc}") from exc
+    return dump_json(row, "message")
 
 
 def load_row(body: str) -> Message:

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from flowmem.core import AppendOutcome, ListEditor, Message, apply_append
-from flowmem.errors import ConflictError, NotSerializableError
+from flowmem.errors import ConflictError
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     Address,
@@ -22,15 +22,18 @@ from flowmem.store.base import (
     TranscriptMessage,
 )
 from flowmem.store.locks import AddressLocks
-from flowmem.store.rows import check_address, check_last, check_lock_timeout, check_page
+from flowmem.store.rows import (
+    check_address,
+    check_last,
+    check_lock_timeout,
+    check_page,
+    dump_json,
+)
 
 
 def to_json(value: Any) -> str:
     """Serialize a memory value strictly; raise NotSerializableError when it is not JSON."""
-    try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise NotSerializableError(f"value is not JSON-serializable: {exc}") from exc
+    return dump_json(value, "value", compact=False)
 
 
 class MemoryStore:

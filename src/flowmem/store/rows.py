@@ -43,10 +43,11 @@ def check_page(limit: int, offset: int = 0) -> None:
             raise InvalidInputError(f"{name} must be an integer >= 0, got {value!r}")
 
 
-def dump_json(value: Any, what: str) -> str:
-    """Serialize ``value`` strictly; NotSerializableError naming ``what`` otherwise."""
+def dump_json(value: Any, what: str, compact: bool = True) -> str:
+    """Serialize ``value`` strictly (compact unless told); NotSerializableError naming ``what``."""
+    separators = (",", ":") if compact else None
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=separators)
     except (TypeError, ValueError, RecursionError) as exc:
         raise NotSerializableError(f"{what} is not JSON-serializable: {exc}") from exc
 
