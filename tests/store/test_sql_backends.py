@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,11 +12,13 @@ import pytest
 from flowmem.core import prepare
 from flowmem.errors import (
     ConfigurationError,
+    ConflictError,
+    InvalidInputError,
     SchemaTooNewError,
     StoreError,
     StoreUnavailableError,
 )
-from flowmem.store import Address, open_store
+from flowmem.store import Address, TokenRecord, open_store
 from flowmem.store import postgres as pg_backend
 from flowmem.store import sqlite as sqlite_backend
 from flowmem.store.sqlite import SqliteStore, parse_url
@@ -69,6 +72,27 @@ def test_driver_errors_never_leak(sql_url: str) -> None:
     assert type(info.value).__module__ == "flowmem.errors"
     with pytest.raises(StoreError):
         store.load(KEY)
+    store.close()
+
+
+def test_duplicate_token_id_or_hash_conflicts_and_revoked_round_trips(sql_url: str) -> None:
+    store = open_store(sql_url)
+    token = TokenRecord("t1", "h1", "alice", frozenset({"read"}), 1.0, revoked=True, label="x")
+    store.create_token(token)
+    assert store.token_by_hash("h1") == token
+    with pytest.raises(ConflictError):
+        store.create_token(replace(token, token_hash="h2", revoked=False))  # the same id
+    with pytest.raises(ConflictError):
+        store.create_token(replace(token, id="t2", revoked=False))  # the same hash
+    assert store.list_tokens() == [token]
+    store.close()
+
+
+@pytest.mark.postgres
+def test_postgres_refuses_a_nul_session_id_in_the_transcript(postgres_db_url: str) -> None:
+    store = open_store(postgres_db_url)
+    with pytest.raises(InvalidInputError, match="NUL"):
+        store.add_transcript("a\x00b", {"role": "user", "content": "x", "metadata": {}})
     store.close()
 
 

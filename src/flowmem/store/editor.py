@@ -158,17 +158,11 @@ class SqlBufferEditor:
 
     def oldest(self) -> Oldest | None:
         """Return the first row with its position."""
-        if self._id is None:
-            return None
-        found = self._db.one("oldest", (self._id,))
-        return None if found is None else Oldest(int(found[0]), load_row(found[1]))
+        return self._end("oldest")
 
     def newest(self) -> Oldest | None:
         """Return the last row with its position (for ``pop_last``)."""
-        if self._id is None:
-            return None
-        found = self._db.one("newest", (self._id,))
-        return None if found is None else Oldest(int(found[0]), load_row(found[1]))
+        return self._end("newest")
 
     # --- writes ----------------------------------------------------------------------
     def append_row(self, row: Message) -> None:
@@ -234,6 +228,13 @@ class SqlBufferEditor:
             self._dirty = False
 
     # --- helpers -------------------------------------------------------------------------
+    def _end(self, name: str) -> Oldest | None:
+        """Return the row a one-row statement (``oldest``/``newest``) picks, with its position."""
+        if self._id is None:
+            return None
+        found = self._db.one(name, (self._id,))
+        return None if found is None else Oldest(int(found[0]), load_row(found[1]))
+
     def _ensure(self) -> int:
         if self._id is None:
             made = self._db.one("header_insert", tuple(self._address))
