@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
@@ -70,7 +71,7 @@ class StatementRunner:
         self.conn.execute(self.sql[name], params)
 
 
-class SqlStore(Generic[C]):
+class SqlStore(ABC, Generic[C]):
     """The ``Store`` methods common to the SQL backends, over driver-specific hooks.
 
     A backend sets ``SQL`` (its statements, by name) and ``MIGRATIONS``, and implements
@@ -82,22 +83,22 @@ class SqlStore(Generic[C]):
     MIGRATIONS: ClassVar[tuple[tuple[str, ...], ...]]  # the backend's schema versions, in order
 
     # --- hooks ------------------------------------------------------------------------
+    @abstractmethod
     def _connection(self) -> AbstractContextManager[C]:
         """Lend a connection (autocommit); translate driver errors to ``StoreError``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _write(self, work: Callable[[C], T]) -> T:
         """Run ``work`` in one write transaction and commit it."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _write_serialized(self, address: Address, work: Callable[[C], T]) -> T:
         """Run ``work`` in one write transaction serialized with appends to ``address``."""
-        raise NotImplementedError
 
     @staticmethod
+    @abstractmethod
     def _is_unique_violation(exc: BaseException | None) -> bool:
         """Return True when a driver error is a duplicate primary or unique key."""
-        raise NotImplementedError
 
     def _reading(self) -> AbstractContextManager[C]:
         """Lend a connection for several reads that must agree (default: autocommit)."""
