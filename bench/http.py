@@ -118,6 +118,7 @@ class Phase:
 
     name: str
     duration: float = 0.0
+    server_cpu: float = float("nan")  # CPU seconds the server processes used in the phase
     latencies: dict[str, list[float]] = field(default_factory=dict)
     errors: Counter[str] = field(default_factory=Counter)
     acked: dict[str, list[str]] = field(default_factory=dict)  # session id -> contents
@@ -132,6 +133,10 @@ class Phase:
 
     def rate(self, kind: str | None = None) -> float:
         return self.count(kind) / self.duration if self.duration else 0.0
+
+    def cpu_per_request(self) -> float:
+        """Server CPU milliseconds per request of this phase (all kinds together)."""
+        return self.server_cpu / self.count() * 1000 if self.count() else float("nan")
 
     def percentile(self, q: float, kind: str | None = None) -> float:
         values = sorted(v for k, vs in self.latencies.items() if kind in (None, k) for v in vs)
@@ -263,6 +268,28 @@ async def verify(
 
 
 # --- servers -----------------------------------------------------------------------------
+def process_tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by ``pid`` and its descendants (Linux ``/proc``).
+
+    NaN where ``/proc`` cannot tell (another OS, a process gone mid-read).
+    """
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    todo = [pid]
+    try:
+        while todo:
+            current = todo.pop()
+            with open(f"/proc/{current}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+            for children in glob.glob(f"/proc/{current}/task/*/children"):
+                with open(children) as handle:
+                    todo.extend(int(child) for child in handle.read().split())
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+    return total
+
+
 def free_port() -> int:
     """A free loopback TCP port."""
     with socket.socket() as sock:
@@ -271,8 +298,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def flowmem_server(database: str, workers: int, workdir: Path) -> Iterator[tuple[int, str]]:
-    """Run ``flowmem serve``; yield (port, admin token)."""
+def flowmem_server(
+    database: str, workers: int, workdir: Path, concurrency: int | None = None
+) -> Iterator[tuple[int, str]]:
+    """Run ``flowmem serve`` (``--store-concurrency`` when given); yield (port, token, pid)."""
     port = free_port()
     out, err = workdir / f"serve-{port}.out", workdir / f"serve-{port}.err"
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLOWMEM_")}
@@ -282,6 +311,7 @@ def flowmem_server(database: str, workers: int, workdir: Path) -> Iterator[tuple
                 *FLOWMEM,
                 *("serve", "--database", database, "--port", str(port)),
                 *("--workers", str(workers), "--no-access-log"),
+                *(("--store-concurrency", str(concurrency)) if concurrency else ()),
             ],
             cwd=workdir,
             stdout=stdout,
@@ -302,7 +332,7 @@ def flowmem_server(database: str, workers: int, workdir: Path) -> Iterator[tuple
             time.sleep(0.2)
         else:
             raise RuntimeError(f"flowmem serve did not start: {err.read_text()}")
-        yield port, token
+        yield port, token, process.pid
     finally:
         process.send_signal(signal.SIGTERM)
         try:
@@ -378,13 +408,21 @@ def bench_backend(
     label: str, database: str, workers: int, args: argparse.Namespace, workdir: Path
 ) -> dict[str, Any]:
     """Run the three phases against one server and verify the stored appends."""
-    with flowmem_server(database, workers, workdir) as (port, token):
+    server = flowmem_server(database, workers, workdir, args.store_concurrency)
+    with server as (port, token, pid):
         host = "127.0.0.1"
         shared, sessions = asyncio.run(setup_sessions(host, port, token, args.sessions))
         common = (host, port, token, args.clients, args.duration, shared, sessions)
-        ceiling = asyncio.run(run_phase("ceiling", *common, read_share=0.0, health_only=True))
-        append = asyncio.run(run_phase("append", *common, read_share=0.0))
-        mixed = asyncio.run(run_phase("mixed", *common, read_share=0.2))
+
+        def measured(name: str, read_share: float, health_only: bool = False) -> Phase:
+            before = process_tree_cpu(pid)
+            phase = asyncio.run(run_phase(name, *common, read_share, health_only))
+            phase.server_cpu = process_tree_cpu(pid) - before
+            return phase
+
+        ceiling = measured("ceiling", 0.0, health_only=True)
+        append = measured("append", 0.0)
+        mixed = measured("mixed", 0.2)
         checked = asyncio.run(verify(host, port, token, [append, mixed], [shared, *sessions]))
     return {"label": label, "phases": [ceiling, append, mixed], "verify": checked}
 
@@ -393,14 +431,15 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> bool:
     """Print one backend's table; return whether every target was met."""
     ceiling, append, mixed = result["phases"]
     print(f"\n## {result['label']}  ({args.clients} clients, {args.duration:g} s per phase)\n")
-    print("| phase | op | requests | req/s | p50 ms | p99 ms | errors |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    print("| phase | op | requests | req/s | p50 ms | p99 ms | errors | server CPU ms/req |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
     for phase in (ceiling, append, mixed):
         for kind in sorted(phase.latencies):
             errors = sum(n for k, n in phase.errors.items() if k.startswith(kind))
             print(
                 f"| {phase.name} | {kind} | {phase.count(kind)} | {phase.rate(kind):.0f} "
-                f"| {phase.percentile(0.5, kind):.1f} | {phase.percentile(0.99, kind):.1f} | {errors} |"
+                f"| {phase.percentile(0.5, kind):.1f} | {phase.percentile(0.99, kind):.1f} "
+                f"| {errors} | {phase.cpu_per_request():.2f} |"
             )
     checked = result["verify"]
     ratio = append.rate("append") / ceiling.rate("health") if ceiling.rate("health") else 0.0
@@ -436,6 +475,12 @@ def main() -> None:
         "--postgres-url", default=None, help="use this server instead of a throwaway one"
     )
     parser.add_argument("--workers", type=int, default=2, help="workers on PostgreSQL")
+    parser.add_argument(
+        "--store-concurrency",
+        type=int,
+        default=None,
+        help="flowmem serve --store-concurrency (default: the server's own default)",
+    )
     parser.add_argument(
         "--sqlite-synchronous",
         choices=["full", "normal"],

@@ -70,6 +70,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
+        services.pool.close()  # store work already started finishes before the store closes
         if owned:
             store.close()
 

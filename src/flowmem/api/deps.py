@@ -33,22 +33,6 @@ class Services:
     pool: StorePool
 
 
-async def current_principal(
-    request: Request,
-    _credentials: HTTPAuthorizationCredentials | None = _BEARER,
-) -> Principal:
-    """Authenticate the ``Authorization: Bearer`` token; 401 when missing, unknown or revoked.
-
-    Runs before the body is validated, so an unauthenticated request learns nothing
-    more than 401; the store lookup runs in the thread pool.
-    """
-    token = bearer_token(request.headers.get("authorization"))
-    services: Services = request.app.state.services
-    principal = await services.pool.run(authenticate, services.store, token)
-    request.state.token_id = principal.token_id
-    return principal
-
-
 @dataclass(frozen=True)
 class Caller:
     """A request's bearer token and the app's services; authenticated in the worker thread.
@@ -97,5 +81,4 @@ async def current_caller(
     return Caller(request, token, request.app.state.services)
 
 
-PRINCIPAL = Depends(current_principal)
 CALLER = Depends(current_caller)

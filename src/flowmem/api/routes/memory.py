@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from fastapi import APIRouter, Depends, Path, Query
 
@@ -37,31 +37,26 @@ class _Result(Protocol):
         """Return the JSON form."""
 
 
+ScopePath = Path(description="The memory scope.")
+KeyPath = Path(min_length=1, max_length=255, description="The buffer or record key.")
+SessionQuery = Query(
+    None, max_length=64, description="For scope `session`: a session the caller may view/drive."
+)
+WorkflowQuery = Query(None, max_length=255, description="For scope `workflow`.")
+PipelineQuery = Query(None, max_length=255, description="For scope `pipeline`.")
+ExecutionQuery = Query(None, max_length=255, description="For scope `execution`.")
+
+
 @dataclass(frozen=True)
 class Target:
-    """Where a memory request goes: the scope and key of the path, the scope ids of the query.
+    """Where a memory request goes: the scope and key of the path, the scope ids of the query."""
 
-    A FastAPI dependency (``TARGET``): every route of this module declares these
-    six parameters once, through it.
-    """
-
-    scope: Annotated[ScopeName, Path(description="The memory scope.")]
-    key: Annotated[str, Path(min_length=1, max_length=255, description="The buffer or record key.")]
-    session_id: Annotated[
-        str | None,
-        Query(
-            max_length=64, description="For scope `session`: a session the caller may view/drive."
-        ),
-    ] = None
-    workflow_id: Annotated[
-        str | None, Query(max_length=255, description="For scope `workflow`.")
-    ] = None
-    pipeline_id: Annotated[
-        str | None, Query(max_length=255, description="For scope `pipeline`.")
-    ] = None
-    execution_id: Annotated[
-        str | None, Query(max_length=255, description="For scope `execution`.")
-    ] = None
+    scope: ScopeName
+    key: str
+    session_id: str | None = None
+    workflow_id: str | None = None
+    pipeline_id: str | None = None
+    execution_id: str | None = None
 
     def context(self, caller: Caller, principal: Principal, *, write: bool) -> ExecutionContext:
         """Return the execution context ``principal`` works in at this target (blocking)."""
@@ -87,7 +82,23 @@ class Target:
         return await caller.run(job)
 
 
-TARGET = Depends(Target)
+async def request_target(
+    scope: ScopeName = ScopePath,
+    key: str = KeyPath,
+    session_id: str | None = SessionQuery,
+    workflow_id: str | None = WorkflowQuery,
+    pipeline_id: str | None = PipelineQuery,
+    execution_id: str | None = ExecutionQuery,
+) -> Target:
+    """The dependency every route here declares its path and scope parameters through.
+
+    A coroutine on purpose: FastAPI runs a plain function or a class dependency in
+    the thread pool, a thread hop per request for nothing.
+    """
+    return Target(scope, key, session_id, workflow_id, pipeline_id, execution_id)
+
+
+TARGET = Depends(request_target)
 
 
 @router.get("/buffers/{scope}/{key}", response_model=BufferResult, responses=errors(*SCOPE_ERRORS))
