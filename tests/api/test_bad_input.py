@@ -271,3 +271,15 @@ def test_unauthenticated_learns_only_401(seeded: tuple[Api, str], who: str | Non
         response = refused(api, method, url, who, json=body, headers=headers)
         assert response.status_code == 401, (method, url, response.text)
         assert response.json()["error"]["code"] == "unauthenticated"
+
+
+def test_an_integral_number_with_a_fraction_is_the_integer_it_is(
+    seeded: tuple[Api, str],
+) -> None:
+    api, _ = seeded
+    body = {"messages": {"role": "user", "content": "windowed"}, "max_messages": 3.0}
+    ok = api.call("POST", APPEND, json=body)
+    assert ok.status_code == 200, ok.text
+    for bad in (3.5, "3", True):
+        response = refused(api, "POST", APPEND, json={**body, "max_messages": bad})
+        assert (response.status_code, response.json()["error"]["code"]) == (422, "invalid_input")

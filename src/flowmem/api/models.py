@@ -4,9 +4,21 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 SessionStatus = Literal["idle", "running", "completed", "failed"]
+
+
+def _integral(value: Any) -> Any:
+    """Read an integral JSON number written with a fraction (``5.0``) as the integer it is."""
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
+
+
+# A JSON integer: RFC 8259 and JSON Schema make 5 and 5.0 the same number, so both are
+# accepted; 5.5, "5" and true are still refused (strict models).
+JsonInt = Annotated[int, BeforeValidator(_integral)]
 
 _CALLS: dict[str, Any] = {"type": ["array", "null"], "items": {"type": "object"}}
 # What ``flowmem.core.to_row`` accepts, stated as a schema: the core itself validates
@@ -177,7 +189,7 @@ class BufferAppend(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     messages: MessageIn | list[MessageIn]
-    max_messages: int = Field(default=0, ge=0, description="Window size; 0 = unlimited.")
+    max_messages: JsonInt = Field(default=0, ge=0, description="Window size; 0 = unlimited.")
     return_messages: bool = Field(default=True, description="Return the buffer after the append.")
 
 
