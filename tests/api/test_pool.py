@@ -39,3 +39,25 @@ def test_pool_bounds_concurrency() -> None:
 
     assert asyncio.run(main()) == [n * 2 for n in range(8)]
     assert peak == 2
+
+
+def test_close_waits_for_started_calls_and_the_pool_restarts() -> None:
+    pool = StorePool(2)
+    started = threading.Event()
+    finished: list[int] = []
+
+    def slow() -> int:
+        started.set()
+        time.sleep(0.05)
+        finished.append(1)
+        return 1
+
+    async def main() -> int:
+        task = asyncio.ensure_future(pool.run(slow))
+        await asyncio.to_thread(started.wait, 5)
+        await asyncio.to_thread(pool.close)  # returns only once slow() has finished
+        assert finished == [1]
+        first = await task
+        return first + await pool.run(lambda: 41)  # a later call gets new threads
+
+    assert asyncio.run(main()) == 42
