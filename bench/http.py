@@ -9,8 +9,9 @@ PostgreSQL with ``--workers 2`` (a throwaway server from the system binaries, or
    1,000 sessions (``POST /v1/buffers/session/chat_history?session_id=…``);
 3. mixed: 80 % appends as above, 20 % reads of the last 20 messages.
 
-It reports throughput, p50/p99 latency and errors per phase, then verifies that
-every acknowledged append is stored exactly once (none lost, none duplicated).
+It reports throughput, p50/p99 latency, errors and the server's CPU per request
+(from ``/proc``) per phase, then verifies that every acknowledged append is stored
+exactly once (none lost, none duplicated).
 Targets: zero errors, zero lost or duplicated appends, append throughput >= 0.4 x
 the ceiling, p99 <= 100 ms.
 
