@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 from flowmem.nodes.base import Inputs, Node, Port, service_errors
 from flowmem.scope import ExecutionContext
+from flowmem.service import ReadResult, WriteResult
 
 KEY = Port("key", "key", required=True, description="the record's key (1–255 characters)")
 SCOPE = Port("scope", "scope", default="global", description="one of the six memory scopes")
@@ -37,6 +38,27 @@ WRITE_OUT = (
 )
 
 
+def read_outputs(result: ReadResult, key: Any, scope: Any) -> dict[str, Any]:
+    """The output ports of a read node."""
+    return {
+        "value": result.value,
+        "found": result.found,
+        "key": key,
+        "scope": scope,
+        "resolved_scope_id": result.resolved_scope_id,
+    }
+
+
+def write_outputs(result: WriteResult, key: Any, scope: Any) -> dict[str, Any]:
+    """The output ports of a write or delete node."""
+    return {
+        "success": result.success,
+        "key": key,
+        "scope": scope,
+        "resolved_scope_id": result.resolved_scope_id,
+    }
+
+
 class MemoryRead(Node):
     """``memory_read``: read a memory record under a resolved scope.
 
@@ -58,13 +80,7 @@ class MemoryRead(Node):
         default = inputs.value("default_value")
         with service_errors(self):
             result = self.memory.read(scope, key, context, default=default)
-        return {
-            "value": result.value,
-            "found": result.found,
-            "key": key,
-            "scope": scope,
-            "resolved_scope_id": result.resolved_scope_id,
-        }
+        return read_outputs(result, key, scope)
 
 
 class MemoryWrite(Node):
@@ -88,12 +104,7 @@ class MemoryWrite(Node):
         value, ttl = inputs.value("value"), inputs.value("ttl")
         with service_errors(self):
             result = self.memory.write(scope, key, value, context, ttl=ttl)
-        return {
-            "success": result.success,
-            "key": key,
-            "scope": scope,
-            "resolved_scope_id": result.resolved_scope_id,
-        }
+        return write_outputs(result, key, scope)
 
 
 class MemoryDelete(Node):
@@ -115,12 +126,7 @@ class MemoryDelete(Node):
         key, scope = inputs.value("key"), inputs.value("scope")
         with service_errors(self):
             result = self.memory.delete(scope, key, context)
-        return {
-            "success": result.success,
-            "key": key,
-            "scope": scope,
-            "resolved_scope_id": result.resolved_scope_id,
-        }
+        return write_outputs(result, key, scope)
 
 
 class MemoryReadRaw(Node):
@@ -142,13 +148,7 @@ class MemoryReadRaw(Node):
         scope_id, default = inputs.value("scope_id"), inputs.value("default_value")
         with service_errors(self):
             result = self.memory.read_raw(scope, scope_id, key, default=default)
-        return {
-            "value": result.value,
-            "found": result.found,
-            "key": key,
-            "scope": scope,
-            "resolved_scope_id": result.resolved_scope_id,
-        }
+        return read_outputs(result, key, scope)
 
 
 class MemoryWriteRaw(Node):
@@ -170,12 +170,7 @@ class MemoryWriteRaw(Node):
         scope_id, value, ttl = inputs.value("scope_id"), inputs.value("value"), inputs.value("ttl")
         with service_errors(self):
             result = self.memory.write_raw(scope, scope_id, key, value, ttl=ttl)
-        return {
-            "success": result.success,
-            "key": key,
-            "scope": scope,
-            "resolved_scope_id": result.resolved_scope_id,
-        }
+        return write_outputs(result, key, scope)
 
 
 class MemoryDeleteRaw(Node):
@@ -196,9 +191,4 @@ class MemoryDeleteRaw(Node):
         key, scope, scope_id = inputs.value("key"), inputs.value("scope"), inputs.value("scope_id")
         with service_errors(self):
             result = self.memory.delete_raw(scope, scope_id, key)
-        return {
-            "success": result.success,
-            "key": key,
-            "scope": scope,
-            "resolved_scope_id": result.resolved_scope_id,
-        }
+        return write_outputs(result, key, scope)
