@@ -300,9 +300,9 @@ def free_port() -> int:
 
 @contextmanager
 def flowmem_server(
-    database: str, workers: int, workdir: Path, concurrency: int | None = None
-) -> Iterator[tuple[int, str]]:
-    """Run ``flowmem serve`` (``--store-concurrency`` when given); yield (port, token, pid)."""
+    database: str, workers: int, workdir: Path, options: tuple[str, ...] = ()
+) -> Iterator[tuple[int, str, int]]:
+    """Run ``flowmem serve`` with extra ``options``; yield (port, token, pid)."""
     port = free_port()
     out, err = workdir / f"serve-{port}.out", workdir / f"serve-{port}.err"
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLOWMEM_")}
@@ -312,7 +312,7 @@ def flowmem_server(
                 *FLOWMEM,
                 *("serve", "--database", database, "--port", str(port)),
                 *("--workers", str(workers), "--no-access-log"),
-                *(("--store-concurrency", str(concurrency)) if concurrency else ()),
+                *options,
             ],
             cwd=workdir,
             stdout=stdout,
@@ -409,7 +409,10 @@ def bench_backend(
     label: str, database: str, workers: int, args: argparse.Namespace, workdir: Path
 ) -> dict[str, Any]:
     """Run the three phases against one server and verify the stored appends."""
-    server = flowmem_server(database, workers, workdir, args.store_concurrency)
+    options: tuple[str, ...] = () if args.inline_store else ("--no-inline-store",)
+    if args.store_concurrency:
+        options += ("--store-concurrency", str(args.store_concurrency))
+    server = flowmem_server(database, workers, workdir, options)
     with server as (port, token, pid):
         host = "127.0.0.1"
         shared, sessions = asyncio.run(setup_sessions(host, port, token, args.sessions))
@@ -481,6 +484,12 @@ def main() -> None:
         type=int,
         default=None,
         help="flowmem serve --store-concurrency (default: the server's own default)",
+    )
+    parser.add_argument(
+        "--inline-store",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="flowmem serve --inline-store (the default) or --no-inline-store",
     )
     parser.add_argument(
         "--sqlite-synchronous",

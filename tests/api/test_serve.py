@@ -132,6 +132,17 @@ def test_serve_sqlite_end_to_end(tmp_path: Path) -> None:
         assert [m["content"] for m in messages] == ["hi"]
 
 
+def test_serve_no_inline_store_keeps_store_calls_in_threads_and_works(tmp_path: Path) -> None:
+    args = ["--no-inline-store", "--store-concurrency", "2"]
+    with served(args, tmp_path) as (base, out, _):
+        client = httpx.Client(
+            base_url=base, headers={"Authorization": f"Bearer {admin_token(out)}"}
+        )
+        message = {"messages": {"role": "user", "content": "hi"}}
+        assert client.post("/v1/buffers/user/notes", json=message).json()["appended"] == 1
+        assert client.get("/v1/buffers/user/notes").json()["count"] == 1
+
+
 def test_serve_refuses_workers_on_memory(tmp_path: Path) -> None:
     done = subprocess.run(
         [*FLOWMEM, "serve", "--database", "memory://", "--workers", "2"],

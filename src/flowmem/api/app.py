@@ -24,6 +24,7 @@ from flowmem.store import DEFAULT_LOCK_TIMEOUT, Store, open_store
 
 DATABASE_ENV = "FLOWMEM_DATABASE_URL"
 CONCURRENCY_ENV = "FLOWMEM_STORE_CONCURRENCY"
+INLINE_ENV = "FLOWMEM_INLINE_STORE"
 
 DESCRIPTION = """Conversation memory over HTTP: sessions with owners, conversation
 buffers and memory records under the FlowDrop GR-MEM rules.
@@ -42,12 +43,15 @@ def create_app(
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     clock: Callable[[], float] | None = None,
     store_concurrency: int = DEFAULT_STORE_CONCURRENCY,
+    inline_store: bool = True,
 ) -> FastAPI:
     """Build the API over ``store`` (or the store at ``database_url`` / ``$FLOWMEM_DATABASE_URL``).
 
     A store the app opened itself is closed at shutdown. ``runner`` (or
     ``runner_factory(store, memory)``) runs model turns; without one a turn only
-    records the user message.
+    records the user message. With ``inline_store`` (the default) the memory and
+    buffer routes make their store call on the event loop when the store's calls
+    are local (``Store.inline_calls``: SQLite, memory); see ``flowmem.api.pool``.
     """
     owned = store is None
     if store is None:
@@ -64,7 +68,7 @@ def create_app(
         store=store,
         memory=memory_service,
         sessions=session_service,
-        pool=StorePool(store_concurrency),
+        pool=StorePool(store_concurrency, inline=inline_store and store.inline_calls),
     )
 
     @asynccontextmanager
@@ -110,11 +114,15 @@ def runtime_runner(store: Store, memory: MemoryService) -> TurnRunner | None:
 def app_from_env() -> FastAPI:
     """Uvicorn factory: the store URL comes from ``$FLOWMEM_DATABASE_URL``.
 
-    ``$FLOWMEM_STORE_CONCURRENCY`` (default 8) bounds the threads doing store work.
+    ``$FLOWMEM_STORE_CONCURRENCY`` (default 8) bounds the threads doing store work;
+    ``$FLOWMEM_INLINE_STORE=0`` keeps every store call off the event loop.
     """
     raw = os.environ.get(CONCURRENCY_ENV) or str(DEFAULT_STORE_CONCURRENCY)
     try:
         concurrency = int(raw)
     except ValueError:
         raise ConfigurationError(f"${CONCURRENCY_ENV} must be an integer, got {raw!r}") from None
-    return create_app(runner_factory=runtime_runner, store_concurrency=concurrency)
+    inline = os.environ.get(INLINE_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+    return create_app(
+        runner_factory=runtime_runner, store_concurrency=concurrency, inline_store=inline
+    )

@@ -63,6 +63,17 @@ class Caller:
 
         return await self.services.pool.run(work)
 
+    async def run_short(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Like ``run``, on the event loop when the store allows (``StorePool.run_short``).
+
+        Only for work that changes at most one thing, as its last step.
+        """
+
+        def work() -> T:
+            return func(self.authenticate(), *args, **kwargs)
+
+        return await self.services.pool.run_short(work)
+
     async def run_unbounded(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Like ``run`` in the general thread pool (for work that may wait long, e.g. a turn)."""
 

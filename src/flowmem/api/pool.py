@@ -1,16 +1,27 @@
-"""Store work runs off the event loop in a bounded number of threads.
+"""Where the app's blocking store work runs: on the event loop when it is short, else in threads.
 
-Every route does its blocking store work in one call to ``StorePool.run``. The
-bound (``store_concurrency``, default 8) makes requests beyond it wait their turn,
-first come first served, in the pool's queue instead of piling up as threads that
-contend for the GIL and for the database's write lock: under 32 concurrent
-clients that contention costs throughput and, above all, tail latency.
+Every route does its store work in one call to ``StorePool.run`` (worker threads)
+or ``StorePool.run_short`` (the event loop first).
 
-The pool is a plain ``concurrent.futures.ThreadPoolExecutor`` driven through
-``loop.run_in_executor``: a hop there and back costs about a third of what
-``anyio.to_thread.run_sync`` with a capacity limiter costs (bench: ~50 against
-~130 µs of CPU per call with 32 calls in flight). A request cancelled while its
-call is still queued never runs it; a call that has started always finishes.
+Threads: a bounded ``concurrent.futures.ThreadPoolExecutor`` driven through
+``loop.run_in_executor`` (``store_concurrency`` threads, default 8). Requests
+beyond the bound wait their turn, first come first served, in the pool's queue
+instead of piling up as threads. A request cancelled while its call is still
+queued never runs it; a call that has started always finishes.
+
+The event loop: with a store whose calls are local and short (SQLite, memory:
+``Store.inline_calls``), ``run_short`` makes the call directly on the loop inside
+``locks.no_wait()``. A worker thread costs more than the call itself there: the
+thread and the event loop contend for the GIL on every SQLite statement, which
+in the HTTP bench more than doubled the CPU of an append (2.2-2.8 against
+0.9-1.3 ms in process). A call that would wait for a lock (another thread or
+process is writing the same file) raises ``WouldBlock`` before it changed
+anything and is run again in a worker thread, where it waits as usual (bounded,
+MEM-12). So only calls that change at most one thing, as their last step, may use
+``run_short``: the memory and buffer routes (authentication and the scope check
+are reads). The commit's fsync does block the loop: ``inline=False``
+(``flowmem serve --no-inline-store``) puts every call in a thread, for disks
+whose fsync is slow.
 """
 
 from __future__ import annotations
@@ -23,18 +34,20 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from flowmem.errors import ConfigurationError
+from flowmem.store.locks import WouldBlock, no_wait
 
 T = TypeVar("T")
 DEFAULT_STORE_CONCURRENCY = 8
 
 
 class StorePool:
-    """Run blocking callables in worker threads, at most ``size`` at a time."""
+    """Run blocking store calls in worker threads (at most ``size`` at a time) or on the loop."""
 
-    def __init__(self, size: int = DEFAULT_STORE_CONCURRENCY) -> None:
+    def __init__(self, size: int = DEFAULT_STORE_CONCURRENCY, *, inline: bool = False) -> None:
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ConfigurationError(f"store_concurrency must be an integer >= 1, got {size!r}")
         self.size = size
+        self.inline = inline
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
 
@@ -48,6 +61,21 @@ class StorePool:
         """Call ``func(*args, **kwargs)`` in a worker thread once one is free."""
         call = functools.partial(func, *args, **kwargs)
         return await asyncio.get_running_loop().run_in_executor(self._pool(), call)
+
+    async def run_short(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Call ``func`` on the event loop without waiting for locks; in a thread if it must wait.
+
+        ``func`` must change at most one thing, as its last store step, so that a
+        ``WouldBlock`` means nothing was changed and the call can simply run again.
+        Without ``inline`` this is ``run``.
+        """
+        if self.inline:
+            try:
+                with no_wait():
+                    return func(*args, **kwargs)
+            except WouldBlock:
+                pass
+        return await self.run(func, *args, **kwargs)
 
     def close(self) -> None:
         """Wait for the calls already submitted, then stop the threads (a later ``run`` restarts)."""

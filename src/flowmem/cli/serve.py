@@ -121,6 +121,13 @@ def prepare_database(url: str) -> str | None:
     type=click.IntRange(1, 256),
     help="Threads per worker doing store work at once; more requests wait their turn.",
 )
+@click.option(
+    "--inline-store/--no-inline-store",
+    default=True,
+    show_default=True,
+    help="On SQLite, make short store calls on the event loop (faster; each commit's fsync "
+    "then blocks it briefly). --no-inline-store puts every call in a thread, for slow disks.",
+)
 def serve_command(
     database: str | None,
     host: str,
@@ -129,6 +136,7 @@ def serve_command(
     access_log: bool,
     graceful_timeout: int,
     store_concurrency: int,
+    inline_store: bool,
 ) -> None:
     """Serve the HTTP API on uvicorn (default database: ./flowmem.db).
 
@@ -148,11 +156,17 @@ def serve_command(
 
         store = open_store(url)  # lives in this process, with its bootstrap token
         token = bootstrap_admin_token(store)
-        app = create_app(store, runner_factory=runtime_runner, store_concurrency=store_concurrency)
+        app = create_app(
+            store,
+            runner_factory=runtime_runner,
+            store_concurrency=store_concurrency,
+            inline_store=inline_store,
+        )
     else:
         token = prepare_database(url)
         os.environ[DATABASE_ENV] = url
         os.environ["FLOWMEM_STORE_CONCURRENCY"] = str(store_concurrency)
+        os.environ["FLOWMEM_INLINE_STORE"] = "1" if inline_store else "0"
     if token is not None:
         click.echo("No tokens yet: created an admin token (shown once, store it now):")
         click.echo(f"  admin token: {token}")

@@ -67,6 +67,9 @@ class Store(Protocol):
     """The one storage protocol: memory records, buffers, sessions, transcripts, tokens."""
 
     url: str
+    inline_calls: bool
+    """True when every call is local and short (no network round trip), so an event
+    loop may make it directly inside ``locks.no_wait()`` (see ``flowmem.api.pool``)."""
 
     # --- memory records -------------------------------------------------------
     def get_record(self, address: Address, now: float) -> tuple[bool, Any]:

@@ -39,6 +39,8 @@ def to_json(value: Any) -> str:
 class MemoryStore:
     """The reference ``Store``: everything in dicts, guarded by locks."""
 
+    inline_calls = True
+
     def __init__(self, url: str = "memory://") -> None:
         self.url = url
         self._lock = threading.RLock()

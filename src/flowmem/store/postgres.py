@@ -218,6 +218,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
 
     SQL = SQL
     MIGRATIONS = MIGRATIONS
+    inline_calls = False  # every call is network round trips: worker threads wait for them
 
     def __init__(self, url: str) -> None:
         self.url = url

@@ -74,12 +74,16 @@ class Target:
     async def run(
         self, caller: Caller, work: Callable[[ExecutionContext], _Result], *, write: bool
     ) -> dict[str, Any]:
-        """Authenticate, resolve the scope and call ``work(context)``, in one store-pool hop."""
+        """Authenticate, resolve the scope and call ``work(context)`` in one store call.
+
+        Every ``work`` here reads, or changes one record or buffer as its last step,
+        so it may run on the event loop (``Caller.run_short``).
+        """
 
         def job(principal: Principal) -> dict[str, Any]:
             return work(self.context(caller, principal, write=write)).to_dict()
 
-        return await caller.run(job)
+        return await caller.run_short(job)
 
 
 async def request_target(

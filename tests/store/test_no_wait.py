@@ -1,0 +1,141 @@
+"""The no-wait mode: a store call that would wait for a lock raises WouldBlock, changing nothing.
+
+The HTTP app runs short store calls on its event loop in this mode and runs a
+call that raised ``WouldBlock`` again in a worker thread (``flowmem.api.pool``),
+so MEM-12's serialization and bounded wait still hold for it there.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from flowmem.core import prepare
+from flowmem.store import Address, Store, open_store
+from flowmem.store.locks import AddressLocks, WouldBlock, no_wait, waiting_allowed
+from tests.store.conftest import BACKENDS, open_backend
+
+KEY = Address("session", "s1", "chat")
+RECORD = Address("user", "u1", "prefs")
+
+
+def test_no_wait_is_per_thread_and_restored() -> None:
+    seen: list[bool] = []
+    with no_wait():
+        assert not waiting_allowed()
+        worker = threading.Thread(target=lambda: seen.append(waiting_allowed()))
+        worker.start()
+        worker.join()
+        with no_wait():
+            assert not waiting_allowed()
+        assert not waiting_allowed()
+    assert waiting_allowed()
+    assert seen == [True]
+
+
+def test_mem_12_address_lock_held_elsewhere_raises_would_block_in_no_wait() -> None:
+    locks = AddressLocks()
+    held, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with locks.hold(KEY, 5):
+            held.set()
+            release.wait(5)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert held.wait(5)
+        started = time.monotonic()
+        with no_wait(), pytest.raises(WouldBlock), locks.hold(KEY, 5):
+            pass
+        assert time.monotonic() - started < 1  # refused at once, not after the bound
+        with no_wait(), locks.hold(Address("session", "s2", "chat"), 5) as taken:
+            assert taken  # another address is free
+    finally:
+        release.set()
+        thread.join()
+    with no_wait(), locks.hold(KEY, 5) as taken:
+        assert taken
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A fresh store of each backend kind."""
+    opened = open_backend(request.param, request, tmp_path)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def test_only_local_backends_take_inline_calls(store: Store) -> None:
+    assert store.inline_calls is (not store.url.startswith("postgresql"))
+
+
+def test_no_wait_calls_work_as_usual_when_nothing_is_locked(store: Store) -> None:
+    with no_wait():
+        outcome = store.append(KEY, prepare({"role": "user", "content": "hi"}, 1))
+        store.put_record(RECORD, {"theme": "dark"}, None)
+        assert (outcome.appended, outcome.count) == (1, 1)
+        assert store.load(KEY) == [
+            {"role": "user", "content": "hi", "metadata": {}, "timestamp": 1}
+        ]
+        assert store.get_record(RECORD, 0.0) == (True, {"theme": "dark"})
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[tuple[Store, str]]:
+    path = str(tmp_path / "store.db")
+    opened = open_store(f"sqlite:///{path}")
+    try:
+        yield opened, path
+    finally:
+        opened.close()
+
+
+def test_mem_12_sqlite_file_locked_by_another_writer_raises_would_block_and_writes_nothing(
+    sqlite_store: tuple[Store, str],
+) -> None:
+    store, path = sqlite_store
+    store.append(KEY, prepare({"role": "user", "content": "first"}, 1))
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another connection (another process, say) is writing
+    try:
+        started = time.monotonic()
+        with no_wait():
+            with pytest.raises(WouldBlock):
+                store.append(KEY, prepare({"role": "user", "content": "second"}, 2))
+            with pytest.raises(WouldBlock):
+                store.put_record(RECORD, 1, None)
+            with pytest.raises(WouldBlock):
+                store.delete_record(RECORD)
+            # readers never wait in WAL mode: a read goes on while the writer holds the lock
+            assert [m["content"] for m in store.load(KEY)] == ["first"]
+        assert time.monotonic() - started < 1  # refused at once, not after the busy timeout
+    finally:
+        other.execute("COMMIT")
+        other.close()
+    assert [m["content"] for m in store.load(KEY)] == ["first"]
+    assert store.get_record(RECORD, 0.0) == (False, None)
+    with no_wait():  # the lock is free again: the same calls go through
+        outcome = store.append(KEY, prepare({"role": "user", "content": "second"}, 2))
+    assert (outcome.appended, outcome.count) == (1, 2)
+
+
+def test_mem_12_sqlite_waits_as_usual_outside_no_wait(sqlite_store: tuple[Store, str]) -> None:
+    store, path = sqlite_store
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    releaser = threading.Timer(0.2, lambda: (other.execute("COMMIT"), other.close()))
+    releaser.start()
+    started = time.monotonic()
+    outcome = store.append(KEY, prepare({"role": "user", "content": "waited"}, 1))
+    releaser.join()
+    assert time.monotonic() - started >= 0.15  # it waited for the other writer
+    assert (outcome.appended, outcome.count) == (1, 1)
