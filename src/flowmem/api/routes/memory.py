@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Depends, Query
 
 from flowmem.access import Principal
-from flowmem.api.deps import CALLER, Caller
 from flowmem.api.models import BufferAppend, BufferResult, MemoryWrite, ReadResult, WriteResult
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
 from flowmem.api.scopes import scope_context
+from flowmem.api.target import TARGET_OPENAPI, MemoryCall, memory_call
 from flowmem.errors import PayloadTooLargeError
 from flowmem.scope import ExecutionContext
 
@@ -26,8 +25,8 @@ router = APIRouter(prefix="/v1", tags=["memory"])
 
 MAX_BATCH = 1000  # messages per append request
 
-ScopeName = Literal["global", "workflow", "pipeline", "execution", "session", "user"]
 SCOPE_ERRORS = (*AUTH_ERRORS, 403, 404, 422)
+CALL = Depends(memory_call)
 
 
 class _Result(Protocol):
@@ -37,84 +36,46 @@ class _Result(Protocol):
         """Return the JSON form."""
 
 
-ScopePath = Path(description="The memory scope.")
-KeyPath = Path(min_length=1, max_length=255, description="The buffer or record key.")
-SessionQuery = Query(
-    None, max_length=64, description="For scope `session`: a session the caller may view/drive."
-)
-WorkflowQuery = Query(None, max_length=255, description="For scope `workflow`.")
-PipelineQuery = Query(None, max_length=255, description="For scope `pipeline`.")
-ExecutionQuery = Query(None, max_length=255, description="For scope `execution`.")
+async def run(
+    call: MemoryCall, work: Callable[[ExecutionContext], _Result], *, write: bool
+) -> dict[str, Any]:
+    """Authenticate, resolve the scope and call ``work(context)`` in one store call.
 
+    Every ``work`` here reads, or changes one record or buffer as its last step,
+    so it may run on the event loop (``Caller.run_short``).
+    """
+    caller, target = call.caller, call.target
 
-@dataclass(frozen=True)
-class Target:
-    """Where a memory request goes: the scope and key of the path, the scope ids of the query."""
-
-    scope: ScopeName
-    key: str
-    session_id: str | None = None
-    workflow_id: str | None = None
-    pipeline_id: str | None = None
-    execution_id: str | None = None
-
-    def context(self, caller: Caller, principal: Principal, *, write: bool) -> ExecutionContext:
-        """Return the execution context ``principal`` works in at this target (blocking)."""
-        return scope_context(
+    def job(principal: Principal) -> dict[str, Any]:
+        context = scope_context(
             caller.services.sessions,
             principal,
-            self.scope,
+            target.scope,
             write=write,
-            session_id=self.session_id,
-            workflow_id=self.workflow_id,
-            pipeline_id=self.pipeline_id,
-            execution_id=self.execution_id,
+            session_id=target.session_id,
+            workflow_id=target.workflow_id,
+            pipeline_id=target.pipeline_id,
+            execution_id=target.execution_id,
         )
+        return work(context).to_dict()
 
-    async def run(
-        self, caller: Caller, work: Callable[[ExecutionContext], _Result], *, write: bool
-    ) -> dict[str, Any]:
-        """Authenticate, resolve the scope and call ``work(context)`` in one store call.
-
-        Every ``work`` here reads, or changes one record or buffer as its last step,
-        so it may run on the event loop (``Caller.run_short``).
-        """
-
-        def job(principal: Principal) -> dict[str, Any]:
-            return work(self.context(caller, principal, write=write)).to_dict()
-
-        return await caller.run_short(job)
+    return await caller.run_short(job)
 
 
-async def request_target(
-    scope: ScopeName = ScopePath,
-    key: str = KeyPath,
-    session_id: str | None = SessionQuery,
-    workflow_id: str | None = WorkflowQuery,
-    pipeline_id: str | None = PipelineQuery,
-    execution_id: str | None = ExecutionQuery,
-) -> Target:
-    """The dependency every route here declares its path and scope parameters through.
-
-    A coroutine on purpose: FastAPI runs a plain function or a class dependency in
-    the thread pool, a thread hop per request for nothing.
-    """
-    return Target(scope, key, session_id, workflow_id, pipeline_id, execution_id)
-
-
-TARGET = Depends(request_target)
-
-
-@router.get("/buffers/{scope}/{key}", response_model=BufferResult, responses=errors(*SCOPE_ERRORS))
+@router.get(
+    "/buffers/{scope}/{key}",
+    response_model=BufferResult,
+    responses=errors(*SCOPE_ERRORS),
+    openapi_extra=TARGET_OPENAPI,
+)
 async def load_buffer(
     last: int | None = Query(None, ge=0, le=2**62, description="Only the last N messages."),
-    target: Target = TARGET,
-    caller: Caller = CALLER,
+    call: MemoryCall = CALL,
 ) -> dict[str, Any]:
     """Load a conversation buffer (optionally only its last N messages)."""
-    memory = caller.services.memory
-    return await target.run(
-        caller,
+    memory, target = call.caller.services.memory, call.target
+    return await run(
+        call,
         lambda context: memory.load(target.scope, target.key, context, last=last),
         write=False,
     )
@@ -124,25 +85,25 @@ async def load_buffer(
     "/buffers/{scope}/{key}",
     response_model=BufferResult,
     responses=errors(*SCOPE_ERRORS, *BODY_ERRORS),
+    openapi_extra=TARGET_OPENAPI,
 )
 async def append_buffer(
     body: BufferAppend,
-    target: Target = TARGET,
-    caller: Caller = CALLER,
+    call: MemoryCall = CALL,
 ) -> dict[str, Any]:
     """Append one message or a list to a buffer (MEM-1, 2, 3, 10, 12, 14 apply).
 
     Returns the buffer after the append unless `return_messages` is false. At most
     1000 messages per request (413 beyond).
     """
-    memory = caller.services.memory
+    memory, target = call.caller.services.memory, call.target
     messages = body.messages if isinstance(body.messages, list) else [body.messages]
     if len(messages) > MAX_BATCH:
         raise PayloadTooLargeError(
             f"at most {MAX_BATCH} messages per append, got {len(messages)}", field="messages"
         )
-    return await target.run(
-        caller,
+    return await run(
+        call,
         lambda context: memory.append(
             target.scope,
             target.key,
@@ -156,13 +117,16 @@ async def append_buffer(
 
 
 @router.delete(
-    "/buffers/{scope}/{key}", response_model=WriteResult, responses=errors(*SCOPE_ERRORS)
+    "/buffers/{scope}/{key}",
+    response_model=WriteResult,
+    responses=errors(*SCOPE_ERRORS),
+    openapi_extra=TARGET_OPENAPI,
 )
-async def clear_buffer(target: Target = TARGET, caller: Caller = CALLER) -> dict[str, Any]:
+async def clear_buffer(call: MemoryCall = CALL) -> dict[str, Any]:
     """Delete every message of a buffer."""
-    memory = caller.services.memory
-    return await target.run(
-        caller, lambda context: memory.clear(target.scope, target.key, context), write=True
+    memory, target = call.caller.services.memory, call.target
+    return await run(
+        call, lambda context: memory.clear(target.scope, target.key, context), write=True
     )
 
 
@@ -176,7 +140,12 @@ def _parse_default(text: str | None) -> Any:
         return text
 
 
-@router.get("/memory/{scope}/{key}", response_model=ReadResult, responses=errors(*SCOPE_ERRORS))
+@router.get(
+    "/memory/{scope}/{key}",
+    response_model=ReadResult,
+    responses=errors(*SCOPE_ERRORS),
+    openapi_extra=TARGET_OPENAPI,
+)
 async def read_record(
     default: str | None = Query(
         None,
@@ -184,14 +153,13 @@ async def read_record(
         description="Returned as `value` when not found: parsed as JSON when it is JSON "
         '(`42`, `"x"`, `[1]`), otherwise the text itself.',
     ),
-    target: Target = TARGET,
-    caller: Caller = CALLER,
+    call: MemoryCall = CALL,
 ) -> dict[str, Any]:
     """Read a memory record; `found: false` and the default when absent, expired or refused."""
-    memory = caller.services.memory
+    memory, target = call.caller.services.memory, call.target
     fallback = _parse_default(default)
-    return await target.run(
-        caller,
+    return await run(
+        call,
         lambda context: memory.read(target.scope, target.key, context, default=fallback),
         write=False,
     )
@@ -201,23 +169,27 @@ async def read_record(
     "/memory/{scope}/{key}",
     response_model=WriteResult,
     responses=errors(*SCOPE_ERRORS, *BODY_ERRORS),
+    openapi_extra=TARGET_OPENAPI,
 )
-async def write_record(
-    body: MemoryWrite, target: Target = TARGET, caller: Caller = CALLER
-) -> dict[str, Any]:
+async def write_record(body: MemoryWrite, call: MemoryCall = CALL) -> dict[str, Any]:
     """Write a memory record (any JSON value) with an optional TTL in seconds."""
-    memory = caller.services.memory
-    return await target.run(
-        caller,
+    memory, target = call.caller.services.memory, call.target
+    return await run(
+        call,
         lambda context: memory.write(target.scope, target.key, body.value, context, ttl=body.ttl),
         write=True,
     )
 
 
-@router.delete("/memory/{scope}/{key}", response_model=WriteResult, responses=errors(*SCOPE_ERRORS))
-async def delete_record(target: Target = TARGET, caller: Caller = CALLER) -> dict[str, Any]:
+@router.delete(
+    "/memory/{scope}/{key}",
+    response_model=WriteResult,
+    responses=errors(*SCOPE_ERRORS),
+    openapi_extra=TARGET_OPENAPI,
+)
+async def delete_record(call: MemoryCall = CALL) -> dict[str, Any]:
     """Delete a memory record."""
-    memory = caller.services.memory
-    return await target.run(
-        caller, lambda context: memory.delete(target.scope, target.key, context), write=True
+    memory, target = call.caller.services.memory, call.target
+    return await run(
+        call, lambda context: memory.delete(target.scope, target.key, context), write=True
     )
