@@ -68,7 +68,7 @@ def create_app(
         store=store,
         memory=memory_service,
         sessions=session_service,
-        pool=StorePool(store_concurrency, inline=inline_store and store.inline_calls),
+        pool=StorePool(store_concurrency, inline=inline_store and store.inline_calls, store=store),
     )
 
     @asynccontextmanager

@@ -80,7 +80,9 @@ class Caller:
         def work() -> T:
             return func(self.authenticate(), *args, **kwargs)
 
-        return await run_in_threadpool(work)
+        result = await run_in_threadpool(work)
+        await self.services.pool.durable()
+        return result
 
 
 async def current_caller(

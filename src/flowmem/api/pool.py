@@ -19,9 +19,15 @@ process is writing the same file) raises ``WouldBlock`` before it changed
 anything and is run again in a worker thread, where it waits as usual (bounded,
 MEM-12). So only calls that change at most one thing, as their last step, may use
 ``run_short``: the memory and buffer routes (authentication and the scope check
-are reads). The commit's fsync does block the loop: ``inline=False``
-(``flowmem serve --no-inline-store``) puts every call in a thread, for disks
-whose fsync is slow.
+are reads). ``inline=False`` (``flowmem serve --no-inline-store``) puts every
+call in a thread.
+
+Group commit: a write on the loop does not fsync on the loop (SQLite counts it,
+``Store.sync_barrier``). Before any call's result is handed back, ``durable``
+waits until an fsync in the pool's one sync thread covers every write made so
+far (``Store.sync``); writes made while that fsync runs share the next one. So
+nothing is acknowledged, or shown to anyone, before it is on disk, and the loop
+never waits for the disk.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from flowmem.errors import ConfigurationError
+from flowmem.store.base import Store
 from flowmem.store.locks import WouldBlock, no_wait
 
 T = TypeVar("T")
@@ -43,13 +50,23 @@ DEFAULT_STORE_CONCURRENCY = 8
 class StorePool:
     """Run blocking store calls in worker threads (at most ``size`` at a time) or on the loop."""
 
-    def __init__(self, size: int = DEFAULT_STORE_CONCURRENCY, *, inline: bool = False) -> None:
+    def __init__(
+        self,
+        size: int = DEFAULT_STORE_CONCURRENCY,
+        *,
+        inline: bool = False,
+        store: Store | None = None,
+    ) -> None:
+        """``store`` (when given) is the one whose deferred writes ``durable`` waits for."""
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ConfigurationError(f"store_concurrency must be an integer >= 1, got {size!r}")
         self.size = size
         self.inline = inline
+        self._store = store
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
+        self._syncer: ThreadPoolExecutor | None = None
+        self._sync: asyncio.Future[int] | None = None
 
     def _pool(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -57,10 +74,45 @@ class StorePool:
                 self._executor = ThreadPoolExecutor(self.size, thread_name_prefix="flowmem-store")
             return self._executor
 
+    def _sync_thread(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._syncer is None:
+                self._syncer = ThreadPoolExecutor(1, thread_name_prefix="flowmem-sync")
+            return self._syncer
+
     async def run(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Call ``func(*args, **kwargs)`` in a worker thread once one is free."""
         call = functools.partial(func, *args, **kwargs)
-        return await asyncio.get_running_loop().run_in_executor(self._pool(), call)
+        result = await asyncio.get_running_loop().run_in_executor(self._pool(), call)
+        await self.durable()
+        return result
+
+    async def durable(self) -> None:
+        """Return once every write made so far is durable (group commit; at once when it is)."""
+        if self._store is None:
+            return
+        target = self._store.sync_barrier()
+        while target is not None:
+            sync = self._sync
+            if sync is None or sync.done():  # (a done one may not have cleared itself yet)
+                sync = self._start_sync(self._store)
+            synced = await asyncio.shield(sync)  # a cancelled request leaves the fsync running
+            if synced >= target:
+                return
+            # that fsync started before this write was made: the next one covers it
+
+    def _start_sync(self, store: Store) -> asyncio.Future[int]:
+        sync = asyncio.get_running_loop().run_in_executor(self._sync_thread(), store.sync)
+
+        def finished(done: asyncio.Future[int]) -> None:
+            if self._sync is done:
+                self._sync = None
+            if not done.cancelled():
+                done.exception()  # retrieved here; every waiter gets it from its await
+
+        sync.add_done_callback(finished)
+        self._sync = sync
+        return sync
 
     async def run_short(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Call ``func`` on the event loop without waiting for locks; in a thread if it must wait.
@@ -72,14 +124,19 @@ class StorePool:
         if self.inline:
             try:
                 with no_wait():
-                    return func(*args, **kwargs)
+                    result = func(*args, **kwargs)
             except WouldBlock:
                 pass
+            else:
+                await self.durable()
+                return result
         return await self.run(func, *args, **kwargs)
 
     def close(self) -> None:
         """Wait for the calls already submitted, then stop the threads (a later ``run`` restarts)."""
         with self._lock:
             executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=True)
+            syncer, self._syncer = self._syncer, None
+        for threads in (executor, syncer):
+            if threads is not None:
+                threads.shutdown(wait=True)

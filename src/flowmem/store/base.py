@@ -71,6 +71,17 @@ class Store(Protocol):
     """True when every call is local and short (no network round trip), so an event
     loop may make it directly inside ``locks.no_wait()`` (see ``flowmem.api.pool``)."""
 
+    def sync_barrier(self) -> int | None:
+        """Writes made in no-wait mode that are not yet durable: the count ``sync`` must reach.
+
+        None when every write is durable (backends that sync every commit always say None).
+        """
+        ...
+
+    def sync(self) -> int:
+        """Make every write counted so far durable (blocking); return that count."""
+        ...
+
     # --- memory records -------------------------------------------------------
     def get_record(self, address: Address, now: float) -> tuple[bool, Any]:
         """Return (found, value); an expired record is not found."""

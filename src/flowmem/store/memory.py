@@ -41,6 +41,14 @@ class MemoryStore:
 
     inline_calls = True
 
+    def sync_barrier(self) -> int | None:
+        """Nothing to sync: data lives in this process only."""
+        return None
+
+    def sync(self) -> int:
+        """Nothing to sync."""
+        return 0
+
     def __init__(self, url: str = "memory://") -> None:
         self.url = url
         self._lock = threading.RLock()

@@ -4,11 +4,20 @@ One file, WAL, ``synchronous=FULL`` by default (a committed append survives powe
 loss), created on first use, safe to call from many threads (a small pool of
 connections) and many processes. Appends run ``flowmem.core.apply_append`` through
 ``SqlBufferEditor`` inside one ``BEGIN IMMEDIATE`` transaction (MEM-12).
+
+Group commit: a write made in no-wait mode (``locks.no_wait``, the HTTP app's
+event loop) commits without its own fsync when the file is ``FULL`` or ``EXTRA``
+(the connection runs that write at ``synchronous=NORMAL``) and is counted;
+``sync_barrier`` says which count must be durable and ``sync`` fsyncs the
+write-ahead log once for every write counted so far. The app sends no response
+before the barrier it saw is synced, so an acknowledged write is on disk exactly
+as with ``FULL``, and one fsync covers every write made while the last one ran.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -208,9 +217,10 @@ def _is_busy(exc: sqlite3.Error) -> bool:
 
 
 class _Connection(sqlite3.Connection):
-    """A pooled connection that remembers its busy timeout, to set it only when it changes."""
+    """A pooled connection that remembers its busy timeout and synchronous mode (set on change)."""
 
     busy_ms = -1
+    sync_mode = ""
 
 
 class SqliteStore(SqlStore[sqlite3.Connection]):
@@ -227,6 +237,11 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         self._pool_lock = threading.Lock()
         self._locks = AddressLocks()
         self._closed = False
+        # group commit (see the module docstring): writes counted / writes known durable
+        self._defer_sync = self.synchronous in ("FULL", "EXTRA")
+        self._sync_lock = threading.Lock()
+        self._written = 0
+        self._synced = 0
         try:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -252,7 +267,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         if mode is None or str(mode[0]).lower() != "wal":
             conn.close()
             raise StoreError(f"cannot put {self.path} in WAL mode (got {mode!r})")
-        conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+        self._sync_mode(conn, self.synchronous)
         conn.execute("PRAGMA foreign_keys = ON")
         return conn
 
@@ -270,8 +285,11 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             if _is_busy(exc) and not waiting_allowed():
                 raise WouldBlock(f"{self.path} is locked") from exc
             raise StoreUnavailableError(f"cannot open {self.path}: {exc}") from exc
+        deferred = self._defer_sync and not waiting_allowed()
         if not waiting_allowed():
             self._busy_timeout(conn, 0)
+        self._sync_mode(conn, "NORMAL" if deferred else self.synchronous)
+        changes = conn.total_changes
         try:
             yield conn
         except sqlite3.Error as exc:
@@ -288,6 +306,9 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             self._rollback(conn)
             raise
         finally:
+            if deferred and conn.total_changes != changes:
+                with self._sync_lock:
+                    self._written += 1  # committed (or rolled back) without an fsync
             with self._pool_lock:
                 if self._closed:
                     conn.close()
@@ -308,6 +329,45 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             conn.execute(f"PRAGMA busy_timeout = {wanted}")
             if isinstance(conn, _Connection):
                 conn.busy_ms = wanted
+
+    @staticmethod
+    def _sync_mode(conn: sqlite3.Connection, mode: str) -> None:
+        """Set ``PRAGMA synchronous`` on ``conn`` (only when it changes)."""
+        if getattr(conn, "sync_mode", None) != mode:
+            conn.execute(f"PRAGMA synchronous = {mode}")
+            if isinstance(conn, _Connection):
+                conn.sync_mode = mode
+
+    # --- group commit ---------------------------------------------------------------------
+    def sync_barrier(self) -> int | None:
+        """The count of no-wait writes a response must wait to be synced; None when all are."""
+        with self._sync_lock:
+            return self._written if self._written > self._synced else None
+
+    def sync(self) -> int:
+        """Fsync the write-ahead log (blocking); return the count of writes now durable.
+
+        A write-ahead log that is gone was checkpointed into the database file, which
+        SQLite fsyncs after every checkpoint.
+        """
+        with self._sync_lock:
+            upto = self._written
+        try:
+            fd = os.open(f"{self.path}-wal", os.O_RDONLY)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise StoreUnavailableError(f"cannot sync {self.path}-wal: {exc}") from exc
+        else:
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                raise StoreUnavailableError(f"cannot sync {self.path}-wal: {exc}") from exc
+            finally:
+                os.close(fd)
+        with self._sync_lock:
+            self._synced = max(self._synced, upto)
+        return upto
 
     def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work`` in one immediate write transaction (default busy timeout)."""
