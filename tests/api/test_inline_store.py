@@ -96,3 +96,15 @@ def test_mem_12_append_to_a_file_another_writer_holds_waits_in_a_thread_and_land
     assert health.status_code == 200 and health_done < results["append_done"]  # type: ignore[operator]
     stored = open_store(f"sqlite:///{path}").load(Address("user", "alice", "notes"))
     assert [m["content"] for m in stored] == ["a", "b"]
+
+
+def test_freeze_gc_moves_startup_objects_out_of_the_collectors_reach() -> None:
+    import gc
+
+    gc.unfreeze()
+    with TestClient(create_app(open_store("memory://"), freeze_gc=True)):
+        frozen = gc.get_freeze_count()
+    gc.unfreeze()
+    with TestClient(create_app(open_store("memory://"))):
+        assert gc.get_freeze_count() == 0
+    assert frozen > 1000  # the modules, the app and its schemas

@@ -161,6 +161,7 @@ def serve_command(
             runner_factory=runtime_runner,
             store_concurrency=store_concurrency,
             inline_store=inline_store,
+            freeze_gc=True,
         )
     else:
         token = prepare_database(url)
