@@ -108,3 +108,40 @@ def test_freeze_gc_moves_startup_objects_out_of_the_collectors_reach() -> None:
     with TestClient(create_app(open_store("memory://"))):
         assert gc.get_freeze_count() == 0
     assert frozen > 1000  # the modules, the app and its schemas
+
+
+def test_an_append_is_acknowledged_only_after_the_wal_fsync_covering_it(tmp_path: Path) -> None:
+    from flowmem.store.sqlite import SqliteStore
+
+    release = threading.Event()
+    synced: list[int] = []
+
+    class HeldSync(SqliteStore):
+        def sync(self) -> int:
+            release.wait(5)
+            done = super().sync()
+            synced.append(done)
+            return done
+
+    store = HeldSync(f"sqlite:///{tmp_path}/held.db")
+    tokens = make_tokens(store)
+    headers = {"Authorization": f"Bearer {tokens['alice']}"}
+    results: dict[str, Any] = {}
+    with TestClient(create_app(store)) as client:
+
+        def append() -> None:
+            results["response"] = client.post(
+                "/v1/buffers/user/notes",
+                headers=headers,
+                json={"messages": {"role": "user", "content": "a"}},
+            )
+
+        worker = threading.Thread(target=append)
+        worker.start()
+        time.sleep(0.2)
+        assert "response" not in results  # committed, but not acknowledged before the fsync
+        assert store.sync_barrier() == 1
+        release.set()
+        worker.join(5)
+    assert results["response"].json()["appended"] == 1
+    assert synced == [1] and store.sync_barrier() is None

@@ -119,3 +119,105 @@ def test_run_short_passes_other_errors_through_without_a_second_try() -> None:
         asyncio.run(pool.run_short(work))
     assert calls == [1]
     pool.close()
+
+
+class SlowSyncStore:
+    """A store stand-in for ``durable``: writes are counted, ``sync`` blocks until released."""
+
+    def __init__(self) -> None:
+        self.written = 0
+        self.synced = 0
+        self.syncs = 0
+        self.release = threading.Event()
+        self.fail: Exception | None = None
+
+    def write(self) -> None:
+        self.written += 1
+
+    def sync_barrier(self) -> int | None:
+        return self.written if self.written > self.synced else None
+
+    def sync(self) -> int:
+        upto = self.written
+        self.syncs += 1
+        self.release.wait(5)
+        if self.fail is not None:
+            raise self.fail
+        self.synced = max(self.synced, upto)
+        return upto
+
+
+def test_durable_returns_at_once_when_nothing_waits_for_a_sync() -> None:
+    store = SlowSyncStore()
+    pool = StorePool(2, inline=True, store=store)  # type: ignore[arg-type]
+    asyncio.run(pool.run_short(lambda: None))
+    assert store.syncs == 0
+    pool.close()
+
+
+def test_no_result_before_its_write_is_synced_and_one_sync_serves_many() -> None:
+    store = SlowSyncStore()
+    pool = StorePool(2, inline=True, store=store)  # type: ignore[arg-type]
+
+    async def main() -> None:
+        first = asyncio.ensure_future(pool.run_short(store.write))
+        await asyncio.sleep(0.05)
+        assert not first.done()  # written, but not synced: no result yet
+        others = [asyncio.ensure_future(pool.run_short(store.write)) for _ in range(5)]
+        await asyncio.sleep(0.05)
+        store.release.set()
+        await asyncio.gather(first, *others)
+
+    asyncio.run(main())
+    # the first sync covered write 1; the five made while it ran share the second
+    assert store.syncs == 2
+    assert store.synced == 6
+    pool.close()
+
+
+def test_a_cancelled_waiter_leaves_the_sync_running_for_the_others() -> None:
+    store = SlowSyncStore()
+    pool = StorePool(2, inline=True, store=store)  # type: ignore[arg-type]
+
+    async def main() -> None:
+        doomed = asyncio.ensure_future(pool.run_short(store.write))
+        other = asyncio.ensure_future(pool.run_short(store.write))
+        await asyncio.sleep(0.05)
+        doomed.cancel()
+        store.release.set()
+        await other
+
+    asyncio.run(main())
+    assert store.synced == 2
+    pool.close()
+
+
+def test_a_failed_sync_reaches_every_waiter_and_the_next_call_syncs_again() -> None:
+    store = SlowSyncStore()
+    store.fail = OSError("disk gone")
+    store.release.set()
+    pool = StorePool(2, inline=True, store=store)  # type: ignore[arg-type]
+
+    async def main() -> list[object]:
+        return list(
+            await asyncio.gather(
+                *(pool.run_short(store.write) for _ in range(3)), return_exceptions=True
+            )
+        )
+
+    results = asyncio.run(main())
+    assert all(isinstance(r, OSError) for r in results)
+    store.fail = None
+    asyncio.run(pool.run_short(store.write))
+    assert store.sync_barrier() is None
+    pool.close()
+
+
+def test_thread_calls_wait_for_syncs_too() -> None:
+    store = SlowSyncStore()
+    store.written = 1  # a write made on the loop earlier, not yet synced
+    pool = StorePool(2, inline=True, store=store)  # type: ignore[arg-type]
+    store.release.set()
+    assert asyncio.run(pool.run(lambda: "read")) == "read"
+    assert store.syncs == 1 and store.sync_barrier() is None
+    pool.close()

@@ -139,3 +139,70 @@ def test_mem_12_sqlite_waits_as_usual_outside_no_wait(sqlite_store: tuple[Store,
     releaser.join()
     assert time.monotonic() - started >= 0.15  # it waited for the other writer
     assert (outcome.appended, outcome.count) == (1, 1)
+
+
+# --- group commit: no-wait writes are counted until one fsync covers them --------------------
+
+
+def test_sqlite_no_wait_writes_wait_for_sync_and_one_sync_covers_them_all(
+    sqlite_store: tuple[Store, str],
+) -> None:
+    store, _ = sqlite_store
+    assert store.sync_barrier() is None
+    store.append(KEY, prepare({"role": "user", "content": "waited"}, 1))
+    assert store.sync_barrier() is None  # a write outside no-wait fsyncs itself (FULL)
+    with no_wait():
+        store.append(KEY, prepare({"role": "user", "content": "a"}, 2))
+        store.put_record(RECORD, 1, None)
+        assert store.get_record(RECORD, 0.0) == (True, 1)  # a read adds nothing to sync
+    barrier = store.sync_barrier()
+    assert barrier == 2
+    assert store.sync() == 2
+    assert store.sync_barrier() is None
+    with no_wait():
+        store.delete_record(RECORD)
+    assert store.sync_barrier() == 3
+
+
+def test_sqlite_no_wait_write_runs_at_normal_and_the_connection_goes_back_to_full(
+    sqlite_store: tuple[Store, str],
+) -> None:
+    store, _ = sqlite_store
+    modes: list[int] = []
+    with no_wait():
+        store.append(KEY, prepare({"role": "user", "content": "a"}, 1))
+    with store._connection() as conn:  # type: ignore[attr-defined]
+        modes.append(conn.execute("PRAGMA synchronous").fetchone()[0])
+        with no_wait(), store._connection() as inner:  # type: ignore[attr-defined]
+            modes.append(inner.execute("PRAGMA synchronous").fetchone()[0])
+    assert modes == [2, 1]  # FULL outside no-wait, NORMAL inside
+
+
+@pytest.mark.parametrize("mode", ["normal", "off"])
+def test_sqlite_that_does_not_sync_commits_has_no_barrier(tmp_path: Path, mode: str) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'store.db'}?synchronous={mode}")
+    with no_wait():
+        store.append(KEY, prepare({"role": "user", "content": "a"}, 1))
+    assert store.sync_barrier() is None
+    store.close()
+
+
+def test_sync_after_a_checkpoint_removed_the_wal_is_a_no_op(
+    sqlite_store: tuple[Store, str],
+) -> None:
+    store, path = sqlite_store
+    with no_wait():
+        store.append(KEY, prepare({"role": "user", "content": "a"}, 1))
+    with store._connection() as conn:  # type: ignore[attr-defined]
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    Path(f"{path}-wal").unlink(missing_ok=True)
+    assert store.sync() == 1 and store.sync_barrier() is None
+
+
+def test_backends_that_sync_every_commit_never_have_a_barrier(store: Store) -> None:
+    if store.url.startswith("sqlite"):
+        pytest.skip("SQLite defers no-wait syncs (tested above)")
+    with no_wait():
+        store.append(KEY, prepare({"role": "user", "content": "a"}, 1))
+    assert store.sync_barrier() is None
+    assert store.sync() == 0
