@@ -102,8 +102,8 @@ def create_app(
         """Liveness: no token needed."""
         return {"status": "ok", "version": __version__}
 
+    app.include_router(memory.router)  # first: the hot path, matched before the others
     app.include_router(sessions.router)
-    app.include_router(memory.router)
     app.include_router(stateless.router)
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(RequestLogMiddleware)
