@@ -66,7 +66,8 @@ class StorePool:
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
         self._syncer: ThreadPoolExecutor | None = None
-        self._sync: asyncio.Future[int] | None = None
+        self._syncing = False  # an fsync is running in the sync thread
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
 
     def _pool(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -92,27 +93,37 @@ class StorePool:
         if self._store is None:
             return
         target = self._store.sync_barrier()
-        while target is not None:
-            sync = self._sync
-            if sync is None or sync.done():  # (a done one may not have cleared itself yet)
-                sync = self._start_sync(self._store)
-            synced = await asyncio.shield(sync)  # a cancelled request leaves the fsync running
-            if synced >= target:
-                return
-            # that fsync started before this write was made: the next one covers it
+        if target is None:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append((target, waiter))
+        if not self._syncing:
+            self._start_sync(self._store)
+        await waiter  # a cancelled request cancels its own waiter, never the fsync
 
-    def _start_sync(self, store: Store) -> asyncio.Future[int]:
+    def _start_sync(self, store: Store) -> None:
+        self._syncing = True
         sync = asyncio.get_running_loop().run_in_executor(self._sync_thread(), store.sync)
+        sync.add_done_callback(lambda done: self._synced(store, done))
 
-        def finished(done: asyncio.Future[int]) -> None:
-            if self._sync is done:
-                self._sync = None
-            if not done.cancelled():
-                done.exception()  # retrieved here; every waiter gets it from its await
-
-        sync.add_done_callback(finished)
-        self._sync = sync
-        return sync
+    def _synced(self, store: Store, done: asyncio.Future[int]) -> None:
+        """Wake the waiters that fsync covered (or failed); start the next one for the rest."""
+        self._syncing = False
+        error = done.exception() if not done.cancelled() else asyncio.CancelledError()
+        upto = done.result() if error is None else 0
+        waiting: list[tuple[int, asyncio.Future[None]]] = []
+        for target, waiter in self._waiters:
+            if waiter.done():
+                continue
+            if error is not None:
+                waiter.set_exception(error)
+            elif target <= upto:
+                waiter.set_result(None)
+            else:  # written after that fsync started: the next one covers it
+                waiting.append((target, waiter))
+        self._waiters = waiting
+        if waiting:
+            self._start_sync(store)
 
     async def run_short(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Call ``func`` on the event loop without waiting for locks; in a thread if it must wait.

@@ -360,7 +360,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             raise StoreUnavailableError(f"cannot sync {self.path}-wal: {exc}") from exc
         else:
             try:
-                os.fsync(fd)
+                os.fdatasync(fd)  # what SQLite itself uses for the WAL
             except OSError as exc:
                 raise StoreUnavailableError(f"cannot sync {self.path}-wal: {exc}") from exc
             finally:
