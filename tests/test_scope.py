@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from flowmem.scope import (
     SCOPES,
     ExecutionContext,
     Refusal,
+    _has_forbidden_character,
     resolve_scope,
     usable_identity,
 )
@@ -237,3 +239,22 @@ def test_mem_6_int_and_its_text_name_the_same_identity(number: int) -> None:
     assert resolve_scope("user", ExecutionContext(user_id=number)) == resolve_scope(
         "user", ExecutionContext(user_id=str(number))
     )
+
+
+def _forbidden_by_category(text: str) -> bool:
+    """The rule spelled out per code point (the reference for the ASCII fast path)."""
+    return any(
+        char.isspace() or unicodedata.category(char) in ("Cc", "Cf", "Cs", "Zs", "Zl", "Zp")
+        for char in text
+    )
+
+
+def test_every_ascii_character_is_judged_as_the_per_character_rule_judges_it() -> None:
+    for code in range(128):
+        text = f"user{chr(code)}1"
+        assert _has_forbidden_character(text) is _forbidden_by_category(text), repr(text)
+
+
+@given(st.text(max_size=40))
+def test_forbidden_character_fast_path_agrees_with_the_rule(text: str) -> None:
+    assert _has_forbidden_character(text) is _forbidden_by_category(text)

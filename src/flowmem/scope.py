@@ -106,6 +106,8 @@ class Refusal:
 
 def _has_forbidden_character(text: str) -> bool:
     """True when ``text`` holds whitespace or a control, format or surrogate code point."""
+    if text.isascii():  # the common case, in C: ASCII's forbidden ones are controls and space
+        return not text.isprintable() or " " in text
     for char in text:
         if char.isspace() or unicodedata.category(char) in ("Cc", "Cf", "Cs", "Zs", "Zl", "Zp"):
             return True

@@ -67,13 +67,15 @@ class TurnRunner(Protocol):
         ...
 
 
-def memory_context(session: SessionRecord) -> ExecutionContext:
-    """Return the execution context a session's turn runs under.
+def memory_context(session: SessionRecord, node_id: Any = None) -> ExecutionContext:
+    """Return the execution context a session's turn (or node ``node_id``) runs under.
 
     Implements MEM-8: the user is the session's owner when that owner is a real
     user, otherwise nobody — never the caller driving the turn.
     """
-    return ExecutionContext(session_id=session.id, user_id=usable_identity(session.owner))
+    return ExecutionContext(
+        session_id=session.id, user_id=usable_identity(session.owner), node_id=node_id
+    )
 
 
 def session_dict(session: SessionRecord) -> dict[str, Any]:

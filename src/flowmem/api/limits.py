@@ -69,7 +69,8 @@ def check_body(body: bytes, content_type: str | None) -> tuple[int, str, str] | 
             "unsupported_media_type",
             "the body must be JSON (Content-Type: application/json)",
         )
-    if nesting_depth_at_least(body, MAX_DEPTH):
+    # a text nested MAX_DEPTH deep has at least that many brackets on each side
+    if len(body) >= 2 * MAX_DEPTH and nesting_depth_at_least(body, MAX_DEPTH):
         return 400, "body_too_deep", f"the body is nested {MAX_DEPTH} levels deep or more"
     try:
         document = json.loads(body)

@@ -15,8 +15,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from flowmem.access import PERM_SHARED, Principal
 from flowmem.errors import AccessDeniedError
 from flowmem.scope import ExecutionContext, check_scope
@@ -46,7 +44,7 @@ def scope_context(
         if session_id is None:
             return ExecutionContext(node_id=NODE_ID)  # refuses: no session (MEM-13)
         session = sessions.load(principal, session_id, "drive" if write else "view")
-        return replace(memory_context(session), node_id=NODE_ID)
+        return memory_context(session, NODE_ID)
     if not principal.has(PERM_SHARED):
         raise AccessDeniedError(
             f"the {name} scope is shared: it needs the {PERM_SHARED} permission", rule="access"
