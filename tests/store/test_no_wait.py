@@ -18,7 +18,6 @@ import pytest
 from flowmem.core import prepare
 from flowmem.store import Address, Store, open_store
 from flowmem.store.locks import AddressLocks, WouldBlock, no_wait, waiting_allowed
-from tests.store.conftest import BACKENDS, open_backend
 
 KEY = Address("session", "s1", "chat")
 RECORD = Address("user", "u1", "prefs")
@@ -62,16 +61,6 @@ def test_mem_12_address_lock_held_elsewhere_raises_would_block_in_no_wait() -> N
         thread.join()
     with no_wait(), locks.hold(KEY, 5) as taken:
         assert taken
-
-
-@pytest.fixture(params=BACKENDS)
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """A fresh store of each backend kind."""
-    opened = open_backend(request.param, request, tmp_path)
-    try:
-        yield opened
-    finally:
-        opened.close()
 
 
 def test_only_local_backends_take_inline_calls(store: Store) -> None:
