@@ -13,6 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 import click
 import uvicorn  # the server extra; without it the CLI names the extra to install
 
+from flowmem.api.tcp import PROTOCOL
 from flowmem.auth import bootstrap_admin_token
 from flowmem.errors import ConfigurationError
 from flowmem.store import Store, open_store
@@ -188,5 +189,6 @@ def serve_command(
         log_config=log_config(access_log),
         access_log=False,
         timeout_graceful_shutdown=graceful_timeout,
+        http=PROTOCOL,  # TCP_NODELAY on every connection, also with --workers
         server_header=False,
     )
