@@ -18,6 +18,7 @@ import pytest
 from flowmem.core import prepare
 from flowmem.store import Address, Store, open_store
 from flowmem.store.locks import AddressLocks, WouldBlock, no_wait, waiting_allowed
+from tests.store.conftest import open_backend
 
 KEY = Address("session", "s1", "chat")
 RECORD = Address("user", "u1", "prefs")
@@ -188,10 +189,15 @@ def test_sync_after_a_checkpoint_removed_the_wal_is_a_no_op(
     assert store.sync() == 1 and store.sync_barrier() is None
 
 
-def test_backends_that_sync_every_commit_never_have_a_barrier(store: Store) -> None:
-    if store.url.startswith("sqlite"):
-        pytest.skip("SQLite defers no-wait syncs (tested above)")
-    with no_wait():
-        store.append(KEY, prepare({"role": "user", "content": "a"}, 1))
-    assert store.sync_barrier() is None
-    assert store.sync() == 0
+@pytest.mark.parametrize("kind", ["memory", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_backends_that_sync_every_commit_never_have_a_barrier(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    store = open_backend(kind, request, tmp_path)
+    try:
+        with no_wait():
+            store.append(KEY, prepare({"role": "user", "content": "a"}, 1))
+        assert store.sync_barrier() is None
+        assert store.sync() == 0
+    finally:
+        store.close()
