@@ -145,3 +145,23 @@ def test_an_append_is_acknowledged_only_after_the_wal_fsync_covering_it(tmp_path
         worker.join(5)
     assert results["response"].json()["appended"] == 1
     assert synced == [1] and store.sync_barrier() is None
+
+
+def test_mem_12_a_record_write_to_a_file_another_writer_holds_waits_and_lands(
+    tmp_path: Path,
+) -> None:
+    """The thread a record write falls back to waits for the file lock, whatever the
+    pooled connection's previous borrower (a no-wait call) had set."""
+    path = tmp_path / "held.db"
+    client, tokens = _client(f"sqlite:///{path}")
+    headers = {"Authorization": f"Bearer {tokens['alice']}"}
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    with client:
+        assert (
+            client.put("/v1/memory/user/k", headers=headers, json={"value": 1}).status_code == 200
+        )
+        other.execute("BEGIN IMMEDIATE")
+        threading.Timer(0.3, lambda: (other.execute("COMMIT"), other.close())).start()
+        response = client.put("/v1/memory/user/k", headers=headers, json={"value": 2})
+        assert response.status_code == 200, response.text
+        assert client.get("/v1/memory/user/k", headers=headers).json()["value"] == 2

@@ -109,13 +109,16 @@ class StorePool:
     def _synced(self, store: Store, done: asyncio.Future[int]) -> None:
         """Wake the waiters that fsync covered (or failed); start the next one for the rest."""
         self._syncing = False
-        error = done.exception() if not done.cancelled() else asyncio.CancelledError()
-        upto = done.result() if error is None else 0
+        cancelled = done.cancelled()
+        error = None if cancelled else done.exception()
+        upto = done.result() if not cancelled and error is None else 0
         waiting: list[tuple[int, asyncio.Future[None]]] = []
         for target, waiter in self._waiters:
             if waiter.done():
                 continue
-            if error is not None:
+            if cancelled:
+                waiter.cancel()
+            elif error is not None:
                 waiter.set_exception(error)
             elif target <= upto:
                 waiter.set_result(None)

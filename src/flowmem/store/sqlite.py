@@ -286,8 +286,9 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
                 raise WouldBlock(f"{self.path} is locked") from exc
             raise StoreUnavailableError(f"cannot open {self.path}: {exc}") from exc
         deferred = self._defer_sync and not waiting_allowed()
-        if not waiting_allowed():
-            self._busy_timeout(conn, 0)
+        # every loan starts from the default wait (0 in no-wait mode): a pooled
+        # connection must not keep the timeout its previous borrower set
+        self._busy_timeout(conn, DEFAULT_LOCK_TIMEOUT)
         self._sync_mode(conn, "NORMAL" if deferred else self.synchronous)
         changes = conn.total_changes
         try:
