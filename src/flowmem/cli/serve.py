@@ -126,8 +126,8 @@ def prepare_database(url: str) -> str | None:
     "--inline-store/--no-inline-store",
     default=True,
     show_default=True,
-    help="On SQLite, make short store calls on the event loop (faster; each commit's fsync "
-    "then blocks it briefly). --no-inline-store puts every call in a thread, for slow disks.",
+    help="On SQLite, make the memory routes' store calls on the event loop, sharing WAL "
+    "fsyncs between writes (group commit). --no-inline-store puts every call in a thread.",
 )
 def serve_command(
     database: str | None,
