@@ -1,8 +1,14 @@
-"""The turn loop end to end, in process, on MemoryStore, through the fake provider."""
+"""The turn loop end to end, in process, through the fake provider.
+
+Most tests run on MemoryStore; the core turns (a tool-calling turn, a stop healed
+by the next turn, a retried call) run on SQLite and a real PostgreSQL too
+(``any_store``), so the runtime's writes are proven where production keeps them.
+"""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,7 +17,7 @@ from flowmem.core import HEALED_CONTENT, check_sendable
 from flowmem.errors import AccessDeniedError, ConflictError, InvalidInputError
 from flowmem.runtime.agent import MemorySpec
 from flowmem.runtime.loop import TurnEvent
-from flowmem.store import MemoryStore
+from flowmem.store import MemoryStore, Store
 from flowmem.store.base import Address
 from tests.runtime.fake_provider import FakeProvider, calls, failure, text
 from tests.runtime.helpers import (
@@ -22,10 +28,23 @@ from tests.runtime.helpers import (
     make_runner,
     new_session,
 )
+from tests.store.conftest import BACKENDS, open_backend
 
 
-def test_a_normal_tool_calling_turn(fake_provider: FakeProvider, tmp_path: Path) -> None:
-    store = MemoryStore()
+@pytest.fixture(params=BACKENDS)
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A fresh store of each backend kind: memory, SQLite, PostgreSQL."""
+    store = open_backend(request.param, request, tmp_path / "db")
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def test_a_normal_tool_calling_turn(
+    any_store: Store, fake_provider: FakeProvider, tmp_path: Path
+) -> None:
+    store = any_store
     events: list[TurnEvent] = []
     runner = make_runner(store, fake_provider.base_url, counting_tools(tmp_path), events=events)
     session = new_session(store)
@@ -142,9 +161,9 @@ def test_step_limit_ends_the_turn_with_every_call_answered(
 
 
 def test_mem_3_stop_mid_turn_leaves_the_unanswered_call_for_healing(
-    fake_provider: FakeProvider, tmp_path: Path
+    any_store: Store, fake_provider: FakeProvider, tmp_path: Path
 ) -> None:
-    store = MemoryStore()
+    store = any_store
     session = new_session(store)
     holder: dict[str, object] = {}
     tools = counting_tools(tmp_path, {"add": lambda: holder["runner"].stop(session)})  # type: ignore[attr-defined]
@@ -281,9 +300,9 @@ def test_a_windowed_agent_memory_stays_sendable(
 
 
 def test_mem_1_a_retried_call_reuses_the_stored_result_and_adds_nothing(
-    fake_provider: FakeProvider, tmp_path: Path
+    any_store: Store, fake_provider: FakeProvider, tmp_path: Path
 ) -> None:
-    store = MemoryStore()
+    store = any_store
     runner = make_runner(store, fake_provider.base_url, counting_tools(tmp_path))
     session = new_session(store)
     fake_provider.script(
