@@ -28,6 +28,16 @@ def _client(url: str, **options: object) -> tuple[TestClient, dict[str, str]]:
     return TestClient(create_app(store, **options), raise_server_exceptions=False), tokens  # type: ignore[arg-type]
 
 
+def _with_another_writer(
+    tmp_path: Path,
+) -> tuple[TestClient, dict[str, str], sqlite3.Connection]:
+    """An app on a SQLite file, alice's headers, and a second connection to that file."""
+    path = tmp_path / "held.db"
+    client, tokens = _client(f"sqlite:///{path}")
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    return client, {"Authorization": f"Bearer {tokens['alice']}"}, other
+
+
 @pytest.mark.parametrize(
     ("url", "options", "inline"),
     [
@@ -56,10 +66,7 @@ def test_app_from_env_reads_the_inline_switch(
 def test_mem_12_append_to_a_file_another_writer_holds_waits_in_a_thread_and_lands_once(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "held.db"
-    client, tokens = _client(f"sqlite:///{path}")
-    headers = {"Authorization": f"Bearer {tokens['alice']}"}
-    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    client, headers, other = _with_another_writer(tmp_path)
     with client:
         assert (
             client.post(
@@ -94,7 +101,7 @@ def test_mem_12_append_to_a_file_another_writer_holds_waits_in_a_thread_and_land
     assert response.json()["appended"] == 1 and response.json()["count"] == 2
     assert results["append_done"] - started >= 0.45  # type: ignore[operator]
     assert health.status_code == 200 and health_done < results["append_done"]  # type: ignore[operator]
-    stored = open_store(f"sqlite:///{path}").load(Address("user", "alice", "notes"))
+    stored = open_store(f"sqlite:///{tmp_path / 'held.db'}").load(Address("user", "alice", "notes"))
     assert [m["content"] for m in stored] == ["a", "b"]
 
 
@@ -152,10 +159,7 @@ def test_mem_12_a_record_write_to_a_file_another_writer_holds_waits_and_lands(
 ) -> None:
     """The thread a record write falls back to waits for the file lock, whatever the
     pooled connection's previous borrower (a no-wait call) had set."""
-    path = tmp_path / "held.db"
-    client, tokens = _client(f"sqlite:///{path}")
-    headers = {"Authorization": f"Bearer {tokens['alice']}"}
-    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    client, headers, other = _with_another_writer(tmp_path)
     with client:
         assert (
             client.put("/v1/memory/user/k", headers=headers, json={"value": 1}).status_code == 200

@@ -371,9 +371,8 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         return upto
 
     def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``work`` in one immediate write transaction (default busy timeout)."""
+        """Run ``work`` in one immediate write transaction (the loan's default busy timeout)."""
         with self._connection() as conn:
-            self._busy_timeout(conn, DEFAULT_LOCK_TIMEOUT)
             conn.execute("BEGIN IMMEDIATE")
             result = work(conn)
             conn.execute("COMMIT")
