@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from fastapi import APIRouter, Depends, Query
 
 from flowmem.access import Principal
+from flowmem.api.direct import DirectRoute
 from flowmem.api.models import BufferAppend, BufferResult, MemoryWrite, ReadResult, WriteResult
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
 from flowmem.api.scopes import scope_context
@@ -21,7 +22,7 @@ from flowmem.api.target import TARGET_OPENAPI, MemoryCall, memory_call
 from flowmem.errors import PayloadTooLargeError
 from flowmem.scope import ExecutionContext
 
-router = APIRouter(prefix="/v1", tags=["memory"])
+router = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
 
 MAX_BATCH = 1000  # messages per append request
 
