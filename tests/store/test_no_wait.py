@@ -18,6 +18,7 @@ import pytest
 from flowmem.core import prepare
 from flowmem.store import Address, Store, open_store
 from flowmem.store.locks import AddressLocks, WouldBlock, no_wait, waiting_allowed
+from flowmem.store.sqlite import AUTO_CHECKPOINT, CHECKPOINT_EVERY
 from tests.store.conftest import open_backend
 
 KEY = Address("session", "s1", "chat")
@@ -166,6 +167,45 @@ def test_sqlite_no_wait_write_runs_at_normal_and_the_connection_goes_back_to_ful
         with no_wait(), store._connection() as inner:  # type: ignore[attr-defined]
             modes.append(inner.execute("PRAGMA synchronous").fetchone()[0])
     assert modes == [2, 1]  # FULL outside no-wait, NORMAL inside
+
+
+def test_sqlite_no_wait_writes_never_checkpoint_and_threaded_ones_still_do(
+    sqlite_store: tuple[Store, str],
+) -> None:
+    store, _ = sqlite_store
+    pages: list[int] = []
+    with no_wait(), store._connection() as conn:  # type: ignore[attr-defined]
+        pages.append(conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
+    with store._connection() as conn:  # type: ignore[attr-defined]
+        pages.append(conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
+    assert pages == [0, AUTO_CHECKPOINT]
+
+
+def test_sqlite_sync_checkpoints_once_every_checkpoint_every_deferred_writes(
+    sqlite_store: tuple[Store, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, _ = sqlite_store
+    made: list[tuple[int, int, int]] = []
+    real = store.checkpoint  # type: ignore[attr-defined]
+
+    def counted() -> tuple[int, int, int]:
+        made.append(real())
+        return made[-1]
+
+    monkeypatch.setattr(store, "checkpoint", counted)
+    for n in range(1, CHECKPOINT_EVERY):
+        with no_wait():
+            store.append(KEY, prepare({"role": "user", "content": f"m{n}"}, n))
+        if n % 50 == 0:
+            store.sync()
+    store.sync()
+    assert made == []  # fewer deferred writes than CHECKPOINT_EVERY: no checkpoint yet
+    with no_wait():
+        store.append(KEY, prepare({"role": "user", "content": "the last"}, CHECKPOINT_EVERY))
+    assert store.sync() == CHECKPOINT_EVERY
+    assert len(made) == 1 and made[0][0] == 0  # one checkpoint, not blocked
+    assert made[0][1] > 0 and made[0][1] == made[0][2]  # every frame copied to the file
+    assert len(store.load(KEY)) == CHECKPOINT_EVERY
 
 
 @pytest.mark.parametrize("mode", ["normal", "off"])

@@ -46,6 +46,8 @@ T = TypeVar("T")
 
 SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 UNSERIALIZED_LIMIT = 60.0  # seconds an unserialized append keeps retrying a busy file
+AUTO_CHECKPOINT = 1000  # SQLite's default: a commit checkpoints once the log has this many pages
+CHECKPOINT_EVERY = 256  # deferred writes between two checkpoints made by ``sync`` (about as often)
 
 # Append-only: never edit a released migration, add a new one.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -217,10 +219,11 @@ def _is_busy(exc: sqlite3.Error) -> bool:
 
 
 class _Connection(sqlite3.Connection):
-    """A pooled connection that remembers its busy timeout and synchronous mode (set on change)."""
+    """A pooled connection that remembers its busy timeout, synchronous and checkpoint modes."""
 
     busy_ms = -1
     sync_mode = ""
+    auto_checkpoint = -1
 
 
 class SqliteStore(SqlStore[sqlite3.Connection]):
@@ -242,6 +245,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         self._sync_lock = threading.Lock()
         self._written = 0
         self._synced = 0
+        self._checkpointed = 0  # the write count at the last checkpoint ``sync`` made
         try:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -290,6 +294,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         # connection must not keep the timeout its previous borrower set
         self._busy_timeout(conn, DEFAULT_LOCK_TIMEOUT)
         self._sync_mode(conn, "NORMAL" if deferred else self.synchronous)
+        self._auto_checkpoint(conn, 0 if deferred else AUTO_CHECKPOINT)
         changes = conn.total_changes
         try:
             yield conn
@@ -339,6 +344,14 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             if isinstance(conn, _Connection):
                 conn.sync_mode = mode
 
+    @staticmethod
+    def _auto_checkpoint(conn: sqlite3.Connection, pages: int) -> None:
+        """Set ``PRAGMA wal_autocheckpoint`` on ``conn`` (only when it changes; 0 = never)."""
+        if getattr(conn, "auto_checkpoint", None) != pages:
+            conn.execute(f"PRAGMA wal_autocheckpoint = {pages}")
+            if isinstance(conn, _Connection):
+                conn.auto_checkpoint = pages
+
     # --- group commit ---------------------------------------------------------------------
     def sync_barrier(self) -> int | None:
         """The count of no-wait writes a response must wait to be synced; None when all are."""
@@ -349,7 +362,10 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         """Fsync the write-ahead log (blocking); return the count of writes now durable.
 
         A write-ahead log that is gone was checkpointed into the database file, which
-        SQLite fsyncs after every checkpoint.
+        SQLite fsyncs after every checkpoint. Deferred writes do not checkpoint on the
+        event loop (``wal_autocheckpoint`` is 0 for them); every ``CHECKPOINT_EVERY``
+        of them, this thread runs a passive checkpoint after the fsync instead, with
+        the GIL released (SQLite's checkpoint copies and fsyncs; it never waits).
         """
         with self._sync_lock:
             upto = self._written
@@ -368,7 +384,18 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
                 os.close(fd)
         with self._sync_lock:
             self._synced = max(self._synced, upto)
+            due = upto - self._checkpointed >= CHECKPOINT_EVERY
+            if due:
+                self._checkpointed = upto
+        if due:
+            self.checkpoint()
         return upto
+
+    def checkpoint(self) -> tuple[int, int, int]:
+        """Run a passive WAL checkpoint; return SQLite's (busy, log frames, checkpointed frames)."""
+        with self._connection() as conn:
+            row = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        return (int(row[0]), int(row[1]), int(row[2])) if row else (0, 0, 0)
 
     def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work`` in one immediate write transaction (the loan's default busy timeout)."""
