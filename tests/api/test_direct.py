@@ -206,3 +206,30 @@ def test_any_append_body_gets_the_same_answer_from_both(pair: tuple[Api, Api], b
     event(
         f"status {answer}"
     )  # both successes and refusals are drawn (--hypothesis-show-statistics)
+
+
+async def _client_name(request: Request) -> str:
+    return request.headers.get("x-name", "nobody")
+
+
+NAME = Depends(_client_name)
+
+
+def test_without_the_body_middleware_the_route_parses_the_body_itself() -> None:
+    router = APIRouter(route_class=DirectRoute)
+
+    @router.post("/echo")
+    async def echo(body: BufferAppend, name: str = NAME) -> dict[str, Any]:
+        return {"name": name, "max": body.max_messages}
+
+    assert direct_handler(echo) is not None
+    app = FastAPI()
+    app.include_router(router)
+    with TestClient(app) as client:
+        sent = {"messages": GOOD, "max_messages": 2}
+        answer = client.post("/echo", json=sent, headers={"x-name": "ann"})
+        assert answer.json() == {"name": "ann", "max": 2}
+        assert client.post("/echo", content=b"").json()["detail"][0]["loc"] == ["body"]
+        bad = client.post("/echo", json={"messages": GOOD, "max_messages": -1})
+        assert bad.status_code == 422
+        assert bad.json()["detail"][0]["loc"] == ["body", "max_messages"]

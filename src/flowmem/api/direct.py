@@ -10,9 +10,9 @@ whose ``get_route_handler`` returns the handler):
 
 - the one dependency (``memory_call``: bearer token, 401; path and query, 422)
   is called directly;
-- the body, when the endpoint takes one, is parsed as FastAPI parses it
-  (``json.loads``; the body middleware already refused anything but JSON) and
-  validated by its pydantic model; errors keep FastAPI's shape and wording, with
+- the body, when the endpoint takes one, is the JSON document the body
+  middleware already parsed (``limits.PARSED_BODY``; ``json.loads``, as FastAPI
+  parses it) and is validated by its pydantic model as FastAPI validates it; errors keep FastAPI's shape and wording, with
   the location under ``body``;
 - the endpoint's dict result is written as compact JSON, as FastAPI's own
   ``JSONResponse`` would, without validating it again against the response model
@@ -35,6 +35,9 @@ from fastapi.params import Depends
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 
+from flowmem.api.limits import PARSED_BODY
+
+_UNPARSED = object()
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 
 
@@ -84,6 +87,21 @@ def _body_errors(error: ValidationError) -> list[dict[str, Any]]:
     return [{**item, "loc": ("body", *item["loc"])} for item in error.errors(include_url=False)]
 
 
+async def _document(request: Request) -> Any:
+    """Return the request's JSON body: as the body middleware parsed it, else parsed here.
+
+    A missing body is a 422 ``missing`` error under ``body``, as FastAPI reports it.
+    """
+    document = request.scope.get(PARSED_BODY, _UNPARSED)
+    if document is _UNPARSED:
+        raw = await request.body()
+        if not raw:
+            missing = {"type": "missing", "loc": ("body",), "msg": "Field required"}
+            raise RequestValidationError([{**missing, "input": None}])
+        document = json.loads(raw)
+    return document
+
+
 def render(content: Any) -> bytes:
     """Encode a result exactly as FastAPI's ``JSONResponse`` does."""
     return json.dumps(
@@ -101,14 +119,11 @@ def direct_handler(endpoint: Callable[..., Any], status_code: int = 200) -> Hand
     async def handler(request: Request) -> Response:
         values: dict[str, Any] = {dependency_name: await dependency(request)}
         if body_name is not None:
-            raw = await request.body()
-            if not raw:
-                missing = {"type": "missing", "loc": ("body",), "msg": "Field required"}
-                raise RequestValidationError([{**missing, "input": None}])
+            document = await _document(request)
             try:
-                values[body_name] = model.model_validate(json.loads(raw), from_attributes=True)
+                values[body_name] = model.model_validate(document, from_attributes=True)
             except ValidationError as exc:
-                raise RequestValidationError(_body_errors(exc), body=raw) from None
+                raise RequestValidationError(_body_errors(exc), body=document) from None
         result = await endpoint(**values)
         if isinstance(result, Response):
             return result

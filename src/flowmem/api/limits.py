@@ -6,7 +6,9 @@ JSON-typed (415), not valid UTF-8 JSON (400 ``invalid_json``), nested
 ``MAX_DEPTH`` levels deep or more (400 ``body_too_deep``, checked without
 recursion), or not an object or an array at the top (400 ``invalid_body``); a query parameter
 given twice is 422 (every parameter of this API is a single value).
-A refused request never reaches a route, so it changes nothing.
+A refused request never reaches a route, so it changes nothing. An accepted
+body's parsed JSON is left in the scope (``PARSED_BODY``) for the routes that
+read their body themselves (``flowmem.api.direct``).
 """
 
 from __future__ import annotations
@@ -57,28 +59,39 @@ def _is_json_type(content_type: str) -> bool:
     )
 
 
-def check_body(body: bytes, content_type: str | None) -> tuple[int, str, str] | None:
-    """Return (status, code, message) when the body must be refused, else None."""
+PARSED_BODY = "flowmem.body"  # scope key: the JSON document of an accepted, non-empty body
+
+
+def parse_body(body: bytes, content_type: str | None) -> tuple[tuple[int, str, str] | None, Any]:
+    """Return (refusal, None) for a body that must be refused, else (None, its JSON document).
+
+    An empty body is accepted with document None.
+    """
     if len(body) > MAX_BODY_BYTES:
-        return TOO_LARGE
+        return TOO_LARGE, None
     if not body:
-        return None
+        return None, None
     if content_type is None or not _is_json_type(content_type):
         return (
             415,
             "unsupported_media_type",
             "the body must be JSON (Content-Type: application/json)",
-        )
+        ), None
     # a text nested MAX_DEPTH deep has at least that many brackets on each side
     if len(body) >= 2 * MAX_DEPTH and nesting_depth_at_least(body, MAX_DEPTH):
-        return 400, "body_too_deep", f"the body is nested {MAX_DEPTH} levels deep or more"
+        return (400, "body_too_deep", f"the body is nested {MAX_DEPTH} levels deep or more"), None
     try:
         document = json.loads(body)
     except (ValueError, RecursionError):
-        return 400, "invalid_json", "the body is not valid JSON"
+        return (400, "invalid_json", "the body is not valid JSON"), None
     if not isinstance(document, (dict, list)):
-        return 400, "invalid_body", "the body must be a JSON object or array"
-    return None
+        return (400, "invalid_body", "the body must be a JSON object or array"), None
+    return None, document
+
+
+def check_body(body: bytes, content_type: str | None) -> tuple[int, str, str] | None:
+    """Return (status, code, message) when the body must be refused, else None."""
+    return parse_body(body, content_type)[0]
 
 
 def repeated_query_key(query: bytes) -> str | None:
@@ -132,8 +145,13 @@ class BodyLimitMiddleware:
             details = [{"field": f"query.{repeated}", "message": text}]
             await _send_error(send, 422, "invalid_input", text, details)
             return
-        headers = {k.lower(): v for k, v in scope.get("headers", [])}
-        declared = headers.get(b"content-length")
+        declared = content_type = None
+        for name, value in scope.get("headers", ()):
+            name = name.lower()
+            if name == b"content-length":
+                declared = value
+            elif name == b"content-type":
+                content_type = value
         if declared is not None:
             try:
                 length = int(declared)
@@ -158,11 +176,14 @@ class BodyLimitMiddleware:
             chunks.append(chunk)
             more = bool(message.get("more_body", False))
         body = b"".join(chunks)
-        content_type = headers.get(b"content-type")
-        refusal = check_body(body, content_type.decode("latin-1") if content_type else None)
+        refusal, document = parse_body(
+            body, content_type.decode("latin-1") if content_type else None
+        )
         if refusal is not None:
             await _send_error(send, *refusal)
             return
+        if body:
+            scope[PARSED_BODY] = document  # parsed once: a route may take it from here
         replayed = False
 
         async def replay() -> Message:
