@@ -120,6 +120,7 @@ class Phase:
     name: str
     duration: float = 0.0
     server_cpu: float = float("nan")  # CPU seconds the server processes used in the phase
+    loop_cpu: float = float("nan")  # ... of which their main threads (the event loops)
     latencies: dict[str, list[float]] = field(default_factory=dict)
     errors: Counter[str] = field(default_factory=Counter)
     acked: dict[str, list[str]] = field(default_factory=dict)  # session id -> contents
@@ -135,9 +136,13 @@ class Phase:
     def rate(self, kind: str | None = None) -> float:
         return self.count(kind) / self.duration if self.duration else 0.0
 
-    def cpu_per_request(self) -> float:
-        """Server CPU milliseconds per request of this phase (all kinds together)."""
-        return self.server_cpu / self.count() * 1000 if self.count() else float("nan")
+    def cpu_per_request(self, loop: bool = False) -> float:
+        """Server CPU milliseconds per request of this phase (all kinds together).
+
+        With ``loop``, only the server processes' main threads (their event loops).
+        """
+        used = self.loop_cpu if loop else self.server_cpu
+        return used / self.count() * 1000 if self.count() else float("nan")
 
     def percentile(self, q: float, kind: str | None = None) -> float:
         values = sorted(v for k, vs in self.latencies.items() if kind in (None, k) for v in vs)
@@ -269,10 +274,12 @@ async def verify(
 
 
 # --- servers -----------------------------------------------------------------------------
-def process_tree_cpu(pid: int) -> float:
+def process_tree_cpu(pid: int, main_threads: bool = False) -> float:
     """CPU seconds (user + system) used so far by ``pid`` and its descendants (Linux ``/proc``).
 
-    NaN where ``/proc`` cannot tell (another OS, a process gone mid-read).
+    With ``main_threads`` only each process's main thread counts (the event loop
+    of a server process; not its store, sync or other threads). NaN where
+    ``/proc`` cannot tell (another OS, a process gone mid-read).
     """
     tick = os.sysconf("SC_CLK_TCK")
     total = 0.0
@@ -280,7 +287,10 @@ def process_tree_cpu(pid: int) -> float:
     try:
         while todo:
             current = todo.pop()
-            with open(f"/proc/{current}/stat") as handle:
+            stat = (
+                f"/proc/{current}/task/{current}/stat" if main_threads else f"/proc/{current}/stat"
+            )
+            with open(stat) as handle:
                 fields = handle.read().rsplit(")", 1)[1].split()
             total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
             for children in glob.glob(f"/proc/{current}/task/*/children"):
@@ -419,9 +429,10 @@ def bench_backend(
         common = (host, port, token, args.clients, args.duration, shared, sessions)
 
         def measured(name: str, read_share: float, health_only: bool = False) -> Phase:
-            before = process_tree_cpu(pid)
+            before, loop_before = process_tree_cpu(pid), process_tree_cpu(pid, main_threads=True)
             phase = asyncio.run(run_phase(name, *common, read_share, health_only))
             phase.server_cpu = process_tree_cpu(pid) - before
+            phase.loop_cpu = process_tree_cpu(pid, main_threads=True) - loop_before
             return phase
 
         ceiling = measured("ceiling", 0.0, health_only=True)
@@ -435,15 +446,19 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> bool:
     """Print one backend's table; return whether every target was met."""
     ceiling, append, mixed = result["phases"]
     print(f"\n## {result['label']}  ({args.clients} clients, {args.duration:g} s per phase)\n")
-    print("| phase | op | requests | req/s | p50 ms | p99 ms | errors | server CPU ms/req |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| phase | op | requests | req/s | p50 ms | p99 ms | errors | server CPU ms/req "
+        "| event loop CPU ms/req |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for phase in (ceiling, append, mixed):
         for kind in sorted(phase.latencies):
             errors = sum(n for k, n in phase.errors.items() if k.startswith(kind))
             print(
                 f"| {phase.name} | {kind} | {phase.count(kind)} | {phase.rate(kind):.0f} "
                 f"| {phase.percentile(0.5, kind):.1f} | {phase.percentile(0.99, kind):.1f} "
-                f"| {errors} | {phase.cpu_per_request():.2f} |"
+                f"| {errors} | {phase.cpu_per_request():.2f} "
+                f"| {phase.cpu_per_request(loop=True):.2f} |"
             )
     checked = result["verify"]
     ratio = append.rate("append") / ceiling.rate("health") if ceiling.rate("health") else 0.0
