@@ -102,11 +102,12 @@ async def _document(request: Request) -> Any:
     return document
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":"))
+
+
 def render(content: Any) -> bytes:
-    """Encode a result exactly as FastAPI's ``JSONResponse`` does."""
-    return json.dumps(
-        content, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")
-    ).encode("utf-8")
+    """Encode a result exactly as FastAPI's ``JSONResponse`` does (one encoder, built once)."""
+    return _ENCODER.encode(content).encode("utf-8")
 
 
 def direct_handler(endpoint: Callable[..., Any], status_code: int = 200) -> Handler | None:

@@ -43,11 +43,15 @@ def check_page(limit: int, offset: int = 0) -> None:
             raise InvalidInputError(f"{name} must be an integer >= 0, got {value!r}")
 
 
+# built once: json.dumps with any option set builds a new encoder on every call
+_COMPACT = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+_SPACED = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
 def dump_json(value: Any, what: str, compact: bool = True) -> str:
     """Serialize ``value`` strictly (compact unless told); NotSerializableError naming ``what``."""
-    separators = (",", ":") if compact else None
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=separators)
+        return (_COMPACT if compact else _SPACED).encode(value)
     except (TypeError, ValueError, RecursionError) as exc:
         raise NotSerializableError(f"{what} is not JSON-serializable: {exc}") from exc
 
