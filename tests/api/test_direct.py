@@ -230,6 +230,11 @@ def test_without_the_body_middleware_the_route_parses_the_body_itself() -> None:
         answer = client.post("/echo", json=sent, headers={"x-name": "ann"})
         assert answer.json() == {"name": "ann", "max": 2}
         assert client.post("/echo", content=b"").json()["detail"][0]["loc"] == ["body"]
+        unreadable = client.post(
+            "/echo", content=b"{", headers={"content-type": "application/json"}
+        )
+        assert unreadable.status_code == 422
+        assert unreadable.json()["detail"][0]["type"] == "json_invalid"
         bad = client.post("/echo", json={"messages": GOOD, "max_messages": -1})
         assert bad.status_code == 422
         assert bad.json()["detail"][0]["loc"] == ["body", "max_messages"]

@@ -90,7 +90,7 @@ def _body_errors(error: ValidationError) -> list[dict[str, Any]]:
 async def _document(request: Request) -> Any:
     """Return the request's JSON body: as the body middleware parsed it, else parsed here.
 
-    A missing body is a 422 ``missing`` error under ``body``, as FastAPI reports it.
+    A missing or unreadable body is a 422 under ``body``, as FastAPI reports it.
     """
     document = request.scope.get(PARSED_BODY, _UNPARSED)
     if document is _UNPARSED:
@@ -98,7 +98,13 @@ async def _document(request: Request) -> Any:
         if not raw:
             missing = {"type": "missing", "loc": ("body",), "msg": "Field required"}
             raise RequestValidationError([{**missing, "input": None}])
-        document = json.loads(raw)
+        try:
+            document = json.loads(raw)
+        except json.JSONDecodeError as exc:  # as FastAPI reports it
+            invalid = {"type": "json_invalid", "loc": ("body", exc.pos), "msg": "JSON decode error"}
+            raise RequestValidationError(
+                [{**invalid, "input": {}, "ctx": {"error": exc.msg}}]
+            ) from None
     return document
 
 
