@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from flowmem.api.limits import MAX_BODY_BYTES, MAX_DEPTH, check_body, nesting_depth_at_least
+from flowmem.api.limits import MAX_BODY_BYTES, MAX_DEPTH, nesting_depth_at_least, parse_body
 from tests.api.helpers import Api, snapshot
 
 JSON = {"Content-Type": "application/json"}
@@ -107,12 +107,15 @@ def test_depth_100(seeded: tuple[Api, str]) -> None:
 
 def test_depth_limit_boundary(seeded: tuple[Api, str]) -> None:
     api, _ = seeded
-    assert check_body(nested(MAX_DEPTH).encode(), "application/json") == (
+    assert parse_body(nested(MAX_DEPTH).encode(), "application/json")[0] == (
         400,
         "body_too_deep",
         f"the body is nested {MAX_DEPTH} levels deep or more",
     )
-    assert check_body(nested(MAX_DEPTH - 1).encode(), "application/json") is None
+    assert parse_body(nested(MAX_DEPTH - 1).encode(), "application/json") == (
+        None,
+        json.loads(nested(MAX_DEPTH - 1)),
+    )
     # 63 levels pass the limits and reach validation (a list of lists is no message)
     response = refused(api, "POST", APPEND, content=nested(MAX_DEPTH - 1).encode(), headers=JSON)
     assert response.status_code == 422

@@ -12,8 +12,8 @@ whose ``get_route_handler`` returns the handler):
   is called directly;
 - the body, when the endpoint takes one, is the JSON document the body
   middleware already parsed (``limits.PARSED_BODY``; ``json.loads``, as FastAPI
-  parses it) and is validated by its pydantic model as FastAPI validates it; errors keep FastAPI's shape and wording, with
-  the location under ``body``;
+  parses it), validated by its pydantic model as FastAPI validates it; errors
+  keep FastAPI's shape and wording, with the location under ``body``;
 - the endpoint's dict result is written as compact JSON, as FastAPI's own
   ``JSONResponse`` would, without validating it again against the response model
   (a test checks the two agree, and schemathesis checks every response).

@@ -89,11 +89,6 @@ def parse_body(body: bytes, content_type: str | None) -> tuple[tuple[int, str, s
     return None, document
 
 
-def check_body(body: bytes, content_type: str | None) -> tuple[int, str, str] | None:
-    """Return (status, code, message) when the body must be refused, else None."""
-    return parse_body(body, content_type)[0]
-
-
 def repeated_query_key(query: bytes) -> str | None:
     """Return a query parameter given more than once (this API has none that repeat)."""
     if b"&" not in query:
