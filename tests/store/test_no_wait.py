@@ -7,6 +7,7 @@ so MEM-12's serialization and bounded wait still hold for it there.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import time
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from flowmem.core import prepare
+from flowmem.errors import StoreError
 from flowmem.store import Address, Store, open_store
 from flowmem.store.locks import AddressLocks, WouldBlock, no_wait, waiting_allowed
 from flowmem.store.sqlite import AUTO_CHECKPOINT, CHECKPOINT_EVERY
@@ -206,6 +208,26 @@ def test_sqlite_sync_checkpoints_once_every_checkpoint_every_deferred_writes(
     assert len(made) == 1 and made[0][0] == 0  # one checkpoint, not blocked
     assert made[0][1] > 0 and made[0][1] == made[0][2]  # every frame copied to the file
     assert len(store.load(KEY)) == CHECKPOINT_EVERY
+
+
+def test_sqlite_a_failed_checkpoint_does_not_fail_the_sync_it_follows(
+    sqlite_store: tuple[Store, str],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store, _ = sqlite_store
+
+    def broken() -> tuple[int, int, int]:
+        raise StoreError("disk I/O error")
+
+    monkeypatch.setattr(store, "checkpoint", broken)
+    for n in range(CHECKPOINT_EVERY):
+        with no_wait():
+            store.append(KEY, prepare({"role": "user", "content": f"m{n}"}, n))
+    with caplog.at_level(logging.WARNING, logger="flowmem"):
+        assert store.sync() == CHECKPOINT_EVERY  # durable: the fsync itself succeeded
+    assert store.sync_barrier() is None
+    assert "checkpoint" in caplog.text and "disk I/O error" in caplog.text
 
 
 @pytest.mark.parametrize("mode", ["normal", "off"])

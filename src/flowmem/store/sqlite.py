@@ -388,7 +388,10 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             if due:
                 self._checkpointed = upto
         if due:
-            self.checkpoint()
+            try:
+                self.checkpoint()
+            except StoreError as exc:  # the writes are durable already; the next one retries
+                log.warning("checkpoint of %s failed (the WAL keeps growing): %s", self.path, exc)
         return upto
 
     def checkpoint(self) -> tuple[int, int, int]:
