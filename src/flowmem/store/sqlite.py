@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from flowmem.core import AppendOutcome, Message
@@ -219,11 +219,11 @@ def _is_busy(exc: sqlite3.Error) -> bool:
 
 
 class _Connection(sqlite3.Connection):
-    """A pooled connection that remembers its busy timeout, synchronous and checkpoint modes."""
+    """A pooled connection that remembers the pragmas set on it (``_pragma`` sets only changes)."""
 
-    busy_ms = -1
-    sync_mode = ""
-    auto_checkpoint = -1
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.pragmas: dict[str, int | str] = {}
 
 
 class SqliteStore(SqlStore[sqlite3.Connection]):
@@ -271,7 +271,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         if mode is None or str(mode[0]).lower() != "wal":
             conn.close()
             raise StoreError(f"cannot put {self.path} in WAL mode (got {mode!r})")
-        self._sync_mode(conn, self.synchronous)
+        self._pragma(conn, "synchronous", self.synchronous)
         conn.execute("PRAGMA foreign_keys = ON")
         return conn
 
@@ -293,8 +293,8 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         # every loan starts from the default wait (0 in no-wait mode): a pooled
         # connection must not keep the timeout its previous borrower set
         self._busy_timeout(conn, DEFAULT_LOCK_TIMEOUT)
-        self._sync_mode(conn, "NORMAL" if deferred else self.synchronous)
-        self._auto_checkpoint(conn, 0 if deferred else AUTO_CHECKPOINT)
+        self._pragma(conn, "synchronous", "NORMAL" if deferred else self.synchronous)
+        self._pragma(conn, "wal_autocheckpoint", 0 if deferred else AUTO_CHECKPOINT)
         changes = conn.total_changes
         try:
             yield conn
@@ -328,29 +328,17 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
                 conn.execute("ROLLBACK")
 
     @staticmethod
-    def _busy_timeout(conn: sqlite3.Connection, seconds: float) -> None:
-        """Set how long SQLite waits for a lock on ``conn`` (only when it changes; 0 in no-wait)."""
-        wanted = max(int(seconds * 1000), 0) if waiting_allowed() else 0
-        if getattr(conn, "busy_ms", None) != wanted:
-            conn.execute(f"PRAGMA busy_timeout = {wanted}")
-            if isinstance(conn, _Connection):
-                conn.busy_ms = wanted
+    def _pragma(conn: sqlite3.Connection, name: str, value: int | str) -> None:
+        """Set ``PRAGMA name = value`` on ``conn``, only when it changes (a pooled connection remembers)."""
+        known = conn.pragmas if isinstance(conn, _Connection) else {}
+        if known.get(name) != value:
+            conn.execute(f"PRAGMA {name} = {value}")
+            known[name] = value
 
-    @staticmethod
-    def _sync_mode(conn: sqlite3.Connection, mode: str) -> None:
-        """Set ``PRAGMA synchronous`` on ``conn`` (only when it changes)."""
-        if getattr(conn, "sync_mode", None) != mode:
-            conn.execute(f"PRAGMA synchronous = {mode}")
-            if isinstance(conn, _Connection):
-                conn.sync_mode = mode
-
-    @staticmethod
-    def _auto_checkpoint(conn: sqlite3.Connection, pages: int) -> None:
-        """Set ``PRAGMA wal_autocheckpoint`` on ``conn`` (only when it changes; 0 = never)."""
-        if getattr(conn, "auto_checkpoint", None) != pages:
-            conn.execute(f"PRAGMA wal_autocheckpoint = {pages}")
-            if isinstance(conn, _Connection):
-                conn.auto_checkpoint = pages
+    @classmethod
+    def _busy_timeout(cls, conn: sqlite3.Connection, seconds: float) -> None:
+        """Set how long SQLite waits for a lock on ``conn`` (0 in no-wait mode)."""
+        cls._pragma(conn, "busy_timeout", max(int(seconds * 1000), 0) if waiting_allowed() else 0)
 
     # --- group commit ---------------------------------------------------------------------
     def sync_barrier(self) -> int | None:
