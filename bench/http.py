@@ -9,9 +9,10 @@ PostgreSQL with ``--workers 2`` (a throwaway server from the system binaries, or
    1,000 sessions (``POST /v1/buffers/session/chat_history?session_id=…``);
 3. mixed: 80 % appends as above, 20 % reads of the last 20 messages.
 
-It reports throughput, p50/p99 latency, errors and the server's CPU per request
-(from ``/proc``) per phase, then verifies that every acknowledged append is stored
-exactly once (none lost, none duplicated).
+It reports throughput, p50/p99 latency, errors and CPU per request per phase
+(from ``/proc``): the server's, its event loops', the PostgreSQL server's, the
+load generator's and the whole machine's. It then verifies that every
+acknowledged append is stored exactly once (none lost, none duplicated).
 Targets: zero errors, zero lost or duplicated appends, append throughput >= 0.4 x
 the ceiling, p99 <= 100 ms.
 
@@ -29,6 +30,7 @@ import argparse
 import asyncio
 import glob
 import json
+import math
 import os
 import random
 import shutil
@@ -121,6 +123,9 @@ class Phase:
     duration: float = 0.0
     server_cpu: float = float("nan")  # CPU seconds the server processes used in the phase
     loop_cpu: float = float("nan")  # ... of which their main threads (the event loops)
+    database_cpu: float = float("nan")  # ... the PostgreSQL server's processes (when known)
+    client_cpu: float = float("nan")  # ... this load generator
+    machine_cpu: float = float("nan")  # ... every process on the machine (/proc/stat)
     latencies: dict[str, list[float]] = field(default_factory=dict)
     errors: Counter[str] = field(default_factory=Counter)
     acked: dict[str, list[str]] = field(default_factory=dict)  # session id -> contents
@@ -141,8 +146,11 @@ class Phase:
 
         With ``loop``, only the server processes' main threads (their event loops).
         """
-        used = self.loop_cpu if loop else self.server_cpu
-        return used / self.count() * 1000 if self.count() else float("nan")
+        return self.per_request(self.loop_cpu if loop else self.server_cpu)
+
+    def per_request(self, cpu_seconds: float) -> float:
+        """Milliseconds of ``cpu_seconds`` per request of this phase (all kinds together)."""
+        return cpu_seconds / self.count() * 1000 if self.count() else float("nan")
 
     def percentile(self, q: float, kind: str | None = None) -> float:
         values = sorted(v for k, vs in self.latencies.items() if kind in (None, k) for v in vs)
@@ -274,6 +282,21 @@ async def verify(
 
 
 # --- servers -----------------------------------------------------------------------------
+def machine_cpu() -> float:
+    """CPU seconds every process on the machine has used so far (Linux ``/proc/stat``).
+
+    User, nice, system, irq and softirq time of all cores; idle, iowait and time
+    stolen by the hypervisor are not counted. NaN where ``/proc`` cannot tell.
+    """
+    try:
+        with open("/proc/stat") as handle:
+            fields = handle.readline().split()
+        user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in fields[1:8])
+    except (OSError, ValueError):
+        return float("nan")
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
 def process_tree_cpu(pid: int, main_threads: bool = False) -> float:
     """CPU seconds (user + system) used so far by ``pid`` and its descendants (Linux ``/proc``).
 
@@ -362,8 +385,8 @@ def _healthy(port: int) -> bool:
 
 
 @contextmanager
-def throwaway_postgres(workdir: Path) -> Iterator[str]:
-    """Start a PostgreSQL server from the system binaries; yield a URL to a fresh database."""
+def throwaway_postgres(workdir: Path) -> Iterator[tuple[str, int]]:
+    """Start a PostgreSQL server from the system binaries; yield a database URL and its pid."""
     bindirs = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
     bindir = Path(bindirs[-1]) if bindirs else None
     if bindir is None or not (bindir / "pg_ctl").exists():
@@ -405,7 +428,8 @@ def throwaway_postgres(workdir: Path) -> Iterator[str]:
         capture_output=True,
     )
     try:
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        pid = int((data / "postmaster.pid").read_text().split()[0])
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres", pid
     finally:
         subprocess.run(
             [*as_pg, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"],
@@ -416,9 +440,17 @@ def throwaway_postgres(workdir: Path) -> Iterator[str]:
 
 # --- the run -------------------------------------------------------------------------------
 def bench_backend(
-    label: str, database: str, workers: int, args: argparse.Namespace, workdir: Path
+    label: str,
+    database: str,
+    workers: int,
+    args: argparse.Namespace,
+    workdir: Path,
+    database_pid: int | None = None,
 ) -> dict[str, Any]:
-    """Run the three phases against one server and verify the stored appends."""
+    """Run the three phases against one server and verify the stored appends.
+
+    ``database_pid``: the PostgreSQL server whose CPU per request is reported too.
+    """
     options: tuple[str, ...] = () if args.inline_store else ("--no-inline-store",)
     if args.store_concurrency:
         options += ("--store-concurrency", str(args.store_concurrency))
@@ -428,11 +460,22 @@ def bench_backend(
         shared, sessions = asyncio.run(setup_sessions(host, port, token, args.sessions))
         common = (host, port, token, args.clients, args.duration, shared, sessions)
 
+        def database() -> float:
+            return float("nan") if database_pid is None else process_tree_cpu(database_pid)
+
         def measured(name: str, read_share: float, health_only: bool = False) -> Phase:
             before, loop_before = process_tree_cpu(pid), process_tree_cpu(pid, main_threads=True)
+            db_before, client_before, machine_before = (
+                database(),
+                time.process_time(),
+                machine_cpu(),
+            )
             phase = asyncio.run(run_phase(name, *common, read_share, health_only))
             phase.server_cpu = process_tree_cpu(pid) - before
             phase.loop_cpu = process_tree_cpu(pid, main_threads=True) - loop_before
+            phase.database_cpu = database() - db_before
+            phase.client_cpu = time.process_time() - client_before
+            phase.machine_cpu = machine_cpu() - machine_before
             return phase
 
         ceiling = measured("ceiling", 0.0, health_only=True)
@@ -448,17 +491,22 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> bool:
     print(f"\n## {result['label']}  ({args.clients} clients, {args.duration:g} s per phase)\n")
     print(
         "| phase | op | requests | req/s | p50 ms | p99 ms | errors | server CPU ms/req "
-        "| event loop CPU ms/req |"
+        "| event loop CPU ms/req | database CPU ms/req | load generator CPU ms/req "
+        "| machine CPU ms/req |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for phase in (ceiling, append, mixed):
         for kind in sorted(phase.latencies):
             errors = sum(n for k, n in phase.errors.items() if k.startswith(kind))
+            database = phase.per_request(phase.database_cpu)
             print(
                 f"| {phase.name} | {kind} | {phase.count(kind)} | {phase.rate(kind):.0f} "
                 f"| {phase.percentile(0.5, kind):.1f} | {phase.percentile(0.99, kind):.1f} "
                 f"| {errors} | {phase.cpu_per_request():.2f} "
-                f"| {phase.cpu_per_request(loop=True):.2f} |"
+                f"| {phase.cpu_per_request(loop=True):.2f} "
+                f"| {'-' if math.isnan(database) else f'{database:.2f}'} "
+                f"| {phase.per_request(phase.client_cpu):.2f} "
+                f"| {phase.per_request(phase.machine_cpu):.2f} |"
             )
     checked = result["verify"]
     ratio = append.rate("append") / ceiling.rate("health") if ceiling.rate("health") else 0.0
@@ -527,8 +575,8 @@ def main() -> None:
             if args.postgres_url:
                 result = bench_backend(label, args.postgres_url, args.workers, args, workdir)
             else:
-                with throwaway_postgres(workdir) as url:
-                    result = bench_backend(label, url, args.workers, args, workdir)
+                with throwaway_postgres(workdir) as (url, pid):
+                    result = bench_backend(label, url, args.workers, args, workdir, pid)
             ok &= report(result, args)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
