@@ -322,11 +322,18 @@ def test_mem_15_message_of_missing_session_is_denied(service: SessionService) ->
 def test_delete_session(service: SessionService, store: MemoryStore) -> None:
     session = service.create(ALICE, "chat")
     service.send_turn(ALICE, session.id, "hi")
+    notes = Address("session", session.id, "notes")
+    store.append(notes, [{"role": "user", "content": "n"}])
+    store.put_record(Address("session", session.id, "__flowmem_runtime__/lease"), {}, None)
     with pytest.raises(AccessDeniedError):
         service.delete(DRIVER, session.id)
+    assert store.count(notes) == 1  # a denied delete changed nothing
     service.delete(ALICE, session.id)
     assert store.get_session(session.id) is None
     assert buffer(store, session.id) == []
+    assert store.count(notes) == 0
+    lease = store.get_record(Address("session", session.id, "__flowmem_runtime__/lease"), 0.0)
+    assert lease == (False, None)
     with pytest.raises(NotFoundError):
         service.get(ALICE, session.id)
     other = service.create(BOB, "b")

@@ -35,12 +35,12 @@ from flowmem.errors import (
     PayloadTooLargeError,
 )
 from flowmem.scope import ExecutionContext, usable_identity
-from flowmem.store.base import SessionRecord, Store, TranscriptMessage
+from flowmem.store.base import SESSION_SCOPE, SessionRecord, Store, TranscriptMessage
 
 if TYPE_CHECKING:
     from flowmem.service import MemoryService
 
-BUFFER_SCOPE = "session"
+BUFFER_SCOPE = SESSION_SCOPE
 BUFFER_KEY = "chat_history"
 MAX_NAME_LENGTH = 200
 MAX_AGENT_LENGTH = 200
@@ -240,11 +240,15 @@ class SessionService:
         return self.load(principal, session_id, "view")
 
     def delete(self, principal: Principal, session_id: object) -> None:
-        """Delete a session, its transcript and its conversation buffer (owner or admin)."""
+        """Delete a session with its transcript and its whole session scope (owner or admin).
+
+        The store deletes them in one transaction: the conversation buffer, every
+        other buffer and memory record under ``session`` for this session, and the
+        runtime's lease and call journal.
+        """
         session = self.load(principal, session_id, "delete_session")
         if session.status == "running":
             raise ConflictError("the session is running a turn; stop it first")
-        self.memory.clear(BUFFER_SCOPE, BUFFER_KEY, memory_context(session))
         self.store.delete_session(session.id)
 
     # --- transcript ----------------------------------------------------------------

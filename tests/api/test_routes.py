@@ -123,11 +123,18 @@ def test_limit_is_clamped(api: Api, limit: int, clamped: int) -> None:
 
 def test_delete_session(api: Api) -> None:
     sid = api.session()
+    notes = f"/v1/buffers/session/notes?session_id={sid}"
+    assert api.call("POST", notes, json={"messages": {"role": "user", "content": "n"}}).is_success
+    assert api.call("PUT", f"/v1/memory/session/k?session_id={sid}", json={"value": 1}).is_success
     assert api.call("DELETE", f"/v1/sessions/{sid}", "driver").status_code == 403
     assert api.call("DELETE", f"/v1/sessions/{sid}", "bob").status_code == 404
+    assert api.store.count(Address("session", sid, "notes")) == 1  # refused: nothing changed
     assert api.call("DELETE", f"/v1/sessions/{sid}").status_code == 204
     assert api.call("GET", f"/v1/sessions/{sid}").status_code == 404
     assert api.call("DELETE", f"/v1/sessions/{sid}").status_code == 404
+    # the session's whole scope went with it, not only its conversation buffer
+    assert api.store.count(Address("session", sid, "notes")) == 0
+    assert api.store.get_record(Address("session", sid, "k"), 0.0) == (False, None)
 
 
 # --- transcript and turns -------------------------------------------------------------

@@ -320,6 +320,45 @@ def test_sessions_round_trip_list_status_delete(store: Store) -> None:
     assert store.list_transcript(sessions[0].id) == ([], False)
 
 
+def test_deleting_a_session_deletes_its_whole_session_scope(store: Store) -> None:
+    gone, kept = "00000000-0000-0000-0000-0000000000a1", "00000000-0000-0000-0000-0000000000a2"
+    for sid in (gone, kept):
+        store.create_session(_session(sid, "alice", 1.0))
+        store.add_transcript(sid, {"role": "user", "content": "x", "metadata": {}})
+        for key in ("chat_history", "notes"):
+            store.append(Address("session", sid, key), [call("c1"), user("next")])
+        store.put_record(Address("session", sid, "k"), {"v": 1}, None)
+    # the same id in another scope is not the session's
+    store.put_record(Address("user", gone, "k"), 1, None)
+    store.append(Address("workflow", gone, "chat_history"), [user("w")])
+
+    assert store.delete_session(gone) is True
+
+    for key in ("chat_history", "notes"):
+        assert store.load(Address("session", gone, key)) == []
+        assert store.count(Address("session", gone, key)) == 0
+        assert len(store.load(Address("session", kept, key))) == 3  # call, healed, user
+    assert store.get_record(Address("session", gone, "k"), 0.0) == (False, None)
+    assert store.get_record(Address("session", kept, "k"), 0.0) == (True, {"v": 1})
+    assert store.get_record(Address("user", gone, "k"), 0.0) == (True, 1)
+    assert store.count(Address("workflow", gone, "chat_history")) == 1
+    assert store.list_transcript(gone) == ([], False)
+    assert len(store.list_transcript(kept)[0]) == 1
+    # a buffer started again under the old id starts empty: no row or call index survived
+    outcome = store.append(Address("session", gone, "notes"), [user("again")])
+    assert (outcome.count, outcome.appended) == (1, 1)
+    assert store.load(Address("session", gone, "notes")) == [user("again")]
+
+
+def test_deleting_an_unknown_session_changes_nothing(store: Store) -> None:
+    sid = "00000000-0000-0000-0000-0000000000b1"
+    store.append(Address("session", sid, "chat_history"), [user("orphan")])
+    store.put_record(Address("session", sid, "k"), 1, None)
+    assert store.delete_session(sid) is False
+    assert store.count(Address("session", sid, "chat_history")) == 1
+    assert store.get_record(Address("session", sid, "k"), 0.0) == (True, 1)
+
+
 def test_transcripts_sequence_and_cursors(store: Store) -> None:
     sid = "00000000-0000-0000-0000-000000000001"
     store.create_session(_session(sid, "alice", 1.0))

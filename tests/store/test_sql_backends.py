@@ -18,7 +18,7 @@ from flowmem.errors import (
     StoreError,
     StoreUnavailableError,
 )
-from flowmem.store import Address, TokenRecord, open_store
+from flowmem.store import Address, SessionRecord, TokenRecord, open_store
 from flowmem.store import postgres as pg_backend
 from flowmem.store import sqlite as sqlite_backend
 from flowmem.store.sqlite import SqliteStore, parse_url
@@ -40,6 +40,46 @@ def _sql(url: str, statement: str) -> None:
 
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(statement.encode())
+
+
+def _scalar(url: str, query: str) -> int:
+    if url.startswith("sqlite"):
+        conn = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
+        value = conn.execute(query).fetchone()[0]
+        conn.close()
+        return int(value)
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as pg:
+        found = pg.execute(query.encode()).fetchone()
+        return int(found[0]) if found else 0
+
+
+def test_deleting_a_session_leaves_no_row_behind(sql_url: str) -> None:
+    store = open_store(sql_url)
+    sid = "00000000-0000-0000-0000-0000000000c1"
+    store.create_session(SessionRecord(id=sid, name="n", owner="alice"))
+    store.add_transcript(sid, {"role": "user", "content": "x", "metadata": {}})
+    for key in ("chat_history", "notes"):
+        address = Address("session", sid, key)
+        store.append(address, prepare({"role": "user", "content": "q"}, 1))
+        store.append(address, _call_and_answer())
+    store.put_record(Address("session", sid, "k"), 1, None)
+    store.delete_session(sid)
+    store.close()
+    for table in (
+        "sessions", "transcripts", "transcript_seq", "records",
+        "buffers", "buffer_rows", "buffer_calls", "buffer_answers",
+    ):  # fmt: skip
+        assert _scalar(sql_url, f"SELECT COUNT(*) FROM {table}") == 0, table
+
+
+def _call_and_answer() -> list[dict[str, object]]:
+    """An assistant turn declaring a call and its answer (fills both call indexes)."""
+    return [
+        {"role": "assistant", "content": "", "tool_calls": [{"tool_call_id": "c1", "name": "f"}]},
+        {"role": "tool", "content": "ok", "tool_call_id": "c1"},
+    ]
 
 
 def test_schema_is_created_recorded_and_not_reapplied(sql_url: str) -> None:

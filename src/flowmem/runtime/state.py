@@ -2,7 +2,8 @@
 
 Both are memory records in the session's own bucket (``Address("session", id, key)``)
 under reserved keys starting with ``__flowmem_runtime__/``, so they live in the same
-store, survive a crash, and go wherever the session's data goes.
+store, survive a crash, go wherever the session's data goes, and are deleted with
+the session (``Store.delete_session`` deletes its whole session scope).
 
 - The *lease* says "a process is working on this session". Every write carries a
   TTL of ``stale_after`` seconds and a running turn re-writes it (a heartbeat). A
@@ -25,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from flowmem.store.base import Address, Store
+from flowmem.store.base import SESSION_SCOPE, Address, Store
 
 PREFIX = "__flowmem_runtime__/"
 LEASE_KEY = PREFIX + "lease"
@@ -61,13 +62,13 @@ class RuntimeState:
         """Write the session's lease (a heartbeat); it expires ``stale_after`` seconds from now."""
         value = {"turn_id": turn_id, "state": state, "owner": self.owner, "at": self.clock()}
         self.store.put_record(
-            Address("session", session_id, LEASE_KEY), value, self.clock() + self.stale_after
+            Address(SESSION_SCOPE, session_id, LEASE_KEY), value, self.clock() + self.stale_after
         )
 
     def lease(self, session_id: str) -> dict[str, Any] | None:
         """Return the session's live lease, or None when there is none or it has expired."""
         found, value = self.store.get_record(
-            Address("session", session_id, LEASE_KEY), self.clock()
+            Address(SESSION_SCOPE, session_id, LEASE_KEY), self.clock()
         )
         return value if found and isinstance(value, dict) else None
 
@@ -75,21 +76,23 @@ class RuntimeState:
     def request_stop(self, session_id: str, turn_id: str) -> None:
         """Ask turn ``turn_id`` of the session to stop, wherever it runs."""
         self.store.put_record(
-            Address("session", session_id, STOP_KEY),
+            Address(SESSION_SCOPE, session_id, STOP_KEY),
             {"turn_id": turn_id, "at": self.clock()},
             self.clock() + self.stale_after,
         )
 
     def stop_requested(self, session_id: str, turn_id: str) -> bool:
         """True when a stop was requested for turn ``turn_id`` of the session."""
-        found, value = self.store.get_record(Address("session", session_id, STOP_KEY), self.clock())
+        found, value = self.store.get_record(
+            Address(SESSION_SCOPE, session_id, STOP_KEY), self.clock()
+        )
         return found and isinstance(value, dict) and value.get("turn_id") == turn_id
 
     # --- call journal ------------------------------------------------------------------
     def call(self, session_id: str, call_id: str) -> CallRecord | None:
         """Return what the journal knows of ``call_id`` in this session."""
         found, value = self.store.get_record(
-            Address("session", session_id, _call_key(call_id)), self.clock()
+            Address(SESSION_SCOPE, session_id, _call_key(call_id)), self.clock()
         )
         if not found or not isinstance(value, dict) or value.get("id") != call_id:
             return None
@@ -116,4 +119,4 @@ class RuntimeState:
 
     def _put_call(self, session_id: str, call_id: str, value: dict[str, Any]) -> None:
         value = {"id": call_id, "at": self.clock(), **value}
-        self.store.put_record(Address("session", session_id, _call_key(call_id)), value, None)
+        self.store.put_record(Address(SESSION_SCOPE, session_id, _call_key(call_id)), value, None)

@@ -17,6 +17,7 @@ from flowmem.core import AppendOutcome, Message
 DEFAULT_LOCK_TIMEOUT = 5.0  # seconds an append waits for its turn (MEM-12)
 
 SESSION_STATUSES: tuple[str, ...] = ("idle", "running", "completed", "failed")
+SESSION_SCOPE = "session"  # the memory scope whose scope id is a session id (deleted with it)
 
 
 class Address(NamedTuple):
@@ -149,7 +150,13 @@ class Store(Protocol):
         ...
 
     def delete_session(self, session_id: str) -> bool:
-        """Delete a session and its transcript; return True when it existed."""
+        """Delete a session with everything stored for it, in one transaction; True when it existed.
+
+        That is its transcript and its whole session scope: every buffer and memory
+        record addressed ``(SESSION_SCOPE, session_id, key)`` (the conversation
+        buffer, other buffers, records, the runtime's lease and call journal). An
+        unknown session id changes nothing.
+        """
         ...
 
     # --- transcripts -------------------------------------------------------------

@@ -16,6 +16,7 @@ from flowmem.core import AppendOutcome, ListEditor, Message, apply_append
 from flowmem.errors import ConflictError
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
+    SESSION_SCOPE,
     Address,
     SessionRecord,
     TokenRecord,
@@ -189,11 +190,16 @@ class MemoryStore:
             return True
 
     def delete_session(self, session_id: str) -> bool:
-        """Delete a session and its transcript."""
+        """Delete a session, its transcript and its whole session scope; True when it existed."""
         with self._lock:
+            if self._sessions.pop(session_id, None) is None:
+                return False
             self._transcripts.pop(session_id, None)
             self._next_seq.pop(session_id, None)
-            return self._sessions.pop(session_id, None) is not None
+            for stored in (self._records, self._buffers):
+                for address in [a for a in stored if a[:2] == (SESSION_SCOPE, session_id)]:
+                    del stored[address]
+            return True
 
     # --- transcripts -------------------------------------------------------------
     def add_transcript(self, session_id: str, row: Message) -> TranscriptMessage:

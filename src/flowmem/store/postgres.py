@@ -137,6 +137,8 @@ SQL: dict[str, str] = {
     "clear_calls": f"DELETE FROM buffer_calls WHERE {_B}",
     "clear_answers": f"DELETE FROM buffer_answers WHERE {_B}",
     "clear_header": "DELETE FROM buffers WHERE id = %s",
+    "scope_buffers": "SELECT id FROM buffers WHERE scope = %s AND scope_id = %s",
+    "scope_records_delete": "DELETE FROM records WHERE scope = %s AND scope_id = %s",
     "record_get": f"SELECT value, expires_at FROM records WHERE {_ADDR}",
     "record_put": """INSERT INTO records (scope, scope_id, key, value, expires_at)
         VALUES (%s, %s, %s, %s, %s) ON CONFLICT (scope, scope_id, key) DO UPDATE

@@ -20,7 +20,13 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from flowmem.core import AppendOutcome, Message, apply_append
 from flowmem.errors import ConflictError, SchemaTooNewError, StoreError
-from flowmem.store.base import Address, SessionRecord, TokenRecord, TranscriptMessage
+from flowmem.store.base import (
+    SESSION_SCOPE,
+    Address,
+    SessionRecord,
+    TokenRecord,
+    TranscriptMessage,
+)
 from flowmem.store.editor import SqlBufferEditor, load_rows
 from flowmem.store.memory import to_json
 from flowmem.store.rows import (
@@ -243,11 +249,15 @@ class SqlStore(ABC, Generic[C]):
             head = conn.execute(self.SQL["header_get"], tuple(address)).fetchone()
             if head is None:
                 return 0
-            for name in ("clear_rows", "clear_calls", "clear_answers", "clear_header"):
-                conn.execute(self.SQL[name], (head[0],))
+            self._drop_buffer(conn, int(head[0]))
             return int(head[1])
 
         return self._write_serialized(address, work)
+
+    def _drop_buffer(self, conn: C, buffer_id: int) -> None:
+        """Delete a buffer's rows, call and answer index and header (inside the caller's transaction)."""
+        for name in ("clear_rows", "clear_calls", "clear_answers", "clear_header"):
+            conn.execute(self.SQL[name], (buffer_id,))
 
     # --- sessions ---------------------------------------------------------------------------
     def create_session(self, session: SessionRecord) -> SessionRecord:
@@ -289,12 +299,21 @@ class SqlStore(ABC, Generic[C]):
         return [session_from_row(r) for r in rows], int(total[0]) if total else 0
 
     def delete_session(self, session_id: str) -> bool:
-        """Delete a session and its transcript; True when it existed."""
+        """Delete a session, its transcript and its whole session scope in one transaction.
+
+        True when it existed; an unknown id changes nothing.
+        """
 
         def work(conn: C) -> bool:
+            if conn.execute(self.SQL["session_delete"], (session_id,)).rowcount == 0:
+                return False
             conn.execute(self.SQL["transcript_delete_all"], (session_id,))
             conn.execute(self.SQL["transcript_seq_delete"], (session_id,))
-            return bool(conn.execute(self.SQL["session_delete"], (session_id,)).rowcount > 0)
+            scope = (SESSION_SCOPE, session_id)
+            for (buffer_id,) in conn.execute(self.SQL["scope_buffers"], scope).fetchall():
+                self._drop_buffer(conn, int(buffer_id))
+            conn.execute(self.SQL["scope_records_delete"], scope)
+            return True
 
         return self._write(work)
 
