@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -126,6 +127,32 @@ def test_duplicate_token_id_or_hash_conflicts_and_revoked_round_trips(sql_url: s
         store.create_token(replace(token, id="t2", revoked=False))  # the same hash
     assert store.list_tokens() == [token]
     store.close()
+
+
+@pytest.mark.postgres
+def test_postgres_session_delete_waits_for_an_append_in_flight(postgres_db_url: str) -> None:
+    import psycopg
+
+    store = open_store(postgres_db_url)
+    sid = "00000000-0000-0000-0000-0000000000d1"
+    address = Address("session", sid, "chat_history")
+    store.create_session(SessionRecord(id=sid, name="n", owner="alice"))
+    store.append(address, prepare({"role": "user", "content": "q"}, 1))
+    buffer_id = _scalar(postgres_db_url, "SELECT id FROM buffers")
+    with psycopg.connect(postgres_db_url) as appender:  # an append holding its turn
+        appender.execute("SELECT pg_advisory_xact_lock(%s)", (pg_backend.advisory_key(address),))
+        deleting = threading.Thread(target=store.delete_session, args=(sid,))
+        deleting.start()
+        deleting.join(0.3)
+        assert deleting.is_alive()  # the delete waits for the append's turn to end
+        appender.execute(
+            "INSERT INTO buffer_rows (buffer_id, pos, role, body) VALUES (%s, %s, 'user', '{}')",
+            (buffer_id, 2 << 20),
+        )
+        appender.commit()
+    deleting.join(10)
+    store.close()
+    assert _scalar(postgres_db_url, "SELECT COUNT(*) FROM buffer_rows") == 0  # no orphan row
 
 
 @pytest.mark.postgres

@@ -137,7 +137,7 @@ SQL: dict[str, str] = {
     "clear_calls": f"DELETE FROM buffer_calls WHERE {_B}",
     "clear_answers": f"DELETE FROM buffer_answers WHERE {_B}",
     "clear_header": "DELETE FROM buffers WHERE id = %s",
-    "scope_buffers": "SELECT id FROM buffers WHERE scope = %s AND scope_id = %s",
+    "scope_buffers": "SELECT id, key FROM buffers WHERE scope = %s AND scope_id = %s ORDER BY id",
     "scope_records_delete": "DELETE FROM records WHERE scope = %s AND scope_id = %s",
     "record_get": f"SELECT value, expires_at FROM records WHERE {_ADDR}",
     "record_put": """INSERT INTO records (scope, scope_id, key, value, expires_at)
@@ -280,10 +280,14 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         """Run ``work`` in one transaction that first takes the address's advisory lock."""
 
         def locked(conn: psycopg.Connection[Any]) -> T:
-            conn.execute(SQL["advisory_lock"], (advisory_key(address),))
+            self._hold_buffer(conn, address)
             return work(conn)
 
         return self._write(locked)
+
+    def _hold_buffer(self, conn: psycopg.Connection[Any], address: Address) -> None:
+        """Take the address's advisory lock until the transaction ends (what appends take)."""
+        conn.execute(SQL["advisory_lock"], (advisory_key(address),))
 
     @contextmanager
     def _reading(self) -> Iterator[psycopg.Connection[Any]]:

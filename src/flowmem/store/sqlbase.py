@@ -82,7 +82,7 @@ class SqlStore(ABC, Generic[C]):
 
     A backend sets ``SQL`` (its statements, by name) and ``MIGRATIONS``, and implements
     ``_connection``, ``_write``, ``_write_serialized`` and ``_is_unique_violation``;
-    it may override ``_reading``, ``_load_last`` and ``_check_session_id``.
+    it may override ``_hold_buffer``, ``_reading``, ``_load_last`` and ``_check_session_id``.
     """
 
     SQL: ClassVar[dict[str, str]]  # the backend's statements, by name
@@ -105,6 +105,13 @@ class SqlStore(ABC, Generic[C]):
     @abstractmethod
     def _is_unique_violation(exc: BaseException | None) -> bool:
         """Return True when a driver error is a duplicate primary or unique key."""
+
+    def _hold_buffer(self, conn: C, address: Address) -> None:
+        """Serialize the rest of the caller's write transaction with appends to ``address``.
+
+        The default does nothing: a backend whose write transaction excludes every
+        other writer (SQLite) needs no more.
+        """
 
     def _reading(self) -> AbstractContextManager[C]:
         """Lend a connection for several reads that must agree (default: autocommit)."""
@@ -310,7 +317,8 @@ class SqlStore(ABC, Generic[C]):
             conn.execute(self.SQL["transcript_delete_all"], (session_id,))
             conn.execute(self.SQL["transcript_seq_delete"], (session_id,))
             scope = (SESSION_SCOPE, session_id)
-            for (buffer_id,) in conn.execute(self.SQL["scope_buffers"], scope).fetchall():
+            for buffer_id, key in conn.execute(self.SQL["scope_buffers"], scope).fetchall():
+                self._hold_buffer(conn, Address(SESSION_SCOPE, session_id, key))
                 self._drop_buffer(conn, int(buffer_id))
             conn.execute(self.SQL["scope_records_delete"], scope)
             return True

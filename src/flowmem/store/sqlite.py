@@ -142,7 +142,7 @@ SQL: dict[str, str] = {
     "clear_calls": f"DELETE FROM buffer_calls WHERE {_B}",
     "clear_answers": f"DELETE FROM buffer_answers WHERE {_B}",
     "clear_header": "DELETE FROM buffers WHERE id = ?",
-    "scope_buffers": "SELECT id FROM buffers WHERE scope = ? AND scope_id = ?",
+    "scope_buffers": "SELECT id, key FROM buffers WHERE scope = ? AND scope_id = ? ORDER BY id",
     "scope_records_delete": "DELETE FROM records WHERE scope = ? AND scope_id = ?",
     "record_get": "SELECT value, expires_at FROM records WHERE scope = ? AND scope_id = ? AND key = ?",
     "record_put": """INSERT INTO records (scope, scope_id, key, value, expires_at) VALUES (?, ?, ?, ?, ?)
