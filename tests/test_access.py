@@ -45,7 +45,7 @@ def session_for(kind: str, principal: Principal) -> FakeSession | None:
     return None
 
 
-C, L, V, D, X, E, R = (
+C, L, V, D, X, E, R, U = (
     "create",
     "list",
     "view",
@@ -53,8 +53,9 @@ C, L, V, D, X, E, R = (
     "delete_session",
     "edit_message",
     "delete_message",
+    "erase_user",
 )
-ALL = {C, L, V, D, X, E, R}
+ALL = {C, L, V, D, X, E, R, U}
 
 # principal -> session kind -> the set of allowed actions (every other action is denied).
 EXPECTED: dict[str, dict[str, set[str]]] = {
@@ -67,7 +68,8 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         "unowned": {L, V, D},
         "missing": {L},
     },
-    "admin": {"own": ALL, "another": ALL, "unowned": ALL, "missing": {C, L}},
+    # erase_user judges no session: an admin may erase whatever the session kind
+    "admin": {"own": ALL, "another": ALL, "unowned": ALL, "missing": {C, L, U}},
     # A service principal has no user id: the "own" session is an unowned one, and
     # matching one absent identity against another grants nothing (MEM-9).
     "service": {"own": {C}, "another": {C}, "unowned": {C}, "missing": {C, L}},

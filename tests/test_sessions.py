@@ -22,7 +22,7 @@ from flowmem.sessions import (
     SessionService,
     memory_context,
 )
-from flowmem.store import Address, MemoryStore, SessionRecord
+from flowmem.store import Address, Erasure, MemoryStore, SessionRecord
 
 ALICE = Principal("alice", frozenset({"sessions:create"}), "t1")
 BOB = Principal("bob", frozenset({"sessions:create"}), "t2")
@@ -317,6 +317,22 @@ def test_mem_15_message_of_missing_session_is_denied(service: SessionService) ->
         )
     with pytest.raises(NotFoundError):
         service.delete_message(ADMIN, "7b0c9a8e-0000-4000-8000-000000000001", 1)
+
+
+def test_erase_user_is_admin_only_and_takes_a_usable_id(
+    service: SessionService, store: MemoryStore
+) -> None:
+    numeric = Principal("42", frozenset({"sessions:create"}), "t42")
+    session = service.create(numeric, "chat")
+    for principal in (ALICE, numeric, VIEWER, DRIVER, SERVICE):
+        with pytest.raises(AccessDeniedError):
+            service.erase_user(principal, "42")
+    for unusable in ("0", "", " ", "-3", "a b", None):  # no identity owns anything (MEM-9)
+        assert service.erase_user(ADMIN, unusable) == (None, Erasure())
+    assert store.get_session(session.id) is not None
+    canonical, erased = service.erase_user(ADMIN, 42)  # the canonical id of 42 is "42"
+    assert canonical == "42" and erased.sessions == 1
+    assert store.get_session(session.id) is None
 
 
 def test_delete_session(service: SessionService, store: MemoryStore) -> None:

@@ -8,7 +8,9 @@ The rules, in the order they are applied:
 
 1. A revoked principal is denied everything.
 2. ``create`` needs the ``sessions:create`` permission (or ``admin``); ``list``
-   is open to every principal (the entries are filtered by ``view``).
+   is open to every principal (the entries are filtered by ``view``);
+   ``erase_user`` (delete everything stored for a user id) needs ``admin``, and
+   judges no session.
 3. Every other action needs a session: a missing session (None) is denied,
    since the ownership it would be judged against cannot be established (MEM-15).
 4. Ownership needs a real id on both sides: a principal without a usable user id
@@ -50,6 +52,7 @@ ACTIONS: tuple[str, ...] = (
     "delete_session",
     "edit_message",
     "delete_message",
+    "erase_user",
 )
 
 
@@ -144,6 +147,10 @@ def _rules(principal: Principal, action: str, session: SessionLike | None) -> De
         if principal.has(PERM_CREATE):
             return _allow("the principal may create sessions", "MEM-9")
         return _deny("creating a session needs the sessions:create permission", "MEM-9")
+    if action == "erase_user":
+        if principal.is_admin:
+            return _allow("the principal is an admin", "admin")
+        return _deny("erasing a user's data needs admin", "admin")
     if action == "list":
         if session is None:
             return _allow("listing is open; entries are filtered by view", "MEM-9")

@@ -35,7 +35,7 @@ from flowmem.errors import (
     PayloadTooLargeError,
 )
 from flowmem.scope import ExecutionContext, usable_identity
-from flowmem.store.base import SESSION_SCOPE, SessionRecord, Store, TranscriptMessage
+from flowmem.store.base import SESSION_SCOPE, Erasure, SessionRecord, Store, TranscriptMessage
 
 if TYPE_CHECKING:
     from flowmem.service import MemoryService
@@ -165,6 +165,20 @@ def _check_content(content: object) -> str:
     return content
 
 
+def erase_user_data(store: Store, user_id: object) -> tuple[str | None, Erasure]:
+    """Delete every session ``user_id`` owns, its ``user`` scope and its tokens, at once.
+
+    Returns the canonical user id and what the store deleted (``Store.erase_user``,
+    docs/decisions/0010). An id that is not a usable identity owns nothing (MEM-9):
+    the store is not touched and the answer is ``(None, Erasure())``. ConflictError,
+    with nothing deleted, while one of the user's sessions is running a turn.
+    """
+    canonical = usable_identity(user_id)
+    if canonical is None:
+        return None, Erasure()
+    return canonical, store.erase_user(canonical)
+
+
 class SessionService:
     """Sessions, transcripts and turns, each operation checked by ``access.decide`` first."""
 
@@ -196,6 +210,14 @@ class SessionService:
             if not decision.allowed:
                 raise AccessDeniedError(decision.reason, rule=decision.rule)
         return session
+
+    # --- users ---------------------------------------------------------------------
+    def erase_user(self, principal: Principal, user_id: object) -> tuple[str | None, Erasure]:
+        """Delete everything stored for ``user_id``; admin only (``erase_user_data``)."""
+        decision = decide(principal, "erase_user", None)
+        if not decision.allowed:
+            raise AccessDeniedError(decision.reason, rule=decision.rule)
+        return erase_user_data(self.store, user_id)
 
     # --- sessions ------------------------------------------------------------------
     def create(

@@ -137,6 +137,55 @@ def test_delete_session(api: Api) -> None:
     assert api.store.get_record(Address("session", sid, "k"), 0.0) == (False, None)
 
 
+def test_erase_user_is_admin_only_and_deletes_what_the_user_owns(api: Api) -> None:
+    sid = api.session("bob")
+    body = {"messages": {"role": "user", "content": "hi"}}
+    url = f"/v1/buffers/session/chat_history?session_id={sid}"
+    assert api.call("POST", url, "bob", json=body).status_code == 200
+    assert api.call("PUT", "/v1/memory/user/k", "bob", json={"value": 1}).status_code == 200
+    kept = api.session("alice")
+    before = snapshot(api)
+    for who in ("alice", "bob", "viewer", "driver", "service", "shared"):
+        assert api.call("DELETE", "/v1/users/bob", who).status_code == 403, who
+    assert api.call("DELETE", "/v1/users/bob", None).status_code == 401
+    assert api.call("DELETE", "/v1/users/bob", "revoked").status_code == 401
+    nobody = api.call("DELETE", "/v1/users/0", "admin")  # not an identity: owns nothing
+    assert nobody.status_code == 200
+    assert nobody.json() == {
+        "user_id": None,
+        "sessions": 0,
+        "buffers": 0,
+        "records": 0,
+        "tokens": 0,
+    }
+    assert snapshot(api) == before  # refused and neutral requests changed nothing
+
+    response = api.call("DELETE", "/v1/users/bob", "admin")
+    assert response.status_code == 200
+    assert response.json() == {
+        "user_id": "bob",
+        "sessions": 1,
+        "buffers": 1,
+        "records": 1,
+        "tokens": 1,
+    }
+    assert api.store.get_session(sid) is None
+    assert api.store.get_record(Address("user", "bob", "k"), 0.0) == (False, None)
+    assert api.call("GET", "/v1/sessions", "bob").status_code == 401  # its token went too
+    assert api.call("GET", f"/v1/sessions/{kept}").status_code == 200
+    nothing = api.call("DELETE", "/v1/users/nobody", "admin").json()
+    assert (nothing["sessions"], nothing["buffers"], nothing["tokens"]) == (0, 0, 0)
+
+
+def test_erase_user_refuses_while_a_session_runs(api: Api) -> None:
+    sid = api.session("alice")
+    assert api.store.set_session_status(sid, "running")
+    before = snapshot(api)
+    response = api.call("DELETE", "/v1/users/alice", "admin")
+    assert response.status_code == 409 and response.json()["error"]["code"] == "conflict"
+    assert snapshot(api) == before
+
+
 # --- transcript and turns -------------------------------------------------------------
 
 

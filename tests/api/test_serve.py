@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from flowmem.api.app import DATABASE_ENV as APP_DATABASE_ENV
-from flowmem.cli.serve import DATABASE_ENV, redact
+from flowmem.cli.database import DATABASE_ENV, redact
 
 pytestmark = pytest.mark.slow
 

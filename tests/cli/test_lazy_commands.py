@@ -35,6 +35,18 @@ def test_check_works_whatever_extras_are_missing(monkeypatch: pytest.MonkeyPatch
     assert result.exit_code == 0
 
 
+@pytest.mark.parametrize("args", [["token", "list"], ["user", "erase", "nobody", "--yes"]])
+def test_token_and_user_work_without_the_server_extra(
+    monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    for module in ("uvicorn", "fastapi", "httpx"):
+        monkeypatch.setitem(sys.modules, module, None)
+    for loaded in ("flowmem.cli.serve", "flowmem.cli.token", "flowmem.cli.user"):
+        monkeypatch.delitem(sys.modules, loaded, raising=False)
+    result = CliRunner().invoke(cli, [*args, "--database", "memory://"])
+    assert result.exit_code == 0, result.output
+
+
 def test_unknown_command_is_a_usage_error() -> None:
     result = CliRunner().invoke(cli, ["nope"])
     assert result.exit_code == 2

@@ -17,7 +17,7 @@ from flowmem.core import (
     result_id,
 )
 from flowmem.errors import ConflictError, InvalidInputError, NotSerializableError
-from flowmem.store import Address, SessionRecord, Store, TokenRecord
+from flowmem.store import Address, Erasure, SessionRecord, Store, TokenRecord
 from flowmem.store.base import SupportsPopLast
 
 A = Address("session", "s1", "chat")
@@ -357,6 +357,57 @@ def test_deleting_an_unknown_session_changes_nothing(store: Store) -> None:
     assert store.delete_session(sid) is False
     assert store.count(Address("session", sid, "chat_history")) == 1
     assert store.get_record(Address("session", sid, "k"), 0.0) == (True, 1)
+
+
+def _fill_user(store: Store, user_id: str, sids: list[str]) -> None:
+    """Give ``user_id`` sessions with data, a user-scope buffer and record, and a token."""
+    for sid in sids:
+        store.create_session(_session(sid, user_id, 1.0))
+        store.add_transcript(sid, {"role": "user", "content": "x", "metadata": {}})
+        store.append(Address("session", sid, "chat_history"), [user("hi")])
+        store.put_record(Address("session", sid, "k"), 1, None)
+    store.append(Address("user", user_id, "profile"), [user("likes tea")])
+    store.put_record(Address("user", user_id, "name"), "A", None)
+    store.put_record(Address("user", user_id, "city"), "B", None)
+    store.create_token(TokenRecord(f"t-{user_id}", f"h-{user_id}", user_id, frozenset(), 1.0))
+
+
+def test_erasing_a_user_deletes_its_sessions_user_scope_and_tokens(store: Store) -> None:
+    alice = ["00000000-0000-0000-0000-0000000000e1", "00000000-0000-0000-0000-0000000000e2"]
+    bob = ["00000000-0000-0000-0000-0000000000e3"]
+    _fill_user(store, "alice", alice)
+    _fill_user(store, "bob", bob)
+
+    erased = store.erase_user("alice")
+
+    assert erased == Erasure(sessions=2, buffers=3, records=4, tokens=1)
+    for sid in alice:
+        assert store.get_session(sid) is None
+        assert store.count(Address("session", sid, "chat_history")) == 0
+        assert store.list_transcript(sid) == ([], False)
+    assert store.count(Address("user", "alice", "profile")) == 0
+    assert store.get_record(Address("user", "alice", "name"), 0.0) == (False, None)
+    assert store.token_by_hash("h-alice") is None
+    # bob is untouched
+    assert store.get_session(bob[0]) is not None
+    assert store.count(Address("session", bob[0], "chat_history")) == 1
+    assert store.count(Address("user", "bob", "profile")) == 1
+    assert store.get_record(Address("user", "bob", "name"), 0.0) == (True, "A")
+    assert store.token_by_hash("h-bob") is not None
+    assert store.erase_user("alice") == Erasure()
+
+
+def test_erasing_a_user_with_a_running_session_changes_nothing(store: Store) -> None:
+    sids = ["00000000-0000-0000-0000-0000000000f1", "00000000-0000-0000-0000-0000000000f2"]
+    _fill_user(store, "alice", sids)
+    assert store.set_session_status(sids[1], "running")
+    with pytest.raises(ConflictError, match="running"):
+        store.erase_user("alice")
+    for sid in sids:
+        assert store.get_session(sid) is not None
+        assert store.count(Address("session", sid, "chat_history")) == 1
+    assert store.count(Address("user", "alice", "profile")) == 1
+    assert store.token_by_hash("h-alice") is not None
 
 
 def test_transcripts_sequence_and_cursors(store: Store) -> None:

@@ -75,6 +75,24 @@ def test_deleting_a_session_leaves_no_row_behind(sql_url: str) -> None:
         assert _scalar(sql_url, f"SELECT COUNT(*) FROM {table}") == 0, table
 
 
+def test_erasing_a_user_leaves_no_row_behind(sql_url: str) -> None:
+    store = open_store(sql_url)
+    sid = "00000000-0000-0000-0000-0000000000c2"
+    store.create_session(SessionRecord(id=sid, name="n", owner="alice"))
+    store.add_transcript(sid, {"role": "user", "content": "x", "metadata": {}})
+    for address in (Address("session", sid, "chat_history"), Address("user", "alice", "notes")):
+        store.append(address, _call_and_answer())
+        store.put_record(address, 1, None)
+    store.create_token(TokenRecord("t1", "h1", "alice", frozenset(), 1.0))
+    store.erase_user("alice")
+    store.close()
+    for table in (
+        "sessions", "transcripts", "transcript_seq", "records",
+        "buffers", "buffer_rows", "buffer_calls", "buffer_answers", "tokens",
+    ):  # fmt: skip
+        assert _scalar(sql_url, f"SELECT COUNT(*) FROM {table}") == 0, table
+
+
 def _call_and_answer() -> list[dict[str, object]]:
     """An assistant turn declaring a call and its answer (fills both call indexes)."""
     return [

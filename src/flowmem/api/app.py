@@ -17,7 +17,7 @@ from flowmem.api.limits import BodyLimitMiddleware
 from flowmem.api.logs import RequestLogMiddleware
 from flowmem.api.models import Health
 from flowmem.api.pool import DEFAULT_STORE_CONCURRENCY, StorePool
-from flowmem.api.routes import memory, sessions, stateless
+from flowmem.api.routes import memory, sessions, stateless, users
 from flowmem.errors import ConfigurationError
 from flowmem.service import MemoryService
 from flowmem.sessions import SessionService, TurnRunner
@@ -105,6 +105,7 @@ def create_app(
     app.include_router(memory.router)  # first: the hot path, matched before the others
     app.include_router(sessions.router)
     app.include_router(stateless.router)
+    app.include_router(users.router)
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(RequestLogMiddleware)
     return app

@@ -183,6 +183,18 @@ class ResetResult(BaseModel):
     status: str
 
 
+class UserErasure(BaseModel):
+    """What erasing a user deleted."""
+
+    user_id: str | None = Field(
+        description="The canonical user id erased; null for an id that is not a usable identity."
+    )
+    sessions: int = Field(description="Sessions the user owned, with their data.")
+    buffers: int = Field(description="Buffers in those sessions' scopes and the user's scope.")
+    records: int = Field(description="Memory records in those scopes.")
+    tokens: int = Field(description="The user's API tokens.")
+
+
 class BufferAppend(BaseModel):
     """Messages to append to a conversation buffer: one message or a list."""
 

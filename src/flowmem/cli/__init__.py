@@ -1,7 +1,7 @@
 """The ``flowmem`` command line: one group, one module per command family.
 
 Commands are imported when they are used, so a plain ``pip install flowmem`` runs
-``check``, ``normalize`` and ``token`` without the extras that ``serve``, ``chat``
+``check``, ``normalize``, ``token`` and ``user`` without the extras that ``serve``, ``chat``
 and ``demo`` need; those name the extra to install instead of crashing.
 """
 
@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "normalize": ("flowmem.cli.check", "normalize_command", None),
     "serve": ("flowmem.cli.serve", "serve_command", "server"),
     "token": ("flowmem.cli.token", "token_group", None),
+    "user": ("flowmem.cli.user", "user_group", None),
 }
 
 

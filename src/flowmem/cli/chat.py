@@ -19,8 +19,8 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from flowmem.cli.database import database_option, open_database
 from flowmem.cli.demo import history_table
-from flowmem.cli.serve import database_option, open_database
 from flowmem.core import call_ids, result_id
 from flowmem.errors import ConflictError, FlowmemError, NotFoundError
 from flowmem.runtime.agent import MemorySpec

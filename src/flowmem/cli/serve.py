@@ -6,54 +6,23 @@ import copy
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import click
 import uvicorn  # the server extra; without it the CLI names the extra to install
 
 from flowmem.api.tcp import PROTOCOL
 from flowmem.auth import bootstrap_admin_token
+from flowmem.cli.database import (
+    DATABASE_ENV,
+    database_option,
+    default_database_url,
+    redact,
+)
 from flowmem.errors import ConfigurationError
-from flowmem.store import Store, open_store
-
-DATABASE_ENV = "FLOWMEM_DATABASE_URL"  # the same variable flowmem.api.app reads
-DEFAULT_FILE = "flowmem.db"
+from flowmem.store import open_store
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def default_database_url() -> str:
-    """Return ``$FLOWMEM_DATABASE_URL`` or the SQLite file ``./flowmem.db``."""
-    from_env = os.environ.get(DATABASE_ENV)
-    if from_env:
-        return from_env
-    return "sqlite:///" + str(Path.cwd() / DEFAULT_FILE)
-
-
-def database_option(func: F) -> F:
-    """Decorate a command with ``--database URL`` (default: env var, else ./flowmem.db)."""
-    return click.option(
-        "--database",
-        default=None,
-        metavar="URL",
-        help=f"memory://, sqlite:///path or postgresql://… (default: ${DATABASE_ENV} or ./{DEFAULT_FILE}).",
-    )(func)
-
-
-def open_database(url: str | None) -> Store:
-    """Open the store at ``url`` (or the default one)."""
-    return open_store(url or default_database_url())
-
-
-def redact(url: str) -> str:
-    """Return ``url`` with any password replaced by ``***``."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def log_config(access_log: bool) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import click
 
 from flowmem.access import PERM_ADMIN, PERMISSIONS
 from flowmem.auth import DEFAULT_PERMISSIONS, create_token, revoke_token
-from flowmem.cli.serve import database_option, open_database
+from flowmem.cli.database import database_option, open_database
 
 
 @click.group("token")

@@ -18,6 +18,7 @@ DEFAULT_LOCK_TIMEOUT = 5.0  # seconds an append waits for its turn (MEM-12)
 
 SESSION_STATUSES: tuple[str, ...] = ("idle", "running", "completed", "failed")
 SESSION_SCOPE = "session"  # the memory scope whose scope id is a session id (deleted with it)
+USER_SCOPE = "user"  # the memory scope whose scope id is a user id (erased with the user)
 
 
 class Address(NamedTuple):
@@ -49,6 +50,16 @@ class TranscriptMessage:
     session_id: str
     seq: int
     row: Message
+
+
+@dataclass(frozen=True)
+class Erasure:
+    """What ``Store.erase_user`` deleted: sessions, buffers, memory records and tokens."""
+
+    sessions: int = 0
+    buffers: int = 0
+    records: int = 0
+    tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -156,6 +167,16 @@ class Store(Protocol):
         record addressed ``(SESSION_SCOPE, session_id, key)`` (the conversation
         buffer, other buffers, records, the runtime's lease and call journal). An
         unknown session id changes nothing.
+        """
+        ...
+
+    def erase_user(self, user_id: str) -> Erasure:
+        """Delete everything stored for a user, in one transaction; return what went.
+
+        That is every session the user owns (each as ``delete_session`` deletes it),
+        every buffer and memory record in the ``user`` scope of ``user_id``, and the
+        user's tokens. ConflictError, with nothing deleted, while one of the user's
+        sessions is running a turn.
         """
         ...
 

@@ -17,7 +17,9 @@ from flowmem.errors import ConflictError
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     SESSION_SCOPE,
+    USER_SCOPE,
     Address,
+    Erasure,
     SessionRecord,
     TokenRecord,
     TranscriptMessage,
@@ -192,14 +194,44 @@ class MemoryStore:
     def delete_session(self, session_id: str) -> bool:
         """Delete a session, its transcript and its whole session scope; True when it existed."""
         with self._lock:
-            if self._sessions.pop(session_id, None) is None:
-                return False
-            self._transcripts.pop(session_id, None)
-            self._next_seq.pop(session_id, None)
-            for stored in (self._records, self._buffers):
-                for address in [a for a in stored if a[:2] == (SESSION_SCOPE, session_id)]:
-                    del stored[address]
-            return True
+            return self._delete_session(session_id) is not None
+
+    def erase_user(self, user_id: str) -> Erasure:
+        """Delete the user's sessions, ``user`` scope and tokens at once (ConflictError while running)."""
+        with self._lock:
+            owned = sorted(s.id for s in self._sessions.values() if s.owner == user_id)
+            running = [sid for sid in owned if self._sessions[sid].status == "running"]
+            if running:
+                raise ConflictError(
+                    f"session {running[0]} of this user is running a turn; stop it first"
+                )
+            buffers = records = 0
+            for session_id in owned:
+                dropped = self._delete_session(session_id) or (0, 0)
+                buffers, records = buffers + dropped[0], records + dropped[1]
+            dropped = self._drop_scope(USER_SCOPE, user_id)
+            tokens = [t.id for t in self._tokens.values() if t.user_id == user_id]
+            for token_id in tokens:
+                del self._tokens[token_id]
+            return Erasure(len(owned), buffers + dropped[0], records + dropped[1], len(tokens))
+
+    def _delete_session(self, session_id: str) -> tuple[int, int] | None:
+        """Delete a session, its transcript and its scope (lock held); None when absent."""
+        if self._sessions.pop(session_id, None) is None:
+            return None
+        self._transcripts.pop(session_id, None)
+        self._next_seq.pop(session_id, None)
+        return self._drop_scope(SESSION_SCOPE, session_id)
+
+    def _drop_scope(self, scope: str, scope_id: str) -> tuple[int, int]:
+        """Delete every buffer and record of one scope id (lock held); return (buffers, records)."""
+        counts = []
+        for stored in (self._buffers, self._records):
+            found = [a for a in stored if a[:2] == (scope, scope_id)]
+            for address in found:
+                del stored[address]
+            counts.append(len(found))
+        return counts[0], counts[1]
 
     # --- transcripts -------------------------------------------------------------
     def add_transcript(self, session_id: str, row: Message) -> TranscriptMessage:

@@ -139,6 +139,8 @@ SQL: dict[str, str] = {
     "clear_header": "DELETE FROM buffers WHERE id = %s",
     "scope_buffers": "SELECT id, key FROM buffers WHERE scope = %s AND scope_id = %s ORDER BY id",
     "scope_records_delete": "DELETE FROM records WHERE scope = %s AND scope_id = %s",
+    "sessions_of_owner": "SELECT id, status FROM sessions WHERE owner = %s ORDER BY id FOR UPDATE",
+    "tokens_of_user_delete": "DELETE FROM tokens WHERE user_id = %s",
     "record_get": f"SELECT value, expires_at FROM records WHERE {_ADDR}",
     "record_put": """INSERT INTO records (scope, scope_id, key, value, expires_at)
         VALUES (%s, %s, %s, %s, %s) ON CONFLICT (scope, scope_id, key) DO UPDATE

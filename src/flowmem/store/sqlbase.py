@@ -22,7 +22,9 @@ from flowmem.core import AppendOutcome, Message, apply_append
 from flowmem.errors import ConflictError, SchemaTooNewError, StoreError
 from flowmem.store.base import (
     SESSION_SCOPE,
+    USER_SCOPE,
     Address,
+    Erasure,
     SessionRecord,
     TokenRecord,
     TranscriptMessage,
@@ -312,18 +314,46 @@ class SqlStore(ABC, Generic[C]):
         """
 
         def work(conn: C) -> bool:
-            if conn.execute(self.SQL["session_delete"], (session_id,)).rowcount == 0:
-                return False
-            conn.execute(self.SQL["transcript_delete_all"], (session_id,))
-            conn.execute(self.SQL["transcript_seq_delete"], (session_id,))
-            scope = (SESSION_SCOPE, session_id)
-            for buffer_id, key in conn.execute(self.SQL["scope_buffers"], scope).fetchall():
-                self._hold_buffer(conn, Address(SESSION_SCOPE, session_id, key))
-                self._drop_buffer(conn, int(buffer_id))
-            conn.execute(self.SQL["scope_records_delete"], scope)
-            return True
+            return self._delete_session(conn, session_id) is not None
 
         return self._write(work)
+
+    def erase_user(self, user_id: str) -> Erasure:
+        """Delete the user's sessions, ``user`` scope and tokens in one transaction."""
+
+        def work(conn: C) -> Erasure:
+            owned = conn.execute(self.SQL["sessions_of_owner"], (user_id,)).fetchall()
+            running = [sid for sid, status in owned if status == "running"]
+            if running:
+                raise ConflictError(
+                    f"session {running[0]} of this user is running a turn; stop it first"
+                )
+            buffers = records = 0
+            for session_id, _ in owned:
+                dropped = self._delete_session(conn, session_id) or (0, 0)
+                buffers, records = buffers + dropped[0], records + dropped[1]
+            dropped = self._drop_scope(conn, USER_SCOPE, user_id)
+            tokens = conn.execute(self.SQL["tokens_of_user_delete"], (user_id,)).rowcount
+            return Erasure(len(owned), buffers + dropped[0], records + dropped[1], tokens)
+
+        return self._write(work)
+
+    def _delete_session(self, conn: C, session_id: str) -> tuple[int, int] | None:
+        """Delete a session, its transcript and its scope; (buffers, records) dropped, None if absent."""
+        if conn.execute(self.SQL["session_delete"], (session_id,)).rowcount == 0:
+            return None
+        conn.execute(self.SQL["transcript_delete_all"], (session_id,))
+        conn.execute(self.SQL["transcript_seq_delete"], (session_id,))
+        return self._drop_scope(conn, SESSION_SCOPE, session_id)
+
+    def _drop_scope(self, conn: C, scope: str, scope_id: str) -> tuple[int, int]:
+        """Delete every buffer and record of one scope id; return (buffers, records) deleted."""
+        found = conn.execute(self.SQL["scope_buffers"], (scope, scope_id)).fetchall()
+        for buffer_id, key in found:
+            self._hold_buffer(conn, Address(scope, scope_id, key))
+            self._drop_buffer(conn, int(buffer_id))
+        records = conn.execute(self.SQL["scope_records_delete"], (scope, scope_id)).rowcount
+        return len(found), int(records)
 
     # --- transcripts -------------------------------------------------------------------------
     def add_transcript(self, session_id: str, row: Message) -> TranscriptMessage:

@@ -144,6 +144,8 @@ SQL: dict[str, str] = {
     "clear_header": "DELETE FROM buffers WHERE id = ?",
     "scope_buffers": "SELECT id, key FROM buffers WHERE scope = ? AND scope_id = ? ORDER BY id",
     "scope_records_delete": "DELETE FROM records WHERE scope = ? AND scope_id = ?",
+    "sessions_of_owner": "SELECT id, status FROM sessions WHERE owner = ? ORDER BY id",
+    "tokens_of_user_delete": "DELETE FROM tokens WHERE user_id = ?",
     "record_get": "SELECT value, expires_at FROM records WHERE scope = ? AND scope_id = ? AND key = ?",
     "record_put": """INSERT INTO records (scope, scope_id, key, value, expires_at) VALUES (?, ?, ?, ?, ?)
         ON CONFLICT (scope, scope_id, key) DO UPDATE SET value = excluded.value,

@@ -79,7 +79,7 @@ async def delete_session(
     session_id: str = SessionId,
     caller: Caller = CALLER,
 ) -> Response:
-    """Delete a session, its transcript and its conversation buffer (owner or admin)."""
+    """Delete a session with its transcript and its whole `session` scope (owner or admin)."""
     services = caller.services
     await caller.run(services.sessions.delete, session_id)
     return Response(status_code=204)

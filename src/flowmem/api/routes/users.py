@@ -1,0 +1,36 @@
+"""Users: ``/v1/users`` (erasing everything stored for one user id)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from fastapi import APIRouter, Path
+
+from flowmem.api.deps import CALLER, Caller
+from flowmem.api.models import UserErasure
+from flowmem.api.routes.common import AUTH_ERRORS, errors
+
+router = APIRouter(prefix="/v1/users", tags=["users"])
+
+UserId = Path(description="The user id whose data is erased.", min_length=1, max_length=255)
+
+
+@router.delete(
+    "/{user_id}",
+    response_model=UserErasure,
+    responses=errors(*AUTH_ERRORS, 403, 409, 422),
+)
+async def erase_user(
+    user_id: str = UserId,
+    caller: Caller = CALLER,
+) -> dict[str, Any]:
+    """Erase everything stored for a user (admin only).
+
+    Every session the user owns (with its transcript and `session` scope), the
+    user's `user` scope and its API tokens are deleted in one transaction. 409,
+    and nothing deleted, while one of its sessions is running a turn. An id that
+    is not a usable identity owns nothing: `user_id` null, every count 0.
+    """
+    canonical, erased = await caller.run(caller.services.sessions.erase_user, user_id)
+    return {"user_id": canonical, **asdict(erased)}
