@@ -359,6 +359,25 @@ def test_deleting_an_unknown_session_changes_nothing(store: Store) -> None:
     assert store.get_record(Address("session", sid, "k"), 0.0) == (True, 1)
 
 
+def test_purge_expired_deletes_only_expired_records_in_batches(store: Store) -> None:
+    for index in range(5):
+        store.put_record(Address("global", "", f"old{index}"), index, 10.0 + index)
+    store.put_record(Address("user", "alice", "fresh"), "f", 100.0)
+    store.put_record(Address("user", "alice", "forever"), "v", None)
+    store.put_record(Address("global", "", "edge"), "e", 50.0)
+
+    assert store.purge_expired(50.0, limit=3) == 3
+    assert store.purge_expired(50.0, limit=3) == 3  # the other two old ones and the edge
+    assert store.purge_expired(50.0) == 0
+    for index in range(5):
+        assert store.get_record(Address("global", "", f"old{index}"), 0.0) == (False, None)
+    assert store.get_record(Address("global", "", "edge"), 0.0) == (False, None)
+    assert store.get_record(Address("user", "alice", "fresh"), 0.0) == (True, "f")
+    assert store.get_record(Address("user", "alice", "forever"), 0.0) == (True, "v")
+    with pytest.raises(InvalidInputError):
+        store.purge_expired(50.0, limit=-1)
+
+
 def _fill_user(store: Store, user_id: str, sids: list[str]) -> None:
     """Give ``user_id`` sessions with data, a user-scope buffer and record, and a token."""
     for sid in sids:

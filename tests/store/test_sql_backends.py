@@ -112,6 +112,19 @@ def test_schema_is_created_recorded_and_not_reapplied(sql_url: str) -> None:
     again.close()
 
 
+def test_a_version_1_database_is_upgraded_in_place(sql_url: str) -> None:
+    store = open_store(sql_url)
+    store.put_record(KEY, "kept", 5.0)
+    store.close()
+    _sql(sql_url, "DROP INDEX records_expiry")  # what a database made by version 1 lacks
+    _sql(sql_url, "DELETE FROM flowmem_schema WHERE version = 2")
+    again = open_store(sql_url)
+    assert again.schema_version() == 2  # type: ignore[attr-defined]
+    assert again.get_record(KEY, 0.0) == (True, "kept")
+    assert again.purge_expired(10.0) == 1
+    again.close()
+
+
 def test_schema_too_new_refuses_to_open(sql_url: str) -> None:
     open_store(sql_url).close()
     newer = _migrations(sql_url) + 1

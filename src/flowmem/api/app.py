@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import os
+import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 from fastapi import FastAPI
@@ -17,6 +19,7 @@ from flowmem.api.limits import BodyLimitMiddleware
 from flowmem.api.logs import RequestLogMiddleware
 from flowmem.api.models import Health
 from flowmem.api.pool import DEFAULT_STORE_CONCURRENCY, StorePool
+from flowmem.api.purge import PURGE_INTERVAL, purge_expired_forever
 from flowmem.api.routes import memory, sessions, stateless, users
 from flowmem.errors import ConfigurationError
 from flowmem.service import MemoryService
@@ -46,6 +49,7 @@ def create_app(
     store_concurrency: int = DEFAULT_STORE_CONCURRENCY,
     inline_store: bool = True,
     freeze_gc: bool = False,
+    purge_interval: float | None = PURGE_INTERVAL,
 ) -> FastAPI:
     """Build the API over ``store`` (or the store at ``database_url`` / ``$FLOWMEM_DATABASE_URL``).
 
@@ -59,7 +63,17 @@ def create_app(
     scans only what requests created, and its pause fell from 70-100 ms (the
     bench's p99) to 3-9 ms. Off by default: a process that builds many apps (a
     test suite) would keep each one's startup garbage forever.
+    Every ``purge_interval`` seconds (None: never) expired memory records are
+    deleted in the background (``flowmem.api.purge``).
     """
+    if purge_interval is not None and (
+        isinstance(purge_interval, bool)
+        or not isinstance(purge_interval, int | float)
+        or not purge_interval > 0
+    ):
+        raise ConfigurationError(
+            f"purge_interval must be > 0 seconds or None, got {purge_interval!r}"
+        )
     owned = store is None
     if store is None:
         url = database_url or os.environ.get(DATABASE_ENV)
@@ -83,7 +97,15 @@ def create_app(
         if freeze_gc:
             gc.collect()
             gc.freeze()
+        purging = None
+        if purge_interval is not None:
+            purge = purge_expired_forever(services.pool, store, clock or time.time, purge_interval)
+            purging = asyncio.create_task(purge)
         yield
+        if purging is not None:
+            purging.cancel()
+            with suppress(asyncio.CancelledError):
+                await purging
         services.pool.close()  # store work already started finishes before the store closes
         if owned:
             store.close()

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 from flowmem.core import AppendOutcome, Message
 
 DEFAULT_LOCK_TIMEOUT = 5.0  # seconds an append waits for its turn (MEM-12)
+PURGE_BATCH = 1000  # expired records one ``purge_expired`` call deletes at most (one transaction)
 
 SESSION_STATUSES: tuple[str, ...] = ("idle", "running", "completed", "failed")
 SESSION_SCOPE = "session"  # the memory scope whose scope id is a session id (deleted with it)
@@ -105,6 +106,13 @@ class Store(Protocol):
 
     def delete_record(self, address: Address) -> bool:
         """Delete a record; return True when one existed."""
+        ...
+
+    def purge_expired(self, now: float, limit: int = PURGE_BATCH) -> int:
+        """Delete at most ``limit`` records that expired at or before ``now``; return how many.
+
+        Reads already treat an expired record as absent; this reclaims its space.
+        """
         ...
 
     # --- conversation buffers ------------------------------------------------

@@ -16,6 +16,7 @@ from flowmem.core import AppendOutcome, ListEditor, Message, apply_append
 from flowmem.errors import ConflictError
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
+    PURGE_BATCH,
     SESSION_SCOPE,
     USER_SCOPE,
     Address,
@@ -82,6 +83,19 @@ class MemoryStore:
         text = to_json(value)
         with self._lock:
             self._records[address] = (text, expires_at)
+
+    def purge_expired(self, now: float, limit: int = PURGE_BATCH) -> int:
+        """Delete at most ``limit`` records expired at ``now``; return how many."""
+        check_page(limit)
+        with self._lock:
+            expired = [
+                address
+                for address, (_, expires_at) in self._records.items()
+                if expires_at is not None and expires_at <= now
+            ][:limit]
+            for address in expired:
+                del self._records[address]
+        return len(expired)
 
     def delete_record(self, address: Address) -> bool:
         """Delete a record; True when one existed."""

@@ -83,6 +83,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             permissions TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL,
             revoked BOOLEAN NOT NULL DEFAULT FALSE, label TEXT NOT NULL DEFAULT '')""",
     ),
+    (  # 2: expired records are found by expiry (purge_expired)
+        "CREATE INDEX records_expiry ON records (expires_at) WHERE expires_at IS NOT NULL",
+    ),
 )
 
 _B = "buffer_id = %s"
@@ -141,6 +144,8 @@ SQL: dict[str, str] = {
     "scope_records_delete": "DELETE FROM records WHERE scope = %s AND scope_id = %s",
     "sessions_of_owner": "SELECT id, status FROM sessions WHERE owner = %s ORDER BY id FOR UPDATE",
     "tokens_of_user_delete": "DELETE FROM tokens WHERE user_id = %s",
+    "records_purge": """DELETE FROM records WHERE expires_at <= %s AND (scope, scope_id, key) IN
+        (SELECT scope, scope_id, key FROM records WHERE expires_at <= %s LIMIT %s)""",
     "record_get": f"SELECT value, expires_at FROM records WHERE {_ADDR}",
     "record_put": """INSERT INTO records (scope, scope_id, key, value, expires_at)
         VALUES (%s, %s, %s, %s, %s) ON CONFLICT (scope, scope_id, key) DO UPDATE

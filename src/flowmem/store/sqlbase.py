@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from flowmem.core import AppendOutcome, Message, apply_append
 from flowmem.errors import ConflictError, SchemaTooNewError, StoreError
 from flowmem.store.base import (
+    PURGE_BATCH,
     SESSION_SCOPE,
     USER_SCOPE,
     Address,
@@ -213,6 +214,12 @@ class SqlStore(ABC, Generic[C]):
         """Delete a record; True when one existed."""
         check_address(address)
         return self._changed("record_delete", tuple(address))
+
+    def purge_expired(self, now: float, limit: int = PURGE_BATCH) -> int:
+        """Delete at most ``limit`` records expired at ``now`` (one transaction); return how many."""
+        check_page(limit)
+        with self._connection() as conn:
+            return int(conn.execute(self.SQL["records_purge"], (now, now, limit)).rowcount)
 
     # --- conversation buffers (the append itself is per backend: MEM-12) ------------------
     def pop_last(self, address: Address) -> Message | None:

@@ -93,6 +93,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             permissions TEXT NOT NULL, created_at REAL NOT NULL,
             revoked INTEGER NOT NULL DEFAULT 0, label TEXT NOT NULL DEFAULT '')""",
     ),
+    (  # 2: expired records are found by expiry (purge_expired)
+        "CREATE INDEX records_expiry ON records (expires_at) WHERE expires_at IS NOT NULL",
+    ),
 )
 
 _B = "buffer_id = ?"
@@ -146,6 +149,8 @@ SQL: dict[str, str] = {
     "scope_records_delete": "DELETE FROM records WHERE scope = ? AND scope_id = ?",
     "sessions_of_owner": "SELECT id, status FROM sessions WHERE owner = ? ORDER BY id",
     "tokens_of_user_delete": "DELETE FROM tokens WHERE user_id = ?",
+    "records_purge": """DELETE FROM records WHERE expires_at <= ? AND (scope, scope_id, key) IN
+        (SELECT scope, scope_id, key FROM records WHERE expires_at <= ? LIMIT ?)""",
     "record_get": "SELECT value, expires_at FROM records WHERE scope = ? AND scope_id = ? AND key = ?",
     "record_put": """INSERT INTO records (scope, scope_id, key, value, expires_at) VALUES (?, ?, ?, ?, ?)
         ON CONFLICT (scope, scope_id, key) DO UPDATE SET value = excluded.value,
