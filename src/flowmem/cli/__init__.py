@@ -1,8 +1,9 @@
 """The ``flowmem`` command line: one group, one module per command family.
 
 Commands are imported when they are used, so a plain ``pip install flowmem`` runs
-``check``, ``normalize``, ``token`` and ``user`` without the extras that ``serve``, ``chat``
-and ``demo`` need; those name the extra to install instead of crashing.
+``backup``, ``check``, ``normalize``, ``token`` and ``user`` without the extras
+that ``serve``, ``chat`` and ``demo`` need; those name the extra to install
+instead of crashing.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from flowmem.cli.errors import run_guarded
 
 # command name -> (module, attribute, the extra its dependencies come from)
 COMMANDS: dict[str, tuple[str, str, str | None]] = {
+    "backup": ("flowmem.cli.backup", "backup_command", None),
     "chat": ("flowmem.cli.chat", "chat_command", "runtime"),
     "check": ("flowmem.cli.check", "check_command", None),
     "demo": ("flowmem.cli.demo", "demo_command", "runtime"),

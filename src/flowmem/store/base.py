@@ -8,6 +8,7 @@ live only in ``flowmem.core``: a backend answers the questions of
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, runtime_checkable
@@ -243,4 +244,13 @@ class SupportsPopLast(Protocol):
 
     def pop_last(self, address: Address) -> Message | None:
         """Remove and return the buffer's last row, or None when the buffer is empty."""
+        ...
+
+
+@runtime_checkable
+class SupportsBackup(Protocol):
+    """An optional capability: copy the live database to a new file (``SqliteStore``)."""
+
+    def backup(self, destination: str | os.PathLike[str]) -> int:
+        """Write a consistent copy to ``destination`` (never overwritten); return its size."""
         ...

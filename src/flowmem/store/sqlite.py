@@ -30,6 +30,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from flowmem.core import AppendOutcome, Message
 from flowmem.errors import (
     ConfigurationError,
+    ConflictError,
     InvalidInputError,
     StoreBusyError,
     StoreError,
@@ -522,6 +523,39 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             return True
 
         return self._write(work)
+
+    # --- backup -----------------------------------------------------------------------------
+    def backup(self, destination: str | os.PathLike[str]) -> int:
+        """Copy the database, consistent as of one moment, to a new file; return its size in bytes.
+
+        SQLite's online backup runs inside one read transaction, so writers go on
+        (WAL) and the copy holds every transaction committed before it started and
+        none after. It is written to a temporary file beside ``destination`` and
+        linked into place, so a failed backup leaves no partial file and an
+        existing file is never overwritten (ConflictError).
+        """
+        target = Path(destination)
+        if target.exists():
+            raise ConflictError(f"{target} exists; a backup never overwrites a file")
+        partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
+        try:
+            copy = sqlite3.connect(partial)
+            try:
+                with self._connection() as conn:
+                    conn.backup(copy)
+            finally:
+                copy.close()
+            os.link(partial, target)  # unlike a rename, fails when the target appeared meanwhile
+        except FileExistsError as exc:
+            raise ConflictError(f"{target} exists; a backup never overwrites a file") from exc
+        except OSError as exc:
+            raise StoreError(f"cannot write the backup {target}: {exc}") from exc
+        except sqlite3.Error as exc:
+            raise StoreError(f"backup of {self.path} failed: {exc}") from exc
+        finally:
+            with suppress(OSError):
+                partial.unlink()
+        return target.stat().st_size
 
     def close(self) -> None:
         """Close every pooled connection (connections on loan close when returned)."""
