@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from flowmem.api import create_app
+from flowmem.errors import StoreUnavailableError
 from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
 from flowmem.sessions import memory_context
@@ -35,6 +36,19 @@ def test_open_endpoints_need_no_token(api: Api) -> None:
     spec = api.call("GET", "/openapi.json", None).json()
     assert "/v1/sessions" in spec["paths"]
     assert api.call("GET", "/docs", None).status_code == 200
+    assert api.call("GET", "/health/store", None).json()["status"] == "ok"
+
+
+def test_store_health_is_503_when_the_store_does_not_answer() -> None:
+    class DownStore(MemoryStore):
+        def count(self, address: Address) -> int:
+            raise StoreUnavailableError("cannot connect to PostgreSQL")
+
+    with TestClient(create_app(DownStore()), raise_server_exceptions=False) as client:
+        assert client.get("/health").status_code == 200  # liveness does not ask the store
+        response = client.get("/health/store")
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "store_unavailable"
 
 
 def _all_operations(app_client: TestClient) -> list[tuple[str, str]]:
@@ -62,7 +76,7 @@ def test_every_route_refuses_without_valid_token(memory_api: Api, who: str | Non
     }[who]
     before = snapshot(memory_api)
     for method, path in _all_operations(memory_api.client):
-        if path == "/health":
+        if path in ("/health", "/health/store"):
             continue
         body = {"messages": [{"role": "user", "content": "x"}]}
         response = memory_api.client.request(method, path, headers=headers, json=body)

@@ -21,10 +21,11 @@ from flowmem.api.models import Health
 from flowmem.api.pool import DEFAULT_STORE_CONCURRENCY, StorePool
 from flowmem.api.purge import PURGE_INTERVAL, purge_expired_forever
 from flowmem.api.routes import memory, sessions, stateless, users
+from flowmem.api.routes.common import errors
 from flowmem.errors import ConfigurationError
 from flowmem.service import MemoryService
 from flowmem.sessions import SessionService, TurnRunner
-from flowmem.store import DEFAULT_LOCK_TIMEOUT, Store, open_store
+from flowmem.store import DEFAULT_LOCK_TIMEOUT, Address, Store, open_store
 
 DATABASE_ENV = "FLOWMEM_DATABASE_URL"
 CONCURRENCY_ENV = "FLOWMEM_STORE_CONCURRENCY"
@@ -36,6 +37,9 @@ buffers and memory records under the FlowDrop GR-MEM rules.
 Every route except `/health`, `/openapi.json` and `/docs` needs
 `Authorization: Bearer <token>` (create one with `flowmem token create`).
 Refusals are `{"error": {"code", "message"}}`."""
+
+
+HEALTH_PROBE = Address("global", "", "__flowmem_health__")  # read by /health/store; never written
 
 
 def create_app(
@@ -121,7 +125,13 @@ def create_app(
 
     @app.get("/health", response_model=Health, tags=["health"])
     async def health() -> dict[str, Any]:
-        """Liveness: no token needed."""
+        """Liveness: the server answers (the store is not asked). No token needed."""
+        return {"status": "ok", "version": __version__}
+
+    @app.get("/health/store", response_model=Health, tags=["health"], responses=errors(503))
+    async def store_health() -> dict[str, Any]:
+        """Readiness: the store answers a read (503 `store_unavailable` if not). No token needed."""
+        await services.pool.run(store.count, HEALTH_PROBE)
         return {"status": "ok", "version": __version__}
 
     app.include_router(memory.router)  # first: the hot path, matched before the others

@@ -36,7 +36,9 @@ from flowmem.errors import (
 log = logging.getLogger("flowmem.http")
 
 # Paths served without a token.
-OPEN_PATHS = frozenset({"/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+OPEN_PATHS = frozenset(
+    {"/health", "/health/store", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"}
+)
 
 # flowmem error class -> HTTP status; the first match wins (subclasses before bases).
 STATUS_TABLE: list[tuple[type[FlowmemError], int]] = [

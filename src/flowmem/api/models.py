@@ -271,7 +271,7 @@ class CheckOut(BaseModel):
 
 
 class Health(BaseModel):
-    """Liveness: the server answers and the store is reachable."""
+    """The server answers (``/health``), and the store too (``/health/store``)."""
 
     status: Literal["ok"]
     version: str

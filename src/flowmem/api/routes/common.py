@@ -21,6 +21,7 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         413: "Body or batch too large.",
         415: "The body is not JSON.",
         422: "Invalid fields; `details` lists them.",
+        503: "The store is unreachable or busy; retry later.",
     }
     return {s: {"model": ErrorBody, "description": descriptions[s]} for s in statuses}
 
