@@ -128,16 +128,18 @@ def create_app(
         """Liveness: the server answers (the store is not asked). No token needed."""
         return {"status": "ok", "version": __version__}
 
+    app.include_router(memory.router)  # first: the hot path, matched before the others
+    app.include_router(sessions.router)
+    app.include_router(stateless.router)
+    app.include_router(users.router)
+
+    # after the routers: every route before the memory ones is one more match per append
     @app.get("/health/store", response_model=Health, tags=["health"], responses=errors(503))
     async def store_health() -> dict[str, Any]:
         """Readiness: the store answers a read (503 `store_unavailable` if not). No token needed."""
         await services.pool.run(store.count, HEALTH_PROBE)
         return {"status": "ok", "version": __version__}
 
-    app.include_router(memory.router)  # first: the hot path, matched before the others
-    app.include_router(sessions.router)
-    app.include_router(stateless.router)
-    app.include_router(users.router)
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(RequestLogMiddleware)
     return app
