@@ -10,6 +10,7 @@ import copy
 import json
 import threading
 from dataclasses import replace
+from itertools import islice
 from typing import Any
 
 from flowmem.core import AppendOutcome, ListEditor, Message, apply_append
@@ -30,6 +31,7 @@ from flowmem.store.rows import (
     check_address,
     check_last,
     check_lock_timeout,
+    check_none_running,
     check_page,
     dump_json,
 )
@@ -88,11 +90,16 @@ class MemoryStore:
         """Delete at most ``limit`` records expired at ``now``; return how many."""
         check_page(limit)
         with self._lock:
-            expired = [
-                address
-                for address, (_, expires_at) in self._records.items()
-                if expires_at is not None and expires_at <= now
-            ][:limit]
+            expired = list(
+                islice(
+                    (
+                        address
+                        for address, (_, expires_at) in self._records.items()
+                        if expires_at is not None and expires_at <= now
+                    ),
+                    limit,
+                )
+            )
             for address in expired:
                 del self._records[address]
         return len(expired)
@@ -214,11 +221,7 @@ class MemoryStore:
         """Delete the user's sessions, ``user`` scope and tokens at once (ConflictError while running)."""
         with self._lock:
             owned = sorted(s.id for s in self._sessions.values() if s.owner == user_id)
-            running = [sid for sid in owned if self._sessions[sid].status == "running"]
-            if running:
-                raise ConflictError(
-                    f"session {running[0]} of this user is running a turn; stop it first"
-                )
+            check_none_running((sid, self._sessions[sid].status) for sid in owned)
             buffers = records = 0
             for session_id in owned:
                 dropped = self._delete_session(session_id) or (0, 0)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from flowmem.errors import InvalidInputError, NotSerializableError
+from flowmem.errors import ConflictError, InvalidInputError, NotSerializableError
 from flowmem.store.base import Address, SessionRecord, TokenRecord
 
 
@@ -34,6 +34,15 @@ def check_lock_timeout(seconds: float) -> float:
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds != seconds:
         raise InvalidInputError(f"lock_timeout must be a number of seconds, got {seconds!r}")
     return min(max(float(seconds), 0.0), 86400.0)
+
+
+def check_none_running(sessions: Iterable[tuple[str, str]]) -> None:
+    """Refuse an erasure (ConflictError) while one of the user's ``(id, status)`` sessions runs."""
+    for session_id, status in sessions:
+        if status == "running":
+            raise ConflictError(
+                f"session {session_id} of this user is running a turn; stop it first"
+            )
 
 
 def check_page(limit: int, offset: int = 0) -> None:

@@ -35,6 +35,7 @@ from flowmem.store.memory import to_json
 from flowmem.store.rows import (
     check_address,
     check_last,
+    check_none_running,
     check_page,
     dump_json,
     session_from_row,
@@ -330,11 +331,7 @@ class SqlStore(ABC, Generic[C]):
 
         def work(conn: C) -> Erasure:
             owned = conn.execute(self.SQL["sessions_of_owner"], (user_id,)).fetchall()
-            running = [sid for sid, status in owned if status == "running"]
-            if running:
-                raise ConflictError(
-                    f"session {running[0]} of this user is running a turn; stop it first"
-                )
+            check_none_running(owned)
             buffers = records = 0
             for session_id, _ in owned:
                 dropped = self._delete_session(conn, session_id) or (0, 0)
