@@ -160,6 +160,8 @@ SQL: dict[str, str] = {
     "sessions_owned": """SELECT id, name, owner, status, agent, metadata, created_at, updated_at
         FROM sessions WHERE owner = %s ORDER BY created_at DESC, id DESC LIMIT %s OFFSET %s""",
     "sessions_owned_count": "SELECT COUNT(*) FROM sessions WHERE owner = %s",
+    # a clear's running-turn guard: the share lock waits for a status change in flight
+    "session_status_guard": "SELECT status FROM sessions WHERE id = %s FOR SHARE",
     "session_status_cas": """UPDATE sessions SET status = %s WHERE id = %s
         AND (%s::text[] IS NULL OR status = ANY(%s::text[]))""",
     "session_delete": "DELETE FROM sessions WHERE id = %s",
@@ -282,15 +284,18 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
             return work(conn)
 
     def _write_serialized(
-        self, address: Address, work: Callable[[psycopg.Connection[Any]], T]
+        self, address: Address, work: Callable[[psycopg.Connection[Any]], T], hold: bool = True
     ) -> T:
-        """Run ``work`` in one transaction that first takes the address's advisory lock."""
+        """Run ``work`` in one transaction that first takes the address's advisory lock.
+
+        ``hold=False``: ``work`` takes that lock itself.
+        """
 
         def locked(conn: psycopg.Connection[Any]) -> T:
             self._hold_buffer(conn, address)
             return work(conn)
 
-        return self._write(locked)
+        return self._write(locked if hold else work)
 
     def _hold_buffer(self, conn: psycopg.Connection[Any], address: Address) -> None:
         """Take the address's advisory lock until the transaction ends (what appends take)."""

@@ -168,6 +168,7 @@ SQL: dict[str, str] = {
     "sessions_owned_count": "SELECT COUNT(*) FROM sessions WHERE owner = ?",
     "session_status": "UPDATE sessions SET status = ? WHERE id = ?",
     "session_status_get": "SELECT status FROM sessions WHERE id = ?",
+    "session_status_guard": "SELECT status FROM sessions WHERE id = ?",
     "session_delete": "DELETE FROM sessions WHERE id = ?",
     "transcript_seq_next": """INSERT INTO transcript_seq (session_id, last_seq) VALUES (?, 1)
         ON CONFLICT (session_id) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq""",
@@ -406,8 +407,13 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             conn.execute("COMMIT")
             return result
 
-    def _write_serialized(self, address: Address, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``work`` in one write transaction under the address's in-process lock."""
+    def _write_serialized(
+        self, address: Address, work: Callable[[sqlite3.Connection], T], hold: bool = True
+    ) -> T:
+        """Run ``work`` in one write transaction under the address's in-process lock.
+
+        ``hold`` changes nothing here: the write transaction excludes every other writer.
+        """
         with self._locks.hold(address, DEFAULT_LOCK_TIMEOUT):
             return self._write(work)
 
