@@ -41,7 +41,7 @@ def test_open_endpoints_need_no_token(api: Api) -> None:
 
 def test_store_health_is_503_when_the_store_does_not_answer() -> None:
     class DownStore(MemoryStore):
-        def count(self, address: Address) -> int:
+        def put_record(self, address: Address, value: Any, expires_at: float | None) -> None:
             raise StoreUnavailableError("cannot connect to PostgreSQL")
 
     with TestClient(create_app(DownStore()), raise_server_exceptions=False) as client:

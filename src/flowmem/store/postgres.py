@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 import psycopg.errors
@@ -25,7 +25,10 @@ from flowmem.errors import (
     ConfigurationError,
     InvalidInputError,
     StoreBusyError,
+    StoreCorruptError,
     StoreError,
+    StoreFullError,
+    StoreReadOnlyError,
     StoreUnavailableError,
 )
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Store
@@ -220,7 +223,9 @@ def parse_url(url: str) -> tuple[str, dict[str, float]]:
             kept.append((name, value))
     if options["pool_min"] < 0 or options["pool_max"] < max(1, options["pool_min"]):
         raise ConfigurationError("need 0 <= pool_min <= pool_max and pool_max >= 1")
-    conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(kept), parts.fragment))
+    # quote, not quote_plus: libpq reads "+" literally (options=-ca%3D1%20-cb%3D2 must keep its space)
+    query = urlencode(kept, quote_via=quote)
+    conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, query, parts.fragment))
     return conninfo, options
 
 
@@ -265,12 +270,23 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
     # --- connections -------------------------------------------------------------------
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """Lend a pooled connection; translate driver errors to ``StoreError``."""
+        """Lend a pooled connection; translate driver errors to ``StoreError``.
+
+        ``disk_full`` (53100) → ``StoreFullError``, ``read_only_sql_transaction``
+        (25006) → ``StoreReadOnlyError``, ``data_corrupted``/``index_corrupted``
+        (XX001/XX002) → ``StoreCorruptError``.
+        """
         try:
             with self._pool.connection() as conn:
                 yield conn
         except PoolTimeout as exc:
             raise StoreUnavailableError(f"no PostgreSQL connection available: {exc}") from exc
+        except psycopg.errors.DiskFull as exc:
+            raise StoreFullError(f"PostgreSQL's disk is full: {exc}") from exc
+        except psycopg.errors.ReadOnlySqlTransaction as exc:
+            raise StoreReadOnlyError(f"PostgreSQL takes only reads: {exc}") from exc
+        except (psycopg.errors.DataCorrupted, psycopg.errors.IndexCorrupted) as exc:
+            raise StoreCorruptError(f"PostgreSQL reports damaged data: {exc}") from exc
         except psycopg.OperationalError as exc:
             raise StoreUnavailableError(f"PostgreSQL failed: {exc}") from exc
         except psycopg.DataError as exc:  # a value PostgreSQL cannot hold (NUL, out of range)
