@@ -358,9 +358,11 @@ def flowmem_server(
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 raise RuntimeError(f"flowmem serve exited: {err.read_text()}")
+            # stdout is a file, so the first start writes the token to a private file
             for line in out.read_text().splitlines():
-                if "admin token:" in line:
-                    token = line.split("admin token:", 1)[1].strip()
+                if "admin token written to " in line:
+                    name = line.split("admin token written to ", 1)[1].split()[0]
+                    token = (workdir / name).read_text().strip()
             if token and _healthy(port):
                 break
             time.sleep(0.2)

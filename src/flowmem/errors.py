@@ -93,6 +93,30 @@ class StoreUnavailableError(StoreError):
     code = "store_unavailable"
 
 
+class StoreFullError(StoreError):
+    """The disk (or the database's size limit) is full: the write was refused, nothing changed.
+
+    SQLite's SQLITE_FULL, PostgreSQL's ``disk_full`` (53100), ENOSPC from an fsync.
+    """
+
+    code = "store_full"
+
+
+class StoreReadOnlyError(StoreError):
+    """The database only takes reads (a read-only file or mount, a read-only server).
+
+    SQLite's SQLITE_READONLY, PostgreSQL's ``read_only_sql_transaction`` (25006), EROFS.
+    """
+
+    code = "store_read_only"
+
+
+class StoreCorruptError(StoreError):
+    """The database file is damaged (SQLite's SQLITE_CORRUPT/NOTADB, PostgreSQL's XX001/XX002)."""
+
+    code = "store_corrupt"
+
+
 class SchemaTooNewError(StoreError):
     """The database was written by a newer flowmem than this one."""
 

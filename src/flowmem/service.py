@@ -30,7 +30,7 @@ from typing import Any
 from flowmem.core import Message, is_empty, prepare
 from flowmem.errors import ConfigurationError, InvalidInputError, NotSerializableError
 from flowmem.scope import ExecutionContext, Refusal, check_scope, resolve_scope
-from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Store
+from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, SESSION_SCOPE, Address, Store
 
 log = logging.getLogger("flowmem")
 
@@ -380,7 +380,11 @@ class MemoryService:
         return BufferResult(messages=rows, count=count, resolved_scope_id=scope_id)
 
     def clear(self, scope: str, key: str, context: ExecutionContext | None) -> WriteResult:
-        """Delete every row of a buffer; a refusal reports failure and clears nothing (MEM-7)."""
+        """Delete every row of a buffer; a refusal reports failure and clears nothing (MEM-7).
+
+        A buffer in the ``session`` scope of a session running a turn is not cleared:
+        ConflictError, checked atomically with the clear (``Store.clear``).
+        """
         name = check_key(key)
         resolved = self._resolve("clear", scope, name, context)
         if isinstance(resolved, Refusal):
@@ -388,7 +392,12 @@ class MemoryService:
         return self.clear_raw(scope, resolved, name)
 
     def clear_raw(self, scope: str, scope_id: str, key: str) -> WriteResult:
-        """Clear a buffer at an explicit scope id; ``removed`` is the number of rows deleted."""
+        """Clear a buffer at an explicit scope id; ``removed`` is the number of rows deleted.
+
+        ConflictError, nothing cleared, for a ``session``-scope buffer whose session is
+        running a turn (checked in the clearing transaction).
+        """
         address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
-        removed = self.store.clear(address)
+        guard = address.scope_id if address.scope == SESSION_SCOPE else None
+        removed = self.store.clear(address, guard_session=guard)
         return WriteResult(success=True, resolved_scope_id=scope_id, removed=removed)

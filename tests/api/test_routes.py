@@ -41,7 +41,7 @@ def test_open_endpoints_need_no_token(api: Api) -> None:
 
 def test_store_health_is_503_when_the_store_does_not_answer() -> None:
     class DownStore(MemoryStore):
-        def count(self, address: Address) -> int:
+        def put_record(self, address: Address, value: Any, expires_at: float | None) -> None:
             raise StoreUnavailableError("cannot connect to PostgreSQL")
 
     with TestClient(create_app(DownStore()), raise_server_exceptions=False) as client:
@@ -287,6 +287,30 @@ def test_reset_clears_buffer_not_transcript(api: Api) -> None:
     assert len(api.call("GET", f"/v1/sessions/{sid}/messages").json()["data"]) == 1
     stop = api.call("POST", f"/v1/sessions/{sid}/stop", "driver")
     assert stop.json() == {"stopped": False, "status": "completed"}
+
+
+def test_every_route_that_clears_a_running_sessions_buffer_answers_409(api: Api) -> None:
+    sid = api.session()
+    api.call("POST", f"/v1/sessions/{sid}/turns", json={"content": "hello"})
+    other = f"/v1/buffers/session/notes?session_id={sid}"
+    api.call("POST", other, json={"messages": {"role": "user", "content": "note"}})
+    assert api.store.set_session_status(sid, "running")
+    kept = [Address("session", sid, "chat_history"), Address("session", sid, "notes")]
+    before = snapshot(api, kept)
+    for method, path in [
+        ("POST", f"/v1/sessions/{sid}/reset"),
+        ("DELETE", f"/v1/buffers/session/chat_history?session_id={sid}"),
+        ("DELETE", other),
+    ]:
+        response = api.call(method, path)
+        assert response.status_code == 409, (path, response.json())
+        assert response.json()["error"]["code"] == "conflict"
+    assert snapshot(api, kept) == before
+    loaded = api.call("GET", f"/v1/buffers/session/chat_history?session_id={sid}").json()
+    assert loaded["count"] == 1
+    assert api.store.set_session_status(sid, "completed")
+    cleared = api.call("DELETE", f"/v1/buffers/session/chat_history?session_id={sid}")
+    assert cleared.status_code == 200 and cleared.json()["removed"] == 1
 
 
 def test_mem_15_only_admin_edits_messages(api: Api) -> None:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import pty
+import re
+import select
 import signal
 import socket
 import subprocess
@@ -75,11 +78,15 @@ def served(args: list[str], cwd: Path) -> Iterator[tuple[str, Path, subprocess.P
                 process.wait()
 
 
+TOKEN_FILE_LINE = re.compile(r"admin token written to (\S+)")
+
+
 def admin_token(out: Path) -> str:
-    for line in out.read_text().splitlines():
-        if "admin token:" in line:
-            return line.split("admin token:", 1)[1].strip()
-    raise AssertionError(f"no admin token printed: {out.read_text()!r}")
+    """The first start's admin token: stdout is a file here, so it went to a private file."""
+    found = TOKEN_FILE_LINE.search(out.read_text())
+    if found is None:
+        raise AssertionError(f"no admin token file named: {out.read_text()!r}")
+    return (out.parent / found.group(1)).read_text().strip()
 
 
 def run_cli(args: list[str], cwd: Path) -> str:
@@ -141,6 +148,76 @@ def test_serve_no_inline_store_keeps_store_calls_in_threads_and_works(tmp_path: 
         message = {"messages": {"role": "user", "content": "hi"}}
         assert client.post("/v1/buffers/user/notes", json=message).json()["appended"] == 1
         assert client.get("/v1/buffers/user/notes").json()["count"] == 1
+
+
+def test_first_start_writes_the_admin_token_to_a_private_file_and_prints_only_its_path(
+    tmp_path: Path,
+) -> None:
+    with served([], tmp_path) as (base, out, _):
+        token = admin_token(out)
+        token_file = tmp_path / "flowmem-admin-token"
+        assert token_file.stat().st_mode & 0o777 == 0o600
+        assert token not in out.read_text() and token not in out.with_suffix(".err").read_text()
+        headers = {"Authorization": f"Bearer {token}"}
+        assert httpx.get(f"{base}/v1/sessions", headers=headers).status_code == 200
+
+
+def test_first_start_on_a_terminal_prints_the_token_exactly_once(tmp_path: Path) -> None:
+    port = free_port()
+    primary, secondary = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k != DATABASE_ENV}
+    process = subprocess.Popen(
+        [*FLOWMEM, "serve", "--port", str(port)],
+        cwd=tmp_path,
+        stdout=secondary,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    os.close(secondary)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 60
+        while b"try: curl" not in seen and time.monotonic() < deadline:
+            if select.select([primary], [], [], 0.5)[0]:
+                seen += os.read(primary, 4096)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+        os.close(primary)
+    text = seen.decode()
+    token = re.search(r"admin token: (fm_\S+)", text)
+    assert token is not None, text
+    assert text.count(token.group(1)) == 1, text
+    assert not (tmp_path / "flowmem-admin-token").exists()
+
+
+def test_a_first_start_that_cannot_listen_creates_no_token(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [*FLOWMEM, "serve", "--port", str(port)],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode != 0
+    assert "cannot listen" in done.stderr and "flowmem token create --admin" in done.stderr
+    assert "admin token" not in done.stdout
+    assert not (tmp_path / "flowmem-admin-token").exists()
+    listed = run_cli(["token", "list", "--database", f"sqlite:///{tmp_path}/flowmem.db"], tmp_path)
+    assert listed == ""  # the next start still bootstraps
+
+
+def test_a_start_without_an_admin_token_says_how_to_create_one(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path}/flowmem.db"
+    run_cli(["token", "create", "--user", "bob", "--database", db], tmp_path)
+    with served([], tmp_path) as (_, out, _):
+        err = out.with_suffix(".err").read_text()
+        assert "no admin token exists: create one with `flowmem token create --admin`" in err
+        assert "admin token written" not in out.read_text()
 
 
 def test_serve_refuses_workers_on_memory(tmp_path: Path) -> None:

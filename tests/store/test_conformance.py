@@ -161,6 +161,22 @@ def test_buffer_clear(store: Store) -> None:
     assert stored_append(store, A, call("c1")).appended == 1
 
 
+def test_clear_guarded_by_a_running_session_refuses_and_keeps_the_buffer(store: Store) -> None:
+    sid = "3f1c0d2e-0000-4000-8000-00000000c1ea"
+    address = Address("session", sid, "chat_history")
+    store.create_session(SessionRecord(sid, "s", "alice", "idle", None, {}, 1.0, 1.0))
+    stored_append(store, address, [user("a"), user("b")])
+    assert store.set_session_status(sid, "running", frozenset({"idle"}))
+    with pytest.raises(ConflictError):
+        store.clear(address, guard_session=sid)
+    assert store.count(address) == 2  # nothing deleted
+    assert store.clear(address) == 2  # unguarded (the runtime's own calls) it clears
+    stored_append(store, address, user("c"))
+    assert store.set_session_status(sid, "completed", frozenset({"running"}))
+    assert store.clear(address, guard_session=sid) == 1
+    assert store.clear(address, guard_session="no-such-session") == 0
+
+
 def test_mem_3_insert_after_orders_placeholders_mid_buffer(store: Store) -> None:
     """Healing inserts after each declaring turn's result run, repeatedly, in order."""
     stored_append(

@@ -11,10 +11,11 @@ from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.responses import JSONResponse
 
 from flowmem import __version__
 from flowmem.api.deps import Services
-from flowmem.api.errors import install_error_handlers
+from flowmem.api.errors import install_error_handlers, recent_store_fault, server_error_response
 from flowmem.api.limits import BodyLimitMiddleware
 from flowmem.api.logs import RequestLogMiddleware
 from flowmem.api.models import Health
@@ -22,7 +23,7 @@ from flowmem.api.pool import DEFAULT_STORE_CONCURRENCY, StorePool
 from flowmem.api.purge import PURGE_INTERVAL, purge_expired_forever
 from flowmem.api.routes import memory, sessions, stateless, users
 from flowmem.api.routes.common import errors
-from flowmem.errors import ConfigurationError
+from flowmem.errors import ConfigurationError, StoreError
 from flowmem.service import MemoryService
 from flowmem.sessions import SessionService, TurnRunner
 from flowmem.store import DEFAULT_LOCK_TIMEOUT, Address, Store, open_store
@@ -39,7 +40,17 @@ Every route except `/health`, `/openapi.json` and `/docs` needs
 Refusals are `{"error": {"code", "message"}}`."""
 
 
-HEALTH_PROBE = Address("global", "", "__flowmem_health__")  # read by /health/store; never written
+# written and read back by /health/store; expires a day after the last probe
+HEALTH_PROBE = Address("global", "", "__flowmem_health__")
+HEALTH_PROBE_TTL = 86400.0
+
+
+def probe_store(store: Store, now: float) -> None:
+    """Readiness: write one small record and read it back; the store's typed error if it fails."""
+    store.put_record(HEALTH_PROBE, {"checked_at": now}, now + HEALTH_PROBE_TTL)
+    found, _ = store.get_record(HEALTH_PROBE, now)
+    if not found:
+        raise StoreError("the health record just written could not be read back")
 
 
 def create_app(
@@ -134,10 +145,20 @@ def create_app(
     app.include_router(users.router)
 
     # after the routers: every route before the memory ones is one more match per append
-    @app.get("/health/store", response_model=Health, tags=["health"], responses=errors(503))
-    async def store_health() -> dict[str, Any]:
-        """Readiness: the store answers a read (503 `store_unavailable` if not). No token needed."""
-        await services.pool.run(store.count, HEALTH_PROBE)
+    @app.get("/health/store", response_model=Health, tags=["health"], responses=errors(503, 507))
+    async def store_health() -> dict[str, Any] | JSONResponse:
+        """Readiness: the store takes a write and reads it back. No token needed.
+
+        503 with the cause's code when it does not (`store_unavailable`,
+        `store_read_only`, `store_corrupt`, `store_error`), 507 `store_full` when
+        the disk is full. A full or read-only store that any request met in the
+        last 60 s fails it too, and a damaged one until the server restarts.
+        """
+        fault = recent_store_fault(app)
+        if fault is not None:
+            return server_error_response(fault)
+        # a failure is answered, and remembered like any request's, by the error handler
+        await services.pool.run(probe_store, store, (clock or time.time)())
         return {"status": "ok", "version": __version__}
 
     app.add_middleware(BodyLimitMiddleware)

@@ -9,6 +9,7 @@ here too, so every code a client can see is in one place.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -29,7 +30,10 @@ from flowmem.errors import (
     ModelError,
     NotFoundError,
     PayloadTooLargeError,
+    StoreCorruptError,
     StoreError,
+    StoreFullError,
+    StoreReadOnlyError,
     ToolError,
 )
 
@@ -49,6 +53,7 @@ STATUS_TABLE: list[tuple[type[FlowmemError], int]] = [
     (NotFoundError, 404),
     (ConflictError, 409),
     (ConfigurationError, 500),
+    (StoreFullError, 507),
     (StoreError, 503),
     (ModelError, 502),
     (ToolError, 502),
@@ -66,6 +71,43 @@ HTTP_CODES: dict[str, int] = {
     "invalid_input": 422,
     "internal_error": 500,
 }
+
+
+# What a 5xx tells the client: one sentence per code, never the driver's text (paths,
+# hosts). A storage condition the operator must fix is named, so clients and probes
+# can tell a full disk from a read-only or damaged database.
+SERVER_MESSAGES: dict[str, str] = {
+    StoreFullError.code: "the server's storage is full: the request was refused and nothing "
+    "was written",
+    StoreReadOnlyError.code: "the server's database is read-only: the request was refused and "
+    "nothing was written",
+    StoreCorruptError.code: "the server's database is damaged: the request was refused; it "
+    "must be restored from a backup",
+}
+SERVER_MESSAGE = "the server could not complete the request"
+
+# Seconds a full or read-only store met by any request keeps readiness failing, even
+# when the probe's small write still fits. A damaged database fails it until restart.
+STORE_FAULT_WINDOW = 60.0
+
+
+def record_store_fault(app: Any, error: FlowmemError) -> None:
+    """Remember a storage condition a request met, for ``/health/store``."""
+    if isinstance(error, StoreCorruptError):
+        app.state.store_fault = (error, None)  # never heals by itself
+    elif isinstance(error, StoreFullError | StoreReadOnlyError):
+        app.state.store_fault = (error, time.monotonic() + STORE_FAULT_WINDOW)
+
+
+def recent_store_fault(app: Any) -> FlowmemError | None:
+    """The storage condition a request met that still fails readiness, if any."""
+    fault = getattr(app.state, "store_fault", None)
+    if fault is None:
+        return None
+    error, until = fault
+    if until is not None and time.monotonic() >= until:
+        return None
+    return error  # type: ignore[no-any-return]
 
 
 def status_for(error: FlowmemError) -> int:
@@ -94,6 +136,13 @@ def error_response(
     return JSONResponse(error_body(code, message, details), status_code=status, headers=headers)
 
 
+def server_error_response(error: FlowmemError) -> JSONResponse:
+    """Return the response of a server-side error (its code and public sentence, no details)."""
+    return error_response(
+        status_for(error), error.code, SERVER_MESSAGES.get(error.code, SERVER_MESSAGE)
+    )
+
+
 def _field_details(error: FlowmemError) -> list[dict[str, Any]] | None:
     field = error.details.get("field") or error.details.get("argument")
     if field is None:
@@ -111,7 +160,8 @@ async def _flowmem_error(request: Request, exc: Exception) -> JSONResponse:
             return refused
     if status >= 500:
         log.error("request failed: %s", exc.message, exc_info=exc)
-        return error_response(status, exc.code, "the server could not complete the request")
+        record_store_fault(request.app, exc)
+        return server_error_response(exc)
     details = _field_details(exc) if status == 422 else None
     if status == 422 and details is None:
         details = []

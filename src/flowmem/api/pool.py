@@ -28,12 +28,19 @@ waits until an fsync in the pool's one sync thread covers every write made so
 far (``Store.sync``); writes made while that fsync runs share the next one. So
 nothing is acknowledged, or shown to anyone, before it is on disk, and the loop
 never waits for the disk.
+
+A failed fsync (docs/decisions/0019): the writes it covered are committed and
+visible to every reader, so their requests are answered as done — a refusal would
+claim that nothing changed — and the failure is logged as an ERROR. The store then
+defers no write until one has synced by itself, so from there on a write the disk
+does not take is refused before it changes anything.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -43,6 +50,7 @@ from flowmem.errors import ConfigurationError
 from flowmem.store.base import Store
 from flowmem.store.locks import WouldBlock, no_wait
 
+log = logging.getLogger("flowmem")
 T = TypeVar("T")
 DEFAULT_STORE_CONCURRENCY = 8
 
@@ -112,15 +120,21 @@ class StorePool:
         cancelled = done.cancelled()
         error = None if cancelled else done.exception()
         upto = done.result() if not cancelled and error is None else 0
+        if error is not None:
+            log.error(
+                "fsync of committed writes failed (%s): those writes are visible and were "
+                "answered as done, but may not survive a power loss; later writes sync "
+                "with their own commit until the disk takes them again",
+                error,
+            )
         waiting: list[tuple[int, asyncio.Future[None]]] = []
         for target, waiter in self._waiters:
             if waiter.done():
                 continue
             if cancelled:
                 waiter.cancel()
-            elif error is not None:
-                waiter.set_exception(error)
-            elif target <= upto:
+            elif error is not None or target <= upto:
+                # synced; or the fsync failed: committed and visible, answered as done (0019)
                 waiter.set_result(None)
             else:  # written after that fsync started: the next one covers it
                 waiting.append((target, waiter))

@@ -12,15 +12,22 @@ from flowmem.errors import (
     ConflictError,
     FlowmemError,
     NotFoundError,
+    StoreCorruptError,
+    StoreFullError,
+    StoreReadOnlyError,
 )
 
 # Exit codes: 0 success, 1 "the answer is no" (e.g. violations found),
-# 2 bad input or usage, 3 not found, 4 denied, 5 conflict, 6 storage or provider failure.
+# 2 bad input or usage, 3 not found, 4 denied, 5 conflict, 6 storage or provider failure,
+# 7 storage full, 8 database read-only, 9 database damaged.
 EXIT_CODES: list[tuple[type[FlowmemError], int]] = [
     (NotFoundError, 3),
     (AuthenticationError, 4),
     (AccessDeniedError, 4),
     (ConflictError, 5),
+    (StoreFullError, 7),
+    (StoreReadOnlyError, 8),
+    (StoreCorruptError, 9),
 ]
 EXIT_INPUT = 2
 EXIT_FAILURE = 6

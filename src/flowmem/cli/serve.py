@@ -1,16 +1,30 @@
-"""``flowmem serve``: the HTTP API on uvicorn; also the ``--database URL`` option the token commands share."""
+"""``flowmem serve``: the HTTP API on uvicorn; also the ``--database URL`` option the token commands share.
+
+The first start on a database with no tokens creates an admin token and shows it
+exactly once: on a terminal it is printed; otherwise (stdout captured by a log,
+a service manager, a container runtime) it is written to a new file only its owner
+can read (0600, ``--admin-token-file``, default ``./flowmem-admin-token``) and only
+the file's path is printed. Nothing is created before the server knows it can
+listen on its port and write that file, so a start that fails leaves no token
+nobody saw. Whenever no usable admin token exists, the server says how to create
+one (``flowmem token create --admin``).
+"""
 
 from __future__ import annotations
 
 import copy
 import os
+import socket
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, TypeVar
 
 import click
 import uvicorn  # the server extra; without it the CLI names the extra to install
 
+from flowmem.access import PERM_ADMIN
 from flowmem.api.tcp import PROTOCOL
 from flowmem.auth import bootstrap_admin_token
 from flowmem.cli.database import (
@@ -20,7 +34,7 @@ from flowmem.cli.database import (
     redact,
 )
 from flowmem.errors import ConfigurationError
-from flowmem.store import open_store
+from flowmem.store import Store, open_store
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -51,13 +65,123 @@ def log_config(access_log: bool) -> dict[str, Any]:
     return config
 
 
-def prepare_database(url: str) -> str | None:
-    """Open the database once (creating its schema) and return a bootstrap admin token, if any."""
+DEFAULT_TOKEN_FILE = "flowmem-admin-token"
+CREATE_ADMIN_HINT = "flowmem token create --admin"
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """What the first start created: the admin token, and the file it went to (None: print it)."""
+
+    token: str
+    file: Path | None
+
+
+def check_listenable(host: str, port: int) -> None:
+    """Refuse (ClickException) when ``host:port`` cannot be bound, before anything is created."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc}") from exc
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            raise click.ClickException(f"cannot listen on {host}:{port}: {exc}") from exc
+
+
+def _new_private_file(path: Path) -> IO[str]:
+    """Create ``path`` readable and writable by its owner only; refuse an existing file."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise click.ClickException(
+            f"{path} exists (an admin token from an earlier first start?): move it away, or "
+            "choose another file with --admin-token-file; nothing was created"
+        ) from None
+    except OSError as exc:
+        raise click.ClickException(
+            f"cannot create the admin token file {path}: {exc}; nothing was created"
+        ) from exc
+    return os.fdopen(fd, "w", encoding="utf-8")
+
+
+def has_admin_token(store: Store) -> bool:
+    """True when some token that is not revoked carries the admin permission."""
+    return any(PERM_ADMIN in t.permissions and not t.revoked for t in store.list_tokens())
+
+
+def bootstrap(
+    store: Store, host: str, port: int, token_file: Path | None
+) -> Bootstrap | None:
+    """On a database with no tokens, create the first admin token; None when tokens exist.
+
+    The port is checked and the token file (``token_file``; None: the token will be
+    printed) created first, so a failure leaves no token behind.
+    """
+    if store.list_tokens():
+        return None
+    try:
+        check_listenable(host, port)
+    except click.ClickException as exc:
+        raise click.ClickException(
+            f"{exc.message}; nothing was created: the next start creates the first admin "
+            f"token, or create one with `{CREATE_ADMIN_HINT}`"
+        ) from None
+    sink = None if token_file is None else _new_private_file(token_file)
+    try:
+        token = bootstrap_admin_token(store)
+        if token is None:  # another process bootstrapped meanwhile
+            if token_file is not None:
+                token_file.unlink(missing_ok=True)
+            return None
+        if sink is not None:
+            sink.write(token + "\n")
+            sink.flush()
+            os.fsync(sink.fileno())
+    except BaseException:
+        if sink is not None:
+            sink.close()
+            if token_file is not None:
+                token_file.unlink(missing_ok=True)
+        raise
+    if sink is not None:
+        sink.close()
+    return Bootstrap(token, token_file)
+
+
+def prepare_database(
+    url: str, host: str, port: int, token_file: Path | None
+) -> tuple[Bootstrap | None, bool]:
+    """Open the database once (creating its schema); return (bootstrap, an admin token exists)."""
     store = open_store(url)
     try:
-        return bootstrap_admin_token(store)
+        created = bootstrap(store, host, port, token_file)
+        return created, created is not None or has_admin_token(store)
     finally:
         store.close()
+
+
+def announce(created: Bootstrap | None, has_admin: bool, url: str, host: str, port: int) -> None:
+    """Show the first admin token once (or its file), or how to create one when none exists."""
+    if created is not None and created.file is None:
+        click.echo("No tokens yet: created an admin token (shown once, store it now):")
+        click.echo(f"  admin token: {created.token}")
+        click.echo(
+            f'  try: curl -H "Authorization: Bearer $TOKEN" http://{host}:{port}/v1/sessions'
+        )
+    elif created is not None:
+        click.echo(
+            f"No tokens yet: created an admin token; admin token written to {created.file} "
+            "(readable only by its owner; it is not printed because stdout is not a terminal)"
+        )
+    elif not has_admin:
+        database = "" if url == default_database_url() else f" --database {redact(url)}"
+        click.echo(
+            f"no admin token exists: create one with `{CREATE_ADMIN_HINT}{database}`", err=True
+        )
 
 
 @click.command("serve")
@@ -92,6 +216,13 @@ def prepare_database(url: str) -> str | None:
     help="Threads per worker doing store work at once; more requests wait their turn.",
 )
 @click.option(
+    "--admin-token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Where the first start writes its admin token when stdout is not a terminal "
+    f"(a new file, mode 0600) [default: ./{DEFAULT_TOKEN_FILE}].",
+)
+@click.option(
     "--inline-store/--no-inline-store",
     default=True,
     show_default=True,
@@ -106,13 +237,15 @@ def serve_command(
     access_log: bool,
     graceful_timeout: int,
     store_concurrency: int,
+    admin_token_file: Path | None,
     inline_store: bool,
 ) -> None:
     """Serve the HTTP API on uvicorn (default database: ./flowmem.db).
 
-    On a database with no tokens yet, a one-time admin token is created and
-    printed. SIGINT/SIGTERM stop accepting connections and let in-flight requests
-    finish before exiting.
+    On a database with no tokens yet, a one-time admin token is created and shown
+    once: printed on a terminal, otherwise written to a file only you can read
+    (--admin-token-file) whose path is printed. SIGINT/SIGTERM stop accepting
+    connections and let in-flight requests finish before exiting.
     """
     url = database or default_database_url()
     in_process = url.startswith("memory://")
@@ -120,12 +253,16 @@ def serve_command(
         raise ConfigurationError(
             "--workers > 1 needs a database the workers share: sqlite:///… or postgresql://…"
         )
+    token_file = None
+    if not sys.stdout.isatty():
+        token_file = admin_token_file or Path(DEFAULT_TOKEN_FILE)
     app: Any = None
     if in_process:
         from flowmem.api.app import create_app, runtime_runner
 
         store = open_store(url)  # lives in this process, with its bootstrap token
-        token = bootstrap_admin_token(store)
+        created = bootstrap(store, host, port, token_file)
+        has_admin = created is not None or has_admin_token(store)
         app = create_app(
             store,
             runner_factory=runtime_runner,
@@ -134,16 +271,11 @@ def serve_command(
             freeze_gc=True,
         )
     else:
-        token = prepare_database(url)
+        created, has_admin = prepare_database(url, host, port, token_file)
         os.environ[DATABASE_ENV] = url
         os.environ["FLOWMEM_STORE_CONCURRENCY"] = str(store_concurrency)
         os.environ["FLOWMEM_INLINE_STORE"] = "1" if inline_store else "0"
-    if token is not None:
-        click.echo("No tokens yet: created an admin token (shown once, store it now):")
-        click.echo(f"  admin token: {token}")
-        click.echo(
-            f'  try: curl -H "Authorization: Bearer {token}" http://{host}:{port}/v1/sessions'
-        )
+    announce(created, has_admin, url, host, port)
     click.echo(
         f"flowmem serving {redact(url)} on http://{host}:{port} with {workers} worker(s)",
         err=True,

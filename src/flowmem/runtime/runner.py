@@ -5,6 +5,14 @@ It owns what surrounds a turn: picking the session's agent, the session status
 ``ConflictError`` before anything is recorded), the liveness lease and its heartbeat,
 releasing a session left ``running`` by a crashed process, stop requests, and
 running the turn inline (``wait=True``) or in a background thread.
+
+A finished turn's result is kept only while a client of this process can still ask
+for it: ``start_turn(wait=True)`` hands it over and keeps nothing; a background
+turn's result stays for ``keep_results_for`` seconds after it ended (default 300)
+and at most ``keep_results`` finished turns are kept (default 100, the oldest is
+forgotten first), so the memory the runner holds is bounded whatever the number of
+turns. A forgotten turn is ``NotFoundError`` to ``turn()``/``wait()``; the session's
+status and transcript keep the outcome for everyone.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ import logging
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +44,8 @@ log = logging.getLogger("flowmem")
 
 STARTABLE = frozenset({"idle", "completed", "failed"})
 DEFAULT_STALE_AFTER = 60.0
+DEFAULT_KEEP_RESULTS = 100  # finished turns whose result turn()/wait() can still return
+DEFAULT_KEEP_RESULTS_FOR = 300.0  # seconds a finished turn's result stays askable
 
 
 @dataclass
@@ -56,7 +67,9 @@ class AgentRunner:
     ``default_agent`` (the only agent when there is exactly one). ``stale_after``
     is how long a ``running`` session may go without a heartbeat before it counts
     as left by a crashed process; the heartbeat runs every ``heartbeat`` seconds
-    (default a quarter of ``stale_after``).
+    (default a quarter of ``stale_after``). A background turn's result stays
+    askable (``turn``/``wait``) for ``keep_results_for`` seconds after the turn
+    ended, for at most ``keep_results`` finished turns (0 keeps none).
     """
 
     def __init__(
@@ -70,7 +83,19 @@ class AgentRunner:
         heartbeat: float | None = None,
         clock: Callable[[], float] = time.time,
         on_event: EventSink | None = None,
+        keep_results: int = DEFAULT_KEEP_RESULTS,
+        keep_results_for: float = DEFAULT_KEEP_RESULTS_FOR,
     ) -> None:
+        if isinstance(keep_results, bool) or not isinstance(keep_results, int) or keep_results < 0:
+            raise ConfigurationError(f"keep_results must be an integer >= 0, got {keep_results!r}")
+        if (
+            isinstance(keep_results_for, bool)
+            or not isinstance(keep_results_for, (int, float))
+            or not keep_results_for >= 0
+        ):
+            raise ConfigurationError(
+                f"keep_results_for must be a number of seconds >= 0, got {keep_results_for!r}"
+            )
         if (
             isinstance(stale_after, bool)
             or not isinstance(stale_after, (int, float))
@@ -91,8 +116,12 @@ class AgentRunner:
             self.add_agent(agent)
         self.default_agent = default_agent
         self._lock = threading.Lock()
+        self.keep_results = keep_results
+        self.keep_results_for = float(keep_results_for)
         self._running: dict[str, _Turn] = {}  # by session id
-        self._turns: dict[str, _Turn] = {}  # by turn id
+        self._turns: dict[str, _Turn] = {}  # running and askable finished turns, by turn id
+        # finished turns still askable, oldest first, with when they ended (monotonic)
+        self._finished: OrderedDict[str, float] = OrderedDict()
 
     # --- agents -----------------------------------------------------------------------
     def add_agent(self, agent: Agent) -> None:
@@ -201,7 +230,10 @@ class AgentRunner:
         self.state.beat(current.id, turn_id)
         if wait:
             self._run(agent, current, content, turn)
-            return self.turn(turn_id)
+            with self._lock:  # the caller gets the result now: nothing left to ask for
+                self._turns.pop(turn_id, None)
+                self._finished.pop(turn_id, None)
+            return self._status(turn)
         turn.thread = threading.Thread(
             target=self._run,
             args=(agent, current, content, turn),
@@ -248,9 +280,23 @@ class AgentRunner:
                     )
             finally:
                 turn.result = result
+                turn.thread = None
                 with self._lock:
                     self._running.pop(session.id, None)
+                    if turn.turn_id in self._turns:
+                        self._finished[turn.turn_id] = time.monotonic()
+                    self._forget_old()
                 turn.done.set()
+
+    def _forget_old(self) -> None:
+        """Forget finished turns past ``keep_results_for`` or beyond ``keep_results`` (lock held)."""
+        horizon = time.monotonic() - self.keep_results_for
+        while self._finished:
+            turn_id, ended = next(iter(self._finished.items()))
+            if len(self._finished) <= self.keep_results and ended > horizon:
+                break
+            del self._finished[turn_id]
+            self._turns.pop(turn_id, None)
 
     def _beat(self, turn: _Turn, beating: threading.Event) -> None:
         while not beating.wait(self.heartbeat):
@@ -259,24 +305,31 @@ class AgentRunner:
             except Exception:  # a missed heartbeat must not kill the turn
                 log.warning("heartbeat of session %s failed", turn.session_id, exc_info=True)
 
-    def turn(self, turn_id: str) -> dict[str, Any]:
-        """Return a turn's status: ``running`` or its final ``TurnResult``."""
+    def _known(self, turn_id: str) -> _Turn:
         with self._lock:
+            self._forget_old()
             turn = self._turns.get(turn_id)
         if turn is None:
-            raise NotFoundError(f"turn {turn_id} is not known to this runner")
+            raise NotFoundError(
+                f"turn {turn_id} is not known to this runner (or its result was already forgotten)"
+            )
+        return turn
+
+    @staticmethod
+    def _status(turn: _Turn) -> dict[str, Any]:
         if turn.result is None:
-            return {"turn_id": turn_id, "status": "running"}
+            return {"turn_id": turn.turn_id, "status": "running"}
         return turn.result.to_dict()
+
+    def turn(self, turn_id: str) -> dict[str, Any]:
+        """Return a turn's status: ``running`` or its final ``TurnResult`` (while still kept)."""
+        return self._status(self._known(turn_id))
 
     def wait(self, turn_id: str, timeout: float | None = None) -> dict[str, Any]:
         """Wait for a turn to finish (at most ``timeout`` seconds); return its status."""
-        with self._lock:
-            turn = self._turns.get(turn_id)
-        if turn is None:
-            raise NotFoundError(f"turn {turn_id} is not known to this runner")
+        turn = self._known(turn_id)
         turn.done.wait(timeout)
-        return self.turn(turn_id)
+        return self._status(turn)
 
     def stop(self, session: SessionRecord) -> bool:
         """Ask the session's running turn to stop between steps; True when one was running.

@@ -137,8 +137,15 @@ def runner_from_env(
     if agent is None:
         return None
     stale = _number(env, "FLOWMEM_STALE_AFTER", DEFAULT_STALE_AFTER, integer=False)
+    # keep_results=0: no HTTP route asks a runner for a turn's result (clients follow
+    # the session status and transcript), so a finished turn's result is dropped at once
     runner = AgentRunner(
-        store, service, [agent], default_agent=agent.name, stale_after=stale or DEFAULT_STALE_AFTER
+        store,
+        service,
+        [agent],
+        default_agent=agent.name,
+        stale_after=stale or DEFAULT_STALE_AFTER,
+        keep_results=0,
     )
     runner.release_stale()
     return runner

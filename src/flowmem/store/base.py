@@ -140,8 +140,13 @@ class Store(Protocol):
         """Return the number of rows in the buffer."""
         ...
 
-    def clear(self, address: Address) -> int:
-        """Delete every row of the buffer; return how many were removed."""
+    def clear(self, address: Address, guard_session: str | None = None) -> int:
+        """Delete every row of the buffer; return how many were removed.
+
+        With ``guard_session``, ConflictError (nothing deleted) when that session is
+        running a turn, checked inside the transaction that clears, so a turn can
+        neither start between the check and the clear nor be missed by it.
+        """
         ...
 
     # --- sessions ---------------------------------------------------------------

@@ -32,6 +32,7 @@ from flowmem.store.rows import (
     check_last,
     check_lock_timeout,
     check_none_running,
+    check_not_running,
     check_page,
     dump_json,
 )
@@ -156,9 +157,12 @@ class MemoryStore:
         with self._lock:
             return len(self._buffers.get(address, []))
 
-    def clear(self, address: Address) -> int:
-        """Delete every row of the buffer."""
+    def clear(self, address: Address, guard_session: str | None = None) -> int:
+        """Delete every row of the buffer (ConflictError while ``guard_session`` runs a turn)."""
         with self._locks.hold(address, DEFAULT_LOCK_TIMEOUT), self._lock:
+            if guard_session is not None:
+                session = self._sessions.get(guard_session)
+                check_not_running(guard_session, None if session is None else session.status)
             return len(self._buffers.pop(address, []))
 
     def pop_last(self, address: Address) -> Message | None:

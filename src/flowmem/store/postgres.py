@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 import psycopg.errors
@@ -25,7 +25,10 @@ from flowmem.errors import (
     ConfigurationError,
     InvalidInputError,
     StoreBusyError,
+    StoreCorruptError,
     StoreError,
+    StoreFullError,
+    StoreReadOnlyError,
     StoreUnavailableError,
 )
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Store
@@ -160,6 +163,8 @@ SQL: dict[str, str] = {
     "sessions_owned": """SELECT id, name, owner, status, agent, metadata, created_at, updated_at
         FROM sessions WHERE owner = %s ORDER BY created_at DESC, id DESC LIMIT %s OFFSET %s""",
     "sessions_owned_count": "SELECT COUNT(*) FROM sessions WHERE owner = %s",
+    # a clear's running-turn guard: the share lock waits for a status change in flight
+    "session_status_guard": "SELECT status FROM sessions WHERE id = %s FOR SHARE",
     "session_status_cas": """UPDATE sessions SET status = %s WHERE id = %s
         AND (%s::text[] IS NULL OR status = ANY(%s::text[]))""",
     "session_delete": "DELETE FROM sessions WHERE id = %s",
@@ -218,7 +223,9 @@ def parse_url(url: str) -> tuple[str, dict[str, float]]:
             kept.append((name, value))
     if options["pool_min"] < 0 or options["pool_max"] < max(1, options["pool_min"]):
         raise ConfigurationError("need 0 <= pool_min <= pool_max and pool_max >= 1")
-    conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(kept), parts.fragment))
+    # quote, not quote_plus: libpq reads "+" literally (options=-ca%3D1%20-cb%3D2 must keep its space)
+    query = urlencode(kept, quote_via=quote)
+    conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, query, parts.fragment))
     return conninfo, options
 
 
@@ -263,12 +270,23 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
     # --- connections -------------------------------------------------------------------
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """Lend a pooled connection; translate driver errors to ``StoreError``."""
+        """Lend a pooled connection; translate driver errors to ``StoreError``.
+
+        ``disk_full`` (53100) → ``StoreFullError``, ``read_only_sql_transaction``
+        (25006) → ``StoreReadOnlyError``, ``data_corrupted``/``index_corrupted``
+        (XX001/XX002) → ``StoreCorruptError``.
+        """
         try:
             with self._pool.connection() as conn:
                 yield conn
         except PoolTimeout as exc:
             raise StoreUnavailableError(f"no PostgreSQL connection available: {exc}") from exc
+        except psycopg.errors.DiskFull as exc:
+            raise StoreFullError(f"PostgreSQL's disk is full: {exc}") from exc
+        except psycopg.errors.ReadOnlySqlTransaction as exc:
+            raise StoreReadOnlyError(f"PostgreSQL takes only reads: {exc}") from exc
+        except (psycopg.errors.DataCorrupted, psycopg.errors.IndexCorrupted) as exc:
+            raise StoreCorruptError(f"PostgreSQL reports damaged data: {exc}") from exc
         except psycopg.OperationalError as exc:
             raise StoreUnavailableError(f"PostgreSQL failed: {exc}") from exc
         except psycopg.DataError as exc:  # a value PostgreSQL cannot hold (NUL, out of range)
@@ -282,15 +300,18 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
             return work(conn)
 
     def _write_serialized(
-        self, address: Address, work: Callable[[psycopg.Connection[Any]], T]
+        self, address: Address, work: Callable[[psycopg.Connection[Any]], T], hold: bool = True
     ) -> T:
-        """Run ``work`` in one transaction that first takes the address's advisory lock."""
+        """Run ``work`` in one transaction that first takes the address's advisory lock.
+
+        ``hold=False``: ``work`` takes that lock itself.
+        """
 
         def locked(conn: psycopg.Connection[Any]) -> T:
             self._hold_buffer(conn, address)
             return work(conn)
 
-        return self._write(locked)
+        return self._write(locked if hold else work)
 
     def _hold_buffer(self, conn: psycopg.Connection[Any], address: Address) -> None:
         """Take the address's advisory lock until the transaction ends (what appends take)."""

@@ -45,6 +45,12 @@ def check_none_running(sessions: Iterable[tuple[str, str]]) -> None:
             )
 
 
+def check_not_running(session_id: str, status: str | None) -> None:
+    """Refuse a change to a running session's buffer (ConflictError); ``status`` None: no session."""
+    if status == "running":
+        raise ConflictError(f"session {session_id} is running a turn; stop it first")
+
+
 def check_page(limit: int, offset: int = 0) -> None:
     """Refuse a negative (or non-integer) page limit or offset."""
     for name, value in (("limit", limit), ("offset", offset)):

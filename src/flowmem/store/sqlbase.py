@@ -36,6 +36,7 @@ from flowmem.store.rows import (
     check_address,
     check_last,
     check_none_running,
+    check_not_running,
     check_page,
     dump_json,
     session_from_row,
@@ -102,8 +103,12 @@ class SqlStore(ABC, Generic[C]):
         """Run ``work`` in one write transaction and commit it."""
 
     @abstractmethod
-    def _write_serialized(self, address: Address, work: Callable[[C], T]) -> T:
-        """Run ``work`` in one write transaction serialized with appends to ``address``."""
+    def _write_serialized(self, address: Address, work: Callable[[C], T], hold: bool = True) -> T:
+        """Run ``work`` in one write transaction serialized with appends to ``address``.
+
+        ``hold=False``: ``work`` takes the buffer's lock itself (``_hold_buffer``),
+        after locks that must come first.
+        """
 
     @staticmethod
     @abstractmethod
@@ -258,18 +263,29 @@ class SqlStore(ABC, Generic[C]):
             row = conn.execute(self.SQL["count"], tuple(address)).fetchone()
         return int(row[0]) if row else 0
 
-    def clear(self, address: Address) -> int:
-        """Delete every row of the buffer, serialized like an append; return how many were removed."""
+    def clear(self, address: Address, guard_session: str | None = None) -> int:
+        """Delete every row of the buffer, serialized like an append; return how many were removed.
+
+        With ``guard_session``: ConflictError, nothing deleted, when that session is
+        running a turn. The status is read inside the clearing transaction (SQLite:
+        the write lock; PostgreSQL: the session row share-locked before the buffer's
+        advisory lock, the order session deletion and erasure take them), so a turn's
+        compare-and-set to ``running`` happens wholly before or wholly after it.
+        """
         check_address(address)
 
         def work(conn: C) -> int:
+            if guard_session is not None:
+                found = conn.execute(self.SQL["session_status_guard"], (guard_session,)).fetchone()
+                check_not_running(guard_session, None if found is None else str(found[0]))
+            self._hold_buffer(conn, address)
             head = conn.execute(self.SQL["header_get"], tuple(address)).fetchone()
             if head is None:
                 return 0
             self._drop_buffer(conn, int(head[0]))
             return int(head[1])
 
-        return self._write_serialized(address, work)
+        return self._write_serialized(address, work, hold=False)  # work holds it, after the guard
 
     def _drop_buffer(self, conn: C, buffer_id: int) -> None:
         """Delete a buffer's rows, call and answer index and header (inside the caller's transaction)."""

@@ -12,10 +12,20 @@ event loop) commits without its own fsync when the file is ``FULL`` or ``EXTRA``
 write-ahead log once for every write counted so far. The app sends no response
 before the barrier it saw is synced, so an acknowledged write is on disk exactly
 as with ``FULL``, and one fsync covers every write made while the last one ran.
+If that fsync fails, the writes it covered stay committed (they are visible, and
+their requests are answered as done: docs/decisions/0019) and no write is deferred
+again until a write has synced by itself: a no-wait call raises ``WouldBlock`` and
+runs in a thread at the file's own ``synchronous`` level, where SQLite's fsync at
+commit refuses a write the disk does not take.
+
+Driver errors become typed ``StoreError``s: SQLITE_FULL → ``StoreFullError``,
+SQLITE_READONLY → ``StoreReadOnlyError``, SQLITE_CORRUPT/NOTADB →
+``StoreCorruptError``; busy → ``StoreBusyError``.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import sqlite3
@@ -33,7 +43,10 @@ from flowmem.errors import (
     ConflictError,
     InvalidInputError,
     StoreBusyError,
+    StoreCorruptError,
     StoreError,
+    StoreFullError,
+    StoreReadOnlyError,
     StoreUnavailableError,
 )
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Store
@@ -168,6 +181,7 @@ SQL: dict[str, str] = {
     "sessions_owned_count": "SELECT COUNT(*) FROM sessions WHERE owner = ?",
     "session_status": "UPDATE sessions SET status = ? WHERE id = ?",
     "session_status_get": "SELECT status FROM sessions WHERE id = ?",
+    "session_status_guard": "SELECT status FROM sessions WHERE id = ?",
     "session_delete": "DELETE FROM sessions WHERE id = ?",
     "transcript_seq_next": """INSERT INTO transcript_seq (session_id, last_seq) VALUES (?, 1)
         ON CONFLICT (session_id) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq""",
@@ -228,6 +242,28 @@ def _is_busy(exc: sqlite3.Error) -> bool:
     return "locked" in text or "busy" in text
 
 
+def driver_error(exc: sqlite3.Error, path: str, default: type[StoreError] = StoreError) -> StoreError:
+    """Return the typed ``StoreError`` of a SQLite error: full, read-only, damaged, or ``default``."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    if primary == sqlite3.SQLITE_FULL:
+        return StoreFullError(f"{path}: the disk or the database is full: {exc}")
+    if primary == sqlite3.SQLITE_READONLY:
+        return StoreReadOnlyError(f"{path} is read-only: {exc}")
+    if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        return StoreCorruptError(f"{path} is damaged: {exc}")
+    return default(f"sqlite error on {path}: {exc}")
+
+
+def os_error(exc: OSError, what: str) -> StoreError:
+    """Return the typed ``StoreError`` of a failed file operation (ENOSPC, EDQUOT, EROFS...)."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return StoreFullError(f"{what}: the disk is full: {exc}")
+    if exc.errno == errno.EROFS:
+        return StoreReadOnlyError(f"{what}: the file system is read-only: {exc}")
+    return StoreUnavailableError(f"{what}: {exc}")
+
+
 class _Connection(sqlite3.Connection):
     """A pooled connection that remembers the pragmas set on it (``_pragma`` sets only changes)."""
 
@@ -256,6 +292,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         self._written = 0
         self._synced = 0
         self._checkpointed = 0  # the write count at the last checkpoint ``sync`` made
+        self._sync_failed = False  # the last fsync failed: defer no write until one syncs
         try:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -290,6 +327,10 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         """Lend a pooled connection; translate driver errors to ``StoreError``."""
         if self._closed:
             raise StoreError("the store is closed")
+        deferred = self._defer_sync and not waiting_allowed()
+        if deferred and self._sync_failed:
+            # a write here would be answered before an fsync that is known to fail
+            raise WouldBlock(f"the last fsync of {self.path} failed: writes sync by themselves")
         with self._pool_lock:
             conn = self._idle.pop() if self._idle else None
         try:
@@ -298,8 +339,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         except sqlite3.Error as exc:
             if _is_busy(exc) and not waiting_allowed():
                 raise WouldBlock(f"{self.path} is locked") from exc
-            raise StoreUnavailableError(f"cannot open {self.path}: {exc}") from exc
-        deferred = self._defer_sync and not waiting_allowed()
+            raise driver_error(exc, f"cannot open {self.path}", StoreUnavailableError) from exc
         # every loan starts from the default wait (0 in no-wait mode): a pooled
         # connection must not keep the timeout its previous borrower set
         self._busy_timeout(conn, DEFAULT_LOCK_TIMEOUT)
@@ -308,13 +348,15 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         changes = conn.total_changes
         try:
             yield conn
+            if self._sync_failed and not deferred and conn.total_changes != changes:
+                self._sync_failed = False  # committed with SQLite's own fsync: the disk syncs
         except sqlite3.Error as exc:
             self._rollback(conn)
             if _is_busy(exc):
                 if not waiting_allowed():
                     raise WouldBlock(f"{self.path} is locked") from exc
                 raise StoreBusyError(f"{self.path} is busy: {exc}") from exc
-            raise StoreError(f"sqlite error on {self.path}: {exc}") from exc
+            raise driver_error(exc, self.path) from exc
         except OverflowError as exc:  # an integer SQLite cannot hold (64-bit)
             self._rollback(conn)
             raise InvalidInputError(f"a number is out of range: {exc}") from exc
@@ -364,6 +406,11 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         event loop (``wal_autocheckpoint`` is 0 for them); every ``CHECKPOINT_EVERY``
         of them, this thread runs a passive checkpoint after the fsync instead, with
         the GIL released (SQLite's checkpoint copies and fsyncs; it never waits).
+
+        A failed fsync raises a typed ``StoreError`` and settles the writes counted
+        so far: they are committed and visible, so they are answered as done
+        (docs/decisions/0019), and no write is deferred again until one has synced
+        by itself (see ``_connection``).
         """
         with self._sync_lock:
             upto = self._written
@@ -372,12 +419,12 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         except FileNotFoundError:
             pass
         except OSError as exc:
-            raise StoreUnavailableError(f"cannot sync {self.path}-wal: {exc}") from exc
+            raise self._sync_error(exc, upto) from exc
         else:
             try:
                 os.fdatasync(fd)  # what SQLite itself uses for the WAL
             except OSError as exc:
-                raise StoreUnavailableError(f"cannot sync {self.path}-wal: {exc}") from exc
+                raise self._sync_error(exc, upto) from exc
             finally:
                 os.close(fd)
         with self._sync_lock:
@@ -391,6 +438,13 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             except StoreError as exc:  # the writes are durable already; the next one retries
                 log.warning("checkpoint of %s failed (the WAL keeps growing): %s", self.path, exc)
         return upto
+
+    def _sync_error(self, exc: OSError, upto: int) -> StoreError:
+        """Settle the writes up to ``upto`` after a failed fsync, stop deferring; the error to raise."""
+        with self._sync_lock:
+            self._synced = max(self._synced, upto)
+            self._sync_failed = True
+        return os_error(exc, f"cannot sync {self.path}-wal")
 
     def checkpoint(self) -> tuple[int, int, int]:
         """Run a passive WAL checkpoint; return SQLite's (busy, log frames, checkpointed frames)."""
@@ -406,8 +460,13 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             conn.execute("COMMIT")
             return result
 
-    def _write_serialized(self, address: Address, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``work`` in one write transaction under the address's in-process lock."""
+    def _write_serialized(
+        self, address: Address, work: Callable[[sqlite3.Connection], T], hold: bool = True
+    ) -> T:
+        """Run ``work`` in one write transaction under the address's in-process lock.
+
+        ``hold`` changes nothing here: the write transaction excludes every other writer.
+        """
         with self._locks.hold(address, DEFAULT_LOCK_TIMEOUT):
             return self._write(work)
 

@@ -21,7 +21,8 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         413: "Body or batch too large.",
         415: "The body is not JSON.",
         422: "Invalid fields; `details` lists them.",
-        503: "The store is unreachable or busy; retry later.",
+        503: "The store is unreachable, busy, read-only or damaged; `code` says which.",
+        507: "The server's storage is full (`store_full`); nothing was written.",
     }
     return {s: {"model": ErrorBody, "description": descriptions[s]} for s in statuses}
 
