@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from flowmem import __version__
 from flowmem.api.deps import Services
 from flowmem.api.errors import install_error_handlers
-from flowmem.api.limits import BodyLimitMiddleware
+from flowmem.api.gate import GateMiddleware
 from flowmem.api.logs import RequestLogMiddleware
 from flowmem.api.models import Health
 from flowmem.api.pool import DEFAULT_STORE_CONCURRENCY, StorePool
@@ -119,6 +119,7 @@ def create_app(
         version=__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
+        redirect_slashes=False,  # no 307 built from the client's Host header: 404 (decision 0013)
     )
     app.state.services = services
     install_error_handlers(app)
@@ -140,7 +141,7 @@ def create_app(
         await services.pool.run(store.count, HEALTH_PROBE)
         return {"status": "ok", "version": __version__}
 
-    app.add_middleware(BodyLimitMiddleware)
+    app.add_middleware(GateMiddleware, services=services)
     app.add_middleware(RequestLogMiddleware)
     return app
 
