@@ -138,12 +138,11 @@ class GateMiddleware:
                 await send_error(send, 401, exc.code, exc.message, close=has_body)
                 return
             except FlowmemError as exc:  # e.g. the store is down
-                status = status_for(exc)
+                status, message = status_for(exc), exc.message
                 if status >= 500:
                     log.error("authentication failed: %s", exc.message, exc_info=exc)
-                    await send_error(send, status, exc.code, "the server could not complete the request")
-                else:
-                    await send_error(send, status, exc.code, exc.message)
+                    message = "the server could not complete the request"
+                await send_error(send, status, exc.code, message)
                 return
             state = scope.setdefault("state", {})
             state["principal"] = principal
