@@ -9,8 +9,8 @@ UTF-8 JSON (400 ``invalid_json``) or is not an object or an array at the top (40
 API is a single value).
 
 Every check is linear in the body's size and made by a few whole-buffer C calls
-(``bytes.replace``, ``bytes.count``, one regular expression that never backtracks,
-``bytes.translate``): no per-byte Python loop, no recursion. The value cap bounds
+(``bytes.replace``, ``bytes.count``, ``bytes.split``, ``bytes.translate``): no
+per-byte Python loop, no regular expression, no recursion. The value cap bounds
 the work of ``json.loads`` and of validation, which create one Python object per
 value and hold the interpreter lock while they do (a thread does not help them).
 """
@@ -18,7 +18,6 @@ value and hold the interpreter lock while they do (a thread does not help them).
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -30,25 +29,34 @@ TOO_LARGE = (413, "payload_too_large", f"the body is larger than {MAX_BODY_BYTES
 TOO_MANY_VALUES = (413, "too_many_values", f"the body has more than {MAX_VALUES} JSON values")
 TOO_DEEP = (400, "body_too_deep", f"the body is nested {MAX_DEPTH} levels deep or more")
 
-# After escapes are gone every quote delimits a string: a string is a quote, the
-# bytes up to the next quote and that quote (absent at the end of an unterminated
-# one). One character class repeated: the match never fails, so never backtracks.
-_STRING = re.compile(rb'"[^"]*"?')
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b"[]{},")
 _AS_SQUARE = bytes.maketrans(b"{}", b"[]")  # depth does not depend on the bracket kind
+
+
+def _unescaped(body: bytes) -> bytes:
+    """Drop every escape that could hide a quote, so each quote left opens or closes a string.
+
+    A backslash escapes the byte after it (in valid JSON only inside a string):
+    pairs of backslashes go first, left to right as a string reads them, then
+    escaped quotes. Two linear passes.
+    """
+    if b"\\\\" in body:
+        body = body.replace(b"\\\\", b"")
+    return body.replace(b'\\"', b"")
+
+
+def _outside_strings(text: bytes) -> bytes:
+    """The bytes of an unescaped text outside its strings (an unterminated one runs to the end)."""
+    return b"".join(text.split(b'"')[::2])
 
 
 def structure(body: bytes) -> bytes:
     """Return the brackets and commas of the JSON text ``body`` that lie outside its strings.
 
-    A backslash escapes the byte after it (in valid JSON only inside a string):
-    pairs of backslashes go first, left to right as a string reads them, then
-    escaped quotes, so every quote left opens or closes a string. Each step is
-    one linear pass; for a text that is not valid JSON the result may be wrong,
-    but the JSON parser refuses such a text anyway.
+    Linear: a few whole-buffer passes. For a text that is not valid JSON the
+    result may be wrong, but the JSON parser refuses such a text anyway.
     """
-    text = body.replace(b"\\\\", b"").replace(b'\\"', b"")
-    return _STRING.sub(b"", text).translate(None, _NOT_STRUCTURE)
+    return _outside_strings(_unescaped(body)).translate(None, _NOT_STRUCTURE)
 
 
 def value_count(shape: bytes) -> int:
@@ -98,7 +106,13 @@ def shape_refusal(body: bytes) -> tuple[int, str, str] | None:
     opening = body.count(b"[") + body.count(b"{")
     if opening < MAX_DEPTH and opening + body.count(b",") <= MAX_VALUES:
         return None  # counted with the strings: cannot be over either limit without them
-    shape = structure(body)
+    text = _unescaped(body)
+    # each string is a value or an object key, and there are no more keys than
+    # values: more than 4 (MAX_VALUES + 1) quotes mean more than MAX_VALUES + 1
+    # values (checked first: splitting at every quote costs an object per string)
+    if text.count(b'"') > 4 * (MAX_VALUES + 1):
+        return TOO_MANY_VALUES
+    shape = _outside_strings(text).translate(None, _NOT_STRUCTURE)
     if value_count(shape) > MAX_VALUES:
         return TOO_MANY_VALUES
     if depth_at_least(shape, MAX_DEPTH):
