@@ -138,11 +138,11 @@ class GateMiddleware:
                 await send_error(send, 401, exc.code, exc.message, close=has_body)
                 return
             except FlowmemError as exc:  # e.g. the store is down
-                status, message = status_for(exc), exc.message
+                status, said = status_for(exc), exc.message
                 if status >= 500:
                     log.error("authentication failed: %s", exc.message, exc_info=exc)
-                    message = "the server could not complete the request"
-                await send_error(send, status, exc.code, message)
+                    said = "the server could not complete the request"
+                await send_error(send, status, exc.code, said)
                 return
             state = scope.setdefault("state", {})
             state["principal"] = principal
