@@ -110,6 +110,9 @@ class GateMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        head = scope["method"] == "HEAD"
+        if head:
+            send = _without_body(send)  # refusals included
         authorization = declared = content_type = None
         authorizations = 0
         chunked = False
@@ -186,9 +189,8 @@ class GateMiddleware:
         if refusal is not None:
             await send_error(send, *refusal)
             return
-        if scope["method"] == "HEAD":
+        if head:
             scope = {**scope, "method": "GET"}  # a copy: the outer layers log HEAD
-            send = _without_body(send)
         if body:
             scope[PARSED_BODY] = document  # parsed once: a route may take it from here
             if large:
