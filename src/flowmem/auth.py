@@ -108,10 +108,9 @@ def authenticate(store: Store, token: str) -> Principal:
     if not token.startswith(TOKEN_PREFIX) or len(token) > _MAX_TOKEN_LENGTH:
         raise AuthenticationError("invalid token")
     record = store.token_by_hash(hash_token(token))
-    if record is None:
+    if record is None or record.revoked:
+        # one answer for both: a caller must not learn that a token once existed
         raise AuthenticationError("invalid token")
-    if record.revoked:
-        raise AuthenticationError("the token is revoked")
     return principal_of(record)
 
 

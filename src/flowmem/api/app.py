@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from flowmem import __version__
 from flowmem.api.deps import Services
 from flowmem.api.errors import install_error_handlers, recent_store_fault, server_error_response
-from flowmem.api.limits import BodyLimitMiddleware
+from flowmem.api.gate import GateMiddleware
 from flowmem.api.logs import RequestLogMiddleware
 from flowmem.api.models import Health
 from flowmem.api.pool import DEFAULT_STORE_CONCURRENCY, StorePool
@@ -130,6 +130,7 @@ def create_app(
         version=__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
+        redirect_slashes=False,  # no 307 built from the client's Host header: 404 (decision 0013)
     )
     app.state.services = services
     install_error_handlers(app)
@@ -161,7 +162,7 @@ def create_app(
         await services.pool.run(probe_store, store, (clock or time.time)())
         return {"status": "ok", "version": __version__}
 
-    app.add_middleware(BodyLimitMiddleware)
+    app.add_middleware(GateMiddleware, services=services)
     app.add_middleware(RequestLogMiddleware)
     return app
 

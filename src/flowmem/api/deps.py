@@ -35,13 +35,14 @@ class Services:
 
 @dataclass(frozen=True)
 class Caller:
-    """A request's bearer token and the app's services; authenticated in the worker thread.
+    """A request's bearer token and the app's services.
 
-    ``current_caller`` only reads the header (401 when it is missing or malformed);
-    the token is looked up by ``authenticate`` inside the same thread hop as the
-    route's store work (``run``), so an authenticated request costs one hop. A
-    request refused by validation is authenticated by the 422 handler first
-    (``flowmem.api.errors``), so an unauthenticated caller still only sees 401.
+    The request gate (``flowmem.api.gate``) has already looked the token up and
+    left the principal in the request state; ``authenticate`` returns it. Without
+    the gate (an app assembled otherwise) the token is looked up inside the same
+    thread hop as the route's store work (``run``). A request refused by
+    validation is authenticated by the 422 handler first (``flowmem.api.errors``),
+    so an unauthenticated caller only ever sees 401.
     """
 
     request: Request
@@ -49,7 +50,13 @@ class Caller:
     services: Services
 
     def authenticate(self) -> Principal:
-        """Look the token up (blocking); raise AuthenticationError when unknown or revoked."""
+        """The principal the request gate found, else look the token up (blocking).
+
+        Raise AuthenticationError when the token is unknown or revoked.
+        """
+        found = getattr(self.request.state, "principal", None)
+        if isinstance(found, Principal):
+            return found
         principal = authenticate(self.services.store, self.token)
         self.request.state.token_id = principal.token_id
         self.request.state.principal = principal

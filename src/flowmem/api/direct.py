@@ -11,9 +11,10 @@ whose ``get_route_handler`` returns the handler):
 - the one dependency (``memory_call``: bearer token, 401; path and query, 422)
   is called directly;
 - the body, when the endpoint takes one, is the JSON document the body
-  middleware already parsed (``limits.PARSED_BODY``; ``json.loads``, as FastAPI
-  parses it), validated by its pydantic model as FastAPI validates it; errors
-  keep FastAPI's shape and wording, with the location under ``body``;
+  gate already parsed (``gate.PARSED_BODY``; ``json.loads``, as FastAPI parses
+  it), validated by its pydantic model as FastAPI validates it (in a thread for
+  a large body, ``gate.LARGE_BODY``); errors keep FastAPI's shape and wording,
+  with the location under ``body``;
 - the endpoint's dict result is written as compact JSON, as FastAPI's own
   ``JSONResponse`` would, without validating it again against the response model
   (a test checks the two agree, and schemathesis checks every response).
@@ -34,8 +35,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.params import Depends
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
+from starlette.concurrency import run_in_threadpool
 
-from flowmem.api.limits import PARSED_BODY
+from flowmem.api.gate import LARGE_BODY, PARSED_BODY
 
 _UNPARSED = object()
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
@@ -80,6 +82,10 @@ def _plan(endpoint: Callable[..., Any]) -> tuple[str, Callable[..., Any], str | 
     if dependency is None:
         return None
     return (*dependency, *(body if body is not None else (None, None)))
+
+
+def _validate(model: type[BaseModel], document: Any) -> BaseModel:
+    return model.model_validate(document, from_attributes=True)
 
 
 def _body_errors(error: ValidationError) -> list[dict[str, Any]]:
@@ -128,7 +134,10 @@ def direct_handler(endpoint: Callable[..., Any], status_code: int = 200) -> Hand
         if body_name is not None:
             document = await _document(request)
             try:
-                values[body_name] = model.model_validate(document, from_attributes=True)
+                if request.scope.get(LARGE_BODY):  # off the loop, as the gate parsed it
+                    values[body_name] = await run_in_threadpool(_validate, model, document)
+                else:
+                    values[body_name] = model.model_validate(document, from_attributes=True)
             except ValidationError as exc:
                 raise RequestValidationError(_body_errors(exc), body=document) from None
         result = await endpoint(**values)

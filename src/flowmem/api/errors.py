@@ -15,9 +15,9 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import iter_route_contexts
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match, Route
 
 from flowmem.auth import authenticate, bearer_token
 from flowmem.errors import (
@@ -64,6 +64,9 @@ HTTP_CODES: dict[str, int] = {
     "invalid_json": 400,
     "invalid_body": 400,
     "body_too_deep": 400,
+    "duplicate_header": 400,
+    "ambiguous_length": 400,
+    "too_many_values": 413,
     "unsupported_media_type": 415,
     "payload_too_large": 413,
     "not_found": 404,
@@ -200,12 +203,20 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 def allowed_methods(request: Request) -> list[str]:
-    """Every method some route serves at this path (Starlette lists only the first route's)."""
+    """Every method some route serves at this path, HEAD wherever GET is.
+
+    Starlette's 405 lists only the first matching route's methods, and FastAPI
+    keeps an included router's routes inside it (``iter_route_contexts`` walks
+    them).
+    """
+    path = request.scope["path"]
     methods: set[str] = set()
-    for route in request.app.router.routes:
-        match, _ = route.matches(request.scope)
-        if match != Match.NONE and isinstance(route, Route) and route.methods:
+    for route in iter_route_contexts(request.app.routes):
+        pattern = getattr(route, "path_regex", None)
+        if route.methods and pattern is not None and pattern.match(path):
             methods |= set(route.methods)
+    if "GET" in methods:
+        methods.add("HEAD")  # the request gate serves HEAD as GET without the body
     return sorted(methods)
 
 

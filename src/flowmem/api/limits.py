@@ -1,45 +1,82 @@
-"""Request body limits, enforced before any route runs (ASGI middleware).
+"""Request body limits: the checks the request gate (``flowmem.api.gate``) makes on a body.
 
-A body is refused before any work when it is larger than ``MAX_BODY_BYTES`` (413,
-checked against ``Content-Length`` first and then counted while streaming), not
-JSON-typed (415), not valid UTF-8 JSON (400 ``invalid_json``), nested
-``MAX_DEPTH`` levels deep or more (400 ``body_too_deep``, checked without
-recursion), or not an object or an array at the top (400 ``invalid_body``); a query parameter
-given twice is 422 (every parameter of this API is a single value).
-A refused request never reaches a route, so it changes nothing. An accepted
-body's parsed JSON is left in the scope (``PARSED_BODY``) for the routes that
-read their body themselves (``flowmem.api.direct``).
+A body is refused before any route runs when it is larger than ``MAX_BODY_BYTES``
+(413, checked against ``Content-Length`` first and then counted while streaming),
+not JSON-typed (415), has more than ``MAX_VALUES`` values (413 ``too_many_values``),
+is nested ``MAX_DEPTH`` levels deep or more (400 ``body_too_deep``), is not valid
+UTF-8 JSON (400 ``invalid_json``) or is not an object or an array at the top (400
+``invalid_body``); a query parameter given twice is 422 (every parameter of this
+API is a single value).
+
+Every check is linear in the body's size and made by a few whole-buffer C calls
+(``bytes.replace``, ``bytes.count``, ``bytes.split``, ``bytes.translate``): no
+per-byte Python loop, no regular expression, no recursion. The value cap bounds
+the work of ``json.loads`` and of validation, which create one Python object per
+value and hold the interpreter lock while they do (a thread does not help them).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 from urllib.parse import parse_qsl
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
-from flowmem.api.errors import error_body
-
 MAX_BODY_BYTES = 8 * 1024 * 1024
 MAX_DEPTH = 64  # a body nested this deep or deeper is refused
+MAX_VALUES = 100_000  # commas and opening brackets outside strings, see ``value_count``
+INLINE_BODY_BYTES = 64 * 1024  # a larger body is parsed and validated in a thread
 TOO_LARGE = (413, "payload_too_large", f"the body is larger than {MAX_BODY_BYTES} bytes")
+TOO_MANY_VALUES = (413, "too_many_values", f"the body has more than {MAX_VALUES} JSON values")
+TOO_DEEP = (400, "body_too_deep", f"the body is nested {MAX_DEPTH} levels deep or more")
 
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b"[]{},")
 _AS_SQUARE = bytes.maketrans(b"{}", b"[]")  # depth does not depend on the bracket kind
-_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 
-def nesting_depth_at_least(body: bytes, limit: int) -> bool:
-    """True when the JSON text ``body`` nests ``limit`` levels or deeper.
+def _unescaped(body: bytes) -> bytes:
+    """Drop every escape that could hide a quote, so each quote left opens or closes a string.
 
-    Strings are blanked with a regular expression, braces become brackets and
-    everything else is deleted; then each pass removes every innermost ``[]`` pair
-    (one non-overlapping scan), so a balanced text of depth d is empty after
-    exactly d passes. No recursion, and at most ``limit`` linear passes, all in C.
+    A backslash escapes the byte after it (in valid JSON only inside a string):
+    pairs of backslashes go first, left to right as a string reads them, then
+    escaped quotes. Two linear passes.
     """
-    brackets = _STRING.sub(b"", body).translate(_AS_SQUARE, _NOT_BRACKETS)
+    if b"\\\\" in body:
+        body = body.replace(b"\\\\", b"")
+    return body.replace(b'\\"', b"")
+
+
+def _outside_strings(text: bytes) -> bytes:
+    """The bytes of an unescaped text outside its strings (an unterminated one runs to the end)."""
+    return b"".join(text.split(b'"')[::2])
+
+
+def structure(body: bytes) -> bytes:
+    """Return the brackets and commas of the JSON text ``body`` that lie outside its strings.
+
+    Linear: a few whole-buffer passes. For a text that is not valid JSON the
+    result may be wrong, but the JSON parser refuses such a text anyway.
+    """
+    return _outside_strings(_unescaped(body)).translate(None, _NOT_STRUCTURE)
+
+
+def value_count(shape: bytes) -> int:
+    """Count the values of a ``structure``: its commas and opening brackets.
+
+    Every array element and object member but the first of its container follows
+    a comma, and every container opens with a bracket: within one of the count of
+    values.
+    """
+    return shape.count(b",") + shape.count(b"[") + shape.count(b"{")
+
+
+def depth_at_least(shape: bytes, limit: int) -> bool:
+    """True when the brackets of ``shape`` nest ``limit`` levels or deeper.
+
+    Each pass removes every innermost bracket pair (one non-overlapping scan), so
+    a balanced text of depth d is empty after exactly d passes: at most ``limit``
+    passes, each linear.
+    """
+    brackets = shape.translate(_AS_SQUARE, b",")
     passes = 0
     while brackets:
         if passes >= limit or b"[" * (limit - passes) in brackets:
@@ -52,6 +89,11 @@ def nesting_depth_at_least(body: bytes, limit: int) -> bool:
     return passes >= limit
 
 
+def nesting_depth_at_least(body: bytes, limit: int) -> bool:
+    """True when the JSON text ``body`` nests ``limit`` levels or deeper (strings ignored)."""
+    return depth_at_least(structure(body), limit)
+
+
 def _is_json_type(content_type: str) -> bool:
     media = content_type.split(";", 1)[0].strip().lower()
     return media == "application/json" or (
@@ -59,13 +101,29 @@ def _is_json_type(content_type: str) -> bool:
     )
 
 
-PARSED_BODY = "flowmem.body"  # scope key: the JSON document of an accepted, non-empty body
+def shape_refusal(body: bytes) -> tuple[int, str, str] | None:
+    """Return the refusal of a body with too many values or too deep, else None (linear)."""
+    opening = body.count(b"[") + body.count(b"{")
+    if opening < MAX_DEPTH and opening + body.count(b",") <= MAX_VALUES:
+        return None  # counted with the strings: cannot be over either limit without them
+    text = _unescaped(body)
+    # each string is a value or an object key, and there are no more keys than
+    # values: more than 4 (MAX_VALUES + 1) quotes mean more than MAX_VALUES + 1
+    # values (checked first: splitting at every quote costs an object per string)
+    if text.count(b'"') > 4 * (MAX_VALUES + 1):
+        return TOO_MANY_VALUES
+    shape = _outside_strings(text).translate(None, _NOT_STRUCTURE)
+    if value_count(shape) > MAX_VALUES:
+        return TOO_MANY_VALUES
+    if depth_at_least(shape, MAX_DEPTH):
+        return TOO_DEEP
+    return None
 
 
 def parse_body(body: bytes, content_type: str | None) -> tuple[tuple[int, str, str] | None, Any]:
     """Return (refusal, None) for a body that must be refused, else (None, its JSON document).
 
-    An empty body is accepted with document None.
+    An empty body is accepted with document None. Linear in the body's size.
     """
     if len(body) > MAX_BODY_BYTES:
         return TOO_LARGE, None
@@ -77,11 +135,13 @@ def parse_body(body: bytes, content_type: str | None) -> tuple[tuple[int, str, s
             "unsupported_media_type",
             "the body must be JSON (Content-Type: application/json)",
         ), None
-    # a text nested MAX_DEPTH deep has at least that many brackets on each side
-    if len(body) >= 2 * MAX_DEPTH and nesting_depth_at_least(body, MAX_DEPTH):
-        return (400, "body_too_deep", f"the body is nested {MAX_DEPTH} levels deep or more"), None
+    refusal = shape_refusal(body)
+    if refusal is not None:
+        return refusal, None
     try:
-        document = json.loads(body)
+        # UTF-8 only (a leading BOM is ignored): ``json.loads`` would also take
+        # UTF-16 and UTF-32 bytes, whose structure the scan above cannot read
+        document = json.loads(body.decode("utf-8-sig"))
     except (ValueError, RecursionError):
         return (400, "invalid_json", "the body is not valid JSON"), None
     if not isinstance(document, (dict, list)):
@@ -99,106 +159,3 @@ def repeated_query_key(query: bytes) -> str | None:
             return key
         seen.add(key)
     return None
-
-
-async def _send_error(
-    send: Send,
-    status: int,
-    code: str,
-    message: str,
-    details: list[dict[str, Any]] | None = None,
-) -> None:
-    payload = json.dumps(error_body(code, message, details)).encode("utf-8")
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(payload)).encode("ascii")),
-                (b"connection", b"close"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": payload})
-
-
-class BodyLimitMiddleware:
-    """Check the query and the body before the app sees them; replay the body after."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Refuse an unacceptable body with its status; pass an acceptable one on."""
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        repeated = repeated_query_key(scope.get("query_string", b""))
-        if repeated is not None:
-            text = f"query parameter {repeated!r} is given more than once"
-            details = [{"field": f"query.{repeated}", "message": text}]
-            await _send_error(send, 422, "invalid_input", text, details)
-            return
-        declared = content_type = None
-        for name, value in scope.get("headers", ()):
-            name = name.lower()
-            if name == b"content-length":
-                declared = value
-            elif name == b"content-type":
-                content_type = value
-        if declared is not None:
-            try:
-                length = int(declared)
-            except ValueError:
-                await _send_error(send, 400, "invalid_body", "Content-Length is not a number")
-                return
-            if length > MAX_BODY_BYTES:
-                await _send_error(send, *TOO_LARGE)
-                return
-        chunks: list[bytes] = []
-        size = 0
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > MAX_BODY_BYTES:
-                await _send_error(send, *TOO_LARGE)
-                return
-            chunks.append(chunk)
-            more = bool(message.get("more_body", False))
-        body = b"".join(chunks)
-        refusal, document = parse_body(
-            body, content_type.decode("latin-1") if content_type else None
-        )
-        if refusal is not None:
-            await _send_error(send, *refusal)
-            return
-        if body:
-            scope[PARSED_BODY] = document  # parsed once: a route may take it from here
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
-
-
-def json_depth(value: Any) -> int:
-    """Return the nesting depth of a parsed JSON value, iteratively (used by tests)."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, (dict, list)):
-            deepest = max(deepest, depth)
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children)
-    return deepest

@@ -160,6 +160,21 @@ class StorePool:
                 return result
         return await self.run(func, *args, **kwargs)
 
+    async def read(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Call a read-only ``func`` like ``run_short``, without waiting for durability.
+
+        For a lookup that hands nothing to a client by itself (the request gate's
+        token check): the call that answers the request waits (``durable``).
+        """
+        if self.inline:
+            try:
+                with no_wait():
+                    return func(*args, **kwargs)
+            except WouldBlock:
+                pass
+        call = functools.partial(func, *args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(self._pool(), call)
+
     def close(self) -> None:
         """Wait for the calls already submitted, then stop the threads (a later ``run`` restarts)."""
         with self._lock:

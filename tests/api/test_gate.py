@@ -1,0 +1,304 @@
+"""The request gate: linear body checks, authentication before the body, big bodies off the loop.
+
+Timings are asserted as ratios measured in the same run (an adversarial body
+against a benign body of the same size), never as absolute times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from flowmem.api import create_app, gate
+from flowmem.api.limits import (
+    MAX_BODY_BYTES,
+    MAX_DEPTH,
+    MAX_VALUES,
+    depth_at_least,
+    parse_body,
+    structure,
+    value_count,
+)
+from flowmem.auth import create_token
+from flowmem.store import MemoryStore
+from tests.api.helpers import Api, snapshot
+
+JSON_TYPE = "application/json"
+MIB = 1024 * 1024
+RATIO = 10  # an adversarial body may cost at most this many times a benign one
+
+
+def json_depth(value: Any) -> int:
+    """The nesting depth of a parsed JSON value (a scalar 0, ``[]`` 1), iteratively."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def json_values(value: Any) -> tuple[int, int]:
+    """(values, empty containers) of a parsed JSON value; an object member is one value."""
+    values = empty = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        values += 1
+        if isinstance(item, (dict, list)):
+            children = list(item.values() if isinstance(item, dict) else item)
+            empty += not children
+            stack.extend(children)
+    return values, empty
+
+
+# --- the linear checks agree with the JSON parser -------------------------------------------
+
+TEXT = st.text(alphabet=st.sampled_from('ab"\\[]{},:\n\t é\u2028\U0001f600'), max_size=12)
+DOCUMENTS = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TEXT, inner, max_size=4),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(document=DOCUMENTS, ascii_only=st.booleans(), indent=st.sampled_from([None, 0, 2]))
+def test_structure_scan_agrees_with_json_depth_and_count(
+    document: Any, ascii_only: bool, indent: int | None
+) -> None:
+    body = json.dumps(document, ensure_ascii=ascii_only, indent=indent).encode()
+    shape = structure(body)
+    depth = json_depth(document)
+    for limit in range(1, depth + 3):
+        assert depth_at_least(shape, limit) == (depth >= limit), (body, limit)
+    values, empty = json_values(document)
+    assert value_count(shape) == values - 1 + empty
+
+
+@given(depth=st.integers(1, 3 * MAX_DEPTH), inner=TEXT)
+def test_deep_nesting_is_measured_around_strings(depth: int, inner: str) -> None:
+    body = ("[" * depth + json.dumps(inner) + "]" * depth).encode()
+    assert depth_at_least(structure(body), MAX_DEPTH) == (depth >= MAX_DEPTH)
+    refusal, _ = parse_body(body, JSON_TYPE)
+    assert (refusal is not None and refusal[1] == "body_too_deep") == (depth >= MAX_DEPTH)
+
+
+def test_too_many_values_is_refused_and_the_limit_itself_is_not() -> None:
+    at_limit = b"[" + b"0," * (MAX_VALUES - 1) + b"0]"  # 1 bracket + MAX_VALUES - 1 commas
+    assert value_count(structure(at_limit)) == MAX_VALUES
+    assert parse_body(at_limit, JSON_TYPE)[0] is None
+    over = b"[" + b"0," * MAX_VALUES + b"0]"
+    assert parse_body(over, JSON_TYPE)[0] == (
+        413,
+        "too_many_values",
+        f"the body has more than {MAX_VALUES} JSON values",
+    )
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32"])
+def test_only_utf8_bodies_are_parsed(encoding: str) -> None:
+    body = json.dumps({"messages": []}).encode(encoding)
+    assert parse_body(body, JSON_TYPE)[0] == (400, "invalid_json", "the body is not valid JSON")
+    assert parse_body(b"\xef\xbb\xbf" + b'{"a": 1}', JSON_TYPE) == (None, {"a": 1})
+
+
+# --- adversarial bodies cost what a benign body of the same size costs ----------------------
+
+
+def benign(size: int) -> bytes:
+    """A valid append body of about ``size`` bytes: messages of prose with commas and escapes."""
+    text = 'Hello, "world" \\ and so on, ' * 36  # about 1 KiB of content per message
+    one = json.dumps({"role": "user", "content": text})
+    count = max(1, (size - 64) // (len(one) + 2))  # ", " between messages
+    body = json.dumps({"messages": [json.loads(one)] * count, "return_messages": False})
+    return body.encode()
+
+
+def adversarial(kind: str, size: int) -> bytes:
+    """The bodies of issue 12: each about ``size`` bytes."""
+    if kind == "unterminated_escaped_quotes":
+        return b'"' + b'\\"' * (size // 2 - 1)
+    if kind == "escaped_quotes_in_a_value":
+        return b'{"value": "' + b'\\"' * (size // 2 - 10) + b'"}'
+    if kind == "open_brackets":
+        return b"[" * size
+    if kind == "open_braces":
+        return b'{"a":' * (size // 5)
+    if kind == "backslashes":
+        return b'{"value": "' + b"\\\\" * (size // 2 - 10) + b'"}'
+    if kind == "bare_backslashes":
+        return b"\\" * size
+    if kind == "small_arrays":
+        return b"[" + b"[]," * (size // 3 - 1) + b"[]]"
+    if kind == "short_strings":
+        return b"[" + b'"a",' * (size // 4 - 1) + b'"a"]'
+    if kind == "quotes_and_brackets":
+        return b'["' + b'[\\"' * (size // 3 - 1)
+    raise AssertionError(kind)
+
+
+KINDS = [
+    "unterminated_escaped_quotes",
+    "escaped_quotes_in_a_value",
+    "open_brackets",
+    "open_braces",
+    "backslashes",
+    "bare_backslashes",
+    "small_arrays",
+    "short_strings",
+    "quotes_and_brackets",
+]
+
+
+def best_of(runs: int, work: Callable[[], object]) -> float:
+    """The shortest of ``runs`` timings of ``work()``, in seconds."""
+    best = float("inf")
+    for _ in range(runs):
+        started = time.perf_counter()
+        work()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("size", [MIB, MAX_BODY_BYTES - 64])
+@pytest.mark.parametrize("kind", KINDS)
+def test_adversarial_body_costs_at_most_ten_benign_ones(kind: str, size: int) -> None:
+    good, bad = benign(size), adversarial(kind, size)
+    assert abs(len(good) - len(bad)) < len(good) // 10 and len(bad) <= MAX_BODY_BYTES
+    assert parse_body(good, JSON_TYPE)[0] is None
+    benign_time = best_of(3, lambda: parse_body(good, JSON_TYPE))
+    adversarial_time = best_of(3, lambda: parse_body(bad, JSON_TYPE))
+    assert adversarial_time <= RATIO * benign_time, (kind, adversarial_time, benign_time)
+
+
+# --- the event loop keeps answering while a big body is gated -------------------------------
+
+
+async def _while_posting(
+    client: httpx.AsyncClient, method: str, url: str, body: bytes, token: str
+) -> tuple[int, float, list[float]]:
+    """Send ``body``; meanwhile probe /health. Return (status, request seconds, probe latencies)."""
+    latencies: list[float] = []
+    done = asyncio.Event()
+
+    async def probe() -> None:
+        while not done.is_set():
+            started = time.perf_counter()
+            assert (await client.get("/health")).status_code == 200
+            latencies.append(time.perf_counter() - started)
+            await asyncio.sleep(0)
+
+    prober = asyncio.create_task(probe())
+    await asyncio.sleep(0)
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": JSON_TYPE}
+    started = time.perf_counter()
+    response = await client.request(method, url, content=body, headers=headers)
+    elapsed = time.perf_counter() - started
+    done.set()
+    await prober
+    return response.status_code, elapsed, latencies
+
+
+@pytest.fixture
+def asgi() -> Iterator[tuple[httpx.AsyncClient, str]]:
+    """An httpx client on the app in this test's event loop (so /health shares its loop)."""
+    store = MemoryStore()
+    token, _ = create_token(store, "alice", {"sessions:create"})
+    app = create_app(store, purge_interval=None)
+    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t")
+    yield client, token
+    app.state.services.pool.close()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind", KINDS)
+def test_health_answers_while_an_adversarial_body_is_gated(
+    asgi: tuple[httpx.AsyncClient, str], kind: str
+) -> None:
+    client, token = asgi
+    size = MAX_BODY_BYTES - 64
+
+    async def scenario() -> None:
+        url = "/v1/memory/user/k"
+        good = json.dumps({"value": json.loads(benign(size))}).encode()
+        status, benign_seconds, _ = await _while_posting(client, "PUT", url, good, token)
+        assert status == 200
+        status, seconds, latencies = await _while_posting(
+            client, "PUT", url, adversarial(kind, size), token
+        )
+        assert status in (200, 400, 413), status
+        assert seconds <= RATIO * benign_seconds, (seconds, benign_seconds)
+        # the loop answered /health during the body's gating, never waiting for it
+        assert latencies and max(latencies) <= RATIO * benign_seconds, (latencies, benign_seconds)
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.timeout(120)
+def test_health_answers_while_a_valid_large_body_is_parsed(
+    asgi: tuple[httpx.AsyncClient, str],
+) -> None:
+    client, token = asgi
+    body = benign(MAX_BODY_BYTES - 64)
+
+    async def scenario() -> tuple[int, float, list[float]]:
+        return await _while_posting(client, "POST", "/v1/buffers/user/k", body, token)
+
+    status, seconds, latencies = asyncio.run(scenario())
+    assert status == 413  # more than 1,000 messages: parsed and validated, then refused
+    # /health was answered several times while the body was parsed and validated
+    assert len(latencies) >= 3, (latencies, seconds)
+    assert max(latencies) <= seconds / 2, (latencies, seconds)
+
+
+# --- no token, no body ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("who", [None, "revoked", "bogus"])
+def test_an_unauthenticated_body_is_answered_401_unread(
+    memory_api: Api, monkeypatch: pytest.MonkeyPatch, who: str | None
+) -> None:
+    parsed: list[int] = []
+    real = gate.parse_body
+
+    def counting(body: bytes, content_type: str | None) -> Any:
+        parsed.append(len(body))
+        return real(body, content_type)
+
+    monkeypatch.setattr(gate, "parse_body", counting)
+    headers = {"Content-Type": JSON_TYPE}
+    if who == "bogus":
+        headers["Authorization"] = "Bearer fm_not-a-real-token"
+    elif who is not None:
+        headers.update(memory_api.headers(who))
+    before = snapshot(memory_api)
+    for body in (benign(MIB), adversarial("unterminated_escaped_quotes", MIB)):
+        response = memory_api.client.post("/v1/buffers/user/k", content=body, headers=headers)
+        assert response.status_code == 401
+        assert response.json()["error"]["code"] == "unauthenticated"
+        assert response.headers["connection"] == "close"  # the unread body ends the connection
+    assert parsed == []
+    assert snapshot(memory_api) == before
+    ok = memory_api.call("POST", "/v1/buffers/user/k", json={"messages": []})
+    assert ok.status_code == 200 and parsed  # an authenticated body is parsed as before
+
+
+def test_too_many_values_changes_nothing(memory_api: Api) -> None:
+    before = snapshot(memory_api)
+    value = list(range(MAX_VALUES + 1))
+    response = memory_api.call("PUT", "/v1/memory/user/k", json={"value": value})
+    assert (response.status_code, response.json()["error"]["code"]) == (413, "too_many_values")
+    assert snapshot(memory_api) == before
