@@ -29,6 +29,7 @@ from flowmem.store.base import (
     SessionRecord,
     TokenRecord,
     TranscriptMessage,
+    WriteGuard,
 )
 from flowmem.store.editor import SqlBufferEditor, load_rows
 from flowmem.store.memory import to_json
@@ -37,7 +38,10 @@ from flowmem.store.rows import (
     check_last,
     check_none_running,
     check_page,
+    check_session_row,
     dump_json,
+    guard_failed,
+    guard_form,
     session_from_row,
     token_from_row,
 )
@@ -151,6 +155,18 @@ class SqlStore(ABC, Generic[C]):
             outcome = replace(outcome, rows=load_rows(found))
         return outcome
 
+    def _check_guard(self, conn: C, guard: WriteGuard | None) -> None:
+        """Raise the guard's error unless it holds (inside the caller's write transaction)."""
+        kind, params = guard_form(guard)
+        if kind and conn.execute(self.SQL[f"guard@{kind}"], params).fetchone() is None:
+            raise self._guard_error(conn, guard)
+
+    def _guard_error(self, conn: C, guard: WriteGuard | None) -> Exception:
+        """The error of a guard found failing on ``conn``: the token's (401), else the session's."""
+        token = None if guard is None else guard.token_id
+        valid = token is None or conn.execute(self.SQL["token_valid"], (token,)).fetchone()
+        return guard_failed(bool(valid))
+
     def _changed(self, name: str, params: Sequence[Any]) -> bool:
         """Run one named write in autocommit; True when it touched a row."""
         with self._connection() as conn:
@@ -204,12 +220,30 @@ class SqlStore(ABC, Generic[C]):
             return False, None
         return True, json.loads(row[0])
 
-    def put_record(self, address: Address, value: Any, expires_at: float | None) -> None:
-        """Store a JSON value (NotSerializableError, nothing written, otherwise)."""
+    def put_record(
+        self,
+        address: Address,
+        value: Any,
+        expires_at: float | None,
+        guard: WriteGuard | None = None,
+    ) -> None:
+        """Store a JSON value (NotSerializableError, nothing written, otherwise).
+
+        With ``guard`` the guard is part of the one statement that writes (it writes
+        nothing when the guard fails; then the guard's error).
+        """
         check_address(address)
         text = to_json(value)
+        kind, checks = guard_form(guard)
         with self._connection() as conn:
-            conn.execute(self.SQL["record_put"], (*address, text, expires_at))
+            if not kind:
+                conn.execute(self.SQL["record_put"], (*address, text, expires_at))
+                return
+            done = conn.execute(
+                self.SQL[f"record_put@{kind}"], (*address, text, expires_at, *checks)
+            )
+            if done.rowcount == 0:
+                raise self._guard_error(conn, guard)
 
     def delete_record(self, address: Address) -> bool:
         """Delete a record; True when one existed."""
@@ -327,9 +361,15 @@ class SqlStore(ABC, Generic[C]):
         return self._write(work)
 
     def erase_user(self, user_id: str) -> Erasure:
-        """Delete the user's sessions, ``user`` scope and tokens in one transaction."""
+        """Delete the user's sessions, ``user`` scope and tokens in one transaction.
+
+        The tokens go first: a guarded write of one of them in flight (it holds
+        the token row) commits before, so its rows are found and deleted below, and
+        one not yet at its guard finds the token gone (docs/decisions/0014).
+        """
 
         def work(conn: C) -> Erasure:
+            tokens = conn.execute(self.SQL["tokens_of_user_delete"], (user_id,)).rowcount
             owned = conn.execute(self.SQL["sessions_of_owner"], (user_id,)).fetchall()
             check_none_running(owned)
             buffers = records = 0
@@ -337,15 +377,21 @@ class SqlStore(ABC, Generic[C]):
                 dropped = self._delete_session(conn, session_id) or (0, 0)
                 buffers, records = buffers + dropped[0], records + dropped[1]
             dropped = self._drop_scope(conn, USER_SCOPE, user_id)
-            tokens = conn.execute(self.SQL["tokens_of_user_delete"], (user_id,)).rowcount
             return Erasure(len(owned), buffers + dropped[0], records + dropped[1], tokens)
 
         return self._write(work)
 
     def _delete_session(self, conn: C, session_id: str) -> tuple[int, int] | None:
-        """Delete a session, its transcript and its scope; (buffers, records) dropped, None if absent."""
-        if conn.execute(self.SQL["session_delete"], (session_id,)).rowcount == 0:
+        """Delete a session, its transcript and its scope; (buffers, records) dropped, None if absent.
+
+        ConflictError (the caller's transaction rolls back) when the session is running.
+        Deleting the row first waits for guarded writes holding it, so what they
+        wrote is deleted below (docs/decisions/0014).
+        """
+        deleted = conn.execute(self.SQL["session_delete"], (session_id,)).fetchone()
+        if deleted is None:
             return None
+        check_session_row(deleted[0], session_id)
         conn.execute(self.SQL["transcript_delete_all"], (session_id,))
         conn.execute(self.SQL["transcript_seq_delete"], (session_id,))
         return self._drop_scope(conn, SESSION_SCOPE, session_id)
@@ -360,14 +406,27 @@ class SqlStore(ABC, Generic[C]):
         return len(found), int(records)
 
     # --- transcripts -------------------------------------------------------------------------
-    def add_transcript(self, session_id: str, row: Message) -> TranscriptMessage:
-        """Append a row with the next sequence number (never reused)."""
+    def add_transcript(
+        self, session_id: str, row: Message, guard: WriteGuard | None = None
+    ) -> TranscriptMessage:
+        """Append a row with the next sequence number (never reused) while the session exists.
+
+        NotFoundError (AuthenticationError for ``guard``'s token) and nothing written
+        otherwise: the check is part of the statement that takes the number.
+        """
         body = dump_json(row, "transcript row")
         self._check_session_id(session_id)
+        kind, checks = guard_form(
+            WriteGuard(None if guard is None else guard.token_id, session_id)
+        )
 
         def work(conn: C) -> int:
-            found = conn.execute(self.SQL["transcript_seq_next"], (session_id,)).fetchone()
-            seq = int(found[0]) if found else 0
+            found = conn.execute(
+                self.SQL[f"transcript_seq_next@{kind}"], (session_id, *checks)
+            ).fetchone()
+            if found is None:
+                raise self._guard_error(conn, guard)
+            seq = int(found[0])
             conn.execute(self.SQL["transcript_insert"], (session_id, seq, body))
             return seq
 
