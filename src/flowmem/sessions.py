@@ -233,8 +233,14 @@ class SessionService:
         name: object = "",
         agent: object = None,
         metadata: object = None,
+        *,
+        guard: WriteGuard | None = None,
     ) -> SessionRecord:
-        """Create a session owned by the caller (unowned for a service principal; MEM-9)."""
+        """Create a session owned by the caller (unowned for a service principal; MEM-9).
+
+        ``guard``: what must hold when the session is stored (the HTTP API passes the
+        caller's token, so an erasure racing the creation leaves no session behind).
+        """
         decision = decide(principal, "create", None)
         if not decision.allowed:
             raise AccessDeniedError(decision.reason, rule=decision.rule)
@@ -249,7 +255,7 @@ class SessionService:
             created_at=now,
             updated_at=now,
         )
-        return self.store.create_session(record)
+        return self.store.create_session(record, guard)
 
     def list_sessions(self, principal: Principal, limit: int = 20, offset: int = 0) -> SessionPage:
         """Return the sessions the caller may view, newest first, and their total."""

@@ -593,6 +593,11 @@ def test_guarded_writes_of_an_erased_token_store_nothing(store: Store) -> None:
     assert store.count(where) == 0 and store.get_record(where, 0.0) == (False, None)
     assert store.count(Address("session", sid, "k")) == 0
     assert store.list_transcript(sid) == ([], False)
+    late = _session("00000000-0000-0000-0000-0000000000a6", "alice", 2.0)
+    with pytest.raises(AuthenticationError):
+        store.create_session(late, token)
+    assert store.get_session(late.id) is None
+    assert store.list_sessions("alice", False, 10, 0) == ([], 0)
 
 
 def test_guarded_writes_of_a_revoked_token_store_nothing(store: Store) -> None:

@@ -172,8 +172,10 @@ class Store(Protocol):
         ...
 
     # --- sessions ---------------------------------------------------------------
-    def create_session(self, session: SessionRecord) -> SessionRecord:
-        """Insert a new session."""
+    def create_session(
+        self, session: SessionRecord, guard: WriteGuard | None = None
+    ) -> SessionRecord:
+        """Insert a new session; with ``guard``, only if it holds (checked by the insert)."""
         ...
 
     def get_session(self, session_id: str) -> SessionRecord | None:

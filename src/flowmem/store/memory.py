@@ -198,9 +198,12 @@ class MemoryStore:
             return row
 
     # --- sessions ---------------------------------------------------------------
-    def create_session(self, session: SessionRecord) -> SessionRecord:
-        """Insert a new session (ConflictError when the id exists)."""
+    def create_session(
+        self, session: SessionRecord, guard: WriteGuard | None = None
+    ) -> SessionRecord:
+        """Insert a new session (ConflictError when the id exists; ``guard`` checked first)."""
         with self._lock:
+            self._check_guard(guard)
             if session.id in self._sessions:
                 raise ConflictError(f"session {session.id} already exists")
             self._sessions[session.id] = session

@@ -202,6 +202,9 @@ GUARDS: dict[str, str] = {
 }
 _GUARDED: dict[str, str] = {
     "guard": "SELECT 1 WHERE {guard}",
+    "session_insert": """INSERT INTO sessions (id, name, owner, status, agent, metadata,
+        created_at, updated_at) SELECT %s, %s, %s, %s, %s, %s, %s::double precision,
+        %s::double precision WHERE {guard}""",
     # the append's lock statement: the guard's row locks, then the advisory lock
     "timed_lock": """SELECT pg_advisory_xact_lock(%s)
         FROM (SELECT set_config('lock_timeout', %s, true)) AS bound WHERE {guard}""",

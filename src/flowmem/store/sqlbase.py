@@ -172,11 +172,21 @@ class SqlStore(ABC, Generic[C]):
         with self._connection() as conn:
             return bool(conn.execute(self.SQL[name], params).rowcount > 0)
 
-    def _insert_new(self, name: str, params: Sequence[Any], what: str) -> None:
-        """Run one named insert; ConflictError naming ``what`` when its key exists."""
+    def _insert_new(
+        self, name: str, params: Sequence[Any], what: str, guard: WriteGuard | None = None
+    ) -> None:
+        """Run one named insert; ConflictError naming ``what`` when its key exists.
+
+        With ``guard`` the insert is the statement ``name@kind`` that checks it (the
+        guard's error when it inserted nothing).
+        """
+        kind, checks = guard_form(guard)
         try:
             with self._connection() as conn:
-                conn.execute(self.SQL[name], params)
+                if not kind:
+                    conn.execute(self.SQL[name], params)
+                elif conn.execute(self.SQL[f"{name}@{kind}"], (*params, *checks)).rowcount == 0:
+                    raise self._guard_error(conn, guard)
         except StoreError as exc:
             if self._is_unique_violation(exc.__cause__):
                 raise ConflictError(f"{what} already exists") from exc
@@ -311,8 +321,10 @@ class SqlStore(ABC, Generic[C]):
             conn.execute(self.SQL[name], (buffer_id,))
 
     # --- sessions ---------------------------------------------------------------------------
-    def create_session(self, session: SessionRecord) -> SessionRecord:
-        """Insert a new session (ConflictError when the id exists)."""
+    def create_session(
+        self, session: SessionRecord, guard: WriteGuard | None = None
+    ) -> SessionRecord:
+        """Insert a new session (ConflictError when the id exists; ``guard`` checked by the insert)."""
         metadata = dump_json(dict(session.metadata), "session metadata")
         params = (
             session.id,
@@ -324,7 +336,7 @@ class SqlStore(ABC, Generic[C]):
             session.created_at,
             session.updated_at,
         )
-        self._insert_new("session_insert", params, f"session {session.id}")
+        self._insert_new("session_insert", params, f"session {session.id}", guard)
         return session
 
     def get_session(self, session_id: str) -> SessionRecord | None:

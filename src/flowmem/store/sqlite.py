@@ -202,6 +202,8 @@ GUARDS: dict[str, str] = {
 }
 _GUARDED: dict[str, str] = {
     "guard": "SELECT 1 WHERE {guard}",
+    "session_insert": """INSERT INTO sessions (id, name, owner, status, agent, metadata,
+        created_at, updated_at) SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE {guard}""",
     "record_put": """INSERT INTO records (scope, scope_id, key, value, expires_at)
         SELECT ?, ?, ?, ?, ? WHERE {guard} ON CONFLICT (scope, scope_id, key) DO UPDATE
         SET value = excluded.value, expires_at = excluded.expires_at""",

@@ -23,7 +23,7 @@ from flowmem.api.models import (
 )
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, clamp_limit, errors
 from flowmem.sessions import session_dict, transcript_dict
-from flowmem.store.base import WriteGuard
+from flowmem.store.base import SessionRecord, WriteGuard
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 
@@ -44,8 +44,15 @@ async def create_session(
 ) -> dict[str, Any]:
     """Create a session owned by the caller (unowned for a service token). Needs `sessions:create`."""
     services = caller.services
-    record = await caller.run(services.sessions.create, body.name, body.agent, body.metadata)
-    return session_dict(record)
+
+    def create(principal: Principal) -> SessionRecord:
+        # stored only while the caller's token is valid (docs/decisions/0014)
+        guard = WriteGuard(token_id=principal.token_id)
+        return services.sessions.create(
+            principal, body.name, body.agent, body.metadata, guard=guard
+        )
+
+    return session_dict(await caller.run(create))
 
 
 @router.get("", response_model=SessionList, responses=errors(*AUTH_ERRORS, 403, 422))
