@@ -13,7 +13,9 @@ machine noise and WAL checkpoints fall evenly on every length); the time to load
 last 50 rows and the whole buffer; the peak memory (tracemalloc) of one append at
 each length; LangGraph at 100, 1,000 and 2,000.
 With ``--postgres URL`` (or ``FLOWMEM_BENCH_POSTGRES``) the flowmem rows are also
-measured on PostgreSQL.
+measured on PostgreSQL. With ``--guarded`` every flowmem append carries a
+``WriteGuard`` (a token and the session), as the HTTP API's session-scope appends
+do (docs/decisions/0014).
 
 Targets (issue 3 §6): appends/s at 10,000 rows >= 0.75 x at 100; >= 1.0 x
 SQLiteSession at every length; >= 20 x LangGraph+SqliteSaver at 2,000 rows; last-50
@@ -43,7 +45,7 @@ if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]
 
 from flowmem.core import prepare
-from flowmem.store import Address, Store, open_store
+from flowmem.store import Address, SessionRecord, Store, WriteGuard, open_store
 
 LENGTHS = (100, 1_000, 10_000)
 LANGGRAPH_LENGTHS = (100, 1_000, 2_000)
@@ -191,12 +193,21 @@ def _peak(fn: Callable[[], object]) -> int:
 class Flowmem(System):
     """flowmem's store (SQLite file at its default durability, or PostgreSQL)."""
 
-    def __init__(self, name: str, url: str, lengths: tuple[int, ...]) -> None:
+    def __init__(
+        self, name: str, url: str, lengths: tuple[int, ...], guarded: bool = False
+    ) -> None:
         self.name = name
         super().__init__(lengths)
         self.store: Store = open_store(url)
         self.keys = {n: Address("session", "bench", f"chat-{n}") for n in lengths}
         self.rows = [prepare(turn(i), 1_755_000_000 + i)[0] for i in range(max(lengths) + 400)]
+        self.guard: WriteGuard | None = None
+        if guarded:
+            from flowmem.auth import create_token
+
+            self.store.create_session(SessionRecord("bench", "bench", "bench"))
+            _, record = create_token(self.store, "bench")
+            self.guard = WriteGuard(record.id, "bench")
 
     def fill(self, length: int) -> None:
         """Batches of 500 give the same buffer as single appends for these turns."""
@@ -208,7 +219,7 @@ class Flowmem(System):
 
     def append(self, length: int, i: int) -> None:
         """One message per append."""
-        self.store.append(self.keys[length], [self.rows[i]])
+        self.store.append(self.keys[length], [self.rows[i]], guard=self.guard)
 
     def last50(self, length: int) -> None:
         """The last 50 rows through the position index."""
@@ -402,18 +413,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--postgres", default=os.environ.get("FLOWMEM_BENCH_POSTGRES"))
     parser.add_argument("--no-peers", action="store_true", help="measure flowmem only")
+    parser.add_argument(
+        "--guarded", action="store_true", help="flowmem appends carry a token and session guard"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="flowmem-bench-") as tmp:
         base = Path(tmp)
         print(f"flowmem store benchmark: one message per append, WAL + synchronous=FULL, in {tmp}")
         systems: list[System] = [
-            Flowmem("flowmem SqliteStore", f"sqlite:///{base / 'flowmem.db'}", LENGTHS)
+            Flowmem(
+                "flowmem SqliteStore", f"sqlite:///{base / 'flowmem.db'}", LENGTHS, args.guarded
+            )
         ]
         if not args.no_peers:
             systems.append(AgentsSession(base / "agents.db", LENGTHS))
             systems.append(LangGraph(base / "langgraph.db", LANGGRAPH_LENGTHS))
         if args.postgres:
-            systems.append(Flowmem("flowmem PostgresStore", args.postgres, LENGTHS))
+            systems.append(
+                Flowmem("flowmem PostgresStore", args.postgres, LENGTHS, args.guarded)
+            )
         try:
             results = run(systems)
         finally:

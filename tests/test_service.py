@@ -20,7 +20,7 @@ from flowmem.errors import (
 )
 from flowmem.scope import ExecutionContext, Refusal
 from flowmem.service import BufferResult, MemoryService, ReadResult, WriteResult
-from flowmem.store import Address, MemoryStore, Store, open_store
+from flowmem.store import Address, MemoryStore, Store, WriteGuard, open_store
 
 
 class ForbiddenStore:
@@ -456,7 +456,7 @@ def test_return_messages_false_skips_the_load(service: MemoryService) -> None:
 
 
 def test_append_passes_the_lock_timeout_and_address_to_the_store(clock: Clock) -> None:
-    calls: list[tuple[Address, int, float, bool]] = []
+    calls: list[tuple[Address, int, float, bool, WriteGuard | None]] = []
 
     class Recording(MemoryStore):
         def append(
@@ -466,13 +466,19 @@ def test_append_passes_the_lock_timeout_and_address_to_the_store(clock: Clock) -
             max_messages: int = 0,
             lock_timeout: float = 5.0,
             snapshot: bool = False,
+            guard: WriteGuard | None = None,
         ) -> Any:  # type: ignore[override]
-            calls.append((address, max_messages, lock_timeout, snapshot))
+            calls.append((address, max_messages, lock_timeout, snapshot, guard))
             return super().append(address, rows, max_messages, lock_timeout, snapshot)
 
     service = MemoryService(Recording(), lock_timeout=0.25, clock=clock)
     service.append("user", "chat", {"role": "user", "content": "x"}, ALICE, max_messages=7)
-    assert calls == [(Address("user", "alice", "chat"), 7, 0.25, True)]
+    guard = WriteGuard(token_id="t1")
+    service.append("user", "chat", {"role": "user", "content": "y"}, ALICE, guard=guard)
+    assert calls == [
+        (Address("user", "alice", "chat"), 7, 0.25, True, None),
+        (Address("user", "alice", "chat"), 0, 0.25, True, guard),
+    ]
 
 
 def test_a_pure_read_append_never_writes(clock: Clock) -> None:

@@ -30,7 +30,7 @@ from typing import Any
 from flowmem.core import Message, is_empty, prepare
 from flowmem.errors import ConfigurationError, InvalidInputError, NotSerializableError
 from flowmem.scope import ExecutionContext, Refusal, check_scope, resolve_scope
-from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, SESSION_SCOPE, Address, Store
+from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, SESSION_SCOPE, Address, Store, WriteGuard
 
 log = logging.getLogger("flowmem")
 
@@ -255,25 +255,37 @@ class MemoryService:
         value: Any,
         context: ExecutionContext | None,
         ttl: float | None = None,
+        *,
+        guard: WriteGuard | None = None,
     ) -> WriteResult:
-        """Write a JSON value with an optional TTL in seconds; a refusal reports failure (MEM-7)."""
+        """Write a JSON value with an optional TTL in seconds; a refusal reports failure (MEM-7).
+
+        ``guard``: what must still hold when the value is stored (``WriteGuard``).
+        """
         name = check_key(key)
         check_ttl(ttl)
         check_json(value)
         resolved = self._resolve("write", scope, name, context)
         if isinstance(resolved, Refusal):
             return WriteResult(success=False, refusal=resolved)
-        return self.write_raw(scope, resolved, name, value, ttl)
+        return self.write_raw(scope, resolved, name, value, ttl, guard=guard)
 
     def write_raw(
-        self, scope: str, scope_id: str, key: str, value: Any, ttl: float | None = None
+        self,
+        scope: str,
+        scope_id: str,
+        key: str,
+        value: Any,
+        ttl: float | None = None,
+        *,
+        guard: WriteGuard | None = None,
     ) -> WriteResult:
         """Write a record at an explicit scope id (trusted callers; no resolution)."""
         address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
         seconds = check_ttl(ttl)
         check_json(value)
         expires_at = None if seconds is None else self._now() + seconds
-        self.store.put_record(address, value, expires_at)
+        self.store.put_record(address, value, expires_at, guard)
         return WriteResult(success=True, resolved_scope_id=scope_id)
 
     def delete(self, scope: str, key: str, context: ExecutionContext | None) -> WriteResult:
@@ -300,6 +312,7 @@ class MemoryService:
         max_messages: int = 0,
         *,
         return_messages: bool = True,
+        guard: WriteGuard | None = None,
     ) -> BufferResult:
         """Append messages to a buffer under the core rules (MEM-1, 2, 3, 10, 14).
 
@@ -307,7 +320,8 @@ class MemoryService:
         count of zero and ``appended`` 0, and the turn is dropped, never written to a
         shared history (MEM-7). ``return_messages=False`` skips loading the buffer
         after the append (``messages`` is then ``[]``; ``count`` is still exact) —
-        for hot paths and benchmarks.
+        for hot paths and benchmarks. ``guard``: what must still hold when the rows
+        are written (``WriteGuard``).
         """
         name = check_key(key)
         window = check_count(max_messages, "max_messages")
@@ -316,7 +330,7 @@ class MemoryService:
         if isinstance(resolved, Refusal):
             return BufferResult(refusal=resolved)
         return self._append_rows(
-            Address(check_scope(scope), resolved, name), rows, window or 0, return_messages
+            Address(check_scope(scope), resolved, name), rows, window or 0, return_messages, guard
         )
 
     def append_raw(
@@ -328,15 +342,21 @@ class MemoryService:
         max_messages: int = 0,
         *,
         return_messages: bool = True,
+        guard: WriteGuard | None = None,
     ) -> BufferResult:
         """Append to a buffer at an explicit scope id (trusted callers; no resolution)."""
         address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
         window = check_count(max_messages, "max_messages")
         rows = prepare(messages, int(self._now()))
-        return self._append_rows(address, rows, window or 0, return_messages)
+        return self._append_rows(address, rows, window or 0, return_messages, guard)
 
     def _append_rows(
-        self, address: Address, rows: list[Message], window: int, return_messages: bool
+        self,
+        address: Address,
+        rows: list[Message],
+        window: int,
+        return_messages: bool,
+        guard: WriteGuard | None = None,
     ) -> BufferResult:
         if all(is_empty(row) for row in rows):
             # nothing to append (e.g. a user turn with no content): a pure read, no write
@@ -344,7 +364,7 @@ class MemoryService:
                 return self.load_raw(address.scope, address.scope_id, address.key)
             return BufferResult(count=self.store.count(address), resolved_scope_id=address.scope_id)
         outcome = self.store.append(
-            address, rows, window, self.lock_timeout, snapshot=return_messages
+            address, rows, window, self.lock_timeout, snapshot=return_messages, guard=guard
         )
         return BufferResult(
             messages=outcome.rows or [],

@@ -35,7 +35,14 @@ from flowmem.errors import (
     PayloadTooLargeError,
 )
 from flowmem.scope import ExecutionContext, usable_identity
-from flowmem.store.base import SESSION_SCOPE, Erasure, SessionRecord, Store, TranscriptMessage
+from flowmem.store.base import (
+    SESSION_SCOPE,
+    Erasure,
+    SessionRecord,
+    Store,
+    TranscriptMessage,
+    WriteGuard,
+)
 
 if TYPE_CHECKING:
     from flowmem.service import MemoryService
@@ -226,8 +233,14 @@ class SessionService:
         name: object = "",
         agent: object = None,
         metadata: object = None,
+        *,
+        guard: WriteGuard | None = None,
     ) -> SessionRecord:
-        """Create a session owned by the caller (unowned for a service principal; MEM-9)."""
+        """Create a session owned by the caller (unowned for a service principal; MEM-9).
+
+        ``guard``: what must hold when the session is stored (the HTTP API passes the
+        caller's token, so an erasure racing the creation leaves no session behind).
+        """
         decision = decide(principal, "create", None)
         if not decision.allowed:
             raise AccessDeniedError(decision.reason, rule=decision.rule)
@@ -242,7 +255,7 @@ class SessionService:
             created_at=now,
             updated_at=now,
         )
-        return self.store.create_session(record)
+        return self.store.create_session(record, guard)
 
     def list_sessions(self, principal: Principal, limit: int = 20, offset: int = 0) -> SessionPage:
         """Return the sessions the caller may view, newest first, and their total."""
@@ -266,12 +279,13 @@ class SessionService:
 
         The store deletes them in one transaction: the conversation buffer, every
         other buffer and memory record under ``session`` for this session, and the
-        runtime's lease and call journal.
+        runtime's lease and call journal. It refuses (ConflictError) a session
+        running a turn, checked in that transaction, so a turn cannot start between
+        the check and the delete. NotFoundError when another delete came first.
         """
         session = self.load(principal, session_id, "delete_session")
-        if session.status == "running":
-            raise ConflictError("the session is running a turn; stop it first")
-        self.store.delete_session(session.id)
+        if not self.store.delete_session(session.id):
+            raise NotFoundError("no such session")
 
     # --- transcript ----------------------------------------------------------------
     def messages(
@@ -305,13 +319,23 @@ class SessionService:
 
     # --- driving (MEM-8, MEM-9) -----------------------------------------------------
     def send_turn(
-        self, principal: Principal, session_id: object, content: object, *, wait: bool = False
+        self,
+        principal: Principal,
+        session_id: object,
+        content: object,
+        *,
+        wait: bool = False,
+        guard: WriteGuard | None = None,
     ) -> dict[str, Any]:
         """Send a user turn to a session; a drive action (MEM-9) run as the owner (MEM-8).
 
         With a runner, the runtime records the turn and runs the model. Without one,
         the user row is appended to the session's conversation buffer under the
-        owner's identity and to the transcript, and the turn completes at once.
+        owner's identity and to the transcript, and the turn completes at once;
+        each write checks, inside its transaction, that the session still exists,
+        and ``guard``'s token (the HTTP API passes the caller's) is still valid: a
+        turn that loses against a delete or an erasure is refused (NotFoundError,
+        AuthenticationError; docs/decisions/0014).
         """
         session = self.load(principal, session_id, "drive")
         text = _check_content(content)
@@ -320,10 +344,16 @@ class SessionService:
         if session.status == "running":
             raise ConflictError("a turn is already running in this session")
         row: Message = to_row({"role": "user", "content": text}, int(self.clock()))
+        guard = WriteGuard(None if guard is None else guard.token_id, session.id)
         self.memory.append(
-            BUFFER_SCOPE, BUFFER_KEY, [row], memory_context(session), return_messages=False
+            BUFFER_SCOPE,
+            BUFFER_KEY,
+            [row],
+            memory_context(session),
+            return_messages=False,
+            guard=guard,
         )
-        item = self.store.add_transcript(session.id, row)
+        item = self.store.add_transcript(session.id, row, guard)
         self.store.set_session_status(session.id, "completed")
         return {"turn_id": str(uuid.uuid4()), "status": "completed", "seq": item.seq}
 

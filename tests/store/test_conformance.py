@@ -16,8 +16,14 @@ from flowmem.core import (
     prepare,
     result_id,
 )
-from flowmem.errors import ConflictError, InvalidInputError, NotSerializableError
-from flowmem.store import Address, Erasure, SessionRecord, Store, TokenRecord
+from flowmem.errors import (
+    AuthenticationError,
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+    NotSerializableError,
+)
+from flowmem.store import Address, Erasure, SessionRecord, Store, TokenRecord, WriteGuard
 from flowmem.store.base import SupportsPopLast
 
 A = Address("session", "s1", "chat")
@@ -658,3 +664,84 @@ def test_pop_last_returns_part_rows_intact(store: Store) -> None:
     rows = prepare(lossless_history()[-1:], 3)
     store.append(A, rows)
     assert store.pop_last(A) == rows[0]
+# --- write guards (docs/decisions/0014) ---------------------------------------------------
+
+
+def _guarded_writes(store: Store, guard: WriteGuard, address: Address) -> list[str]:
+    """Try a guarded record write, append and transcript row; return the errors' codes."""
+    codes = []
+    for write in (
+        lambda: store.put_record(address, "late", None, guard),
+        lambda: store.append(address, [user("late")], guard=guard),
+        lambda: store.add_transcript(guard.session_id or "-", user("late"), guard),
+    ):
+        with pytest.raises((AuthenticationError, NotFoundError)) as caught:
+            write()
+        codes.append(caught.value.code)
+    return codes
+
+
+def test_guarded_writes_of_an_erased_token_store_nothing(store: Store) -> None:
+    sid = "00000000-0000-0000-0000-0000000000a1"
+    _fill_user(store, "alice", [sid])
+    token = WriteGuard(token_id="t-alice")
+    where = Address("user", "alice", "notes")
+    store.put_record(where, "early", None, token)  # holds: written
+    assert store.append(where, [user("early")], guard=token).count == 1
+    store.erase_user("alice")
+    assert _guarded_writes(store, token, where) == ["unauthenticated"] * 3
+    both = WriteGuard("t-alice", sid)  # the token is checked first
+    assert _guarded_writes(store, both, Address("session", sid, "k")) == ["unauthenticated"] * 3
+    assert store.count(where) == 0 and store.get_record(where, 0.0) == (False, None)
+    assert store.count(Address("session", sid, "k")) == 0
+    assert store.list_transcript(sid) == ([], False)
+    late = _session("00000000-0000-0000-0000-0000000000a6", "alice", 2.0)
+    with pytest.raises(AuthenticationError):
+        store.create_session(late, token)
+    assert store.get_session(late.id) is None
+    assert store.list_sessions("alice", False, 10, 0) == ([], 0)
+
+
+def test_guarded_writes_of_a_revoked_token_store_nothing(store: Store) -> None:
+    store.create_token(TokenRecord("t-r", "h-r", "alice", frozenset(), 1.0))
+    assert store.revoke_token("t-r")
+    where = Address("user", "alice", "notes")
+    sid = "00000000-0000-0000-0000-0000000000a2"
+    store.create_session(_session(sid, "alice", 1.0))
+    assert _guarded_writes(store, WriteGuard("t-r", sid), where) == ["unauthenticated"] * 3
+    assert store.count(where) == 0 and store.get_record(where, 0.0) == (False, None)
+    assert store.list_transcript(sid) == ([], False)
+
+
+def test_guarded_writes_of_a_deleted_session_store_nothing(store: Store) -> None:
+    sid = "00000000-0000-0000-0000-0000000000a3"
+    store.create_session(_session(sid, "alice", 1.0))
+    store.create_token(TokenRecord("t-a", "h-a", "alice", frozenset(), 1.0))
+    where = Address("session", sid, "notes")
+    guard = WriteGuard("t-a", sid)
+    store.put_record(where, "early", None, guard)
+    store.append(where, [user("early")], guard=guard)
+    assert store.add_transcript(sid, user("early"), guard).seq == 1
+    assert store.delete_session(sid)
+    for guarded in (guard, WriteGuard(session_id=sid)):
+        assert _guarded_writes(store, guarded, where) == ["not_found"] * 3
+    assert store.count(where) == 0 and store.get_record(where, 0.0) == (False, None)
+    assert store.list_transcript(sid) == ([], False)
+
+
+def test_a_transcript_row_needs_its_session(store: Store) -> None:
+    with pytest.raises(NotFoundError):
+        store.add_transcript("00000000-0000-0000-0000-0000000000a4", user("x"))
+    assert store.list_transcript("00000000-0000-0000-0000-0000000000a4") == ([], False)
+
+
+def test_deleting_a_running_session_changes_nothing(store: Store) -> None:
+    sid = "00000000-0000-0000-0000-0000000000a5"
+    _fill_user(store, "alice", [sid])
+    assert store.set_session_status(sid, "running")
+    with pytest.raises(ConflictError, match="running"):
+        store.delete_session(sid)
+    assert store.get_session(sid) is not None
+    assert store.count(Address("session", sid, "chat_history")) == 1
+    assert store.get_record(Address("session", sid, "k"), 0.0) == (True, 1)
+    assert len(store.list_transcript(sid)[0]) == 1

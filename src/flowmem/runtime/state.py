@@ -3,7 +3,9 @@
 Both are memory records in the session's own bucket (``Address("session", id, key)``)
 under reserved keys starting with ``__flowmem_runtime__/``, so they live in the same
 store, survive a crash, go wherever the session's data goes, and are deleted with
-the session (``Store.delete_session`` deletes its whole session scope).
+the session (``Store.delete_session`` deletes its whole session scope). Each write
+checks, in its transaction, that the session still exists (``WriteGuard``), so none
+outlives a delete that raced it: NotFoundError instead.
 
 - The *lease* says "a process is working on this session". Every write carries a
   TTL of ``stale_after`` seconds and a running turn re-writes it (a heartbeat). A
@@ -26,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from flowmem.store.base import SESSION_SCOPE, Address, Store
+from flowmem.store.base import SESSION_SCOPE, Address, Store, WriteGuard
 
 PREFIX = "__flowmem_runtime__/"
 LEASE_KEY = PREFIX + "lease"
@@ -62,7 +64,10 @@ class RuntimeState:
         """Write the session's lease (a heartbeat); it expires ``stale_after`` seconds from now."""
         value = {"turn_id": turn_id, "state": state, "owner": self.owner, "at": self.clock()}
         self.store.put_record(
-            Address(SESSION_SCOPE, session_id, LEASE_KEY), value, self.clock() + self.stale_after
+            Address(SESSION_SCOPE, session_id, LEASE_KEY),
+            value,
+            self.clock() + self.stale_after,
+            WriteGuard(session_id=session_id),
         )
 
     def lease(self, session_id: str) -> dict[str, Any] | None:
@@ -79,6 +84,7 @@ class RuntimeState:
             Address(SESSION_SCOPE, session_id, STOP_KEY),
             {"turn_id": turn_id, "at": self.clock()},
             self.clock() + self.stale_after,
+            WriteGuard(session_id=session_id),
         )
 
     def stop_requested(self, session_id: str, turn_id: str) -> bool:
@@ -119,4 +125,9 @@ class RuntimeState:
 
     def _put_call(self, session_id: str, call_id: str, value: dict[str, Any]) -> None:
         value = {"id": call_id, "at": self.clock(), **value}
-        self.store.put_record(Address(SESSION_SCOPE, session_id, _call_key(call_id)), value, None)
+        self.store.put_record(
+            Address(SESSION_SCOPE, session_id, _call_key(call_id)),
+            value,
+            None,
+            WriteGuard(session_id=session_id),
+        )

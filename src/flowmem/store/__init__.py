@@ -12,6 +12,7 @@ from flowmem.store.base import (
     Store,
     TokenRecord,
     TranscriptMessage,
+    WriteGuard,
 )
 from flowmem.store.memory import MemoryStore
 
@@ -25,6 +26,7 @@ __all__ = [
     "Store",
     "TokenRecord",
     "TranscriptMessage",
+    "WriteGuard",
     "open_store",
 ]
 

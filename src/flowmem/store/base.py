@@ -65,6 +65,21 @@ class Erasure:
 
 
 @dataclass(frozen=True)
+class WriteGuard:
+    """What must still hold when a write commits; the store checks it inside the write.
+
+    ``token_id``: the token the write was authenticated with still exists and is
+    not revoked (an erasure deletes the user's tokens). ``session_id``: the session
+    the write belongs to still exists. A write whose guard fails inside its write
+    transaction stores nothing: AuthenticationError for the token (checked first),
+    NotFoundError for the session (docs/decisions/0014).
+    """
+
+    token_id: str | None = None
+    session_id: str | None = None
+
+
+@dataclass(frozen=True)
 class TokenRecord:
     """An API token: only its hash is stored. ``user_id`` None = a service principal."""
 
@@ -101,8 +116,18 @@ class Store(Protocol):
         """Return (found, value); an expired record is not found."""
         ...
 
-    def put_record(self, address: Address, value: Any, expires_at: float | None) -> None:
-        """Store a JSON-serializable value; raise NotSerializableError and write nothing otherwise."""
+    def put_record(
+        self,
+        address: Address,
+        value: Any,
+        expires_at: float | None,
+        guard: WriteGuard | None = None,
+    ) -> None:
+        """Store a JSON-serializable value; raise NotSerializableError and write nothing otherwise.
+
+        With ``guard``, the value is stored only if the guard holds at that moment
+        (checked in the same transaction); otherwise its error, nothing written.
+        """
         ...
 
     def delete_record(self, address: Address) -> bool:
@@ -124,11 +149,13 @@ class Store(Protocol):
         max_messages: int = 0,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         snapshot: bool = False,
+        guard: WriteGuard | None = None,
     ) -> AppendOutcome:
         """Run ``core.apply_append`` on this buffer in one transaction, serialized per address (MEM-12).
 
         With ``snapshot`` the outcome's ``rows`` is the whole buffer read in the same
-        transaction, so it agrees with ``count`` even under concurrent writers.
+        transaction, so it agrees with ``count`` even under concurrent writers. With
+        ``guard``, that transaction first checks it; a failed guard appends nothing.
         """
         ...
 
@@ -150,8 +177,10 @@ class Store(Protocol):
         ...
 
     # --- sessions ---------------------------------------------------------------
-    def create_session(self, session: SessionRecord) -> SessionRecord:
-        """Insert a new session."""
+    def create_session(
+        self, session: SessionRecord, guard: WriteGuard | None = None
+    ) -> SessionRecord:
+        """Insert a new session; with ``guard``, only if it holds (checked by the insert)."""
         ...
 
     def get_session(self, session_id: str) -> SessionRecord | None:
@@ -180,7 +209,8 @@ class Store(Protocol):
         That is its transcript and its whole session scope: every buffer and memory
         record addressed ``(SESSION_SCOPE, session_id, key)`` (the conversation
         buffer, other buffers, records, the runtime's lease and call journal). An
-        unknown session id changes nothing.
+        unknown session id changes nothing. ConflictError, with nothing deleted,
+        while the session is running a turn (checked in the same transaction).
         """
         ...
 
@@ -195,8 +225,15 @@ class Store(Protocol):
         ...
 
     # --- transcripts -------------------------------------------------------------
-    def add_transcript(self, session_id: str, row: Message) -> TranscriptMessage:
-        """Append a row to a session's transcript with the next sequence number."""
+    def add_transcript(
+        self, session_id: str, row: Message, guard: WriteGuard | None = None
+    ) -> TranscriptMessage:
+        """Append a row to a session's transcript with the next sequence number.
+
+        The session must exist when the row is written (checked in the same
+        transaction): NotFoundError and nothing written otherwise. ``guard`` adds
+        its token check (AuthenticationError).
+        """
         ...
 
     def list_transcript(

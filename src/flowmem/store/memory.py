@@ -25,6 +25,7 @@ from flowmem.store.base import (
     SessionRecord,
     TokenRecord,
     TranscriptMessage,
+    WriteGuard,
 )
 from flowmem.store.locks import AddressLocks
 from flowmem.store.rows import (
@@ -35,6 +36,7 @@ from flowmem.store.rows import (
     check_not_running,
     check_page,
     dump_json,
+    guard_failed,
 )
 
 
@@ -80,11 +82,32 @@ class MemoryStore:
             return False, None
         return True, json.loads(text)
 
-    def put_record(self, address: Address, value: Any, expires_at: float | None) -> None:
-        """Store a JSON value (NotSerializableError, nothing written, otherwise)."""
+    def _check_guard(self, guard: WriteGuard | None) -> None:
+        """Raise the guard's error unless it holds (the store lock held, like the write after it)."""
+        if guard is None:
+            return
+        if guard.token_id is not None:
+            token = self._tokens.get(guard.token_id)
+            if token is None or token.revoked:
+                raise guard_failed(False)
+        if guard.session_id is not None and guard.session_id not in self._sessions:
+            raise guard_failed(True)
+
+    def put_record(
+        self,
+        address: Address,
+        value: Any,
+        expires_at: float | None,
+        guard: WriteGuard | None = None,
+    ) -> None:
+        """Store a JSON value (NotSerializableError, nothing written, otherwise).
+
+        With ``guard``, only if it holds (checked under the lock the write takes).
+        """
         check_address(address)
         text = to_json(value)
         with self._lock:
+            self._check_guard(guard)
             self._records[address] = (text, expires_at)
 
     def purge_expired(self, now: float, limit: int = PURGE_BATCH) -> int:
@@ -119,6 +142,7 @@ class MemoryStore:
         max_messages: int = 0,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         snapshot: bool = False,
+        guard: WriteGuard | None = None,
     ) -> AppendOutcome:
         """Apply the core append rules to the buffer, serialized per address.
 
@@ -126,18 +150,18 @@ class MemoryStore:
         (``AddressLocks``); past it the append proceeds after one WARNING.
 
         Rows must be JSON like on every backend: NotSerializableError, nothing written.
+        The buffer is read, changed and written back under the store lock, with the
+        guard checked there, so a delete or erasure happens wholly before or after.
         """
         check_address(address)
         lock_timeout = check_lock_timeout(lock_timeout)
         for row in rows:
             to_json(row)
-        with self._locks.hold(address, lock_timeout):
-            with self._lock:
-                current = self._buffers.get(address, [])
-            editor = ListEditor(copy.deepcopy(current))
+        with self._locks.hold(address, lock_timeout), self._lock:
+            self._check_guard(guard)
+            editor = ListEditor(copy.deepcopy(self._buffers.get(address, [])))
             outcome = apply_append(editor, copy.deepcopy(rows), max_messages)
-            with self._lock:
-                self._buffers[address] = editor.rows
+            self._buffers[address] = editor.rows
             if snapshot:
                 return replace(outcome, rows=copy.deepcopy(editor.rows))
             return outcome
@@ -177,9 +201,12 @@ class MemoryStore:
             return row
 
     # --- sessions ---------------------------------------------------------------
-    def create_session(self, session: SessionRecord) -> SessionRecord:
-        """Insert a new session (ConflictError when the id exists)."""
+    def create_session(
+        self, session: SessionRecord, guard: WriteGuard | None = None
+    ) -> SessionRecord:
+        """Insert a new session (ConflictError when the id exists; ``guard`` checked first)."""
         with self._lock:
+            self._check_guard(guard)
             if session.id in self._sessions:
                 raise ConflictError(f"session {session.id} already exists")
             self._sessions[session.id] = session
@@ -217,8 +244,13 @@ class MemoryStore:
             return True
 
     def delete_session(self, session_id: str) -> bool:
-        """Delete a session, its transcript and its whole session scope; True when it existed."""
+        """Delete a session, its transcript and its whole session scope; True when it existed.
+
+        ConflictError, nothing deleted, while it is running a turn.
+        """
         with self._lock:
+            session = self._sessions.get(session_id)
+            check_not_running(session_id, None if session is None else session.status)
             return self._delete_session(session_id) is not None
 
     def erase_user(self, user_id: str) -> Erasure:
@@ -255,9 +287,12 @@ class MemoryStore:
         return counts[0], counts[1]
 
     # --- transcripts -------------------------------------------------------------
-    def add_transcript(self, session_id: str, row: Message) -> TranscriptMessage:
-        """Append a transcript row with the next sequence number."""
+    def add_transcript(
+        self, session_id: str, row: Message, guard: WriteGuard | None = None
+    ) -> TranscriptMessage:
+        """Append a transcript row with the next sequence number while the session exists."""
         with self._lock:
+            self._check_guard(WriteGuard(None if guard is None else guard.token_id, session_id))
             seq = self._next_seq.get(session_id, 0) + 1
             self._next_seq[session_id] = seq
             item = TranscriptMessage(session_id, seq, copy.deepcopy(row))

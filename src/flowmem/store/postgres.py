@@ -31,8 +31,8 @@ from flowmem.errors import (
     StoreReadOnlyError,
     StoreUnavailableError,
 )
-from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Store
-from flowmem.store.rows import check_address, check_lock_timeout
+from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Store, WriteGuard
+from flowmem.store.rows import check_address, check_lock_timeout, guard_form
 from flowmem.store.sqlbase import SqlStore
 
 log = logging.getLogger("flowmem")
@@ -167,10 +167,7 @@ SQL: dict[str, str] = {
     "session_status_guard": "SELECT status FROM sessions WHERE id = %s FOR SHARE",
     "session_status_cas": """UPDATE sessions SET status = %s WHERE id = %s
         AND (%s::text[] IS NULL OR status = ANY(%s::text[]))""",
-    "session_delete": "DELETE FROM sessions WHERE id = %s",
-    "transcript_seq_next": """INSERT INTO transcript_seq (session_id, last_seq) VALUES (%s, 1)
-        ON CONFLICT (session_id) DO UPDATE SET last_seq = transcript_seq.last_seq + 1
-        RETURNING last_seq""",
+    "session_delete": "DELETE FROM sessions WHERE id = %s RETURNING status",
     "transcript_seq_delete": "DELETE FROM transcript_seq WHERE session_id = %s",
     "transcript_insert": "INSERT INTO transcripts (session_id, seq, body) VALUES (%s, %s, %s)",
     "transcript_page_asc": """SELECT seq, body FROM transcripts WHERE session_id = %s AND seq > %s
@@ -191,7 +188,46 @@ SQL: dict[str, str] = {
         version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)""",
     "schema_version": "SELECT COALESCE(MAX(version), 0) FROM flowmem_schema",
     "schema_insert": "INSERT INTO flowmem_schema (version, applied_at) VALUES (%s, %s)",
+    "token_valid": "SELECT 1 FROM tokens WHERE id = %s AND NOT revoked",
 }
+
+# Write guards (docs/decisions/0014): a guarded write locks the rows its guard reads
+# until it commits: the token FOR SHARE (a revocation or an erasure, which update or
+# delete it, waits for the write, and a write waiting for them finds it gone) and
+# the session FOR KEY SHARE (its delete waits likewise; status updates do not).
+# Always the token first, then the session, then the buffer's advisory lock: the
+# order an erasure takes them in, so the two never wait for each other in a cycle.
+# An uncorrelated EXISTS runs once before its query's rows (an initPlan), and
+# ``FOR SHARE`` keeps the planner from turning it into a join, so that order holds.
+_TOKEN_VALID = "EXISTS (SELECT 1 FROM tokens WHERE id = %s AND NOT revoked FOR SHARE)"
+GUARDS: dict[str, str] = {
+    "token": _TOKEN_VALID,
+    "session": "EXISTS (SELECT 1 FROM sessions WHERE id = %s FOR KEY SHARE)",
+    "both": f"EXISTS (SELECT 1 FROM sessions WHERE id = %s AND {_TOKEN_VALID} FOR KEY SHARE)",
+}
+_GUARDED: dict[str, str] = {
+    "guard": "SELECT 1 WHERE {guard}",
+    "session_insert": """INSERT INTO sessions (id, name, owner, status, agent, metadata,
+        created_at, updated_at) SELECT %s, %s, %s, %s, %s, %s, %s::double precision,
+        %s::double precision WHERE {guard}""",
+    # the append's lock statement: the guard's row locks, then the advisory lock
+    "timed_lock": """SELECT pg_advisory_xact_lock(%s)
+        FROM (SELECT set_config('lock_timeout', %s, true)) AS bound WHERE {guard}""",
+    "record_put": """INSERT INTO records (scope, scope_id, key, value, expires_at)
+        SELECT %s, %s, %s, %s, %s::double precision WHERE {guard}
+        ON CONFLICT (scope, scope_id, key) DO UPDATE
+        SET value = excluded.value, expires_at = excluded.expires_at""",
+    "transcript_seq_next": """INSERT INTO transcript_seq (session_id, last_seq) SELECT %s, 1
+        WHERE {guard} ON CONFLICT (session_id) DO UPDATE
+        SET last_seq = transcript_seq.last_seq + 1 RETURNING last_seq""",
+}
+SQL.update(
+    {
+        f"{name}@{kind}": text.format(guard=condition)
+        for name, text in _GUARDED.items()
+        for kind, condition in GUARDS.items()
+    }
+)
 
 _RETRYABLE = (
     psycopg.errors.UniqueViolation,
@@ -363,10 +399,13 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         max_messages: int = 0,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         snapshot: bool = False,
+        guard: WriteGuard | None = None,
     ) -> AppendOutcome:
         """Run the core append rules on the stored buffer in one transaction.
 
         With ``snapshot`` the whole buffer is read back inside that transaction.
+        With ``guard`` the statement taking the lock checks it first and locks its
+        rows (no extra round trip); a failed guard raises its error, nothing appended.
 
         Implements MEM-12: the transaction first takes ``pg_advisory_xact_lock`` on
         the address under ``lock_timeout`` (released at commit or rollback, so also
@@ -378,10 +417,13 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         lock_timeout = check_lock_timeout(lock_timeout)
         key = advisory_key(address)
         timeout = f"{max(int(lock_timeout * 1000), 1)}ms"
+        kind, checks = guard_form(guard)
+        lock = SQL[f"timed_lock@{kind}" if kind else "timed_lock"]
         with self._connection() as conn:
             try:
                 with conn.transaction():
-                    conn.execute(SQL["timed_lock"], (key, timeout))
+                    if conn.execute(lock, (key, timeout, *checks)).fetchone() is None:
+                        raise self._guard_error(conn, guard)
                     return self._apply_append(conn, address, rows, max_messages, snapshot)
             except psycopg.errors.LockNotAvailable:
                 log.warning(
@@ -392,6 +434,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
             for attempt in range(UNSERIALIZED_ATTEMPTS):
                 try:
                     with conn.transaction():
+                        self._check_guard(conn, guard)
                         return self._apply_append(conn, address, rows, max_messages, snapshot)
                 except _RETRYABLE as exc:
                     if attempt == UNSERIALIZED_ATTEMPTS - 1:

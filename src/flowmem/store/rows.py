@@ -6,8 +6,14 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from flowmem.errors import ConflictError, InvalidInputError, NotSerializableError
-from flowmem.store.base import Address, SessionRecord, TokenRecord
+from flowmem.errors import (
+    AuthenticationError,
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+    NotSerializableError,
+)
+from flowmem.store.base import Address, SessionRecord, TokenRecord, WriteGuard
 
 
 def check_address(address: Address) -> None:
@@ -43,6 +49,30 @@ def check_none_running(sessions: Iterable[tuple[str, str]]) -> None:
             raise ConflictError(
                 f"session {session_id} of this user is running a turn; stop it first"
             )
+
+
+def guard_form(guard: WriteGuard | None) -> tuple[str, tuple[str, ...]]:
+    """Return the guard's kind (``""``, ``token``, ``session``, ``both``) and its parameters.
+
+    The SQL backends name a guarded statement ``name@kind``; its guard condition
+    takes the parameters in this order (the session first, then the token).
+    """
+    if guard is None:
+        return "", ()
+    if guard.token_id is not None and guard.session_id is not None:
+        return "both", (guard.session_id, guard.token_id)
+    if guard.token_id is not None:
+        return "token", (guard.token_id,)
+    if guard.session_id is not None:
+        return "session", (guard.session_id,)
+    return "", ()
+
+
+def guard_failed(token_valid: bool) -> AuthenticationError | NotFoundError:
+    """The error of a write whose guard failed: the token first (401), else the session (404)."""
+    if not token_valid:
+        return AuthenticationError("invalid token")
+    return NotFoundError("no such session")
 
 
 def check_not_running(session_id: str, status: str | None) -> None:

@@ -29,6 +29,7 @@ from flowmem.store.base import (
     SessionRecord,
     TokenRecord,
     TranscriptMessage,
+    WriteGuard,
 )
 from flowmem.store.editor import SqlBufferEditor, load_rows
 from flowmem.store.memory import to_json
@@ -39,6 +40,8 @@ from flowmem.store.rows import (
     check_not_running,
     check_page,
     dump_json,
+    guard_failed,
+    guard_form,
     session_from_row,
     token_from_row,
 )
@@ -156,16 +159,38 @@ class SqlStore(ABC, Generic[C]):
             outcome = replace(outcome, rows=load_rows(found))
         return outcome
 
+    def _check_guard(self, conn: C, guard: WriteGuard | None) -> None:
+        """Raise the guard's error unless it holds (inside the caller's write transaction)."""
+        kind, params = guard_form(guard)
+        if kind and conn.execute(self.SQL[f"guard@{kind}"], params).fetchone() is None:
+            raise self._guard_error(conn, guard)
+
+    def _guard_error(self, conn: C, guard: WriteGuard | None) -> Exception:
+        """The error of a guard found failing on ``conn``: the token's (401), else the session's."""
+        token = None if guard is None else guard.token_id
+        valid = token is None or conn.execute(self.SQL["token_valid"], (token,)).fetchone()
+        return guard_failed(bool(valid))
+
     def _changed(self, name: str, params: Sequence[Any]) -> bool:
         """Run one named write in autocommit; True when it touched a row."""
         with self._connection() as conn:
             return bool(conn.execute(self.SQL[name], params).rowcount > 0)
 
-    def _insert_new(self, name: str, params: Sequence[Any], what: str) -> None:
-        """Run one named insert; ConflictError naming ``what`` when its key exists."""
+    def _insert_new(
+        self, name: str, params: Sequence[Any], what: str, guard: WriteGuard | None = None
+    ) -> None:
+        """Run one named insert; ConflictError naming ``what`` when its key exists.
+
+        With ``guard`` the insert is the statement ``name@kind`` that checks it (the
+        guard's error when it inserted nothing).
+        """
+        kind, checks = guard_form(guard)
         try:
             with self._connection() as conn:
-                conn.execute(self.SQL[name], params)
+                if not kind:
+                    conn.execute(self.SQL[name], params)
+                elif conn.execute(self.SQL[f"{name}@{kind}"], (*params, *checks)).rowcount == 0:
+                    raise self._guard_error(conn, guard)
         except StoreError as exc:
             if self._is_unique_violation(exc.__cause__):
                 raise ConflictError(f"{what} already exists") from exc
@@ -209,12 +234,30 @@ class SqlStore(ABC, Generic[C]):
             return False, None
         return True, json.loads(row[0])
 
-    def put_record(self, address: Address, value: Any, expires_at: float | None) -> None:
-        """Store a JSON value (NotSerializableError, nothing written, otherwise)."""
+    def put_record(
+        self,
+        address: Address,
+        value: Any,
+        expires_at: float | None,
+        guard: WriteGuard | None = None,
+    ) -> None:
+        """Store a JSON value (NotSerializableError, nothing written, otherwise).
+
+        With ``guard`` the guard is part of the one statement that writes (it writes
+        nothing when the guard fails; then the guard's error).
+        """
         check_address(address)
         text = to_json(value)
+        kind, checks = guard_form(guard)
         with self._connection() as conn:
-            conn.execute(self.SQL["record_put"], (*address, text, expires_at))
+            if not kind:
+                conn.execute(self.SQL["record_put"], (*address, text, expires_at))
+                return
+            done = conn.execute(
+                self.SQL[f"record_put@{kind}"], (*address, text, expires_at, *checks)
+            )
+            if done.rowcount == 0:
+                raise self._guard_error(conn, guard)
 
     def delete_record(self, address: Address) -> bool:
         """Delete a record; True when one existed."""
@@ -293,8 +336,10 @@ class SqlStore(ABC, Generic[C]):
             conn.execute(self.SQL[name], (buffer_id,))
 
     # --- sessions ---------------------------------------------------------------------------
-    def create_session(self, session: SessionRecord) -> SessionRecord:
-        """Insert a new session (ConflictError when the id exists)."""
+    def create_session(
+        self, session: SessionRecord, guard: WriteGuard | None = None
+    ) -> SessionRecord:
+        """Insert a new session (ConflictError when the id exists; ``guard`` checked by the insert)."""
         metadata = dump_json(dict(session.metadata), "session metadata")
         params = (
             session.id,
@@ -306,7 +351,7 @@ class SqlStore(ABC, Generic[C]):
             session.created_at,
             session.updated_at,
         )
-        self._insert_new("session_insert", params, f"session {session.id}")
+        self._insert_new("session_insert", params, f"session {session.id}", guard)
         return session
 
     def get_session(self, session_id: str) -> SessionRecord | None:
@@ -343,9 +388,15 @@ class SqlStore(ABC, Generic[C]):
         return self._write(work)
 
     def erase_user(self, user_id: str) -> Erasure:
-        """Delete the user's sessions, ``user`` scope and tokens in one transaction."""
+        """Delete the user's sessions, ``user`` scope and tokens in one transaction.
+
+        The tokens go first: a guarded write of one of them in flight (it holds
+        the token row) commits before, so its rows are found and deleted below, and
+        one not yet at its guard finds the token gone (docs/decisions/0014).
+        """
 
         def work(conn: C) -> Erasure:
+            tokens = conn.execute(self.SQL["tokens_of_user_delete"], (user_id,)).rowcount
             owned = conn.execute(self.SQL["sessions_of_owner"], (user_id,)).fetchall()
             check_none_running(owned)
             buffers = records = 0
@@ -353,15 +404,21 @@ class SqlStore(ABC, Generic[C]):
                 dropped = self._delete_session(conn, session_id) or (0, 0)
                 buffers, records = buffers + dropped[0], records + dropped[1]
             dropped = self._drop_scope(conn, USER_SCOPE, user_id)
-            tokens = conn.execute(self.SQL["tokens_of_user_delete"], (user_id,)).rowcount
             return Erasure(len(owned), buffers + dropped[0], records + dropped[1], tokens)
 
         return self._write(work)
 
     def _delete_session(self, conn: C, session_id: str) -> tuple[int, int] | None:
-        """Delete a session, its transcript and its scope; (buffers, records) dropped, None if absent."""
-        if conn.execute(self.SQL["session_delete"], (session_id,)).rowcount == 0:
+        """Delete a session, its transcript and its scope; (buffers, records) dropped, None if absent.
+
+        ConflictError (the caller's transaction rolls back) when the session is running.
+        Deleting the row first waits for guarded writes holding it, so what they
+        wrote is deleted below (docs/decisions/0014).
+        """
+        deleted = conn.execute(self.SQL["session_delete"], (session_id,)).fetchone()
+        if deleted is None:
             return None
+        check_not_running(session_id, deleted[0])
         conn.execute(self.SQL["transcript_delete_all"], (session_id,))
         conn.execute(self.SQL["transcript_seq_delete"], (session_id,))
         return self._drop_scope(conn, SESSION_SCOPE, session_id)
@@ -376,14 +433,27 @@ class SqlStore(ABC, Generic[C]):
         return len(found), int(records)
 
     # --- transcripts -------------------------------------------------------------------------
-    def add_transcript(self, session_id: str, row: Message) -> TranscriptMessage:
-        """Append a row with the next sequence number (never reused)."""
+    def add_transcript(
+        self, session_id: str, row: Message, guard: WriteGuard | None = None
+    ) -> TranscriptMessage:
+        """Append a row with the next sequence number (never reused) while the session exists.
+
+        NotFoundError (AuthenticationError for ``guard``'s token) and nothing written
+        otherwise: the check is part of the statement that takes the number.
+        """
         body = dump_json(row, "transcript row")
         self._check_session_id(session_id)
+        kind, checks = guard_form(
+            WriteGuard(None if guard is None else guard.token_id, session_id)
+        )
 
         def work(conn: C) -> int:
-            found = conn.execute(self.SQL["transcript_seq_next"], (session_id,)).fetchone()
-            seq = int(found[0]) if found else 0
+            found = conn.execute(
+                self.SQL[f"transcript_seq_next@{kind}"], (session_id, *checks)
+            ).fetchone()
+            if found is None:
+                raise self._guard_error(conn, guard)
+            seq = int(found[0])
             conn.execute(self.SQL["transcript_insert"], (session_id, seq, body))
             return seq
 

@@ -49,7 +49,7 @@ from flowmem.errors import (
     StoreReadOnlyError,
     StoreUnavailableError,
 )
-from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Store
+from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Store, WriteGuard
 from flowmem.store.locks import AddressLocks, WouldBlock, waiting_allowed
 from flowmem.store.rows import check_address, check_lock_timeout
 from flowmem.store.sqlbase import SqlStore
@@ -182,9 +182,7 @@ SQL: dict[str, str] = {
     "session_status": "UPDATE sessions SET status = ? WHERE id = ?",
     "session_status_get": "SELECT status FROM sessions WHERE id = ?",
     "session_status_guard": "SELECT status FROM sessions WHERE id = ?",
-    "session_delete": "DELETE FROM sessions WHERE id = ?",
-    "transcript_seq_next": """INSERT INTO transcript_seq (session_id, last_seq) VALUES (?, 1)
-        ON CONFLICT (session_id) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq""",
+    "session_delete": "DELETE FROM sessions WHERE id = ? RETURNING status",
     "transcript_seq_delete": "DELETE FROM transcript_seq WHERE session_id = ?",
     "transcript_insert": "INSERT INTO transcripts (session_id, seq, body) VALUES (?, ?, ?)",
     "transcript_page_asc": """SELECT seq, body FROM transcripts WHERE session_id = ? AND seq > ?
@@ -205,7 +203,35 @@ SQL: dict[str, str] = {
         version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)""",
     "schema_version": "SELECT COALESCE(MAX(version), 0) FROM flowmem_schema",
     "schema_insert": "INSERT INTO flowmem_schema (version, applied_at) VALUES (?, ?)",
+    "token_valid": "SELECT 1 FROM tokens WHERE id = ? AND revoked = 0",
 }
+
+# Write guards (docs/decisions/0014): the condition a guarded write checks inside its
+# own transaction, which SQLite's write lock serializes with every erasure and delete.
+_TOKEN_VALID = "EXISTS (SELECT 1 FROM tokens WHERE id = ? AND revoked = 0)"
+GUARDS: dict[str, str] = {
+    "token": _TOKEN_VALID,
+    "session": "EXISTS (SELECT 1 FROM sessions WHERE id = ?)",
+    "both": f"EXISTS (SELECT 1 FROM sessions WHERE id = ? AND {_TOKEN_VALID})",
+}
+_GUARDED: dict[str, str] = {
+    "guard": "SELECT 1 WHERE {guard}",
+    "session_insert": """INSERT INTO sessions (id, name, owner, status, agent, metadata,
+        created_at, updated_at) SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE {guard}""",
+    "record_put": """INSERT INTO records (scope, scope_id, key, value, expires_at)
+        SELECT ?, ?, ?, ?, ? WHERE {guard} ON CONFLICT (scope, scope_id, key) DO UPDATE
+        SET value = excluded.value, expires_at = excluded.expires_at""",
+    "transcript_seq_next": """INSERT INTO transcript_seq (session_id, last_seq) SELECT ?, 1
+        WHERE {guard} ON CONFLICT (session_id) DO UPDATE SET last_seq = last_seq + 1
+        RETURNING last_seq""",
+}
+SQL.update(
+    {
+        f"{name}@{kind}": text.format(guard=condition)
+        for name, text in _GUARDED.items()
+        for kind, condition in GUARDS.items()
+    }
+)
 
 
 def parse_url(url: str) -> tuple[str, str]:
@@ -505,10 +531,12 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         max_messages: int = 0,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         snapshot: bool = False,
+        guard: WriteGuard | None = None,
     ) -> AppendOutcome:
         """Run the core append rules on the stored buffer in one transaction.
 
-        With ``snapshot`` the whole buffer is read back inside that transaction.
+        With ``snapshot`` the whole buffer is read back inside that transaction; with
+        ``guard`` the transaction checks it first (its error, nothing appended).
 
         Implements MEM-12: serialized per address by the in-process lock and an
         immediate write transaction under a busy timeout, together bounded by
@@ -540,10 +568,11 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
                         self.path,
                     )
                 else:
+                    self._check_guard(conn, guard)
                     outcome = self._apply_append(conn, address, rows, max_messages, snapshot)
                     conn.execute("COMMIT")
                     return outcome
-            return self._append_unserialized(conn, address, rows, max_messages, snapshot)
+            return self._append_unserialized(conn, address, rows, max_messages, snapshot, guard)
 
     def _append_unserialized(
         self,
@@ -552,13 +581,19 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         rows: list[Message],
         max_messages: int,
         snapshot: bool,
+        guard: WriteGuard | None,
     ) -> AppendOutcome:
-        """Retry a deferred transaction on busy until it commits (bounded, then StoreBusyError)."""
+        """Retry a deferred transaction on busy until it commits (bounded, then StoreBusyError).
+
+        The guard is read in the same transaction: SQLite refuses to commit a
+        transaction that read before another writer committed (busy, retried).
+        """
         give_up = time.monotonic() + UNSERIALIZED_LIMIT
         self._busy_timeout(conn, 0.05)
         while True:
             try:
                 conn.execute("BEGIN")
+                self._check_guard(conn, guard)
                 outcome = self._apply_append(conn, address, rows, max_messages, snapshot)
                 conn.execute("COMMIT")
                 return outcome

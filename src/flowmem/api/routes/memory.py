@@ -21,6 +21,7 @@ from flowmem.api.scopes import scope_context
 from flowmem.api.target import TARGET_OPENAPI, MemoryCall, memory_call
 from flowmem.errors import PayloadTooLargeError
 from flowmem.scope import ExecutionContext
+from flowmem.store.base import SESSION_SCOPE, WriteGuard
 
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
 
@@ -38,10 +39,15 @@ class _Result(Protocol):
 
 
 async def run(
-    call: MemoryCall, work: Callable[[ExecutionContext], _Result], *, write: bool
+    call: MemoryCall,
+    work: Callable[[ExecutionContext, WriteGuard], _Result],
+    *,
+    write: bool,
 ) -> dict[str, Any]:
-    """Authenticate, resolve the scope and call ``work(context)`` in one store call.
+    """Authenticate, resolve the scope and call ``work(context, guard)`` in one store call.
 
+    ``guard`` is what a write must find still true inside its transaction: the
+    caller's token, and for the ``session`` scope the session (docs/decisions/0014).
     Every ``work`` here reads, or changes one record or buffer as its last step,
     so it may run on the event loop (``Caller.run_short``).
     """
@@ -58,7 +64,8 @@ async def run(
             pipeline_id=target.pipeline_id,
             execution_id=target.execution_id,
         )
-        return work(context).to_dict()
+        session = context.session_id if target.scope == SESSION_SCOPE else None
+        return work(context, WriteGuard(principal.token_id, session)).to_dict()
 
     return await caller.run_short(job)
 
@@ -77,7 +84,7 @@ async def load_buffer(
     memory, target = call.caller.services.memory, call.target
     return await run(
         call,
-        lambda context: memory.load(target.scope, target.key, context, last=last),
+        lambda context, _: memory.load(target.scope, target.key, context, last=last),
         write=False,
     )
 
@@ -105,13 +112,14 @@ async def append_buffer(
         )
     return await run(
         call,
-        lambda context: memory.append(
+        lambda context, guard: memory.append(
             target.scope,
             target.key,
             messages,
             context,
             body.max_messages,
             return_messages=body.return_messages,
+            guard=guard,
         ),
         write=True,
     )
@@ -127,7 +135,7 @@ async def clear_buffer(call: MemoryCall = CALL) -> dict[str, Any]:
     """Delete every message of a buffer."""
     memory, target = call.caller.services.memory, call.target
     return await run(
-        call, lambda context: memory.clear(target.scope, target.key, context), write=True
+        call, lambda context, _: memory.clear(target.scope, target.key, context), write=True
     )
 
 
@@ -161,7 +169,7 @@ async def read_record(
     fallback = _parse_default(default)
     return await run(
         call,
-        lambda context: memory.read(target.scope, target.key, context, default=fallback),
+        lambda context, _: memory.read(target.scope, target.key, context, default=fallback),
         write=False,
     )
 
@@ -177,7 +185,9 @@ async def write_record(body: MemoryWrite, call: MemoryCall = CALL) -> dict[str, 
     memory, target = call.caller.services.memory, call.target
     return await run(
         call,
-        lambda context: memory.write(target.scope, target.key, body.value, context, ttl=body.ttl),
+        lambda context, guard: memory.write(
+            target.scope, target.key, body.value, context, ttl=body.ttl, guard=guard
+        ),
         write=True,
     )
 
@@ -192,5 +202,5 @@ async def delete_record(call: MemoryCall = CALL) -> dict[str, Any]:
     """Delete a memory record."""
     memory, target = call.caller.services.memory, call.target
     return await run(
-        call, lambda context: memory.delete(target.scope, target.key, context), write=True
+        call, lambda context, _: memory.delete(target.scope, target.key, context), write=True
     )

@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Body, Path, Query, Response
 
+from flowmem.access import Principal
 from flowmem.api.deps import CALLER, Caller
 from flowmem.api.models import (
     MessageIn,
@@ -22,6 +23,7 @@ from flowmem.api.models import (
 )
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, clamp_limit, errors
 from flowmem.sessions import session_dict, transcript_dict
+from flowmem.store.base import SessionRecord, WriteGuard
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 
@@ -42,8 +44,15 @@ async def create_session(
 ) -> dict[str, Any]:
     """Create a session owned by the caller (unowned for a service token). Needs `sessions:create`."""
     services = caller.services
-    record = await caller.run(services.sessions.create, body.name, body.agent, body.metadata)
-    return session_dict(record)
+
+    def create(principal: Principal) -> SessionRecord:
+        # stored only while the caller's token is valid (docs/decisions/0014)
+        guard = WriteGuard(token_id=principal.token_id)
+        return services.sessions.create(
+            principal, body.name, body.agent, body.metadata, guard=guard
+        )
+
+    return session_dict(await caller.run(create))
 
 
 @router.get("", response_model=SessionList, responses=errors(*AUTH_ERRORS, 403, 422))
@@ -134,10 +143,16 @@ async def send_turn(
 ) -> dict[str, Any]:
     """Send a user turn: a drive action (MEM-9), run under the session owner's identity (MEM-8)."""
     services = caller.services
+
+    def turn(principal: Principal) -> dict[str, Any]:
+        # its writes commit only while the caller's token is valid (docs/decisions/0014)
+        guard = WriteGuard(token_id=principal.token_id)
+        return services.sessions.send_turn(
+            principal, session_id, body.content, wait=wait, guard=guard
+        )
+
     # a turn may wait for a model: the general thread pool, not the bounded store pool
-    result: dict[str, Any] = await caller.run_unbounded(
-        services.sessions.send_turn, session_id, body.content, wait=wait
-    )
+    result: dict[str, Any] = await caller.run_unbounded(turn)
     if wait:
         response.status_code = 200
     return result
