@@ -20,9 +20,11 @@ from flowmem.api.logs import RequestLogMiddleware
 from flowmem.api.models import Health
 from flowmem.api.pool import DEFAULT_STORE_CONCURRENCY, StorePool
 from flowmem.api.purge import PURGE_INTERVAL, purge_expired_forever
+from flowmem.api.ratelimit import RateLimitMiddleware, RateLimits
 from flowmem.api.routes import memory, sessions, stateless, users
 from flowmem.api.routes.common import errors
 from flowmem.errors import ConfigurationError
+from flowmem.limits import Limits
 from flowmem.service import MemoryService
 from flowmem.sessions import SessionService, TurnRunner
 from flowmem.store import DEFAULT_LOCK_TIMEOUT, Address, Store, open_store
@@ -54,6 +56,8 @@ def create_app(
     inline_store: bool = True,
     freeze_gc: bool = False,
     purge_interval: float | None = PURGE_INTERVAL,
+    limits: Limits | None = None,
+    rate_limits: RateLimits | None = None,
 ) -> FastAPI:
     """Build the API over ``store`` (or the store at ``database_url`` / ``$FLOWMEM_DATABASE_URL``).
 
@@ -69,6 +73,9 @@ def create_app(
     test suite) would keep each one's startup garbage forever.
     Every ``purge_interval`` seconds (None: never) expired memory records are
     deleted in the background (``flowmem.api.purge``).
+    ``limits`` bounds what one write may store and ``rate_limits`` how fast one
+    token or one peer may call (``flowmem.limits``, ``flowmem.api.ratelimit``; None:
+    their documented defaults; ``RateLimits.off()`` / ``Limits.unlimited()`` turn them off).
     """
     if purge_interval is not None and (
         isinstance(purge_interval, bool)
@@ -85,7 +92,7 @@ def create_app(
             raise ConfigurationError(f"create_app needs a store, a database_url or ${DATABASE_ENV}")
         store = open_store(url)
     extra: dict[str, Any] = {} if clock is None else {"clock": clock}
-    memory_service = MemoryService(store, lock_timeout=lock_timeout, **extra)
+    memory_service = MemoryService(store, lock_timeout=lock_timeout, limits=limits, **extra)
     if runner is None and runner_factory is not None:
         runner = runner_factory(store, memory_service)
     session_service = SessionService(store, memory_service, runner, **extra)
@@ -141,6 +148,7 @@ def create_app(
         return {"status": "ok", "version": __version__}
 
     app.add_middleware(BodyLimitMiddleware)
+    app.add_middleware(RateLimitMiddleware, limits=rate_limits)  # before any body is read
     app.add_middleware(RequestLogMiddleware)
     return app
 
@@ -160,7 +168,8 @@ def app_from_env() -> FastAPI:
     """Uvicorn factory: the store URL comes from ``$FLOWMEM_DATABASE_URL``.
 
     ``$FLOWMEM_STORE_CONCURRENCY`` (default 8) bounds the threads doing store work;
-    ``$FLOWMEM_INLINE_STORE=0`` keeps every store call off the event loop.
+    ``$FLOWMEM_INLINE_STORE=0`` keeps every store call off the event loop. The
+    limits come from ``Limits.from_env`` and ``RateLimits.from_env``.
     """
     raw = os.environ.get(CONCURRENCY_ENV) or str(DEFAULT_STORE_CONCURRENCY)
     try:
@@ -173,4 +182,6 @@ def app_from_env() -> FastAPI:
         store_concurrency=concurrency,
         inline_store=inline,
         freeze_gc=True,
+        limits=Limits.from_env(),
+        rate_limits=RateLimits.from_env(),
     )

@@ -9,12 +9,14 @@ from __future__ import annotations
 import copy
 import json
 import threading
+from collections.abc import Sequence
 from dataclasses import replace
 from itertools import islice
 from typing import Any
 
 from flowmem.core import AppendOutcome, ListEditor, Message, apply_append
 from flowmem.errors import ConflictError
+from flowmem.limits import utf8_size
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     PURGE_BATCH,
@@ -29,6 +31,7 @@ from flowmem.store.base import (
 from flowmem.store.locks import AddressLocks
 from flowmem.store.rows import (
     check_address,
+    check_buffer_bytes,
     check_last,
     check_lock_timeout,
     check_none_running,
@@ -40,6 +43,39 @@ from flowmem.store.rows import (
 def to_json(value: Any) -> str:
     """Serialize a memory value strictly; raise NotSerializableError when it is not JSON."""
     return dump_json(value, "value", compact=False)
+
+
+def row_bytes(row: Message) -> int:
+    """Return the UTF-8 size of a row's compact JSON text, as the SQL stores count it."""
+    return utf8_size(dump_json(row, "message"))
+
+
+class SizedListEditor(ListEditor):
+    """``ListEditor`` that keeps the UTF-8 size of its rows' JSON up to date (``bytes``)."""
+
+    def __init__(self, rows: list[Message], size: int) -> None:
+        super().__init__(rows)
+        self.bytes = size
+
+    def append_row(self, row: Message) -> None:
+        """Add a row at the end."""
+        super().append_row(row)
+        self.bytes += row_bytes(row)
+
+    def insert_after(self, position: int, rows: Sequence[Message]) -> None:
+        """Insert rows directly after ``position``."""
+        super().insert_after(position, rows)
+        self.bytes += sum(row_bytes(row) for row in rows)
+
+    def replace(self, position: int, row: Message) -> None:
+        """Replace the row at ``position``."""
+        self.bytes += row_bytes(row) - row_bytes(self.rows[position])
+        super().replace(position, row)
+
+    def delete(self, position: int) -> None:
+        """Remove the row at ``position``."""
+        self.bytes -= row_bytes(self.rows[position])
+        super().delete(position)
 
 
 class MemoryStore:
@@ -61,6 +97,7 @@ class MemoryStore:
         self._locks = AddressLocks()
         self._records: dict[Address, tuple[str, float | None]] = {}
         self._buffers: dict[Address, list[Message]] = {}
+        self._sizes: dict[Address, int] = {}  # UTF-8 bytes of each buffer's rows as JSON
         self._sessions: dict[str, SessionRecord] = {}
         self._transcripts: dict[str, list[TranscriptMessage]] = {}
         self._next_seq: dict[str, int] = {}
@@ -118,13 +155,15 @@ class MemoryStore:
         max_messages: int = 0,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         snapshot: bool = False,
+        max_bytes: int = 0,
     ) -> AppendOutcome:
         """Apply the core append rules to the buffer, serialized per address.
 
         Implements MEM-12 in one process: a lock per address with a bounded wait
         (``AddressLocks``); past it the append proceeds after one WARNING.
 
-        Rows must be JSON like on every backend: NotSerializableError, nothing written.
+        Rows must be JSON like on every backend: NotSerializableError, nothing written;
+        BufferFullError, nothing written, past ``max_bytes``.
         """
         check_address(address)
         lock_timeout = check_lock_timeout(lock_timeout)
@@ -133,10 +172,13 @@ class MemoryStore:
         with self._locks.hold(address, lock_timeout):
             with self._lock:
                 current = self._buffers.get(address, [])
-            editor = ListEditor(copy.deepcopy(current))
+                size = self._sizes.get(address, 0)
+            editor = SizedListEditor(copy.deepcopy(current), size)
             outcome = apply_append(editor, copy.deepcopy(rows), max_messages)
+            check_buffer_bytes(address, size, editor.bytes, max_bytes)
             with self._lock:
                 self._buffers[address] = editor.rows
+                self._sizes[address] = editor.bytes
             if snapshot:
                 return replace(outcome, rows=copy.deepcopy(editor.rows))
             return outcome
@@ -150,6 +192,19 @@ class MemoryStore:
             picked = rows[-last:] if last else ([] if last == 0 else rows)
             return copy.deepcopy(picked)
 
+    def load_bodies(
+        self, address: Address, last: int | None = None, before: int | None = None
+    ) -> list[tuple[int, str]]:
+        """Return ``(index, compact JSON)`` of the rows in order (below ``before``, the last ``last``)."""
+        check_address(address)
+        check_last(last)
+        check_last(before)
+        with self._lock:
+            rows = self._buffers.get(address, [])
+            end = len(rows) if before is None else min(before, len(rows))
+            start = 0 if last is None else max(end - last, 0)
+            return [(index, dump_json(rows[index], "message")) for index in range(start, end)]
+
     def count(self, address: Address) -> int:
         """Return the number of rows."""
         check_address(address)
@@ -159,6 +214,7 @@ class MemoryStore:
     def clear(self, address: Address) -> int:
         """Delete every row of the buffer."""
         with self._locks.hold(address, DEFAULT_LOCK_TIMEOUT), self._lock:
+            self._sizes.pop(address, None)
             return len(self._buffers.pop(address, []))
 
     def pop_last(self, address: Address) -> Message | None:
@@ -168,8 +224,10 @@ class MemoryStore:
             if not rows:
                 return None
             row = rows.pop()
+            self._sizes[address] = self._sizes.get(address, 0) - row_bytes(row)
             if not rows:
                 del self._buffers[address]
+                del self._sizes[address]
             return row
 
     # --- sessions ---------------------------------------------------------------
@@ -247,6 +305,7 @@ class MemoryStore:
             found = [a for a in stored if a[:2] == (scope, scope_id)]
             for address in found:
                 del stored[address]
+                self._sizes.pop(address, None)
             counts.append(len(found))
         return counts[0], counts[1]
 

@@ -6,7 +6,12 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from flowmem.errors import ConflictError, InvalidInputError, NotSerializableError
+from flowmem.errors import (
+    BufferFullError,
+    ConflictError,
+    InvalidInputError,
+    NotSerializableError,
+)
 from flowmem.store.base import Address, SessionRecord, TokenRecord
 
 
@@ -43,6 +48,22 @@ def check_none_running(sessions: Iterable[tuple[str, str]]) -> None:
             raise ConflictError(
                 f"session {session_id} of this user is running a turn; stop it first"
             )
+
+
+def check_buffer_bytes(address: Address, before: int, after: int, limit: int) -> None:
+    """Refuse (BufferFullError) an append that grew a buffer to more than ``limit`` bytes.
+
+    An append that leaves a buffer over the limit without growing it (a window
+    evicted as much as it added, or the limit was lowered) is allowed.
+    """
+    if limit and after > limit and after > before:
+        scope, _, key = address
+        raise BufferFullError(
+            f"buffer {scope}/{key} would hold {after} bytes, over the limit of {limit} bytes "
+            "(clear it, or append with max_messages to keep a window)",
+            limit=limit,
+            size=after,
+        )
 
 
 def check_page(limit: int, offset: int = 0) -> None:
