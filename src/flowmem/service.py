@@ -205,7 +205,10 @@ def check_json(value: object) -> None:
 
 def check_record(value: object, limit: int) -> None:
     """Refuse a record value that is not JSON, or whose stored JSON passes ``limit`` bytes."""
-    text = dump_json(value, "value", compact=False)  # exactly what the stores write
+    try:
+        text = dump_json(value, "value", compact=False)  # exactly what the stores write
+    except NotSerializableError as exc:
+        raise NotSerializableError(exc.message, argument="value") from exc
     size = utf8_size(text)
     if limit and size > limit:
         raise RecordTooLargeError(
