@@ -484,15 +484,15 @@ class MemoryService:
         scope: str,
         key: str,
         context: ExecutionContext | None,
-        limit: int,
+        last: int,
         before: int | None = None,
     ) -> BufferPage:
-        """Return at most ``limit`` rows of a buffer: the newest ones below cursor ``before``.
+        """Return at most ``last`` rows of a buffer: the newest ones below cursor ``before``.
 
         Pass the result's ``next_before`` as ``before`` to read the older page; the
         rows of a page are in buffer order. A refusal returns the empty page (MEM-7).
         """
-        text = self.load_text(scope, key, context, limit=limit, before=before)
+        text = self.load_text(scope, key, context, last=last, before=before)
         rows: list[Message] = json.loads("[" + ",".join(text.bodies) + "]")
         return BufferPage(rows, text.count, text.next_before, text.resolved_scope_id, text.refusal)
 
@@ -503,34 +503,27 @@ class MemoryService:
         context: ExecutionContext | None,
         *,
         last: int | None = None,
-        limit: int | None = None,
         before: int | None = None,
     ) -> BufferText:
-        """Return rows as their stored JSON texts: all, the ``last`` N, or a page (``limit``, ``before``).
+        """Return rows as their stored JSON texts: all, or the ``last`` N, below cursor ``before``.
 
         For callers that pass rows on as JSON (the HTTP API streams them) without
-        building Python objects. ``last`` and ``limit`` exclude each other; a page
-        reports ``next_before``. A refusal returns no rows (MEM-7).
+        building Python objects. With ``last``, ``next_before`` is the cursor of the
+        older rows when there are any. A refusal returns no rows (MEM-7).
         """
         name = check_key(key)
         check_count(last, "last", optional=True)
-        check_count(limit, "limit", optional=True)
         check_count(before, "before", optional=True)
-        if last is not None and limit is not None:
-            raise InvalidInputError("give last or limit, not both", argument="limit")
-        if limit == 0:
-            raise InvalidInputError("limit must be at least 1", argument="limit")
         resolved = self._resolve("load", scope, name, context)
         if isinstance(resolved, Refusal):
             return BufferText(refusal=resolved)
         address = Address(check_scope(scope), resolved, name)
-        if limit is None:
-            found = self.store.load_bodies(address, last, before)
-            complete = last is None and before is None
-            count = len(found) if complete else self.store.count(address)
+        if last is None:
+            found = self.store.load_bodies(address, None, before)
+            count = len(found) if before is None else self.store.count(address)
             return BufferText([b for _, b in found], count, None, resolved)
-        found = self.store.load_bodies(address, limit + 1, before)
-        older = len(found) > limit
+        found = self.store.load_bodies(address, last + 1, before)
+        older = len(found) > last
         if older:
             found = found[1:]
         next_before = found[0][0] if older and found else None

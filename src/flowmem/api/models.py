@@ -220,12 +220,12 @@ class BufferResult(BaseModel):
 
 
 class BufferRead(BufferResult):
-    """A buffer read: all rows, the last N, or one page; `next_before` pages to older rows."""
+    """A buffer read: all rows or the last N (a page); `next_before` pages to older rows."""
 
     next_before: int | None = Field(
         default=None,
-        description="With `limit`: the cursor to pass as `before` for the older page "
-        "(null when there is none, and always null without `limit`).",
+        description="With `last`: the cursor to pass as `before` for the older messages "
+        "(null when there are none, and always null without `last`).",
     )
 
 

@@ -73,7 +73,6 @@ async def run(
 
 
 STREAM_CHUNK = 512  # rows per chunk of a streamed buffer read
-MAX_PAGE = 10_000  # rows per page (``limit``)
 
 
 async def _stream(text: BufferText) -> AsyncIterator[bytes]:
@@ -100,25 +99,21 @@ async def _stream(text: BufferText) -> AsyncIterator[bytes]:
     openapi_extra=TARGET_OPENAPI,
 )
 async def load_buffer(
-    last: int | None = Query(None, ge=0, le=2**62, description="Only the last N messages."),
-    limit: int | None = Query(
-        None,
-        ge=1,
-        le=MAX_PAGE,
-        description="A page: at most this many of the newest messages (below `before`).",
+    last: int | None = Query(
+        None, ge=0, le=2**62, description="Only the last N messages (a page of N)."
     ),
     before: int | None = Query(
         None,
         ge=0,
         le=2**62,
-        description="With `limit`: a cursor from `next_before`; only messages older than it.",
+        description="A cursor from `next_before`: only messages older than it.",
     ),
     call: MemoryCall = CALL,
 ) -> Response:
-    """Load a conversation buffer: all of it, its last N messages, or one page.
+    """Load a conversation buffer: all of it, or its last N messages (optionally before a cursor).
 
     The rows are streamed as stored (never held as several copies per request).
-    Page backwards with `limit` and then `before` = the previous `next_before`.
+    Page backwards with `last` = N, then `before` = the previous `next_before`.
     """
     memory, target, caller = call.caller.services.memory, call.target, call.caller
 
@@ -134,7 +129,7 @@ async def load_buffer(
             execution_id=target.execution_id,
         )
         return memory.load_text(
-            target.scope, target.key, context, last=last, limit=limit, before=before
+            target.scope, target.key, context, last=last, before=before
         )
 
     text = await caller.run_short(job)
@@ -144,7 +139,7 @@ async def load_buffer(
 @router.post(
     "/buffers/{scope}/{key}",
     response_model=BufferResult,
-    responses=errors(*SCOPE_ERRORS, *BODY_ERRORS),
+    responses=errors(*SCOPE_ERRORS, *BODY_ERRORS, 409),
     openapi_extra=TARGET_OPENAPI,
 )
 async def append_buffer(
