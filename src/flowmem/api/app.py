@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from flowmem import __version__
 from flowmem.api.deps import Services
 from flowmem.api.errors import install_error_handlers
-from flowmem.api.limits import BodyLimitMiddleware
+from flowmem.api.limits import BODY_TIMEOUT, BodyLimitMiddleware
 from flowmem.api.logs import RequestLogMiddleware
 from flowmem.api.models import Health
 from flowmem.api.pool import DEFAULT_STORE_CONCURRENCY, StorePool
@@ -32,6 +32,7 @@ from flowmem.store import DEFAULT_LOCK_TIMEOUT, Address, Store, open_store
 DATABASE_ENV = "FLOWMEM_DATABASE_URL"
 CONCURRENCY_ENV = "FLOWMEM_STORE_CONCURRENCY"
 INLINE_ENV = "FLOWMEM_INLINE_STORE"
+BODY_TIMEOUT_ENV = "FLOWMEM_BODY_TIMEOUT"
 
 DESCRIPTION = """Conversation memory over HTTP: sessions with owners, conversation
 buffers and memory records under the FlowDrop GR-MEM rules.
@@ -58,6 +59,7 @@ def create_app(
     purge_interval: float | None = PURGE_INTERVAL,
     limits: Limits | None = None,
     rate_limits: RateLimits | None = None,
+    body_timeout: float | None = BODY_TIMEOUT,
 ) -> FastAPI:
     """Build the API over ``store`` (or the store at ``database_url`` / ``$FLOWMEM_DATABASE_URL``).
 
@@ -76,6 +78,7 @@ def create_app(
     ``limits`` bounds what one write may store and ``rate_limits`` how fast one
     token or one peer may call (``flowmem.limits``, ``flowmem.api.ratelimit``; None:
     their documented defaults; ``RateLimits.off()`` / ``Limits.unlimited()`` turn them off).
+    A request body must arrive within ``body_timeout`` seconds (408; None: no bound).
     """
     if purge_interval is not None and (
         isinstance(purge_interval, bool)
@@ -147,7 +150,7 @@ def create_app(
         await services.pool.run(store.count, HEALTH_PROBE)
         return {"status": "ok", "version": __version__}
 
-    app.add_middleware(BodyLimitMiddleware)
+    app.add_middleware(BodyLimitMiddleware, body_timeout=body_timeout)
     app.add_middleware(RateLimitMiddleware, limits=rate_limits)  # before any body is read
     app.add_middleware(RequestLogMiddleware)
     return app
@@ -169,8 +172,16 @@ def app_from_env() -> FastAPI:
 
     ``$FLOWMEM_STORE_CONCURRENCY`` (default 8) bounds the threads doing store work;
     ``$FLOWMEM_INLINE_STORE=0`` keeps every store call off the event loop. The
-    limits come from ``Limits.from_env`` and ``RateLimits.from_env``.
+    limits come from ``Limits.from_env`` and ``RateLimits.from_env``,
+    ``$FLOWMEM_BODY_TIMEOUT`` bounds a body's arrival in seconds (default 30, 0: none).
     """
+    raw_timeout = os.environ.get(BODY_TIMEOUT_ENV) or str(BODY_TIMEOUT)
+    try:
+        body_timeout = float(raw_timeout)
+    except ValueError:
+        raise ConfigurationError(
+            f"${BODY_TIMEOUT_ENV} must be a number of seconds, got {raw_timeout!r}"
+        ) from None
     raw = os.environ.get(CONCURRENCY_ENV) or str(DEFAULT_STORE_CONCURRENCY)
     try:
         concurrency = int(raw)
@@ -184,4 +195,5 @@ def app_from_env() -> FastAPI:
         freeze_gc=True,
         limits=Limits.from_env(),
         rate_limits=RateLimits.from_env(),
+        body_timeout=body_timeout or None,
     )

@@ -13,8 +13,10 @@ read their body themselves (``flowmem.api.direct``).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import time
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -23,6 +25,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from flowmem.api.errors import error_body
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
+BODY_TIMEOUT = 30.0  # seconds a whole request body may take to arrive (408 after)
+TOO_SLOW = (408, "request_timeout", "the request body did not arrive in time")
 MAX_DEPTH = 64  # a body nested this deep or deeper is refused
 TOO_LARGE = (413, "payload_too_large", f"the body is larger than {MAX_BODY_BYTES} bytes")
 
@@ -123,11 +127,31 @@ async def _send_error(
     await send({"type": "http.response.body", "body": payload})
 
 
-class BodyLimitMiddleware:
-    """Check the query and the body before the app sees them; replay the body after."""
+async def receive_by(receive: Receive, deadline: float) -> Message | None:
+    """Return the next ASGI message, or None when ``deadline`` (monotonic) passes first.
 
-    def __init__(self, app: ASGIApp) -> None:
+    uvicorn has no timeout on reading a body: without this a client that sends a
+    Content-Length and then stalls holds its connection and task forever.
+    """
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        return None
+    try:
+        return await asyncio.wait_for(receive(), remaining)
+    except TimeoutError:
+        return None
+
+
+class BodyLimitMiddleware:
+    """Check the query and the body before the app sees them; replay the body after.
+
+    The whole body must arrive within ``body_timeout`` seconds (408
+    ``request_timeout`` and the connection closed after; None or 0: no bound).
+    """
+
+    def __init__(self, app: ASGIApp, body_timeout: float | None = BODY_TIMEOUT) -> None:
         self.app = app
+        self.body_timeout = body_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Refuse an unacceptable body with its status; pass an acceptable one on."""
@@ -159,8 +183,13 @@ class BodyLimitMiddleware:
         chunks: list[bytes] = []
         size = 0
         more = True
+        deadline = time.monotonic() + self.body_timeout if self.body_timeout else None
         while more:
-            message = await receive()
+            received = await (receive() if deadline is None else receive_by(receive, deadline))
+            if received is None:
+                await _send_error(send, *TOO_SLOW)
+                return
+            message = received
             if message["type"] == "http.disconnect":
                 return
             chunk = message.get("body", b"")
