@@ -466,7 +466,7 @@ def test_return_messages_false_skips_the_load(service: MemoryService) -> None:
     assert len(service.load("user", "chat", ALICE).messages) == 1
 
 
-def test_append_by_default_returns_no_buffer_and_never_reads_it(clock: Clock) -> None:
+def test_mem_14_default_append_reports_counts_without_reading_the_buffer(clock: Clock) -> None:
     class NoFullReads(MemoryStore):
         def load(self, *args: Any, **kwargs: Any) -> Any:
             raise AssertionError("a default append must not read the whole buffer")

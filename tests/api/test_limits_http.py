@@ -74,7 +74,7 @@ def test_stored_sizes_are_refused_with_their_own_codes_and_nothing_is_written(sm
     )
 
 
-def test_an_append_answers_without_the_buffer_unless_asked(api: Api) -> None:
+def test_mem_14_append_answers_counts_without_the_buffer_unless_asked(api: Api) -> None:
     for n in range(5):
         plain = api.call("POST", "/v1/buffers/user/k", json={"messages": {"role": "user", "content": f"m{n}"}})
     assert plain.json() == {
