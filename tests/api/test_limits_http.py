@@ -98,6 +98,7 @@ def test_a_buffer_is_read_whole_streamed_or_page_by_page(api: Api) -> None:
     api.call("POST", "/v1/buffers/user/k", json={"messages": rows})
     whole = api.call("GET", "/v1/buffers/user/k")
     assert whole.status_code == 200 and whole.headers["content-type"] == "application/json"
+    assert int(whole.headers["content-length"]) == len(whole.content)  # small: one piece
     body = whole.json()
     assert [m["content"] for m in body["messages"]] == [r["content"] for r in rows]
     assert (body["count"], body["next_before"], body["appended"]) == (7, None, 0)
@@ -193,6 +194,8 @@ def test_streamed_read_of_a_large_buffer_matches_the_stored_rows(api: Api) -> No
     rows = [{"role": "user", "content": f"row {n} " + "é" * 50} for n in range(1200)]
     for start in range(0, 1200, 600):
         api.call("POST", "/v1/buffers/user/big", json={"messages": rows[start : start + 600]})
-    body = json.loads(api.call("GET", "/v1/buffers/user/big").content)
+    streamed = api.call("GET", "/v1/buffers/user/big")
+    assert "content-length" not in streamed.headers  # written a chunk at a time
+    body = json.loads(streamed.content)
     assert body["count"] == 1200
     assert [m["content"] for m in body["messages"]] == [r["content"] for r in rows]

@@ -8,7 +8,7 @@ and touches no storage (MEM-6, MEM-7, MEM-13).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, Protocol
 
 from fastapi import APIRouter, Depends, Query
@@ -75,7 +75,7 @@ async def run(
 STREAM_CHUNK = 512  # rows per chunk of a streamed buffer read
 
 
-async def _stream(text: BufferText) -> AsyncIterator[bytes]:
+def _parts(text: BufferText) -> Iterator[bytes]:
     """Write a buffer read as JSON, the stored rows copied through unparsed, a chunk at a time."""
     yield b'{"messages":['
     bodies = text.bodies
@@ -90,6 +90,11 @@ async def _stream(text: BufferText) -> AsyncIterator[bytes]:
         "next_before": text.next_before,
     }
     yield b"]," + render(tail)[1:]
+
+
+async def _stream(parts: Iterator[bytes]) -> AsyncIterator[bytes]:
+    for part in parts:
+        yield part
 
 
 @router.get(
@@ -112,7 +117,8 @@ async def load_buffer(
 ) -> Response:
     """Load a conversation buffer: all of it, or its last N messages (optionally before a cursor).
 
-    The rows are streamed as stored (never held as several copies per request).
+    The rows are written as stored (never parsed and re-encoded); more than 512 of
+    them are streamed a chunk at a time (chunked transfer encoding).
     Page backwards with `last` = N, then `before` = the previous `next_before`.
     """
     memory, target, caller = call.caller.services.memory, call.target, call.caller
@@ -133,7 +139,9 @@ async def load_buffer(
         )
 
     text = await caller.run_short(job)
-    return StreamingResponse(_stream(text), media_type="application/json")
+    if len(text.bodies) <= STREAM_CHUNK:  # one chunk: a plain response with its length
+        return Response(b"".join(_parts(text)), media_type="application/json")
+    return StreamingResponse(_stream(_parts(text)), media_type="application/json")
 
 
 @router.post(
