@@ -7,6 +7,10 @@ append survives power loss) for flowmem's ``SqliteStore`` (its default), for
 ``add_messages`` reducer. The messages are the same turns in each system's shape:
 a user question, an assistant turn calling a tool, the tool result, an answer.
 
+Beside the store's own append (the tuned call), ``MemoryService.append`` is measured
+as a user writes it (``flowmem service default``) and with ``return_messages=True``
+(``flowmem service +messages``: the whole buffer back after every append).
+
 Reported: appends/second at buffer lengths 100, 1,000 and 10,000 (one buffer per
 length, pre-filled in batches, then single appends timed in interleaved rounds so
 machine noise and WAL checkpoints fall evenly on every length); the time to load the
@@ -45,6 +49,8 @@ if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]
 
 from flowmem.core import prepare
+from flowmem.scope import ExecutionContext
+from flowmem.service import MemoryService
 from flowmem.store import Address, SessionRecord, Store, WriteGuard, open_store
 
 LENGTHS = (100, 1_000, 10_000)
@@ -246,6 +252,27 @@ class Flowmem(System):
         self.store.close()
 
 
+class FlowmemService(Flowmem):
+    """``MemoryService.append`` called as a user writes it: scope, key, one message, context.
+
+    ``asked`` adds ``return_messages=True`` (the whole buffer back after each append:
+    the default before decision 0017); without it the call is exactly the documented
+    default, so this row shows what a direct caller gets.
+    """
+
+    def __init__(self, name: str, url: str, lengths: tuple[int, ...], asked: bool) -> None:
+        super().__init__(name, url, lengths)
+        self.keys = {n: Address("user", "bench", f"{self.name}-{n}") for n in lengths}
+        self.service = MemoryService(self.store)
+        self.context = ExecutionContext(user_id="bench")
+        self.extra: dict[str, Any] = {"return_messages": True} if asked else {}
+
+    def append(self, length: int, i: int) -> None:
+        """One message per call, through the service with its default arguments."""
+        key = self.keys[length].key
+        self.service.append("user", key, turn(i), self.context, **self.extra)
+
+
 class AgentsSession(System):
     """``agents.SQLiteSession.add_items``, one item per call, WAL + synchronous=FULL."""
 
@@ -420,17 +447,20 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="flowmem-bench-") as tmp:
         base = Path(tmp)
         print(f"flowmem store benchmark: one message per append, WAL + synchronous=FULL, in {tmp}")
+        sqlite_url = f"sqlite:///{base / 'flowmem.db'}"
         systems: list[System] = [
-            Flowmem(
-                "flowmem SqliteStore", f"sqlite:///{base / 'flowmem.db'}", LENGTHS, args.guarded
-            )
+            Flowmem("flowmem SqliteStore", sqlite_url, LENGTHS, args.guarded),
+            # the service as a user calls it (the default) and asking for the buffer back
+            FlowmemService("flowmem service default", sqlite_url, LENGTHS, asked=False),
+            FlowmemService("flowmem service +messages", sqlite_url, LENGTHS, asked=True),
         ]
         if not args.no_peers:
             systems.append(AgentsSession(base / "agents.db", LENGTHS))
             systems.append(LangGraph(base / "langgraph.db", LANGGRAPH_LENGTHS))
         if args.postgres:
+            systems.append(Flowmem("flowmem PostgresStore", args.postgres, LENGTHS, args.guarded))
             systems.append(
-                Flowmem("flowmem PostgresStore", args.postgres, LENGTHS, args.guarded)
+                FlowmemService("flowmem pg service default", args.postgres, LENGTHS, asked=False)
             )
         try:
             results = run(systems)

@@ -379,14 +379,18 @@ def test_ttl_expires_by_the_injected_clock(service: MemoryService, clock: Clock)
 
 
 def test_buffer_append_load_clear_round_trip(service: MemoryService, clock: Clock) -> None:
-    first = service.append("session", "chat", {"role": "user", "content": "hi"}, ALICE)
+    first = service.append(
+        "session", "chat", {"role": "user", "content": "hi"}, ALICE, return_messages=True
+    )
     assert first.resolved_scope_id == "sess-1"
     assert (first.count, first.appended, first.appended_any) == (1, 1, True)
     assert first.messages == [
         {"role": "user", "content": "hi", "metadata": {}, "timestamp": int(clock.now)}
     ]
     clock.now += 3
-    second = service.append("session", "chat", [{"role": "assistant", "content": "hello"}], ALICE)
+    second = service.append(
+        "session", "chat", [{"role": "assistant", "content": "hello"}], ALICE, return_messages=True
+    )
     assert second.count == 2 and second.messages[1]["timestamp"] == int(clock.now)
     loaded = service.load("session", "chat", ALICE)
     assert loaded.messages == second.messages and loaded.count == 2 and loaded.appended == 0
@@ -417,10 +421,16 @@ def test_mem_14_append_reports_how_much_was_new(service: MemoryService) -> None:
 def test_mem_14_placeholder_replacement_counts_zero(service: MemoryService) -> None:
     call = {"role": "assistant", "content": "", "tool_calls": [{"tool_call_id": "c9", "name": "f"}]}
     service.append("user", "chat", call, ALICE)
-    healed = service.append("user", "chat", {"role": "user", "content": "still there?"}, ALICE)
+    healed = service.append(
+        "user", "chat", {"role": "user", "content": "still there?"}, ALICE, return_messages=True
+    )
     assert healed.count == 3 and healed.messages[1]["metadata"]["healed"] is True
     late = service.append(
-        "user", "chat", {"role": "tool", "content": "ok", "tool_call_id": "c9"}, ALICE
+        "user",
+        "chat",
+        {"role": "tool", "content": "ok", "tool_call_id": "c9"},
+        ALICE,
+        return_messages=True,
     )
     assert (late.appended, late.appended_any, late.count) == (0, False, 3)
     assert late.messages[1]["content"] == "ok" and "healed" not in late.messages[1]["metadata"]
@@ -435,6 +445,7 @@ def test_mem_14_windowed_append_counts_appends_not_growth(service: MemoryService
         [{"role": "user", "content": "m3"}, {"role": "user", "content": "m4"}],
         ALICE,
         max_messages=3,
+        return_messages=True,
     )
     assert (result.appended, result.count) == (2, 3)
     assert [m["content"] for m in result.messages] == ["m2", "m3", "m4"]
@@ -455,6 +466,24 @@ def test_return_messages_false_skips_the_load(service: MemoryService) -> None:
     assert len(service.load("user", "chat", ALICE).messages) == 1
 
 
+def test_mem_14_default_append_reports_counts_without_reading_the_buffer(clock: Clock) -> None:
+    class NoFullReads(MemoryStore):
+        def load(self, *args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("a default append must not read the whole buffer")
+
+        def append(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+            assert kwargs.get("snapshot") is False
+            return super().append(*args, **kwargs)
+
+    service = MemoryService(NoFullReads(), clock=clock)
+    first = service.append("user", "chat", {"role": "user", "content": "x"}, ALICE)
+    read = service.append("user", "chat", {"role": "user", "content": ""}, ALICE)
+    raw = service.append_raw("user", "alice", "chat", {"role": "assistant", "content": "y"})
+    assert (first.messages, first.count, first.appended, first.appended_any) == ([], 1, 1, True)
+    assert (read.messages, read.count, read.appended, read.appended_any) == ([], 1, 0, False)
+    assert (raw.messages, raw.count, raw.appended) == ([], 2, 1)
+
+
 def test_append_passes_the_lock_timeout_and_address_to_the_store(clock: Clock) -> None:
     calls: list[tuple[Address, int, float, bool, WriteGuard | None]] = []
 
@@ -467,17 +496,20 @@ def test_append_passes_the_lock_timeout_and_address_to_the_store(clock: Clock) -
             lock_timeout: float = 5.0,
             snapshot: bool = False,
             guard: WriteGuard | None = None,
+            max_bytes: int = 0,
         ) -> Any:  # type: ignore[override]
             calls.append((address, max_messages, lock_timeout, snapshot, guard))
-            return super().append(address, rows, max_messages, lock_timeout, snapshot)
+            return super().append(
+                address, rows, max_messages, lock_timeout, snapshot, guard, max_bytes
+            )
 
     service = MemoryService(Recording(), lock_timeout=0.25, clock=clock)
     service.append("user", "chat", {"role": "user", "content": "x"}, ALICE, max_messages=7)
     guard = WriteGuard(token_id="t1")
     service.append("user", "chat", {"role": "user", "content": "y"}, ALICE, guard=guard)
     assert calls == [
-        (Address("user", "alice", "chat"), 7, 0.25, True, None),
-        (Address("user", "alice", "chat"), 0, 0.25, True, guard),
+        (Address("user", "alice", "chat"), 7, 0.25, False, None),
+        (Address("user", "alice", "chat"), 0, 0.25, False, guard),
     ]
 
 
@@ -491,14 +523,18 @@ def test_a_pure_read_append_never_writes(clock: Clock) -> None:
     MemoryStore.append(
         store, Address("user", "alice", "chat"), prepare({"role": "user", "content": "hi"})
     )
-    result = service.append("user", "chat", {"role": "user", "content": ""}, ALICE, max_messages=1)
+    result = service.append(
+        "user", "chat", {"role": "user", "content": ""}, ALICE, max_messages=1, return_messages=True
+    )
     assert (result.count, result.appended, len(result.messages)) == (1, 0, 1)
     quiet = service.append("user", "chat", [], ALICE, return_messages=False)
     assert (quiet.count, quiet.messages) == (1, [])
 
 
 def test_appended_buffer_and_count_come_from_one_snapshot(service: MemoryService) -> None:
-    result = service.append("user", "chat", [{"role": "user", "content": "a"}], ALICE)
+    result = service.append(
+        "user", "chat", [{"role": "user", "content": "a"}], ALICE, return_messages=True
+    )
     assert result.count == len(result.messages) == 1
 
 

@@ -157,6 +157,61 @@ class PayloadTooLargeError(InvalidInputError):
     code = "payload_too_large"
 
 
+class MessageTooLargeError(PayloadTooLargeError):
+    """A message whose stored JSON form is larger than the configured ``message_bytes``."""
+
+    code = "message_too_large"
+
+
+class RecordTooLargeError(PayloadTooLargeError):
+    """A memory record value whose JSON form is larger than the configured ``record_bytes``."""
+
+    code = "record_too_large"
+
+
+class MetadataTooLargeError(PayloadTooLargeError):
+    """Session metadata whose JSON form is larger than the configured ``session_metadata_bytes``."""
+
+    code = "metadata_too_large"
+
+
+class LimitExceededError(FlowmemError):
+    """A write refused because a stored quantity would pass its configured limit."""
+
+    code = "limit_exceeded"
+
+
+class BufferFullError(LimitExceededError):
+    """An append that would take a buffer past the configured ``buffer_bytes``; nothing written."""
+
+    code = "buffer_full"
+
+
+class TooManySessionsError(LimitExceededError):
+    """A new session for an owner who already has ``sessions_per_user`` sessions."""
+
+    code = "too_many_sessions"
+
+
+class RateLimitedError(FlowmemError):
+    """Too many requests from one token, or too many bad tokens from one peer.
+
+    ``retry_after`` is the number of whole seconds after which a retry may succeed.
+    """
+
+    code = "rate_limited"
+
+    def __init__(self, message: str, retry_after: int = 1, **details: Any) -> None:
+        super().__init__(message, retry_after=retry_after, **details)
+        self.retry_after = retry_after
+
+
+class AuthRateLimitedError(RateLimitedError):
+    """Too many requests with a bad token from one peer address."""
+
+    code = "too_many_auth_failures"
+
+
 class ModelError(FlowmemError):
     """A model provider refused or failed a request; carries the provider's message."""
 

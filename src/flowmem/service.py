@@ -15,6 +15,10 @@ framework adapters — calls this object and none re-implements it. For each cal
 
 The ``*_raw`` methods are for trusted callers that already hold a scope id (the
 FlowDrop "raw" nodes): they skip resolution, so they never refuse.
+
+Size limits (``flowmem.limits.Limits``: bytes per message, per buffer, per record
+value) are enforced here for every consumer, raw or not, before anything is
+written; a refusal raises its typed error and changes nothing.
 """
 
 from __future__ import annotations
@@ -28,9 +32,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flowmem.core import Message, is_empty, prepare
-from flowmem.errors import ConfigurationError, InvalidInputError, NotSerializableError
+from flowmem.errors import (
+    ConfigurationError,
+    InvalidInputError,
+    MessageTooLargeError,
+    NotSerializableError,
+    RecordTooLargeError,
+)
+from flowmem.limits import Limits, utf8_size
 from flowmem.scope import ExecutionContext, Refusal, check_scope, resolve_scope
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, SESSION_SCOPE, Address, Store, WriteGuard
+from flowmem.store.rows import dump_json
 
 log = logging.getLogger("flowmem")
 
@@ -81,9 +93,10 @@ class WriteResult:
 class BufferResult:
     """What a buffer append or load reports (MEM-14).
 
-    ``messages`` is the buffer after the call (empty when the caller asked not to
-    have it returned), ``count`` its number of rows, ``appended`` how many incoming
-    messages became new rows and ``appended_any`` whether that is more than zero.
+    ``messages`` is the buffer after the call — for an append only when the caller
+    asked for it (``return_messages=True``), else empty (decision 0017) — ``count``
+    its number of rows, ``appended`` how many incoming messages became new rows and
+    ``appended_any`` whether that is more than zero.
     """
 
     messages: list[Message] = field(default_factory=list)
@@ -102,6 +115,45 @@ class BufferResult:
             "appended_any": self.appended_any,
             "resolved_scope_id": self.resolved_scope_id,
         }
+
+
+@dataclass(frozen=True)
+class BufferPage:
+    """A page of a buffer: ``messages`` in order, the whole buffer's ``count``.
+
+    ``next_before`` is the cursor to pass as ``before`` for the page of older rows
+    (None when there are none).
+    """
+
+    messages: list[Message] = field(default_factory=list)
+    count: int = 0
+    next_before: int | None = None
+    resolved_scope_id: str = ""
+    refusal: Refusal | None = field(default=None, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``messages``, ``count``, ``next_before`` and ``resolved_scope_id``."""
+        return {
+            "messages": self.messages,
+            "count": self.count,
+            "next_before": self.next_before,
+            "resolved_scope_id": self.resolved_scope_id,
+        }
+
+
+@dataclass(frozen=True)
+class BufferText:
+    """A buffer's rows as their stored compact JSON texts, unparsed (for streaming).
+
+    ``bodies`` are in order; ``count`` is the whole buffer's; ``next_before`` as in
+    ``BufferPage`` (None unless a page was asked for and older rows exist).
+    """
+
+    bodies: list[str] = field(default_factory=list)
+    count: int = 0
+    next_before: int | None = None
+    resolved_scope_id: str = ""
+    refusal: Refusal | None = field(default=None, compare=False)
 
 
 def check_key(key: object) -> str:
@@ -151,6 +203,38 @@ def check_json(value: object) -> None:
         ) from exc
 
 
+def check_record(value: object, limit: int) -> None:
+    """Refuse a record value that is not JSON, or whose stored JSON passes ``limit`` bytes."""
+    try:
+        text = dump_json(value, "value", compact=False)  # exactly what the stores write
+    except NotSerializableError as exc:
+        raise NotSerializableError(exc.message, argument="value") from exc
+    size = utf8_size(text)
+    if limit and size > limit:
+        raise RecordTooLargeError(
+            f"the value is {size} bytes as JSON, over the limit of {limit} bytes",
+            argument="value",
+            limit=limit,
+            size=size,
+        )
+
+
+def check_message_sizes(rows: list[Message], limit: int) -> None:
+    """Refuse (MessageTooLargeError) a prepared row whose stored JSON passes ``limit`` bytes."""
+    if not limit:
+        return
+    for index, row in enumerate(rows):
+        size = utf8_size(dump_json(row, "message"))
+        if size > limit:
+            raise MessageTooLargeError(
+                f"message {index} is {size} bytes as stored JSON, over the limit of "
+                f"{limit} bytes",
+                argument="messages",
+                limit=limit,
+                size=size,
+            )
+
+
 def check_scope_id(scope_id: object) -> str:
     """Return an explicit scope id when it is a string (any string; ``""`` included)."""
     if not isinstance(scope_id, str):
@@ -168,7 +252,8 @@ class MemoryService:
     """Memory records and conversation buffers under resolved scopes, over one ``Store``.
 
     ``lock_timeout`` bounds how long an append waits for its turn (MEM-12);
-    ``clock`` returns epoch seconds and stamps rows and TTLs (inject one in tests).
+    ``clock`` returns epoch seconds and stamps rows and TTLs (inject one in tests);
+    ``limits`` bounds what one write may store (default: ``Limits()``'s defaults).
     """
 
     def __init__(
@@ -177,6 +262,7 @@ class MemoryService:
         *,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         clock: Callable[[], float] = time.time,
+        limits: Limits | None = None,
     ) -> None:
         if (
             isinstance(lock_timeout, bool)
@@ -187,9 +273,12 @@ class MemoryService:
             raise ConfigurationError(f"lock_timeout must be a number >= 0, got {lock_timeout!r}")
         if not callable(clock):
             raise ConfigurationError("clock must be a callable returning epoch seconds")
+        if limits is not None and not isinstance(limits, Limits):
+            raise ConfigurationError(f"limits must be a flowmem.limits.Limits, got {limits!r}")
         self.store = store
         self.lock_timeout = float(lock_timeout)
         self.clock = clock
+        self.limits = limits if limits is not None else Limits()
 
     # --- resolution -------------------------------------------------------------
     def _resolve(
@@ -264,7 +353,7 @@ class MemoryService:
         """
         name = check_key(key)
         check_ttl(ttl)
-        check_json(value)
+        check_record(value, self.limits.record_bytes)
         resolved = self._resolve("write", scope, name, context)
         if isinstance(resolved, Refusal):
             return WriteResult(success=False, refusal=resolved)
@@ -283,7 +372,7 @@ class MemoryService:
         """Write a record at an explicit scope id (trusted callers; no resolution)."""
         address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
         seconds = check_ttl(ttl)
-        check_json(value)
+        check_record(value, self.limits.record_bytes)
         expires_at = None if seconds is None else self._now() + seconds
         self.store.put_record(address, value, expires_at, guard)
         return WriteResult(success=True, resolved_scope_id=scope_id)
@@ -311,21 +400,26 @@ class MemoryService:
         context: ExecutionContext | None,
         max_messages: int = 0,
         *,
-        return_messages: bool = True,
+        return_messages: bool = False,
         guard: WriteGuard | None = None,
     ) -> BufferResult:
         """Append messages to a buffer under the core rules (MEM-1, 2, 3, 10, 14).
 
         Implements MEM-14's refused clause: a refusal returns an empty buffer with a
         count of zero and ``appended`` 0, and the turn is dropped, never written to a
-        shared history (MEM-7). ``return_messages=False`` skips loading the buffer
-        after the append (``messages`` is then ``[]``; ``count`` is still exact) —
-        for hot paths and benchmarks. ``guard``: what must still hold when the rows
-        are written (``WriteGuard``).
+        shared history (MEM-7). The result always reports ``count``, ``appended`` and
+        ``appended_any``; its ``messages`` is the whole buffer after the append only
+        with ``return_messages=True`` (read in the append's transaction, so it costs
+        O(buffer)); by default it is ``[]`` and the call costs O(1) in the buffer's
+        length (decision 0017). Refuses a row over ``limits.message_bytes``
+        (MessageTooLargeError) or an append that grows the buffer past
+        ``limits.buffer_bytes`` (BufferFullError), writing nothing. ``guard``: what
+        must still hold when the rows are written (``WriteGuard``).
         """
         name = check_key(key)
         window = check_count(max_messages, "max_messages")
         rows = prepare(messages, int(self._now()))
+        check_message_sizes(rows, self.limits.message_bytes)
         resolved = self._resolve("append", scope, name, context)
         if isinstance(resolved, Refusal):
             return BufferResult(refusal=resolved)
@@ -341,13 +435,14 @@ class MemoryService:
         messages: object,
         max_messages: int = 0,
         *,
-        return_messages: bool = True,
+        return_messages: bool = False,
         guard: WriteGuard | None = None,
     ) -> BufferResult:
         """Append to a buffer at an explicit scope id (trusted callers; no resolution)."""
         address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
         window = check_count(max_messages, "max_messages")
         rows = prepare(messages, int(self._now()))
+        check_message_sizes(rows, self.limits.message_bytes)
         return self._append_rows(address, rows, window or 0, return_messages, guard)
 
     def _append_rows(
@@ -364,7 +459,13 @@ class MemoryService:
                 return self.load_raw(address.scope, address.scope_id, address.key)
             return BufferResult(count=self.store.count(address), resolved_scope_id=address.scope_id)
         outcome = self.store.append(
-            address, rows, window, self.lock_timeout, snapshot=return_messages, guard=guard
+            address,
+            rows,
+            window,
+            self.lock_timeout,
+            snapshot=return_messages,
+            guard=guard,
+            max_bytes=self.limits.buffer_bytes,
         )
         return BufferResult(
             messages=outcome.rows or [],
@@ -398,6 +499,56 @@ class MemoryService:
         rows = self.store.load(address, tail)
         count = len(rows) if tail is None else self.store.count(address)
         return BufferResult(messages=rows, count=count, resolved_scope_id=scope_id)
+
+    def load_page(
+        self,
+        scope: str,
+        key: str,
+        context: ExecutionContext | None,
+        last: int,
+        before: int | None = None,
+    ) -> BufferPage:
+        """Return at most ``last`` rows of a buffer: the newest ones below cursor ``before``.
+
+        Pass the result's ``next_before`` as ``before`` to read the older page; the
+        rows of a page are in buffer order. A refusal returns the empty page (MEM-7).
+        """
+        text = self.load_text(scope, key, context, last=last, before=before)
+        rows: list[Message] = json.loads("[" + ",".join(text.bodies) + "]")
+        return BufferPage(rows, text.count, text.next_before, text.resolved_scope_id, text.refusal)
+
+    def load_text(
+        self,
+        scope: str,
+        key: str,
+        context: ExecutionContext | None,
+        *,
+        last: int | None = None,
+        before: int | None = None,
+    ) -> BufferText:
+        """Return rows as their stored JSON texts: all, or the ``last`` N, below cursor ``before``.
+
+        For callers that pass rows on as JSON (the HTTP API streams them) without
+        building Python objects. With ``last``, ``next_before`` is the cursor of the
+        older rows when there are any. A refusal returns no rows (MEM-7).
+        """
+        name = check_key(key)
+        check_count(last, "last", optional=True)
+        check_count(before, "before", optional=True)
+        resolved = self._resolve("load", scope, name, context)
+        if isinstance(resolved, Refusal):
+            return BufferText(refusal=resolved)
+        address = Address(check_scope(scope), resolved, name)
+        if last is None:
+            found = self.store.load_bodies(address, None, before)
+            count = len(found) if before is None else self.store.count(address)
+            return BufferText([b for _, b in found], count, None, resolved)
+        found = self.store.load_bodies(address, last + 1, before)
+        older = len(found) > last
+        if older:
+            found = found[1:]
+        next_before = found[0][0] if older and found else None
+        return BufferText([b for _, b in found], self.store.count(address), next_before, resolved)
 
     def clear(self, scope: str, key: str, context: ExecutionContext | None) -> WriteResult:
         """Delete every row of a buffer; a refusal reports failure and clears nothing (MEM-7).

@@ -31,9 +31,12 @@ from flowmem.errors import (
     AccessDeniedError,
     ConflictError,
     InvalidInputError,
+    MetadataTooLargeError,
     NotFoundError,
     PayloadTooLargeError,
+    TooManySessionsError,
 )
+from flowmem.limits import utf8_size
 from flowmem.scope import ExecutionContext, usable_identity
 from flowmem.store.base import (
     SESSION_SCOPE,
@@ -51,7 +54,6 @@ BUFFER_SCOPE = SESSION_SCOPE
 BUFFER_KEY = "chat_history"
 MAX_NAME_LENGTH = 200
 MAX_AGENT_LENGTH = 200
-MAX_METADATA_BYTES = 64 * 1024
 MAX_TURN_CHARS = 1_000_000
 
 
@@ -146,7 +148,8 @@ def _check_agent(agent: object) -> str | None:
     return agent
 
 
-def _check_metadata(metadata: object) -> dict[str, Any]:
+def _check_metadata(metadata: object, limit: int) -> dict[str, Any]:
+    """Return the metadata as a plain dict; MetadataTooLargeError past ``limit`` bytes of JSON."""
     if metadata is None:
         return {}
     if not isinstance(metadata, Mapping):
@@ -155,9 +158,13 @@ def _check_metadata(metadata: object) -> dict[str, Any]:
         text = json.dumps(metadata, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidInputError(f"metadata is not JSON: {exc}", field="metadata") from exc
-    if len(text.encode("utf-8")) > MAX_METADATA_BYTES:
-        raise PayloadTooLargeError(
-            f"metadata is larger than {MAX_METADATA_BYTES} bytes", field="metadata"
+    size = utf8_size(text)
+    if limit and size > limit:
+        raise MetadataTooLargeError(
+            f"metadata is {size} bytes as JSON, over the limit of {limit} bytes",
+            field="metadata",
+            limit=limit,
+            size=size,
         )
     return dict(json.loads(text))
 
@@ -240,10 +247,16 @@ class SessionService:
 
         ``guard``: what must hold when the session is stored (the HTTP API passes the
         caller's token, so an erasure racing the creation leaves no session behind).
+        Refuses metadata over ``limits.session_metadata_bytes`` (MetadataTooLargeError)
+        and a session past the owner's ``limits.sessions_per_user``
+        (TooManySessionsError); nothing is created then.
         """
         decision = decide(principal, "create", None)
         if not decision.allowed:
             raise AccessDeniedError(decision.reason, rule=decision.rule)
+        limits = self.memory.limits
+        checked = _check_metadata(metadata, limits.session_metadata_bytes)
+        self._check_session_quota(principal.identity, limits.sessions_per_user)
         now = self.clock()
         record = SessionRecord(
             id=str(uuid.uuid4()),
@@ -251,11 +264,26 @@ class SessionService:
             owner=principal.identity,
             status="idle",
             agent=_check_agent(agent),
-            metadata=_check_metadata(metadata),
+            metadata=checked,
             created_at=now,
             updated_at=now,
         )
         return self.store.create_session(record, guard)
+
+    def _check_session_quota(self, owner: str | None, limit: int) -> None:
+        """Refuse a new session for ``owner`` once they own ``limit`` (unowned ones are not counted).
+
+        The count is read before the insert, so concurrent creations by one owner
+        may pass the limit by the number of them in flight.
+        """
+        if not limit or owner is None:
+            return
+        _, owned = self.store.list_sessions(owner, False, 0, 0)
+        if owned >= limit:
+            raise TooManySessionsError(
+                f"this user owns {owned} sessions, the limit is {limit}: delete some first",
+                limit=limit,
+            )
 
     def list_sessions(self, principal: Principal, limit: int = 20, offset: int = 0) -> SessionPage:
         """Return the sessions the caller may view, newest first, and their total."""

@@ -383,7 +383,9 @@ def test_mem_3_user_turn_heals_over_http(api: Api) -> None:
     call = {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "f"}]}
     api.call("POST", "/v1/buffers/user/k", json={"messages": call})
     healed = api.call(
-        "POST", "/v1/buffers/user/k", json={"messages": {"role": "user", "content": "next"}}
+        "POST",
+        "/v1/buffers/user/k",
+        json={"messages": {"role": "user", "content": "next"}, "return_messages": True},
     ).json()
     assert [m["role"] for m in healed["messages"]] == ["assistant", "tool", "user"]
     assert healed["messages"][1]["metadata"] == {"tool_call_id": "c1", "healed": True}

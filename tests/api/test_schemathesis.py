@@ -13,12 +13,13 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 
 from flowmem.api import create_app
+from flowmem.api.ratelimit import RateLimits
 from flowmem.auth import create_token
 from flowmem.store import MemoryStore
 
 STORE = MemoryStore()
 TOKEN, _ = create_token(STORE, "fuzzer", {"admin"})
-APP = create_app(STORE)
+APP = create_app(STORE, rate_limits=RateLimits.off())  # the fuzzer sends fast, with one token
 schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
 
 

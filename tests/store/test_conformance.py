@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -18,6 +19,7 @@ from flowmem.core import (
 )
 from flowmem.errors import (
     AuthenticationError,
+    BufferFullError,
     ConflictError,
     InvalidInputError,
     NotFoundError,
@@ -25,6 +27,7 @@ from flowmem.errors import (
 )
 from flowmem.store import Address, Erasure, SessionRecord, Store, TokenRecord, WriteGuard
 from flowmem.store.base import SupportsPopLast
+from flowmem.store.rows import dump_json
 
 A = Address("session", "s1", "chat")
 B = Address("session", "s2", "chat")
@@ -745,3 +748,69 @@ def test_deleting_a_running_session_changes_nothing(store: Store) -> None:
     assert store.count(Address("session", sid, "chat_history")) == 1
     assert store.get_record(Address("session", sid, "k"), 0.0) == (True, 1)
     assert len(store.list_transcript(sid)[0]) == 1
+# --- buffer size (the buffer_bytes limit) and unparsed reads ------------------------------
+
+
+def _size(rows: list[dict[str, Any]]) -> int:
+    """UTF-8 bytes of rows as the stores write them (compact JSON)."""
+    return sum(len(dump_json(row, "message").encode()) for row in rows)
+
+
+def _stored_size(store: Store, address: Address) -> int:
+    return sum(len(text.encode()) for _, text in store.load_bodies(address))
+
+
+def _assert_tracked_size(store: Store, address: Address) -> None:
+    """The size the store keeps is the size of its rows: one byte more is refused, exact fits."""
+    row = prepare({"role": "assistant", "content": "probe ✓"}, None)  # heals nothing
+    limit = _stored_size(store, address) + _size(row)
+    before = store.load(address)
+    with pytest.raises(BufferFullError) as info:
+        store.append(address, row, max_bytes=limit - 1)
+    assert info.value.code == "buffer_full"
+    assert store.load(address) == before  # nothing written
+    store.append(address, row, max_bytes=limit)
+    assert store.load(address)[-1]["content"] == "probe ✓"
+
+
+def test_buffer_size_is_tracked_through_every_kind_of_change(store: Store) -> None:
+    stored_append(store, A, [user("héllo"), call("c1"), call("c2"), result("c2", "x" * 300)])
+    _assert_tracked_size(store, A)
+    stored_append(store, A, user("heals c1"))  # a placeholder inserted after its turn
+    _assert_tracked_size(store, A)
+    stored_append(store, A, result("c1", "the real answer, longer than the placeholder"))
+    _assert_tracked_size(store, A)  # the placeholder replaced in place
+    stored_append(store, A, [user("a" * 100), user("b")], max_messages=3)  # evicted rows
+    _assert_tracked_size(store, A)
+    if isinstance(store, SupportsPopLast):
+        store.pop_last(A)
+        _assert_tracked_size(store, A)
+    store.clear(A)
+    _assert_tracked_size(store, A)
+
+
+def test_buffer_limit_refuses_growth_but_not_a_window_that_keeps_it(store: Store) -> None:
+    rows = prepare([user("x" * 100) for _ in range(4)], None)
+    store.append(A, rows, max_bytes=_size(rows))
+    with pytest.raises(BufferFullError):
+        store.append(A, prepare(user("y"), None), max_bytes=_size(rows))
+    assert store.count(A) == 4
+    # a windowed append that evicts as much as it adds leaves the buffer no larger: allowed
+    outcome = store.append(A, prepare(user("z" * 100), None), max_messages=4, max_bytes=_size(rows))
+    assert (outcome.appended, outcome.count) == (1, 4)
+    # a limit of 0 is no limit
+    store.append(A, prepare(user("w" * 1000), None), max_bytes=0)
+    assert store.count(A) == 5
+
+
+def test_load_bodies_returns_stored_json_with_cursors(store: Store) -> None:
+    stored_append(store, A, [user(f"m{n}") for n in range(5)])
+    found = store.load_bodies(A)
+    assert [json.loads(text) for _, text in found] == store.load(A)
+    cursors = [cursor for cursor, _ in found]
+    assert cursors == sorted(cursors) and len(set(cursors)) == 5
+    assert [json.loads(t)["content"] for _, t in store.load_bodies(A, last=2)] == ["m3", "m4"]
+    older = store.load_bodies(A, last=2, before=cursors[3])
+    assert [json.loads(t)["content"] for _, t in older] == ["m1", "m2"]
+    assert [c for c, _ in store.load_bodies(A, before=cursors[2])] == cursors[:2]
+    assert store.load_bodies(A, last=0) == [] and store.load_bodies(B) == []

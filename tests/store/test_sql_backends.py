@@ -14,6 +14,7 @@ import pytest
 
 from flowmem.core import prepare
 from flowmem.errors import (
+    BufferFullError,
     ConfigurationError,
     ConflictError,
     InvalidInputError,
@@ -119,11 +120,45 @@ def test_a_version_1_database_is_upgraded_in_place(sql_url: str) -> None:
     store.put_record(KEY, "kept", 5.0)
     store.close()
     _sql(sql_url, "DROP INDEX records_expiry")  # what a database made by version 1 lacks
-    _sql(sql_url, "DELETE FROM flowmem_schema WHERE version = 2")
+    _sql(sql_url, "ALTER TABLE buffers DROP COLUMN bytes")
+    _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 2")
     again = open_store(sql_url)
-    assert again.schema_version() == 2  # type: ignore[attr-defined]
+    assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
     assert again.get_record(KEY, 0.0) == (True, "kept")
     assert again.purge_expired(10.0) == 1
+    again.close()
+
+
+def _bytes_column(url: str, address: Address) -> int:
+    scope, scope_id, key = address
+    return _scalar(
+        url,
+        f"SELECT bytes FROM buffers WHERE scope = '{scope}' AND scope_id = '{scope_id}' "
+        f"AND key = '{key}'",
+    )
+
+
+def test_a_version_2_database_gets_the_byte_count_of_its_buffers(sql_url: str) -> None:
+    """Migration 3 adds ``buffers.bytes`` and fills it from the rows a version-2 flowmem wrote."""
+    store = open_store(sql_url)
+    small, big = Address("user", "u1", "chat"), Address("user", "u2", "chat")
+    store.append(small, prepare({"role": "user", "content": "héllo ✓"}, 1))
+    store.append(big, prepare([{"role": "user", "content": "x" * 5000}, *_call_and_answer()], 1))
+    expected = {
+        address: sum(len(text.encode()) for _, text in store.load_bodies(address))
+        for address in (small, big)
+    }
+    store.close()
+    _sql(sql_url, "ALTER TABLE buffers DROP COLUMN bytes")  # the schema version 2 wrote
+    _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 3")
+    again = open_store(sql_url)
+    assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
+    for address, size in expected.items():
+        assert _bytes_column(sql_url, address) == size > 0
+    # the upgraded count is the one the limit is checked against
+    with pytest.raises(BufferFullError):
+        again.append(big, prepare({"role": "user", "content": "y"}, 1), max_bytes=expected[big])
+    again.append(small, prepare({"role": "user", "content": "z"}, 1), max_bytes=expected[big])
     again.close()
 
 

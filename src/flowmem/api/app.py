@@ -17,13 +17,16 @@ from flowmem import __version__
 from flowmem.api.deps import Services
 from flowmem.api.errors import install_error_handlers, recent_store_fault, server_error_response
 from flowmem.api.gate import GateMiddleware
+from flowmem.api.limits import BODY_TIMEOUT
 from flowmem.api.logs import RequestLogMiddleware
 from flowmem.api.models import Health
 from flowmem.api.pool import DEFAULT_STORE_CONCURRENCY, StorePool
 from flowmem.api.purge import PURGE_INTERVAL, purge_expired_forever
+from flowmem.api.ratelimit import RateLimitMiddleware, RateLimits
 from flowmem.api.routes import memory, sessions, stateless, users
 from flowmem.api.routes.common import errors
 from flowmem.errors import ConfigurationError, StoreError
+from flowmem.limits import Limits
 from flowmem.service import MemoryService
 from flowmem.sessions import SessionService, TurnRunner
 from flowmem.store import DEFAULT_LOCK_TIMEOUT, Address, Store, open_store
@@ -31,6 +34,7 @@ from flowmem.store import DEFAULT_LOCK_TIMEOUT, Address, Store, open_store
 DATABASE_ENV = "FLOWMEM_DATABASE_URL"
 CONCURRENCY_ENV = "FLOWMEM_STORE_CONCURRENCY"
 INLINE_ENV = "FLOWMEM_INLINE_STORE"
+BODY_TIMEOUT_ENV = "FLOWMEM_BODY_TIMEOUT"
 
 DESCRIPTION = """Conversation memory over HTTP: sessions with owners, conversation
 buffers and memory records under the FlowDrop GR-MEM rules.
@@ -65,6 +69,9 @@ def create_app(
     inline_store: bool = True,
     freeze_gc: bool = False,
     purge_interval: float | None = PURGE_INTERVAL,
+    limits: Limits | None = None,
+    rate_limits: RateLimits | None = None,
+    body_timeout: float | None = BODY_TIMEOUT,
 ) -> FastAPI:
     """Build the API over ``store`` (or the store at ``database_url`` / ``$FLOWMEM_DATABASE_URL``).
 
@@ -80,6 +87,10 @@ def create_app(
     test suite) would keep each one's startup garbage forever.
     Every ``purge_interval`` seconds (None: never) expired memory records are
     deleted in the background (``flowmem.api.purge``).
+    ``limits`` bounds what one write may store and ``rate_limits`` how fast one
+    token or one peer may call (``flowmem.limits``, ``flowmem.api.ratelimit``; None:
+    their documented defaults; ``RateLimits.off()`` / ``Limits.unlimited()`` turn them off).
+    A request body must arrive within ``body_timeout`` seconds (408; None: no bound).
     """
     if purge_interval is not None and (
         isinstance(purge_interval, bool)
@@ -96,7 +107,7 @@ def create_app(
             raise ConfigurationError(f"create_app needs a store, a database_url or ${DATABASE_ENV}")
         store = open_store(url)
     extra: dict[str, Any] = {} if clock is None else {"clock": clock}
-    memory_service = MemoryService(store, lock_timeout=lock_timeout, **extra)
+    memory_service = MemoryService(store, lock_timeout=lock_timeout, limits=limits, **extra)
     if runner is None and runner_factory is not None:
         runner = runner_factory(store, memory_service)
     session_service = SessionService(store, memory_service, runner, **extra)
@@ -162,7 +173,9 @@ def create_app(
         await services.pool.run(probe_store, store, (clock or time.time)())
         return {"status": "ok", "version": __version__}
 
-    app.add_middleware(GateMiddleware, services=services)
+    app.add_middleware(GateMiddleware, services=services, body_timeout=body_timeout)
+    # outside the gate: a request over its rate is refused before its token is looked up
+    app.add_middleware(RateLimitMiddleware, limits=rate_limits)
     app.add_middleware(RequestLogMiddleware)
     return app
 
@@ -182,8 +195,17 @@ def app_from_env() -> FastAPI:
     """Uvicorn factory: the store URL comes from ``$FLOWMEM_DATABASE_URL``.
 
     ``$FLOWMEM_STORE_CONCURRENCY`` (default 8) bounds the threads doing store work;
-    ``$FLOWMEM_INLINE_STORE=0`` keeps every store call off the event loop.
+    ``$FLOWMEM_INLINE_STORE=0`` keeps every store call off the event loop. The
+    limits come from ``Limits.from_env`` and ``RateLimits.from_env``,
+    ``$FLOWMEM_BODY_TIMEOUT`` bounds a body's arrival in seconds (default 30, 0: none).
     """
+    raw_timeout = os.environ.get(BODY_TIMEOUT_ENV) or str(BODY_TIMEOUT)
+    try:
+        body_timeout = float(raw_timeout)
+    except ValueError:
+        raise ConfigurationError(
+            f"${BODY_TIMEOUT_ENV} must be a number of seconds, got {raw_timeout!r}"
+        ) from None
     raw = os.environ.get(CONCURRENCY_ENV) or str(DEFAULT_STORE_CONCURRENCY)
     try:
         concurrency = int(raw)
@@ -195,4 +217,7 @@ def app_from_env() -> FastAPI:
         store_concurrency=concurrency,
         inline_store=inline,
         freeze_gc=True,
+        limits=Limits.from_env(),
+        rate_limits=RateLimits.from_env(),
+        body_timeout=body_timeout or None,
     )

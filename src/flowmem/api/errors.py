@@ -27,9 +27,11 @@ from flowmem.errors import (
     ConflictError,
     FlowmemError,
     InvalidInputError,
+    LimitExceededError,
     ModelError,
     NotFoundError,
     PayloadTooLargeError,
+    RateLimitedError,
     StoreCorruptError,
     StoreError,
     StoreFullError,
@@ -46,8 +48,10 @@ OPEN_PATHS = frozenset(
 
 # flowmem error class -> HTTP status; the first match wins (subclasses before bases).
 STATUS_TABLE: list[tuple[type[FlowmemError], int]] = [
-    (PayloadTooLargeError, 413),
+    (PayloadTooLargeError, 413),  # message_too_large, record_too_large, metadata_too_large too
     (InvalidInputError, 422),
+    (LimitExceededError, 409),  # buffer_full, too_many_sessions
+    (RateLimitedError, 429),  # rate_limited, too_many_auth_failures (with Retry-After)
     (AuthenticationError, 401),
     (AccessDeniedError, 403),
     (NotFoundError, 404),
@@ -69,6 +73,9 @@ HTTP_CODES: dict[str, int] = {
     "too_many_values": 413,
     "unsupported_media_type": 415,
     "payload_too_large": 413,
+    "request_timeout": 408,
+    "rate_limited": 429,
+    "too_many_auth_failures": 429,
     "not_found": 404,
     "method_not_allowed": 405,
     "invalid_input": 422,
@@ -132,11 +139,19 @@ def error_body(
 
 
 def error_response(
-    status: int, code: str, message: str, details: list[dict[str, Any]] | None = None
+    status: int,
+    code: str,
+    message: str,
+    details: list[dict[str, Any]] | None = None,
+    retry_after: int | None = None,
 ) -> JSONResponse:
-    """Return a JSON error response."""
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return JSONResponse(error_body(code, message, details), status_code=status, headers=headers)
+    """Return a JSON error response (with ``Retry-After`` when given)."""
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
+    if retry_after is not None:
+        headers["Retry-After"] = str(retry_after)
+    return JSONResponse(
+        error_body(code, message, details), status_code=status, headers=headers or None
+    )
 
 
 def server_error_response(error: FlowmemError) -> JSONResponse:
@@ -168,7 +183,8 @@ async def _flowmem_error(request: Request, exc: Exception) -> JSONResponse:
     details = _field_details(exc) if status == 422 else None
     if status == 422 and details is None:
         details = []
-    return error_response(status, exc.code, exc.message, details)
+    retry_after = exc.retry_after if isinstance(exc, RateLimitedError) else None
+    return error_response(status, exc.code, exc.message, details, retry_after)
 
 
 def _location(loc: tuple[Any, ...] | list[Any]) -> str:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -37,10 +38,13 @@ from flowmem.access import Principal
 from flowmem.api.deps import Services
 from flowmem.api.errors import OPEN_PATHS, error_body, status_for
 from flowmem.api.limits import (
+    BODY_TIMEOUT,
     INLINE_BODY_BYTES,
     MAX_BODY_BYTES,
     TOO_LARGE,
+    TOO_SLOW,
     parse_body,
+    receive_by,
     repeated_query_key,
 )
 from flowmem.auth import authenticate, bearer_token
@@ -96,10 +100,17 @@ def _without_body(send: Send) -> Send:
 class GateMiddleware:
     """Refuse bad framing, authenticate, then check and parse the body; replay it after."""
 
-    def __init__(self, app: ASGIApp, services: Services) -> None:
-        """Gate the requests to ``app``; tokens are looked up in ``services.store``."""
+    def __init__(
+        self, app: ASGIApp, services: Services, body_timeout: float | None = BODY_TIMEOUT
+    ) -> None:
+        """Gate the requests to ``app``; tokens are looked up in ``services.store``.
+
+        The whole body must arrive within ``body_timeout`` seconds (408
+        ``request_timeout`` and the connection closed after; None or 0: no bound).
+        """
         self.app = app
         self.services = services
+        self.body_timeout = body_timeout
 
     async def _principal(self, token: str) -> Principal:
         """Look the token up: on the loop for an inline store, else in a store thread."""
@@ -168,8 +179,13 @@ class GateMiddleware:
         chunks: list[bytes] = []
         size = 0
         more = True
+        deadline = time.monotonic() + self.body_timeout if self.body_timeout else None
         while more:
-            message = await receive()
+            received = await (receive() if deadline is None else receive_by(receive, deadline))
+            if received is None:
+                await send_error(send, *TOO_SLOW)
+                return
+            message = received
             if message["type"] == "http.disconnect":
                 return
             chunk = message.get("body", b"")

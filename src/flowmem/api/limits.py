@@ -17,11 +17,17 @@ value and hold the interpreter lock while they do (a thread does not help them).
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from typing import Any
 from urllib.parse import parse_qsl
 
+from starlette.types import Message, Receive
+
 MAX_BODY_BYTES = 8 * 1024 * 1024
+BODY_TIMEOUT = 30.0  # seconds a whole request body may take to arrive (408 after)
+TOO_SLOW = (408, "request_timeout", "the request body did not arrive in time")
 MAX_DEPTH = 64  # a body nested this deep or deeper is refused
 MAX_VALUES = 100_000  # commas and opening brackets outside strings, see ``value_count``
 INLINE_BODY_BYTES = 64 * 1024  # a larger body is parsed and validated in a thread
@@ -159,3 +165,18 @@ def repeated_query_key(query: bytes) -> str | None:
             return key
         seen.add(key)
     return None
+
+
+async def receive_by(receive: Receive, deadline: float) -> Message | None:
+    """Return the next ASGI message, or None when ``deadline`` (monotonic) passes first.
+
+    uvicorn has no timeout on reading a body: without this a client that sends a
+    Content-Length and then stalls holds its connection and task forever.
+    """
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        return None
+    try:
+        return await asyncio.wait_for(receive(), remaining)
+    except TimeoutError:
+        return None

@@ -360,7 +360,11 @@ class BufferAppend(BaseModel):
 
     messages: MessageIn | list[MessageIn]
     max_messages: JsonInt = Field(default=0, ge=0, description="Window size; 0 = unlimited.")
-    return_messages: bool = Field(default=True, description="Return the buffer after the append.")
+    return_messages: bool = Field(
+        default=False,
+        description="Also return the whole buffer after the append (costs a read of it); "
+        "by default `messages` is `[]` and the append's cost does not grow with the buffer.",
+    )
 
 
 class BufferResult(BaseModel):
@@ -371,6 +375,16 @@ class BufferResult(BaseModel):
     appended: int
     appended_any: bool
     resolved_scope_id: str
+
+
+class BufferRead(BufferResult):
+    """A buffer read: all rows or the last N (a page); `next_before` pages to older rows."""
+
+    next_before: int | None = Field(
+        default=None,
+        description="With `last`: the cursor to pass as `before` for the older messages "
+        "(null when there are none, and always null without `last`).",
+    )
 
 
 class MemoryWrite(BaseModel):

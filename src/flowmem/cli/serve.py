@@ -25,7 +25,10 @@ import click
 import uvicorn  # the server extra; without it the CLI names the extra to install
 
 from flowmem.access import PERM_ADMIN
-from flowmem.api.tcp import PROTOCOL
+from flowmem.api.limits import BODY_TIMEOUT
+from flowmem.api.ratelimit import ENV as RATE_ENV
+from flowmem.api.ratelimit import RateLimits
+from flowmem.api.tcp import DEFAULT_HEADER_TIMEOUT, HEADER_TIMEOUT_ENV, PROTOCOL
 from flowmem.auth import bootstrap_admin_token
 from flowmem.cli.database import (
     DATABASE_ENV,
@@ -34,9 +37,87 @@ from flowmem.cli.database import (
     redact,
 )
 from flowmem.errors import ConfigurationError
+from flowmem.limits import ENV as LIMIT_ENV
+from flowmem.limits import Limits
 from flowmem.store import Store, open_store
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_LIMIT_CONCURRENCY = 500  # open connections (and running requests) per worker
+DEFAULT_KEEP_ALIVE = 5  # seconds an idle keep-alive connection stays open
+MAX_HEADER_BYTES = 16 * 1024  # h11's largest incomplete request head (uvicorn's default, explicit)
+BODY_TIMEOUT_ENV = "FLOWMEM_BODY_TIMEOUT"
+
+
+def _limit_options(command: F) -> F:
+    """The stored-size and request-rate options; each also read from its environment variable."""
+    defaults = Limits()
+    rates = RateLimits()
+    sizes = [
+        ("message_bytes", "Bytes of one stored message (JSON)."),
+        ("buffer_bytes", "Bytes of one buffer's messages (JSON)."),
+        ("record_bytes", "Bytes of one memory record value (JSON)."),
+        ("session_metadata_bytes", "Bytes of one session's metadata (JSON)."),
+        ("sessions_per_user", "Sessions one user may own."),
+    ]
+    options = [
+        click.option(
+            f"--max-{name.replace('_', '-')}",
+            name,
+            default=getattr(defaults, name),
+            show_default=True,
+            envvar=LIMIT_ENV[name],
+            show_envvar=True,
+            type=click.IntRange(0),
+            help=f"{text} 0 = unlimited.",
+        )
+        for name, text in sizes
+    ]
+    options += [
+        click.option(
+            "--rate-limit",
+            "requests_per_second",
+            default=rates.requests_per_second,
+            show_default=True,
+            envvar=RATE_ENV["requests_per_second"],
+            show_envvar=True,
+            type=click.FloatRange(0),
+            help="Requests per second per API token, per worker (429 beyond). 0 = off.",
+        ),
+        click.option(
+            "--rate-burst",
+            "burst",
+            default=rates.burst,
+            show_default=True,
+            envvar=RATE_ENV["burst"],
+            show_envvar=True,
+            type=click.IntRange(0),
+            help="Requests one token may make at once above the rate.",
+        ),
+        click.option(
+            "--auth-failures",
+            "auth_failures",
+            default=rates.auth_failures,
+            show_default=True,
+            envvar=RATE_ENV["auth_failures"],
+            show_envvar=True,
+            type=click.IntRange(0),
+            help="Bad-token (401) requests one client address may make before 429. 0 = off.",
+        ),
+        click.option(
+            "--auth-failures-per-minute",
+            "auth_failures_per_minute",
+            default=rates.auth_failures_per_minute,
+            show_default=True,
+            envvar=RATE_ENV["auth_failures_per_minute"],
+            show_envvar=True,
+            type=click.FloatRange(0),
+            help="How fast a client address earns back bad-token allowances.",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
 
 
 def log_config(access_log: bool) -> dict[str, Any]:
@@ -229,6 +310,45 @@ def announce(created: Bootstrap | None, has_admin: bool, url: str, host: str, po
     help="On SQLite, make the memory routes' store calls on the event loop, sharing WAL "
     "fsyncs between writes (group commit). --no-inline-store puts every call in a thread.",
 )
+@click.option(
+    "--limit-concurrency",
+    default=DEFAULT_LIMIT_CONCURRENCY,
+    show_default=True,
+    envvar="FLOWMEM_LIMIT_CONCURRENCY",
+    show_envvar=True,
+    type=click.IntRange(1),
+    help="Open connections per worker: requests past it get 503, connections past it "
+    "are closed at once.",
+)
+@click.option(
+    "--timeout-keep-alive",
+    default=DEFAULT_KEEP_ALIVE,
+    show_default=True,
+    envvar="FLOWMEM_KEEP_ALIVE",
+    show_envvar=True,
+    type=click.IntRange(1, 3600),
+    help="Seconds an idle keep-alive connection stays open.",
+)
+@click.option(
+    "--header-timeout",
+    default=DEFAULT_HEADER_TIMEOUT,
+    show_default=True,
+    envvar=HEADER_TIMEOUT_ENV,
+    show_envvar=True,
+    type=click.FloatRange(0),
+    help="Seconds a request's headers may take to arrive (the connection is closed after). "
+    "0 = no bound.",
+)
+@click.option(
+    "--body-timeout",
+    default=BODY_TIMEOUT,
+    show_default=True,
+    envvar=BODY_TIMEOUT_ENV,
+    show_envvar=True,
+    type=click.FloatRange(0),
+    help="Seconds a request's body may take to arrive (408 after). 0 = no bound.",
+)
+@_limit_options
 def serve_command(
     database: str | None,
     host: str,
@@ -239,6 +359,11 @@ def serve_command(
     store_concurrency: int,
     admin_token_file: Path | None,
     inline_store: bool,
+    limit_concurrency: int,
+    timeout_keep_alive: int,
+    header_timeout: float,
+    body_timeout: float,
+    **limit_values: Any,
 ) -> None:
     """Serve the HTTP API on uvicorn (default database: ./flowmem.db).
 
@@ -249,6 +374,13 @@ def serve_command(
     """
     url = database or default_database_url()
     in_process = url.startswith("memory://")
+    limits = Limits(**{k: v for k, v in limit_values.items() if k in LIMIT_ENV})
+    rate_limits = RateLimits(**{k: v for k, v in limit_values.items() if k in RATE_ENV})
+    # worker processes (and the connection protocol in this one) read these
+    os.environ.update(limits.to_env())
+    os.environ.update(rate_limits.to_env())
+    os.environ[HEADER_TIMEOUT_ENV] = str(header_timeout)
+    os.environ[BODY_TIMEOUT_ENV] = str(body_timeout)
     if workers > 1 and in_process:
         raise ConfigurationError(
             "--workers > 1 needs a database the workers share: sqlite:///… or postgresql://…"
@@ -269,6 +401,9 @@ def serve_command(
             store_concurrency=store_concurrency,
             inline_store=inline_store,
             freeze_gc=True,
+            limits=limits,
+            rate_limits=rate_limits,
+            body_timeout=body_timeout or None,
         )
     else:
         created, has_admin = prepare_database(url, host, port, token_file)
@@ -290,6 +425,9 @@ def serve_command(
         log_config=log_config(access_log),
         access_log=False,
         timeout_graceful_shutdown=graceful_timeout,
-        http=PROTOCOL,  # TCP_NODELAY on every connection, also with --workers
+        http=PROTOCOL,  # TCP_NODELAY and the header timeout on every connection
         server_header=False,
+        limit_concurrency=limit_concurrency,
+        timeout_keep_alive=timeout_keep_alive,
+        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
     )

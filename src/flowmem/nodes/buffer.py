@@ -62,7 +62,11 @@ class ConversationBuffer(Node):
         if content is not None:
             incoming.append({"role": role, "content": content})
         with service_errors(self, fallback="message"):
-            result = self.memory.append(scope, key, incoming, context, window)
+            # the ``messages`` output port is the buffer after the append (the node's
+            # contract), so this node asks for it explicitly (decision 0017)
+            result = self.memory.append(
+                scope, key, incoming, context, window, return_messages=True
+            )
         return {
             "messages": result.messages,
             "count": result.count,

@@ -150,17 +150,31 @@ class Store(Protocol):
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         snapshot: bool = False,
         guard: WriteGuard | None = None,
+        max_bytes: int = 0,
     ) -> AppendOutcome:
         """Run ``core.apply_append`` on this buffer in one transaction, serialized per address (MEM-12).
 
         With ``snapshot`` the outcome's ``rows`` is the whole buffer read in the same
         transaction, so it agrees with ``count`` even under concurrent writers. With
         ``guard``, that transaction first checks it; a failed guard appends nothing.
+        BufferFullError, nothing written, when the append grew the buffer's rows
+        (their UTF-8 JSON bodies) past ``max_bytes`` (0 = no limit).
         """
         ...
 
     def load(self, address: Address, last: int | None = None) -> list[Message]:
         """Return the buffer's rows in order (only the last ``last`` when given)."""
+        ...
+
+    def load_bodies(
+        self, address: Address, last: int | None = None, before: int | None = None
+    ) -> list[tuple[int, str]]:
+        """Return ``(cursor, compact JSON text)`` of the buffer's rows in order, unparsed.
+
+        Only rows whose cursor is below ``before``, and of those the last ``last``,
+        when given. A cursor is an integer that grows with a row's place in the
+        buffer (SQL: its stored position, stable while the row lives; memory: its index).
+        """
         ...
 
     def count(self, address: Address) -> int:

@@ -9,7 +9,9 @@ Positions encode ``(major << 20) | minor``: an appended row gets the next major
 with minor 0; rows inserted after a row take the minors that follow it, so
 healed placeholders land right after their turn without renumbering the buffer.
 
-Tables (per backend): ``buffers`` (header: id, address, count, last major),
+Tables (per backend): ``buffers`` (header: id, address, count, last major, and
+``bytes``: the UTF-8 size of every row's JSON body, kept by this editor so a
+buffer limit costs nothing to check),
 ``buffer_rows`` (buffer_id, pos, role, body JSON), ``buffer_calls`` (every
 declaration: call id, declaring pos, order in the turn, answered flag) and
 ``buffer_answers`` (every tool row with a usable id: call id, pos, healed).
@@ -23,6 +25,7 @@ from typing import Any, Protocol
 
 from flowmem.core import Answer, Dangling, Message, Oldest, call_ids, is_healed, result_id
 from flowmem.errors import StoreError
+from flowmem.limits import utf8_size
 from flowmem.store.base import Address
 from flowmem.store.rows import dump_json
 
@@ -49,9 +52,9 @@ class SqlRunner(Protocol):
 
 # The statements every SQL backend defines (parameters in this order):
 STATEMENTS = (
-    "header_get",  # scope, scope_id, key -> id, count, last_major
+    "header_get",  # scope, scope_id, key -> id, count, last_major, bytes
     "header_insert",  # scope, scope_id, key -> id
-    "header_update",  # count, last_major, id
+    "header_update",  # count, last_major, bytes, id
     "is_declared",  # bid, call_id -> any row
     "answer_of",  # bid, call_id -> pos, healed (first by pos)
     "open_calls",  # bid -> call_id, declared_pos (answered = false, by pos, ord)
@@ -112,14 +115,22 @@ class SqlBufferEditor:
         self._id: int | None = None
         self._count = 0
         self._last = 0
+        self._bytes = 0
         if head is not None:
             self._id, self._count, self._last = int(head[0]), int(head[1]), int(head[2])
+            self._bytes = int(head[3])
+        self.bytes_before = self._bytes
         self._dirty = False
 
     # --- questions -----------------------------------------------------------------
     def count(self) -> int:
         """Return the number of rows (kept in the header)."""
         return self._count
+
+    @property
+    def bytes(self) -> int:
+        """Return the UTF-8 size of the rows' JSON bodies (kept in the header)."""
+        return self._bytes
 
     def is_declared(self, call_id: str) -> bool:
         """Return True when some assistant row declares ``call_id`` (calls index)."""
@@ -207,24 +218,27 @@ class SqlBufferEditor:
         """Replace the row at ``position`` in place, re-indexing its tool data."""
         bid = self._ensure()
         body = dump_row(row)
-        old = self._row_at(bid, position)
+        old, old_body = self._row_at(bid, position)
         self._unindex(bid, position, old)
         self._db.run("row_update", (row["role"], body, bid, position))
         self._index(bid, position, row)
+        self._bytes += utf8_size(body) - utf8_size(old_body)
+        self._dirty = True
 
     def delete(self, position: int) -> None:
         """Remove the row at ``position`` and its index entries."""
         bid = self._ensure()
-        old = self._row_at(bid, position)
+        old, old_body = self._row_at(bid, position)
         self._unindex(bid, position, old)
         self._db.run("row_delete", (bid, position))
+        self._bytes -= utf8_size(old_body)
         self._count -= 1
         self._dirty = True
 
     def flush(self) -> None:
-        """Write the header (count, last major) if it changed."""
+        """Write the header (count, last major, bytes) if it changed."""
         if self._dirty and self._id is not None:
-            self._db.run("header_update", (self._count, self._last, self._id))
+            self._db.run("header_update", (self._count, self._last, self._bytes, self._id))
             self._dirty = False
 
     # --- helpers -------------------------------------------------------------------------
@@ -243,18 +257,21 @@ class SqlBufferEditor:
             if made is None:
                 raise StoreError("could not create the buffer header")
             self._id = int(made[0])
-            if len(made) == 3:
-                self._count, self._last = int(made[1]), int(made[2])
+            if len(made) == 4:
+                self._count, self._last, self._bytes = int(made[1]), int(made[2]), int(made[3])
+                self.bytes_before = self._bytes
         return self._id
 
-    def _row_at(self, bid: int, position: int) -> Message:
+    def _row_at(self, bid: int, position: int) -> tuple[Message, str]:
         found = self._db.one("row_get", (bid, position))
         if found is None:
             raise StoreError(f"no buffer row at position {position}")
-        return load_row(found[0])
+        return load_row(found[0]), str(found[0])
 
     def _write(self, bid: int, position: int, row: Message) -> None:
-        self._db.run("row_insert", (bid, position, row["role"], dump_row(row)))
+        body = dump_row(row)
+        self._db.run("row_insert", (bid, position, row["role"], body))
+        self._bytes += utf8_size(body)
         self._index(bid, position, row)
 
     def _index(self, bid: int, position: int, row: Message) -> None:

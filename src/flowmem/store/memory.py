@@ -9,12 +9,14 @@ from __future__ import annotations
 import copy
 import json
 import threading
+from collections.abc import Sequence
 from dataclasses import replace
 from itertools import islice
 from typing import Any
 
 from flowmem.core import AppendOutcome, ListEditor, Message, apply_append
 from flowmem.errors import ConflictError
+from flowmem.limits import utf8_size
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     PURGE_BATCH,
@@ -30,6 +32,7 @@ from flowmem.store.base import (
 from flowmem.store.locks import AddressLocks
 from flowmem.store.rows import (
     check_address,
+    check_buffer_bytes,
     check_last,
     check_lock_timeout,
     check_none_running,
@@ -43,6 +46,39 @@ from flowmem.store.rows import (
 def to_json(value: Any) -> str:
     """Serialize a memory value strictly; raise NotSerializableError when it is not JSON."""
     return dump_json(value, "value", compact=False)
+
+
+def row_bytes(row: Message) -> int:
+    """Return the UTF-8 size of a row's compact JSON text, as the SQL stores count it."""
+    return utf8_size(dump_json(row, "message"))
+
+
+class SizedListEditor(ListEditor):
+    """``ListEditor`` that keeps the UTF-8 size of its rows' JSON up to date (``bytes``)."""
+
+    def __init__(self, rows: list[Message], size: int) -> None:
+        super().__init__(rows)
+        self.bytes = size
+
+    def append_row(self, row: Message) -> None:
+        """Add a row at the end."""
+        super().append_row(row)
+        self.bytes += row_bytes(row)
+
+    def insert_after(self, position: int, rows: Sequence[Message]) -> None:
+        """Insert rows directly after ``position``."""
+        super().insert_after(position, rows)
+        self.bytes += sum(row_bytes(row) for row in rows)
+
+    def replace(self, position: int, row: Message) -> None:
+        """Replace the row at ``position``."""
+        self.bytes += row_bytes(row) - row_bytes(self.rows[position])
+        super().replace(position, row)
+
+    def delete(self, position: int) -> None:
+        """Remove the row at ``position``."""
+        self.bytes -= row_bytes(self.rows[position])
+        super().delete(position)
 
 
 class MemoryStore:
@@ -64,6 +100,7 @@ class MemoryStore:
         self._locks = AddressLocks()
         self._records: dict[Address, tuple[str, float | None]] = {}
         self._buffers: dict[Address, list[Message]] = {}
+        self._sizes: dict[Address, int] = {}  # UTF-8 bytes of each buffer's rows as JSON
         self._sessions: dict[str, SessionRecord] = {}
         self._transcripts: dict[str, list[TranscriptMessage]] = {}
         self._next_seq: dict[str, int] = {}
@@ -143,15 +180,17 @@ class MemoryStore:
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         snapshot: bool = False,
         guard: WriteGuard | None = None,
+        max_bytes: int = 0,
     ) -> AppendOutcome:
         """Apply the core append rules to the buffer, serialized per address.
 
         Implements MEM-12 in one process: a lock per address with a bounded wait
         (``AddressLocks``); past it the append proceeds after one WARNING.
 
-        Rows must be JSON like on every backend: NotSerializableError, nothing written.
-        The buffer is read, changed and written back under the store lock, with the
-        guard checked there, so a delete or erasure happens wholly before or after.
+        Rows must be JSON like on every backend: NotSerializableError, nothing written;
+        BufferFullError, nothing written, past ``max_bytes``. The buffer is read,
+        changed and written back under the store lock, with the guard checked there,
+        so a delete or erasure happens wholly before or after.
         """
         check_address(address)
         lock_timeout = check_lock_timeout(lock_timeout)
@@ -159,9 +198,12 @@ class MemoryStore:
             to_json(row)
         with self._locks.hold(address, lock_timeout), self._lock:
             self._check_guard(guard)
-            editor = ListEditor(copy.deepcopy(self._buffers.get(address, [])))
+            size = self._sizes.get(address, 0)
+            editor = SizedListEditor(copy.deepcopy(self._buffers.get(address, [])), size)
             outcome = apply_append(editor, copy.deepcopy(rows), max_messages)
+            check_buffer_bytes(address, size, editor.bytes, max_bytes)
             self._buffers[address] = editor.rows
+            self._sizes[address] = editor.bytes
             if snapshot:
                 return replace(outcome, rows=copy.deepcopy(editor.rows))
             return outcome
@@ -175,6 +217,19 @@ class MemoryStore:
             picked = rows[-last:] if last else ([] if last == 0 else rows)
             return copy.deepcopy(picked)
 
+    def load_bodies(
+        self, address: Address, last: int | None = None, before: int | None = None
+    ) -> list[tuple[int, str]]:
+        """Return ``(index, compact JSON)`` of the rows in order (below ``before``, the last ``last``)."""
+        check_address(address)
+        check_last(last)
+        check_last(before)
+        with self._lock:
+            rows = self._buffers.get(address, [])
+            end = len(rows) if before is None else min(before, len(rows))
+            start = 0 if last is None else max(end - last, 0)
+            return [(index, dump_json(rows[index], "message")) for index in range(start, end)]
+
     def count(self, address: Address) -> int:
         """Return the number of rows."""
         check_address(address)
@@ -187,6 +242,7 @@ class MemoryStore:
             if guard_session is not None:
                 session = self._sessions.get(guard_session)
                 check_not_running(guard_session, None if session is None else session.status)
+            self._sizes.pop(address, None)
             return len(self._buffers.pop(address, []))
 
     def pop_last(self, address: Address) -> Message | None:
@@ -196,8 +252,10 @@ class MemoryStore:
             if not rows:
                 return None
             row = rows.pop()
+            self._sizes[address] = self._sizes.get(address, 0) - row_bytes(row)
             if not rows:
                 del self._buffers[address]
+                del self._sizes[address]
             return row
 
     # --- sessions ---------------------------------------------------------------
@@ -283,6 +341,7 @@ class MemoryStore:
             found = [a for a in stored if a[:2] == (scope, scope_id)]
             for address in found:
                 del stored[address]
+                self._sizes.pop(address, None)
             counts.append(len(found))
         return counts[0], counts[1]
 

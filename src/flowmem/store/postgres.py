@@ -89,14 +89,19 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # 2: expired records are found by expiry (purge_expired)
         "CREATE INDEX records_expiry ON records (expires_at) WHERE expires_at IS NOT NULL",
     ),
+    (  # 3: the buffer header keeps the UTF-8 size of its rows (the buffer_bytes limit)
+        "ALTER TABLE buffers ADD COLUMN bytes BIGINT NOT NULL DEFAULT 0",
+        """UPDATE buffers SET bytes = COALESCE((SELECT SUM(octet_length(body))
+            FROM buffer_rows WHERE buffer_rows.buffer_id = buffers.id), 0)""",
+    ),
 )
 
 _B = "buffer_id = %s"
 _ADDR = "scope = %s AND scope_id = %s AND key = %s"
 SQL: dict[str, str] = {
-    "header_get": f"SELECT id, count, last_major FROM buffers WHERE {_ADDR}",
+    "header_get": f"SELECT id, count, last_major, bytes FROM buffers WHERE {_ADDR}",
     "header_insert": "INSERT INTO buffers (scope, scope_id, key) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING RETURNING id",
-    "header_update": "UPDATE buffers SET count = %s, last_major = %s WHERE id = %s",
+    "header_update": "UPDATE buffers SET count = %s, last_major = %s, bytes = %s WHERE id = %s",
     "is_declared": f"SELECT 1 FROM buffer_calls WHERE {_B} AND call_id = %s LIMIT 1",
     "answer_of": f"SELECT pos, healed FROM buffer_answers WHERE {_B} AND call_id = %s ORDER BY pos LIMIT 1",
     "open_calls": f"SELECT call_id, declared_pos FROM buffer_calls WHERE {_B} AND NOT answered ORDER BY declared_pos, ord",
@@ -138,6 +143,11 @@ SQL: dict[str, str] = {
     # buffer has and walks the primary key backwards instead of sorting the buffer
     "load_last": """SELECT body FROM (SELECT pos, body FROM buffer_rows WHERE buffer_id = %s
         ORDER BY pos DESC LIMIT %s) AS tail ORDER BY pos""",
+    "bodies_before": f"""SELECT pos, body FROM buffer_rows WHERE buffer_id =
+        (SELECT id FROM buffers WHERE {_ADDR}) AND pos < %s ORDER BY pos""",
+    # like load_last: unprepared, with the buffer id known
+    "bodies_last_before": """SELECT pos, body FROM (SELECT pos, body FROM buffer_rows
+        WHERE buffer_id = %s AND pos < %s ORDER BY pos DESC LIMIT %s) AS tail ORDER BY pos""",
     "count": f"SELECT count FROM buffers WHERE {_ADDR}",
     "clear_rows": f"DELETE FROM buffer_rows WHERE {_B}",
     "clear_calls": f"DELETE FROM buffer_calls WHERE {_B}",
@@ -371,6 +381,18 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         ).fetchall()
         return found
 
+    def _bodies_last(
+        self, conn: psycopg.Connection[Any], address: Address, before: int, last: int
+    ) -> list[tuple[int, str]]:
+        """Return the last ``last`` (pos, body) below ``before``: the buffer id first, unprepared."""
+        head = conn.execute(SQL["header_get"], tuple(address)).fetchone()
+        if head is None:
+            return []
+        found: list[tuple[int, str]] = conn.execute(
+            SQL["bodies_last_before"], (head[0], before, last), prepare=False
+        ).fetchall()
+        return found
+
     @staticmethod
     def _is_unique_violation(exc: BaseException | None) -> bool:
         """Return True for a duplicate primary or unique key."""
@@ -400,6 +422,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         snapshot: bool = False,
         guard: WriteGuard | None = None,
+        max_bytes: int = 0,
     ) -> AppendOutcome:
         """Run the core append rules on the stored buffer in one transaction.
 
@@ -424,7 +447,9 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                 with conn.transaction():
                     if conn.execute(lock, (key, timeout, *checks)).fetchone() is None:
                         raise self._guard_error(conn, guard)
-                    return self._apply_append(conn, address, rows, max_messages, snapshot)
+                    return self._apply_append(
+                        conn, address, rows, max_messages, snapshot, max_bytes
+                    )
             except psycopg.errors.LockNotAvailable:
                 log.warning(
                     "append to %s/%s/%s waited %.1fs for its turn; proceeding unserialized",
@@ -435,7 +460,9 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                 try:
                     with conn.transaction():
                         self._check_guard(conn, guard)
-                        return self._apply_append(conn, address, rows, max_messages, snapshot)
+                        return self._apply_append(
+                            conn, address, rows, max_messages, snapshot, max_bytes
+                        )
                 except _RETRYABLE as exc:
                     if attempt == UNSERIALIZED_ATTEMPTS - 1:
                         raise StoreBusyError(

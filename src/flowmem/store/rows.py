@@ -8,6 +8,7 @@ from typing import Any
 
 from flowmem.errors import (
     AuthenticationError,
+    BufferFullError,
     ConflictError,
     InvalidInputError,
     NotFoundError,
@@ -79,6 +80,20 @@ def check_not_running(session_id: str, status: str | None) -> None:
     """Refuse a change to a running session's buffer (ConflictError); ``status`` None: no session."""
     if status == "running":
         raise ConflictError(f"session {session_id} is running a turn; stop it first")
+def check_buffer_bytes(address: Address, before: int, after: int, limit: int) -> None:
+    """Refuse (BufferFullError) an append that grew a buffer to more than ``limit`` bytes.
+
+    An append that leaves a buffer over the limit without growing it (a window
+    evicted as much as it added, or the limit was lowered) is allowed.
+    """
+    if limit and after > limit and after > before:
+        scope, _, key = address
+        raise BufferFullError(
+            f"buffer {scope}/{key} would hold {after} bytes, over the limit of {limit} bytes "
+            "(clear it, or append with max_messages to keep a window)",
+            limit=limit,
+            size=after,
+        )
 
 
 def check_page(limit: int, offset: int = 0) -> None:

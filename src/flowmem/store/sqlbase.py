@@ -35,6 +35,7 @@ from flowmem.store.editor import SqlBufferEditor, load_rows
 from flowmem.store.memory import to_json
 from flowmem.store.rows import (
     check_address,
+    check_buffer_bytes,
     check_last,
     check_none_running,
     check_not_running,
@@ -134,6 +135,16 @@ class SqlStore(ABC, Generic[C]):
         found: list[tuple[str]] = conn.execute(self.SQL["load_last"], (*address, last)).fetchall()
         return found
 
+    def _bodies_last(
+        self, conn: C, address: Address, before: int, last: int
+    ) -> list[tuple[int, str]]:
+        """Return (pos, body) of the last ``last`` rows below ``before``, in order."""
+        params = (*address, before, last)
+        found: list[tuple[int, str]] = conn.execute(
+            self.SQL["bodies_last_before"], params
+        ).fetchall()
+        return found
+
     def _check_session_id(self, session_id: str) -> None:
         """Refuse a session id the database cannot store (default: every string fits)."""
 
@@ -149,10 +160,16 @@ class SqlStore(ABC, Generic[C]):
         rows: list[Message],
         max_messages: int,
         snapshot: bool,
+        max_bytes: int = 0,
     ) -> AppendOutcome:
-        """Run the core append rules inside the caller's open transaction (no commit)."""
+        """Run the core append rules inside the caller's open transaction (no commit).
+
+        BufferFullError (the caller rolls back: nothing written) when the append grew
+        the buffer past ``max_bytes`` (0 = no limit); the header keeps the size.
+        """
         editor = SqlBufferEditor(self._runner(conn), address)
         outcome = apply_append(editor, rows, max_messages)
+        check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)
         editor.flush()
         if snapshot:
             found = conn.execute(self.SQL["load_all"], tuple(address)).fetchall()
@@ -298,6 +315,27 @@ class SqlStore(ABC, Generic[C]):
             else:
                 found = self._load_last(conn, address, min(last, LAST_MAX))
         return load_rows(found)
+
+    def load_bodies(
+        self, address: Address, last: int | None = None, before: int | None = None
+    ) -> list[tuple[int, str]]:
+        """Return ``(cursor, JSON text)`` of the buffer's rows in order, unparsed.
+
+        Only rows whose cursor (the row's stored position) is below ``before``, and of
+        those only the last ``last``, when given.
+        """
+        check_address(address)
+        check_last(last)
+        check_last(before)
+        if last == 0:
+            return []
+        high = LAST_MAX if before is None else before
+        with self._connection() as conn:
+            if last is None:
+                found = conn.execute(self.SQL["bodies_before"], (*address, high)).fetchall()
+            else:
+                found = self._bodies_last(conn, address, high, min(last, LAST_MAX))
+        return [(int(pos), str(body)) for pos, body in found]
 
     def count(self, address: Address) -> int:
         """Return the number of rows (from the buffer header)."""

@@ -110,13 +110,18 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # 2: expired records are found by expiry (purge_expired)
         "CREATE INDEX records_expiry ON records (expires_at) WHERE expires_at IS NOT NULL",
     ),
+    (  # 3: the buffer header keeps the UTF-8 size of its rows (the buffer_bytes limit)
+        "ALTER TABLE buffers ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0",
+        """UPDATE buffers SET bytes = (SELECT COALESCE(SUM(length(CAST(body AS BLOB))), 0)
+            FROM buffer_rows WHERE buffer_rows.buffer_id = buffers.id)""",
+    ),
 )
 
 _B = "buffer_id = ?"
 SQL: dict[str, str] = {
-    "header_get": "SELECT id, count, last_major FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
+    "header_get": "SELECT id, count, last_major, bytes FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
     "header_insert": "INSERT INTO buffers (scope, scope_id, key) VALUES (?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
-    "header_update": "UPDATE buffers SET count = ?, last_major = ? WHERE id = ?",
+    "header_update": "UPDATE buffers SET count = ?, last_major = ?, bytes = ? WHERE id = ?",
     "is_declared": f"SELECT 1 FROM buffer_calls WHERE {_B} AND call_id = ? LIMIT 1",
     "answer_of": f"SELECT pos, healed FROM buffer_answers WHERE {_B} AND call_id = ? ORDER BY pos LIMIT 1",
     "open_calls": f"SELECT call_id, declared_pos FROM buffer_calls WHERE {_B} AND answered = 0 ORDER BY declared_pos, ord",
@@ -154,6 +159,11 @@ SQL: dict[str, str] = {
     "load_last": """SELECT body FROM (SELECT pos, body FROM buffer_rows WHERE buffer_id =
         (SELECT id FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?) ORDER BY pos DESC LIMIT ?) AS tail
         ORDER BY pos""",
+    "bodies_before": """SELECT pos, body FROM buffer_rows WHERE buffer_id =
+        (SELECT id FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?) AND pos < ? ORDER BY pos""",
+    "bodies_last_before": """SELECT pos, body FROM (SELECT pos, body FROM buffer_rows WHERE buffer_id =
+        (SELECT id FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?) AND pos < ?
+        ORDER BY pos DESC LIMIT ?) AS tail ORDER BY pos""",
     "count": "SELECT count FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
     "clear_rows": f"DELETE FROM buffer_rows WHERE {_B}",
     "clear_calls": f"DELETE FROM buffer_calls WHERE {_B}",
@@ -532,6 +542,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         snapshot: bool = False,
         guard: WriteGuard | None = None,
+        max_bytes: int = 0,
     ) -> AppendOutcome:
         """Run the core append rules on the stored buffer in one transaction.
 
@@ -569,10 +580,14 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
                     )
                 else:
                     self._check_guard(conn, guard)
-                    outcome = self._apply_append(conn, address, rows, max_messages, snapshot)
+                    outcome = self._apply_append(
+                        conn, address, rows, max_messages, snapshot, max_bytes
+                    )
                     conn.execute("COMMIT")
                     return outcome
-            return self._append_unserialized(conn, address, rows, max_messages, snapshot, guard)
+            return self._append_unserialized(
+                conn, address, rows, max_messages, snapshot, guard, max_bytes
+            )
 
     def _append_unserialized(
         self,
@@ -582,6 +597,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         max_messages: int,
         snapshot: bool,
         guard: WriteGuard | None,
+        max_bytes: int = 0,
     ) -> AppendOutcome:
         """Retry a deferred transaction on busy until it commits (bounded, then StoreBusyError).
 
@@ -594,7 +610,9 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             try:
                 conn.execute("BEGIN")
                 self._check_guard(conn, guard)
-                outcome = self._apply_append(conn, address, rows, max_messages, snapshot)
+                outcome = self._apply_append(
+                    conn, address, rows, max_messages, snapshot, max_bytes
+                )
                 conn.execute("COMMIT")
                 return outcome
             except sqlite3.Error as exc:

@@ -17,18 +17,22 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         401: "Missing, unknown or revoked token.",
         403: "The access rules deny this action.",
         404: "No such resource (or the caller may not know it exists).",
-        409: "Conflicts with the current state.",
-        413: "Body or batch too large.",
+        408: "The body did not arrive in time (`request_timeout`).",
+        409: "Conflicts with the current state, or a stored limit would be passed "
+        "(`buffer_full`, `too_many_sessions`).",
+        413: "Body, batch, message, record or metadata too large.",
         415: "The body is not JSON.",
         422: "Invalid fields; `details` lists them.",
+        429: "Too many requests from this token, or bad tokens from this address; "
+        "see `Retry-After`.",
         503: "The store is unreachable, busy, read-only or damaged; `code` says which.",
         507: "The server's storage is full (`store_full`); nothing was written.",
     }
     return {s: {"model": ErrorBody, "description": descriptions[s]} for s in statuses}
 
 
-BODY_ERRORS = (400, 413, 415, 422)
-AUTH_ERRORS = (401,)
+BODY_ERRORS = (400, 408, 413, 415, 422)
+AUTH_ERRORS = (401, 429)
 
 
 def clamp_limit(limit: int | None) -> int:

@@ -8,19 +8,28 @@ and touches no storage (MEM-6, MEM-7, MEM-13).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, Protocol
 
 from fastapi import APIRouter, Depends, Query
+from fastapi.responses import Response, StreamingResponse
 
 from flowmem.access import Principal
-from flowmem.api.direct import DirectRoute
-from flowmem.api.models import BufferAppend, BufferResult, MemoryWrite, ReadResult, WriteResult
+from flowmem.api.direct import DirectRoute, render
+from flowmem.api.models import (
+    BufferAppend,
+    BufferRead,
+    BufferResult,
+    MemoryWrite,
+    ReadResult,
+    WriteResult,
+)
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
 from flowmem.api.scopes import scope_context
 from flowmem.api.target import TARGET_OPENAPI, MemoryCall, memory_call
 from flowmem.errors import PayloadTooLargeError
 from flowmem.scope import ExecutionContext
+from flowmem.service import BufferText
 from flowmem.store.base import SESSION_SCOPE, WriteGuard
 
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
@@ -70,29 +79,82 @@ async def run(
     return await caller.run_short(job)
 
 
+STREAM_CHUNK = 512  # rows per chunk of a streamed buffer read
+
+
+def _parts(text: BufferText) -> Iterator[bytes]:
+    """Write a buffer read as JSON, the stored rows copied through unparsed, a chunk at a time."""
+    yield b'{"messages":['
+    bodies = text.bodies
+    for start in range(0, len(bodies), STREAM_CHUNK):
+        chunk = ",".join(bodies[start : start + STREAM_CHUNK])
+        yield (("," if start else "") + chunk).encode("utf-8", "surrogatepass")
+    tail = {
+        "count": text.count,
+        "appended": 0,
+        "appended_any": False,
+        "resolved_scope_id": text.resolved_scope_id,
+        "next_before": text.next_before,
+    }
+    yield b"]," + render(tail)[1:]
+
+
+async def _stream(parts: Iterator[bytes]) -> AsyncIterator[bytes]:
+    for part in parts:
+        yield part
+
+
 @router.get(
     "/buffers/{scope}/{key}",
-    response_model=BufferResult,
+    response_model=BufferRead,
     responses=errors(*SCOPE_ERRORS),
     openapi_extra=TARGET_OPENAPI,
 )
 async def load_buffer(
-    last: int | None = Query(None, ge=0, le=2**62, description="Only the last N messages."),
+    last: int | None = Query(
+        None, ge=0, le=2**62, description="Only the last N messages (a page of N)."
+    ),
+    before: int | None = Query(
+        None,
+        ge=0,
+        le=2**62,
+        description="A cursor from `next_before`: only messages older than it.",
+    ),
     call: MemoryCall = CALL,
-) -> dict[str, Any]:
-    """Load a conversation buffer (optionally only its last N messages)."""
-    memory, target = call.caller.services.memory, call.target
-    return await run(
-        call,
-        lambda context, _: memory.load(target.scope, target.key, context, last=last),
-        write=False,
-    )
+) -> Response:
+    """Load a conversation buffer: all of it, or its last N messages (optionally before a cursor).
+
+    The rows are written as stored (never parsed and re-encoded); more than 512 of
+    them are streamed a chunk at a time (chunked transfer encoding).
+    Page backwards with `last` = N, then `before` = the previous `next_before`.
+    """
+    memory, target, caller = call.caller.services.memory, call.target, call.caller
+
+    def job(principal: Principal) -> BufferText:
+        context = scope_context(
+            caller.services.sessions,
+            principal,
+            target.scope,
+            write=False,
+            session_id=target.session_id,
+            workflow_id=target.workflow_id,
+            pipeline_id=target.pipeline_id,
+            execution_id=target.execution_id,
+        )
+        return memory.load_text(
+            target.scope, target.key, context, last=last, before=before
+        )
+
+    text = await caller.run_short(job)
+    if len(text.bodies) <= STREAM_CHUNK:  # one chunk: a plain response with its length
+        return Response(b"".join(_parts(text)), media_type="application/json")
+    return StreamingResponse(_stream(_parts(text)), media_type="application/json")
 
 
 @router.post(
     "/buffers/{scope}/{key}",
     response_model=BufferResult,
-    responses=errors(*SCOPE_ERRORS, *BODY_ERRORS),
+    responses=errors(*SCOPE_ERRORS, *BODY_ERRORS, 409),
     openapi_extra=TARGET_OPENAPI,
 )
 async def append_buffer(
@@ -101,8 +163,9 @@ async def append_buffer(
 ) -> dict[str, Any]:
     """Append one message or a list to a buffer (MEM-1, 2, 3, 10, 12, 14 apply).
 
-    Returns the buffer after the append unless `return_messages` is false. At most
-    1000 messages per request (413 beyond).
+    Reports `count`, `appended` and `appended_any`; `messages` is `[]` unless
+    `return_messages` is true (then the whole buffer after the append, which costs
+    a read of it). At most 1000 messages per request (413 beyond).
     """
     memory, target = call.caller.services.memory, call.target
     messages = body.messages if isinstance(body.messages, list) else [body.messages]

@@ -36,7 +36,7 @@ Seq = Path(ge=1, le=2**62, description="The message's sequence number in its ses
     "",
     status_code=201,
     response_model=Session,
-    responses=errors(*AUTH_ERRORS, 403, *BODY_ERRORS),
+    responses=errors(*AUTH_ERRORS, 403, 409, *BODY_ERRORS),
 )
 async def create_session(
     body: SessionCreate,

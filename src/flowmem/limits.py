@@ -1,0 +1,86 @@
+"""Size and count limits on what one caller may store (``Limits``), with their defaults.
+
+``MemoryService`` and ``SessionService`` enforce them for every consumer (the
+Python API, the HTTP API, the nodes, the runtime); a refused write raises its own
+typed error (``flowmem.errors``) and changes nothing. Sizes count what is stored:
+the UTF-8 bytes of a value's JSON text, as the stores write it. 0 turns a limit off.
+
+Each limit is set by ``flowmem serve`` options or by the environment variable
+named in ``ENV`` (read by ``Limits.from_env``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+
+from flowmem.errors import ConfigurationError
+
+KIB = 1024
+MIB = 1024 * KIB
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one write may store; every field is a maximum, 0 = unlimited."""
+
+    message_bytes: int = 1 * MIB
+    """One stored buffer row (a message with its metadata and timestamp) as JSON."""
+    buffer_bytes: int = 64 * MIB
+    """The sum of a buffer's rows as JSON, after an append (kept in the buffer header)."""
+    record_bytes: int = 1 * MIB
+    """One memory record value as JSON."""
+    session_metadata_bytes: int = 16 * KIB
+    """One session's metadata object as JSON."""
+    sessions_per_user: int = 10_000
+    """Sessions one owner may have at once (sessions owned by nobody are not counted)."""
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigurationError(f"limit {item.name} must be an integer >= 0, got {value!r}")
+
+    @classmethod
+    def unlimited(cls) -> Limits:
+        """Every limit off (trusted, in-process use such as tests and benchmarks)."""
+        return cls(**{item.name: 0 for item in fields(cls)})
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Limits:
+        """The defaults, overridden by each ``ENV`` variable that is set (an integer >= 0)."""
+        source = os.environ if environ is None else environ
+        changes: dict[str, int] = {}
+        for name, variable in ENV.items():
+            raw = source.get(variable)
+            if raw is None or raw.strip() == "":
+                continue
+            try:
+                changes[name] = int(raw.strip())
+            except ValueError:
+                raise ConfigurationError(f"${variable} must be an integer, got {raw!r}") from None
+        return replace(cls(), **changes)
+
+    def to_env(self) -> dict[str, str]:
+        """The environment variables that reproduce these limits (for worker processes)."""
+        return {variable: str(getattr(self, name)) for name, variable in ENV.items()}
+
+
+ENV: dict[str, str] = {
+    "message_bytes": "FLOWMEM_MAX_MESSAGE_BYTES",
+    "buffer_bytes": "FLOWMEM_MAX_BUFFER_BYTES",
+    "record_bytes": "FLOWMEM_MAX_RECORD_BYTES",
+    "session_metadata_bytes": "FLOWMEM_MAX_SESSION_METADATA_BYTES",
+    "sessions_per_user": "FLOWMEM_MAX_SESSIONS_PER_USER",
+}
+
+
+def utf8_size(text: str) -> int:
+    """Return the UTF-8 length of ``text`` (O(1) for ASCII text, which knows it is ASCII)."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+__all__ = ["ENV", "KIB", "MIB", "Limits", "utf8_size"]

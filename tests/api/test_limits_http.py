@@ -1,0 +1,201 @@
+"""Limits over HTTP: stored sizes (413/409 with their codes), request rates (429), the
+append's default answer (O(1)) and paged, streamed buffer reads."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from flowmem.api import create_app
+from flowmem.api.ratelimit import Buckets, RateLimits
+from flowmem.limits import Limits
+from flowmem.store import Address, Store, open_store
+from tests.api.helpers import Api, make_tokens
+
+SMALL = Limits(
+    message_bytes=300,
+    buffer_bytes=1000,
+    record_bytes=100,
+    session_metadata_bytes=50,
+    sessions_per_user=2,
+)
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def small(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
+    """The app with small stored-size limits and no rate limit."""
+    url = "memory://" if request.param == "memory" else f"sqlite:///{tmp_path}/api.db"
+    store: Store = open_store(url)
+    tokens = make_tokens(store)
+    app = create_app(store, limits=SMALL, rate_limits=RateLimits.off())
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield Api(client, store, tokens)
+    store.close()
+
+
+def _app(store: Store, rates: RateLimits) -> TestClient:
+    return TestClient(create_app(store, rate_limits=rates), raise_server_exceptions=False)
+
+
+def _error(response: object) -> tuple[int, str]:
+    status = response.status_code  # type: ignore[attr-defined]
+    return status, response.json()["error"]["code"]  # type: ignore[attr-defined]
+
+
+def test_stored_sizes_are_refused_with_their_own_codes_and_nothing_is_written(small: Api) -> None:
+    chat = Address("user", "alice", "k")
+    big = {"messages": {"role": "user", "content": "x" * 300}}
+    assert _error(small.call("POST", "/v1/buffers/user/k", json=big)) == (413, "message_too_large")
+    assert small.store.count(chat) == 0
+    statuses = []
+    for _ in range(5):
+        row = {"role": "user", "content": "y" * 200}
+        statuses.append(small.call("POST", "/v1/buffers/user/k", json={"messages": row}))
+    codes = [r.status_code for r in statuses]
+    kept = codes.count(200)
+    assert kept >= 3 and codes == [200] * kept + [409] * (5 - kept)
+    assert _error(statuses[-1]) == (409, "buffer_full")
+    assert small.store.count(chat) == kept  # the refused appends left nothing
+    record = small.call("PUT", "/v1/memory/user/r", json={"value": "z" * 100})
+    assert _error(record) == (413, "record_too_large")
+    assert small.call("GET", "/v1/memory/user/r").json()["found"] is False
+    meta = small.call("POST", "/v1/sessions", json={"name": "n", "metadata": {"m": "w" * 50}})
+    assert _error(meta) == (413, "metadata_too_large")
+    assert small.store.list_sessions("alice", False, 10, 0)[1] == 0
+    for _ in range(2):
+        assert small.call("POST", "/v1/sessions", json={"name": "n"}).status_code == 201
+    assert _error(small.call("POST", "/v1/sessions", json={"name": "n"})) == (
+        409,
+        "too_many_sessions",
+    )
+
+
+def test_mem_14_append_answers_counts_without_the_buffer_unless_asked(api: Api) -> None:
+    for n in range(5):
+        plain = api.call("POST", "/v1/buffers/user/k", json={"messages": {"role": "user", "content": f"m{n}"}})
+    assert plain.json() == {
+        "messages": [],
+        "count": 5,
+        "appended": 1,
+        "appended_any": True,
+        "resolved_scope_id": "alice",
+    }
+    asked = api.call(
+        "POST",
+        "/v1/buffers/user/k",
+        json={"messages": {"role": "user", "content": "m5"}, "return_messages": True},
+    ).json()
+    assert [m["content"] for m in asked["messages"]] == [f"m{n}" for n in range(6)]
+    assert (asked["count"], asked["appended"]) == (6, 1)
+
+
+def test_a_buffer_is_read_whole_streamed_or_page_by_page(api: Api) -> None:
+    rows = [{"role": "user", "content": f"m{n} ✓"} for n in range(7)]
+    api.call("POST", "/v1/buffers/user/k", json={"messages": rows})
+    whole = api.call("GET", "/v1/buffers/user/k")
+    assert whole.status_code == 200 and whole.headers["content-type"] == "application/json"
+    assert int(whole.headers["content-length"]) == len(whole.content)  # small: one piece
+    body = whole.json()
+    assert [m["content"] for m in body["messages"]] == [r["content"] for r in rows]
+    assert (body["count"], body["next_before"], body["appended"]) == (7, None, 0)
+    assert body["resolved_scope_id"] == "alice"
+    assert body["messages"] == api.store.load(Address("user", "alice", "k"))
+    pages: list[list[str]] = []
+    cursor: int | None = None
+    while True:
+        query = "?last=3" + ("" if cursor is None else f"&before={cursor}")
+        page = api.call("GET", f"/v1/buffers/user/k{query}").json()
+        assert page["count"] == 7
+        pages.append([m["content"] for m in page["messages"]])
+        cursor = page["next_before"]
+        if cursor is None:
+            break
+    assert pages == [["m4 ✓", "m5 ✓", "m6 ✓"], ["m1 ✓", "m2 ✓", "m3 ✓"], ["m0 ✓"]]
+    tail = api.call("GET", "/v1/buffers/user/k?last=2").json()  # `last` keeps its meaning
+    assert [m["content"] for m in tail["messages"]] == ["m5 ✓", "m6 ✓"]
+    empty = api.call("GET", "/v1/buffers/user/none").json()
+    assert (empty["messages"], empty["count"], empty["next_before"]) == ([], 0, None)
+    refused = api.call("GET", "/v1/buffers/user/k", who="service").json()
+    assert (refused["messages"], refused["count"], refused["resolved_scope_id"]) == ([], 0, "")
+
+
+def test_a_token_over_its_rate_gets_429_with_retry_after(tmp_path: Path) -> None:
+    store = open_store("memory://")
+    tokens = make_tokens(store)
+    rates = RateLimits(requests_per_second=0.01, burst=5, auth_failures=0)
+    with _app(store, rates) as client:
+        alice = {"Authorization": f"Bearer {tokens['alice']}"}
+        codes = [client.get("/v1/memory/user/k", headers=alice).status_code for _ in range(8)]
+        assert codes == [200] * 5 + [429] * 3
+        refused = client.get("/v1/memory/user/k", headers=alice)
+        assert _error(refused) == (429, "rate_limited")
+        assert int(refused.headers["retry-after"]) >= 1
+        bob = {"Authorization": f"Bearer {tokens['bob']}"}
+        assert client.get("/v1/memory/user/k", headers=bob).status_code == 200  # its own bucket
+        assert client.get("/health").status_code == 200  # open paths are never limited
+
+
+def test_the_default_rate_refuses_a_flood_from_one_token() -> None:
+    store = open_store("memory://")
+    tokens = make_tokens(store)
+    with _app(store, RateLimits()) as client:
+        alice = {"Authorization": f"Bearer {tokens['alice']}"}
+        codes = []
+        for _ in range(3000):  # far more than the default 200 at once and 100 per second
+            codes.append(client.get("/v1/none", headers=alice).status_code)
+            if codes[-1] == 429:
+                break
+    assert codes[-1] == 429 and codes[0] == 404 and len(codes) > 200
+
+
+def test_repeated_bad_tokens_from_one_peer_get_429(tmp_path: Path) -> None:
+    store = open_store("memory://")
+    tokens = make_tokens(store)
+    rates = RateLimits(requests_per_second=0, auth_failures=3, auth_failures_per_minute=1)
+    with _app(store, rates) as client:
+        bad = {"Authorization": "Bearer not-a-token"}
+        codes = [client.get("/v1/memory/user/k", headers=bad).status_code for _ in range(5)]
+        assert codes == [401, 401, 401, 429, 429]
+        refused = client.get("/v1/memory/user/k", headers=bad)
+        assert _error(refused) == (429, "too_many_auth_failures")
+        assert int(refused.headers["retry-after"]) >= 1
+        # the peer is refused before any token is checked, a good one included
+        good = {"Authorization": f"Bearer {tokens['alice']}"}
+        assert client.get("/v1/memory/user/k", headers=good).status_code == 429
+        assert client.get("/v1/memory/user/k").status_code == 429  # no token at all
+        assert client.get("/health").status_code == 200
+
+
+def test_buckets_refill_with_time() -> None:
+    now = [0.0]
+    buckets = Buckets(rate=2.0, capacity=2, clock=lambda: now[0])
+    assert [buckets.take("k") for _ in range(3)] == [0, 0, 1]
+    now[0] += 0.5
+    assert buckets.take("k") == 0 and buckets.take("k") == 1
+    assert buckets.take("other") == 0
+    buckets.charge("k")  # never below zero
+    now[0] += 0.5
+    assert buckets.wait("k") == 0
+
+
+def test_rate_limits_come_from_the_environment() -> None:
+    from flowmem.api.ratelimit import ENV
+
+    rates = RateLimits.from_env({ENV["requests_per_second"]: "2.5", ENV["auth_failures"]: "7"})
+    assert (rates.requests_per_second, rates.burst, rates.auth_failures) == (2.5, 200, 7)
+    assert RateLimits.from_env(rates.to_env()) == rates
+
+
+def test_streamed_read_of_a_large_buffer_matches_the_stored_rows(api: Api) -> None:
+    rows = [{"role": "user", "content": f"row {n} " + "é" * 50} for n in range(1200)]
+    for start in range(0, 1200, 600):
+        api.call("POST", "/v1/buffers/user/big", json={"messages": rows[start : start + 600]})
+    streamed = api.call("GET", "/v1/buffers/user/big")
+    assert "content-length" not in streamed.headers  # written a chunk at a time
+    body = json.loads(streamed.content)
+    assert body["count"] == 1200
+    assert [m["content"] for m in body["messages"]] == [r["content"] for r in rows]

@@ -1,0 +1,142 @@
+"""Size and count limits (``flowmem.limits``), enforced by the services on every backend."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from flowmem.access import Principal
+from flowmem.core import prepare
+from flowmem.errors import (
+    BufferFullError,
+    ConfigurationError,
+    MessageTooLargeError,
+    MetadataTooLargeError,
+    NotSerializableError,
+    RecordTooLargeError,
+    TooManySessionsError,
+)
+from flowmem.limits import ENV, KIB, MIB, Limits, utf8_size
+from flowmem.scope import ExecutionContext
+from flowmem.service import MemoryService
+from flowmem.sessions import SessionService
+from flowmem.store import Address, MemoryStore, Store
+from flowmem.store.rows import dump_json
+from tests.store.conftest import BACKENDS, open_backend
+
+ALICE = ExecutionContext(user_id="alice")
+OWNER = Principal("alice", frozenset({"sessions:create"}), "t1")
+SERVICE = Principal(None, frozenset({"sessions:create"}), "t2")
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A fresh store of each backend kind (memory, SQLite, PostgreSQL)."""
+    opened = open_backend(request.param, request, tmp_path)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def _row_size(message: dict[str, object], now: int = 1) -> int:
+    return utf8_size(dump_json(prepare(message, now)[0], "message"))
+
+
+def test_the_defaults_are_the_documented_ones() -> None:
+    limits = Limits()
+    assert (limits.message_bytes, limits.buffer_bytes, limits.record_bytes) == (
+        MIB,
+        64 * MIB,
+        MIB,
+    )
+    assert (limits.session_metadata_bytes, limits.sessions_per_user) == (16 * KIB, 10_000)
+    assert MemoryService(MemoryStore()).limits == limits
+
+
+def test_limits_come_from_the_environment_and_refuse_nonsense() -> None:
+    env = {ENV["message_bytes"]: "100", ENV["sessions_per_user"]: "0"}
+    limits = Limits.from_env(env)
+    assert (limits.message_bytes, limits.sessions_per_user, limits.buffer_bytes) == (
+        100,
+        0,
+        64 * MIB,
+    )
+    assert Limits.from_env(limits.to_env()) == limits
+    with pytest.raises(ConfigurationError):
+        Limits.from_env({ENV["buffer_bytes"]: "lots"})
+    with pytest.raises(ConfigurationError):
+        Limits(record_bytes=-1)
+    with pytest.raises(ConfigurationError):
+        MemoryService(MemoryStore(), limits={"message_bytes": 1})  # type: ignore[arg-type]
+
+
+def test_a_message_over_the_limit_is_refused_and_nothing_is_written(store: Store) -> None:
+    fits = {"role": "user", "content": "é" * 40}
+    limit = _row_size(fits, 1_700_000_000)
+    service = MemoryService(store, limits=Limits(message_bytes=limit), clock=lambda: 1.7e9)
+    assert service.append("user", "chat", fits, ALICE).appended == 1  # exactly at the limit
+    over = [{"role": "user", "content": "ok"}, {"role": "user", "content": "é" * 41}]
+    with pytest.raises(MessageTooLargeError) as info:
+        service.append("user", "chat", over, ALICE)
+    assert info.value.code == "message_too_large" and "message 1" in info.value.message
+    with pytest.raises(MessageTooLargeError):
+        service.append_raw("user", "alice", "chat", over)
+    assert service.load("user", "chat", ALICE).count == 1  # neither message of the refused call
+
+
+def test_a_buffer_over_the_limit_is_refused_and_nothing_is_written(store: Store) -> None:
+    row = {"role": "user", "content": "x" * 1000}
+    size = _row_size(row, 1_700_000_000)
+    service = MemoryService(store, limits=Limits(buffer_bytes=3 * size), clock=lambda: 1.7e9)
+    for _ in range(3):
+        service.append("user", "chat", row, ALICE)
+    with pytest.raises(BufferFullError) as info:
+        service.append("user", "chat", [{"role": "user", "content": "y"}], ALICE)
+    assert info.value.code == "buffer_full"
+    assert service.load("user", "chat", ALICE).count == 3
+    # a window keeps it within the limit: the caller's way out
+    kept = service.append("user", "chat", row, ALICE, max_messages=3)
+    assert (kept.appended, kept.count) == (1, 3)
+
+
+def test_a_record_over_the_limit_is_refused_and_nothing_is_written(store: Store) -> None:
+    service = MemoryService(store, limits=Limits(record_bytes=100))
+    value = {"text": "é" * 45}  # 2 bytes each in UTF-8: over 100 bytes, under 100 characters
+    assert len(dump_json(value, "v", compact=False)) < 100 < utf8_size(dump_json(value, "v", False))
+    with pytest.raises(RecordTooLargeError) as info:
+        service.write("user", "k", value, ALICE)
+    assert info.value.code == "record_too_large"
+    with pytest.raises(RecordTooLargeError):
+        service.write_raw("user", "alice", "k", value)
+    assert service.read("user", "k", ALICE).found is False
+    assert service.write("user", "k", {"text": "é" * 10}, ALICE).success
+    with pytest.raises(NotSerializableError):
+        service.write("user", "k", {1, 2}, ALICE)
+
+
+def test_session_metadata_and_sessions_per_user_are_limited(store: Store) -> None:
+    memory = MemoryService(store, limits=Limits(session_metadata_bytes=64, sessions_per_user=2))
+    sessions = SessionService(store, memory)
+    with pytest.raises(MetadataTooLargeError) as info:
+        sessions.create(OWNER, "n", metadata={"note": "x" * 64})
+    assert info.value.code == "metadata_too_large"
+    assert store.list_sessions("alice", False, 10, 0)[1] == 0
+    sessions.create(OWNER, "one", metadata={"note": "short"})
+    sessions.create(OWNER, "two")
+    with pytest.raises(TooManySessionsError) as quota:
+        sessions.create(OWNER, "three")
+    assert quota.value.code == "too_many_sessions"
+    assert store.list_sessions("alice", False, 10, 0)[1] == 2
+    for _ in range(3):  # unowned sessions (a service principal) are not counted per user
+        sessions.create(SERVICE, "unowned")
+
+
+def test_zero_turns_every_limit_off(store: Store) -> None:
+    service = MemoryService(store, limits=Limits.unlimited())
+    big = "x" * (MIB + 1)
+    service.append("user", "chat", {"role": "user", "content": big}, ALICE)
+    service.write("user", "k", big, ALICE)
+    assert store.count(Address("user", "alice", "chat")) == 1
