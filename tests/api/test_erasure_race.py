@@ -27,6 +27,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from flowmem.api import create_app
+from flowmem.api.ratelimit import RateLimits
 from flowmem.auth import create_token
 from flowmem.store import MemoryStore, SessionRecord, Store, open_store
 
@@ -63,6 +64,9 @@ class Backend:
             return {k: int(row[0]) if row else 0 for k, row in found.items()}
 
 
+# the writers' 401s after an erasure would use up the peer's bad-token allowance (429)
+NO_RATE_LIMITS = RateLimits(requests_per_second=0, auth_failures=0)
+
 @pytest.fixture(
     params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 )
@@ -88,7 +92,9 @@ def racing(backend: Backend) -> Iterator[Backend]:
     if backend.kind == "memory":  # its check and write are a few bytecodes apart: switch often
         sys.setswitchinterval(1e-6)
     try:
-        app = create_app(backend.store, purge_interval=None, inline_store=inline)
+        app = create_app(
+            backend.store, purge_interval=None, inline_store=inline, rate_limits=NO_RATE_LIMITS
+        )
         with TestClient(app) as client:
             backend.client = client
             yield backend
@@ -352,7 +358,7 @@ class Interleaved:
 def interleaved(backend: Backend) -> Iterator[tuple[Backend, Interleaved, TestClient]]:
     """The app over ``Interleaved(backend.store)``."""
     racing = Interleaved(backend.store)
-    app = create_app(racing, purge_interval=None)  # type: ignore[arg-type]
+    app = create_app(racing, purge_interval=None, rate_limits=NO_RATE_LIMITS)  # type: ignore[arg-type]
     with TestClient(app) as client:
         yield backend, racing, client
 
