@@ -28,6 +28,7 @@ from flowmem.api.limits import (
     value_count,
 )
 from flowmem.auth import create_token
+from flowmem.limits import Limits
 from flowmem.store import MemoryStore
 from tests.api.helpers import Api, snapshot
 
@@ -217,7 +218,8 @@ def asgi() -> Iterator[tuple[httpx.AsyncClient, str]]:
     """An httpx client on the app in this test's event loop (so /health shares its loop)."""
     store = MemoryStore()
     token, _ = create_token(store, "alice", {"sessions:create"})
-    app = create_app(store, purge_interval=None)
+    # size limits off: the bodies here are at the body limit, larger than a record may be
+    app = create_app(store, purge_interval=None, limits=Limits.unlimited())
     client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t")
     yield client, token
     app.state.services.pool.close()
