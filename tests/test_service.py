@@ -499,8 +499,9 @@ def test_append_passes_the_lock_timeout_and_address_to_the_store(clock: Clock) -
             max_bytes: int = 0,
         ) -> Any:  # type: ignore[override]
             calls.append((address, max_messages, lock_timeout, snapshot, guard))
+            # the guard is only recorded: no token "t1" exists in this store
             return super().append(
-                address, rows, max_messages, lock_timeout, snapshot, guard, max_bytes
+                address, rows, max_messages, lock_timeout, snapshot, max_bytes=max_bytes
             )
 
     service = MemoryService(Recording(), lock_timeout=0.25, clock=clock)
