@@ -86,11 +86,13 @@ def _refusing(scope: str, reason: str) -> ExecutionContext | None:
     field = "user_id" if scope == "user" else "session_id"
     if reason == "no_context":
         return None
-    value = {"no_id": None, "unusable_id": "a b", "no_one_id": "0"}[reason]
+    value = {"no_id": None, "unusable_id": "a b", "no_one_id": "0", "placeholder_id": "null"}[
+        reason
+    ]
     return ExecutionContext(**_NAMED, **{field: value})
 
 
-REASONS = ["no_context", "no_id", "unusable_id", "no_one_id"]
+REASONS = ["no_context", "no_id", "unusable_id", "no_one_id", "placeholder_id"]
 IDENTITY = ["user", "session"]
 
 
@@ -181,6 +183,10 @@ REFUSED_IDS = [
     "a b",
     "x" * 256,
     "\x00x",
+    "None",
+    "null",
+    "undefined",
+    "nil",
 ]
 
 
@@ -345,7 +351,32 @@ def test_mem_6_users_have_separate_buckets(service: MemoryService) -> None:
 def test_mem_6_int_and_text_ids_share_one_bucket(service: MemoryService) -> None:
     service.write("user", "k", "seven", ExecutionContext(user_id=7))
     assert service.read("user", "k", ExecutionContext(user_id="7")).value == "seven"
-    assert service.read("user", "k", ExecutionContext(user_id="007")).resolved_scope_id == "7"
+
+
+@pytest.mark.parametrize("scope", IDENTITY)
+def test_mem_6_mem_13_integer_spellings_are_separate_buckets(
+    service: MemoryService, scope: str
+) -> None:
+    field = "user_id" if scope == "user" else "session_id"
+    for spelling in ("7", "007", "+7"):
+        service.write(scope, "k", spelling, ExecutionContext(**{field: spelling}))
+    for spelling in ("7", "007", "+7"):
+        read = service.read(scope, "k", ExecutionContext(**{field: spelling}))
+        assert (read.value, read.resolved_scope_id) == (spelling, spelling)
+    assert service.read(scope, "k", ExecutionContext(**{field: 7})).value == "7"
+
+
+@pytest.mark.parametrize("scope", IDENTITY)
+def test_mem_6_mem_13_nfc_and_nfd_spellings_share_one_bucket(
+    service: MemoryService, scope: str
+) -> None:
+    field = "user_id" if scope == "user" else "session_id"
+    nfc, nfd = "Jos\u00e9", "Jose\u0301"
+    service.write(scope, "k", "mine", ExecutionContext(**{field: nfd}))
+    read = service.read(scope, "k", ExecutionContext(**{field: nfc}))
+    assert (read.value, read.resolved_scope_id) == ("mine", nfc)
+    service.append(scope, "b", {"role": "user", "content": "hi"}, ExecutionContext(**{field: nfc}))
+    assert service.load(scope, "b", ExecutionContext(**{field: nfd})).count == 1
 
 
 def test_each_scope_is_its_own_bucket(service: MemoryService) -> None:

@@ -355,3 +355,18 @@ def test_delete_session(service: SessionService, store: MemoryStore) -> None:
     other = service.create(BOB, "b")
     service.delete(ADMIN, other.id)
     assert store.get_session(other.id) is None
+
+
+def test_mem_6_erasing_a_user_erases_the_spellings_stored_before_0016(
+    service: SessionService, store: MemoryStore
+) -> None:
+    nfc, nfd = "Jos\u00e9", "Jose\u0301"
+    store.put_record(Address("user", nfc, "k"), "new", None)
+    store.put_record(Address("user", nfd, "k"), "old", None)  # written before 0016
+    store.put_record(Address("user", "None", "k"), "shared", None)  # a placeholder, before 0016
+    store.put_record(Address("user", "7", "k"), "seven's", None)
+    assert service.erase_user(ADMIN, nfd) == (nfc, Erasure(records=2))
+    assert service.erase_user(ADMIN, "None") == (None, Erasure(records=1))
+    assert service.erase_user(ADMIN, "007") == ("007", Erasure())  # "7" is another user
+    assert store.get_record(Address("user", "7", "k"), 0) == (True, "seven's")
+    assert not any(a.scope_id in (nfc, nfd, "None") for a in store._records)

@@ -22,7 +22,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from flowmem.access import PERM_DRIVE_ANY, PERM_VIEW_ANY, Principal, decide
@@ -34,7 +34,7 @@ from flowmem.errors import (
     NotFoundError,
     PayloadTooLargeError,
 )
-from flowmem.scope import ExecutionContext, usable_identity
+from flowmem.scope import ExecutionContext, stored_spellings, usable_identity
 from flowmem.store.base import SESSION_SCOPE, Erasure, SessionRecord, Store, TranscriptMessage
 
 if TYPE_CHECKING:
@@ -168,15 +168,21 @@ def _check_content(content: object) -> str:
 def erase_user_data(store: Store, user_id: object) -> tuple[str | None, Erasure]:
     """Delete every session ``user_id`` owns, its ``user`` scope and its tokens, at once.
 
-    Returns the canonical user id and what the store deleted (``Store.erase_user``,
-    docs/decisions/0010). An id that is not a usable identity owns nothing (MEM-9):
+    Returns the user id's text (None when it is not a usable identity) and what the
+    store deleted (``Store.erase_user``, docs/decisions/0010), summed over every
+    spelling the id's data may be stored under (``stored_spellings``, decision 0016:
+    a spelling stored before NFC normalization, or a placeholder such as ``"None"``
+    accepted before it was refused). An id with no such spelling owns nothing (MEM-9):
     the store is not touched and the answer is ``(None, Erasure())``. ConflictError,
     with nothing deleted, while one of the user's sessions is running a turn.
     """
-    canonical = usable_identity(user_id)
-    if canonical is None:
-        return None, Erasure()
-    return canonical, store.erase_user(canonical)
+    total = Erasure()
+    for spelling in stored_spellings(user_id):
+        erased = store.erase_user(spelling)
+        total = Erasure(
+            *(a + b for a, b in zip(astuple(total), astuple(erased), strict=True))
+        )
+    return usable_identity(user_id), total
 
 
 class SessionService:
