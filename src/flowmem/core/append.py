@@ -249,10 +249,15 @@ def apply_append(
 
     Implements MEM-1, MEM-2, MEM-3, MEM-10 and MEM-14: messages are taken in order,
     so ids added earlier in the same call are deduplicated too; ``appended`` counts
-    only new rows. Then the window is applied.
+    only new rows. Then the window is applied — unless every row is empty (e.g. a
+    ``user`` turn with no content, or no rows at all): DESIGN.md §2 makes such an
+    append a pure read, so nothing is healed and nothing is evicted either.
     """
     if isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 0:
         raise InvalidInputError(f"max_messages must be an integer >= 0, got {max_messages!r}")
+    rows = list(rows)
+    if all(is_empty(row) for row in rows):
+        return AppendOutcome(appended=0, count=editor.count())
     appended = sum(_append_one(editor, row) for row in rows)
     evict(editor, max_messages)
     return AppendOutcome(appended=appended, count=editor.count())
