@@ -205,7 +205,7 @@ def test_mem_14_empty_user_turn_with_a_window_is_a_pure_read_and_evicts_nothing(
         assert result.messages == buffer
         assert (result.count, result.appended) == (5, 0)
     # a message that is appended applies the window as before
-    assert append(buffer, user("m5"), max_messages=3).messages == buffer[3:] + [user("m5")]
+    assert append(buffer, user("m5"), max_messages=3).messages == [*buffer[3:], user("m5")]
 
 
 def test_mem_3_heal_on_list_editor_is_idempotent() -> None:
