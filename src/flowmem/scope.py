@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
+from flowmem.core.storable import check_storable
 from flowmem.errors import InvalidInputError, UnknownScopeError
 
 SCOPES: Final[tuple[str, ...]] = ("global", "workflow", "pipeline", "execution", "session", "user")
@@ -212,13 +213,17 @@ def _identity(scope: str, context: ExecutionContext | None) -> str | Refusal:
 
 
 def _plain_id(scope: str, context: ExecutionContext | None) -> str:
-    """Return the workflow/pipeline/execution id as text, ``""`` when absent."""
+    """Return the workflow/pipeline/execution id as text, ``""`` when absent.
+
+    Text that cannot be stored raises ``InvalidTextError`` (``check_storable``).
+    """
     if context is None:
         return ""
     value = getattr(context, _SCOPE_FIELD[scope])
     if value is None:
         return ""
     if isinstance(value, str):
+        check_storable(value, _SCOPE_FIELD[scope])
         return str(value)
     if isinstance(value, int) and not isinstance(value, bool):
         return str(int(value))

@@ -26,7 +26,7 @@ from dataclasses import astuple, dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from flowmem.access import PERM_DRIVE_ANY, PERM_VIEW_ANY, Principal, decide
-from flowmem.core import Message, to_row
+from flowmem.core import Message, check_storable, storable_text, to_row
 from flowmem.errors import (
     AccessDeniedError,
     ConflictError,
@@ -126,6 +126,7 @@ def _check_name(name: object) -> str:
             f"name must be text of at most {MAX_NAME_LENGTH} characters, without NUL",
             field="name",
         )
+    check_storable(name, "name")
     return name
 
 
@@ -136,6 +137,7 @@ def _check_agent(agent: object) -> str | None:
         raise InvalidInputError(
             f"agent must be text of 1-{MAX_AGENT_LENGTH} characters, without NUL", field="agent"
         )
+    check_storable(agent, "agent")
     return agent
 
 
@@ -148,6 +150,8 @@ def _check_metadata(metadata: object) -> dict[str, Any]:
         text = json.dumps(metadata, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidInputError(f"metadata is not JSON: {exc}", field="metadata") from exc
+    if not storable_text(text):
+        check_storable(metadata, "metadata")  # raises InvalidTextError naming the field
     if len(text.encode("utf-8")) > MAX_METADATA_BYTES:
         raise PayloadTooLargeError(
             f"metadata is larger than {MAX_METADATA_BYTES} bytes", field="metadata"
@@ -162,6 +166,7 @@ def _check_content(content: object) -> str:
         raise PayloadTooLargeError(
             f"content is longer than {MAX_TURN_CHARS} characters", field="content"
         )
+    check_storable(content, "content")
     return content
 
 
@@ -299,6 +304,7 @@ class SessionService:
         """Replace one transcript row. Implements MEM-15: the administrative tier only."""
         session = self.load(principal, session_id, "edit_message")
         row = to_row(message, int(self.clock()))
+        check_storable(row, "message")
         if not self.store.edit_transcript(session.id, seq, row):
             raise NotFoundError(f"no message {seq} in this session")
         return TranscriptMessage(session.id, seq, row)

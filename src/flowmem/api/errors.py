@@ -26,6 +26,7 @@ from flowmem.errors import (
     ConflictError,
     FlowmemError,
     InvalidInputError,
+    InvalidTextError,
     ModelError,
     NotFoundError,
     PayloadTooLargeError,
@@ -43,6 +44,7 @@ OPEN_PATHS = frozenset(
 # flowmem error class -> HTTP status; the first match wins (subclasses before bases).
 STATUS_TABLE: list[tuple[type[FlowmemError], int]] = [
     (PayloadTooLargeError, 413),
+    (InvalidTextError, 422),
     (InvalidInputError, 422),
     (AuthenticationError, 401),
     (AccessDeniedError, 403),
@@ -64,6 +66,7 @@ HTTP_CODES: dict[str, int] = {
     "not_found": 404,
     "method_not_allowed": 405,
     "invalid_input": 422,
+    "invalid_text": 422,
     "internal_error": 500,
 }
 

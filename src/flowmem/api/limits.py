@@ -4,8 +4,11 @@ A body is refused before any work when it is larger than ``MAX_BODY_BYTES`` (413
 checked against ``Content-Length`` first and then counted while streaming), not
 JSON-typed (415), not valid UTF-8 JSON (400 ``invalid_json``), nested
 ``MAX_DEPTH`` levels deep or more (400 ``body_too_deep``, checked without
-recursion), or not an object or an array at the top (400 ``invalid_body``); a query parameter
-given twice is 422 (every parameter of this API is a single value).
+recursion), or not an object or an array at the top (400 ``invalid_body``); text anywhere in
+it that cannot be stored — a lone surrogate, ``"\\ud800"`` — is 422
+``invalid_text`` (``flowmem.core.check_storable``, the same decision the services
+make); a query parameter given twice is 422 (every parameter of this API is a
+single value).
 A refused request never reaches a route, so it changes nothing. An accepted
 body's parsed JSON is left in the scope (``PARSED_BODY``) for the routes that
 read their body themselves (``flowmem.api.direct``).
@@ -21,12 +24,18 @@ from urllib.parse import parse_qsl
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from flowmem.api.errors import error_body
+from flowmem.core import check_storable
+from flowmem.errors import InvalidTextError
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
 MAX_DEPTH = 64  # a body nested this deep or deeper is refused
 TOO_LARGE = (413, "payload_too_large", f"the body is larger than {MAX_BODY_BYTES} bytes")
 
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# Where a surrogate can come from in a JSON text: a \uD800-\uDFFF escape, or its
+# UTF-8-like bytes (json.loads decodes bytes with "surrogatepass"). A body without
+# either holds none, and is not examined further.
+_MAYBE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 _AS_SQUARE = bytes.maketrans(b"{}", b"[]")  # depth does not depend on the bracket kind
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
@@ -62,10 +71,11 @@ def _is_json_type(content_type: str) -> bool:
 PARSED_BODY = "flowmem.body"  # scope key: the JSON document of an accepted, non-empty body
 
 
-def parse_body(body: bytes, content_type: str | None) -> tuple[tuple[int, str, str] | None, Any]:
+def parse_body(body: bytes, content_type: str | None) -> tuple[tuple[Any, ...] | None, Any]:
     """Return (refusal, None) for a body that must be refused, else (None, its JSON document).
 
-    An empty body is accepted with document None.
+    A refusal is (status, code, message) or, for a 422, (status, code, message,
+    details). An empty body is accepted with document None.
     """
     if len(body) > MAX_BODY_BYTES:
         return TOO_LARGE, None
@@ -86,7 +96,27 @@ def parse_body(body: bytes, content_type: str | None) -> tuple[tuple[int, str, s
         return (400, "invalid_json", "the body is not valid JSON"), None
     if not isinstance(document, (dict, list)):
         return (400, "invalid_body", "the body must be a JSON object or array"), None
+    unstorable = unstorable_text(body, document)
+    if unstorable is not None:
+        field = str(unstorable.details.get("field", "body"))
+        details = [{"field": field, "message": unstorable.message}]
+        return (422, unstorable.code, unstorable.message, details), None
     return None, document
+
+
+def unstorable_text(body: bytes, document: Any) -> InvalidTextError | None:
+    """Return the refusal of a parsed body holding text flowmem cannot store, else None.
+
+    The raw text is searched first (one linear scan in C); only a body that may hold
+    a surrogate is examined, by the one decision ``check_storable``.
+    """
+    if _MAYBE_SURROGATE.search(body) is None:
+        return None
+    try:
+        check_storable(document, "body")
+    except InvalidTextError as exc:
+        return exc
+    return None
 
 
 def repeated_query_key(query: bytes) -> str | None:

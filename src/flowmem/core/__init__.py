@@ -31,6 +31,7 @@ from flowmem.core.messages import (
     usable_call_id,
 )
 from flowmem.core.normalize import NormalizeResult, RepairResult, normalize, repair_tool_pairing
+from flowmem.core.storable import check_storable, storable_text, unstorable_path
 from flowmem.core.text import TextMessage, assemble, text_to_message
 from flowmem.core.validate import CODES, Violation, check_sendable
 
@@ -55,6 +56,7 @@ __all__ = [
     "assemble",
     "call_ids",
     "check_sendable",
+    "check_storable",
     "coerce_content",
     "entry_id",
     "heal",
@@ -64,8 +66,10 @@ __all__ = [
     "prepare",
     "repair_tool_pairing",
     "result_id",
+    "storable_text",
     "text_to_message",
     "to_flat",
     "to_row",
+    "unstorable_path",
     "usable_call_id",
 ]

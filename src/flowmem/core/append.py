@@ -20,6 +20,7 @@ from flowmem.core.messages import (
     result_id,
     to_row,
 )
+from flowmem.core.storable import check_storable
 from flowmem.errors import InvalidInputError
 
 
@@ -145,10 +146,13 @@ def incoming_list(incoming: object) -> list[Any]:
 def prepare(incoming: object, now: int | None = None) -> list[Message]:
     """Validate and convert incoming messages to stored rows, all or nothing.
 
-    Raises before anything is written when any message is invalid, so a refused
+    Raises before anything is written when any message is invalid — including text
+    that cannot be stored (``InvalidTextError``, ``check_storable``) — so a refused
     append changes nothing.
     """
-    return [to_row(message, now) for message in incoming_list(incoming)]
+    rows = [to_row(message, now) for message in incoming_list(incoming)]
+    check_storable(rows, "messages")
+    return rows
 
 
 def is_empty(row: Message) -> bool:

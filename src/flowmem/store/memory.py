@@ -33,6 +33,7 @@ from flowmem.store.rows import (
     check_lock_timeout,
     check_none_running,
     check_page,
+    check_texts,
     dump_json,
 )
 
@@ -175,6 +176,8 @@ class MemoryStore:
     # --- sessions ---------------------------------------------------------------
     def create_session(self, session: SessionRecord) -> SessionRecord:
         """Insert a new session (ConflictError when the id exists)."""
+        check_texts(id=session.id, name=session.name, owner=session.owner, agent=session.agent)
+        dump_json(dict(session.metadata), "session metadata")
         with self._lock:
             if session.id in self._sessions:
                 raise ConflictError(f"session {session.id} already exists")
@@ -253,6 +256,7 @@ class MemoryStore:
     # --- transcripts -------------------------------------------------------------
     def add_transcript(self, session_id: str, row: Message) -> TranscriptMessage:
         """Append a transcript row with the next sequence number."""
+        dump_json(row, "transcript row")
         with self._lock:
             seq = self._next_seq.get(session_id, 0) + 1
             self._next_seq[session_id] = seq
@@ -288,6 +292,7 @@ class MemoryStore:
 
     def edit_transcript(self, session_id: str, seq: int, row: Message) -> bool:
         """Replace one transcript row."""
+        dump_json(row, "transcript row")
         with self._lock:
             index = self._transcript_index(session_id, seq)
             if index is None:
@@ -309,6 +314,7 @@ class MemoryStore:
     # --- tokens ------------------------------------------------------------------
     def create_token(self, token: TokenRecord) -> None:
         """Store a token record."""
+        check_texts(id=token.id, user_id=token.user_id, label=token.label)
         with self._lock:
             self._tokens[token.id] = token
 

@@ -37,6 +37,7 @@ from flowmem.store.rows import (
     check_last,
     check_none_running,
     check_page,
+    check_texts,
     dump_json,
     session_from_row,
     token_from_row,
@@ -279,6 +280,7 @@ class SqlStore(ABC, Generic[C]):
     # --- sessions ---------------------------------------------------------------------------
     def create_session(self, session: SessionRecord) -> SessionRecord:
         """Insert a new session (ConflictError when the id exists)."""
+        check_texts(id=session.id, name=session.name, owner=session.owner, agent=session.agent)
         metadata = dump_json(dict(session.metadata), "session metadata")
         params = (
             session.id,
@@ -404,6 +406,7 @@ class SqlStore(ABC, Generic[C]):
     # --- tokens ------------------------------------------------------------------------------
     def create_token(self, token: TokenRecord) -> None:
         """Store a token record (its hash only); ConflictError on a duplicate id or hash."""
+        check_texts(id=token.id, user_id=token.user_id, label=token.label)
         params = (
             token.id,
             token.token_hash,
