@@ -14,6 +14,7 @@ from flowmem.errors import (
     ConfigurationError,
     InvalidInputError,
     InvalidMessageError,
+    InvalidTextError,
     NotSerializableError,
     UnknownRoleError,
     UnknownScopeError,
@@ -555,3 +556,58 @@ def test_results_to_dict() -> None:
     }
     refused = BufferResult(refusal=Refusal("user", "no_id", "x"))
     assert refused == BufferResult() and refused.to_dict()["messages"] == []
+
+
+# --- text that cannot be stored (issue 12): refused before any store call ----------------
+
+LONE = "a\ud800"
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda s: s.write("user", LONE, 1, ALICE),
+        lambda s: s.read("user", LONE, ALICE),
+        lambda s: s.write("user", "k", LONE, ALICE),
+        lambda s: s.write("user", "k", {LONE: 1}, ALICE),
+        lambda s: s.write("user", "k", [{"deep": [LONE]}], ALICE),
+        lambda s: s.append("user", "k", {"role": "user", "content": LONE}, ALICE),
+        lambda s: s.append("user", "k", {"role": "user", "content": "x", "metadata": {LONE: 1}}, ALICE),
+        lambda s: s.append("user", "k", {"role": "tool", "content": "x", "tool_call_id": LONE}, ALICE),
+        lambda s: s.append(
+            "user", "k", {"role": "assistant", "content": "", "tool_calls": [{"id": LONE}]}, ALICE
+        ),
+        lambda s: s.write("workflow", "k", 1, ExecutionContext(workflow_id=LONE)),
+        lambda s: s.append("execution", "k", [], ExecutionContext(execution_id=LONE)),
+        lambda s: s.write_raw("global", LONE, "k", 1),
+        lambda s: s.append_raw("user", "u", LONE, []),
+    ],
+)
+def test_unstorable_text_raises_invalid_text_before_any_store_call(call: Any) -> None:
+    store = ForbiddenStore()
+    with pytest.raises(InvalidTextError) as caught:
+        call(MemoryService(store))  # type: ignore[arg-type]
+    assert caught.value.code == "invalid_text"
+    assert store.touched == []
+
+
+def test_unstorable_text_raises_the_same_error_on_every_backend(service: MemoryService) -> None:
+    with pytest.raises(InvalidTextError):
+        service.write("user", "k", LONE, ALICE)
+    with pytest.raises(InvalidTextError):
+        service.append("user", "k", {"role": "user", "content": LONE}, ALICE)
+    assert service.read("user", "k", ALICE).found is False
+    assert service.load("user", "k", ALICE).count == 0
+    # a surrogate pair written as one character is ordinary text
+    service.write("user", "k", "😀", ALICE)
+    assert service.read("user", "k", ALICE).value == "😀"
+
+
+def test_an_identity_id_with_a_surrogate_is_unusable_and_refuses(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = ForbiddenStore()
+    with caplog.at_level(logging.WARNING, logger="flowmem"):
+        result = MemoryService(store).write("user", "k", 1, ExecutionContext(user_id=LONE))  # type: ignore[arg-type]
+    assert result.success is False and result.refusal is not None
+    assert result.refusal.reason == "unusable_id" and len(caplog.records) == 1

@@ -33,6 +33,7 @@ from flowmem.store.rows import (
     check_lock_timeout,
     check_none_running,
     check_page,
+    check_rows,
     check_texts,
     dump_json,
 )
@@ -128,6 +129,7 @@ class MemoryStore:
         Rows must be JSON like on every backend: NotSerializableError, nothing written.
         """
         check_address(address)
+        check_rows(rows)
         lock_timeout = check_lock_timeout(lock_timeout)
         for row in rows:
             to_json(row)

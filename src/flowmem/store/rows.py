@@ -23,6 +23,11 @@ def check_address(address: Address) -> None:
         check_storable(part, name)
 
 
+def check_rows(rows: Any) -> None:
+    """Refuse rows holding text that cannot be stored (``InvalidTextError``), before any lock."""
+    check_storable(rows, "messages")
+
+
 def check_texts(**fields: object) -> None:
     """Refuse (``InvalidTextError``) any of the named string fields that is not storable."""
     for name, value in fields.items():
