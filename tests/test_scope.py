@@ -291,9 +291,11 @@ def test_mem_6_mem_13_integer_spellings_are_distinct_identities(scope: str) -> N
 def test_mem_6_mem_13_nfc_and_nfd_are_one_identity(scope: str) -> None:
     nfc, nfd = unicodedata.normalize("NFC", "José"), unicodedata.normalize("NFD", "José")
     assert nfc != nfd
-    assert resolve_scope(scope, _context(scope, nfd)) == resolve_scope(
-        scope, _context(scope, nfc)
-    ) == nfc
+    assert (
+        resolve_scope(scope, _context(scope, nfd))
+        == resolve_scope(scope, _context(scope, nfc))
+        == nfc
+    )
 
 
 @pytest.mark.parametrize("scope", IDENTITY_SCOPES)

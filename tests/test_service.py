@@ -572,8 +572,12 @@ LONE = "a\ud800"
         lambda s: s.write("user", "k", {LONE: 1}, ALICE),
         lambda s: s.write("user", "k", [{"deep": [LONE]}], ALICE),
         lambda s: s.append("user", "k", {"role": "user", "content": LONE}, ALICE),
-        lambda s: s.append("user", "k", {"role": "user", "content": "x", "metadata": {LONE: 1}}, ALICE),
-        lambda s: s.append("user", "k", {"role": "tool", "content": "x", "tool_call_id": LONE}, ALICE),
+        lambda s: s.append(
+            "user", "k", {"role": "user", "content": "x", "metadata": {LONE: 1}}, ALICE
+        ),
+        lambda s: s.append(
+            "user", "k", {"role": "tool", "content": "x", "tool_call_id": LONE}, ALICE
+        ),
         lambda s: s.append(
             "user", "k", {"role": "assistant", "content": "", "tool_calls": [{"id": LONE}]}, ALICE
         ),

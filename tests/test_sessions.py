@@ -377,7 +377,12 @@ def test_unstorable_text_in_a_session_raises_invalid_text_and_stores_nothing(
     service: SessionService, store: MemoryStore
 ) -> None:
     lone = "\ud800"
-    for fields in ({"name": lone}, {"agent": lone}, {"metadata": {"k": lone}}, {"metadata": {lone: 1}}):
+    for fields in (
+        {"name": lone},
+        {"agent": lone},
+        {"metadata": {"k": lone}},
+        {"metadata": {lone: 1}},
+    ):
         with pytest.raises(InvalidTextError):
             service.create(ALICE, **fields)
     assert store.list_sessions(None, True, 10, 0) == ([], 0)

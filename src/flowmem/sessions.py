@@ -184,9 +184,7 @@ def erase_user_data(store: Store, user_id: object) -> tuple[str | None, Erasure]
     total = Erasure()
     for spelling in stored_spellings(user_id):
         erased = store.erase_user(spelling)
-        total = Erasure(
-            *(a + b for a, b in zip(astuple(total), astuple(erased), strict=True))
-        )
+        total = Erasure(*(a + b for a, b in zip(astuple(total), astuple(erased), strict=True)))
     return usable_identity(user_id), total
 
 

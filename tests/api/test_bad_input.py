@@ -294,7 +294,12 @@ LONE = "\ud800"
 # (method, url template, who, body): every place the issue found a 500
 UNSTORABLE: list[tuple[str, str, str, Any]] = [
     ("POST", APPEND, "alice", {"messages": {"role": "user", "content": LONE}}),
-    ("POST", APPEND, "alice", {"messages": {"role": "user", "content": "x", "metadata": {LONE: 1}}}),
+    (
+        "POST",
+        APPEND,
+        "alice",
+        {"messages": {"role": "user", "content": "x", "metadata": {LONE: 1}}},
+    ),
     ("POST", APPEND, "alice", {"messages": {"role": "tool", "content": "x", "tool_call_id": LONE}}),
     (
         "POST",

@@ -406,7 +406,9 @@ def test_mem_6_external_ids_007_and_7_have_separate_memories(api: Api) -> None:
         return {"Authorization": f"Bearer {token}"}
 
     for who in ("7", "007"):
-        put = api.call("PUT", "/v1/memory/user/k", None, json={"value": who}, headers=as_(tokens[who]))
+        put = api.call(
+            "PUT", "/v1/memory/user/k", None, json={"value": who}, headers=as_(tokens[who])
+        )
         assert put.json()["resolved_scope_id"] == who
     for who in ("7", "007"):
         read = api.call("GET", "/v1/memory/user/k", None, headers=as_(tokens[who])).json()

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from flowmem.core import append, check_storable, prepare, storable_text, unstorable_path
+from flowmem.core.storable import json_text_may_hold_surrogates
 from flowmem.errors import InvalidInputError, InvalidTextError
 
 
@@ -78,3 +79,49 @@ def test_storable_text_is_exactly_utf8_encodability(text: str) -> None:
     else:
         encodable = True
     assert storable_text(text) == encodable
+
+
+TRICKY = st.text(
+    alphabet=st.one_of(
+        st.characters(categories=["Cs"]),
+        st.sampled_from(["\\", "u", "d", "8", "0", "c", '"', "😀", "é", "\ud7ff", "x"]),
+    ),
+    max_size=12,
+)
+
+
+@given(texts=st.lists(TRICKY, min_size=1, max_size=3), ascii_escapes=st.booleans())
+def test_the_json_scan_never_misses_a_surrogate(texts: list[str], ascii_escapes: bool) -> None:
+    """``json_text_may_hold_surrogates`` False guarantees a storable document."""
+    document = {"k": texts, texts[0]: 1}
+    if ascii_escapes:
+        body = json.dumps(document).encode("ascii")
+    else:
+        body = json.dumps(document, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    if not json_text_may_hold_surrogates(body):
+        assert unstorable_path(json.loads(body)) is None
+
+
+@given(st.lists(st.text(), max_size=4), st.booleans())
+def test_the_json_scan_passes_storable_text_in_one_pass(
+    texts: list[str], ascii_escapes: bool
+) -> None:
+    """Text without surrogates is never walked, escaped pairs (😀 as \\ud83d\\ude00) included."""
+    body = json.dumps({"messages": texts, "x": "\\ud800"}, ensure_ascii=ascii_escapes).encode()
+    assert not json_text_may_hold_surrogates(body)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'"\\ud800"',
+        b'"\\\\ud800\\udc00"',  # an escaped backslash, then a lone low escape
+        b'"\\\\\\udc00"',
+        b'"\\ud800\\\\udc00"',
+        b'"\xed\xa0\x80"',
+        '"\ud800"'.encode("utf-16", "surrogatepass"),
+    ],
+)
+def test_the_json_scan_flags_lone_surrogates(body: bytes) -> None:
+    assert json_text_may_hold_surrogates(body)
+    assert unstorable_path(json.loads(body)) is not None

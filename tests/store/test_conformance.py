@@ -580,7 +580,8 @@ def test_unstorable_text_in_a_record_raises_invalid_text_and_writes_nothing(
 
 
 @pytest.mark.parametrize(
-    "address", [Address("user", LONE, "k"), Address("user", "u", LONE), Address("global", "", "\udc80")]
+    "address",
+    [Address("user", LONE, "k"), Address("user", "u", LONE), Address("global", "", "\udc80")],
 )
 def test_unstorable_text_in_an_address_raises_invalid_text(store: Store, address: Address) -> None:
     with pytest.raises(InvalidTextError):

@@ -25,6 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from flowmem.api.errors import error_body
 from flowmem.core import check_storable
+from flowmem.core.storable import json_text_may_hold_surrogates
 from flowmem.errors import InvalidTextError
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -32,10 +33,6 @@ MAX_DEPTH = 64  # a body nested this deep or deeper is refused
 TOO_LARGE = (413, "payload_too_large", f"the body is larger than {MAX_BODY_BYTES} bytes")
 
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-# Where a surrogate can come from in a JSON text: a \uD800-\uDFFF escape, or its
-# UTF-8-like bytes (json.loads decodes bytes with "surrogatepass"). A body without
-# either holds none, and is not examined further.
-_MAYBE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 _AS_SQUARE = bytes.maketrans(b"{}", b"[]")  # depth does not depend on the bracket kind
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
@@ -107,10 +104,11 @@ def parse_body(body: bytes, content_type: str | None) -> tuple[tuple[Any, ...] |
 def unstorable_text(body: bytes, document: Any) -> InvalidTextError | None:
     """Return the refusal of a parsed body holding text flowmem cannot store, else None.
 
-    The raw text is searched first (one linear scan in C); only a body that may hold
-    a surrogate is examined, by the one decision ``check_storable``.
+    The raw text is scanned first (``json_text_may_hold_surrogates``: one linear pass
+    in C); only a body that may hold a lone surrogate is walked, by the one decision
+    ``check_storable``.
     """
-    if _MAYBE_SURROGATE.search(body) is None:
+    if not json_text_may_hold_surrogates(body):
         return None
     try:
         check_storable(document, "body")

@@ -19,18 +19,66 @@ from flowmem.errors import InvalidTextError
 
 # Every code point UTF-8 cannot encode: the UTF-16 surrogates.
 _UNENCODABLE = re.compile("[\ud800-\udfff]")
-# One C-speed serialization of a whole value, searched once (the common, valid case).
-_ENCODER = json.JSONEncoder(ensure_ascii=False, check_circular=False, separators=(",", ":"))
+# A JSON text read one token at a time (each escape whole, so "\\\\" is one token):
+# everything that cannot decode to a surrogate — any byte but a backslash or 0xED, an
+# escape other than \uD800-\uDFFF, a high-low escape pair (one character), and the
+# bytes ED 80-9F (U+D000-U+D7FF). Possessive, so the scan is linear; it stops
+# where a surrogate may begin.
+_NO_SURROGATE = re.compile(
+    rb"(?:[^\\\xed]++"
+    rb"|\\[^u]"
+    rb"|\\u(?![dD][89a-fA-F])[0-9a-fA-F]{4}"
+    rb"|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+    rb"|\xed[\x80-\x9f])*+"
+)
 
 
 def storable_text(text: str) -> bool:
-    """True when ``text`` can be stored and served: it encodes as UTF-8 (no lone surrogate)."""
-    return text.isascii() or _UNENCODABLE.search(text) is None
+    """True when ``text`` can be stored and served: it encodes as UTF-8 (no surrogate)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def json_text_may_hold_surrogates(body: bytes) -> bool:
+    """True when a valid JSON text may decode to a surrogate (one linear scan in C).
+
+    False guarantees that ``json.loads(body)`` holds only storable text; True only
+    says that ``check_storable`` must look (a lone ``\\uD800`` escape, or its bytes).
+    """
+    if json.detect_encoding(body) not in ("utf-8", "utf-8-sig"):
+        return True  # UTF-16/32 JSON, which json.loads reads too: not scanned here
+    found = _NO_SURROGATE.match(body)
+    return found is None or found.end() != len(body)
 
 
 def _describe(text: str) -> str:
     found = _UNENCODABLE.search(text)
     return "" if found is None else f" (U+{ord(found.group()):04X} at {found.start()})"
+
+
+def _all_storable(value: object) -> bool:
+    """True when every string and key in ``value`` is storable (the fast pass: no paths)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii() and not storable_text(item):
+                return False
+        elif isinstance(item, dict):
+            for key in item:
+                if isinstance(key, str) and not key.isascii() and not storable_text(key):
+                    return False
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, Mapping):
+            return False  # a mapping of another kind: the walk with paths decides
+    return True
 
 
 def unstorable_path(value: object) -> tuple[list[str], str] | None:
@@ -63,17 +111,8 @@ def check_storable(value: object, field: str) -> None:
     ``field`` names ``value`` in the error (``messages``, ``metadata``, ``key``…);
     the error's ``field`` detail is the path to the offending text, dotted.
     """
-    if isinstance(value, str):
-        if storable_text(value):
-            return
-    elif value is None or isinstance(value, (bool, int, float)):
+    if _all_storable(value):
         return
-    else:
-        try:
-            if storable_text(_ENCODER.encode(value)):
-                return
-        except (TypeError, ValueError, RecursionError):
-            pass  # not plain JSON: walk it (the JSON checks report what is wrong with it)
     found = unstorable_path(value)
     if found is None:
         return
