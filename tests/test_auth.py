@@ -151,3 +151,44 @@ def test_cli_token_bad_input(shared_store: MemoryStore) -> None:
     assert runner.invoke(cli, ["token", "create", "--permission", "root"]).exit_code != 0
     assert runner.invoke(cli, ["token", "revoke", "tok_nope"]).exit_code != 0
     assert shared_store.list_tokens() == []
+
+
+# --- decision 0016: identities through tokens -------------------------------------------
+
+
+@pytest.mark.parametrize("placeholder", ["None", "null", "undefined", "nil"])
+def test_mem_6_a_placeholder_user_id_gets_no_token(placeholder: str) -> None:
+    store = MemoryStore()
+    with pytest.raises(InvalidInputError, match="placeholder"):
+        create_token(store, placeholder)
+    assert store.list_tokens() == []
+
+
+def test_mem_6_tokens_for_007_and_7_name_two_users() -> None:
+    store = MemoryStore()
+    identities = {
+        given: authenticate(store, create_token(store, given)[0]).identity
+        for given in ("7", "007", "+7")
+    }
+    assert identities == {"7": "7", "007": "007", "+7": "+7"}
+    assert authenticate(store, create_token(store, 7)[0]).identity == "7"  # type: ignore[arg-type]
+
+
+def test_mem_6_tokens_for_nfc_and_nfd_name_one_user() -> None:
+    store = MemoryStore()
+    nfc, nfd = "Jos\u00e9", "Jose\u0301"
+    token, record = create_token(store, nfd)
+    assert record.user_id == nfc  # stored in NFC
+    assert authenticate(store, token).identity == nfc
+    assert authenticate(store, create_token(store, nfc)[0]).identity == nfc
+
+
+def test_mem_6_a_token_stored_before_0016_acts_as_its_nfc_identity() -> None:
+    from dataclasses import replace
+
+    store = MemoryStore()
+    token, record = create_token(store, "x")
+    store._tokens[record.id] = replace(record, user_id="Jose\u0301")  # an NFD spelling
+    assert authenticate(store, token).identity == "Jos\u00e9"
+    store._tokens[record.id] = replace(record, user_id="None")  # a placeholder, then usable
+    assert authenticate(store, token).identity is None  # owns nothing now (MEM-9)

@@ -18,6 +18,7 @@ from flowmem.scope import (
     Refusal,
     _has_forbidden_character,
     resolve_scope,
+    stored_spellings,
     usable_identity,
 )
 
@@ -49,6 +50,12 @@ REFUSED_IDS: list[tuple[str, Any, str]] = [
     ("zero_width_space", "ali\u200bce", "unusable_id"),
     ("nbsp", "ali\u00a0ce", "unusable_id"),
     ("bytes", b"alice", "unusable_id"),
+    ("placeholder_none", "None", "placeholder_id"),
+    ("placeholder_null", "null", "placeholder_id"),
+    ("placeholder_undefined", "undefined", "placeholder_id"),
+    ("placeholder_nil", "nil", "placeholder_id"),
+    ("str_signed_double_zero", "+00", "no_one_id"),
+    ("lone_surrogate", "ali\ud800ce", "unusable_id"),
 ]
 
 USABLE_IDS: list[tuple[str, Any, str]] = [
@@ -56,8 +63,10 @@ USABLE_IDS: list[tuple[str, Any, str]] = [
     ("str_int", "7", "7"),
     ("name", "alice", "alice"),
     ("uuid", UUID_TEXT, UUID_TEXT),
-    ("leading_zeros", "007", "7"),
-    ("plus_sign", "+7", "7"),
+    ("leading_zeros", "007", "007"),
+    ("plus_sign", "+7", "+7"),
+    ("nfd_is_nfc", "Zoe\u0308", "Zo\u00eb"),
+    ("placeholder_spelled_otherwise", "NULL", "NULL"),
     ("max_length", "y" * 255, "y" * 255),
     ("unicode", "Zoë", "Zoë"),
     ("email", "a@example.org", "a@example.org"),
@@ -117,7 +126,13 @@ def test_mem_6_user_scope_reads_only_the_user_id() -> None:
 
 
 def test_refusal_reasons_are_a_closed_set() -> None:
-    assert set(REFUSAL_REASONS) == {"no_context", "no_id", "unusable_id", "no_one_id"}
+    assert set(REFUSAL_REASONS) == {
+        "no_context",
+        "no_id",
+        "unusable_id",
+        "no_one_id",
+        "placeholder_id",
+    }
     reasons = {
         r.reason
         for scope in IDENTITY_SCOPES
@@ -188,8 +203,9 @@ def test_execution_context_from_mapping() -> None:
         ExecutionContext.from_mapping([("user_id", "a")])  # type: ignore[arg-type]
 
 
-def test_usable_identity_canonical_text() -> None:
-    assert usable_identity(7) == usable_identity("7") == usable_identity("007") == "7"
+def test_usable_identity_text() -> None:
+    assert usable_identity(7) == usable_identity("7") == "7"
+    assert (usable_identity("007"), usable_identity("+7")) == ("007", "+7")
     assert usable_identity(10**300) is None  # more than 255 digits
     assert usable_identity("1" * 255) == "1" * 255
     assert usable_identity("1.0") == "1.0"  # not an integer literal: an ordinary name
@@ -258,3 +274,57 @@ def test_every_ascii_character_is_judged_as_the_per_character_rule_judges_it() -
 @given(st.text(max_size=40))
 def test_forbidden_character_fast_path_agrees_with_the_rule(text: str) -> None:
     assert _has_forbidden_character(text) is _forbidden_by_category(text)
+
+
+# --- decision 0016: identities compare exactly, in NFC; placeholders refused -------------
+
+
+@pytest.mark.parametrize("scope", IDENTITY_SCOPES)
+def test_mem_6_mem_13_integer_spellings_are_distinct_identities(scope: str) -> None:
+    resolved = {
+        value: resolve_scope(scope, _context(scope, value)) for value in (7, "7", "007", "+7")
+    }
+    assert resolved == {7: "7", "7": "7", "007": "007", "+7": "+7"}
+
+
+@pytest.mark.parametrize("scope", IDENTITY_SCOPES)
+def test_mem_6_mem_13_nfc_and_nfd_are_one_identity(scope: str) -> None:
+    nfc, nfd = unicodedata.normalize("NFC", "José"), unicodedata.normalize("NFD", "José")
+    assert nfc != nfd
+    assert (
+        resolve_scope(scope, _context(scope, nfd))
+        == resolve_scope(scope, _context(scope, nfc))
+        == nfc
+    )
+
+
+@pytest.mark.parametrize("scope", IDENTITY_SCOPES)
+@pytest.mark.parametrize("placeholder", ["None", "null", "undefined", "nil"])
+def test_mem_6_mem_13_placeholder_ids_refuse(scope: str, placeholder: str) -> None:
+    result = resolve_scope(scope, _context(scope, placeholder))
+    assert isinstance(result, Refusal) and result.reason == "placeholder_id"
+    assert repr(placeholder) in result.sentence
+    assert usable_identity(placeholder) is None
+
+
+def test_usable_identity_length_counts_nfc_code_points() -> None:
+    assert usable_identity("e\u0301" * 255) == "\u00e9" * 255  # 510 code points in NFD
+    assert usable_identity("\u00e9" * 256) is None
+
+
+@given(value=st.text(min_size=1, max_size=20))
+def test_usable_identity_is_nfc_and_idempotent(value: str) -> None:
+    text = usable_identity(value)
+    if text is not None:
+        assert unicodedata.is_normalized("NFC", text)
+        assert usable_identity(text) == text
+        assert usable_identity(unicodedata.normalize("NFD", value)) == text
+
+
+def test_stored_spellings_add_only_what_was_stored_as_given_before_0016() -> None:
+    nfd = unicodedata.normalize("NFD", "José")
+    assert stored_spellings("alice") == ("alice",)
+    assert stored_spellings(nfd) == (unicodedata.normalize("NFC", nfd), nfd)
+    assert stored_spellings("None") == ("None",)
+    assert stored_spellings("007") == ("007",)  # its old stored form "7" is user 7's
+    assert stored_spellings("0") == stored_spellings("a b") == stored_spellings(None) == ()

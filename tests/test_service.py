@@ -14,6 +14,7 @@ from flowmem.errors import (
     ConfigurationError,
     InvalidInputError,
     InvalidMessageError,
+    InvalidTextError,
     NotSerializableError,
     UnknownRoleError,
     UnknownScopeError,
@@ -86,11 +87,13 @@ def _refusing(scope: str, reason: str) -> ExecutionContext | None:
     field = "user_id" if scope == "user" else "session_id"
     if reason == "no_context":
         return None
-    value = {"no_id": None, "unusable_id": "a b", "no_one_id": "0"}[reason]
+    value = {"no_id": None, "unusable_id": "a b", "no_one_id": "0", "placeholder_id": "null"}[
+        reason
+    ]
     return ExecutionContext(**_NAMED, **{field: value})
 
 
-REASONS = ["no_context", "no_id", "unusable_id", "no_one_id"]
+REASONS = ["no_context", "no_id", "unusable_id", "no_one_id", "placeholder_id"]
 IDENTITY = ["user", "session"]
 
 
@@ -181,6 +184,10 @@ REFUSED_IDS = [
     "a b",
     "x" * 256,
     "\x00x",
+    "None",
+    "null",
+    "undefined",
+    "nil",
 ]
 
 
@@ -345,7 +352,32 @@ def test_mem_6_users_have_separate_buckets(service: MemoryService) -> None:
 def test_mem_6_int_and_text_ids_share_one_bucket(service: MemoryService) -> None:
     service.write("user", "k", "seven", ExecutionContext(user_id=7))
     assert service.read("user", "k", ExecutionContext(user_id="7")).value == "seven"
-    assert service.read("user", "k", ExecutionContext(user_id="007")).resolved_scope_id == "7"
+
+
+@pytest.mark.parametrize("scope", IDENTITY)
+def test_mem_6_mem_13_integer_spellings_are_separate_buckets(
+    service: MemoryService, scope: str
+) -> None:
+    field = "user_id" if scope == "user" else "session_id"
+    for spelling in ("7", "007", "+7"):
+        service.write(scope, "k", spelling, ExecutionContext(**{field: spelling}))
+    for spelling in ("7", "007", "+7"):
+        read = service.read(scope, "k", ExecutionContext(**{field: spelling}))
+        assert (read.value, read.resolved_scope_id) == (spelling, spelling)
+    assert service.read(scope, "k", ExecutionContext(**{field: 7})).value == "7"
+
+
+@pytest.mark.parametrize("scope", IDENTITY)
+def test_mem_6_mem_13_nfc_and_nfd_spellings_share_one_bucket(
+    service: MemoryService, scope: str
+) -> None:
+    field = "user_id" if scope == "user" else "session_id"
+    nfc, nfd = "Jos\u00e9", "Jose\u0301"
+    service.write(scope, "k", "mine", ExecutionContext(**{field: nfd}))
+    read = service.read(scope, "k", ExecutionContext(**{field: nfc}))
+    assert (read.value, read.resolved_scope_id) == ("mine", nfc)
+    service.append(scope, "b", {"role": "user", "content": "hi"}, ExecutionContext(**{field: nfc}))
+    assert service.load(scope, "b", ExecutionContext(**{field: nfd})).count == 1
 
 
 def test_each_scope_is_its_own_bucket(service: MemoryService) -> None:
@@ -567,3 +599,62 @@ def test_results_to_dict() -> None:
     }
     refused = BufferResult(refusal=Refusal("user", "no_id", "x"))
     assert refused == BufferResult() and refused.to_dict()["messages"] == []
+
+
+# --- text that cannot be stored (issue 12): refused before any store call ----------------
+
+LONE = "a\ud800"
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda s: s.write("user", LONE, 1, ALICE),
+        lambda s: s.read("user", LONE, ALICE),
+        lambda s: s.write("user", "k", LONE, ALICE),
+        lambda s: s.write("user", "k", {LONE: 1}, ALICE),
+        lambda s: s.write("user", "k", [{"deep": [LONE]}], ALICE),
+        lambda s: s.append("user", "k", {"role": "user", "content": LONE}, ALICE),
+        lambda s: s.append(
+            "user", "k", {"role": "user", "content": "x", "metadata": {LONE: 1}}, ALICE
+        ),
+        lambda s: s.append(
+            "user", "k", {"role": "tool", "content": "x", "tool_call_id": LONE}, ALICE
+        ),
+        lambda s: s.append(
+            "user", "k", {"role": "assistant", "content": "", "tool_calls": [{"id": LONE}]}, ALICE
+        ),
+        lambda s: s.write("workflow", "k", 1, ExecutionContext(workflow_id=LONE)),
+        lambda s: s.append("execution", "k", [], ExecutionContext(execution_id=LONE)),
+        lambda s: s.write_raw("global", LONE, "k", 1),
+        lambda s: s.append_raw("user", "u", LONE, []),
+    ],
+)
+def test_unstorable_text_raises_invalid_text_before_any_store_call(call: Any) -> None:
+    store = ForbiddenStore()
+    with pytest.raises(InvalidTextError) as caught:
+        call(MemoryService(store))  # type: ignore[arg-type]
+    assert caught.value.code == "invalid_text"
+    assert store.touched == []
+
+
+def test_unstorable_text_raises_the_same_error_on_every_backend(service: MemoryService) -> None:
+    with pytest.raises(InvalidTextError):
+        service.write("user", "k", LONE, ALICE)
+    with pytest.raises(InvalidTextError):
+        service.append("user", "k", {"role": "user", "content": LONE}, ALICE)
+    assert service.read("user", "k", ALICE).found is False
+    assert service.load("user", "k", ALICE).count == 0
+    # a surrogate pair written as one character is ordinary text
+    service.write("user", "k", "😀", ALICE)
+    assert service.read("user", "k", ALICE).value == "😀"
+
+
+def test_an_identity_id_with_a_surrogate_is_unusable_and_refuses(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = ForbiddenStore()
+    with caplog.at_level(logging.WARNING, logger="flowmem"):
+        result = MemoryService(store).write("user", "k", 1, ExecutionContext(user_id=LONE))  # type: ignore[arg-type]
+    assert result.success is False and result.refusal is not None
+    assert result.refusal.reason == "unusable_id" and len(caplog.records) == 1

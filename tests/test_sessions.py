@@ -11,6 +11,7 @@ from flowmem.errors import (
     AccessDeniedError,
     ConflictError,
     InvalidInputError,
+    InvalidTextError,
     NotFoundError,
     UnknownRoleError,
 )
@@ -355,3 +356,42 @@ def test_delete_session(service: SessionService, store: MemoryStore) -> None:
     other = service.create(BOB, "b")
     service.delete(ADMIN, other.id)
     assert store.get_session(other.id) is None
+
+
+def test_mem_6_erasing_a_user_erases_the_spellings_stored_before_0016(
+    service: SessionService, store: MemoryStore
+) -> None:
+    nfc, nfd = "Jos\u00e9", "Jose\u0301"
+    store.put_record(Address("user", nfc, "k"), "new", None)
+    store.put_record(Address("user", nfd, "k"), "old", None)  # written before 0016
+    store.put_record(Address("user", "None", "k"), "shared", None)  # a placeholder, before 0016
+    store.put_record(Address("user", "7", "k"), "seven's", None)
+    assert service.erase_user(ADMIN, nfd) == (nfc, Erasure(records=2))
+    assert service.erase_user(ADMIN, "None") == (None, Erasure(records=1))
+    assert service.erase_user(ADMIN, "007") == ("007", Erasure())  # "7" is another user
+    assert store.get_record(Address("user", "7", "k"), 0) == (True, "seven's")
+    assert not any(a.scope_id in (nfc, nfd, "None") for a in store._records)
+
+
+def test_unstorable_text_in_a_session_raises_invalid_text_and_stores_nothing(
+    service: SessionService, store: MemoryStore
+) -> None:
+    lone = "\ud800"
+    for fields in (
+        {"name": lone},
+        {"agent": lone},
+        {"metadata": {"k": lone}},
+        {"metadata": {lone: 1}},
+    ):
+        with pytest.raises(InvalidTextError):
+            service.create(ALICE, **fields)
+    assert store.list_sessions(None, True, 10, 0) == ([], 0)
+    session = service.create(ALICE, "chat")
+    with pytest.raises(InvalidTextError):
+        service.send_turn(ALICE, session.id, f"hi {lone}")
+    service.send_turn(ALICE, session.id, "hi")
+    with pytest.raises(InvalidTextError):
+        service.edit_message(ADMIN, session.id, 1, {"role": "user", "content": lone})
+    with pytest.raises(InvalidTextError):
+        service.edit_message(ADMIN, session.id, 1, {"role": "user", "content": "x", lone: 1})
+    assert [m.row["content"] for m in service.messages(ALICE, session.id)[0]] == ["hi"]

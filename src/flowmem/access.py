@@ -106,7 +106,10 @@ HOOKS: list[Hook] = []
 
 
 def real_id(value: object) -> str | None:
-    """Return the canonical user id when ``value`` is a usable identity, else None (MEM-9)."""
+    """Return the user id's text when ``value`` is a usable identity, else None (MEM-9).
+
+    The one rule is ``flowmem.scope.usable_identity`` (DESIGN.md §3, decision 0016).
+    """
     return usable_identity(value)
 
 

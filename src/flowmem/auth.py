@@ -63,13 +63,15 @@ def create_token(
 ) -> tuple[str, TokenRecord]:
     """Create a token for ``user_id`` (None = a service principal); return (token, record).
 
-    The user id must be a usable identity (DESIGN.md §3); only the hash is stored.
+    The user id must be a usable identity (``real_id``, DESIGN.md §3); the record keeps
+    its identity text (NFC). Only the token's hash is stored.
     """
-    canonical = None if user_id is None else real_id(user_id)
-    if user_id is not None and canonical is None:
+    identity = None if user_id is None else real_id(user_id)
+    if user_id is not None and identity is None:
         raise InvalidInputError(
             f"user id {user_id!r} is not a usable identity (1-255 characters, no "
-            "whitespace, not 0 or a non-positive integer)",
+            "whitespace, not 0 or a non-positive integer, not a placeholder such as "
+            "'None' or 'null')",
             field="user_id",
         )
     chosen = _check_permissions(permissions)
@@ -77,7 +79,7 @@ def create_token(
     record = TokenRecord(
         id="tok_" + secrets.token_hex(8),
         token_hash=hash_token(token),
-        user_id=canonical,
+        user_id=identity,
         permissions=chosen,
         created_at=clock(),
         label=label,

@@ -27,6 +27,12 @@ class InvalidInputError(FlowmemError, ValueError):
     code = "invalid_input"
 
 
+class InvalidTextError(InvalidInputError):
+    """Text flowmem cannot store or serve: not encodable as UTF-8 (a lone surrogate)."""
+
+    code = "invalid_text"
+
+
 class InvalidMessageError(InvalidInputError):
     """A message that cannot be appended or read as a message."""
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
+from flowmem.core.storable import check_storable
 from flowmem.errors import InvalidInputError, UnknownScopeError
 
 SCOPES: Final[tuple[str, ...]] = ("global", "workflow", "pipeline", "execution", "session", "user")
@@ -27,8 +28,13 @@ REFUSAL_REASONS: Final[Mapping[str, str]] = MappingProxyType(
         "no_id": "the execution context carries no {what} id",
         "unusable_id": "the execution context's {what} id is not a usable identifier",
         "no_one_id": "the execution context's {what} id is the id that denotes no {what}",
+        "placeholder_id": "the execution context's {what} id is {value}, what a client sends "
+        "when its id is empty",
     }
 )
+# What a client sends when its id variable is empty (DESIGN.md §3, decision 0016):
+# never a real identity, or every such client would share one memory. Compared exactly.
+PLACEHOLDER_IDS: Final[frozenset[str]] = frozenset({"None", "null", "undefined", "nil"})
 
 # An integer literal: optional sign, ASCII digits only.
 _INTEGER_LITERAL = re.compile(r"[+-]?[0-9]+")
@@ -115,13 +121,15 @@ def _has_forbidden_character(text: str) -> bool:
 
 
 def usable_identity(value: object) -> str | None:
-    """Return the canonical text of a usable identity id, or None when it is not usable.
+    """Return the identity text of a usable id, or None when it is not usable.
 
-    DESIGN.md §3: an ``int`` > 0 (never ``bool``), or a ``str`` of 1–255 code points
-    with no whitespace or control characters which, if it is an integer literal,
-    denotes a positive integer. An integer literal is canonicalized to its decimal
-    text (``"+7"``/``"007"`` → ``"7"``), so ``7`` and ``"7"`` name the same identity;
-    any other string is returned unchanged.
+    The one decision of DESIGN.md §3 (decision 0016): an ``int`` > 0 (never ``bool``)
+    is its plain decimal text; a ``str`` is taken in Unicode NFC and is usable when it
+    has 1–255 code points, no whitespace or control characters, is not a placeholder
+    (``"None"``, ``"null"``, ``"undefined"``, ``"nil"``) and, if it is an integer
+    literal, denotes a positive integer. Ids compare exactly as this text: ``7`` and
+    ``"7"`` are one identity, ``"007"`` and ``"+7"`` are two others; ``"é"`` in NFC
+    and in NFD is one.
     """
     if isinstance(value, bool):
         return None
@@ -133,12 +141,37 @@ def usable_identity(value: object) -> str | None:
     if not isinstance(value, str):
         return None
     text = str(value)
+    if not text.isascii():
+        text = unicodedata.normalize("NFC", text)
     if not 1 <= len(text) <= MAX_IDENTITY_LENGTH or _has_forbidden_character(text):
         return None
-    if _INTEGER_LITERAL.fullmatch(text):
-        number = int(text)
-        return str(number) if number > 0 else None
+    if text in PLACEHOLDER_IDS:
+        return None
+    if _INTEGER_LITERAL.fullmatch(text) and int(text) <= 0:
+        return None
     return text
+
+
+def stored_spellings(value: object) -> tuple[str, ...]:
+    """Return every spelling under which data of the id ``value`` may be stored (erasure).
+
+    The usable id's text first (``usable_identity``); then, for text flowmem stored
+    exactly as given before decision 0016 — a spelling not in NFC, or a placeholder
+    such as ``"None"`` — that text too, so erasing it leaves nothing behind. An
+    integer literal has no other spelling: before 0016 ``"007"`` was stored as ``"7"``,
+    the id ``"7"`` still names.
+    """
+    usable = usable_identity(value)
+    spellings = [] if usable is None else [usable]
+    if (
+        isinstance(value, str)
+        and value != usable
+        and 1 <= len(value) <= MAX_IDENTITY_LENGTH
+        and not _has_forbidden_character(value)
+        and not _INTEGER_LITERAL.fullmatch(value)
+    ):
+        spellings.append(str(value))
+    return tuple(spellings)
 
 
 def _denotes_no_one(value: object) -> bool:
@@ -150,9 +183,9 @@ def _denotes_no_one(value: object) -> bool:
     return isinstance(value, str) and bool(_INTEGER_LITERAL.fullmatch(value)) and int(value) == 0
 
 
-def _refusal(scope: str, reason: str) -> Refusal:
-    what = scope
-    sentence = f"the {scope} scope refuses: " + REFUSAL_REASONS[reason].format(what=what)
+def _refusal(scope: str, reason: str, value: object = None) -> Refusal:
+    text = REFUSAL_REASONS[reason].format(what=scope, value=repr(value))
+    sentence = f"the {scope} scope refuses: " + text
     return Refusal(scope=scope, reason=reason, sentence=sentence)
 
 
@@ -161,7 +194,8 @@ def _identity(scope: str, context: ExecutionContext | None) -> str | Refusal:
 
     Implements MEM-6 (``user``). Implements MEM-13 (``session``). Refuses when the
     context is absent, carries no id, carries an unusable id, or carries the id
-    that denotes nobody. A refusal is never the empty string.
+    that denotes nobody, or a placeholder for a missing id. A refusal is never the
+    empty string.
     """
     if context is None:
         return _refusal(scope, "no_context")
@@ -170,6 +204,8 @@ def _identity(scope: str, context: ExecutionContext | None) -> str | Refusal:
         return _refusal(scope, "no_id")
     if _denotes_no_one(value):
         return _refusal(scope, "no_one_id")
+    if isinstance(value, str) and value in PLACEHOLDER_IDS:
+        return _refusal(scope, "placeholder_id", value)
     usable = usable_identity(value)
     if usable is None:
         return _refusal(scope, "unusable_id")
@@ -177,13 +213,17 @@ def _identity(scope: str, context: ExecutionContext | None) -> str | Refusal:
 
 
 def _plain_id(scope: str, context: ExecutionContext | None) -> str:
-    """Return the workflow/pipeline/execution id as text, ``""`` when absent."""
+    """Return the workflow/pipeline/execution id as text, ``""`` when absent.
+
+    Text that cannot be stored raises ``InvalidTextError`` (``check_storable``).
+    """
     if context is None:
         return ""
     value = getattr(context, _SCOPE_FIELD[scope])
     if value is None:
         return ""
     if isinstance(value, str):
+        check_storable(value, _SCOPE_FIELD[scope])
         return str(value)
     if isinstance(value, int) and not isinstance(value, bool):
         return str(int(value))
@@ -210,7 +250,7 @@ def resolve_scope(scope: object, context: ExecutionContext | None) -> str | Refu
 
     Implements MEM-6. Implements MEM-13. DESIGN.md §3: ``global`` → ``""``; ``workflow`` /
     ``pipeline`` / ``execution`` → that id as text, ``""`` when absent; ``session``
-    and ``user`` → the canonical usable id, or a refusal (never ``""``). An unknown
+    and ``user`` → the usable id's text (``usable_identity``), or a refusal (never ``""``). An unknown
     scope name raises ``UnknownScopeError``; a context that is not an
     ``ExecutionContext`` (or None) raises ``InvalidInputError``.
     """

@@ -5,7 +5,9 @@ framework adapters — calls this object and none re-implements it. For each cal
 
 1. validates the arguments with typed errors before anything touches storage
    (``key``, ``ttl``, ``max_messages``, ``last``, the messages via
-   ``flowmem.core.prepare``, a record value's JSON form);
+   ``flowmem.core.prepare``, a record value's JSON form); text that cannot be
+   stored (a lone surrogate) in any of them raises ``InvalidTextError``
+   (``flowmem.core.check_storable``);
 2. resolves the scope once through ``flowmem.scope.resolve_scope`` — the one place
    refusal is decided (MEM-6, MEM-13);
 3. on a refusal returns the neutral result, logs exactly one WARNING on the
@@ -31,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from flowmem.core import Message, is_empty, prepare
+from flowmem.core import Message, check_storable, is_empty, prepare, storable_text
 from flowmem.errors import (
     ConfigurationError,
     InvalidInputError,
@@ -47,6 +49,8 @@ from flowmem.store.rows import dump_json
 log = logging.getLogger("flowmem")
 
 MAX_KEY_LENGTH = 255
+# built once: json.dumps with any option set builds a new encoder on every call
+_STRICT_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 
 @dataclass(frozen=True)
@@ -157,7 +161,7 @@ class BufferText:
 
 
 def check_key(key: object) -> str:
-    """Return ``key`` when it is a non-empty string of at most 255 code points; else raise."""
+    """Return ``key`` when it is storable text of 1 to 255 code points; else raise."""
     if not isinstance(key, str):
         raise InvalidInputError(f"key must be a string, got {type(key).__name__}", argument="key")
     if not 1 <= len(key) <= MAX_KEY_LENGTH:
@@ -165,6 +169,7 @@ def check_key(key: object) -> str:
             f"key must be 1 to {MAX_KEY_LENGTH} characters long, got {len(key)}",
             argument="key",
         )
+    check_storable(key, "key")
     return str(key)
 
 
@@ -191,16 +196,6 @@ def check_count(value: object, name: str, *, optional: bool = False) -> int | No
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InvalidInputError(f"{name} must be an integer >= 0, got {value!r}", argument=name)
     return int(value)
-
-
-def check_json(value: object) -> None:
-    """Raise ``NotSerializableError`` unless ``value`` can be stored as strict JSON."""
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise NotSerializableError(
-            f"value is not JSON-serializable: {exc}", argument="value"
-        ) from exc
 
 
 def check_record(value: object, limit: int) -> None:
@@ -236,11 +231,12 @@ def check_message_sizes(rows: list[Message], limit: int) -> None:
 
 
 def check_scope_id(scope_id: object) -> str:
-    """Return an explicit scope id when it is a string (any string; ``""`` included)."""
+    """Return an explicit scope id when it is storable text (``""`` included)."""
     if not isinstance(scope_id, str):
         raise InvalidInputError(
             f"scope_id must be a string, got {type(scope_id).__name__}", argument="scope_id"
         )
+    check_storable(scope_id, "scope_id")
     return str(scope_id)
 
 

@@ -22,11 +22,11 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from flowmem.access import PERM_DRIVE_ANY, PERM_VIEW_ANY, Principal, decide
-from flowmem.core import Message, to_row
+from flowmem.core import Message, check_storable, storable_text, to_row
 from flowmem.errors import (
     AccessDeniedError,
     ConflictError,
@@ -37,7 +37,7 @@ from flowmem.errors import (
     TooManySessionsError,
 )
 from flowmem.limits import utf8_size
-from flowmem.scope import ExecutionContext, usable_identity
+from flowmem.scope import ExecutionContext, stored_spellings, usable_identity
 from flowmem.store.base import (
     SESSION_SCOPE,
     Erasure,
@@ -135,6 +135,7 @@ def _check_name(name: object) -> str:
             f"name must be text of at most {MAX_NAME_LENGTH} characters, without NUL",
             field="name",
         )
+    check_storable(name, "name")
     return name
 
 
@@ -145,6 +146,7 @@ def _check_agent(agent: object) -> str | None:
         raise InvalidInputError(
             f"agent must be text of 1-{MAX_AGENT_LENGTH} characters, without NUL", field="agent"
         )
+    check_storable(agent, "agent")
     return agent
 
 
@@ -158,6 +160,8 @@ def _check_metadata(metadata: object, limit: int) -> dict[str, Any]:
         text = json.dumps(metadata, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidInputError(f"metadata is not JSON: {exc}", field="metadata") from exc
+    if not storable_text(text):
+        check_storable(metadata, "metadata")  # raises InvalidTextError naming the field
     size = utf8_size(text)
     if limit and size > limit:
         raise MetadataTooLargeError(
@@ -176,21 +180,26 @@ def _check_content(content: object) -> str:
         raise PayloadTooLargeError(
             f"content is longer than {MAX_TURN_CHARS} characters", field="content"
         )
+    check_storable(content, "content")
     return content
 
 
 def erase_user_data(store: Store, user_id: object) -> tuple[str | None, Erasure]:
     """Delete every session ``user_id`` owns, its ``user`` scope and its tokens, at once.
 
-    Returns the canonical user id and what the store deleted (``Store.erase_user``,
-    docs/decisions/0010). An id that is not a usable identity owns nothing (MEM-9):
+    Returns the user id's text (None when it is not a usable identity) and what the
+    store deleted (``Store.erase_user``, docs/decisions/0010), summed over every
+    spelling the id's data may be stored under (``stored_spellings``, decision 0016:
+    a spelling stored before NFC normalization, or a placeholder such as ``"None"``
+    accepted before it was refused). An id with no such spelling owns nothing (MEM-9):
     the store is not touched and the answer is ``(None, Erasure())``. ConflictError,
     with nothing deleted, while one of the user's sessions is running a turn.
     """
-    canonical = usable_identity(user_id)
-    if canonical is None:
-        return None, Erasure()
-    return canonical, store.erase_user(canonical)
+    total = Erasure()
+    for spelling in stored_spellings(user_id):
+        erased = store.erase_user(spelling)
+        total = Erasure(*(a + b for a, b in zip(astuple(total), astuple(erased), strict=True)))
+    return usable_identity(user_id), total
 
 
 class SessionService:
@@ -335,6 +344,7 @@ class SessionService:
         """Replace one transcript row. Implements MEM-15: the administrative tier only."""
         session = self.load(principal, session_id, "edit_message")
         row = to_row(message, int(self.clock()))
+        check_storable(row, "message")
         if not self.store.edit_transcript(session.id, seq, row):
             raise NotFoundError(f"no message {seq} in this session")
         return TranscriptMessage(session.id, seq, row)

@@ -286,3 +286,63 @@ def test_an_integral_number_with_a_fraction_is_the_integer_it_is(
     for bad in (3.5, "3", True):
         response = refused(api, "POST", APPEND, json={**body, "max_messages": bad})
         assert (response.status_code, response.json()["error"]["code"]) == (422, "invalid_input")
+
+
+# --- text that cannot be stored (issue 12): one code, 422 invalid_text, on every backend --
+
+LONE = "\ud800"
+# (method, url template, who, body): every place the issue found a 500
+UNSTORABLE: list[tuple[str, str, str, Any]] = [
+    ("POST", APPEND, "alice", {"messages": {"role": "user", "content": LONE}}),
+    (
+        "POST",
+        APPEND,
+        "alice",
+        {"messages": {"role": "user", "content": "x", "metadata": {LONE: 1}}},
+    ),
+    ("POST", APPEND, "alice", {"messages": {"role": "tool", "content": "x", "tool_call_id": LONE}}),
+    (
+        "POST",
+        APPEND,
+        "alice",
+        {"messages": [{"role": "assistant", "content": "", "tool_calls": [{"id": LONE}]}]},
+    ),
+    ("PUT", "/v1/memory/user/k", "alice", {"value": LONE}),
+    ("PUT", "/v1/memory/user/k", "alice", {"value": {LONE: [1]}}),
+    ("POST", "/v1/sessions", "alice", {"name": "n", "metadata": {"k": LONE}}),
+    ("POST", "/v1/sessions", "alice", {"name": LONE}),
+    ("POST", "/v1/sessions/{sid}/turns", "alice", {"content": LONE}),
+    ("POST", "/v1/normalize", "alice", {"messages": [{"role": "user", "content": LONE}]}),
+    ("POST", "/v1/check", "alice", [{"role": "user", "content": LONE}]),
+    ("PATCH", "/v1/sessions/{sid}/messages/1", "admin", {"role": "user", "content": LONE}),
+    ("GET", '/v1/memory/user/k?default="\\ud800"', "alice", None),
+    ("GET", '/v1/memory/user/k?default=[{{"\\udfff": 1}}]', "alice", None),
+]
+
+
+@pytest.mark.parametrize(
+    "method,url,who,body", UNSTORABLE, ids=[f"{i}-{m}" for i, (m, _, _, _) in enumerate(UNSTORABLE)]
+)
+def test_unstorable_text_is_422_invalid_text_and_changes_nothing(
+    api: Api, method: str, url: str, who: str, body: Any
+) -> None:
+    sid = api.session("alice")
+    api.call("POST", f"/v1/sessions/{sid}/turns", json={"content": "hello"})
+    content = None if body is None else json.dumps(body).encode("ascii")
+    response = refused(api, method, url.format(sid=sid), who, content=content, headers=JSON)
+    assert (response.status_code, response.json()["error"]["code"]) == (422, "invalid_text")
+    assert response.json()["error"]["details"][0]["field"].startswith(("body", "query.default"))
+
+
+def test_unstorable_text_as_raw_bytes_is_invalid_text_too(api: Api) -> None:
+    """The surrogate's own bytes (ED A0 80), which json.loads decodes as well."""
+    body = '{"messages": {"role": "user", "content": "\ud800"}}'.encode("utf-8", "surrogatepass")
+    response = refused(api, "POST", APPEND, content=body, headers=JSON)
+    assert (response.status_code, response.json()["error"]["code"]) == (422, "invalid_text")
+
+
+def test_a_surrogate_pair_is_one_character_and_is_stored(api: Api) -> None:
+    body = b'{"messages": {"role": "user", "content": "\\ud83d\\ude00 \\\\ud800"}}'
+    response = api.call("POST", APPEND, content=body, headers=JSON)
+    assert response.status_code == 200, response.text
+    assert response.json()["messages"][-1]["content"] == "😀 \\ud800"  # an escaped backslash

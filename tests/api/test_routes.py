@@ -422,6 +422,28 @@ def test_mem_6_mem_7_user_scope_without_user_is_neutral(api: Api) -> None:
     assert snapshot(api) == before
 
 
+def test_mem_6_external_ids_007_and_7_have_separate_memories(api: Api) -> None:
+    from flowmem.auth import create_token
+
+    tokens = {who: create_token(api.store, who)[0] for who in ("7", "007", "Jos\u00e9")}
+    nfd = create_token(api.store, "Jose\u0301")[0]
+
+    def as_(token: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {token}"}
+
+    for who in ("7", "007"):
+        put = api.call(
+            "PUT", "/v1/memory/user/k", None, json={"value": who}, headers=as_(tokens[who])
+        )
+        assert put.json()["resolved_scope_id"] == who
+    for who in ("7", "007"):
+        read = api.call("GET", "/v1/memory/user/k", None, headers=as_(tokens[who])).json()
+        assert (read["value"], read["resolved_scope_id"]) == (who, who)
+    api.call("PUT", "/v1/memory/user/k", None, json={"value": "é"}, headers=as_(nfd))
+    read = api.call("GET", "/v1/memory/user/k", None, headers=as_(tokens["Jos\u00e9"])).json()
+    assert (read["value"], read["resolved_scope_id"]) == ("é", "Jos\u00e9")
+
+
 def test_mem_13_session_scope_needs_a_session(api: Api) -> None:
     before = snapshot(api)
     body = {"messages": {"role": "user", "content": "x"}}

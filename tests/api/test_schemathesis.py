@@ -5,14 +5,25 @@ admin (so that most requests pass auth and reach the handlers): no response is a
 500, and every response matches the schema (status documented, body conformant).
 The buffer append gets a test of its own: content parts generated from the schema
 (every part kind) are stored as parts, never as a string.
+Then the same generated requests with text UTF-8 cannot encode (lone surrogates)
+put into their strings, object keys and query parameters: never a 500.
 """
 
 from __future__ import annotations
 
-import schemathesis
-from hypothesis import HealthCheck, settings
+import contextlib
+import json
+from typing import Any
+from unittest import mock
 
-from flowmem.api import create_app
+import pytest
+import schemathesis
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from schemathesis.core import NotSet
+
+from flowmem.api import create_app, limits
 from flowmem.api.ratelimit import RateLimits
 from flowmem.auth import create_token
 from flowmem.store import MemoryStore
@@ -53,10 +64,115 @@ def test_appends_of_generated_content_parts_conform_and_keep_the_parts(
     body = case.body if isinstance(case.body, dict) else {}
     sent = body.get("messages")
     sent = sent if isinstance(sent, list) else [sent]
-    if response.status_code != 200 or not body.get("return_messages", True):
+    if response.status_code != 200 or not body.get("return_messages", False):
         return
     stored = [row["content"] for row in response.json()["messages"]]
     for message in sent:
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, list) and content:  # parts are never stored as a string
             assert content in stored
+
+
+# --- text that cannot be encoded, in every string field of every route (issue 12) -------
+
+OPERATIONS = [result.ok() for result in schema.get_all_operations()]
+SURROGATES = st.text(alphabet=st.characters(categories=["Cs"]), min_size=1, max_size=3)
+UNENCODABLE = st.one_of(
+    st.sampled_from(["\ud800", "\udfff", "a\udc00b", "\udc00\ud800", "x\ud83d", "\ud800\x00"]),
+    st.builds(lambda a, s, b: a + s + b, st.text(max_size=3), SURROGATES, st.text(max_size=3)),
+)
+CLIENT = TestClient(APP, raise_server_exceptions=False)
+SESSION = CLIENT.post(
+    "/v1/sessions", json={"name": "fuzzed"}, headers={"Authorization": f"Bearer {TOKEN}"}
+).json()["id"]
+CLIENT.post(
+    f"/v1/sessions/{SESSION}/turns",
+    json={"content": "hello"},
+    headers={"Authorization": f"Bearer {TOKEN}"},
+)
+
+
+def _text_slots(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], bool]]:
+    """Every string value (False) and object key (True) of a JSON value, by path."""
+    if isinstance(value, str):
+        return [(path, False)]
+    if isinstance(value, dict):
+        slots = [((*path, key), True) for key in value]
+        for key, child in value.items():
+            slots.extend(_text_slots(child, (*path, key)))
+        return slots
+    if isinstance(value, list):
+        return [slot for i, child in enumerate(value) for slot in _text_slots(child, (*path, i))]
+    return []
+
+
+def _poison(value: Any, path: tuple[Any, ...], is_key: bool, text: str) -> Any:
+    """Return ``value`` with the string (or key) at ``path`` replaced by ``text``."""
+    if not path:
+        return text
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        if not rest and is_key:
+            return {(text if k == head else k): v for k, v in value.items()}
+        return {k: (_poison(v, rest, is_key, text) if k == head else v) for k, v in value.items()}
+    copy = list(value)
+    copy[head] = _poison(copy[head], rest, is_key, text)
+    return copy
+
+
+@pytest.mark.parametrize("gate", [True, False], ids=["body-gate", "routes-alone"])
+@pytest.mark.parametrize("operation", OPERATIONS, ids=lambda op: f"{op.method.upper()} {op.path}")
+@settings(
+    max_examples=12,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
+@given(data=st.data())
+def test_unencodable_text_in_any_string_field_is_never_a_500(
+    operation: Any, gate: bool, data: st.DataObject
+) -> None:
+    """Lone surrogates in the body's strings and keys, or in a query parameter: never a 500.
+
+    With the body gate (``limits.unstorable_text``) every poisoned body is
+    ``422 invalid_text``; without it (``routes-alone``) the routes and services
+    must still refuse it on their own, whatever the status.
+    """
+    case = data.draw(operation.as_strategy())
+    if "session_id" in case.path_parameters and data.draw(st.booleans()):
+        case.path_parameters["session_id"] = SESSION
+        if "seq" in case.path_parameters:
+            case.path_parameters["seq"] = 1
+    query = dict(case.query or {})
+    for name, value in query.items():  # JSON-escaped: only `default` decodes it
+        if isinstance(value, str) and data.draw(st.booleans()):
+            query[name] = json.dumps(data.draw(UNENCODABLE))
+    content: bytes | None = None
+    poisoned_body = operation.body and not isinstance(case.body, NotSet)
+    if poisoned_body:
+        body = case.body
+        slots = _text_slots(body)
+        if not slots:
+            body = {"x": body} if not isinstance(body, dict) else {**body, "x": ""}
+            slots = _text_slots(body)
+        chosen = data.draw(st.lists(st.sampled_from(slots), min_size=1, max_size=3, unique=True))
+        for path, is_key in chosen:
+            body = _poison(body, path, is_key, data.draw(UNENCODABLE))
+        if data.draw(st.booleans()):
+            content = json.dumps(body).encode("ascii")  # \ud800 escapes
+        else:  # the surrogates' own bytes, which json.loads decodes too
+            content = json.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    with contextlib.ExitStack() as stack:
+        if not gate:
+            stack.enter_context(
+                mock.patch.object(limits, "unstorable_text", lambda body, document: None)
+            )
+        response = CLIENT.request(
+            case.method, case.formatted_path, params=query, content=content, headers=headers
+        )
+    assert response.status_code < 500, (response.status_code, response.text)
+    answer = response.json() if response.content else None
+    if gate and poisoned_body:
+        assert (response.status_code, answer["error"]["code"]) == (422, "invalid_text"), answer

@@ -188,3 +188,12 @@ def test_console_script_exit_codes() -> None:
     )
     assert bad.returncode == 2
     assert bad.stderr.startswith("error: ")
+
+
+def test_normalize_and_check_refuse_unstorable_text_with_exit_2(run_cli: RunCli) -> None:
+    """A lone surrogate in the input is invalid_text (exit 2), never a traceback (issue 12)."""
+    text = json.dumps([{"role": "user", "content": "\ud800"}])
+    for command in ("check", "normalize"):
+        result = run_cli(command, "-", stdin=text)
+        assert result.code == 2, result
+        assert "cannot be stored" in result.err and result.out == ""

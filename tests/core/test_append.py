@@ -197,6 +197,17 @@ def test_mem_3_empty_user_turn_is_a_pure_read_and_does_not_heal() -> None:
         assert result.appended == 0
 
 
+def test_mem_14_empty_user_turn_with_a_window_is_a_pure_read_and_evicts_nothing() -> None:
+    """DESIGN.md §2: the append that appends nothing leaves the buffer alone (issue 12)."""
+    buffer = [user(f"m{i}") for i in range(5)]
+    for incoming in ({"role": "user", "content": ""}, [], [{"role": "tool", "content": ""}]):
+        result = append(buffer, incoming, max_messages=3)
+        assert result.messages == buffer
+        assert (result.count, result.appended) == (5, 0)
+    # a message that is appended applies the window as before
+    assert append(buffer, user("m5"), max_messages=3).messages == [*buffer[3:], user("m5")]
+
+
 def test_mem_3_heal_on_list_editor_is_idempotent() -> None:
     editor = ListEditor([asst("a", "b"), tool("a")])
     heal(editor)

@@ -20,6 +20,7 @@ from flowmem.core import (
     apply_append,
     call_ids,
     check_sendable,
+    is_empty,
     is_healed,
     normalize,
     prepare,
@@ -235,8 +236,12 @@ def test_mem_1_mem_2_appending_the_same_batch_twice_adds_nothing(
 def test_window_holds_and_never_starts_with_a_tool_row(
     existing: list[Row], incoming: list[Row], window: int
 ) -> None:
-    result = append(_buffer(existing), incoming, max_messages=window)
-    if window:
+    buffer = _buffer(existing)
+    result = append(buffer, incoming, max_messages=window)
+    if all(is_empty(row) for row in prepare(incoming)):
+        # appending nothing is a pure read: the window is not applied (DESIGN.md §2)
+        assert result.messages == [to_row(row) for row in buffer]
+    elif window:
         assert result.count <= window
         # with a window, the buffer never starts with a tool row (DESIGN.md §2)
         assert not result.messages or result.messages[0]["role"] != "tool"

@@ -369,6 +369,46 @@ def test_mem_8_on_an_unowned_session_the_user_scope_refuses(
     assert len(refusals) == 2
 
 
+def test_mem_7_a_refusal_inside_a_turn_names_the_tool_it_ran_at(
+    fake_provider: FakeProvider, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = MemoryStore()
+    runner = make_runner(store, fake_provider.base_url, counting_tools(tmp_path))
+    session = new_session(store, owner=None)
+    fake_provider.script(
+        calls(("n1", "remember", {"fact": "x"})), calls(("n2", "recall", {})), text("cannot")
+    )
+    with caplog.at_level("WARNING", logger="flowmem"):
+        assert runner.start_turn(session, "remember x", wait=True)["status"] == "completed"
+    refusals = [r for r in caplog.records if "refused" in r.getMessage()]
+    nodes = [getattr(r, "flowmem_node", None) for r in refusals]
+    assert nodes == ["tool:remember", "tool:recall"]
+    for record, node in zip(refusals, nodes, strict=True):
+        assert f"at node {node!r}" in record.getMessage()
+        assert getattr(record, "flowmem_workflow", None) == "agent:helper"
+
+
+def test_mem_7_a_buffer_refusal_inside_a_turn_names_the_buffer_node(
+    fake_provider: FakeProvider, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The loop alone (no up-front check by the runner): a refused buffer call names its node."""
+    from flowmem.runtime.loop import TurnLoop
+
+    store = MemoryStore()
+    runner = make_runner(
+        store, fake_provider.base_url, counting_tools(tmp_path), memory=MemorySpec(scope="user")
+    )
+    loop = TurnLoop(runner.agents["helper"], runner.service, store, runner.state)
+    fake_provider.script(text("ok"))
+    with caplog.at_level("WARNING", logger="flowmem"):
+        assert loop.run(new_session(store, owner=None), "hi", "turn-1").status == "completed"
+    refusals = [r for r in caplog.records if "refused" in r.getMessage()]
+    assert refusals
+    assert {getattr(r, "flowmem_node", None) for r in refusals} == {"conversation_buffer"}
+    assert all("at node 'conversation_buffer'" in r.getMessage() for r in refusals)
+    assert store._buffers == {}
+
+
 def test_mem_4_the_model_gets_the_system_prompt_then_the_history_in_order(
     fake_provider: FakeProvider, tmp_path: Path
 ) -> None:

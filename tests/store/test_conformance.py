@@ -22,6 +22,7 @@ from flowmem.errors import (
     BufferFullError,
     ConflictError,
     InvalidInputError,
+    InvalidTextError,
     NotFoundError,
     NotSerializableError,
 )
@@ -814,3 +815,87 @@ def test_load_bodies_returns_stored_json_with_cursors(store: Store) -> None:
     assert [json.loads(t)["content"] for _, t in older] == ["m1", "m2"]
     assert [c for c, _ in store.load_bodies(A, before=cursors[2])] == cursors[:2]
     assert store.load_bodies(A, last=0) == [] and store.load_bodies(B) == []
+# --- text that cannot be stored (issue 12): every backend refuses it alike ---------------
+
+LONE = "a\ud800b"
+
+
+@pytest.mark.parametrize(
+    "value", [LONE, {LONE: 1}, {"k": [LONE]}, ["\udfff"], {"pair": "\ud83d\ude00"[::-1]}]
+)
+def test_unstorable_text_in_a_record_raises_invalid_text_and_writes_nothing(
+    store: Store, value: Any
+) -> None:
+    store.put_record(A, "before", None)
+    with pytest.raises(InvalidTextError) as caught:
+        store.put_record(A, value, None)
+    assert caught.value.code == "invalid_text" and isinstance(caught.value, InvalidInputError)
+    assert store.get_record(A, now=0) == (True, "before")
+
+
+@pytest.mark.parametrize(
+    "address",
+    [Address("user", LONE, "k"), Address("user", "u", LONE), Address("global", "", "\udc80")],
+)
+def test_unstorable_text_in_an_address_raises_invalid_text(store: Store, address: Address) -> None:
+    with pytest.raises(InvalidTextError):
+        store.put_record(address, 1, None)
+    with pytest.raises(InvalidTextError):
+        store.append(address, prepare(user("x")))
+    with pytest.raises(InvalidTextError):
+        store.get_record(address, now=0)
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        {"role": "user", "content": LONE, "metadata": {}},
+        {"role": "user", "content": "x", "metadata": {LONE: 1}},
+        {"role": "tool", "content": "x", "metadata": {"tool_call_id": LONE}},
+        {"role": "assistant", "content": "", "metadata": {"tool_calls": [{"id": LONE}]}},
+    ],
+)
+def test_unstorable_text_in_a_row_raises_invalid_text_and_appends_nothing(
+    store: Store, row: dict[str, Any]
+) -> None:
+    """Rows as the service hands them over (already prepared): the store refuses too."""
+    stored_append(store, A, user("keep"))
+    with pytest.raises(InvalidTextError):
+        store.append(A, [row])
+    with pytest.raises(InvalidTextError):
+        store.append(B, [user("first"), row], max_messages=1)
+    assert store.load(A) == [{"role": "user", "content": "keep", "metadata": {}}]
+    assert store.load(B) == []
+
+
+def test_unstorable_text_in_sessions_transcripts_and_tokens_raises_invalid_text(
+    store: Store,
+) -> None:
+    sid = "00000000-0000-0000-0000-0000000000e1"
+    for bad in (
+        {"name": LONE},
+        {"owner": LONE},
+        {"agent": LONE},
+        {"metadata": {"k": LONE}},
+        {"metadata": {LONE: 1}},
+    ):
+        base = _session(sid, "alice", 1.0)
+        fields = {**base.__dict__, **bad}
+        with pytest.raises(InvalidTextError):
+            store.create_session(SessionRecord(**fields))
+        assert store.get_session(sid) is None
+    store.create_session(_session(sid, "alice", 1.0))
+    item = store.add_transcript(sid, {"role": "user", "content": "ok", "metadata": {}})
+    with pytest.raises(InvalidTextError):
+        store.add_transcript(sid, {"role": "user", "content": LONE, "metadata": {}})
+    with pytest.raises(InvalidTextError):
+        store.edit_transcript(sid, item.seq, {"role": "user", "content": LONE, "metadata": {}})
+    rows, _ = store.list_transcript(sid)
+    assert [(m.seq, m.row["content"]) for m in rows] == [(item.seq, "ok")]
+    for bad_token in (
+        TokenRecord("t-bad", "h-bad", LONE, frozenset(), 1.0),
+        TokenRecord("t-bad", "h-bad", "alice", frozenset(), 1.0, label=LONE),
+    ):
+        with pytest.raises(InvalidTextError):
+            store.create_token(bad_token)
+    assert store.list_tokens() == []

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flowmem.core import ListEditor, Message, append, prepare
+from flowmem.service import MemoryService
 from flowmem.store import Address, Store, open_store
 from flowmem.store import postgres as pg_backend
 from flowmem.store import sqlite as sqlite_backend
@@ -80,6 +81,53 @@ def test_mem_1_2_3_10_stored_append_equals_pure_append(
         assert store.load(address) == pure
         assert store.count(address) == len(pure)
         assert store.load(address, last=2) == pure[-2:]
+
+
+EMPTY = st.sampled_from(
+    [{"role": "user", "content": ""}, {"role": "user"}, {"role": "system", "content": ""}]
+)
+# (batch, window) steps: a batch is sometimes all empty (a pure read, which must evict
+# nothing: DESIGN.md §2), and the window changes between steps, so a buffer can hold
+# more rows than the window of the next append
+SERVICE_STEPS = st.lists(
+    st.tuples(
+        st.one_of(st.lists(MESSAGE, min_size=1, max_size=4), st.lists(EMPTY, max_size=2)),
+        st.sampled_from([0, 0, 1, 3]),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@SETTINGS
+@given(steps=SERVICE_STEPS)
+def test_mem_14_service_append_equals_pure_append(
+    store: Store, steps: list[tuple[list[dict[str, Any]], int]]
+) -> None:
+    """The service's append (over every backend) and the core's agree, pure reads included."""
+    service = MemoryService(store, clock=lambda: 1.0)
+    key = f"s{next(_keys)}"
+    pure: list[Message] = []
+    for batch, window in steps:
+        expected = append(pure, batch, max_messages=window, now=1)
+        got = service.append_raw("user", "7", key, batch, window)
+        pure = expected.messages
+        assert got.messages == pure
+        assert (got.appended, got.count) == (expected.appended, expected.count)
+
+
+def test_mem_14_empty_append_with_a_window_leaves_the_buffer_in_core_and_service(
+    store: Store,
+) -> None:
+    """Issue 12: m0..m4, then an empty user append with max_messages=3, everywhere alike."""
+    service = MemoryService(store, clock=lambda: 1.0)
+    buffer = [{"role": "user", "content": f"m{i}"} for i in range(5)]
+    stored = service.append_raw("user", "7", "win", buffer).messages
+    empty = {"role": "user", "content": ""}
+    assert append(stored, empty, max_messages=3).messages == stored
+    assert service.append_raw("user", "7", "win", empty, 3).messages == stored
+    assert store.append(Address("user", "7", "win"), prepare(empty, 1), 3).count == 5
+    assert store.load(Address("user", "7", "win")) == stored
 
 
 # --- the editor itself against ListEditor ------------------------------------------------------

@@ -27,6 +27,7 @@ from flowmem.errors import (
     ConflictError,
     FlowmemError,
     InvalidInputError,
+    InvalidTextError,
     LimitExceededError,
     ModelError,
     NotFoundError,
@@ -49,6 +50,7 @@ OPEN_PATHS = frozenset(
 # flowmem error class -> HTTP status; the first match wins (subclasses before bases).
 STATUS_TABLE: list[tuple[type[FlowmemError], int]] = [
     (PayloadTooLargeError, 413),  # message_too_large, record_too_large, metadata_too_large too
+    (InvalidTextError, 422),
     (InvalidInputError, 422),
     (LimitExceededError, 409),  # buffer_full, too_many_sessions
     (RateLimitedError, 429),  # rate_limited, too_many_auth_failures (with Retry-After)
@@ -79,6 +81,7 @@ HTTP_CODES: dict[str, int] = {
     "not_found": 404,
     "method_not_allowed": 405,
     "invalid_input": 422,
+    "invalid_text": 422,
     "internal_error": 500,
 }
 

@@ -5,8 +5,10 @@ A body is refused before any route runs when it is larger than ``MAX_BODY_BYTES`
 not JSON-typed (415), has more than ``MAX_VALUES`` values (413 ``too_many_values``),
 is nested ``MAX_DEPTH`` levels deep or more (400 ``body_too_deep``), is not valid
 UTF-8 JSON (400 ``invalid_json``) or is not an object or an array at the top (400
-``invalid_body``); a query parameter given twice is 422 (every parameter of this
-API is a single value).
+``invalid_body``); text anywhere in it that cannot be stored — a lone surrogate,
+``"\\ud800"`` — is 422 ``invalid_text`` (``flowmem.core.check_storable``, the same
+decision the services make); a query parameter given twice is 422 (every
+parameter of this API is a single value).
 
 Every check is linear in the body's size and made by a few whole-buffer C calls
 (``bytes.replace``, ``bytes.count``, ``bytes.split``, ``bytes.translate``): no
@@ -24,6 +26,10 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from starlette.types import Message, Receive
+
+from flowmem.core import check_storable
+from flowmem.core.storable import json_text_may_hold_surrogates
+from flowmem.errors import InvalidTextError
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
 BODY_TIMEOUT = 30.0  # seconds a whole request body may take to arrive (408 after)
@@ -126,10 +132,11 @@ def shape_refusal(body: bytes) -> tuple[int, str, str] | None:
     return None
 
 
-def parse_body(body: bytes, content_type: str | None) -> tuple[tuple[int, str, str] | None, Any]:
+def parse_body(body: bytes, content_type: str | None) -> tuple[tuple[Any, ...] | None, Any]:
     """Return (refusal, None) for a body that must be refused, else (None, its JSON document).
 
-    An empty body is accepted with document None. Linear in the body's size.
+    A refusal is (status, code, message) or, for a 422, (status, code, message,
+    details). An empty body is accepted with document None. Linear in the body's size.
     """
     if len(body) > MAX_BODY_BYTES:
         return TOO_LARGE, None
@@ -152,7 +159,28 @@ def parse_body(body: bytes, content_type: str | None) -> tuple[tuple[int, str, s
         return (400, "invalid_json", "the body is not valid JSON"), None
     if not isinstance(document, (dict, list)):
         return (400, "invalid_body", "the body must be a JSON object or array"), None
+    unstorable = unstorable_text(body, document)
+    if unstorable is not None:
+        field = str(unstorable.details.get("field", "body"))
+        details = [{"field": field, "message": unstorable.message}]
+        return (422, unstorable.code, unstorable.message, details), None
     return None, document
+
+
+def unstorable_text(body: bytes, document: Any) -> InvalidTextError | None:
+    """Return the refusal of a parsed body holding text flowmem cannot store, else None.
+
+    The raw text is scanned first (``json_text_may_hold_surrogates``: one linear pass
+    in C); only a body that may hold a lone surrogate is walked, by the one decision
+    ``check_storable``.
+    """
+    if not json_text_may_hold_surrogates(body):
+        return None
+    try:
+        check_storable(document, "body")
+    except InvalidTextError as exc:
+        return exc
+    return None
 
 
 def repeated_query_key(query: bytes) -> str | None:

@@ -6,11 +6,15 @@ import json
 import sys
 from typing import Any
 
+from flowmem.core import check_storable
 from flowmem.errors import InvalidInputError
 
 
 def read_json(source: str) -> Any:
-    """Read a JSON document from a file path or ``-`` (stdin); raise InvalidInputError if unreadable."""
+    """Read a JSON document from a file path or ``-`` (stdin); raise InvalidInputError if unreadable.
+
+    Text UTF-8 cannot encode (a lone surrogate) raises ``InvalidTextError`` (exit code 2).
+    """
     try:
         if source == "-":
             text = sys.stdin.read()
@@ -20,9 +24,11 @@ def read_json(source: str) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"cannot read {source}: {exc}") from exc
     try:
-        return json.loads(text)
+        document = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise InvalidInputError(f"{source} is not valid JSON: {exc}") from exc
+    check_storable(document, "input")
+    return document
 
 
 def read_message_list(source: str) -> list[Any]:

@@ -9,7 +9,7 @@ import click
 
 from flowmem.cli.database import database_option, open_database
 from flowmem.errors import InvalidInputError
-from flowmem.scope import usable_identity
+from flowmem.scope import stored_spellings
 from flowmem.sessions import erase_user_data
 
 
@@ -26,9 +26,10 @@ def erase_command(user_id: str, yes: bool, database: str | None) -> None:
     """Erase USER_ID: its sessions (transcripts, session scopes), its user scope and its tokens.
 
     One transaction; refused while one of its sessions is running a turn. Prints
-    what was deleted as JSON.
+    what was deleted as JSON. A placeholder such as ``None`` is no usable id, but the
+    data stored under it before decision 0016 is erased too.
     """
-    if usable_identity(user_id) is None:
+    if not stored_spellings(user_id):
         raise InvalidInputError(
             f"user id {user_id!r} is not a usable identity (1-255 characters, no whitespace, "
             "not 0 or a non-positive integer): it owns nothing",

@@ -37,6 +37,7 @@ from flowmem.core.messages import (
     usable_call_id,
 )
 from flowmem.core.normalize import NormalizeResult, RepairResult, normalize, repair_tool_pairing
+from flowmem.core.storable import check_storable, storable_text, unstorable_path
 from flowmem.core.text import TextMessage, assemble, text_to_message
 from flowmem.core.validate import CODES, Violation, check_sendable
 
@@ -64,6 +65,7 @@ __all__ = [
     "call_ids",
     "call_kind",
     "check_sendable",
+    "check_storable",
     "coerce_content",
     "entry_id",
     "heal",
@@ -76,8 +78,10 @@ __all__ = [
     "repair_tool_pairing",
     "result_id",
     "row_content",
+    "storable_text",
     "text_to_message",
     "to_flat",
     "to_row",
+    "unstorable_path",
     "usable_call_id",
 ]

@@ -21,6 +21,7 @@ from flowmem.core.messages import (
     result_id,
     to_row,
 )
+from flowmem.core.storable import check_storable
 from flowmem.errors import InvalidInputError
 
 
@@ -146,10 +147,13 @@ def incoming_list(incoming: object) -> list[Any]:
 def prepare(incoming: object, now: int | None = None) -> list[Message]:
     """Validate and convert incoming messages to stored rows, all or nothing.
 
-    Raises before anything is written when any message is invalid, so a refused
+    Raises before anything is written when any message is invalid — including text
+    that cannot be stored (``InvalidTextError``, ``check_storable``) — so a refused
     append changes nothing.
     """
-    return [to_row(message, now) for message in incoming_list(incoming)]
+    rows = [to_row(message, now) for message in incoming_list(incoming)]
+    check_storable(rows, "messages")
+    return rows
 
 
 def is_empty(row: Message) -> bool:
@@ -254,10 +258,15 @@ def apply_append(
 
     Implements MEM-1, MEM-2, MEM-3, MEM-10 and MEM-14: messages are taken in order,
     so ids added earlier in the same call are deduplicated too; ``appended`` counts
-    only new rows. Then the window is applied.
+    only new rows. Then the window is applied — unless every row is empty (e.g. a
+    ``user`` turn with no content, or no rows at all): DESIGN.md §2 makes such an
+    append a pure read, so nothing is healed and nothing is evicted either.
     """
     if isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 0:
         raise InvalidInputError(f"max_messages must be an integer >= 0, got {max_messages!r}")
+    rows = list(rows)
+    if all(is_empty(row) for row in rows):
+        return AppendOutcome(appended=0, count=editor.count())
     appended = sum(_append_one(editor, row) for row in rows)
     evict(editor, max_messages)
     return AppendOutcome(appended=appended, count=editor.count())

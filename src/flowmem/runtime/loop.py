@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from flowmem.core import Message, call_ids, is_healed, result_id, to_row
@@ -75,12 +75,18 @@ class TurnResult:
         return out
 
 
+def tool_node_id(name: str) -> str:
+    """Return the node id a tool call runs as in a turn (``tool:<name>``)."""
+    return f"tool:{name}"
+
+
 def turn_context(agent: Agent, session: SessionRecord, turn_id: str) -> ExecutionContext:
     """Return the execution context of a turn on ``session``.
 
     Implements MEM-8: the user is the session's owner when the owner is a real user,
     and nobody otherwise — never the caller who drives the turn (the runner is not
-    even told who that is).
+    even told who that is). The turn as a whole runs at no node: each node call of
+    the loop names its own (``TurnLoop._at``), so a refusal names it (MEM-7).
     """
     return ExecutionContext(
         workflow_id=f"agent:{agent.name}",
@@ -137,10 +143,20 @@ class TurnLoop:
         if self.on_event is not None:
             self.on_event(TurnEvent(kind, data))
 
+    @staticmethod
+    def _at(context: ExecutionContext, node_id: str) -> ExecutionContext:
+        """Return the turn's context at node ``node_id``.
+
+        Implements MEM-7 for the runtime: a refusal logs the node it happened at — the
+        node's type id for the loop's own nodes (``conversation_buffer``), and
+        ``tool:<name>`` for whatever a tool runs.
+        """
+        return replace(context, node_id=node_id)
+
     def _buffer(self, context: ExecutionContext, **inputs: Any) -> dict[str, Any]:
         """Run the ``conversation_buffer`` node on the agent's buffer with extra ``inputs``."""
         result: dict[str, Any] = self.buffer.process(
-            {**self.agent.memory.ports(), **inputs}, context
+            {**self.agent.memory.ports(), **inputs}, self._at(context, self.buffer.type_id)
         )
         return result
 
@@ -284,7 +300,8 @@ class TurnLoop:
                 self._emit("tool_result", call=call, row=stored, appended=0, reused=True)
             return
         self.state.call_started(session.id, call.id, call.name)
-        tool_context = ToolContext(context, self.service, call.id, session.id)
+        at = self._at(context, tool_node_id(call.name))
+        tool_context = ToolContext(at, self.service, call.id, session.id)
         outcome = self.agent.tools.call(call.name, call.arguments, tool_context)
         self.state.call_finished(session.id, call.id, call.name, outcome.content, outcome.error)
         self._emit("tool_returned", call=call, outcome=outcome)

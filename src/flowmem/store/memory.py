@@ -38,6 +38,8 @@ from flowmem.store.rows import (
     check_none_running,
     check_not_running,
     check_page,
+    check_rows,
+    check_texts,
     dump_json,
     guard_failed,
 )
@@ -193,6 +195,7 @@ class MemoryStore:
         so a delete or erasure happens wholly before or after.
         """
         check_address(address)
+        check_rows(rows)
         lock_timeout = check_lock_timeout(lock_timeout)
         for row in rows:
             to_json(row)
@@ -263,6 +266,8 @@ class MemoryStore:
         self, session: SessionRecord, guard: WriteGuard | None = None
     ) -> SessionRecord:
         """Insert a new session (ConflictError when the id exists; ``guard`` checked first)."""
+        check_texts(id=session.id, name=session.name, owner=session.owner, agent=session.agent)
+        dump_json(dict(session.metadata), "session metadata")
         with self._lock:
             self._check_guard(guard)
             if session.id in self._sessions:
@@ -350,6 +355,7 @@ class MemoryStore:
         self, session_id: str, row: Message, guard: WriteGuard | None = None
     ) -> TranscriptMessage:
         """Append a transcript row with the next sequence number while the session exists."""
+        dump_json(row, "transcript row")
         with self._lock:
             self._check_guard(WriteGuard(None if guard is None else guard.token_id, session_id))
             seq = self._next_seq.get(session_id, 0) + 1
@@ -386,6 +392,7 @@ class MemoryStore:
 
     def edit_transcript(self, session_id: str, seq: int, row: Message) -> bool:
         """Replace one transcript row."""
+        dump_json(row, "transcript row")
         with self._lock:
             index = self._transcript_index(session_id, seq)
             if index is None:
@@ -407,6 +414,7 @@ class MemoryStore:
     # --- tokens ------------------------------------------------------------------
     def create_token(self, token: TokenRecord) -> None:
         """Store a token record."""
+        check_texts(id=token.id, user_id=token.user_id, label=token.label)
         with self._lock:
             self._tokens[token.id] = token
 

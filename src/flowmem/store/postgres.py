@@ -32,7 +32,7 @@ from flowmem.errors import (
     StoreUnavailableError,
 )
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Store, WriteGuard
-from flowmem.store.rows import check_address, check_lock_timeout, guard_form
+from flowmem.store.rows import check_address, check_lock_timeout, check_rows, guard_form
 from flowmem.store.sqlbase import SqlStore
 
 log = logging.getLogger("flowmem")
@@ -437,6 +437,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         Different addresses take different locks and never wait for each other.
         """
         check_address(address)
+        check_rows(rows)
         lock_timeout = check_lock_timeout(lock_timeout)
         key = advisory_key(address)
         timeout = f"{max(int(lock_timeout * 1000), 1)}ms"

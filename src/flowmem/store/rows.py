@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from flowmem.core.storable import check_storable, storable_text
 from flowmem.errors import (
     AuthenticationError,
     BufferFullError,
@@ -18,14 +19,27 @@ from flowmem.store.base import Address, SessionRecord, TokenRecord, WriteGuard
 
 
 def check_address(address: Address) -> None:
-    """Refuse an address whose parts are not strings without NUL characters."""
+    """Refuse an address whose parts are not storable strings without NUL characters."""
     if len(address) != 3:
         raise InvalidInputError(f"an address is (scope, scope_id, key), got {address!r}")
-    for part in address:
+    for name, part in zip(("scope", "scope_id", "key"), address, strict=True):
         if not isinstance(part, str):
             raise InvalidInputError(f"address parts must be strings, got {part!r}")
         if "\x00" in part:
             raise InvalidInputError("address parts must not contain NUL characters")
+        check_storable(part, name)
+
+
+def check_rows(rows: Any) -> None:
+    """Refuse rows holding text that cannot be stored (``InvalidTextError``), before any lock."""
+    check_storable(rows, "messages")
+
+
+def check_texts(**fields: object) -> None:
+    """Refuse (``InvalidTextError``) any of the named string fields that is not storable."""
+    for name, value in fields.items():
+        if isinstance(value, str):
+            check_storable(value, name)
 
 
 def check_last(last: int | None) -> None:
@@ -109,11 +123,18 @@ _SPACED = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 
 def dump_json(value: Any, what: str, compact: bool = True) -> str:
-    """Serialize ``value`` strictly (compact unless told); NotSerializableError naming ``what``."""
+    """Serialize ``value`` strictly (compact unless told).
+
+    NotSerializableError naming ``what`` for what JSON cannot hold, InvalidTextError
+    for text UTF-8 cannot encode (every backend alike: the memory store too).
+    """
     try:
-        return (_COMPACT if compact else _SPACED).encode(value)
+        text: str = (_COMPACT if compact else _SPACED).encode(value)
     except (TypeError, ValueError, RecursionError) as exc:
         raise NotSerializableError(f"{what} is not JSON-serializable: {exc}") from exc
+    if not storable_text(text):
+        check_storable(value, what.replace(" ", "_"))  # raises, naming the field
+    return text
 
 
 def session_from_row(row: Sequence[Any]) -> SessionRecord:

@@ -40,6 +40,7 @@ from flowmem.store.rows import (
     check_none_running,
     check_not_running,
     check_page,
+    check_texts,
     dump_json,
     guard_failed,
     guard_form,
@@ -378,6 +379,7 @@ class SqlStore(ABC, Generic[C]):
         self, session: SessionRecord, guard: WriteGuard | None = None
     ) -> SessionRecord:
         """Insert a new session (ConflictError when the id exists; ``guard`` checked by the insert)."""
+        check_texts(id=session.id, name=session.name, owner=session.owner, agent=session.agent)
         metadata = dump_json(dict(session.metadata), "session metadata")
         params = (
             session.id,
@@ -528,6 +530,7 @@ class SqlStore(ABC, Generic[C]):
     # --- tokens ------------------------------------------------------------------------------
     def create_token(self, token: TokenRecord) -> None:
         """Store a token record (its hash only); ConflictError on a duplicate id or hash."""
+        check_texts(id=token.id, user_id=token.user_id, label=token.label)
         params = (
             token.id,
             token.token_hash,

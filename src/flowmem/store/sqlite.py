@@ -51,7 +51,7 @@ from flowmem.errors import (
 )
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Store, WriteGuard
 from flowmem.store.locks import AddressLocks, WouldBlock, waiting_allowed
-from flowmem.store.rows import check_address, check_lock_timeout
+from flowmem.store.rows import check_address, check_lock_timeout, check_rows
 from flowmem.store.sqlbase import SqlStore
 
 log = logging.getLogger("flowmem")
@@ -556,6 +556,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         half-written: the rules run inside the transaction and any error rolls it back.
         """
         check_address(address)
+        check_rows(rows)
         bound = lock_timeout = check_lock_timeout(lock_timeout)
         started = time.monotonic()
         with self._locks.hold(address, lock_timeout) as taken, self._connection() as conn:

@@ -27,6 +27,7 @@ from flowmem.api.models import (
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
 from flowmem.api.scopes import scope_context
 from flowmem.api.target import TARGET_OPENAPI, MemoryCall, memory_call
+from flowmem.core import check_storable
 from flowmem.errors import PayloadTooLargeError
 from flowmem.scope import ExecutionContext
 from flowmem.service import BufferText
@@ -203,13 +204,19 @@ async def clear_buffer(call: MemoryCall = CALL) -> dict[str, Any]:
 
 
 def _parse_default(text: str | None) -> Any:
-    """JSON text becomes its value; any other text is the default as a string."""
+    """JSON text becomes its value; any other text is the default as a string.
+
+    A value holding text that cannot be stored or served (``"\\ud800"``) is refused
+    with ``invalid_text`` (422), like the same text in a body.
+    """
     if text is None:
         return None
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except (ValueError, RecursionError):
         return text
+    check_storable(value, "query.default")
+    return value
 
 
 @router.get(

@@ -9,13 +9,16 @@ from fastapi import APIRouter
 from flowmem.api.deps import CALLER, Caller
 from flowmem.api.models import CheckOut, MessageList, NormalizeOut
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
-from flowmem.core import check_sendable, normalize
+from flowmem.core import check_sendable, check_storable, normalize
 
 router = APIRouter(prefix="/v1", tags=["stateless"])
 
 
 def _messages(body: MessageList | list[Any]) -> list[Any]:
-    return body.messages if isinstance(body, MessageList) else body
+    """Return the messages of a body; text that cannot be served is ``invalid_text`` (422)."""
+    messages = body.messages if isinstance(body, MessageList) else body
+    check_storable(messages, "body.messages" if isinstance(body, MessageList) else "body")
+    return messages
 
 
 @router.post(

@@ -30,7 +30,9 @@ async def erase_user(
     Every session the user owns (with its transcript and `session` scope), the
     user's `user` scope and its API tokens are deleted in one transaction. 409,
     and nothing deleted, while one of its sessions is running a turn. An id that
-    is not a usable identity owns nothing: `user_id` null, every count 0.
+    is not a usable identity owns nothing: `user_id` null, every count 0 — except
+    the data stored before decision 0016 under a spelling now refused (a
+    placeholder such as `None`), which is erased too (`user_id` stays null).
     """
     canonical, erased = await caller.run(caller.services.sessions.erase_user, user_id)
     return {"user_id": canonical, **asdict(erased)}
