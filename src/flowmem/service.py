@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from flowmem.core import Message, check_storable, is_empty, prepare, storable_text
+from flowmem.core import Message, check_storable, is_empty, prepare
 from flowmem.errors import (
     ConfigurationError,
     InvalidInputError,

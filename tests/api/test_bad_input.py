@@ -334,11 +334,11 @@ def test_unstorable_text_is_422_invalid_text_and_changes_nothing(
     assert response.json()["error"]["details"][0]["field"].startswith(("body", "query.default"))
 
 
-def test_unstorable_text_as_raw_bytes_is_invalid_text_too(api: Api) -> None:
-    """The surrogate's own bytes (ED A0 80), which json.loads decodes as well."""
+def test_unstorable_text_as_raw_bytes_is_invalid_json(api: Api) -> None:
+    """The surrogate's own bytes (ED A0 80) are not UTF-8, so not a JSON body (the gate)."""
     body = '{"messages": {"role": "user", "content": "\ud800"}}'.encode("utf-8", "surrogatepass")
     response = refused(api, "POST", APPEND, content=body, headers=JSON)
-    assert (response.status_code, response.json()["error"]["code"]) == (422, "invalid_text")
+    assert (response.status_code, response.json()["error"]["code"]) == (400, "invalid_json")
 
 
 def test_a_surrogate_pair_is_one_character_and_is_stored(api: Api) -> None:
