@@ -342,7 +342,7 @@ def test_unstorable_text_as_raw_bytes_is_invalid_json(api: Api) -> None:
 
 
 def test_a_surrogate_pair_is_one_character_and_is_stored(api: Api) -> None:
-    body = b'{"messages": {"role": "user", "content": "\\ud83d\\ude00 \\\\ud800"}}'
+    body = b'{"messages": {"role": "user", "content": "\\ud83d\\ude00 \\\\ud800"}, "return_messages": true}'
     response = api.call("POST", APPEND, content=body, headers=JSON)
     assert response.status_code == 200, response.text
     assert response.json()["messages"][-1]["content"] == "😀 \\ud800"  # an escaped backslash

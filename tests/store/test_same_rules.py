@@ -110,7 +110,7 @@ def test_mem_14_service_append_equals_pure_append(
     pure: list[Message] = []
     for batch, window in steps:
         expected = append(pure, batch, max_messages=window, now=1)
-        got = service.append_raw("user", "7", key, batch, window)
+        got = service.append_raw("user", "7", key, batch, window, return_messages=True)
         pure = expected.messages
         assert got.messages == pure
         assert (got.appended, got.count) == (expected.appended, expected.count)
@@ -122,10 +122,10 @@ def test_mem_14_empty_append_with_a_window_leaves_the_buffer_in_core_and_service
     """Issue 12: m0..m4, then an empty user append with max_messages=3, everywhere alike."""
     service = MemoryService(store, clock=lambda: 1.0)
     buffer = [{"role": "user", "content": f"m{i}"} for i in range(5)]
-    stored = service.append_raw("user", "7", "win", buffer).messages
+    stored = service.append_raw("user", "7", "win", buffer, return_messages=True).messages
     empty = {"role": "user", "content": ""}
     assert append(stored, empty, max_messages=3).messages == stored
-    assert service.append_raw("user", "7", "win", empty, 3).messages == stored
+    assert service.append_raw("user", "7", "win", empty, 3, return_messages=True).messages == stored
     assert store.append(Address("user", "7", "win"), prepare(empty, 1), 3).count == 5
     assert store.load(Address("user", "7", "win")) == stored
 
