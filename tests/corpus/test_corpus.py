@@ -17,7 +17,14 @@ from typing import Any
 import pytest
 from anthropic.types import MessageParam
 
-from flowmem.core import HEALED_CONTENT, UNTEXTABLE_KINDS, append, call_kind, check_sendable, normalize
+from flowmem.core import (
+    HEALED_CONTENT,
+    UNTEXTABLE_KINDS,
+    append,
+    call_kind,
+    check_sendable,
+    normalize,
+)
 from flowmem.formats import FORMATS, detect_format, read_document, write_document
 from tests.formats.sdk import _validated, assert_anthropic, assert_openai_chat, assert_responses
 
