@@ -24,9 +24,12 @@ from flowmem.core import (
     call_kind,
     check_sendable,
     normalize,
+    prepare,
 )
 from flowmem.formats import FORMATS, detect_format, read_document, write_document
+from flowmem.store import Address, Store
 from tests.formats.sdk import _validated, assert_anthropic, assert_openai_chat, assert_responses
+from tests.store.conftest import store  # noqa: F401  (memory, SQLite, PostgreSQL)
 
 CORPUS = Path(__file__).parent
 FILES = sorted(CORPUS.glob("*/*.json"))
@@ -199,3 +202,22 @@ def test_corpus_converts_to_every_format_without_raising(path: Path, target: str
     assert all(isinstance(count, int) and count > 0 for count in dropped.values())
     if target == entry["provider"]:
         assert dropped == {}
+
+
+def test_corpus_histories_are_stored_and_read_back_equal_on_every_backend(store: Store) -> None:  # noqa: F811
+    """Each history through the store's append (MEM rules) and back: the same rows, the same payload."""
+    for number, path in enumerate(FILES):
+        entry = load(path)
+        provider = entry["provider"]
+        rows = read_document(provider, entry["payload"])
+        address = Address("session", f"corpus{number}", "chat")
+        prepared = prepare(rows, 1_755_000_000)
+        store.append(address, prepared)
+        loaded = store.load(address)
+        written = write_document(provider, loaded)
+        assert_valid(provider, written)
+        if entry["sendable"]:
+            assert loaded == prepared, path.name
+            assert written == history(entry["payload"], provider), path.name
+        else:
+            assert check_sendable(read_document(provider, written)) == [], path.name

@@ -20,10 +20,21 @@ from tests.formats.sdk import assert_anthropic, assert_openai_chat, assert_respo
 from tests.formats.strategies import histories, messy_histories
 
 
+def emptied(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows with an empty result kept whole (a provider part, see ``kept_whole``) spelled as ``""``."""
+    out = []
+    for row in rows:
+        content = row["content"]
+        if row["role"] == "tool" and isinstance(content, list) and content[0]["type"] == "provider":
+            row = {**row, "content": ""}
+        out.append(row)
+    return out
+
+
 def as_text(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows with a content of text parts only spelled as the string those parts hold."""
     out = []
-    for row in rows:
+    for row in emptied(rows):
         content = row["content"]
         if isinstance(content, list) and all(part["type"] == "text" for part in content):
             row = {**row, "content": "".join(part["text"] for part in content)}
@@ -57,7 +68,7 @@ def test_mem_5_openai_round_trip_equals_normalized_history(history: list[dict[st
     out = to_openai(history)
     assert_openai_chat(out)
     back = from_openai(out)
-    assert back == normalize(history).messages
+    assert emptied(back) == normalize(history).messages
     assert check_sendable(back) == []
 
 
@@ -69,7 +80,7 @@ def test_mem_5_responses_round_trip_equals_normalized_history(
     items = to_responses(history)
     assert_responses(items)
     back = from_responses(items)
-    assert back == normalize(history).messages
+    assert emptied(back) == normalize(history).messages
     assert check_sendable(back) == []
 
 

@@ -347,3 +347,26 @@ def object_list(value: object, where: str) -> list[Mapping[str, Any]]:
             )
         out.append(part)
     return out
+
+
+def kept_whole(row: Mapping[str, Any], fmt: str, test: Any) -> dict[str, Any] | None:
+    """Return the provider object a result row keeps whole, when it does.
+
+    A result whose content is empty is skipped by the append's empty-content rule,
+    so a format keeps such a result (an empty tool output, an MCP approval) as its
+    content's one ``provider`` part; ``test`` says whether the block is that result.
+    """
+    content = row.get("content")
+    if isinstance(content, list) and len(content) == 1 and is_provider_part(content[0], fmt):
+        block = content[0]["block"]
+        if test(block):
+            return dict(block)
+    return None
+
+
+def whole(row: dict[str, Any], fmt: str, obj: Mapping[str, Any]) -> dict[str, Any]:
+    """Keep a result row whose content is empty as its provider object, whole (see ``kept_whole``)."""
+    if row["content"] in ("", []):
+        row["content"] = [provider_part(fmt, dict(obj))]
+        row.pop("extra", None)
+    return row

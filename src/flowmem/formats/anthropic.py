@@ -15,6 +15,7 @@ from flowmem.formats._common import (
     fields_of,
     input_object,
     is_provider_part,
+    kept_whole,
     normalized,
     note,
     object_list,
@@ -26,6 +27,7 @@ from flowmem.formats._common import (
     require_list,
     require_map,
     result_call_id,
+    whole,
 )
 
 FMT = "anthropic"
@@ -184,6 +186,9 @@ def _assistant_content(row: Message, dropped: dict[str, int] | None, skipped: se
 
 
 def _tool_result(row: Message, dropped: dict[str, int] | None) -> dict[str, Any]:
+    kept = kept_whole(row, FMT, lambda block: block.get("type") == "tool_result")
+    if kept is not None:
+        return kept
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": row["tool_call_id"]}
     content = row["content"]
     if isinstance(content, list):
@@ -306,7 +311,7 @@ def _tool_row(block: Mapping[str, Any], where: str) -> Message:
         row["is_error"] = True
     elif "is_error" in block:
         fields["is_error"] = block["is_error"]
-    return put_extra(row, FMT, fields)
+    return whole(put_extra(row, FMT, fields), FMT, block)
 
 
 def _user_rows(blocks: list[Mapping[str, Any]], where: str) -> list[Message]:

@@ -17,6 +17,7 @@ from flowmem.formats._common import (
     extra_of,
     fields_of,
     is_provider_part,
+    kept_whole,
     normalized,
     note,
     object_list,
@@ -30,6 +31,7 @@ from flowmem.formats._common import (
     require_list,
     require_map,
     result_call_id,
+    whole,
 )
 
 FMT = "openai"
@@ -244,6 +246,9 @@ def _row_to_openai(
             return None
         if row.get("is_error") is True:
             note(dropped, "is_error")
+        kept = kept_whole(row, FMT, lambda block: block.get("role") == "tool")
+        if kept is not None:
+            return kept
         content = _text_content(row, role, dropped)
         if content == [] and row["content"] != []:
             content = ""
@@ -397,5 +402,5 @@ def from_openai(messages: object) -> list[Message]:
         if role == "tool":
             row["tool_call_id"] = result_call_id(message.get("tool_call_id"), where)
         put_extra(row, FMT, {k: v for k, v in message.items() if k not in modeled})
-        rows.append(row)
+        rows.append(whole(row, FMT, message) if role == "tool" else row)
     return rows

@@ -17,6 +17,7 @@ from flowmem.formats._common import (
     extra_of,
     fields_of,
     is_provider_part,
+    kept_whole,
     normalized,
     note,
     object_list,
@@ -30,6 +31,7 @@ from flowmem.formats._common import (
     require_list,
     require_map,
     result_call_id,
+    whole,
 )
 
 FMT = "responses"
@@ -308,6 +310,10 @@ def _assistant_items(row: Message, dropped: dict[str, int] | None) -> list[dict[
 
 
 def _output_item(row: Message, kind: str, dropped: dict[str, int] | None) -> dict[str, Any]:
+    output_type = _OUTPUT_TYPE.get(kind, "function_call_output")
+    kept = kept_whole(row, FMT, lambda block: block.get("type") == output_type)
+    if kept is not None:
+        return kept
     extra = extra_of(row, FMT)
     fields = fields_of(extra)
     content = row["content"]
@@ -492,7 +498,7 @@ def _output_row(item: Mapping[str, Any], kind: str, where: str) -> Message:
     # keep every field whose re-spelling from the row would differ (verbatim, so exact)
     base = _output_item(row, kind, None)
     put_extra(row, FMT, {k: v for k, v in fields.items() if k not in base or base[k] != v})
-    return row
+    return whole(row, FMT, item)
 
 
 def _open_assistant(rows: list[Message]) -> Message:
