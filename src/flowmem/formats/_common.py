@@ -199,6 +199,8 @@ def data_url(media_type: str, data: str) -> str:
 def extra_of(obj: Mapping[str, Any], fmt: str) -> dict[str, Any]:
     """Return a copy of ``obj["extra"][fmt]`` (fields and hints of format ``fmt``), or ``{}``."""
     extra = obj.get("extra")
+    if extra is None:
+        return {}
     if isinstance(extra, Mapping):
         mine = extra.get(fmt)
         if isinstance(mine, Mapping):
@@ -229,7 +231,7 @@ def is_provider_part(part: Mapping[str, Any], fmt: str) -> bool:
         part.get("type") == "provider"
         and part.get("provider") == fmt
         and isinstance(part.get("block"), Mapping)
-    )
+    )  # the type test first: most parts are not provider parts
 
 
 def parts_of(content: object) -> list[dict[str, Any]]:
@@ -237,7 +239,7 @@ def parts_of(content: object) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}] if content else []
     if isinstance(content, list):
-        return [dict(part) for part in content if isinstance(part, Mapping)]
+        return [dict(part) for part in content if type(part) is dict or isinstance(part, Mapping)]
     return []
 
 

@@ -196,12 +196,7 @@ def _assistant_message(row: Message, dropped: dict[str, int] | None, skipped: se
     message: dict[str, Any] = {"role": "assistant"}
     form = extra.get(_CONTENT_HINT)
     if form is None:
-        if isinstance(content, str):
-            form = "null" if content == "" and calls else "string"
-        elif blocks:
-            form = "list"
-        else:
-            form = "absent" if side else "null" if calls else "list"
+        form = _default_form(content, bool(calls), bool(side), bool(blocks))
     if form == "string":
         texts = [b["text"] for b in blocks if b.get("type") == "text"]
         message["content"] = content if isinstance(content, str) else "".join(texts)
@@ -363,11 +358,24 @@ def _from_assistant(message: Mapping[str, Any], where: str) -> Message:
     if calls == []:
         fields["tool_calls"] = []
     put_extra(row, FMT, fields)
-    default = _assistant_message(row, None, set())
-    if default is not None and _content_form(default) != _content_form(message):
-        fields[_CONTENT_HINT] = _content_form(message)
+    given = _content_form(message)
+    blocks = isinstance(content, list) and any(
+        not (is_provider_part(part, FMT) and "type" not in part["block"]) and part.get("type") != "audio"
+        for part in content
+    )
+    if given != _default_form(content, bool(calls), bool(side), blocks):
+        fields[_CONTENT_HINT] = given
         put_extra(row, FMT, fields)
     return row
+
+
+def _default_form(content: Any, calls: bool, side: bool, blocks: bool) -> str:
+    """How ``to_openai`` spells an assistant row's content when no hint says otherwise."""
+    if isinstance(content, str):
+        return "null" if content == "" and calls else "string"
+    if blocks:
+        return "list"
+    return "absent" if side else "null" if calls else "list"
 
 
 def from_openai(messages: object) -> list[Message]:
