@@ -16,6 +16,7 @@ from flowmem.core.messages import (
     Message,
     call_ids,
     healed_row,
+    is_empty_content,
     is_healed,
     result_id,
     to_row,
@@ -152,8 +153,12 @@ def prepare(incoming: object, now: int | None = None) -> list[Message]:
 
 
 def is_empty(row: Message) -> bool:
-    """Return True for a row the append skips: empty content, unless it declares calls."""
-    if row["content"] != "":
+    """Return True for a row the append skips: empty content, unless it declares calls.
+
+    Content is empty when it is ``""``, ``None`` or an empty list: parts count, so a
+    message whose only part is an image is not empty (decision 0021).
+    """
+    if not is_empty_content(row["content"]):
         return False
     return not call_ids(row)
 

@@ -9,12 +9,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from flowmem.errors import InvalidMessageError, UnknownRoleError
 
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
 HEALED_CONTENT = "Tool call was interrupted; no result."
+
+# Tool call kinds (decision 0021). A call entry without ``kind`` is a ``function``
+# call; an unknown kind is treated like one (its result can be text).
+CALL_KINDS: tuple[str, ...] = (
+    "function",
+    "custom",
+    "computer",
+    "local_shell",
+    "shell",
+    "apply_patch",
+    "mcp_approval",
+)
+# Kinds whose result cannot be a text placeholder (a screenshot, a human decision):
+# provider normalization removes them, rather than heals them, when unanswered.
+UNTEXTABLE_KINDS: frozenset[str] = frozenset({"computer", "mcp_approval"})
 
 Message = dict[str, Any]
 
@@ -114,6 +129,54 @@ def coerce_content(content: object) -> str:
         return ""
 
 
+def call_kind(call: object) -> str:
+    """Return a tool call entry's kind: its ``kind`` when a non-empty string, else ``function``."""
+    kind = call.get("kind") if isinstance(call, Mapping) else None
+    return kind if isinstance(kind, str) and kind else "function"
+
+
+def is_parts(content: object) -> TypeGuard[list[Any]]:
+    """Return True when ``content`` is a list of parts: objects each with a string ``type``."""
+    if type(content) is not list:
+        return False
+    for part in content:
+        if not isinstance(part, Mapping) or not isinstance(part.get("type"), str):
+            return False
+    return True
+
+
+def is_empty_content(content: object) -> bool:
+    """Return True for empty content: ``""``, ``None`` or an empty list of parts."""
+    return content is None or content == "" or (type(content) is list and not content)
+
+
+def row_content(content: object) -> str | list[dict[str, Any]]:
+    """Return the content a stored row keeps: a string, or a copied list of parts.
+
+    A list of objects is content parts (decision 0021): each must carry a string
+    ``type``, else ``InvalidMessageError``; the list and each part are copied (one
+    level), so the row shares neither with the input. A list holding no object at
+    all (``[1, 2]``) is not parts and is serialized to text like every other
+    non-string value (``coerce_content``), as before parts existed.
+    """
+    if type(content) is not list:
+        return coerce_content(content)
+    if not content:
+        return []
+    if not any(isinstance(part, Mapping) for part in content):
+        return coerce_content(content)
+    parts: list[dict[str, Any]] = []
+    for index, part in enumerate(content):
+        if not isinstance(part, Mapping):
+            raise InvalidMessageError(
+                f"content part {index} must be an object, got {type(part).__name__}"
+            )
+        if not isinstance(part.get("type"), str):
+            raise InvalidMessageError(f"content part {index} must have a string 'type'")
+        parts.append(dict(part))
+    return parts
+
+
 def healed_row(call_id: str, timestamp: object = None) -> Message:
     """Return the stored healed placeholder answering ``call_id`` (MEM-3).
 
@@ -137,11 +200,14 @@ def healed_flat(call_id: str) -> Message:
 def to_row(message: object, now: int | None = None) -> Message:
     """Convert one incoming message (flat or stored shape) to a stored row.
 
-    Raises ``InvalidMessageError`` for a non-map, metadata that is not a map, or
-    tool calls that are not a list of maps, and ``UnknownRoleError`` for a missing
-    or unknown role. Top-level ``tool_calls``/``tool_call_id`` move under
-    ``metadata``; other unknown top-level keys are kept there too. Tool call entries
-    are copied, so the row shares no list with the input.
+    Raises ``InvalidMessageError`` for a non-map, metadata that is not a map, tool
+    calls that are not a list of maps, or content parts that are not objects with a
+    string ``type``, and ``UnknownRoleError`` for a missing or unknown role.
+    Content stays a string or a list of parts (``row_content``); other values are
+    coerced to text. Top-level ``tool_calls``/``tool_call_id`` move under
+    ``metadata``; other unknown top-level keys (``is_error``, ``extra``, ``name`` …)
+    are kept there too. Tool call entries (with their ``kind`` and ``extra``) and
+    parts are copied, so the row shares no list with the input.
     """
     if not isinstance(message, Mapping):
         raise InvalidMessageError(f"a message must be an object, got {type(message).__name__}")
@@ -169,7 +235,7 @@ def to_row(message: object, now: int | None = None) -> Message:
             meta["tool_calls"] = calls
     row: Message = {
         "role": role,
-        "content": coerce_content(message.get("content")),
+        "content": row_content(message.get("content")),
         "metadata": meta,
     }
     stamp = message.get("timestamp")

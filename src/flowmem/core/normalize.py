@@ -11,10 +11,15 @@ from typing import Any, NamedTuple
 
 from flowmem.core.messages import (
     ROLES,
+    UNTEXTABLE_KINDS,
     Message,
+    call_kind,
     coerce_content,
     entry_id,
     healed_flat,
+    is_empty_content,
+    is_healed,
+    is_parts,
     raw_tool_calls,
     result_id,
     usable_call_id,
@@ -44,7 +49,30 @@ def _is_role(role: object) -> bool:
     return isinstance(role, str) and role in _ROLE_SET
 
 
-def _repair_pass(entries: list[Any], coerce: bool) -> tuple[list[Message], int]:
+def _kept_fields(entry: Mapping[str, Any], row: Message) -> None:
+    """Copy ``extra`` (a map) and, on a tool row, ``is_error`` (a bool) onto a flat row.
+
+    Each is read at the top level first, else under ``metadata`` (where a stored
+    row keeps them).
+    """
+    meta = entry.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    extra = entry.get("extra")
+    if extra is None:
+        extra = meta.get("extra")
+    if isinstance(extra, Mapping):
+        row["extra"] = dict(extra)
+    if row["role"] == "tool":
+        flag = entry.get("is_error")
+        if flag is None:
+            flag = meta.get("is_error")
+        if type(flag) is bool:
+            row["is_error"] = flag
+
+
+def _repair_pass(
+    entries: list[Any], coerce: bool, keep_content: bool = False
+) -> tuple[list[Message], int]:
     """The one tool-pairing repair pass (MEM-5 step 3), in a single scan.
 
     With ``coerce`` (normalization), steps 1 and 2 ride along: each entry is read
@@ -52,6 +80,13 @@ def _repair_pass(entries: list[Any], coerce: bool) -> tuple[list[Message], int]:
     system rows are set aside and put first, so they never split a turn from its
     results. Without it, ``entries`` are rows this module owns (fresh dicts it may
     change) and system rows stay where they are.
+
+    With ``keep_content`` (provider normalization, decision 0021), step 1 keeps a
+    list of parts as it is (the list is new, each part passed through) and keeps
+    ``extra`` and a tool row's ``is_error``; and a call whose kind cannot take a
+    text result (``UNTEXTABLE_KINDS``) is never healed: a healed placeholder
+    answering it is dropped, and, left unanswered, the call itself is removed from
+    its turn (each counted in ``dropped``).
 
     The scan settles each assistant turn's calls (the first declaration of an id
     owns it; unusable and repeated ids are removed), gives each declared id its
@@ -68,6 +103,7 @@ def _repair_pass(entries: list[Any], coerce: bool) -> tuple[list[Message], int]:
     out: list[Message] = []
     emit = out.append
     unfinished: list[tuple[int, list[str]]] = []  # (position in out after the run, its ids)
+    untextable: dict[str, tuple[Message, Any]] = {}  # call id -> (its turn's row, the call)
     run_ids: list[str] = []  # the kept call ids of ``run_turn``, in declaration order
     run_turn = -1  # the assistant turn whose result run the scan is in, or -1
     run_left = 0  # its calls not yet answered inside the run
@@ -83,7 +119,10 @@ def _repair_pass(entries: list[Any], coerce: bool) -> tuple[list[Message], int]:
                 continue
             content = entry.get("content")
             if type(content) is not str:
-                content = coerce_content(content)
+                if keep_content and is_parts(content):
+                    content = list(content)
+                else:
+                    content = coerce_content(content)
         else:
             role = entry["role"]
 
@@ -107,9 +146,14 @@ def _repair_pass(entries: list[Any], coerce: bool) -> tuple[list[Message], int]:
             if turn is None or turn == _ANSWERED:
                 dropped += 1  # an orphan (no earlier declaration, or a blank id) or a duplicate
                 continue
+            if untextable and rid in untextable and is_healed(entry):
+                dropped += 1  # a text placeholder cannot answer this kind: it stays unanswered
+                continue
             declared_at[rid] = _ANSWERED
             if coerce:
                 row: Message = {"role": role, "content": content, "tool_call_id": rid}
+                if keep_content:
+                    _kept_fields(entry, row)
             else:
                 row = entry
                 if raw != rid:
@@ -123,6 +167,8 @@ def _repair_pass(entries: list[Any], coerce: bool) -> tuple[list[Message], int]:
 
         if coerce:
             row = {"role": role, "content": content}
+            if keep_content:
+                _kept_fields(entry, row)
             if role == "system":  # step 2: systems go first
                 systems.append(row)
                 continue
@@ -169,6 +215,8 @@ def _repair_pass(entries: list[Any], coerce: bool) -> tuple[list[Message], int]:
                 declared_at[cid] = turn
                 kept.append(call if type(call) is dict else dict(call))
                 ids.append(cid)
+                if keep_content and call_kind(call) in UNTEXTABLE_KINDS:
+                    untextable[cid] = (row, kept[-1])
         if kept:
             row["tool_calls"] = kept
             run_left = len(kept)
@@ -178,7 +226,8 @@ def _repair_pass(entries: list[Any], coerce: bool) -> tuple[list[Message], int]:
         run_turn = -1  # a turn without calls has no result run
         if not coerce:
             row.pop("tool_calls", None)
-        if row.get("content") in ("", None):
+        content = row.get("content")
+        if content == "" or content is None or (keep_content and is_empty_content(content)):
             dropped += 1  # no usable call and no content left
             continue
         emit(row)
@@ -187,6 +236,7 @@ def _repair_pass(entries: list[Any], coerce: bool) -> tuple[list[Message], int]:
 
     if unfinished:
         spliced: list[Message] = []
+        emptied: list[Message] = []  # turns left with no call and no content
         done = 0
         for position, turn_ids in unfinished:
             spliced.extend(out[done:position])
@@ -195,13 +245,32 @@ def _repair_pass(entries: list[Any], coerce: bool) -> tuple[list[Message], int]:
                 moved = late.get(cid)
                 if moved is not None:
                     spliced.append(moved)
-                elif declared_at[cid] != _ANSWERED:
+                elif declared_at[cid] == _ANSWERED:
+                    continue
+                elif cid in untextable:
+                    dropped += 1  # unanswerable by a placeholder: the call goes
+                    if _remove_call(*untextable[cid]):
+                        emptied.append(untextable[cid][0])
+                else:
                     spliced.append(healed_flat(cid))
         spliced.extend(out[done:])
         out = spliced
+        if emptied:
+            dropped += len(emptied)
+            out = [row for row in out if not any(row is gone for gone in emptied)]
     if systems:
         out = systems + out
     return out, dropped
+
+
+def _remove_call(turn: Message, call: Any) -> bool:
+    """Remove ``call`` from its turn; return True when the turn is left with nothing."""
+    calls = [kept for kept in turn["tool_calls"] if kept is not call]
+    if calls:
+        turn["tool_calls"] = calls
+        return False
+    del turn["tool_calls"]
+    return is_empty_content(turn.get("content"))
 
 
 def repair_tool_pairing(messages: Iterable[Mapping[str, Any]]) -> RepairResult:
@@ -222,7 +291,7 @@ def repair_tool_pairing(messages: Iterable[Mapping[str, Any]]) -> RepairResult:
     return RepairResult(repaired, dropped + len(entries) - len(rows))
 
 
-def normalize(messages: object) -> NormalizeResult:
+def normalize(messages: object, *, keep_content: bool = False) -> NormalizeResult:
     """Make a message list sendable to a provider and count what was dropped.
 
     Implements MEM-5, four steps in order: (1) coerce each entry to a flat row,
@@ -233,15 +302,22 @@ def normalize(messages: object) -> NormalizeResult:
     counted, plus step 4's strips and its second repair. A non-list input is an
     empty list. The input is never mutated; every row and list returned is new,
     while each tool call entry (a map nothing here changes) is passed through.
+
+    ``keep_content=True`` gives provider-flat rows (decision 0021): step 1 keeps a
+    list of parts (each part passed through, never reordered), ``extra`` and a tool
+    row's ``is_error``; call entries keep their ``kind`` and ``extra``; a call of a
+    kind that cannot take a text result (``computer``, ``mcp_approval``) that is
+    unanswered, or answered only by a healed placeholder, is removed with that
+    placeholder, each counted in ``dropped``. The default is MEM-5 as written.
     """
     entries = messages if isinstance(messages, list) else []
     if isinstance(messages, tuple):
         entries = list(messages)
-    rows, dropped = _repair_pass(entries, coerce=True)
+    rows, dropped = _repair_pass(entries, coerce=True, keep_content=keep_content)
     stripped = 0
     while stripped < len(rows) and rows[stripped]["role"] == "tool":
         stripped += 1
     if stripped:
-        rows, again = _repair_pass(rows[stripped:], coerce=False)
+        rows, again = _repair_pass(rows[stripped:], coerce=False, keep_content=keep_content)
         dropped += stripped + again
     return NormalizeResult(rows, dropped)

@@ -6,7 +6,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from flowmem.core.messages import ROLES, entry_id, raw_tool_calls, result_id, usable_call_id
+from flowmem.core.messages import (
+    ROLES,
+    UNTEXTABLE_KINDS,
+    call_kind,
+    entry_id,
+    is_healed,
+    raw_tool_calls,
+    result_id,
+    usable_call_id,
+)
 
 _ROLE_SET = frozenset(ROLES)
 
@@ -52,11 +61,14 @@ def _id_text(raw: object) -> str | None:
 def check_sendable(messages: object) -> list[Violation]:
     """Return every violation a provider would reject, in list order.
 
-    Reads flat and stored rows alike. Checks: entries that are not messages; a system
-    row after a non-system row; a tool row leading the list; a tool row that does not
-    answer a call of the assistant turn whose result run it sits in; a call with no
-    result in that run; a call id declared twice; a result given twice; a call
-    without a usable id. ``normalize`` always produces a list with none of these.
+    Reads flat and stored rows alike; content may be a string or a list of parts.
+    Checks: entries that are not messages; a system row after a non-system row; a
+    tool row leading the list; a tool row that does not answer a call of the
+    assistant turn whose result run it sits in; a call with no result in that run
+    (a ``computer`` or ``mcp_approval`` call answered only by a healed text
+    placeholder has none); a call id declared twice; a result given twice; a call
+    without a usable id. ``normalize`` (in either mode) always produces a list with
+    none of these.
     """
     rows = messages if isinstance(messages, (list, tuple)) else ()
     found: list[Violation] = []
@@ -65,6 +77,7 @@ def check_sendable(messages: object) -> list[Violation]:
     answered: set[str] = set()
     open_calls: dict[str, int] = {}  # ids of the current turn still waiting for a result
     open_turn = -1
+    untextable: dict[str, str] = {}  # call id -> its kind, for kinds a placeholder cannot answer
     for index, row in enumerate(rows):
         role = row.get("role") if type(row) is dict or isinstance(row, Mapping) else None
         if role not in _ROLE_SET if type(role) is str else not _is_role(role):
@@ -85,6 +98,9 @@ def check_sendable(messages: object) -> list[Violation]:
             else:
                 del open_calls[rid]
                 answered.add(rid)
+                if untextable and rid in untextable and is_healed(row):
+                    detail = f"id {rid!r}: a {untextable[rid]} call needs a real result"
+                    found.append(_violation(open_turn, "unanswered_call", detail))
             continue
         if open_calls:  # a non-tool row ends the result run
             for waiting in open_calls:
@@ -117,6 +133,9 @@ def check_sendable(messages: object) -> list[Violation]:
             else:
                 declared.add(cid)
                 open_calls[cid] = index
+                kind = call_kind(call)
+                if kind in UNTEXTABLE_KINDS:
+                    untextable[cid] = kind
     for waiting in open_calls:
         found.append(_violation(open_turn, "unanswered_call", f"id {waiting!r}"))
     found.sort(key=lambda violation: violation.index)
