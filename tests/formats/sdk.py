@@ -9,7 +9,7 @@ from typing import Any
 from anthropic.types import MessageParam
 from openai.types.chat import ChatCompletionMessageParam
 from openai.types.responses import ResponseInputItemParam
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 
 
 def _materialize(value: Any) -> Any:
@@ -20,6 +20,8 @@ def _materialize(value: Any) -> Any:
         return [_materialize(item) for item in value]
     if isinstance(value, (str, bytes)) or value is None:
         return value
+    if isinstance(value, BaseModel):  # a union member that is a response model (anthropic ContentBlock)
+        return _materialize(value.model_dump(mode="python", exclude_unset=True, by_alias=True))
     if isinstance(value, Iterator) or type(value).__name__ == "ValidatorIterator":
         return [_materialize(item) for item in value]
     return value

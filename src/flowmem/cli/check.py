@@ -4,30 +4,65 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import click
 
-from flowmem.cli.io import read_json, read_message_list
+from flowmem.cli.io import read_json
 from flowmem.core import check_sendable, normalize
-from flowmem.formats import FORMATS, read_document, write_document
+from flowmem.errors import InvalidInputError
+from flowmem.formats import DETECTED, FORMATS, detect_format, read_document, write_document
+
+_FROM_HELP = (
+    "Read SOURCE in this format: flowmem rows or a provider's message list or request "
+    "body. Detected from the payload when absent."
+)
+
+
+def _rows_list(document: Any, source: str) -> list[Any]:
+    if isinstance(document, dict) and isinstance(document.get("messages"), list):
+        document = document["messages"]
+    if not isinstance(document, list):
+        raise InvalidInputError(f"{source} must hold a JSON list of messages")
+    return document
+
+
+def _read(source: str, fmt: str | None) -> tuple[str, Any, list[Any]]:
+    """Return ``(format, document, messages)`` of SOURCE: rows as given, a provider payload converted.
+
+    An explicit format that the payload plainly is not (a provider payload read as
+    rows, or as another provider) is refused, so nothing is misread and written back.
+    """
+    document = read_json(source)
+    detected = detect_format(document)
+    if fmt is None:
+        fmt = detected
+    elif detected != "rows" and detected != fmt:
+        raise InvalidInputError(
+            f"{source} looks like a {detected} payload, not {fmt}: use --from {detected}"
+        )
+    if fmt == "rows":
+        return fmt, document, _rows_list(document, source)
+    return fmt, document, read_document(fmt, document)
+
+
+def _announce(fmt: str, given: str | None) -> None:
+    if given is None and fmt != "rows":
+        click.echo(f"format: {fmt} (detected)", err=True)
 
 
 @click.command("check")
 @click.argument("source", default="-")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(FORMATS),
-    default=None,
-    help="Read SOURCE in this provider format (a message list or a request body) "
-    "instead of flowmem rows.",
-)
-def check_command(source: str, fmt: str | None) -> None:
+@click.option("--from", "fmt", type=click.Choice(DETECTED), default=None, help=_FROM_HELP)
+@click.option("--format", "legacy", type=click.Choice(FORMATS), default=None, hidden=True)
+def check_command(source: str, fmt: str | None, legacy: str | None) -> None:
     """Print what a provider would reject in the message list SOURCE (a file or -).
 
     Exit 0 when sendable, 1 when there is any violation, 2 on unreadable input.
     """
-    messages = read_message_list(source) if fmt is None else read_document(fmt, read_json(source))
+    given = fmt or legacy
+    found, _, messages = _read(source, given)
+    _announce(found, given)
     violations = check_sendable(messages)
     for violation in violations:
         click.echo(f"{violation.index}\t{violation.code}\t{violation.message}")
@@ -39,16 +74,33 @@ def check_command(source: str, fmt: str | None) -> None:
 
 @click.command("normalize")
 @click.argument("source", default="-")
+@click.option("--from", "fmt", type=click.Choice(DETECTED), default=None, help=_FROM_HELP)
 @click.option(
     "--to",
     "target",
-    type=click.Choice(FORMATS),
+    type=click.Choice(DETECTED),
     default=None,
-    help="Print the normalized list in this provider format instead of flowmem flat rows.",
+    help="Print the normalized list in this format (default: the format read).",
 )
-def normalize_command(source: str, target: str | None) -> None:
-    """Print the normalized message list of SOURCE as JSON; the dropped count goes to stderr."""
-    result = normalize(read_message_list(source))
-    output = result.messages if target is None else write_document(target, result.messages)
+def normalize_command(source: str, fmt: str | None, target: str | None) -> None:
+    """Print the normalized message list of SOURCE as JSON; the dropped count goes to stderr.
+
+    Content parts are kept (decision 0021). What the target format cannot carry
+    from another provider is left out and listed on stderr.
+    """
+    found, _, messages = _read(source, fmt)
+    _announce(found, fmt)
+    result = normalize(messages, keep_content=True)
+    target = target or found
+    not_carried: dict[str, int] = {}
+    output: Any
+    if target == "rows":
+        output = result.messages
+    else:
+        output = write_document(target, result.messages, not_carried)
     click.echo(json.dumps(output, ensure_ascii=False, indent=2))
     click.echo(f"dropped: {result.dropped}", err=True)
+    if not_carried:
+        kinds = ", ".join(f"{kind}={count}" for kind, count in sorted(not_carried.items()))
+        click.echo(f"not carried by {target}: {kinds}", err=True)
+

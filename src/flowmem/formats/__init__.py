@@ -1,18 +1,23 @@
 """Provider formats ↔ flowmem rows (pure): OpenAI Chat, OpenAI Responses/Agents, Anthropic.
 
-``to_X(rows)`` normalizes first (MEM-5) and returns what that API accepts;
-``from_X(...)`` returns flowmem flat rows, tool calls spelled
-``{"tool_call_id", "name", "args"}``, without normalizing. What a format cannot
-carry is listed in ``docs/formats.md``.
+``to_X(rows, dropped=None)`` normalizes first (MEM-5, keeping content parts) and
+returns what that API accepts; ``from_X(...)`` returns flowmem flat rows (content
+parts, call kinds, ``extra``), without normalizing; ``to_X(from_X(h))`` is ``h``'s
+normalized form, nothing lost. What a format cannot carry from another is left
+out and counted in ``dropped`` (``docs/formats.md`` has the table).
+``detect_format`` tells which format a payload is in.
 """
 
 from flowmem.formats.anthropic import from_anthropic, to_anthropic
+from flowmem.formats.detect import DETECTED, detect_format
 from flowmem.formats.documents import FORMATS, read_document, write_document
 from flowmem.formats.openai_chat import from_openai, to_openai
 from flowmem.formats.responses import from_responses, row_to_items, to_responses
 
 __all__ = [
+    "DETECTED",
     "FORMATS",
+    "detect_format",
     "from_anthropic",
     "from_openai",
     "from_responses",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -19,13 +20,15 @@ class ToolCall(NamedTuple):
 
 
 def normalized(messages: object) -> list[Message]:
-    """Return the MEM-5 normalized flat rows of ``messages`` (stored or flat rows).
+    """Return the provider-flat normalized rows of ``messages`` (stored or flat rows).
 
-    Raises ``InvalidInputError`` when ``messages`` is not a list.
+    MEM-5 with ``keep_content=True`` (decision 0021): content parts, ``is_error``,
+    ``extra`` and call kinds are kept. Raises ``InvalidInputError`` when
+    ``messages`` is not a list.
     """
     if not isinstance(messages, (list, tuple)):
         raise InvalidInputError(f"messages must be a list, got {type(messages).__name__}")
-    return normalize(list(messages)).messages
+    return normalize(list(messages), keep_content=True).messages
 
 
 def _function(call: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -163,3 +166,164 @@ def require_map(value: object, where: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise InvalidMessageError(f"{where}: must be an object, got {type(value).__name__}")
     return value
+
+
+# --- the lossless content model (decision 0021) -------------------------------------
+
+NEUTRAL_PARTS: tuple[str, ...] = ("text", "image", "audio", "file", "reasoning", "provider")
+"""The part kinds of decision 0021, provider-neutral except ``provider``."""
+
+HINT = "_"
+"""Keys of ``extra[<format>]`` starting with this are the format's own shape hints.
+
+They record how a provider object was spelled where the neutral model cannot (a
+string content next to an audio part, the order of parts and calls in one
+message) and are never emitted; every other key is a provider field, re-emitted
+verbatim.
+"""
+
+_DATA_URL = re.compile(r"data:([^;,]+);base64,(.*)", re.DOTALL)
+
+
+def parse_data_url(url: str) -> tuple[str, str] | None:
+    """Return ``(media_type, base64 data)`` of a ``data:<type>;base64,<data>`` URL, else None."""
+    found = _DATA_URL.fullmatch(url)
+    return (found.group(1), found.group(2)) if found else None
+
+
+def data_url(media_type: str, data: str) -> str:
+    """Return the ``data:`` URL of base64 ``data`` (the inverse of ``parse_data_url``)."""
+    return f"data:{media_type};base64,{data}"
+
+
+def extra_of(obj: Mapping[str, Any], fmt: str) -> dict[str, Any]:
+    """Return a copy of ``obj["extra"][fmt]`` (fields and hints of format ``fmt``), or ``{}``."""
+    extra = obj.get("extra")
+    if isinstance(extra, Mapping):
+        mine = extra.get(fmt)
+        if isinstance(mine, Mapping):
+            return dict(mine)
+    return {}
+
+
+def fields_of(extra: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the provider fields of an ``extra[fmt]`` dict (its hints left out)."""
+    return {key: value for key, value in extra.items() if not key.startswith(HINT)}
+
+
+def put_extra(obj: dict[str, Any], fmt: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Set ``obj["extra"] = {fmt: fields}`` when ``fields`` is not empty; return ``obj``."""
+    if fields:
+        obj["extra"] = {fmt: dict(fields)}
+    return obj
+
+
+def provider_part(fmt: str, block: Any) -> dict[str, Any]:
+    """Return a ``provider`` part keeping ``block`` of format ``fmt`` verbatim."""
+    return {"type": "provider", "provider": fmt, "block": block}
+
+
+def is_provider_part(part: Mapping[str, Any], fmt: str) -> bool:
+    """Return True for a ``provider`` part of format ``fmt`` whose block is an object."""
+    return (
+        part.get("type") == "provider"
+        and part.get("provider") == fmt
+        and isinstance(part.get("block"), Mapping)
+    )
+
+
+def parts_of(content: object) -> list[dict[str, Any]]:
+    """Return row content as a list of parts: a non-empty string is one text part."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    if isinstance(content, list):
+        return [dict(part) for part in content if isinstance(part, Mapping)]
+    return []
+
+
+def part_kind(part: Mapping[str, Any]) -> str:
+    """Return the kind a part is counted under in ``dropped`` (its ``type``)."""
+    kind = part.get("type")
+    return kind if isinstance(kind, str) else "part"
+
+
+def note(dropped: dict[str, int] | None, kind: str, count: int = 1) -> None:
+    """Count ``count`` entries of ``kind`` left out by a conversion, when ``dropped`` is a dict."""
+    if dropped is not None and count:
+        dropped[kind] = dropped.get(kind, 0) + count
+
+
+class Call(NamedTuple):
+    """One tool call entry of a normalized row: id, name, arguments, kind and extras."""
+
+    id: str
+    name: str
+    args: Any
+    kind: str
+    entry: Mapping[str, Any]
+
+
+def read_entry(call: Mapping[str, Any]) -> Call:
+    """Read one call entry (flowmem's or a provider's spelling) with its ``kind``.
+
+    The kind is ``kind``, else ``custom`` for an OpenAI ``{"type": "custom"}`` entry,
+    else ``function``. A custom call's arguments are its ``custom.input`` text.
+    """
+    base = read_call(call)
+    kind = call.get("kind")
+    if not isinstance(kind, str) or not kind:
+        kind = "custom" if call.get("type") == "custom" else "function"
+    name, args = base.name, base.args
+    custom = call.get("custom")
+    if isinstance(custom, Mapping) and "args" not in call:
+        name = custom.get("name", name) if isinstance(custom.get("name"), str) else name
+        args = custom.get("input", args)
+    return Call(base.id, name, args, kind, call)
+
+
+def call_entry(
+    cid: str, name: str, args: Any, kind: str, fmt: str, fields: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Return a flowmem call entry; ``kind`` is left out for a function call."""
+    entry: dict[str, Any] = {"tool_call_id": cid, "name": name, "args": args}
+    if kind != "function":
+        entry["kind"] = kind
+    return put_extra(entry, fmt, fields)
+
+
+def exact_arguments(args: Any, extra: Mapping[str, Any]) -> str:
+    """Return the arguments text of a call: the provider's own text when it still parses to ``args``."""
+    raw = extra.get(HINT + "arguments")
+    if isinstance(raw, str) and parse_arguments(raw) == args:
+        return raw
+    return arguments_text(args)
+
+
+def arguments_hint(raw: str, args: Any) -> dict[str, Any]:
+    """Return the hint keeping a provider's arguments text when flowmem would spell it differently."""
+    return {} if arguments_text(args) == raw else {HINT + "arguments": raw}
+
+
+def call_kinds(rows: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Return ``{call id: kind}`` for every call the assistant rows declare."""
+    kinds: dict[str, str] = {}
+    for row in rows:
+        if row.get("role") == "assistant":
+            for call in row.get("tool_calls") or []:
+                cid = entry_id(call)
+                if cid is not None and isinstance(call, Mapping):
+                    kinds.setdefault(cid, read_entry(call).kind)
+    return kinds
+
+
+def object_list(value: object, where: str) -> list[Mapping[str, Any]]:
+    """Return a provider content list, each part an object; raise ``UnsupportedContentError`` otherwise."""
+    out: list[Mapping[str, Any]] = []
+    for n, part in enumerate(require_list(value, where)):
+        if not isinstance(part, Mapping) or not isinstance(part.get("type"), str):
+            raise UnsupportedContentError(
+                f"{where}[{n}]: a content part must be an object with a string type",
+                part=type(part).__name__,
+            )
+        out.append(part)
+    return out

@@ -1,4 +1,4 @@
-"""Anthropic Messages (``system`` + ``messages``) ↔ flowmem rows."""
+"""Anthropic Messages (``system`` + ``messages``) ↔ flowmem rows (lossless within the format)."""
 
 from __future__ import annotations
 
@@ -6,172 +6,333 @@ from collections.abc import Mapping
 from typing import Any
 
 from flowmem.core import Message
-from flowmem.errors import (
-    InvalidMessageError,
-    UnknownRoleError,
-    UnsupportedContentError,
-)
+from flowmem.errors import InvalidMessageError, UnknownRoleError
 from flowmem.formats._common import (
-    flat_call,
+    HINT,
+    call_entry,
+    call_kinds,
+    extra_of,
+    fields_of,
     input_object,
-    join_text,
+    is_provider_part,
     normalized,
-    read_call,
+    note,
+    object_list,
+    part_kind,
+    parts_of,
+    provider_part,
+    put_extra,
+    read_entry,
     require_list,
     require_map,
     result_call_id,
 )
 
+FMT = "anthropic"
 SYSTEM_SEPARATOR = "\n\n"
+CALL_KINDS = ("function",)
+"""The call kinds Anthropic carries (``tool_use``); any other kind is dropped with its results."""
+
+_ORDER = HINT + "order"  # the order of an assistant message's parts (p) and tool_use blocks (c)
+_IN_MESSAGES = HINT + "in_messages"  # a system row that came as a ``{"role": "system"}`` message
+_PDF = "application/pdf"
 
 
-def _push(out: list[dict[str, Any]], role: str, block: dict[str, Any]) -> None:
-    """Add a block to the last message when it has the same role, else start a message."""
+# --- blocks ---------------------------------------------------------------------------------
+
+
+def _source_of(part: Mapping[str, Any], base64_types: tuple[str, ...] | None) -> dict[str, Any] | None:
+    if isinstance(part.get("data"), str) and isinstance(part.get("media_type"), str):
+        if base64_types is None or part["media_type"] in base64_types:
+            return {"type": "base64", "media_type": part["media_type"], "data": part["data"]}
+        return None
+    if isinstance(part.get("url"), str):
+        return {"type": "url", "url": part["url"]}
+    if isinstance(part.get("file_id"), str):
+        return {"type": "file", "file_id": part["file_id"]}
+    return None
+
+
+def _part_to_anthropic(part: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Return the Anthropic block of a neutral part, or None when Anthropic has none."""
+    kind = part.get("type")
+    fields = fields_of(extra_of(part, FMT))
+    block: dict[str, Any] | None = None
+    if kind == "text" and isinstance(part.get("text"), str):
+        block = {"type": "text", "text": part["text"]}
+    elif kind == "image":
+        source = _source_of(part, None)
+        block = None if source is None else {"type": "image", "source": source}
+    elif kind == "file":
+        source = _source_of(part, (_PDF,))
+        block = None if source is None else {"type": "document", "source": source}
+    elif kind == "reasoning" and part.get("provider") == FMT:
+        if isinstance(part.get("redacted_data"), str):
+            block = {"type": "redacted_thinking", "data": part["redacted_data"]}
+        else:
+            block = {"type": "thinking", "thinking": part.get("text") or "", "signature": part.get("signature") or ""}
+    elif is_provider_part(part, FMT):
+        return dict(part["block"])
+    if block is not None:
+        block.update(fields)
+    return block
+
+
+def _part_from_anthropic(block: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the neutral part of an Anthropic block (a provider part when not modeled exactly)."""
+    kind = block["type"]
+    part: dict[str, Any] | None = None
+    consumed: set[str] = {"type"}
+    if kind == "text" and isinstance(block.get("text"), str):
+        part, consumed = {"type": "text", "text": block["text"]}, {"type", "text"}
+    elif kind in ("image", "document") and isinstance(block.get("source"), Mapping):
+        source = block["source"]
+        part = {"type": "image" if kind == "image" else "file"}
+        if source.get("type") == "base64":
+            part["data"], part["media_type"] = source.get("data"), source.get("media_type")
+        elif source.get("type") == "url":
+            part["url"] = source.get("url")
+        elif source.get("type") == "file":
+            part["file_id"] = source.get("file_id")
+        consumed = {"type", "source"}
+    elif kind == "thinking":
+        part = {"type": "reasoning", "provider": FMT, "text": block.get("thinking"), "signature": block.get("signature")}
+        consumed = {"type", "thinking", "signature"}
+    elif kind == "redacted_thinking":
+        part = {"type": "reasoning", "provider": FMT, "redacted_data": block.get("data")}
+        consumed = {"type", "data"}
+    if part is not None:
+        put_extra(part, FMT, {k: v for k, v in block.items() if k not in consumed})
+        if _part_to_anthropic(part) == dict(block):
+            return part
+    return provider_part(FMT, dict(block))
+
+
+def _blocks(content: Any, dropped: dict[str, int] | None) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for part in parts_of(content):
+        block = _part_to_anthropic(part)
+        if block is None:
+            note(dropped, part_kind(part))
+        else:
+            out.append(block)
+    return out
+
+
+# --- rows → (system, messages) ------------------------------------------------------------------
+
+
+def _push(out: list[dict[str, Any]], role: str, content: str | list[dict[str, Any]]) -> None:
+    """Add content to the last message when it has the same role (Anthropic alternates), else start one."""
     if out and out[-1]["role"] == role:
-        out[-1]["content"].append(block)
+        prev = out[-1]["content"]
+        if isinstance(prev, str):
+            prev = [{"type": "text", "text": prev}] if prev else []
+        more = ([{"type": "text", "text": content}] if content else []) if isinstance(content, str) else content
+        out[-1]["content"] = prev + more
     else:
-        out.append({"role": role, "content": [block]})
+        out.append({"role": role, "content": content})
 
 
-def to_anthropic(messages: object) -> tuple[str | None, list[dict[str, Any]]]:
+def _assistant_content(row: Message, dropped: dict[str, int] | None, skipped: set[str]) -> list[dict[str, Any]] | str | None:
+    content = row["content"]
+    blocks = _blocks(content, dropped) if isinstance(content, list) else []
+    calls: list[dict[str, Any]] = []
+    for raw in row.get("tool_calls") or []:
+        call = read_entry(raw)
+        if call.kind not in CALL_KINDS:
+            note(dropped, call.kind)
+            skipped.add(call.id)
+            continue
+        block = {"type": "tool_use", "id": call.id, "name": call.name, "input": input_object(call.args)}
+        block.update(fields_of(extra_of(call.entry, FMT)))
+        calls.append(block)
+    if isinstance(content, str):
+        if not calls:
+            return content or None
+        blocks = [{"type": "text", "text": content}] if content else []
+    order = extra_of(row, FMT).get(_ORDER)
+    if not (isinstance(order, str) and order.count("p") == len(blocks) and order.count("c") == len(calls) and set(order) <= {"p", "c"}):
+        order = "p" * len(blocks) + "c" * len(calls)
+    if not order:
+        return None
+    parts, uses = iter(blocks), iter(calls)
+    return [next(parts) if token == "p" else next(uses) for token in order]
+
+
+def _tool_result(row: Message, dropped: dict[str, int] | None) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": row["tool_call_id"]}
+    content = row["content"]
+    if isinstance(content, list):
+        block["content"] = _blocks(content, dropped)
+    elif content != "":
+        block["content"] = content
+    if row.get("is_error") is True:
+        block["is_error"] = True
+    block.update(fields_of(extra_of(row, FMT)))
+    return block
+
+
+def _system(rows: list[Message], dropped: dict[str, int] | None) -> str | list[dict[str, Any]] | None:
+    contents: list[Any] = []
+    for row in rows:
+        content = row["content"]
+        if isinstance(content, list):
+            blocks = [b for b in _blocks(content, dropped) if b.get("type") == "text"]
+            note(dropped, "system_part", len(parts_of(content)) - len(blocks))
+            content = blocks
+        if content not in ("", []):
+            contents.append(content)
+    if not contents:
+        return None
+    if len(contents) == 1:
+        return contents[0]  # type: ignore[no-any-return]
+    if all(isinstance(c, str) for c in contents):
+        return SYSTEM_SEPARATOR.join(contents)
+    return [b for c in contents for b in ([{"type": "text", "text": c}] if isinstance(c, str) else c)]
+
+
+def to_anthropic(
+    messages: object, dropped: dict[str, int] | None = None
+) -> tuple[str | list[dict[str, Any]] | None, list[dict[str, Any]]]:
     """Return ``messages`` (flowmem stored or flat rows) as Anthropic ``(system, messages)``.
 
-    Normalizes first (MEM-5). System rows with text are joined into ``system``
-    (``None`` when there is none). An assistant turn is a text block (when it has
-    text) followed by ``tool_use`` blocks (``id``, ``name``, ``input`` object); each
-    ``tool`` row is a ``tool_result`` block in the next user message, several
-    results in one message, followed by the next user text. Consecutive same-role
-    turns are merged into one message, as Anthropic requires. A message holding one
-    text block is sent with string content. A user turn with empty text is left out
-    (Anthropic rejects empty text blocks).
+    Normalizes first (MEM-5, keeping content parts). ``system`` is the system
+    rows' content as given (a string or text blocks with their ``cache_control``;
+    several rows are joined), ``None`` when there is none. An assistant turn's
+    parts (``thinking`` first, as recorded) come before its ``tool_use`` blocks
+    unless ``from_anthropic`` recorded another order; each ``tool`` row is a
+    ``tool_result`` block (``is_error`` kept) in the next user message.
+    Consecutive same-role turns are merged, as Anthropic requires. What Anthropic
+    cannot carry (other providers' reasoning and blocks, audio, non-PDF file data,
+    call kinds other than function with their results) is left out and counted
+    per kind in ``dropped`` when given.
     """
     rows = normalized(messages)
-    systems = [row["content"] for row in rows if row["role"] == "system" and row["content"] != ""]
+    kinds = call_kinds(rows)
+    systems = [r for r in rows if r["role"] == "system" and not extra_of(r, FMT).get(_IN_MESSAGES)]
     out: list[dict[str, Any]] = []
+    skipped: set[str] = set()
     for row in rows:
         role, content = row["role"], row["content"]
-        if role == "user" and content != "":
-            _push(out, "user", {"type": "text", "text": content})
+        if role == "system":
+            if extra_of(row, FMT).get(_IN_MESSAGES):
+                out.append({"role": "system", "content": content if isinstance(content, str) else _blocks(content, dropped)})
+        elif role == "user":
+            body = content if isinstance(content, str) else _blocks(content, dropped)
+            if body not in ("", []):
+                _push(out, "user", body)
         elif role == "assistant":
-            if content != "":
-                _push(out, "assistant", {"type": "text", "text": content})
-            for raw in row.get("tool_calls") or []:
-                call = read_call(raw)
-                _push(
-                    out,
-                    "assistant",
-                    {
-                        "type": "tool_use",
-                        "id": call.id,
-                        "name": call.name,
-                        "input": input_object(call.args),
-                    },
-                )
-        elif role == "tool":
-            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": row["tool_call_id"]}
-            if content != "":
-                block["content"] = content
-            _push(out, "user", block)
-    for message in out:
-        blocks = message["content"]
-        if len(blocks) == 1 and blocks[0]["type"] == "text":
-            message["content"] = blocks[0]["text"]
-    return (SYSTEM_SEPARATOR.join(systems) if systems else None), out
-
-
-def _system_text(system: object) -> str:
-    if system is None:
-        return ""
-    return join_text(system, ("text",), "system")
-
-
-def _assistant_rows(blocks: list[Any], where: str) -> list[Message]:
-    """Split an assistant message: each text block before any tool_use starts a row.
-
-    ``tool_use`` blocks join the row before them (or a row with empty text); a text
-    block after a ``tool_use`` is appended to that row's text, so the results that
-    follow the message stay adjacent to their calls.
-    """
-    rows: list[Message] = []
-    seen_call = False
-    for n, raw in enumerate(blocks):
-        at = f"{where}.content[{n}]"
-        block = require_map(raw, at)
-        kind = block.get("type")
-        if kind == "text":
-            text = block.get("text")
-            if not isinstance(text, str):
-                raise InvalidMessageError(f"{at}: text block without text")
-            if seen_call:
-                rows[-1]["content"] = "\n".join(t for t in (rows[-1]["content"], text) if t)
-            else:
-                rows.append({"role": "assistant", "content": text})
-        elif kind == "tool_use":
-            call = flat_call(block.get("id"), block.get("name"), block.get("input", {}), at)
-            if not rows:
-                rows.append({"role": "assistant", "content": ""})
-            rows[-1].setdefault("tool_calls", []).append(call)
-            seen_call = True
+            turn = _assistant_content(row, dropped, skipped)
+            if turn is not None:
+                _push(out, "assistant", turn)
+        elif row["tool_call_id"] in skipped:
+            note(dropped, f"{kinds.get(row['tool_call_id'], 'function')}_result")
         else:
-            raise UnsupportedContentError(
-                f"{at}: assistant block of type {kind!r} cannot be carried by flowmem", block=kind
-            )
-    return rows
+            _push(out, "user", [_tool_result(row, dropped)])
+    return _system(systems, dropped), out
 
 
-def _user_rows(blocks: list[Any], where: str) -> list[Message]:
-    """Split a user message: each ``tool_result`` is a tool row, each text block a user row."""
-    rows: list[Message] = []
-    for n, raw in enumerate(blocks):
-        at = f"{where}.content[{n}]"
-        block = require_map(raw, at)
-        kind = block.get("type")
-        if kind == "text":
-            text = block.get("text")
-            if not isinstance(text, str):
-                raise InvalidMessageError(f"{at}: text block without text")
-            rows.append({"role": "user", "content": text})
-        elif kind == "tool_result":
-            rows.append(
-                {
-                    "role": "tool",
-                    "content": join_text(block.get("content"), ("text",), at),
-                    "tool_call_id": result_call_id(block.get("tool_use_id"), at),
-                }
-            )
+# --- (system, messages) → rows ------------------------------------------------------------------
+
+
+def _content(content: object, where: str) -> Any:
+    if isinstance(content, str):
+        return content
+    return [_part_from_anthropic(block) for block in object_list(content, where)]
+
+
+def _assistant_row(blocks: list[Mapping[str, Any]], where: str) -> Message:
+    parts: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] = []
+    order = ""
+    for n, block in enumerate(blocks):
+        if block["type"] == "tool_use":
+            at = f"{where}.content[{n}]"
+            cid = result_call_id(block.get("id"), at)
+            name = block.get("name")
+            if not isinstance(name, str):
+                raise InvalidMessageError(f"{at}: tool_use has no name")
+            fields = {k: v for k, v in block.items() if k not in ("type", "id", "name", "input")}
+            calls.append(call_entry(cid, name, block.get("input", {}), "function", FMT, fields))
+            order += "c"
         else:
-            raise UnsupportedContentError(
-                f"{at}: user block of type {kind!r} cannot be carried by flowmem", block=kind
-            )
+            parts.append(_part_from_anthropic(block))
+            order += "p"
+    row: Message = {"role": "assistant", "content": parts}
+    if calls:
+        row["tool_calls"] = calls
+    if order != "p" * len(parts) + "c" * len(calls):
+        put_extra(row, FMT, {_ORDER: order})
+    return row
+
+
+def _tool_row(block: Mapping[str, Any], where: str) -> Message:
+    row: Message = {"role": "tool", "content": "", "tool_call_id": result_call_id(block.get("tool_use_id"), where)}
+    fields = {k: v for k, v in block.items() if k not in ("type", "tool_use_id", "content", "is_error")}
+    content = block.get("content")
+    if isinstance(content, str) and content:
+        row["content"] = content
+    elif isinstance(content, list) and content:
+        row["content"] = _content(content, f"{where}.content")
+    elif "content" in block:
+        fields["content"] = content
+    if block.get("is_error") is True:
+        row["is_error"] = True
+    elif "is_error" in block:
+        fields["is_error"] = block["is_error"]
+    return put_extra(row, FMT, fields)
+
+
+def _user_rows(blocks: list[Mapping[str, Any]], where: str) -> list[Message]:
+    """Split a user message: each ``tool_result`` is a tool row; the blocks between make user rows."""
+    rows: list[Message] = []
+    for n, block in enumerate(blocks):
+        if block["type"] == "tool_result":
+            rows.append(_tool_row(block, f"{where}.content[{n}]"))
+        elif rows and rows[-1]["role"] == "user":
+            rows[-1]["content"].append(_part_from_anthropic(block))
+        else:
+            rows.append({"role": "user", "content": [_part_from_anthropic(block)]})
     return rows
 
 
 def from_anthropic(system: object, messages: object) -> list[Message]:
     """Return Anthropic ``system`` + ``messages`` as flowmem flat rows (no normalization).
 
-    ``system`` (a string or text blocks, or ``None``) becomes one leading system row
-    when it has text. A message's text blocks, ``tool_use`` blocks and ``tool_result``
-    blocks are split back into rows (see ``_assistant_rows``/``_user_rows``), which
-    undoes the merging ``to_anthropic`` does. Raises ``InvalidMessageError`` for a
-    malformed message and ``UnsupportedContentError`` for images, documents,
-    thinking and other non-text blocks.
+    Lossless: ``to_anthropic(*...)`` of the rows gives the payload back for a
+    sendable one. ``system`` (a string or text blocks, ``cache_control`` kept)
+    becomes one leading system row. Text, ``image`` and PDF/URL/file
+    ``document`` blocks become neutral parts (``cache_control``, ``citations``,
+    ``title`` kept in ``extra.anthropic``); ``thinking`` and ``redacted_thinking``
+    become reasoning parts with their signature or data; server-tool blocks and
+    their results, search results and any other block are ``provider`` parts;
+    ``tool_use`` blocks become calls, each ``tool_result`` a tool row (``is_error``
+    and image content kept). Raises ``InvalidMessageError``/``UnknownRoleError``
+    for a malformed message.
     """
     rows: list[Message] = []
-    text = _system_text(system)
-    if text != "":
-        rows.append({"role": "system", "content": text})
+    if system is not None:
+        content = _content(system, "system")
+        if content not in ("", []):
+            rows.append({"role": "system", "content": content})
     for index, raw in enumerate(require_list(messages, "messages")):
         where = f"message {index}"
         message: Mapping[str, Any] = require_map(raw, where)
         role = message.get("role")
-        if role not in ("user", "assistant"):
+        if role not in ("user", "assistant", "system"):
             raise UnknownRoleError(f"{where}: unknown role {role!r}", role=role)
         content = message.get("content")
         if isinstance(content, str):
             rows.append({"role": role, "content": content})
-            continue
-        if not isinstance(content, (list, tuple)):
-            raise InvalidMessageError(f"{where}: content must be a string or a list of blocks")
-        split = _assistant_rows if role == "assistant" else _user_rows
-        rows.extend(split(list(content), where))
+        else:
+            blocks = object_list(content, f"{where}.content")
+            if role == "assistant":
+                rows.append(_assistant_row(blocks, where))
+            elif role == "user":
+                rows.extend(_user_rows(blocks, where))
+            else:
+                rows.append({"role": "system", "content": _content(blocks, where)})
+        if role == "system":
+            put_extra(rows[-1], FMT, {_IN_MESSAGES: True})
     return rows

@@ -47,16 +47,17 @@ def read_document(name: str, document: object) -> list[Message]:
     return rows + from_responses(items)
 
 
-def write_document(name: str, messages: object) -> Any:
+def write_document(name: str, messages: object, dropped: dict[str, int] | None = None) -> Any:
     """Return ``messages`` normalized and written in format ``name`` as a JSON-ready value.
 
     ``openai`` and ``responses`` give a list; ``anthropic`` gives ``{"system", "messages"}``
-    (``system`` only when there is one).
+    (``system`` only when there is one). What format ``name`` cannot carry is
+    counted per kind in ``dropped`` when given.
     """
     _check_name(name)
     if name == "openai":
-        return to_openai(messages)
+        return to_openai(messages, dropped)
     if name == "responses":
-        return to_responses(messages)
-    system, out = to_anthropic(messages)
+        return to_responses(messages, dropped)
+    system, out = to_anthropic(messages, dropped)
     return {"messages": out} if system is None else {"system": system, "messages": out}

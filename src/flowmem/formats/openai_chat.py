@@ -1,101 +1,382 @@
-"""OpenAI Chat Completions messages ↔ flowmem rows."""
+"""OpenAI Chat Completions messages ↔ flowmem rows (lossless within the format)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from flowmem.core import Message
-from flowmem.errors import InvalidMessageError, UnknownRoleError, UnsupportedContentError
+from flowmem.errors import InvalidMessageError, UnknownRoleError
 from flowmem.formats._common import (
-    arguments_text,
-    flat_call,
-    join_text,
+    HINT,
+    arguments_hint,
+    call_entry,
+    call_kinds,
+    data_url,
+    exact_arguments,
+    extra_of,
+    fields_of,
+    is_provider_part,
     normalized,
+    note,
+    object_list,
     parse_arguments,
-    read_call,
+    parse_data_url,
+    part_kind,
+    parts_of,
+    provider_part,
+    put_extra,
+    read_entry,
     require_list,
     require_map,
     result_call_id,
 )
 
-_TEXT = ("text",)
+FMT = "openai"
+CALL_KINDS = ("function", "custom")
+"""The call kinds Chat Completions carries; any other kind is dropped with its results."""
+
+_CONTENT_HINT = HINT + "content"  # "string" | "null" | "absent" | "list": the content's spelling
+_SIDE_FIELDS = ("refusal", "function_call")  # message fields kept as provider parts
 
 
-def to_openai(messages: object) -> list[dict[str, Any]]:
+# --- parts -----------------------------------------------------------------------------
+
+
+def _part_to_openai(part: Mapping[str, Any], role: str) -> dict[str, Any] | None:
+    """Return the Chat content part of a neutral part for ``role``, or None when Chat has none."""
+    kind = part.get("type")
+    fields = fields_of(extra_of(part, FMT))
+    block: dict[str, Any] | None = None
+    if kind == "text" and isinstance(part.get("text"), str):
+        block = {"type": "text", "text": part["text"]}
+    elif kind == "image" and role == "user":
+        url = part.get("url")
+        if not isinstance(url, str) and isinstance(part.get("data"), str):
+            media = part.get("media_type")
+            url = data_url(media, part["data"]) if isinstance(media, str) else None
+        if isinstance(url, str):
+            image: dict[str, Any] = {"url": url}
+            if part.get("detail") is not None:
+                image["detail"] = part["detail"]
+            block = {"type": "image_url", "image_url": image}
+    elif kind == "audio" and role == "user":
+        if isinstance(part.get("data"), str) and part.get("format") in ("wav", "mp3"):
+            block = {
+                "type": "input_audio",
+                "input_audio": {"data": part["data"], "format": part["format"]},
+            }
+    elif kind == "file" and role == "user":
+        file: dict[str, Any] = {}
+        if isinstance(part.get("data"), str):
+            media = part.get("media_type")
+            file["file_data"] = data_url(media, part["data"]) if isinstance(media, str) else part["data"]
+        if isinstance(part.get("file_id"), str):
+            file["file_id"] = part["file_id"]
+        if file and isinstance(part.get("filename"), str):
+            file["filename"] = part["filename"]
+        if file:
+            block = {"type": "file", "file": file}
+    elif is_provider_part(part, FMT) and isinstance(part["block"].get("type"), str):
+        return dict(part["block"])
+    if block is not None:
+        block.update(fields)
+    return block
+
+
+def _part_from_openai(block: Mapping[str, Any], role: str) -> dict[str, Any]:
+    """Return the neutral part of a Chat content part (a provider part when not modeled exactly)."""
+    kind = block["type"]
+    part: dict[str, Any] | None = None
+    consumed = {"type"}
+    if kind == "text" and isinstance(block.get("text"), str):
+        part, consumed = {"type": "text", "text": block["text"]}, {"type", "text"}
+    elif kind == "image_url" and isinstance(block.get("image_url"), Mapping):
+        image = block["image_url"]
+        url = image.get("url")
+        if isinstance(url, str):
+            parsed = parse_data_url(url)
+            part = (
+                {"type": "image", "data": parsed[1], "media_type": parsed[0]}
+                if parsed
+                else {"type": "image", "url": url}
+            )
+            if image.get("detail") is not None:
+                part["detail"] = image["detail"]
+            consumed = {"type", "image_url"}
+    elif kind == "input_audio" and isinstance(block.get("input_audio"), Mapping):
+        audio = block["input_audio"]
+        part = {"type": "audio", "data": audio.get("data"), "format": audio.get("format")}
+        consumed = {"type", "input_audio"}
+    elif kind == "file" and isinstance(block.get("file"), Mapping):
+        file = block["file"]
+        part = {"type": "file"}
+        raw = file.get("file_data")
+        if isinstance(raw, str):
+            parsed = parse_data_url(raw)
+            if parsed:
+                part["data"], part["media_type"] = parsed[1], parsed[0]
+            else:
+                part["data"] = raw
+        for key, target in (("file_id", "file_id"), ("filename", "filename")):
+            if key in file:
+                part[target] = file[key]
+        consumed = {"type", "file"}
+    if part is not None:
+        put_extra(part, FMT, {k: v for k, v in block.items() if k not in consumed})
+        if _part_to_openai(part, role) == dict(block):
+            return part
+    return provider_part(FMT, dict(block))
+
+
+# --- rows → messages ---------------------------------------------------------------------
+
+
+def _calls_to_openai(
+    row: Message, dropped: dict[str, int] | None, skipped: set[str]
+) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for raw in row.get("tool_calls") or []:
+        call = read_entry(raw)
+        fields = extra_of(call.entry, FMT)
+        if call.kind == "function":
+            entry: dict[str, Any] = {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": exact_arguments(call.args, fields)},
+            }
+        elif call.kind == "custom":
+            text = call.args if isinstance(call.args, str) else exact_arguments(call.args, fields)
+            entry = {"id": call.id, "type": "custom", "custom": {"name": call.name, "input": text}}
+        else:
+            note(dropped, call.kind)
+            skipped.add(call.id)
+            continue
+        entry.update(fields_of(fields))
+        out.append(entry)
+    return out
+
+
+def _assistant_message(row: Message, dropped: dict[str, int] | None, skipped: set[str]) -> dict[str, Any] | None:
+    """Return the Chat message of an assistant row (None when nothing of it is left)."""
+    extra = extra_of(row, FMT)
+    content = row["content"]
+    blocks: list[dict[str, Any]] = []
+    side: dict[str, Any] = {}
+    for part in parts_of(content) if isinstance(content, list) else []:
+        if part.get("type") == "audio" and isinstance(part.get("id"), str) and "data" not in part:
+            side["audio"] = {"id": part["id"], **fields_of(extra_of(part, FMT))}
+        elif is_provider_part(part, FMT) and "type" not in part["block"]:
+            side.update(part["block"])
+        else:
+            block = _part_to_openai(part, "assistant")
+            if block is None or block.get("type") not in ("text", "refusal"):
+                note(dropped, part_kind(part))
+            else:
+                blocks.append(block)
+    calls = _calls_to_openai(row, dropped, skipped)
+    message: dict[str, Any] = {"role": "assistant"}
+    form = extra.get(_CONTENT_HINT)
+    if form is None:
+        if isinstance(content, str):
+            form = "null" if content == "" and calls else "string"
+        elif blocks:
+            form = "list"
+        else:
+            form = "absent" if side else "null" if calls else "list"
+    if form == "string":
+        texts = [b["text"] for b in blocks if b.get("type") == "text"]
+        message["content"] = content if isinstance(content, str) else "".join(texts)
+    elif form == "null":
+        message["content"] = None
+    elif form == "list":
+        message["content"] = blocks if isinstance(content, list) else parts_of(content)
+    message.update(side)
+    if calls:
+        message["tool_calls"] = calls
+    message.update(fields_of(extra))
+    if not calls and not side and not blocks and not (isinstance(content, str) and content):
+        return None
+    return message
+
+
+def _text_content(row: Message, role: str, dropped: dict[str, int] | None) -> Any:
+    """Return a system, user or tool row's content as Chat content (parts Chat cannot take dropped)."""
+    content = row["content"]
+    if isinstance(content, str):
+        return content
+    blocks: list[dict[str, Any]] = []
+    for part in parts_of(content):
+        block = _part_to_openai(part, role)
+        if block is None or (role != "user" and block.get("type") != "text"):
+            note(dropped, part_kind(part))
+        else:
+            blocks.append(block)
+    return blocks
+
+
+def _row_to_openai(
+    row: Message, dropped: dict[str, int] | None, skipped: set[str], kinds: dict[str, str]
+) -> dict[str, Any] | None:
+    role = row["role"]
+    if role == "assistant":
+        return _assistant_message(row, dropped, skipped)
+    extra = extra_of(row, FMT)
+    if role == "tool":
+        if row["tool_call_id"] in skipped:
+            note(dropped, f"{kinds.get(row['tool_call_id'], 'function')}_result")
+            return None
+        if row.get("is_error") is True:
+            note(dropped, "is_error")
+        content = _text_content(row, role, dropped)
+        if content == [] and row["content"] != []:
+            content = ""
+        message = {"role": "tool", "tool_call_id": row["tool_call_id"], "content": content}
+        message.update(fields_of(extra))
+        return message
+    if role == "user":
+        parts = row["content"]
+        if isinstance(parts, list) and len(parts) == 1 and is_provider_part(parts[0], FMT):
+            block = parts[0]["block"]
+            if block.get("role") == "function":  # a legacy function-role message, kept whole
+                return dict(block)
+    content = _text_content(row, role, dropped)
+    if content == [] and row["content"] != []:
+        return None  # nothing Chat can carry is left
+    message = {"role": role, "content": content}
+    message.update(fields_of(extra))
+    return message
+
+
+def to_openai(messages: object, dropped: dict[str, int] | None = None) -> list[dict[str, Any]]:
     """Return ``messages`` (flowmem stored or flat rows) as Chat Completions messages.
 
-    Normalizes first (MEM-5), so the output is sendable: every ``tool_calls[].id``
-    is answered by the ``tool`` message right after its turn. Arguments become a
-    JSON string; an assistant turn with calls and no text has ``content: null``.
+    Normalizes first (MEM-5, keeping content parts), so the output is sendable:
+    every ``tool_calls[].id`` is answered by the ``tool`` message right after its
+    turn. Parts and fields read by ``from_openai`` come back as they were.
+    What Chat cannot carry (reasoning, other providers' blocks, call kinds other
+    than function and custom with their results, an image in a tool result,
+    ``is_error``) is left out and counted per kind in ``dropped`` when given.
     """
+    rows = normalized(messages)
+    kinds = call_kinds(rows)
+    skipped: set[str] = set()
     out: list[dict[str, Any]] = []
-    for row in normalized(messages):
-        role, content = row["role"], row["content"]
-        if role == "tool":
-            out.append({"role": "tool", "tool_call_id": row["tool_call_id"], "content": content})
-            continue
-        message: dict[str, Any] = {"role": role, "content": content}
-        if role == "assistant" and row.get("tool_calls"):
-            calls = [read_call(call) for call in row["tool_calls"]]
-            message["tool_calls"] = [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": arguments_text(call.args)},
-                }
-                for call in calls
-            ]
-            if content == "":
-                message["content"] = None
-        out.append(message)
+    for row in rows:
+        message = _row_to_openai(row, dropped, skipped, kinds)
+        if message is not None:
+            out.append(message)
     return out
+
+
+# --- messages → rows ---------------------------------------------------------------------
 
 
 def _from_call(call: object, where: str) -> dict[str, Any]:
     entry = require_map(call, where)
     kind = entry.get("type", "function")
+    cid = result_call_id(entry.get("id"), where).strip() if entry.get("id") is not None else None
+    if cid is None:
+        raise InvalidMessageError(f"{where}: tool call has no id")
+    if kind == "custom":
+        custom = require_map(entry.get("custom"), f"{where}.custom")
+        name, text = custom.get("name"), custom.get("input", "")
+        if not isinstance(name, str) or not isinstance(text, str):
+            raise InvalidMessageError(f"{where}: a custom tool call needs a name and an input text")
+        fields = {k: v for k, v in entry.items() if k not in ("id", "type", "custom")}
+        return call_entry(cid, name, text, "custom", FMT, fields)
     if kind != "function":
-        raise UnsupportedContentError(f"{where}: tool call of type {kind!r} is not a function call")
+        raise InvalidMessageError(f"{where}: unknown tool call type {kind!r}")
     function = require_map(entry.get("function"), f"{where}.function")
-    raw = function.get("arguments", "")
+    name, raw = function.get("name"), function.get("arguments", "")
+    if not isinstance(name, str):
+        raise InvalidMessageError(f"{where}: tool call has no function name")
     if not isinstance(raw, str):
         raise InvalidMessageError(f"{where}: function.arguments must be a JSON string")
-    return flat_call(entry.get("id"), function.get("name"), parse_arguments(raw), where)
+    args = parse_arguments(raw)
+    fields = {k: v for k, v in entry.items() if k not in ("id", "type", "function")}
+    fields.update(arguments_hint(raw, args))
+    return call_entry(cid, name, args, "function", FMT, fields)
+
+
+def _content_parts(content: object, role: str, where: str) -> Any:
+    """Return Chat content as row content: a string stays, a list becomes neutral parts."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    return [_part_from_openai(block, role) for block in object_list(content, f"{where}.content")]
+
+
+def _content_form(message: Mapping[str, Any]) -> str:
+    if "content" not in message:
+        return "absent"
+    content = message["content"]
+    return "null" if content is None else "string" if isinstance(content, str) else "list"
+
+
+def _from_assistant(message: Mapping[str, Any], where: str) -> Message:
+    content = _content_parts(message.get("content"), "assistant", where)
+    side: list[dict[str, Any]] = []
+    audio = message.get("audio")
+    if isinstance(audio, Mapping) and isinstance(audio.get("id"), str):
+        side.append(
+            put_extra({"type": "audio", "id": audio["id"]}, FMT, {k: v for k, v in audio.items() if k != "id"})
+        )
+    for key in _SIDE_FIELDS:
+        if message.get(key) is not None:
+            side.append(provider_part(FMT, {key: message[key]}))
+    if side:
+        content = (parts_of(content) if isinstance(content, str) else content) + side
+    row: Message = {"role": "assistant", "content": content}
+    calls = message.get("tool_calls")
+    if calls:
+        row["tool_calls"] = [
+            _from_call(call, f"{where}.tool_calls[{n}]")
+            for n, call in enumerate(require_list(calls, f"{where}.tool_calls"))
+        ]
+    modeled = {"role", "content", "tool_calls"} | ({"audio"} if any(p["type"] == "audio" for p in side) else set())
+    modeled |= {key for key in _SIDE_FIELDS if message.get(key) is not None}
+    fields = {k: v for k, v in message.items() if k not in modeled}
+    if calls == []:
+        fields["tool_calls"] = []
+    put_extra(row, FMT, fields)
+    default = _assistant_message(row, None, set())
+    if default is not None and _content_form(default) != _content_form(message):
+        fields[_CONTENT_HINT] = _content_form(message)
+        put_extra(row, FMT, fields)
+    return row
 
 
 def from_openai(messages: object) -> list[Message]:
     """Return Chat Completions messages as flowmem flat rows (no normalization).
 
-    ``developer`` becomes ``system``; text parts are joined with a newline; an
-    assistant ``refusal`` stands in for empty content; each ``tool_calls[]`` entry
-    becomes ``{"tool_call_id", "name", "args"}`` with the arguments parsed from JSON.
-    Raises ``InvalidMessageError``/``UnknownRoleError`` for a malformed message and
-    ``UnsupportedContentError`` for non-text content or a legacy ``function`` role.
+    Lossless: ``to_openai(from_openai(h))`` gives ``h`` back for a sendable ``h``.
+    Text, ``image_url`` (a ``data:`` URL becomes base64 data with its media type),
+    ``input_audio`` and ``file`` parts become neutral parts; an assistant ``audio``
+    becomes an ``audio`` part with its id (so an audio-only turn is not empty);
+    ``refusal`` (part or field), ``function_call`` and a legacy ``function``
+    message are ``provider`` parts; ``developer``, ``name`` and any other field go
+    to ``extra.openai``. Tool calls (``function`` and ``custom``) become call
+    entries with parsed arguments. Raises ``InvalidMessageError``/``UnknownRoleError``
+    for a malformed message.
     """
     rows: list[Message] = []
     for index, raw in enumerate(require_list(messages, "messages")):
         where = f"message {index}"
         message = require_map(raw, where)
         role = message.get("role")
-        if role == "developer":
-            role = "system"
-        if role == "function" or message.get("function_call") is not None:
-            raise UnsupportedContentError(f"{where}: legacy function calling is not supported")
-        if role not in ("system", "user", "assistant", "tool"):
-            raise UnknownRoleError(f"{where}: unknown role {role!r}", role=role)
-        content = join_text(message.get("content"), _TEXT, where)
-        row: Message = {"role": role, "content": content}
+        if role == "function":
+            rows.append({"role": "user", "content": [provider_part(FMT, dict(message))]})
+            continue
         if role == "assistant":
-            refusal = message.get("refusal")
-            if content == "" and isinstance(refusal, str):
-                row["content"] = refusal
-            calls = message.get("tool_calls")
-            if calls:
-                row["tool_calls"] = [
-                    _from_call(call, f"{where}.tool_calls[{n}]")
-                    for n, call in enumerate(require_list(calls, f"{where}.tool_calls"))
-                ]
-        elif role == "tool":
+            rows.append(_from_assistant(message, where))
+            continue
+        if role not in ("system", "developer", "user", "tool"):
+            raise UnknownRoleError(f"{where}: unknown role {role!r}", role=role)
+        flat_role = "system" if role == "developer" else role
+        row: Message = {"role": flat_role, "content": _content_parts(message.get("content"), flat_role, where)}
+        modeled = {"content", "tool_call_id"} | ({"role"} if role != "developer" else set())
+        if role == "tool":
             row["tool_call_id"] = result_call_id(message.get("tool_call_id"), where)
+        put_extra(row, FMT, {k: v for k, v in message.items() if k not in modeled})
         rows.append(row)
     return rows

@@ -1,0 +1,142 @@
+"""Which format a payload is in: flowmem rows or one provider's request shape (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from flowmem.formats.responses import CALL_ITEMS, OUTPUT_ITEMS
+
+DETECTED: tuple[str, ...] = ("openai", "responses", "anthropic", "rows")
+"""What ``detect_format`` answers: the three provider formats and flowmem rows."""
+
+_PREFERENCE = ("rows", "openai", "responses", "anthropic")  # when a payload fits several
+
+# Item types only the Responses API has at the top level of its input list.
+_RESPONSES_ITEMS = frozenset(CALL_ITEMS) | frozenset(OUTPUT_ITEMS) | {
+    "message",
+    "reasoning",
+    "web_search_call",
+    "file_search_call",
+    "image_generation_call",
+    "code_interpreter_call",
+    "mcp_call",
+    "mcp_list_tools",
+    "item_reference",
+    "compaction",
+    "tool_search_call",
+    "tool_search_output",
+}
+_RESPONSES_PARTS = frozenset({"input_text", "output_text", "input_image", "input_file"})
+_OPENAI_PARTS = frozenset({"image_url", "input_audio"})
+_ANTHROPIC_BLOCKS = frozenset(
+    {
+        "tool_use",
+        "tool_result",
+        "thinking",
+        "redacted_thinking",
+        "document",
+        "search_result",
+        "server_tool_use",
+        "container_upload",
+    }
+)
+_ROWS_PARTS = frozenset({"audio", "reasoning", "provider"})
+
+_OPENAI = frozenset({"openai"})
+_RESPONSES = frozenset({"responses"})
+_ANTHROPIC = frozenset({"anthropic"})
+_ROWS = frozenset({"rows"})
+
+
+def _part_signal(part: Mapping[str, Any]) -> frozenset[str] | None:
+    kind = part.get("type")
+    if not isinstance(kind, str):
+        return None
+    if kind in _RESPONSES_PARTS:
+        return _RESPONSES
+    if kind in _OPENAI_PARTS or (kind == "file" and isinstance(part.get("file"), Mapping)):
+        return _OPENAI
+    if kind == "refusal":
+        return frozenset({"openai", "responses"})
+    if kind in _ANTHROPIC_BLOCKS or kind.endswith("_tool_result"):
+        return _ANTHROPIC
+    if kind == "image":
+        return _ANTHROPIC if "source" in part else _ROWS
+    if kind == "file" or kind in _ROWS_PARTS:
+        return _ROWS
+    return None
+
+
+def _call_signal(call: object) -> frozenset[str] | None:
+    if not isinstance(call, Mapping):
+        return None
+    if "function" in call or "custom" in call:
+        return _OPENAI
+    if "tool_call_id" in call or "args" in call or "kind" in call:
+        return _ROWS
+    return None
+
+
+def _message_signals(entry: Mapping[str, Any]) -> Iterable[frozenset[str]]:
+    kind = entry.get("type")
+    if isinstance(kind, str) and (kind in _RESPONSES_ITEMS or "role" not in entry):
+        yield _RESPONSES
+        return
+    if "metadata" in entry or "extra" in entry or "is_error" in entry:
+        yield _ROWS
+    role = entry.get("role")
+    if role == "developer":
+        yield frozenset({"openai", "responses"})
+    elif role == "function":
+        yield _OPENAI
+    elif role == "tool":
+        yield frozenset({"openai", "rows"})
+    if role == "assistant" and ("audio" in entry or "refusal" in entry or "function_call" in entry):
+        yield _OPENAI
+    calls = entry.get("tool_calls")
+    if isinstance(calls, list):
+        for call in calls:
+            signal = _call_signal(call)
+            if signal is not None:
+                yield signal
+    content = entry.get("content")
+    if isinstance(content, list):
+        for part in content:
+            if isinstance(part, Mapping):
+                signal = _part_signal(part)
+                if signal is not None:
+                    yield signal
+
+
+def detect_format(payload: object) -> str:
+    """Return the format of ``payload``: ``"openai"``, ``"responses"``, ``"anthropic"`` or ``"rows"``.
+
+    A request body says it by its keys (``input``/``instructions``: Responses;
+    ``system``: Anthropic); otherwise each message is read for what only one
+    format has: Responses item types and ``input_*``/``output_text`` parts;
+    Anthropic blocks (``tool_use``, ``tool_result``, ``thinking``, an ``image``
+    with a ``source``, ``document``); OpenAI ``tool_calls[].function``,
+    ``image_url``/``input_audio``/``file`` parts, an assistant ``audio`` or
+    ``refusal``, the ``function`` role; flowmem rows' ``metadata``, call entries
+    with ``tool_call_id``/``args`` and neutral parts. A payload that fits several
+    (plain text messages are the same everywhere) is ``"rows"``; conflicting
+    signals are resolved by the first ones found.
+    """
+    messages: object = payload
+    candidates = set(DETECTED)
+    if isinstance(payload, Mapping):
+        if "input" in payload or "instructions" in payload:
+            return "responses"
+        if "system" in payload:
+            candidates = {"anthropic"}
+        messages = payload.get("messages", [])
+    if isinstance(messages, (list, tuple)):
+        for entry in messages:
+            if not isinstance(entry, Mapping):
+                continue
+            for signal in _message_signals(entry):
+                narrowed = candidates & signal
+                if narrowed:
+                    candidates = narrowed
+    return next(name for name in _PREFERENCE if name in candidates)
