@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
-from anthropic.types import MessageParam
+from anthropic.types import MessageParam, TextBlockParam
 from openai.types.chat import ChatCompletionMessageParam
 from openai.types.responses import ResponseInputItemParam
 from pydantic import BaseModel, TypeAdapter
@@ -51,8 +51,12 @@ def assert_responses(items: list[dict[str, Any]]) -> None:
         _validated(ResponseInputItemParam, item)  # type: ignore[arg-type]
 
 
-def assert_anthropic(system: str | None, messages: list[dict[str, Any]]) -> None:
-    """Every message is a valid ``anthropic.types.MessageParam``; ``system`` is text or absent."""
-    assert system is None or (isinstance(system, str) and system != "")
+def assert_anthropic(system: object, messages: list[dict[str, Any]]) -> None:
+    """Every message is a valid ``anthropic.types.MessageParam``; ``system`` is text, text blocks or absent."""
+    assert system is None or (isinstance(system, str) and system != "") or isinstance(system, list)
+    if isinstance(system, list):
+        assert system, "an empty system block list is left out"
+        for block in system:
+            _validated(TextBlockParam, block)  # type: ignore[arg-type]
     for message in messages:
         _validated(MessageParam, message)  # type: ignore[arg-type]

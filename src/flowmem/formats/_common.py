@@ -242,8 +242,24 @@ def parts_of(content: object) -> list[dict[str, Any]]:
 
 
 def part_kind(part: Mapping[str, Any]) -> str:
-    """Return the kind a part is counted under in ``dropped`` (its ``type``)."""
+    """Return the kind a part is counted under in ``dropped``.
+
+    A neutral part counts under its ``type``; a ``provider`` part under its block's
+    type (``web_search_call``, ``server_tool_use``, ``refusal`` …), or the one
+    field it keeps (an OpenAI ``refusal``/``function_call`` field), else ``provider``.
+    """
     kind = part.get("type")
+    if kind == "provider":
+        block = part.get("block")
+        if isinstance(block, Mapping):
+            inner = block.get("type")
+            if isinstance(inner, str):
+                return inner
+            if block.get("role") == "function":
+                return "function_message"
+            if len(block) == 1:
+                return str(next(iter(block)))
+        return "provider"
     return kind if isinstance(kind, str) else "part"
 
 
