@@ -554,3 +554,91 @@ def test_lock_timeout_must_be_a_number(store: Store) -> None:
             store.append(A, prepare(user("x")), lock_timeout=bad)  # type: ignore[arg-type]
     assert store.count(A) == 0
     assert store.append(A, prepare(user("x")), lock_timeout=-3).count == 1
+
+
+# --- lossless content (decision 0021) ---------------------------------------------------------
+
+EVERY_PART: list[dict[str, Any]] = [
+    {"type": "text", "text": "héllo", "extra": {"anthropic": {"cache_control": {"type": "ephemeral"}}}},
+    {"type": "image", "url": "https://example.com/cat.png", "detail": "high"},
+    {"type": "image", "data": "iVBORw0KGgo=", "media_type": "image/png"},
+    {"type": "image", "file_id": "file-1"},
+    {"type": "audio", "data": "UklGRg==", "format": "wav"},
+    {"type": "audio", "id": "audio_1", "transcript": "hi"},
+    {"type": "file", "file_id": "file-2", "filename": "a.pdf", "media_type": "application/pdf"},
+    {"type": "file", "url": "https://example.com/a.pdf"},
+    {"type": "file", "data": "JVBERi0=", "filename": "b.pdf"},
+    {"type": "provider", "provider": "responses", "block": {"type": "web_search_call", "id": "ws_1",
+                                                            "status": "completed", "action": {}}},
+]
+REASONING = [
+    {"type": "reasoning", "text": "think", "signature": "EqQBCkgIARABGAIi", "provider": "anthropic"},
+    {"type": "reasoning", "redacted_data": "EmwKAhgBEgw=", "provider": "anthropic"},
+    {"type": "reasoning", "summary": ["s1", "s2"], "encrypted_content": "gAAAA", "provider": "responses",
+     "extra": {"responses": {"id": "rs_1"}}},
+]
+KINDS = ["function", "custom", "computer", "local_shell", "shell", "apply_patch", "mcp_approval"]
+
+
+def lossless_history() -> list[dict[str, Any]]:
+    """Rows carrying every part kind, is_error, extra and every call kind."""
+    calls = [
+        {"tool_call_id": f"k{i}", "name": kind, "args": {"i": i}, "kind": kind,
+         "extra": {"responses": {"id": f"item_{i}", "status": "completed"}}}
+        for i, kind in enumerate(KINDS)
+    ]  # fmt: skip
+    results = [
+        {"role": "tool", "content": [{"type": "image", "data": "c2hvdA==", "media_type": "image/png"}]
+         if kind == "computer" else f"out {kind}", "tool_call_id": f"k{i}",
+         "is_error": kind == "shell", "extra": {"responses": {"id": f"out_{i}"}}}
+        for i, kind in enumerate(KINDS)
+    ]  # fmt: skip
+    return [
+        {"role": "system", "content": [{"type": "text", "text": "sys"}],
+         "extra": {"anthropic": {"cache_control": {"type": "ephemeral"}}}},
+        {"role": "user", "content": EVERY_PART, "extra": {"openai": {"name": "ann"}}},
+        {"role": "assistant", "content": [*REASONING, {"type": "text", "text": "calling"}],
+         "tool_calls": calls, "extra": {"openai": {"refusal": None}}},
+        *results,
+        {"role": "user", "content": [{"type": "image", "url": "https://example.com/2.png"}]},
+        {"role": "assistant", "content": [EVERY_PART[-1], {"type": "text", "text": "done"}]},
+    ]  # fmt: skip
+
+
+def test_rows_with_every_part_kind_read_back_equal(store: Store) -> None:
+    rows = prepare(lossless_history(), 1_755_000_000)
+    outcome = store.append(A, rows)
+    assert outcome.appended == len(rows)
+    loaded = store.load(A)
+    assert loaded == rows
+    assert loaded[1]["content"] == EVERY_PART  # a list stays a list
+    assert loaded[3]["metadata"]["is_error"] is False and loaded[7]["metadata"]["is_error"] is True
+    assert [c["kind"] for c in loaded[2]["metadata"]["tool_calls"]] == KINDS
+    assert store.load(A, last=2) == rows[-2:]
+    assert check_sendable(loaded) == []
+
+
+def test_part_rows_follow_the_append_rules(store: Store) -> None:
+    history = lossless_history()
+    turn, first_result = history[2], history[3]
+    stored_append(store, A, [turn, first_result, user("next")])  # heals six calls
+    rows = store.load(A)
+    assert [is_healed(r) for r in rows[1:]] == [False, *[True] * 6, False]
+    assert rows[0]["content"] == turn["content"]
+    # MEM-10: a real screenshot result replaces the computer call's placeholder in place
+    screenshot = history[5]
+    assert stored_append(store, A, screenshot).appended == 0
+    rows = store.load(A)
+    assert rows[3]["content"] == screenshot["content"] and not is_healed(rows[3])
+    # MEM-2: the turn again is a duplicate; the empty part list is an empty message
+    assert stored_append(store, A, [turn, {"role": "user", "content": []}]).appended == 0
+    assert stored_append(store, A, {"role": "user", "content": [EVERY_PART[1]]}).appended == 1
+    assert store.load(A, last=1)[0]["content"] == [EVERY_PART[1]]
+
+
+def test_pop_last_returns_part_rows_intact(store: Store) -> None:
+    if not isinstance(store, SupportsPopLast):
+        pytest.skip("this backend has no pop_last")
+    rows = prepare(lossless_history()[-1:], 3)
+    store.append(A, rows)
+    assert store.pop_last(A) == rows[0]

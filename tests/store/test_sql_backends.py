@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -267,3 +269,85 @@ def test_advisory_keys_are_distinct_per_address_part() -> None:
     }
     assert len(keys) == 4
     assert all(-(2**63) <= key < 2**63 for key in keys)
+
+
+# --- a database written before content parts (decision 0021) -------------------------------
+
+FIXTURE = Path(__file__).parent / "data" / "written-by-v2.json"
+BOOLEAN_COLUMNS = {"answered", "healed", "revoked"}
+
+
+def _restore(url: str, tables: dict[str, Any]) -> None:
+    """Rebuild, in an empty database, the tables an older flowmem wrote (its own DDL and rows).
+
+    The DDL is the backend's migrations up to the version the fixture records:
+    released migrations are never edited, so that is the schema that version made.
+    """
+    version = max(row[0] for row in tables["flowmem_schema"]["rows"])
+    sqlite = url.startswith("sqlite")
+    backend = sqlite_backend if sqlite else pg_backend
+    statements = [backend.SQL["schema_table"]]
+    statements += [s for migration in backend.MIGRATIONS[:version] for s in migration]
+    mark = "?" if sqlite else "%s"
+    inserts: list[tuple[str, list[Any]]] = []
+    for table, dump in tables.items():
+        columns = dump["columns"]
+        sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})"
+        for row in dump["rows"]:
+            if not sqlite:  # SQLite wrote its booleans as 0/1
+                row = [bool(v) if c in BOOLEAN_COLUMNS else v for c, v in zip(columns, row, strict=True)]
+            inserts.append((sql, row))
+    if sqlite:
+        conn = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
+        for statement in statements:
+            conn.execute(statement)
+        for sql, row in inserts:
+            conn.execute(sql, row)
+        conn.close()
+        return
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as pg:
+        for statement in statements:
+            pg.execute(statement.encode())
+        for sql, row in inserts:
+            pg.execute(sql.encode(), row)
+        # what a pg_dump restore does: the id sequence continues after the restored ids
+        pg.execute(b"SELECT setval(pg_get_serial_sequence('buffers', 'id'), MAX(id)) FROM buffers")
+
+
+def test_a_database_written_before_content_parts_reads_the_same_and_takes_parts(
+    sql_url: str,
+) -> None:
+    tables = json.loads(FIXTURE.read_text())
+    _restore(sql_url, tables)
+    written = [json.loads(row[3]) for row in tables["buffer_rows"]["rows"]]
+    chat = Address("global", "", "chat")
+    store = open_store(sql_url)
+    assert store.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
+    assert store.load(chat) == written
+    assert all(isinstance(row["content"], str) for row in written)
+    assert [r["content"] for r in written] == [
+        "be brief", "weather in Paris and Rome?", "", "18C", "21C", "and?", "Paris 18C, Rome 21C.",
+    ]  # fmt: skip
+    assert store.get_record(Address("user", "7", "prefs"), 0.0) == (True, {"units": "metric"})
+    # the old buffer keeps its rules (MEM-1 on an old id) and takes part rows
+    assert store.append(chat, prepare({"role": "tool", "content": "x", "tool_call_id": "c1"}, 1)).appended == 0
+    parts = [{"type": "text", "text": "see"}, {"type": "image", "data": "aGk=", "media_type": "image/png"}]
+    new = prepare(
+        [
+            {"role": "user", "content": parts},
+            {"role": "assistant", "content": [{"type": "reasoning", "text": "t", "signature": "s",
+                                               "provider": "anthropic"}],
+             "tool_calls": [{"tool_call_id": "c9", "name": "shot", "args": {}, "kind": "computer"}]},
+            {"role": "tool", "content": parts[1:], "tool_call_id": "c9", "is_error": True},
+        ],
+        1_756_000_000,
+    )  # fmt: skip
+    store.append(chat, new)
+    assert store.load(chat) == written + new
+    assert store.load(chat, last=3)[0]["content"] == parts
+    other = Address("global", "", "fresh")  # a buffer created after the upgrade
+    store.append(other, new[:1])
+    assert store.load(other) == new[:1]
+    store.close()
