@@ -93,7 +93,7 @@ async def empty_session_has_no_items(make: Make) -> Any:
     session = make("empty", None)
     got = [await session.get_items(), await session.pop_item()]
     await session.clear_session()
-    return got + [await session.get_items()]
+    return [*got, await session.get_items()]
 
 
 async def items_come_back_in_order_as_added(make: Make) -> Any:
@@ -154,7 +154,7 @@ async def clear_session_removes_only_this_session(make: Make) -> Any:
     await first.clear_session()
     after = [as_json(await first.get_items()), as_json(await second.get_items())]
     await first.add_items([USER])
-    return after + [as_json(await first.get_items())]
+    return [*after, as_json(await first.get_items())]
 
 
 SCENARIOS: list[Scenario] = [

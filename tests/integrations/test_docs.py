@@ -67,5 +67,7 @@ def test_openai_agents_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     )
     assert ns["result"].final_output == "Hello Ana!"
     stored = ns["memory"].load("session", "agent_items", ExecutionContext(session_id="ana-1"))
-    assert [row["content"] for row in stored.messages] == ["Hi, I'm Ana", "Hello Ana!"]
+    user, answer = stored.messages
+    assert user["content"] == "Hi, I'm Ana"
+    assert answer["content"] == [{"type": "text", "text": "Hello Ana!"}]
     ns["memory"].store.close()
