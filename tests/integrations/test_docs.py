@@ -71,3 +71,13 @@ def test_openai_agents_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert user["content"] == "Hi, I'm Ana"
     assert answer["content"] == [{"type": "text", "text": "Hello Ana!"}]
     ns["memory"].store.close()
+
+
+def test_blocks_that_call_no_model_run_as_written() -> None:
+    """The lossless examples assert what they claim; they need no model and no swap."""
+    plain = [b for b in _blocks() if "Runner." not in b and ".invoke(" not in b]
+    assert len(plain) == 2  # the LangChain and the Agents SDK round trips
+    for block in plain:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            exec(compile(block, str(DOC), "exec"), {})

@@ -821,24 +821,26 @@ class FlowmemChatMessageHistory(BaseChatMessageHistory):
         """Write the messages an earlier failed write left (and ``then``) in one append."""
         address = self._address()
         with _UNSTORED_LOCK:
-            pending = list(_UNSTORED.get(self.service, {}).get(address, []))
+            # claimed, so a concurrent writer of the same history cannot write them too
+            pending = _UNSTORED.get(self.service, {}).pop(address, [])
         if not pending:
             if then:
                 self._write(then)
             return
         # A caller retrying the very batch that failed must not store it twice.
-        batch = pending if list(then) == pending[-len(then) :] else [*pending, *then]
+        batch = pending if then and list(then) == pending[-len(then) :] else [*pending, *then]
         try:
             self._write(batch)
         except Exception as exc:
+            with _UNSTORED_LOCK:
+                waiting = _UNSTORED.setdefault(self.service, {})
+                waiting[address] = [*pending, *waiting.get(address, [])]
             exc.add_note(
                 f"flowmem: {len(pending)} message(s) of an earlier turn of this history "
                 "could not be stored and are still pending; "
                 "FlowmemChatMessageHistory.discard_unstored() drops them"
             )
             raise
-        with _UNSTORED_LOCK:
-            _UNSTORED.get(self.service, {}).pop(address, None)
         log.warning(
             "flowmem: %d message(s) whose earlier write failed are now stored", len(pending)
         )
