@@ -23,6 +23,7 @@ from langchain_core.messages.content import KNOWN_BLOCK_TYPES
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables.history import RunnableWithMessageHistory
 
+import flowmem.integrations.langchain as langchain_adapter
 from flowmem.core import check_sendable, is_empty, to_row
 from flowmem.errors import (
     InvalidMessageError,
@@ -330,3 +331,26 @@ def test_a_caller_retrying_the_failed_batch_stores_it_once() -> None:
     history.add_messages([HumanMessage("hi")])
     assert history.raw_messages == [HumanMessage("hi")]
     assert history.unstored() == []
+
+
+def test_waiting_messages_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(langchain_adapter, "MAX_UNSTORED_MESSAGES", 3)
+    store = _FlakyStore()
+    history = _history(MemoryService(store))
+    store.down = True
+    for text in ("a", "b", "c", "d"):
+        with pytest.raises(StoreUnavailableError):
+            history.add_messages([HumanMessage(text)])
+    assert [m.content for m in history.unstored()] == ["a", "b", "c"]  # "d" was only raised
+
+
+def test_a_forged_row_is_refused_not_built_unvalidated() -> None:
+    forged = {
+        "role": "assistant",
+        "content": "x",
+        "extra": {"langchain": {"class": "AIMessage", "fields": {"usage_metadata": "lots"}}},
+    }
+    with pytest.raises(InvalidMessageError, match="not a valid AIMessage"):
+        row_to_message(forged)
+    unknown_class = {"role": "user", "content": "x", "extra": {"langchain": {"class": "os.system"}}}
+    assert type(row_to_message(unknown_class)) is HumanMessage

@@ -22,6 +22,7 @@ from flowmem.integrations import require
 require("langchain_core", "langchain")
 
 import asyncio  # noqa: E402
+import copy  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
 import threading  # noqa: E402
@@ -45,6 +46,7 @@ from langchain_core.messages import (  # noqa: E402
     ToolMessage,
     ToolMessageChunk,
 )
+from pydantic import ValidationError  # noqa: E402
 
 from flowmem.core import Message, normalize  # noqa: E402
 from flowmem.errors import (  # noqa: E402
@@ -722,12 +724,17 @@ def row_to_message(row: Mapping[str, Any]) -> BaseMessage:
             kwargs["status"] = "error"
     if issubclass(cls, ChatMessage) and "role" not in kwargs:
         kwargs["role"] = role
+    try:
+        validated = cls(**copy.deepcopy(kwargs))
+    except ValidationError as exc:
+        raise InvalidMessageError(f"row is not a valid {cls.__name__}: {exc}") from exc
     if lc:
         # Written by ``message_to_row`` from a validated message: these are its field
-        # values as they were. Validating them again could change them (an
-        # ``AIMessageChunk`` re-derives its calls from its chunks), so they are set as is.
+        # values as they were. Validating them again can change them (an
+        # ``AIMessageChunk`` re-derives its calls from its chunks), so, once they are
+        # known to validate, they are set as they are.
         return cls.model_construct(**kwargs)
-    return cls(**kwargs)
+    return validated
 
 
 def _lc_call(call: Mapping[str, Any]) -> dict[str, Any]:
@@ -755,6 +762,8 @@ _UNSTORED: weakref.WeakKeyDictionary[MemoryService, dict[tuple[Any, ...], list[B
     weakref.WeakKeyDictionary()
 )
 _UNSTORED_LOCK = threading.Lock()
+MAX_UNSTORED_MESSAGES = 1000
+"""At most this many messages wait per history; a failed write beyond it is only raised."""
 
 
 class FlowmemChatMessageHistory(BaseChatMessageHistory):
@@ -861,14 +870,26 @@ class FlowmemChatMessageHistory(BaseChatMessageHistory):
             address = self._address()
             with _UNSTORED_LOCK:
                 pending = _UNSTORED.setdefault(self.service, {}).setdefault(address, [])
-                if batch and pending[-len(batch) :] != batch:
+                kept = not batch or pending[-len(batch) :] == batch
+                if not kept and len(pending) + len(batch) <= MAX_UNSTORED_MESSAGES:
                     pending.extend(batch)
-            log.exception(
-                "flowmem: a write to history %s/%s failed; its messages will be written "
-                "before the next read or write of it",
-                self.scope,
-                self.key,
-            )
+                    kept = True
+            if kept:
+                log.exception(
+                    "flowmem: a write to history %s/%s failed; its messages will be "
+                    "written before the next read or write of it",
+                    self.scope,
+                    self.key,
+                )
+            else:
+                log.exception(
+                    "flowmem: a write to history %s/%s failed and its %d message(s) are "
+                    "not kept for a retry: %d already wait (MAX_UNSTORED_MESSAGES)",
+                    self.scope,
+                    self.key,
+                    len(batch),
+                    len(pending),
+                )
             raise
 
     def unstored(self) -> list[BaseMessage]:
