@@ -22,9 +22,10 @@ from flowmem.integrations import require
 require("langchain_core", "langchain")
 
 import asyncio  # noqa: E402
-import copy  # noqa: E402
+import functools  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
+import math  # noqa: E402
 import threading  # noqa: E402
 import weakref  # noqa: E402
 from collections.abc import Callable, Mapping, Sequence  # noqa: E402
@@ -590,21 +591,45 @@ def _role_of(message: BaseMessage) -> str:
     raise InvalidMessageError(f"{type(message).__name__} is not a message flowmem can store")
 
 
+@functools.cache
+def _defaults(cls: type[BaseMessage]) -> tuple[tuple[str, Any], ...]:
+    """Return ``(field, default)`` for the fields of a message class a row does not model."""
+    return tuple(
+        (name, info.get_default(call_default_factory=True))
+        for name, info in cls.model_fields.items()
+        if name not in _MODELED
+    )
+
+
 def _unmodeled_fields(message: BaseMessage) -> dict[str, Any]:
     """Return the fields of a message a row does not model, each only when not its default."""
     fields: dict[str, Any] = {}
-    for name, info in type(message).model_fields.items():
-        if name in _MODELED:
-            continue
+    for name, default in _defaults(type(message)):
         value = getattr(message, name)
-        if name == "role" or value != info.get_default(call_default_factory=True):
+        if name == "role" or value != default:
             fields[name] = value
     fields.update(message.model_extra or {})
     return fields
 
 
+def _plain_json(value: Any) -> bool:
+    """Return True when ``value`` is built only of types JSON gives back as they are."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    if kind is list:
+        return all(_plain_json(item) for item in value)
+    if kind is dict:
+        return all(type(k) is str and _plain_json(v) for k, v in value.items())
+    return False
+
+
 def _checked_json(row: Message, message: BaseMessage) -> Message:
     """Return ``row`` when it survives JSON unchanged; raise ``NotSerializableError`` else."""
+    if _plain_json(row):
+        return row  # the common case, without encoding it
     try:
         same = json.loads(json.dumps(row, allow_nan=False)) == row
     except (TypeError, ValueError, RecursionError) as exc:
@@ -725,7 +750,7 @@ def row_to_message(row: Mapping[str, Any]) -> BaseMessage:
     if issubclass(cls, ChatMessage) and "role" not in kwargs:
         kwargs["role"] = role
     try:
-        validated = cls(**copy.deepcopy(kwargs))
+        validated = cls(**kwargs)
     except ValidationError as exc:
         raise InvalidMessageError(f"row is not a valid {cls.__name__}: {exc}") from exc
     if lc:
