@@ -155,7 +155,7 @@ def test_normalize_output_passes_check(run_cli: RunCli, tmp_path: Path) -> None:
 def test_normalize_keeps_unicode_readable(run_cli: RunCli) -> None:
     result = run_cli("normalize", "-", stdin=json.dumps(OPENAI_CHAT))
     assert "21°C" in result.out
-    assert result.err.strip() == "dropped: 0"
+    assert result.err.splitlines() == ["format: openai (detected)", "dropped: 0"]
 
 
 def test_normalize_exits_2_on_unreadable_input(run_cli: RunCli) -> None:

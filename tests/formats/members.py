@@ -430,9 +430,12 @@ def responses_histories(draw: Draw) -> list[dict[str, Any]]:
     for _ in range(draw(st.integers(0, 2))):
         role = draw(st.sampled_from(["system", "developer"]))
         out.append(r_easy(draw, role) if draw(st.booleans()) else r_message(draw, role))
+    open_turn = False  # the last items are a model turn without calls
     for _ in range(draw(st.integers(0, 5))):
-        if draw(st.booleans()):
+        if open_turn or draw(st.booleans()):
+            # a model turn without calls joins the next one (docs/formats.md): keep them apart
             out.append(r_easy(draw, "user") if draw(st.booleans()) else r_message(draw, "user"))
+            open_turn = False
             continue
         turn: list[dict[str, Any]] = [draw(st.sampled_from(list(HOSTED.values())))(draw) for _ in range(draw(st.integers(0, 2)))]
         if draw(st.booleans()):
@@ -443,6 +446,7 @@ def responses_histories(draw: Draw) -> list[dict[str, Any]]:
             continue
         out.extend(draw(st.permutations(turn)))
         out.extend(pair[2](draw, cid) for pair, cid in draw(st.permutations(pairs)))
+        open_turn = not pairs
     return out
 
 

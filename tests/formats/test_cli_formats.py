@@ -11,6 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from flowmem.cli import cli
+from flowmem.cli.errors import exit_code_for
+from flowmem.errors import InvalidInputError
 from flowmem.formats import FORMATS, read_document
 from tests.formats.sdk import assert_anthropic, assert_openai_chat, assert_responses
 
@@ -103,3 +105,67 @@ def test_check_without_format_keeps_reading_flowmem_rows(tmp_path: Path) -> None
     result = CliRunner().invoke(cli, ["check", _write(tmp_path, ROWS)])
     assert result.exit_code == 1
     assert "unanswered_call" in result.output
+
+
+ANTHROPIC_BODY = {
+    "model": "claude-sonnet-4-5",
+    "max_tokens": 1024,
+    "system": [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}],
+    "messages": [
+        {"role": "user", "content": "weather?"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "call it", "signature": "sig"},
+                {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}},
+            ],
+        },
+        {"role": "user", "content": "hello?"},
+    ],
+}
+
+
+def test_check_detects_an_anthropic_body_and_reports_the_unanswered_tool_use(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["check", _write(tmp_path, ANTHROPIC_BODY)])
+    assert result.exit_code == 1
+    assert "unanswered_call" in result.output
+    assert "format: anthropic (detected)" in result.output
+
+
+def test_normalize_detects_a_provider_payload_and_writes_it_back_healed(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["normalize", _write(tmp_path, ANTHROPIC_BODY)])
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.output[result.output.index("{") : result.output.rindex("}") + 1])
+    assert_anthropic(body.get("system"), body["messages"])
+    assert body["system"] == ANTHROPIC_BODY["system"]
+    turn = body["messages"][1]["content"]
+    assert turn[0] == {"type": "thinking", "thinking": "call it", "signature": "sig"}  # kept first
+    results = body["messages"][2]["content"]
+    assert results[0]["type"] == "tool_result" and results[0]["tool_use_id"] == "toolu_1"
+
+
+def test_normalize_to_another_format_says_what_it_did_not_carry(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["normalize", "--to", "openai", _write(tmp_path, ANTHROPIC_BODY)])
+    assert result.exit_code == 0, result.output
+    assert "not carried by openai: reasoning=1" in result.output
+
+
+@pytest.mark.parametrize("command", ["check", "normalize"])
+def test_a_provider_payload_read_as_another_format_is_refused(tmp_path: Path, command: str) -> None:
+    path = _write(tmp_path, ANTHROPIC_BODY)
+    for wrong in ("rows", "openai"):
+        result = CliRunner().invoke(cli, [command, "--from", wrong, path])
+        assert isinstance(result.exception, InvalidInputError)
+        assert exit_code_for(result.exception) == 2
+        assert "format 'anthropic'" in str(result.exception)
+        assert result.output == ""  # nothing written
+
+
+def test_normalize_keeps_content_parts_of_flowmem_rows(tmp_path: Path) -> None:
+    rows = [
+        {"role": "user", "content": [{"type": "text", "text": "see"}, {"type": "image", "url": "https://e.com/a.png"}]},
+        {"role": "assistant", "content": "a cat"},
+    ]
+    result = CliRunner().invoke(cli, ["normalize", _write(tmp_path, rows)])
+    assert result.exit_code == 0
+    assert json.loads(result.output[: result.output.rindex("]") + 1]) == rows

@@ -11,7 +11,7 @@ from flowmem.errors import (
     UnknownRoleError,
     UnsupportedContentError,
 )
-from flowmem.formats import from_openai, to_openai
+from flowmem.formats import from_openai, to_anthropic, to_openai
 from tests.formats.sdk import assert_openai_chat
 
 STORED = [
@@ -79,24 +79,44 @@ def test_mem_5_to_openai_moves_system_first_and_drops_orphans() -> None:
     assert out == [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
 
 
-def test_from_openai_reads_parts_developer_and_refusal() -> None:
-    rows = from_openai(
-        [
-            {"role": "developer", "content": [{"type": "text", "text": "rules"}]},
-            {
-                "role": "user",
-                "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
-            },
-            {"role": "assistant", "content": None, "refusal": "I can't"},
-            {"role": "assistant", "content": [{"type": "refusal", "refusal": "no"}]},
-        ]
-    )
-    assert rows == [
-        {"role": "system", "content": "rules"},
-        {"role": "user", "content": "a\nb"},
-        {"role": "assistant", "content": "I can't"},
-        {"role": "assistant", "content": "no"},
+def test_from_openai_reads_parts_developer_and_refusal_losslessly() -> None:
+    messages = [
+        {"role": "developer", "content": [{"type": "text", "text": "rules"}]},
+        {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+        {"role": "assistant", "content": None, "refusal": "I can't"},
+        {"role": "assistant", "content": [{"type": "refusal", "refusal": "no"}]},
     ]
+    rows = from_openai(messages)
+    assert rows == [
+        {
+            "role": "system",
+            "content": [{"type": "text", "text": "rules"}],
+            "extra": {"openai": {"role": "developer"}},
+        },
+        {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "provider", "provider": "openai", "block": {"refusal": "I can't"}}],
+            "extra": {"openai": {"_content": "null"}},
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "provider", "provider": "openai", "block": {"type": "refusal", "refusal": "no"}}
+            ],
+        },
+    ]
+    assert to_openai(rows) == messages
+
+
+def test_an_assistant_turn_with_only_audio_is_kept() -> None:
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "audio": {"id": "audio_1"}}]
+    rows = from_openai(messages)
+    assert rows[1]["content"] == [{"type": "audio", "id": "audio_1"}]
+    assert to_openai(rows) == messages
+    dropped: dict[str, int] = {}
+    assert to_anthropic(rows, dropped) == (None, [{"role": "user", "content": "hi"}])
+    assert dropped == {"audio": 1}
 
 
 def test_from_openai_keeps_unparseable_arguments_as_text() -> None:
@@ -119,7 +139,7 @@ def test_from_openai_keeps_unparseable_arguments_as_text() -> None:
     assert [c["args"] for c in rows[0]["tool_calls"]] == ["{oops", {}]
     out = to_openai([{"role": "user", "content": "x"}, *rows])
     assert out[1]["tool_calls"][0]["function"]["arguments"] == "{oops"
-    assert out[1]["tool_calls"][1]["function"]["arguments"] == "{}"
+    assert out[1]["tool_calls"][1]["function"]["arguments"] == ""  # kept as the model sent it
 
 
 @pytest.mark.parametrize(
@@ -131,14 +151,16 @@ def test_from_openai_keeps_unparseable_arguments_as_text() -> None:
         ([{"role": "tool", "content": "x"}], InvalidMessageError),
         ([{"role": "tool", "content": "x", "tool_call_id": "  "}], InvalidMessageError),
         ([{"role": "user", "content": {"a": 1}}], InvalidMessageError),
-        (
-            [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}],
-            UnsupportedContentError,
-        ),
-        ([{"role": "function", "name": "f", "content": "x"}], UnsupportedContentError),
+        ([{"role": "user", "content": [{"type": "image_url"}]}], UnsupportedContentError),
+        ([{"role": "user", "content": [{"type": "text"}]}], UnsupportedContentError),
+        ([{"role": "user", "content": ["text"]}], UnsupportedContentError),
         (
             [{"role": "assistant", "tool_calls": [{"id": "a", "type": "custom", "custom": {}}]}],
-            UnsupportedContentError,
+            InvalidMessageError,
+        ),
+        (
+            [{"role": "assistant", "tool_calls": [{"id": "a", "type": "mystery"}]}],
+            InvalidMessageError,
         ),
         (
             [{"role": "assistant", "tool_calls": [{"id": "a", "function": {"arguments": "{}"}}]}],

@@ -19,6 +19,35 @@ from flowmem.formats import (
 from tests.formats.sdk import assert_anthropic, assert_openai_chat, assert_responses
 from tests.formats.strategies import histories, messy_histories
 
+
+def as_text(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows with a content of text parts only spelled as the string those parts hold."""
+    out = []
+    for row in rows:
+        content = row["content"]
+        if isinstance(content, list) and all(part["type"] == "text" for part in content):
+            row = {**row, "content": "".join(part["text"] for part in content)}
+        out.append(row)
+    return out
+
+
+def merged(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Consecutive user rows, or assistant rows after one without calls, joined (one message)."""
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and row["role"] in ("user", "assistant")
+            and last["role"] == row["role"]
+            and not last.get("tool_calls")
+        ):
+            out[-1] = {**row, "content": last["content"] + row["content"]}
+        else:
+            out.append(row)
+    return out
+
+
 FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -52,7 +81,8 @@ def test_mem_5_anthropic_round_trip_equals_normalized_history(
     system, messages = to_anthropic(history)
     assert_anthropic(system, messages)
     back = from_anthropic(system, messages)
-    assert back == normalize(history).messages
+    # a turn's text becomes a text block once calls or results share its message
+    assert as_text(back) == merged(normalize(history).messages)
     assert check_sendable(back) == []
 
 

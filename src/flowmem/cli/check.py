@@ -39,7 +39,8 @@ def _read(source: str, fmt: str | None) -> tuple[str, Any, list[Any]]:
         fmt = detected
     elif detected != "rows" and detected != fmt:
         raise InvalidInputError(
-            f"{source} looks like a {detected} payload, not {fmt}: use --from {detected}"
+            f"{source} looks like a payload in format {detected!r}, not {fmt!r}: "
+            f"use --from {detected}"
         )
     if fmt == "rows":
         return fmt, document, _rows_list(document, source)

@@ -334,8 +334,12 @@ def call_kinds(rows: Iterable[Mapping[str, Any]]) -> dict[str, str]:
 
 def object_list(value: object, where: str) -> list[Mapping[str, Any]]:
     """Return a provider content list, each part an object; raise ``UnsupportedContentError`` otherwise."""
+    if not isinstance(value, (list, tuple)):
+        raise InvalidMessageError(
+            f"{where}: content must be a string or a list of parts, got {type(value).__name__}"
+        )
     out: list[Mapping[str, Any]] = []
-    for n, part in enumerate(require_list(value, where)):
+    for n, part in enumerate(value):
         if not isinstance(part, Mapping) or not isinstance(part.get("type"), str):
             raise UnsupportedContentError(
                 f"{where}[{n}]: a content part must be an object with a string type",

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from flowmem.core import Message
-from flowmem.errors import InvalidMessageError, UnknownRoleError
+from flowmem.errors import InvalidMessageError, UnknownRoleError, UnsupportedContentError
 from flowmem.formats._common import (
     HINT,
     call_entry,
@@ -78,8 +78,31 @@ def _part_to_anthropic(part: Mapping[str, Any]) -> dict[str, Any] | None:
     return block
 
 
-def _part_from_anthropic(block: Mapping[str, Any]) -> dict[str, Any]:
+_REQUIRED = {  # the string fields a block of these types cannot be without
+    "text": ("text",),
+    "thinking": ("thinking", "signature"),
+    "redacted_thinking": ("data",),
+}
+
+
+def _checked(block: Mapping[str, Any], where: str) -> None:
+    """Raise ``UnsupportedContentError`` for a block invalid in Anthropic's own format."""
+    kind = block["type"]
+    missing = [key for key in _REQUIRED.get(kind, ()) if not isinstance(block.get(key), str)]
+    source = block.get("source")
+    if kind in ("image", "document") and not (
+        isinstance(source, Mapping) and isinstance(source.get("type"), str)
+    ):
+        missing.append("source")
+    if missing:
+        raise UnsupportedContentError(
+            f"{where}: {kind!r} block without {', '.join(missing)}", block=kind
+        )
+
+
+def _part_from_anthropic(block: Mapping[str, Any], where: str = "block") -> dict[str, Any]:
     """Return the neutral part of an Anthropic block (a provider part when not modeled exactly)."""
+    _checked(block, where)
     kind = block["type"]
     part: dict[str, Any] | None = None
     consumed: set[str] = {"type"}
@@ -239,7 +262,7 @@ def to_anthropic(
 def _content(content: object, where: str) -> Any:
     if isinstance(content, str):
         return content
-    return [_part_from_anthropic(block) for block in object_list(content, where)]
+    return [_part_from_anthropic(block, f"{where}[{n}]") for n, block in enumerate(object_list(content, where))]
 
 
 def _assistant_row(blocks: list[Mapping[str, Any]], where: str) -> Message:
@@ -247,8 +270,10 @@ def _assistant_row(blocks: list[Mapping[str, Any]], where: str) -> Message:
     calls: list[dict[str, Any]] = []
     order = ""
     for n, block in enumerate(blocks):
+        at = f"{where}.content[{n}]"
+        if block["type"] == "tool_result":
+            raise UnsupportedContentError(f"{at}: a tool_result block belongs in a user message", block="tool_result")
         if block["type"] == "tool_use":
-            at = f"{where}.content[{n}]"
             cid = result_call_id(block.get("id"), at)
             name = block.get("name")
             if not isinstance(name, str):
@@ -257,9 +282,9 @@ def _assistant_row(blocks: list[Mapping[str, Any]], where: str) -> Message:
             calls.append(call_entry(cid, name, block.get("input", {}), "function", FMT, fields))
             order += "c"
         else:
-            parts.append(_part_from_anthropic(block))
+            parts.append(_part_from_anthropic(block, at))
             order += "p"
-    row: Message = {"role": "assistant", "content": parts}
+    row: Message = {"role": "assistant", "content": parts if parts or not calls else ""}
     if calls:
         row["tool_calls"] = calls
     if order != "p" * len(parts) + "c" * len(calls):
@@ -288,12 +313,15 @@ def _user_rows(blocks: list[Mapping[str, Any]], where: str) -> list[Message]:
     """Split a user message: each ``tool_result`` is a tool row; the blocks between make user rows."""
     rows: list[Message] = []
     for n, block in enumerate(blocks):
+        at = f"{where}.content[{n}]"
         if block["type"] == "tool_result":
-            rows.append(_tool_row(block, f"{where}.content[{n}]"))
+            rows.append(_tool_row(block, at))
+        elif block["type"] == "tool_use":
+            raise UnsupportedContentError(f"{at}: a tool_use block belongs in an assistant message", block="tool_use")
         elif rows and rows[-1]["role"] == "user":
-            rows[-1]["content"].append(_part_from_anthropic(block))
+            rows[-1]["content"].append(_part_from_anthropic(block, at))
         else:
-            rows.append({"role": "user", "content": [_part_from_anthropic(block)]})
+            rows.append({"role": "user", "content": [_part_from_anthropic(block, at)]})
     return rows
 
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from flowmem.core import Message
-from flowmem.errors import InvalidMessageError, UnknownRoleError
+from flowmem.errors import InvalidMessageError, UnknownRoleError, UnsupportedContentError
 from flowmem.formats._common import (
     HINT,
     arguments_hint,
@@ -84,8 +84,24 @@ def _part_to_openai(part: Mapping[str, Any], role: str) -> dict[str, Any] | None
     return block
 
 
-def _part_from_openai(block: Mapping[str, Any], role: str) -> dict[str, Any]:
+_REQUIRED = {"image_url": "url", "input_audio": "data"}  # the string a part's object cannot be without
+
+
+def _checked(block: Mapping[str, Any], where: str) -> None:
+    """Raise ``UnsupportedContentError`` for a content part invalid in Chat's own format."""
+    kind = block["type"]
+    if kind == "text" and not isinstance(block.get("text"), str):
+        raise UnsupportedContentError(f"{where}: text part without text", part=kind)
+    if kind in ("image_url", "input_audio", "file"):
+        inner = block.get(kind)
+        needed = _REQUIRED.get(kind)
+        if not isinstance(inner, Mapping) or (needed and not isinstance(inner.get(needed), str)):
+            raise UnsupportedContentError(f"{where}: {kind!r} part without its {kind} object", part=kind)
+
+
+def _part_from_openai(block: Mapping[str, Any], role: str, where: str = "part") -> dict[str, Any]:
     """Return the neutral part of a Chat content part (a provider part when not modeled exactly)."""
+    _checked(block, where)
     kind = block["type"]
     part: dict[str, Any] | None = None
     consumed = {"type"}
@@ -303,7 +319,10 @@ def _content_parts(content: object, role: str, where: str) -> Any:
     """Return Chat content as row content: a string stays, a list becomes neutral parts."""
     if content is None or isinstance(content, str):
         return content or ""
-    return [_part_from_openai(block, role) for block in object_list(content, f"{where}.content")]
+    return [
+        _part_from_openai(block, role, f"{where}.content[{n}]")
+        for n, block in enumerate(object_list(content, f"{where}.content"))
+    ]
 
 
 def _content_form(message: Mapping[str, Any]) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from flowmem.core import HEALED_CONTENT, Message, entry_id
-from flowmem.errors import InvalidMessageError, UnknownRoleError
+from flowmem.errors import InvalidMessageError, UnknownRoleError, UnsupportedContentError
 from flowmem.formats._common import (
     HINT,
     arguments_hint,
@@ -117,9 +117,11 @@ def _part_to_responses(part: Mapping[str, Any], role: str) -> dict[str, Any] | N
     return block
 
 
-def _part_from_responses(block: Mapping[str, Any], role: str) -> dict[str, Any]:
+def _part_from_responses(block: Mapping[str, Any], role: str, where: str = "part") -> dict[str, Any]:
     """Return the neutral part of a Responses content part (a provider part when not modeled exactly)."""
     kind = block["type"]
+    if kind in ("input_text", "output_text") and not isinstance(block.get("text"), str):
+        raise UnsupportedContentError(f"{where}: {kind} part without text", part=kind)
     part: dict[str, Any] | None = None
     consumed = {"type"}
     if kind in ("input_text", "output_text") and isinstance(block.get("text"), str):
@@ -177,7 +179,10 @@ def _content_to_responses(content: Any, role: str, dropped: dict[str, int] | Non
 def _content_from_responses(content: object, role: str, where: str) -> Any:
     if content is None or isinstance(content, str):
         return content or ""
-    return [_part_from_responses(block, role) for block in object_list(content, f"{where}.content")]
+    return [
+        _part_from_responses(block, role, f"{where}.content[{n}]")
+        for n, block in enumerate(object_list(content, f"{where}.content"))
+    ]
 
 
 # --- items that are parts: reasoning and hosted tools ----------------------------------------
