@@ -16,7 +16,6 @@ from langchain_core.runnables.history import RunnableWithMessageHistory
 from langgraph.prebuilt.chat_agent_executor import _validate_chat_history
 
 from flowmem.core import HEALED_CONTENT, check_sendable
-from flowmem.errors import UnsupportedContentError
 from flowmem.integrations.langchain import FlowmemChatMessageHistory, message_to_row, row_to_message
 from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
@@ -62,30 +61,33 @@ def test_messages_map_both_ways(service: MemoryService) -> None:
     assert rows[3]["metadata"]["tool_call_id"] == "call_1"
 
 
-def test_row_mapping_reads_content_blocks_and_rejects_images() -> None:
+def test_row_mapping_keeps_content_blocks_as_parts() -> None:
     assert message_to_row(HumanMessage([{"type": "text", "text": "a"}, "b"])) == {
         "role": "user",
-        "content": "a\nb",
+        "content": [
+            {"type": "text", "text": "a"},
+            {"type": "text", "text": "b", "extra": {"langchain": {"form": "str"}}},
+        ],
     }
-    with pytest.raises(UnsupportedContentError):
-        message_to_row(HumanMessage([{"type": "image_url", "image_url": {"url": "x"}}]))
+    image = HumanMessage([{"type": "image_url", "image_url": {"url": "x"}}])
+    assert message_to_row(image)["content"] == [
+        {"type": "image", "url": "x", "extra": {"langchain": {"form": "image_url"}}}
+    ]
     assert isinstance(
         row_to_message({"role": "tool", "content": "x", "metadata": {"tool_call_id": "c"}}),
         ToolMessage,
     )
-    # ChatAnthropic puts its tool_use blocks in the content and in tool_calls alike.
-    anthropic_style = AIMessage(
-        [
-            {"type": "text", "text": "Checking."},
-            {"type": "tool_use", "id": "call_1", "name": "weather", "input": {"city": "Lisbon"}},
-        ],
-        tool_calls=[CALL],
-    )
+    # ChatAnthropic puts its tool_use blocks in the content and in tool_calls alike:
+    # the call is a call, and the block keeps its place for the way back.
+    tool_use = {"type": "tool_use", "id": "call_1", "name": "weather", "input": {"city": "Lisbon"}}
+    anthropic_style = AIMessage([{"type": "text", "text": "Checking."}, tool_use], tool_calls=[CALL])
     assert message_to_row(anthropic_style) == {
         "role": "assistant",
-        "content": "Checking.",
+        "content": [{"type": "text", "text": "Checking."}],
         "tool_calls": [{"tool_call_id": "call_1", "name": "weather", "args": {"city": "Lisbon"}}],
+        "extra": {"langchain": {"blocks": [[1, tool_use]]}},
     }
+    assert row_to_message(message_to_row(anthropic_style)) == anthropic_style
 
 
 def _recording_chain(

@@ -14,7 +14,7 @@ from agents.exceptions import UserError
 from agents.memory.session import Session
 
 from flowmem.core import HEALED_CONTENT, check_sendable
-from flowmem.errors import ConfigurationError, UnsupportedContentError
+from flowmem.errors import ConfigurationError, InvalidMessageError
 from flowmem.formats import from_responses
 from flowmem.integrations.openai_agents import FlowmemSession
 from flowmem.service import MemoryService
@@ -89,7 +89,7 @@ def test_runner_runs_several_turns_over_a_sqlite_session(sqlite_service: MemoryS
     first, second, items = asyncio.run(scenario())
     assert (first, second) == ("18C in Lisbon.", "You asked about Lisbon.")
     assert_responses(items)
-    assert [i.get("role", i["type"]) for i in items] == [
+    assert [i.get("role") or i["type"] for i in items] == [
         "user",
         "assistant",
         "function_call",
@@ -101,7 +101,12 @@ def test_runner_runs_several_turns_over_a_sqlite_session(sqlite_service: MemoryS
     assert model.inputs[-1][:5] == items[:5]  # the third model call saw the stored history
     rows = _rows(session)
     assert rows[1]["metadata"]["tool_calls"] == [
-        {"tool_call_id": "c1", "name": "weather", "args": {"city": "Lisbon"}}
+        {
+            "tool_call_id": "c1",
+            "name": "weather",
+            "args": {"city": "Lisbon"},
+            "extra": {"responses": {"id": "fc_c1", "status": "completed"}},
+        }
     ]
 
 
@@ -143,10 +148,12 @@ def test_mem_3_interrupted_call_is_healed_at_the_next_user_turn(
     assert [i.get("call_id") for i in seen if i.get("type") == "function_call"] == ["c1", "c2"]
     assert seen[-3:-1] == [
         {
+            "id": "fc_c2",
             "type": "function_call",
             "call_id": "c2",
             "name": "weather",
             "arguments": '{"city": "Porto"}',
+            "status": "completed",
         },
         {"type": "function_call_output", "call_id": "c2", "output": HEALED_CONTENT},
     ]
@@ -233,10 +240,9 @@ def test_streamed_run_is_stored_too(service: MemoryService) -> None:
             pass
 
     asyncio.run(scenario())
-    assert asyncio.run(session.get_items()) == [
-        {"type": "message", "role": "user", "content": "hi"},
-        {"type": "message", "role": "assistant", "content": "hi there"},
-    ]
+    user, answer = asyncio.run(session.get_items())
+    assert user == {"role": "user", "content": "hi"}  # as the SDK added it, no key added
+    assert answer["id"] == "msg_0" and answer["content"][0]["text"] == "hi there"
 
 
 def test_mem_1_redelivered_function_call_output_is_stored_once(
@@ -252,7 +258,7 @@ def test_mem_1_redelivered_function_call_output_is_stored_once(
 
     items = asyncio.run(scenario(session))
     assert session.last_result is not None and session.last_result.appended == 0
-    assert [i["type"] for i in items].count("function_call_output") == 1
+    assert [i.get("type") for i in items].count("function_call_output") == 1
     sdk_items = asyncio.run(scenario(SQLiteSession("s1", str(tmp_path / "sdk.db"))))
     assert [i.get("type") for i in sdk_items].count("function_call_output") == 2
 
@@ -292,7 +298,7 @@ def test_get_items_limit_returns_a_sendable_tail(service: MemoryService) -> None
         return [await session.get_items(limit=n) for n in (1, 2, 3, 0)]
 
     one, two, three, none = asyncio.run(scenario())
-    assert one == [{"type": "message", "role": "assistant", "content": "21C"}]
+    assert one == [{"role": "assistant", "content": "21C"}]
     assert two == one  # a cut starting on an output is trimmed, never orphaned
     assert three == [CALL_ITEM, OUTPUT_ITEM, *one]
     assert none == []
@@ -316,8 +322,8 @@ def test_pop_item_removes_the_last_item(service: MemoryService) -> None:
     assert popped == [
         second,
         CALL_ITEM,
-        {"type": "message", "role": "assistant", "content": "Looking."},
-        {"type": "message", "role": "user", "content": "and Porto?"},
+        {"role": "assistant", "content": "Looking."},
+        {"role": "user", "content": "and Porto?"},
         None,
     ]
     assert _rows(session) == []
@@ -336,14 +342,36 @@ def test_mem_13_a_session_without_a_usable_id_refuses(service: MemoryService) ->
     assert service.load("global", "agent_items", None).messages == []
 
 
-def test_items_flowmem_cannot_carry(service: MemoryService) -> None:
+def test_every_item_is_kept_and_a_malformed_one_is_refused(service: MemoryService) -> None:
     session = FlowmemSession("s1", service)
-    asyncio.run(session.add_items([{"type": "reasoning", "id": "rs_1", "summary": []}, USER_PORTO]))
-    assert len(_rows(session)) == 1  # the reasoning item is left out
-    image = {"role": "user", "content": [{"type": "input_image", "image_url": "data:x"}]}
-    with pytest.raises(UnsupportedContentError):
-        asyncio.run(session.add_items([USER_PORTO, image]))
-    assert len(_rows(session)) == 1  # nothing of the refused batch was written
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": []}
+    image = {
+        "role": "user",
+        "content": [{"type": "input_image", "image_url": "https://x.example/a.png", "detail": "low"}],
+    }
+    asyncio.run(session.add_items([USER_PORTO, reasoning, {"role": "assistant", "content": "?"}]))
+    asyncio.run(session.add_items([image]))
+    assert asyncio.run(session.get_items()) == [
+        USER_PORTO,
+        reasoning,
+        {"role": "assistant", "content": "?"},
+        image,
+    ]
+    with pytest.raises(InvalidMessageError):  # a function_call without its call_id
+        asyncio.run(session.add_items([USER_PORTO, {"type": "function_call", "name": "f"}]))
+    assert len(_rows(session)) == 3  # nothing of the refused batch was written
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="formats: to_responses drops a message whose part is a `responses` provider part "
+    "(here an input_image without `detail`) instead of emitting the block verbatim",
+)
+def test_a_part_kept_verbatim_comes_back(service: MemoryService) -> None:
+    session = FlowmemSession("s1", service)
+    image = {"role": "user", "content": [{"type": "input_image", "image_url": "https://x/a.png"}]}
+    asyncio.run(session.add_items([image]))
+    assert asyncio.run(session.get_items()) == [image]
 
 
 def test_window_and_clear(service: MemoryService) -> None:
@@ -358,7 +386,7 @@ def test_window_and_clear(service: MemoryService) -> None:
         return [kept, await session.get_items()]
 
     kept, cleared = asyncio.run(scenario())
-    assert kept == [{"type": "message", "role": "assistant", "content": "21C"}]
+    assert kept == [{"role": "assistant", "content": "21C"}]
     assert cleared == []
 
 

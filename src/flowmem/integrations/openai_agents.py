@@ -16,10 +16,16 @@ from flowmem.integrations import require
 require("agents", "openai-agents")
 
 import asyncio  # noqa: E402
-import copy  # noqa: E402
 from typing import TYPE_CHECKING, Any, cast  # noqa: E402
 
-from flowmem.core import Message, call_ids, entry_id, normalize  # noqa: E402
+from agents.memory.session_settings import (  # noqa: E402
+    SessionSettings,
+    coerce_session_settings,
+    resolve_session_limit,
+)
+
+from flowmem.core import Message, entry_id, normalize, result_id  # noqa: E402
+from flowmem.core.messages import raw_tool_calls  # noqa: E402
 from flowmem.errors import ConfigurationError  # noqa: E402
 from flowmem.formats import from_responses, row_to_items, to_responses  # noqa: E402
 from flowmem.scope import ExecutionContext  # noqa: E402
@@ -28,48 +34,48 @@ from flowmem.store.base import Address, SupportsPopLast  # noqa: E402
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
-    from agents.memory.session_settings import SessionSettings
-
-# Items the SDK may store that carry nothing a later turn needs: a reasoning item
-# is optional model input, so it is left out rather than refused.
-IGNORED_ITEM_TYPES = frozenset({"reasoning"})
 
 
 def items_of(rows: list[Message], limit: int | None = None) -> list[dict[str, Any]]:
     """Return rows as sendable Responses items (MEM-5), the last ``limit`` items when given.
 
-    A cut that would start on a ``function_call_output`` is trimmed so the slice
-    stays sendable, so fewer than ``limit`` items can come back.
+    ``limit`` works as in the SDK's own sessions: ``None`` or a negative number is
+    every item, ``0`` none. A cut that would start on an output item is trimmed so
+    the slice stays sendable, so fewer than ``limit`` items can come back.
     """
     items = to_responses(rows)
-    if limit is None:
+    if limit is None or limit < 0:
         return items
-    if limit <= 0:
+    if limit == 0:
         return []
     return to_responses(from_responses(items[-limit:]))
 
 
-def _without_last_call(row: Message) -> Message:
-    """Return a copy of an assistant row without its last call that has a usable id."""
-    remainder = copy.deepcopy(row)
-    meta = remainder.setdefault("metadata", {})
-    calls = list(meta.get("tool_calls") or [])
-    last_id = call_ids(row)[-1]
-    for index in range(len(calls) - 1, -1, -1):
-        if entry_id(calls[index]) == last_id:
-            del calls[index]
-            break
-    meta["tool_calls"] = calls
-    return remainder
+def _output_item(row: Message, rows: list[Message]) -> dict[str, Any]:
+    """Return the item of a ``tool`` row, spelled for the kind of the call it answers."""
+    answered = result_id(row)
+    for turn in reversed(rows):
+        for call in raw_tool_calls(turn) if turn.get("role") == "assistant" else []:
+            if entry_id(call) == answered:
+                pair = [{"role": "assistant", "content": "", "tool_calls": [call]}, row]
+                items = to_responses(pair)
+                if len(items) >= 2 and "role" not in items[-1]:
+                    return items[-1]
+    return row_to_items(row)[-1]
 
 
 class FlowmemSession:
     """An Agents SDK ``Session`` stored in one flowmem buffer.
 
     ``session_id`` is also the flowmem ``session`` scope id unless ``context`` is
-    given. ``get_items`` returns the buffer normalized (MEM-5): a call whose output
-    has not arrived reads as interrupted, while the stored buffer keeps it open for
-    the real output. ``last_result`` holds what the last ``add_items`` reported.
+    given. Items are stored losslessly (``flowmem.formats.from_responses``): every
+    item type the SDK's ``SQLiteSession`` stores, with its ids, status,
+    annotations and reasoning. ``get_items`` returns the buffer normalized
+    (MEM-5): a call whose output has not arrived reads as interrupted, while the
+    stored buffer keeps it open for the real output. ``session_settings`` (a
+    ``SessionSettings`` or a dict of its fields) gives the default ``limit`` of
+    ``get_items``, as in the SDK's sessions. ``last_result`` holds what the last
+    ``add_items`` reported.
     """
 
     session_settings: SessionSettings | None = None
@@ -83,7 +89,7 @@ class FlowmemSession:
         scope: str = "session",
         key: str = "agent_items",
         max_messages: int = 0,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
     ) -> None:
         self.session_id = session_id
         self.service = service
@@ -91,22 +97,32 @@ class FlowmemSession:
         self.scope = scope
         self.key = key
         self.max_messages = max_messages
-        self.session_settings = session_settings
+        self.session_settings = (
+            coerce_session_settings(session_settings)
+            if session_settings is not None
+            else SessionSettings()
+        )
         self.last_result: BufferResult | None = None
 
     def _load(self, limit: int | None) -> list[dict[str, Any]]:
         # Each row gives at least one item, so the last ``limit`` rows hold the last
         # ``limit`` items.
-        rows = self.service.load(self.scope, self.key, self.context, last=limit).messages
+        last = limit if limit is not None and limit >= 0 else None
+        rows = self.service.load(self.scope, self.key, self.context, last=last).messages
         return items_of(rows, limit)
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        """Return the history as sendable Responses items (the last ``limit`` when given)."""
-        items = await asyncio.to_thread(self._load, limit)
+        """Return the history as sendable Responses items, the last ``limit`` when given.
+
+        Without ``limit``, ``session_settings.limit`` applies (the SDK's
+        ``resolve_session_limit``); ``None`` or a negative limit is every item.
+        """
+        resolved = resolve_session_limit(limit, self.session_settings)
+        items = await asyncio.to_thread(self._load, resolved)
         return cast("list[TResponseInputItem]", items)
 
     def _add(self, items: list[Any]) -> None:
-        rows = from_responses(items, ignore_types=IGNORED_ITEM_TYPES)
+        rows = from_responses(items)
         self.last_result = self.service.append(
             self.scope, self.key, rows, self.context, self.max_messages, return_messages=False
         )
@@ -114,9 +130,10 @@ class FlowmemSession:
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append items through ``MemoryService.append`` (dedup, healing, window, refusal).
 
-        Implements MEM-1, MEM-2 and MEM-3 through the service. Raises
-        ``UnsupportedContentError`` (nothing written) for an item flowmem cannot
-        carry, e.g. an image or a hosted-tool call.
+        Implements MEM-1, MEM-2 and MEM-3 through the service. Every item type is
+        kept (messages with any parts, reasoning, hosted-tool items, calls and
+        outputs of every kind); a malformed item raises ``InvalidMessageError``
+        and nothing of the batch is written.
         """
         await asyncio.to_thread(self._add, list(items))
 
@@ -134,11 +151,14 @@ class FlowmemSession:
         row = store.pop_last(address)
         if row is None:
             return None
+        if row.get("role") == "tool":
+            rest = self.service.load_raw(self.scope, probe.resolved_scope_id, self.key)
+            return _output_item(row, rest.messages)
         items = row_to_items(row)
         if len(items) > 1:
-            # The row was a model turn of several items: put back all but the last call.
+            # The row was a model turn of several items: put back all but the last.
             self.service.append_raw(
-                self.scope, probe.resolved_scope_id, self.key, [_without_last_call(row)]
+                self.scope, probe.resolved_scope_id, self.key, from_responses(items[:-1])
             )
         return items[-1]
 
@@ -146,8 +166,8 @@ class FlowmemSession:
         """Remove and return the most recent item (None when empty or refused).
 
         The last row is removed in one store call; when it was a model turn holding
-        several items (text and calls), the turn without its last call is appended
-        back right away — a second write, not one transaction.
+        several items (reasoning, text, calls), the turn without its last item is
+        appended back right away — a second write, not one transaction.
         """
         item = await asyncio.to_thread(self._pop)
         return cast("TResponseInputItem | None", item)
@@ -157,8 +177,9 @@ class FlowmemSession:
         await asyncio.to_thread(self.service.clear, self.scope, self.key, self.context)
 
     def normalized_rows(self) -> list[Message]:
-        """Return the stored rows normalized (MEM-5), for inspection and tests."""
-        return normalize(self.service.load(self.scope, self.key, self.context).messages).messages
+        """Return the stored rows normalized (MEM-5, parts kept), for inspection and tests."""
+        rows = self.service.load(self.scope, self.key, self.context).messages
+        return normalize(rows, keep_content=True).messages
 
 
-__all__ = ["IGNORED_ITEM_TYPES", "FlowmemSession", "items_of"]
+__all__ = ["FlowmemSession", "items_of"]
