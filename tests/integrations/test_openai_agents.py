@@ -362,11 +362,6 @@ def test_every_item_is_kept_and_a_malformed_one_is_refused(service: MemoryServic
     assert len(_rows(session)) == 3  # nothing of the refused batch was written
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="formats: to_responses drops a message whose part is a `responses` provider part "
-    "(here an input_image without `detail`) instead of emitting the block verbatim",
-)
 def test_a_part_kept_verbatim_comes_back(service: MemoryService) -> None:
     session = FlowmemSession("s1", service)
     image = {"role": "user", "content": [{"type": "input_image", "image_url": "https://x/a.png"}]}

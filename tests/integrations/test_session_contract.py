@@ -56,19 +56,12 @@ def test_both_satisfy_the_protocol(backend_service: MemoryService) -> None:
 
 CORPUS = sorted((Path(__file__).resolve().parents[1] / "corpus" / "responses").glob("*.json"))
 HEALED = {"unanswered_function_call.json"}  # MEM-3: the next user turn heals the open call
-# Core's empty-content rule (DESIGN §2) skips a tool row with empty content, so an
-# ``mcp_approval_response`` (its answer is in ``approve``, not in text) is not stored.
-EMPTY_RESULT = {"mcp_list_approve_call.json"}
 
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
 def test_every_documented_item_history_comes_back_as_added(
-    path: Path, backend_service: MemoryService, tmp_path: Path, request: pytest.FixtureRequest
+    path: Path, backend_service: MemoryService, tmp_path: Path
 ) -> None:
-    if path.name in EMPTY_RESULT:
-        request.applymarker(
-            pytest.mark.xfail(strict=True, reason="core is_empty skips an empty tool result")
-        )
     items = json.loads(path.read_text(encoding="utf-8"))["payload"]["input"]
 
     async def scenario(session: Any) -> list[Any]:

@@ -78,6 +78,13 @@ def _text_type(role: str) -> str:
     return "output_text" if role == "assistant" else "input_text"
 
 
+# Responses content-part types: a ``responses`` provider part holding one of these is
+# a message's part (kept verbatim because no neutral part models it exactly)
+_CONTENT_PART_TYPES = frozenset(
+    {"input_text", "input_image", "input_file", "input_audio", "output_text", "refusal"}
+)
+
+
 def _part_to_responses(part: Mapping[str, Any], role: str) -> dict[str, Any] | None:
     """Return the Responses content part of a neutral part for ``role``, or None when there is none."""
     kind = part.get("type")
@@ -112,8 +119,8 @@ def _part_to_responses(part: Mapping[str, Any], role: str) -> dict[str, Any] | N
             return None
         if isinstance(part.get("filename"), str):
             block["filename"] = part["filename"]
-    elif is_provider_part(part, FMT) and part["block"].get("type") == "refusal":
-        return dict(part["block"])
+    elif is_provider_part(part, FMT) and part["block"].get("type") in _CONTENT_PART_TYPES:
+        return dict(part["block"])  # a content part kept verbatim goes back as it came
     if block is not None:
         block.update(fields)
     return block
