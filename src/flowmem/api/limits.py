@@ -205,6 +205,9 @@ async def receive_by(receive: Receive, deadline: float) -> Message | None:
     if remaining <= 0:
         return None
     try:
-        return await asyncio.wait_for(receive(), remaining)
+        # a timer on the running task, not ``wait_for``'s extra task per message:
+        # this runs for every request, and the task cost 60 us of an append's ~800
+        async with asyncio.timeout(remaining):
+            return await receive()
     except TimeoutError:
         return None
