@@ -539,7 +539,18 @@ PAYLOAD_SCHEMA: dict[str, Any] = {
     "other fields of a provider's request body (`model`, `tools` …) are ignored.",
     "anyOf": [
         {"type": "array", "items": {}},
-        {"type": "object", "additionalProperties": True},
+        {
+            "type": "object",
+            "required": ["messages"],
+            "properties": {"messages": {"type": "array", "items": {}}},
+            "additionalProperties": True,
+        },
+        {
+            "type": "object",
+            "required": ["input"],
+            "properties": {"input": {"type": ["string", "array"], "items": {}}},
+            "additionalProperties": True,
+        },
     ],
 }
 Payload = Annotated[list[Any] | dict[str, Any], WithJsonSchema(PAYLOAD_SCHEMA)]
