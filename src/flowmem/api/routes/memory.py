@@ -83,6 +83,14 @@ async def run(
     return await caller.run_short(job)
 
 
+READ_FORMAT = Query(
+    "rows",
+    description="`rows`: the stored rows, as appended. `openai`, `responses`, "
+    "`anthropic`: the rows read (the page, with `last`) normalized on their own and "
+    "written in that provider's format, sendable as is; `dropped` and `not_carried` "
+    "say what was left out.",
+)
+
 STREAM_CHUNK = 512  # rows per chunk of a streamed buffer read
 
 
@@ -147,13 +155,7 @@ async def load_buffer(
         le=2**62,
         description="A cursor from `next_before`: only messages older than it.",
     ),
-    format: Format = Query(  # noqa: A002  (the parameter's public name)
-        "rows",
-        description="`rows`: the stored rows, as appended. `openai`, `responses`, "
-        "`anthropic`: the rows read (the page, with `last`) normalized on their own and "
-        "written in that provider's format, sendable as is; `dropped` and `not_carried` "
-        "say what was left out.",
-    ),
+    format: Format = READ_FORMAT,
     call: MemoryCall = CALL,
 ) -> Response:
     """Load a conversation buffer: all of it, or its last N messages (optionally before a cursor).

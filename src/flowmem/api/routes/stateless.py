@@ -28,6 +28,8 @@ FORMAT_QUERY = Query(
     "format is refused with 422 `format_mismatch`.",
 )
 
+TO_QUERY = Query(None, description="The output format (default: the payload's format).")
+
 
 def _read(body: list[Any] | dict[str, Any], fmt: str | None) -> tuple[str, list[Any]]:
     """Return ``(format, rows)`` of a payload; text that cannot be served is ``invalid_text`` (422)."""
@@ -40,10 +42,8 @@ def _read(body: list[Any] | dict[str, Any], fmt: str | None) -> tuple[str, list[
 )
 async def normalize_messages(
     body: Payload,
-    format: Format | None = FORMAT_QUERY,  # noqa: A002  (the parameter's public name)
-    to: Format | None = Query(
-        None, description="The output format (default: the payload's format)."
-    ),
+    format: Format | None = FORMAT_QUERY,
+    to: Format | None = TO_QUERY,
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """Normalize a history so a provider accepts it (MEM-5, content parts kept), in format `to`.
@@ -75,7 +75,7 @@ async def normalize_messages(
 @router.post("/check", response_model=CheckOut, responses=errors(*AUTH_ERRORS, *BODY_ERRORS))
 async def check_messages(
     body: Payload,
-    format: Format | None = FORMAT_QUERY,  # noqa: A002  (the parameter's public name)
+    format: Format | None = FORMAT_QUERY,
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """List what a provider would reject in a history; `format` is the one it was read in."""
