@@ -51,6 +51,12 @@ class UnsupportedContentError(InvalidMessageError):
     code = "unsupported_content"
 
 
+class FormatMismatchError(InvalidInputError):
+    """A payload read as a format it plainly is not (an Anthropic body read as OpenAI …)."""
+
+    code = "format_mismatch"
+
+
 class UnknownScopeError(InvalidInputError):
     """A memory scope name that is not one of the six scopes."""
 

@@ -88,7 +88,8 @@ def test_a_transcript_message_edited_with_parts_comes_back_as_parts(api: Api) ->
 
 def test_openapi_describes_every_part_kind(memory_api: Api) -> None:
     schema = memory_api.client.get("/openapi.json").json()
-    content = schema["components"]["schemas"]["BufferAppend"]["properties"]["messages"]["anyOf"][0]
+    rows = schema["components"]["schemas"]["BufferAppend"]["oneOf"][0]  # format rows
+    content = rows["properties"]["messages"]["anyOf"][0]
     parts = content["properties"]["content"]["anyOf"][1]["items"]["oneOf"]
     kinds = [part["properties"]["type"]["const"] for part in parts]
     assert kinds == list(PART_KINDS)

@@ -557,7 +557,7 @@ def test_mem_5_normalize_and_check(api: Api) -> None:
     assert normalized["dropped"] >= 1
     assert [m["role"] for m in normalized["messages"]] == ["system", "user", "assistant", "tool"]
     again = api.call("POST", "/v1/check", json={"messages": normalized["messages"]}).json()
-    assert again == {"sendable": True, "violations": []}
+    assert again == {"format": "rows", "sendable": True, "violations": []}
 
 
 # --- logs ----------------------------------------------------------------------------------

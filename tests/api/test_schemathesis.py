@@ -21,6 +21,7 @@ import schemathesis
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from schemathesis.checks import positive_data_acceptance
 from schemathesis.core import NotSet
 
 from flowmem.api import create_app, limits
@@ -43,7 +44,26 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
     suppress_health_check=list(HealthCheck),
 )
 def test_api_conforms_to_its_schema(case: schemathesis.Case) -> None:
-    case.call_and_validate(headers={"Authorization": f"Bearer {TOKEN}"})
+    case.call_and_validate(
+        headers={"Authorization": f"Bearer {TOKEN}"}, excluded_checks=_excluded(case)
+    )
+
+
+def _excluded(case: schemathesis.Case) -> list[Any]:
+    """A provider's own messages are described as objects, not by its SDK's whole type tree.
+
+    So a schema-valid append in a provider format, or a check/normalize payload
+    (read in the format given or detected), may still be refused 422
+    (``invalid_message``, ``format_mismatch`` …): "valid data accepted" is not
+    checked for those bodies (decision 0023). Every other check (no 500,
+    responses conform) still runs.
+    """
+    body = case.body if isinstance(case.body, dict) else {}
+    if case.path == "/v1/buffers/{scope}/{key}" and body.get("format", "rows") != "rows":
+        return [positive_data_acceptance]
+    if case.path in ("/v1/check", "/v1/normalize"):
+        return [positive_data_acceptance]
+    return []
 
 
 APPEND = schema.include(path="/v1/buffers/{scope}/{key}", method="POST")
@@ -60,7 +80,9 @@ APPEND = schema.include(path="/v1/buffers/{scope}/{key}", method="POST")
 def test_appends_of_generated_content_parts_conform_and_keep_the_parts(
     case: schemathesis.Case,
 ) -> None:
-    response = case.call_and_validate(headers={"Authorization": f"Bearer {TOKEN}"})
+    response = case.call_and_validate(
+        headers={"Authorization": f"Bearer {TOKEN}"}, excluded_checks=_excluded(case)
+    )
     body = case.body if isinstance(case.body, dict) else {}
     sent = body.get("messages")
     sent = sent if isinstance(sent, list) else [sent]

@@ -12,10 +12,15 @@ from pydantic import (
     Field,
     TypeAdapter,
     ValidationError,
+    ValidationInfo,
     WithJsonSchema,
+    field_validator,
 )
 
 SessionStatus = Literal["idle", "running", "completed", "failed"]
+
+Format = Literal["rows", "openai", "responses", "anthropic"]
+FORMAT_NAMES: tuple[str, ...] = ("rows", "openai", "responses", "anthropic")
 
 
 def _integral(value: Any) -> Any:
@@ -353,18 +358,106 @@ class UserErasure(BaseModel):
     tokens: int = Field(description="The user's API tokens.")
 
 
+_ROWS_MESSAGES: TypeAdapter[Any] = TypeAdapter(MessageIn | list[MessageIn])
+_PROVIDER_MESSAGES: TypeAdapter[Any] = TypeAdapter(dict[str, Any] | list[dict[str, Any]])
+_SYSTEM: TypeAdapter[Any] = TypeAdapter(str | list[dict[str, Any]])
+
+_PROVIDER_MESSAGE: dict[str, Any] = {
+    "type": "object",
+    "description": "A message (OpenAI Chat, Anthropic) or an input item (Responses, Agents "
+    "SDK) exactly as the provider's API takes it; converted to rows (`from_openai`, "
+    "`from_responses`, `from_anthropic`) before the append.",
+    "additionalProperties": True,
+}
+
+
+def _one_or_many(item: dict[str, Any]) -> dict[str, Any]:
+    return {"anyOf": [item, {"type": "array", "items": item}]}
+
+
+def _append_schema(schema: dict[str, Any]) -> None:
+    """State the append body per format: rows messages, or a provider's own messages."""
+    properties = schema["properties"]
+    common = {name: properties[name] for name in ("max_messages", "return_messages")}
+
+    def variant(formats: list[str], messages: dict[str, Any], **more: Any) -> dict[str, Any]:
+        required = ["messages"] if formats == ["rows"] else ["format", "messages"]
+        fmt = {**properties["format"], "enum": formats}
+        fmt.pop("default", None)
+        if formats == ["rows"]:
+            fmt["default"] = "rows"
+        return {
+            "type": "object",
+            "additionalProperties": False,
+            "required": required,
+            "properties": {"format": fmt, "messages": messages, **more, **common},
+        }
+
+    system = {
+        "anyOf": [
+            {"type": "string"},
+            {"type": "array", "items": {"type": "object", "additionalProperties": True}},
+            {"type": "null"},
+        ],
+        "description": "Anthropic's top-level `system` (a string or text blocks), stored as "
+        "the leading system row.",
+    }
+    provider = _one_or_many(_PROVIDER_MESSAGE)
+    variants = [
+        variant(["rows"], _one_or_many(MESSAGE_SCHEMA)),
+        variant(["openai", "responses"], provider),
+        variant(["anthropic"], provider, system=system),
+    ]
+    for name in [key for key in schema if key not in ("title", "description")]:
+        del schema[name]
+    schema["oneOf"] = variants
+
+
 class BufferAppend(BaseModel):
-    """Messages to append to a conversation buffer: one message or a list."""
+    """Messages to append to a conversation buffer: one message or a list.
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    With `format` `openai`, `responses` or `anthropic` the messages are that
+    provider's own (Anthropic's `system` too), converted to rows before the append.
+    """
 
-    messages: MessageIn | list[MessageIn]
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        json_schema_extra=lambda schema, _: _append_schema(schema),
+    )
+
+    format: Format = Field(
+        default="rows",
+        description="The format of `messages`: flowmem rows (default), or a provider's "
+        "request messages (`openai` Chat Completions, `responses` items, `anthropic`).",
+    )
+    messages: Any = Field(description="One message or a list, in `format`.")
+    system: Any = Field(default=None, description="With `format` `anthropic` only.")
     max_messages: JsonInt = Field(default=0, ge=0, description="Window size; 0 = unlimited.")
     return_messages: bool = Field(
         default=False,
         description="Also return the whole buffer after the append (costs a read of it); "
         "by default `messages` is `[]` and the append's cost does not grow with the buffer.",
     )
+
+    @field_validator("messages")
+    @classmethod
+    def _messages_of_format(cls, value: Any, info: ValidationInfo) -> Any:
+        """Rows are checked as rows (content parts …); a provider's messages as objects."""
+        fmt = info.data.get("format")
+        if fmt is None:  # the format itself is invalid: that is the error reported
+            return value
+        return (_ROWS_MESSAGES if fmt == "rows" else _PROVIDER_MESSAGES).validate_python(value)
+
+    @field_validator("system")
+    @classmethod
+    def _system_of_anthropic(cls, value: Any, info: ValidationInfo) -> Any:
+        """``system`` is Anthropic's top-level field: a string or blocks, with that format only."""
+        if value is None:
+            return None
+        if info.data.get("format") != "anthropic":
+            raise ValueError("system is taken only with format anthropic")
+        return _SYSTEM.validate_python(value)
 
 
 class BufferResult(BaseModel):
@@ -377,14 +470,42 @@ class BufferResult(BaseModel):
     resolved_scope_id: str
 
 
+NOT_CARRIED = Field(
+    default=None,
+    description="What the output format cannot carry and left out, per kind "
+    '(`{"reasoning": 2, "web_search_call": 1}`; docs/formats.md).',
+)
+DROPPED_ROWS = Field(
+    default=None,
+    description="Entries normalization dropped or removed (orphan results, duplicates, "
+    "calls whose result cannot be text).",
+)
+SYSTEM_OUT = Field(
+    default=None,
+    description="With format `anthropic`: the top-level `system` (a string or text blocks; "
+    "null when there is none).",
+)
+
+
 class BufferRead(BufferResult):
-    """A buffer read: all rows or the last N (a page); `next_before` pages to older rows."""
+    """A buffer read: all rows or the last N (a page); `next_before` pages to older rows.
+
+    With `format` other than `rows`, `messages` is the page normalized and written
+    in that provider's format, with `format`, `dropped` and `not_carried` (and
+    `system` for Anthropic).
+    """
 
     next_before: int | None = Field(
         default=None,
         description="With `last`: the cursor to pass as `before` for the older messages "
         "(null when there are none, and always null without `last`).",
     )
+    format: Format | None = Field(
+        default=None, description="The format of `messages` (absent for stored rows)."
+    )
+    system: str | list[dict[str, Any]] | None = SYSTEM_OUT
+    dropped: int | None = DROPPED_ROWS
+    not_carried: dict[str, int] | None = NOT_CARRIED
 
 
 class MemoryWrite(BaseModel):
@@ -412,19 +533,43 @@ class WriteResult(BaseModel):
     removed: int = 0
 
 
-class MessageList(BaseModel):
-    """A message list for the stateless endpoints."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    messages: list[Any]
+PAYLOAD_SCHEMA: dict[str, Any] = {
+    "description": "A message list (a bare array), or a request body: `{messages}` (flowmem "
+    "rows, OpenAI Chat), Responses `{input, instructions}`, Anthropic `{system, messages}`; "
+    "other fields of a provider's request body (`model`, `tools` …) are ignored.",
+    "anyOf": [
+        {"type": "array", "items": {}},
+        {
+            "type": "object",
+            "required": ["messages"],
+            "properties": {"messages": {"type": "array", "items": {}}},
+            "additionalProperties": True,
+        },
+        {
+            "type": "object",
+            "required": ["input"],
+            "properties": {"input": {"type": ["string", "array"], "items": {}}},
+            "additionalProperties": True,
+        },
+    ],
+}
+Payload = Annotated[list[Any] | dict[str, Any], WithJsonSchema(PAYLOAD_SCHEMA)]
 
 
 class NormalizeOut(BaseModel):
-    """The normalized, provider-sendable list and how many entries were dropped (MEM-5)."""
+    """The normalized, provider-sendable history in the output format, and what was left out."""
 
+    format: Format = Field(description="The format the payload was read in (given or detected).")
+    to: Format = Field(description="The format of `messages`.")
     messages: list[dict[str, Any]]
-    dropped: int
+    system: str | list[dict[str, Any]] | None = SYSTEM_OUT
+    dropped: int = Field(
+        description="Entries normalization dropped or removed (orphan results, duplicates, "
+        "calls whose result cannot be text)."
+    )
+    not_carried: dict[str, int] = Field(
+        description="What the output format cannot carry and left out, per kind."
+    )
 
 
 class Violation(BaseModel):
@@ -438,6 +583,7 @@ class Violation(BaseModel):
 class CheckOut(BaseModel):
     """Whether the list is sendable, and every violation."""
 
+    format: Format = Field(description="The format the payload was read in (given or detected).")
     sendable: bool
     violations: list[Violation]
 

@@ -10,8 +10,7 @@ import click
 
 from flowmem.cli.io import read_json
 from flowmem.core import check_sendable, normalize
-from flowmem.errors import InvalidInputError
-from flowmem.formats import DETECTED, FORMATS, detect_format, read_document, write_document
+from flowmem.formats import DETECTED, FORMATS, read_payload, write_document
 
 _FROM_HELP = (
     "Read SOURCE in this format: flowmem rows or a provider's message list or request "
@@ -19,32 +18,13 @@ _FROM_HELP = (
 )
 
 
-def _rows_list(document: Any, source: str) -> list[Any]:
-    if isinstance(document, dict) and isinstance(document.get("messages"), list):
-        document = document["messages"]
-    if not isinstance(document, list):
-        raise InvalidInputError(f"{source} must hold a JSON list of messages")
-    return document
-
-
-def _read(source: str, fmt: str | None) -> tuple[str, Any, list[Any]]:
-    """Return ``(format, document, messages)`` of SOURCE: rows as given, a provider payload converted.
+def _read(source: str, fmt: str | None) -> tuple[str, list[Any]]:
+    """Return ``(format, messages)`` of SOURCE: rows as given, a provider payload converted.
 
     An explicit format that the payload plainly is not (a provider payload read as
     rows, or as another provider) is refused, so nothing is misread and written back.
     """
-    document = read_json(source)
-    detected = detect_format(document)
-    if fmt is None:
-        fmt = detected
-    elif detected != "rows" and detected != fmt:
-        raise InvalidInputError(
-            f"{source} looks like a payload in format {detected!r}, not {fmt!r}: "
-            f"use --from {detected}"
-        )
-    if fmt == "rows":
-        return fmt, document, _rows_list(document, source)
-    return fmt, document, read_document(fmt, document)
+    return read_payload(read_json(source), fmt, source)
 
 
 def _announce(fmt: str, given: str | None) -> None:
@@ -62,7 +42,7 @@ def check_command(source: str, fmt: str | None, legacy: str | None) -> None:
     Exit 0 when sendable, 1 when there is any violation, 2 on unreadable input.
     """
     given = fmt or legacy
-    found, _, messages = _read(source, given)
+    found, messages = _read(source, given)
     _announce(found, given)
     violations = check_sendable(messages)
     for violation in violations:
@@ -89,7 +69,7 @@ def normalize_command(source: str, fmt: str | None, target: str | None) -> None:
     Content parts are kept (decision 0021). What the target format cannot carry
     from another provider is left out and listed on stderr.
     """
-    found, _, messages = _read(source, fmt)
+    found, messages = _read(source, fmt)
     _announce(found, fmt)
     result = normalize(messages, keep_content=True)
     target = target or found

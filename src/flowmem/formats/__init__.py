@@ -9,20 +9,31 @@ out and counted in ``dropped`` (``docs/formats.md`` has the table).
 """
 
 from flowmem.formats.anthropic import from_anthropic, to_anthropic
-from flowmem.formats.detect import DETECTED, detect_format
-from flowmem.formats.documents import FORMATS, read_document, write_document
+from flowmem.formats.detect import DETECTED, detect_format, format_candidates
+from flowmem.formats.documents import (
+    FORMATS,
+    check_format,
+    read_document,
+    read_payload,
+    rows_list,
+    write_document,
+)
 from flowmem.formats.openai_chat import from_openai, to_openai
 from flowmem.formats.responses import from_responses, row_to_items, to_responses
 
 __all__ = [
     "DETECTED",
     "FORMATS",
+    "check_format",
     "detect_format",
+    "format_candidates",
     "from_anthropic",
     "from_openai",
     "from_responses",
     "read_document",
+    "read_payload",
     "row_to_items",
+    "rows_list",
     "to_anthropic",
     "to_openai",
     "to_responses",

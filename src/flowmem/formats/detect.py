@@ -123,13 +123,22 @@ def detect_format(payload: object) -> str:
     (plain text messages are the same everywhere) is ``"rows"``; conflicting
     signals are resolved by the first ones found.
     """
+    return next(name for name in _PREFERENCE if name in format_candidates(payload))
+
+
+def format_candidates(payload: object) -> frozenset[str]:
+    """Return every format ``payload`` may be in (``detect_format`` picks one of them).
+
+    Plain text messages fit all four; a payload with a signal only one format has
+    fits that one. A format outside this set is one the payload plainly is not.
+    """
     messages: object = payload
-    candidates = set(DETECTED)
+    candidates = frozenset(DETECTED)
     if isinstance(payload, Mapping):
         if "input" in payload or "instructions" in payload:
-            return "responses"
+            return _RESPONSES
         if "system" in payload:
-            candidates = {"anthropic"}
+            candidates = _ANTHROPIC
         messages = payload.get("messages", [])
     if isinstance(messages, (list, tuple)):
         for entry in messages:
@@ -139,4 +148,4 @@ def detect_format(payload: object) -> str:
                 narrowed = candidates & signal
                 if narrowed:
                     candidates = narrowed
-    return next(name for name in _PREFERENCE if name in candidates)
+    return candidates

@@ -6,8 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from flowmem.core import Message
-from flowmem.errors import InvalidInputError
+from flowmem.errors import FormatMismatchError, InvalidInputError
 from flowmem.formats.anthropic import from_anthropic, to_anthropic
+from flowmem.formats.detect import detect_format, format_candidates
 from flowmem.formats.openai_chat import from_openai, to_openai
 from flowmem.formats.responses import from_responses, to_responses
 
@@ -61,3 +62,45 @@ def write_document(name: str, messages: object, dropped: dict[str, int] | None =
         return to_responses(messages, dropped)
     system, out = to_anthropic(messages, dropped)
     return {"messages": out} if system is None else {"system": system, "messages": out}
+
+
+def rows_list(document: object, where: str = "payload") -> list[Any]:
+    """Return the message list of a rows payload: a list, or ``{"messages": [...]}``."""
+    if isinstance(document, Mapping) and isinstance(document.get("messages"), list):
+        document = document["messages"]
+    if not isinstance(document, list):
+        raise InvalidInputError(f"{where} must hold a JSON list of messages", field=where)
+    return document
+
+
+def check_format(document: object, name: str, where: str = "payload") -> None:
+    """Refuse (``format_mismatch``) a payload that plainly is not in format ``name``.
+
+    Plain text messages fit every format; a payload with what only another format
+    has (an Anthropic ``tool_use`` block read as OpenAI, a Responses item read as
+    rows) is refused, so it is never converted into corrupt rows.
+    """
+    if name not in format_candidates(document):
+        found = detect_format(document)
+        raise FormatMismatchError(
+            f"{where} looks like a payload in format {found!r}, not {name!r}", field=where
+        )
+
+
+def read_payload(
+    document: object, name: str | None = None, where: str = "payload"
+) -> tuple[str, list[Message]]:
+    """Return ``(format, rows)`` of a payload in format ``name``, detected when None.
+
+    Rows are returned as given (a list, or ``{"messages"}``); a provider payload is
+    converted with ``read_document``. An explicit format the payload plainly is not
+    is refused with ``FormatMismatchError``; invalid input in its own format raises
+    that format's typed error (``invalid_message``, ``unsupported_content`` …).
+    """
+    if name is None:
+        name = detect_format(document)
+    else:
+        check_format(document, name, where)
+    if name == "rows":
+        return name, rows_list(document, where)
+    return name, read_document(name, document)

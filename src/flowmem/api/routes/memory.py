@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response, StreamingResponse
+from starlette.concurrency import run_in_threadpool
 
 from flowmem.access import Principal
 from flowmem.api.direct import DirectRoute, render
@@ -20,6 +21,7 @@ from flowmem.api.models import (
     BufferAppend,
     BufferRead,
     BufferResult,
+    Format,
     MemoryWrite,
     ReadResult,
     WriteResult,
@@ -27,8 +29,9 @@ from flowmem.api.models import (
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
 from flowmem.api.scopes import scope_context
 from flowmem.api.target import TARGET_OPENAPI, MemoryCall, memory_call
-from flowmem.core import check_storable
+from flowmem.core import check_storable, normalize
 from flowmem.errors import PayloadTooLargeError
+from flowmem.formats import check_format, read_document, write_document
 from flowmem.scope import ExecutionContext
 from flowmem.service import BufferText
 from flowmem.store.base import SESSION_SCOPE, WriteGuard
@@ -80,6 +83,14 @@ async def run(
     return await caller.run_short(job)
 
 
+READ_FORMAT = Query(
+    "rows",
+    description="`rows`: the stored rows, as appended. `openai`, `responses`, "
+    "`anthropic`: the rows read (the page, with `last`) normalized on their own and "
+    "written in that provider's format, sendable as is; `dropped` and `not_carried` "
+    "say what was left out.",
+)
+
 STREAM_CHUNK = 512  # rows per chunk of a streamed buffer read
 
 
@@ -98,6 +109,29 @@ def _parts(text: BufferText) -> Iterator[bytes]:
         "next_before": text.next_before,
     }
     yield b"]," + render(tail)[1:]
+
+
+def _converted(text: BufferText, fmt: str) -> dict[str, Any]:
+    """Return a buffer read in provider format ``fmt``: the rows read, normalized and converted."""
+    rows = json.loads("[" + ",".join(text.bodies) + "]")
+    result = normalize(rows, keep_content=True)
+    not_carried: dict[str, int] = {}
+    written = write_document(fmt, result.messages, not_carried)
+    answer: dict[str, Any] = {"format": fmt}
+    if fmt == "anthropic":
+        answer["system"] = written.get("system")
+        written = written["messages"]
+    answer.update(
+        messages=written,
+        count=text.count,
+        appended=0,
+        appended_any=False,
+        resolved_scope_id=text.resolved_scope_id,
+        next_before=text.next_before,
+        dropped=result.dropped,
+        not_carried=not_carried,
+    )
+    return answer
 
 
 async def _stream(parts: Iterator[bytes]) -> AsyncIterator[bytes]:
@@ -121,12 +155,15 @@ async def load_buffer(
         le=2**62,
         description="A cursor from `next_before`: only messages older than it.",
     ),
+    format: Format = READ_FORMAT,
     call: MemoryCall = CALL,
 ) -> Response:
     """Load a conversation buffer: all of it, or its last N messages (optionally before a cursor).
 
-    The rows are written as stored (never parsed and re-encoded); more than 512 of
-    them are streamed a chunk at a time (chunked transfer encoding).
+    With `format=rows` (the default) the rows are written as stored (never parsed
+    and re-encoded); more than 512 of them are streamed a chunk at a time (chunked
+    transfer encoding). A provider format parses the rows read, normalizes them and
+    converts them (a page is normalized on its own).
     Page backwards with `last` = N, then `before` = the previous `next_before`.
     """
     memory, target, caller = call.caller.services.memory, call.target, call.caller
@@ -147,9 +184,40 @@ async def load_buffer(
         )
 
     text = await caller.run_short(job)
+    if format != "rows":
+        if len(text.bodies) <= STREAM_CHUNK:
+            answer = _converted(text, format)
+        else:  # a large buffer is converted off the event loop
+            answer = await run_in_threadpool(_converted, text, format)
+        return Response(render(answer), media_type="application/json")
     if len(text.bodies) <= STREAM_CHUNK:  # one chunk: a plain response with its length
         return Response(b"".join(_parts(text)), media_type="application/json")
     return StreamingResponse(_stream(_parts(text)), media_type="application/json")
+
+
+def _check_batch(messages: list[Any]) -> None:
+    if len(messages) > MAX_BATCH:
+        raise PayloadTooLargeError(
+            f"at most {MAX_BATCH} messages per append, got {len(messages)}", field="messages"
+        )
+
+
+def _from_provider(fmt: str, messages: list[Any], system: Any) -> list[Any]:
+    """Return a provider's messages (and Anthropic's ``system``) as flowmem rows.
+
+    Converted before the store is touched: a payload that plainly is another
+    format is ``format_mismatch`` and invalid input in its own format is that
+    format's error (``invalid_message``, ``unsupported_content`` …), both 422 with
+    nothing written.
+    """
+    check_storable(system, "body.system")
+    document: dict[str, Any] = {"messages": messages}
+    if fmt == "anthropic" and system is not None:
+        document["system"] = system
+    check_format(document if fmt == "anthropic" else messages, fmt, "body.messages")
+    if fmt == "responses":
+        return read_document(fmt, messages)
+    return read_document(fmt, document)
 
 
 @router.post(
@@ -164,16 +232,18 @@ async def append_buffer(
 ) -> dict[str, Any]:
     """Append one message or a list to a buffer (MEM-1, 2, 3, 10, 12, 14 apply).
 
-    Reports `count`, `appended` and `appended_any`; `messages` is `[]` unless
+    `format` says what `messages` are: flowmem rows (default) or a provider's own
+    messages (`openai`, `responses`, `anthropic` with its `system`), converted to
+    rows first. Reports `count`, `appended` and `appended_any`; `messages` is `[]` unless
     `return_messages` is true (then the whole buffer after the append, which costs
     a read of it). At most 1000 messages per request (413 beyond).
     """
     memory, target = call.caller.services.memory, call.target
     messages = body.messages if isinstance(body.messages, list) else [body.messages]
-    if len(messages) > MAX_BATCH:
-        raise PayloadTooLargeError(
-            f"at most {MAX_BATCH} messages per append, got {len(messages)}", field="messages"
-        )
+    _check_batch(messages)
+    if body.format != "rows":
+        messages = _from_provider(body.format, messages, body.system)
+        _check_batch(messages)
     return await run(
         call,
         lambda context, guard: memory.append(

@@ -1,43 +1,92 @@
-"""Stateless endpoints over the core rules: ``/v1/normalize`` and ``/v1/check``."""
+"""Stateless endpoints over the core rules and the formats: ``/v1/normalize`` and ``/v1/check``.
+
+The body is the payload as a client has it: a message list, or a request body of
+flowmem rows or of a provider (docs/formats.md). ``format`` names its format and
+is detected when absent; a payload that plainly is not the named format is
+refused (``format_mismatch``), so it is never read, or written back, as corrupt rows.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 
 from flowmem.api.deps import CALLER, Caller
-from flowmem.api.models import CheckOut, MessageList, NormalizeOut
+from flowmem.api.models import CheckOut, Format, NormalizeOut, Payload
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
 from flowmem.core import check_sendable, check_storable, normalize
+from flowmem.formats import read_payload, write_document
 
 router = APIRouter(prefix="/v1", tags=["stateless"])
 
+FORMAT_QUERY = Query(
+    None,
+    description="The payload's format: `rows` (flowmem messages), `openai` (Chat "
+    "Completions), `responses` (Responses API / Agents SDK items) or `anthropic` (Messages "
+    "API). Detected from the payload when absent; a payload that plainly is not this "
+    "format is refused with 422 `format_mismatch`.",
+)
 
-def _messages(body: MessageList | list[Any]) -> list[Any]:
-    """Return the messages of a body; text that cannot be served is ``invalid_text`` (422)."""
-    messages = body.messages if isinstance(body, MessageList) else body
-    check_storable(messages, "body.messages" if isinstance(body, MessageList) else "body")
-    return messages
+TO_QUERY = Query(None, description="The output format (default: the payload's format).")
+
+
+def _read(body: list[Any] | dict[str, Any], fmt: str | None) -> tuple[str, list[Any]]:
+    """Return ``(format, rows)`` of a payload; text that cannot be served is ``invalid_text`` (422)."""
+    check_storable(body, "body")
+    return read_payload(body, fmt, "body")
 
 
 @router.post(
     "/normalize", response_model=NormalizeOut, responses=errors(*AUTH_ERRORS, *BODY_ERRORS)
 )
 async def normalize_messages(
-    body: MessageList | list[Any],
+    body: Payload,
+    format: Format | None = FORMAT_QUERY,
+    to: Format | None = TO_QUERY,
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
-    """Normalize a message list so a provider accepts it (MEM-5); a bare list or `{messages}`."""
-    result = await caller.run_unbounded(lambda principal: normalize(_messages(body)))
-    return {"messages": result.messages, "dropped": result.dropped}
+    """Normalize a history so a provider accepts it (MEM-5, content parts kept), in format `to`.
+
+    `dropped` counts what normalization dropped; `not_carried` lists, per kind, what
+    format `to` cannot carry from another provider and left out.
+    """
+
+    def job(_: Any) -> dict[str, Any]:
+        found, rows = _read(body, format)
+        result = normalize(rows, keep_content=True)
+        target = to or found
+        not_carried: dict[str, int] = {}
+        answer: dict[str, Any] = {"format": found, "to": target, "dropped": result.dropped}
+        if target == "rows":
+            answer["messages"] = result.messages
+        else:
+            written = write_document(target, result.messages, not_carried)
+            if target == "anthropic":
+                answer["system"] = written.get("system")
+                written = written["messages"]
+            answer["messages"] = written
+        answer["not_carried"] = not_carried
+        return answer
+
+    return await caller.run_unbounded(job)
 
 
 @router.post("/check", response_model=CheckOut, responses=errors(*AUTH_ERRORS, *BODY_ERRORS))
 async def check_messages(
-    body: MessageList | list[Any],
+    body: Payload,
+    format: Format | None = FORMAT_QUERY,
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
-    """List what a provider would reject in a message list; a bare list or `{messages}`."""
-    violations = await caller.run_unbounded(lambda principal: check_sendable(_messages(body)))
-    return {"sendable": not violations, "violations": [v.to_dict() for v in violations]}
+    """List what a provider would reject in a history; `format` is the one it was read in."""
+
+    def job(_: Any) -> dict[str, Any]:
+        found, rows = _read(body, format)
+        violations = check_sendable(rows)
+        return {
+            "format": found,
+            "sendable": not violations,
+            "violations": [v.to_dict() for v in violations],
+        }
+
+    return await caller.run_unbounded(job)
