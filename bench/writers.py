@@ -99,7 +99,11 @@ def phase(src: Path, processes: int, threads: int, seconds: float) -> dict[str, 
     """One measurement on a fresh file; the writers' latencies summarized."""
     with tempfile.TemporaryDirectory(prefix="flowmem-writers-") as folder:
         db = str(Path(folder) / "bench.db")
-        setup = [sys.executable, "-c", f"from flowmem.store import open_store; open_store('sqlite:///{db}').close()"]
+        setup = [
+            sys.executable,
+            "-c",
+            f"from flowmem.store import open_store; open_store('sqlite:///{db}').close()",
+        ]
         subprocess.run(setup, env={**os.environ, "PYTHONPATH": str(src)}, check=True)
         start_at = time.time() + 1.5  # every process imported and opened before it starts
         stop_at = start_at + seconds
@@ -158,7 +162,9 @@ def main() -> None:
         Path(args.json).write_text(json.dumps({f"{c}|{n}": r for (c, n), r in runs.items()}))
     med = statistics.median
     print(f"\nmedian of {args.repeats} runs of {args.seconds:.0f} s; max and spread: worst run\n")
-    print("| code | writers | appends/s | p50 ms | p99 ms | p99 / single p99 | max ms | shares (one run) | worst share deviation |")
+    print(
+        "| code | writers | appends/s | p50 ms | p99 ms | p99 / single p99 | max ms | shares (one run) | worst share deviation |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---|---:|")
     for code in codes:
         single = med(r["p99"] for r in runs[(code, "single")])

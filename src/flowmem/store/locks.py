@@ -58,17 +58,17 @@ def waiting_allowed() -> bool:
 
 
 class AddressLocks:
-    """One lock per address; waiting is bounded and a timeout never fails the caller."""
+    """One fair lock per address; waiting is bounded and a timeout never fails the caller."""
 
     def __init__(self) -> None:
         self._guard = threading.Lock()
-        self._locks: dict[Address, threading.Lock] = {}
+        self._locks: dict[Address, FairLock] = {}
 
-    def _lock_for(self, address: Address) -> threading.Lock:
+    def _lock_for(self, address: Address) -> FairLock:
         with self._guard:
             lock = self._locks.get(address)
             if lock is None:
-                lock = self._locks[address] = threading.Lock()
+                lock = self._locks[address] = FairLock()
             return lock
 
     @contextmanager
@@ -81,11 +81,11 @@ class AddressLocks:
         """
         lock = self._lock_for(address)
         if not waiting_allowed():
-            if not lock.acquire(blocking=False):
+            if not lock.acquire(0.0, blocking=False):
                 raise WouldBlock(f"{address.scope}/{address.scope_id}/{address.key} is locked")
             taken = True
         else:
-            taken = lock.acquire(timeout=max(timeout, 0.0))
+            taken = lock.acquire(timeout)
         if not taken:
             log.warning(
                 "append to %s/%s/%s waited %.1fs for its turn; proceeding unserialized",
