@@ -139,10 +139,11 @@ def main() -> None:
     parser.add_argument(
         "--synchronous", default=SYNCHRONOUS, help="the file's synchronous (default FULL)"
     )
+    parser.add_argument("--after-src", default=str(SRC), help="src of the code after")
     parser.add_argument("--json", help="also write every measurement to this file")
     args = parser.parse_args()
     os.environ["FLOWMEM_BENCH_SYNCHRONOUS"] = args.synchronous.upper()
-    codes = {"after": SRC}
+    codes = {"after": Path(args.after_src)}
     if args.before_src and Path(args.before_src).is_dir():
         codes = {"before": Path(args.before_src), **codes}
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}

@@ -173,7 +173,7 @@ class _FileTickets:
         fcntl.lockf(self.fd, fcntl.LOCK_UN, 1, start)
 
     def enter(self, timeout: float, blocking: bool = True) -> int | None:
-        """Queue and wait (polling in short steps, at most ``timeout``); the place held, or None.
+        """Queue and wait (at most ``timeout``) for the predecessor; the place held, or None.
 
         ``blocking=False`` enters only when nobody is ahead (None otherwise, nothing
         changed). After a timeout the process leaves the queue: its successor waits
@@ -200,17 +200,42 @@ class _FileTickets:
             raise
         finally:
             self._unlock(0)
-        step = 0.0002
-        while not first:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self._unlock(place)
-                return None
-            time.sleep(min(step, left))
-            step = min(step * 1.5, 0.001)  # wake-up within a millisecond of the predecessor
-            first = self._lock(ahead, wait=False)
+        if not first and not self._wait_for(ahead, deadline):
+            self._unlock(place)
+            return None
         self._unlock(ahead)
         return place
+
+    def _wait_for(self, ahead: int, deadline: float) -> bool:
+        """Wait until the predecessor's place is free (this process then holds it); False past ``deadline``.
+
+        The kernel's blocking wait (``F_SETLKW``) wakes the waiter as soon as the
+        predecessor lets go, but cannot time out, so a helper thread makes it and
+        this one waits on an event with the bound. A helper whose waiter gave up
+        lets the place go as soon as it gets it.
+        """
+        got = threading.Event()
+        guard = threading.Lock()
+        gave_up = False
+
+        def wait() -> None:
+            with suppress(OSError):  # EDEADLK, say: the database's own lock still serializes
+                self._lock(ahead)
+            with guard:
+                if gave_up:
+                    with suppress(OSError):
+                        self._unlock(ahead)
+                    return
+                got.set()
+
+        threading.Thread(target=wait, name="flowmem-writer-queue", daemon=True).start()
+        if got.wait(max(deadline - time.monotonic(), 0.0)):
+            return True
+        with guard:
+            if got.is_set():
+                return True
+            gave_up = True
+            return False
 
     def leave(self, place: int) -> None:
         """Let the successor go."""
