@@ -164,7 +164,7 @@ def main() -> None:
     med = statistics.median
     print(f"\nmedian of {args.repeats} runs of {args.seconds:.0f} s; max and spread: worst run\n")
     print(
-        "| code | writers | appends/s | p50 ms | p99 ms | p99 / single p99 | max ms | shares (one run) | worst share deviation |"
+        "| code | writers | appends/s | p50 ms | p99 ms | p99 / single p99 | max ms | shares (middle run) | worst share deviation |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---|---:|")
     for code in codes:
