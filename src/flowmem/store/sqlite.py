@@ -2,7 +2,9 @@
 
 One file, WAL, ``synchronous=FULL`` by default (a committed append survives power
 loss), created on first use, safe to call from many threads (a small pool of
-connections) and many processes. Appends run ``flowmem.core.apply_append`` through
+connections) and many processes. Write transactions take turns in arrival order
+(``locks.WriterQueue``, with the sidecar file ``<path>-writers``) instead of
+polling SQLite's lock, so no writer waits for seconds (docs/decisions/0026). Appends run ``flowmem.core.apply_append`` through
 ``SqlBufferEditor`` inside one ``BEGIN IMMEDIATE`` transaction (MEM-12).
 
 Group commit: a write made in no-wait mode (``locks.no_wait``, the HTTP app's
@@ -50,7 +52,13 @@ from flowmem.errors import (
     StoreUnavailableError,
 )
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Store, WriteGuard
-from flowmem.store.locks import AddressLocks, WouldBlock, waiting_allowed
+from flowmem.store.locks import (
+    AddressLocks,
+    WouldBlock,
+    release_writer_queue,
+    waiting_allowed,
+    writer_queue,
+)
 from flowmem.store.rows import check_address, check_lock_timeout, check_rows
 from flowmem.store.sqlbase import SqlStore
 
@@ -270,6 +278,16 @@ def parse_url(url: str) -> tuple[str, str]:
     return path, synchronous
 
 
+def _left(bound: float, started: float) -> float:
+    """What is left of ``bound`` seconds since ``started``: all of it within the first 10 ms.
+
+    Rounding the first 10 ms up keeps a pooled connection's busy timeout unchanged
+    (``_pragma`` sets only a change) on the common path where nothing waited.
+    """
+    waited = time.monotonic() - started
+    return bound if waited < 0.01 else max(bound - waited, 0.0)
+
+
 def _is_busy(exc: sqlite3.Error) -> bool:
     code = getattr(exc, "sqlite_errorcode", None)
     if code is not None:
@@ -333,6 +351,8 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create the directory of {self.path}: {exc}") from exc
+        self._queue = writer_queue(self.path)  # writers of the file take turns (decisions/0026)
+        self._queue_released = False
         try:
             with self._connection() as conn:
                 self._migrate(conn)
@@ -489,8 +509,14 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         return (int(row[0]), int(row[1]), int(row[2])) if row else (0, 0, 0)
 
     def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``work`` in one immediate write transaction (the loan's default busy timeout)."""
-        with self._connection() as conn:
+        """Run ``work`` in one immediate write transaction, in the file's writer queue.
+
+        The queue and SQLite's busy timeout share the default bound; past it SQLite's
+        busy error (``StoreBusyError``) as before.
+        """
+        started = time.monotonic()
+        with self._queue.hold(DEFAULT_LOCK_TIMEOUT), self._connection() as conn:
+            self._busy_timeout(conn, _left(DEFAULT_LOCK_TIMEOUT, started))
             conn.execute("BEGIN IMMEDIATE")
             result = work(conn)
             conn.execute("COMMIT")
@@ -549,22 +575,53 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         With ``snapshot`` the whole buffer is read back inside that transaction; with
         ``guard`` the transaction checks it first (its error, nothing appended).
 
-        Implements MEM-12: serialized per address by the in-process lock and an
-        immediate write transaction under a busy timeout, together bounded by
-        ``lock_timeout``; past it the append proceeds unserialized (a deferred
-        transaction retried on busy) after exactly one WARNING. Nothing is ever
+        Implements MEM-12: serialized per address by the in-process lock, then in
+        the file's fair writer queue (threads and processes in arrival order:
+        docs/decisions/0026) and an immediate write transaction under a busy
+        timeout, together bounded by ``lock_timeout``; past it the append proceeds
+        unserialized (a deferred transaction retried on busy) after exactly one WARNING. Nothing is ever
         half-written: the rules run inside the transaction and any error rolls it back.
         """
         check_address(address)
         check_rows(rows)
         bound = lock_timeout = check_lock_timeout(lock_timeout)
         started = time.monotonic()
-        with self._locks.hold(address, lock_timeout) as taken, self._connection() as conn:
-            if taken:
-                waited = time.monotonic() - started
-                # the file lock gets what the in-process lock left of the bound (the
-                # whole bound when that was free at once, so the timeout stays cached)
-                self._busy_timeout(conn, bound if waited < 0.01 else max(bound - waited, 0.0))
+        with self._locks.hold(address, lock_timeout) as taken:
+            if not taken:  # AddressLocks warned
+                with self._connection() as conn:
+                    return self._append_unserialized(
+                        conn, address, rows, max_messages, snapshot, guard, max_bytes
+                    )
+            return self._append_in_turn(
+                address, rows, max_messages, snapshot, guard, max_bytes, bound, started
+            )
+
+    def _append_in_turn(
+        self,
+        address: Address,
+        rows: list[Message],
+        max_messages: int,
+        snapshot: bool,
+        guard: WriteGuard | None,
+        max_bytes: int,
+        bound: float,
+        started: float,
+    ) -> AppendOutcome:
+        """The rest of ``append`` once the address is held: the file's turn, then its write lock."""
+        with self._queue.hold(_left(bound, started)) as turn, self._connection() as conn:
+            if not turn:
+                log.warning(
+                    "append to %s/%s/%s waited %.1fs for its turn to write %s; "
+                    "proceeding unserialized",
+                    *address,
+                    bound,
+                    self.path,
+                )
+            else:
+                # the file lock gets what the queues left of the bound (the whole bound
+                # when they were free at once, so the timeout stays cached); another
+                # writer holds it only when it does not queue (an older flowmem, a tool)
+                self._busy_timeout(conn, _left(bound, started))
                 try:
                     conn.execute("BEGIN IMMEDIATE")
                 except sqlite3.OperationalError as exc:
@@ -576,7 +633,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
                         "append to %s/%s/%s waited %.1fs for the write lock on %s; "
                         "proceeding unserialized",
                         *address,
-                        lock_timeout,
+                        bound,
                         self.path,
                     )
                 else:
@@ -675,6 +732,9 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         with self._pool_lock:
             self._closed = True
             idle, self._idle = self._idle, []
+            release, self._queue_released = not self._queue_released, True
+        if release:
+            release_writer_queue(self.path)
         for conn in idle:
             with suppress(sqlite3.Error):
                 conn.close()

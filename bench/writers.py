@@ -1,0 +1,189 @@
+"""Benchmark of concurrent writers on one SQLite file: latency tail and fairness.
+
+Run with ``python bench/writers.py`` (not part of the tests). Writers append one
+user message at a time to random buffers among 1,000 in one file (WAL,
+``synchronous=FULL``, flowmem's default) for a fixed time:
+
+- ``single``: one writer (its p99 is the reference);
+- ``4 threads``: four threads of one process, one ``SqliteStore``;
+- ``4 processes``: four processes, one ``SqliteStore`` each.
+
+Reported per phase: appends/s in total, p50 / p99 / max latency of one append
+(ms), each writer's count of appends and the largest deviation of a share from an
+even split. Each phase runs in fresh processes on a fresh file, once with the code
+under test (``after``: this checkout's ``src``) and once with ``--before-src``
+(default ``/work/main/src``, the code before the writer queue), alternating, for
+``--repeats`` rounds; the table shows the median over repeats of each figure, and
+the worst (largest) max and share deviation.
+
+Targets (issue 15 §3): with 4 threads and with 4 processes, p99 <= 5 x the
+single-writer p99, max <= 100 ms, every share within +-25 % of an even split.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+# Run as ``python bench/writers.py``, this folder is first on sys.path, where a sibling
+# (bench/http.py) would shadow the standard library's ``http``. Drop it.
+if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
+    del sys.path[0]
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parent / "src"
+BUFFERS = 1_000
+SYNCHRONOUS = os.environ.get("FLOWMEM_BENCH_SYNCHRONOUS", "FULL")
+WRITERS = 4
+
+
+# --- the worker: runs in a child process with the code under test on its path ----------
+def _writer(store: Any, start_at: float, stop_at: float, seed: int) -> list[float]:
+    """Append until ``stop_at``; return each append's latency in seconds."""
+    from flowmem.core import prepare
+    from flowmem.store import Address
+
+    rng = random.Random(seed)
+    latencies: list[float] = []
+    while time.time() < start_at:
+        time.sleep(0.0005)
+    n = 0
+    while time.time() < stop_at:
+        address = Address("session", f"s{rng.randrange(BUFFERS)}", "chat")
+        rows = prepare({"role": "user", "content": f"writer {seed} message {n}"}, 1)
+        began = time.perf_counter()
+        store.append(address, rows)
+        latencies.append(time.perf_counter() - began)
+        n += 1
+    return latencies
+
+
+def worker(db: str, threads: int, start_at: float, stop_at: float, seed: int) -> None:
+    """Run ``threads`` writers on one store; print their latencies as JSON."""
+    from flowmem.store import open_store
+
+    store = open_store(f"sqlite:///{db}?synchronous={SYNCHRONOUS}")
+    results: list[list[float]] = [[] for _ in range(threads)]
+
+    def run(i: int) -> None:
+        results[i] = _writer(store, start_at, stop_at, seed * 100 + i)
+
+    pool = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    store.close()
+    print(json.dumps(results))
+
+
+# --- the driver ----------------------------------------------------------------------------
+def _spawn(src: Path, db: str, threads: int, start_at: float, stop_at: float, seed: int) -> Any:
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    command = [sys.executable, __file__, "--worker", db, str(threads), repr(start_at)]
+    command += [repr(stop_at), str(seed)]
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
+
+
+def phase(src: Path, processes: int, threads: int, seconds: float) -> dict[str, Any]:
+    """One measurement on a fresh file; the writers' latencies summarized."""
+    with tempfile.TemporaryDirectory(prefix="flowmem-writers-") as folder:
+        db = str(Path(folder) / "bench.db")
+        setup = [
+            sys.executable,
+            "-c",
+            f"from flowmem.store import open_store; open_store('sqlite:///{db}').close()",
+        ]
+        subprocess.run(setup, env={**os.environ, "PYTHONPATH": str(src)}, check=True)
+        start_at = time.time() + 1.5  # every process imported and opened before it starts
+        stop_at = start_at + seconds
+        children = [_spawn(src, db, threads, start_at, stop_at, p) for p in range(processes)]
+        writers: list[list[float]] = []
+        for child in children:
+            out, _ = child.communicate(timeout=seconds + 120)
+            if child.returncode != 0:
+                raise SystemExit(f"a writer failed (exit {child.returncode})")
+            writers.extend(json.loads(out))
+    every = sorted(x for w in writers for x in w)
+    counts = [len(w) for w in writers]
+    mean = sum(counts) / len(counts)
+    return {
+        "rate": len(every) / seconds,
+        "p50": every[len(every) // 2] * 1000,
+        "p99": every[min(len(every) - 1, int(len(every) * 0.99))] * 1000,
+        "max": every[-1] * 1000,
+        "shares": counts,
+        "spread": max(abs(c / mean - 1) for c in counts) * 100 if mean else 0.0,
+    }
+
+
+PHASES = {"single": (1, 1), "4 threads": (1, WRITERS), "4 processes": (WRITERS, 1)}
+
+
+def main() -> None:
+    """Measure before and after, alternating, and print the tables."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=5.0, help="length of each phase")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--before-src", default="/work/main/src", help="src of the code before")
+    parser.add_argument(
+        "--synchronous", default=SYNCHRONOUS, help="the file's synchronous (default FULL)"
+    )
+    parser.add_argument("--after-src", default=str(SRC), help="src of the code after")
+    parser.add_argument("--json", help="also write every measurement to this file")
+    args = parser.parse_args()
+    os.environ["FLOWMEM_BENCH_SYNCHRONOUS"] = args.synchronous.upper()
+    codes = {"after": Path(args.after_src)}
+    if args.before_src and Path(args.before_src).is_dir():
+        codes = {"before": Path(args.before_src), **codes}
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for repeat in range(args.repeats):
+        for name, (processes, threads) in PHASES.items():
+            for code, src in codes.items():
+                result = phase(src, processes, threads, args.seconds)
+                runs.setdefault((code, name), []).append(result)
+                print(
+                    f"# repeat {repeat + 1} {code:6} {name:11}: {result['rate']:7.0f}/s "
+                    f"p99 {result['p99']:7.1f} ms max {result['max']:7.1f} ms "
+                    f"shares {result['shares']}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    if args.json:
+        Path(args.json).write_text(json.dumps({f"{c}|{n}": r for (c, n), r in runs.items()}))
+    med = statistics.median
+    print(f"\nmedian of {args.repeats} runs of {args.seconds:.0f} s; max and spread: worst run\n")
+    print(
+        "| code | writers | appends/s | p50 ms | p99 ms | p99 / single p99 | max ms | shares (middle run) | worst share deviation |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---|---:|")
+    for code in codes:
+        single = med(r["p99"] for r in runs[(code, "single")])
+        for name in PHASES:
+            found = runs[(code, name)]
+            p99 = med(r["p99"] for r in found)
+            shares = found[len(found) // 2]["shares"]
+            print(
+                f"| {code} | {name} | {med(r['rate'] for r in found):,.0f} | "
+                f"{med(r['p50'] for r in found):.2f} | {p99:.2f} | {p99 / single:.1f}x | "
+                f"{max(r['max'] for r in found):.1f} | {shares} | "
+                f"{max(r['spread'] for r in found):.0f} % |"
+            )
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        _, _, db_, threads_, start_, stop_, seed_ = sys.argv
+        worker(db_, int(threads_), float(start_), float(stop_), int(seed_))
+    else:
+        main()
