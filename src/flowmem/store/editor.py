@@ -201,10 +201,10 @@ class SqlBufferEditor:
         ends: dict[int, int] = {}
         found: list[Dangling] = []
         if self._open is not None:
-            for call_id, _, end in self._open:
+            for call_id, _, run_end in self._open:
                 if call_id not in seen:
                     seen.add(call_id)
-                    found.append(Dangling(call_id, end))
+                    found.append(Dangling(call_id, run_end))
             return found
         for call_id, declared in self._db.all("open_calls", (self._id,)):
             if call_id in seen:

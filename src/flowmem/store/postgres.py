@@ -20,7 +20,7 @@ import psycopg
 import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from flowmem.core import AppendOutcome, Answer, Message, call_ids, result_id
+from flowmem.core import Answer, AppendOutcome, Message, call_ids, result_id
 from flowmem.errors import (
     ConfigurationError,
     InvalidInputError,
@@ -32,8 +32,8 @@ from flowmem.errors import (
     StoreUnavailableError,
 )
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Store, WriteGuard
-from flowmem.store.rows import check_address, check_lock_timeout, check_rows, guard_form
 from flowmem.store.editor import SqlBufferEditor
+from flowmem.store.rows import check_address, check_lock_timeout, check_rows, guard_form
 from flowmem.store.sqlbase import SqlStore, StatementRunner
 
 log = logging.getLogger("flowmem")
