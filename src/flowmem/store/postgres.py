@@ -18,6 +18,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 import psycopg.errors
+from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from flowmem.core import Answer, AppendOutcome, Message, call_ids, result_id
@@ -133,10 +134,16 @@ SQL: dict[str, str] = {
     "unflip_calls": f"UPDATE buffer_calls SET declared_pos = -declared_pos WHERE {_B} AND declared_pos < 0",
     "unflip_answers": f"UPDATE buffer_answers SET pos = -pos WHERE {_B} AND pos < 0",
     # --- outside the editor ---
-    # set_config runs in the FROM subquery (volatile: never pulled up), so before the lock
+    # set_config runs in the FROM subquery (volatile: never pulled up), so before the lock.
+    # The transaction's statements after it use generic plans: re-planning the append's
+    # facts query at every execution (a custom plan) cost more than running it.
     "timed_lock": """SELECT pg_advisory_xact_lock(%s)
-        FROM (SELECT set_config('lock_timeout', %s, true)) AS bound""",
+        FROM (SELECT set_config('lock_timeout', %s, true),
+            set_config('plan_cache_mode', 'force_generic_plan', true)) AS bound""",
     "advisory_lock": "SELECT pg_advisory_xact_lock(%s)",
+    "begin": "BEGIN",
+    "commit": "COMMIT",
+    "rollback": "ROLLBACK",
     # What the append's editor will ask, in one statement run right after the lock
     # (its own statement: a statement's snapshot predates a lock it waits for):
     # the header; for the call ids the incoming rows name (a text[]), which are
@@ -245,7 +252,8 @@ _GUARDED: dict[str, str] = {
         %s::double precision WHERE {guard}""",
     # the append's lock statement: the guard's row locks, then the advisory lock
     "timed_lock": """SELECT pg_advisory_xact_lock(%s)
-        FROM (SELECT set_config('lock_timeout', %s, true)) AS bound WHERE {guard}""",
+        FROM (SELECT set_config('lock_timeout', %s, true),
+            set_config('plan_cache_mode', 'force_generic_plan', true)) AS bound WHERE {guard}""",
     "record_put": """INSERT INTO records (scope, scope_id, key, value, expires_at)
         SELECT %s, %s, %s, %s, %s::double precision WHERE {guard}
         ON CONFLICT (scope, scope_id, key) DO UPDATE
@@ -470,14 +478,25 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         with self._connection() as conn:
             try:
                 # pipeline mode: BEGIN, the lock and the facts go in one round trip,
-                # the writes and COMMIT in another (docs/decisions/0024)
-                with conn.pipeline(), conn.transaction():
-                    locked = conn.execute(lock, (key, timeout, *checks))
-                    facts = conn.execute(SQL["append_facts"], (ids, ids, want_open, *address))
-                    if locked.fetchone() is None:
-                        raise self._guard_error(conn, guard)
-                    editor = _editor(self._runner(conn), address, facts.fetchone(), ids)
-                    return self._run_append(conn, editor, rows, max_messages, snapshot, max_bytes)
+                # the writes and COMMIT in another (docs/decisions/0024). BEGIN and
+                # COMMIT are ours: conn.transaction() would add a Sync (a round trip).
+                try:
+                    with conn.pipeline():
+                        conn.execute(SQL["begin"])
+                        locked = conn.execute(lock, (key, timeout, *checks))
+                        facts = conn.execute(SQL["append_facts"], (ids, ids, want_open, *address))
+                        if locked.fetchone() is None:
+                            raise self._guard_error(conn, guard)
+                        editor = _editor(self._runner(conn), address, facts.fetchone(), ids)
+                        outcome = self._run_append(
+                            conn, editor, rows, max_messages, snapshot, max_bytes
+                        )
+                        conn.execute(SQL["commit"])
+                    return outcome
+                except BaseException:
+                    if conn.info.transaction_status != TransactionStatus.IDLE:
+                        conn.execute(SQL["rollback"])
+                    raise
             except psycopg.errors.LockNotAvailable:
                 log.warning(
                     "append to %s/%s/%s waited %.1fs for its turn; proceeding unserialized",
