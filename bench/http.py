@@ -347,6 +347,10 @@ def flowmem_server(
 ) -> Iterator[tuple[int, str, int]]:
     """Run ``flowmem serve`` with extra ``options``; yield (port, token, pid)."""
     port = free_port()
+    # each server in its own folder: a first start writes its admin token file there,
+    # and refuses to start over one an earlier server of this run left behind
+    workdir = workdir / f"serve-{port}"
+    workdir.mkdir()
     out, err = workdir / f"serve-{port}.out", workdir / f"serve-{port}.err"
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLOWMEM_")}
     with out.open("wb") as stdout, err.open("wb") as stderr:

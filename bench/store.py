@@ -17,7 +17,8 @@ machine noise and WAL checkpoints fall evenly on every length); the time to load
 last 50 rows and the whole buffer; the peak memory (tracemalloc) of one append at
 each length; LangGraph at 100, 1,000 and 2,000.
 With ``--postgres URL`` (or ``FLOWMEM_BENCH_POSTGRES``) the flowmem rows are also
-measured on PostgreSQL. With ``--guarded`` every flowmem append carries a
+measured on PostgreSQL, then bench/peers_postgres.py compares flowmem with the
+PostgreSQL peers on that server (``--postgres start``: on a throwaway server). With ``--guarded`` every flowmem append carries a
 ``WriteGuard`` (a token and the session), as the HTTP API's session-scope appends
 do (docs/decisions/0014).
 
@@ -457,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_peers:
             systems.append(AgentsSession(base / "agents.db", LENGTHS))
             systems.append(LangGraph(base / "langgraph.db", LANGGRAPH_LENGTHS))
-        if args.postgres:
+        if args.postgres and args.postgres != "start":
             systems.append(Flowmem("flowmem PostgresStore", args.postgres, LENGTHS, args.guarded))
             systems.append(
                 FlowmemService("flowmem pg service default", args.postgres, LENGTHS, asked=False)
@@ -476,7 +477,25 @@ def main(argv: list[str] | None = None) -> int:
                 peers["langgraph"] = result
         failed = report(results, ours, peers)
     print("\nall targets met" if not failed else f"\nmissed: {', '.join(failed)}")
+    if args.postgres:  # the PostgreSQL peers, same run (bench/peers_postgres.py)
+        pg = ["--no-peers"] if args.no_peers else []
+        if args.postgres != "start":
+            pg += ["--postgres", args.postgres]
+        failed += ["postgres"] if _sibling("peers_postgres").main(pg) else []
     return 1 if failed else 0
+
+
+def _sibling(name: str) -> Any:
+    """Load bench/<name>.py by path (this folder is not on sys.path)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"flowmem_bench_{name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
 
 
 if __name__ == "__main__":

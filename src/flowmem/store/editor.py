@@ -101,17 +101,31 @@ def load_rows(bodies: list[tuple[str]]) -> list[Message]:
     return rows
 
 
+_ASK = object()  # ``head`` not given: the editor reads the header itself
+
+
 class SqlBufferEditor:
     """``flowmem.core.BufferEditor`` for one buffer, over indexed SQL, in one transaction.
 
     Every method touches only the rows it names (by primary key or a partial
     index); nothing reads the whole buffer. Call ``flush`` before committing.
+
+    A backend that fetched the header and some answers ahead (one query instead of
+    one per question: ``head`` and ``know``) hands them over; the editor answers
+    from them while they are exact and asks the database otherwise. They are
+    facts about the stored buffer, not rules: the rules stay in ``apply_append``.
     """
 
-    def __init__(self, db: SqlRunner, address: Address) -> None:
+    def __init__(self, db: SqlRunner, address: Address, head: Any = _ASK) -> None:
         self._db = db
         self._address = address
-        head = db.one("header_get", tuple(address))
+        if head is _ASK:
+            head = db.one("header_get", tuple(address))
+        # known answers, kept exact across this editor's own writes (else dropped)
+        self._declared: dict[str, bool] = {}
+        self._answers: dict[str, Answer | None] = {}
+        self._open: list[tuple[str, int, int]] | None = None  # (call id, declared, run end)
+        self._next: dict[int, int | None] = {}  # position -> the next row's (until a write)
         self._id: int | None = None
         self._count = 0
         self._last = 0
@@ -121,6 +135,31 @@ class SqlBufferEditor:
             self._bytes = int(head[3])
         self.bytes_before = self._bytes
         self._dirty = False
+
+    def know(
+        self,
+        declared: dict[str, bool],
+        answers: dict[str, Answer | None],
+        open_calls: list[tuple[str, int, int]] | None,
+        following: dict[int, int | None] | None = None,
+    ) -> None:
+        """Seed answers fetched ahead in this transaction: per call id, and the open calls.
+
+        ``open_calls``: every unanswered declaration as (call id, declaring position,
+        end of its turn's result run), in position and declaration order; None when
+        not fetched. ``following``: the position of the row after a position (None:
+        none), for the run ends, until the editor's first write.
+        """
+        self._declared.update(declared)
+        self._answers.update(answers)
+        if open_calls is not None:
+            self._open = open_calls
+        self._next.update(following or {})
+
+    @property
+    def address(self) -> Address:
+        """Return the buffer's address."""
+        return self._address
 
     # --- questions -----------------------------------------------------------------
     def count(self) -> int:
@@ -136,12 +175,17 @@ class SqlBufferEditor:
         """Return True when some assistant row declares ``call_id`` (calls index)."""
         if self._id is None:
             return False
+        known = self._declared.get(call_id)
+        if known is not None:
+            return known
         return self._db.one("is_declared", (self._id, call_id)) is not None
 
     def answer_of(self, call_id: str) -> Answer | None:
         """Return the first row answering ``call_id`` anywhere in the buffer (answers index)."""
         if self._id is None:
             return None
+        if call_id in self._answers:
+            return self._answers[call_id]
         found = self._db.one("answer_of", (self._id, call_id))
         return None if found is None else Answer(int(found[0]), bool(found[1]))
 
@@ -156,6 +200,12 @@ class SqlBufferEditor:
         seen: set[str] = set()
         ends: dict[int, int] = {}
         found: list[Dangling] = []
+        if self._open is not None:
+            for call_id, _, run_end in self._open:
+                if call_id not in seen:
+                    seen.add(call_id)
+                    found.append(Dangling(call_id, run_end))
+            return found
         for call_id, declared in self._db.all("open_calls", (self._id,)):
             if call_id in seen:
                 continue
@@ -196,8 +246,12 @@ class SqlBufferEditor:
         bid = self._ensure()
         need = len(rows)
         major_end = ((position >> MINOR_BITS) + 1) << MINOR_BITS
-        nxt = self._db.one("next_pos", (bid, position))
-        following = None if nxt is None or nxt[0] is None else int(nxt[0])
+        if position in self._next:
+            following = self._next[position]
+        else:
+            nxt = self._db.one("next_pos", (bid, position))
+            following = None if nxt is None or nxt[0] is None else int(nxt[0])
+        self._next.clear()  # rows are written below
         if following is not None and following < major_end and following - position <= need:
             top = self._db.one("max_before", (bid, position, major_end))
             highest = int(top[0]) if top is not None and top[0] is not None else position
@@ -207,6 +261,8 @@ class SqlBufferEditor:
                 self._db.run(name, (need, bid, position, major_end))
             for name in ("unflip_rows", "unflip_calls", "unflip_answers"):
                 self._db.run(name, (bid,))
+            self._answers.clear()  # positions moved
+            self._open = None
         elif position + need >= major_end:
             raise StoreError("too many rows inserted after one turn")
         for offset, row in enumerate(rows, start=1):
@@ -220,6 +276,7 @@ class SqlBufferEditor:
         body = dump_row(row)
         old, old_body = self._row_at(bid, position)
         self._unindex(bid, position, old)
+        self._next.clear()
         self._db.run("row_update", (row["role"], body, bid, position))
         self._index(bid, position, row)
         self._bytes += utf8_size(body) - utf8_size(old_body)
@@ -230,6 +287,7 @@ class SqlBufferEditor:
         bid = self._ensure()
         old, old_body = self._row_at(bid, position)
         self._unindex(bid, position, old)
+        self._next.clear()
         self._db.run("row_delete", (bid, position))
         self._bytes -= utf8_size(old_body)
         self._count -= 1
@@ -254,6 +312,9 @@ class SqlBufferEditor:
             made = self._db.one("header_insert", tuple(self._address))
             if made is None:  # created concurrently by an unserialized writer
                 made = self._db.one("header_get", tuple(self._address))
+                self._declared.clear()  # fetched for an empty buffer: ask again
+                self._answers.clear()
+                self._open = None
             if made is None:
                 raise StoreError("could not create the buffer header")
             self._id = int(made[0])
@@ -269,6 +330,7 @@ class SqlBufferEditor:
         return load_row(found[0]), str(found[0])
 
     def _write(self, bid: int, position: int, row: Message) -> None:
+        self._next.clear()
         body = dump_row(row)
         self._db.run("row_insert", (bid, position, row["role"], body))
         self._bytes += utf8_size(body)
@@ -277,15 +339,29 @@ class SqlBufferEditor:
     def _index(self, bid: int, position: int, row: Message) -> None:
         for order, cid in enumerate(call_ids(row)):
             self._db.run("call_insert", (bid, cid, position, order, bid, cid))
+            self._declared[cid] = True
+            self._open = None
         rid = result_id(row)
         if rid is not None:
             self._db.run("answer_insert", (bid, rid, position, is_healed(row)))
             self._db.run("calls_answered", (bid, rid))
+            self._open = None
+            if rid in self._answers:  # the first answer by position stays the answer
+                first = self._answers[rid]
+                if first is None:
+                    self._answers[rid] = Answer(position, is_healed(row))
+                elif first.position > position:
+                    del self._answers[rid]
 
     def _unindex(self, bid: int, position: int, row: Message) -> None:
         if call_ids(row):
             self._db.run("calls_delete", (bid, position))
+            for cid in call_ids(row):
+                self._declared.pop(cid, None)
+            self._open = None
         rid = result_id(row)
         if rid is not None:
             self._db.run("answer_delete", (bid, rid, position))
             self._db.run("calls_reopen", (bid, rid, bid, rid))
+            self._answers.pop(rid, None)
+            self._open = None

@@ -18,9 +18,10 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 import psycopg.errors
+from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from flowmem.core import AppendOutcome, Message
+from flowmem.core import Answer, AppendOutcome, Message, call_ids, result_id
 from flowmem.errors import (
     ConfigurationError,
     InvalidInputError,
@@ -32,8 +33,9 @@ from flowmem.errors import (
     StoreUnavailableError,
 )
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Store, WriteGuard
+from flowmem.store.editor import SqlBufferEditor
 from flowmem.store.rows import check_address, check_lock_timeout, check_rows, guard_form
-from flowmem.store.sqlbase import SqlStore
+from flowmem.store.sqlbase import SqlStore, StatementRunner
 
 log = logging.getLogger("flowmem")
 
@@ -132,10 +134,38 @@ SQL: dict[str, str] = {
     "unflip_calls": f"UPDATE buffer_calls SET declared_pos = -declared_pos WHERE {_B} AND declared_pos < 0",
     "unflip_answers": f"UPDATE buffer_answers SET pos = -pos WHERE {_B} AND pos < 0",
     # --- outside the editor ---
-    # set_config runs in the FROM subquery (volatile: never pulled up), so before the lock
+    # set_config runs in the FROM subquery (volatile: never pulled up), so before the lock.
+    # The transaction's statements after it use generic plans: re-planning the append's
+    # facts query at every execution (a custom plan) cost more than running it.
     "timed_lock": """SELECT pg_advisory_xact_lock(%s)
-        FROM (SELECT set_config('lock_timeout', %s, true)) AS bound""",
+        FROM (SELECT set_config('lock_timeout', %s, true),
+            set_config('plan_cache_mode', 'force_generic_plan', true)) AS bound""",
     "advisory_lock": "SELECT pg_advisory_xact_lock(%s)",
+    "begin": "BEGIN",
+    "commit": "COMMIT",
+    "rollback": "ROLLBACK",
+    # What the append's editor will ask, in one statement run right after the lock
+    # (its own statement: a statement's snapshot predates a lock it waits for):
+    # the header; for the call ids the incoming rows name (a text[]), which are
+    # declared and their first answer; and, when asked, the open calls with the end
+    # of each declaring turn's result run (the editor's ``run_end``) and the position
+    # of the row after that end (``next_pos``, where healing inserts).
+    "append_facts": f"""SELECT b.id, b.count, b.last_major, b.bytes,
+        ARRAY(SELECT DISTINCT c.call_id FROM buffer_calls c
+            WHERE c.buffer_id = b.id AND c.call_id = ANY(%s::text[])),
+        (SELECT json_agg(json_build_array(a.call_id, a.pos, a.healed)) FROM
+            (SELECT DISTINCT ON (call_id) call_id, pos, healed FROM buffer_answers
+             WHERE buffer_id = b.id AND call_id = ANY(%s::text[]) ORDER BY call_id, pos) AS a),
+        CASE WHEN %s THEN COALESCE((SELECT json_agg(json_build_array(e.call_id,
+            e.declared_pos, e.run_end, (SELECT MIN(n.pos) FROM buffer_rows n
+                WHERE n.buffer_id = b.id AND n.pos > e.run_end)) ORDER BY e.declared_pos, e.ord)
+            FROM (SELECT o.call_id, o.declared_pos, o.ord, COALESCE((SELECT MAX(r.pos)
+                FROM buffer_rows r WHERE r.buffer_id = b.id AND r.pos > o.declared_pos
+                AND r.pos < COALESCE((SELECT MIN(t.pos) FROM buffer_rows t
+                WHERE t.buffer_id = b.id AND t.pos > o.declared_pos AND t.role <> 'tool'),
+                9223372036854775807)), o.declared_pos) AS run_end
+            FROM buffer_calls o WHERE o.buffer_id = b.id AND NOT o.answered) AS e), '[]') END
+        FROM buffers b WHERE {_ADDR}""",
     # the buffer id first (a scalar subquery), so the rows come from the (buffer_id, pos) index
     "load_all": f"""SELECT body FROM buffer_rows WHERE buffer_id =
         (SELECT id FROM buffers WHERE {_ADDR}) ORDER BY pos""",
@@ -222,7 +252,8 @@ _GUARDED: dict[str, str] = {
         %s::double precision WHERE {guard}""",
     # the append's lock statement: the guard's row locks, then the advisory lock
     "timed_lock": """SELECT pg_advisory_xact_lock(%s)
-        FROM (SELECT set_config('lock_timeout', %s, true)) AS bound WHERE {guard}""",
+        FROM (SELECT set_config('lock_timeout', %s, true),
+            set_config('plan_cache_mode', 'force_generic_plan', true)) AS bound WHERE {guard}""",
     "record_put": """INSERT INTO records (scope, scope_id, key, value, expires_at)
         SELECT %s, %s, %s, %s, %s::double precision WHERE {guard}
         ON CONFLICT (scope, scope_id, key) DO UPDATE
@@ -443,14 +474,29 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         timeout = f"{max(int(lock_timeout * 1000), 1)}ms"
         kind, checks = guard_form(guard)
         lock = SQL[f"timed_lock@{kind}" if kind else "timed_lock"]
+        ids, want_open = _asked(rows)
         with self._connection() as conn:
             try:
-                with conn.transaction():
-                    if conn.execute(lock, (key, timeout, *checks)).fetchone() is None:
-                        raise self._guard_error(conn, guard)
-                    return self._apply_append(
-                        conn, address, rows, max_messages, snapshot, max_bytes
-                    )
+                # pipeline mode: BEGIN, the lock and the facts go in one round trip,
+                # the writes and COMMIT in another (docs/decisions/0024). BEGIN and
+                # COMMIT are ours: conn.transaction() would add a Sync (a round trip).
+                try:
+                    with conn.pipeline():
+                        conn.execute(SQL["begin"])
+                        locked = conn.execute(lock, (key, timeout, *checks))
+                        facts = conn.execute(SQL["append_facts"], (ids, ids, want_open, *address))
+                        if locked.fetchone() is None:
+                            raise self._guard_error(conn, guard)
+                        editor = _editor(self._runner(conn), address, facts.fetchone(), ids)
+                        outcome = self._run_append(
+                            conn, editor, rows, max_messages, snapshot, max_bytes
+                        )
+                        conn.execute(SQL["commit"])
+                    return outcome
+                except BaseException:
+                    if conn.info.transaction_status != TransactionStatus.IDLE:
+                        conn.execute(SQL["rollback"])
+                    raise
             except psycopg.errors.LockNotAvailable:
                 log.warning(
                     "append to %s/%s/%s waited %.1fs for its turn; proceeding unserialized",
@@ -485,6 +531,46 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
     def close(self) -> None:
         """Close the connection pool."""
         self._pool.close()
+
+
+def _asked(rows: list[Message]) -> tuple[list[str], bool]:
+    """The call ids the incoming rows name, and whether one is a user turn (it heals).
+
+    What the append's one facts query fetches ahead; a question it did not foresee
+    is asked by the editor as before, so this guesses cost, never results.
+    """
+    ids: dict[str, None] = {}
+    want_open = False
+    for row in rows:
+        for cid in call_ids(row):
+            ids[cid] = None
+        rid = result_id(row)
+        if rid is not None:
+            ids[rid] = None
+        want_open = want_open or row.get("role") == "user"
+    return list(ids), want_open
+
+
+def _editor(
+    db: StatementRunner, address: Address, facts: tuple[Any, ...] | None, ids: list[str]
+) -> SqlBufferEditor:
+    """The append's editor, seeded with the row of ``append_facts`` (None: no buffer yet)."""
+    if facts is None:
+        editor = SqlBufferEditor(db, address, None)
+        editor.know(dict.fromkeys(ids, False), dict.fromkeys(ids), [])
+        return editor
+    editor = SqlBufferEditor(db, address, facts[:4])
+    declared = set(facts[4])
+    answers: dict[str, Answer | None] = dict.fromkeys(ids)
+    for cid, pos, healed in facts[5] or ():
+        answers[cid] = Answer(int(pos), bool(healed))
+    open_calls = None
+    following: dict[int, int | None] = {}
+    if facts[6] is not None:
+        open_calls = [(str(cid), int(pos), int(end)) for cid, pos, end, _ in facts[6]]
+        following = {int(end): None if n is None else int(n) for _, _, end, n in facts[6]}
+    editor.know({cid: cid in declared for cid in ids}, answers, open_calls, following)
+    return editor
 
 
 def _safe(url: str) -> str:

@@ -169,6 +169,19 @@ class SqlStore(ABC, Generic[C]):
         the buffer past ``max_bytes`` (0 = no limit); the header keeps the size.
         """
         editor = SqlBufferEditor(self._runner(conn), address)
+        return self._run_append(conn, editor, rows, max_messages, snapshot, max_bytes)
+
+    def _run_append(
+        self,
+        conn: C,
+        editor: SqlBufferEditor,
+        rows: list[Message],
+        max_messages: int,
+        snapshot: bool,
+        max_bytes: int = 0,
+    ) -> AppendOutcome:
+        """Run the core append rules on ``editor`` (inside the caller's open transaction)."""
+        address = editor.address
         outcome = apply_append(editor, rows, max_messages)
         check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)
         editor.flush()

@@ -1,0 +1,388 @@
+"""PostgreSQL append benchmark: flowmem's ``PostgresStore`` beside its PostgreSQL peers.
+
+Not a test. One run, one PostgreSQL server, every system side by side:
+
+- ``flowmem PostgresStore``: ``Store.append`` of one message (the tuned call);
+- ``flowmem PostgresStore guarded``: the same with a ``WriteGuard`` (token and
+  session), as the HTTP API's session-scope appends do (docs/decisions/0014);
+- ``flowmem pg service default``: ``MemoryService.append`` as a user writes it;
+- ``langchain-postgres``: ``PostgresChatMessageHistory.add_messages`` (one
+  ``INSERT`` per message, no rules);
+- ``agents SQLAlchemySession``: the OpenAI Agents SDK session on
+  ``postgresql+asyncpg``;
+- ``LangGraph PostgresSaver``: ``update_state`` with the ``add_messages`` reducer
+  (every checkpoint stores the whole list; sampled every 20th round, lengths
+  100, 1,000 and 2,000).
+
+The messages are bench/store.py's conversation (user, assistant calling a tool,
+the tool result, answer). Each buffer is filled to its length, then single
+appends are timed in interleaved rounds (every system, every length, one append
+each), ``--repeats`` times (default 3); appends/s is reported as
+min / median / max over the repeats, and the ratio of flowmem's median to
+langchain-postgres's median at each length (issue 15 §2 target: >= 1.0).
+
+    python bench/peers_postgres.py                      # starts a throwaway server
+    python bench/peers_postgres.py --postgres URL       # or use this one
+    python bench/store.py --postgres URL                # runs this after its own tables
+
+The throwaway server runs like bench/http.py's: ``fsync=off``,
+``synchronous_commit=off`` (every system on the same server, so all pay the same
+commit); a server given by URL is used as it is configured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import os
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+# Run as a script this folder is first on sys.path, where bench/http.py would shadow
+# the standard library's ``http`` (the peers import it). Siblings load by path.
+if sys.path and sys.path[0] == str(HERE):
+    del sys.path[0]
+
+LENGTHS = (100, 1_000, 10_000)
+LANGGRAPH_LENGTHS = (100, 1_000, 2_000)
+ROUNDS = 150  # single appends timed per system and length in each repeat
+
+
+def _sibling(name: str) -> ModuleType:
+    """Load bench/<name>.py by path (not importable as a package)."""
+    spec = importlib.util.spec_from_file_location(f"flowmem_bench_{name}", HERE / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+_MESSAGES = _sibling("store")  # turn / agents_item / langchain_message: one conversation
+
+
+class PgSystem:
+    """One system: a buffer per length, filled, then timed single appends."""
+
+    name = ""
+    every = 1  # takes part in every ``every``-th round
+
+    def __init__(self, lengths: tuple[int, ...]) -> None:
+        self.lengths = lengths
+        self.next = dict.fromkeys(lengths, 0)
+        self.rates: dict[int, list[float]] = {n: [] for n in lengths}
+        self._done = dict.fromkeys(lengths, 0)
+        self._spent = dict.fromkeys(lengths, 0.0)
+
+    def fill(self, length: int) -> None:
+        """Bring the buffer of ``length`` to ``length`` messages (not timed)."""
+        raise NotImplementedError
+
+    def append(self, length: int, i: int) -> None:
+        """Append message ``i`` alone to the buffer of ``length``."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release connections and drop what the run stored."""
+
+    def timed_append(self, length: int) -> None:
+        """Append the next message of the buffer of ``length``, timing it."""
+        i = length + self.next[length]
+        started = time.perf_counter()
+        self.append(length, i)
+        self._spent[length] += time.perf_counter() - started
+        self._done[length] += 1
+        self.next[length] += 1
+
+    def end_repeat(self) -> None:
+        """Record this repeat's appends/s per length and start the next one."""
+        for n in self.lengths:
+            if self._done[n]:
+                self.rates[n].append(self._done[n] / self._spent[n])
+            self._done[n], self._spent[n] = 0, 0.0
+
+
+class FlowmemPg(PgSystem):
+    """flowmem ``PostgresStore.append``, optionally guarded, or through ``MemoryService``."""
+
+    def __init__(self, name: str, url: str, lengths: tuple[int, ...], mode: str = "store") -> None:
+        from flowmem.core import prepare
+        from flowmem.store import Address, SessionRecord, WriteGuard, open_store
+
+        self.name = name
+        super().__init__(lengths)
+        self.mode = mode
+        self.store = open_store(url)
+        tag = uuid.uuid4().hex[:8]
+        self.keys = {n: Address("session", f"bench-{tag}", f"chat-{n}") for n in lengths}
+        top = max(lengths) + ROUNDS * 10
+        self.rows = [prepare(_MESSAGES.turn(i), 1_755_000_000 + i)[0] for i in range(top)]
+        self.guard: Any = None
+        if mode == "guarded":
+            from flowmem.auth import create_token
+
+            session = f"bench-{tag}"
+            self.store.create_session(SessionRecord(session, "bench", "bench"))
+            _, record = create_token(self.store, "bench")
+            self.guard = WriteGuard(record.id, session)
+        if mode == "service":
+            from flowmem.scope import ExecutionContext
+            from flowmem.service import MemoryService
+
+            self.service = MemoryService(self.store)
+            self.context = ExecutionContext(user_id=f"bench-{tag}")
+            self.keys = {n: Address("user", f"bench-{tag}", f"svc-{n}") for n in lengths}
+
+    def fill(self, length: int) -> None:
+        """Batches of 500 give the same buffer as single appends for these turns."""
+        key = self.keys[length]
+        for start in range(0, length, 500):
+            self.store.append(key, self.rows[start : min(start + 500, length)])
+        assert self.store.count(key) == length
+
+    def append(self, length: int, i: int) -> None:
+        """One message per append."""
+        if self.mode == "service":
+            self.service.append("user", self.keys[length].key, _MESSAGES.turn(i), self.context)
+        else:
+            self.store.append(self.keys[length], [self.rows[i]], guard=self.guard)
+
+    def close(self) -> None:
+        """Drop the buffers and close the store."""
+        for key in self.keys.values():
+            self.store.clear(key)
+        self.store.close()
+
+
+class LangchainPostgres(PgSystem):
+    """langchain-postgres ``PostgresChatMessageHistory.add_messages``, one message per call."""
+
+    name = "langchain-postgres"
+
+    def __init__(self, url: str, lengths: tuple[int, ...]) -> None:
+        import psycopg
+        from langchain_postgres import PostgresChatMessageHistory
+
+        super().__init__(lengths)
+        self.conn = psycopg.connect(url)
+        self.table = f"lc_bench_{uuid.uuid4().hex[:8]}"
+        PostgresChatMessageHistory.create_tables(self.conn, self.table)
+        self.histories = {
+            n: PostgresChatMessageHistory(self.table, str(uuid.uuid4()), sync_connection=self.conn)
+            for n in lengths
+        }
+        top = max(lengths) + ROUNDS * 10
+        self.messages = [_MESSAGES.langchain_message(i) for i in range(top)]
+
+    def fill(self, length: int) -> None:
+        """Batches of 500 messages."""
+        for start in range(0, length, 500):
+            self.histories[length].add_messages(self.messages[start : min(start + 500, length)])
+
+    def append(self, length: int, i: int) -> None:
+        """One message per ``add_messages``."""
+        self.histories[length].add_messages([self.messages[i]])
+
+    def close(self) -> None:
+        """Drop the table."""
+        self.conn.execute(f"DROP TABLE IF EXISTS {self.table}")
+        self.conn.commit()
+        self.conn.close()
+
+
+class AgentsAlchemy(PgSystem):
+    """OpenAI Agents ``SQLAlchemySession.add_items`` on ``postgresql+asyncpg``."""
+
+    name = "agents SQLAlchemySession"
+
+    def __init__(self, url: str, lengths: tuple[int, ...]) -> None:
+        from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
+
+        super().__init__(lengths)
+        self.loop = asyncio.new_event_loop()
+        tag = uuid.uuid4().hex[:8]
+        alchemy = url.replace("postgresql://", "postgresql+asyncpg://", 1)
+        self.sessions = {
+            n: SQLAlchemySession.from_url(
+                f"bench-{tag}-{n}",
+                url=alchemy,
+                create_tables=True,
+                sessions_table=f"ag_sessions_{tag}",
+                messages_table=f"ag_messages_{tag}",
+            )
+            for n in lengths
+        }
+        self.tables = (f"ag_messages_{tag}", f"ag_sessions_{tag}")
+        self.url = url
+        top = max(lengths) + ROUNDS * 10
+        self.items = [_MESSAGES.agents_item(i) for i in range(top)]
+
+    def fill(self, length: int) -> None:
+        """Batches of 500 items."""
+        for start in range(0, length, 500):
+            batch = self.items[start : min(start + 500, length)]
+            self.loop.run_until_complete(self.sessions[length].add_items(batch))
+
+    def append(self, length: int, i: int) -> None:
+        """One item per ``add_items``."""
+        self.loop.run_until_complete(self.sessions[length].add_items([self.items[i]]))
+
+    def close(self) -> None:
+        """Dispose of the engines and drop the tables."""
+        import psycopg
+
+        for session in self.sessions.values():
+            self.loop.run_until_complete(session.engine.dispose())
+        self.loop.close()
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            for table in self.tables:
+                conn.execute(f"DROP TABLE IF EXISTS {table} CASCADE")
+
+
+class LangGraphPg(PgSystem):
+    """LangGraph ``PostgresSaver`` + ``add_messages``: one ``update_state`` per message."""
+
+    name = "LangGraph PostgresSaver"
+    every = 20
+
+    def __init__(self, url: str, lengths: tuple[int, ...]) -> None:
+        import psycopg
+        from langgraph.checkpoint.postgres import PostgresSaver
+        from langgraph.graph import START, MessagesState, StateGraph
+        from psycopg.rows import dict_row
+
+        super().__init__(lengths)
+        self.conn = psycopg.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+        saver = PostgresSaver(self.conn)  # type: ignore[arg-type]
+        saver.setup()
+        builder = StateGraph(MessagesState)
+        builder.add_node("agent", lambda state: {})
+        builder.add_edge(START, "agent")
+        self.graph = builder.compile(checkpointer=saver)
+        tag = uuid.uuid4().hex[:8]
+        self.threads = [f"bench-{tag}-{n}" for n in lengths]
+        self.configs = {n: {"configurable": {"thread_id": f"bench-{tag}-{n}"}} for n in lengths}
+
+    def fill(self, length: int) -> None:
+        """One update carrying the first ``length`` messages."""
+        messages = [_MESSAGES.langchain_message(i) for i in range(length)]
+        self.graph.update_state(self.configs[length], {"messages": messages})  # type: ignore[arg-type]
+
+    def append(self, length: int, i: int) -> None:
+        """One message per ``update_state``."""
+        message = _MESSAGES.langchain_message(i)
+        self.graph.update_state(self.configs[length], {"messages": [message]})  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        """Delete the threads and close the connection."""
+        for thread in self.threads:
+            self.graph.checkpointer.delete_thread(thread)  # type: ignore[union-attr]
+        self.conn.close()
+
+
+def build(url: str, peers: bool = True, only: str | None = None) -> list[PgSystem]:
+    """The systems of one run, flowmem first."""
+    makers: list[tuple[str, Callable[[], PgSystem]]] = [
+        ("flowmem", lambda: FlowmemPg("flowmem PostgresStore", url, LENGTHS)),
+        ("guarded", lambda: FlowmemPg("flowmem PostgresStore guarded", url, LENGTHS, "guarded")),
+        ("service", lambda: FlowmemPg("flowmem pg service default", url, LENGTHS, "service")),
+    ]
+    if peers:
+        makers += [
+            ("langchain", lambda: LangchainPostgres(url, LENGTHS)),
+            ("agents", lambda: AgentsAlchemy(url, LENGTHS)),
+            ("langgraph", lambda: LangGraphPg(url, LANGGRAPH_LENGTHS)),
+        ]
+    chosen = [make for key, make in makers if only is None or key in only.split(",")]
+    return [make() for make in chosen]
+
+
+def run(systems: list[PgSystem], repeats: int) -> None:
+    """Fill every buffer, then ``repeats`` times time single appends in interleaved rounds."""
+    for system in systems:
+        for length in system.lengths:
+            system.fill(length)
+    lengths = sorted({n for system in systems for n in system.lengths})
+    for _ in range(repeats):
+        for round_no in range(ROUNDS):
+            for length in lengths:
+                for system in systems:
+                    if length in system.lengths and round_no % system.every == 0:
+                        system.timed_append(length)
+        for system in systems:
+            system.end_repeat()
+
+
+def report(systems: list[PgSystem]) -> list[str]:
+    """Print the table (min / median / max appends/s) and the target; return failed targets."""
+    print(f"\n{'system':32} {'length':>7} {'min':>8} {'median':>8} {'max':>8}  appends/s")
+    for system in systems:
+        for n in system.lengths:
+            r = system.rates[n]
+            print(
+                f"{system.name:32} {n:7d} {min(r):8.0f} {statistics.median(r):8.0f} {max(r):8.0f}"
+            )
+    failed: list[str] = []
+    by_name = {system.name: system for system in systems}
+    peer = by_name.get("langchain-postgres")
+    if peer is None:
+        return failed
+    print("\nTarget: flowmem / langchain-postgres appends/s (medians) >= 1.0")
+    for name in ("flowmem PostgresStore", "flowmem PostgresStore guarded"):
+        ours = by_name.get(name)
+        if ours is None:
+            continue
+        for n in LENGTHS:
+            ratio = statistics.median(ours.rates[n]) / statistics.median(peer.rates[n])
+            ok = ratio >= 1.0
+            print(f"  {'PASS' if ok else 'FAIL'}  {name} at {n:>6}: {ratio:.2f}")
+            if not ok and name == "flowmem PostgresStore":
+                failed.append(f"{name} / langchain-postgres at {n}")
+    return failed
+
+
+@contextmanager
+def server(url: str | None) -> Iterator[str]:
+    """Yield ``url``, or the URL of a throwaway server started like bench/http.py's."""
+    if url:
+        yield url
+        return
+    import tempfile
+
+    http = _sibling("http")
+    with tempfile.TemporaryDirectory() as tmp, http.throwaway_postgres(Path(tmp)) as (found, _):
+        yield found
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the PostgreSQL comparison; exit 1 when flowmem trails langchain-postgres."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--postgres", default=os.environ.get("FLOWMEM_BENCH_POSTGRES"))
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--no-peers", action="store_true", help="measure flowmem only")
+    parser.add_argument("--only", default=None, help="comma list: flowmem,guarded,service,…")
+    args = parser.parse_args(argv)
+    with server(args.postgres) as url:
+        print(f"PostgreSQL appends: one message per append, {args.repeats} repeats")
+        systems = build(url, not args.no_peers, args.only)
+        try:
+            run(systems, args.repeats)
+        finally:
+            for system in systems:
+                system.close()
+        failed = report(systems)
+    print("\nall targets met" if not failed else f"\nmissed: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
