@@ -1,30 +1,44 @@
-"""Benchmark of the durable buffer append against the OpenAI Agents SDK and LangGraph.
+"""Benchmark of the durable buffer against the SQLite peers: appends, loads, memory.
 
 Run with ``make bench`` (not part of the tests). One conversation, one message per
 append, on files at the same durability: WAL with ``synchronous=FULL`` (a committed
 append survives power loss) for flowmem's ``SqliteStore`` (its default), for
-``agents.SQLiteSession.add_items`` and for LangGraph's ``SqliteSaver`` with the
-``add_messages`` reducer. The messages are the same turns in each system's shape:
-a user question, an assistant turn calling a tool, the tool result, an answer.
+``agents.SQLiteSession.add_items``, for LangChain's ``SQLChatMessageHistory``
+(``langchain_community``, through SQLAlchemy) and for LangGraph's ``SqliteSaver``
+with the ``add_messages`` reducer. The messages are the same turns in each
+system's shape: a user question, an assistant turn calling a tool, the tool
+result, an answer.
 
 Beside the store's own append (the tuned call), ``MemoryService.append`` is measured
 as a user writes it (``flowmem service default``) and with ``return_messages=True``
 (``flowmem service +messages``: the whole buffer back after every append).
 
-Reported: appends/second at buffer lengths 100, 1,000 and 10,000 (one buffer per
-length, pre-filled in batches, then single appends timed in interleaved rounds so
-machine noise and WAL checkpoints fall evenly on every length); the time to load the
-last 50 rows and the whole buffer; the peak memory (tracemalloc) of one append at
-each length; LangGraph at 100, 1,000 and 2,000.
-With ``--postgres URL`` (or ``FLOWMEM_BENCH_POSTGRES``) the flowmem rows are also
-measured on PostgreSQL, then bench/peers_postgres.py compares flowmem with the
-PostgreSQL peers on that server (``--postgres start``: on a throwaway server). With ``--guarded`` every flowmem append carries a
-``WriteGuard`` (a token and the session), as the HTTP API's session-scope appends
-do (docs/decisions/0014).
+Everything is measured ``--repeats`` times (default 3) in one run and reported as
+median (min–max):
 
-Targets (issue 3 §6): appends/s at 10,000 rows >= 0.75 x at 100; >= 1.0 x
-SQLiteSession at every length; >= 20 x LangGraph+SqliteSaver at 2,000 rows; last-50
-load at 10,000 within 2 x at 100; peak append memory independent of length.
+- appends/second at buffer lengths 100, 1,000 and 10,000 (a fresh buffer per length
+  and repeat, pre-filled in batches, then single appends timed in interleaved
+  rounds so machine noise and WAL checkpoints fall evenly on every system and
+  length); LangGraph at 100, 1,000 and 2,000;
+- the time to load the last 50 rows and the whole buffer at each length;
+- the memory of loading a large buffer (``MEMORY_ROWS`` messages; LangGraph fewer):
+  the tracemalloc peak of the load call holding its result ("above baseline", the
+  issue's measure) and what the result itself keeps, per message; for flowmem also
+  ``iter_rows`` (the streaming read: nothing kept);
+- the peak memory (tracemalloc) of one flowmem append at each length.
+
+Groups: the SQLite systems here; ``--postgres URL`` (or ``FLOWMEM_BENCH_POSTGRES``)
+adds flowmem on PostgreSQL (its own group: ratios are taken against each group's
+``tuned`` flowmem system), then ``bench/peers_postgres.py`` compares flowmem with the
+PostgreSQL peers on that server, in the same run (``--postgres start``: on a
+throwaway server). With ``--guarded`` every flowmem store append carries a ``WriteGuard`` (a
+token and the session), as the HTTP API's session-scope appends do (decision 0014).
+
+Targets (issues 3 §6 and 15): appends/s at 10,000 rows >= 0.75 x at 100; >= 1.0 x
+SQLiteSession and SQLChatMessageHistory at every length, for the default call
+too; >= 20 x LangGraph+SqliteSaver at 2,000 rows; last-50 load at 10,000 within
+2 x at 100; peak append memory independent of length; load memory per message
+<= 1.0 x SQLiteSession (peak of the call holding its result).
 """
 
 from __future__ import annotations
@@ -32,6 +46,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import importlib.util
 import os
 import sqlite3
 import statistics
@@ -56,9 +71,11 @@ from flowmem.store import Address, SessionRecord, Store, WriteGuard, open_store
 
 LENGTHS = (100, 1_000, 10_000)
 LANGGRAPH_LENGTHS = (100, 1_000, 2_000)
-WINDOW = 200  # single appends timed at each length, one per round
+WINDOW = 200  # single appends timed at each length and repeat, one per round
 ROUNDS = WINDOW  # rounds alternate every system and length, append by append
 MEMORY_PROBES = 20
+MEMORY_ROWS = 100_000  # messages of the buffer whose load memory is measured
+LANGGRAPH_MEMORY_ROWS = 10_000  # one checkpoint holds them all: kept smaller
 
 
 def turn(i: int) -> dict[str, Any]:
@@ -123,64 +140,53 @@ def langchain_message(i: int) -> Any:
     return AIMessage(f"It is sunny in city {i - 3}.", id=f"m{i}")
 
 
-class Result:
-    """Measurements of one system."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.rate: dict[int, float] = {}
-        self.last50: dict[int, float] = {}
-        self.whole: dict[int, float] = {}
-        self.peak: dict[int, int] = {}
-
-
 class System:
-    """One system under test: a buffer per length, filled, appended to and loaded."""
+    """One system under test: named buffers, filled, appended to and loaded.
+
+    ``group`` is the backend its ratios are taken in; ``role`` is ``tuned`` (flowmem's
+    fastest call: the group's reference), ``default`` (flowmem as a user calls it)
+    or ``peer``. ``loads``: its load times are measured; ``memory_rows``: the size of
+    the buffer whose load memory is measured (0: not measured).
+    """
 
     name = ""
+    group = "SQLite"
+    role = "peer"
     every = 1  # takes part in every ``every``-th round (slow systems sample fewer appends)
+    loads = True
+    memory_rows = MEMORY_ROWS
 
     def __init__(self, lengths: tuple[int, ...]) -> None:
         self.lengths = lengths
-        self.result = Result(self.name)
-        self.done = dict.fromkeys(lengths, 0)
-        self.spent = dict.fromkeys(lengths, 0.0)
 
-    def fill(self, length: int) -> None:
-        """Bring the buffer of ``length`` to exactly ``length`` messages (not timed)."""
+    def fill(self, buffer: str, length: int) -> None:
+        """Create the buffer named ``buffer`` with exactly ``length`` messages (not timed)."""
         raise NotImplementedError
 
-    def append(self, length: int, i: int) -> None:
-        """Append message ``i`` alone to the buffer of ``length``."""
+    def append(self, buffer: str, i: int) -> None:
+        """Append message ``i`` alone to ``buffer``."""
         raise NotImplementedError
 
-    def last50(self, length: int) -> None:
-        """Load the last 50 rows of the buffer of ``length``."""
+    def last50(self, buffer: str) -> object:
+        """Load the last 50 rows of ``buffer``."""
         raise NotImplementedError
 
-    def whole(self, length: int) -> None:
-        """Load the whole buffer of ``length``."""
+    def whole(self, buffer: str) -> object:
+        """Load the whole ``buffer``; return what was loaded."""
         raise NotImplementedError
+
+    def memory_probes(self, buffer: str) -> dict[str, Callable[[], object]]:
+        """Name -> a call loading ``buffer`` whose memory is measured (default: ``whole``)."""
+        return {self.name: lambda: self.whole(buffer)}
 
     def close(self) -> None:
         """Release files and connections."""
-
-    def timed_append(self, length: int) -> None:
-        """Append the next message alone to the buffer of ``length``, timing it."""
-        started = time.perf_counter()
-        self.append(length, length + self.done[length])
-        self.spent[length] += time.perf_counter() - started
-        self.done[length] += 1
-
-    def finish(self) -> Result:
-        """Turn the timings into appends per second."""
-        self.result.rate = {n: self.done[n] / self.spent[n] for n in self.lengths}
-        return self.result
 
 
 def _best(fn: Callable[[], object], repeats: int = 5) -> float:
     times = []
     for _ in range(repeats):
+        gc.collect()
         started = time.perf_counter()
         fn()
         times.append(time.perf_counter() - started)
@@ -197,17 +203,37 @@ def _peak(fn: Callable[[], object]) -> int:
     return peak
 
 
+def _load_memory(fn: Callable[[], object]) -> tuple[int, int]:
+    """(peak, kept): tracemalloc's peak during ``fn`` and what its result still holds."""
+    gc.collect()
+    tracemalloc.start()
+    result = fn()
+    kept, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    del result
+    gc.collect()
+    return peak, kept
+
+
 class Flowmem(System):
-    """flowmem's store (SQLite file at its default durability, or PostgreSQL)."""
+    """flowmem's store (SQLite file at its default durability, or PostgreSQL): the tuned call."""
+
+    role = "tuned"
 
     def __init__(
-        self, name: str, url: str, lengths: tuple[int, ...], guarded: bool = False
+        self,
+        name: str,
+        url: str,
+        lengths: tuple[int, ...],
+        guarded: bool = False,
+        group: str = "SQLite",
     ) -> None:
         self.name = name
+        self.group = group
         super().__init__(lengths)
         self.store: Store = open_store(url)
-        self.keys = {n: Address("session", "bench", f"chat-{n}") for n in lengths}
         self.rows = [prepare(turn(i), 1_755_000_000 + i)[0] for i in range(max(lengths) + 400)]
+        self.used: set[Address] = set()
         self.guard: WriteGuard | None = None
         if guarded:
             from flowmem.auth import create_token
@@ -216,39 +242,65 @@ class Flowmem(System):
             _, record = create_token(self.store, "bench")
             self.guard = WriteGuard(record.id, "bench")
 
-    def fill(self, length: int) -> None:
+    def address(self, buffer: str) -> Address:
+        """The buffer's address (one per system and buffer name)."""
+        found = Address("session", "bench", f"{self.name}-{buffer}")
+        self.used.add(found)
+        return found
+
+    def fill(self, buffer: str, length: int) -> None:
         """Batches of 500 give the same buffer as single appends for these turns."""
-        key = self.keys[length]
+        key = self.address(buffer)
         self.store.clear(key)
         for start in range(0, length, 500):
-            self.store.append(key, self.rows[start : min(start + 500, length)])
+            end = min(start + 500, length)
+            rows = self.rows[start:end] if end <= len(self.rows) else self._rows(start, end)
+            self.store.append(key, rows)
         assert self.store.count(key) == length
 
-    def append(self, length: int, i: int) -> None:
+    @staticmethod
+    def _rows(start: int, end: int) -> list[Any]:
+        return [prepare(turn(i), 1_755_000_000 + i)[0] for i in range(start, end)]
+
+    def append(self, buffer: str, i: int) -> None:
         """One message per append."""
-        self.store.append(self.keys[length], [self.rows[i]], guard=self.guard)
+        self.store.append(self.address(buffer), [self.rows[i]], guard=self.guard)
 
-    def last50(self, length: int) -> None:
+    def last50(self, buffer: str) -> object:
         """The last 50 rows through the position index."""
-        self.store.load(self.keys[length], last=50)
+        return self.store.load(self.address(buffer), last=50)
 
-    def whole(self, length: int) -> None:
+    def whole(self, buffer: str) -> object:
         """Every row."""
-        self.store.load(self.keys[length])
+        return self.store.load(self.address(buffer))
 
-    def measure_memory(self) -> None:
-        """Median tracemalloc peak of single appends at each length."""
-        for length in self.lengths:
-            start = length + self.done[length]
-            peaks = []
-            for i in range(start, start + MEMORY_PROBES):
-                peaks.append(_peak(lambda i=i, n=length: self.append(n, i)))  # type: ignore[misc]
-            self.done[length] += MEMORY_PROBES
-            self.result.peak[length] = int(statistics.median(peaks))
+    def memory_probes(self, buffer: str) -> dict[str, Callable[[], object]]:
+        """``load`` (the list) and ``iter_rows`` (streamed, nothing kept)."""
+        key = self.address(buffer)
+
+        def streamed() -> None:
+            for _ in self.store.iter_rows(key):
+                pass
+
+        return {f"{self.name} load": self.whole_of(key), f"{self.name} iter_rows": streamed}
+
+    def whole_of(self, key: Address) -> Callable[[], object]:
+        """A call loading ``key`` whole."""
+        return lambda: self.store.load(key)
+
+    def append_peaks(self, buffers: dict[int, str]) -> dict[int, int]:
+        """Median tracemalloc peak of single appends to each length's buffer."""
+        peaks: dict[int, int] = {}
+        for length, buffer in buffers.items():
+            found = []
+            for i in range(length + ROUNDS, length + ROUNDS + MEMORY_PROBES):
+                found.append(_peak(lambda i=i, b=buffer: self.append(b, i)))  # type: ignore[misc]
+            peaks[length] = int(statistics.median(found))
+        return peaks
 
     def close(self) -> None:
         """Drop the benchmark buffers and close the store."""
-        for key in self.keys.values():
+        for key in self.used:
             self.store.clear(key)
         self.store.close()
 
@@ -261,16 +313,27 @@ class FlowmemService(Flowmem):
     default, so this row shows what a direct caller gets.
     """
 
-    def __init__(self, name: str, url: str, lengths: tuple[int, ...], asked: bool) -> None:
-        super().__init__(name, url, lengths)
-        self.keys = {n: Address("user", "bench", f"{self.name}-{n}") for n in lengths}
+    loads = False  # it loads through the same store as the tuned row
+    memory_rows = 0
+
+    def __init__(
+        self, name: str, url: str, lengths: tuple[int, ...], asked: bool, group: str = "SQLite"
+    ) -> None:
+        super().__init__(name, url, lengths, group=group)
+        self.role = "default" if not asked else "default+messages"
         self.service = MemoryService(self.store)
         self.context = ExecutionContext(user_id="bench")
         self.extra: dict[str, Any] = {"return_messages": True} if asked else {}
 
-    def append(self, length: int, i: int) -> None:
+    def address(self, buffer: str) -> Address:
+        """The user-scope buffer the service call resolves to."""
+        found = Address("user", "bench", f"{self.name}-{buffer}")
+        self.used.add(found)
+        return found
+
+    def append(self, buffer: str, i: int) -> None:
         """One message per call, through the service with its default arguments."""
-        key = self.keys[length].key
+        key = self.address(buffer).key
         self.service.append("user", key, turn(i), self.context, **self.extra)
 
 
@@ -289,33 +352,104 @@ class AgentsSession(System):
                 conn.execute("PRAGMA synchronous=FULL")
 
         super().__init__(lengths)
+        self.factory = lambda buffer: FullSyncSession(f"bench-{buffer}", db_path=path)
         self.loop = asyncio.new_event_loop()
-        self.sessions = {n: FullSyncSession(f"bench-{n}", db_path=path) for n in lengths}
-        self.items = [agents_item(i) for i in range(max(lengths) + 400)]
+        self.sessions: dict[str, Any] = {}
 
-    def fill(self, length: int) -> None:
+    def session(self, buffer: str) -> Any:
+        """The session of ``buffer`` (opened once)."""
+        if buffer not in self.sessions:
+            self.sessions[buffer] = self.factory(buffer)
+        return self.sessions[buffer]
+
+    def fill(self, buffer: str, length: int) -> None:
         """Batches of 500 items."""
+        session = self.session(buffer)
+        self.loop.run_until_complete(session.clear_session())
         for start in range(0, length, 500):
-            batch = self.items[start : min(start + 500, length)]
-            self.loop.run_until_complete(self.sessions[length].add_items(batch))
+            batch = [agents_item(i) for i in range(start, min(start + 500, length))]
+            self.loop.run_until_complete(session.add_items(batch))
 
-    def append(self, length: int, i: int) -> None:
+    def append(self, buffer: str, i: int) -> None:
         """One item per ``add_items``."""
-        self.loop.run_until_complete(self.sessions[length].add_items([self.items[i]]))
+        self.loop.run_until_complete(self.session(buffer).add_items([agents_item(i)]))
 
-    def last50(self, length: int) -> None:
+    def last50(self, buffer: str) -> object:
         """``get_items(limit=50)``."""
-        self.loop.run_until_complete(self.sessions[length].get_items(limit=50))
+        return self.loop.run_until_complete(self.session(buffer).get_items(limit=50))
 
-    def whole(self, length: int) -> None:
+    def whole(self, buffer: str) -> object:
         """``get_items()``."""
-        self.loop.run_until_complete(self.sessions[length].get_items())
+        return self.loop.run_until_complete(self.session(buffer).get_items())
 
     def close(self) -> None:
         """Close the sessions and the loop."""
         for session in self.sessions.values():
             session.close()
         self.loop.close()
+
+
+class LangChainSQL(System):
+    """LangChain's ``SQLChatMessageHistory`` on SQLite (SQLAlchemy), WAL + synchronous=FULL.
+
+    ``add_message`` per message; a load is ``.messages`` (it has no tail read: the
+    last 50 are sliced from the whole list).
+    """
+
+    name = "LangChain SQLChatMessageHistory"
+
+    def __init__(self, path: Path, lengths: tuple[int, ...]) -> None:
+        import warnings
+
+        from sqlalchemy import create_engine, event
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # langchain-community announces its sunset
+            from langchain_community.chat_message_histories import SQLChatMessageHistory
+
+        super().__init__(lengths)
+        self.engine = create_engine(f"sqlite:///{path}")
+
+        @event.listens_for(self.engine, "connect")
+        def durable(dbapi_conn: Any, _record: Any) -> None:
+            dbapi_conn.execute("PRAGMA journal_mode=WAL")
+            dbapi_conn.execute("PRAGMA synchronous=FULL")
+
+        self.factory = lambda buffer: SQLChatMessageHistory(
+            session_id=f"bench-{buffer}", connection=self.engine
+        )
+        self.histories: dict[str, Any] = {}
+
+    def history(self, buffer: str) -> Any:
+        """The history of ``buffer`` (made once)."""
+        if buffer not in self.histories:
+            self.histories[buffer] = self.factory(buffer)
+        return self.histories[buffer]
+
+    def fill(self, buffer: str, length: int) -> None:
+        """Batches of 500 messages (``add_messages``: one transaction each)."""
+        history = self.history(buffer)
+        history.clear()
+        for start in range(0, length, 500):
+            history.add_messages(
+                [langchain_message(i) for i in range(start, min(start + 500, length))]
+            )
+
+    def append(self, buffer: str, i: int) -> None:
+        """One ``add_message``."""
+        self.history(buffer).add_message(langchain_message(i))
+
+    def last50(self, buffer: str) -> object:
+        """The whole list, sliced."""
+        return self.history(buffer).messages[-50:]
+
+    def whole(self, buffer: str) -> object:
+        """``.messages``."""
+        return self.history(buffer).messages
+
+    def close(self) -> None:
+        """Dispose of the engine."""
+        self.engine.dispose()
 
 
 class LangGraph(System):
@@ -327,6 +461,7 @@ class LangGraph(System):
 
     name = "LangGraph SqliteSaver"
     every = 20
+    memory_rows = LANGGRAPH_MEMORY_ROWS
 
     def __init__(self, path: Path, lengths: tuple[int, ...]) -> None:
         from langgraph.checkpoint.sqlite import SqliteSaver
@@ -340,70 +475,124 @@ class LangGraph(System):
         builder.add_node("agent", lambda state: {})
         builder.add_edge(START, "agent")
         self.graph = builder.compile(checkpointer=SqliteSaver(self.conn))
-        self.configs = {n: {"configurable": {"thread_id": f"bench-{n}"}} for n in lengths}
 
-    def fill(self, length: int) -> None:
-        """One update carrying the first ``length`` messages."""
+    @staticmethod
+    def config(buffer: str) -> Any:
+        """The thread of ``buffer``."""
+        return {"configurable": {"thread_id": f"bench-{buffer}"}}
+
+    def fill(self, buffer: str, length: int) -> None:
+        """One update carrying the first ``length`` messages (a fresh thread per buffer)."""
         messages = [langchain_message(i) for i in range(length)]
-        self.graph.update_state(self.configs[length], {"messages": messages})  # type: ignore[arg-type]
+        self.graph.update_state(self.config(buffer), {"messages": messages})
 
-    def append(self, length: int, i: int) -> None:
+    def append(self, buffer: str, i: int) -> None:
         """One message per ``update_state``."""
-        self.graph.update_state(self.configs[length], {"messages": [langchain_message(i)]})  # type: ignore[arg-type]
+        self.graph.update_state(self.config(buffer), {"messages": [langchain_message(i)]})
 
-    def last50(self, length: int) -> None:
+    def last50(self, buffer: str) -> object:
         """The checkpoint holds the whole list; take its last 50."""
-        self.graph.get_state(self.configs[length]).values["messages"][-50:]  # type: ignore[arg-type]
+        return self.graph.get_state(self.config(buffer)).values["messages"][-50:]
 
-    def whole(self, length: int) -> None:
+    def whole(self, buffer: str) -> object:
         """The whole list from the latest checkpoint."""
-        self.graph.get_state(self.configs[length]).values["messages"]  # type: ignore[arg-type]
+        return self.graph.get_state(self.config(buffer)).values["messages"]
 
     def close(self) -> None:
         """Close the connection."""
         self.conn.close()
 
 
-def run(systems: list[System]) -> list[Result]:
-    """Fill every buffer, measure loads, then time single appends in interleaved rounds.
+class Results:
+    """Every measurement of one run: samples per (system, what, length), one per repeat."""
+
+    def __init__(self) -> None:
+        self.rate: dict[tuple[str, int], list[float]] = {}
+        self.last50: dict[tuple[str, int], list[float]] = {}
+        self.whole: dict[tuple[str, int], list[float]] = {}
+        self.memory: dict[str, list[tuple[int, int]]] = {}  # probe -> [(peak, kept)]
+        self.memory_rows: dict[str, int] = {}
+        self.append_peak: dict[tuple[str, int], int] = {}
+
+    @staticmethod
+    def add(table: dict[Any, list[Any]], key: Any, value: Any) -> None:
+        """Record one sample."""
+        table.setdefault(key, []).append(value)
+
+
+def buffer_name(length: int, repeat: int) -> str:
+    """The buffer of one length in one repeat (fresh each repeat)."""
+    return f"r{repeat}-n{length}"
+
+
+def run(systems: list[System], repeats: int) -> Results:
+    """Measure every system ``repeats`` times: loads and interleaved appends, then memory.
 
     Each round appends one message to every system at every length, so fsync jitter
     and other load on the machine fall on all of them alike.
     """
-    for system in systems:
-        for length in system.lengths:
-            system.fill(length)
-            system.result.last50[length] = _best(lambda s=system, n=length: s.last50(n))  # type: ignore[misc]
-            system.result.whole[length] = _best(lambda s=system, n=length: s.whole(n), 3)  # type: ignore[misc]
+    results = Results()
     lengths = sorted({n for system in systems for n in system.lengths})
-    for round_no in range(ROUNDS):
-        for length in lengths:
-            for system in systems:
-                if length in system.lengths and round_no % system.every == 0:
-                    system.timed_append(length)
+    for repeat in range(repeats):
+        print(f"repeat {repeat + 1}/{repeats}: filling", flush=True)
+        for system in systems:
+            for length in system.lengths:
+                buffer = buffer_name(length, repeat)
+                system.fill(buffer, length)
+                if system.loads:
+                    key = (system.name, length)
+                    results.add(results.last50, key, _best(lambda s=system, b=buffer: s.last50(b)))  # type: ignore[misc]
+                    results.add(results.whole, key, _best(lambda s=system, b=buffer: s.whole(b), 3))  # type: ignore[misc]
+        print(f"repeat {repeat + 1}/{repeats}: appending", flush=True)
+        done: dict[tuple[str, int], int] = {}
+        spent: dict[tuple[str, int], float] = {}
+        for round_no in range(ROUNDS):
+            for length in lengths:
+                for system in systems:
+                    if length in system.lengths and round_no % system.every == 0:
+                        key = (system.name, length)
+                        i = length + done.get(key, 0)
+                        started = time.perf_counter()
+                        system.append(buffer_name(length, repeat), i)
+                        spent[key] = spent.get(key, 0.0) + time.perf_counter() - started
+                        done[key] = done.get(key, 0) + 1
+        for key, count in done.items():
+            results.add(results.rate, key, count / spent[key])
+    print("memory of a whole load", flush=True)
     for system in systems:
-        if isinstance(system, Flowmem):
-            system.measure_memory()
-    return [system.finish() for system in systems]
+        if not system.memory_rows:
+            continue
+        system.fill("memory", system.memory_rows)
+        for _ in range(repeats):
+            for probe, fn in system.memory_probes("memory").items():
+                results.add(results.memory, probe, _load_memory(fn))
+                results.memory_rows[probe] = system.memory_rows
+    for system in systems:
+        if isinstance(system, Flowmem) and system.role == "tuned":
+            buffers = {n: buffer_name(n, repeats - 1) for n in system.lengths}
+            for length, peak in system.append_peaks(buffers).items():
+                results.append_peak[(system.name, length)] = peak
+    return results
 
 
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1000:8.2f}"
+def spread(values: list[float], fmt: str = "{:,.0f}") -> str:
+    """``median (min–max)`` of the samples."""
+    if len(values) == 1:
+        return fmt.format(values[0])
+    low, mid, high = min(values), statistics.median(values), max(values)
+    return f"{fmt.format(mid)} ({fmt.format(low)}–{fmt.format(high)})"
 
 
-def report(results: list[Result], ours: Result, peers: dict[str, Result]) -> list[str]:
-    """Print the tables and the targets; return the failed targets."""
-    print()
-    print(
-        f"{'system':28} {'length':>7} {'appends/s':>10} {'last50 ms':>10} {'whole ms':>10} {'peak KiB':>9}"
-    )
-    for res in results:
-        for length in sorted(res.rate):
-            peak = f"{res.peak[length] / 1024:9.1f}" if length in res.peak else f"{'-':>9}"
-            print(
-                f"{res.name:28} {length:7d} {res.rate[length]:10.0f} {_ms(res.last50[length]):>10}"
-                f" {_ms(res.whole[length]):>10} {peak}"
-            )
+def median(values: list[float]) -> float:
+    """The median sample."""
+    return float(statistics.median(values))
+
+
+def report(systems: list[System], results: Results, repeats: int) -> list[str]:
+    """Print the tables (markdown) and the targets; return the failed targets."""
+    groups: dict[str, list[System]] = {}
+    for system in systems:
+        groups.setdefault(system.group, []).append(system)
     failed: list[str] = []
 
     def target(label: str, value: float, goal: float, at_most: bool = False) -> None:
@@ -413,26 +602,120 @@ def report(results: list[Result], ours: Result, peers: dict[str, Result]) -> lis
         if not ok:
             failed.append(label)
 
-    print("\nTargets")
-    rate = ours.rate
-    target("appends/s at 10,000 / at 100", rate[10_000] / rate[100], 0.75)
-    agents = peers.get("agents")
-    if agents:
-        for length in LENGTHS:
-            target(
-                f"flowmem / SQLiteSession appends/s at {length}",
-                rate[length] / agents.rate[length],
-                1.0,
+    for group, members in groups.items():
+        tuned = next((s for s in members if s.role == "tuned"), None)
+        lengths = sorted({n for s in members for n in s.lengths})
+        print(f"\n## {group}: appends/s, median (min–max) of {repeats} repeats\n")
+        print("| system | call | " + " | ".join(f"{n:,} rows" for n in lengths) + " |")
+        print("|---|---|" + "---:|" * len(lengths))
+        for s in members:
+            cells = [
+                spread(results.rate[(s.name, n)]) if (s.name, n) in results.rate else "—"
+                for n in lengths
+            ]
+            print(f"| {s.name} | {s.role} | " + " | ".join(cells) + " |")
+        if tuned is not None:
+            print(f"\nflowmem ({tuned.name} / default call) ÷ peer, medians:\n")
+            print("| peer | " + " | ".join(f"{n:,}" for n in lengths) + " |")
+            print("|---|" + "---:|" * len(lengths))
+            default = next((s for s in members if s.role == "default"), None)
+            for s in members:
+                if s.role != "peer":
+                    continue
+                cells = []
+                for n in lengths:
+                    theirs = results.rate.get((s.name, n))
+                    ours = results.rate.get((tuned.name, n))
+                    if not theirs or not ours:
+                        cells.append("—")
+                        continue
+                    mine = f"{median(ours) / median(theirs):.2f}"
+                    if default is not None and (default.name, n) in results.rate:
+                        mine += f" / {median(results.rate[(default.name, n)]) / median(theirs):.2f}"
+                    cells.append(mine)
+                print(f"| {s.name} | " + " | ".join(cells) + " |")
+
+        print(f"\n## {group}: load time, ms, median (min–max) of {repeats} repeats\n")
+        print("| system | read | " + " | ".join(f"{n:,} rows" for n in lengths) + " |")
+        print("|---|---|" + "---:|" * len(lengths))
+        for s in members:
+            if not s.loads:
+                continue
+            for label, table in (("last 50", results.last50), ("whole", results.whole)):
+                cells = [
+                    spread([t * 1000 for t in table[(s.name, n)]], "{:,.2f}")
+                    if (s.name, n) in table
+                    else "—"
+                    for n in lengths
+                ]
+                print(f"| {s.name} | {label} | " + " | ".join(cells) + " |")
+
+        probes = [
+            p
+            for s in members
+            if s.memory_rows
+            for p in s.memory_probes("memory")
+            if p in results.memory
+        ]
+        if probes:
+            print(
+                f"\n## {group}: memory of loading a whole buffer, median (min–max) of {repeats} repeats\n"
             )
-    graph = peers.get("langgraph")
-    if graph:
-        # flowmem at 2,000 rows lies between its 1,000 and 10,000 rows; take the lower
-        ours_2000 = min(rate[1_000], rate[10_000])
-        target("flowmem / LangGraph appends/s at 2,000", ours_2000 / graph.rate[2_000], 20.0)
-    target(
-        "last-50 load time at 10,000 / at 100", ours.last50[10_000] / ours.last50[100], 2.0, True
-    )
-    target("peak append memory at 10,000 / at 100", ours.peak[10_000] / ours.peak[100], 1.5, True)
+            print("| load | messages | peak MiB | peak bytes/message | kept bytes/message |")
+            print("|---|---:|---:|---:|---:|")
+            for p in probes:
+                rows = results.memory_rows[p]
+                peaks = [peak for peak, _ in results.memory[p]]
+                kept = [k for _, k in results.memory[p]]
+                print(
+                    f"| {p} | {rows:,} | {spread([v / 2**20 for v in peaks], '{:,.1f}')} | "
+                    f"{spread([v / rows for v in peaks])} | {spread([v / rows for v in kept])} |"
+                )
+
+        if tuned is not None and (tuned.name, lengths[0]) in results.append_peak:
+            cells = [f"{results.append_peak[(tuned.name, n)] / 1024:,.1f}" for n in tuned.lengths]
+            print(
+                f"\npeak memory of one {tuned.name} append, KiB: "
+                + ", ".join(f"{n:,} rows {c}" for n, c in zip(tuned.lengths, cells, strict=True))
+            )
+
+        if tuned is None or group != "SQLite":
+            continue
+        print(f"\nTargets ({group})")
+        rate = {n: median(results.rate[(tuned.name, n)]) for n in tuned.lengths}
+        target("appends/s at 10,000 / at 100", rate[10_000] / rate[100], 0.75)
+        default = next((s for s in members if s.role == "default"), None)
+        for peer_name in ("agents SQLiteSession", "LangChain SQLChatMessageHistory"):
+            peer = next((s for s in members if s.name == peer_name), None)
+            if peer is None:
+                continue
+            for n in LENGTHS:
+                theirs = median(results.rate[(peer.name, n)])
+                target(f"flowmem / {peer_name} appends/s at {n:,}", rate[n] / theirs, 1.0)
+                if default is not None:
+                    ours = median(results.rate[(default.name, n)])
+                    target(f"flowmem default call / {peer_name} at {n:,}", ours / theirs, 1.0)
+        graph = next((s for s in members if s.name == "LangGraph SqliteSaver"), None)
+        if graph is not None:
+            # flowmem at 2,000 rows lies between its 1,000 and 10,000 rows; take the lower
+            ours_2000 = min(rate[1_000], rate[10_000])
+            theirs = median(results.rate[(graph.name, 2_000)])
+            target("flowmem / LangGraph appends/s at 2,000", ours_2000 / theirs, 20.0)
+        last50 = {n: median(results.last50[(tuned.name, n)]) for n in tuned.lengths}
+        target("last-50 load time at 10,000 / at 100", last50[10_000] / last50[100], 2.0, True)
+        peaks = results.append_peak
+        target(
+            "peak append memory at 10,000 / at 100",
+            peaks[(tuned.name, 10_000)] / peaks[(tuned.name, 100)],
+            1.5,
+            True,
+        )
+        agents = results.memory.get("agents SQLiteSession")
+        ours_load = results.memory.get(f"{tuned.name} load")
+        if agents and ours_load:
+            theirs = median([p for p, _ in agents]) / results.memory_rows["agents SQLiteSession"]
+            mine = median([p for p, _ in ours_load]) / results.memory_rows[f"{tuned.name} load"]
+            target("load memory per message / SQLiteSession (peak)", mine / theirs, 1.0, True)
     return failed
 
 
@@ -441,6 +724,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--postgres", default=os.environ.get("FLOWMEM_BENCH_POSTGRES"))
     parser.add_argument("--no-peers", action="store_true", help="measure flowmem only")
+    parser.add_argument("--repeats", type=int, default=3, help="repeats of every measure")
     parser.add_argument(
         "--guarded", action="store_true", help="flowmem appends carry a token and session guard"
     )
@@ -452,30 +736,27 @@ def main(argv: list[str] | None = None) -> int:
         systems: list[System] = [
             Flowmem("flowmem SqliteStore", sqlite_url, LENGTHS, args.guarded),
             # the service as a user calls it (the default) and asking for the buffer back
-            FlowmemService("flowmem service default", sqlite_url, LENGTHS, asked=False),
+            FlowmemService("flowmem service", sqlite_url, LENGTHS, asked=False),
             FlowmemService("flowmem service +messages", sqlite_url, LENGTHS, asked=True),
         ]
         if not args.no_peers:
             systems.append(AgentsSession(base / "agents.db", LENGTHS))
+            systems.append(LangChainSQL(base / "langchain.db", LENGTHS))
             systems.append(LangGraph(base / "langgraph.db", LANGGRAPH_LENGTHS))
         if args.postgres and args.postgres != "start":
-            systems.append(Flowmem("flowmem PostgresStore", args.postgres, LENGTHS, args.guarded))
+            pg = "PostgreSQL"
             systems.append(
-                FlowmemService("flowmem pg service default", args.postgres, LENGTHS, asked=False)
+                Flowmem("flowmem PostgresStore", args.postgres, LENGTHS, args.guarded, group=pg)
+            )
+            systems.append(
+                FlowmemService("flowmem pg service", args.postgres, LENGTHS, False, group=pg)
             )
         try:
-            results = run(systems)
+            results = run(systems, max(1, args.repeats))
         finally:
             for system in systems:
                 system.close()
-        ours = results[0]
-        peers: dict[str, Result] = {}
-        for result in results:
-            if result.name.startswith("agents"):
-                peers["agents"] = result
-            elif result.name.startswith("LangGraph"):
-                peers["langgraph"] = result
-        failed = report(results, ours, peers)
+        failed = report(systems, results, max(1, args.repeats))
     print("\nall targets met" if not failed else f"\nmissed: {', '.join(failed)}")
     if args.postgres:  # the PostgreSQL peers, same run (bench/peers_postgres.py)
         pg = ["--no-peers"] if args.no_peers else []
@@ -487,7 +768,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _sibling(name: str) -> Any:
     """Load bench/<name>.py by path (this folder is not on sys.path)."""
-    import importlib.util
 
     path = Path(__file__).resolve().parent / f"{name}.py"
     spec = importlib.util.spec_from_file_location(f"flowmem_bench_{name}", path)

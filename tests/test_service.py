@@ -432,6 +432,29 @@ def test_buffer_append_load_clear_round_trip(service: MemoryService, clock: Cloc
     assert service.load("session", "chat", ALICE).count == 0
 
 
+def test_iter_load_yields_the_buffer_batch_by_batch(service: MemoryService) -> None:
+    turns = [{"role": "user", "content": f"m{n}"} for n in range(7)]
+    service.append("session", "chat", turns, ALICE)
+    stream = service.iter_load("session", "chat", ALICE, batch=3)
+    assert stream.resolved_scope_id == "sess-1" and stream.refusal is None
+    assert list(stream) == service.load("session", "chat", ALICE).messages
+    early = service.iter_load("session", "chat", ALICE, batch=2)
+    assert next(iter(early))["content"] == "m0"
+    early.close()
+    with pytest.raises(InvalidInputError):
+        service.iter_load("session", "chat", ALICE, batch=0)
+
+
+@pytest.mark.parametrize("reason", REASONS)
+def test_mem_7_refused_iter_load_iterates_nothing_and_reports_the_refusal(
+    service: MemoryService, reason: str
+) -> None:
+    service.append("session", "chat", {"role": "user", "content": "hi"}, ALICE)
+    stream = service.iter_load("session", "chat", _refusing("session", reason))
+    assert list(stream) == [] and stream.resolved_scope_id == ""
+    assert isinstance(stream.refusal, Refusal) and stream.refusal.reason == reason
+
+
 def test_mem_14_append_reports_how_much_was_new(service: MemoryService) -> None:
     call = {
         "role": "assistant",

@@ -29,7 +29,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,7 +44,7 @@ from flowmem.errors import (
 from flowmem.limits import Limits, utf8_size
 from flowmem.scope import ExecutionContext, Refusal, check_scope, resolve_scope
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, SESSION_SCOPE, Address, Store, WriteGuard
-from flowmem.store.rows import dump_json
+from flowmem.store.rows import check_batch, dump_json
 
 log = logging.getLogger("flowmem")
 
@@ -158,6 +158,29 @@ class BufferText:
     next_before: int | None = None
     resolved_scope_id: str = ""
     refusal: Refusal | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class BufferRows:
+    """A buffer's rows as an iterator read a batch at a time (``MemoryService.iter_load``).
+
+    Iterate it (once) for the rows in order; ``close`` it when stopping early, to
+    release what the store holds for it. A refusal iterates nothing (MEM-7).
+    """
+
+    rows: Iterator[Message] = field(default_factory=lambda: iter(()))
+    resolved_scope_id: str = ""
+    refusal: Refusal | None = field(default=None, compare=False)
+
+    def __iter__(self) -> Iterator[Message]:
+        """Return the rows' iterator."""
+        return self.rows
+
+    def close(self) -> None:
+        """Stop reading: release the store's connection, if the iterator holds one."""
+        close = getattr(self.rows, "close", None)
+        if close is not None:
+            close()
 
 
 def check_key(key: object) -> str:
@@ -495,6 +518,23 @@ class MemoryService:
         rows = self.store.load(address, tail)
         count = len(rows) if tail is None else self.store.count(address)
         return BufferResult(messages=rows, count=count, resolved_scope_id=scope_id)
+
+    def iter_load(
+        self, scope: str, key: str, context: ExecutionContext | None, batch: int = 1000
+    ) -> BufferRows:
+        """Return the buffer's rows as an iterator that reads ``batch`` rows at a time.
+
+        For buffers too large to hold as one list (``load`` builds it): memory stays
+        one batch plus what the caller keeps. The rows are one snapshot of the buffer.
+        A refusal returns the empty iterator with the refusal (MEM-7).
+        """
+        name = check_key(key)
+        check_batch(batch)
+        resolved = self._resolve("load", scope, name, context)
+        if isinstance(resolved, Refusal):
+            return BufferRows(refusal=resolved)
+        address = Address(check_scope(scope), resolved, name)
+        return BufferRows(self.store.iter_rows(address, batch), resolved)
 
     def load_page(
         self,

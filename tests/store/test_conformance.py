@@ -815,6 +815,61 @@ def test_load_bodies_returns_stored_json_with_cursors(store: Store) -> None:
     assert [json.loads(t)["content"] for _, t in older] == ["m1", "m2"]
     assert [c for c, _ in store.load_bodies(A, before=cursors[2])] == cursors[:2]
     assert store.load_bodies(A, last=0) == [] and store.load_bodies(B) == []
+def test_iter_rows_yields_the_whole_buffer_in_order_batch_by_batch(store: Store) -> None:
+    stored_append(store, A, [user("q"), call("c1"), result("c1"), user("r")])
+    stored_append(store, A, [user(f"m{n}") for n in range(5)])
+    for batch in (1, 2, 3, 1000):
+        assert list(store.iter_rows(A, batch=batch)) == store.load(A)
+    assert list(store.iter_rows(A)) == store.load(A)
+    assert list(store.iter_rows(B)) == []
+
+
+def test_iter_rows_is_one_snapshot_while_other_appends_commit(store: Store) -> None:
+    stored_append(store, A, [user(f"m{n}") for n in range(6)])
+    rows = store.iter_rows(A, batch=2)
+    first = next(rows)
+    stored_append(store, A, [user("late")])
+    assert store.count(A) == 7
+    seen = [first, *rows]
+    assert [row["content"] for row in seen] == [f"m{n}" for n in range(6)]
+
+
+def test_iter_rows_closed_early_leaves_the_store_usable(store: Store) -> None:
+    stored_append(store, A, [user(f"m{n}") for n in range(5)])
+    rows = store.iter_rows(A, batch=2)
+    assert next(rows)["content"] == "m0"
+    rows.close()  # type: ignore[attr-defined]
+    assert store.clear(A) == 5
+    stored_append(store, A, [user("again")])
+    assert [row["content"] for row in store.iter_rows(A)] == ["again"]
+
+
+@pytest.mark.parametrize("batch", [0, -1, True, 1.5, "2"])
+def test_iter_rows_refuses_a_batch_that_is_not_a_positive_integer(store: Store, batch: Any) -> None:
+    with pytest.raises(InvalidInputError):
+        store.iter_rows(A, batch=batch)
+
+
+def test_load_of_more_rows_than_one_read_batch_keeps_order(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import flowmem.store.sqlbase as sqlbase
+
+    monkeypatch.setattr(sqlbase, "LOAD_BATCH", 3)
+    stored_append(store, A, [user(f"m{n}") for n in range(10)])
+    assert [row["content"] for row in store.load(A)] == [f"m{n}" for n in range(10)]
+
+
+def test_loaded_rows_share_no_mutable_object(store: Store) -> None:
+    stored_append(store, A, [user("a"), user("b"), call("c1"), result("c1"), call("c2", "search")])
+    for rows in (store.load(A), list(store.iter_rows(A))):
+        rows[0]["metadata"]["note"] = "mine"
+        rows[2]["metadata"]["tool_calls"][0]["name"] = "changed"
+        assert "note" not in rows[1]["metadata"]
+        assert rows[4]["metadata"]["tool_calls"][0]["name"] == "search"
+    assert "note" not in store.load(A)[0]["metadata"]
+
+
 # --- text that cannot be stored (issue 12): every backend refuses it alike ---------------
 
 LONE = "a\ud800b"

@@ -9,7 +9,7 @@ live only in ``flowmem.core``: a backend answers the questions of
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -164,6 +164,16 @@ class Store(Protocol):
 
     def load(self, address: Address, last: int | None = None) -> list[Message]:
         """Return the buffer's rows in order (only the last ``last`` when given)."""
+        ...
+
+    def iter_rows(self, address: Address, batch: int = 1000) -> Iterator[Message]:
+        """Yield the buffer's rows in order, reading ``batch`` rows at a time.
+
+        For buffers too large to hold as one list: at most one batch is read ahead.
+        The rows are one snapshot of the buffer. The iterator may hold a connection
+        (SQL backends) until it is exhausted or closed. InvalidInputError for a
+        ``batch`` that is not an integer >= 1 (raised by the call, before iterating).
+        """
         ...
 
     def load_bodies(

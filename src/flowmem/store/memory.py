@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from itertools import islice
 from typing import Any
@@ -32,6 +32,7 @@ from flowmem.store.base import (
 from flowmem.store.locks import AddressLocks
 from flowmem.store.rows import (
     check_address,
+    check_batch,
     check_buffer_bytes,
     check_last,
     check_lock_timeout,
@@ -219,6 +220,21 @@ class MemoryStore:
             rows = self._buffers.get(address, [])
             picked = rows[-last:] if last else ([] if last == 0 else rows)
             return copy.deepcopy(picked)
+
+    def iter_rows(self, address: Address, batch: int = 1000) -> Iterator[Message]:
+        """Yield copies of the buffer's rows in order, ``batch`` copied at a time (one snapshot)."""
+        check_address(address)
+        check_batch(batch)
+        with self._lock:
+            # stored rows are never changed in place (an append edits copies), so a
+            # shallow copy of the list is a snapshot
+            rows = list(self._buffers.get(address, []))
+        return self._iter_rows(rows, batch)
+
+    @staticmethod
+    def _iter_rows(rows: list[Message], batch: int) -> Iterator[Message]:
+        for start in range(0, len(rows), batch):
+            yield from copy.deepcopy(rows[start : start + batch])
 
     def load_bodies(
         self, address: Address, last: int | None = None, before: int | None = None

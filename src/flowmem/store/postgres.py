@@ -400,6 +400,15 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         with self._connection() as conn, conn.transaction():
             yield conn
 
+    def _stream_batches(
+        self, conn: psycopg.Connection[Any], address: Address, batch: int
+    ) -> Iterator[list[tuple[str]]]:
+        """Yield bodies through a server-side cursor: the server sends ``batch`` rows at a time."""
+        with conn.cursor(name="flowmem_iter_rows") as cursor:
+            cursor.execute(SQL["load_all"], tuple(address))
+            while chunk := cursor.fetchmany(batch):
+                yield chunk
+
     def _load_last(
         self, conn: psycopg.Connection[Any], address: Address, last: int
     ) -> list[tuple[str]]:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from flowmem.core.messages import ROLES, Message
 from flowmem.core.storable import check_storable, storable_text
 from flowmem.errors import (
     AuthenticationError,
@@ -48,6 +50,12 @@ def check_last(last: int | None) -> None:
         return
     if isinstance(last, bool) or not isinstance(last, int) or last < 0:
         raise InvalidInputError(f"last must be an integer >= 0, got {last!r}")
+
+
+def check_batch(batch: int) -> None:
+    """Refuse a batch size that is not an integer >= 1."""
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise InvalidInputError(f"batch must be an integer >= 1, got {batch!r}")
 
 
 def check_lock_timeout(seconds: float) -> float:
@@ -162,3 +170,59 @@ def token_from_row(row: Sequence[Any]) -> TokenRecord:
         revoked=bool(row[5]),
         label=row[6],
     )
+
+
+# One object per role text: ``json.loads`` shares the keys of one document but makes
+# a new string for every value, and every row repeats its role (about 55 bytes each).
+_ROLE_TEXT: dict[str, str] = {role: sys.intern(role) for role in ROLES}
+_NAMES_MAX = 4096  # distinct call texts one decode shares at most (tool names are few)
+
+
+def decode_rows(bodies: Iterable[str]) -> list[Message]:
+    """Parse stored row texts into rows, sharing the texts every row repeats.
+
+    The texts are parsed as one JSON array (one decoder call: about 3x faster than
+    row by row, and every key is one object for the whole batch). Role texts, and
+    the ``type`` and (function) ``name`` of tool call entries, are then replaced by one
+    shared string object each: equal immutable values, so nothing a caller sees
+    changes, only fewer bytes per loaded row. Each row keeps its own dicts (its
+    ``metadata`` too), so mutating one loaded row never touches another.
+    """
+    rows: list[Message] = json.loads("[" + ",".join(bodies) + "]")
+    roles = _ROLE_TEXT
+    names: dict[str, str] = {}
+    for row in rows:
+        role = row.get("role")
+        if role in roles:
+            row["role"] = roles[role]
+        meta = row.get("metadata")
+        calls = meta.get("tool_calls") if type(meta) is dict else None
+        if type(calls) is list:
+            for call in calls:
+                _share_call_texts(call, names)
+    return rows
+
+
+def _share_call_texts(call: object, names: dict[str, str]) -> None:
+    """Replace a tool call entry's ``type`` and (function) ``name`` by their shared strings."""
+    if type(call) is not dict:
+        return
+    for field in ("type", "name"):
+        text = call.get(field)
+        if type(text) is str:
+            call[field] = _shared(text, names)
+    function = call.get("function")
+    if type(function) is dict:
+        name = function.get("name")
+        if type(name) is str:
+            function["name"] = _shared(name, names)
+
+
+def _shared(text: str, names: dict[str, str]) -> str:
+    """Return the shared string equal to ``text`` (remembering it while there is room)."""
+    found = names.get(text)
+    if found is not None:
+        return found
+    if len(names) < _NAMES_MAX:
+        names[text] = text
+    return text

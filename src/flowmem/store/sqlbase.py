@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
@@ -35,12 +35,14 @@ from flowmem.store.editor import SqlBufferEditor, load_rows
 from flowmem.store.memory import to_json
 from flowmem.store.rows import (
     check_address,
+    check_batch,
     check_buffer_bytes,
     check_last,
     check_none_running,
     check_not_running,
     check_page,
     check_texts,
+    decode_rows,
     dump_json,
     guard_failed,
     guard_form,
@@ -52,6 +54,7 @@ T = TypeVar("T")
 
 SEQ_MAX = 9223372036854775807  # the largest transcript sequence number (64-bit)
 LAST_MAX = 2**62  # a ``load(last=…)`` larger than any buffer, still a 64-bit integer
+LOAD_BATCH = 1000  # rows a whole-buffer ``load`` fetches and parses at a time
 
 
 class DbConnection(Protocol):
@@ -92,7 +95,8 @@ class SqlStore(ABC, Generic[C]):
 
     A backend sets ``SQL`` (its statements, by name) and ``MIGRATIONS``, and implements
     ``_connection``, ``_write``, ``_write_serialized`` and ``_is_unique_violation``;
-    it may override ``_hold_buffer``, ``_reading``, ``_load_last`` and ``_check_session_id``.
+    it may override ``_hold_buffer``, ``_reading``, ``_load_last``, ``_stream_batches`` and
+    ``_check_session_id``.
     """
 
     SQL: ClassVar[dict[str, str]]  # the backend's statements, by name
@@ -145,6 +149,22 @@ class SqlStore(ABC, Generic[C]):
             self.SQL["bodies_last_before"], params
         ).fetchall()
         return found
+
+    def _body_batches(self, conn: C, address: Address, batch: int) -> Iterator[list[tuple[str]]]:
+        """Yield the buffer's bodies in order, ``batch`` rows at a time, from one statement.
+
+        One statement reads one snapshot (SQLite: its read transaction lasts while the
+        statement runs), so the batches together are the buffer at one moment.
+        """
+        cursor = conn.execute(self.SQL["load_all"], tuple(address))
+        while chunk := cursor.fetchmany(batch):
+            yield chunk
+
+    def _stream_batches(
+        self, conn: C, address: Address, batch: int
+    ) -> Iterator[list[tuple[str]]]:
+        """Yield the bodies ``iter_rows`` parses, ``batch`` at a time (default: ``_body_batches``)."""
+        return self._body_batches(conn, address, batch)
 
     def _check_session_id(self, session_id: str) -> None:
         """Refuse a session id the database cannot store (default: every string fits)."""
@@ -325,10 +345,29 @@ class SqlStore(ABC, Generic[C]):
             return []
         with self._connection() as conn:
             if last is None:
-                found = conn.execute(self.SQL["load_all"], tuple(address)).fetchall()
-            else:
-                found = self._load_last(conn, address, min(last, LAST_MAX))
-        return load_rows(found)
+                # batch by batch: the fetched texts of one batch at a time, never all of them
+                rows: list[Message] = []
+                for chunk in self._body_batches(conn, address, LOAD_BATCH):
+                    rows += decode_rows([body for (body,) in chunk])
+                return rows
+            found = self._load_last(conn, address, min(last, LAST_MAX))
+        return decode_rows([body for (body,) in found])
+
+    def iter_rows(self, address: Address, batch: int = LOAD_BATCH) -> Iterator[Message]:
+        """Yield the buffer's rows in order, reading and parsing ``batch`` rows at a time.
+
+        The rows are one snapshot (one statement). A connection is held until the
+        iterator is exhausted or closed: close it (``with contextlib.closing(...)``)
+        when stopping early.
+        """
+        check_address(address)
+        check_batch(batch)
+        return self._iter_rows(address, batch)
+
+    def _iter_rows(self, address: Address, batch: int) -> Iterator[Message]:
+        with self._reading() as conn:
+            for chunk in self._stream_batches(conn, address, batch):
+                yield from decode_rows([body for (body,) in chunk])
 
     def load_bodies(
         self, address: Address, last: int | None = None, before: int | None = None
