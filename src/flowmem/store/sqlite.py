@@ -375,7 +375,6 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             conn.close()
             raise StoreError(f"cannot put {self.path} in WAL mode (got {mode!r})")
         self._pragma(conn, "synchronous", self.synchronous)
-        conn.execute("PRAGMA foreign_keys = ON")
         return conn
 
     @contextmanager
