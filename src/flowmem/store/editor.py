@@ -23,7 +23,15 @@ import json
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from flowmem.core import Answer, Dangling, Message, Oldest, call_ids, is_healed, result_id
+from flowmem.core import (
+    Answer,
+    Dangling,
+    Message,
+    PositionedRow,
+    call_ids,
+    is_healed,
+    result_id,
+)
 from flowmem.errors import StoreError
 from flowmem.limits import utf8_size
 from flowmem.store.base import Address
@@ -183,11 +191,11 @@ class SqlBufferEditor:
             found.append(Dangling(call_id, ends[declared]))
         return found
 
-    def oldest(self) -> Oldest | None:
+    def oldest(self) -> PositionedRow | None:
         """Return the first row with its position."""
         return self._end("oldest")
 
-    def newest(self) -> Oldest | None:
+    def newest(self) -> PositionedRow | None:
         """Return the last row with its position (for ``pop_last``)."""
         return self._end("newest")
 
@@ -266,12 +274,12 @@ class SqlBufferEditor:
             self._dirty = False
 
     # --- helpers -------------------------------------------------------------------------
-    def _end(self, name: str) -> Oldest | None:
+    def _end(self, name: str) -> PositionedRow | None:
         """Return the row a one-row statement (``oldest``/``newest``) picks, with its position."""
         if self._id is None:
             return None
         found = self._db.one(name, (self._id,))
-        return None if found is None else Oldest(int(found[0]), load_row(found[1]))
+        return None if found is None else PositionedRow(int(found[0]), load_row(found[1]))
 
     def _ensure(self) -> int:
         if self._id is None:
