@@ -25,6 +25,7 @@ demo: setup
 lint: setup
 	$(PY) -m ruff check src tests bench
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
 
 ## The README's second command: lint, types and the whole test suite.
 test: lint

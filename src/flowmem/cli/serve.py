@@ -1,13 +1,17 @@
-"""``flowmem serve``: the HTTP API on uvicorn; also the ``--database URL`` option the token commands share.
+"""``flowmem serve``: the HTTP API on uvicorn, with its limit, rate and timeout options.
+
+The ``--database URL`` option is ``flowmem.cli.database``'s, shared with the other
+commands. The limits, rates and timeouts reach the app (and every ``--workers``
+process) through their environment variables, which ``serve`` sets from its options.
 
 The first start on a database with no tokens creates an admin token and shows it
 exactly once: on a terminal it is printed; otherwise (stdout captured by a log,
 a service manager, a container runtime) it is written to a new file only its owner
 can read (0600, ``--admin-token-file``, default ``./flowmem-admin-token``) and only
-the file's path is printed. Nothing is created before the server knows it can
-listen on its port and write that file, so a start that fails leaves no token
-nobody saw. Whenever no usable admin token exists, the server says how to create
-one (``flowmem token create --admin``).
+the file's path is printed. No token is created before the server knows it can
+listen on its port and write that file (the database and its schema may be), so a
+start that fails leaves no token nobody saw. Whenever no usable admin token
+exists, the server says how to create one (``flowmem token create --admin``).
 """
 
 from __future__ import annotations

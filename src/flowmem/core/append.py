@@ -39,11 +39,14 @@ class Dangling(NamedTuple):
     after: int
 
 
-class Oldest(NamedTuple):
-    """The oldest row of a buffer, with its position (for window eviction)."""
+class PositionedRow(NamedTuple):
+    """A row of a buffer with its position (its oldest, for window eviction)."""
 
     position: int
     row: Message
+
+
+Oldest = PositionedRow  # the first name of ``PositionedRow``, kept for callers of flowmem.core
 
 
 class BufferEditor(Protocol):
@@ -74,7 +77,7 @@ class BufferEditor(Protocol):
         """
         ...
 
-    def oldest(self) -> Oldest | None:
+    def oldest(self) -> PositionedRow | None:
         """Return the first row, or None for an empty buffer."""
         ...
 
@@ -309,9 +312,9 @@ class ListEditor:
             found.extend(Dangling(cid, end) for cid in ids)
         return found
 
-    def oldest(self) -> Oldest | None:
+    def oldest(self) -> PositionedRow | None:
         """Return the first row."""
-        return Oldest(0, self.rows[0]) if self.rows else None
+        return PositionedRow(0, self.rows[0]) if self.rows else None
 
     def append_row(self, row: Message) -> None:
         """Add a row at the end."""

@@ -34,11 +34,6 @@ INTERRUPTED_NOT_RERUN = (
     "it is not run again (a call id executes at most once)"
 )
 
-# Turn statuses (``TurnResult.status``) and why a turn ended (``TurnResult.reason``).
-TURN_STATUSES = ("running", "completed", "failed")
-TURN_REASONS = ("answered", "step_limit", "stopped", "error")
-
-
 @dataclass(frozen=True)
 class TurnEvent:
     """Something that happened in a turn, for observers (the chat UI, tests, logs)."""

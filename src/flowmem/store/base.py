@@ -1,9 +1,17 @@
 """The storage protocol every backend implements, and the records it stores.
 
-SQL lives only in the backend modules (``sqlite.py``, ``postgres.py``). The rules
-live only in ``flowmem.core``: a backend answers the questions of
-``flowmem.core.BufferEditor`` inside one serialized transaction and lets
-``flowmem.core.apply_append`` decide.
+Three backends implement ``Store``: ``MemoryStore`` (``memory.py``), ``SqliteStore``
+(``sqlite.py``) and ``PostgresStore`` (``postgres.py``); the two SQL ones share
+``SqlStore`` (``sqlbase.py``) and ``SqlBufferEditor`` (``editor.py``), and every
+backend the row checks of ``rows.py``. SQL text lives only in ``sqlite.py`` and
+``postgres.py``. The rules live only in ``flowmem.core``: an append runs
+``flowmem.core.apply_append`` over a ``flowmem.core.BufferEditor`` (a list for
+``MemoryStore``, indexed SQL queries for the others) inside one transaction
+serialized per address, and the core decides.
+
+Besides data, ``Store`` carries three event-loop concerns that the HTTP API's
+store pool uses (``flowmem.api.pool``): ``inline_calls``, ``sync_barrier`` and
+``sync`` (no-ops in the memory and PostgreSQL backends: nothing is left to sync).
 """
 
 from __future__ import annotations

@@ -23,15 +23,21 @@ import json
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from flowmem.core import Answer, Dangling, Message, Oldest, call_ids, is_healed, result_id
+from flowmem.core import (
+    Answer,
+    Dangling,
+    Message,
+    PositionedRow,
+    call_ids,
+    is_healed,
+    result_id,
+)
 from flowmem.errors import StoreError
 from flowmem.limits import utf8_size
 from flowmem.store.base import Address
 from flowmem.store.rows import dump_json
 
 MINOR_BITS = 20
-MINOR_LIMIT = 1 << MINOR_BITS
-MAX_POS = (1 << 63) - 1
 
 
 class SqlRunner(Protocol):
@@ -48,38 +54,6 @@ class SqlRunner(Protocol):
     def run(self, name: str, params: Sequence[Any]) -> None:
         """Run a statement for its effect."""
         ...
-
-
-# The statements every SQL backend defines (parameters in this order):
-STATEMENTS = (
-    "header_get",  # scope, scope_id, key -> id, count, last_major, bytes
-    "header_insert",  # scope, scope_id, key -> id
-    "header_update",  # count, last_major, bytes, id
-    "is_declared",  # bid, call_id -> any row
-    "answer_of",  # bid, call_id -> pos, healed (first by pos)
-    "open_calls",  # bid -> call_id, declared_pos (answered = false, by pos, ord)
-    "run_end",  # bid, pos, bid, pos -> max pos of the tool run after pos (or NULL)
-    "oldest",  # bid -> pos, body
-    "newest",  # bid -> pos, body
-    "row_get",  # bid, pos -> body
-    "next_pos",  # bid, pos -> min pos greater than pos (or NULL)
-    "max_before",  # bid, low, high -> max pos in (low, high) (or NULL)
-    "row_insert",  # bid, pos, role, body
-    "row_update",  # role, body, bid, pos
-    "row_delete",  # bid, pos
-    "call_insert",  # bid, call_id, pos, ord, bid, call_id (answered from the answers index)
-    "calls_delete",  # bid, pos
-    "answer_insert",  # bid, call_id, pos, healed
-    "answer_delete",  # bid, call_id, pos
-    "calls_answered",  # bid, call_id
-    "calls_reopen",  # bid, call_id, bid, call_id (answered = false if no answer remains)
-    "shift_rows",  # delta, bid, low, high  (pos -> -(pos + delta) for low < pos < high)
-    "shift_calls",  # delta, bid, low, high
-    "shift_answers",  # delta, bid, low, high
-    "unflip_rows",  # bid  (negative pos -> positive)
-    "unflip_calls",  # bid
-    "unflip_answers",  # bid
-)
 
 
 def dump_row(row: Message) -> str:
@@ -217,11 +191,11 @@ class SqlBufferEditor:
             found.append(Dangling(call_id, ends[declared]))
         return found
 
-    def oldest(self) -> Oldest | None:
+    def oldest(self) -> PositionedRow | None:
         """Return the first row with its position."""
         return self._end("oldest")
 
-    def newest(self) -> Oldest | None:
+    def newest(self) -> PositionedRow | None:
         """Return the last row with its position (for ``pop_last``)."""
         return self._end("newest")
 
@@ -300,12 +274,12 @@ class SqlBufferEditor:
             self._dirty = False
 
     # --- helpers -------------------------------------------------------------------------
-    def _end(self, name: str) -> Oldest | None:
+    def _end(self, name: str) -> PositionedRow | None:
         """Return the row a one-row statement (``oldest``/``newest``) picks, with its position."""
         if self._id is None:
             return None
         found = self._db.one(name, (self._id,))
-        return None if found is None else Oldest(int(found[0]), load_row(found[1]))
+        return None if found is None else PositionedRow(int(found[0]), load_row(found[1]))
 
     def _ensure(self) -> int:
         if self._id is None:

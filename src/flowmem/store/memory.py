@@ -43,12 +43,8 @@ from flowmem.store.rows import (
     check_texts,
     dump_json,
     guard_failed,
+    to_json,
 )
-
-
-def to_json(value: Any) -> str:
-    """Serialize a memory value strictly; raise NotSerializableError when it is not JSON."""
-    return dump_json(value, "value", compact=False)
 
 
 def row_bytes(row: Message) -> int:

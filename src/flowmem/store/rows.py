@@ -145,6 +145,11 @@ def dump_json(value: Any, what: str, compact: bool = True) -> str:
     return text
 
 
+def to_json(value: Any) -> str:
+    """Serialize a memory value strictly; raise NotSerializableError when it is not JSON."""
+    return dump_json(value, "value", compact=False)
+
+
 def session_from_row(row: Sequence[Any]) -> SessionRecord:
     """Build a SessionRecord from (id, name, owner, status, agent, metadata, created, updated)."""
     return SessionRecord(

@@ -32,7 +32,6 @@ from flowmem.store.base import (
     WriteGuard,
 )
 from flowmem.store.editor import SqlBufferEditor, load_rows
-from flowmem.store.memory import to_json
 from flowmem.store.rows import (
     check_address,
     check_batch,
@@ -47,6 +46,7 @@ from flowmem.store.rows import (
     guard_failed,
     guard_form,
     session_from_row,
+    to_json,
     token_from_row,
 )
 

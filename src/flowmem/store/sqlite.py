@@ -375,7 +375,6 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             conn.close()
             raise StoreError(f"cannot put {self.path} in WAL mode (got {mode!r})")
         self._pragma(conn, "synchronous", self.synchronous)
-        conn.execute("PRAGMA foreign_keys = ON")
         return conn
 
     @contextmanager
@@ -579,7 +578,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         the file's fair writer queue (threads and processes in arrival order:
         docs/decisions/0026) and an immediate write transaction under a busy
         timeout, together bounded by ``lock_timeout``; past it the append proceeds
-        unserialized (a deferred transaction retried on busy) after exactly one WARNING. Nothing is ever
+        unserialized (a plain ``BEGIN`` transaction retried on busy) after exactly one WARNING. Nothing is ever
         half-written: the rules run inside the transaction and any error rolls it back.
         """
         check_address(address)
@@ -657,7 +656,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         guard: WriteGuard | None,
         max_bytes: int = 0,
     ) -> AppendOutcome:
-        """Retry a deferred transaction on busy until it commits (bounded, then StoreBusyError).
+        """Retry a plain ``BEGIN`` transaction on busy until it commits (bounded, then StoreBusyError).
 
         The guard is read in the same transaction: SQLite refuses to commit a
         transaction that read before another writer committed (busy, retried).
