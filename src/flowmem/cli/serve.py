@@ -77,47 +77,29 @@ def _limit_options(command: F) -> F:
         )
         for name, text in sizes
     ]
+    # (flag, RateLimits field, type, help)
+    rate_flags = [
+        ("--rate-limit", "requests_per_second", click.FloatRange(0),
+         "Requests per second per API token, per worker (429 beyond). 0 = off."),
+        ("--rate-burst", "burst", click.IntRange(0),
+         "Requests one token may make at once above the rate."),
+        ("--auth-failures", "auth_failures", click.IntRange(0),
+         "Bad-token (401) requests one client address may make before 429. 0 = off."),
+        ("--auth-failures-per-minute", "auth_failures_per_minute", click.FloatRange(0),
+         "How fast a client address earns back bad-token allowances."),
+    ]  # fmt: skip
     options += [
         click.option(
-            "--rate-limit",
-            "requests_per_second",
-            default=rates.requests_per_second,
+            flag,
+            name,
+            default=getattr(rates, name),
             show_default=True,
-            envvar=RATE_ENV["requests_per_second"],
+            envvar=RATE_ENV[name],
             show_envvar=True,
-            type=click.FloatRange(0),
-            help="Requests per second per API token, per worker (429 beyond). 0 = off.",
-        ),
-        click.option(
-            "--rate-burst",
-            "burst",
-            default=rates.burst,
-            show_default=True,
-            envvar=RATE_ENV["burst"],
-            show_envvar=True,
-            type=click.IntRange(0),
-            help="Requests one token may make at once above the rate.",
-        ),
-        click.option(
-            "--auth-failures",
-            "auth_failures",
-            default=rates.auth_failures,
-            show_default=True,
-            envvar=RATE_ENV["auth_failures"],
-            show_envvar=True,
-            type=click.IntRange(0),
-            help="Bad-token (401) requests one client address may make before 429. 0 = off.",
-        ),
-        click.option(
-            "--auth-failures-per-minute",
-            "auth_failures_per_minute",
-            default=rates.auth_failures_per_minute,
-            show_default=True,
-            envvar=RATE_ENV["auth_failures_per_minute"],
-            show_envvar=True,
-            type=click.FloatRange(0),
-            help="How fast a client address earns back bad-token allowances.",
-        ),
+            type=kind,
+            help=text,
+        )
+        for flag, name, kind, text in rate_flags
     ]
     for option in reversed(options):
         command = option(command)

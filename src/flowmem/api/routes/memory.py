@@ -51,6 +51,21 @@ class _Result(Protocol):
         """Return the JSON form."""
 
 
+def _context(call: MemoryCall, principal: Principal, *, write: bool) -> ExecutionContext:
+    """The execution context of a memory call: its scope ids, checked for the caller."""
+    target = call.target
+    return scope_context(
+        call.caller.services.sessions,
+        principal,
+        target.scope,
+        write=write,
+        session_id=target.session_id,
+        workflow_id=target.workflow_id,
+        pipeline_id=target.pipeline_id,
+        execution_id=target.execution_id,
+    )
+
+
 async def run(
     call: MemoryCall,
     work: Callable[[ExecutionContext, WriteGuard], _Result],
@@ -67,16 +82,7 @@ async def run(
     caller, target = call.caller, call.target
 
     def job(principal: Principal) -> dict[str, Any]:
-        context = scope_context(
-            caller.services.sessions,
-            principal,
-            target.scope,
-            write=write,
-            session_id=target.session_id,
-            workflow_id=target.workflow_id,
-            pipeline_id=target.pipeline_id,
-            execution_id=target.execution_id,
-        )
+        context = _context(call, principal, write=write)
         session = context.session_id if target.scope == SESSION_SCOPE else None
         return work(context, WriteGuard(principal.token_id, session)).to_dict()
 
@@ -169,19 +175,8 @@ async def load_buffer(
     memory, target, caller = call.caller.services.memory, call.target, call.caller
 
     def job(principal: Principal) -> BufferText:
-        context = scope_context(
-            caller.services.sessions,
-            principal,
-            target.scope,
-            write=False,
-            session_id=target.session_id,
-            workflow_id=target.workflow_id,
-            pipeline_id=target.pipeline_id,
-            execution_id=target.execution_id,
-        )
-        return memory.load_text(
-            target.scope, target.key, context, last=last, before=before
-        )
+        context = _context(call, principal, write=False)
+        return memory.load_text(target.scope, target.key, context, last=last, before=before)
 
     text = await caller.run_short(job)
     if format != "rows":
