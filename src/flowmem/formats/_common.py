@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-from flowmem.core import Message, entry_id, normalize
+from flowmem.core import Message, entry_id, normalize, usable_call_id
 from flowmem.errors import InvalidInputError, InvalidMessageError, UnsupportedContentError
 
 
@@ -101,20 +101,17 @@ def input_object(args: Any) -> dict[str, Any]:
     return {"value": args}
 
 
-def flat_call(cid: object, name: object, args: Any, where: str) -> dict[str, Any]:
-    """Return a flowmem tool call entry ``{"tool_call_id", "name", "args"}``; raise on a bad id or name."""
-    if isinstance(cid, bool) or not isinstance(cid, (str, int)) or not str(cid).strip():
-        raise InvalidMessageError(f"{where}: tool call has no id")
-    if not isinstance(name, str):
-        raise InvalidMessageError(f"{where}: tool call has no function name")
-    return {"tool_call_id": str(cid).strip(), "name": name, "args": args}
+def required_call_id(value: object, where: str) -> str:
+    """Return a provider's tool call id, read by ``flowmem.core.usable_call_id``; raise when unusable.
 
-
-def result_call_id(cid: object, where: str) -> str:
-    """Return the id a provider's tool result answers; raise ``InvalidMessageError`` when absent."""
-    if isinstance(cid, bool) or not isinstance(cid, (str, int)) or not str(cid).strip():
-        raise InvalidMessageError(f"{where}: tool result has no tool call id")
-    return str(cid).strip()
+    Implements MEM-11 for the formats: an id the core treats as absent (missing,
+    blank, ``"0"``/``0``, a bool) is refused with ``InvalidMessageError``, never
+    read into a row that normalization would then silently drop.
+    """
+    cid = usable_call_id(value)
+    if cid is None:
+        raise InvalidMessageError(f"{where}: tool call has no usable id")
+    return cid
 
 
 def join_text(

@@ -26,7 +26,7 @@ from flowmem.formats._common import (
     read_entry,
     require_list,
     require_map,
-    result_call_id,
+    required_call_id,
     whole,
 )
 
@@ -279,7 +279,7 @@ def _assistant_row(blocks: list[Mapping[str, Any]], where: str) -> Message:
         if block["type"] == "tool_result":
             raise UnsupportedContentError(f"{at}: a tool_result block belongs in a user message", block="tool_result")
         if block["type"] == "tool_use":
-            cid = result_call_id(block.get("id"), at)
+            cid = required_call_id(block.get("id"), at)
             name = block.get("name")
             if not isinstance(name, str):
                 raise InvalidMessageError(f"{at}: tool_use has no name")
@@ -298,7 +298,7 @@ def _assistant_row(blocks: list[Mapping[str, Any]], where: str) -> Message:
 
 
 def _tool_row(block: Mapping[str, Any], where: str) -> Message:
-    row: Message = {"role": "tool", "content": "", "tool_call_id": result_call_id(block.get("tool_use_id"), where)}
+    row: Message = {"role": "tool", "content": "", "tool_call_id": required_call_id(block.get("tool_use_id"), where)}
     fields = {k: v for k, v in block.items() if k not in ("type", "tool_use_id", "content", "is_error")}
     content = block.get("content")
     if isinstance(content, str) and content:

@@ -30,7 +30,7 @@ from flowmem.formats._common import (
     read_entry,
     require_list,
     require_map,
-    result_call_id,
+    required_call_id,
     whole,
 )
 
@@ -291,9 +291,7 @@ def to_openai(messages: object, dropped: dict[str, int] | None = None) -> list[d
 def _from_call(call: object, where: str) -> dict[str, Any]:
     entry = require_map(call, where)
     kind = entry.get("type", "function")
-    cid = result_call_id(entry.get("id"), where).strip() if entry.get("id") is not None else None
-    if cid is None:
-        raise InvalidMessageError(f"{where}: tool call has no id")
+    cid = required_call_id(entry.get("id"), where)
     if kind == "custom":
         custom = require_map(entry.get("custom"), f"{where}.custom")
         name, text = custom.get("name"), custom.get("input", "")
@@ -408,7 +406,7 @@ def from_openai(messages: object) -> list[Message]:
         row: Message = {"role": flat_role, "content": _content_parts(message.get("content"), flat_role, where)}
         modeled = {"content", "tool_call_id"} | ({"role"} if role != "developer" else set())
         if role == "tool":
-            row["tool_call_id"] = result_call_id(message.get("tool_call_id"), where)
+            row["tool_call_id"] = required_call_id(message.get("tool_call_id"), where)
         put_extra(row, FMT, {k: v for k, v in message.items() if k not in modeled})
         rows.append(whole(row, FMT, message) if role == "tool" else row)
     return rows

@@ -30,7 +30,7 @@ from flowmem.formats._common import (
     read_entry,
     require_list,
     require_map,
-    result_call_id,
+    required_call_id,
     whole,
 )
 
@@ -439,7 +439,7 @@ def _message_row(item: Mapping[str, Any], where: str) -> tuple[str, Any, dict[st
 
 def _call_from_item(item: Mapping[str, Any], kind: str, where: str) -> dict[str, Any]:
     id_key = _CALL_ID_KEY.get(kind, "call_id")
-    cid = result_call_id(item.get(id_key), where)
+    cid = required_call_id(item.get(id_key), where)
     fields = {k: v for k, v in item.items() if k not in ("type", id_key)}
     if kind in ("function", "mcp_approval"):
         name, raw = item.get("name"), item.get("arguments", "")
@@ -464,7 +464,7 @@ def _call_from_item(item: Mapping[str, Any], kind: str, where: str) -> dict[str,
 
 def _output_row(item: Mapping[str, Any], kind: str, where: str) -> Message:
     id_key = _OUTPUT_ID_KEY.get(kind, "call_id")
-    row: Message = {"role": "tool", "content": "", "tool_call_id": result_call_id(item.get(id_key), where)}
+    row: Message = {"role": "tool", "content": "", "tool_call_id": required_call_id(item.get(id_key), where)}
     fields = {k: v for k, v in item.items() if k not in ("type", id_key)}
     if kind in ("function", "custom"):
         output = item.get("output", "")
