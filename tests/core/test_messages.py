@@ -6,6 +6,8 @@ import math
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flowmem.core import (
     append,
@@ -20,6 +22,7 @@ from flowmem.core import (
     to_row,
     usable_call_id,
 )
+from flowmem.core.messages import _fast_entry_id
 from flowmem.errors import InvalidMessageError, UnknownRoleError
 
 UNUSABLE_IDS: list[Any] = [None, "", "  ", "0", 0, True, False, 1.5, {}, [], ["c1"]]
@@ -82,6 +85,57 @@ def test_mem_11_usable_ids_are_trimmed_strings_or_ints() -> None:
     assert usable_call_id(7) == "7"
     assert usable_call_id(-3) == "-3"
     assert entry_id({"id": 12}) == "12"
+
+
+class _Str(str):
+    """A ``str`` subclass: the fast paths test ``type(x) is str`` and must not differ on it."""
+
+
+# Every kind of id value: ids that trim to "0" or nothing, ints, bools, non-ids;
+# the tricky ones listed, so every run meets each of them.
+TRICKY_IDS: list[Any] = [
+    None, True, False, 0, 1, -1, 1.5, [], {}, "0", " 0 ", "00", "-0", "", "  ", "\t0\n",
+    "c1", " c1 ", _Str("0"), _Str(" c1 "), _Str(""),
+]
+ID_VALUES = st.one_of(
+    st.sampled_from(TRICKY_IDS),
+    st.integers(),
+    st.text(alphabet=" 0a\t\u00a0\u2003", max_size=4),
+    st.text(max_size=4).map(_Str),
+    st.floats(),
+    st.lists(st.integers(), max_size=1),
+)
+
+
+def _spec_usable_call_id(value: object) -> str | None:
+    """DESIGN §1 as written: a str or int, never bool, non-empty trimmed, not "0"."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    text = str(value).strip()
+    return text if text and text != "0" else None
+
+
+@settings(max_examples=500)
+@given(ID_VALUES)
+def test_mem_11_usable_call_id_is_the_rule_on_every_input(value: object) -> None:
+    assert usable_call_id(value) == _spec_usable_call_id(value)
+
+
+class _Call(dict[str, Any]):
+    """A ``dict`` subclass: the fast reader's plain-dict path must not differ on it."""
+
+
+CALL_ENTRIES = st.one_of(
+    st.fixed_dictionaries({}, optional={"tool_call_id": ID_VALUES, "id": ID_VALUES}),
+    st.fixed_dictionaries({}, optional={"tool_call_id": ID_VALUES, "id": ID_VALUES}).map(_Call),
+    ID_VALUES,
+)
+
+
+@settings(max_examples=1000)
+@given(CALL_ENTRIES)
+def test_mem_11_the_fast_reader_equals_entry_id_on_every_input(call: object) -> None:
+    assert _fast_entry_id(call) == entry_id(call)
 
 
 def test_mem_11_call_ids_are_unique_and_ordered() -> None:

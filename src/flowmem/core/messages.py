@@ -44,6 +44,9 @@ def usable_call_id(value: object) -> str | None:
     Usable: a ``str`` or ``int`` (never ``bool``), non-empty after trimming, and not
     ``"0"``/``0``, which the reference treats as absent (DESIGN.md §1).
     """
+    if type(value) is str:  # the common case first: normalize reads every id here
+        text = value.strip()
+        return text if text and text != "0" else None
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         return None
     text = str(value).strip()
@@ -74,6 +77,31 @@ def entry_id(call: object) -> str | None:
         return None
     first = usable_call_id(call.get("tool_call_id"))
     return first if first is not None else usable_call_id(call.get("id"))
+
+
+def _fast_entry_id(call: object) -> str | None:
+    """``entry_id`` with a plain dict holding string ids read inline, for the MEM-5 hot loops.
+
+    Implements MEM-11 exactly as ``entry_id`` does: a hypothesis property test
+    (tests/core/test_messages.py) proves the two equal on every input. It exists for
+    speed only (``bench/core.py``: normalize reads one id per tool call entry).
+    """
+    if type(call) is dict:
+        raw = call.get("tool_call_id")
+        if type(raw) is str:
+            text = raw.strip()
+            if text and text != "0":
+                return text
+        elif raw is not None:
+            found = usable_call_id(raw)
+            if found is not None:
+                return found
+        raw = call.get("id")
+        if type(raw) is str:
+            text = raw.strip()
+            return text if text and text != "0" else None
+        return None if raw is None else usable_call_id(raw)
+    return entry_id(call)
 
 
 def call_ids(message: Mapping[str, Any]) -> list[str]:

@@ -13,9 +13,9 @@ from flowmem.core.messages import (
     ROLES,
     UNTEXTABLE_KINDS,
     Message,
+    _fast_entry_id,
     call_kind,
     coerce_content,
-    entry_id,
     healed_flat,
     is_empty_content,
     is_healed,
@@ -133,8 +133,7 @@ def _repair_pass(
                     meta = entry.get("metadata")
                     if isinstance(meta, Mapping):
                         raw = meta.get("tool_call_id")
-                # a blank or "0" id is never declared, so it needs no test of its own
-                rid = raw.strip() if type(raw) is str else usable_call_id(raw)
+                rid = usable_call_id(raw)
             else:
                 rid = usable_call_id(raw)
                 if rid is None and "metadata" in entry:
@@ -189,26 +188,7 @@ def _repair_pass(
         ids: list[str] = []
         if isinstance(calls, list):
             for call in calls:
-                # ``entry_id`` (MEM-11), with the plain dict case first
-                if type(call) is dict:
-                    cid = None
-                    raw = call.get("tool_call_id")
-                    if type(raw) is str:
-                        cid = raw.strip()
-                        if not cid or cid == "0":
-                            cid = None
-                    elif raw is not None:
-                        cid = usable_call_id(raw)
-                    if cid is None:
-                        raw = call.get("id")
-                        if type(raw) is str:
-                            cid = raw.strip()
-                            if not cid or cid == "0":
-                                cid = None
-                        elif raw is not None:
-                            cid = usable_call_id(raw)
-                else:
-                    cid = entry_id(call)
+                cid = _fast_entry_id(call)
                 if cid is None or cid in declared_at:
                     dropped += 1  # no usable id, or declared before: the first owns it
                     continue

@@ -9,8 +9,8 @@ from typing import Any
 from flowmem.core.messages import (
     ROLES,
     UNTEXTABLE_KINDS,
+    _fast_entry_id,
     call_kind,
-    entry_id,
     is_healed,
     raw_tool_calls,
     result_id,
@@ -50,14 +50,6 @@ def _violation(index: int, code: str, detail: str = "") -> Violation:
     return Violation(index, code, sentence)
 
 
-def _id_text(raw: object) -> str | None:
-    """``usable_call_id`` with the plain-string case first (it is the common one)."""
-    if type(raw) is str:
-        text = raw.strip()
-        return text if text and text != "0" else None
-    return None if raw is None else usable_call_id(raw)
-
-
 def check_sendable(messages: object) -> list[Violation]:
     """Return every violation a provider would reject, in list order.
 
@@ -88,7 +80,7 @@ def check_sendable(messages: object) -> list[Violation]:
             if index == 0:
                 found.append(_violation(index, "tool_leading"))
                 continue
-            rid = _id_text(row.get("tool_call_id"))
+            rid = usable_call_id(row.get("tool_call_id"))
             if rid is None and "metadata" in row:
                 rid = result_id(row)
             if rid is not None and rid in answered:
@@ -120,12 +112,7 @@ def check_sendable(messages: object) -> list[Violation]:
         if not isinstance(calls, list):
             continue
         for call in calls:
-            if type(call) is dict:
-                cid = _id_text(call.get("tool_call_id"))
-                if cid is None:
-                    cid = _id_text(call.get("id"))
-            else:
-                cid = entry_id(call)
+            cid = _fast_entry_id(call)
             if cid is None:
                 found.append(_violation(index, "invalid_call_id"))
             elif cid in declared:
