@@ -79,8 +79,9 @@ class TurnRunner(Protocol):
 def memory_context(session: SessionRecord, node_id: Any = None) -> ExecutionContext:
     """Return the execution context a session's turn (or node ``node_id``) runs under.
 
-    Implements MEM-8: the user is the session's owner when that owner is a real
-    user, otherwise nobody — never the caller driving the turn.
+    Implements MEM-8. The user is the session's owner when that owner is a real
+    user, otherwise nobody — never the caller driving the turn. The one place this
+    rule is built: the agent runtime's ``turn_context`` extends this context.
     """
     return ExecutionContext(
         session_id=session.id, user_id=usable_identity(session.owner), node_id=node_id

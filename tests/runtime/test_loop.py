@@ -16,7 +16,9 @@ import pytest
 from flowmem.core import HEALED_CONTENT, check_sendable
 from flowmem.errors import AccessDeniedError, ConflictError, InvalidInputError
 from flowmem.runtime.agent import MemorySpec
-from flowmem.runtime.loop import TurnEvent
+from flowmem.runtime.loop import TurnEvent, turn_context
+from flowmem.scope import ExecutionContext
+from flowmem.sessions import memory_context
 from flowmem.store import MemoryStore, Store
 from flowmem.store.base import Address
 from tests.runtime.fake_provider import FakeProvider, calls, failure, text
@@ -344,6 +346,24 @@ def test_mem_8_turn_reads_and_writes_the_owners_user_memory_never_the_callers(
     }
     assert '"scope_id": "alice"' in results["m1"] and '"success": true' in results["m1"]
     assert '"value": "likes tea"' in results["m2"]
+
+
+@pytest.mark.parametrize("owner", ["alice", None, "0", " "])
+def test_mem_8_turn_context_is_the_sessions_memory_context_for_the_turn(
+    owner: str | None, tmp_path: Path
+) -> None:
+    store = MemoryStore()
+    runner = make_runner(store, "http://127.0.0.1:9", counting_tools(tmp_path))
+    session = new_session(store, owner=owner)
+    context = turn_context(runner.agent_for(session), session, "t1")
+    assert context == ExecutionContext(
+        workflow_id="agent:helper",
+        execution_id="t1",
+        session_id=session.id,
+        user_id=memory_context(session).user_id,
+        metadata={"agent": "helper", "turn_id": "t1"},
+    )
+    assert context.user_id == ("alice" if owner == "alice" else None)
 
 
 def test_mem_8_on_an_unowned_session_the_user_scope_refuses(

@@ -25,8 +25,9 @@ from flowmem.runtime.agent import Agent
 from flowmem.runtime.models import ModelReply, ToolCall
 from flowmem.runtime.state import RuntimeState
 from flowmem.runtime.tools import ToolContext, ToolOutcome
-from flowmem.scope import ExecutionContext, usable_identity
+from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
+from flowmem.sessions import memory_context
 from flowmem.store.base import SessionRecord, Store
 
 INTERRUPTED_NOT_RERUN = (
@@ -78,18 +79,16 @@ def tool_node_id(name: str) -> str:
 def turn_context(agent: Agent, session: SessionRecord, turn_id: str) -> ExecutionContext:
     """Return the execution context of a turn on ``session``.
 
-    Implements MEM-8: the user is the session's owner when the owner is a real user,
-    and nobody otherwise — never the caller who drives the turn (the runner is not
-    even told who that is). The turn as a whole runs at no node: each node call of
-    the loop names its own (``TurnLoop._at``), so a refusal names it (MEM-7).
+    The session and user come from ``flowmem.sessions.memory_context`` (MEM-8: the
+    owner when a real user, nobody otherwise — never the caller who drives the turn;
+    the runner is not even told who that is); this adds the turn's workflow and
+    execution ids. The turn as a whole runs at no node: each node call of the loop
+    names its own (``TurnLoop._at``), so a refusal names it (MEM-7).
     """
-    return ExecutionContext(
+    return replace(
+        memory_context(session),
         workflow_id=f"agent:{agent.name}",
-        pipeline_id=None,
         execution_id=turn_id,
-        node_id=None,
-        session_id=session.id,
-        user_id=usable_identity(session.owner),
         metadata={"agent": agent.name, "turn_id": turn_id},
     )
 
