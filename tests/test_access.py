@@ -21,6 +21,7 @@ VIEW_ANY = Principal("carol", frozenset({"sessions:view_any"}), "t-view")
 DRIVE_ANY = Principal("dave", frozenset({"sessions:drive_any"}), "t-drive")
 ADMIN = Principal("root", frozenset({"admin"}), "t-admin")
 SERVICE = Principal(None, frozenset({"sessions:create"}), "t-service")
+SHARED = Principal(None, frozenset({"memory:shared"}), "t-shared")
 REVOKED = Principal("alice", frozenset({"admin", "sessions:create"}), "t-revoked", revoked=True)
 
 PRINCIPALS = {
@@ -30,6 +31,7 @@ PRINCIPALS = {
     "drive_any": DRIVE_ANY,
     "admin": ADMIN,
     "service": SERVICE,
+    "shared": SHARED,
     "revoked": REVOKED,
 }
 
@@ -45,7 +47,7 @@ def session_for(kind: str, principal: Principal) -> FakeSession | None:
     return None
 
 
-C, L, V, D, X, E, R, U = (
+C, L, V, D, X, E, R, U, A, S = (
     "create",
     "list",
     "view",
@@ -54,25 +56,34 @@ C, L, V, D, X, E, R, U = (
     "edit_message",
     "delete_message",
     "erase_user",
+    "list_all",
+    "shared_memory",
 )
-ALL = {C, L, V, D, X, E, R, U}
+ALL = {C, L, V, D, X, E, R, U, A, S}
 
 # principal -> session kind -> the set of allowed actions (every other action is denied).
 EXPECTED: dict[str, dict[str, set[str]]] = {
     "owner": {"own": {C, L, V, D, X}, "another": {C}, "unowned": {C}, "missing": {C, L}},
     "other_user": {"own": {L, V, D, X}, "another": set(), "unowned": set(), "missing": {L}},
-    "view_any": {"own": {L, V, D, X}, "another": {L, V}, "unowned": {L, V}, "missing": {L}},
+    # list_all and shared_memory judge no session, like create and erase_user
+    "view_any": {
+        "own": {L, V, D, X, A},
+        "another": {L, V, A},
+        "unowned": {L, V, A},
+        "missing": {L, A},
+    },
     "drive_any": {
-        "own": {L, V, D, X},
-        "another": {L, V, D},
-        "unowned": {L, V, D},
-        "missing": {L},
+        "own": {L, V, D, X, A},
+        "another": {L, V, D, A},
+        "unowned": {L, V, D, A},
+        "missing": {L, A},
     },
     # erase_user judges no session: an admin may erase whatever the session kind
-    "admin": {"own": ALL, "another": ALL, "unowned": ALL, "missing": {C, L, U}},
+    "admin": {"own": ALL, "another": ALL, "unowned": ALL, "missing": {C, L, U, A, S}},
     # A service principal has no user id: the "own" session is an unowned one, and
     # matching one absent identity against another grants nothing (MEM-9).
     "service": {"own": {C}, "another": {C}, "unowned": {C}, "missing": {C, L}},
+    "shared": {"own": {S}, "another": {S}, "unowned": {S}, "missing": {L, S}},
     "revoked": {"own": set(), "another": set(), "unowned": set(), "missing": set()},
 }
 

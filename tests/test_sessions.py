@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from flowmem.access import Principal
+from flowmem import access
+from flowmem.access import Decision, Principal
 from flowmem.errors import (
     AccessDeniedError,
     ConflictError,
@@ -20,6 +21,7 @@ from flowmem.service import MemoryService
 from flowmem.sessions import (
     BUFFER_KEY,
     BUFFER_SCOPE,
+    SessionPage,
     SessionService,
     memory_context,
 )
@@ -111,6 +113,24 @@ def test_mem_9_list_shows_only_viewable(service: SessionService) -> None:
     assert service.list_sessions(VIEWER, 100, 0).total == 5
     assert service.list_sessions(NOBODY, 100, 0).total == 0
     assert service.list_sessions(SERVICE, 100, 0).total == 5  # drive_any implies view
+
+
+def test_mem_9_listing_every_session_is_the_list_all_decision(
+    service: SessionService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hook that denies ``list_all`` leaves a viewer only the sessions it owns."""
+    service.create(ALICE, "a")
+    service.create(SERVICE, "unowned")
+    assert service.list_sessions(VIEWER, 100, 0).total == 2
+
+    def no_list_all(
+        principal: Principal, action: str, session: object, decision: Decision
+    ) -> Decision | None:
+        return Decision(False, "owned sessions only", "hook") if action == "list_all" else None
+
+    monkeypatch.setattr(access, "HOOKS", [no_list_all])
+    assert service.list_sessions(VIEWER, 100, 0) == SessionPage([], 0)
+    assert service.list_sessions(ALICE, 100, 0).total == 1
 
 
 @pytest.mark.parametrize("bad", ["nope", "", "1234", "x" * 100, 42, None])

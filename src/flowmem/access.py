@@ -9,8 +9,12 @@ The rules, in the order they are applied:
 1. A revoked principal is denied everything.
 2. ``create`` needs the ``sessions:create`` permission (or ``admin``); ``list``
    is open to every principal (the entries are filtered by ``view``);
-   ``erase_user`` (delete everything stored for a user id) needs ``admin``, and
-   judges no session.
+   ``erase_user`` (delete everything stored for a user id) needs ``admin``;
+   ``list_all`` (list every session, not only one's own) needs
+   ``sessions:view_any``, ``sessions:drive_any`` or ``admin``, the permissions that
+   let a principal view any session; ``shared_memory`` (use the shared memory
+   scopes ``global``, ``workflow``, ``pipeline``, ``execution``) needs
+   ``memory:shared`` (or ``admin``). These four judge no session.
 3. Every other action needs a session: a missing session (None) is denied,
    since the ownership it would be judged against cannot be established (MEM-15).
 4. Ownership needs a real id on both sides: a principal without a usable user id
@@ -53,6 +57,8 @@ ACTIONS: tuple[str, ...] = (
     "edit_message",
     "delete_message",
     "erase_user",
+    "list_all",
+    "shared_memory",
 )
 
 
@@ -127,6 +133,11 @@ def owns(principal: Principal, session: SessionLike | None) -> bool:
     return mine is not None and theirs is not None and mine == theirs
 
 
+def _views_any(principal: Principal) -> bool:
+    """True when ``principal`` may view every session, owned or not (MEM-9)."""
+    return principal.has(PERM_VIEW_ANY) or principal.has(PERM_DRIVE_ANY)
+
+
 def _allow(reason: str, rule: str) -> Decision:
     return Decision(True, reason, rule)
 
@@ -154,6 +165,20 @@ def _rules(principal: Principal, action: str, session: SessionLike | None) -> De
         if principal.is_admin:
             return _allow("the principal is an admin", "admin")
         return _deny("erasing a user's data needs admin", "admin")
+    if action == "list_all":
+        if _views_any(principal):
+            return _allow("the principal may view any session", "MEM-9")
+        return _deny(
+            "listing every session needs sessions:view_any, sessions:drive_any or admin", "MEM-9"
+        )
+    if action == "shared_memory":
+        if principal.has(PERM_SHARED):
+            return _allow("the principal may use the shared scopes", "access")
+        return _deny(
+            "the shared scopes (global, workflow, pipeline, execution) need the "
+            f"{PERM_SHARED} permission",
+            "access",
+        )
     if action == "list":
         if session is None:
             return _allow("listing is open; entries are filtered by view", "MEM-9")
@@ -164,7 +189,7 @@ def _rules(principal: Principal, action: str, session: SessionLike | None) -> De
     if action == "view":
         if mine:
             return _allow("the principal owns the session", "MEM-9")
-        if principal.has(PERM_VIEW_ANY) or principal.has(PERM_DRIVE_ANY):
+        if _views_any(principal):
             return _allow("the principal may view any session", "MEM-9")
         return _deny("the principal neither owns nor may view this session", "MEM-9")
     if action == "drive":

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import astuple, dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from flowmem.access import PERM_DRIVE_ANY, PERM_VIEW_ANY, Principal, decide
+from flowmem.access import Principal, decide
 from flowmem.core import Message, check_storable, storable_text, to_row
 from flowmem.errors import (
     AccessDeniedError,
@@ -300,7 +300,7 @@ class SessionService:
         decision = decide(principal, "list", None)
         if not decision.allowed:
             raise AccessDeniedError(decision.reason, rule=decision.rule)
-        include_all = principal.has(PERM_VIEW_ANY) or principal.has(PERM_DRIVE_ANY)
+        include_all = decide(principal, "list_all", None).allowed
         owner = principal.identity
         if not include_all and owner is None:
             return SessionPage([], 0)  # an absent identity owns nothing (MEM-9)

@@ -486,6 +486,24 @@ def test_shared_scopes_need_permission(api: Api) -> None:
     assert api.call("GET", "/v1/memory/global/k", "admin").json()["value"] == {"x": 1}
 
 
+def test_shared_scopes_are_the_shared_memory_decision(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hook that denies ``shared_memory`` refuses even a caller with ``memory:shared``."""
+    from flowmem import access
+
+    def no_shared(
+        principal: access.Principal, action: str, session: object, decision: access.Decision
+    ) -> access.Decision | None:
+        return access.Decision(False, "closed", "hook") if action == "shared_memory" else None
+
+    monkeypatch.setattr(access, "HOOKS", [no_shared])
+    before = snapshot(api)
+    response = api.call("PUT", "/v1/memory/global/k", "shared", json={"value": 1})
+    assert response.status_code == 403 and error_code(response) == "forbidden"
+    assert snapshot(api) == before
+
+
 def test_unknown_scope_is_422(api: Api) -> None:
     response = api.call("GET", "/v1/buffers/planet/k")
     assert response.status_code == 422

@@ -9,13 +9,14 @@
   the scope refuses (MEM-13) and the result is neutral. A session the caller may
   not view is 404; one it may view but not drive is 403 for a write.
 - ``global``/``workflow``/``pipeline``/``execution`` (shared scopes): need the
-  ``memory:shared`` permission (403 otherwise); the ids come from the
+  ``memory:shared`` permission, the ``shared_memory`` action of
+  ``flowmem.access.decide`` (403 otherwise); the ids come from the
   ``workflow_id``/``pipeline_id``/``execution_id`` query parameters.
 """
 
 from __future__ import annotations
 
-from flowmem.access import PERM_SHARED, Principal
+from flowmem.access import Principal, decide
 from flowmem.errors import AccessDeniedError
 from flowmem.scope import ExecutionContext, check_scope
 from flowmem.sessions import SessionService, memory_context
@@ -36,8 +37,6 @@ def scope_context(
 ) -> ExecutionContext:
     """Return the execution context a memory request of ``principal`` runs under."""
     name = check_scope(scope)
-    if principal.revoked:
-        raise AccessDeniedError("the token is revoked", rule="auth")
     if name == "user":
         return ExecutionContext(user_id=principal.identity, node_id=NODE_ID)
     if name == "session":
@@ -45,10 +44,9 @@ def scope_context(
             return ExecutionContext(node_id=NODE_ID)  # refuses: no session (MEM-13)
         session = sessions.load(principal, session_id, "drive" if write else "view")
         return memory_context(session, NODE_ID)
-    if not principal.has(PERM_SHARED):
-        raise AccessDeniedError(
-            f"the {name} scope is shared: it needs the {PERM_SHARED} permission", rule="access"
-        )
+    decision = decide(principal, "shared_memory", None)
+    if not decision.allowed:
+        raise AccessDeniedError(decision.reason, rule=decision.rule)
     return ExecutionContext(
         workflow_id=workflow_id,
         pipeline_id=pipeline_id,
