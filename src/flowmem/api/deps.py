@@ -41,8 +41,8 @@ class Caller:
     left the principal in the request state; ``authenticate`` returns it. Without
     the gate (an app assembled otherwise) the token is looked up inside the same
     thread hop as the route's store work (``run``). A request refused by
-    validation is authenticated by the 422 handler first (``flowmem.api.errors``),
-    so an unauthenticated caller only ever sees 401.
+    validation has passed the gate too, so an unauthenticated caller only ever
+    sees 401.
     """
 
     request: Request

@@ -4,6 +4,11 @@ Every refusal is ``{"error": {"code": STABLE_CODE, "message": …}}``; a 422 add
 ``details`` (one entry per invalid field). Codes the HTTP layer itself produces
 (``invalid_json``, ``body_too_deep``, ``unsupported_media_type``…) are listed
 here too, so every code a client can see is in one place.
+
+The handlers only map: they do no I/O. Authentication is not theirs: the request
+gate (``flowmem.api.gate``) answers 401 before routing to any request off the open
+paths without a valid token, so an error a handler maps (a 422 included) is always
+told to an authenticated caller, and an unauthenticated one only ever sees 401.
 """
 
 from __future__ import annotations
@@ -16,10 +21,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import iter_route_contexts
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from flowmem.auth import authenticate, bearer_token
 from flowmem.errors import (
     AccessDeniedError,
     AuthenticationError,
@@ -175,10 +178,6 @@ async def _flowmem_error(request: Request, exc: Exception) -> JSONResponse:
     if not isinstance(exc, FlowmemError):
         return await _unexpected(request, exc)
     status = status_for(exc)
-    if status != 401:
-        refused = await _unauthenticated(request)
-        if refused is not None:
-            return refused
     if status >= 500:
         log.error("request failed: %s", exc.message, exc_info=exc)
         record_store_fault(request.app, exc)
@@ -194,26 +193,9 @@ def _location(loc: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(str(part) for part in loc)
 
 
-async def _unauthenticated(request: Request) -> JSONResponse | None:
-    """Return the 401 response when the request's token is not valid (before telling it 422)."""
-    if getattr(request.state, "principal", None) is not None or request.url.path in OPEN_PATHS:
-        return None
-    try:
-        token = bearer_token(request.headers.get("authorization"))
-        await run_in_threadpool(authenticate, request.app.state.services.store, token)
-    except AuthenticationError as exc:
-        return error_response(401, exc.code, exc.message)
-    except FlowmemError:
-        return None  # e.g. the store is down: the original error stands
-    return None
-
-
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     if not isinstance(exc, RequestValidationError):
         return await _unexpected(request, exc)
-    refused = await _unauthenticated(request)
-    if refused is not None:
-        return refused
     details = [
         {"field": _location(item.get("loc", ())), "message": str(item.get("msg", "invalid"))}
         for item in exc.errors()
