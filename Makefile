@@ -1,25 +1,39 @@
 # flowmem developer commands. Every target creates its own virtual environment.
+# `make run` and `make demo` install only what serving and the demo need (the `server`
+# and `runtime` extras); `make test`, `make lint` and `make bench` add the rest. Each
+# stage has its own stamp, so `make run` after `make test` installs nothing and
+# `make test` after `make run` installs only what is missing.
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+USER_STAMP := $(VENV)/.installed-user
+DEV_STAMP := $(VENV)/.installed-dev
 
 .PHONY: setup run demo test lint bench clean
 
-setup: $(STAMP)
+setup: $(DEV_STAMP)
 
-$(STAMP): pyproject.toml
+$(PY):
 	python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[all,dev,bench]'
-	touch $(STAMP)
+	$(PY) -m pip install --progress-bar on --upgrade pip
+
+$(USER_STAMP): pyproject.toml | $(PY)
+	@echo "installing flowmem[server,runtime] into $(VENV) (first run only)"
+	$(PY) -m pip install --progress-bar on -e '.[server,runtime]'
+	touch $(USER_STAMP)
+
+# The full install includes everything the user stage has, so it satisfies both stamps.
+$(DEV_STAMP): pyproject.toml | $(PY)
+	@echo "installing flowmem[all,dev,bench] into $(VENV) (first run only)"
+	$(PY) -m pip install --progress-bar on -e '.[all,dev,bench]'
+	touch $(DEV_STAMP) $(USER_STAMP)
 
 ## The README's first command: flowmem's main job, the HTTP memory server, on the
 ## embedded default (SQLite file ./flowmem.db). The first start prints an admin token.
-run: setup
+run: $(USER_STAMP)
 	$(VENV)/bin/flowmem serve
 
 ## A crashed agent healed: SIGKILL mid tool call, restart, next turn accepted.
-demo: setup
+demo: $(USER_STAMP)
 	$(VENV)/bin/flowmem demo
 
 lint: setup

@@ -21,6 +21,7 @@ import pytest
 
 from flowmem.api.app import DATABASE_ENV as APP_DATABASE_ENV
 from flowmem.cli.database import DATABASE_ENV, redact
+from flowmem.cli.errors import EXIT_CANNOT_LISTEN
 
 pytestmark = pytest.mark.slow
 
@@ -203,12 +204,30 @@ def test_a_first_start_that_cannot_listen_creates_no_token(tmp_path: Path) -> No
             text=True,
             timeout=60,
         )
-    assert done.returncode != 0
+    assert done.returncode == EXIT_CANNOT_LISTEN, done.stderr
     assert "cannot listen" in done.stderr and "flowmem token create --admin" in done.stderr
     assert "admin token" not in done.stdout
     assert not (tmp_path / "flowmem-admin-token").exists()
     listed = run_cli(["token", "list", "--database", f"sqlite:///{tmp_path}/flowmem.db"], tmp_path)
     assert listed == ""  # the next start still bootstraps
+
+
+def test_a_later_start_on_a_busy_port_exits_with_the_cannot_listen_code(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path}/flowmem.db"
+    run_cli(["token", "create", "--user", "ana", "--admin", "--database", db], tmp_path)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [*FLOWMEM, "serve", "--port", str(port), "--database", db],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == EXIT_CANNOT_LISTEN, done.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
 
 
 def test_a_start_without_an_admin_token_says_how_to_create_one(tmp_path: Path) -> None:

@@ -27,3 +27,14 @@ from flowmem.errors import (
 )
 def test_storage_conditions_have_their_own_exit_codes(error: FlowmemError, code: int) -> None:
     assert exit_code_for(error) == code
+
+
+def test_a_busy_port_has_its_own_exit_code_documented_in_the_guide() -> None:
+    from pathlib import Path
+
+    from flowmem.cli.errors import EXIT_CANNOT_LISTEN, EXIT_CODES, EXIT_FAILURE, EXIT_INPUT
+
+    taken = {code for _, code in EXIT_CODES} | {0, 1, EXIT_INPUT, EXIT_FAILURE, 130}
+    assert EXIT_CANNOT_LISTEN not in taken
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "guide.md").read_text(encoding="utf-8")
+    assert f"{EXIT_CANNOT_LISTEN} the server cannot listen" in guide

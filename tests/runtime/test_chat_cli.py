@@ -114,6 +114,18 @@ def test_chat_scripted_needs_no_provider(tmp_path: Path) -> None:
     assert "You said: hi" in result.output
 
 
+def test_chat_scripted_says_which_phrases_call_which_tool_when_it_starts() -> None:
+    from flowmem.runtime.scripted import PHRASES, respond
+
+    result = CliRunner().invoke(cli, ["chat", "--scripted", "--database", "memory://"], input="/quit\n")
+    assert result.exit_code == 0, result.output
+    banner = result.output.split("you>")[0]
+    for phrase, tool in PHRASES:
+        assert f"'{phrase}' → {tool}" in banner, banner
+        reply = respond([{"role": "user", "content": phrase}], [])
+        assert [call.name for call in reply.tool_calls] == [tool], phrase
+
+
 def test_chat_unknown_session_is_an_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         cli, ["chat", "--scripted", "--database", f"sqlite:///{tmp_path}/x.db", "--session", "nope"]

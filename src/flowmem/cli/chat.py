@@ -27,7 +27,7 @@ from flowmem.runtime.agent import MemorySpec
 from flowmem.runtime.loop import TurnEvent
 from flowmem.runtime.models import Model, OpenAIChatModel
 from flowmem.runtime.runner import AgentRunner
-from flowmem.runtime.scripted import scripted_assistant
+from flowmem.runtime.scripted import phrases_hint, scripted_assistant
 from flowmem.runtime.serving import default_agent
 from flowmem.scope import usable_identity
 from flowmem.service import MemoryService
@@ -164,6 +164,9 @@ def chat_command(
         address = Address(agent.memory.scope, session.id, agent.memory.key)
         console.print(f"[bold]flowmem chat[/] session [cyan]{session.id}[/] on {escape(store.url)}")
         console.print(f"[dim]owner: {session.owner or '(none)'} — {HELP}[/]")
+        if scripted:
+            hint = escape(phrases_hint())
+            console.print(f"[dim]scripted model, no provider — {hint}[/]", soft_wrap=True)
         pending = _dangling(store.load(address))
         if pending:
             console.print(

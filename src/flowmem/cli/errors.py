@@ -19,7 +19,8 @@ from flowmem.errors import (
 
 # Exit codes: 0 success, 1 "the answer is no" (e.g. violations found),
 # 2 bad input or usage, 3 not found, 4 denied, 5 conflict, 6 storage or provider failure,
-# 7 storage full, 8 database read-only, 9 database damaged.
+# 7 storage full, 8 database read-only, 9 database damaged, 10 cannot listen (the
+# server's address is in use or cannot be bound).
 EXIT_CODES: list[tuple[type[FlowmemError], int]] = [
     (NotFoundError, 3),
     (AuthenticationError, 4),
@@ -31,6 +32,13 @@ EXIT_CODES: list[tuple[type[FlowmemError], int]] = [
 ]
 EXIT_INPUT = 2
 EXIT_FAILURE = 6
+EXIT_CANNOT_LISTEN = 10
+
+
+class CannotListenError(click.ClickException):
+    """``flowmem serve`` cannot bind its address (e.g. the port is in use): exit code 10."""
+
+    exit_code = EXIT_CANNOT_LISTEN
 
 
 def exit_code_for(error: FlowmemError) -> int:

@@ -40,6 +40,7 @@ from flowmem.cli.database import (
     default_database_url,
     redact,
 )
+from flowmem.cli.errors import CannotListenError
 from flowmem.errors import ConfigurationError
 from flowmem.limits import ENV as LIMIT_ENV
 from flowmem.limits import Limits
@@ -145,18 +146,18 @@ class Bootstrap:
 
 
 def check_listenable(host: str, port: int) -> None:
-    """Refuse (ClickException) when ``host:port`` cannot be bound, before anything is created."""
+    """Refuse (``CannotListenError``) when ``host:port`` cannot be bound, before anything is created."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except OSError as exc:
-        raise click.ClickException(f"cannot listen on {host}:{port}: {exc}") from exc
+        raise CannotListenError(f"cannot listen on {host}:{port}: {exc}") from exc
     family, kind, proto, _, address = infos[0]
     with socket.socket(family, kind, proto) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
         try:
             sock.bind(address)
         except OSError as exc:
-            raise click.ClickException(f"cannot listen on {host}:{port}: {exc}") from exc
+            raise CannotListenError(f"cannot listen on {host}:{port}: {exc}") from exc
 
 
 def _new_private_file(path: Path) -> IO[str]:
@@ -192,8 +193,8 @@ def bootstrap(
         return None
     try:
         check_listenable(host, port)
-    except click.ClickException as exc:
-        raise click.ClickException(
+    except CannotListenError as exc:
+        raise CannotListenError(
             f"{exc.message}; nothing was created: the next start creates the first admin "
             f"token, or create one with `{CREATE_ADMIN_HINT}`"
         ) from None
@@ -396,6 +397,8 @@ def serve_command(
         os.environ[DATABASE_ENV] = url
         os.environ["FLOWMEM_STORE_CONCURRENCY"] = str(store_concurrency)
         os.environ["FLOWMEM_INLINE_STORE"] = "1" if inline_store else "0"
+    if created is None:
+        check_listenable(host, port)  # the first start checked before creating its token
     announce(created, has_admin, url, host, port)
     click.echo(
         f"flowmem serving {redact(url)} on http://{host}:{port} with {workers} worker(s)",

@@ -6,6 +6,8 @@ is sent the way a provider does (``ScriptedModel(check=True)``):
 - ``remember KEY = VALUE`` → calls ``remember``; ``recall KEY`` → ``recall``;
   ``forget KEY`` → ``forget``; a message mentioning the time → ``current_time``;
 - after tool results, it reports them; anything else is echoed back.
+
+``PHRASES`` lists an example of each; ``flowmem chat --scripted`` prints them at its start.
 """
 
 from __future__ import annotations
@@ -21,6 +23,20 @@ from flowmem.runtime.models import ModelReply, ScriptedModel, ToolCall
 _REMEMBER = re.compile(r"^\s*remember\s+(?P<key>[^=]+?)\s*=\s*(?P<value>.+?)\s*$", re.I)
 _RECALL = re.compile(r"^\s*(?P<verb>recall|forget)\s+(?P<key>.+?)\s*$", re.I)
 _TIME = re.compile(r"\btime\b", re.I)
+
+# What makes the scripted model call a tool: (an example you can type, the tool it calls).
+# ``flowmem chat --scripted`` prints these when it starts; a test sends each one.
+PHRASES: tuple[tuple[str, str], ...] = (
+    ("remember color = blue", "remember"),
+    ("recall color", "recall"),
+    ("forget color", "forget"),
+    ("what time is it?", "current_time"),
+)
+
+
+def phrases_hint() -> str:
+    """One line naming the phrases that make the scripted model call each tool."""
+    return "tool phrases: " + "  ".join(f"'{text}' → {tool}" for text, tool in PHRASES)
 
 
 def _call(name: str, args: Mapping[str, Any]) -> ModelReply:
