@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
-from flowmem.errors import ConfigurationError
+from flowmem.errors import ConfigurationError, FlowmemError
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -83,4 +83,20 @@ def utf8_size(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
-__all__ = ["ENV", "KIB", "MIB", "Limits", "utf8_size"]
+def check_size(
+    text: str, limit: int, error: type[FlowmemError], what: str, **details: object
+) -> None:
+    """Raise ``error`` when the JSON ``text`` of ``what`` is over ``limit`` UTF-8 bytes (0: no limit)."""
+    if not limit:
+        return
+    size = utf8_size(text)
+    if size > limit:
+        raise error(
+            f"{what} is {size} bytes as JSON, over the limit of {limit} bytes",
+            limit=limit,
+            size=size,
+            **details,
+        )
+
+
+__all__ = ["ENV", "KIB", "MIB", "Limits", "check_size", "utf8_size"]

@@ -41,7 +41,7 @@ from flowmem.errors import (
     NotSerializableError,
     RecordTooLargeError,
 )
-from flowmem.limits import Limits, utf8_size
+from flowmem.limits import Limits, check_size
 from flowmem.scope import ExecutionContext, Refusal, check_scope, resolve_scope
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, SESSION_SCOPE, Address, Store, WriteGuard
 from flowmem.store.rows import check_batch, dump_json
@@ -227,14 +227,7 @@ def check_record(value: object, limit: int) -> None:
         text = dump_json(value, "value", compact=False)  # exactly what the stores write
     except NotSerializableError as exc:
         raise NotSerializableError(exc.message, argument="value") from exc
-    size = utf8_size(text)
-    if limit and size > limit:
-        raise RecordTooLargeError(
-            f"the value is {size} bytes as JSON, over the limit of {limit} bytes",
-            argument="value",
-            limit=limit,
-            size=size,
-        )
+    check_size(text, limit, RecordTooLargeError, "the value", argument="value")
 
 
 def check_message_sizes(rows: list[Message], limit: int) -> None:
@@ -242,15 +235,8 @@ def check_message_sizes(rows: list[Message], limit: int) -> None:
     if not limit:
         return
     for index, row in enumerate(rows):
-        size = utf8_size(dump_json(row, "message"))
-        if size > limit:
-            raise MessageTooLargeError(
-                f"message {index} is {size} bytes as stored JSON, over the limit of "
-                f"{limit} bytes",
-                argument="messages",
-                limit=limit,
-                size=size,
-            )
+        text = dump_json(row, "message")
+        check_size(text, limit, MessageTooLargeError, f"message {index}", argument="messages")
 
 
 def check_scope_id(scope_id: object) -> str:

@@ -36,7 +36,7 @@ from flowmem.errors import (
     PayloadTooLargeError,
     TooManySessionsError,
 )
-from flowmem.limits import utf8_size
+from flowmem.limits import check_size
 from flowmem.scope import ExecutionContext, stored_spellings, usable_identity
 from flowmem.store.base import (
     SESSION_SCOPE,
@@ -163,14 +163,7 @@ def _check_metadata(metadata: object, limit: int) -> dict[str, Any]:
         raise InvalidInputError(f"metadata is not JSON: {exc}", field="metadata") from exc
     if not storable_text(text):
         check_storable(metadata, "metadata")  # raises InvalidTextError naming the field
-    size = utf8_size(text)
-    if limit and size > limit:
-        raise MetadataTooLargeError(
-            f"metadata is {size} bytes as JSON, over the limit of {limit} bytes",
-            field="metadata",
-            limit=limit,
-            size=size,
-        )
+    check_size(text, limit, MetadataTooLargeError, "metadata", field="metadata")
     return dict(json.loads(text))
 
 
