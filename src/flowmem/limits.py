@@ -12,8 +12,9 @@ named in ``ENV`` (read by ``Limits.from_env``).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from flowmem.errors import ConfigurationError, FlowmemError
 
@@ -50,17 +51,7 @@ class Limits:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Limits:
         """The defaults, overridden by each ``ENV`` variable that is set (an integer >= 0)."""
-        source = os.environ if environ is None else environ
-        changes: dict[str, int] = {}
-        for name, variable in ENV.items():
-            raw = source.get(variable)
-            if raw is None or raw.strip() == "":
-                continue
-            try:
-                changes[name] = int(raw.strip())
-            except ValueError:
-                raise ConfigurationError(f"${variable} must be an integer, got {raw!r}") from None
-        return replace(cls(), **changes)
+        return replace(cls(), **env_values(ENV, environ, lambda raw: int(raw.strip()), "an integer"))
 
     def to_env(self) -> dict[str, str]:
         """The environment variables that reproduce these limits (for worker processes)."""
@@ -83,6 +74,30 @@ def utf8_size(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
+def env_values(
+    variables: Mapping[str, str],
+    environ: Mapping[str, str] | None,
+    parse: Callable[[str], Any],
+    kind: str,
+) -> dict[str, Any]:
+    """Parse each set variable of ``variables`` (field -> variable name): field -> value.
+
+    ``environ`` defaults to ``os.environ``; a blank variable counts as unset; one
+    ``parse`` cannot read is a ConfigurationError saying it must be ``kind``.
+    """
+    source = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for name, variable in variables.items():
+        raw = source.get(variable)
+        if raw is None or raw.strip() == "":
+            continue
+        try:
+            values[name] = parse(raw)
+        except ValueError:
+            raise ConfigurationError(f"${variable} must be {kind}, got {raw!r}") from None
+    return values
+
+
 def check_size(
     text: str, limit: int, error: type[FlowmemError], what: str, **details: object
 ) -> None:
@@ -99,4 +114,4 @@ def check_size(
         )
 
 
-__all__ = ["ENV", "KIB", "MIB", "Limits", "check_size", "utf8_size"]
+__all__ = ["ENV", "KIB", "MIB", "Limits", "check_size", "env_values", "utf8_size"]

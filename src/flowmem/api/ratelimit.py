@@ -24,17 +24,16 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from flowmem.api.errors import OPEN_PATHS, error_body
 from flowmem.errors import AuthRateLimitedError, ConfigurationError, RateLimitedError
+from flowmem.limits import env_values
 
 MAX_KEYS = 100_000  # buckets kept per table; the least recently used beyond it are forgotten
 
@@ -71,16 +70,7 @@ class RateLimits:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> RateLimits:
         """The defaults, overridden by each ``ENV`` variable that is set."""
-        source = os.environ if environ is None else environ
-        changes: dict[str, Any] = {}
-        for name, variable in ENV.items():
-            raw = source.get(variable)
-            if raw is None or raw.strip() == "":
-                continue
-            try:
-                changes[name] = float(raw) if "." in raw else int(raw)
-            except ValueError:
-                raise ConfigurationError(f"${variable} must be a number, got {raw!r}") from None
+        changes = env_values(ENV, environ, lambda raw: float(raw) if "." in raw else int(raw), "a number")
         return replace(cls(), **changes)
 
     def to_env(self) -> dict[str, str]:
