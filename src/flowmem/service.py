@@ -29,8 +29,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from flowmem.core import Message, check_storable, is_empty, prepare
@@ -42,8 +41,24 @@ from flowmem.errors import (
     RecordTooLargeError,
 )
 from flowmem.limits import Limits, check_size
+from flowmem.results import (
+    BufferPage,
+    BufferResult,
+    BufferRows,
+    BufferText,
+    PopResult,
+    ReadResult,
+    WriteResult,
+)
 from flowmem.scope import ExecutionContext, Refusal, check_scope, resolve_scope
-from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, SESSION_SCOPE, Address, Store, WriteGuard
+from flowmem.store.base import (
+    DEFAULT_LOCK_TIMEOUT,
+    SESSION_SCOPE,
+    Address,
+    Store,
+    SupportsPopLast,
+    WriteGuard,
+)
 from flowmem.store.rows import check_batch, dump_json
 
 log = logging.getLogger("flowmem")
@@ -51,136 +66,6 @@ log = logging.getLogger("flowmem")
 MAX_KEY_LENGTH = 255
 # built once: json.dumps with any option set builds a new encoder on every call
 _STRICT_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
-
-
-@dataclass(frozen=True)
-class ReadResult:
-    """What a memory read reports: the value (or the default), whether it was found."""
-
-    value: Any = None
-    found: bool = False
-    resolved_scope_id: str = ""
-    refusal: Refusal | None = field(default=None, compare=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return ``value``, ``found`` and ``resolved_scope_id`` as a plain dict."""
-        return {
-            "value": self.value,
-            "found": self.found,
-            "resolved_scope_id": self.resolved_scope_id,
-        }
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    """What a write, delete or clear reports.
-
-    ``success`` is False only on a refusal; ``removed`` is how many records (delete)
-    or rows (clear) existed and were removed (0 for a write).
-    """
-
-    success: bool = False
-    resolved_scope_id: str = ""
-    removed: int = 0
-    refusal: Refusal | None = field(default=None, compare=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return ``success``, ``resolved_scope_id`` and ``removed`` as a plain dict."""
-        return {
-            "success": self.success,
-            "resolved_scope_id": self.resolved_scope_id,
-            "removed": self.removed,
-        }
-
-
-@dataclass(frozen=True)
-class BufferResult:
-    """What a buffer append or load reports (MEM-14).
-
-    ``messages`` is the buffer after the call — for an append only when the caller
-    asked for it (``return_messages=True``), else empty (decision 0017) — ``count``
-    its number of rows, ``appended`` how many incoming messages became new rows and
-    ``appended_any`` whether that is more than zero.
-    """
-
-    messages: list[Message] = field(default_factory=list)
-    count: int = 0
-    appended: int = 0
-    appended_any: bool = False
-    resolved_scope_id: str = ""
-    refusal: Refusal | None = field(default=None, compare=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the five reported fields as a plain dict."""
-        return {
-            "messages": self.messages,
-            "count": self.count,
-            "appended": self.appended,
-            "appended_any": self.appended_any,
-            "resolved_scope_id": self.resolved_scope_id,
-        }
-
-
-@dataclass(frozen=True)
-class BufferPage:
-    """A page of a buffer: ``messages`` in order, the whole buffer's ``count``.
-
-    ``next_before`` is the cursor to pass as ``before`` for the page of older rows
-    (None when there are none).
-    """
-
-    messages: list[Message] = field(default_factory=list)
-    count: int = 0
-    next_before: int | None = None
-    resolved_scope_id: str = ""
-    refusal: Refusal | None = field(default=None, compare=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return ``messages``, ``count``, ``next_before`` and ``resolved_scope_id``."""
-        return {
-            "messages": self.messages,
-            "count": self.count,
-            "next_before": self.next_before,
-            "resolved_scope_id": self.resolved_scope_id,
-        }
-
-
-@dataclass(frozen=True)
-class BufferText:
-    """A buffer's rows as their stored compact JSON texts, unparsed (for streaming).
-
-    ``bodies`` are in order; ``count`` is the whole buffer's; ``next_before`` as in
-    ``BufferPage`` (None unless a page was asked for and older rows exist).
-    """
-
-    bodies: list[str] = field(default_factory=list)
-    count: int = 0
-    next_before: int | None = None
-    resolved_scope_id: str = ""
-    refusal: Refusal | None = field(default=None, compare=False)
-
-
-@dataclass(frozen=True)
-class BufferRows:
-    """A buffer's rows as an iterator read a batch at a time (``MemoryService.iter_load``).
-
-    Iterate it (once) for the rows in order; ``close`` it when stopping early, to
-    release what the store holds for it. A refusal iterates nothing (MEM-7).
-    """
-
-    rows: Iterator[Message] = field(default_factory=lambda: iter(()))
-    resolved_scope_id: str = ""
-    refusal: Refusal | None = field(default=None, compare=False)
-
-    def __iter__(self) -> Iterator[Message]:
-        """Return the rows' iterator."""
-        return self.rows
-
-    def close(self) -> None:
-        """Stop reading: release the store's connection, if the iterator holds one."""
-        close = getattr(self.rows, "close", None)
-        if close is not None:
-            close()
 
 
 def check_key(key: object) -> str:
@@ -594,3 +479,27 @@ class MemoryService:
         guard = address.scope_id if address.scope == SESSION_SCOPE else None
         removed = self.store.clear(address, guard_session=guard)
         return WriteResult(success=True, resolved_scope_id=scope_id, removed=removed)
+
+    def pop_last(self, scope: str, key: str, context: ExecutionContext | None) -> PopResult:
+        """Remove and return a buffer's last row (the Agents SDK's ``pop_item``).
+
+        A refusal removes nothing and reports failure (MEM-7). ConfigurationError
+        when the store cannot remove a row (it lacks ``SupportsPopLast``).
+        """
+        name = check_key(key)
+        resolved = self._resolve("pop", scope, name, context)
+        if isinstance(resolved, Refusal):
+            return PopResult(refusal=resolved)
+        return self.pop_last_raw(scope, resolved, name)
+
+    def pop_last_raw(self, scope: str, scope_id: str, key: str) -> PopResult:
+        """Remove a buffer's last row at an explicit scope id (trusted callers; no resolution)."""
+        address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
+        if not isinstance(self.store, SupportsPopLast):
+            raise ConfigurationError(
+                f"{type(self.store).__name__} cannot remove a buffer's last row (pop_last)"
+            )
+        row = self.store.pop_last(address)
+        return PopResult(
+            message=row, success=True, resolved_scope_id=scope_id, removed=int(row is not None)
+        )

@@ -24,24 +24,15 @@ from fastapi.routing import iter_route_contexts
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from flowmem.errors import (
-    AccessDeniedError,
-    AuthenticationError,
-    ConfigurationError,
-    ConflictError,
     FlowmemError,
-    InvalidInputError,
-    InvalidTextError,
-    LimitExceededError,
-    ModelError,
-    NotFoundError,
-    PayloadTooLargeError,
     RateLimitedError,
     StoreCorruptError,
-    StoreError,
     StoreFullError,
     StoreReadOnlyError,
-    ToolError,
 )
+from flowmem.statuses import HTTP_CODES, STATUS_TABLE, status_for
+
+__all__ = ["HTTP_CODES", "STATUS_TABLE", "status_for"]
 
 log = logging.getLogger("flowmem.http")
 
@@ -49,45 +40,6 @@ log = logging.getLogger("flowmem.http")
 OPEN_PATHS = frozenset(
     {"/health", "/health/store", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"}
 )
-
-# flowmem error class -> HTTP status; the first match wins (subclasses before bases).
-STATUS_TABLE: list[tuple[type[FlowmemError], int]] = [
-    (PayloadTooLargeError, 413),  # message_too_large, record_too_large, metadata_too_large too
-    (InvalidTextError, 422),
-    (InvalidInputError, 422),
-    (LimitExceededError, 409),  # buffer_full, too_many_sessions
-    (RateLimitedError, 429),  # rate_limited, too_many_auth_failures (with Retry-After)
-    (AuthenticationError, 401),
-    (AccessDeniedError, 403),
-    (NotFoundError, 404),
-    (ConflictError, 409),
-    (ConfigurationError, 500),
-    (StoreFullError, 507),
-    (StoreError, 503),
-    (ModelError, 502),
-    (ToolError, 502),
-]
-
-# Codes produced by the HTTP layer (not by a flowmem error class), with their status.
-HTTP_CODES: dict[str, int] = {
-    "invalid_json": 400,
-    "invalid_body": 400,
-    "body_too_deep": 400,
-    "duplicate_header": 400,
-    "ambiguous_length": 400,
-    "too_many_values": 413,
-    "unsupported_media_type": 415,
-    "payload_too_large": 413,
-    "request_timeout": 408,
-    "rate_limited": 429,
-    "too_many_auth_failures": 429,
-    "not_found": 404,
-    "method_not_allowed": 405,
-    "invalid_input": 422,
-    "invalid_text": 422,
-    "internal_error": 500,
-}
-
 
 # What a 5xx tells the client: one sentence per code, never the driver's text (paths,
 # hosts). A storage condition the operator must fix is named, so clients and probes
@@ -124,14 +76,6 @@ def recent_store_fault(app: Any) -> FlowmemError | None:
     if until is not None and time.monotonic() >= until:
         return None
     return error  # type: ignore[no-any-return]
-
-
-def status_for(error: FlowmemError) -> int:
-    """Return the HTTP status of a flowmem error (500 for an unmapped one)."""
-    for kind, status in STATUS_TABLE:
-        if isinstance(error, kind):
-            return status
-    return 500
 
 
 def error_body(

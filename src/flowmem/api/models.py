@@ -533,6 +533,12 @@ class WriteResult(BaseModel):
     removed: int = 0
 
 
+class PopResult(WriteResult):
+    """A buffer's last message removed: `message` is it (null when empty or refused)."""
+
+    message: dict[str, Any] | None = None
+
+
 PAYLOAD_SCHEMA: dict[str, Any] = {
     "description": "A message list (a bare array), or a request body: `{messages}` (flowmem "
     "rows, OpenAI Chat), Responses `{input, instructions}`, Anthropic `{system, messages}`; "

@@ -23,6 +23,7 @@ from flowmem.api.models import (
     BufferResult,
     Format,
     MemoryWrite,
+    PopResult,
     ReadResult,
     WriteResult,
 )
@@ -265,6 +266,25 @@ async def clear_buffer(call: MemoryCall = CALL) -> dict[str, Any]:
     memory, target = call.caller.services.memory, call.target
     return await run(
         call, lambda context, _: memory.clear(target.scope, target.key, context), write=True
+    )
+
+
+@router.delete(
+    "/buffers/{scope}/{key}/last",
+    response_model=PopResult,
+    responses=errors(*SCOPE_ERRORS),
+    openapi_extra=TARGET_OPENAPI,
+)
+async def pop_buffer(call: MemoryCall = CALL) -> dict[str, Any]:
+    """Remove and return a buffer's last message (the Agents SDK's `pop_item`).
+
+    `message` is the row removed, `null` when the buffer is empty; `success` is
+    false, and nothing removed, when the scope refused. A write: for scope
+    `session` the caller must be able to drive the session.
+    """
+    memory, target = call.caller.services.memory, call.target
+    return await run(
+        call, lambda context, _: memory.pop_last(target.scope, target.key, context), write=True
     )
 
 

@@ -1,0 +1,168 @@
+"""The plain results of memory operations, shared by ``MemoryService`` and ``flowmem.client``.
+
+Frozen dataclasses with no I/O: the in-process service and the HTTP client return
+the same types, so code written against ``flowmem.memory.Memory`` runs on either.
+``flowmem.service`` re-exports them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from flowmem.core import Message
+from flowmem.scope import Refusal
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """What a memory read reports: the value (or the default), whether it was found."""
+
+    value: Any = None
+    found: bool = False
+    resolved_scope_id: str = ""
+    refusal: Refusal | None = field(default=None, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``value``, ``found`` and ``resolved_scope_id`` as a plain dict."""
+        return {
+            "value": self.value,
+            "found": self.found,
+            "resolved_scope_id": self.resolved_scope_id,
+        }
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What a write, delete or clear reports.
+
+    ``success`` is False only on a refusal; ``removed`` is how many records (delete)
+    or rows (clear) existed and were removed (0 for a write).
+    """
+
+    success: bool = False
+    resolved_scope_id: str = ""
+    removed: int = 0
+    refusal: Refusal | None = field(default=None, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``success``, ``resolved_scope_id`` and ``removed`` as a plain dict."""
+        return {
+            "success": self.success,
+            "resolved_scope_id": self.resolved_scope_id,
+            "removed": self.removed,
+        }
+
+
+@dataclass(frozen=True)
+class BufferResult:
+    """What a buffer append or load reports (MEM-14).
+
+    ``messages`` is the buffer after the call — for an append only when the caller
+    asked for it (``return_messages=True``), else empty (decision 0017) — ``count``
+    its number of rows, ``appended`` how many incoming messages became new rows and
+    ``appended_any`` whether that is more than zero.
+    """
+
+    messages: list[Message] = field(default_factory=list)
+    count: int = 0
+    appended: int = 0
+    appended_any: bool = False
+    resolved_scope_id: str = ""
+    refusal: Refusal | None = field(default=None, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the five reported fields as a plain dict."""
+        return {
+            "messages": self.messages,
+            "count": self.count,
+            "appended": self.appended,
+            "appended_any": self.appended_any,
+            "resolved_scope_id": self.resolved_scope_id,
+        }
+
+
+@dataclass(frozen=True)
+class BufferPage:
+    """A page of a buffer: ``messages`` in order, the whole buffer's ``count``.
+
+    ``next_before`` is the cursor to pass as ``before`` for the page of older rows
+    (None when there are none).
+    """
+
+    messages: list[Message] = field(default_factory=list)
+    count: int = 0
+    next_before: int | None = None
+    resolved_scope_id: str = ""
+    refusal: Refusal | None = field(default=None, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``messages``, ``count``, ``next_before`` and ``resolved_scope_id``."""
+        return {
+            "messages": self.messages,
+            "count": self.count,
+            "next_before": self.next_before,
+            "resolved_scope_id": self.resolved_scope_id,
+        }
+
+
+@dataclass(frozen=True)
+class BufferText:
+    """A buffer's rows as their stored compact JSON texts, unparsed (for streaming).
+
+    ``bodies`` are in order; ``count`` is the whole buffer's; ``next_before`` as in
+    ``BufferPage`` (None unless a page was asked for and older rows exist).
+    """
+
+    bodies: list[str] = field(default_factory=list)
+    count: int = 0
+    next_before: int | None = None
+    resolved_scope_id: str = ""
+    refusal: Refusal | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class BufferRows:
+    """A buffer's rows as an iterator read a batch at a time (``MemoryService.iter_load``).
+
+    Iterate it (once) for the rows in order; ``close`` it when stopping early, to
+    release what the store holds for it. A refusal iterates nothing (MEM-7).
+    """
+
+    rows: Iterator[Message] = field(default_factory=lambda: iter(()))
+    resolved_scope_id: str = ""
+    refusal: Refusal | None = field(default=None, compare=False)
+
+    def __iter__(self) -> Iterator[Message]:
+        """Return the rows' iterator."""
+        return self.rows
+
+    def close(self) -> None:
+        """Stop reading: release the store's connection, if the iterator holds one."""
+        close = getattr(self.rows, "close", None)
+        if close is not None:
+            close()
+
+
+@dataclass(frozen=True)
+class PopResult:
+    """What removing a buffer's last row reports: the row removed (None when empty or refused).
+
+    ``success`` is False only on a refusal; ``removed`` is 1 when a row was removed.
+    """
+
+    message: Message | None = None
+    success: bool = False
+    resolved_scope_id: str = ""
+    removed: int = 0
+    refusal: Refusal | None = field(default=None, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``message``, ``success``, ``resolved_scope_id`` and ``removed``."""
+        return {
+            "message": self.message,
+            "success": self.success,
+            "resolved_scope_id": self.resolved_scope_id,
+            "removed": self.removed,
+        }
