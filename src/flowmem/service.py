@@ -41,14 +41,26 @@ from flowmem.errors import (
     RecordTooLargeError,
 )
 from flowmem.limits import Limits, check_size
+from flowmem.results import (  # re-exported: they were defined here
+    BufferPage as BufferPage,
+)
 from flowmem.results import (
-    BufferPage,
-    BufferResult,
-    BufferRows,
-    BufferText,
-    PopResult,
-    ReadResult,
-    WriteResult,
+    BufferResult as BufferResult,
+)
+from flowmem.results import (
+    BufferRows as BufferRows,
+)
+from flowmem.results import (
+    BufferText as BufferText,
+)
+from flowmem.results import (
+    PopResult as PopResult,
+)
+from flowmem.results import (
+    ReadResult as ReadResult,
+)
+from flowmem.results import (
+    WriteResult as WriteResult,
 )
 from flowmem.scope import ExecutionContext, Refusal, check_scope, resolve_scope
 from flowmem.store.base import (

@@ -1,0 +1,430 @@
+"""``AsyncClient``: flowmem over HTTP for asyncio (one pooled ``httpx.AsyncClient`` per instance).
+
+The twin of ``flowmem.client.sync.Client``: the same methods, the same calls
+(``flowmem.client.calls``), the same results and errors, awaited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx
+
+from flowmem.client import calls
+from flowmem.client.base import (
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_TIMEOUT,
+    WHOAMI_KEY,
+    Refused,
+    read_answer,
+    request_of,
+    settings,
+    unreachable,
+    wait_after,
+)
+from flowmem.client.calls import Call, Where
+from flowmem.client.retry import RetryPolicy
+from flowmem.client.scoping import check_user, plan
+from flowmem.client.types import (
+    BufferRead,
+    CheckResult,
+    Health,
+    NormalizeResult,
+    ResetResult,
+    Session,
+    SessionPage,
+    StopResult,
+    TranscriptPage,
+    TranscriptRow,
+    TurnResult,
+    UserErasure,
+)
+from flowmem.results import BufferResult, PopResult, ReadResult, WriteResult
+from flowmem.scope import ExecutionContext, Refusal
+
+T = TypeVar("T")
+
+
+class AsyncClient:
+    """A flowmem server's API for asyncio: ``Client``'s methods, awaited.
+
+    ``base_url`` defaults to ``$FLOWMEM_URL`` (else ``http://127.0.0.1:8765``) and
+    ``token`` to ``$FLOWMEM_TOKEN``. ``timeout`` bounds each attempt in seconds
+    (connecting at most 10 s); ``retry`` says which failures are tried again and how
+    long to wait (``RetryPolicy``; ``RetryPolicy.never()`` for none); one connection
+    pool of ``max_connections`` serves every call. ``transport`` replaces httpx's
+    (tests, proxies). Use it as an async context manager, or ``await close()`` it.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        token: str | None = None,
+        *,
+        timeout: float | httpx.Timeout | None = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        headers: Mapping[str, str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.settings = settings(base_url, token, timeout, retry, max_connections, headers)
+        self._http = httpx.AsyncClient(
+            base_url=self.settings.base_url,
+            headers=self.settings.headers,
+            timeout=self.settings.timeout,
+            limits=self.settings.limits,
+            transport=transport,
+        )
+        self._user: str | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------
+    async def close(self) -> None:
+        """Close the connection pool (the client cannot be used afterwards)."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def call(self, call: Call[T]) -> T:
+        """Send ``call``, retrying under the policy; return its answer or raise its error."""
+        request = request_of(call)
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                response = await self._http.request(
+                    request.method,
+                    request.path,
+                    params=request.params,
+                    headers=request.headers,
+                    content=request.content,
+                )
+            except httpx.TransportError as exc:
+                wait = wait_after(self.settings.retry, attempt, exc)
+                if wait is None:
+                    raise unreachable(exc, attempt) from exc
+                await asyncio.sleep(wait)
+                continue
+            answer = read_answer(call, response)
+            if not isinstance(answer, Refused):
+                return answer
+            wait = wait_after(self.settings.retry, attempt, answer)
+            if wait is None:
+                raise answer.error
+            await asyncio.sleep(wait)
+
+    # --- health ------------------------------------------------------------------------
+    async def health(self) -> Health:
+        """Liveness (``GET /health``; no token needed)."""
+        return await self.call(calls.health())
+
+    async def store_health(self) -> Health:
+        """Readiness (``GET /health/store``): the store took a write and read it back."""
+        return await self.call(calls.store_health())
+
+    # --- sessions ----------------------------------------------------------------------
+    async def create_session(
+        self, name: str = "", agent: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> Session:
+        """Create a session owned by the token's user (needs ``sessions:create``)."""
+        return await self.call(calls.create_session(name, agent, metadata))
+
+    async def list_sessions(self, limit: int = 20, offset: int = 0) -> SessionPage:
+        """One page of the sessions the token may view, newest first."""
+        return await self.call(calls.list_sessions(limit, offset))
+
+    async def iter_sessions(self, page_size: int = 100) -> AsyncIterator[Session]:
+        """Every session the token may view, newest first, fetched a page at a time."""
+        offset = 0
+        while True:
+            page = await self.list_sessions(page_size, offset)
+            for item in page.data:
+                yield item
+            if not page.has_more or not page.data:
+                return
+            offset += len(page.data)
+
+    async def get_session(self, session_id: str) -> Session:
+        """One session (NotFoundError unless the token may view it)."""
+        return await self.call(calls.get_session(session_id))
+
+    async def delete_session(self, session_id: str) -> None:
+        """Delete a session with its transcript and ``session`` scope (owner or admin)."""
+        await self.call(calls.delete_session(session_id))
+
+    async def send_turn(self, session_id: str, content: str, *, wait: bool = False) -> TurnResult:
+        """Send a user turn (a drive action); with ``wait`` return once it has finished."""
+        return await self.call(calls.send_turn(session_id, content, wait))
+
+    async def stop_session(self, session_id: str) -> StopResult:
+        """Stop the session's running turn."""
+        return await self.call(calls.stop_session(session_id))
+
+    async def reset_session(self, session_id: str) -> ResetResult:
+        """Clear the session's conversation buffer (ConflictError while a turn runs)."""
+        return await self.call(calls.reset_session(session_id))
+
+    async def messages(
+        self,
+        session_id: str,
+        *,
+        since: int | None = None,
+        before: int | None = None,
+        limit: int = 20,
+        newest_first: bool = False,
+    ) -> TranscriptPage:
+        """Poll a session's transcript by sequence cursor."""
+        return await self.call(calls.messages(session_id, since, before, limit, newest_first))
+
+    async def iter_messages(
+        self, session_id: str, *, since: int = 0, page_size: int = 100
+    ) -> AsyncIterator[TranscriptRow]:
+        """Every transcript message after ``since``, oldest first, a page at a time."""
+        cursor: int | None = since
+        while True:
+            page = await self.messages(session_id, since=cursor, limit=page_size)
+            for item in page.data:
+                yield item
+            if not page.has_more or page.next_since is None:
+                return
+            cursor = page.next_since
+
+    async def edit_message(self, session_id: str, seq: int, message: dict[str, Any]) -> TranscriptRow:
+        """Replace one transcript message (admin only, MEM-15)."""
+        return await self.call(calls.edit_message(session_id, seq, message))
+
+    async def delete_message(self, session_id: str, seq: int) -> None:
+        """Delete one transcript message (admin only, MEM-15)."""
+        await self.call(calls.delete_message(session_id, seq))
+
+    # --- buffers and records, addressed as the API addresses them ----------------------
+    async def append_buffer(
+        self,
+        scope: str,
+        key: str,
+        messages: Any,
+        *,
+        max_messages: int = 0,
+        return_messages: bool = False,
+        format: str = "rows",
+        system: Any = None,
+        session_id: str | None = None,
+        workflow_id: str | None = None,
+        pipeline_id: str | None = None,
+        execution_id: str | None = None,
+    ) -> BufferResult:
+        """Append one message or a list (rows, or a provider's ``format``) to a buffer."""
+        where = Where(session_id, workflow_id, pipeline_id, execution_id)
+        return await self.call(
+            calls.append_buffer(
+                scope, key, messages, where, max_messages, return_messages, format, system
+            )
+        )
+
+    async def load_buffer(
+        self,
+        scope: str,
+        key: str,
+        *,
+        last: int | None = None,
+        before: int | None = None,
+        format: str = "rows",
+        session_id: str | None = None,
+        workflow_id: str | None = None,
+        pipeline_id: str | None = None,
+        execution_id: str | None = None,
+    ) -> BufferRead:
+        """Load a buffer: all of it, its ``last`` N, older than cursor ``before``; in ``format``."""
+        where = Where(session_id, workflow_id, pipeline_id, execution_id)
+        return await self.call(calls.load_buffer(scope, key, where, last, before, format))
+
+    async def clear_buffer(
+        self,
+        scope: str,
+        key: str,
+        *,
+        session_id: str | None = None,
+        workflow_id: str | None = None,
+        pipeline_id: str | None = None,
+        execution_id: str | None = None,
+    ) -> WriteResult:
+        """Delete every message of a buffer."""
+        where = Where(session_id, workflow_id, pipeline_id, execution_id)
+        return await self.call(calls.clear_buffer(scope, key, where))
+
+    async def pop_buffer(
+        self,
+        scope: str,
+        key: str,
+        *,
+        session_id: str | None = None,
+        workflow_id: str | None = None,
+        pipeline_id: str | None = None,
+        execution_id: str | None = None,
+    ) -> PopResult:
+        """Remove and return a buffer's last message (``message`` None when empty)."""
+        where = Where(session_id, workflow_id, pipeline_id, execution_id)
+        return await self.call(calls.pop_buffer(scope, key, where))
+
+    async def read_record(
+        self,
+        scope: str,
+        key: str,
+        *,
+        default: Any = None,
+        session_id: str | None = None,
+        workflow_id: str | None = None,
+        pipeline_id: str | None = None,
+        execution_id: str | None = None,
+    ) -> ReadResult:
+        """Read a memory record; ``default`` (``found=False``) when absent, expired or refused."""
+        where = Where(session_id, workflow_id, pipeline_id, execution_id)
+        return await self.call(calls.read_record(scope, key, where, default))
+
+    async def write_record(
+        self,
+        scope: str,
+        key: str,
+        value: Any,
+        *,
+        ttl: float | None = None,
+        session_id: str | None = None,
+        workflow_id: str | None = None,
+        pipeline_id: str | None = None,
+        execution_id: str | None = None,
+    ) -> WriteResult:
+        """Write a memory record (any JSON value), expiring after ``ttl`` seconds when given."""
+        where = Where(session_id, workflow_id, pipeline_id, execution_id)
+        return await self.call(calls.write_record(scope, key, value, where, ttl))
+
+    async def delete_record(
+        self,
+        scope: str,
+        key: str,
+        *,
+        session_id: str | None = None,
+        workflow_id: str | None = None,
+        pipeline_id: str | None = None,
+        execution_id: str | None = None,
+    ) -> WriteResult:
+        """Delete a memory record (``removed`` is 1 when one existed)."""
+        where = Where(session_id, workflow_id, pipeline_id, execution_id)
+        return await self.call(calls.delete_record(scope, key, where))
+
+    # --- users and the stateless functions ---------------------------------------------
+    async def erase_user(self, user_id: str) -> UserErasure:
+        """Erase everything stored for a user (admin only)."""
+        return await self.call(calls.erase_user(user_id))
+
+    async def normalize(
+        self, payload: Any, *, format: str | None = None, to: str | None = None
+    ) -> NormalizeResult:
+        """Normalize a history (a message list or a request body) so a provider accepts it."""
+        return await self.call(calls.normalize(payload, format, to))
+
+    async def check(self, payload: Any, *, format: str | None = None) -> CheckResult:
+        """What a provider would reject in a history."""
+        return await self.call(calls.check(payload, format))
+
+    # --- the Memory protocol (flowmem.memory): the service's signatures ----------------
+    async def user_id(self) -> str:
+        """The user id the token acts as (``""`` for a service token); asked once, then kept."""
+        if self._user is None:
+            read = await self.call(calls.load_buffer("user", WHOAMI_KEY, Where(), last=0))
+            self._user = read.resolved_scope_id
+        return self._user
+
+    async def _plan(
+        self, operation: str, scope: str, key: str, context: ExecutionContext | None
+    ) -> Where | Refusal:
+        target = plan(operation, scope, key, context)
+        if isinstance(target, Refusal):
+            return target
+        if target.user_id is not None:
+            check_user(target.user_id, await self.user_id())
+        return target.where
+
+    async def read(
+        self, scope: str, key: str, context: ExecutionContext | None, default: Any = None
+    ) -> ReadResult:
+        """Read a memory record as ``MemoryService.read`` does; a refusal returns ``default``."""
+        where = await self._plan("read", scope, key, context)
+        if isinstance(where, Refusal):
+            return ReadResult(value=default, found=False, refusal=where)
+        return await self.call(calls.read_record(scope, key, where, default))
+
+    async def write(
+        self,
+        scope: str,
+        key: str,
+        value: Any,
+        context: ExecutionContext | None,
+        ttl: float | None = None,
+    ) -> WriteResult:
+        """Write a record as ``MemoryService.write`` does; a refusal reports failure."""
+        where = await self._plan("write", scope, key, context)
+        if isinstance(where, Refusal):
+            return WriteResult(success=False, refusal=where)
+        return await self.call(calls.write_record(scope, key, value, where, ttl))
+
+    async def delete(self, scope: str, key: str, context: ExecutionContext | None) -> WriteResult:
+        """Delete a record as ``MemoryService.delete`` does; a refusal deletes nothing."""
+        where = await self._plan("delete", scope, key, context)
+        if isinstance(where, Refusal):
+            return WriteResult(success=False, refusal=where)
+        return await self.call(calls.delete_record(scope, key, where))
+
+    async def append(
+        self,
+        scope: str,
+        key: str,
+        messages: object,
+        context: ExecutionContext | None,
+        max_messages: int = 0,
+        *,
+        return_messages: bool = False,
+    ) -> BufferResult:
+        """Append rows as ``MemoryService.append`` does; a refusal writes nothing (MEM-14)."""
+        where = await self._plan("append", scope, key, context)
+        if isinstance(where, Refusal):
+            return BufferResult(refusal=where)
+        return await self.call(
+            calls.append_buffer(scope, key, messages, where, max_messages, return_messages)
+        )
+
+    async def load(
+        self, scope: str, key: str, context: ExecutionContext | None, last: int | None = None
+    ) -> BufferResult:
+        """Load a buffer as ``MemoryService.load`` does; a refusal is the empty buffer."""
+        where = await self._plan("load", scope, key, context)
+        if isinstance(where, Refusal):
+            return BufferResult(refusal=where)
+        read = await self.call(calls.load_buffer(scope, key, where, last))
+        return BufferResult(
+            messages=read.messages, count=read.count, resolved_scope_id=read.resolved_scope_id
+        )
+
+    async def clear(self, scope: str, key: str, context: ExecutionContext | None) -> WriteResult:
+        """Clear a buffer as ``MemoryService.clear`` does; a refusal clears nothing."""
+        where = await self._plan("clear", scope, key, context)
+        if isinstance(where, Refusal):
+            return WriteResult(success=False, refusal=where)
+        return await self.call(calls.clear_buffer(scope, key, where))
+
+    async def pop_last(self, scope: str, key: str, context: ExecutionContext | None) -> PopResult:
+        """Remove a buffer's last row as ``MemoryService.pop_last`` does."""
+        where = await self._plan("pop", scope, key, context)
+        if isinstance(where, Refusal):
+            return PopResult(refusal=where)
+        return await self.call(calls.pop_buffer(scope, key, where))

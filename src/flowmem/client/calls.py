@@ -1,0 +1,310 @@
+"""Every route of the API as a ``Call``: method, path, query, body and how to read the answer.
+
+Pure: nothing here sends anything. ``Client`` and ``AsyncClient`` run the same
+calls, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+from flowmem.client.types import (
+    BufferRead,
+    CheckResult,
+    Health,
+    NormalizeResult,
+    ResetResult,
+    Session,
+    SessionPage,
+    StopResult,
+    TranscriptPage,
+    TranscriptRow,
+    TurnResult,
+    UserErasure,
+)
+from flowmem.results import BufferResult, PopResult, ReadResult, WriteResult
+
+T = TypeVar("T")
+
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One API request and the reader of its answer (``None`` body for a 204)."""
+
+    method: str
+    path: str
+    parse: Callable[[Any], T]
+    params: dict[str, Any] = field(default_factory=dict)
+    body: Any = None
+    has_body: bool = False
+
+    @property
+    def is_write(self) -> bool:
+        """True for a request that changes something (it carries an ``Idempotency-Key``)."""
+        return self.method in WRITE_METHODS
+
+    def query(self) -> dict[str, str]:
+        """The query parameters that are set, as text (booleans as ``true``/``false``)."""
+        out: dict[str, str] = {}
+        for name, value in self.params.items():
+            if value is None:
+                continue
+            out[name] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        return out
+
+
+def _segment(value: str) -> str:
+    return quote(str(value), safe="")
+
+
+def _none(_: Any) -> None:
+    return None
+
+
+def _buffer_result(data: dict[str, Any]) -> BufferResult:
+    return BufferResult(
+        messages=data["messages"],
+        count=data["count"],
+        appended=data["appended"],
+        appended_any=data["appended_any"],
+        resolved_scope_id=data["resolved_scope_id"],
+    )
+
+
+def _write_result(data: dict[str, Any]) -> WriteResult:
+    return WriteResult(
+        success=data["success"],
+        resolved_scope_id=data["resolved_scope_id"],
+        removed=data.get("removed", 0),
+    )
+
+
+def _read_result(data: dict[str, Any]) -> ReadResult:
+    return ReadResult(
+        value=data["value"], found=data["found"], resolved_scope_id=data["resolved_scope_id"]
+    )
+
+
+def _pop_result(data: dict[str, Any]) -> PopResult:
+    return PopResult(
+        message=data["message"],
+        success=data["success"],
+        resolved_scope_id=data["resolved_scope_id"],
+        removed=data.get("removed", 0),
+    )
+
+
+# --- health ------------------------------------------------------------------------------
+def health() -> Call[Health]:
+    """``GET /health``."""
+    return Call("GET", "/health", Health.from_json)
+
+
+def store_health() -> Call[Health]:
+    """``GET /health/store``."""
+    return Call("GET", "/health/store", Health.from_json)
+
+
+# --- sessions ----------------------------------------------------------------------------
+def create_session(
+    name: str = "", agent: str | None = None, metadata: dict[str, Any] | None = None
+) -> Call[Session]:
+    """``POST /v1/sessions``."""
+    body: dict[str, Any] = {"name": name, "metadata": metadata or {}}
+    if agent is not None:
+        body["agent"] = agent
+    return Call("POST", "/v1/sessions", Session.from_json, body=body, has_body=True)
+
+
+def list_sessions(limit: int = 20, offset: int = 0) -> Call[SessionPage]:
+    """``GET /v1/sessions``."""
+    params = {"limit": limit, "offset": offset}
+    return Call("GET", "/v1/sessions", SessionPage.from_json, params=params)
+
+
+def get_session(session_id: str) -> Call[Session]:
+    """``GET /v1/sessions/{id}``."""
+    return Call("GET", f"/v1/sessions/{_segment(session_id)}", Session.from_json)
+
+
+def delete_session(session_id: str) -> Call[None]:
+    """``DELETE /v1/sessions/{id}``."""
+    return Call("DELETE", f"/v1/sessions/{_segment(session_id)}", _none)
+
+
+def messages(
+    session_id: str,
+    since: int | None = None,
+    before: int | None = None,
+    limit: int = 20,
+    newest_first: bool = False,
+) -> Call[TranscriptPage]:
+    """``GET /v1/sessions/{id}/messages``."""
+    params = {"since": since, "before": before, "limit": limit, "newest_first": newest_first}
+    path = f"/v1/sessions/{_segment(session_id)}/messages"
+    return Call("GET", path, TranscriptPage.from_json, params=params)
+
+
+def send_turn(session_id: str, content: str, wait: bool = False) -> Call[TurnResult]:
+    """``POST /v1/sessions/{id}/turns``."""
+    path = f"/v1/sessions/{_segment(session_id)}/turns"
+    return Call(
+        "POST",
+        path,
+        TurnResult.from_json,
+        params={"wait": wait},
+        body={"content": content},
+        has_body=True,
+    )
+
+
+def stop_session(session_id: str) -> Call[StopResult]:
+    """``POST /v1/sessions/{id}/stop``."""
+    return Call("POST", f"/v1/sessions/{_segment(session_id)}/stop", StopResult.from_json)
+
+
+def reset_session(session_id: str) -> Call[ResetResult]:
+    """``POST /v1/sessions/{id}/reset``."""
+    return Call("POST", f"/v1/sessions/{_segment(session_id)}/reset", ResetResult.from_json)
+
+
+def edit_message(session_id: str, seq: int, message: dict[str, Any]) -> Call[TranscriptRow]:
+    """``PATCH /v1/sessions/{id}/messages/{seq}`` (admin only)."""
+    path = f"/v1/sessions/{_segment(session_id)}/messages/{int(seq)}"
+    return Call("PATCH", path, TranscriptRow.from_json, body=message, has_body=True)
+
+
+def delete_message(session_id: str, seq: int) -> Call[None]:
+    """``DELETE /v1/sessions/{id}/messages/{seq}`` (admin only)."""
+    return Call("DELETE", f"/v1/sessions/{_segment(session_id)}/messages/{int(seq)}", _none)
+
+
+# --- buffers and records -----------------------------------------------------------------
+@dataclass(frozen=True)
+class Where:
+    """The scope-id query parameters of a memory request (``session_id`` for ``session`` …)."""
+
+    session_id: str | None = None
+    workflow_id: str | None = None
+    pipeline_id: str | None = None
+    execution_id: str | None = None
+
+    def params(self) -> dict[str, Any]:
+        """Return the parameters that are set."""
+        return {
+            "session_id": self.session_id,
+            "workflow_id": self.workflow_id,
+            "pipeline_id": self.pipeline_id,
+            "execution_id": self.execution_id,
+        }
+
+
+def _memory_path(kind: str, scope: str, key: str, tail: str = "") -> str:
+    return f"/v1/{kind}/{_segment(scope)}/{_segment(key)}{tail}"
+
+
+def append_buffer(
+    scope: str,
+    key: str,
+    messages: Any,
+    where: Where,
+    max_messages: int = 0,
+    return_messages: bool = False,
+    format: str = "rows",
+    system: Any = None,
+) -> Call[BufferResult]:
+    """``POST /v1/buffers/{scope}/{key}``."""
+    body: dict[str, Any] = {"messages": messages, "format": format, "max_messages": max_messages}
+    if return_messages:
+        body["return_messages"] = True
+    if system is not None:
+        body["system"] = system
+    path = _memory_path("buffers", scope, key)
+    return Call("POST", path, _buffer_result, params=where.params(), body=body, has_body=True)
+
+
+def load_buffer(
+    scope: str,
+    key: str,
+    where: Where,
+    last: int | None = None,
+    before: int | None = None,
+    format: str = "rows",
+) -> Call[BufferRead]:
+    """``GET /v1/buffers/{scope}/{key}``."""
+    params = {**where.params(), "last": last, "before": before}
+    if format != "rows":
+        params["format"] = format
+    return Call("GET", _memory_path("buffers", scope, key), BufferRead.from_json, params=params)
+
+
+def clear_buffer(scope: str, key: str, where: Where) -> Call[WriteResult]:
+    """``DELETE /v1/buffers/{scope}/{key}``."""
+    path = _memory_path("buffers", scope, key)
+    return Call("DELETE", path, _write_result, params=where.params())
+
+
+def pop_buffer(scope: str, key: str, where: Where) -> Call[PopResult]:
+    """``DELETE /v1/buffers/{scope}/{key}/last``."""
+    path = _memory_path("buffers", scope, key, "/last")
+    return Call("DELETE", path, _pop_result, params=where.params())
+
+
+def read_record(scope: str, key: str, where: Where, default: Any = None) -> Call[ReadResult]:
+    """``GET /v1/memory/{scope}/{key}`` (``default`` is sent as JSON text)."""
+    params = where.params()
+    if default is not None:
+        params["default"] = json.dumps(default, ensure_ascii=False)
+    return Call("GET", _memory_path("memory", scope, key), _read_result, params=params)
+
+
+def write_record(
+    scope: str, key: str, value: Any, where: Where, ttl: float | None = None
+) -> Call[WriteResult]:
+    """``PUT /v1/memory/{scope}/{key}``."""
+    body: dict[str, Any] = {"value": value}
+    if ttl is not None:
+        body["ttl"] = ttl
+    path = _memory_path("memory", scope, key)
+    return Call("PUT", path, _write_result, params=where.params(), body=body, has_body=True)
+
+
+def delete_record(scope: str, key: str, where: Where) -> Call[WriteResult]:
+    """``DELETE /v1/memory/{scope}/{key}``."""
+    path = _memory_path("memory", scope, key)
+    return Call("DELETE", path, _write_result, params=where.params())
+
+
+# --- users and the stateless functions ---------------------------------------------------
+def erase_user(user_id: str) -> Call[UserErasure]:
+    """``DELETE /v1/users/{user_id}`` (admin only)."""
+    return Call("DELETE", f"/v1/users/{_segment(user_id)}", UserErasure.from_json)
+
+
+def normalize(
+    payload: Any, format: str | None = None, to: str | None = None
+) -> Call[NormalizeResult]:
+    """``POST /v1/normalize``."""
+    params = {"format": format, "to": to}
+    return Call(
+        "POST", "/v1/normalize", NormalizeResult.from_json, params=params, body=payload, has_body=True
+    )
+
+
+def check(payload: Any, format: str | None = None) -> Call[CheckResult]:
+    """``POST /v1/check``."""
+    return Call(
+        "POST",
+        "/v1/check",
+        CheckResult.from_json,
+        params={"format": format},
+        body=payload,
+        has_body=True,
+    )

@@ -1,0 +1,90 @@
+"""From an execution context to an API request: the ``Memory`` protocol over HTTP.
+
+The client resolves the scope against the context exactly as ``MemoryService`` does
+(``flowmem.scope.resolve_scope``). A refusal is answered locally, with the same
+neutral result and the same one WARNING (MEM-7), and nothing is sent. Otherwise
+the resolved id becomes the query parameter the API takes:
+
+- ``session``: ``?session_id=`` (the server checks the token may view or drive it;
+  the session's owner is the memory's user, MEM-8);
+- ``workflow`` / ``pipeline`` / ``execution``: ``?workflow_id=`` … (the token needs
+  ``memory:shared``, as does ``global``);
+- ``user``: the server takes the user from the token, never from the request. A
+  context naming another user than the token's is refused by the client with
+  ``AccessDeniedError`` (rule ``token_user``) before anything is sent: silently
+  writing to the token's user instead would mix two users' memories
+  (docs/decisions/0030).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from flowmem.client.calls import Where
+from flowmem.errors import AccessDeniedError
+from flowmem.scope import ExecutionContext, Refusal, check_scope, resolve_scope
+
+log = logging.getLogger("flowmem")
+
+USER_RULE = "token_user"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Where a protocol call goes: its query parameters, and the user it must be made as."""
+
+    where: Where
+    user_id: str | None = None
+
+
+def _name(value: object) -> str:
+    return "-" if value is None or value == "" else repr(value)
+
+
+def plan(
+    operation: str, scope: str, key: str, context: ExecutionContext | None
+) -> Plan | Refusal:
+    """Resolve ``scope`` against ``context``; a refusal is logged once (MEM-7) and returned."""
+    name = check_scope(scope)
+    resolved = resolve_scope(name, context)
+    if isinstance(resolved, Refusal):
+        node = context.node_id if context is not None else None
+        pipeline = context.pipeline_id if context is not None else None
+        workflow = context.workflow_id if context is not None else None
+        log.warning(
+            "memory %s of key %r refused (scope %s, reason %s: %s) "
+            "at node %s, pipeline %s, workflow %s; nothing was sent to the server",
+            operation,
+            key,
+            resolved.scope,
+            resolved.reason,
+            resolved.sentence,
+            _name(node),
+            _name(pipeline),
+            _name(workflow),
+            extra={"flowmem_refusal": resolved.to_dict(), "flowmem_operation": operation},
+        )
+        return resolved
+    if name == "user":
+        return Plan(Where(), user_id=resolved)
+    if name == "session":
+        return Plan(Where(session_id=resolved))
+    if name == "global":
+        return Plan(Where())
+    return Plan(Where(**{f"{name}_id": resolved}))
+
+
+def check_user(wanted: str, token_user: str) -> None:
+    """Refuse a ``user``-scope call for another user than the token's (AccessDeniedError)."""
+    if wanted != token_user:
+        acting = f"user {token_user!r}" if token_user else "no user (a service token)"
+        raise AccessDeniedError(
+            f"the execution context names user {wanted!r}, but this client's token acts as "
+            f"{acting}: the server takes the user scope from the token, so use a token of "
+            f"{wanted!r}",
+            rule=USER_RULE,
+        )
+
+
+__all__ = ["USER_RULE", "Plan", "check_user", "plan"]

@@ -1,0 +1,277 @@
+"""The typed answers of the HTTP API, as frozen dataclasses (``flowmem.client``).
+
+The memory results (``ReadResult``, ``WriteResult``, ``BufferResult``, ``PopResult``)
+are the very types ``MemoryService`` returns (``flowmem.results``); the types here
+are the API's own answers: sessions, transcripts, turns, erasure, check and
+normalize, health, and a buffer read with its cursor and format fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from flowmem.core import Message
+
+
+def _extra(data: dict[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if k not in known}
+
+
+@dataclass(frozen=True)
+class Health:
+    """``GET /health`` (liveness) or ``GET /health/store`` (readiness)."""
+
+    status: str
+    version: str
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Health:
+        """Build from the JSON answer."""
+        return cls(status=data["status"], version=data["version"])
+
+
+@dataclass(frozen=True)
+class Session:
+    """A session: its id (a UUID), owner, status and metadata."""
+
+    id: str
+    name: str
+    owner: str | None
+    status: str
+    agent: str | None
+    metadata: dict[str, Any]
+    created_at: float
+    updated_at: float
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Session:
+        """Build from the JSON answer."""
+        return cls(
+            id=data["id"],
+            name=data["name"],
+            owner=data["owner"],
+            status=data["status"],
+            agent=data["agent"],
+            metadata=dict(data["metadata"]),
+            created_at=data["created_at"],
+            updated_at=data["updated_at"],
+        )
+
+
+@dataclass(frozen=True)
+class SessionPage:
+    """A page of ``GET /v1/sessions``: the sessions and the pagination envelope."""
+
+    data: list[Session]
+    total: int
+    limit: int
+    offset: int
+    has_more: bool
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SessionPage:
+        """Build from the JSON answer."""
+        page = data["pagination"]
+        return cls(
+            data=[Session.from_json(s) for s in data["data"]],
+            total=page["total"],
+            limit=page["limit"],
+            offset=page["offset"],
+            has_more=page["has_more"],
+        )
+
+
+@dataclass(frozen=True)
+class TranscriptRow:
+    """A transcript message: its sequence number, role, content (text or parts)."""
+
+    seq: int
+    role: str
+    content: str | list[dict[str, Any]]
+    metadata: dict[str, Any] = field(default_factory=dict)
+    timestamp: int | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TranscriptRow:
+        """Build from the JSON answer."""
+        return cls(
+            seq=data["seq"],
+            role=data["role"],
+            content=data["content"],
+            metadata=dict(data.get("metadata") or {}),
+            timestamp=data.get("timestamp"),
+        )
+
+
+@dataclass(frozen=True)
+class TranscriptPage:
+    """A page of ``GET /v1/sessions/{id}/messages`` with its cursors."""
+
+    data: list[TranscriptRow]
+    has_more: bool
+    next_since: int | None
+    next_before: int | None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TranscriptPage:
+        """Build from the JSON answer."""
+        return cls(
+            data=[TranscriptRow.from_json(r) for r in data["data"]],
+            has_more=data["has_more"],
+            next_since=data.get("next_since"),
+            next_before=data.get("next_before"),
+        )
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """An accepted (or, with ``wait``, finished) turn; ``extra`` holds what the runtime adds."""
+
+    turn_id: str
+    status: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TurnResult:
+        """Build from the JSON answer."""
+        return cls(
+            turn_id=data["turn_id"],
+            status=data["status"],
+            extra=_extra(data, ("turn_id", "status")),
+        )
+
+
+@dataclass(frozen=True)
+class StopResult:
+    """Whether a running turn was stopped, and the session's status."""
+
+    stopped: bool
+    status: str
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> StopResult:
+        """Build from the JSON answer."""
+        return cls(stopped=data["stopped"], status=data["status"])
+
+
+@dataclass(frozen=True)
+class ResetResult:
+    """The session's conversation buffer was cleared; its status."""
+
+    reset: bool
+    status: str
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ResetResult:
+        """Build from the JSON answer."""
+        return cls(reset=data["reset"], status=data["status"])
+
+
+@dataclass(frozen=True)
+class UserErasure:
+    """What ``DELETE /v1/users/{user_id}`` deleted (``user_id`` None: not a usable identity)."""
+
+    user_id: str | None
+    sessions: int
+    buffers: int
+    records: int
+    tokens: int
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> UserErasure:
+        """Build from the JSON answer."""
+        return cls(
+            user_id=data["user_id"],
+            sessions=data["sessions"],
+            buffers=data["buffers"],
+            records=data["records"],
+            tokens=data["tokens"],
+        )
+
+
+@dataclass(frozen=True)
+class BufferRead:
+    """A buffer read (``GET /v1/buffers/{scope}/{key}``): rows or a provider's messages.
+
+    ``count`` is the whole buffer's; ``next_before`` the cursor of the older page
+    (with ``last``). With a provider ``format``, ``messages`` is sendable as is and
+    ``dropped``/``not_carried`` say what was left out (``system`` for Anthropic).
+    """
+
+    messages: list[Message]
+    count: int
+    resolved_scope_id: str
+    next_before: int | None = None
+    format: str = "rows"
+    system: str | list[dict[str, Any]] | None = None
+    dropped: int = 0
+    not_carried: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BufferRead:
+        """Build from the JSON answer."""
+        return cls(
+            messages=data["messages"],
+            count=data["count"],
+            resolved_scope_id=data["resolved_scope_id"],
+            next_before=data.get("next_before"),
+            format=data.get("format") or "rows",
+            system=data.get("system"),
+            dropped=data.get("dropped") or 0,
+            not_carried=dict(data.get("not_carried") or {}),
+        )
+
+
+@dataclass(frozen=True)
+class NormalizeResult:
+    """``POST /v1/normalize``: the history normalized, in format ``to``."""
+
+    format: str
+    to: str
+    messages: list[dict[str, Any]]
+    dropped: int
+    not_carried: dict[str, int]
+    system: str | list[dict[str, Any]] | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> NormalizeResult:
+        """Build from the JSON answer."""
+        return cls(
+            format=data["format"],
+            to=data["to"],
+            messages=data["messages"],
+            dropped=data["dropped"],
+            not_carried=dict(data.get("not_carried") or {}),
+            system=data.get("system"),
+        )
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One thing a provider would reject: the message index and a stable code."""
+
+    index: int
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """``POST /v1/check``: whether the history is sendable, and what is not."""
+
+    format: str
+    sendable: bool
+    violations: list[Violation]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CheckResult:
+        """Build from the JSON answer."""
+        return cls(
+            format=data["format"],
+            sendable=data["sendable"],
+            violations=[
+                Violation(index=v["index"], code=v["code"], message=v["message"])
+                for v in data["violations"]
+            ],
+        )
