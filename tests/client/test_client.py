@@ -102,7 +102,7 @@ def test_buffer_append_window_load_last_before_and_format(server: Server) -> Non
         windowed = client.append_buffer(
             "user", "notes", {"role": "user", "content": "m6"}, max_messages=5, return_messages=True
         )
-        assert windowed.count == 5 and [m["content"] for m in windowed.messages][0] == "m2"
+        assert windowed.count == 5 and windowed.messages[0]["content"] == "m2"
         page = client.load_buffer("user", "notes", last=2)
         assert isinstance(page, BufferRead)
         assert [m["content"] for m in page.messages] == ["m5", "m6"] and page.count == 5

@@ -3,7 +3,8 @@
 The table is derived, not written: every ``FlowmemError`` subclass names its stable
 ``code``, and ``flowmem.statuses`` (the server's one code → status table) gives, for
 a code the HTTP layer produces without a class of its own (``invalid_json``,
-``too_many_values`` …), the class of its status. The raised error keeps the
+``too_many_values`` …), the class of its 4xx status (``InvalidInputError`` for an
+unreadable body); any other code is an ``ApiError`` carrying it. The raised error keeps the
 response's exact ``code``, its ``message``, the HTTP status (``details["http_status"]``)
 and the 422 field list (``details["fields"]``; the first one also as ``details["field"]``).
 """
@@ -60,7 +61,8 @@ def _code_classes() -> dict[str, type[FlowmemError]]:
             table.setdefault(kind.code, kind)
     by_status: dict[int, type[FlowmemError]] = {}
     for kind, status in STATUS_TABLE:
-        by_status.setdefault(status, kind)
+        if status < 500:  # a server fault of the HTTP layer (internal_error) is no store error
+            by_status.setdefault(status, kind)
     for code, status in HTTP_CODES.items():
         if code in table:
             continue
