@@ -30,7 +30,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flowmem.core import Message, check_storable, is_empty, prepare
 from flowmem.errors import (
@@ -41,6 +41,7 @@ from flowmem.errors import (
     RecordTooLargeError,
 )
 from flowmem.limits import Limits, check_size
+from flowmem.memory import Memory
 from flowmem.results import (  # re-exported: they were defined here
     BufferPage as BufferPage,
 )
@@ -515,3 +516,7 @@ class MemoryService:
         return PopResult(
             message=row, success=True, resolved_scope_id=scope_id, removed=int(row is not None)
         )
+
+
+if TYPE_CHECKING:  # mypy checks that MemoryService has every operation of the protocol
+    _service_is_memory: type[Memory] = MemoryService

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
@@ -38,6 +38,7 @@ from flowmem.client.types import (
     TurnResult,
     UserErasure,
 )
+from flowmem.memory import Memory
 from flowmem.results import BufferResult, PopResult, ReadResult, WriteResult
 from flowmem.scope import ExecutionContext, Refusal
 
@@ -422,3 +423,7 @@ class Client:
         if isinstance(where, Refusal):
             return PopResult(refusal=where)
         return self.call(calls.pop_buffer(scope, key, where))
+
+
+if TYPE_CHECKING:  # mypy checks that Client has every operation of the protocol
+    _client_is_memory: type[Memory] = Client
