@@ -24,6 +24,7 @@ from tests.api.helpers import Api, make_tokens
 
 DIRECT = {("POST", "/v1/buffers/{scope}/{key}"), ("DELETE", "/v1/buffers/{scope}/{key}")}
 DIRECT |= {("PUT", "/v1/memory/{scope}/{key}"), ("DELETE", "/v1/memory/{scope}/{key}")}
+DIRECT |= {("DELETE", "/v1/buffers/{scope}/{key}/last")}
 
 
 def _fastapi_router() -> APIRouter:
