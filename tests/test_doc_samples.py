@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -39,10 +41,34 @@ def test_skipped_samples_are_rare_and_say_why() -> None:
     assert len(skipped) <= len(firsts) // 5, skipped
 
 
+# documents whose samples talk to a server: the test starts one and names it in
+# $FLOWMEM_URL, with a user token in $FLOWMEM_TOKEN and an admin one in $FLOWMEM_ADMIN_TOKEN
+SERVED = {"client.md"}
+
+
+@contextmanager
+def _server_for(doc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    if doc.name not in SERVED:
+        yield
+        return
+    from tests.client.conftest import serve
+
+    with serve(f"sqlite:///{tmp_path}/docs.db", tmp_path) as server:
+        monkeypatch.setenv("FLOWMEM_URL", server.url)
+        monkeypatch.setenv("FLOWMEM_TOKEN", server.tokens["alice"])
+        monkeypatch.setenv("FLOWMEM_ADMIN_TOKEN", server.tokens["admin"])
+        yield
+
+
 @pytest.mark.parametrize("doc", DOCUMENTS, ids=lambda doc: str(doc.relative_to(DOCS)))
 def test_every_python_sample_runs(doc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(access, "HOOKS", [])  # docs/access.md registers a hook
+    with _server_for(doc, tmp_path, monkeypatch):
+        _run_samples(doc)
+
+
+def _run_samples(doc: Path) -> None:
     namespace: dict[str, object] = {"__name__": "__doc_sample__"}
     for number, block in enumerate(_blocks(doc), start=1):
         if SKIP.fullmatch(block.splitlines()[0]):
