@@ -143,37 +143,58 @@ def _flat_rows(entries: list[Any], keep_content: bool) -> tuple[list[Message], i
 def _flat_row(entry: object, keep_content: bool) -> Message | None:
     """Return one entry as a new flat row, or None when MEM-5 step 1 drops it.
 
-    Implements MEM-5 step 1 for one entry, as ``to_flat`` reads it: content that
-    is not a string is coerced to text (``coerce_content``), or kept as a new list
-    of parts under ``keep_content``. A tool row carries the id it answers and an
-    assistant turn the calls it declares, as given (read at the top level first,
-    else under ``metadata``); repair reads and settles them.
+    Implements MEM-5 step 1 for one entry, as ``to_flat`` reads it: "a non-list
+    entry or one without a role is dropped"; content is coerced (``_flat_content``).
+    A tool row carries the id it answers and an assistant turn the calls it
+    declares, as given; repair reads and settles them.
     """
-    if type(entry) is not dict and not isinstance(entry, Mapping):
+    if not isinstance(entry, Mapping):
         return None
     role = entry.get("role")
     if not (isinstance(role, str) and role in _ROLE_SET):
         return None
-    content = entry.get("content")
-    if type(content) is not str:
-        content = list(content) if keep_content and is_parts(content) else coerce_content(content)
-    row: Message = {"role": role, "content": content}
+    row: Message = {"role": role, "content": _flat_content(entry.get("content"), keep_content)}
     if role == "tool":
-        answers = entry.get("tool_call_id")
-        if answers is None:
-            meta = entry.get("metadata")
-            if isinstance(meta, Mapping):
-                answers = meta.get("tool_call_id")
-        row["tool_call_id"] = answers
+        row["tool_call_id"] = _given_result_id(entry)
     if keep_content:
         _kept_fields(entry, row)
     if role == "assistant":
-        calls = entry.get("tool_calls")
-        if calls is None and "metadata" in entry:
-            calls = raw_tool_calls(entry)
+        calls = _given_calls(entry)
         if calls is not None:
             row["tool_calls"] = calls
     return row
+
+
+def _flat_content(content: object, keep_content: bool) -> Any:
+    """Return content as a flat row carries it: text, or under ``keep_content`` a list of parts.
+
+    Implements MEM-5 step 1: "content that is not a scalar is serialized to text
+    rather than blanked, falling back to the empty string" (``coerce_content``).
+    ``keep_content`` keeps a list of parts as a new list (decision 0021).
+    """
+    if type(content) is str:
+        return content
+    if keep_content and is_parts(content):
+        return list(content)
+    return coerce_content(content)
+
+
+def _given_result_id(entry: Mapping[str, Any]) -> Any:
+    """Return the id a tool entry gives for the call it answers: top level first, else metadata."""
+    given = entry.get("tool_call_id")
+    if given is None:
+        meta = entry.get("metadata")
+        if isinstance(meta, Mapping):
+            given = meta.get("tool_call_id")
+    return given
+
+
+def _given_calls(entry: Mapping[str, Any]) -> Any:
+    """Return the calls an assistant entry gives: top level first, else metadata (None if none)."""
+    calls = entry.get("tool_calls")
+    if calls is None and "metadata" in entry:
+        calls = raw_tool_calls(entry)
+    return calls
 
 
 def _kept_fields(entry: Mapping[str, Any], row: Message) -> None:
@@ -442,12 +463,7 @@ def _steps_1_to_3_fast(entries: list[Any]) -> tuple[list[Message], int]:
             content = coerce_content(content)
 
         if role == "tool":  # step 3: ``_Pairing.take_result``
-            raw = entry.get("tool_call_id")
-            if raw is None:
-                meta = entry.get("metadata")
-                if isinstance(meta, Mapping):
-                    raw = meta.get("tool_call_id")
-            rid = usable_call_id(raw)
+            rid = usable_call_id(_given_result_id(entry))
             turn = None if rid is None else declared_at.get(rid)
             if rid is None or turn is None or turn == _ANSWERED:
                 dropped += 1  # an orphan (no usable id, no earlier declaration) or a duplicate
@@ -470,9 +486,7 @@ def _steps_1_to_3_fast(entries: list[Any]) -> tuple[list[Message], int]:
             run_left = 0
         run_turn = -1
         if role == "assistant":  # step 3: ``_Pairing.declare_calls``
-            calls = entry.get("tool_calls")
-            if calls is None and "metadata" in entry:
-                calls = raw_tool_calls(entry)
+            calls = _given_calls(entry)
             kept: list[Any] = []
             ids: list[str] = []
             if isinstance(calls, list):
