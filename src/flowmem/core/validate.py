@@ -69,6 +69,7 @@ def check_sendable(messages: object) -> list[Violation]:
     """
     rows = messages if isinstance(messages, (list, tuple)) else ()
     check = _Checker()
+    result, declarations = check.result, check.declarations  # bound once: called per row
     for index, row in enumerate(rows):
         role = row.get("role") if type(row) is dict else None
         if type(role) is not str or role not in _ROLE_SET:  # not the common case: read it fully
@@ -76,7 +77,7 @@ def check_sendable(messages: object) -> list[Violation]:
         if role is None:
             check.report(index, "invalid_message")
         elif role == "tool":
-            check.result(index, row)
+            result(index, row)
         else:
             if check.open_calls:  # any other row ends the result run
                 check.end_run()
@@ -85,7 +86,7 @@ def check_sendable(messages: object) -> list[Violation]:
             else:
                 check.seen_other = True
                 if role == "assistant":
-                    check.declarations(index, row)
+                    declarations(index, row)
     check.end_run()
     check.found.sort(key=lambda violation: violation.index)
     return check.found
