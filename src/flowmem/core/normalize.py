@@ -135,9 +135,14 @@ def _flat_rows(entries: list[Any], keep_content: bool) -> tuple[list[Message], i
         if row is None:
             continue
         rows.append(row)
-        if keep_content and row["role"] == "tool" and is_healed(entry):
+        if keep_content and row["role"] == "tool" and _is_placeholder(entry):
             placeholders.add(id(row))
     return rows, len(entries) - len(rows), placeholders
+
+
+def _is_placeholder(entry: Mapping[str, Any]) -> bool:
+    """Return True for a healed placeholder (``is_healed``), cheaply for a plain row."""
+    return ("metadata" in entry or "healed" in entry) and is_healed(entry)
 
 
 def _flat_row(entry: object, keep_content: bool) -> Message | None:
@@ -148,7 +153,7 @@ def _flat_row(entry: object, keep_content: bool) -> Message | None:
     A tool row carries the id it answers and an assistant turn the calls it
     declares, as given; repair reads and settles them.
     """
-    if not isinstance(entry, Mapping):
+    if type(entry) is not dict and not isinstance(entry, Mapping):  # the common case first
         return None
     role = entry.get("role")
     if not (isinstance(role, str) and role in _ROLE_SET):
@@ -204,15 +209,16 @@ def _kept_fields(entry: Mapping[str, Any], row: Message) -> None:
     row keeps them). Only ``keep_content`` normalization keeps them (decision 0021).
     """
     meta = entry.get("metadata")
-    meta = meta if isinstance(meta, Mapping) else {}
+    if meta is not None and not isinstance(meta, Mapping):
+        meta = None
     extra = entry.get("extra")
-    if extra is None:
+    if extra is None and meta is not None:
         extra = meta.get("extra")
-    if isinstance(extra, Mapping):
+    if extra is not None and isinstance(extra, Mapping):
         row["extra"] = dict(extra)
     if row["role"] == "tool":
         flag = entry.get("is_error")
-        if flag is None:
+        if flag is None and meta is not None:
             flag = meta.get("is_error")
         if type(flag) is bool:
             row["is_error"] = flag
