@@ -10,6 +10,11 @@ Read this module beside the text of MEM-5 (spec/GR-MEM.md) and DESIGN.md §2b.
    by its results, moving late ones there and synthesizing the missing ones.
 4. ``_strip_leading_tools``, then step 3 again.
 
+The default mode runs steps 1 to 3 through ``_steps_1_to_3_fast`` instead: the
+same steps fused into one scan, kept for speed only (``bench/store.py --only
+normalization``) and proven equal to the plain steps by property tests
+(tests/core/test_normalize_fast.py). Check the rule against the plain steps.
+
 Pairing is positional (DESIGN.md §2b): a result answers a call only when it comes
 after the turn that first declared the call. Everything works on flat rows; the
 rows repair changes are rows this module made (fresh dicts), never the caller's.
@@ -71,7 +76,8 @@ def normalize(messages: object, *, keep_content: bool = False) -> NormalizeResul
     row's ``is_error``; call entries keep their ``kind`` and ``extra``; a call of a
     kind that cannot take a text result (``computer``, ``mcp_approval``) that is
     unanswered, or answered only by a healed placeholder, is removed with that
-    placeholder, each counted in ``dropped``. The default is MEM-5 as written.
+    placeholder, each counted in ``dropped``. The default is MEM-5 as written; it
+    runs steps 1 to 3 through their fast path (``_steps_1_to_3_fast``).
     """
     entries = messages if isinstance(messages, list) else []
     if isinstance(messages, tuple):
