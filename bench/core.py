@@ -155,6 +155,18 @@ def middleware_runner(rows: list[Row]) -> Callable[[], object] | None:
     return lambda: middleware.before_agent(state, None)  # type: ignore[arg-type]
 
 
+def timed_calls(histories: list[list[Row]]) -> dict[str, Callable[[], object]]:
+    """The calls timed on ``histories``: normalize, check_sendable and, if installed, deepagents."""
+    fns: dict[str, Callable[[], object]] = {
+        "normalize": _each(normalize, histories),
+        "check_sendable": _each(check_sendable, histories),
+    }
+    runners = [middleware_runner(history) for history in histories]
+    if all(runner is not None for runner in runners):
+        fns["deepagents PatchToolCalls"] = _each(lambda run: run(), runners)
+    return fns
+
+
 def section(sizes: tuple[int, ...] = (1_000, 10_000), repeats: int = 3, samples: int = 7) -> bool:
     """Print the normalization table of ``bench/store.py``: ``repeats`` runs, median (min–max).
 
@@ -170,13 +182,7 @@ def section(sizes: tuple[int, ...] = (1_000, 10_000), repeats: int = 3, samples:
     for size in sizes:
         count = max(1, total // size)
         histories = [generate(size, seed=7 + n) for n in range(count)]
-        fns: dict[str, Callable[[], object]] = {
-            "normalize": _each(normalize, histories),
-            "check_sendable": _each(check_sendable, histories),
-        }
-        runners = [middleware_runner(history) for history in histories]
-        if all(runner is not None for runner in runners):
-            fns["deepagents PatchToolCalls"] = _each(lambda run: run(), runners)
+        fns = timed_calls(histories)
         for _ in range(max(1, repeats)):
             for name, seconds in best_times(fns, max(1, samples), count).items():
                 times.setdefault((name, size), []).append(seconds)
@@ -235,13 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = histories[0]
         normalized = normalize(rows)
         assert not check_sendable(normalized.messages), "normalize output must be sendable"
-        fns: dict[str, Callable[[], object]] = {
-            "normalize": _each(normalize, histories),
-            "check_sendable": _each(check_sendable, histories),
-        }
-        runners = [middleware_runner(history) for history in histories]
-        if all(runner is not None for runner in runners):
-            fns["deepagents PatchToolCalls"] = _each(lambda run: run(), runners)
+        fns = timed_calls(histories)
         timing = best_times(fns, max(3, args.repeats), count)
         results[size] = timing
         print(
