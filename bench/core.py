@@ -155,6 +155,74 @@ def middleware_runner(rows: list[Row]) -> Callable[[], object] | None:
     return lambda: middleware.before_agent(state, None)  # type: ignore[arg-type]
 
 
+def timed_calls(histories: list[list[Row]]) -> dict[str, Callable[[], object]]:
+    """The calls timed on ``histories``: normalize, check_sendable and, if installed, deepagents."""
+    fns: dict[str, Callable[[], object]] = {
+        "normalize": _each(normalize, histories),
+        "check_sendable": _each(check_sendable, histories),
+    }
+    runners = [middleware_runner(history) for history in histories]
+    if all(runner is not None for runner in runners):
+        fns["deepagents PatchToolCalls"] = _each(lambda run: run(), runners)
+    return fns
+
+
+def section(sizes: tuple[int, ...] = (1_000, 10_000), repeats: int = 3, samples: int = 7) -> bool:
+    """Print the normalization table of ``bench/store.py``: ``repeats`` runs, median (min–max).
+
+    Each repeat is ``best_times`` (best of ``samples``) over the same histories as
+    ``main``; the ratio is deepagents' time ÷ flowmem's (above 1: flowmem is faster).
+    Returns False when a target is missed: parity (ratio >= 1, medians) for
+    ``normalize`` and linear growth (<= 1.3) at the largest size.
+    """
+    import statistics
+
+    total = max(sizes)
+    times: dict[tuple[str, int], list[float]] = {}
+    for size in sizes:
+        count = max(1, total // size)
+        histories = [generate(size, seed=7 + n) for n in range(count)]
+        fns = timed_calls(histories)
+        for _ in range(max(1, repeats)):
+            for name, seconds in best_times(fns, max(1, samples), count).items():
+                times.setdefault((name, size), []).append(seconds)
+
+    def spread(values: list[float], fmt: str) -> str:
+        low, mid, high = min(values), statistics.median(values), max(values)
+        return f"{fmt.format(mid)} ({fmt.format(low)}–{fmt.format(high)})"
+
+    reference = "deepagents PatchToolCalls"
+    print(
+        f"\n## Normalization: ms per history, median (min–max) of {repeats} repeats "
+        f"(each the best of {samples} CPU-time samples)\n"
+    )
+    print("| operation | messages | ms | flowmem / deepagents |")
+    print("|---|---:|---:|---:|")
+    ok = True
+    for size in sizes:
+        theirs = times.get((reference, size))
+        for name in ("normalize", "check_sendable", reference):
+            if (name, size) not in times:
+                continue
+            mine = times[(name, size)]
+            ratio = "—"
+            if theirs is not None and name != reference:
+                ratios = [t / m for t, m in zip(theirs, mine, strict=True)]
+                ratio = spread(ratios, "{:.2f}")
+                ok &= name != "normalize" or statistics.median(ratios) >= 1.0
+            print(f"| {name} | {size:,} | {spread([m * 1000 for m in mine], '{:,.2f}')} | {ratio} |")
+    small, large = min(sizes), max(sizes)
+    if small != large:
+        for name in ("normalize", "check_sendable"):
+            growth = statistics.median(times[(name, large)]) / (
+                large / small * statistics.median(times[(name, small)])
+            )
+            print(f"\n{name} growth, {large:,} ÷ ({large // small} x {small:,}): {growth:.2f}", end="")
+            ok &= name != "normalize" or growth <= 1.3
+        print()
+    return ok
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table; exit 1 when a target is missed."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -173,13 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = histories[0]
         normalized = normalize(rows)
         assert not check_sendable(normalized.messages), "normalize output must be sendable"
-        fns: dict[str, Callable[[], object]] = {
-            "normalize": _each(normalize, histories),
-            "check_sendable": _each(check_sendable, histories),
-        }
-        runners = [middleware_runner(history) for history in histories]
-        if all(runner is not None for runner in runners):
-            fns["deepagents PatchToolCalls"] = _each(lambda run: run(), runners)
+        fns = timed_calls(histories)
         timing = best_times(fns, max(3, args.repeats), count)
         results[size] = timing
         print(

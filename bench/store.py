@@ -27,6 +27,11 @@ median (min–max):
   ``iter_rows`` (the streaming read: nothing kept);
 - the peak memory (tracemalloc) of one flowmem append at each length.
 
+Last, the normalization table (issue 15 §5): ``normalize`` and ``check_sendable``
+against deepagents' ``PatchToolCallsMiddleware`` on ``bench/core.py``'s histories of
+1,000 and 10,000 messages, with the flowmem / deepagents ratio; ``--only
+normalization`` runs that section alone.
+
 Groups: the SQLite systems here; ``--postgres URL`` (or ``FLOWMEM_BENCH_POSTGRES``)
 adds flowmem on PostgreSQL (its own group: ratios are taken against each group's
 ``tuned`` flowmem system), then ``bench/peers_postgres.py`` compares flowmem with the
@@ -728,7 +733,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--guarded", action="store_true", help="flowmem appends carry a token and session guard"
     )
+    parser.add_argument(
+        "--only",
+        choices=["normalization"],
+        help="run one section only: normalization (bench/core.py's histories, vs deepagents)",
+    )
     args = parser.parse_args(argv)
+    if args.only == "normalization":
+        return 0 if _sibling("core").section(repeats=max(1, args.repeats)) else 1
     with tempfile.TemporaryDirectory(prefix="flowmem-bench-") as tmp:
         base = Path(tmp)
         print(f"flowmem store benchmark: one message per append, WAL + synchronous=FULL, in {tmp}")
@@ -757,6 +769,8 @@ def main(argv: list[str] | None = None) -> int:
             for system in systems:
                 system.close()
         failed = report(systems, results, max(1, args.repeats))
+    if not _sibling("core").section(repeats=max(1, args.repeats)):
+        failed.append("normalization")
     print("\nall targets met" if not failed else f"\nmissed: {', '.join(failed)}")
     if args.postgres:  # the PostgreSQL peers, same run (bench/peers_postgres.py)
         pg = ["--no-peers"] if args.no_peers else []

@@ -1,7 +1,23 @@
 """Tool-pairing repair and conversation normalization (MEM-5).
 
+Read this module beside the text of MEM-5 (spec/GR-MEM.md) and DESIGN.md §2b.
+``normalize`` runs the rule's four steps in order, one function each:
+
+1. ``_flat_rows``: each entry is coerced to a flat row; unreadable entries are dropped.
+2. ``_systems_first``: system rows move to the front, both groups keep their order.
+3. ``_repair``: tool pairing is repaired, in two scans: ``_Pairing`` decides which
+   call each result answers and which rows go; ``_emit`` writes each turn followed
+   by its results, moving late ones there and synthesizing the missing ones.
+4. ``_strip_leading_tools``, then step 3 again.
+
+The default mode runs steps 1 to 3 through ``_steps_1_to_3_fast`` instead: the
+same steps fused into one scan, kept for speed only (``bench/store.py --only
+normalization``) and proven equal to the plain steps by property tests
+(tests/core/test_normalize_fast.py). Check the rule against the plain steps.
+
 Pairing is positional (DESIGN.md §2b): a result answers a call only when it comes
-after the turn that first declared the call. Everything works on flat rows.
+after the turn that first declared the call. Everything works on flat rows; the
+rows repair changes are rows this module made (fresh dicts), never the caller's.
 """
 
 from __future__ import annotations
@@ -41,216 +57,52 @@ class NormalizeResult(NamedTuple):
 
 
 _ROLE_SET = frozenset(ROLES)
-_ANSWERED = -2  # marks a declared call id whose result has been taken
 
 
-def _is_role(role: object) -> bool:
-    """Return True for a known role given as a ``str`` subclass (the rare case)."""
-    return isinstance(role, str) and role in _ROLE_SET
+def normalize(messages: object, *, keep_content: bool = False) -> NormalizeResult:
+    """Make a message list sendable to a provider and count what was dropped.
 
+    Implements MEM-5, four steps in order: (1) coerce each entry to a flat row,
+    dropping non-maps and entries without a known role; (2) move system rows to the
+    front, both groups keeping their order; (3) repair tool pairing; (4) strip any
+    tool row still leading the list and repair again. ``dropped`` is what the steps
+    themselves counted: step 1's unreadable entries, each repair's removals and
+    step 4's strips. A non-list input is an empty list. The input is never mutated;
+    every row and list returned is new, while each tool call entry (a map nothing
+    here changes) is passed through.
 
-def _kept_fields(entry: Mapping[str, Any], row: Message) -> None:
-    """Copy ``extra`` (a map) and, on a tool row, ``is_error`` (a bool) onto a flat row.
-
-    Each is read at the top level first, else under ``metadata`` (where a stored
-    row keeps them).
+    ``keep_content=True`` gives provider-flat rows (decision 0021): step 1 keeps a
+    list of parts (each part passed through, never reordered), ``extra`` and a tool
+    row's ``is_error``; call entries keep their ``kind`` and ``extra``; a call of a
+    kind that cannot take a text result (``computer``, ``mcp_approval``) that is
+    unanswered, or answered only by a healed placeholder, is removed with that
+    placeholder, each counted in ``dropped``. The default is MEM-5 as written; it
+    runs steps 1 to 3 through their fast path (``_steps_1_to_3_fast``).
     """
-    meta = entry.get("metadata")
-    meta = meta if isinstance(meta, Mapping) else {}
-    extra = entry.get("extra")
-    if extra is None:
-        extra = meta.get("extra")
-    if isinstance(extra, Mapping):
-        row["extra"] = dict(extra)
-    if row["role"] == "tool":
-        flag = entry.get("is_error")
-        if flag is None:
-            flag = meta.get("is_error")
-        if type(flag) is bool:
-            row["is_error"] = flag
+    entries = messages if isinstance(messages, list) else []
+    if isinstance(messages, tuple):
+        entries = list(messages)
+    if keep_content:
+        rows, dropped = _steps_1_to_3(entries, keep_content=True)
+    else:
+        rows, dropped = _steps_1_to_3_fast(entries)
+    rows, stripped = _strip_leading_tools(rows)  # step 4
+    if stripped:
+        rows, again = _repair(rows, keep_content)  # step 4: "rule (3) is applied again"
+        dropped += stripped + again
+    return NormalizeResult(rows, dropped)
 
 
-def _repair_pass(
-    entries: list[Any], coerce: bool, keep_content: bool = False
-) -> tuple[list[Message], int]:
-    """The one tool-pairing repair pass (MEM-5 step 3), in a single scan.
+def _steps_1_to_3(entries: list[Any], keep_content: bool) -> tuple[list[Message], int]:
+    """MEM-5 steps 1, 2 and 3 as the rule states them, one function each; rows and drops.
 
-    With ``coerce`` (normalization), steps 1 and 2 ride along: each entry is read
-    as ``to_flat`` reads it, unreadable entries are dropped and counted, and
-    system rows are set aside and put first, so they never split a turn from its
-    results. Without it, ``entries`` are rows this module owns (fresh dicts it may
-    change) and system rows stay where they are.
-
-    With ``keep_content`` (provider normalization, decision 0021), step 1 keeps a
-    list of parts as it is (the list is new, each part passed through) and keeps
-    ``extra`` and a tool row's ``is_error``; and a call whose kind cannot take a
-    text result (``UNTEXTABLE_KINDS``) is never healed: a healed placeholder
-    answering it is dropped, and, left unanswered, the call itself is removed from
-    its turn (each counted in ``dropped``).
-
-    The scan settles each assistant turn's calls (the first declaration of an id
-    owns it; unusable and repeated ids are removed), gives each declared id its
-    first result that comes after the declaring turn, and emits the kept rows with
-    the results already sitting in their turn's result run. A turn whose run ends
-    with calls still unanswered is noted; afterwards its missing results are
-    spliced in after its run, in declaration order: each a late result moved
-    there, or a synthetic one.
+    Implements MEM-5 steps 1 to 3. ``_steps_1_to_3_fast`` is the same for the
+    default mode, in one scan.
     """
-    dropped = 0
-    systems: list[Message] = []
-    declared_at: dict[str, int] = {}  # call id -> index of its turn, or _ANSWERED
-    late: dict[str, Message] = {}  # answered outside the run of its turn: to be moved
-    out: list[Message] = []
-    emit = out.append
-    unfinished: list[tuple[int, list[str]]] = []  # (position in out after the run, its ids)
-    untextable: dict[str, tuple[Message, Any]] = {}  # call id -> (its turn's row, the call)
-    run_ids: list[str] = []  # the kept call ids of ``run_turn``, in declaration order
-    run_turn = -1  # the assistant turn whose result run the scan is in, or -1
-    run_left = 0  # its calls not yet answered inside the run
-    for entry in entries:
-        if coerce:
-            # step 1: read the entry as ``to_flat`` does
-            if type(entry) is not dict and not isinstance(entry, Mapping):
-                dropped += 1
-                continue
-            role = entry.get("role")
-            if role not in _ROLE_SET if type(role) is str else not _is_role(role):
-                dropped += 1
-                continue
-            content = entry.get("content")
-            if type(content) is not str:
-                if keep_content and is_parts(content):
-                    content = list(content)
-                else:
-                    content = coerce_content(content)
-        else:
-            role = entry["role"]
-
-        if role == "tool":
-            raw = entry.get("tool_call_id")
-            if coerce:
-                if raw is None:
-                    meta = entry.get("metadata")
-                    if isinstance(meta, Mapping):
-                        raw = meta.get("tool_call_id")
-                rid = usable_call_id(raw)
-            else:
-                rid = usable_call_id(raw)
-                if rid is None and "metadata" in entry:
-                    rid = result_id(entry)
-            if rid is None:
-                dropped += 1  # no usable id: it answers nothing
-                continue
-            turn = declared_at.get(rid)
-            if turn is None or turn == _ANSWERED:
-                dropped += 1  # an orphan (no earlier declaration, or a blank id) or a duplicate
-                continue
-            if untextable and rid in untextable and is_healed(entry):
-                dropped += 1  # a text placeholder cannot answer this kind: it stays unanswered
-                continue
-            declared_at[rid] = _ANSWERED
-            if coerce:
-                row: Message = {"role": role, "content": content, "tool_call_id": rid}
-                if keep_content:
-                    _kept_fields(entry, row)
-            else:
-                row = entry
-                if raw != rid:
-                    row["tool_call_id"] = rid
-            if turn == run_turn:
-                emit(row)
-                run_left -= 1
-            else:
-                late[rid] = row
-            continue
-
-        if coerce:
-            row = {"role": role, "content": content}
-            if keep_content:
-                _kept_fields(entry, row)
-            if role == "system":  # step 2: systems go first
-                systems.append(row)
-                continue
-        else:
-            row = entry
-        if run_left:
-            unfinished.append((len(out), run_ids))
-            run_left = 0
-        if role != "assistant":
-            run_turn = -1
-            emit(row)
-            continue
-        run_turn = turn = len(out)  # a kept turn is known by its position in ``out``
-        calls = entry.get("tool_calls")
-        if calls is None and "metadata" in entry:
-            calls = raw_tool_calls(entry)
-        kept: list[Any] = []
-        ids: list[str] = []
-        if isinstance(calls, list):
-            for call in calls:
-                cid = _fast_entry_id(call)
-                if cid is None or cid in declared_at:
-                    dropped += 1  # no usable id, or declared before: the first owns it
-                    continue
-                declared_at[cid] = turn
-                kept.append(call if type(call) is dict else dict(call))
-                ids.append(cid)
-                if keep_content and call_kind(call) in UNTEXTABLE_KINDS:
-                    untextable[cid] = (row, kept[-1])
-        if kept:
-            row["tool_calls"] = kept
-            run_left = len(kept)
-            run_ids = ids
-            emit(row)
-            continue
-        run_turn = -1  # a turn without calls has no result run
-        if not coerce:
-            row.pop("tool_calls", None)
-        content = row.get("content")
-        if content == "" or content is None or (keep_content and is_empty_content(content)):
-            dropped += 1  # no usable call and no content left
-            continue
-        emit(row)
-    if run_left:
-        unfinished.append((len(out), run_ids))
-
-    if unfinished:
-        spliced: list[Message] = []
-        emptied: list[Message] = []  # turns left with no call and no content
-        done = 0
-        for position, turn_ids in unfinished:
-            spliced.extend(out[done:position])
-            done = position
-            for cid in turn_ids:
-                moved = late.get(cid)
-                if moved is not None:
-                    spliced.append(moved)
-                elif declared_at[cid] == _ANSWERED:
-                    continue
-                elif cid in untextable:
-                    dropped += 1  # unanswerable by a placeholder: the call goes
-                    if _remove_call(*untextable[cid]):
-                        emptied.append(untextable[cid][0])
-                else:
-                    spliced.append(healed_flat(cid))
-        spliced.extend(out[done:])
-        out = spliced
-        if emptied:
-            dropped += len(emptied)
-            out = [row for row in out if not any(row is gone for gone in emptied)]
-    if systems:
-        out = systems + out
-    return out, dropped
-
-
-def _remove_call(turn: Message, call: Any) -> bool:
-    """Remove ``call`` from its turn; return True when the turn is left with nothing."""
-    calls = [kept for kept in turn["tool_calls"] if kept is not call]
-    if calls:
-        turn["tool_calls"] = calls
-        return False
-    del turn["tool_calls"]
-    return is_empty_content(turn.get("content"))
+    rows, unreadable, placeholders = _flat_rows(entries, keep_content)  # step 1
+    rows = _systems_first(rows)  # step 2
+    rows, repaired = _repair(rows, keep_content, placeholders)  # step 3
+    return rows, unreadable + repaired
 
 
 def repair_tool_pairing(messages: Iterable[Mapping[str, Any]]) -> RepairResult:
@@ -267,37 +119,449 @@ def repair_tool_pairing(messages: Iterable[Mapping[str, Any]]) -> RepairResult:
     """
     entries = list(messages)
     rows = [dict(m) for m in entries if isinstance(m, Mapping) and m.get("role") in ROLES]
-    repaired, dropped = _repair_pass(rows, coerce=False)
+    repaired, dropped = _repair(rows, keep_content=False)
     return RepairResult(repaired, dropped + len(entries) - len(rows))
 
 
-def normalize(messages: object, *, keep_content: bool = False) -> NormalizeResult:
-    """Make a message list sendable to a provider and count what was dropped.
+# -- step 1 ------------------------------------------------------------------
 
-    Implements MEM-5, four steps in order: (1) coerce each entry to a flat row,
-    dropping non-maps and entries without a known role; (2) move system rows to the
-    front, both groups keeping their order; (3) repair tool pairing; (4) strip any
-    tool row still leading the list and repair again. Steps 1 and 2 run inside the
-    scan of the repair pass (``_repair_pass``); ``dropped`` is what that pass
-    counted, plus step 4's strips and its second repair. A non-list input is an
-    empty list. The input is never mutated; every row and list returned is new,
-    while each tool call entry (a map nothing here changes) is passed through.
 
-    ``keep_content=True`` gives provider-flat rows (decision 0021): step 1 keeps a
-    list of parts (each part passed through, never reordered), ``extra`` and a tool
-    row's ``is_error``; call entries keep their ``kind`` and ``extra``; a call of a
-    kind that cannot take a text result (``computer``, ``mcp_approval``) that is
-    unanswered, or answered only by a healed placeholder, is removed with that
-    placeholder, each counted in ``dropped``. The default is MEM-5 as written.
+def _flat_rows(entries: list[Any], keep_content: bool) -> tuple[list[Message], int, set[int]]:
+    """Coerce each entry to a flat row; return the rows, the count dropped, the placeholders.
+
+    Implements MEM-5 step 1: "a non-list entry or one without a role is dropped"
+    (a role flowmem does not know counts as none). The third value holds the
+    ``id()`` of each tool row that came from a healed placeholder, which only
+    ``keep_content`` repair needs (a placeholder cannot answer every call kind).
     """
-    entries = messages if isinstance(messages, list) else []
-    if isinstance(messages, tuple):
-        entries = list(messages)
-    rows, dropped = _repair_pass(entries, coerce=True, keep_content=keep_content)
+    rows: list[Message] = []
+    placeholders: set[int] = set()
+    for entry in entries:
+        row = _flat_row(entry, keep_content)
+        if row is None:
+            continue
+        rows.append(row)
+        if keep_content and row["role"] == "tool" and _is_placeholder(entry):
+            placeholders.add(id(row))
+    return rows, len(entries) - len(rows), placeholders
+
+
+def _is_placeholder(entry: Mapping[str, Any]) -> bool:
+    """Return True for a healed placeholder (``is_healed``), cheaply for a plain row."""
+    return ("metadata" in entry or "healed" in entry) and is_healed(entry)
+
+
+def _flat_row(entry: object, keep_content: bool) -> Message | None:
+    """Return one entry as a new flat row, or None when MEM-5 step 1 drops it.
+
+    Implements MEM-5 step 1 for one entry, as ``to_flat`` reads it: "a non-list
+    entry or one without a role is dropped"; content is coerced (``_flat_content``).
+    A tool row carries the id it answers and an assistant turn the calls it
+    declares, as given; repair reads and settles them.
+    """
+    if type(entry) is not dict and not isinstance(entry, Mapping):  # the common case first
+        return None
+    role = entry.get("role")
+    if not (isinstance(role, str) and role in _ROLE_SET):
+        return None
+    row: Message = {"role": role, "content": _flat_content(entry.get("content"), keep_content)}
+    if role == "tool":
+        row["tool_call_id"] = _given_result_id(entry)
+    if keep_content:
+        _kept_fields(entry, row)
+    if role == "assistant":
+        calls = _given_calls(entry)
+        if calls is not None:
+            row["tool_calls"] = calls
+    return row
+
+
+def _flat_content(content: object, keep_content: bool) -> Any:
+    """Return content as a flat row carries it: text, or under ``keep_content`` a list of parts.
+
+    Implements MEM-5 step 1: "content that is not a scalar is serialized to text
+    rather than blanked, falling back to the empty string" (``coerce_content``).
+    ``keep_content`` keeps a list of parts as a new list (decision 0021).
+    """
+    if type(content) is str:
+        return content
+    if keep_content and is_parts(content):
+        return list(content)
+    return coerce_content(content)
+
+
+def _given_result_id(entry: Mapping[str, Any]) -> Any:
+    """Return the id a tool entry gives for the call it answers: top level first, else metadata."""
+    given = entry.get("tool_call_id")
+    if given is None:
+        meta = entry.get("metadata")
+        if isinstance(meta, Mapping):
+            given = meta.get("tool_call_id")
+    return given
+
+
+def _given_calls(entry: Mapping[str, Any]) -> Any:
+    """Return the calls an assistant entry gives: top level first, else metadata (None if none)."""
+    calls = entry.get("tool_calls")
+    if calls is None and "metadata" in entry:
+        calls = raw_tool_calls(entry)
+    return calls
+
+
+def _kept_fields(entry: Mapping[str, Any], row: Message) -> None:
+    """Copy ``extra`` (a map) and, on a tool row, ``is_error`` (a bool) onto a flat row.
+
+    Each is read at the top level first, else under ``metadata`` (where a stored
+    row keeps them). Only ``keep_content`` normalization keeps them (decision 0021).
+    """
+    meta = entry.get("metadata")
+    if meta is not None and not isinstance(meta, Mapping):
+        meta = None
+    extra = entry.get("extra")
+    if extra is None and meta is not None:
+        extra = meta.get("extra")
+    if extra is not None and isinstance(extra, Mapping):
+        row["extra"] = dict(extra)
+    if row["role"] == "tool":
+        flag = entry.get("is_error")
+        if flag is None and meta is not None:
+            flag = meta.get("is_error")
+        if type(flag) is bool:
+            row["is_error"] = flag
+
+
+# -- step 2 ------------------------------------------------------------------
+
+
+def _systems_first(rows: list[Message]) -> list[Message]:
+    """Move system rows to the front, the system group and the rest each in order.
+
+    Implements MEM-5 step 2; "a system message is never dropped".
+    """
+    systems = [row for row in rows if row["role"] == "system"]
+    if not systems:
+        return rows
+    return systems + [row for row in rows if row["role"] != "system"]
+
+
+# -- step 3 ------------------------------------------------------------------
+
+
+def _repair(
+    rows: list[Message], keep_content: bool, placeholders: set[int] | None = None
+) -> tuple[list[Message], int]:
+    """Repair tool pairing over rows this module owns; return the rows and the count removed.
+
+    Implements MEM-5 step 3: ``_Pairing`` settles who answers whom (the first
+    declaration owns an id; orphan and duplicate results go), then ``_emit`` puts
+    each result adjacent to its call, or a synthetic one where none came. The drop
+    count is the one these two counted (MEM-5: "from the repair pass itself").
+    """
+    pairing = _Pairing(keep_content, placeholders or set())
+    for index, row in enumerate(rows):
+        role = row["role"]
+        if role == "tool":
+            pairing.take_result(index, row)
+        elif role == "assistant":
+            pairing.declare_calls(index, row)
+        else:
+            pairing.end_run()
+    return _emit(rows, pairing)
+
+
+class _Pairing:
+    """Who answers whom, decided in one scan of the rows (MEM-5 step 3, DESIGN.md §2b).
+
+    ``turn_ids`` maps a kept turn (its index) to the call ids it keeps, in order;
+    ``answered`` holds every id that got its result; ``in_run`` the indexes of the
+    results already sitting in their turn's result run (the tool rows right after
+    it), and ``late`` the results that come after their turn but outside that run,
+    by id; ``gone`` the turns dropped; ``dropped`` counts every removal.
+    """
+
+    def __init__(self, keep_content: bool, placeholders: set[int]) -> None:
+        self.keep_content = keep_content
+        self.placeholders = placeholders
+        self.declared_at: dict[str, int] = {}  # call id -> index of its (first) turn
+        self.turn_ids: dict[int, list[str]] = {}
+        self.answered: set[str] = set()
+        self.in_run: set[int] = set()
+        self.late: dict[str, Message] = {}
+        self.gone: set[int] = set()
+        self.untextable: dict[str, Any] = {}  # call id -> its entry, kinds text cannot answer
+        self.run_turn = -1  # the turn whose result run the scan is in, or -1
+        self.dropped = 0
+
+    def end_run(self) -> None:
+        """A row that is not a tool row ends the current result run."""
+        self.run_turn = -1
+
+    def declare_calls(self, index: int, turn: Message) -> None:
+        """Settle one assistant turn's calls; drop the turn if nothing is left.
+
+        Implements MEM-5 step 3: "a tool call id declared a second time is dropped
+        from the later turn, so the first declaration owns the pairing"; a call
+        with no usable id (MEM-11, ``entry_id``) names no pairing and goes too. A
+        turn left with no call and no content is dropped (DESIGN.md §2b).
+        """
+        self.run_turn = -1
+        calls = turn.get("tool_calls")
+        if calls is None and "metadata" in turn:
+            calls = raw_tool_calls(turn)
+        kept: list[Any] = []
+        ids: list[str] = []
+        if isinstance(calls, list):
+            for call in calls:
+                cid = _fast_entry_id(call)
+                if cid is None or cid in self.declared_at:
+                    self.dropped += 1
+                    continue
+                self.declared_at[cid] = index
+                kept.append(call if type(call) is dict else dict(call))
+                ids.append(cid)
+                if self.keep_content and call_kind(call) in UNTEXTABLE_KINDS:
+                    self.untextable[cid] = kept[-1]
+        if kept:
+            turn["tool_calls"] = kept
+            self.turn_ids[index] = ids
+            self.run_turn = index
+            return
+        turn.pop("tool_calls", None)
+        content = turn.get("content")
+        if content == "" or content is None or (self.keep_content and is_empty_content(content)):
+            self.gone.add(index)
+            self.dropped += 1
+
+    def take_result(self, index: int, result: Message) -> None:
+        """Give a tool row to the call it answers, or drop it.
+
+        Implements MEM-5 step 3: "an orphan or duplicate result is dropped": a
+        result with no usable id, or whose id no earlier turn declared, is an
+        orphan; a second result for an id is a duplicate. Under ``keep_content`` a
+        healed placeholder cannot answer a call text cannot answer (decision 0021).
+        The kept result carries the id as the call's own (trimmed) spelling.
+        """
+        raw = result.get("tool_call_id")
+        rid = usable_call_id(raw)
+        if rid is None and "metadata" in result:
+            rid = result_id(result)
+        if rid is None or rid not in self.declared_at or rid in self.answered:
+            self.dropped += 1
+            return
+        if self.untextable and rid in self.untextable and id(result) in self.placeholders:
+            self.dropped += 1
+            return
+        self.answered.add(rid)
+        if raw != rid:
+            result["tool_call_id"] = rid
+        if self.declared_at[rid] == self.run_turn:
+            self.in_run.add(index)
+        else:
+            self.late[rid] = result
+
+
+def _emit(rows: list[Message], pairing: _Pairing) -> tuple[list[Message], int]:
+    """Write the kept rows, each turn followed by one result per call; return them and the count.
+
+    Implements MEM-5 step 3's adjacency: results already in their turn's run stay
+    where they are; after the run, each call still unanswered there gets, in the
+    order the turn declared them, its late result moved in (DESIGN.md §2b) or "a
+    synthetic interrupted result adjacent to it" (``healed_flat``).
+    """
+    out: list[Message] = []
+    open_ids: list[str] = []  # the calls of the turn whose result run is being written
+    for index, row in enumerate(rows):
+        if row["role"] == "tool":
+            if index in pairing.in_run:
+                out.append(row)
+            continue
+        if open_ids:
+            _close_run(out, open_ids, pairing)
+            open_ids = []
+        if index in pairing.gone:
+            continue
+        ids = pairing.turn_ids.get(index)
+        if ids and pairing.untextable:
+            ids = _without_unanswerable(row, ids, pairing)
+            if not ids and is_empty_content(row.get("content")):
+                pairing.dropped += 1  # the turn had only calls no placeholder can answer
+                continue
+        out.append(row)
+        if ids:
+            open_ids = ids
+    if open_ids:
+        _close_run(out, open_ids, pairing)
+    return out, pairing.dropped
+
+
+def _close_run(out: list[Message], ids: list[str], pairing: _Pairing) -> None:
+    """After a turn's result run, append the result of each of its calls not answered in it.
+
+    Implements MEM-5 step 3: "an unanswered call gets a synthetic interrupted result
+    adjacent to it"; a real result that came later is moved here instead.
+    """
+    for cid in ids:
+        late = pairing.late.get(cid)
+        if late is not None:
+            out.append(late)
+        elif cid not in pairing.answered:
+            out.append(healed_flat(cid))
+
+
+def _without_unanswerable(turn: Message, ids: list[str], pairing: _Pairing) -> list[str]:
+    """Remove from a turn the calls no result answered whose kind text cannot answer.
+
+    Decision 0021 (``keep_content`` only): a ``computer`` or ``mcp_approval`` call
+    cannot take a synthetic text result, so instead of healing it, repair removes
+    it from its turn (counted in ``dropped``). Returns the ids the turn keeps.
+    """
+    gone = [cid for cid in ids if cid in pairing.untextable and cid not in pairing.answered]
+    if not gone:
+        return ids
+    pairing.dropped += len(gone)
+    removed = [pairing.untextable[cid] for cid in gone]
+    calls = [call for call in turn["tool_calls"] if not any(call is r for r in removed)]
+    if calls:
+        turn["tool_calls"] = calls
+    else:
+        del turn["tool_calls"]
+    return [cid for cid in ids if cid not in gone]
+
+
+# -- steps 1 to 3 in one scan: the fast path ------------------------------
+
+_ANSWERED = -2  # in ``_steps_1_to_3_fast``: a declared call id whose result has been taken
+
+
+def _steps_1_to_3_fast(entries: list[Any]) -> tuple[list[Message], int]:
+    """MEM-5 steps 1, 2 and 3 for ``normalize``'s default mode, fused into one scan.
+
+    Implements MEM-5 steps 1 to 3 exactly as ``_steps_1_to_3(entries,
+    keep_content=False)`` does: a hypothesis property test proves the two equal,
+    rows and drop count (tests/core/test_normalize_fast.py). It exists for speed
+    only: ``bench/store.py --only normalization`` measured the plain steps at about
+    1.5x (1,000 messages) to 2x (10,000) the time of this scan, which loses the
+    parity with deepagents' ``PatchToolCallsMiddleware`` that issue 15 §5 requires.
+
+    Where the plain steps make three passes (flat rows, systems first, pairing)
+    and a fourth to emit, this scan reads each entry once: step 1 as
+    ``_flat_row`` reads it; step 2 by setting system rows aside (they are put
+    first at the end, so they never split a turn from its results); step 3 as
+    ``_Pairing`` decides, emitting a result at once when it sits in its turn's
+    result run and keeping a late one aside. A turn whose run ends with calls
+    unanswered is noted; ``_splice_missing`` then adds its late or synthetic
+    results after its run, as ``_close_run`` does.
+    """
+    dropped = 0
+    systems: list[Message] = []
+    out: list[Message] = []
+    declared_at: dict[str, int] = {}  # call id -> position of its turn in ``out``, or _ANSWERED
+    late: dict[str, Message] = {}  # results outside their turn's run, by call id
+    unfinished: list[tuple[int, list[str]]] = []  # (position in ``out`` after a run, its ids)
+    run_ids: list[str] = []  # the kept call ids of ``run_turn``, in declaration order
+    run_turn = -1  # the position in ``out`` of the turn whose result run the scan is in
+    run_left = 0  # calls of ``run_turn`` not yet answered inside its run
+    for entry in entries:
+        # step 1: read the entry (``_flat_row``)
+        if type(entry) is not dict and not isinstance(entry, Mapping):
+            dropped += 1
+            continue
+        role = entry.get("role")
+        if not isinstance(role, str) or role not in _ROLE_SET:
+            dropped += 1
+            continue
+        content = entry.get("content")
+        if type(content) is not str:
+            content = coerce_content(content)
+
+        if role == "tool":  # step 3: ``_Pairing.take_result``
+            rid = usable_call_id(_given_result_id(entry))
+            turn = None if rid is None else declared_at.get(rid)
+            if rid is None or turn is None or turn == _ANSWERED:
+                dropped += 1  # an orphan (no usable id, no earlier declaration) or a duplicate
+                continue
+            declared_at[rid] = _ANSWERED
+            row: Message = {"role": role, "content": content, "tool_call_id": rid}
+            if turn == run_turn:
+                out.append(row)
+                run_left -= 1
+            else:
+                late[rid] = row
+            continue
+
+        row = {"role": role, "content": content}
+        if role == "system":  # step 2
+            systems.append(row)
+            continue
+        if run_left:  # any other row ends the result run
+            unfinished.append((len(out), run_ids))
+            run_left = 0
+        run_turn = -1
+        if role == "assistant":  # step 3: ``_Pairing.declare_calls``
+            calls = _given_calls(entry)
+            kept: list[Any] = []
+            ids: list[str] = []
+            if isinstance(calls, list):
+                for call in calls:
+                    cid = _fast_entry_id(call)
+                    if cid is None or cid in declared_at:
+                        dropped += 1  # no usable id, or declared before: the first owns it
+                        continue
+                    declared_at[cid] = len(out)
+                    kept.append(call if type(call) is dict else dict(call))
+                    ids.append(cid)
+            if kept:
+                row["tool_calls"] = kept
+                run_turn, run_ids, run_left = len(out), ids, len(kept)
+            elif content == "":
+                dropped += 1  # no usable call and no content left
+                continue
+        out.append(row)
+    if run_left:
+        unfinished.append((len(out), run_ids))
+    if unfinished:
+        out = _splice_missing(out, unfinished, late, declared_at)
+    return systems + out if systems else out, dropped
+
+
+def _splice_missing(
+    out: list[Message],
+    unfinished: list[tuple[int, list[str]]],
+    late: dict[str, Message],
+    declared_at: dict[str, int],
+) -> list[Message]:
+    """Insert after each unfinished result run its calls' late or synthetic results.
+
+    Implements MEM-5 step 3's adjacency for ``_steps_1_to_3_fast``, as
+    ``_close_run`` does: in the order the turn declared them, each call not
+    answered in its run gets its late result moved there, or "a synthetic
+    interrupted result adjacent to it".
+    """
+    spliced: list[Message] = []
+    done = 0
+    for position, ids in unfinished:
+        spliced.extend(out[done:position])
+        done = position
+        for cid in ids:
+            moved = late.get(cid)
+            if moved is not None:
+                spliced.append(moved)
+            elif declared_at[cid] != _ANSWERED:  # not answered in its run either
+                spliced.append(healed_flat(cid))
+    spliced.extend(out[done:])
+    return spliced
+
+
+# -- step 4 ------------------------------------------------------------------
+
+
+def _strip_leading_tools(rows: list[Message]) -> tuple[list[Message], int]:
+    """Strip the tool rows leading the list; return the rest and how many went.
+
+    Implements MEM-5 step 4's first half ("any message still leading the list
+    with role tool is stripped"); ``normalize`` then repairs again.
+    """
     stripped = 0
     while stripped < len(rows) and rows[stripped]["role"] == "tool":
         stripped += 1
-    if stripped:
-        rows, again = _repair_pass(rows[stripped:], coerce=False, keep_content=keep_content)
-        dropped += stripped + again
-    return NormalizeResult(rows, dropped)
+    return (rows[stripped:], stripped) if stripped else (rows, 0)

@@ -53,82 +53,129 @@ def _violation(index: int, code: str, detail: str = "") -> Violation:
 def check_sendable(messages: object) -> list[Violation]:
     """Return every violation a provider would reject, in list order.
 
-    Reads flat and stored rows alike; content may be a string or a list of parts.
-    Checks: entries that are not messages; a system row after a non-system row; a
-    tool row leading the list; a tool row that does not answer a call of the
-    assistant turn whose result run it sits in; a call with no result in that run
-    (a ``computer`` or ``mcp_approval`` call answered only by a healed text
-    placeholder has none); a call id declared twice; a result given twice; a call
-    without a usable id. ``normalize`` (in either mode) always produces a list with
-    none of these.
+    Implements the check that MEM-5's output meets: ``normalize`` (in either mode)
+    always produces a list with none of these violations. Reads flat and stored
+    rows alike; content may be a string or a list of parts. One scan, one check
+    per clause of MEM-5 (each method of ``_Checker`` names its clause):
+
+    - step 1: an entry that is not a message with a known role;
+    - step 2: a system row after a non-system row;
+    - step 3: a tool row that does not answer a call of the assistant turn whose
+      result run it sits in; a call with no result in that run (a ``computer`` or
+      ``mcp_approval`` call answered only by a healed text placeholder has none,
+      decision 0021); a call id declared twice; a result given twice; a call
+      without a usable id;
+    - step 4: a tool row leading the list.
     """
     rows = messages if isinstance(messages, (list, tuple)) else ()
-    found: list[Violation] = []
-    seen_other = False
-    declared: set[str] = set()
-    answered: set[str] = set()
-    open_calls: dict[str, int] = {}  # ids of the current turn still waiting for a result
-    open_turn = -1
-    untextable: dict[str, str] = {}  # call id -> its kind, for kinds a placeholder cannot answer
+    check = _Checker()
+    result, declarations = check.result, check.declarations  # bound once: called per row
     for index, row in enumerate(rows):
-        role = row.get("role") if type(row) is dict or isinstance(row, Mapping) else None
-        if role not in _ROLE_SET if type(role) is str else not _is_role(role):
-            found.append(_violation(index, "invalid_message"))
-            continue
-        if role == "tool":
-            seen_other = True
-            if index == 0:
-                found.append(_violation(index, "tool_leading"))
-                continue
-            rid = usable_call_id(row.get("tool_call_id"))
-            if rid is None and "metadata" in row:
-                rid = result_id(row)
-            if rid is not None and rid in answered:
-                found.append(_violation(index, "duplicate_result", f"id {rid!r}"))
-            elif rid is None or rid not in open_calls:
-                found.append(_violation(index, "orphan_result", f"id {rid!r}"))
+        role = row.get("role") if type(row) is dict else None
+        if type(role) is not str or role not in _ROLE_SET:  # not the common case: read it fully
+            role = _known_role(row)
+        if role is None:
+            check.report(index, "invalid_message")
+        elif role == "tool":
+            result(index, row)
+        else:
+            if check.open_calls:  # any other row ends the result run
+                check.end_run()
+            if role == "system":
+                check.system(index)
             else:
-                del open_calls[rid]
-                answered.add(rid)
-                if untextable and rid in untextable and is_healed(row):
-                    detail = f"id {rid!r}: a {untextable[rid]} call needs a real result"
-                    found.append(_violation(open_turn, "unanswered_call", detail))
-            continue
-        if open_calls:  # a non-tool row ends the result run
-            for waiting in open_calls:
-                found.append(_violation(open_turn, "unanswered_call", f"id {waiting!r}"))
-            open_calls.clear()
-        if role == "system":
-            if seen_other:
-                found.append(_violation(index, "system_after_non_system"))
-            continue
-        seen_other = True
-        if role != "assistant":
-            continue
-        open_turn = index
-        calls = row.get("tool_calls")
-        if calls is None and "metadata" in row:
-            calls = raw_tool_calls(row)
+                check.seen_other = True
+                if role == "assistant":
+                    declarations(index, row)
+    check.end_run()
+    check.found.sort(key=lambda violation: violation.index)
+    return check.found
+
+
+def _known_role(row: object) -> str | None:
+    """Return a row's role when it is a map with a known role, else None (MEM-5 step 1)."""
+    if type(row) is not dict and not isinstance(row, Mapping):
+        return None
+    role = row.get("role")
+    return role if isinstance(role, str) and role in _ROLE_SET else None
+
+
+class _Checker:
+    """The state of one ``check_sendable`` scan and the violations found so far."""
+
+    __slots__ = ("answered", "declared", "found", "open_calls", "open_turn", "seen_other", "untextable")
+
+    def __init__(self) -> None:
+        self.found: list[Violation] = []
+        self.seen_other = False  # a non-system row has been seen
+        self.declared: set[str] = set()  # every call id declared so far
+        self.answered: set[str] = set()  # every call id answered so far
+        self.open_calls: dict[str, int] = {}  # calls of ``open_turn`` still waiting for a result
+        self.open_turn = -1  # the assistant turn whose result run the scan is in
+        self.untextable: dict[str, str] = {}  # call id -> kind, for kinds text cannot answer
+
+    def report(self, index: int, code: str, detail: str = "") -> None:
+        """Record one violation."""
+        self.found.append(_violation(index, code, detail))
+
+    def system(self, index: int) -> None:
+        """MEM-5 step 2: system messages lead the list."""
+        if self.seen_other:
+            self.report(index, "system_after_non_system")
+
+    def declarations(self, index: int, turn: Mapping[str, Any]) -> None:
+        """MEM-5 step 3: each call has a usable id (MEM-11) and "the first declaration owns the pairing".
+
+        The calls declared here open the turn's result run.
+        """
+        self.open_turn = index
+        calls = turn.get("tool_calls")
+        if calls is None and "metadata" in turn:
+            calls = raw_tool_calls(turn)
         if not isinstance(calls, list):
-            continue
+            return
+        declared, open_calls = self.declared, self.open_calls
         for call in calls:
             cid = _fast_entry_id(call)
             if cid is None:
-                found.append(_violation(index, "invalid_call_id"))
+                self.report(index, "invalid_call_id")
             elif cid in declared:
-                found.append(_violation(index, "duplicate_call_id", f"id {cid!r}"))
+                self.report(index, "duplicate_call_id", f"id {cid!r}")
             else:
                 declared.add(cid)
                 open_calls[cid] = index
                 kind = call_kind(call)
                 if kind in UNTEXTABLE_KINDS:
-                    untextable[cid] = kind
-    for waiting in open_calls:
-        found.append(_violation(open_turn, "unanswered_call", f"id {waiting!r}"))
-    found.sort(key=lambda violation: violation.index)
-    return found
+                    self.untextable[cid] = kind
 
+    def result(self, index: int, row: Mapping[str, Any]) -> None:
+        """MEM-5 steps 3 and 4: a result answers an open call of its run, once; none leads.
 
-def _is_role(role: object) -> bool:
-    """Return True for a known role given as a ``str`` subclass (the rare case)."""
-    return isinstance(role, str) and role in _ROLE_SET
+        A healed placeholder cannot answer a call whose kind text cannot answer
+        (decision 0021): that call counts as unanswered.
+        """
+        self.seen_other = True
+        if index == 0:
+            self.report(index, "tool_leading")
+            return
+        rid = usable_call_id(row.get("tool_call_id"))
+        if rid is None and "metadata" in row:
+            rid = result_id(row)
+        open_calls = self.open_calls
+        if rid is not None and rid in self.answered:
+            self.report(index, "duplicate_result", f"id {rid!r}")
+        elif rid is None or rid not in open_calls:
+            self.report(index, "orphan_result", f"id {rid!r}")
+        else:
+            del open_calls[rid]
+            self.answered.add(rid)
+            if self.untextable and rid in self.untextable and is_healed(row):
+                detail = f"id {rid!r}: a {self.untextable[rid]} call needs a real result"
+                self.report(self.open_turn, "unanswered_call", detail)
+
+    def end_run(self) -> None:
+        """MEM-5 step 3: when a result run ends, each call still open there is unanswered."""
+        if self.open_calls:
+            for waiting in self.open_calls:
+                self.report(self.open_turn, "unanswered_call", f"id {waiting!r}")
+            self.open_calls.clear()
