@@ -12,6 +12,7 @@ from flowmem.store.base import (
     Store,
     TokenRecord,
     TranscriptMessage,
+    SessionClaim,
     WriteGuard,
 )
 from flowmem.store.memory import MemoryStore
@@ -26,6 +27,7 @@ __all__ = [
     "Store",
     "TokenRecord",
     "TranscriptMessage",
+    "SessionClaim",
     "WriteGuard",
     "open_store",
 ]

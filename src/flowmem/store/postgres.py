@@ -34,7 +34,13 @@ from flowmem.errors import (
 )
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Store, WriteGuard
 from flowmem.store.editor import SqlBufferEditor
-from flowmem.store.rows import check_address, check_lock_timeout, check_rows, guard_form
+from flowmem.store.rows import (
+    check_address,
+    check_lock_timeout,
+    check_rows,
+    ensure_form,
+    guard_form,
+)
 from flowmem.store.sqlbase import SqlStore, StatementRunner
 
 log = logging.getLogger("flowmem")
@@ -244,7 +250,28 @@ GUARDS: dict[str, str] = {
     "token": _TOKEN_VALID,
     "session": "EXISTS (SELECT 1 FROM sessions WHERE id = %s FOR KEY SHARE)",
     "both": f"EXISTS (SELECT 1 FROM sessions WHERE id = %s AND {_TOKEN_VALID} FOR KEY SHARE)",
+    # a claim (docs/decisions/0032): the session exists AND is owned by the claimed owner
+    "owned": """EXISTS (SELECT 1 FROM sessions WHERE id = %s
+        AND owner IS NOT DISTINCT FROM %s::text FOR KEY SHARE)""",
+    "both_owned": f"""EXISTS (SELECT 1 FROM sessions WHERE id = %s
+        AND owner IS NOT DISTINCT FROM %s::text AND {_TOKEN_VALID} FOR KEY SHARE)""",
 }
+# A claiming write's first statement (in the append's pipeline: no round trip of
+# its own): create the session unless it exists (or the token is not valid, or its
+# owner is at the limit). CASE evaluates its branches in order and an initPlan runs
+# only when its branch is reached, so the token is locked first (the order of
+# docs/decisions/0014) and the owner's sessions are counted only for a new session.
+# ON CONFLICT waits for a concurrent first write of the same id and then does nothing.
+_ENSURE = """INSERT INTO sessions (id, name, owner, status, agent, metadata, created_at,
+    updated_at) SELECT %s, '', %s::text, 'idle', NULL, '{{}}', %s::double precision,
+    %s::double precision WHERE CASE {token}
+    WHEN EXISTS (SELECT 1 FROM sessions WHERE id = %s) THEN FALSE
+    WHEN %s::bigint = 0 OR %s::text IS NULL THEN TRUE
+    ELSE (SELECT COUNT(*) FROM sessions WHERE owner = %s::text) < %s::bigint END
+    ON CONFLICT (id) DO NOTHING"""
+SQL["session_ensure"] = _ENSURE.format(token="")
+SQL["session_ensure@token"] = _ENSURE.format(token=f"WHEN NOT {_TOKEN_VALID} THEN FALSE")
+SQL["session_owner"] = "SELECT owner FROM sessions WHERE id = %s"
 _GUARDED: dict[str, str] = {
     "guard": "SELECT 1 WHERE {guard}",
     "session_insert": """INSERT INTO sessions (id, name, owner, status, agent, metadata,
@@ -482,6 +509,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         key = advisory_key(address)
         timeout = f"{max(int(lock_timeout * 1000), 1)}ms"
         kind, checks = guard_form(guard)
+        ensure = ensure_form(guard)
         lock = SQL[f"timed_lock@{kind}" if kind else "timed_lock"]
         ids, want_open = _asked(rows)
         with self._connection() as conn:
@@ -492,6 +520,8 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                 try:
                     with conn.pipeline():
                         conn.execute(SQL["begin"])
+                        if ensure is not None:  # a claimed session (decision 0032)
+                            conn.execute(SQL[ensure[0]], ensure[1])
                         locked = conn.execute(lock, (key, timeout, *checks))
                         facts = conn.execute(SQL["append_facts"], (ids, ids, want_open, *address))
                         if locked.fetchone() is None:
