@@ -281,7 +281,7 @@ class SessionService:
         session = self._find(session_id)
         if session is not None:
             session = self.load(principal, session.id, "drive")
-            claim = SessionClaim(owner=session.owner)
+            claim = SessionClaim(owner=session.owner, created_at=session.created_at)
             return memory_context(session, node_id), WriteGuard(
                 principal.token_id, session.id, claim
             )
@@ -450,7 +450,7 @@ class SessionService:
             raise ConflictError("a turn is already running in this session")
         row: Message = to_row({"role": "user", "content": text}, int(self.clock()))
         # the session, still owned by its owner (not deleted and made again: decision 0032)
-        claim = SessionClaim(owner=session.owner)
+        claim = SessionClaim(owner=session.owner, created_at=session.created_at)
         guard = WriteGuard(None if guard is None else guard.token_id, session.id, claim)
         self.memory.append(
             BUFFER_SCOPE,

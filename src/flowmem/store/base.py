@@ -77,7 +77,9 @@ class SessionClaim:
     """Whose session a ``session``-scope write goes to, and whether it creates it (decision 0032).
 
     ``owner``: the session must be owned by this user id (None: by nobody), unless
-    ``any_owner``. ``create``: a session that does not exist is created by the
+    ``any_owner``. Without ``create``, a non-zero ``created_at`` also names the
+    session's creation time: the write goes only to that very session, not to one
+    deleted and made again with the same id. ``create``: a session that does not exist is created by the
     write, in its transaction (name ``""``, status ``idle``, ``created_at``), unless
     ``owner`` already owns ``limit`` sessions (0 = no limit; unowned sessions are
     not counted). A write whose claim fails stores nothing and creates nothing:

@@ -146,7 +146,10 @@ class MemoryStore:
             return SessionRecord(
                 sid, "", owner, created_at=claim.created_at, updated_at=claim.created_at
             )
-        if not claim.any_owner and session.owner != claim.owner:
+        if not claim.any_owner and (
+            session.owner != claim.owner
+            or (not claim.create and claim.created_at and session.created_at != claim.created_at)
+        ):
             raise guard_failed(True, guard, (session.owner,))
         return None
 

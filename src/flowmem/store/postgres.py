@@ -255,6 +255,10 @@ GUARDS: dict[str, str] = {
         AND owner IS NOT DISTINCT FROM %s::text FOR KEY SHARE)""",
     "both_owned": f"""EXISTS (SELECT 1 FROM sessions WHERE id = %s
         AND owner IS NOT DISTINCT FROM %s::text AND {_TOKEN_VALID} FOR KEY SHARE)""",
+    "same": """EXISTS (SELECT 1 FROM sessions WHERE id = %s AND owner IS NOT DISTINCT FROM
+        %s::text AND created_at = %s::double precision FOR KEY SHARE)""",
+    "both_same": f"""EXISTS (SELECT 1 FROM sessions WHERE id = %s AND owner IS NOT DISTINCT FROM
+        %s::text AND created_at = %s::double precision AND {_TOKEN_VALID} FOR KEY SHARE)""",
 }
 # A claiming write's first statement (in the append's pipeline: no round trip of
 # its own): create the session unless it exists (or the token is not valid, or its

@@ -79,15 +79,26 @@ def check_none_running(sessions: Iterable[tuple[str, str]]) -> None:
 def guard_form(guard: WriteGuard | None) -> tuple[str, tuple[Any, ...]]:
     """Return the guard's kind and its parameters.
 
-    Kinds: ``""``, ``token``, ``session``, ``both``, and with a claim that names the
-    owner (``SessionClaim``) ``owned`` and ``both_owned``. The SQL backends name a
-    guarded statement ``name@kind``; its guard condition takes the parameters in
-    this order (the session, its owner, then the token).
+    Kinds: ``""``, ``token``, ``session``, ``both``; with a claim that names the owner
+    (``SessionClaim``) ``owned`` and ``both_owned``, and ``same`` and ``both_same``
+    for a claim of an existing session that also names its ``created_at`` (the
+    session the request loaded, not one deleted and made again). The SQL backends
+    name a guarded statement ``name@kind``; its guard condition takes the
+    parameters in this order (the session, its owner, its creation, the token).
     """
     if guard is None:
         return "", ()
     claim = guard.claim
     if guard.session_id is not None and claim is not None and not claim.any_owner:
+        if not claim.create and claim.created_at:  # this very session, not one made again
+            if guard.token_id is not None:
+                return "both_same", (
+                    guard.session_id,
+                    claim.owner,
+                    claim.created_at,
+                    guard.token_id,
+                )
+            return "same", (guard.session_id, claim.owner, claim.created_at)
         if guard.token_id is not None:
             return "both_owned", (guard.session_id, claim.owner, guard.token_id)
         return "owned", (guard.session_id, claim.owner)
@@ -135,7 +146,9 @@ def guard_failed(
     if not token_valid:
         return AuthenticationError("invalid token")
     claim = None if guard is None else guard.claim
-    if claim is not None and owner is not None and not claim.any_owner:
+    # a request's own session gone (deleted, perhaps made again) is 404 whoever owns it now
+    gone = claim is not None and not claim.create and bool(claim.created_at)
+    if claim is not None and owner is not None and not claim.any_owner and not gone:
         if owner[0] != claim.owner:
             return AccessDeniedError(
                 f"session {guard.session_id if guard else ''} belongs to another owner than "

@@ -234,6 +234,9 @@ GUARDS: dict[str, str] = {
     # a claim (docs/decisions/0032): the session exists AND is owned by the claimed owner
     "owned": "EXISTS (SELECT 1 FROM sessions WHERE id = ? AND owner IS ?)",
     "both_owned": f"EXISTS (SELECT 1 FROM sessions WHERE id = ? AND owner IS ? AND {_TOKEN_VALID})",
+    "same": "EXISTS (SELECT 1 FROM sessions WHERE id = ? AND owner IS ? AND created_at = ?)",
+    "both_same": f"""EXISTS (SELECT 1 FROM sessions WHERE id = ? AND owner IS ? AND created_at = ?
+        AND {_TOKEN_VALID})""",
 }
 # A claiming write's first statement: create the session unless it exists (or the
 # token is not valid, or its owner is at the limit; the count runs only for a
