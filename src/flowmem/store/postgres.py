@@ -102,6 +102,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """UPDATE buffers SET bytes = COALESCE((SELECT SUM(octet_length(body))
             FROM buffer_rows WHERE buffer_rows.buffer_id = buffers.id), 0)""",
     ),
+    (  # 4: session-scope data written without a session record gets one, owned by nobody
+        """INSERT INTO sessions (id, name, owner, status, agent, metadata, created_at, updated_at)
+            SELECT scope_id, '', NULL, 'idle', NULL, '{}',
+                EXTRACT(EPOCH FROM now())::double precision,
+                EXTRACT(EPOCH FROM now())::double precision
+            FROM (SELECT scope_id FROM buffers WHERE scope = 'session'
+                UNION SELECT scope_id FROM records WHERE scope = 'session') AS scoped
+            WHERE scope_id NOT IN (SELECT id FROM sessions)""",
+    ),
 )
 
 _B = "buffer_id = %s"

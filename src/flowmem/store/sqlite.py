@@ -123,6 +123,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """UPDATE buffers SET bytes = (SELECT COALESCE(SUM(length(CAST(body AS BLOB))), 0)
             FROM buffer_rows WHERE buffer_rows.buffer_id = buffers.id)""",
     ),
+    (  # 4: session-scope data written without a session record gets one, owned by nobody
+        """INSERT INTO sessions (id, name, owner, status, agent, metadata, created_at, updated_at)
+            SELECT scope_id, '', NULL, 'idle', NULL, '{}',
+                (julianday('now') - 2440587.5) * 86400.0, (julianday('now') - 2440587.5) * 86400.0
+            FROM (SELECT scope_id FROM buffers WHERE scope = 'session'
+                UNION SELECT scope_id FROM records WHERE scope = 'session')
+            WHERE scope_id NOT IN (SELECT id FROM sessions)""",
+    ),
 )
 
 _B = "buffer_id = ?"
