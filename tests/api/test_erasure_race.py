@@ -306,7 +306,7 @@ def test_deleting_a_session_under_eight_writers_leaves_nothing(racing: Backend) 
         wall: list[float] = []
         sent: list[float] = []
 
-        def delete(sid: str = sid) -> int:
+        def delete(sid: str = sid, wall: list[float] = wall, sent: list[float] = sent) -> int:
             wall.append(time.time())
             sent.append(time.monotonic())
             return client.delete(f"/v1/sessions/{sid}", headers=mine).status_code

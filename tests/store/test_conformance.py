@@ -1108,7 +1108,7 @@ def test_concurrent_first_writes_of_a_session_create_one_session(store: Store) -
                 store.put_record(Address("session", "s-race", f"k{n}"), n, None, guard)
             else:
                 store.append(Address("session", "s-race", "chat"), [user(f"m{n}")], guard=guard)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=writer, args=(n,)) for n in range(6)]

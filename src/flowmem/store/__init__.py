@@ -8,11 +8,11 @@ from flowmem.store.base import (
     SESSION_STATUSES,
     Address,
     Erasure,
+    SessionClaim,
     SessionRecord,
     Store,
     TokenRecord,
     TranscriptMessage,
-    SessionClaim,
     WriteGuard,
 )
 from flowmem.store.memory import MemoryStore
@@ -23,11 +23,11 @@ __all__ = [
     "Address",
     "Erasure",
     "MemoryStore",
+    "SessionClaim",
     "SessionRecord",
     "Store",
     "TokenRecord",
     "TranscriptMessage",
-    "SessionClaim",
     "WriteGuard",
     "open_store",
 ]

@@ -148,13 +148,14 @@ def guard_failed(
     claim = None if guard is None else guard.claim
     # a request's own session gone (deleted, perhaps made again) is 404 whoever owns it now
     gone = claim is not None and not claim.create and bool(claim.created_at)
-    if claim is not None and owner is not None and not claim.any_owner and not gone:
-        if owner[0] != claim.owner:
-            return AccessDeniedError(
-                f"session {guard.session_id if guard else ''} belongs to another owner than "
-                "the context's user",
-                rule="MEM-8",
-            )
+    if claim is not None and owner is not None and not claim.any_owner and not gone and (
+        owner[0] != claim.owner
+    ):
+        return AccessDeniedError(
+            f"session {guard.session_id if guard else ''} belongs to another owner than "
+            "the context's user",
+            rule="MEM-8",
+        )
     if claim is not None and owner is None and claim.create and claim.limit and owned >= claim.limit:
         return TooManySessionsError(
             f"this user owns {owned} sessions, the limit is {claim.limit}: delete some first",
