@@ -570,6 +570,29 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                     time.sleep(0.01 * (attempt + 1))
         raise StoreBusyError("unserialized append did not complete")  # pragma: no cover
 
+    def _put_claimed(self, params: tuple[Any, ...], kind: str, guard: WriteGuard | None) -> None:
+        """Store a record whose guard creates its session, in two round trips (a pipeline).
+
+        BEGIN, the session insert and the guarded upsert in one; COMMIT (or ROLLBACK
+        when the upsert wrote nothing: the guard's error) in the other.
+        """
+        ensure = ensure_form(guard)
+        with self._connection() as conn:
+            try:
+                with conn.pipeline() as pipeline:
+                    conn.execute(SQL["begin"])
+                    if ensure is not None:
+                        conn.execute(SQL[ensure[0]], ensure[1])
+                    done = conn.execute(SQL[f"record_put@{kind}"], params)
+                    pipeline.sync()
+                    if done.rowcount == 0:
+                        raise self._guard_error(conn, guard)
+                    conn.execute(SQL["commit"])
+            except BaseException:
+                if conn.info.transaction_status != TransactionStatus.IDLE:
+                    conn.execute(SQL["rollback"])
+                raise
+
     # --- sessions ---------------------------------------------------------------------------
     def set_session_status(
         self, session_id: str, status: str, expected: frozenset[str] | None = None

@@ -324,27 +324,34 @@ class SqlStore(ABC, Generic[C]):
         check_address(address)
         text = to_json(value)
         kind, checks = guard_form(guard)
-        if ensure_form(guard) is not None:  # creates its session: two statements, one transaction
-
-            def claimed(conn: C) -> None:
-                self._ensure_session(conn, guard)
-                done = conn.execute(
-                    self.SQL[f"record_put@{kind}"], (*address, text, expires_at, *checks)
-                )
-                if done.rowcount == 0:
-                    raise self._guard_error(conn, guard)
-
-            self._write(claimed)
-            return
+        claims = ensure_form(guard) is not None
         with self._connection() as conn:
             if not kind:
                 conn.execute(self.SQL["record_put"], (*address, text, expires_at))
                 return
+            # a claim that may create its session first tries the one statement that
+            # writes when the session exists already (the usual case: one round trip)
             done = conn.execute(
                 self.SQL[f"record_put@{kind}"], (*address, text, expires_at, *checks)
             )
-            if done.rowcount == 0:
+            if done.rowcount == 0 and not claims:
                 raise self._guard_error(conn, guard)
+        if done.rowcount == 0:  # create the session: two statements, one transaction
+            self._put_claimed((*address, text, expires_at, *checks), kind, guard)
+
+    def _put_claimed(self, params: tuple[Any, ...], kind: str, guard: WriteGuard | None) -> None:
+        """Store a record whose guard creates its session: the session insert, then the guarded upsert.
+
+        One write transaction; the guard's error (nothing written, no session) when
+        the upsert wrote nothing.
+        """
+
+        def claimed(conn: C) -> None:
+            self._ensure_session(conn, guard)
+            if conn.execute(self.SQL[f"record_put@{kind}"], params).rowcount == 0:
+                raise self._guard_error(conn, guard)
+
+        self._write(claimed)
 
     def delete_record(self, address: Address) -> bool:
         """Delete a record; True when one existed."""
