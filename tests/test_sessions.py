@@ -14,6 +14,7 @@ from flowmem.errors import (
     InvalidInputError,
     InvalidTextError,
     NotFoundError,
+    TooManySessionsError,
     UnknownRoleError,
 )
 from flowmem.scope import ExecutionContext
@@ -415,3 +416,127 @@ def test_unstorable_text_in_a_session_raises_invalid_text_and_stores_nothing(
     with pytest.raises(InvalidTextError):
         service.edit_message(ADMIN, session.id, 1, {"role": "user", "content": "x", lone: 1})
     assert [m.row["content"] for m in service.messages(ALICE, session.id)[0]] == ["hi"]
+
+
+# --- one session model (issue 16 §4, docs/decisions/0032) ----------------------------------
+
+
+def _memory(store: MemoryStore, **limits: int) -> MemoryService:
+    from flowmem.limits import Limits
+
+    return MemoryService(store, clock=Clock(), limits=Limits(**limits) if limits else None)
+
+
+def _scope_data(store: MemoryStore, sid: str) -> tuple[int, tuple[bool, Any]]:
+    return store.count(Address("session", sid, "chat")), store.get_record(
+        Address("session", sid, "topic"), 0.0
+    )
+
+
+def test_mem_8_a_session_scope_write_creates_its_session_owned_by_the_context_user(
+    store: MemoryStore,
+) -> None:
+    memory = _memory(store)
+    context = ExecutionContext(session_id="s-weather", user_id="alice")
+    assert memory.append("session", "chat", [{"role": "user", "content": "hi"}], context).count == 1
+    assert memory.write("session", "topic", "Lisbon", context).success
+    session = store.get_session("s-weather")
+    assert session is not None and (session.owner, session.status) == ("alice", "idle")
+    # a session like any other: its owner lists, views and drives it (MEM-9)
+    sessions = SessionService(store, memory)
+    assert [s.id for s in sessions.list_sessions(ALICE).sessions] == ["s-weather"]
+    assert sessions.send_turn(ALICE, "s-weather", "more")["status"] == "completed"
+    with pytest.raises(NotFoundError):
+        sessions.get(BOB, "s-weather")
+
+
+def test_mem_9_a_write_without_a_user_creates_a_session_owned_by_nobody(
+    store: MemoryStore,
+) -> None:
+    memory = _memory(store)
+    for user_id in (None, 0, "None"):  # no user, the id of nobody, a placeholder: no owner
+        context = ExecutionContext(session_id=f"s-{user_id}", user_id=user_id)
+        memory.write("session", "topic", "x", context)
+        session = store.get_session(f"s-{user_id}")
+        assert session is not None and session.owner is None
+    sessions = SessionService(store, memory)
+    assert sessions.list_sessions(NOBODY).sessions == []  # an absent identity owns nothing
+    assert sessions.list_sessions(ALICE).sessions == []
+
+
+def test_reading_a_session_that_does_not_exist_creates_nothing(store: MemoryStore) -> None:
+    memory = _memory(store)
+    context = ExecutionContext(session_id="s-read", user_id="alice")
+    assert memory.read("session", "topic", context).found is False
+    assert memory.load("session", "chat", context).count == 0
+    assert memory.clear("session", "chat", context).success
+    assert memory.delete("session", "topic", context).success
+    # an append with nothing to append is a pure read (DESIGN.md §2)
+    assert memory.append("session", "chat", [{"role": "user", "content": ""}], context).count == 0
+    assert store.get_session("s-read") is None
+
+
+def test_mem_13_an_unusable_session_id_creates_nothing(store: MemoryStore) -> None:
+    memory = _memory(store)
+    for sid in (None, "", 0, "0", "None", "null", "undefined", "nil", "a b", "-1", True):
+        context = ExecutionContext(session_id=sid, user_id="alice")
+        assert memory.append("session", "chat", [{"role": "user", "content": "x"}], context).count == 0
+        assert not memory.write("session", "topic", "x", context).success
+    for scope_id in ("", "None", "a b"):  # raw writes never refuse, and claim no session
+        memory.write_raw("session", scope_id, "topic", "x")
+    assert store.list_sessions(None, True, 100, 0) == ([], 0)
+
+
+def test_mem_8_a_write_to_another_users_session_is_refused_and_changes_nothing(
+    store: MemoryStore,
+) -> None:
+    memory = _memory(store)
+    bob = ExecutionContext(session_id="s-bob", user_id="bob")
+    memory.write("session", "topic", "bob's", bob)
+    for user_id in ("alice", None):
+        intruder = ExecutionContext(session_id="s-bob", user_id=user_id)
+        with pytest.raises(AccessDeniedError) as caught:
+            memory.append("session", "chat", [{"role": "user", "content": "x"}], intruder)
+        assert caught.value.rule == "MEM-8"
+        with pytest.raises(AccessDeniedError):
+            memory.write("session", "topic", "mine now", intruder)
+    assert _scope_data(store, "s-bob") == (0, (True, "bob's"))
+    # a raw write (a trusted caller with its own scope id) writes to any owner's session
+    memory.append_raw("session", "s-bob", "chat", [{"role": "user", "content": "raw"}])
+    assert store.get_session("s-bob").owner == "bob"  # type: ignore[union-attr]
+
+
+def test_a_write_after_the_session_was_deleted_makes_a_fresh_session(
+    store: MemoryStore,
+) -> None:
+    memory = _memory(store)
+    context = ExecutionContext(session_id="s-again", user_id="alice")
+    memory.append("session", "chat", [{"role": "user", "content": "old"}], context)
+    first = store.get_session("s-again")
+    SessionService(store, memory).delete(ALICE, "s-again")
+    assert store.get_session("s-again") is None
+    memory.append("session", "chat", [{"role": "user", "content": "new"}], context)
+    fresh = store.get_session("s-again")
+    assert fresh is not None and first is not None and fresh.created_at > first.created_at
+    assert [r["content"] for r in store.load(Address("session", "s-again", "chat"))] == ["new"]
+
+
+def test_the_session_limit_applies_to_sessions_made_by_writes(store: MemoryStore) -> None:
+    memory = _memory(store, sessions_per_user=2)
+    sessions = SessionService(store, memory)
+    sessions.create(ALICE, "made")
+    alice = ExecutionContext(session_id="s-1", user_id="alice")
+    memory.write("session", "topic", "x", alice)
+    with pytest.raises(TooManySessionsError):
+        memory.write("session", "topic", "x", ExecutionContext(session_id="s-2", user_id="alice"))
+    with pytest.raises(TooManySessionsError):
+        memory.append(
+            "session", "chat", [{"role": "user", "content": "x"}],
+            ExecutionContext(session_id="s-3", user_id="alice"),
+        )  # fmt: skip
+    assert store.get_session("s-2") is None and store.get_session("s-3") is None
+    memory.write("session", "topic", "y", alice)  # her existing sessions still take writes
+    with pytest.raises(TooManySessionsError):
+        sessions.create(ALICE, "one more")  # and the explicit creation counts them
+    memory.write("session", "topic", "x", ExecutionContext(session_id="s-anon"))  # unowned: free
+    assert store.list_sessions(None, True, 10, 0)[1] == 3

@@ -63,11 +63,12 @@ from flowmem.results import (
 from flowmem.results import (
     WriteResult as WriteResult,
 )
-from flowmem.scope import ExecutionContext, Refusal, check_scope, resolve_scope
+from flowmem.scope import ExecutionContext, Refusal, check_scope, resolve_scope, usable_identity
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     SESSION_SCOPE,
     Address,
+    SessionClaim,
     Store,
     SupportsPopLast,
     WriteGuard,
@@ -221,6 +222,41 @@ class MemoryService:
     def _now(self) -> float:
         return float(self.clock())
 
+    def _session_guard(
+        self,
+        scope: str,
+        scope_id: str,
+        guard: WriteGuard | None,
+        context: ExecutionContext | None,
+        *,
+        raw: bool = False,
+    ) -> WriteGuard | None:
+        """Return the guard of a write: for the ``session`` scope, one that claims its session.
+
+        Implements MEM-8 for writes (docs/decisions/0032): a ``session`` scope id names
+        a real session. The write creates the session when it does not exist, in its
+        own transaction, owned by the context's user (nobody for a context without
+        one, MEM-9), within ``limits.sessions_per_user``; a session owned by someone
+        else than the context's user refuses the write (AccessDeniedError). A raw
+        write (a trusted caller with its own scope id) creates an unowned session and
+        accepts any owner. A caller's guard that names its session already (the HTTP
+        API, the runtime) is kept as it is; an id that is not a usable identity
+        claims nothing.
+        """
+        if scope != SESSION_SCOPE or (guard is not None and guard.session_id is not None):
+            return guard
+        if usable_identity(scope_id) != scope_id:
+            return guard
+        owner = None if raw or context is None else usable_identity(context.user_id)
+        claim = SessionClaim(
+            owner=owner,
+            create=True,
+            limit=self.limits.sessions_per_user,
+            created_at=self._now(),
+            any_owner=raw,
+        )
+        return WriteGuard(None if guard is None else guard.token_id, scope_id, claim)
+
     # --- memory records -----------------------------------------------------------
     def read(
         self, scope: str, key: str, context: ExecutionContext | None, default: Any = None
@@ -260,7 +296,8 @@ class MemoryService:
         resolved = self._resolve("write", scope, name, context)
         if isinstance(resolved, Refusal):
             return WriteResult(success=False, refusal=resolved)
-        return self.write_raw(scope, resolved, name, value, ttl, guard=guard)
+        guard = self._session_guard(scope, resolved, guard, context)
+        return self._write_at(scope, resolved, name, value, ttl, guard)
 
     def write_raw(
         self,
@@ -272,7 +309,24 @@ class MemoryService:
         *,
         guard: WriteGuard | None = None,
     ) -> WriteResult:
-        """Write a record at an explicit scope id (trusted callers; no resolution)."""
+        """Write a record at an explicit scope id (trusted callers; no resolution).
+
+        In the ``session`` scope the write creates its session when it does not
+        exist (unowned; docs/decisions/0032).
+        """
+        name = check_key(key)
+        guard = self._session_guard(check_scope(scope), check_scope_id(scope_id), guard, None, raw=True)
+        return self._write_at(scope, scope_id, name, value, ttl, guard)
+
+    def _write_at(
+        self,
+        scope: str,
+        scope_id: str,
+        key: str,
+        value: Any,
+        ttl: float | None,
+        guard: WriteGuard | None,
+    ) -> WriteResult:
         address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
         seconds = check_ttl(ttl)
         check_record(value, self.limits.record_bytes)
@@ -326,6 +380,7 @@ class MemoryService:
         resolved = self._resolve("append", scope, name, context)
         if isinstance(resolved, Refusal):
             return BufferResult(refusal=resolved)
+        guard = self._session_guard(scope, resolved, guard, context)
         return self._append_rows(
             Address(check_scope(scope), resolved, name), rows, window or 0, return_messages, guard
         )
@@ -341,11 +396,16 @@ class MemoryService:
         return_messages: bool = False,
         guard: WriteGuard | None = None,
     ) -> BufferResult:
-        """Append to a buffer at an explicit scope id (trusted callers; no resolution)."""
+        """Append to a buffer at an explicit scope id (trusted callers; no resolution).
+
+        In the ``session`` scope the append creates its session when it does not
+        exist (unowned; docs/decisions/0032).
+        """
         address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
         window = check_count(max_messages, "max_messages")
         rows = prepare(messages, int(self._now()))
         check_message_sizes(rows, self.limits.message_bytes)
+        guard = self._session_guard(address.scope, address.scope_id, guard, None, raw=True)
         return self._append_rows(address, rows, window or 0, return_messages, guard)
 
     def _append_rows(

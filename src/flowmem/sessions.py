@@ -41,6 +41,7 @@ from flowmem.scope import ExecutionContext, stored_spellings, usable_identity
 from flowmem.store.base import (
     SESSION_SCOPE,
     Erasure,
+    SessionClaim,
     SessionRecord,
     Store,
     TranscriptMessage,
@@ -108,16 +109,29 @@ def transcript_dict(item: TranscriptMessage) -> dict[str, Any]:
 
 
 def canonical_session_id(value: object) -> str:
-    """Return the canonical (lowercase, hyphenated) UUID text; NotFoundError if not a UUID.
+    """Return a session id's text; NotFoundError when it is not a usable identity.
 
-    A malformed id names no session, so it is reported like a missing one.
+    A session id is any usable identity (``flowmem.scope.usable_identity``, DESIGN.md
+    §3), like the ``session`` scope id that names it (docs/decisions/0032): the
+    UUIDs ``POST /v1/sessions`` makes and the ids adapters and hosts choose
+    (``"s-weather"``). An id that is not usable names no session, so it is reported
+    like a missing one.
     """
-    if not isinstance(value, str) or len(value) > 64:
+    text = usable_identity(value) if isinstance(value, str) else None
+    if text is None:
         raise NotFoundError("no such session")
+    return text
+
+
+def _uuid_spelling(text: str) -> str | None:
+    """The canonical UUID text of another spelling of a UUID (upper case, braces…), or None."""
+    if len(text) > 64:
+        return None
     try:
-        return str(uuid.UUID(value))
+        canonical = str(uuid.UUID(text))
     except ValueError:
-        raise NotFoundError("no such session") from None
+        return None
+    return None if canonical == text else canonical
 
 
 @dataclass(frozen=True)
@@ -219,14 +233,73 @@ class SessionService:
         caller may not view is also 404 (ids do not leak); one it may view but not
         act on is ``AccessDeniedError`` (403).
         """
-        session = self.store.get_session(canonical_session_id(session_id))
+        session = self._find(session_id)
         if not decide(principal, "view", session).allowed or session is None:
             raise NotFoundError("no such session")
+        return self._check(principal, session, action)
+
+    def _find(self, session_id: object) -> SessionRecord | None:
+        """Return the session named ``session_id`` (NotFoundError for an unusable id), or None.
+
+        The id is read exactly (decision 0016); a UUID spelled otherwise than
+        canonically (upper case…) that names no session is also looked up in its
+        canonical spelling, the one ``POST /v1/sessions`` made.
+        """
+        text = canonical_session_id(session_id)
+        session = self.store.get_session(text)
+        other = _uuid_spelling(text) if session is None else None
+        return self.store.get_session(other) if other is not None else session
+
+    def _check(self, principal: Principal, session: SessionRecord, action: str) -> SessionRecord:
+        """Return ``session`` when ``principal`` (who may view it) may do ``action``; else 403."""
         if action != "view":
             decision = decide(principal, action, session)
             if not decision.allowed:
                 raise AccessDeniedError(decision.reason, rule=decision.rule)
         return session
+
+    def write_target(
+        self,
+        principal: Principal,
+        session_id: object,
+        *,
+        create: bool,
+        node_id: Any = None,
+    ) -> tuple[ExecutionContext, WriteGuard]:
+        """Return the context and guard of ``principal``'s write to a ``session`` scope.
+
+        An existing session must be one the caller may drive (404 / 403 as ``load``);
+        the write runs as its owner (MEM-8) and its guard requires, in the write's
+        transaction, the caller's token and the session with that same owner (not
+        deleted, nor deleted and made again by someone else: decision 0014, 0032).
+        With ``create``, an id that names no session is claimed: the caller needs
+        ``sessions:create`` (403), and the write creates the session, owned by the
+        caller (nobody for a service principal, MEM-9), atomically with its first
+        row, within ``limits.sessions_per_user`` (TooManySessionsError). Without
+        ``create`` (a delete, a clear) it is NotFoundError: nothing is created.
+        """
+        session = self._find(session_id)
+        if session is not None:
+            session = self.load(principal, session.id, "drive")
+            claim = SessionClaim(owner=session.owner, created_at=session.created_at)
+            return memory_context(session, node_id), WriteGuard(
+                principal.token_id, session.id, claim
+            )
+        if not create:
+            raise NotFoundError("no such session")
+        decision = decide(principal, "create", None)
+        if not decision.allowed:
+            raise AccessDeniedError(decision.reason, rule=decision.rule)
+        text = canonical_session_id(session_id)
+        owner = principal.identity
+        claim = SessionClaim(
+            owner=owner,
+            create=True,
+            limit=self.memory.limits.sessions_per_user,
+            created_at=float(self.clock()),
+        )
+        context = ExecutionContext(session_id=text, user_id=owner, node_id=node_id)
+        return context, WriteGuard(principal.token_id, text, claim)
 
     # --- users ---------------------------------------------------------------------
     def erase_user(self, principal: Principal, user_id: object) -> tuple[str | None, Erasure]:
@@ -376,7 +449,9 @@ class SessionService:
         if session.status == "running":
             raise ConflictError("a turn is already running in this session")
         row: Message = to_row({"role": "user", "content": text}, int(self.clock()))
-        guard = WriteGuard(None if guard is None else guard.token_id, session.id)
+        # the session, still owned by its owner (not deleted and made again: decision 0032)
+        claim = SessionClaim(owner=session.owner, created_at=session.created_at)
+        guard = WriteGuard(None if guard is None else guard.token_id, session.id, claim)
         self.memory.append(
             BUFFER_SCOPE,
             BUFFER_KEY,

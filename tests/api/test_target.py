@@ -18,7 +18,7 @@ MESSAGE = {"messages": {"role": "user", "content": "hi"}}
         ("/v1/buffers/team/notes", "path.scope"),
         ("/v1/memory/Session/notes", "path.scope"),
         (f"/v1/buffers/user/{'k' * 256}", "path.key"),
-        (f"/v1/buffers/session/chat?session_id={'s' * 65}", "query.session_id"),
+        (f"/v1/buffers/session/chat?session_id={'s' * 256}", "query.session_id"),
         (f"/v1/memory/workflow/k?workflow_id={'w' * 256}", "query.workflow_id"),
         (f"/v1/memory/pipeline/k?pipeline_id={'p' * 256}", "query.pipeline_id"),
         (f"/v1/buffers/execution/k?execution_id={'e' * 256}", "query.execution_id"),
@@ -36,7 +36,7 @@ def test_a_bad_target_field_is_422_naming_it(api: Api, url: str, field: str) -> 
 
 
 def test_every_bad_field_is_listed_at_once(api: Api) -> None:
-    url = f"/v1/buffers/team/{'k' * 256}?session_id={'s' * 65}"
+    url = f"/v1/buffers/team/{'k' * 256}?session_id={'s' * 256}"
     details = api.call("POST", url, "admin", json=MESSAGE).json()["error"]["details"]
     assert [d["field"] for d in details] == ["path.scope", "path.key", "query.session_id"]
 

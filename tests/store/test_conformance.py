@@ -18,6 +18,7 @@ from flowmem.core import (
     result_id,
 )
 from flowmem.errors import (
+    AccessDeniedError,
     AuthenticationError,
     BufferFullError,
     ConflictError,
@@ -25,8 +26,17 @@ from flowmem.errors import (
     InvalidTextError,
     NotFoundError,
     NotSerializableError,
+    TooManySessionsError,
 )
-from flowmem.store import Address, Erasure, SessionRecord, Store, TokenRecord, WriteGuard
+from flowmem.store import (
+    Address,
+    Erasure,
+    SessionClaim,
+    SessionRecord,
+    Store,
+    TokenRecord,
+    WriteGuard,
+)
 from flowmem.store.base import SupportsPopLast
 from flowmem.store.rows import dump_json
 
@@ -954,3 +964,159 @@ def test_unstorable_text_in_sessions_transcripts_and_tokens_raises_invalid_text(
         with pytest.raises(InvalidTextError):
             store.create_token(bad_token)
     assert store.list_tokens() == []
+
+
+# --- one session model: claimed sessions (docs/decisions/0032) ------------------------------
+
+
+def _claim(sid: str, owner: str | None, *, token: str | None = None, **kw: Any) -> WriteGuard:
+    """A guard claiming session ``sid`` for ``owner`` (created when absent unless create=False)."""
+    kw.setdefault("create", True)
+    kw.setdefault("created_at", 5.0)
+    return WriteGuard(token, sid, SessionClaim(owner=owner, **kw))
+
+
+def _claiming_writes(store: Store, guard: WriteGuard) -> list[Any]:
+    """A claimed record write and append to the guard's session scope."""
+    sid = guard.session_id or ""
+    return [
+        lambda: store.put_record(Address("session", sid, "topic"), "Lisbon", None, guard),
+        lambda: store.append(Address("session", sid, "chat"), [user("weather?")], guard=guard),
+    ]
+
+
+def test_mem_8_a_claiming_write_creates_its_session_owned_by_the_claimed_owner(
+    store: Store,
+) -> None:
+    for n, write in enumerate(_claiming_writes(store, _claim("s-weather", "alice"))):
+        write()
+        session = store.get_session("s-weather")
+        assert session is not None
+        assert (session.owner, session.name, session.status, session.created_at) == (
+            "alice", "", "idle", 5.0,
+        )  # fmt: skip
+        assert store.list_sessions("alice", False, 10, 0)[1] == 1, n
+    assert store.count(Address("session", "s-weather", "chat")) == 1
+    assert store.get_record(Address("session", "s-weather", "topic"), 0.0) == (True, "Lisbon")
+    # the session is the owner's: its delete and the owner's erasure remove the scope
+    assert store.erase_user("alice").sessions == 1
+    assert store.count(Address("session", "s-weather", "chat")) == 0
+    assert store.get_record(Address("session", "s-weather", "topic"), 0.0) == (False, None)
+
+
+def test_mem_9_a_claim_without_an_owner_creates_a_session_owned_by_nobody(store: Store) -> None:
+    for write in _claiming_writes(store, _claim("s-anon", None)):
+        write()
+    session = store.get_session("s-anon")
+    assert session is not None and session.owner is None
+    assert store.list_sessions(None, False, 10, 0) == ([], 0)  # nobody lists it as theirs
+    assert store.delete_session("s-anon")
+    assert store.count(Address("session", "s-anon", "chat")) == 0
+
+
+def test_mem_8_a_claim_by_another_owner_is_refused_and_stores_nothing(store: Store) -> None:
+    store.create_session(_session("s-bob", "bob", 1.0))
+    for claimant in ("alice", None):
+        for write in _claiming_writes(store, _claim("s-bob", claimant)):
+            with pytest.raises(AccessDeniedError):
+                write()
+    assert store.count(Address("session", "s-bob", "chat")) == 0
+    assert store.get_record(Address("session", "s-bob", "topic"), 0.0) == (False, None)
+    assert store.get_session("s-bob") == _session("s-bob", "bob", 1.0)
+    # the owner's own claim writes, and creates nothing new
+    for write in _claiming_writes(store, _claim("s-bob", "bob")):
+        write()
+    assert store.count(Address("session", "s-bob", "chat")) == 1
+    assert store.list_sessions(None, True, 10, 0)[1] == 1
+
+
+def test_a_claiming_write_that_is_refused_creates_no_session(store: Store) -> None:
+    with pytest.raises(BufferFullError):  # refused by its own rules, after the claim
+        store.append(
+            Address("session", "s-full", "chat"),
+            [user("x" * 100)],
+            guard=_claim("s-full", "alice"),
+            max_bytes=10,
+        )
+    store.create_token(TokenRecord("t-r", "h-r", "alice", frozenset(), 1.0))
+    assert store.revoke_token("t-r")
+    for write in _claiming_writes(store, _claim("s-revoked", "alice", token="t-r")):
+        with pytest.raises(AuthenticationError):
+            write()
+    assert store.list_sessions(None, True, 10, 0) == ([], 0)
+    assert store.count(Address("session", "s-full", "chat")) == 0
+
+
+def test_a_claim_past_the_owner_session_limit_is_refused_and_creates_nothing(
+    store: Store,
+) -> None:
+    store.create_session(_session("s-1", "alice", 1.0))
+    store.create_session(_session("s-2", "alice", 2.0))
+    for write in _claiming_writes(store, _claim("s-3", "alice", limit=2)):
+        with pytest.raises(TooManySessionsError):
+            write()
+    assert store.get_session("s-3") is None
+    assert store.count(Address("session", "s-3", "chat")) == 0
+    # an existing session of the owner still takes writes at the limit
+    for write in _claiming_writes(store, _claim("s-2", "alice", limit=2)):
+        write()
+    # another owner, and sessions owned by nobody, are not counted against alice
+    for write in _claiming_writes(store, _claim("s-b", "bob", limit=2)):
+        write()
+    for write in _claiming_writes(store, _claim("s-n", None, limit=2)):
+        write()
+    assert store.list_sessions(None, True, 10, 0)[1] == 4
+
+
+def test_a_claim_that_does_not_create_needs_that_very_session(store: Store) -> None:
+    # the request loaded the session made at 1.0: it is gone, then made again at 2.0
+    for write in _claiming_writes(store, _claim("s-x", "alice", create=False, created_at=1.0)):
+        with pytest.raises(NotFoundError):
+            write()
+    assert store.get_session("s-x") is None
+    store.create_session(_session("s-x", "alice", 2.0))
+    for write in _claiming_writes(store, _claim("s-x", "alice", create=False, created_at=1.0)):
+        with pytest.raises(NotFoundError):
+            write()
+    assert store.count(Address("session", "s-x", "chat")) == 0
+    for write in _claiming_writes(store, _claim("s-x", "alice", create=False, created_at=2.0)):
+        write()
+    assert store.count(Address("session", "s-x", "chat")) == 1
+
+
+def test_a_raw_claim_creates_an_unowned_session_and_writes_to_any_owners(store: Store) -> None:
+    store.create_session(_session("s-alice", "alice", 1.0))
+    for sid in ("s-alice", "s-raw"):
+        for write in _claiming_writes(store, _claim(sid, None, any_owner=True)):
+            write()
+    assert store.get_session("s-alice") == _session("s-alice", "alice", 1.0)
+    raw = store.get_session("s-raw")
+    assert raw is not None and raw.owner is None
+
+
+def test_concurrent_first_writes_of_a_session_create_one_session(store: Store) -> None:
+    import threading
+
+    errors: list[BaseException] = []
+    start = threading.Barrier(6)
+
+    def writer(n: int) -> None:
+        try:
+            start.wait()
+            guard = _claim("s-race", "alice", created_at=float(n + 1))
+            if n % 2:
+                store.put_record(Address("session", "s-race", f"k{n}"), n, None, guard)
+            else:
+                store.append(Address("session", "s-race", "chat"), [user(f"m{n}")], guard=guard)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert errors == []
+    assert store.list_sessions(None, True, 10, 0)[1] == 1
+    assert store.count(Address("session", "s-race", "chat")) == 3
+    assert all(store.get_record(Address("session", "s-race", f"k{n}"), 0.0)[0] for n in (1, 3, 5))

@@ -6,6 +6,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -386,3 +387,34 @@ def test_a_database_written_before_content_parts_reads_the_same_and_takes_parts(
     store.append(other, new[:1])
     assert store.load(other) == new[:1]
     store.close()
+
+
+V3_FIXTURE = Path(__file__).parent / "data" / "written-by-v3.json"
+
+
+def test_a_version_3_database_gives_its_session_scope_data_sessions_owned_by_nobody(
+    sql_url: str,
+) -> None:
+    """Migration 4 (decision 0032): session-scope data without a session record gets one."""
+    _restore(sql_url, json.loads(V3_FIXTURE.read_text()))
+    made = "00000000-0000-0000-0000-00000000a003"
+    before = time.time()
+    store = open_store(sql_url)
+    try:
+        assert store.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
+        sessions, total = store.list_sessions(None, True, 100, 0)
+        assert total == 3
+        found = {s.id: s for s in sessions}
+        assert sorted(found) == [made, "s-notes", "s-weather"]
+        assert found[made].name == "made" and found[made].owner == "alice"  # kept as it was
+        for sid in ("s-notes", "s-weather"):
+            assert (found[sid].owner, found[sid].name, found[sid].status) == (None, "", "idle")
+            assert before - 5 <= found[sid].created_at <= time.time() + 5
+        assert store.load(Address("session", "s-weather", "chat_history"))[0]["content"] == "weather?"
+        # owned by nobody: the former owner's erasure leaves it, a session delete removes it all
+        assert store.erase_user("alice").sessions == 1
+        assert store.delete_session("s-weather") and store.delete_session("s-notes")
+        assert store.load(Address("session", "s-weather", "chat_history")) == []
+        assert store.get_record(Address("session", "s-notes", "topic"), 0.0) == (False, None)
+    finally:
+        store.close()

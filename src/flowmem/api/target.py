@@ -26,7 +26,7 @@ KEY_MAX = 255
 
 # (name, max length, description) of the scope-id query parameters
 QUERY_IDS: tuple[tuple[str, int, str], ...] = (
-    ("session_id", 64, "For scope `session`: a session the caller may view/drive."),
+    ("session_id", 255, "For scope `session`: a session the caller may view/drive (a write to an id that names none creates it, owned by the caller)."),
     ("workflow_id", 255, "For scope `workflow`."),
     ("pipeline_id", 255, "For scope `pipeline`."),
     ("execution_id", 255, "For scope `execution`."),

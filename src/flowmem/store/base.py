@@ -73,6 +73,28 @@ class Erasure:
 
 
 @dataclass(frozen=True)
+class SessionClaim:
+    """Whose session a ``session``-scope write goes to, and whether it creates it (decision 0032).
+
+    ``owner``: the session must be owned by this user id (None: by nobody), unless
+    ``any_owner``. Without ``create``, a non-zero ``created_at`` also names the
+    session's creation time: the write goes only to that very session, not to one
+    deleted and made again with the same id. ``create``: a session that does not exist is created by the
+    write, in its transaction (name ``""``, status ``idle``, ``created_at``), unless
+    ``owner`` already owns ``limit`` sessions (0 = no limit; unowned sessions are
+    not counted). A write whose claim fails stores nothing and creates nothing:
+    AccessDeniedError for another owner, TooManySessionsError past the limit,
+    NotFoundError for a session that is gone and not to be created.
+    """
+
+    owner: str | None = None
+    create: bool = False
+    limit: int = 0
+    created_at: float = 0.0
+    any_owner: bool = False
+
+
+@dataclass(frozen=True)
 class WriteGuard:
     """What must still hold when a write commits; the store checks it inside the write.
 
@@ -80,11 +102,14 @@ class WriteGuard:
     not revoked (an erasure deletes the user's tokens). ``session_id``: the session
     the write belongs to still exists. A write whose guard fails inside its write
     transaction stores nothing: AuthenticationError for the token (checked first),
-    NotFoundError for the session (docs/decisions/0014).
+    NotFoundError for the session (docs/decisions/0014). ``claim`` (with
+    ``session_id``): the session's owner, and whether the write creates the session
+    when it does not exist (``SessionClaim``, docs/decisions/0032).
     """
 
     token_id: str | None = None
     session_id: str | None = None
+    claim: SessionClaim | None = None
 
 
 @dataclass(frozen=True)

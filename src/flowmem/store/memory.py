@@ -118,16 +118,46 @@ class MemoryStore:
             return False, None
         return True, json.loads(text)
 
-    def _check_guard(self, guard: WriteGuard | None) -> None:
-        """Raise the guard's error unless it holds (the store lock held, like the write after it)."""
+    def _check_guard(self, guard: WriteGuard | None) -> SessionRecord | None:
+        """Raise the guard's error unless it holds (the store lock held, like the write after it).
+
+        Returns the session its claim creates (``SessionClaim``), for the caller to
+        store once its write has succeeded, or None.
+        """
         if guard is None:
-            return
+            return None
         if guard.token_id is not None:
             token = self._tokens.get(guard.token_id)
             if token is None or token.revoked:
                 raise guard_failed(False)
-        if guard.session_id is not None and guard.session_id not in self._sessions:
-            raise guard_failed(True)
+        sid, claim = guard.session_id, guard.claim
+        if sid is None:
+            return None
+        session = self._sessions.get(sid)
+        if claim is None:
+            if session is None:
+                raise guard_failed(True)
+            return None
+        if session is None:
+            owner = None if claim.any_owner else claim.owner
+            owned = 0 if owner is None else sum(s.owner == owner for s in self._sessions.values())
+            if not claim.create or (claim.limit and owner is not None and owned >= claim.limit):
+                raise guard_failed(True, guard, None, owned)
+            return SessionRecord(
+                sid, "", owner, created_at=claim.created_at, updated_at=claim.created_at
+            )
+        if not claim.any_owner and (
+            session.owner != claim.owner
+            or (not claim.create and claim.created_at and session.created_at != claim.created_at)
+        ):
+            raise guard_failed(True, guard, (session.owner,))
+        return None
+
+    def _store_session(self, created: SessionRecord | None) -> None:
+        """Store the session a claim created (the store lock held), after its write succeeded."""
+        if created is not None:
+            self._sessions[created.id] = created
+            self._transcripts.setdefault(created.id, [])
 
     def put_record(
         self,
@@ -143,8 +173,9 @@ class MemoryStore:
         check_address(address)
         text = to_json(value)
         with self._lock:
-            self._check_guard(guard)
+            created = self._check_guard(guard)
             self._records[address] = (text, expires_at)
+            self._store_session(created)
 
     def purge_expired(self, now: float, limit: int = PURGE_BATCH) -> int:
         """Delete at most ``limit`` records expired at ``now``; return how many."""
@@ -197,13 +228,14 @@ class MemoryStore:
         for row in rows:
             to_json(row)
         with self._locks.hold(address, lock_timeout), self._lock:
-            self._check_guard(guard)
+            created = self._check_guard(guard)
             size = self._sizes.get(address, 0)
             editor = SizedListEditor(copy.deepcopy(self._buffers.get(address, [])), size)
             outcome = apply_append(editor, copy.deepcopy(rows), max_messages)
             check_buffer_bytes(address, size, editor.bytes, max_bytes)
             self._buffers[address] = editor.rows
             self._sizes[address] = editor.bytes
+            self._store_session(created)
             if snapshot:
                 return replace(outcome, rows=copy.deepcopy(editor.rows))
             return outcome

@@ -34,7 +34,13 @@ from flowmem.errors import (
 )
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Store, WriteGuard
 from flowmem.store.editor import SqlBufferEditor
-from flowmem.store.rows import check_address, check_lock_timeout, check_rows, guard_form
+from flowmem.store.rows import (
+    check_address,
+    check_lock_timeout,
+    check_rows,
+    ensure_form,
+    guard_form,
+)
 from flowmem.store.sqlbase import SqlStore, StatementRunner
 
 log = logging.getLogger("flowmem")
@@ -95,6 +101,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE buffers ADD COLUMN bytes BIGINT NOT NULL DEFAULT 0",
         """UPDATE buffers SET bytes = COALESCE((SELECT SUM(octet_length(body))
             FROM buffer_rows WHERE buffer_rows.buffer_id = buffers.id), 0)""",
+    ),
+    (  # 4: session-scope data written without a session record gets one, owned by nobody
+        """INSERT INTO sessions (id, name, owner, status, agent, metadata, created_at, updated_at)
+            SELECT scope_id, '', NULL, 'idle', NULL, '{}',
+                EXTRACT(EPOCH FROM now())::double precision,
+                EXTRACT(EPOCH FROM now())::double precision
+            FROM (SELECT scope_id FROM buffers WHERE scope = 'session'
+                UNION SELECT scope_id FROM records WHERE scope = 'session') AS scoped
+            WHERE scope_id NOT IN (SELECT id FROM sessions)""",
     ),
 )
 
@@ -244,7 +259,32 @@ GUARDS: dict[str, str] = {
     "token": _TOKEN_VALID,
     "session": "EXISTS (SELECT 1 FROM sessions WHERE id = %s FOR KEY SHARE)",
     "both": f"EXISTS (SELECT 1 FROM sessions WHERE id = %s AND {_TOKEN_VALID} FOR KEY SHARE)",
+    # a claim (docs/decisions/0032): the session exists AND is owned by the claimed owner
+    "owned": """EXISTS (SELECT 1 FROM sessions WHERE id = %s
+        AND owner IS NOT DISTINCT FROM %s::text FOR KEY SHARE)""",
+    "both_owned": f"""EXISTS (SELECT 1 FROM sessions WHERE id = %s
+        AND owner IS NOT DISTINCT FROM %s::text AND {_TOKEN_VALID} FOR KEY SHARE)""",
+    "same": """EXISTS (SELECT 1 FROM sessions WHERE id = %s AND owner IS NOT DISTINCT FROM
+        %s::text AND created_at = %s::double precision FOR KEY SHARE)""",
+    "both_same": f"""EXISTS (SELECT 1 FROM sessions WHERE id = %s AND owner IS NOT DISTINCT FROM
+        %s::text AND created_at = %s::double precision AND {_TOKEN_VALID} FOR KEY SHARE)""",
 }
+# A claiming write's first statement (in the append's pipeline: no round trip of
+# its own): create the session unless it exists (or the token is not valid, or its
+# owner is at the limit). CASE evaluates its branches in order and an initPlan runs
+# only when its branch is reached, so the token is locked first (the order of
+# docs/decisions/0014) and the owner's sessions are counted only for a new session.
+# ON CONFLICT waits for a concurrent first write of the same id and then does nothing.
+_ENSURE = """INSERT INTO sessions (id, name, owner, status, agent, metadata, created_at,
+    updated_at) SELECT %s, '', %s::text, 'idle', NULL, '{{}}', %s::double precision,
+    %s::double precision WHERE CASE {token}
+    WHEN EXISTS (SELECT 1 FROM sessions WHERE id = %s) THEN FALSE
+    WHEN %s::bigint = 0 OR %s::text IS NULL THEN TRUE
+    ELSE (SELECT COUNT(*) FROM sessions WHERE owner = %s::text) < %s::bigint END
+    ON CONFLICT (id) DO NOTHING"""
+SQL["session_ensure"] = _ENSURE.format(token="")
+SQL["session_ensure@token"] = _ENSURE.format(token=f"WHEN NOT {_TOKEN_VALID} THEN FALSE")
+SQL["session_owner"] = "SELECT owner FROM sessions WHERE id = %s"
 _GUARDED: dict[str, str] = {
     "guard": "SELECT 1 WHERE {guard}",
     "session_insert": """INSERT INTO sessions (id, name, owner, status, agent, metadata,
@@ -482,6 +522,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         key = advisory_key(address)
         timeout = f"{max(int(lock_timeout * 1000), 1)}ms"
         kind, checks = guard_form(guard)
+        ensure = ensure_form(guard)
         lock = SQL[f"timed_lock@{kind}" if kind else "timed_lock"]
         ids, want_open = _asked(rows)
         with self._connection() as conn:
@@ -492,6 +533,8 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                 try:
                     with conn.pipeline():
                         conn.execute(SQL["begin"])
+                        if ensure is not None:  # a claimed session (decision 0032)
+                            conn.execute(SQL[ensure[0]], ensure[1])
                         locked = conn.execute(lock, (key, timeout, *checks))
                         facts = conn.execute(SQL["append_facts"], (ids, ids, want_open, *address))
                         if locked.fetchone() is None:
@@ -526,6 +569,29 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                         ) from exc
                     time.sleep(0.01 * (attempt + 1))
         raise StoreBusyError("unserialized append did not complete")  # pragma: no cover
+
+    def _put_claimed(self, params: tuple[Any, ...], kind: str, guard: WriteGuard | None) -> None:
+        """Store a record whose guard creates its session, in two round trips (a pipeline).
+
+        BEGIN, the session insert and the guarded upsert in one; COMMIT (or ROLLBACK
+        when the upsert wrote nothing: the guard's error) in the other.
+        """
+        ensure = ensure_form(guard)
+        with self._connection() as conn:
+            try:
+                with conn.pipeline() as pipeline:
+                    conn.execute(SQL["begin"])
+                    if ensure is not None:
+                        conn.execute(SQL[ensure[0]], ensure[1])
+                    done = conn.execute(SQL[f"record_put@{kind}"], params)
+                    pipeline.sync()
+                    if done.rowcount == 0:
+                        raise self._guard_error(conn, guard)
+                    conn.execute(SQL["commit"])
+            except BaseException:
+                if conn.info.transaction_status != TransactionStatus.IDLE:
+                    conn.execute(SQL["rollback"])
+                raise
 
     # --- sessions ---------------------------------------------------------------------------
     def set_session_status(

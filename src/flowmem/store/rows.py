@@ -10,12 +10,14 @@ from typing import Any
 from flowmem.core.messages import ROLES, Message
 from flowmem.core.storable import check_storable, storable_text
 from flowmem.errors import (
+    AccessDeniedError,
     AuthenticationError,
     BufferFullError,
     ConflictError,
     InvalidInputError,
     NotFoundError,
     NotSerializableError,
+    TooManySessionsError,
 )
 from flowmem.store.base import Address, SessionRecord, TokenRecord, WriteGuard
 
@@ -74,14 +76,32 @@ def check_none_running(sessions: Iterable[tuple[str, str]]) -> None:
             )
 
 
-def guard_form(guard: WriteGuard | None) -> tuple[str, tuple[str, ...]]:
-    """Return the guard's kind (``""``, ``token``, ``session``, ``both``) and its parameters.
+def guard_form(guard: WriteGuard | None) -> tuple[str, tuple[Any, ...]]:
+    """Return the guard's kind and its parameters.
 
-    The SQL backends name a guarded statement ``name@kind``; its guard condition
-    takes the parameters in this order (the session first, then the token).
+    Kinds: ``""``, ``token``, ``session``, ``both``; with a claim that names the owner
+    (``SessionClaim``) ``owned`` and ``both_owned``, and ``same`` and ``both_same``
+    for a claim of an existing session that also names its ``created_at`` (the
+    session the request loaded, not one deleted and made again). The SQL backends
+    name a guarded statement ``name@kind``; its guard condition takes the
+    parameters in this order (the session, its owner, its creation, the token).
     """
     if guard is None:
         return "", ()
+    claim = guard.claim
+    if guard.session_id is not None and claim is not None and not claim.any_owner:
+        if not claim.create and claim.created_at:  # this very session, not one made again
+            if guard.token_id is not None:
+                return "both_same", (
+                    guard.session_id,
+                    claim.owner,
+                    claim.created_at,
+                    guard.token_id,
+                )
+            return "same", (guard.session_id, claim.owner, claim.created_at)
+        if guard.token_id is not None:
+            return "both_owned", (guard.session_id, claim.owner, guard.token_id)
+        return "owned", (guard.session_id, claim.owner)
     if guard.token_id is not None and guard.session_id is not None:
         return "both", (guard.session_id, guard.token_id)
     if guard.token_id is not None:
@@ -91,10 +111,56 @@ def guard_form(guard: WriteGuard | None) -> tuple[str, tuple[str, ...]]:
     return "", ()
 
 
-def guard_failed(token_valid: bool) -> AuthenticationError | NotFoundError:
-    """The error of a write whose guard failed: the token first (401), else the session (404)."""
+def ensure_form(guard: WriteGuard | None) -> tuple[str, tuple[Any, ...]] | None:
+    """Return the statement name and parameters that create a claimed session, or None.
+
+    None when the guard creates no session. The statement (``session_ensure``, with
+    ``@token`` when the guard has a token, checked first: the lock order of
+    docs/decisions/0014) inserts the session unless it exists, the token is not
+    valid, or its owner already owns ``limit`` sessions; it never fails.
+    """
+    if guard is None or guard.session_id is None or guard.claim is None or not guard.claim.create:
+        return None
+    claim, sid = guard.claim, guard.session_id
+    owner = None if claim.any_owner else claim.owner
+    head = (sid, owner, claim.created_at, claim.created_at)
+    tail = (sid, claim.limit, owner, owner, claim.limit)
+    if guard.token_id is not None:
+        return "session_ensure@token", (*head, guard.token_id, *tail)
+    return "session_ensure", (*head, *tail)
+
+
+def guard_failed(
+    token_valid: bool,
+    guard: WriteGuard | None = None,
+    owner: tuple[str | None] | None = None,
+    owned: int = 0,
+) -> AuthenticationError | NotFoundError | AccessDeniedError | TooManySessionsError:
+    """The error of a write whose guard failed: the token first (401), else the session's.
+
+    With a claim (``SessionClaim``): ``owner`` is the session's ``(owner,)`` as found
+    after the failure (None: no session) and ``owned`` how many sessions the claimed
+    owner has. Another owner is AccessDeniedError (MEM-8); a session to create past
+    the limit is TooManySessionsError; otherwise NotFoundError.
+    """
     if not token_valid:
         return AuthenticationError("invalid token")
+    claim = None if guard is None else guard.claim
+    # a request's own session gone (deleted, perhaps made again) is 404 whoever owns it now
+    gone = claim is not None and not claim.create and bool(claim.created_at)
+    if claim is not None and owner is not None and not claim.any_owner and not gone and (
+        owner[0] != claim.owner
+    ):
+        return AccessDeniedError(
+            f"session {guard.session_id if guard else ''} belongs to another owner than "
+            "the context's user",
+            rule="MEM-8",
+        )
+    if claim is not None and owner is None and claim.create and claim.limit and owned >= claim.limit:
+        return TooManySessionsError(
+            f"this user owns {owned} sessions, the limit is {claim.limit}: delete some first",
+            limit=claim.limit,
+        )
     return NotFoundError("no such session")
 
 

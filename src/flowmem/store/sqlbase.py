@@ -43,6 +43,7 @@ from flowmem.store.rows import (
     check_texts,
     decode_rows,
     dump_json,
+    ensure_form,
     guard_failed,
     guard_form,
     session_from_row,
@@ -211,16 +212,39 @@ class SqlStore(ABC, Generic[C]):
         return outcome
 
     def _check_guard(self, conn: C, guard: WriteGuard | None) -> None:
-        """Raise the guard's error unless it holds (inside the caller's write transaction)."""
+        """Raise the guard's error unless it holds (inside the caller's write transaction).
+
+        A claim that creates its session inserts it first (``_ensure_session``).
+        """
+        self._ensure_session(conn, guard)
         kind, params = guard_form(guard)
         if kind and conn.execute(self.SQL[f"guard@{kind}"], params).fetchone() is None:
             raise self._guard_error(conn, guard)
+
+    def _ensure_session(self, conn: C, guard: WriteGuard | None) -> None:
+        """Create the guard's claimed session unless it exists (inside the write's transaction).
+
+        Rolled back with the write when the guard then fails (docs/decisions/0032).
+        """
+        ensure = ensure_form(guard)
+        if ensure is not None:
+            conn.execute(self.SQL[ensure[0]], ensure[1])
 
     def _guard_error(self, conn: C, guard: WriteGuard | None) -> Exception:
         """The error of a guard found failing on ``conn``: the token's (401), else the session's."""
         token = None if guard is None else guard.token_id
         valid = token is None or conn.execute(self.SQL["token_valid"], (token,)).fetchone()
-        return guard_failed(bool(valid))
+        if not valid or guard is None or guard.claim is None or guard.session_id is None:
+            return guard_failed(bool(valid))
+        found = conn.execute(self.SQL["session_owner"], (guard.session_id,)).fetchone()
+        owner = None if found is None else (found[0],)
+        owned = 0
+        if found is None and guard.claim.owner is not None:
+            counted = conn.execute(
+                self.SQL["sessions_owned_count"], (guard.claim.owner,)
+            ).fetchone()
+            owned = int(counted[0]) if counted else 0
+        return guard_failed(True, guard, owner, owned)
 
     def _changed(self, name: str, params: Sequence[Any]) -> bool:
         """Run one named write in autocommit; True when it touched a row."""
@@ -300,15 +324,34 @@ class SqlStore(ABC, Generic[C]):
         check_address(address)
         text = to_json(value)
         kind, checks = guard_form(guard)
+        claims = ensure_form(guard) is not None
         with self._connection() as conn:
             if not kind:
                 conn.execute(self.SQL["record_put"], (*address, text, expires_at))
                 return
+            # a claim that may create its session first tries the one statement that
+            # writes when the session exists already (the usual case: one round trip)
             done = conn.execute(
                 self.SQL[f"record_put@{kind}"], (*address, text, expires_at, *checks)
             )
-            if done.rowcount == 0:
+            if done.rowcount == 0 and not claims:
                 raise self._guard_error(conn, guard)
+        if done.rowcount == 0:  # create the session: two statements, one transaction
+            self._put_claimed((*address, text, expires_at, *checks), kind, guard)
+
+    def _put_claimed(self, params: tuple[Any, ...], kind: str, guard: WriteGuard | None) -> None:
+        """Store a record whose guard creates its session: the session insert, then the guarded upsert.
+
+        One write transaction; the guard's error (nothing written, no session) when
+        the upsert wrote nothing.
+        """
+
+        def claimed(conn: C) -> None:
+            self._ensure_session(conn, guard)
+            if conn.execute(self.SQL[f"record_put@{kind}"], params).rowcount == 0:
+                raise self._guard_error(conn, guard)
+
+        self._write(claimed)
 
     def delete_record(self, address: Address) -> bool:
         """Delete a record; True when one existed."""

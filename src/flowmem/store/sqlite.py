@@ -123,6 +123,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """UPDATE buffers SET bytes = (SELECT COALESCE(SUM(length(CAST(body AS BLOB))), 0)
             FROM buffer_rows WHERE buffer_rows.buffer_id = buffers.id)""",
     ),
+    (  # 4: session-scope data written without a session record gets one, owned by nobody
+        """INSERT INTO sessions (id, name, owner, status, agent, metadata, created_at, updated_at)
+            SELECT scope_id, '', NULL, 'idle', NULL, '{}',
+                (julianday('now') - 2440587.5) * 86400.0, (julianday('now') - 2440587.5) * 86400.0
+            FROM (SELECT scope_id FROM buffers WHERE scope = 'session'
+                UNION SELECT scope_id FROM records WHERE scope = 'session')
+            WHERE scope_id NOT IN (SELECT id FROM sessions)""",
+    ),
 )
 
 _B = "buffer_id = ?"
@@ -231,7 +239,25 @@ GUARDS: dict[str, str] = {
     "token": _TOKEN_VALID,
     "session": "EXISTS (SELECT 1 FROM sessions WHERE id = ?)",
     "both": f"EXISTS (SELECT 1 FROM sessions WHERE id = ? AND {_TOKEN_VALID})",
+    # a claim (docs/decisions/0032): the session exists AND is owned by the claimed owner
+    "owned": "EXISTS (SELECT 1 FROM sessions WHERE id = ? AND owner IS ?)",
+    "both_owned": f"EXISTS (SELECT 1 FROM sessions WHERE id = ? AND owner IS ? AND {_TOKEN_VALID})",
+    "same": "EXISTS (SELECT 1 FROM sessions WHERE id = ? AND owner IS ? AND created_at = ?)",
+    "both_same": f"""EXISTS (SELECT 1 FROM sessions WHERE id = ? AND owner IS ? AND created_at = ?
+        AND {_TOKEN_VALID})""",
 }
+# A claiming write's first statement: create the session unless it exists (or the
+# token is not valid, or its owner is at the limit; the count runs only for a
+# session that does not exist yet). CASE evaluates its branches in order.
+_ENSURE = """INSERT INTO sessions (id, name, owner, status, agent, metadata, created_at,
+    updated_at) SELECT ?, '', ?, 'idle', NULL, '{{}}', ?, ? WHERE CASE {token}
+    WHEN EXISTS (SELECT 1 FROM sessions WHERE id = ?) THEN 0
+    WHEN ? = 0 OR ? IS NULL THEN 1
+    ELSE (SELECT COUNT(*) FROM sessions WHERE owner = ?) < ? END
+    ON CONFLICT (id) DO NOTHING"""
+SQL["session_ensure"] = _ENSURE.format(token="")
+SQL["session_ensure@token"] = _ENSURE.format(token=f"WHEN NOT {_TOKEN_VALID} THEN 0")
+SQL["session_owner"] = "SELECT owner FROM sessions WHERE id = ?"
 _GUARDED: dict[str, str] = {
     "guard": "SELECT 1 WHERE {guard}",
     "session_insert": """INSERT INTO sessions (id, name, owner, status, agent, metadata,

@@ -28,7 +28,7 @@ from flowmem.api.models import (
     WriteResult,
 )
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
-from flowmem.api.scopes import scope_context
+from flowmem.api.scopes import NODE_ID, scope_context
 from flowmem.api.target import TARGET_OPENAPI, MemoryCall, memory_call
 from flowmem.core import check_storable, normalize
 from flowmem.errors import PayloadTooLargeError
@@ -72,20 +72,27 @@ async def run(
     work: Callable[[ExecutionContext, WriteGuard], _Result],
     *,
     write: bool,
+    create: bool = False,
 ) -> dict[str, Any]:
     """Authenticate, resolve the scope and call ``work(context, guard)`` in one store call.
 
     ``guard`` is what a write must find still true inside its transaction: the
-    caller's token, and for the ``session`` scope the session (docs/decisions/0014).
+    caller's token, and for the ``session`` scope the session with its owner
+    (docs/decisions/0014). ``create``: a write to a ``session_id`` that names no
+    session creates it, owned by the caller, with its first row (decision 0032).
     Every ``work`` here reads, or changes one record or buffer as its last step,
     so it may run on the event loop (``Caller.run_short``).
     """
     caller, target = call.caller, call.target
 
     def job(principal: Principal) -> dict[str, Any]:
+        if write and target.scope == SESSION_SCOPE and target.session_id is not None:
+            context, guard = caller.services.sessions.write_target(
+                principal, target.session_id, create=create, node_id=NODE_ID
+            )
+            return work(context, guard).to_dict()
         context = _context(call, principal, write=write)
-        session = context.session_id if target.scope == SESSION_SCOPE else None
-        return work(context, WriteGuard(principal.token_id, session)).to_dict()
+        return work(context, WriteGuard(principal.token_id)).to_dict()
 
     return await caller.run_short(job)
 
@@ -252,6 +259,7 @@ async def append_buffer(
             guard=guard,
         ),
         write=True,
+        create=True,
     )
 
 
@@ -344,6 +352,7 @@ async def write_record(body: MemoryWrite, call: MemoryCall = CALL) -> dict[str, 
             target.scope, target.key, body.value, context, ttl=body.ttl, guard=guard
         ),
         write=True,
+        create=True,
     )
 
 

@@ -27,7 +27,11 @@ from flowmem.store.base import SessionRecord, WriteGuard
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 
-SessionId = Path(description="The session's UUID (any other text is 404).", max_length=64)
+SessionId = Path(
+    description="The session id: a UUID from `POST /v1/sessions`, or an id a write chose "
+    "(an id that is not a usable identity is 404).",
+    max_length=255,
+)
 MESSAGE_BODY = Body(description="The replacement message (role, content…).")
 Seq = Path(ge=1, le=2**62, description="The message's sequence number in its session.")
 
