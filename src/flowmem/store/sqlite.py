@@ -52,6 +52,7 @@ from flowmem.errors import (
     StoreUnavailableError,
 )
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Store, WriteGuard
+from flowmem.store.commitgroup import CommitGroup
 from flowmem.store.locks import (
     AddressLocks,
     WouldBlock,
@@ -347,6 +348,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         self._synced = 0
         self._checkpointed = 0  # the write count at the last checkpoint ``sync`` made
         self._sync_failed = False  # the last fsync failed: defer no write until one syncs
+        self._commits = CommitGroup(self.sync)  # threads' writes share an fsync (decisions/0029)
         try:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -398,12 +400,13 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         # every loan starts from the default wait (0 in no-wait mode): a pooled
         # connection must not keep the timeout its previous borrower set
         self._busy_timeout(conn, DEFAULT_LOCK_TIMEOUT)
-        self._pragma(conn, "synchronous", "NORMAL" if deferred else self.synchronous)
+        own_fsync = not deferred and not self._commits.joined()  # else an fsync after commit
+        self._pragma(conn, "synchronous", self.synchronous if own_fsync else "NORMAL")
         self._pragma(conn, "wal_autocheckpoint", 0 if deferred else AUTO_CHECKPOINT)
         changes = conn.total_changes
         try:
             yield conn
-            if self._sync_failed and not deferred and conn.total_changes != changes:
+            if self._sync_failed and own_fsync and conn.total_changes != changes:
                 self._sync_failed = False  # committed with SQLite's own fsync: the disk syncs
         except sqlite3.Error as exc:
             self._rollback(conn)
@@ -494,6 +497,10 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
                 log.warning("checkpoint of %s failed (the WAL keeps growing): %s", self.path, exc)
         return upto
 
+    def _grouped(self) -> bool:
+        """Whether a write on this thread commits without an fsync and shares one after (0029)."""
+        return self._defer_sync and not self._sync_failed and waiting_allowed()
+
     def _sync_error(self, exc: OSError, upto: int) -> StoreError:
         """Settle the writes up to ``upto`` after a failed fsync, stop deferring; the error to raise."""
         with self._sync_lock:
@@ -514,7 +521,11 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         busy error (``StoreBusyError``) as before.
         """
         started = time.monotonic()
-        with self._queue.hold(DEFAULT_LOCK_TIMEOUT), self._connection() as conn:
+        with (
+            self._commits.commit(self._grouped()),
+            self._queue.hold(DEFAULT_LOCK_TIMEOUT),
+            self._connection() as conn,
+        ):
             self._busy_timeout(conn, _left(DEFAULT_LOCK_TIMEOUT, started))
             conn.execute("BEGIN IMMEDIATE")
             result = work(conn)
@@ -591,9 +602,10 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
                     return self._append_unserialized(
                         conn, address, rows, max_messages, snapshot, guard, max_bytes
                     )
-            return self._append_in_turn(
-                address, rows, max_messages, snapshot, guard, max_bytes, bound, started
-            )
+            with self._commits.commit(self._grouped()):  # durable before the address is let go
+                return self._append_in_turn(
+                    address, rows, max_messages, snapshot, guard, max_bytes, bound, started
+                )
 
     def _append_in_turn(
         self,
