@@ -14,7 +14,9 @@ even split. With ``--fsync-times`` the workers also time every fsync (instrument
 here, not in flowmem): ``os.fdatasync`` calls (flowmem's group commit) and every
 ``COMMIT`` (SQLite's own fsync at ``FULL`` happens inside it); a second table shows
 their distribution, the slowest append against the slowest single fsync, and how
-many fsyncs overlapped the slowest append (one stall, or a queue of several).
+many fsyncs overlapped the slowest append (one stall, or a queue of several). A
+probe thread in the driver, which touches no disk, reports the machine's own
+largest stall in each phase (the largest oversleep of a 2 ms sleep).
 
 Each phase runs in fresh processes on a fresh file, once with the code under test
 (``after``: this checkout's ``src``) and once with ``--before-src`` (default
@@ -162,6 +164,9 @@ def phase(src: Path, processes: int, threads: int, seconds: float) -> dict[str, 
         start_at = time.time() + 1.5  # every process imported and opened before it starts
         stop_at = start_at + seconds
         children = [_spawn(src, db, threads, start_at, stop_at, p) for p in range(processes)]
+        stall: list[float] = [0.0]
+        probe = threading.Thread(target=_probe, args=(start_at, stop_at, stall), daemon=True)
+        probe.start()
         writers: list[list[float]] = []
         slowest: list[list[float]] = []
         fsyncs: list[list[float]] = []
@@ -175,11 +180,13 @@ def phase(src: Path, processes: int, threads: int, seconds: float) -> dict[str, 
             slowest.extend(w for w in found["slowest"] if w)
             fsyncs.extend(found["fsyncs"])
             commits.extend(found["commits"])
+    probe.join()
     every = sorted(x for w in writers for x in w)
     counts = [len(w) for w in writers]
     mean = sum(counts) / len(counts)
     return {
         **_fsync_summary(slowest, fsyncs, commits, start_at, stop_at),
+        "stall": stall[0] * 1000,
         "rate": len(every) / seconds,
         "p50": every[len(every) // 2] * 1000,
         "p99": every[min(len(every) - 1, int(len(every) * 0.99))] * 1000,
@@ -187,6 +194,20 @@ def phase(src: Path, processes: int, threads: int, seconds: float) -> dict[str, 
         "shares": counts,
         "spread": max(abs(c / mean - 1) for c in counts) * 100 if mean else 0.0,
     }
+
+
+def _probe(start_at: float, stop_at: float, stall: list[float]) -> None:
+    """The machine's own stalls: the largest oversleep of a 2 ms sleep during the phase.
+
+    It touches no disk, so an append's wait beyond its fsyncs that matches it is the
+    CPU (2 cores shared with other jobs), not the writers' queue.
+    """
+    while time.time() < start_at:
+        time.sleep(0.01)
+    while time.time() < stop_at:
+        began = time.monotonic()
+        time.sleep(0.002)
+        stall[0] = max(stall[0], time.monotonic() - began - 0.002)
 
 
 def _ms(values: list[float], q: float) -> float:
@@ -257,7 +278,7 @@ def main() -> None:
                 print(
                     f"# repeat {repeat + 1} {code:6} {name:11}: {result['rate']:7.0f}/s "
                     f"p99 {result['p99']:7.1f} ms max {result['max']:7.1f} ms "
-                    f"shares {result['shares']}",
+                    f"shares {result['shares']} (probe's stall {result['stall']:.0f} ms)",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -289,10 +310,10 @@ def main() -> None:
         )
         print(
             "| code | writers | run | fdatasyncs | fdatasync p50 / p99 / max ms | COMMIT p50 / p99 / max ms "
-            "| max append ms | slowest sync ms | max − slowest sync ms "
+            "| max append ms | slowest sync ms | max − slowest sync ms | probe's stall ms "
             "| syncs overlapping the slowest append (longest overlap ms) |"
         )
-        print("|---|---|---:|---:|---|---|---:|---:|---:|---|")
+        print("|---|---|---:|---:|---|---|---:|---:|---:|---:|---|")
         for code in codes:
             for name in PHASES:
                 for run, r in enumerate(runs[(code, name)], 1):
@@ -304,6 +325,7 @@ def main() -> None:
                         f"{r['commit_p50']:.2f} / {r['commit_p99']:.1f} / {r['commit_max']:.1f} | "
                         f"{r['max']:.1f} | "
                         f"{r['slowest_sync']:.1f} | {r['max'] - r['slowest_sync']:.1f} | "
+                        f"{r['stall']:.1f} | "
                         f"{r['overlap_n']} ({r['overlap_longest']:.1f}) |"
                     )
 
