@@ -91,16 +91,14 @@ def test_commit_group_failed_fsync_is_logged_and_the_writers_return(
 def test_commit_group_nested_blocks_wait_once_and_a_raising_block_does_not_wait() -> None:
     syncs: list[int] = []
     group = CommitGroup(lambda: syncs.append(1))
-    with group.commit(True):
+    with group.commit():
         assert group.joined()
-        with group.commit(True):
+        with group.commit():
             pass
         assert syncs == []
     assert syncs == [1] and not group.joined()
-    with pytest.raises(RuntimeError), group.commit(True):
+    with pytest.raises(RuntimeError), group.commit():
         raise RuntimeError("rolled back")
-    with group.commit(False):
-        assert not group.joined()
     assert syncs == [1]
 
 

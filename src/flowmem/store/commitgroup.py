@@ -44,13 +44,13 @@ class CommitGroup:
         return getattr(self._member, "inside", False)
 
     @contextmanager
-    def commit(self, join: bool) -> Iterator[None]:
-        """Writes in the block commit without an fsync when ``join``; on leaving, wait for a shared one.
+    def commit(self) -> Iterator[None]:
+        """Writes in the block commit without an fsync; on leaving, wait for a shared one.
 
         Nested blocks are one: only the outermost waits. A block that raises does
         not wait (its write did not commit).
         """
-        if not join or self.joined():
+        if self.joined():
             yield
             return
         self._member.inside = True

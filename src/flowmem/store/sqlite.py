@@ -20,6 +20,11 @@ again until a write has synced by itself: a no-wait call raises ``WouldBlock`` a
 runs in a thread at the file's own ``synchronous`` level, where SQLite's fsync at
 commit refuses a write the disk does not take.
 
+A write made by a thread that may wait does the same in process
+(``commitgroup.CommitGroup``, docs/decisions/0029): it commits at ``NORMAL``, gives
+the file's turn to the next writer, and returns after an fsync of the WAL that
+began after its commit, one fsync shared by every thread that committed meanwhile.
+
 Driver errors become typed ``StoreError``s: SQLITE_FULL → ``StoreFullError``,
 SQLITE_READONLY → ``StoreReadOnlyError``, SQLITE_CORRUPT/NOTADB →
 ``StoreCorruptError``; busy → ``StoreBusyError``.
@@ -34,7 +39,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -522,7 +527,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         """
         started = time.monotonic()
         with (
-            self._commits.commit(self._grouped()),
+            self._commits.commit() if self._grouped() else nullcontext(),
             self._queue.hold(DEFAULT_LOCK_TIMEOUT),
             self._connection() as conn,
         ):
@@ -602,7 +607,8 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
                     return self._append_unserialized(
                         conn, address, rows, max_messages, snapshot, guard, max_bytes
                     )
-            with self._commits.commit(self._grouped()):  # durable before the address is let go
+            # on disk (a shared fsync: decisions/0029) before the address is let go
+            with self._commits.commit() if self._grouped() else nullcontext():
                 return self._append_in_turn(
                     address, rows, max_messages, snapshot, guard, max_bytes, bound, started
                 )
