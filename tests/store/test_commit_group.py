@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import multiprocessing
 import os
 import threading
 import time
@@ -24,6 +25,7 @@ from flowmem.store.locks import AddressLocks, no_wait
 from flowmem.store.sqlite import SqliteStore
 
 KEY = Address("session", "s1", "chat")
+FORK = multiprocessing.get_context("fork")
 
 
 def _say(text: str) -> list[object]:
@@ -86,6 +88,23 @@ def test_commit_group_failed_fsync_is_logged_and_the_writers_return(
     with caplog.at_level(logging.ERROR, logger="flowmem"):
         group.wait()  # committed and visible: answered as done (docs/decisions/0019)
     assert "fsync of committed writes failed" in caplog.text
+
+
+def test_commit_group_in_a_forked_child_does_not_wait_for_the_parents_leader() -> None:
+    parent = os.getpid()
+    release = threading.Event()
+    group = CommitGroup(lambda: release.wait(10) if os.getpid() == parent else None)
+    leader = threading.Thread(target=group.wait)
+    leader.start()
+    _until(lambda: group._leading, "the parent's leader is in its fsync")
+    child = FORK.Process(target=group.wait)  # the leader thread does not exist in the child
+    child.start()
+    child.join(10)
+    if child.is_alive():
+        child.kill()
+    release.set()
+    leader.join(10)
+    assert child.exitcode == 0
 
 
 def test_commit_group_nested_blocks_wait_once_and_a_raising_block_does_not_wait() -> None:

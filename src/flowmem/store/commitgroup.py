@@ -19,6 +19,7 @@ synced by itself.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -33,11 +34,15 @@ class CommitGroup:
 
     def __init__(self, sync: Callable[[], object]) -> None:
         self._sync = sync
+        self._member = threading.local()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._pid = os.getpid()  # a forked child starts afresh: its parent's leader is not in it
         self._cond = threading.Condition(threading.Lock())
         self._started = 0  # fsyncs begun
         self._done = 0  # fsyncs finished: every commit made before the last begun is durable
         self._leading = False
-        self._member = threading.local()
 
     def joined(self) -> bool:
         """True inside ``commit()`` on this thread: a write commits without its own fsync."""
@@ -62,6 +67,8 @@ class CommitGroup:
 
     def wait(self) -> None:
         """Return once an fsync that began after this call has finished (made here or by another thread)."""
+        if self._pid != os.getpid():
+            self._reset()
         with self._cond:
             target = self._started + 1  # one in flight may have begun before this commit
             while self._done < target:
