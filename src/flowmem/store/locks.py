@@ -79,10 +79,6 @@ class AddressLocks:
         self._guard = threading.Lock()
         self._locks: dict[Address, _AddressEntry] = {}
 
-    def __len__(self) -> int:
-        """The count of addresses with a lock held or awaited."""
-        return len(self._locks)
-
     @contextmanager
     def _lock_for(self, address: Address) -> Iterator[FairLock]:
         """The address's lock, kept in the table for the duration of the block."""
