@@ -10,11 +10,19 @@ user message at a time to random buffers among 1,000 in one file (WAL,
 
 Reported per phase: appends/s in total, p50 / p99 / max latency of one append
 (ms), each writer's count of appends and the largest deviation of a share from an
-even split. Each phase runs in fresh processes on a fresh file, once with the code
-under test (``after``: this checkout's ``src``) and once with ``--before-src``
-(default ``/work/main/src``, the code before the writer queue), alternating, for
-``--repeats`` rounds; the table shows the median over repeats of each figure, and
-the worst (largest) max and share deviation.
+even split. With ``--fsync-times`` the workers also time every fsync (instrumented
+here, not in flowmem): ``os.fdatasync`` calls (flowmem's group commit) and every
+``COMMIT`` (SQLite's own fsync at ``FULL`` happens inside it); a second table shows
+their distribution, the slowest append against the slowest single fsync, and how
+many fsyncs overlapped the slowest append (one stall, or a queue of several). A
+probe thread in the driver, which touches no disk, reports the machine's own
+largest stall in each phase (the largest oversleep of a 2 ms sleep).
+
+Each phase runs in fresh processes on a fresh file, once with the code under test
+(``after``: this checkout's ``src``) and once with ``--before-src`` (default
+``/work/main/src``, the code to compare with), alternating, for ``--repeats``
+rounds; the table shows the median over repeats of each figure, and the worst
+(largest) max and share deviation.
 
 Targets (issue 15 §3): with 4 threads and with 4 processes, p99 <= 5 x the
 single-writer p99, max <= 100 ms, every share within +-25 % of an even split.
@@ -44,12 +52,18 @@ HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
 BUFFERS = 1_000
 SYNCHRONOUS = os.environ.get("FLOWMEM_BENCH_SYNCHRONOUS", "FULL")
+FSYNC_TIMES = os.environ.get("FLOWMEM_BENCH_FSYNC_TIMES") == "1"
 WRITERS = 4
 
 
 # --- the worker: runs in a child process with the code under test on its path ----------
-def _writer(store: Any, start_at: float, stop_at: float, seed: int) -> list[float]:
-    """Append until ``stop_at``; return each append's latency in seconds."""
+def _writer(
+    store: Any, start_at: float, stop_at: float, seed: int, slowest: list[float]
+) -> list[float]:
+    """Append until ``stop_at``; return each append's latency in seconds.
+
+    ``slowest`` is set to the (start, end) ``time.monotonic()`` of this writer's slowest append.
+    """
     from flowmem.core import prepare
     from flowmem.store import Address
 
@@ -61,22 +75,58 @@ def _writer(store: Any, start_at: float, stop_at: float, seed: int) -> list[floa
     while time.time() < stop_at:
         address = Address("session", f"s{rng.randrange(BUFFERS)}", "chat")
         rows = prepare({"role": "user", "content": f"writer {seed} message {n}"}, 1)
-        began = time.perf_counter()
+        began = time.monotonic()
         store.append(address, rows)
-        latencies.append(time.perf_counter() - began)
+        ended = time.monotonic()
+        latencies.append(ended - began)
+        if not slowest or ended - began > slowest[1] - slowest[0]:
+            slowest[:] = [began, ended]
         n += 1
     return latencies
 
 
+def _time_fsyncs() -> tuple[list[list[float]], list[list[float]]]:
+    """Record (start, end) of every ``os.fdatasync`` and every ``COMMIT`` from now on."""
+    import flowmem.store.sqlite as sqlite_store
+
+    fsyncs: list[list[float]] = []
+    commits: list[list[float]] = []
+    fdatasync = os.fdatasync
+
+    def timed_fdatasync(fd: Any) -> None:
+        began = time.monotonic()
+        try:
+            fdatasync(fd)
+        finally:
+            fsyncs.append([began, time.monotonic()])
+
+    os.fdatasync = timed_fdatasync
+    execute = sqlite_store._Connection.execute
+
+    def timed_execute(self: Any, sql: str, *args: Any) -> Any:
+        if sql != "COMMIT":
+            return execute(self, sql, *args)
+        began = time.monotonic()
+        try:
+            return execute(self, sql, *args)
+        finally:
+            commits.append([began, time.monotonic()])
+
+    sqlite_store._Connection.execute = timed_execute  # type: ignore[method-assign]
+    return fsyncs, commits
+
+
 def worker(db: str, threads: int, start_at: float, stop_at: float, seed: int) -> None:
-    """Run ``threads`` writers on one store; print their latencies as JSON."""
+    """Run ``threads`` writers on one store; print their latencies (and fsyncs) as JSON."""
     from flowmem.store import open_store
 
+    fsyncs, commits = _time_fsyncs() if FSYNC_TIMES else ([], [])
     store = open_store(f"sqlite:///{db}?synchronous={SYNCHRONOUS}")
     results: list[list[float]] = [[] for _ in range(threads)]
+    slowest: list[list[float]] = [[] for _ in range(threads)]
 
     def run(i: int) -> None:
-        results[i] = _writer(store, start_at, stop_at, seed * 100 + i)
+        results[i] = _writer(store, start_at, stop_at, seed * 100 + i, slowest[i])
 
     pool = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
     for thread in pool:
@@ -84,7 +134,13 @@ def worker(db: str, threads: int, start_at: float, stop_at: float, seed: int) ->
     for thread in pool:
         thread.join()
     store.close()
-    print(json.dumps(results))
+    wall = time.time() - time.monotonic()  # the driver compares processes on the wall clock
+    slowest = [[t + wall for t in w] for w in slowest]
+    fsyncs = [[t + wall for t in f] for f in fsyncs]
+    commits = [[t + wall for t in c] for c in commits]
+    print(
+        json.dumps({"latencies": results, "slowest": slowest, "fsyncs": fsyncs, "commits": commits})
+    )
 
 
 # --- the driver ----------------------------------------------------------------------------
@@ -108,22 +164,83 @@ def phase(src: Path, processes: int, threads: int, seconds: float) -> dict[str, 
         start_at = time.time() + 1.5  # every process imported and opened before it starts
         stop_at = start_at + seconds
         children = [_spawn(src, db, threads, start_at, stop_at, p) for p in range(processes)]
+        stall: list[float] = [0.0]
+        probe = threading.Thread(target=_probe, args=(start_at, stop_at, stall), daemon=True)
+        probe.start()
         writers: list[list[float]] = []
+        slowest: list[list[float]] = []
+        fsyncs: list[list[float]] = []
+        commits: list[list[float]] = []
         for child in children:
             out, _ = child.communicate(timeout=seconds + 120)
             if child.returncode != 0:
                 raise SystemExit(f"a writer failed (exit {child.returncode})")
-            writers.extend(json.loads(out))
+            found = json.loads(out)
+            writers.extend(found["latencies"])
+            slowest.extend(w for w in found["slowest"] if w)
+            fsyncs.extend(found["fsyncs"])
+            commits.extend(found["commits"])
+    probe.join()
     every = sorted(x for w in writers for x in w)
     counts = [len(w) for w in writers]
     mean = sum(counts) / len(counts)
     return {
+        **_fsync_summary(slowest, fsyncs, commits, start_at, stop_at),
+        "stall": stall[0] * 1000,
         "rate": len(every) / seconds,
         "p50": every[len(every) // 2] * 1000,
         "p99": every[min(len(every) - 1, int(len(every) * 0.99))] * 1000,
         "max": every[-1] * 1000,
         "shares": counts,
         "spread": max(abs(c / mean - 1) for c in counts) * 100 if mean else 0.0,
+    }
+
+
+def _probe(start_at: float, stop_at: float, stall: list[float]) -> None:
+    """The machine's own stalls: the largest oversleep of a 2 ms sleep during the phase.
+
+    It touches no disk, so an append's wait beyond its fsyncs that matches it is the
+    CPU (2 cores shared with other jobs), not the writers' queue.
+    """
+    while time.time() < start_at:
+        time.sleep(0.01)
+    while time.time() < stop_at:
+        began = time.monotonic()
+        time.sleep(0.002)
+        stall[0] = max(stall[0], time.monotonic() - began - 0.002)
+
+
+def _ms(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))] * 1000 if ordered else 0.0
+
+
+def _fsync_summary(
+    slowest: list[list[float]],
+    fsyncs: list[list[float]],
+    commits: list[list[float]],
+    start_at: float,
+    stop_at: float,
+) -> dict[str, Any]:
+    """The fsyncs and COMMITs of the phase, and those that overlapped its slowest append."""
+    if not fsyncs and not commits:
+        return {}
+    fsyncs = [f for f in fsyncs if start_at <= f[0] <= stop_at]
+    commits = [c for c in commits if start_at <= c[0] <= stop_at]
+    worst = max(slowest, key=lambda w: w[1] - w[0])
+    both = fsyncs + commits
+    overlapping = [f for f in both if f[0] < worst[1] and f[1] > worst[0]]
+    return {
+        "fsync_n": len(fsyncs),
+        "fsync_p50": _ms([e - b for b, e in fsyncs], 0.5),
+        "fsync_p99": _ms([e - b for b, e in fsyncs], 0.99),
+        "fsync_max": _ms([e - b for b, e in fsyncs], 1.0),
+        "commit_p50": _ms([e - b for b, e in commits], 0.5),
+        "commit_p99": _ms([e - b for b, e in commits], 0.99),
+        "commit_max": _ms([e - b for b, e in commits], 1.0),
+        "slowest_sync": _ms([e - b for b, e in both], 1.0),
+        "overlap_n": len(overlapping),
+        "overlap_longest": _ms([min(e, worst[1]) - max(b, worst[0]) for b, e in overlapping], 1.0),
     }
 
 
@@ -141,8 +258,14 @@ def main() -> None:
     )
     parser.add_argument("--after-src", default=str(SRC), help="src of the code after")
     parser.add_argument("--json", help="also write every measurement to this file")
+    parser.add_argument(
+        "--fsync-times",
+        action="store_true",
+        help="time every fdatasync and COMMIT in the workers (a second table)",
+    )
     args = parser.parse_args()
     os.environ["FLOWMEM_BENCH_SYNCHRONOUS"] = args.synchronous.upper()
+    os.environ["FLOWMEM_BENCH_FSYNC_TIMES"] = "1" if args.fsync_times else ""
     codes = {"after": Path(args.after_src)}
     if args.before_src and Path(args.before_src).is_dir():
         codes = {"before": Path(args.before_src), **codes}
@@ -155,7 +278,7 @@ def main() -> None:
                 print(
                     f"# repeat {repeat + 1} {code:6} {name:11}: {result['rate']:7.0f}/s "
                     f"p99 {result['p99']:7.1f} ms max {result['max']:7.1f} ms "
-                    f"shares {result['shares']}",
+                    f"shares {result['shares']} (probe's stall {result['stall']:.0f} ms)",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -179,6 +302,32 @@ def main() -> None:
                 f"{max(r['max'] for r in found):.1f} | {shares} | "
                 f"{max(r['spread'] for r in found):.0f} % |"
             )
+
+    if args.fsync_times:
+        print(
+            "\nfsyncs, every run (fdatasync: flowmem's group commit; COMMIT: SQLite's own "
+            "fsync at FULL is inside it; slowest sync: the longest of both)\n"
+        )
+        print(
+            "| code | writers | run | fdatasyncs | fdatasync p50 / p99 / max ms | COMMIT p50 / p99 / max ms "
+            "| max append ms | slowest sync ms | max − slowest sync ms | probe's stall ms "
+            "| syncs overlapping the slowest append (longest overlap ms) |"
+        )
+        print("|---|---|---:|---:|---|---|---:|---:|---:|---:|---|")
+        for code in codes:
+            for name in PHASES:
+                for run, r in enumerate(runs[(code, name)], 1):
+                    if "fsync_n" not in r:
+                        continue
+                    print(
+                        f"| {code} | {name} | {run} | {r['fsync_n']:,} | "
+                        f"{r['fsync_p50']:.2f} / {r['fsync_p99']:.1f} / {r['fsync_max']:.1f} | "
+                        f"{r['commit_p50']:.2f} / {r['commit_p99']:.1f} / {r['commit_max']:.1f} | "
+                        f"{r['max']:.1f} | "
+                        f"{r['slowest_sync']:.1f} | {r['max'] - r['slowest_sync']:.1f} | "
+                        f"{r['stall']:.1f} | "
+                        f"{r['overlap_n']} ({r['overlap_longest']:.1f}) |"
+                    )
 
 
 if __name__ == "__main__":

@@ -110,7 +110,7 @@ def test_in_process_appends_to_one_buffer_are_served_in_arrival_order(tmp_path: 
     with store._locks.hold(KEY, 5):
         for n, thread in enumerate(threads):
             thread.start()
-            lock = store._locks._lock_for(KEY)
+            lock = store._locks._locks[KEY].lock
             _until(lambda n=n, lock=lock: _parked(lock) == n + 1, f"writer {n} parked")
     for thread in threads:
         thread.join(20)

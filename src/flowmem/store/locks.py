@@ -57,19 +57,43 @@ def waiting_allowed() -> bool:
     return not getattr(_mode, "no_wait", False)
 
 
+class _AddressEntry:
+    """An address's lock and how many threads hold it or wait for it."""
+
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = FairLock()
+        self.users = 0
+
+
 class AddressLocks:
-    """One fair lock per address; waiting is bounded and a timeout never fails the caller."""
+    """One fair lock per address; waiting is bounded and a timeout never fails the caller.
+
+    An address's entry lives only while a thread holds or waits for its lock: the
+    last one to leave removes it, so the table holds the addresses in use, not every
+    address ever written (issue 14 §3).
+    """
 
     def __init__(self) -> None:
         self._guard = threading.Lock()
-        self._locks: dict[Address, FairLock] = {}
+        self._locks: dict[Address, _AddressEntry] = {}
 
-    def _lock_for(self, address: Address) -> FairLock:
+    @contextmanager
+    def _lock_for(self, address: Address) -> Iterator[FairLock]:
+        """The address's lock, kept in the table for the duration of the block."""
         with self._guard:
-            lock = self._locks.get(address)
-            if lock is None:
-                lock = self._locks[address] = FairLock()
-            return lock
+            entry = self._locks.get(address)
+            if entry is None:
+                entry = self._locks[address] = _AddressEntry()
+            entry.users += 1
+        try:
+            yield entry.lock
+        finally:
+            with self._guard:
+                entry.users -= 1
+                if not entry.users:  # nobody holds or awaits it: a newcomer starts a new one
+                    del self._locks[address]
 
     @contextmanager
     def hold(self, address: Address, timeout: float) -> Iterator[bool]:
@@ -79,26 +103,26 @@ class AddressLocks:
         WARNING; a lock taken is always released, also when the block raises.
         Inside ``no_wait()`` a lock held by another thread raises ``WouldBlock``.
         """
-        lock = self._lock_for(address)
-        if not waiting_allowed():
-            if not lock.acquire(0.0, blocking=False):
-                raise WouldBlock(f"{address.scope}/{address.scope_id}/{address.key} is locked")
-            taken = True
-        else:
-            taken = lock.acquire(timeout)
-        if not taken:
-            log.warning(
-                "append to %s/%s/%s waited %.1fs for its turn; proceeding unserialized",
-                address.scope,
-                address.scope_id,
-                address.key,
-                timeout,
-            )
-        try:
-            yield taken
-        finally:
-            if taken:
-                lock.release()
+        with self._lock_for(address) as lock:
+            if not waiting_allowed():
+                if not lock.acquire(0.0, blocking=False):
+                    raise WouldBlock(f"{address.scope}/{address.scope_id}/{address.key} is locked")
+                taken = True
+            else:
+                taken = lock.acquire(timeout)
+            if not taken:
+                log.warning(
+                    "append to %s/%s/%s waited %.1fs for its turn; proceeding unserialized",
+                    address.scope,
+                    address.scope_id,
+                    address.key,
+                    timeout,
+                )
+            try:
+                yield taken
+            finally:
+                if taken:
+                    lock.release()
 
 
 class FairLock:

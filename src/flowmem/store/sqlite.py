@@ -20,6 +20,11 @@ again until a write has synced by itself: a no-wait call raises ``WouldBlock`` a
 runs in a thread at the file's own ``synchronous`` level, where SQLite's fsync at
 commit refuses a write the disk does not take.
 
+A write made by a thread that may wait does the same in process
+(``commitgroup.CommitGroup``, docs/decisions/0029): it commits at ``NORMAL``, gives
+the file's turn to the next writer, and returns after an fsync of the WAL that
+began after its commit, one fsync shared by every thread that committed meanwhile.
+
 Driver errors become typed ``StoreError``s: SQLITE_FULL → ``StoreFullError``,
 SQLITE_READONLY → ``StoreReadOnlyError``, SQLITE_CORRUPT/NOTADB →
 ``StoreCorruptError``; busy → ``StoreBusyError``.
@@ -34,7 +39,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -52,6 +57,7 @@ from flowmem.errors import (
     StoreUnavailableError,
 )
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Store, WriteGuard
+from flowmem.store.commitgroup import CommitGroup
 from flowmem.store.locks import (
     AddressLocks,
     WouldBlock,
@@ -373,6 +379,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         self._synced = 0
         self._checkpointed = 0  # the write count at the last checkpoint ``sync`` made
         self._sync_failed = False  # the last fsync failed: defer no write until one syncs
+        self._commits = CommitGroup(self.sync)  # threads' writes share an fsync (decisions/0029)
         try:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -424,12 +431,13 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         # every loan starts from the default wait (0 in no-wait mode): a pooled
         # connection must not keep the timeout its previous borrower set
         self._busy_timeout(conn, DEFAULT_LOCK_TIMEOUT)
-        self._pragma(conn, "synchronous", "NORMAL" if deferred else self.synchronous)
+        own_fsync = not deferred and not self._commits.joined()  # else an fsync after commit
+        self._pragma(conn, "synchronous", self.synchronous if own_fsync else "NORMAL")
         self._pragma(conn, "wal_autocheckpoint", 0 if deferred else AUTO_CHECKPOINT)
         changes = conn.total_changes
         try:
             yield conn
-            if self._sync_failed and not deferred and conn.total_changes != changes:
+            if self._sync_failed and own_fsync and conn.total_changes != changes:
                 self._sync_failed = False  # committed with SQLite's own fsync: the disk syncs
         except sqlite3.Error as exc:
             self._rollback(conn)
@@ -520,6 +528,10 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
                 log.warning("checkpoint of %s failed (the WAL keeps growing): %s", self.path, exc)
         return upto
 
+    def _grouped(self) -> bool:
+        """Whether a write on this thread commits without an fsync and shares one after (0029)."""
+        return self._defer_sync and not self._sync_failed and waiting_allowed()
+
     def _sync_error(self, exc: OSError, upto: int) -> StoreError:
         """Settle the writes up to ``upto`` after a failed fsync, stop deferring; the error to raise."""
         with self._sync_lock:
@@ -540,7 +552,11 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         busy error (``StoreBusyError``) as before.
         """
         started = time.monotonic()
-        with self._queue.hold(DEFAULT_LOCK_TIMEOUT), self._connection() as conn:
+        with (
+            self._commits.commit() if self._grouped() else nullcontext(),
+            self._queue.hold(DEFAULT_LOCK_TIMEOUT),
+            self._connection() as conn,
+        ):
             self._busy_timeout(conn, _left(DEFAULT_LOCK_TIMEOUT, started))
             conn.execute("BEGIN IMMEDIATE")
             result = work(conn)
@@ -617,9 +633,11 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
                     return self._append_unserialized(
                         conn, address, rows, max_messages, snapshot, guard, max_bytes
                     )
-            return self._append_in_turn(
-                address, rows, max_messages, snapshot, guard, max_bytes, bound, started
-            )
+            # on disk (a shared fsync: decisions/0029) before the address is let go
+            with self._commits.commit() if self._grouped() else nullcontext():
+                return self._append_in_turn(
+                    address, rows, max_messages, snapshot, guard, max_bytes, bound, started
+                )
 
     def _append_in_turn(
         self,

@@ -1,0 +1,240 @@
+"""Threads writing one SQLite file share an fsync of the WAL (docs/decisions/0029).
+
+A write commits without its own fsync, gives the file's turn to the next writer,
+and returns only after an fsync that began after its commit. Also: the table of
+per-address locks forgets the addresses nobody holds (issue 14 §3).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import multiprocessing
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from flowmem.core import prepare
+from flowmem.errors import StoreUnavailableError
+from flowmem.store import Address, open_store
+from flowmem.store.commitgroup import CommitGroup
+from flowmem.store.locks import AddressLocks, no_wait
+from flowmem.store.sqlite import SqliteStore
+
+KEY = Address("session", "s1", "chat")
+FORK = multiprocessing.get_context("fork")
+
+
+def _say(text: str) -> list[object]:
+    return prepare({"role": "user", "content": text}, 1)
+
+
+def _until(condition: object, what: str) -> None:
+    deadline = time.monotonic() + 20
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, f"never happened: {what}"
+        time.sleep(0.002)
+
+
+# --- CommitGroup: leader and followers -----------------------------------------------------
+
+
+def test_commit_group_waiters_that_arrive_during_an_fsync_share_the_next_one() -> None:
+    began: list[int] = []
+    release = [threading.Event() for _ in range(3)]
+
+    def sync() -> None:
+        began.append(len(began))
+        assert release[len(began) - 1].wait(10)
+
+    group = CommitGroup(sync)
+    returned: list[str] = []
+
+    def waiter(name: str) -> None:
+        group.wait()
+        returned.append(name)
+
+    leader = threading.Thread(target=waiter, args=("leader",))
+    leader.start()
+    _until(lambda: began == [0], "the leader's fsync began")
+    followers = [threading.Thread(target=waiter, args=(n,)) for n in ("b", "c")]
+    for thread in followers:
+        thread.start()
+    time.sleep(0.05)  # both parked behind the fsync in flight
+    release[0].set()
+    leader.join(10)
+    # the fsync in flight may have begun before b's and c's commits: it does not cover them
+    assert returned == ["leader"]
+    _until(lambda: began == [0, 1], "one more fsync began")
+    time.sleep(0.05)
+    assert returned == ["leader"]
+    release[1].set()
+    for thread in followers:
+        thread.join(10)
+    assert sorted(returned) == ["b", "c", "leader"]
+    assert began == [0, 1]  # b and c shared one fsync
+
+
+def test_commit_group_failed_fsync_is_logged_and_the_writers_return(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def sync() -> None:
+        raise StoreUnavailableError("cannot sync: Input/output error")
+
+    group = CommitGroup(sync)
+    with caplog.at_level(logging.ERROR, logger="flowmem"):
+        group.wait()  # committed and visible: answered as done (docs/decisions/0019)
+    assert "fsync of committed writes failed" in caplog.text
+
+
+def test_commit_group_in_a_forked_child_does_not_wait_for_the_parents_leader() -> None:
+    parent = os.getpid()
+    release = threading.Event()
+    group = CommitGroup(lambda: release.wait(10) if os.getpid() == parent else None)
+    leader = threading.Thread(target=group.wait)
+    leader.start()
+    _until(lambda: group._leading, "the parent's leader is in its fsync")
+    child = FORK.Process(target=group.wait)  # the leader thread does not exist in the child
+    child.start()
+    child.join(10)
+    if child.is_alive():
+        child.kill()
+    release.set()
+    leader.join(10)
+    assert child.exitcode == 0
+
+
+def test_commit_group_nested_blocks_wait_once_and_a_raising_block_does_not_wait() -> None:
+    syncs: list[int] = []
+    group = CommitGroup(lambda: syncs.append(1))
+    with group.commit():
+        assert group.joined()
+        with group.commit():
+            pass
+        assert syncs == []
+    assert syncs == [1] and not group.joined()
+    with pytest.raises(RuntimeError), group.commit():
+        raise RuntimeError("rolled back")
+    assert syncs == [1]
+
+
+# --- SqliteStore: threads' appends ----------------------------------------------------------
+
+
+def test_sqlite_threaded_appends_share_fsyncs_and_each_returns_after_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 's.db'}")
+    assert isinstance(store, SqliteStore)
+    real = os.fdatasync
+    fsyncs: list[tuple[float, float]] = []
+
+    def slow_fdatasync(fd: int) -> None:
+        began = time.monotonic()
+        time.sleep(0.02)  # a slow disk: writers pile up behind the fsync
+        real(fd)
+        fsyncs.append((began, time.monotonic()))
+
+    monkeypatch.setattr(os, "fdatasync", slow_fdatasync)
+    spans: list[tuple[float, float]] = []
+
+    def writer(n: int) -> None:
+        for i in range(5):
+            began = time.monotonic()
+            store.append(Address("session", f"s{n}", "chat"), _say(f"w{n} m{i}"))
+            spans.append((began, time.monotonic()))
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(spans) == 30
+    # durable on return: an fsync of the WAL began after the append began and ended before it returned
+    for began, returned in spans:
+        assert any(began <= f0 and f1 <= returned for f0, f1 in fsyncs), (began, returned)
+    assert len(fsyncs) < len(spans)  # shared, not one per append
+    assert sum(store.count(Address("session", f"s{n}", "chat")) for n in range(6)) == 30
+    with store._connection() as conn:  # a loan outside a write runs at the file's own level
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    store.close()
+
+
+def test_sqlite_no_wait_and_normal_writes_do_not_join_the_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    real = os.fdatasync
+    monkeypatch.setattr(os, "fdatasync", lambda fd: (calls.append(fd), real(fd))[1])
+    normal = open_store(f"sqlite:///{tmp_path / 'n.db'}?synchronous=NORMAL")
+    normal.append(KEY, _say("no fsync promised"))
+    normal.close()
+    assert calls == []
+    full = open_store(f"sqlite:///{tmp_path / 'f.db'}")
+    with no_wait():
+        full.append(KEY, _say("deferred to the HTTP app's sync"))
+    assert calls == [] and full.sync_barrier() == 1
+    full.close()
+
+
+def test_sqlite_failed_group_fsync_answers_the_append_and_the_next_one_syncs_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 's.db'}")
+    assert isinstance(store, SqliteStore)
+    failures: list[int] = []
+
+    def failing_fdatasync(fd: int) -> None:
+        failures.append(fd)
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fdatasync", failing_fdatasync)
+    with caplog.at_level(logging.ERROR, logger="flowmem"):
+        outcome = store.append(KEY, _say("committed, then the fsync failed"))
+    assert outcome.appended == 1 and len(failures) == 1
+    assert "fsync of committed writes failed" in caplog.text
+    assert store._sync_failed
+    store.append(KEY, _say("synced by SQLite's own commit"))  # FULL: no fdatasync of ours
+    assert len(failures) == 1 and not store._sync_failed
+    assert store.count(KEY) == 2
+    store.close()
+
+
+# --- AddressLocks forgets idle addresses ---------------------------------------------------
+
+
+def test_address_locks_table_does_not_grow_over_10000_distinct_addresses() -> None:
+    locks = AddressLocks()
+    for n in range(10_000):
+        with locks.hold(Address("session", f"s{n}", "chat"), 5) as taken:
+            assert taken and len(locks._locks) == 1
+    assert len(locks._locks) == 0
+
+
+def test_memory_store_appends_to_10000_buffers_leave_no_lock_behind() -> None:
+    store = open_store("memory://")
+    for n in range(10_000):
+        store.append(Address("session", f"s{n}", "chat"), _say("hi"))
+    assert len(store._locks._locks) == 0  # type: ignore[attr-defined]
+    store.close()
+
+
+def test_address_lock_entry_lives_while_a_thread_holds_or_waits_and_serializes() -> None:
+    locks = AddressLocks()
+    order: list[str] = []
+
+    def waiter() -> None:
+        with locks.hold(KEY, 5):
+            order.append("waiter")
+
+    with locks.hold(KEY, 5):
+        thread = threading.Thread(target=waiter)
+        thread.start()
+        _until(lambda: len(locks._locks[KEY].lock._waiters) == 1, "the waiter parked")
+        assert locks._locks[KEY].users == 2
+        order.append("holder")
+    thread.join(10)
+    assert order == ["holder", "waiter"] and len(locks._locks) == 0
