@@ -11,17 +11,25 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Iterator
+import weakref
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 import psycopg.errors
+from psycopg import pq
+from psycopg.abc import PQGen
+from psycopg.abc import Transformer as AbcTransformer
+from psycopg.adapt import PyFormat, Transformer
+from psycopg.generators import fetch_many, send
 from psycopg.pq import TransactionStatus
+from psycopg.pq.abc import PGconn, PGresult
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from flowmem.core import Answer, AppendOutcome, Message, call_ids, result_id
+from flowmem.core import Answer, AppendOutcome, Message, apply_append, call_ids, result_id
 from flowmem.errors import (
     ConfigurationError,
     InvalidInputError,
@@ -33,9 +41,15 @@ from flowmem.errors import (
     StoreUnavailableError,
 )
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Store, WriteGuard
-from flowmem.store.editor import SqlBufferEditor
-from flowmem.store.rows import check_address, check_lock_timeout, check_rows, guard_form
-from flowmem.store.sqlbase import SqlStore, StatementRunner
+from flowmem.store.editor import SqlBufferEditor, SqlRunner, load_rows
+from flowmem.store.rows import (
+    check_address,
+    check_buffer_bytes,
+    check_lock_timeout,
+    check_rows,
+    guard_form,
+)
+from flowmem.store.sqlbase import SqlStore
 
 log = logging.getLogger("flowmem")
 
@@ -479,33 +493,19 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         check_address(address)
         check_rows(rows)
         lock_timeout = check_lock_timeout(lock_timeout)
-        key = advisory_key(address)
         timeout = f"{max(int(lock_timeout * 1000), 1)}ms"
-        kind, checks = guard_form(guard)
-        lock = SQL[f"timed_lock@{kind}" if kind else "timed_lock"]
-        ids, want_open = _asked(rows)
         with self._connection() as conn:
             try:
-                # pipeline mode: BEGIN, the lock and the facts go in one round trip,
-                # the writes and COMMIT in another (docs/decisions/0024). BEGIN and
-                # COMMIT are ours: conn.transaction() would add a Sync (a round trip).
-                try:
-                    with conn.pipeline():
-                        conn.execute(SQL["begin"])
-                        locked = conn.execute(lock, (key, timeout, *checks))
-                        facts = conn.execute(SQL["append_facts"], (ids, ids, want_open, *address))
-                        if locked.fetchone() is None:
-                            raise self._guard_error(conn, guard)
-                        editor = _editor(self._runner(conn), address, facts.fetchone(), ids)
-                        outcome = self._run_append(
-                            conn, editor, rows, max_messages, snapshot, max_bytes
+                for attempt in range(2):
+                    try:
+                        return self._pipelined(
+                            conn, address, rows, max_messages, snapshot, max_bytes, guard, timeout
                         )
-                        conn.execute(SQL["commit"])
-                    return outcome
-                except BaseException:
-                    if conn.info.transaction_status != TransactionStatus.IDLE:
-                        conn.execute(SQL["rollback"])
-                    raise
+                    except psycopg.errors.InvalidSqlStatementName:
+                        # the server forgot the prepared statements (DISCARD ALL): the
+                        # pipeline named them anew for the next attempt (_Prepared.forget)
+                        if attempt:
+                            raise
             except psycopg.errors.LockNotAvailable:
                 log.warning(
                     "append to %s/%s/%s waited %.1fs for its turn; proceeding unserialized",
@@ -527,6 +527,52 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                     time.sleep(0.01 * (attempt + 1))
         raise StoreBusyError("unserialized append did not complete")  # pragma: no cover
 
+    def _pipelined(
+        self,
+        conn: psycopg.Connection[Any],
+        address: Address,
+        rows: list[Message],
+        max_messages: int,
+        snapshot: bool,
+        max_bytes: int,
+        guard: WriteGuard | None,
+        timeout: str,
+    ) -> AppendOutcome:
+        """The serialized append in two round trips (decisions 0024 and 0028).
+
+        In libpq pipeline mode: ``BEGIN``, the lock (with the guard) and the facts
+        query go in one round trip; the rules run; the writes and ``COMMIT`` go in
+        another. On any error the pipeline is drained and the transaction rolled
+        back before the error propagates (LockNotAvailable included).
+        """
+        kind, checks = guard_form(guard)
+        lock = f"timed_lock@{kind}" if kind else "timed_lock"
+        ids, want_open = _asked(rows)
+        try:
+            with _Pipeline(conn, SQL) as db:
+                db.send_plain(b"BEGIN")
+                locked = db.send(lock, (advisory_key(address), timeout, *checks))
+                facts = db.send("append_facts", (ids, ids, want_open, *address))
+                found = db.result(facts)
+                if not db.result(locked):
+                    raise _GuardFailed
+                editor = _editor(db, address, found[0] if found else None, ids)
+                outcome = apply_append(editor, rows, max_messages)
+                check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)
+                editor.flush()
+                whole = db.send("load_all", tuple(address)) if snapshot else None
+                db.send_plain(b"COMMIT")
+                db.finish()
+                if whole is not None:
+                    outcome = replace(outcome, rows=load_rows(db.result(whole)))
+            return outcome
+        except BaseException as exc:
+            if conn.info.transaction_status != TransactionStatus.IDLE:
+                conn.execute(SQL["rollback"])
+            if isinstance(exc, _GuardFailed):
+                raise self._guard_error(conn, guard) from None
+            raise
+
     # --- sessions ---------------------------------------------------------------------------
     def set_session_status(
         self, session_id: str, status: str, expected: frozenset[str] | None = None
@@ -540,6 +586,180 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
     def close(self) -> None:
         """Close the connection pool."""
         self._pool.close()
+
+
+class _Pipeline:
+    """The append's statements at the libpq level, in pipeline mode (docs/decisions/0028).
+
+    psycopg's cursors cost 60–90 µs of client CPU per statement (a cursor, a
+    query conversion and a socket wait each); here a statement is one libpq call
+    queued without waiting (``run``), and the client waits once per round trip:
+    when a question needs its answer (``one``/``all``: everything queued before
+    it is sent along) and at the end (``finish``: a Sync). The statements are
+    prepared under their own names once per connection. A ``SqlRunner`` for the
+    editor.
+    """
+
+    def __init__(self, conn: psycopg.Connection[Any], sql: dict[str, str]) -> None:
+        self.conn = conn
+        self.pgconn = conn.pgconn
+        self.sql = sql
+        self.tx = Transformer(conn)
+        self.prepared = _PREPARED.get(conn) or _PREPARED.setdefault(conn, _Prepared())
+        self.sent = 0  # commands queued
+        self.fetched: list[list[PGresult]] = []  # the results of the first len(fetched)
+        self.preparing: dict[int, bytes] = {}  # ticket of a Parse -> its name, until answered
+
+    def __enter__(self) -> _Pipeline:
+        self.pgconn.enter_pipeline_mode()
+        return self
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        if kind is None:
+            return
+        # read what is in flight and leave pipeline mode; the caller rolls back
+        try:
+            if self.pgconn.pipeline_status != pq.PipelineStatus.OFF:
+                self.pgconn.pipeline_sync()
+                self.fetched += self.conn.wait(_fetch(self.pgconn, self._pending(), sync=True))
+                self.pgconn.exit_pipeline_mode()
+                self._settle()
+        except psycopg.Error:
+            log.debug("leaving pipeline mode after an error failed", exc_info=True)
+
+    def send(self, name: str, params: Sequence[Any]) -> int:
+        """Queue the named statement; return its ticket (no waiting)."""
+        text = _numbered(name, self.sql[name])
+        values = self.tx.dump_sequence(params, [PyFormat.TEXT] * len(params)) if params else None
+        key = self.prepared.name(name)
+        if key not in self.prepared.names and key not in self.preparing.values():
+            self.pgconn.send_prepare(key, text)
+            self.preparing[self.sent] = key
+            self.sent += 1
+        self.pgconn.send_query_prepared(key, values)
+        self.sent += 1
+        return self.sent - 1
+
+    def send_plain(self, text: bytes) -> None:
+        """Queue a statement without parameters, unprepared (``BEGIN``, ``COMMIT``)."""
+        self.pgconn.send_query_params(text, None)
+        self.sent += 1
+
+    def result(self, ticket: int) -> list[tuple[Any, ...]]:
+        """The rows of a queued statement: one round trip for it and all queued before."""
+        if ticket >= len(self.fetched):
+            self.pgconn.send_flush_request()
+            self.fetched += self.conn.wait(_fetch(self.pgconn, self._pending()))
+            self._settle()
+            self._raise_first()
+        return _rows(self.tx, self.fetched[ticket])
+
+    def finish(self) -> None:
+        """Send the rest with a Sync and wait for every answer; the first error raises."""
+        self.pgconn.pipeline_sync()
+        self.fetched += self.conn.wait(_fetch(self.pgconn, self._pending(), sync=True))
+        self.pgconn.exit_pipeline_mode()
+        self._settle()
+        self._raise_first()
+
+    def _pending(self) -> int:
+        return self.sent - len(self.fetched)
+
+    def _settle(self) -> None:
+        """Record the statements whose Parse the server answered (a failed one is not kept)."""
+        for ticket in [t for t in self.preparing if t < len(self.fetched)]:
+            key = self.preparing.pop(ticket)
+            if self.fetched[ticket][-1].status == pq.ExecStatus.COMMAND_OK:
+                self.prepared.names.add(key)
+
+    def _raise_first(self) -> None:
+        """Raise the first error among the results (as psycopg would)."""
+        for results in self.fetched:
+            for res in results:
+                if res.status == pq.ExecStatus.FATAL_ERROR:
+                    error = psycopg.errors.error_from_result(res, encoding=self.pgconn._encoding)
+                    if isinstance(error, psycopg.errors.InvalidSqlStatementName):
+                        self.prepared.forget()
+                    raise error
+                if res.status == pq.ExecStatus.PIPELINE_ABORTED:
+                    raise psycopg.errors.PipelineAborted("pipeline aborted")
+
+    # --- SqlRunner ---------------------------------------------------------------------
+    def one(self, name: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+        """Run a named statement; return its first row."""
+        found = self.result(self.send(name, params))
+        return found[0] if found else None
+
+    def all(self, name: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """Run a named statement; return every row."""
+        return self.result(self.send(name, params))
+
+    def run(self, name: str, params: Sequence[Any]) -> None:
+        """Queue a named statement for its effect (its error raises by ``finish``)."""
+        self.send(name, params)
+
+
+class _Prepared:
+    """The append's statements prepared on one connection (names carry a generation)."""
+
+    def __init__(self) -> None:
+        self.generation = 0
+        self.names: set[bytes] = set()
+
+    def name(self, statement: str) -> bytes:
+        """The prepared name of a statement in the current generation."""
+        return f"flowmem{self.generation}_{statement}".encode()
+
+    def forget(self) -> None:
+        """The server lost some (``DISCARD ALL``, ``DEALLOCATE``): prepare anew, under new names."""
+        self.generation += 1
+        self.names.clear()
+
+
+_PREPARED: weakref.WeakKeyDictionary[psycopg.Connection[Any], _Prepared] = (
+    weakref.WeakKeyDictionary()
+)
+_NUMBERED: dict[str, bytes] = {}
+
+
+def _numbered(name: str, text: str) -> bytes:
+    """A statement's text with ``%s`` numbered ``$1, $2…`` (what libpq takes), cached."""
+    found = _NUMBERED.get(name)
+    if found is None:
+        parts = text.split("%s")
+        if any("%" in part for part in parts):
+            raise StoreError(f"statement {name} has a % other than %s")
+        numbered = parts[0] + "".join(f"${n}{part}" for n, part in enumerate(parts[1:], 1))
+        found = _NUMBERED[name] = numbered.encode()
+    return found
+
+
+def _fetch(pgconn: PGconn, count: int, sync: bool = False) -> PQGen[list[list[PGresult]]]:
+    """Send what is queued, then read the results of ``count`` commands (and the Sync)."""
+    yield from send(pgconn)
+    out = []
+    for _ in range(count):
+        out.append((yield from fetch_many(pgconn)))
+    if sync:
+        while True:
+            done = yield from fetch_many(pgconn)
+            if done and done[0].status == pq.ExecStatus.PIPELINE_SYNC:
+                break
+    return out
+
+
+def _rows(tx: AbcTransformer, results: list[PGresult]) -> list[tuple[Any, ...]]:
+    """The rows of a statement's result, loaded like psycopg's cursors load them."""
+    res = results[-1]
+    if res.status != pq.ExecStatus.TUPLES_OK or not res.ntuples:
+        return []
+    tx.set_pgresult(res)
+    rows: list[tuple[Any, ...]] = tx.load_rows(0, res.ntuples, tuple)
+    return rows
+
+
+class _GuardFailed(Exception):
+    """The append's guard did not hold (its error is found after the rollback)."""
 
 
 def _asked(rows: list[Message]) -> tuple[list[str], bool]:
@@ -561,7 +781,7 @@ def _asked(rows: list[Message]) -> tuple[list[str], bool]:
 
 
 def _editor(
-    db: StatementRunner, address: Address, facts: tuple[Any, ...] | None, ids: list[str]
+    db: SqlRunner, address: Address, facts: tuple[Any, ...] | None, ids: list[str]
 ) -> SqlBufferEditor:
     """The append's editor, seeded with the row of ``append_facts`` (None: no buffer yet)."""
     if facts is None:
