@@ -31,10 +31,10 @@ from flowmem.store.postgres import PostgresStore  # noqa: E402
 # to an existing buffer, the message alone.
 DOCUMENTED = {
     # kind: (round trips, statements)
-    "plain user message": (2, 6),
-    "assistant turn with two calls": (2, 8),
-    "tool result": (2, 8),
-    "user turn that heals one call": (2, 9),
+    "plain user message": (2, 5),
+    "assistant turn with two calls": (2, 6),
+    "tool result": (2, 5),
+    "user turn that heals one call": (2, 6),
 }
 
 CALLS = [

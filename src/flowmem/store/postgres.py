@@ -158,28 +158,6 @@ SQL: dict[str, str] = {
     "begin": "BEGIN",
     "commit": "COMMIT",
     "rollback": "ROLLBACK",
-    # What the append's editor will ask, in one statement run right after the lock
-    # (its own statement: a statement's snapshot predates a lock it waits for):
-    # the header; for the call ids the incoming rows name (a text[]), which are
-    # declared and their first answer; and, when asked, the open calls with the end
-    # of each declaring turn's result run (the editor's ``run_end``) and the position
-    # of the row after that end (``next_pos``, where healing inserts).
-    "append_facts": f"""SELECT b.id, b.count, b.last_major, b.bytes,
-        ARRAY(SELECT DISTINCT c.call_id FROM buffer_calls c
-            WHERE c.buffer_id = b.id AND c.call_id = ANY(%s::text[])),
-        (SELECT json_agg(json_build_array(a.call_id, a.pos, a.healed)) FROM
-            (SELECT DISTINCT ON (call_id) call_id, pos, healed FROM buffer_answers
-             WHERE buffer_id = b.id AND call_id = ANY(%s::text[]) ORDER BY call_id, pos) AS a),
-        CASE WHEN %s THEN COALESCE((SELECT json_agg(json_build_array(e.call_id,
-            e.declared_pos, e.run_end, (SELECT MIN(n.pos) FROM buffer_rows n
-                WHERE n.buffer_id = b.id AND n.pos > e.run_end)) ORDER BY e.declared_pos, e.ord)
-            FROM (SELECT o.call_id, o.declared_pos, o.ord, COALESCE((SELECT MAX(r.pos)
-                FROM buffer_rows r WHERE r.buffer_id = b.id AND r.pos > o.declared_pos
-                AND r.pos < COALESCE((SELECT MIN(t.pos) FROM buffer_rows t
-                WHERE t.buffer_id = b.id AND t.pos > o.declared_pos AND t.role <> 'tool'),
-                9223372036854775807)), o.declared_pos) AS run_end
-            FROM buffer_calls o WHERE o.buffer_id = b.id AND NOT o.answered) AS e), '[]') END
-        FROM buffers b WHERE {_ADDR}""",
     # the buffer id first (a scalar subquery), so the rows come from the (buffer_id, pos) index
     "load_all": f"""SELECT body FROM buffer_rows WHERE buffer_id =
         (SELECT id FROM buffers WHERE {_ADDR}) ORDER BY pos""",
@@ -283,6 +261,43 @@ SQL.update(
         for kind, condition in GUARDS.items()
     }
 )
+
+# What the append's editor will ask, in one statement run right after the lock
+# (its own statement: a statement's snapshot predates a lock it waits for):
+# the header; for the call ids the incoming rows name (a text[]), which are
+# declared and their first answer; and, for an append with a user turn, the open
+# calls with the end of each declaring turn's result run (the editor's
+# ``run_end``) and the position of the row after that end (``next_pos``, where
+# healing inserts). One variant per shape (``append_facts@ids``, ``@open``,
+# ``@ids+open`` or just the header): a part not needed is not in the statement,
+# so the server neither plans nor starts it (docs/decisions/0028).
+_FACT_IDS = """ARRAY(SELECT DISTINCT c.call_id FROM buffer_calls c
+        WHERE c.buffer_id = b.id AND c.call_id = ANY(%s::text[])),
+    (SELECT json_agg(json_build_array(a.call_id, a.pos, a.healed)) FROM
+        (SELECT DISTINCT ON (call_id) call_id, pos, healed FROM buffer_answers
+         WHERE buffer_id = b.id AND call_id = ANY(%s::text[]) ORDER BY call_id, pos) AS a)"""
+_FACT_OPEN = """COALESCE((SELECT json_agg(json_build_array(e.call_id,
+        e.declared_pos, e.run_end, (SELECT MIN(n.pos) FROM buffer_rows n
+            WHERE n.buffer_id = b.id AND n.pos > e.run_end)) ORDER BY e.declared_pos, e.ord)
+        FROM (SELECT o.call_id, o.declared_pos, o.ord, COALESCE((SELECT MAX(r.pos)
+            FROM buffer_rows r WHERE r.buffer_id = b.id AND r.pos > o.declared_pos
+            AND r.pos < COALESCE((SELECT MIN(t.pos) FROM buffer_rows t
+            WHERE t.buffer_id = b.id AND t.pos > o.declared_pos AND t.role <> 'tool'),
+            9223372036854775807)), o.declared_pos) AS run_end
+        FROM buffer_calls o WHERE o.buffer_id = b.id AND NOT o.answered) AS e), '[]')"""
+for _ids, _open, _suffix in (
+    (False, False, ""),
+    (True, False, "@ids"),
+    (False, True, "@open"),
+    (True, True, "@ids+open"),
+):
+    SQL[f"append_facts{_suffix}"] = (
+        "SELECT b.id, b.count, b.last_major, b.bytes, "
+        + (_FACT_IDS if _ids else "NULL, NULL")
+        + ", "
+        + (_FACT_OPEN if _open else "NULL")
+        + f" FROM buffers b WHERE {_ADDR}"
+    )
 
 _RETRYABLE = (
     psycopg.errors.UniqueViolation,
@@ -552,7 +567,11 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
             with _Pipeline(conn, SQL) as db:
                 db.send_plain(b"BEGIN")
                 locked = db.send(lock, (advisory_key(address), timeout, *checks))
-                facts = db.send("append_facts", (ids, ids, want_open, *address))
+                shape = ("@ids" if ids else "@") + ("+open" if want_open else "")
+                facts = db.send(
+                    "append_facts" + {"@": "", "@+open": "@open"}.get(shape, shape),
+                    (ids, ids, *address) if ids else tuple(address),
+                )
                 found = db.result(facts)
                 if not db.result(locked):
                     raise _GuardFailed
@@ -609,6 +628,10 @@ class _Pipeline:
         self.sent = 0  # commands queued
         self.fetched: list[list[PGresult]] = []  # the results of the first len(fetched)
         self.preparing: dict[int, bytes] = {}  # ticket of a Parse -> its name, until answered
+        self.held: list[str] = []  # writes not sent yet (see ``run``), their parameters
+        self.held_params: list[Any] = []
+        self.held_reads: set[str] = set()  # the tables they read and write
+        self.held_writes: set[str] = set()
 
     def __enter__(self) -> _Pipeline:
         self.pgconn.enter_pipeline_mode()
@@ -628,8 +651,12 @@ class _Pipeline:
             log.debug("leaving pipeline mode after an error failed", exc_info=True)
 
     def send(self, name: str, params: Sequence[Any]) -> int:
-        """Queue the named statement; return its ticket (no waiting)."""
-        text = _numbered(name, self.sql[name])
+        """Queue the named statement (after the held writes); return its ticket (no waiting)."""
+        self._release()
+        return self._send(name, params)
+
+    def _send(self, name: str, params: Sequence[Any]) -> int:
+        text = _numbered(name, self.sql[name] if name in self.sql else _merged(name))
         values = self.tx.dump_sequence(params, [PyFormat.TEXT] * len(params)) if params else None
         key = self.prepared.name(name)
         if key not in self.prepared.names and key not in self.preparing.values():
@@ -642,6 +669,7 @@ class _Pipeline:
 
     def send_plain(self, text: bytes) -> None:
         """Queue a statement without parameters, unprepared (``BEGIN``, ``COMMIT``)."""
+        self._release()
         self.pgconn.send_query_params(text, None)
         self.sent += 1
 
@@ -656,6 +684,7 @@ class _Pipeline:
 
     def finish(self) -> None:
         """Send the rest with a Sync and wait for every answer; the first error raises."""
+        self._release()
         self.pgconn.pipeline_sync()
         self.fetched += self.conn.wait(_fetch(self.pgconn, self._pending(), sync=True))
         self.pgconn.exit_pipeline_mode()
@@ -695,8 +724,61 @@ class _Pipeline:
         return self.result(self.send(name, params))
 
     def run(self, name: str, params: Sequence[Any]) -> None:
-        """Queue a named statement for its effect (its error raises by ``finish``)."""
-        self.send(name, params)
+        """Queue a named write (its error raises by ``finish``).
+
+        Writes are held and sent as one statement (``WITH`` sub-statements, see
+        ``WRITES``) while each touches no table an earlier held one writes and
+        writes none an earlier one reads: then running them together, on one
+        snapshot, is running them in order. Any other statement sends them first.
+        """
+        touched = WRITES.get(name)
+        if touched is None:
+            self.send(name, params)
+            return
+        reads, writes = touched
+        if (reads | writes) & self.held_writes or writes & self.held_reads:
+            self._release()
+        self.held.append(name)
+        self.held_params.extend(params)
+        self.held_reads |= reads
+        self.held_writes |= writes
+
+    def _release(self) -> None:
+        """Send the held writes, as one statement."""
+        if self.held:
+            self._send("+".join(self.held), self.held_params)
+            self.held, self.held_params = [], []
+            self.held_reads, self.held_writes = set(), set()
+
+
+# The editor's writes the pipeline may send together (``_Pipeline.run``): the tables
+# each reads and writes. ``call_insert`` reads ``buffer_calls`` too (its ON CONFLICT).
+# Not here (always sent alone): the shifts and unflips of a healing insert.
+_ROWS, _CALLS, _ANSWERS, _HEADER = "buffer_rows", "buffer_calls", "buffer_answers", "buffers"
+WRITES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    name: (frozenset(reads), frozenset(writes))
+    for name, reads, writes in (
+        ("row_insert", (), (_ROWS,)),
+        ("row_update", (_ROWS,), (_ROWS,)),
+        ("row_delete", (_ROWS,), (_ROWS,)),
+        ("call_insert", (_ANSWERS, _CALLS), (_CALLS,)),
+        ("calls_delete", (_CALLS,), (_CALLS,)),
+        ("answer_insert", (), (_ANSWERS,)),
+        ("answer_delete", (_ANSWERS,), (_ANSWERS,)),
+        ("calls_answered", (_CALLS,), (_CALLS,)),
+        ("calls_reopen", (_CALLS, _ANSWERS), (_CALLS,)),
+        ("header_update", (_HEADER,), (_HEADER,)),
+    )
+}
+
+
+def _merged(name: str) -> str:
+    """The statement running held writes ``a+b+c`` together: ``WITH`` for all but the last."""
+    *first, last = name.split("+")
+    if not first:
+        return SQL[last]
+    ctes = ", ".join(f"w{n} AS ({SQL[part]})" for n, part in enumerate(first))
+    return f"WITH {ctes} {SQL[last]}"
 
 
 class _Prepared:
@@ -789,7 +871,7 @@ def _editor(
         editor.know(dict.fromkeys(ids, False), dict.fromkeys(ids), [])
         return editor
     editor = SqlBufferEditor(db, address, facts[:4])
-    declared = set(facts[4])
+    declared = set(facts[4] or ())
     answers: dict[str, Answer | None] = dict.fromkeys(ids)
     for cid, pos, healed in facts[5] or ():
         answers[cid] = Answer(int(pos), bool(healed))
