@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from flowmem.core import prepare
-from flowmem.errors import BufferFullError, InvalidInputError, NotFoundError
+from flowmem.errors import BufferFullError, InvalidInputError, NotFoundError, StoreError
 from flowmem.store import Address, SessionRecord, WriteGuard
 
 pytestmark = pytest.mark.postgres
@@ -64,6 +64,12 @@ def test_failed_appends_write_nothing_and_leave_the_connection_idle(
     with pytest.raises(BufferFullError):
         one_conn.append(A, _user("x" * 100, 2), max_bytes=50)
     _idle(one_conn)
+    # the same with writes already sent (two rows: the first is sent when the second
+    # is held): the pipeline's ROLLBACK undoes them, the Sync commits nothing
+    with pytest.raises(BufferFullError):
+        one_conn.append(A, _user("y" * 100, 2) + _user("z" * 100, 3), max_bytes=50)
+    _idle(one_conn)
+    assert one_conn.count(A) == 1
     # refused by the server (a NUL in the address) inside the first round trip
     with pytest.raises(InvalidInputError):
         one_conn.append(Address("session", "s1", "nul\x00"), _user("x"))
@@ -100,3 +106,52 @@ def test_a_prepare_the_server_skipped_is_sent_again(
     with one_conn._connection() as conn:
         assert _PREPARED[conn].generation == 0
     assert [r["content"] for r in one_conn.load(A)] == ["unserialized", "serialized"]
+
+
+def _assistant_calling(call_id: str, at: int) -> list[Any]:
+    call = {"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    return prepare({"role": "assistant", "content": "", "tool_calls": [call]}, at)
+
+
+def test_a_server_error_in_the_writes_rolls_the_whole_append_back(
+    one_conn: PostgresStore,
+) -> None:
+    """The append is one transaction without BEGIN: an error in a later write undoes earlier ones."""
+    with one_conn._connection() as conn:
+        conn.execute(
+            """CREATE FUNCTION refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN IF NEW.call_id = 'boom' THEN RAISE EXCEPTION 'boom refused'; END IF;
+            RETURN NEW; END $$"""
+        )
+        conn.execute(
+            "CREATE TRIGGER refuse_boom BEFORE INSERT ON buffer_calls "
+            "FOR EACH ROW EXECUTE FUNCTION refuse_boom()"
+        )
+    one_conn.append(A, _user("kept"))
+    rows = _user("lost", 2) + _assistant_calling("boom", 3)
+    with pytest.raises(StoreError, match="boom refused"):
+        one_conn.append(A, rows)
+    _idle(one_conn)
+    assert [r["content"] for r in one_conn.load(A)] == ["kept"]
+    assert one_conn.count(A) == 1
+    one_conn.append(A, _user("after", 4))
+    assert [r["content"] for r in one_conn.load(A)] == ["kept", "after"]
+
+
+def test_an_error_at_commit_is_raised_and_nothing_is_kept(one_conn: PostgresStore) -> None:
+    """The commit happens at the pipeline's Sync: an error there (a deferred check) still raises."""
+    with one_conn._connection() as conn:
+        conn.execute(
+            """CREATE FUNCTION refuse_late() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN IF NEW.body LIKE '%late%' THEN RAISE EXCEPTION 'late refusal'; END IF;
+            RETURN NEW; END $$"""
+        )
+        conn.execute(
+            "CREATE CONSTRAINT TRIGGER refuse_late AFTER INSERT ON buffer_rows "
+            "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse_late()"
+        )
+    one_conn.append(A, _user("kept"))
+    with pytest.raises(StoreError, match="late refusal"):
+        one_conn.append(A, _user("late", 2))
+    _idle(one_conn)
+    assert [r["content"] for r in one_conn.load(A)] == ["kept"]

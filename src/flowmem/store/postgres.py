@@ -155,8 +155,6 @@ SQL: dict[str, str] = {
         FROM (SELECT set_config('lock_timeout', %s, true),
             set_config('plan_cache_mode', 'force_generic_plan', true)) AS bound""",
     "advisory_lock": "SELECT pg_advisory_xact_lock(%s)",
-    "begin": "BEGIN",
-    "commit": "COMMIT",
     "rollback": "ROLLBACK",
     # the buffer id first (a scalar subquery), so the rows come from the (buffer_id, pos) index
     "load_all": f"""SELECT body FROM buffer_rows WHERE buffer_id =
@@ -555,17 +553,18 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
     ) -> AppendOutcome:
         """The serialized append in two round trips (decisions 0024 and 0028).
 
-        In libpq pipeline mode: ``BEGIN``, the lock (with the guard) and the facts
-        query go in one round trip; the rules run; the writes and ``COMMIT`` go in
-        another. On any error the pipeline is drained and the transaction rolled
-        back before the error propagates (LockNotAvailable included).
+        In libpq pipeline mode: the lock (with the guard) and the facts query go in
+        one round trip; the rules run; the writes and a Sync go in another. The
+        statements between two Syncs are one implicit transaction, committed at
+        the Sync, with no ``BEGIN``/``COMMIT`` statements (the advisory lock is held
+        until then). On any error the pipeline is ended with ``ROLLBACK`` and drained
+        before the error propagates (LockNotAvailable included).
         """
         kind, checks = guard_form(guard)
         lock = f"timed_lock@{kind}" if kind else "timed_lock"
         ids, want_open = _asked(rows)
         try:
             with _Pipeline(conn, SQL) as db:
-                db.send_plain(b"BEGIN")
                 locked = db.send(lock, (advisory_key(address), timeout, *checks))
                 shape = ("@ids" if ids else "@") + ("+open" if want_open else "")
                 facts = db.send(
@@ -580,7 +579,6 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                 check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)
                 editor.flush()
                 whole = db.send("load_all", tuple(address)) if snapshot else None
-                db.send_plain(b"COMMIT")
                 db.finish()
                 if whole is not None:
                     outcome = replace(outcome, rows=load_rows(db.result(whole)))
@@ -640,9 +638,14 @@ class _Pipeline:
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
         if kind is None:
             return
-        # read what is in flight and leave pipeline mode; the caller rolls back
+        # end the transaction unwritten (the held writes are dropped, what was sent
+        # is rolled back), read what is in flight and leave pipeline mode
         try:
             if self.pgconn.pipeline_status != pq.PipelineStatus.OFF:
+                # in the implicit transaction ROLLBACK aborts it (with a WARNING
+                # that no transaction block is open); in an aborted one it is skipped
+                self.pgconn.send_query_params(b"ROLLBACK", None)
+                self.sent += 1
                 self.pgconn.pipeline_sync()
                 self.fetched += self.conn.wait(_fetch(self.pgconn, self._pending(), sync=True))
                 self.pgconn.exit_pipeline_mode()
@@ -666,12 +669,6 @@ class _Pipeline:
         self.pgconn.send_query_prepared(key, values)
         self.sent += 1
         return self.sent - 1
-
-    def send_plain(self, text: bytes) -> None:
-        """Queue a statement without parameters, unprepared (``BEGIN``, ``COMMIT``)."""
-        self._release()
-        self.pgconn.send_query_params(text, None)
-        self.sent += 1
 
     def result(self, ticket: int) -> list[tuple[Any, ...]]:
         """The rows of a queued statement: one round trip for it and all queued before."""
@@ -822,11 +819,15 @@ def _fetch(pgconn: PGconn, count: int, sync: bool = False) -> PQGen[list[list[PG
     out = []
     for _ in range(count):
         out.append((yield from fetch_many(pgconn)))
-    if sync:
+    if sync:  # the commit happens at the Sync: its error comes before the Sync's result
+        late: list[PGresult] = []
         while True:
             done = yield from fetch_many(pgconn)
             if done and done[0].status == pq.ExecStatus.PIPELINE_SYNC:
                 break
+            late += done
+        if late:
+            out.append(late)
     return out
 
 
