@@ -626,6 +626,7 @@ class _Pipeline:
         self.sent = 0  # commands queued
         self.fetched: list[list[PGresult]] = []  # the results of the first len(fetched)
         self.preparing: dict[int, bytes] = {}  # ticket of a Parse -> its name, until answered
+        self.wrote = False  # a statement that may write was sent
         self.held: list[str] = []  # writes not sent yet (see ``run``), their parameters
         self.held_params: list[Any] = []
         self.held_reads: set[str] = set()  # the tables they read and write
@@ -642,10 +643,13 @@ class _Pipeline:
         # is rolled back), read what is in flight and leave pipeline mode
         try:
             if self.pgconn.pipeline_status != pq.PipelineStatus.OFF:
-                # in the implicit transaction ROLLBACK aborts it (with a WARNING
-                # that no transaction block is open); in an aborted one it is skipped
-                self.pgconn.send_query_params(b"ROLLBACK", None)
-                self.sent += 1
+                if self.wrote:
+                    # in the implicit transaction ROLLBACK aborts it (the server logs
+                    # a WARNING that no transaction block is open); in an aborted one
+                    # it is skipped. Before any write the Sync may commit: the lock and
+                    # the reads change nothing (and log nothing).
+                    self.pgconn.send_query_params(b"ROLLBACK", None)
+                    self.sent += 1
                 self.pgconn.pipeline_sync()
                 self.fetched += self.conn.wait(_fetch(self.pgconn, self._pending(), sync=True))
                 self.pgconn.exit_pipeline_mode()
@@ -659,6 +663,8 @@ class _Pipeline:
         return self._send(name, params)
 
     def _send(self, name: str, params: Sequence[Any]) -> int:
+        if not name.startswith(("timed_lock", "append_facts")):
+            self.wrote = True  # (or may have: header_insert; any statement but the first two)
         text = _numbered(name, self.sql[name] if name in self.sql else _merged(name))
         values = self.tx.dump_sequence(params, [PyFormat.TEXT] * len(params)) if params else None
         key = self.prepared.name(name)
