@@ -8,6 +8,7 @@ address under ``lock_timeout`` (MEM-12).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import time
@@ -304,6 +305,7 @@ _RETRYABLE = (
 )
 
 
+@functools.lru_cache(maxsize=4096)  # a hash per append otherwise (≈ 1.5 % of its client CPU)
 def advisory_key(address: Address) -> int:
     """Return the signed 64-bit advisory lock key of an address (MEM-12)."""
     digest = hashlib.blake2b("\x1f".join(address).encode("utf-8"), digest_size=8).digest()
