@@ -18,7 +18,7 @@ psycopg = pytest.importorskip("psycopg")
 
 from psycopg import pq  # noqa: E402
 
-from flowmem.store.postgres import _PREPARED, PostgresStore  # noqa: E402
+from flowmem.store.postgres import _PREPARED, PostgresStore, _Prepared  # noqa: E402
 
 A = Address("session", "s1", "chat")
 
@@ -155,3 +155,15 @@ def test_an_error_at_commit_is_raised_and_nothing_is_kept(one_conn: PostgresStor
         one_conn.append(A, _user("late", 2))
     _idle(one_conn)
     assert [r["content"] for r in one_conn.load(A)] == ["kept"]
+
+
+def test_prepared_names_stay_distinct_within_the_servers_63_bytes() -> None:
+    """Merged statements have long names; the server keeps 63 bytes of a prepared name."""
+    prepared = _Prepared()
+    long = "row_insert+answer_insert+calls_answered+header_update"
+    names = {prepared.name(long + suffix) for suffix in ("", "+x", "+y")}
+    assert len(names) == 3
+    assert all(len(name) <= 63 for name in names)
+    assert prepared.name(long) == prepared.name(long)
+    prepared.forget()
+    assert prepared.name(long) not in names

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import logging
 import time
 import weakref
@@ -794,8 +795,15 @@ class _Prepared:
         self.names: set[bytes] = set()
 
     def name(self, statement: str) -> bytes:
-        """The prepared name of a statement in the current generation."""
-        return f"flowmem{self.generation}_{statement}".encode()
+        """The prepared name of a statement in the current generation.
+
+        A number per statement, not its name: the server keeps 63 bytes of a
+        prepared statement's name, and merged names (``a+b+c``) grow past that.
+        """
+        number = _NUMBERS.get(statement)
+        if number is None:  # next() on a count is atomic: two threads never share a number
+            number = _NUMBERS.setdefault(statement, next(_COUNT))
+        return f"flowmem{self.generation}_{number}".encode()
 
     def forget(self) -> None:
         """The server lost some (``DISCARD ALL``, ``DEALLOCATE``): prepare anew, under new names."""
@@ -807,6 +815,8 @@ _PREPARED: weakref.WeakKeyDictionary[psycopg.Connection[Any], _Prepared] = (
     weakref.WeakKeyDictionary()
 )
 _NUMBERED: dict[str, bytes] = {}
+_NUMBERS: dict[str, int] = {}  # statement -> its number in prepared names (this process)
+_COUNT = itertools.count()
 
 
 def _numbered(name: str, text: str) -> bytes:
