@@ -575,7 +575,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                     (ids, ids, *address) if ids else tuple(address),
                 )
                 found = db.result(facts)
-                if not db.result(locked):
+                if not db.has_rows(locked):
                     raise _GuardFailed
                 editor = _editor(db, address, found[0] if found else None, ids)
                 outcome = apply_append(editor, rows, max_messages)
@@ -681,12 +681,19 @@ class _Pipeline:
 
     def result(self, ticket: int) -> list[tuple[Any, ...]]:
         """The rows of a queued statement: one round trip for it and all queued before."""
+        return _rows(self.tx, self._answer(ticket))
+
+    def has_rows(self, ticket: int) -> bool:
+        """Whether a queued statement returned a row (not loading it)."""
+        return self._answer(ticket).ntuples > 0
+
+    def _answer(self, ticket: int) -> PGresult:
         if ticket >= len(self.fetched):
             self.pgconn.send_flush_request()
             self.fetched += self.conn.wait(_fetch(self.pgconn, self._pending()))
             self._settle()
             self._raise_first()
-        return _rows(self.tx, self.fetched[ticket])
+        return self.fetched[ticket][-1]
 
     def finish(self) -> None:
         """Send the rest with a Sync and wait for every answer; the first error raises."""
@@ -849,9 +856,8 @@ def _fetch(pgconn: PGconn, count: int, sync: bool = False) -> PQGen[list[list[PG
     return out
 
 
-def _rows(tx: AbcTransformer, results: list[PGresult]) -> list[tuple[Any, ...]]:
+def _rows(tx: AbcTransformer, res: PGresult) -> list[tuple[Any, ...]]:
     """The rows of a statement's result, loaded like psycopg's cursors load them."""
-    res = results[-1]
     if res.status != pq.ExecStatus.TUPLES_OK or not res.ntuples:
         return []
     tx.set_pgresult(res)
