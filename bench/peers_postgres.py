@@ -17,7 +17,8 @@ Not a test. One run, one PostgreSQL server, every system side by side:
 The messages are bench/store.py's conversation (user, assistant calling a tool,
 the tool result, answer). Each buffer is filled to its length, then single
 appends are timed in interleaved rounds (every system, every length, one append
-each), ``--repeats`` times (default 3); appends/s is reported as
+each; the systems' order rotates from round to round), ``--repeats`` times
+(default 3); appends/s is reported as
 min / median / max over the repeats, and the ratio of flowmem's median to
 langchain-postgres's median at each length (issue 15 §2 target: >= 1.0).
 
@@ -314,8 +315,12 @@ def run(systems: list[PgSystem], repeats: int) -> None:
     lengths = sorted({n for system in systems for n in system.lengths})
     for _ in range(repeats):
         for round_no in range(ROUNDS):
+            # the order rotates every round: whoever runs right after the peers that
+            # allocate the most (LangGraph, the Agents SDK) pays their garbage
+            # collection, so every system takes every place equally often
+            turn = round_no % len(systems)
             for length in lengths:
-                for system in systems:
+                for system in systems[turn:] + systems[:turn]:
                     if length in system.lengths and round_no % system.every == 0:
                         system.timed_append(length)
         for system in systems:

@@ -8,20 +8,30 @@ address under ``lock_timeout`` (MEM-12).
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import itertools
 import logging
 import time
-from collections.abc import Callable, Iterator
+import weakref
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 import psycopg.errors
+from psycopg import pq
+from psycopg.abc import PQGen
+from psycopg.abc import Transformer as AbcTransformer
+from psycopg.adapt import PyFormat, Transformer
+from psycopg.generators import fetch_many, send
 from psycopg.pq import TransactionStatus
+from psycopg.pq.abc import PGconn, PGresult
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from flowmem.core import Answer, AppendOutcome, Message, call_ids, result_id
+from flowmem.core import Answer, AppendOutcome, Message, apply_append, call_ids, result_id
 from flowmem.errors import (
     ConfigurationError,
     InvalidInputError,
@@ -33,15 +43,16 @@ from flowmem.errors import (
     StoreUnavailableError,
 )
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Store, WriteGuard
-from flowmem.store.editor import SqlBufferEditor
+from flowmem.store.editor import SqlBufferEditor, SqlRunner, load_rows
 from flowmem.store.rows import (
     check_address,
+    check_buffer_bytes,
     check_lock_timeout,
     check_rows,
     ensure_form,
     guard_form,
 )
-from flowmem.store.sqlbase import SqlStore, StatementRunner
+from flowmem.store.sqlbase import SqlStore
 
 log = logging.getLogger("flowmem")
 
@@ -159,28 +170,6 @@ SQL: dict[str, str] = {
     "begin": "BEGIN",
     "commit": "COMMIT",
     "rollback": "ROLLBACK",
-    # What the append's editor will ask, in one statement run right after the lock
-    # (its own statement: a statement's snapshot predates a lock it waits for):
-    # the header; for the call ids the incoming rows name (a text[]), which are
-    # declared and their first answer; and, when asked, the open calls with the end
-    # of each declaring turn's result run (the editor's ``run_end``) and the position
-    # of the row after that end (``next_pos``, where healing inserts).
-    "append_facts": f"""SELECT b.id, b.count, b.last_major, b.bytes,
-        ARRAY(SELECT DISTINCT c.call_id FROM buffer_calls c
-            WHERE c.buffer_id = b.id AND c.call_id = ANY(%s::text[])),
-        (SELECT json_agg(json_build_array(a.call_id, a.pos, a.healed)) FROM
-            (SELECT DISTINCT ON (call_id) call_id, pos, healed FROM buffer_answers
-             WHERE buffer_id = b.id AND call_id = ANY(%s::text[]) ORDER BY call_id, pos) AS a),
-        CASE WHEN %s THEN COALESCE((SELECT json_agg(json_build_array(e.call_id,
-            e.declared_pos, e.run_end, (SELECT MIN(n.pos) FROM buffer_rows n
-                WHERE n.buffer_id = b.id AND n.pos > e.run_end)) ORDER BY e.declared_pos, e.ord)
-            FROM (SELECT o.call_id, o.declared_pos, o.ord, COALESCE((SELECT MAX(r.pos)
-                FROM buffer_rows r WHERE r.buffer_id = b.id AND r.pos > o.declared_pos
-                AND r.pos < COALESCE((SELECT MIN(t.pos) FROM buffer_rows t
-                WHERE t.buffer_id = b.id AND t.pos > o.declared_pos AND t.role <> 'tool'),
-                9223372036854775807)), o.declared_pos) AS run_end
-            FROM buffer_calls o WHERE o.buffer_id = b.id AND NOT o.answered) AS e), '[]') END
-        FROM buffers b WHERE {_ADDR}""",
     # the buffer id first (a scalar subquery), so the rows come from the (buffer_id, pos) index
     "load_all": f"""SELECT body FROM buffer_rows WHERE buffer_id =
         (SELECT id FROM buffers WHERE {_ADDR}) ORDER BY pos""",
@@ -310,6 +299,43 @@ SQL.update(
     }
 )
 
+# What the append's editor will ask, in one statement run right after the lock
+# (its own statement: a statement's snapshot predates a lock it waits for):
+# the header; for the call ids the incoming rows name (a text[]), which are
+# declared and their first answer; and, for an append with a user turn, the open
+# calls with the end of each declaring turn's result run (the editor's
+# ``run_end``) and the position of the row after that end (``next_pos``, where
+# healing inserts). One variant per shape (``append_facts@ids``, ``@open``,
+# ``@ids+open`` or just the header): a part not needed is not in the statement,
+# so the server neither plans nor starts it (docs/decisions/0028).
+_FACT_IDS = """ARRAY(SELECT DISTINCT c.call_id FROM buffer_calls c
+        WHERE c.buffer_id = b.id AND c.call_id = ANY(%s::text[])),
+    (SELECT json_agg(json_build_array(a.call_id, a.pos, a.healed)) FROM
+        (SELECT DISTINCT ON (call_id) call_id, pos, healed FROM buffer_answers
+         WHERE buffer_id = b.id AND call_id = ANY(%s::text[]) ORDER BY call_id, pos) AS a)"""
+_FACT_OPEN = """COALESCE((SELECT json_agg(json_build_array(e.call_id,
+        e.declared_pos, e.run_end, (SELECT MIN(n.pos) FROM buffer_rows n
+            WHERE n.buffer_id = b.id AND n.pos > e.run_end)) ORDER BY e.declared_pos, e.ord)
+        FROM (SELECT o.call_id, o.declared_pos, o.ord, COALESCE((SELECT MAX(r.pos)
+            FROM buffer_rows r WHERE r.buffer_id = b.id AND r.pos > o.declared_pos
+            AND r.pos < COALESCE((SELECT MIN(t.pos) FROM buffer_rows t
+            WHERE t.buffer_id = b.id AND t.pos > o.declared_pos AND t.role <> 'tool'),
+            9223372036854775807)), o.declared_pos) AS run_end
+        FROM buffer_calls o WHERE o.buffer_id = b.id AND NOT o.answered) AS e), '[]')"""
+for _ids, _open, _suffix in (
+    (False, False, ""),
+    (True, False, "@ids"),
+    (False, True, "@open"),
+    (True, True, "@ids+open"),
+):
+    SQL[f"append_facts{_suffix}"] = (
+        "SELECT b.id, b.count, b.last_major, b.bytes, "
+        + (_FACT_IDS if _ids else "NULL, NULL")
+        + ", "
+        + (_FACT_OPEN if _open else "NULL")
+        + f" FROM buffers b WHERE {_ADDR}"
+    )
+
 _RETRYABLE = (
     psycopg.errors.UniqueViolation,
     psycopg.errors.SerializationFailure,
@@ -317,6 +343,7 @@ _RETRYABLE = (
 )
 
 
+@functools.lru_cache(maxsize=4096)  # a hash per append otherwise (≈ 1.5 % of its client CPU)
 def advisory_key(address: Address) -> int:
     """Return the signed 64-bit advisory lock key of an address (MEM-12)."""
     digest = hashlib.blake2b("\x1f".join(address).encode("utf-8"), digest_size=8).digest()
@@ -519,36 +546,19 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         check_address(address)
         check_rows(rows)
         lock_timeout = check_lock_timeout(lock_timeout)
-        key = advisory_key(address)
         timeout = f"{max(int(lock_timeout * 1000), 1)}ms"
-        kind, checks = guard_form(guard)
-        ensure = ensure_form(guard)
-        lock = SQL[f"timed_lock@{kind}" if kind else "timed_lock"]
-        ids, want_open = _asked(rows)
         with self._connection() as conn:
             try:
-                # pipeline mode: BEGIN, the lock and the facts go in one round trip,
-                # the writes and COMMIT in another (docs/decisions/0024). BEGIN and
-                # COMMIT are ours: conn.transaction() would add a Sync (a round trip).
-                try:
-                    with conn.pipeline():
-                        conn.execute(SQL["begin"])
-                        if ensure is not None:  # a claimed session (decision 0032)
-                            conn.execute(SQL[ensure[0]], ensure[1])
-                        locked = conn.execute(lock, (key, timeout, *checks))
-                        facts = conn.execute(SQL["append_facts"], (ids, ids, want_open, *address))
-                        if locked.fetchone() is None:
-                            raise self._guard_error(conn, guard)
-                        editor = _editor(self._runner(conn), address, facts.fetchone(), ids)
-                        outcome = self._run_append(
-                            conn, editor, rows, max_messages, snapshot, max_bytes
+                for attempt in range(2):
+                    try:
+                        return self._pipelined(
+                            conn, address, rows, max_messages, snapshot, max_bytes, guard, timeout
                         )
-                        conn.execute(SQL["commit"])
-                    return outcome
-                except BaseException:
-                    if conn.info.transaction_status != TransactionStatus.IDLE:
-                        conn.execute(SQL["rollback"])
-                    raise
+                    except psycopg.errors.InvalidSqlStatementName:
+                        # the server forgot the prepared statements (DISCARD ALL): the
+                        # pipeline named them anew for the next attempt (_Prepared.forget)
+                        if attempt:
+                            raise
             except psycopg.errors.LockNotAvailable:
                 log.warning(
                     "append to %s/%s/%s waited %.1fs for its turn; proceeding unserialized",
@@ -593,6 +603,59 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                     conn.execute(SQL["rollback"])
                 raise
 
+    def _pipelined(
+        self,
+        conn: psycopg.Connection[Any],
+        address: Address,
+        rows: list[Message],
+        max_messages: int,
+        snapshot: bool,
+        max_bytes: int,
+        guard: WriteGuard | None,
+        timeout: str,
+    ) -> AppendOutcome:
+        """The serialized append in two round trips (decisions 0024 and 0028).
+
+        In libpq pipeline mode: the lock (with the guard) and the facts query go in
+        one round trip; the rules run; the writes and a Sync go in another. The
+        statements between two Syncs are one implicit transaction, committed at
+        the Sync, with no ``BEGIN``/``COMMIT`` statements (the advisory lock is held
+        until then). On any error the pipeline is ended with ``ROLLBACK`` and drained
+        before the error propagates (LockNotAvailable included).
+        """
+        kind, checks = guard_form(guard)
+        ensure = ensure_form(guard)
+        lock = f"timed_lock@{kind}" if kind else "timed_lock"
+        ids, want_open = _asked(rows)
+        try:
+            with _Pipeline(conn, SQL) as db:
+                if ensure is not None:  # a claimed session (decision 0032), before the lock
+                    db.send(*ensure)
+                locked = db.send(lock, (advisory_key(address), timeout, *checks))
+                shape = ("@ids" if ids else "@") + ("+open" if want_open else "")
+                facts = db.send(
+                    "append_facts" + {"@": "", "@+open": "@open"}.get(shape, shape),
+                    (ids, ids, *address) if ids else tuple(address),
+                )
+                found = db.result(facts)
+                if not db.has_rows(locked):
+                    raise _GuardFailed
+                editor = _editor(db, address, found[0] if found else None, ids)
+                outcome = apply_append(editor, rows, max_messages)
+                check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)
+                editor.flush()
+                whole = db.send("load_all", tuple(address)) if snapshot else None
+                db.finish()
+                if whole is not None:
+                    outcome = replace(outcome, rows=load_rows(db.result(whole)))
+            return outcome
+        except BaseException as exc:
+            if conn.info.transaction_status != TransactionStatus.IDLE:
+                conn.execute(SQL["rollback"])
+            if isinstance(exc, _GuardFailed):
+                raise self._guard_error(conn, guard) from None
+            raise
+
     # --- sessions ---------------------------------------------------------------------------
     def set_session_status(
         self, session_id: str, status: str, expected: frozenset[str] | None = None
@@ -606,6 +669,267 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
     def close(self) -> None:
         """Close the connection pool."""
         self._pool.close()
+
+
+class _Pipeline:
+    """The append's statements at the libpq level, in pipeline mode (docs/decisions/0028).
+
+    psycopg's cursors cost 60–90 µs of client CPU per statement (a cursor, a
+    query conversion and a socket wait each); here a statement is one libpq call
+    queued without waiting (``run``), and the client waits once per round trip:
+    when a question needs its answer (``one``/``all``: everything queued before
+    it is sent along) and at the end (``finish``: a Sync). The statements are
+    prepared under their own names once per connection. A ``SqlRunner`` for the
+    editor.
+    """
+
+    def __init__(self, conn: psycopg.Connection[Any], sql: dict[str, str]) -> None:
+        self.conn = conn
+        self.pgconn = conn.pgconn
+        self.sql = sql
+        self.tx = Transformer(conn)
+        self.prepared = _PREPARED.get(conn) or _PREPARED.setdefault(conn, _Prepared())
+        self.sent = 0  # commands queued
+        self.fetched: list[list[PGresult]] = []  # the results of the first len(fetched)
+        self.preparing: dict[int, bytes] = {}  # ticket of a Parse -> its name, until answered
+        self.wrote = False  # a statement that may write was sent
+        self.held: list[str] = []  # writes not sent yet (see ``run``), their parameters
+        self.held_params: list[Any] = []
+        self.held_reads: set[str] = set()  # the tables they read and write
+        self.held_writes: set[str] = set()
+
+    def __enter__(self) -> _Pipeline:
+        self.pgconn.enter_pipeline_mode()
+        return self
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        if kind is None:
+            return
+        # end the transaction unwritten (the held writes are dropped, what was sent
+        # is rolled back), read what is in flight and leave pipeline mode
+        try:
+            if self.pgconn.pipeline_status != pq.PipelineStatus.OFF:
+                if self.wrote:
+                    # in the implicit transaction ROLLBACK aborts it (the server logs
+                    # a WARNING that no transaction block is open); in an aborted one
+                    # it is skipped. Before any write the Sync may commit: the lock and
+                    # the reads change nothing (and log nothing).
+                    self.pgconn.send_query_params(b"ROLLBACK", None)
+                    self.sent += 1
+                self.pgconn.pipeline_sync()
+                self.fetched += self.conn.wait(_fetch(self.pgconn, self._pending(), sync=True))
+                self.pgconn.exit_pipeline_mode()
+                self._settle()
+        except psycopg.Error:
+            log.debug("leaving pipeline mode after an error failed", exc_info=True)
+
+    def send(self, name: str, params: Sequence[Any]) -> int:
+        """Queue the named statement (after the held writes); return its ticket (no waiting)."""
+        self._release()
+        return self._send(name, params)
+
+    def _send(self, name: str, params: Sequence[Any]) -> int:
+        if not name.startswith(("timed_lock", "append_facts")):
+            self.wrote = True  # (or may have: header_insert; any statement but the first two)
+        text = _numbered(name, self.sql[name] if name in self.sql else _merged(name))
+        values = self.tx.dump_sequence(params, [PyFormat.TEXT] * len(params)) if params else None
+        key = self.prepared.name(name)
+        if key not in self.prepared.names and key not in self.preparing.values():
+            self.pgconn.send_prepare(key, text)
+            self.preparing[self.sent] = key
+            self.sent += 1
+        self.pgconn.send_query_prepared(key, values)
+        self.sent += 1
+        return self.sent - 1
+
+    def result(self, ticket: int) -> list[tuple[Any, ...]]:
+        """The rows of a queued statement: one round trip for it and all queued before."""
+        return _rows(self.tx, self._answer(ticket))
+
+    def has_rows(self, ticket: int) -> bool:
+        """Whether a queued statement returned a row (not loading it)."""
+        return self._answer(ticket).ntuples > 0
+
+    def _answer(self, ticket: int) -> PGresult:
+        if ticket >= len(self.fetched):
+            self.pgconn.send_flush_request()
+            self.fetched += self.conn.wait(_fetch(self.pgconn, self._pending()))
+            self._settle()
+            self._raise_first()
+        return self.fetched[ticket][-1]
+
+    def finish(self) -> None:
+        """Send the rest with a Sync and wait for every answer; the first error raises."""
+        self._release()
+        self.pgconn.pipeline_sync()
+        self.fetched += self.conn.wait(_fetch(self.pgconn, self._pending(), sync=True))
+        self.pgconn.exit_pipeline_mode()
+        self._settle()
+        self._raise_first()
+
+    def _pending(self) -> int:
+        return self.sent - len(self.fetched)
+
+    def _settle(self) -> None:
+        """Record the statements whose Parse the server answered (a failed one is not kept)."""
+        for ticket in [t for t in self.preparing if t < len(self.fetched)]:
+            key = self.preparing.pop(ticket)
+            if self.fetched[ticket][-1].status == pq.ExecStatus.COMMAND_OK:
+                self.prepared.names.add(key)
+
+    def _raise_first(self) -> None:
+        """Raise the first error among the results (as psycopg would)."""
+        for results in self.fetched:
+            for res in results:
+                if res.status == pq.ExecStatus.FATAL_ERROR:
+                    error = psycopg.errors.error_from_result(res, encoding=self.pgconn._encoding)
+                    if isinstance(error, psycopg.errors.InvalidSqlStatementName):
+                        self.prepared.forget()
+                    raise error
+                if res.status == pq.ExecStatus.PIPELINE_ABORTED:
+                    raise psycopg.errors.PipelineAborted("pipeline aborted")
+
+    # --- SqlRunner ---------------------------------------------------------------------
+    def one(self, name: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+        """Run a named statement; return its first row."""
+        found = self.result(self.send(name, params))
+        return found[0] if found else None
+
+    def all(self, name: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """Run a named statement; return every row."""
+        return self.result(self.send(name, params))
+
+    def run(self, name: str, params: Sequence[Any]) -> None:
+        """Queue a named write (its error raises by ``finish``).
+
+        Writes are held and sent as one statement (``WITH`` sub-statements, see
+        ``WRITES``) while each touches no table an earlier held one writes and
+        writes none an earlier one reads: then running them together, on one
+        snapshot, is running them in order. Any other statement sends them first.
+        """
+        touched = WRITES.get(name)
+        if touched is None:
+            self.send(name, params)
+            return
+        reads, writes = touched
+        if (reads | writes) & self.held_writes or writes & self.held_reads:
+            self._release()
+        self.held.append(name)
+        self.held_params.extend(params)
+        self.held_reads |= reads
+        self.held_writes |= writes
+
+    def _release(self) -> None:
+        """Send the held writes, as one statement."""
+        if self.held:
+            self._send("+".join(self.held), self.held_params)
+            self.held, self.held_params = [], []
+            self.held_reads, self.held_writes = set(), set()
+
+
+# The editor's writes the pipeline may send together (``_Pipeline.run``): the tables
+# each reads and writes. ``call_insert`` reads ``buffer_calls`` too (its ON CONFLICT).
+# Not here (always sent alone): the shifts and unflips of a healing insert.
+_ROWS, _CALLS, _ANSWERS, _HEADER = "buffer_rows", "buffer_calls", "buffer_answers", "buffers"
+WRITES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    name: (frozenset(reads), frozenset(writes))
+    for name, reads, writes in (
+        ("row_insert", (), (_ROWS,)),
+        ("row_update", (_ROWS,), (_ROWS,)),
+        ("row_delete", (_ROWS,), (_ROWS,)),
+        ("call_insert", (_ANSWERS, _CALLS), (_CALLS,)),
+        ("calls_delete", (_CALLS,), (_CALLS,)),
+        ("answer_insert", (), (_ANSWERS,)),
+        ("answer_delete", (_ANSWERS,), (_ANSWERS,)),
+        ("calls_answered", (_CALLS,), (_CALLS,)),
+        ("calls_reopen", (_CALLS, _ANSWERS), (_CALLS,)),
+        ("header_update", (_HEADER,), (_HEADER,)),
+    )
+}
+
+
+def _merged(name: str) -> str:
+    """The statement running held writes ``a+b+c`` together: ``WITH`` for all but the last."""
+    *first, last = name.split("+")
+    if not first:
+        return SQL[last]
+    ctes = ", ".join(f"w{n} AS ({SQL[part]})" for n, part in enumerate(first))
+    return f"WITH {ctes} {SQL[last]}"
+
+
+class _Prepared:
+    """The append's statements prepared on one connection (names carry a generation)."""
+
+    def __init__(self) -> None:
+        self.generation = 0
+        self.names: set[bytes] = set()
+
+    def name(self, statement: str) -> bytes:
+        """The prepared name of a statement in the current generation.
+
+        A number per statement, not its name: the server keeps 63 bytes of a
+        prepared statement's name, and merged names (``a+b+c``) grow past that.
+        """
+        number = _NUMBERS.get(statement)
+        if number is None:  # next() on a count is atomic: two threads never share a number
+            number = _NUMBERS.setdefault(statement, next(_COUNT))
+        return f"flowmem{self.generation}_{number}".encode()
+
+    def forget(self) -> None:
+        """The server lost some (``DISCARD ALL``, ``DEALLOCATE``): prepare anew, under new names."""
+        self.generation += 1
+        self.names.clear()
+
+
+_PREPARED: weakref.WeakKeyDictionary[psycopg.Connection[Any], _Prepared] = (
+    weakref.WeakKeyDictionary()
+)
+_NUMBERED: dict[str, bytes] = {}
+_NUMBERS: dict[str, int] = {}  # statement -> its number in prepared names (this process)
+_COUNT = itertools.count()
+
+
+def _numbered(name: str, text: str) -> bytes:
+    """A statement's text with ``%s`` numbered ``$1, $2…`` (what libpq takes), cached."""
+    found = _NUMBERED.get(name)
+    if found is None:
+        parts = text.split("%s")
+        if any("%" in part for part in parts):
+            raise StoreError(f"statement {name} has a % other than %s")
+        numbered = parts[0] + "".join(f"${n}{part}" for n, part in enumerate(parts[1:], 1))
+        found = _NUMBERED[name] = numbered.encode()
+    return found
+
+
+def _fetch(pgconn: PGconn, count: int, sync: bool = False) -> PQGen[list[list[PGresult]]]:
+    """Send what is queued, then read the results of ``count`` commands (and the Sync)."""
+    yield from send(pgconn)
+    out = []
+    for _ in range(count):
+        out.append((yield from fetch_many(pgconn)))
+    if sync:  # the commit happens at the Sync: its error comes before the Sync's result
+        late: list[PGresult] = []
+        while True:
+            done = yield from fetch_many(pgconn)
+            if done and done[0].status == pq.ExecStatus.PIPELINE_SYNC:
+                break
+            late += done
+        if late:
+            out.append(late)
+    return out
+
+
+def _rows(tx: AbcTransformer, res: PGresult) -> list[tuple[Any, ...]]:
+    """The rows of a statement's result, loaded like psycopg's cursors load them."""
+    if res.status != pq.ExecStatus.TUPLES_OK or not res.ntuples:
+        return []
+    tx.set_pgresult(res)
+    rows: list[tuple[Any, ...]] = tx.load_rows(0, res.ntuples, tuple)
+    return rows
+
+
+class _GuardFailed(Exception):
+    """The append's guard did not hold (its error is found after the rollback)."""
 
 
 def _asked(rows: list[Message]) -> tuple[list[str], bool]:
@@ -627,7 +951,7 @@ def _asked(rows: list[Message]) -> tuple[list[str], bool]:
 
 
 def _editor(
-    db: StatementRunner, address: Address, facts: tuple[Any, ...] | None, ids: list[str]
+    db: SqlRunner, address: Address, facts: tuple[Any, ...] | None, ids: list[str]
 ) -> SqlBufferEditor:
     """The append's editor, seeded with the row of ``append_facts`` (None: no buffer yet)."""
     if facts is None:
@@ -635,7 +959,7 @@ def _editor(
         editor.know(dict.fromkeys(ids, False), dict.fromkeys(ids), [])
         return editor
     editor = SqlBufferEditor(db, address, facts[:4])
-    declared = set(facts[4])
+    declared = set(facts[4] or ())
     answers: dict[str, Answer | None] = dict.fromkeys(ids)
     for cid, pos, healed in facts[5] or ():
         answers[cid] = Answer(int(pos), bool(healed))

@@ -31,7 +31,8 @@ def check_address(address: Address) -> None:
             raise InvalidInputError(f"address parts must be strings, got {part!r}")
         if "\x00" in part:
             raise InvalidInputError("address parts must not contain NUL characters")
-        check_storable(part, name)
+        if not part.isascii():  # ASCII text is always storable (no surrogates)
+            check_storable(part, name)
 
 
 def check_rows(rows: Any) -> None:
