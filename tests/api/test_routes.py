@@ -599,7 +599,7 @@ def test_one_structured_log_line_per_request(
 def test_execution_context_of_http_memory_names_node() -> None:
     # the context the API builds carries node_id "http" so refusal warnings name it
     from flowmem.access import Principal
-    from flowmem.api.fast.call import Target, scope_context
+    from flowmem.api.fast.route import Target, scope_context
     from flowmem.sessions import SessionService
 
     store = MemoryStore()

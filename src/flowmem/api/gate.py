@@ -18,7 +18,7 @@ Every HTTP request passes here before any route, in this order:
    is checked and parsed in a thread, and its route validates it in a thread too
    (``LARGE_BODY``), so the event loop keeps answering meanwhile; the parsed
    document is left in the scope (``PARSED_BODY``) for the routes that read their
-   body themselves (``flowmem.api.fast.direct``).
+   body themselves (``flowmem.api.fast.route``).
 
 A ``HEAD`` request is served as the ``GET`` of the same path without the body.
 A refused request never reaches a route, so it changes nothing.

@@ -20,7 +20,7 @@ an append (2.2-2.8 against 0.9-1.3 ms in process). A call that would wait for a
 lock (another thread or process is writing the same file) raises ``WouldBlock``
 before it changed anything and is run again in a worker thread, where it waits
 as usual (bounded, MEM-12). That is safe only for a call that changes at most one
-thing, as its last step: the type ``ShortCall`` (``flowmem.api.fast.call``) names
+thing, as its last step: the type ``ShortCall`` (``flowmem.api.fast.route``) names
 those, and ``short`` takes nothing else. ``inline=False`` (``flowmem serve
 --no-inline-store``) puts every call in a thread.
 
@@ -53,7 +53,7 @@ from flowmem.store.base import LocalCalls, Store
 from flowmem.store.locks import WouldBlock
 
 if TYPE_CHECKING:
-    from flowmem.api.fast.call import ShortCall
+    from flowmem.api.fast.route import ShortCall
 
 log = logging.getLogger("flowmem")
 T = TypeVar("T")

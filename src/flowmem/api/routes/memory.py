@@ -1,6 +1,6 @@
 """Conversation buffers (``/v1/buffers``) and memory records (``/v1/memory``).
 
-The scope id comes from the caller, never from the request (``flowmem.api.fast.call``);
+The scope id comes from the caller, never from the request (``flowmem.api.fast.route``);
 a refused identity scope returns the neutral result with ``resolved_scope_id: ""``
 and touches no storage (MEM-6, MEM-7, MEM-13). Each route's store work is one
 named ``Operation`` of the memory service (``MemoryCall.short``).
@@ -16,8 +16,14 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from flowmem.api.fast.call import TARGET_OPENAPI, MemoryCall, Operation, memory_call
-from flowmem.api.fast.direct import DirectRoute, render
+from flowmem.api.fast.route import (
+    TARGET_OPENAPI,
+    DirectRoute,
+    MemoryCall,
+    Operation,
+    memory_call,
+    render,
+)
 from flowmem.api.models import (
     BufferAppend,
     BufferRead,

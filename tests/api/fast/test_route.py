@@ -15,8 +15,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from flowmem.api import create_app
-from flowmem.api.fast.call import memory_call
-from flowmem.api.fast.direct import DirectRoute, direct_handler, render
+from flowmem.api.fast.route import DirectRoute, direct_handler, memory_call, render
 from flowmem.api.models import BufferAppend
 from flowmem.api.routes import memory
 from flowmem.store import open_store
