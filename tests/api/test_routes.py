@@ -599,10 +599,10 @@ def test_one_structured_log_line_per_request(
 def test_execution_context_of_http_memory_names_node() -> None:
     # the context the API builds carries node_id "http" so refusal warnings name it
     from flowmem.access import Principal
-    from flowmem.api.scopes import scope_context
+    from flowmem.api.fast.route import Target, scope_context
     from flowmem.sessions import SessionService
 
     store = MemoryStore()
     sessions = SessionService(store, MemoryService(store))
-    context = scope_context(sessions, Principal(None), "user", write=False)
+    context = scope_context(sessions, Principal(None), Target("user", "notes"), write=False)
     assert context == ExecutionContext(node_id="http")

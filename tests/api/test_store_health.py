@@ -189,12 +189,12 @@ def test_a_failed_group_commit_fsync_answers_the_committed_write_as_done(
         assert failures, "the append was not deferred to the group-commit fsync"
         assert first.status_code == 200 and first.json()["appended"] == 1
         assert any("fsync of committed writes failed" in r.getMessage() for r in caplog.records)
-        assert store._sync_failed and store.sync_barrier() is None
+        assert store.group_commit.failed and store.sync_barrier() is None
         # the next write is not deferred (it would be answered before a failing fsync):
         # it runs in a thread and commits with SQLite's own fsync, which works
         second = client.post("/v1/buffers/user/notes", headers=headers, json=NOTE)
         assert second.status_code == 200 and len(failures) == 1
-        assert not store._sync_failed and store.sync_barrier() is None
+        assert not store.group_commit.failed and store.sync_barrier() is None
         assert client.get("/v1/buffers/user/notes", headers=headers).json()["count"] == 2
     store.close()
 

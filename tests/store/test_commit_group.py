@@ -174,7 +174,7 @@ def test_sqlite_no_wait_and_normal_writes_do_not_join_the_group(
     normal.close()
     assert calls == []
     full = open_store(f"sqlite:///{tmp_path / 'f.db'}")
-    with no_wait():
+    with full.deferred(), no_wait():  # as the HTTP app's pool calls it
         full.append(KEY, _say("deferred to the HTTP app's sync"))
     assert calls == [] and full.sync_barrier() == 1
     full.close()
@@ -196,9 +196,9 @@ def test_sqlite_failed_group_fsync_answers_the_append_and_the_next_one_syncs_its
         outcome = store.append(KEY, _say("committed, then the fsync failed"))
     assert outcome.appended == 1 and len(failures) == 1
     assert "fsync of committed writes failed" in caplog.text
-    assert store._sync_failed
+    assert store.group_commit.failed
     store.append(KEY, _say("synced by SQLite's own commit"))  # FULL: no fdatasync of ours
-    assert len(failures) == 1 and not store._sync_failed
+    assert len(failures) == 1 and not store.group_commit.failed
     assert store.count(KEY) == 2
     store.close()
 

@@ -28,7 +28,8 @@ from flowmem.errors import (
     StoreUnavailableError,
 )
 from flowmem.store import Address, open_store
-from flowmem.store.sqlite import SqliteStore, os_error
+from flowmem.store.groupcommit import os_error
+from flowmem.store.sqlite import SqliteStore
 
 KEY = Address("global", "", "k")
 BUFFER = Address("user", "alice", "chat")

@@ -1,8 +1,10 @@
 """The no-wait mode: a store call that would wait for a lock raises WouldBlock, changing nothing.
 
-The HTTP app runs short store calls on its event loop in this mode and runs a
-call that raised ``WouldBlock`` again in a worker thread (``flowmem.api.pool``),
-so MEM-12's serialization and bounded wait still hold for it there.
+The HTTP app runs short store calls on its event loop in this mode (inside the
+``LocalCalls`` capability's ``deferred()``, which also defers SQLite's fsync to the
+group commit) and runs a call that raised ``WouldBlock`` again in a worker thread
+(``flowmem.api.fast.pool``), so MEM-12's serialization and bounded wait still hold
+for it there.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ import pytest
 from flowmem.core import prepare
 from flowmem.errors import StoreError
 from flowmem.store import Address, Store, open_store
+from flowmem.store.base import LocalCalls
+from flowmem.store.groupcommit import AUTO_CHECKPOINT, CHECKPOINT_EVERY
 from flowmem.store.locks import AddressLocks, WouldBlock, no_wait, waiting_allowed
-from flowmem.store.sqlite import AUTO_CHECKPOINT, CHECKPOINT_EVERY
+from flowmem.store.sqlite import SqliteStore
 from tests.store.conftest import open_backend
 
 KEY = Address("session", "s1", "chat")
@@ -67,8 +71,8 @@ def test_mem_12_address_lock_held_elsewhere_raises_would_block_in_no_wait() -> N
         assert taken
 
 
-def test_only_local_backends_take_inline_calls(store: Store) -> None:
-    assert store.inline_calls is (not store.url.startswith("postgresql"))
+def test_only_local_backends_have_local_calls(store: Store) -> None:
+    assert isinstance(store, LocalCalls) is (not store.url.startswith("postgresql"))
 
 
 def test_no_wait_calls_work_as_usual_when_nothing_is_locked(store: Store) -> None:
@@ -83,9 +87,9 @@ def test_no_wait_calls_work_as_usual_when_nothing_is_locked(store: Store) -> Non
 
 
 @pytest.fixture
-def sqlite_store(tmp_path: Path) -> Iterator[tuple[Store, str]]:
+def sqlite_store(tmp_path: Path) -> Iterator[tuple[SqliteStore, str]]:
     path = str(tmp_path / "store.db")
-    opened = open_store(f"sqlite:///{path}")
+    opened = SqliteStore(f"sqlite:///{path}")
     try:
         yield opened, path
     finally:
@@ -93,7 +97,7 @@ def sqlite_store(tmp_path: Path) -> Iterator[tuple[Store, str]]:
 
 
 def test_mem_12_sqlite_file_locked_by_another_writer_raises_would_block_and_writes_nothing(
-    sqlite_store: tuple[Store, str],
+    sqlite_store: tuple[SqliteStore, str],
 ) -> None:
     store, path = sqlite_store
     store.append(KEY, prepare({"role": "user", "content": "first"}, 1))
@@ -121,7 +125,7 @@ def test_mem_12_sqlite_file_locked_by_another_writer_raises_would_block_and_writ
     assert (outcome.appended, outcome.count) == (1, 2)
 
 
-def test_mem_12_sqlite_waits_as_usual_outside_no_wait(sqlite_store: tuple[Store, str]) -> None:
+def test_mem_12_sqlite_waits_as_usual_outside_no_wait(sqlite_store: tuple[SqliteStore, str]) -> None:
     store, path = sqlite_store
     other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     other.execute("BEGIN IMMEDIATE")
@@ -138,13 +142,13 @@ def test_mem_12_sqlite_waits_as_usual_outside_no_wait(sqlite_store: tuple[Store,
 
 
 def test_sqlite_no_wait_writes_wait_for_sync_and_one_sync_covers_them_all(
-    sqlite_store: tuple[Store, str],
+    sqlite_store: tuple[SqliteStore, str],
 ) -> None:
     store, _ = sqlite_store
     assert store.sync_barrier() is None
     store.append(KEY, prepare({"role": "user", "content": "waited"}, 1))
     assert store.sync_barrier() is None  # a write outside no-wait fsyncs itself (FULL)
-    with no_wait():
+    with store.deferred():
         store.append(KEY, prepare({"role": "user", "content": "a"}, 2))
         store.put_record(RECORD, 1, None)
         assert store.get_record(RECORD, 0.0) == (True, 1)  # a read adds nothing to sync
@@ -152,31 +156,31 @@ def test_sqlite_no_wait_writes_wait_for_sync_and_one_sync_covers_them_all(
     assert barrier == 2
     assert store.sync() == 2
     assert store.sync_barrier() is None
-    with no_wait():
+    with store.deferred():
         store.delete_record(RECORD)
     assert store.sync_barrier() == 3
 
 
 def test_sqlite_no_wait_write_runs_at_normal_and_the_connection_goes_back_to_full(
-    sqlite_store: tuple[Store, str],
+    sqlite_store: tuple[SqliteStore, str],
 ) -> None:
     store, _ = sqlite_store
     modes: list[int] = []
-    with no_wait():
+    with store.deferred():
         store.append(KEY, prepare({"role": "user", "content": "a"}, 1))
     with store._connection() as conn:  # type: ignore[attr-defined]
         modes.append(conn.execute("PRAGMA synchronous").fetchone()[0])
-        with no_wait(), store._connection() as inner:  # type: ignore[attr-defined]
+        with store.deferred(), store._connection() as inner:  # type: ignore[attr-defined]
             modes.append(inner.execute("PRAGMA synchronous").fetchone()[0])
     assert modes == [2, 1]  # FULL outside no-wait, NORMAL inside
 
 
 def test_sqlite_no_wait_writes_never_checkpoint_and_threaded_ones_still_do(
-    sqlite_store: tuple[Store, str],
+    sqlite_store: tuple[SqliteStore, str],
 ) -> None:
     store, _ = sqlite_store
     pages: list[int] = []
-    with no_wait(), store._connection() as conn:  # type: ignore[attr-defined]
+    with store.deferred(), store._connection() as conn:  # type: ignore[attr-defined]
         pages.append(conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
     with store._connection() as conn:  # type: ignore[attr-defined]
         pages.append(conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
@@ -184,7 +188,7 @@ def test_sqlite_no_wait_writes_never_checkpoint_and_threaded_ones_still_do(
 
 
 def test_sqlite_sync_checkpoints_once_every_checkpoint_every_deferred_writes(
-    sqlite_store: tuple[Store, str], monkeypatch: pytest.MonkeyPatch
+    sqlite_store: tuple[SqliteStore, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store, _ = sqlite_store
     made: list[tuple[int, int, int]] = []
@@ -196,13 +200,13 @@ def test_sqlite_sync_checkpoints_once_every_checkpoint_every_deferred_writes(
 
     monkeypatch.setattr(store, "checkpoint", counted)
     for n in range(1, CHECKPOINT_EVERY):
-        with no_wait():
+        with store.deferred():
             store.append(KEY, prepare({"role": "user", "content": f"m{n}"}, n))
         if n % 50 == 0:
             store.sync()
     store.sync()
     assert made == []  # fewer deferred writes than CHECKPOINT_EVERY: no checkpoint yet
-    with no_wait():
+    with store.deferred():
         store.append(KEY, prepare({"role": "user", "content": "the last"}, CHECKPOINT_EVERY))
     assert store.sync() == CHECKPOINT_EVERY
     assert len(made) == 1 and made[0][0] == 0  # one checkpoint, not blocked
@@ -211,7 +215,7 @@ def test_sqlite_sync_checkpoints_once_every_checkpoint_every_deferred_writes(
 
 
 def test_sqlite_a_failed_checkpoint_does_not_fail_the_sync_it_follows(
-    sqlite_store: tuple[Store, str],
+    sqlite_store: tuple[SqliteStore, str],
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -222,7 +226,7 @@ def test_sqlite_a_failed_checkpoint_does_not_fail_the_sync_it_follows(
 
     monkeypatch.setattr(store, "checkpoint", broken)
     for n in range(CHECKPOINT_EVERY):
-        with no_wait():
+        with store.deferred():
             store.append(KEY, prepare({"role": "user", "content": f"m{n}"}, n))
     with caplog.at_level(logging.WARNING, logger="flowmem"):
         assert store.sync() == CHECKPOINT_EVERY  # durable: the fsync itself succeeded
@@ -233,17 +237,17 @@ def test_sqlite_a_failed_checkpoint_does_not_fail_the_sync_it_follows(
 @pytest.mark.parametrize("mode", ["normal", "off"])
 def test_sqlite_that_does_not_sync_commits_has_no_barrier(tmp_path: Path, mode: str) -> None:
     store = open_store(f"sqlite:///{tmp_path / 'store.db'}?synchronous={mode}")
-    with no_wait():
+    with store.deferred():
         store.append(KEY, prepare({"role": "user", "content": "a"}, 1))
     assert store.sync_barrier() is None
     store.close()
 
 
 def test_sync_after_a_checkpoint_removed_the_wal_is_a_no_op(
-    sqlite_store: tuple[Store, str],
+    sqlite_store: tuple[SqliteStore, str],
 ) -> None:
     store, path = sqlite_store
-    with no_wait():
+    with store.deferred():
         store.append(KEY, prepare({"role": "user", "content": "a"}, 1))
     with store._connection() as conn:  # type: ignore[attr-defined]
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -251,15 +255,26 @@ def test_sync_after_a_checkpoint_removed_the_wal_is_a_no_op(
     assert store.sync() == 1 and store.sync_barrier() is None
 
 
-@pytest.mark.parametrize("kind", ["memory", pytest.param("postgres", marks=pytest.mark.postgres)])
-def test_backends_that_sync_every_commit_never_have_a_barrier(
-    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+def test_the_memory_backend_has_local_calls_and_never_a_barrier(
+    request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    store = open_backend(kind, request, tmp_path)
+    store = open_backend("memory", request, tmp_path)
+    assert isinstance(store, LocalCalls)
     try:
-        with no_wait():
+        with store.deferred():
             store.append(KEY, prepare({"role": "user", "content": "a"}, 1))
         assert store.sync_barrier() is None
         assert store.sync() == 0
+    finally:
+        store.close()
+
+
+@pytest.mark.postgres
+def test_a_backend_whose_commit_is_durable_over_the_network_has_no_local_calls(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    store = open_backend("postgres", request, tmp_path)
+    try:
+        assert not isinstance(store, LocalCalls)  # the store pool runs its calls in threads
     finally:
         store.close()

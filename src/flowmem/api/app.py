@@ -16,11 +16,11 @@ from fastapi.responses import JSONResponse
 from flowmem import __version__
 from flowmem.api.deps import Services
 from flowmem.api.errors import install_error_handlers, recent_store_fault, server_error_response
+from flowmem.api.fast.pool import DEFAULT_STORE_CONCURRENCY, StorePool
 from flowmem.api.gate import GateMiddleware
 from flowmem.api.limits import BODY_TIMEOUT
 from flowmem.api.logs import RequestLogMiddleware
 from flowmem.api.models import Health
-from flowmem.api.pool import DEFAULT_STORE_CONCURRENCY, StorePool
 from flowmem.api.purge import PURGE_INTERVAL, purge_expired_forever
 from flowmem.api.ratelimit import RateLimitMiddleware, RateLimits
 from flowmem.api.routes import memory, sessions, stateless, users
@@ -79,7 +79,7 @@ def create_app(
     ``runner_factory(store, memory)``) runs model turns; without one a turn only
     records the user message. With ``inline_store`` (the default) the memory and
     buffer routes make their store call on the event loop when the store's calls
-    are local (``Store.inline_calls``: SQLite, memory); see ``flowmem.api.pool``.
+    have the ``LocalCalls`` capability (SQLite, memory); see ``flowmem.api.fast``.
     ``freeze_gc`` (what ``flowmem serve`` uses) moves every object alive at startup
     out of the garbage collector's reach (``gc.freeze``): a full collection then
     scans only what requests created, and its pause fell from 70-100 ms (the
@@ -115,7 +115,7 @@ def create_app(
         store=store,
         memory=memory_service,
         sessions=session_service,
-        pool=StorePool(store_concurrency, inline=inline_store and store.inline_calls, store=store),
+        pool=StorePool(store_concurrency, inline=inline_store, store=store),
     )
 
     @asynccontextmanager
@@ -170,7 +170,7 @@ def create_app(
         if fault is not None:
             return server_error_response(fault)
         # a failure is answered, and remembered like any request's, by the error handler
-        await services.pool.run(probe_store, store, (clock or time.time)())
+        await services.pool.in_thread(probe_store, store, (clock or time.time)())
         return {"status": "ok", "version": __version__}
 
     app.add_middleware(GateMiddleware, services=services, body_timeout=body_timeout)

@@ -11,8 +11,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
 from flowmem.access import Principal
-from flowmem.api.pool import StorePool
-from flowmem.auth import authenticate, bearer_token
+from flowmem.api.fast.pool import StorePool
+from flowmem.api.gate import request_principal
+from flowmem.auth import bearer_token
 from flowmem.service import MemoryService
 from flowmem.sessions import SessionService
 from flowmem.store.base import Store
@@ -40,9 +41,8 @@ class Caller:
     The request gate (``flowmem.api.gate``) has already looked the token up and
     left the principal in the request state; ``authenticate`` returns it. Without
     the gate (an app assembled otherwise) the token is looked up inside the same
-    thread hop as the route's store work (``run``). A request refused by
-    validation has passed the gate too, so an unauthenticated caller only ever
-    sees 401.
+    thread hop as the route's store work. A request refused by validation has
+    passed the gate too, so an unauthenticated caller only ever sees 401.
     """
 
     request: Request
@@ -54,35 +54,18 @@ class Caller:
 
         Raise AuthenticationError when the token is unknown or revoked.
         """
-        found = getattr(self.request.state, "principal", None)
-        if isinstance(found, Principal):
-            return found
-        principal = authenticate(self.services.store, self.token)
-        self.request.state.token_id = principal.token_id
-        self.request.state.principal = principal
-        return principal
+        return request_principal(self.request, self.token, self.services.store)
 
-    async def run(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Authenticate, then call ``func(principal, *args, **kwargs)``, in one store-pool thread."""
+    async def in_store_thread(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Authenticate, then call ``func(principal, *args, **kwargs)`` in one store-pool thread."""
 
         def work() -> T:
             return func(self.authenticate(), *args, **kwargs)
 
-        return await self.services.pool.run(work)
+        return await self.services.pool.in_thread(work)
 
-    async def run_short(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Like ``run``, on the event loop when the store allows (``StorePool.run_short``).
-
-        Only for work that changes at most one thing, as its last step.
-        """
-
-        def work() -> T:
-            return func(self.authenticate(), *args, **kwargs)
-
-        return await self.services.pool.run_short(work)
-
-    async def run_unbounded(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Like ``run`` in the general thread pool (for work that may wait long, e.g. a turn)."""
+    async def in_long_thread(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Like ``in_store_thread``, in the general thread pool (work that may wait long: a turn)."""
 
         def work() -> T:
             return func(self.authenticate(), *args, **kwargs)

@@ -18,7 +18,7 @@ Every HTTP request passes here before any route, in this order:
    is checked and parsed in a thread, and its route validates it in a thread too
    (``LARGE_BODY``), so the event loop keeps answering meanwhile; the parsed
    document is left in the scope (``PARSED_BODY``) for the routes that read their
-   body themselves (``flowmem.api.direct``).
+   body themselves (``flowmem.api.fast.route``).
 
 A ``HEAD`` request is served as the ``GET`` of the same path without the body.
 A refused request never reaches a route, so it changes nothing.
@@ -29,13 +29,13 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from flowmem.access import Principal
-from flowmem.api.deps import Services
 from flowmem.api.errors import OPEN_PATHS, error_body, status_for
 from flowmem.api.limits import (
     BODY_TIMEOUT,
@@ -49,6 +49,10 @@ from flowmem.api.limits import (
 )
 from flowmem.auth import authenticate, bearer_token
 from flowmem.errors import AuthenticationError, FlowmemError
+from flowmem.store.base import Store
+
+if TYPE_CHECKING:
+    from flowmem.api.deps import Services
 
 log = logging.getLogger("flowmem.http")
 
@@ -95,6 +99,22 @@ def _without_body(send: Send) -> Send:
         await send(message)
 
     return head
+
+
+def request_principal(request: Request, token: str, store: Store) -> Principal:
+    """The principal the gate found for ``request``, else look ``token`` up in ``store`` (blocking).
+
+    Without the gate (an app assembled otherwise) the lookup runs here, in the
+    route's own store call, and its principal is left in the request state.
+    Raise AuthenticationError when the token is unknown or revoked.
+    """
+    found = getattr(request.state, "principal", None)
+    if isinstance(found, Principal):
+        return found
+    principal = authenticate(store, token)
+    request.state.token_id = principal.token_id
+    request.state.principal = principal
+    return principal
 
 
 class GateMiddleware:

@@ -14,7 +14,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from flowmem.api.pool import StorePool
+from flowmem.api.fast.pool import StorePool
 from flowmem.store.base import PURGE_BATCH, Store
 
 log = logging.getLogger("flowmem")
@@ -29,7 +29,7 @@ async def purge_expired_forever(
     while True:
         await asyncio.sleep(interval)
         try:
-            while await pool.run(store.purge_expired, clock(), PURGE_BATCH) >= PURGE_BATCH:
+            while await pool.in_thread(store.purge_expired, clock(), PURGE_BATCH) >= PURGE_BATCH:
                 pass
         except Exception:  # a busy or unreachable store: the next tick tries again
             log.warning("purging expired records failed; retrying in %gs", interval, exc_info=True)

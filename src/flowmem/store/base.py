@@ -9,15 +9,18 @@ backend the row checks of ``rows.py``. SQL text lives only in ``sqlite.py`` and
 ``MemoryStore``, indexed SQL queries for the others) inside one transaction
 serialized per address, and the core decides.
 
-Besides data, ``Store`` carries three event-loop concerns that the HTTP API's
-store pool uses (``flowmem.api.pool``): ``inline_calls``, ``sync_barrier`` and
-``sync`` (no-ops in the memory and PostgreSQL backends: nothing is left to sync).
+``Store`` is about data only. How a caller may run a store's calls is a separate,
+declared capability: ``LocalCalls`` (``SqliteStore``, ``MemoryStore``), a store
+whose calls are local and short and whose deferred writes become durable at a
+barrier. The HTTP API's store pool (``flowmem.api.fast.pool``) decides by it;
+backends without it (``PostgresStore``) run in threads.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -129,20 +132,6 @@ class Store(Protocol):
     """The one storage protocol: memory records, buffers, sessions, transcripts, tokens."""
 
     url: str
-    inline_calls: bool
-    """True when every call is local and short (no network round trip), so an event
-    loop may make it directly inside ``locks.no_wait()`` (see ``flowmem.api.pool``)."""
-
-    def sync_barrier(self) -> int | None:
-        """Writes made in no-wait mode that are not yet durable: the count ``sync`` must reach.
-
-        None when every write is durable (backends that sync every commit always say None).
-        """
-        ...
-
-    def sync(self) -> int:
-        """Make every write counted so far durable (blocking); return that count."""
-        ...
 
     # --- memory records -------------------------------------------------------
     def get_record(self, address: Address, now: float) -> tuple[bool, Any]:
@@ -331,6 +320,32 @@ class Store(Protocol):
 
     def close(self) -> None:
         """Release connections and files."""
+        ...
+
+
+@runtime_checkable
+class LocalCalls(Protocol):
+    """A capability: calls are local and short, and deferred writes become durable at a barrier.
+
+    Such a store's calls take no network round trip, so an event loop may make
+    them itself, inside ``deferred()``. There a call that would wait for a lock
+    raises ``locks.WouldBlock`` before it changed anything (the caller runs it
+    again in a thread, where it waits as usual: MEM-12), and a write it makes is
+    *not* durable when it returns: it is once ``sync()`` has returned a count at
+    least the ``sync_barrier()`` read after it. Outside ``deferred()`` every write
+    is durable when it returns. docs/decisions/0027.
+    """
+
+    def deferred(self) -> AbstractContextManager[None]:
+        """On this thread: calls never wait for a lock, and writes wait for ``sync``."""
+        ...
+
+    def sync_barrier(self) -> int | None:
+        """The count of deferred writes ``sync`` must reach; None when every write is durable."""
+        ...
+
+    def sync(self) -> int:
+        """Make every deferred write counted so far durable (blocking); return that count."""
         ...
 
 

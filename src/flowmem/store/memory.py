@@ -10,6 +10,7 @@ import copy
 import json
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from itertools import islice
 from typing import Any
@@ -29,7 +30,7 @@ from flowmem.store.base import (
     TranscriptMessage,
     WriteGuard,
 )
-from flowmem.store.locks import AddressLocks
+from flowmem.store.locks import AddressLocks, no_wait
 from flowmem.store.rows import (
     check_address,
     check_batch,
@@ -81,17 +82,11 @@ class SizedListEditor(ListEditor):
 
 
 class MemoryStore:
-    """The reference ``Store``: everything in dicts, guarded by locks."""
+    """The reference ``Store``: everything in dicts, guarded by locks.
 
-    inline_calls = True
-
-    def sync_barrier(self) -> int | None:
-        """Nothing to sync: data lives in this process only."""
-        return None
-
-    def sync(self) -> int:
-        """Nothing to sync."""
-        return 0
+    It has the ``LocalCalls`` capability with nothing to sync: its data lives in
+    this process only, so a write is as durable as it will ever be when it returns.
+    """
 
     def __init__(self, url: str = "memory://") -> None:
         self.url = url
@@ -480,6 +475,19 @@ class MemoryStore:
                 return False
             self._tokens[token_id] = replace(token, revoked=True)
             return True
+
+    # --- LocalCalls: nothing is ever left to sync ---------------------------------------
+    def deferred(self) -> AbstractContextManager[None]:
+        """On this thread, make calls raise ``WouldBlock`` instead of waiting for a lock."""
+        return no_wait()
+
+    def sync_barrier(self) -> int | None:
+        """None: every write is as durable as it gets (in this process) when it returns."""
+        return None
+
+    def sync(self) -> int:
+        """Nothing to sync: 0."""
+        return 0
 
     def close(self) -> None:
         """Nothing to release."""

@@ -378,16 +378,6 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
 
     SQL = SQL
     MIGRATIONS = MIGRATIONS
-    inline_calls = False  # every call is network round trips: worker threads wait for them
-
-    def sync_barrier(self) -> int | None:
-        """Every commit is durable when it returns (the server's own WAL flush)."""
-        return None
-
-    def sync(self) -> int:
-        """Nothing to sync: the server flushed at commit."""
-        return 0
-
     def __init__(self, url: str) -> None:
         self.url = url
         conninfo, options = parse_url(url)

@@ -7,18 +7,12 @@ connections) and many processes. Write transactions take turns in arrival order
 polling SQLite's lock, so no writer waits for seconds (docs/decisions/0026). Appends run ``flowmem.core.apply_append`` through
 ``SqlBufferEditor`` inside one ``BEGIN IMMEDIATE`` transaction (MEM-12).
 
-Group commit: a write made in no-wait mode (``locks.no_wait``, the HTTP app's
-event loop) commits without its own fsync when the file is ``FULL`` or ``EXTRA``
-(the connection runs that write at ``synchronous=NORMAL``) and is counted;
-``sync_barrier`` says which count must be durable and ``sync`` fsyncs the
-write-ahead log once for every write counted so far. The app sends no response
-before the barrier it saw is synced, so an acknowledged write is on disk exactly
-as with ``FULL``, and one fsync covers every write made while the last one ran.
-If that fsync fails, the writes it covered stay committed (they are visible, and
-their requests are answered as done: docs/decisions/0019) and no write is deferred
-again until a write has synced by itself: a no-wait call raises ``WouldBlock`` and
-runs in a thread at the file's own ``synchronous`` level, where SQLite's fsync at
-commit refuses a write the disk does not take.
+Group commit (``flowmem.store.groupcommit``, docs/decisions/0027): a write made
+inside ``SqliteStore.deferred()`` (the ``LocalCalls`` capability, which the HTTP
+app's store pool enters by name on its event loop) commits without its own fsync
+when the file is ``FULL`` or ``EXTRA`` and is durable only once ``sync`` has
+reached the ``sync_barrier`` seen after it. Every other write is durable when it
+returns.
 
 A write made by a thread that may wait does the same in process
 (``commitgroup.CommitGroup``, docs/decisions/0029): it commits at ``NORMAL``, gives
@@ -32,7 +26,6 @@ SQLITE_READONLY → ``StoreReadOnlyError``, SQLITE_CORRUPT/NOTADB →
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import sqlite3
@@ -56,11 +49,13 @@ from flowmem.errors import (
     StoreReadOnlyError,
     StoreUnavailableError,
 )
-from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Store, WriteGuard
+from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, LocalCalls, Store, WriteGuard
 from flowmem.store.commitgroup import CommitGroup
+from flowmem.store.groupcommit import AUTO_CHECKPOINT, GroupCommit
 from flowmem.store.locks import (
     AddressLocks,
     WouldBlock,
+    no_wait,
     release_writer_queue,
     waiting_allowed,
     writer_queue,
@@ -74,8 +69,6 @@ T = TypeVar("T")
 
 SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 UNSERIALIZED_LIMIT = 60.0  # seconds an unserialized append keeps retrying a busy file
-AUTO_CHECKPOINT = 1000  # SQLite's default: a commit checkpoints once the log has this many pages
-CHECKPOINT_EVERY = 256  # deferred writes between two checkpoints made by ``sync`` (about as often)
 
 # Append-only: never edit a released migration, add a new one.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -341,15 +334,6 @@ def driver_error(exc: sqlite3.Error, path: str, default: type[StoreError] = Stor
     return default(f"sqlite error on {path}: {exc}")
 
 
-def os_error(exc: OSError, what: str) -> StoreError:
-    """Return the typed ``StoreError`` of a failed file operation (ENOSPC, EDQUOT, EROFS...)."""
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return StoreFullError(f"{what}: the disk is full: {exc}")
-    if exc.errno == errno.EROFS:
-        return StoreReadOnlyError(f"{what}: the file system is read-only: {exc}")
-    return StoreUnavailableError(f"{what}: {exc}")
-
-
 class _Connection(sqlite3.Connection):
     """A pooled connection that remembers the pragmas set on it (``_pragma`` sets only changes)."""
 
@@ -363,7 +347,6 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
 
     SQL = SQL
     MIGRATIONS = MIGRATIONS
-    inline_calls = True  # a local file: calls take well under a millisecond (plus an fsync)
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -372,13 +355,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         self._pool_lock = threading.Lock()
         self._locks = AddressLocks()
         self._closed = False
-        # group commit (see the module docstring): writes counted / writes known durable
-        self._defer_sync = self.synchronous in ("FULL", "EXTRA")
-        self._sync_lock = threading.Lock()
-        self._written = 0
-        self._synced = 0
-        self._checkpointed = 0  # the write count at the last checkpoint ``sync`` made
-        self._sync_failed = False  # the last fsync failed: defer no write until one syncs
+        self.group_commit = GroupCommit(self.path, self.synchronous)  # decisions/0027
         self._commits = CommitGroup(self.sync)  # threads' writes share an fsync (decisions/0029)
         try:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -415,8 +392,9 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         """Lend a pooled connection; translate driver errors to ``StoreError``."""
         if self._closed:
             raise StoreError("the store is closed")
-        deferred = self._defer_sync and not waiting_allowed()
-        if deferred and self._sync_failed:
+        commits = self.group_commit
+        deferred = commits.deferred()
+        if deferred and commits.failed:
             # a write here would be answered before an fsync that is known to fail
             raise WouldBlock(f"the last fsync of {self.path} failed: writes sync by themselves")
         with self._pool_lock:
@@ -437,8 +415,8 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         changes = conn.total_changes
         try:
             yield conn
-            if self._sync_failed and own_fsync and conn.total_changes != changes:
-                self._sync_failed = False  # committed with SQLite's own fsync: the disk syncs
+            if commits.failed and own_fsync and conn.total_changes != changes:
+                commits.synced_by_itself()  # committed with SQLite's own fsync: the disk syncs
         except sqlite3.Error as exc:
             self._rollback(conn)
             if _is_busy(exc):
@@ -454,8 +432,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             raise
         finally:
             if deferred and conn.total_changes != changes:
-                with self._sync_lock:
-                    self._written += 1  # committed (or rolled back) without an fsync
+                commits.wrote()
             with self._pool_lock:
                 if self._closed:
                     conn.close()
@@ -481,63 +458,33 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         """Set how long SQLite waits for a lock on ``conn`` (0 in no-wait mode)."""
         cls._pragma(conn, "busy_timeout", max(int(seconds * 1000), 0) if waiting_allowed() else 0)
 
-    # --- group commit ---------------------------------------------------------------------
+    # --- group commit (LocalCalls) ---------------------------------------------------------
+    @contextmanager
+    def deferred(self) -> Iterator[None]:
+        """Make this thread's calls short: never wait for a lock, and defer each write's fsync.
+
+        Inside, a call that would wait raises ``WouldBlock`` before it changed
+        anything, and a write is durable only once ``sync`` reached ``sync_barrier``.
+        """
+        with no_wait(), self.group_commit.deferring():
+            yield
+
     def sync_barrier(self) -> int | None:
-        """The count of no-wait writes a response must wait to be synced; None when all are."""
-        with self._sync_lock:
-            return self._written if self._written > self._synced else None
+        """The count of deferred writes a response must wait to be synced; None when all are."""
+        return self.group_commit.barrier()
 
     def sync(self) -> int:
-        """Fsync the write-ahead log (blocking); return the count of writes now durable.
-
-        A write-ahead log that is gone was checkpointed into the database file, which
-        SQLite fsyncs after every checkpoint. Deferred writes do not checkpoint on the
-        event loop (``wal_autocheckpoint`` is 0 for them); every ``CHECKPOINT_EVERY``
-        of them, this thread runs a passive checkpoint after the fsync instead, with
-        the GIL released (SQLite's checkpoint copies and fsyncs; it never waits).
-
-        A failed fsync raises a typed ``StoreError`` and settles the writes counted
-        so far: they are committed and visible, so they are answered as done
-        (docs/decisions/0019), and no write is deferred again until one has synced
-        by itself (see ``_connection``).
-        """
-        with self._sync_lock:
-            upto = self._written
-        try:
-            fd = os.open(f"{self.path}-wal", os.O_RDONLY)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            raise self._sync_error(exc, upto) from exc
-        else:
-            try:
-                os.fdatasync(fd)  # what SQLite itself uses for the WAL
-            except OSError as exc:
-                raise self._sync_error(exc, upto) from exc
-            finally:
-                os.close(fd)
-        with self._sync_lock:
-            self._synced = max(self._synced, upto)
-            due = upto - self._checkpointed >= CHECKPOINT_EVERY
-            if due:
-                self._checkpointed = upto
-        if due:
-            try:
-                self.checkpoint()
-            except StoreError as exc:  # the writes are durable already; the next one retries
-                log.warning("checkpoint of %s failed (the WAL keeps growing): %s", self.path, exc)
-        return upto
+        """Fsync the write-ahead log (blocking), checkpointing when due; return the count now durable."""
+        return self.group_commit.sync(self.checkpoint)
 
     def _grouped(self) -> bool:
-        """Whether a write on this thread commits without an fsync and shares one after (0029)."""
-        return self._defer_sync and not self._sync_failed and waiting_allowed()
+        """Whether a write on this thread commits without an fsync and shares one after (0029).
 
-    def _sync_error(self, exc: OSError, upto: int) -> StoreError:
-        """Settle the writes up to ``upto`` after a failed fsync, stop deferring; the error to raise."""
-        with self._sync_lock:
-            self._synced = max(self._synced, upto)
-            self._sync_failed = True
-        return os_error(exc, f"cannot sync {self.path}-wal")
+        Not for a deferred write (the HTTP pool's, synced by its own barrier) nor on the
+        event loop (no-wait mode must never block on a disk).
+        """
+        commits = self.group_commit
+        return commits.enabled and not commits.failed and not commits.deferred() and waiting_allowed()
 
     def checkpoint(self) -> tuple[int, int, int]:
         """Run a passive WAL checkpoint; return SQLite's (busy, log frames, checkpointed frames)."""
@@ -787,6 +734,10 @@ if TYPE_CHECKING:
 
     def _conforms(store: SqliteStore) -> Store:
         """Let mypy prove that ``SqliteStore`` implements the ``Store`` protocol."""
+        return store
+
+    def _local(store: SqliteStore) -> LocalCalls:
+        """Let mypy prove that ``SqliteStore`` has the ``LocalCalls`` capability."""
         return store
 
 

@@ -1,22 +1,29 @@
 """Conversation buffers (``/v1/buffers``) and memory records (``/v1/memory``).
 
-The scope id comes from the caller, never from the request (``flowmem.api.scopes``);
+The scope id comes from the caller, never from the request (``flowmem.api.fast.route``);
 a refused identity scope returns the neutral result with ``resolved_scope_id: ""``
-and touches no storage (MEM-6, MEM-7, MEM-13).
+and touches no storage (MEM-6, MEM-7, MEM-13). Each route's store work is one
+named ``Operation`` of the memory service (``MemoryCall.short``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from flowmem.access import Principal
-from flowmem.api.direct import DirectRoute, render
+from flowmem.api.fast.route import (
+    TARGET_OPENAPI,
+    DirectRoute,
+    MemoryCall,
+    Operation,
+    memory_call,
+    render,
+)
 from flowmem.api.models import (
     BufferAppend,
     BufferRead,
@@ -28,14 +35,10 @@ from flowmem.api.models import (
     WriteResult,
 )
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
-from flowmem.api.scopes import NODE_ID, scope_context
-from flowmem.api.target import TARGET_OPENAPI, MemoryCall, memory_call
 from flowmem.core import check_storable, normalize
 from flowmem.errors import PayloadTooLargeError
 from flowmem.formats import check_format, read_document, write_document
-from flowmem.scope import ExecutionContext
 from flowmem.service import BufferText
-from flowmem.store.base import SESSION_SCOPE, WriteGuard
 
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
 
@@ -43,58 +46,6 @@ MAX_BATCH = 1000  # messages per append request
 
 SCOPE_ERRORS = (*AUTH_ERRORS, 403, 404, 422)
 CALL = Depends(memory_call)
-
-
-class _Result(Protocol):
-    """What the memory service returns: a result with its JSON form."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the JSON form."""
-
-
-def _context(call: MemoryCall, principal: Principal, *, write: bool) -> ExecutionContext:
-    """The execution context of a memory call: its scope ids, checked for the caller."""
-    target = call.target
-    return scope_context(
-        call.caller.services.sessions,
-        principal,
-        target.scope,
-        write=write,
-        session_id=target.session_id,
-        workflow_id=target.workflow_id,
-        pipeline_id=target.pipeline_id,
-        execution_id=target.execution_id,
-    )
-
-
-async def run(
-    call: MemoryCall,
-    work: Callable[[ExecutionContext, WriteGuard], _Result],
-    *,
-    write: bool,
-    create: bool = False,
-) -> dict[str, Any]:
-    """Authenticate, resolve the scope and call ``work(context, guard)`` in one store call.
-
-    ``guard`` is what a write must find still true inside its transaction: the
-    caller's token, and for the ``session`` scope the session with its owner
-    (docs/decisions/0014). ``create``: a write to a ``session_id`` that names no
-    session creates it, owned by the caller, with its first row (decision 0032).
-    Every ``work`` here reads, or changes one record or buffer as its last step,
-    so it may run on the event loop (``Caller.run_short``).
-    """
-    caller, target = call.caller, call.target
-
-    def job(principal: Principal) -> dict[str, Any]:
-        if write and target.scope == SESSION_SCOPE and target.session_id is not None:
-            context, guard = caller.services.sessions.write_target(
-                principal, target.session_id, create=create, node_id=NODE_ID
-            )
-            return work(context, guard).to_dict()
-        context = _context(call, principal, write=write)
-        return work(context, WriteGuard(principal.token_id)).to_dict()
-
-    return await caller.run_short(job)
 
 
 READ_FORMAT = Query(
@@ -180,13 +131,7 @@ async def load_buffer(
     converts them (a page is normalized on its own).
     Page backwards with `last` = N, then `before` = the previous `next_before`.
     """
-    memory, target, caller = call.caller.services.memory, call.target, call.caller
-
-    def job(principal: Principal) -> BufferText:
-        context = _context(call, principal, write=False)
-        return memory.load_text(target.scope, target.key, context, last=last, before=before)
-
-    text = await caller.run_short(job)
+    text: BufferText = await call.short(Operation.LOAD, last=last, before=before)
     if format != "rows":
         if len(text.bodies) <= STREAM_CHUNK:
             answer = _converted(text, format)
@@ -241,25 +186,16 @@ async def append_buffer(
     `return_messages` is true (then the whole buffer after the append, which costs
     a read of it). At most 1000 messages per request (413 beyond).
     """
-    memory, target = call.caller.services.memory, call.target
     messages = body.messages if isinstance(body.messages, list) else [body.messages]
     _check_batch(messages)
     if body.format != "rows":
         messages = _from_provider(body.format, messages, body.system)
         _check_batch(messages)
-    return await run(
-        call,
-        lambda context, guard: memory.append(
-            target.scope,
-            target.key,
-            messages,
-            context,
-            body.max_messages,
-            return_messages=body.return_messages,
-            guard=guard,
-        ),
-        write=True,
-        create=True,
+    return await call.answer(
+        Operation.APPEND,
+        messages=messages,
+        max_messages=body.max_messages,
+        return_messages=body.return_messages,
     )
 
 
@@ -271,10 +207,7 @@ async def append_buffer(
 )
 async def clear_buffer(call: MemoryCall = CALL) -> dict[str, Any]:
     """Delete every message of a buffer."""
-    memory, target = call.caller.services.memory, call.target
-    return await run(
-        call, lambda context, _: memory.clear(target.scope, target.key, context), write=True
-    )
+    return await call.answer(Operation.CLEAR)
 
 
 @router.delete(
@@ -290,10 +223,7 @@ async def pop_buffer(call: MemoryCall = CALL) -> dict[str, Any]:
     false, and nothing removed, when the scope refused. A write: for scope
     `session` the caller must be able to drive the session.
     """
-    memory, target = call.caller.services.memory, call.target
-    return await run(
-        call, lambda context, _: memory.pop_last(target.scope, target.key, context), write=True
-    )
+    return await call.answer(Operation.POP)
 
 
 def _parse_default(text: str | None) -> Any:
@@ -328,13 +258,8 @@ async def read_record(
     call: MemoryCall = CALL,
 ) -> dict[str, Any]:
     """Read a memory record; `found: false` and the default when absent, expired or refused."""
-    memory, target = call.caller.services.memory, call.target
     fallback = _parse_default(default)
-    return await run(
-        call,
-        lambda context, _: memory.read(target.scope, target.key, context, default=fallback),
-        write=False,
-    )
+    return await call.answer(Operation.READ, default=fallback)
 
 
 @router.put(
@@ -345,15 +270,7 @@ async def read_record(
 )
 async def write_record(body: MemoryWrite, call: MemoryCall = CALL) -> dict[str, Any]:
     """Write a memory record (any JSON value) with an optional TTL in seconds."""
-    memory, target = call.caller.services.memory, call.target
-    return await run(
-        call,
-        lambda context, guard: memory.write(
-            target.scope, target.key, body.value, context, ttl=body.ttl, guard=guard
-        ),
-        write=True,
-        create=True,
-    )
+    return await call.answer(Operation.WRITE, value=body.value, ttl=body.ttl)
 
 
 @router.delete(
@@ -364,7 +281,4 @@ async def write_record(body: MemoryWrite, call: MemoryCall = CALL) -> dict[str, 
 )
 async def delete_record(call: MemoryCall = CALL) -> dict[str, Any]:
     """Delete a memory record."""
-    memory, target = call.caller.services.memory, call.target
-    return await run(
-        call, lambda context, _: memory.delete(target.scope, target.key, context), write=True
-    )
+    return await call.answer(Operation.DELETE)

@@ -56,7 +56,7 @@ async def create_session(
             principal, body.name, body.agent, body.metadata, guard=guard
         )
 
-    return session_dict(await caller.run(create))
+    return session_dict(await caller.in_store_thread(create))
 
 
 @router.get("", response_model=SessionList, responses=errors(*AUTH_ERRORS, 403, 422))
@@ -68,7 +68,7 @@ async def list_sessions(
     """List the sessions the caller may view, newest first, with the total under the same filter."""
     services = caller.services
     size = clamp_limit(limit)
-    page = await caller.run(services.sessions.list_sessions, size, offset)
+    page = await caller.in_store_thread(services.sessions.list_sessions, size, offset)
     return {
         "data": [session_dict(s) for s in page.sessions],
         "pagination": Pagination(
@@ -84,7 +84,7 @@ async def get_session(
 ) -> dict[str, Any]:
     """Read one session."""
     services = caller.services
-    return session_dict(await caller.run(services.sessions.get, session_id))
+    return session_dict(await caller.in_store_thread(services.sessions.get, session_id))
 
 
 @router.delete("/{session_id}", status_code=204, responses=errors(*AUTH_ERRORS, 403, 404, 409, 422))
@@ -94,7 +94,7 @@ async def delete_session(
 ) -> Response:
     """Delete a session with its transcript and its whole `session` scope (owner or admin)."""
     services = caller.services
-    await caller.run(services.sessions.delete, session_id)
+    await caller.in_store_thread(services.sessions.delete, session_id)
     return Response(status_code=204)
 
 
@@ -116,7 +116,7 @@ async def list_messages(
     """Poll a session's transcript by sequence cursor."""
     services = caller.services
     size = clamp_limit(limit)
-    items, has_more = await caller.run(
+    items, has_more = await caller.in_store_thread(
         services.sessions.messages, session_id, since, before, size, newest_first
     )
     data = [transcript_dict(item) for item in items]
@@ -156,7 +156,7 @@ async def send_turn(
         )
 
     # a turn may wait for a model: the general thread pool, not the bounded store pool
-    result: dict[str, Any] = await caller.run_unbounded(turn)
+    result: dict[str, Any] = await caller.in_long_thread(turn)
     if wait:
         response.status_code = 200
     return result
@@ -173,7 +173,7 @@ async def stop_session(
 ) -> dict[str, Any]:
     """Stop the running turn (a drive action)."""
     services = caller.services
-    stopped: dict[str, Any] = await caller.run(services.sessions.stop, session_id)
+    stopped: dict[str, Any] = await caller.in_store_thread(services.sessions.stop, session_id)
     return stopped
 
 
@@ -188,7 +188,7 @@ async def reset_session(
 ) -> dict[str, Any]:
     """Clear the session's conversation buffer (a drive action); the transcript stays."""
     services = caller.services
-    reset: dict[str, Any] = await caller.run(services.sessions.reset, session_id)
+    reset: dict[str, Any] = await caller.in_store_thread(services.sessions.reset, session_id)
     return reset
 
 
@@ -205,7 +205,7 @@ async def edit_message(
 ) -> dict[str, Any]:
     """Replace one transcript message. Admin only (MEM-15); anyone else gets 403."""
     services = caller.services
-    edited = await caller.run(services.sessions.edit_message, session_id, seq, message)
+    edited = await caller.in_store_thread(services.sessions.edit_message, session_id, seq, message)
     return transcript_dict(edited)
 
 
@@ -221,5 +221,5 @@ async def delete_message(
 ) -> Response:
     """Delete one transcript message. Admin only (MEM-15); anyone else gets 403."""
     services = caller.services
-    await caller.run(services.sessions.delete_message, session_id, seq)
+    await caller.in_store_thread(services.sessions.delete_message, session_id, seq)
     return Response(status_code=204)

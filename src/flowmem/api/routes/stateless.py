@@ -69,7 +69,7 @@ async def normalize_messages(
         answer["not_carried"] = not_carried
         return answer
 
-    return await caller.run_unbounded(job)
+    return await caller.in_long_thread(job)
 
 
 @router.post("/check", response_model=CheckOut, responses=errors(*AUTH_ERRORS, *BODY_ERRORS))
@@ -89,4 +89,4 @@ async def check_messages(
             "violations": [v.to_dict() for v in violations],
         }
 
-    return await caller.run_unbounded(job)
+    return await caller.in_long_thread(job)

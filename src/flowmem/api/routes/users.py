@@ -34,5 +34,5 @@ async def erase_user(
     the data stored before decision 0016 under a spelling now refused (a
     placeholder such as `None`), which is erased too (`user_id` stays null).
     """
-    canonical, erased = await caller.run(caller.services.sessions.erase_user, user_id)
+    canonical, erased = await caller.in_store_thread(caller.services.sessions.erase_user, user_id)
     return {"user_id": canonical, **asdict(erased)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from flowmem.api import create_app
-from flowmem.api.target import QUERY_IDS, TARGET_OPENAPI
+from flowmem.api.fast.route import QUERY_IDS, TARGET_OPENAPI
 from flowmem.store import MemoryStore
 from tests.api.helpers import Api
 

@@ -1,7 +1,8 @@
 """Where the app's blocking store work runs: on the event loop when it is short, else in threads.
 
-Every route does its store work in one call to ``StorePool.run`` (worker threads)
-or ``StorePool.run_short`` (the event loop first).
+Every route does its store work in one call: ``StorePool.short`` (a ``ShortCall``,
+on the event loop first), ``StorePool.in_thread`` (any call, in a worker thread)
+or ``StorePool.read`` (a lookup that answers nobody by itself: the gate's).
 
 Threads: a bounded ``concurrent.futures.ThreadPoolExecutor`` driven through
 ``loop.run_in_executor`` (``store_concurrency`` threads, default 8). Requests
@@ -9,25 +10,26 @@ beyond the bound wait their turn, first come first served, in the pool's queue
 instead of piling up as threads. A request cancelled while its call is still
 queued never runs it; a call that has started always finishes.
 
-The event loop: with a store whose calls are local and short (SQLite, memory:
-``Store.inline_calls``), ``run_short`` makes the call directly on the loop inside
-``locks.no_wait()``. A worker thread costs more than the call itself there: the
-thread and the event loop contend for the GIL on every SQLite statement, which
-in the HTTP bench more than doubled the CPU of an append (2.2-2.8 against
-0.9-1.3 ms in process). A call that would wait for a lock (another thread or
-process is writing the same file) raises ``WouldBlock`` before it changed
-anything and is run again in a worker thread, where it waits as usual (bounded,
-MEM-12). So only calls that change at most one thing, as their last step, may use
-``run_short``: the memory and buffer routes (authentication and the scope check
-are reads). ``inline=False`` (``flowmem serve --no-inline-store``) puts every
-call in a thread.
+The event loop: the pool decides by the store's capability. A store with
+``LocalCalls`` (SQLite, memory: calls are local and short) gets its short calls
+made directly on the loop inside ``store.deferred()``; any other store
+(PostgreSQL: network round trips) runs every call in a thread. A worker thread
+costs more than a local call: the thread and the event loop contend for the GIL
+on every SQLite statement, which in the HTTP bench more than doubled the CPU of
+an append (2.2-2.8 against 0.9-1.3 ms in process). A call that would wait for a
+lock (another thread or process is writing the same file) raises ``WouldBlock``
+before it changed anything and is run again in a worker thread, where it waits
+as usual (bounded, MEM-12). That is safe only for a call that changes at most one
+thing, as its last step: the type ``ShortCall`` (``flowmem.api.fast.route``) names
+those, and ``short`` takes nothing else. ``inline=False`` (``flowmem serve
+--no-inline-store``) puts every call in a thread.
 
-Group commit: a write on the loop does not fsync on the loop (SQLite counts it,
-``Store.sync_barrier``). Before any call's result is handed back, ``durable``
-waits until an fsync in the pool's one sync thread covers every write made so
-far (``Store.sync``); writes made while that fsync runs share the next one. So
-nothing is acknowledged, or shown to anyone, before it is on disk, and the loop
-never waits for the disk.
+Group commit: a write made inside ``store.deferred()`` is not durable when it
+returns (``LocalCalls``; SQLite counts it, ``sync_barrier``). Before any call's
+result is handed back, ``durable`` waits until an fsync in the pool's one sync
+thread covers every write made so far (``store.sync``); writes made while that
+fsync runs share the next one. So nothing is acknowledged, or shown to anyone,
+before it is on disk, and the loop never waits for the disk (docs/decisions/0027).
 
 A failed fsync (docs/decisions/0019): the writes it covered are committed and
 visible to every reader, so their requests are answered as done — a refusal would
@@ -44,11 +46,14 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowmem.errors import ConfigurationError
-from flowmem.store.base import Store
-from flowmem.store.locks import WouldBlock, no_wait
+from flowmem.store.base import LocalCalls, Store
+from flowmem.store.locks import WouldBlock
+
+if TYPE_CHECKING:
+    from flowmem.api.fast.route import ShortCall
 
 log = logging.getLogger("flowmem")
 T = TypeVar("T")
@@ -65,12 +70,13 @@ class StorePool:
         inline: bool = False,
         store: Store | None = None,
     ) -> None:
-        """``store`` (when given) is the one whose deferred writes ``durable`` waits for."""
+        """``store``: the one the calls use; with ``inline``, a ``LocalCalls`` store's short calls
+        run on the event loop, and ``durable`` waits for its deferred writes."""
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ConfigurationError(f"store_concurrency must be an integer >= 1, got {size!r}")
         self.size = size
-        self.inline = inline
-        self._store = store
+        self._local = store if isinstance(store, LocalCalls) else None
+        self.inline = inline and self._local is not None
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
         self._syncer: ThreadPoolExecutor | None = None
@@ -89,7 +95,7 @@ class StorePool:
                 self._syncer = ThreadPoolExecutor(1, thread_name_prefix="flowmem-sync")
             return self._syncer
 
-    async def run(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    async def in_thread(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Call ``func(*args, **kwargs)`` in a worker thread once one is free."""
         call = functools.partial(func, *args, **kwargs)
         result = await asyncio.get_running_loop().run_in_executor(self._pool(), call)
@@ -98,23 +104,23 @@ class StorePool:
 
     async def durable(self) -> None:
         """Return once every write made so far is durable (group commit; at once when it is)."""
-        if self._store is None:
+        if self._local is None:
             return
-        target = self._store.sync_barrier()
+        target = self._local.sync_barrier()
         if target is None:
             return
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append((target, waiter))
         if not self._syncing:
-            self._start_sync(self._store)
+            self._start_sync(self._local)
         await waiter  # a cancelled request cancels its own waiter, never the fsync
 
-    def _start_sync(self, store: Store) -> None:
+    def _start_sync(self, store: LocalCalls) -> None:
         self._syncing = True
         sync = asyncio.get_running_loop().run_in_executor(self._sync_thread(), store.sync)
         sync.add_done_callback(lambda done: self._synced(store, done))
 
-    def _synced(self, store: Store, done: asyncio.Future[int]) -> None:
+    def _synced(self, store: LocalCalls, done: asyncio.Future[int]) -> None:
         """Wake the waiters that fsync covered (or failed); start the next one for the rest."""
         self._syncing = False
         cancelled = done.cancelled()
@@ -142,33 +148,40 @@ class StorePool:
         if waiting:
             self._start_sync(store)
 
-    async def run_short(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Call ``func`` on the event loop without waiting for locks; in a thread if it must wait.
+    async def short(self, call: ShortCall) -> Any:
+        """Run a ``ShortCall`` on the event loop, deferred; in a thread if it must wait.
+
+        On the loop its write is not durable when ``call()`` returns: the result is
+        handed back only after ``durable``. Without ``inline`` this is ``in_thread``.
+        """
+        return await self._loop_first(call)
+
+    async def _loop_first(self, func: Callable[[], T]) -> T:
+        """Call ``func`` inside ``store.deferred()`` on the loop, else (``WouldBlock``) in a thread.
 
         ``func`` must change at most one thing, as its last store step, so that a
         ``WouldBlock`` means nothing was changed and the call can simply run again.
-        Without ``inline`` this is ``run``.
         """
-        if self.inline:
+        if self._local is not None and self.inline:
             try:
-                with no_wait():
-                    result = func(*args, **kwargs)
+                with self._local.deferred():
+                    result = func()
             except WouldBlock:
                 pass
             else:
                 await self.durable()
                 return result
-        return await self.run(func, *args, **kwargs)
+        return await self.in_thread(func)
 
     async def read(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Call a read-only ``func`` like ``run_short``, without waiting for durability.
+        """Call a read-only ``func`` like ``short``, without waiting for durability.
 
         For a lookup that hands nothing to a client by itself (the request gate's
         token check): the call that answers the request waits (``durable``).
         """
-        if self.inline:
+        if self._local is not None and self.inline:
             try:
-                with no_wait():
+                with self._local.deferred():
                     return func(*args, **kwargs)
             except WouldBlock:
                 pass
@@ -176,7 +189,7 @@ class StorePool:
         return await asyncio.get_running_loop().run_in_executor(self._pool(), call)
 
     def close(self) -> None:
-        """Wait for the calls already submitted, then stop the threads (a later ``run`` restarts)."""
+        """Wait for the calls already submitted, then stop the threads (a later call restarts them)."""
         with self._lock:
             executor, self._executor = self._executor, None
             syncer, self._syncer = self._syncer, None

@@ -6,12 +6,15 @@ import asyncio
 import logging
 import threading
 import time
+from contextlib import AbstractContextManager
 
 import pytest
 
-from flowmem.api.pool import StorePool
+from flowmem.api.fast.pool import StorePool
 from flowmem.errors import ConfigurationError
-from flowmem.store.locks import WouldBlock, waiting_allowed
+from flowmem.store import MemoryStore
+from flowmem.store.base import LocalCalls
+from flowmem.store.locks import WouldBlock, no_wait, waiting_allowed
 
 
 @pytest.mark.parametrize("size", [0, -1, True, 1.5, "8"])
@@ -37,7 +40,7 @@ def test_pool_bounds_concurrency() -> None:
         return n * 2
 
     async def main() -> list[int]:
-        return list(await asyncio.gather(*(pool.run(work, n) for n in range(8))))
+        return list(await asyncio.gather(*(pool.in_thread(work, n) for n in range(8))))
 
     assert asyncio.run(main()) == [n * 2 for n in range(8)]
     assert peak == 2
@@ -55,40 +58,40 @@ def test_close_waits_for_started_calls_and_the_pool_restarts() -> None:
         return 1
 
     async def main() -> int:
-        task = asyncio.ensure_future(pool.run(slow))
+        task = asyncio.ensure_future(pool.in_thread(slow))
         await asyncio.to_thread(started.wait, 5)
         await asyncio.to_thread(pool.close)  # returns only once slow() has finished
         assert finished == [1]
         first = await task
-        return first + await pool.run(lambda: 41)  # a later call gets new threads
+        return first + await pool.in_thread(lambda: 41)  # a later call gets new threads
 
     assert asyncio.run(main()) == 42
 
 
-def test_run_short_runs_on_the_event_loop_thread_when_inline() -> None:
-    pool = StorePool(2, inline=True)
+def test_short_runs_on_the_event_loop_thread_when_inline() -> None:
+    pool = StorePool(2, inline=True, store=MemoryStore())
 
     async def main() -> tuple[int, int]:
-        return threading.get_ident(), await pool.run_short(threading.get_ident)
+        return threading.get_ident(), await pool._loop_first(threading.get_ident)
 
     loop_thread, call_thread = asyncio.run(main())
     assert call_thread == loop_thread
     pool.close()
 
 
-def test_run_short_without_inline_runs_in_a_worker_thread() -> None:
+def test_short_without_inline_runs_in_a_worker_thread() -> None:
     pool = StorePool(2, inline=False)
 
     async def main() -> tuple[int, int]:
-        return threading.get_ident(), await pool.run_short(threading.get_ident)
+        return threading.get_ident(), await pool._loop_first(threading.get_ident)
 
     loop_thread, call_thread = asyncio.run(main())
     assert call_thread != loop_thread
     pool.close()
 
 
-def test_run_short_gives_a_call_that_would_wait_to_a_thread_where_it_may_wait() -> None:
-    pool = StorePool(2, inline=True)
+def test_short_gives_a_call_that_would_wait_to_a_thread_where_it_may_wait() -> None:
+    pool = StorePool(2, inline=True, store=MemoryStore())
     seen: list[tuple[bool, int]] = []
 
     def work() -> str:
@@ -98,7 +101,7 @@ def test_run_short_gives_a_call_that_would_wait_to_a_thread_where_it_may_wait() 
         return "done"
 
     async def main() -> tuple[int, str]:
-        return threading.get_ident(), await pool.run_short(work)
+        return threading.get_ident(), await pool._loop_first(work)
 
     loop_thread, result = asyncio.run(main())
     assert result == "done"
@@ -108,8 +111,8 @@ def test_run_short_gives_a_call_that_would_wait_to_a_thread_where_it_may_wait() 
     pool.close()
 
 
-def test_run_short_passes_other_errors_through_without_a_second_try() -> None:
-    pool = StorePool(2, inline=True)
+def test_short_passes_other_errors_through_without_a_second_try() -> None:
+    pool = StorePool(2, inline=True, store=MemoryStore())
     calls: list[int] = []
 
     def work() -> None:
@@ -117,8 +120,26 @@ def test_run_short_passes_other_errors_through_without_a_second_try() -> None:
         raise ValueError("bad")
 
     with pytest.raises(ValueError, match="bad"):
-        asyncio.run(pool.run_short(work))
+        asyncio.run(pool._loop_first(work))
     assert calls == [1]
+    pool.close()
+
+
+class NetworkStore:
+    """A store stand-in without ``LocalCalls`` (like PostgreSQL): its calls are round trips."""
+
+    url = "postgresql://stand-in"
+
+
+def test_the_pool_decides_by_the_local_calls_capability() -> None:
+    assert isinstance(MemoryStore(), LocalCalls) and not isinstance(NetworkStore(), LocalCalls)
+    pool = StorePool(2, inline=True, store=NetworkStore())  # type: ignore[arg-type]
+
+    async def main() -> tuple[int, int]:
+        return threading.get_ident(), await pool._loop_first(threading.get_ident)
+
+    loop_thread, call_thread = asyncio.run(main())
+    assert pool.inline is False and call_thread != loop_thread
     pool.close()
 
 
@@ -134,6 +155,9 @@ class SlowSyncStore:
 
     def write(self) -> None:
         self.written += 1
+
+    def deferred(self) -> AbstractContextManager[None]:
+        return no_wait()
 
     def sync_barrier(self) -> int | None:
         return self.written if self.written > self.synced else None
@@ -151,7 +175,7 @@ class SlowSyncStore:
 def test_durable_returns_at_once_when_nothing_waits_for_a_sync() -> None:
     store = SlowSyncStore()
     pool = StorePool(2, inline=True, store=store)  # type: ignore[arg-type]
-    asyncio.run(pool.run_short(lambda: None))
+    asyncio.run(pool._loop_first(lambda: None))
     assert store.syncs == 0
     pool.close()
 
@@ -161,10 +185,10 @@ def test_no_result_before_its_write_is_synced_and_one_sync_serves_many() -> None
     pool = StorePool(2, inline=True, store=store)  # type: ignore[arg-type]
 
     async def main() -> None:
-        first = asyncio.ensure_future(pool.run_short(store.write))
+        first = asyncio.ensure_future(pool._loop_first(store.write))
         await asyncio.sleep(0.05)
         assert not first.done()  # written, but not synced: no result yet
-        others = [asyncio.ensure_future(pool.run_short(store.write)) for _ in range(5)]
+        others = [asyncio.ensure_future(pool._loop_first(store.write)) for _ in range(5)]
         await asyncio.sleep(0.05)
         store.release.set()
         await asyncio.gather(first, *others)
@@ -181,8 +205,8 @@ def test_a_cancelled_waiter_leaves_the_sync_running_for_the_others() -> None:
     pool = StorePool(2, inline=True, store=store)  # type: ignore[arg-type]
 
     async def main() -> None:
-        doomed = asyncio.ensure_future(pool.run_short(store.write))
-        other = asyncio.ensure_future(pool.run_short(store.write))
+        doomed = asyncio.ensure_future(pool._loop_first(store.write))
+        other = asyncio.ensure_future(pool._loop_first(store.write))
         await asyncio.sleep(0.05)
         doomed.cancel()
         store.release.set()
@@ -205,7 +229,7 @@ def test_a_failed_sync_answers_every_waiter_as_done_logs_it_and_the_next_call_sy
     async def main() -> list[object]:
         return list(
             await asyncio.gather(
-                *(pool.run_short(store.write) for _ in range(3)), return_exceptions=True
+                *(pool._loop_first(store.write) for _ in range(3)), return_exceptions=True
             )
         )
 
@@ -214,7 +238,7 @@ def test_a_failed_sync_answers_every_waiter_as_done_logs_it_and_the_next_call_sy
     assert results == [None, None, None]
     assert any("disk gone" in r.getMessage() for r in caplog.records)
     store.fail = None
-    asyncio.run(pool.run_short(store.write))
+    asyncio.run(pool._loop_first(store.write))
     assert store.sync_barrier() is None
     pool.close()
 
@@ -224,6 +248,6 @@ def test_thread_calls_wait_for_syncs_too() -> None:
     store.written = 1  # a write made on the loop earlier, not yet synced
     pool = StorePool(2, inline=True, store=store)  # type: ignore[arg-type]
     store.release.set()
-    assert asyncio.run(pool.run(lambda: "read")) == "read"
+    assert asyncio.run(pool.in_thread(lambda: "read")) == "read"
     assert store.syncs == 1 and store.sync_barrier() is None
     pool.close()

@@ -15,10 +15,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from flowmem.api import create_app
-from flowmem.api.direct import DirectRoute, direct_handler, render
+from flowmem.api.fast.route import DirectRoute, direct_handler, memory_call, render
 from flowmem.api.models import BufferAppend
 from flowmem.api.routes import memory
-from flowmem.api.target import memory_call
 from flowmem.store import open_store
 from tests.api.helpers import Api, make_tokens
 

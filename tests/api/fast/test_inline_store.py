@@ -145,7 +145,10 @@ def test_an_append_is_acknowledged_only_after_the_wal_fsync_covering_it(tmp_path
 
         worker = threading.Thread(target=append)
         worker.start()
-        time.sleep(0.2)
+        deadline = time.monotonic() + 5  # a cold first request may take a while on a busy box
+        while store.sync_barrier() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.1)  # time enough to answer, were the answer not waiting for the fsync
         assert "response" not in results  # committed, but not acknowledged before the fsync
         assert store.sync_barrier() == 1
         release.set()

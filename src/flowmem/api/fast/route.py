@@ -1,0 +1,414 @@
+"""One memory or buffer request, read and answered by hand: the direct route of the hot path.
+
+**The route** (``DirectRoute``). FastAPI documents a route from its endpoint's
+signature and, per request, solves that signature again (dependencies, body,
+response model). On an append that
+solving cost about as much CPU as the store work itself (decision 0007). A
+``DirectRoute`` keeps the endpoint and its signature as the contract (the OpenAPI
+document is generated from them as before) but handles a request in one plain
+function, through FastAPI's documented extension point (a custom ``APIRoute``
+whose ``get_route_handler`` returns the handler):
+
+- the one dependency (``memory_call``: bearer token, 401; path and query, 422)
+  is called directly;
+- the body, when the endpoint takes one, is the JSON document the body
+  gate already parsed (``gate.PARSED_BODY``; ``json.loads``, as FastAPI parses
+  it), validated by its pydantic model as FastAPI validates it (in a thread for
+  a large body, ``gate.LARGE_BODY``); errors keep FastAPI's shape and wording,
+  with the location under ``body``;
+- the endpoint's dict result is written as compact JSON, as FastAPI's own
+  ``JSONResponse`` would, without validating it again against the response model
+  (a test checks the two agree, and schemathesis checks every response).
+
+An endpoint whose signature has anything else (a query parameter, a second
+dependency) is handled by FastAPI as usual.
+
+**The target** (``memory_call``). The memory routes are the hot path of the API
+(an append per agent step), and FastAPI's per-parameter work (six path and query parameters, a security
+dependency, a sub-dependency) cost more CPU than the store call itself: about
+0.3 ms per request. ``memory_call`` reads the bearer token, the path and the
+scope-id query parameters in one pass, refuses invalid ones with FastAPI's own
+``RequestValidationError`` (so the 422 looks like every other), and
+``TARGET_OPENAPI`` declares the same parameters and security in the OpenAPI
+document that FastAPI would have generated.
+
+**The scope** (``scope_context``): which scope id the caller gets.
+
+- ``user``: the caller's own user id; a principal without one (a service token)
+  gets a context with no user, so the scope refuses and the result is neutral
+  (MEM-6, MEM-7).
+- ``session``: the ``session_id`` query parameter names a session the caller may
+  view (reads, loads) or drive (writes, appends, deletes, clears); the context's
+  user is the session's owner, never the caller (MEM-8). Without ``session_id``
+  the scope refuses (MEM-13) and the result is neutral. A session the caller may
+  not view is 404; one it may view but not drive is 403 for a write.
+- ``global``/``workflow``/``pipeline``/``execution`` (shared scopes): need the
+  ``memory:shared`` permission, the ``shared_memory`` action of
+  ``flowmem.access.decide`` (403 otherwise); the ids come from the
+  ``workflow_id``/``pipeline_id``/``execution_id`` query parameters.
+
+**The store work** (``ShortCall``): the rule that lets a call run on the event
+loop, as a type. It is one
+of the memory service's named single-transaction operations (``Operation``),
+each of which reads, or changes one record or buffer as its last step. Only a
+``ShortCall`` goes to the pool's short path (``StorePool.short``), and a route's
+store work is one: ``MemoryCall.answer(Operation.APPEND, ...)``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from fastapi import Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.params import Depends
+from fastapi.routing import APIRoute
+from pydantic import BaseModel, ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from flowmem.access import Principal, decide
+from flowmem.api.deps import Caller
+from flowmem.api.gate import LARGE_BODY, PARSED_BODY, request_principal
+from flowmem.auth import bearer_token
+from flowmem.errors import AccessDeniedError
+from flowmem.scope import SCOPES, ExecutionContext, check_scope
+from flowmem.sessions import SessionService, memory_context
+from flowmem.store.base import SESSION_SCOPE, WriteGuard
+
+_UNPARSED = object()
+Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
+
+def _body_model(annotation: Any) -> type[BaseModel] | None:
+    """Return ``annotation`` when it is a pydantic model class (a JSON body), else None."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return None
+
+
+def _takes_only_request(dependency: Callable[..., Any]) -> bool:
+    """True for an async dependency whose one parameter is the ``Request``."""
+    if not inspect.iscoroutinefunction(dependency):
+        return False
+    parameters = list(inspect.signature(dependency, eval_str=True).parameters.values())
+    return len(parameters) == 1 and parameters[0].annotation is Request
+
+
+def _plan(endpoint: Callable[..., Any]) -> tuple[str, Callable[..., Any], str | None, Any] | None:
+    """Return (dependency parameter, its callable, body parameter, body model), or None.
+
+    None when the endpoint's signature is anything other than one ``Depends``
+    parameter and at most one pydantic-model body parameter.
+    """
+    if not inspect.iscoroutinefunction(endpoint):
+        return None
+    dependency: tuple[str, Callable[..., Any]] | None = None
+    body: tuple[str, type[BaseModel]] | None = None
+    for name, parameter in inspect.signature(endpoint, eval_str=True).parameters.items():
+        model = _body_model(parameter.annotation)
+        if isinstance(parameter.default, Depends) and dependency is None:
+            call = parameter.default.dependency
+            if call is None or not _takes_only_request(call):
+                return None
+            dependency = (name, call)
+        elif model is not None and body is None and parameter.default is inspect.Parameter.empty:
+            body = (name, model)
+        else:
+            return None
+    if dependency is None:
+        return None
+    return (*dependency, *(body if body is not None else (None, None)))
+
+
+def _validate(model: type[BaseModel], document: Any) -> BaseModel:
+    return model.model_validate(document, from_attributes=True)
+
+
+def _body_errors(error: ValidationError) -> list[dict[str, Any]]:
+    """Return pydantic's errors the way FastAPI reports a body: located under ``body``."""
+    return [{**item, "loc": ("body", *item["loc"])} for item in error.errors(include_url=False)]
+
+
+async def _document(request: Request) -> Any:
+    """Return the request's JSON body: as the body middleware parsed it, else parsed here.
+
+    A missing or unreadable body is a 422 under ``body``, as FastAPI reports it.
+    """
+    document = request.scope.get(PARSED_BODY, _UNPARSED)
+    if document is _UNPARSED:
+        raw = await request.body()
+        if not raw:
+            missing = {"type": "missing", "loc": ("body",), "msg": "Field required"}
+            raise RequestValidationError([{**missing, "input": None}])
+        try:
+            document = json.loads(raw)
+        except json.JSONDecodeError as exc:  # as FastAPI reports it
+            invalid = {"type": "json_invalid", "loc": ("body", exc.pos), "msg": "JSON decode error"}
+            raise RequestValidationError(
+                [{**invalid, "input": {}, "ctx": {"error": exc.msg}}]
+            ) from None
+    return document
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":"))
+
+
+def render(content: Any) -> bytes:
+    """Encode a result exactly as FastAPI's ``JSONResponse`` does (one encoder, built once)."""
+    return _ENCODER.encode(content).encode("utf-8")
+
+
+def direct_handler(endpoint: Callable[..., Any], status_code: int = 200) -> Handler | None:
+    """Return a request handler calling ``endpoint`` directly, or None when its signature does not fit."""
+    plan = _plan(endpoint)
+    if plan is None:
+        return None
+    dependency_name, dependency, body_name, model = plan
+
+    async def handler(request: Request) -> Response:
+        values: dict[str, Any] = {dependency_name: await dependency(request)}
+        if body_name is not None:
+            document = await _document(request)
+            try:
+                if request.scope.get(LARGE_BODY):  # off the loop, as the gate parsed it
+                    values[body_name] = await run_in_threadpool(_validate, model, document)
+                else:
+                    values[body_name] = model.model_validate(document, from_attributes=True)
+            except ValidationError as exc:
+                raise RequestValidationError(_body_errors(exc), body=document) from None
+        result = await endpoint(**values)
+        if isinstance(result, Response):
+            return result
+        return Response(render(result), status_code, media_type="application/json")
+
+    return handler
+
+
+class DirectRoute(APIRoute):
+    """An ``APIRoute`` handled by ``direct_handler`` when its endpoint fits (else FastAPI's own)."""
+
+    def get_route_handler(self) -> Handler:
+        """Return the direct handler for this endpoint, or FastAPI's when it does not fit."""
+        handler = direct_handler(self.endpoint, self.status_code or 200)
+        return handler if handler is not None else super().get_route_handler()
+
+
+__all__ = ["DirectRoute", "direct_handler", "render"]
+
+
+KEY_MAX = 255
+NODE_ID = "http"
+
+# (name, max length, description) of the scope-id query parameters
+QUERY_IDS: tuple[tuple[str, int, str], ...] = (
+    (
+        "session_id",
+        255,
+        "For scope `session`: a session the caller may view/drive (a write to an id that names none creates it, owned by the caller).",
+    ),
+    ("workflow_id", 255, "For scope `workflow`."),
+    ("pipeline_id", 255, "For scope `pipeline`."),
+    ("execution_id", 255, "For scope `execution`."),
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    """The scope and key of the path and the scope ids of the query."""
+
+    scope: str
+    key: str
+    session_id: str | None = None
+    workflow_id: str | None = None
+    pipeline_id: str | None = None
+    execution_id: str | None = None
+
+
+@dataclass(frozen=True)
+class MemoryCall:
+    """A memory request: who calls (token not yet checked) and where it goes."""
+
+    caller: Caller
+    target: Target
+
+    async def short(self, operation: Operation, **arguments: Any) -> Any:
+        """Run ``operation`` of the memory service on this target in the pool's short path."""
+        return await self.caller.services.pool.short(ShortCall(self, operation, arguments))
+
+    async def answer(self, operation: Operation, **arguments: Any) -> dict[str, Any]:
+        """``short``, then the JSON form of the operation's result."""
+        result = await self.short(operation, **arguments)
+        answer: dict[str, Any] = result.to_dict()
+        return answer
+
+
+class Operation(Enum):
+    """The memory service's single-transaction operations: each changes at most one thing, last.
+
+    That is what makes a call safe to run on the event loop and, when it raises
+    ``WouldBlock`` (it found a lock taken, before it changed anything), to run
+    again in a thread. The value is the ``MemoryService`` method's name.
+    """
+
+    READ = "read"  # reads one record
+    LOAD = "load_text"  # reads one buffer
+    WRITE = "write"  # one record upsert, guarded
+    DELETE = "delete"  # one record
+    APPEND = "append"  # one buffer's append transaction, guarded
+    CLEAR = "clear"  # one buffer
+    POP = "pop_last"  # one buffer's last row
+
+    @property
+    def writes(self) -> bool:
+        """True when the operation changes the store (a session scope needs ``drive``)."""
+        return self not in (Operation.READ, Operation.LOAD)
+
+    @property
+    def guarded(self) -> bool:
+        """True when the write checks a ``WriteGuard`` inside its transaction (decision 0014)."""
+        return self in (Operation.WRITE, Operation.APPEND)
+
+    @property
+    def creates(self) -> bool:
+        """True when a write to a ``session_id`` naming no session creates it (decision 0032)."""
+        return self.guarded
+
+
+@dataclass(frozen=True)
+class ShortCall:
+    """One ``Operation`` of a memory request, with its arguments after the context."""
+
+    call: MemoryCall
+    operation: Operation
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+    def __call__(self) -> Any:
+        """Authenticate, resolve the scope, then run the operation (blocking; one transaction).
+
+        ``guard`` is what a write must find still true inside its transaction: the
+        caller's token, and for the ``session`` scope the session with its owner
+        (docs/decisions/0014). A write that ``creates`` to a ``session_id`` naming no
+        session creates it, owned by the caller, with its first row (decision 0032).
+        """
+        caller, target = self.call.caller, self.call.target
+        services = caller.services
+        principal = request_principal(caller.request, caller.token, services.store)
+        operation, arguments = self.operation, self.arguments
+        if operation.writes and target.scope == SESSION_SCOPE and target.session_id is not None:
+            context, guard = services.sessions.write_target(
+                principal, target.session_id, create=operation.creates, node_id=NODE_ID
+            )
+        else:
+            context = scope_context(services.sessions, principal, target, write=operation.writes)
+            guard = WriteGuard(principal.token_id)
+        if operation.guarded:
+            arguments = {**arguments, "guard": guard}
+        method = getattr(services.memory, operation.value)
+        return method(target.scope, target.key, context=context, **arguments)
+
+
+def scope_context(
+    sessions: SessionService, principal: Principal, target: Target, *, write: bool
+) -> ExecutionContext:
+    """Return the execution context a memory request of ``principal`` runs under."""
+    name = check_scope(target.scope)
+    if name == "user":
+        return ExecutionContext(user_id=principal.identity, node_id=NODE_ID)
+    if name == "session":
+        if target.session_id is None:
+            return ExecutionContext(node_id=NODE_ID)  # refuses: no session (MEM-13)
+        session = sessions.load(principal, target.session_id, "drive" if write else "view")
+        return memory_context(session, NODE_ID)
+    decision = decide(principal, "shared_memory", None)
+    if not decision.allowed:
+        raise AccessDeniedError(decision.reason, rule=decision.rule)
+    return ExecutionContext(
+        workflow_id=target.workflow_id,
+        pipeline_id=target.pipeline_id,
+        execution_id=target.execution_id,
+        node_id=NODE_ID,
+    )
+
+
+def _error(where: str, name: str, kind: str, message: str, value: Any) -> dict[str, Any]:
+    return {"type": kind, "loc": (where, name), "msg": message, "input": value}
+
+
+def target_of(request: Request) -> Target:
+    """Read and check the target of ``request``; RequestValidationError (422) lists what is wrong."""
+    path = request.path_params
+    scope, key = str(path.get("scope", "")), str(path.get("key", ""))
+    problems: list[dict[str, Any]] = []
+    if scope not in SCOPES:
+        expected = ", ".join(repr(s) for s in SCOPES)
+        problems.append(
+            _error("path", "scope", "literal_error", f"Input should be {expected}", scope)
+        )
+    if not 1 <= len(key) <= KEY_MAX:
+        problems.append(
+            _error("path", "key", "string_length", f"Key must have 1 to {KEY_MAX} characters", key)
+        )
+    query = request.query_params
+    ids: dict[str, str | None] = {}
+    for name, limit, _ in QUERY_IDS:
+        value = query.get(name)
+        if value is not None and len(value) > limit:
+            problems.append(
+                _error(
+                    "query",
+                    name,
+                    "string_too_long",
+                    f"String should have at most {limit} characters",
+                    value,
+                )
+            )
+        ids[name] = value
+    if problems:
+        raise RequestValidationError(problems)
+    return Target(scope, key, **ids)
+
+
+async def memory_call(request: Request) -> MemoryCall:
+    """The one dependency of the memory routes: the bearer token (401) and the target (422)."""
+    token = bearer_token(request.headers.get("authorization"))
+    return MemoryCall(Caller(request, token, request.app.state.services), target_of(request))
+
+
+def _parameter(name: str, where: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+    title = name.replace("_", " ").title()
+    return {
+        "name": name,
+        "in": where,
+        "required": where == "path",
+        "schema": {**schema, "description": description, "title": title},
+        "description": description,
+    }
+
+
+TARGET_OPENAPI: dict[str, Any] = {
+    "security": [{"HTTPBearer": []}],
+    "parameters": [
+        _parameter("scope", "path", {"enum": list(SCOPES), "type": "string"}, "The memory scope."),
+        _parameter(
+            "key",
+            "path",
+            {"type": "string", "minLength": 1, "maxLength": KEY_MAX},
+            "The buffer or record key.",
+        ),
+        *(
+            _parameter(
+                name,
+                "query",
+                {"anyOf": [{"type": "string", "maxLength": limit}, {"type": "null"}]},
+                description,
+            )
+            for name, limit, description in QUERY_IDS
+        ),
+    ],
+}
+"""What ``memory_call`` reads, for the OpenAPI document (``openapi_extra`` of each route)."""
