@@ -8,11 +8,14 @@ from flowmem.store.base import (
     SESSION_STATUSES,
     Address,
     Erasure,
+    Idempotency,
     SessionRecord,
     Store,
+    StoredAnswer,
     TokenRecord,
     TranscriptMessage,
     WriteGuard,
+    idempotency_owner,
 )
 from flowmem.store.memory import MemoryStore
 
@@ -21,12 +24,15 @@ __all__ = [
     "SESSION_STATUSES",
     "Address",
     "Erasure",
+    "Idempotency",
     "MemoryStore",
     "SessionRecord",
     "Store",
+    "StoredAnswer",
     "TokenRecord",
     "TranscriptMessage",
     "WriteGuard",
+    "idempotency_owner",
     "open_store",
 ]
 

@@ -24,6 +24,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from flowmem.core import Answer, AppendOutcome, Message, call_ids, result_id
 from flowmem.errors import (
     ConfigurationError,
+    IdempotencyKeyInFlightError,
     InvalidInputError,
     StoreBusyError,
     StoreCorruptError,
@@ -32,7 +33,7 @@ from flowmem.errors import (
     StoreReadOnlyError,
     StoreUnavailableError,
 )
-from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Store, WriteGuard
+from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Idempotency, Store, WriteGuard
 from flowmem.store.editor import SqlBufferEditor
 from flowmem.store.rows import check_address, check_lock_timeout, check_rows, guard_form
 from flowmem.store.sqlbase import SqlStore, StatementRunner
@@ -95,6 +96,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE buffers ADD COLUMN bytes BIGINT NOT NULL DEFAULT 0",
         """UPDATE buffers SET bytes = COALESCE((SELECT SUM(octet_length(body))
             FROM buffer_rows WHERE buffer_rows.buffer_id = buffers.id), 0)""",
+    ),
+    (  # 4: idempotency keys with the answer to repeat (docs/decisions/0031)
+        """CREATE TABLE idempotency_keys (
+            owner TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL,
+            status INTEGER NOT NULL, body TEXT NOT NULL, expires_at DOUBLE PRECISION,
+            PRIMARY KEY (owner, key))""",
+        """CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_at)
+            WHERE expires_at IS NOT NULL""",
     ),
 )
 
@@ -189,6 +198,20 @@ SQL: dict[str, str] = {
     "tokens_of_user_delete": "DELETE FROM tokens WHERE user_id = %s",
     "records_purge": """DELETE FROM records WHERE expires_at <= %s AND (scope, scope_id, key) IN
         (SELECT scope, scope_id, key FROM records WHERE expires_at <= %s LIMIT %s)""",
+    # idempotency keys (docs/decisions/0031); a second insert of one key is a unique violation
+    "idem_insert": """INSERT INTO idempotency_keys (owner, key, fingerprint, status, body, expires_at)
+        VALUES (%s, %s, %s, %s, %s, %s)""",
+    "idem_claim": """INSERT INTO idempotency_keys (owner, key, fingerprint, status, body, expires_at)
+        VALUES (%s, %s, %s, 0, '', %s) ON CONFLICT (owner, key) DO UPDATE
+        SET fingerprint = excluded.fingerprint, status = 0, body = '', expires_at = excluded.expires_at
+        WHERE idempotency_keys.expires_at <= %s""",
+    "idem_get": "SELECT fingerprint, status, body, expires_at FROM idempotency_keys WHERE owner = %s AND key = %s",
+    "idem_drop_expired": "DELETE FROM idempotency_keys WHERE owner = %s AND key = %s AND expires_at <= %s",
+    "idem_answer": "UPDATE idempotency_keys SET status = %s, body = %s WHERE owner = %s AND key = %s AND status = 0",
+    "idem_release": "DELETE FROM idempotency_keys WHERE owner = %s AND key = %s AND status = 0",
+    "idem_of_owner_delete": "DELETE FROM idempotency_keys WHERE owner = %s",
+    "idem_purge": """DELETE FROM idempotency_keys WHERE expires_at <= %s AND (owner, key) IN
+        (SELECT owner, key FROM idempotency_keys WHERE expires_at <= %s LIMIT %s)""",
     "record_get": f"SELECT value, expires_at FROM records WHERE {_ADDR}",
     "record_put": """INSERT INTO records (scope, scope_id, key, value, expires_at)
         VALUES (%s, %s, %s, %s, %s) ON CONFLICT (scope, scope_id, key) DO UPDATE
@@ -463,12 +486,16 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         snapshot: bool = False,
         guard: WriteGuard | None = None,
         max_bytes: int = 0,
+        idempotency: Idempotency | None = None,
     ) -> AppendOutcome:
         """Run the core append rules on the stored buffer in one transaction.
 
         With ``snapshot`` the whole buffer is read back inside that transaction.
         With ``guard`` the statement taking the lock checks it first and locks its
         rows (no extra round trip); a failed guard raises its error, nothing appended.
+        With ``idempotency`` its key is inserted after the writes, in the same
+        pipeline before COMMIT (one statement, no round trip): a key recorded
+        already fails it, and nothing is appended (IdempotencyKeyInFlightError).
 
         Implements MEM-12: the transaction first takes ``pg_advisory_xact_lock`` on
         the address under ``lock_timeout`` (released at commit or rollback, so also
@@ -500,12 +527,17 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                         outcome = self._run_append(
                             conn, editor, rows, max_messages, snapshot, max_bytes
                         )
+                        self._record_key(conn, idempotency, outcome)  # idempotency (0031)
                         conn.execute(SQL["commit"])
                     return outcome
                 except BaseException:
                     if conn.info.transaction_status != TransactionStatus.IDLE:
                         conn.execute(SQL["rollback"])
                     raise
+            except psycopg.errors.UniqueViolation as exc:  # idempotency (0031)
+                if exc.diag.table_name == "idempotency_keys":
+                    raise IdempotencyKeyInFlightError("this idempotency key is recorded already") from None
+                raise
             except psycopg.errors.LockNotAvailable:
                 log.warning(
                     "append to %s/%s/%s waited %.1fs for its turn; proceeding unserialized",
@@ -516,9 +548,11 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                 try:
                     with conn.transaction():
                         self._check_guard(conn, guard)
-                        return self._apply_append(
+                        outcome = self._apply_append(
                             conn, address, rows, max_messages, snapshot, max_bytes
                         )
+                        self._record_key(conn, idempotency, outcome)
+                        return outcome
                 except _RETRYABLE as exc:
                     if attempt == UNSERIALIZED_ATTEMPTS - 1:
                         raise StoreBusyError(

@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from flowmem.access import Principal
 from flowmem.api.direct import DirectRoute, render
+from flowmem.api.idempotency import PARAMETER, Keyed
 from flowmem.api.models import (
     BufferAppend,
     BufferRead,
@@ -34,7 +35,7 @@ from flowmem.errors import PayloadTooLargeError
 from flowmem.formats import check_format, read_document, write_document
 from flowmem.scope import ExecutionContext
 from flowmem.service import BufferText
-from flowmem.store.base import SESSION_SCOPE, WriteGuard
+from flowmem.store.base import SESSION_SCOPE, Idempotency, WriteGuard
 
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
 
@@ -42,6 +43,7 @@ MAX_BATCH = 1000  # messages per append request
 
 SCOPE_ERRORS = (*AUTH_ERRORS, 403, 404, 422)
 CALL = Depends(memory_call)
+WRITE_OPENAPI = {**TARGET_OPENAPI, "parameters": [*TARGET_OPENAPI["parameters"], PARAMETER]}
 
 
 class _Result(Protocol):
@@ -68,25 +70,38 @@ def _context(call: MemoryCall, principal: Principal, *, write: bool) -> Executio
 
 async def run(
     call: MemoryCall,
-    work: Callable[[ExecutionContext, WriteGuard], _Result],
+    work: Callable[[ExecutionContext, WriteGuard, Idempotency | None], _Result],
     *,
     write: bool,
-) -> dict[str, Any]:
-    """Authenticate, resolve the scope and call ``work(context, guard)`` in one store call.
+) -> dict[str, Any] | Response:
+    """Authenticate, resolve the scope and call ``work(context, guard, idempotency)`` in one store call.
 
     ``guard`` is what a write must find still true inside its transaction: the
     caller's token, and for the ``session`` scope the session (docs/decisions/0014).
+    ``idempotency`` is the write's ``Idempotency-Key`` (None without one), recorded
+    in the write's transaction; a keyed write is answered with a ``Response`` (the
+    first answer on a repeat: ``flowmem.api.idempotency``).
     Every ``work`` here reads, or changes one record or buffer as its last step,
     so it may run on the event loop (``Caller.run_short``).
     """
     caller, target = call.caller, call.target
+    keyed = Keyed.of(caller.request) if write else None
 
-    def job(principal: Principal) -> dict[str, Any]:
+    def job(principal: Principal) -> Any:
         context = _context(call, principal, write=write)
         session = context.session_id if target.scope == SESSION_SCOPE else None
-        return work(context, WriteGuard(principal.token_id, session)).to_dict()
+        guard = WriteGuard(principal.token_id, session)
+        if keyed is None:
+            return work(context, guard, None).to_dict()
+        return keyed.fused(
+            principal, lambda idem: work(context, guard, idem), lambda result: result.to_dict()
+        )
 
-    return await caller.run_short(job)
+    result = await caller.run_short(job)
+    if keyed is None:
+        answer: dict[str, Any] = result
+        return answer
+    return result.response()  # type: ignore[no-any-return]
 
 
 READ_FORMAT = Query(
@@ -219,12 +234,12 @@ def _from_provider(fmt: str, messages: list[Any], system: Any) -> list[Any]:
     "/buffers/{scope}/{key}",
     response_model=BufferResult,
     responses=errors(*SCOPE_ERRORS, *BODY_ERRORS, 409),
-    openapi_extra=TARGET_OPENAPI,
+    openapi_extra=WRITE_OPENAPI,
 )
 async def append_buffer(
     body: BufferAppend,
     call: MemoryCall = CALL,
-) -> dict[str, Any]:
+) -> dict[str, Any] | Response:
     """Append one message or a list to a buffer (MEM-1, 2, 3, 10, 12, 14 apply).
 
     `format` says what `messages` are: flowmem rows (default) or a provider's own
@@ -241,7 +256,7 @@ async def append_buffer(
         _check_batch(messages)
     return await run(
         call,
-        lambda context, guard: memory.append(
+        lambda context, guard, idem: memory.append(
             target.scope,
             target.key,
             messages,
@@ -249,6 +264,7 @@ async def append_buffer(
             body.max_messages,
             return_messages=body.return_messages,
             guard=guard,
+            idempotency=idem,
         ),
         write=True,
     )
@@ -258,13 +274,15 @@ async def append_buffer(
     "/buffers/{scope}/{key}",
     response_model=WriteResult,
     responses=errors(*SCOPE_ERRORS),
-    openapi_extra=TARGET_OPENAPI,
+    openapi_extra=WRITE_OPENAPI,
 )
-async def clear_buffer(call: MemoryCall = CALL) -> dict[str, Any]:
+async def clear_buffer(call: MemoryCall = CALL) -> dict[str, Any] | Response:
     """Delete every message of a buffer."""
     memory, target = call.caller.services.memory, call.target
     return await run(
-        call, lambda context, _: memory.clear(target.scope, target.key, context), write=True
+        call,
+        lambda context, _, idem: memory.clear(target.scope, target.key, context, idempotency=idem),
+        write=True,
     )
 
 
@@ -298,13 +316,13 @@ async def read_record(
         '(`42`, `"x"`, `[1]`), otherwise the text itself.',
     ),
     call: MemoryCall = CALL,
-) -> dict[str, Any]:
+) -> dict[str, Any] | Response:
     """Read a memory record; `found: false` and the default when absent, expired or refused."""
     memory, target = call.caller.services.memory, call.target
     fallback = _parse_default(default)
     return await run(
         call,
-        lambda context, _: memory.read(target.scope, target.key, context, default=fallback),
+        lambda context, _, __: memory.read(target.scope, target.key, context, default=fallback),
         write=False,
     )
 
@@ -313,15 +331,15 @@ async def read_record(
     "/memory/{scope}/{key}",
     response_model=WriteResult,
     responses=errors(*SCOPE_ERRORS, *BODY_ERRORS),
-    openapi_extra=TARGET_OPENAPI,
+    openapi_extra=WRITE_OPENAPI,
 )
-async def write_record(body: MemoryWrite, call: MemoryCall = CALL) -> dict[str, Any]:
+async def write_record(body: MemoryWrite, call: MemoryCall = CALL) -> dict[str, Any] | Response:
     """Write a memory record (any JSON value) with an optional TTL in seconds."""
     memory, target = call.caller.services.memory, call.target
     return await run(
         call,
-        lambda context, guard: memory.write(
-            target.scope, target.key, body.value, context, ttl=body.ttl, guard=guard
+        lambda context, guard, idem: memory.write(
+            target.scope, target.key, body.value, context, ttl=body.ttl, guard=guard, idempotency=idem
         ),
         write=True,
     )
@@ -331,11 +349,13 @@ async def write_record(body: MemoryWrite, call: MemoryCall = CALL) -> dict[str, 
     "/memory/{scope}/{key}",
     response_model=WriteResult,
     responses=errors(*SCOPE_ERRORS),
-    openapi_extra=TARGET_OPENAPI,
+    openapi_extra=WRITE_OPENAPI,
 )
-async def delete_record(call: MemoryCall = CALL) -> dict[str, Any]:
+async def delete_record(call: MemoryCall = CALL) -> dict[str, Any] | Response:
     """Delete a memory record."""
     memory, target = call.caller.services.memory, call.target
     return await run(
-        call, lambda context, _: memory.delete(target.scope, target.key, context), write=True
+        call,
+        lambda context, _, idem: memory.delete(target.scope, target.key, context, idempotency=idem),
+        write=True,
     )
