@@ -273,7 +273,7 @@ async def append_buffer(
 @router.delete(
     "/buffers/{scope}/{key}",
     response_model=WriteResult,
-    responses=errors(*SCOPE_ERRORS),
+    responses=errors(*SCOPE_ERRORS, 409),
     openapi_extra=WRITE_OPENAPI,
 )
 async def clear_buffer(call: MemoryCall = CALL) -> dict[str, Any] | Response:
@@ -330,7 +330,7 @@ async def read_record(
 @router.put(
     "/memory/{scope}/{key}",
     response_model=WriteResult,
-    responses=errors(*SCOPE_ERRORS, *BODY_ERRORS),
+    responses=errors(*SCOPE_ERRORS, *BODY_ERRORS, 409),
     openapi_extra=WRITE_OPENAPI,
 )
 async def write_record(body: MemoryWrite, call: MemoryCall = CALL) -> dict[str, Any] | Response:
@@ -348,7 +348,7 @@ async def write_record(body: MemoryWrite, call: MemoryCall = CALL) -> dict[str, 
 @router.delete(
     "/memory/{scope}/{key}",
     response_model=WriteResult,
-    responses=errors(*SCOPE_ERRORS),
+    responses=errors(*SCOPE_ERRORS, 409),
     openapi_extra=WRITE_OPENAPI,
 )
 async def delete_record(call: MemoryCall = CALL) -> dict[str, Any] | Response:

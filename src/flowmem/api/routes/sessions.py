@@ -204,7 +204,7 @@ async def send_turn(
 @router.post(
     "/{session_id}/stop",
     response_model=StopResult,
-    responses=errors(*AUTH_ERRORS, 403, 404, 422),
+    responses=errors(*AUTH_ERRORS, 403, 404, 409, 422),
     openapi_extra=OPENAPI,
 )
 async def stop_session(
@@ -242,7 +242,7 @@ async def reset_session(
 @router.patch(
     "/{session_id}/messages/{seq}",
     response_model=TranscriptRow,
-    responses=errors(*AUTH_ERRORS, 403, 404, *BODY_ERRORS),
+    responses=errors(*AUTH_ERRORS, 403, 404, 409, *BODY_ERRORS),
     openapi_extra=OPENAPI,
 )
 async def edit_message(
@@ -267,7 +267,7 @@ async def edit_message(
 @router.delete(
     "/{session_id}/messages/{seq}",
     status_code=204,
-    responses=errors(*AUTH_ERRORS, 403, 404, 422),
+    responses=errors(*AUTH_ERRORS, 403, 404, 409, 422),
     openapi_extra=OPENAPI,
 )
 async def delete_message(
