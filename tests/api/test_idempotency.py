@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -296,3 +297,44 @@ def test_a_key_without_a_path_in_the_store_is_unchanged_by_reads(tmp_path: Path)
         assert read.status_code == 200
         assert store.get_idempotency("user:alice", "k", 0.0) is None
     store.close()
+
+
+def _concurrent_repeats(api: Api) -> None:
+    """Eight copies of one keyed append at once: one row, one first answer, seven repeats of it."""
+    url = "/v1/buffers/user/chat"
+
+    def send(_: int) -> Any:
+        return api.call("POST", url, headers=keyed("together"), json=MSG)
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(send, range(8)))
+    assert {a.status_code for a in answers} == {200}, [a.text for a in answers]
+    assert len({a.content for a in answers}) == 1
+    assert sum(REPLAYED not in a.headers for a in answers) == 1
+    assert api.store.count(Address("user", "alice", "chat")) == 1
+
+
+def test_concurrent_repeats_append_once(api: Api) -> None:
+    _concurrent_repeats(api)
+
+
+@pytest.fixture
+def pg_api(postgres_db_url: str) -> Iterator[Api]:
+    store: Store = open_store(postgres_db_url)
+    tokens = make_tokens(store)
+    with TestClient(create_app(store), raise_server_exceptions=False) as client:
+        yield Api(client, store, tokens)
+    store.close()
+
+
+@pytest.mark.postgres
+def test_concurrent_repeats_append_once_on_postgres(pg_api: Api) -> None:
+    _concurrent_repeats(pg_api)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("route", ROUTES, ids=[r.name for r in ROUTES])
+def test_every_write_route_answers_a_repeat_with_the_first_answer_on_postgres(
+    pg_api: Api, route: Route
+) -> None:
+    test_every_write_route_answers_a_repeat_with_the_first_answer(pg_api, route)
