@@ -391,9 +391,11 @@ class MemoryService:
         check_record(value, self.limits.record_bytes)
         expires_at = None if seconds is None else self._now() + seconds
         result = WriteResult(success=True, resolved_scope_id=scope_id)
-        if idempotency is not None:
-            idempotency = idempotency.mapped(lambda _: result)
-        self.store.put_record(address, value, expires_at, guard, idempotency)
+        if idempotency is None:  # the call as before keys existed (stores wrapped by callers)
+            self.store.put_record(address, value, expires_at, guard)
+        else:
+            keyed = idempotency.mapped(lambda _: result)
+            self.store.put_record(address, value, expires_at, guard, idempotency=keyed)
         return result
 
     def delete(
@@ -420,9 +422,9 @@ class MemoryService:
         def result(existed: bool) -> WriteResult:
             return WriteResult(success=True, resolved_scope_id=scope_id, removed=int(existed))
 
-        if idempotency is not None:
-            idempotency = idempotency.mapped(result)
-        return result(self.store.delete_record(address, idempotency))
+        if idempotency is None:
+            return result(self.store.delete_record(address))
+        return result(self.store.delete_record(address, idempotency=idempotency.mapped(result)))
 
     # --- conversation buffers -----------------------------------------------------
     def append(
@@ -503,6 +505,7 @@ class MemoryService:
                 resolved_scope_id=address.scope_id,
             )
 
+        keyed = {} if idempotency is None else {"idempotency": idempotency.mapped(result)}
         outcome = self.store.append(
             address,
             rows,
@@ -511,7 +514,7 @@ class MemoryService:
             snapshot=return_messages,
             guard=guard,
             max_bytes=self.limits.buffer_bytes,
-            idempotency=None if idempotency is None else idempotency.mapped(result),
+            **keyed,
         )
         return result(outcome)
 
@@ -640,6 +643,7 @@ class MemoryService:
         def result(removed: int) -> WriteResult:
             return WriteResult(success=True, resolved_scope_id=scope_id, removed=removed)
 
-        if idempotency is not None:
-            idempotency = idempotency.mapped(result)
-        return result(self.store.clear(address, guard_session=guard, idempotency=idempotency))
+        if idempotency is None:
+            return result(self.store.clear(address, guard_session=guard))
+        keyed = idempotency.mapped(result)
+        return result(self.store.clear(address, guard_session=guard, idempotency=keyed))

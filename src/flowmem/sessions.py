@@ -275,7 +275,9 @@ class SessionService:
             created_at=now,
             updated_at=now,
         )
-        return self.store.create_session(record, guard, idempotency)
+        if idempotency is None:
+            return self.store.create_session(record, guard)
+        return self.store.create_session(record, guard, idempotency=idempotency)
 
     def _check_session_quota(self, owner: str | None, limit: int) -> None:
         """Refuse a new session for ``owner`` once they own ``limit`` (unowned ones are not counted).
