@@ -163,6 +163,28 @@ class ConflictError(FlowmemError):
     code = "conflict"
 
 
+class IdempotencyKeyInvalidError(InvalidInputError):
+    """An ``Idempotency-Key`` that is not 1 to 255 printable ASCII characters."""
+
+    code = "invalid_idempotency_key"
+
+
+class IdempotencyKeyReusedError(InvalidInputError):
+    """An idempotency key already used by this principal for a different request."""
+
+    code = "idempotency_key_reused"
+
+
+class IdempotencyKeyInFlightError(ConflictError):
+    """An idempotency key whose first request has not been answered yet.
+
+    Stores raise it too when a write finds its key recorded already (its
+    transaction then wrote nothing); the HTTP API answers that with the first answer.
+    """
+
+    code = "idempotency_key_in_flight"
+
+
 class PayloadTooLargeError(InvalidInputError):
     """A request body or batch over the configured limit."""
 

@@ -36,6 +36,8 @@ class Limits:
     """One session's metadata object as JSON."""
     sessions_per_user: int = 10_000
     """Sessions one owner may have at once (sessions owned by nobody are not counted)."""
+    idempotency_seconds: int = 86_400
+    """How long an ``Idempotency-Key`` and its answer are kept (0: until the owner is erased)."""
 
     def __post_init__(self) -> None:
         for item in fields(self):
@@ -64,6 +66,7 @@ ENV: dict[str, str] = {
     "record_bytes": "FLOWMEM_MAX_RECORD_BYTES",
     "session_metadata_bytes": "FLOWMEM_MAX_SESSION_METADATA_BYTES",
     "sessions_per_user": "FLOWMEM_MAX_SESSIONS_PER_USER",
+    "idempotency_seconds": "FLOWMEM_IDEMPOTENCY_SECONDS",
 }
 
 

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from flowmem.core import Message, check_storable, is_empty, prepare
+from flowmem.core import AppendOutcome, Message, check_storable, is_empty, prepare
 from flowmem.errors import (
     ConfigurationError,
     InvalidInputError,
@@ -68,6 +68,7 @@ from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     SESSION_SCOPE,
     Address,
+    Idempotency,
     SessionClaim,
     Store,
     SupportsPopLast,
@@ -285,10 +286,13 @@ class MemoryService:
         ttl: float | None = None,
         *,
         guard: WriteGuard | None = None,
+        idempotency: Idempotency | None = None,
     ) -> WriteResult:
         """Write a JSON value with an optional TTL in seconds; a refusal reports failure (MEM-7).
 
         ``guard``: what must still hold when the value is stored (``WriteGuard``).
+        ``idempotency``: a key recorded with the write, rendering the ``WriteResult``
+        (likewise for every method that takes it; a refusal records nothing).
         """
         name = check_key(key)
         check_ttl(ttl)
@@ -297,7 +301,7 @@ class MemoryService:
         if isinstance(resolved, Refusal):
             return WriteResult(success=False, refusal=resolved)
         guard = self._session_guard(scope, resolved, guard, context)
-        return self._write_at(scope, resolved, name, value, ttl, guard)
+        return self._write_at(scope, resolved, name, value, ttl, guard, idempotency)
 
     def write_raw(
         self,
@@ -308,6 +312,7 @@ class MemoryService:
         ttl: float | None = None,
         *,
         guard: WriteGuard | None = None,
+        idempotency: Idempotency | None = None,
     ) -> WriteResult:
         """Write a record at an explicit scope id (trusted callers; no resolution).
 
@@ -316,7 +321,7 @@ class MemoryService:
         """
         name = check_key(key)
         guard = self._session_guard(check_scope(scope), check_scope_id(scope_id), guard, None, raw=True)
-        return self._write_at(scope, scope_id, name, value, ttl, guard)
+        return self._write_at(scope, scope_id, name, value, ttl, guard, idempotency)
 
     def _write_at(
         self,
@@ -326,27 +331,47 @@ class MemoryService:
         value: Any,
         ttl: float | None,
         guard: WriteGuard | None,
+        idempotency: Idempotency | None = None,
     ) -> WriteResult:
         address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
         seconds = check_ttl(ttl)
         check_record(value, self.limits.record_bytes)
         expires_at = None if seconds is None else self._now() + seconds
-        self.store.put_record(address, value, expires_at, guard)
-        return WriteResult(success=True, resolved_scope_id=scope_id)
+        result = WriteResult(success=True, resolved_scope_id=scope_id)
+        if idempotency is None:  # the call as before keys existed (stores wrapped by callers)
+            self.store.put_record(address, value, expires_at, guard)
+        else:
+            keyed = idempotency.mapped(lambda _: result)
+            self.store.put_record(address, value, expires_at, guard, idempotency=keyed)
+        return result
 
-    def delete(self, scope: str, key: str, context: ExecutionContext | None) -> WriteResult:
+    def delete(
+        self,
+        scope: str,
+        key: str,
+        context: ExecutionContext | None,
+        *,
+        idempotency: Idempotency | None = None,
+    ) -> WriteResult:
         """Delete a record; a refusal reports failure and deletes nothing (MEM-7)."""
         name = check_key(key)
         resolved = self._resolve("delete", scope, name, context)
         if isinstance(resolved, Refusal):
             return WriteResult(success=False, refusal=resolved)
-        return self.delete_raw(scope, resolved, name)
+        return self.delete_raw(scope, resolved, name, idempotency=idempotency)
 
-    def delete_raw(self, scope: str, scope_id: str, key: str) -> WriteResult:
+    def delete_raw(
+        self, scope: str, scope_id: str, key: str, *, idempotency: Idempotency | None = None
+    ) -> WriteResult:
         """Delete a record at an explicit scope id; ``removed`` is 1 when one existed."""
         address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
-        existed = self.store.delete_record(address)
-        return WriteResult(success=True, resolved_scope_id=scope_id, removed=int(existed))
+
+        def result(existed: bool) -> WriteResult:
+            return WriteResult(success=True, resolved_scope_id=scope_id, removed=int(existed))
+
+        if idempotency is None:
+            return result(self.store.delete_record(address))
+        return result(self.store.delete_record(address, idempotency=idempotency.mapped(result)))
 
     # --- conversation buffers -----------------------------------------------------
     def append(
@@ -359,6 +384,7 @@ class MemoryService:
         *,
         return_messages: bool = False,
         guard: WriteGuard | None = None,
+        idempotency: Idempotency | None = None,
     ) -> BufferResult:
         """Append messages to a buffer under the core rules (MEM-1, 2, 3, 10, 14).
 
@@ -381,9 +407,8 @@ class MemoryService:
         if isinstance(resolved, Refusal):
             return BufferResult(refusal=resolved)
         guard = self._session_guard(scope, resolved, guard, context)
-        return self._append_rows(
-            Address(check_scope(scope), resolved, name), rows, window or 0, return_messages, guard
-        )
+        address = Address(check_scope(scope), resolved, name)
+        return self._append_rows(address, rows, window or 0, return_messages, guard, idempotency)
 
     def append_raw(
         self,
@@ -395,6 +420,7 @@ class MemoryService:
         *,
         return_messages: bool = False,
         guard: WriteGuard | None = None,
+        idempotency: Idempotency | None = None,
     ) -> BufferResult:
         """Append to a buffer at an explicit scope id (trusted callers; no resolution).
 
@@ -406,7 +432,7 @@ class MemoryService:
         rows = prepare(messages, int(self._now()))
         check_message_sizes(rows, self.limits.message_bytes)
         guard = self._session_guard(address.scope, address.scope_id, guard, None, raw=True)
-        return self._append_rows(address, rows, window or 0, return_messages, guard)
+        return self._append_rows(address, rows, window or 0, return_messages, guard, idempotency)
 
     def _append_rows(
         self,
@@ -415,12 +441,24 @@ class MemoryService:
         window: int,
         return_messages: bool,
         guard: WriteGuard | None = None,
+        idempotency: Idempotency | None = None,
     ) -> BufferResult:
         if all(is_empty(row) for row in rows):
             # nothing to append (e.g. a user turn with no content): a pure read, no write
             if return_messages:
                 return self.load_raw(address.scope, address.scope_id, address.key)
             return BufferResult(count=self.store.count(address), resolved_scope_id=address.scope_id)
+
+        def result(outcome: AppendOutcome) -> BufferResult:
+            return BufferResult(
+                messages=outcome.rows or [],
+                count=outcome.count,
+                appended=outcome.appended,
+                appended_any=outcome.appended > 0,
+                resolved_scope_id=address.scope_id,
+            )
+
+        keyed = {} if idempotency is None else {"idempotency": idempotency.mapped(result)}
         outcome = self.store.append(
             address,
             rows,
@@ -429,14 +467,9 @@ class MemoryService:
             snapshot=return_messages,
             guard=guard,
             max_bytes=self.limits.buffer_bytes,
+            **keyed,
         )
-        return BufferResult(
-            messages=outcome.rows or [],
-            count=outcome.count,
-            appended=outcome.appended,
-            appended_any=outcome.appended > 0,
-            resolved_scope_id=address.scope_id,
-        )
+        return result(outcome)
 
     def load(
         self, scope: str, key: str, context: ExecutionContext | None, last: int | None = None
@@ -530,7 +563,14 @@ class MemoryService:
         next_before = found[0][0] if older and found else None
         return BufferText([b for _, b in found], self.store.count(address), next_before, resolved)
 
-    def clear(self, scope: str, key: str, context: ExecutionContext | None) -> WriteResult:
+    def clear(
+        self,
+        scope: str,
+        key: str,
+        context: ExecutionContext | None,
+        *,
+        idempotency: Idempotency | None = None,
+    ) -> WriteResult:
         """Delete every row of a buffer; a refusal reports failure and clears nothing (MEM-7).
 
         A buffer in the ``session`` scope of a session running a turn is not cleared:
@@ -540,9 +580,11 @@ class MemoryService:
         resolved = self._resolve("clear", scope, name, context)
         if isinstance(resolved, Refusal):
             return WriteResult(success=False, refusal=resolved)
-        return self.clear_raw(scope, resolved, name)
+        return self.clear_raw(scope, resolved, name, idempotency=idempotency)
 
-    def clear_raw(self, scope: str, scope_id: str, key: str) -> WriteResult:
+    def clear_raw(
+        self, scope: str, scope_id: str, key: str, *, idempotency: Idempotency | None = None
+    ) -> WriteResult:
         """Clear a buffer at an explicit scope id; ``removed`` is the number of rows deleted.
 
         ConflictError, nothing cleared, for a ``session``-scope buffer whose session is
@@ -550,8 +592,14 @@ class MemoryService:
         """
         address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
         guard = address.scope_id if address.scope == SESSION_SCOPE else None
-        removed = self.store.clear(address, guard_session=guard)
-        return WriteResult(success=True, resolved_scope_id=scope_id, removed=removed)
+
+        def result(removed: int) -> WriteResult:
+            return WriteResult(success=True, resolved_scope_id=scope_id, removed=removed)
+
+        if idempotency is None:
+            return result(self.store.clear(address, guard_session=guard))
+        keyed = idempotency.mapped(result)
+        return result(self.store.clear(address, guard_session=guard, idempotency=keyed))
 
     def pop_last(self, scope: str, key: str, context: ExecutionContext | None) -> PopResult:
         """Remove and return a buffer's last row (the Agents SDK's ``pop_item``).

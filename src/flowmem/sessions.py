@@ -41,6 +41,7 @@ from flowmem.scope import ExecutionContext, stored_spellings, usable_identity
 from flowmem.store.base import (
     SESSION_SCOPE,
     Erasure,
+    Idempotency,
     SessionClaim,
     SessionRecord,
     Store,
@@ -318,8 +319,11 @@ class SessionService:
         metadata: object = None,
         *,
         guard: WriteGuard | None = None,
+        idempotency: Idempotency | None = None,
     ) -> SessionRecord:
         """Create a session owned by the caller (unowned for a service principal; MEM-9).
+
+        ``idempotency``: a key recorded with the session (rendering the ``SessionRecord``).
 
         ``guard``: what must hold when the session is stored (the HTTP API passes the
         caller's token, so an erasure racing the creation leaves no session behind).
@@ -344,7 +348,9 @@ class SessionService:
             created_at=now,
             updated_at=now,
         )
-        return self.store.create_session(record, guard)
+        if idempotency is None:
+            return self.store.create_session(record, guard)
+        return self.store.create_session(record, guard, idempotency=idempotency)
 
     def _check_session_quota(self, owner: str | None, limit: int) -> None:
         """Refuse a new session for ``owner`` once they own ``limit`` (unowned ones are not counted).

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import uuid
 from typing import Any
 from unittest import mock
 
@@ -44,9 +45,22 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
     suppress_health_check=list(HealthCheck),
 )
 def test_api_conforms_to_its_schema(case: schemathesis.Case) -> None:
+    _fresh_key(case)
     case.call_and_validate(
         headers={"Authorization": f"Bearer {TOKEN}"}, excluded_checks=_excluded(case)
     )
+
+
+def _fresh_key(case: schemathesis.Case) -> None:
+    """Make a generated ``Idempotency-Key`` unique to this request (its format kept).
+
+    The fuzzer reuses values ("0") across operations, and a reused key is rightly
+    refused (422 ``idempotency_key_reused``); reuse is tested in test_idempotency.
+    """
+    headers = case.headers
+    if headers is not None and not isinstance(headers, NotSet) and "Idempotency-Key" in headers:
+        key = str(headers["Idempotency-Key"])[:200]
+        headers["Idempotency-Key"] = f"{key}-{uuid.uuid4().hex}"
 
 
 def _excluded(case: schemathesis.Case) -> list[Any]:
@@ -80,6 +94,7 @@ APPEND = schema.include(path="/v1/buffers/{scope}/{key}", method="POST")
 def test_appends_of_generated_content_parts_conform_and_keep_the_parts(
     case: schemathesis.Case,
 ) -> None:
+    _fresh_key(case)
     response = case.call_and_validate(
         headers={"Authorization": f"Bearer {TOKEN}"}, excluded_checks=_excluded(case)
     )

@@ -1120,3 +1120,109 @@ def test_concurrent_first_writes_of_a_session_create_one_session(store: Store) -
     assert store.list_sessions(None, True, 10, 0)[1] == 1
     assert store.count(Address("session", "s-race", "chat")) == 3
     assert all(store.get_record(Address("session", "s-race", f"k{n}"), 0.0)[0] for n in (1, 3, 5))
+# --- idempotency keys (docs/decisions/0031) ------------------------------------------
+
+
+def _key(key: str = "k1", owner: str = "user:alice", expires_at: float | None = 100.0) -> Any:
+    """An idempotency key whose answer names the write's outcome."""
+    from flowmem.store import Idempotency
+
+    return Idempotency(owner, key, f"fp-{key}", expires_at, lambda out: (200, repr(out)))
+
+
+def test_an_append_records_its_key_in_its_transaction_and_a_repeat_writes_nothing(
+    store: Store,
+) -> None:
+    from flowmem.errors import IdempotencyKeyInFlightError
+
+    outcome = store.append(A, prepare(user("hi"), None), idempotency=_key())
+    stored = store.get_idempotency("user:alice", "k1", 50.0)
+    assert stored is not None
+    assert (stored.fingerprint, stored.status, stored.body) == ("fp-k1", 200, repr(outcome))
+    with pytest.raises(IdempotencyKeyInFlightError):
+        store.append(A, prepare(user("hi"), None), idempotency=_key())
+    assert store.count(A) == 1
+    # another owner's key of the same name is another key
+    store.append(A, prepare(user("again"), None), idempotency=_key(owner="user:bob"))
+    assert store.count(A) == 2
+
+
+def test_every_keyed_write_records_its_key_or_nothing(store: Store) -> None:
+    from flowmem.errors import IdempotencyKeyInFlightError
+
+    record = Address("user", "alice", "note")
+    store.put_record(record, {"v": 1}, None, idempotency=_key("put"))
+    assert store.get_idempotency("user:alice", "put", 0.0) is not None
+    with pytest.raises(IdempotencyKeyInFlightError):
+        store.put_record(record, {"v": 2}, None, idempotency=_key("put"))
+    assert store.get_record(record, 0.0) == (True, {"v": 1})
+    with pytest.raises(IdempotencyKeyInFlightError):
+        store.delete_record(record, idempotency=_key("put"))
+    assert store.get_record(record, 0.0) == (True, {"v": 1})
+    assert store.delete_record(record, idempotency=_key("del")) is True
+    assert store.get_idempotency("user:alice", "del", 0.0).body == "True"  # type: ignore[union-attr]
+    stored_append(store, A, [user("a"), user("b")])
+    with pytest.raises(IdempotencyKeyInFlightError):
+        store.clear(A, idempotency=_key("del"))
+    assert store.count(A) == 2
+    assert store.clear(A, idempotency=_key("clear")) == 2
+    assert store.get_idempotency("user:alice", "clear", 0.0).body == "2"  # type: ignore[union-attr]
+    session = SessionRecord(id="s-key", name="n", owner="alice", created_at=1.0, updated_at=1.0)
+    with pytest.raises(IdempotencyKeyInFlightError):
+        store.create_session(session, idempotency=_key("clear"))
+    assert store.get_session("s-key") is None
+    store.create_session(session, idempotency=_key("create"))
+    assert store.get_session("s-key") == session
+
+
+def test_a_refused_write_records_no_key(store: Store) -> None:
+    stored_append(store, A, user("x" * 100))
+    with pytest.raises(BufferFullError):
+        store.append(A, prepare(user("more"), None), max_bytes=120, idempotency=_key())
+    assert store.get_idempotency("user:alice", "k1", 0.0) is None
+    store.create_token(TokenRecord("t1", "h1", "alice", frozenset(), 1.0))
+    store.revoke_token("t1")
+    with pytest.raises(AuthenticationError):
+        store.put_record(
+            Address("user", "alice", "r"), 1, None, WriteGuard(token_id="t1"), _key("g")
+        )
+    assert store.get_idempotency("user:alice", "g", 0.0) is None
+
+
+def test_a_claimed_key_is_answered_or_released(store: Store) -> None:
+    assert store.claim_idempotency(_key("c"), 10.0) is None
+    found = store.claim_idempotency(_key("c"), 10.0)
+    assert found is not None and found.status == 0  # in flight
+    store.answer_idempotency("user:alice", "c", 201, '{"ok":true}')
+    stored = store.get_idempotency("user:alice", "c", 10.0)
+    assert stored is not None and (stored.status, stored.body) == (201, '{"ok":true}')
+    store.release_idempotency("user:alice", "c")  # an answered key stays
+    assert store.get_idempotency("user:alice", "c", 10.0) is not None
+    assert store.claim_idempotency(_key("d"), 10.0) is None
+    store.release_idempotency("user:alice", "d")
+    assert store.get_idempotency("user:alice", "d", 10.0) is None
+    assert store.claim_idempotency(_key("d"), 10.0) is None  # free again
+
+
+def test_expired_keys_are_absent_replaced_and_purged(store: Store) -> None:
+    store.append(A, prepare(user("a"), None), idempotency=_key("old", expires_at=100.0))
+    store.put_record(Address("user", "alice", "n"), 1, None, idempotency=_key("old2", expires_at=100.0))
+    store.put_record(Address("user", "alice", "m"), 1, None, idempotency=_key("kept", expires_at=None))
+    assert store.get_idempotency("user:alice", "old", 99.0) is not None
+    assert store.get_idempotency("user:alice", "old", 100.0) is None  # expired (and deleted)
+    store.append(A, prepare(user("b"), None), idempotency=_key("old", expires_at=300.0))
+    assert store.count(A) == 2
+    assert store.claim_idempotency(_key("old2", expires_at=300.0), 150.0) is None  # replaced
+    assert store.purge_expired(250.0) == 0
+    assert store.purge_expired(350.0) == 2  # both keys, now expired
+    assert store.get_idempotency("user:alice", "kept", 1e12) is not None
+
+
+def test_erasing_a_user_deletes_their_keys_only(store: Store) -> None:
+    store.append(A, prepare(user("a"), None), idempotency=_key("k", owner="user:alice"))
+    store.append(A, prepare(user("b"), None), idempotency=_key("k", owner="user:bob"))
+    store.append(A, prepare(user("c"), None), idempotency=_key("k", owner="token:t9"))
+    store.erase_user("alice")
+    assert store.get_idempotency("user:alice", "k", 0.0) is None
+    assert store.get_idempotency("user:bob", "k", 0.0) is not None
+    assert store.get_idempotency("token:t9", "k", 0.0) is not None

@@ -23,7 +23,7 @@ from flowmem.errors import (
     StoreError,
     StoreUnavailableError,
 )
-from flowmem.store import Address, SessionRecord, TokenRecord, open_store
+from flowmem.store import Address, Idempotency, SessionRecord, TokenRecord, open_store
 from flowmem.store import postgres as pg_backend
 from flowmem.store import sqlite as sqlite_backend
 from flowmem.store.sqlite import SqliteStore, parse_url
@@ -122,6 +122,7 @@ def test_a_version_1_database_is_upgraded_in_place(sql_url: str) -> None:
     store.close()
     _sql(sql_url, "DROP INDEX records_expiry")  # what a database made by version 1 lacks
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN bytes")
+    _sql(sql_url, "DROP TABLE idempotency_keys")
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 2")
     again = open_store(sql_url)
     assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
@@ -151,6 +152,7 @@ def test_a_version_2_database_gets_the_byte_count_of_its_buffers(sql_url: str) -
     }
     store.close()
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN bytes")  # the schema version 2 wrote
+    _sql(sql_url, "DROP TABLE idempotency_keys")
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 3")
     again = open_store(sql_url)
     assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
@@ -418,3 +420,19 @@ def test_a_version_3_database_gives_its_session_scope_data_sessions_owned_by_nob
         assert store.get_record(Address("session", "s-notes", "topic"), 0.0) == (False, None)
     finally:
         store.close()
+def test_a_version_4_database_gets_the_idempotency_table(sql_url: str) -> None:
+    """Migration 5 adds ``idempotency_keys`` to a database the previous schema wrote."""
+    store = open_store(sql_url)
+    store.put_record(KEY, "kept", None)
+    store.close()
+    _sql(sql_url, "DROP TABLE idempotency_keys")  # what schema version 4 lacks
+    _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 5")
+    again = open_store(sql_url)
+    assert again.schema_version() == 5  # type: ignore[attr-defined]
+    assert again.get_record(KEY, 0.0) == (True, "kept")
+    assert again.claim_idempotency(_KEYED, 0.0) is None
+    assert again.get_idempotency("user:u", "k", 0.0) is not None
+    again.close()
+
+
+_KEYED = Idempotency("user:u", "k", "fp", None, lambda outcome: (200, "{}"))

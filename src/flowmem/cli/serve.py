@@ -78,6 +78,18 @@ def _limit_options(command: F) -> F:
         )
         for name, text in sizes
     ]
+    options.append(
+        click.option(
+            "--idempotency-seconds",
+            "idempotency_seconds",
+            default=defaults.idempotency_seconds,
+            show_default=True,
+            envvar=LIMIT_ENV["idempotency_seconds"],
+            show_envvar=True,
+            type=click.IntRange(0),
+            help="Seconds an Idempotency-Key and its answer are kept. 0 = until the user is erased.",
+        )
+    )
     # (flag, RateLimits field, type, help)
     rate_flags = [
         ("--rate-limit", "requests_per_second", click.FloatRange(0),

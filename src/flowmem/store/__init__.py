@@ -8,12 +8,15 @@ from flowmem.store.base import (
     SESSION_STATUSES,
     Address,
     Erasure,
+    Idempotency,
     SessionClaim,
     SessionRecord,
     Store,
+    StoredAnswer,
     TokenRecord,
     TranscriptMessage,
     WriteGuard,
+    idempotency_owner,
 )
 from flowmem.store.memory import MemoryStore
 
@@ -22,13 +25,16 @@ __all__ = [
     "SESSION_STATUSES",
     "Address",
     "Erasure",
+    "Idempotency",
     "MemoryStore",
     "SessionClaim",
     "SessionRecord",
     "Store",
+    "StoredAnswer",
     "TokenRecord",
     "TranscriptMessage",
     "WriteGuard",
+    "idempotency_owner",
     "open_store",
 ]
 

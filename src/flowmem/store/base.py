@@ -19,9 +19,9 @@ backends without it (``PostgresStore``) run in threads.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from flowmem.core import AppendOutcome, Message
@@ -115,6 +115,54 @@ class WriteGuard:
     claim: SessionClaim | None = None
 
 
+def idempotency_owner(user_id: str | None, token_id: str | None) -> str:
+    """Whose idempotency keys a principal uses: its user's, else its token's (a service principal).
+
+    ``user:<id>`` keys are deleted with the user (``Store.erase_user``).
+    """
+    return f"user:{user_id}" if user_id is not None else f"token:{token_id}"
+
+
+@dataclass(frozen=True)
+class StoredAnswer:
+    """An idempotency key as stored: its request's fingerprint and the answer to repeat.
+
+    ``status`` 0: claimed by a request not yet answered (``Store.claim_idempotency``).
+    """
+
+    fingerprint: str
+    status: int
+    body: str
+    expires_at: float | None
+
+
+@dataclass(frozen=True)
+class Idempotency:
+    """An idempotency key a write records in its own transaction, with the answer to repeat.
+
+    ``render`` turns the write's outcome (what the store method returns) into the
+    answer ``(status, body text)``; the store calls it before it commits, so the
+    key, the answer and the write commit together or not at all
+    (docs/decisions/0031). A write whose key is already recorded (by this owner)
+    raises IdempotencyKeyInFlightError and writes nothing.
+    """
+
+    owner: str
+    key: str
+    fingerprint: str
+    expires_at: float | None  # None: kept until its owner is erased
+    render: Callable[[Any], tuple[int, str]]
+
+    def answer(self, outcome: Any) -> tuple[int, str]:
+        """Return the answer ``(status, body)`` for the write's ``outcome``."""
+        return self.render(outcome)
+
+    def mapped(self, convert: Callable[[Any], Any]) -> Idempotency:
+        """The same key for a write whose outcome ``convert`` turns into this one's."""
+        render = self.render
+        return replace(self, render=lambda outcome: render(convert(outcome)))
+
+
 @dataclass(frozen=True)
 class TokenRecord:
     """An API token: only its hash is stored. ``user_id`` None = a service principal."""
@@ -144,22 +192,26 @@ class Store(Protocol):
         value: Any,
         expires_at: float | None,
         guard: WriteGuard | None = None,
+        idempotency: Idempotency | None = None,
     ) -> None:
         """Store a JSON-serializable value; raise NotSerializableError and write nothing otherwise.
 
         With ``guard``, the value is stored only if the guard holds at that moment
         (checked in the same transaction); otherwise its error, nothing written.
+        With ``idempotency``, its key and answer (outcome None) are recorded in the
+        same transaction (every write method that takes it does likewise).
         """
         ...
 
-    def delete_record(self, address: Address) -> bool:
-        """Delete a record; return True when one existed."""
+    def delete_record(self, address: Address, idempotency: Idempotency | None = None) -> bool:
+        """Delete a record; return True when one existed (the outcome ``idempotency`` renders)."""
         ...
 
     def purge_expired(self, now: float, limit: int = PURGE_BATCH) -> int:
-        """Delete at most ``limit`` records that expired at or before ``now``; return how many.
+        """Delete at most ``limit`` records and ``limit`` idempotency keys expired at ``now``.
 
-        Reads already treat an expired record as absent; this reclaims its space.
+        Returns how many went in all. Reads already treat an expired record or key
+        as absent; this reclaims its space.
         """
         ...
 
@@ -173,6 +225,7 @@ class Store(Protocol):
         snapshot: bool = False,
         guard: WriteGuard | None = None,
         max_bytes: int = 0,
+        idempotency: Idempotency | None = None,
     ) -> AppendOutcome:
         """Run ``core.apply_append`` on this buffer in one transaction, serialized per address (MEM-12).
 
@@ -213,7 +266,12 @@ class Store(Protocol):
         """Return the number of rows in the buffer."""
         ...
 
-    def clear(self, address: Address, guard_session: str | None = None) -> int:
+    def clear(
+        self,
+        address: Address,
+        guard_session: str | None = None,
+        idempotency: Idempotency | None = None,
+    ) -> int:
         """Delete every row of the buffer; return how many were removed.
 
         With ``guard_session``, ConflictError (nothing deleted) when that session is
@@ -224,7 +282,10 @@ class Store(Protocol):
 
     # --- sessions ---------------------------------------------------------------
     def create_session(
-        self, session: SessionRecord, guard: WriteGuard | None = None
+        self,
+        session: SessionRecord,
+        guard: WriteGuard | None = None,
+        idempotency: Idempotency | None = None,
     ) -> SessionRecord:
         """Insert a new session; with ``guard``, only if it holds (checked by the insert)."""
         ...
@@ -264,8 +325,8 @@ class Store(Protocol):
         """Delete everything stored for a user, in one transaction; return what went.
 
         That is every session the user owns (each as ``delete_session`` deletes it),
-        every buffer and memory record in the ``user`` scope of ``user_id``, and the
-        user's tokens. ConflictError, with nothing deleted, while one of the user's
+        every buffer and memory record in the ``user`` scope of ``user_id``, the
+        user's tokens and the user's idempotency keys. ConflictError, with nothing deleted, while one of the user's
         sessions is running a turn.
         """
         ...
@@ -299,6 +360,26 @@ class Store(Protocol):
 
     def delete_transcript(self, session_id: str, seq: int) -> bool:
         """Delete one transcript row (the administrative tier only); True if it existed."""
+        ...
+
+    # --- idempotency keys (docs/decisions/0031) ------------------------------------
+    def get_idempotency(self, owner: str, key: str, now: float) -> StoredAnswer | None:
+        """Return the owner's live key; None when absent or expired (an expired one is deleted)."""
+        ...
+
+    def claim_idempotency(self, idempotency: Idempotency, now: float) -> StoredAnswer | None:
+        """Record the key as claimed (status 0, its own transaction); None when it was free.
+
+        Otherwise the live key found (nothing changed); an expired one is replaced.
+        """
+        ...
+
+    def answer_idempotency(self, owner: str, key: str, status: int, body: str) -> None:
+        """Record the answer of a claimed key (no change when it is no longer claimed)."""
+        ...
+
+    def release_idempotency(self, owner: str, key: str) -> None:
+        """Delete a claimed key whose request failed (an answered key is kept)."""
         ...
 
     # --- tokens ------------------------------------------------------------------

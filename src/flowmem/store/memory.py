@@ -16,7 +16,7 @@ from itertools import islice
 from typing import Any
 
 from flowmem.core import AppendOutcome, ListEditor, Message, apply_append
-from flowmem.errors import ConflictError
+from flowmem.errors import ConflictError, IdempotencyKeyInFlightError
 from flowmem.limits import utf8_size
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
@@ -25,7 +25,9 @@ from flowmem.store.base import (
     USER_SCOPE,
     Address,
     Erasure,
+    Idempotency,
     SessionRecord,
+    StoredAnswer,
     TokenRecord,
     TranscriptMessage,
     WriteGuard,
@@ -99,6 +101,7 @@ class MemoryStore:
         self._transcripts: dict[str, list[TranscriptMessage]] = {}
         self._next_seq: dict[str, int] = {}
         self._tokens: dict[str, TokenRecord] = {}
+        self._keys: dict[tuple[str, str], StoredAnswer] = {}  # (owner, key) -> idempotency key
 
     # --- memory records -------------------------------------------------------
     def get_record(self, address: Address, now: float) -> tuple[bool, Any]:
@@ -154,21 +157,38 @@ class MemoryStore:
             self._sessions[created.id] = created
             self._transcripts.setdefault(created.id, [])
 
+    def _check_key(self, idempotency: Idempotency | None) -> None:
+        """IdempotencyKeyInFlightError when the write's key is recorded already (lock held)."""
+        if idempotency is not None and (idempotency.owner, idempotency.key) in self._keys:
+            raise IdempotencyKeyInFlightError("this idempotency key is recorded already")
+
+    def _record_key(self, idempotency: Idempotency | None, outcome: Any) -> None:
+        """Record the write's key with its answer (lock held, after ``_check_key``)."""
+        if idempotency is not None:
+            status, body = idempotency.answer(outcome)
+            self._keys[(idempotency.owner, idempotency.key)] = StoredAnswer(
+                idempotency.fingerprint, status, body, idempotency.expires_at
+            )
+
     def put_record(
         self,
         address: Address,
         value: Any,
         expires_at: float | None,
         guard: WriteGuard | None = None,
+        idempotency: Idempotency | None = None,
     ) -> None:
         """Store a JSON value (NotSerializableError, nothing written, otherwise).
 
-        With ``guard``, only if it holds (checked under the lock the write takes).
+        With ``guard``, only if it holds (checked under the lock the write takes);
+        with ``idempotency``, its key is recorded under that lock too.
         """
         check_address(address)
         text = to_json(value)
         with self._lock:
             created = self._check_guard(guard)
+            self._check_key(idempotency)
+            self._record_key(idempotency, None)
             self._records[address] = (text, expires_at)
             self._store_session(created)
 
@@ -188,13 +208,29 @@ class MemoryStore:
             )
             for address in expired:
                 del self._records[address]
-        return len(expired)
+            keys = list(
+                islice(
+                    (
+                        name
+                        for name, stored in self._keys.items()
+                        if stored.expires_at is not None and stored.expires_at <= now
+                    ),
+                    limit,
+                )
+            )
+            for name in keys:
+                del self._keys[name]
+        return len(expired) + len(keys)
 
-    def delete_record(self, address: Address) -> bool:
+    def delete_record(self, address: Address, idempotency: Idempotency | None = None) -> bool:
         """Delete a record; True when one existed."""
         check_address(address)
         with self._lock:
-            return self._records.pop(address, None) is not None
+            self._check_key(idempotency)
+            existed = address in self._records
+            self._record_key(idempotency, existed)
+            self._records.pop(address, None)
+            return existed
 
     # --- conversation buffers ------------------------------------------------
     def append(
@@ -206,6 +242,7 @@ class MemoryStore:
         snapshot: bool = False,
         guard: WriteGuard | None = None,
         max_bytes: int = 0,
+        idempotency: Idempotency | None = None,
     ) -> AppendOutcome:
         """Apply the core append rules to the buffer, serialized per address.
 
@@ -224,15 +261,17 @@ class MemoryStore:
             to_json(row)
         with self._locks.hold(address, lock_timeout), self._lock:
             created = self._check_guard(guard)
+            self._check_key(idempotency)
             size = self._sizes.get(address, 0)
             editor = SizedListEditor(copy.deepcopy(self._buffers.get(address, [])), size)
             outcome = apply_append(editor, copy.deepcopy(rows), max_messages)
             check_buffer_bytes(address, size, editor.bytes, max_bytes)
+            if snapshot:
+                outcome = replace(outcome, rows=copy.deepcopy(editor.rows))
+            self._record_key(idempotency, outcome)
             self._buffers[address] = editor.rows
             self._sizes[address] = editor.bytes
             self._store_session(created)
-            if snapshot:
-                return replace(outcome, rows=copy.deepcopy(editor.rows))
             return outcome
 
     def load(self, address: Address, last: int | None = None) -> list[Message]:
@@ -278,14 +317,23 @@ class MemoryStore:
         with self._lock:
             return len(self._buffers.get(address, []))
 
-    def clear(self, address: Address, guard_session: str | None = None) -> int:
+    def clear(
+        self,
+        address: Address,
+        guard_session: str | None = None,
+        idempotency: Idempotency | None = None,
+    ) -> int:
         """Delete every row of the buffer (ConflictError while ``guard_session`` runs a turn)."""
         with self._locks.hold(address, DEFAULT_LOCK_TIMEOUT), self._lock:
             if guard_session is not None:
                 session = self._sessions.get(guard_session)
                 check_not_running(guard_session, None if session is None else session.status)
+            self._check_key(idempotency)
+            removed = len(self._buffers.get(address, []))
+            self._record_key(idempotency, removed)
             self._sizes.pop(address, None)
-            return len(self._buffers.pop(address, []))
+            self._buffers.pop(address, None)
+            return removed
 
     def pop_last(self, address: Address) -> Message | None:
         """Remove and return the buffer's last row (None when empty), serialized per address."""
@@ -302,7 +350,10 @@ class MemoryStore:
 
     # --- sessions ---------------------------------------------------------------
     def create_session(
-        self, session: SessionRecord, guard: WriteGuard | None = None
+        self,
+        session: SessionRecord,
+        guard: WriteGuard | None = None,
+        idempotency: Idempotency | None = None,
     ) -> SessionRecord:
         """Insert a new session (ConflictError when the id exists; ``guard`` checked first)."""
         check_texts(id=session.id, name=session.name, owner=session.owner, agent=session.agent)
@@ -311,6 +362,8 @@ class MemoryStore:
             self._check_guard(guard)
             if session.id in self._sessions:
                 raise ConflictError(f"session {session.id} already exists")
+            self._check_key(idempotency)
+            self._record_key(idempotency, session)
             self._sessions[session.id] = session
             self._transcripts.setdefault(session.id, [])
             return session
@@ -368,6 +421,8 @@ class MemoryStore:
             tokens = [t.id for t in self._tokens.values() if t.user_id == user_id]
             for token_id in tokens:
                 del self._tokens[token_id]
+            for name in [name for name in self._keys if name[0] == f"user:{user_id}"]:
+                del self._keys[name]
             return Erasure(len(owned), buffers + dropped[0], records + dropped[1], len(tokens))
 
     def _delete_session(self, session_id: str) -> tuple[int, int] | None:
@@ -449,6 +504,41 @@ class MemoryStore:
                 return False
             del self._transcripts[session_id][index]
             return True
+
+    # --- idempotency keys ------------------------------------------------------------
+    def get_idempotency(self, owner: str, key: str, now: float) -> StoredAnswer | None:
+        """Return the owner's live key; None when absent or expired (an expired one is deleted)."""
+        with self._lock:
+            stored = self._keys.get((owner, key))
+            if stored is not None and stored.expires_at is not None and stored.expires_at <= now:
+                del self._keys[(owner, key)]
+                return None
+            return stored
+
+    def claim_idempotency(self, idempotency: Idempotency, now: float) -> StoredAnswer | None:
+        """Record the key as claimed (status 0); None when it was free, else the live key."""
+        with self._lock:
+            found = self.get_idempotency(idempotency.owner, idempotency.key, now)
+            if found is not None:
+                return found
+            self._keys[(idempotency.owner, idempotency.key)] = StoredAnswer(
+                idempotency.fingerprint, 0, "", idempotency.expires_at
+            )
+            return None
+
+    def answer_idempotency(self, owner: str, key: str, status: int, body: str) -> None:
+        """Record the answer of a claimed key (no change when it is no longer claimed)."""
+        with self._lock:
+            stored = self._keys.get((owner, key))
+            if stored is not None and stored.status == 0:
+                self._keys[(owner, key)] = replace(stored, status=status, body=body)
+
+    def release_idempotency(self, owner: str, key: str) -> None:
+        """Delete a claimed key whose request failed (an answered key is kept)."""
+        with self._lock:
+            stored = self._keys.get((owner, key))
+            if stored is not None and stored.status == 0:
+                del self._keys[(owner, key)]
 
     # --- tokens ------------------------------------------------------------------
     def create_token(self, token: TokenRecord) -> None:

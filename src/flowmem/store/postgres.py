@@ -34,6 +34,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from flowmem.core import Answer, AppendOutcome, Message, apply_append, call_ids, result_id
 from flowmem.errors import (
     ConfigurationError,
+    IdempotencyKeyInFlightError,
     InvalidInputError,
     StoreBusyError,
     StoreCorruptError,
@@ -42,7 +43,7 @@ from flowmem.errors import (
     StoreReadOnlyError,
     StoreUnavailableError,
 )
-from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Store, WriteGuard
+from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Idempotency, Store, WriteGuard
 from flowmem.store.editor import SqlBufferEditor, SqlRunner, load_rows
 from flowmem.store.rows import (
     check_address,
@@ -122,6 +123,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
                 UNION SELECT scope_id FROM records WHERE scope = 'session') AS scoped
             WHERE scope_id NOT IN (SELECT id FROM sessions)""",
     ),
+    (  # 5: idempotency keys with the answer to repeat (docs/decisions/0031)
+        """CREATE TABLE idempotency_keys (
+            owner TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL,
+            status INTEGER NOT NULL, body TEXT NOT NULL, expires_at DOUBLE PRECISION,
+            PRIMARY KEY (owner, key))""",
+        """CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_at)
+            WHERE expires_at IS NOT NULL""",
+    ),
 )
 
 _B = "buffer_id = %s"
@@ -193,6 +202,20 @@ SQL: dict[str, str] = {
     "tokens_of_user_delete": "DELETE FROM tokens WHERE user_id = %s",
     "records_purge": """DELETE FROM records WHERE expires_at <= %s AND (scope, scope_id, key) IN
         (SELECT scope, scope_id, key FROM records WHERE expires_at <= %s LIMIT %s)""",
+    # idempotency keys (docs/decisions/0031); a second insert of one key is a unique violation
+    "idem_insert": """INSERT INTO idempotency_keys (owner, key, fingerprint, status, body, expires_at)
+        VALUES (%s, %s, %s, %s, %s, %s)""",
+    "idem_claim": """INSERT INTO idempotency_keys (owner, key, fingerprint, status, body, expires_at)
+        VALUES (%s, %s, %s, 0, '', %s) ON CONFLICT (owner, key) DO UPDATE
+        SET fingerprint = excluded.fingerprint, status = 0, body = '', expires_at = excluded.expires_at
+        WHERE idempotency_keys.expires_at <= %s""",
+    "idem_get": "SELECT fingerprint, status, body, expires_at FROM idempotency_keys WHERE owner = %s AND key = %s",
+    "idem_drop_expired": "DELETE FROM idempotency_keys WHERE owner = %s AND key = %s AND expires_at <= %s",
+    "idem_answer": "UPDATE idempotency_keys SET status = %s, body = %s WHERE owner = %s AND key = %s AND status = 0",
+    "idem_release": "DELETE FROM idempotency_keys WHERE owner = %s AND key = %s AND status = 0",
+    "idem_of_owner_delete": "DELETE FROM idempotency_keys WHERE owner = %s",
+    "idem_purge": """DELETE FROM idempotency_keys WHERE expires_at <= %s AND (owner, key) IN
+        (SELECT owner, key FROM idempotency_keys WHERE expires_at <= %s LIMIT %s)""",
     "record_get": f"SELECT value, expires_at FROM records WHERE {_ADDR}",
     "record_put": """INSERT INTO records (scope, scope_id, key, value, expires_at)
         VALUES (%s, %s, %s, %s, %s) ON CONFLICT (scope, scope_id, key) DO UPDATE
@@ -520,12 +543,17 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         snapshot: bool = False,
         guard: WriteGuard | None = None,
         max_bytes: int = 0,
+        idempotency: Idempotency | None = None,
     ) -> AppendOutcome:
         """Run the core append rules on the stored buffer in one transaction.
 
         With ``snapshot`` the whole buffer is read back inside that transaction.
         With ``guard`` the statement taking the lock checks it first and locks its
         rows (no extra round trip); a failed guard raises its error, nothing appended.
+        With ``idempotency`` its key is inserted after the writes, in the same
+        pipeline before its commit (one statement, no round trip; one more when the
+        answer holds the buffer): a key recorded already fails it, and nothing is
+        appended (IdempotencyKeyInFlightError).
 
         Implements MEM-12: the transaction first takes ``pg_advisory_xact_lock`` on
         the address under ``lock_timeout`` (released at commit or rollback, so also
@@ -542,13 +570,27 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                 for attempt in range(2):
                     try:
                         return self._pipelined(
-                            conn, address, rows, max_messages, snapshot, max_bytes, guard, timeout
+                            conn,
+                            address,
+                            rows,
+                            max_messages,
+                            snapshot,
+                            max_bytes,
+                            guard,
+                            timeout,
+                            idempotency,
                         )
                     except psycopg.errors.InvalidSqlStatementName:
                         # the server forgot the prepared statements (DISCARD ALL): the
                         # pipeline named them anew for the next attempt (_Prepared.forget)
                         if attempt:
                             raise
+            except psycopg.errors.UniqueViolation as exc:  # idempotency (0031)
+                if exc.diag.table_name == "idempotency_keys":
+                    raise IdempotencyKeyInFlightError(
+                        "this idempotency key is recorded already"
+                    ) from None
+                raise
             except psycopg.errors.LockNotAvailable:
                 log.warning(
                     "append to %s/%s/%s waited %.1fs for its turn; proceeding unserialized",
@@ -559,9 +601,11 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                 try:
                     with conn.transaction():
                         self._check_guard(conn, guard)
-                        return self._apply_append(
+                        outcome = self._apply_append(
                             conn, address, rows, max_messages, snapshot, max_bytes
                         )
+                        self._record_key(conn, idempotency, outcome)
+                        return outcome
                 except _RETRYABLE as exc:
                     if attempt == UNSERIALIZED_ATTEMPTS - 1:
                         raise StoreBusyError(
@@ -603,6 +647,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         max_bytes: int,
         guard: WriteGuard | None,
         timeout: str,
+        idempotency: Idempotency | None = None,
     ) -> AppendOutcome:
         """The serialized append in two round trips (decisions 0024 and 0028).
 
@@ -635,6 +680,22 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                 check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)
                 editor.flush()
                 whole = db.send("load_all", tuple(address)) if snapshot else None
+                if idempotency is not None:  # the key and its answer, before the commit (0031)
+                    if whole is not None:  # the answer holds the buffer: one more round trip
+                        outcome = replace(outcome, rows=load_rows(db.result(whole)))
+                        whole = None
+                    status, body = idempotency.answer(outcome)
+                    db.send(
+                        "idem_insert",
+                        (
+                            idempotency.owner,
+                            idempotency.key,
+                            idempotency.fingerprint,
+                            status,
+                            body,
+                            idempotency.expires_at,
+                        ),
+                    )
                 db.finish()
                 if whole is not None:
                     outcome = replace(outcome, rows=load_rows(db.result(whole)))

@@ -19,14 +19,21 @@ from dataclasses import replace
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from flowmem.core import AppendOutcome, Message, apply_append
-from flowmem.errors import ConflictError, SchemaTooNewError, StoreError
+from flowmem.errors import (
+    ConflictError,
+    IdempotencyKeyInFlightError,
+    SchemaTooNewError,
+    StoreError,
+)
 from flowmem.store.base import (
     PURGE_BATCH,
     SESSION_SCOPE,
     USER_SCOPE,
     Address,
     Erasure,
+    Idempotency,
     SessionRecord,
+    StoredAnswer,
     TokenRecord,
     TranscriptMessage,
     WriteGuard,
@@ -246,26 +253,59 @@ class SqlStore(ABC, Generic[C]):
             owned = int(counted[0]) if counted else 0
         return guard_failed(True, guard, owner, owned)
 
+    def _record_key(self, conn: C, idempotency: Idempotency | None, outcome: Any) -> None:
+        """Insert the write's idempotency key with its answer, in the caller's transaction.
+
+        IdempotencyKeyInFlightError (the caller rolls back: nothing written) when the
+        owner's key is recorded already; on PostgreSQL the insert first waits for a
+        transaction in flight that recorded it.
+        """
+        if idempotency is None:
+            return
+        status, body = idempotency.answer(outcome)
+        params = (idempotency.owner, idempotency.key, idempotency.fingerprint, status, body)
+        try:
+            conn.execute(self.SQL["idem_insert"], (*params, idempotency.expires_at))
+        except Exception as exc:
+            if self._is_unique_violation(exc):
+                raise IdempotencyKeyInFlightError("this idempotency key is recorded already") from None
+            raise
+
     def _changed(self, name: str, params: Sequence[Any]) -> bool:
         """Run one named write in autocommit; True when it touched a row."""
         with self._connection() as conn:
             return bool(conn.execute(self.SQL[name], params).rowcount > 0)
 
     def _insert_new(
-        self, name: str, params: Sequence[Any], what: str, guard: WriteGuard | None = None
+        self,
+        name: str,
+        params: Sequence[Any],
+        what: str,
+        guard: WriteGuard | None = None,
+        idempotency: Idempotency | None = None,
+        outcome: Any = None,
     ) -> None:
         """Run one named insert; ConflictError naming ``what`` when its key exists.
 
         With ``guard`` the insert is the statement ``name@kind`` that checks it (the
-        guard's error when it inserted nothing).
+        guard's error when it inserted nothing). With ``idempotency`` the insert and
+        the key (answering ``outcome``) are one transaction.
         """
         kind, checks = guard_form(guard)
+
+        def work(conn: C) -> None:
+            if not kind:
+                conn.execute(self.SQL[name], params)
+            elif conn.execute(self.SQL[f"{name}@{kind}"], (*params, *checks)).rowcount == 0:
+                raise self._guard_error(conn, guard)
+            self._record_key(conn, idempotency, outcome)
+
         try:
-            with self._connection() as conn:
-                if not kind:
-                    conn.execute(self.SQL[name], params)
-                elif conn.execute(self.SQL[f"{name}@{kind}"], (*params, *checks)).rowcount == 0:
-                    raise self._guard_error(conn, guard)
+            if idempotency is None:
+                with self._connection() as conn:
+                    work(conn)
+            else:
+                self._write(work)
         except StoreError as exc:
             if self._is_unique_violation(exc.__cause__):
                 raise ConflictError(f"{what} already exists") from exc
@@ -315,29 +355,43 @@ class SqlStore(ABC, Generic[C]):
         value: Any,
         expires_at: float | None,
         guard: WriteGuard | None = None,
+        idempotency: Idempotency | None = None,
     ) -> None:
         """Store a JSON value (NotSerializableError, nothing written, otherwise).
 
         With ``guard`` the guard is part of the one statement that writes (it writes
-        nothing when the guard fails; then the guard's error).
+        nothing when the guard fails; then the guard's error). With ``idempotency``
+        the write and its key are one transaction.
         """
         check_address(address)
         text = to_json(value)
         kind, checks = guard_form(guard)
         claims = ensure_form(guard) is not None
+        params = (*address, text, expires_at, *checks)
+        if idempotency is not None:
+
+            def keyed(conn: C) -> None:
+                if claims:
+                    self._ensure_session(conn, guard)
+                if not kind:
+                    conn.execute(self.SQL["record_put"], (*address, text, expires_at))
+                elif conn.execute(self.SQL[f"record_put@{kind}"], params).rowcount == 0:
+                    raise self._guard_error(conn, guard)
+                self._record_key(conn, idempotency, None)
+
+            self._write(keyed)
+            return
         with self._connection() as conn:
             if not kind:
                 conn.execute(self.SQL["record_put"], (*address, text, expires_at))
                 return
             # a claim that may create its session first tries the one statement that
             # writes when the session exists already (the usual case: one round trip)
-            done = conn.execute(
-                self.SQL[f"record_put@{kind}"], (*address, text, expires_at, *checks)
-            )
+            done = conn.execute(self.SQL[f"record_put@{kind}"], params)
             if done.rowcount == 0 and not claims:
                 raise self._guard_error(conn, guard)
         if done.rowcount == 0:  # create the session: two statements, one transaction
-            self._put_claimed((*address, text, expires_at, *checks), kind, guard)
+            self._put_claimed(params, kind, guard)
 
     def _put_claimed(self, params: tuple[Any, ...], kind: str, guard: WriteGuard | None) -> None:
         """Store a record whose guard creates its session: the session insert, then the guarded upsert.
@@ -353,16 +407,29 @@ class SqlStore(ABC, Generic[C]):
 
         self._write(claimed)
 
-    def delete_record(self, address: Address) -> bool:
-        """Delete a record; True when one existed."""
+    def delete_record(self, address: Address, idempotency: Idempotency | None = None) -> bool:
+        """Delete a record; True when one existed (with ``idempotency``: one transaction with its key)."""
         check_address(address)
-        return self._changed("record_delete", tuple(address))
+        if idempotency is None:
+            return self._changed("record_delete", tuple(address))
+
+        def work(conn: C) -> bool:
+            existed = bool(conn.execute(self.SQL["record_delete"], tuple(address)).rowcount > 0)
+            self._record_key(conn, idempotency, existed)
+            return existed
+
+        return self._write(work)
 
     def purge_expired(self, now: float, limit: int = PURGE_BATCH) -> int:
-        """Delete at most ``limit`` records expired at ``now`` (one transaction); return how many."""
+        """Delete at most ``limit`` records and ``limit`` keys expired at ``now``; return how many.
+
+        Each kind in its own short transaction.
+        """
         check_page(limit)
         with self._connection() as conn:
-            return int(conn.execute(self.SQL["records_purge"], (now, now, limit)).rowcount)
+            records = int(conn.execute(self.SQL["records_purge"], (now, now, limit)).rowcount)
+            keys = int(conn.execute(self.SQL["idem_purge"], (now, now, limit)).rowcount)
+        return records + keys
 
     # --- conversation buffers (the append itself is per backend: MEM-12) ------------------
     def pop_last(self, address: Address) -> Message | None:
@@ -440,7 +507,12 @@ class SqlStore(ABC, Generic[C]):
             row = conn.execute(self.SQL["count"], tuple(address)).fetchone()
         return int(row[0]) if row else 0
 
-    def clear(self, address: Address, guard_session: str | None = None) -> int:
+    def clear(
+        self,
+        address: Address,
+        guard_session: str | None = None,
+        idempotency: Idempotency | None = None,
+    ) -> int:
         """Delete every row of the buffer, serialized like an append; return how many were removed.
 
         With ``guard_session``: ConflictError, nothing deleted, when that session is
@@ -457,10 +529,11 @@ class SqlStore(ABC, Generic[C]):
                 check_not_running(guard_session, None if found is None else str(found[0]))
             self._hold_buffer(conn, address)
             head = conn.execute(self.SQL["header_get"], tuple(address)).fetchone()
-            if head is None:
-                return 0
-            self._drop_buffer(conn, int(head[0]))
-            return int(head[1])
+            removed = 0 if head is None else int(head[1])
+            self._record_key(conn, idempotency, removed)
+            if head is not None:
+                self._drop_buffer(conn, int(head[0]))
+            return removed
 
         return self._write_serialized(address, work, hold=False)  # work holds it, after the guard
 
@@ -471,7 +544,10 @@ class SqlStore(ABC, Generic[C]):
 
     # --- sessions ---------------------------------------------------------------------------
     def create_session(
-        self, session: SessionRecord, guard: WriteGuard | None = None
+        self,
+        session: SessionRecord,
+        guard: WriteGuard | None = None,
+        idempotency: Idempotency | None = None,
     ) -> SessionRecord:
         """Insert a new session (ConflictError when the id exists; ``guard`` checked by the insert)."""
         check_texts(id=session.id, name=session.name, owner=session.owner, agent=session.agent)
@@ -486,7 +562,8 @@ class SqlStore(ABC, Generic[C]):
             session.created_at,
             session.updated_at,
         )
-        self._insert_new("session_insert", params, f"session {session.id}", guard)
+        what = f"session {session.id}"
+        self._insert_new("session_insert", params, what, guard, idempotency, session)
         return session
 
     def get_session(self, session_id: str) -> SessionRecord | None:
@@ -539,6 +616,7 @@ class SqlStore(ABC, Generic[C]):
                 dropped = self._delete_session(conn, session_id) or (0, 0)
                 buffers, records = buffers + dropped[0], records + dropped[1]
             dropped = self._drop_scope(conn, USER_SCOPE, user_id)
+            conn.execute(self.SQL["idem_of_owner_delete"], (f"user:{user_id}",))
             return Erasure(len(owned), buffers + dropped[0], records + dropped[1], tokens)
 
         return self._write(work)
@@ -621,6 +699,43 @@ class SqlStore(ABC, Generic[C]):
     def delete_transcript(self, session_id: str, seq: int) -> bool:
         """Delete one transcript row (administrative tier); True if it existed."""
         return self._changed("transcript_delete", (session_id, seq))
+
+    # --- idempotency keys ---------------------------------------------------------------------
+    def get_idempotency(self, owner: str, key: str, now: float) -> StoredAnswer | None:
+        """Return the owner's live key; None when absent or expired (an expired one is deleted)."""
+        with self._connection() as conn:
+            row = conn.execute(self.SQL["idem_get"], (owner, key)).fetchone()
+            if row is None:
+                return None
+            if row[3] is not None and row[3] <= now:
+                conn.execute(self.SQL["idem_drop_expired"], (owner, key, now))
+                return None
+        return StoredAnswer(str(row[0]), int(row[1]), str(row[2]), row[3])
+
+    def claim_idempotency(self, idempotency: Idempotency, now: float) -> StoredAnswer | None:
+        """Record the key as claimed (status 0, one transaction); None when free, else the live key."""
+        params = (idempotency.owner, idempotency.key, idempotency.fingerprint)
+
+        def work(conn: C) -> StoredAnswer | None:
+            claimed = conn.execute(
+                self.SQL["idem_claim"], (*params, idempotency.expires_at, now)
+            ).rowcount
+            if claimed:
+                return None
+            row = conn.execute(self.SQL["idem_get"], params[:2]).fetchone()
+            if row is None:  # pragma: no cover - the conflicting key is locked until commit
+                raise IdempotencyKeyInFlightError("this idempotency key is being recorded")
+            return StoredAnswer(str(row[0]), int(row[1]), str(row[2]), row[3])
+
+        return self._write(work)
+
+    def answer_idempotency(self, owner: str, key: str, status: int, body: str) -> None:
+        """Record the answer of a claimed key (no change when it is no longer claimed)."""
+        self._changed("idem_answer", (status, body, owner, key))
+
+    def release_idempotency(self, owner: str, key: str) -> None:
+        """Delete a claimed key whose request failed (an answered key is kept)."""
+        self._changed("idem_release", (owner, key))
 
     # --- tokens ------------------------------------------------------------------------------
     def create_token(self, token: TokenRecord) -> None:

@@ -49,7 +49,14 @@ from flowmem.errors import (
     StoreReadOnlyError,
     StoreUnavailableError,
 )
-from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, LocalCalls, Store, WriteGuard
+from flowmem.store.base import (
+    DEFAULT_LOCK_TIMEOUT,
+    Address,
+    Idempotency,
+    LocalCalls,
+    Store,
+    WriteGuard,
+)
 from flowmem.store.commitgroup import CommitGroup
 from flowmem.store.groupcommit import AUTO_CHECKPOINT, GroupCommit
 from flowmem.store.locks import (
@@ -130,6 +137,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
                 UNION SELECT scope_id FROM records WHERE scope = 'session')
             WHERE scope_id NOT IN (SELECT id FROM sessions)""",
     ),
+    (  # 5: idempotency keys with the answer to repeat (docs/decisions/0031)
+        """CREATE TABLE idempotency_keys (
+            owner TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL,
+            status INTEGER NOT NULL, body TEXT NOT NULL, expires_at REAL,
+            PRIMARY KEY (owner, key)) WITHOUT ROWID""",
+        """CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_at)
+            WHERE expires_at IS NOT NULL""",
+    ),
 )
 
 _B = "buffer_id = ?"
@@ -190,6 +205,20 @@ SQL: dict[str, str] = {
     "tokens_of_user_delete": "DELETE FROM tokens WHERE user_id = ?",
     "records_purge": """DELETE FROM records WHERE expires_at <= ? AND (scope, scope_id, key) IN
         (SELECT scope, scope_id, key FROM records WHERE expires_at <= ? LIMIT ?)""",
+    # idempotency keys (docs/decisions/0031); a second insert of one key is a unique violation
+    "idem_insert": """INSERT INTO idempotency_keys (owner, key, fingerprint, status, body, expires_at)
+        VALUES (?, ?, ?, ?, ?, ?)""",
+    "idem_claim": """INSERT INTO idempotency_keys (owner, key, fingerprint, status, body, expires_at)
+        VALUES (?, ?, ?, 0, '', ?) ON CONFLICT (owner, key) DO UPDATE
+        SET fingerprint = excluded.fingerprint, status = 0, body = '', expires_at = excluded.expires_at
+        WHERE idempotency_keys.expires_at <= ?""",
+    "idem_get": "SELECT fingerprint, status, body, expires_at FROM idempotency_keys WHERE owner = ? AND key = ?",
+    "idem_drop_expired": "DELETE FROM idempotency_keys WHERE owner = ? AND key = ? AND expires_at <= ?",
+    "idem_answer": "UPDATE idempotency_keys SET status = ?, body = ? WHERE owner = ? AND key = ? AND status = 0",
+    "idem_release": "DELETE FROM idempotency_keys WHERE owner = ? AND key = ? AND status = 0",
+    "idem_of_owner_delete": "DELETE FROM idempotency_keys WHERE owner = ?",
+    "idem_purge": """DELETE FROM idempotency_keys WHERE expires_at <= ? AND (owner, key) IN
+        (SELECT owner, key FROM idempotency_keys WHERE expires_at <= ? LIMIT ?)""",
     "record_get": "SELECT value, expires_at FROM records WHERE scope = ? AND scope_id = ? AND key = ?",
     "record_put": """INSERT INTO records (scope, scope_id, key, value, expires_at) VALUES (?, ?, ?, ?, ?)
         ON CONFLICT (scope, scope_id, key) DO UPDATE SET value = excluded.value,
@@ -557,11 +586,13 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         snapshot: bool = False,
         guard: WriteGuard | None = None,
         max_bytes: int = 0,
+        idempotency: Idempotency | None = None,
     ) -> AppendOutcome:
         """Run the core append rules on the stored buffer in one transaction.
 
         With ``snapshot`` the whole buffer is read back inside that transaction; with
-        ``guard`` the transaction checks it first (its error, nothing appended).
+        ``guard`` the transaction checks it first (its error, nothing appended); with
+        ``idempotency`` its key is inserted last, before the commit.
 
         Implements MEM-12: serialized per address by the in-process lock, then in
         the file's fair writer queue (threads and processes in arrival order:
@@ -578,12 +609,20 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             if not taken:  # AddressLocks warned
                 with self._connection() as conn:
                     return self._append_unserialized(
-                        conn, address, rows, max_messages, snapshot, guard, max_bytes
+                        conn, address, rows, max_messages, snapshot, guard, max_bytes, idempotency
                     )
             # on disk (a shared fsync: decisions/0029) before the address is let go
             with self._commits.commit() if self._grouped() else nullcontext():
                 return self._append_in_turn(
-                    address, rows, max_messages, snapshot, guard, max_bytes, bound, started
+                    address,
+                    rows,
+                    max_messages,
+                    snapshot,
+                    guard,
+                    max_bytes,
+                    bound,
+                    started,
+                    idempotency,
                 )
 
     def _append_in_turn(
@@ -596,6 +635,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         max_bytes: int,
         bound: float,
         started: float,
+        idempotency: Idempotency | None = None,
     ) -> AppendOutcome:
         """The rest of ``append`` once the address is held: the file's turn, then its write lock."""
         with self._queue.hold(_left(bound, started)) as turn, self._connection() as conn:
@@ -631,10 +671,11 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
                     outcome = self._apply_append(
                         conn, address, rows, max_messages, snapshot, max_bytes
                     )
+                    self._record_key(conn, idempotency, outcome)
                     conn.execute("COMMIT")
                     return outcome
             return self._append_unserialized(
-                conn, address, rows, max_messages, snapshot, guard, max_bytes
+                conn, address, rows, max_messages, snapshot, guard, max_bytes, idempotency
             )
 
     def _append_unserialized(
@@ -646,6 +687,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         snapshot: bool,
         guard: WriteGuard | None,
         max_bytes: int = 0,
+        idempotency: Idempotency | None = None,
     ) -> AppendOutcome:
         """Retry a plain ``BEGIN`` transaction on busy until it commits (bounded, then StoreBusyError).
 
@@ -661,6 +703,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
                 outcome = self._apply_append(
                     conn, address, rows, max_messages, snapshot, max_bytes
                 )
+                self._record_key(conn, idempotency, outcome)
                 conn.execute("COMMIT")
                 return outcome
             except sqlite3.Error as exc:

@@ -74,6 +74,7 @@ from starlette.concurrency import run_in_threadpool
 from flowmem.access import Principal, decide
 from flowmem.api.deps import Caller
 from flowmem.api.gate import LARGE_BODY, PARSED_BODY, request_principal
+from flowmem.api.idempotency import Answer, Keyed
 from flowmem.auth import bearer_token
 from flowmem.errors import AccessDeniedError
 from flowmem.scope import SCOPES, ExecutionContext, check_scope
@@ -240,11 +241,22 @@ class MemoryCall:
         """Run ``operation`` of the memory service on this target in the pool's short path."""
         return await self.caller.services.pool.short(ShortCall(self, operation, arguments))
 
-    async def answer(self, operation: Operation, **arguments: Any) -> dict[str, Any]:
-        """``short``, then the JSON form of the operation's result."""
-        result = await self.short(operation, **arguments)
-        answer: dict[str, Any] = result.to_dict()
-        return answer
+    async def answer(self, operation: Operation, **arguments: Any) -> dict[str, Any] | Response:
+        """``short``, then the JSON form of the operation's result.
+
+        A write with an ``Idempotency-Key`` is answered with a ``Response``: its
+        answer, or the first answer on a repeat (docs/decisions/0031).
+        """
+        keyed = Keyed.of(self.caller.request) if operation.writes else None
+        if keyed is None:
+            result = await self.short(operation, **arguments)
+            answer: dict[str, Any] = result.to_dict()
+            return answer
+        call = ShortCall(self, operation, arguments, keyed)
+        pool = self.caller.services.pool
+        # a claimed key is a change before the operation's: never on the short path
+        keyed_answer: Answer = await (pool.short(call) if operation.fuses_key else pool.in_thread(call))
+        return keyed_answer.response()
 
 
 class Operation(Enum):
@@ -274,6 +286,11 @@ class Operation(Enum):
         return self in (Operation.WRITE, Operation.APPEND)
 
     @property
+    def fuses_key(self) -> bool:
+        """True when the store records an idempotency key in the operation's own transaction."""
+        return self.writes and self is not Operation.POP
+
+    @property
     def creates(self) -> bool:
         """True when a write to a ``session_id`` naming no session creates it (decision 0032)."""
         return self.guarded
@@ -286,6 +303,7 @@ class ShortCall:
     call: MemoryCall
     operation: Operation
     arguments: dict[str, Any] = field(default_factory=dict)
+    keyed: Keyed | None = None  # the request's Idempotency-Key (an Answer is returned then)
 
     def __call__(self) -> Any:
         """Authenticate, resolve the scope, then run the operation (blocking; one transaction).
@@ -309,7 +327,22 @@ class ShortCall:
         if operation.guarded:
             arguments = {**arguments, "guard": guard}
         method = getattr(services.memory, operation.value)
-        return method(target.scope, target.key, context=context, **arguments)
+        keyed = self.keyed
+        if keyed is None:
+            return method(target.scope, target.key, context=context, **arguments)
+        if not operation.fuses_key:
+            return keyed.claimed(
+                principal,
+                lambda: method(target.scope, target.key, context=context, **arguments),
+                lambda result: result.to_dict(),
+            )
+        return keyed.fused(
+            principal,
+            lambda idem: method(
+                target.scope, target.key, context=context, idempotency=idem, **arguments
+            ),
+            lambda result: result.to_dict(),
+        )
 
 
 def scope_context(

@@ -24,6 +24,7 @@ from flowmem.api.fast.route import (
     memory_call,
     render,
 )
+from flowmem.api.idempotency import PARAMETER
 from flowmem.api.models import (
     BufferAppend,
     BufferRead,
@@ -46,6 +47,7 @@ MAX_BATCH = 1000  # messages per append request
 
 SCOPE_ERRORS = (*AUTH_ERRORS, 403, 404, 422)
 CALL = Depends(memory_call)
+WRITE_OPENAPI = {**TARGET_OPENAPI, "parameters": [*TARGET_OPENAPI["parameters"], PARAMETER]}
 
 
 READ_FORMAT = Query(
@@ -172,12 +174,12 @@ def _from_provider(fmt: str, messages: list[Any], system: Any) -> list[Any]:
     "/buffers/{scope}/{key}",
     response_model=BufferResult,
     responses=errors(*SCOPE_ERRORS, *BODY_ERRORS, 409),
-    openapi_extra=TARGET_OPENAPI,
+    openapi_extra=WRITE_OPENAPI,
 )
 async def append_buffer(
     body: BufferAppend,
     call: MemoryCall = CALL,
-) -> dict[str, Any]:
+) -> dict[str, Any] | Response:
     """Append one message or a list to a buffer (MEM-1, 2, 3, 10, 12, 14 apply).
 
     `format` says what `messages` are: flowmem rows (default) or a provider's own
@@ -202,10 +204,10 @@ async def append_buffer(
 @router.delete(
     "/buffers/{scope}/{key}",
     response_model=WriteResult,
-    responses=errors(*SCOPE_ERRORS),
-    openapi_extra=TARGET_OPENAPI,
+    responses=errors(*SCOPE_ERRORS, 409),
+    openapi_extra=WRITE_OPENAPI,
 )
-async def clear_buffer(call: MemoryCall = CALL) -> dict[str, Any]:
+async def clear_buffer(call: MemoryCall = CALL) -> dict[str, Any] | Response:
     """Delete every message of a buffer."""
     return await call.answer(Operation.CLEAR)
 
@@ -213,10 +215,10 @@ async def clear_buffer(call: MemoryCall = CALL) -> dict[str, Any]:
 @router.delete(
     "/buffers/{scope}/{key}/last",
     response_model=PopResult,
-    responses=errors(*SCOPE_ERRORS),
-    openapi_extra=TARGET_OPENAPI,
+    responses=errors(*SCOPE_ERRORS, 409),
+    openapi_extra=WRITE_OPENAPI,
 )
-async def pop_buffer(call: MemoryCall = CALL) -> dict[str, Any]:
+async def pop_buffer(call: MemoryCall = CALL) -> dict[str, Any] | Response:
     """Remove and return a buffer's last message (the Agents SDK's `pop_item`).
 
     `message` is the row removed, `null` when the buffer is empty; `success` is
@@ -256,7 +258,7 @@ async def read_record(
         '(`42`, `"x"`, `[1]`), otherwise the text itself.',
     ),
     call: MemoryCall = CALL,
-) -> dict[str, Any]:
+) -> dict[str, Any] | Response:
     """Read a memory record; `found: false` and the default when absent, expired or refused."""
     fallback = _parse_default(default)
     return await call.answer(Operation.READ, default=fallback)
@@ -265,10 +267,10 @@ async def read_record(
 @router.put(
     "/memory/{scope}/{key}",
     response_model=WriteResult,
-    responses=errors(*SCOPE_ERRORS, *BODY_ERRORS),
-    openapi_extra=TARGET_OPENAPI,
+    responses=errors(*SCOPE_ERRORS, *BODY_ERRORS, 409),
+    openapi_extra=WRITE_OPENAPI,
 )
-async def write_record(body: MemoryWrite, call: MemoryCall = CALL) -> dict[str, Any]:
+async def write_record(body: MemoryWrite, call: MemoryCall = CALL) -> dict[str, Any] | Response:
     """Write a memory record (any JSON value) with an optional TTL in seconds."""
     return await call.answer(Operation.WRITE, value=body.value, ttl=body.ttl)
 
@@ -276,9 +278,9 @@ async def write_record(body: MemoryWrite, call: MemoryCall = CALL) -> dict[str, 
 @router.delete(
     "/memory/{scope}/{key}",
     response_model=WriteResult,
-    responses=errors(*SCOPE_ERRORS),
-    openapi_extra=TARGET_OPENAPI,
+    responses=errors(*SCOPE_ERRORS, 409),
+    openapi_extra=WRITE_OPENAPI,
 )
-async def delete_record(call: MemoryCall = CALL) -> dict[str, Any]:
+async def delete_record(call: MemoryCall = CALL) -> dict[str, Any] | Response:
     """Delete a memory record."""
     return await call.answer(Operation.DELETE)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Body, Path, Query, Response
 
 from flowmem.access import Principal
 from flowmem.api.deps import CALLER, Caller
+from flowmem.api.idempotency import OPENAPI, Answer, Keyed
 from flowmem.api.models import (
     MessageIn,
     MessagePage,
@@ -23,7 +25,7 @@ from flowmem.api.models import (
 )
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, clamp_limit, errors
 from flowmem.sessions import session_dict, transcript_dict
-from flowmem.store.base import SessionRecord, WriteGuard
+from flowmem.store.base import Idempotency, SessionRecord, WriteGuard
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 
@@ -41,22 +43,47 @@ Seq = Path(ge=1, le=2**62, description="The message's sequence number in its ses
     status_code=201,
     response_model=Session,
     responses=errors(*AUTH_ERRORS, 403, 409, *BODY_ERRORS),
+    openapi_extra=OPENAPI,
 )
 async def create_session(
     body: SessionCreate,
     caller: Caller = CALLER,
-) -> dict[str, Any]:
+) -> dict[str, Any] | Response:
     """Create a session owned by the caller (unowned for a service token). Needs `sessions:create`."""
     services = caller.services
+    keyed = Keyed.of(caller.request)
 
-    def create(principal: Principal) -> SessionRecord:
+    def create(principal: Principal, idem: Idempotency | None = None) -> SessionRecord:
         # stored only while the caller's token is valid (docs/decisions/0014)
         guard = WriteGuard(token_id=principal.token_id)
         return services.sessions.create(
-            principal, body.name, body.agent, body.metadata, guard=guard
+            principal, body.name, body.agent, body.metadata, guard=guard, idempotency=idem
         )
 
-    return session_dict(await caller.in_store_thread(create))
+    if keyed is None:
+        return session_dict(await caller.in_store_thread(create))
+
+    def job(principal: Principal) -> Answer:
+        return keyed.fused(principal, lambda idem: create(principal, idem), session_dict, 201)
+
+    return (await caller.in_store_thread(job)).response()
+
+
+async def _claimed(
+    caller: Caller,
+    keyed: Keyed,
+    work: Callable[[Principal], Any],
+    render: Callable[[Any], Any] = lambda result: result,
+    status: Callable[[Any], int] | int = 200,
+    runner: str = "in_store_thread",
+) -> Response:
+    """Run a keyed write whose work is not one store transaction (``Keyed.claimed``)."""
+
+    def job(principal: Principal) -> Answer:
+        return keyed.claimed(principal, lambda: work(principal), render, status)
+
+    answer: Answer = await getattr(caller, runner)(job)
+    return answer.response()
 
 
 @router.get("", response_model=SessionList, responses=errors(*AUTH_ERRORS, 403, 422))
@@ -87,13 +114,25 @@ async def get_session(
     return session_dict(await caller.in_store_thread(services.sessions.get, session_id))
 
 
-@router.delete("/{session_id}", status_code=204, responses=errors(*AUTH_ERRORS, 403, 404, 409, 422))
+@router.delete(
+    "/{session_id}",
+    status_code=204,
+    responses=errors(*AUTH_ERRORS, 403, 404, 409, 422),
+    openapi_extra=OPENAPI,
+)
 async def delete_session(
     session_id: str = SessionId,
     caller: Caller = CALLER,
 ) -> Response:
     """Delete a session with its transcript and its whole `session` scope (owner or admin)."""
     services = caller.services
+    keyed = Keyed.of(caller.request)
+    if keyed is not None:
+
+        def work(p: Principal) -> Any:
+            return services.sessions.delete(p, session_id)
+
+        return await _claimed(caller, keyed, work, status=204)
     await caller.in_store_thread(services.sessions.delete, session_id)
     return Response(status_code=204)
 
@@ -137,6 +176,7 @@ async def list_messages(
         200: {"model": TurnResult, "description": "With `wait=true`: the turn has finished."},
         **errors(*AUTH_ERRORS, 403, 404, 409, *BODY_ERRORS),
     },
+    openapi_extra=OPENAPI,
 )
 async def send_turn(
     body: TurnCreate,
@@ -144,7 +184,7 @@ async def send_turn(
     session_id: str = SessionId,
     wait: bool = Query(False, description="Wait for the turn to finish (200) instead of 202."),
     caller: Caller = CALLER,
-) -> dict[str, Any]:
+) -> dict[str, Any] | Response:
     """Send a user turn: a drive action (MEM-9), run under the session owner's identity (MEM-8)."""
     services = caller.services
 
@@ -155,6 +195,9 @@ async def send_turn(
             principal, session_id, body.content, wait=wait, guard=guard
         )
 
+    keyed = Keyed.of(caller.request)
+    if keyed is not None:
+        return await _claimed(caller, keyed, turn, status=200 if wait else 202, runner="in_long_thread")
     # a turn may wait for a model: the general thread pool, not the bounded store pool
     result: dict[str, Any] = await caller.in_long_thread(turn)
     if wait:
@@ -165,14 +208,18 @@ async def send_turn(
 @router.post(
     "/{session_id}/stop",
     response_model=StopResult,
-    responses=errors(*AUTH_ERRORS, 403, 404, 422),
+    responses=errors(*AUTH_ERRORS, 403, 404, 409, 422),
+    openapi_extra=OPENAPI,
 )
 async def stop_session(
     session_id: str = SessionId,
     caller: Caller = CALLER,
-) -> dict[str, Any]:
+) -> dict[str, Any] | Response:
     """Stop the running turn (a drive action)."""
     services = caller.services
+    keyed = Keyed.of(caller.request)
+    if keyed is not None:
+        return await _claimed(caller, keyed, lambda p: services.sessions.stop(p, session_id))
     stopped: dict[str, Any] = await caller.in_store_thread(services.sessions.stop, session_id)
     return stopped
 
@@ -181,13 +228,17 @@ async def stop_session(
     "/{session_id}/reset",
     response_model=ResetResult,
     responses=errors(*AUTH_ERRORS, 403, 404, 409, 422),
+    openapi_extra=OPENAPI,
 )
 async def reset_session(
     session_id: str = SessionId,
     caller: Caller = CALLER,
-) -> dict[str, Any]:
+) -> dict[str, Any] | Response:
     """Clear the session's conversation buffer (a drive action); the transcript stays."""
     services = caller.services
+    keyed = Keyed.of(caller.request)
+    if keyed is not None:
+        return await _claimed(caller, keyed, lambda p: services.sessions.reset(p, session_id))
     reset: dict[str, Any] = await caller.in_store_thread(services.sessions.reset, session_id)
     return reset
 
@@ -195,16 +246,24 @@ async def reset_session(
 @router.patch(
     "/{session_id}/messages/{seq}",
     response_model=TranscriptRow,
-    responses=errors(*AUTH_ERRORS, 403, 404, *BODY_ERRORS),
+    responses=errors(*AUTH_ERRORS, 403, 404, 409, *BODY_ERRORS),
+    openapi_extra=OPENAPI,
 )
 async def edit_message(
     session_id: str = SessionId,
     seq: int = Seq,
     message: MessageIn = MESSAGE_BODY,
     caller: Caller = CALLER,
-) -> dict[str, Any]:
+) -> dict[str, Any] | Response:
     """Replace one transcript message. Admin only (MEM-15); anyone else gets 403."""
     services = caller.services
+    keyed = Keyed.of(caller.request)
+    if keyed is not None:
+
+        def work(p: Principal) -> Any:
+            return services.sessions.edit_message(p, session_id, seq, message)
+
+        return await _claimed(caller, keyed, work, transcript_dict)
     edited = await caller.in_store_thread(services.sessions.edit_message, session_id, seq, message)
     return transcript_dict(edited)
 
@@ -212,7 +271,8 @@ async def edit_message(
 @router.delete(
     "/{session_id}/messages/{seq}",
     status_code=204,
-    responses=errors(*AUTH_ERRORS, 403, 404, 422),
+    responses=errors(*AUTH_ERRORS, 403, 404, 409, 422),
+    openapi_extra=OPENAPI,
 )
 async def delete_message(
     session_id: str = SessionId,
@@ -221,5 +281,12 @@ async def delete_message(
 ) -> Response:
     """Delete one transcript message. Admin only (MEM-15); anyone else gets 403."""
     services = caller.services
+    keyed = Keyed.of(caller.request)
+    if keyed is not None:
+
+        def work(p: Principal) -> Any:
+            return services.sessions.delete_message(p, session_id, seq)
+
+        return await _claimed(caller, keyed, work, status=204)
     await caller.in_store_thread(services.sessions.delete_message, session_id, seq)
     return Response(status_code=204)

@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Path, Response
 
+from flowmem.access import Principal
 from flowmem.api.deps import CALLER, Caller
+from flowmem.api.idempotency import OPENAPI, Answer, Keyed
 from flowmem.api.models import UserErasure
 from flowmem.api.routes.common import AUTH_ERRORS, errors
 
@@ -20,11 +22,12 @@ UserId = Path(description="The user id whose data is erased.", min_length=1, max
     "/{user_id}",
     response_model=UserErasure,
     responses=errors(*AUTH_ERRORS, 403, 409, 422),
+    openapi_extra=OPENAPI,
 )
 async def erase_user(
     user_id: str = UserId,
     caller: Caller = CALLER,
-) -> dict[str, Any]:
+) -> dict[str, Any] | Response:
     """Erase everything stored for a user (admin only).
 
     Every session the user owns (with its transcript and `session` scope), the
@@ -34,5 +37,19 @@ async def erase_user(
     the data stored before decision 0016 under a spelling now refused (a
     placeholder such as `None`), which is erased too (`user_id` stays null).
     """
-    canonical, erased = await caller.in_store_thread(caller.services.sessions.erase_user, user_id)
-    return {"user_id": canonical, **asdict(erased)}
+    sessions = caller.services.sessions
+
+    def erase(principal: Principal) -> dict[str, Any]:
+        canonical, erased = sessions.erase_user(principal, user_id)
+        return {"user_id": canonical, **asdict(erased)}
+
+    keyed = Keyed.of(caller.request)
+    if keyed is None:
+        return await caller.in_store_thread(erase)
+
+    def job(principal: Principal) -> Answer:
+        # an erasure of the caller's own user deletes its key too (nothing is kept)
+        return keyed.claimed(principal, lambda: erase(principal), lambda result: result)
+
+    answer: Answer = await caller.in_store_thread(job)
+    return answer.response()
