@@ -58,15 +58,19 @@ def start_adapter_server(tmp: Path) -> Iterator[AdapterServer]:
 
 
 class _Switchable(httpx.BaseTransport):
-    """A network transport that fails to connect while ``down`` is set (a server gone)."""
+    """A network transport whose writes fail to connect while ``down`` is set.
+
+    Reads still pass, as with the local tests' store whose appends fail: what is
+    tested is a lost write, not a history that cannot be read.
+    """
 
     def __init__(self) -> None:
         self.down = False
         self._inner = httpx.HTTPTransport()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        """Send ``request``, or fail as an unreachable server does."""
-        if self.down:
+        """Send ``request``; a write while ``down`` fails as an unreachable server does."""
+        if self.down and request.method != "GET":
             raise httpx.ConnectError("the server is down", request=request)
         return self._inner.handle_request(request)
 
