@@ -21,7 +21,7 @@ answers those with the empty result (nothing written there yet), so the client
 does too (``no_session_yet``): a LangChain history's or an Agents SDK session's
 first read, before its first write, is the empty history over HTTP as in process.
 A session the token may not view is also 404, and reads as empty as well: the
-server does not say it exists (a write to it is then refused, 403).
+server does not say it exists (a write to it is refused, 404 as well).
 """
 
 from __future__ import annotations
