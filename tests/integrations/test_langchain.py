@@ -269,3 +269,10 @@ def test_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(sys.modules, "flowmem.integrations.langchain")
     with pytest.raises(ImportError, match=r"pip install 'flowmem\[langchain\]'"):
         import flowmem.integrations.langchain  # noqa: F401
+
+
+def test_an_async_client_is_refused_at_construction_with_what_to_pass() -> None:
+    from flowmem.client import AsyncClient
+
+    with pytest.raises(TypeError, match=r"flowmem\.client\.Client"):
+        FlowmemChatMessageHistory(AsyncClient("http://127.0.0.1:1", "fm_x"), session_id="s1")  # type: ignore[arg-type]

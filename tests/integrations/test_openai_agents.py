@@ -423,3 +423,10 @@ def test_pop_item_on_a_store_without_pop_last_is_a_typed_error() -> None:
     with pytest.raises(ConfigurationError, match="pop_last"):
         asyncio.run(session.pop_item())
     assert len(_rows(session)) == 1
+
+
+def test_an_async_client_is_refused_at_construction_with_what_to_pass() -> None:
+    from flowmem.client import AsyncClient
+
+    with pytest.raises(TypeError, match=r"flowmem\.client\.Client"):
+        FlowmemSession("s1", AsyncClient("http://127.0.0.1:1", "fm_x"))  # type: ignore[arg-type]

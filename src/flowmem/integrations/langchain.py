@@ -18,7 +18,7 @@ neutral parts where one exists (text, image, audio, file, reasoning) and
 
 from __future__ import annotations
 
-from flowmem.integrations import require
+from flowmem.integrations import memory_of, require
 
 require("langchain_core", "langchain")
 
@@ -822,7 +822,7 @@ class FlowmemChatMessageHistory(BaseChatMessageHistory):
     ) -> None:
         if context is None and session_id is not None:
             context = ExecutionContext(session_id=session_id)
-        self.service = service
+        self.service = memory_of(service, "FlowmemChatMessageHistory")
         self.context = context
         self.scope = scope
         self.key = key

@@ -16,7 +16,7 @@ alike (``AsyncClient`` is not a ``Memory``; docs/integrations.md).
 
 from __future__ import annotations
 
-from flowmem.integrations import require
+from flowmem.integrations import memory_of, require
 
 require("agents", "openai-agents")
 
@@ -98,7 +98,7 @@ class FlowmemSession:
         session_settings: SessionSettings | dict[str, Any] | None = None,
     ) -> None:
         self.session_id = session_id
-        self.service = service
+        self.service = memory_of(service, "FlowmemSession")
         self.context = context if context is not None else ExecutionContext(session_id=session_id)
         self.scope = scope
         self.key = key
