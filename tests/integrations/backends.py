@@ -118,7 +118,7 @@ def remote_memory(request: pytest.FixtureRequest, *, switchable: bool = False) -
 
 
 def user_of(memory: Memory, local_user: Any) -> Any:
-    """The user id a ``user``-scope context names: ``local_user`` in process, the token's user remotely.
+    """The user id a ``user``-scope context names: ``local_user``, or remotely the token's.
 
     Over HTTP the ``user`` scope is always the token's user; a context naming
     another user is refused (decision 0030).
@@ -128,7 +128,7 @@ def user_of(memory: Memory, local_user: Any) -> Any:
 
 
 def shared_of(memory: Memory) -> Memory:
-    """The memory that reads the shared scopes (``global`` …): a ``memory:shared`` token remotely."""
+    """The memory that reads the shared scopes (``global`` …): remotely, a shared token."""
     remote = _REMOTES.get(memory) if isinstance(memory, Client) else None
     return memory if remote is None else remote.shared
 

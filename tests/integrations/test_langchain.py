@@ -274,5 +274,6 @@ def test_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_an_async_client_is_refused_at_construction_with_what_to_pass() -> None:
     from flowmem.client import AsyncClient
 
+    asynchronous = AsyncClient("http://127.0.0.1:1", "fm_x")
     with pytest.raises(TypeError, match=r"flowmem\.client\.Client"):
-        FlowmemChatMessageHistory(AsyncClient("http://127.0.0.1:1", "fm_x"), session_id="s1")  # type: ignore[arg-type]
+        FlowmemChatMessageHistory(asynchronous, session_id="s1")  # type: ignore[arg-type]

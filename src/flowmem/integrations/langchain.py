@@ -1,12 +1,13 @@
 """LangChain chat history backed by a flowmem buffer (``pip install 'flowmem[langchain]'``).
 
 ``FlowmemChatMessageHistory`` is a ``BaseChatMessageHistory``: every write goes
-through ``Memory.append`` — in process (``MemoryService``) or on a ``flowmem serve``
-(``flowmem.client.Client``), the same rules either way — so LangChain gets flowmem's guarantees — a
-re-delivered ``ToolMessage`` is stored once (MEM-1), a ``HumanMessage`` after an
-interrupted tool call heals it (MEM-3), a late real result replaces the placeholder
-(MEM-10), ``max_messages`` windows the buffer, and a ``session``/``user`` scope
-without a real identity refuses instead of sharing one history (MEM-6, 7, 13).
+through ``Memory.append``, in process (``MemoryService``) or on a ``flowmem serve``
+(``flowmem.client.Client``) with the same rules either way, so LangChain gets
+flowmem's guarantees — a re-delivered ``ToolMessage`` is stored once (MEM-1), a
+``HumanMessage`` after an interrupted tool call heals it (MEM-3), a late real
+result replaces the placeholder (MEM-10), ``max_messages`` windows the buffer, and
+a ``session``/``user`` scope without a real identity refuses instead of sharing
+one history (MEM-6, 7, 13).
 
 Nothing a LangChain message carries is lost (decision 0021): content blocks become
 neutral parts where one exists (text, image, audio, file, reasoning) and

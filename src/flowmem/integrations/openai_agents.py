@@ -3,11 +3,12 @@
 ``FlowmemSession`` implements the SDK's ``Session`` protocol. Items are stored as
 flowmem rows (``flowmem.formats.from_responses``), so every write goes through
 ``Memory.append`` — in process (``MemoryService``) or on a ``flowmem serve``
-(``flowmem.client.Client``), the same rules either way: a re-delivered ``function_call_output`` is stored once
-(MEM-1), a re-delivered model turn once (MEM-2), a ``function_call`` left without
-output by an aborted run is answered by a placeholder when the next user message
-is added (MEM-3) instead of being dropped from the history, and a ``session``
-scope without a real session id refuses (MEM-7, MEM-13).
+(``flowmem.client.Client``), the same rules either way: a re-delivered
+``function_call_output`` is stored once (MEM-1), a re-delivered model turn once
+(MEM-2), a ``function_call`` left without output by an aborted run is answered by
+a placeholder when the next user message is added (MEM-3) instead of being
+dropped from the history, and a ``session`` scope without a real session id
+refuses (MEM-7, MEM-13).
 
 The SDK's session is async and ``Memory`` is synchronous: every call runs in a
 worker thread (``asyncio.to_thread``), for a ``MemoryService`` and a ``Client``
@@ -136,10 +137,10 @@ class FlowmemSession:
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append items through ``Memory.append`` (dedup, healing, window, refusal).
 
-        Implements MEM-1, MEM-2 and MEM-3 through the memory (service or server). Every item type is
-        kept (messages with any parts, reasoning, hosted-tool items, calls and
-        outputs of every kind); a malformed item raises ``InvalidMessageError``
-        and nothing of the batch is written.
+        Implements MEM-1, MEM-2 and MEM-3 through the memory (service or server).
+        Every item type is kept (messages with any parts, reasoning, hosted-tool
+        items, calls and outputs of every kind); a malformed item raises
+        ``InvalidMessageError`` and nothing of the batch is written.
         """
         await asyncio.to_thread(self._add, list(items))
 
