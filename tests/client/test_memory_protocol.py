@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import replace
 from typing import Any
@@ -11,7 +12,7 @@ import pytest
 
 from flowmem.client import Client
 from flowmem.client.scoping import USER_RULE
-from flowmem.errors import AccessDeniedError, ConfigurationError
+from flowmem.errors import AccessDeniedError, ConfigurationError, NotFoundError
 from flowmem.memory import Memory
 from flowmem.results import BufferResult, PopResult, ReadResult, WriteResult
 from flowmem.scope import ExecutionContext
@@ -162,3 +163,57 @@ def test_memory_service_pop_last_refuses_and_needs_a_store_that_pops() -> None:
     bare = MemoryService(NoPop())  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError):
         bare.pop_last_raw("user", "alice", "k")
+
+
+def _unwritten_session_script(memory: Memory) -> list[Any]:
+    """Every read-like call on a session id nobody has written to yet."""
+    context = ExecutionContext(session_id="s-never-written")
+    return [
+        memory.load("session", "chat_history", context),
+        memory.load("session", "chat_history", context, last=2),
+        memory.read("session", "profile", context, default=5),
+        memory.delete("session", "profile", context),
+        memory.clear("session", "chat_history", context),
+        memory.pop_last("session", "chat_history", context),
+    ]
+
+
+def test_a_session_not_written_yet_reads_empty_over_http_as_in_process(
+    memory_server: Server,
+) -> None:
+    """The adapters' first read comes before their first write: it must not be a 404."""
+    local = _unwritten_session_script(MemoryService(MemoryStore()))
+    with memory_server.client("alice") as client:
+        remote = _unwritten_session_script(client)
+        assert remote == local
+        assert all(type(a) is type(b) for a, b in zip(remote, local, strict=True))
+        assert remote[0] == BufferResult(resolved_scope_id="s-never-written")
+        assert client.list_sessions().total == 0  # and nothing was created
+        with pytest.raises(NotFoundError):  # the explicit routes still say 404
+            client.load_buffer("session", "chat_history", session_id="s-never-written")
+    with memory_server.client("bob") as bob:  # another user's session reads as empty too
+        context = ExecutionContext(session_id="s-alice")
+        with memory_server.client("alice") as alice:
+            alice.append("session", "k", {"role": "user", "content": "mine"}, context)
+        assert bob.load("session", "k", context).messages == []
+        with pytest.raises(NotFoundError):  # and a write to it is refused, 404 as well
+            bob.append("session", "k", {"role": "user", "content": "x"}, context)
+
+
+def test_the_async_client_reads_a_session_not_written_yet_as_empty(
+    memory_server: Server,
+) -> None:
+    context = ExecutionContext(session_id="s-never-written")
+
+    async def scenario() -> list[Any]:
+        async with memory_server.async_client("alice") as client:
+            return [
+                await client.load("session", "chat_history", context),
+                await client.read("session", "profile", context, default=5),
+                await client.delete("session", "profile", context),
+                await client.clear("session", "chat_history", context),
+                await client.pop_last("session", "chat_history", context),
+            ]
+
+    local = _unwritten_session_script(MemoryService(MemoryStore()))
+    assert asyncio.run(scenario()) == [local[0], *local[2:]]

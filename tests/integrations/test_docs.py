@@ -1,9 +1,14 @@
-"""The code blocks of ``docs/integrations.md`` run as written (a scripted model stands in)."""
+"""The code blocks of ``docs/integrations.md`` run as written (a scripted model stands in).
+
+The blocks that use a ``Client`` run against a real ``flowmem serve`` started here,
+named by ``$FLOWMEM_URL`` and ``$FLOWMEM_TOKEN`` (a user token), as the doc says.
+"""
 
 from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +16,9 @@ import langchain_core.runnables.history  # noqa: F401  (its import resets warnin
 import pytest
 from agents import set_tracing_disabled
 
+from flowmem.client import Client
 from flowmem.scope import ExecutionContext
+from tests.client.conftest import Server, serve
 from tests.integrations.scripted_model import ScriptedModel, text
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
@@ -20,6 +27,24 @@ set_tracing_disabled(True)
 
 def _blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+
+
+def _block(*needles: str, remote: bool) -> str:
+    """The one block holding every needle, with (remote) or without a ``Client()``."""
+    found = [
+        b for b in _blocks() if all(n in b for n in needles) and ("Client()" in b) == remote
+    ]
+    assert len(found) == 1, (needles, remote, len(found))
+    return found[0]
+
+
+@pytest.fixture
+def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
+    """A real ``flowmem serve``, named by ``$FLOWMEM_URL`` and ``$FLOWMEM_TOKEN`` (alice's)."""
+    with serve(f"sqlite:///{tmp_path}/docs.db", tmp_path) as server:
+        monkeypatch.setenv("FLOWMEM_URL", server.url)
+        monkeypatch.setenv("FLOWMEM_TOKEN", server.tokens["alice"])
+        yield server
 
 
 def _run(block: str, swaps: dict[str, str], names: dict[str, Any]) -> dict[str, Any]:
@@ -38,19 +63,18 @@ def _run(block: str, swaps: dict[str, str], names: dict[str, Any]) -> dict[str, 
     return namespace
 
 
+LANGCHAIN_SWAPS = {
+    "from langchain_openai import ChatOpenAI": (
+        "from langchain_core.language_models.fake_chat_models import GenericFakeChatModel"
+    ),
+    'ChatOpenAI(model="gpt-4o-mini")': 'GenericFakeChatModel(messages=iter(["Hello Ana!"]))',
+}
+
+
 def test_langchain_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    block = next(b for b in _blocks() if "FlowmemChatMessageHistory" in b)
-    ns = _run(
-        block,
-        {
-            "from langchain_openai import ChatOpenAI": (
-                "from langchain_core.language_models.fake_chat_models import GenericFakeChatModel"
-            ),
-            'ChatOpenAI(model="gpt-4o-mini")': 'GenericFakeChatModel(messages=iter(["Hello Ana!"]))',
-        },
-        {},
-    )
+    block = _block("FlowmemChatMessageHistory", ".invoke(", remote=False)
+    ns = _run(block, LANGCHAIN_SWAPS, {})
     assert ns["reply"].content == "Hello Ana!"
     stored = ns["memory"].load("session", "chat_history", ExecutionContext(session_id="ana-1"))
     assert [row["content"] for row in stored.messages] == ["Hi, I'm Ana", "Hello Ana!"]
@@ -59,7 +83,7 @@ def test_langchain_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 def test_openai_agents_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    block = next(b for b in _blocks() if "FlowmemSession" in b)
+    block = _block("FlowmemSession", "Runner.", remote=False)
     ns = _run(
         block,
         {'instructions="Be brief.")': 'instructions="Be brief.", model=SCRIPTED)'},
@@ -73,9 +97,45 @@ def test_openai_agents_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     ns["memory"].store.close()
 
 
+def test_langchain_example_on_a_server_runs(
+    served: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    ns = _run(_block("FlowmemChatMessageHistory", ".invoke(", remote=True), LANGCHAIN_SWAPS, {})
+    assert ns["reply"].content == "Hello Ana!"
+    ns["memory"].close()
+    with Client() as client:  # read back through the API, as the server has it
+        stored = client.load_buffer("session", "chat_history", session_id="ana-1").messages
+        assert [row["content"] for row in stored] == ["Hi, I'm Ana", "Hello Ana!"]
+        assert client.get_session("ana-1").owner == "alice"  # the token's user
+
+
+def test_openai_agents_example_on_a_server_runs(
+    served: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    ns = _run(
+        _block("FlowmemSession", "Runner.", remote=True),
+        {'instructions="Be brief.")': 'instructions="Be brief.", model=SCRIPTED)'},
+        {"SCRIPTED": ScriptedModel([[text("Hello Ana!")]])},
+    )
+    assert ns["result"].final_output == "Hello Ana!"
+    ns["memory"].close()
+    with Client() as client:
+        user, answer = client.load_buffer("session", "agent_items", session_id="ana-1").messages
+        assert user["content"] == "Hi, I'm Ana"
+        assert answer["content"] == [{"type": "text", "text": "Hello Ana!"}]
+        assert client.get_session("ana-1").owner == "alice"
+
+
 def test_blocks_that_call_no_model_run_as_written() -> None:
-    """The lossless examples assert what they claim; they need no model and no swap."""
-    plain = [b for b in _blocks() if "Runner." not in b and ".invoke(" not in b]
+    """The lossless examples assert what they claim; they need no model and no swap.
+
+    The block that needs a server (``Client()``) runs in ``tests/test_doc_samples.py``.
+    """
+    plain = [
+        b for b in _blocks() if "Runner." not in b and ".invoke(" not in b and "Client()" not in b
+    ]
     assert len(plain) == 2  # the LangChain and the Agents SDK round trips
     for block in plain:
         with warnings.catch_warnings():

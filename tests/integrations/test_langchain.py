@@ -1,4 +1,8 @@
-"""``FlowmemChatMessageHistory`` with the real langchain-core (and LangGraph's validation)."""
+"""``FlowmemChatMessageHistory`` with the real langchain-core (and LangGraph's validation).
+
+Every test taking ``service`` runs twice (``tests/integrations/conftest.py``): on an
+in-process ``MemoryService`` and on a ``Client`` of a real ``flowmem serve``.
+"""
 
 from __future__ import annotations
 
@@ -17,9 +21,9 @@ from langgraph.prebuilt.chat_agent_executor import _validate_chat_history
 
 from flowmem.core import HEALED_CONTENT, check_sendable
 from flowmem.integrations.langchain import FlowmemChatMessageHistory, message_to_row, row_to_message
+from flowmem.memory import Memory
 from flowmem.scope import ExecutionContext
-from flowmem.service import MemoryService
-from flowmem.store import MemoryStore
+from tests.integrations.backends import shared_of, user_of
 
 # RunnableWithMessageHistory and InMemoryChatMessageHistory are deprecated upstream but
 # still what most LangChain apps run; the issue asks for them by name.
@@ -28,18 +32,13 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 CALL = {"id": "call_1", "name": "weather", "args": {"city": "Lisbon"}, "type": "tool_call"}
 
 
-@pytest.fixture
-def service() -> MemoryService:
-    return MemoryService(MemoryStore(), clock=lambda: 1_700_000_000)
-
-
 def _history(
-    service: MemoryService, session: str = "s1", **kwargs: object
+    service: Memory, session: str = "s1", **kwargs: object
 ) -> FlowmemChatMessageHistory:
     return FlowmemChatMessageHistory(service, session_id=session, **kwargs)  # type: ignore[arg-type]
 
 
-def test_messages_map_both_ways(service: MemoryService) -> None:
+def test_messages_map_both_ways(service: Memory) -> None:
     history = _history(service)
     sent: list[BaseMessage] = [
         SystemMessage("be brief"),
@@ -106,7 +105,7 @@ def _recording_chain(
     return chain  # type: ignore[return-value]
 
 
-def test_runnable_with_message_history_keeps_sessions_apart(service: MemoryService) -> None:
+def test_runnable_with_message_history_keeps_sessions_apart(service: Memory) -> None:
     seen: list[list[BaseMessage]] = []
     chain = _recording_chain(
         [AIMessage("hi Ana"), AIMessage("hi Bo"), AIMessage("you are Ana")], seen
@@ -126,7 +125,7 @@ def test_runnable_with_message_history_keeps_sessions_apart(service: MemoryServi
 
 
 def test_mem_3_runnable_history_after_interrupted_call_is_sendable_to_the_model(
-    service: MemoryService,
+    service: Memory,
 ) -> None:
     """A crash left a dangling call; the next turn's model input is already healed."""
     _history(service).add_messages([HumanMessage("weather?"), AIMessage("", tool_calls=[CALL])])
@@ -150,7 +149,7 @@ def test_mem_3_runnable_history_after_interrupted_call_is_sendable_to_the_model(
     ]
 
 
-def test_mem_1_retried_tool_message_is_stored_once(service: MemoryService) -> None:
+def test_mem_1_retried_tool_message_is_stored_once(service: Memory) -> None:
     history = _history(service)
     history.add_messages([HumanMessage("weather?"), AIMessage("", tool_calls=[CALL])])
     history.add_message(ToolMessage("18C", tool_call_id="call_1"))
@@ -164,7 +163,7 @@ def test_mem_1_retried_tool_message_is_stored_once(service: MemoryService) -> No
     assert sum(isinstance(m, ToolMessage) for m in plain.messages) == 2  # LangChain's own store
 
 
-def test_mem_2_retried_ai_turn_is_stored_once(service: MemoryService) -> None:
+def test_mem_2_retried_ai_turn_is_stored_once(service: Memory) -> None:
     history = _history(service)
     history.add_messages([HumanMessage("weather?"), AIMessage("", tool_calls=[CALL])])
     history.add_message(AIMessage("", tool_calls=[CALL]))
@@ -172,7 +171,7 @@ def test_mem_2_retried_ai_turn_is_stored_once(service: MemoryService) -> None:
 
 
 def test_mem_3_human_after_interrupted_call_passes_langgraph_validation(
-    service: MemoryService,
+    service: Memory,
 ) -> None:
     events: list[BaseMessage] = [
         HumanMessage("weather?"),
@@ -193,7 +192,7 @@ def test_mem_3_human_after_interrupted_call_passes_langgraph_validation(
         _validate_chat_history(plain.messages)
 
 
-def test_mem_10_late_tool_message_replaces_the_placeholder(service: MemoryService) -> None:
+def test_mem_10_late_tool_message_replaces_the_placeholder(service: Memory) -> None:
     history = _history(service)
     history.add_messages(
         [HumanMessage("weather?"), AIMessage("", tool_calls=[CALL]), HumanMessage("hello?")]
@@ -203,7 +202,7 @@ def test_mem_10_late_tool_message_replaces_the_placeholder(service: MemoryServic
     assert len(stored) == 4 and stored[2].content == "18C"
 
 
-def test_window_keeps_the_last_turns_and_stays_sendable(service: MemoryService) -> None:
+def test_window_keeps_the_last_turns_and_stays_sendable(service: Memory) -> None:
     history = _history(service, max_messages=3)
     history.add_messages(
         [
@@ -219,7 +218,7 @@ def test_window_keeps_the_last_turns_and_stays_sendable(service: MemoryService) 
 
 
 def test_mem_13_no_session_id_refuses_and_shares_nothing(
-    service: MemoryService, caplog: pytest.LogCaptureFixture
+    service: Memory, caplog: pytest.LogCaptureFixture
 ) -> None:
     anonymous = FlowmemChatMessageHistory(service, context=ExecutionContext(workflow_id="w"))
     with caplog.at_level(logging.WARNING, logger="flowmem"):
@@ -229,20 +228,21 @@ def test_mem_13_no_session_id_refuses_and_shares_nothing(
     assert len([r for r in caplog.records if r.name == "flowmem"]) == 1
     assert anonymous.messages == []
     assert FlowmemChatMessageHistory(service, session_id="0").messages == []
-    global_history = FlowmemChatMessageHistory(service, scope="global")
+    global_history = FlowmemChatMessageHistory(shared_of(service), scope="global")
     assert global_history.messages == []  # nothing leaked into the shared bucket
 
 
-def test_mem_6_user_scope_without_a_user_refuses(service: MemoryService) -> None:
+def test_mem_6_user_scope_without_a_user_refuses(service: Memory) -> None:
     history = FlowmemChatMessageHistory(service, session_id="s1", scope="user")
     history.add_messages([HumanMessage("hi")])
     assert history.last_result is not None and history.last_result.refusal is not None
-    owned = FlowmemChatMessageHistory(service, context=ExecutionContext(user_id=42), scope="user")
+    user = user_of(service, 42)  # over HTTP the user scope is the token's user
+    owned = FlowmemChatMessageHistory(service, context=ExecutionContext(user_id=user), scope="user")
     owned.add_messages([HumanMessage("hi")])
     assert [m.content for m in owned.messages] == ["hi"]
 
 
-def test_async_forms(service: MemoryService) -> None:
+def test_async_forms(service: Memory) -> None:
     history = _history(service)
 
     async def scenario() -> list[list[BaseMessage]]:
@@ -256,7 +256,7 @@ def test_async_forms(service: MemoryService) -> None:
     assert after == []
 
 
-def test_clear_empties_only_this_session(service: MemoryService) -> None:
+def test_clear_empties_only_this_session(service: Memory) -> None:
     _history(service, "a").add_messages([HumanMessage("x")])
     _history(service, "b").add_messages([HumanMessage("y")])
     _history(service, "a").clear()
@@ -269,3 +269,11 @@ def test_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(sys.modules, "flowmem.integrations.langchain")
     with pytest.raises(ImportError, match=r"pip install 'flowmem\[langchain\]'"):
         import flowmem.integrations.langchain  # noqa: F401
+
+
+def test_an_async_client_is_refused_at_construction_with_what_to_pass() -> None:
+    from flowmem.client import AsyncClient
+
+    asynchronous = AsyncClient("http://127.0.0.1:1", "fm_x")
+    with pytest.raises(TypeError, match=r"flowmem\.client\.Client"):
+        FlowmemChatMessageHistory(asynchronous, session_id="s1")  # type: ignore[arg-type]

@@ -1,8 +1,13 @@
-"""``FlowmemChatMessageHistory`` loses nothing (issue 13 §5): every class, block and field."""
+"""``FlowmemChatMessageHistory`` loses nothing (issue 13 §5): every class, block and field.
+
+What is stored runs on an in-process service and on a ``Client`` of a real
+``flowmem serve`` (``service``, ``backend_service``, ``flaky``: ``remote``).
+"""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import langchain_core.messages as lc_messages
@@ -24,6 +29,7 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables.history import RunnableWithMessageHistory
 
 import flowmem.integrations.langchain as langchain_adapter
+from flowmem.client import ServerUnreachableError
 from flowmem.core import check_sendable, is_empty, to_row
 from flowmem.errors import (
     InvalidMessageError,
@@ -37,9 +43,11 @@ from flowmem.integrations.langchain import (
     message_to_row,
     row_to_message,
 )
+from flowmem.memory import Memory
 from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
 from flowmem.store import MemoryStore
+from tests.integrations.backends import LOCAL, REMOTE, remote_memory, switch_of
 from tests.integrations.lc_strategies import CLASSES, GENERATED_TYPES, LABELLED_BLOCKS, MESSAGES
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -84,11 +92,7 @@ VISION = HumanMessage(
 )
 
 
-def _service() -> MemoryService:
-    return MemoryService(MemoryStore(), clock=lambda: 1_700_000_000)
-
-
-def _history(service: MemoryService, session: str = "s1") -> FlowmemChatMessageHistory:
+def _history(service: Memory, session: str = "s1") -> FlowmemChatMessageHistory:
     return FlowmemChatMessageHistory(service, session_id=session)
 
 
@@ -130,14 +134,18 @@ def test_generators_cover_every_langchain_message_class_and_block_type() -> None
     assert set(KNOWN_BLOCK_TYPES) <= GENERATED_TYPES, set(KNOWN_BLOCK_TYPES) - GENERATED_TYPES
 
 
-_STORE_SERVICE = _service()
 _SESSIONS = iter(range(10**9))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(MESSAGES)
-def test_stored_messages_come_back_equal(message: BaseMessage) -> None:
-    history = _history(_STORE_SERVICE, f"s{next(_SESSIONS)}")
+@settings(
+    max_examples=150,
+    deadline=None,
+    # one service (or server user) for every example: each example has its own session
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(message=MESSAGES)
+def test_stored_messages_come_back_equal(service: Memory, message: BaseMessage) -> None:
+    history = _history(service, f"s{next(_SESSIONS)}")
     history.add_messages([message])
     if is_empty(to_row(message_to_row(message))):
         # DESIGN §2: no content and no call with a usable id is nothing to append
@@ -146,7 +154,7 @@ def test_stored_messages_come_back_equal(message: BaseMessage) -> None:
         assert history.raw_messages == [message]
 
 
-def test_every_field_and_block_survives_each_backend(backend_service: MemoryService) -> None:
+def test_every_field_and_block_survives_each_backend(backend_service: Memory) -> None:
     sent: list[BaseMessage] = [
         SystemMessage("be brief", id="sys"),
         ChatMessage("obey the rules", role="developer"),
@@ -177,8 +185,8 @@ def test_every_field_and_block_survives_each_backend(backend_service: MemoryServ
     assert check_sendable(rows.messages) == []
 
 
-def test_a_thinking_turn_leads_with_its_reasoning_after_normalization() -> None:
-    history = _history(_service())
+def test_a_thinking_turn_leads_with_its_reasoning_after_normalization(service: Memory) -> None:
+    history = _history(service)
     history.add_messages([HumanMessage("weather?"), CLAUDE_TURN])
     turn = history.messages[1]
     assert turn.content[0] == THINKING  # the reasoning still opens the turn
@@ -211,9 +219,9 @@ def test_developer_chat_message_is_a_system_row() -> None:
     ],
 )
 def test_a_message_flowmem_cannot_take_is_refused_and_nothing_is_written(
-    message: BaseMessage, error: type[Exception], match: str
+    message: BaseMessage, error: type[Exception], match: str, service: Memory
 ) -> None:
-    history = _history(_service())
+    history = _history(service)
     with pytest.raises(error, match=match):
         history.add_messages([HumanMessage("first"), message])
     history.discard_unstored()
@@ -244,7 +252,7 @@ def test_rows_written_by_other_clients_read_as_v1_blocks() -> None:
 # --- under RunnableWithMessageHistory: no turn is lost silently -----------------------
 
 
-def _chain(service: MemoryService, replies: list[AIMessage], calls: list[int]) -> Any:
+def _chain(service: Memory, replies: list[AIMessage], calls: list[int]) -> Any:
     model = GenericFakeChatModel(messages=iter(replies))
     prompt = ChatPromptTemplate.from_messages(
         [MessagesPlaceholder("history"), ("human", "{input}")]
@@ -266,9 +274,8 @@ def _invoke(chain: Any, text: str) -> Any:
     return chain.invoke({"input": text}, config={"configurable": {"session_id": "s1"}})
 
 
-def test_a_thinking_and_search_turn_is_stored_under_runnable_history() -> None:
+def test_a_thinking_and_search_turn_is_stored_under_runnable_history(service: Memory) -> None:
     """The issue's case: a model answering with a thinking block left the history empty."""
-    service = _service()
     answer = AIMessage([THINKING, SEARCH, SEARCH_RESULT, {"type": "text", "text": "18C."}], id="r1")
     _invoke(_chain(service, [answer], []), "weather in Lisbon?")
     assert _history(service).messages == [HumanMessage("weather in Lisbon?"), answer]
@@ -285,16 +292,42 @@ class _FlakyStore(MemoryStore):
         return super().append(*args, **kwargs)
 
 
-def test_a_turn_whose_write_failed_is_written_before_the_next_turn() -> None:
+@dataclass
+class Flaky:
+    """A memory whose writes can be made to fail: its store's appends, or its writes' connections."""
+
+    memory: Memory
+    switch: Any  # has ``down``
+    error: type[Exception]
+
+    @property
+    def down(self) -> bool:
+        return bool(self.switch.down)
+
+    @down.setter
+    def down(self, value: bool) -> None:
+        self.switch.down = value
+
+
+@pytest.fixture(params=[LOCAL, REMOTE])
+def flaky(request: pytest.FixtureRequest) -> Flaky:
+    """Local: a service whose store fails appends. Remote: a client whose writes cannot connect."""
+    if request.param == REMOTE:
+        client = remote_memory(request, switchable=True)
+        return Flaky(client, switch_of(client), ServerUnreachableError)
     store = _FlakyStore()
-    service = MemoryService(store)
+    return Flaky(MemoryService(store), store, StoreUnavailableError)
+
+
+def test_a_turn_whose_write_failed_is_written_before_the_next_turn(flaky: Flaky) -> None:
+    service = flaky.memory
     calls: list[int] = []
     chain = _chain(service, [AIMessage("hi Ana"), AIMessage("you are Ana")], calls)
-    store.down = True
+    flaky.down = True
     assert _invoke(chain, "I am Ana").content == "hi Ana"  # LangChain swallowed the error
     assert [m.content for m in _history(service).unstored()] == ["I am Ana", "hi Ana"]
     assert len(calls) == 1
-    store.down = False
+    flaky.down = False
     _invoke(chain, "who am I?")
     assert len(calls) == 2 and _history(service).unstored() == []
     assert [m.content for m in _history(service).messages] == [
@@ -305,8 +338,9 @@ def test_a_turn_whose_write_failed_is_written_before_the_next_turn() -> None:
     ]
 
 
-def test_a_turn_that_cannot_be_stored_stops_the_next_turn_before_the_model_runs() -> None:
-    service = _service()
+def test_a_turn_that_cannot_be_stored_stops_the_next_turn_before_the_model_runs(
+    service: Memory,
+) -> None:
     calls: list[int] = []
     bad = AIMessage("hi", response_metadata={"created": object()})  # not JSON
     chain = _chain(service, [bad, AIMessage("never")], calls)
@@ -321,25 +355,23 @@ def test_a_turn_that_cannot_be_stored_stops_the_next_turn_before_the_model_runs(
     assert _history(service).messages == []
 
 
-def test_a_caller_retrying_the_failed_batch_stores_it_once() -> None:
-    store = _FlakyStore()
-    history = _history(MemoryService(store))
-    store.down = True
-    with pytest.raises(StoreUnavailableError):
+def test_a_caller_retrying_the_failed_batch_stores_it_once(flaky: Flaky) -> None:
+    history = _history(flaky.memory)
+    flaky.down = True
+    with pytest.raises(flaky.error):
         history.add_messages([HumanMessage("hi")])
-    store.down = False
+    flaky.down = False
     history.add_messages([HumanMessage("hi")])
     assert history.raw_messages == [HumanMessage("hi")]
     assert history.unstored() == []
 
 
-def test_waiting_messages_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_waiting_messages_are_bounded(monkeypatch: pytest.MonkeyPatch, flaky: Flaky) -> None:
     monkeypatch.setattr(langchain_adapter, "MAX_UNSTORED_MESSAGES", 3)
-    store = _FlakyStore()
-    history = _history(MemoryService(store))
-    store.down = True
+    history = _history(flaky.memory)
+    flaky.down = True
     for text in ("a", "b", "c", "d"):
-        with pytest.raises(StoreUnavailableError):
+        with pytest.raises(flaky.error):
             history.add_messages([HumanMessage(text)])
     assert [m.content for m in history.unstored()] == ["a", "b", "c"]  # "d" was only raised
 

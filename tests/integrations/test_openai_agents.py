@@ -1,4 +1,8 @@
-"""``FlowmemSession`` with the real openai-agents ``Runner`` and a scripted model."""
+"""``FlowmemSession`` with the real openai-agents ``Runner`` and a scripted model.
+
+``service`` and ``sqlite_service`` each also run as ``remote``: a ``Client`` of a
+real ``flowmem serve`` (``tests/integrations/backends.py``).
+"""
 
 from __future__ import annotations
 
@@ -17,10 +21,12 @@ from flowmem.core import HEALED_CONTENT, check_sendable
 from flowmem.errors import ConfigurationError, InvalidMessageError
 from flowmem.formats import from_responses
 from flowmem.integrations.openai_agents import FlowmemSession
+from flowmem.memory import Memory
 from flowmem.service import MemoryService
 from flowmem.store import MemoryStore, open_store
 from flowmem.store.base import SupportsPopLast
 from tests.formats.sdk import assert_responses
+from tests.integrations.backends import REMOTE, remote_memory, shared_of
 from tests.integrations.scripted_model import ScriptedModel, call, text
 
 set_tracing_disabled(True)  # no trace export from tests (the network is loopback only)
@@ -35,8 +41,11 @@ CALL_ITEM = {
 OUTPUT_ITEM = {"type": "function_call_output", "call_id": "c2", "output": "21C"}
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryService]:
+@pytest.fixture(params=["memory", "sqlite", REMOTE])
+def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
+    if request.param == REMOTE:
+        yield remote_memory(request)
+        return
     store = (
         MemoryStore()
         if request.param == "memory"
@@ -46,8 +55,11 @@ def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemorySe
     store.close()
 
 
-@pytest.fixture
-def sqlite_service(tmp_path: Path) -> Iterator[MemoryService]:
+@pytest.fixture(params=["sqlite", REMOTE])
+def sqlite_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
+    if request.param == REMOTE:
+        yield remote_memory(request)
+        return
     store = open_store(f"sqlite:///{tmp_path / 'agents.db'}")
     yield MemoryService(store)
     store.close()
@@ -61,11 +73,11 @@ def _rows(session: FlowmemSession) -> list[dict[str, Any]]:
     return session.service.load(session.scope, session.key, session.context).messages
 
 
-def test_session_satisfies_the_sdk_protocol(service: MemoryService) -> None:
+def test_session_satisfies_the_sdk_protocol(service: Memory) -> None:
     assert isinstance(FlowmemSession("s1", service), Session)
 
 
-def test_runner_runs_several_turns_over_a_sqlite_session(sqlite_service: MemoryService) -> None:
+def test_runner_runs_several_turns_over_a_sqlite_session(sqlite_service: Memory) -> None:
     model = ScriptedModel(
         [
             [text("Checking.", 1), call("c1", "weather", city="Lisbon")],
@@ -140,7 +152,7 @@ def _approval_scenario(session: Any) -> ScriptedModel:
 
 
 def test_mem_3_interrupted_call_is_healed_at_the_next_user_turn(
-    sqlite_service: MemoryService,
+    sqlite_service: Memory,
 ) -> None:
     session = FlowmemSession("s1", sqlite_service)
     model = _approval_scenario(session)
@@ -182,7 +194,7 @@ def test_sdk_sqlite_session_silently_drops_the_interrupted_call(tmp_path: Path) 
     assert all(i.get("call_id") != "c2" for i in seen)
 
 
-def test_approved_call_resumes_with_its_real_output(sqlite_service: MemoryService) -> None:
+def test_approved_call_resumes_with_its_real_output(sqlite_service: Memory) -> None:
     model = ScriptedModel([[call("c2", "weather", city="Porto")], [text("21C in Porto.")]])
     tool = function_tool(_weather, name_override="weather", needs_approval=True)
     agent = Agent(name="helper", instructions="be brief", model=model, tools=[tool])
@@ -210,7 +222,7 @@ def _crashing(city: str) -> str:
 
 
 def test_tool_crash_aborts_the_run_and_the_next_turn_still_runs(
-    sqlite_service: MemoryService,
+    sqlite_service: Memory,
 ) -> None:
     model = ScriptedModel(
         [[call("c9", "weather", city="Porto")], [text("Let me try again later.")]]
@@ -229,7 +241,7 @@ def test_tool_crash_aborts_the_run_and_the_next_turn_still_runs(
     assert check_sendable(_rows(session)) == []
 
 
-def test_streamed_run_is_stored_too(service: MemoryService) -> None:
+def test_streamed_run_is_stored_too(service: Memory) -> None:
     model = ScriptedModel([[text("hi there")]])
     agent = Agent(name="helper", instructions="be brief", model=model)
     session = FlowmemSession("s1", service)
@@ -246,7 +258,7 @@ def test_streamed_run_is_stored_too(service: MemoryService) -> None:
 
 
 def test_mem_1_redelivered_function_call_output_is_stored_once(
-    service: MemoryService, tmp_path: Path
+    service: Memory, tmp_path: Path
 ) -> None:
     session = FlowmemSession("s1", service)
 
@@ -263,7 +275,7 @@ def test_mem_1_redelivered_function_call_output_is_stored_once(
     assert [i.get("type") for i in sdk_items].count("function_call_output") == 2
 
 
-def test_mem_2_redelivered_model_turn_is_stored_once(service: MemoryService) -> None:
+def test_mem_2_redelivered_model_turn_is_stored_once(service: Memory) -> None:
     session = FlowmemSession("s1", service)
 
     async def scenario() -> None:
@@ -274,7 +286,7 @@ def test_mem_2_redelivered_model_turn_is_stored_once(service: MemoryService) -> 
     assert len(_rows(session)) == 2
 
 
-def test_mem_10_late_output_replaces_the_placeholder(service: MemoryService) -> None:
+def test_mem_10_late_output_replaces_the_placeholder(service: Memory) -> None:
     session = FlowmemSession("s1", service)
 
     async def scenario() -> list[Any]:
@@ -288,7 +300,7 @@ def test_mem_10_late_output_replaces_the_placeholder(service: MemoryService) -> 
     assert not any(r["metadata"].get("healed") for r in _rows(session))
 
 
-def test_get_items_limit_returns_a_sendable_tail(service: MemoryService) -> None:
+def test_get_items_limit_returns_a_sendable_tail(service: Memory) -> None:
     session = FlowmemSession("s1", service)
 
     async def scenario() -> list[list[Any]]:
@@ -306,7 +318,7 @@ def test_get_items_limit_returns_a_sendable_tail(service: MemoryService) -> None
         assert check_sendable(from_responses(tail)) == []
 
 
-def test_pop_item_removes_the_last_item(service: MemoryService) -> None:
+def test_pop_item_removes_the_last_item(service: Memory) -> None:
     session = FlowmemSession("s1", service)
     second = {**CALL_ITEM, "call_id": "c3"}
 
@@ -317,7 +329,8 @@ def test_pop_item_removes_the_last_item(service: MemoryService) -> None:
         popped = [await session.pop_item() for _ in range(5)]
         return popped
 
-    assert isinstance(service.store, SupportsPopLast)  # every backend has it
+    if isinstance(service, MemoryService):
+        assert isinstance(service.store, SupportsPopLast)  # every backend has it
     popped = asyncio.run(scenario())
     assert popped == [
         second,
@@ -329,7 +342,7 @@ def test_pop_item_removes_the_last_item(service: MemoryService) -> None:
     assert _rows(session) == []
 
 
-def test_mem_13_a_session_without_a_usable_id_refuses(service: MemoryService) -> None:
+def test_mem_13_a_session_without_a_usable_id_refuses(service: Memory) -> None:
     for bad in ("0", "not usable", ""):
         session = FlowmemSession(bad, service)
 
@@ -339,10 +352,10 @@ def test_mem_13_a_session_without_a_usable_id_refuses(service: MemoryService) ->
 
         assert asyncio.run(scenario()) == [[], None]
         assert session.last_result is not None and session.last_result.refusal is not None
-    assert service.load("global", "agent_items", None).messages == []
+    assert shared_of(service).load("global", "agent_items", None).messages == []
 
 
-def test_every_item_is_kept_and_a_malformed_one_is_refused(service: MemoryService) -> None:
+def test_every_item_is_kept_and_a_malformed_one_is_refused(service: Memory) -> None:
     session = FlowmemSession("s1", service)
     reasoning = {"type": "reasoning", "id": "rs_1", "summary": []}
     image = {
@@ -362,14 +375,14 @@ def test_every_item_is_kept_and_a_malformed_one_is_refused(service: MemoryServic
     assert len(_rows(session)) == 3  # nothing of the refused batch was written
 
 
-def test_a_part_kept_verbatim_comes_back(service: MemoryService) -> None:
+def test_a_part_kept_verbatim_comes_back(service: Memory) -> None:
     session = FlowmemSession("s1", service)
     image = {"role": "user", "content": [{"type": "input_image", "image_url": "https://x/a.png"}]}
     asyncio.run(session.add_items([image]))
     assert asyncio.run(session.get_items()) == [image]
 
 
-def test_window_and_clear(service: MemoryService) -> None:
+def test_window_and_clear(service: Memory) -> None:
     session = FlowmemSession("s1", service, max_messages=2)
 
     async def scenario() -> list[Any]:
@@ -410,3 +423,10 @@ def test_pop_item_on_a_store_without_pop_last_is_a_typed_error() -> None:
     with pytest.raises(ConfigurationError, match="pop_last"):
         asyncio.run(session.pop_item())
     assert len(_rows(session)) == 1
+
+
+def test_an_async_client_is_refused_at_construction_with_what_to_pass() -> None:
+    from flowmem.client import AsyncClient
+
+    with pytest.raises(TypeError, match=r"flowmem\.client\.Client"):
+        FlowmemSession("s1", AsyncClient("http://127.0.0.1:1", "fm_x"))  # type: ignore[arg-type]

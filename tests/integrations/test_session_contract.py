@@ -1,4 +1,8 @@
-"""The SDK's ``Session`` contract, run on ``SQLiteSession`` and ``FlowmemSession`` side by side."""
+"""The SDK's ``Session`` contract, run on ``SQLiteSession`` and ``FlowmemSession`` side by side.
+
+``backend_service`` is each store backend in process and a ``Client`` of a real
+``flowmem serve`` (``remote``): the contract holds over HTTP too.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ from openai.types.responses.response_function_web_search import ActionSearch
 from openai.types.responses.response_reasoning_item import Summary
 
 from flowmem.integrations.openai_agents import FlowmemSession
-from flowmem.service import MemoryService
+from flowmem.memory import Memory
 from tests.integrations import session_contract as contract
 from tests.integrations.scripted_model import ScriptedModel, call, text
 
@@ -32,7 +36,7 @@ def _sdk_maker(tmp_path: Path) -> contract.Make:
     return make
 
 
-def _flowmem_maker(service: MemoryService) -> contract.Make:
+def _flowmem_maker(service: Memory) -> contract.Make:
     def make(session_id: str, settings: Any) -> Any:
         return FlowmemSession(session_id, service, session_settings=settings)
 
@@ -41,7 +45,7 @@ def _flowmem_maker(service: MemoryService) -> contract.Make:
 
 @pytest.mark.parametrize("scenario", contract.SCENARIOS, ids=lambda s: s.__name__)
 def test_contract_same_results_as_the_sdk_sqlite_session(
-    scenario: contract.Scenario, backend_service: MemoryService, tmp_path: Path
+    scenario: contract.Scenario, backend_service: Memory, tmp_path: Path
 ) -> None:
     sdk = asyncio.run(scenario(_sdk_maker(tmp_path)))
     ours = asyncio.run(scenario(_flowmem_maker(backend_service)))
@@ -49,7 +53,7 @@ def test_contract_same_results_as_the_sdk_sqlite_session(
     assert ours == sdk
 
 
-def test_both_satisfy_the_protocol(backend_service: MemoryService) -> None:
+def test_both_satisfy_the_protocol(backend_service: Memory) -> None:
     assert isinstance(FlowmemSession("s", backend_service), Session)
     assert isinstance(SQLiteSession("s"), Session)
 
@@ -60,7 +64,7 @@ HEALED = {"unanswered_function_call.json"}  # MEM-3: the next user turn heals th
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
 def test_every_documented_item_history_comes_back_as_added(
-    path: Path, backend_service: MemoryService, tmp_path: Path
+    path: Path, backend_service: Memory, tmp_path: Path
 ) -> None:
     items = json.loads(path.read_text(encoding="utf-8"))["payload"]["input"]
 
@@ -135,7 +139,7 @@ async def _run(session: Any) -> tuple[list[Any], list[Any]]:
 
 
 def test_runner_with_reasoning_and_hosted_tools_matches_the_sdk_session(
-    backend_service: MemoryService, tmp_path: Path
+    backend_service: Memory, tmp_path: Path
 ) -> None:
     """The issue's case: a run with web search raised and kept only the user message."""
     sdk_inputs, sdk_items = asyncio.run(_run(SQLiteSession("s", str(tmp_path / "sdk.db"))))

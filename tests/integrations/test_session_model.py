@@ -3,7 +3,8 @@
 The reproduction: a LangChain history with ``session_id="s-weather"`` written through
 the adapter was invisible to the server (404 ``no such session``, an empty
 ``GET /v1/sessions``, untouched by ``flowmem user erase``), because its scope data had
-no session record and no owner.
+no session record and no owner. The last tests repeat it through a ``Client`` of a
+real ``flowmem serve``: the adapter on a remote memory is a session of the token's user.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from fastapi.testclient import TestClient
 from langchain_core.messages import AIMessage, HumanMessage
 
 from flowmem.api import create_app
+from flowmem.errors import NotFoundError
 from flowmem.integrations.langchain import FlowmemChatMessageHistory
 from flowmem.integrations.openai_agents import FlowmemSession
 from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
 from flowmem.store import Address, Store, open_store
 from tests.api.helpers import Api, make_tokens
+from tests.integrations.backends import remote_memory, user_of
 
 WEATHER = Address("session", "s-weather", "chat_history")
 
@@ -108,3 +111,42 @@ def test_a_history_with_an_unusable_session_id_creates_no_session(served: Api) -
         history = FlowmemChatMessageHistory(MemoryService(served.store), session_id=unusable)
         history.add_messages([HumanMessage("hello")])
     assert served.store.list_sessions(None, True, 100, 0) == ([], 0)
+
+
+# --- the same through a Client of a real flowmem serve (issue 16 §3) -------------------
+
+
+def test_mem_8_a_history_through_a_client_is_a_session_of_the_token_user(
+    request: pytest.FixtureRequest,
+) -> None:
+    """The issue's reproduction, remote: the server lists, serves and erases the history."""
+    client = remote_memory(request)
+    user = user_of(client, None)
+    history = FlowmemChatMessageHistory(client, session_id="s-weather")
+    assert history.messages == []  # the first read, before any write: empty, not a 404
+    history.add_messages([HumanMessage("weather in Lisbon?"), AIMessage("sunny")])
+    read = client.load_buffer("session", "chat_history", session_id="s-weather")
+    assert [m["content"] for m in read.messages] == ["weather in Lisbon?", "sunny"]
+    assert [(s.id, s.owner) for s in client.iter_sessions()] == [("s-weather", user)]
+    server = request.getfixturevalue("adapter_server").server
+    with server.client("bob") as bob:
+        with pytest.raises(NotFoundError):  # another user does not even see it (MEM-9)
+            bob.get_session("s-weather")
+        assert FlowmemChatMessageHistory(bob, session_id="s-weather").messages == []
+    with server.client("admin") as admin:
+        assert admin.erase_user(user).sessions == 1
+        with pytest.raises(NotFoundError):
+            admin.get_session("s-weather")
+
+
+def test_an_agents_session_through_a_client_is_a_session_of_the_token_user(
+    request: pytest.FixtureRequest,
+) -> None:
+    import asyncio
+
+    client = remote_memory(request)
+    session = FlowmemSession("s-agents", client)
+    asyncio.run(session.add_items([{"role": "user", "content": "hi"}]))
+    assert client.get_session("s-agents").owner == user_of(client, None)
+    assert asyncio.run(session.pop_item()) == {"role": "user", "content": "hi"}
+    assert client.load_buffer("session", "agent_items", session_id="s-agents").count == 0

@@ -27,7 +27,7 @@ from flowmem.client.base import (
 )
 from flowmem.client.calls import Call, Where
 from flowmem.client.retry import RetryPolicy
-from flowmem.client.scoping import check_user, plan
+from flowmem.client.scoping import check_user, no_session_yet, plan, session_id_of
 from flowmem.client.types import (
     BufferRead,
     CheckResult,
@@ -42,6 +42,7 @@ from flowmem.client.types import (
     TurnResult,
     UserErasure,
 )
+from flowmem.errors import NotFoundError
 from flowmem.results import BufferResult, PopResult, ReadResult, WriteResult
 from flowmem.scope import ExecutionContext, Refusal
 
@@ -362,7 +363,12 @@ class AsyncClient:
         where = await self._plan("read", scope, key, context)
         if isinstance(where, Refusal):
             return ReadResult(value=default, found=False, refusal=where)
-        return await self.call(calls.read_record(scope, key, where, default))
+        try:
+            return await self.call(calls.read_record(scope, key, where, default))
+        except NotFoundError:
+            if not no_session_yet(scope):
+                raise
+            return ReadResult(value=default, found=False, resolved_scope_id=session_id_of(where))
 
     async def write(
         self,
@@ -383,7 +389,12 @@ class AsyncClient:
         where = await self._plan("delete", scope, key, context)
         if isinstance(where, Refusal):
             return WriteResult(success=False, refusal=where)
-        return await self.call(calls.delete_record(scope, key, where))
+        try:
+            return await self.call(calls.delete_record(scope, key, where))
+        except NotFoundError:
+            if not no_session_yet(scope):
+                raise
+            return WriteResult(success=True, resolved_scope_id=session_id_of(where))
 
     async def append(
         self,
@@ -410,7 +421,12 @@ class AsyncClient:
         where = await self._plan("load", scope, key, context)
         if isinstance(where, Refusal):
             return BufferResult(refusal=where)
-        read = await self.call(calls.load_buffer(scope, key, where, last))
+        try:
+            read = await self.call(calls.load_buffer(scope, key, where, last))
+        except NotFoundError:
+            if not no_session_yet(scope):
+                raise
+            return BufferResult(resolved_scope_id=session_id_of(where))
         return BufferResult(
             messages=read.messages, count=read.count, resolved_scope_id=read.resolved_scope_id
         )
@@ -420,11 +436,21 @@ class AsyncClient:
         where = await self._plan("clear", scope, key, context)
         if isinstance(where, Refusal):
             return WriteResult(success=False, refusal=where)
-        return await self.call(calls.clear_buffer(scope, key, where))
+        try:
+            return await self.call(calls.clear_buffer(scope, key, where))
+        except NotFoundError:
+            if not no_session_yet(scope):
+                raise
+            return WriteResult(success=True, resolved_scope_id=session_id_of(where))
 
     async def pop_last(self, scope: str, key: str, context: ExecutionContext | None) -> PopResult:
         """Remove a buffer's last row as ``MemoryService.pop_last`` does."""
         where = await self._plan("pop", scope, key, context)
         if isinstance(where, Refusal):
             return PopResult(refusal=where)
-        return await self.call(calls.pop_buffer(scope, key, where))
+        try:
+            return await self.call(calls.pop_buffer(scope, key, where))
+        except NotFoundError:
+            if not no_session_yet(scope):
+                raise
+            return PopResult(success=True, resolved_scope_id=session_id_of(where))

@@ -14,6 +14,14 @@ the resolved id becomes the query parameter the API takes:
   ``AccessDeniedError`` (rule ``token_user``) before anything is sent: silently
   writing to the token's user instead would mix two users' memories
   (docs/decisions/0030).
+
+A ``session`` the server does not know yet answers 404 to a read, a load, a
+delete, a clear or a pop (decision 0032: only a write creates it). ``MemoryService``
+answers those with the empty result (nothing written there yet), so the client
+does too (``no_session_yet``): a LangChain history's or an Agents SDK session's
+first read, before its first write, is the empty history over HTTP as in process.
+A session the token may not view is also 404, and reads as empty as well: the
+server does not say it exists (a write to it is refused, 404 as well).
 """
 
 from __future__ import annotations
@@ -36,6 +44,16 @@ class Plan:
 
     where: Where
     user_id: str | None = None
+
+
+def no_session_yet(scope: str) -> bool:
+    """Whether a 404 to a read-like call of ``scope`` means a session not written yet (empty)."""
+    return check_scope(scope) == "session"
+
+
+def session_id_of(where: Where) -> str:
+    """The resolved id of a session-scope request (what the service reports)."""
+    return where.session_id or ""
 
 
 def _name(value: object) -> str:

@@ -23,7 +23,7 @@ from flowmem.client.base import (
 )
 from flowmem.client.calls import Call, Where
 from flowmem.client.retry import RetryPolicy
-from flowmem.client.scoping import check_user, plan
+from flowmem.client.scoping import check_user, no_session_yet, plan, session_id_of
 from flowmem.client.types import (
     BufferRead,
     CheckResult,
@@ -38,6 +38,7 @@ from flowmem.client.types import (
     TurnResult,
     UserErasure,
 )
+from flowmem.errors import NotFoundError
 from flowmem.memory import Memory
 from flowmem.results import BufferResult, PopResult, ReadResult, WriteResult
 from flowmem.scope import ExecutionContext, Refusal
@@ -357,7 +358,12 @@ class Client:
         where = self._plan("read", scope, key, context)
         if isinstance(where, Refusal):
             return ReadResult(value=default, found=False, refusal=where)
-        return self.call(calls.read_record(scope, key, where, default))
+        try:
+            return self.call(calls.read_record(scope, key, where, default))
+        except NotFoundError:
+            if not no_session_yet(scope):
+                raise
+            return ReadResult(value=default, found=False, resolved_scope_id=session_id_of(where))
 
     def write(
         self,
@@ -378,7 +384,12 @@ class Client:
         where = self._plan("delete", scope, key, context)
         if isinstance(where, Refusal):
             return WriteResult(success=False, refusal=where)
-        return self.call(calls.delete_record(scope, key, where))
+        try:
+            return self.call(calls.delete_record(scope, key, where))
+        except NotFoundError:
+            if not no_session_yet(scope):
+                raise
+            return WriteResult(success=True, resolved_scope_id=session_id_of(where))
 
     def append(
         self,
@@ -405,7 +416,12 @@ class Client:
         where = self._plan("load", scope, key, context)
         if isinstance(where, Refusal):
             return BufferResult(refusal=where)
-        read = self.call(calls.load_buffer(scope, key, where, last))
+        try:
+            read = self.call(calls.load_buffer(scope, key, where, last))
+        except NotFoundError:
+            if not no_session_yet(scope):
+                raise
+            return BufferResult(resolved_scope_id=session_id_of(where))
         return BufferResult(
             messages=read.messages, count=read.count, resolved_scope_id=read.resolved_scope_id
         )
@@ -415,14 +431,24 @@ class Client:
         where = self._plan("clear", scope, key, context)
         if isinstance(where, Refusal):
             return WriteResult(success=False, refusal=where)
-        return self.call(calls.clear_buffer(scope, key, where))
+        try:
+            return self.call(calls.clear_buffer(scope, key, where))
+        except NotFoundError:
+            if not no_session_yet(scope):
+                raise
+            return WriteResult(success=True, resolved_scope_id=session_id_of(where))
 
     def pop_last(self, scope: str, key: str, context: ExecutionContext | None) -> PopResult:
         """Remove a buffer's last row as ``MemoryService.pop_last`` does."""
         where = self._plan("pop", scope, key, context)
         if isinstance(where, Refusal):
             return PopResult(refusal=where)
-        return self.call(calls.pop_buffer(scope, key, where))
+        try:
+            return self.call(calls.pop_buffer(scope, key, where))
+        except NotFoundError:
+            if not no_session_yet(scope):
+                raise
+            return PopResult(success=True, resolved_scope_id=session_id_of(where))
 
 
 if TYPE_CHECKING:  # mypy checks that Client has every operation of the protocol

@@ -1,11 +1,13 @@
 """LangChain chat history backed by a flowmem buffer (``pip install 'flowmem[langchain]'``).
 
 ``FlowmemChatMessageHistory`` is a ``BaseChatMessageHistory``: every write goes
-through ``MemoryService.append``, so LangChain gets flowmem's guarantees — a
-re-delivered ``ToolMessage`` is stored once (MEM-1), a ``HumanMessage`` after an
-interrupted tool call heals it (MEM-3), a late real result replaces the placeholder
-(MEM-10), ``max_messages`` windows the buffer, and a ``session``/``user`` scope
-without a real identity refuses instead of sharing one history (MEM-6, 7, 13).
+through ``Memory.append``, in process (``MemoryService``) or on a ``flowmem serve``
+(``flowmem.client.Client``) with the same rules either way, so LangChain gets
+flowmem's guarantees — a re-delivered ``ToolMessage`` is stored once (MEM-1), a
+``HumanMessage`` after an interrupted tool call heals it (MEM-3), a late real
+result replaces the placeholder (MEM-10), ``max_messages`` windows the buffer, and
+a ``session``/``user`` scope without a real identity refuses instead of sharing
+one history (MEM-6, 7, 13).
 
 Nothing a LangChain message carries is lost (decision 0021): content blocks become
 neutral parts where one exists (text, image, audio, file, reasoning) and
@@ -17,7 +19,7 @@ neutral parts where one exists (text, image, audio, file, reasoning) and
 
 from __future__ import annotations
 
-from flowmem.integrations import require
+from flowmem.integrations import memory_of, require
 
 require("langchain_core", "langchain")
 
@@ -56,8 +58,9 @@ from flowmem.errors import (  # noqa: E402
     UnknownRoleError,
 )
 from flowmem.formats._common import input_object  # noqa: E402
+from flowmem.memory import Memory  # noqa: E402
+from flowmem.results import BufferResult  # noqa: E402
 from flowmem.scope import ExecutionContext  # noqa: E402
-from flowmem.service import BufferResult, MemoryService  # noqa: E402
 
 log = logging.getLogger("flowmem")
 
@@ -779,11 +782,11 @@ def _lc_call(call: Mapping[str, Any]) -> dict[str, Any]:
 
 # --- the history ---------------------------------------------------------------------------
 
-# Batches whose write failed, per service and buffer, waiting to be retried (in this
-# process) before the next read or write of the same history. LangChain's
+# Batches whose write failed, per memory (service or client) and buffer, waiting to be
+# retried (in this process) before the next read or write of the same history. LangChain's
 # ``RunnableWithMessageHistory`` writes from a callback that logs and swallows
 # exceptions, so without this a failed write would lose the turn silently.
-_UNSTORED: weakref.WeakKeyDictionary[MemoryService, dict[tuple[Any, ...], list[BaseMessage]]] = (
+_UNSTORED: weakref.WeakKeyDictionary[Memory, dict[tuple[Any, ...], list[BaseMessage]]] = (
     weakref.WeakKeyDictionary()
 )
 _UNSTORED_LOCK = threading.Lock()
@@ -799,6 +802,8 @@ class FlowmemChatMessageHistory(BaseChatMessageHistory):
     keeps the call open so the real result can still land (``raw_messages`` shows
     the stored rows). Give either ``context`` or ``session_id`` (a shortcut for
     ``ExecutionContext(session_id=...)``, what ``RunnableWithMessageHistory`` passes).
+    ``service`` is any ``flowmem.memory.Memory``: a ``MemoryService`` on a local
+    database, or a ``flowmem.client.Client`` talking to a ``flowmem serve``.
 
     A write that fails raises, and its messages are also kept (in this process) and
     written first by the next read or write of the same history; while they cannot
@@ -808,7 +813,7 @@ class FlowmemChatMessageHistory(BaseChatMessageHistory):
 
     def __init__(
         self,
-        service: MemoryService,
+        service: Memory,
         *,
         session_id: Any = None,
         context: ExecutionContext | None = None,
@@ -818,7 +823,7 @@ class FlowmemChatMessageHistory(BaseChatMessageHistory):
     ) -> None:
         if context is None and session_id is not None:
             context = ExecutionContext(session_id=session_id)
-        self.service = service
+        self.service = memory_of(service, "FlowmemChatMessageHistory")
         self.context = context
         self.scope = scope
         self.key = key
@@ -880,9 +885,9 @@ class FlowmemChatMessageHistory(BaseChatMessageHistory):
         )
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        """Append through ``MemoryService.append`` (dedup, healing, window, refusal).
+        """Append through ``Memory.append`` (dedup, healing, window, refusal).
 
-        Implements MEM-1, MEM-3 and MEM-10 through the service. All messages are
+        Implements MEM-1, MEM-3 and MEM-10 through the memory (service or server). All messages are
         converted before anything is written; ``last_result`` holds what the append
         reported (``appended`` 0 and ``refusal`` set when the scope refused). When
         the write fails, the error is raised and logged, and the messages wait to

@@ -2,16 +2,22 @@
 
 ``FlowmemSession`` implements the SDK's ``Session`` protocol. Items are stored as
 flowmem rows (``flowmem.formats.from_responses``), so every write goes through
-``MemoryService.append``: a re-delivered ``function_call_output`` is stored once
-(MEM-1), a re-delivered model turn once (MEM-2), a ``function_call`` left without
-output by an aborted run is answered by a placeholder when the next user message
-is added (MEM-3) instead of being dropped from the history, and a ``session``
-scope without a real session id refuses (MEM-7, MEM-13).
+``Memory.append`` — in process (``MemoryService``) or on a ``flowmem serve``
+(``flowmem.client.Client``), the same rules either way: a re-delivered
+``function_call_output`` is stored once (MEM-1), a re-delivered model turn once
+(MEM-2), a ``function_call`` left without output by an aborted run is answered by
+a placeholder when the next user message is added (MEM-3) instead of being
+dropped from the history, and a ``session`` scope without a real session id
+refuses (MEM-7, MEM-13).
+
+The SDK's session is async and ``Memory`` is synchronous: every call runs in a
+worker thread (``asyncio.to_thread``), for a ``MemoryService`` and a ``Client``
+alike (``AsyncClient`` is not a ``Memory``; docs/integrations.md).
 """
 
 from __future__ import annotations
 
-from flowmem.integrations import require
+from flowmem.integrations import memory_of, require
 
 require("agents", "openai-agents")
 
@@ -26,11 +32,10 @@ from agents.memory.session_settings import (  # noqa: E402
 
 from flowmem.core import Message, entry_id, normalize, result_id  # noqa: E402
 from flowmem.core.messages import raw_tool_calls  # noqa: E402
-from flowmem.errors import ConfigurationError  # noqa: E402
 from flowmem.formats import from_responses, row_to_items, to_responses  # noqa: E402
+from flowmem.memory import Memory  # noqa: E402
+from flowmem.results import BufferResult  # noqa: E402
 from flowmem.scope import ExecutionContext  # noqa: E402
-from flowmem.service import BufferResult, MemoryService  # noqa: E402
-from flowmem.store.base import Address, SupportsPopLast  # noqa: E402
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -68,7 +73,9 @@ class FlowmemSession:
     """An Agents SDK ``Session`` stored in one flowmem buffer.
 
     ``session_id`` is also the flowmem ``session`` scope id unless ``context`` is
-    given. Items are stored losslessly (``flowmem.formats.from_responses``): every
+    given. ``service`` is any ``flowmem.memory.Memory``: a ``MemoryService`` on a
+    local database, or a ``flowmem.client.Client`` talking to a ``flowmem serve``.
+    Items are stored losslessly (``flowmem.formats.from_responses``): every
     item type the SDK's ``SQLiteSession`` stores, with its ids, status,
     annotations and reasoning. ``get_items`` returns the buffer normalized
     (MEM-5): a call whose output has not arrived reads as interrupted, while the
@@ -83,7 +90,7 @@ class FlowmemSession:
     def __init__(
         self,
         session_id: str,
-        service: MemoryService,
+        service: Memory,
         *,
         context: ExecutionContext | None = None,
         scope: str = "session",
@@ -92,7 +99,7 @@ class FlowmemSession:
         session_settings: SessionSettings | dict[str, Any] | None = None,
     ) -> None:
         self.session_id = session_id
-        self.service = service
+        self.service = memory_of(service, "FlowmemSession")
         self.context = context if context is not None else ExecutionContext(session_id=session_id)
         self.scope = scope
         self.key = key
@@ -128,46 +135,37 @@ class FlowmemSession:
         )
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        """Append items through ``MemoryService.append`` (dedup, healing, window, refusal).
+        """Append items through ``Memory.append`` (dedup, healing, window, refusal).
 
-        Implements MEM-1, MEM-2 and MEM-3 through the service. Every item type is
-        kept (messages with any parts, reasoning, hosted-tool items, calls and
-        outputs of every kind); a malformed item raises ``InvalidMessageError``
-        and nothing of the batch is written.
+        Implements MEM-1, MEM-2 and MEM-3 through the memory (service or server).
+        Every item type is kept (messages with any parts, reasoning, hosted-tool
+        items, calls and outputs of every kind); a malformed item raises
+        ``InvalidMessageError`` and nothing of the batch is written.
         """
         await asyncio.to_thread(self._add, list(items))
 
     def _pop(self) -> dict[str, Any] | None:
-        probe = self.service.load(self.scope, self.key, self.context, last=0)
-        if probe.refusal is not None:
-            return None
-        store = self.service.store
-        if not isinstance(store, SupportsPopLast):
-            raise ConfigurationError(
-                f"{type(store).__name__} cannot remove a buffer's last row (pop_last), "
-                "which FlowmemSession.pop_item needs"
-            )
-        address = Address(self.scope, probe.resolved_scope_id, self.key)
-        row = store.pop_last(address)
-        if row is None:
+        row = self.service.pop_last(self.scope, self.key, self.context).message
+        if row is None:  # empty, or the scope refused
             return None
         if row.get("role") == "tool":
-            rest = self.service.load_raw(self.scope, probe.resolved_scope_id, self.key)
+            rest = self.service.load(self.scope, self.key, self.context)
             return _output_item(row, rest.messages)
         items = row_to_items(row)
         if len(items) > 1:
             # The row was a model turn of several items: put back all but the last.
-            self.service.append_raw(
-                self.scope, probe.resolved_scope_id, self.key, from_responses(items[:-1])
-            )
+            rest_of_turn = from_responses(items[:-1])
+            self.service.append(self.scope, self.key, rest_of_turn, self.context)
         return items[-1]
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the most recent item (None when empty or refused).
 
-        The last row is removed in one store call; when it was a model turn holding
-        several items (reasoning, text, calls), the turn without its last item is
-        appended back right away — a second write, not one transaction.
+        The last row is removed in one call (``Memory.pop_last``); when it was a
+        model turn holding several items (reasoning, text, calls), the turn without
+        its last item is appended back right away — a second write, not one
+        transaction. A ``MemoryService`` whose store cannot remove a row raises
+        ``ConfigurationError``.
         """
         item = await asyncio.to_thread(self._pop)
         return cast("TResponseInputItem | None", item)
