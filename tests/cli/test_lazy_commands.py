@@ -23,9 +23,9 @@ def test_a_command_without_its_extra_names_the_extra(monkeypatch: pytest.MonkeyP
     monkeypatch.delitem(sys.modules, "flowmem.cli.serve", raising=False)
     result = CliRunner().invoke(cli, ["serve"])
     assert result.exit_code == 2
-    assert "pip install 'flowmem[server]'" in result.output
+    assert "pip install '<checkout>[server]'" in result.output
     listing = CliRunner().invoke(cli, ["--help"])
-    assert listing.exit_code == 0 and "needs pip install 'flowmem[server]'" in listing.output
+    assert listing.exit_code == 0 and "needs pip install '<checkout>[server]'" in listing.output
 
 
 def test_check_works_whatever_extras_are_missing(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -267,7 +267,7 @@ def test_clear_empties_only_this_session(service: Memory) -> None:
 def test_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "langchain_core", None)
     monkeypatch.delitem(sys.modules, "flowmem.integrations.langchain")
-    with pytest.raises(ImportError, match=r"pip install 'flowmem\[langchain\]'"):
+    with pytest.raises(ImportError, match=r"'langchain' extra, pip install '<checkout>\[langchain\]'"):
         import flowmem.integrations.langchain  # noqa: F401
 
 

@@ -401,7 +401,7 @@ def test_window_and_clear(service: Memory) -> None:
 def test_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "agents", None)
     monkeypatch.delitem(sys.modules, "flowmem.integrations.openai_agents")
-    with pytest.raises(ImportError, match=r"pip install 'flowmem\[openai-agents\]'"):
+    with pytest.raises(ImportError, match=r"'openai-agents' extra, pip install '<checkout>\[openai-agents\]'"):
         import flowmem.integrations.openai_agents  # noqa: F401
 
 

@@ -30,7 +30,7 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
 
 def _needs_extra(name: str, extra: str | None, error: ImportError) -> click.Command:
     """A command standing in for one whose optional dependencies are not installed."""
-    hint = f"pip install 'flowmem[{extra}]'" if extra else "reinstall flowmem"
+    hint = f"pip install '<checkout>[{extra}]'" if extra else "reinstall flowmem"
     message = f"'flowmem {name}' needs {error.name or 'a missing package'}: {hint}"
 
     def fail() -> None:

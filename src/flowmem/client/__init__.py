@@ -1,7 +1,7 @@
 """``flowmem.client``: a flowmem server from any Python program, over HTTP.
 
 ``Client`` (sync) and ``AsyncClient`` (asyncio) cover every route of the API
-(docs/client.md). They need only ``httpx`` (``pip install 'flowmem[client]'``):
+(docs/client.md). They need only ``httpx`` (the ``client`` extra):
 nothing of the server (FastAPI, uvicorn, a database driver) is imported. Results
 are dataclasses — the memory results are the very types ``MemoryService`` returns
 — and a refusal is raised as the ``flowmem.errors`` class, with the stable code,

@@ -1,8 +1,8 @@
 """Adapters that put flowmem under other frameworks' memory interfaces.
 
 Each adapter lives in its own module and needs its extra:
-``flowmem.integrations.langchain`` (``pip install 'flowmem[langchain]'``) and
-``flowmem.integrations.openai_agents`` (``pip install 'flowmem[openai-agents]'``).
+``flowmem.integrations.langchain`` (the ``langchain`` extra) and
+``flowmem.integrations.openai_agents`` (the ``openai-agents`` extra).
 This package imports neither, so importing it never needs an extra.
 
 Both adapters take any ``flowmem.memory.Memory``: a ``MemoryService`` in process or
@@ -23,7 +23,8 @@ def require(module: str, extra: str) -> None:
         importlib.import_module(module)
     except ImportError as exc:
         raise ImportError(
-            f"this flowmem adapter needs {module!r}: pip install 'flowmem[{extra}]'"
+            f"this flowmem adapter needs {module!r}: install flowmem's {extra!r} extra, "
+            f"pip install '<checkout>[{extra}]' (docs/guide.md, Install)"
         ) from exc
 
 

@@ -1,4 +1,4 @@
-"""LangChain chat history backed by a flowmem buffer (``pip install 'flowmem[langchain]'``).
+"""LangChain chat history backed by a flowmem buffer (the ``langchain`` extra).
 
 ``FlowmemChatMessageHistory`` is a ``BaseChatMessageHistory``: every write goes
 through ``Memory.append``, in process (``MemoryService``) or on a ``flowmem serve``

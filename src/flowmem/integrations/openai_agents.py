@@ -1,4 +1,4 @@
-"""OpenAI Agents SDK session backed by a flowmem buffer (``pip install 'flowmem[openai-agents]'``).
+"""OpenAI Agents SDK session backed by a flowmem buffer (the ``openai-agents`` extra).
 
 ``FlowmemSession`` implements the SDK's ``Session`` protocol. Items are stored as
 flowmem rows (``flowmem.formats.from_responses``), so every write goes through
