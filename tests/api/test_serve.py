@@ -230,6 +230,35 @@ def test_a_later_start_on_a_busy_port_exits_with_the_cannot_listen_code(tmp_path
     assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
 
 
+def test_a_port_taken_between_the_check_and_the_bind_exits_with_the_cannot_listen_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from flowmem.cli import cli
+    from flowmem.cli import serve as serve_module
+
+    db = f"sqlite:///{tmp_path}/flowmem.db"
+    run_cli(["token", "create", "--user", "ana", "--admin", "--database", db], tmp_path)
+    real_check = serve_module.check_listenable
+    checks: list[int] = []
+
+    def free_at_first(host: str, port: int) -> None:
+        checks.append(port)  # the first check sees the port free: another process takes it after
+        if len(checks) > 1:
+            real_check(host, port)
+
+    monkeypatch.setattr(serve_module, "check_listenable", free_at_first)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(cli, ["serve", "--port", str(port), "--database", db])
+    assert result.exit_code == EXIT_CANNOT_LISTEN, result.output
+    assert f"cannot listen on 127.0.0.1:{port}" in result.output
+    assert len(checks) == 2
+
+
 def test_a_start_without_an_admin_token_says_how_to_create_one(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path}/flowmem.db"
     run_cli(["token", "create", "--user", "bob", "--database", db], tmp_path)

@@ -417,18 +417,23 @@ def serve_command(
         err=True,
     )
     sys.stdout.flush()
-    uvicorn.run(
-        app if app is not None else "flowmem.api.app:app_from_env",
-        factory=app is None,
-        workers=workers if workers > 1 else None,
-        host=host,
-        port=port,
-        log_config=log_config(access_log),
-        access_log=False,
-        timeout_graceful_shutdown=graceful_timeout,
-        http=PROTOCOL,  # TCP_NODELAY and the header timeout on every connection
-        server_header=False,
-        limit_concurrency=limit_concurrency,
-        timeout_keep_alive=timeout_keep_alive,
-        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
-    )
+    try:
+        uvicorn.run(
+            app if app is not None else "flowmem.api.app:app_from_env",
+            factory=app is None,
+            workers=workers if workers > 1 else None,
+            host=host,
+            port=port,
+            log_config=log_config(access_log),
+            access_log=False,
+            timeout_graceful_shutdown=graceful_timeout,
+            http=PROTOCOL,  # TCP_NODELAY and the header timeout on every connection
+            server_header=False,
+            limit_concurrency=limit_concurrency,
+            timeout_keep_alive=timeout_keep_alive,
+            h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+        )
+    except SystemExit as exc:
+        if exc.code not in (0, None):  # uvicorn failed (3: startup); a port taken since our check
+            check_listenable(host, port)  # is exit 10, not uvicorn's code
+        raise
