@@ -3,7 +3,8 @@
 ``local``: a ``MemoryService`` over a store in this process (what the adapters took
 before issue 16 §3). ``remote``: a ``flowmem.client.Client`` talking over loopback to
 one ``flowmem serve`` that the test session starts (SQLite in a temporary
-directory), with a *user* token. Each remote test acts as a fresh user whose token
+directory), with a *user* token; ``remote-postgres``: the same against a second
+``flowmem serve`` with two workers over the throwaway PostgreSQL. Each remote test acts as a fresh user whose token
 is made for it (``sessions:create``, what ``flowmem token create --user`` gives), so
 the session ids ("s1") and user-scope keys of different tests never meet; when the
 test ends an admin erases that user (its sessions, buffers, records and token).
@@ -29,6 +30,11 @@ from tests.client.conftest import FAST_RETRY, Server, serve
 
 LOCAL = "local"
 REMOTE = "remote"
+REMOTE_POSTGRES = "remote-postgres"
+SERVERS = {REMOTE: "adapter_server", REMOTE_POSTGRES: "adapter_server_postgres"}
+"""The fixture of the server each remote kind talks to."""
+REMOTES = [REMOTE, pytest.param(REMOTE_POSTGRES, marks=pytest.mark.postgres)]
+"""The remote kinds, as test parameters (PostgreSQL ones marked ``postgres``)."""
 
 
 @dataclass
@@ -46,10 +52,12 @@ class AdapterServer:
         return user, token
 
 
-def start_adapter_server(tmp: Path) -> Iterator[AdapterServer]:
-    """Run ``flowmem serve`` over a SQLite file in ``tmp`` until the generator is closed."""
-    database = f"sqlite:///{tmp}/adapters.db"
-    with serve(database, tmp) as server:
+def start_adapter_server(
+    tmp: Path, database: str | None = None, *args: str
+) -> Iterator[AdapterServer]:
+    """Run ``flowmem serve`` (default: a SQLite file in ``tmp``) until the generator is closed."""
+    database = database or f"sqlite:///{tmp}/adapters.db"
+    with serve(database, tmp, *args) as server:
         store = open_store(database)
         try:
             yield AdapterServer(server, store, itertools.count(1))
@@ -92,13 +100,15 @@ class Remote:
 _REMOTES: weakref.WeakKeyDictionary[Client, Remote] = weakref.WeakKeyDictionary()
 
 
-def remote_memory(request: pytest.FixtureRequest, *, switchable: bool = False) -> Client:
-    """A ``Client`` as a fresh user of the session's server, erased when the test ends.
+def remote_memory(
+    request: pytest.FixtureRequest, *, switchable: bool = False, kind: str = REMOTE
+) -> Client:
+    """A ``Client`` as a fresh user of the session's server of ``kind``, erased when the test ends.
 
     With ``switchable`` its transport can be made to fail (``switch_of``), and it
     never retries, so a failing call fails at once.
     """
-    served: AdapterServer = request.getfixturevalue("adapter_server")
+    served: AdapterServer = request.getfixturevalue(SERVERS[kind])
     server = served.server
     user, token = served.new_user()
     transport = _Switchable() if switchable else None

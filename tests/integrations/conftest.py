@@ -1,9 +1,9 @@
 """Adapter fixtures: each runs the adapter tests in process and against a real server.
 
 ``backend_service``: a ``MemoryService`` over each store backend (memory, SQLite,
-PostgreSQL), and ``remote``: a ``Client`` of the session's ``flowmem serve``.
-``service``: an in-process service over a ``MemoryStore`` (``local``) and the same
-``remote`` client. See ``tests/integrations/backends.py``.
+PostgreSQL), and ``remote`` / ``remote-postgres``: a ``Client`` of the session's
+``flowmem serve`` over SQLite / over PostgreSQL with two workers. ``service``: an
+in-process service over a ``MemoryStore`` (``local``) and the same remote clients. See ``tests/integrations/backends.py``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from flowmem.service import MemoryService
 from flowmem.store import MemoryStore
 from tests.integrations.backends import (
     LOCAL,
-    REMOTE,
+    REMOTES,
+    SERVERS,
     AdapterServer,
     remote_memory,
     start_adapter_server,
@@ -34,11 +35,26 @@ def adapter_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Adapter
     yield from start_adapter_server(tmp_path_factory.mktemp("adapters"))
 
 
-@pytest.fixture(params=[*BACKENDS, REMOTE])
+@pytest.fixture(scope="session")
+def adapter_server_postgres(
+    tmp_path_factory: pytest.TempPathFactory, postgres_url: str
+) -> Iterator[AdapterServer]:
+    """One real ``flowmem serve --workers 2`` over PostgreSQL (its own schema) for remote tests."""
+    import psycopg
+
+    schema = "adapters_remote"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+    database = f"{postgres_url}?options=-csearch_path%3D{schema}"
+    tmp = tmp_path_factory.mktemp("adapters-postgres")
+    yield from start_adapter_server(tmp, database, "--workers", "2")
+
+
+@pytest.fixture(params=[*BACKENDS, *REMOTES])
 def backend_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
-    """A service over a fresh store of each backend kind, and a client of a real server."""
-    if request.param == REMOTE:
-        yield remote_memory(request)
+    """A service over a fresh store of each backend kind, and a client of each real server."""
+    if request.param in SERVERS:
+        yield remote_memory(request, kind=request.param)
         return
     store = open_backend(request.param, request, tmp_path)
     try:
@@ -47,9 +63,9 @@ def backend_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[
         store.close()
 
 
-@pytest.fixture(params=[LOCAL, REMOTE])
+@pytest.fixture(params=[LOCAL, *REMOTES])
 def service(request: pytest.FixtureRequest) -> Memory:
-    """A service over a fresh ``MemoryStore`` (fixed clock), and a client of a real server."""
-    if request.param == REMOTE:
-        return remote_memory(request)
+    """A service over a fresh ``MemoryStore`` (fixed clock), and a client of each real server."""
+    if request.param in SERVERS:
+        return remote_memory(request, kind=request.param)
     return MemoryService(MemoryStore(), clock=lambda: CLOCK)

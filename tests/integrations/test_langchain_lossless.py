@@ -47,7 +47,7 @@ from flowmem.memory import Memory
 from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
 from flowmem.store import MemoryStore
-from tests.integrations.backends import LOCAL, REMOTE, remote_memory, switch_of
+from tests.integrations.backends import LOCAL, REMOTES, SERVERS, remote_memory, switch_of
 from tests.integrations.lc_strategies import CLASSES, GENERATED_TYPES, LABELLED_BLOCKS, MESSAGES
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -309,11 +309,11 @@ class Flaky:
         self.switch.down = value
 
 
-@pytest.fixture(params=[LOCAL, REMOTE])
+@pytest.fixture(params=[LOCAL, *REMOTES])
 def flaky(request: pytest.FixtureRequest) -> Flaky:
     """Local: a service whose store fails appends. Remote: a client whose writes cannot connect."""
-    if request.param == REMOTE:
-        client = remote_memory(request, switchable=True)
+    if request.param in SERVERS:
+        client = remote_memory(request, switchable=True, kind=request.param)
         return Flaky(client, switch_of(client), ServerUnreachableError)
     store = _FlakyStore()
     return Flaky(MemoryService(store), store, StoreUnavailableError)

@@ -26,7 +26,7 @@ from flowmem.service import MemoryService
 from flowmem.store import MemoryStore, open_store
 from flowmem.store.base import SupportsPopLast
 from tests.formats.sdk import assert_responses
-from tests.integrations.backends import REMOTE, remote_memory, shared_of
+from tests.integrations.backends import REMOTES, SERVERS, remote_memory, shared_of
 from tests.integrations.scripted_model import ScriptedModel, call, text
 
 set_tracing_disabled(True)  # no trace export from tests (the network is loopback only)
@@ -41,10 +41,10 @@ CALL_ITEM = {
 OUTPUT_ITEM = {"type": "function_call_output", "call_id": "c2", "output": "21C"}
 
 
-@pytest.fixture(params=["memory", "sqlite", REMOTE])
+@pytest.fixture(params=["memory", "sqlite", *REMOTES])
 def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
-    if request.param == REMOTE:
-        yield remote_memory(request)
+    if request.param in SERVERS:
+        yield remote_memory(request, kind=request.param)
         return
     store = (
         MemoryStore()
@@ -55,10 +55,10 @@ def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
     store.close()
 
 
-@pytest.fixture(params=["sqlite", REMOTE])
+@pytest.fixture(params=["sqlite", *REMOTES])
 def sqlite_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
-    if request.param == REMOTE:
-        yield remote_memory(request)
+    if request.param in SERVERS:
+        yield remote_memory(request, kind=request.param)
         return
     store = open_store(f"sqlite:///{tmp_path / 'agents.db'}")
     yield MemoryService(store)
