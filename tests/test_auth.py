@@ -7,6 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from flowmem.access import Principal, real_id
 from flowmem.auth import (
     TOKEN_PREFIX,
     authenticate,
@@ -14,11 +15,13 @@ from flowmem.auth import (
     bootstrap_admin_token,
     create_token,
     hash_token,
+    principal_of,
     revoke_token,
 )
 from flowmem.cli import cli
 from flowmem.errors import AuthenticationError, InvalidInputError, NotFoundError
 from flowmem.store import MemoryStore
+from flowmem.store.base import TokenRecord
 
 
 def test_token_is_stored_only_as_hash() -> None:
@@ -192,3 +195,11 @@ def test_mem_6_a_token_stored_before_0016_acts_as_its_nfc_identity() -> None:
     assert authenticate(store, token).identity == "Jos\u00e9"
     store._tokens[record.id] = replace(record, user_id="None")  # a placeholder, then usable
     assert authenticate(store, token).identity is None  # owns nothing now (MEM-9)
+
+
+@pytest.mark.parametrize("user_id", [None, "alice", "7", "007", "None", "", "e\u0301", " bob", "0"])
+def test_principal_of_carries_the_identity_access_computes(user_id: str | None) -> None:
+    record = TokenRecord("tok_1", "hash", user_id, frozenset(), 0.0)
+    principal = principal_of(record)
+    assert principal.identity == real_id(user_id) == Principal(user_id).identity
+    assert principal == Principal(user_id, frozenset(), "tok_1")

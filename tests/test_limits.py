@@ -18,12 +18,12 @@ from flowmem.errors import (
     RecordTooLargeError,
     TooManySessionsError,
 )
-from flowmem.limits import ENV, KIB, MIB, Limits, utf8_size
+from flowmem.limits import ENV, KIB, MIB, Limits
 from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
 from flowmem.sessions import SessionService
 from flowmem.store import Address, MemoryStore, Store
-from flowmem.store.rows import dump_json
+from flowmem.store.rows import dump_json, utf8_size
 from tests.store.conftest import BACKENDS, open_backend
 
 ALICE = ExecutionContext(user_id="alice")

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Protocol
 
 from flowmem.scope import usable_identity
@@ -80,9 +81,13 @@ class Principal:
         """True when the principal carries ``permission`` or is an admin."""
         return permission in self.permissions or self.is_admin
 
-    @property
+    @cached_property
     def identity(self) -> str | None:
-        """The principal's usable user id, or None: an absent identity owns nothing (MEM-9)."""
+        """The principal's usable user id, or None: an absent identity owns nothing (MEM-9).
+
+        Computed once per principal, on first use; ``flowmem.auth.principal_of`` fills
+        it in when it builds the principal of a token, so a request computes it once.
+        """
         return real_id(self.user_id)
 
 

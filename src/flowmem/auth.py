@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 
 from flowmem.access import PERM_ADMIN, PERM_CREATE, PERMISSIONS, Principal, real_id
 from flowmem.errors import AuthenticationError, InvalidInputError, NotFoundError
+from flowmem.scope import usable_identity
 from flowmem.store.base import Store, TokenRecord
 
 __all__ = [
@@ -117,13 +118,16 @@ def authenticate(store: Store, token: str) -> Principal:
 
 
 def principal_of(record: TokenRecord) -> Principal:
-    """Return the principal of a token record."""
-    return Principal(
+    """Return the principal of a token record, with its identity computed once, here."""
+    principal = Principal(
         user_id=record.user_id,
         permissions=frozenset(record.permissions),
         token_id=record.id,
         revoked=record.revoked,
     )
+    # ``Principal.identity`` is a cached property: set, it is never computed again
+    vars(principal)["identity"] = usable_identity(record.user_id)
+    return principal
 
 
 def bootstrap_admin_token(store: Store, user_id: str = "admin") -> str | None:

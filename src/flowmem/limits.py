@@ -3,7 +3,8 @@
 ``MemoryService`` and ``SessionService`` enforce them for every consumer (the
 Python API, the HTTP API, the nodes, the runtime); a refused write raises its own
 typed error (``flowmem.errors``) and changes nothing. Sizes count what is stored:
-the UTF-8 bytes of a value's JSON text, as the stores write it. 0 turns a limit off.
+the UTF-8 bytes of a value's JSON text, as the stores write it (``dump_json`` and
+``check_size`` in ``flowmem.store.rows``). 0 turns a limit off.
 
 Each limit is set by ``flowmem serve`` options or by the environment variable
 named in ``ENV`` (read by ``Limits.from_env``).
@@ -16,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from flowmem.errors import ConfigurationError, FlowmemError
+from flowmem.errors import ConfigurationError
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -70,13 +71,6 @@ ENV: dict[str, str] = {
 }
 
 
-def utf8_size(text: str) -> int:
-    """Return the UTF-8 length of ``text`` (O(1) for ASCII text, which knows it is ASCII)."""
-    if text.isascii():
-        return len(text)
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
 def env_values(
     variables: Mapping[str, str],
     environ: Mapping[str, str] | None,
@@ -101,20 +95,4 @@ def env_values(
     return values
 
 
-def check_size(
-    text: str, limit: int, error: type[FlowmemError], what: str, **details: object
-) -> None:
-    """Raise ``error`` when the JSON ``text`` of ``what`` is over ``limit`` UTF-8 bytes (0: no limit)."""
-    if not limit:
-        return
-    size = utf8_size(text)
-    if size > limit:
-        raise error(
-            f"{what} is {size} bytes as JSON, over the limit of {limit} bytes",
-            limit=limit,
-            size=size,
-            **details,
-        )
-
-
-__all__ = ["ENV", "KIB", "MIB", "Limits", "check_size", "env_values", "utf8_size"]
+__all__ = ["ENV", "KIB", "MIB", "Limits", "env_values"]

@@ -40,7 +40,7 @@ from flowmem.errors import (
     NotSerializableError,
     RecordTooLargeError,
 )
-from flowmem.limits import Limits, check_size
+from flowmem.limits import Limits
 from flowmem.memory import Memory
 from flowmem.results import (  # re-exported: they were defined here
     BufferPage as BufferPage,
@@ -74,7 +74,7 @@ from flowmem.store.base import (
     SupportsPopLast,
     WriteGuard,
 )
-from flowmem.store.rows import check_batch, dump_json
+from flowmem.store.rows import check_batch, check_size, dump_json
 
 log = logging.getLogger("flowmem")
 

@@ -36,7 +36,6 @@ from flowmem.errors import (
     PayloadTooLargeError,
     TooManySessionsError,
 )
-from flowmem.limits import check_size
 from flowmem.scope import ExecutionContext, stored_spellings, usable_identity
 from flowmem.store.base import (
     SESSION_SCOPE,
@@ -48,6 +47,7 @@ from flowmem.store.base import (
     TranscriptMessage,
     WriteGuard,
 )
+from flowmem.store.rows import check_size
 
 if TYPE_CHECKING:
     from flowmem.service import MemoryService

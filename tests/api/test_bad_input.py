@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from flowmem.api.limits import MAX_BODY_BYTES, MAX_DEPTH, nesting_depth_at_least, parse_body
+from flowmem.api.gate import MAX_BODY_BYTES, MAX_DEPTH, nesting_depth_at_least, parse_body
 from tests.api.helpers import Api, snapshot
 
 JSON = {"Content-Type": "application/json"}

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flowmem.api import create_app, gate
-from flowmem.api.limits import (
+from flowmem.api.gate import (
     MAX_BODY_BYTES,
     MAX_DEPTH,
     MAX_VALUES,

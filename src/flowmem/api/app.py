@@ -17,8 +17,7 @@ from flowmem import __version__
 from flowmem.api.deps import Services
 from flowmem.api.errors import install_error_handlers, recent_store_fault, server_error_response
 from flowmem.api.fast.pool import DEFAULT_STORE_CONCURRENCY, StorePool
-from flowmem.api.gate import GateMiddleware
-from flowmem.api.limits import BODY_TIMEOUT
+from flowmem.api.gate import BODY_TIMEOUT, GateMiddleware
 from flowmem.api.logs import RequestLogMiddleware
 from flowmem.api.models import Health
 from flowmem.api.purge import PURGE_INTERVAL, purge_expired_forever

@@ -36,7 +36,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import Request, Response
 
@@ -49,6 +49,9 @@ from flowmem.errors import (
     IdempotencyKeyReusedError,
 )
 from flowmem.store.base import Idempotency, Store, StoredAnswer, idempotency_owner
+
+if TYPE_CHECKING:
+    from flowmem.api.deps import Caller
 
 HEADER = "idempotency-key"
 REPLAYED = "Idempotent-Replayed"  # "true" on an answer repeated from a stored key
@@ -224,4 +227,42 @@ class Keyed:
         return answer
 
 
-__all__ = ["HEADER", "KEY_MAX", "OPENAPI", "PARAMETER", "REPLAYED", "Answer", "Keyed", "check_key", "fingerprint"]
+async def claimed_once(
+    caller: Caller,
+    work: Callable[[Principal], Any],
+    render: Callable[[Any], Any] = lambda result: result,
+    status: Callable[[Any], int] | int = 200,
+    *,
+    long: bool = False,
+) -> Any:
+    """Run a write whose work is not one store transaction: ``render(result)`` of ``work``.
+
+    With an ``Idempotency-Key`` the work runs at most once for the key
+    (``Keyed.claimed``) and the answer is the ``Response`` of its ``Answer``, with
+    ``status``. ``long``: in the general thread pool (a turn may wait for a
+    model), else in a store thread.
+    """
+    run = caller.in_long_thread if long else caller.in_store_thread
+    keyed = Keyed.of(caller.request)
+    if keyed is None:
+        return render(await run(work))
+
+    def job(principal: Principal) -> Answer:
+        return keyed.claimed(principal, lambda: work(principal), render, status)
+
+    answer: Answer = await run(job)
+    return answer.response()
+
+
+__all__ = [
+    "HEADER",
+    "KEY_MAX",
+    "OPENAPI",
+    "PARAMETER",
+    "REPLAYED",
+    "Answer",
+    "Keyed",
+    "check_key",
+    "claimed_once",
+    "fingerprint",
+]

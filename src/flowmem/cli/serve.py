@@ -29,7 +29,7 @@ import click
 import uvicorn  # the server extra; without it the CLI names the extra to install
 
 from flowmem.access import PERM_ADMIN
-from flowmem.api.limits import BODY_TIMEOUT
+from flowmem.api.gate import BODY_TIMEOUT
 from flowmem.api.ratelimit import ENV as RATE_ENV
 from flowmem.api.ratelimit import RateLimits
 from flowmem.api.tcp import DEFAULT_HEADER_TIMEOUT, HEADER_TIMEOUT_ENV, PROTOCOL

@@ -33,9 +33,8 @@ from flowmem.core import (
     result_id,
 )
 from flowmem.errors import StoreError
-from flowmem.limits import utf8_size
 from flowmem.store.base import Address
-from flowmem.store.rows import dump_json
+from flowmem.store.rows import dump_json, utf8_size
 
 MINOR_BITS = 20
 

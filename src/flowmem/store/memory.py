@@ -17,7 +17,6 @@ from typing import Any
 
 from flowmem.core import AppendOutcome, ListEditor, Message, apply_append
 from flowmem.errors import ConflictError, IdempotencyKeyInFlightError
-from flowmem.limits import utf8_size
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     PURGE_BATCH,
@@ -47,6 +46,7 @@ from flowmem.store.rows import (
     dump_json,
     guard_failed,
     to_json,
+    utf8_size,
 )
 
 

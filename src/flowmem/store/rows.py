@@ -1,4 +1,8 @@
-"""Conversions shared by the SQL backends: address checks, JSON text, record rows."""
+"""Conversions shared by the stores and the services: address checks, JSON text and its size, rows.
+
+A size limit counts what is stored: the UTF-8 bytes of the JSON text ``dump_json``
+writes (``utf8_size``, ``check_size``; the limits themselves are ``flowmem.limits``).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from flowmem.errors import (
     AuthenticationError,
     BufferFullError,
     ConflictError,
+    FlowmemError,
     InvalidInputError,
     NotFoundError,
     NotSerializableError,
@@ -210,6 +215,29 @@ def dump_json(value: Any, what: str, compact: bool = True) -> str:
     if not storable_text(text):
         check_storable(value, what.replace(" ", "_"))  # raises, naming the field
     return text
+
+
+def utf8_size(text: str) -> int:
+    """Return the UTF-8 length of ``text`` (O(1) for ASCII text, which knows it is ASCII)."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def check_size(
+    text: str, limit: int, error: type[FlowmemError], what: str, **details: object
+) -> None:
+    """Raise ``error`` when the JSON ``text`` of ``what`` is over ``limit`` UTF-8 bytes (0: no limit)."""
+    if not limit:
+        return
+    size = utf8_size(text)
+    if size > limit:
+        raise error(
+            f"{what} is {size} bytes as JSON, over the limit of {limit} bytes",
+            limit=limit,
+            size=size,
+            **details,
+        )
 
 
 def to_json(value: Any) -> str:

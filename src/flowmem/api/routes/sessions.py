@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Body, Path, Query, Response
 
 from flowmem.access import Principal
 from flowmem.api.deps import CALLER, Caller
-from flowmem.api.idempotency import OPENAPI, Answer, Keyed
+from flowmem.api.idempotency import OPENAPI, Answer, Keyed, claimed_once
 from flowmem.api.models import (
     MessageIn,
     MessagePage,
@@ -26,6 +25,12 @@ from flowmem.api.models import (
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, clamp_limit, errors
 from flowmem.sessions import session_dict, transcript_dict
 from flowmem.store.base import Idempotency, SessionRecord, WriteGuard
+
+
+def _no_content(_result: Any) -> Response:
+    """The answer of a delete: 204, no body (a keyed answer stores none either)."""
+    return Response(status_code=204)
+
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 
@@ -69,23 +74,6 @@ async def create_session(
     return (await caller.in_store_thread(job)).response()
 
 
-async def _claimed(
-    caller: Caller,
-    keyed: Keyed,
-    work: Callable[[Principal], Any],
-    render: Callable[[Any], Any] = lambda result: result,
-    status: Callable[[Any], int] | int = 200,
-    runner: str = "in_store_thread",
-) -> Response:
-    """Run a keyed write whose work is not one store transaction (``Keyed.claimed``)."""
-
-    def job(principal: Principal) -> Answer:
-        return keyed.claimed(principal, lambda: work(principal), render, status)
-
-    answer: Answer = await getattr(caller, runner)(job)
-    return answer.response()
-
-
 @router.get("", response_model=SessionList, responses=errors(*AUTH_ERRORS, 403, 422))
 async def list_sessions(
     limit: int = Query(20, description="Page size, clamped to 1–100."),
@@ -126,15 +114,10 @@ async def delete_session(
 ) -> Response:
     """Delete a session with its transcript and its whole `session` scope (owner or admin)."""
     services = caller.services
-    keyed = Keyed.of(caller.request)
-    if keyed is not None:
-
-        def work(p: Principal) -> Any:
-            return services.sessions.delete(p, session_id)
-
-        return await _claimed(caller, keyed, work, status=204)
-    await caller.in_store_thread(services.sessions.delete, session_id)
-    return Response(status_code=204)
+    deleted: Response = await claimed_once(
+        caller, lambda p: services.sessions.delete(p, session_id), _no_content, 204
+    )
+    return deleted
 
 
 @router.get(
@@ -195,13 +178,12 @@ async def send_turn(
             principal, session_id, body.content, wait=wait, guard=guard
         )
 
-    keyed = Keyed.of(caller.request)
-    if keyed is not None:
-        return await _claimed(caller, keyed, turn, status=200 if wait else 202, runner="in_long_thread")
-    # a turn may wait for a model: the general thread pool, not the bounded store pool
-    result: dict[str, Any] = await caller.in_long_thread(turn)
     if wait:
-        response.status_code = 200
+        response.status_code = 200  # a keyed answer is a Response with its own status
+    # a turn may wait for a model: the general thread pool, not the bounded store pool
+    result: dict[str, Any] | Response = await claimed_once(
+        caller, turn, status=200 if wait else 202, long=True
+    )
     return result
 
 
@@ -217,10 +199,9 @@ async def stop_session(
 ) -> dict[str, Any] | Response:
     """Stop the running turn (a drive action)."""
     services = caller.services
-    keyed = Keyed.of(caller.request)
-    if keyed is not None:
-        return await _claimed(caller, keyed, lambda p: services.sessions.stop(p, session_id))
-    stopped: dict[str, Any] = await caller.in_store_thread(services.sessions.stop, session_id)
+    stopped: dict[str, Any] | Response = await claimed_once(
+        caller, lambda p: services.sessions.stop(p, session_id)
+    )
     return stopped
 
 
@@ -236,10 +217,9 @@ async def reset_session(
 ) -> dict[str, Any] | Response:
     """Clear the session's conversation buffer (a drive action); the transcript stays."""
     services = caller.services
-    keyed = Keyed.of(caller.request)
-    if keyed is not None:
-        return await _claimed(caller, keyed, lambda p: services.sessions.reset(p, session_id))
-    reset: dict[str, Any] = await caller.in_store_thread(services.sessions.reset, session_id)
+    reset: dict[str, Any] | Response = await claimed_once(
+        caller, lambda p: services.sessions.reset(p, session_id)
+    )
     return reset
 
 
@@ -257,15 +237,12 @@ async def edit_message(
 ) -> dict[str, Any] | Response:
     """Replace one transcript message. Admin only (MEM-15); anyone else gets 403."""
     services = caller.services
-    keyed = Keyed.of(caller.request)
-    if keyed is not None:
 
-        def work(p: Principal) -> Any:
-            return services.sessions.edit_message(p, session_id, seq, message)
+    def edit(p: Principal) -> Any:
+        return services.sessions.edit_message(p, session_id, seq, message)
 
-        return await _claimed(caller, keyed, work, transcript_dict)
-    edited = await caller.in_store_thread(services.sessions.edit_message, session_id, seq, message)
-    return transcript_dict(edited)
+    edited: dict[str, Any] | Response = await claimed_once(caller, edit, transcript_dict)
+    return edited
 
 
 @router.delete(
@@ -281,12 +258,9 @@ async def delete_message(
 ) -> Response:
     """Delete one transcript message. Admin only (MEM-15); anyone else gets 403."""
     services = caller.services
-    keyed = Keyed.of(caller.request)
-    if keyed is not None:
 
-        def work(p: Principal) -> Any:
-            return services.sessions.delete_message(p, session_id, seq)
+    def delete(p: Principal) -> Any:
+        return services.sessions.delete_message(p, session_id, seq)
 
-        return await _claimed(caller, keyed, work, status=204)
-    await caller.in_store_thread(services.sessions.delete_message, session_id, seq)
-    return Response(status_code=204)
+    deleted: Response = await claimed_once(caller, delete, _no_content, 204)
+    return deleted

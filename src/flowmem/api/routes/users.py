@@ -9,7 +9,7 @@ from fastapi import APIRouter, Path, Response
 
 from flowmem.access import Principal
 from flowmem.api.deps import CALLER, Caller
-from flowmem.api.idempotency import OPENAPI, Answer, Keyed
+from flowmem.api.idempotency import OPENAPI, claimed_once
 from flowmem.api.models import UserErasure
 from flowmem.api.routes.common import AUTH_ERRORS, errors
 
@@ -43,13 +43,6 @@ async def erase_user(
         canonical, erased = sessions.erase_user(principal, user_id)
         return {"user_id": canonical, **asdict(erased)}
 
-    keyed = Keyed.of(caller.request)
-    if keyed is None:
-        return await caller.in_store_thread(erase)
-
-    def job(principal: Principal) -> Answer:
-        # an erasure of the caller's own user deletes its key too (nothing is kept)
-        return keyed.claimed(principal, lambda: erase(principal), lambda result: result)
-
-    answer: Answer = await caller.in_store_thread(job)
-    return answer.response()
+    # an erasure of the caller's own user deletes its key too (nothing is kept)
+    erased: dict[str, Any] | Response = await claimed_once(caller, erase)
+    return erased
