@@ -1,7 +1,7 @@
 """A scripted agent process for the shared-server test (``test_shared_server.py``).
 
-Run as ``python -m tests.integrations.shared_agent URL TOKEN SESSION_ID JOURNAL AGENT TURNS``.
-It writes its script (``script``) through an OpenAI Agents SDK ``FlowmemSession``
+Run as ``python -m tests.integrations.shared_agent URL TOKEN SESSION_ID JOURNAL AGENT TURNS``,
+or as a ``multiprocessing`` process (``agent_process``). It writes its script (``script``) through an OpenAI Agents SDK ``FlowmemSession``
 over a ``flowmem.client.Client``, one ``add_items`` per batch, and may be killed
 (SIGKILL) at any point and started again.
 
@@ -12,7 +12,10 @@ A restarted agent reads the journal: a batch with a key and no ``done`` may or
 may not have been stored (the kill may have come after the server committed and
 before the answer arrived), so it is sent again *with the same key*: the server
 writes it once, or answers the first answer and writes nothing. The client's
-own retries (the server restarting, a lost answer) reuse that key too. The key
+own retries (the server restarting, a lost answer) reuse that key too. Each
+batch waits a few milliseconds first, as a user, a model or a tool takes time.
+At the end of its script the agent waits for ``JOURNAL.release`` (the test
+makes it once it has killed the agent as often as it meant to), then exits. The key
 is put on the request by the client's transport (``KeyedTransport``), since
 ``Client`` makes a fresh key per logical write and a new process is a new
 logical write to it.
@@ -22,6 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import random
 import sys
 import uuid
 from pathlib import Path
@@ -135,12 +140,25 @@ async def run(url: str, token: str, session_id: str, journal: Path, agent: int, 
                 log.write(json.dumps({"i": i, "key": key}) + "\n")
                 log.flush()
             transport.key = key
+            await asyncio.sleep(random.uniform(0.005, 0.025))  # the user, model or tool at work
             await session.add_items(batches[i])  # type: ignore[arg-type]
             log.write(json.dumps({"i": i, "done": True}) + "\n")
             log.flush()
             key = None
+        # the test may still want to kill this agent: it says when the agent may end
+        release = journal.with_suffix(".release")
+        while not release.exists():
+            await asyncio.sleep(0.01)
         log.write(json.dumps({"finished": True}) + "\n")
         log.flush()
+
+
+def agent_process(log: str, *argv: str) -> None:
+    """The target of an agent ``multiprocessing.Process``: its stderr goes to ``log``."""
+    with open(log, "ab", buffering=0) as stream:
+        os.dup2(stream.fileno(), 2)
+    sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False, buffering=1)  # noqa: SIM115
+    main(list(argv))
 
 
 def main(argv: list[str]) -> None:

@@ -19,10 +19,11 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from multiprocessing import forkserver, get_context
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
@@ -36,17 +37,22 @@ from flowmem.formats import from_openai, from_responses, to_openai, to_responses
 from flowmem.scope import ExecutionContext
 from tests.api.test_serve import free_port
 from tests.client.conftest import FAST_RETRY, FLOWMEM
-from tests.integrations.shared_agent import script
+from tests.integrations.shared_agent import agent_process, script
 
 pytest.importorskip("agents")
 
-from flowmem.integrations.openai_agents import FlowmemSession  # noqa: E402
+from flowmem.integrations.openai_agents import FlowmemSession
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
+# Agents are forked from a clean interpreter that has imported the Agents SDK once
+# (multiprocessing's forkserver, like spawn: nothing of pytest's process is
+# inherited), so a restart costs milliseconds, not the SDK's 2-3 s import.
+PROCESSES = get_context("forkserver")
+PRELOAD = ["tests.integrations.shared_agent", "flowmem.integrations.openai_agents"]
 AGENTS = 4
-TURNS = 5
+TURNS = 6
 KILLS = 3  # per agent
 DEADLINE = 240.0  # seconds for the whole run (it takes 20-40 s on a loaded 2-core machine)
 KEY = "agent_items"  # FlowmemSession's buffer key
@@ -59,13 +65,6 @@ def _env() -> dict[str, str]:
         [str(ROOT / "src"), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     )
     return env
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGKILL ``process`` if it still runs, and reap it."""
-    if process.poll() is None:
-        process.kill()
-    process.wait(timeout=30)
 
 
 class FlakyServer:
@@ -122,10 +121,8 @@ class FlakyServer:
         """Stop the server gracefully, or kill it after 30 s."""
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                pass
         self.kill()  # whatever is left of its group
 
 
@@ -139,7 +136,7 @@ class Agent:
     session_id: str
     journal: Path
     log: Path
-    process: subprocess.Popen[bytes] | None = None
+    process: BaseProcess | None = None
     kills: int = 0
     kill_at: int = 0  # journal lines at which the next kill comes
     finished: bool = False
@@ -163,17 +160,21 @@ class Agent:
         """Start (or restart) the agent process; plan its next kill."""
         self.kill_at = self.lines() + rng.randint(1, 6)
         self.starts.append(time.monotonic())
-        with self.log.open("ab") as log:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable, "-m", "tests.integrations.shared_agent", url, self.token,
-                    self.session_id, str(self.journal), str(self.number), str(TURNS),
-                ],
-                cwd=ROOT,
-                stdout=subprocess.DEVNULL,
-                stderr=log,
-                env=_env(),
-            )
+        self.process = PROCESSES.Process(
+            target=agent_process,
+            args=(
+                str(self.log), url, self.token, self.session_id, str(self.journal),
+                str(self.number), str(TURNS),
+            ),
+            daemon=True,
+        )
+        self.process.start()
+
+    def kill(self) -> None:
+        """SIGKILL the agent process (if it runs) and reap it."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.join(timeout=30)
 
 
 def _token(database: str, user: str, cwd: Path) -> str:
@@ -209,7 +210,7 @@ def _drive(server: FlakyServer, agents: list[Agent], rng: random.Random) -> None
             assert process is not None
             if agent.finished:
                 continue
-            code = process.poll()
+            code = process.exitcode
             if code is not None:
                 if code != 0:
                     pytest.fail(f"agent {agent.number} exited {code}: {agent.log.read_text()}")
@@ -217,9 +218,11 @@ def _drive(server: FlakyServer, agents: list[Agent], rng: random.Random) -> None
                 agent.finished = True
             elif agent.kills < KILLS and agent.lines() >= agent.kill_at:
                 time.sleep(rng.uniform(0, 0.03))  # somewhere inside the next step
-                _stop(process)
+                agent.kill()
                 agent.kills += 1
                 agent.start(server.url, rng)
+            elif agent.kills == KILLS:
+                agent.journal.with_suffix(".release").touch()
         if not server_killed and sum(a.done_batches() for a in agents) >= total // 2:
             server.kill()
             server_killed = True
@@ -272,15 +275,16 @@ def _run(tmp_path: Path, database: str, *serve_args: str) -> None:
         for n in range(AGENTS)
     ]
     server = FlakyServer(database, tmp_path, *serve_args)
+    PROCESSES.set_forkserver_preload(PRELOAD)
     try:
         server.start()
         _drive(server, agents, rng)
         _check(server, agents)
     finally:
         for agent in agents:
-            if agent.process is not None:
-                _stop(agent.process)
+            agent.kill()
         server.stop()
+        forkserver._forkserver._stop()  # type: ignore[attr-defined]
 
 
 @pytest.fixture
