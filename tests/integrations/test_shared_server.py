@@ -256,6 +256,10 @@ def _check(server: FlakyServer, agents: list[Agent]) -> None:
             other = agents[(agent.number + 1) % len(agents)]
             with pytest.raises(NotFoundError):  # another user's session is not even visible
                 client.get_session(other.session_id)
+            stranger = ExecutionContext(session_id=other.session_id)
+            assert client.load("session", KEY, stranger).messages == []
+            with pytest.raises(NotFoundError):  # nor writable
+                client.append("session", KEY, {"role": "user", "content": "hi"}, stranger)
 
 
 def _run(tmp_path: Path, database: str, *serve_args: str) -> None:
