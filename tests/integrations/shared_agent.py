@@ -92,12 +92,16 @@ class KeyedTransport(httpx.HTTPTransport):
     """Sends every write with ``key`` (when set) as its ``Idempotency-Key``."""
 
     key: str | None = None
+    replayed = False  # the last write's answer was the first answer, replayed
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         """Put the journaled key on a write, then send it."""
         if self.key is not None and request.method != "GET":
             request.headers[IDEMPOTENCY_HEADER] = self.key
-        return super().handle_request(request)
+        response = super().handle_request(request)
+        if request.method != "GET":
+            self.replayed = response.headers.get("Idempotent-Replayed") == "true"
+        return response
 
 
 def read_journal(path: Path) -> tuple[int, str | None]:
@@ -142,7 +146,7 @@ async def run(url: str, token: str, session_id: str, journal: Path, agent: int, 
             transport.key = key
             await asyncio.sleep(random.uniform(0.005, 0.025))  # the user, model or tool at work
             await session.add_items(batches[i])  # type: ignore[arg-type]
-            log.write(json.dumps({"i": i, "done": True}) + "\n")
+            log.write(json.dumps({"i": i, "done": True, "replayed": transport.replayed}) + "\n")
             log.flush()
             key = None
         # the test may still want to kill this agent: it says when the agent may end

@@ -37,7 +37,7 @@ from flowmem.formats import from_openai, from_responses, to_openai, to_responses
 from flowmem.scope import ExecutionContext
 from tests.api.test_serve import free_port
 from tests.client.conftest import FAST_RETRY, FLOWMEM
-from tests.integrations.shared_agent import agent_process, script
+from tests.integrations.shared_agent import agent_process, read_journal, script
 
 pytest.importorskip("agents")
 
@@ -138,6 +138,7 @@ class Agent:
     log: Path
     process: BaseProcess | None = None
     kills: int = 0
+    resent: int = 0  # restarts that sent a batch again with its journaled key
     kill_at: int = 0  # journal lines at which the next kill comes
     finished: bool = False
     starts: list[float] = field(default_factory=list)
@@ -158,6 +159,8 @@ class Agent:
 
     def start(self, url: str, rng: random.Random) -> None:
         """Start (or restart) the agent process; plan its next kill."""
+        if read_journal(self.journal)[1] is not None:
+            self.resent += 1  # killed between sending a batch and recording its answer
         self.kill_at = self.lines() + rng.randint(1, 6)
         self.starts.append(time.monotonic())
         self.process = PROCESSES.Process(
@@ -283,6 +286,9 @@ def _run(tmp_path: Path, database: str, *serve_args: str) -> None:
     try:
         server.start()
         _drive(server, agents, rng)
+        replayed = sum(a.journal.read_bytes().count(b'"replayed": true') for a in agents)
+        resent = sum(a.resent for a in agents)
+        print(f"{resent} batches sent again after a kill, {replayed} answered by a replay")
         _check(server, agents)
     finally:
         for agent in agents:
