@@ -9,6 +9,13 @@ again; it SIGKILLs the server once, halfway, and starts it again on the same por
 and database. In the end every history, read through the client, through
 ``FlowmemSession.get_items`` and through ``GET …?format=openai``, is sendable and is
 exactly the script: nothing lost, nothing stored twice (docs/sharing.md).
+
+Kills are placed by progress, not by time: an agent is killed once its journal
+has grown by a random 1-6 lines since it started. An agent that reaches the end
+of its script waits for its release file, made once it has been killed ``KILLS``
+times, so every agent is killed as often as planned however the machine is
+loaded. With agents that send a batch again under a new key after a kill (the
+journaled key ignored) this test fails: a user message is stored twice.
 """
 
 from __future__ import annotations
@@ -54,7 +61,7 @@ PRELOAD = ["tests.integrations.shared_agent", "flowmem.integrations.openai_agent
 AGENTS = 4
 TURNS = 6
 KILLS = 3  # per agent
-DEADLINE = 240.0  # seconds for the whole run (it takes 20-40 s on a loaded 2-core machine)
+DEADLINE = 240.0  # seconds for the whole run (10-25 s on a loaded 2-core machine)
 KEY = "agent_items"  # FlowmemSession's buffer key
 
 
