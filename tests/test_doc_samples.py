@@ -43,7 +43,7 @@ def test_skipped_samples_are_rare_and_say_why() -> None:
 
 # documents whose samples talk to a server: the test starts one and names it in
 # $FLOWMEM_URL, with a user token in $FLOWMEM_TOKEN and an admin one in $FLOWMEM_ADMIN_TOKEN
-SERVED = {"client.md", "integrations.md"}
+SERVED = {"client.md", "integrations.md", "sharing.md"}
 
 
 @contextmanager
