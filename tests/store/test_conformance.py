@@ -1120,6 +1120,8 @@ def test_concurrent_first_writes_of_a_session_create_one_session(store: Store) -
     assert store.list_sessions(None, True, 10, 0)[1] == 1
     assert store.count(Address("session", "s-race", "chat")) == 3
     assert all(store.get_record(Address("session", "s-race", f"k{n}"), 0.0)[0] for n in (1, 3, 5))
+
+
 # --- idempotency keys (docs/decisions/0031) ------------------------------------------
 
 
@@ -1144,6 +1146,17 @@ def test_an_append_records_its_key_in_its_transaction_and_a_repeat_writes_nothin
     assert store.count(A) == 1
     # another owner's key of the same name is another key
     store.append(A, prepare(user("again"), None), idempotency=_key(owner="user:bob"))
+    assert store.count(A) == 2
+
+
+def test_a_keyed_append_that_returns_the_buffer_records_the_buffer_in_its_answer(
+    store: Store,
+) -> None:
+    store.append(A, prepare(user("first"), None))
+    outcome = store.append(A, prepare(user("second"), None), snapshot=True, idempotency=_key())
+    assert [row["content"] for row in outcome.rows or []] == ["first", "second"]
+    stored = store.get_idempotency("user:alice", "k1", 50.0)
+    assert stored is not None and stored.body == repr(outcome)
     assert store.count(A) == 2
 
 
