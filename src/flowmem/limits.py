@@ -17,10 +17,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from flowmem.errors import ConfigurationError
+from flowmem.errors import ConfigurationError, IdempotencyKeyInvalidError
 
 KIB = 1024
 MIB = 1024 * KIB
+IDEMPOTENCY_KEY_MAX = 255  # characters of an Idempotency-Key (fixed)
 
 
 @dataclass(frozen=True)
@@ -95,4 +96,30 @@ def env_values(
     return values
 
 
-__all__ = ["ENV", "KIB", "MIB", "Limits", "env_values"]
+def check_idempotency_key(value: object) -> str:
+    """Return ``value`` when it is 1 to 255 printable ASCII characters; else IdempotencyKeyInvalidError.
+
+    The one rule for an ``Idempotency-Key``: the server checks the header with it,
+    ``flowmem.client`` a caller's ``idempotency_key=`` before sending anything.
+    """
+    if (
+        not isinstance(value, str)
+        or not 1 <= len(value) <= IDEMPOTENCY_KEY_MAX
+        or not all(" " <= c <= "~" for c in value)
+    ):
+        raise IdempotencyKeyInvalidError(
+            f"Idempotency-Key must be 1 to {IDEMPOTENCY_KEY_MAX} printable ASCII characters",
+            field="Idempotency-Key",
+        )
+    return value
+
+
+__all__ = [
+    "ENV",
+    "IDEMPOTENCY_KEY_MAX",
+    "KIB",
+    "MIB",
+    "Limits",
+    "check_idempotency_key",
+    "env_values",
+]

@@ -45,6 +45,9 @@ class WriteResult:
     resolved_scope_id: str = ""
     removed: int = 0
     refusal: Refusal | None = field(default=None, compare=False)
+    replayed: bool = field(default=False, compare=False)
+    """``flowmem.client`` only: the server answered a repeated ``Idempotency-Key`` with
+    its first answer (``Idempotent-Replayed``) and wrote nothing this time."""
 
     def to_dict(self) -> dict[str, Any]:
         """Return ``success``, ``resolved_scope_id`` and ``removed`` as a plain dict."""
@@ -71,6 +74,9 @@ class BufferResult:
     appended_any: bool = False
     resolved_scope_id: str = ""
     refusal: Refusal | None = field(default=None, compare=False)
+    replayed: bool = field(default=False, compare=False)
+    """``flowmem.client`` only: the server answered a repeated ``Idempotency-Key`` with
+    its first answer (``Idempotent-Replayed``) and wrote nothing this time."""
 
     def to_dict(self) -> dict[str, Any]:
         """Return the five reported fields as a plain dict."""
@@ -157,6 +163,9 @@ class PopResult:
     resolved_scope_id: str = ""
     removed: int = 0
     refusal: Refusal | None = field(default=None, compare=False)
+    replayed: bool = field(default=False, compare=False)
+    """``flowmem.client`` only: the server answered a repeated ``Idempotency-Key`` with
+    its first answer (``Idempotent-Replayed``) and wrote nothing this time."""
 
     def to_dict(self) -> dict[str, Any]:
         """Return ``message``, ``success``, ``resolved_scope_id`` and ``removed``."""

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
 from flowmem.client import RetryPolicy, ServerUnreachableError
-from flowmem.errors import AccessDeniedError, NotFoundError, RateLimitedError, UnknownRoleError
+from flowmem.errors import (
+    AccessDeniedError,
+    IdempotencyKeyReusedError,
+    NotFoundError,
+    RateLimitedError,
+    UnknownRoleError,
+)
 from flowmem.scope import ExecutionContext
 from tests.api.test_serve import free_port
 from tests.client.conftest import Server, serve
@@ -58,6 +65,44 @@ def _key_subset(server: Server) -> None:
         admin.delete_session(session.id)
 
 
+def _callers_keys(server: Server) -> None:
+    """A caller's ``idempotency_key``: a repeat is the first answer, replayed; another body is refused."""
+    key = uuid.uuid4().hex  # the server may be shared by several tests: keys of this call only
+    note = {"role": "user", "content": "stored once"}
+    with server.client("alice") as client:
+        first = client.append_buffer("user", key, note, idempotency_key=key)
+        again = client.append_buffer("user", key, note, idempotency_key=key)
+        assert (first.appended, first.count, first.replayed) == (1, 1, False)
+        assert (again.appended, again.count, again.replayed) == (1, 1, True)
+        with pytest.raises(IdempotencyKeyReusedError) as reused:
+            client.append_buffer("user", key, {"role": "user", "content": "other"}, idempotency_key=key)
+        assert reused.value.details["http_status"] == 422
+        assert client.load_buffer("user", key).count == 1  # nothing appended twice
+        context = ExecutionContext(user_id="alice")  # the Memory protocol's append
+        for _ in range(2):
+            kept = client.append("user", key, [note], context, idempotency_key=f"{key}-memory")
+        assert kept.replayed and client.load("user", key, context).count == 2
+        made = client.create_session("keyed", idempotency_key=f"{key}-session")
+        remade = client.create_session("keyed", idempotency_key=f"{key}-session")
+        assert remade.id == made.id and remade.replayed and not made.replayed
+        client.delete_session(made.id)
+
+    async def twin() -> None:
+        async with server.async_client("alice") as client:
+            wrote = await client.write_record("user", key, 1, idempotency_key=f"{key}-record")
+            rewrote = await client.write_record("user", key, 1, idempotency_key=f"{key}-record")
+            assert not wrote.replayed and rewrote.replayed
+            with pytest.raises(IdempotencyKeyReusedError):
+                await client.write_record("user", key, 2, idempotency_key=f"{key}-record")
+            assert (await client.read_record("user", key)).value == 1
+
+    asyncio.run(twin())
+
+
+def test_a_callers_idempotency_key_on_a_real_server_over_sqlite(real_server: Server) -> None:
+    _callers_keys(real_server)
+
+
 def test_the_key_calls_on_a_real_server_over_sqlite(real_server: Server) -> None:
     _key_subset(real_server)
     with real_server.client(None) as anonymous:
@@ -94,3 +139,4 @@ def test_a_server_that_is_not_there_is_unreachable() -> None:
 def test_the_key_calls_on_a_real_server_over_postgres(postgres_db_url: str, tmp_path: Path) -> None:
     with serve(postgres_db_url, tmp_path, "--workers", "2") as server:
         _key_subset(server)
+        _callers_keys(server)

@@ -48,6 +48,7 @@ from flowmem.errors import (
     IdempotencyKeyInvalidError,
     IdempotencyKeyReusedError,
 )
+from flowmem.limits import IDEMPOTENCY_KEY_MAX, check_idempotency_key
 from flowmem.store.base import Idempotency, Store, StoredAnswer, idempotency_owner
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
 
 HEADER = "idempotency-key"
 REPLAYED = "Idempotent-Replayed"  # "true" on an answer repeated from a stored key
-KEY_MAX = 255  # characters of a key
+KEY_MAX = IDEMPOTENCY_KEY_MAX  # characters of a key
 
 
 PARAMETER: dict[str, Any] = {
@@ -86,16 +87,6 @@ class Answer:
             return Response(status_code=204, headers=headers)
         content = self.body.encode("utf-8")
         return Response(content, self.status, headers=headers, media_type="application/json")
-
-
-def check_key(value: str) -> str:
-    """Return ``value`` when it is 1 to 255 printable ASCII characters; else IdempotencyKeyInvalidError."""
-    if not 1 <= len(value) <= KEY_MAX or not all(" " <= c <= "~" for c in value):
-        raise IdempotencyKeyInvalidError(
-            f"Idempotency-Key must be 1 to {KEY_MAX} printable ASCII characters",
-            field="Idempotency-Key",
-        )
-    return value
 
 
 def fingerprint(request: Request) -> str:
@@ -138,7 +129,7 @@ class Keyed:
         services = request.app.state.services
         memory = services.memory
         return cls(
-            check_key(values[0]),
+            check_idempotency_key(values[0]),
             fingerprint(request),
             services.store,
             memory.limits.idempotency_seconds,
@@ -262,7 +253,6 @@ __all__ = [
     "REPLAYED",
     "Answer",
     "Keyed",
-    "check_key",
     "claimed_once",
     "fingerprint",
 ]

@@ -43,6 +43,7 @@ from flowmem.client.types import (
     UserErasure,
 )
 from flowmem.errors import NotFoundError
+from flowmem.limits import check_idempotency_key
 from flowmem.results import BufferResult, PopResult, ReadResult, WriteResult
 from flowmem.scope import ExecutionContext, Refusal
 
@@ -97,9 +98,13 @@ class AsyncClient:
     ) -> None:
         await self.close()
 
-    async def call(self, call: Call[T]) -> T:
-        """Send ``call``, retrying under the policy; return its answer or raise its error."""
-        request = request_of(call)
+    async def call(self, call: Call[T], *, idempotency_key: str | None = None) -> T:
+        """Send ``call``, retrying under the policy; return its answer or raise its error.
+
+        A write is sent with ``idempotency_key`` (checked before anything is sent), else
+        with a fresh random key; every retry of it carries the same key.
+        """
+        request = request_of(call, idempotency_key)
         attempt = 0
         while True:
             attempt += 1
@@ -136,10 +141,15 @@ class AsyncClient:
 
     # --- sessions ----------------------------------------------------------------------
     async def create_session(
-        self, name: str = "", agent: str | None = None, metadata: dict[str, Any] | None = None
+        self,
+        name: str = "",
+        agent: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        *,
+        idempotency_key: str | None = None,
     ) -> Session:
         """Create a session owned by the token's user (needs ``sessions:create``)."""
-        return await self.call(calls.create_session(name, agent, metadata))
+        return await self.call(calls.create_session(name, agent, metadata), idempotency_key=idempotency_key)
 
     async def list_sessions(self, limit: int = 20, offset: int = 0) -> SessionPage:
         """One page of the sessions the token may view, newest first."""
@@ -160,21 +170,23 @@ class AsyncClient:
         """One session (NotFoundError unless the token may view it)."""
         return await self.call(calls.get_session(session_id))
 
-    async def delete_session(self, session_id: str) -> None:
+    async def delete_session(self, session_id: str, *, idempotency_key: str | None = None) -> None:
         """Delete a session with its transcript and ``session`` scope (owner or admin)."""
-        await self.call(calls.delete_session(session_id))
+        await self.call(calls.delete_session(session_id), idempotency_key=idempotency_key)
 
-    async def send_turn(self, session_id: str, content: str, *, wait: bool = False) -> TurnResult:
+    async def send_turn(
+        self, session_id: str, content: str, *, wait: bool = False, idempotency_key: str | None = None
+    ) -> TurnResult:
         """Send a user turn (a drive action); with ``wait`` return once it has finished."""
-        return await self.call(calls.send_turn(session_id, content, wait))
+        return await self.call(calls.send_turn(session_id, content, wait), idempotency_key=idempotency_key)
 
-    async def stop_session(self, session_id: str) -> StopResult:
+    async def stop_session(self, session_id: str, *, idempotency_key: str | None = None) -> StopResult:
         """Stop the session's running turn."""
-        return await self.call(calls.stop_session(session_id))
+        return await self.call(calls.stop_session(session_id), idempotency_key=idempotency_key)
 
-    async def reset_session(self, session_id: str) -> ResetResult:
+    async def reset_session(self, session_id: str, *, idempotency_key: str | None = None) -> ResetResult:
         """Clear the session's conversation buffer (ConflictError while a turn runs)."""
-        return await self.call(calls.reset_session(session_id))
+        return await self.call(calls.reset_session(session_id), idempotency_key=idempotency_key)
 
     async def messages(
         self,
@@ -201,13 +213,15 @@ class AsyncClient:
                 return
             cursor = page.next_since
 
-    async def edit_message(self, session_id: str, seq: int, message: dict[str, Any]) -> TranscriptRow:
+    async def edit_message(
+        self, session_id: str, seq: int, message: dict[str, Any], *, idempotency_key: str | None = None
+    ) -> TranscriptRow:
         """Replace one transcript message (admin only, MEM-15)."""
-        return await self.call(calls.edit_message(session_id, seq, message))
+        return await self.call(calls.edit_message(session_id, seq, message), idempotency_key=idempotency_key)
 
-    async def delete_message(self, session_id: str, seq: int) -> None:
+    async def delete_message(self, session_id: str, seq: int, *, idempotency_key: str | None = None) -> None:
         """Delete one transcript message (admin only, MEM-15)."""
-        await self.call(calls.delete_message(session_id, seq))
+        await self.call(calls.delete_message(session_id, seq), idempotency_key=idempotency_key)
 
     # --- buffers and records, addressed as the API addresses them ----------------------
     async def append_buffer(
@@ -224,13 +238,15 @@ class AsyncClient:
         workflow_id: str | None = None,
         pipeline_id: str | None = None,
         execution_id: str | None = None,
+        idempotency_key: str | None = None,
     ) -> BufferResult:
         """Append one message or a list (rows, or a provider's ``format``) to a buffer."""
         where = Where(session_id, workflow_id, pipeline_id, execution_id)
         return await self.call(
             calls.append_buffer(
                 scope, key, messages, where, max_messages, return_messages, format, system
-            )
+            ),
+            idempotency_key=idempotency_key,
         )
 
     async def load_buffer(
@@ -259,10 +275,11 @@ class AsyncClient:
         workflow_id: str | None = None,
         pipeline_id: str | None = None,
         execution_id: str | None = None,
+        idempotency_key: str | None = None,
     ) -> WriteResult:
         """Delete every message of a buffer."""
         where = Where(session_id, workflow_id, pipeline_id, execution_id)
-        return await self.call(calls.clear_buffer(scope, key, where))
+        return await self.call(calls.clear_buffer(scope, key, where), idempotency_key=idempotency_key)
 
     async def pop_buffer(
         self,
@@ -273,10 +290,11 @@ class AsyncClient:
         workflow_id: str | None = None,
         pipeline_id: str | None = None,
         execution_id: str | None = None,
+        idempotency_key: str | None = None,
     ) -> PopResult:
         """Remove and return a buffer's last message (``message`` None when empty)."""
         where = Where(session_id, workflow_id, pipeline_id, execution_id)
-        return await self.call(calls.pop_buffer(scope, key, where))
+        return await self.call(calls.pop_buffer(scope, key, where), idempotency_key=idempotency_key)
 
     async def read_record(
         self,
@@ -304,10 +322,11 @@ class AsyncClient:
         workflow_id: str | None = None,
         pipeline_id: str | None = None,
         execution_id: str | None = None,
+        idempotency_key: str | None = None,
     ) -> WriteResult:
         """Write a memory record (any JSON value), expiring after ``ttl`` seconds when given."""
         where = Where(session_id, workflow_id, pipeline_id, execution_id)
-        return await self.call(calls.write_record(scope, key, value, where, ttl))
+        return await self.call(calls.write_record(scope, key, value, where, ttl), idempotency_key=idempotency_key)
 
     async def delete_record(
         self,
@@ -318,15 +337,16 @@ class AsyncClient:
         workflow_id: str | None = None,
         pipeline_id: str | None = None,
         execution_id: str | None = None,
+        idempotency_key: str | None = None,
     ) -> WriteResult:
         """Delete a memory record (``removed`` is 1 when one existed)."""
         where = Where(session_id, workflow_id, pipeline_id, execution_id)
-        return await self.call(calls.delete_record(scope, key, where))
+        return await self.call(calls.delete_record(scope, key, where), idempotency_key=idempotency_key)
 
     # --- users and the stateless functions ---------------------------------------------
-    async def erase_user(self, user_id: str) -> UserErasure:
+    async def erase_user(self, user_id: str, *, idempotency_key: str | None = None) -> UserErasure:
         """Erase everything stored for a user (admin only)."""
-        return await self.call(calls.erase_user(user_id))
+        return await self.call(calls.erase_user(user_id), idempotency_key=idempotency_key)
 
     async def normalize(
         self, payload: Any, *, format: str | None = None, to: str | None = None
@@ -347,8 +367,15 @@ class AsyncClient:
         return self._user
 
     async def _plan(
-        self, operation: str, scope: str, key: str, context: ExecutionContext | None
+        self,
+        operation: str,
+        scope: str,
+        key: str,
+        context: ExecutionContext | None,
+        idempotency_key: str | None = None,
     ) -> Where | Refusal:
+        if idempotency_key is not None:  # refused before the user look-up is sent
+            check_idempotency_key(idempotency_key)
         target = plan(operation, scope, key, context)
         if isinstance(target, Refusal):
             return target
@@ -377,20 +404,24 @@ class AsyncClient:
         value: Any,
         context: ExecutionContext | None,
         ttl: float | None = None,
+        *,
+        idempotency_key: str | None = None,
     ) -> WriteResult:
         """Write a record as ``MemoryService.write`` does; a refusal reports failure."""
-        where = await self._plan("write", scope, key, context)
+        where = await self._plan("write", scope, key, context, idempotency_key)
         if isinstance(where, Refusal):
             return WriteResult(success=False, refusal=where)
-        return await self.call(calls.write_record(scope, key, value, where, ttl))
+        return await self.call(calls.write_record(scope, key, value, where, ttl), idempotency_key=idempotency_key)
 
-    async def delete(self, scope: str, key: str, context: ExecutionContext | None) -> WriteResult:
+    async def delete(
+        self, scope: str, key: str, context: ExecutionContext | None, *, idempotency_key: str | None = None
+    ) -> WriteResult:
         """Delete a record as ``MemoryService.delete`` does; a refusal deletes nothing."""
-        where = await self._plan("delete", scope, key, context)
+        where = await self._plan("delete", scope, key, context, idempotency_key)
         if isinstance(where, Refusal):
             return WriteResult(success=False, refusal=where)
         try:
-            return await self.call(calls.delete_record(scope, key, where))
+            return await self.call(calls.delete_record(scope, key, where), idempotency_key=idempotency_key)
         except NotFoundError:
             if not no_session_yet(scope):
                 raise
@@ -405,13 +436,15 @@ class AsyncClient:
         max_messages: int = 0,
         *,
         return_messages: bool = False,
+        idempotency_key: str | None = None,
     ) -> BufferResult:
         """Append rows as ``MemoryService.append`` does; a refusal writes nothing (MEM-14)."""
-        where = await self._plan("append", scope, key, context)
+        where = await self._plan("append", scope, key, context, idempotency_key)
         if isinstance(where, Refusal):
             return BufferResult(refusal=where)
         return await self.call(
-            calls.append_buffer(scope, key, messages, where, max_messages, return_messages)
+            calls.append_buffer(scope, key, messages, where, max_messages, return_messages),
+            idempotency_key=idempotency_key,
         )
 
     async def load(
@@ -431,25 +464,29 @@ class AsyncClient:
             messages=read.messages, count=read.count, resolved_scope_id=read.resolved_scope_id
         )
 
-    async def clear(self, scope: str, key: str, context: ExecutionContext | None) -> WriteResult:
+    async def clear(
+        self, scope: str, key: str, context: ExecutionContext | None, *, idempotency_key: str | None = None
+    ) -> WriteResult:
         """Clear a buffer as ``MemoryService.clear`` does; a refusal clears nothing."""
-        where = await self._plan("clear", scope, key, context)
+        where = await self._plan("clear", scope, key, context, idempotency_key)
         if isinstance(where, Refusal):
             return WriteResult(success=False, refusal=where)
         try:
-            return await self.call(calls.clear_buffer(scope, key, where))
+            return await self.call(calls.clear_buffer(scope, key, where), idempotency_key=idempotency_key)
         except NotFoundError:
             if not no_session_yet(scope):
                 raise
             return WriteResult(success=True, resolved_scope_id=session_id_of(where))
 
-    async def pop_last(self, scope: str, key: str, context: ExecutionContext | None) -> PopResult:
+    async def pop_last(
+        self, scope: str, key: str, context: ExecutionContext | None, *, idempotency_key: str | None = None
+    ) -> PopResult:
         """Remove a buffer's last row as ``MemoryService.pop_last`` does."""
-        where = await self._plan("pop", scope, key, context)
+        where = await self._plan("pop", scope, key, context, idempotency_key)
         if isinstance(where, Refusal):
             return PopResult(refusal=where)
         try:
-            return await self.call(calls.pop_buffer(scope, key, where))
+            return await self.call(calls.pop_buffer(scope, key, where), idempotency_key=idempotency_key)
         except NotFoundError:
             if not no_session_yet(scope):
                 raise

@@ -11,16 +11,17 @@ import json
 import os
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import httpx
 
 from flowmem import __version__
-from flowmem.client.calls import IDEMPOTENCY_HEADER, Call
+from flowmem.client.calls import IDEMPOTENCY_HEADER, REPLAYED_HEADER, Call
 from flowmem.client.errors import ServerUnreachableError, error_from_response, retry_after_seconds
 from flowmem.client.retry import RetryPolicy
 from flowmem.errors import ConfigurationError, FlowmemError, NotSerializableError
+from flowmem.limits import check_idempotency_key
 
 T = TypeVar("T")
 
@@ -95,10 +96,17 @@ class Request:
     content: bytes | None
 
 
-def request_of(call: Call[Any]) -> Request:
-    """Build what is sent for ``call``: a write gets a fresh ``Idempotency-Key``, kept for retries."""
+def request_of(call: Call[Any], idempotency_key: str | None = None) -> Request:
+    """Build what is sent for ``call``: a write gets ``idempotency_key`` or a fresh key, kept for retries.
+
+    A caller's key is checked with the server's rule first (IdempotencyKeyInvalidError).
+    """
     headers: dict[str, str] = {}
-    if call.is_write:
+    if idempotency_key is not None:
+        if not call.is_write:
+            raise ConfigurationError(f"{call.method} {call.path} is not a write: it takes no key")
+        headers[IDEMPOTENCY_HEADER] = check_idempotency_key(idempotency_key)
+    elif call.is_write:
         headers[IDEMPOTENCY_HEADER] = uuid.uuid4().hex
     content = None
     if call.has_body:
@@ -121,10 +129,13 @@ class Refused:
 
 
 def read_answer(call: Call[T], response: httpx.Response) -> T | Refused:
-    """Return the parsed answer of a 2xx, or the refusal a 4xx/5xx stands for."""
+    """Return the parsed answer of a 2xx (``replayed`` set on a repeat), or the refusal a 4xx/5xx stands for."""
     if response.status_code < 400:
         data = None if response.status_code == 204 or not response.content else response.json()
-        return call.parse(data)
+        answer = call.parse(data)
+        if response.headers.get(REPLAYED_HEADER) == "true" and hasattr(answer, "replayed"):
+            return replace(answer, replayed=True)  # type: ignore[type-var]
+        return answer
     try:
         body = response.json()
     except ValueError:

@@ -32,6 +32,7 @@ T = TypeVar("T")
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 IDEMPOTENCY_HEADER = "Idempotency-Key"
+REPLAYED_HEADER = "Idempotent-Replayed"  # "true" on an answer repeated from a stored key
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from flowmem.client.types import (
     UserErasure,
 )
 from flowmem.errors import NotFoundError
+from flowmem.limits import check_idempotency_key
 from flowmem.memory import Memory
 from flowmem.results import BufferResult, PopResult, ReadResult, WriteResult
 from flowmem.scope import ExecutionContext, Refusal
@@ -94,9 +95,13 @@ class Client:
     ) -> None:
         self.close()
 
-    def call(self, call: Call[T]) -> T:
-        """Send ``call``, retrying under the policy; return its answer or raise its error."""
-        request = request_of(call)
+    def call(self, call: Call[T], *, idempotency_key: str | None = None) -> T:
+        """Send ``call``, retrying under the policy; return its answer or raise its error.
+
+        A write is sent with ``idempotency_key`` (checked before anything is sent), else
+        with a fresh random key; every retry of it carries the same key.
+        """
+        request = request_of(call, idempotency_key)
         attempt = 0
         while True:
             attempt += 1
@@ -133,10 +138,15 @@ class Client:
 
     # --- sessions ----------------------------------------------------------------------
     def create_session(
-        self, name: str = "", agent: str | None = None, metadata: dict[str, Any] | None = None
+        self,
+        name: str = "",
+        agent: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        *,
+        idempotency_key: str | None = None,
     ) -> Session:
         """Create a session owned by the token's user (needs ``sessions:create``)."""
-        return self.call(calls.create_session(name, agent, metadata))
+        return self.call(calls.create_session(name, agent, metadata), idempotency_key=idempotency_key)
 
     def list_sessions(self, limit: int = 20, offset: int = 0) -> SessionPage:
         """One page of the sessions the token may view, newest first."""
@@ -156,21 +166,23 @@ class Client:
         """One session (NotFoundError unless the token may view it)."""
         return self.call(calls.get_session(session_id))
 
-    def delete_session(self, session_id: str) -> None:
+    def delete_session(self, session_id: str, *, idempotency_key: str | None = None) -> None:
         """Delete a session with its transcript and ``session`` scope (owner or admin)."""
-        self.call(calls.delete_session(session_id))
+        self.call(calls.delete_session(session_id), idempotency_key=idempotency_key)
 
-    def send_turn(self, session_id: str, content: str, *, wait: bool = False) -> TurnResult:
+    def send_turn(
+        self, session_id: str, content: str, *, wait: bool = False, idempotency_key: str | None = None
+    ) -> TurnResult:
         """Send a user turn (a drive action); with ``wait`` return once it has finished."""
-        return self.call(calls.send_turn(session_id, content, wait))
+        return self.call(calls.send_turn(session_id, content, wait), idempotency_key=idempotency_key)
 
-    def stop_session(self, session_id: str) -> StopResult:
+    def stop_session(self, session_id: str, *, idempotency_key: str | None = None) -> StopResult:
         """Stop the session's running turn."""
-        return self.call(calls.stop_session(session_id))
+        return self.call(calls.stop_session(session_id), idempotency_key=idempotency_key)
 
-    def reset_session(self, session_id: str) -> ResetResult:
+    def reset_session(self, session_id: str, *, idempotency_key: str | None = None) -> ResetResult:
         """Clear the session's conversation buffer (ConflictError while a turn runs)."""
-        return self.call(calls.reset_session(session_id))
+        return self.call(calls.reset_session(session_id), idempotency_key=idempotency_key)
 
     def messages(
         self,
@@ -196,13 +208,15 @@ class Client:
                 return
             cursor = page.next_since
 
-    def edit_message(self, session_id: str, seq: int, message: dict[str, Any]) -> TranscriptRow:
+    def edit_message(
+        self, session_id: str, seq: int, message: dict[str, Any], *, idempotency_key: str | None = None
+    ) -> TranscriptRow:
         """Replace one transcript message (admin only, MEM-15)."""
-        return self.call(calls.edit_message(session_id, seq, message))
+        return self.call(calls.edit_message(session_id, seq, message), idempotency_key=idempotency_key)
 
-    def delete_message(self, session_id: str, seq: int) -> None:
+    def delete_message(self, session_id: str, seq: int, *, idempotency_key: str | None = None) -> None:
         """Delete one transcript message (admin only, MEM-15)."""
-        self.call(calls.delete_message(session_id, seq))
+        self.call(calls.delete_message(session_id, seq), idempotency_key=idempotency_key)
 
     # --- buffers and records, addressed as the API addresses them ----------------------
     def append_buffer(
@@ -219,13 +233,15 @@ class Client:
         workflow_id: str | None = None,
         pipeline_id: str | None = None,
         execution_id: str | None = None,
+        idempotency_key: str | None = None,
     ) -> BufferResult:
         """Append one message or a list (rows, or a provider's ``format``) to a buffer."""
         where = Where(session_id, workflow_id, pipeline_id, execution_id)
         return self.call(
             calls.append_buffer(
                 scope, key, messages, where, max_messages, return_messages, format, system
-            )
+            ),
+            idempotency_key=idempotency_key,
         )
 
     def load_buffer(
@@ -254,10 +270,11 @@ class Client:
         workflow_id: str | None = None,
         pipeline_id: str | None = None,
         execution_id: str | None = None,
+        idempotency_key: str | None = None,
     ) -> WriteResult:
         """Delete every message of a buffer."""
         where = Where(session_id, workflow_id, pipeline_id, execution_id)
-        return self.call(calls.clear_buffer(scope, key, where))
+        return self.call(calls.clear_buffer(scope, key, where), idempotency_key=idempotency_key)
 
     def pop_buffer(
         self,
@@ -268,10 +285,11 @@ class Client:
         workflow_id: str | None = None,
         pipeline_id: str | None = None,
         execution_id: str | None = None,
+        idempotency_key: str | None = None,
     ) -> PopResult:
         """Remove and return a buffer's last message (``message`` None when empty)."""
         where = Where(session_id, workflow_id, pipeline_id, execution_id)
-        return self.call(calls.pop_buffer(scope, key, where))
+        return self.call(calls.pop_buffer(scope, key, where), idempotency_key=idempotency_key)
 
     def read_record(
         self,
@@ -299,10 +317,11 @@ class Client:
         workflow_id: str | None = None,
         pipeline_id: str | None = None,
         execution_id: str | None = None,
+        idempotency_key: str | None = None,
     ) -> WriteResult:
         """Write a memory record (any JSON value), expiring after ``ttl`` seconds when given."""
         where = Where(session_id, workflow_id, pipeline_id, execution_id)
-        return self.call(calls.write_record(scope, key, value, where, ttl))
+        return self.call(calls.write_record(scope, key, value, where, ttl), idempotency_key=idempotency_key)
 
     def delete_record(
         self,
@@ -313,15 +332,16 @@ class Client:
         workflow_id: str | None = None,
         pipeline_id: str | None = None,
         execution_id: str | None = None,
+        idempotency_key: str | None = None,
     ) -> WriteResult:
         """Delete a memory record (``removed`` is 1 when one existed)."""
         where = Where(session_id, workflow_id, pipeline_id, execution_id)
-        return self.call(calls.delete_record(scope, key, where))
+        return self.call(calls.delete_record(scope, key, where), idempotency_key=idempotency_key)
 
     # --- users and the stateless functions ---------------------------------------------
-    def erase_user(self, user_id: str) -> UserErasure:
+    def erase_user(self, user_id: str, *, idempotency_key: str | None = None) -> UserErasure:
         """Erase everything stored for a user (admin only)."""
-        return self.call(calls.erase_user(user_id))
+        return self.call(calls.erase_user(user_id), idempotency_key=idempotency_key)
 
     def normalize(
         self, payload: Any, *, format: str | None = None, to: str | None = None
@@ -342,8 +362,15 @@ class Client:
         return self._user
 
     def _plan(
-        self, operation: str, scope: str, key: str, context: ExecutionContext | None
+        self,
+        operation: str,
+        scope: str,
+        key: str,
+        context: ExecutionContext | None,
+        idempotency_key: str | None = None,
     ) -> Where | Refusal:
+        if idempotency_key is not None:  # refused before the user look-up is sent
+            check_idempotency_key(idempotency_key)
         target = plan(operation, scope, key, context)
         if isinstance(target, Refusal):
             return target
@@ -372,20 +399,24 @@ class Client:
         value: Any,
         context: ExecutionContext | None,
         ttl: float | None = None,
+        *,
+        idempotency_key: str | None = None,
     ) -> WriteResult:
         """Write a record as ``MemoryService.write`` does; a refusal reports failure."""
-        where = self._plan("write", scope, key, context)
+        where = self._plan("write", scope, key, context, idempotency_key)
         if isinstance(where, Refusal):
             return WriteResult(success=False, refusal=where)
-        return self.call(calls.write_record(scope, key, value, where, ttl))
+        return self.call(calls.write_record(scope, key, value, where, ttl), idempotency_key=idempotency_key)
 
-    def delete(self, scope: str, key: str, context: ExecutionContext | None) -> WriteResult:
+    def delete(
+        self, scope: str, key: str, context: ExecutionContext | None, *, idempotency_key: str | None = None
+    ) -> WriteResult:
         """Delete a record as ``MemoryService.delete`` does; a refusal deletes nothing."""
-        where = self._plan("delete", scope, key, context)
+        where = self._plan("delete", scope, key, context, idempotency_key)
         if isinstance(where, Refusal):
             return WriteResult(success=False, refusal=where)
         try:
-            return self.call(calls.delete_record(scope, key, where))
+            return self.call(calls.delete_record(scope, key, where), idempotency_key=idempotency_key)
         except NotFoundError:
             if not no_session_yet(scope):
                 raise
@@ -400,13 +431,15 @@ class Client:
         max_messages: int = 0,
         *,
         return_messages: bool = False,
+        idempotency_key: str | None = None,
     ) -> BufferResult:
         """Append rows as ``MemoryService.append`` does; a refusal writes nothing (MEM-14)."""
-        where = self._plan("append", scope, key, context)
+        where = self._plan("append", scope, key, context, idempotency_key)
         if isinstance(where, Refusal):
             return BufferResult(refusal=where)
         return self.call(
-            calls.append_buffer(scope, key, messages, where, max_messages, return_messages)
+            calls.append_buffer(scope, key, messages, where, max_messages, return_messages),
+            idempotency_key=idempotency_key,
         )
 
     def load(
@@ -426,25 +459,29 @@ class Client:
             messages=read.messages, count=read.count, resolved_scope_id=read.resolved_scope_id
         )
 
-    def clear(self, scope: str, key: str, context: ExecutionContext | None) -> WriteResult:
+    def clear(
+        self, scope: str, key: str, context: ExecutionContext | None, *, idempotency_key: str | None = None
+    ) -> WriteResult:
         """Clear a buffer as ``MemoryService.clear`` does; a refusal clears nothing."""
-        where = self._plan("clear", scope, key, context)
+        where = self._plan("clear", scope, key, context, idempotency_key)
         if isinstance(where, Refusal):
             return WriteResult(success=False, refusal=where)
         try:
-            return self.call(calls.clear_buffer(scope, key, where))
+            return self.call(calls.clear_buffer(scope, key, where), idempotency_key=idempotency_key)
         except NotFoundError:
             if not no_session_yet(scope):
                 raise
             return WriteResult(success=True, resolved_scope_id=session_id_of(where))
 
-    def pop_last(self, scope: str, key: str, context: ExecutionContext | None) -> PopResult:
+    def pop_last(
+        self, scope: str, key: str, context: ExecutionContext | None, *, idempotency_key: str | None = None
+    ) -> PopResult:
         """Remove a buffer's last row as ``MemoryService.pop_last`` does."""
-        where = self._plan("pop", scope, key, context)
+        where = self._plan("pop", scope, key, context, idempotency_key)
         if isinstance(where, Refusal):
             return PopResult(refusal=where)
         try:
-            return self.call(calls.pop_buffer(scope, key, where))
+            return self.call(calls.pop_buffer(scope, key, where), idempotency_key=idempotency_key)
         except NotFoundError:
             if not no_session_yet(scope):
                 raise

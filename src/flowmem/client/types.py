@@ -43,6 +43,8 @@ class Session:
     metadata: dict[str, Any]
     created_at: float
     updated_at: float
+    replayed: bool = field(default=False, compare=False)
+    """The server answered a repeated ``Idempotency-Key`` with this first answer."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Session:
@@ -91,6 +93,8 @@ class TranscriptRow:
     content: str | list[dict[str, Any]]
     metadata: dict[str, Any] = field(default_factory=dict)
     timestamp: int | None = None
+    replayed: bool = field(default=False, compare=False)
+    """The server answered a repeated ``Idempotency-Key`` with this first answer."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TranscriptRow:
@@ -131,6 +135,8 @@ class TurnResult:
     turn_id: str
     status: str
     extra: dict[str, Any] = field(default_factory=dict)
+    replayed: bool = field(default=False, compare=False)
+    """The server answered a repeated ``Idempotency-Key`` with this first answer."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TurnResult:
@@ -148,6 +154,8 @@ class StopResult:
 
     stopped: bool
     status: str
+    replayed: bool = field(default=False, compare=False)
+    """The server answered a repeated ``Idempotency-Key`` with this first answer."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> StopResult:
@@ -161,6 +169,8 @@ class ResetResult:
 
     reset: bool
     status: str
+    replayed: bool = field(default=False, compare=False)
+    """The server answered a repeated ``Idempotency-Key`` with this first answer."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ResetResult:
@@ -177,6 +187,8 @@ class UserErasure:
     buffers: int
     records: int
     tokens: int
+    replayed: bool = field(default=False, compare=False)
+    """The server answered a repeated ``Idempotency-Key`` with this first answer."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> UserErasure:
