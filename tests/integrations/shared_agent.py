@@ -1,9 +1,10 @@
 """A scripted agent process for the shared-server test (``test_shared_server.py``).
 
 Run as ``python -m tests.integrations.shared_agent URL TOKEN SESSION_ID JOURNAL AGENT TURNS``,
-or as a ``multiprocessing`` process (``agent_process``). It writes its script (``script``) through an OpenAI Agents SDK ``FlowmemSession``
-over a ``flowmem.client.Client``, one ``add_items`` per batch, and may be killed
-(SIGKILL) at any point and started again.
+or as a ``multiprocessing`` process (``agent_process``). It writes its script (``script``)
+into an OpenAI Agents SDK ``FlowmemSession`` over a ``flowmem.client.Client``, one
+append per batch (what ``add_items`` writes, with its key), reads it back through
+the session, and may be killed (SIGKILL) at any point and started again.
 
 How it survives a kill: a journal file, one JSON line per event, flushed before
 the next step. Before batch ``i`` is sent it records ``{"i": i, "key": K}`` (a
@@ -16,9 +17,10 @@ own retries (the server restarting, a lost answer) reuse that key too. Each
 batch waits a few milliseconds first, as a user, a model or a tool takes time.
 At the end of its script the agent waits for ``JOURNAL.release`` (the test
 makes it once it has killed the agent as often as it meant to), then exits. The key
-is put on the request by the client's transport (``KeyedTransport``), since
-``Client`` makes a fresh key per logical write and a new process is a new
-logical write to it.
+is the append's ``idempotency_key=`` (docs/sharing.md §5): ``add_items`` takes none
+(the SDK's ``Session`` interface has no place for it), so the batch goes through
+the memory's ``append`` with the session's scope, key and context, as
+``add_items`` sends it.
 """
 
 from __future__ import annotations
@@ -32,9 +34,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from flowmem.client import IDEMPOTENCY_HEADER, Client, RetryPolicy
+from flowmem.client import Client, RetryPolicy
 from flowmem.core import check_sendable
 from flowmem.formats import from_responses
 
@@ -88,22 +88,6 @@ def script(agent: int, turns: int) -> list[list[dict[str, Any]]]:
     return batches
 
 
-class KeyedTransport(httpx.HTTPTransport):
-    """Sends every write with ``key`` (when set) as its ``Idempotency-Key``."""
-
-    key: str | None = None
-    replayed = False  # the last write's answer was the first answer, replayed
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        """Put the journaled key on a write, then send it."""
-        if self.key is not None and request.method != "GET":
-            request.headers[IDEMPOTENCY_HEADER] = self.key
-        response = super().handle_request(request)
-        if request.method != "GET":
-            self.replayed = response.headers.get("Idempotent-Replayed") == "true"
-        return response
-
-
 def read_journal(path: Path) -> tuple[int, str | None]:
     """(the first batch not known to be stored, the key it was sent with or None)."""
     done = -1
@@ -127,9 +111,8 @@ async def run(url: str, token: str, session_id: str, journal: Path, agent: int, 
 
     batches = script(agent, turns)
     start, key = read_journal(journal)
-    transport = KeyedTransport()
     with (
-        Client(url, token, retry=PATIENT, timeout=20.0, transport=transport) as client,
+        Client(url, token, retry=PATIENT, timeout=20.0) as client,
         journal.open("a", encoding="utf-8") as log,
     ):
         session = FlowmemSession(session_id, client)
@@ -143,10 +126,18 @@ async def run(url: str, token: str, session_id: str, journal: Path, agent: int, 
                 key = uuid.uuid4().hex
                 log.write(json.dumps({"i": i, "key": key}) + "\n")
                 log.flush()
-            transport.key = key
             await asyncio.sleep(random.uniform(0.005, 0.025))  # the user, model or tool at work
-            await session.add_items(batches[i])  # type: ignore[arg-type]
-            log.write(json.dumps({"i": i, "done": True, "replayed": transport.replayed}) + "\n")
+            rows = from_responses(batches[i])
+            added = await asyncio.to_thread(
+                client.append,
+                session.scope,
+                session.key,
+                rows,
+                session.context,
+                session.max_messages,
+                idempotency_key=key,
+            )
+            log.write(json.dumps({"i": i, "done": True, "replayed": added.replayed}) + "\n")
             log.flush()
             key = None
         # the test may still want to kill this agent: it says when the agent may end
