@@ -21,7 +21,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.api.test_serve import admin_token, served
+from tests.api.test_serve import admin_token
+from tests.served import flowmem_serve
 
 pytestmark = pytest.mark.slow
 
@@ -187,7 +188,7 @@ def _lost_then_retried(base: str, server_pid: int, token: str, other_worker: boo
 
 def test_a_lost_answer_retried_with_its_key_appends_once_on_sqlite(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'once.db'}"
-    with served(["--database", db, "--no-access-log"], tmp_path) as (base, out, process):
+    with flowmem_serve(["--database", db, "--no-access-log"], tmp_path) as (base, out, process):
         _lost_then_retried(base, process.pid, admin_token(out), other_worker=False)
 
 
@@ -196,5 +197,5 @@ def test_a_lost_answer_retried_on_the_other_worker_appends_once_on_postgres(
     tmp_path: Path, postgres_db_url: str
 ) -> None:
     args = ["--workers", "2", "--database", postgres_db_url, "--no-access-log"]
-    with served(args, tmp_path) as (base, out, process):
+    with flowmem_serve(args, tmp_path) as (base, out, process):
         _lost_then_retried(base, process.pid, admin_token(out), other_worker=True)

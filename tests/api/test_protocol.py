@@ -22,7 +22,7 @@ from flowmem.errors import StoreUnavailableError
 from flowmem.store import MemoryStore
 from flowmem.store.base import TokenRecord
 from tests.api.helpers import Api, snapshot
-from tests.api.test_serve import served
+from tests.served import flowmem_serve
 
 # --- 405 and HEAD ----------------------------------------------------------------------------
 
@@ -196,7 +196,7 @@ def raw_exchange(base: str, request: bytes) -> tuple[bytes, bool]:
 def test_chunked_with_content_length_is_refused_by_the_real_server(tmp_path: Path) -> None:
     body = b'{"messages": {"role": "user", "content": "smuggled"}}'
     chunked = f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n"
-    with served([], tmp_path) as (base, _, _):
+    with flowmem_serve([], tmp_path) as (base, _, _):
         for path in ("/v1/buffers/user/k", "/health"):
             request = (
                 f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"

@@ -9,11 +9,8 @@ import select
 import signal
 import socket
 import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -22,62 +19,9 @@ import pytest
 from flowmem.api.app import DATABASE_ENV as APP_DATABASE_ENV
 from flowmem.cli.database import DATABASE_ENV, redact
 from flowmem.cli.errors import EXIT_CANNOT_LISTEN
+from tests.served import FLOWMEM, flowmem_serve
 
 pytestmark = pytest.mark.slow
-
-FLOWMEM = [sys.executable, "-c", "from flowmem.cli import main; main()"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def served(args: list[str], cwd: Path) -> Iterator[tuple[str, Path, subprocess.Popen[bytes]]]:
-    """Run ``flowmem serve ARGS`` until /health answers; yield (base URL, stdout file, process)."""
-    port = free_port()
-    out = cwd / f"serve-{port}.out"
-    err = cwd / f"serve-{port}.err"
-    # no model configured: a turn only records the user message
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k != DATABASE_ENV and not k.startswith("FLOWMEM_MODEL")
-    }
-    with out.open("wb") as stdout, err.open("wb") as stderr:
-        process = subprocess.Popen(
-            [*FLOWMEM, "serve", "--port", str(port), *args],
-            cwd=cwd,
-            stdout=stdout,
-            stderr=stderr,
-            env=env,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"serve exited {process.returncode}: {err.read_text()}")
-            try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"serve did not start: {err.read_text()}")
-            time.sleep(0.2)
-        yield base, out, process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
 
 TOKEN_FILE_LINE = re.compile(r"admin token written to (\S+)")
 
@@ -104,7 +48,7 @@ def test_env_variable_is_shared() -> None:
 
 def test_serve_sqlite_end_to_end(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path}/flowmem.db"
-    with served([], tmp_path) as (base, out, process):
+    with flowmem_serve([], tmp_path) as (base, out, process):
         token = admin_token(out)
         assert (tmp_path / "flowmem.db").exists()  # the default database file
         admin = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"})
@@ -132,7 +76,7 @@ def test_serve_sqlite_end_to_end(tmp_path: Path) -> None:
         assert process.wait(timeout=30) in (0, -signal.SIGTERM)
         assert "Finished server process" in (out.with_suffix(".err")).read_text()
     # a second start on the same database prints no new token and keeps the data
-    with served([], tmp_path) as (base, out, _):
+    with flowmem_serve([], tmp_path) as (base, out, _):
         assert "admin token" not in out.read_text()
         client = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"})
         assert client.get("/v1/buffers/user/notes").json()["count"] == 1
@@ -142,7 +86,7 @@ def test_serve_sqlite_end_to_end(tmp_path: Path) -> None:
 
 def test_serve_no_inline_store_keeps_store_calls_in_threads_and_works(tmp_path: Path) -> None:
     args = ["--no-inline-store", "--store-concurrency", "2"]
-    with served(args, tmp_path) as (base, out, _):
+    with flowmem_serve(args, tmp_path) as (base, out, _):
         client = httpx.Client(
             base_url=base, headers={"Authorization": f"Bearer {admin_token(out)}"}
         )
@@ -154,7 +98,7 @@ def test_serve_no_inline_store_keeps_store_calls_in_threads_and_works(tmp_path: 
 def test_first_start_writes_the_admin_token_to_a_private_file_and_prints_only_its_path(
     tmp_path: Path,
 ) -> None:
-    with served([], tmp_path) as (base, out, _):
+    with flowmem_serve([], tmp_path) as (base, out, _):
         token = admin_token(out)
         token_file = tmp_path / "flowmem-admin-token"
         assert token_file.stat().st_mode & 0o777 == 0o600
@@ -164,26 +108,16 @@ def test_first_start_writes_the_admin_token_to_a_private_file_and_prints_only_it
 
 
 def test_first_start_on_a_terminal_prints_the_token_exactly_once(tmp_path: Path) -> None:
-    port = free_port()
     primary, secondary = pty.openpty()
-    env = {k: v for k, v in os.environ.items() if k != DATABASE_ENV}
-    process = subprocess.Popen(
-        [*FLOWMEM, "serve", "--port", str(port)],
-        cwd=tmp_path,
-        stdout=secondary,
-        stderr=subprocess.DEVNULL,
-        env=env,
-    )
-    os.close(secondary)
     seen = b""
     try:
-        deadline = time.monotonic() + 60
-        while b"try: curl" not in seen and time.monotonic() < deadline:
-            if select.select([primary], [], [], 0.5)[0]:
-                seen += os.read(primary, 4096)
+        with flowmem_serve([], tmp_path, stdout=secondary):
+            os.close(secondary)
+            deadline = time.monotonic() + 60
+            while b"try: curl" not in seen and time.monotonic() < deadline:
+                if select.select([primary], [], [], 0.5)[0]:
+                    seen += os.read(primary, 4096)
     finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=30)
         os.close(primary)
     text = seen.decode()
     token = re.search(r"admin token: (fm_\S+)", text)
@@ -262,7 +196,7 @@ def test_a_port_taken_between_the_check_and_the_bind_exits_with_the_cannot_liste
 def test_a_start_without_an_admin_token_says_how_to_create_one(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path}/flowmem.db"
     run_cli(["token", "create", "--user", "bob", "--database", db], tmp_path)
-    with served([], tmp_path) as (_, out, _):
+    with flowmem_serve([], tmp_path) as (_, out, _):
         err = out.with_suffix(".err").read_text()
         assert "no admin token exists: create one with `flowmem token create --admin`" in err
         assert "admin token written" not in out.read_text()
@@ -282,7 +216,7 @@ def test_serve_refuses_workers_on_memory(tmp_path: Path) -> None:
 
 @pytest.mark.postgres
 def test_mem_12_serve_two_workers_on_postgres(tmp_path: Path, postgres_db_url: str) -> None:
-    with served(["--workers", "2", "--database", postgres_db_url, "--no-access-log"], tmp_path) as (
+    with flowmem_serve(["--workers", "2", "--database", postgres_db_url, "--no-access-log"], tmp_path) as (
         base,
         out,
         _,
@@ -313,7 +247,7 @@ def test_mem_12_serve_two_workers_on_postgres(tmp_path: Path, postgres_db_url: s
 
 def test_graceful_shutdown_keeps_every_acknowledged_append(tmp_path: Path) -> None:
     acked: list[str] = []
-    with served(["--no-access-log"], tmp_path) as (base, out, process):
+    with flowmem_serve(["--no-access-log"], tmp_path) as (base, out, process):
         token = admin_token(out)
         headers = {"Authorization": f"Bearer {token}"}
         stop = time.monotonic() + 1.0
@@ -349,7 +283,7 @@ def test_graceful_shutdown_keeps_every_acknowledged_append(tmp_path: Path) -> No
                 future.result()
         assert process.wait(timeout=30) in (0, -signal.SIGTERM)
     assert acked
-    with served([], tmp_path) as (base, _, _):
+    with flowmem_serve([], tmp_path) as (base, _, _):
         loaded = httpx.get(
             f"{base}/v1/buffers/user/log", headers={"Authorization": f"Bearer {token}"}
         ).json()

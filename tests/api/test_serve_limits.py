@@ -15,7 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.api.test_serve import admin_token, served
+from tests.api.test_serve import admin_token
+from tests.served import flowmem_serve
 
 pytestmark = pytest.mark.slow
 
@@ -59,7 +60,7 @@ def _open_fds(pid: int) -> int:
 
 
 def test_idle_connections_are_capped_and_closed_after_the_header_timeout(tmp_path: Path) -> None:
-    with served(OPTIONS, tmp_path) as (base, _, process):
+    with flowmem_serve(OPTIONS, tmp_path) as (base, _, process):
         baseline = _open_fds(process.pid)
         idle = [_connect(base) for _ in range(120)]
         time.sleep(0.3)
@@ -75,7 +76,7 @@ def test_idle_connections_are_capped_and_closed_after_the_header_timeout(tmp_pat
 
 
 def test_headers_that_trickle_in_are_cut_off(tmp_path: Path) -> None:
-    with served(OPTIONS, tmp_path) as (base, _, _process):
+    with flowmem_serve(OPTIONS, tmp_path) as (base, _, _process):
         sock = _connect(base)
         sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
         started = time.monotonic()
@@ -95,7 +96,7 @@ def test_headers_that_trickle_in_are_cut_off(tmp_path: Path) -> None:
 
 
 def test_a_stalled_body_gets_408_and_an_idle_keep_alive_is_closed(tmp_path: Path) -> None:
-    with served(OPTIONS, tmp_path) as (base, out, _process):
+    with flowmem_serve(OPTIONS, tmp_path) as (base, out, _process):
         token = admin_token(out)
         sock = _connect(base)
         head = (

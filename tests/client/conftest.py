@@ -8,11 +8,6 @@ a SQLite file (or PostgreSQL), with the test principals' tokens made beforehand.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,9 +23,8 @@ from flowmem.api import create_app
 from flowmem.client import AsyncClient, Client, RetryPolicy
 from flowmem.store import Store, open_store
 from tests.api.helpers import make_tokens
-from tests.api.test_serve import free_port
+from tests.served import flowmem_serve
 
-FLOWMEM = [sys.executable, "-c", "from flowmem.cli import main; main()"]
 FAST_RETRY = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05)
 
 
@@ -107,50 +101,14 @@ def memory_server() -> Iterator[Server]:
 
 @contextmanager
 def serve(database: str, cwd: Path, *args: str) -> Iterator[Server]:
-    """Run a real ``flowmem serve`` on ``database`` (tokens made first) until /health answers."""
+    """Run a real ``flowmem serve`` on ``database`` (tokens made first) until the block ends."""
     store = open_store(database)
     try:
         tokens = make_tokens(store)
     finally:
         store.close()
-    port = free_port()
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("FLOWMEM_MODEL") and k != "FLOWMEM_DATABASE_URL"
-    }
-    err = cwd / f"serve-{port}.err"
-    with err.open("wb") as stderr:
-        process = subprocess.Popen(
-            [*FLOWMEM, "serve", "--port", str(port), "--database", database, "--no-access-log", *args],
-            cwd=cwd,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            env=env,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"serve exited {process.returncode}: {err.read_text()}")
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"serve did not start: {err.read_text()}")
-            time.sleep(0.2)
-        yield Server(url, tokens)
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    with flowmem_serve(["--database", database, "--no-access-log", *args], cwd) as served:
+        yield Server(served.url, tokens)
 
 
 @pytest.fixture(scope="module")

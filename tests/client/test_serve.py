@@ -18,8 +18,8 @@ from flowmem.errors import (
     UnknownRoleError,
 )
 from flowmem.scope import ExecutionContext
-from tests.api.test_serve import free_port
 from tests.client.conftest import Server, serve
+from tests.served import free_port
 
 pytestmark = pytest.mark.slow
 

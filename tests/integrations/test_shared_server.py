@@ -1,8 +1,9 @@
 """Four agent processes share one ``flowmem serve``; agents and server are killed and restarted.
 
 Each agent (``shared_agent.py``) is its own user, with its own token made by
-``flowmem token create --user``, and writes its script through ``FlowmemSession``
-over a ``Client`` into its own session, which its first write creates. The test
+``flowmem token create --user``, and writes its script into its ``FlowmemSession``
+over a ``Client`` (one append a batch, with the batch's journaled
+``idempotency_key``) into its own session, which its first write creates. The test
 SIGKILLs each agent several times at random points of its script (a random number
 of journal steps after it started, plus a random fraction of a step) and starts it
 again; it SIGKILLs the server once, halfway, and starts it again on the same port
@@ -21,10 +22,8 @@ journaled key ignored) this test fails: a user message is stored twice.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import random
-import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -34,7 +33,6 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from flowmem.client import Client
@@ -42,9 +40,9 @@ from flowmem.core import check_sendable
 from flowmem.errors import NotFoundError
 from flowmem.formats import from_openai, from_responses, to_openai, to_responses
 from flowmem.scope import ExecutionContext
-from tests.api.test_serve import free_port
-from tests.client.conftest import FAST_RETRY, FLOWMEM
+from tests.client.conftest import FAST_RETRY
 from tests.integrations.shared_agent import agent_process, read_journal, script
+from tests.served import FLOWMEM, ServeExited, free_port, kill_serve, start_serve, stop_serve
 
 pytest.importorskip("agents")
 
@@ -78,59 +76,35 @@ class FlakyServer:
     """One ``flowmem serve`` on a fixed port and database, which the test kills and restarts."""
 
     def __init__(self, database: str, cwd: Path, *args: str) -> None:
-        self.database = database
+        self.args = ["--database", database, "--no-access-log", *args]
         self.cwd = cwd
-        self.args = args
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
-        self.starts = 0
 
     def start(self) -> None:
         """Start the server and wait until ``/health`` answers (a busy port is tried again)."""
         deadline = time.monotonic() + 90
         while True:
-            self.starts += 1
-            err = self.cwd / f"serve-{self.starts}.err"
-            with err.open("wb") as stderr:
-                self.process = subprocess.Popen(
-                    [
-                        *FLOWMEM, "serve", "--port", str(self.port), "--database", self.database,
-                        "--no-access-log", *self.args,
-                    ],
-                    cwd=self.cwd,
-                    stdout=subprocess.DEVNULL,
-                    stderr=stderr,
-                    env=_env(),
-                    start_new_session=True,  # its workers too are killed with its group
-                )
-            while self.process.poll() is None:
-                try:
-                    if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
-                        return
-                except httpx.HTTPError:
-                    pass
+            try:
+                served = start_serve(self.args, self.cwd, port=self.port, env=_env())
+            except ServeExited as exited:
                 if time.monotonic() > deadline:
-                    pytest.fail(f"serve did not start: {err.read_text()}")
-                time.sleep(0.1)
-            if time.monotonic() > deadline:
-                pytest.fail(f"serve exited {self.process.returncode}: {err.read_text()}")
-            time.sleep(0.5)  # the port is still held by the killed server: try again
+                    pytest.fail(str(exited))
+                time.sleep(0.5)  # the port is still held by the killed server: try again
+                continue
+            self.process = served.process
+            return
 
     def kill(self) -> None:
         """SIGKILL the server and its workers (no graceful shutdown) and reap it."""
         if self.process is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=30)
+            kill_serve(self.process)
 
     def stop(self) -> None:
         """Stop the server gracefully, or kill it after 30 s."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(timeout=30)
-        self.kill()  # whatever is left of its group
+        if self.process is not None:
+            stop_serve(self.process)
 
 
 @dataclass

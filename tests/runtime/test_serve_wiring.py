@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,12 +14,7 @@ from flowmem.store import open_store
 from flowmem.store.base import Address
 from tests.runtime.fake_provider import FakeProvider, calls, text
 from tests.runtime.test_serving import ENV_KEYS
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.served import flowmem_serve
 
 
 @pytest.mark.slow
@@ -31,41 +23,13 @@ def test_flowmem_serve_runs_model_turns(fake_provider: FakeProvider, tmp_path: P
     store = open_store(url)
     token, _ = create_token(store, "alice", {"sessions:create"})
     store.close()
-    port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ENV_KEYS}
     env.update(FLOWMEM_MODEL="fake-model", FLOWMEM_MODEL_BASE_URL=fake_provider.base_url)
     fake_provider.script(calls(("r1", "remember", {"key": "k", "value": "v"})), text("Remembered."))
-    with (tmp_path / "serve.err").open("wb") as err:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                "from flowmem.cli import main; main()",
-                "serve",
-                "--database",
-                url,
-                "--port",
-                str(port),
-                "--no-access-log",
-            ],
-            cwd=tmp_path,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, (tmp_path / "serve.err").read_text()
-            try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "serve did not start"
-            time.sleep(0.1)
+    args = ["--database", url, "--no-access-log"]
+    with flowmem_serve(args, tmp_path, env=env) as served:
         auth = {"Authorization": f"Bearer {token}"}
+        base = served.url
         sid = httpx.post(f"{base}/v1/sessions", json={"name": "s"}, headers=auth).json()["id"]
         turn = httpx.post(
             f"{base}/v1/sessions/{sid}/turns?wait=true",
@@ -77,8 +41,5 @@ def test_flowmem_serve_runs_model_turns(fake_provider: FakeProvider, tmp_path: P
         assert turn.json()["status"] == "completed"
         rows = httpx.get(f"{base}/v1/sessions/{sid}/messages", headers=auth).json()["data"]
         assert [r["role"] for r in rows] == ["user", "assistant", "tool", "assistant"]
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
     check = open_store(url)
     assert check.get_record(Address("user", "alice", "note:k"), time.time()) == (True, "v")
