@@ -20,6 +20,7 @@ from flowmem.client import AsyncClient, Client, RetryPolicy, calls
 from flowmem.client import sync as sync_module
 from flowmem.errors import ConfigurationError, IdempotencyKeyInvalidError
 from flowmem.scope import ExecutionContext
+from tests.client.test_retry import Script
 
 POLICY = RetryPolicy(max_attempts=4, base_delay=0.01, max_delay=0.02)
 KEY = "agent-7/step 3:batch~1"  # printable ASCII, spaces included
@@ -77,21 +78,6 @@ WRITES: dict[str, Callable[[Any], Any]] = {
     "clear": lambda c: c.clear("session", "k", CONTEXT, idempotency_key=KEY),
     "pop_last": lambda c: c.pop_last("session", "k", CONTEXT, idempotency_key=KEY),
 }
-
-
-class Script:
-    """A transport answering from a list: an exception is raised, a response returned."""
-
-    def __init__(self, *steps: httpx.Response | Exception) -> None:
-        self.steps = list(steps)
-        self.requests: list[httpx.Request] = []
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        step = self.steps.pop(0) if len(self.steps) > 1 else self.steps[0]
-        if isinstance(step, Exception):
-            raise step
-        return step
 
 
 def _ok(replayed: bool = False) -> httpx.Response:
