@@ -114,9 +114,12 @@ async def delete_session(
 ) -> Response:
     """Delete a session with its transcript and its whole `session` scope (owner or admin)."""
     services = caller.services
-    deleted: Response = await claimed_once(
-        caller, lambda p: services.sessions.delete(p, session_id), _no_content, 204
-    )
+
+    def delete(principal: Principal) -> None:
+        services.sessions.delete(principal, session_id)
+        services.forget()  # no write of this process goes by the deleted session (decision 0034)
+
+    deleted: Response = await claimed_once(caller, delete, _no_content, 204)
     return deleted
 
 
