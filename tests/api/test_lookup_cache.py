@@ -149,7 +149,10 @@ def test_a_revoked_token_is_refused_by_another_worker_within_the_ttl(
     # writes check their token inside their transaction: refused at once, nothing stored
     assert other.append("s1", "after").status_code == 401
     assert one.append("s1", "after").status_code == 401
-    # every route but the memory ones looks the token up every time
+    # a memory write that has no guard (clear, pop, delete) and every route but the
+    # memory ones look the token up every time
+    assert other.call("DELETE", f"{CHAT}?session_id=s1").status_code == 401
+    assert other.call("DELETE", f"{CHAT}/last?session_id=s1").status_code == 401
     assert other.call("GET", "/v1/sessions").status_code == 401
     # a memory read may be answered from the cache until the TTL has passed, not after
     time.sleep(TTL + 0.05)

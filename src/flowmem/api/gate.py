@@ -256,9 +256,11 @@ TOKEN_CACHE_TTL = 2.0  # seconds a worker answers memory reads from a token it l
 TOKEN_CACHE_SIZE = 10_000  # tokens a worker remembers at most (the oldest go first)
 SESSION_CACHE_TTL = 60.0  # seconds a worker reuses a session a guarded write looked up
 SESSION_CACHE_SIZE = 10_000
-# the paths whose requests may take their principal from the token cache (decision 0034):
-# every write there re-checks its token inside its own transaction (decision 0014)
+# the requests that may take their principal from the token cache (decision 0034): memory
+# reads, and the memory writes that re-check their token in their transaction (the
+# append and the record write, decision 0014; a DELETE there does not, so it looks it up)
 CACHED_PATHS = ("/v1/buffers/", "/v1/memory/")
+CACHED_METHODS = ("GET", "HEAD", "POST", "PUT")
 
 
 class LookupCache(Generic[K, V]):
@@ -388,8 +390,8 @@ class GateMiddleware:
         self.services = services
         self.body_timeout = body_timeout
 
-    async def _principal(self, token: str, path: str) -> Principal:
-        """The token's principal: from the token cache on a memory path, else looked up.
+    async def _principal(self, token: str, method: str, path: str) -> Principal:
+        """The principal: from the token cache (a memory read or guarded write), else looked up.
 
         The lookup runs on the loop for an inline store, else in a store thread; a
         valid token found is remembered (``Services.tokens``, decision 0034), one
@@ -399,7 +401,7 @@ class GateMiddleware:
         if not well_formed(token):  # refused by the lookup, before any other work
             return await self.services.pool.read(authenticate, self.services.store, token)
         key = hash_token(token)
-        if path.startswith(CACHED_PATHS):
+        if method in CACHED_METHODS and path.startswith(CACHED_PATHS):
             found = cache.get(key)
             if found is not None:
                 return found
@@ -443,7 +445,7 @@ class GateMiddleware:
         if scope["path"] not in OPEN_PATHS:
             try:
                 header = None if authorization is None else authorization.decode("latin-1")
-                principal = await self._principal(bearer_token(header), scope["path"])
+                principal = await self._principal(bearer_token(header), scope["method"], scope["path"])
             except AuthenticationError as exc:
                 await send_error(send, 401, exc.code, exc.message, close=has_body)
                 return
