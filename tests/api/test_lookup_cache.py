@@ -140,6 +140,22 @@ def test_an_append_to_an_existing_session_looks_it_up_once_then_not_at_all(tmp_p
     store.close()
 
 
+def test_an_append_to_a_session_the_worker_created_does_not_look_it_up(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path}/count.db")
+    token, _ = create_token(store, "alice", {"sessions:create"})
+    counting: Any = Counting(store)
+    with TestClient(create_app(counting, purge_interval=None)) as client:
+        headers = {"Authorization": f"Bearer {token}"}
+        sid = client.post("/v1/sessions", headers=headers, json={"name": "x"}).json()["id"]
+        counting.lookups["get_session"] = 0
+        body = {"messages": {"role": "user", "content": "first"}}
+        assert (
+            client.post(f"{CHAT}?session_id={sid}", headers=headers, json=body).status_code == 200
+        )
+        assert counting.lookups["get_session"] == 0
+    store.close()
+
+
 def test_a_revoked_token_is_refused_by_another_worker_within_the_ttl(
     store: Store, workers: tuple[Worker, Worker, dict[str, str]]
 ) -> None:

@@ -61,9 +61,13 @@ async def create_session(
     def create(principal: Principal, idem: Idempotency | None = None) -> SessionRecord:
         # stored only while the caller's token is valid (docs/decisions/0014)
         guard = WriteGuard(token_id=principal.token_id)
-        return services.sessions.create(
+        since = services.recent_sessions.generation
+        record = services.sessions.create(
             principal, body.name, body.agent, body.metadata, guard=guard, idempotency=idem
         )
+        # the session as stored: this worker's next write to it need not look it up (0034)
+        services.recent_sessions.put(record.id, record, since)
+        return record
 
     if keyed is None:
         return session_dict(await caller.in_store_thread(create))
