@@ -29,6 +29,7 @@ __all__ = [
     "create_token",
     "hash_token",
     "revoke_token",
+    "well_formed",
 ]
 
 TOKEN_PREFIX = "fm_"
@@ -106,9 +107,14 @@ def bearer_token(header: str | None) -> str:
     return token
 
 
+def well_formed(token: str) -> bool:
+    """True when ``token`` has the shape of a token (prefix, length); it may still be unknown."""
+    return token.startswith(TOKEN_PREFIX) and len(token) <= _MAX_TOKEN_LENGTH
+
+
 def authenticate(store: Store, token: str) -> Principal:
     """Return the principal a token names; raise AuthenticationError if unknown or revoked."""
-    if not token.startswith(TOKEN_PREFIX) or len(token) > _MAX_TOKEN_LENGTH:
+    if not well_formed(token):
         raise AuthenticationError("invalid token")
     record = store.token_by_hash(hash_token(token))
     if record is None or record.revoked:

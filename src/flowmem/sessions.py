@@ -279,9 +279,33 @@ class SessionService:
         row, within ``limits.sessions_per_user`` (TooManySessionsError). Without
         ``create`` (a delete, a clear) it is NotFoundError: nothing is created.
         """
-        session = self._find(session_id)
+        return self.write_target_for(
+            principal, session_id, self._find(session_id), create=create, node_id=node_id
+        )
+
+    def find(self, session_id: object) -> SessionRecord | None:
+        """Return the session named ``session_id``, or None (NotFoundError for an unusable id)."""
+        return self._find(session_id)
+
+    def write_target_for(
+        self,
+        principal: Principal,
+        session_id: object,
+        session: SessionRecord | None,
+        *,
+        create: bool,
+        node_id: Any = None,
+    ) -> tuple[ExecutionContext, WriteGuard]:
+        """``write_target`` with the session ``session_id`` names already looked up (``find``).
+
+        ``session`` may be an earlier lookup: the guard names its owner and creation
+        time, so a write to a session deleted since (or made again) is refused in
+        its transaction (decision 0034).
+        """
         if session is not None:
-            session = self.load(principal, session.id, "drive")
+            if not decide(principal, "view", session).allowed:
+                raise NotFoundError("no such session")
+            session = self._check(principal, session, "drive")
             claim = SessionClaim(owner=session.owner, created_at=session.created_at)
             return memory_context(session, node_id), WriteGuard(
                 principal.token_id, session.id, claim

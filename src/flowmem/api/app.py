@@ -17,7 +17,13 @@ from flowmem import __version__
 from flowmem.api.deps import Services
 from flowmem.api.errors import install_error_handlers, recent_store_fault, server_error_response
 from flowmem.api.fast.pool import DEFAULT_STORE_CONCURRENCY, StorePool
-from flowmem.api.gate import BODY_TIMEOUT, GateMiddleware
+from flowmem.api.gate import (
+    BODY_TIMEOUT,
+    TOKEN_CACHE_SIZE,
+    TOKEN_CACHE_TTL,
+    GateMiddleware,
+    LookupCache,
+)
 from flowmem.api.logs import RequestLogMiddleware
 from flowmem.api.models import Health
 from flowmem.api.purge import PURGE_INTERVAL, purge_expired_forever
@@ -34,6 +40,7 @@ DATABASE_ENV = "FLOWMEM_DATABASE_URL"
 CONCURRENCY_ENV = "FLOWMEM_STORE_CONCURRENCY"
 INLINE_ENV = "FLOWMEM_INLINE_STORE"
 BODY_TIMEOUT_ENV = "FLOWMEM_BODY_TIMEOUT"
+TOKEN_CACHE_TTL_ENV = "FLOWMEM_TOKEN_CACHE_TTL"
 
 DESCRIPTION = """Conversation memory over HTTP: sessions with owners, conversation
 buffers and memory records under the FlowDrop GR-MEM rules.
@@ -71,6 +78,7 @@ def create_app(
     limits: Limits | None = None,
     rate_limits: RateLimits | None = None,
     body_timeout: float | None = BODY_TIMEOUT,
+    token_cache_ttl: float = TOKEN_CACHE_TTL,
 ) -> FastAPI:
     """Build the API over ``store`` (or the store at ``database_url`` / ``$FLOWMEM_DATABASE_URL``).
 
@@ -90,6 +98,9 @@ def create_app(
     token or one peer may call (``flowmem.limits``, ``flowmem.api.ratelimit``; None:
     their documented defaults; ``RateLimits.off()`` / ``Limits.unlimited()`` turn them off).
     A request body must arrive within ``body_timeout`` seconds (408; None: no bound).
+    A memory read may be answered for a token up to ``token_cache_ttl`` seconds
+    after it was last looked up (a revocation by another process counts from then;
+    0: every request looks its token up; decision 0034).
     """
     if purge_interval is not None and (
         isinstance(purge_interval, bool)
@@ -115,6 +126,7 @@ def create_app(
         memory=memory_service,
         sessions=session_service,
         pool=StorePool(store_concurrency, inline=inline_store, store=store),
+        tokens=LookupCache(token_cache_ttl, TOKEN_CACHE_SIZE),
     )
 
     @asynccontextmanager
@@ -196,7 +208,8 @@ def app_from_env() -> FastAPI:
     ``$FLOWMEM_STORE_CONCURRENCY`` (default 8) bounds the threads doing store work;
     ``$FLOWMEM_INLINE_STORE=0`` keeps every store call off the event loop. The
     limits come from ``Limits.from_env`` and ``RateLimits.from_env``,
-    ``$FLOWMEM_BODY_TIMEOUT`` bounds a body's arrival in seconds (default 30, 0: none).
+    ``$FLOWMEM_BODY_TIMEOUT`` bounds a body's arrival in seconds (default 30, 0: none),
+    ``$FLOWMEM_TOKEN_CACHE_TTL`` is ``token_cache_ttl`` (default 2, 0: off).
     """
     raw_timeout = os.environ.get(BODY_TIMEOUT_ENV) or str(BODY_TIMEOUT)
     try:
@@ -204,6 +217,13 @@ def app_from_env() -> FastAPI:
     except ValueError:
         raise ConfigurationError(
             f"${BODY_TIMEOUT_ENV} must be a number of seconds, got {raw_timeout!r}"
+        ) from None
+    raw_ttl = os.environ.get(TOKEN_CACHE_TTL_ENV) or str(TOKEN_CACHE_TTL)
+    try:
+        token_cache_ttl = float(raw_ttl)
+    except ValueError:
+        raise ConfigurationError(
+            f"${TOKEN_CACHE_TTL_ENV} must be a number of seconds, got {raw_ttl!r}"
         ) from None
     raw = os.environ.get(CONCURRENCY_ENV) or str(DEFAULT_STORE_CONCURRENCY)
     try:
@@ -219,4 +239,5 @@ def app_from_env() -> FastAPI:
         limits=Limits.from_env(),
         rate_limits=RateLimits.from_env(),
         body_timeout=body_timeout or None,
+        token_cache_ttl=token_cache_ttl,
     )

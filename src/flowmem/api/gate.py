@@ -45,8 +45,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import parse_qsl
 
 from starlette.concurrency import run_in_threadpool
@@ -55,7 +57,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from flowmem.access import Principal
 from flowmem.api.errors import OPEN_PATHS, error_body, status_for
-from flowmem.auth import authenticate, bearer_token
+from flowmem.auth import authenticate, bearer_token, hash_token, well_formed
 from flowmem.core import check_storable
 from flowmem.core.storable import json_text_may_hold_surrogates
 from flowmem.errors import AuthenticationError, FlowmemError, InvalidTextError
@@ -65,6 +67,8 @@ if TYPE_CHECKING:
     from flowmem.api.deps import Services
 
 log = logging.getLogger("flowmem.http")
+K = TypeVar("K")
+V = TypeVar("V")
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
 BODY_TIMEOUT = 30.0  # seconds a whole request body may take to arrive (408 after)
@@ -248,6 +252,68 @@ async def receive_by(receive: Receive, deadline: float) -> Message | None:
         return None
 
 
+TOKEN_CACHE_TTL = 2.0  # seconds a worker answers memory reads from a token it looked up
+TOKEN_CACHE_SIZE = 10_000  # tokens a worker remembers at most (the oldest go first)
+SESSION_CACHE_TTL = 60.0  # seconds a worker reuses a session a guarded write looked up
+SESSION_CACHE_SIZE = 10_000
+# the requests that may take their principal from the token cache (decision 0034): memory
+# reads, and the memory writes that re-check their token in their transaction (the
+# append and the record write, decision 0014; a DELETE there does not, so it looks it up)
+CACHED_PATHS = ("/v1/buffers/", "/v1/memory/")
+CACHED_METHODS = ("GET", "HEAD", "POST", "PUT")
+
+
+class LookupCache(Generic[K, V]):
+    """A bounded map of recent lookups: an entry expires ``ttl`` seconds after it was stored.
+
+    ``ttl`` <= 0 turns the cache off. At most ``size`` entries: storing one more
+    drops the oldest. ``clear`` starts a new generation: a lookup that began
+    before it (``generation`` read before the lookup, passed to ``put``) is not
+    stored, so nothing read before a clear is served after it. Thread-safe.
+    """
+
+    def __init__(self, ttl: float, size: int, clock: Callable[[], float] = time.monotonic) -> None:
+        """Remember up to ``size`` entries for ``ttl`` seconds of ``clock``."""
+        self.ttl, self.size, self.clock = ttl, size, clock
+        self.generation = 0
+        self._entries: dict[K, tuple[float, V]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        """The value stored under ``key`` if it has not expired, else None."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        if self.clock() >= entry[0]:
+            self.drop(key)
+            return None
+        return entry[1]
+
+    def put(self, key: K, value: V, since: int) -> None:
+        """Store ``value`` under ``key``, unless ``clear`` ran after generation ``since``."""
+        if self.ttl <= 0:
+            return
+        with self._lock:
+            if since != self.generation:
+                return
+            entries = self._entries
+            entries.pop(key, None)
+            while len(entries) >= self.size:
+                del entries[next(iter(entries))]
+            entries[key] = (self.clock() + self.ttl, value)
+
+    def drop(self, key: K) -> None:
+        """Forget ``key``."""
+        with self._lock:
+            self._entries.pop(key, None)
+
+    def clear(self) -> None:
+        """Forget everything, including what lookups already running would store."""
+        with self._lock:
+            self.generation += 1
+            self._entries.clear()
+
+
 PARSED_BODY = "flowmem.body"  # scope key: the JSON document of an accepted, non-empty body
 LARGE_BODY = "flowmem.large_body"  # scope key: True when that body is validated off the loop
 
@@ -324,9 +390,29 @@ class GateMiddleware:
         self.services = services
         self.body_timeout = body_timeout
 
-    async def _principal(self, token: str) -> Principal:
-        """Look the token up: on the loop for an inline store, else in a store thread."""
-        return await self.services.pool.read(authenticate, self.services.store, token)
+    async def _principal(self, token: str, method: str, path: str) -> Principal:
+        """The principal: from the token cache (a memory read or guarded write), else looked up.
+
+        The lookup runs on the loop for an inline store, else in a store thread; a
+        valid token found is remembered (``Services.tokens``, decision 0034), one
+        refused is forgotten.
+        """
+        cache = self.services.tokens
+        if not well_formed(token):  # refused by the lookup, before any other work
+            return await self.services.pool.read(authenticate, self.services.store, token)
+        key = hash_token(token)
+        if method in CACHED_METHODS and path.startswith(CACHED_PATHS):
+            found = cache.get(key)
+            if found is not None:
+                return found
+        since = cache.generation
+        try:
+            principal = await self.services.pool.read(authenticate, self.services.store, token)
+        except AuthenticationError:
+            cache.drop(key)
+            raise
+        cache.put(key, principal, since)
+        return principal
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Answer a refused request here; pass an accepted one on with its body replayed."""
@@ -359,7 +445,7 @@ class GateMiddleware:
         if scope["path"] not in OPEN_PATHS:
             try:
                 header = None if authorization is None else authorization.decode("latin-1")
-                principal = await self._principal(bearer_token(header))
+                principal = await self._principal(bearer_token(header), scope["method"], scope["path"])
             except AuthenticationError as exc:
                 await send_error(send, 401, exc.code, exc.message, close=has_body)
                 return

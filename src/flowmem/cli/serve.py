@@ -29,7 +29,7 @@ import click
 import uvicorn  # the server extra; without it the CLI names the extra to install
 
 from flowmem.access import PERM_ADMIN
-from flowmem.api.gate import BODY_TIMEOUT
+from flowmem.api.gate import BODY_TIMEOUT, TOKEN_CACHE_TTL
 from flowmem.api.ratelimit import ENV as RATE_ENV
 from flowmem.api.ratelimit import RateLimits
 from flowmem.api.tcp import DEFAULT_HEADER_TIMEOUT, HEADER_TIMEOUT_ENV, PROTOCOL
@@ -52,6 +52,7 @@ DEFAULT_LIMIT_CONCURRENCY = 500  # open connections (and running requests) per w
 DEFAULT_KEEP_ALIVE = 5  # seconds an idle keep-alive connection stays open
 MAX_HEADER_BYTES = 16 * 1024  # h11's largest incomplete request head (uvicorn's default, explicit)
 BODY_TIMEOUT_ENV = "FLOWMEM_BODY_TIMEOUT"
+TOKEN_CACHE_TTL_ENV = "FLOWMEM_TOKEN_CACHE_TTL"
 
 
 def _limit_options(command: F) -> F:
@@ -347,6 +348,17 @@ def announce(created: Bootstrap | None, has_admin: bool, url: str, host: str, po
     type=click.FloatRange(0),
     help="Seconds a request's body may take to arrive (408 after). 0 = no bound.",
 )
+@click.option(
+    "--token-cache-ttl",
+    default=TOKEN_CACHE_TTL,
+    show_default=True,
+    envvar=TOKEN_CACHE_TTL_ENV,
+    show_envvar=True,
+    type=click.FloatRange(0, 3600),
+    help="Seconds a worker answers memory reads (/v1/buffers, /v1/memory) for a token it "
+    "looked up, without looking it up again: a revocation by another process is seen "
+    "within this time (writes check their token at once). 0 = look it up every time.",
+)
 @_limit_options
 def serve_command(
     database: str | None,
@@ -362,6 +374,7 @@ def serve_command(
     timeout_keep_alive: int,
     header_timeout: float,
     body_timeout: float,
+    token_cache_ttl: float,
     **limit_values: Any,
 ) -> None:
     """Serve the HTTP API on uvicorn (default database: ./flowmem.db).
@@ -380,6 +393,7 @@ def serve_command(
     os.environ.update(rate_limits.to_env())
     os.environ[HEADER_TIMEOUT_ENV] = str(header_timeout)
     os.environ[BODY_TIMEOUT_ENV] = str(body_timeout)
+    os.environ[TOKEN_CACHE_TTL_ENV] = str(token_cache_ttl)
     if workers > 1 and in_process:
         raise ConfigurationError(
             "--workers > 1 needs a database the workers share: sqlite:///… or postgresql://…"
@@ -403,6 +417,7 @@ def serve_command(
             limits=limits,
             rate_limits=rate_limits,
             body_timeout=body_timeout or None,
+            token_cache_ttl=token_cache_ttl,
         )
     else:
         created, has_admin = prepare_database(url, host, port, token_file)

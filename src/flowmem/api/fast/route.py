@@ -71,15 +71,16 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from flowmem import access
 from flowmem.access import Principal, decide
 from flowmem.api.deps import Caller
-from flowmem.api.gate import LARGE_BODY, PARSED_BODY, request_principal
+from flowmem.api.gate import LARGE_BODY, PARSED_BODY, LookupCache, request_principal
 from flowmem.api.idempotency import Answer, Keyed
 from flowmem.auth import bearer_token
-from flowmem.errors import AccessDeniedError
+from flowmem.errors import AccessDeniedError, NotFoundError
 from flowmem.scope import SCOPES, ExecutionContext, check_scope
 from flowmem.sessions import SessionService, memory_context
-from flowmem.store.base import SESSION_SCOPE, WriteGuard
+from flowmem.store.base import SESSION_SCOPE, SessionRecord, WriteGuard
 
 _UNPARSED = object()
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
@@ -314,12 +315,40 @@ class ShortCall:
         session creates it, owned by the caller, with its first row (decision 0032).
         """
         caller, target = self.call.caller, self.call.target
+        if not (self.operation.guarded and target.scope == SESSION_SCOPE and not access.HOOKS):
+            return self._run(None)
+        cache, sid = caller.services.recent_sessions, target.session_id
+        session = None if sid is None else cache.get(sid)
+        if session is None:
+            return self._run(cache)
+        try:
+            return self._run(None, session)
+        except (NotFoundError, AccessDeniedError):
+            # the session may have been deleted (or made again) since it was remembered:
+            # the guard refused the write, nothing changed; judged again on a fresh lookup
+            cache.drop(str(sid))
+            return self._run(cache)
+
+    def _run(
+        self, cache: LookupCache[str, SessionRecord] | None, session: SessionRecord | None = None
+    ) -> Any:
+        """``__call__`` with a remembered ``session`` (a guarded write), else a fresh lookup.
+
+        ``cache``: where a guarded write remembers the session it looked up.
+        """
+        caller, target = self.call.caller, self.call.target
         services = caller.services
         principal = request_principal(caller.request, caller.token, services.store)
         operation, arguments = self.operation, self.arguments
         if operation.writes and target.scope == SESSION_SCOPE and target.session_id is not None:
-            context, guard = services.sessions.write_target(
-                principal, target.session_id, create=operation.creates, node_id=NODE_ID
+            sid = target.session_id
+            if session is None:
+                since = -1 if cache is None else cache.generation
+                session = services.sessions.find(sid)
+                if session is not None and cache is not None:
+                    cache.put(sid, session, since)
+            context, guard = services.sessions.write_target_for(
+                principal, sid, session, create=operation.creates, node_id=NODE_ID
             )
         else:
             context = scope_context(services.sessions, principal, target, write=operation.writes)

@@ -61,9 +61,13 @@ async def create_session(
     def create(principal: Principal, idem: Idempotency | None = None) -> SessionRecord:
         # stored only while the caller's token is valid (docs/decisions/0014)
         guard = WriteGuard(token_id=principal.token_id)
-        return services.sessions.create(
+        since = services.recent_sessions.generation
+        record = services.sessions.create(
             principal, body.name, body.agent, body.metadata, guard=guard, idempotency=idem
         )
+        # the session as stored: this worker's next write to it need not look it up (0034)
+        services.recent_sessions.put(record.id, record, since)
+        return record
 
     if keyed is None:
         return session_dict(await caller.in_store_thread(create))
@@ -114,9 +118,12 @@ async def delete_session(
 ) -> Response:
     """Delete a session with its transcript and its whole `session` scope (owner or admin)."""
     services = caller.services
-    deleted: Response = await claimed_once(
-        caller, lambda p: services.sessions.delete(p, session_id), _no_content, 204
-    )
+
+    def delete(principal: Principal) -> None:
+        services.sessions.delete(principal, session_id)
+        services.forget()  # no write of this process goes by the deleted session (decision 0034)
+
+    deleted: Response = await claimed_once(caller, delete, _no_content, 204)
     return deleted
 
 

@@ -37,10 +37,11 @@ async def erase_user(
     the data stored before decision 0016 under a spelling now refused (a
     placeholder such as `None`), which is erased too (`user_id` stays null).
     """
-    sessions = caller.services.sessions
+    services = caller.services
 
     def erase(principal: Principal) -> dict[str, Any]:
-        canonical, erased = sessions.erase_user(principal, user_id)
+        canonical, erased = services.sessions.erase_user(principal, user_id)
+        services.forget()  # this process serves no token or session it erased (decision 0034)
         return {"user_id": canonical, **asdict(erased)}
 
     # an erasure of the caller's own user deletes its key too (nothing is kept)

@@ -1,0 +1,272 @@
+"""The token and session lookups a worker remembers (decision 0034), and when it forgets them.
+
+Two apps over one store stand for two ``flowmem serve`` workers over one database:
+each has its own caches, as each worker process has.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from flowmem.api import create_app
+from flowmem.api.gate import LookupCache
+from flowmem.auth import authenticate, create_token, revoke_token
+from flowmem.errors import NotFoundError
+from flowmem.sessions import SessionService
+from flowmem.store import Address, Store, open_store
+from flowmem.store.base import WriteGuard
+
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+TTL = 0.5  # the token cache's lifetime in these tests (seconds)
+CHAT = "/v1/buffers/session/chat_history"
+
+
+class Counting:
+    """Wraps a store: counts token and session lookups, passes everything through."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.lookups = {"token_by_hash": 0, "get_session": 0}
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._store, name)
+        if name in self.lookups:
+
+            def counted(*args: Any, **kwargs: Any) -> Any:
+                self.lookups[name] += 1
+                return attribute(*args, **kwargs)
+
+            return counted
+        return attribute
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A fresh store on each backend that two workers can share."""
+    if request.param == "postgres":
+        url = request.getfixturevalue("postgres_db_url")
+    else:
+        url = f"sqlite:///{tmp_path}/cache.db"
+    opened: Store = open_store(url)
+    yield opened
+    opened.close()
+
+
+class Worker:
+    """One app (a worker) with a token per name."""
+
+    def __init__(self, client: TestClient, tokens: dict[str, str]) -> None:
+        self.client, self.tokens = client, tokens
+
+    def call(self, method: str, url: str, who: str = "alice", **kwargs: Any) -> Any:
+        """Send a request as ``who``."""
+        headers = {"Authorization": f"Bearer {self.tokens[who]}"}
+        return self.client.request(method, url, headers=headers, **kwargs)
+
+    def append(self, sid: str, content: str, who: str = "alice") -> Any:
+        """Append one user message to session ``sid``'s conversation."""
+        body = {"messages": {"role": "user", "content": content}}
+        return self.call("POST", f"{CHAT}?session_id={sid}", who, json=body)
+
+
+@pytest.fixture
+def workers(store: Store) -> Iterator[tuple[Worker, Worker, dict[str, str]]]:
+    """Two workers over ``store`` (token cache TTL 0.5 s) and the tokens: name -> token id."""
+    tokens, ids = {}, {}
+    for name, user, perms in [
+        ("alice", "alice", {"sessions:create"}),
+        ("bob", "bob", {"sessions:create"}),
+        ("admin", "root", {"admin"}),
+    ]:
+        tokens[name], record = create_token(store, user, perms, label=name)
+        ids[name] = record.id
+    with ExitStack() as stack:
+        pair = [
+            Worker(
+                stack.enter_context(
+                    TestClient(
+                        create_app(store, token_cache_ttl=TTL, purge_interval=None),
+                        raise_server_exceptions=False,
+                    )
+                ),
+                tokens,
+            )
+            for _ in range(2)
+        ]
+        yield pair[0], pair[1], ids
+
+
+def test_memory_requests_look_their_token_up_once_per_ttl(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path}/count.db")
+    token, _ = create_token(store, "alice", {"sessions:create"})
+    counting: Any = Counting(store)
+    app = create_app(counting, token_cache_ttl=60, purge_interval=None)
+    with TestClient(app) as client:
+        headers = {"Authorization": f"Bearer {token}"}
+        for n in range(3):
+            body = {"messages": {"role": "user", "content": f"m{n}"}}
+            assert (
+                client.post(f"{CHAT}?session_id=s1", headers=headers, json=body).status_code == 200
+            )
+        assert client.get(f"{CHAT}?session_id=s1", headers=headers).status_code == 200
+        assert counting.lookups["token_by_hash"] == 1
+        # any other route looks the token up every time
+        assert client.get("/v1/sessions", headers=headers).status_code == 200
+        assert client.get("/v1/sessions", headers=headers).status_code == 200
+        assert counting.lookups["token_by_hash"] == 3
+    store.close()
+
+
+def test_an_append_to_an_existing_session_looks_it_up_once_then_not_at_all(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path}/count.db")
+    token, _ = create_token(store, "alice", {"sessions:create"})
+    counting: Any = Counting(store)
+    with TestClient(create_app(counting, purge_interval=None)) as client:
+        headers = {"Authorization": f"Bearer {token}"}
+        body = {"messages": {"role": "user", "content": "first"}}
+        assert client.post(f"{CHAT}?session_id=s1", headers=headers, json=body).status_code == 200
+        counting.lookups["get_session"] = 0
+        assert client.post(f"{CHAT}?session_id=s1", headers=headers, json=body).status_code == 200
+        assert counting.lookups["get_session"] == 1  # was 2: one to find it, one to load it
+        assert client.post(f"{CHAT}?session_id=s1", headers=headers, json=body).status_code == 200
+        assert counting.lookups["get_session"] == 1
+    store.close()
+
+
+def test_an_append_to_a_session_the_worker_created_does_not_look_it_up(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path}/count.db")
+    token, _ = create_token(store, "alice", {"sessions:create"})
+    counting: Any = Counting(store)
+    with TestClient(create_app(counting, purge_interval=None)) as client:
+        headers = {"Authorization": f"Bearer {token}"}
+        sid = client.post("/v1/sessions", headers=headers, json={"name": "x"}).json()["id"]
+        counting.lookups["get_session"] = 0
+        body = {"messages": {"role": "user", "content": "first"}}
+        assert (
+            client.post(f"{CHAT}?session_id={sid}", headers=headers, json=body).status_code == 200
+        )
+        assert counting.lookups["get_session"] == 0
+    store.close()
+
+
+def test_a_revoked_token_is_refused_by_another_worker_within_the_ttl(
+    store: Store, workers: tuple[Worker, Worker, dict[str, str]]
+) -> None:
+    one, other, ids = workers
+    assert other.append("s1", "before").status_code == 200  # the token is in its cache
+    revoke_token(store, ids["alice"])  # as `flowmem token revoke`: another process
+    # writes check their token inside their transaction: refused at once, nothing stored
+    assert other.append("s1", "after").status_code == 401
+    assert one.append("s1", "after").status_code == 401
+    # a memory write that has no guard (clear, pop, delete) and every route but the
+    # memory ones look the token up every time
+    assert other.call("DELETE", f"{CHAT}?session_id=s1").status_code == 401
+    assert other.call("DELETE", f"{CHAT}/last?session_id=s1").status_code == 401
+    assert other.call("GET", "/v1/sessions").status_code == 401
+    # a memory read may be answered from the cache until the TTL has passed, not after
+    time.sleep(TTL + 0.05)
+    assert other.call("GET", f"{CHAT}?session_id=s1").status_code == 401
+    assert [r["content"] for r in store.load(Address("session", "s1", "chat_history"))] == [
+        "before"
+    ]
+
+
+def test_erasing_a_user_refuses_its_tokens_at_once_in_that_worker(
+    store: Store, workers: tuple[Worker, Worker, dict[str, str]]
+) -> None:
+    one, _, _ = workers
+    assert one.append("s1", "hello").status_code == 200
+    assert one.call("GET", f"{CHAT}?session_id=s1").status_code == 200  # cached
+    assert one.call("DELETE", "/v1/users/alice", "admin").status_code == 200
+    assert one.call("GET", f"{CHAT}?session_id=s1").status_code == 401
+    assert one.call("GET", "/v1/buffers/user/notes").status_code == 401
+
+
+def test_an_erased_users_cached_token_cannot_write_through_another_worker(
+    store: Store, workers: tuple[Worker, Worker, dict[str, str]]
+) -> None:
+    one, other, _ = workers
+    assert other.append("s1", "hello").status_code == 200  # token and session cached
+    assert one.call("DELETE", "/v1/users/alice", "admin").status_code == 200
+    assert other.append("s1", "again").status_code == 401
+    assert store.get_session("s1") is None
+    assert store.load(Address("session", "s1", "chat_history")) == []
+
+
+def test_a_session_deleted_by_another_worker_is_made_afresh_by_the_next_append(
+    store: Store, workers: tuple[Worker, Worker, dict[str, str]]
+) -> None:
+    one, other, _ = workers
+    assert other.append("s1", "old").status_code == 200
+    assert other.append("s1", "old too").status_code == 200  # the session is in its cache
+    first = store.get_session("s1")
+    assert first is not None
+    assert one.call("DELETE", "/v1/sessions/s1").status_code == 204
+    answer = other.append("s1", "new")
+    assert answer.status_code == 200, answer.text
+    fresh = store.get_session("s1")
+    assert fresh is not None and fresh.created_at != first.created_at
+    assert [r["content"] for r in store.load(Address("session", "s1", "chat_history"))] == ["new"]
+
+
+def test_a_cached_session_made_again_by_another_user_is_404_and_untouched(
+    store: Store, workers: tuple[Worker, Worker, dict[str, str]]
+) -> None:
+    one, other, _ = workers
+    assert other.append("s1", "alice's").status_code == 200
+    assert other.append("s1", "alice's too").status_code == 200  # cached in ``other``
+    assert one.call("DELETE", "/v1/sessions/s1").status_code == 204
+    assert one.append("s1", "bob's", "bob").status_code == 200  # bob's session now
+    answer = other.append("s1", "intruding")
+    assert answer.status_code == 404, answer.text  # not 403: the id does not leak
+    assert [r["content"] for r in store.load(Address("session", "s1", "chat_history"))] == ["bob's"]
+
+
+def test_a_write_by_a_stale_session_lookup_is_refused_by_its_guard(store: Store) -> None:
+    app = create_app(store, purge_interval=None)
+    sessions: SessionService = app.state.services.sessions
+    token, _ = create_token(store, "alice", {"sessions:create"})
+    principal = authenticate(store, token)
+    context, guard = sessions.write_target(principal, "s1", create=True)
+    sessions.memory.append(
+        "session", "chat_history", {"role": "user", "content": "a"}, context=context, guard=guard
+    )
+    stale = sessions.find("s1")
+    assert stale is not None
+    assert store.delete_session("s1")
+    context, guard = sessions.write_target_for(principal, "s1", stale, create=True)
+    assert isinstance(guard, WriteGuard) and guard.claim is not None
+    with pytest.raises(NotFoundError):
+        sessions.memory.append(
+            "session",
+            "chat_history",
+            {"role": "user", "content": "b"},
+            context=context,
+            guard=guard,
+        )
+    assert store.get_session("s1") is None
+    assert store.load(Address("session", "s1", "chat_history")) == []
+
+
+def test_the_lookup_cache_is_bounded_expires_and_forgets_lookups_older_than_a_clear() -> None:
+    now = [0.0]
+    cache: LookupCache[str, int] = LookupCache(10.0, 3, clock=lambda: now[0])
+    for n in range(5):
+        cache.put(f"k{n}", n, cache.generation)
+    assert [cache.get(f"k{n}") for n in range(5)] == [None, None, 2, 3, 4]  # the oldest went
+    now[0] = 10.0
+    assert cache.get("k4") is None  # expired
+    since = cache.generation  # a lookup starts...
+    cache.clear()  # ...an erasure answers meanwhile...
+    cache.put("k1", 1, since)  # ...and what the lookup read is not kept
+    assert cache.get("k1") is None
+    off: LookupCache[str, int] = LookupCache(0, 3)
+    off.put("k", 1, off.generation)
+    assert off.get("k") is None
