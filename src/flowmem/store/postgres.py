@@ -324,19 +324,30 @@ SQL.update(
 
 # What the append's editor will ask, in one statement run right after the lock
 # (its own statement: a statement's snapshot predates a lock it waits for):
-# the header; for the call ids the incoming rows name (a text[]), which are
-# declared and their first answer; and, for an append with a user turn, the open
+# the header; for the call ids the incoming rows name (a text[]), whether each is
+# declared and its first answer; and, for an append with a user turn, the open
 # calls with the end of each declaring turn's result run (the editor's
 # ``run_end``) and the position of the row after that end (``next_pos``, where
 # healing inserts). One variant per shape (``append_facts@ids``, ``@open``,
 # ``@ids+open`` or just the header): a part not needed is not in the statement,
 # so the server neither plans nor starts it (docs/decisions/0028).
-_FACT_IDS = """ARRAY(SELECT DISTINCT c.call_id FROM buffer_calls c
-        WHERE c.buffer_id = b.id AND c.call_id = ANY(%s::text[])),
-    (SELECT json_agg(json_build_array(a.call_id, a.pos, a.healed)) FROM
-        (SELECT DISTINCT ON (call_id) call_id, pos, healed FROM buffer_answers
-         WHERE buffer_id = b.id AND call_id = ANY(%s::text[]) ORDER BY call_id, pos) AS a)"""
-_FACT_OPEN = """COALESCE((SELECT json_agg(json_build_array(e.call_id,
+#
+# The statements run with generic plans, planned once per connection, often on
+# tables with no statistics yet (a new database). Each part is written so that
+# every plan the server may pick stays O(1) in the buffer's length
+# (docs/decisions/0033): a lookup per id is a subquery in the select list (a
+# subplan on the (buffer_id, call_id) key, never turned into a join that scans
+# the buffer's calls), and the open calls are scanned only when an EXISTS (a
+# first-row index scan) finds one: a bitmap scan of the partial index visits every
+# call the buffer ever had until VACUUM (an answered call's old row version stays
+# in the index).
+_FACT_IDS = """(SELECT json_agg(json_build_array(i.id,
+        EXISTS (SELECT 1 FROM buffer_calls c WHERE c.buffer_id = b.id AND c.call_id = i.id),
+        a.pos, a.healed))
+    FROM unnest(%s::text[]) AS i(id) LEFT JOIN LATERAL (SELECT pos, healed FROM buffer_answers
+        WHERE buffer_id = b.id AND call_id = i.id ORDER BY pos LIMIT 1) AS a ON TRUE)"""
+_FACT_OPEN = """CASE WHEN EXISTS (SELECT 1 FROM buffer_calls x WHERE x.buffer_id = b.id
+        AND NOT x.answered) THEN COALESCE((SELECT json_agg(json_build_array(e.call_id,
         e.declared_pos, e.run_end, (SELECT MIN(n.pos) FROM buffer_rows n
             WHERE n.buffer_id = b.id AND n.pos > e.run_end)) ORDER BY e.declared_pos, e.ord)
         FROM (SELECT o.call_id, o.declared_pos, o.ord, COALESCE((SELECT MAX(r.pos)
@@ -344,7 +355,8 @@ _FACT_OPEN = """COALESCE((SELECT json_agg(json_build_array(e.call_id,
             AND r.pos < COALESCE((SELECT MIN(t.pos) FROM buffer_rows t
             WHERE t.buffer_id = b.id AND t.pos > o.declared_pos AND t.role <> 'tool'),
             9223372036854775807)), o.declared_pos) AS run_end
-        FROM buffer_calls o WHERE o.buffer_id = b.id AND NOT o.answered) AS e), '[]')"""
+        FROM buffer_calls o WHERE o.buffer_id = b.id AND NOT o.answered) AS e), '[]')
+    ELSE '[]'::json END"""
 for _ids, _open, _suffix in (
     (False, False, ""),
     (True, False, "@ids"),
@@ -353,7 +365,7 @@ for _ids, _open, _suffix in (
 ):
     SQL[f"append_facts{_suffix}"] = (
         "SELECT b.id, b.count, b.last_major, b.bytes, "
-        + (_FACT_IDS if _ids else "NULL, NULL")
+        + (_FACT_IDS if _ids else "NULL")
         + ", "
         + (_FACT_OPEN if _open else "NULL")
         + f" FROM buffers b WHERE {_ADDR}"
@@ -670,7 +682,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                 shape = ("@ids" if ids else "@") + ("+open" if want_open else "")
                 facts = db.send(
                     "append_facts" + {"@": "", "@+open": "@open"}.get(shape, shape),
-                    (ids, ids, *address) if ids else tuple(address),
+                    (ids, *address) if ids else tuple(address),
                 )
                 found = db.result(facts)
                 if not db.has_rows(locked):
@@ -1010,16 +1022,18 @@ def _editor(
         editor.know(dict.fromkeys(ids, False), dict.fromkeys(ids), [])
         return editor
     editor = SqlBufferEditor(db, address, facts[:4])
-    declared = set(facts[4] or ())
+    declared = dict.fromkeys(ids, False)
     answers: dict[str, Answer | None] = dict.fromkeys(ids)
-    for cid, pos, healed in facts[5] or ():
-        answers[cid] = Answer(int(pos), bool(healed))
+    for cid, is_declared, pos, healed in facts[4] or ():
+        declared[cid] = bool(is_declared)
+        if pos is not None:
+            answers[cid] = Answer(int(pos), bool(healed))
     open_calls = None
     following: dict[int, int | None] = {}
-    if facts[6] is not None:
-        open_calls = [(str(cid), int(pos), int(end)) for cid, pos, end, _ in facts[6]]
-        following = {int(end): None if n is None else int(n) for _, _, end, n in facts[6]}
-    editor.know({cid: cid in declared for cid in ids}, answers, open_calls, following)
+    if facts[5] is not None:
+        open_calls = [(str(cid), int(pos), int(end)) for cid, pos, end, _ in facts[5]]
+        following = {int(end): None if n is None else int(n) for _, _, end, n in facts[5]}
+    editor.know(declared, answers, open_calls, following)
     return editor
 
 
