@@ -18,7 +18,7 @@ psycopg = pytest.importorskip("psycopg")
 
 from psycopg import pq  # noqa: E402
 
-from flowmem.store.postgres import _PREPARED, PostgresStore, _Prepared  # noqa: E402
+from flowmem.store.postgres import PostgresStore, _Prepared, _prepared_of  # noqa: E402
 
 A = Address("session", "s1", "chat")
 
@@ -104,7 +104,7 @@ def test_a_prepare_the_server_skipped_is_sent_again(
     _idle(one_conn)
     one_conn.append(A, _user("serialized", 2))
     with one_conn._connection() as conn:
-        assert _PREPARED[conn].generation == 0
+        assert _prepared_of(conn).generation == 0
     assert [r["content"] for r in one_conn.load(A)] == ["unserialized", "serialized"]
 
 
