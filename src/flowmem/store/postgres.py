@@ -339,7 +339,7 @@ SQL.update(
 # the buffer's calls), and the open calls are scanned only when an EXISTS (a
 # first-row index scan) finds one: a bitmap scan of the partial index visits every
 # call the buffer ever had until VACUUM (an answered call's old row version stays
-# in the index).
+# in the index). No open call gives NULL, not '[]': no JSON to parse.
 _FACT_IDS = """(SELECT json_agg(json_build_array(i.id,
         EXISTS (SELECT 1 FROM buffer_calls c WHERE c.buffer_id = b.id AND c.call_id = i.id),
         a.pos, a.healed))
@@ -354,8 +354,7 @@ _FACT_OPEN = """CASE WHEN EXISTS (SELECT 1 FROM buffer_calls x WHERE x.buffer_id
             AND r.pos < COALESCE((SELECT MIN(t.pos) FROM buffer_rows t
             WHERE t.buffer_id = b.id AND t.pos > o.declared_pos AND t.role <> 'tool'),
             9223372036854775807)), o.declared_pos) AS run_end
-        FROM buffer_calls o WHERE o.buffer_id = b.id AND NOT o.answered) AS e), '[]')
-    ELSE '[]'::json END"""
+        FROM buffer_calls o WHERE o.buffer_id = b.id AND NOT o.answered) AS e), '[]') END"""
 for _ids, _open, _suffix in (
     (False, False, ""),
     (True, False, "@ids"),
@@ -686,7 +685,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                 found = db.result(facts)
                 if not db.has_rows(locked):
                     raise _GuardFailed
-                editor = _editor(db, address, found[0] if found else None, ids)
+                editor = _editor(db, address, found[0] if found else None, ids, want_open)
                 outcome = apply_append(editor, rows, max_messages)
                 check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)
                 editor.flush()
@@ -754,9 +753,10 @@ class _Pipeline:
             self.prepared.tx = Transformer(conn)
         # one per connection: a Transformer caches the dumpers and loaders it has looked
         # up, and a new one per append looked them up again (≈ 25 µs; decision 0033)
-        self.tx: Transformer = self.prepared.tx
+        self.tx: AbcTransformer = self.prepared.tx
         self.sent = 0  # commands queued
         self.fetched: list[list[PGresult]] = []  # the results of the first len(fetched)
+        self.checked = 0  # how many of them ``_raise_first`` found without an error
         self.preparing: dict[int, bytes] = {}  # ticket of a Parse -> its name, until answered
         self.wrote = False  # a statement that may write was sent
         self.held: list[str] = []  # writes not sent yet (see ``run``), their parameters
@@ -795,13 +795,15 @@ class _Pipeline:
         return self._send(name, params)
 
     def _send(self, name: str, params: Sequence[Any]) -> int:
-        if not name.startswith(("timed_lock", "append_facts")):
-            self.wrote = True  # (or may have: header_insert; any statement but the first two)
-        text = _NUMBERED.get(name) or _numbered(
-            name, self.sql[name] if name in self.sql else _merged(name)
-        )
-        values = self.tx.dump_sequence(params, [PyFormat.TEXT] * len(params)) if params else None
-        key = self.prepared.name(name)
+        found = self.prepared.statements.get(name)
+        if found is None:
+            found = self.prepared.statement(name, self.sql)
+        key, text, writes = found
+        if writes:
+            self.wrote = True
+        count = len(params)
+        formats = _TEXT[:count] if count <= len(_TEXT) else [PyFormat.TEXT] * count
+        values = self.tx.dump_sequence(params, formats) if count else None
         if key not in self.prepared.names and key not in self.preparing.values():
             self.pgconn.send_prepare(key, text)
             self.preparing[self.sent] = key
@@ -840,22 +842,26 @@ class _Pipeline:
 
     def _settle(self) -> None:
         """Record the statements whose Parse the server answered (a failed one is not kept)."""
+        if not self.preparing:
+            return
         for ticket in [t for t in self.preparing if t < len(self.fetched)]:
             key = self.preparing.pop(ticket)
-            if self.fetched[ticket][-1].status == pq.ExecStatus.COMMAND_OK:
+            if self.fetched[ticket][-1].status == _COMMAND_OK:
                 self.prepared.names.add(key)
 
     def _raise_first(self) -> None:
-        """Raise the first error among the results (as psycopg would)."""
-        for results in self.fetched:
+        """Raise the first error among the results not checked yet (as psycopg would)."""
+        for results in self.fetched[self.checked :]:
             for res in results:
-                if res.status == pq.ExecStatus.FATAL_ERROR:
+                status = res.status
+                if status == _FATAL_ERROR:
                     error = psycopg.errors.error_from_result(res, encoding=self.pgconn._encoding)
                     if isinstance(error, psycopg.errors.InvalidSqlStatementName):
                         self.prepared.forget()
                     raise error
-                if res.status == pq.ExecStatus.PIPELINE_ABORTED:
+                if status == _PIPELINE_ABORTED:
                     raise psycopg.errors.PipelineAborted("pipeline aborted")
+        self.checked = len(self.fetched)
 
     # --- SqlRunner ---------------------------------------------------------------------
     def one(self, name: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
@@ -934,7 +940,20 @@ class _Prepared:
     def __init__(self) -> None:
         self.generation = 0
         self.names: set[bytes] = set()
-        self.tx: Transformer | None = None
+        self.tx: AbcTransformer | None = None
+        # statement -> (prepared name, numbered text, may write), this generation
+        self.statements: dict[str, tuple[bytes, bytes, bool]] = {}
+
+    def statement(self, name: str, sql: dict[str, str]) -> tuple[bytes, bytes, bool]:
+        """A statement's prepared name, its text for libpq and whether it may write, cached.
+
+        Every statement but the lock and the facts query may write (``header_insert``
+        may: it is sent like a write).
+        """
+        text = _numbered(name, sql[name] if name in sql else _merged(name))
+        writes = not name.startswith(("timed_lock", "append_facts"))
+        found = self.statements[name] = (self.name(name), text, writes)
+        return found
 
     def name(self, statement: str) -> bytes:
         """The prepared name of a statement in the current generation.
@@ -951,8 +970,12 @@ class _Prepared:
         """The server lost some (``DISCARD ALL``, ``DEALLOCATE``): prepare anew, under new names."""
         self.generation += 1
         self.names.clear()
+        self.statements.clear()
 
 
+_TEXT = [PyFormat.TEXT] * 64  # parameter formats (a slice of it per statement)
+_COMMAND_OK, _FATAL_ERROR = pq.ExecStatus.COMMAND_OK, pq.ExecStatus.FATAL_ERROR
+_PIPELINE_ABORTED = pq.ExecStatus.PIPELINE_ABORTED
 _STATE = "_flowmem_prepared"  # the attribute of a connection holding its ``_Prepared``
 
 
@@ -1034,9 +1057,16 @@ def _asked(rows: list[Message]) -> tuple[list[str], bool]:
 
 
 def _editor(
-    db: SqlRunner, address: Address, facts: tuple[Any, ...] | None, ids: list[str]
+    db: SqlRunner,
+    address: Address,
+    facts: tuple[Any, ...] | None,
+    ids: list[str],
+    want_open: bool = False,
 ) -> SqlBufferEditor:
-    """The append's editor, seeded with the row of ``append_facts`` (None: no buffer yet)."""
+    """The append's editor, seeded with the row of ``append_facts`` (None: no buffer yet).
+
+    ``want_open``: the facts hold the open calls (NULL there is none open).
+    """
     if facts is None:
         editor = SqlBufferEditor(db, address, None)
         editor.know(dict.fromkeys(ids, False), dict.fromkeys(ids), [])
@@ -1050,9 +1080,10 @@ def _editor(
             answers[cid] = Answer(int(pos), bool(healed))
     open_calls = None
     following: dict[int, int | None] = {}
-    if facts[5] is not None:
-        open_calls = [(str(cid), int(pos), int(end)) for cid, pos, end, _ in facts[5]]
-        following = {int(end): None if n is None else int(n) for _, _, end, n in facts[5]}
+    if want_open:
+        found = facts[5] or ()
+        open_calls = [(str(cid), int(pos), int(end)) for cid, pos, end, _ in found]
+        following = {int(end): None if n is None else int(n) for _, _, end, n in found}
     editor.know(declared, answers, open_calls, following)
     return editor
 
