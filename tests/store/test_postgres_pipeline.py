@@ -167,3 +167,19 @@ def test_prepared_names_stay_distinct_within_the_servers_63_bytes() -> None:
     assert prepared.name(long) == prepared.name(long)
     prepared.forget()
     assert prepared.name(long) not in names
+
+
+def test_statements_are_named_anew_after_the_server_forgets_them() -> None:
+    """The per-connection cache of names and texts follows ``forget`` (a new generation)."""
+    from flowmem.store.postgres import SQL
+
+    prepared = _Prepared()
+    first = prepared.statement("header_update", SQL)
+    assert prepared.statements["header_update"] == first
+    assert first[2]  # a write
+    assert not prepared.statement("append_facts@open", SQL)[2]
+    prepared.forget()
+    assert "header_update" not in prepared.statements
+    again = prepared.statement("header_update", SQL)
+    assert again[0] != first[0]
+    assert again[1] == first[1]
