@@ -18,7 +18,7 @@ psycopg = pytest.importorskip("psycopg")
 
 from psycopg import pq  # noqa: E402
 
-from flowmem.store.postgres import _PREPARED, PostgresStore, _Prepared  # noqa: E402
+from flowmem.store.postgres import PostgresStore, _Prepared, _prepared_of  # noqa: E402
 
 A = Address("session", "s1", "chat")
 
@@ -104,7 +104,7 @@ def test_a_prepare_the_server_skipped_is_sent_again(
     _idle(one_conn)
     one_conn.append(A, _user("serialized", 2))
     with one_conn._connection() as conn:
-        assert _PREPARED[conn].generation == 0
+        assert _prepared_of(conn).generation == 0
     assert [r["content"] for r in one_conn.load(A)] == ["unserialized", "serialized"]
 
 
@@ -167,3 +167,19 @@ def test_prepared_names_stay_distinct_within_the_servers_63_bytes() -> None:
     assert prepared.name(long) == prepared.name(long)
     prepared.forget()
     assert prepared.name(long) not in names
+
+
+def test_statements_are_named_anew_after_the_server_forgets_them() -> None:
+    """The per-connection cache of names and texts follows ``forget`` (a new generation)."""
+    from flowmem.store.postgres import SQL
+
+    prepared = _Prepared()
+    first = prepared.statement("header_update", SQL)
+    assert prepared.statements["header_update"] == first
+    assert first[2]  # a write
+    assert not prepared.statement("append_facts@open", SQL)[2]
+    prepared.forget()
+    assert "header_update" not in prepared.statements
+    again = prepared.statement("header_update", SQL)
+    assert again[0] != first[0]
+    assert again[1] == first[1]

@@ -13,7 +13,6 @@ import hashlib
 import itertools
 import logging
 import time
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -324,19 +323,30 @@ SQL.update(
 
 # What the append's editor will ask, in one statement run right after the lock
 # (its own statement: a statement's snapshot predates a lock it waits for):
-# the header; for the call ids the incoming rows name (a text[]), which are
-# declared and their first answer; and, for an append with a user turn, the open
+# the header; for the call ids the incoming rows name (a text[]), whether each is
+# declared and its first answer; and, for an append with a user turn, the open
 # calls with the end of each declaring turn's result run (the editor's
 # ``run_end``) and the position of the row after that end (``next_pos``, where
 # healing inserts). One variant per shape (``append_facts@ids``, ``@open``,
 # ``@ids+open`` or just the header): a part not needed is not in the statement,
 # so the server neither plans nor starts it (docs/decisions/0028).
-_FACT_IDS = """ARRAY(SELECT DISTINCT c.call_id FROM buffer_calls c
-        WHERE c.buffer_id = b.id AND c.call_id = ANY(%s::text[])),
-    (SELECT json_agg(json_build_array(a.call_id, a.pos, a.healed)) FROM
-        (SELECT DISTINCT ON (call_id) call_id, pos, healed FROM buffer_answers
-         WHERE buffer_id = b.id AND call_id = ANY(%s::text[]) ORDER BY call_id, pos) AS a)"""
-_FACT_OPEN = """COALESCE((SELECT json_agg(json_build_array(e.call_id,
+#
+# The statements run with generic plans, planned once per connection, often on
+# tables with no statistics yet (a new database). Each part is written so that
+# every plan the server may pick stays O(1) in the buffer's length
+# (docs/decisions/0033): a lookup per id is a subquery in the select list (a
+# subplan on the (buffer_id, call_id) key, never turned into a join that scans
+# the buffer's calls), and the open calls are scanned only when an EXISTS (a
+# first-row index scan) finds one: a bitmap scan of the partial index visits every
+# call the buffer ever had until VACUUM (an answered call's old row version stays
+# in the index). No open call gives NULL, not '[]': no JSON to parse.
+_FACT_IDS = """(SELECT json_agg(json_build_array(i.id,
+        EXISTS (SELECT 1 FROM buffer_calls c WHERE c.buffer_id = b.id AND c.call_id = i.id),
+        a.pos, a.healed))
+    FROM unnest(%s::text[]) AS i(id) LEFT JOIN LATERAL (SELECT pos, healed FROM buffer_answers
+        WHERE buffer_id = b.id AND call_id = i.id ORDER BY pos LIMIT 1) AS a ON TRUE)"""
+_FACT_OPEN = """CASE WHEN EXISTS (SELECT 1 FROM buffer_calls x WHERE x.buffer_id = b.id
+        AND NOT x.answered) THEN COALESCE((SELECT json_agg(json_build_array(e.call_id,
         e.declared_pos, e.run_end, (SELECT MIN(n.pos) FROM buffer_rows n
             WHERE n.buffer_id = b.id AND n.pos > e.run_end)) ORDER BY e.declared_pos, e.ord)
         FROM (SELECT o.call_id, o.declared_pos, o.ord, COALESCE((SELECT MAX(r.pos)
@@ -344,7 +354,7 @@ _FACT_OPEN = """COALESCE((SELECT json_agg(json_build_array(e.call_id,
             AND r.pos < COALESCE((SELECT MIN(t.pos) FROM buffer_rows t
             WHERE t.buffer_id = b.id AND t.pos > o.declared_pos AND t.role <> 'tool'),
             9223372036854775807)), o.declared_pos) AS run_end
-        FROM buffer_calls o WHERE o.buffer_id = b.id AND NOT o.answered) AS e), '[]')"""
+        FROM buffer_calls o WHERE o.buffer_id = b.id AND NOT o.answered) AS e), '[]') END"""
 for _ids, _open, _suffix in (
     (False, False, ""),
     (True, False, "@ids"),
@@ -353,7 +363,7 @@ for _ids, _open, _suffix in (
 ):
     SQL[f"append_facts{_suffix}"] = (
         "SELECT b.id, b.count, b.last_major, b.bytes, "
-        + (_FACT_IDS if _ids else "NULL, NULL")
+        + (_FACT_IDS if _ids else "NULL")
         + ", "
         + (_FACT_OPEN if _open else "NULL")
         + f" FROM buffers b WHERE {_ADDR}"
@@ -670,12 +680,12 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                 shape = ("@ids" if ids else "@") + ("+open" if want_open else "")
                 facts = db.send(
                     "append_facts" + {"@": "", "@+open": "@open"}.get(shape, shape),
-                    (ids, ids, *address) if ids else tuple(address),
+                    (ids, *address) if ids else tuple(address),
                 )
                 found = db.result(facts)
                 if not db.has_rows(locked):
                     raise _GuardFailed
-                editor = _editor(db, address, found[0] if found else None, ids)
+                editor = _editor(db, address, found[0] if found else None, ids, want_open)
                 outcome = apply_append(editor, rows, max_messages)
                 check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)
                 editor.flush()
@@ -738,10 +748,15 @@ class _Pipeline:
         self.conn = conn
         self.pgconn = conn.pgconn
         self.sql = sql
-        self.tx = Transformer(conn)
-        self.prepared = _PREPARED.get(conn) or _PREPARED.setdefault(conn, _Prepared())
+        self.prepared = _prepared_of(conn)
+        if self.prepared.tx is None:
+            self.prepared.tx = Transformer(conn)
+        # one per connection: a Transformer caches the dumpers and loaders it has looked
+        # up, and a new one per append looked them up again (≈ 25 µs; decision 0033)
+        self.tx: AbcTransformer = self.prepared.tx
         self.sent = 0  # commands queued
         self.fetched: list[list[PGresult]] = []  # the results of the first len(fetched)
+        self.checked = 0  # how many of them ``_raise_first`` found without an error
         self.preparing: dict[int, bytes] = {}  # ticket of a Parse -> its name, until answered
         self.wrote = False  # a statement that may write was sent
         self.held: list[str] = []  # writes not sent yet (see ``run``), their parameters
@@ -780,11 +795,15 @@ class _Pipeline:
         return self._send(name, params)
 
     def _send(self, name: str, params: Sequence[Any]) -> int:
-        if not name.startswith(("timed_lock", "append_facts")):
-            self.wrote = True  # (or may have: header_insert; any statement but the first two)
-        text = _numbered(name, self.sql[name] if name in self.sql else _merged(name))
-        values = self.tx.dump_sequence(params, [PyFormat.TEXT] * len(params)) if params else None
-        key = self.prepared.name(name)
+        found = self.prepared.statements.get(name)
+        if found is None:
+            found = self.prepared.statement(name, self.sql)
+        key, text, writes = found
+        if writes:
+            self.wrote = True
+        count = len(params)
+        formats = _TEXT[:count] if count <= len(_TEXT) else [PyFormat.TEXT] * count
+        values = self.tx.dump_sequence(params, formats) if count else None
         if key not in self.prepared.names and key not in self.preparing.values():
             self.pgconn.send_prepare(key, text)
             self.preparing[self.sent] = key
@@ -823,22 +842,26 @@ class _Pipeline:
 
     def _settle(self) -> None:
         """Record the statements whose Parse the server answered (a failed one is not kept)."""
+        if not self.preparing:
+            return
         for ticket in [t for t in self.preparing if t < len(self.fetched)]:
             key = self.preparing.pop(ticket)
-            if self.fetched[ticket][-1].status == pq.ExecStatus.COMMAND_OK:
+            if self.fetched[ticket][-1].status == _COMMAND_OK:
                 self.prepared.names.add(key)
 
     def _raise_first(self) -> None:
-        """Raise the first error among the results (as psycopg would)."""
-        for results in self.fetched:
+        """Raise the first error among the results not checked yet (as psycopg would)."""
+        for results in self.fetched[self.checked :]:
             for res in results:
-                if res.status == pq.ExecStatus.FATAL_ERROR:
+                status = res.status
+                if status == _FATAL_ERROR:
                     error = psycopg.errors.error_from_result(res, encoding=self.pgconn._encoding)
                     if isinstance(error, psycopg.errors.InvalidSqlStatementName):
                         self.prepared.forget()
                     raise error
-                if res.status == pq.ExecStatus.PIPELINE_ABORTED:
+                if status == _PIPELINE_ABORTED:
                     raise psycopg.errors.PipelineAborted("pipeline aborted")
+        self.checked = len(self.fetched)
 
     # --- SqlRunner ---------------------------------------------------------------------
     def one(self, name: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
@@ -909,11 +932,28 @@ def _merged(name: str) -> str:
 
 
 class _Prepared:
-    """The append's statements prepared on one connection (names carry a generation)."""
+    """The append's statements prepared on one connection (names carry a generation).
+
+    Also the connection's ``Transformer`` for the append's parameters and rows.
+    """
 
     def __init__(self) -> None:
         self.generation = 0
         self.names: set[bytes] = set()
+        self.tx: AbcTransformer | None = None
+        # statement -> (prepared name, numbered text, may write), this generation
+        self.statements: dict[str, tuple[bytes, bytes, bool]] = {}
+
+    def statement(self, name: str, sql: dict[str, str]) -> tuple[bytes, bytes, bool]:
+        """A statement's prepared name, its text for libpq and whether it may write, cached.
+
+        Every statement but the lock and the facts query may write (``header_insert``
+        may: it is sent like a write).
+        """
+        text = _numbered(name, sql[name] if name in sql else _merged(name))
+        writes = not name.startswith(("timed_lock", "append_facts"))
+        found = self.statements[name] = (self.name(name), text, writes)
+        return found
 
     def name(self, statement: str) -> bytes:
         """The prepared name of a statement in the current generation.
@@ -930,11 +970,26 @@ class _Prepared:
         """The server lost some (``DISCARD ALL``, ``DEALLOCATE``): prepare anew, under new names."""
         self.generation += 1
         self.names.clear()
+        self.statements.clear()
 
 
-_PREPARED: weakref.WeakKeyDictionary[psycopg.Connection[Any], _Prepared] = (
-    weakref.WeakKeyDictionary()
-)
+_TEXT = [PyFormat.TEXT] * 64  # parameter formats (a slice of it per statement)
+_COMMAND_OK, _FATAL_ERROR = pq.ExecStatus.COMMAND_OK, pq.ExecStatus.FATAL_ERROR
+_PIPELINE_ABORTED = pq.ExecStatus.PIPELINE_ABORTED
+_STATE = "_flowmem_prepared"  # the attribute of a connection holding its ``_Prepared``
+
+
+def _prepared_of(conn: psycopg.Connection[Any]) -> _Prepared:
+    """The append's state of one connection, kept on the connection: it goes with it.
+
+    Not a weak-keyed table: its ``Transformer`` refers to the connection, so an
+    entry would keep its own key alive.
+    """
+    found: _Prepared | None = conn.__dict__.get(_STATE)
+    if found is None:
+        found = conn.__dict__.setdefault(_STATE, _Prepared())
+    return found
+
 _NUMBERED: dict[str, bytes] = {}
 _NUMBERS: dict[str, int] = {}  # statement -> its number in prepared names (this process)
 _COUNT = itertools.count()
@@ -1002,24 +1057,34 @@ def _asked(rows: list[Message]) -> tuple[list[str], bool]:
 
 
 def _editor(
-    db: SqlRunner, address: Address, facts: tuple[Any, ...] | None, ids: list[str]
+    db: SqlRunner,
+    address: Address,
+    facts: tuple[Any, ...] | None,
+    ids: list[str],
+    want_open: bool = False,
 ) -> SqlBufferEditor:
-    """The append's editor, seeded with the row of ``append_facts`` (None: no buffer yet)."""
+    """The append's editor, seeded with the row of ``append_facts`` (None: no buffer yet).
+
+    ``want_open``: the facts hold the open calls (NULL there is none open).
+    """
     if facts is None:
         editor = SqlBufferEditor(db, address, None)
         editor.know(dict.fromkeys(ids, False), dict.fromkeys(ids), [])
         return editor
     editor = SqlBufferEditor(db, address, facts[:4])
-    declared = set(facts[4] or ())
+    declared = dict.fromkeys(ids, False)
     answers: dict[str, Answer | None] = dict.fromkeys(ids)
-    for cid, pos, healed in facts[5] or ():
-        answers[cid] = Answer(int(pos), bool(healed))
+    for cid, is_declared, pos, healed in facts[4] or ():
+        declared[cid] = bool(is_declared)
+        if pos is not None:
+            answers[cid] = Answer(int(pos), bool(healed))
     open_calls = None
     following: dict[int, int | None] = {}
-    if facts[6] is not None:
-        open_calls = [(str(cid), int(pos), int(end)) for cid, pos, end, _ in facts[6]]
-        following = {int(end): None if n is None else int(n) for _, _, end, n in facts[6]}
-    editor.know({cid: cid in declared for cid in ids}, answers, open_calls, following)
+    if want_open:
+        found = facts[5] or ()
+        open_calls = [(str(cid), int(pos), int(end)) for cid, pos, end, _ in found]
+        following = {int(end): None if n is None else int(n) for _, _, end, n in found}
+    editor.know(declared, answers, open_calls, following)
     return editor
 
 
