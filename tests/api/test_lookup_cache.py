@@ -16,9 +16,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from flowmem.api import create_app
+from flowmem.api.app import app_from_env
 from flowmem.api.gate import LookupCache
 from flowmem.auth import authenticate, create_token, revoke_token
-from flowmem.errors import NotFoundError
+from flowmem.errors import ConfigurationError, NotFoundError
 from flowmem.sessions import SessionService
 from flowmem.store import Address, Store, open_store
 from flowmem.store.base import WriteGuard
@@ -270,3 +271,33 @@ def test_the_lookup_cache_is_bounded_expires_and_forgets_lookups_older_than_a_cl
     off: LookupCache[str, int] = LookupCache(0, 3)
     off.put("k", 1, off.generation)
     assert off.get("k") is None
+
+
+@pytest.mark.parametrize("ttl", [float("nan"), float("inf"), -1.0])
+def test_a_lookup_cache_refuses_a_ttl_that_is_not_finite_seconds(ttl: float) -> None:
+    # a NaN deadline compares false forever: a revoked token would be served for good
+    with pytest.raises(ConfigurationError):
+        LookupCache(ttl, 3)
+
+
+@pytest.mark.parametrize("raw", ["nan", "inf", "-1", "soon"])
+def test_the_token_cache_ttl_from_the_environment_must_be_finite_seconds(
+    raw: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLOWMEM_DATABASE_URL", f"sqlite:///{tmp_path}/env.db")
+    monkeypatch.setenv("FLOWMEM_TOKEN_CACHE_TTL", raw)
+    with pytest.raises(ConfigurationError, match="FLOWMEM_TOKEN_CACHE_TTL"):
+        app_from_env()
+
+
+@pytest.mark.parametrize("option", ["--token-cache-ttl", "--body-timeout", "--rate-limit"])
+def test_serve_refuses_a_number_option_that_is_not_finite(option: str, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from flowmem.cli import cli
+
+    database = f"sqlite:///{tmp_path}/cli.db"
+    result = CliRunner().invoke(cli, ["serve", "--database", database, option, "nan"])
+    assert result.exit_code == 2, result.output
+    assert "not a finite number" in result.output
+    assert not (tmp_path / "cli.db").exists()  # refused before anything was opened

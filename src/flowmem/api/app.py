@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import math
 import os
 import time
 from collections.abc import AsyncIterator, Callable
@@ -202,6 +203,18 @@ def runtime_runner(store: Store, memory: MemoryService) -> TurnRunner | None:
     return runner_from_env(store, memory)
 
 
+def _env_seconds(name: str, default: float) -> float:
+    """The finite number of seconds >= 0 in ``$name`` (``default`` when unset or empty)."""
+    raw = os.environ.get(name) or str(default)
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ConfigurationError(f"${name} must be a number of seconds >= 0, got {raw!r}")
+    return seconds
+
+
 def app_from_env() -> FastAPI:
     """Uvicorn factory: the store URL comes from ``$FLOWMEM_DATABASE_URL``.
 
@@ -211,20 +224,8 @@ def app_from_env() -> FastAPI:
     ``$FLOWMEM_BODY_TIMEOUT`` bounds a body's arrival in seconds (default 30, 0: none),
     ``$FLOWMEM_TOKEN_CACHE_TTL`` is ``token_cache_ttl`` (default 2, 0: off).
     """
-    raw_timeout = os.environ.get(BODY_TIMEOUT_ENV) or str(BODY_TIMEOUT)
-    try:
-        body_timeout = float(raw_timeout)
-    except ValueError:
-        raise ConfigurationError(
-            f"${BODY_TIMEOUT_ENV} must be a number of seconds, got {raw_timeout!r}"
-        ) from None
-    raw_ttl = os.environ.get(TOKEN_CACHE_TTL_ENV) or str(TOKEN_CACHE_TTL)
-    try:
-        token_cache_ttl = float(raw_ttl)
-    except ValueError:
-        raise ConfigurationError(
-            f"${TOKEN_CACHE_TTL_ENV} must be a number of seconds, got {raw_ttl!r}"
-        ) from None
+    body_timeout = _env_seconds(BODY_TIMEOUT_ENV, BODY_TIMEOUT)
+    token_cache_ttl = _env_seconds(TOKEN_CACHE_TTL_ENV, TOKEN_CACHE_TTL)
     raw = os.environ.get(CONCURRENCY_ENV) or str(DEFAULT_STORE_CONCURRENCY)
     try:
         concurrency = int(raw)

@@ -45,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -60,7 +61,7 @@ from flowmem.api.errors import OPEN_PATHS, error_body, status_for
 from flowmem.auth import authenticate, bearer_token, hash_token, well_formed
 from flowmem.core import check_storable
 from flowmem.core.storable import json_text_may_hold_surrogates
-from flowmem.errors import AuthenticationError, FlowmemError, InvalidTextError
+from flowmem.errors import AuthenticationError, ConfigurationError, FlowmemError, InvalidTextError
 from flowmem.store.base import Store
 
 if TYPE_CHECKING:
@@ -274,6 +275,9 @@ class LookupCache(Generic[K, V]):
 
     def __init__(self, ttl: float, size: int, clock: Callable[[], float] = time.monotonic) -> None:
         """Remember up to ``size`` entries for ``ttl`` seconds of ``clock``."""
+        if isinstance(ttl, bool) or not math.isfinite(ttl) or ttl < 0:
+            # a NaN would never expire: every comparison with it is false
+            raise ConfigurationError(f"a lookup cache's ttl must be seconds >= 0, got {ttl!r}")
         self.ttl, self.size, self.clock = ttl, size, clock
         self.generation = 0
         self._entries: dict[K, tuple[float, V]] = {}

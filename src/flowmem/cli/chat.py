@@ -21,6 +21,7 @@ from rich.markup import escape
 
 from flowmem.cli.database import database_option, open_database
 from flowmem.cli.demo import history_table
+from flowmem.cli.io import FiniteFloatRange
 from flowmem.core import call_ids, result_id
 from flowmem.errors import ConflictError, FlowmemError, NotFoundError
 from flowmem.runtime.agent import MemorySpec
@@ -132,7 +133,7 @@ def _dangling(rows: list[dict[str, Any]]) -> list[str]:
     "--stale-after",
     default=10.0,
     show_default=True,
-    type=click.FloatRange(min=0.1),
+    type=FiniteFloatRange(min=0.1),
     help="Seconds after which a session left running by a crashed chat is released.",
 )
 def chat_command(

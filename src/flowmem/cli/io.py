@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import Any
+
+import click
 
 from flowmem.core import check_storable
 from flowmem.errors import InvalidInputError
@@ -39,3 +42,17 @@ def read_message_list(source: str) -> list[Any]:
     if not isinstance(document, list):
         raise InvalidInputError(f"{source} must hold a JSON list of messages")
     return document
+
+
+class FiniteFloatRange(click.FloatRange):
+    """``click.FloatRange`` that also refuses ``nan`` and ``inf`` (which compare as in range)."""
+
+    name = "finite float range"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """The number, when it is finite and within the range; else a usage error."""
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
+

@@ -41,6 +41,7 @@ from flowmem.cli.database import (
     redact,
 )
 from flowmem.cli.errors import CannotListenError
+from flowmem.cli.io import FiniteFloatRange
 from flowmem.errors import ConfigurationError
 from flowmem.limits import ENV as LIMIT_ENV
 from flowmem.limits import Limits
@@ -93,13 +94,13 @@ def _limit_options(command: F) -> F:
     )
     # (flag, RateLimits field, type, help)
     rate_flags = [
-        ("--rate-limit", "requests_per_second", click.FloatRange(0),
+        ("--rate-limit", "requests_per_second", FiniteFloatRange(0),
          "Requests per second per API token, per worker (429 beyond). 0 = off."),
         ("--rate-burst", "burst", click.IntRange(0),
          "Requests one token may make at once above the rate."),
         ("--auth-failures", "auth_failures", click.IntRange(0),
          "Bad-token (401) requests one client address may make before 429. 0 = off."),
-        ("--auth-failures-per-minute", "auth_failures_per_minute", click.FloatRange(0),
+        ("--auth-failures-per-minute", "auth_failures_per_minute", FiniteFloatRange(0),
          "How fast a client address earns back bad-token allowances."),
     ]  # fmt: skip
     options += [
@@ -335,7 +336,7 @@ def announce(created: Bootstrap | None, has_admin: bool, url: str, host: str, po
     show_default=True,
     envvar=HEADER_TIMEOUT_ENV,
     show_envvar=True,
-    type=click.FloatRange(0),
+    type=FiniteFloatRange(0),
     help="Seconds a request's headers may take to arrive (the connection is closed after). "
     "0 = no bound.",
 )
@@ -345,7 +346,7 @@ def announce(created: Bootstrap | None, has_admin: bool, url: str, host: str, po
     show_default=True,
     envvar=BODY_TIMEOUT_ENV,
     show_envvar=True,
-    type=click.FloatRange(0),
+    type=FiniteFloatRange(0),
     help="Seconds a request's body may take to arrive (408 after). 0 = no bound.",
 )
 @click.option(
@@ -354,7 +355,7 @@ def announce(created: Bootstrap | None, has_admin: bool, url: str, host: str, po
     show_default=True,
     envvar=TOKEN_CACHE_TTL_ENV,
     show_envvar=True,
-    type=click.FloatRange(0, 3600),
+    type=FiniteFloatRange(0, 3600),
     help="Seconds a worker answers memory reads (/v1/buffers, /v1/memory) for a token it "
     "looked up, without looking it up again: a revocation by another process is seen "
     "within this time (writes check their token at once). 0 = look it up every time.",
