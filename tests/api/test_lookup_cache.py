@@ -104,10 +104,17 @@ def workers(store: Store) -> Iterator[tuple[Worker, Worker, dict[str, str]]]:
         yield pair[0], pair[1], ids
 
 
-def test_memory_requests_look_their_token_up_once_per_ttl(tmp_path: Path) -> None:
+@pytest.fixture
+def counted(tmp_path: Path) -> Iterator[tuple[Any, str]]:
+    """A SQLite store counting its lookups, and a token of alice's on it."""
     store = open_store(f"sqlite:///{tmp_path}/count.db")
     token, _ = create_token(store, "alice", {"sessions:create"})
-    counting: Any = Counting(store)
+    yield Counting(store), token
+    store.close()
+
+
+def test_memory_requests_look_their_token_up_once_per_ttl(counted: tuple[Any, str]) -> None:
+    counting, token = counted
     app = create_app(counting, token_cache_ttl=60, purge_interval=None)
     with TestClient(app) as client:
         headers = {"Authorization": f"Bearer {token}"}
@@ -122,13 +129,10 @@ def test_memory_requests_look_their_token_up_once_per_ttl(tmp_path: Path) -> Non
         assert client.get("/v1/sessions", headers=headers).status_code == 200
         assert client.get("/v1/sessions", headers=headers).status_code == 200
         assert counting.lookups["token_by_hash"] == 3
-    store.close()
 
 
-def test_an_append_to_an_existing_session_looks_it_up_once_then_not_at_all(tmp_path: Path) -> None:
-    store = open_store(f"sqlite:///{tmp_path}/count.db")
-    token, _ = create_token(store, "alice", {"sessions:create"})
-    counting: Any = Counting(store)
+def test_an_append_to_an_existing_session_looks_it_up_once_then_not_at_all(counted: tuple[Any, str]) -> None:
+    counting, token = counted
     with TestClient(create_app(counting, purge_interval=None)) as client:
         headers = {"Authorization": f"Bearer {token}"}
         body = {"messages": {"role": "user", "content": "first"}}
@@ -138,13 +142,10 @@ def test_an_append_to_an_existing_session_looks_it_up_once_then_not_at_all(tmp_p
         assert counting.lookups["get_session"] == 1  # was 2: one to find it, one to load it
         assert client.post(f"{CHAT}?session_id=s1", headers=headers, json=body).status_code == 200
         assert counting.lookups["get_session"] == 1
-    store.close()
 
 
-def test_an_append_to_a_session_the_worker_created_does_not_look_it_up(tmp_path: Path) -> None:
-    store = open_store(f"sqlite:///{tmp_path}/count.db")
-    token, _ = create_token(store, "alice", {"sessions:create"})
-    counting: Any = Counting(store)
+def test_an_append_to_a_session_the_worker_created_does_not_look_it_up(counted: tuple[Any, str]) -> None:
+    counting, token = counted
     with TestClient(create_app(counting, purge_interval=None)) as client:
         headers = {"Authorization": f"Bearer {token}"}
         sid = client.post("/v1/sessions", headers=headers, json={"name": "x"}).json()["id"]
@@ -154,7 +155,6 @@ def test_an_append_to_a_session_the_worker_created_does_not_look_it_up(tmp_path:
             client.post(f"{CHAT}?session_id={sid}", headers=headers, json=body).status_code == 200
         )
         assert counting.lookups["get_session"] == 0
-    store.close()
 
 
 def test_a_revoked_token_is_refused_by_another_worker_within_the_ttl(
