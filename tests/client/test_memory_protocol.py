@@ -1,8 +1,12 @@
-"""``flowmem.memory.Memory``: ``MemoryService`` in process and ``Client`` over HTTP, one interface."""
+"""``flowmem.memory.Memory``: ``MemoryService`` in process and ``Client`` over HTTP, one interface.
+
+``flowmem.memory.AsyncMemory`` is its awaited twin, implemented by ``AsyncClient``.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from dataclasses import replace
 from typing import Any
@@ -10,10 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
-from flowmem.client import Client
+from flowmem.client import AsyncClient, Client
 from flowmem.client.scoping import USER_RULE
 from flowmem.errors import AccessDeniedError, ConfigurationError, NotFoundError
-from flowmem.memory import Memory
+from flowmem.memory import OPERATIONS, AsyncMemory, Memory
 from flowmem.results import BufferResult, PopResult, ReadResult, WriteResult
 from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
@@ -70,6 +74,54 @@ def test_memory_service_and_client_are_memories(memory_server: Server) -> None:
     assert isinstance(MemoryService(open_store("memory://")), Memory)
     with memory_server.client("alice") as client:
         assert isinstance(client, Memory)
+
+
+def _protocol_methods(protocol: type) -> set[str]:
+    return {name for name, value in vars(protocol).items() if inspect.isfunction(value) and not name.startswith("_")}
+
+
+def test_every_memory_operation_has_an_async_twin_with_the_same_signature() -> None:
+    assert _protocol_methods(Memory) == _protocol_methods(AsyncMemory) == set(OPERATIONS)
+    for op in OPERATIONS:
+        plain, awaited = getattr(Memory, op), getattr(AsyncMemory, op)
+        assert not inspect.iscoroutinefunction(plain) and inspect.iscoroutinefunction(awaited)
+        assert inspect.signature(plain) == inspect.signature(awaited), op
+
+
+def test_the_async_client_is_an_async_memory_with_the_clients_signatures() -> None:
+    client = AsyncClient("http://127.0.0.1:1", "fm_x")
+    assert isinstance(client, AsyncMemory)
+    for op in OPERATIONS:
+        assert inspect.iscoroutinefunction(getattr(AsyncClient, op))
+        assert inspect.signature(getattr(AsyncClient, op)) == inspect.signature(getattr(Client, op))
+    asyncio.run(client.close())
+
+
+class _Blocking:
+    """An ``AsyncMemory``'s operations run to completion one by one on one event loop."""
+
+    def __init__(self, memory: AsyncMemory, loop: asyncio.AbstractEventLoop) -> None:
+        self.memory, self.loop = memory, loop
+
+    def __getattr__(self, op: str) -> Any:
+        awaited = getattr(self.memory, op)
+        return lambda *args, **kwargs: self.loop.run_until_complete(awaited(*args, **kwargs))
+
+
+def test_the_same_calls_give_the_same_results_awaited(memory_server: Server) -> None:
+    with memory_server.client("alice") as sync:
+        session = sync.create_session()
+    context = ExecutionContext(session_id=session.id, user_id="alice")
+    loop = asyncio.new_event_loop()
+    try:
+        client = memory_server.async_client("alice")
+        awaited = _script(_Blocking(client, loop), context)  # type: ignore[arg-type]
+        loop.run_until_complete(client.close())
+    finally:
+        loop.close()
+    local = _script(MemoryService(MemoryStore()), context)
+    assert [_no_timestamps(r) for r in awaited] == [_no_timestamps(r) for r in local]
+    assert all(type(a) is type(b) for a, b in zip(awaited, local, strict=True))
 
 
 def test_the_same_calls_give_the_same_results_in_process_and_over_http(

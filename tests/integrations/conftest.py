@@ -3,20 +3,25 @@
 ``backend_service``: a ``MemoryService`` over each store backend (memory, SQLite,
 PostgreSQL), and ``remote`` / ``remote-postgres``: a ``Client`` of the session's
 ``flowmem serve`` over SQLite / over PostgreSQL with two workers. ``service``: an
-in-process service over a ``MemoryStore`` (``local``) and the same remote clients. See ``tests/integrations/backends.py``.
+in-process service over a ``MemoryStore`` (``local``) and the same remote clients.
+``session_memory``: every kind of ``backend_service`` and an ``AsyncClient`` of each
+real server (``async-remote``, ``async-remote-postgres``), for the adapters that
+await. See ``tests/integrations/backends.py``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from flowmem.memory import Memory
+from flowmem.memory import AsyncMemory, Memory
 from flowmem.service import MemoryService
 from flowmem.store import MemoryStore
 from tests.integrations.backends import (
+    ASYNC_REMOTES,
     LOCAL,
     REMOTES,
     SERVERS,
@@ -50,9 +55,7 @@ def adapter_server_postgres(
     yield from start_adapter_server(tmp, database, "--workers", "2")
 
 
-@pytest.fixture(params=[*BACKENDS, *REMOTES])
-def backend_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
-    """A service over a fresh store of each backend kind, and a client of each real server."""
+def _backend_memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     if request.param in SERVERS:
         yield remote_memory(request, kind=request.param)
         return
@@ -61,6 +64,20 @@ def backend_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[
         yield MemoryService(store)
     finally:
         store.close()
+
+
+@pytest.fixture(params=[*BACKENDS, *REMOTES])
+def backend_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
+    """A service over a fresh store of each backend kind, and a client of each real server."""
+    yield from _backend_memory(request, tmp_path)
+
+
+@pytest.fixture(params=[*BACKENDS, *REMOTES, *ASYNC_REMOTES])
+def session_memory(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Memory | AsyncMemory]:
+    """``backend_service``'s kinds and an ``AsyncClient`` of each real server."""
+    yield from _backend_memory(request, tmp_path)
 
 
 @pytest.fixture(params=[LOCAL, *REMOTES])

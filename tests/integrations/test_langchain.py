@@ -21,8 +21,10 @@ from langgraph.prebuilt.chat_agent_executor import _validate_chat_history
 
 from flowmem.core import HEALED_CONTENT, check_sendable
 from flowmem.integrations.langchain import FlowmemChatMessageHistory, message_to_row, row_to_message
-from flowmem.memory import Memory
+from flowmem.memory import AsyncMemory, Memory
 from flowmem.scope import ExecutionContext
+from flowmem.service import MemoryService
+from flowmem.store import MemoryStore
 from tests.integrations.backends import shared_of, user_of
 
 # RunnableWithMessageHistory and InMemoryChatMessageHistory are deprecated upstream but
@@ -275,5 +277,16 @@ def test_an_async_client_is_refused_at_construction_with_what_to_pass() -> None:
     from flowmem.client import AsyncClient
 
     asynchronous = AsyncClient("http://127.0.0.1:1", "fm_x")
-    with pytest.raises(TypeError, match=r"flowmem\.client\.Client"):
+    with pytest.raises(TypeError, match=r"flowmem\.client\.Client") as refused:
         FlowmemChatMessageHistory(asynchronous, session_id="s1")  # type: ignore[arg-type]
+    assert "is synchronous" in str(refused.value) and "AsyncMemory" in str(refused.value)
+
+
+def test_any_async_memory_is_refused_at_construction() -> None:
+    """Not only the AsyncClient: whatever awaits the protocol's operations (decision 0036)."""
+    from flowmem.integrations import InThread
+
+    awaited = InThread(MemoryService(MemoryStore()))
+    assert isinstance(awaited, AsyncMemory)
+    with pytest.raises(TypeError, match="FlowmemChatMessageHistory is synchronous"):
+        FlowmemChatMessageHistory(awaited, session_id="s1")  # type: ignore[arg-type]

@@ -1,7 +1,9 @@
 """``FlowmemSession`` with the real openai-agents ``Runner`` and a scripted model.
 
 ``service`` and ``sqlite_service`` each also run as ``remote``: a ``Client`` of a
-real ``flowmem serve`` (``tests/integrations/backends.py``).
+real ``flowmem serve`` (calls in a worker thread), and as ``async-remote``: an
+``AsyncClient`` of it (calls awaited on the loop, no thread;
+``tests/integrations/backends.py``).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +24,19 @@ from flowmem.core import HEALED_CONTENT, check_sendable
 from flowmem.errors import ConfigurationError, InvalidMessageError
 from flowmem.formats import from_responses
 from flowmem.integrations.openai_agents import FlowmemSession
-from flowmem.memory import Memory
+from flowmem.memory import AsyncMemory, Memory
 from flowmem.service import MemoryService
 from flowmem.store import MemoryStore, open_store
 from flowmem.store.base import SupportsPopLast
 from tests.formats.sdk import assert_responses
-from tests.integrations.backends import REMOTES, SERVERS, remote_memory, shared_of
+from tests.integrations.backends import (
+    ASYNC_REMOTES,
+    REMOTES,
+    SERVERS,
+    remote_memory,
+    shared_of,
+    sync_of,
+)
 from tests.integrations.scripted_model import ScriptedModel, call, text
 
 set_tracing_disabled(True)  # no trace export from tests (the network is loopback only)
@@ -41,8 +51,8 @@ CALL_ITEM = {
 OUTPUT_ITEM = {"type": "function_call_output", "call_id": "c2", "output": "21C"}
 
 
-@pytest.fixture(params=["memory", "sqlite", *REMOTES])
-def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
+@pytest.fixture(params=["memory", "sqlite", *REMOTES, *ASYNC_REMOTES])
+def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory | AsyncMemory]:
     if request.param in SERVERS:
         yield remote_memory(request, kind=request.param)
         return
@@ -55,8 +65,10 @@ def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
     store.close()
 
 
-@pytest.fixture(params=["sqlite", *REMOTES])
-def sqlite_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
+@pytest.fixture(params=["sqlite", *REMOTES, *ASYNC_REMOTES])
+def sqlite_service(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Memory | AsyncMemory]:
     if request.param in SERVERS:
         yield remote_memory(request, kind=request.param)
         return
@@ -70,14 +82,14 @@ def _weather(city: str) -> str:
 
 
 def _rows(session: FlowmemSession) -> list[dict[str, Any]]:
-    return session.service.load(session.scope, session.key, session.context).messages
+    return sync_of(session.service).load(session.scope, session.key, session.context).messages
 
 
-def test_session_satisfies_the_sdk_protocol(service: Memory) -> None:
+def test_session_satisfies_the_sdk_protocol(service: Memory | AsyncMemory) -> None:
     assert isinstance(FlowmemSession("s1", service), Session)
 
 
-def test_runner_runs_several_turns_over_a_sqlite_session(sqlite_service: Memory) -> None:
+def test_runner_runs_several_turns_over_a_sqlite_session(sqlite_service: Memory | AsyncMemory) -> None:
     model = ScriptedModel(
         [
             [text("Checking.", 1), call("c1", "weather", city="Lisbon")],
@@ -152,7 +164,7 @@ def _approval_scenario(session: Any) -> ScriptedModel:
 
 
 def test_mem_3_interrupted_call_is_healed_at_the_next_user_turn(
-    sqlite_service: Memory,
+    sqlite_service: Memory | AsyncMemory,
 ) -> None:
     session = FlowmemSession("s1", sqlite_service)
     model = _approval_scenario(session)
@@ -194,7 +206,7 @@ def test_sdk_sqlite_session_silently_drops_the_interrupted_call(tmp_path: Path) 
     assert all(i.get("call_id") != "c2" for i in seen)
 
 
-def test_approved_call_resumes_with_its_real_output(sqlite_service: Memory) -> None:
+def test_approved_call_resumes_with_its_real_output(sqlite_service: Memory | AsyncMemory) -> None:
     model = ScriptedModel([[call("c2", "weather", city="Porto")], [text("21C in Porto.")]])
     tool = function_tool(_weather, name_override="weather", needs_approval=True)
     agent = Agent(name="helper", instructions="be brief", model=model, tools=[tool])
@@ -222,7 +234,7 @@ def _crashing(city: str) -> str:
 
 
 def test_tool_crash_aborts_the_run_and_the_next_turn_still_runs(
-    sqlite_service: Memory,
+    sqlite_service: Memory | AsyncMemory,
 ) -> None:
     model = ScriptedModel(
         [[call("c9", "weather", city="Porto")], [text("Let me try again later.")]]
@@ -241,7 +253,7 @@ def test_tool_crash_aborts_the_run_and_the_next_turn_still_runs(
     assert check_sendable(_rows(session)) == []
 
 
-def test_streamed_run_is_stored_too(service: Memory) -> None:
+def test_streamed_run_is_stored_too(service: Memory | AsyncMemory) -> None:
     model = ScriptedModel([[text("hi there")]])
     agent = Agent(name="helper", instructions="be brief", model=model)
     session = FlowmemSession("s1", service)
@@ -258,7 +270,7 @@ def test_streamed_run_is_stored_too(service: Memory) -> None:
 
 
 def test_mem_1_redelivered_function_call_output_is_stored_once(
-    service: Memory, tmp_path: Path
+    service: Memory | AsyncMemory, tmp_path: Path
 ) -> None:
     session = FlowmemSession("s1", service)
 
@@ -275,7 +287,7 @@ def test_mem_1_redelivered_function_call_output_is_stored_once(
     assert [i.get("type") for i in sdk_items].count("function_call_output") == 2
 
 
-def test_mem_2_redelivered_model_turn_is_stored_once(service: Memory) -> None:
+def test_mem_2_redelivered_model_turn_is_stored_once(service: Memory | AsyncMemory) -> None:
     session = FlowmemSession("s1", service)
 
     async def scenario() -> None:
@@ -286,7 +298,7 @@ def test_mem_2_redelivered_model_turn_is_stored_once(service: Memory) -> None:
     assert len(_rows(session)) == 2
 
 
-def test_mem_10_late_output_replaces_the_placeholder(service: Memory) -> None:
+def test_mem_10_late_output_replaces_the_placeholder(service: Memory | AsyncMemory) -> None:
     session = FlowmemSession("s1", service)
 
     async def scenario() -> list[Any]:
@@ -300,7 +312,7 @@ def test_mem_10_late_output_replaces_the_placeholder(service: Memory) -> None:
     assert not any(r["metadata"].get("healed") for r in _rows(session))
 
 
-def test_get_items_limit_returns_a_sendable_tail(service: Memory) -> None:
+def test_get_items_limit_returns_a_sendable_tail(service: Memory | AsyncMemory) -> None:
     session = FlowmemSession("s1", service)
 
     async def scenario() -> list[list[Any]]:
@@ -318,7 +330,7 @@ def test_get_items_limit_returns_a_sendable_tail(service: Memory) -> None:
         assert check_sendable(from_responses(tail)) == []
 
 
-def test_pop_item_removes_the_last_item(service: Memory) -> None:
+def test_pop_item_removes_the_last_item(service: Memory | AsyncMemory) -> None:
     session = FlowmemSession("s1", service)
     second = {**CALL_ITEM, "call_id": "c3"}
 
@@ -342,7 +354,7 @@ def test_pop_item_removes_the_last_item(service: Memory) -> None:
     assert _rows(session) == []
 
 
-def test_mem_13_a_session_without_a_usable_id_refuses(service: Memory) -> None:
+def test_mem_13_a_session_without_a_usable_id_refuses(service: Memory | AsyncMemory) -> None:
     for bad in ("0", "not usable", ""):
         session = FlowmemSession(bad, service)
 
@@ -355,7 +367,7 @@ def test_mem_13_a_session_without_a_usable_id_refuses(service: Memory) -> None:
     assert shared_of(service).load("global", "agent_items", None).messages == []
 
 
-def test_every_item_is_kept_and_a_malformed_one_is_refused(service: Memory) -> None:
+def test_every_item_is_kept_and_a_malformed_one_is_refused(service: Memory | AsyncMemory) -> None:
     session = FlowmemSession("s1", service)
     reasoning = {"type": "reasoning", "id": "rs_1", "summary": []}
     image = {
@@ -375,14 +387,14 @@ def test_every_item_is_kept_and_a_malformed_one_is_refused(service: Memory) -> N
     assert len(_rows(session)) == 3  # nothing of the refused batch was written
 
 
-def test_a_part_kept_verbatim_comes_back(service: Memory) -> None:
+def test_a_part_kept_verbatim_comes_back(service: Memory | AsyncMemory) -> None:
     session = FlowmemSession("s1", service)
     image = {"role": "user", "content": [{"type": "input_image", "image_url": "https://x/a.png"}]}
     asyncio.run(session.add_items([image]))
     assert asyncio.run(session.get_items()) == [image]
 
 
-def test_window_and_clear(service: Memory) -> None:
+def test_window_and_clear(service: Memory | AsyncMemory) -> None:
     session = FlowmemSession("s1", service, max_messages=2)
 
     async def scenario() -> list[Any]:
@@ -425,8 +437,88 @@ def test_pop_item_on_a_store_without_pop_last_is_a_typed_error() -> None:
     assert len(_rows(session)) == 1
 
 
-def test_an_async_client_is_refused_at_construction_with_what_to_pass() -> None:
+def _no_thread(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("asyncio.to_thread was called")
+
+
+def _one_of_each(session: FlowmemSession) -> list[Any]:
+    """Every session operation once, and what each gave; run with its own loop."""
+
+    async def scenario() -> list[Any]:
+        await session.add_items([USER_PORTO, CALL_ITEM])
+        await session.add_items([OUTPUT_ITEM, OUTPUT_ITEM])  # re-delivered (MEM-1)
+        got = [await session.get_items(), await session.get_items(limit=1)]
+        popped = await session.pop_item()
+        await session.clear_session()
+        return [*got, popped, await session.get_items()]
+
+    return asyncio.run(scenario())
+
+
+def test_an_async_memory_is_awaited_on_the_loop_without_a_thread(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from flowmem.client import AsyncClient
 
-    with pytest.raises(TypeError, match=r"flowmem\.client\.Client"):
-        FlowmemSession("s1", AsyncClient("http://127.0.0.1:1", "fm_x"))  # type: ignore[arg-type]
+    awaited = remote_memory(request, kind="async-remote")
+    assert isinstance(awaited, AsyncClient)
+    session = FlowmemSession("s1", awaited)
+    assert session.memory is awaited  # decided at construction: no adapter in between
+    monkeypatch.setattr(asyncio, "to_thread", _no_thread)
+    got = _one_of_each(session)
+    assert got[0] == [USER_PORTO, CALL_ITEM, OUTPUT_ITEM] and got[2] == OUTPUT_ITEM
+    model = ScriptedModel([[text("21C in Porto.")]])
+    agent = Agent(name="helper", instructions="be brief", model=model)
+    done = asyncio.run(Runner.run(agent, "and Porto?", session=session))
+    assert done.final_output == "21C in Porto." and len(_rows(session)) == 2
+    # the same session over a synchronous memory does go through a worker thread
+    threaded = FlowmemSession("s1", remote_memory(request, kind="remote"))
+    with pytest.raises(AssertionError, match="to_thread"):
+        asyncio.run(threaded.get_items())
+
+
+def test_a_client_and_an_async_client_give_the_same_items_results_and_errors(
+    request: pytest.FixtureRequest,
+) -> None:
+    sync = FlowmemSession("s1", remote_memory(request, kind="remote"), max_messages=3)
+    # two users, two sessions: a session id belongs to the user who wrote it first
+    awaited = FlowmemSession("s2", remote_memory(request, kind="async-remote"), max_messages=3)
+    assert _one_of_each(sync) == _one_of_each(awaited)
+    for session in (sync, awaited):
+        asyncio.run(session.add_items([USER_PORTO, CALL_ITEM, OUTPUT_ITEM]))
+    assert sync.last_result is not None and awaited.last_result is not None
+    assert replace(awaited.last_result, resolved_scope_id="s1") == sync.last_result
+    assert _rows(sync) == _rows(awaited)  # two users' sessions, the same rows (window 3)
+    bad = [USER_PORTO, {"type": "function_call", "name": "f"}]
+    errors = []
+    for session in (sync, awaited):
+        with pytest.raises(InvalidMessageError) as refused:
+            asyncio.run(session.add_items(bad))
+        errors.append((refused.value.code, str(refused.value)))
+    assert errors[0] == errors[1]
+    for bad_id in ("0", ""):  # MEM-13: the same refusal either way
+        results = []
+        for memory in (sync.service, awaited.service):
+            refusing = FlowmemSession(bad_id, memory)
+            asyncio.run(refusing.add_items([USER_PORTO]))
+            results.append(refusing.last_result)
+        assert results[0] == results[1] and results[0] is not None
+        assert results[0].refusal is not None
+
+
+def test_memory_with_some_operations_awaited_is_refused_at_construction() -> None:
+    class Half(MemoryService):
+        async def load(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+            return super().load(*args, **kwargs)
+
+    with pytest.raises(TypeError, match=r"awaits load but not read, write"):
+        FlowmemSession("s1", Half(MemoryStore()))
+
+
+def test_normalized_rows_needs_a_synchronous_memory(request: pytest.FixtureRequest) -> None:
+    sync = FlowmemSession("s1", MemoryService(MemoryStore()))
+    asyncio.run(sync.add_items([USER_PORTO]))
+    assert [r["content"] for r in sync.normalized_rows()] == ["and Porto?"]
+    awaited = FlowmemSession("s1", remote_memory(request, kind="async-remote"))
+    with pytest.raises(TypeError, match=r"await session\.get_items\(\)"):
+        awaited.normalized_rows()

@@ -1,7 +1,8 @@
 """The SDK's ``Session`` contract, run on ``SQLiteSession`` and ``FlowmemSession`` side by side.
 
-``backend_service`` is each store backend in process and a ``Client`` of a real
-``flowmem serve`` (``remote``): the contract holds over HTTP too.
+``session_memory`` is each store backend in process, a ``Client`` of a real
+``flowmem serve`` (``remote``) and an ``AsyncClient`` of it (``async-remote``, awaited
+without a thread): the contract holds over HTTP too, either way.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from openai.types.responses.response_function_web_search import ActionSearch
 from openai.types.responses.response_reasoning_item import Summary
 
 from flowmem.integrations.openai_agents import FlowmemSession
-from flowmem.memory import Memory
+from flowmem.memory import AsyncMemory, Memory
 from tests.integrations import session_contract as contract
 from tests.integrations.scripted_model import ScriptedModel, call, text
 
@@ -36,7 +37,7 @@ def _sdk_maker(tmp_path: Path) -> contract.Make:
     return make
 
 
-def _flowmem_maker(service: Memory) -> contract.Make:
+def _flowmem_maker(service: Memory | AsyncMemory) -> contract.Make:
     def make(session_id: str, settings: Any) -> Any:
         return FlowmemSession(session_id, service, session_settings=settings)
 
@@ -45,16 +46,16 @@ def _flowmem_maker(service: Memory) -> contract.Make:
 
 @pytest.mark.parametrize("scenario", contract.SCENARIOS, ids=lambda s: s.__name__)
 def test_contract_same_results_as_the_sdk_sqlite_session(
-    scenario: contract.Scenario, backend_service: Memory, tmp_path: Path
+    scenario: contract.Scenario, session_memory: Memory | AsyncMemory, tmp_path: Path
 ) -> None:
     sdk = asyncio.run(scenario(_sdk_maker(tmp_path)))
-    ours = asyncio.run(scenario(_flowmem_maker(backend_service)))
+    ours = asyncio.run(scenario(_flowmem_maker(session_memory)))
     assert sdk == contract.EXPECTED[scenario.__name__]  # the contract, as the SDK keeps it
     assert ours == sdk
 
 
-def test_both_satisfy_the_protocol(backend_service: Memory) -> None:
-    assert isinstance(FlowmemSession("s", backend_service), Session)
+def test_both_satisfy_the_protocol(session_memory: Memory | AsyncMemory) -> None:
+    assert isinstance(FlowmemSession("s", session_memory), Session)
     assert isinstance(SQLiteSession("s"), Session)
 
 
@@ -64,7 +65,7 @@ HEALED = {"unanswered_function_call.json"}  # MEM-3: the next user turn heals th
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
 def test_every_documented_item_history_comes_back_as_added(
-    path: Path, backend_service: Memory, tmp_path: Path
+    path: Path, session_memory: Memory | AsyncMemory, tmp_path: Path
 ) -> None:
     items = json.loads(path.read_text(encoding="utf-8"))["payload"]["input"]
 
@@ -75,7 +76,7 @@ def test_every_documented_item_history_comes_back_as_added(
         return [got, contract.as_json(popped)]
 
     sdk = asyncio.run(scenario(SQLiteSession("s", str(tmp_path / "sdk.db"))))
-    ours = asyncio.run(scenario(FlowmemSession("s", backend_service)))
+    ours = asyncio.run(scenario(FlowmemSession("s", session_memory)))
     assert sdk[0] == items
     if path.name in HEALED:
         # the healed placeholder answers the open call right after its turn
@@ -139,11 +140,11 @@ async def _run(session: Any) -> tuple[list[Any], list[Any]]:
 
 
 def test_runner_with_reasoning_and_hosted_tools_matches_the_sdk_session(
-    backend_service: Memory, tmp_path: Path
+    session_memory: Memory | AsyncMemory, tmp_path: Path
 ) -> None:
     """The issue's case: a run with web search raised and kept only the user message."""
     sdk_inputs, sdk_items = asyncio.run(_run(SQLiteSession("s", str(tmp_path / "sdk.db"))))
-    inputs, items = asyncio.run(_run(FlowmemSession("s", backend_service)))
+    inputs, items = asyncio.run(_run(FlowmemSession("s", session_memory)))
     assert items == sdk_items
     assert inputs == sdk_inputs
     types = [i.get("type", "message") for i in items]

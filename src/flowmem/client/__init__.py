@@ -5,7 +5,8 @@
 nothing of the server (FastAPI, uvicorn, a database driver) is imported. Results
 are dataclasses — the memory results are the very types ``MemoryService`` returns
 — and a refusal is raised as the ``flowmem.errors`` class, with the stable code,
-that the service raises in process. ``Client`` implements ``flowmem.memory.Memory``.
+that the service raises in process. ``Client`` implements ``flowmem.memory.Memory``,
+``AsyncClient`` its awaited twin ``flowmem.memory.AsyncMemory``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
@@ -44,6 +44,7 @@ from flowmem.client.types import (
 )
 from flowmem.errors import NotFoundError
 from flowmem.limits import check_idempotency_key
+from flowmem.memory import AsyncMemory
 from flowmem.results import BufferResult, PopResult, ReadResult, WriteResult
 from flowmem.scope import ExecutionContext, Refusal
 
@@ -51,7 +52,7 @@ T = TypeVar("T")
 
 
 class AsyncClient:
-    """A flowmem server's API for asyncio: ``Client``'s methods, awaited.
+    """A flowmem server's API for asyncio: ``Client``'s methods, awaited; an ``AsyncMemory``.
 
     ``base_url`` defaults to ``$FLOWMEM_URL`` (else ``http://127.0.0.1:8765``) and
     ``token`` to ``$FLOWMEM_TOKEN``. ``timeout`` bounds each attempt in seconds
@@ -491,3 +492,7 @@ class AsyncClient:
             if not no_session_yet(scope):
                 raise
             return PopResult(success=True, resolved_scope_id=session_id_of(where))
+
+
+if TYPE_CHECKING:  # mypy checks that AsyncClient has every operation of the protocol, awaited
+    _async_client_is_async_memory: type[AsyncMemory] = AsyncClient

@@ -10,18 +10,20 @@ a placeholder when the next user message is added (MEM-3) instead of being
 dropped from the history, and a ``session`` scope without a real session id
 refuses (MEM-7, MEM-13).
 
-The SDK's session is async and ``Memory`` is synchronous: every call runs in a
-worker thread (``asyncio.to_thread``), for a ``MemoryService`` and a ``Client``
-alike (``AsyncClient`` is not a ``Memory``; docs/integrations.md).
+The SDK's session is async. Given a synchronous ``Memory`` (a ``MemoryService``, a
+``Client``), every call runs in a worker thread (``asyncio.to_thread``); given an
+``AsyncMemory`` (an ``AsyncClient``), every call is awaited on the caller's event
+loop, no thread. Which one is decided once, at construction
+(``flowmem.integrations.async_memory_of``); the session's methods have one code
+path for both (decision 0036, docs/integrations.md).
 """
 
 from __future__ import annotations
 
-from flowmem.integrations import memory_of, require
+from flowmem.integrations import async_memory_of, is_async_memory, require
 
 require("agents", "openai-agents")
 
-import asyncio  # noqa: E402
 from typing import TYPE_CHECKING, Any, cast  # noqa: E402
 
 from agents.memory.session_settings import (  # noqa: E402
@@ -33,7 +35,7 @@ from agents.memory.session_settings import (  # noqa: E402
 from flowmem.core import Message, entry_id, normalize, result_id  # noqa: E402
 from flowmem.core.messages import raw_tool_calls  # noqa: E402
 from flowmem.formats import from_responses, row_to_items, to_responses  # noqa: E402
-from flowmem.memory import Memory  # noqa: E402
+from flowmem.memory import AsyncMemory, Memory  # noqa: E402
 from flowmem.results import BufferResult  # noqa: E402
 from flowmem.scope import ExecutionContext  # noqa: E402
 
@@ -73,8 +75,10 @@ class FlowmemSession:
     """An Agents SDK ``Session`` stored in one flowmem buffer.
 
     ``session_id`` is also the flowmem ``session`` scope id unless ``context`` is
-    given. ``service`` is any ``flowmem.memory.Memory``: a ``MemoryService`` on a
-    local database, or a ``flowmem.client.Client`` talking to a ``flowmem serve``.
+    given. ``service`` is a ``flowmem.memory.Memory`` (a ``MemoryService`` on a local
+    database, a ``flowmem.client.Client`` talking to a ``flowmem serve``), each call
+    run in a worker thread, or an ``flowmem.memory.AsyncMemory`` (a
+    ``flowmem.client.AsyncClient``), each call awaited on the caller's loop.
     Items are stored losslessly (``flowmem.formats.from_responses``): every
     item type the SDK's ``SQLiteSession`` stores, with its ids, status,
     annotations and reasoning. ``get_items`` returns the buffer normalized
@@ -90,7 +94,7 @@ class FlowmemSession:
     def __init__(
         self,
         session_id: str,
-        service: Memory,
+        service: Memory | AsyncMemory,
         *,
         context: ExecutionContext | None = None,
         scope: str = "session",
@@ -99,7 +103,9 @@ class FlowmemSession:
         session_settings: SessionSettings | dict[str, Any] | None = None,
     ) -> None:
         self.session_id = session_id
-        self.service = memory_of(service, "FlowmemSession")
+        self.service = service
+        self.memory = async_memory_of(service, "FlowmemSession")
+        """``service``'s operations, awaited: itself, or each call in a worker thread."""
         self.context = context if context is not None else ExecutionContext(session_id=session_id)
         self.scope = scope
         self.key = key
@@ -111,13 +117,6 @@ class FlowmemSession:
         )
         self.last_result: BufferResult | None = None
 
-    def _load(self, limit: int | None) -> list[dict[str, Any]]:
-        # Each row gives at least one item, so the last ``limit`` rows hold the last
-        # ``limit`` items.
-        last = limit if limit is not None and limit >= 0 else None
-        rows = self.service.load(self.scope, self.key, self.context, last=last).messages
-        return items_of(rows, limit)
-
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """Return the history as sendable Responses items, the last ``limit`` when given.
 
@@ -125,14 +124,11 @@ class FlowmemSession:
         ``resolve_session_limit``); ``None`` or a negative limit is every item.
         """
         resolved = resolve_session_limit(limit, self.session_settings)
-        items = await asyncio.to_thread(self._load, resolved)
-        return cast("list[TResponseInputItem]", items)
-
-    def _add(self, items: list[Any]) -> None:
-        rows = from_responses(items)
-        self.last_result = self.service.append(
-            self.scope, self.key, rows, self.context, self.max_messages, return_messages=False
-        )
+        # Each row gives at least one item, so the last ``limit`` rows hold the last
+        # ``limit`` items.
+        last = resolved if resolved is not None and resolved >= 0 else None
+        loaded = await self.memory.load(self.scope, self.key, self.context, last=last)
+        return cast("list[TResponseInputItem]", items_of(loaded.messages, resolved))
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append items through ``Memory.append`` (dedup, healing, window, refusal).
@@ -142,21 +138,10 @@ class FlowmemSession:
         items, calls and outputs of every kind); a malformed item raises
         ``InvalidMessageError`` and nothing of the batch is written.
         """
-        await asyncio.to_thread(self._add, list(items))
-
-    def _pop(self) -> dict[str, Any] | None:
-        row = self.service.pop_last(self.scope, self.key, self.context).message
-        if row is None:  # empty, or the scope refused
-            return None
-        if row.get("role") == "tool":
-            rest = self.service.load(self.scope, self.key, self.context)
-            return _output_item(row, rest.messages)
-        items = row_to_items(row)
-        if len(items) > 1:
-            # The row was a model turn of several items: put back all but the last.
-            rest_of_turn = from_responses(items[:-1])
-            self.service.append(self.scope, self.key, rest_of_turn, self.context)
-        return items[-1]
+        rows = from_responses(list(items))
+        self.last_result = await self.memory.append(
+            self.scope, self.key, rows, self.context, self.max_messages, return_messages=False
+        )
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the most recent item (None when empty or refused).
@@ -167,16 +152,35 @@ class FlowmemSession:
         transaction. A ``MemoryService`` whose store cannot remove a row raises
         ``ConfigurationError``.
         """
-        item = await asyncio.to_thread(self._pop)
-        return cast("TResponseInputItem | None", item)
+        row = (await self.memory.pop_last(self.scope, self.key, self.context)).message
+        if row is None:  # empty, or the scope refused
+            return None
+        if row.get("role") == "tool":
+            rest = await self.memory.load(self.scope, self.key, self.context)
+            return cast("TResponseInputItem", _output_item(row, rest.messages))
+        items = row_to_items(row)
+        if len(items) > 1:
+            # The row was a model turn of several items: put back all but the last.
+            rest_of_turn = from_responses(items[:-1])
+            await self.memory.append(self.scope, self.key, rest_of_turn, self.context)
+        return cast("TResponseInputItem", items[-1])
 
     async def clear_session(self) -> None:
         """Delete every item of this session (nothing when the scope refuses)."""
-        await asyncio.to_thread(self.service.clear, self.scope, self.key, self.context)
+        await self.memory.clear(self.scope, self.key, self.context)
 
     def normalized_rows(self) -> list[Message]:
-        """Return the stored rows normalized (MEM-5, parts kept), for inspection and tests."""
-        rows = self.service.load(self.scope, self.key, self.context).messages
+        """Return the stored rows normalized (MEM-5, parts kept), for inspection and tests.
+
+        Synchronous, so only over a synchronous ``Memory``: with an ``AsyncMemory``,
+        TypeError (``await session.get_items()`` reads the history either way).
+        """
+        if is_async_memory(self.service, "FlowmemSession.normalized_rows"):
+            raise TypeError(
+                "FlowmemSession.normalized_rows is synchronous and this session's memory "
+                f"({type(self.service).__name__}) is awaited: use await session.get_items()"
+            )
+        rows = cast("Memory", self.service).load(self.scope, self.key, self.context).messages
         return normalize(rows, keep_content=True).messages
 
 
