@@ -5,8 +5,8 @@ PostgreSQL with ``--workers 2`` (a throwaway server from the system binaries, or
 ``--postgres-url``), and drives each with N concurrent keep-alive clients:
 
 1. ceiling: ``GET /health`` (an empty endpoint of the same app);
-2. append: buffer appends, half to ONE shared session and half spread over
-   1,000 sessions (``POST /v1/buffers/session/chat_history?session_id=…``);
+2. append: buffer appends, half (``--shared``) to ONE shared session and the rest
+   spread over 1,000 sessions (``POST /v1/buffers/session/chat_history?session_id=…``);
 3. mixed: 80 % appends as above, 20 % reads of the last 20 messages.
 
 It reports throughput, p50/p99 latency, errors and CPU per request per phase
@@ -178,6 +178,7 @@ async def run_phase(
     duration: float,
     shared: str,
     sessions: list[str],
+    shared_share: float,
     read_share: float,
     health_only: bool = False,
 ) -> Phase:
@@ -199,7 +200,7 @@ async def run_phase(
                     kind, method, body = "read", "GET", None
                     path = f"/v1/buffers/session/chat_history?session_id={sid}&last=20"
                 else:
-                    sid = shared if rng.random() < 0.5 else rng.choice(sessions)
+                    sid = shared if rng.random() < shared_share else rng.choice(sessions)
                     content = f"{name}-{index}-{n}"
                     kind, method = "append", "POST"
                     path = f"/v1/buffers/session/chat_history?session_id={sid}"
@@ -477,7 +478,7 @@ def bench_backend(
     with server as (port, token, pid):
         host = "127.0.0.1"
         shared, sessions = asyncio.run(setup_sessions(host, port, token, args.sessions))
-        common = (host, port, token, args.clients, args.duration, shared, sessions)
+        common = (host, port, token, args.clients, args.duration, shared, sessions, args.shared)
 
         def database() -> float:
             return float("nan") if database_pid is None else process_tree_cpu(database_pid)
@@ -558,6 +559,12 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument(
+        "--shared",
+        type=float,
+        default=0.5,
+        help="share of appends to the one shared session (the rest spread over --sessions)",
+    )
+    parser.add_argument(
         "--postgres-url", default=None, help="use this server instead of a throwaway one"
     )
     parser.add_argument("--workers", type=int, default=2, help="workers on PostgreSQL")
@@ -580,6 +587,8 @@ def main() -> None:
         help="SQLite durability: full (the default of flowmem serve) fsyncs every commit",
     )
     args = parser.parse_args()
+    if not 0.0 <= args.shared <= 1.0:
+        parser.error("--shared must be between 0 and 1")
     workdir = Path(tempfile.mkdtemp(prefix="flowmem-bench-http-"))
     ok = True
     try:

@@ -290,6 +290,48 @@ def test_the_token_cache_ttl_from_the_environment_must_be_finite_seconds(
         app_from_env()
 
 
+@pytest.mark.parametrize(("raw", "size"), [(None, 8), ("", 8), ("3", 3)])
+def test_the_store_threads_from_the_environment_default_by_store(
+    raw: str | None, size: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLOWMEM_DATABASE_URL", f"sqlite:///{tmp_path}/env.db")
+    if raw is None:
+        monkeypatch.delenv("FLOWMEM_STORE_CONCURRENCY", raising=False)
+    else:
+        monkeypatch.setenv("FLOWMEM_STORE_CONCURRENCY", raw)
+    app = app_from_env()
+    try:
+        assert app.state.services.pool.size == size
+    finally:
+        app.state.services.store.close()
+
+
+@pytest.mark.parametrize("raw", ["many", "0"])
+def test_bad_store_threads_from_the_environment_are_refused(
+    raw: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLOWMEM_DATABASE_URL", f"sqlite:///{tmp_path}/env.db")
+    monkeypatch.setenv("FLOWMEM_STORE_CONCURRENCY", raw)
+    with pytest.raises(ConfigurationError, match=r"store_concurrency|FLOWMEM_STORE_CONCURRENCY"):
+        app_from_env()
+
+
+def test_serve_refuses_bad_store_threads_in_its_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from flowmem.cli import cli
+
+    database = f"sqlite:///{tmp_path}/cli.db"
+    result = CliRunner().invoke(
+        cli, ["serve", "--database", database], env={"FLOWMEM_STORE_CONCURRENCY": "0"}
+    )
+    assert result.exit_code == 2, result.output
+    assert "FLOWMEM_STORE_CONCURRENCY" in result.output or "store-concurrency" in result.output
+    assert not (tmp_path / "cli.db").exists()
+
+
 @pytest.mark.parametrize("option", ["--token-cache-ttl", "--body-timeout", "--rate-limit"])
 def test_serve_refuses_a_number_option_that_is_not_finite(option: str, tmp_path: Path) -> None:
     from click.testing import CliRunner

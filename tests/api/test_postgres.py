@@ -75,6 +75,8 @@ def test_mem_12_concurrent_http_appends_on_postgres(pg_api: Api) -> None:
         assert response.status_code == 200, response.text
         return int(response.json()["appended"])
 
+    # more clients than the worker's store threads (2 on PostgreSQL, decision 0037): they queue
+    assert pg_api.client.app.state.services.pool.size == 2
     with ThreadPoolExecutor(8) as pool:
         assert sum(pool.map(append, range(40))) == 40
     loaded = pg_api.call("GET", "/v1/buffers/user/k").json()

@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse
 from flowmem import __version__
 from flowmem.api.deps import Services
 from flowmem.api.errors import install_error_handlers, recent_store_fault, server_error_response
-from flowmem.api.fast.pool import DEFAULT_STORE_CONCURRENCY, StorePool
+from flowmem.api.fast.pool import StorePool
 from flowmem.api.gate import (
     BODY_TIMEOUT,
     TOKEN_CACHE_SIZE,
@@ -72,7 +72,7 @@ def create_app(
     runner_factory: Callable[[Store, MemoryService], TurnRunner | None] | None = None,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     clock: Callable[[], float] | None = None,
-    store_concurrency: int = DEFAULT_STORE_CONCURRENCY,
+    store_concurrency: int | None = None,
     inline_store: bool = True,
     freeze_gc: bool = False,
     purge_interval: float | None = PURGE_INTERVAL,
@@ -218,7 +218,8 @@ def _env_seconds(name: str, default: float) -> float:
 def app_from_env() -> FastAPI:
     """Uvicorn factory: the store URL comes from ``$FLOWMEM_DATABASE_URL``.
 
-    ``$FLOWMEM_STORE_CONCURRENCY`` (default 8) bounds the threads doing store work;
+    ``$FLOWMEM_STORE_CONCURRENCY`` bounds the threads doing store work (default
+    by the store: 8 on SQLite, 2 on PostgreSQL, docs/decisions/0037);
     ``$FLOWMEM_INLINE_STORE=0`` keeps every store call off the event loop. The
     limits come from ``Limits.from_env`` and ``RateLimits.from_env``,
     ``$FLOWMEM_BODY_TIMEOUT`` bounds a body's arrival in seconds (default 30, 0: none),
@@ -226,9 +227,9 @@ def app_from_env() -> FastAPI:
     """
     body_timeout = _env_seconds(BODY_TIMEOUT_ENV, BODY_TIMEOUT)
     token_cache_ttl = _env_seconds(TOKEN_CACHE_TTL_ENV, TOKEN_CACHE_TTL)
-    raw = os.environ.get(CONCURRENCY_ENV) or str(DEFAULT_STORE_CONCURRENCY)
+    raw = os.environ.get(CONCURRENCY_ENV, "").strip()
     try:
-        concurrency = int(raw)
+        concurrency = int(raw) if raw else None
     except ValueError:
         raise ConfigurationError(f"${CONCURRENCY_ENV} must be an integer, got {raw!r}") from None
     inline = os.environ.get(INLINE_ENV, "1").strip().lower() not in ("0", "false", "no", "off")

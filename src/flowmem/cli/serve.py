@@ -292,10 +292,12 @@ def announce(created: Bootstrap | None, has_admin: bool, url: str, host: str, po
 )
 @click.option(
     "--store-concurrency",
-    default=8,
-    show_default=True,
+    default=None,
     type=click.IntRange(1, 256),
-    help="Threads per worker doing store work at once; more requests wait their turn.",
+    envvar="FLOWMEM_STORE_CONCURRENCY",
+    show_envvar=True,
+    help="Threads per worker doing store work at once; more requests wait their turn. "
+    "[default: 8 on SQLite, 2 on PostgreSQL; raise it for a database far away]",
 )
 @click.option(
     "--admin-token-file",
@@ -368,7 +370,7 @@ def serve_command(
     workers: int,
     access_log: bool,
     graceful_timeout: int,
-    store_concurrency: int,
+    store_concurrency: int | None,
     admin_token_file: Path | None,
     inline_store: bool,
     limit_concurrency: int,
@@ -423,7 +425,10 @@ def serve_command(
     else:
         created, has_admin = prepare_database(url, host, port, token_file)
         os.environ[DATABASE_ENV] = url
-        os.environ["FLOWMEM_STORE_CONCURRENCY"] = str(store_concurrency)
+        if store_concurrency is None:
+            os.environ.pop("FLOWMEM_STORE_CONCURRENCY", None)
+        else:
+            os.environ["FLOWMEM_STORE_CONCURRENCY"] = str(store_concurrency)
         os.environ["FLOWMEM_INLINE_STORE"] = "1" if inline_store else "0"
     if created is None:
         check_listenable(host, port)  # the first start checked before creating its token

@@ -10,7 +10,12 @@ from contextlib import AbstractContextManager
 
 import pytest
 
-from flowmem.api.fast.pool import StorePool
+from flowmem.api.fast.pool import (
+    LOCAL_STORE_CONCURRENCY,
+    NETWORK_STORE_CONCURRENCY,
+    StorePool,
+    default_store_concurrency,
+)
 from flowmem.errors import ConfigurationError
 from flowmem.store import MemoryStore
 from flowmem.store.base import LocalCalls
@@ -141,6 +146,16 @@ def test_the_pool_decides_by_the_local_calls_capability() -> None:
     loop_thread, call_thread = asyncio.run(main())
     assert pool.inline is False and call_thread != loop_thread
     pool.close()
+
+
+def test_the_default_thread_bound_is_by_store_kind_and_a_given_size_wins() -> None:
+    """Decision 0037: 8 threads for a local store, 2 for a network store (every call a thread)."""
+    network = NetworkStore()
+    assert (LOCAL_STORE_CONCURRENCY, NETWORK_STORE_CONCURRENCY) == (8, 2)
+    assert StorePool(store=MemoryStore()).size == default_store_concurrency(MemoryStore()) == 8
+    assert StorePool(store=network).size == default_store_concurrency(network) == 2  # type: ignore[arg-type]
+    assert StorePool().size == 2
+    assert StorePool(5, store=MemoryStore()).size == 5
 
 
 class SlowSyncStore:

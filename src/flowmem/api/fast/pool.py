@@ -5,9 +5,14 @@ on the event loop first), ``StorePool.in_thread`` (any call, in a worker thread)
 or ``StorePool.read`` (a lookup that answers nobody by itself: the gate's).
 
 Threads: a bounded ``concurrent.futures.ThreadPoolExecutor`` driven through
-``loop.run_in_executor`` (``store_concurrency`` threads, default 8). Requests
-beyond the bound wait their turn, first come first served, in the pool's queue
-instead of piling up as threads. A request cancelled while its call is still
+``loop.run_in_executor`` (``store_concurrency`` threads). Requests beyond the
+bound wait their turn, first come first served, in the pool's queue instead of
+piling up as threads. The default depends on the store (docs/decisions/0037):
+8 for a ``LocalCalls`` store, whose threads only take the calls that must wait
+for a lock or run long; 2 for a network store (PostgreSQL), whose every call
+takes a thread: on the measured machine more threads per worker only added GIL
+hand-offs in the worker and concurrent backends in the database (server CPU per
+append 0.86-1.19 ms with 2 threads, 1.40-1.42 ms with 8). A request cancelled while its call is still
 queued never runs it; a call that has started always finishes.
 
 The event loop: the pool decides by the store's capability. A store with
@@ -57,7 +62,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("flowmem")
 T = TypeVar("T")
-DEFAULT_STORE_CONCURRENCY = 8
+LOCAL_STORE_CONCURRENCY = 8  # SQLite, memory: threads for calls that wait for a lock or run long
+NETWORK_STORE_CONCURRENCY = 2  # PostgreSQL: every call in a thread (docs/decisions/0037)
+
+
+def default_store_concurrency(store: Store | None) -> int:
+    """The store-thread bound a worker uses when none is given: by the store's kind."""
+    return LOCAL_STORE_CONCURRENCY if isinstance(store, LocalCalls) else NETWORK_STORE_CONCURRENCY
 
 
 class StorePool:
@@ -65,13 +76,18 @@ class StorePool:
 
     def __init__(
         self,
-        size: int = DEFAULT_STORE_CONCURRENCY,
+        size: int | None = None,
         *,
         inline: bool = False,
         store: Store | None = None,
     ) -> None:
         """``store``: the one the calls use; with ``inline``, a ``LocalCalls`` store's short calls
-        run on the event loop, and ``durable`` waits for its deferred writes."""
+        run on the event loop, and ``durable`` waits for its deferred writes.
+
+        ``size`` None: ``default_store_concurrency(store)``.
+        """
+        if size is None:
+            size = default_store_concurrency(store)
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ConfigurationError(f"store_concurrency must be an integer >= 1, got {size!r}")
         self.size = size
