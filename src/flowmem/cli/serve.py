@@ -27,6 +27,7 @@ from typing import IO, Any, TypeVar
 
 import click
 import uvicorn  # the server extra; without it the CLI names the extra to install
+from uvicorn.supervisors import Multiprocess
 
 from flowmem.access import PERM_ADMIN
 from flowmem.api.gate import BODY_TIMEOUT, TOKEN_CACHE_TTL
@@ -42,6 +43,7 @@ from flowmem.cli.database import (
 )
 from flowmem.cli.errors import CannotListenError
 from flowmem.cli.io import FiniteFloatRange
+from flowmem.cli.listeners import bound_socket, spreads_connections
 from flowmem.errors import ConfigurationError
 from flowmem.limits import ENV as LIMIT_ENV
 from flowmem.limits import Limits
@@ -438,23 +440,44 @@ def serve_command(
         err=True,
     )
     sys.stdout.flush()
+    options: dict[str, Any] = {
+        "factory": app is None,
+        "host": host,
+        "port": port,
+        "log_config": log_config(access_log),
+        "access_log": False,
+        "timeout_graceful_shutdown": graceful_timeout,
+        "http": PROTOCOL,  # TCP_NODELAY and the header timeout on every connection
+        "server_header": False,
+        "limit_concurrency": limit_concurrency,
+        "timeout_keep_alive": timeout_keep_alive,
+        "h11_max_incomplete_event_size": MAX_HEADER_BYTES,
+    }
+    target = app if app is not None else "flowmem.api.app:app_from_env"
+    if workers > 1 and spreads_connections():
+        _serve_workers(uvicorn.Config(target, workers=workers, **options))
+        return
     try:
-        uvicorn.run(
-            app if app is not None else "flowmem.api.app:app_from_env",
-            factory=app is None,
-            workers=workers if workers > 1 else None,
-            host=host,
-            port=port,
-            log_config=log_config(access_log),
-            access_log=False,
-            timeout_graceful_shutdown=graceful_timeout,
-            http=PROTOCOL,  # TCP_NODELAY and the header timeout on every connection
-            server_header=False,
-            limit_concurrency=limit_concurrency,
-            timeout_keep_alive=timeout_keep_alive,
-            h11_max_incomplete_event_size=MAX_HEADER_BYTES,
-        )
+        uvicorn.run(target, workers=workers if workers > 1 else None, **options)
     except SystemExit as exc:
         if exc.code not in (0, None):  # uvicorn failed (3: startup); a port taken since our check
             check_listenable(host, port)  # is exit 10, not uvicorn's code
         raise
+
+
+def _serve_workers(config: uvicorn.Config) -> None:
+    """Run ``config.workers`` workers under uvicorn's supervisor, each on a listener of its own.
+
+    What ``uvicorn.run`` does for ``workers > 1``, but with ``bound_socket`` in place
+    of its one shared socket (flowmem.cli.listeners, decision 0038).
+    """
+    try:
+        sock = bound_socket(config.host, config.port)
+    except OSError as exc:  # taken since check_listenable
+        raise CannotListenError(f"cannot listen on {config.host}:{config.port}: {exc}") from exc
+    try:
+        Multiprocess(config, sockets=[sock]).run()
+    except KeyboardInterrupt:  # pragma: no cover - the supervisor handles SIGINT itself
+        pass
+    finally:
+        sock.close()
