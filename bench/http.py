@@ -136,6 +136,7 @@ class Phase:
     database_cpu: float = float("nan")  # ... the PostgreSQL server's processes (when known)
     client_cpu: float = float("nan")  # ... this load generator
     machine_cpu: float = float("nan")  # ... every process on the machine (/proc/stat)
+    busiest: float = float("nan")  # the busiest worker's share of the workers' CPU
     latencies: dict[str, list[float]] = field(default_factory=dict)
     errors: Counter[str] = field(default_factory=Counter)
     acked: dict[str, list[str]] = field(default_factory=dict)  # session id -> contents
@@ -308,15 +309,15 @@ def machine_cpu() -> float:
     return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
-def process_tree_cpu(pid: int, main_threads: bool = False) -> float:
-    """CPU seconds (user + system) used so far by ``pid`` and its descendants (Linux ``/proc``).
+def process_cpus(pid: int, main_threads: bool = False) -> dict[int, float]:
+    """CPU seconds (user + system) used so far by ``pid`` and each descendant (Linux ``/proc``).
 
     With ``main_threads`` only each process's main thread counts (the event loop
-    of a server process; not its store, sync or other threads). NaN where
+    of a server process; not its store, sync or other threads). Empty where
     ``/proc`` cannot tell (another OS, a process gone mid-read).
     """
     tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
+    found: dict[int, float] = {}
     todo = [pid]
     try:
         while todo:
@@ -326,13 +327,29 @@ def process_tree_cpu(pid: int, main_threads: bool = False) -> float:
             )
             with open(stat) as handle:
                 fields = handle.read().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+            found[current] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
             for children in glob.glob(f"/proc/{current}/task/*/children"):
                 with open(children) as handle:
                     todo.extend(int(child) for child in handle.read().split())
     except (OSError, ValueError, IndexError):
-        return float("nan")
-    return total
+        return {}
+    return found
+
+
+def process_tree_cpu(pid: int, main_threads: bool = False) -> float:
+    """CPU seconds used so far by ``pid`` and its descendants together (NaN where unknown)."""
+    found = process_cpus(pid, main_threads)
+    return sum(found.values()) if found else float("nan")
+
+
+def busiest_share(before: dict[int, float], after: dict[int, float], workers: int) -> float:
+    """The busiest worker's share of the ``workers`` busiest processes' CPU between two reads.
+
+    0.5 with two workers is an even split; uvicorn's one shared socket gave 0.6-0.97
+    (docs/decisions/0038). NaN where unknown.
+    """
+    used = sorted((cpu - before.get(p, 0.0) for p, cpu in after.items()), reverse=True)[:workers]
+    return used[0] / sum(used) if used and sum(used) > 0 else float("nan")
 
 
 def free_port() -> int:
@@ -484,14 +501,16 @@ def bench_backend(
             return float("nan") if database_pid is None else process_tree_cpu(database_pid)
 
         def measured(name: str, read_share: float, health_only: bool = False) -> Phase:
-            before, loop_before = process_tree_cpu(pid), process_tree_cpu(pid, main_threads=True)
+            before, loop_before = process_cpus(pid), process_tree_cpu(pid, main_threads=True)
             db_before, client_before, machine_before = (
                 database(),
                 time.process_time(),
                 machine_cpu(),
             )
             phase = asyncio.run(run_phase(name, *common, read_share, health_only))
-            phase.server_cpu = process_tree_cpu(pid) - before
+            after = process_cpus(pid)
+            phase.server_cpu = sum(after.values()) - sum(before.values()) if after else math.nan
+            phase.busiest = busiest_share(before, after, workers)
             phase.loop_cpu = process_tree_cpu(pid, main_threads=True) - loop_before
             phase.database_cpu = database() - db_before
             phase.client_cpu = time.process_time() - client_before
@@ -512,9 +531,9 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> bool:
     print(
         "| phase | op | requests | req/s | p50 ms | p99 ms | errors | server CPU ms/req "
         "| event loop CPU ms/req | database CPU ms/req | load generator CPU ms/req "
-        "| machine CPU ms/req |"
+        "| machine CPU ms/req | busiest worker's CPU share |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for phase in (ceiling, append, mixed):
         for kind in sorted(phase.latencies):
             errors = sum(n for k, n in phase.errors.items() if k.startswith(kind))
@@ -526,7 +545,7 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> bool:
                 f"| {phase.cpu_per_request(loop=True):.2f} "
                 f"| {'-' if math.isnan(database) else f'{database:.2f}'} "
                 f"| {phase.per_request(phase.client_cpu):.2f} "
-                f"| {phase.per_request(phase.machine_cpu):.2f} |"
+                f"| {phase.per_request(phase.machine_cpu):.2f} | {phase.busiest:.0%} |"
             )
     checked = result["verify"]
     ratio = append.rate("append") / ceiling.rate("health") if ceiling.rate("health") else 0.0
@@ -591,6 +610,7 @@ def main() -> None:
         parser.error("--shared must be between 0 and 1")
     workdir = Path(tempfile.mkdtemp(prefix="flowmem-bench-http-"))
     ok = True
+    rates: dict[str, float] = {}
     try:
         if args.backend in ("sqlite", "both"):
             sync = args.sqlite_synchronous
@@ -598,6 +618,7 @@ def main() -> None:
             label = f"SQLite (synchronous={sync}), 1 worker"
             result = bench_backend(label, url, 1, args, workdir)
             ok &= report(result, args)
+            rates["sqlite"] = result["phases"][1].rate("append")
         if args.backend in ("postgres", "both"):
             label = f"PostgreSQL, {args.workers} workers"
             if args.postgres_url:
@@ -606,6 +627,12 @@ def main() -> None:
                 with throwaway_postgres(workdir) as (url, pid):
                     result = bench_backend(label, url, args.workers, args, workdir, pid)
             ok &= report(result, args)
+            rates["postgres"] = result["phases"][1].rate("append")
+        if len(rates) == 2:  # issue 15 §2: PostgreSQL with its workers vs SQLite with one
+            ratio = rates["postgres"] / rates["sqlite"] if rates["sqlite"] else 0.0
+            print(f"\nPostgreSQL / SQLite append throughput, same run: {ratio:.2f}")
+            print(f"- [{'x' if ratio >= 0.6 else ' '}] PostgreSQL / SQLite >= 0.6")
+            ok &= ratio >= 0.6
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     sys.exit(0 if ok else 1)
