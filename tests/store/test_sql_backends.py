@@ -123,6 +123,7 @@ def test_a_version_1_database_is_upgraded_in_place(sql_url: str) -> None:
     _sql(sql_url, "DROP INDEX records_expiry")  # what a database made by version 1 lacks
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN bytes")
     _sql(sql_url, "DROP TABLE idempotency_keys")
+    _sql(sql_url, "ALTER TABLE buffers DROP COLUMN version")
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 2")
     again = open_store(sql_url)
     assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
@@ -153,6 +154,7 @@ def test_a_version_2_database_gets_the_byte_count_of_its_buffers(sql_url: str) -
     store.close()
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN bytes")  # the schema version 2 wrote
     _sql(sql_url, "DROP TABLE idempotency_keys")
+    _sql(sql_url, "ALTER TABLE buffers DROP COLUMN version")
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 3")
     again = open_store(sql_url)
     assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
@@ -426,12 +428,29 @@ def test_a_version_4_database_gets_the_idempotency_table(sql_url: str) -> None:
     store.put_record(KEY, "kept", None)
     store.close()
     _sql(sql_url, "DROP TABLE idempotency_keys")  # what schema version 4 lacks
+    _sql(sql_url, "ALTER TABLE buffers DROP COLUMN version")
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 5")
     again = open_store(sql_url)
-    assert again.schema_version() == 5  # type: ignore[attr-defined]
+    assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
     assert again.get_record(KEY, 0.0) == (True, "kept")
     assert again.claim_idempotency(_KEYED, 0.0) is None
     assert again.get_idempotency("user:u", "k", 0.0) is not None
+    again.close()
+
+
+def test_a_version_5_database_gets_a_version_per_buffer_header(sql_url: str) -> None:
+    """Migration 6 adds ``buffers.version`` (0 on old headers); every header write adds one."""
+    store = open_store(sql_url)
+    store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
+    store.close()
+    _sql(sql_url, "ALTER TABLE buffers DROP COLUMN version")  # what schema version 5 lacks
+    _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 6")
+    again = open_store(sql_url)
+    assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
+    assert _scalar(sql_url, "SELECT version FROM buffers") == 0
+    again.append(KEY, prepare({"role": "user", "content": "more"}, 2))
+    assert _scalar(sql_url, "SELECT version FROM buffers") == 1
+    assert [m["content"] for m in again.load(KEY)] == ["kept", "more"]
     again.close()
 
 

@@ -44,6 +44,14 @@ from flowmem.errors import (
 )
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Idempotency, Store, WriteGuard
 from flowmem.store.editor import SqlBufferEditor, SqlRunner, load_rows
+from flowmem.store.known import (
+    DEFAULT_KNOWN_BUFFERS,
+    FORESEEABLE,
+    Known,
+    KnownBuffers,
+    Unforeseen,
+    foresee,
+)
 from flowmem.store.rows import (
     check_address,
     check_buffer_bytes,
@@ -60,7 +68,7 @@ T = TypeVar("T")
 
 UNSERIALIZED_ATTEMPTS = 20  # retries of an unserialized append that collided with another
 MIGRATION_LOCK = 0x666C6F776D656D  # advisory key serializing schema migrations ("flowmem")
-POOL_PARAMS = ("pool_min", "pool_max", "connect_timeout_s")
+POOL_PARAMS = ("pool_min", "pool_max", "connect_timeout_s", "known_buffers")
 
 # Append-only: never edit a released migration, add a new one.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -130,6 +138,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_at)
             WHERE expires_at IS NOT NULL""",
     ),
+    (  # 6: every header write increments the version (known buffers, docs/decisions/0039)
+        "ALTER TABLE buffers ADD COLUMN version BIGINT NOT NULL DEFAULT 0",
+    ),
 )
 
 _B = "buffer_id = %s"
@@ -137,7 +148,7 @@ _ADDR = "scope = %s AND scope_id = %s AND key = %s"
 SQL: dict[str, str] = {
     "header_get": f"SELECT id, count, last_major, bytes FROM buffers WHERE {_ADDR}",
     "header_insert": "INSERT INTO buffers (scope, scope_id, key) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING RETURNING id",
-    "header_update": "UPDATE buffers SET count = %s, last_major = %s, bytes = %s WHERE id = %s",
+    "header_update": "UPDATE buffers SET count = %s, last_major = %s, bytes = %s, version = version + 1 WHERE id = %s",
     "is_declared": f"SELECT 1 FROM buffer_calls WHERE {_B} AND call_id = %s LIMIT 1",
     "answer_of": f"SELECT pos, healed FROM buffer_answers WHERE {_B} AND call_id = %s ORDER BY pos LIMIT 1",
     "open_calls": f"SELECT call_id, declared_pos FROM buffer_calls WHERE {_B} AND NOT answered ORDER BY declared_pos, ord",
@@ -369,6 +380,37 @@ for _ids, _open, _suffix in (
         + f" FROM buffers b WHERE {_ADDR}"
     )
 
+# An append decided on known facts (flowmem.store.known, docs/decisions/0039), one
+# round trip: after the lock, ``append_known`` checks the facts the rules were given
+# (the header's id and version; each id assumed new neither declared nor answered,
+# a subplan per id as in the facts above) and records the verdict for the rest of
+# the transaction; each write's ``?`` variant runs only when it is true. Last,
+# ``buffer_known`` reads what the next append may assume (under the lock, after
+# the writes: the header and the ids of the unanswered calls, scanned only when an
+# EXISTS finds one). Parameters keep their types in the SELECT forms by casts.
+_KNOWN = "current_setting('flowmem.known')::boolean"
+SQL["append_known"] = """SELECT set_config('flowmem.known', (
+    EXISTS (SELECT 1 FROM buffers WHERE id = %s AND version = %s)
+    AND COALESCE((SELECT bool_and(
+        NOT EXISTS (SELECT 1 FROM buffer_calls c WHERE c.buffer_id = %s AND c.call_id = i.id)
+        AND NOT EXISTS (SELECT 1 FROM buffer_answers a WHERE a.buffer_id = %s AND a.call_id = i.id))
+    FROM unnest(%s::text[]) AS i(id)), TRUE))::text, true)"""
+SQL["buffer_known"] = f"""SELECT b.id, b.version, b.count, b.last_major, b.bytes,
+    CASE WHEN EXISTS (SELECT 1 FROM buffer_calls x WHERE x.buffer_id = b.id AND NOT x.answered)
+    THEN (SELECT array_agg(DISTINCT o.call_id) FROM buffer_calls o
+        WHERE o.buffer_id = b.id AND NOT o.answered) END
+    FROM buffers b WHERE {_ADDR}"""
+SQL["row_insert?"] = f"""INSERT INTO buffer_rows (buffer_id, pos, role, body)
+    SELECT %s::bigint, %s::bigint, %s::text, %s::text WHERE {_KNOWN}"""
+SQL["call_insert?"] = f"""INSERT INTO buffer_calls (buffer_id, call_id, declared_pos, ord, answered)
+    SELECT %s::bigint, %s::text, %s::bigint, %s::integer,
+        EXISTS (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = %s)
+    WHERE {_KNOWN} ON CONFLICT DO NOTHING"""
+SQL["answer_insert?"] = f"""INSERT INTO buffer_answers (buffer_id, call_id, pos, healed)
+    SELECT %s::bigint, %s::text, %s::bigint, %s::boolean WHERE {_KNOWN}"""
+SQL["calls_answered?"] = f"{SQL['calls_answered']} AND {_KNOWN}"
+SQL["header_update?"] = f"{SQL['header_update']} AND {_KNOWN}"
+
 _RETRYABLE = (
     psycopg.errors.UniqueViolation,
     psycopg.errors.SerializationFailure,
@@ -384,12 +426,19 @@ def advisory_key(address: Address) -> int:
 
 
 def parse_url(url: str) -> tuple[str, dict[str, float]]:
-    """Split flowmem's pool parameters (``pool_min``, ``pool_max``, ``connect_timeout_s``) off a URL."""
+    """Split flowmem's own parameters off a URL (``pool_min``, ``pool_max``,
+    ``connect_timeout_s``, ``known_buffers``: how many buffers' facts a store
+    remembers for one-round-trip appends, 0 = off, decision 0039)."""
     parts = urlsplit(url)
     if parts.scheme not in ("postgresql", "postgres"):
         raise ConfigurationError(f"not a postgresql URL: {url!r}")
     kept: list[tuple[str, str]] = []
-    options: dict[str, float] = {"pool_min": 1, "pool_max": 10, "connect_timeout_s": 10.0}
+    options: dict[str, float] = {
+        "pool_min": 1,
+        "pool_max": 10,
+        "connect_timeout_s": 10.0,
+        "known_buffers": DEFAULT_KNOWN_BUFFERS,
+    }
     for name, value in parse_qsl(parts.query, keep_blank_values=True):
         if name in POOL_PARAMS:
             try:
@@ -400,6 +449,8 @@ def parse_url(url: str) -> tuple[str, dict[str, float]]:
             kept.append((name, value))
     if options["pool_min"] < 0 or options["pool_max"] < max(1, options["pool_min"]):
         raise ConfigurationError("need 0 <= pool_min <= pool_max and pool_max >= 1")
+    if options["known_buffers"] < 0 or options["known_buffers"] != int(options["known_buffers"]):
+        raise ConfigurationError("known_buffers must be a whole number >= 0 (0: off)")
     # quote, not quote_plus: libpq reads "+" literally (options=-ca%3D1%20-cb%3D2 must keep its space)
     query = urlencode(kept, quote_via=quote)
     conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, query, parts.fragment))
@@ -428,6 +479,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         except PoolTimeout as exc:
             self._pool.close()
             raise StoreUnavailableError(f"cannot connect to PostgreSQL at {_safe(url)}") from exc
+        self._known = KnownBuffers(int(options["known_buffers"]))
         try:
             self._migrate()
         except BaseException:
@@ -575,10 +627,17 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         check_rows(rows)
         lock_timeout = check_lock_timeout(lock_timeout)
         timeout = f"{max(int(lock_timeout * 1000), 1)}ms"
+        remember = guard is None and idempotency is None and self._known.size > 0
         with self._connection() as conn:
             try:
                 for attempt in range(2):
                     try:
+                        if remember and not snapshot:
+                            known = self._known_append(
+                                conn, address, rows, max_messages, max_bytes, timeout
+                            )
+                            if known is not None:
+                                return known
                         return self._pipelined(
                             conn,
                             address,
@@ -589,6 +648,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                             guard,
                             timeout,
                             idempotency,
+                            remember,
                         )
                     except psycopg.errors.InvalidSqlStatementName:
                         # the server forgot the prepared statements (DISCARD ALL): the
@@ -658,6 +718,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         guard: WriteGuard | None,
         timeout: str,
         idempotency: Idempotency | None = None,
+        remember: bool = False,
     ) -> AppendOutcome:
         """The serialized append in two round trips (decisions 0024 and 0028).
 
@@ -666,7 +727,8 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         statements between two Syncs are one implicit transaction, committed at
         the Sync, with no ``BEGIN``/``COMMIT`` statements (the advisory lock is held
         until then). On any error the pipeline is ended with ``ROLLBACK`` and drained
-        before the error propagates (LockNotAvailable included).
+        before the error propagates (LockNotAvailable included). With ``remember``
+        the writes are followed by ``buffer_known``, for the next append (0039).
         """
         kind, checks = guard_form(guard)
         ensure = ensure_form(guard)
@@ -706,7 +768,10 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                             idempotency.expires_at,
                         ),
                     )
+                after = db.send("buffer_known", tuple(address)) if remember else None
                 db.finish()
+                if after is not None:
+                    self._known.remember(address, _known(db.result(after)))
                 if whole is not None:
                     outcome = replace(outcome, rows=load_rows(db.result(whole)))
             return outcome
@@ -716,6 +781,53 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
             if isinstance(exc, _GuardFailed):
                 raise self._guard_error(conn, guard) from None
             raise
+
+    def _known_append(
+        self,
+        conn: psycopg.Connection[Any],
+        address: Address,
+        rows: list[Message],
+        max_messages: int,
+        max_bytes: int,
+        timeout: str,
+    ) -> AppendOutcome | None:
+        """The append in one round trip, decided on what this store knows (decision 0039).
+
+        The rules run first, on the buffer's facts as this store last saw them
+        (``flowmem.store.known.foresee``); the lock, the check that those facts
+        still hold, the writes (each running only if they do), what the next append
+        may assume, and the Sync go in one send. None when nothing is known, when
+        the rules would ask for more, or when a fact no longer held (then nothing
+        was written): the caller appends as before. A fact that did not hold
+        brought the current ones back, so this tries once more on those.
+        """
+        ids, heals = _asked(rows)
+        for _ in range(2):
+            known = self._known.get(address)
+            if known is None:
+                return None
+            try:
+                foreseen = foresee(known, address, rows, ids, heals, max_messages, max_bytes)
+            except Unforeseen:
+                return None
+            try:
+                with _Pipeline(conn, SQL) as db:
+                    db.send("timed_lock", (advisory_key(address), timeout))
+                    bid = known.buffer_id
+                    held = db.send("append_known", (bid, known.version, bid, bid, foreseen.fresh))
+                    for name, params in foreseen.writes:
+                        db.run(f"{name}?", params)
+                    after = db.send("buffer_known", tuple(address))
+                    db.finish()
+                    self._known.remember(address, _known(db.result(after)))
+                    if db.result(held) == [("true",)]:
+                        return foreseen.outcome
+            except BaseException:
+                self._known.remember(address, None)
+                if conn.info.transaction_status != TransactionStatus.IDLE:
+                    conn.execute(SQL["rollback"])
+                raise
+        return None
 
     # --- sessions ---------------------------------------------------------------------------
     def set_session_status(
@@ -920,6 +1032,7 @@ WRITES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         ("header_update", (_HEADER,), (_HEADER,)),
     )
 }
+WRITES.update({f"{name}?": WRITES[name] for name in FORESEEABLE})
 
 
 def _merged(name: str) -> str:
@@ -951,7 +1064,7 @@ class _Prepared:
         may: it is sent like a write).
         """
         text = _numbered(name, sql[name] if name in sql else _merged(name))
-        writes = not name.startswith(("timed_lock", "append_facts"))
+        writes = not name.startswith(("timed_lock", "append_facts", "append_known", "buffer_known"))
         found = self.statements[name] = (self.name(name), text, writes)
         return found
 
@@ -1032,6 +1145,14 @@ def _rows(tx: AbcTransformer, res: PGresult) -> list[tuple[Any, ...]]:
     tx.set_pgresult(res)
     rows: list[tuple[Any, ...]] = tx.load_rows(0, res.ntuples, tuple)
     return rows
+
+
+def _known(found: list[tuple[Any, ...]]) -> Known | None:
+    """What ``buffer_known`` read (None: no buffer at the address)."""
+    if not found:
+        return None
+    bid, version, count, last_major, size, open_ids = found[0]
+    return Known(int(bid), int(version), int(count), int(last_major), int(size), frozenset(open_ids or ()))
 
 
 class _GuardFailed(Exception):

@@ -145,13 +145,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_at)
             WHERE expires_at IS NOT NULL""",
     ),
+    (  # 6: every header write increments the version (as on PostgreSQL, decision 0039)
+        "ALTER TABLE buffers ADD COLUMN version INTEGER NOT NULL DEFAULT 0",
+    ),
 )
 
 _B = "buffer_id = ?"
 SQL: dict[str, str] = {
     "header_get": "SELECT id, count, last_major, bytes FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
     "header_insert": "INSERT INTO buffers (scope, scope_id, key) VALUES (?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
-    "header_update": "UPDATE buffers SET count = ?, last_major = ?, bytes = ? WHERE id = ?",
+    "header_update": "UPDATE buffers SET count = ?, last_major = ?, bytes = ?, version = version + 1 WHERE id = ?",
     "is_declared": f"SELECT 1 FROM buffer_calls WHERE {_B} AND call_id = ? LIMIT 1",
     "answer_of": f"SELECT pos, healed FROM buffer_answers WHERE {_B} AND call_id = ? ORDER BY pos LIMIT 1",
     "open_calls": f"SELECT call_id, declared_pos FROM buffer_calls WHERE {_B} AND answered = 0 ORDER BY declared_pos, ord",

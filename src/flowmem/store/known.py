@@ -1,0 +1,145 @@
+"""What a store process knows of a buffer after its own last append (decision 0039).
+
+PostgreSQL appends in one round trip when the facts the rules will ask about are
+known before anything is sent: the buffer's header as this process last wrote or
+read it (with its version, which every header write increments) and the ids of
+its unanswered calls. The rules then run first, against those facts
+(``foresee``); the writes they chose go to the server with the lock and one
+statement that checks the facts still hold, and run only if they do. A fact that
+did not hold costs nothing but that round trip: no write ran, and the same round
+trip brought the buffer's current facts back for the next try.
+
+Nothing here decides a rule: ``apply_append`` decides, on an editor seeded with
+facts, exactly as on the facts a query fetched. This module only says which
+facts are known, and refuses (``Unforeseen``) an append whose rules would ask
+about anything else: a window eviction, the healing of open calls (their
+positions), an id seen before but not open.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from flowmem.core import AppendOutcome, Message, apply_append
+from flowmem.store.base import Address
+from flowmem.store.editor import SqlBufferEditor
+from flowmem.store.rows import check_buffer_bytes
+
+DEFAULT_KNOWN_BUFFERS = 4096  # buffers a store remembers (oldest forgotten first)
+
+# the editor's writes an append of known facts may make (each has a variant that
+# runs only when the facts held); anything else is not foreseen
+FORESEEABLE = frozenset(
+    {"row_insert", "call_insert", "answer_insert", "calls_answered", "header_update"}
+)
+
+
+class Unforeseen(Exception):
+    """The rules would ask about something the known facts do not say."""
+
+
+@dataclass(frozen=True)
+class Known:
+    """A buffer's header and unanswered call ids, as they were when this process last saw them."""
+
+    buffer_id: int
+    version: int
+    count: int
+    last_major: int
+    bytes: int
+    open: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Foreseen:
+    """An append decided on known facts: its outcome, its writes, and the ids assumed new."""
+
+    outcome: AppendOutcome
+    writes: list[tuple[str, Sequence[Any]]]
+    fresh: list[str]
+
+
+class KnownBuffers:
+    """A bounded, thread-safe map of address -> ``Known`` (the oldest entry goes first)."""
+
+    def __init__(self, size: int = DEFAULT_KNOWN_BUFFERS) -> None:
+        self.size = size
+        self._known: dict[Address, Known] = {}
+        self._lock = threading.Lock()
+
+    def get(self, address: Address) -> Known | None:
+        """What is known of ``address`` (None: nothing)."""
+        return self._known.get(address)
+
+    def remember(self, address: Address, known: Known | None) -> None:
+        """Record (or, with None, forget) what is known of ``address``."""
+        if self.size <= 0:
+            return
+        with self._lock:
+            self._known.pop(address, None)
+            if known is None:
+                return
+            if len(self._known) >= self.size:
+                del self._known[next(iter(self._known))]
+            self._known[address] = known
+
+
+class _Recorder:
+    """A ``SqlRunner`` that answers no question and records the writes."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[str, Sequence[Any]]] = []
+
+    def one(self, name: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+        """No question is foreseen."""
+        raise Unforeseen(name)
+
+    def all(self, name: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """No question is foreseen."""
+        raise Unforeseen(name)
+
+    def run(self, name: str, params: Sequence[Any]) -> None:
+        """Record a foreseeable write; refuse any other."""
+        if name not in FORESEEABLE:
+            raise Unforeseen(name)
+        self.writes.append((name, params))
+
+
+def foresee(
+    known: Known,
+    address: Address,
+    rows: list[Message],
+    ids: list[str],
+    heals: bool,
+    max_messages: int,
+    max_bytes: int,
+) -> Foreseen:
+    """Run the append rules on the known facts; ``Unforeseen`` when they would ask for more.
+
+    ``ids``: the call ids the rows name; ``heals``: a user turn is among them. An id
+    among the known open calls is declared and unanswered; any other is assumed
+    new (not declared, not answered), which the server checks before any write.
+    A user turn is foreseen only when no call is open (healing needs positions),
+    and a buffer-size refusal is left to the plain path, which decides it on facts
+    it read itself.
+    """
+    if heals and known.open:
+        raise Unforeseen("open calls to heal")
+    recorder = _Recorder()
+    head = (known.buffer_id, known.count, known.last_major, known.bytes)
+    editor = SqlBufferEditor(recorder, address, head)
+    editor.know({cid: cid in known.open for cid in ids}, dict.fromkeys(ids), [] if heals else None)
+    outcome = apply_append(editor, rows, max_messages)
+    try:
+        check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)
+    except Exception as exc:
+        raise Unforeseen("over the buffer size limit") from exc
+    editor.flush()
+    fresh = [cid for cid in ids if cid not in known.open]
+    return Foreseen(outcome, recorder.writes, fresh)
+
+
+__all__ = ["DEFAULT_KNOWN_BUFFERS", "Foreseen", "Known", "KnownBuffers", "Unforeseen", "foresee"]

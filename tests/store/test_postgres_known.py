@@ -1,0 +1,222 @@
+"""PostgreSQL appends decided on known facts, in one round trip (decision 0039).
+
+The seam is ``known_buffers`` (on by default, ``known_buffers=0`` off). The
+proofs: random histories written by two stores in turn, so that each one's
+knowledge is often stale, load exactly what the core's pure ``append`` returns,
+pops and clears included; what a store knows after its append is what the
+buffer holds; a stale fact writes nothing.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from flowmem.core import Message, append, call_ids, prepare, result_id
+from flowmem.errors import ConfigurationError
+from flowmem.store import Address
+from flowmem.store.known import Known, KnownBuffers, Unforeseen, foresee
+from tests.store.test_same_rules import MESSAGE, SETTINGS
+
+pytestmark = pytest.mark.postgres
+
+pytest.importorskip("psycopg")
+
+from flowmem.store.postgres import PostgresStore, parse_url  # noqa: E402
+
+_keys = itertools.count()
+
+
+@pytest.fixture
+def two(postgres_db_url: str) -> Iterator[tuple[PostgresStore, PostgresStore]]:
+    """Two stores on one database, as two processes (each knows only its own appends)."""
+    first, second = PostgresStore(postgres_db_url), PostgresStore(postgres_db_url)
+    try:
+        yield first, second
+    finally:
+        first.close()
+        second.close()
+
+
+def _truth(store: PostgresStore, address: Address) -> tuple[int, frozenset[str]]:
+    """The buffer's row count and unanswered call ids, from its rows (not from any index)."""
+    rows = store.load(address)
+    answered = {rid for row in rows if (rid := result_id(row)) is not None}
+    declared = {cid for row in rows for cid in call_ids(row)}
+    return len(rows), frozenset(declared - answered)
+
+
+STEPS = st.lists(
+    st.tuples(
+        st.sampled_from(["first", "second"]),
+        st.one_of(
+            st.lists(MESSAGE, min_size=1, max_size=3).map(lambda batch: ("append", batch)),
+            st.just(("pop", None)),
+            st.just(("clear", None)),
+        ),
+    ),
+    min_size=1,
+    max_size=14,
+)
+
+
+@SETTINGS
+@given(steps=STEPS, window=st.sampled_from([0, 0, 0, 4]))
+def test_mem_1_2_3_10_14_two_stores_in_turn_equal_the_pure_append(
+    two: tuple[PostgresStore, PostgresStore],
+    steps: list[tuple[str, tuple[str, Any]]],
+    window: int,
+) -> None:
+    """Stale knowledge never reaches the rules: every step equals the pure append's."""
+    stores = dict(zip(("first", "second"), two, strict=True))
+    address = Address("user", "7", f"k{next(_keys)}")
+    pure: list[Message] = []
+    for who, (action, batch) in steps:
+        store = stores[who]
+        if action == "pop":
+            popped = store.pop_last(address)
+            assert popped == (pure.pop() if pure else None)
+        elif action == "clear":
+            store.clear(address)
+            pure = []
+        else:
+            expected = append(pure, batch, max_messages=window, now=1)
+            got = store.append(address, prepare(batch, 1), window)
+            pure = expected.messages
+            assert (got.appended, got.count) == (expected.appended, expected.count)
+            known = store._known.get(address)
+            if known is not None:  # what it knows now is what the buffer holds
+                assert (known.count, known.open) == _truth(store, address)
+        assert store.load(address) == pure
+
+
+def test_a_stale_fact_writes_nothing_and_the_append_is_still_right(
+    two: tuple[PostgresStore, PostgresStore],
+) -> None:
+    first, second = two
+    address = Address("global", "", "stale")
+    first.append(address, prepare({"role": "user", "content": "q"}, 1))
+    calls = [{"id": "c1", "name": "f"}]
+    first.append(address, prepare({"role": "assistant", "content": "", "tool_calls": calls}, 1))
+    stale = first._known.get(address)
+    assert stale is not None and stale.open == {"c1"}
+    # the other process answers c1 and declares c2: first's facts are stale
+    second.append(address, prepare({"role": "tool", "content": "r", "tool_call_id": "c1"}, 1))
+    second.append(
+        address,
+        prepare({"role": "assistant", "content": "", "tool_calls": [{"id": "c2", "name": "f"}]}, 1),
+    )
+    # on its stale facts c1 would be open and c2 new: a second result for c1 and
+    # a repeated declaration of c2 are both duplicates on the real buffer
+    got = first.append(
+        address,
+        prepare(
+            [
+                {"role": "tool", "content": "again", "tool_call_id": "c1"},
+                {"role": "assistant", "content": "", "tool_calls": [{"id": "c2", "name": "f"}]},
+            ],
+            1,
+        ),
+    )
+    assert (got.appended, got.count) == (0, 4)
+    assert [m["content"] for m in first.load(address)] == ["q", "", "r", ""]
+    now = first._known.get(address)
+    assert now is not None and now.version > stale.version and now.open == {"c2"}
+
+
+def test_known_buffers_off_remembers_nothing(postgres_db_url: str) -> None:
+    store = PostgresStore(f"{postgres_db_url}&known_buffers=0")
+    try:
+        address = Address("global", "", "off")
+        store.append(address, prepare({"role": "user", "content": "q"}, 1))
+        assert store._known.get(address) is None
+        assert [m["content"] for m in store.load(address)] == ["q"]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("value", ["-1", "1.5", "many"])
+def test_known_buffers_must_be_a_whole_number_at_least_zero(value: str) -> None:
+    with pytest.raises(ConfigurationError):
+        parse_url(f"postgresql://u@h/db?known_buffers={value}")
+
+
+def test_parse_url_strips_known_buffers_before_connecting() -> None:
+    conninfo, options = parse_url("postgresql://u@h/db?known_buffers=10&sslmode=disable")
+    assert "known_buffers" not in conninfo and options["known_buffers"] == 10
+
+
+# --- the pure parts: no database -----------------------------------------------------------
+KNOWN = Known(buffer_id=1, version=3, count=2, last_major=2, bytes=100, open=frozenset({"c1"}))
+ADDRESS = Address("global", "", "b")
+
+
+def _rows(*messages: dict[str, Any]) -> list[Message]:
+    return prepare(list(messages), 1)
+
+
+def test_foresee_a_result_for_an_open_call_assumes_nothing_new() -> None:
+    seen = foresee(
+        KNOWN,
+        ADDRESS,
+        _rows({"role": "tool", "content": "r", "tool_call_id": "c1"}),
+        ["c1"],
+        False,
+        0,
+        0,
+    )
+    assert (seen.outcome.appended, seen.outcome.count, seen.fresh) == (1, 3, [])
+    assert [name for name, _ in seen.writes] == [
+        "row_insert",
+        "answer_insert",
+        "calls_answered",
+        "header_update",
+    ]
+
+
+def test_foresee_new_call_ids_are_assumed_new_for_the_server_to_check() -> None:
+    turn = {"role": "assistant", "content": "", "tool_calls": [{"id": "c9", "name": "f"}]}
+    seen = foresee(KNOWN, ADDRESS, _rows(turn), ["c9"], False, 0, 0)
+    assert seen.fresh == ["c9"] and seen.outcome.appended == 1
+
+
+@pytest.mark.parametrize(
+    ("rows", "ids", "heals", "window", "limit"),
+    [
+        ([{"role": "user", "content": "u"}], [], True, 0, 0),  # c1 is open: healing needs positions
+        ([{"role": "assistant", "content": "a"}], [], False, 2, 0),  # the window evicts
+        ([{"role": "assistant", "content": "a"}], [], False, 0, 101),  # over the size limit
+    ],
+)
+def test_foresee_refuses_what_the_known_facts_do_not_say(
+    rows: list[dict[str, Any]], ids: list[str], heals: bool, window: int, limit: int
+) -> None:
+    with pytest.raises(Unforeseen):
+        foresee(KNOWN, ADDRESS, _rows(*rows), ids, heals, window, limit)
+
+
+def test_foresee_a_user_turn_with_nothing_open_heals_nothing() -> None:
+    quiet = Known(1, 3, 2, 2, 100, frozenset())
+    seen = foresee(quiet, ADDRESS, _rows({"role": "user", "content": "u"}), [], True, 0, 0)
+    assert seen.outcome.appended == 1 and [n for n, _ in seen.writes] == [
+        "row_insert",
+        "header_update",
+    ]
+
+
+def test_known_buffers_are_bounded_and_forget_the_oldest() -> None:
+    memo = KnownBuffers(2)
+    for n in range(3):
+        memo.remember(Address("global", "", str(n)), KNOWN)
+    assert memo.get(Address("global", "", "0")) is None
+    assert memo.get(Address("global", "", "2")) == KNOWN
+    memo.remember(Address("global", "", "2"), None)
+    assert memo.get(Address("global", "", "2")) is None
+    off = KnownBuffers(0)
+    off.remember(ADDRESS, KNOWN)
+    assert off.get(ADDRESS) is None
