@@ -146,7 +146,10 @@ def test_a_first_start_that_cannot_listen_creates_no_token(tmp_path: Path) -> No
     assert listed == ""  # the next start still bootstraps
 
 
-def test_a_later_start_on_a_busy_port_exits_with_the_cannot_listen_code(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", ["1", "2"])  # two: refused before any worker starts
+def test_a_later_start_on_a_busy_port_exits_with_the_cannot_listen_code(
+    tmp_path: Path, workers: str
+) -> None:
     db = f"sqlite:///{tmp_path}/flowmem.db"
     run_cli(["token", "create", "--user", "ana", "--admin", "--database", db], tmp_path)
     with socket.socket() as taken:
@@ -154,7 +157,7 @@ def test_a_later_start_on_a_busy_port_exits_with_the_cannot_listen_code(tmp_path
         taken.listen()
         port = taken.getsockname()[1]
         done = subprocess.run(
-            [*FLOWMEM, "serve", "--port", str(port), "--database", db],
+            [*FLOWMEM, "serve", "--port", str(port), "--workers", workers, "--database", db],
             cwd=tmp_path,
             capture_output=True,
             text=True,

@@ -5,16 +5,14 @@ from __future__ import annotations
 import os
 import pickle
 import socket
-import subprocess
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from flowmem.cli.errors import EXIT_CANNOT_LISTEN
 from flowmem.cli.listeners import STARTUP_FAILURE, bound_socket, spreads_connections
-from tests.served import FLOWMEM, flowmem_serve
+from tests.served import flowmem_serve
 
 linux_only = pytest.mark.skipif(not spreads_connections(), reason="SO_REUSEPORT spreads on Linux")
 
@@ -135,31 +133,3 @@ def test_two_workers_listen_on_a_socket_each_and_share_the_connections(tmp_path:
     # the kernel hashes each connection to a listener: 64 split evenly, within a margin
     # that a fair coin misses about once in ten million runs (1.0e-7)
     assert min(held[pid] for pid in listeners) >= 12, held
-
-
-@linux_only
-@pytest.mark.slow
-def test_two_workers_on_a_busy_port_exit_with_the_cannot_listen_code(tmp_path: Path) -> None:
-    db = f"sqlite:///{tmp_path}/flowmem.db"
-    subprocess.run(
-        [*FLOWMEM, "token", "create", "--user", "ana", "--admin", "--database", db],
-        cwd=tmp_path,
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        started = time.monotonic()
-        done = subprocess.run(
-            [*FLOWMEM, "serve", "--port", str(port), "--workers", "2", "--database", db],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    assert done.returncode == EXIT_CANNOT_LISTEN, done.stderr
-    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
-    assert time.monotonic() - started < 30  # refused, not a supervisor restarting workers

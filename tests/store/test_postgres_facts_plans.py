@@ -43,14 +43,25 @@ def turn(i: int) -> dict[str, Any]:
     return {"role": "assistant", "content": f"answer {i}"}
 
 
+def params_of(conn: Any, name: str, address: Address, ids: list[str]) -> list[Any]:
+    """The parameters of a facts statement for ``address`` and the call ids ``ids``."""
+    if name == "append_known":  # the header's id and version, and the ids assumed new
+        bid, version = conn.execute(
+            "SELECT id, version FROM buffers WHERE scope = %s AND scope_id = %s AND key = %s",
+            tuple(address),
+        ).fetchone()
+        return [bid, version, bid, bid, ids]
+    return [ids, *address] if name.startswith("append_facts@ids") else list(address)
+
+
 def pages(conn: Any, name: str, address: Address, ids: list[str]) -> int:
-    """Pages one generic-plan execution of a facts variant touched (hit or read)."""
+    """Pages one generic-plan execution of a facts statement touched (hit or read)."""
     text = SQL[name]
     parts = text.split("%s")
     numbered = parts[0] + "".join(f"${n}{part}" for n, part in enumerate(parts[1:], 1))
     statement = f"facts_{abs(hash((name, tuple(address)))) % 10**8}"
     conn.execute(f"PREPARE {statement} AS {numbered}")
-    params = [ids, *address] if name.startswith("append_facts@ids") else list(address)
+    params = params_of(conn, name, address, ids)
     values = sql.SQL(", ").join(sql.Literal(value) for value in params)
     run = sql.SQL("EXECUTE {} ({})").format(sql.Identifier(statement), values)
     for _ in range(6):  # past the point where a custom plan could still be chosen
@@ -62,7 +73,16 @@ def pages(conn: Any, name: str, address: Address, ids: list[str]) -> int:
 
 
 @pytest.mark.parametrize(
-    "variant", ["append_facts", "append_facts@ids", "append_facts@open", "append_facts@ids+open"]
+    "variant",
+    [
+        "append_facts",
+        "append_facts@ids",
+        "append_facts@open",
+        "append_facts@ids+open",
+        # an append on known facts: its check, and the facts for the next (decision 0039)
+        "append_known",
+        "buffer_known",
+    ],
 )
 def test_append_facts_touch_as_many_pages_on_a_long_buffer_as_on_a_short_one(
     postgres_db_url: str, variant: str

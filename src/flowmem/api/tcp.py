@@ -1,7 +1,8 @@
 """uvicorn's HTTP protocol, with ``TCP_NODELAY`` set on every connection.
 
-With ``--workers N`` uvicorn binds the listening socket itself and hands it to
-the worker processes; that socket object reports protocol 0, so asyncio's own
+With ``--workers N`` each worker listens on a socket made for it outside asyncio
+(uvicorn's shared socket, or flowmem's own per worker: flowmem.cli.listeners);
+such a socket object reports protocol 0, so asyncio's own
 ``TCP_NODELAY`` (which it sets only on sockets that say ``IPPROTO_TCP``) is never
 set on the connections accepted from it. Nagle's algorithm then meets the
 client's delayed ACK and a keep-alive response stalls for 40 ms: in
