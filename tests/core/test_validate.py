@@ -120,3 +120,17 @@ def test_violation_carries_a_sentence() -> None:
 @pytest.mark.parametrize("value", [None, "x", {"role": "user"}], ids=repr)
 def test_non_list_is_checked_as_empty(value: Any) -> None:
     assert check_sendable(value) == []
+
+
+def test_a_violation_made_without_init_is_the_same_frozen_object() -> None:
+    import dataclasses
+
+    from flowmem.core.validate import _violation
+
+    made = _violation(3, "orphan_result", "id 'a'")
+    plain = Violation(3, "orphan_result", f"{CODES['orphan_result']} (id 'a')")
+    assert made == plain and hash(made) == hash(plain) and repr(made) == repr(plain)
+    assert made.to_dict() == plain.to_dict()
+    assert _violation(0, "tool_leading") == Violation(0, "tool_leading", CODES["tool_leading"])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.index = 4  # type: ignore[misc]

@@ -475,7 +475,12 @@ def _steps_1_to_3_fast(entries: list[Any]) -> tuple[list[Message], int]:
             content = coerce_content(content)
 
         if role == "tool":  # step 3: ``_Pairing.take_result``
-            rid = usable_call_id(_given_result_id(entry))
+            rid = entry.get("tool_call_id")
+            if type(rid) is str:  # usable_call_id read inline for the common case
+                rid = rid.strip()
+                rid = rid if rid and rid != "0" else None
+            else:
+                rid = usable_call_id(_given_result_id(entry))
             turn = None if rid is None else declared_at.get(rid)
             if rid is None or turn is None or turn == _ANSWERED:
                 dropped += 1  # an orphan (no usable id, no earlier declaration) or a duplicate

@@ -45,9 +45,23 @@ class Violation:
         return {"index": self.index, "code": self.code, "message": self.message}
 
 
+_new = object.__new__
+
+
 def _violation(index: int, code: str, detail: str = "") -> Violation:
-    sentence = CODES[code] + (f" ({detail})" if detail else "")
-    return Violation(index, code, sentence)
+    """``Violation(index, code, sentence)``, made without the frozen ``__init__``.
+
+    A history can hold a violation per few messages; a frozen dataclass's
+    ``__init__`` sets each field through ``object.__setattr__`` (a quarter of
+    ``check_sendable``'s time on bench/core.py's histories). Filling the instance's
+    ``__dict__`` at once makes the same object: equal, same hash and repr
+    (tests/core/test_validate.py).
+    """
+    violation: Violation = _new(Violation)
+    violation.__dict__.update(
+        index=index, code=code, message=CODES[code] + (f" ({detail})" if detail else "")
+    )
+    return violation
 
 
 def check_sendable(messages: object) -> list[Violation]:
@@ -144,8 +158,10 @@ class _Checker:
             else:
                 declared.add(cid)
                 open_calls[cid] = index
-                kind = call_kind(call)
-                if kind in UNTEXTABLE_KINDS:
+                # call_kind read inline for a dict (one call fewer per declaration): a
+                # kind that is not a non-empty string is "function", never untextable
+                kind = call.get("kind") if type(call) is dict else call_kind(call)
+                if type(kind) is str and kind in UNTEXTABLE_KINDS:
                     self.untextable[cid] = kind
 
     def result(self, index: int, row: Mapping[str, Any]) -> None:
@@ -158,7 +174,12 @@ class _Checker:
         if index == 0:
             self.report(index, "tool_leading")
             return
-        rid = usable_call_id(row.get("tool_call_id"))
+        rid = row.get("tool_call_id")
+        if type(rid) is str:  # usable_call_id read inline for the common case, a string
+            rid = rid.strip()
+            rid = rid if rid and rid != "0" else None
+        else:
+            rid = usable_call_id(rid)
         if rid is None and "metadata" in row:
             rid = result_id(row)
         open_calls = self.open_calls
