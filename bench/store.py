@@ -27,16 +27,17 @@ median (min–max):
   ``iter_rows`` (the streaming read: nothing kept);
 - the peak memory (tracemalloc) of one flowmem append at each length.
 
-Last, the normalization table (issue 15 §5): ``normalize`` and ``check_sendable``
-against deepagents' ``PatchToolCallsMiddleware`` on ``bench/core.py``'s histories of
-1,000 and 10,000 messages, with the flowmem / deepagents ratio; ``--only
-normalization`` runs that section alone.
+The normalization table (issue 15 §5) is measured first, before the storage
+sections grow the heap: ``normalize`` and ``check_sendable`` against deepagents'
+``PatchToolCallsMiddleware`` on ``bench/core.py``'s histories of 1,000 and 10,000
+messages, with the flowmem / deepagents ratio; ``--only normalization`` runs that
+section alone.
 
 Groups: the SQLite systems here; ``--postgres URL`` (or ``FLOWMEM_BENCH_POSTGRES``)
 adds flowmem on PostgreSQL (its own group: ratios are taken against each group's
 ``tuned`` flowmem system), then ``bench/peers_postgres.py`` compares flowmem with the
-PostgreSQL peers on that server, in the same run (``--postgres start``: on a
-throwaway server). With ``--guarded`` every flowmem store append carries a ``WriteGuard`` (a
+PostgreSQL peers on that server, in the same run, in a process of its own
+(``--postgres start``: on a throwaway server). With ``--guarded`` every flowmem store append carries a ``WriteGuard`` (a
 token and the session), as the HTTP API's session-scope appends do (decision 0014).
 
 Targets (issues 3 §6 and 15): appends/s at 10,000 rows >= 0.75 x at 100; >= 1.0 x
@@ -55,6 +56,7 @@ import importlib.util
 import os
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -739,8 +741,9 @@ def main(argv: list[str] | None = None) -> int:
         help="run one section only: normalization (bench/core.py's histories, vs deepagents)",
     )
     args = parser.parse_args(argv)
+    normalized = _sibling("core").section(repeats=max(1, args.repeats))
     if args.only == "normalization":
-        return 0 if _sibling("core").section(repeats=max(1, args.repeats)) else 1
+        return 0 if normalized else 1
     with tempfile.TemporaryDirectory(prefix="flowmem-bench-") as tmp:
         base = Path(tmp)
         print(f"flowmem store benchmark: one message per append, WAL + synchronous=FULL, in {tmp}")
@@ -769,14 +772,20 @@ def main(argv: list[str] | None = None) -> int:
             for system in systems:
                 system.close()
         failed = report(systems, results, max(1, args.repeats))
-    if not _sibling("core").section(repeats=max(1, args.repeats)):
+    if not normalized:
         failed.append("normalization")
     print("\nall targets met" if not failed else f"\nmissed: {', '.join(failed)}")
     if args.postgres:  # the PostgreSQL peers, same run (bench/peers_postgres.py)
         pg = ["--no-peers"] if args.no_peers else []
         if args.postgres != "start":
             pg += ["--postgres", args.postgres]
-        failed += ["postgres"] if _sibling("peers_postgres").main(pg) else []
+        pg += ["--repeats", str(max(1, args.repeats))]
+        # in a process of its own: not on the heap the SQLite section left (hundreds of
+        # MiB of loaded buffers), which slows every system's allocations unevenly
+        peers = subprocess.run(
+            [sys.executable, str(Path(__file__).with_name("peers_postgres.py")), *pg]
+        )
+        failed += ["postgres"] if peers.returncode else []
     return 1 if failed else 0
 
 
