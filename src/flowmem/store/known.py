@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flowmem.core import AppendOutcome, Message, apply_append
+from flowmem.errors import BufferFullError
 from flowmem.store.base import Address
 from flowmem.store.editor import SqlBufferEditor
 from flowmem.store.rows import check_buffer_bytes
@@ -135,7 +136,7 @@ def foresee(
     outcome = apply_append(editor, rows, max_messages)
     try:
         check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)
-    except Exception as exc:
+    except BufferFullError as exc:
         raise Unforeseen("over the buffer size limit") from exc
     editor.flush()
     fresh = [cid for cid in ids if cid not in known.open]
