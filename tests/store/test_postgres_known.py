@@ -129,6 +129,30 @@ def test_a_stale_fact_writes_nothing_and_the_append_is_still_right(
     assert now is not None and now.version > stale.version and now.open == {"c2"}
 
 
+def test_a_writer_that_leaves_the_version_alone_is_still_seen(
+    two: tuple[PostgresStore, PostgresStore],
+) -> None:
+    """A flowmem from before migration 6 (a rolling upgrade) writes without the version."""
+    first, second = two
+    address = Address("global", "", "old-writer")
+    calls = [{"id": "c1", "name": "f"}]
+    first.append(address, prepare({"role": "user", "content": "q"}, 1))
+    first.append(address, prepare({"role": "assistant", "content": "", "tool_calls": calls}, 1))
+    known = first._known.get(address)
+    assert known is not None and known.open == {"c1"}
+    second.append(address, prepare({"role": "tool", "content": "r", "tool_call_id": "c1"}, 1))
+    with second._connection() as conn:  # as the old writer left it: the version unchanged
+        conn.execute(
+            "UPDATE buffers SET version = %s WHERE id = %s", (known.version, known.buffer_id)
+        )
+    # on first's facts c1 would be open: a second result would be appended
+    got = first.append(
+        address, prepare({"role": "tool", "content": "again", "tool_call_id": "c1"}, 1)
+    )
+    assert (got.appended, got.count) == (0, 3)
+    assert [m["content"] for m in first.load(address)] == ["q", "", "r"]
+
+
 def test_known_buffers_off_remembers_nothing(postgres_db_url: str) -> None:
     store = PostgresStore(f"{postgres_db_url}&known_buffers=0")
     try:

@@ -382,7 +382,9 @@ for _ids, _open, _suffix in (
 
 # An append decided on known facts (flowmem.store.known, docs/decisions/0039), one
 # round trip: after the lock, ``append_known`` checks the facts the rules were given
-# (the header's id and version; each id assumed new neither declared nor answered,
+# (the header's id and version, and its count, last major and bytes, which a writer
+# of a flowmem before migration 6, during a rolling upgrade, changes without the
+# version; each id assumed new neither declared nor answered,
 # a subplan per id as in the facts above) and records the verdict for the rest of
 # the transaction; each write's ``?`` variant runs only when it is true. Last,
 # ``buffer_known`` reads what the next append may assume (under the lock, after
@@ -390,7 +392,8 @@ for _ids, _open, _suffix in (
 # EXISTS finds one). Parameters keep their types in the SELECT forms by casts.
 _KNOWN = "current_setting('flowmem.known')::boolean"
 SQL["append_known"] = """SELECT set_config('flowmem.known', (
-    EXISTS (SELECT 1 FROM buffers WHERE id = %s AND version = %s)
+    EXISTS (SELECT 1 FROM buffers WHERE id = %s AND version = %s
+        AND count = %s AND last_major = %s AND bytes = %s)
     AND COALESCE((SELECT bool_and(
         NOT EXISTS (SELECT 1 FROM buffer_calls c WHERE c.buffer_id = %s AND c.call_id = i.id)
         AND NOT EXISTS (SELECT 1 FROM buffer_answers a WHERE a.buffer_id = %s AND a.call_id = i.id))
@@ -814,7 +817,8 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                 with _Pipeline(conn, SQL) as db:
                     db.send("timed_lock", (advisory_key(address), timeout))
                     bid = known.buffer_id
-                    held = db.send("append_known", (bid, known.version, bid, bid, foreseen.fresh))
+                    head = (known.version, known.count, known.last_major, known.bytes)
+                    held = db.send("append_known", (bid, *head, bid, bid, foreseen.fresh))
                     for name, params in foreseen.writes:
                         db.run(f"{name}?", params)
                     after = db.send("buffer_known", tuple(address))
