@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from flowmem.core import Message, append, call_ids, prepare, result_id
 from flowmem.errors import ConfigurationError
 from flowmem.store import Address
+from flowmem.store.known import MAX_KNOWN_OPEN
 from tests.store.test_same_rules import MESSAGE, SETTINGS
 
 pytestmark = pytest.mark.postgres
@@ -151,6 +152,26 @@ def test_a_writer_that_leaves_the_version_alone_is_still_seen(
     )
     assert (got.appended, got.count) == (0, 3)
     assert [m["content"] for m in first.load(address)] == ["q", "", "r"]
+
+
+def test_a_buffer_with_more_open_calls_than_kept_is_not_remembered(
+    two: tuple[PostgresStore, PostgresStore],
+) -> None:
+    store, _ = two
+    address = Address("global", "", "many-open")
+    calls = [{"id": f"c{n}", "name": "f"} for n in range(MAX_KNOWN_OPEN + 1)]
+    store.append(
+        address, prepare({"role": "assistant", "content": "", "tool_calls": calls[:-1]}, 1)
+    )
+    known = store._known.get(address)
+    assert known is not None and len(known.open) == MAX_KNOWN_OPEN
+    store.append(
+        address, prepare({"role": "assistant", "content": "", "tool_calls": calls[-1:]}, 1)
+    )
+    assert store._known.get(address) is None  # its appends take the plain path
+    got = store.append(address, prepare({"role": "user", "content": "next"}, 1))
+    assert (got.appended, got.count) == (1, 2 + len(calls) + 1)  # both turns, every call healed
+    assert store._known.get(address) is not None and not store._known.get(address).open
 
 
 def test_known_buffers_off_remembers_nothing(postgres_db_url: str) -> None:

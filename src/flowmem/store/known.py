@@ -30,6 +30,10 @@ from flowmem.store.editor import SqlBufferEditor
 from flowmem.store.rows import check_buffer_bytes
 
 DEFAULT_KNOWN_BUFFERS = 4096  # buffers a store remembers (oldest forgotten first)
+# open call declarations a remembered buffer may have: the read for the next append
+# stops one past it, and a buffer with more is not remembered (its appends take
+# the plain path), so neither that read nor the memory grows with a buffer's calls
+MAX_KNOWN_OPEN = 64
 
 # the editor's writes an append of known facts may make (each has a variant that
 # runs only when the facts held); anything else is not foreseen
@@ -143,4 +147,12 @@ def foresee(
     return Foreseen(outcome, recorder.writes, fresh)
 
 
-__all__ = ["DEFAULT_KNOWN_BUFFERS", "Foreseen", "Known", "KnownBuffers", "Unforeseen", "foresee"]
+__all__ = [
+    "DEFAULT_KNOWN_BUFFERS",
+    "MAX_KNOWN_OPEN",
+    "Foreseen",
+    "Known",
+    "KnownBuffers",
+    "Unforeseen",
+    "foresee",
+]

@@ -47,6 +47,7 @@ from flowmem.store.editor import SqlBufferEditor, SqlRunner, load_rows
 from flowmem.store.known import (
     DEFAULT_KNOWN_BUFFERS,
     FORESEEABLE,
+    MAX_KNOWN_OPEN,
     Known,
     KnownBuffers,
     Unforeseen,
@@ -389,7 +390,8 @@ for _ids, _open, _suffix in (
 # the transaction; each write's ``?`` variant runs only when it is true. Last,
 # ``buffer_known`` reads what the next append may assume (under the lock, after
 # the writes: the header and the ids of the unanswered calls, scanned only when an
-# EXISTS finds one). Parameters keep their types in the SELECT forms by casts.
+# EXISTS finds one, and no further than one past MAX_KNOWN_OPEN declarations: a
+# buffer with more open calls is not remembered, so an append never reads more). Parameters keep their types in the SELECT forms by casts.
 _KNOWN = "current_setting('flowmem.known')::boolean"
 SQL["append_known"] = """SELECT set_config('flowmem.known', (
     EXISTS (SELECT 1 FROM buffers WHERE id = %s AND version = %s
@@ -400,8 +402,8 @@ SQL["append_known"] = """SELECT set_config('flowmem.known', (
     FROM unnest(%s::text[]) AS i(id)), TRUE))::text, true)"""
 SQL["buffer_known"] = f"""SELECT b.id, b.version, b.count, b.last_major, b.bytes,
     CASE WHEN EXISTS (SELECT 1 FROM buffer_calls x WHERE x.buffer_id = b.id AND NOT x.answered)
-    THEN (SELECT array_agg(DISTINCT o.call_id) FROM buffer_calls o
-        WHERE o.buffer_id = b.id AND NOT o.answered) END
+    THEN (SELECT array_agg(o.call_id) FROM (SELECT call_id FROM buffer_calls
+        WHERE buffer_id = b.id AND NOT answered LIMIT {MAX_KNOWN_OPEN + 1}) AS o) END
     FROM buffers b WHERE {_ADDR}"""
 SQL["row_insert?"] = f"""INSERT INTO buffer_rows (buffer_id, pos, role, body)
     SELECT %s::bigint, %s::bigint, %s::text, %s::text WHERE {_KNOWN}"""
@@ -1152,11 +1154,14 @@ def _rows(tx: AbcTransformer, res: PGresult) -> list[tuple[Any, ...]]:
 
 
 def _known(found: list[tuple[Any, ...]]) -> Known | None:
-    """What ``buffer_known`` read (None: no buffer at the address)."""
+    """What ``buffer_known`` read (None: no buffer there, or more open calls than are kept)."""
     if not found:
         return None
     bid, version, count, last_major, size, open_ids = found[0]
-    return Known(int(bid), int(version), int(count), int(last_major), int(size), frozenset(open_ids or ()))
+    if open_ids is not None and len(open_ids) > MAX_KNOWN_OPEN:
+        return None
+    head = (int(bid), int(version), int(count), int(last_major), int(size))
+    return Known(*head, frozenset(open_ids or ()))
 
 
 class _GuardFailed(Exception):
