@@ -13,7 +13,9 @@ Nothing here decides a rule: ``apply_append`` decides, on an editor seeded with
 facts, exactly as on the facts a query fetched. This module only says which
 facts are known, and refuses (``Unforeseen``) an append whose rules would ask
 about anything else: a window eviction, the healing of open calls (their
-positions), an id seen before but not open.
+positions), a replacement. An id that is not among the open calls is assumed
+new; if it was declared or answered before, the server's check says so and
+nothing is written.
 """
 
 from __future__ import annotations
