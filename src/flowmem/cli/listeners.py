@@ -26,9 +26,10 @@ from __future__ import annotations
 import logging
 import socket
 import sys
-from typing import Any
+from typing import Any, TypeVar
 
 log = logging.getLogger("flowmem")
+S = TypeVar("S", bound=socket.socket)
 
 STARTUP_FAILURE = 3  # uvicorn's exit code for a worker that cannot start: its supervisor stops
 
@@ -53,16 +54,7 @@ def bound_socket(host: str, port: int) -> ReusePortSocket:
     address is the bound one).
     """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET  # as uvicorn chooses
-    sock = ReusePortSocket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        sock.bind((host, port))
-    except BaseException:
-        sock.close()
-        raise
-    sock.set_inheritable(True)
-    return sock
+    return _bind(ReusePortSocket(family, socket.SOCK_STREAM), (host, port))
 
 
 def _worker_socket(family: socket.AddressFamily, address: tuple[Any, ...]) -> socket.socket:
@@ -71,15 +63,22 @@ def _worker_socket(family: socket.AddressFamily, address: tuple[Any, ...]) -> so
     A bind that fails ends the worker with uvicorn's startup-failure code, so the
     supervisor stops instead of restarting it forever.
     """
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        return _bind(socket.socket(family, socket.SOCK_STREAM), address)
+    except OSError as exc:
+        log.error("worker cannot listen on %s: %s", address, exc)
+        sys.exit(STARTUP_FAILURE)
+
+
+def _bind(sock: S, address: tuple[Any, ...]) -> S:
+    """Bind ``sock`` to ``address`` with ``SO_REUSEADDR`` and ``SO_REUSEPORT``; closed if it fails."""
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind(address)
-    except OSError as exc:
+    except BaseException:
         sock.close()
-        log.error("worker cannot listen on %s: %s", address, exc)
-        sys.exit(STARTUP_FAILURE)
+        raise
     sock.set_inheritable(True)
     return sock
 

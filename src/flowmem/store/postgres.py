@@ -381,17 +381,17 @@ for _ids, _open, _suffix in (
         + f" FROM buffers b WHERE {_ADDR}"
     )
 
-# An append decided on known facts (flowmem.store.known, docs/decisions/0039), one
-# round trip: after the lock, ``append_known`` checks the facts the rules were given
-# (the header's id and version, and its count, last major and bytes, which a writer
-# of a flowmem before migration 6, during a rolling upgrade, changes without the
-# version; each id assumed new neither declared nor answered,
-# a subplan per id as in the facts above) and records the verdict for the rest of
-# the transaction; each write's ``?`` variant runs only when it is true. Last,
-# ``buffer_known`` reads what the next append may assume (under the lock, after
-# the writes: the header and the ids of the unanswered calls, scanned only when an
-# EXISTS finds one, and no further than one past MAX_KNOWN_OPEN declarations: a
-# buffer with more open calls is not remembered, so an append never reads more). Parameters keep their types in the SELECT forms by casts.
+# An append decided on known facts (flowmem.store.known, docs/decisions/0039), in
+# one round trip. After the lock, ``append_known`` checks the facts the rules were
+# given and records the verdict for the rest of the transaction: the header's id
+# and version, and its count, last major and bytes (a flowmem from before migration
+# 6, during a rolling upgrade, changes them without the version); each id assumed
+# new neither declared nor answered (a subplan per id, as in the facts above). Each
+# write's ``?`` variant runs only when the verdict is true; parameters keep their
+# types in the SELECT forms by casts. Last, ``buffer_known`` reads what the next
+# append may assume, under the lock and after the writes: the header and the ids of
+# the unanswered calls, scanned only when an EXISTS finds one and no further than
+# one past MAX_KNOWN_OPEN declarations (a buffer with more is not remembered).
 _KNOWN = "current_setting('flowmem.known')::boolean"
 SQL["append_known"] = """SELECT set_config('flowmem.known', (
     EXISTS (SELECT 1 FROM buffers WHERE id = %s AND version = %s
