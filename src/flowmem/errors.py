@@ -185,6 +185,32 @@ class IdempotencyKeyInFlightError(ConflictError):
     code = "idempotency_key_in_flight"
 
 
+class ScopeRefusedError(InvalidInputError):
+    """A write through an identity scope that refuses (MEM-6, MEM-13): nothing was stored.
+
+    Raised where the caller has no neutral result to return (a LangGraph checkpoint
+    write); give the context a usable user or session id.
+    """
+
+    code = "scope_refused"
+
+
+class ThreadForkedError(ConflictError):
+    """A checkpoint whose parent is no longer its thread's latest: another writer moved the thread.
+
+    Nothing was stored; run the turn again from the thread's latest checkpoint
+    (docs/decisions/0040).
+    """
+
+    code = "thread_forked"
+
+
+class LineMovedError(ConflictError):
+    """A line (a session buffer of checkpointed messages) no longer has the rows a write expected."""
+
+    code = "line_moved"
+
+
 class PayloadTooLargeError(InvalidInputError):
     """A request body or batch over the configured limit."""
 

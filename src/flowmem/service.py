@@ -220,6 +220,16 @@ class MemoryService:
             )
         return resolved
 
+    def resolve(
+        self, operation: str, scope: object, key: str, context: ExecutionContext | None
+    ) -> str | Refusal:
+        """Resolve a scope for an adapter's own operation; a refusal logs its one WARNING (MEM-7)."""
+        return self._resolve(operation, scope, key, context)
+
+    def session_claim(self, session_id: str, context: ExecutionContext | None) -> WriteGuard | None:
+        """The guard of a write to a session: it creates it owned by the context's user (MEM-8)."""
+        return self._session_guard(SESSION_SCOPE, session_id, None, context)
+
     def _now(self) -> float:
         return float(self.clock())
 

@@ -116,6 +116,12 @@ def test_schema_is_created_recorded_and_not_reapplied(sql_url: str) -> None:
     again.close()
 
 
+def _drop_checkpoint_tables(url: str) -> None:
+    """Undo migration 7 (what a database made before the LangGraph checkpointer lacks)."""
+    for table in ("lg_checkpoints", "lg_blobs", "lg_writes"):
+        _sql(url, f"DROP TABLE {table}")
+
+
 def test_a_version_1_database_is_upgraded_in_place(sql_url: str) -> None:
     store = open_store(sql_url)
     store.put_record(KEY, "kept", 5.0)
@@ -124,6 +130,7 @@ def test_a_version_1_database_is_upgraded_in_place(sql_url: str) -> None:
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN bytes")
     _sql(sql_url, "DROP TABLE idempotency_keys")
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN version")
+    _drop_checkpoint_tables(sql_url)
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 2")
     again = open_store(sql_url)
     assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
@@ -155,6 +162,7 @@ def test_a_version_2_database_gets_the_byte_count_of_its_buffers(sql_url: str) -
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN bytes")  # the schema version 2 wrote
     _sql(sql_url, "DROP TABLE idempotency_keys")
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN version")
+    _drop_checkpoint_tables(sql_url)
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 3")
     again = open_store(sql_url)
     assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
@@ -429,6 +437,7 @@ def test_a_version_4_database_gets_the_idempotency_table(sql_url: str) -> None:
     store.close()
     _sql(sql_url, "DROP TABLE idempotency_keys")  # what schema version 4 lacks
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN version")
+    _drop_checkpoint_tables(sql_url)
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 5")
     again = open_store(sql_url)
     assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
@@ -444,6 +453,7 @@ def test_a_version_5_database_gets_a_version_per_buffer_header(sql_url: str) -> 
     store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
     store.close()
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN version")  # what schema version 5 lacks
+    _drop_checkpoint_tables(sql_url)
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 6")
     again = open_store(sql_url)
     assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
@@ -451,6 +461,20 @@ def test_a_version_5_database_gets_a_version_per_buffer_header(sql_url: str) -> 
     again.append(KEY, prepare({"role": "user", "content": "more"}, 2))
     assert _scalar(sql_url, "SELECT version FROM buffers") == 1
     assert [m["content"] for m in again.load(KEY)] == ["kept", "more"]
+    again.close()
+
+
+def test_a_version_6_database_gets_the_checkpoint_tables(sql_url: str) -> None:
+    """Migration 7 adds LangGraph's checkpoint tables beside the data a version-6 flowmem wrote."""
+    store = open_store(sql_url)
+    store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
+    store.close()
+    _drop_checkpoint_tables(sql_url)  # what schema version 6 lacks
+    _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 7")
+    again = open_store(sql_url)
+    assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
+    assert _scalar(sql_url, "SELECT COUNT(*) FROM lg_checkpoints") == 0
+    assert [m["content"] for m in again.load(KEY)] == ["kept"]
     again.close()
 
 

@@ -31,6 +31,7 @@ from flowmem.store.base import (
     TranscriptMessage,
     WriteGuard,
 )
+from flowmem.store.checkpoints.memory import MemoryCheckpoints
 from flowmem.store.locks import AddressLocks, no_wait
 from flowmem.store.rows import (
     check_address,
@@ -102,6 +103,7 @@ class MemoryStore:
         self._next_seq: dict[str, int] = {}
         self._tokens: dict[str, TokenRecord] = {}
         self._keys: dict[tuple[str, str], StoredAnswer] = {}  # (owner, key) -> idempotency key
+        self.checkpoints = MemoryCheckpoints(self)  # LangGraph's checkpoints (decision 0040)
 
     # --- memory records -------------------------------------------------------
     def get_record(self, address: Address, now: float) -> tuple[bool, Any]:
@@ -431,6 +433,7 @@ class MemoryStore:
             return None
         self._transcripts.pop(session_id, None)
         self._next_seq.pop(session_id, None)
+        self.checkpoints.drop_thread(session_id)  # a LangGraph thread is the session
         return self._drop_scope(SESSION_SCOPE, session_id)
 
     def _drop_scope(self, scope: str, scope_id: str) -> tuple[int, int]:

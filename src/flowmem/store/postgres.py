@@ -43,6 +43,8 @@ from flowmem.errors import (
     StoreUnavailableError,
 )
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Idempotency, Store, WriteGuard
+from flowmem.store.checkpoints import postgres as checkpoint_tables
+from flowmem.store.checkpoints.sql import SqlCheckpoints
 from flowmem.store.editor import SqlBufferEditor, SqlRunner, load_rows
 from flowmem.store.known import (
     DEFAULT_KNOWN_BUFFERS,
@@ -142,6 +144,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # 6: every header write increments the version (known buffers, docs/decisions/0039)
         "ALTER TABLE buffers ADD COLUMN version BIGINT NOT NULL DEFAULT 0",
     ),
+    # 7: LangGraph checkpoints, channel values and pending writes (docs/decisions/0040)
+    checkpoint_tables.MIGRATION,
 )
 
 _B = "buffer_id = %s"
@@ -332,6 +336,9 @@ SQL.update(
         for kind, condition in GUARDS.items()
     }
 )
+if set(SQL) & set(checkpoint_tables.SQL):  # pragma: no cover - a naming mistake
+    raise RuntimeError(f"statement names used twice: {set(SQL) & set(checkpoint_tables.SQL)}")
+SQL.update(checkpoint_tables.SQL)
 
 # What the append's editor will ask, in one statement run right after the lock
 # (its own statement: a statement's snapshot predates a lock it waits for):
@@ -485,6 +492,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
             self._pool.close()
             raise StoreUnavailableError(f"cannot connect to PostgreSQL at {_safe(url)}") from exc
         self._known = KnownBuffers(int(options["known_buffers"]))
+        self.checkpoints = SqlCheckpoints(self)  # LangGraph's tables (docs/decisions/0040)
         try:
             self._migrate()
         except BaseException:

@@ -57,6 +57,8 @@ from flowmem.store.base import (
     Store,
     WriteGuard,
 )
+from flowmem.store.checkpoints import sqlite as checkpoint_tables
+from flowmem.store.checkpoints.sql import SqlCheckpoints
 from flowmem.store.commitgroup import CommitGroup
 from flowmem.store.groupcommit import AUTO_CHECKPOINT, GroupCommit
 from flowmem.store.locks import (
@@ -148,6 +150,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # 6: every header write increments the version (as on PostgreSQL, decision 0039)
         "ALTER TABLE buffers ADD COLUMN version INTEGER NOT NULL DEFAULT 0",
     ),
+    # 7: LangGraph checkpoints, channel values and pending writes (docs/decisions/0040)
+    checkpoint_tables.MIGRATION,
 )
 
 _B = "buffer_id = ?"
@@ -307,6 +311,9 @@ SQL.update(
         for kind, condition in GUARDS.items()
     }
 )
+if set(SQL) & set(checkpoint_tables.SQL):  # pragma: no cover - a naming mistake
+    raise RuntimeError(f"statement names used twice: {set(SQL) & set(checkpoint_tables.SQL)}")
+SQL.update(checkpoint_tables.SQL)
 
 
 def parse_url(url: str) -> tuple[str, str]:
@@ -395,6 +402,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             raise StoreError(f"cannot create the directory of {self.path}: {exc}") from exc
         self._queue = writer_queue(self.path)  # writers of the file take turns (decisions/0026)
         self._queue_released = False
+        self.checkpoints = SqlCheckpoints(self)  # LangGraph's tables (docs/decisions/0040)
         try:
             with self._connection() as conn:
                 self._migrate(conn)

@@ -1,0 +1,456 @@
+"""``FlowmemSaver``: a LangGraph ``BaseCheckpointSaver`` whose threads are flowmem sessions.
+
+- **A thread is a session** (decision 0032, 0040). Its first write creates the session,
+  owned by ``config["configurable"]["user_id"]`` (LangGraph's convention), else the
+  user of the ``ExecutionContext`` the saver was built with, else nobody (MEM-9). A
+  thread id that is not a usable session id refuses as MEM-13 says: a read finds
+  nothing, a write raises ``ScopeRefusedError``; storage is not touched and one
+  WARNING is logged. Session delete and ``flowmem user erase`` remove the thread.
+- **Messages are stored once.** A channel holding a list of LangChain messages is
+  kept as rows of the session's buffers (``lines``): a step that adds one message
+  writes one row; the checkpoint records ``(buffer key, row count)``. Every other
+  channel is stored like LangGraph's own savers store it, once per version.
+- **One thread, one line of history.** A run that started from the thread's latest
+  checkpoint may only add checkpoints on top of it: when another writer got there
+  first, its next ``put`` raises ``ThreadForkedError`` and stores nothing. A run
+  started from an older checkpoint (time travel, a fork) branches as LangGraph means.
+
+The async methods run the same work in a worker thread (``asyncio.to_thread``), so
+the event loop never waits on the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_checkpoint_metadata,
+    writes_sort_key,
+)
+
+from flowmem.errors import LineMovedError, ScopeRefusedError
+from flowmem.integrations.langgraph.lines import (
+    LineHead,
+    LineHeads,
+    base_key,
+    branch_key,
+    dereference,
+    from_rows,
+    is_message_list,
+    reference,
+    to_rows,
+)
+from flowmem.scope import ExecutionContext, Refusal
+from flowmem.service import MemoryService
+from flowmem.store import open_store
+from flowmem.store.checkpoints import (
+    LINE_PREFIX,
+    ROWS_TYPE,
+    Head,
+    LineAppend,
+    StoredBlob,
+    StoredCheckpoint,
+    StoredWrite,
+    checkpoints_of,
+)
+
+log = logging.getLogger("flowmem")
+
+HEAD_MARK = "__flowmem_head"
+"""Set in the config a read returns when its checkpoint was the thread's latest.
+
+LangGraph carries it into every ``put`` of the run that read it; such a ``put`` must
+find its parent still the latest (``__``: LangGraph copies no such key into metadata).
+"""
+_EMPTY = ("empty", b"")
+
+
+def _configurable(config: RunnableConfig | None) -> Mapping[str, Any]:
+    return (config or {}).get("configurable") or {}
+
+
+class FlowmemSaver(BaseCheckpointSaver[str]):
+    """LangGraph checkpoints in flowmem: threads are sessions, messages are buffer rows."""
+
+    def __init__(
+        self,
+        memory: MemoryService,
+        *,
+        context: ExecutionContext | None = None,
+        serde: Any = None,
+        cache_threads: int = 256,
+    ) -> None:
+        if not isinstance(memory, MemoryService):
+            raise TypeError(
+                f"FlowmemSaver needs a flowmem.service.MemoryService, got {type(memory).__name__}"
+                " (a checkpointer stores LangGraph's own state: it runs beside the database)"
+            )
+        if context is not None and not isinstance(context, ExecutionContext):
+            raise TypeError(f"context must be a flowmem ExecutionContext, got {context!r}")
+        super().__init__(serde=serde)
+        self.memory = memory
+        self.context = context
+        self.tables = checkpoints_of(memory.store)
+        self.heads = LineHeads(cache_threads)
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, url: str, **options: Any) -> Iterator[FlowmemSaver]:
+        """A saver on the flowmem database at ``url`` (``sqlite:///app.db``, ``postgresql://…``)."""
+        if "://" not in url:
+            url = f"sqlite:///{url}"  # a bare path, as SqliteSaver.from_conn_string takes
+        store = open_store(url)
+        try:
+            yield cls(MemoryService(store), **options)
+        finally:
+            store.close()
+
+    # --- threads and owners ------------------------------------------------------------
+    def _context(self, conf: Mapping[str, Any]) -> ExecutionContext:
+        base = self.context or ExecutionContext()
+        user = conf.get("user_id", base.user_id)
+        return replace(base, session_id=conf.get("thread_id"), user_id=user)
+
+    def _thread(self, config: RunnableConfig | None, operation: str) -> str | Refusal:
+        conf = _configurable(config)
+        return self.memory.resolve(operation, "session", LINE_PREFIX, self._context(conf))
+
+    def _writable(self, config: RunnableConfig, operation: str) -> str:
+        thread = self._thread(config, operation)
+        if isinstance(thread, Refusal):
+            raise ScopeRefusedError(
+                f"LangGraph {operation} refused: {thread.sentence} Give the thread a usable "
+                "session id (config['configurable']['thread_id']); nothing was stored",
+                rule="MEM-13",
+                argument="thread_id",
+            )
+        return thread
+
+    # --- put -----------------------------------------------------------------------------
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store a checkpoint; message lists as line rows, other channels as blobs."""
+        thread = self._writable(config, "checkpoint write")
+        conf = _configurable(config)
+        ns = str(conf.get("checkpoint_ns", ""))
+        parent = conf.get("checkpoint_id")
+        values = checkpoint["channel_values"]
+        stored_cp = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+        full = get_checkpoint_metadata(config, metadata)
+        protect = bool(conf.get(HEAD_MARK)) or (
+            parent is None and full.get("source") == "input" and full.get("step") == -1
+        )
+        stored = StoredCheckpoint(
+            thread_id=thread,
+            ns=ns,
+            checkpoint_id=checkpoint["id"],
+            parent_id=parent,
+            checkpoint=self.serde.dumps_typed(stored_cp),
+            metadata=self.serde.dumps_typed(full),
+            run_id=None if full.get("run_id") is None else str(full.get("run_id")),
+            versions={ch: str(v) for ch, v in checkpoint["channel_versions"].items()},
+        )
+        guard = self.memory.session_claim(thread, self._context(conf))
+        head = Head(parent) if protect else None
+        for fresh in (False, True):
+            blobs, lines, heads = self._plan(thread, ns, checkpoint["id"], values, new_versions, fresh)
+            try:
+                self.tables.put_checkpoint(stored, blobs, lines, guard, head)
+            except LineMovedError:
+                self.heads.forget(thread)
+                if fresh:
+                    raise
+                continue
+            for channel, line_head in heads.items():
+                self.heads.remember(thread, ns, channel, line_head)
+            break
+        return {
+            "configurable": {
+                "thread_id": thread,
+                "checkpoint_ns": ns,
+                "checkpoint_id": checkpoint["id"],
+            }
+        }
+
+    def _plan(
+        self,
+        thread: str,
+        ns: str,
+        checkpoint_id: str,
+        values: Mapping[str, Any],
+        new_versions: ChannelVersions,
+        fresh: bool,
+    ) -> tuple[list[StoredBlob], list[LineAppend], dict[str, LineHead]]:
+        """The blobs, line rows and new line heads of one checkpoint's new channel versions.
+
+        ``fresh``: start every message line anew (a retry after another writer moved one).
+        """
+        blobs: list[StoredBlob] = []
+        lines: list[LineAppend] = []
+        heads: dict[str, LineHead] = {}
+        now = int(time.time())
+        for channel, version in new_versions.items():
+            if channel not in values:
+                blobs.append(StoredBlob(channel, str(version), _EMPTY))
+                continue
+            value = values[channel]
+            if not is_message_list(value):
+                blobs.append(StoredBlob(channel, str(version), self.serde.dumps_typed(value)))
+                continue
+            known = None if fresh else self.heads.get(thread, ns, channel)
+            if known is not None and known.extended_by(value):
+                key, expect, new = known.key, known.count, value[known.count :]
+            else:
+                base = base_key(ns, channel)
+                key = base
+                if fresh or self.tables.line_count(thread, base):
+                    key = branch_key(base, checkpoint_id)
+                expect, new = 0, value
+            if new:
+                lines.append(LineAppend(key, expect, to_rows(new, self.serde, now)))
+            blobs.append(StoredBlob(channel, str(version), reference(key, len(value))))
+            heads[channel] = LineHead(key, len(value), tuple(value))
+        return blobs, lines, heads
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's pending writes (special channels replace, others keep the first)."""
+        thread = self._writable(config, "checkpoint write")
+        conf = _configurable(config)
+        stored = [
+            StoredWrite(
+                task_id, WRITES_IDX_MAP.get(channel, idx), channel, self.serde.dumps_typed(value), task_path
+            )
+            for idx, (channel, value) in enumerate(writes)
+        ]
+        guard = self.memory.session_claim(thread, self._context(conf))
+        self.tables.put_writes(
+            thread, str(conf.get("checkpoint_ns", "")), conf["checkpoint_id"], stored, guard
+        )
+
+    # --- reads ----------------------------------------------------------------------------
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint the config names, or the thread's latest; None when there is none."""
+        thread = self._thread(config, "checkpoint read")
+        if isinstance(thread, Refusal):
+            return None
+        conf = _configurable(config)
+        ns = str(conf.get("checkpoint_ns", ""))
+        wanted = get_checkpoint_id(config)
+        stored = self.tables.get_checkpoint(thread, ns, wanted)
+        if stored is None:
+            return None
+        latest = stored if wanted is None else self.tables.get_checkpoint(thread, ns, None)
+        is_head = latest is not None and latest.checkpoint_id == stored.checkpoint_id
+        return self._tuple(stored, None, is_head)
+
+    def _tuple(
+        self, stored: StoredCheckpoint, metadata: Any, is_head: bool
+    ) -> CheckpointTuple:
+        thread, ns = stored.thread_id, stored.ns
+        checkpoint = self.serde.loads_typed(stored.checkpoint)
+        versions = {ch: str(v) for ch, v in checkpoint["channel_versions"].items()}
+        values: dict[str, Any] = {}
+        for blob in self.tables.get_blobs(thread, ns, versions):
+            if blob.value[0] == _EMPTY[0]:
+                continue
+            if blob.value[0] == ROWS_TYPE:
+                values[blob.channel] = self._line(thread, ns, blob.channel, blob.value[1])
+            else:
+                values[blob.channel] = self.serde.loads_typed(blob.value)
+        writes = sorted(
+            self.tables.get_writes(thread, ns, stored.checkpoint_id),
+            key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx),
+        )
+        configurable: dict[str, Any] = {
+            "thread_id": thread,
+            "checkpoint_ns": ns,
+            "checkpoint_id": stored.checkpoint_id,
+        }
+        if is_head:
+            configurable[HEAD_MARK] = True
+        parent = None
+        if stored.parent_id:
+            parent = {
+                "configurable": {
+                    "thread_id": thread,
+                    "checkpoint_ns": ns,
+                    "checkpoint_id": stored.parent_id,
+                }
+            }
+        return CheckpointTuple(
+            config={"configurable": configurable},
+            checkpoint={**checkpoint, "channel_values": values},  # type: ignore[typeddict-item]
+            metadata=self.serde.loads_typed(stored.metadata) if metadata is None else metadata,
+            parent_config=parent,  # type: ignore[arg-type]
+            pending_writes=[(w.task_id, w.channel, self.serde.loads_typed(w.value)) for w in writes],
+        )
+
+    def _line(self, thread: str, ns: str, channel: str, blob: bytes) -> list[Any]:
+        """The messages a line reference names; remembered as the channel's head."""
+        key, count = dereference(blob)
+        known = self.heads.get(thread, ns, channel)
+        if known is not None and known.key == key and known.count == count:
+            return list(known.messages)  # lines only grow: the same rows, already read
+        messages = from_rows(self.tables.line_rows(thread, key, count), self.serde)
+        self.heads.remember(thread, ns, channel, LineHead(key, count, tuple(messages)))
+        return messages
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Checkpoints newest first, filtered by metadata equality, before a checkpoint, limited."""
+        thread: str | None = None
+        ns: str | None = None
+        wanted = None
+        if config is not None:
+            resolved = self._thread(config, "checkpoint list")
+            if isinstance(resolved, Refusal):
+                return
+            thread = resolved
+            conf = _configurable(config)
+            ns = None if conf.get("checkpoint_ns") is None else str(conf["checkpoint_ns"])
+            wanted = get_checkpoint_id(config)
+        before_id = get_checkpoint_id(before) if before else None
+        if limit is not None and limit <= 0:
+            return
+        found = 0
+        for stored in self.tables.list_checkpoints(thread, ns, wanted, before_id):
+            metadata = self.serde.loads_typed(stored.metadata)
+            if filter and not all(metadata.get(k) == v for k, v in filter.items()):
+                continue
+            yield self._tuple(stored, metadata, False)
+            found += 1
+            if limit is not None and found >= limit:
+                return
+
+    # --- threads --------------------------------------------------------------------------
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete a thread: its session, and with it every checkpoint, write and line."""
+        thread = self._writable({"configurable": {"thread_id": thread_id}}, "thread delete")
+        self.heads.forget(thread)
+        self.memory.store.delete_session(thread)
+        self.tables.delete_thread(thread)  # rows written before the session existed
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread's checkpoints, writes and lines to another thread (its session)."""
+        source = self._writable({"configurable": {"thread_id": source_thread_id}}, "thread copy")
+        target = self._writable({"configurable": {"thread_id": target_thread_id}}, "thread copy")
+        record = self.memory.store.get_session(source)
+        owner = None if record is None else record.owner
+        context = replace(self.context or ExecutionContext(), session_id=target, user_id=owner)
+        self.tables.copy_thread(source, target, self.memory.session_claim(target, context))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Keep only each namespace's latest checkpoint (``keep_latest``), or delete all (``delete``)."""
+        if strategy not in ("keep_latest", "delete"):
+            raise ValueError(f"prune strategy must be 'keep_latest' or 'delete', got {strategy!r}")
+        threads = [
+            self._writable({"configurable": {"thread_id": t}}, "thread prune") for t in thread_ids
+        ]
+        for thread in threads:
+            self.heads.forget(thread)
+        self.tables.prune(threads, strategy == "keep_latest")
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints and writes these runs made."""
+        self.tables.delete_for_runs([str(r) for r in run_ids])
+        self.heads = LineHeads(self.heads.capacity)
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        """A version above ``current``, unique across branches (as LangGraph's savers make them)."""
+        if current is None:
+            number = 0
+        elif isinstance(current, int):
+            number = current
+        else:
+            number = int(str(current).split(".")[0])
+        return f"{number + 1:032}.{random.random():016}"
+
+    # --- async twins: the same work in a worker thread -------------------------------------
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """``get_tuple`` in a worker thread."""
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """``list`` with each page read in a worker thread."""
+        found = self.list(config, filter=filter, before=before, limit=limit)
+        done = object()
+        while (item := await asyncio.to_thread(next, found, done)) is not done:
+            yield item  # type: ignore[misc]
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """``put`` in a worker thread."""
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """``put_writes`` in a worker thread."""
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """``delete_thread`` in a worker thread."""
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """``copy_thread`` in a worker thread."""
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``prune`` in a worker thread."""
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """``delete_for_runs`` in a worker thread."""
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+
+__all__ = ["HEAD_MARK", "FlowmemSaver"]

@@ -1,0 +1,275 @@
+"""``MemoryCheckpoints``: the ``Checkpoints`` protocol in a ``MemoryStore``'s dicts.
+
+The reference the SQL tables are tested against (tests/store/test_checkpoints.py runs
+one suite over every backend). Everything happens under the store's lock; line rows
+go into the store's own buffers, so the session's buffer routes see them.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from flowmem.core import Message
+from flowmem.errors import LineMovedError, ThreadForkedError
+from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard
+from flowmem.store.checkpoints import (
+    LINE_PREFIX,
+    Head,
+    LineAppend,
+    StoredBlob,
+    StoredCheckpoint,
+    StoredWrite,
+    check_thread_text,
+)
+from flowmem.store.checkpoints.sql import line_of
+from flowmem.store.rows import dump_json, utf8_size
+
+if TYPE_CHECKING:
+    from flowmem.store.memory import MemoryStore
+
+_Key = tuple[str, str, str]  # (thread_id, ns, checkpoint_id)
+
+
+class MemoryCheckpoints:
+    """Checkpoints in dicts of one ``MemoryStore``, messages in its session buffers."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+        self._checkpoints: dict[_Key, StoredCheckpoint] = {}
+        self._blobs: dict[tuple[str, str, str, str], tuple[str, bytes]] = {}
+        self._writes: dict[_Key, dict[tuple[str, int], StoredWrite]] = {}
+
+    def _latest(self, thread_id: str, ns: str) -> StoredCheckpoint | None:
+        found = [c for k, c in self._checkpoints.items() if k[:2] == (thread_id, ns)]
+        return max(found, key=lambda c: c.checkpoint_id, default=None)
+
+    def _claim(self, guard: WriteGuard | None) -> None:
+        self.store._store_session(self.store._check_guard(guard))
+
+    def _append_rows(self, thread_id: str, key: str, rows: Sequence[Message]) -> None:
+        address = Address(SESSION_SCOPE, thread_id, key)
+        buffer = self.store._buffers.setdefault(address, [])
+        size = sum(utf8_size(dump_json(row, "message")) for row in rows)
+        buffer.extend(copy.deepcopy(list(rows)))
+        self.store._sizes[address] = self.store._sizes.get(address, 0) + size
+
+    # --- writes --------------------------------------------------------------------------
+    def put_checkpoint(
+        self,
+        checkpoint: StoredCheckpoint,
+        blobs: Sequence[StoredBlob],
+        lines: Sequence[LineAppend],
+        guard: WriteGuard | None = None,
+        head: Head | None = None,
+    ) -> None:
+        """Store a checkpoint, its new blobs and line rows at once (see ``Checkpoints``)."""
+        cp = checkpoint
+        check_thread_text(cp.thread_id, "thread_id")
+        check_thread_text(cp.ns, "checkpoint_ns")
+        with self.store._lock:
+            if head is not None:
+                latest = self._latest(cp.thread_id, cp.ns)
+                latest_id = None if latest is None else latest.checkpoint_id
+                if latest_id != head.checkpoint_id:
+                    raise ThreadForkedError(
+                        f"thread {cp.thread_id!r} moved on while this run wrote it: its latest "
+                        f"checkpoint is {latest_id!r}, not this checkpoint's parent "
+                        f"{head.checkpoint_id!r}; nothing was stored. Run the turn again on "
+                        "the thread's latest state (docs/decisions/0040)",
+                        thread_id=cp.thread_id,
+                        latest=latest_id,
+                        parent=head.checkpoint_id,
+                    )
+            for line in lines:
+                held = self.line_count(cp.thread_id, line.key)
+                if held != line.expect:
+                    raise LineMovedError(
+                        f"line {line.key!r} holds {held} rows, not {line.expect}", key=line.key
+                    )
+            self._claim(guard)
+            for line in lines:
+                self._append_rows(cp.thread_id, line.key, line.rows)
+            for blob in blobs:
+                self._blobs.setdefault((cp.thread_id, cp.ns, blob.channel, blob.version), blob.value)
+            self._checkpoints[(cp.thread_id, cp.ns, cp.checkpoint_id)] = cp
+
+    def put_writes(
+        self,
+        thread_id: str,
+        ns: str,
+        checkpoint_id: str,
+        writes: Sequence[StoredWrite],
+        guard: WriteGuard | None = None,
+    ) -> None:
+        """Store pending writes; an index >= 0 already stored is kept, a negative one replaced."""
+        check_thread_text(thread_id, "thread_id")
+        check_thread_text(ns, "checkpoint_ns")
+        with self.store._lock:
+            self._claim(guard)
+            stored = self._writes.setdefault((thread_id, ns, checkpoint_id), {})
+            for write in writes:
+                key = (write.task_id, write.idx)
+                if write.idx < 0 or key not in stored:
+                    stored[key] = write
+
+    # --- reads ----------------------------------------------------------------------------
+    def get_checkpoint(
+        self, thread_id: str, ns: str, checkpoint_id: str | None
+    ) -> StoredCheckpoint | None:
+        """The checkpoint with that id, or the thread's latest in ``ns`` when None."""
+        with self.store._lock:
+            if checkpoint_id is None:
+                return self._latest(thread_id, ns)
+            return self._checkpoints.get((thread_id, ns, checkpoint_id))
+
+    def list_checkpoints(
+        self,
+        thread_id: str | None,
+        ns: str | None,
+        checkpoint_id: str | None = None,
+        before: str | None = None,
+    ) -> Iterator[StoredCheckpoint]:
+        """Checkpoints newest first (a snapshot taken at the call)."""
+        with self.store._lock:
+            found = [
+                c
+                for (t, n, i), c in self._checkpoints.items()
+                if (thread_id is None or t == thread_id)
+                and (ns is None or n == ns)
+                and (checkpoint_id is None or i == checkpoint_id)
+                and (before is None or i < before)
+            ]
+        found.sort(key=lambda c: (c.checkpoint_id, c.thread_id, c.ns), reverse=True)
+        return iter(found)
+
+    def get_blobs(
+        self, thread_id: str, ns: str, versions: Mapping[str, str]
+    ) -> list[StoredBlob]:
+        """The blobs of these channel versions that exist."""
+        with self.store._lock:
+            return [
+                StoredBlob(channel, version, self._blobs[(thread_id, ns, channel, version)])
+                for channel, version in versions.items()
+                if (thread_id, ns, channel, version) in self._blobs
+            ]
+
+    def get_writes(self, thread_id: str, ns: str, checkpoint_id: str) -> list[StoredWrite]:
+        """The pending writes of one checkpoint, in (task_id, idx) order."""
+        with self.store._lock:
+            stored = self._writes.get((thread_id, ns, checkpoint_id), {})
+            return [stored[k] for k in sorted(stored)]
+
+    def line_rows(self, thread_id: str, key: str, count: int) -> list[Message]:
+        """The first ``count`` rows of a line."""
+        with self.store._lock:
+            rows = self.store._buffers.get(Address(SESSION_SCOPE, thread_id, key), [])
+            return copy.deepcopy(rows[:count])
+
+    def line_count(self, thread_id: str, key: str) -> int:
+        """How many rows a line's buffer holds now (0 when there is none)."""
+        with self.store._lock:
+            return len(self.store._buffers.get(Address(SESSION_SCOPE, thread_id, key), []))
+
+    # --- threads --------------------------------------------------------------------------
+    def _lines(self, thread_id: str) -> list[Address]:
+        return [
+            a
+            for a in self.store._buffers
+            if a.scope == SESSION_SCOPE and a.scope_id == thread_id and a.key.startswith(LINE_PREFIX)
+        ]
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete a thread's checkpoints, blobs, writes and lines."""
+        with self.store._lock:
+            self.drop_thread(thread_id)
+
+    def drop_thread(self, thread_id: str) -> None:
+        """Delete a thread's checkpoint data and lines (the store lock held)."""
+        for key in [k for k in self._checkpoints if k[0] == thread_id]:
+            del self._checkpoints[key]
+        for key in [k for k in self._writes if k[0] == thread_id]:
+            del self._writes[key]
+        for blob in [k for k in self._blobs if k[0] == thread_id]:
+            del self._blobs[blob]
+        for address in self._lines(thread_id):
+            del self.store._buffers[address]
+            self.store._sizes.pop(address, None)
+
+    def copy_thread(self, source: str, target: str, guard: WriteGuard | None = None) -> None:
+        """Copy every checkpoint, blob, write and line of ``source`` to ``target``."""
+        check_thread_text(target, "thread_id")
+        with self.store._lock:
+            self._claim(guard)
+            for (_, ns, cid), cp in list(self._checkpoints.items()):
+                if cp.thread_id == source:
+                    copied = StoredCheckpoint(
+                        target, ns, cid, cp.parent_id, cp.checkpoint, cp.metadata, cp.run_id,
+                        cp.versions,
+                    )
+                    self._checkpoints.setdefault((target, ns, cid), copied)
+            for (t, ns, channel, version), value in list(self._blobs.items()):
+                if t == source:
+                    self._blobs.setdefault((target, ns, channel, version), value)
+            for (t, ns, cid), writes in list(self._writes.items()):
+                if t == source:
+                    self._writes.setdefault((target, ns, cid), dict(writes))
+            for address in self._lines(source):
+                if not self.line_count(target, address.key):
+                    self._append_rows(target, address.key, self.store._buffers[address])
+
+    def prune(self, thread_ids: Sequence[str], keep_latest: bool) -> None:
+        """Keep only each namespace's latest checkpoint (``keep_latest``), or delete everything."""
+        with self.store._lock:
+            for thread_id in thread_ids:
+                if not keep_latest:
+                    self.drop_thread(thread_id)
+                    continue
+                latest: dict[str, str] = {}
+                mine = [k for k in self._checkpoints if k[0] == thread_id]
+                for _, ns, cid in mine:
+                    latest[ns] = max(latest.get(ns, cid), cid)
+                for key in mine:
+                    if latest[key[1]] != key[2]:
+                        self._drop_checkpoint(key)
+                self._collect(thread_id)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints these runs made, their writes, and what only they referenced."""
+        runs = set(run_ids)
+        with self.store._lock:
+            made = [k for k, c in self._checkpoints.items() if c.run_id in runs]
+            for key in made:
+                self._drop_checkpoint(key)
+            for thread_id in sorted({k[0] for k in made}):
+                self._collect(thread_id)
+
+    def _drop_checkpoint(self, key: _Key) -> None:
+        self._checkpoints.pop(key, None)
+        self._writes.pop(key, None)
+
+    def _collect(self, thread_id: str) -> None:
+        """Delete the blobs and lines of a thread that no remaining checkpoint references."""
+        kept = {
+            (ns, channel, str(version))
+            for (t, ns, _), cp in self._checkpoints.items()
+            if t == thread_id
+            for channel, version in cp.versions.items()
+        }
+        lines = set()
+        for key in [k for k in self._blobs if k[0] == thread_id]:
+            if key[1:] not in kept:
+                del self._blobs[key]
+                continue
+            line = line_of(*self._blobs[key])
+            if line is not None:
+                lines.add(line)
+        for address in self._lines(thread_id):
+            if address.key not in lines:
+                del self.store._buffers[address]
+                self.store._sizes.pop(address, None)
+
+
+
+__all__ = ["MemoryCheckpoints"]
