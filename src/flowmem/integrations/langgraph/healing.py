@@ -86,7 +86,7 @@ def _update(messages: Sequence[BaseMessage]) -> dict[str, Any] | None:
     return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *healed]}
 
 
-class FlowmemHealing(AgentMiddleware):  # type: ignore[type-arg]
+class FlowmemHealing(AgentMiddleware):
     """``create_agent`` middleware: heal unanswered tool calls before the model call (MEM-3)."""
 
     def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
