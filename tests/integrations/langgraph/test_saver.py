@@ -137,7 +137,7 @@ def test_update_state_on_a_past_checkpoint_branches(saver: FlowmemSaver) -> None
     graph = _echo_graph(saver)
     graph.invoke({"messages": [HumanMessage("q0", id="h0")]}, _config())
     graph.invoke({"messages": [HumanMessage("q1", id="h1")]}, _config())
-    past = [s for s in graph.get_state_history(_config()) if len(s.values.get("messages", [])) == 2][0]
+    past = next(s for s in graph.get_state_history(_config()) if len(s.values.get("messages", [])) == 2)
     config = graph.update_state(past.config, {"messages": [AIMessage("edited", id="ai-1")]})
     assert [m.content for m in graph.get_state(config).values["messages"]] == ["q0", "edited"]
     latest = graph.get_state(_config()).values["messages"]
