@@ -17,6 +17,7 @@ import pytest
 from agents import set_tracing_disabled
 
 from flowmem.client import Client
+from flowmem.integrations.langgraph.saver import FlowmemSaver
 from flowmem.scope import ExecutionContext
 from tests.client.conftest import Server, serve
 from tests.integrations.scripted_model import ScriptedModel, text
@@ -79,6 +80,27 @@ def test_langchain_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     stored = ns["memory"].load("session", "chat_history", ExecutionContext(session_id="ana-1"))
     assert [row["content"] for row in stored.messages] == ["Hi, I'm Ana", "Hello Ana!"]
     ns["memory"].store.close()
+
+
+LANGGRAPH_SWAPS = {
+    "from langchain_openai import ChatOpenAI": (
+        "from tests.integrations.langgraph.strict_model import StrictScriptedModel"
+    ),
+    'ChatOpenAI(model="gpt-4o-mini")': "StrictScriptedModel(replies=[AIMessage('Hello Ana!')])",
+}
+
+
+def test_langgraph_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from langchain_core.messages import AIMessage
+
+    monkeypatch.chdir(tmp_path)
+    block = _block("FlowmemSaver", "create_agent(", remote=False)
+    ns = _run(block, LANGGRAPH_SWAPS, {"AIMessage": AIMessage})
+    assert ns["reply"]["messages"][-1].content == "Hello Ana!"
+    with FlowmemSaver.from_conn_string("sqlite:///app.db") as saver:
+        stored = saver.memory.load("session", "langgraph", ExecutionContext(session_id="ana-1"))
+        assert [row["content"] for row in stored.messages] == ["Hi, I'm Ana", "Hello Ana!"]
+        assert saver.memory.store.get_session("ana-1").owner == "ana"
 
 
 def test_openai_agents_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
