@@ -1,5 +1,9 @@
 """LangChain chat history backed by a flowmem buffer (the ``langchain`` extra).
 
+For LangChain 0.x apps: langchain-core 1.x deprecates ``BaseChatMessageHistory`` and
+``RunnableWithMessageHistory``; a LangChain 1.x agent (``create_agent``) keeps its
+conversation in a checkpointer, ``flowmem.integrations.langgraph.saver.FlowmemSaver``.
+
 ``FlowmemChatMessageHistory`` is a ``BaseChatMessageHistory``: every write goes
 through ``Memory.append``, in process (``MemoryService``) or on a ``flowmem serve``
 (``flowmem.client.Client``) with the same rules either way, so LangChain gets
