@@ -1,0 +1,790 @@
+"""``FlowmemStore``: LangGraph's long-term memory (``BaseStore``) over flowmem memory records.
+
+A LangGraph store keeps items ``(namespace, key) → dict`` where a namespace is a tuple
+of labels. ``FlowmemStore(memory)`` keeps each item as one flowmem memory record of a
+``MemoryService``, on any backend (memory, SQLite, PostgreSQL), with ``get``, ``put``,
+``delete``, ``search`` (``filter``, ``limit``, ``offset``), ``list_namespaces``
+(``prefix``, ``suffix`` with ``"*"`` wildcards, ``max_depth``, ``limit``, ``offset``) and
+TTLs, sync and async (``abatch`` runs the work in a worker thread). Decision 0041 and
+docs/langgraph-store.md say why each choice below was made.
+
+**Namespaces → scopes.**
+
+- A namespace whose first label is one of ``user_labels`` (default ``("users",)``) is
+  a user's: ``("users", "42", "memories")`` is in the ``user`` scope of user ``"42"``,
+  so ``flowmem user erase 42`` (``Store.erase_user``) removes it with the rest of that
+  user's data. The second label is the user id and must be a usable identity
+  (``flowmem.scope.usable_identity``: not ``""``, ``"0"``, ``"None"``, ``"null"``,
+  nothing with whitespace …). Otherwise the namespace refuses, as MEM-6 and MEM-7
+  say: a read answers nothing (``get`` → None, ``search`` / ``list_namespaces`` → ``[]``),
+  a write or delete raises ``ScopeRefusedError``, each logs exactly one WARNING on
+  the ``flowmem`` logger, and no store method is called. Ids compare as flowmem's do
+  (NFC): two spellings of one id are one user.
+- Every other namespace is in the ``global`` scope.
+- The user scope is only ever reached through a namespace naming one real user: a
+  search or listing whose prefix does not (``()``, a suffix alone, a ``"*"`` first
+  label) covers the global scope only; ``("users",)`` or ``("users", "*")`` refuses.
+
+**Record keys.** An item's record key is ``"langgraph:"``, then each label of its
+namespace (the user id label left out: it is the scope id) followed by a space, then
+one more space, then the item's key: ``("docs", "v1")`` / ``"intro"`` is
+``"langgraph:docs v1  intro"``. In a label ``"!"``, the space and the control
+characters are escaped as ``"!"`` and one letter (``" "`` → ``"!`"``), so labels may
+hold anything LangGraph allows and no two ``(namespace, key)`` pairs share a key. The
+encoding keeps order: records in key order are items in ``(namespace, key)`` order,
+a namespace prefix is a key prefix, and search and ``list_namespaces`` read ranges
+of the records' primary key through ``flowmem.store.listing``. A record key has at most
+255 code points (``service.MAX_KEY_LENGTH``): a longer one is refused
+(``InvalidInputError``), never cut.
+
+**Values.** The record's value is an envelope ``{"format": "langgraph.store/1",
+"value": {…}, "created_at": …, "updated_at": …, "ttl_minutes": …}`` (epoch seconds
+of the service's clock); a put keeps ``created_at``. Values come back as their JSON
+form (a tuple as a list), as from LangGraph's SQL stores.
+
+**TTL.** ``put(..., ttl=minutes)`` (or ``TTLConfig["default_ttl"]``) writes the
+record with a flowmem TTL of ``minutes × 60`` seconds; an expired item is never
+read, listed or counted, and ``sweep_ttl`` (or ``flowmem serve``) reclaims its space.
+A read with ``refresh_ttl`` (default: ``TTLConfig["refresh_on_read"]``, else True)
+moves the expiry of each item it returns to ``now + ttl`` if the item still holds
+what was read (``listing.touch_record``).
+
+**Not supported.** Vector search: there is no ``index``; a ``query`` is ignored and
+every ``score`` is None, as ``InMemoryStore`` without an index does.
+"""
+
+from __future__ import annotations
+
+from flowmem.integrations import require
+
+require("langgraph.store.base", "langgraph")
+
+import asyncio  # noqa: E402
+import math  # noqa: E402
+from collections.abc import Iterable, Iterator, Mapping, Sequence  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
+from dataclasses import dataclass, replace  # noqa: E402
+from datetime import UTC, datetime  # noqa: E402
+from typing import Any, TypeGuard  # noqa: E402
+
+from langgraph.store.base import (  # noqa: E402
+    BaseStore,
+    GetOp,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+    validate_op_namespace,
+)
+
+from flowmem.errors import (  # noqa: E402
+    ConfigurationError,
+    InvalidInputError,
+    ScopeRefusedError,
+)
+from flowmem.limits import Limits  # noqa: E402
+from flowmem.scope import ExecutionContext, Refusal  # noqa: E402
+from flowmem.service import MAX_KEY_LENGTH, MemoryService, check_record, check_ttl  # noqa: E402
+from flowmem.store import Address, open_store  # noqa: E402
+from flowmem.store.listing import (  # noqa: E402
+    ListedRecord,
+    iter_records,
+    list_records,
+    listing_of,
+    prefix_end,
+    successor,
+    touch_record,
+)
+from flowmem.store.rows import to_json  # noqa: E402
+
+USER_LABELS: tuple[str, ...] = ("users",)
+"""The first labels that make a namespace a user's (its second label is the user id)."""
+GLOBAL_SCOPE = "global"
+USER_SCOPE = "user"
+KEY_PREFIX = "langgraph:"
+"""Every record key of a LangGraph item starts with this."""
+FORMAT = "langgraph.store/1"
+"""The ``format`` of a record value that is a LangGraph item (the envelope)."""
+SEPARATOR = " "  # ends each label, and (once more) the namespace
+ESCAPE = "!"  # a label character <= ESCAPE is ESCAPE + chr(ord(c) + _SHIFT)
+_SHIFT = 0x40
+SEARCH_BATCH = 100  # records one page of a search reads
+NAMESPACE_BATCH = 32  # keys one page of list_namespaces reads (it skips whole namespaces)
+FILTER_OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"})
+
+
+class NamespaceError(InvalidInputError, InvalidNamespaceError):
+    """A namespace LangGraph or flowmem cannot take: both an ``InvalidInputError`` and LangGraph's error."""
+
+
+# --- record keys ------------------------------------------------------------------------
+def _escape(label: str) -> str:
+    if all(char > ESCAPE for char in label):
+        return label
+    return "".join(ESCAPE + chr(ord(c) + _SHIFT) if c <= ESCAPE else c for c in label)
+
+
+def encode_labels(labels: Sequence[str]) -> str:
+    """The record key text of namespace labels: each escaped, each followed by the separator."""
+    return "".join(_escape(label) + SEPARATOR for label in labels)
+
+
+def record_key(labels: Sequence[str], key: str) -> str:
+    """The record key of an item: the prefix, its stored labels, one more separator, its key."""
+    return KEY_PREFIX + encode_labels(labels) + SEPARATOR + key
+
+
+def decode_record_key(text: str) -> tuple[tuple[str, ...], str] | None:
+    """The stored labels and the item key of a record key; None when it is not one of ours."""
+    if not text.startswith(KEY_PREFIX):
+        return None
+    labels: list[str] = []
+    position = len(KEY_PREFIX)
+    end = len(text)
+    while position < end:
+        if text[position] == SEPARATOR:
+            return tuple(labels), text[position + 1 :]
+        chars: list[str] = []
+        while position < end and text[position] != SEPARATOR:
+            char = text[position]
+            if char == ESCAPE:
+                if position + 1 >= end:
+                    return None
+                char = chr(ord(text[position + 1]) - _SHIFT)
+                position += 1
+            chars.append(char)
+            position += 1
+        if position >= end:
+            return None
+        labels.append("".join(chars))
+        position += 1  # the separator that ended the label
+    return None
+
+
+# --- where a namespace lives --------------------------------------------------------------
+@dataclass(frozen=True)
+class Place:
+    """A namespace's flowmem address: scope and scope id, and the user label as the caller wrote it."""
+
+    scope: str
+    scope_id: str
+    user_label: str | None = None  # the second label (the user id) of a user's namespace
+
+    def stored(self, namespace: Sequence[str]) -> tuple[str, ...]:
+        """The labels kept in the record key: all, but the user id of a user's namespace."""
+        if self.user_label is None or len(namespace) < 2:
+            return tuple(namespace)
+        return (namespace[0], *namespace[2:])
+
+    def namespace(self, stored: Sequence[str]) -> tuple[str, ...]:
+        """The namespace of stored labels (the user id put back)."""
+        if self.user_label is None or not stored:
+            return tuple(stored)
+        return (stored[0], self.user_label, *stored[1:])
+
+
+GLOBAL = Place(GLOBAL_SCOPE, "")
+
+
+# --- planned operations (validated and resolved before any storage is touched) -------------
+@dataclass(frozen=True)
+class _Get:
+    op: GetOp
+    place: Place | None  # None: refused
+    key: str  # the record key
+
+
+@dataclass(frozen=True)
+class _Search:
+    op: SearchOp
+    place: Place | None
+    prefix: str  # the record key prefix
+
+
+@dataclass(frozen=True)
+class _List:
+    op: ListNamespacesOp
+    place: Place | None
+    prefix: str
+
+
+@dataclass(frozen=True)
+class _Put:
+    op: PutOp
+    place: Place
+    key: str
+    value: dict[str, Any] | None  # None: delete
+    ttl: float | None  # minutes
+
+
+_Plan = _Get | _Search | _List | _Put
+
+
+def _timestamp(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+@dataclass(frozen=True)
+class _Envelope:
+    value: dict[str, Any]
+    created_at: float
+    updated_at: float
+    ttl: float | None
+
+    @classmethod
+    def of(cls, stored: Any) -> _Envelope | None:
+        """The envelope of a record value; None when the value is not a LangGraph item."""
+        if not isinstance(stored, dict) or stored.get("format") != FORMAT:
+            return None
+        value, created, updated = (
+            stored.get("value"),
+            stored.get("created_at"),
+            stored.get("updated_at"),
+        )
+        ttl = stored.get("ttl_minutes")
+        if not isinstance(value, dict) or not _is_number(created) or not _is_number(updated):
+            return None
+        if ttl is not None and not _is_number(ttl):
+            return None
+        return cls(value, float(created), float(updated), None if ttl is None else float(ttl))
+
+    def stored(self) -> dict[str, Any]:
+        """The record value of this envelope."""
+        return {
+            "format": FORMAT,
+            "value": self.value,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "ttl_minutes": self.ttl,
+        }
+
+
+def _is_number(value: object) -> TypeGuard[float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+class FlowmemStore(BaseStore):
+    """A LangGraph ``BaseStore`` whose items are flowmem memory records (module docstring).
+
+    ``memory``: the ``MemoryService`` whose store holds the items (its clock stamps
+    them and their TTLs, its limits bound a value). ``ttl``: LangGraph's
+    ``TTLConfig`` (``default_ttl`` and ``refresh_on_read``; expired items are always
+    omitted). ``user_labels``: the first labels of a user's namespaces. ``context``:
+    the node, pipeline and workflow a refusal's warning names.
+    """
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        memory: MemoryService,
+        *,
+        ttl: TTLConfig | None = None,
+        user_labels: Iterable[str] = USER_LABELS,
+        context: ExecutionContext | None = None,
+        index: None = None,
+    ) -> None:
+        if not isinstance(memory, MemoryService):
+            raise ConfigurationError(
+                f"FlowmemStore needs a flowmem.service.MemoryService, got {type(memory).__name__}"
+            )
+        if index is not None:
+            raise ConfigurationError(
+                "FlowmemStore has no vector search: build it without index (docs/langgraph-store.md)"
+            )
+        labels = (user_labels,) if isinstance(user_labels, str) else tuple(user_labels)
+        if not labels or not all(isinstance(label, str) and label for label in labels):
+            raise ConfigurationError(f"user_labels must be non-empty strings, got {labels!r}")
+        if any("." in label or "\x00" in label for label in labels):
+            raise ConfigurationError(f"a namespace label holds no '.' nor NUL, got {labels!r}")
+        if context is not None and not isinstance(context, ExecutionContext):
+            raise ConfigurationError(f"context must be an ExecutionContext, got {context!r}")
+        if ttl is not None:
+            default = ttl.get("default_ttl")
+            if default is not None:
+                _check_ttl_minutes(default, ConfigurationError)
+        listing_of(memory.store)  # ConfigurationError now for a store that cannot list records
+        self.memory = memory
+        self.ttl_config = ttl
+        self.user_labels = frozenset(labels)
+        self.context = context if context is not None else ExecutionContext()
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(
+        cls,
+        conn_string: str,
+        *,
+        ttl: TTLConfig | None = None,
+        user_labels: Iterable[str] = USER_LABELS,
+        context: ExecutionContext | None = None,
+        limits: Limits | None = None,
+    ) -> Iterator[FlowmemStore]:
+        """Open a flowmem store by URL (``sqlite:///app.db``, ``postgresql://…``) and close it on exit."""
+        store = open_store(conn_string)
+        try:
+            service = MemoryService(store, limits=limits)
+            yield cls(service, ttl=ttl, user_labels=user_labels, context=context)
+        finally:
+            store.close()
+
+    def setup(self) -> None:
+        """Nothing to do: flowmem migrates its database when it opens it (LangGraph's stores need this)."""
+
+    # --- BaseStore --------------------------------------------------------------------
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run the operations; every one is checked first, and the reads see the store before the writes.
+
+        As ``InMemoryStore``: results in the order of ``ops``, every get, search and
+        listing reads before any put or delete of the batch applies, and of several
+        puts to one item the last wins. Bad input or a refused write raises before
+        anything is read or written.
+        """
+        plans = [self._plan(op) for op in list(ops)]
+        results: list[Result] = []
+        puts: dict[Address, _Put] = {}
+        for plan in plans:
+            if isinstance(plan, _Put):
+                puts[Address(plan.place.scope, plan.place.scope_id, plan.key)] = plan
+                results.append(None)
+            elif isinstance(plan, _Get):
+                results.append(self._get(plan))
+            elif isinstance(plan, _Search):
+                results.append(self._search(plan))
+            else:
+                results.append(self._list_namespaces(plan))
+        for put in puts.values():
+            self._put(put)
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """``batch`` in a worker thread: the event loop is never blocked by the store."""
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    def sweep_ttl(self) -> int:
+        """Delete every flowmem record expired by now (the whole store's, as ``flowmem serve`` does); how many."""
+        store, now, total = self.memory.store, float(self.memory.clock()), 0
+        while deleted := store.purge_expired(now):
+            total += deleted
+        return total
+
+    async def asweep_ttl(self) -> int:
+        """``sweep_ttl`` in a worker thread."""
+        return await asyncio.to_thread(self.sweep_ttl)
+
+    # --- planning -----------------------------------------------------------------------
+    def _plan(self, op: object) -> _Plan:
+        if isinstance(op, GetOp):
+            namespace = _check_namespace(op.namespace, "namespace")
+            _validate(op)
+            key = _check_item_key(op.key)
+            stored_key = self._record_key(namespace, key)
+            place = self._place(namespace, "read", f"{_path(namespace)}:{key}")
+            return _Get(op, place, stored_key)
+        if isinstance(op, PutOp):
+            return self._plan_put(op)
+        if isinstance(op, SearchOp):
+            prefix = _check_namespace(op.namespace_prefix, "namespace_prefix")
+            _validate(op)
+            _check_count(op.limit, "limit")
+            _check_count(op.offset, "offset")
+            _check_filter(op.filter)
+            place = self._place(prefix, "search", _path(prefix))
+            return _Search(op, place, _prefix_key(place, prefix))
+        if isinstance(op, ListNamespacesOp):
+            return self._plan_list(op)
+        raise InvalidInputError(f"unknown operation type: {type(op).__name__}")
+
+    def _plan_put(self, op: PutOp) -> _Put:
+        namespace = _check_namespace(op.namespace, "namespace")
+        _validate(op)
+        if not namespace:
+            raise NamespaceError("a namespace to put an item in has at least one label")
+        if namespace[0] == "langgraph":
+            raise NamespaceError(f'a namespace\'s first label cannot be "langgraph": {namespace!r}')
+        key = _check_item_key(op.key)
+        value: dict[str, Any] | None = None
+        ttl: float | None = None
+        if op.value is not None:
+            if not isinstance(op.value, Mapping):
+                raise InvalidInputError(
+                    f"an item's value must be a dict, got {type(op.value).__name__}",
+                    argument="value",
+                )
+            value = dict(op.value)
+            strange = [name for name in value if not isinstance(name, str)]
+            if strange:
+                raise InvalidInputError(
+                    f"an item's value has string keys only, got {strange[0]!r}", argument="value"
+                )
+            if op.ttl is not None:
+                ttl = _check_ttl_minutes(op.ttl, InvalidInputError)
+        stored_key = self._record_key(namespace, key)
+        operation = "write" if value is not None else "delete"
+        place = self._place(namespace, operation, f"{_path(namespace)}:{key}")
+        if place is None:
+            raise ScopeRefusedError(
+                f"the namespace {namespace!r} names a user but no usable user id (MEM-6): "
+                f"nothing was {'stored' if value is not None else 'deleted'}",
+                namespace=list(namespace),
+                rule="MEM-6",
+            )
+        if value is not None:  # what the store will be asked to write, checked before any write
+            now = float(self.memory.clock())
+            check_record(_Envelope(value, now, now, ttl).stored(), self.memory.limits.record_bytes)
+        return _Put(op, place, stored_key, value, ttl)
+
+    def _plan_list(self, op: ListNamespacesOp) -> _List:
+        conditions = op.match_conditions or ()
+        if not isinstance(conditions, tuple | list):
+            raise InvalidInputError("match_conditions must be a tuple of MatchCondition")
+        prefix: tuple[str, ...] = ()
+        for condition in conditions:
+            if not isinstance(condition, MatchCondition):
+                raise InvalidInputError(f"not a MatchCondition: {condition!r}")
+            if condition.match_type not in ("prefix", "suffix"):
+                raise InvalidInputError(f"unsupported match type {condition.match_type!r}")
+            path = _check_namespace(condition.path, f"the {condition.match_type}")
+            if condition.match_type == "prefix" and len(path) > len(prefix):
+                prefix = path  # the longest prefix narrows the scan most (all must match anyway)
+        _validate(op)
+        _check_count(op.limit, "limit")
+        _check_count(op.offset, "offset")
+        if op.max_depth is not None and (
+            isinstance(op.max_depth, bool) or not isinstance(op.max_depth, int) or op.max_depth < 1
+        ):
+            raise InvalidInputError(
+                f"max_depth must be None or an integer >= 1, got {op.max_depth!r}"
+            )
+        fixed = prefix[: prefix.index("*")] if "*" in prefix else prefix
+        if prefix and prefix[0] in self.user_labels and len(fixed) < 2:
+            # a wildcard (or nothing) where the user id goes names no one user: MEM-6
+            place = self._place(prefix[:1], "list_namespaces", _path(prefix))
+        else:
+            place = self._place(fixed, "list_namespaces", _path(prefix))
+        return _List(op, place, _prefix_key(place, fixed))
+
+    def _place(self, namespace: tuple[str, ...], operation: str, what: str) -> Place | None:
+        """The namespace's place, or None when its user scope refuses (one WARNING logged: MEM-7)."""
+        if not namespace or namespace[0] not in self.user_labels:
+            return GLOBAL
+        label = namespace[1] if len(namespace) > 1 else None
+        context = replace(self.context, user_id=label)
+        resolved = self.memory.resolve(operation, USER_SCOPE, what, context)
+        if isinstance(resolved, Refusal):
+            return None
+        return Place(USER_SCOPE, resolved, label)
+
+    def _stored(self, namespace: tuple[str, ...]) -> tuple[str, ...]:
+        """The labels of a namespace kept in its record keys: all but a user's id label."""
+        if len(namespace) >= 2 and namespace[0] in self.user_labels:
+            return (namespace[0], *namespace[2:])
+        return namespace
+
+    def _record_key(self, namespace: tuple[str, ...], key: str) -> str:
+        """The record key of an item (InvalidInputError when it would pass 255 code points)."""
+        stored = record_key(self._stored(namespace), key)
+        if len(stored) > MAX_KEY_LENGTH:
+            raise InvalidInputError(
+                f"namespace {namespace!r} and key {key[:40]!r} need a flowmem record key of "
+                f"{len(stored)} characters, over the {MAX_KEY_LENGTH} flowmem keeps "
+                "(docs/langgraph-store.md, Keys): use shorter labels or keys",
+                argument="key",
+            )
+        return stored
+
+    # --- running ------------------------------------------------------------------------
+    def _now(self) -> float:
+        return float(self.memory.clock())
+
+    def _get(self, plan: _Get) -> Item | None:
+        place = plan.place
+        if place is None:
+            return None
+        read = self.memory.read_raw(place.scope, place.scope_id, plan.key)
+        envelope = _Envelope.of(read.value) if read.found else None
+        if envelope is None:
+            return None
+        if plan.op.refresh_ttl and envelope.ttl is not None:
+            self._refresh(place, plan.key, to_json(read.value), envelope.ttl)
+        return Item(
+            value=envelope.value,
+            key=plan.op.key,
+            namespace=tuple(plan.op.namespace),
+            created_at=_timestamp(envelope.created_at),
+            updated_at=_timestamp(envelope.updated_at),
+        )
+
+    def _refresh(self, place: Place, key: str, text: str, ttl: float) -> None:
+        now = self._now()
+        touch_record(
+            self.memory.store, Address(place.scope, place.scope_id, key), text, now + ttl * 60, now
+        )
+
+    def _search(self, plan: _Search) -> list[SearchItem]:
+        op, place = plan.op, plan.place
+        if place is None or op.limit == 0:
+            return []
+        wanted = op.offset + op.limit
+        batch = SEARCH_BATCH if op.filter else max(1, min(wanted, SEARCH_BATCH))
+        found: list[tuple[SearchItem, ListedRecord]] = []
+        skipped = 0
+        records = iter_records(
+            self.memory.store,
+            place.scope,
+            place.scope_id,
+            plan.prefix,
+            now=self._now(),
+            batch=batch,
+        )
+        for record in records:
+            decoded = decode_record_key(record.key)
+            envelope = _Envelope.of(record.value) if decoded is not None else None
+            if decoded is None or envelope is None:
+                continue  # a record of another writer under our prefix: not an item
+            if op.filter and not _matches(envelope.value, op.filter):
+                continue
+            if skipped < op.offset:
+                skipped += 1
+                continue
+            labels, key = decoded
+            item = SearchItem(
+                namespace=place.namespace(labels),
+                key=key,
+                value=envelope.value,
+                created_at=_timestamp(envelope.created_at),
+                updated_at=_timestamp(envelope.updated_at),
+            )
+            found.append((item, record))
+            if len(found) == op.limit:
+                break
+        if op.refresh_ttl:
+            for _, record in found:
+                ttl = _Envelope.of(record.value)
+                if ttl is not None and ttl.ttl is not None and record.text is not None:
+                    self._refresh(place, record.key, record.text, ttl.ttl)
+        return [item for item, _ in found]
+
+    def _list_namespaces(self, plan: _List) -> list[tuple[str, ...]]:
+        op, place = plan.op, plan.place
+        if place is None or op.limit == 0:
+            return []
+        conditions = tuple(op.match_conditions or ())
+        listed: list[tuple[str, ...]] = []
+        skipped = 0
+        last: tuple[str, ...] | None = None
+        start = plan.prefix
+        store, now = self.memory.store, self._now()
+        while True:
+            page = list_records(
+                store,
+                place.scope,
+                place.scope_id,
+                plan.prefix,
+                now=now,
+                start=start,
+                limit=NAMESPACE_BATCH,
+                values=False,
+            )
+            for record in page:
+                if record.key < start:
+                    continue  # passed over by a jump made earlier in this page
+                decoded = decode_record_key(record.key)
+                if decoded is None:
+                    start = successor(record.key)
+                    continue
+                labels = decoded[0]
+                namespace = place.namespace(labels)
+                if not all(_does_match(condition, namespace) for condition in conditions):
+                    # past this namespace's own items: its children may still match
+                    start = _after_prefix(encode_labels(labels) + SEPARATOR)
+                    continue
+                truncated = op.max_depth is not None and len(namespace) >= op.max_depth
+                shown = namespace[: op.max_depth] if truncated else namespace
+                if shown != last:
+                    last = shown
+                    if skipped < op.offset:
+                        skipped += 1
+                    else:
+                        listed.append(shown)
+                        if len(listed) == op.limit:
+                            return listed
+                if truncated:  # every namespace under ``shown`` shows as ``shown`` again
+                    start = _after_prefix(encode_labels(place.stored(shown)))
+                else:
+                    start = _after_prefix(encode_labels(labels) + SEPARATOR)
+            if len(page) < NAMESPACE_BATCH:
+                return listed
+            start = max(start, successor(page[-1].key))
+
+    def _put(self, plan: _Put) -> None:
+        place = plan.place
+        if plan.value is None:
+            self.memory.delete_raw(place.scope, place.scope_id, plan.key)
+            return
+        old = self.memory.read_raw(place.scope, place.scope_id, plan.key)
+        before = _Envelope.of(old.value) if old.found else None
+        now = self._now()
+        created = before.created_at if before is not None else now
+        envelope = _Envelope(plan.value, created, now, plan.ttl)
+        seconds = None if plan.ttl is None else plan.ttl * 60
+        self.memory.write_raw(place.scope, place.scope_id, plan.key, envelope.stored(), seconds)
+
+
+def _after_prefix(labels_text: str) -> str:
+    """The smallest record key after every one starting with ``KEY_PREFIX + labels_text``."""
+    end = prefix_end(KEY_PREFIX + labels_text)
+    if end is None:  # never: the text ends with the separator
+        raise AssertionError("a record key prefix always has an end")
+    return end
+
+
+def _prefix_key(place: Place | None, prefix: tuple[str, ...]) -> str:
+    return KEY_PREFIX + encode_labels((place or GLOBAL).stored(prefix))
+
+
+def _path(namespace: Sequence[str]) -> str:
+    return ".".join(namespace)  # labels hold no "." (LangGraph's rule): an exact text form
+
+
+def _check_namespace(namespace: object, what: str) -> tuple[str, ...]:
+    if not isinstance(namespace, tuple):
+        raise NamespaceError(
+            f"{what} must be a tuple of strings, got {type(namespace).__name__} {namespace!r}"
+        )
+    return namespace
+
+
+def _validate(op: Op) -> None:
+    """LangGraph's label rules (strings, not empty, no '.', no NUL), for ops given to ``batch`` directly."""
+    try:
+        validate_op_namespace(op)
+    except InvalidNamespaceError as exc:
+        raise NamespaceError(str(exc)) from exc
+
+
+def _check_item_key(key: object) -> str:
+    if not isinstance(key, str):
+        raise InvalidInputError(
+            f"an item key must be a string, got {type(key).__name__}", argument="key"
+        )
+    return key
+
+
+def _check_count(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInputError(f"{name} must be an integer >= 0, got {value!r}", argument=name)
+    return value
+
+
+def _check_ttl_minutes(
+    ttl: object, error: type[InvalidInputError] | type[ConfigurationError]
+) -> float:
+    if (
+        isinstance(ttl, bool)
+        or not isinstance(ttl, (int, float))
+        or not math.isfinite(ttl)
+        or ttl <= 0
+    ):
+        raise error(f"a TTL is a positive number of minutes, got {ttl!r}", argument="ttl")
+    check_ttl(float(ttl) * 60)
+    return float(ttl)
+
+
+def _check_filter(condition: object) -> None:
+    if condition is None:
+        return
+    if not isinstance(condition, dict):
+        raise InvalidInputError(
+            f"a search filter is a dict, got {type(condition).__name__}", argument="filter"
+        )
+    pending: list[object] = list(condition.values())
+    while pending:
+        wanted = pending.pop()
+        if isinstance(wanted, dict):
+            operators = [name for name in wanted if isinstance(name, str) and name.startswith("$")]
+            unknown = [name for name in operators if name not in FILTER_OPERATORS]
+            if unknown:
+                raise InvalidInputError(
+                    f"unsupported filter operator {unknown[0]!r}: use one of "
+                    f"{', '.join(sorted(FILTER_OPERATORS))}",
+                    argument="filter",
+                )
+            if not operators:
+                pending.extend(wanted.values())
+        elif isinstance(wanted, (list, tuple)):
+            pending.extend(wanted)
+
+
+# --- the filter and match semantics of InMemoryStore ---------------------------------------
+def _matches(value: dict[str, Any], condition: dict[str, Any]) -> bool:
+    return all(_compare(value.get(name), wanted) for name, wanted in condition.items())
+
+
+def _compare(value: Any, wanted: Any) -> bool:
+    """``InMemoryStore``'s comparison: nested dicts, lists element-wise, ``$`` operators, else ``==``."""
+    if isinstance(wanted, dict):
+        if any(isinstance(name, str) and name.startswith("$") for name in wanted):
+            return all(_apply(value, operator, operand) for operator, operand in wanted.items())
+        if not isinstance(value, dict):
+            return False
+        return all(_compare(value.get(name), inner) for name, inner in wanted.items())
+    if isinstance(wanted, (list, tuple)):
+        return (
+            isinstance(value, (list, tuple))
+            and len(value) == len(wanted)
+            and all(_compare(got, inner) for got, inner in zip(value, wanted, strict=True))
+        )
+    return bool(value == wanted)
+
+
+def _apply(value: Any, operator: str, operand: Any) -> bool:
+    """One ``$`` operator; an order comparison of what is not a number matches nothing."""
+    if operator == "$eq":
+        return bool(value == operand)
+    if operator == "$ne":
+        return bool(value != operand)
+    try:
+        got, limit = float(value), float(operand)
+    except (TypeError, ValueError):  # InMemoryStore raises (float(None)): here it does not match
+        return False
+    if operator == "$gt":
+        return got > limit
+    if operator == "$gte":
+        return got >= limit
+    if operator == "$lt":
+        return got < limit
+    if operator == "$lte":
+        return got <= limit
+    raise InvalidInputError(f"unsupported filter operator {operator!r}", argument="filter")
+
+
+def _does_match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    """``InMemoryStore``'s namespace match: a prefix or suffix path where ``"*"`` matches any label."""
+    path = condition.path
+    if len(namespace) < len(path):
+        return False
+    if condition.match_type == "prefix":
+        pairs = zip(namespace, path, strict=False)
+    else:
+        pairs = zip(reversed(namespace), reversed(path), strict=False)
+    return all(wanted == "*" or got == wanted for got, wanted in pairs)
+
+
+__all__ = [
+    "FORMAT",
+    "KEY_PREFIX",
+    "USER_LABELS",
+    "FlowmemStore",
+    "NamespaceError",
+    "Place",
+    "decode_record_key",
+    "encode_labels",
+    "record_key",
+]

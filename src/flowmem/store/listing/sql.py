@@ -1,0 +1,68 @@
+"""``RecordListing`` over a SQL store's records table: what SQLite and PostgreSQL share.
+
+No SQL text here: each backend's statements are its own module's ``SQL``
+(``listing/sqlite.py``, ``listing/postgres.py``), run through the store's
+``_connection()`` (a pooled driver connection whose errors become ``StoreError``).
+Each statement is one autocommitted read or write, like an unguarded ``put_record``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from flowmem.store.base import Address
+from flowmem.store.listing import ListedRecord, prefix_end
+
+
+class SqlListing:
+    """Lists and touches records with the ``SQL`` statements of its backend.
+
+    ``list`` / ``list_open`` (with / without an upper bound on the key) take
+    ``(values, scope, scope_id, start[, end], now, limit)``; ``touch`` takes
+    ``(expires_at, scope, scope_id, key, text, now)``.
+    """
+
+    SQL: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, store: Any) -> None:
+        self.store = store  # a SqlStore: its ``_connection()`` lends a driver connection
+
+    def statement(self, name: str) -> str:
+        """The text of the named statement for this store."""
+        return self.SQL[name]
+
+    def list_records(
+        self,
+        scope: str,
+        scope_id: str,
+        prefix: str,
+        now: float,
+        start: str,
+        limit: int,
+        values: bool,
+    ) -> list[ListedRecord]:
+        """At most ``limit`` live records with key >= ``start`` starting with ``prefix``, in key order."""
+        end = prefix_end(prefix)
+        params: tuple[object, ...]
+        if end is None:
+            name, params = "list_open", (values, scope, scope_id, start, now, limit)
+        else:
+            name, params = "list", (values, scope, scope_id, start, end, now, limit)
+        sql = self.statement(name)
+        with self.store._connection() as conn:
+            rows = conn.execute(sql, params).fetchall()
+        return [
+            ListedRecord(str(key), None if text is None else str(text), _expiry(expires_at))
+            for key, text, expires_at in rows
+        ]
+
+    def touch_record(self, address: Address, text: str, expires_at: float, now: float) -> bool:
+        """Set a live, expiring record's expiry if its stored text is ``text``; True when it was."""
+        sql = self.statement("touch")
+        with self.store._connection() as conn:
+            done = conn.execute(sql, (expires_at, *address, text, now))
+            return bool(done.rowcount > 0)
+
+
+def _expiry(value: Any) -> float | None:
+    return None if value is None else float(value)
