@@ -51,7 +51,7 @@ from flowmem.integrations.langgraph.store import (
     record_key,
 )
 from flowmem.limits import Limits
-from flowmem.scope import ExecutionContext
+from flowmem.scope import ExecutionContext, usable_identity
 from flowmem.service import MemoryService
 from flowmem.store import Address, MemoryStore, Store
 from tests.integrations.langgraph.store_oracle import (
@@ -437,6 +437,25 @@ def test_mem_6_a_user_namespace_without_a_usable_user_reads_nothing(
         assert read() in (None, [])
         assert len(_warnings(caplog)) == 1
         assert spy.touched == []
+
+
+@pytest.mark.parametrize(
+    "user_id", ["42", "ana", "007", "+7", "José", "NULL", "NONE", "Nil", "*", "0x1", "-0", "None"]
+)
+def test_mem_6_the_store_refuses_exactly_the_ids_flowmem_refuses(
+    user_id: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    store, spy = _spied()
+    caplog.set_level(logging.WARNING, logger="flowmem")
+    refused = usable_identity(user_id) is None  # the one decision (DESIGN.md §3)
+    if refused:
+        with pytest.raises(ScopeRefusedError):
+            store.put(("users", user_id), "prefs", {"n": 1})
+        assert spy.touched == []
+    else:
+        store.put(("users", user_id), "prefs", {"n": 1})
+    assert (store.get(("users", user_id), "prefs") is None) == refused
+    assert len(_warnings(caplog)) == (2 if refused else 0)
 
 
 def test_mem_6_listing_users_without_naming_one_refuses(caplog: pytest.LogCaptureFixture) -> None:
