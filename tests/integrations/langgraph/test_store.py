@@ -688,6 +688,30 @@ def test_abatch_runs_in_a_worker_thread(flow: Flow) -> None:
     assert threads and loop_thread not in threads
 
 
+def test_threads_share_one_store(flow: Flow) -> None:
+    errors: list[BaseException] = []
+
+    def work(worker: int) -> None:
+        try:
+            for i in range(20):
+                namespace = ("users", f"u{worker}", "memories") if i % 2 else ("docs", f"w{worker}")
+                flow.store.put(namespace, f"k{i:02}", {"worker": worker, "i": i}, ttl=5)
+                flow.store.search(namespace[:2], limit=5)
+                flow.store.list_namespaces(prefix=namespace[:1], max_depth=2)
+        except BaseException as exc:  # collected: an assertion in a thread would be lost
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(flow.store.search(("docs",), limit=EVERYTHING)) == 40
+    assert [len(flow.store.search(("users", f"u{n}"))) for n in range(4)] == [10] * 4
+    assert len(flow.store.list_namespaces(prefix=("docs",))) == 4
+
+
 # --- construction -------------------------------------------------------------------------
 def test_from_conn_string_opens_and_closes_the_database(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'app.db'}"
