@@ -309,7 +309,8 @@ def test_the_latest_checkpoint_is_marked_for_fork_protection(saver: FlowmemSaver
     graph = _echo_graph(saver)
     graph.invoke({"messages": [HumanMessage("hi", id="h")]}, _config())
     latest = saver.get_tuple(_config())
-    assert latest.config["configurable"][HEAD_MARK] is True
+    mark = latest.config["configurable"][HEAD_MARK]
+    assert isinstance(mark, str) and mark != saver.get_tuple(_config()).config["configurable"][HEAD_MARK]
     older = saver.get_tuple(latest.parent_config)
     assert HEAD_MARK not in older.config["configurable"]
     assert HEAD_MARK not in latest.metadata  # never copied into the checkpoint's metadata

@@ -254,15 +254,6 @@ ORPHAN_WRITES = """SELECT COUNT(*) FROM lg_writes AS w WHERE NOT EXISTS (SELECT 
     AS c WHERE c.thread_id = w.thread_id AND c.ns = w.ns AND c.checkpoint_id = w.checkpoint_id)"""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FlowmemSaver bug: put_writes is not fork-protected. With LangGraph's default "
-    "durability ('async') a run refused with ThreadForkedError at its first put still runs "
-    "every node (the error surfaces when the run exits) and its tasks' pending writes are "
-    "stored under checkpoint ids that never commit (3 rows here; 2 with 'sync', 0 with "
-    "'exit'). No checkpoint references them; prune(keep_latest) and delete_for_runs leave "
-    "them, only delete_thread removes them",
-)
 def test_a_run_refused_with_thread_forked_error_leaves_no_pending_writes_behind(
     tmp_path: Path,
 ) -> None:

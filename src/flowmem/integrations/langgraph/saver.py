@@ -24,7 +24,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import threading
 import time
+import uuid
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -43,7 +46,7 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 
-from flowmem.errors import LineMovedError, ScopeRefusedError
+from flowmem.errors import LineMovedError, ScopeRefusedError, ThreadForkedError
 from flowmem.integrations.langgraph.lines import (
     LineHead,
     LineHeads,
@@ -74,14 +77,53 @@ log = logging.getLogger("flowmem")
 HEAD_MARK = "__flowmem_head"
 """Set in the config a read returns when its checkpoint was the thread's latest.
 
-LangGraph carries it into every ``put`` of the run that read it; such a ``put`` must
-find its parent still the latest (``__``: LangGraph copies no such key into metadata).
+Its value is a token new at every such read. LangGraph carries it into every ``put``
+and ``put_writes`` of the run that read it; such a ``put`` must find its parent still
+the latest, and once one is refused every later write of that run is refused too
+(``__``: LangGraph copies no such key into metadata).
 """
 _EMPTY = ("empty", b"")
 
 
 def _configurable(config: RunnableConfig | None) -> Mapping[str, Any]:
     return (config or {}).get("configurable") or {}
+
+
+class RefusedCheckpoints:
+    """The checkpoints of runs refused with ``ThreadForkedError`` in this process (bounded).
+
+    LangGraph saves a run's task writes in the background, beside its checkpoints; a
+    run whose checkpoint was refused keeps running until it exits. Its writes for a
+    refused checkpoint are refused too, and those that landed first are deleted with
+    the refusal, under the thread's stripe lock, so none is left behind.
+    """
+
+    def __init__(self, capacity: int = 4096, stripes: int = 64) -> None:
+        self.capacity = capacity
+        self._ids: OrderedDict[tuple[str, ...], None] = OrderedDict()
+        self._locks = [threading.Lock() for _ in range(stripes)]
+
+    def holding(self, thread_id: str) -> threading.Lock:
+        """The lock a thread's writes and refusals take turns under."""
+        return self._locks[hash(thread_id) % len(self._locks)]
+
+    def add(self, thread_id: str, ns: str, checkpoint_id: str, run: object) -> None:
+        """Remember a refused checkpoint and the run it belongs to (its stripe lock held)."""
+        self._ids[(thread_id, ns, checkpoint_id)] = None
+        if run:
+            self._ids[(thread_id, str(run))] = None
+        while len(self._ids) > self.capacity:
+            self._ids.popitem(last=False)
+
+    def check(self, thread_id: str, ns: str, checkpoint_id: str, run: object) -> None:
+        """Raise ``ThreadForkedError`` for a write of a refused run or checkpoint (lock held)."""
+        if (thread_id, ns, checkpoint_id) in self._ids or (run and (thread_id, str(run)) in self._ids):
+            raise ThreadForkedError(
+                f"thread {thread_id!r}: this run's checkpoint was refused (another writer moved "
+                "the thread); nothing more of it is stored. Run the turn again on "
+                "the thread's latest state (docs/decisions/0040)",
+                thread_id=thread_id,
+            )
 
 
 class FlowmemSaver(BaseCheckpointSaver[str]):
@@ -107,6 +149,7 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
         self.context = context
         self.tables = checkpoints_of(memory.store)
         self.heads = LineHeads(cache_threads)
+        self.refused = RefusedCheckpoints()
 
     @classmethod
     @contextmanager
@@ -172,10 +215,18 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
         )
         guard = self.memory.session_claim(thread, self._context(conf))
         head = Head(parent) if protect else None
+        run = conf.get(HEAD_MARK)
+        with self.refused.holding(thread):
+            self.refused.check(thread, ns, checkpoint["id"], run)
         for fresh in (False, True):
             blobs, lines, heads = self._plan(thread, ns, checkpoint["id"], values, new_versions, fresh)
             try:
                 self.tables.put_checkpoint(stored, blobs, lines, guard, head)
+            except ThreadForkedError:
+                with self.refused.holding(thread):  # no write of this run's lands after it
+                    self.refused.add(thread, ns, checkpoint["id"], run)
+                    self.tables.delete_writes(thread, ns, checkpoint["id"])
+                raise
             except LineMovedError:
                 self.heads.forget(thread)
                 if fresh:
@@ -249,9 +300,10 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
             for idx, (channel, value) in enumerate(writes)
         ]
         guard = self.memory.session_claim(thread, self._context(conf))
-        self.tables.put_writes(
-            thread, str(conf.get("checkpoint_ns", "")), conf["checkpoint_id"], stored, guard
-        )
+        ns, checkpoint_id = str(conf.get("checkpoint_ns", "")), conf["checkpoint_id"]
+        with self.refused.holding(thread):
+            self.refused.check(thread, ns, checkpoint_id, conf.get(HEAD_MARK))
+            self.tables.put_writes(thread, ns, checkpoint_id, stored, guard)
 
     # --- reads ----------------------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -293,7 +345,7 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
             "checkpoint_id": stored.checkpoint_id,
         }
         if is_head:
-            configurable[HEAD_MARK] = True
+            configurable[HEAD_MARK] = uuid.uuid4().hex
         parent = None
         if stored.parent_id:
             parent = {

@@ -111,6 +111,10 @@ class Checkpoints(Protocol):
         """Store pending writes; a write at an index >= 0 already stored is kept, < 0 replaced."""
         ...
 
+    def delete_writes(self, thread_id: str, ns: str, checkpoint_id: str) -> None:
+        """Delete the pending writes stored under one checkpoint id."""
+        ...
+
     def get_checkpoint(
         self, thread_id: str, ns: str, checkpoint_id: str | None
     ) -> StoredCheckpoint | None:
@@ -154,7 +158,10 @@ class Checkpoints(Protocol):
         ...
 
     def prune(self, thread_ids: Sequence[str], keep_latest: bool) -> None:
-        """Keep only the latest checkpoint per namespace (``keep_latest``), or delete all."""
+        """Keep only the latest checkpoint per namespace (``keep_latest``), or delete all.
+
+        Writes whose checkpoint does not exist (a refused run's) go too.
+        """
         ...
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:

@@ -114,6 +114,11 @@ class MemoryCheckpoints:
                 if write.idx < 0 or key not in stored:
                     stored[key] = write
 
+    def delete_writes(self, thread_id: str, ns: str, checkpoint_id: str) -> None:
+        """Delete the pending writes stored under one checkpoint id."""
+        with self.store._lock:
+            self._writes.pop((thread_id, ns, checkpoint_id), None)
+
     # --- reads ----------------------------------------------------------------------------
     def get_checkpoint(
         self, thread_id: str, ns: str, checkpoint_id: str | None
@@ -250,7 +255,9 @@ class MemoryCheckpoints:
         self._writes.pop(key, None)
 
     def _collect(self, thread_id: str) -> None:
-        """Delete the blobs and lines of a thread that no remaining checkpoint references."""
+        """Delete the writes, blobs and lines of a thread that no remaining checkpoint references."""
+        for key in [k for k in self._writes if k[0] == thread_id and k not in self._checkpoints]:
+            del self._writes[key]
         kept = {
             (ns, channel, str(version))
             for (t, ns, _), cp in self._checkpoints.items()
@@ -258,11 +265,11 @@ class MemoryCheckpoints:
             for channel, version in cp.versions.items()
         }
         lines = set()
-        for key in [k for k in self._blobs if k[0] == thread_id]:
-            if key[1:] not in kept:
-                del self._blobs[key]
+        for blob_key in [k for k in self._blobs if k[0] == thread_id]:
+            if blob_key[1:] not in kept:
+                del self._blobs[blob_key]
                 continue
-            line = line_of(*self._blobs[key])
+            line = line_of(*self._blobs[blob_key])
             if line is not None:
                 lines.add(line)
         for address in self._lines(thread_id):

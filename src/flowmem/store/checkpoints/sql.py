@@ -184,6 +184,12 @@ class SqlCheckpoints:
 
         self.store._write(work)
 
+    def delete_writes(self, thread_id: str, ns: str, checkpoint_id: str) -> None:
+        """Delete the pending writes stored under one checkpoint id."""
+        self.store._write(
+            lambda conn: self._run(conn, "writes_delete_one", (thread_id, ns, checkpoint_id))
+        )
+
     # --- reads ----------------------------------------------------------------------------
     def get_checkpoint(
         self, thread_id: str, ns: str, checkpoint_id: str | None
@@ -320,7 +326,8 @@ class SqlCheckpoints:
         self._run(conn, "writes_delete_one", (thread_id, ns, checkpoint_id))
 
     def _collect(self, conn: Any, thread_id: str) -> None:
-        """Delete the blobs and lines of a thread that no remaining checkpoint references."""
+        """Delete the writes, blobs and lines of a thread that no remaining checkpoint references."""
+        self._run(conn, "writes_orphans_delete", (thread_id,))
         kept: set[tuple[str, str, str]] = set()
         for ns, _checkpoint_id, versions in self._run(conn, "cp_thread_rows", (thread_id,)):
             kept.update((ns, channel, str(v)) for channel, v in json.loads(versions).items())

@@ -71,6 +71,9 @@ def statements(p: str) -> dict[str, str]:
             WHERE thread_id = {p} AND ns = {p} AND checkpoint_id = {p} ORDER BY task_id, idx""",
         "writes_delete_one": f"""DELETE FROM lg_writes
             WHERE thread_id = {p} AND ns = {p} AND checkpoint_id = {p}""",
+        "writes_orphans_delete": f"""DELETE FROM lg_writes WHERE thread_id = {p} AND NOT EXISTS
+            (SELECT 1 FROM lg_checkpoints AS c WHERE c.thread_id = lg_writes.thread_id
+            AND c.ns = lg_writes.ns AND c.checkpoint_id = lg_writes.checkpoint_id)""",
         "writes_copy": f"""INSERT INTO lg_writes
             (thread_id, ns, checkpoint_id, task_id, idx, channel, type, blob, task_path)
             SELECT {p}, ns, checkpoint_id, task_id, idx, channel, type, blob, task_path
