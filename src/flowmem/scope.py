@@ -34,7 +34,8 @@ REFUSAL_REASONS: Final[Mapping[str, str]] = MappingProxyType(
 )
 # What a client sends when its id variable is empty (DESIGN.md §3, decision 0016):
 # never a real identity, or every such client would share one memory. Compared exactly.
-PLACEHOLDER_IDS: Final[frozenset[str]] = frozenset({"None", "null", "undefined", "nil"})
+PLACEHOLDER_IDS: Final[frozenset[str]] = frozenset({"none", "null", "undefined", "nil"})
+"""The placeholders a client sends for an empty id variable, in lower case: unusable in any case."""
 
 # An integer literal: optional sign, ASCII digits only.
 _INTEGER_LITERAL = re.compile(r"[+-]?[0-9]+")
@@ -126,7 +127,7 @@ def usable_identity(value: object) -> str | None:
     The one decision of DESIGN.md §3 (decision 0016): an ``int`` > 0 (never ``bool``)
     is its plain decimal text; a ``str`` is taken in Unicode NFC and is usable when it
     has 1–255 code points, no whitespace or control characters, is not a placeholder
-    (``"None"``, ``"null"``, ``"undefined"``, ``"nil"``) and, if it is an integer
+    (``"None"``, ``"null"``, ``"undefined"``, ``"nil"``, in any letter case) and, if it is an integer
     literal, denotes a positive integer. Ids compare exactly as this text: ``7`` and
     ``"7"`` are one identity, ``"007"`` and ``"+7"`` are two others; ``"é"`` in NFC
     and in NFD is one.
@@ -145,7 +146,7 @@ def usable_identity(value: object) -> str | None:
         text = unicodedata.normalize("NFC", text)
     if not 1 <= len(text) <= MAX_IDENTITY_LENGTH or _has_forbidden_character(text):
         return None
-    if text in PLACEHOLDER_IDS:
+    if len(text) <= 9 and text.lower() in PLACEHOLDER_IDS:
         return None
     if _INTEGER_LITERAL.fullmatch(text) and int(text) <= 0:
         return None
@@ -204,7 +205,7 @@ def _identity(scope: str, context: ExecutionContext | None) -> str | Refusal:
         return _refusal(scope, "no_id")
     if _denotes_no_one(value):
         return _refusal(scope, "no_one_id")
-    if isinstance(value, str) and value in PLACEHOLDER_IDS:
+    if isinstance(value, str) and value.lower() in PLACEHOLDER_IDS:
         return _refusal(scope, "placeholder_id", value)
     usable = usable_identity(value)
     if usable is None:
