@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from flowmem.core import (
     HEALED_CONTENT,
+    IndexedListEditor,
     ListEditor,
     append,
     apply_append,
@@ -264,3 +265,7 @@ def test_apply_append_gives_the_same_buffer_on_any_editor(
     assert (
         apply_append(plain, [to_row(r) for r in rows], max_messages=window).count == expected.count
     )
+    indexed = IndexedListEditor([to_row(r) for r in buffer])  # the speed twin: the same buffer
+    twin = apply_append(indexed, [to_row(r) for r in rows], max_messages=window)
+    assert indexed.rows == plain.rows == expected.messages
+    assert (twin.appended, twin.count) == (expected.appended, expected.count)

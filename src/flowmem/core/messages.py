@@ -113,12 +113,14 @@ def call_ids(message: Mapping[str, Any]) -> list[str]:
     """
     if not isinstance(message, Mapping) or message.get("role") != "assistant":
         return []
-    seen: list[str] = []
+    # a dict keeps the first occurrence's order and tests membership in O(1): a
+    # turn declaring n calls costs O(n), not O(n²) (issue 24 §1)
+    seen: dict[str, None] = {}
     for call in raw_tool_calls(message):
         cid = entry_id(call)
-        if cid is not None and cid not in seen:
-            seen.append(cid)
-    return seen
+        if cid is not None:
+            seen.setdefault(cid, None)
+    return list(seen)
 
 
 def result_id(message: Mapping[str, Any]) -> str | None:

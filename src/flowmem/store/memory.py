@@ -15,7 +15,7 @@ from dataclasses import replace
 from itertools import islice
 from typing import Any
 
-from flowmem.core import AppendOutcome, ListEditor, Message, apply_append
+from flowmem.core import AppendOutcome, IndexedListEditor, Message, apply_append
 from flowmem.errors import ConflictError, IdempotencyKeyInFlightError
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
@@ -56,8 +56,8 @@ def row_bytes(row: Message) -> int:
     return utf8_size(dump_json(row, "message"))
 
 
-class SizedListEditor(ListEditor):
-    """``ListEditor`` that keeps the UTF-8 size of its rows' JSON up to date (``bytes``)."""
+class SizedListEditor(IndexedListEditor):
+    """``IndexedListEditor`` that keeps the UTF-8 size of its rows' JSON up to date (``bytes``)."""
 
     def __init__(self, rows: list[Message], size: int) -> None:
         super().__init__(rows)
