@@ -139,6 +139,21 @@ def test_a_token_over_its_rate_gets_429_with_retry_after(tmp_path: Path) -> None
         assert client.get("/health").status_code == 200  # open paths are never limited
 
 
+def test_a_tokens_bucket_is_the_same_however_the_header_is_spelled() -> None:
+    """Issue 24 §3: the scheme's case and the spaces around the token made new buckets."""
+    store = open_store("memory://")
+    tokens = make_tokens(store)
+    rates = RateLimits(requests_per_second=0.01, burst=5, auth_failures=0)
+    token = tokens["alice"]
+    spellings = [f"Bearer {token}", f"bearer {token}", f"BEARER  {token}", f"Bearer {token}   ", f" Bearer   {token}"]
+    with _app(store, rates) as client:
+        codes = [
+            client.get("/v1/memory/user/k", headers={"Authorization": spellings[i % len(spellings)]}).status_code
+            for i in range(10)
+        ]
+    assert codes == [200] * 5 + [429] * 5
+
+
 def test_the_default_rate_refuses_a_flood_from_one_token() -> None:
     store = open_store("memory://")
     tokens = make_tokens(store)

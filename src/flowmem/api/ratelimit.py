@@ -5,7 +5,8 @@ Two token buckets, both kept in this worker's memory:
 - per API token: ``requests_per_second`` with bursts of ``burst``. A request
   over it is answered ``429 rate_limited`` with ``Retry-After`` before its token
   is looked up or its body read. The bucket is keyed by a hash of the bearer
-  token as sent, so it also applies to a token that turns out to be valid.
+  token as the header parses (the scheme's case and the spaces do not count), so
+  it also applies to a token that turns out to be valid.
 - per peer address: every request answered 401 (no, unknown or revoked token)
   takes one of ``auth_failures`` allowances, refilled at
   ``auth_failures_per_minute``. A peer with none left is answered
@@ -32,7 +33,13 @@ from dataclasses import dataclass, fields, replace
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from flowmem.api.errors import OPEN_PATHS, error_body
-from flowmem.errors import AuthRateLimitedError, ConfigurationError, RateLimitedError
+from flowmem.auth import bearer_token
+from flowmem.errors import (
+    AuthenticationError,
+    AuthRateLimitedError,
+    ConfigurationError,
+    RateLimitedError,
+)
 from flowmem.limits import env_values
 
 MAX_KEYS = 100_000  # buckets kept per table; the least recently used beyond it are forgotten
@@ -131,8 +138,17 @@ class Buckets:
 
 
 def _token_key(authorization: bytes) -> bytes:
-    """A short fixed-size key for a bearer token (the token itself is never kept)."""
-    return hashlib.blake2b(authorization, digest_size=16).digest()
+    """A short fixed-size key for the token a header carries (the token itself is never kept).
+
+    Keyed on the token as ``bearer_token`` parses it, not on the header's bytes: the
+    scheme's letter case and the spaces around the token make no other bucket (issue 24
+    §3). A header that does not parse is keyed as it is (it is refused with a 401).
+    """
+    try:
+        token = bearer_token(authorization.decode("latin-1")).encode("latin-1")
+    except AuthenticationError:
+        token = authorization
+    return hashlib.blake2b(token, digest_size=16).digest()
 
 
 async def send_refusal(send: Send, error: RateLimitedError) -> None:
