@@ -14,6 +14,7 @@ from flowmem.errors import (
     InvalidInputError,
     InvalidTextError,
     NotFoundError,
+    SessionDeletedError,
     TooManySessionsError,
     UnknownRoleError,
 )
@@ -506,19 +507,21 @@ def test_mem_8_a_write_to_another_users_session_is_refused_and_changes_nothing(
     assert store.get_session("s-bob").owner == "bob"  # type: ignore[union-attr]
 
 
-def test_a_write_after_the_session_was_deleted_makes_a_fresh_session(
+def test_a_write_after_the_session_was_deleted_is_refused_and_creates_nothing(
     store: MemoryStore,
 ) -> None:
+    """DESIGN.md §5, issue 24 §2: a deleted session's id is remembered, never made again."""
     memory = _memory(store)
     context = ExecutionContext(session_id="s-again", user_id="alice")
     memory.append("session", "chat", [{"role": "user", "content": "old"}], context)
-    first = store.get_session("s-again")
     SessionService(store, memory).delete(ALICE, "s-again")
     assert store.get_session("s-again") is None
-    memory.append("session", "chat", [{"role": "user", "content": "new"}], context)
-    fresh = store.get_session("s-again")
-    assert fresh is not None and first is not None and fresh.created_at > first.created_at
-    assert [r["content"] for r in store.load(Address("session", "s-again", "chat"))] == ["new"]
+    with pytest.raises(SessionDeletedError, match="use a new session id"):
+        memory.append("session", "chat", [{"role": "user", "content": "new"}], context)
+    with pytest.raises(SessionDeletedError):
+        memory.write("session", "topic", "x", context)
+    assert store.get_session("s-again") is None
+    assert store.load(Address("session", "s-again", "chat")) == []
 
 
 def test_the_session_limit_applies_to_sessions_made_by_writes(store: MemoryStore) -> None:

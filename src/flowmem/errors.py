@@ -141,6 +141,16 @@ class NotFoundError(FlowmemError):
     code = "not_found"
 
 
+class SessionDeletedError(NotFoundError):
+    """A write to a session that was deleted (or whose owner was erased): refused, not a first write.
+
+    A deleted session's id is remembered so that a write in flight during the delete,
+    or a later one, never brings it back (DESIGN.md §5, issue 24 §2). Use a new id.
+    """
+
+    code = "session_deleted"
+
+
 class AuthenticationError(FlowmemError):
     """No credentials, or credentials that do not name a valid principal."""
 

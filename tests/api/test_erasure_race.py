@@ -422,7 +422,8 @@ def test_a_write_the_session_delete_slips_before_is_refused_404(
     answer = client.request(method, url, headers=mine, json=body)
     assert deleted == [True]
     assert answer.status_code == 404, answer.text
-    assert answer.json()["error"]["code"] == "not_found"
+    # the session is gone; its id is remembered, so whichever check sees it first says so
+    assert answer.json()["error"]["code"] in ("not_found", "session_deleted")
     left = leftovers(backend, None, [sid])
     assert all(count == 0 for count in left.values()), left
 

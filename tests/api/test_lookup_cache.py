@@ -201,33 +201,34 @@ def test_an_erased_users_cached_token_cannot_write_through_another_worker(
     assert store.load(Address("session", "s1", "chat_history")) == []
 
 
-def test_a_session_deleted_by_another_worker_is_made_afresh_by_the_next_append(
+def test_a_session_deleted_by_another_worker_is_not_made_again_by_the_next_append(
     store: Store, workers: tuple[Worker, Worker, dict[str, str]]
 ) -> None:
+    """Issue 24 §2: a deleted session's id is remembered, whichever worker cached it."""
     one, other, _ = workers
     assert other.append("s1", "old").status_code == 200
     assert other.append("s1", "old too").status_code == 200  # the session is in its cache
-    first = store.get_session("s1")
-    assert first is not None
     assert one.call("DELETE", "/v1/sessions/s1").status_code == 204
     answer = other.append("s1", "new")
-    assert answer.status_code == 200, answer.text
-    fresh = store.get_session("s1")
-    assert fresh is not None and fresh.created_at != first.created_at
-    assert [r["content"] for r in store.load(Address("session", "s1", "chat_history"))] == ["new"]
+    assert answer.status_code == 404, answer.text
+    assert answer.json()["error"]["code"] == "session_deleted"
+    assert store.get_session("s1") is None
+    assert store.load(Address("session", "s1", "chat_history")) == []
 
 
-def test_a_cached_session_made_again_by_another_user_is_404_and_untouched(
+def test_a_deleted_session_is_made_again_by_no_user(
     store: Store, workers: tuple[Worker, Worker, dict[str, str]]
 ) -> None:
     one, other, _ = workers
     assert other.append("s1", "alice's").status_code == 200
     assert other.append("s1", "alice's too").status_code == 200  # cached in ``other``
     assert one.call("DELETE", "/v1/sessions/s1").status_code == 204
-    assert one.append("s1", "bob's", "bob").status_code == 200  # bob's session now
+    taken = one.append("s1", "bob's", "bob")
+    assert taken.status_code == 404 and taken.json()["error"]["code"] == "session_deleted"
     answer = other.append("s1", "intruding")
     assert answer.status_code == 404, answer.text  # not 403: the id does not leak
-    assert [r["content"] for r in store.load(Address("session", "s1", "chat_history"))] == ["bob's"]
+    assert store.get_session("s1") is None
+    assert store.load(Address("session", "s1", "chat_history")) == []
 
 
 def test_a_write_by_a_stale_session_lookup_is_refused_by_its_guard(store: Store) -> None:

@@ -116,10 +116,12 @@ def test_schema_is_created_recorded_and_not_reapplied(sql_url: str) -> None:
     again.close()
 
 
-def _drop_checkpoint_tables(url: str) -> None:
-    """Undo migration 7 (what a database made before the LangGraph checkpointer lacks)."""
+def _drop_checkpoint_tables(url: str, deleted_sessions: bool = True) -> None:
+    """Undo migrations 7 and 8 (the LangGraph tables; the deleted sessions' ids)."""
     for table in ("lg_checkpoints", "lg_blobs", "lg_writes"):
         _sql(url, f"DROP TABLE {table}")
+    if deleted_sessions:
+        _sql(url, "DROP TABLE deleted_sessions")
 
 
 def test_a_version_1_database_is_upgraded_in_place(sql_url: str) -> None:
@@ -474,6 +476,20 @@ def test_a_version_6_database_gets_the_checkpoint_tables(sql_url: str) -> None:
     again = open_store(sql_url)
     assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
     assert _scalar(sql_url, "SELECT COUNT(*) FROM lg_checkpoints") == 0
+    assert [m["content"] for m in again.load(KEY)] == ["kept"]
+    again.close()
+
+
+def test_a_version_7_database_remembers_deleted_sessions_from_now_on(sql_url: str) -> None:
+    """Migration 8 adds ``deleted_sessions``: a session deleted after it is never made again."""
+    store = open_store(sql_url)
+    store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
+    store.close()
+    _sql(sql_url, "DROP TABLE deleted_sessions")  # what schema version 7 lacks
+    _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 8")
+    again = open_store(sql_url)
+    assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
+    assert _scalar(sql_url, "SELECT COUNT(*) FROM deleted_sessions") == 0
     assert [m["content"] for m in again.load(KEY)] == ["kept"]
     again.close()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
@@ -103,6 +104,7 @@ class MemoryStore:
         self._next_seq: dict[str, int] = {}
         self._tokens: dict[str, TokenRecord] = {}
         self._keys: dict[tuple[str, str], StoredAnswer] = {}  # (owner, key) -> idempotency key
+        self._deleted: dict[str, float] = {}  # deleted session ids: never created again
         self.checkpoints = MemoryCheckpoints(self)  # LangGraph's checkpoints (decision 0040)
 
     # --- memory records -------------------------------------------------------
@@ -138,6 +140,8 @@ class MemoryStore:
             if session is None:
                 raise guard_failed(True)
             return None
+        if session is None and sid in self._deleted:
+            raise guard_failed(True, guard, None, deleted=True)
         if session is None:
             owner = None if claim.any_owner else claim.owner
             owned = 0 if owner is None else sum(s.owner == owner for s in self._sessions.values())
@@ -431,6 +435,7 @@ class MemoryStore:
         """Delete a session, its transcript and its scope (lock held); None when absent."""
         if self._sessions.pop(session_id, None) is None:
             return None
+        self._deleted[session_id] = time.time()
         self._transcripts.pop(session_id, None)
         self._next_seq.pop(session_id, None)
         self.checkpoints.drop_thread(session_id)  # a LangGraph thread is the session

@@ -146,6 +146,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # 7: LangGraph checkpoints, channel values and pending writes (docs/decisions/0040)
     checkpoint_tables.MIGRATION,
+    (  # 8: a deleted session's id is remembered: no write brings it back (issue 24 §2)
+        "CREATE TABLE deleted_sessions (id TEXT PRIMARY KEY, deleted_at DOUBLE PRECISION NOT NULL)",
+    ),
 )
 
 _B = "buffer_id = %s"
@@ -306,12 +309,16 @@ _ENSURE = """INSERT INTO sessions (id, name, owner, status, agent, metadata, cre
     updated_at) SELECT %s, '', %s::text, 'idle', NULL, '{{}}', %s::double precision,
     %s::double precision WHERE CASE {token}
     WHEN EXISTS (SELECT 1 FROM sessions WHERE id = %s) THEN FALSE
+    WHEN EXISTS (SELECT 1 FROM deleted_sessions WHERE id = %s) THEN FALSE
     WHEN %s::bigint = 0 OR %s::text IS NULL THEN TRUE
     ELSE (SELECT COUNT(*) FROM sessions WHERE owner = %s::text) < %s::bigint END
     ON CONFLICT (id) DO NOTHING"""
 SQL["session_ensure"] = _ENSURE.format(token="")
 SQL["session_ensure@token"] = _ENSURE.format(token=f"WHEN NOT {_TOKEN_VALID} THEN FALSE")
 SQL["session_owner"] = "SELECT owner FROM sessions WHERE id = %s"
+SQL["session_deleted"] = "SELECT 1 FROM deleted_sessions WHERE id = %s"
+SQL["session_remember_deleted"] = """INSERT INTO deleted_sessions (id, deleted_at) VALUES (%s, %s)
+    ON CONFLICT (id) DO UPDATE SET deleted_at = excluded.deleted_at"""
 _GUARDED: dict[str, str] = {
     "guard": "SELECT 1 WHERE {guard}",
     "session_insert": """INSERT INTO sessions (id, name, owner, status, agent, metadata,

@@ -22,6 +22,7 @@ from flowmem.errors import (
     InvalidInputError,
     NotFoundError,
     NotSerializableError,
+    SessionDeletedError,
     TooManySessionsError,
 )
 from flowmem.store.base import Address, SessionRecord, TokenRecord, WriteGuard
@@ -130,7 +131,7 @@ def ensure_form(guard: WriteGuard | None) -> tuple[str, tuple[Any, ...]] | None:
     claim, sid = guard.claim, guard.session_id
     owner = None if claim.any_owner else claim.owner
     head = (sid, owner, claim.created_at, claim.created_at)
-    tail = (sid, claim.limit, owner, owner, claim.limit)
+    tail = (sid, sid, claim.limit, owner, owner, claim.limit)
     if guard.token_id is not None:
         return "session_ensure@token", (*head, guard.token_id, *tail)
     return "session_ensure", (*head, *tail)
@@ -141,6 +142,7 @@ def guard_failed(
     guard: WriteGuard | None = None,
     owner: tuple[str | None] | None = None,
     owned: int = 0,
+    deleted: bool = False,
 ) -> AuthenticationError | NotFoundError | AccessDeniedError | TooManySessionsError:
     """The error of a write whose guard failed: the token first (401), else the session's.
 
@@ -151,6 +153,13 @@ def guard_failed(
     """
     if not token_valid:
         return AuthenticationError("invalid token")
+    if deleted and owner is None:
+        sid = "" if guard is None else guard.session_id
+        return SessionDeletedError(
+            f"session {sid} was deleted: a write to it is refused and does not create it "
+            "again; use a new session id",
+            session_id=sid,
+        )
     claim = None if guard is None else guard.claim
     # a request's own session gone (deleted, perhaps made again) is 404 whoever owns it now
     gone = claim is not None and not claim.create and bool(claim.created_at)

@@ -245,6 +245,8 @@ class SqlStore(ABC, Generic[C]):
             return guard_failed(bool(valid))
         found = conn.execute(self.SQL["session_owner"], (guard.session_id,)).fetchone()
         owner = None if found is None else (found[0],)
+        if owner is None and conn.execute(self.SQL["session_deleted"], (guard.session_id,)).fetchone():
+            return guard_failed(True, guard, None, deleted=True)
         owned = 0
         if found is None and guard.claim.owner is not None:
             counted = conn.execute(
@@ -632,6 +634,8 @@ class SqlStore(ABC, Generic[C]):
         if deleted is None:
             return None
         check_not_running(session_id, deleted[0])
+        # remembered: a write in flight, or a later one, must not create it again
+        conn.execute(self.SQL["session_remember_deleted"], (session_id, time.time()))
         conn.execute(self.SQL["transcript_delete_all"], (session_id,))
         conn.execute(self.SQL["transcript_seq_delete"], (session_id,))
         for name in ("cp_drop_thread", "blob_drop_thread", "writes_drop_thread"):

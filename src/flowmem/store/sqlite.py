@@ -152,6 +152,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # 7: LangGraph checkpoints, channel values and pending writes (docs/decisions/0040)
     checkpoint_tables.MIGRATION,
+    (  # 8: a deleted session's id is remembered: no write brings it back (issue 24 §2)
+        "CREATE TABLE deleted_sessions (id TEXT PRIMARY KEY, deleted_at REAL NOT NULL)",
+    ),
 )
 
 _B = "buffer_id = ?"
@@ -287,12 +290,16 @@ GUARDS: dict[str, str] = {
 _ENSURE = """INSERT INTO sessions (id, name, owner, status, agent, metadata, created_at,
     updated_at) SELECT ?, '', ?, 'idle', NULL, '{{}}', ?, ? WHERE CASE {token}
     WHEN EXISTS (SELECT 1 FROM sessions WHERE id = ?) THEN 0
+    WHEN EXISTS (SELECT 1 FROM deleted_sessions WHERE id = ?) THEN 0
     WHEN ? = 0 OR ? IS NULL THEN 1
     ELSE (SELECT COUNT(*) FROM sessions WHERE owner = ?) < ? END
     ON CONFLICT (id) DO NOTHING"""
 SQL["session_ensure"] = _ENSURE.format(token="")
 SQL["session_ensure@token"] = _ENSURE.format(token=f"WHEN NOT {_TOKEN_VALID} THEN 0")
 SQL["session_owner"] = "SELECT owner FROM sessions WHERE id = ?"
+SQL["session_deleted"] = "SELECT 1 FROM deleted_sessions WHERE id = ?"
+SQL["session_remember_deleted"] = """INSERT INTO deleted_sessions (id, deleted_at) VALUES (?, ?)
+    ON CONFLICT (id) DO UPDATE SET deleted_at = excluded.deleted_at"""
 _GUARDED: dict[str, str] = {
     "guard": "SELECT 1 WHERE {guard}",
     "session_insert": """INSERT INTO sessions (id, name, owner, status, agent, metadata,

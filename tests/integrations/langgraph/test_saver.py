@@ -27,7 +27,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from typing_extensions import TypedDict
 
-from flowmem.errors import AccessDeniedError, ScopeRefusedError
+from flowmem.errors import AccessDeniedError, ScopeRefusedError, SessionDeletedError
 from flowmem.integrations.langgraph.saver import HEAD_MARK, FlowmemSaver
 from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
@@ -294,6 +294,21 @@ def test_delete_thread_deletes_the_session(saver: FlowmemSaver) -> None:
     saver.delete_thread("bye")
     assert saver.memory.store.get_session("bye") is None
     assert saver.get_tuple(_config("bye")) is None
+
+
+def test_a_deleted_thread_stays_deleted(saver: FlowmemSaver) -> None:
+    """Issue 24 §2: a write to a deleted thread is refused, never a new first write."""
+    graph = _echo_graph(saver)
+    graph.invoke({"messages": [HumanMessage("hi", id="h")]}, _config("once", user_id="ana"))
+    saver.delete_thread("once")
+    with pytest.raises(SessionDeletedError):
+        graph.invoke({"messages": [HumanMessage("again", id="h2")]}, _config("once", user_id="ana"))
+    assert saver.memory.store.get_session("once") is None
+    assert saver.get_tuple(_config("once")) is None
+    graph.invoke({"messages": [HumanMessage("hi", id="h")]}, _config("b2", user_id="bob"))
+    saver.memory.store.erase_user("bob")
+    with pytest.raises(SessionDeletedError):
+        graph.invoke({"messages": [HumanMessage("back", id="h3")]}, _config("b2", user_id="bob"))
 
 
 def test_prune_keep_latest_keeps_the_latest_messages(saver: FlowmemSaver) -> None:
