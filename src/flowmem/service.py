@@ -614,7 +614,9 @@ class MemoryService:
     def pop_last(self, scope: str, key: str, context: ExecutionContext | None) -> PopResult:
         """Remove and return a buffer's last row (the Agents SDK's ``pop_item``).
 
-        A refusal removes nothing and reports failure (MEM-7). ConfigurationError
+        A refusal removes nothing and reports failure (MEM-7). A ``session``-scope
+        buffer of a session running a turn keeps its row: ConflictError (the running
+        turn's question is the last row). ConfigurationError
         when the store cannot remove a row (it lacks ``SupportsPopLast``).
         """
         name = check_key(key)
@@ -630,7 +632,8 @@ class MemoryService:
             raise ConfigurationError(
                 f"{type(self.store).__name__} cannot remove a buffer's last row (pop_last)"
             )
-        row = self.store.pop_last(address)
+        guard = address.scope_id if address.scope == SESSION_SCOPE else None
+        row = self.store.pop_last(address, guard_session=guard)  # 409 while a turn runs
         return PopResult(
             message=row, success=True, resolved_scope_id=scope_id, removed=int(row is not None)
         )

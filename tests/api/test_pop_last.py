@@ -43,3 +43,19 @@ def test_pop_in_a_session_needs_drive(api: Api) -> None:
     assert snapshot(api) == before
     popped = api.call("DELETE", f"/v1/buffers/session/chat_history/last?session_id={sid}", "driver")
     assert popped.json()["message"]["content"] == "b"
+
+
+def test_pop_while_the_session_runs_a_turn_answers_409_and_removes_nothing(api: Api) -> None:
+    """Issue 24 §2: the running turn's question is the last row; pop must not take it."""
+    sid = api.session("alice")
+    url = f"/v1/buffers/session/chat_history?session_id={sid}"
+    api.call("POST", url, json={"messages": ROWS})
+    assert api.store.set_session_status(sid, "running")
+    before = snapshot(api)
+    answer = api.call("DELETE", f"/v1/buffers/session/chat_history/last?session_id={sid}")
+    assert answer.status_code == 409, answer.text
+    assert answer.json()["error"]["code"] == "conflict"
+    assert snapshot(api) == before
+    assert api.store.set_session_status(sid, "completed")
+    done = api.call("DELETE", f"/v1/buffers/session/chat_history/last?session_id={sid}")
+    assert done.json()["message"]["content"] == "b"

@@ -437,8 +437,12 @@ class SupportsPopLast(Protocol):
     ``MemoryStore`` has it; it is kept out of ``Store`` until every backend does.
     """
 
-    def pop_last(self, address: Address) -> Message | None:
-        """Remove and return the buffer's last row, or None when the buffer is empty."""
+    def pop_last(self, address: Address, guard_session: str | None = None) -> Message | None:
+        """Remove and return the buffer's last row, or None when the buffer is empty.
+
+        With ``guard_session``: ConflictError, nothing removed, while that session runs
+        a turn (its question is the last row; checked in the removing transaction).
+        """
         ...
 
 

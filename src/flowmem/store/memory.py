@@ -341,9 +341,15 @@ class MemoryStore:
             self._buffers.pop(address, None)
             return removed
 
-    def pop_last(self, address: Address) -> Message | None:
-        """Remove and return the buffer's last row (None when empty), serialized per address."""
+    def pop_last(self, address: Address, guard_session: str | None = None) -> Message | None:
+        """Remove and return the buffer's last row (None when empty), serialized per address.
+
+        ConflictError, nothing removed, while ``guard_session`` runs a turn.
+        """
         with self._locks.hold(address, DEFAULT_LOCK_TIMEOUT), self._lock:
+            if guard_session is not None:
+                session = self._sessions.get(guard_session)
+                check_not_running(guard_session, None if session is None else session.status)
             rows = self._buffers.get(address)
             if not rows:
                 return None

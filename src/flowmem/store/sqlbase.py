@@ -434,11 +434,17 @@ class SqlStore(ABC, Generic[C]):
         return records + keys
 
     # --- conversation buffers (the append itself is per backend: MEM-12) ------------------
-    def pop_last(self, address: Address) -> Message | None:
-        """Remove and return the buffer's last row (None when empty), serialized like an append."""
+    def pop_last(self, address: Address, guard_session: str | None = None) -> Message | None:
+        """Remove and return the buffer's last row (None when empty), serialized like an append.
+
+        ConflictError, nothing removed, while ``guard_session`` runs a turn.
+        """
         check_address(address)
 
         def work(conn: C) -> Message | None:
+            if guard_session is not None:
+                found = conn.execute(self.SQL["session_status_guard"], (guard_session,)).fetchone()
+                check_not_running(guard_session, None if found is None else str(found[0]))
             editor = SqlBufferEditor(self._runner(conn), address)
             last = editor.newest()
             if last is None:
