@@ -41,9 +41,10 @@ lint: setup
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports
 
-## The README's second command: lint, types and the whole test suite.
+## The README's second command: lint, types and the whole test suite, on every core
+## (pytest-xdist), printing the slowest tests.
 test: lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --durations=15
 
 bench: setup
 	$(PY) bench/core.py

@@ -52,7 +52,9 @@ def test_mem_16_content_is_coerced_like_normalization(text: Any, content: str) -
     assert text_to_message(text).message["content"] == content
 
 
-@pytest.mark.parametrize("text", ["", None, object()], ids=repr)
+@pytest.mark.parametrize(
+    "text", ["", None, object()], ids=lambda v: "object()" if type(v) is object else repr(v)
+)
 def test_mem_16_empty_content_emits_nothing(text: Any) -> None:
     out = text_to_message(text, "user")
     assert out.messages == []
