@@ -265,12 +265,17 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
                 blobs.append(StoredBlob(channel, str(version), _EMPTY))
                 continue
             value = values[channel]
-            if not is_message_list(value):
+            known = None if fresh else self.heads.get(thread, ns, channel)
+            if known is not None and isinstance(value, list) and known.extended_by(value):
+                # the stored prefix is the very objects written before: check only the rest
+                new = value[known.count :]
+                if not is_message_list(new) and new:
+                    blobs.append(StoredBlob(channel, str(version), self.serde.dumps_typed(value)))
+                    continue
+                key, expect = known.key, known.count
+            elif not is_message_list(value):
                 blobs.append(StoredBlob(channel, str(version), self.serde.dumps_typed(value)))
                 continue
-            known = None if fresh else self.heads.get(thread, ns, channel)
-            if known is not None and known.extended_by(value):
-                key, expect, new = known.key, known.count, value[known.count :]
             else:
                 base = base_key(ns, channel)
                 key = base
