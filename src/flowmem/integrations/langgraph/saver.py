@@ -198,7 +198,10 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
         ns = str(conf.get("checkpoint_ns", ""))
         parent = conf.get("checkpoint_id")
         values = checkpoint["channel_values"]
-        stored_cp = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+        # the versions go in their own column (what pruning reads), not twice
+        stored_cp = {
+            k: v for k, v in checkpoint.items() if k not in ("channel_values", "channel_versions")
+        }
         full = get_checkpoint_metadata(config, metadata)
         protect = bool(conf.get(HEAD_MARK)) or (
             parent is None and full.get("source") == "input" and full.get("step") == -1
@@ -211,7 +214,7 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
             checkpoint=self.serde.dumps_typed(stored_cp),
             metadata=self.serde.dumps_typed(full),
             run_id=None if full.get("run_id") is None else str(full.get("run_id")),
-            versions={ch: str(v) for ch, v in checkpoint["channel_versions"].items()},
+            versions=dict(checkpoint["channel_versions"]),
         )
         guard = self.memory.session_claim(thread, self._context(conf))
         head = Head(parent) if protect else None
@@ -331,6 +334,7 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
     ) -> CheckpointTuple:
         thread, ns = stored.thread_id, stored.ns
         checkpoint = self.serde.loads_typed(stored.checkpoint)
+        checkpoint.setdefault("channel_versions", dict(stored.versions))
         versions = {ch: str(v) for ch, v in checkpoint["channel_versions"].items()}
         values: dict[str, Any] = {}
         for blob in self.tables.get_blobs(thread, ns, versions):
@@ -445,14 +449,19 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
         self.heads = LineHeads(self.heads.capacity)
 
     def get_next_version(self, current: str | None, channel: None) -> str:
-        """A version above ``current``, unique across branches (as LangGraph's savers make them)."""
+        """A version above ``current``, unique across branches: ``0000000007.9f3a61c2``.
+
+        Fixed-width digits so that versions compare as strings; a random suffix so that
+        two branches of one thread never make the same version of a channel (the blobs
+        are keyed by version). 19 characters, where LangGraph's own savers use 49.
+        """
         if current is None:
             number = 0
         elif isinstance(current, int):
             number = current
         else:
             number = int(str(current).split(".")[0])
-        return f"{number + 1:032}.{random.random():016}"
+        return f"{number + 1:010}.{random.getrandbits(32):08x}"
 
     # --- async twins: the same work in a worker thread -------------------------------------
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:

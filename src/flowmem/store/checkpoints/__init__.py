@@ -40,8 +40,9 @@ class StoredCheckpoint:
     checkpoint: tuple[str, bytes]
     metadata: tuple[str, bytes]
     run_id: str | None = None
-    versions: Mapping[str, str] = field(default_factory=dict)
-    """The channel versions the checkpoint references (what pruning keeps)."""
+    versions: Mapping[str, Any] = field(default_factory=dict)
+    """The checkpoint's channel versions, as JSON keeps them (``str``, ``int`` or ``float``):
+    what it references (pruning keeps those blobs). A blob's version is ``str(version)``."""
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ def _checkpoint(row: Sequence[Any]) -> StoredCheckpoint:
     )
 
 
-def versions_text(versions: Mapping[str, str]) -> str:
+def versions_text(versions: Mapping[str, Any]) -> str:
     """The JSON text a checkpoint row keeps of its channel versions (what it references)."""
     return json.dumps(dict(versions), sort_keys=True, separators=(",", ":"))
 

@@ -16,7 +16,6 @@ MIGRATION: tuple[str, ...] = (
         versions TEXT NOT NULL,
         PRIMARY KEY (thread_id, ns, checkpoint_id)) WITHOUT ROWID""",
     "CREATE INDEX lg_checkpoints_run ON lg_checkpoints (run_id) WHERE run_id IS NOT NULL",
-    "CREATE INDEX lg_checkpoints_order ON lg_checkpoints (checkpoint_id, thread_id, ns)",
     """CREATE TABLE lg_blobs (
         thread_id TEXT NOT NULL, ns TEXT NOT NULL, channel TEXT NOT NULL,
         version TEXT NOT NULL, type TEXT NOT NULL, blob BLOB NOT NULL,
