@@ -170,6 +170,23 @@ class Checkpoints(Protocol):
         ...
 
 
+def forked(thread_id: str, latest: str | None, parent: str | None) -> ThreadForkedError:
+    """The refusal of a checkpoint whose parent is not its thread's latest (decision 0040)."""
+    return ThreadForkedError(
+        f"thread {thread_id!r} moved on while this run wrote it: its latest checkpoint is "
+        f"{latest!r}, not this checkpoint's parent {parent!r}; nothing was stored. Run the "
+        "turn again on the thread's latest state (docs/decisions/0040)",
+        thread_id=thread_id,
+        latest=latest,
+        parent=parent,
+    )
+
+
+def line_moved(key: str, held: int, expect: int) -> LineMovedError:
+    """The refusal of line rows whose buffer no longer has the count the write expected."""
+    return LineMovedError(f"line {key!r} holds {held} rows, not {expect}", key=key)
+
+
 def check_thread_text(value: object, name: str) -> str:
     """Return ``value`` when it is a string of at most 255 code points; else raise."""
     if not isinstance(value, str):
@@ -203,4 +220,6 @@ __all__ = [
     "ThreadForkedError",
     "check_thread_text",
     "checkpoints_of",
+    "forked",
+    "line_moved",
 ]

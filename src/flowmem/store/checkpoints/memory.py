@@ -12,7 +12,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from flowmem.core import Message
-from flowmem.errors import LineMovedError, ThreadForkedError
 from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard
 from flowmem.store.checkpoints import (
     LINE_PREFIX,
@@ -22,6 +21,8 @@ from flowmem.store.checkpoints import (
     StoredCheckpoint,
     StoredWrite,
     check_thread_text,
+    forked,
+    line_moved,
 )
 from flowmem.store.checkpoints.sql import line_of
 from flowmem.store.rows import dump_json, utf8_size
@@ -73,21 +74,11 @@ class MemoryCheckpoints:
                 latest = self._latest(cp.thread_id, cp.ns)
                 latest_id = None if latest is None else latest.checkpoint_id
                 if latest_id != head.checkpoint_id:
-                    raise ThreadForkedError(
-                        f"thread {cp.thread_id!r} moved on while this run wrote it: its latest "
-                        f"checkpoint is {latest_id!r}, not this checkpoint's parent "
-                        f"{head.checkpoint_id!r}; nothing was stored. Run the turn again on "
-                        "the thread's latest state (docs/decisions/0040)",
-                        thread_id=cp.thread_id,
-                        latest=latest_id,
-                        parent=head.checkpoint_id,
-                    )
+                    raise forked(cp.thread_id, latest_id, head.checkpoint_id)
             for line in lines:
                 held = self.line_count(cp.thread_id, line.key)
                 if held != line.expect:
-                    raise LineMovedError(
-                        f"line {line.key!r} holds {held} rows, not {line.expect}", key=line.key
-                    )
+                    raise line_moved(line.key, held, line.expect)
             self._claim(guard)
             for line in lines:
                 self._append_rows(cp.thread_id, line.key, line.rows)

@@ -16,7 +16,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from flowmem.core import Message
-from flowmem.errors import LineMovedError, ThreadForkedError
 from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard
 from flowmem.store.checkpoints import (
     LINE_PREFIX,
@@ -27,6 +26,8 @@ from flowmem.store.checkpoints import (
     StoredCheckpoint,
     StoredWrite,
     check_thread_text,
+    forked,
+    line_moved,
 )
 from flowmem.store.editor import SqlBufferEditor, load_rows
 from flowmem.store.sqlbase import StatementRunner
@@ -107,23 +108,12 @@ class SqlCheckpoints:
                 found = self._run(conn, "cp_latest_id", (cp.thread_id, cp.ns)).fetchone()
                 latest = None if found is None else found[0]
                 if latest != head.checkpoint_id:
-                    raise ThreadForkedError(
-                        f"thread {cp.thread_id!r} moved on while this run wrote it: its latest "
-                        f"checkpoint is {latest!r}, not this checkpoint's parent "
-                        f"{head.checkpoint_id!r}; nothing was stored. Run the turn again on "
-                        "the thread's latest state (docs/decisions/0040)",
-                        thread_id=cp.thread_id,
-                        latest=latest,
-                        parent=head.checkpoint_id,
-                    )
+                    raise forked(cp.thread_id, latest, head.checkpoint_id)
             runner = StatementRunner(conn, self.sql)
             for line in lines:
                 editor = SqlBufferEditor(runner, Address(SESSION_SCOPE, cp.thread_id, line.key))
                 if editor.count() != line.expect:
-                    raise LineMovedError(
-                        f"line {line.key!r} holds {editor.count()} rows, not {line.expect}",
-                        key=line.key,
-                    )
+                    raise line_moved(line.key, editor.count(), line.expect)
                 for row in line.rows:
                     editor.append_row(row)
                 editor.flush()
