@@ -4,7 +4,9 @@ Three backends implement ``Store``: ``MemoryStore`` (``memory.py``), ``SqliteSto
 (``sqlite.py``) and ``PostgresStore`` (``postgres.py``); the two SQL ones share
 ``SqlStore`` (``sqlbase.py``) and ``SqlBufferEditor`` (``editor.py``), and every
 backend the row checks of ``rows.py``. SQL text lives only in ``sqlite.py`` and
-``postgres.py``. The rules live only in ``flowmem.core``: an append runs
+``postgres.py``, and in the capabilities that have tables or queries of their own,
+each with a module per backend: ``checkpoints/`` (LangGraph's checkpoints,
+``store.checkpoints``) and ``listing/`` (records listed by key prefix). The rules live only in ``flowmem.core``: an append runs
 ``flowmem.core.apply_append`` over a ``flowmem.core.BufferEditor`` (a list for
 ``MemoryStore``, indexed SQL queries for the others) inside one transaction
 serialized per address, and the core decides.
