@@ -1,0 +1,1119 @@
+"""Benchmark of LangGraph checkpointers: FlowmemSaver beside LangGraph's own savers (issue 23 §4).
+
+Run with ``python bench/langgraph.py`` (not part of the tests; ``--quick`` is the smoke
+run ``tests/bench/test_langgraph_bench.py`` makes). What a user writes with defaults:
+a ``StateGraph(MessagesState)`` with one node, ``agent``, that returns
+``{"messages": [AIMessage(...)]}`` (about 200 characters of text and an id), looped by
+a conditional edge. One super-step adds one message and saves one checkpoint.
+
+The thread grows in *segments* of 100 steps: each is one ``graph.invoke`` with a
+``HumanMessage`` (a user turn, the segment's first step) after which the node loops
+until the thread holds the next multiple of 100 messages. The invoke runs with
+LangGraph's default durability (``async``: a checkpoint is written while the next
+step runs) and returns only once every checkpoint it made is saved, so a segment's
+time is everything the 100 steps cost, the invoke's read of the latest checkpoint at
+its start included. **Step time at length L** is the time of the segment ending at L
+÷ 100: the mean of the last 100 steps before L, so a cost that grows with the
+thread shows.
+
+Savers, each on its own storage (a fresh one per repeat), in one run:
+
+- the *graph alone*, compiled without a checkpointer (each length is one invoke
+  whose input is the first L − 99 messages): what LangGraph itself costs a step
+  (``add_messages`` copies and indexes the whole list, twice a step with a
+  conditional edge), so the table can show each saver's own cost beside it;
+- ``FlowmemSaver`` on SQLite (``FlowmemSaver.from_conn_string("sqlite:///…")``:
+  flowmem's default durability, WAL + ``synchronous=FULL``, its group commit);
+- LangGraph's ``InMemorySaver`` (no storage: the floor of what a checkpoint costs);
+- ``SqliteSaver`` (langgraph-checkpoint-sqlite) on a file with WAL +
+  ``synchronous=FULL`` (the same durability as flowmem's);
+- with ``--postgres URL`` (or ``start``: a throwaway server, or
+  ``FLOWMEM_BENCH_POSTGRES``): ``PostgresSaver`` (langgraph-checkpoint-postgres) and
+  ``FlowmemSaver`` on that same server, each in a schema of its own. The throwaway
+  server is durable: ``fsync``, ``synchronous_commit`` and ``full_page_writes`` stay
+  on as initdb sets them (the run prints what the server reports);
+  ``--postgres-nondurable`` turns them off, and the output says so.
+
+The peers write the whole message list at every step (quadratic in the thread), so
+they grow for real only up to ``--max-peer-length`` (default 2,000). At a longer
+length a peer is measured on a thread of its own *pre-filled* to L − 100 messages by
+one ``update_state``, then one segment of 100 real steps (marked † in the table:
+its step cost is that of a list of that length); a measurement whose estimate
+passes ``--budget`` seconds is reported as "skipped (over budget)". FlowmemSaver
+always grows its thread for real, step by step, to the longest length.
+
+Measured at 100, 1,000, 2,000 and 10,000 messages (``--quick``: 100 and 1,000),
+``--repeats`` times (default 2, about 8 minutes with ``--postgres start`` on a
+2-core machine, 3 about 11, most of it FlowmemSaver's two threads growing to 10,000
+steps; the savers take turns segment by segment, the order rotating, so machine
+noise falls on all alike), reported as median (min–max):
+
+- step time per message, and the ratio peer ÷ FlowmemSaver ("×": how many times
+  faster flowmem is), each FlowmemSaver against the peers of its backend and
+  ``InMemorySaver``; and each saver's own cost, its step time less the graph alone's;
+- reading the latest checkpoint: ``saver.get_tuple(config)`` and
+  ``graph.get_state(config)`` on the saver that wrote the thread (best of 5), and for
+  FlowmemSaver also *cold*: the first ``get_tuple`` of a new ``FlowmemSaver`` on the
+  same database (another process, a restarted app: nothing remembered);
+- the storage after 2,000 steps (the grown thread; ``--quick``: 1,000): SQLite, the file plus its -wal
+  after ``PRAGMA wal_checkpoint(TRUNCATE)``; PostgreSQL, ``pg_total_relation_size``
+  of the saver's tables; ``InMemorySaver``, the serialized bytes it holds; beside
+  the JSON size of the 2,000 messages (role, content, id; compact separators).
+
+Targets (issue 23 §4): FlowmemSaver step time at 10,000 ÷ at 100 <= 2; FlowmemSaver
+>= 20 x SqliteSaver per step at 2,000 and >= 1 x InMemorySaver at 10,000; storage
+after 2,000 steps <= 3 x the messages' JSON; the latest-checkpoint read flat in the
+thread length (10,000 ÷ 100 <= 2, reported, warm and cold). ``--json PATH`` writes
+every sample beside the table. Exit 1 when a target is missed (never for
+``--quick``, which measures too little to judge).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import glob
+import json
+import os
+import platform
+import random
+import shutil
+import signal
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+# Run as ``python bench/langgraph.py`` this folder is first on sys.path, where this very
+# file would shadow the ``langgraph`` package (and bench/http.py the standard ``http``).
+if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
+    del sys.path[0]
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, messages_to_dict
+from langgraph.graph import END, START, MessagesState, StateGraph
+
+LENGTHS = (100, 1_000, 2_000, 10_000)
+QUICK_LENGTHS = (100, 1_000)
+SEGMENT = 100  # steps per invoke; step time at L = the segment ending at L ÷ SEGMENT
+STORAGE_AT = 2_000  # the storage is measured when the grown thread reaches this (or its longest)
+READS = 5  # warm reads per length (best of); a cold read is timed once per repeat
+GRAPH_ALONE = "graph alone (no checkpointer)"
+FLOWMEM_SQLITE = "FlowmemSaver SQLite"
+FLOWMEM_PG = "FlowmemSaver PostgreSQL"
+INMEMORY = "InMemorySaver"
+SQLITE_SAVER = "SqliteSaver"
+POSTGRES_SAVER = "PostgresSaver"
+
+_VOCABULARY = (
+    "the forecast for coming days shows mild temperatures with light breeze from west rain "
+    "is unlikely before weekend and evenings stay clear order shipped yesterday should "
+    "arrive on tuesday tracking number sent by mail invoice attached please confirm your "
+    "address details refund was approved amount will appear within five business days "
+    "meeting moved to thursday afternoon room changed agenda includes budget review "
+    "hiring plan quarterly goals results look promising although numbers need another "
+    "check before we share them widely I found three options that match what you asked"
+)
+_WORDS = _VOCABULARY.split()
+
+
+def text(i: int, size: int) -> str:
+    """Message ``i``'s text: about ``size`` characters of words, different per message."""
+    pick = random.Random(i)
+    words: list[str] = []
+    length = 0
+    while length < size:
+        word = pick.choice(_WORDS)
+        words.append(word)
+        length += len(word) + 1
+    return " ".join(words)[:size].rstrip() + "."
+
+
+def message(i: int) -> BaseMessage:
+    """The thread's i-th message: a user turn at each segment's start, else the agent's reply."""
+    if i % SEGMENT == 0:
+        return HumanMessage(text(i, 120), id=f"human-{i:06d}")
+    return AIMessage(text(i, 200), id=f"ai-{i:06d}")
+
+
+def agent(state: MessagesState) -> dict[str, Any]:
+    """The graph's one node: one AI message (~200 characters, with an id) per step."""
+    return {"messages": [message(len(state["messages"]))]}
+
+
+def route(state: MessagesState) -> str:
+    """Loop until the thread holds the next multiple of ``SEGMENT`` messages."""
+    return "agent" if len(state["messages"]) % SEGMENT else END
+
+
+def build_graph(checkpointer: Any) -> Any:
+    """``StateGraph(MessagesState)``: START → agent, agent ↺ until the segment is full."""
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", agent)
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", route, ["agent", END])
+    return builder.compile(checkpointer=checkpointer)
+
+
+def json_size(messages: list[BaseMessage]) -> int:
+    """Bytes of the messages themselves as compact JSON: role, content, id."""
+    role = {"human": "user", "ai": "assistant"}
+    flat = [{"role": role.get(m.type, m.type), "content": m.content, "id": m.id} for m in messages]
+    return len(json.dumps(flat, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def langchain_json_size(messages: list[BaseMessage]) -> int:
+    """Bytes of LangChain's own JSON of the messages (``messages_to_dict``: every field)."""
+    return len(json.dumps(messages_to_dict(messages), ensure_ascii=False).encode())
+
+
+# --- savers -----------------------------------------------------------------------------
+class Saver:
+    """One checkpointer under test, on fresh storage per repeat.
+
+    ``group``: the backend its ratios are taken in; ``flowmem``: the reference of its
+    group; ``grows_to``: the longest length its thread grows to step by step (longer
+    ones are pre-filled).
+    """
+
+    name = ""
+    group = "SQLite"
+    flowmem = False
+    baseline = False  # the graph without a checkpointer: what LangGraph itself costs
+    durability = ""
+
+    def __init__(self, grows_to: int) -> None:
+        self.grows_to = grows_to
+        self.stack = contextlib.ExitStack()
+        self.checkpointer: Any = None
+        self.graph: Any = None
+
+    def open(self, repeat: int) -> None:
+        """Make the checkpointer on fresh storage and compile the graph on it."""
+        self.checkpointer = self.make(repeat)
+        self.graph = build_graph(self.checkpointer)
+
+    def make(self, repeat: int) -> Any:
+        """A checkpointer on storage of its own for this repeat."""
+        raise NotImplementedError
+
+    def size(self) -> tuple[int | None, dict[str, int]]:
+        """(bytes the saver's storage holds, bytes per table or part) now."""
+        return None, {}
+
+    def cold(self) -> Any | None:
+        """A new saver on the same storage, remembering nothing (None: not measured)."""
+        return None
+
+    def close(self) -> None:
+        """Close connections and remove the repeat's storage."""
+        self.stack.close()
+        self.checkpointer = self.graph = None
+
+
+def sqlite_size(path: Path) -> tuple[int, dict[str, int]]:
+    """The file plus its -wal after a TRUNCATE checkpoint, and bytes per table (dbstat)."""
+    conn = sqlite3.connect(str(path))
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        parts: dict[str, int] = {}
+        with contextlib.suppress(sqlite3.Error):  # dbstat is a compile option
+            rows = conn.execute(
+                "SELECT m.tbl_name, SUM(d.pgsize) FROM dbstat d JOIN sqlite_master m "
+                "ON d.name = m.name GROUP BY m.tbl_name ORDER BY 2 DESC"
+            ).fetchall()
+            parts = {str(name): int(size) for name, size in rows}
+    finally:
+        conn.close()
+    wal = Path(f"{path}-wal")
+    return path.stat().st_size + (wal.stat().st_size if wal.exists() else 0), parts
+
+
+class FlowmemSqlite(Saver):
+    """``FlowmemSaver.from_conn_string("sqlite:///…")``: flowmem's default durability."""
+
+    name = FLOWMEM_SQLITE
+    flowmem = True
+    durability = "WAL, synchronous=FULL (flowmem's default, group commit)"
+
+    def __init__(self, base: Path, grows_to: int) -> None:
+        super().__init__(grows_to)
+        self.base = base
+        self.path = base
+
+    def make(self, repeat: int) -> Any:
+        from flowmem.integrations.langgraph.saver import FlowmemSaver
+
+        self.path = self.base / f"flowmem-r{repeat}.db"
+        return self.stack.enter_context(FlowmemSaver.from_conn_string(f"sqlite:///{self.path}"))
+
+    def size(self) -> tuple[int | None, dict[str, int]]:
+        return sqlite_size(self.path)
+
+    def cold(self) -> Any:
+        from flowmem.integrations.langgraph.saver import FlowmemSaver
+
+        return FlowmemSaver(self.checkpointer.memory)
+
+    def close(self) -> None:
+        super().close()
+        for found in glob.glob(f"{self.path}*"):
+            os.unlink(found)
+
+
+class GraphAlone(Saver):
+    """The graph compiled without a checkpointer: LangGraph's own cost of a step.
+
+    No thread persists, so each length is one invoke whose input is the thread's
+    first L − 99 messages; the node then runs the last 99 steps to L.
+    """
+
+    name = GRAPH_ALONE
+    group = "memory"
+    baseline = True
+    durability = "none (no checkpointer)"
+
+    def make(self, repeat: int) -> Any:
+        return None
+
+
+class InMemory(Saver):
+    """LangGraph's ``InMemorySaver``: serialized checkpoints in dictionaries."""
+
+    name = INMEMORY
+    group = "memory"
+    durability = "none (process memory)"
+
+    def make(self, repeat: int) -> Any:
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        return InMemorySaver()
+
+    def size(self) -> tuple[int | None, dict[str, int]]:
+        saver = self.checkpointer
+        parts = {
+            "checkpoints": _bytes_in(saver.storage),
+            "blobs": _bytes_in(saver.blobs),
+            "writes": _bytes_in(saver.writes),
+        }
+        return sum(parts.values()), parts
+
+
+def _bytes_in(value: Any) -> int:
+    """Bytes of every ``bytes`` value inside nested dicts, lists and tuples."""
+    if isinstance(value, bytes | bytearray):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(_bytes_in(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return sum(_bytes_in(v) for v in value)
+    return 0
+
+
+class Sqlite(Saver):
+    """``SqliteSaver`` on a file with WAL + ``synchronous=FULL`` (flowmem's durability)."""
+
+    name = SQLITE_SAVER
+    durability = "WAL, synchronous=FULL"
+
+    def __init__(self, base: Path, grows_to: int) -> None:
+        super().__init__(grows_to)
+        self.base = base
+        self.path = base
+
+    def make(self, repeat: int) -> Any:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        self.path = self.base / f"sqlitesaver-r{repeat}.db"
+        conn = sqlite3.connect(str(self.path), check_same_thread=False)
+        self.stack.callback(conn.close)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        return SqliteSaver(conn)
+
+    def size(self) -> tuple[int | None, dict[str, int]]:
+        return sqlite_size(self.path)
+
+    def close(self) -> None:
+        super().close()
+        for found in glob.glob(f"{self.path}*"):
+            os.unlink(found)
+
+
+def schema_url(url: str, schema: str) -> str:
+    """``url`` whose connections see only ``schema`` (``search_path``)."""
+    return f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
+
+
+class OnPostgres(Saver):
+    """A saver in a schema of its own on the benchmark's PostgreSQL server."""
+
+    group = "PostgreSQL"
+
+    def __init__(self, url: str, grows_to: int, durability: str) -> None:
+        super().__init__(grows_to)
+        self.url = url
+        self.durability = durability
+        self.schema = ""
+
+    def make(self, repeat: int) -> Any:
+        import psycopg
+
+        self.schema = f"lgbench_{uuid.uuid4().hex[:8]}_r{repeat}"
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA {self.schema}")
+        self.stack.callback(self.drop)
+        return self.connect(schema_url(self.url, self.schema))
+
+    def connect(self, url: str) -> Any:
+        """The checkpointer on ``url`` (closed by ``self.stack``)."""
+        raise NotImplementedError
+
+    def drop(self) -> None:
+        """Drop the repeat's schema."""
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
+
+    def size(self) -> tuple[int | None, dict[str, int]]:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'm') ORDER BY 2 DESC",
+                (self.schema,),
+            ).fetchall()
+        parts = {str(name): int(size) for name, size in rows}
+        return sum(parts.values()), parts
+
+
+class FlowmemPostgres(OnPostgres):
+    """``FlowmemSaver.from_conn_string("postgresql://…")``."""
+
+    name = FLOWMEM_PG
+    flowmem = True
+
+    def connect(self, url: str) -> Any:
+        from flowmem.integrations.langgraph.saver import FlowmemSaver
+
+        return self.stack.enter_context(FlowmemSaver.from_conn_string(url))
+
+    def cold(self) -> Any:
+        from flowmem.integrations.langgraph.saver import FlowmemSaver
+
+        return FlowmemSaver(self.checkpointer.memory)
+
+
+class Postgres(OnPostgres):
+    """``PostgresSaver.from_conn_string`` (one connection, autocommit), after ``setup()``."""
+
+    name = POSTGRES_SAVER
+
+    def connect(self, url: str) -> Any:
+        from langgraph.checkpoint.postgres import PostgresSaver
+
+        saver = self.stack.enter_context(PostgresSaver.from_conn_string(url))
+        saver.setup()
+        return saver
+
+
+# --- the run ------------------------------------------------------------------------------
+def config(thread: str) -> dict[str, Any]:
+    """The invoke config of a thread (a segment needs ``SEGMENT`` + a few steps)."""
+    return {"configurable": {"thread_id": thread}, "recursion_limit": SEGMENT + 10}
+
+
+def read_config(thread: str) -> dict[str, Any]:
+    """The config a read names: the thread's latest checkpoint."""
+    return {"configurable": {"thread_id": thread}}
+
+
+def segment(saver: Saver, thread: str, start: int, measured: bool = True) -> float:
+    """One invoke: the user turn ``start`` and the node's steps up to ``start + SEGMENT``."""
+    if measured:
+        gc.collect()  # the garbage of the savers before falls on nobody
+    started = time.perf_counter()
+    saver.graph.invoke({"messages": [message(start)]}, config(thread))
+    return time.perf_counter() - started
+
+
+def best(fn: Callable[[], object], times: int) -> float:
+    """The fastest of ``times`` calls, seconds."""
+    found = []
+    for _ in range(times):
+        started = time.perf_counter()
+        fn()
+        found.append(time.perf_counter() - started)
+    return min(found)
+
+
+class Results:
+    """Every sample of the run, one per repeat: keys (saver, length)."""
+
+    def __init__(self) -> None:
+        self.step: dict[tuple[str, int], list[float]] = {}
+        self.how: dict[tuple[str, int], str] = {}  # "grown", "prefilled", "skipped (…)"
+        self.reads: dict[tuple[str, str, int], list[float]] = {}
+        self.size: dict[str, list[int]] = {}
+        self.parts: dict[str, dict[str, int]] = {}
+        self.storage_at = STORAGE_AT
+        self.json_bytes = 0
+        self.langchain_json_bytes = 0
+
+    @staticmethod
+    def add(table: dict[Any, list[Any]], key: Any, value: Any) -> None:
+        """Record one sample."""
+        table.setdefault(key, []).append(value)
+
+
+def measure_reads(saver: Saver, thread: str, length: int, results: Results) -> None:
+    """Time reading the latest checkpoint; check it holds exactly the thread's messages."""
+    conf = read_config(thread)
+    found = saver.checkpointer.get_tuple(conf)
+    got = found.checkpoint["channel_values"]["messages"]
+    expected = [message(i).id for i in range(length)]
+    if [m.id for m in got] != expected:
+        raise AssertionError(
+            f"{saver.name}: the latest checkpoint does not hold messages 0..{length}"
+        )
+    results.add(
+        results.reads,
+        (saver.name, "get_tuple", length),
+        best(lambda: saver.checkpointer.get_tuple(conf), READS),
+    )
+    results.add(
+        results.reads,
+        (saver.name, "get_state", length),
+        best(lambda: saver.graph.get_state(conf), READS),
+    )
+    fresh = saver.cold()
+    if fresh is None:
+        return
+    gc.collect()
+    started = time.perf_counter()
+    tup = fresh.get_tuple(conf)
+    results.add(
+        results.reads, (saver.name, "get_tuple cold", length), time.perf_counter() - started
+    )
+    if [m.id for m in tup.checkpoint["channel_values"]["messages"]] != expected:
+        raise AssertionError(f"{saver.name}: a cold read does not hold messages 0..{length}")
+
+
+def run(
+    savers: list[Saver], lengths: tuple[int, ...], repeats: int, prefill: bool, budget: float
+) -> Results:
+    """Grow every saver's thread segment by segment, then the pre-filled lengths; per repeat."""
+    results = Results()
+    results.storage_at = storage_at = min(STORAGE_AT, max(lengths))
+    grown = [message(i) for i in range(storage_at)]
+    results.json_bytes = json_size(grown)
+    results.langchain_json_bytes = langchain_json_size(grown)
+    for repeat in range(repeats):
+        for saver in savers:
+            saver.open(repeat)
+        try:
+            thread = f"grown-r{repeat}"
+            top = max(lengths)
+            started = time.perf_counter()
+            for end in range(SEGMENT, top + 1, SEGMENT):
+                turn = end // SEGMENT % len(savers)
+                for saver in savers[turn:] + savers[:turn]:
+                    if end > min(saver.grows_to, top):
+                        continue
+                    spent = segment(saver, thread, end - SEGMENT, end in lengths)
+                    if end in lengths:
+                        results.add(results.step, (saver.name, end), spent / SEGMENT)
+                        results.how[(saver.name, end)] = "grown"
+                        measure_reads(saver, thread, end, results)
+                    if end == storage_at:
+                        size, parts = saver.size()
+                        if size is not None:
+                            results.add(results.size, saver.name, size)
+                            results.parts[saver.name] = parts
+                if end in lengths:
+                    print(
+                        f"repeat {repeat + 1}/{repeats}: {end:,} messages grown "
+                        f"({time.perf_counter() - started:.0f} s)",
+                        flush=True,
+                    )
+            for saver in savers:
+                for length in lengths:
+                    if length <= saver.grows_to:
+                        continue
+                    key = (saver.name, length)
+                    if saver.baseline:
+                        results.add(results.step, key, alone(saver, length) / SEGMENT)
+                        results.how[key] = "graph alone"
+                        continue
+                    if not prefill:
+                        results.how[key] = "skipped (--no-prefill)"
+                        continue
+                    estimate = estimate_segment(results, saver.name, length)
+                    if estimate > budget:
+                        results.how[key] = (
+                            f"skipped (over budget: ~{estimate:.0f} s > {budget:.0f} s)"
+                        )
+                        continue
+                    spent = prefilled(saver, f"prefilled-r{repeat}-{length}", length)
+                    results.add(results.step, key, spent / SEGMENT)
+                    results.how[key] = "prefilled"
+                    measure_reads(saver, f"prefilled-r{repeat}-{length}", length, results)
+                    print(
+                        f"repeat {repeat + 1}/{repeats}: {saver.name} at {length:,} (pre-filled)",
+                        flush=True,
+                    )
+        finally:
+            for saver in savers:
+                saver.close()
+    return results
+
+
+def estimate_segment(results: Results, name: str, length: int) -> float:
+    """Seconds one segment at ``length`` should take: the longest measured, scaled linearly."""
+    known = [(n, median(t)) for (s, n), t in results.step.items() if s == name and n < length]
+    if not known:
+        return 0.0
+    n, step = max(known)
+    return step * SEGMENT * length / n * 2  # the pre-fill costs about a segment more
+
+
+def alone(saver: Saver, length: int) -> float:
+    """The graph without a checkpointer: one invoke from L − 99 messages of input to L."""
+    start = length - SEGMENT
+    given = [message(i) for i in range(start + 1)]
+    gc.collect()
+    started = time.perf_counter()
+    saver.graph.invoke({"messages": given}, {"recursion_limit": SEGMENT + 10})
+    return time.perf_counter() - started
+
+
+def prefilled(saver: Saver, thread: str, length: int) -> float:
+    """A thread brought to ``length - SEGMENT`` messages by one ``update_state``; time one segment."""
+    start = length - SEGMENT
+    saver.graph.update_state(read_config(thread), {"messages": [message(i) for i in range(start)]})
+    return segment(saver, thread, start)
+
+
+# --- PostgreSQL ---------------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def throwaway_postgres(durable: bool) -> Iterator[str]:
+    """Start a PostgreSQL server from the system binaries; yield a superuser URL.
+
+    Durable unless asked: initdb's settings (``fsync``, ``synchronous_commit``,
+    ``full_page_writes`` on). ``--no-sync`` only skips initdb's own flush of the new
+    data directory, which this run throws away.
+    """
+    bindirs = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin"),
+        key=lambda p: int(p.split("/")[-2]) if p.split("/")[-2].isdigit() else 0,
+    )
+    bindir = Path(bindirs[-1]) if bindirs else None
+    if bindir is None or not (bindir / "pg_ctl").exists():
+        found = shutil.which("pg_ctl")
+        if not found:
+            raise SystemExit(
+                "no PostgreSQL binaries: apt-get install postgresql, or --postgres URL"
+            )
+        bindir = Path(found).parent
+    base = Path(tempfile.mkdtemp(prefix="flowmem-bench-pg-"))
+    data, sockets = base / "data", base / "sock"
+    sockets.mkdir()
+    as_pg: list[str] = []
+    if os.geteuid() == 0:
+        shutil.chown(base, user="postgres", group="postgres")
+        shutil.chown(sockets, user="postgres", group="postgres")
+        as_pg = ["runuser", "-u", "postgres", "--"]
+    port = _free_port()
+    options = f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c max_connections=100"
+    if not durable:
+        options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    initdb = [str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"]
+    subprocess.run(
+        [*as_pg, *initdb, "-E", "UTF8", "--no-sync", "--locale=C"], check=True, capture_output=True
+    )
+    pg_ctl = str(bindir / "pg_ctl")
+    subprocess.run(
+        [*as_pg, pg_ctl, "-D", str(data), "-l", str(base / "log"), "-w", "-o", options, "start"],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*as_pg, pg_ctl, "-D", str(data), "-m", "fast", "stop"], capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def postgres_settings(url: str) -> dict[str, str]:
+    """What the server reports of its durability, and its version."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        return {
+            name: str(conn.execute(f"SHOW {name}").fetchone()[0])  # type: ignore[index]
+            for name in ("server_version", "fsync", "synchronous_commit", "full_page_writes")
+        }
+
+
+def durability_of(settings: dict[str, str]) -> str:
+    """``fsync=on, synchronous_commit=on, full_page_writes=on`` (NON-DURABLE when any is off)."""
+    text = ", ".join(
+        f"{k}={settings[k]}" for k in ("fsync", "synchronous_commit", "full_page_writes")
+    )
+    durable = settings["fsync"] == "on" and settings["synchronous_commit"] != "off"
+    return text if durable else f"NON-DURABLE: {text}"
+
+
+# --- the report ---------------------------------------------------------------------------
+def median(values: list[float]) -> float:
+    """The median sample."""
+    return float(statistics.median(values))
+
+
+def spread(values: list[float], fmt: str = "{:,.2f}") -> str:
+    """``median (min–max)`` of the samples."""
+    if len(values) == 1:
+        return fmt.format(values[0])
+    return f"{fmt.format(median(values))} ({fmt.format(min(values))}–{fmt.format(max(values))})"
+
+
+def machine(savers: list[Saver], pg: dict[str, str] | None) -> dict[str, Any]:
+    """The machine, versions, durability and date the run states."""
+    versions = {}
+    for package in (
+        "langgraph",
+        "langgraph-checkpoint",
+        "langgraph-checkpoint-sqlite",
+        "langgraph-checkpoint-postgres",
+        "langchain-core",
+        "flowmem",
+    ):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            versions[package] = metadata.version(package)
+    memory = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                memory = f"{int(line.split()[1]) / 2**20:.0f} GiB"
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    commit = "unknown"
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        here = Path(__file__).resolve().parent
+        head = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--", "../src"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        commit = f"{head}{' (src modified)' if dirty else ''}" if head else commit
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": commit,
+        "machine": f"{os.cpu_count()} cores ({cpu}), {memory}, {platform.platform()}",
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "postgres": pg or {},
+        "versions": versions,
+        "durability": {s.name: s.durability for s in savers},
+    }
+
+
+def report(
+    savers: list[Saver],
+    results: Results,
+    lengths: tuple[int, ...],
+    meta: dict[str, Any],
+    quick: bool,
+) -> list[dict[str, Any]]:
+    """Print the tables (markdown) and the targets; return the targets with their verdicts."""
+    repeats = max((len(v) for v in results.step.values()), default=0)
+    print(f"\n{meta['date']}; {meta['machine']}; Python {meta['python']}, SQLite {meta['sqlite']}")
+    print("; ".join(f"{k} {v}" for k, v in meta["versions"].items()))
+    print(f"commit {meta['commit']}; load average: {meta['load']}")
+    print("durability: " + "; ".join(f"{k}: {v}" for k, v in meta["durability"].items()))
+    header = " | ".join(f"{n:,}" for n in lengths)
+    rule = "---:|" * len(lengths)
+
+    print(
+        f"\n## Step time, ms per message (one super-step, one checkpoint), median (min–max) of {repeats}\n"
+    )
+    print(f"| saver | {header} | {lengths[-1]:,} ÷ {lengths[0]:,} |")
+    print(f"|---|{rule}---:|")
+    for s in savers:
+        cells = [_step_cell(results, s.name, n) for n in lengths]
+        print(f"| {s.name} | " + " | ".join(cells) + f" | {_growth(results, s.name, lengths)} |")
+    if any(how == "prefilled" for how in results.how.values()):
+        print(f"\n† pre-filled to L − {SEGMENT} messages by one update_state, then {SEGMENT} steps")
+
+    print("\nFlowmemSaver ÷ peer, speed per step (peer step time ÷ FlowmemSaver's), medians:\n")
+    print(f"| FlowmemSaver | peer | {header} |")
+    print(f"|---|---|{rule}")
+    for ours, peer in _pairs(savers):
+        cells = []
+        for n in lengths:
+            ratio = _ratio(results, ours.name, peer.name, n)
+            cells.append("—" if ratio is None else f"{ratio:,.1f}×")
+        print(f"| {ours.name} | {peer.name} | " + " | ".join(cells) + " |")
+
+    if any(s.baseline for s in savers):
+        print(
+            f"\nThe checkpointer's own cost: step time − the {GRAPH_ALONE}'s, ms per step "
+            "(medians):\n"
+        )
+        print(f"| saver | {header} | {lengths[-1]:,} ÷ {lengths[0]:,} |")
+        print(f"|---|{rule}---:|")
+        for s in savers:
+            if s.baseline:
+                continue
+            own = [_own(results, s.name, n) for n in lengths]
+            cells = ["—" if v is None else f"{v * 1000:,.3f}" for v in own]
+            growth = "—" if own[0] is None or own[-1] is None else f"{own[-1] / own[0]:,.1f}"
+            print(f"| {s.name} | " + " | ".join(cells) + f" | {growth} |")
+
+    print(f"\n## Reading the latest checkpoint, ms, median (min–max) of {repeats}\n")
+    print(f"| saver | read | {header} | {lengths[-1]:,} ÷ {lengths[0]:,} |")
+    print(f"|---|---|{rule}---:|")
+    for s in savers:
+        for read in ("get_tuple", "get_state", "get_tuple cold"):
+            if (s.name, read, lengths[0]) not in results.reads:
+                continue
+            cells = []
+            for n in lengths:
+                found = results.reads.get((s.name, read, n))
+                cells.append(spread([t * 1000 for t in found], "{:,.3f}") if found else "—")
+            first = results.reads[(s.name, read, lengths[0])]
+            last = results.reads.get((s.name, read, lengths[-1]))
+            growth = f"{median(last) / median(first):,.1f}" if last else "—"
+            print(f"| {s.name} | {read} | " + " | ".join(cells) + f" | {growth} |")
+    print("(get_tuple cold: the first read of a new FlowmemSaver on the same database)")
+
+    if results.size:
+        messages = results.json_bytes
+        print(f"\n## Storage after {results.storage_at:,} steps, median of {repeats}\n")
+        print(
+            f"The {results.storage_at:,} messages as JSON: {messages:,} bytes (role, content, id); "
+            f"LangChain's messages_to_dict JSON: {results.langchain_json_bytes:,} bytes.\n"
+        )
+        print("| saver | what | bytes | ÷ JSON of the messages | largest parts |")
+        print("|---|---|---:|---:|---|")
+        for s in savers:
+            if s.name not in results.size:
+                continue
+            size = median([float(v) for v in results.size[s.name]])
+            parts = ", ".join(
+                f"{k} {v / 1024:,.0f} KiB"
+                for k, v in list(results.parts.get(s.name, {}).items())[:4]
+            )
+            what = {
+                "SQLite": "file + -wal after a checkpoint",
+                "PostgreSQL": "pg_total_relation_size of its tables",
+            }.get(s.group, "")
+            if s.name == INMEMORY:
+                what = "serialized bytes held"
+            print(f"| {s.name} | {what} | {size:,.0f} | {size / messages:,.1f} | {parts} |")
+
+    targets = evaluate(savers, results, lengths)
+    print("\n## Targets (issue 23 §4)\n")
+    for t in targets:
+        verdict = t["verdict"]
+        if quick and verdict in ("PASS", "FAIL"):
+            verdict = "not judged (--quick)"
+        print(f"- {verdict}: {t['label']}: {t['value']} (target {t['goal']})")
+    return targets
+
+
+def _step_cell(results: Results, name: str, n: int) -> str:
+    how = results.how.get((name, n), "—")
+    found = results.step.get((name, n))
+    if not found:
+        return how
+    return spread([t * 1000 for t in found], "{:,.3f}") + (" †" if how == "prefilled" else "")
+
+
+def _growth(results: Results, name: str, lengths: tuple[int, ...]) -> str:
+    first, last = results.step.get((name, lengths[0])), results.step.get((name, lengths[-1]))
+    if not first or not last:
+        return "—"
+    return f"{median(last) / median(first):,.1f}"
+
+
+def _pairs(savers: list[Saver]) -> list[tuple[Saver, Saver]]:
+    """(flowmem saver, peer): each FlowmemSaver against the peers of its backend and InMemorySaver."""
+    return [
+        (ours, peer)
+        for ours in savers
+        if ours.flowmem
+        for peer in savers
+        if not peer.flowmem and not peer.baseline and peer.group in (ours.group, "memory")
+    ]
+
+
+def _own(results: Results, name: str, n: int) -> float | None:
+    """Median step time minus the graph alone's at ``n`` (seconds), None when either is missing."""
+    mine, alone = results.step.get((name, n)), results.step.get((GRAPH_ALONE, n))
+    if not mine or not alone:
+        return None
+    return median(mine) - median(alone)
+
+
+def _ratio(results: Results, ours: str, peer: str, n: int) -> float | None:
+    mine, theirs = results.step.get((ours, n)), results.step.get((peer, n))
+    if not mine or not theirs:
+        return None
+    return median(theirs) / median(mine)
+
+
+def evaluate(
+    savers: list[Saver], results: Results, lengths: tuple[int, ...]
+) -> list[dict[str, Any]]:
+    """Every target of issue 23 §4 with its value and verdict (PASS, FAIL, not measured)."""
+    names = {s.name for s in savers}
+    targets: list[dict[str, Any]] = []
+
+    def target(label: str, value: float | None, goal: float | None, at_most: bool = True) -> None:
+        """``goal`` None: reported beside, no verdict."""
+        wanted = "reported" if goal is None else f"{'<=' if at_most else '>='} {goal:g}"
+        if value is None:
+            targets.append(
+                {"label": label, "value": "—", "goal": wanted, "verdict": "not measured"}
+            )
+            return
+        if goal is None:
+            verdict = "reported"
+        else:
+            verdict = "PASS" if (value <= goal if at_most else value >= goal) else "FAIL"
+        targets.append(
+            {
+                "label": label,
+                "value": f"{value:,.2f}",
+                "number": value,
+                "goal": wanted,
+                "verdict": verdict,
+            }
+        )
+
+    def step(name: str, n: int) -> float | None:
+        found = results.step.get((name, n))
+        return median(found) if found else None
+
+    def read(name: str, what: str, n: int) -> float | None:
+        found = results.reads.get((name, what, n))
+        return median(found) if found else None
+
+    def over(a: float | None, b: float | None) -> float | None:
+        return None if a is None or b is None or b == 0 else a / b
+
+    first, last = lengths[0], 10_000
+    for ours in (FLOWMEM_SQLITE, FLOWMEM_PG):
+        if ours not in names:
+            continue
+        target(
+            f"{ours} step time at 10,000 ÷ at 100",
+            over(step(ours, last), step(ours, first)),
+            2,
+            True,
+        )
+        target(
+            f"{ours} own cost (step − {GRAPH_ALONE}) at 10,000 ÷ at 100",
+            over(_own(results, ours, last), _own(results, ours, first)),
+            None,
+        )
+    target(
+        f"{FLOWMEM_SQLITE} ÷ {SQLITE_SAVER} per step at 2,000 (×)",
+        _ratio(results, FLOWMEM_SQLITE, SQLITE_SAVER, 2_000),
+        20,
+        False,
+    )
+    target(
+        f"{FLOWMEM_SQLITE} ÷ {INMEMORY} per step at 10,000 (×)",
+        _ratio(results, FLOWMEM_SQLITE, INMEMORY, 10_000),
+        1,
+        False,
+    )
+    if POSTGRES_SAVER in names:
+        for n in (2_000, 10_000):
+            target(
+                f"{FLOWMEM_PG} ÷ {POSTGRES_SAVER} per step at {n:,} (×)",
+                _ratio(results, FLOWMEM_PG, POSTGRES_SAVER, n),
+                None,
+            )
+    for name in (FLOWMEM_SQLITE, FLOWMEM_PG, SQLITE_SAVER, POSTGRES_SAVER):
+        if name in names:
+            size = results.size.get(name)
+            value = median([float(v) for v in size]) / results.json_bytes if size else None
+            label = f"{name} storage after {results.storage_at:,} steps ÷ JSON of the messages"
+            target(label, value, None if name in (SQLITE_SAVER, POSTGRES_SAVER) else 3)
+    for ours in (FLOWMEM_SQLITE, FLOWMEM_PG):
+        if ours not in names:
+            continue
+        for what in ("get_tuple", "get_state", "get_tuple cold"):
+            target(
+                f"{ours} {what} of the latest checkpoint at 10,000 ÷ at 100",
+                over(read(ours, what, last), read(ours, what, first)),
+                2,
+                True,
+            )
+    return targets
+
+
+def write_json(
+    path: Path,
+    savers: list[Saver],
+    results: Results,
+    lengths: tuple[int, ...],
+    meta: dict[str, Any],
+    targets: list[dict[str, Any]],
+    argv: list[str],
+) -> None:
+    """Every sample, its medians, the method of each cell, and the targets."""
+    out: dict[str, Any] = {
+        "command": "python bench/langgraph.py " + " ".join(argv),
+        **meta,
+        "lengths": list(lengths),
+        "segment": SEGMENT,
+        "storage_at": results.storage_at,
+        "messages_json_bytes": results.json_bytes,
+        "messages_langchain_json_bytes": results.langchain_json_bytes,
+        "savers": {},
+        "targets": targets,
+    }
+    for s in savers:
+        entry: dict[str, Any] = {"group": s.group, "flowmem": s.flowmem, "durability": s.durability}
+        entry["lengths"] = {}
+        for n in lengths:
+            cell: dict[str, Any] = {"how": results.how.get((s.name, n), "not measured")}
+            found = results.step.get((s.name, n))
+            if found:
+                cell["step_s"] = found
+                cell["step_s_median"] = median(found)
+            for read in ("get_tuple", "get_state", "get_tuple cold"):
+                samples = results.reads.get((s.name, read, n))
+                if samples:
+                    cell[f"{read.replace(' ', '_')}_s"] = samples
+                    cell[f"{read.replace(' ', '_')}_s_median"] = median(samples)
+            entry["lengths"][str(n)] = cell
+        if s.name in results.size:
+            entry["storage_bytes"] = results.size[s.name]
+            entry["storage_parts"] = results.parts.get(s.name, {})
+        out["savers"][s.name] = entry
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=1) + "\n")
+    print(f"\nJSON: {path}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; exit 1 when a target is missed (never with ``--quick``)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # a SIGTERM ends the run through its ``finally`` blocks: the throwaway server stops
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--postgres",
+        default=os.environ.get("FLOWMEM_BENCH_POSTGRES"),
+        help="a server URL, or 'start' for a throwaway durable server (PostgresSaver and "
+        "FlowmemSaver on PostgreSQL); without it, the SQLite savers only",
+    )
+    parser.add_argument(
+        "--postgres-nondurable",
+        action="store_true",
+        help="with --postgres start: fsync, synchronous_commit, full_page_writes off (labelled)",
+    )
+    parser.add_argument("--repeats", type=int, default=2, help="repeats of every measure")
+    parser.add_argument(
+        "--max-peer-length",
+        type=int,
+        default=2_000,
+        help="the longest a peer's thread grows step by step (longer lengths: pre-filled)",
+    )
+    parser.add_argument(
+        "--no-prefill", action="store_true", help="skip a peer's lengths past --max-peer-length"
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=300.0,
+        help="seconds a pre-filled measurement may take; past it: skipped (over budget)",
+    )
+    parser.add_argument(
+        "--only",
+        help="comma list of savers to run: alone,flowmem,inmemory,sqlite,postgres (default: all)",
+    )
+    parser.add_argument("--quick", action="store_true", help="100 and 1,000 messages, one repeat")
+    parser.add_argument("--json", type=Path, help="also write every measurement to this file")
+    args = parser.parse_args(argv)
+    lengths = QUICK_LENGTHS if args.quick else LENGTHS
+    repeats = 1 if args.quick else max(1, args.repeats)
+    peer_top = min(args.max_peer_length, max(lengths))
+    with contextlib.ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="flowmem-bench-lg-")))
+        savers: list[Saver] = [
+            GraphAlone(0),
+            FlowmemSqlite(tmp, max(lengths)),
+            InMemory(peer_top),
+            Sqlite(tmp, peer_top),
+        ]
+        pg: dict[str, str] | None = None
+        if args.postgres:
+            if args.postgres == "start":
+                url = stack.enter_context(throwaway_postgres(not args.postgres_nondurable))
+            else:
+                url = args.postgres
+            pg = postgres_settings(url)
+            durability = durability_of(pg)
+            savers += [
+                FlowmemPostgres(url, max(lengths), durability),
+                Postgres(url, peer_top, durability),
+            ]
+        if args.only:
+            keys = {FLOWMEM_SQLITE: "flowmem", FLOWMEM_PG: "flowmem", INMEMORY: "inmemory"}
+            keys[GRAPH_ALONE] = "alone"
+            keys |= {SQLITE_SAVER: "sqlite", POSTGRES_SAVER: "postgres"}
+            chosen = set(args.only.split(","))
+            savers = [s for s in savers if keys[s.name] in chosen]
+        meta = machine(savers, pg)
+        print(
+            f"LangGraph checkpointers: StateGraph(MessagesState), one AI message per step, "
+            f"segments of {SEGMENT} steps per invoke; lengths {', '.join(f'{n:,}' for n in lengths)}; "
+            f"{repeats} repeat(s); peers grow to {peer_top:,}; files in {tmp}",
+            flush=True,
+        )
+        load = os.getloadavg()[0]
+        results = run(savers, lengths, repeats, not args.no_prefill, args.budget)
+        meta["load"] = f"{load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end (1-minute)"
+        targets = report(savers, results, lengths, meta, args.quick)
+        if args.json:
+            write_json(args.json, savers, results, lengths, meta, targets, argv)
+    missed = [t["label"] for t in targets if t["verdict"] == "FAIL"]
+    if args.quick:
+        return 0
+    print("\nall targets met" if not missed else f"\nmissed: {'; '.join(missed)}")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""Smoke test of ``bench/langgraph.py --quick``: it runs, and its JSON has every saver and length.
+
+No timing is asserted (timed tests flake on a shared machine): the benchmark's targets
+are judged by a full run, and ``--quick`` never fails on them. With PostgreSQL (the
+session's throwaway server, required in CI) the run includes ``PostgresSaver`` and
+``FlowmemSaver`` on PostgreSQL; without it, the SQLite savers only.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "langgraph.py"
+GRAPH_ALONE = "graph alone (no checkpointer)"
+SQLITE_SAVERS = {"FlowmemSaver SQLite", "InMemorySaver", "SqliteSaver"}
+POSTGRES_SAVERS = {"FlowmemSaver PostgreSQL", "PostgresSaver"}
+FLOWMEM_SAVERS = {"FlowmemSaver SQLite", "FlowmemSaver PostgreSQL"}
+LENGTHS = ("100", "1000")
+
+
+def test_quick_run_reports_every_saver_and_length(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    try:
+        url: str | None = request.getfixturevalue("postgres_url")
+    except pytest.skip.Exception:
+        url = None  # no server binaries outside CI: the SQLite savers only
+    out = tmp_path / "langgraph.json"
+    command = [sys.executable, str(BENCH), "--quick", "--json", str(out)]
+    if url is not None:
+        command += ["--postgres", url]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    found = json.loads(out.read_text())
+    expected = SQLITE_SAVERS | (POSTGRES_SAVERS if url is not None else set())
+    assert set(found["savers"]) == expected | {GRAPH_ALONE}
+    alone = found["savers"].pop(GRAPH_ALONE)  # the floor: a step time per length, nothing stored
+    for length in LENGTHS:
+        assert alone["lengths"][length]["how"] == "graph alone"
+        assert alone["lengths"][length]["step_s_median"] > 0
+    assert found["lengths"] == [100, 1000]
+    assert found["messages_json_bytes"] > 0
+    for name, saver in found["savers"].items():
+        assert set(saver["lengths"]) == set(LENGTHS), name
+        for length in LENGTHS:
+            cell = saver["lengths"][length]
+            assert cell["how"] == "grown", (name, length, cell["how"])
+            assert cell["step_s_median"] > 0, (name, length)
+            assert cell["get_tuple_s_median"] > 0, (name, length)
+            assert cell["get_state_s_median"] > 0, (name, length)
+            if name in FLOWMEM_SAVERS:
+                assert cell["get_tuple_cold_s_median"] > 0, (name, length)
+        assert saver["storage_bytes"] and all(b > 0 for b in saver["storage_bytes"]), name
+        assert saver["durability"], name
+    labels = " ".join(t["label"] for t in found["targets"])
+    for name in expected - {"InMemorySaver"}:
+        assert f"{name} storage after" in labels, name
+    table = done.stdout
+    assert "## Step time" in table and "## Reading the latest checkpoint" in table
+    assert "## Storage after 1,000 steps" in table and "×" in table
