@@ -69,6 +69,24 @@ class NotSerializableError(InvalidInputError):
     code = "not_serializable"
 
 
+class WindowTooSmallError(InvalidInputError):
+    """A token budget in which no sendable window of the buffer fits (its newest turn is larger).
+
+    Nothing is cut silently: raise the budget to at least ``needed`` tokens, or read
+    the buffer without one.
+    """
+
+    code = "window_too_small"
+
+    def __init__(self, budget: int, needed: int) -> None:
+        super().__init__(
+            f"no sendable window fits in {budget} tokens: the newest turn (with its calls' "
+            f"results and the kept system messages) needs {needed}; raise max_tokens",
+            budget=budget,
+            needed=needed,
+        )
+
+
 class ConfigurationError(FlowmemError, ValueError):
     """A node, agent, store URL or setting that is configured wrongly."""
 

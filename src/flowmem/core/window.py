@@ -1,0 +1,150 @@
+"""Token-budget windows: the longest sendable suffix of a buffer that fits a budget.
+
+A window keeps the newest rows of a buffer whose tokens fit in ``budget`` and that a
+provider accepts as a history of their own:
+
+- it never starts on a tool result, and never keeps a result without the turn that
+  declared its call, so a call and all its results (parallel calls included) are
+  kept or cut together;
+- a row is the unit of a turn: the reasoning or thinking parts an assistant turn
+  carries are kept or cut with it, never apart;
+- with ``keep_system`` every system row is kept and counted wherever it stood, else
+  system rows are ordinary rows of the suffix;
+- with ``first_role`` the first non-system row of the window has that role
+  (Anthropic's history starts on a user turn).
+
+The scan reads the buffer from its end, so a caller holding only the newest rows
+feeds them in batches and stops when :attr:`WindowScan.done` says so: the rows read
+are the kept ones and at most one more turn.
+
+Cost is monotone: moving the start one row earlier never lowers it (the system rows
+are counted wherever they stand), so the longest fitting suffix is the earliest
+valid start before the budget is first exceeded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from flowmem.errors import WindowTooSmallError
+
+
+@dataclass(frozen=True, slots=True)
+class RowFacts:
+    """What the window rules need of one stored row: role, ids, tokens."""
+
+    role: str
+    tokens: int
+    calls: tuple[str, ...] = ()
+    answers: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A window over a buffer of ``total`` rows: the rows kept, and what was cut.
+
+    ``start`` is the position of the first row of the suffix (``total`` when the
+    suffix is empty); ``kept`` the positions kept, in buffer order (the system rows
+    before ``start`` first when they are kept).
+    """
+
+    start: int
+    kept: tuple[int, ...]
+    tokens: int
+    cut_messages: int
+    cut_tokens: int
+    total: int
+
+
+class WindowScan:
+    """The window rules applied to rows fed newest first (see the module docstring)."""
+
+    def __init__(
+        self,
+        budget: int,
+        systems: Mapping[int, int] | None = None,
+        keep_system: bool = True,
+        first_role: str | None = None,
+    ) -> None:
+        """Scan for ``budget`` tokens; ``systems``: every system row's position and tokens."""
+        self.budget = budget
+        self.keep_system = keep_system
+        self.first_role = first_role
+        self._systems = dict(systems or {}) if keep_system else {}
+        self.cost = sum(self._systems.values())
+        self._tokens: dict[int, int] = {}
+        self._pending: set[str] = set()
+        self._first_role: str | None = None  # the role of the earliest non-system row fed
+        self._best: int | None = None
+        self._needed: int | None = None  # the cost of the smallest valid window
+        self._next: int | None = None
+        self.done = False
+
+    def feed(self, position: int, row: RowFacts) -> None:
+        """Take the row at ``position``, one below the last one fed."""
+        if self.done:
+            return
+        if self._next is not None and position != self._next:
+            raise ValueError(f"rows are fed newest first, one by one: expected {self._next}")
+        self._next = position - 1
+        system = row.role == "system"
+        self._tokens[position] = row.tokens
+        if not (system and self.keep_system):
+            self.cost += row.tokens
+        if row.answers is not None:
+            self._pending.add(row.answers)
+        self._pending.difference_update(row.calls)
+        if not system:
+            self._first_role = row.role
+        if self._valid_start(row):
+            if self._needed is None:
+                self._needed = self.cost
+            if self.cost <= self.budget:
+                self._best = position
+        if self.cost > self.budget and self._needed is not None:
+            self.done = True  # every earlier start costs at least as much
+
+    def _valid_start(self, row: RowFacts) -> bool:
+        if self._pending or row.role == "tool":
+            return False  # a result would lead, or stand without its call
+        if row.role == "system" and self.keep_system:
+            return False  # kept anyway: the start is the non-system row after it
+        return self.first_role is None or self._first_role in (None, self.first_role)
+
+    def window(self, total: int, total_tokens: int) -> Window:
+        """The window found once ``done`` or once the row at position 0 was fed.
+
+        ``total`` and ``total_tokens``: the buffer's rows and their tokens, for what
+        was cut. Raises :class:`WindowTooSmallError` when a buffer with rows has no
+        sendable window in the budget.
+        """
+        if self._best is None:
+            needed = self._needed if self._needed is not None else self.cost
+            if total and needed > self.budget:
+                raise WindowTooSmallError(self.budget, needed)
+            start = total  # no non-system row to start on: the system rows alone
+        else:
+            start = self._best
+        before = tuple(p for p in sorted(self._systems) if p < start)
+        kept = before + tuple(range(start, total))
+        tokens = sum(self._systems[p] for p in before) + sum(
+            self._tokens[p] for p in range(start, total)
+        )
+        return Window(start, kept, tokens, total - len(kept), total_tokens - tokens, total)
+
+
+def fit(
+    rows: Sequence[RowFacts],
+    budget: int,
+    keep_system: bool = True,
+    first_role: str | None = None,
+) -> Window:
+    """Return the window of ``budget`` tokens over the whole buffer ``rows`` (the plain path)."""
+    systems = {i: row.tokens for i, row in enumerate(rows) if row.role == "system"}
+    scan = WindowScan(budget, systems, keep_system, first_role)
+    for position in range(len(rows) - 1, -1, -1):
+        scan.feed(position, rows[position])
+        if scan.done:
+            break
+    return scan.window(len(rows), sum(row.tokens for row in rows))
