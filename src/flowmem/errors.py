@@ -78,14 +78,6 @@ class WindowTooSmallError(InvalidInputError):
 
     code = "window_too_small"
 
-    def __init__(self, budget: int, needed: int) -> None:
-        super().__init__(
-            f"no sendable window fits in {budget} tokens: the newest turn (with its calls' "
-            f"results and the kept system messages) needs {needed}; raise max_tokens",
-            budget=budget,
-            needed=needed,
-        )
-
 
 class ConfigurationError(FlowmemError, ValueError):
     """A node, agent, store URL or setting that is configured wrongly."""

@@ -122,7 +122,7 @@ class WindowScan:
         if self._best is None:
             needed = self._needed if self._needed is not None else self.cost
             if total and needed > self.budget:
-                raise WindowTooSmallError(self.budget, needed)
+                raise too_small(self.budget, needed)
             start = total  # no non-system row to start on: the system rows alone
         else:
             start = self._best
@@ -132,6 +132,16 @@ class WindowScan:
             self._tokens[p] for p in range(start, total)
         )
         return Window(start, kept, tokens, total - len(kept), total_tokens - tokens, total)
+
+
+def too_small(budget: int, needed: int) -> WindowTooSmallError:
+    """The refusal of a budget smaller than the smallest sendable window (``needed``)."""
+    return WindowTooSmallError(
+        f"no sendable window fits in {budget} tokens: the newest turn (with its calls' "
+        f"results and the kept system messages) needs {needed}; raise max_tokens",
+        budget=budget,
+        needed=needed,
+    )
 
 
 def fit(
