@@ -53,10 +53,10 @@ def image_tokens(width: int, height: int, detail: str | None = None) -> int:
     if width <= 0 or height <= 0:
         width, height = _UNKNOWN_SIZE
     scale = min(1.0, 2048 / max(width, height))
-    width, height = width * scale, height * scale
-    scale = min(1.0, 768 / min(width, height))
-    width, height = width * scale, height * scale
-    tiles = math.ceil(width / 512) * math.ceil(height / 512)
+    wide, high = width * scale, height * scale
+    scale = min(1.0, 768 / min(wide, high))
+    wide, high = wide * scale, high * scale
+    tiles = math.ceil(wide / 512) * math.ceil(high / 512)
     return 85 + 170 * tiles
 
 
