@@ -25,6 +25,15 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return url
 
 
+@pytest.fixture(params=BACKENDS[1:])
+def durable_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A database URL that outlives its process: SQLite, PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/conversations.db"
+    url: str = request.getfixturevalue("postgres_db_url")
+    return url
+
+
 @pytest.fixture
 def flowmem_store(store_url: str) -> Iterator[FlowmemConversationStore]:
     """A ``FlowmemConversationStore`` on each backend."""
