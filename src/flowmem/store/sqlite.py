@@ -59,9 +59,9 @@ from flowmem.store.base import (
 )
 from flowmem.store.checkpoints import sqlite as checkpoint_tables
 from flowmem.store.checkpoints.sql import SqlCheckpoints
+from flowmem.store.commitgroup import CommitGroup
 from flowmem.store.conversations import sqlite as conversation_tables
 from flowmem.store.conversations.sql import SqlConversations
-from flowmem.store.commitgroup import CommitGroup
 from flowmem.store.groupcommit import AUTO_CHECKPOINT, GroupCommit
 from flowmem.store.locks import (
     AddressLocks,

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("pydantic_ai.conversation_store")
 
-from flowmem.integrations.pydantic_ai.store import FlowmemConversationStore  # noqa: E402
+from flowmem.integrations.pydantic_ai.store import FlowmemConversationStore
 
 BACKENDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 

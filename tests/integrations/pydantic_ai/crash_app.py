@@ -14,7 +14,14 @@ import time
 
 from pydantic_ai import Agent
 from pydantic_ai.conversation import Conversation
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    UserPromptPart,
+)
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from flowmem.integrations.pydantic_ai.store import FlowmemConversationStore

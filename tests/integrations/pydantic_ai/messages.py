@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from pydantic_ai.messages import (
     AudioUrl,
@@ -29,7 +29,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.usage import RequestUsage
 
-T0 = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 
 
 def at(seconds: float) -> datetime:

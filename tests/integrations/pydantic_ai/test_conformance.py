@@ -303,6 +303,6 @@ def test_a_flowmem_store_behaves_as_the_in_memory_store(
 ) -> None:
     expected = _trace(InMemoryConversationStore(), SCENARIOS[name])
     got = _trace(flowmem_store, SCENARIOS[name])
-    for index, (want, have) in enumerate(zip(expected, got)):
+    for index, (want, have) in enumerate(zip(expected, got, strict=False)):
         assert have == want, f"step {index}: {want[0]}"
     assert len(got) == len(expected)

@@ -10,7 +10,12 @@ import pytest
 from pydantic_ai.conversation import Conversation
 from pydantic_ai.conversation_store import ConversationConflict
 
-from flowmem.errors import AccessDeniedError, InvalidInputError, ScopeRefusedError, SessionDeletedError
+from flowmem.errors import (
+    AccessDeniedError,
+    InvalidInputError,
+    ScopeRefusedError,
+    SessionDeletedError,
+)
 from flowmem.integrations.pydantic_ai.store import FlowmemConversationStore
 from flowmem.scope import ExecutionContext
 from flowmem.sessions import erase_user_data

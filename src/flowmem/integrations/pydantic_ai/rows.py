@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from pydantic_ai.conversation_store import ConversationEntry
 from pydantic_ai.messages import (
@@ -53,7 +53,7 @@ def _stub(parts: Sequence[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [{"type": "provider", "provider": "pydantic_ai", "block": b} for b in blocks]
 
 
-def _is_result(part: object) -> bool:
+def _is_result(part: object) -> TypeGuard[ToolReturnPart | RetryPromptPart]:
     """Whether a request part answers a tool call (pydantic-ai's own test)."""
     if isinstance(part, ToolReturnPart):
         return True
@@ -117,7 +117,7 @@ def entry_rows(entry: ConversationEntry) -> list[Message]:
         if not _is_result(part):
             rest.append(i)
             continue
-        extra: dict[str, Any] = {"tool_call_id": part.tool_call_id}  # type: ignore[attr-defined]
+        extra: dict[str, Any] = {"tool_call_id": part.tool_call_id}
         metadata = getattr(part, "metadata", None)
         if isinstance(metadata, dict) and metadata.get("healed") is True:
             extra["healed"] = True
@@ -201,7 +201,7 @@ def _rebuilt(members: Sequence[Message]) -> ModelMessage:
     parts: list[tuple[int, Any]] = []
     for member in members:
         held = member["metadata"][META]
-        parts.extend(zip(held["index"], held["parts"]))
+        parts.extend(zip(held["index"], held["parts"], strict=True))
     message = {**data["message"], "parts": [part for _, part in sorted(parts, key=lambda p: p[0])]}
     rebuilt: ModelMessage = ModelMessagesTypeAdapter.validate_python([message])[0]
     return rebuilt

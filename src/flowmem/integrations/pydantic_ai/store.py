@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from datetime import datetime
+
 from pydantic import TypeAdapter
 from pydantic_ai.conversation import Conversation
 from pydantic_ai.conversation_store import (
@@ -139,7 +140,7 @@ class FlowmemConversationStore(ConversationStore):
         self, *, scope: str | None = None, limit: int | None = None
     ) -> Sequence[ConversationRecord]:
         """The records, those of ``scope`` when given, newest ``updated_at`` first."""
-        stored = await asyncio.to_thread(self.tables.list, scope, limit)
+        stored = await asyncio.to_thread(self.tables.records, scope, limit)
         return [_record(found) for found in stored]
 
     async def write_record(

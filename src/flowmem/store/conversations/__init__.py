@@ -75,7 +75,7 @@ class Conversations(Protocol):
         """The stored record, or None."""
         ...
 
-    def list(self, scope: str | None, limit: int | None) -> list[StoredConversation]:
+    def records(self, scope: str | None, limit: int | None) -> list[StoredConversation]:
         """Records newest ``updated`` first (those of ``scope`` when given), at most ``limit``."""
         ...
 

@@ -14,8 +14,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol
 
-from flowmem.core import Answer, BufferEditor, Dangling, Message, PositionedRow, apply_append, prepare
-from flowmem.store.conversations import HEALED_SUFFIX, LINE, META, ConversationWrite, entry_of, run_of
+from flowmem.core import (
+    Answer,
+    BufferEditor,
+    Dangling,
+    Message,
+    PositionedRow,
+    apply_append,
+    prepare,
+)
+from flowmem.store.conversations import (
+    HEALED_SUFFIX,
+    LINE,
+    META,
+    ConversationWrite,
+    entry_of,
+    run_of,
+)
 
 QUALIFIER = "@"
 """A call id a later run repeats is stored as ``<id>@<run id>`` (decision 0051)."""

@@ -13,8 +13,14 @@ from typing import TYPE_CHECKING
 
 from flowmem.core import IndexedListEditor, Message, call_ids, result_id
 from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard
-from flowmem.store.conversations import LINE, ConversationWrite, StoredConversation, entry_of, run_of
-from flowmem.store.conversations.lines import START, Declaration, Place, QUALIFIER, write_lines
+from flowmem.store.conversations import (
+    LINE,
+    ConversationWrite,
+    StoredConversation,
+    entry_of,
+    run_of,
+)
+from flowmem.store.conversations.lines import QUALIFIER, START, Declaration, Place, write_lines
 from flowmem.store.rows import dump_json, utf8_size
 
 if TYPE_CHECKING:
@@ -145,7 +151,7 @@ class MemoryConversations:
         with self.store._lock:
             return copy.deepcopy(self._records.get(conversation_id))
 
-    def list(self, scope: str | None, limit: int | None) -> list[StoredConversation]:
+    def records(self, scope: str | None, limit: int | None) -> list[StoredConversation]:
         """Records newest first, of ``scope`` when given."""
         with self.store._lock:
             found = [r for r in self._records.values() if scope is None or r.scope == scope]

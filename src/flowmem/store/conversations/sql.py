@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from flowmem.core import Message
 from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard
-from flowmem.store.conversations import LINE, ConversationWrite, StoredConversation, entry_of, run_of
+from flowmem.store.conversations import (
+    LINE,
+    ConversationWrite,
+    StoredConversation,
+    entry_of,
+    run_of,
+)
 from flowmem.store.conversations.lines import QUALIFIER, Declaration, Place, write_lines
 from flowmem.store.editor import MINOR_BITS, SqlBufferEditor, load_row, load_rows
 from flowmem.store.rows import dump_json
@@ -123,7 +129,7 @@ class SqlConversations:
             row = self._run(conn, "pa_get", (conversation_id,)).fetchone()
         return None if row is None else _stored(row)
 
-    def list(self, scope: str | None, limit: int | None) -> list[StoredConversation]:
+    def records(self, scope: str | None, limit: int | None) -> list[StoredConversation]:
         """Records newest first, of ``scope`` when given, at most ``limit``."""
         bound = UNLIMITED if limit is None else limit
         with self.store._connection() as conn:
