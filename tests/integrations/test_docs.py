@@ -158,7 +158,7 @@ def test_blocks_that_call_no_model_run_as_written() -> None:
     plain = [
         b for b in _blocks() if "Runner." not in b and ".invoke(" not in b and "Client()" not in b
     ]
-    assert len(plain) == 2  # the LangChain and the Agents SDK round trips
+    assert len(plain) == 3  # the LangChain and the Agents SDK round trips, the pydantic-ai store
     for block in plain:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)

@@ -117,11 +117,18 @@ def test_schema_is_created_recorded_and_not_reapplied(sql_url: str) -> None:
 
 
 def _drop_checkpoint_tables(url: str, deleted_sessions: bool = True) -> None:
-    """Undo migrations 7 and 8 (the LangGraph tables; the deleted sessions' ids)."""
+    """Undo migrations 7 to 9 (the LangGraph tables; the deleted sessions' ids; pydantic-ai's)."""
     for table in ("lg_checkpoints", "lg_blobs", "lg_writes"):
         _sql(url, f"DROP TABLE {table}")
     if deleted_sessions:
         _sql(url, "DROP TABLE deleted_sessions")
+    _drop_conversation_tables(url)
+
+
+def _drop_conversation_tables(url: str) -> None:
+    """Undo the pydantic-ai migration (conversation records, where entries end)."""
+    for table in ("pa_conversations", "pa_entries"):
+        _sql(url, f"DROP TABLE {table}")
 
 
 def test_a_version_1_database_is_upgraded_in_place(sql_url: str) -> None:
@@ -486,10 +493,26 @@ def test_a_version_7_database_remembers_deleted_sessions_from_now_on(sql_url: st
     store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
     store.close()
     _sql(sql_url, "DROP TABLE deleted_sessions")  # what schema version 7 lacks
+    _drop_conversation_tables(sql_url)
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 8")
     again = open_store(sql_url)
     assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
     assert _scalar(sql_url, "SELECT COUNT(*) FROM deleted_sessions") == 0
+    assert [m["content"] for m in again.load(KEY)] == ["kept"]
+    again.close()
+
+
+def test_a_version_8_database_gets_the_conversation_tables(sql_url: str) -> None:
+    """The pydantic-ai migration adds ``pa_conversations`` and ``pa_entries``, empty."""
+    store = open_store(sql_url)
+    store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
+    store.close()
+    _drop_conversation_tables(sql_url)  # what schema version 8 lacks
+    _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 9")
+    again = open_store(sql_url)
+    assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
+    assert _scalar(sql_url, "SELECT COUNT(*) FROM pa_conversations") == 0
+    assert _scalar(sql_url, "SELECT COUNT(*) FROM pa_entries") == 0
     assert [m["content"] for m in again.load(KEY)] == ["kept"]
     again.close()
 

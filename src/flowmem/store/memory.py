@@ -33,6 +33,7 @@ from flowmem.store.base import (
     WriteGuard,
 )
 from flowmem.store.checkpoints.memory import MemoryCheckpoints
+from flowmem.store.conversations.memory import MemoryConversations
 from flowmem.store.locks import AddressLocks, no_wait
 from flowmem.store.rows import (
     check_address,
@@ -106,6 +107,7 @@ class MemoryStore:
         self._keys: dict[tuple[str, str], StoredAnswer] = {}  # (owner, key) -> idempotency key
         self._deleted: dict[str, float] = {}  # deleted session ids: never created again
         self.checkpoints = MemoryCheckpoints(self)  # LangGraph's checkpoints (decision 0040)
+        self.conversations = MemoryConversations(self)  # pydantic-ai's (decision 0051)
 
     # --- memory records -------------------------------------------------------
     def get_record(self, address: Address, now: float) -> tuple[bool, Any]:
@@ -445,6 +447,7 @@ class MemoryStore:
         self._transcripts.pop(session_id, None)
         self._next_seq.pop(session_id, None)
         self.checkpoints.drop_thread(session_id)  # a LangGraph thread is the session
+        self.conversations.drop(session_id)  # so is a pydantic-ai conversation
         return self._drop_scope(SESSION_SCOPE, session_id)
 
     def _drop_scope(self, scope: str, scope_id: str) -> tuple[int, int]:

@@ -45,6 +45,8 @@ from flowmem.errors import (
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Idempotency, Store, WriteGuard
 from flowmem.store.checkpoints import postgres as checkpoint_tables
 from flowmem.store.checkpoints.sql import SqlCheckpoints
+from flowmem.store.conversations import postgres as conversation_tables
+from flowmem.store.conversations.sql import SqlConversations
 from flowmem.store.editor import SqlBufferEditor, SqlRunner, load_rows
 from flowmem.store.known import (
     DEFAULT_KNOWN_BUFFERS,
@@ -149,6 +151,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # 8: a deleted session's id is remembered: no write brings it back (issue 24 §2)
         "CREATE TABLE deleted_sessions (id TEXT PRIMARY KEY, deleted_at DOUBLE PRECISION NOT NULL)",
     ),
+    # 9: pydantic-ai conversation records and where their entries end (docs/decisions/0051)
+    conversation_tables.MIGRATION,
 )
 
 _B = "buffer_id = %s"
@@ -346,6 +350,9 @@ SQL.update(
 if set(SQL) & set(checkpoint_tables.SQL):  # pragma: no cover - a naming mistake
     raise RuntimeError(f"statement names used twice: {set(SQL) & set(checkpoint_tables.SQL)}")
 SQL.update(checkpoint_tables.SQL)
+if set(SQL) & set(conversation_tables.SQL):  # pragma: no cover - a naming mistake
+    raise RuntimeError(f"statement names used twice: {set(SQL) & set(conversation_tables.SQL)}")
+SQL.update(conversation_tables.SQL)
 
 # What the append's editor will ask, in one statement run right after the lock
 # (its own statement: a statement's snapshot predates a lock it waits for):
@@ -500,6 +507,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
             raise StoreUnavailableError(f"cannot connect to PostgreSQL at {_safe(url)}") from exc
         self._known = KnownBuffers(int(options["known_buffers"]))
         self.checkpoints = SqlCheckpoints(self)  # LangGraph's tables (docs/decisions/0040)
+        self.conversations = SqlConversations(self)  # pydantic-ai's (docs/decisions/0051)
         try:
             self._migrate()
         except BaseException:

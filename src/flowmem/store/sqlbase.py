@@ -646,6 +646,8 @@ class SqlStore(ABC, Generic[C]):
         conn.execute(self.SQL["transcript_seq_delete"], (session_id,))
         for name in ("cp_drop_thread", "blob_drop_thread", "writes_drop_thread"):
             conn.execute(self.SQL[name], (session_id,))  # a LangGraph thread is the session
+        for name in ("pa_drop", "pa_entries_drop"):
+            conn.execute(self.SQL[name], (session_id,))  # so is a pydantic-ai conversation
         return self._drop_scope(conn, SESSION_SCOPE, session_id)
 
     def _drop_scope(self, conn: C, scope: str, scope_id: str) -> tuple[int, int]:

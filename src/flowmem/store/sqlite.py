@@ -60,6 +60,8 @@ from flowmem.store.base import (
 from flowmem.store.checkpoints import sqlite as checkpoint_tables
 from flowmem.store.checkpoints.sql import SqlCheckpoints
 from flowmem.store.commitgroup import CommitGroup
+from flowmem.store.conversations import sqlite as conversation_tables
+from flowmem.store.conversations.sql import SqlConversations
 from flowmem.store.groupcommit import AUTO_CHECKPOINT, GroupCommit
 from flowmem.store.locks import (
     AddressLocks,
@@ -155,6 +157,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # 8: a deleted session's id is remembered: no write brings it back (issue 24 §2)
         "CREATE TABLE deleted_sessions (id TEXT PRIMARY KEY, deleted_at REAL NOT NULL)",
     ),
+    # 9: pydantic-ai conversation records and where their entries end (docs/decisions/0051)
+    conversation_tables.MIGRATION,
 )
 
 _B = "buffer_id = ?"
@@ -321,6 +325,9 @@ SQL.update(
 if set(SQL) & set(checkpoint_tables.SQL):  # pragma: no cover - a naming mistake
     raise RuntimeError(f"statement names used twice: {set(SQL) & set(checkpoint_tables.SQL)}")
 SQL.update(checkpoint_tables.SQL)
+if set(SQL) & set(conversation_tables.SQL):  # pragma: no cover - a naming mistake
+    raise RuntimeError(f"statement names used twice: {set(SQL) & set(conversation_tables.SQL)}")
+SQL.update(conversation_tables.SQL)
 
 
 def parse_url(url: str) -> tuple[str, str]:
@@ -410,6 +417,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         self._queue = writer_queue(self.path)  # writers of the file take turns (decisions/0026)
         self._queue_released = False
         self.checkpoints = SqlCheckpoints(self)  # LangGraph's tables (docs/decisions/0040)
+        self.conversations = SqlConversations(self)  # pydantic-ai's (docs/decisions/0051)
         try:
             with self._connection() as conn:
                 self._migrate(conn)

@@ -1,0 +1,136 @@
+"""Conversation logs: pydantic-ai's ``ConversationStore`` records and entries, as sessions.
+
+A conversation is a flowmem session (DESIGN.md §5, decision 0051): its record (head
+entry, revision, scope, what pydantic-ai carries beside the messages) is one row of
+``pa_conversations`` keyed by the session id, and its entries are rows of the session's
+buffers, one *line* per linear history: ``pydantic_ai`` first, ``pydantic_ai#<entry>``
+for every history a branch or a rewrite started. Rows go in through the buffer rules
+(``flowmem.core.apply_append``: MEM-1, MEM-2, MEM-3, MEM-10), so a line is a buffer
+like any other and the session's buffer routes show it. ``pa_entries`` says where each
+entry ends (line and position), so a history is read in one query.
+
+``Conversations`` is the protocol every backend implements (``MemoryConversations``,
+``SqlConversations``); ``conversations_of(store)`` gives a store's. Entries and records
+are plain JSON here: nothing under ``store/`` imports pydantic-ai.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from flowmem.core import Message
+from flowmem.store.base import WriteGuard
+
+LINE = "pydantic_ai"
+"""The first line's buffer key; a later line's is ``pydantic_ai#<its first entry id>``."""
+META = "pydantic_ai"
+"""The row metadata key holding an entry's id, run and message fields."""
+HEALED_SUFFIX = "~healed"
+"""A healed placeholder's entry id is the declaring entry's id with this suffix."""
+
+
+@dataclass(frozen=True)
+class StoredConversation:
+    """A conversation's record as stored: the JSON pydantic-ai's record serializes to."""
+
+    conversation_id: str
+    revision: str
+    scope: str | None
+    updated: int
+    """``updated_at`` in microseconds since the epoch, the listing order."""
+    record: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class NewEntry:
+    """An entry to store: its id and the rows its message becomes (call ids not yet resolved)."""
+
+    entry_id: str
+    rows: Sequence[Message]
+
+
+@dataclass(frozen=True)
+class ConversationWrite:
+    """What one ``write`` stores: the record, where its history ends and the entries it adds.
+
+    ``parent``: the entry the first new entry follows (None: the start of a history), or,
+    with no entries, the record's head. ``source``: the conversation a fork's head is in.
+    ``waiting``: tool call ids a paused run waits on (deferred): never healed.
+    """
+
+    record: StoredConversation
+    head: str | None
+    parent: str | None
+    entries: Sequence[NewEntry] = ()
+    source: str | None = None
+    waiting: frozenset[str] = field(default_factory=frozenset)
+
+
+class Conversations(Protocol):
+    """Conversation records and their entries' lines, in one store."""
+
+    def get(self, conversation_id: str) -> StoredConversation | None:
+        """The stored record, or None."""
+        ...
+
+    def records(self, scope: str | None, limit: int | None) -> list[StoredConversation]:
+        """Records newest ``updated`` first (those of ``scope`` when given), at most ``limit``."""
+        ...
+
+    def write(
+        self, write: ConversationWrite, expected: str | None, guard: WriteGuard | None = None
+    ) -> bool:
+        """Store a record and its new entries in one transaction; False on a stale revision.
+
+        ``expected``: the stored revision (None: there must be no record). False too when
+        ``write.head`` (or ``parent``) is an entry the store does not have; nothing is
+        stored then. ``guard`` claims the session, created by its first write.
+        """
+        ...
+
+    def delete(self, conversation_id: str, expected: str) -> bool:
+        """Delete the conversation's session (entries, lines, record) if its revision is ``expected``."""
+        ...
+
+    def history(self, entry_id: str) -> list[Message] | None:
+        """The rows of the line an entry ends, up to and with it; None for an unknown entry."""
+        ...
+
+
+def entry_of(row: Mapping[str, Any]) -> str | None:
+    """The entry id a row belongs to, or None for a row no conversation wrote."""
+    meta = row.get("metadata")
+    data = meta.get(META) if isinstance(meta, Mapping) else None
+    found = data.get("entry") if isinstance(data, Mapping) else None
+    return found if isinstance(found, str) else None
+
+
+def run_of(row: Mapping[str, Any]) -> str | None:
+    """The pydantic-ai run a row's message came from (None: none recorded)."""
+    data = row.get("metadata", {}).get(META)
+    run = data.get("run") if isinstance(data, Mapping) else None
+    return run if isinstance(run, str) else None
+
+
+def conversations_of(store: Any) -> Conversations:
+    """The ``Conversations`` of a store; TypeError for a store that has none."""
+    found = getattr(store, "conversations", None)
+    if found is None:
+        raise TypeError(f"{type(store).__name__} does not store conversations")
+    return found  # type: ignore[no-any-return]
+
+
+__all__ = [
+    "HEALED_SUFFIX",
+    "LINE",
+    "META",
+    "ConversationWrite",
+    "Conversations",
+    "NewEntry",
+    "StoredConversation",
+    "conversations_of",
+    "entry_of",
+    "run_of",
+]

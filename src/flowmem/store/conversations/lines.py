@@ -1,0 +1,320 @@
+"""Where a conversation write's entries go, and the buffer rules they pass (written once).
+
+``write_lines`` runs inside a backend's transaction against ``LineTx`` (the few questions
+and writes it needs: ``MemoryConversations`` answers them from lists, ``SqlConversations``
+with indexed queries). It picks the line (the end of the parent's line, else a new line
+that copies the history up to the parent), resolves each row's tool call ids
+(``resolve_call``, ``resolve_return``: decision 0051) and appends the rows through
+``flowmem.core.apply_append`` (MEM-1, MEM-2, MEM-3, MEM-10) behind ``Tagging``, which
+keeps deferred calls out of healing and names the placeholders healing inserts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple, Protocol
+
+from flowmem.core import (
+    Answer,
+    BufferEditor,
+    Dangling,
+    Message,
+    PositionedRow,
+    apply_append,
+    prepare,
+)
+from flowmem.store.conversations import (
+    HEALED_SUFFIX,
+    LINE,
+    META,
+    ConversationWrite,
+    entry_of,
+    run_of,
+)
+
+QUALIFIER = "@"
+"""A call id a later run repeats is stored as ``<id>@<run id>`` (decision 0051)."""
+START = -1
+"""The position of an entry that holds no row and comes first in its line."""
+
+
+class Place(NamedTuple):
+    """Where an entry ends: its conversation, line and the position of its last row."""
+
+    conversation_id: str
+    key: str
+    position: int
+
+
+class Declaration(NamedTuple):
+    """A tool call declared in a line: its stored id, position, whether answered, run and entry."""
+
+    call_id: str
+    position: int
+    answered: bool
+    run: str | None
+    entry: str | None
+
+
+class LineEditor(BufferEditor, Protocol):
+    """A ``BufferEditor`` that also says where its last appended row went."""
+
+    def last_position(self) -> int:
+        """The position of the row ``append_row`` wrote last."""
+        ...
+
+
+class LineTx(Protocol):
+    """A write transaction on one conversation's lines."""
+
+    conversation_id: str
+
+    def places(self, entry_id: str, conversation_id: str) -> list[Place]:
+        """Where an entry of that conversation ends, in each line that holds it."""
+        ...
+
+    def line_end(self, key: str) -> int | None:
+        """The position of the last row of this conversation's line ``key`` (None: no rows)."""
+        ...
+
+    def rows_upto(self, place: Place) -> list[Message]:
+        """The rows of ``place``'s line up to and with its position, in order."""
+        ...
+
+    def editor(self, key: str) -> LineEditor:
+        """The editor of this conversation's line ``key`` (one per key for the transaction)."""
+        ...
+
+    def declarations(self, key: str, call_id: str) -> list[Declaration]:
+        """The calls declared in line ``key`` as ``call_id`` or ``call_id@<run>``, by position."""
+        ...
+
+    def index(self, entry_id: str, key: str, position: int, rows: bool) -> None:
+        """Record where an entry ends (``rows`` False: it holds no row, it ends where the line did)."""
+        ...
+
+
+def qualified(call_id: str, run: str | None) -> str:
+    """The stored id of a call that an earlier run of the conversation declared already."""
+    return f"{call_id}{QUALIFIER}{run or ''}"
+
+
+def resolve_call(found: Sequence[Declaration], call_id: str, run: str | None) -> str:
+    """The stored id of a call a response of ``run`` declares (decision 0051).
+
+    The plain id, unless an earlier *run* declared it: then ``<id>@<run>``. A response of
+    the same run declaring it again gets the id already stored, so MEM-2 drops it.
+    """
+    mine = qualified(call_id, run)
+    if any(d.call_id == mine for d in found):
+        return mine
+    plain = [d for d in found if d.call_id == call_id]
+    if not plain or (plain[-1].run or None) == (run or None):
+        return call_id
+    return mine
+
+
+def resolve_return(found: Sequence[Declaration], call_id: str, run: str | None) -> str:
+    """The stored id of the call a tool result of ``run`` answers (decision 0051).
+
+    Its own run's call first, else the latest unanswered declaration (a deferred call a
+    later run answers), else the latest declaration (so MEM-1 drops a result given twice).
+    """
+    mine = qualified(call_id, run)
+    if any(d.call_id == mine for d in found):
+        return mine
+    waiting = [d for d in found if not d.answered]
+    if waiting:
+        return waiting[-1].call_id
+    return found[-1].call_id if found else call_id
+
+
+def is_waiting(call_id: str, waiting: frozenset[str]) -> bool:
+    """True when a stored call id is one of the calls a paused run waits on."""
+    return call_id in waiting or any(call_id.startswith(w + QUALIFIER) for w in waiting)
+
+
+class Tagging:
+    """The line's editor as the append rules see it.
+
+    ``dangling`` leaves out the calls a paused run waits on (DeferredToolRequests: waiting,
+    not interrupted); ``insert_after`` (only healing inserts) gives the placeholders the
+    entry id ``<declaring entry>~healed``; appends and replacements of the current entry's
+    rows are noted in ``kept``.
+    """
+
+    def __init__(self, tx: LineTx, key: str, waiting: frozenset[str]) -> None:
+        self.tx = tx
+        self.key = key
+        self.inner = tx.editor(key)
+        self.waiting = waiting
+        self.entry: str | None = None
+        self.kept: list[int] = []
+
+    def count(self) -> int:
+        """The line's row count."""
+        return self.inner.count()
+
+    def is_declared(self, call_id: str) -> bool:
+        """Whether the line declares ``call_id``."""
+        return self.inner.is_declared(call_id)
+
+    def answer_of(self, call_id: str) -> Answer | None:
+        """The row answering ``call_id``."""
+        return self.inner.answer_of(call_id)
+
+    def dangling(self) -> list[Dangling]:
+        """The unanswered calls MEM-3 heals: every one but those a paused run waits on."""
+        return [d for d in self.inner.dangling() if not is_waiting(d.call_id, self.waiting)]
+
+    def oldest(self) -> PositionedRow | None:
+        """The first row."""
+        return self.inner.oldest()
+
+    def append_row(self, row: Message) -> None:
+        """Append a row, noting it when it is the current entry's."""
+        self.inner.append_row(row)
+        if entry_of(row) == self.entry:
+            self.kept.append(self.inner.last_position())
+
+    def insert_after(self, position: int, rows: Sequence[Message]) -> None:
+        """Insert healed placeholders, each named after the entry that declared its call."""
+        named: list[Message] = []
+        for row in rows:
+            call = row.get("metadata", {}).get("tool_call_id")
+            found = [d for d in self.tx.declarations(self.key, str(call)) if d.call_id == call]
+            owner = found[0].entry if found else None
+            tagged = dict(row)
+            tagged["metadata"] = {
+                **row["metadata"],
+                META: {"entry": f"{owner}{HEALED_SUFFIX}", "healed": True},
+            }
+            named.append(tagged)
+        self.inner.insert_after(position, named)
+        for offset, row in enumerate(named, start=1):
+            entry = entry_of(row)
+            if entry is not None:
+                self.tx.index(entry, self.key, position + offset, True)
+
+    def replace(self, position: int, row: Message) -> None:
+        """Replace a placeholder with a real result (MEM-10), noting it for the current entry."""
+        self.inner.replace(position, row)
+        if entry_of(row) == self.entry:
+            self.kept.append(position)
+
+    def delete(self, position: int) -> None:
+        """Delete a row (the window; conversations have none)."""
+        self.inner.delete(position)
+
+
+def _resolved(tx: LineTx, key: str, row: Message) -> Message:
+    """``row`` with its tool call ids as the line stores them."""
+    run = run_of(row)
+    meta = dict(row["metadata"])
+    if row["role"] == "assistant" and meta.get("tool_calls"):
+        calls = []
+        for call in meta["tool_calls"]:
+            raw = str(call["tool_call_id"])
+            calls.append({**call, "tool_call_id": resolve_call(tx.declarations(key, raw), raw, run)})
+        meta["tool_calls"] = calls
+    elif row["role"] == "tool" and meta.get("tool_call_id") is not None:
+        raw = str(meta["tool_call_id"])
+        meta["tool_call_id"] = resolve_return(tx.declarations(key, raw), raw, run)
+    return {**row, "metadata": meta}
+
+
+def _end(tx: LineTx, key: str) -> int:
+    end = tx.line_end(key)
+    return START if end is None else end
+
+
+def _copy(tx: LineTx, source: Place, key: str, head: str) -> None:
+    """Start line ``key`` with the history up to ``source`` (rows verbatim, entries indexed)."""
+    editor = tx.editor(key)
+    seen: set[str] = set()
+    for row in tx.rows_upto(source):
+        editor.append_row(row)
+        entry = entry_of(row)
+        if entry is not None:
+            tx.index(entry, key, editor.last_position(), True)
+            seen.add(entry)
+    if head not in seen:
+        tx.index(head, key, _end(tx, key), False)
+
+
+def locate(tx: LineTx, entry_id: str, conversation_id: str) -> Place | None:
+    """Where an entry ends: in a line it ends (to append there) when one does, else the first."""
+    found = tx.places(entry_id, conversation_id)
+    if conversation_id == tx.conversation_id:
+        for place in found:
+            if place.position == _end(tx, place.key):
+                return place
+    return found[0] if found else None
+
+
+def write_lines(tx: LineTx, write: ConversationWrite) -> bool:
+    """Store a write's entries in the right line; False when its parent is not stored.
+
+    Implements MEM-1, MEM-2 and MEM-3 for a conversation's saves, through
+    ``apply_append``: a result for a call already answered, or a response whose every
+    call is known, adds no row (the entry then ends where the line did), and a user
+    prompt heals the calls left unanswered, except those a paused run waits on.
+    """
+    parent, entries = write.parent, list(write.entries)
+    if parent is None:
+        if not entries:
+            return True
+        key = LINE if tx.line_end(LINE) is None else f"{LINE}#{entries[0].entry_id}"
+    else:
+        place = locate(tx, parent, tx.conversation_id)
+        if place is None:
+            if write.source is None:
+                return False
+            source = locate(tx, parent, write.source)
+            if source is None:
+                return False
+            key = LINE if tx.line_end(LINE) is None else f"{LINE}#{parent}"
+            _copy(tx, source, key, parent)
+        elif not entries:
+            return True
+        elif place.position == _end(tx, place.key):
+            key = place.key
+        else:
+            key = f"{LINE}#{entries[0].entry_id}"
+            _copy(tx, place, key, parent)
+    editor = Tagging(tx, key, write.waiting)
+    for entry in entries:
+        editor.entry, editor.kept = entry.entry_id, []
+        for row in prepare([dict(r) for r in entry.rows]):
+            apply_append(editor, [_resolved(tx, key, row)])
+        if editor.kept:
+            tx.index(entry.entry_id, key, max(editor.kept), True)
+        else:
+            tx.index(entry.entry_id, key, _end(tx, key), False)
+    return True
+
+
+def placeholder_owner(row: Message) -> str | None:
+    """The declaring entry of a healed placeholder row, or None for any other row."""
+    entry = entry_of(row)
+    if entry is None or not entry.endswith(HEALED_SUFFIX):
+        return None
+    data: Any = row["metadata"].get(META, {})
+    return entry[: -len(HEALED_SUFFIX)] if data.get("healed") else None
+
+
+__all__ = [
+    "QUALIFIER",
+    "START",
+    "Declaration",
+    "LineEditor",
+    "LineTx",
+    "Place",
+    "Tagging",
+    "is_waiting",
+    "locate",
+    "qualified",
+    "resolve_call",
+    "resolve_return",
+    "write_lines",
+]

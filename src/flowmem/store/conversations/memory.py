@@ -1,0 +1,207 @@
+"""``MemoryConversations``: the ``Conversations`` protocol in a ``MemoryStore``'s dicts.
+
+The reference the SQL tables are tested against. Lines are the store's own session
+buffers; an entry is found by scanning its conversation's lines (a placeholder insert
+moves list positions, so none is kept), and an entry that holds no row is remembered as
+the entry whose row ended the line when it was stored.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING
+
+from flowmem.core import IndexedListEditor, Message, call_ids, result_id
+from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard
+from flowmem.store.conversations import (
+    LINE,
+    ConversationWrite,
+    StoredConversation,
+    entry_of,
+    run_of,
+)
+from flowmem.store.conversations.lines import QUALIFIER, START, Declaration, Place, write_lines
+from flowmem.store.rows import dump_json, utf8_size
+
+if TYPE_CHECKING:
+    from flowmem.store.memory import MemoryStore
+
+
+class _ListLine(IndexedListEditor):
+    """A line's rows as a list editor that says where its last append went."""
+
+    def last_position(self) -> int:
+        """The index of the last row."""
+        return len(self.rows) - 1
+
+
+class _MemoryTx:
+    """``LineTx`` over copies of one conversation's lines, committed by ``commit``."""
+
+    def __init__(self, owner: MemoryConversations, conversation_id: str) -> None:
+        self.owner = owner
+        self.conversation_id = conversation_id
+        self.editors: dict[str, _ListLine] = {}
+        self.aliases: dict[tuple[str, str], tuple[str, str | None]] = {}
+
+    def _rows(self, conversation_id: str, key: str) -> list[Message]:
+        if conversation_id == self.conversation_id and key in self.editors:
+            return self.editors[key].rows
+        return self.owner.store._buffers.get(Address(SESSION_SCOPE, conversation_id, key), [])
+
+    def _keys(self, conversation_id: str) -> list[str]:
+        keys = {
+            a.key
+            for a in self.owner.store._buffers
+            if a.scope == SESSION_SCOPE and a.scope_id == conversation_id and _is_line(a.key)
+        }
+        if conversation_id == self.conversation_id:
+            keys.update(self.editors)
+        return sorted(keys)
+
+    def _find(self, conversation_id: str, key: str, entry_id: str) -> int | None:
+        rows = self._rows(conversation_id, key)
+        for index in range(len(rows) - 1, -1, -1):
+            if entry_of(rows[index]) == entry_id:
+                return index
+        return None
+
+    def places(self, entry_id: str, conversation_id: str) -> list[Place]:
+        """Scan the conversation's lines for the entry's last row, else its alias."""
+        found = []
+        for key in self._keys(conversation_id):
+            index = self._find(conversation_id, key, entry_id)
+            if index is not None:
+                found.append(Place(conversation_id, key, index))
+        alias = self._alias(entry_id, conversation_id)
+        return found if found or alias is None else [alias]
+
+    def _alias(self, entry_id: str, conversation_id: str) -> Place | None:
+        alias = self.aliases.get((conversation_id, entry_id))
+        if alias is None:
+            alias = self.owner._aliases.get((conversation_id, entry_id))
+        if alias is None:
+            return None
+        key, anchor = alias
+        if anchor is None:
+            return Place(conversation_id, key, START)
+        found = self._find(conversation_id, key, anchor)
+        return None if found is None else Place(conversation_id, key, found)
+
+    def line_end(self, key: str) -> int | None:
+        """The index of the line's last row."""
+        rows = self._rows(self.conversation_id, key)
+        return len(rows) - 1 if rows else None
+
+    def rows_upto(self, place: Place) -> list[Message]:
+        """A copy of the line's rows up to ``place``."""
+        return copy.deepcopy(self._rows(place.conversation_id, place.key)[: place.position + 1])
+
+    def editor(self, key: str) -> _ListLine:
+        """A list editor over a copy of the line."""
+        if key not in self.editors:
+            self.editors[key] = _ListLine(copy.deepcopy(self._rows(self.conversation_id, key)))
+        return self.editors[key]
+
+    def declarations(self, key: str, call_id: str) -> list[Declaration]:
+        """Scan the line for declarations of ``call_id`` (plain or qualified)."""
+        rows = self._rows(self.conversation_id, key)
+        answered = {rid for row in rows if (rid := result_id(row)) is not None}
+        found = []
+        for index, row in enumerate(rows):
+            for cid in call_ids(row):
+                if cid == call_id or cid.startswith(call_id + QUALIFIER):
+                    found.append(
+                        Declaration(cid, index, cid in answered, run_of(row), entry_of(row))
+                    )
+        return found
+
+    def index(self, entry_id: str, key: str, position: int, rows: bool) -> None:
+        """Remember an entry that holds no row by the entry before it."""
+        if rows:
+            return
+        line = self._rows(self.conversation_id, key)
+        anchor = entry_of(line[position]) if position > START else None
+        self.aliases[(self.conversation_id, entry_id)] = (key, anchor)
+
+    def commit(self) -> None:
+        """Write the changed lines and aliases into the store (its lock held)."""
+        store = self.owner.store
+        for key, editor in self.editors.items():
+            address = Address(SESSION_SCOPE, self.conversation_id, key)
+            store._buffers[address] = editor.rows
+            store._sizes[address] = sum(utf8_size(dump_json(r, "message")) for r in editor.rows)
+        self.owner._aliases.update(self.aliases)
+
+
+def _is_line(key: str) -> bool:
+    return key == LINE or key.startswith(LINE + "#")
+
+
+class MemoryConversations:
+    """Conversation records in a dict, their entries in a ``MemoryStore``'s session buffers."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+        self._records: dict[str, StoredConversation] = {}
+        self._aliases: dict[tuple[str, str], tuple[str, str | None]] = {}
+
+    def get(self, conversation_id: str) -> StoredConversation | None:
+        """The stored record, or None."""
+        with self.store._lock:
+            return copy.deepcopy(self._records.get(conversation_id))
+
+    def records(self, scope: str | None, limit: int | None) -> list[StoredConversation]:
+        """Records newest first, of ``scope`` when given."""
+        with self.store._lock:
+            found = [r for r in self._records.values() if scope is None or r.scope == scope]
+        found.sort(key=lambda r: (r.updated, r.conversation_id), reverse=True)
+        return copy.deepcopy(found[:limit])
+
+    def write(
+        self, write: ConversationWrite, expected: str | None, guard: WriteGuard | None = None
+    ) -> bool:
+        """Store the record and its entries at once (see ``Conversations.write``)."""
+        cid = write.record.conversation_id
+        with self.store._lock:
+            created = self.store._check_guard(guard)
+            stored = self._records.get(cid)
+            if (None if stored is None else stored.revision) != expected:
+                return False
+            tx = _MemoryTx(self, cid)
+            if not write_lines(tx, write):
+                return False
+            tx.commit()
+            self._records[cid] = copy.deepcopy(write.record)
+            self.store._store_session(created)
+            return True
+
+    def delete(self, conversation_id: str, expected: str) -> bool:
+        """Delete the conversation's session when its revision is ``expected``."""
+        with self.store._lock:
+            stored = self._records.get(conversation_id)
+            if stored is None or stored.revision != expected:
+                return False
+            if not self.store.delete_session(conversation_id):
+                self.drop(conversation_id)
+            return True
+
+    def history(self, entry_id: str) -> list[Message] | None:
+        """The rows of the line the entry ends, up to it."""
+        with self.store._lock:
+            owners = {a.scope_id for a in self.store._buffers if a.scope == SESSION_SCOPE}
+            owners.update(cid for cid, _ in self._aliases)
+            for cid in sorted(owners):
+                places = _MemoryTx(self, cid).places(entry_id, cid)
+                if places:
+                    return _MemoryTx(self, cid).rows_upto(places[0])
+        return None
+
+    def drop(self, conversation_id: str) -> None:
+        """Forget a conversation's record and aliases (its session's buffers go with the session)."""
+        self._records.pop(conversation_id, None)
+        for name in [a for a in self._aliases if a[0] == conversation_id]:
+            del self._aliases[name]
+
+
+__all__ = ["MemoryConversations"]

@@ -1,0 +1,20 @@
+"""SQLite's conversation tables (the pydantic-ai migration) and their statements, by name."""
+
+from __future__ import annotations
+
+from flowmem.store.conversations.statements import statements
+
+MIGRATION: tuple[str, ...] = (
+    """CREATE TABLE pa_conversations (
+        conversation_id TEXT PRIMARY KEY, revision TEXT NOT NULL, scope TEXT,
+        updated INTEGER NOT NULL, record TEXT NOT NULL) WITHOUT ROWID""",
+    "CREATE INDEX pa_conversations_scope ON pa_conversations (scope, updated)",
+    "CREATE INDEX pa_conversations_updated ON pa_conversations (updated)",
+    """CREATE TABLE pa_entries (
+        entry_id TEXT NOT NULL, conversation_id TEXT NOT NULL, key TEXT NOT NULL,
+        pos INTEGER NOT NULL,
+        PRIMARY KEY (entry_id, conversation_id, key)) WITHOUT ROWID""",
+    "CREATE INDEX pa_entries_conversation ON pa_entries (conversation_id)",
+)
+
+SQL: dict[str, str] = statements("?")

@@ -1,0 +1,53 @@
+"""The conversation statements, written once and spelled per backend (the placeholder).
+
+``statements`` is called by ``conversations.sqlite`` and ``conversations.postgres``;
+nothing else reads it.
+"""
+
+from __future__ import annotations
+
+_LINE = "(SELECT id FROM buffers WHERE scope = 'session' AND scope_id = {p} AND key = {p})"
+
+
+def statements(p: str) -> dict[str, str]:
+    """The conversation statements with placeholder ``p`` (``?`` or ``%s``)."""
+    line = _LINE.format(p=p)
+    return {
+        "pa_get": f"""SELECT conversation_id, revision, scope, updated, record
+            FROM pa_conversations WHERE conversation_id = {p}""",
+        "pa_revision": f"SELECT revision FROM pa_conversations WHERE conversation_id = {p}",
+        "pa_list_all": f"""SELECT conversation_id, revision, scope, updated, record
+            FROM pa_conversations ORDER BY updated DESC, conversation_id DESC LIMIT {p}""",
+        "pa_list_scope": f"""SELECT conversation_id, revision, scope, updated, record
+            FROM pa_conversations WHERE scope = {p}
+            ORDER BY updated DESC, conversation_id DESC LIMIT {p}""",
+        "pa_put": f"""INSERT INTO pa_conversations (conversation_id, revision, scope, updated, record)
+            VALUES ({p}, {p}, {p}, {p}, {p}) ON CONFLICT (conversation_id) DO UPDATE SET
+            revision = excluded.revision, scope = excluded.scope, updated = excluded.updated,
+            record = excluded.record""",
+        "pa_drop": f"DELETE FROM pa_conversations WHERE conversation_id = {p}",
+        "pa_entries_drop": f"DELETE FROM pa_entries WHERE conversation_id = {p}",
+        "pa_entry_put": f"""INSERT INTO pa_entries (entry_id, conversation_id, key, pos)
+            VALUES ({p}, {p}, {p}, {p}) ON CONFLICT (entry_id, conversation_id, key)
+            DO UPDATE SET pos = excluded.pos""",
+        # an entry of one conversation: the line it ends last in (the newest copy)
+        "pa_entry_in": f"""SELECT key, pos FROM pa_entries
+            WHERE entry_id = {p} AND conversation_id = {p} ORDER BY key LIMIT 1""",
+        "pa_entry_any": f"""SELECT conversation_id, key, pos FROM pa_entries
+            WHERE entry_id = {p} ORDER BY conversation_id, key LIMIT 1""",
+        # the history an entry ends, in one query: its line's rows up to its position
+        "pa_history": f"""WITH e AS (SELECT conversation_id, key, pos FROM pa_entries
+                WHERE entry_id = {p} ORDER BY conversation_id, key LIMIT 1)
+            SELECT r.body FROM e JOIN buffers AS b ON b.scope = 'session'
+                AND b.scope_id = e.conversation_id AND b.key = e.key
+            JOIN buffer_rows AS r ON r.buffer_id = b.id AND r.pos <= e.pos ORDER BY r.pos""",
+        "pa_line_end": f"SELECT MAX(pos) FROM buffer_rows WHERE buffer_id = {line}",
+        "pa_line_upto": f"""SELECT body FROM buffer_rows WHERE buffer_id = {line} AND pos <= {p}
+            ORDER BY pos""",
+        "pa_declarations": f"""SELECT c.call_id, c.declared_pos, c.answered, r.body
+            FROM buffer_calls AS c JOIN buffer_rows AS r
+                ON r.buffer_id = c.buffer_id AND r.pos = c.declared_pos
+            WHERE c.buffer_id = {line}
+                AND (c.call_id = {p} OR substr(c.call_id, 1, {p}) = {p})
+            ORDER BY c.declared_pos""",
+    }

@@ -1,0 +1,42 @@
+"""The backends every pydantic-ai test runs on: memory, SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pydantic_ai.conversation_store")
+
+from flowmem.integrations.pydantic_ai.store import FlowmemConversationStore
+
+BACKENDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(params=BACKENDS)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A database URL of each backend (a fresh PostgreSQL schema per test)."""
+    if request.param == "memory":
+        return "memory://"
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/conversations.db"
+    url: str = request.getfixturevalue("postgres_db_url")
+    return url
+
+
+@pytest.fixture(params=BACKENDS[1:])
+def durable_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A database URL that outlives its process: SQLite, PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/conversations.db"
+    url: str = request.getfixturevalue("postgres_db_url")
+    return url
+
+
+@pytest.fixture
+def flowmem_store(store_url: str) -> Iterator[FlowmemConversationStore]:
+    """A ``FlowmemConversationStore`` on each backend."""
+    store = FlowmemConversationStore.from_url(store_url)
+    yield store
+    store.close()
