@@ -275,10 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=25, help="best of N samples (default 25)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000])
-    parser.add_argument(
-        "--quick", action="store_true", help="histories of 100 and 1,000, 3 samples (not judged)"
-    )
-    report_json.add_arguments(parser, "core")
+    report_json.add_arguments(parser, "core", "histories of 100 and 1,000, 3 samples")
     args = parser.parse_args(argv)
     sizes = [100, 1_000] if args.quick else args.sizes
     repeats = 3 if args.quick else max(3, args.repeats)

@@ -587,12 +587,7 @@ def main(argv: list[str] | None = None) -> int:
         default="full",
         help="SQLite durability: full (the default of flowmem serve) fsyncs every commit",
     )
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="1 s phases, 4 clients, 20 sessions: a smoke run (not judged)",
-    )
-    report_json.add_arguments(parser, "http")
+    report_json.add_arguments(parser, "http", "1 s phases, 4 clients, 20 sessions")
     args = parser.parse_args(argv)
     if not 0.0 <= args.shared <= 1.0:
         parser.error("--shared must be between 0 and 1")

@@ -920,13 +920,11 @@ def main(argv: list[str] | None = None) -> int:
     # a SIGTERM ends the run through its ``finally`` blocks: the throwaway server stops
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--postgres",
-        default=os.environ.get("FLOWMEM_BENCH_POSTGRES"),
-        help="a server URL, or 'start' for a throwaway durable server (PostgresSaver and "
+    pgserver.add_arguments(
+        parser,
+        "a server URL, or 'start' for a throwaway durable server (PostgresSaver and "
         "FlowmemSaver on PostgreSQL); without it, the SQLite savers only",
     )
-    pgserver.add_arguments(parser)
     parser.add_argument("--repeats", type=int, default=2, help="repeats of every measure")
     parser.add_argument(
         "--max-peer-length",
@@ -947,8 +945,7 @@ def main(argv: list[str] | None = None) -> int:
         "--only",
         help="comma list of savers to run: alone,flowmem,inmemory,sqlite,postgres (default: all)",
     )
-    parser.add_argument("--quick", action="store_true", help="100 and 1,000 messages, one repeat")
-    report_json.add_arguments(parser, "langgraph")
+    report_json.add_arguments(parser, "langgraph", "100 and 1,000 messages, one repeat")
     args = parser.parse_args(argv)
     pgserver.check(parser, args.postgres_nondurable, args.postgres != "start" and args.postgres)
     lengths = QUICK_LENGTHS if args.quick else LENGTHS

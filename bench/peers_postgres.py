@@ -381,19 +381,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run the PostgreSQL comparison; exit 1 when flowmem trails langchain-postgres."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--postgres",
-        default=os.environ.get("FLOWMEM_BENCH_POSTGRES"),
-        help="a server URL (default: start a throwaway durable one)",
-    )
-    pgserver.add_arguments(parser)
+    pgserver.add_arguments(parser, "a server URL (default: start a throwaway durable one)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-peers", action="store_true", help="measure flowmem only")
     parser.add_argument("--only", default=None, help="comma list: flowmem,guarded,service,…")
-    parser.add_argument(
-        "--quick", action="store_true", help="tiny buffers, one repeat: a smoke run (not judged)"
-    )
-    report_json.add_arguments(parser, "peers_postgres")
+    report_json.add_arguments(parser, "peers_postgres", "tiny buffers, one repeat")
     args = parser.parse_args(argv)
     pgserver.check(parser, args.postgres_nondurable, args.postgres)
     plan = QUICK if args.quick else Plan()

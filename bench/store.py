@@ -826,13 +826,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; exit 1 when a target is missed."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--postgres",
-        default=os.environ.get("FLOWMEM_BENCH_POSTGRES"),
-        help="a server URL (flowmem on it, then the PostgreSQL peers), or 'start': the peers "
+    pgserver.add_arguments(
+        parser,
+        "a server URL (flowmem on it, then the PostgreSQL peers), or 'start': the peers "
         "on a throwaway durable server",
     )
-    pgserver.add_arguments(parser)
     parser.add_argument("--no-peers", action="store_true", help="measure flowmem only")
     parser.add_argument("--repeats", type=int, default=3, help="repeats of every measure")
     parser.add_argument(
@@ -843,10 +841,7 @@ def main(argv: list[str] | None = None) -> int:
         choices=["normalization"],
         help="run one section only: normalization (bench/core.py's histories, vs deepagents)",
     )
-    parser.add_argument(
-        "--quick", action="store_true", help="tiny buffers, one repeat: a smoke run (not judged)"
-    )
-    report_json.add_arguments(parser, "store")
+    report_json.add_arguments(parser, "store", "tiny buffers, one repeat")
     args = parser.parse_args(argv)
     pgserver.check(parser, args.postgres_nondurable, args.postgres != "start" and args.postgres)
     plan = QUICK if args.quick else Plan()
@@ -903,7 +898,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.postgres:  # the PostgreSQL peers, same run (bench/peers_postgres.py)
         code, peers = postgres_peers(args, args.quick)
         found["postgres_peers"] = peers
-        durability |= {f"peers: {k}": v for k, v in peers.get("durability", {}).items()}
+        theirs = {f"peers: {k}": v for k, v in peers.get("durability", {}).items()}
+        print("\n".join(report_json.durability_lines(theirs)) if theirs else "")
+        durability |= theirs
         failed += ["postgres"] if code else []
     report_json.write(args.json, "store", argv, meta, durability, targets.items, found, args.quick)
     return 0 if args.quick or not failed else 1

@@ -127,12 +127,18 @@ def _time_fsyncs() -> tuple[list[list[float]], list[list[float]]]:
     return fsyncs, commits
 
 
-def worker(db: str, threads: int, start_at: float, stop_at: float, seed: int) -> None:
-    """Run ``threads`` writers on one store; print their latencies (and fsyncs) as JSON."""
+def worker(db: str, threads: int, seed: int) -> None:
+    """Run ``threads`` writers on one store; print their latencies (and fsyncs) as JSON.
+
+    Prints ``ready`` once the store is open, then reads the wall-clock start and stop
+    of the phase from stdin (the driver sends them when every worker is ready).
+    """
     from flowmem.store import open_store
 
     fsyncs, commits = _time_fsyncs() if FSYNC_TIMES else ([], [])
     store = open_store(f"sqlite:///{db}?synchronous={SYNCHRONOUS}")
+    print("ready", flush=True)
+    start_at, stop_at = (float(t) for t in sys.stdin.readline().split())
     results: list[list[float]] = [[] for _ in range(threads)]
     slowest: list[list[float]] = [[] for _ in range(threads)]
 
@@ -155,15 +161,16 @@ def worker(db: str, threads: int, start_at: float, stop_at: float, seed: int) ->
 
 
 # --- the driver ----------------------------------------------------------------------------
-def _spawn(src: Path, db: str, threads: int, start_at: float, stop_at: float, seed: int) -> Any:
+def _spawn(src: Path, db: str, threads: int, seed: int) -> Any:
     env = {**os.environ, "PYTHONPATH": str(src)}
-    command = [sys.executable, __file__, "--worker", db, str(threads), repr(start_at)]
-    command += [repr(stop_at), str(seed)]
-    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
+    command = [sys.executable, __file__, "--worker", db, str(threads), str(seed)]
+    return subprocess.Popen(
+        command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
 
 
 def phase(
-    src: Path, processes: int, threads: int, seconds: float, synchronous: str, warmup: float
+    src: Path, processes: int, threads: int, seconds: float, synchronous: str
 ) -> dict[str, Any]:
     """One measurement on a fresh file; the writers' latencies summarized, its durability."""
     with tempfile.TemporaryDirectory(prefix="flowmem-writers-") as folder:
@@ -174,9 +181,15 @@ def phase(
             f"from flowmem.store import open_store; open_store('sqlite:///{db}').close()",
         ]
         subprocess.run(setup, env={**os.environ, "PYTHONPATH": str(src)}, check=True)
-        start_at = time.time() + warmup  # every process imported and opened before it starts
+        children = [_spawn(src, db, threads, p) for p in range(processes)]
+        for child in children:  # every process imported and its store opened
+            if child.stdout.readline().strip() != "ready":
+                raise SystemExit(f"a writer failed to start (exit {child.wait()})")
+        start_at = time.time() + 0.2  # its threads started too
         stop_at = start_at + seconds
-        children = [_spawn(src, db, threads, start_at, stop_at, p) for p in range(processes)]
+        for child in children:
+            child.stdin.write(f"{start_at!r} {stop_at!r}\n")
+            child.stdin.flush()
         stall: list[float] = [0.0]
         probe = threading.Thread(target=_probe, args=(start_at, stop_at, stall), daemon=True)
         probe.start()
@@ -278,12 +291,9 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="time every fdatasync and COMMIT in the workers (a second table)",
     )
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="0.5 s phases, one repeat, the code under test only: a smoke run (not judged)",
+    report_json.add_arguments(
+        parser, "writers", "0.5 s phases, one repeat, the code under test only"
     )
-    report_json.add_arguments(parser, "writers")
     args = parser.parse_args(argv)
     if args.quick:
         args.seconds, args.repeats, args.before_src = 0.5, 1, ""
@@ -295,13 +305,12 @@ def main(argv: list[str] | None = None) -> int:
         codes = {"before": Path(args.before_src), **codes}
     meta = report_json.environment()
     report_json.describe(meta)
-    warmup = 0.5 if args.quick else 1.5
     durability: dict[str, dict[str, Any]] = {}
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for repeat in range(args.repeats):
         for name, (processes, threads) in PHASES.items():
             for code, src in codes.items():
-                result = phase(src, processes, threads, args.seconds, synchronous, warmup)
+                result = phase(src, processes, threads, args.seconds, synchronous)
                 durability.setdefault("SQLite file of every phase", result.pop("durability"))
                 runs.setdefault((code, name), []).append(result)
                 print(
@@ -389,7 +398,7 @@ def table(
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        _, _, db_, threads_, start_, stop_, seed_ = sys.argv
-        worker(db_, int(threads_), float(start_), float(stop_), int(seed_))
+        _, _, db_, threads_, seed_ = sys.argv
+        worker(db_, int(threads_), int(seed_))
     else:
         sys.exit(main())

@@ -27,8 +27,15 @@ SETTINGS = ("fsync", "synchronous_commit", "full_page_writes")
 _OFF = " ".join(f"-c {name}=off" for name in SETTINGS)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--postgres-nondurable`` (the labelled non-durable run of a throwaway server)."""
+def add_arguments(parser: argparse.ArgumentParser, postgres: str = "") -> None:
+    """Add ``--postgres-nondurable`` (the labelled non-durable run of a throwaway server).
+
+    With ``postgres`` (its help), ``--postgres URL`` too, by default ``FLOWMEM_BENCH_POSTGRES``.
+    """
+    if postgres:
+        parser.add_argument(
+            "--postgres", default=os.environ.get("FLOWMEM_BENCH_POSTGRES"), help=postgres
+        )
     parser.add_argument(
         NONDURABLE,
         dest="postgres_nondurable",

@@ -29,8 +29,11 @@ SYNCHRONOUS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 GROUP_COMMIT = "flowmem's group commit: the WAL is fsynced before a write returns or is answered"
 
 
-def add_arguments(parser: argparse.ArgumentParser, bench: str) -> None:
-    """Add ``--json PATH`` (default ``bench/results/<bench>.json``)."""
+def add_arguments(parser: argparse.ArgumentParser, bench: str, quick: str) -> None:
+    """Add ``--json PATH`` (default ``bench/results/<bench>.json``) and ``--quick`` (``quick``: its sizes)."""
+    parser.add_argument(
+        "--quick", action="store_true", help=f"{quick}: a smoke run (its targets not judged)"
+    )
     parser.add_argument(
         "--json",
         type=Path,
