@@ -13,6 +13,10 @@ anywhere and both id spellings; then measures, best of several repeats:
 Targets (issue 2 §5): normalize at least as fast per message as the middleware, and
 linear: the 10,000-message time within 1.3x of ten times the 1,000-message time.
 
+Every measurement, the machine, versions, commit and the targets go to
+``bench/results/core.json`` beside the table (``--json PATH``: elsewhere);
+``--quick`` (histories of 100 and 1,000, 3 samples) is a smoke run, never judged.
+
 Method: every timed sample covers 10,000 messages — one history of 10,000, or ten
 distinct histories of 1,000 (different seeds) — so memory use and cache pressure
 are alike and only the history length differs. Times are per history, the best of
@@ -32,11 +36,17 @@ from typing import Any
 
 # Run as ``python bench/core.py``, this folder is first on sys.path, where a sibling
 # module (bench/http.py) would shadow the standard library's ``http`` that the
-# deepagents / LangChain imports need. Drop it: nothing here imports a sibling.
+# deepagents / LangChain imports need. Drop it; the benches' shared modules are in bench/lib.
 if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+
+import report_json
 
 from flowmem.core import call_ids, check_sendable, normalize, result_id
+
+PACKAGES = ("deepagents", "langchain-core")
+REFERENCE = "deepagents PatchToolCalls"
 
 Row = dict[str, Any]
 
@@ -110,13 +120,18 @@ def to_langchain(rows: list[Row]) -> list[Any]:
     return out
 
 
-def best_times(fns: dict[str, Callable[[], object]], repeats: int, per: int) -> dict[str, float]:
+def best_times(
+    fns: dict[str, Callable[[], object]],
+    repeats: int,
+    per: int,
+    samples: dict[str, list[float]] | None = None,
+) -> dict[str, float]:
     """Return the best time of each function divided by ``per``, with the GC paused.
 
     The functions take turns (one sample of each per round), so a burst of other
     work on a shared machine hits all of them alike; the clock is this process's
     CPU time (``time.process_time``), so time spent descheduled counts against
-    none of them.
+    none of them. ``samples`` collects every sample (divided by ``per``) per name.
     """
     best = dict.fromkeys(fns, float("inf"))
     gc.collect()
@@ -130,6 +145,8 @@ def best_times(fns: dict[str, Callable[[], object]], repeats: int, per: int) -> 
             finally:
                 gc.enable()
             best[name] = min(best[name], elapsed)
+            if samples is not None:
+                samples.setdefault(name, []).append(elapsed)
     return best
 
 
@@ -167,13 +184,18 @@ def timed_calls(histories: list[list[Row]]) -> dict[str, Callable[[], object]]:
     return fns
 
 
-def section(sizes: tuple[int, ...] = (1_000, 10_000), repeats: int = 3, samples: int = 7) -> bool:
+def section(
+    targets: report_json.Targets,
+    sizes: tuple[int, ...] = (1_000, 10_000),
+    repeats: int = 3,
+    samples: int = 7,
+) -> dict[str, Any]:
     """Print the normalization table of ``bench/store.py``: ``repeats`` runs, median (min–max).
 
     Each repeat is ``best_times`` (best of ``samples``) over the same histories as
     ``main``; the ratio is deepagents' time ÷ flowmem's (above 1: flowmem is faster).
-    Returns False when a target is missed: parity (ratio >= 1, medians) for
-    ``normalize`` and linear growth (<= 1.3) at the largest size.
+    Checks the targets in ``targets``: parity (ratio >= 1, medians) for ``normalize``
+    and linear growth (<= 1.3) at the largest size. Returns every repeat's time.
     """
     import statistics
 
@@ -191,59 +213,98 @@ def section(sizes: tuple[int, ...] = (1_000, 10_000), repeats: int = 3, samples:
         low, mid, high = min(values), statistics.median(values), max(values)
         return f"{fmt.format(mid)} ({fmt.format(low)}–{fmt.format(high)})"
 
-    reference = "deepagents PatchToolCalls"
     print(
         f"\n## Normalization: ms per history, median (min–max) of {repeats} repeats "
         f"(each the best of {samples} CPU-time samples)\n"
     )
     print("| operation | messages | ms | flowmem / deepagents |")
     print("|---|---:|---:|---:|")
-    ok = True
+    parity: dict[int, float] = {}
     for size in sizes:
-        theirs = times.get((reference, size))
-        for name in ("normalize", "check_sendable", reference):
+        theirs = times.get((REFERENCE, size))
+        for name in ("normalize", "check_sendable", REFERENCE):
             if (name, size) not in times:
                 continue
             mine = times[(name, size)]
             ratio = "—"
-            if theirs is not None and name != reference:
+            if theirs is not None and name != REFERENCE:
                 ratios = [t / m for t, m in zip(theirs, mine, strict=True)]
                 ratio = spread(ratios, "{:.2f}")
-                ok &= name != "normalize" or statistics.median(ratios) >= 1.0
-            print(f"| {name} | {size:,} | {spread([m * 1000 for m in mine], '{:,.2f}')} | {ratio} |")
+                if name == "normalize":
+                    parity[size] = statistics.median(ratios)
+            print(
+                f"| {name} | {size:,} | {spread([m * 1000 for m in mine], '{:,.2f}')} | {ratio} |"
+            )
     small, large = min(sizes), max(sizes)
+    growth: dict[str, float] = {}
     if small != large:
         for name in ("normalize", "check_sendable"):
-            growth = statistics.median(times[(name, large)]) / (
+            growth[name] = statistics.median(times[(name, large)]) / (
                 large / small * statistics.median(times[(name, small)])
             )
-            print(f"\n{name} growth, {large:,} ÷ ({large // small} x {small:,}): {growth:.2f}", end="")
-            ok &= name != "normalize" or growth <= 1.3
+            print(
+                f"\n{name} growth, {large:,} ÷ ({large // small} x {small:,}): {growth[name]:.2f}",
+                end="",
+            )
         print()
-    return ok
+    for size, ratio in parity.items():
+        targets.check(f"normalization: normalize, deepagents ÷ flowmem at {size:,}", ratio, 1.0)
+    if "normalize" in growth:
+        label = f"normalization: normalize growth, {large:,} ÷ ({large // small} x {small:,})"
+        targets.check(label, growth["normalize"], 1.3, at_most=True)
+    return {
+        "sizes": list(sizes),
+        "repeats": repeats,
+        "samples": samples,
+        "best_s": _by_name(times),
+        "growth": growth,
+    }
+
+
+def _by_name(times: dict[tuple[str, int], Any]) -> dict[str, dict[str, Any]]:
+    """``{(name, size): v}`` as ``{name: {"size": v}}`` (JSON keys are strings)."""
+    out: dict[str, dict[str, Any]] = {}
+    for (name, size), value in times.items():
+        out.setdefault(name, {})[str(size)] = value
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table; exit 1 when a target is missed."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=25, help="best of N samples (default 25)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000])
+    report_json.add_arguments(parser, "core", "histories of 100 and 1,000, 3 samples")
     args = parser.parse_args(argv)
+    sizes = [100, 1_000] if args.quick else args.sizes
+    repeats = 3 if args.quick else max(3, args.repeats)
+    meta = report_json.environment(PACKAGES)
+    report_json.describe(meta, {})
 
     # Every sample covers the same number of messages: the largest size once, or
     # that many messages split into distinct histories of a smaller size. Memory
     # and caches are then alike across sizes and only the history length differs.
-    total = max(args.sizes)
+    total = max(sizes)
     results: dict[int, dict[str, float]] = {}
-    for size in args.sizes:
+    samples: dict[int, dict[str, list[float]]] = {}
+    histories_of: dict[str, dict[str, int]] = {}
+    for size in sizes:
         count = max(1, total // size)
         histories = [generate(size, seed=7 + n) for n in range(count)]
         rows = histories[0]
         normalized = normalize(rows)
         assert not check_sendable(normalized.messages), "normalize output must be sendable"
         fns = timed_calls(histories)
-        timing = best_times(fns, max(3, args.repeats), count)
+        samples[size] = {}
+        timing = best_times(fns, repeats, count, samples[size])
         results[size] = timing
+        histories_of[str(size)] = {
+            "histories": count,
+            "violations_before": len(check_sendable(rows)),
+            "dropped": normalized.dropped,
+            "rows_after": len(normalized.messages),
+        }
         print(
             f"history of {size:,} messages: {len(check_sendable(rows))} violations before, "
             f"dropped {normalized.dropped}, {len(normalized.messages):,} rows after normalize"
@@ -254,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     print(header)
     print("-" * len(header))
     for size, timing in results.items():
-        reference = timing.get("deepagents PatchToolCalls")
+        reference = timing.get(REFERENCE)
         for name, seconds in timing.items():
             ratio = f"{reference / seconds:.2f}x" if reference else "n/a"
             print(
@@ -262,34 +323,36 @@ def main(argv: list[str] | None = None) -> int:
             )
     print()
 
-    ok = True
-    sizes = sorted(results)
-    for size in sizes:
-        reference = results[size].get("deepagents PatchToolCalls")
+    targets = report_json.Targets(args.quick)
+    ordered = sorted(results)
+    for size in ordered:
+        reference = results[size].get(REFERENCE)
         if reference is not None:
             speed = reference / results[size]["normalize"]
-            verdict = "ok" if speed >= 1 else "MISSED"
-            ok &= speed >= 1
-            print(
-                f"target normalize >= middleware per message at {size:,}: {speed:.2f}x  {verdict}"
-            )
-    if len(sizes) >= 2:
-        small, large = sizes[0], sizes[-1]
+            targets.check(f"normalize >= middleware per message at {size:,} (x)", speed, 1.0)
+    growth: dict[str, float] = {}
+    if len(ordered) >= 2:
+        small, large = ordered[0], ordered[-1]
         scale = large / small
-        for name in ("normalize", "check_sendable", "deepagents PatchToolCalls"):
+        for name in ("normalize", "check_sendable", REFERENCE):
             if name not in results[large]:
                 continue
-            growth = results[large][name] / (scale * results[small][name])
-            if name == "deepagents PatchToolCalls":
-                print(f"for reference, the middleware's own growth: {growth:.2f}")
-                continue
-            verdict = "ok" if growth <= 1.3 else "MISSED"
-            ok &= growth <= 1.3 or name != "normalize"
-            print(
-                f"target linear {name}: {large:,} time / ({scale:g} x {small:,} time) = "
-                f"{growth:.2f} (<= 1.30)  {verdict}"
-            )
-    return 0 if ok else 1
+            growth[name] = results[large][name] / (scale * results[small][name])
+            label = f"linear {name}: {large:,} time / ({scale:g} x {small:,} time)"
+            if name == "normalize":
+                targets.check(label, growth[name], 1.3, at_most=True)
+            else:  # reported beside, not a target
+                print(f"  (reported)  {label}: {growth[name]:.2f}")
+    found = {
+        "sizes": sizes,
+        "repeats": repeats,
+        "histories": histories_of,
+        "best_s": {str(n): timing for n, timing in results.items()},
+        "samples_s": {str(n): found for n, found in samples.items()},
+        "growth": growth,
+    }
+    report_json.write(args.json, "core", argv, meta, {}, targets.items, found, args.quick)
+    return 0 if args.quick or not targets.failed else 1
 
 
 if __name__ == "__main__":

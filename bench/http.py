@@ -19,6 +19,14 @@ the ceiling, p99 <= 100 ms.
     .venv/bin/python bench/http.py                     # both backends, 20 s per phase
     .venv/bin/python bench/http.py --backend sqlite --duration 5
     .venv/bin/python bench/http.py --backend postgres --postgres-url postgresql://…
+    .venv/bin/python bench/http.py --quick             # 1 s phases, 4 clients: a smoke run
+
+The throwaway PostgreSQL server is durable (``fsync``, ``synchronous_commit`` and
+``full_page_writes`` on, as initdb sets them); ``--postgres-nondurable`` turns them
+off, and the output says NON-DURABLE. SQLite runs at flowmem's default
+(``synchronous=FULL``). The run prints the durability of each database as it
+reports it and writes it, with every phase's figures and the targets, to
+``bench/results/http.json`` (``--json PATH``).
 
 The clients speak minimal HTTP/1.1 over asyncio streams (no client library), so
 that the load generator costs as little CPU as possible on the same machine.
@@ -47,7 +55,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+# Run as a script this folder is first on sys.path, where this very file would shadow
+# the standard library's ``http``. Drop it; the benches' shared modules are in bench/lib.
+if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
+    del sys.path[0]
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+
+import pgserver
+import report_json
+
+PACKAGES = ("fastapi", "uvicorn", "starlette", "psycopg", "psycopg-pool")
+QUANTILES = (0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1.0)
 FLOWMEM = [sys.executable, "-c", "from flowmem.cli import main; main()"]
 
 
@@ -352,19 +370,12 @@ def busiest_share(before: dict[int, float], after: dict[int, float], workers: in
     return used[0] / sum(used) if used and sum(used) > 0 else float("nan")
 
 
-def free_port() -> int:
-    """A free loopback TCP port."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def flowmem_server(
     database: str, workers: int, workdir: Path, options: tuple[str, ...] = ()
 ) -> Iterator[tuple[int, str, int]]:
     """Run ``flowmem serve`` with extra ``options``; yield (port, token, pid)."""
-    port = free_port()
+    port = pgserver.free_port()
     # each server in its own folder: a first start writes its admin token file there,
     # and refuses to start over one an earlier server of this run left behind
     workdir = workdir / f"serve-{port}"
@@ -416,60 +427,6 @@ def _healthy(port: int) -> bool:
             return sock.recv(64).startswith(b"HTTP/1.1 200")
     except OSError:
         return False
-
-
-@contextmanager
-def throwaway_postgres(workdir: Path) -> Iterator[tuple[str, int]]:
-    """Start a PostgreSQL server from the system binaries; yield a database URL and its pid."""
-    bindirs = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
-    bindir = Path(bindirs[-1]) if bindirs else None
-    if bindir is None or not (bindir / "pg_ctl").exists():
-        found = shutil.which("pg_ctl")
-        if not found:
-            raise RuntimeError(
-                "no PostgreSQL binaries: apt-get install postgresql, or --postgres-url"
-            )
-        bindir = Path(found).parent
-    base = Path(tempfile.mkdtemp(prefix="flowmem-bench-pg-"))  # postgres must reach it
-    data, sockets = base / "data", base / "sock"
-    sockets.mkdir()
-    as_pg: list[str] = []
-    if os.geteuid() == 0:
-        shutil.chown(base, user="postgres", group="postgres")
-        shutil.chown(sockets, user="postgres", group="postgres")
-        as_pg = ["runuser", "-u", "postgres", "--"]
-    port = free_port()
-    options = (
-        f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c max_connections=200 "
-        "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-    )
-    subprocess.run(
-        [
-            *as_pg,
-            *(str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"),
-            *("-E", "UTF8", "--no-sync", "--locale=C"),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    subprocess.run(
-        [
-            *as_pg,
-            *(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(base / "log"), "-w"),
-            *("-o", options, "start"),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    try:
-        pid = int((data / "postmaster.pid").read_text().split()[0])
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres", pid
-    finally:
-        subprocess.run(
-            [*as_pg, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"],
-            capture_output=True,
-        )
-        shutil.rmtree(base, ignore_errors=True)
 
 
 # --- the run -------------------------------------------------------------------------------
@@ -524,8 +481,8 @@ def bench_backend(
     return {"label": label, "phases": [ceiling, append, mixed], "verify": checked}
 
 
-def report(result: dict[str, Any], args: argparse.Namespace) -> bool:
-    """Print one backend's table; return whether every target was met."""
+def report(result: dict[str, Any], args: argparse.Namespace, targets: report_json.Targets) -> None:
+    """Print one backend's table and check its targets."""
     ceiling, append, mixed = result["phases"]
     print(f"\n## {result['label']}  ({args.clients} clients, {args.duration:g} s per phase)\n")
     print(
@@ -559,19 +516,43 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> bool:
         for phase in result["phases"]:
             for kind, n in phase.errors.most_common():
                 print(f"  error in {phase.name}: {kind} x{n}")
-    targets = {
-        "zero errors": errors == 0,
-        "zero lost or duplicated appends": checked["lost"] == 0 and checked["duplicated"] == 0,
-        f"append throughput >= 0.4 x ceiling (got {ratio:.2f})": ratio >= 0.4,
-        f"p99 <= 100 ms (got {worst_p99:.1f} ms)": worst_p99 <= 100,
+    label = result["label"]
+    targets.check(f"{label}: errors", errors, 0, at_most=True)
+    lost = checked["lost"] + checked["duplicated"]
+    targets.check(f"{label}: lost or duplicated appends", lost, 0, at_most=True)
+    targets.check(f"{label}: append throughput / ceiling", ratio, 0.4)
+    targets.check(f"{label}: p99 ms", worst_p99, 100, at_most=True)
+
+
+def phase_json(phase: Phase) -> dict[str, Any]:
+    """One phase's figures: per request kind its count, rate and latency quantiles (ms)."""
+    kinds = {}
+    for kind in sorted(phase.latencies):
+        kinds[kind] = {
+            "requests": phase.count(kind),
+            "per_s": phase.rate(kind),
+            "latency_ms": {f"{q:g}": phase.percentile(q, kind) for q in QUANTILES},
+            "errors": sum(n for k, n in phase.errors.items() if k.startswith(kind)),
+        }
+    return {
+        "name": phase.name,
+        "duration_s": phase.duration,
+        "kinds": kinds,
+        "errors": dict(phase.errors),
+        "cpu_ms_per_request": {
+            "server": phase.cpu_per_request(),
+            "event_loops": phase.cpu_per_request(loop=True),
+            "database": phase.per_request(phase.database_cpu),
+            "load_generator": phase.per_request(phase.client_cpu),
+            "machine": phase.per_request(phase.machine_cpu),
+        },
+        "busiest_worker_share": phase.busiest,
     }
-    for name, ok in targets.items():
-        print(f"- [{'x' if ok else ' '}] {name}")
-    return all(targets.values())
 
 
-def main() -> None:
-    """Parse options, run the requested backends, print the tables."""
+def main(argv: list[str] | None = None) -> int:
+    """Parse options, run the requested backends, print the tables; 1 when a target is missed."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="both")
     parser.add_argument("--duration", type=float, default=20.0, help="seconds per phase")
@@ -586,6 +567,7 @@ def main() -> None:
     parser.add_argument(
         "--postgres-url", default=None, help="use this server instead of a throwaway one"
     )
+    pgserver.add_arguments(parser)
     parser.add_argument("--workers", type=int, default=2, help="workers on PostgreSQL")
     parser.add_argument(
         "--store-concurrency",
@@ -605,38 +587,66 @@ def main() -> None:
         default="full",
         help="SQLite durability: full (the default of flowmem serve) fsyncs every commit",
     )
-    args = parser.parse_args()
+    report_json.add_arguments(parser, "http", "1 s phases, 4 clients, 20 sessions")
+    args = parser.parse_args(argv)
     if not 0.0 <= args.shared <= 1.0:
         parser.error("--shared must be between 0 and 1")
+    pgserver.check(parser, args.postgres_nondurable, args.postgres_url)
+    if args.quick:
+        args.duration, args.clients, args.sessions = 1.0, 4, 20
+    meta = report_json.environment(PACKAGES)
+    targets = report_json.Targets(args.quick)
+    durability: dict[str, dict[str, Any]] = {}
+    backends: list[dict[str, Any]] = []
     workdir = Path(tempfile.mkdtemp(prefix="flowmem-bench-http-"))
-    ok = True
     rates: dict[str, float] = {}
+    report_json.describe(meta)
+
+    def done(result: dict[str, Any], entry: dict[str, Any]) -> None:
+        durability[result["label"]] = entry
+        backends.append(result)
+        print(f"\ndurability: {result['label']}: {entry['label']}")
+        report(result, args, targets)
+
     try:
         if args.backend in ("sqlite", "both"):
             sync = args.sqlite_synchronous
-            url = f"sqlite:///{workdir}/bench.db?synchronous={sync}"
+            path = workdir / "bench.db"
             label = f"SQLite (synchronous={sync}), 1 worker"
-            result = bench_backend(label, url, 1, args, workdir)
-            ok &= report(result, args)
+            result = bench_backend(label, f"sqlite:///{path}?synchronous={sync}", 1, args, workdir)
+            done(result, report_json.flowmem_sqlite_durability(path, sync))
             rates["sqlite"] = result["phases"][1].rate("append")
         if args.backend in ("postgres", "both"):
             label = f"PostgreSQL, {args.workers} workers"
-            if args.postgres_url:
-                result = bench_backend(label, args.postgres_url, args.workers, args, workdir)
-            else:
-                with throwaway_postgres(workdir) as (url, pid):
-                    result = bench_backend(label, url, args.workers, args, workdir, pid)
-            ok &= report(result, args)
+            durable = not args.postgres_nondurable
+            with pgserver.server(args.postgres_url, durable) as (url, pid):
+                entry = pgserver.postgres_durability(url)
+                result = bench_backend(label, url, args.workers, args, workdir, pid)
+            done(result, entry)
             rates["postgres"] = result["phases"][1].rate("append")
         if len(rates) == 2:  # issue 15 §2: PostgreSQL with its workers vs SQLite with one
             ratio = rates["postgres"] / rates["sqlite"] if rates["sqlite"] else 0.0
             print(f"\nPostgreSQL / SQLite append throughput, same run: {ratio:.2f}")
-            print(f"- [{'x' if ratio >= 0.6 else ' '}] PostgreSQL / SQLite >= 0.6")
-            ok &= ratio >= 0.6
+            targets.check("PostgreSQL / SQLite append throughput", ratio, 0.6)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    sys.exit(0 if ok else 1)
+    found = {
+        "clients": args.clients,
+        "duration_s": args.duration,
+        "sessions": args.sessions,
+        "shared": args.shared,
+        "backends": [
+            {
+                "label": result["label"],
+                "phases": [phase_json(phase) for phase in result["phases"]],
+                "verify": result["verify"],
+            }
+            for result in backends
+        ],
+    }
+    report_json.write(args.json, "http", argv, meta, durability, targets.items, found, args.quick)
+    return 0 if args.quick or not targets.failed else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -63,8 +63,9 @@ noise falls on all alike), reported as median (min–max):
 Targets (issue 23 §4): FlowmemSaver step time at 10,000 ÷ at 100 <= 2; FlowmemSaver
 >= 20 x SqliteSaver per step at 2,000 and >= 1 x InMemorySaver at 10,000; storage
 after 2,000 steps <= 3 x the messages' JSON; the latest-checkpoint read flat in the
-thread length (10,000 ÷ 100 <= 2, reported, warm and cold). ``--json PATH`` writes
-every sample beside the table. Exit 1 when a target is missed (never for
+thread length (10,000 ÷ 100 <= 2, reported, warm and cold). Every sample, the
+durability of each saver's storage (as it reports it) and the targets go to
+``bench/results/langgraph.json`` beside the table (``--json PATH``: elsewhere). Exit 1 when a target is missed (never for
 ``--quick``, which measures too little to judge).
 """
 
@@ -76,31 +77,37 @@ import gc
 import glob
 import json
 import os
-import platform
 import random
-import shutil
 import signal
-import socket
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
-from importlib import metadata
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 # Run as ``python bench/langgraph.py`` this folder is first on sys.path, where this very
 # file would shadow the ``langgraph`` package (and bench/http.py the standard ``http``).
+# Drop it; the benches' shared modules are in bench/lib.
 if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 
+import pgserver
+import report_json
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, messages_to_dict
 from langgraph.graph import END, START, MessagesState, StateGraph
+
+PACKAGES = (
+    "langgraph",
+    "langgraph-checkpoint",
+    "langgraph-checkpoint-sqlite",
+    "langgraph-checkpoint-postgres",
+    "langchain-core",
+)
 
 LENGTHS = (100, 1_000, 2_000, 10_000)
 QUICK_LENGTHS = (100, 1_000)
@@ -214,6 +221,10 @@ class Saver:
         """A new saver on the same storage, remembering nothing (None: not measured)."""
         return None
 
+    def database(self) -> dict[str, Any]:
+        """The durability of the saver's open storage, as it reports it (report_json's entry)."""
+        return report_json.no_database(self.durability)
+
     def close(self) -> None:
         """Close connections and remove the repeat's storage."""
         self.stack.close()
@@ -263,6 +274,10 @@ class FlowmemSqlite(Saver):
         from flowmem.integrations.langgraph.saver import FlowmemSaver
 
         return FlowmemSaver(self.checkpointer.memory)
+
+    def database(self) -> dict[str, Any]:
+        store = self.checkpointer.memory.store
+        return report_json.flowmem_sqlite_durability(store.path, store.synchronous)
 
     def close(self) -> None:
         super().close()
@@ -338,10 +353,14 @@ class Sqlite(Saver):
         self.stack.callback(conn.close)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
+        self.conn = conn
         return SqliteSaver(conn)
 
     def size(self) -> tuple[int | None, dict[str, int]]:
         return sqlite_size(self.path)
+
+    def database(self) -> dict[str, Any]:
+        return report_json.sqlite_durability(self.conn)
 
     def close(self) -> None:
         super().close()
@@ -359,11 +378,13 @@ class OnPostgres(Saver):
 
     group = "PostgreSQL"
 
-    def __init__(self, url: str, grows_to: int, durability: str) -> None:
+    def __init__(self, url: str, grows_to: int) -> None:
         super().__init__(grows_to)
         self.url = url
-        self.durability = durability
         self.schema = ""
+
+    def database(self) -> dict[str, Any]:
+        return pgserver.postgres_durability(self.url)
 
     def make(self, repeat: int) -> Any:
         import psycopg
@@ -469,6 +490,7 @@ class Results:
         self.size: dict[str, list[int]] = {}
         self.parts: dict[str, dict[str, int]] = {}
         self.storage_at = STORAGE_AT
+        self.durability: dict[str, dict[str, Any]] = {}  # saver -> its storage's durability
         self.json_bytes = 0
         self.langchain_json_bytes = 0
 
@@ -523,6 +545,11 @@ def run(
     for repeat in range(repeats):
         for saver in savers:
             saver.open(repeat)
+        if repeat == 0:  # as each saver's storage reports it, once it is open
+            for saver in savers:
+                results.durability[saver.name] = entry = saver.database()
+                saver.durability = entry["label"]
+            print("\n".join(report_json.durability_lines(results.durability)), flush=True)
         try:
             thread = f"grown-r{repeat}"
             top = max(lengths)
@@ -606,82 +633,6 @@ def prefilled(saver: Saver, thread: str, length: int) -> float:
     return segment(saver, thread, start)
 
 
-# --- PostgreSQL ---------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.contextmanager
-def throwaway_postgres(durable: bool) -> Iterator[str]:
-    """Start a PostgreSQL server from the system binaries; yield a superuser URL.
-
-    Durable unless asked: initdb's settings (``fsync``, ``synchronous_commit``,
-    ``full_page_writes`` on). ``--no-sync`` only skips initdb's own flush of the new
-    data directory, which this run throws away.
-    """
-    bindirs = sorted(
-        glob.glob("/usr/lib/postgresql/*/bin"),
-        key=lambda p: int(p.split("/")[-2]) if p.split("/")[-2].isdigit() else 0,
-    )
-    bindir = Path(bindirs[-1]) if bindirs else None
-    if bindir is None or not (bindir / "pg_ctl").exists():
-        found = shutil.which("pg_ctl")
-        if not found:
-            raise SystemExit(
-                "no PostgreSQL binaries: apt-get install postgresql, or --postgres URL"
-            )
-        bindir = Path(found).parent
-    base = Path(tempfile.mkdtemp(prefix="flowmem-bench-pg-"))
-    data, sockets = base / "data", base / "sock"
-    sockets.mkdir()
-    as_pg: list[str] = []
-    if os.geteuid() == 0:
-        shutil.chown(base, user="postgres", group="postgres")
-        shutil.chown(sockets, user="postgres", group="postgres")
-        as_pg = ["runuser", "-u", "postgres", "--"]
-    port = _free_port()
-    options = f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c max_connections=100"
-    if not durable:
-        options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-    initdb = [str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"]
-    subprocess.run(
-        [*as_pg, *initdb, "-E", "UTF8", "--no-sync", "--locale=C"], check=True, capture_output=True
-    )
-    pg_ctl = str(bindir / "pg_ctl")
-    subprocess.run(
-        [*as_pg, pg_ctl, "-D", str(data), "-l", str(base / "log"), "-w", "-o", options, "start"],
-        check=True,
-        capture_output=True,
-    )
-    try:
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run([*as_pg, pg_ctl, "-D", str(data), "-m", "fast", "stop"], capture_output=True)
-        shutil.rmtree(base, ignore_errors=True)
-
-
-def postgres_settings(url: str) -> dict[str, str]:
-    """What the server reports of its durability, and its version."""
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        return {
-            name: str(conn.execute(f"SHOW {name}").fetchone()[0])  # type: ignore[index]
-            for name in ("server_version", "fsync", "synchronous_commit", "full_page_writes")
-        }
-
-
-def durability_of(settings: dict[str, str]) -> str:
-    """``fsync=on, synchronous_commit=on, full_page_writes=on`` (NON-DURABLE when any is off)."""
-    text = ", ".join(
-        f"{k}={settings[k]}" for k in ("fsync", "synchronous_commit", "full_page_writes")
-    )
-    durable = settings["fsync"] == "on" and settings["synchronous_commit"] != "off"
-    return text if durable else f"NON-DURABLE: {text}"
-
-
 # --- the report ---------------------------------------------------------------------------
 def median(values: list[float]) -> float:
     """The median sample."""
@@ -695,54 +646,6 @@ def spread(values: list[float], fmt: str = "{:,.2f}") -> str:
     return f"{fmt.format(median(values))} ({fmt.format(min(values))}–{fmt.format(max(values))})"
 
 
-def machine(savers: list[Saver], pg: dict[str, str] | None) -> dict[str, Any]:
-    """The machine, versions, durability and date the run states."""
-    versions = {}
-    for package in (
-        "langgraph",
-        "langgraph-checkpoint",
-        "langgraph-checkpoint-sqlite",
-        "langgraph-checkpoint-postgres",
-        "langchain-core",
-        "flowmem",
-    ):
-        with contextlib.suppress(metadata.PackageNotFoundError):
-            versions[package] = metadata.version(package)
-    memory = ""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal"):
-                memory = f"{int(line.split()[1]) / 2**20:.0f} GiB"
-    cpu = platform.processor() or platform.machine()
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    commit = "unknown"
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        here = Path(__file__).resolve().parent
-        head = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(here), "status", "--porcelain", "--", "../src"],
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-        commit = f"{head}{' (src modified)' if dirty else ''}" if head else commit
-    return {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "commit": commit,
-        "machine": f"{os.cpu_count()} cores ({cpu}), {memory}, {platform.platform()}",
-        "python": platform.python_version(),
-        "sqlite": sqlite3.sqlite_version,
-        "postgres": pg or {},
-        "versions": versions,
-        "durability": {s.name: s.durability for s in savers},
-    }
-
-
 def report(
     savers: list[Saver],
     results: Results,
@@ -752,10 +655,8 @@ def report(
 ) -> list[dict[str, Any]]:
     """Print the tables (markdown) and the targets; return the targets with their verdicts."""
     repeats = max((len(v) for v in results.step.values()), default=0)
-    print(f"\n{meta['date']}; {meta['machine']}; Python {meta['python']}, SQLite {meta['sqlite']}")
-    print("; ".join(f"{k} {v}" for k, v in meta["versions"].items()))
-    print(f"commit {meta['commit']}; load average: {meta['load']}")
-    print("durability: " + "; ".join(f"{k}: {v}" for k, v in meta["durability"].items()))
+    print()
+    report_json.describe(meta, results.durability)
     header = " | ".join(f"{n:,}" for n in lengths)
     rule = "---:|" * len(lengths)
 
@@ -981,26 +882,15 @@ def evaluate(
     return targets
 
 
-def write_json(
-    path: Path,
-    savers: list[Saver],
-    results: Results,
-    lengths: tuple[int, ...],
-    meta: dict[str, Any],
-    targets: list[dict[str, Any]],
-    argv: list[str],
-) -> None:
-    """Every sample, its medians, the method of each cell, and the targets."""
+def measurements(savers: list[Saver], results: Results, lengths: tuple[int, ...]) -> dict[str, Any]:
+    """Every sample, its medians and the method of each cell, per saver (the JSON's own part)."""
     out: dict[str, Any] = {
-        "command": "python bench/langgraph.py " + " ".join(argv),
-        **meta,
         "lengths": list(lengths),
         "segment": SEGMENT,
         "storage_at": results.storage_at,
         "messages_json_bytes": results.json_bytes,
         "messages_langchain_json_bytes": results.langchain_json_bytes,
         "savers": {},
-        "targets": targets,
     }
     for s in savers:
         entry: dict[str, Any] = {"group": s.group, "flowmem": s.flowmem, "durability": s.durability}
@@ -1021,9 +911,7 @@ def write_json(
             entry["storage_bytes"] = results.size[s.name]
             entry["storage_parts"] = results.parts.get(s.name, {})
         out["savers"][s.name] = entry
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=1) + "\n")
-    print(f"\nJSON: {path}")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1032,16 +920,10 @@ def main(argv: list[str] | None = None) -> int:
     # a SIGTERM ends the run through its ``finally`` blocks: the throwaway server stops
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--postgres",
-        default=os.environ.get("FLOWMEM_BENCH_POSTGRES"),
-        help="a server URL, or 'start' for a throwaway durable server (PostgresSaver and "
+    pgserver.add_arguments(
+        parser,
+        "a server URL, or 'start' for a throwaway durable server (PostgresSaver and "
         "FlowmemSaver on PostgreSQL); without it, the SQLite savers only",
-    )
-    parser.add_argument(
-        "--postgres-nondurable",
-        action="store_true",
-        help="with --postgres start: fsync, synchronous_commit, full_page_writes off (labelled)",
     )
     parser.add_argument("--repeats", type=int, default=2, help="repeats of every measure")
     parser.add_argument(
@@ -1063,9 +945,9 @@ def main(argv: list[str] | None = None) -> int:
         "--only",
         help="comma list of savers to run: alone,flowmem,inmemory,sqlite,postgres (default: all)",
     )
-    parser.add_argument("--quick", action="store_true", help="100 and 1,000 messages, one repeat")
-    parser.add_argument("--json", type=Path, help="also write every measurement to this file")
+    report_json.add_arguments(parser, "langgraph", "100 and 1,000 messages, one repeat")
     args = parser.parse_args(argv)
+    pgserver.check(parser, args.postgres_nondurable, args.postgres != "start" and args.postgres)
     lengths = QUICK_LENGTHS if args.quick else LENGTHS
     repeats = 1 if args.quick else max(1, args.repeats)
     peer_top = min(args.max_peer_length, max(lengths))
@@ -1079,23 +961,17 @@ def main(argv: list[str] | None = None) -> int:
         ]
         pg: dict[str, str] | None = None
         if args.postgres:
-            if args.postgres == "start":
-                url = stack.enter_context(throwaway_postgres(not args.postgres_nondurable))
-            else:
-                url = args.postgres
-            pg = postgres_settings(url)
-            durability = durability_of(pg)
-            savers += [
-                FlowmemPostgres(url, max(lengths), durability),
-                Postgres(url, peer_top, durability),
-            ]
+            given = None if args.postgres == "start" else args.postgres
+            url, _ = stack.enter_context(pgserver.server(given, not args.postgres_nondurable))
+            pg = pgserver.postgres_settings(url)
+            savers += [FlowmemPostgres(url, max(lengths)), Postgres(url, peer_top)]
         if args.only:
             keys = {FLOWMEM_SQLITE: "flowmem", FLOWMEM_PG: "flowmem", INMEMORY: "inmemory"}
             keys[GRAPH_ALONE] = "alone"
             keys |= {SQLITE_SAVER: "sqlite", POSTGRES_SAVER: "postgres"}
             chosen = set(args.only.split(","))
             savers = [s for s in savers if keys[s.name] in chosen]
-        meta = machine(savers, pg)
+        meta = report_json.environment(PACKAGES)
         print(
             f"LangGraph checkpointers: StateGraph(MessagesState), one AI message per step, "
             f"segments of {SEGMENT} steps per invoke; lengths {', '.join(f'{n:,}' for n in lengths)}; "
@@ -1106,8 +982,12 @@ def main(argv: list[str] | None = None) -> int:
         results = run(savers, lengths, repeats, not args.no_prefill, args.budget)
         meta["load"] = f"{load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end (1-minute)"
         targets = report(savers, results, lengths, meta, args.quick)
-        if args.json:
-            write_json(args.json, savers, results, lengths, meta, targets, argv)
+        for t in targets:
+            t["met"] = {"PASS": True, "FAIL": False}.get(t["verdict"])
+        found = {"postgres": pg or {}, **measurements(savers, results, lengths)}
+        report_json.write(
+            args.json, "langgraph", argv, meta, results.durability, targets, found, args.quick
+        )
     missed = [t["label"] for t in targets if t["verdict"] == "FAIL"]
     if args.quick:
         return 0

@@ -25,50 +25,54 @@ langchain-postgres's median at each length (issue 15 §2 target: >= 1.0).
     python bench/peers_postgres.py                      # starts a throwaway server
     python bench/peers_postgres.py --postgres URL       # or use this one
     python bench/store.py --postgres URL                # runs this after its own tables
+    python bench/peers_postgres.py --quick              # tiny sizes: a smoke run
 
-The throwaway server runs like bench/http.py's: ``fsync=off``,
-``synchronous_commit=off`` (every system on the same server, so all pay the same
-commit); a server given by URL is used as it is configured.
+The throwaway server is durable (``fsync``, ``synchronous_commit`` and
+``full_page_writes`` on, as initdb sets them; ``--postgres-nondurable`` turns them
+off and the output says so); a server given by URL is used as it is configured.
+Either way the run prints what the server reports, and writes it with every
+sample and the targets to ``bench/results/peers_postgres.json`` (``--json PATH``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import os
 import statistics
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from types import ModuleType
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
 # Run as a script this folder is first on sys.path, where bench/http.py would shadow
-# the standard library's ``http`` (the peers import it). Siblings load by path.
-if sys.path and sys.path[0] == str(HERE):
+# the standard library's ``http`` (the peers import it). Drop it; the benches' shared
+# modules are in bench/lib, a sibling bench loads by path.
+if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 
-LENGTHS = (100, 1_000, 10_000)
-LANGGRAPH_LENGTHS = (100, 1_000, 2_000)
-ROUNDS = 150  # single appends timed per system and length in each repeat
+import pgserver
+import report_json
+import siblings
 
-
-def _sibling(name: str) -> ModuleType:
-    """Load bench/<name>.py by path (not importable as a package)."""
-    spec = importlib.util.spec_from_file_location(f"flowmem_bench_{name}", HERE / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+PACKAGES = ("psycopg", "langchain-postgres", "openai-agents", "sqlalchemy", "asyncpg")
+PACKAGES += ("langgraph", "langgraph-checkpoint-postgres")
+_MESSAGES = siblings.load("store")  # turn / agents_item / langchain_message: one conversation
 
 
-_MESSAGES = _sibling("store")  # turn / agents_item / langchain_message: one conversation
+@dataclass(frozen=True)
+class Plan:
+    """The sizes of a run: buffer lengths (LangGraph's apart) and appends timed per repeat."""
+
+    lengths: tuple[int, ...] = (100, 1_000, 10_000)
+    langgraph_lengths: tuple[int, ...] = (100, 1_000, 2_000)
+    rounds: int = 150  # single appends timed per system and length in each repeat
+
+
+QUICK = Plan((50, 200), (50,), 10)
 
 
 class PgSystem:
@@ -77,8 +81,10 @@ class PgSystem:
     name = ""
     every = 1  # takes part in every ``every``-th round
 
-    def __init__(self, lengths: tuple[int, ...]) -> None:
+    def __init__(self, lengths: tuple[int, ...], appends: int) -> None:
+        """``appends``: how many single appends the run makes to each buffer."""
         self.lengths = lengths
+        self.top = max(lengths) + appends  # the messages the run needs
         self.next = dict.fromkeys(lengths, 0)
         self.rates: dict[int, list[float]] = {n: [] for n in lengths}
         self._done = dict.fromkeys(lengths, 0)
@@ -115,18 +121,19 @@ class PgSystem:
 class FlowmemPg(PgSystem):
     """flowmem ``PostgresStore.append``, optionally guarded, or through ``MemoryService``."""
 
-    def __init__(self, name: str, url: str, lengths: tuple[int, ...], mode: str = "store") -> None:
+    def __init__(
+        self, name: str, url: str, lengths: tuple[int, ...], appends: int, mode: str = "store"
+    ) -> None:
         from flowmem.core import prepare
         from flowmem.store import Address, SessionRecord, WriteGuard, open_store
 
         self.name = name
-        super().__init__(lengths)
+        super().__init__(lengths, appends)
         self.mode = mode
         self.store = open_store(url)
         tag = uuid.uuid4().hex[:8]
         self.keys = {n: Address("session", f"bench-{tag}", f"chat-{n}") for n in lengths}
-        top = max(lengths) + ROUNDS * 10
-        self.rows = [prepare(_MESSAGES.turn(i), 1_755_000_000 + i)[0] for i in range(top)]
+        self.rows = [prepare(_MESSAGES.turn(i), 1_755_000_000 + i)[0] for i in range(self.top)]
         self.guard: Any = None
         if mode == "guarded":
             from flowmem.auth import create_token
@@ -169,11 +176,11 @@ class LangchainPostgres(PgSystem):
 
     name = "langchain-postgres"
 
-    def __init__(self, url: str, lengths: tuple[int, ...]) -> None:
+    def __init__(self, url: str, lengths: tuple[int, ...], appends: int) -> None:
         import psycopg
         from langchain_postgres import PostgresChatMessageHistory
 
-        super().__init__(lengths)
+        super().__init__(lengths, appends)
         self.conn = psycopg.connect(url)
         self.table = f"lc_bench_{uuid.uuid4().hex[:8]}"
         PostgresChatMessageHistory.create_tables(self.conn, self.table)
@@ -181,8 +188,7 @@ class LangchainPostgres(PgSystem):
             n: PostgresChatMessageHistory(self.table, str(uuid.uuid4()), sync_connection=self.conn)
             for n in lengths
         }
-        top = max(lengths) + ROUNDS * 10
-        self.messages = [_MESSAGES.langchain_message(i) for i in range(top)]
+        self.messages = [_MESSAGES.langchain_message(i) for i in range(self.top)]
 
     def fill(self, length: int) -> None:
         """Batches of 500 messages."""
@@ -205,10 +211,10 @@ class AgentsAlchemy(PgSystem):
 
     name = "agents SQLAlchemySession"
 
-    def __init__(self, url: str, lengths: tuple[int, ...]) -> None:
+    def __init__(self, url: str, lengths: tuple[int, ...], appends: int) -> None:
         from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
 
-        super().__init__(lengths)
+        super().__init__(lengths, appends)
         self.loop = asyncio.new_event_loop()
         tag = uuid.uuid4().hex[:8]
         alchemy = url.replace("postgresql://", "postgresql+asyncpg://", 1)
@@ -224,8 +230,7 @@ class AgentsAlchemy(PgSystem):
         }
         self.tables = (f"ag_messages_{tag}", f"ag_sessions_{tag}")
         self.url = url
-        top = max(lengths) + ROUNDS * 10
-        self.items = [_MESSAGES.agents_item(i) for i in range(top)]
+        self.items = [_MESSAGES.agents_item(i) for i in range(self.top)]
 
     def fill(self, length: int) -> None:
         """Batches of 500 items."""
@@ -255,13 +260,13 @@ class LangGraphPg(PgSystem):
     name = "LangGraph PostgresSaver"
     every = 20
 
-    def __init__(self, url: str, lengths: tuple[int, ...]) -> None:
+    def __init__(self, url: str, lengths: tuple[int, ...], appends: int) -> None:
         import psycopg
         from langgraph.checkpoint.postgres import PostgresSaver
         from langgraph.graph import START, MessagesState, StateGraph
         from psycopg.rows import dict_row
 
-        super().__init__(lengths)
+        super().__init__(lengths, appends)
         self.conn = psycopg.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row)
         saver = PostgresSaver(self.conn)  # type: ignore[arg-type]
         saver.setup()
@@ -290,31 +295,34 @@ class LangGraphPg(PgSystem):
         self.conn.close()
 
 
-def build(url: str, peers: bool = True, only: str | None = None) -> list[PgSystem]:
+def build(
+    url: str, plan: Plan, repeats: int, peers: bool = True, only: str | None = None
+) -> list[PgSystem]:
     """The systems of one run, flowmem first."""
+    n, graph, appends = plan.lengths, plan.langgraph_lengths, plan.rounds * repeats
     makers: list[tuple[str, Callable[[], PgSystem]]] = [
-        ("flowmem", lambda: FlowmemPg("flowmem PostgresStore", url, LENGTHS)),
-        ("guarded", lambda: FlowmemPg("flowmem PostgresStore guarded", url, LENGTHS, "guarded")),
-        ("service", lambda: FlowmemPg("flowmem pg service default", url, LENGTHS, "service")),
+        ("flowmem", lambda: FlowmemPg("flowmem PostgresStore", url, n, appends)),
+        ("guarded", lambda: FlowmemPg("flowmem PostgresStore guarded", url, n, appends, "guarded")),
+        ("service", lambda: FlowmemPg("flowmem pg service default", url, n, appends, "service")),
     ]
     if peers:
         makers += [
-            ("langchain", lambda: LangchainPostgres(url, LENGTHS)),
-            ("agents", lambda: AgentsAlchemy(url, LENGTHS)),
-            ("langgraph", lambda: LangGraphPg(url, LANGGRAPH_LENGTHS)),
+            ("langchain", lambda: LangchainPostgres(url, n, appends)),
+            ("agents", lambda: AgentsAlchemy(url, n, appends)),
+            ("langgraph", lambda: LangGraphPg(url, graph, appends)),
         ]
     chosen = [make for key, make in makers if only is None or key in only.split(",")]
     return [make() for make in chosen]
 
 
-def run(systems: list[PgSystem], repeats: int) -> None:
+def run(systems: list[PgSystem], repeats: int, rounds: int) -> None:
     """Fill every buffer, then ``repeats`` times time single appends in interleaved rounds."""
     for system in systems:
         for length in system.lengths:
             system.fill(length)
     lengths = sorted({n for system in systems for n in system.lengths})
     for _ in range(repeats):
-        for round_no in range(ROUNDS):
+        for round_no in range(rounds):
             # the order rotates every round: whoever runs right after the peers that
             # allocate the most (LangGraph, the Agents SDK) pays their garbage
             # collection, so every system takes every place equally often
@@ -327,8 +335,8 @@ def run(systems: list[PgSystem], repeats: int) -> None:
             system.end_repeat()
 
 
-def report(systems: list[PgSystem]) -> list[str]:
-    """Print the table (min / median / max appends/s) and the target; return failed targets."""
+def report(systems: list[PgSystem], targets: report_json.Targets) -> None:
+    """Print the table (min / median / max appends/s) and check the target."""
     print(f"\n{'system':32} {'length':>7} {'min':>8} {'median':>8} {'max':>8}  appends/s")
     for system in systems:
         for n in system.lengths:
@@ -336,55 +344,72 @@ def report(systems: list[PgSystem]) -> list[str]:
             print(
                 f"{system.name:32} {n:7d} {min(r):8.0f} {statistics.median(r):8.0f} {max(r):8.0f}"
             )
-    failed: list[str] = []
     by_name = {system.name: system for system in systems}
     peer = by_name.get("langchain-postgres")
     if peer is None:
-        return failed
+        return
     print("\nTarget: flowmem / langchain-postgres appends/s (medians) >= 1.0")
     for name in ("flowmem PostgresStore", "flowmem PostgresStore guarded"):
         ours = by_name.get(name)
         if ours is None:
             continue
-        for n in LENGTHS:
+        for n in peer.lengths:
             ratio = statistics.median(ours.rates[n]) / statistics.median(peer.rates[n])
-            ok = ratio >= 1.0
-            print(f"  {'PASS' if ok else 'FAIL'}  {name} at {n:>6}: {ratio:.2f}")
-            if not ok and name == "flowmem PostgresStore":
-                failed.append(f"{name} / langchain-postgres at {n}")
-    return failed
+            label = f"{name} / langchain-postgres appends/s at {n:,}"
+            if name == "flowmem PostgresStore":
+                targets.check(label, ratio, 1.0)
+            else:  # reported beside, not a target
+                print(f"  (reported)  {label}: {ratio:.2f}")
 
 
-@contextmanager
-def server(url: str | None) -> Iterator[str]:
-    """Yield ``url``, or the URL of a throwaway server started like bench/http.py's."""
-    if url:
-        yield url
-        return
-    import tempfile
-
-    http = _sibling("http")
-    with tempfile.TemporaryDirectory() as tmp, http.throwaway_postgres(Path(tmp)) as (found, _):
-        yield found
+def measurements(systems: list[PgSystem], plan: Plan, repeats: int) -> dict[str, Any]:
+    """Every repeat's appends/s per system and length (the JSON's own part)."""
+    return {
+        "repeats": repeats,
+        "rounds": plan.rounds,
+        "appends_per_s": {
+            system.name: {
+                str(n): {"samples": rates, "median": statistics.median(rates)}
+                for n, rates in system.rates.items()
+            }
+            for system in systems
+        },
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the PostgreSQL comparison; exit 1 when flowmem trails langchain-postgres."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--postgres", default=os.environ.get("FLOWMEM_BENCH_POSTGRES"))
+    pgserver.add_arguments(parser, "a server URL (default: start a throwaway durable one)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-peers", action="store_true", help="measure flowmem only")
     parser.add_argument("--only", default=None, help="comma list: flowmem,guarded,service,…")
+    report_json.add_arguments(parser, "peers_postgres", "tiny buffers, one repeat")
     args = parser.parse_args(argv)
-    with server(args.postgres) as url:
-        print(f"PostgreSQL appends: one message per append, {args.repeats} repeats")
-        systems = build(url, not args.no_peers, args.only)
+    pgserver.check(parser, args.postgres_nondurable, args.postgres)
+    plan = QUICK if args.quick else Plan()
+    repeats = 1 if args.quick else max(1, args.repeats)
+    meta = report_json.environment(PACKAGES)
+    with pgserver.server(args.postgres, not args.postgres_nondurable) as (url, _):
+        durability = {"PostgreSQL": pgserver.postgres_durability(url)}
+        print(f"PostgreSQL appends: one message per append, {repeats} repeats")
+        report_json.describe(meta, durability)
+        systems = build(url, plan, repeats, not args.no_peers, args.only)
         try:
-            run(systems, args.repeats)
+            run(systems, repeats, plan.rounds)
         finally:
             for system in systems:
                 system.close()
-        failed = report(systems)
+        targets = report_json.Targets(args.quick)
+        report(systems, targets)
+    failed = targets.failed
+    found = measurements(systems, plan, repeats)
+    report_json.write(
+        args.json, "peers_postgres", argv, meta, durability, targets.items, found, args.quick
+    )
+    if args.quick:
+        return 0
     print("\nall targets met" if not failed else f"\nmissed: {', '.join(failed)}")
     return 1 if failed else 0
 

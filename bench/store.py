@@ -37,8 +37,15 @@ Groups: the SQLite systems here; ``--postgres URL`` (or ``FLOWMEM_BENCH_POSTGRES
 adds flowmem on PostgreSQL (its own group: ratios are taken against each group's
 ``tuned`` flowmem system), then ``bench/peers_postgres.py`` compares flowmem with the
 PostgreSQL peers on that server, in the same run, in a process of its own
-(``--postgres start``: on a throwaway server). With ``--guarded`` every flowmem store append carries a ``WriteGuard`` (a
-token and the session), as the HTTP API's session-scope appends do (decision 0014).
+(``--postgres start``: on a throwaway server, durable unless ``--postgres-nondurable``).
+With ``--guarded`` every flowmem store append carries a ``WriteGuard`` (a token and the
+session), as the HTTP API's session-scope appends do (decision 0014).
+
+The run prints the durability of every database it used (each SQLite file's journal
+mode and ``synchronous``, what a PostgreSQL server reports) and writes it, with every
+sample and the targets, to ``bench/results/store.json`` (``--json PATH``); the
+PostgreSQL peers' JSON is written beside it (``store-peers_postgres.json``) and
+included in it. ``--quick`` (tiny buffers, one repeat) is a smoke run, never judged.
 
 Targets (issues 3 §6 and 15): appends/s at 10,000 rows >= 0.75 x at 100; >= 1.0 x
 SQLiteSession and SQLChatMessageHistory at every length, for the default call
@@ -52,7 +59,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import importlib.util
+import json
 import os
 import sqlite3
 import statistics
@@ -62,27 +69,46 @@ import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 # Run as ``python bench/store.py``, this folder is first on sys.path, where a sibling
 # module (bench/http.py) would shadow the standard library's ``http`` that the peers'
-# imports need. Drop it: nothing here imports a sibling.
+# imports need. Drop it; the benches' shared modules are in bench/lib.
 if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+
+import pgserver
+import report_json
+import siblings
 
 from flowmem.core import prepare
 from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
 from flowmem.store import Address, SessionRecord, Store, WriteGuard, open_store
 
-LENGTHS = (100, 1_000, 10_000)
-LANGGRAPH_LENGTHS = (100, 1_000, 2_000)
-WINDOW = 200  # single appends timed at each length and repeat, one per round
-ROUNDS = WINDOW  # rounds alternate every system and length, append by append
+PACKAGES = ("openai-agents", "langchain-community", "sqlalchemy", "langgraph")
+PACKAGES += ("langgraph-checkpoint-sqlite", "deepagents")
 MEMORY_PROBES = 20
 MEMORY_ROWS = 100_000  # messages of the buffer whose load memory is measured
 LANGGRAPH_MEMORY_ROWS = 10_000  # one checkpoint holds them all: kept smaller
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The sizes of a run (``QUICK``: a smoke run's)."""
+
+    lengths: tuple[int, ...] = (100, 1_000, 10_000)
+    langgraph_lengths: tuple[int, ...] = (100, 1_000, 2_000)
+    rounds: int = 200  # single appends timed at each length and repeat, one per round
+    memory_rows: int = MEMORY_ROWS  # at most, per system (LangGraph's own is smaller)
+    normalization: tuple[int, ...] = (1_000, 10_000)  # history sizes of bench/core.py's section
+    samples: int = 7  # CPU-time samples per normalization repeat (the best counts)
+
+
+QUICK = Plan((50, 200), (50, 200), 20, 1_000, (100, 1_000), 2)
 
 
 def turn(i: int) -> dict[str, Any]:
@@ -186,6 +212,10 @@ class System:
         """Name -> a call loading ``buffer`` whose memory is measured (default: ``whole``)."""
         return {self.name: lambda: self.whole(buffer)}
 
+    def database(self) -> dict[str, Any]:
+        """The durability of the database it writes, as read from it (report_json's entry)."""
+        raise NotImplementedError
+
     def close(self) -> None:
         """Release files and connections."""
 
@@ -238,6 +268,7 @@ class Flowmem(System):
         self.name = name
         self.group = group
         super().__init__(lengths)
+        self.url = url
         self.store: Store = open_store(url)
         self.rows = [prepare(turn(i), 1_755_000_000 + i)[0] for i in range(max(lengths) + 400)]
         self.used: set[Address] = set()
@@ -295,15 +326,22 @@ class Flowmem(System):
         """A call loading ``key`` whole."""
         return lambda: self.store.load(key)
 
-    def append_peaks(self, buffers: dict[int, str]) -> dict[int, int]:
-        """Median tracemalloc peak of single appends to each length's buffer."""
+    def append_peaks(self, buffers: dict[int, str], rounds: int) -> dict[int, int]:
+        """Median tracemalloc peak of single appends to each length's buffer (after ``rounds``)."""
         peaks: dict[int, int] = {}
         for length, buffer in buffers.items():
             found = []
-            for i in range(length + ROUNDS, length + ROUNDS + MEMORY_PROBES):
+            for i in range(length + rounds, length + rounds + MEMORY_PROBES):
                 found.append(_peak(lambda i=i, b=buffer: self.append(b, i)))  # type: ignore[misc]
             peaks[length] = int(statistics.median(found))
         return peaks
+
+    def database(self) -> dict[str, Any]:
+        """What the PostgreSQL server reports, or the SQLite file's mode and flowmem's setting."""
+        if self.group == "PostgreSQL":
+            return pgserver.postgres_durability(self.url)
+        path, synchronous = self.store.path, self.store.synchronous  # type: ignore[attr-defined]
+        return report_json.flowmem_sqlite_durability(path, synchronous)
 
     def close(self) -> None:
         """Drop the benchmark buffers and close the store."""
@@ -389,6 +427,11 @@ class AgentsSession(System):
         """``get_items()``."""
         return self.loop.run_until_complete(self.session(buffer).get_items())
 
+    def database(self) -> dict[str, Any]:
+        """Read from the connection the sessions write with (this thread's)."""
+        session = next(iter(self.sessions.values()))
+        return report_json.sqlite_durability(session._get_connection())
+
     def close(self) -> None:
         """Close the sessions and the loop."""
         for session in self.sessions.values():
@@ -454,6 +497,11 @@ class LangChainSQL(System):
         """``.messages``."""
         return self.history(buffer).messages
 
+    def database(self) -> dict[str, Any]:
+        """Read from a connection of the engine's pool (its listener set the pragmas)."""
+        with self.engine.connect() as conn:
+            return report_json.sqlite_durability(conn.connection.dbapi_connection)  # type: ignore[arg-type]
+
     def close(self) -> None:
         """Dispose of the engine."""
         self.engine.dispose()
@@ -505,6 +553,10 @@ class LangGraph(System):
         """The whole list from the latest checkpoint."""
         return self.graph.get_state(self.config(buffer)).values["messages"]
 
+    def database(self) -> dict[str, Any]:
+        """Read from the saver's connection."""
+        return report_json.sqlite_durability(self.conn)
+
     def close(self) -> None:
         """Close the connection."""
         self.conn.close()
@@ -532,7 +584,7 @@ def buffer_name(length: int, repeat: int) -> str:
     return f"r{repeat}-n{length}"
 
 
-def run(systems: list[System], repeats: int) -> Results:
+def run(systems: list[System], repeats: int, rounds: int) -> Results:
     """Measure every system ``repeats`` times: loads and interleaved appends, then memory.
 
     Each round appends one message to every system at every length, so fsync jitter
@@ -553,7 +605,7 @@ def run(systems: list[System], repeats: int) -> Results:
         print(f"repeat {repeat + 1}/{repeats}: appending", flush=True)
         done: dict[tuple[str, int], int] = {}
         spent: dict[tuple[str, int], float] = {}
-        for round_no in range(ROUNDS):
+        for round_no in range(rounds):
             for length in lengths:
                 for system in systems:
                     if length in system.lengths and round_no % system.every == 0:
@@ -577,7 +629,7 @@ def run(systems: list[System], repeats: int) -> Results:
     for system in systems:
         if isinstance(system, Flowmem) and system.role == "tuned":
             buffers = {n: buffer_name(n, repeats - 1) for n in system.lengths}
-            for length, peak in system.append_peaks(buffers).items():
+            for length, peak in system.append_peaks(buffers, rounds).items():
                 results.append_peak[(system.name, length)] = peak
     return results
 
@@ -595,19 +647,14 @@ def median(values: list[float]) -> float:
     return float(statistics.median(values))
 
 
-def report(systems: list[System], results: Results, repeats: int) -> list[str]:
-    """Print the tables (markdown) and the targets; return the failed targets."""
+def report(
+    systems: list[System], results: Results, repeats: int, targets: report_json.Targets
+) -> None:
+    """Print the tables (markdown) and check the targets."""
     groups: dict[str, list[System]] = {}
     for system in systems:
         groups.setdefault(system.group, []).append(system)
-    failed: list[str] = []
-
-    def target(label: str, value: float, goal: float, at_most: bool = False) -> None:
-        ok = value <= goal if at_most else value >= goal
-        sign = "<=" if at_most else ">="
-        print(f"  {'PASS' if ok else 'FAIL'}  {label}: {value:.2f} (target {sign} {goal})")
-        if not ok:
-            failed.append(label)
+    target = targets.check
 
     for group, members in groups.items():
         tuned = next((s for s in members if s.role == "tuned"), None)
@@ -690,13 +737,14 @@ def report(systems: list[System], results: Results, repeats: int) -> list[str]:
             continue
         print(f"\nTargets ({group})")
         rate = {n: median(results.rate[(tuned.name, n)]) for n in tuned.lengths}
-        target("appends/s at 10,000 / at 100", rate[10_000] / rate[100], 0.75)
+        first, last = tuned.lengths[0], tuned.lengths[-1]
+        target(f"appends/s at {last:,} / at {first:,}", rate[last] / rate[first], 0.75)
         default = next((s for s in members if s.role == "default"), None)
         for peer_name in ("agents SQLiteSession", "LangChain SQLChatMessageHistory"):
             peer = next((s for s in members if s.name == peer_name), None)
             if peer is None:
                 continue
-            for n in LENGTHS:
+            for n in tuned.lengths:
                 theirs = median(results.rate[(peer.name, n)])
                 target(f"flowmem / {peer_name} appends/s at {n:,}", rate[n] / theirs, 1.0)
                 if default is not None:
@@ -704,16 +752,21 @@ def report(systems: list[System], results: Results, repeats: int) -> list[str]:
                     target(f"flowmem default call / {peer_name} at {n:,}", ours / theirs, 1.0)
         graph = next((s for s in members if s.name == "LangGraph SqliteSaver"), None)
         if graph is not None:
-            # flowmem at 2,000 rows lies between its 1,000 and 10,000 rows; take the lower
-            ours_2000 = min(rate[1_000], rate[10_000])
-            theirs = median(results.rate[(graph.name, 2_000)])
-            target("flowmem / LangGraph appends/s at 2,000", ours_2000 / theirs, 20.0)
+            # flowmem at LangGraph's longest (2,000 rows) lies between two of its lengths
+            # (1,000 and 10,000); take the lower
+            top = graph.lengths[-1]
+            below = max(n for n in tuned.lengths if n <= top)
+            above = min((n for n in tuned.lengths if n >= top), default=below)
+            ours = min(rate[below], rate[above])
+            theirs = median(results.rate[(graph.name, top)])
+            target(f"flowmem / LangGraph appends/s at {top:,}", ours / theirs, 20.0)
         last50 = {n: median(results.last50[(tuned.name, n)]) for n in tuned.lengths}
-        target("last-50 load time at 10,000 / at 100", last50[10_000] / last50[100], 2.0, True)
+        label = f"last-50 load time at {last:,} / at {first:,}"
+        target(label, last50[last] / last50[first], 2.0, True)
         peaks = results.append_peak
         target(
-            "peak append memory at 10,000 / at 100",
-            peaks[(tuned.name, 10_000)] / peaks[(tuned.name, 100)],
+            f"peak append memory at {last:,} / at {first:,}",
+            peaks[(tuned.name, last)] / peaks[(tuned.name, first)],
             1.5,
             True,
         )
@@ -723,13 +776,61 @@ def report(systems: list[System], results: Results, repeats: int) -> list[str]:
             theirs = median([p for p, _ in agents]) / results.memory_rows["agents SQLiteSession"]
             mine = median([p for p, _ in ours_load]) / results.memory_rows[f"{tuned.name} load"]
             target("load memory per message / SQLiteSession (peak)", mine / theirs, 1.0, True)
-    return failed
+
+
+def measurements(results: Results, plan: Plan, repeats: int) -> dict[str, Any]:
+    """Every sample of the run, keyed system -> length (the JSON's own part)."""
+
+    def table(found: dict[tuple[str, int], Any]) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for (name, n), value in found.items():
+            out.setdefault(name, {})[str(n)] = value
+        return out
+
+    return {
+        "plan": asdict(plan),
+        "repeats": repeats,
+        "appends_per_s": table(results.rate),
+        "last50_load_s": table(results.last50),
+        "whole_load_s": table(results.whole),
+        "load_memory": {
+            probe: {
+                "messages": results.memory_rows[probe],
+                "peak_bytes": [peak for peak, _ in found],
+                "kept_bytes": [kept for _, kept in found],
+            }
+            for probe, found in results.memory.items()
+        },
+        "append_peak_bytes": table(results.append_peak),
+    }
+
+
+def postgres_peers(args: argparse.Namespace, quick: bool) -> tuple[int, dict[str, Any]]:
+    """Run bench/peers_postgres.py (same run, a process of its own); its exit code and JSON."""
+    command = ["--no-peers"] if args.no_peers else []
+    if args.postgres != "start":
+        command += ["--postgres", args.postgres]
+    elif args.postgres_nondurable:
+        command += [pgserver.NONDURABLE]
+    command += ["--quick"] if quick else ["--repeats", str(max(1, args.repeats))]
+    path = args.json.with_name(f"{args.json.stem}-peers_postgres.json")
+    command += ["--json", str(path)]
+    # in a process of its own: not on the heap the SQLite section left (hundreds of
+    # MiB of loaded buffers), which slows every system's allocations unevenly
+    script = str(Path(__file__).with_name("peers_postgres.py"))
+    done = subprocess.run([sys.executable, script, *command])
+    return done.returncode, json.loads(path.read_text()) if path.exists() else {}
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; exit 1 when a target is missed."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--postgres", default=os.environ.get("FLOWMEM_BENCH_POSTGRES"))
+    pgserver.add_arguments(
+        parser,
+        "a server URL (flowmem on it, then the PostgreSQL peers), or 'start': the peers "
+        "on a throwaway durable server",
+    )
     parser.add_argument("--no-peers", action="store_true", help="measure flowmem only")
     parser.add_argument("--repeats", type=int, default=3, help="repeats of every measure")
     parser.add_argument(
@@ -740,65 +841,69 @@ def main(argv: list[str] | None = None) -> int:
         choices=["normalization"],
         help="run one section only: normalization (bench/core.py's histories, vs deepagents)",
     )
+    report_json.add_arguments(parser, "store", "tiny buffers, one repeat")
     args = parser.parse_args(argv)
-    normalized = _sibling("core").section(repeats=max(1, args.repeats))
+    pgserver.check(parser, args.postgres_nondurable, args.postgres != "start" and args.postgres)
+    plan = QUICK if args.quick else Plan()
+    repeats = 1 if args.quick else max(1, args.repeats)
+    meta = report_json.environment(PACKAGES)
+    targets = report_json.Targets(args.quick)
+    durability: dict[str, dict[str, Any]] = {}
+    found: dict[str, Any] = {}
+    core = siblings.load("core")
+    found["normalization"] = core.section(targets, plan.normalization, repeats, plan.samples)
     if args.only == "normalization":
-        return 0 if normalized else 1
+        report_json.write(args.json, "store", argv, meta, {}, targets.items, found, args.quick)
+        return 0 if args.quick or not targets.failed else 1
     with tempfile.TemporaryDirectory(prefix="flowmem-bench-") as tmp:
         base = Path(tmp)
         print(f"flowmem store benchmark: one message per append, WAL + synchronous=FULL, in {tmp}")
         sqlite_url = f"sqlite:///{base / 'flowmem.db'}"
+        lengths, graph = plan.lengths, plan.langgraph_lengths
         systems: list[System] = [
-            Flowmem("flowmem SqliteStore", sqlite_url, LENGTHS, args.guarded),
+            Flowmem("flowmem SqliteStore", sqlite_url, lengths, args.guarded),
             # the service as a user calls it (the default) and asking for the buffer back
-            FlowmemService("flowmem service", sqlite_url, LENGTHS, asked=False),
-            FlowmemService("flowmem service +messages", sqlite_url, LENGTHS, asked=True),
+            FlowmemService("flowmem service", sqlite_url, lengths, asked=False),
+            FlowmemService("flowmem service +messages", sqlite_url, lengths, asked=True),
         ]
         if not args.no_peers:
-            systems.append(AgentsSession(base / "agents.db", LENGTHS))
-            systems.append(LangChainSQL(base / "langchain.db", LENGTHS))
-            systems.append(LangGraph(base / "langgraph.db", LANGGRAPH_LENGTHS))
+            systems.append(AgentsSession(base / "agents.db", lengths))
+            systems.append(LangChainSQL(base / "langchain.db", lengths))
+            systems.append(LangGraph(base / "langgraph.db", graph))
         if args.postgres and args.postgres != "start":
             pg = "PostgreSQL"
             systems.append(
-                Flowmem("flowmem PostgresStore", args.postgres, LENGTHS, args.guarded, group=pg)
+                Flowmem("flowmem PostgresStore", args.postgres, lengths, args.guarded, group=pg)
             )
             systems.append(
-                FlowmemService("flowmem pg service", args.postgres, LENGTHS, False, group=pg)
+                FlowmemService("flowmem pg service", args.postgres, lengths, False, group=pg)
             )
+        for system in systems:
+            system.memory_rows = min(system.memory_rows, plan.memory_rows)
+        if args.quick:  # the peers' imports make each gc.collect() of a measure cost 0.15 s
+            gc.freeze()
         try:
-            results = run(systems, max(1, args.repeats))
+            results = run(systems, repeats, plan.rounds)
+            durability = {system.name: system.database() for system in systems}
         finally:
             for system in systems:
                 system.close()
-        failed = report(systems, results, max(1, args.repeats))
-    if not normalized:
-        failed.append("normalization")
-    print("\nall targets met" if not failed else f"\nmissed: {', '.join(failed)}")
+        print()
+        report_json.describe(meta, durability)
+        report(systems, results, repeats, targets)
+    found.update(measurements(results, plan, repeats))
+    failed = targets.failed
+    if not args.quick:
+        print("\nall targets met" if not failed else f"\nmissed: {', '.join(failed)}")
     if args.postgres:  # the PostgreSQL peers, same run (bench/peers_postgres.py)
-        pg = ["--no-peers"] if args.no_peers else []
-        if args.postgres != "start":
-            pg += ["--postgres", args.postgres]
-        pg += ["--repeats", str(max(1, args.repeats))]
-        # in a process of its own: not on the heap the SQLite section left (hundreds of
-        # MiB of loaded buffers), which slows every system's allocations unevenly
-        peers = subprocess.run(
-            [sys.executable, str(Path(__file__).with_name("peers_postgres.py")), *pg]
-        )
-        failed += ["postgres"] if peers.returncode else []
-    return 1 if failed else 0
-
-
-def _sibling(name: str) -> Any:
-    """Load bench/<name>.py by path (this folder is not on sys.path)."""
-
-    path = Path(__file__).resolve().parent / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"flowmem_bench_{name}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+        code, peers = postgres_peers(args, args.quick)
+        found["postgres_peers"] = peers
+        theirs = {f"peers: {k}": v for k, v in peers.get("durability", {}).items()}
+        print("\n".join(report_json.durability_lines(theirs)) if theirs else "")
+        durability |= theirs
+        failed += ["postgres"] if code else []
+    report_json.write(args.json, "store", argv, meta, durability, targets.items, found, args.quick)
+    return 0 if args.quick or not failed else 1
 
 
 if __name__ == "__main__":

@@ -25,7 +25,14 @@ rounds; the table shows the median over repeats of each figure, and the worst
 (largest) max and share deviation.
 
 Targets (issue 15 §3): with 4 threads and with 4 processes, p99 <= 5 x the
-single-writer p99, max <= 100 ms, every share within +-25 % of an even split.
+single-writer p99, max <= 100 ms, every share within +-25 % of an even split (judged
+on the code under test; exit 1 when one is missed).
+
+The run prints the file's durability (its journal mode and the ``synchronous`` the
+writers set; ``--synchronous`` below FULL is labelled NOT DURABLE) and writes it, with
+every run's figures and the targets, to ``bench/results/writers.json`` (``--json
+PATH``). ``--quick`` (0.5 s phases, one repeat, the code under test only) is a smoke
+run, never judged.
 """
 
 from __future__ import annotations
@@ -44,9 +51,13 @@ from pathlib import Path
 from typing import Any
 
 # Run as ``python bench/writers.py``, this folder is first on sys.path, where a sibling
-# (bench/http.py) would shadow the standard library's ``http``. Drop it.
+# (bench/http.py) would shadow the standard library's ``http``. Drop it; the benches'
+# shared modules are in bench/lib.
 if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+
+import report_json
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
@@ -116,12 +127,18 @@ def _time_fsyncs() -> tuple[list[list[float]], list[list[float]]]:
     return fsyncs, commits
 
 
-def worker(db: str, threads: int, start_at: float, stop_at: float, seed: int) -> None:
-    """Run ``threads`` writers on one store; print their latencies (and fsyncs) as JSON."""
+def worker(db: str, threads: int, seed: int) -> None:
+    """Run ``threads`` writers on one store; print their latencies (and fsyncs) as JSON.
+
+    Prints ``ready`` once the store is open, then reads the wall-clock start and stop
+    of the phase from stdin (the driver sends them when every worker is ready).
+    """
     from flowmem.store import open_store
 
     fsyncs, commits = _time_fsyncs() if FSYNC_TIMES else ([], [])
     store = open_store(f"sqlite:///{db}?synchronous={SYNCHRONOUS}")
+    print("ready", flush=True)
+    start_at, stop_at = (float(t) for t in sys.stdin.readline().split())
     results: list[list[float]] = [[] for _ in range(threads)]
     slowest: list[list[float]] = [[] for _ in range(threads)]
 
@@ -144,15 +161,18 @@ def worker(db: str, threads: int, start_at: float, stop_at: float, seed: int) ->
 
 
 # --- the driver ----------------------------------------------------------------------------
-def _spawn(src: Path, db: str, threads: int, start_at: float, stop_at: float, seed: int) -> Any:
+def _spawn(src: Path, db: str, threads: int, seed: int) -> Any:
     env = {**os.environ, "PYTHONPATH": str(src)}
-    command = [sys.executable, __file__, "--worker", db, str(threads), repr(start_at)]
-    command += [repr(stop_at), str(seed)]
-    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
+    command = [sys.executable, __file__, "--worker", db, str(threads), str(seed)]
+    return subprocess.Popen(
+        command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
 
 
-def phase(src: Path, processes: int, threads: int, seconds: float) -> dict[str, Any]:
-    """One measurement on a fresh file; the writers' latencies summarized."""
+def phase(
+    src: Path, processes: int, threads: int, seconds: float, synchronous: str
+) -> dict[str, Any]:
+    """One measurement on a fresh file; the writers' latencies summarized, its durability."""
     with tempfile.TemporaryDirectory(prefix="flowmem-writers-") as folder:
         db = str(Path(folder) / "bench.db")
         setup = [
@@ -161,9 +181,15 @@ def phase(src: Path, processes: int, threads: int, seconds: float) -> dict[str, 
             f"from flowmem.store import open_store; open_store('sqlite:///{db}').close()",
         ]
         subprocess.run(setup, env={**os.environ, "PYTHONPATH": str(src)}, check=True)
-        start_at = time.time() + 1.5  # every process imported and opened before it starts
+        children = [_spawn(src, db, threads, p) for p in range(processes)]
+        for child in children:  # every process imported and its store opened
+            if child.stdout.readline().strip() != "ready":
+                raise SystemExit(f"a writer failed to start (exit {child.wait()})")
+        start_at = time.time() + 0.2  # its threads started too
         stop_at = start_at + seconds
-        children = [_spawn(src, db, threads, start_at, stop_at, p) for p in range(processes)]
+        for child in children:
+            child.stdin.write(f"{start_at!r} {stop_at!r}\n")
+            child.stdin.flush()
         stall: list[float] = [0.0]
         probe = threading.Thread(target=_probe, args=(start_at, stop_at, stall), daemon=True)
         probe.start()
@@ -180,6 +206,7 @@ def phase(src: Path, processes: int, threads: int, seconds: float) -> dict[str, 
             slowest.extend(w for w in found["slowest"] if w)
             fsyncs.extend(found["fsyncs"])
             commits.extend(found["commits"])
+        durability = report_json.flowmem_sqlite_durability(db, synchronous)
     probe.join()
     every = sorted(x for w in writers for x in w)
     counts = [len(w) for w in writers]
@@ -193,6 +220,7 @@ def phase(src: Path, processes: int, threads: int, seconds: float) -> dict[str, 
         "max": every[-1] * 1000,
         "shares": counts,
         "spread": max(abs(c / mean - 1) for c in counts) * 100 if mean else 0.0,
+        "durability": durability,
     }
 
 
@@ -247,8 +275,9 @@ def _fsync_summary(
 PHASES = {"single": (1, 1), "4 threads": (1, WRITERS), "4 processes": (WRITERS, 1)}
 
 
-def main() -> None:
-    """Measure before and after, alternating, and print the tables."""
+def main(argv: list[str] | None = None) -> int:
+    """Measure before and after, alternating, and print the tables; 1 when a target is missed."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="length of each phase")
     parser.add_argument("--repeats", type=int, default=3)
@@ -257,23 +286,32 @@ def main() -> None:
         "--synchronous", default=SYNCHRONOUS, help="the file's synchronous (default FULL)"
     )
     parser.add_argument("--after-src", default=str(SRC), help="src of the code after")
-    parser.add_argument("--json", help="also write every measurement to this file")
     parser.add_argument(
         "--fsync-times",
         action="store_true",
         help="time every fdatasync and COMMIT in the workers (a second table)",
     )
-    args = parser.parse_args()
-    os.environ["FLOWMEM_BENCH_SYNCHRONOUS"] = args.synchronous.upper()
+    report_json.add_arguments(
+        parser, "writers", "0.5 s phases, one repeat, the code under test only"
+    )
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.seconds, args.repeats, args.before_src = 0.5, 1, ""
+    synchronous = args.synchronous.upper()
+    os.environ["FLOWMEM_BENCH_SYNCHRONOUS"] = synchronous
     os.environ["FLOWMEM_BENCH_FSYNC_TIMES"] = "1" if args.fsync_times else ""
     codes = {"after": Path(args.after_src)}
     if args.before_src and Path(args.before_src).is_dir():
         codes = {"before": Path(args.before_src), **codes}
+    meta = report_json.environment()
+    report_json.describe(meta)
+    durability: dict[str, dict[str, Any]] = {}
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for repeat in range(args.repeats):
         for name, (processes, threads) in PHASES.items():
             for code, src in codes.items():
-                result = phase(src, processes, threads, args.seconds)
+                result = phase(src, processes, threads, args.seconds, synchronous)
+                durability.setdefault("SQLite file of every phase", result.pop("durability"))
                 runs.setdefault((code, name), []).append(result)
                 print(
                     f"# repeat {repeat + 1} {code:6} {name:11}: {result['rate']:7.0f}/s "
@@ -282,10 +320,38 @@ def main() -> None:
                     file=sys.stderr,
                     flush=True,
                 )
-    if args.json:
-        Path(args.json).write_text(json.dumps({f"{c}|{n}": r for (c, n), r in runs.items()}))
+    print("\n".join(report_json.durability_lines(durability)))
+    table(runs, codes, args)
+    targets = report_json.Targets(args.quick)
+    print("\nTargets (issue 15 §3, the code under test)")
     med = statistics.median
-    print(f"\nmedian of {args.repeats} runs of {args.seconds:.0f} s; max and spread: worst run\n")
+    single = med(r["p99"] for r in runs[("after", "single")])
+    for name in ("4 threads", "4 processes"):
+        found = runs[("after", name)]
+        ratio = med(r["p99"] for r in found) / single
+        targets.check(f"{name}: p99 / single-writer p99", ratio, 5, at_most=True)
+        targets.check(f"{name}: max ms", max(r["max"] for r in found), 100, at_most=True)
+        spread = max(r["spread"] for r in found)
+        targets.check(f"{name}: worst share deviation %", spread, 25, at_most=True)
+    found_json = {
+        "seconds": args.seconds,
+        "repeats": args.repeats,
+        "synchronous": synchronous,
+        "codes": {code: str(src) for code, src in codes.items()},
+        "runs": {code: {name: runs[(code, name)] for name in PHASES} for code in codes},
+    }
+    report_json.write(
+        args.json, "writers", argv, meta, durability, targets.items, found_json, args.quick
+    )
+    return 0 if args.quick or not targets.failed else 1
+
+
+def table(
+    runs: dict[tuple[str, str], list[dict[str, Any]]], codes: dict[str, Path], args: Any
+) -> None:
+    """Print the medians table and, with ``--fsync-times``, every run's fsyncs."""
+    med = statistics.median
+    print(f"\nmedian of {args.repeats} runs of {args.seconds:g} s; max and spread: worst run\n")
     print(
         "| code | writers | appends/s | p50 ms | p99 ms | p99 / single p99 | max ms | shares (middle run) | worst share deviation |"
     )
@@ -332,7 +398,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        _, _, db_, threads_, start_, stop_, seed_ = sys.argv
-        worker(db_, int(threads_), float(start_), float(stop_), int(seed_))
+        _, _, db_, threads_, seed_ = sys.argv
+        worker(db_, int(threads_), int(seed_))
     else:
-        main()
+        sys.exit(main())

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.bench.smoke import assert_wal_full
+
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "langgraph.py"
 GRAPH_ALONE = "graph alone (no checkpointer)"
 SQLITE_SAVERS = {"FlowmemSaver SQLite", "InMemorySaver", "SqliteSaver"}
@@ -39,6 +41,15 @@ def test_quick_run_reports_every_saver_and_length(
 
     found = json.loads(out.read_text())
     expected = SQLITE_SAVERS | (POSTGRES_SAVERS if url is not None else set())
+    durability = found["durability"]  # each saver's storage, as it reports it
+    assert set(durability) == expected | {GRAPH_ALONE}
+    for name in ("FlowmemSaver SQLite", "SqliteSaver"):
+        assert_wal_full(durability[name], name)
+    assert durability["InMemorySaver"]["backend"] == "none"
+    for name in POSTGRES_SAVERS & set(durability):  # the session's server runs fsync=off
+        assert durability[name]["fsync"] == "off" and "NON-DURABLE" in durability[name]["label"]
+    for entry in durability.values():
+        assert "durability: " in done.stdout and entry["label"] in done.stdout
     assert set(found["savers"]) == expected | {GRAPH_ALONE}
     alone = found["savers"].pop(GRAPH_ALONE)  # the floor: a step time per length, nothing stored
     for length in LENGTHS:

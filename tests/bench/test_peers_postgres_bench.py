@@ -1,0 +1,40 @@
+"""Smoke test of ``bench/peers_postgres.py --quick``: the throwaway server it starts is durable.
+
+The one bench test that starts a PostgreSQL server of its own (the others use the
+session's): what the server reports (``SHOW``) is in the JSON, and by default
+``fsync``, ``synchronous_commit`` and ``full_page_writes`` are on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.bench.smoke import assert_common, run_bench, server_binaries
+
+
+def test_quick_run_starts_a_durable_server_and_says_so(tmp_path: Path) -> None:
+    if not server_binaries():
+        pytest.skip("no PostgreSQL server binaries (apt-get install postgresql)")
+    only = "flowmem,langchain"
+    found, printed = run_bench("peers_postgres", tmp_path / "peers.json", "--only", only)
+
+    assert_common(found, "peers_postgres", printed)
+    entry = found["durability"]["PostgreSQL"]
+    assert (entry["fsync"], entry["synchronous_commit"], entry["full_page_writes"]) == (
+        "on",
+        "on",
+        "on",
+    )
+    assert entry["durable"] is True and found["all_durable"] is True
+    assert "NON-DURABLE" not in printed
+    rates = found["appends_per_s"]
+    assert set(rates) == {"flowmem PostgresStore", "langchain-postgres"}
+    assert all(
+        cell["samples"] and cell["median"] > 0 for cell in rates["langchain-postgres"].values()
+    )
+    assert [t["label"] for t in found["targets"]] == [
+        "flowmem PostgresStore / langchain-postgres appends/s at 50",
+        "flowmem PostgresStore / langchain-postgres appends/s at 200",
+    ]
