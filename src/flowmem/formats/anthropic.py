@@ -29,6 +29,7 @@ from flowmem.formats._common import (
     required_call_id,
     whole,
 )
+from flowmem.formats.origins import OUTSIDE, Origins
 
 FMT = "anthropic"
 SYSTEM_SEPARATOR = "\n\n"
@@ -264,6 +265,15 @@ def to_anthropic(
 # --- (system, messages) → rows ------------------------------------------------------------------
 
 
+def is_system_message(row: Mapping[str, Any]) -> bool:
+    """Return True for a system row ``from_anthropic`` read from a ``{"role": "system"}`` message.
+
+    The Messages API takes no such message (its system prompt is the request's
+    ``system``); ``flowmem.formats.check_payload`` reports it.
+    """
+    return row.get("role") == "system" and bool(extra_of(row, FMT).get(_IN_MESSAGES))
+
+
 def _content(content: object, where: str) -> Any:
     if isinstance(content, str):
         return content
@@ -330,7 +340,9 @@ def _user_rows(blocks: list[Mapping[str, Any]], where: str) -> list[Message]:
     return rows
 
 
-def from_anthropic(system: object, messages: object) -> list[Message]:
+def from_anthropic(
+    system: object, messages: object, *, origins: Origins | None = None
+) -> list[Message]:
     """Return Anthropic ``system`` + ``messages`` as flowmem flat rows (no normalization).
 
     Lossless: ``to_anthropic(*...)`` of the rows gives the payload back for a
@@ -341,17 +353,23 @@ def from_anthropic(system: object, messages: object) -> list[Message]:
     become reasoning parts with their signature or data; server-tool blocks and
     their results, search results and any other block are ``provider`` parts;
     ``tool_use`` blocks become calls, each ``tool_result`` a tool row (``is_error``
-    and image content kept). Raises ``InvalidMessageError``/``UnknownRoleError``
-    for a malformed message.
+    and image content kept). The SDK's own objects (a ``Message``, a ``TextBlock``)
+    are read as the SDK sends them back (``model_dump``, ``require_map``). Raises
+    ``InvalidMessageError``/``UnknownRoleError`` for a malformed message.
+    ``origins``, when given, gets each row's message position (``OUTSIDE`` for the
+    ``system`` row; a user message's tool results and text make one row each).
     """
     rows: list[Message] = []
     if system is not None:
         content = _content(system, "system")
         if content not in ("", []):
             rows.append({"role": "system", "content": content})
+            if origins is not None:
+                origins.add(OUTSIDE)
     for index, raw in enumerate(require_list(messages, "messages")):
         where = f"message {index}"
         message: Mapping[str, Any] = require_map(raw, where)
+        made = len(rows)
         role = message.get("role")
         if role not in ("user", "assistant", "system"):
             raise UnknownRoleError(f"{where}: unknown role {role!r}", role=role)
@@ -368,4 +386,7 @@ def from_anthropic(system: object, messages: object) -> list[Message]:
                 rows.append({"role": "system", "content": _content(blocks, where)})
         if role == "system":
             put_extra(rows[-1], FMT, {_IN_MESSAGES: True})
+        if origins is not None:
+            for _ in range(len(rows) - made):
+                origins.add(index)
     return rows
