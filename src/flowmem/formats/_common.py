@@ -19,16 +19,16 @@ class ToolCall(NamedTuple):
     args: Any
 
 
-def normalized(messages: object) -> list[Message]:
+def normalized(messages: object, systems_first: bool = True) -> list[Message]:
     """Return the provider-flat normalized rows of ``messages`` (stored or flat rows).
 
     MEM-5 with ``keep_content=True`` (decision 0021): content parts, ``is_error``,
-    ``extra`` and call kinds are kept. Raises ``InvalidInputError`` when
-    ``messages`` is not a list.
+    ``extra`` and call kinds are kept; ``systems_first=False`` leaves every system
+    row in its place. Raises ``InvalidInputError`` when ``messages`` is not a list.
     """
     if not isinstance(messages, (list, tuple)):
         raise InvalidInputError(f"messages must be a list, got {type(messages).__name__}")
-    return normalize(list(messages), keep_content=True).messages
+    return normalize(list(messages), keep_content=True, systems_first=systems_first).messages
 
 
 def _function(call: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -407,7 +407,9 @@ def _flat(row: Mapping[str, Any]) -> Message:
     return flat
 
 
-def to_responses(messages: object, dropped: dict[str, int] | None = None) -> list[dict[str, Any]]:
+def to_responses(
+    messages: object, dropped: dict[str, int] | None = None, *, systems_first: bool = True
+) -> list[dict[str, Any]]:
     """Return ``messages`` (flowmem stored or flat rows) as Responses input items.
 
     Normalizes first (MEM-5, keeping content parts). An assistant row gives its
@@ -418,9 +420,11 @@ def to_responses(messages: object, dropped: dict[str, int] | None = None) -> lis
     ``mcp_approval_request``) and each ``tool`` row the output item of its call's
     kind. What Responses cannot carry (other providers' reasoning and blocks,
     audio, ``is_error`` outside ``apply_patch``) is left out and counted per kind
-    in ``dropped`` when given.
+    in ``dropped`` when given. ``systems_first=False`` keeps each system and
+    developer message where it is (the Responses API takes them anywhere): only
+    tool pairing is repaired.
     """
-    rows = normalized(messages)
+    rows = normalized(messages, systems_first)
     kinds = call_kinds(rows)
     return [item for row in rows for item in _row_items(row, kinds, dropped)]
 
