@@ -226,9 +226,13 @@ def to_anthropic(
 ) -> tuple[str | list[dict[str, Any]] | None, list[dict[str, Any]]]:
     """Return ``messages`` (flowmem stored or flat rows) as Anthropic ``(system, messages)``.
 
-    Normalizes first (MEM-5, keeping content parts). ``system`` is the system
-    rows' content as given (a string or text blocks with their ``cache_control``;
-    several rows are joined), ``None`` when there is none. An assistant turn's
+    Normalizes first (MEM-5 keeping content parts, the system rows placed as
+    follows). ``system`` is the system rows' content as given (a string or text blocks with their ``cache_control``;
+    several rows are joined), ``None`` when there is none. A system row read from
+    a ``{"role": "system"}`` message after the conversation began (a
+    mid-conversation system message, which Anthropic takes in ``messages``) stays
+    there, in its place; every other system row, one leading the messages
+    included (the API refuses a system message first), is in ``system``. An assistant turn's
     parts (``thinking`` first, as recorded) come before its ``tool_use`` blocks
     unless ``from_anthropic`` recorded another order; each ``tool`` row is a
     ``tool_result`` block (``is_error`` kept) in the next user message.
@@ -237,16 +241,18 @@ def to_anthropic(
     call kinds other than function with their results) is left out and counted
     per kind in ``dropped`` when given.
     """
-    rows = normalized(messages)
+    rows = normalized(messages, systems_first=False)  # system rows are placed below
     kinds = call_kinds(rows)
-    systems = [r for r in rows if r["role"] == "system" and not extra_of(r, FMT).get(_IN_MESSAGES)]
+    systems: list[Message] = []
     out: list[dict[str, Any]] = []
     skipped: set[str] = set()
     for row in rows:
         role, content = row["role"], row["content"]
         if role == "system":
-            if extra_of(row, FMT).get(_IN_MESSAGES):
+            if out and is_system_message(row):
                 out.append({"role": "system", "content": content if isinstance(content, str) else _blocks(content, dropped)})
+            else:
+                systems.append(row)
         elif role == "user":
             body = content if isinstance(content, str) else _blocks(content, dropped)
             if body not in ("", []):

@@ -51,7 +51,7 @@ def items_of(rows: list[Message], limit: int | None = None) -> list[dict[str, An
     interrupted placeholder (MEM-5 rule 3). ``limit`` works as in the SDK's own
     sessions: ``None`` or a negative number is every item, ``0`` none, ``N`` the
     last N exactly, wherever the cut falls (the Runner drops an output whose call
-    the cut left out, as it does for ``SQLiteSession``).
+    the cut left out, as it does for ``SQLiteSession``; docs/decisions/0050).
     """
     items = _repaired_items(rows)[0]
     if limit is None or limit < 0:
