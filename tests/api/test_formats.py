@@ -313,3 +313,44 @@ def test_an_ambiguous_payload_is_read_in_the_format_given(memory_api: Api) -> No
         response = memory_api.call("POST", "/v1/normalize", params={"format": fmt}, json=payload)
         assert response.status_code == 200, response.text
         assert response.json()["messages"] == payload
+
+
+def test_check_reports_each_violation_at_its_own_position_in_the_payload(memory_api: Api) -> None:
+    """Issue 24 §5: a Responses ``call_y`` at item 5 was reported at index 4 (a flowmem row)."""
+    items = [
+        {"role": "user", "content": "Weather in Lisbon?"},
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "function_call", "call_id": "call_x", "name": "weather", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_x", "output": "18C"},
+        {"role": "user", "content": "And Porto?"},
+        {"type": "function_call_output", "call_id": "call_y", "output": "stray"},
+    ]
+    answer = memory_api.call("POST", "/v1/check", params={"format": "responses"}, json=items).json()
+    assert [(v["index"], v["code"]) for v in answer["violations"]] == [(5, "orphan_result")]
+    anthropic = {
+        "system": "Be brief.",
+        "messages": [
+            {"role": "user", "content": "Weather?"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}]},
+        ],
+    }
+    answer = memory_api.call("POST", "/v1/check", json=anthropic).json()
+    assert (answer["format"], [(v["index"], v["code"]) for v in answer["violations"]]) == (
+        "anthropic",
+        [(1, "unanswered_call")],
+    )
+
+
+def test_check_judges_a_mid_conversation_system_message_as_each_provider_does(memory_api: Api) -> None:
+    late = [
+        {"role": "user", "content": "Weather?"},
+        {"role": "system", "content": "Answer in French."},
+        {"role": "user", "content": "Et demain ?"},
+    ]
+    for fmt in ("openai", "responses"):
+        answer = memory_api.call("POST", "/v1/check", params={"format": fmt}, json=late).json()
+        assert answer["sendable"] is True, (fmt, answer)
+    rows = memory_api.call("POST", "/v1/check", params={"format": "rows"}, json=late).json()
+    assert [(v["index"], v["code"]) for v in rows["violations"]] == [(1, "system_after_non_system")]
+    anthropic = memory_api.call("POST", "/v1/check", params={"format": "anthropic"}, json=late).json()
+    assert [(v["index"], v["code"]) for v in anthropic["violations"]] == [(1, "misplaced_system_message")]

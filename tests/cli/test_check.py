@@ -95,6 +95,48 @@ def test_check_openai_chat_format_missing_result(run_cli: RunCli) -> None:
     assert "call_abc123" in result.out
 
 
+RESPONSES_ITEMS: list[dict[str, Any]] = [
+    {"role": "user", "content": "Weather in Lisbon?"},
+    {"type": "reasoning", "id": "rs_1", "summary": []},
+    {"type": "function_call", "call_id": "call_x", "name": "weather", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "call_x", "output": "18C"},
+    {"role": "user", "content": "And Porto?"},
+    {"type": "function_call_output", "call_id": "call_y", "output": "stray"},
+]
+
+
+def test_check_reports_a_responses_item_at_its_own_index(run_cli: RunCli) -> None:
+    """Issue 24 §5: ``call_y`` at item 5 was reported at index 4 (a flowmem row)."""
+    result = run_cli("check", "--from", "responses", "-", stdin=json.dumps(RESPONSES_ITEMS))
+    assert result.code == 1
+    assert [row[:2] for row in lines(result.out)] == [["5", "orphan_result"]]
+    detected = run_cli("check", "-", stdin=json.dumps({"input": RESPONSES_ITEMS}))
+    assert [row[:2] for row in lines(detected.out)] == [["5", "orphan_result"]]
+
+
+def test_check_reports_an_anthropic_message_at_its_own_index(run_cli: RunCli) -> None:
+    body = {
+        "system": "Be brief.",
+        "messages": [
+            {"role": "user", "content": "Weather?"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}]},
+            {"role": "user", "content": "never mind"},
+        ],
+    }
+    result = run_cli("check", "-", stdin=json.dumps(body))
+    assert "format: anthropic (detected)" in result.err
+    assert [row[:2] for row in lines(result.out)] == [["1", "unanswered_call"]]
+
+
+def test_check_from_openai_accepts_a_system_message_mid_conversation(run_cli: RunCli) -> None:
+    """Chat Completions takes system messages anywhere: no violation there, as there is none."""
+    late = [*OPENAI_CHAT, {"role": "system", "content": "Answer in French."}, {"role": "user", "content": "Et demain ?"}]
+    result = run_cli("check", "--from", "openai", "-", stdin=json.dumps(late))
+    assert (result.code, result.out) == (0, ""), result.out
+    as_rows = run_cli("check", "--from", "rows", "-", stdin=json.dumps([late[0], late[1], late[-2]]))
+    assert [row[:2] for row in lines(as_rows.out)] == [["2", "system_after_non_system"]]
+
+
 def test_check_accepts_stored_rows_and_a_messages_object(run_cli: RunCli) -> None:
     stored = [
         {"role": "assistant", "content": "", "metadata": {"tool_calls": [{"tool_call_id": "c1"}]}},

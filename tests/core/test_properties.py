@@ -164,6 +164,31 @@ def test_mem_5_repair_of_normalized_output_changes_nothing(history: list[Any]) -
     assert check_sendable(repaired.messages) == []
 
 
+@PROPERTY_SETTINGS
+@given(HISTORY)
+def test_mem_5_without_step_2_the_output_is_sendable_where_systems_go_anywhere(
+    history: list[Any],
+) -> None:
+    """``systems_first=False``: repaired for a provider that takes system messages anywhere."""
+    repaired = normalize(history, systems_first=False).messages
+    assert check_sendable(repaired, systems_first=False) == []
+    assert normalize(repaired, systems_first=False).messages == repaired  # idempotent
+
+
+@LIGHT_SETTINGS
+@given(HISTORY)
+def test_mem_5_without_step_2_no_message_moves_past_a_system_or_user_one(
+    history: list[Any],
+) -> None:
+    """Only tool rows move (into their call's run); every other row keeps its place in the order."""
+    tagged = [{**e, "content": f"t{i}"} if isinstance(e, dict) else e for i, e in enumerate(history)]
+    out = normalize(tagged, systems_first=False).messages
+    placed = [int(m["content"][1:]) for m in out if m["role"] != "tool"]
+    assert placed == sorted(placed)
+    given_order = [int(e["content"][1:]) for e in tagged if isinstance(e, dict) and e.get("role") in ("system", "user")]
+    assert [n for n in placed if history[n]["role"] in ("system", "user")] == given_order
+
+
 # --- append ---------------------------------------------------------------------------------
 
 

@@ -134,3 +134,27 @@ def test_a_violation_made_without_init_is_the_same_frozen_object() -> None:
     assert _violation(0, "tool_leading") == Violation(0, "tool_leading", CODES["tool_leading"])
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.index = 4  # type: ignore[misc]
+
+
+def test_a_system_row_anywhere_is_fine_when_systems_need_not_lead() -> None:
+    rows = [user(), {"role": "system", "content": "s"}, asst("a"), tool("a"), {"role": "system", "content": "t"}]
+    assert found(rows) == [(1, "system_after_non_system"), (4, "system_after_non_system")]
+    assert check_sendable(rows, systems_first=False) == []
+    # every other rule still holds
+    assert [(v.index, v.code) for v in check_sendable([asst("a"), {"role": "system", "content": "s"}, tool("a")], systems_first=False)] == [
+        (0, "unanswered_call"),
+        (2, "orphan_result"),
+    ]
+
+
+def test_a_violation_about_one_call_names_its_position_in_the_turn() -> None:
+    violations = check_sendable([asst("a", "b", "a", "0"), tool("a")])
+    assert [(v.code, v.call) for v in violations] == [
+        ("duplicate_call_id", 2),
+        ("invalid_call_id", 3),
+        ("unanswered_call", 1),
+    ]
+    assert [v.call for v in check_sendable([user(), tool("z")])] == [None]
+    # not part of the violation's identity nor of its dict
+    assert violations[0] == Violation(0, "duplicate_call_id", violations[0].message)
+    assert "call" not in violations[0].to_dict()

@@ -26,7 +26,7 @@ from flowmem.core import (
     normalize,
     prepare,
 )
-from flowmem.formats import FORMATS, detect_format, read_document, write_document
+from flowmem.formats import FORMATS, check_payload, detect_format, read_document, write_document
 from flowmem.store import Address, Store
 from tests.formats.sdk import _validated, assert_anthropic, assert_openai_chat, assert_responses
 from tests.store.conftest import store  # noqa: F401  (memory, SQLite, PostgreSQL)
@@ -123,6 +123,8 @@ def test_corpus_check_sendable_agrees_with_the_provider(path: Path) -> None:
     entry = load(path)
     rows = read_document(entry["provider"], entry["payload"])
     assert [v.code for v in check_sendable(rows)] == entry["violations"]
+    fmt, violations = check_payload(entry["payload"], entry["provider"])  # as the provider judges it
+    assert (fmt, [v.code for v in violations]) == (entry["provider"], entry["violations"])
 
 
 @pytest.mark.parametrize("path", FILES, ids=IDS)

@@ -544,7 +544,7 @@ ANTHROPIC_CALL_BLOCKS = (A.ToolUseBlockParam, A.ToolResultBlockParam)
 ANTHROPIC_MESSAGES: dict[Any, str] = {
     A.UserMessageParam: "user turns",
     A.AssistantMessageParam: "assistant turns",
-    A.SystemMessageParam: "a leading system message",
+    A.SystemMessageParam: "a mid-conversation system message",
 }
 ANTHROPIC_EXTRA_UNIONS = (a_message, a_tool_result)
 
@@ -575,8 +575,9 @@ def anthropic_histories(draw: Draw) -> dict[str, Any]:
     elif system == "blocks":
         body["system"] = [a_text(draw) for _ in range(draw(st.integers(1, 2)))]
     messages: list[dict[str, Any]] = []
-    if draw(st.booleans()):
-        messages.append({"role": "system", "content": draw(TEXT) if draw(st.booleans()) else [a_text(draw)]})
+    # a mid-conversation system message, where the API takes one: after the first user
+    # turn, before an assistant turn (or last)
+    mid_system = draw(st.booleans())
     waiting: list[str] = []
     for n in range(draw(st.integers(1, 6))):
         if n % 2 == 0:
@@ -587,6 +588,9 @@ def anthropic_histories(draw: Draw) -> dict[str, Any]:
                 messages.append({"role": "user", "content": draw(TEXT)})
             else:
                 messages.append({"role": "user", "content": results + extra})
+            if mid_system:
+                messages.append({"role": "system", "content": draw(TEXT) if draw(st.booleans()) else [a_text(draw)]})
+                mid_system = False
             continue
         if draw(st.booleans()) and n != 1:
             messages.append({"role": "assistant", "content": draw(TEXT)})

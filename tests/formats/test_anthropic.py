@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from flowmem.core import HEALED_CONTENT, check_sendable
+from flowmem.core import HEALED_CONTENT, check_sendable, normalize
 from flowmem.errors import (
     InvalidInputError,
     InvalidMessageError,
     UnknownRoleError,
     UnsupportedContentError,
 )
-from flowmem.formats import from_anthropic, to_anthropic
+from flowmem.formats import check_payload, from_anthropic, to_anthropic, write_document
 from tests.formats.sdk import assert_anthropic
 
 CALLS = [
@@ -190,3 +190,24 @@ def test_from_anthropic_rejects_malformed_input_with_typed_errors(
 ) -> None:
     with pytest.raises(error):
         from_anthropic(system, messages)
+
+
+def test_a_system_message_leading_the_messages_goes_to_the_top_level_system() -> None:
+    """The API refuses a system message first in ``messages``: it is written as ``system``."""
+    rows = from_anthropic(None, [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}])
+    assert to_anthropic(rows) == ("Be brief.", [{"role": "user", "content": "hi"}])
+    assert check_payload({"system": "Be brief.", "messages": [{"role": "user", "content": "hi"}]})[1] == []
+
+
+def test_a_mid_conversation_system_message_stays_in_its_place() -> None:
+    messages = [
+        {"role": "user", "content": "Weather?"},
+        {"role": "system", "content": "Answer in French from now on."},
+        {"role": "assistant", "content": "Il fait beau."},
+    ]
+    rows = from_anthropic("Be brief.", messages)
+    assert to_anthropic(rows) == ("Be brief.", messages)
+    # normalized for any provider (MEM-5), it joins the top-level system instead
+    body = write_document("anthropic", normalize(rows, keep_content=True).messages)
+    assert body["system"] == "Be brief.\n\nAnswer in French from now on."
+    assert check_payload(body, "anthropic")[1] == []

@@ -9,12 +9,15 @@ the ``Session`` protocol's docstrings (``agents/memory/session.py``), the
 ``SQLiteSession`` does with them:
 
 - ``get_items(limit=None)``: the history in chronological order; ``limit`` N
-  gives the latest N; without ``limit``, ``session_settings.limit`` applies; a
-  negative limit is every item, ``0`` none.
+  gives the latest N, exactly, wherever the cut falls (the Runner itself drops an
+  output left without its call); without ``limit``, ``session_settings.limit``
+  applies; a negative limit is every item, ``0`` none.
 - ``add_items(items)``: appends, in order, across calls; ``[]`` changes nothing.
 - ``pop_item()``: removes and returns the most recent item; ``None`` when empty.
 - ``clear_session()``: removes every item of this session, none of another.
-- items come back as they were added (JSON-equal), of every item type.
+- items come back as they were added (JSON-equal), of every item type, where
+  they were added (a system message mid-history stays there).
+- ``close()``: every later call raises ``RuntimeError``, ``add_items([])`` too.
 """
 
 from __future__ import annotations
@@ -113,6 +116,48 @@ async def limit_returns_the_latest_items(make: Make) -> Any:
     return [as_json(await session.get_items(limit=n)) for n in (1, 2, 3, 100, 0, -1)]
 
 
+async def limit_cuts_wherever_the_latest_n_begin(make: Make) -> Any:
+    """``get_items(limit=N)`` is the latest N items even when the cut falls inside a tool turn."""
+    session = make("limit-cut", None)
+    await session.add_items(HISTORY)
+    return [as_json(await session.get_items(limit=n)) for n in range(len(HISTORY) + 2)]
+
+
+LATE_SYSTEM = {"role": "system", "content": "From now on, answer in French."}
+
+
+async def a_system_item_stays_where_it_was_added(make: Make) -> Any:
+    """A system message added mid-history reads back at its place (Responses takes it there)."""
+    session = make("late-system", None)
+    await session.add_items([USER, SHORT, LATE_SYSTEM, PICTURE])
+    return [as_json(await session.get_items()), as_json(await session.get_items(limit=2))]
+
+
+async def a_closed_session_refuses_every_call(make: Make) -> Any:
+    """After ``close()``, each call raises ``RuntimeError`` (an empty ``add_items`` too); closing again is fine."""
+    session = make("closed", None)
+    await session.add_items([USER])
+    session.close()
+    session.close()
+    calls = {
+        "add_items([])": lambda: session.add_items([]),
+        "add_items": lambda: session.add_items([SHORT]),
+        "get_items": session.get_items,
+        "get_items(limit=1)": lambda: session.get_items(limit=1),
+        "pop_item": session.pop_item,
+        "clear_session": session.clear_session,
+    }
+    raised = {}
+    for name, call in calls.items():
+        try:
+            await call()
+        except RuntimeError as exc:
+            raised[name] = type(exc).__name__ + (": closed" if "closed" in str(exc) else "")
+        else:
+            raised[name] = "returned"
+    return raised
+
+
 async def settings_limit_is_the_default_limit(make: Make) -> Any:
     """``session_settings.limit`` applies when ``get_items`` gets no limit; an explicit one wins."""
     typed = make("settings-typed", SessionSettings(limit=2))
@@ -161,6 +206,9 @@ SCENARIOS: list[Scenario] = [
     empty_session_has_no_items,
     items_come_back_in_order_as_added,
     limit_returns_the_latest_items,
+    limit_cuts_wherever_the_latest_n_begin,
+    a_system_item_stays_where_it_was_added,
+    a_closed_session_refuses_every_call,
     settings_limit_is_the_default_limit,
     pop_item_returns_the_most_recent_item,
     pop_then_add_restores_the_history,
@@ -178,6 +226,12 @@ EXPECTED: dict[str, Any] = {
         [],
         HISTORY,
     ],
+    "limit_cuts_wherever_the_latest_n_begin": [[]] + [HISTORY[-n:] for n in range(1, len(HISTORY) + 2)],
+    "a_system_item_stays_where_it_was_added": [[USER, SHORT, LATE_SYSTEM, PICTURE], [LATE_SYSTEM, PICTURE]],
+    "a_closed_session_refuses_every_call": {
+        name: "RuntimeError: closed"
+        for name in ("add_items([])", "add_items", "get_items", "get_items(limit=1)", "pop_item", "clear_session")
+    },
     "settings_limit_is_the_default_limit": [HISTORY[-2:], HISTORY[-1:], HISTORY[-3:], 2, 3, None],
     "pop_item_returns_the_most_recent_item": [[*reversed(HISTORY), None], []],
     "pop_then_add_restores_the_history": HISTORY,

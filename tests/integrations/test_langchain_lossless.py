@@ -390,3 +390,73 @@ def test_a_forged_row_is_refused_not_built_unvalidated() -> None:
         row_to_message(forged)
     unknown_class = {"role": "user", "content": "x", "extra": {"langchain": {"class": "os.system"}}}
     assert type(row_to_message(unknown_class)) is HumanMessage
+
+
+# --- issue 24 §5: every turn read back, in the stored order; a refused edit poisons nothing --
+
+
+BAD_CALL = {"type": "invalid_tool_call", "id": "call_9", "name": "weather", "args": '{"city": ', "error": "bad JSON"}
+
+
+def test_a_turn_of_only_invalid_tool_calls_is_stored(service: Memory) -> None:
+    """A model turn whose every call failed to parse (content empty) was not stored: the turn was lost."""
+    turn = AIMessage("", invalid_tool_calls=[BAD_CALL], id="run-9")
+    in_blocks = AIMessage([BAD_CALL], invalid_tool_calls=[BAD_CALL])
+    history = _history(service)
+    history.add_messages([HumanMessage("Weather in Lisbon?"), turn, in_blocks, HumanMessage("and?")])
+    assert history.raw_messages == [HumanMessage("Weather in Lisbon?"), turn, in_blocks, HumanMessage("and?")]
+    assert history.messages == history.raw_messages
+    assert _round_trip(turn) == turn and _round_trip(in_blocks) == in_blocks
+
+
+def test_a_refused_remove_message_leaves_nothing_pending(service: Memory) -> None:
+    """A RemoveMessage was kept as an unstored message: every later read raised until discard_unstored()."""
+    history = _history(service)
+    history.add_messages([HumanMessage("first")])
+    with pytest.raises(InvalidMessageError, match=r"append-only.*clear\(\)"):
+        history.add_messages([RemoveMessage(id="m1"), HumanMessage("second")])
+    assert history.unstored() == []
+    assert history.messages == [HumanMessage("first")]  # the read does not raise: nothing waits
+    history.add_messages([HumanMessage("second")])
+    assert [m.content for m in history.messages] == ["first", "second"]
+
+
+def _conversation() -> list[BaseMessage]:
+    """26 messages of every kind, with system messages mid-conversation."""
+    messages: list[BaseMessage] = [SystemMessage("Be brief.", id="sys-1")]
+    for n in range(3):
+        call = {"id": f"call_{n}", "name": "weather", "args": {"day": n}}
+        messages += [
+            HumanMessage(f"Weather on day {n}?"),
+            AIMessage("", tool_calls=[call]),
+            ToolMessage(f"{18 + n}C", tool_call_id=f"call_{n}"),
+            AIMessage(f"{18 + n}C."),
+        ]
+        messages.append(SystemMessage(f"From now on, answer in language {n}."))
+    messages += [
+        HumanMessage("And the week?"),
+        AIMessage("", invalid_tool_calls=[BAD_CALL]),
+        HumanMessage("Try again."),
+        ChatMessage("Use Celsius.", role="developer"),
+        AIMessage("", tool_calls=[{"id": "call_w", "name": "week", "args": {}}]),
+        ToolMessage("mild", tool_call_id="call_w", status="error"),
+        AIMessage("Mild."),
+        SystemMessage("Wrap up."),
+        HumanMessage("Thanks."),
+        AIMessage("You're welcome."),
+    ]
+    return messages
+
+
+def test_the_history_reads_back_every_message_in_the_stored_order(service: Memory) -> None:
+    """26 messages added came back 25, the system messages moved to the front (MEM-5 step 2).
+
+    A LangChain model takes system messages where they are (or joins them itself):
+    the history hands back what was stored, repairing only tool pairing (DESIGN §5).
+    """
+    sent = _conversation()
+    assert len(sent) == 26
+    history = _history(service)
+    history.add_messages(sent)
+    assert history.messages == sent
+    assert history.raw_messages == sent

@@ -22,7 +22,6 @@ from agents.memory.session import Session
 
 from flowmem.core import HEALED_CONTENT, check_sendable
 from flowmem.errors import ConfigurationError, InvalidMessageError
-from flowmem.formats import from_responses
 from flowmem.integrations.openai_agents import FlowmemSession
 from flowmem.memory import AsyncMemory, Memory
 from flowmem.service import MemoryService
@@ -312,22 +311,45 @@ def test_mem_10_late_output_replaces_the_placeholder(service: Memory | AsyncMemo
     assert not any(r["metadata"].get("healed") for r in _rows(session))
 
 
-def test_get_items_limit_returns_a_sendable_tail(service: Memory | AsyncMemory) -> None:
+def test_get_items_limit_is_the_last_items_exactly_as_sqlite_session_gives(
+    service: Memory | AsyncMemory,
+) -> None:
+    """Issue 24 §5: a cut starting on an output was trimmed, so fewer than ``limit`` came back.
+
+    The SDK's Runner drops such an output itself, and its session tests assert
+    ``get_items(limit=2) == history[-2:]``.
+    """
     session = FlowmemSession("s1", service)
+    history = [USER_PORTO, CALL_ITEM, OUTPUT_ITEM, {"role": "assistant", "content": "21C"}]
 
     async def scenario() -> list[list[Any]]:
-        await session.add_items(
-            [USER_PORTO, CALL_ITEM, OUTPUT_ITEM, {"role": "assistant", "content": "21C"}]
-        )
+        await session.add_items(history)
         return [await session.get_items(limit=n) for n in (1, 2, 3, 0)]
 
     one, two, three, none = asyncio.run(scenario())
-    assert one == [{"role": "assistant", "content": "21C"}]
-    assert two == one  # a cut starting on an output is trimmed, never orphaned
-    assert three == [CALL_ITEM, OUTPUT_ITEM, *one]
+    assert one == history[-1:]
+    assert two == history[-2:]  # begins with the output: as SQLiteSession, the Runner trims it
+    assert three == history[-3:]
     assert none == []
-    for tail in (one, two, three):
-        assert check_sendable(from_responses(tail)) == []
+
+
+def test_get_items_limit_is_the_tail_of_the_whole_repaired_history(
+    service: Memory | AsyncMemory,
+) -> None:
+    """A late output is moved next to its call: the last N are those of the whole history."""
+    session = FlowmemSession("s1", service)
+    wait = {"role": "assistant", "content": "Still looking."}
+
+    async def scenario() -> list[Any]:
+        await session.add_items([USER_PORTO, CALL_ITEM])
+        await session.add_items([wait])  # no user turn: the call stays open
+        await session.add_items([OUTPUT_ITEM])  # stored last, read right after its call
+        whole = await session.get_items()
+        return [whole, *[await session.get_items(limit=n) for n in range(1, len(whole) + 2)]]
+
+    whole, *tails = asyncio.run(scenario())
+    assert whole == [USER_PORTO, CALL_ITEM, OUTPUT_ITEM, wait]
+    assert tails == [whole[-n:] for n in range(1, len(whole) + 2)]
 
 
 def test_pop_item_removes_the_last_item(service: Memory | AsyncMemory) -> None:

@@ -9,8 +9,8 @@ from typing import Any
 import click
 
 from flowmem.cli.io import read_json
-from flowmem.core import check_sendable, normalize
-from flowmem.formats import DETECTED, FORMATS, read_payload, write_document
+from flowmem.core import normalize
+from flowmem.formats import DETECTED, FORMATS, check_payload, read_payload, write_document
 
 _FROM_HELP = (
     "Read SOURCE in this format: flowmem rows or a provider's message list or request "
@@ -39,12 +39,14 @@ def _announce(fmt: str, given: str | None) -> None:
 def check_command(source: str, fmt: str | None, legacy: str | None) -> None:
     """Print what a provider would reject in the message list SOURCE (a file or -).
 
-    Exit 0 when sendable, 1 when there is any violation, 2 on unreadable input.
+    Each violation's index is the position of its entry in the list SOURCE holds
+    (a message, or a Responses item). A provider format is checked as that provider
+    judges it (OpenAI's APIs take system messages anywhere); flowmem rows against
+    MEM-5. Exit 0 when sendable, 1 when there is any violation, 2 on unreadable input.
     """
     given = fmt or legacy
-    found, messages = _read(source, given)
+    found, violations = check_payload(read_json(source), given, source)
     _announce(found, given)
-    violations = check_sendable(messages)
     for violation in violations:
         click.echo(f"{violation.index}\t{violation.code}\t{violation.message}")
     if violations:

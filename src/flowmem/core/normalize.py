@@ -59,7 +59,9 @@ class NormalizeResult(NamedTuple):
 _ROLE_SET = frozenset(ROLES)
 
 
-def normalize(messages: object, *, keep_content: bool = False) -> NormalizeResult:
+def normalize(
+    messages: object, *, keep_content: bool = False, systems_first: bool = True
+) -> NormalizeResult:
     """Make a message list sendable to a provider and count what was dropped.
 
     Implements MEM-5, four steps in order: (1) coerce each entry to a flat row,
@@ -78,12 +80,18 @@ def normalize(messages: object, *, keep_content: bool = False) -> NormalizeResul
     unanswered, or answered only by a healed placeholder, is removed with that
     placeholder, each counted in ``dropped``. The default is MEM-5 as written; it
     runs steps 1 to 3 through their fast path (``_steps_1_to_3_fast``).
+
+    ``systems_first=False`` leaves step 2 out: every row keeps its place, and only
+    what a provider taking system messages anywhere would reject is repaired
+    (OpenAI Chat Completions and Responses). It is what the framework adapters
+    hand back: a history as stored, repaired, never reordered (DESIGN §5,
+    docs/decisions/0050).
     """
     entries = messages if isinstance(messages, list) else []
     if isinstance(messages, tuple):
         entries = list(messages)
-    if keep_content:
-        rows, dropped = _steps_1_to_3(entries, keep_content=True)
+    if keep_content or not systems_first:
+        rows, dropped = _steps_1_to_3(entries, keep_content, systems_first)
     else:
         rows, dropped = _steps_1_to_3_fast(entries)
     rows, stripped = _strip_leading_tools(rows)  # step 4
@@ -93,14 +101,17 @@ def normalize(messages: object, *, keep_content: bool = False) -> NormalizeResul
     return NormalizeResult(rows, dropped)
 
 
-def _steps_1_to_3(entries: list[Any], keep_content: bool) -> tuple[list[Message], int]:
+def _steps_1_to_3(
+    entries: list[Any], keep_content: bool, systems_first: bool = True
+) -> tuple[list[Message], int]:
     """MEM-5 steps 1, 2 and 3 as the rule states them, one function each; rows and drops.
 
-    Implements MEM-5 steps 1 to 3. ``_steps_1_to_3_fast`` is the same for the
-    default mode, in one scan.
+    Implements MEM-5 steps 1 to 3 (step 2 only when ``systems_first``).
+    ``_steps_1_to_3_fast`` is the same for the default mode, in one scan.
     """
     rows, unreadable, placeholders = _flat_rows(entries, keep_content)  # step 1
-    rows = _systems_first(rows)  # step 2
+    if systems_first:
+        rows = _systems_first(rows)  # step 2
     rows, repaired = _repair(rows, keep_content, placeholders)  # step 3
     return rows, unreadable + repaired
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from flowmem.core.messages import (
@@ -34,11 +34,19 @@ CODES: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Violation:
-    """One reason a provider would reject a history: where, a stable code, a sentence."""
+    """One reason a provider would reject a history: where, a stable code, a sentence.
+
+    ``call``, for a violation about one tool call (``unanswered_call``,
+    ``duplicate_call_id``, ``invalid_call_id``), is that call's position in its
+    turn's ``tool_calls``; a format whose calls are entries of their own (a
+    Responses ``function_call`` item) reports the call's own position with it.
+    It is not part of the violation's identity (equality, hash) nor of ``to_dict``.
+    """
 
     index: int
     code: str
     message: str
+    call: int | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the violation as a plain dict."""
@@ -48,7 +56,7 @@ class Violation:
 _new = object.__new__
 
 
-def _violation(index: int, code: str, detail: str = "") -> Violation:
+def _violation(index: int, code: str, detail: str = "", call: int | None = None) -> Violation:
     """``Violation(index, code, sentence)``, made without the frozen ``__init__``.
 
     A history can hold a violation per few messages; a frozen dataclass's
@@ -59,12 +67,15 @@ def _violation(index: int, code: str, detail: str = "") -> Violation:
     """
     violation: Violation = _new(Violation)
     violation.__dict__.update(
-        index=index, code=code, message=CODES[code] + (f" ({detail})" if detail else "")
+        index=index,
+        code=code,
+        message=CODES[code] + (f" ({detail})" if detail else ""),
+        call=call,
     )
     return violation
 
 
-def check_sendable(messages: object) -> list[Violation]:
+def check_sendable(messages: object, *, systems_first: bool = True) -> list[Violation]:
     """Return every violation a provider would reject, in list order.
 
     Implements the check that MEM-5's output meets: ``normalize`` (in either mode)
@@ -80,9 +91,15 @@ def check_sendable(messages: object) -> list[Violation]:
       decision 0021); a call id declared twice; a result given twice; a call
       without a usable id;
     - step 4: a tool row leading the list.
+
+    ``systems_first=False`` leaves step 2 out: a system row anywhere is fine, as
+    OpenAI's Chat Completions and Responses APIs take system and developer
+    messages anywhere (``flowmem.formats.check_payload`` checks each format this
+    way; docs/decisions/0049).
     """
     rows = messages if isinstance(messages, (list, tuple)) else ()
     check = _Checker()
+    check.systems_anywhere = not systems_first
     result, declarations = check.result, check.declarations  # bound once: called per row
     for index, row in enumerate(rows):
         role = row.get("role") if type(row) is dict else None
@@ -117,24 +134,34 @@ def _known_role(row: object) -> str | None:
 class _Checker:
     """The state of one ``check_sendable`` scan and the violations found so far."""
 
-    __slots__ = ("answered", "declared", "found", "open_calls", "open_turn", "seen_other", "untextable")
+    __slots__ = (
+        "answered",
+        "declared",
+        "found",
+        "open_calls",
+        "open_turn",
+        "seen_other",
+        "systems_anywhere",
+        "untextable",
+    )
 
     def __init__(self) -> None:
         self.found: list[Violation] = []
         self.seen_other = False  # a non-system row has been seen
         self.declared: set[str] = set()  # every call id declared so far
         self.answered: set[str] = set()  # every call id answered so far
-        self.open_calls: dict[str, int] = {}  # calls of ``open_turn`` still waiting for a result
+        self.open_calls: dict[str, int] = {}  # calls of ``open_turn`` still waiting: id -> position
         self.open_turn = -1  # the assistant turn whose result run the scan is in
         self.untextable: dict[str, str] = {}  # call id -> kind, for kinds text cannot answer
+        self.systems_anywhere = False  # step 2 left out (``systems_first=False``)
 
-    def report(self, index: int, code: str, detail: str = "") -> None:
+    def report(self, index: int, code: str, detail: str = "", call: int | None = None) -> None:
         """Record one violation."""
-        self.found.append(_violation(index, code, detail))
+        self.found.append(_violation(index, code, detail, call))
 
     def system(self, index: int) -> None:
         """MEM-5 step 2: system messages lead the list."""
-        if self.seen_other:
+        if self.seen_other and not self.systems_anywhere:
             self.report(index, "system_after_non_system")
 
     def declarations(self, index: int, turn: Mapping[str, Any]) -> None:
@@ -149,15 +176,15 @@ class _Checker:
         if not isinstance(calls, list):
             return
         declared, open_calls = self.declared, self.open_calls
-        for call in calls:
+        for position, call in enumerate(calls):
             cid = _fast_entry_id(call)
             if cid is None:
-                self.report(index, "invalid_call_id")
+                self.report(index, "invalid_call_id", "", position)
             elif cid in declared:
-                self.report(index, "duplicate_call_id", f"id {cid!r}")
+                self.report(index, "duplicate_call_id", f"id {cid!r}", position)
             else:
                 declared.add(cid)
-                open_calls[cid] = index
+                open_calls[cid] = position
                 # call_kind read inline for a dict (one call fewer per declaration): a
                 # kind that is not a non-empty string is "function", never untextable
                 kind = call.get("kind") if type(call) is dict else call_kind(call)
@@ -188,15 +215,15 @@ class _Checker:
         elif rid is None or rid not in open_calls:
             self.report(index, "orphan_result", f"id {rid!r}")
         else:
-            del open_calls[rid]
+            position = open_calls.pop(rid)
             self.answered.add(rid)
             if self.untextable and rid in self.untextable and is_healed(row):
                 detail = f"id {rid!r}: a {self.untextable[rid]} call needs a real result"
-                self.report(self.open_turn, "unanswered_call", detail)
+                self.report(self.open_turn, "unanswered_call", detail, position)
 
     def end_run(self) -> None:
         """MEM-5 step 3: when a result run ends, each call still open there is unanswered."""
         if self.open_calls:
-            for waiting in self.open_calls:
-                self.report(self.open_turn, "unanswered_call", f"id {waiting!r}")
+            for waiting, position in self.open_calls.items():
+                self.report(self.open_turn, "unanswered_call", f"id {waiting!r}", position)
             self.open_calls.clear()

@@ -5,10 +5,12 @@ returns what that API accepts; ``from_X(...)`` returns flowmem flat rows (conten
 parts, call kinds, ``extra``), without normalizing; ``to_X(from_X(h))`` is ``h``'s
 normalized form, nothing lost. What a format cannot carry from another is left
 out and counted in ``dropped`` (``docs/formats.md`` has the table).
-``detect_format`` tells which format a payload is in.
+``detect_format`` tells which format a payload is in; ``check_payload`` says what
+its provider would reject, at the payload's own positions.
 """
 
 from flowmem.formats.anthropic import from_anthropic, to_anthropic
+from flowmem.formats.check import check_payload
 from flowmem.formats.detect import DETECTED, detect_format, format_candidates
 from flowmem.formats.documents import (
     FORMATS,
@@ -25,6 +27,7 @@ __all__ = [
     "DETECTED",
     "FORMATS",
     "check_format",
+    "check_payload",
     "detect_format",
     "format_candidates",
     "from_anthropic",

@@ -19,16 +19,16 @@ class ToolCall(NamedTuple):
     args: Any
 
 
-def normalized(messages: object) -> list[Message]:
+def normalized(messages: object, systems_first: bool = True) -> list[Message]:
     """Return the provider-flat normalized rows of ``messages`` (stored or flat rows).
 
     MEM-5 with ``keep_content=True`` (decision 0021): content parts, ``is_error``,
-    ``extra`` and call kinds are kept. Raises ``InvalidInputError`` when
-    ``messages`` is not a list.
+    ``extra`` and call kinds are kept; ``systems_first=False`` leaves every system
+    row in its place. Raises ``InvalidInputError`` when ``messages`` is not a list.
     """
     if not isinstance(messages, (list, tuple)):
         raise InvalidInputError(f"messages must be a list, got {type(messages).__name__}")
-    return normalize(list(messages), keep_content=True).messages
+    return normalize(list(messages), keep_content=True, systems_first=systems_first).messages
 
 
 def _function(call: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -154,14 +154,58 @@ def join_text(
 def require_list(value: object, what: str) -> list[Any]:
     """Return ``value`` as a list; raise ``InvalidInputError`` naming ``what`` otherwise."""
     if not isinstance(value, (list, tuple)):
-        raise InvalidInputError(f"{what} must be a list, got {type(value).__name__}")
+        hint = ""
+        if callable(getattr(value, "model_dump", None)):
+            hint = f" (one SDK object: pass a list of them, [{type(value).__name__.lower()}])"
+        raise InvalidInputError(f"{what} must be a list, got {type(value).__name__}{hint}")
     return list(value)
 
 
+def sdk_dump(value: object) -> object:
+    """Return an SDK's pydantic object as the JSON map the SDK itself would send; else ``value``.
+
+    The OpenAI and Anthropic SDKs send a model object given back to them as
+    ``model_dump(mode="json", by_alias=True, exclude_unset=True)`` without the
+    fields its ``__api_exclude__`` names (``parsed`` …): a ``ChatCompletionMessage``,
+    a ``TextBlock`` or a Responses output item is read exactly as the SDK would
+    have sent it. Anything else (a map, a string …) is returned as it is.
+    """
+    if isinstance(value, Mapping):
+        return value
+    dump = getattr(value, "model_dump", None)
+    if not callable(dump):
+        return value
+    try:
+        dumped = dump(
+            mode="json",
+            by_alias=True,
+            exclude_unset=True,
+            exclude=getattr(value, "__api_exclude__", None),
+        )
+    except Exception as exc:  # a model_dump that is not pydantic's, or fails on its data
+        raise InvalidMessageError(
+            f"{type(value).__name__} could not be read as JSON ({exc}): pass "
+            "value.model_dump(mode='json') instead"
+        ) from exc
+    return dumped if isinstance(dumped, Mapping) else value
+
+
+def _what(value: object) -> str:
+    """Name a value that should have been an object, saying what to pass instead."""
+    kind = type(value).__name__
+    if isinstance(value, (str, int, float, bool, list, tuple)) or value is None:
+        return kind
+    return f"{kind}; pass a dict (its JSON form: a pydantic model's model_dump(mode='json'))"
+
+
 def require_map(value: object, where: str) -> Mapping[str, Any]:
-    """Return ``value`` as a map; raise ``InvalidMessageError`` naming ``where`` otherwise."""
+    """Return ``value`` as a map; raise ``InvalidMessageError`` naming ``where`` otherwise.
+
+    An SDK's pydantic object is read as the SDK would send it (``sdk_dump``).
+    """
+    value = sdk_dump(value)
     if not isinstance(value, Mapping):
-        raise InvalidMessageError(f"{where}: must be an object, got {type(value).__name__}")
+        raise InvalidMessageError(f"{where}: must be an object, got {_what(value)}")
     return value
 
 
@@ -332,14 +376,25 @@ def call_kinds(rows: Iterable[Mapping[str, Any]]) -> dict[str, str]:
 
 
 def object_list(value: object, where: str) -> list[Mapping[str, Any]]:
-    """Return a provider content list, each part an object; raise ``UnsupportedContentError`` otherwise."""
+    """Return a provider content list, each part an object; raise ``UnsupportedContentError`` otherwise.
+
+    A part that is an SDK's pydantic object (a ``TextBlock``) is read as the SDK
+    would send it (``sdk_dump``).
+    """
     if not isinstance(value, (list, tuple)):
         raise InvalidMessageError(
             f"{where}: content must be a string or a list of parts, got {type(value).__name__}"
         )
     out: list[Mapping[str, Any]] = []
-    for n, part in enumerate(value):
-        if not isinstance(part, Mapping) or not isinstance(part.get("type"), str):
+    for n, given in enumerate(value):
+        part = sdk_dump(given)
+        if not isinstance(part, Mapping):
+            raise UnsupportedContentError(
+                f"{where}[{n}]: a content part must be an object with a string type, "
+                f"got {_what(part)}",
+                part=type(part).__name__,
+            )
+        if not isinstance(part.get("type"), str):
             raise UnsupportedContentError(
                 f"{where}[{n}]: a content part must be an object with a string type",
                 part=type(part).__name__,

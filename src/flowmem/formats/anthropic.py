@@ -29,6 +29,7 @@ from flowmem.formats._common import (
     required_call_id,
     whole,
 )
+from flowmem.formats.origins import OUTSIDE, Origins
 
 FMT = "anthropic"
 SYSTEM_SEPARATOR = "\n\n"
@@ -225,9 +226,13 @@ def to_anthropic(
 ) -> tuple[str | list[dict[str, Any]] | None, list[dict[str, Any]]]:
     """Return ``messages`` (flowmem stored or flat rows) as Anthropic ``(system, messages)``.
 
-    Normalizes first (MEM-5, keeping content parts). ``system`` is the system
-    rows' content as given (a string or text blocks with their ``cache_control``;
-    several rows are joined), ``None`` when there is none. An assistant turn's
+    Normalizes first (MEM-5 keeping content parts, the system rows placed as
+    follows). ``system`` is the system rows' content as given (a string or text blocks with their ``cache_control``;
+    several rows are joined), ``None`` when there is none. A system row read from
+    a ``{"role": "system"}`` message after the conversation began (a
+    mid-conversation system message, which Anthropic takes in ``messages``) stays
+    there, in its place; every other system row, one leading the messages
+    included (the API refuses a system message first), is in ``system``. An assistant turn's
     parts (``thinking`` first, as recorded) come before its ``tool_use`` blocks
     unless ``from_anthropic`` recorded another order; each ``tool`` row is a
     ``tool_result`` block (``is_error`` kept) in the next user message.
@@ -236,16 +241,18 @@ def to_anthropic(
     call kinds other than function with their results) is left out and counted
     per kind in ``dropped`` when given.
     """
-    rows = normalized(messages)
+    rows = normalized(messages, systems_first=False)  # system rows are placed below
     kinds = call_kinds(rows)
-    systems = [r for r in rows if r["role"] == "system" and not extra_of(r, FMT).get(_IN_MESSAGES)]
+    systems: list[Message] = []
     out: list[dict[str, Any]] = []
     skipped: set[str] = set()
     for row in rows:
         role, content = row["role"], row["content"]
         if role == "system":
-            if extra_of(row, FMT).get(_IN_MESSAGES):
+            if out and is_system_message(row):
                 out.append({"role": "system", "content": content if isinstance(content, str) else _blocks(content, dropped)})
+            else:
+                systems.append(row)
         elif role == "user":
             body = content if isinstance(content, str) else _blocks(content, dropped)
             if body not in ("", []):
@@ -262,6 +269,15 @@ def to_anthropic(
 
 
 # --- (system, messages) → rows ------------------------------------------------------------------
+
+
+def is_system_message(row: Mapping[str, Any]) -> bool:
+    """Return True for a system row ``from_anthropic`` read from a ``{"role": "system"}`` message.
+
+    The Messages API takes no such message (its system prompt is the request's
+    ``system``); ``flowmem.formats.check_payload`` reports it.
+    """
+    return row.get("role") == "system" and bool(extra_of(row, FMT).get(_IN_MESSAGES))
 
 
 def _content(content: object, where: str) -> Any:
@@ -330,7 +346,9 @@ def _user_rows(blocks: list[Mapping[str, Any]], where: str) -> list[Message]:
     return rows
 
 
-def from_anthropic(system: object, messages: object) -> list[Message]:
+def from_anthropic(
+    system: object, messages: object, *, origins: Origins | None = None
+) -> list[Message]:
     """Return Anthropic ``system`` + ``messages`` as flowmem flat rows (no normalization).
 
     Lossless: ``to_anthropic(*...)`` of the rows gives the payload back for a
@@ -341,17 +359,23 @@ def from_anthropic(system: object, messages: object) -> list[Message]:
     become reasoning parts with their signature or data; server-tool blocks and
     their results, search results and any other block are ``provider`` parts;
     ``tool_use`` blocks become calls, each ``tool_result`` a tool row (``is_error``
-    and image content kept). Raises ``InvalidMessageError``/``UnknownRoleError``
-    for a malformed message.
+    and image content kept). The SDK's own objects (a ``Message``, a ``TextBlock``)
+    are read as the SDK sends them back (``model_dump``, ``require_map``). Raises
+    ``InvalidMessageError``/``UnknownRoleError`` for a malformed message.
+    ``origins``, when given, gets each row's message position (``OUTSIDE`` for the
+    ``system`` row; a user message's tool results and text make one row each).
     """
     rows: list[Message] = []
     if system is not None:
         content = _content(system, "system")
         if content not in ("", []):
             rows.append({"role": "system", "content": content})
+            if origins is not None:
+                origins.add(OUTSIDE)
     for index, raw in enumerate(require_list(messages, "messages")):
         where = f"message {index}"
         message: Mapping[str, Any] = require_map(raw, where)
+        made = len(rows)
         role = message.get("role")
         if role not in ("user", "assistant", "system"):
             raise UnknownRoleError(f"{where}: unknown role {role!r}", role=role)
@@ -368,4 +392,7 @@ def from_anthropic(system: object, messages: object) -> list[Message]:
                 rows.append({"role": "system", "content": _content(blocks, where)})
         if role == "system":
             put_extra(rows[-1], FMT, {_IN_MESSAGES: True})
+        if origins is not None:
+            for _ in range(len(rows) - made):
+                origins.add(index)
     return rows

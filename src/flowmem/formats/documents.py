@@ -10,6 +10,7 @@ from flowmem.errors import FormatMismatchError, InvalidInputError
 from flowmem.formats.anthropic import from_anthropic, to_anthropic
 from flowmem.formats.detect import detect_format, format_candidates
 from flowmem.formats.openai_chat import from_openai, to_openai
+from flowmem.formats.origins import Origins
 from flowmem.formats.responses import from_responses, to_responses
 
 FORMATS: tuple[str, ...] = ("openai", "responses", "anthropic")
@@ -20,32 +21,38 @@ def _check_name(name: str) -> None:
         raise InvalidInputError(f"unknown format {name!r}: expected one of {', '.join(FORMATS)}")
 
 
-def read_document(name: str, document: object) -> list[Message]:
+def read_document(name: str, document: object, origins: Origins | None = None) -> list[Message]:
     """Return the flowmem flat rows of a provider document in format ``name``.
 
     ``openai``: a message list or a request body with ``messages``. ``responses``: an
     item list or a request body with ``input`` (a string is one user message) and
     optional ``instructions`` (a leading system row). ``anthropic``: a message list
-    or a request body with ``messages`` and optional ``system``.
+    or a request body with ``messages`` and optional ``system``. ``origins``, when
+    given, gets where in the document's list each row came from (``Origins``).
     """
     _check_name(name)
     body: Mapping[str, Any] = document if isinstance(document, Mapping) else {}
     if name == "openai":
-        return from_openai(body.get("messages", document))
+        return from_openai(body.get("messages", document), origins=origins)
     if name == "anthropic":
         if isinstance(document, Mapping):
-            return from_anthropic(body.get("system"), body.get("messages"))
-        return from_anthropic(None, document)
+            return from_anthropic(body.get("system"), body.get("messages"), origins=origins)
+        return from_anthropic(None, document, origins=origins)
     if not isinstance(document, Mapping):
-        return from_responses(document)
+        return from_responses(document, origins=origins)
     items = body.get("input")
-    rows: list[Message] = []
+    if isinstance(items, str):
+        rows: list[Message] = [{"role": "user", "content": items}]
+        if origins is not None:
+            origins.add(0)
+    else:
+        rows = from_responses(items, origins=origins)
     instructions = body.get("instructions")
     if isinstance(instructions, str) and instructions:
-        rows.append({"role": "system", "content": instructions})
-    if isinstance(items, str):
-        return [*rows, {"role": "user", "content": items}]
-    return rows + from_responses(items)
+        rows.insert(0, {"role": "system", "content": instructions})
+        if origins is not None:
+            origins.lead()
+    return rows
 
 
 def write_document(name: str, messages: object, dropped: dict[str, int] | None = None) -> Any:

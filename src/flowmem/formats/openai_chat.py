@@ -33,6 +33,7 @@ from flowmem.formats._common import (
     required_call_id,
     whole,
 )
+from flowmem.formats.origins import Origins
 
 FMT = "openai"
 CALL_KINDS = ("function", "custom")
@@ -376,7 +377,7 @@ def _default_form(content: Any, calls: bool, side: bool, blocks: bool) -> str:
     return "absent" if side else "null" if calls else "list"
 
 
-def from_openai(messages: object) -> list[Message]:
+def from_openai(messages: object, *, origins: Origins | None = None) -> list[Message]:
     """Return Chat Completions messages as flowmem flat rows (no normalization).
 
     Lossless: ``to_openai(from_openai(h))`` gives ``h`` back for a sendable ``h``.
@@ -386,13 +387,17 @@ def from_openai(messages: object) -> list[Message]:
     ``refusal`` (part or field), ``function_call`` and a legacy ``function``
     message are ``provider`` parts; ``developer``, ``name`` and any other field go
     to ``extra.openai``. Tool calls (``function`` and ``custom``) become call
-    entries with parsed arguments. Raises ``InvalidMessageError``/``UnknownRoleError``
-    for a malformed message.
+    entries with parsed arguments. The SDK's own objects (a ``ChatCompletionMessage``)
+    are read as the SDK sends them back (``model_dump``, ``require_map``). Raises
+    ``InvalidMessageError``/``UnknownRoleError`` for a malformed message.
+    ``origins``, when given, gets each row's message position (one row a message).
     """
     rows: list[Message] = []
     for index, raw in enumerate(require_list(messages, "messages")):
         where = f"message {index}"
         message = require_map(raw, where)
+        if origins is not None:
+            origins.add(index)
         role = message.get("role")
         if role == "function":
             rows.append({"role": "user", "content": [provider_part(FMT, dict(message))]})

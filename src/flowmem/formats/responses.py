@@ -33,6 +33,7 @@ from flowmem.formats._common import (
     required_call_id,
     whole,
 )
+from flowmem.formats.origins import Origins
 
 FMT = "responses"
 
@@ -406,7 +407,9 @@ def _flat(row: Mapping[str, Any]) -> Message:
     return flat
 
 
-def to_responses(messages: object, dropped: dict[str, int] | None = None) -> list[dict[str, Any]]:
+def to_responses(
+    messages: object, dropped: dict[str, int] | None = None, *, systems_first: bool = True
+) -> list[dict[str, Any]]:
     """Return ``messages`` (flowmem stored or flat rows) as Responses input items.
 
     Normalizes first (MEM-5, keeping content parts). An assistant row gives its
@@ -417,9 +420,11 @@ def to_responses(messages: object, dropped: dict[str, int] | None = None) -> lis
     ``mcp_approval_request``) and each ``tool`` row the output item of its call's
     kind. What Responses cannot carry (other providers' reasoning and blocks,
     audio, ``is_error`` outside ``apply_patch``) is left out and counted per kind
-    in ``dropped`` when given.
+    in ``dropped`` when given. ``systems_first=False`` keeps each system and
+    developer message where it is (the Responses API takes them anywhere): only
+    tool pairing is repaired.
     """
-    rows = normalized(messages)
+    rows = normalized(messages, systems_first)
     kinds = call_kinds(rows)
     return [item for row in rows for item in _row_items(row, kinds, dropped)]
 
@@ -517,7 +522,9 @@ def _open_assistant(rows: list[Message]) -> Message:
     return row
 
 
-def from_responses(items: object, *, ignore_types: Collection[str] = ()) -> list[Message]:
+def from_responses(
+    items: object, *, ignore_types: Collection[str] = (), origins: Origins | None = None
+) -> list[Message]:
     """Return Responses input items as flowmem flat rows (no normalization).
 
     Lossless: ``to_responses(from_responses(h))`` gives ``h`` back for a sendable
@@ -529,12 +536,17 @@ def from_responses(items: object, *, ignore_types: Collection[str] = ()) -> list
     and any other items ``provider`` parts, calls become call entries with their
     kind; their order is recorded when it is not the default. Each output item is
     a ``tool`` row (``apply_patch_call_output`` with status ``failed`` sets
-    ``is_error``). Items whose type is in ``ignore_types`` are skipped. Raises
-    ``InvalidMessageError``/``UnknownRoleError`` for a malformed item.
+    ``is_error``). Items whose type is in ``ignore_types`` are skipped. The SDK's
+    own objects (``response.output``'s items) are read as the SDK sends them back
+    (``model_dump``, ``require_map``). Raises ``InvalidMessageError``/``UnknownRoleError``
+    for a malformed item. ``origins``, when given, gets each row's item position
+    (a model turn's first item) and the position of each of its calls.
     """
     rows: list[Message] = []
     layouts: dict[int, str] = {}
     strings: dict[int, str] = {}
+    first: dict[int, int] = {}  # id(row) -> the position of its first item
+    call_items: dict[int, list[int]] = {}  # id(row) -> the position of each of its call items
     for index, raw in enumerate(require_list(items, "items")):
         where = f"item {index}"
         item = require_map(raw, where)
@@ -544,9 +556,11 @@ def from_responses(items: object, *, ignore_types: Collection[str] = ()) -> list
         if kind == "message" and item.get("role") != "assistant":
             role, content, fields = _message_row(item, where)
             rows.append(put_extra({"role": role, "content": content}, FMT, fields))
+            first[id(rows[-1])] = index
             continue
         if kind in OUTPUT_ITEMS and item.get(_OUTPUT_ID_KEY.get(OUTPUT_ITEMS[kind], "call_id")) is not None:
             rows.append(_output_row(item, OUTPUT_ITEMS[kind], where))
+            first[id(rows[-1])] = index
             continue
         if kind == "message":
             _, content, fields = _message_row(item, where)
@@ -554,6 +568,7 @@ def from_responses(items: object, *, ignore_types: Collection[str] = ()) -> list
             if row is None or set(layouts.get(id(row), "")) & {"m", "s"}:
                 row = {"role": "assistant", "content": []}
                 rows.append(row)
+            first.setdefault(id(row), index)
             if isinstance(content, str):
                 strings[id(row)] = content
                 row["content"].extend(parts_of(content))
@@ -563,8 +578,10 @@ def from_responses(items: object, *, ignore_types: Collection[str] = ()) -> list
             put_extra(row, FMT, fields)
             continue
         row = _open_assistant(rows)
+        first.setdefault(id(row), index)
         if kind in CALL_ITEMS:
             row.setdefault("tool_calls", []).append(_call_from_item(item, CALL_ITEMS[kind], where))
+            call_items.setdefault(id(row), []).append(index)
             token = "c"
         elif kind == "reasoning":
             row["content"].append(_reasoning_part(item))
@@ -587,4 +604,7 @@ def from_responses(items: object, *, ignore_types: Collection[str] = ()) -> list
         if default != layout:
             extra[_LAYOUT] = layout
             put_extra(row, FMT, extra)
+    if origins is not None:
+        for row in rows:
+            origins.add(first[id(row)], call_items.get(id(row)))
     return rows

@@ -566,14 +566,19 @@ def part_to_block(part: object) -> Any:
 # --- messages <-> rows -------------------------------------------------------------------
 
 
+def _edit_refused(message: RemoveMessage) -> InvalidMessageError:
+    """The refusal of a ``RemoveMessage``: a flowmem history is append-only."""
+    return InvalidMessageError(
+        f"RemoveMessage(id={message.id!r}) cannot be applied: a flowmem history is "
+        "append-only (rows are removed only by windowing, clear() or the store's "
+        "retention); call clear() and add the messages to keep instead"
+    )
+
+
 def _role_of(message: BaseMessage) -> str:
     """Return the flowmem role of a LangChain message; raise for one flowmem cannot take."""
     if isinstance(message, RemoveMessage):
-        raise InvalidMessageError(
-            f"RemoveMessage(id={message.id!r}) cannot be applied: a flowmem history is "
-            "append-only (rows are removed only by windowing, clear() or the store's "
-            "retention); call clear() and add the messages to keep instead"
-        )
+        raise _edit_refused(message)
     if isinstance(message, HumanMessage):
         return "user"
     if isinstance(message, AIMessage):
@@ -717,6 +722,13 @@ def message_to_row(message: BaseMessage) -> Message:
         row["tool_call_id"] = message.tool_call_id
         if message.status == "error":
             row["is_error"] = True
+    if role == "assistant" and not row.get("tool_calls") and row["content"] in ("", []):
+        attempts = _attempted_calls(message, lc)
+        if attempts:
+            # A turn whose every call failed to parse says what the model tried: with
+            # no content it would be nothing to append (DESIGN §2) and the turn lost.
+            lc["empty"] = row["content"]
+            row["content"] = attempts
     if type(message).__name__ != _DEFAULT_CLASS[role]:
         lc["class"] = type(message).__name__
     fields = _unmodeled_fields(message)
@@ -725,6 +737,17 @@ def message_to_row(message: BaseMessage) -> Message:
     if lc:
         row["extra"] = {LANGCHAIN: lc}
     return _checked_json(row, message)
+
+
+def _attempted_calls(message: BaseMessage, lc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Return the calls an AI turn tried and could not make, as ``provider`` parts.
+
+    They stand in for the empty content of a turn that holds nothing else (its
+    ``invalid_tool_calls``, else its call blocks); ``row_to_message`` restores the
+    content from ``extra.langchain.empty``.
+    """
+    invalid = getattr(message, "invalid_tool_calls", None) or [block for _, block in lc.get("blocks", [])]
+    return [{"type": "provider", "provider": LANGCHAIN, "block": dict(call)} for call in invalid]
 
 
 def _read(row: Mapping[str, Any], key: str) -> Any:
@@ -749,7 +772,7 @@ def row_to_message(row: Mapping[str, Any]) -> BaseMessage:
     lc = extra.get(LANGCHAIN) if isinstance(extra, Mapping) else None
     lc = lc if isinstance(lc, Mapping) else {}
     cls = _CLASSES.get(str(lc.get("class")), _CLASSES[_DEFAULT_CLASS[str(role)]])
-    content = row.get("content")
+    content = lc["empty"] if "empty" in lc else row.get("content")  # see ``_attempted_calls``
     if isinstance(content, list):
         content = [part_to_block(part) for part in content]
     elif content is None:
@@ -870,8 +893,12 @@ class FlowmemChatMessageHistory(BaseChatMessageHistory):
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
-        """The history as a provider accepts it: the buffer normalized (MEM-5), parts kept."""
-        rows = normalize(self._rows(), keep_content=True).messages
+        """The history as stored, with tool pairing repaired (MEM-5 steps 1, 3, 4), parts kept.
+
+        Nothing is reordered: a system message stays where it was added (LangChain's
+        chat models send it there, or join it with the others themselves; DESIGN §5).
+        """
+        rows = normalize(self._rows(), keep_content=True, systems_first=False).messages
         return [row_to_message(row) for row in rows]
 
     def _write(self, messages: Sequence[BaseMessage]) -> None:
@@ -915,9 +942,12 @@ class FlowmemChatMessageHistory(BaseChatMessageHistory):
         converted before anything is written; ``last_result`` holds what the append
         reported (``appended`` 0 and ``refusal`` set when the scope refused). When
         the write fails, the error is raised and logged, and the messages wait to
-        be written before the next read or write (see the class docstring).
+        be written before the next read or write (see the class docstring). A batch
+        holding a ``RemoveMessage`` is refused whole (``InvalidMessageError``) before
+        anything is written, and nothing of it waits: it is an edit, not a turn.
         """
         batch = list(messages)
+        _refuse_edits(batch)
         try:
             self._flush_unstored(batch)
         except Exception:
@@ -972,6 +1002,13 @@ class FlowmemChatMessageHistory(BaseChatMessageHistory):
     async def aclear(self) -> None:
         """Async ``clear`` (the store call runs in a worker thread)."""
         await asyncio.to_thread(self.clear)
+
+
+def _refuse_edits(batch: Sequence[BaseMessage]) -> None:
+    """Raise ``InvalidMessageError`` when ``batch`` holds a ``RemoveMessage`` (an append-only history)."""
+    for message in batch:
+        if isinstance(message, RemoveMessage):
+            raise _edit_refused(message)
 
 
 _CONTEXT_IDS = ("workflow_id", "pipeline_id", "execution_id", "node_id", "session_id", "user_id")

@@ -44,18 +44,25 @@ if TYPE_CHECKING:
 
 
 def items_of(rows: list[Message], limit: int | None = None) -> list[dict[str, Any]]:
-    """Return rows as sendable Responses items (MEM-5), the last ``limit`` items when given.
+    """Return rows as Responses items, tool pairing repaired, the last ``limit`` items when given.
 
-    ``limit`` works as in the SDK's own sessions: ``None`` or a negative number is
-    every item, ``0`` none. A cut that would start on an output item is trimmed so
-    the slice stays sendable, so fewer than ``limit`` items can come back.
+    Nothing is reordered (a system item stays where it was added: the Responses API
+    takes it there, DESIGN §5); a call whose output has not arrived gets its
+    interrupted placeholder (MEM-5 rule 3). ``limit`` works as in the SDK's own
+    sessions: ``None`` or a negative number is every item, ``0`` none, ``N`` the
+    last N exactly, wherever the cut falls (the Runner drops an output whose call
+    the cut left out, as it does for ``SQLiteSession``; docs/decisions/0050).
     """
-    items = to_responses(rows)
+    items = _repaired_items(rows)[0]
     if limit is None or limit < 0:
         return items
-    if limit == 0:
-        return []
-    return to_responses(from_responses(items[-limit:]))
+    return items[-limit:] if limit else []
+
+
+def _repaired_items(rows: list[Message]) -> tuple[list[dict[str, Any]], int]:
+    """Return ``(items, dropped)``: the rows' Responses items in place, and what repair removed."""
+    repaired = normalize(rows, keep_content=True, systems_first=False)
+    return to_responses(repaired.messages, systems_first=False), repaired.dropped
 
 
 def _output_item(row: Message, rows: list[Message]) -> dict[str, Any]:
@@ -81,15 +88,17 @@ class FlowmemSession:
     ``flowmem.client.AsyncClient``), each call awaited on the caller's loop.
     Items are stored losslessly (``flowmem.formats.from_responses``): every
     item type the SDK's ``SQLiteSession`` stores, with its ids, status,
-    annotations and reasoning. ``get_items`` returns the buffer normalized
-    (MEM-5): a call whose output has not arrived reads as interrupted, while the
-    stored buffer keeps it open for the real output. ``session_settings`` (a
+    annotations and reasoning. ``get_items`` returns the buffer as stored, tool
+    pairing repaired (MEM-5 rule 3, nothing reordered): a call whose output has not
+    arrived reads as interrupted, while the stored buffer keeps it open for the
+    real output. ``close()`` ends the session as ``SQLiteSession.close`` does. ``session_settings`` (a
     ``SessionSettings`` or a dict of its fields) gives the default ``limit`` of
     ``get_items``, as in the SDK's sessions. ``last_result`` holds what the last
     ``add_items`` reported.
     """
 
     session_settings: SessionSettings | None = None
+    _closed = False
 
     def __init__(
         self,
@@ -118,17 +127,31 @@ class FlowmemSession:
         self.last_result: BufferResult | None = None
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        """Return the history as sendable Responses items, the last ``limit`` when given.
+        """Return the history as Responses items, the last ``limit`` when given.
 
         Without ``limit``, ``session_settings.limit`` applies (the SDK's
-        ``resolve_session_limit``); ``None`` or a negative limit is every item.
+        ``resolve_session_limit``); ``None`` or a negative limit is every item. As
+        ``SQLiteSession``'s: the last N items exactly, even when they begin with an
+        output whose call comes before them.
         """
+        self._check_open()
         resolved = resolve_session_limit(limit, self.session_settings)
-        # Each row gives at least one item, so the last ``limit`` rows hold the last
-        # ``limit`` items.
-        last = resolved if resolved is not None and resolved >= 0 else None
-        loaded = await self.memory.load(self.scope, self.key, self.context, last=last)
-        return cast("list[TResponseInputItem]", items_of(loaded.messages, resolved))
+        if resolved is None or resolved < 0:
+            loaded = await self.memory.load(self.scope, self.key, self.context)
+            return cast("list[TResponseInputItem]", items_of(loaded.messages))
+        if resolved == 0:
+            return []
+        # Each row gives at least one item: the last ``resolved`` rows hold the last
+        # ``resolved`` items, unless repairing them alone differs from repairing the
+        # whole buffer (the window starts on an output, or holds a late one): then
+        # the window doubles, up to the whole buffer.
+        window = resolved
+        while True:
+            loaded = await self.memory.load(self.scope, self.key, self.context, last=window)
+            items, dropped = _repaired_items(loaded.messages)
+            if len(loaded.messages) >= loaded.count or (dropped == 0 and len(items) >= resolved):
+                return cast("list[TResponseInputItem]", items[-resolved:])
+            window *= 2
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append items through ``Memory.append`` (dedup, healing, window, refusal).
@@ -138,6 +161,7 @@ class FlowmemSession:
         items, calls and outputs of every kind); a malformed item raises
         ``InvalidMessageError`` and nothing of the batch is written.
         """
+        self._check_open()
         rows = from_responses(list(items))
         self.last_result = await self.memory.append(
             self.scope, self.key, rows, self.context, self.max_messages, return_messages=False
@@ -152,6 +176,7 @@ class FlowmemSession:
         transaction. A ``MemoryService`` whose store cannot remove a row raises
         ``ConfigurationError``.
         """
+        self._check_open()
         row = (await self.memory.pop_last(self.scope, self.key, self.context)).message
         if row is None:  # empty, or the scope refused
             return None
@@ -167,10 +192,26 @@ class FlowmemSession:
 
     async def clear_session(self) -> None:
         """Delete every item of this session (nothing when the scope refuses)."""
+        self._check_open()
         await self.memory.clear(self.scope, self.key, self.context)
 
+    def close(self) -> None:
+        """Close the session: every later call raises ``RuntimeError``, as ``SQLiteSession``'s do.
+
+        The memory it was given (a service, a client) stays open: it is the caller's,
+        and other sessions may share it. Closing twice is fine.
+        """
+        self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(
+                f"FlowmemSession {self.session_id!r} is closed: make a new FlowmemSession "
+                "for this session id to use it again"
+            )
+
     def normalized_rows(self) -> list[Message]:
-        """Return the stored rows normalized (MEM-5, parts kept), for inspection and tests.
+        """Return the stored rows repaired as ``get_items`` reads them (parts kept, nothing moved).
 
         Synchronous, so only over a synchronous ``Memory``: with an ``AsyncMemory``,
         TypeError (``await session.get_items()`` reads the history either way).
@@ -180,8 +221,9 @@ class FlowmemSession:
                 "FlowmemSession.normalized_rows is synchronous and this session's memory "
                 f"({type(self.service).__name__}) is awaited: use await session.get_items()"
             )
+        self._check_open()
         rows = cast("Memory", self.service).load(self.scope, self.key, self.context).messages
-        return normalize(rows, keep_content=True).messages
+        return normalize(rows, keep_content=True, systems_first=False).messages
 
 
 __all__ = ["FlowmemSession", "items_of"]

@@ -15,8 +15,8 @@ from fastapi import APIRouter, Query
 from flowmem.api.deps import CALLER, Caller
 from flowmem.api.models import CheckOut, Format, NormalizeOut, Payload
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
-from flowmem.core import check_sendable, check_storable, normalize
-from flowmem.formats import read_payload, write_document
+from flowmem.core import check_storable, normalize
+from flowmem.formats import check_payload, read_payload, write_document
 
 router = APIRouter(prefix="/v1", tags=["stateless"])
 
@@ -78,11 +78,17 @@ async def check_messages(
     format: Format | None = FORMAT_QUERY,
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
-    """List what a provider would reject in a history; `format` is the one it was read in."""
+    """List what a provider would reject in a history; `format` is the one it was read in.
+
+    Each violation's `index` is the position of its entry in the list sent (a
+    message, or a Responses item). A provider's payload is judged as that provider
+    judges it (OpenAI's APIs take system messages anywhere); flowmem rows against
+    MEM-5 (system messages first).
+    """
 
     def job(_: Any) -> dict[str, Any]:
-        found, rows = _read(body, format)
-        violations = check_sendable(rows)
+        check_storable(body, "body")
+        found, violations = check_payload(body, format, "body")
         return {
             "format": found,
             "sendable": not violations,
