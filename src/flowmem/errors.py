@@ -63,6 +63,12 @@ class UnknownScopeError(InvalidInputError):
     code = "unknown_scope"
 
 
+class UnknownQueryParameterError(InvalidInputError):
+    """A query parameter the route does not take (a typo such as ``sessionid``); names the ones it takes."""
+
+    code = "unknown_query_parameter"
+
+
 class NotSerializableError(InvalidInputError):
     """A memory value that cannot be stored as JSON."""
 

@@ -67,7 +67,6 @@ from typing import Any
 from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.params import Depends
-from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
@@ -75,7 +74,8 @@ from flowmem import access
 from flowmem.access import Principal, decide
 from flowmem.api.deps import Caller
 from flowmem.api.gate import LARGE_BODY, PARSED_BODY, LookupCache, request_principal
-from flowmem.api.idempotency import Answer, Keyed
+from flowmem.api.idempotency import REFUSED_HEADER, Answer, Keyed
+from flowmem.api.query import KnownQueryRoute, checking_query
 from flowmem.auth import bearer_token
 from flowmem.errors import AccessDeniedError, NotFoundError
 from flowmem.scope import SCOPES, ExecutionContext, check_scope
@@ -165,6 +165,13 @@ def render(content: Any) -> bytes:
     return _ENCODER.encode(content).encode("utf-8")
 
 
+def refused_response(answer: dict[str, Any], code: str) -> Response:
+    """The 200 answer of a refused scope: the neutral result and ``X-Flowmem-Refused: code``."""
+    return Response(
+        render(answer), 200, headers={REFUSED_HEADER: code}, media_type="application/json"
+    )
+
+
 def direct_handler(endpoint: Callable[..., Any], status_code: int = 200) -> Handler | None:
     """Return a request handler calling ``endpoint`` directly, or None when its signature does not fit."""
     plan = _plan(endpoint)
@@ -191,16 +198,21 @@ def direct_handler(endpoint: Callable[..., Any], status_code: int = 200) -> Hand
     return handler
 
 
-class DirectRoute(APIRoute):
-    """An ``APIRoute`` handled by ``direct_handler`` when its endpoint fits (else FastAPI's own)."""
+class DirectRoute(KnownQueryRoute):
+    """An ``APIRoute`` handled by ``direct_handler`` when its endpoint fits (else FastAPI's own).
+
+    Either way an unknown query parameter is refused first (``flowmem.api.query``).
+    """
 
     def get_route_handler(self) -> Handler:
         """Return the direct handler for this endpoint, or FastAPI's when it does not fit."""
         handler = direct_handler(self.endpoint, self.status_code or 200)
-        return handler if handler is not None else super().get_route_handler()
+        if handler is None:
+            return super().get_route_handler()
+        return checking_query(self, handler)
 
 
-__all__ = ["DirectRoute", "direct_handler", "render"]
+__all__ = ["DirectRoute", "direct_handler", "refused_response", "render"]
 
 
 KEY_MAX = 255
@@ -252,6 +264,8 @@ class MemoryCall:
         if keyed is None:
             result = await self.short(operation, **arguments)
             answer: dict[str, Any] = result.to_dict()
+            if result.refusal is not None:  # the neutral result, and which refusal (decision 0047)
+                return refused_response(answer, result.refusal.code)
             return answer
         call = ShortCall(self, operation, arguments, keyed)
         pool = self.caller.services.pool
