@@ -40,7 +40,7 @@ from flowmem.errors import (
     NotSerializableError,
     RecordTooLargeError,
 )
-from flowmem.limits import Limits
+from flowmem.limits import Limits, raise_hint
 from flowmem.memory import Memory
 from flowmem.results import (  # re-exported: they were defined here
     BufferPage as BufferPage,
@@ -127,7 +127,9 @@ def check_record(value: object, limit: int) -> None:
         text = dump_json(value, "value", compact=False)  # exactly what the stores write
     except NotSerializableError as exc:
         raise NotSerializableError(exc.message, argument="value") from exc
-    check_size(text, limit, RecordTooLargeError, "the value", argument="value")
+    check_size(
+        text, limit, RecordTooLargeError, "the value", raise_hint("record_bytes"), argument="value"
+    )
 
 
 def check_message_sizes(rows: list[Message], limit: int) -> None:
@@ -136,7 +138,9 @@ def check_message_sizes(rows: list[Message], limit: int) -> None:
         return
     for index, row in enumerate(rows):
         text = dump_json(row, "message")
-        check_size(text, limit, MessageTooLargeError, f"message {index}", argument="messages")
+        what = f"message {index}"
+        hint = raise_hint("message_bytes")
+        check_size(text, limit, MessageTooLargeError, what, hint, argument="messages")
 
 
 def check_scope_id(scope_id: object) -> str:
@@ -158,7 +162,8 @@ class MemoryService:
 
     ``lock_timeout`` bounds how long an append waits for its turn (MEM-12);
     ``clock`` returns epoch seconds and stamps rows and TTLs (inject one in tests);
-    ``limits`` bounds what one write may store (default: ``Limits()``'s defaults).
+    ``limits`` bounds what one write may store (default: ``Limits.from_env()``, the
+    defaults and each ``FLOWMEM_MAX_*`` variable that is set, as the server reads them).
     """
 
     def __init__(
@@ -183,7 +188,7 @@ class MemoryService:
         self.store = store
         self.lock_timeout = float(lock_timeout)
         self.clock = clock
-        self.limits = limits if limits is not None else Limits()
+        self.limits = limits if limits is not None else Limits.from_env()
 
     # --- resolution -------------------------------------------------------------
     def _resolve(

@@ -36,6 +36,7 @@ from flowmem.errors import (
     PayloadTooLargeError,
     TooManySessionsError,
 )
+from flowmem.limits import raise_hint
 from flowmem.scope import ExecutionContext, stored_spellings, usable_identity
 from flowmem.store.base import (
     SESSION_SCOPE,
@@ -178,7 +179,8 @@ def _check_metadata(metadata: object, limit: int) -> dict[str, Any]:
         raise InvalidInputError(f"metadata is not JSON: {exc}", field="metadata") from exc
     if not storable_text(text):
         check_storable(metadata, "metadata")  # raises InvalidTextError naming the field
-    check_size(text, limit, MetadataTooLargeError, "metadata", field="metadata")
+    hint = raise_hint("session_metadata_bytes")
+    check_size(text, limit, MetadataTooLargeError, "metadata", hint, field="metadata")
     return dict(json.loads(text))
 
 
