@@ -147,6 +147,17 @@ class NotFoundError(FlowmemError):
     code = "not_found"
 
 
+class DatabaseNotFoundError(NotFoundError):
+    """A command that only reads or changes existing data named a database that does not exist.
+
+    Nothing was created (no file, no directory, no schema): only ``flowmem serve``
+    (and ``flowmem token create``) create a database. Check ``--database`` or
+    ``$FLOWMEM_DATABASE_URL``.
+    """
+
+    code = "database_not_found"
+
+
 class SessionDeletedError(NotFoundError):
     """A write to a session that was deleted (or whose owner was erased): refused, not a first write.
 

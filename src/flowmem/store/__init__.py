@@ -45,10 +45,12 @@ POSTGRES_EXTRA = (
 )
 
 
-def open_store(url: str) -> Store:
+def open_store(url: str, *, create: bool = True) -> Store:
     """Open a store from a URL: ``memory://``, ``sqlite:///path`` or ``postgresql://…``.
 
-    A ``postgresql://`` URL without the ``postgres`` extra installed is a
+    ``create=False`` opens only an existing flowmem database: a missing SQLite file,
+    or a database without flowmem's schema, is ``DatabaseNotFoundError`` and nothing
+    is created. A ``postgresql://`` URL without the ``postgres`` extra installed is a
     ``ConfigurationError`` naming it.
     """
     if url.startswith("memory://"):
@@ -56,7 +58,7 @@ def open_store(url: str) -> Store:
     if url.startswith("sqlite://"):
         from flowmem.store.sqlite import SqliteStore  # type: ignore[import-not-found,unused-ignore]
 
-        return SqliteStore(url)  # type: ignore[no-any-return,unused-ignore]
+        return SqliteStore(url, create=create)  # type: ignore[no-any-return,unused-ignore]
     if url.startswith(("postgresql://", "postgres://")):
         try:
             from flowmem.store.postgres import PostgresStore  # type: ignore[import-not-found,unused-ignore]
@@ -64,7 +66,7 @@ def open_store(url: str) -> Store:
             if exc.name is None or exc.name.startswith("flowmem"):
                 raise
             raise ConfigurationError(POSTGRES_EXTRA.format(missing=exc.name)) from None
-        return PostgresStore(url)  # type: ignore[no-any-return,unused-ignore]
+        return PostgresStore(url, create=create)  # type: ignore[no-any-return,unused-ignore]
     raise ConfigurationError(
         f"unsupported store URL {url!r}: use memory://, sqlite:///path or postgresql://…"
     )

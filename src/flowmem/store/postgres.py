@@ -511,8 +511,13 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
 
     SQL = SQL
     MIGRATIONS = MIGRATIONS
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, create: bool = True) -> None:
+        """Connect to ``url``; ``create=False``: a database without flowmem's schema is refused.
+
+        (``DatabaseNotFoundError``, nothing created: the read-only CLI commands.)
+        """
         self.url = url
+        self.create = create
         conninfo, options = parse_url(url)
         connect = connect_options(conninfo, options["connect_timeout_s"])
         probe_server(conninfo, connect, url)  # one clean error, at once, when it cannot be reached
