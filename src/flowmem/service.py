@@ -79,6 +79,8 @@ from flowmem.store.rows import check_batch, check_size, dump_json
 log = logging.getLogger("flowmem")
 
 MAX_KEY_LENGTH = 255
+_MESSAGE_HINT = raise_hint("message_bytes")  # how a refusal says to raise the limit
+_RECORD_HINT = raise_hint("record_bytes")
 # built once: json.dumps with any option set builds a new encoder on every call
 _STRICT_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
@@ -127,9 +129,7 @@ def check_record(value: object, limit: int) -> None:
         text = dump_json(value, "value", compact=False)  # exactly what the stores write
     except NotSerializableError as exc:
         raise NotSerializableError(exc.message, argument="value") from exc
-    check_size(
-        text, limit, RecordTooLargeError, "the value", raise_hint("record_bytes"), argument="value"
-    )
+    check_size(text, limit, RecordTooLargeError, "the value", _RECORD_HINT, argument="value")
 
 
 def check_message_sizes(rows: list[Message], limit: int) -> None:
@@ -139,8 +139,7 @@ def check_message_sizes(rows: list[Message], limit: int) -> None:
     for index, row in enumerate(rows):
         text = dump_json(row, "message")
         what = f"message {index}"
-        hint = raise_hint("message_bytes")
-        check_size(text, limit, MessageTooLargeError, what, hint, argument="messages")
+        check_size(text, limit, MessageTooLargeError, what, _MESSAGE_HINT, argument="messages")
 
 
 def check_scope_id(scope_id: object) -> str:

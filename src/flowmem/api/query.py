@@ -64,10 +64,14 @@ def check_query(request: Request, known: frozenset[str], where: str) -> None:
             raise unknown_query_error(name, known, where)
 
 
+def route_name(route: APIRoute) -> str:
+    """``GET /v1/sessions``: how a refusal names the route."""
+    return f"{sorted(route.methods)[0]} {route.path}" if route.methods else route.path
+
+
 def checking_query(route: APIRoute, handler: Handler) -> Handler:
     """Wrap a route's request handler so that an unknown query parameter is refused first."""
-    known = known_query(route)
-    where = f"{sorted(route.methods)[0]} {route.path}" if route.methods else route.path
+    known, where = known_query(route), route_name(route)
 
     async def checked(request: Request) -> Response:
         if request.scope.get("query_string"):
@@ -85,4 +89,11 @@ class KnownQueryRoute(APIRoute):
         return checking_query(self, super().get_route_handler())
 
 
-__all__ = ["KnownQueryRoute", "check_query", "checking_query", "known_query", "unknown_query_error"]
+__all__ = [
+    "KnownQueryRoute",
+    "check_query",
+    "checking_query",
+    "known_query",
+    "route_name",
+    "unknown_query_error",
+]

@@ -75,7 +75,7 @@ from flowmem.access import Principal, decide
 from flowmem.api.deps import Caller
 from flowmem.api.gate import LARGE_BODY, PARSED_BODY, LookupCache, request_principal
 from flowmem.api.idempotency import REFUSED_HEADER, Answer, Keyed
-from flowmem.api.query import KnownQueryRoute, checking_query
+from flowmem.api.query import KnownQueryRoute, check_query, known_query, route_name
 from flowmem.auth import bearer_token
 from flowmem.errors import AccessDeniedError, NotFoundError
 from flowmem.scope import SCOPES, ExecutionContext, check_scope
@@ -172,14 +172,24 @@ def refused_response(answer: dict[str, Any], code: str) -> Response:
     )
 
 
-def direct_handler(endpoint: Callable[..., Any], status_code: int = 200) -> Handler | None:
-    """Return a request handler calling ``endpoint`` directly, or None when its signature does not fit."""
+def direct_handler(
+    endpoint: Callable[..., Any],
+    status_code: int = 200,
+    query: tuple[frozenset[str], str] | None = None,
+) -> Handler | None:
+    """Return a request handler calling ``endpoint`` directly, or None when its signature does not fit.
+
+    ``query``: the names the route takes and how to name it; any other query
+    parameter is refused first (``flowmem.api.query``).
+    """
     plan = _plan(endpoint)
     if plan is None:
         return None
     dependency_name, dependency, body_name, model = plan
 
     async def handler(request: Request) -> Response:
+        if query is not None and request.scope.get("query_string"):
+            check_query(request, *query)
         values: dict[str, Any] = {dependency_name: await dependency(request)}
         if body_name is not None:
             document = await _document(request)
@@ -206,10 +216,9 @@ class DirectRoute(KnownQueryRoute):
 
     def get_route_handler(self) -> Handler:
         """Return the direct handler for this endpoint, or FastAPI's when it does not fit."""
-        handler = direct_handler(self.endpoint, self.status_code or 200)
-        if handler is None:
-            return super().get_route_handler()
-        return checking_query(self, handler)
+        query = (known_query(self), route_name(self))
+        handler = direct_handler(self.endpoint, self.status_code or 200, query)
+        return handler if handler is not None else super().get_route_handler()
 
 
 __all__ = ["DirectRoute", "direct_handler", "refused_response", "render"]
