@@ -117,7 +117,7 @@ def test_bootstrap_only_on_empty_database() -> None:
 @pytest.fixture
 def shared_store(monkeypatch: pytest.MonkeyPatch) -> MemoryStore:
     store = MemoryStore()
-    monkeypatch.setattr("flowmem.cli.database.open_store", lambda url: store)
+    monkeypatch.setattr("flowmem.cli.database.open_store", lambda url, create=True: store)
     return store
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import math
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,10 +51,11 @@ def _row_size(message: dict[str, object], now: int = 1) -> int:
 def test_the_defaults_are_the_documented_ones() -> None:
     limits = Limits()
     assert (limits.message_bytes, limits.buffer_bytes, limits.record_bytes) == (
-        MIB,
+        50 * MIB,
         64 * MIB,
         MIB,
     )
+    assert limits.body_bytes == 51 * MIB
     assert (limits.session_metadata_bytes, limits.sessions_per_user) == (16 * KIB, 10_000)
     assert MemoryService(MemoryStore()).limits == limits
 
@@ -140,3 +144,71 @@ def test_zero_turns_every_limit_off(store: Store) -> None:
     service.append("user", "chat", {"role": "user", "content": big}, ALICE)
     service.write("user", "k", big, ALICE)
     assert store.count(Address("user", "alice", "chat")) == 1
+
+
+# --- what providers accept fits; one setting read everywhere (decision 0048) ---------------
+
+
+def _screenshot(raw_bytes: int) -> dict[str, object]:
+    """A Responses user message with a PNG screenshot as a data URL (``raw_bytes`` before base64)."""
+    data = base64.b64encode(os.urandom(raw_bytes)).decode("ascii")
+    return {
+        "role": "user",
+        "content": [
+            {"type": "input_text", "text": "what is on this screen?"},
+            {"type": "input_image", "image_url": f"data:image/png;base64,{data}"},
+        ],
+    }
+
+
+def test_a_screenshot_of_1_6_mb_is_stored_in_process_with_the_defaults(store: Store) -> None:
+    message = _screenshot(1_200_000)  # 1.6 MB as base64: over the 1 MiB the old default allowed
+    assert _row_size(message) > 1_600_000
+    service = MemoryService(store)
+    assert service.append("user", "chat", message, ALICE).appended == 1
+    stored = service.load("user", "chat", ALICE).messages[0]["content"]
+    assert stored[1]["image_url"] == message["content"][1]["image_url"]  # type: ignore[index]
+
+
+def test_providers_largest_single_message_fits_the_default() -> None:
+    limits = Limits()
+    # OpenAI: a 20 MB image, a 32 MB PDF, as base64 in one 50 MB request; Anthropic: 32 MB
+    for raw in (20_000_000, 32_000_000):
+        assert math.ceil(raw / 3) * 4 < limits.message_bytes
+    assert 50_000_000 <= limits.message_bytes <= limits.buffer_bytes
+    assert limits.body_bytes > limits.message_bytes
+
+
+def test_flowmem_max_message_bytes_is_honoured_in_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(ENV["message_bytes"], "1000")
+    service = MemoryService(MemoryStore())
+    assert service.limits.message_bytes == 1000
+    with pytest.raises(MessageTooLargeError) as info:
+        service.append("user", "chat", {"role": "user", "content": "x" * 2000}, ALICE)
+    assert "$FLOWMEM_MAX_MESSAGE_BYTES" in info.value.message
+    assert "--max-message-bytes" in info.value.message
+    assert "Limits(message_bytes=N)" in info.value.message
+    assert service.load("user", "chat", ALICE).count == 0
+    monkeypatch.setenv(ENV["message_bytes"], "lots")
+    with pytest.raises(ConfigurationError, match="FLOWMEM_MAX_MESSAGE_BYTES"):
+        MemoryService(MemoryStore())
+
+
+def test_every_size_refusal_names_the_setting_that_raises_it() -> None:
+    limits = Limits(record_bytes=10, session_metadata_bytes=10)
+    service = MemoryService(MemoryStore(), limits=limits)
+    with pytest.raises(RecordTooLargeError, match=r"\$FLOWMEM_MAX_RECORD_BYTES"):
+        service.write("user", "k", "x" * 20, ALICE)
+    sessions = SessionService(MemoryStore(), service)
+    with pytest.raises(MetadataTooLargeError, match=r"\$FLOWMEM_MAX_SESSION_METADATA_BYTES"):
+        sessions.create(OWNER, metadata={"note": "x" * 20})
+
+
+def test_the_body_limit_follows_the_message_and_record_limits() -> None:
+    assert Limits(message_bytes=100 * MIB).body_bytes == 101 * MIB
+    assert Limits(record_bytes=70 * MIB).body_bytes == 71 * MIB
+    assert Limits(message_bytes=KIB, record_bytes=KIB).body_bytes == 8 * MIB  # the floor
+    assert Limits(message_bytes=0).body_bytes == 0
+    assert Limits.unlimited().body_bytes == 0

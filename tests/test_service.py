@@ -241,6 +241,7 @@ def test_mem_14_refused_append_drops_the_turn_and_reports_zero(service: MemorySe
         "appended": 0,
         "appended_any": False,
         "resolved_scope_id": "",
+        "refused": "no_context",
     }
     assert service.load_raw("session", "", "chat").count == 0
 

@@ -63,6 +63,12 @@ class UnknownScopeError(InvalidInputError):
     code = "unknown_scope"
 
 
+class UnknownQueryParameterError(InvalidInputError):
+    """A query parameter the route does not take (a typo such as ``sessionid``); names the ones it takes."""
+
+    code = "unknown_query_parameter"
+
+
 class NotSerializableError(InvalidInputError):
     """A memory value that cannot be stored as JSON."""
 
@@ -149,6 +155,17 @@ class NotFoundError(FlowmemError):
     """The thing asked for does not exist (or the caller may not know it exists)."""
 
     code = "not_found"
+
+
+class DatabaseNotFoundError(NotFoundError):
+    """A command that only reads or changes existing data named a database that does not exist.
+
+    Nothing was created (no file, no directory, no schema): only ``flowmem serve``
+    (and ``flowmem token create``) create a database. Check ``--database`` or
+    ``$FLOWMEM_DATABASE_URL``.
+    """
+
+    code = "database_not_found"
 
 
 class SessionDeletedError(NotFoundError):

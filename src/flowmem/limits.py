@@ -7,7 +7,11 @@ the UTF-8 bytes of a value's JSON text, as the stores write it (``dump_json`` an
 ``check_size`` in ``flowmem.store.rows``). 0 turns a limit off.
 
 Each limit is set by ``flowmem serve`` options or by the environment variable
-named in ``ENV`` (read by ``Limits.from_env``).
+named in ``ENV``, read by ``Limits.from_env``: by the server, by every CLI command
+and by a ``MemoryService`` built without ``limits=`` in process, so one variable
+means the same everywhere. A refusal names the setting that raises it
+(``raise_hint``). The defaults fit what the providers accept in one message with an
+image or a PDF (decision 0048); the HTTP body limit follows them (``body_bytes``).
 """
 
 from __future__ import annotations
@@ -22,14 +26,19 @@ from flowmem.errors import ConfigurationError, IdempotencyKeyInvalidError
 KIB = 1024
 MIB = 1024 * KIB
 IDEMPOTENCY_KEY_MAX = 255  # characters of an Idempotency-Key (fixed)
+MIN_BODY_BYTES = 8 * MIB  # the HTTP body limit is never below this (a batch of small messages)
+BODY_ENVELOPE_BYTES = 1 * MIB  # a body's room beside its largest message: the other fields
 
 
 @dataclass(frozen=True)
 class Limits:
     """What one write may store; every field is a maximum, 0 = unlimited."""
 
-    message_bytes: int = 1 * MIB
-    """One stored buffer row (a message with its metadata and timestamp) as JSON."""
+    message_bytes: int = 50 * MIB
+    """One stored buffer row (a message with its metadata and timestamp) as JSON.
+
+    50 MiB: the largest request a provider takes (OpenAI: 50 MB), so one message
+    with a 20 MB image or a 32 MB PDF as base64 fits (decision 0048)."""
     buffer_bytes: int = 64 * MIB
     """The sum of a buffer's rows as JSON, after an append (kept in the buffer header)."""
     record_bytes: int = 1 * MIB
@@ -46,6 +55,17 @@ class Limits:
             value = getattr(self, item.name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigurationError(f"limit {item.name} must be an integer >= 0, got {value!r}")
+
+    @property
+    def body_bytes(self) -> int:
+        """The HTTP body limit: the largest message or record plus 1 MiB, at least 8 MiB (0: none).
+
+        It follows ``message_bytes`` and ``record_bytes`` (no setting of its own), so
+        what one of them lets a caller store in process also fits in one request.
+        """
+        if not self.message_bytes or not self.record_bytes:
+            return 0
+        return max(MIN_BODY_BYTES, max(self.message_bytes, self.record_bytes) + BODY_ENVELOPE_BYTES)
 
     @classmethod
     def unlimited(cls) -> Limits:
@@ -70,6 +90,15 @@ ENV: dict[str, str] = {
     "sessions_per_user": "FLOWMEM_MAX_SESSIONS_PER_USER",
     "idempotency_seconds": "FLOWMEM_IDEMPOTENCY_SECONDS",
 }
+
+
+def raise_hint(name: str) -> str:
+    """How to raise the limit ``name`` (a ``Limits`` field), for the error that refuses past it."""
+    flag = "--idempotency-seconds" if name == "idempotency_seconds" else f"--max-{name.replace('_', '-')}"
+    return (
+        f"raise it with ${ENV[name]} or `flowmem serve {flag} N` "
+        f"(in process: Limits({name}=N)); 0 = no limit"
+    )
 
 
 def env_values(
@@ -115,11 +144,14 @@ def check_idempotency_key(value: object) -> str:
 
 
 __all__ = [
+    "BODY_ENVELOPE_BYTES",
     "ENV",
     "IDEMPOTENCY_KEY_MAX",
     "KIB",
     "MIB",
+    "MIN_BODY_BYTES",
     "Limits",
     "check_idempotency_key",
     "env_values",
+    "raise_hint",
 ]

@@ -9,14 +9,39 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flowmem.core import Message
 from flowmem.scope import Refusal
 
+REFUSED_KEY = "refused"
+"""The JSON key of a refusal's code, present only on a refused call (decision 0047)."""
+
+
+class Refusable:
+    """What every result of a scoped call has: ``refused``, the code of its refusal or None."""
+
+    if TYPE_CHECKING:
+        refusal: Refusal | None
+
+    @property
+    def refused(self) -> str | None:
+        """The refusal's code (``no_session_id``, ``unusable_user_id`` …), None when not refused.
+
+        The neutral result (MEM-7) says nothing was stored or found; this says why.
+        """
+        refusal = self.refusal
+        return None if refusal is None else refusal.code
+
+    def _with_refused(self, answer: dict[str, Any]) -> dict[str, Any]:
+        refusal = self.refusal
+        if refusal is not None:
+            answer[REFUSED_KEY] = refusal.code
+        return answer
+
 
 @dataclass(frozen=True)
-class ReadResult:
+class ReadResult(Refusable):
     """What a memory read reports: the value (or the default), whether it was found."""
 
     value: Any = None
@@ -25,16 +50,18 @@ class ReadResult:
     refusal: Refusal | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """Return ``value``, ``found`` and ``resolved_scope_id`` as a plain dict."""
-        return {
-            "value": self.value,
-            "found": self.found,
-            "resolved_scope_id": self.resolved_scope_id,
-        }
+        """Return ``value``, ``found`` and ``resolved_scope_id`` (``refused`` too on a refusal)."""
+        return self._with_refused(
+            {
+                "value": self.value,
+                "found": self.found,
+                "resolved_scope_id": self.resolved_scope_id,
+            }
+        )
 
 
 @dataclass(frozen=True)
-class WriteResult:
+class WriteResult(Refusable):
     """What a write, delete or clear reports.
 
     ``success`` is False only on a refusal; ``removed`` is how many records (delete)
@@ -50,16 +77,18 @@ class WriteResult:
     its first answer (``Idempotent-Replayed``) and wrote nothing this time."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Return ``success``, ``resolved_scope_id`` and ``removed`` as a plain dict."""
-        return {
-            "success": self.success,
-            "resolved_scope_id": self.resolved_scope_id,
-            "removed": self.removed,
-        }
+        """Return ``success``, ``resolved_scope_id`` and ``removed`` (``refused`` too on a refusal)."""
+        return self._with_refused(
+            {
+                "success": self.success,
+                "resolved_scope_id": self.resolved_scope_id,
+                "removed": self.removed,
+            }
+        )
 
 
 @dataclass(frozen=True)
-class BufferResult:
+class BufferResult(Refusable):
     """What a buffer append or load reports (MEM-14).
 
     ``messages`` is the buffer after the call — for an append only when the caller
@@ -79,18 +108,20 @@ class BufferResult:
     its first answer (``Idempotent-Replayed``) and wrote nothing this time."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the five reported fields as a plain dict."""
-        return {
-            "messages": self.messages,
-            "count": self.count,
-            "appended": self.appended,
-            "appended_any": self.appended_any,
-            "resolved_scope_id": self.resolved_scope_id,
-        }
+        """Return the five reported fields (``refused`` too on a refusal)."""
+        return self._with_refused(
+            {
+                "messages": self.messages,
+                "count": self.count,
+                "appended": self.appended,
+                "appended_any": self.appended_any,
+                "resolved_scope_id": self.resolved_scope_id,
+            }
+        )
 
 
 @dataclass(frozen=True)
-class BufferPage:
+class BufferPage(Refusable):
     """A page of a buffer: ``messages`` in order, the whole buffer's ``count``.
 
     ``next_before`` is the cursor to pass as ``before`` for the page of older rows
@@ -104,17 +135,19 @@ class BufferPage:
     refusal: Refusal | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """Return ``messages``, ``count``, ``next_before`` and ``resolved_scope_id``."""
-        return {
-            "messages": self.messages,
-            "count": self.count,
-            "next_before": self.next_before,
-            "resolved_scope_id": self.resolved_scope_id,
-        }
+        """Return ``messages``, ``count``, ``next_before`` and ``resolved_scope_id`` (``refused`` on a refusal)."""
+        return self._with_refused(
+            {
+                "messages": self.messages,
+                "count": self.count,
+                "next_before": self.next_before,
+                "resolved_scope_id": self.resolved_scope_id,
+            }
+        )
 
 
 @dataclass(frozen=True)
-class BufferText:
+class BufferText(Refusable):
     """A buffer's rows as their stored compact JSON texts, unparsed (for streaming).
 
     ``bodies`` are in order; ``count`` is the whole buffer's; ``next_before`` as in
@@ -129,7 +162,7 @@ class BufferText:
 
 
 @dataclass(frozen=True)
-class BufferRows:
+class BufferRows(Refusable):
     """A buffer's rows as an iterator read a batch at a time (``MemoryService.iter_load``).
 
     Iterate it (once) for the rows in order; ``close`` it when stopping early, to
@@ -152,7 +185,7 @@ class BufferRows:
 
 
 @dataclass(frozen=True)
-class PopResult:
+class PopResult(Refusable):
     """What removing a buffer's last row reports: the row removed (None when empty or refused).
 
     ``success`` is False only on a refusal; ``removed`` is 1 when a row was removed.
@@ -168,10 +201,12 @@ class PopResult:
     its first answer (``Idempotent-Replayed``) and wrote nothing this time."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Return ``message``, ``success``, ``resolved_scope_id`` and ``removed``."""
-        return {
-            "message": self.message,
-            "success": self.success,
-            "resolved_scope_id": self.resolved_scope_id,
-            "removed": self.removed,
-        }
+        """Return ``message``, ``success``, ``resolved_scope_id`` and ``removed`` (and ``refused``)."""
+        return self._with_refused(
+            {
+                "message": self.message,
+                "success": self.success,
+                "resolved_scope_id": self.resolved_scope_id,
+                "removed": self.removed,
+            }
+        )

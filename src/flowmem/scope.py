@@ -106,9 +106,44 @@ class Refusal:
     reason: str
     sentence: str
 
+    @property
+    def code(self) -> str:
+        """The refusal as one stable code naming its scope: ``no_session_id``, ``unusable_user_id`` …
+
+        What the HTTP API reports as ``refused`` (and ``X-Flowmem-Refused``) and the
+        results' ``refused`` is: the reason with ``id`` spelled as the scope's id
+        (``REFUSAL_CODES``); ``no_context`` names no scope.
+        """
+        if self.reason.endswith("_id") and self.scope:
+            return f"{self.reason[:-2]}{self.scope}_id"
+        return self.reason
+
+    @classmethod
+    def from_code(cls, code: str) -> Refusal:
+        """The refusal a ``refused`` code stands for (``flowmem.client`` reads the server's).
+
+        A code this version does not know is kept as the reason, with no scope.
+        """
+        scope, reason = REFUSAL_CODES.get(code, ("", code))
+        if reason not in REFUSAL_REASONS:
+            return cls(scope=scope, reason=reason, sentence=f"the scope refuses: {code}")
+        text = REFUSAL_REASONS[reason].format(what=scope or "scope", value="a placeholder")
+        where = f"the {scope} scope" if scope else "the scope"
+        return cls(scope=scope, reason=reason, sentence=f"{where} refuses: {text}")
+
     def to_dict(self) -> dict[str, str]:
         """Return the refusal as a plain dict."""
         return {"scope": self.scope, "reason": self.reason, "sentence": self.sentence}
+
+
+REFUSAL_CODES: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
+    {
+        Refusal(scope, reason, "").code: ("" if reason == "no_context" else scope, reason)
+        for scope in IDENTITY_SCOPES
+        for reason in REFUSAL_REASONS
+    }
+)
+"""Every ``Refusal.code`` → (scope, reason): ``no_session_id``, ``placeholder_user_id``, ``no_context`` …"""
 
 
 def _has_forbidden_character(text: str) -> bool:

@@ -40,7 +40,7 @@ from flowmem.errors import (
     NotSerializableError,
     RecordTooLargeError,
 )
-from flowmem.limits import Limits
+from flowmem.limits import Limits, raise_hint
 from flowmem.memory import Memory
 from flowmem.results import (  # re-exported: they were defined here
     BufferPage as BufferPage,
@@ -79,6 +79,8 @@ from flowmem.store.rows import check_batch, check_size, dump_json
 log = logging.getLogger("flowmem")
 
 MAX_KEY_LENGTH = 255
+_MESSAGE_HINT = raise_hint("message_bytes")  # how a refusal says to raise the limit
+_RECORD_HINT = raise_hint("record_bytes")
 # built once: json.dumps with any option set builds a new encoder on every call
 _STRICT_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
@@ -127,7 +129,7 @@ def check_record(value: object, limit: int) -> None:
         text = dump_json(value, "value", compact=False)  # exactly what the stores write
     except NotSerializableError as exc:
         raise NotSerializableError(exc.message, argument="value") from exc
-    check_size(text, limit, RecordTooLargeError, "the value", argument="value")
+    check_size(text, limit, RecordTooLargeError, "the value", _RECORD_HINT, argument="value")
 
 
 def check_message_sizes(rows: list[Message], limit: int) -> None:
@@ -136,7 +138,8 @@ def check_message_sizes(rows: list[Message], limit: int) -> None:
         return
     for index, row in enumerate(rows):
         text = dump_json(row, "message")
-        check_size(text, limit, MessageTooLargeError, f"message {index}", argument="messages")
+        what = f"message {index}"
+        check_size(text, limit, MessageTooLargeError, what, _MESSAGE_HINT, argument="messages")
 
 
 def check_scope_id(scope_id: object) -> str:
@@ -158,7 +161,8 @@ class MemoryService:
 
     ``lock_timeout`` bounds how long an append waits for its turn (MEM-12);
     ``clock`` returns epoch seconds and stamps rows and TTLs (inject one in tests);
-    ``limits`` bounds what one write may store (default: ``Limits()``'s defaults).
+    ``limits`` bounds what one write may store (default: ``Limits.from_env()``, the
+    defaults and each ``FLOWMEM_MAX_*`` variable that is set, as the server reads them).
     """
 
     def __init__(
@@ -183,7 +187,7 @@ class MemoryService:
         self.store = store
         self.lock_timeout = float(lock_timeout)
         self.clock = clock
-        self.limits = limits if limits is not None else Limits()
+        self.limits = limits if limits is not None else Limits.from_env()
 
     # --- resolution -------------------------------------------------------------
     def _resolve(

@@ -36,6 +36,7 @@ from flowmem.errors import (
     PayloadTooLargeError,
     TooManySessionsError,
 )
+from flowmem.limits import raise_hint
 from flowmem.scope import ExecutionContext, stored_spellings, usable_identity
 from flowmem.store.base import (
     SESSION_SCOPE,
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
 BUFFER_SCOPE = SESSION_SCOPE
 BUFFER_KEY = "chat_history"
 MAX_NAME_LENGTH = 200
+_METADATA_HINT = raise_hint("session_metadata_bytes")  # how a refusal says to raise the limit
 MAX_AGENT_LENGTH = 200
 MAX_TURN_CHARS = 1_000_000
 
@@ -178,7 +180,7 @@ def _check_metadata(metadata: object, limit: int) -> dict[str, Any]:
         raise InvalidInputError(f"metadata is not JSON: {exc}", field="metadata") from exc
     if not storable_text(text):
         check_storable(metadata, "metadata")  # raises InvalidTextError naming the field
-    check_size(text, limit, MetadataTooLargeError, "metadata", field="metadata")
+    check_size(text, limit, MetadataTooLargeError, "metadata", _METADATA_HINT, field="metadata")
     return dict(json.loads(text))
 
 

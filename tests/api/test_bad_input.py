@@ -67,19 +67,19 @@ def test_wrong_content_type(seeded: tuple[Api, str], content_type: str | None) -
     assert response.json()["error"]["code"] == "unsupported_media_type"
 
 
-def test_nine_mib_body(seeded: tuple[Api, str]) -> None:
+def test_a_body_over_the_body_limit(seeded: tuple[Api, str]) -> None:
     api, _ = seeded
-    big = json.dumps({"messages": {"role": "user", "content": "x" * (9 * 1024 * 1024)}})
+    big = json.dumps({"messages": {"role": "user", "content": "x" * (MAX_BODY_BYTES + 1)}})
     response = refused(api, "POST", APPEND, content=big.encode(), headers=JSON)
     assert (response.status_code, response.json()["error"]["code"]) == (413, "payload_too_large")
 
 
-def test_nine_mib_body_streamed_without_length(seeded: tuple[Api, str]) -> None:
+def test_a_body_over_the_body_limit_streamed_without_length(seeded: tuple[Api, str]) -> None:
     api, _ = seeded
 
     def chunks() -> Iterator[bytes]:
         yield b'{"messages": {"role": "user", "content": "'
-        for _ in range(9 * 16):
+        for _ in range(MAX_BODY_BYTES // 65536 + 1):
             yield b"x" * 65536
         yield b'"}}'
 

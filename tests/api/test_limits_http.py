@@ -3,7 +3,9 @@ append's default answer (O(1)) and paged, streamed buffer reads."""
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -214,3 +216,48 @@ def test_streamed_read_of_a_large_buffer_matches_the_stored_rows(api: Api) -> No
     body = json.loads(streamed.content)
     assert body["count"] == 1200
     assert [m["content"] for m in body["messages"]] == [r["content"] for r in rows]
+
+
+# --- what providers accept fits over HTTP too; one setting read everywhere (decision 0048) --
+
+
+def _screenshot_body(raw_bytes: int) -> dict[str, object]:
+    """An append body: a Responses user message with a screenshot data URL."""
+    data = base64.b64encode(os.urandom(raw_bytes)).decode("ascii")
+    image = {"type": "input_image", "image_url": f"data:image/png;base64,{data}"}
+    return {"format": "responses", "messages": [{"role": "user", "content": [image]}]}
+
+
+def test_a_screenshot_of_1_6_mb_is_appended_with_the_default_limits(api: Api) -> None:
+    answer = api.call("POST", "/v1/buffers/user/shots", json=_screenshot_body(1_200_000))
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["appended"] == 1
+
+
+def test_a_message_over_the_8_mib_the_body_once_allowed_fits_under_a_raised_limit() -> None:
+    store = open_store("memory://")
+    tokens = make_tokens(store)
+    limits = Limits(message_bytes=12 * 1024 * 1024)
+    app = create_app(store, limits=limits, rate_limits=RateLimits.off())
+    with TestClient(app, raise_server_exceptions=False) as client:
+        api = Api(client, store, tokens)
+        fits = api.call("POST", "/v1/buffers/user/big", json=_screenshot_body(7_000_000))  # 9.3 MB
+        assert fits.status_code == 200, fits.text[:300]
+        over = api.call("POST", "/v1/buffers/user/big", json=_screenshot_body(11_000_000))
+        assert over.status_code == 413
+        error = over.json()["error"]
+        assert error["code"] == "payload_too_large" and f"{limits.body_bytes} bytes" in error["message"]
+        assert "$FLOWMEM_MAX_MESSAGE_BYTES" in error["message"]
+
+
+def test_the_app_reads_flowmem_max_message_bytes_when_given_no_limits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FLOWMEM_MAX_MESSAGE_BYTES", "500")
+    store = open_store("memory://")
+    tokens = make_tokens(store)
+    with TestClient(create_app(store), raise_server_exceptions=False) as client:
+        api = Api(client, store, tokens)
+        answer = api.call("POST", "/v1/buffers/user/k", json={"messages": {"role": "user", "content": "x" * 600}})
+    assert _error(answer) == (413, "message_too_large")
+    assert "raise it with $FLOWMEM_MAX_MESSAGE_BYTES" in answer.json()["error"]["message"]

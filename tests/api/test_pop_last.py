@@ -26,9 +26,17 @@ def test_a_refused_scope_pops_nothing(api: Api) -> None:
     before = snapshot(api)
     refused = api.call("DELETE", "/v1/buffers/session/k/last")  # no session_id (MEM-13)
     assert refused.status_code == 200
-    assert refused.json() == {"success": False, "resolved_scope_id": "", "removed": 0, "message": None}
+    assert refused.json() == {
+        "success": False,
+        "resolved_scope_id": "",
+        "removed": 0,
+        "message": None,
+        "refused": "no_session_id",
+    }
+    assert refused.headers["X-Flowmem-Refused"] == "no_session_id"
     service = api.call("DELETE", "/v1/buffers/user/k/last", "service")  # no user (MEM-6)
     assert service.json()["success"] is False
+    assert service.json()["refused"] == "no_user_id"
     assert snapshot(api) == before
 
 

@@ -61,6 +61,7 @@ def test_mem_6_user_scope_refusal_on_postgres(pg_api: Api) -> None:
         "appended": 0,
         "appended_any": False,
         "resolved_scope_id": "",
+        "refused": "no_user_id",
     }
     assert snapshot(pg_api) == before
 

@@ -414,9 +414,15 @@ def test_mem_6_mem_7_user_scope_without_user_is_neutral(api: Api) -> None:
             "appended": 0,
             "appended_any": False,
             "resolved_scope_id": "",
+            "refused": "no_user_id",
         }
         read = api.call("GET", '/v1/memory/user/k?default="dflt"', who).json()
-        assert read == {"value": "dflt", "found": False, "resolved_scope_id": ""}
+        assert read == {
+            "value": "dflt",
+            "found": False,
+            "resolved_scope_id": "",
+            "refused": "no_user_id",
+        }
         written = api.call("PUT", "/v1/memory/user/k", who, json={"value": 1}).json()
         assert written["success"] is False and written["resolved_scope_id"] == ""
     assert snapshot(api) == before

@@ -25,6 +25,7 @@ def test_backup_copies_the_database(run_cli: RunCli, tmp_path: Path) -> None:
 
 def test_backup_refusals(run_cli: RunCli, tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'live.db'}"
+    open_store(url).close()  # backup reads an existing database; it creates none
     taken = tmp_path / "taken.db"
     taken.write_bytes(b"keep")
     exists = run_cli("backup", str(taken), "--database", url)

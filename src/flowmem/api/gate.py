@@ -21,8 +21,9 @@ Every HTTP request passes here before any route, in this order:
    body themselves (``flowmem.api.fast.route``).
 
 **The body.** A body is refused before any route runs when it is larger than
-``MAX_BODY_BYTES`` (413, checked against ``Content-Length`` first and then counted
-while streaming), does not arrive within ``BODY_TIMEOUT`` (408), is not JSON-typed
+the memory service's ``Limits.body_bytes`` (413, checked against ``Content-Length``
+first and then counted while streaming; it follows ``FLOWMEM_MAX_MESSAGE_BYTES`` and
+``FLOWMEM_MAX_RECORD_BYTES``, default ``MAX_BODY_BYTES``), does not arrive within ``BODY_TIMEOUT`` (408), is not JSON-typed
 (415), has more than ``MAX_VALUES`` values (413 ``too_many_values``), is nested
 ``MAX_DEPTH`` levels deep or more (400 ``body_too_deep``), is not valid UTF-8 JSON
 (400 ``invalid_json``) or is not an object or an array at the top (400
@@ -62,6 +63,7 @@ from flowmem.auth import authenticate, bearer_token, hash_token, well_formed
 from flowmem.core import check_storable
 from flowmem.core.storable import json_text_may_hold_surrogates
 from flowmem.errors import AuthenticationError, ConfigurationError, FlowmemError, InvalidTextError
+from flowmem.limits import ENV, Limits
 from flowmem.store.base import Store
 
 if TYPE_CHECKING:
@@ -71,13 +73,26 @@ log = logging.getLogger("flowmem.http")
 K = TypeVar("K")
 V = TypeVar("V")
 
-MAX_BODY_BYTES = 8 * 1024 * 1024
+MAX_BODY_BYTES = Limits().body_bytes  # the default: the largest default message + 1 MiB
 BODY_TIMEOUT = 30.0  # seconds a whole request body may take to arrive (408 after)
 TOO_SLOW = (408, "request_timeout", "the request body did not arrive in time")
 MAX_DEPTH = 64  # a body nested this deep or deeper is refused
 MAX_VALUES = 100_000  # commas and opening brackets outside strings, see ``value_count``
 INLINE_BODY_BYTES = 64 * 1024  # a larger body is parsed and validated in a thread
-TOO_LARGE = (413, "payload_too_large", f"the body is larger than {MAX_BODY_BYTES} bytes")
+
+
+def too_large(limit: int) -> tuple[int, str, str]:
+    """The refusal of a body over ``limit`` bytes, saying which settings raise it."""
+    return (
+        413,
+        "payload_too_large",
+        f"the body is larger than {limit} bytes, the largest message or record the server "
+        f"stores plus 1 MiB: raise ${ENV['message_bytes']} (or ${ENV['record_bytes']}) "
+        "on the server, `flowmem serve --max-message-bytes N`",
+    )
+
+
+TOO_LARGE = too_large(MAX_BODY_BYTES)
 TOO_MANY_VALUES = (413, "too_many_values", f"the body has more than {MAX_VALUES} JSON values")
 TOO_DEEP = (400, "body_too_deep", f"the body is nested {MAX_DEPTH} levels deep or more")
 
@@ -172,14 +187,17 @@ def shape_refusal(body: bytes) -> tuple[int, str, str] | None:
     return None
 
 
-def parse_body(body: bytes, content_type: str | None) -> tuple[tuple[Any, ...] | None, Any]:
+def parse_body(
+    body: bytes, content_type: str | None, max_bytes: int = MAX_BODY_BYTES
+) -> tuple[tuple[Any, ...] | None, Any]:
     """Return (refusal, None) for a body that must be refused, else (None, its JSON document).
 
     A refusal is (status, code, message) or, for a 422, (status, code, message,
     details). An empty body is accepted with document None. Linear in the body's size.
+    ``max_bytes``: the body limit (0: none).
     """
-    if len(body) > MAX_BODY_BYTES:
-        return TOO_LARGE, None
+    if max_bytes and len(body) > max_bytes:
+        return too_large(max_bytes), None
     if not body:
         return None, None
     if content_type is None or not _is_json_type(content_type):
@@ -393,6 +411,8 @@ class GateMiddleware:
         self.app = app
         self.services = services
         self.body_timeout = body_timeout
+        self.max_body = services.memory.limits.body_bytes  # 0: no bound
+        self.too_large = too_large(self.max_body)
 
     async def _principal(self, token: str, method: str, path: str) -> Principal:
         """The principal: from the token cache (a memory read or guarded write), else looked up.
@@ -475,8 +495,8 @@ class GateMiddleware:
             except ValueError:
                 await send_error(send, 400, "invalid_body", "Content-Length is not a number")
                 return
-            if length > MAX_BODY_BYTES:
-                await send_error(send, *TOO_LARGE)
+            if self.max_body and length > self.max_body:
+                await send_error(send, *self.too_large)
                 return
         chunks: list[bytes] = []
         size = 0
@@ -492,8 +512,8 @@ class GateMiddleware:
                 return
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > MAX_BODY_BYTES:
-                await send_error(send, *TOO_LARGE)
+            if self.max_body and size > self.max_body:
+                await send_error(send, *self.too_large)
                 return
             chunks.append(chunk)
             more = bool(message.get("more_body", False))
@@ -501,9 +521,9 @@ class GateMiddleware:
         media = content_type.decode("latin-1") if content_type else None
         large = len(body) > INLINE_BODY_BYTES
         if large:
-            refusal, document = await run_in_threadpool(parse_body, body, media)
+            refusal, document = await run_in_threadpool(parse_body, body, media, self.max_body)
         else:
-            refusal, document = parse_body(body, media)
+            refusal, document = parse_body(body, media, self.max_body)
         if refusal is not None:
             await send_error(send, *refusal)
             return

@@ -49,6 +49,7 @@ from flowmem.errors import (
     IdempotencyKeyReusedError,
 )
 from flowmem.limits import IDEMPOTENCY_KEY_MAX, check_idempotency_key
+from flowmem.results import REFUSED_KEY
 from flowmem.store.base import Idempotency, Store, StoredAnswer, idempotency_owner
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
 
 HEADER = "idempotency-key"
 REPLAYED = "Idempotent-Replayed"  # "true" on an answer repeated from a stored key
+REFUSED_HEADER = "X-Flowmem-Refused"  # a refused scope's code, beside the neutral result (0047)
 KEY_MAX = IDEMPOTENCY_KEY_MAX  # characters of a key
 
 
@@ -79,10 +81,16 @@ class Answer:
     status: int
     body: str
     replayed: bool = False
+    refused: str | None = None  # the code of a refused scope (``X-Flowmem-Refused``)
 
     def response(self) -> Response:
         """The HTTP response (no body for 204; ``Idempotent-Replayed: true`` on a repeat)."""
-        headers = {REPLAYED: "true"} if self.replayed else None
+        headers = {REPLAYED: "true"} if self.replayed else {}
+        refused = self.refused
+        if refused is None and self.replayed and f'"{REFUSED_KEY}"' in self.body:
+            refused = json.loads(self.body).get(REFUSED_KEY)  # a stored refused answer
+        if isinstance(refused, str):
+            headers[REFUSED_HEADER] = refused
         if self.status == 204:
             return Response(status_code=204, headers=headers)
         content = self.body.encode("utf-8")
@@ -104,6 +112,12 @@ def _text(status: int, result: Any) -> str:
     from flowmem.api.fast.route import render  # here: the fast route imports this module
 
     return "" if status == 204 else render(result).decode("utf-8")
+
+
+def _refused(result: Any) -> str | None:
+    """The refusal code of a memory result (None for any other answer)."""
+    refused = getattr(result, "refused", None)
+    return refused if isinstance(refused, str) else None
 
 
 @dataclass(frozen=True)
@@ -192,7 +206,7 @@ class Keyed:
                 if stored is None:
                     raise
                 return self._repeat(stored)
-            return Answer(status, _text(status, render(result)))
+            return Answer(status, _text(status, render(result)), refused=_refused(result))
         raise IdempotencyKeyInFlightError("this Idempotency-Key is in use; retry later")
 
     def claimed(
@@ -213,7 +227,7 @@ class Keyed:
             self.store.release_idempotency(idem.owner, self.key)
             raise
         code = status(result) if callable(status) else status
-        answer = Answer(code, _text(code, render(result)))
+        answer = Answer(code, _text(code, render(result)), refused=_refused(result))
         self.store.answer_idempotency(idem.owner, self.key, answer.status, answer.body)
         return answer
 
@@ -250,6 +264,7 @@ __all__ = [
     "KEY_MAX",
     "OPENAPI",
     "PARAMETER",
+    "REFUSED_HEADER",
     "REPLAYED",
     "Answer",
     "Keyed",

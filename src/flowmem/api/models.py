@@ -460,6 +460,16 @@ class BufferAppend(BaseModel):
         return _SYSTEM.validate_python(value)
 
 
+REFUSED = Field(
+    default=None,
+    description="Only when the scope refused (MEM-7; the result is then the neutral one and "
+    "nothing was stored or read): which refusal, also in the `X-Flowmem-Refused` header. "
+    "`no_session_id` (scope `session` without `session_id`), `no_user_id` (scope `user` "
+    "with a token that has no user), `unusable_session_id`, `placeholder_session_id` … "
+    "(docs/api.md, decision 0047).",
+)
+
+
 class BufferResult(BaseModel):
     """A buffer after a load or an append (MEM-14); empty with count 0 when refused."""
 
@@ -468,6 +478,7 @@ class BufferResult(BaseModel):
     appended: int
     appended_any: bool
     resolved_scope_id: str
+    refused: str | None = REFUSED
 
 
 NOT_CARRIED = Field(
@@ -523,6 +534,7 @@ class ReadResult(BaseModel):
     value: Any = None
     found: bool
     resolved_scope_id: str
+    refused: str | None = REFUSED
 
 
 class WriteResult(BaseModel):
@@ -531,6 +543,7 @@ class WriteResult(BaseModel):
     success: bool
     resolved_scope_id: str
     removed: int = 0
+    refused: str | None = REFUSED
 
 
 class PopResult(WriteResult):

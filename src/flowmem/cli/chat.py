@@ -149,7 +149,7 @@ def chat_command(
 ) -> None:
     """Chat with an agent in the terminal; every turn is stored and survives crashes."""
     console = Console(highlight=False)
-    store = open_database(database)
+    store = open_database(database, create=True)  # a chat writes its conversation
     try:
         agent = default_agent(_model(scripted, model, base_url, api_key))
         agent.memory = MemorySpec(max_messages=window)

@@ -39,9 +39,15 @@ def database_option(func: F) -> F:
     )(func)
 
 
-def open_database(url: str | None) -> Store:
-    """Open the store at ``url`` (or the default one)."""
-    return open_store(url or default_database_url())
+def open_database(url: str | None, *, create: bool = False) -> Store:
+    """Open the flowmem database at ``url`` (or the default one); it must exist unless ``create``.
+
+    Only ``flowmem serve`` (which opens its store itself) and the commands that must
+    write a new database (``token create``, ``chat``) create one (decision 0048): a
+    command that reads or changes existing data refuses a database that does not
+    exist (DatabaseNotFoundError, exit 3), so a misspelled path creates nothing.
+    """
+    return open_store(url or default_database_url(), create=create)
 
 
 def redact(url: str) -> str:

@@ -9,7 +9,8 @@ import click
 
 from flowmem.access import PERM_ADMIN, PERMISSIONS
 from flowmem.auth import DEFAULT_PERMISSIONS, create_token, revoke_token
-from flowmem.cli.database import database_option, open_database
+from flowmem.cli.database import database_option, open_database, redact
+from flowmem.errors import DatabaseNotFoundError
 
 
 @click.group("token")
@@ -41,7 +42,11 @@ def create_command(
     chosen = set(permissions) or set(DEFAULT_PERMISSIONS)
     if admin:
         chosen.add(PERM_ADMIN)
-    store = open_database(database)
+    try:
+        store = open_database(database)
+    except DatabaseNotFoundError:  # a token made before the first start (docs/guide.md)
+        store = open_database(database, create=True)
+        click.echo(f"created a new flowmem database at {redact(store.url)}", err=True)
     try:
         token, record = create_token(store, user_id, chosen, label=label)
     finally:

@@ -462,7 +462,10 @@ class AsyncClient:
                 raise
             return BufferResult(resolved_scope_id=session_id_of(where))
         return BufferResult(
-            messages=read.messages, count=read.count, resolved_scope_id=read.resolved_scope_id
+            messages=read.messages,
+            count=read.count,
+            resolved_scope_id=read.resolved_scope_id,
+            refusal=None if read.refused is None else Refusal.from_code(read.refused),
         )
 
     async def clear(

@@ -26,7 +26,8 @@ from flowmem.client.types import (
     TurnResult,
     UserErasure,
 )
-from flowmem.results import BufferResult, PopResult, ReadResult, WriteResult
+from flowmem.results import REFUSED_KEY, BufferResult, PopResult, ReadResult, WriteResult
+from flowmem.scope import Refusal
 
 T = TypeVar("T")
 
@@ -69,6 +70,12 @@ def _none(_: Any) -> None:
     return None
 
 
+def refusal_of(data: dict[str, Any]) -> Refusal | None:
+    """The refusal a memory answer names in ``refused`` (decision 0047), None when it names none."""
+    code = data.get(REFUSED_KEY)
+    return Refusal.from_code(code) if isinstance(code, str) else None
+
+
 def _buffer_result(data: dict[str, Any]) -> BufferResult:
     return BufferResult(
         messages=data["messages"],
@@ -76,6 +83,7 @@ def _buffer_result(data: dict[str, Any]) -> BufferResult:
         appended=data["appended"],
         appended_any=data["appended_any"],
         resolved_scope_id=data["resolved_scope_id"],
+        refusal=refusal_of(data),
     )
 
 
@@ -84,12 +92,16 @@ def _write_result(data: dict[str, Any]) -> WriteResult:
         success=data["success"],
         resolved_scope_id=data["resolved_scope_id"],
         removed=data.get("removed", 0),
+        refusal=refusal_of(data),
     )
 
 
 def _read_result(data: dict[str, Any]) -> ReadResult:
     return ReadResult(
-        value=data["value"], found=data["found"], resolved_scope_id=data["resolved_scope_id"]
+        value=data["value"],
+        found=data["found"],
+        resolved_scope_id=data["resolved_scope_id"],
+        refusal=refusal_of(data),
     )
 
 
@@ -99,6 +111,7 @@ def _pop_result(data: dict[str, Any]) -> PopResult:
         success=data["success"],
         resolved_scope_id=data["resolved_scope_id"],
         removed=data.get("removed", 0),
+        refusal=refusal_of(data),
     )
 
 

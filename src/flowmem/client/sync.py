@@ -456,7 +456,10 @@ class Client:
                 raise
             return BufferResult(resolved_scope_id=session_id_of(where))
         return BufferResult(
-            messages=read.messages, count=read.count, resolved_scope_id=read.resolved_scope_id
+            messages=read.messages,
+            count=read.count,
+            resolved_scope_id=read.resolved_scope_id,
+            refusal=None if read.refused is None else Refusal.from_code(read.refused),
         )
 
     def clear(

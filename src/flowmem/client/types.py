@@ -219,10 +219,13 @@ class BufferRead:
     system: str | list[dict[str, Any]] | None = None
     dropped: int = 0
     not_carried: dict[str, int] = field(default_factory=dict)
+    refused: str | None = None
+    """The code of the scope's refusal (``no_session_id`` …; decision 0047), None when it did not refuse."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BufferRead:
         """Build from the JSON answer."""
+        refused = data.get("refused")
         return cls(
             messages=data["messages"],
             count=data["count"],
@@ -232,6 +235,7 @@ class BufferRead:
             system=data.get("system"),
             dropped=data.get("dropped") or 0,
             not_carried=dict(data.get("not_carried") or {}),
+            refused=refused if isinstance(refused, str) else None,
         )
 
 

@@ -39,18 +39,34 @@ __all__ = [
 ]
 
 
-def open_store(url: str) -> Store:
-    """Open a store from a URL: ``memory://``, ``sqlite:///path`` or ``postgresql://…``."""
+POSTGRES_EXTRA = (
+    "a postgresql:// database needs flowmem's postgres extra ({missing} is not installed): "
+    "pip install 'flowmem[postgres]' into the environment flowmem runs from"
+)
+
+
+def open_store(url: str, *, create: bool = True) -> Store:
+    """Open a store from a URL: ``memory://``, ``sqlite:///path`` or ``postgresql://…``.
+
+    ``create=False`` opens only an existing flowmem database: a missing SQLite file,
+    or a database without flowmem's schema, is ``DatabaseNotFoundError`` and nothing
+    is created. A ``postgresql://`` URL without the ``postgres`` extra installed is a
+    ``ConfigurationError`` naming it.
+    """
     if url.startswith("memory://"):
         return MemoryStore(url)
     if url.startswith("sqlite://"):
         from flowmem.store.sqlite import SqliteStore  # type: ignore[import-not-found,unused-ignore]
 
-        return SqliteStore(url)  # type: ignore[no-any-return,unused-ignore]
+        return SqliteStore(url, create=create)  # type: ignore[no-any-return,unused-ignore]
     if url.startswith(("postgresql://", "postgres://")):
-        from flowmem.store.postgres import PostgresStore  # type: ignore[import-not-found,unused-ignore]
-
-        return PostgresStore(url)  # type: ignore[no-any-return,unused-ignore]
+        try:
+            from flowmem.store.postgres import PostgresStore  # type: ignore[import-not-found,unused-ignore]
+        except ImportError as exc:
+            if exc.name is None or exc.name.startswith("flowmem"):
+                raise
+            raise ConfigurationError(POSTGRES_EXTRA.format(missing=exc.name)) from None
+        return PostgresStore(url, create=create)  # type: ignore[no-any-return,unused-ignore]
     raise ConfigurationError(
         f"unsupported store URL {url!r}: use memory://, sqlite:///path or postgresql://…"
     )

@@ -12,6 +12,7 @@ import functools
 import hashlib
 import itertools
 import logging
+import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
+import psycopg.conninfo
 import psycopg.errors
 from psycopg import pq
 from psycopg.abc import PQGen
@@ -483,19 +485,54 @@ def parse_url(url: str) -> tuple[str, dict[str, float]]:
     return conninfo, options
 
 
+def connect_options(conninfo: str, timeout: float) -> dict[str, Any]:
+    """libpq's ``connect_timeout`` from ``connect_timeout_s`` (whole seconds, at least 2), unless the URL sets it.
+
+    Without it libpq waits for the operating system's TCP timeout (minutes) on a
+    host that does not answer.
+    """
+    if "connect_timeout" in psycopg.conninfo.conninfo_to_dict(conninfo):
+        return {}
+    return {"connect_timeout": max(2, math.ceil(timeout))}
+
+
+def probe_server(conninfo: str, connect: dict[str, Any], url: str) -> None:
+    """Connect once before the pool opens: an unreachable server is one ``StoreUnavailableError`` at once.
+
+    The pool would retry in the background, logging each failure, until its
+    ``connect_timeout_s`` (10 s) ran out; a closed port or a wrong password is
+    known from the first attempt.
+    """
+    try:
+        conn = psycopg.connect(conninfo, autocommit=True, **connect)
+    except psycopg.Error as exc:
+        reason = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        raise StoreUnavailableError(
+            f"cannot connect to PostgreSQL at {_safe(url)}: {reason}"
+        ) from None
+    conn.close()
+
+
 class PostgresStore(SqlStore[psycopg.Connection[Any]]):
     """The ``Store`` protocol on a PostgreSQL database."""
 
     SQL = SQL
     MIGRATIONS = MIGRATIONS
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, create: bool = True) -> None:
+        """Connect to ``url``; ``create=False``: a database without flowmem's schema is refused.
+
+        (``DatabaseNotFoundError``, nothing created: the read-only CLI commands.)
+        """
         self.url = url
+        self.create = create
         conninfo, options = parse_url(url)
+        connect = connect_options(conninfo, options["connect_timeout_s"])
+        probe_server(conninfo, connect, url)  # one clean error, at once, when it cannot be reached
         self._pool = ConnectionPool(
             conninfo,
             min_size=int(options["pool_min"]),
             max_size=int(options["pool_max"]),
-            kwargs={"autocommit": True},
+            kwargs={"autocommit": True, **connect},
             open=False,
             timeout=options["connect_timeout_s"],
             name="flowmem",

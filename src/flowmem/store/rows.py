@@ -234,15 +234,24 @@ def utf8_size(text: str) -> int:
 
 
 def check_size(
-    text: str, limit: int, error: type[FlowmemError], what: str, **details: object
+    text: str,
+    limit: int,
+    error: type[FlowmemError],
+    what: str,
+    hint: str = "",
+    **details: object,
 ) -> None:
-    """Raise ``error`` when the JSON ``text`` of ``what`` is over ``limit`` UTF-8 bytes (0: no limit)."""
+    """Raise ``error`` when the JSON ``text`` of ``what`` is over ``limit`` UTF-8 bytes (0: no limit).
+
+    ``hint`` (how to raise the limit) ends the error's message.
+    """
     if not limit:
         return
     size = utf8_size(text)
     if size > limit:
         raise error(
-            f"{what} is {size} bytes as JSON, over the limit of {limit} bytes",
+            f"{what} is {size} bytes as JSON, over the limit of {limit} bytes"
+            + (f": {hint}" if hint else ""),
             limit=limit,
             size=size,
             **details,

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from flowmem.core import AppendOutcome, Message, apply_append
 from flowmem.errors import (
     ConflictError,
+    DatabaseNotFoundError,
     IdempotencyKeyInFlightError,
     SchemaTooNewError,
     StoreError,
@@ -98,6 +99,14 @@ class StatementRunner:
         self.conn.execute(self.sql[name], params)
 
 
+def no_database(where: str) -> DatabaseNotFoundError:
+    """The refusal to open ``where``, which holds no flowmem database, without creating one."""
+    return DatabaseNotFoundError(
+        f"no flowmem database at {where}: check --database or $FLOWMEM_DATABASE_URL "
+        "(`flowmem serve` creates a new one; nothing was created)"
+    )
+
+
 class SqlStore(ABC, Generic[C]):
     """The ``Store`` methods common to the SQL backends, over driver-specific hooks.
 
@@ -109,6 +118,7 @@ class SqlStore(ABC, Generic[C]):
 
     SQL: ClassVar[dict[str, str]]  # the backend's statements, by name
     MIGRATIONS: ClassVar[tuple[tuple[str, ...], ...]]  # the backend's schema versions, in order
+    create: bool = True  # False: a database without flowmem's schema is refused, not created
 
     # --- hooks ------------------------------------------------------------------------
     @abstractmethod
@@ -322,6 +332,8 @@ class SqlStore(ABC, Generic[C]):
         conn.execute(self.SQL["schema_table"])
         row = conn.execute(self.SQL["schema_version"]).fetchone()
         current = int(row[0]) if row else 0
+        if current == 0 and not self.create:  # the caller's transaction rolls back
+            raise no_database(where)
         known = len(self.MIGRATIONS)
         if current > known:
             raise SchemaTooNewError(

@@ -72,7 +72,7 @@ from flowmem.store.locks import (
     writer_queue,
 )
 from flowmem.store.rows import check_address, check_lock_timeout, check_rows
-from flowmem.store.sqlbase import SqlStore
+from flowmem.store.sqlbase import SqlStore, no_database
 
 log = logging.getLogger("flowmem")
 
@@ -401,9 +401,17 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
     SQL = SQL
     MIGRATIONS = MIGRATIONS
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, create: bool = True) -> None:
+        """Open the SQLite file of ``url``, creating it (and its directory) unless ``create`` is False.
+
+        ``create=False``: a file that does not exist, or holds no flowmem schema, is
+        ``DatabaseNotFoundError`` and nothing is created (the read-only CLI commands).
+        """
         self.url = url
         self.path, self.synchronous = parse_url(url)
+        self.create = create
+        if not create and not Path(self.path).is_file():
+            raise no_database(self.path)
         self._idle: list[sqlite3.Connection] = []
         self._pool_lock = threading.Lock()
         self._locks = AddressLocks()

@@ -36,6 +36,7 @@ def _fastapi_router() -> APIRouter:
             route.endpoint,
             methods=sorted(route.methods or ()),
             response_model=route.response_model,
+            response_model_exclude_unset=route.response_model_exclude_unset,
             responses=route.responses,
             openapi_extra=route.openapi_extra,
             route_class_override=APIRoute,

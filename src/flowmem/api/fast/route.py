@@ -67,7 +67,6 @@ from typing import Any
 from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.params import Depends
-from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
@@ -75,7 +74,8 @@ from flowmem import access
 from flowmem.access import Principal, decide
 from flowmem.api.deps import Caller
 from flowmem.api.gate import LARGE_BODY, PARSED_BODY, LookupCache, request_principal
-from flowmem.api.idempotency import Answer, Keyed
+from flowmem.api.idempotency import REFUSED_HEADER, Answer, Keyed
+from flowmem.api.query import KnownQueryRoute, check_query, known_query, route_name
 from flowmem.auth import bearer_token
 from flowmem.errors import AccessDeniedError, NotFoundError
 from flowmem.scope import SCOPES, ExecutionContext, check_scope
@@ -165,14 +165,31 @@ def render(content: Any) -> bytes:
     return _ENCODER.encode(content).encode("utf-8")
 
 
-def direct_handler(endpoint: Callable[..., Any], status_code: int = 200) -> Handler | None:
-    """Return a request handler calling ``endpoint`` directly, or None when its signature does not fit."""
+def refused_response(answer: dict[str, Any], code: str) -> Response:
+    """The 200 answer of a refused scope: the neutral result and ``X-Flowmem-Refused: code``."""
+    return Response(
+        render(answer), 200, headers={REFUSED_HEADER: code}, media_type="application/json"
+    )
+
+
+def direct_handler(
+    endpoint: Callable[..., Any],
+    status_code: int = 200,
+    query: tuple[frozenset[str], str] | None = None,
+) -> Handler | None:
+    """Return a request handler calling ``endpoint`` directly, or None when its signature does not fit.
+
+    ``query``: the names the route takes and how to name it; any other query
+    parameter is refused first (``flowmem.api.query``).
+    """
     plan = _plan(endpoint)
     if plan is None:
         return None
     dependency_name, dependency, body_name, model = plan
 
     async def handler(request: Request) -> Response:
+        if query is not None and request.scope.get("query_string"):
+            check_query(request, *query)
         values: dict[str, Any] = {dependency_name: await dependency(request)}
         if body_name is not None:
             document = await _document(request)
@@ -191,16 +208,20 @@ def direct_handler(endpoint: Callable[..., Any], status_code: int = 200) -> Hand
     return handler
 
 
-class DirectRoute(APIRoute):
-    """An ``APIRoute`` handled by ``direct_handler`` when its endpoint fits (else FastAPI's own)."""
+class DirectRoute(KnownQueryRoute):
+    """An ``APIRoute`` handled by ``direct_handler`` when its endpoint fits (else FastAPI's own).
+
+    Either way an unknown query parameter is refused first (``flowmem.api.query``).
+    """
 
     def get_route_handler(self) -> Handler:
         """Return the direct handler for this endpoint, or FastAPI's when it does not fit."""
-        handler = direct_handler(self.endpoint, self.status_code or 200)
+        query = (known_query(self), route_name(self))
+        handler = direct_handler(self.endpoint, self.status_code or 200, query)
         return handler if handler is not None else super().get_route_handler()
 
 
-__all__ = ["DirectRoute", "direct_handler", "render"]
+__all__ = ["DirectRoute", "direct_handler", "refused_response", "render"]
 
 
 KEY_MAX = 255
@@ -252,6 +273,8 @@ class MemoryCall:
         if keyed is None:
             result = await self.short(operation, **arguments)
             answer: dict[str, Any] = result.to_dict()
+            if result.refusal is not None:  # the neutral result, and which refusal (decision 0047)
+                return refused_response(answer, result.refusal.code)
             return answer
         call = ShortCall(self, operation, arguments, keyed)
         pool = self.caller.services.pool

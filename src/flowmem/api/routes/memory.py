@@ -2,7 +2,8 @@
 
 The scope id comes from the caller, never from the request (``flowmem.api.fast.route``);
 a refused identity scope returns the neutral result with ``resolved_scope_id: ""``
-and touches no storage (MEM-6, MEM-7, MEM-13). Each route's store work is one
+and touches no storage (MEM-6, MEM-7, MEM-13); its answer names the refusal,
+``refused`` in the JSON and the ``X-Flowmem-Refused`` header (decision 0047). Each route's store work is one
 named ``Operation`` of the memory service (``MemoryCall.short``).
 """
 
@@ -24,7 +25,7 @@ from flowmem.api.fast.route import (
     memory_call,
     render,
 )
-from flowmem.api.idempotency import PARAMETER
+from flowmem.api.idempotency import PARAMETER, REFUSED_HEADER
 from flowmem.api.models import (
     BufferAppend,
     BufferRead,
@@ -39,6 +40,7 @@ from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
 from flowmem.core import check_storable, normalize
 from flowmem.errors import PayloadTooLargeError
 from flowmem.formats import check_format, read_document, write_document
+from flowmem.results import REFUSED_KEY
 from flowmem.service import BufferText
 
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
@@ -75,6 +77,8 @@ def _parts(text: BufferText) -> Iterator[bytes]:
         "resolved_scope_id": text.resolved_scope_id,
         "next_before": text.next_before,
     }
+    if text.refusal is not None:
+        tail[REFUSED_KEY] = text.refusal.code
     yield b"]," + render(tail)[1:]
 
 
@@ -98,6 +102,8 @@ def _converted(text: BufferText, fmt: str) -> dict[str, Any]:
         dropped=result.dropped,
         not_carried=not_carried,
     )
+    if text.refusal is not None:
+        answer[REFUSED_KEY] = text.refusal.code
     return answer
 
 
@@ -109,6 +115,7 @@ async def _stream(parts: Iterator[bytes]) -> AsyncIterator[bytes]:
 @router.get(
     "/buffers/{scope}/{key}",
     response_model=BufferRead,
+    response_model_exclude_unset=True,  # ``refused`` only on a refusal
     responses=errors(*SCOPE_ERRORS),
     openapi_extra=TARGET_OPENAPI,
 )
@@ -134,6 +141,10 @@ async def load_buffer(
     Page backwards with `last` = N, then `before` = the previous `next_before`.
     """
     text: BufferText = await call.short(Operation.LOAD, last=last, before=before)
+    if text.refusal is not None:  # the neutral (empty) read, and which refusal (decision 0047)
+        headers = {REFUSED_HEADER: text.refusal.code}
+        content = render(_converted(text, format)) if format != "rows" else b"".join(_parts(text))
+        return Response(content, headers=headers, media_type="application/json")
     if format != "rows":
         if len(text.bodies) <= STREAM_CHUNK:
             answer = _converted(text, format)
@@ -173,6 +184,7 @@ def _from_provider(fmt: str, messages: list[Any], system: Any) -> list[Any]:
 @router.post(
     "/buffers/{scope}/{key}",
     response_model=BufferResult,
+    response_model_exclude_unset=True,  # ``refused`` only on a refusal
     responses=errors(*SCOPE_ERRORS, *BODY_ERRORS, 409),
     openapi_extra=WRITE_OPENAPI,
 )
@@ -204,6 +216,7 @@ async def append_buffer(
 @router.delete(
     "/buffers/{scope}/{key}",
     response_model=WriteResult,
+    response_model_exclude_unset=True,  # ``refused`` only on a refusal
     responses=errors(*SCOPE_ERRORS, 409),
     openapi_extra=WRITE_OPENAPI,
 )
@@ -215,6 +228,7 @@ async def clear_buffer(call: MemoryCall = CALL) -> dict[str, Any] | Response:
 @router.delete(
     "/buffers/{scope}/{key}/last",
     response_model=PopResult,
+    response_model_exclude_unset=True,  # ``refused`` only on a refusal
     responses=errors(*SCOPE_ERRORS, 409),
     openapi_extra=WRITE_OPENAPI,
 )
@@ -247,6 +261,7 @@ def _parse_default(text: str | None) -> Any:
 @router.get(
     "/memory/{scope}/{key}",
     response_model=ReadResult,
+    response_model_exclude_unset=True,  # ``refused`` only on a refusal
     responses=errors(*SCOPE_ERRORS),
     openapi_extra=TARGET_OPENAPI,
 )
@@ -267,6 +282,7 @@ async def read_record(
 @router.put(
     "/memory/{scope}/{key}",
     response_model=WriteResult,
+    response_model_exclude_unset=True,  # ``refused`` only on a refusal
     responses=errors(*SCOPE_ERRORS, *BODY_ERRORS, 409),
     openapi_extra=WRITE_OPENAPI,
 )
@@ -278,6 +294,7 @@ async def write_record(body: MemoryWrite, call: MemoryCall = CALL) -> dict[str, 
 @router.delete(
     "/memory/{scope}/{key}",
     response_model=WriteResult,
+    response_model_exclude_unset=True,  # ``refused`` only on a refusal
     responses=errors(*SCOPE_ERRORS, 409),
     openapi_extra=WRITE_OPENAPI,
 )

@@ -22,6 +22,7 @@ from flowmem.api.models import (
     TurnCreate,
     TurnResult,
 )
+from flowmem.api.query import KnownQueryRoute
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, clamp_limit, errors
 from flowmem.sessions import session_dict, transcript_dict
 from flowmem.store.base import Idempotency, SessionRecord, WriteGuard
@@ -32,7 +33,7 @@ def _no_content(_result: Any) -> Response:
     return Response(status_code=204)
 
 
-router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"], route_class=KnownQueryRoute)
 
 SessionId = Path(
     description="The session id: a UUID from `POST /v1/sessions`, or an id a write chose "

@@ -14,11 +14,12 @@ from fastapi import APIRouter, Query
 
 from flowmem.api.deps import CALLER, Caller
 from flowmem.api.models import CheckOut, Format, NormalizeOut, Payload
+from flowmem.api.query import KnownQueryRoute
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
 from flowmem.core import check_storable, normalize
 from flowmem.formats import check_payload, read_payload, write_document
 
-router = APIRouter(prefix="/v1", tags=["stateless"])
+router = APIRouter(prefix="/v1", tags=["stateless"], route_class=KnownQueryRoute)
 
 FORMAT_QUERY = Query(
     None,

@@ -11,9 +11,10 @@ from flowmem.access import Principal
 from flowmem.api.deps import CALLER, Caller
 from flowmem.api.idempotency import OPENAPI, claimed_once
 from flowmem.api.models import UserErasure
+from flowmem.api.query import KnownQueryRoute
 from flowmem.api.routes.common import AUTH_ERRORS, errors
 
-router = APIRouter(prefix="/v1/users", tags=["users"])
+router = APIRouter(prefix="/v1/users", tags=["users"], route_class=KnownQueryRoute)
 
 UserId = Path(description="The user id whose data is erased.", min_length=1, max_length=255)
 

@@ -1,0 +1,94 @@
+"""``open_store`` says what to do: the postgres extra when psycopg is missing, one fast error when PostgreSQL is down."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from flowmem.errors import ConfigurationError, StoreUnavailableError
+from flowmem.store import open_store
+
+EXTRA = "pip install 'flowmem[postgres]'"
+# flowmem as a venv without the postgres extra runs it: importing psycopg fails
+WITHOUT_PSYCOPG = "import sys; sys.modules['{module}'] = None; from flowmem.cli import main; main()"
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_a_postgresql_url_without_psycopg_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    for module in ("psycopg", "psycopg_pool"):
+        with monkeypatch.context() as patch:
+            patch.setitem(sys.modules, module, None)
+            patch.delitem(sys.modules, "flowmem.store.postgres", raising=False)
+            with pytest.raises(ConfigurationError) as info:
+                open_store("postgresql://u:secret@127.0.0.1:1/db")
+        assert EXTRA in info.value.message and f"{module} is not installed" in info.value.message
+        assert "secret" not in info.value.message
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["token", "list"],
+        ["token", "create", "--user", "ana"],
+        ["token", "revoke", "t1"],
+        ["user", "erase", "ana", "--yes"],
+        ["backup", "copy.db"],
+        ["serve", "--port", "0"],
+    ],
+    ids=["token-list", "token-create", "token-revoke", "user-erase", "backup", "serve"],
+)
+def test_every_cli_command_names_the_postgres_extra_in_one_line(tmp_path: Path, args: list[str]) -> None:
+    url = f"postgresql://nobody@127.0.0.1:{_closed_port()}/none"
+    code = WITHOUT_PSYCOPG.format(module="psycopg")
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args, "--database", url],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and EXTRA in lines[0], done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_an_unreachable_postgresql_fails_at_once_in_one_error(caplog: pytest.LogCaptureFixture) -> None:
+    pytest.importorskip("psycopg")
+    port = _closed_port()
+    started = time.monotonic()
+    with caplog.at_level(logging.DEBUG), pytest.raises(StoreUnavailableError) as info:
+        open_store(f"postgresql://nobody:secret@127.0.0.1:{port}/none")  # the default 10 s timeout
+    assert time.monotonic() - started < 2.0
+    message = info.value.message
+    assert f"127.0.0.1:{port}" in message and "refused" in message.lower()
+    assert "\n" not in message and "secret" not in message
+    pool_lines = [r for r in caplog.records if r.name.startswith("psycopg")]
+    assert pool_lines == []
+
+
+def test_an_unreachable_postgresql_is_one_line_from_the_cli(tmp_path: Path) -> None:
+    pytest.importorskip("psycopg")
+    url = f"postgresql://nobody@127.0.0.1:{_closed_port()}/none"
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", "from flowmem.cli import main; main()", "token", "list", "--database", url],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert time.monotonic() - started < 5.0
+    assert done.returncode == 6
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: cannot connect to PostgreSQL")
