@@ -28,7 +28,7 @@ from flowmem.core import (
 )
 from flowmem.formats import FORMATS, detect_format, read_document, write_document
 from flowmem.store import Address, Store
-from tests.formats.sdk import _validated, assert_anthropic, assert_openai_chat, assert_responses
+from tests.formats.sdk import _validated, assert_document, assert_gemini, assert_openai_chat, assert_responses
 from tests.store.conftest import store  # noqa: F401  (memory, SQLite, PostgreSQL)
 
 CORPUS = Path(__file__).parent
@@ -47,17 +47,14 @@ def history(payload: dict[str, Any], provider: str) -> Any:
         return payload["messages"]
     if provider == "responses":
         return payload["input"]
+    if provider == "gemini":
+        return {key: payload[key] for key in ("system_instruction", "contents") if key in payload}
     return {key: payload[key] for key in ("system", "messages") if key in payload}
 
 
 def assert_valid(provider: str, written: Any) -> None:
     """``written`` (``write_document``'s output) validates against the provider SDK's types."""
-    if provider == "openai":
-        assert_openai_chat(written)
-    elif provider == "responses":
-        assert_responses(written)
-    else:
-        assert_anthropic(written.get("system"), written["messages"])
+    assert_document(provider, written)
 
 
 def test_corpus_covers_the_issue_list() -> None:

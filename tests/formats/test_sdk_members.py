@@ -32,7 +32,7 @@ from flowmem.formats import (
     write_document,
 )
 from tests.formats import members as M
-from tests.formats.sdk import assert_anthropic, assert_openai_chat, assert_responses
+from tests.formats.sdk import assert_anthropic, assert_document, assert_openai_chat, assert_responses
 
 PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -95,12 +95,7 @@ def _every_target(name: str, document: Any) -> None:
     for target in FORMATS:
         dropped: dict[str, int] = {}
         written = write_document(target, rows, dropped)
-        if target == "openai":
-            assert_openai_chat(written)
-        elif target == "responses":
-            assert_responses(written)
-        else:
-            assert_anthropic(written.get("system"), written["messages"])
+        assert_document(target, written)
         assert check_sendable(read_document(target, written)) == []
         if target == name:
             assert dropped == {}
