@@ -11,7 +11,7 @@ role, are recorded where the defaults would not give them back.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from flowmem.core import Message
@@ -97,7 +97,9 @@ def _blocks(content: Any, dropped: dict[str, int] | None) -> list[dict[str, Any]
     return out
 
 
-def _model_parts(row: Message, dropped: dict[str, int] | None, skipped: set[str]) -> list[dict[str, Any]]:
+def _model_parts(
+    row: Message, dropped: dict[str, int] | None, skipped: set[str], unnamed: set[str]
+) -> list[dict[str, Any]]:
     blocks = _blocks(row["content"], dropped)
     calls: list[dict[str, Any]] = []
     for raw in row.get("tool_calls") or []:
@@ -108,6 +110,8 @@ def _model_parts(row: Message, dropped: dict[str, int] | None, skipped: set[str]
             continue
         extra = extra_of(call.entry, FMT)
         function: dict[str, Any] = {} if extra.get(_NO_ID) else {"id": call.id}
+        if not function:
+            unnamed.add(call.id)
         function["name"] = call.name
         if not (extra.get(_NO_ARGS) and call.args == {}):
             function["args"] = input_object(call.args)
@@ -141,7 +145,10 @@ def _response(row: Message, text: str, extra: Mapping[str, Any]) -> dict[str, An
     return {"result" if extra.get(_KEY) == "result" else "output": text}
 
 
-def _response_part(row: Message, names: Mapping[str, str], dropped: dict[str, int] | None) -> dict[str, Any]:
+def _response_part(
+    row: Message, names: Mapping[str, str], dropped: dict[str, int] | None, unnamed: Collection[str] = ()
+) -> dict[str, Any]:
+    """Return a tool row's ``function_response`` part; no id when it had none or its call was sent without."""
     kept = kept_whole(row, FMT, lambda block: "function_response" in block)
     if kept is not None:
         return kept
@@ -158,7 +165,7 @@ def _response_part(row: Message, names: Mapping[str, str], dropped: dict[str, in
         else:
             media.append(block)
     cid = row["tool_call_id"]
-    function: dict[str, Any] = {} if extra.get(_NO_ID) else {"id": cid}
+    function: dict[str, Any] = {} if extra.get(_NO_ID) or cid in unnamed else {"id": cid}
     function["name"] = names.get(cid, "")
     response = _response(row, "\n".join(texts), extra)
     if response is not None:
@@ -239,27 +246,24 @@ def to_gemini(
     """
     rows = normalized(messages)
     kinds = call_kinds(rows)
-    names = {
-        read_entry(call).id: read_entry(call).name
-        for row in rows
-        if row["role"] == "assistant"
-        for call in row.get("tool_calls") or []
-    }
+    calls = [read_entry(call) for row in rows if row["role"] == "assistant" for call in row.get("tool_calls") or []]
+    names = {call.id: call.name for call in calls}  # a response names the function it answers
     out: list[dict[str, Any]] = []
     skipped: set[str] = set()
+    unnamed: set[str] = set()  # calls written without an id: their responses are too
     for row in rows:
         role = row["role"]
         if role == "system":
             continue
         if role == "assistant":
-            parts = _model_parts(row, dropped, skipped)
+            parts = _model_parts(row, dropped, skipped, unnamed)
         elif role == "user":
             parts = _blocks(row["content"], dropped)
         elif row["tool_call_id"] in skipped:
             note(dropped, f"{kinds.get(row['tool_call_id'], 'function')}_result")
             continue
         else:
-            parts = [_response_part(row, names, dropped)]
+            parts = [_response_part(row, names, dropped, unnamed)]
         if parts:
             _place(out, row, parts)
     systems = [row for row in rows if row["role"] == "system"]
@@ -400,14 +404,17 @@ def _grouped(rows: list[Message], role: str | None, last: object, camel: bool) -
             put_extra(row, FMT, {**extra_of(row, FMT), **hints})
 
 
-def _content(raw: object, where: str) -> tuple[str | None, list[Any], bool, dict[str, Any]]:
-    """Return a content's role, parts, spelling and snake_case form; raise when it is not a Content."""
+def _content(raw: object, where: str, roles: tuple[str, ...] = ROLES) -> tuple[str | None, list[Any], bool, dict[str, Any]]:
+    """Return a content's role, parts, spelling and snake_case form; raise when it is not a Content.
+
+    ``roles`` are the roles taken (a system instruction's role is any string).
+    """
     content, camel = read_spelling(require_map(raw, where))
     unknown = sorted(str(key) for key in content if key not in _CONTENT_KEYS)
     if unknown:
         raise InvalidMessageError(f"{where}: a Gemini content has role and parts, not {', '.join(unknown)}")
     role = content.get("role")
-    if role is not None and role not in ROLES:
+    if role is not None and not (role in roles or (not roles and isinstance(role, str))):
         raise UnknownRoleError(f"{where}: unknown role {role!r}: expected one of {', '.join(ROLES)}", role=role)
     parts = content.get("parts", [])
     if not isinstance(parts, list):
@@ -418,7 +425,7 @@ def _content(raw: object, where: str) -> tuple[str | None, list[Any], bool, dict
 def _system_rows(value: object) -> list[Message]:
     if isinstance(value, str):
         return [put_extra({"role": "system", "content": value}, FMT, {_STRING: True})] if value else []
-    role, parts, camel, _ = _content(value, "system_instruction")
+    role, parts, camel, _ = _content(value, "system_instruction", ())
     content = [part_from_gemini(_part_map(raw, f"system_instruction.parts[{n}]"), f"system_instruction.parts[{n}]") for n, raw in enumerate(parts)]
     if not content:
         return []

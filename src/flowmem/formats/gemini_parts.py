@@ -270,6 +270,6 @@ def part_from_gemini(block: Mapping[str, Any], where: str = "part") -> dict[str,
 
 def require_name(value: object, where: str) -> str:
     """Return a function call's or response's name; raise ``InvalidMessageError`` when it has none."""
-    if not isinstance(value, str) or not value:
+    if not isinstance(value, str):
         raise InvalidMessageError(f"{where}: has no name")
     return value
