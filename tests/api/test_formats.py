@@ -49,10 +49,7 @@ def append_body(provider: str, payload: dict[str, Any]) -> dict[str, Any]:
     if provider == "responses":
         return {"format": provider, "messages": payload["input"]}
     if provider == "gemini":
-        body = {"format": provider, "messages": payload["contents"]}
-        if "system_instruction" in payload:
-            body["system_instruction"] = payload["system_instruction"]
-        return body
+        return {"format": provider, **{"messages" if k == "contents" else k: v for k, v in history(payload, provider).items()}}
     return {"format": provider, **history(payload, provider)}
 
 

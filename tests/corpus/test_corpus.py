@@ -47,8 +47,9 @@ def history(payload: dict[str, Any], provider: str) -> Any:
         return payload["messages"]
     if provider == "responses":
         return payload["input"]
-    if provider == "gemini":
-        return {key: payload[key] for key in ("system_instruction", "contents") if key in payload}
+    if provider == "gemini":  # the body's key is written in snake_case, which REST reads too
+        instruction = payload.get("system_instruction", payload.get("systemInstruction"))
+        return {"contents": payload["contents"], **({} if instruction is None else {"system_instruction": instruction})}
     return {key: payload[key] for key in ("system", "messages") if key in payload}
 
 
@@ -83,6 +84,12 @@ def test_corpus_covers_the_issue_list() -> None:
         "responses/mcp_list_approve_call",
         "responses/image_generation_call",
         "responses/item_ids_and_status",
+        "gemini/parallel_function_calls",
+        "gemini/thought_signatures_function_call",
+        "gemini/image_inline_and_file_uri",
+        "gemini/code_execution",
+        "gemini/rest_camel_case",
+        "gemini/unanswered_function_call",
     }
     assert required <= names, required - names
     for path in FILES:
@@ -100,6 +107,8 @@ def test_corpus_payload_is_valid_for_its_sdk(path: Path) -> None:
         assert_openai_chat(payload["messages"])
     elif entry["provider"] == "responses":
         assert_responses(payload["input"])
+    elif entry["provider"] == "gemini":
+        assert_gemini(payload.get("system_instruction", payload.get("systemInstruction")), payload["contents"])
     else:
         for message in payload["messages"]:
             _validated(MessageParam, message)  # type: ignore[arg-type]
