@@ -28,7 +28,13 @@ from flowmem.core import (
 )
 from flowmem.formats import FORMATS, detect_format, read_document, write_document
 from flowmem.store import Address, Store
-from tests.formats.sdk import _validated, assert_document, assert_gemini, assert_openai_chat, assert_responses
+from tests.formats.sdk import (
+    _validated,
+    assert_document,
+    assert_gemini,
+    assert_openai_chat,
+    assert_responses,
+)
 from tests.store.conftest import store  # noqa: F401  (memory, SQLite, PostgreSQL)
 
 CORPUS = Path(__file__).parent

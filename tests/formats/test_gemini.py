@@ -177,7 +177,7 @@ def test_a_function_response_with_media_parts_carries_them_as_content_parts() ->
         {"type": "image", "data": "iVBORw0KGgo=", "media_type": "image/png"},
     ]
     assert to_gemini(from_gemini(None, contents)) == (None, contents)
-    system, messages = to_anthropic(from_gemini(None, contents))
+    _, messages = to_anthropic(from_gemini(None, contents))
     assert messages[1]["content"][0]["content"][1]["type"] == "image"  # Anthropic carries it too
 
 
@@ -203,7 +203,7 @@ def test_a_derived_id_is_not_sent_back() -> None:
     assert to_openai(rows)[1]["tool_calls"][0]["id"] == _call_ids(rows)[0]  # other formats need one
 
 
-def test_mem_1_and_mem_2_an_id_less_history_appended_twice_is_stored_once() -> None:
+def test_mem_1_and_mem_2_an_id_less_call_and_result_appended_again_are_stored_once() -> None:
     rows = from_gemini(None, WEATHER)
     once = append([], rows).messages
     again = append(once, from_gemini(None, WEATHER)[1:3]).messages  # the call turn and its result again

@@ -32,7 +32,12 @@ from flowmem.formats import (
     write_document,
 )
 from tests.formats import members as M
-from tests.formats.sdk import assert_anthropic, assert_document, assert_openai_chat, assert_responses
+from tests.formats.sdk import (
+    assert_anthropic,
+    assert_document,
+    assert_openai_chat,
+    assert_responses,
+)
 
 PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

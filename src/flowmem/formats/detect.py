@@ -193,8 +193,8 @@ def format_candidates(payload: object) -> frozenset[str]:
     messages: object = payload
     candidates = frozenset(DETECTED)
     if isinstance(payload, Mapping):
-        if "input" in payload or "instructions" in payload:
-            return _RESPONSES
+        if "input" in payload or ("instructions" in payload and "parts" not in payload):
+            return _RESPONSES  # (a pydantic-ai request has instructions beside its parts)
         if _GEMINI_BODY & payload.keys():
             return _GEMINI
         if "system" in payload:

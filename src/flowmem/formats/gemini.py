@@ -189,10 +189,10 @@ def _place(out: list[dict[str, Any]], row: Message, parts: list[dict[str, Any]])
     default = "model" if row["role"] == "assistant" else "user"
     named, role = _role_hint(extra)
     last = out[-1] if out else None
-    if last is not None and _side(last.get("role")) == _side(default):
-        if extra.get(_JOIN) is True or (not named and not extra.get(_NEW) and last.get("role") == default):
-            last["parts"].extend(parts)
-            return
+    joins = extra.get(_JOIN) is True or (not named and not extra.get(_NEW) and last is not None and last.get("role") == default)
+    if last is not None and _side(last.get("role")) == _side(default) and joins:
+        last["parts"].extend(parts)
+        return
     content: dict[str, Any] = {}
     if not named:
         content["role"] = default
@@ -206,7 +206,7 @@ def _place(out: list[dict[str, Any]], row: Message, parts: list[dict[str, Any]])
 
 def _finished(content: dict[str, Any]) -> dict[str, Any]:
     camel = content.pop(_CAMEL, False)
-    return write_camel(content) if camel else content  # type: ignore[no-any-return]
+    return write_camel(content) if camel else content
 
 
 def _system_instruction(rows: list[Message], dropped: dict[str, int] | None) -> str | dict[str, Any] | None:
@@ -225,7 +225,7 @@ def _system_instruction(rows: list[Message], dropped: dict[str, int] | None) -> 
     named, role = _role_hint(extra)
     content: dict[str, Any] = {"role": role} if named and role is not None else {}
     content["parts"] = parts
-    return write_camel(content) if extra.get(_CAMEL) is True else content  # type: ignore[no-any-return]
+    return write_camel(content) if extra.get(_CAMEL) is True else content
 
 
 def to_gemini(
