@@ -7,8 +7,10 @@ from typing import Any
 
 from google.genai import types
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from flowmem.core import check_sendable, normalize
+from flowmem.errors import InvalidInputError
 from flowmem.formats import (
     FORMATS,
     from_anthropic,
@@ -16,6 +18,7 @@ from flowmem.formats import (
     from_openai,
     from_responses,
     read_document,
+    read_payload,
     to_anthropic,
     to_gemini,
     to_openai,
@@ -154,3 +157,34 @@ def test_emptied_results_are_kept_whole() -> None:
     assert rows[1]["content"][0]["type"] == "provider"
     assert emptied(rows)[1]["content"] == ""
     assert to_gemini(rows) == (None, contents)
+
+
+_KEYS = st.sampled_from(
+    ["role", "parts", "text", "thought", "thought_signature", "inline_data", "fileData", "mime_type", "data",
+     "file_uri", "function_call", "functionResponse", "id", "name", "args", "response", "output", "error",
+     "executable_code", "content", "type", "kind", "part_kind", "contents", "system_instruction", "model", "user"]
+)  # fmt: skip
+JSON = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from(["", "0", "c1", "user", "model", "f"])),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(_KEYS, inner, max_size=4)),
+    max_leaves=25,
+)
+
+
+@PROPS
+@given(JSON, JSON)
+def test_any_json_is_read_or_refused_with_a_typed_error(system: Any, contents: Any) -> None:
+    """Whatever JSON reaches ``from_gemini`` or detection, the answer is rows or an ``InvalidInputError``."""
+    try:
+        rows = from_gemini(system, contents)
+    except InvalidInputError:
+        pass
+    else:
+        instruction, written = to_gemini(rows)
+        assert_gemini(instruction, written)
+    try:
+        fmt, read = read_payload(contents)
+    except InvalidInputError:
+        pass
+    else:
+        assert fmt in FORMATS or fmt == "rows"
