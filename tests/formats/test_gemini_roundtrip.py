@@ -183,7 +183,7 @@ def test_any_json_is_read_or_refused_with_a_typed_error(system: Any, contents: A
         instruction, written = to_gemini(rows)
         assert_gemini(instruction, written)
     try:
-        fmt, read = read_payload(contents)
+        fmt, _ = read_payload(contents)
     except InvalidInputError:
         pass
     else:
