@@ -57,6 +57,12 @@ class FormatMismatchError(InvalidInputError):
     code = "format_mismatch"
 
 
+class UnknownFormatError(InvalidInputError):
+    """A payload in no format flowmem reads (a pydantic-ai or LangChain dump, anything else)."""
+
+    code = "unknown_format"
+
+
 class UnknownScopeError(InvalidInputError):
     """A memory scope name that is not one of the six scopes."""
 

@@ -48,6 +48,8 @@ def append_body(provider: str, payload: dict[str, Any]) -> dict[str, Any]:
         return {"format": provider, "messages": payload["messages"]}
     if provider == "responses":
         return {"format": provider, "messages": payload["input"]}
+    if provider == "gemini":
+        return {"format": provider, **{"messages" if k == "contents" else k: v for k, v in history(payload, provider).items()}}
     return {"format": provider, **history(payload, provider)}
 
 
@@ -62,6 +64,10 @@ def read_back(api: Api, fmt: str, url: str = URL, **params: Any) -> dict[str, An
 
 def written(fmt: str, answer: dict[str, Any]) -> Any:
     """The history of a read answer in ``write_document``'s spelling."""
+    if fmt == "gemini":
+        instruction = answer["system_instruction"]
+        contents = {"contents": answer["messages"]}
+        return contents if instruction is None else {"system_instruction": instruction, **contents}
     if fmt != "anthropic":
         return answer["messages"]
     system = answer["system"]
@@ -216,7 +222,7 @@ REFUSED: list[tuple[dict[str, Any], str]] = [
     ({"format": "openai", "messages": [{"role": "user", "content": {"type": "text"}}]}, "invalid_message"),
     ({"format": "openai", "messages": ["not an object"]}, "invalid_input"),
     ({"format": "openai", "system": "only anthropic has this", "messages": []}, "invalid_input"),
-    ({"format": "gemini", "messages": []}, "invalid_input"),
+    ({"format": "cohere", "messages": []}, "invalid_input"),
     ({"messages": [TOOL_USE]}, "invalid_input"),  # rows (the default) with a provider's blocks
 ]  # fmt: skip
 
@@ -234,7 +240,7 @@ def test_invalid_provider_input_is_refused_with_a_stable_code_and_nothing_writte
 
 
 def test_a_provider_format_read_is_refused_on_an_unknown_format(api: Api) -> None:
-    response = api.call("GET", URL, params={"format": "gemini"})
+    response = api.call("GET", URL, params={"format": "cohere"})
     assert response.status_code == 422
     assert response.json()["error"]["code"] == "invalid_input"
 

@@ -28,7 +28,13 @@ from flowmem.core import (
 )
 from flowmem.formats import FORMATS, check_payload, detect_format, read_document, write_document
 from flowmem.store import Address, Store
-from tests.formats.sdk import _validated, assert_anthropic, assert_openai_chat, assert_responses
+from tests.formats.sdk import (
+    _validated,
+    assert_document,
+    assert_gemini,
+    assert_openai_chat,
+    assert_responses,
+)
 from tests.store.conftest import store  # noqa: F401  (memory, SQLite, PostgreSQL)
 
 CORPUS = Path(__file__).parent
@@ -47,17 +53,15 @@ def history(payload: dict[str, Any], provider: str) -> Any:
         return payload["messages"]
     if provider == "responses":
         return payload["input"]
+    if provider == "gemini":  # the body's key is written in snake_case, which REST reads too
+        instruction = payload.get("system_instruction", payload.get("systemInstruction"))
+        return {"contents": payload["contents"], **({} if instruction is None else {"system_instruction": instruction})}
     return {key: payload[key] for key in ("system", "messages") if key in payload}
 
 
 def assert_valid(provider: str, written: Any) -> None:
     """``written`` (``write_document``'s output) validates against the provider SDK's types."""
-    if provider == "openai":
-        assert_openai_chat(written)
-    elif provider == "responses":
-        assert_responses(written)
-    else:
-        assert_anthropic(written.get("system"), written["messages"])
+    assert_document(provider, written)
 
 
 def test_corpus_covers_the_issue_list() -> None:
@@ -86,6 +90,12 @@ def test_corpus_covers_the_issue_list() -> None:
         "responses/mcp_list_approve_call",
         "responses/image_generation_call",
         "responses/item_ids_and_status",
+        "gemini/parallel_function_calls",
+        "gemini/thought_signatures_function_call",
+        "gemini/image_inline_and_file_uri",
+        "gemini/code_execution",
+        "gemini/rest_camel_case",
+        "gemini/unanswered_function_call",
     }
     assert required <= names, required - names
     for path in FILES:
@@ -103,6 +113,8 @@ def test_corpus_payload_is_valid_for_its_sdk(path: Path) -> None:
         assert_openai_chat(payload["messages"])
     elif entry["provider"] == "responses":
         assert_responses(payload["input"])
+    elif entry["provider"] == "gemini":
+        assert_gemini(payload.get("system_instruction", payload.get("systemInstruction")), payload["contents"])
     else:
         for message in payload["messages"]:
             _validated(MessageParam, message)  # type: ignore[arg-type]

@@ -7,6 +7,7 @@ from functools import cache
 from typing import Any
 
 from anthropic.types import MessageParam, TextBlockParam
+from google.genai import types as gemini_types
 from openai.types.chat import ChatCompletionMessageParam
 from openai.types.responses import ResponseInputItemParam
 from pydantic import BaseModel, TypeAdapter
@@ -60,3 +61,53 @@ def assert_anthropic(system: object, messages: list[dict[str, Any]]) -> None:
             _validated(TextBlockParam, block)  # type: ignore[arg-type]
     for message in messages:
         _validated(MessageParam, message)  # type: ignore[arg-type]
+
+
+_BYTES_FIELDS = frozenset({"data", "thought_signature", "thoughtSignature"})
+
+
+def _urlsafe(value: Any, key: str = "") -> Any:
+    """``value`` with base64 text in the URL-safe alphabet, as pydantic writes ``bytes`` back."""
+    if isinstance(value, dict):
+        return {k: v if k in ("args", "response") else _urlsafe(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_urlsafe(item, key) for item in value]
+    if isinstance(value, str) and key in _BYTES_FIELDS:
+        return value.replace("+", "-").replace("/", "_")
+    return value
+
+
+def _camel(content: dict[str, Any]) -> bool:
+    parts = content.get("parts") or []
+    return any(any(c.isupper() for c in key) for part in parts for key in part)
+
+
+def assert_gemini_content(content: dict[str, Any]) -> None:
+    """``content`` is a valid ``google.genai.types.Content`` (unknown keys forbidden), nothing changed."""
+    model = gemini_types.Content.model_validate(content)
+    dumped = model.model_dump(mode="json", exclude_none=True, by_alias=_camel(content))
+    assert dumped == _urlsafe(content), f"google-genai changed the content:\n{dumped}\n!=\n{content}"
+
+
+def assert_gemini(system_instruction: object, contents: list[dict[str, Any]]) -> None:
+    """Every content and the system instruction (a Content or a string) are valid google-genai values."""
+    assert system_instruction is None or (isinstance(system_instruction, str) and system_instruction)  or isinstance(system_instruction, dict)
+    if isinstance(system_instruction, dict):
+        assert system_instruction.get("parts"), "an empty system instruction is left out"
+        assert_gemini_content(system_instruction)
+    for content in contents:
+        assert content.get("parts"), "Gemini rejects a content without parts"
+        assert_gemini_content(content)
+
+
+def assert_document(name: str, document: Any) -> None:
+    """``document`` (``write_document(name, …)``) validates against format ``name``'s SDK types."""
+    if name == "openai":
+        assert_openai_chat(document)
+    elif name == "responses":
+        assert_responses(document)
+    elif name == "anthropic":
+        assert_anthropic(document.get("system"), document["messages"])
+    else:
+        assert name == "gemini"
+        assert_gemini(document.get("system_instruction"), document["contents"])

@@ -46,6 +46,6 @@ def test_write_document_shapes() -> None:
 
 def test_unknown_format_is_a_typed_error() -> None:
     with pytest.raises(InvalidInputError):
-        read_document("gemini", [])
+        read_document("cohere", [])
     with pytest.raises(InvalidInputError):
-        write_document("gemini", [])
+        write_document("cohere", [])

@@ -33,7 +33,12 @@ from flowmem.formats import (
 )
 from flowmem.formats.check import check_rows
 from tests.formats import members as M
-from tests.formats.sdk import assert_anthropic, assert_openai_chat, assert_responses
+from tests.formats.sdk import (
+    assert_anthropic,
+    assert_document,
+    assert_openai_chat,
+    assert_responses,
+)
 
 PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -96,12 +101,7 @@ def _every_target(name: str, document: Any) -> None:
     for target in FORMATS:
         dropped: dict[str, int] = {}
         written = write_document(target, rows, dropped)
-        if target == "openai":
-            assert_openai_chat(written)
-        elif target == "responses":
-            assert_responses(written)
-        else:
-            assert_anthropic(written.get("system"), written["messages"])
+        assert_document(target, written)
         assert check_rows(read_document(target, written), target) == []
         if target == name:
             assert dropped == {}

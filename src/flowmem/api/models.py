@@ -19,8 +19,8 @@ from pydantic import (
 
 SessionStatus = Literal["idle", "running", "completed", "failed"]
 
-Format = Literal["rows", "openai", "responses", "anthropic"]
-FORMAT_NAMES: tuple[str, ...] = ("rows", "openai", "responses", "anthropic")
+Format = Literal["rows", "openai", "responses", "anthropic", "gemini"]
+FORMAT_NAMES: tuple[str, ...] = ("rows", "openai", "responses", "anthropic", "gemini")
 
 
 def _integral(value: Any) -> Any:
@@ -39,7 +39,7 @@ JsonInt = Annotated[int, BeforeValidator(_integral)]
 _EXTRA = Field(
     default=None,
     description="Fields of a provider's object that flowmem does not model, by format "
-    "(`openai`, `responses`, `anthropic`): re-emitted verbatim to that format only.",
+    "(`openai`, `responses`, `anthropic`, `gemini`): re-emitted verbatim to that format only.",
 )
 
 
@@ -361,12 +361,13 @@ class UserErasure(BaseModel):
 _ROWS_MESSAGES: TypeAdapter[Any] = TypeAdapter(MessageIn | list[MessageIn])
 _PROVIDER_MESSAGES: TypeAdapter[Any] = TypeAdapter(dict[str, Any] | list[dict[str, Any]])
 _SYSTEM: TypeAdapter[Any] = TypeAdapter(str | list[dict[str, Any]])
+_SYSTEM_INSTRUCTION: TypeAdapter[Any] = TypeAdapter(str | dict[str, Any])
 
 _PROVIDER_MESSAGE: dict[str, Any] = {
     "type": "object",
-    "description": "A message (OpenAI Chat, Anthropic) or an input item (Responses, Agents "
-    "SDK) exactly as the provider's API takes it; converted to rows (`from_openai`, "
-    "`from_responses`, `from_anthropic`) before the append.",
+    "description": "A message (OpenAI Chat, Anthropic), an input item (Responses, Agents "
+    "SDK) or a content (Gemini) exactly as the provider's API takes it; converted to rows "
+    "(`from_openai`, `from_responses`, `from_anthropic`, `from_gemini`) before the append.",
     "additionalProperties": True,
 }
 
@@ -402,11 +403,21 @@ def _append_schema(schema: dict[str, Any]) -> None:
         "description": "Anthropic's top-level `system` (a string or text blocks), stored as "
         "the leading system row.",
     }
+    instruction = {
+        "anyOf": [
+            {"type": "string"},
+            {"type": "object", "additionalProperties": True},
+            {"type": "null"},
+        ],
+        "description": "Gemini's `system_instruction` (a string or a Content), stored as "
+        "the leading system row.",
+    }
     provider = _one_or_many(_PROVIDER_MESSAGE)
     variants = [
         variant(["rows"], _one_or_many(MESSAGE_SCHEMA)),
         variant(["openai", "responses"], provider),
         variant(["anthropic"], provider, system=system),
+        variant(["gemini"], provider, system_instruction=instruction),
     ]
     for name in [key for key in schema if key not in ("title", "description")]:
         del schema[name]
@@ -416,8 +427,9 @@ def _append_schema(schema: dict[str, Any]) -> None:
 class BufferAppend(BaseModel):
     """Messages to append to a conversation buffer: one message or a list.
 
-    With `format` `openai`, `responses` or `anthropic` the messages are that
-    provider's own (Anthropic's `system` too), converted to rows before the append.
+    With `format` `openai`, `responses`, `anthropic` or `gemini` the messages are
+    that provider's own (Anthropic's `system`, Gemini's `system_instruction` too),
+    converted to rows before the append.
     """
 
     model_config = ConfigDict(
@@ -429,10 +441,12 @@ class BufferAppend(BaseModel):
     format: Format = Field(
         default="rows",
         description="The format of `messages`: flowmem rows (default), or a provider's "
-        "request messages (`openai` Chat Completions, `responses` items, `anthropic`).",
+        "request messages (`openai` Chat Completions, `responses` items, `anthropic`, "
+        "`gemini` contents).",
     )
     messages: Any = Field(description="One message or a list, in `format`.")
     system: Any = Field(default=None, description="With `format` `anthropic` only.")
+    system_instruction: Any = Field(default=None, description="With `format` `gemini` only.")
     max_messages: JsonInt = Field(default=0, ge=0, description="Window size; 0 = unlimited.")
     return_messages: bool = Field(
         default=False,
@@ -458,6 +472,16 @@ class BufferAppend(BaseModel):
         if info.data.get("format") != "anthropic":
             raise ValueError("system is taken only with format anthropic")
         return _SYSTEM.validate_python(value)
+
+    @field_validator("system_instruction")
+    @classmethod
+    def _system_of_gemini(cls, value: Any, info: ValidationInfo) -> Any:
+        """``system_instruction`` is Gemini's: a string or a Content, with that format only."""
+        if value is None:
+            return None
+        if info.data.get("format") != "gemini":
+            raise ValueError("system_instruction is taken only with format gemini")
+        return _SYSTEM_INSTRUCTION.validate_python(value)
 
 
 REFUSED = Field(
@@ -496,6 +520,11 @@ SYSTEM_OUT = Field(
     description="With format `anthropic`: the top-level `system` (a string or text blocks; "
     "null when there is none).",
 )
+SYSTEM_INSTRUCTION_OUT = Field(
+    default=None,
+    description="With format `gemini`: the `system_instruction` (a Content, or a string when "
+    "it was sent as one; null when there is none).",
+)
 
 
 class BufferRead(BufferResult):
@@ -503,7 +532,7 @@ class BufferRead(BufferResult):
 
     With `format` other than `rows`, `messages` is the page normalized and written
     in that provider's format, with `format`, `dropped` and `not_carried` (and
-    `system` for Anthropic).
+    `system` for Anthropic, `system_instruction` for Gemini).
     """
 
     next_before: int | None = Field(
@@ -515,6 +544,7 @@ class BufferRead(BufferResult):
         default=None, description="The format of `messages` (absent for stored rows)."
     )
     system: str | list[dict[str, Any]] | None = SYSTEM_OUT
+    system_instruction: str | dict[str, Any] | None = SYSTEM_INSTRUCTION_OUT
     dropped: int | None = DROPPED_ROWS
     not_carried: dict[str, int] | None = NOT_CARRIED
 
@@ -554,8 +584,10 @@ class PopResult(WriteResult):
 
 PAYLOAD_SCHEMA: dict[str, Any] = {
     "description": "A message list (a bare array), or a request body: `{messages}` (flowmem "
-    "rows, OpenAI Chat), Responses `{input, instructions}`, Anthropic `{system, messages}`; "
-    "other fields of a provider's request body (`model`, `tools` …) are ignored.",
+    "rows, OpenAI Chat), Responses `{input, instructions}`, Anthropic `{system, messages}`, "
+    "Gemini `{contents, system_instruction}`; other fields of a provider's request body "
+    "(`model`, `tools` …) are ignored. A payload in no format flowmem reads is refused 422 "
+    "`unknown_format`.",
     "anyOf": [
         {"type": "array", "items": {}},
         {
@@ -570,6 +602,12 @@ PAYLOAD_SCHEMA: dict[str, Any] = {
             "properties": {"input": {"type": ["string", "array"], "items": {}}},
             "additionalProperties": True,
         },
+        {
+            "type": "object",
+            "required": ["contents"],
+            "properties": {"contents": {"type": "array", "items": {}}},
+            "additionalProperties": True,
+        },
     ],
 }
 Payload = Annotated[list[Any] | dict[str, Any], WithJsonSchema(PAYLOAD_SCHEMA)]
@@ -582,6 +620,7 @@ class NormalizeOut(BaseModel):
     to: Format = Field(description="The format of `messages`.")
     messages: list[dict[str, Any]]
     system: str | list[dict[str, Any]] | None = SYSTEM_OUT
+    system_instruction: str | dict[str, Any] | None = SYSTEM_INSTRUCTION_OUT
     dropped: int = Field(
         description="Entries normalization dropped or removed (orphan results, duplicates, "
         "calls whose result cannot be text)."

@@ -1,16 +1,18 @@
-"""Which format a payload is in: flowmem rows or one provider's request shape (pure)."""
+"""Which format a payload is in: flowmem rows, one provider's request shape, or none (pure)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from flowmem.formats.gemini_parts import PART_FIELDS, camel_key
 from flowmem.formats.responses import CALL_ITEMS, OUTPUT_ITEMS
+from flowmem.formats.unknown import unknown_format
 
-DETECTED: tuple[str, ...] = ("openai", "responses", "anthropic", "rows")
-"""What ``detect_format`` answers: the three provider formats and flowmem rows."""
+DETECTED: tuple[str, ...] = ("openai", "responses", "anthropic", "gemini", "rows")
+"""What ``detect_format`` answers: the four provider formats and flowmem rows."""
 
-_PREFERENCE = ("rows", "openai", "responses", "anthropic")  # when a payload fits several
+_PREFERENCE = ("rows", "openai", "responses", "anthropic", "gemini")  # when a payload fits several
 
 # Item types only the Responses API has at the top level of its input list.
 _RESPONSES_ITEMS = frozenset(CALL_ITEMS) | frozenset(OUTPUT_ITEMS) | {
@@ -26,6 +28,11 @@ _RESPONSES_ITEMS = frozenset(CALL_ITEMS) | frozenset(OUTPUT_ITEMS) | {
     "compaction",
     "tool_search_call",
     "tool_search_output",
+    "additional_tools",
+    "configuration_update",
+    "compaction_trigger",
+    "program",
+    "program_output",
 }
 _RESPONSES_PARTS = frozenset({"input_text", "output_text", "input_image", "input_file"})
 _OPENAI_PARTS = frozenset({"image_url", "input_audio"})
@@ -47,6 +54,45 @@ _OPENAI = frozenset({"openai"})
 _RESPONSES = frozenset({"responses"})
 _ANTHROPIC = frozenset({"anthropic"})
 _ROWS = frozenset({"rows"})
+_GEMINI = frozenset({"gemini"})
+_NOT_GEMINI = frozenset(DETECTED) - _GEMINI
+
+# Roles a message of some format has (Gemini's ``model`` only with ``parts``).
+_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+_GEMINI_PART_KEYS = PART_FIELDS | {camel_key(key) for key in PART_FIELDS}
+_GEMINI_BODY = frozenset({"contents", "system_instruction", "systemInstruction"})
+
+
+def _gemini_part(part: object) -> bool:
+    return isinstance(part, Mapping) and "type" not in part and any(key in _GEMINI_PART_KEYS for key in part)
+
+
+def is_gemini_content(entry: Mapping[str, Any]) -> bool:
+    """Return True for a Gemini ``Content``: only ``role`` and ``parts``, each part a Gemini part.
+
+    A ``Content`` has no other field (the SDK forbids them), which tells it from a
+    message with ``content`` and from other libraries' ``parts`` (pydantic-ai's
+    have ``part_kind``). A content of no parts must say it is the model's.
+    """
+    if not entry.keys() <= {"role", "parts"}:
+        return False
+    parts = entry.get("parts")
+    if isinstance(parts, list) and parts:
+        return all(_gemini_part(part) for part in parts)
+    return entry.get("role") == "model" or (isinstance(parts, list) and isinstance(entry.get("role"), str))
+
+
+def _readable(entry: Mapping[str, Any]) -> bool:
+    """Return True when some format reads ``entry`` as a message or an item."""
+    role = entry.get("role")
+    if isinstance(role, str) and role in _ROLES:
+        return True
+    kind = entry.get("type")
+    if isinstance(kind, str) and kind in _RESPONSES_ITEMS:
+        return True
+    if entry.keys() == {"id"}:  # a Responses item reference without its type
+        return True
+    return is_gemini_content(entry)
 
 
 def _part_signal(part: Mapping[str, Any]) -> frozenset[str] | None:
@@ -79,6 +125,10 @@ def _call_signal(call: object) -> frozenset[str] | None:
 
 
 def _message_signals(entry: Mapping[str, Any]) -> Iterable[frozenset[str]]:
+    if is_gemini_content(entry):
+        yield _GEMINI
+        return
+    yield _NOT_GEMINI
     kind = entry.get("type")
     if isinstance(kind, str) and (kind in _RESPONSES_ITEMS or "role" not in entry):
         yield _RESPONSES
@@ -110,42 +160,60 @@ def _message_signals(entry: Mapping[str, Any]) -> Iterable[frozenset[str]]:
 
 
 def detect_format(payload: object) -> str:
-    """Return the format of ``payload``: ``"openai"``, ``"responses"``, ``"anthropic"`` or ``"rows"``.
+    """Return the format of ``payload``: ``"openai"``, ``"responses"``, ``"anthropic"``, ``"gemini"`` or ``"rows"``.
 
     A request body says it by its keys (``input``/``instructions``: Responses;
-    ``system``: Anthropic); otherwise each message is read for what only one
-    format has: Responses item types and ``input_*``/``output_text`` parts;
-    Anthropic blocks (``tool_use``, ``tool_result``, ``thinking``, an ``image``
-    with a ``source``, ``document``); OpenAI ``tool_calls[].function``,
+    ``system``: Anthropic; ``contents``/``system_instruction``: Gemini); otherwise
+    each message is read for what only one format has: Gemini contents (only
+    ``role`` and ``parts``); Responses item types and ``input_*``/``output_text``
+    parts; Anthropic blocks (``tool_use``, ``tool_result``, ``thinking``, an
+    ``image`` with a ``source``, ``document``); OpenAI ``tool_calls[].function``,
     ``image_url``/``input_audio``/``file`` parts, an assistant ``audio`` or
     ``refusal``, the ``function`` role; flowmem rows' ``metadata``, call entries
     with ``tool_call_id``/``args`` and neutral parts. A payload that fits several
-    (plain text messages are the same everywhere) is ``"rows"``; conflicting
-    signals are resolved by the first ones found.
+    (plain text messages are the same everywhere but in Gemini) is ``"rows"``;
+    conflicting signals are resolved by the first ones found. A payload no format
+    reads raises ``UnknownFormatError`` (``unknown_format``) naming the formats.
     """
-    return next(name for name in _PREFERENCE if name in format_candidates(payload))
+    candidates = format_candidates(payload)
+    if not candidates:
+        raise unknown_format(payload)
+    return next(name for name in _PREFERENCE if name in candidates)
 
 
 def format_candidates(payload: object) -> frozenset[str]:
     """Return every format ``payload`` may be in (``detect_format`` picks one of them).
 
-    Plain text messages fit all four; a payload with a signal only one format has
-    fits that one. A format outside this set is one the payload plainly is not.
+    Plain text messages fit all but Gemini; a payload with a signal only one
+    format has fits that one. A format outside this set is one the payload
+    plainly is not; the empty set says no format reads it: not a list or a
+    request body, a body without a known key, or a non-empty list of which no
+    entry is a message or an item of any format (a pydantic-ai or LangChain dump).
     """
     messages: object = payload
     candidates = frozenset(DETECTED)
     if isinstance(payload, Mapping):
-        if "input" in payload or "instructions" in payload:
-            return _RESPONSES
+        if "input" in payload or ("instructions" in payload and "parts" not in payload):
+            return _RESPONSES  # (a pydantic-ai request has instructions beside its parts)
+        if _GEMINI_BODY & payload.keys():
+            return _GEMINI
         if "system" in payload:
             candidates = _ANTHROPIC
+        elif "messages" not in payload:
+            return frozenset()
         messages = payload.get("messages", [])
+    elif not isinstance(payload, (list, tuple)):
+        return frozenset()
     if isinstance(messages, (list, tuple)):
+        readable = False
         for entry in messages:
             if not isinstance(entry, Mapping):
                 continue
+            readable = readable or _readable(entry)
             for signal in _message_signals(entry):
                 narrowed = candidates & signal
                 if narrowed:
                     candidates = narrowed
+        if messages and not readable:
+            return frozenset()
     return candidates

@@ -9,11 +9,13 @@ from flowmem.core import Message
 from flowmem.errors import FormatMismatchError, InvalidInputError
 from flowmem.formats.anthropic import from_anthropic, to_anthropic
 from flowmem.formats.detect import detect_format, format_candidates
+from flowmem.formats.gemini import from_gemini, to_gemini
 from flowmem.formats.openai_chat import from_openai, to_openai
 from flowmem.formats.origins import Origins
 from flowmem.formats.responses import from_responses, to_responses
+from flowmem.formats.unknown import unknown_format
 
-FORMATS: tuple[str, ...] = ("openai", "responses", "anthropic")
+FORMATS: tuple[str, ...] = ("openai", "responses", "anthropic", "gemini")
 
 
 def _check_name(name: str) -> None:
@@ -27,11 +29,19 @@ def read_document(name: str, document: object, origins: Origins | None = None) -
     ``openai``: a message list or a request body with ``messages``. ``responses``: an
     item list or a request body with ``input`` (a string is one user message) and
     optional ``instructions`` (a leading system row). ``anthropic``: a message list
-    or a request body with ``messages`` and optional ``system``. ``origins``, when
-    given, gets where in the document's list each row came from (``Origins``).
+    or a request body with ``messages`` and optional ``system``. ``gemini``: a content
+    list or a request body with ``contents`` and optional ``system_instruction``
+    (``systemInstruction``). ``origins``, when given, gets where in the document's
+    list each row came from (``Origins``; not yet for ``gemini``, whose violations
+    are reported at row positions).
     """
     _check_name(name)
     body: Mapping[str, Any] = document if isinstance(document, Mapping) else {}
+    if name == "gemini":
+        if isinstance(document, Mapping):
+            system = body.get("system_instruction", body.get("systemInstruction"))
+            return from_gemini(system, body.get("contents"))
+        return from_gemini(None, document)
     if name == "openai":
         return from_openai(body.get("messages", document), origins=origins)
     if name == "anthropic":
@@ -59,10 +69,16 @@ def write_document(name: str, messages: object, dropped: dict[str, int] | None =
     """Return ``messages`` normalized and written in format ``name`` as a JSON-ready value.
 
     ``openai`` and ``responses`` give a list; ``anthropic`` gives ``{"system", "messages"}``
-    (``system`` only when there is one). What format ``name`` cannot carry is
-    counted per kind in ``dropped`` when given.
+    (``system`` only when there is one); ``gemini`` gives ``{"system_instruction",
+    "contents"}`` (``system_instruction`` only when there is one). What format
+    ``name`` cannot carry is counted per kind in ``dropped`` when given.
     """
     _check_name(name)
+    if name == "gemini":
+        instruction, contents = to_gemini(messages, dropped)
+        if instruction is None:
+            return {"contents": contents}
+        return {"system_instruction": instruction, "contents": contents}
     if name == "openai":
         return to_openai(messages, dropped)
     if name == "responses":
@@ -83,11 +99,16 @@ def rows_list(document: object, where: str = "payload") -> list[Any]:
 def check_format(document: object, name: str, where: str = "payload") -> None:
     """Refuse (``format_mismatch``) a payload that plainly is not in format ``name``.
 
-    Plain text messages fit every format; a payload with what only another format
-    has (an Anthropic ``tool_use`` block read as OpenAI, a Responses item read as
-    rows) is refused, so it is never converted into corrupt rows.
+    Plain text messages fit every format but Gemini; a payload with what only
+    another format has (an Anthropic ``tool_use`` block read as OpenAI, a Responses
+    item read as rows, a Gemini content read as rows) is refused, so it is never
+    converted into corrupt rows. A payload in no format at all (a pydantic-ai or
+    LangChain dump) is ``unknown_format`` (``UnknownFormatError``).
     """
-    if name not in format_candidates(document):
+    candidates = format_candidates(document)
+    if not candidates:
+        raise unknown_format(document, where)
+    if name not in candidates:
         found = detect_format(document)
         raise FormatMismatchError(
             f"{where} looks like a payload in format {found!r}, not {name!r}", field=where
@@ -101,10 +122,13 @@ def read_payload(
 
     Rows are returned as given (a list, or ``{"messages"}``); a provider payload is
     converted with ``read_document``. An explicit format the payload plainly is not
-    is refused with ``FormatMismatchError``; invalid input in its own format raises
-    that format's typed error (``invalid_message``, ``unsupported_content`` …).
+    is refused with ``FormatMismatchError``, a payload no format reads with
+    ``UnknownFormatError``; invalid input in its own format raises that format's
+    typed error (``invalid_message``, ``unsupported_content`` …).
     """
     if name is None:
+        if not format_candidates(document):
+            raise unknown_format(document, where)
         name = detect_format(document)
     else:
         check_format(document, name, where)

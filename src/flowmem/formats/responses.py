@@ -287,8 +287,8 @@ def _assistant_items(row: Message, dropped: dict[str, int] | None) -> list[dict[
         item = _item_of_part(part)
         if item is not None:
             item_parts.append(item)
-        elif part.get("type") in ("text", "image", "file") or is_provider_part(part, FMT):
-            message_parts.append(part)
+        elif part.get("type") == "text" or is_provider_part(part, FMT):
+            message_parts.append(part)  # an image or file (a Gemini model's) has no place here
         else:
             note(dropped, part_kind(part))
     calls = [_call_item(call) for call in row.get("tool_calls") or []]

@@ -39,7 +39,7 @@ from flowmem.api.models import (
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
 from flowmem.core import check_storable, normalize
 from flowmem.errors import PayloadTooLargeError
-from flowmem.formats import check_format, read_document, write_document
+from flowmem.formats import check_format, is_gemini_content, read_document, write_document
 from flowmem.results import REFUSED_KEY
 from flowmem.service import BufferText
 
@@ -55,8 +55,8 @@ WRITE_OPENAPI = {**TARGET_OPENAPI, "parameters": [*TARGET_OPENAPI["parameters"],
 READ_FORMAT = Query(
     "rows",
     description="`rows`: the stored rows, as appended. `openai`, `responses`, "
-    "`anthropic`: the rows read (the page, with `last`) normalized on their own and "
-    "written in that provider's format, sendable as is; `dropped` and `not_carried` "
+    "`anthropic`, `gemini`: the rows read (the page, with `last`) normalized on their own "
+    "and written in that provider's format, sendable as is; `dropped` and `not_carried` "
     "say what was left out.",
 )
 
@@ -92,6 +92,9 @@ def _converted(text: BufferText, fmt: str) -> dict[str, Any]:
     if fmt == "anthropic":
         answer["system"] = written.get("system")
         written = written["messages"]
+    elif fmt == "gemini":
+        answer["system_instruction"] = written.get("system_instruction")
+        written = written["contents"]
     answer.update(
         messages=written,
         count=text.count,
@@ -163,22 +166,31 @@ def _check_batch(messages: list[Any]) -> None:
         )
 
 
-def _from_provider(fmt: str, messages: list[Any], system: Any) -> list[Any]:
-    """Return a provider's messages (and Anthropic's ``system``) as flowmem rows.
+def _from_provider(fmt: str, messages: list[Any], system: Any, instruction: Any) -> list[Any]:
+    """Return a provider's messages (Anthropic's ``system``, Gemini's ``system_instruction``) as rows.
 
     Converted before the store is touched: a payload that plainly is another
-    format is ``format_mismatch`` and invalid input in its own format is that
-    format's error (``invalid_message``, ``unsupported_content`` …), both 422 with
-    nothing written.
+    format is ``format_mismatch``, one in no format ``unknown_format``, and invalid
+    input in its own format is that format's error (``invalid_message``,
+    ``unsupported_content`` …), all 422 with nothing written.
     """
     check_storable(system, "body.system")
+    check_storable(instruction, "body.system_instruction")
     document: dict[str, Any] = {"messages": messages}
     if fmt == "anthropic" and system is not None:
         document["system"] = system
     check_format(document if fmt == "anthropic" else messages, fmt, "body.messages")
     if fmt == "responses":
         return read_document(fmt, messages)
+    if fmt == "gemini":
+        return read_document(fmt, {"contents": messages, "system_instruction": instruction})
     return read_document(fmt, document)
+
+
+def _check_rows(messages: list[Any]) -> None:
+    """Refuse Gemini contents sent as rows (``format_mismatch``): rows would read them empty."""
+    if any(isinstance(m, dict) and "parts" in m and is_gemini_content(m) for m in messages):
+        check_format(messages, "rows", "body.messages")
 
 
 @router.post(
@@ -195,16 +207,18 @@ async def append_buffer(
     """Append one message or a list to a buffer (MEM-1, 2, 3, 10, 12, 14 apply).
 
     `format` says what `messages` are: flowmem rows (default) or a provider's own
-    messages (`openai`, `responses`, `anthropic` with its `system`), converted to
-    rows first. Reports `count`, `appended` and `appended_any`; `messages` is `[]` unless
+    messages (`openai`, `responses`, `anthropic` with its `system`, `gemini` with its
+    `system_instruction`), converted to rows first. Reports `count`, `appended` and `appended_any`; `messages` is `[]` unless
     `return_messages` is true (then the whole buffer after the append, which costs
     a read of it). At most 1000 messages per request (413 beyond).
     """
     messages = body.messages if isinstance(body.messages, list) else [body.messages]
     _check_batch(messages)
     if body.format != "rows":
-        messages = _from_provider(body.format, messages, body.system)
+        messages = _from_provider(body.format, messages, body.system, body.system_instruction)
         _check_batch(messages)
+    else:
+        _check_rows(messages)
     return await call.answer(
         Operation.APPEND,
         messages=messages,

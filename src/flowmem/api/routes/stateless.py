@@ -3,7 +3,8 @@
 The body is the payload as a client has it: a message list, or a request body of
 flowmem rows or of a provider (docs/formats.md). ``format`` names its format and
 is detected when absent; a payload that plainly is not the named format is
-refused (``format_mismatch``), so it is never read, or written back, as corrupt rows.
+refused (``format_mismatch``), so it is never read, or written back, as corrupt rows,
+and a payload in no format flowmem reads is refused (``unknown_format``).
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ router = APIRouter(prefix="/v1", tags=["stateless"], route_class=KnownQueryRoute
 FORMAT_QUERY = Query(
     None,
     description="The payload's format: `rows` (flowmem messages), `openai` (Chat "
-    "Completions), `responses` (Responses API / Agents SDK items) or `anthropic` (Messages "
-    "API). Detected from the payload when absent; a payload that plainly is not this "
-    "format is refused with 422 `format_mismatch`.",
+    "Completions), `responses` (Responses API / Agents SDK items), `anthropic` (Messages "
+    "API) or `gemini` (google-genai contents). Detected from the payload when absent; a "
+    "payload that plainly is not this format is refused with 422 `format_mismatch`, one in "
+    "no format flowmem reads with 422 `unknown_format`.",
 )
 
 TO_QUERY = Query(None, description="The output format (default: the payload's format).")
@@ -50,7 +52,8 @@ async def normalize_messages(
     """Normalize a history so a provider accepts it (MEM-5, content parts kept), in format `to`.
 
     `dropped` counts what normalization dropped; `not_carried` lists, per kind, what
-    format `to` cannot carry from another provider and left out.
+    format `to` cannot carry from another provider and left out. A payload in no
+    format flowmem reads (a pydantic-ai or LangChain dump) is 422 `unknown_format`.
     """
 
     def job(_: Any) -> dict[str, Any]:
@@ -66,6 +69,9 @@ async def normalize_messages(
             if target == "anthropic":
                 answer["system"] = written.get("system")
                 written = written["messages"]
+            elif target == "gemini":
+                answer["system_instruction"] = written.get("system_instruction")
+                written = written["contents"]
             answer["messages"] = written
         answer["not_carried"] = not_carried
         return answer
