@@ -22,7 +22,7 @@ from flowmem.core import (
     to_row,
     usable_call_id,
 )
-from flowmem.core.messages import _fast_entry_id
+from flowmem.core.fast import fast_entry_id
 from flowmem.errors import InvalidMessageError, UnknownRoleError
 
 UNUSABLE_IDS: list[Any] = [None, "", "  ", "0", 0, True, False, 1.5, {}, [], ["c1"]]
@@ -135,7 +135,7 @@ CALL_ENTRIES = st.one_of(
 @settings(max_examples=1000)
 @given(CALL_ENTRIES)
 def test_mem_11_the_fast_reader_equals_entry_id_on_every_input(call: object) -> None:
-    assert _fast_entry_id(call) == entry_id(call)
+    assert fast_entry_id(call) == entry_id(call)
 
 
 def test_mem_11_call_ids_are_unique_and_ordered() -> None:

@@ -1,6 +1,6 @@
 """``normalize``'s fast path is MEM-5 steps 1 to 3 exactly as the plain steps give them.
 
-``_steps_1_to_3_fast`` fuses steps 1 to 3 into one scan for speed (bench/store.py
+``fast.steps_1_to_3`` fuses steps 1 to 3 into one scan for speed (bench/store.py
 --only normalization); ``_steps_1_to_3`` runs them one function each, as the rule
 states them. On generated histories both must give the same rows (keys in the same
 order) and the same drop count.
@@ -18,10 +18,11 @@ from tests.core.test_properties_content import ANY_HISTORY
 
 # ``flowmem.core.normalize`` is also the name of the function the package exports.
 steps = importlib.import_module("flowmem.core.normalize")
+fast = importlib.import_module("flowmem.core.fast")
 
 
 def _same(history: list[Any]) -> None:
-    fast_rows, fast_dropped = steps._steps_1_to_3_fast(history)
+    fast_rows, fast_dropped = fast.steps_1_to_3(history)
     plain_rows, plain_dropped = steps._steps_1_to_3(history, keep_content=False)
     assert fast_dropped == plain_dropped
     assert [list(row.items()) for row in fast_rows] == [list(row.items()) for row in plain_rows]
@@ -51,6 +52,6 @@ def test_mem_5_fast_steps_equal_the_plain_steps_on_a_late_result_and_a_crash() -
         {"role": "tool", "content": "late a", "tool_call_id": " a "},
         {"role": "assistant", "content": "", "tool_calls": [{"tool_call_id": "c"}]},
     ]
-    rows, dropped = steps._steps_1_to_3_fast(history)
+    rows, dropped = fast.steps_1_to_3(history)
     assert (rows, dropped) == steps._steps_1_to_3(history, keep_content=False)
     assert [row.get("tool_call_id") for row in rows] == [None, None, None, "b", "a", None, None, "c"]

@@ -79,29 +79,22 @@ def entry_id(call: object) -> str | None:
     return first if first is not None else usable_call_id(call.get("id"))
 
 
-def _fast_entry_id(call: object) -> str | None:
-    """``entry_id`` with a plain dict holding string ids read inline, for the MEM-5 hot loops.
+def given_result_id(entry: Mapping[str, Any]) -> Any:
+    """Return the id a tool entry gives for the call it answers: top level first, else metadata."""
+    given = entry.get("tool_call_id")
+    if given is None:
+        meta = entry.get("metadata")
+        if isinstance(meta, Mapping):
+            given = meta.get("tool_call_id")
+    return given
 
-    Implements MEM-11 exactly as ``entry_id`` does: a hypothesis property test
-    (tests/core/test_messages.py) proves the two equal on every input. It exists for
-    speed only (``bench/core.py``: normalize reads one id per tool call entry).
-    """
-    if type(call) is dict:
-        raw = call.get("tool_call_id")
-        if type(raw) is str:
-            text = raw.strip()
-            if text and text != "0":
-                return text
-        elif raw is not None:
-            found = usable_call_id(raw)
-            if found is not None:
-                return found
-        raw = call.get("id")
-        if type(raw) is str:
-            text = raw.strip()
-            return text if text and text != "0" else None
-        return None if raw is None else usable_call_id(raw)
-    return entry_id(call)
+
+def given_calls(entry: Mapping[str, Any]) -> Any:
+    """Return the calls an assistant entry gives: top level first, else metadata (None if none)."""
+    calls = entry.get("tool_calls")
+    if calls is None and "metadata" in entry:
+        calls = raw_tool_calls(entry)
+    return calls
 
 
 def call_ids(message: Mapping[str, Any]) -> list[str]:

@@ -10,9 +10,8 @@ Read this module beside the text of MEM-5 (spec/GR-MEM.md) and DESIGN.md §2b.
    by its results, moving late ones there and synthesizing the missing ones.
 4. ``_strip_leading_tools``, then step 3 again.
 
-The default mode runs steps 1 to 3 through ``_steps_1_to_3_fast`` instead: the
-same steps fused into one scan, kept for speed only (``bench/store.py --only
-normalization``) and proven equal to the plain steps by property tests
+The default mode runs steps 1 to 3 through ``fast.steps_1_to_3`` instead: the
+same steps fused into one scan, kept for speed only (docs/decisions/0059) and proven equal to the plain steps by property tests
 (tests/core/test_normalize_fast.py). Check the rule against the plain steps.
 
 Pairing is positional (DESIGN.md §2b): a result answers a call only when it comes
@@ -25,13 +24,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from flowmem.core.fast import fast_entry_id, steps_1_to_3
 from flowmem.core.messages import (
     ROLES,
     UNTEXTABLE_KINDS,
     Message,
-    _fast_entry_id,
     call_kind,
     coerce_content,
+    given_calls,
+    given_result_id,
     healed_flat,
     is_empty_content,
     is_healed,
@@ -79,7 +80,7 @@ def normalize(
     kind that cannot take a text result (``computer``, ``mcp_approval``) that is
     unanswered, or answered only by a healed placeholder, is removed with that
     placeholder, each counted in ``dropped``. The default is MEM-5 as written; it
-    runs steps 1 to 3 through their fast path (``_steps_1_to_3_fast``).
+    runs steps 1 to 3 through their fast path (``fast.steps_1_to_3``).
 
     ``systems_first=False`` leaves step 2 out: every row keeps its place, and only
     what a provider taking system messages anywhere would reject is repaired
@@ -93,7 +94,7 @@ def normalize(
     if keep_content or not systems_first:
         rows, dropped = _steps_1_to_3(entries, keep_content, systems_first)
     else:
-        rows, dropped = _steps_1_to_3_fast(entries)
+        rows, dropped = steps_1_to_3(entries)
     rows, stripped = _strip_leading_tools(rows)  # step 4
     if stripped:
         rows, again = _repair(rows, keep_content)  # step 4: "rule (3) is applied again"
@@ -107,7 +108,7 @@ def _steps_1_to_3(
     """MEM-5 steps 1, 2 and 3 as the rule states them, one function each; rows and drops.
 
     Implements MEM-5 steps 1 to 3 (step 2 only when ``systems_first``).
-    ``_steps_1_to_3_fast`` is the same for the default mode, in one scan.
+    ``fast.steps_1_to_3`` is the same for the default mode, in one scan.
     """
     rows, unreadable, placeholders = _flat_rows(entries, keep_content)  # step 1
     if systems_first:
@@ -177,11 +178,11 @@ def _flat_row(entry: object, keep_content: bool) -> Message | None:
         return None
     row: Message = {"role": role, "content": _flat_content(entry.get("content"), keep_content)}
     if role == "tool":
-        row["tool_call_id"] = _given_result_id(entry)
+        row["tool_call_id"] = given_result_id(entry)
     if keep_content:
         _kept_fields(entry, row)
     if role == "assistant":
-        calls = _given_calls(entry)
+        calls = given_calls(entry)
         if calls is not None:
             row["tool_calls"] = calls
     return row
@@ -199,24 +200,6 @@ def _flat_content(content: object, keep_content: bool) -> Any:
     if keep_content and is_parts(content):
         return list(content)
     return coerce_content(content)
-
-
-def _given_result_id(entry: Mapping[str, Any]) -> Any:
-    """Return the id a tool entry gives for the call it answers: top level first, else metadata."""
-    given = entry.get("tool_call_id")
-    if given is None:
-        meta = entry.get("metadata")
-        if isinstance(meta, Mapping):
-            given = meta.get("tool_call_id")
-    return given
-
-
-def _given_calls(entry: Mapping[str, Any]) -> Any:
-    """Return the calls an assistant entry gives: top level first, else metadata (None if none)."""
-    calls = entry.get("tool_calls")
-    if calls is None and "metadata" in entry:
-        calls = raw_tool_calls(entry)
-    return calls
 
 
 def _kept_fields(entry: Mapping[str, Any], row: Message) -> None:
@@ -323,7 +306,7 @@ class _Pairing:
         ids: list[str] = []
         if isinstance(calls, list):
             for call in calls:
-                cid = _fast_entry_id(call)
+                cid = fast_entry_id(call)
                 if cid is None or cid in self.declared_at:
                     self.dropped += 1
                     continue
@@ -437,135 +420,6 @@ def _without_unanswerable(turn: Message, ids: list[str], pairing: _Pairing) -> l
     else:
         del turn["tool_calls"]
     return [cid for cid in ids if cid not in gone]
-
-
-# -- steps 1 to 3 in one scan: the fast path ------------------------------
-
-_ANSWERED = -2  # in ``_steps_1_to_3_fast``: a declared call id whose result has been taken
-
-
-def _steps_1_to_3_fast(entries: list[Any]) -> tuple[list[Message], int]:
-    """MEM-5 steps 1, 2 and 3 for ``normalize``'s default mode, fused into one scan.
-
-    Implements MEM-5 steps 1 to 3 exactly as ``_steps_1_to_3(entries,
-    keep_content=False)`` does: a hypothesis property test proves the two equal,
-    rows and drop count (tests/core/test_normalize_fast.py). It exists for speed
-    only: ``bench/store.py --only normalization`` measured the plain steps at about
-    1.5x (1,000 messages) to 2x (10,000) the time of this scan, which loses the
-    parity with deepagents' ``PatchToolCallsMiddleware`` that issue 15 §5 requires.
-
-    Where the plain steps make three passes (flat rows, systems first, pairing)
-    and a fourth to emit, this scan reads each entry once: step 1 as
-    ``_flat_row`` reads it; step 2 by setting system rows aside (they are put
-    first at the end, so they never split a turn from its results); step 3 as
-    ``_Pairing`` decides, emitting a result at once when it sits in its turn's
-    result run and keeping a late one aside. A turn whose run ends with calls
-    unanswered is noted; ``_splice_missing`` then adds its late or synthetic
-    results after its run, as ``_close_run`` does.
-    """
-    dropped = 0
-    systems: list[Message] = []
-    out: list[Message] = []
-    declared_at: dict[str, int] = {}  # call id -> position of its turn in ``out``, or _ANSWERED
-    late: dict[str, Message] = {}  # results outside their turn's run, by call id
-    unfinished: list[tuple[int, list[str]]] = []  # (position in ``out`` after a run, its ids)
-    run_ids: list[str] = []  # the kept call ids of ``run_turn``, in declaration order
-    run_turn = -1  # the position in ``out`` of the turn whose result run the scan is in
-    run_left = 0  # calls of ``run_turn`` not yet answered inside its run
-    for entry in entries:
-        # step 1: read the entry (``_flat_row``)
-        if type(entry) is not dict and not isinstance(entry, Mapping):
-            dropped += 1
-            continue
-        role = entry.get("role")
-        if not isinstance(role, str) or role not in _ROLE_SET:
-            dropped += 1
-            continue
-        content = entry.get("content")
-        if type(content) is not str:
-            content = coerce_content(content)
-
-        if role == "tool":  # step 3: ``_Pairing.take_result``
-            rid = entry.get("tool_call_id")
-            if type(rid) is str:  # usable_call_id read inline for the common case
-                rid = rid.strip()
-                rid = rid if rid and rid != "0" else None
-            else:
-                rid = usable_call_id(_given_result_id(entry))
-            turn = None if rid is None else declared_at.get(rid)
-            if rid is None or turn is None or turn == _ANSWERED:
-                dropped += 1  # an orphan (no usable id, no earlier declaration) or a duplicate
-                continue
-            declared_at[rid] = _ANSWERED
-            row: Message = {"role": role, "content": content, "tool_call_id": rid}
-            if turn == run_turn:
-                out.append(row)
-                run_left -= 1
-            else:
-                late[rid] = row
-            continue
-
-        row = {"role": role, "content": content}
-        if role == "system":  # step 2
-            systems.append(row)
-            continue
-        if run_left:  # any other row ends the result run
-            unfinished.append((len(out), run_ids))
-            run_left = 0
-        run_turn = -1
-        if role == "assistant":  # step 3: ``_Pairing.declare_calls``
-            calls = _given_calls(entry)
-            kept: list[Any] = []
-            ids: list[str] = []
-            if isinstance(calls, list):
-                for call in calls:
-                    cid = _fast_entry_id(call)
-                    if cid is None or cid in declared_at:
-                        dropped += 1  # no usable id, or declared before: the first owns it
-                        continue
-                    declared_at[cid] = len(out)
-                    kept.append(call if type(call) is dict else dict(call))
-                    ids.append(cid)
-            if kept:
-                row["tool_calls"] = kept
-                run_turn, run_ids, run_left = len(out), ids, len(kept)
-            elif content == "":
-                dropped += 1  # no usable call and no content left
-                continue
-        out.append(row)
-    if run_left:
-        unfinished.append((len(out), run_ids))
-    if unfinished:
-        out = _splice_missing(out, unfinished, late, declared_at)
-    return systems + out if systems else out, dropped
-
-
-def _splice_missing(
-    out: list[Message],
-    unfinished: list[tuple[int, list[str]]],
-    late: dict[str, Message],
-    declared_at: dict[str, int],
-) -> list[Message]:
-    """Insert after each unfinished result run its calls' late or synthetic results.
-
-    Implements MEM-5 step 3's adjacency for ``_steps_1_to_3_fast``, as
-    ``_close_run`` does: in the order the turn declared them, each call not
-    answered in its run gets its late result moved there, or "a synthetic
-    interrupted result adjacent to it".
-    """
-    spliced: list[Message] = []
-    done = 0
-    for position, ids in unfinished:
-        spliced.extend(out[done:position])
-        done = position
-        for cid in ids:
-            moved = late.get(cid)
-            if moved is not None:
-                spliced.append(moved)
-            elif declared_at[cid] != _ANSWERED:  # not answered in its run either
-                spliced.append(healed_flat(cid))
-    spliced.extend(out[done:])
-    return spliced
 
 
 # -- step 4 ------------------------------------------------------------------

@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from flowmem.core.fast import fast_entry_id
 from flowmem.core.messages import (
     ROLES,
     UNTEXTABLE_KINDS,
-    _fast_entry_id,
     call_kind,
     is_healed,
     raw_tool_calls,
@@ -177,7 +177,7 @@ class _Checker:
             return
         declared, open_calls = self.declared, self.open_calls
         for position, call in enumerate(calls):
-            cid = _fast_entry_id(call)
+            cid = fast_entry_id(call)
             if cid is None:
                 self.report(index, "invalid_call_id", "", position)
             elif cid in declared:

@@ -1,0 +1,181 @@
+"""The core's speed twins: each does exactly what a plain rule does, faster, and names its oracle.
+
+Nothing here is a rule of its own. Each function is the fused or inlined form of a
+plain function elsewhere in the core, kept because a benchmark needs it
+(docs/decisions/0059), and a property test proves the two equal on every input:
+
+- ``fast_entry_id``: ``messages.entry_id`` (MEM-11), for the hot loops of MEM-5;
+- ``steps_1_to_3``: ``normalize``'s steps 1 to 3 (MEM-5) in one scan, for its default mode.
+
+Check a rule against the plain version; change both, and the oracle tests tell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from flowmem.core.messages import (
+    ROLES,
+    Message,
+    coerce_content,
+    entry_id,
+    given_calls,
+    given_result_id,
+    healed_flat,
+    usable_call_id,
+)
+
+_ROLE_SET = frozenset(ROLES)
+
+
+def fast_entry_id(call: object) -> str | None:
+    """``entry_id`` with a plain dict holding string ids read inline, for the MEM-5 hot loops.
+
+    Implements MEM-11 exactly as ``entry_id`` does. Oracle:
+    ``tests/core/test_messages.py::test_mem_11_the_fast_reader_equals_entry_id_on_every_input`` (a
+    hypothesis property over every input). Kept for speed only: normalize and
+    ``check_sendable`` read one id per tool call entry (docs/decisions/0059).
+    """
+    if type(call) is dict:
+        raw = call.get("tool_call_id")
+        if type(raw) is str:
+            text = raw.strip()
+            if text and text != "0":
+                return text
+        elif raw is not None:
+            found = usable_call_id(raw)
+            if found is not None:
+                return found
+        raw = call.get("id")
+        if type(raw) is str:
+            text = raw.strip()
+            return text if text and text != "0" else None
+        return None if raw is None else usable_call_id(raw)
+    return entry_id(call)
+
+
+_ANSWERED = -2  # in ``steps_1_to_3``: a declared call id whose result has been taken
+
+
+def steps_1_to_3(entries: list[Any]) -> tuple[list[Message], int]:
+    """MEM-5 steps 1, 2 and 3 for ``normalize``'s default mode, fused into one scan.
+
+    Implements MEM-5 steps 1 to 3 exactly as ``normalize._steps_1_to_3(entries,
+    keep_content=False)`` does. Oracle: tests/core/test_normalize_fast.py (hypothesis
+    properties: the same rows and drop count). Kept for speed only: the plain steps
+    cost the normalization parity with deepagents that issue 15 §5 requires
+    (docs/decisions/0059 has the measurement).
+
+    Where the plain steps make three passes (flat rows, systems first, pairing)
+    and a fourth to emit, this scan reads each entry once: step 1 as
+    ``_flat_row`` reads it; step 2 by setting system rows aside (they are put
+    first at the end, so they never split a turn from its results); step 3 as
+    ``_Pairing`` decides, emitting a result at once when it sits in its turn's
+    result run and keeping a late one aside. A turn whose run ends with calls
+    unanswered is noted; ``splice_missing`` then adds its late or synthetic
+    results after its run, as ``_close_run`` does.
+    """
+    dropped = 0
+    systems: list[Message] = []
+    out: list[Message] = []
+    declared_at: dict[str, int] = {}  # call id -> position of its turn in ``out``, or _ANSWERED
+    late: dict[str, Message] = {}  # results outside their turn's run, by call id
+    unfinished: list[tuple[int, list[str]]] = []  # (position in ``out`` after a run, its ids)
+    run_ids: list[str] = []  # the kept call ids of ``run_turn``, in declaration order
+    run_turn = -1  # the position in ``out`` of the turn whose result run the scan is in
+    run_left = 0  # calls of ``run_turn`` not yet answered inside its run
+    for entry in entries:
+        # step 1: read the entry (``_flat_row``)
+        if type(entry) is not dict and not isinstance(entry, Mapping):
+            dropped += 1
+            continue
+        role = entry.get("role")
+        if not isinstance(role, str) or role not in _ROLE_SET:
+            dropped += 1
+            continue
+        content = entry.get("content")
+        if type(content) is not str:
+            content = coerce_content(content)
+
+        if role == "tool":  # step 3: ``_Pairing.take_result``
+            rid = entry.get("tool_call_id")
+            if type(rid) is str:  # usable_call_id read inline for the common case
+                rid = rid.strip()
+                rid = rid if rid and rid != "0" else None
+            else:
+                rid = usable_call_id(given_result_id(entry))
+            turn = None if rid is None else declared_at.get(rid)
+            if rid is None or turn is None or turn == _ANSWERED:
+                dropped += 1  # an orphan (no usable id, no earlier declaration) or a duplicate
+                continue
+            declared_at[rid] = _ANSWERED
+            row: Message = {"role": role, "content": content, "tool_call_id": rid}
+            if turn == run_turn:
+                out.append(row)
+                run_left -= 1
+            else:
+                late[rid] = row
+            continue
+
+        row = {"role": role, "content": content}
+        if role == "system":  # step 2
+            systems.append(row)
+            continue
+        if run_left:  # any other row ends the result run
+            unfinished.append((len(out), run_ids))
+            run_left = 0
+        run_turn = -1
+        if role == "assistant":  # step 3: ``_Pairing.declare_calls``
+            calls = given_calls(entry)
+            kept: list[Any] = []
+            ids: list[str] = []
+            if isinstance(calls, list):
+                for call in calls:
+                    cid = fast_entry_id(call)
+                    if cid is None or cid in declared_at:
+                        dropped += 1  # no usable id, or declared before: the first owns it
+                        continue
+                    declared_at[cid] = len(out)
+                    kept.append(call if type(call) is dict else dict(call))
+                    ids.append(cid)
+            if kept:
+                row["tool_calls"] = kept
+                run_turn, run_ids, run_left = len(out), ids, len(kept)
+            elif content == "":
+                dropped += 1  # no usable call and no content left
+                continue
+        out.append(row)
+    if run_left:
+        unfinished.append((len(out), run_ids))
+    if unfinished:
+        out = splice_missing(out, unfinished, late, declared_at)
+    return systems + out if systems else out, dropped
+
+
+def splice_missing(
+    out: list[Message],
+    unfinished: list[tuple[int, list[str]]],
+    late: dict[str, Message],
+    declared_at: dict[str, int],
+) -> list[Message]:
+    """Insert after each unfinished result run its calls' late or synthetic results.
+
+    Implements MEM-5 step 3's adjacency for ``steps_1_to_3``, as
+    ``_close_run`` does: in the order the turn declared them, each call not
+    answered in its run gets its late result moved there, or "a synthetic
+    interrupted result adjacent to it".
+    """
+    spliced: list[Message] = []
+    done = 0
+    for position, ids in unfinished:
+        spliced.extend(out[done:position])
+        done = position
+        for cid in ids:
+            moved = late.get(cid)
+            if moved is not None:
+                spliced.append(moved)
+            elif declared_at[cid] != _ANSWERED:  # not answered in its run either
+                spliced.append(healed_flat(cid))
+    spliced.extend(out[done:])
+    return spliced
