@@ -43,6 +43,8 @@ from flowmem.errors import (
     StoreUnavailableError,
 )
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Idempotency, Store, WriteGuard
+from flowmem.store.adk import postgres as adk_tables
+from flowmem.store.adk.sql import SqlAdkSessions
 from flowmem.store.checkpoints import postgres as checkpoint_tables
 from flowmem.store.checkpoints.sql import SqlCheckpoints
 from flowmem.store.editor import SqlBufferEditor, SqlRunner, load_rows
@@ -149,6 +151,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # 8: a deleted session's id is remembered: no write brings it back (issue 24 §2)
         "CREATE TABLE deleted_sessions (id TEXT PRIMARY KEY, deleted_at DOUBLE PRECISION NOT NULL)",
     ),
+    # 9: Google ADK sessions, app state and user state (docs/decisions/0053)
+    adk_tables.MIGRATION,
 )
 
 _B = "buffer_id = %s"
@@ -346,6 +350,9 @@ SQL.update(
 if set(SQL) & set(checkpoint_tables.SQL):  # pragma: no cover - a naming mistake
     raise RuntimeError(f"statement names used twice: {set(SQL) & set(checkpoint_tables.SQL)}")
 SQL.update(checkpoint_tables.SQL)
+if set(SQL) & set(adk_tables.SQL):  # pragma: no cover - a naming mistake
+    raise RuntimeError(f"statement names used twice: {set(SQL) & set(adk_tables.SQL)}")
+SQL.update(adk_tables.SQL)
 
 # What the append's editor will ask, in one statement run right after the lock
 # (its own statement: a statement's snapshot predates a lock it waits for):
@@ -500,6 +507,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
             raise StoreUnavailableError(f"cannot connect to PostgreSQL at {_safe(url)}") from exc
         self._known = KnownBuffers(int(options["known_buffers"]))
         self.checkpoints = SqlCheckpoints(self)  # LangGraph's tables (docs/decisions/0040)
+        self.adk = SqlAdkSessions(self)  # Google ADK's sessions and states (decision 0053)
         try:
             self._migrate()
         except BaseException:

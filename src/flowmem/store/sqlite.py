@@ -57,6 +57,8 @@ from flowmem.store.base import (
     Store,
     WriteGuard,
 )
+from flowmem.store.adk import sqlite as adk_tables
+from flowmem.store.adk.sql import SqlAdkSessions
 from flowmem.store.checkpoints import sqlite as checkpoint_tables
 from flowmem.store.checkpoints.sql import SqlCheckpoints
 from flowmem.store.commitgroup import CommitGroup
@@ -155,6 +157,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # 8: a deleted session's id is remembered: no write brings it back (issue 24 §2)
         "CREATE TABLE deleted_sessions (id TEXT PRIMARY KEY, deleted_at REAL NOT NULL)",
     ),
+    # 9: Google ADK sessions, app state and user state (docs/decisions/0053)
+    adk_tables.MIGRATION,
 )
 
 _B = "buffer_id = ?"
@@ -321,6 +325,9 @@ SQL.update(
 if set(SQL) & set(checkpoint_tables.SQL):  # pragma: no cover - a naming mistake
     raise RuntimeError(f"statement names used twice: {set(SQL) & set(checkpoint_tables.SQL)}")
 SQL.update(checkpoint_tables.SQL)
+if set(SQL) & set(adk_tables.SQL):  # pragma: no cover - a naming mistake
+    raise RuntimeError(f"statement names used twice: {set(SQL) & set(adk_tables.SQL)}")
+SQL.update(adk_tables.SQL)
 
 
 def parse_url(url: str) -> tuple[str, str]:
@@ -410,6 +417,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         self._queue = writer_queue(self.path)  # writers of the file take turns (decisions/0026)
         self._queue_released = False
         self.checkpoints = SqlCheckpoints(self)  # LangGraph's tables (docs/decisions/0040)
+        self.adk = SqlAdkSessions(self)  # Google ADK's sessions and states (decision 0053)
         try:
             with self._connection() as conn:
                 self._migrate(conn)
