@@ -18,6 +18,7 @@ from typing import Any
 
 from flowmem.core import AppendOutcome, IndexedListEditor, Message, apply_append
 from flowmem.errors import ConflictError, IdempotencyKeyInFlightError
+from flowmem.store.adk.memory import MemoryAdkSessions
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     PURGE_BATCH,
@@ -32,7 +33,6 @@ from flowmem.store.base import (
     TranscriptMessage,
     WriteGuard,
 )
-from flowmem.store.adk.memory import MemoryAdkSessions
 from flowmem.store.checkpoints.memory import MemoryCheckpoints
 from flowmem.store.locks import AddressLocks, no_wait
 from flowmem.store.rows import (

@@ -42,9 +42,9 @@ from flowmem.errors import (
     StoreReadOnlyError,
     StoreUnavailableError,
 )
-from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Idempotency, Store, WriteGuard
 from flowmem.store.adk import postgres as adk_tables
 from flowmem.store.adk.sql import SqlAdkSessions
+from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Idempotency, Store, WriteGuard
 from flowmem.store.checkpoints import postgres as checkpoint_tables
 from flowmem.store.checkpoints.sql import SqlCheckpoints
 from flowmem.store.editor import SqlBufferEditor, SqlRunner, load_rows

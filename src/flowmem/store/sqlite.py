@@ -49,6 +49,8 @@ from flowmem.errors import (
     StoreReadOnlyError,
     StoreUnavailableError,
 )
+from flowmem.store.adk import sqlite as adk_tables
+from flowmem.store.adk.sql import SqlAdkSessions
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     Address,
@@ -57,8 +59,6 @@ from flowmem.store.base import (
     Store,
     WriteGuard,
 )
-from flowmem.store.adk import sqlite as adk_tables
-from flowmem.store.adk.sql import SqlAdkSessions
 from flowmem.store.checkpoints import sqlite as checkpoint_tables
 from flowmem.store.checkpoints.sql import SqlCheckpoints
 from flowmem.store.commitgroup import CommitGroup

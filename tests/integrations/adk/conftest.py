@@ -18,11 +18,11 @@ import pytest
 
 pytest.importorskip("google.adk")
 
-from google.adk.platform import time as platform_time  # noqa: E402
+from google.adk.platform import time as platform_time
 
-from flowmem.integrations.adk import FlowmemSessionService  # noqa: E402
-from flowmem.service import MemoryService  # noqa: E402
-from tests.store.conftest import BACKENDS, open_backend  # noqa: E402
+from flowmem.integrations.adk import FlowmemSessionService
+from flowmem.service import MemoryService
+from tests.store.conftest import BACKENDS, open_backend
 
 START = 1_760_000_000.0
 

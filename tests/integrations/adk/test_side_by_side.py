@@ -35,7 +35,7 @@ class Recorder:
     async def __call__(self, label: str, call: Awaitable[Any]) -> Any:
         try:
             value = await call
-        except Exception as exc:  # noqa: BLE001 - what was raised is the outcome
+        except Exception as exc:
             self.record.append((label, f"raised {type(exc).__name__}"))
             return None
         self.record.append((label, _form(value)))

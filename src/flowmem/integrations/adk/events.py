@@ -168,7 +168,8 @@ def call_name(event: Event, call_id: str) -> str | None:
     """The name of the call ``call_id`` an event declares (None when it declares none)."""
     for call in event.get_function_calls():
         if call.id == call_id:
-            return call.name
+            name: str | None = call.name
+            return name
     return None
 
 
@@ -191,7 +192,7 @@ def events_of(rows: Iterable[Message]) -> list[Event]:
                 group = groups[token] = _Group(adk.get("event") or {})
                 order.append(("event", token))
             parts = _parts_of(row.get("content"))
-            for index, part in zip(adk.get("parts") or [], parts):
+            for index, part in zip(adk.get("parts") or [], parts, strict=False):
                 group.parts[int(index)] = part
                 call = part.get("function_call")
                 if isinstance(call, Mapping) and call.get("id"):

@@ -31,9 +31,9 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
+from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
-from google.adk.errors import StaleSessionError
 from google.adk.events import Event
 from google.adk.platform import time as platform_time
 from google.adk.platform import uuid as platform_uuid
@@ -114,7 +114,7 @@ def split_state(state: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[s
 def _json_safe(state: dict[str, Any]) -> dict[str, Any]:
     try:
         safe: dict[str, Any] = to_jsonable_python(state)
-    except Exception:  # noqa: BLE001 - pydantic raises several kinds here
+    except Exception:
         log.warning("ADK state holds values that are not JSON: they are stored as their text")
         safe = to_jsonable_python(state, fallback=str)
     return safe
@@ -160,7 +160,7 @@ def _filtered(events: list[Event], config: GetSessionConfig | None) -> list[Even
     return events
 
 
-class FlowmemSessionService(BaseSessionService):
+class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ignore]
     """ADK sessions in flowmem: sessions are flowmem sessions, events are buffer rows."""
 
     def __init__(self, db: MemoryService | str) -> None:
@@ -319,7 +319,7 @@ class FlowmemSessionService(BaseSessionService):
         self._heal_in_memory(session, written.healed)
         stored = event
         if DROPPED in written.fates:
-            stored = events_of(r for r, fate in zip(rows, written.fates) if fate != DROPPED)[0]
+            stored = events_of(r for r, fate in zip(rows, written.fates, strict=True) if fate != DROPPED)[0]
         self._place(session, stored, written, rows)
         session.last_update_time = written.scopes.session.updated_at
         session._storage_update_marker = f"{MARKER}{written.scopes.session.revision}"
@@ -344,7 +344,7 @@ class FlowmemSessionService(BaseSessionService):
         self._update_session_state(session, stored)
         replaced = {
             HEALED_PREFIX + str(row["metadata"].get("tool_call_id"))
-            for row, fate in zip(rows, written.fates)
+            for row, fate in zip(rows, written.fates, strict=True)
             if fate == REPLACED
         }
         spots = [i for i, e in enumerate(session.events) if e.id in replaced]

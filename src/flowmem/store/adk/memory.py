@@ -146,7 +146,7 @@ class MemoryAdkSessions:
                 if s.app_name == app_name and (user_id is None or s.user_id == user_id)
             ]
             found.sort(key=lambda s: (s.updated_at, s.user_id, s.id))
-            listed = [
+            listed: list[tuple[AdkSession, Mapping[str, Any]]] = [
                 (copy.deepcopy(s), copy.deepcopy(self._users.get((app_name, s.user_id), {})))
                 for s in found
             ]
