@@ -35,7 +35,7 @@ def _run(coro: Any) -> Any:
     return asyncio.run(coro)
 
 
-def test_the_adk_user_owns_the_session_and_sees_it_and_its_events_through_the_api(tmp_path: Any) -> None:
+def test_mem_8_the_adk_user_owns_the_session_and_only_they_see_it_through_the_api(tmp_path: Any) -> None:
     store = open_store(f"sqlite:///{tmp_path}/api.db")
     tokens = make_tokens(store)
     service = FlowmemSessionService(MemoryService(store))

@@ -91,7 +91,7 @@ def race(url: str) -> list[tuple[int, str, str, list[str]]]:
 
 
 @pytest.mark.slow
-def test_two_runners_in_two_processes_never_split_a_call_from_its_answer_nor_lose_an_event(
+def test_mem_12_two_runners_in_two_processes_never_split_a_call_from_its_answer_nor_lose_an_event(
     flowmem_url: str,
 ) -> None:
     async def seed() -> None:
