@@ -4,7 +4,8 @@
 PostgreSQL store. ``reference``: ADK's ``DatabaseSessionService`` over a fresh SQLite
 file (``sqlite+aiosqlite``), the service the issue asks flowmem's to behave as.
 ``clock``: ADK's platform clock fixed (``set_time``), so session times are equal on
-both sides.
+both sides. Each test module skips itself where google-adk is not installed; this file
+imports ADK only inside its fixtures.
 """
 
 from __future__ import annotations
@@ -16,11 +17,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("google.adk")
-
-from google.adk.platform import time as platform_time
-
-from flowmem.integrations.adk import FlowmemSessionService
 from flowmem.service import MemoryService
 from tests.store.conftest import BACKENDS, open_backend
 
@@ -44,6 +40,9 @@ class Clock:
 @pytest.fixture
 def clock() -> Iterator[Clock]:
     """ADK's clock (``google.adk.platform.time``), fixed at ``START`` until the test moves it."""
+
+    from google.adk.platform import time as platform_time
+
     fixed = Clock()
     platform_time.set_time_provider(fixed)
     try:
@@ -53,8 +52,10 @@ def clock() -> Iterator[Clock]:
 
 
 @pytest.fixture(params=BACKENDS)
-def flowmem_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FlowmemSessionService]:
+def flowmem_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     """A ``FlowmemSessionService`` over a fresh store of each backend kind."""
+    from flowmem.integrations.adk import FlowmemSessionService
+
     store = open_backend(request.param, request, tmp_path)
     try:
         yield FlowmemSessionService(MemoryService(store))

@@ -10,6 +10,9 @@ from __future__ import annotations
 import json
 
 import pytest
+
+pytest.importorskip("google.adk")
+
 from google.adk.events import Event, EventActions
 from google.genai import types
 

@@ -10,6 +10,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
+pytest.importorskip("google.adk")
+
 from google.adk.events import Event, EventActions
 from google.genai import types
 

@@ -13,6 +13,9 @@ import asyncio
 from typing import Any
 
 import pytest
+
+pytest.importorskip("google.adk")
+
 from google.adk.events import Event
 from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService

@@ -16,6 +16,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+
+pytest.importorskip("google.adk")
+
 from google.adk.sessions import Session
 from google.adk.sessions.base_session_service import GetSessionConfig
 

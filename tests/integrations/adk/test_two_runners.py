@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("google.adk")
+
 from flowmem.integrations.adk import FlowmemSessionService
 from flowmem.integrations.adk.events import HEALED_PREFIX
 from tests.integrations.adk.scripted import APP
