@@ -248,6 +248,16 @@ class ThreadForkedError(ConflictError):
     code = "thread_forked"
 
 
+class SessionStaleError(ConflictError):
+    """A write to an ADK session whose writer had not seen the session's latest event.
+
+    Another runner stored an event since this one read the session; nothing was
+    stored. Read the session again and append to it (docs/decisions/0053).
+    """
+
+    code = "session_stale"
+
+
 class LineMovedError(ConflictError):
     """A line (a session buffer of checkpointed messages) no longer has the rows a write expected."""
 

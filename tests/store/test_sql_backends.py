@@ -117,17 +117,24 @@ def test_schema_is_created_recorded_and_not_reapplied(sql_url: str) -> None:
 
 
 def _drop_checkpoint_tables(url: str, deleted_sessions: bool = True) -> None:
-    """Undo migrations 7 to 9 (the LangGraph tables; the deleted sessions' ids; pydantic-ai's)."""
+    """Undo migrations 7 to 10 (the LangGraph tables; the deleted sessions' ids; pydantic-ai's; ADK's)."""
     for table in ("lg_checkpoints", "lg_blobs", "lg_writes"):
         _sql(url, f"DROP TABLE {table}")
     if deleted_sessions:
         _sql(url, "DROP TABLE deleted_sessions")
+    _drop_adk_tables(url)
     _drop_conversation_tables(url)
 
 
 def _drop_conversation_tables(url: str) -> None:
     """Undo the pydantic-ai migration (conversation records, where entries end)."""
     for table in ("pa_conversations", "pa_entries"):
+        _sql(url, f"DROP TABLE {table}")
+
+
+def _drop_adk_tables(url: str) -> None:
+    """Undo the ADK migration (sessions, app state, user state: decision 0053)."""
+    for table in ("adk_sessions", "adk_app_states", "adk_user_states"):
         _sql(url, f"DROP TABLE {table}")
 
 
@@ -494,6 +501,7 @@ def test_a_version_7_database_remembers_deleted_sessions_from_now_on(sql_url: st
     store.close()
     _sql(sql_url, "DROP TABLE deleted_sessions")  # what schema version 7 lacks
     _drop_conversation_tables(sql_url)
+    _drop_adk_tables(sql_url)
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 8")
     again = open_store(sql_url)
     assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
@@ -508,11 +516,25 @@ def test_a_version_8_database_gets_the_conversation_tables(sql_url: str) -> None
     store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
     store.close()
     _drop_conversation_tables(sql_url)  # what schema version 8 lacks
+    _drop_adk_tables(sql_url)
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 9")
     again = open_store(sql_url)
     assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
     assert _scalar(sql_url, "SELECT COUNT(*) FROM pa_conversations") == 0
     assert _scalar(sql_url, "SELECT COUNT(*) FROM pa_entries") == 0
+
+
+def test_a_database_without_the_adk_tables_gets_them_and_keeps_its_data(sql_url: str) -> None:
+    """The ADK migration adds its three tables, empty, to a database written before it."""
+    store = open_store(sql_url)
+    store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
+    store.close()
+    _drop_adk_tables(sql_url)  # what the schema before the ADK migration lacks
+    _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 10")
+    again = open_store(sql_url)
+    assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
+    for table in ("adk_sessions", "adk_app_states", "adk_user_states"):
+        assert _scalar(sql_url, f"SELECT COUNT(*) FROM {table}") == 0
     assert [m["content"] for m in again.load(KEY)] == ["kept"]
     again.close()
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from flowmem.core import AppendOutcome, IndexedListEditor, Message, apply_append
 from flowmem.errors import ConflictError, IdempotencyKeyInFlightError
+from flowmem.store.adk.memory import MemoryAdkSessions
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     PURGE_BATCH,
@@ -108,6 +109,7 @@ class MemoryStore:
         self._deleted: dict[str, float] = {}  # deleted session ids: never created again
         self.checkpoints = MemoryCheckpoints(self)  # LangGraph's checkpoints (decision 0040)
         self.conversations = MemoryConversations(self)  # pydantic-ai's (decision 0051)
+        self.adk = MemoryAdkSessions(self)  # Google ADK's sessions and states (decision 0053)
 
     # --- memory records -------------------------------------------------------
     def get_record(self, address: Address, now: float) -> tuple[bool, Any]:
@@ -432,6 +434,7 @@ class MemoryStore:
                 dropped = self._delete_session(session_id) or (0, 0)
                 buffers, records = buffers + dropped[0], records + dropped[1]
             dropped = self._drop_scope(USER_SCOPE, user_id)
+            self.adk.drop_user(user_id)  # ADK's user state
             tokens = [t.id for t in self._tokens.values() if t.user_id == user_id]
             for token_id in tokens:
                 del self._tokens[token_id]
@@ -448,6 +451,7 @@ class MemoryStore:
         self._next_seq.pop(session_id, None)
         self.checkpoints.drop_thread(session_id)  # a LangGraph thread is the session
         self.conversations.drop(session_id)  # so is a pydantic-ai conversation
+        self.adk.drop_session(session_id)  # an ADK session is the session
         return self._drop_scope(SESSION_SCOPE, session_id)
 
     def _drop_scope(self, scope: str, scope_id: str) -> tuple[int, int]:

@@ -44,6 +44,8 @@ from flowmem.errors import (
     StoreReadOnlyError,
     StoreUnavailableError,
 )
+from flowmem.store.adk import postgres as adk_tables
+from flowmem.store.adk.sql import SqlAdkSessions
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Idempotency, Store, WriteGuard
 from flowmem.store.checkpoints import postgres as checkpoint_tables
 from flowmem.store.checkpoints.sql import SqlCheckpoints
@@ -155,6 +157,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # 9: pydantic-ai conversation records and where their entries end (docs/decisions/0051)
     conversation_tables.MIGRATION,
+    # 10: Google ADK sessions, app state and user state (docs/decisions/0053)
+    adk_tables.MIGRATION,
 )
 
 _B = "buffer_id = %s"
@@ -355,6 +359,9 @@ SQL.update(checkpoint_tables.SQL)
 if set(SQL) & set(conversation_tables.SQL):  # pragma: no cover - a naming mistake
     raise RuntimeError(f"statement names used twice: {set(SQL) & set(conversation_tables.SQL)}")
 SQL.update(conversation_tables.SQL)
+if set(SQL) & set(adk_tables.SQL):  # pragma: no cover - a naming mistake
+    raise RuntimeError(f"statement names used twice: {set(SQL) & set(adk_tables.SQL)}")
+SQL.update(adk_tables.SQL)
 
 # What the append's editor will ask, in one statement run right after the lock
 # (its own statement: a statement's snapshot predates a lock it waits for):
@@ -545,6 +552,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         self._known = KnownBuffers(int(options["known_buffers"]))
         self.checkpoints = SqlCheckpoints(self)  # LangGraph's tables (docs/decisions/0040)
         self.conversations = SqlConversations(self)  # pydantic-ai's (docs/decisions/0051)
+        self.adk = SqlAdkSessions(self)  # Google ADK's sessions and states (decision 0053)
         try:
             self._migrate()
         except BaseException:

@@ -637,6 +637,7 @@ class SqlStore(ABC, Generic[C]):
                 buffers, records = buffers + dropped[0], records + dropped[1]
             dropped = self._drop_scope(conn, USER_SCOPE, user_id)
             conn.execute(self.SQL["idem_of_owner_delete"], (f"user:{user_id}",))
+            conn.execute(self.SQL["adk_user_states_drop"], (user_id,))  # ADK's user state
             return Erasure(len(owned), buffers + dropped[0], records + dropped[1], tokens)
 
         return self._write(work)
@@ -660,6 +661,7 @@ class SqlStore(ABC, Generic[C]):
             conn.execute(self.SQL[name], (session_id,))  # a LangGraph thread is the session
         for name in ("pa_drop", "pa_entries_drop"):
             conn.execute(self.SQL[name], (session_id,))  # so is a pydantic-ai conversation
+        conn.execute(self.SQL["adk_session_drop"], (session_id,))  # an ADK session is the session
         return self._drop_scope(conn, SESSION_SCOPE, session_id)
 
     def _drop_scope(self, conn: C, scope: str, scope_id: str) -> tuple[int, int]:

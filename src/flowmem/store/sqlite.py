@@ -49,6 +49,8 @@ from flowmem.errors import (
     StoreReadOnlyError,
     StoreUnavailableError,
 )
+from flowmem.store.adk import sqlite as adk_tables
+from flowmem.store.adk.sql import SqlAdkSessions
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     Address,
@@ -159,6 +161,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # 9: pydantic-ai conversation records and where their entries end (docs/decisions/0051)
     conversation_tables.MIGRATION,
+    # 10: Google ADK sessions, app state and user state (docs/decisions/0053)
+    adk_tables.MIGRATION,
 )
 
 _B = "buffer_id = ?"
@@ -328,6 +332,9 @@ SQL.update(checkpoint_tables.SQL)
 if set(SQL) & set(conversation_tables.SQL):  # pragma: no cover - a naming mistake
     raise RuntimeError(f"statement names used twice: {set(SQL) & set(conversation_tables.SQL)}")
 SQL.update(conversation_tables.SQL)
+if set(SQL) & set(adk_tables.SQL):  # pragma: no cover - a naming mistake
+    raise RuntimeError(f"statement names used twice: {set(SQL) & set(adk_tables.SQL)}")
+SQL.update(adk_tables.SQL)
 
 
 def parse_url(url: str) -> tuple[str, str]:
@@ -426,6 +433,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         self._queue_released = False
         self.checkpoints = SqlCheckpoints(self)  # LangGraph's tables (docs/decisions/0040)
         self.conversations = SqlConversations(self)  # pydantic-ai's (docs/decisions/0051)
+        self.adk = SqlAdkSessions(self)  # Google ADK's sessions and states (decision 0053)
         try:
             with self._connection() as conn:
                 self._migrate(conn)

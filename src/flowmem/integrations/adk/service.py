@@ -1,0 +1,378 @@
+"""``FlowmemSessionService``: a Google ADK ``BaseSessionService`` whose sessions are flowmem sessions.
+
+- **A session is a session** (DESIGN.md §5, decision 0053): the ADK session id is the
+  flowmem session id, its ``user_id`` the owner (MEM-8), so ``GET /v1/sessions``
+  lists it, ``DELETE /v1/sessions/{id}`` and ``flowmem user erase`` remove it, and a
+  deleted id stays deleted (decision 0042). An id that is not a usable identity is
+  refused as MEM-6 and MEM-13 say: a read finds nothing, a write raises
+  ``ScopeRefusedError``; one WARNING is logged.
+- **Events are rows** of the session's buffer ``adk`` (``events.py``), appended under
+  the buffer rules: a ``function_response`` for an answered call is dropped (MEM-1),
+  and a user message after an unanswered call first gets a healed placeholder next to
+  the call (MEM-3), which the session returned to ADK holds too, so the next model
+  request sends it instead of dropping the call.
+- **State** with ``app:`` is shared by every user of the app, ``user:`` by the user's
+  sessions of the app, ``temp:`` is never stored: as ADK's own services.
+- **One history.** An append whose session object has not seen the latest stored
+  event raises ADK's ``StaleSessionError`` and stores nothing, checked in the
+  append's transaction (across processes); appends of one session take turns.
+
+The store calls run in a worker thread (``asyncio.to_thread``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import uuid
+import weakref
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any
+
+from google.adk.errors import StaleSessionError
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
+from google.adk.events import Event
+from google.adk.platform import time as platform_time
+from google.adk.platform import uuid as platform_uuid
+from google.adk.sessions import BaseSessionService, Session, State
+from google.adk.sessions.base_session_service import GetSessionConfig, ListSessionsResponse
+from pydantic_core import to_jsonable_python
+
+from flowmem.core import prepare
+from flowmem.errors import (
+    AccessDeniedError,
+    ConflictError,
+    NotFoundError,
+    ScopeRefusedError,
+    SessionDeletedError,
+    SessionStaleError,
+)
+from flowmem.integrations.adk.events import (
+    HEALED_PREFIX,
+    call_name,
+    event_rows,
+    events_of,
+    healed_event,
+)
+from flowmem.scope import ExecutionContext, Refusal
+from flowmem.service import MemoryService, check_message_sizes
+from flowmem.store import open_store
+from flowmem.store.adk import (
+    DROPPED,
+    EVENTS_KEY,
+    REPLACED,
+    AdkScopes,
+    AdkSession,
+    EventWrite,
+    EventWritten,
+    Seen,
+    adk_of,
+)
+
+log = logging.getLogger("flowmem")
+
+MARKER = "flowmem:"
+"""How a session's stored revision is spelled in ``Session._storage_update_marker``."""
+
+
+def store_url(url: str) -> str:
+    """The flowmem store URL of a database URL: ``sqlite+aiosqlite://`` reads as ``sqlite://``.
+
+    So the URL given to ADK's ``DatabaseSessionService`` opens the same database kind
+    here; a bare path is a SQLite file.
+    """
+    if "://" not in url:
+        return f"sqlite:///{url}"
+    scheme, rest = url.split("://", 1)
+    base = scheme.split("+", 1)[0]
+    return f"{'postgresql' if base == 'postgres' else base}://{rest}"
+
+
+def split_state(state: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The (session, app, user) parts of a state or delta, JSON-safe; ``temp:`` keys dropped.
+
+    ``app:``/``user:`` lose their prefix. Values are made JSON as ADK's database
+    service makes them (a datetime becomes its ISO text); a value that cannot be is
+    stored as its text, with a WARNING.
+    """
+    session: dict[str, Any] = {}
+    app: dict[str, Any] = {}
+    user: dict[str, Any] = {}
+    for key, value in (state or {}).items():
+        if key.startswith(State.APP_PREFIX):
+            app[key.removeprefix(State.APP_PREFIX)] = value
+        elif key.startswith(State.USER_PREFIX):
+            user[key.removeprefix(State.USER_PREFIX)] = value
+        elif not key.startswith(State.TEMP_PREFIX):
+            session[key] = value
+    return _json_safe(session), _json_safe(app), _json_safe(user)
+
+
+def _json_safe(state: dict[str, Any]) -> dict[str, Any]:
+    try:
+        safe: dict[str, Any] = to_jsonable_python(state)
+    except Exception:
+        log.warning("ADK state holds values that are not JSON: they are stored as their text")
+        safe = to_jsonable_python(state, fallback=str)
+    return safe
+
+
+def _merge(scopes: AdkScopes) -> dict[str, Any]:
+    state = copy.deepcopy(dict(scopes.session.state))
+    state.update({State.APP_PREFIX + k: v for k, v in copy.deepcopy(dict(scopes.app_state)).items()})
+    state.update({State.USER_PREFIX + k: v for k, v in copy.deepcopy(dict(scopes.user_state)).items()})
+    return state
+
+
+def _session(scopes: AdkScopes, events: list[Event]) -> Session:
+    stored = scopes.session
+    session = Session(
+        id=stored.id,
+        app_name=stored.app_name,
+        user_id=stored.user_id,
+        state=_merge(scopes),
+        events=events,
+        last_update_time=stored.updated_at,
+    )
+    session._storage_update_marker = f"{MARKER}{stored.revision}"
+    return session
+
+
+def _seen(session: Session) -> Seen:
+    marker = getattr(session, "_storage_update_marker", None)
+    if isinstance(marker, str) and marker.startswith(MARKER):
+        return Seen(int(marker.removeprefix(MARKER)))
+    last = session.events[-1].id if session.events else None
+    return Seen(None, session.last_update_time, last)
+
+
+def _filtered(events: list[Event], config: GetSessionConfig | None) -> list[Event]:
+    """The events ``config`` asks for, as ADK's database service selects them."""
+    if config is None:
+        return events
+    if config.after_timestamp:
+        events = [e for e in events if e.timestamp >= config.after_timestamp]
+    if config.num_recent_events is not None:
+        events = events[-config.num_recent_events :] if config.num_recent_events else []
+    return events
+
+
+class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ignore]
+    """ADK sessions in flowmem: sessions are flowmem sessions, events are buffer rows."""
+
+    def __init__(self, db: MemoryService | str) -> None:
+        if isinstance(db, MemoryService):
+            self.memory, self._owned = db, False
+        elif isinstance(db, str):
+            self.memory, self._owned = MemoryService(open_store(store_url(db))), True
+        else:
+            raise TypeError(
+                "FlowmemSessionService needs a database URL (sqlite:///adk.db, postgresql://…, "
+                f"memory://) or a flowmem.service.MemoryService, got {type(db).__name__}"
+            )
+        self.tables = adk_of(self.memory.store)
+        self._locks: weakref.WeakValueDictionary[tuple[str, str, str], asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
+
+    # --- identities ----------------------------------------------------------------------
+    def _ids(self, operation: str, user_id: str, session_id: str | None) -> tuple[str, str] | Refusal:
+        """The user id and session id as flowmem resolves them (MEM-6, MEM-13), or the refusal."""
+        context = ExecutionContext(user_id=user_id, session_id=session_id)
+        user = self.memory.resolve(f"ADK {operation}", "user", EVENTS_KEY, context)
+        if isinstance(user, Refusal):
+            return user
+        if session_id is None:
+            return user, ""
+        session = self.memory.resolve(f"ADK {operation}", "session", EVENTS_KEY, context)
+        return session if isinstance(session, Refusal) else (user, session)
+
+    @staticmethod
+    def _refused(refusal: Refusal, operation: str) -> ScopeRefusedError:
+        return ScopeRefusedError(
+            f"ADK {operation} refused: {refusal.sentence} Give the session a usable user id "
+            "and session id; nothing was stored",
+            rule="MEM-6" if refusal.scope == "user" else "MEM-13",
+            argument="user_id" if refusal.scope == "user" else "session_id",
+        )
+
+    # --- BaseSessionService ----------------------------------------------------------------
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        """Create a session owned by ``user_id``; AlreadyExistsError when its id is taken."""
+        sid = session_id if session_id is not None else platform_uuid.new_uuid()
+        ids = self._ids("session create", user_id, sid)
+        if isinstance(ids, Refusal):
+            raise self._refused(ids, "session create")
+        user, sid = ids
+        own, app, of_user = split_state(state)
+        now = platform_time.get_time()
+        record = AdkSession(sid, app_name, user, own, 0, None, now, now)
+        guard = self.memory.session_claim(sid, ExecutionContext(user_id=user, session_id=sid))
+        try:
+            scopes = await asyncio.to_thread(self.tables.create, record, app, of_user, guard)
+        except SessionDeletedError:
+            raise
+        except (ConflictError, AccessDeniedError) as exc:
+            raise AlreadyExistsError(f"Session with id {sid} already exists.") from exc
+        return _session(scopes, [])
+
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        """The session with its events (``config``: the most recent, or those since a time)."""
+        ids = self._ids("session read", user_id, session_id)
+        if isinstance(ids, Refusal):
+            return None
+        rows = not (config is not None and config.num_recent_events == 0)
+        found = await asyncio.to_thread(self.tables.read, app_name, ids[0], ids[1], rows)
+        if found is None:
+            return None
+        scopes, stored = found
+        return _session(scopes, _filtered(events_of(stored), config))
+
+    async def list_sessions(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        """The app's sessions (of one user, or of all), oldest update first, without events."""
+        user = None
+        if user_id is not None:
+            ids = self._ids("session list", user_id, None)
+            if isinstance(ids, Refusal):
+                return ListSessionsResponse()
+            user = ids[0]
+        app_state, found = await asyncio.to_thread(self.tables.list, app_name, user)
+        return ListSessionsResponse(
+            sessions=[_session(AdkScopes(s, app_state, u), []) for s, u in found]
+        )
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        """Delete the session with everything stored for it; its id stays deleted (decision 0042)."""
+        ids = self._ids("session delete", user_id, session_id)
+        if isinstance(ids, Refusal):
+            return
+        found = await asyncio.to_thread(self.tables.read, app_name, ids[0], ids[1], False)
+        if found is not None:
+            await asyncio.to_thread(self.memory.store.delete_session, ids[1])
+
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        """The user's state in the app, keys without their ``user:`` prefix."""
+        ids = self._ids("user state read", user_id, None)
+        if isinstance(ids, Refusal):
+            return {}
+        return dict(await asyncio.to_thread(self.tables.user_state, app_name, ids[0]))
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        """Store an event under the buffer rules and add it to ``session`` as stored.
+
+        StaleSessionError, nothing stored, when another writer stored an event since
+        ``session`` was read; SessionNotFoundError when the session is gone. An event
+        whose rows are all duplicates (MEM-1, MEM-2) is not stored and leaves
+        ``session`` as it was.
+        """
+        if event.partial:
+            return event
+        key = (session.app_name, session.user_id, session.id)
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = asyncio.Lock()
+        async with lock:
+            return await self._append(session, event)
+
+    async def _append(self, session: Session, event: Event) -> Event:
+        delta = dict(event.actions.state_delta or {})
+        kept = {k: v for k, v in delta.items() if not k.startswith(State.TEMP_PREFIX)}
+        actions = event.actions.model_copy(update={"state_delta": kept})
+        rows = prepare(event_rows(event.model_copy(update={"actions": actions}), uuid.uuid4().hex))
+        check_message_sizes(rows, self.memory.limits.message_bytes)
+        own, app, user = split_state(kept)
+        write = EventWrite(rows, event.id, event.timestamp, own, app, user, self.memory.limits.buffer_bytes)
+        try:
+            written = await asyncio.to_thread(
+                self.tables.append, session.app_name, session.user_id, session.id, _seen(session), write
+            )
+        except SessionStaleError as exc:
+            raise StaleSessionError(
+                "The session has been modified in storage since it was loaded. "
+                "Please reload the session before appending more events."
+            ) from exc
+        except NotFoundError as exc:
+            raise SessionNotFoundError(f"Session {session.id} not found.") from exc
+        if not written.stored:
+            return event
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        self._heal_in_memory(session, written.healed)
+        stored = event
+        if DROPPED in written.fates:
+            stored = events_of(r for r, fate in zip(rows, written.fates, strict=True) if fate != DROPPED)[0]
+        self._place(session, stored, written, rows)
+        session.last_update_time = written.scopes.session.updated_at
+        session._storage_update_marker = f"{MARKER}{written.scopes.session.revision}"
+        return event
+
+    def _heal_in_memory(self, session: Session, healed: tuple[str, ...]) -> None:
+        """Put the healed placeholders the store wrote into ``session`` too, next to their calls (MEM-3)."""
+        for call_id in healed:
+            for index, candidate in enumerate(session.events):
+                if not any(c.id == call_id for c in candidate.get_function_calls()):
+                    continue
+                name = call_name(candidate, call_id)
+                end = index
+                while end + 1 < len(session.events) and session.events[end + 1].get_function_responses():
+                    end += 1
+                session.events.insert(end + 1, healed_event(call_id, candidate, name))
+                break
+
+    def _place(self, session: Session, stored: Event, written: EventWritten, rows: list[Any]) -> None:
+        """Add the stored event to ``session`` where it is stored: at the end, or where it
+        replaced a healed placeholder (MEM-10)."""
+        self._update_session_state(session, stored)
+        replaced = {
+            HEALED_PREFIX + str(row["metadata"].get("tool_call_id"))
+            for row, fate in zip(rows, written.fates, strict=True)
+            if fate == REPLACED
+        }
+        spots = [i for i, e in enumerate(session.events) if e.id in replaced]
+        if not spots:
+            session.events.append(stored)
+            return
+        session.events[spots[0]] = stored
+        for index in reversed(spots[1:]):
+            del session.events[index]
+
+    # --- lifetime ----------------------------------------------------------------------------
+    async def close(self) -> None:
+        """Close the store this service opened from a URL (a given MemoryService stays open)."""
+        if self._owned:
+            await asyncio.to_thread(self.memory.store.close)
+
+    async def __aenter__(self) -> FlowmemSessionService:
+        """Enter the service's context; it closes on exit."""
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        """Close the service."""
+        await self.close()
+
+
+__all__ = ["FlowmemSessionService", "split_state", "store_url"]

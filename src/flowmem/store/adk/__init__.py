@@ -1,0 +1,302 @@
+"""ADK session storage: Google ADK's sessions, app state and user state (decision 0053).
+
+An ADK session is a flowmem session (DESIGN.md §5): its id is the session id, its
+``user_id`` the owner. Its events are rows of the session's buffer ``adk`` (written
+through the buffer rules, so MEM-1, MEM-2, MEM-3 and MEM-10 apply to them); what ADK
+keeps beside them lives here: the session's own state and revision
+(``adk_sessions``), the state shared by every user of an app (``adk_app_states``) and
+by every session of one user of an app (``adk_user_states``). Deleting the session
+deletes its row; erasing the user deletes the user's states too.
+
+``AdkSessions`` is the protocol every backend implements (``MemoryAdkSessions``,
+``SqlAdkSessions`` over SQLite and PostgreSQL); ``adk_of(store)`` gives a store's.
+States are JSON objects; rows are flowmem rows. Nothing here imports ADK.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from flowmem.core import BufferEditor, Message, apply_append, is_healed, result_id
+from flowmem.errors import ConflictError, NotFoundError, SessionStaleError
+from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard
+
+EVENTS_KEY = "adk"
+"""The key of the session buffer that holds an ADK session's events."""
+
+APPENDED, REPLACED, DROPPED = "appended", "replaced", "dropped"
+
+
+@dataclass(frozen=True)
+class AdkSession:
+    """One ADK session as stored: its app, owner, own state and revision."""
+
+    id: str
+    app_name: str
+    user_id: str
+    state: Mapping[str, Any] = field(default_factory=dict)
+    revision: int = 0
+    """How many events were stored in it: what a writer must have seen (StaleSessionError)."""
+    last_event: str | None = None
+    """The id of the event stored last (None: none yet)."""
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class AdkScopes:
+    """A session with the app state and user state it is read with."""
+
+    session: AdkSession
+    app_state: Mapping[str, Any] = field(default_factory=dict)
+    user_state: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What a writer last read of a session: its revision, or (no revision) its time and last event."""
+
+    revision: int | None
+    updated_at: float = 0.0
+    last_event: str | None = None
+
+
+@dataclass(frozen=True)
+class EventWrite:
+    """One event to store: its rows, its id and time, and its state deltas per scope."""
+
+    rows: Sequence[Message]
+    event_id: str
+    timestamp: float
+    session_delta: Mapping[str, Any] = field(default_factory=dict)
+    app_delta: Mapping[str, Any] = field(default_factory=dict)
+    user_delta: Mapping[str, Any] = field(default_factory=dict)
+    max_bytes: int = 0
+    """The buffer's size limit (``limits.buffer_bytes``; 0 = none): BufferFullError past it."""
+
+
+@dataclass(frozen=True)
+class EventWritten:
+    """What storing an event did: each row's fate, the calls healed first, the session after."""
+
+    fates: tuple[str, ...]
+    """Per row: ``appended``, ``replaced`` (a healed placeholder, MEM-10) or ``dropped`` (MEM-1/2)."""
+    healed: tuple[str, ...]
+    """The call ids answered by a healed placeholder before the event's user row (MEM-3)."""
+    scopes: AdkScopes
+
+    @property
+    def stored(self) -> bool:
+        """True when at least one row of the event was stored (its state deltas were applied)."""
+        return any(fate != DROPPED for fate in self.fates)
+
+
+class AdkSessions(Protocol):
+    """ADK sessions and their app and user state in one store."""
+
+    def create(
+        self,
+        session: AdkSession,
+        app_delta: Mapping[str, Any],
+        user_delta: Mapping[str, Any],
+        guard: WriteGuard | None = None,
+    ) -> AdkScopes:
+        """Store a new session and apply the app and user deltas, in one transaction.
+
+        ``guard`` claims the flowmem session (created, owned by ``user_id``). ConflictError,
+        nothing stored, when an ADK session with this id exists already (any app or user).
+        """
+        ...
+
+    def read(
+        self, app_name: str, user_id: str, session_id: str, rows: bool = True
+    ) -> tuple[AdkScopes, list[Message]] | None:
+        """The session with its states and its events' rows, as one moment; None when absent."""
+        ...
+
+    def list(
+        self, app_name: str, user_id: str | None
+    ) -> tuple[Mapping[str, Any], list[tuple[AdkSession, Mapping[str, Any]]]]:
+        """The app state and the app's sessions (of one user, or all) with their user state.
+
+        Ordered by update time, then user id, then id (as ADK's services list them).
+        """
+        ...
+
+    def append(
+        self, app_name: str, user_id: str, session_id: str, seen: Seen, event: EventWrite
+    ) -> EventWritten:
+        """Store one event's rows under the buffer rules, with its state deltas, in one transaction.
+
+        NotFoundError when the session is absent (or another app's or user's);
+        SessionStaleError, nothing stored, when a write the caller has not seen was
+        stored since ``seen``. The rows go through ``apply_append`` one by one (MEM-1,
+        2, 3, 10); an event none of whose rows is stored changes nothing else.
+        """
+        ...
+
+    def user_state(self, app_name: str, user_id: str) -> Mapping[str, Any]:
+        """The user state of one user of an app ({} when none)."""
+        ...
+
+
+class TrackingEditor:
+    """A ``BufferEditor`` that reports what the append rules did with each row.
+
+    It forwards every question and write to the editor it wraps, and remembers the
+    writes so ``apply_rows`` can tell a row appended from one that replaced a healed
+    placeholder (MEM-10) or was dropped (MEM-1, MEM-2), and which calls were healed.
+    """
+
+    def __init__(self, inner: BufferEditor) -> None:
+        self.inner = inner
+        self.appended: list[Message] = []
+        self.replaced = 0
+        self.healed: list[str] = []
+
+    def count(self) -> int:
+        """Forwarded."""
+        return self.inner.count()
+
+    def is_declared(self, call_id: str) -> bool:
+        """Forwarded."""
+        return self.inner.is_declared(call_id)
+
+    def answer_of(self, call_id: str) -> Any:
+        """Forwarded."""
+        return self.inner.answer_of(call_id)
+
+    def dangling(self) -> Any:
+        """Forwarded."""
+        return self.inner.dangling()
+
+    def oldest(self) -> Any:
+        """Forwarded."""
+        return self.inner.oldest()
+
+    def append_row(self, row: Message) -> None:
+        """Forwarded; the row is remembered as appended."""
+        self.inner.append_row(row)
+        self.appended.append(row)
+
+    def insert_after(self, position: int, rows: Sequence[Message]) -> None:
+        """Forwarded; the healed placeholders' call ids are remembered."""
+        self.inner.insert_after(position, rows)
+        self.healed.extend(str(result_id(r)) for r in rows if is_healed(r))
+
+    def replace(self, position: int, row: Message) -> None:
+        """Forwarded; counted as a replacement."""
+        self.inner.replace(position, row)
+        self.replaced += 1
+
+    def delete(self, position: int) -> None:
+        """Forwarded."""
+        self.inner.delete(position)
+
+
+def apply_rows(editor: BufferEditor, rows: Sequence[Message]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Apply the buffer rules to ``rows`` one by one; return each row's fate and the calls healed.
+
+    Implements MEM-1, MEM-2, MEM-3 and MEM-10 through ``apply_append`` itself (no
+    window): this only watches what it writes.
+    """
+    tracking = TrackingEditor(editor)
+    fates: list[str] = []
+    for row in rows:
+        appended, replaced = len(tracking.appended), tracking.replaced
+        apply_append(tracking, [row])
+        if len(tracking.appended) > appended:
+            fates.append(APPENDED)
+        elif tracking.replaced > replaced:
+            fates.append(REPLACED)
+        else:
+            fates.append(DROPPED)
+    return tuple(fates), tuple(tracking.healed)
+
+
+def events_address(session_id: str) -> Address:
+    """The buffer an ADK session's events live in."""
+    return Address(SESSION_SCOPE, session_id, EVENTS_KEY)
+
+
+def merged(state: Mapping[str, Any], delta: Mapping[str, Any]) -> dict[str, Any]:
+    """``state`` with the top-level keys of ``delta`` set (as ADK's ``dict.update``)."""
+    out = dict(state)
+    out.update(delta)
+    return out
+
+
+def check_stale(session: AdkSession, seen: Seen) -> None:
+    """Raise SessionStaleError when the stored session moved on since the writer read it.
+
+    With a revision, any other revision is stale. Without one (a session object that
+    was not read from flowmem), as ADK's DatabaseSessionService: stale when the stored
+    session was updated after the writer's time and its last event is another one.
+    """
+    if seen.revision is not None:
+        moved = seen.revision != session.revision
+    else:
+        moved = session.updated_at > seen.updated_at and session.last_event != seen.last_event
+    if moved:
+        raise SessionStaleError(
+            f"session {session.id} was written since it was read (revision {session.revision}, "
+            f"not {seen.revision}); nothing was stored. Read the session again and append to it "
+            "(docs/decisions/0053)",
+            session_id=session.id,
+            revision=session.revision,
+        )
+
+
+def not_found(app_name: str, user_id: str, session_id: str) -> NotFoundError:
+    """The refusal of a write to a session that is not this app's and user's."""
+    return NotFoundError(
+        f"no ADK session {session_id!r} of app {app_name!r} and user {user_id!r}",
+        session_id=session_id,
+    )
+
+
+def exists(session_id: str) -> ConflictError:
+    """The refusal of a session id already used by an ADK session."""
+    return ConflictError(
+        f"session {session_id} already exists (an ADK session id names one flowmem session, "
+        "whatever its app or user: decision 0053)",
+        session_id=session_id,
+    )
+
+
+def matches(session: AdkSession | None, app_name: str, user_id: str) -> bool:
+    """True when a stored session is this app's and this user's."""
+    return session is not None and session.app_name == app_name and session.user_id == user_id
+
+
+def adk_of(store: Any) -> AdkSessions:
+    """The ``AdkSessions`` of a store; TypeError for a store that has none."""
+    found = getattr(store, "adk", None)
+    if found is None:
+        raise TypeError(f"{type(store).__name__} does not store ADK sessions")
+    return found  # type: ignore[no-any-return]
+
+
+__all__ = [
+    "APPENDED",
+    "DROPPED",
+    "EVENTS_KEY",
+    "REPLACED",
+    "AdkScopes",
+    "AdkSession",
+    "AdkSessions",
+    "EventWrite",
+    "EventWritten",
+    "Seen",
+    "TrackingEditor",
+    "adk_of",
+    "apply_rows",
+    "check_stale",
+    "events_address",
+    "exists",
+    "matches",
+    "merged",
+    "not_found",
+]

@@ -1,0 +1,26 @@
+"""PostgreSQL's ADK session tables (a migration of their own) and their statements, by name.
+
+``PostgresStore`` appends ``MIGRATION`` to its migrations and ``SQL`` to its
+statements; ``SqlAdkSessions`` runs them. The statements use psycopg's ``%s``; a
+write locks the rows it reads (``FOR UPDATE``), so two writers of one session, or of
+one app's or user's state, take turns.
+"""
+
+from __future__ import annotations
+
+from flowmem.store.adk.statements import statements
+
+MIGRATION: tuple[str, ...] = (
+    """CREATE TABLE adk_sessions (
+        id TEXT PRIMARY KEY, app_name TEXT NOT NULL, user_id TEXT NOT NULL,
+        state TEXT NOT NULL, revision BIGINT NOT NULL, last_event TEXT,
+        created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL)""",
+    "CREATE INDEX adk_sessions_app ON adk_sessions (app_name, user_id, updated_at)",
+    "CREATE TABLE adk_app_states (app_name TEXT PRIMARY KEY, state TEXT NOT NULL)",
+    """CREATE TABLE adk_user_states (
+        app_name TEXT NOT NULL, user_id TEXT NOT NULL, state TEXT NOT NULL,
+        PRIMARY KEY (app_name, user_id))""",
+    "CREATE INDEX adk_user_states_user ON adk_user_states (user_id)",
+)
+
+SQL: dict[str, str] = statements("%s", " FOR UPDATE", ' COLLATE "C"')

@@ -1,0 +1,220 @@
+"""``SqlAdkSessions``: the ``AdkSessions`` protocol on a SQL store (SQLite or PostgreSQL).
+
+It runs the backend's named statements (``adk.sqlite`` / ``adk.postgres``, merged into
+the store's ``SQL``) through the store's own transactions. An event's append is one
+transaction: the session row first (PostgreSQL: locked, so appends to one session
+take turns across processes, and wait for a delete in flight), then the buffer's
+lock (MEM-12, what every append to that buffer takes), the rows through the buffer
+rules (``SqlBufferEditor`` under ``apply_rows``), the states, the revision.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from flowmem.core import Message
+from flowmem.errors import StoreBusyError
+from flowmem.store.adk import (
+    AdkScopes,
+    AdkSession,
+    EventWrite,
+    EventWritten,
+    Seen,
+    apply_rows,
+    check_stale,
+    events_address,
+    exists,
+    matches,
+    merged,
+    not_found,
+)
+from flowmem.store.base import WriteGuard
+from flowmem.store.editor import SqlBufferEditor, load_rows
+from flowmem.store.rows import check_buffer_bytes, check_texts, dump_json
+from flowmem.store.sqlbase import StatementRunner
+
+if TYPE_CHECKING:
+    from flowmem.store.sqlbase import SqlStore
+
+READ_TRIES = 8  # reads of a session that moved while it was read, before StoreBusyError
+
+
+def _session(row: Sequence[Any]) -> AdkSession:
+    return AdkSession(
+        id=row[0],
+        app_name=row[1],
+        user_id=row[2],
+        state=json.loads(row[3]),
+        revision=int(row[4]),
+        last_event=row[5],
+        created_at=float(row[6]),
+        updated_at=float(row[7]),
+    )
+
+
+def _state(row: Sequence[Any] | None) -> dict[str, Any]:
+    return {} if row is None else dict(json.loads(row[0]))
+
+
+class SqlAdkSessions:
+    """ADK sessions in a SQL store's ``adk_*`` tables, their events in its session buffers."""
+
+    def __init__(self, store: SqlStore[Any]) -> None:
+        self.store = store
+        self.sql = store.SQL
+
+    def _run(self, conn: Any, name: str, params: Sequence[Any]) -> Any:
+        return conn.execute(self.sql[name], params)
+
+    # --- writes --------------------------------------------------------------------------
+    def create(
+        self,
+        session: AdkSession,
+        app_delta: Mapping[str, Any],
+        user_delta: Mapping[str, Any],
+        guard: WriteGuard | None = None,
+    ) -> AdkScopes:
+        """Store a new session with its first states (see ``AdkSessions.create``)."""
+        check_texts(id=session.id, app_name=session.app_name, user_id=session.user_id)
+        state = dump_json(dict(session.state), "session state")
+
+        def work(conn: Any) -> AdkScopes:
+            if guard is not None:
+                self.store._check_guard(conn, guard)
+            params = (
+                session.id,
+                session.app_name,
+                session.user_id,
+                state,
+                session.revision,
+                session.last_event,
+                session.created_at,
+                session.updated_at,
+            )
+            if self._run(conn, "adk_session_insert", params).rowcount == 0:
+                raise exists(session.id)
+            app_state = self._update_app(conn, session.app_name, app_delta)
+            user_state = self._update_user(conn, session.app_name, session.user_id, user_delta)
+            return AdkScopes(session, app_state, user_state)
+
+        return self.store._write(work)
+
+    def append(
+        self, app_name: str, user_id: str, session_id: str, seen: Seen, event: EventWrite
+    ) -> EventWritten:
+        """Store one event's rows under the buffer rules, with its deltas (see ``AdkSessions``)."""
+        address = events_address(session_id)
+        for row in event.rows:
+            dump_json(row, "message")  # NotSerializableError before any transaction
+
+        def work(conn: Any) -> EventWritten:
+            found = self._run(conn, "adk_session_lock", (session_id,)).fetchone()
+            stored = None if found is None else _session(found)
+            if stored is None or not matches(stored, app_name, user_id):
+                raise not_found(app_name, user_id, session_id)
+            check_stale(stored, seen)
+            self.store._hold_buffer(conn, address)
+            editor = SqlBufferEditor(StatementRunner(conn, self.sql), address)
+            fates, healed = apply_rows(editor, event.rows)
+            check_buffer_bytes(address, editor.bytes_before, editor.bytes, event.max_bytes)
+            editor.flush()
+            written = EventWritten(fates, healed, AdkScopes(stored))
+            if not written.stored:
+                return written
+            app_state = self._update_app(conn, app_name, event.app_delta)
+            user_state = self._update_user(conn, app_name, user_id, event.user_delta)
+            after = AdkSession(
+                id=stored.id,
+                app_name=app_name,
+                user_id=user_id,
+                state=merged(stored.state, event.session_delta),
+                revision=stored.revision + 1,
+                last_event=event.event_id,
+                created_at=stored.created_at,
+                updated_at=event.timestamp,
+            )
+            state = dump_json(dict(after.state), "session state")
+            self._run(
+                conn,
+                "adk_session_update",
+                (state, after.revision, after.last_event, after.updated_at, session_id),
+            )
+            return EventWritten(fates, healed, AdkScopes(after, app_state, user_state))
+
+        return self.store._write_serialized(address, work, hold=False)
+
+    def _update_app(self, conn: Any, app_name: str, delta: Mapping[str, Any]) -> dict[str, Any]:
+        if not delta:
+            return _state(self._run(conn, "adk_app_get", (app_name,)).fetchone())
+        self._run(conn, "adk_app_ensure", (app_name,))
+        state = merged(_state(self._run(conn, "adk_app_lock", (app_name,)).fetchone()), delta)
+        self._run(conn, "adk_app_put", (dump_json(state, "app state"), app_name))
+        return state
+
+    def _update_user(
+        self, conn: Any, app_name: str, user_id: str, delta: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        key = (app_name, user_id)
+        if not delta:
+            return _state(self._run(conn, "adk_user_get", key).fetchone())
+        self._run(conn, "adk_user_ensure", key)
+        state = merged(_state(self._run(conn, "adk_user_lock", key).fetchone()), delta)
+        self._run(conn, "adk_user_put", (dump_json(state, "user state"), *key))
+        return state
+
+    # --- reads ----------------------------------------------------------------------------
+    def read(
+        self, app_name: str, user_id: str, session_id: str, rows: bool = True
+    ) -> tuple[AdkScopes, list[Message]] | None:
+        """The session, its states and its events' rows as one moment; None when absent.
+
+        The session row is read before and after the rows: a write in between (its
+        revision moved) makes the read start again, so the revision a reader gets is
+        the one its rows belong to.
+        """
+        address = events_address(session_id)
+        for _ in range(READ_TRIES):
+            with self.store._connection() as conn:
+                found = self._run(conn, "adk_session_get", (session_id,)).fetchone()
+                session = None if found is None else _session(found)
+                if session is None or not matches(session, app_name, user_id):
+                    return None
+                bodies = (
+                    conn.execute(self.sql["load_all"], tuple(address)).fetchall() if rows else []
+                )
+                app_state = _state(self._run(conn, "adk_app_get", (app_name,)).fetchone())
+                user_state = _state(self._run(conn, "adk_user_get", (app_name, user_id)).fetchone())
+                again = self._run(conn, "adk_session_get", (session_id,)).fetchone()
+            if again is not None and _session(again).revision == session.revision:
+                return AdkScopes(session, app_state, user_state), load_rows(bodies)
+        raise StoreBusyError(
+            f"ADK session {session_id} kept changing while it was read ({READ_TRIES} tries)"
+        )
+
+    def list(
+        self, app_name: str, user_id: str | None
+    ) -> tuple[dict[str, Any], list[tuple[AdkSession, Mapping[str, Any]]]]:
+        """The app state and the app's sessions with their user state (see ``AdkSessions``)."""
+        with self.store._reading() as conn:
+            if user_id is None:
+                found = self._run(conn, "adk_sessions_of_app", (app_name,)).fetchall()
+                users = {
+                    str(uid): dict(json.loads(text))
+                    for uid, text in self._run(conn, "adk_users_of_app", (app_name,)).fetchall()
+                }
+            else:
+                found = self._run(conn, "adk_sessions_of_user", (app_name, user_id)).fetchall()
+                users = {user_id: _state(self._run(conn, "adk_user_get", (app_name, user_id)).fetchone())}
+            app_state = _state(self._run(conn, "adk_app_get", (app_name,)).fetchone())
+        sessions = [_session(row) for row in found]
+        return app_state, [(s, users.get(s.user_id, {})) for s in sessions]
+
+    def user_state(self, app_name: str, user_id: str) -> dict[str, Any]:
+        """The user state of one user of an app ({} when none)."""
+        with self.store._connection() as conn:
+            return _state(self._run(conn, "adk_user_get", (app_name, user_id)).fetchone())
+
+
+__all__ = ["READ_TRIES", "SqlAdkSessions"]

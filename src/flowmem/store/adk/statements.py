@@ -1,0 +1,44 @@
+"""The ADK session statements, written once and spelled per backend (placeholder, row lock).
+
+Both backends speak the same SQL here; only the placeholder differs, and PostgreSQL
+locks the rows a write reads (``FOR UPDATE``) where SQLite's write transaction
+already excludes every other writer. ``statements`` is called by ``adk.sqlite`` and
+``adk.postgres``; nothing else reads it.
+"""
+
+from __future__ import annotations
+
+_SESSION = "id, app_name, user_id, state, revision, last_event, created_at, updated_at"
+
+
+def statements(p: str, lock: str, collate: str = "") -> dict[str, str]:
+    """The ADK statements with placeholder ``p`` (``?`` or ``%s``), row lock ``lock``.
+
+    ``collate`` makes ids sort by code point, as in every backend (PostgreSQL: ``"C"``).
+    """
+    order = f"ORDER BY updated_at, user_id{collate}, id{collate}"
+    return {
+        "adk_session_insert": f"""INSERT INTO adk_sessions ({_SESSION})
+            VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}) ON CONFLICT (id) DO NOTHING""",
+        "adk_session_get": f"SELECT {_SESSION} FROM adk_sessions WHERE id = {p}",
+        "adk_session_lock": f"SELECT {_SESSION} FROM adk_sessions WHERE id = {p}{lock}",
+        "adk_session_update": f"""UPDATE adk_sessions SET state = {p}, revision = {p},
+            last_event = {p}, updated_at = {p} WHERE id = {p}""",
+        "adk_sessions_of_user": f"""SELECT {_SESSION} FROM adk_sessions
+            WHERE app_name = {p} AND user_id = {p} {order}""",
+        "adk_sessions_of_app": f"SELECT {_SESSION} FROM adk_sessions WHERE app_name = {p} {order}",
+        "adk_session_drop": f"DELETE FROM adk_sessions WHERE id = {p}",
+        "adk_app_get": f"SELECT state FROM adk_app_states WHERE app_name = {p}",
+        "adk_app_ensure": f"""INSERT INTO adk_app_states (app_name, state) VALUES ({p}, '{{}}')
+            ON CONFLICT (app_name) DO NOTHING""",
+        "adk_app_lock": f"SELECT state FROM adk_app_states WHERE app_name = {p}{lock}",
+        "adk_app_put": f"UPDATE adk_app_states SET state = {p} WHERE app_name = {p}",
+        "adk_user_get": f"SELECT state FROM adk_user_states WHERE app_name = {p} AND user_id = {p}",
+        "adk_user_ensure": f"""INSERT INTO adk_user_states (app_name, user_id, state)
+            VALUES ({p}, {p}, '{{}}') ON CONFLICT (app_name, user_id) DO NOTHING""",
+        "adk_user_lock": f"""SELECT state FROM adk_user_states
+            WHERE app_name = {p} AND user_id = {p}{lock}""",
+        "adk_user_put": f"UPDATE adk_user_states SET state = {p} WHERE app_name = {p} AND user_id = {p}",
+        "adk_users_of_app": f"SELECT user_id, state FROM adk_user_states WHERE app_name = {p}",
+        "adk_user_states_drop": f"DELETE FROM adk_user_states WHERE user_id = {p}",
+    }

@@ -1,0 +1,149 @@
+"""``store.adk``: ADK sessions, app and user state on every backend (decision 0053).
+
+The protocol as the ADK service uses it, without ADK: a session id taken once, the
+revision a writer must have seen, the rows through the buffer rules, the states per
+scope, and what a session delete and a user erasure remove.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from flowmem.core import ListEditor
+from flowmem.errors import (
+    AccessDeniedError,
+    BufferFullError,
+    ConflictError,
+    NotFoundError,
+    SessionStaleError,
+)
+from flowmem.store import Store
+from flowmem.store.adk import (
+    APPENDED,
+    DROPPED,
+    REPLACED,
+    AdkSession,
+    EventWrite,
+    Seen,
+    adk_of,
+    apply_rows,
+    events_address,
+)
+from flowmem.store.base import SessionClaim, WriteGuard
+
+
+def _create(
+    store: Store,
+    sid: str = "s1",
+    user: str = "alice",
+    app_delta: dict[str, object] | None = None,
+    user_delta: dict[str, object] | None = None,
+) -> None:
+    guard = WriteGuard(None, sid, SessionClaim(owner=user, create=True, created_at=1.0))
+    adk_of(store).create(
+        AdkSession(sid, "shop", user, {"own": 1}, created_at=1.0, updated_at=1.0),
+        app_delta or {},
+        user_delta or {},
+        guard,
+    )
+
+
+def _event(n: int, role: str = "user", **fields: object) -> EventWrite:
+    row = {"role": role, "content": f"m{n}", "metadata": {}, "timestamp": n}
+    return EventWrite([row], f"e{n}", float(n), **fields)  # type: ignore[arg-type]
+
+
+def test_a_session_id_is_taken_once_and_the_refused_create_changes_nothing(store: Store) -> None:
+    _create(store, app_delta={"motd": "hi"})
+    with pytest.raises(ConflictError, match="already exists"):
+        _create(store, "s1", "alice", app_delta={"motd": "changed"})
+    with pytest.raises(AccessDeniedError):  # the flowmem session is alice's (MEM-8)
+        _create(store, "s1", "bob", app_delta={"motd": "changed"})
+    app_state, listed = adk_of(store).list("shop", None)
+    assert app_state == {"motd": "hi"}
+    assert [(s.id, s.user_id) for s, _ in listed] == [("s1", "alice")]
+    assert store.get_session("s1").owner == "alice"  # type: ignore[union-attr]
+
+
+def test_an_append_from_another_revision_is_stale_and_stores_nothing(store: Store) -> None:
+    _create(store)
+    tables = adk_of(store)
+    written = tables.append("shop", "alice", "s1", Seen(0), _event(1, session_delta={"k": 1}))
+    assert written.scopes.session.revision == 1
+    with pytest.raises(SessionStaleError, match="nothing was stored"):
+        tables.append("shop", "alice", "s1", Seen(0), _event(2, session_delta={"k": 2}, user_delta={"u": 1}))
+    found = tables.read("shop", "alice", "s1")
+    assert found is not None
+    scopes, rows = found
+    assert (scopes.session.revision, scopes.session.state, scopes.user_state) == (1, {"own": 1, "k": 1}, {})
+    assert [r["content"] for r in rows] == ["m1"]
+
+
+def test_a_writer_without_a_revision_is_stale_when_the_session_moved_after_it_to_another_event(
+    store: Store,
+) -> None:
+    _create(store)
+    tables = adk_of(store)
+    tables.append("shop", "alice", "s1", Seen(0), _event(5))
+    tables.append("shop", "alice", "s1", Seen(None, 5.0, "e5"), _event(6))  # saw e5, the latest
+    with pytest.raises(SessionStaleError):
+        tables.append("shop", "alice", "s1", Seen(None, 5.0, "e5"), _event(7))
+    tables.append("shop", "alice", "s1", Seen(None, 6.0, "e5"), _event(8))  # not updated after it
+
+
+def test_an_append_to_another_apps_or_users_session_is_not_found(store: Store) -> None:
+    _create(store)
+    tables = adk_of(store)
+    for app, user in (("blog", "alice"), ("shop", "bob")):
+        with pytest.raises(NotFoundError):
+            tables.append(app, user, "s1", Seen(0), _event(1))
+        assert tables.read(app, user, "s1") is None
+    with pytest.raises(NotFoundError):
+        tables.append("shop", "alice", "nope", Seen(0), _event(1))
+
+
+def test_app_state_is_the_apps_and_user_state_the_users_across_sessions(store: Store) -> None:
+    _create(store, "a1", "alice", user_delta={"lang": "fr"}, app_delta={"v": 1})
+    _create(store, "a2", "alice")
+    _create(store, "b1", "bob", user_delta={"lang": "de"})
+    tables = adk_of(store)
+    tables.append("shop", "alice", "a2", Seen(0), _event(1, app_delta={"v": 2}, user_delta={"seen": True}))
+    found = tables.read("shop", "alice", "a1", rows=False)
+    assert found is not None
+    assert (found[0].app_state, found[0].user_state, found[1]) == ({"v": 2}, {"lang": "fr", "seen": True}, [])
+    assert tables.user_state("shop", "bob") == {"lang": "de"}
+    assert tables.user_state("blog", "alice") == {}
+
+
+def test_an_append_over_the_buffer_limit_stores_nothing_and_changes_no_state(store: Store) -> None:
+    _create(store)
+    tables = adk_of(store)
+    with pytest.raises(BufferFullError):
+        tables.append("shop", "alice", "s1", Seen(0), _event(1, max_bytes=10, app_delta={"x": 1}))
+    found = tables.read("shop", "alice", "s1")
+    assert found is not None
+    assert (found[0].session.revision, found[0].app_state, found[1]) == (0, {}, [])
+
+
+def test_deleting_the_session_drops_it_and_erasing_the_user_drops_their_user_states(store: Store) -> None:
+    _create(store, "a1", "alice", user_delta={"lang": "fr"}, app_delta={"v": 1})
+    _create(store, "a2", "alice")
+    tables = adk_of(store)
+    tables.append("shop", "alice", "a1", Seen(0), _event(1))
+    assert store.delete_session("a1")
+    assert tables.read("shop", "alice", "a1") is None
+    assert store.load(events_address("a1")) == []
+    assert tables.user_state("shop", "alice") == {"lang": "fr"}
+    store.erase_user("alice")
+    assert tables.list("shop", None) == ({"v": 1}, [])
+    assert tables.user_state("shop", "alice") == {}
+
+
+def test_mem_1_mem_3_mem_10_apply_rows_reports_each_rows_fate_and_the_calls_healed() -> None:
+    call = {"role": "assistant", "content": "", "metadata": {"tool_calls": [{"tool_call_id": "c1", "name": "f"}]}}
+    answer = {"role": "tool", "content": "42", "metadata": {"tool_call_id": "c1"}}
+    editor = ListEditor([])
+    assert apply_rows(editor, [call]) == ((APPENDED,), ())
+    assert apply_rows(editor, [{"role": "user", "content": "hi", "metadata": {}}]) == ((APPENDED,), ("c1",))
+    assert apply_rows(editor, [answer, dict(answer), call]) == ((REPLACED, DROPPED, DROPPED), ())
+    assert [r["role"] for r in editor.rows] == ["assistant", "tool", "user"]
