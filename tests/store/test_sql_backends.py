@@ -117,11 +117,12 @@ def test_schema_is_created_recorded_and_not_reapplied(sql_url: str) -> None:
 
 
 def _drop_checkpoint_tables(url: str, deleted_sessions: bool = True) -> None:
-    """Undo migrations 7 and 8 (the LangGraph tables; the deleted sessions' ids)."""
+    """Undo migrations 7 to 9 (the LangGraph tables; the deleted sessions' ids; evicted call ids)."""
     for table in ("lg_checkpoints", "lg_blobs", "lg_writes"):
         _sql(url, f"DROP TABLE {table}")
     if deleted_sessions:
         _sql(url, "DROP TABLE deleted_sessions")
+    _sql(url, "DROP TABLE buffer_evicted")
 
 
 def test_a_version_1_database_is_upgraded_in_place(sql_url: str) -> None:
@@ -486,11 +487,28 @@ def test_a_version_7_database_remembers_deleted_sessions_from_now_on(sql_url: st
     store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
     store.close()
     _sql(sql_url, "DROP TABLE deleted_sessions")  # what schema version 7 lacks
+    _sql(sql_url, "DROP TABLE buffer_evicted")
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 8")
     again = open_store(sql_url)
     assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
     assert _scalar(sql_url, "SELECT COUNT(*) FROM deleted_sessions") == 0
     assert [m["content"] for m in again.load(KEY)] == ["kept"]
+    again.close()
+
+
+def test_a_version_8_database_remembers_evicted_call_ids_from_now_on(sql_url: str) -> None:
+    """Migration 9 adds ``buffer_evicted``: a buffer's window remembers what it evicts after it."""
+    store = open_store(sql_url)
+    store.append(KEY, prepare([*_call_and_answer(), {"role": "user", "content": "kept"}], 1))
+    store.close()
+    _sql(sql_url, "DROP TABLE buffer_evicted")  # what schema version 8 lacks
+    _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 9")
+    again = open_store(sql_url)
+    assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
+    assert _scalar(sql_url, "SELECT COUNT(*) FROM buffer_evicted") == 0
+    again.append(KEY, prepare({"role": "user", "content": "next"}, 2), max_messages=2)
+    assert _scalar(sql_url, "SELECT COUNT(*) FROM buffer_evicted") == 1
+    assert [m["content"] for m in again.load(KEY)] == ["kept", "next"]
     again.close()
 
 

@@ -155,6 +155,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # 8: a deleted session's id is remembered: no write brings it back (issue 24 §2)
         "CREATE TABLE deleted_sessions (id TEXT PRIMARY KEY, deleted_at REAL NOT NULL)",
     ),
+    (  # 9: the call ids of turns a window evicted, the latest remembered (issue 24 §2)
+        """CREATE TABLE buffer_evicted (
+            buffer_id INTEGER NOT NULL, call_id TEXT NOT NULL, seq INTEGER NOT NULL,
+            PRIMARY KEY (buffer_id, call_id)) WITHOUT ROWID""",
+        "CREATE INDEX buffer_evicted_seq ON buffer_evicted (buffer_id, seq)",
+    ),
 )
 
 _B = "buffer_id = ?"
@@ -192,6 +198,12 @@ SQL: dict[str, str] = {
     "unflip_rows": f"UPDATE buffer_rows SET pos = -pos WHERE {_B} AND pos < 0",
     "unflip_calls": f"UPDATE buffer_calls SET declared_pos = -declared_pos WHERE {_B} AND declared_pos < 0",
     "unflip_answers": f"UPDATE buffer_answers SET pos = -pos WHERE {_B} AND pos < 0",
+    "was_evicted": f"SELECT 1 FROM buffer_evicted WHERE {_B} AND call_id = ?",
+    "evicted_insert": f"""INSERT INTO buffer_evicted (buffer_id, call_id, seq) VALUES (?, ?,
+        (SELECT COALESCE(MAX(seq), 0) + 1 FROM buffer_evicted WHERE {_B}))
+        ON CONFLICT (buffer_id, call_id) DO UPDATE SET seq = excluded.seq""",
+    "evicted_trim": f"""DELETE FROM buffer_evicted WHERE {_B} AND seq <=
+        (SELECT MAX(seq) FROM buffer_evicted WHERE {_B}) - ?""",
     # --- outside the editor ---
     # the buffer id first (a scalar subquery), so the rows come from the (buffer_id, pos) index
     "load_all": """SELECT body FROM buffer_rows WHERE buffer_id =
@@ -208,6 +220,7 @@ SQL: dict[str, str] = {
     "clear_rows": f"DELETE FROM buffer_rows WHERE {_B}",
     "clear_calls": f"DELETE FROM buffer_calls WHERE {_B}",
     "clear_answers": f"DELETE FROM buffer_answers WHERE {_B}",
+    "clear_evicted": f"DELETE FROM buffer_evicted WHERE {_B}",
     "clear_header": "DELETE FROM buffers WHERE id = ?",
     "scope_buffers": "SELECT id, key FROM buffers WHERE scope = ? AND scope_id = ? ORDER BY id",
     "scope_records_delete": "DELETE FROM records WHERE scope = ? AND scope_id = ?",
