@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,7 +29,8 @@ from flowmem.sessions import (
     SessionService,
     memory_context,
 )
-from flowmem.store import Address, Erasure, MemoryStore, SessionRecord
+from flowmem.store import Address, Erasure, MemoryStore, SessionRecord, Store, TokenRecord
+from tests.store.conftest import BACKENDS, open_backend
 
 ALICE = Principal("alice", frozenset({"sessions:create"}), "t1")
 BOB = Principal("bob", frozenset({"sessions:create"}), "t2")
@@ -543,3 +546,44 @@ def test_the_session_limit_applies_to_sessions_made_by_writes(store: MemoryStore
         sessions.create(ALICE, "one more")  # and the explicit creation counts them
     memory.write("session", "topic", "x", ExecutionContext(session_id="s-anon"))  # unowned: free
     assert store.list_sessions(None, True, 10, 0)[1] == 3
+
+
+@pytest.fixture(params=BACKENDS)
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A fresh store of each backend kind (memory, SQLite, PostgreSQL)."""
+    opened = open_backend(request.param, request, tmp_path)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def test_mem_8_the_loser_of_a_first_write_race_is_404_on_every_backend(any_store: Store) -> None:
+    """Issue 24 §2: bob looked the id up and found nothing; alice's first write then made it.
+
+    Bob's write is refused as if his lookup had found her session (404, never 403:
+    that would tell him it exists) and changes nothing, on PostgreSQL as on SQLite.
+    """
+    for who in (ALICE, BOB):  # the guards name the principals' tokens, as over HTTP
+        token = TokenRecord(str(who.token_id), f"h-{who.token_id}", who.user_id, who.permissions, 1.0)
+        any_store.create_token(token)
+    clock = Clock()
+    memory = MemoryService(any_store, clock=clock)
+    sessions = SessionService(any_store, memory, clock=clock)
+    message = [{"role": "user", "content": "mine"}]
+    for write in ("append", "write"):
+        sid = f"s-race-{write}"
+        assert sessions.find(sid) is None
+        context, guard = sessions.write_target_for(BOB, sid, None, create=True)  # bob: none yet
+        alice, first = sessions.write_target_for(ALICE, sid, None, create=True)
+        memory.append("session", "chat", message, alice, guard=first)  # alice wins the race
+        with pytest.raises(NotFoundError) as lost:
+            if write == "append":
+                memory.append("session", "chat", message, context, guard=guard)
+            else:
+                memory.write("session", "topic", "bob's", context, guard=guard)
+        assert not isinstance(lost.value, AccessDeniedError)
+        assert str(lost.value) == "no such session"
+        assert any_store.get_session(sid).owner == "alice"  # type: ignore[union-attr]
+        assert any_store.count(Address("session", sid, "chat")) == 1
+        assert any_store.get_record(Address("session", sid, "topic"), 0.0) == (False, None)

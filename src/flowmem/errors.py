@@ -121,6 +121,17 @@ class StoreBusyError(StoreError):
     code = "store_busy"
 
 
+class StoreLockedError(StoreBusyError):
+    """Another process held the database's write lock past the bound: nothing was written.
+
+    SQLite: a connection outside flowmem's writer queue (another program, the
+    ``sqlite3`` shell, an older flowmem) kept the file locked longer than the
+    ``lock_timeout`` (5 s by default); a retry once it lets go succeeds.
+    """
+
+    code = "store_locked"
+
+
 class StoreUnavailableError(StoreError):
     """The backend cannot be reached or opened (server down, bad credentials, no file)."""
 

@@ -319,11 +319,14 @@ class SessionService:
             raise AccessDeniedError(decision.reason, rule=decision.rule)
         text = canonical_session_id(session_id)
         owner = principal.identity
+        # conceal: a session another user made since the lookup is 404, as if it
+        # had been found then (the loser of a first-write race learns nothing)
         claim = SessionClaim(
             owner=owner,
             create=True,
             limit=self.memory.limits.sessions_per_user,
             created_at=float(self.clock()),
+            conceal=True,
         )
         context = ExecutionContext(session_id=text, user_id=owner, node_id=node_id)
         return context, WriteGuard(principal.token_id, text, claim)

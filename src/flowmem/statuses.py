@@ -23,6 +23,7 @@ from flowmem.errors import (
     RateLimitedError,
     StoreError,
     StoreFullError,
+    StoreLockedError,
     ToolError,
 )
 
@@ -39,6 +40,7 @@ STATUS_TABLE: list[tuple[type[FlowmemError], int]] = [
     (ConflictError, 409),
     (ConfigurationError, 500),
     (StoreFullError, 507),
+    (StoreLockedError, 503),  # another process holds the database's write lock
     (StoreError, 503),
     (ModelError, 502),
     (ToolError, 502),

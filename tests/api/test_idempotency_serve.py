@@ -75,9 +75,15 @@ def worker_of(server_pid: int, server_port: int, peer_port: int) -> int | None:
 
 
 def _whole_answer(sock: socket.socket, data: bytes) -> bytes:
-    """Read the rest of an HTTP answer whose first bytes are ``data`` (it has a Content-Length)."""
+    """Read the rest of an HTTP message whose first bytes are ``data`` (it has a Content-Length)."""
+    def more() -> bytes:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("the peer closed the connection mid-message")
+        return chunk
+
     while b"\r\n\r\n" not in data:
-        data += sock.recv(65536)
+        data += more()
     head, body = data.split(b"\r\n\r\n", 1)
     length = next(
         int(line.split(b":", 1)[1])
@@ -85,7 +91,7 @@ def _whole_answer(sock: socket.socket, data: bytes) -> bytes:
         if line.lower().startswith(b"content-length:")
     )
     while len(body) < length:
-        body += sock.recv(65536)
+        body += more()
     return head + b"\r\n\r\n" + body
 
 
@@ -128,7 +134,14 @@ class DroppingProxy:
     def _serve(self, client: socket.socket) -> None:
         upstream = socket.create_connection(("127.0.0.1", self.server_port))
         drop = self.drop
-        threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
+        if drop:
+            # the request is read and forwarded here, not by a pump thread: a thread
+            # blocked reading the client socket would keep it open past ``close`` (the
+            # kernel sends the reset only when no system call holds the socket), and the
+            # client would wait for its own timeout instead of seeing the reset at once
+            upstream.sendall(_whole_answer(client, client.recv(65536)))
+        else:
+            threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
         first = upstream.recv(65536)  # the server has answered: its write is committed
         peer_port = upstream.getsockname()[1]
         self.workers.append(worker_of(self.server_pid, self.server_port, peer_port))
@@ -148,8 +161,10 @@ def _lost_then_retried(base: str, server_pid: int, token: str, other_worker: boo
     headers = {"Authorization": f"Bearer {token}", "Idempotency-Key": "append-1"}
     url = f"http://127.0.0.1:{proxy.port}/v1/buffers/global/once"
     try:
-        with pytest.raises(httpx.TransportError):  # the answer is lost
+        with pytest.raises(httpx.TransportError) as lost:  # the answer is lost
             httpx.post(url, json=MSG, headers=headers, timeout=30)
+        # to a reset, at once: not to the client's own timeout
+        assert not isinstance(lost.value, httpx.TimeoutException), repr(lost.value)
         assert proxy.dropped and proxy.dropped[0].startswith(b"HTTP/1.1 200")
         lost_on = proxy.workers[0]
         assert lost_on is not None

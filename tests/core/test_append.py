@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from flowmem.core import (
+    EVICTED_CALLS_KEPT,
     HEALED_CONTENT,
     Answer,
     AppendResult,
@@ -299,6 +300,44 @@ def test_mem_2_unusable_ids_do_not_make_a_turn_a_duplicate() -> None:
 def test_mem_2_declared_elsewhere_means_declared_not_answered() -> None:
     # the declaration counts even though the call is still unanswered
     assert append([asst("a")], asst("a")).appended == 0
+
+
+# --- MEM-1, MEM-2: the call ids of evicted turns are remembered (issue 24 §2) -------------
+
+
+def test_mem_1_a_late_result_of_an_evicted_call_is_a_duplicate() -> None:
+    first = append([asst("c1"), tool("c1"), user("a"), user("b")], user("c"), max_messages=4)
+    assert roles(first.messages) == ["user"] * 3 and first.evicted == ("c1",)
+    late = append(first.messages, tool("c1", "late"), max_messages=4, evicted=first.evicted)
+    assert (late.appended, late.messages, late.evicted) == (0, first.messages, ("c1",))
+    # without the memory (a caller that does not pass it back) it would be an orphan
+    forgot = append(first.messages, tool("c1", "late"), max_messages=4)
+    assert forgot.appended == 1 and check_sendable(forgot.messages) != []
+
+
+def test_mem_2_a_re_delivered_evicted_turn_is_a_duplicate() -> None:
+    first = append([asst("c1", "c2"), tool("c1"), tool("c2"), user()], user(), max_messages=2)
+    assert first.evicted == ("c1", "c2")
+    again = append(first.messages, asst("c2", "c1"), max_messages=2, evicted=first.evicted)
+    assert again.appended == 0 and again.messages == first.messages
+    # one id not known makes it a new turn (MEM-2); its results then pair with it
+    fresh = append(first.messages, [asst("c1", "c3"), tool("c1"), tool("c3")], evicted=("c1",))
+    assert fresh.appended == 3 and check_sendable(fresh.messages) == []
+
+
+def test_mem_1_mem_2_the_memory_keeps_the_latest_evicted_ids_only() -> None:
+    editor = ListEditor([], evicted=["old"])
+    editor.remember_evicted([f"k{i}" for i in range(EVICTED_CALLS_KEPT)])
+    assert not editor.was_evicted("old") and editor.was_evicted("k0")
+    editor.remember_evicted(["k0"])  # remembered again: the newest now
+    editor.remember_evicted(["new"])
+    assert editor.was_evicted("k0") and not editor.was_evicted("k1")
+    assert len(editor.evicted) == EVICTED_CALLS_KEPT and list(editor.evicted)[-2:] == ["k0", "new"]
+
+
+def test_append_refuses_one_string_as_the_evicted_ids() -> None:
+    with pytest.raises(InvalidInputError):
+        append([], user(), evicted="c1")
 
 
 # --- MEM-10: a real result replaces its placeholder in place ---------------------------
@@ -610,6 +649,7 @@ class GappedEditor:
     def __init__(self, rows: list[Row]) -> None:
         self.keys: list[int] = [1000 * (i + 1) for i in range(len(rows))]
         self.by_key: dict[int, Row] = dict(zip(self.keys, rows, strict=True))
+        self.evicted = ListEditor([])
 
     @property
     def rows(self) -> list[Row]:
@@ -630,6 +670,12 @@ class GappedEditor:
 
     def oldest(self) -> Oldest | None:
         return Oldest(self.keys[0], self.by_key[self.keys[0]]) if self.keys else None
+
+    def was_evicted(self, call_id: str) -> bool:
+        return self.evicted.was_evicted(call_id)
+
+    def remember_evicted(self, call_ids: Any) -> None:
+        self.evicted.remember_evicted(call_ids)
 
     def append_row(self, row: Row) -> None:
         key = (self.keys[-1] if self.keys else 0) + 1000

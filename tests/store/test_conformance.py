@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from flowmem.core import (
+    EVICTED_CALLS_KEPT,
     HEALED_CONTENT,
     append,
     call_ids,
@@ -57,6 +58,12 @@ def result(cid: str, content: str = "ok") -> dict[str, Any]:
 def user(text: str) -> dict[str, Any]:
     """A user turn."""
     return {"role": "user", "content": text}
+
+
+def call_both(first: str, second: str) -> dict[str, Any]:
+    """An assistant turn declaring two calls."""
+    calls = [{"tool_call_id": cid, "name": "search"} for cid in (first, second)]
+    return {"role": "assistant", "content": "", "tool_calls": calls}
 
 
 def stored_append(store: Store, address: Address, incoming: Any, max_messages: int = 0) -> Any:
@@ -279,8 +286,51 @@ def test_window_evicts_turn_with_its_results_and_leading_tools(store: Store) -> 
     stored_append(store, B, user("w"), max_messages=3)
     assert shape(store.load(B))[0][0] != "tool"
     assert check_sendable(store.load(B)) == []
-    # eviction forgets ids: an evicted call can be declared again
-    assert stored_append(store, A, call("c1")).appended == 1
+    # an evicted call's id is remembered: its turn sent again is a duplicate (MEM-2)
+    assert stored_append(store, A, call("c1")).appended == 0
+
+
+def test_mem_1_mem_2_an_evicted_result_and_its_turn_sent_again_are_duplicates(
+    store: Store,
+) -> None:
+    """Issue 24 §2: with a window of 4, a late copy of an evicted result, then of its turn.
+
+    Both were appended before: the buffer became [user, user, tool(c1), assistant(c1)],
+    an orphan result and an unanswered call. The evicted call's id is remembered, so
+    both are duplicates and the buffer stays sendable.
+    """
+    stored_append(store, A, [call("c1"), result("c1"), user("a"), user("b")], max_messages=4)
+    assert stored_append(store, A, user("c"), max_messages=4).count == 3
+    assert [r["content"] for r in store.load(A)] == ["a", "b", "c"]
+    late = stored_append(store, A, result("c1"), max_messages=4)
+    again = stored_append(store, A, call("c1"), max_messages=4)
+    assert (late.appended, again.appended, again.count) == (0, 0, 3)
+    assert [r["content"] for r in store.load(A)] == ["a", "b", "c"]
+    assert check_sendable(store.load(A)) == []
+    # in one batch, and for a call evicted with only its healed placeholder (MEM-3)
+    stored_append(store, B, [call("c2"), user("x"), user("y")], max_messages=2)
+    assert [r["role"] for r in store.load(B)] == ["user", "user"]
+    both = stored_append(store, B, [result("c2"), call("c2")], max_messages=4)
+    assert (both.appended, both.count) == (0, 2)
+    # a turn that declares the id again, with a new one, is appended: its result then pairs
+    fresh = stored_append(store, A, [call_both("c1", "c3"), result("c1"), result("c3")], 4)
+    assert fresh.appended == 3
+    assert check_sendable(store.load(A)) == []
+
+
+def test_mem_1_mem_2_a_buffer_remembers_a_bounded_number_of_evicted_call_ids(
+    store: Store,
+) -> None:
+    """The latest EVICTED_CALLS_KEPT ids are remembered; an older one is a new call again."""
+    turns = [[call(f"k{i}"), result(f"k{i}"), user(f"u{i}")] for i in range(EVICTED_CALLS_KEPT + 1)]
+    stored_append(store, A, [row for turn in turns for row in turn], max_messages=1)
+    assert [r["content"] for r in store.load(A)] == [f"u{EVICTED_CALLS_KEPT}"]
+    assert stored_append(store, A, call(f"k{EVICTED_CALLS_KEPT}")).appended == 0  # the latest
+    assert stored_append(store, A, call("k1")).appended == 0  # still among the kept
+    assert stored_append(store, A, call("k0")).appended == 1  # the oldest: forgotten
+    # clearing the buffer forgets them all
+    store.clear(A)
+    assert stored_append(store, A, call("k1")).appended == 1
 
 
 def test_window_never_leaves_a_leading_tool_row(store: Store) -> None:

@@ -4,7 +4,10 @@ SQLite's conditions are produced for real where that works without privileges: a
 ``max_page_count`` cap (SQLITE_FULL), ``PRAGMA query_only`` set on every connection
 the store opens (SQLITE_READONLY, the driver-level stand-in for a read-only
 mount: chmod does not stop root), and table pages overwritten on disk
-(SQLITE_CORRUPT). PostgreSQL's come from the server: a read-only default
+(SQLITE_CORRUPT). Files made immutable under an open store are made so for real
+(``chattr +i``, root on a file system with inode attributes; skipped elsewhere), in
+a forked child: before docs/decisions/0046 that killed the process with SIGBUS.
+PostgreSQL's come from the server: a read-only default
 transaction (25006), and a trigger raising disk_full (53100) and data_corrupted
 (XX001) with those SQLSTATEs.
 """
@@ -12,8 +15,14 @@ transaction (25006), and a trigger raising disk_full (53100) and data_corrupted
 from __future__ import annotations
 
 import errno
+import multiprocessing
+import shutil
 import sqlite3
+import subprocess
+import threading
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +38,9 @@ from flowmem.errors import (
 )
 from flowmem.store import Address, open_store
 from flowmem.store.groupcommit import os_error
-from flowmem.store.sqlite import SqliteStore
+from flowmem.store.sqlite import SqliteStore, driver_error
 
+FORK = multiprocessing.get_context("fork")
 KEY = Address("global", "", "k")
 BUFFER = Address("user", "alice", "chat")
 
@@ -148,6 +158,155 @@ def test_a_file_that_is_not_a_database_is_store_corrupt(tmp_path: Path) -> None:
     path.write_bytes(b"\x13" * 8192)
     with pytest.raises(StoreCorruptError):
         open_store(f"sqlite:///{path}")
+
+
+# --- files made immutable under the store (issue 24 §4, docs/decisions/0046) -------------------
+
+
+def chattr(flag: str, paths: list[Path]) -> bool:
+    """``chattr FLAG`` on the paths that exist; True when it worked."""
+    found = [str(p) for p in paths if p.exists()]
+    if not found or shutil.which("chattr") is None:
+        return False
+    return subprocess.run(["chattr", flag, *found], capture_output=True).returncode == 0
+
+
+@pytest.fixture
+def can_seal(tmp_path: Path) -> None:
+    """Skip unless ``chattr +i`` works here (root, a file system with inode attributes)."""
+    probe = tmp_path / "probe"
+    probe.write_text("x")
+    if not chattr("+i", [probe]):
+        pytest.skip("chattr +i is not available here (needs root and inode attributes)")
+    chattr("-i", [probe])
+
+
+@contextmanager
+def sealed(paths: list[Path]) -> Iterator[None]:
+    """The files immutable for the block, writable again however it ends."""
+    assert chattr("+i", paths)
+    try:
+        yield
+    finally:
+        chattr("-i", paths)
+
+
+def _in_child(target: Any, *args: Any) -> int | None:
+    """Run ``target`` in a forked child; its exit code (a SIGBUS would be -7, not a dead pytest)."""
+    child = FORK.Process(target=target, args=args)
+    child.start()
+    child.join(120)
+    return child.exitcode
+
+
+def _files(db: Path, suffixes: tuple[str, ...]) -> list[Path]:
+    return [Path(f"{db}{suffix}") for suffix in suffixes]
+
+
+def _store_under_sealing(db: str, suffixes: tuple[str, ...]) -> None:
+    """In a child: the store's files made immutable while it is open, then writable again."""
+    files = _files(Path(db), suffixes)
+    store = open_store(f"sqlite:///{db}")
+    store.append(BUFFER, prepare({"role": "user", "content": "more"}, 2))
+    with sealed(files):
+        with pytest.raises(StoreReadOnlyError):
+            store.append(BUFFER, prepare({"role": "user", "content": "refused"}, 3))
+        with pytest.raises(StoreReadOnlyError):
+            store.put_record(KEY, "w", None)
+        assert [r["content"] for r in store.load(BUFFER)] == ["hi", "more"]
+        assert store.get_record(KEY, 0) == (True, "v")
+        assert store.count(BUFFER) == 2
+    store.append(BUFFER, prepare({"role": "user", "content": "again"}, 4))  # writable again
+    assert store.count(BUFFER) == 3
+    with sealed(files):
+        with pytest.raises(StoreReadOnlyError):
+            store.append(BUFFER, prepare({"role": "user", "content": "refused"}, 5))
+        store.close()  # the last connection closes without a checkpoint into the mapped -shm
+    again = open_store(f"sqlite:///{db}")
+    assert [r["content"] for r in again.load(BUFFER)] == ["hi", "more", "again"]
+    again.close()
+
+
+@pytest.mark.parametrize(
+    "suffixes",
+    [("-shm",), ("", "-wal"), ("", "-wal", "-shm", "-writers")],
+    ids=["shm-only", "database-and-wal", "every-file"],
+)
+def test_files_made_immutable_under_a_sqlite_store_turn_it_read_only_and_never_crash_it(
+    db: Path, can_seal: None, suffixes: tuple[str, ...]
+) -> None:
+    try:
+        assert _in_child(_store_under_sealing, str(db), suffixes) == 0
+    finally:
+        chattr("-i", _files(db, ("", "-wal", "-shm", "-writers")))
+
+
+def _store_opened_sealed(db: str) -> None:
+    """In a child: a store opened on files that are immutable already."""
+    files = _files(Path(db), ("", "-wal", "-shm", "-writers"))
+    with sealed(files):
+        store = open_store(f"sqlite:///{db}")
+        assert store.get_record(KEY, 0) == (True, "v")
+        with pytest.raises(StoreReadOnlyError):
+            store.append(BUFFER, prepare({"role": "user", "content": "refused"}, 3))
+        store.close()
+
+
+def test_a_sqlite_store_opened_on_immutable_files_serves_reads_and_refuses_writes(
+    db: Path, can_seal: None
+) -> None:
+    store = open_store(f"sqlite:///{db}")  # the files as a running server leaves them
+    try:
+        assert _in_child(_store_opened_sealed, str(db)) == 0
+    finally:
+        store.close()
+        chattr("-i", _files(db, ("", "-wal", "-shm", "-writers")))
+
+
+def _loan_across_sealing(db: str) -> None:
+    """In a child: a read that starts while a connection of the writable files is on loan."""
+    store = open_store(f"sqlite:///{db}")
+    assert isinstance(store, SqliteStore)
+    files = _files(Path(db), ("-shm",))
+    lent, give_back = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with store._connection():
+            lent.set()
+            give_back.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert lent.wait(10)
+    with sealed(files):
+        threading.Timer(0.3, give_back.set).start()
+        started = time.monotonic()
+        # no connection opens while one mapped read-write is still on loan
+        assert store.count(BUFFER) == 1
+        assert time.monotonic() - started >= 0.25
+        holder.join(10)
+        with pytest.raises(StoreReadOnlyError):
+            store.put_record(KEY, "w", None)
+        store.close()
+
+
+def test_a_loan_of_the_writable_files_is_waited_for_before_read_only_connections_open(
+    db: Path, can_seal: None
+) -> None:
+    try:
+        assert _in_child(_loan_across_sealing, str(db)) == 0
+    finally:
+        chattr("-i", _files(db, ("", "-wal", "-shm", "-writers")))
+
+
+def test_an_io_error_on_an_immutable_file_is_store_read_only(db: Path, can_seal: None) -> None:
+    """The race left after the check: SQLite reports the kernel's EPERM as SQLITE_IOERR."""
+    error = sqlite3.OperationalError("disk I/O error")
+    error.sqlite_errorcode = sqlite3.SQLITE_IOERR_WRITE  # type: ignore[attr-defined]
+    assert type(driver_error(error, str(db), database=str(db))) is StoreError
+    with sealed([db]):
+        typed = driver_error(error, str(db), database=str(db))
+    assert isinstance(typed, StoreReadOnlyError) and f"{db} is immutable" in typed.message
 
 
 @pytest.mark.parametrize(

@@ -46,12 +46,13 @@ def turn(i: int) -> dict[str, Any]:
 def params_of(conn: Any, name: str, address: Address, ids: list[str]) -> list[Any]:
     """The parameters of a facts statement for ``address`` and the call ids ``ids``."""
     if name == "append_known":  # the header's id and version, and the ids assumed new
+        # (the id once per index they must be absent from: calls, answers, evicted ids)
         head = conn.execute(
             "SELECT id, version, count, last_major, bytes FROM buffers"
             " WHERE scope = %s AND scope_id = %s AND key = %s",
             tuple(address),
         ).fetchone()
-        return [*head, head[0], head[0], ids]
+        return [*head, head[0], head[0], head[0], ids]
     return [ids, *address] if name.startswith("append_facts@ids") else list(address)
 
 

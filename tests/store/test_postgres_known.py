@@ -77,6 +77,7 @@ def test_mem_1_2_3_10_14_two_stores_in_turn_equal_the_pure_append(
     stores = dict(zip(("first", "second"), two, strict=True))
     address = Address("user", "7", f"k{next(_keys)}")
     pure: list[Message] = []
+    evicted: tuple[str, ...] = ()  # what the window evicted, remembered (MEM-1, MEM-2)
     for who, (action, batch) in steps:
         store = stores[who]
         if action == "pop":
@@ -84,11 +85,11 @@ def test_mem_1_2_3_10_14_two_stores_in_turn_equal_the_pure_append(
             assert popped == (pure.pop() if pure else None)
         elif action == "clear":
             store.clear(address)
-            pure = []
+            pure, evicted = [], ()
         else:
-            expected = append(pure, batch, max_messages=window, now=1)
+            expected = append(pure, batch, max_messages=window, now=1, evicted=evicted)
             got = store.append(address, prepare(batch, 1), window)
-            pure = expected.messages
+            pure, evicted = expected.messages, expected.evicted
             assert (got.appended, got.count) == (expected.appended, expected.count)
             known = store._known.get(address)
             if known is not None:  # what it knows now is what the buffer holds

@@ -73,10 +73,11 @@ def test_mem_1_2_3_10_stored_append_equals_pure_append(
 ) -> None:
     address = Address("user", "7", f"h{next(_keys)}")
     pure: list[Message] = []
+    evicted: tuple[str, ...] = ()  # what the window evicted, remembered (MEM-1, MEM-2)
     for batch in batches:
-        expected = append(pure, batch, max_messages=window, now=1)
+        expected = append(pure, batch, max_messages=window, now=1, evicted=evicted)
         got = store.append(address, prepare(batch, 1), window)
-        pure = expected.messages
+        pure, evicted = expected.messages, expected.evicted
         assert (got.appended, got.count) == (expected.appended, expected.count)
         assert store.load(address) == pure
         assert store.count(address) == len(pure)
@@ -108,10 +109,11 @@ def test_mem_14_service_append_equals_pure_append(
     service = MemoryService(store, clock=lambda: 1.0)
     key = f"s{next(_keys)}"
     pure: list[Message] = []
+    evicted: tuple[str, ...] = ()
     for batch, window in steps:
-        expected = append(pure, batch, max_messages=window, now=1)
+        expected = append(pure, batch, max_messages=window, now=1, evicted=evicted)
         got = service.append_raw("user", "7", key, batch, window, return_messages=True)
-        pure = expected.messages
+        pure, evicted = expected.messages, expected.evicted
         assert got.messages == pure
         assert (got.appended, got.count) == (expected.appended, expected.count)
 

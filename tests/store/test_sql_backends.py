@@ -117,13 +117,12 @@ def test_schema_is_created_recorded_and_not_reapplied(sql_url: str) -> None:
 
 
 def _drop_checkpoint_tables(url: str, deleted_sessions: bool = True) -> None:
-    """Undo migrations 7 to 10 (the LangGraph tables; the deleted sessions' ids; pydantic-ai's; ADK's)."""
+    """Undo migrations 7 and later (the LangGraph tables; the deleted sessions' ids; all after)."""
     for table in ("lg_checkpoints", "lg_blobs", "lg_writes"):
         _sql(url, f"DROP TABLE {table}")
     if deleted_sessions:
         _sql(url, "DROP TABLE deleted_sessions")
-    _drop_adk_tables(url)
-    _drop_conversation_tables(url)
+    _undo_from(url, 9)
 
 
 def _drop_conversation_tables(url: str) -> None:
@@ -136,6 +135,22 @@ def _drop_adk_tables(url: str) -> None:
     """Undo the ADK migration (sessions, app state, user state: decision 0053)."""
     for table in ("adk_sessions", "adk_app_states", "adk_user_states"):
         _sql(url, f"DROP TABLE {table}")
+
+
+def _drop_evicted(url: str) -> None:
+    """Undo the evicted call ids' migration (decision 0045)."""
+    _sql(url, "DROP TABLE buffer_evicted")
+
+
+# migration number -> what undoes it, for the migrations after 8
+_UNDO = {9: _drop_conversation_tables, 10: _drop_adk_tables, 11: _drop_evicted}
+
+
+def _undo_from(url: str, version: int) -> None:
+    """Undo every migration from ``version`` on, the newest first (what an older schema lacks)."""
+    for number in sorted(_UNDO, reverse=True):
+        if number >= version:
+            _UNDO[number](url)
 
 
 def test_a_version_1_database_is_upgraded_in_place(sql_url: str) -> None:
@@ -500,8 +515,7 @@ def test_a_version_7_database_remembers_deleted_sessions_from_now_on(sql_url: st
     store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
     store.close()
     _sql(sql_url, "DROP TABLE deleted_sessions")  # what schema version 7 lacks
-    _drop_conversation_tables(sql_url)
-    _drop_adk_tables(sql_url)
+    _undo_from(sql_url, 9)
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 8")
     again = open_store(sql_url)
     assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
@@ -515,8 +529,7 @@ def test_a_version_8_database_gets_the_conversation_tables(sql_url: str) -> None
     store = open_store(sql_url)
     store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
     store.close()
-    _drop_conversation_tables(sql_url)  # what schema version 8 lacks
-    _drop_adk_tables(sql_url)
+    _undo_from(sql_url, 9)  # what schema version 8 lacks
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 9")
     again = open_store(sql_url)
     assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
@@ -529,13 +542,29 @@ def test_a_database_without_the_adk_tables_gets_them_and_keeps_its_data(sql_url:
     store = open_store(sql_url)
     store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
     store.close()
-    _drop_adk_tables(sql_url)  # what the schema before the ADK migration lacks
+    _undo_from(sql_url, 10)  # what the schema before the ADK migration lacks
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 10")
     again = open_store(sql_url)
     assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
     for table in ("adk_sessions", "adk_app_states", "adk_user_states"):
         assert _scalar(sql_url, f"SELECT COUNT(*) FROM {table}") == 0
     assert [m["content"] for m in again.load(KEY)] == ["kept"]
+    again.close()
+
+
+def test_a_version_10_database_remembers_evicted_call_ids_from_now_on(sql_url: str) -> None:
+    """Migration 11 adds ``buffer_evicted``: a buffer's window remembers what it evicts after it."""
+    store = open_store(sql_url)
+    store.append(KEY, prepare([*_call_and_answer(), {"role": "user", "content": "kept"}], 1))
+    store.close()
+    _undo_from(sql_url, 11)  # what the schema before the evicted ids' migration lacks
+    _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 11")
+    again = open_store(sql_url)
+    assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
+    assert _scalar(sql_url, "SELECT COUNT(*) FROM buffer_evicted") == 0
+    again.append(KEY, prepare({"role": "user", "content": "next"}, 2), max_messages=2)
+    assert _scalar(sql_url, "SELECT COUNT(*) FROM buffer_evicted") == 1
+    assert [m["content"] for m in again.load(KEY)] == ["kept", "next"]
     again.close()
 
 

@@ -28,6 +28,7 @@ from flowmem.errors import (
     RateLimitedError,
     StoreCorruptError,
     StoreFullError,
+    StoreLockedError,
     StoreReadOnlyError,
 )
 from flowmem.statuses import HTTP_CODES, STATUS_TABLE, status_for
@@ -51,8 +52,13 @@ SERVER_MESSAGES: dict[str, str] = {
     "nothing was written",
     StoreCorruptError.code: "the server's database is damaged: the request was refused; it "
     "must be restored from a backup",
+    StoreLockedError.code: "the server's database is locked by another process: the request "
+    "was refused and nothing was written; try again later",
 }
 SERVER_MESSAGE = "the server could not complete the request"
+# Conditions whose cause the error names (the operator's to fix, or to wait out): logged
+# as one line, not with the traceback of a fault in flowmem.
+NAMED_CONDITIONS = frozenset(SERVER_MESSAGES)
 
 # Seconds a full or read-only store met by any request keeps readiness failing, even
 # when the probe's small write still fits. A damaged database fails it until restart.
@@ -123,7 +129,10 @@ async def _flowmem_error(request: Request, exc: Exception) -> JSONResponse:
         return await _unexpected(request, exc)
     status = status_for(exc)
     if status >= 500:
-        log.error("request failed: %s", exc.message, exc_info=exc)
+        if exc.code in NAMED_CONDITIONS:
+            log.error("request refused (%s): %s", exc.code, exc.message)
+        else:
+            log.error("request failed: %s", exc.message, exc_info=exc)
         record_store_fault(request.app, exc)
         return server_error_response(exc)
     details = _field_details(exc) if status == 422 else None

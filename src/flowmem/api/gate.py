@@ -58,7 +58,14 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from flowmem.access import Principal
-from flowmem.api.errors import OPEN_PATHS, error_body, status_for
+from flowmem.api.errors import (
+    NAMED_CONDITIONS,
+    OPEN_PATHS,
+    SERVER_MESSAGE,
+    SERVER_MESSAGES,
+    error_body,
+    status_for,
+)
 from flowmem.auth import authenticate, bearer_token, hash_token, well_formed
 from flowmem.core import check_storable
 from flowmem.core.storable import json_text_may_hold_surrogates
@@ -476,8 +483,11 @@ class GateMiddleware:
             except FlowmemError as exc:  # e.g. the store is down
                 status, said = status_for(exc), exc.message
                 if status >= 500:
-                    log.error("authentication failed: %s", exc.message, exc_info=exc)
-                    said = "the server could not complete the request"
+                    if exc.code in NAMED_CONDITIONS:
+                        log.error("authentication refused (%s): %s", exc.code, exc.message)
+                    else:
+                        log.error("authentication failed: %s", exc.message, exc_info=exc)
+                    said = SERVER_MESSAGES.get(exc.code, SERVER_MESSAGE)
                 await send_error(send, status, exc.code, said)
                 return
             state = scope.setdefault("state", {})

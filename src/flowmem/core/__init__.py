@@ -4,6 +4,7 @@ Every consumer (stores, service, nodes, API, runtime, adapters) calls these.
 """
 
 from flowmem.core.append import (
+    EVICTED_CALLS_KEPT,
     Answer,
     AppendOutcome,
     AppendResult,
@@ -46,6 +47,7 @@ from flowmem.core.validate import CODES, Violation, check_sendable
 __all__ = [
     "CALL_KINDS",
     "CODES",
+    "EVICTED_CALLS_KEPT",
     "HEALED_CONTENT",
     "ROLES",
     "UNTEXTABLE_KINDS",

@@ -4,6 +4,10 @@ The rules are written once, against ``BufferEditor``: a small read/write view of
 buffer. ``ListEditor`` implements it over a plain list for the pure ``append``; each
 store implements it with indexed queries inside one transaction, so the pure append
 and the stored append run the very same code (``apply_append``).
+
+A buffer also remembers the call ids of the turns its window evicted (the latest
+``EVICTED_CALLS_KEPT``), so that a late or re-delivered copy of an evicted call or
+result is a duplicate (MEM-1, MEM-2), not an orphan result or an unanswered call.
 """
 
 from __future__ import annotations
@@ -48,6 +52,9 @@ class PositionedRow(NamedTuple):
 
 Oldest = PositionedRow  # the first name of ``PositionedRow``, kept for callers of flowmem.core
 
+EVICTED_CALLS_KEPT = 256
+"""Call ids of evicted turns a buffer remembers, per buffer: the most recent (docs/memory.md)."""
+
 
 class BufferEditor(Protocol):
     """A read/write view of one buffer: the questions the append rules ask.
@@ -81,6 +88,10 @@ class BufferEditor(Protocol):
         """Return the first row, or None for an empty buffer."""
         ...
 
+    def was_evicted(self, call_id: str) -> bool:
+        """Return True when a turn the window evicted declared ``call_id`` (and it is remembered)."""
+        ...
+
     def append_row(self, row: Message) -> None:
         """Add ``row`` at the end."""
         ...
@@ -97,14 +108,23 @@ class BufferEditor(Protocol):
         """Remove the row at ``position``."""
         ...
 
+    def remember_evicted(self, call_ids: Sequence[str]) -> None:
+        """Remember the call ids of an evicted turn, keeping the latest ``EVICTED_CALLS_KEPT``."""
+        ...
+
 
 @dataclass(frozen=True)
 class AppendResult:
-    """What an append reports (MEM-14): the buffer after it and how much was new."""
+    """What an append reports (MEM-14): the buffer after it and how much was new.
+
+    ``evicted``: the call ids of evicted turns the buffer remembers after the append,
+    oldest first; the pure ``append`` takes them back for the next append.
+    """
 
     messages: list[Message] = field(default_factory=list)
     count: int = 0
     appended: int = 0
+    evicted: tuple[str, ...] = ()
 
     @property
     def appended_any(self) -> bool:
@@ -188,9 +208,11 @@ def heal(editor: BufferEditor, timestamp: object = None) -> None:
 def _append_tool(editor: BufferEditor, row: Message) -> int:
     """Append a tool result unless its id is already answered.
 
-    Implements MEM-1 (a second result for an id is dropped) and MEM-10 (a real
-    result replaces a healed placeholder in place, dropping the healed marking; an
-    incoming row itself marked healed never replaces anything).
+    Implements MEM-1 (a second result for an id is dropped, also one whose call the
+    window evicted and no turn in the buffer declares again: it was stored and left
+    with its turn, or it comes too late to be paired) and MEM-10 (a real result
+    replaces a healed placeholder in place, dropping the healed marking; an incoming
+    row itself marked healed never replaces anything).
     """
     rid = result_id(row)
     if rid is None:
@@ -198,6 +220,8 @@ def _append_tool(editor: BufferEditor, row: Message) -> int:
         return 1
     answer = editor.answer_of(rid)
     if answer is None:
+        if editor.was_evicted(rid) and not editor.is_declared(rid):
+            return 0
         editor.append_row(row)
         return 1
     if answer.healed and not is_healed(row):
@@ -208,12 +232,13 @@ def _append_tool(editor: BufferEditor, row: Message) -> int:
 
 
 def _append_assistant(editor: BufferEditor, row: Message) -> int:
-    """Append an assistant turn unless every call id it declares is already declared.
+    """Append an assistant turn unless every call id it declares is already known.
 
-    Implements MEM-2.
+    Implements MEM-2: an id is known when a row of the buffer declares it, or a turn
+    the window evicted did (a re-delivered turn is not appended again).
     """
     ids = call_ids(row)
-    if ids and all(editor.is_declared(cid) for cid in ids):
+    if ids and all(editor.is_declared(cid) or editor.was_evicted(cid) for cid in ids):
         return 0
     editor.append_row(row)
     return 1
@@ -237,7 +262,8 @@ def evict(editor: BufferEditor, max_messages: int) -> None:
     """Evict the oldest rows until the buffer fits ``max_messages`` (0 = unlimited).
 
     Evicting an assistant turn evicts the results answering its calls too, and the
-    buffer never starts with a tool row, so the count may end below the window.
+    buffer never starts with a tool row, so the count may end below the window. The
+    evicted turn's call ids are remembered (MEM-1, MEM-2: see ``_append_tool``).
     """
     if max_messages <= 0:
         return
@@ -246,7 +272,10 @@ def evict(editor: BufferEditor, max_messages: int) -> None:
         if first is None:
             break
         editor.delete(first.position)
-        for cid in call_ids(first.row):
+        ids = call_ids(first.row)
+        if ids:
+            editor.remember_evicted(ids)
+        for cid in ids:
             answer = editor.answer_of(cid)
             if answer is not None:
                 editor.delete(answer.position)
@@ -276,10 +305,15 @@ def apply_append(
 
 
 class ListEditor:
-    """``BufferEditor`` over a Python list of stored rows; positions are indices."""
+    """``BufferEditor`` over a Python list of stored rows; positions are indices.
 
-    def __init__(self, rows: Iterable[Message]) -> None:
+    ``evicted``: the call ids of evicted turns the buffer remembers, oldest first
+    (kept in ``self.evicted``, a dict used as an ordered set).
+    """
+
+    def __init__(self, rows: Iterable[Message], evicted: Iterable[str] = ()) -> None:
         self.rows: list[Message] = list(rows)
+        self.evicted: dict[str, None] = dict.fromkeys(evicted)
 
     def count(self) -> int:
         """Return the number of rows."""
@@ -316,6 +350,18 @@ class ListEditor:
         """Return the first row."""
         return PositionedRow(0, self.rows[0]) if self.rows else None
 
+    def was_evicted(self, call_id: str) -> bool:
+        """Return True when ``call_id`` is among the remembered ids of evicted turns."""
+        return call_id in self.evicted
+
+    def remember_evicted(self, call_ids: Sequence[str]) -> None:
+        """Remember the ids as the newest, forgetting the oldest past ``EVICTED_CALLS_KEPT``."""
+        for cid in call_ids:
+            self.evicted.pop(cid, None)
+            self.evicted[cid] = None
+        while len(self.evicted) > EVICTED_CALLS_KEPT:
+            del self.evicted[next(iter(self.evicted))]
+
     def append_row(self, row: Message) -> None:
         """Add a row at the end."""
         self.rows.append(row)
@@ -346,8 +392,8 @@ class IndexedListEditor(ListEditor):
     one (a duplicate, a placeholder to replace, a call to heal).
     """
 
-    def __init__(self, rows: Iterable[Message]) -> None:
-        super().__init__(rows)
+    def __init__(self, rows: Iterable[Message], evicted: Iterable[str] = ()) -> None:
+        super().__init__(rows, evicted)
         self._declared: dict[str, int] = {}  # call id -> declaring rows
         self._answered: dict[str, int] = {}  # call id -> answering rows
         self._open = 0  # declared call ids with no answering row
@@ -412,18 +458,28 @@ def append(
     *,
     max_messages: int = 0,
     now: int | None = None,
+    evicted: Iterable[str] = (),
 ) -> AppendResult:
     """Append ``incoming`` (one message or a list, flat or stored) to ``buffer``.
 
     Implements MEM-1, MEM-2, MEM-3, MEM-10 and MEM-14 with the window of DESIGN.md §2.
     Returns a new buffer of stored rows (buffer rows given flat are converted too);
-    ``buffer`` and ``incoming`` are not mutated. Raises ``InvalidInputError`` (an
+    ``buffer`` and ``incoming`` are not mutated. ``evicted``: the call ids of turns
+    the window evicted before (the previous result's ``evicted``), which make a late
+    copy of such a call or result a duplicate. Raises ``InvalidInputError`` (an
     ``InvalidMessageError``/``UnknownRoleError`` for a bad message, in the buffer or
     incoming) before changing anything.
     """
     rows = prepare(incoming, now)
     if not isinstance(buffer, (list, tuple)):
         raise InvalidInputError(f"buffer must be a list of rows, got {type(buffer).__name__}")
-    editor = ListEditor([to_row(row) for row in buffer])
+    if isinstance(evicted, (str, bytes)):
+        raise InvalidInputError("evicted must be a list of call ids, not one string")
+    editor = ListEditor([to_row(row) for row in buffer], evicted)
     outcome = apply_append(editor, rows, max_messages)
-    return AppendResult(messages=editor.rows, count=outcome.count, appended=outcome.appended)
+    return AppendResult(
+        messages=editor.rows,
+        count=outcome.count,
+        appended=outcome.appended,
+        evicted=tuple(editor.evicted),
+    )

@@ -90,6 +90,9 @@ class SessionClaim:
     not counted). A write whose claim fails stores nothing and creates nothing:
     AccessDeniedError for another owner, TooManySessionsError past the limit,
     NotFoundError for a session that is gone and not to be created.
+    ``conceal``: another owner's session is NotFoundError too, for a caller that
+    looked the session up and found none (an HTTP first write that lost the race to
+    create it): the answer must not reveal that it exists now.
     """
 
     owner: str | None = None
@@ -97,6 +100,7 @@ class SessionClaim:
     limit: int = 0
     created_at: float = 0.0
     any_owner: bool = False
+    conceal: bool = False
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,10 @@ Tables (per backend): ``buffers`` (header: id, address, count, last major, and
 ``bytes``: the UTF-8 size of every row's JSON body, kept by this editor so a
 buffer limit costs nothing to check),
 ``buffer_rows`` (buffer_id, pos, role, body JSON), ``buffer_calls`` (every
-declaration: call id, declaring pos, order in the turn, answered flag) and
-``buffer_answers`` (every tool row with a usable id: call id, pos, healed).
+declaration: call id, declaring pos, order in the turn, answered flag),
+``buffer_answers`` (every tool row with a usable id: call id, pos, healed) and
+``buffer_evicted`` (the call ids of turns the window evicted, numbered in the order
+they were remembered: the latest ``EVICTED_CALLS_KEPT`` are kept).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from flowmem.core import (
+    EVICTED_CALLS_KEPT,
     Answer,
     Dangling,
     Message,
@@ -97,6 +100,7 @@ class SqlBufferEditor:
         # known answers, kept exact across this editor's own writes (else dropped)
         self._declared: dict[str, bool] = {}
         self._answers: dict[str, Answer | None] = {}
+        self._evicted: dict[str, bool] = {}
         self._open: list[tuple[str, int, int]] | None = None  # (call id, declared, run end)
         self._next: dict[int, int | None] = {}  # position -> the next row's (until a write)
         self._id: int | None = None
@@ -115,16 +119,19 @@ class SqlBufferEditor:
         answers: dict[str, Answer | None],
         open_calls: list[tuple[str, int, int]] | None,
         following: dict[int, int | None] | None = None,
+        evicted: dict[str, bool] | None = None,
     ) -> None:
         """Seed answers fetched ahead in this transaction: per call id, and the open calls.
 
         ``open_calls``: every unanswered declaration as (call id, declaring position,
         end of its turn's result run), in position and declaration order; None when
         not fetched. ``following``: the position of the row after a position (None:
-        none), for the run ends, until the editor's first write.
+        none), for the run ends, until the editor's first write. ``evicted``: per
+        call id, whether it is among the remembered ids of evicted turns.
         """
         self._declared.update(declared)
         self._answers.update(answers)
+        self._evicted.update(evicted or {})
         if open_calls is not None:
             self._open = open_calls
         self._next.update(following or {})
@@ -193,6 +200,15 @@ class SqlBufferEditor:
     def oldest(self) -> PositionedRow | None:
         """Return the first row with its position."""
         return self._end("oldest")
+
+    def was_evicted(self, call_id: str) -> bool:
+        """Return True when ``call_id`` is among the remembered ids of evicted turns."""
+        if self._id is None:
+            return False
+        known = self._evicted.get(call_id)
+        if known is not None:
+            return known
+        return self._db.one("was_evicted", (self._id, call_id)) is not None
 
     def newest(self) -> PositionedRow | None:
         """Return the last row with its position (for ``pop_last``)."""
@@ -266,6 +282,14 @@ class SqlBufferEditor:
         self._count -= 1
         self._dirty = True
 
+    def remember_evicted(self, call_ids: Sequence[str]) -> None:
+        """Remember an evicted turn's call ids as the newest; forget the oldest past the bound."""
+        bid = self._ensure()
+        for cid in call_ids:
+            self._db.run("evicted_insert", (bid, cid, bid))
+        self._db.run("evicted_trim", (bid, bid, EVICTED_CALLS_KEPT))
+        self._evicted.clear()  # the trim may have forgotten some: ask again
+
     def flush(self) -> None:
         """Write the header (count, last major, bytes) if it changed."""
         if self._dirty and self._id is not None:
@@ -287,6 +311,7 @@ class SqlBufferEditor:
                 made = self._db.one("header_get", tuple(self._address))
                 self._declared.clear()  # fetched for an empty buffer: ask again
                 self._answers.clear()
+                self._evicted.clear()
                 self._open = None
             if made is None:
                 raise StoreError("could not create the buffer header")

@@ -14,8 +14,8 @@ facts, exactly as on the facts a query fetched. This module only says which
 facts are known, and refuses (``Unforeseen``) an append whose rules would ask
 about anything else: a window eviction, the healing of open calls (their
 positions), a replacement. An id that is not among the open calls is assumed
-new; if it was declared or answered before, the server's check says so and
-nothing is written.
+new; if it was declared, answered or evicted before, the server's check says so
+and nothing is written.
 """
 
 from __future__ import annotations
@@ -138,7 +138,14 @@ def foresee(
     recorder = _Recorder()
     head = (known.buffer_id, known.count, known.last_major, known.bytes)
     editor = SqlBufferEditor(recorder, address, head)
-    editor.know({cid: cid in known.open for cid in ids}, dict.fromkeys(ids), [] if heals else None)
+    # no id is taken as evicted: for an open id it would change nothing (it is
+    # declared), and a fresh one is checked by the server before any write
+    editor.know(
+        {cid: cid in known.open for cid in ids},
+        dict.fromkeys(ids),
+        [] if heals else None,
+        evicted=dict.fromkeys(ids, False),
+    )
     outcome = apply_append(editor, rows, max_messages)
     try:
         check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)

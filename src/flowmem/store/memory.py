@@ -62,8 +62,8 @@ def row_bytes(row: Message) -> int:
 class SizedListEditor(IndexedListEditor):
     """``IndexedListEditor`` that keeps the UTF-8 size of its rows' JSON up to date (``bytes``)."""
 
-    def __init__(self, rows: list[Message], size: int) -> None:
-        super().__init__(rows)
+    def __init__(self, rows: list[Message], size: int, evicted: Sequence[str] = ()) -> None:
+        super().__init__(rows, evicted)
         self.bytes = size
 
     def append_row(self, row: Message) -> None:
@@ -101,6 +101,7 @@ class MemoryStore:
         self._records: dict[Address, tuple[str, float | None]] = {}
         self._buffers: dict[Address, list[Message]] = {}
         self._sizes: dict[Address, int] = {}  # UTF-8 bytes of each buffer's rows as JSON
+        self._evicted: dict[Address, tuple[str, ...]] = {}  # call ids of evicted turns (MEM-1, 2)
         self._sessions: dict[str, SessionRecord] = {}
         self._transcripts: dict[str, list[TranscriptMessage]] = {}
         self._next_seq: dict[str, int] = {}
@@ -273,7 +274,11 @@ class MemoryStore:
             created = self._check_guard(guard)
             self._check_key(idempotency)
             size = self._sizes.get(address, 0)
-            editor = SizedListEditor(copy.deepcopy(self._buffers.get(address, [])), size)
+            editor = SizedListEditor(
+                copy.deepcopy(self._buffers.get(address, [])),
+                size,
+                self._evicted.get(address, ()),
+            )
             outcome = apply_append(editor, copy.deepcopy(rows), max_messages)
             check_buffer_bytes(address, size, editor.bytes, max_bytes)
             if snapshot:
@@ -281,6 +286,8 @@ class MemoryStore:
             self._record_key(idempotency, outcome)
             self._buffers[address] = editor.rows
             self._sizes[address] = editor.bytes
+            if editor.evicted:
+                self._evicted[address] = tuple(editor.evicted)
             self._store_session(created)
             return outcome
 
@@ -343,6 +350,7 @@ class MemoryStore:
             self._record_key(idempotency, removed)
             self._sizes.pop(address, None)
             self._buffers.pop(address, None)
+            self._evicted.pop(address, None)
             return removed
 
     def pop_last(self, address: Address, guard_session: str | None = None) -> Message | None:
@@ -462,6 +470,7 @@ class MemoryStore:
             for address in found:
                 del stored[address]
                 self._sizes.pop(address, None)
+                self._evicted.pop(address, None)
             counts.append(len(found))
         return counts[0], counts[1]
 

@@ -159,6 +159,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     conversation_tables.MIGRATION,
     # 10: Google ADK sessions, app state and user state (docs/decisions/0053)
     adk_tables.MIGRATION,
+    (  # 11: the call ids of turns a window evicted, the latest remembered (issue 24 §2)
+        """CREATE TABLE buffer_evicted (
+            buffer_id BIGINT NOT NULL, call_id TEXT NOT NULL, seq BIGINT NOT NULL,
+            PRIMARY KEY (buffer_id, call_id))""",
+        "CREATE INDEX buffer_evicted_seq ON buffer_evicted (buffer_id, seq)",
+    ),
 )
 
 _B = "buffer_id = %s"
@@ -196,6 +202,12 @@ SQL: dict[str, str] = {
     "unflip_rows": f"UPDATE buffer_rows SET pos = -pos WHERE {_B} AND pos < 0",
     "unflip_calls": f"UPDATE buffer_calls SET declared_pos = -declared_pos WHERE {_B} AND declared_pos < 0",
     "unflip_answers": f"UPDATE buffer_answers SET pos = -pos WHERE {_B} AND pos < 0",
+    "was_evicted": f"SELECT 1 FROM buffer_evicted WHERE {_B} AND call_id = %s",
+    "evicted_insert": f"""INSERT INTO buffer_evicted (buffer_id, call_id, seq) VALUES (%s, %s,
+        (SELECT COALESCE(MAX(seq), 0) + 1 FROM buffer_evicted WHERE {_B}))
+        ON CONFLICT (buffer_id, call_id) DO UPDATE SET seq = excluded.seq""",
+    "evicted_trim": f"""DELETE FROM buffer_evicted WHERE {_B} AND seq <=
+        (SELECT MAX(seq) FROM buffer_evicted WHERE {_B}) - %s""",
     # --- outside the editor ---
     # set_config runs in the FROM subquery (volatile: never pulled up), so before the lock.
     # The transaction's statements after it use generic plans: re-planning the append's
@@ -223,6 +235,7 @@ SQL: dict[str, str] = {
     "clear_rows": f"DELETE FROM buffer_rows WHERE {_B}",
     "clear_calls": f"DELETE FROM buffer_calls WHERE {_B}",
     "clear_answers": f"DELETE FROM buffer_answers WHERE {_B}",
+    "clear_evicted": f"DELETE FROM buffer_evicted WHERE {_B}",
     "clear_header": "DELETE FROM buffers WHERE id = %s",
     "scope_buffers": "SELECT id, key FROM buffers WHERE scope = %s AND scope_id = %s ORDER BY id",
     "scope_records_delete": "DELETE FROM records WHERE scope = %s AND scope_id = %s",
@@ -384,7 +397,8 @@ SQL.update(adk_tables.SQL)
 # in the index). No open call gives NULL, not '[]': no JSON to parse.
 _FACT_IDS = """(SELECT json_agg(json_build_array(i.id,
         EXISTS (SELECT 1 FROM buffer_calls c WHERE c.buffer_id = b.id AND c.call_id = i.id),
-        a.pos, a.healed))
+        a.pos, a.healed,
+        EXISTS (SELECT 1 FROM buffer_evicted v WHERE v.buffer_id = b.id AND v.call_id = i.id)))
     FROM unnest(%s::text[]) AS i(id) LEFT JOIN LATERAL (SELECT pos, healed FROM buffer_answers
         WHERE buffer_id = b.id AND call_id = i.id ORDER BY pos LIMIT 1) AS a ON TRUE)"""
 _FACT_OPEN = """CASE WHEN EXISTS (SELECT 1 FROM buffer_calls x WHERE x.buffer_id = b.id
@@ -428,7 +442,8 @@ SQL["append_known"] = """SELECT set_config('flowmem.known', (
         AND count = %s AND last_major = %s AND bytes = %s)
     AND COALESCE((SELECT bool_and(
         NOT EXISTS (SELECT 1 FROM buffer_calls c WHERE c.buffer_id = %s AND c.call_id = i.id)
-        AND NOT EXISTS (SELECT 1 FROM buffer_answers a WHERE a.buffer_id = %s AND a.call_id = i.id))
+        AND NOT EXISTS (SELECT 1 FROM buffer_answers a WHERE a.buffer_id = %s AND a.call_id = i.id)
+        AND NOT EXISTS (SELECT 1 FROM buffer_evicted v WHERE v.buffer_id = %s AND v.call_id = i.id))
     FROM unnest(%s::text[]) AS i(id)), TRUE))::text, true)"""
 SQL["buffer_known"] = f"""SELECT b.id, b.version, b.count, b.last_major, b.bytes,
     CASE WHEN EXISTS (SELECT 1 FROM buffer_calls x WHERE x.buffer_id = b.id AND NOT x.answered)
@@ -888,7 +903,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                     db.send("timed_lock", (advisory_key(address), timeout))
                     bid = known.buffer_id
                     head = (known.version, known.count, known.last_major, known.bytes)
-                    held = db.send("append_known", (bid, *head, bid, bid, foreseen.fresh))
+                    held = db.send("append_known", (bid, *head, bid, bid, bid, foreseen.fresh))
                     for name, params in foreseen.writes:
                         db.run(f"{name}?", params)
                     after = db.send("buffer_known", tuple(address))
@@ -1267,13 +1282,15 @@ def _editor(
     """
     if facts is None:
         editor = SqlBufferEditor(db, address, None)
-        editor.know(dict.fromkeys(ids, False), dict.fromkeys(ids), [])
+        editor.know(dict.fromkeys(ids, False), dict.fromkeys(ids), [], evicted=dict.fromkeys(ids, False))
         return editor
     editor = SqlBufferEditor(db, address, facts[:4])
     declared = dict.fromkeys(ids, False)
     answers: dict[str, Answer | None] = dict.fromkeys(ids)
-    for cid, is_declared, pos, healed in facts[4] or ():
+    evicted = dict.fromkeys(ids, False)
+    for cid, is_declared, pos, healed, was_evicted in facts[4] or ():
         declared[cid] = bool(is_declared)
+        evicted[cid] = bool(was_evicted)
         if pos is not None:
             answers[cid] = Answer(int(pos), bool(healed))
     open_calls = None
@@ -1282,7 +1299,7 @@ def _editor(
         found = facts[5] or ()
         open_calls = [(str(cid), int(pos), int(end)) for cid, pos, end, _ in found]
         following = {int(end): None if n is None else int(n) for _, _, end, n in found}
-    editor.know(declared, answers, open_calls, following)
+    editor.know(declared, answers, open_calls, following, evicted)
     return editor
 
 

@@ -148,8 +148,9 @@ def guard_failed(
 
     With a claim (``SessionClaim``): ``owner`` is the session's ``(owner,)`` as found
     after the failure (None: no session) and ``owned`` how many sessions the claimed
-    owner has. Another owner is AccessDeniedError (MEM-8); a session to create past
-    the limit is TooManySessionsError; otherwise NotFoundError.
+    owner has. Another owner is AccessDeniedError (MEM-8), NotFoundError for a
+    concealing claim; a session to create past the limit is TooManySessionsError;
+    otherwise NotFoundError.
     """
     if not token_valid:
         return AuthenticationError("invalid token")
@@ -166,6 +167,8 @@ def guard_failed(
     if claim is not None and owner is not None and not claim.any_owner and not gone and (
         owner[0] != claim.owner
     ):
+        if claim.conceal:  # the caller found no session: it must not learn of this one
+            return NotFoundError("no such session")
         return AccessDeniedError(
             f"session {guard.session_id if guard else ''} belongs to another owner than "
             "the context's user",

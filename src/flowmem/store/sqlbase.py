@@ -558,8 +558,8 @@ class SqlStore(ABC, Generic[C]):
         return self._write_serialized(address, work, hold=False)  # work holds it, after the guard
 
     def _drop_buffer(self, conn: C, buffer_id: int) -> None:
-        """Delete a buffer's rows, call and answer index and header (inside the caller's transaction)."""
-        for name in ("clear_rows", "clear_calls", "clear_answers", "clear_header"):
+        """Delete a buffer's rows, call, answer and evicted index and header (in the caller's transaction)."""
+        for name in ("clear_rows", "clear_calls", "clear_answers", "clear_evicted", "clear_header"):
             conn.execute(self.SQL[name], (buffer_id,))
 
     # --- sessions ---------------------------------------------------------------------------

@@ -20,8 +20,14 @@ the file's turn to the next writer, and returns after an fsync of the WAL that
 began after its commit, one fsync shared by every thread that committed meanwhile.
 
 Driver errors become typed ``StoreError``s: SQLITE_FULL → ``StoreFullError``,
-SQLITE_READONLY → ``StoreReadOnlyError``, SQLITE_CORRUPT/NOTADB →
-``StoreCorruptError``; busy → ``StoreBusyError``.
+SQLITE_READONLY (and an I/O error on a file made immutable) → ``StoreReadOnlyError``,
+SQLITE_CORRUPT/NOTADB → ``StoreCorruptError``; a write lock held past the bound by
+another process → ``StoreLockedError``.
+
+A database whose files are made immutable or append-only while it is open
+(``flowmem.store.fileguard``, docs/decisions/0046) is noticed before a connection is
+lent: the store then takes only reads (writes: ``StoreReadOnlyError``) instead of
+dying of SIGBUS in SQLite's mapped ``-shm``, until the files are writable again.
 """
 
 from __future__ import annotations
@@ -42,10 +48,10 @@ from flowmem.errors import (
     ConfigurationError,
     ConflictError,
     InvalidInputError,
-    StoreBusyError,
     StoreCorruptError,
     StoreError,
     StoreFullError,
+    StoreLockedError,
     StoreReadOnlyError,
     StoreUnavailableError,
 )
@@ -64,6 +70,7 @@ from flowmem.store.checkpoints.sql import SqlCheckpoints
 from flowmem.store.commitgroup import CommitGroup
 from flowmem.store.conversations import sqlite as conversation_tables
 from flowmem.store.conversations.sql import SqlConversations
+from flowmem.store.fileguard import FileGuard, sealed_file
 from flowmem.store.groupcommit import AUTO_CHECKPOINT, GroupCommit
 from flowmem.store.locks import (
     AddressLocks,
@@ -81,7 +88,6 @@ log = logging.getLogger("flowmem")
 T = TypeVar("T")
 
 SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
-UNSERIALIZED_LIMIT = 60.0  # seconds an unserialized append keeps retrying a busy file
 
 # Append-only: never edit a released migration, add a new one.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -163,6 +169,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     conversation_tables.MIGRATION,
     # 10: Google ADK sessions, app state and user state (docs/decisions/0053)
     adk_tables.MIGRATION,
+    (  # 11: the call ids of turns a window evicted, the latest remembered (issue 24 §2)
+        """CREATE TABLE buffer_evicted (
+            buffer_id INTEGER NOT NULL, call_id TEXT NOT NULL, seq INTEGER NOT NULL,
+            PRIMARY KEY (buffer_id, call_id)) WITHOUT ROWID""",
+        "CREATE INDEX buffer_evicted_seq ON buffer_evicted (buffer_id, seq)",
+    ),
 )
 
 _B = "buffer_id = ?"
@@ -200,6 +212,12 @@ SQL: dict[str, str] = {
     "unflip_rows": f"UPDATE buffer_rows SET pos = -pos WHERE {_B} AND pos < 0",
     "unflip_calls": f"UPDATE buffer_calls SET declared_pos = -declared_pos WHERE {_B} AND declared_pos < 0",
     "unflip_answers": f"UPDATE buffer_answers SET pos = -pos WHERE {_B} AND pos < 0",
+    "was_evicted": f"SELECT 1 FROM buffer_evicted WHERE {_B} AND call_id = ?",
+    "evicted_insert": f"""INSERT INTO buffer_evicted (buffer_id, call_id, seq) VALUES (?, ?,
+        (SELECT COALESCE(MAX(seq), 0) + 1 FROM buffer_evicted WHERE {_B}))
+        ON CONFLICT (buffer_id, call_id) DO UPDATE SET seq = excluded.seq""",
+    "evicted_trim": f"""DELETE FROM buffer_evicted WHERE {_B} AND seq <=
+        (SELECT MAX(seq) FROM buffer_evicted WHERE {_B}) - ?""",
     # --- outside the editor ---
     # the buffer id first (a scalar subquery), so the rows come from the (buffer_id, pos) index
     "load_all": """SELECT body FROM buffer_rows WHERE buffer_id =
@@ -216,6 +234,7 @@ SQL: dict[str, str] = {
     "clear_rows": f"DELETE FROM buffer_rows WHERE {_B}",
     "clear_calls": f"DELETE FROM buffer_calls WHERE {_B}",
     "clear_answers": f"DELETE FROM buffer_answers WHERE {_B}",
+    "clear_evicted": f"DELETE FROM buffer_evicted WHERE {_B}",
     "clear_header": "DELETE FROM buffers WHERE id = ?",
     "scope_buffers": "SELECT id, key FROM buffers WHERE scope = ? AND scope_id = ? ORDER BY id",
     "scope_records_delete": "DELETE FROM records WHERE scope = ? AND scope_id = ?",
@@ -373,6 +392,14 @@ def _left(bound: float, started: float) -> float:
     return bound if waited < 0.01 else max(bound - waited, 0.0)
 
 
+def _locked(path: str, waited: float) -> StoreLockedError:
+    """The refusal of a write that waited ``waited`` seconds for a write lock another process held."""
+    return StoreLockedError(
+        f"{path} is locked by another process: its write lock was held past {waited:.1f}s; "
+        "nothing was written"
+    )
+
+
 def _is_busy(exc: sqlite3.Error) -> bool:
     code = getattr(exc, "sqlite_errorcode", None)
     if code is not None:
@@ -381,8 +408,18 @@ def _is_busy(exc: sqlite3.Error) -> bool:
     return "locked" in text or "busy" in text
 
 
-def driver_error(exc: sqlite3.Error, path: str, default: type[StoreError] = StoreError) -> StoreError:
-    """Return the typed ``StoreError`` of a SQLite error: full, read-only, damaged, or ``default``."""
+def driver_error(
+    exc: sqlite3.Error,
+    path: str,
+    default: type[StoreError] = StoreError,
+    database: str | None = None,
+) -> StoreError:
+    """Return the typed ``StoreError`` of a SQLite error: full, read-only, damaged, or ``default``.
+
+    An I/O error (or a file SQLite cannot open) on ``database`` while one of its
+    files is immutable or append-only is read-only too: SQLite reports the kernel's
+    EPERM as SQLITE_IOERR.
+    """
     code = getattr(exc, "sqlite_errorcode", None)
     primary = code & 0xFF if isinstance(code, int) else None
     if primary == sqlite3.SQLITE_FULL:
@@ -391,6 +428,10 @@ def driver_error(exc: sqlite3.Error, path: str, default: type[StoreError] = Stor
         return StoreReadOnlyError(f"{path} is read-only: {exc}")
     if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
         return StoreCorruptError(f"{path} is damaged: {exc}")
+    if database is not None and primary in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN):
+        sealed = sealed_file(database)
+        if sealed is not None:
+            return StoreReadOnlyError(f"{sealed} is immutable or append-only: {exc}")
     return default(f"sqlite error on {path}: {exc}")
 
 
@@ -400,6 +441,11 @@ class _Connection(sqlite3.Connection):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.pragmas: dict[str, int | str] = {}
+
+
+def _close(conn: sqlite3.Connection) -> None:
+    with suppress(sqlite3.Error):
+        conn.close()
 
 
 class SqliteStore(SqlStore[sqlite3.Connection]):
@@ -421,8 +467,17 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             raise no_database(self.path)
         self._idle: list[sqlite3.Connection] = []
         self._pool_lock = threading.Lock()
+        self._drained = threading.Condition(self._pool_lock)  # a retirement's last loan came back
         self._locks = AddressLocks()
         self._closed = False
+        # files made immutable under the store (decisions/0046): while ``_sealed`` names
+        # one, the store takes only reads. Each change retires every connection: a
+        # generation per pool, and loans of an earlier one draining before a new opens
+        self._files = FileGuard(self.path)
+        self._sealed: str | None = None
+        self._generation = 0
+        self._lent = 0  # connections of this generation on loan
+        self._draining = 0  # connections of an earlier generation on loan
         self.group_commit = GroupCommit(self.path, self.synchronous)  # decisions/0027
         self._commits = CommitGroup(self.sync)  # threads' writes share an fsync (decisions/0029)
         try:
@@ -458,6 +513,74 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         self._pragma(conn, "synchronous", self.synchronous)
         return conn
 
+    def _watch_files(self, sealed: str | None) -> None:
+        """Before a loan: act on ``-shm`` found sealed (or writable again), or wait for a retirement.
+
+        Sealed, the store takes only reads: its connections close (under the readers'
+        lock, so the last one does not checkpoint into the mapped ``-shm``) and new
+        ones open it read-only. Writable again, they close and reopen read-write.
+        Connections still on loan close when they come back; no new one opens before.
+        """
+        with self._pool_lock:
+            if (sealed is None) != (self._sealed is None):
+                self._retire(sealed)
+            if not self._draining:
+                return
+            if not waiting_allowed():
+                raise WouldBlock(f"connections to {self.path} are being reopened")
+            deadline = time.monotonic() + DEFAULT_LOCK_TIMEOUT
+            while self._draining:
+                if not self._drained.wait(max(deadline - time.monotonic(), 0.0)):
+                    raise StoreUnavailableError(
+                        f"{self.path}: connections opened before its files changed are still in use"
+                    )
+
+    def _retire(self, sealed: str | None) -> None:
+        """Start a new generation of connections (the pool lock held); close the idle ones."""
+        if sealed is not None and not self._files.hold_readers():
+            raise StoreReadOnlyError(f"{sealed} is immutable or append-only; retrying")
+        self._sealed = sealed
+        self._generation += 1
+        self._draining += self._lent
+        self._lent = 0
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            _close(conn)
+        if sealed is not None:
+            log.warning(
+                "%s is immutable or append-only: %s takes only reads until it is writable again",
+                sealed,
+                self.path,
+            )
+        else:
+            log.warning("the files of %s are writable again: it takes writes", self.path)
+        self._settled()
+
+    def _settled(self) -> None:
+        """Once no connection of an earlier generation is open (the pool lock held)."""
+        if self._draining:
+            return
+        if self._sealed is None:
+            self._files.release_readers()
+
+    def _give_back(self, conn: sqlite3.Connection | None, generation: int) -> None:
+        """Return a loaned connection to the pool, or close it (closed store, earlier generation)."""
+        with self._pool_lock:
+            current = generation == self._generation
+            if current:
+                self._lent -= 1
+                if conn is not None and not self._closed:
+                    self._idle.append(conn)
+                    return
+            if conn is not None:
+                _close(conn)  # under the readers' lock when sealed: no checkpoint
+            if not current:
+                self._draining -= 1
+                self._settled()
+                self._drained.notify_all()
+            if self._closed and not self._lent and not self._draining:
+                self._files.release_readers()
+
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
         """Lend a pooled connection; translate driver errors to ``StoreError``."""
@@ -468,15 +591,26 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         if deferred and commits.failed:
             # a write here would be answered before an fsync that is known to fail
             raise WouldBlock(f"the last fsync of {self.path} failed: writes sync by themselves")
+        sealed = self._files.sealed()  # before every loan: SIGBUS otherwise (decisions/0046)
+        if (sealed is None) != (self._sealed is None) or self._draining:
+            self._watch_files(sealed)
         with self._pool_lock:
             conn = self._idle.pop() if self._idle else None
+            generation = self._generation
+            self._lent += 1
         try:
             if conn is None:
                 conn = self._connect()
         except sqlite3.Error as exc:
+            self._give_back(None, generation)
             if _is_busy(exc) and not waiting_allowed():
                 raise WouldBlock(f"{self.path} is locked") from exc
-            raise driver_error(exc, f"cannot open {self.path}", StoreUnavailableError) from exc
+            raise driver_error(
+                exc, f"cannot open {self.path}", StoreUnavailableError, self.path
+            ) from exc
+        except BaseException:
+            self._give_back(None, generation)
+            raise
         # every loan starts from the default wait (0 in no-wait mode): a pooled
         # connection must not keep the timeout its previous borrower set
         self._busy_timeout(conn, DEFAULT_LOCK_TIMEOUT)
@@ -493,8 +627,8 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             if _is_busy(exc):
                 if not waiting_allowed():
                     raise WouldBlock(f"{self.path} is locked") from exc
-                raise StoreBusyError(f"{self.path} is busy: {exc}") from exc
-            raise driver_error(exc, self.path) from exc
+                raise _locked(self.path, DEFAULT_LOCK_TIMEOUT) from exc
+            raise driver_error(exc, self.path, database=self.path) from exc
         except OverflowError as exc:  # an integer SQLite cannot hold (64-bit)
             self._rollback(conn)
             raise InvalidInputError(f"a number is out of range: {exc}") from exc
@@ -504,11 +638,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         finally:
             if deferred and conn.total_changes != changes:
                 commits.wrote()
-            with self._pool_lock:
-                if self._closed:
-                    conn.close()
-                else:
-                    self._idle.append(conn)
+            self._give_back(conn, generation)
 
     @staticmethod
     def _rollback(conn: sqlite3.Connection) -> None:
@@ -566,8 +696,8 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
     def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work`` in one immediate write transaction, in the file's writer queue.
 
-        The queue and SQLite's busy timeout share the default bound; past it SQLite's
-        busy error (``StoreBusyError``) as before.
+        The queue and SQLite's busy timeout share the default bound; past it
+        ``StoreLockedError`` (another process holds the file's write lock).
         """
         started = time.monotonic()
         with (
@@ -638,10 +768,14 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
 
         Implements MEM-12: serialized per address by the in-process lock, then in
         the file's fair writer queue (threads and processes in arrival order:
-        docs/decisions/0026) and an immediate write transaction under a busy
-        timeout, together bounded by ``lock_timeout``; past it the append proceeds
-        unserialized (a plain ``BEGIN`` transaction retried on busy) after exactly one WARNING. Nothing is ever
-        half-written: the rules run inside the transaction and any error rolls it back.
+        docs/decisions/0026), together bounded by ``lock_timeout``; past it the
+        append proceeds unserialized (a plain ``BEGIN`` transaction retried on busy,
+        for at most ``lock_timeout`` more) after exactly one WARNING. The file's own
+        write lock is the storage, not the serialization: held by another process
+        past what is left of the bound, the append is refused (``StoreLockedError``,
+        nothing written), as it cannot go ahead without it (decisions/0046). Nothing
+        is ever half-written: the rules run inside the transaction and any error
+        rolls it back.
         """
         check_address(address)
         check_rows(rows)
@@ -651,7 +785,15 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             if not taken:  # AddressLocks warned
                 with self._connection() as conn:
                     return self._append_unserialized(
-                        conn, address, rows, max_messages, snapshot, guard, max_bytes, idempotency
+                        conn,
+                        address,
+                        rows,
+                        max_messages,
+                        snapshot,
+                        guard,
+                        max_bytes,
+                        idempotency,
+                        lock_timeout,
                     )
             # on disk (a shared fsync: decisions/0029) before the address is let go
             with self._commits.commit() if self._grouped() else nullcontext():
@@ -701,23 +843,16 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
                         raise
                     if not waiting_allowed():
                         raise WouldBlock(f"{self.path} is locked") from exc
-                    log.warning(
-                        "append to %s/%s/%s waited %.1fs for the write lock on %s; "
-                        "proceeding unserialized",
-                        *address,
-                        bound,
-                        self.path,
-                    )
-                else:
-                    self._check_guard(conn, guard)
-                    outcome = self._apply_append(
-                        conn, address, rows, max_messages, snapshot, max_bytes
-                    )
-                    self._record_key(conn, idempotency, outcome)
-                    conn.execute("COMMIT")
-                    return outcome
+                    # the turn is ours: the lock's holder is outside the queue (another
+                    # process), and without that lock nothing can be written
+                    raise _locked(self.path, bound) from exc
+                self._check_guard(conn, guard)
+                outcome = self._apply_append(conn, address, rows, max_messages, snapshot, max_bytes)
+                self._record_key(conn, idempotency, outcome)
+                conn.execute("COMMIT")
+                return outcome
             return self._append_unserialized(
-                conn, address, rows, max_messages, snapshot, guard, max_bytes, idempotency
+                conn, address, rows, max_messages, snapshot, guard, max_bytes, idempotency, bound
             )
 
     def _append_unserialized(
@@ -730,13 +865,15 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         guard: WriteGuard | None,
         max_bytes: int = 0,
         idempotency: Idempotency | None = None,
+        bound: float = DEFAULT_LOCK_TIMEOUT,
     ) -> AppendOutcome:
-        """Retry a plain ``BEGIN`` transaction on busy until it commits (bounded, then StoreBusyError).
+        """Retry a plain ``BEGIN`` transaction on busy until it commits, for at most ``bound`` s.
 
-        The guard is read in the same transaction: SQLite refuses to commit a
-        transaction that read before another writer committed (busy, retried).
+        Past it ``StoreLockedError``, nothing written. The guard is read in the same
+        transaction: SQLite refuses to commit a transaction that read before another
+        writer committed (busy, retried).
         """
-        give_up = time.monotonic() + UNSERIALIZED_LIMIT
+        give_up = time.monotonic() + bound
         self._busy_timeout(conn, 0.05)
         while True:
             try:
@@ -750,8 +887,10 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
                 return outcome
             except sqlite3.Error as exc:
                 self._rollback(conn)
-                if not _is_busy(exc) or time.monotonic() > give_up:
+                if not _is_busy(exc):
                     raise
+                if time.monotonic() > give_up:
+                    raise _locked(self.path, bound) from exc
                 time.sleep(0.01)
 
     # --- sessions ---------------------------------------------------------------------------
@@ -803,16 +942,21 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         return target.stat().st_size
 
     def close(self) -> None:
-        """Close every pooled connection (connections on loan close when returned)."""
+        """Close every pooled connection (connections on loan close when returned).
+
+        While the files are sealed the readers' lock is held until the last one
+        closed, so none checkpoints into the mapped ``-shm`` (decisions/0046).
+        """
         with self._pool_lock:
             self._closed = True
             idle, self._idle = self._idle, []
             release, self._queue_released = not self._queue_released, True
+            for conn in idle:
+                _close(conn)
+            if not self._lent and not self._draining:
+                self._files.release_readers()
         if release:
             release_writer_queue(self.path)
-        for conn in idle:
-            with suppress(sqlite3.Error):
-                conn.close()
 
 
 if TYPE_CHECKING:

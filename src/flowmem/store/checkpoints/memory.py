@@ -192,6 +192,7 @@ class MemoryCheckpoints:
         for address in self._lines(thread_id):
             del self.store._buffers[address]
             self.store._sizes.pop(address, None)
+            self.store._evicted.pop(address, None)
 
     def copy_thread(self, source: str, target: str, guard: WriteGuard | None = None) -> None:
         """Copy every checkpoint, blob, write and line of ``source`` to ``target``."""
@@ -267,6 +268,7 @@ class MemoryCheckpoints:
             if address.key not in lines:
                 del self.store._buffers[address]
                 self.store._sizes.pop(address, None)
+                self.store._evicted.pop(address, None)
 
 
 
