@@ -173,6 +173,15 @@ class ConflictError(FlowmemError):
     code = "conflict"
 
 
+class BufferChangedError(ConflictError):
+    """A paged buffer read found the buffer written since its first page (``Store.page_bodies``).
+
+    The pages read so far and the next ones would not be one snapshot: read again.
+    """
+
+    code = "buffer_changed"
+
+
 class IdempotencyKeyInvalidError(InvalidInputError):
     """An ``Idempotency-Key`` that is not 1 to 255 printable ASCII characters."""
 
@@ -261,6 +270,39 @@ class TooManySessionsError(LimitExceededError):
     """A new session for an owner who already has ``sessions_per_user`` sessions."""
 
     code = "too_many_sessions"
+
+
+class QuotaExceededError(LimitExceededError):
+    """A write that would take its owner past a per-user quota; nothing written.
+
+    ``quota`` names it: ``bytes`` (stored buffer and record JSON), ``buffers`` or
+    ``records``; ``user`` is the owner whose data it counts. The message names the
+    setting that raises it (``QUOTA_SETTINGS``).
+    """
+
+    code = "quota_exceeded"
+
+    def __init__(self, quota: str, user: str, limit: int) -> None:
+        what = {"bytes": "bytes stored", "buffers": "buffers", "records": "memory records"}[quota]
+        flag, variable = QUOTA_SETTINGS[quota]
+        super().__init__(
+            f"this write would take user {user!r} past its quota of {limit} {what}: delete "
+            f"some, or raise the quota with {flag} / {variable} (0 = none); nothing was written",
+            quota=quota,
+            user=user,
+            limit=limit,
+        )
+        self.quota = quota
+        self.user = user
+        self.limit = limit
+
+
+# quota -> (flowmem serve option, environment variable) that sets it
+QUOTA_SETTINGS: dict[str, tuple[str, str]] = {
+    "bytes": ("--max-user-bytes", "FLOWMEM_MAX_USER_BYTES"),
+    "buffers": ("--max-user-buffers", "FLOWMEM_MAX_USER_BUFFERS"),
+    "records": ("--max-user-records", "FLOWMEM_MAX_USER_RECORDS"),
+}
 
 
 class RateLimitedError(FlowmemError):

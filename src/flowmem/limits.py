@@ -7,7 +7,9 @@ the UTF-8 bytes of a value's JSON text, as the stores write it (``dump_json`` an
 ``check_size`` in ``flowmem.store.rows``). 0 turns a limit off.
 
 Each limit is set by ``flowmem serve`` options or by the environment variable
-named in ``ENV`` (read by ``Limits.from_env``).
+named in ``ENV`` (read by ``Limits.from_env``). The per-user quotas (``user_*``) are
+enforced by the store, which counts them across processes: ``create_app`` gives them
+to its store (``Store.set_quotas``).
 """
 
 from __future__ import annotations
@@ -40,6 +42,12 @@ class Limits:
     """Sessions one owner may have at once (sessions owned by nobody are not counted)."""
     idempotency_seconds: int = 86_400
     """How long an ``Idempotency-Key`` and its answer are kept (0: until the owner is erased)."""
+    user_bytes: int = 1024 * MIB
+    """Per-user quota: bytes of JSON one user's buffers and records hold together (the store counts)."""
+    user_buffers: int = 10_000
+    """Per-user quota: buffers one user has (its ``user`` scope and its sessions' scopes)."""
+    user_records: int = 100_000
+    """Per-user quota: memory records one user has."""
 
     def __post_init__(self) -> None:
         for item in fields(self):
@@ -69,6 +77,9 @@ ENV: dict[str, str] = {
     "session_metadata_bytes": "FLOWMEM_MAX_SESSION_METADATA_BYTES",
     "sessions_per_user": "FLOWMEM_MAX_SESSIONS_PER_USER",
     "idempotency_seconds": "FLOWMEM_IDEMPOTENCY_SECONDS",
+    "user_bytes": "FLOWMEM_MAX_USER_BYTES",
+    "user_buffers": "FLOWMEM_MAX_USER_BUFFERS",
+    "user_records": "FLOWMEM_MAX_USER_RECORDS",
 }
 
 

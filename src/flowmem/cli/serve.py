@@ -91,6 +91,9 @@ def _limit_options(command: F) -> F:
         ("record_bytes", "Bytes of one memory record value (JSON)."),
         ("session_metadata_bytes", "Bytes of one session's metadata (JSON)."),
         ("sessions_per_user", "Sessions one user may own."),
+        ("user_bytes", "Per-user quota: bytes one user's buffers and records hold (JSON)."),
+        ("user_buffers", "Per-user quota: buffers one user has."),
+        ("user_records", "Per-user quota: memory records one user has."),
     ]
     options = [
         click.option(
