@@ -276,25 +276,34 @@ class QuotaExceededError(LimitExceededError):
     """A write that would take its owner past a per-user quota; nothing written.
 
     ``quota`` names it: ``bytes`` (stored buffer and record JSON), ``buffers`` or
-    ``records``; ``user`` is the owner whose data it counts. The message names the
-    setting that raises it (``QUOTA_SETTINGS``).
+    ``records``; ``user`` is the owner whose data it counts, ``limit`` the quota. The
+    message names the setting that raises it (``QUOTA_SETTINGS``). The stores raise
+    it with ``QuotaExceededError.reached``.
     """
 
     code = "quota_exceeded"
+    quota = ""
+    user = ""
+    limit = 0
 
-    def __init__(self, quota: str, user: str, limit: int) -> None:
-        what = {"bytes": "bytes stored", "buffers": "buffers", "records": "memory records"}[quota]
-        flag, variable = QUOTA_SETTINGS[quota]
-        super().__init__(
+    def __init__(self, message: str, quota: str = "", user: str = "", limit: int = 0) -> None:
+        super().__init__(message, quota=quota, user=user, limit=limit)
+        self.quota, self.user, self.limit = quota, user, limit
+
+    @classmethod
+    def reached(cls, quota: str, user: str, limit: int) -> QuotaExceededError:
+        """The refusal of a write past ``user``'s quota ``quota`` of ``limit``."""
+        what = {"bytes": "bytes stored", "buffers": "buffers", "records": "memory records"}.get(
+            quota, quota
+        )
+        flag, variable = QUOTA_SETTINGS.get(quota, ("", ""))
+        return cls(
             f"this write would take user {user!r} past its quota of {limit} {what}: delete "
             f"some, or raise the quota with {flag} / {variable} (0 = none); nothing was written",
-            quota=quota,
-            user=user,
-            limit=limit,
+            quota,
+            user,
+            limit,
         )
-        self.quota = quota
-        self.user = user
-        self.limit = limit
 
 
 # quota -> (flowmem serve option, environment variable) that sets it

@@ -92,7 +92,7 @@ def test_erasing_a_user_leaves_no_row_behind(sql_url: str) -> None:
     store.close()
     for table in (
         "sessions", "transcripts", "transcript_seq", "records",
-        "buffers", "buffer_rows", "buffer_calls", "buffer_answers", "tokens",
+        "buffers", "buffer_rows", "buffer_calls", "buffer_answers", "tokens", "user_usage",
     ):  # fmt: skip
         assert _scalar(sql_url, f"SELECT COUNT(*) FROM {table}") == 0, table
 
@@ -116,6 +116,32 @@ def test_schema_is_created_recorded_and_not_reapplied(sql_url: str) -> None:
     again.close()
 
 
+def _drop_quotas(url: str) -> None:
+    """Undo migration 9 (per-user quotas: owners, usage, their triggers)."""
+    if url.startswith("sqlite"):
+        for trigger in (
+            "usage_buffer_insert", "usage_buffer_bytes", "usage_buffer_delete",
+            "usage_record_insert", "usage_record_value", "usage_record_delete",
+        ):  # fmt: skip
+            _sql(url, f"DROP TRIGGER {trigger}")
+        _sql(url, "DROP TABLE buffer_births")
+        _sql(url, "ALTER TABLE buffers DROP COLUMN born")
+    else:
+        for trigger, table in (
+            ("buffers_owner", "buffers"), ("records_owner", "records"),
+            ("buffers_usage", "buffers"), ("records_usage", "records"),
+        ):  # fmt: skip
+            _sql(url, f"DROP TRIGGER {trigger} ON {table}")
+        for function in (
+            "flowmem_quota_check(TEXT, TEXT, BIGINT)", "flowmem_owner()",
+            "flowmem_buffer_usage()", "flowmem_record_usage()",
+        ):  # fmt: skip
+            _sql(url, f"DROP FUNCTION {function}")
+    _sql(url, "DROP TABLE user_usage")
+    _sql(url, "ALTER TABLE buffers DROP COLUMN owner")
+    _sql(url, "ALTER TABLE records DROP COLUMN owner")
+
+
 def _drop_checkpoint_tables(url: str, deleted_sessions: bool = True) -> None:
     """Undo migrations 7 and 8 (the LangGraph tables; the deleted sessions' ids)."""
     for table in ("lg_checkpoints", "lg_blobs", "lg_writes"):
@@ -128,6 +154,7 @@ def test_a_version_1_database_is_upgraded_in_place(sql_url: str) -> None:
     store = open_store(sql_url)
     store.put_record(KEY, "kept", 5.0)
     store.close()
+    _drop_quotas(sql_url)  # what schema version 8 lacks
     _sql(sql_url, "DROP INDEX records_expiry")  # what a database made by version 1 lacks
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN bytes")
     _sql(sql_url, "DROP TABLE idempotency_keys")
@@ -161,6 +188,7 @@ def test_a_version_2_database_gets_the_byte_count_of_its_buffers(sql_url: str) -
         for address in (small, big)
     }
     store.close()
+    _drop_quotas(sql_url)  # what schema version 8 lacks
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN bytes")  # the schema version 2 wrote
     _sql(sql_url, "DROP TABLE idempotency_keys")
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN version")
@@ -437,6 +465,7 @@ def test_a_version_4_database_gets_the_idempotency_table(sql_url: str) -> None:
     store = open_store(sql_url)
     store.put_record(KEY, "kept", None)
     store.close()
+    _drop_quotas(sql_url)  # what schema version 8 lacks
     _sql(sql_url, "DROP TABLE idempotency_keys")  # what schema version 4 lacks
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN version")
     _drop_checkpoint_tables(sql_url)
@@ -454,6 +483,7 @@ def test_a_version_5_database_gets_a_version_per_buffer_header(sql_url: str) -> 
     store = open_store(sql_url)
     store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
     store.close()
+    _drop_quotas(sql_url)  # what schema version 8 lacks
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN version")  # what schema version 5 lacks
     _drop_checkpoint_tables(sql_url)
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 6")
@@ -471,6 +501,7 @@ def test_a_version_6_database_gets_the_checkpoint_tables(sql_url: str) -> None:
     store = open_store(sql_url)
     store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
     store.close()
+    _drop_quotas(sql_url)  # what schema version 8 lacks
     _drop_checkpoint_tables(sql_url)  # what schema version 6 lacks
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 7")
     again = open_store(sql_url)
@@ -485,6 +516,7 @@ def test_a_version_7_database_remembers_deleted_sessions_from_now_on(sql_url: st
     store = open_store(sql_url)
     store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
     store.close()
+    _drop_quotas(sql_url)  # what schema version 8 lacks
     _sql(sql_url, "DROP TABLE deleted_sessions")  # what schema version 7 lacks
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 8")
     again = open_store(sql_url)
@@ -495,3 +527,26 @@ def test_a_version_7_database_remembers_deleted_sessions_from_now_on(sql_url: st
 
 
 _KEYED = Idempotency("user:u", "k", "fp", None, lambda outcome: (200, "{}"))
+
+
+def test_a_version_8_database_gets_its_usage_counted(sql_url: str) -> None:
+    """Migration 9 finds whose quota each buffer and record counts against, and counts it."""
+    store = open_store(sql_url)
+    sid = "00000000-0000-0000-0000-0000000000c9"
+    store.create_session(SessionRecord(id=sid, name="n", owner="alice"))
+    store.append(Address("session", sid, "chat"), _call_and_answer())
+    store.append(Address("user", "alice", "notes"), _call_and_answer())
+    store.put_record(Address("user", "alice", "r"), "v", None)
+    store.append(Address("global", "", "shared"), _call_and_answer())  # nobody's
+    counted = store.usage("alice")
+    store.close()
+    _drop_quotas(sql_url)  # what schema version 8 lacks
+    _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 9")
+    again = open_store(sql_url)
+    try:
+        assert again.usage("alice") == counted
+        assert (counted.buffers, counted.records) == (2, 1) and counted.bytes > 0
+        again.append(Address("user", "alice", "notes"), prepare({"role": "user", "content": "x"}, 1))
+        assert again.usage("alice").bytes > counted.bytes
+    finally:
+        again.close()

@@ -232,7 +232,7 @@ class MemoryStore:
             ("records", records, after.records, quotas.records),
         ):
             if delta > 0 and limit and value > limit:
-                raise QuotaExceededError(name, owner, limit)
+                raise QuotaExceededError.reached(name, owner, limit)
         if not count:
             return
         if after == Usage():

@@ -1322,7 +1322,7 @@ def _quota_refused(exc: psycopg.errors.RaiseException) -> QuotaExceededError | N
     if exc.diag.message_primary != "flowmem_quota":
         return None
     quota, _, limit = (exc.diag.message_detail or "").partition(" ")
-    return QuotaExceededError(quota, exc.diag.message_hint or "", int(limit or 0))
+    return QuotaExceededError.reached(quota, exc.diag.message_hint or "", int(limit or 0))
 
 
 def _prepared_of(conn: psycopg.Connection[Any]) -> _Prepared:

@@ -26,7 +26,6 @@ SQLITE_READONLY → ``StoreReadOnlyError``, SQLITE_CORRUPT/NOTADB →
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import sqlite3
@@ -464,6 +463,25 @@ def driver_error(exc: sqlite3.Error, path: str, default: type[StoreError] = Stor
     return default(f"sqlite error on {path}: {exc}")
 
 
+def add_quota_function(conn: sqlite3.Connection, quotas: Callable[[], Quotas]) -> None:
+    """Give ``conn`` the function the quota triggers call (migration 9), over ``quotas()``.
+
+    ``flowmem_over_quota(quota, owner, used)`` is 1 when ``used`` passes that quota;
+    what it found is kept on a flowmem connection, for the error the trigger's
+    abort becomes. Every connection that writes buffers or records needs it.
+    """
+
+    def over_quota(quota: str, owner: str, used: int | None) -> int:
+        limit = int(getattr(quotas(), quota, 0))
+        if not limit or used is None or int(used) <= limit:
+            return 0
+        if isinstance(conn, _Connection):
+            conn.quota_refused = (quota, str(owner), limit)
+        return 1
+
+    conn.create_function("flowmem_over_quota", 3, over_quota)
+
+
 class _Connection(sqlite3.Connection):
     """A pooled connection that remembers the pragmas set on it (``_pragma`` sets only changes)."""
 
@@ -512,7 +530,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             factory=_Connection,
         )
         self._busy_timeout(conn, DEFAULT_LOCK_TIMEOUT)
-        conn.create_function("flowmem_over_quota", 3, functools.partial(self._over_quota, conn))
+        add_quota_function(conn, lambda: self._quotas)
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
         if mode is None or str(mode[0]).lower() != "wal":
             conn.close()
@@ -520,24 +538,12 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         self._pragma(conn, "synchronous", self.synchronous)
         return conn
 
-    def _over_quota(self, conn: sqlite3.Connection, quota: str, owner: str, used: int) -> int:
-        """The quota triggers' test (SQL ``flowmem_over_quota``): 1 when ``used`` passes the quota.
-
-        What it found is kept on the connection, for the error the trigger's abort becomes.
-        """
-        limit = int(getattr(self._quotas, quota, 0))
-        if not limit or used is None or int(used) <= limit:
-            return 0
-        if isinstance(conn, _Connection):
-            conn.quota_refused = (quota, str(owner), limit)
-        return 1
-
     def _driver_error(self, conn: sqlite3.Connection, exc: sqlite3.Error) -> Exception:
         """The flowmem error of a driver error: a quota trigger's abort, else ``driver_error``."""
         if isinstance(conn, _Connection) and conn.quota_refused is not None:
             refused, conn.quota_refused = conn.quota_refused, None
             if isinstance(exc, sqlite3.IntegrityError) and "flowmem_quota" in str(exc):
-                return QuotaExceededError(*refused)
+                return QuotaExceededError.reached(*refused)
         return driver_error(exc, self.path)
 
     def set_quotas(self, quotas: Quotas) -> None:
