@@ -129,12 +129,16 @@ def _drop_quotas(url: str) -> None:
     else:
         for trigger, table in (
             ("buffers_owner", "buffers"), ("records_owner", "records"),
-            ("buffers_usage", "buffers"), ("records_usage", "records"),
+            ("buffers_usage_insert", "buffers"), ("buffers_usage_update", "buffers"),
+            ("buffers_usage_delete", "buffers"), ("records_usage_insert", "records"),
+            ("records_usage_update", "records"), ("records_usage_delete", "records"),
         ):  # fmt: skip
             _sql(url, f"DROP TRIGGER {trigger} ON {table}")
         for function in (
             "flowmem_quota_check(TEXT, TEXT, BIGINT)", "flowmem_owner()",
-            "flowmem_buffer_usage()", "flowmem_record_usage()",
+            "flowmem_buffer_grown()", "flowmem_buffer_dropped()",
+            "flowmem_record_grown()", "flowmem_record_dropped()",
+            "flowmem_usage_add(TEXT, BIGINT, BIGINT, BIGINT)",
         ):  # fmt: skip
             _sql(url, f"DROP FUNCTION {function}")
     _sql(url, "DROP TABLE user_usage")

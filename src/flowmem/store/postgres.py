@@ -202,61 +202,87 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             FOR EACH ROW EXECUTE FUNCTION flowmem_owner()""",
         """CREATE TRIGGER records_owner BEFORE INSERT ON records
             FOR EACH ROW EXECUTE FUNCTION flowmem_owner()""",
-        """CREATE FUNCTION flowmem_buffer_usage() RETURNS trigger LANGUAGE plpgsql AS $$
+        # add (size, buffers, records) to a user's usage; return the new row. An UPDATE
+        # first (the usual case: the row exists), the insert only for a user's first data
+        """CREATE FUNCTION flowmem_usage_add(who TEXT, size BIGINT, buffers BIGINT, records BIGINT)
+            RETURNS user_usage LANGUAGE plpgsql AS $$
             DECLARE used user_usage%ROWTYPE;
             BEGIN
-                IF (TG_OP = 'DELETE' AND OLD.owner IS NULL) OR (TG_OP <> 'DELETE' AND NEW.owner IS NULL) THEN
-                    RETURN NULL;
-                ELSIF TG_OP = 'DELETE' THEN
-                    UPDATE user_usage SET bytes = bytes - OLD.bytes, buffers = buffers - 1
-                        WHERE user_id = OLD.owner;
-                ELSIF TG_OP = 'INSERT' THEN
-                    INSERT INTO user_usage AS u (user_id, bytes, buffers) VALUES (NEW.owner, NEW.bytes, 1)
-                        ON CONFLICT (user_id) DO UPDATE
-                        SET bytes = u.bytes + excluded.bytes, buffers = u.buffers + 1
+                UPDATE user_usage AS u SET bytes = u.bytes + size, buffers = u.buffers + flowmem_usage_add.buffers,
+                    records = u.records + flowmem_usage_add.records
+                    WHERE user_id = who RETURNING * INTO used;
+                IF NOT FOUND THEN
+                    INSERT INTO user_usage AS u (user_id, bytes, buffers, records)
+                        VALUES (who, size, flowmem_usage_add.buffers, flowmem_usage_add.records)
+                        ON CONFLICT (user_id) DO UPDATE SET bytes = u.bytes + excluded.bytes,
+                        buffers = u.buffers + excluded.buffers, records = u.records + excluded.records
                         RETURNING * INTO used;
+                END IF;
+                RETURN used;
+            END $$""",
+        """CREATE FUNCTION flowmem_buffer_grown() RETURNS trigger LANGUAGE plpgsql AS $$
+            DECLARE used user_usage%ROWTYPE; quota_limit BIGINT;
+            BEGIN
+                IF TG_OP = 'INSERT' THEN
+                    used := flowmem_usage_add(NEW.owner, NEW.bytes, 1, 0);
                     PERFORM flowmem_quota_check(NEW.owner, 'buffers', used.buffers);
-                ELSIF NEW.bytes <> OLD.bytes THEN
-                    INSERT INTO user_usage AS u (user_id, bytes) VALUES (NEW.owner, NEW.bytes - OLD.bytes)
-                        ON CONFLICT (user_id) DO UPDATE SET bytes = u.bytes + excluded.bytes
-                        RETURNING * INTO used;
-                    IF NEW.bytes > OLD.bytes THEN
-                        PERFORM flowmem_quota_check(NEW.owner, 'bytes', used.bytes);
+                    RETURN NULL;
+                END IF;
+                -- the append's own path, once per append: written out, no call
+                UPDATE user_usage SET bytes = bytes + (NEW.bytes - OLD.bytes)
+                    WHERE user_id = NEW.owner RETURNING * INTO used;
+                IF NOT FOUND THEN
+                    used := flowmem_usage_add(NEW.owner, NEW.bytes - OLD.bytes, 0, 0);
+                END IF;
+                IF NEW.bytes > OLD.bytes THEN
+                    quota_limit := NULLIF(current_setting('flowmem.quota_bytes', true), '')::BIGINT;
+                    IF quota_limit > 0 AND used.bytes > quota_limit THEN
+                        RAISE EXCEPTION 'flowmem_quota'
+                            USING DETAIL = 'bytes ' || quota_limit, HINT = NEW.owner;
                     END IF;
                 END IF;
                 RETURN NULL;
             END $$""",
-        """CREATE TRIGGER buffers_usage AFTER INSERT OR DELETE OR UPDATE OF bytes ON buffers
-            FOR EACH ROW EXECUTE FUNCTION flowmem_buffer_usage()""",
-        """CREATE FUNCTION flowmem_record_usage() RETURNS trigger LANGUAGE plpgsql AS $$
+        """CREATE FUNCTION flowmem_buffer_dropped() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                PERFORM flowmem_usage_add(OLD.owner, -OLD.bytes, -1, 0);
+                RETURN NULL;
+            END $$""",
+        # the WHEN clauses spare the function call when nothing is counted
+        """CREATE TRIGGER buffers_usage_insert AFTER INSERT ON buffers FOR EACH ROW
+            WHEN (NEW.owner IS NOT NULL) EXECUTE FUNCTION flowmem_buffer_grown()""",
+        """CREATE TRIGGER buffers_usage_update AFTER UPDATE OF bytes ON buffers FOR EACH ROW
+            WHEN (NEW.owner IS NOT NULL AND NEW.bytes <> OLD.bytes)
+            EXECUTE FUNCTION flowmem_buffer_grown()""",
+        """CREATE TRIGGER buffers_usage_delete AFTER DELETE ON buffers FOR EACH ROW
+            WHEN (OLD.owner IS NOT NULL) EXECUTE FUNCTION flowmem_buffer_dropped()""",
+        """CREATE FUNCTION flowmem_record_grown() RETURNS trigger LANGUAGE plpgsql AS $$
             DECLARE used user_usage%ROWTYPE;
             BEGIN
-                IF (TG_OP = 'DELETE' AND OLD.owner IS NULL) OR (TG_OP <> 'DELETE' AND NEW.owner IS NULL) THEN
-                    RETURN NULL;
-                ELSIF TG_OP = 'DELETE' THEN
-                    UPDATE user_usage SET bytes = bytes - octet_length(OLD.value), records = records - 1
-                        WHERE user_id = OLD.owner;
-                ELSIF TG_OP = 'INSERT' THEN
-                    INSERT INTO user_usage AS u (user_id, bytes, records)
-                        VALUES (NEW.owner, octet_length(NEW.value), 1)
-                        ON CONFLICT (user_id) DO UPDATE
-                        SET bytes = u.bytes + excluded.bytes, records = u.records + 1
-                        RETURNING * INTO used;
+                IF TG_OP = 'INSERT' THEN
+                    used := flowmem_usage_add(NEW.owner, octet_length(NEW.value), 0, 1);
                     PERFORM flowmem_quota_check(NEW.owner, 'records', used.records);
                     PERFORM flowmem_quota_check(NEW.owner, 'bytes', used.bytes);
-                ELSIF octet_length(NEW.value) <> octet_length(OLD.value) THEN
-                    INSERT INTO user_usage AS u (user_id, bytes)
-                        VALUES (NEW.owner, octet_length(NEW.value) - octet_length(OLD.value))
-                        ON CONFLICT (user_id) DO UPDATE SET bytes = u.bytes + excluded.bytes
-                        RETURNING * INTO used;
+                ELSE
+                    used := flowmem_usage_add(NEW.owner, octet_length(NEW.value) - octet_length(OLD.value), 0, 0);
                     IF octet_length(NEW.value) > octet_length(OLD.value) THEN
                         PERFORM flowmem_quota_check(NEW.owner, 'bytes', used.bytes);
                     END IF;
                 END IF;
                 RETURN NULL;
             END $$""",
-        """CREATE TRIGGER records_usage AFTER INSERT OR DELETE OR UPDATE OF value ON records
-            FOR EACH ROW EXECUTE FUNCTION flowmem_record_usage()""",
+        """CREATE FUNCTION flowmem_record_dropped() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                PERFORM flowmem_usage_add(OLD.owner, -octet_length(OLD.value), 0, -1);
+                RETURN NULL;
+            END $$""",
+        """CREATE TRIGGER records_usage_insert AFTER INSERT ON records FOR EACH ROW
+            WHEN (NEW.owner IS NOT NULL) EXECUTE FUNCTION flowmem_record_grown()""",
+        """CREATE TRIGGER records_usage_update AFTER UPDATE OF value ON records FOR EACH ROW
+            WHEN (NEW.owner IS NOT NULL AND octet_length(NEW.value) <> octet_length(OLD.value))
+            EXECUTE FUNCTION flowmem_record_grown()""",
+        """CREATE TRIGGER records_usage_delete AFTER DELETE ON records FOR EACH ROW
+            WHEN (OLD.owner IS NOT NULL) EXECUTE FUNCTION flowmem_record_dropped()""",
     ),
 )
 
