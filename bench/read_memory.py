@@ -32,7 +32,7 @@ from typing import Any
 if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]
 
-import httpx  # noqa: E402
+import httpx
 
 HERE = Path(__file__).resolve().parent
 MIB = 1024 * 1024
@@ -68,12 +68,14 @@ def _token(src: Path, url: str) -> str:
 
 
 def _fill(client: httpx.Client, mib: int) -> int:
-    """Append messages of about 1 KiB until the buffer holds ``mib`` MiB; return the count."""
+    """Append messages of about 1 KiB until the buffer holds ``mib`` MiB (or is full); return the count."""
     filler = "x" * 1000
     total = count = 0
     while total < mib * MIB:
         rows = [{"role": "user", "content": f"{count + n} {filler}"} for n in range(1000)]
         answer = client.post("/v1/buffers/user/big", json={"messages": rows})
+        if answer.status_code == 409:  # buffer_full: the buffer limit (64 MiB) is reached
+            break
         answer.raise_for_status()
         count += 1000
         total += sum(len(json.dumps(r, separators=(",", ":"))) for r in rows)
@@ -83,14 +85,16 @@ def _fill(client: httpx.Client, mib: int) -> int:
 def _read(base: str, token: str, slow: bool, out: list[bytes], errors: list[str]) -> None:
     headers = {"Authorization": f"Bearer {token}"}
     try:
-        with httpx.Client(base_url=base, headers=headers, timeout=120) as client:
-            with client.stream("GET", "/v1/buffers/user/big") as answer:
-                parts = []
-                for part in answer.iter_bytes(64 * 1024):
-                    parts.append(part)
-                    if slow:
-                        time.sleep(0.01)
-                out.append(b"".join(parts))
+        with (
+            httpx.Client(base_url=base, headers=headers, timeout=120) as client,
+            client.stream("GET", "/v1/buffers/user/big") as answer,
+        ):
+            parts = []
+            for part in answer.iter_bytes(64 * 1024):
+                parts.append(part)
+                if slow:
+                    time.sleep(0.01)
+            out.append(b"".join(parts))
     except Exception as exc:  # reported, not raised: the run goes on
         errors.append(repr(exc))
 

@@ -28,7 +28,7 @@ IDEMPOTENCY_KEY_MAX = 255  # characters of an Idempotency-Key (fixed)
 
 @dataclass(frozen=True)
 class Limits:
-    """What one write may store; every field is a maximum, 0 = unlimited."""
+    """What one write may store, and one user keep (``user_*``); every field is a maximum, 0 = unlimited."""
 
     message_bytes: int = 1 * MIB
     """One stored buffer row (a message with its metadata and timestamp) as JSON."""
