@@ -217,6 +217,15 @@ class ConflictError(FlowmemError):
     code = "conflict"
 
 
+class BufferChangedError(ConflictError):
+    """A paged buffer read found the buffer written since its first page (``Store.page_bodies``).
+
+    The pages read so far and the next ones would not be one snapshot: read again.
+    """
+
+    code = "buffer_changed"
+
+
 class IdempotencyKeyInvalidError(InvalidInputError):
     """An ``Idempotency-Key`` that is not 1 to 255 printable ASCII characters."""
 
@@ -315,6 +324,48 @@ class TooManySessionsError(LimitExceededError):
     """A new session for an owner who already has ``sessions_per_user`` sessions."""
 
     code = "too_many_sessions"
+
+
+class QuotaExceededError(LimitExceededError):
+    """A write that would take its owner past a per-user quota; nothing written.
+
+    ``quota`` names it: ``bytes`` (stored buffer and record JSON), ``buffers`` or
+    ``records``; ``user`` is the owner whose data it counts, ``limit`` the quota. The
+    message names the setting that raises it (``QUOTA_SETTINGS``). The stores raise
+    it with ``QuotaExceededError.reached``.
+    """
+
+    code = "quota_exceeded"
+    quota = ""
+    user = ""
+    limit = 0
+
+    def __init__(self, message: str, quota: str = "", user: str = "", limit: int = 0) -> None:
+        super().__init__(message, quota=quota, user=user, limit=limit)
+        self.quota, self.user, self.limit = quota, user, limit
+
+    @classmethod
+    def reached(cls, quota: str, user: str, limit: int) -> QuotaExceededError:
+        """The refusal of a write past ``user``'s quota ``quota`` of ``limit``."""
+        what = {"bytes": "bytes stored", "buffers": "buffers", "records": "memory records"}.get(
+            quota, quota
+        )
+        flag, variable = QUOTA_SETTINGS.get(quota, ("", ""))
+        return cls(
+            f"this write would take user {user!r} past its quota of {limit} {what}: delete "
+            f"some, or raise the quota with {flag} / {variable} (0 = none); nothing was written",
+            quota,
+            user,
+            limit,
+        )
+
+
+# quota -> (flowmem serve option, environment variable) that sets it
+QUOTA_SETTINGS: dict[str, tuple[str, str]] = {
+    "bytes": ("--max-user-bytes", "FLOWMEM_MAX_USER_BYTES"),
+    "buffers": ("--max-user-buffers", "FLOWMEM_MAX_USER_BUFFERS"),
+    "records": ("--max-user-records", "FLOWMEM_MAX_USER_RECORDS"),
+}
 
 
 class RateLimitedError(FlowmemError):

@@ -12,6 +12,8 @@ and by a ``MemoryService`` built without ``limits=`` in process, so one variable
 means the same everywhere. A refusal names the setting that raises it
 (``raise_hint``). The defaults fit what the providers accept in one message with an
 image or a PDF (decision 0048); the HTTP body limit follows them (``body_bytes``).
+The per-user quotas (``user_*``) are enforced by the store, which counts them
+across processes: ``create_app`` gives them to its store (``Store.set_quotas``).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ BODY_ENVELOPE_BYTES = 1 * MIB  # a body's room beside its largest message: the o
 
 @dataclass(frozen=True)
 class Limits:
-    """What one write may store; every field is a maximum, 0 = unlimited."""
+    """What one write may store, and one user keep (``user_*``); every field is a maximum, 0 = unlimited."""
 
     message_bytes: int = 50 * MIB
     """One stored buffer row (a message with its metadata and timestamp) as JSON.
@@ -49,6 +51,12 @@ class Limits:
     """Sessions one owner may have at once (sessions owned by nobody are not counted)."""
     idempotency_seconds: int = 86_400
     """How long an ``Idempotency-Key`` and its answer are kept (0: until the owner is erased)."""
+    user_bytes: int = 1024 * MIB
+    """Per-user quota: bytes of JSON one user's buffers and records hold together (the store counts)."""
+    user_buffers: int = 10_000
+    """Per-user quota: buffers one user has (its ``user`` scope and its sessions' scopes)."""
+    user_records: int = 100_000
+    """Per-user quota: memory records one user has."""
 
     def __post_init__(self) -> None:
         for item in fields(self):
@@ -89,6 +97,9 @@ ENV: dict[str, str] = {
     "session_metadata_bytes": "FLOWMEM_MAX_SESSION_METADATA_BYTES",
     "sessions_per_user": "FLOWMEM_MAX_SESSIONS_PER_USER",
     "idempotency_seconds": "FLOWMEM_IDEMPOTENCY_SECONDS",
+    "user_bytes": "FLOWMEM_MAX_USER_BYTES",
+    "user_buffers": "FLOWMEM_MAX_USER_BUFFERS",
+    "user_records": "FLOWMEM_MAX_USER_RECORDS",
 }
 
 

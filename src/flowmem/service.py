@@ -30,6 +30,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from flowmem.core import AppendOutcome, Message, check_storable, is_empty, prepare
@@ -68,6 +69,7 @@ from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     SESSION_SCOPE,
     Address,
+    BodyPage,
     Idempotency,
     SessionClaim,
     Store,
@@ -77,6 +79,24 @@ from flowmem.store.base import (
 from flowmem.store.rows import check_batch, check_size, dump_json
 
 log = logging.getLogger("flowmem")
+
+
+@dataclass(frozen=True)
+class PagedText:
+    """The first page of a paged buffer read (``MemoryService.first_page``), and where it goes on.
+
+    ``text``: this page's stored JSON texts, with the whole read's ``count``,
+    ``next_before`` and ``resolved_scope_id`` (or its refusal). ``more``: pages
+    follow; read each with ``MemoryService.next_page(paged, after)``, ``after`` the
+    last cursor read (``after`` here for the first).
+    """
+
+    text: BufferText
+    address: Address | None = None
+    version: tuple[int, int] | None = None
+    before: int | None = None
+    after: int | None = None
+    more: bool = False
 
 MAX_KEY_LENGTH = 255
 _MESSAGE_HINT = raise_hint("message_bytes")  # how a refusal says to raise the limit
@@ -543,6 +563,44 @@ class MemoryService:
         text = self.load_text(scope, key, context, last=last, before=before)
         rows: list[Message] = json.loads("[" + ",".join(text.bodies) + "]")
         return BufferPage(rows, text.count, text.next_before, text.resolved_scope_id, text.refusal)
+
+    def first_page(
+        self,
+        scope: str,
+        key: str,
+        context: ExecutionContext | None,
+        *,
+        last: int | None = None,
+        before: int | None = None,
+    ) -> PagedText:
+        """The first page of a read ``load_text`` would answer, in one snapshot of the store.
+
+        For callers that stream a buffer (the HTTP API): a reader holds one page
+        (``Store.page_bodies``: at most 512 rows, about 256 KiB of JSON), whatever the
+        buffer's size. The next pages (``next_page``) are of the same snapshot or
+        refused (BufferChangedError). A refusal returns no rows (MEM-7).
+        """
+        name = check_key(key)
+        check_count(last, "last", optional=True)
+        check_count(before, "before", optional=True)
+        resolved = self._resolve("load", scope, name, context)
+        if isinstance(resolved, Refusal):
+            return PagedText(BufferText(refusal=resolved))
+        address = Address(check_scope(scope), resolved, name)
+        page = self.store.page_bodies(address, last=last, before=before)
+        next_before = page.bodies[0][0] if page.older and page.bodies else None
+        text = BufferText([b for _, b in page.bodies], page.count, next_before, resolved)
+        after = page.bodies[-1][0] if page.bodies else None
+        return PagedText(text, address, page.version, before, after, page.more)
+
+    def next_page(self, paged: PagedText, after: int) -> BodyPage:
+        """The page after cursor ``after`` of a read begun by ``first_page`` (BufferChangedError
+        when the buffer was written since)."""
+        if paged.address is None:
+            return BodyPage(None, 0)
+        return self.store.page_bodies(
+            paged.address, after=after, before=paged.before, version=paged.version
+        )
 
     def load_text(
         self,

@@ -53,6 +53,7 @@ HTTP_CODES: dict[str, int] = {
     "body_too_deep": 400,
     "duplicate_header": 400,
     "ambiguous_length": 400,
+    "header_too_large": 431,
     "too_many_values": 413,
     "unsupported_media_type": 415,
     "payload_too_large": 413,

@@ -8,12 +8,14 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
 from flowmem.api import create_app
 from flowmem.api.ratelimit import Buckets, RateLimits
+from flowmem.auth import create_token, revoke_token
 from flowmem.limits import Limits
 from flowmem.store import Address, Store, open_store
 from tests.api.helpers import Api, make_tokens
@@ -171,7 +173,7 @@ def test_the_default_rate_refuses_a_flood_from_one_token() -> None:
 
 def test_repeated_bad_tokens_from_one_peer_get_429(tmp_path: Path) -> None:
     store = open_store("memory://")
-    tokens = make_tokens(store)
+    make_tokens(store)
     rates = RateLimits(requests_per_second=0, auth_failures=3, auth_failures_per_minute=1)
     with _app(store, rates) as client:
         bad = {"Authorization": "Bearer not-a-token"}
@@ -180,11 +182,66 @@ def test_repeated_bad_tokens_from_one_peer_get_429(tmp_path: Path) -> None:
         refused = client.get("/v1/memory/user/k", headers=bad)
         assert _error(refused) == (429, "too_many_auth_failures")
         assert int(refused.headers["retry-after"]) >= 1
-        # the peer is refused before any token is checked, a good one included
-        good = {"Authorization": f"Bearer {tokens['alice']}"}
-        assert client.get("/v1/memory/user/k", headers=good).status_code == 429
-        assert client.get("/v1/memory/user/k").status_code == 429  # no token at all
         assert client.get("/health").status_code == 200
+
+
+def test_a_revoked_token_retried_from_one_address_locks_out_no_other_token() -> None:
+    """Issue 24 §3: one agent behind a proxy retrying its revoked token took every agent there down."""
+    store = open_store("memory://")
+    tokens = make_tokens(store)
+    rates = RateLimits(requests_per_second=0, auth_failures=3, auth_failures_per_minute=1)
+    with _app(store, rates) as client:
+        revoked = {"Authorization": f"Bearer {tokens['revoked']}"}
+        codes = [client.get("/v1/memory/user/k", headers=revoked).status_code for _ in range(6)]
+        assert codes == [401, 401, 401, 429, 429, 429]  # that token, from that address, waits
+        for who in ("alice", "bob"):  # never seen before, same address: served
+            good = {"Authorization": f"Bearer {tokens[who]}"}
+            assert client.get("/v1/memory/user/k", headers=good).status_code == 200
+        assert client.get("/v1/memory/user/k").status_code == 401  # no token: its own allowance
+
+
+def test_guesses_from_one_address_are_refused_unlooked_up_while_known_tokens_go_on() -> None:
+    """Issue 24 §3: different bad tokens from one address are slowed; tokens already at work are not."""
+    store = open_store("memory://")
+    tokens = make_tokens(store)
+    looked_up: list[str] = []
+    lookup = store.token_by_hash
+
+    def counted(token_hash: str) -> Any:
+        looked_up.append(token_hash)
+        return lookup(token_hash)
+
+    store.token_by_hash = counted  # type: ignore[method-assign]
+    rates = RateLimits(requests_per_second=0, auth_failures=3, auth_failures_per_minute=1)
+    with _app(store, rates) as client:
+        alice = {"Authorization": f"Bearer {tokens['alice']}"}
+        assert client.get("/v1/memory/user/k", headers=alice).status_code == 200
+        guesses = [{"Authorization": f"Bearer fm_guess{n}"} for n in range(6)]
+        codes = [client.get("/v1/memory/user/k", headers=g).status_code for g in guesses]
+        assert codes == [401, 401, 401, 429, 429, 429]
+        assert len(looked_up) == 1 + 3  # alice, then the three guesses answered 401
+        refused = client.get("/v1/memory/user/k", headers={"Authorization": "Bearer fm_guess9"})
+        assert _error(refused) == (429, "too_many_auth_failures")
+        assert len(looked_up) == 4  # a guess past the allowance is never looked up
+        # a token this worker accepted before is still served from the same address
+        assert client.get("/v1/memory/user/k", headers=alice).status_code == 200
+        # one it never accepted waits like a guess (docs/decisions/0043)
+        bob = {"Authorization": f"Bearer {tokens['bob']}"}
+        assert client.get("/v1/memory/user/k", headers=bob).status_code == 429
+
+
+def test_a_trusted_token_that_is_revoked_is_refused_and_no_longer_trusted() -> None:
+    store = open_store("memory://")
+    rates = RateLimits(requests_per_second=0, auth_failures=1, auth_failures_per_minute=1)
+    token, record = create_token(store, "alice")  # /v1/sessions: no token cache (decision 0034)
+    with _app(store, rates) as client:
+        mine = {"Authorization": f"Bearer {token}"}
+        assert client.get("/v1/sessions", headers=mine).status_code == 200
+        client.get("/v1/sessions", headers={"Authorization": "Bearer fm_guess"})  # locks
+        assert client.get("/v1/sessions", headers=mine).status_code == 200  # trusted
+        revoke_token(store, record.id)
+        assert client.get("/v1/sessions", headers=mine).status_code == 401
+        assert client.get("/v1/sessions", headers=mine).status_code == 429
 
 
 def test_buckets_refill_with_time() -> None:

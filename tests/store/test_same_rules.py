@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from flowmem.core import ListEditor, Message, append, prepare
 from flowmem.service import MemoryService
-from flowmem.store import Address, Store, open_store
+from flowmem.store import Address, Quotas, Store, open_store
 from flowmem.store import postgres as pg_backend
 from flowmem.store import sqlite as sqlite_backend
 from flowmem.store.editor import SqlBufferEditor
@@ -141,6 +141,7 @@ def _sql_editor(kind: str, url: str) -> Iterator[tuple[SqlBufferEditor, Any]]:
     address = Address("global", "", f"e{next(_keys)}")
     if kind == "sqlite":
         conn = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
+        sqlite_backend.add_quota_function(conn, Quotas.off)  # what the quota triggers call
         conn.execute("BEGIN IMMEDIATE")
         editor = SqlBufferEditor(StatementRunner(conn, sqlite_backend.SQL), address)
 

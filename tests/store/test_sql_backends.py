@@ -92,7 +92,7 @@ def test_erasing_a_user_leaves_no_row_behind(sql_url: str) -> None:
     store.close()
     for table in (
         "sessions", "transcripts", "transcript_seq", "records",
-        "buffers", "buffer_rows", "buffer_calls", "buffer_answers", "tokens",
+        "buffers", "buffer_rows", "buffer_calls", "buffer_answers", "tokens", "user_usage",
     ):  # fmt: skip
         assert _scalar(sql_url, f"SELECT COUNT(*) FROM {table}") == 0, table
 
@@ -114,6 +114,48 @@ def test_schema_is_created_recorded_and_not_reapplied(sql_url: str) -> None:
     assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
     assert [r["content"] for r in again.load(KEY)] == ["kept"]
     again.close()
+
+
+def _has_table(url: str, table: str) -> bool:
+    """Whether the schema has ``table`` (SQLite's catalogue, or PostgreSQL's search path)."""
+    if url.startswith("sqlite"):
+        query = f"SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '{table}'"
+    else:
+        query = f"SELECT COUNT(*) FROM pg_catalog.pg_tables WHERE tablename = '{table}'"
+        query += " AND schemaname = current_schema()"
+    return _scalar(url, query) > 0
+
+
+def _drop_quotas(url: str) -> None:
+    """Undo migration 12 (per-user quotas: owners, usage, their triggers); once undone, nothing."""
+    if not _has_table(url, "user_usage"):
+        return
+    if url.startswith("sqlite"):
+        for trigger in (
+            "usage_buffer_insert", "usage_buffer_bytes", "usage_buffer_delete",
+            "usage_record_insert", "usage_record_value", "usage_record_delete",
+        ):  # fmt: skip
+            _sql(url, f"DROP TRIGGER {trigger}")
+        _sql(url, "DROP TABLE buffer_births")
+        _sql(url, "ALTER TABLE buffers DROP COLUMN born")
+    else:
+        for trigger, table in (
+            ("buffers_owner", "buffers"), ("records_owner", "records"),
+            ("buffers_usage_insert", "buffers"), ("buffers_usage_update", "buffers"),
+            ("buffers_usage_delete", "buffers"), ("records_usage_insert", "records"),
+            ("records_usage_update", "records"), ("records_usage_delete", "records"),
+        ):  # fmt: skip
+            _sql(url, f"DROP TRIGGER {trigger} ON {table}")
+        for function in (
+            "flowmem_quota_check(TEXT, TEXT, BIGINT)", "flowmem_owner()",
+            "flowmem_buffer_grown()", "flowmem_buffer_dropped()",
+            "flowmem_record_grown()", "flowmem_record_dropped()",
+            "flowmem_usage_add(TEXT, BIGINT, BIGINT, BIGINT)",
+        ):  # fmt: skip
+            _sql(url, f"DROP FUNCTION {function}")
+    _sql(url, "DROP TABLE user_usage")
+    _sql(url, "ALTER TABLE buffers DROP COLUMN owner")
+    _sql(url, "ALTER TABLE records DROP COLUMN owner")
 
 
 def _drop_checkpoint_tables(url: str, deleted_sessions: bool = True) -> None:
@@ -143,7 +185,12 @@ def _drop_evicted(url: str) -> None:
 
 
 # migration number -> what undoes it, for the migrations after 8
-_UNDO = {9: _drop_conversation_tables, 10: _drop_adk_tables, 11: _drop_evicted}
+_UNDO = {
+    9: _drop_conversation_tables,
+    10: _drop_adk_tables,
+    11: _drop_evicted,
+    12: _drop_quotas,
+}
 
 
 def _undo_from(url: str, version: int) -> None:
@@ -157,6 +204,7 @@ def test_a_version_1_database_is_upgraded_in_place(sql_url: str) -> None:
     store = open_store(sql_url)
     store.put_record(KEY, "kept", 5.0)
     store.close()
+    _drop_quotas(sql_url)  # what schema version 11 lacks (its triggers first)
     _sql(sql_url, "DROP INDEX records_expiry")  # what a database made by version 1 lacks
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN bytes")
     _sql(sql_url, "DROP TABLE idempotency_keys")
@@ -190,6 +238,7 @@ def test_a_version_2_database_gets_the_byte_count_of_its_buffers(sql_url: str) -
         for address in (small, big)
     }
     store.close()
+    _drop_quotas(sql_url)  # what schema version 11 lacks (its triggers first)
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN bytes")  # the schema version 2 wrote
     _sql(sql_url, "DROP TABLE idempotency_keys")
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN version")
@@ -466,6 +515,7 @@ def test_a_version_4_database_gets_the_idempotency_table(sql_url: str) -> None:
     store = open_store(sql_url)
     store.put_record(KEY, "kept", None)
     store.close()
+    _drop_quotas(sql_url)  # what schema version 11 lacks (its triggers first)
     _sql(sql_url, "DROP TABLE idempotency_keys")  # what schema version 4 lacks
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN version")
     _drop_checkpoint_tables(sql_url)
@@ -483,6 +533,7 @@ def test_a_version_5_database_gets_a_version_per_buffer_header(sql_url: str) -> 
     store = open_store(sql_url)
     store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
     store.close()
+    _drop_quotas(sql_url)  # what schema version 11 lacks (its triggers first)
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN version")  # what schema version 5 lacks
     _drop_checkpoint_tables(sql_url)
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 6")
@@ -500,6 +551,7 @@ def test_a_version_6_database_gets_the_checkpoint_tables(sql_url: str) -> None:
     store = open_store(sql_url)
     store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
     store.close()
+    _drop_quotas(sql_url)  # what schema version 11 lacks (its triggers first)
     _drop_checkpoint_tables(sql_url)  # what schema version 6 lacks
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 7")
     again = open_store(sql_url)
@@ -514,6 +566,7 @@ def test_a_version_7_database_remembers_deleted_sessions_from_now_on(sql_url: st
     store = open_store(sql_url)
     store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
     store.close()
+    _drop_quotas(sql_url)  # what schema version 11 lacks (its triggers first)
     _sql(sql_url, "DROP TABLE deleted_sessions")  # what schema version 7 lacks
     _undo_from(sql_url, 9)
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 8")
@@ -569,3 +622,26 @@ def test_a_version_10_database_remembers_evicted_call_ids_from_now_on(sql_url: s
 
 
 _KEYED = Idempotency("user:u", "k", "fp", None, lambda outcome: (200, "{}"))
+
+
+def test_a_version_11_database_gets_its_usage_counted(sql_url: str) -> None:
+    """Migration 12 finds whose quota each buffer and record counts against, and counts it."""
+    store = open_store(sql_url)
+    sid = "00000000-0000-0000-0000-0000000000c9"
+    store.create_session(SessionRecord(id=sid, name="n", owner="alice"))
+    store.append(Address("session", sid, "chat"), _call_and_answer())
+    store.append(Address("user", "alice", "notes"), _call_and_answer())
+    store.put_record(Address("user", "alice", "r"), "v", None)
+    store.append(Address("global", "", "shared"), _call_and_answer())  # nobody's
+    counted = store.usage("alice")
+    store.close()
+    _undo_from(sql_url, 12)  # what schema version 11 lacks
+    _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 12")
+    again = open_store(sql_url)
+    try:
+        assert again.usage("alice") == counted
+        assert (counted.buffers, counted.records) == (2, 1) and counted.bytes > 0
+        again.append(Address("user", "alice", "notes"), prepare({"role": "user", "content": "x"}, 1))
+        assert again.usage("alice").bytes > counted.bytes
+    finally:
+        again.close()

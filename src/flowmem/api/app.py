@@ -35,7 +35,7 @@ from flowmem.errors import ConfigurationError, StoreError
 from flowmem.limits import Limits
 from flowmem.service import MemoryService
 from flowmem.sessions import SessionService, TurnRunner
-from flowmem.store import DEFAULT_LOCK_TIMEOUT, Address, Store, open_store
+from flowmem.store import DEFAULT_LOCK_TIMEOUT, Address, Quotas, Store, open_store
 
 DATABASE_ENV = "FLOWMEM_DATABASE_URL"
 CONCURRENCY_ENV = "FLOWMEM_STORE_CONCURRENCY"
@@ -118,6 +118,9 @@ def create_app(
             raise ConfigurationError(f"create_app needs a store, a database_url or ${DATABASE_ENV}")
         store = open_store(url)
     extra: dict[str, Any] = {} if clock is None else {"clock": clock}
+    chosen = limits if limits is not None else Limits()
+    # the per-user quotas are the store's: it counts them in each write, across workers
+    store.set_quotas(Quotas(chosen.user_bytes, chosen.user_buffers, chosen.user_records))
     memory_service = MemoryService(store, lock_timeout=lock_timeout, limits=limits, **extra)
     if runner is None and runner_factory is not None:
         runner = runner_factory(store, memory_service)

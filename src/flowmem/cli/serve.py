@@ -17,6 +17,7 @@ exists, the server says how to create one (``flowmem token create --admin``).
 from __future__ import annotations
 
 import copy
+import ipaddress
 import os
 import socket
 import sys
@@ -33,7 +34,7 @@ from flowmem.access import PERM_ADMIN
 from flowmem.api.gate import BODY_TIMEOUT, TOKEN_CACHE_TTL
 from flowmem.api.ratelimit import ENV as RATE_ENV
 from flowmem.api.ratelimit import RateLimits
-from flowmem.api.tcp import DEFAULT_HEADER_TIMEOUT, HEADER_TIMEOUT_ENV, PROTOCOL
+from flowmem.api.tcp import DEFAULT_HEADER_TIMEOUT, HEAD_LIMIT, HEADER_TIMEOUT_ENV, PROTOCOL
 from flowmem.auth import bootstrap_admin_token
 from flowmem.cli.database import (
     DATABASE_ENV,
@@ -53,9 +54,31 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_LIMIT_CONCURRENCY = 500  # open connections (and running requests) per worker
 DEFAULT_KEEP_ALIVE = 5  # seconds an idle keep-alive connection stays open
-MAX_HEADER_BYTES = 16 * 1024  # h11's largest incomplete request head (uvicorn's default, explicit)
 BODY_TIMEOUT_ENV = "FLOWMEM_BODY_TIMEOUT"
 TOKEN_CACHE_TTL_ENV = "FLOWMEM_TOKEN_CACHE_TTL"
+FORWARDED_ALLOW_IPS_ENV = "FLOWMEM_FORWARDED_ALLOW_IPS"
+
+
+def check_forwarded_allow_ips(value: str) -> str:
+    """Check ``--forwarded-allow-ips``: comma-separated addresses or networks, or ``*``; ``""``: none.
+
+    Only a peer named here may set the client address with ``X-Forwarded-For`` (and
+    the scheme with ``X-Forwarded-Proto``); uvicorn's own default trusts loopback,
+    where any local process could forge the address the rate limits and the logs
+    use (issue 24 §3). ConfigurationError for anything else.
+    """
+    items = [item.strip() for item in value.split(",") if item.strip()]
+    for item in items:
+        if item == "*":
+            continue
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise ConfigurationError(
+                f"--forwarded-allow-ips: {item!r} is not an IP address or network "
+                "(e.g. 10.0.0.5, 10.0.0.0/24, ::1, or * for any)"
+            ) from None
+    return ",".join(items)
 
 
 def _limit_options(command: F) -> F:
@@ -68,6 +91,9 @@ def _limit_options(command: F) -> F:
         ("record_bytes", "Bytes of one memory record value (JSON)."),
         ("session_metadata_bytes", "Bytes of one session's metadata (JSON)."),
         ("sessions_per_user", "Sessions one user may own."),
+        ("user_bytes", "Per-user quota: bytes one user's buffers and records hold (JSON)."),
+        ("user_buffers", "Per-user quota: buffers one user has."),
+        ("user_records", "Per-user quota: memory records one user has."),
     ]
     options = [
         click.option(
@@ -364,6 +390,16 @@ def announce(created: Bootstrap | None, has_admin: bool, url: str, host: str, po
     "looked up, without looking it up again: a revocation by another process is seen "
     "within this time (writes check their token at once). 0 = look it up every time.",
 )
+@click.option(
+    "--forwarded-allow-ips",
+    default="",
+    show_default=True,
+    envvar=FORWARDED_ALLOW_IPS_ENV,
+    show_envvar=True,
+    help="Addresses (or networks, comma-separated; * for any) of the reverse proxies whose "
+    "X-Forwarded-For / X-Forwarded-Proto are trusted. Default: none, the client address is "
+    "the connection's peer.",
+)
 @_limit_options
 def serve_command(
     database: str | None,
@@ -380,6 +416,7 @@ def serve_command(
     header_timeout: float,
     body_timeout: float,
     token_cache_ttl: float,
+    forwarded_allow_ips: str,
     **limit_values: Any,
 ) -> None:
     """Serve the HTTP API on uvicorn (default database: ./flowmem.db).
@@ -390,6 +427,7 @@ def serve_command(
     connections and let in-flight requests finish before exiting.
     """
     url = database or default_database_url()
+    proxies = check_forwarded_allow_ips(forwarded_allow_ips)
     in_process = url.startswith("memory://")
     limits = Limits(**{k: v for k, v in limit_values.items() if k in LIMIT_ENV})
     rate_limits = RateLimits(**{k: v for k, v in limit_values.items() if k in RATE_ENV})
@@ -451,7 +489,10 @@ def serve_command(
         "server_header": False,
         "limit_concurrency": limit_concurrency,
         "timeout_keep_alive": timeout_keep_alive,
-        "h11_max_incomplete_event_size": MAX_HEADER_BYTES,
+        "h11_max_incomplete_event_size": HEAD_LIMIT,  # 431 past it (flowmem.api.tcp)
+        # forwarded headers only from the proxies named (never uvicorn's loopback default)
+        "proxy_headers": bool(proxies),
+        "forwarded_allow_ips": proxies,
     }
     target = app if app is not None else "flowmem.api.app:app_from_env"
     if workers > 1 and spreads_connections():

@@ -27,9 +27,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from flowmem.core import AppendOutcome, Message
+from flowmem.errors import ConfigurationError
 
 DEFAULT_LOCK_TIMEOUT = 5.0  # seconds an append waits for its turn (MEM-12)
 PURGE_BATCH = 1000  # expired records one ``purge_expired`` call deletes at most (one transaction)
+PAGE_ROWS = 512  # rows one ``page_bodies`` call returns at most
+PAGE_CHARS = 256 * 1024  # characters of JSON text after which a page ends (one row at least)
 
 SESSION_STATUSES: tuple[str, ...] = ("idle", "running", "completed", "failed")
 SESSION_SCOPE = "session"  # the memory scope whose scope id is a session id (deleted with it)
@@ -182,6 +185,72 @@ class TokenRecord:
     label: str = ""
 
 
+@dataclass(frozen=True)
+class BodyPage:
+    """One page of a paged buffer read (``Store.page_bodies``).
+
+    ``version``: the buffer as the page found it, (buffer id, header version); None
+    when there is no buffer. ``count``: the buffer's rows at that version.
+    ``bodies``: ``(cursor, compact JSON text)`` in order. ``older``: on a first page
+    asked with ``last``, rows exist below its first row. ``more``: rows below
+    ``before`` follow this page's last one.
+    """
+
+    version: tuple[int, int] | None
+    count: int
+    bodies: list[tuple[int, str]] = field(default_factory=list)
+    older: bool = False
+    more: bool = False
+
+
+@dataclass(frozen=True)
+class Quotas:
+    """What one user may keep stored, counted by the store across every process (0 = no quota).
+
+    A user's data is what lives in its ``user`` scope and in the ``session`` scope of
+    every session it owns; ``bytes`` is its buffers' rows and its records' values as
+    stored JSON (UTF-8). A write that would take a user past one is refused whole
+    (QuotaExceededError); one that shrinks (a delete, an evicting append) never is.
+    """
+
+    bytes: int = 1024 * 1024 * 1024
+    buffers: int = 10_000
+    records: int = 100_000
+
+    def __post_init__(self) -> None:
+        for name in ("bytes", "buffers", "records"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigurationError(f"quota {name} must be an integer >= 0, got {value!r}")
+
+    @classmethod
+    def off(cls) -> Quotas:
+        """No quota at all."""
+        return cls(0, 0, 0)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a store counts for one user against its ``Quotas``."""
+
+    bytes: int = 0
+    buffers: int = 0
+    records: int = 0
+
+
+def quota_owner(scope: str, scope_id: str, session_owner: str | None) -> str | None:
+    """Whose quota data at this scope counts against: the user of a ``user`` scope, a session's owner.
+
+    ``session_owner``: the owner of the session ``scope_id`` names (``session`` scope
+    only). None: nobody's (shared scopes, unowned sessions).
+    """
+    if scope == USER_SCOPE:
+        return scope_id
+    if scope == SESSION_SCOPE:
+        return session_owner
+    return None
+
+
 class Store(Protocol):
     """The one storage protocol: memory records, buffers, sessions, transcripts, tokens."""
 
@@ -265,6 +334,29 @@ class Store(Protocol):
         Only rows whose cursor is below ``before``, and of those the last ``last``,
         when given. A cursor is an integer that grows with a row's place in the
         buffer (SQL: its stored position, stable while the row lives; memory: its index).
+        """
+        ...
+
+    def page_bodies(
+        self,
+        address: Address,
+        *,
+        after: int | None = None,
+        before: int | None = None,
+        last: int | None = None,
+        version: tuple[int, int] | None = None,
+        rows: int = PAGE_ROWS,
+        chars: int = PAGE_CHARS,
+    ) -> BodyPage:
+        """Read one page of a buffer's rows, unparsed: those with ``after < cursor < before``, in order.
+
+        ``last`` (a first page): only the last ``last`` of them are read, and
+        ``older`` says whether rows exist below. A page holds at most ``rows`` rows
+        and ends once it holds ``chars`` characters (at least one row), so a reader
+        holds one page whatever the buffer's size. Each call is one snapshot; the
+        next page passes the first one's ``version`` and the last cursor read as
+        ``after``: BufferChangedError, nothing returned, when the buffer was written
+        since (the pages would not be one snapshot; read again).
         """
         ...
 
@@ -386,6 +478,15 @@ class Store(Protocol):
 
     def release_idempotency(self, owner: str, key: str) -> None:
         """Delete a claimed key whose request failed (an answered key is kept)."""
+        ...
+
+    # --- per-user quotas (docs/decisions/0044) -------------------------------------
+    def set_quotas(self, quotas: Quotas) -> None:
+        """Enforce ``quotas`` on every later write through this store object (default ``Quotas()``)."""
+        ...
+
+    def usage(self, user_id: str) -> Usage:
+        """Return what is counted for ``user_id`` (zeros for a user with nothing stored)."""
         ...
 
     # --- tokens ------------------------------------------------------------------

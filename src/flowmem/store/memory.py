@@ -7,6 +7,7 @@ the pure ``append`` with a lock around it. Data lives as long as the object.
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import threading
 import time
@@ -17,21 +18,32 @@ from itertools import islice
 from typing import Any
 
 from flowmem.core import AppendOutcome, IndexedListEditor, Message, apply_append
-from flowmem.errors import ConflictError, IdempotencyKeyInFlightError
+from flowmem.errors import (
+    BufferChangedError,
+    ConflictError,
+    IdempotencyKeyInFlightError,
+    QuotaExceededError,
+)
 from flowmem.store.adk.memory import MemoryAdkSessions
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
+    PAGE_CHARS,
+    PAGE_ROWS,
     PURGE_BATCH,
     SESSION_SCOPE,
     USER_SCOPE,
     Address,
+    BodyPage,
     Erasure,
     Idempotency,
+    Quotas,
     SessionRecord,
     StoredAnswer,
     TokenRecord,
     TranscriptMessage,
+    Usage,
     WriteGuard,
+    quota_owner,
 )
 from flowmem.store.checkpoints.memory import MemoryCheckpoints
 from flowmem.store.conversations.memory import MemoryConversations
@@ -108,6 +120,12 @@ class MemoryStore:
         self._tokens: dict[str, TokenRecord] = {}
         self._keys: dict[tuple[str, str], StoredAnswer] = {}  # (owner, key) -> idempotency key
         self._deleted: dict[str, float] = {}  # deleted session ids: never created again
+        self._versions: dict[Address, int] = {}  # a buffer's last change (paged reads)
+        self._changes = itertools.count(1)
+        self._buffer_owners: dict[Address, str | None] = {}  # whose quota a buffer counts
+        self._record_owners: dict[Address, str | None] = {}  # whose quota a record counts
+        self._usage: dict[str, Usage] = {}
+        self._quotas = Quotas()
         self.checkpoints = MemoryCheckpoints(self)  # LangGraph's checkpoints (decision 0040)
         self.conversations = MemoryConversations(self)  # pydantic-ai's (decision 0051)
         self.adk = MemoryAdkSessions(self)  # Google ADK's sessions and states (decision 0053)
@@ -181,6 +199,105 @@ class MemoryStore:
                 idempotency.fingerprint, status, body, idempotency.expires_at
             )
 
+    # --- what every change of a buffer or record goes through (the lock held) -------
+    def _owner(
+        self, address: Address, created: SessionRecord | None = None, record: bool = False
+    ) -> str | None:
+        """Whose quota a buffer (``record``: a record) at ``address`` counts against.
+
+        ``created``: a session this write makes.
+        """
+        owners, stored = (
+            (self._record_owners, self._records) if record else (self._buffer_owners, self._buffers)
+        )
+        if address in stored:
+            return owners.get(address)
+        session = None
+        if address.scope == SESSION_SCOPE:
+            session = self._sessions.get(address.scope_id)
+            if session is None and created is not None and created.id == address.scope_id:
+                session = created
+        return quota_owner(address.scope, address.scope_id, None if session is None else session.owner)
+
+    def _charge(
+        self, owner: str | None, size: int, buffers: int, records: int, count: bool = True
+    ) -> None:
+        """Count a change for ``owner``; QuotaExceededError, nothing counted, for growth past a quota.
+
+        ``count=False`` only checks.
+        """
+        if owner is None:
+            return
+        used = self._usage.get(owner, Usage())
+        after = Usage(used.bytes + size, used.buffers + buffers, used.records + records)
+        quotas = self._quotas
+        for name, delta, value, limit in (
+            ("bytes", size, after.bytes, quotas.bytes),
+            ("buffers", buffers, after.buffers, quotas.buffers),
+            ("records", records, after.records, quotas.records),
+        ):
+            if delta > 0 and limit and value > limit:
+                raise QuotaExceededError.reached(name, owner, limit)
+        if not count:
+            return
+        if after == Usage():
+            self._usage.pop(owner, None)
+        else:
+            self._usage[owner] = after
+
+    def _set_buffer(
+        self, address: Address, rows: list[Message], size: int, created: SessionRecord | None = None
+    ) -> None:
+        """Store a buffer's rows and size, counted against its owner's quotas (the last step)."""
+        new = address not in self._buffers
+        owner = self._owner(address, created)
+        self._charge(owner, size - self._sizes.get(address, 0), int(new), 0)
+        self._buffers[address] = rows
+        self._sizes[address] = size
+        self._buffer_owners[address] = owner
+        self._versions[address] = next(self._changes)
+
+    def _drop_buffer(self, address: Address) -> None:
+        """Delete a buffer (counted off its owner's usage)."""
+        if address not in self._buffers:
+            return
+        self._charge(self._buffer_owners.pop(address, None), -self._sizes.get(address, 0), -1, 0)
+        del self._buffers[address]
+        self._sizes.pop(address, None)
+        self._versions.pop(address, None)
+        self._evicted.pop(address, None)
+
+    def _set_record(
+        self,
+        address: Address,
+        text: str,
+        expires_at: float | None,
+        created: SessionRecord | None = None,
+    ) -> None:
+        """Store a record, counted against its owner's quotas (the last step)."""
+        old = self._records.get(address)
+        owner = self._owner(address, created, record=True)
+        before = 0 if old is None else utf8_size(old[0])
+        self._charge(owner, utf8_size(text) - before, 0, int(old is None))
+        self._records[address] = (text, expires_at)
+        self._record_owners[address] = owner
+
+    def _drop_record(self, address: Address) -> None:
+        """Delete a record (counted off its owner's usage)."""
+        old = self._records.pop(address, None)
+        if old is not None:
+            self._charge(self._record_owners.pop(address, None), -utf8_size(old[0]), 0, -1)
+
+    def set_quotas(self, quotas: Quotas) -> None:
+        """Enforce ``quotas`` on every later write."""
+        with self._lock:
+            self._quotas = quotas
+
+    def usage(self, user_id: str) -> Usage:
+        """Return what is counted for ``user_id``."""
+        with self._lock:
+            return self._usage.get(user_id, Usage())
+
     def put_record(
         self,
         address: Address,
@@ -199,8 +316,8 @@ class MemoryStore:
         with self._lock:
             created = self._check_guard(guard)
             self._check_key(idempotency)
+            self._set_record(address, text, expires_at, created)
             self._record_key(idempotency, None)
-            self._records[address] = (text, expires_at)
             self._store_session(created)
 
     def purge_expired(self, now: float, limit: int = PURGE_BATCH) -> int:
@@ -218,7 +335,7 @@ class MemoryStore:
                 )
             )
             for address in expired:
-                del self._records[address]
+                self._drop_record(address)
             keys = list(
                 islice(
                     (
@@ -240,7 +357,7 @@ class MemoryStore:
             self._check_key(idempotency)
             existed = address in self._records
             self._record_key(idempotency, existed)
-            self._records.pop(address, None)
+            self._drop_record(address)
             return existed
 
     # --- conversation buffers ------------------------------------------------
@@ -283,9 +400,8 @@ class MemoryStore:
             check_buffer_bytes(address, size, editor.bytes, max_bytes)
             if snapshot:
                 outcome = replace(outcome, rows=copy.deepcopy(editor.rows))
+            self._set_buffer(address, editor.rows, editor.bytes, created)
             self._record_key(idempotency, outcome)
-            self._buffers[address] = editor.rows
-            self._sizes[address] = editor.bytes
             if editor.evicted:
                 self._evicted[address] = tuple(editor.evicted)
             self._store_session(created)
@@ -328,6 +444,52 @@ class MemoryStore:
             start = 0 if last is None else max(end - last, 0)
             return [(index, dump_json(rows[index], "message")) for index in range(start, end)]
 
+    def page_bodies(
+        self,
+        address: Address,
+        *,
+        after: int | None = None,
+        before: int | None = None,
+        last: int | None = None,
+        version: tuple[int, int] | None = None,
+        rows: int = PAGE_ROWS,
+        chars: int = PAGE_CHARS,
+    ) -> BodyPage:
+        """One page of a paged read (``Store.page_bodies``); cursors are row indexes."""
+        check_address(address)
+        for value in (after, before, last):
+            check_last(value)
+        check_batch(rows)
+        check_batch(chars)
+        with self._lock:
+            stored = self._buffers.get(address)
+            found = None if stored is None else (0, self._versions.get(address, 0))
+            if version is not None and found != version:
+                raise BufferChangedError(
+                    f"buffer {address.scope}/{address.scope_id}/{address.key} was written "
+                    "since the first page of this read: read it again"
+                )
+            if stored is None or found is None:
+                return BodyPage(None, 0)
+            end = len(stored) if before is None else min(before, len(stored))
+            start = 0 if after is None else after + 1
+            older = False
+            if last == 0:
+                return BodyPage(found, len(stored))
+            if last is not None:
+                floor = max(end - last, 0)
+                older = floor > 0
+                start = max(start, floor)
+            bodies: list[tuple[int, str]] = []
+            size = 0
+            index = start
+            while index < end and len(bodies) < rows and size < chars:
+                text = dump_json(stored[index], "message")
+                bodies.append((index, text))
+                size += len(text)
+                index += 1
+            return BodyPage(found, len(stored), bodies, older, index < end)
+
     def count(self, address: Address) -> int:
         """Return the number of rows."""
         check_address(address)
@@ -348,9 +510,7 @@ class MemoryStore:
             self._check_key(idempotency)
             removed = len(self._buffers.get(address, []))
             self._record_key(idempotency, removed)
-            self._sizes.pop(address, None)
-            self._buffers.pop(address, None)
-            self._evicted.pop(address, None)
+            self._drop_buffer(address)
             return removed
 
     def pop_last(self, address: Address, guard_session: str | None = None) -> Message | None:
@@ -365,11 +525,11 @@ class MemoryStore:
             rows = self._buffers.get(address)
             if not rows:
                 return None
-            row = rows.pop()
-            self._sizes[address] = self._sizes.get(address, 0) - row_bytes(row)
-            if not rows:
-                del self._buffers[address]
-                del self._sizes[address]
+            if len(rows) == 1:
+                self._drop_buffer(address)
+                return rows[0]
+            row = rows[-1]
+            self._set_buffer(address, rows[:-1], self._sizes.get(address, 0) - row_bytes(row))
             return row
 
     # --- sessions ---------------------------------------------------------------
@@ -464,15 +624,13 @@ class MemoryStore:
 
     def _drop_scope(self, scope: str, scope_id: str) -> tuple[int, int]:
         """Delete every buffer and record of one scope id (lock held); return (buffers, records)."""
-        counts = []
-        for stored in (self._buffers, self._records):
-            found = [a for a in stored if a[:2] == (scope, scope_id)]
-            for address in found:
-                del stored[address]
-                self._sizes.pop(address, None)
-                self._evicted.pop(address, None)
-            counts.append(len(found))
-        return counts[0], counts[1]
+        buffers = [a for a in self._buffers if a[:2] == (scope, scope_id)]
+        for address in buffers:
+            self._drop_buffer(address)
+        records = [a for a in self._records if a[:2] == (scope, scope_id)]
+        for address in records:
+            self._drop_record(address)
+        return len(buffers), len(records)
 
     # --- transcripts -------------------------------------------------------------
     def add_transcript(

@@ -34,9 +34,11 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from flowmem.core import Answer, AppendOutcome, Message, apply_append, call_ids, result_id
 from flowmem.errors import (
+    BufferChangedError,
     ConfigurationError,
     IdempotencyKeyInFlightError,
     InvalidInputError,
+    QuotaExceededError,
     StoreBusyError,
     StoreCorruptError,
     StoreError,
@@ -46,7 +48,18 @@ from flowmem.errors import (
 )
 from flowmem.store.adk import postgres as adk_tables
 from flowmem.store.adk.sql import SqlAdkSessions
-from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address, Idempotency, Store, WriteGuard
+from flowmem.store.base import (
+    DEFAULT_LOCK_TIMEOUT,
+    PAGE_CHARS,
+    PAGE_ROWS,
+    Address,
+    BodyPage,
+    Idempotency,
+    Quotas,
+    Store,
+    Usage,
+    WriteGuard,
+)
 from flowmem.store.checkpoints import postgres as checkpoint_tables
 from flowmem.store.checkpoints.sql import SqlCheckpoints
 from flowmem.store.conversations import postgres as conversation_tables
@@ -63,13 +76,15 @@ from flowmem.store.known import (
 )
 from flowmem.store.rows import (
     check_address,
+    check_batch,
     check_buffer_bytes,
+    check_last,
     check_lock_timeout,
     check_rows,
     ensure_form,
     guard_form,
 )
-from flowmem.store.sqlbase import SqlStore
+from flowmem.store.sqlbase import LAST_MAX, SqlStore
 
 log = logging.getLogger("flowmem")
 
@@ -78,6 +93,10 @@ T = TypeVar("T")
 UNSERIALIZED_ATTEMPTS = 20  # retries of an unserialized append that collided with another
 MIGRATION_LOCK = 0x666C6F776D656D  # advisory key serializing schema migrations ("flowmem")
 POOL_PARAMS = ("pool_min", "pool_max", "connect_timeout_s", "known_buffers")
+
+# whose quota data at a scope counts against (flowmem.store.base.quota_owner, in SQL)
+_OWNER_OF = """CASE {t}.scope WHEN 'user' THEN {t}.scope_id
+    WHEN 'session' THEN (SELECT owner FROM sessions WHERE sessions.id = {t}.scope_id) END"""
 
 # Append-only: never edit a released migration, add a new one.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -165,6 +184,122 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (buffer_id, call_id))""",
         "CREATE INDEX buffer_evicted_seq ON buffer_evicted (buffer_id, seq)",
     ),
+    # 12: per-user quotas, counted in the write's own transaction (docs/decisions/0044):
+    # whose quota each buffer and record counts against, what each user has, and the
+    # triggers that keep the count; the quotas are the connection's flowmem.quota_* settings
+    (
+        "ALTER TABLE buffers ADD COLUMN owner TEXT",
+        "ALTER TABLE records ADD COLUMN owner TEXT",
+        f"UPDATE buffers SET owner = {_OWNER_OF.format(t='buffers')}",
+        f"UPDATE records SET owner = {_OWNER_OF.format(t='records')}",
+        """CREATE TABLE user_usage (
+            user_id TEXT PRIMARY KEY, bytes BIGINT NOT NULL DEFAULT 0,
+            buffers BIGINT NOT NULL DEFAULT 0, records BIGINT NOT NULL DEFAULT 0)""",
+        """INSERT INTO user_usage (user_id, bytes, buffers, records)
+            SELECT owner, SUM(b), SUM(n), SUM(r) FROM (
+                SELECT owner, bytes AS b, 1 AS n, 0 AS r FROM buffers WHERE owner IS NOT NULL
+                UNION ALL SELECT owner, octet_length(value), 0, 1 FROM records
+                    WHERE owner IS NOT NULL) AS owned GROUP BY owner""",
+        """CREATE FUNCTION flowmem_quota_check(who TEXT, quota TEXT, used BIGINT) RETURNS void
+            LANGUAGE plpgsql AS $$
+            DECLARE
+                quota_limit BIGINT := NULLIF(current_setting('flowmem.quota_' || quota, true), '')::BIGINT;
+            BEGIN
+                IF quota_limit > 0 AND used > quota_limit THEN
+                    RAISE EXCEPTION 'flowmem_quota' USING DETAIL = quota || ' ' || quota_limit, HINT = who;
+                END IF;
+            END $$""",
+        f"""CREATE FUNCTION flowmem_owner() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                NEW.owner := {_OWNER_OF.format(t='NEW')};
+                RETURN NEW;
+            END $$""",
+        """CREATE TRIGGER buffers_owner BEFORE INSERT ON buffers
+            FOR EACH ROW EXECUTE FUNCTION flowmem_owner()""",
+        """CREATE TRIGGER records_owner BEFORE INSERT ON records
+            FOR EACH ROW EXECUTE FUNCTION flowmem_owner()""",
+        # add (size, buffers, records) to a user's usage; return the new row. An UPDATE
+        # first (the usual case: the row exists), the insert only for a user's first data
+        """CREATE FUNCTION flowmem_usage_add(who TEXT, size BIGINT, buffers BIGINT, records BIGINT)
+            RETURNS user_usage LANGUAGE plpgsql AS $$
+            DECLARE used user_usage%ROWTYPE;
+            BEGIN
+                UPDATE user_usage AS u SET bytes = u.bytes + size, buffers = u.buffers + flowmem_usage_add.buffers,
+                    records = u.records + flowmem_usage_add.records
+                    WHERE user_id = who RETURNING * INTO used;
+                IF NOT FOUND THEN
+                    INSERT INTO user_usage AS u (user_id, bytes, buffers, records)
+                        VALUES (who, size, flowmem_usage_add.buffers, flowmem_usage_add.records)
+                        ON CONFLICT (user_id) DO UPDATE SET bytes = u.bytes + excluded.bytes,
+                        buffers = u.buffers + excluded.buffers, records = u.records + excluded.records
+                        RETURNING * INTO used;
+                END IF;
+                RETURN used;
+            END $$""",
+        """CREATE FUNCTION flowmem_buffer_grown() RETURNS trigger LANGUAGE plpgsql AS $$
+            DECLARE used user_usage%ROWTYPE; quota_limit BIGINT;
+            BEGIN
+                IF TG_OP = 'INSERT' THEN
+                    used := flowmem_usage_add(NEW.owner, NEW.bytes, 1, 0);
+                    PERFORM flowmem_quota_check(NEW.owner, 'buffers', used.buffers);
+                    RETURN NULL;
+                END IF;
+                -- the append's own path, once per append: written out, no call
+                UPDATE user_usage SET bytes = bytes + (NEW.bytes - OLD.bytes)
+                    WHERE user_id = NEW.owner RETURNING * INTO used;
+                IF NOT FOUND THEN
+                    used := flowmem_usage_add(NEW.owner, NEW.bytes - OLD.bytes, 0, 0);
+                END IF;
+                IF NEW.bytes > OLD.bytes THEN
+                    quota_limit := NULLIF(current_setting('flowmem.quota_bytes', true), '')::BIGINT;
+                    IF quota_limit > 0 AND used.bytes > quota_limit THEN
+                        RAISE EXCEPTION 'flowmem_quota'
+                            USING DETAIL = 'bytes ' || quota_limit, HINT = NEW.owner;
+                    END IF;
+                END IF;
+                RETURN NULL;
+            END $$""",
+        """CREATE FUNCTION flowmem_buffer_dropped() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                PERFORM flowmem_usage_add(OLD.owner, -OLD.bytes, -1, 0);
+                RETURN NULL;
+            END $$""",
+        # the WHEN clauses spare the function call when nothing is counted
+        """CREATE TRIGGER buffers_usage_insert AFTER INSERT ON buffers FOR EACH ROW
+            WHEN (NEW.owner IS NOT NULL) EXECUTE FUNCTION flowmem_buffer_grown()""",
+        """CREATE TRIGGER buffers_usage_update AFTER UPDATE OF bytes ON buffers FOR EACH ROW
+            WHEN (NEW.owner IS NOT NULL AND NEW.bytes <> OLD.bytes)
+            EXECUTE FUNCTION flowmem_buffer_grown()""",
+        """CREATE TRIGGER buffers_usage_delete AFTER DELETE ON buffers FOR EACH ROW
+            WHEN (OLD.owner IS NOT NULL) EXECUTE FUNCTION flowmem_buffer_dropped()""",
+        """CREATE FUNCTION flowmem_record_grown() RETURNS trigger LANGUAGE plpgsql AS $$
+            DECLARE used user_usage%ROWTYPE;
+            BEGIN
+                IF TG_OP = 'INSERT' THEN
+                    used := flowmem_usage_add(NEW.owner, octet_length(NEW.value), 0, 1);
+                    PERFORM flowmem_quota_check(NEW.owner, 'records', used.records);
+                    PERFORM flowmem_quota_check(NEW.owner, 'bytes', used.bytes);
+                ELSE
+                    used := flowmem_usage_add(NEW.owner, octet_length(NEW.value) - octet_length(OLD.value), 0, 0);
+                    IF octet_length(NEW.value) > octet_length(OLD.value) THEN
+                        PERFORM flowmem_quota_check(NEW.owner, 'bytes', used.bytes);
+                    END IF;
+                END IF;
+                RETURN NULL;
+            END $$""",
+        """CREATE FUNCTION flowmem_record_dropped() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                PERFORM flowmem_usage_add(OLD.owner, -octet_length(OLD.value), 0, -1);
+                RETURN NULL;
+            END $$""",
+        """CREATE TRIGGER records_usage_insert AFTER INSERT ON records FOR EACH ROW
+            WHEN (NEW.owner IS NOT NULL) EXECUTE FUNCTION flowmem_record_grown()""",
+        """CREATE TRIGGER records_usage_update AFTER UPDATE OF value ON records FOR EACH ROW
+            WHEN (NEW.owner IS NOT NULL AND octet_length(NEW.value) <> octet_length(OLD.value))
+            EXECUTE FUNCTION flowmem_record_grown()""",
+        """CREATE TRIGGER records_usage_delete AFTER DELETE ON records FOR EACH ROW
+            WHEN (OLD.owner IS NOT NULL) EXECUTE FUNCTION flowmem_record_dropped()""",
+    ),
 )
 
 _B = "buffer_id = %s"
@@ -232,6 +367,32 @@ SQL: dict[str, str] = {
     "bodies_last_before": """SELECT pos, body FROM (SELECT pos, body FROM buffer_rows
         WHERE buffer_id = %s AND pos < %s ORDER BY pos DESC LIMIT %s) AS tail ORDER BY pos""",
     "count": f"SELECT count FROM buffers WHERE {_ADDR}",
+    "usage_get": "SELECT bytes, buffers, records FROM user_usage WHERE user_id = %s",
+    "usage_delete": "DELETE FROM user_usage WHERE user_id = %s",
+    "quotas_set": """SELECT set_config('flowmem.quota_bytes', %s, false),
+        set_config('flowmem.quota_buffers', %s, false), set_config('flowmem.quota_records', %s, false)""",
+    # a paged read (page_bodies): one statement, one snapshot; the page is cut by size on the
+    # server (octet_length reads no TOASTed body), so the client gets the page only
+    "page_head": f"SELECT id, id, version, count FROM buffers WHERE {_ADDR}",
+    "page_floor": f"SELECT pos FROM buffer_rows WHERE {_B} AND pos < %s ORDER BY pos DESC LIMIT 1 OFFSET %s",
+    "page_rows": f"SELECT pos, body FROM buffer_rows WHERE {_B} AND pos > %s AND pos < %s ORDER BY pos LIMIT %s",
+}
+_PAGE = """LEFT JOIN LATERAL (SELECT pos, body, fetched FROM (
+        SELECT pos, body, COUNT(*) OVER () AS fetched, ROW_NUMBER() OVER (ORDER BY pos) AS n,
+            SUM(octet_length(body)) OVER (ORDER BY pos ROWS UNBOUNDED PRECEDING)
+                - octet_length(body) AS ahead
+        FROM (SELECT pos, body FROM buffer_rows WHERE buffer_id = b.id AND pos > {low} AND pos < %s
+            ORDER BY pos LIMIT %s) AS page) AS sized
+    WHERE n = 1 OR (n <= %s AND ahead < %s)) AS p ON true"""
+SQL |= {
+    "page_read": f"""SELECT b.id, b.version, b.count, NULL::bigint, p.pos, p.body, p.fetched
+    FROM buffers b {_PAGE.format(low="%s")} WHERE b.scope = %s AND b.scope_id = %s AND b.key = %s
+    ORDER BY p.pos""",
+    "page_read_last": f"""SELECT b.id, b.version, b.count, f.floor, p.pos, p.body, p.fetched
+    FROM buffers b CROSS JOIN LATERAL (SELECT (SELECT pos FROM buffer_rows WHERE buffer_id = b.id
+        AND pos < %s ORDER BY pos DESC LIMIT 1 OFFSET %s) AS floor) AS f
+    {_PAGE.format(low="GREATEST(%s, COALESCE(f.floor, -1))")}
+    WHERE b.scope = %s AND b.scope_id = %s AND b.key = %s ORDER BY p.pos""",
     "clear_rows": f"DELETE FROM buffer_rows WHERE {_B}",
     "clear_calls": f"DELETE FROM buffer_calls WHERE {_B}",
     "clear_answers": f"DELETE FROM buffer_answers WHERE {_B}",
@@ -585,7 +746,14 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         """
         try:
             with self._pool.connection() as conn:
+                if conn.__dict__.get(_QUOTAS) != self._quotas:
+                    self._send_quotas(conn)
                 yield conn
+        except psycopg.errors.RaiseException as exc:
+            refused = _quota_refused(exc)
+            if refused is None:
+                raise StoreError(f"PostgreSQL error: {exc}") from exc
+            raise refused from None
         except PoolTimeout as exc:
             raise StoreUnavailableError(f"no PostgreSQL connection available: {exc}") from exc
         except psycopg.errors.DiskFull as exc:
@@ -600,6 +768,22 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
             raise InvalidInputError(f"a value cannot be stored: {exc}") from exc
         except psycopg.Error as exc:
             raise StoreError(f"PostgreSQL error: {exc}") from exc
+
+    def _send_quotas(self, conn: psycopg.Connection[Any]) -> None:
+        """Give the connection this store's quotas (session settings the quota triggers read)."""
+        quotas = self._quotas
+        conn.execute(SQL["quotas_set"], (str(quotas.bytes), str(quotas.buffers), str(quotas.records)))
+        conn.__dict__[_QUOTAS] = quotas
+
+    def set_quotas(self, quotas: Quotas) -> None:
+        """Enforce ``quotas`` on every later write through this store (each connection is told once)."""
+        self._quotas = quotas
+
+    def usage(self, user_id: str) -> Usage:
+        """Return what the triggers counted for ``user_id``."""
+        with self._connection() as conn:
+            row = conn.execute(SQL["usage_get"], (user_id,)).fetchone()
+        return Usage() if row is None else Usage(int(row[0]), int(row[1]), int(row[2]))
 
     def _write(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         """Run ``work`` in one transaction."""
@@ -638,6 +822,50 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
             cursor.execute(SQL["load_all"], tuple(address))
             while chunk := cursor.fetchmany(batch):
                 yield chunk
+
+    def page_bodies(
+        self,
+        address: Address,
+        *,
+        after: int | None = None,
+        before: int | None = None,
+        last: int | None = None,
+        version: tuple[int, int] | None = None,
+        rows: int = PAGE_ROWS,
+        chars: int = PAGE_CHARS,
+    ) -> BodyPage:
+        """One page of a paged read in one statement: one snapshot, one round trip.
+
+        The server cuts the page at ``chars`` bytes (``octet_length``), so only the
+        page crosses the network.
+        """
+        check_address(address)
+        for value in (after, before, last):
+            check_last(value)
+        check_batch(rows)
+        check_batch(chars)
+        high = LAST_MAX if before is None else min(before, LAST_MAX)
+        low = -1 if after is None else after
+        limit = 0 if last == 0 else rows + 1
+        page = (high, limit, rows, chars, *address)
+        with self._connection() as conn:
+            if last is None or last == 0:
+                found = conn.execute(SQL["page_read"], (low, *page)).fetchall()
+            else:
+                params = (high, min(last, LAST_MAX), low, *page)
+                found = conn.execute(SQL["page_read_last"], params).fetchall()
+        head = (int(found[0][0]), int(found[0][1])) if found else None
+        if version is not None and head != version:
+            raise BufferChangedError(
+                f"buffer {address.scope}/{address.scope_id}/{address.key} was written "
+                "since the first page of this read: read it again"
+            )
+        if not found or head is None:
+            return BodyPage(None, 0)
+        bodies = [(int(r[4]), str(r[5])) for r in found if r[4] is not None]
+        fetched = int(found[0][6] or 0)
+        older = last is not None and last > 0 and found[0][3] is not None
+        return BodyPage(head, int(found[0][2]), bodies, older, fetched > len(bodies))
 
     def _load_last(
         self, conn: psycopg.Connection[Any], address: Address, last: int
@@ -1059,6 +1287,7 @@ class _Pipeline:
                     error = psycopg.errors.error_from_result(res, encoding=self.pgconn._encoding)
                     if isinstance(error, psycopg.errors.InvalidSqlStatementName):
                         self.prepared.forget()
+                        self.conn.__dict__.pop(_QUOTAS, None)  # DISCARD ALL reset them too
                     raise error
                 if status == _PIPELINE_ABORTED:
                     raise psycopg.errors.PipelineAborted("pipeline aborted")
@@ -1179,6 +1408,15 @@ _TEXT = [PyFormat.TEXT] * 64  # parameter formats (a slice of it per statement)
 _COMMAND_OK, _FATAL_ERROR = pq.ExecStatus.COMMAND_OK, pq.ExecStatus.FATAL_ERROR
 _PIPELINE_ABORTED = pq.ExecStatus.PIPELINE_ABORTED
 _STATE = "_flowmem_prepared"  # the attribute of a connection holding its ``_Prepared``
+_QUOTAS = "_flowmem_quotas"  # the attribute of a connection holding the quotas it was given
+
+
+def _quota_refused(exc: psycopg.errors.RaiseException) -> QuotaExceededError | None:
+    """The QuotaExceededError a quota trigger raised (``flowmem_quota_check``), or None."""
+    if exc.diag.message_primary != "flowmem_quota":
+        return None
+    quota, _, limit = (exc.diag.message_detail or "").partition(" ")
+    return QuotaExceededError.reached(quota, exc.diag.message_hint or "", int(limit or 0))
 
 
 def _prepared_of(conn: psycopg.Connection[Any]) -> _Prepared:

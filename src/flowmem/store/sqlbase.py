@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from flowmem.core import AppendOutcome, Message, apply_append
 from flowmem.errors import (
+    BufferChangedError,
     ConflictError,
     DatabaseNotFoundError,
     IdempotencyKeyInFlightError,
@@ -27,12 +28,16 @@ from flowmem.errors import (
     StoreError,
 )
 from flowmem.store.base import (
+    PAGE_CHARS,
+    PAGE_ROWS,
     PURGE_BATCH,
     SESSION_SCOPE,
     USER_SCOPE,
     Address,
+    BodyPage,
     Erasure,
     Idempotency,
+    Quotas,
     SessionRecord,
     StoredAnswer,
     TokenRecord,
@@ -119,6 +124,7 @@ class SqlStore(ABC, Generic[C]):
     SQL: ClassVar[dict[str, str]]  # the backend's statements, by name
     MIGRATIONS: ClassVar[tuple[tuple[str, ...], ...]]  # the backend's schema versions, in order
     create: bool = True  # False: a database without flowmem's schema is refused, not created
+    _quotas: Quotas = Quotas()  # what the quota triggers enforce (``set_quotas``)
 
     # --- hooks ------------------------------------------------------------------------
     @abstractmethod
@@ -520,6 +526,63 @@ class SqlStore(ABC, Generic[C]):
                 found = self._bodies_last(conn, address, high, min(last, LAST_MAX))
         return [(int(pos), str(body)) for pos, body in found]
 
+    def page_bodies(
+        self,
+        address: Address,
+        *,
+        after: int | None = None,
+        before: int | None = None,
+        last: int | None = None,
+        version: tuple[int, int] | None = None,
+        rows: int = PAGE_ROWS,
+        chars: int = PAGE_CHARS,
+    ) -> BodyPage:
+        """One page of a paged read (``Store.page_bodies``), read in one snapshot.
+
+        The rows come one at a time from the statement: a page past ``chars``
+        characters stops reading, so no more than the page (and one row) is fetched.
+        """
+        check_address(address)
+        for value in (after, before, last):
+            check_last(value)
+        check_batch(rows)
+        check_batch(chars)
+        high = LAST_MAX if before is None else min(before, LAST_MAX)
+        with self._snapshot() as conn:
+            # (buffer id, a number no other buffer had, header version, count)
+            head = conn.execute(self.SQL["page_head"], tuple(address)).fetchone()
+            found = None if head is None else (int(head[1]), int(head[2]))
+            if version is not None and found != version:
+                raise BufferChangedError(
+                    f"buffer {address.scope}/{address.scope_id}/{address.key} was written "
+                    "since the first page of this read: read it again"
+                )
+            if head is None or found is None:
+                return BodyPage(None, 0)
+            low, older = -1 if after is None else after, False
+            if last is not None:
+                if last == 0:
+                    return BodyPage(found, int(head[3]))
+                floor = conn.execute(
+                    self.SQL["page_floor"], (int(head[0]), high, min(last, LAST_MAX))
+                ).fetchone()
+                if floor is not None:
+                    low, older = max(low, int(floor[0])), True
+            cursor = conn.execute(self.SQL["page_rows"], (int(head[0]), low, high, rows + 1))
+            bodies: list[tuple[int, str]] = []
+            size, more = 0, False
+            for pos, body in cursor:
+                if len(bodies) >= rows or size >= chars:
+                    more = True
+                    break
+                bodies.append((int(pos), str(body)))
+                size += len(body)
+            return BodyPage(found, int(head[3]), bodies, older, more)
+
+    def _snapshot(self) -> AbstractContextManager[C]:
+        """Lend a connection whose reads are one snapshot (default: ``_reading``)."""
+        return self._reading()
+
     def count(self, address: Address) -> int:
         """Return the number of rows (from the buffer header)."""
         check_address(address)
@@ -638,6 +701,7 @@ class SqlStore(ABC, Generic[C]):
             dropped = self._drop_scope(conn, USER_SCOPE, user_id)
             conn.execute(self.SQL["idem_of_owner_delete"], (f"user:{user_id}",))
             conn.execute(self.SQL["adk_user_states_drop"], (user_id,))  # ADK's user state
+            conn.execute(self.SQL["usage_delete"], (user_id,))  # nothing of theirs is left
             return Erasure(len(owned), buffers + dropped[0], records + dropped[1], tokens)
 
         return self._write(work)

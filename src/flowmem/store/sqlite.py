@@ -48,6 +48,7 @@ from flowmem.errors import (
     ConfigurationError,
     ConflictError,
     InvalidInputError,
+    QuotaExceededError,
     StoreCorruptError,
     StoreError,
     StoreFullError,
@@ -62,7 +63,9 @@ from flowmem.store.base import (
     Address,
     Idempotency,
     LocalCalls,
+    Quotas,
     Store,
+    Usage,
     WriteGuard,
 )
 from flowmem.store.checkpoints import sqlite as checkpoint_tables
@@ -88,6 +91,10 @@ log = logging.getLogger("flowmem")
 T = TypeVar("T")
 
 SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+# whose quota data at a scope counts against (flowmem.store.base.quota_owner, in SQL)
+_OWNER_OF = """CASE {t}.scope WHEN 'user' THEN {t}.scope_id
+    WHEN 'session' THEN (SELECT owner FROM sessions WHERE sessions.id = {t}.scope_id) END"""
 
 # Append-only: never edit a released migration, add a new one.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -175,6 +182,74 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (buffer_id, call_id)) WITHOUT ROWID""",
         "CREATE INDEX buffer_evicted_seq ON buffer_evicted (buffer_id, seq)",
     ),
+    # 12: per-user quotas, counted in the write's own transaction (docs/decisions/0044):
+    # whose quota each buffer and record counts against, what each user has, and the
+    # triggers that keep the count (flowmem_over_quota is the store's own function)
+    (
+        "ALTER TABLE buffers ADD COLUMN owner TEXT",
+        "ALTER TABLE records ADD COLUMN owner TEXT",
+        # a number no other buffer ever had (a rowid is reused after the largest is deleted):
+        # what a paged read compares, with the version, to see that its buffer is the same one
+        "ALTER TABLE buffers ADD COLUMN born INTEGER NOT NULL DEFAULT 0",
+        "UPDATE buffers SET born = id",
+        "CREATE TABLE buffer_births (n INTEGER NOT NULL)",
+        "INSERT INTO buffer_births (n) SELECT COALESCE(MAX(id), 0) FROM buffers",
+        f"UPDATE buffers SET owner = {_OWNER_OF.format(t='buffers')}",
+        f"UPDATE records SET owner = {_OWNER_OF.format(t='records')}",
+        """CREATE TABLE user_usage (
+            user_id TEXT PRIMARY KEY, bytes INTEGER NOT NULL DEFAULT 0,
+            buffers INTEGER NOT NULL DEFAULT 0, records INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID""",
+        """INSERT INTO user_usage (user_id, bytes, buffers, records)
+            SELECT owner, SUM(b), SUM(n), SUM(r) FROM (
+                SELECT owner, bytes AS b, 1 AS n, 0 AS r FROM buffers WHERE owner IS NOT NULL
+                UNION ALL SELECT owner, length(CAST(value AS BLOB)), 0, 1 FROM records
+                    WHERE owner IS NOT NULL) AS owned GROUP BY owner""",
+        f"""CREATE TRIGGER usage_buffer_insert AFTER INSERT ON buffers BEGIN
+            UPDATE buffer_births SET n = n + 1;
+            UPDATE buffers SET owner = {_OWNER_OF.format(t='NEW')},
+                born = (SELECT n FROM buffer_births) WHERE id = NEW.id;
+            INSERT INTO user_usage (user_id, bytes, buffers, records)
+                SELECT owner, bytes, 1, 0 FROM buffers WHERE id = NEW.id AND owner IS NOT NULL
+                ON CONFLICT (user_id) DO UPDATE SET bytes = bytes + excluded.bytes, buffers = buffers + 1;
+            SELECT RAISE(ABORT, 'flowmem_quota') FROM buffers JOIN user_usage ON user_id = owner
+                WHERE id = NEW.id AND flowmem_over_quota('buffers', user_id, user_usage.buffers);
+        END""",
+        """CREATE TRIGGER usage_buffer_bytes AFTER UPDATE OF bytes ON buffers
+            WHEN NEW.owner IS NOT NULL AND NEW.bytes <> OLD.bytes BEGIN
+            UPDATE user_usage SET bytes = bytes + NEW.bytes - OLD.bytes WHERE user_id = NEW.owner;
+            SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage WHERE user_id = NEW.owner
+                AND NEW.bytes > OLD.bytes AND flowmem_over_quota('bytes', user_id, bytes);
+        END""",
+        """CREATE TRIGGER usage_buffer_delete AFTER DELETE ON buffers WHEN OLD.owner IS NOT NULL BEGIN
+            UPDATE user_usage SET bytes = bytes - OLD.bytes, buffers = buffers - 1
+                WHERE user_id = OLD.owner;
+        END""",
+        f"""CREATE TRIGGER usage_record_insert AFTER INSERT ON records BEGIN
+            UPDATE records SET owner = {_OWNER_OF.format(t='NEW')}
+                WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key;
+            INSERT INTO user_usage (user_id, bytes, buffers, records)
+                SELECT owner, length(CAST(value AS BLOB)), 0, 1 FROM records
+                WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key
+                    AND owner IS NOT NULL
+                ON CONFLICT (user_id) DO UPDATE SET bytes = bytes + excluded.bytes, records = records + 1;
+            SELECT RAISE(ABORT, 'flowmem_quota') FROM records JOIN user_usage ON user_id = owner
+                WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key
+                AND (flowmem_over_quota('records', user_id, user_usage.records)
+                    OR flowmem_over_quota('bytes', user_id, user_usage.bytes));
+        END""",
+        """CREATE TRIGGER usage_record_value AFTER UPDATE OF value ON records
+            WHEN NEW.owner IS NOT NULL BEGIN
+            UPDATE user_usage SET bytes = bytes + length(CAST(NEW.value AS BLOB))
+                - length(CAST(OLD.value AS BLOB)) WHERE user_id = NEW.owner;
+            SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage WHERE user_id = NEW.owner
+                AND length(CAST(NEW.value AS BLOB)) > length(CAST(OLD.value AS BLOB))
+                AND flowmem_over_quota('bytes', user_id, bytes);
+        END""",
+        """CREATE TRIGGER usage_record_delete AFTER DELETE ON records WHEN OLD.owner IS NOT NULL BEGIN
+            UPDATE user_usage SET bytes = bytes - length(CAST(OLD.value AS BLOB)),
+                records = records - 1 WHERE user_id = OLD.owner;
+        END""",
+    ),
 )
 
 _B = "buffer_id = ?"
@@ -231,6 +306,14 @@ SQL: dict[str, str] = {
         (SELECT id FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?) AND pos < ?
         ORDER BY pos DESC LIMIT ?) AS tail ORDER BY pos""",
     "count": "SELECT count FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
+    "usage_get": "SELECT bytes, buffers, records FROM user_usage WHERE user_id = ?",
+    "usage_delete": "DELETE FROM user_usage WHERE user_id = ?",
+    # a paged read (page_bodies): the header, the (last+1)-th newest row below a cursor, a page
+    "page_head": "SELECT id, born, version, count FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
+    "page_floor": f"SELECT pos FROM buffer_rows WHERE {_B} AND pos < ? ORDER BY pos DESC LIMIT 1 OFFSET ?",
+    "page_rows": f"SELECT pos, body FROM buffer_rows WHERE {_B} AND pos > ? AND pos < ? ORDER BY pos LIMIT ?",
+    "read_begin": "BEGIN",
+    "read_end": "COMMIT",
     "clear_rows": f"DELETE FROM buffer_rows WHERE {_B}",
     "clear_calls": f"DELETE FROM buffer_calls WHERE {_B}",
     "clear_answers": f"DELETE FROM buffer_answers WHERE {_B}",
@@ -435,12 +518,32 @@ def driver_error(
     return default(f"sqlite error on {path}: {exc}")
 
 
+def add_quota_function(conn: sqlite3.Connection, quotas: Callable[[], Quotas]) -> None:
+    """Give ``conn`` the function the quota triggers call (migration 9), over ``quotas()``.
+
+    ``flowmem_over_quota(quota, owner, used)`` is 1 when ``used`` passes that quota;
+    what it found is kept on a flowmem connection, for the error the trigger's
+    abort becomes. Every connection that writes buffers or records needs it.
+    """
+
+    def over_quota(quota: str, owner: str, used: int | None) -> int:
+        limit = int(getattr(quotas(), quota, 0))
+        if not limit or used is None or int(used) <= limit:
+            return 0
+        if isinstance(conn, _Connection):
+            conn.quota_refused = (quota, str(owner), limit)
+        return 1
+
+    conn.create_function("flowmem_over_quota", 3, over_quota)
+
+
 class _Connection(sqlite3.Connection):
     """A pooled connection that remembers the pragmas set on it (``_pragma`` sets only changes)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.pragmas: dict[str, int | str] = {}
+        self.quota_refused: tuple[str, str, int] | None = None  # what flowmem_over_quota found
 
 
 def _close(conn: sqlite3.Connection) -> None:
@@ -506,6 +609,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             factory=_Connection,
         )
         self._busy_timeout(conn, DEFAULT_LOCK_TIMEOUT)
+        add_quota_function(conn, lambda: self._quotas)
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
         if mode is None or str(mode[0]).lower() != "wal":
             conn.close()
@@ -581,6 +685,35 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             if self._closed and not self._lent and not self._draining:
                 self._files.release_readers()
 
+    def _driver_error(self, conn: sqlite3.Connection, exc: sqlite3.Error) -> Exception:
+        """The flowmem error of a driver error: a quota trigger's abort, else ``driver_error``."""
+        if isinstance(conn, _Connection) and conn.quota_refused is not None:
+            refused, conn.quota_refused = conn.quota_refused, None
+            if isinstance(exc, sqlite3.IntegrityError) and "flowmem_quota" in str(exc):
+                return QuotaExceededError.reached(*refused)
+        return driver_error(exc, self.path, database=self.path)
+
+    def set_quotas(self, quotas: Quotas) -> None:
+        """Enforce ``quotas`` on every later write through this store (each connection reads them)."""
+        self._quotas = quotas
+
+    def usage(self, user_id: str) -> Usage:
+        """Return what the triggers counted for ``user_id``."""
+        with self._connection() as conn:
+            row = conn.execute(SQL["usage_get"], (user_id,)).fetchone()
+        return Usage() if row is None else Usage(int(row[0]), int(row[1]), int(row[2]))
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[sqlite3.Connection]:
+        """Lend a connection inside one read transaction: its reads are one snapshot (WAL)."""
+        with self._connection() as conn:
+            conn.execute(SQL["read_begin"])
+            try:
+                yield conn
+            finally:
+                if conn.in_transaction:
+                    conn.execute(SQL["read_end"])  # a read: nothing to keep or undo
+
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
         """Lend a pooled connection; translate driver errors to ``StoreError``."""
@@ -628,7 +761,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
                 if not waiting_allowed():
                     raise WouldBlock(f"{self.path} is locked") from exc
                 raise _locked(self.path, DEFAULT_LOCK_TIMEOUT) from exc
-            raise driver_error(exc, self.path, database=self.path) from exc
+            raise self._driver_error(conn, exc) from exc
         except OverflowError as exc:  # an integer SQLite cannot hold (64-bit)
             self._rollback(conn)
             raise InvalidInputError(f"a number is out of range: {exc}") from exc

@@ -292,7 +292,7 @@ class Operation(Enum):
     """
 
     READ = "read"  # reads one record
-    LOAD = "load_text"  # reads one buffer
+    LOAD = "first_page"  # reads one buffer (its first page: a large read is paged)
     WRITE = "write"  # one record upsert, guarded
     DELETE = "delete"  # one record
     APPEND = "append"  # one buffer's append transaction, guarded

@@ -10,13 +10,13 @@ named ``Operation`` of the memory service (``MemoryCall.short``).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query
-from fastapi.responses import Response, StreamingResponse
+from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
+from flowmem.api import paged as paged_answer
 from flowmem.api.fast.route import (
     TARGET_OPENAPI,
     DirectRoute,
@@ -41,7 +41,7 @@ from flowmem.core import check_storable, normalize
 from flowmem.errors import PayloadTooLargeError
 from flowmem.formats import check_format, is_gemini_content, read_document, write_document
 from flowmem.results import REFUSED_KEY
-from flowmem.service import BufferText
+from flowmem.service import BufferText, PagedText
 
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
 
@@ -60,26 +60,7 @@ READ_FORMAT = Query(
     "say what was left out.",
 )
 
-STREAM_CHUNK = 512  # rows per chunk of a streamed buffer read
-
-
-def _parts(text: BufferText) -> Iterator[bytes]:
-    """Write a buffer read as JSON, the stored rows copied through unparsed, a chunk at a time."""
-    yield b'{"messages":['
-    bodies = text.bodies
-    for start in range(0, len(bodies), STREAM_CHUNK):
-        chunk = ",".join(bodies[start : start + STREAM_CHUNK])
-        yield (("," if start else "") + chunk).encode("utf-8", "surrogatepass")
-    tail = {
-        "count": text.count,
-        "appended": 0,
-        "appended_any": False,
-        "resolved_scope_id": text.resolved_scope_id,
-        "next_before": text.next_before,
-    }
-    if text.refusal is not None:
-        tail[REFUSED_KEY] = text.refusal.code
-    yield b"]," + render(tail)[1:]
+STREAM_CHUNK = 512  # rows of a buffer read converted on the event loop (a provider format)
 
 
 def _converted(text: BufferText, fmt: str) -> dict[str, Any]:
@@ -110,9 +91,20 @@ def _converted(text: BufferText, fmt: str) -> dict[str, Any]:
     return answer
 
 
-async def _stream(parts: Iterator[bytes]) -> AsyncIterator[bytes]:
-    for part in parts:
-        yield part
+async def _all_pages(paged: PagedText, call: MemoryCall) -> BufferText:
+    """The whole read of a paged one, for a conversion that needs every row (a provider format)."""
+    text, after, more = paged.text, paged.after, paged.more
+    if not more or after is None:
+        return text
+    services = call.caller.services
+    bodies = list(text.bodies)
+    while more and after is not None:
+        page = await services.pool.read(services.memory.next_page, paged, after)
+        if not page.bodies:
+            break
+        bodies += [body for _, body in page.bodies]
+        after, more = page.bodies[-1][0], page.more
+    return BufferText(bodies, text.count, text.next_before, text.resolved_scope_id)
 
 
 @router.get(
@@ -138,25 +130,31 @@ async def load_buffer(
     """Load a conversation buffer: all of it, or its last N messages (optionally before a cursor).
 
     With `format=rows` (the default) the rows are written as stored (never parsed
-    and re-encoded); more than 512 of them are streamed a chunk at a time (chunked
-    transfer encoding). A provider format parses the rows read, normalizes them and
-    converts them (a page is normalized on its own).
-    Page backwards with `last` = N, then `before` = the previous `next_before`.
+    and re-encoded). A read of more than one page (512 rows, or about 256 KiB of
+    JSON) is streamed page by page (chunked transfer encoding): the server holds
+    one page per reader, and a write to the buffer during the read cuts the answer
+    short (the connection closes before the body's end: read again). A provider
+    format parses the rows read, normalizes them and converts them (a page is
+    normalized on its own): it holds the rows asked for, so page a large buffer
+    with `last`. Page backwards with `last` = N, then `before` = the previous `next_before`.
     """
-    text: BufferText = await call.short(Operation.LOAD, last=last, before=before)
-    if text.refusal is not None:  # the neutral (empty) read, and which refusal (decision 0047)
-        headers = {REFUSED_HEADER: text.refusal.code}
-        content = render(_converted(text, format)) if format != "rows" else b"".join(_parts(text))
+    paged: PagedText = await call.short(Operation.LOAD, last=last, before=before)
+    if paged.text.refusal is not None:  # the neutral (empty) read, and which refusal (0047)
+        headers = {REFUSED_HEADER: paged.text.refusal.code}
+        neutral = paged.text
+        content = render(_converted(neutral, format)) if format != "rows" else paged_answer.whole(neutral)
         return Response(content, headers=headers, media_type="application/json")
     if format != "rows":
+        text = await _all_pages(paged, call)
         if len(text.bodies) <= STREAM_CHUNK:
             answer = _converted(text, format)
         else:  # a large buffer is converted off the event loop
             answer = await run_in_threadpool(_converted, text, format)
         return Response(render(answer), media_type="application/json")
-    if len(text.bodies) <= STREAM_CHUNK:  # one chunk: a plain response with its length
-        return Response(b"".join(_parts(text)), media_type="application/json")
-    return StreamingResponse(_stream(_parts(text)), media_type="application/json")
+    if not paged.more:  # one page: a plain response with its length
+        return Response(paged_answer.whole(paged.text), media_type="application/json")
+    services = call.caller.services
+    return paged_answer.PagedResponse(paged_answer.pages(paged, services.memory, services.pool))
 
 
 def _check_batch(messages: list[Any]) -> None:

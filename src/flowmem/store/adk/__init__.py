@@ -176,6 +176,14 @@ class TrackingEditor:
         """Forwarded."""
         return self.inner.oldest()
 
+    def was_evicted(self, call_id: str) -> bool:
+        """Forwarded."""
+        return self.inner.was_evicted(call_id)
+
+    def remember_evicted(self, call_ids: Sequence[str]) -> None:
+        """Forwarded."""
+        self.inner.remember_evicted(call_ids)
+
     def append_row(self, row: Message) -> None:
         """Forwarded; the row is remembered as appended."""
         self.inner.append_row(row)

@@ -49,12 +49,27 @@ class MemoryCheckpoints:
     def _claim(self, guard: WriteGuard | None) -> None:
         self.store._store_session(self.store._check_guard(guard))
 
+    def _check_quotas(
+        self, thread_id: str, lines: Sequence[LineAppend], guard: WriteGuard | None
+    ) -> None:
+        """QuotaExceededError, before anything is written, when the lines would pass a quota."""
+        store, size, new = self.store, 0, 0
+        session = store._sessions.get(thread_id)
+        owner = None if session is None else session.owner
+        if session is None and guard is not None and guard.claim is not None:
+            owner = guard.claim.owner
+        for line in lines:
+            address = Address(SESSION_SCOPE, thread_id, line.key)
+            size += sum(utf8_size(dump_json(row, "message")) for row in line.rows)
+            new += int(address not in store._buffers)
+        store._charge(owner, size, new, 0, count=False)
+
     def _append_rows(self, thread_id: str, key: str, rows: Sequence[Message]) -> None:
         address = Address(SESSION_SCOPE, thread_id, key)
-        buffer = self.store._buffers.setdefault(address, [])
+        buffer = self.store._buffers.get(address, [])
         size = sum(utf8_size(dump_json(row, "message")) for row in rows)
-        buffer.extend(copy.deepcopy(list(rows)))
-        self.store._sizes[address] = self.store._sizes.get(address, 0) + size
+        grown = buffer + copy.deepcopy(list(rows))  # a new list: a paged read's snapshot stays
+        self.store._set_buffer(address, grown, self.store._sizes.get(address, 0) + size)
 
     # --- writes --------------------------------------------------------------------------
     def put_checkpoint(
@@ -79,6 +94,7 @@ class MemoryCheckpoints:
                 held = self.line_count(cp.thread_id, line.key)
                 if held != line.expect:
                     raise line_moved(line.key, held, line.expect)
+            self._check_quotas(cp.thread_id, lines, guard)
             self._claim(guard)
             for line in lines:
                 self._append_rows(cp.thread_id, line.key, line.rows)
@@ -190,9 +206,7 @@ class MemoryCheckpoints:
         for blob in [k for k in self._blobs if k[0] == thread_id]:
             del self._blobs[blob]
         for address in self._lines(thread_id):
-            del self.store._buffers[address]
-            self.store._sizes.pop(address, None)
-            self.store._evicted.pop(address, None)
+            self.store._drop_buffer(address)
 
     def copy_thread(self, source: str, target: str, guard: WriteGuard | None = None) -> None:
         """Copy every checkpoint, blob, write and line of ``source`` to ``target``."""
@@ -266,9 +280,7 @@ class MemoryCheckpoints:
                 lines.add(line)
         for address in self._lines(thread_id):
             if address.key not in lines:
-                del self.store._buffers[address]
-                self.store._sizes.pop(address, None)
-                self.store._evicted.pop(address, None)
+                self.store._drop_buffer(address)
 
 
 

@@ -171,6 +171,14 @@ class Tagging:
         """The first row."""
         return self.inner.oldest()
 
+    def was_evicted(self, call_id: str) -> bool:
+        """Whether a turn the line's window evicted declared ``call_id``."""
+        return self.inner.was_evicted(call_id)
+
+    def remember_evicted(self, call_ids: Sequence[str]) -> None:
+        """Remember the call ids of an evicted turn (lines have no window: never called)."""
+        self.inner.remember_evicted(call_ids)
+
     def append_row(self, row: Message) -> None:
         """Append a row, noting it when it is the current entry's."""
         self.inner.append_row(row)
