@@ -9,6 +9,7 @@ run, not a time. Every path runs on memory, SQLite and PostgreSQL, and over HTTP
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,20 +34,44 @@ CONTEXT = ExecutionContext(user_id="u1", session_id="s1")
 
 
 def _best(work: Callable[[], Any], repeats: int = 3) -> float:
+    """The fastest of ``repeats`` runs, with the cyclic GC paused.
+
+    A full collection costs time in proportion to everything alive, so the largest
+    size would pay for the heap the test process holds, not for its own algorithm.
+    """
     best = float("inf")
     for _ in range(repeats):
-        started = time.perf_counter()
-        work()
-        best = min(best, time.perf_counter() - started)
+        gc.collect()
+        gc.disable()
+        try:
+            started = time.perf_counter()
+            work()
+            best = min(best, time.perf_counter() - started)
+        finally:
+            gc.enable()
     return best
 
 
+ATTEMPTS = 3  # a superlinear path grows past the bound every time; a noisy neighbour does not
+
+
 def assert_linear(label: str, run: Callable[[int], Callable[[], Any]], n: int) -> None:
-    """Fail when ``run(size)``'s work grows more than ``GROWTH_BOUND``× from n to 4n."""
-    times = {size: _best(run(size)) for size in (n, 2 * n, 4 * n)}
-    growth = times[4 * n] / max(times[n], 1e-6)
-    shown = ", ".join(f"{size}: {t * 1000:.1f} ms" for size, t in times.items())
-    assert growth <= GROWTH_BOUND, f"{label} grows {growth:.1f}× from {n} to {4 * n} ({shown})"
+    """Fail when ``run(size)``'s work grows more than ``GROWTH_BOUND``× from n to 4n.
+
+    Linear work grows about 4× and quadratic 16×, so the bound of 8× separates them;
+    on a shared machine (two test workers on two cores) one measurement can be
+    disturbed, so the sizes are measured again, up to ``ATTEMPTS`` times, and the
+    path fails only when it grows past the bound in every attempt.
+    """
+    works = {size: run(size) for size in (n, 2 * n, 4 * n)}
+    shown = ""
+    for _ in range(ATTEMPTS):
+        times = {size: _best(work) for size, work in works.items()}
+        growth = times[4 * n] / max(times[n], 1e-6)
+        if growth <= GROWTH_BOUND:
+            return
+        shown += "; " + ", ".join(f"{size}: {t * 1000:.1f} ms" for size, t in times.items())
+    raise AssertionError(f"{label} grows past {GROWTH_BOUND}× from {n} to {4 * n} ({shown[2:]})")
 
 
 @pytest.fixture(params=BACKENDS)
