@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 
 from flowmem.api import create_app
 from flowmem.api.app import app_from_env
-from flowmem.api.gate import LookupCache
+from flowmem.api.lookup import LookupCache
 from flowmem.auth import authenticate, create_token, revoke_token
 from flowmem.errors import ConfigurationError, NotFoundError
 from flowmem.sessions import SessionService

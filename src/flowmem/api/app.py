@@ -15,22 +15,17 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
 from flowmem import __version__
-from flowmem.api.deps import Services
 from flowmem.api.errors import install_error_handlers, recent_store_fault, server_error_response
 from flowmem.api.fast.pool import StorePool
-from flowmem.api.gate import (
-    BODY_TIMEOUT,
-    TOKEN_CACHE_SIZE,
-    TOKEN_CACHE_TTL,
-    GateMiddleware,
-    LookupCache,
-)
+from flowmem.api.gate import BODY_TIMEOUT, GateMiddleware
 from flowmem.api.logs import RequestLogMiddleware
+from flowmem.api.lookup import TOKEN_CACHE_SIZE, TOKEN_CACHE_TTL, LookupCache
 from flowmem.api.models import Health
 from flowmem.api.purge import PURGE_INTERVAL, purge_expired_forever
 from flowmem.api.ratelimit import RateLimitMiddleware, RateLimits
 from flowmem.api.routes import memory, sessions, stateless, users
 from flowmem.api.routes.common import errors
+from flowmem.api.services import Services
 from flowmem.errors import ConfigurationError, StoreError
 from flowmem.limits import Limits
 from flowmem.service import MemoryService

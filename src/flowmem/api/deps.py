@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from fastapi import Depends, Request, Security
@@ -11,50 +11,14 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
 from flowmem.access import Principal
-from flowmem.api.fast.pool import StorePool
-from flowmem.api.gate import (
-    SESSION_CACHE_SIZE,
-    SESSION_CACHE_TTL,
-    TOKEN_CACHE_SIZE,
-    TOKEN_CACHE_TTL,
-    LookupCache,
-    request_principal,
-)
+from flowmem.api.principal import request_principal
+from flowmem.api.services import Services
 from flowmem.auth import bearer_token
-from flowmem.service import MemoryService
-from flowmem.sessions import SessionService
-from flowmem.store.base import SessionRecord, Store
 
 T = TypeVar("T")
 
 _bearer = HTTPBearer(auto_error=False, description="An API token: `flowmem token create`.")
 _BEARER = Security(_bearer)
-
-
-@dataclass(frozen=True)
-class Services:
-    """What the routes use: the store, the memory service and the session service.
-
-    ``tokens``: principals of recently looked-up tokens, by token hash (the gate's;
-    memory routes only). ``recent_sessions``: sessions recently looked up by a
-    guarded memory write, by the ``session_id`` asked for. Decision 0034.
-    """
-
-    store: Store
-    memory: MemoryService
-    sessions: SessionService
-    pool: StorePool
-    tokens: LookupCache[str, Principal] = field(
-        default_factory=lambda: LookupCache(TOKEN_CACHE_TTL, TOKEN_CACHE_SIZE)
-    )
-    recent_sessions: LookupCache[str, SessionRecord] = field(
-        default_factory=lambda: LookupCache(SESSION_CACHE_TTL, SESSION_CACHE_SIZE)
-    )
-
-    def forget(self) -> None:
-        """Empty both caches (after an erasure or a session delete in this process)."""
-        self.tokens.clear()
-        self.recent_sessions.clear()
 
 
 @dataclass(frozen=True)

@@ -46,15 +46,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
-import threading
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from flowmem.access import Principal
@@ -66,19 +62,17 @@ from flowmem.api.errors import (
     error_body,
     status_for,
 )
+from flowmem.api.principal import LARGE_BODY, PARSED_BODY
 from flowmem.auth import authenticate, bearer_token, hash_token, well_formed
 from flowmem.core import check_storable
 from flowmem.core.storable import json_text_may_hold_surrogates
-from flowmem.errors import AuthenticationError, ConfigurationError, FlowmemError, InvalidTextError
+from flowmem.errors import AuthenticationError, FlowmemError, InvalidTextError
 from flowmem.limits import ENV, Limits
-from flowmem.store.base import Store
 
 if TYPE_CHECKING:
-    from flowmem.api.deps import Services
+    from flowmem.api.services import Services
 
 log = logging.getLogger("flowmem.http")
-K = TypeVar("K")
-V = TypeVar("V")
 
 MAX_BODY_BYTES = Limits().body_bytes  # the default: the largest default message + 1 MiB
 BODY_TIMEOUT = 30.0  # seconds a whole request body may take to arrive (408 after)
@@ -278,10 +272,6 @@ async def receive_by(receive: Receive, deadline: float) -> Message | None:
         return None
 
 
-TOKEN_CACHE_TTL = 2.0  # seconds a worker answers memory reads from a token it looked up
-TOKEN_CACHE_SIZE = 10_000  # tokens a worker remembers at most (the oldest go first)
-SESSION_CACHE_TTL = 60.0  # seconds a worker reuses a session a guarded write looked up
-SESSION_CACHE_SIZE = 10_000
 # the requests that may take their principal from the token cache (decision 0034): memory
 # reads, and the memory writes that re-check their token in their transaction (the
 # append and the record write, decision 0014; a DELETE there does not, so it looks it up)
@@ -289,62 +279,6 @@ CACHED_PATHS = ("/v1/buffers/", "/v1/memory/")
 CACHED_METHODS = ("GET", "HEAD", "POST", "PUT")
 
 
-class LookupCache(Generic[K, V]):
-    """A bounded map of recent lookups: an entry expires ``ttl`` seconds after it was stored.
-
-    ``ttl`` <= 0 turns the cache off. At most ``size`` entries: storing one more
-    drops the oldest. ``clear`` starts a new generation: a lookup that began
-    before it (``generation`` read before the lookup, passed to ``put``) is not
-    stored, so nothing read before a clear is served after it. Thread-safe.
-    """
-
-    def __init__(self, ttl: float, size: int, clock: Callable[[], float] = time.monotonic) -> None:
-        """Remember up to ``size`` entries for ``ttl`` seconds of ``clock``."""
-        if isinstance(ttl, bool) or not math.isfinite(ttl) or ttl < 0:
-            # a NaN would never expire: every comparison with it is false
-            raise ConfigurationError(f"a lookup cache's ttl must be seconds >= 0, got {ttl!r}")
-        self.ttl, self.size, self.clock = ttl, size, clock
-        self.generation = 0
-        self._entries: dict[K, tuple[float, V]] = {}
-        self._lock = threading.Lock()
-
-    def get(self, key: K) -> V | None:
-        """The value stored under ``key`` if it has not expired, else None."""
-        entry = self._entries.get(key)
-        if entry is None:
-            return None
-        if self.clock() >= entry[0]:
-            self.drop(key)
-            return None
-        return entry[1]
-
-    def put(self, key: K, value: V, since: int) -> None:
-        """Store ``value`` under ``key``, unless ``clear`` ran after generation ``since``."""
-        if self.ttl <= 0:
-            return
-        with self._lock:
-            if since != self.generation:
-                return
-            entries = self._entries
-            entries.pop(key, None)
-            while len(entries) >= self.size:
-                del entries[next(iter(entries))]
-            entries[key] = (self.clock() + self.ttl, value)
-
-    def drop(self, key: K) -> None:
-        """Forget ``key``."""
-        with self._lock:
-            self._entries.pop(key, None)
-
-    def clear(self) -> None:
-        """Forget everything, including what lookups already running would store."""
-        with self._lock:
-            self.generation += 1
-            self._entries.clear()
-
-
-PARSED_BODY = "flowmem.body"  # scope key: the JSON document of an accepted, non-empty body
-LARGE_BODY = "flowmem.large_body"  # scope key: True when that body is validated off the loop
 
 DUPLICATE_AUTHORIZATION = (400, "duplicate_header", "the Authorization header is given twice")
 AMBIGUOUS_LENGTH = (
@@ -386,22 +320,6 @@ def _without_body(send: Send) -> Send:
         await send(message)
 
     return head
-
-
-def request_principal(request: Request, token: str, store: Store) -> Principal:
-    """The principal the gate found for ``request``, else look ``token`` up in ``store`` (blocking).
-
-    Without the gate (an app assembled otherwise) the lookup runs here, in the
-    route's own store call, and its principal is left in the request state.
-    Raise AuthenticationError when the token is unknown or revoked.
-    """
-    found = getattr(request.state, "principal", None)
-    if isinstance(found, Principal):
-        return found
-    principal = authenticate(store, token)
-    request.state.token_id = principal.token_id
-    request.state.principal = principal
-    return principal
 
 
 class GateMiddleware:

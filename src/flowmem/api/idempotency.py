@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Any
 from fastapi import Request, Response
 
 from flowmem.access import Principal
-from flowmem.api.gate import PARSED_BODY
+from flowmem.api.principal import PARSED_BODY
+from flowmem.api.render import render
 from flowmem.errors import (
     FlowmemError,
     IdempotencyKeyInFlightError,
@@ -109,7 +110,6 @@ def fingerprint(request: Request) -> str:
 
 
 def _text(status: int, result: Any) -> str:
-    from flowmem.api.fast.route import render  # here: the fast route imports this module
 
     return "" if status == 204 else render(result).decode("utf-8")
 

@@ -26,7 +26,7 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from flowmem.api.fast.pool import StorePool
-from flowmem.api.fast.route import render
+from flowmem.api.render import render
 from flowmem.errors import BufferChangedError
 from flowmem.results import REFUSED_KEY, BufferText
 from flowmem.service import MemoryService, PagedText

@@ -31,7 +31,8 @@ import uvicorn  # the server extra; without it the CLI names the extra to instal
 from uvicorn.supervisors import Multiprocess
 
 from flowmem.access import PERM_ADMIN
-from flowmem.api.gate import BODY_TIMEOUT, TOKEN_CACHE_TTL
+from flowmem.api.gate import BODY_TIMEOUT
+from flowmem.api.lookup import TOKEN_CACHE_TTL
 from flowmem.api.ratelimit import ENV as RATE_ENV
 from flowmem.api.ratelimit import RateLimits
 from flowmem.api.tcp import DEFAULT_HEADER_TIMEOUT, HEAD_LIMIT, HEADER_TIMEOUT_ENV, PROTOCOL

@@ -51,14 +51,11 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from flowmem.errors import ConfigurationError
 from flowmem.store.base import LocalCalls, Store
 from flowmem.store.locks import WouldBlock
-
-if TYPE_CHECKING:
-    from flowmem.api.fast.route import ShortCall
 
 log = logging.getLogger("flowmem")
 T = TypeVar("T")
@@ -164,7 +161,7 @@ class StorePool:
         if waiting:
             self._start_sync(store)
 
-    async def short(self, call: ShortCall) -> Any:
+    async def short(self, call: Callable[[], Any]) -> Any:
         """Run a ``ShortCall`` on the event loop, deferred; in a thread if it must wait.
 
         On the loop its write is not durable when ``call()`` returns: the result is

@@ -73,9 +73,11 @@ from starlette.concurrency import run_in_threadpool
 from flowmem import access
 from flowmem.access import Principal, decide
 from flowmem.api.deps import Caller
-from flowmem.api.gate import LARGE_BODY, PARSED_BODY, LookupCache, request_principal
 from flowmem.api.idempotency import REFUSED_HEADER, Answer, Keyed
+from flowmem.api.lookup import LookupCache
+from flowmem.api.principal import LARGE_BODY, PARSED_BODY, request_principal
 from flowmem.api.query import KnownQueryRoute, check_query, known_query, route_name
+from flowmem.api.render import render
 from flowmem.auth import bearer_token
 from flowmem.errors import AccessDeniedError, NotFoundError
 from flowmem.scope import SCOPES, ExecutionContext, check_scope
@@ -155,14 +157,6 @@ async def _document(request: Request) -> Any:
                 [{**invalid, "input": {}, "ctx": {"error": exc.msg}}]
             ) from None
     return document
-
-
-_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":"))
-
-
-def render(content: Any) -> bytes:
-    """Encode a result exactly as FastAPI's ``JSONResponse`` does (one encoder, built once)."""
-    return _ENCODER.encode(content).encode("utf-8")
 
 
 def refused_response(answer: dict[str, Any], code: str) -> Response:
