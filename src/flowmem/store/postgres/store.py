@@ -424,7 +424,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                         )
                     except psycopg.errors.InvalidSqlStatementName:
                         # the server forgot the prepared statements (DISCARD ALL): the
-                        # pipeline named them anew for the next attempt (_Prepared.forget)
+                        # pipeline named them anew for the next attempt (Prepared.forget)
                         if attempt:
                             raise
             except psycopg.errors.UniqueViolation as exc:  # idempotency (0031)
