@@ -18,7 +18,8 @@ psycopg = pytest.importorskip("psycopg")
 
 from psycopg import pq  # noqa: E402
 
-from flowmem.store.postgres import PostgresStore, _Prepared, _prepared_of  # noqa: E402
+from flowmem.store.postgres import PostgresStore  # noqa: E402
+from flowmem.store.postgres.pipeline import Prepared, prepared_of  # noqa: E402
 
 A = Address("session", "s1", "chat")
 
@@ -104,7 +105,7 @@ def test_a_prepare_the_server_skipped_is_sent_again(
     _idle(one_conn)
     one_conn.append(A, _user("serialized", 2))
     with one_conn._connection() as conn:
-        assert _prepared_of(conn).generation == 0
+        assert prepared_of(conn).generation == 0
     assert [r["content"] for r in one_conn.load(A)] == ["unserialized", "serialized"]
 
 
@@ -159,7 +160,7 @@ def test_an_error_at_commit_is_raised_and_nothing_is_kept(one_conn: PostgresStor
 
 def test_prepared_names_stay_distinct_within_the_servers_63_bytes() -> None:
     """Merged statements have long names; the server keeps 63 bytes of a prepared name."""
-    prepared = _Prepared()
+    prepared = Prepared()
     long = "row_insert+answer_insert+calls_answered+header_update"
     names = {prepared.name(long + suffix) for suffix in ("", "+x", "+y")}
     assert len(names) == 3
@@ -173,7 +174,7 @@ def test_statements_are_named_anew_after_the_server_forgets_them() -> None:
     """The per-connection cache of names and texts follows ``forget`` (a new generation)."""
     from flowmem.store.postgres import SQL
 
-    prepared = _Prepared()
+    prepared = Prepared()
     first = prepared.statement("header_update", SQL)
     assert prepared.statements["header_update"] == first
     assert first[2]  # a write

@@ -1,0 +1,331 @@
+"""PostgreSQL's statements: ``SQL`` by name, the write guards and the append's queries.
+
+The capability packages' statements (checkpoints, conversations, ADK) are merged in.
+"""
+
+from __future__ import annotations
+
+from flowmem.store.adk import postgres as adk_tables
+from flowmem.store.checkpoints import postgres as checkpoint_tables
+from flowmem.store.conversations import postgres as conversation_tables
+from flowmem.store.known import MAX_KNOWN_OPEN
+
+_B = "buffer_id = %s"
+_ADDR = "scope = %s AND scope_id = %s AND key = %s"
+SQL: dict[str, str] = {
+    "header_get": f"SELECT id, count, last_major, bytes FROM buffers WHERE {_ADDR}",
+    "header_insert": "INSERT INTO buffers (scope, scope_id, key) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING RETURNING id",
+    "header_update": "UPDATE buffers SET count = %s, last_major = %s, bytes = %s, version = version + 1 WHERE id = %s",
+    "is_declared": f"SELECT 1 FROM buffer_calls WHERE {_B} AND call_id = %s LIMIT 1",
+    "answer_of": f"SELECT pos, healed FROM buffer_answers WHERE {_B} AND call_id = %s ORDER BY pos LIMIT 1",
+    "open_calls": f"SELECT call_id, declared_pos FROM buffer_calls WHERE {_B} AND NOT answered ORDER BY declared_pos, ord",
+    "run_end": f"""SELECT MAX(pos) FROM buffer_rows WHERE {_B} AND pos > %s AND pos < COALESCE(
+        (SELECT MIN(pos) FROM buffer_rows WHERE {_B} AND pos > %s AND role <> 'tool'),
+        9223372036854775807)""",
+    "oldest": f"SELECT pos, body FROM buffer_rows WHERE {_B} ORDER BY pos LIMIT 1",
+    "newest": f"SELECT pos, body FROM buffer_rows WHERE {_B} ORDER BY pos DESC LIMIT 1",
+    "row_get": f"SELECT body FROM buffer_rows WHERE {_B} AND pos = %s",
+    "next_pos": f"SELECT MIN(pos) FROM buffer_rows WHERE {_B} AND pos > %s",
+    "max_before": f"SELECT MAX(pos) FROM buffer_rows WHERE {_B} AND pos > %s AND pos < %s",
+    "row_insert": "INSERT INTO buffer_rows (buffer_id, pos, role, body) VALUES (%s, %s, %s, %s)",
+    "row_update": f"UPDATE buffer_rows SET role = %s, body = %s WHERE {_B} AND pos = %s",
+    "row_delete": f"DELETE FROM buffer_rows WHERE {_B} AND pos = %s",
+    "call_insert": f"""INSERT INTO buffer_calls (buffer_id, call_id, declared_pos, ord, answered)
+        VALUES (%s, %s, %s, %s, EXISTS (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = %s))
+        ON CONFLICT DO NOTHING""",
+    "calls_delete": f"DELETE FROM buffer_calls WHERE {_B} AND declared_pos = %s",
+    "answer_insert": "INSERT INTO buffer_answers (buffer_id, call_id, pos, healed) VALUES (%s, %s, %s, %s)",
+    "answer_delete": f"DELETE FROM buffer_answers WHERE {_B} AND call_id = %s AND pos = %s",
+    "calls_answered": f"UPDATE buffer_calls SET answered = TRUE WHERE {_B} AND call_id = %s AND NOT answered",
+    "calls_reopen": f"""UPDATE buffer_calls SET answered = FALSE WHERE {_B} AND call_id = %s AND NOT EXISTS
+        (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = %s)""",
+    "shift_rows": f"UPDATE buffer_rows SET pos = -(pos + %s) WHERE {_B} AND pos > %s AND pos < %s",
+    "shift_calls": f"UPDATE buffer_calls SET declared_pos = -(declared_pos + %s) WHERE {_B} AND declared_pos > %s AND declared_pos < %s",
+    "shift_answers": f"UPDATE buffer_answers SET pos = -(pos + %s) WHERE {_B} AND pos > %s AND pos < %s",
+    "unflip_rows": f"UPDATE buffer_rows SET pos = -pos WHERE {_B} AND pos < 0",
+    "unflip_calls": f"UPDATE buffer_calls SET declared_pos = -declared_pos WHERE {_B} AND declared_pos < 0",
+    "unflip_answers": f"UPDATE buffer_answers SET pos = -pos WHERE {_B} AND pos < 0",
+    "was_evicted": f"SELECT 1 FROM buffer_evicted WHERE {_B} AND call_id = %s",
+    "evicted_insert": f"""INSERT INTO buffer_evicted (buffer_id, call_id, seq) VALUES (%s, %s,
+        (SELECT COALESCE(MAX(seq), 0) + 1 FROM buffer_evicted WHERE {_B}))
+        ON CONFLICT (buffer_id, call_id) DO UPDATE SET seq = excluded.seq""",
+    "evicted_trim": f"""DELETE FROM buffer_evicted WHERE {_B} AND seq <=
+        (SELECT MAX(seq) FROM buffer_evicted WHERE {_B}) - %s""",
+    # --- outside the editor ---
+    # set_config runs in the FROM subquery (volatile: never pulled up), so before the lock.
+    # The transaction's statements after it use generic plans: re-planning the append's
+    # facts query at every execution (a custom plan) cost more than running it.
+    "timed_lock": """SELECT pg_advisory_xact_lock(%s)
+        FROM (SELECT set_config('lock_timeout', %s, true),
+            set_config('plan_cache_mode', 'force_generic_plan', true)) AS bound""",
+    "advisory_lock": "SELECT pg_advisory_xact_lock(%s)",
+    "begin": "BEGIN",
+    "commit": "COMMIT",
+    "rollback": "ROLLBACK",
+    # the buffer id first (a scalar subquery), so the rows come from the (buffer_id, pos) index
+    "load_all": f"""SELECT body FROM buffer_rows WHERE buffer_id =
+        (SELECT id FROM buffers WHERE {_ADDR}) ORDER BY pos""",
+    # run unprepared with the buffer id known, so the planner sees how many rows this
+    # buffer has and walks the primary key backwards instead of sorting the buffer
+    "load_last": """SELECT body FROM (SELECT pos, body FROM buffer_rows WHERE buffer_id = %s
+        ORDER BY pos DESC LIMIT %s) AS tail ORDER BY pos""",
+    "bodies_before": f"""SELECT pos, body FROM buffer_rows WHERE buffer_id =
+        (SELECT id FROM buffers WHERE {_ADDR}) AND pos < %s ORDER BY pos""",
+    # like load_last: unprepared, with the buffer id known
+    "bodies_last_before": """SELECT pos, body FROM (SELECT pos, body FROM buffer_rows
+        WHERE buffer_id = %s AND pos < %s ORDER BY pos DESC LIMIT %s) AS tail ORDER BY pos""",
+    "count": f"SELECT count FROM buffers WHERE {_ADDR}",
+    "usage_get": "SELECT bytes, buffers, records FROM user_usage WHERE user_id = %s",
+    "usage_delete": "DELETE FROM user_usage WHERE user_id = %s",
+    "quotas_set": """SELECT set_config('flowmem.quota_bytes', %s, false),
+        set_config('flowmem.quota_buffers', %s, false), set_config('flowmem.quota_records', %s, false)""",
+    # a paged read (page_bodies): one statement, one snapshot; the page is cut by size on the
+    # server (octet_length reads no TOASTed body), so the client gets the page only
+    "page_head": f"SELECT id, id, version, count FROM buffers WHERE {_ADDR}",
+    "page_floor": f"SELECT pos FROM buffer_rows WHERE {_B} AND pos < %s ORDER BY pos DESC LIMIT 1 OFFSET %s",
+    "page_rows": f"SELECT pos, body FROM buffer_rows WHERE {_B} AND pos > %s AND pos < %s ORDER BY pos LIMIT %s",
+}
+_PAGE = """LEFT JOIN LATERAL (SELECT pos, body, fetched FROM (
+        SELECT pos, body, COUNT(*) OVER () AS fetched, ROW_NUMBER() OVER (ORDER BY pos) AS n,
+            SUM(octet_length(body)) OVER (ORDER BY pos ROWS UNBOUNDED PRECEDING)
+                - octet_length(body) AS ahead
+        FROM (SELECT pos, body FROM buffer_rows WHERE buffer_id = b.id AND pos > {low} AND pos < %s
+            ORDER BY pos LIMIT %s) AS page) AS sized
+    WHERE n = 1 OR (n <= %s AND ahead < %s)) AS p ON true"""
+SQL |= {
+    "page_read": f"""SELECT b.id, b.version, b.count, NULL::bigint, p.pos, p.body, p.fetched
+    FROM buffers b {_PAGE.format(low="%s")} WHERE b.scope = %s AND b.scope_id = %s AND b.key = %s
+    ORDER BY p.pos""",
+    "page_read_last": f"""SELECT b.id, b.version, b.count, f.floor, p.pos, p.body, p.fetched
+    FROM buffers b CROSS JOIN LATERAL (SELECT (SELECT pos FROM buffer_rows WHERE buffer_id = b.id
+        AND pos < %s ORDER BY pos DESC LIMIT 1 OFFSET %s) AS floor) AS f
+    {_PAGE.format(low="GREATEST(%s, COALESCE(f.floor, -1))")}
+    WHERE b.scope = %s AND b.scope_id = %s AND b.key = %s ORDER BY p.pos""",
+    "clear_rows": f"DELETE FROM buffer_rows WHERE {_B}",
+    "clear_calls": f"DELETE FROM buffer_calls WHERE {_B}",
+    "clear_answers": f"DELETE FROM buffer_answers WHERE {_B}",
+    "clear_evicted": f"DELETE FROM buffer_evicted WHERE {_B}",
+    "clear_header": "DELETE FROM buffers WHERE id = %s",
+    "scope_buffers": "SELECT id, key FROM buffers WHERE scope = %s AND scope_id = %s ORDER BY id",
+    "scope_records_delete": "DELETE FROM records WHERE scope = %s AND scope_id = %s",
+    "sessions_of_owner": "SELECT id, status FROM sessions WHERE owner = %s ORDER BY id FOR UPDATE",
+    "tokens_of_user_delete": "DELETE FROM tokens WHERE user_id = %s",
+    "records_purge": """DELETE FROM records WHERE expires_at <= %s AND (scope, scope_id, key) IN
+        (SELECT scope, scope_id, key FROM records WHERE expires_at <= %s LIMIT %s)""",
+    # idempotency keys (docs/decisions/0031); a second insert of one key is a unique violation
+    "idem_insert": """INSERT INTO idempotency_keys (owner, key, fingerprint, status, body, expires_at)
+        VALUES (%s, %s, %s, %s, %s, %s)""",
+    "idem_claim": """INSERT INTO idempotency_keys (owner, key, fingerprint, status, body, expires_at)
+        VALUES (%s, %s, %s, 0, '', %s) ON CONFLICT (owner, key) DO UPDATE
+        SET fingerprint = excluded.fingerprint, status = 0, body = '', expires_at = excluded.expires_at
+        WHERE idempotency_keys.expires_at <= %s""",
+    "idem_get": "SELECT fingerprint, status, body, expires_at FROM idempotency_keys WHERE owner = %s AND key = %s",
+    "idem_drop_expired": "DELETE FROM idempotency_keys WHERE owner = %s AND key = %s AND expires_at <= %s",
+    "idem_answer": "UPDATE idempotency_keys SET status = %s, body = %s WHERE owner = %s AND key = %s AND status = 0",
+    "idem_release": "DELETE FROM idempotency_keys WHERE owner = %s AND key = %s AND status = 0",
+    "idem_of_owner_delete": "DELETE FROM idempotency_keys WHERE owner = %s",
+    "idem_purge": """DELETE FROM idempotency_keys WHERE expires_at <= %s AND (owner, key) IN
+        (SELECT owner, key FROM idempotency_keys WHERE expires_at <= %s LIMIT %s)""",
+    "record_get": f"SELECT value, expires_at FROM records WHERE {_ADDR}",
+    "record_put": """INSERT INTO records (scope, scope_id, key, value, expires_at)
+        VALUES (%s, %s, %s, %s, %s) ON CONFLICT (scope, scope_id, key) DO UPDATE
+        SET value = excluded.value, expires_at = excluded.expires_at""",
+    "record_delete": f"DELETE FROM records WHERE {_ADDR}",
+    "session_insert": """INSERT INTO sessions (id, name, owner, status, agent, metadata, created_at,
+        updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)""",
+    "session_get": "SELECT id, name, owner, status, agent, metadata, created_at, updated_at FROM sessions WHERE id = %s",
+    "sessions_all": """SELECT id, name, owner, status, agent, metadata, created_at, updated_at
+        FROM sessions ORDER BY created_at DESC, id DESC LIMIT %s OFFSET %s""",
+    "sessions_all_count": "SELECT COUNT(*) FROM sessions",
+    "sessions_owned": """SELECT id, name, owner, status, agent, metadata, created_at, updated_at
+        FROM sessions WHERE owner = %s ORDER BY created_at DESC, id DESC LIMIT %s OFFSET %s""",
+    "sessions_owned_count": "SELECT COUNT(*) FROM sessions WHERE owner = %s",
+    # a clear's running-turn guard: the share lock waits for a status change in flight
+    "session_status_guard": "SELECT status FROM sessions WHERE id = %s FOR SHARE",
+    "session_status_cas": """UPDATE sessions SET status = %s WHERE id = %s
+        AND (%s::text[] IS NULL OR status = ANY(%s::text[]))""",
+    "session_delete": "DELETE FROM sessions WHERE id = %s RETURNING status",
+    "transcript_seq_delete": "DELETE FROM transcript_seq WHERE session_id = %s",
+    "transcript_insert": "INSERT INTO transcripts (session_id, seq, body) VALUES (%s, %s, %s)",
+    "transcript_page_asc": """SELECT seq, body FROM transcripts WHERE session_id = %s AND seq > %s
+        AND seq < %s ORDER BY seq LIMIT %s""",
+    "transcript_page_desc": """SELECT seq, body FROM transcripts WHERE session_id = %s AND seq > %s
+        AND seq < %s ORDER BY seq DESC LIMIT %s""",
+    "transcript_update": "UPDATE transcripts SET body = %s WHERE session_id = %s AND seq = %s",
+    "transcript_delete": "DELETE FROM transcripts WHERE session_id = %s AND seq = %s",
+    "transcript_delete_all": "DELETE FROM transcripts WHERE session_id = %s",
+    "token_insert": """INSERT INTO tokens (id, token_hash, user_id, permissions, created_at, revoked,
+        label) VALUES (%s, %s, %s, %s, %s, %s, %s)""",
+    "token_by_hash": """SELECT id, token_hash, user_id, permissions, created_at, revoked, label
+        FROM tokens WHERE token_hash = %s""",
+    "tokens_all": """SELECT id, token_hash, user_id, permissions, created_at, revoked, label
+        FROM tokens ORDER BY created_at, id""",
+    "token_revoke": "UPDATE tokens SET revoked = TRUE WHERE id = %s",
+    "schema_table": """CREATE TABLE IF NOT EXISTS flowmem_schema (
+        version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)""",
+    "schema_version": "SELECT COALESCE(MAX(version), 0) FROM flowmem_schema",
+    "schema_insert": "INSERT INTO flowmem_schema (version, applied_at) VALUES (%s, %s)",
+    "token_valid": "SELECT 1 FROM tokens WHERE id = %s AND NOT revoked",
+}
+
+# Write guards (docs/decisions/0014): a guarded write locks the rows its guard reads
+# until it commits: the token FOR SHARE (a revocation or an erasure, which update or
+# delete it, waits for the write, and a write waiting for them finds it gone) and
+# the session FOR KEY SHARE (its delete waits likewise; status updates do not).
+# Always the token first, then the session, then the buffer's advisory lock: the
+# order an erasure takes them in, so the two never wait for each other in a cycle.
+# An uncorrelated EXISTS runs once before its query's rows (an initPlan), and
+# ``FOR SHARE`` keeps the planner from turning it into a join, so that order holds.
+_TOKEN_VALID = "EXISTS (SELECT 1 FROM tokens WHERE id = %s AND NOT revoked FOR SHARE)"
+GUARDS: dict[str, str] = {
+    "token": _TOKEN_VALID,
+    "session": "EXISTS (SELECT 1 FROM sessions WHERE id = %s FOR KEY SHARE)",
+    "both": f"EXISTS (SELECT 1 FROM sessions WHERE id = %s AND {_TOKEN_VALID} FOR KEY SHARE)",
+    # a claim (docs/decisions/0032): the session exists AND is owned by the claimed owner
+    "owned": """EXISTS (SELECT 1 FROM sessions WHERE id = %s
+        AND owner IS NOT DISTINCT FROM %s::text FOR KEY SHARE)""",
+    "both_owned": f"""EXISTS (SELECT 1 FROM sessions WHERE id = %s
+        AND owner IS NOT DISTINCT FROM %s::text AND {_TOKEN_VALID} FOR KEY SHARE)""",
+    "same": """EXISTS (SELECT 1 FROM sessions WHERE id = %s AND owner IS NOT DISTINCT FROM
+        %s::text AND created_at = %s::double precision FOR KEY SHARE)""",
+    "both_same": f"""EXISTS (SELECT 1 FROM sessions WHERE id = %s AND owner IS NOT DISTINCT FROM
+        %s::text AND created_at = %s::double precision AND {_TOKEN_VALID} FOR KEY SHARE)""",
+}
+# A claiming write's first statement (in the append's pipeline: no round trip of
+# its own): create the session unless it exists (or the token is not valid, or its
+# owner is at the limit). CASE evaluates its branches in order and an initPlan runs
+# only when its branch is reached, so the token is locked first (the order of
+# docs/decisions/0014) and the owner's sessions are counted only for a new session.
+# ON CONFLICT waits for a concurrent first write of the same id and then does nothing.
+_ENSURE = """INSERT INTO sessions (id, name, owner, status, agent, metadata, created_at,
+    updated_at) SELECT %s, '', %s::text, 'idle', NULL, '{{}}', %s::double precision,
+    %s::double precision WHERE CASE {token}
+    WHEN EXISTS (SELECT 1 FROM sessions WHERE id = %s) THEN FALSE
+    WHEN EXISTS (SELECT 1 FROM deleted_sessions WHERE id = %s) THEN FALSE
+    WHEN %s::bigint = 0 OR %s::text IS NULL THEN TRUE
+    ELSE (SELECT COUNT(*) FROM sessions WHERE owner = %s::text) < %s::bigint END
+    ON CONFLICT (id) DO NOTHING"""
+SQL["session_ensure"] = _ENSURE.format(token="")
+SQL["session_ensure@token"] = _ENSURE.format(token=f"WHEN NOT {_TOKEN_VALID} THEN FALSE")
+SQL["session_owner"] = "SELECT owner FROM sessions WHERE id = %s"
+SQL["session_deleted"] = "SELECT 1 FROM deleted_sessions WHERE id = %s"
+SQL["session_remember_deleted"] = """INSERT INTO deleted_sessions (id, deleted_at) VALUES (%s, %s)
+    ON CONFLICT (id) DO UPDATE SET deleted_at = excluded.deleted_at"""
+_GUARDED: dict[str, str] = {
+    "guard": "SELECT 1 WHERE {guard}",
+    "session_insert": """INSERT INTO sessions (id, name, owner, status, agent, metadata,
+        created_at, updated_at) SELECT %s, %s, %s, %s, %s, %s, %s::double precision,
+        %s::double precision WHERE {guard}""",
+    # the append's lock statement: the guard's row locks, then the advisory lock
+    "timed_lock": """SELECT pg_advisory_xact_lock(%s)
+        FROM (SELECT set_config('lock_timeout', %s, true),
+            set_config('plan_cache_mode', 'force_generic_plan', true)) AS bound WHERE {guard}""",
+    "record_put": """INSERT INTO records (scope, scope_id, key, value, expires_at)
+        SELECT %s, %s, %s, %s, %s::double precision WHERE {guard}
+        ON CONFLICT (scope, scope_id, key) DO UPDATE
+        SET value = excluded.value, expires_at = excluded.expires_at""",
+    "transcript_seq_next": """INSERT INTO transcript_seq (session_id, last_seq) SELECT %s, 1
+        WHERE {guard} ON CONFLICT (session_id) DO UPDATE
+        SET last_seq = transcript_seq.last_seq + 1 RETURNING last_seq""",
+}
+SQL.update(
+    {
+        f"{name}@{kind}": text.format(guard=condition)
+        for name, text in _GUARDED.items()
+        for kind, condition in GUARDS.items()
+    }
+)
+if set(SQL) & set(checkpoint_tables.SQL):  # pragma: no cover - a naming mistake
+    raise RuntimeError(f"statement names used twice: {set(SQL) & set(checkpoint_tables.SQL)}")
+SQL.update(checkpoint_tables.SQL)
+if set(SQL) & set(conversation_tables.SQL):  # pragma: no cover - a naming mistake
+    raise RuntimeError(f"statement names used twice: {set(SQL) & set(conversation_tables.SQL)}")
+SQL.update(conversation_tables.SQL)
+if set(SQL) & set(adk_tables.SQL):  # pragma: no cover - a naming mistake
+    raise RuntimeError(f"statement names used twice: {set(SQL) & set(adk_tables.SQL)}")
+SQL.update(adk_tables.SQL)
+
+# What the append's editor will ask, in one statement run right after the lock
+# (its own statement: a statement's snapshot predates a lock it waits for):
+# the header; for the call ids the incoming rows name (a text[]), whether each is
+# declared and its first answer; and, for an append with a user turn, the open
+# calls with the end of each declaring turn's result run (the editor's
+# ``run_end``) and the position of the row after that end (``next_pos``, where
+# healing inserts). One variant per shape (``append_facts@ids``, ``@open``,
+# ``@ids+open`` or just the header): a part not needed is not in the statement,
+# so the server neither plans nor starts it (docs/decisions/0028).
+#
+# The statements run with generic plans, planned once per connection, often on
+# tables with no statistics yet (a new database). Each part is written so that
+# every plan the server may pick stays O(1) in the buffer's length
+# (docs/decisions/0033): a lookup per id is a subquery in the select list (a
+# subplan on the (buffer_id, call_id) key, never turned into a join that scans
+# the buffer's calls), and the open calls are scanned only when an EXISTS (a
+# first-row index scan) finds one: a bitmap scan of the partial index visits every
+# call the buffer ever had until VACUUM (an answered call's old row version stays
+# in the index). No open call gives NULL, not '[]': no JSON to parse.
+_FACT_IDS = """(SELECT json_agg(json_build_array(i.id,
+        EXISTS (SELECT 1 FROM buffer_calls c WHERE c.buffer_id = b.id AND c.call_id = i.id),
+        a.pos, a.healed,
+        EXISTS (SELECT 1 FROM buffer_evicted v WHERE v.buffer_id = b.id AND v.call_id = i.id)))
+    FROM unnest(%s::text[]) AS i(id) LEFT JOIN LATERAL (SELECT pos, healed FROM buffer_answers
+        WHERE buffer_id = b.id AND call_id = i.id ORDER BY pos LIMIT 1) AS a ON TRUE)"""
+_FACT_OPEN = """CASE WHEN EXISTS (SELECT 1 FROM buffer_calls x WHERE x.buffer_id = b.id
+        AND NOT x.answered) THEN COALESCE((SELECT json_agg(json_build_array(e.call_id,
+        e.declared_pos, e.run_end, (SELECT MIN(n.pos) FROM buffer_rows n
+            WHERE n.buffer_id = b.id AND n.pos > e.run_end)) ORDER BY e.declared_pos, e.ord)
+        FROM (SELECT o.call_id, o.declared_pos, o.ord, COALESCE((SELECT MAX(r.pos)
+            FROM buffer_rows r WHERE r.buffer_id = b.id AND r.pos > o.declared_pos
+            AND r.pos < COALESCE((SELECT MIN(t.pos) FROM buffer_rows t
+            WHERE t.buffer_id = b.id AND t.pos > o.declared_pos AND t.role <> 'tool'),
+            9223372036854775807)), o.declared_pos) AS run_end
+        FROM buffer_calls o WHERE o.buffer_id = b.id AND NOT o.answered) AS e), '[]') END"""
+for _ids, _open, _suffix in (
+    (False, False, ""),
+    (True, False, "@ids"),
+    (False, True, "@open"),
+    (True, True, "@ids+open"),
+):
+    SQL[f"append_facts{_suffix}"] = (
+        "SELECT b.id, b.count, b.last_major, b.bytes, "
+        + (_FACT_IDS if _ids else "NULL")
+        + ", "
+        + (_FACT_OPEN if _open else "NULL")
+        + f" FROM buffers b WHERE {_ADDR}"
+    )
+
+# An append decided on known facts (flowmem.store.known, docs/decisions/0039), in
+# one round trip. After the lock, ``append_known`` checks the facts the rules were
+# given and records the verdict for the rest of the transaction: the header's id
+# and version, and its count, last major and bytes (a flowmem from before migration
+# 6, during a rolling upgrade, changes them without the version); each id assumed
+# new neither declared nor answered (a subplan per id, as in the facts above). Each
+# write's ``?`` variant runs only when the verdict is true; parameters keep their
+# types in the SELECT forms by casts. Last, ``buffer_known`` reads what the next
+# append may assume, under the lock and after the writes: the header and the ids of
+# the unanswered calls, scanned only when an EXISTS finds one and no further than
+# one past MAX_KNOWN_OPEN declarations (a buffer with more is not remembered).
+_KNOWN = "current_setting('flowmem.known')::boolean"
+SQL["append_known"] = """SELECT set_config('flowmem.known', (
+    EXISTS (SELECT 1 FROM buffers WHERE id = %s AND version = %s
+        AND count = %s AND last_major = %s AND bytes = %s)
+    AND COALESCE((SELECT bool_and(
+        NOT EXISTS (SELECT 1 FROM buffer_calls c WHERE c.buffer_id = %s AND c.call_id = i.id)
+        AND NOT EXISTS (SELECT 1 FROM buffer_answers a WHERE a.buffer_id = %s AND a.call_id = i.id)
+        AND NOT EXISTS (SELECT 1 FROM buffer_evicted v WHERE v.buffer_id = %s AND v.call_id = i.id))
+    FROM unnest(%s::text[]) AS i(id)), TRUE))::text, true)"""
+SQL["buffer_known"] = f"""SELECT b.id, b.version, b.count, b.last_major, b.bytes,
+    CASE WHEN EXISTS (SELECT 1 FROM buffer_calls x WHERE x.buffer_id = b.id AND NOT x.answered)
+    THEN (SELECT array_agg(o.call_id) FROM (SELECT call_id FROM buffer_calls
+        WHERE buffer_id = b.id AND NOT answered LIMIT {MAX_KNOWN_OPEN + 1}) AS o) END
+    FROM buffers b WHERE {_ADDR}"""
+SQL["row_insert?"] = f"""INSERT INTO buffer_rows (buffer_id, pos, role, body)
+    SELECT %s::bigint, %s::bigint, %s::text, %s::text WHERE {_KNOWN}"""
+SQL["call_insert?"] = f"""INSERT INTO buffer_calls (buffer_id, call_id, declared_pos, ord, answered)
+    SELECT %s::bigint, %s::text, %s::bigint, %s::integer,
+        EXISTS (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = %s)
+    WHERE {_KNOWN} ON CONFLICT DO NOTHING"""
+SQL["answer_insert?"] = f"""INSERT INTO buffer_answers (buffer_id, call_id, pos, healed)
+    SELECT %s::bigint, %s::text, %s::bigint, %s::boolean WHERE {_KNOWN}"""
+SQL["calls_answered?"] = f"{SQL['calls_answered']} AND {_KNOWN}"
+SQL["header_update?"] = f"{SQL['header_update']} AND {_KNOWN}"

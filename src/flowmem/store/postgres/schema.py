@@ -1,0 +1,217 @@
+"""PostgreSQL's schema: flowmem's migrations, in order (append-only)."""
+
+from __future__ import annotations
+
+from flowmem.store.adk import postgres as adk_tables
+from flowmem.store.checkpoints import postgres as checkpoint_tables
+from flowmem.store.conversations import postgres as conversation_tables
+
+MIGRATION_LOCK = 0x666C6F776D656D  # advisory key serializing schema migrations ("flowmem")
+
+# whose quota data at a scope counts against (flowmem.store.base.quota_owner, in SQL)
+_OWNER_OF = """CASE {t}.scope WHEN 'user' THEN {t}.scope_id
+    WHEN 'session' THEN (SELECT owner FROM sessions WHERE sessions.id = {t}.scope_id) END"""
+
+# Append-only: never edit a released migration, add a new one.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE records (
+            scope TEXT NOT NULL, scope_id TEXT NOT NULL, key TEXT NOT NULL,
+            value TEXT NOT NULL, expires_at DOUBLE PRECISION,
+            PRIMARY KEY (scope, scope_id, key))""",
+        """CREATE TABLE buffers (
+            id BIGSERIAL PRIMARY KEY,
+            scope TEXT NOT NULL, scope_id TEXT NOT NULL, key TEXT NOT NULL,
+            count BIGINT NOT NULL DEFAULT 0, last_major BIGINT NOT NULL DEFAULT 0,
+            UNIQUE (scope, scope_id, key))""",
+        """CREATE TABLE buffer_rows (
+            buffer_id BIGINT NOT NULL, pos BIGINT NOT NULL,
+            role TEXT NOT NULL, body TEXT NOT NULL,
+            PRIMARY KEY (buffer_id, pos))""",
+        "CREATE INDEX buffer_rows_turns ON buffer_rows (buffer_id, pos) WHERE role <> 'tool'",
+        """CREATE TABLE buffer_calls (
+            buffer_id BIGINT NOT NULL, call_id TEXT NOT NULL,
+            declared_pos BIGINT NOT NULL, ord INTEGER NOT NULL, answered BOOLEAN NOT NULL,
+            PRIMARY KEY (buffer_id, call_id, declared_pos))""",
+        "CREATE INDEX buffer_calls_pos ON buffer_calls (buffer_id, declared_pos)",
+        """CREATE INDEX buffer_calls_open ON buffer_calls (buffer_id, declared_pos, ord)
+            WHERE NOT answered""",
+        """CREATE TABLE buffer_answers (
+            buffer_id BIGINT NOT NULL, call_id TEXT NOT NULL, pos BIGINT NOT NULL,
+            healed BOOLEAN NOT NULL,
+            PRIMARY KEY (buffer_id, call_id, pos))""",
+        """CREATE TABLE sessions (
+            id TEXT PRIMARY KEY, name TEXT NOT NULL, owner TEXT, status TEXT NOT NULL,
+            agent TEXT, metadata TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL)""",
+        "CREATE INDEX sessions_owner ON sessions (owner, created_at, id)",
+        "CREATE INDEX sessions_created ON sessions (created_at, id)",
+        "CREATE TABLE transcript_seq (session_id TEXT PRIMARY KEY, last_seq BIGINT NOT NULL)",
+        """CREATE TABLE transcripts (
+            session_id TEXT NOT NULL, seq BIGINT NOT NULL, body TEXT NOT NULL,
+            PRIMARY KEY (session_id, seq))""",
+        """CREATE TABLE tokens (
+            id TEXT PRIMARY KEY, token_hash TEXT NOT NULL UNIQUE, user_id TEXT,
+            permissions TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL,
+            revoked BOOLEAN NOT NULL DEFAULT FALSE, label TEXT NOT NULL DEFAULT '')""",
+    ),
+    (  # 2: expired records are found by expiry (purge_expired)
+        "CREATE INDEX records_expiry ON records (expires_at) WHERE expires_at IS NOT NULL",
+    ),
+    (  # 3: the buffer header keeps the UTF-8 size of its rows (the buffer_bytes limit)
+        "ALTER TABLE buffers ADD COLUMN bytes BIGINT NOT NULL DEFAULT 0",
+        """UPDATE buffers SET bytes = COALESCE((SELECT SUM(octet_length(body))
+            FROM buffer_rows WHERE buffer_rows.buffer_id = buffers.id), 0)""",
+    ),
+    (  # 4: session-scope data written without a session record gets one, owned by nobody
+        """INSERT INTO sessions (id, name, owner, status, agent, metadata, created_at, updated_at)
+            SELECT scope_id, '', NULL, 'idle', NULL, '{}',
+                EXTRACT(EPOCH FROM now())::double precision,
+                EXTRACT(EPOCH FROM now())::double precision
+            FROM (SELECT scope_id FROM buffers WHERE scope = 'session'
+                UNION SELECT scope_id FROM records WHERE scope = 'session') AS scoped
+            WHERE scope_id NOT IN (SELECT id FROM sessions)""",
+    ),
+    (  # 5: idempotency keys with the answer to repeat (docs/decisions/0031)
+        """CREATE TABLE idempotency_keys (
+            owner TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL,
+            status INTEGER NOT NULL, body TEXT NOT NULL, expires_at DOUBLE PRECISION,
+            PRIMARY KEY (owner, key))""",
+        """CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_at)
+            WHERE expires_at IS NOT NULL""",
+    ),
+    (  # 6: every header write increments the version (known buffers, docs/decisions/0039)
+        "ALTER TABLE buffers ADD COLUMN version BIGINT NOT NULL DEFAULT 0",
+    ),
+    # 7: LangGraph checkpoints, channel values and pending writes (docs/decisions/0040)
+    checkpoint_tables.MIGRATION,
+    (  # 8: a deleted session's id is remembered: no write brings it back (issue 24 §2)
+        "CREATE TABLE deleted_sessions (id TEXT PRIMARY KEY, deleted_at DOUBLE PRECISION NOT NULL)",
+    ),
+    # 9: pydantic-ai conversation records and where their entries end (docs/decisions/0051)
+    conversation_tables.MIGRATION,
+    # 10: Google ADK sessions, app state and user state (docs/decisions/0053)
+    adk_tables.MIGRATION,
+    (  # 11: the call ids of turns a window evicted, the latest remembered (issue 24 §2)
+        """CREATE TABLE buffer_evicted (
+            buffer_id BIGINT NOT NULL, call_id TEXT NOT NULL, seq BIGINT NOT NULL,
+            PRIMARY KEY (buffer_id, call_id))""",
+        "CREATE INDEX buffer_evicted_seq ON buffer_evicted (buffer_id, seq)",
+    ),
+    # 12: per-user quotas, counted in the write's own transaction (docs/decisions/0044):
+    # whose quota each buffer and record counts against, what each user has, and the
+    # triggers that keep the count; the quotas are the connection's flowmem.quota_* settings
+    (
+        "ALTER TABLE buffers ADD COLUMN owner TEXT",
+        "ALTER TABLE records ADD COLUMN owner TEXT",
+        f"UPDATE buffers SET owner = {_OWNER_OF.format(t='buffers')}",
+        f"UPDATE records SET owner = {_OWNER_OF.format(t='records')}",
+        """CREATE TABLE user_usage (
+            user_id TEXT PRIMARY KEY, bytes BIGINT NOT NULL DEFAULT 0,
+            buffers BIGINT NOT NULL DEFAULT 0, records BIGINT NOT NULL DEFAULT 0)""",
+        """INSERT INTO user_usage (user_id, bytes, buffers, records)
+            SELECT owner, SUM(b), SUM(n), SUM(r) FROM (
+                SELECT owner, bytes AS b, 1 AS n, 0 AS r FROM buffers WHERE owner IS NOT NULL
+                UNION ALL SELECT owner, octet_length(value), 0, 1 FROM records
+                    WHERE owner IS NOT NULL) AS owned GROUP BY owner""",
+        """CREATE FUNCTION flowmem_quota_check(who TEXT, quota TEXT, used BIGINT) RETURNS void
+            LANGUAGE plpgsql AS $$
+            DECLARE
+                quota_limit BIGINT := NULLIF(current_setting('flowmem.quota_' || quota, true), '')::BIGINT;
+            BEGIN
+                IF quota_limit > 0 AND used > quota_limit THEN
+                    RAISE EXCEPTION 'flowmem_quota' USING DETAIL = quota || ' ' || quota_limit, HINT = who;
+                END IF;
+            END $$""",
+        f"""CREATE FUNCTION flowmem_owner() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                NEW.owner := {_OWNER_OF.format(t='NEW')};
+                RETURN NEW;
+            END $$""",
+        """CREATE TRIGGER buffers_owner BEFORE INSERT ON buffers
+            FOR EACH ROW EXECUTE FUNCTION flowmem_owner()""",
+        """CREATE TRIGGER records_owner BEFORE INSERT ON records
+            FOR EACH ROW EXECUTE FUNCTION flowmem_owner()""",
+        # add (size, buffers, records) to a user's usage; return the new row. An UPDATE
+        # first (the usual case: the row exists), the insert only for a user's first data
+        """CREATE FUNCTION flowmem_usage_add(who TEXT, size BIGINT, buffers BIGINT, records BIGINT)
+            RETURNS user_usage LANGUAGE plpgsql AS $$
+            DECLARE used user_usage%ROWTYPE;
+            BEGIN
+                UPDATE user_usage AS u SET bytes = u.bytes + size, buffers = u.buffers + flowmem_usage_add.buffers,
+                    records = u.records + flowmem_usage_add.records
+                    WHERE user_id = who RETURNING * INTO used;
+                IF NOT FOUND THEN
+                    INSERT INTO user_usage AS u (user_id, bytes, buffers, records)
+                        VALUES (who, size, flowmem_usage_add.buffers, flowmem_usage_add.records)
+                        ON CONFLICT (user_id) DO UPDATE SET bytes = u.bytes + excluded.bytes,
+                        buffers = u.buffers + excluded.buffers, records = u.records + excluded.records
+                        RETURNING * INTO used;
+                END IF;
+                RETURN used;
+            END $$""",
+        """CREATE FUNCTION flowmem_buffer_grown() RETURNS trigger LANGUAGE plpgsql AS $$
+            DECLARE used user_usage%ROWTYPE; quota_limit BIGINT;
+            BEGIN
+                IF TG_OP = 'INSERT' THEN
+                    used := flowmem_usage_add(NEW.owner, NEW.bytes, 1, 0);
+                    PERFORM flowmem_quota_check(NEW.owner, 'buffers', used.buffers);
+                    RETURN NULL;
+                END IF;
+                -- the append's own path, once per append: written out, no call
+                UPDATE user_usage SET bytes = bytes + (NEW.bytes - OLD.bytes)
+                    WHERE user_id = NEW.owner RETURNING * INTO used;
+                IF NOT FOUND THEN
+                    used := flowmem_usage_add(NEW.owner, NEW.bytes - OLD.bytes, 0, 0);
+                END IF;
+                IF NEW.bytes > OLD.bytes THEN
+                    quota_limit := NULLIF(current_setting('flowmem.quota_bytes', true), '')::BIGINT;
+                    IF quota_limit > 0 AND used.bytes > quota_limit THEN
+                        RAISE EXCEPTION 'flowmem_quota'
+                            USING DETAIL = 'bytes ' || quota_limit, HINT = NEW.owner;
+                    END IF;
+                END IF;
+                RETURN NULL;
+            END $$""",
+        """CREATE FUNCTION flowmem_buffer_dropped() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                PERFORM flowmem_usage_add(OLD.owner, -OLD.bytes, -1, 0);
+                RETURN NULL;
+            END $$""",
+        # the WHEN clauses spare the function call when nothing is counted
+        """CREATE TRIGGER buffers_usage_insert AFTER INSERT ON buffers FOR EACH ROW
+            WHEN (NEW.owner IS NOT NULL) EXECUTE FUNCTION flowmem_buffer_grown()""",
+        """CREATE TRIGGER buffers_usage_update AFTER UPDATE OF bytes ON buffers FOR EACH ROW
+            WHEN (NEW.owner IS NOT NULL AND NEW.bytes <> OLD.bytes)
+            EXECUTE FUNCTION flowmem_buffer_grown()""",
+        """CREATE TRIGGER buffers_usage_delete AFTER DELETE ON buffers FOR EACH ROW
+            WHEN (OLD.owner IS NOT NULL) EXECUTE FUNCTION flowmem_buffer_dropped()""",
+        """CREATE FUNCTION flowmem_record_grown() RETURNS trigger LANGUAGE plpgsql AS $$
+            DECLARE used user_usage%ROWTYPE;
+            BEGIN
+                IF TG_OP = 'INSERT' THEN
+                    used := flowmem_usage_add(NEW.owner, octet_length(NEW.value), 0, 1);
+                    PERFORM flowmem_quota_check(NEW.owner, 'records', used.records);
+                    PERFORM flowmem_quota_check(NEW.owner, 'bytes', used.bytes);
+                ELSE
+                    used := flowmem_usage_add(NEW.owner, octet_length(NEW.value) - octet_length(OLD.value), 0, 0);
+                    IF octet_length(NEW.value) > octet_length(OLD.value) THEN
+                        PERFORM flowmem_quota_check(NEW.owner, 'bytes', used.bytes);
+                    END IF;
+                END IF;
+                RETURN NULL;
+            END $$""",
+        """CREATE FUNCTION flowmem_record_dropped() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                PERFORM flowmem_usage_add(OLD.owner, -octet_length(OLD.value), 0, -1);
+                RETURN NULL;
+            END $$""",
+        """CREATE TRIGGER records_usage_insert AFTER INSERT ON records FOR EACH ROW
+            WHEN (NEW.owner IS NOT NULL) EXECUTE FUNCTION flowmem_record_grown()""",
+        """CREATE TRIGGER records_usage_update AFTER UPDATE OF value ON records FOR EACH ROW
+            WHEN (NEW.owner IS NOT NULL AND octet_length(NEW.value) <> octet_length(OLD.value))
+            EXECUTE FUNCTION flowmem_record_grown()""",
+        """CREATE TRIGGER records_usage_delete AFTER DELETE ON records FOR EACH ROW
+            WHEN (OLD.owner IS NOT NULL) EXECUTE FUNCTION flowmem_record_dropped()""",
+    ),
+)
