@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from flowmem.access import PERM_ADMIN, PERM_CREATE, PERMISSIONS, Principal, real_id
 from flowmem.errors import AuthenticationError, InvalidInputError, NotFoundError
 from flowmem.scope import usable_identity
-from flowmem.store.base import Store, TokenRecord
+from flowmem.store.base import TokenRecord, TokenStore
 
 __all__ = [
     "DEFAULT_PERMISSIONS",
@@ -56,7 +56,7 @@ def _check_permissions(permissions: Iterable[str]) -> frozenset[str]:
 
 
 def create_token(
-    store: Store,
+    store: TokenStore,
     user_id: str | None,
     permissions: Iterable[str] = DEFAULT_PERMISSIONS,
     *,
@@ -90,7 +90,7 @@ def create_token(
     return token, record
 
 
-def revoke_token(store: Store, token_id: str) -> None:
+def revoke_token(store: TokenStore, token_id: str) -> None:
     """Revoke a token by id; raise NotFoundError when there is none."""
     if not store.revoke_token(token_id):
         raise NotFoundError(f"no token with id {token_id!r}")
@@ -112,7 +112,7 @@ def well_formed(token: str) -> bool:
     return token.startswith(TOKEN_PREFIX) and len(token) <= _MAX_TOKEN_LENGTH
 
 
-def authenticate(store: Store, token: str) -> Principal:
+def authenticate(store: TokenStore, token: str) -> Principal:
     """Return the principal a token names; raise AuthenticationError if unknown or revoked."""
     if not well_formed(token):
         raise AuthenticationError("invalid token")
@@ -136,7 +136,7 @@ def principal_of(record: TokenRecord) -> Principal:
     return principal
 
 
-def bootstrap_admin_token(store: Store, user_id: str = "admin") -> str | None:
+def bootstrap_admin_token(store: TokenStore, user_id: str = "admin") -> str | None:
     """On a database with no tokens at all, create an admin token and return it; else None."""
     if store.list_tokens():
         return None

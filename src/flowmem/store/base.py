@@ -251,12 +251,9 @@ def quota_owner(scope: str, scope_id: str, session_owner: str | None) -> str | N
     return None
 
 
-class Store(Protocol):
-    """The one storage protocol: memory records, buffers, sessions, transcripts, tokens."""
+class RecordStore(Protocol):
+    """Memory records by address, with their expiry."""
 
-    url: str
-
-    # --- memory records -------------------------------------------------------
     def get_record(self, address: Address, now: float) -> tuple[bool, Any]:
         """Return (found, value); an expired record is not found."""
         ...
@@ -290,7 +287,10 @@ class Store(Protocol):
         """
         ...
 
-    # --- conversation buffers ------------------------------------------------
+
+class BufferStore(Protocol):
+    """Conversation buffers: the rules' appends (MEM-1..3, 10, 12, 14) and the reads."""
+
     def append(
         self,
         address: Address,
@@ -378,7 +378,10 @@ class Store(Protocol):
         """
         ...
 
-    # --- sessions ---------------------------------------------------------------
+
+class SessionStore(Protocol):
+    """Sessions, their owners and status, their transcripts, and a user's erasure."""
+
     def create_session(
         self,
         session: SessionRecord,
@@ -460,7 +463,10 @@ class Store(Protocol):
         """Delete one transcript row (the administrative tier only); True if it existed."""
         ...
 
-    # --- idempotency keys (docs/decisions/0031) ------------------------------------
+
+class IdempotencyStore(Protocol):
+    """Idempotency keys and the answers they repeat (docs/decisions/0031)."""
+
     def get_idempotency(self, owner: str, key: str, now: float) -> StoredAnswer | None:
         """Return the owner's live key; None when absent or expired (an expired one is deleted)."""
         ...
@@ -480,7 +486,10 @@ class Store(Protocol):
         """Delete a claimed key whose request failed (an answered key is kept)."""
         ...
 
-    # --- per-user quotas (docs/decisions/0044) -------------------------------------
+
+class QuotaStore(Protocol):
+    """Per-user quotas, counted by the store across processes (docs/decisions/0044)."""
+
     def set_quotas(self, quotas: Quotas) -> None:
         """Enforce ``quotas`` on every later write through this store object (default ``Quotas()``)."""
         ...
@@ -489,7 +498,10 @@ class Store(Protocol):
         """Return what is counted for ``user_id`` (zeros for a user with nothing stored)."""
         ...
 
-    # --- tokens ------------------------------------------------------------------
+
+class TokenStore(Protocol):
+    """API tokens, stored by their hash."""
+
     def create_token(self, token: TokenRecord) -> None:
         """Store a token record (its hash, never the token)."""
         ...
@@ -505,6 +517,16 @@ class Store(Protocol):
     def revoke_token(self, token_id: str) -> bool:
         """Mark a token revoked; True when it existed."""
         ...
+
+
+class Store(RecordStore, BufferStore, SessionStore, IdempotencyStore, QuotaStore, TokenStore, Protocol):
+    """The one storage protocol: the intersection of the small ones above.
+
+    A caller that needs one part names that part (``RecordStore``, ``BufferStore`` …);
+    every backend implements all of them.
+    """
+
+    url: str
 
     def close(self) -> None:
         """Release connections and files."""
