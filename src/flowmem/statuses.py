@@ -27,8 +27,9 @@ from flowmem.errors import (
     ToolError,
 )
 
-# flowmem error class -> HTTP status; the first match wins (subclasses before bases).
-STATUS_TABLE: list[tuple[type[FlowmemError], int]] = [
+# flowmem error class -> HTTP status, looked up along the error's MRO (its own class
+# first, then its bases), so a subclass never depends on its place in the table.
+STATUS_TABLE: dict[type[FlowmemError], int] = dict([
     (PayloadTooLargeError, 413),  # message_too_large, record_too_large, metadata_too_large too
     (InvalidTextError, 422),
     (InvalidInputError, 422),
@@ -44,7 +45,7 @@ STATUS_TABLE: list[tuple[type[FlowmemError], int]] = [
     (StoreError, 503),
     (ModelError, 502),
     (ToolError, 502),
-]
+])
 
 # Codes produced by the HTTP layer (not by a flowmem error class), with their status.
 HTTP_CODES: dict[str, int] = {
@@ -69,8 +70,9 @@ HTTP_CODES: dict[str, int] = {
 
 
 def status_for(error: FlowmemError) -> int:
-    """Return the HTTP status of a flowmem error (500 for an unmapped one)."""
-    for kind, status in STATUS_TABLE:
-        if isinstance(error, kind):
+    """Return the HTTP status of a flowmem error: its nearest class in the table (500 if none)."""
+    for kind in type(error).__mro__:
+        status = STATUS_TABLE.get(kind)
+        if status is not None:
             return status
     return 500

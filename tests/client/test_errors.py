@@ -43,7 +43,7 @@ def _every_class() -> list[type[FlowmemError]]:
 
 def test_every_code_of_the_server_table_maps_back_to_its_class() -> None:
     classes = _every_class()
-    mapped = {kind for kind, _ in STATUS_TABLE}
+    mapped = set(STATUS_TABLE)
     for kind in classes:
         if any(issubclass(kind, base) for base in mapped):
             raised = error_from_response(status_for(kind.__new__(kind)), _body(kind.code))
@@ -142,3 +142,10 @@ def test_a_session_running_a_turn_is_a_conflict(memory_server: Server) -> None:
         with pytest.raises(ConflictError) as conflict:
             client.reset_session(session.id)
         assert conflict.value.code == "conflict"
+
+
+def test_a_status_is_found_along_the_mro_whatever_the_table_order() -> None:
+    from flowmem.errors import MessageTooLargeError, StoreLockedError
+
+    assert status_for(MessageTooLargeError("x")) == 413  # PayloadTooLarge before InvalidInput
+    assert status_for(StoreLockedError("x")) == 503

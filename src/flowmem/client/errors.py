@@ -60,7 +60,7 @@ def _code_classes() -> dict[str, type[FlowmemError]]:
         if kind.__module__ == _errors.__name__:
             table.setdefault(kind.code, kind)
     by_status: dict[int, type[FlowmemError]] = {}
-    for kind, status in STATUS_TABLE:
+    for kind, status in STATUS_TABLE.items():
         if status < 500:  # a server fault of the HTTP layer (internal_error) is no store error
             by_status.setdefault(status, kind)
     for code, status in HTTP_CODES.items():
