@@ -20,9 +20,9 @@ import pytest
 from flowmem.core import prepare
 from flowmem.errors import StoreUnavailableError
 from flowmem.store import Address, open_store
-from flowmem.store.commitgroup import CommitGroup
 from flowmem.store.locks import AddressLocks, no_wait
 from flowmem.store.sqlite import SqliteStore
+from flowmem.store.sqlite.fsync import SharedSync
 
 KEY = Address("session", "s1", "chat")
 FORK = multiprocessing.get_context("fork")
@@ -39,7 +39,7 @@ def _until(condition: object, what: str) -> None:
         time.sleep(0.002)
 
 
-# --- CommitGroup: leader and followers -----------------------------------------------------
+# --- SharedSync: leader and followers -----------------------------------------------------
 
 
 def test_commit_group_waiters_that_arrive_during_an_fsync_share_the_next_one() -> None:
@@ -50,7 +50,7 @@ def test_commit_group_waiters_that_arrive_during_an_fsync_share_the_next_one() -
         began.append(len(began))
         assert release[len(began) - 1].wait(10)
 
-    group = CommitGroup(sync)
+    group = SharedSync(sync)
     returned: list[str] = []
 
     def waiter(name: str) -> None:
@@ -84,7 +84,7 @@ def test_commit_group_failed_fsync_is_logged_and_the_writers_return(
     def sync() -> None:
         raise StoreUnavailableError("cannot sync: Input/output error")
 
-    group = CommitGroup(sync)
+    group = SharedSync(sync)
     with caplog.at_level(logging.ERROR, logger="flowmem"):
         group.wait()  # committed and visible: answered as done (docs/decisions/0019)
     assert "fsync of committed writes failed" in caplog.text
@@ -93,7 +93,7 @@ def test_commit_group_failed_fsync_is_logged_and_the_writers_return(
 def test_commit_group_in_a_forked_child_does_not_wait_for_the_parents_leader() -> None:
     parent = os.getpid()
     release = threading.Event()
-    group = CommitGroup(lambda: release.wait(10) if os.getpid() == parent else None)
+    group = SharedSync(lambda: release.wait(10) if os.getpid() == parent else None)
     leader = threading.Thread(target=group.wait)
     leader.start()
     _until(lambda: group._leading, "the parent's leader is in its fsync")
@@ -109,7 +109,7 @@ def test_commit_group_in_a_forked_child_does_not_wait_for_the_parents_leader() -
 
 def test_commit_group_nested_blocks_wait_once_and_a_raising_block_does_not_wait() -> None:
     syncs: list[int] = []
-    group = CommitGroup(lambda: syncs.append(1))
+    group = SharedSync(lambda: syncs.append(1))
     with group.commit():
         assert group.joined()
         with group.commit():

@@ -37,8 +37,8 @@ from flowmem.errors import (
     StoreUnavailableError,
 )
 from flowmem.store import Address, open_store
-from flowmem.store.groupcommit import os_error
 from flowmem.store.sqlite import SqliteStore, driver_error
+from flowmem.store.sqlite.fsync import os_error
 
 FORK = multiprocessing.get_context("fork")
 KEY = Address("global", "", "k")

@@ -22,9 +22,9 @@ from flowmem.core import prepare
 from flowmem.errors import StoreError
 from flowmem.store import Address, Store, open_store
 from flowmem.store.base import LocalCalls
-from flowmem.store.groupcommit import AUTO_CHECKPOINT, CHECKPOINT_EVERY
 from flowmem.store.locks import AddressLocks, WouldBlock, no_wait, waiting_allowed
 from flowmem.store.sqlite import SqliteStore
+from flowmem.store.sqlite.fsync import AUTO_CHECKPOINT, CHECKPOINT_EVERY
 from tests.store.conftest import open_backend
 
 KEY = Address("session", "s1", "chat")

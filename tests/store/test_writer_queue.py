@@ -22,8 +22,9 @@ import pytest
 
 from flowmem.core import prepare
 from flowmem.store import Address, open_store
-from flowmem.store.locks import FairLock, WouldBlock, no_wait, writer_queue
+from flowmem.store.locks import FairLock, WouldBlock, no_wait
 from flowmem.store.sqlite import SqliteStore
+from flowmem.store.sqlite.writers import writer_queue
 
 KEY = Address("session", "s1", "chat")
 FORK = multiprocessing.get_context("fork")

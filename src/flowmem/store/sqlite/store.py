@@ -1,33 +1,9 @@
-"""``SqliteStore``: the embedded default backend (``sqlite:///path.db``).
+"""``SqliteStore``: the ``Store`` protocol on one SQLite file, its connections and errors.
 
-One file, WAL, ``synchronous=FULL`` by default (a committed append survives power
-loss), created on first use, safe to call from many threads (a small pool of
-connections) and many processes. Write transactions take turns in arrival order
-(``locks.WriterQueue``, with the sidecar file ``<path>-writers``) instead of
-polling SQLite's lock, so no writer waits for seconds (docs/decisions/0026). Appends run ``flowmem.core.apply_append`` through
-``SqlBufferEditor`` inside one ``BEGIN IMMEDIATE`` transaction (MEM-12).
-
-Group commit (``flowmem.store.groupcommit``, docs/decisions/0027): a write made
-inside ``SqliteStore.deferred()`` (the ``LocalCalls`` capability, which the HTTP
-app's store pool enters by name on its event loop) commits without its own fsync
-when the file is ``FULL`` or ``EXTRA`` and is durable only once ``sync`` has
-reached the ``sync_barrier`` seen after it. Every other write is durable when it
-returns.
-
-A write made by a thread that may wait does the same in process
-(``commitgroup.CommitGroup``, docs/decisions/0029): it commits at ``NORMAL``, gives
-the file's turn to the next writer, and returns after an fsync of the WAL that
-began after its commit, one fsync shared by every thread that committed meanwhile.
-
-Driver errors become typed ``StoreError``s: SQLITE_FULL → ``StoreFullError``,
-SQLITE_READONLY (and an I/O error on a file made immutable) → ``StoreReadOnlyError``,
-SQLITE_CORRUPT/NOTADB → ``StoreCorruptError``; a write lock held past the bound by
-another process → ``StoreLockedError``.
-
-A database whose files are made immutable or append-only while it is open
-(``flowmem.store.fileguard``, docs/decisions/0046) is noticed before a connection is
-lent: the store then takes only reads (writes: ``StoreReadOnlyError``) instead of
-dying of SIGBUS in SQLite's mapped ``-shm``, until the files are writable again.
+A small pool of connections, each in WAL mode at the URL's ``synchronous``; writes
+take turns in the file's writer queue (``writers``), their fsync is ``fsync``'s, and
+``fileguard`` is asked before every loan whether the files were sealed. The package
+docstring (``flowmem.store.sqlite``) says what the backend promises.
 """
 
 from __future__ import annotations
@@ -56,7 +32,6 @@ from flowmem.errors import (
     StoreReadOnlyError,
     StoreUnavailableError,
 )
-from flowmem.store.adk import sqlite as adk_tables
 from flowmem.store.adk.sql import SqlAdkSessions
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
@@ -68,375 +43,22 @@ from flowmem.store.base import (
     Usage,
     WriteGuard,
 )
-from flowmem.store.checkpoints import sqlite as checkpoint_tables
 from flowmem.store.checkpoints.sql import SqlCheckpoints
-from flowmem.store.commitgroup import CommitGroup
-from flowmem.store.conversations import sqlite as conversation_tables
 from flowmem.store.conversations.sql import SqlConversations
-from flowmem.store.fileguard import FileGuard, sealed_file
-from flowmem.store.groupcommit import AUTO_CHECKPOINT, GroupCommit
-from flowmem.store.locks import (
-    AddressLocks,
-    WouldBlock,
-    no_wait,
-    release_writer_queue,
-    waiting_allowed,
-    writer_queue,
-)
+from flowmem.store.locks import AddressLocks, WouldBlock, no_wait, waiting_allowed
 from flowmem.store.rows import check_address, check_lock_timeout, check_rows
 from flowmem.store.sqlbase import SqlStore, no_database
+from flowmem.store.sqlite.fileguard import FileGuard, sealed_file
+from flowmem.store.sqlite.fsync import AUTO_CHECKPOINT, DeferredSync, SharedSync
+from flowmem.store.sqlite.queries import SQL
+from flowmem.store.sqlite.schema import MIGRATIONS
+from flowmem.store.sqlite.writers import release_writer_queue, writer_queue
 
 log = logging.getLogger("flowmem")
 
 T = TypeVar("T")
 
 SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
-
-# whose quota data at a scope counts against (flowmem.store.base.quota_owner, in SQL)
-_OWNER_OF = """CASE {t}.scope WHEN 'user' THEN {t}.scope_id
-    WHEN 'session' THEN (SELECT owner FROM sessions WHERE sessions.id = {t}.scope_id) END"""
-
-# Append-only: never edit a released migration, add a new one.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
-        """CREATE TABLE records (
-            scope TEXT NOT NULL, scope_id TEXT NOT NULL, key TEXT NOT NULL,
-            value TEXT NOT NULL, expires_at REAL,
-            PRIMARY KEY (scope, scope_id, key)) WITHOUT ROWID""",
-        """CREATE TABLE buffers (
-            id INTEGER PRIMARY KEY,
-            scope TEXT NOT NULL, scope_id TEXT NOT NULL, key TEXT NOT NULL,
-            count INTEGER NOT NULL DEFAULT 0, last_major INTEGER NOT NULL DEFAULT 0,
-            UNIQUE (scope, scope_id, key))""",
-        """CREATE TABLE buffer_rows (
-            buffer_id INTEGER NOT NULL, pos INTEGER NOT NULL,
-            role TEXT NOT NULL, body TEXT NOT NULL,
-            PRIMARY KEY (buffer_id, pos)) WITHOUT ROWID""",
-        "CREATE INDEX buffer_rows_turns ON buffer_rows (buffer_id, pos) WHERE role <> 'tool'",
-        """CREATE TABLE buffer_calls (
-            buffer_id INTEGER NOT NULL, call_id TEXT NOT NULL,
-            declared_pos INTEGER NOT NULL, ord INTEGER NOT NULL, answered INTEGER NOT NULL,
-            PRIMARY KEY (buffer_id, call_id, declared_pos)) WITHOUT ROWID""",
-        "CREATE INDEX buffer_calls_pos ON buffer_calls (buffer_id, declared_pos)",
-        """CREATE INDEX buffer_calls_open ON buffer_calls (buffer_id, declared_pos, ord)
-            WHERE answered = 0""",
-        """CREATE TABLE buffer_answers (
-            buffer_id INTEGER NOT NULL, call_id TEXT NOT NULL, pos INTEGER NOT NULL,
-            healed INTEGER NOT NULL,
-            PRIMARY KEY (buffer_id, call_id, pos)) WITHOUT ROWID""",
-        """CREATE TABLE sessions (
-            id TEXT PRIMARY KEY, name TEXT NOT NULL, owner TEXT, status TEXT NOT NULL,
-            agent TEXT, metadata TEXT NOT NULL, created_at REAL NOT NULL,
-            updated_at REAL NOT NULL) WITHOUT ROWID""",
-        "CREATE INDEX sessions_owner ON sessions (owner, created_at, id)",
-        "CREATE INDEX sessions_created ON sessions (created_at, id)",
-        """CREATE TABLE transcript_seq (
-            session_id TEXT PRIMARY KEY, last_seq INTEGER NOT NULL) WITHOUT ROWID""",
-        """CREATE TABLE transcripts (
-            session_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
-            PRIMARY KEY (session_id, seq)) WITHOUT ROWID""",
-        """CREATE TABLE tokens (
-            id TEXT PRIMARY KEY, token_hash TEXT NOT NULL UNIQUE, user_id TEXT,
-            permissions TEXT NOT NULL, created_at REAL NOT NULL,
-            revoked INTEGER NOT NULL DEFAULT 0, label TEXT NOT NULL DEFAULT '')""",
-    ),
-    (  # 2: expired records are found by expiry (purge_expired)
-        "CREATE INDEX records_expiry ON records (expires_at) WHERE expires_at IS NOT NULL",
-    ),
-    (  # 3: the buffer header keeps the UTF-8 size of its rows (the buffer_bytes limit)
-        "ALTER TABLE buffers ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0",
-        """UPDATE buffers SET bytes = (SELECT COALESCE(SUM(length(CAST(body AS BLOB))), 0)
-            FROM buffer_rows WHERE buffer_rows.buffer_id = buffers.id)""",
-    ),
-    (  # 4: session-scope data written without a session record gets one, owned by nobody
-        """INSERT INTO sessions (id, name, owner, status, agent, metadata, created_at, updated_at)
-            SELECT scope_id, '', NULL, 'idle', NULL, '{}',
-                (julianday('now') - 2440587.5) * 86400.0, (julianday('now') - 2440587.5) * 86400.0
-            FROM (SELECT scope_id FROM buffers WHERE scope = 'session'
-                UNION SELECT scope_id FROM records WHERE scope = 'session')
-            WHERE scope_id NOT IN (SELECT id FROM sessions)""",
-    ),
-    (  # 5: idempotency keys with the answer to repeat (docs/decisions/0031)
-        """CREATE TABLE idempotency_keys (
-            owner TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL,
-            status INTEGER NOT NULL, body TEXT NOT NULL, expires_at REAL,
-            PRIMARY KEY (owner, key)) WITHOUT ROWID""",
-        """CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_at)
-            WHERE expires_at IS NOT NULL""",
-    ),
-    (  # 6: every header write increments the version (as on PostgreSQL, decision 0039)
-        "ALTER TABLE buffers ADD COLUMN version INTEGER NOT NULL DEFAULT 0",
-    ),
-    # 7: LangGraph checkpoints, channel values and pending writes (docs/decisions/0040)
-    checkpoint_tables.MIGRATION,
-    (  # 8: a deleted session's id is remembered: no write brings it back (issue 24 §2)
-        "CREATE TABLE deleted_sessions (id TEXT PRIMARY KEY, deleted_at REAL NOT NULL)",
-    ),
-    # 9: pydantic-ai conversation records and where their entries end (docs/decisions/0051)
-    conversation_tables.MIGRATION,
-    # 10: Google ADK sessions, app state and user state (docs/decisions/0053)
-    adk_tables.MIGRATION,
-    (  # 11: the call ids of turns a window evicted, the latest remembered (issue 24 §2)
-        """CREATE TABLE buffer_evicted (
-            buffer_id INTEGER NOT NULL, call_id TEXT NOT NULL, seq INTEGER NOT NULL,
-            PRIMARY KEY (buffer_id, call_id)) WITHOUT ROWID""",
-        "CREATE INDEX buffer_evicted_seq ON buffer_evicted (buffer_id, seq)",
-    ),
-    # 12: per-user quotas, counted in the write's own transaction (docs/decisions/0044):
-    # whose quota each buffer and record counts against, what each user has, and the
-    # triggers that keep the count (flowmem_over_quota is the store's own function)
-    (
-        "ALTER TABLE buffers ADD COLUMN owner TEXT",
-        "ALTER TABLE records ADD COLUMN owner TEXT",
-        # a number no other buffer ever had (a rowid is reused after the largest is deleted):
-        # what a paged read compares, with the version, to see that its buffer is the same one
-        "ALTER TABLE buffers ADD COLUMN born INTEGER NOT NULL DEFAULT 0",
-        "UPDATE buffers SET born = id",
-        "CREATE TABLE buffer_births (n INTEGER NOT NULL)",
-        "INSERT INTO buffer_births (n) SELECT COALESCE(MAX(id), 0) FROM buffers",
-        f"UPDATE buffers SET owner = {_OWNER_OF.format(t='buffers')}",
-        f"UPDATE records SET owner = {_OWNER_OF.format(t='records')}",
-        """CREATE TABLE user_usage (
-            user_id TEXT PRIMARY KEY, bytes INTEGER NOT NULL DEFAULT 0,
-            buffers INTEGER NOT NULL DEFAULT 0, records INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID""",
-        """INSERT INTO user_usage (user_id, bytes, buffers, records)
-            SELECT owner, SUM(b), SUM(n), SUM(r) FROM (
-                SELECT owner, bytes AS b, 1 AS n, 0 AS r FROM buffers WHERE owner IS NOT NULL
-                UNION ALL SELECT owner, length(CAST(value AS BLOB)), 0, 1 FROM records
-                    WHERE owner IS NOT NULL) AS owned GROUP BY owner""",
-        f"""CREATE TRIGGER usage_buffer_insert AFTER INSERT ON buffers BEGIN
-            UPDATE buffer_births SET n = n + 1;
-            UPDATE buffers SET owner = {_OWNER_OF.format(t='NEW')},
-                born = (SELECT n FROM buffer_births) WHERE id = NEW.id;
-            INSERT INTO user_usage (user_id, bytes, buffers, records)
-                SELECT owner, bytes, 1, 0 FROM buffers WHERE id = NEW.id AND owner IS NOT NULL
-                ON CONFLICT (user_id) DO UPDATE SET bytes = bytes + excluded.bytes, buffers = buffers + 1;
-            SELECT RAISE(ABORT, 'flowmem_quota') FROM buffers JOIN user_usage ON user_id = owner
-                WHERE id = NEW.id AND flowmem_over_quota('buffers', user_id, user_usage.buffers);
-        END""",
-        """CREATE TRIGGER usage_buffer_bytes AFTER UPDATE OF bytes ON buffers
-            WHEN NEW.owner IS NOT NULL AND NEW.bytes <> OLD.bytes BEGIN
-            UPDATE user_usage SET bytes = bytes + NEW.bytes - OLD.bytes WHERE user_id = NEW.owner;
-            SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage WHERE user_id = NEW.owner
-                AND NEW.bytes > OLD.bytes AND flowmem_over_quota('bytes', user_id, bytes);
-        END""",
-        """CREATE TRIGGER usage_buffer_delete AFTER DELETE ON buffers WHEN OLD.owner IS NOT NULL BEGIN
-            UPDATE user_usage SET bytes = bytes - OLD.bytes, buffers = buffers - 1
-                WHERE user_id = OLD.owner;
-        END""",
-        f"""CREATE TRIGGER usage_record_insert AFTER INSERT ON records BEGIN
-            UPDATE records SET owner = {_OWNER_OF.format(t='NEW')}
-                WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key;
-            INSERT INTO user_usage (user_id, bytes, buffers, records)
-                SELECT owner, length(CAST(value AS BLOB)), 0, 1 FROM records
-                WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key
-                    AND owner IS NOT NULL
-                ON CONFLICT (user_id) DO UPDATE SET bytes = bytes + excluded.bytes, records = records + 1;
-            SELECT RAISE(ABORT, 'flowmem_quota') FROM records JOIN user_usage ON user_id = owner
-                WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key
-                AND (flowmem_over_quota('records', user_id, user_usage.records)
-                    OR flowmem_over_quota('bytes', user_id, user_usage.bytes));
-        END""",
-        """CREATE TRIGGER usage_record_value AFTER UPDATE OF value ON records
-            WHEN NEW.owner IS NOT NULL BEGIN
-            UPDATE user_usage SET bytes = bytes + length(CAST(NEW.value AS BLOB))
-                - length(CAST(OLD.value AS BLOB)) WHERE user_id = NEW.owner;
-            SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage WHERE user_id = NEW.owner
-                AND length(CAST(NEW.value AS BLOB)) > length(CAST(OLD.value AS BLOB))
-                AND flowmem_over_quota('bytes', user_id, bytes);
-        END""",
-        """CREATE TRIGGER usage_record_delete AFTER DELETE ON records WHEN OLD.owner IS NOT NULL BEGIN
-            UPDATE user_usage SET bytes = bytes - length(CAST(OLD.value AS BLOB)),
-                records = records - 1 WHERE user_id = OLD.owner;
-        END""",
-    ),
-)
-
-_B = "buffer_id = ?"
-SQL: dict[str, str] = {
-    "header_get": "SELECT id, count, last_major, bytes FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
-    "header_insert": "INSERT INTO buffers (scope, scope_id, key) VALUES (?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
-    "header_update": "UPDATE buffers SET count = ?, last_major = ?, bytes = ?, version = version + 1 WHERE id = ?",
-    "is_declared": f"SELECT 1 FROM buffer_calls WHERE {_B} AND call_id = ? LIMIT 1",
-    "answer_of": f"SELECT pos, healed FROM buffer_answers WHERE {_B} AND call_id = ? ORDER BY pos LIMIT 1",
-    "open_calls": f"SELECT call_id, declared_pos FROM buffer_calls WHERE {_B} AND answered = 0 ORDER BY declared_pos, ord",
-    "run_end": f"""SELECT MAX(pos) FROM buffer_rows WHERE {_B} AND pos > ? AND pos < COALESCE(
-        (SELECT MIN(pos) FROM buffer_rows INDEXED BY buffer_rows_turns
-            WHERE {_B} AND pos > ? AND role <> 'tool'),
-        9223372036854775807)""",
-    "oldest": f"SELECT pos, body FROM buffer_rows WHERE {_B} ORDER BY pos LIMIT 1",
-    "newest": f"SELECT pos, body FROM buffer_rows WHERE {_B} ORDER BY pos DESC LIMIT 1",
-    "row_get": f"SELECT body FROM buffer_rows WHERE {_B} AND pos = ?",
-    "next_pos": f"SELECT MIN(pos) FROM buffer_rows WHERE {_B} AND pos > ?",
-    "max_before": f"SELECT MAX(pos) FROM buffer_rows WHERE {_B} AND pos > ? AND pos < ?",
-    "row_insert": "INSERT INTO buffer_rows (buffer_id, pos, role, body) VALUES (?, ?, ?, ?)",
-    "row_update": f"UPDATE buffer_rows SET role = ?, body = ? WHERE {_B} AND pos = ?",
-    "row_delete": f"DELETE FROM buffer_rows WHERE {_B} AND pos = ?",
-    "call_insert": f"""INSERT INTO buffer_calls (buffer_id, call_id, declared_pos, ord, answered)
-        VALUES (?, ?, ?, ?, EXISTS (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = ?))
-        ON CONFLICT DO NOTHING""",
-    "calls_delete": f"DELETE FROM buffer_calls WHERE {_B} AND declared_pos = ?",
-    "answer_insert": "INSERT INTO buffer_answers (buffer_id, call_id, pos, healed) VALUES (?, ?, ?, ?)",
-    "answer_delete": f"DELETE FROM buffer_answers WHERE {_B} AND call_id = ? AND pos = ?",
-    "calls_answered": f"UPDATE buffer_calls SET answered = 1 WHERE {_B} AND call_id = ? AND answered = 0",
-    "calls_reopen": f"""UPDATE buffer_calls SET answered = 0 WHERE {_B} AND call_id = ? AND NOT EXISTS
-        (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = ?)""",
-    "shift_rows": f"UPDATE buffer_rows SET pos = -(pos + ?) WHERE {_B} AND pos > ? AND pos < ?",
-    "shift_calls": f"UPDATE buffer_calls SET declared_pos = -(declared_pos + ?) WHERE {_B} AND declared_pos > ? AND declared_pos < ?",
-    "shift_answers": f"UPDATE buffer_answers SET pos = -(pos + ?) WHERE {_B} AND pos > ? AND pos < ?",
-    "unflip_rows": f"UPDATE buffer_rows SET pos = -pos WHERE {_B} AND pos < 0",
-    "unflip_calls": f"UPDATE buffer_calls SET declared_pos = -declared_pos WHERE {_B} AND declared_pos < 0",
-    "unflip_answers": f"UPDATE buffer_answers SET pos = -pos WHERE {_B} AND pos < 0",
-    "was_evicted": f"SELECT 1 FROM buffer_evicted WHERE {_B} AND call_id = ?",
-    "evicted_insert": f"""INSERT INTO buffer_evicted (buffer_id, call_id, seq) VALUES (?, ?,
-        (SELECT COALESCE(MAX(seq), 0) + 1 FROM buffer_evicted WHERE {_B}))
-        ON CONFLICT (buffer_id, call_id) DO UPDATE SET seq = excluded.seq""",
-    "evicted_trim": f"""DELETE FROM buffer_evicted WHERE {_B} AND seq <=
-        (SELECT MAX(seq) FROM buffer_evicted WHERE {_B}) - ?""",
-    # --- outside the editor ---
-    # the buffer id first (a scalar subquery), so the rows come from the (buffer_id, pos) index
-    "load_all": """SELECT body FROM buffer_rows WHERE buffer_id =
-        (SELECT id FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?) ORDER BY pos""",
-    "load_last": """SELECT body FROM (SELECT pos, body FROM buffer_rows WHERE buffer_id =
-        (SELECT id FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?) ORDER BY pos DESC LIMIT ?) AS tail
-        ORDER BY pos""",
-    "bodies_before": """SELECT pos, body FROM buffer_rows WHERE buffer_id =
-        (SELECT id FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?) AND pos < ? ORDER BY pos""",
-    "bodies_last_before": """SELECT pos, body FROM (SELECT pos, body FROM buffer_rows WHERE buffer_id =
-        (SELECT id FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?) AND pos < ?
-        ORDER BY pos DESC LIMIT ?) AS tail ORDER BY pos""",
-    "count": "SELECT count FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
-    "usage_get": "SELECT bytes, buffers, records FROM user_usage WHERE user_id = ?",
-    "usage_delete": "DELETE FROM user_usage WHERE user_id = ?",
-    # a paged read (page_bodies): the header, the (last+1)-th newest row below a cursor, a page
-    "page_head": "SELECT id, born, version, count FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
-    "page_floor": f"SELECT pos FROM buffer_rows WHERE {_B} AND pos < ? ORDER BY pos DESC LIMIT 1 OFFSET ?",
-    "page_rows": f"SELECT pos, body FROM buffer_rows WHERE {_B} AND pos > ? AND pos < ? ORDER BY pos LIMIT ?",
-    "read_begin": "BEGIN",
-    "read_end": "COMMIT",
-    "clear_rows": f"DELETE FROM buffer_rows WHERE {_B}",
-    "clear_calls": f"DELETE FROM buffer_calls WHERE {_B}",
-    "clear_answers": f"DELETE FROM buffer_answers WHERE {_B}",
-    "clear_evicted": f"DELETE FROM buffer_evicted WHERE {_B}",
-    "clear_header": "DELETE FROM buffers WHERE id = ?",
-    "scope_buffers": "SELECT id, key FROM buffers WHERE scope = ? AND scope_id = ? ORDER BY id",
-    "scope_records_delete": "DELETE FROM records WHERE scope = ? AND scope_id = ?",
-    "sessions_of_owner": "SELECT id, status FROM sessions WHERE owner = ? ORDER BY id",
-    "tokens_of_user_delete": "DELETE FROM tokens WHERE user_id = ?",
-    "records_purge": """DELETE FROM records WHERE expires_at <= ? AND (scope, scope_id, key) IN
-        (SELECT scope, scope_id, key FROM records WHERE expires_at <= ? LIMIT ?)""",
-    # idempotency keys (docs/decisions/0031); a second insert of one key is a unique violation
-    "idem_insert": """INSERT INTO idempotency_keys (owner, key, fingerprint, status, body, expires_at)
-        VALUES (?, ?, ?, ?, ?, ?)""",
-    "idem_claim": """INSERT INTO idempotency_keys (owner, key, fingerprint, status, body, expires_at)
-        VALUES (?, ?, ?, 0, '', ?) ON CONFLICT (owner, key) DO UPDATE
-        SET fingerprint = excluded.fingerprint, status = 0, body = '', expires_at = excluded.expires_at
-        WHERE idempotency_keys.expires_at <= ?""",
-    "idem_get": "SELECT fingerprint, status, body, expires_at FROM idempotency_keys WHERE owner = ? AND key = ?",
-    "idem_drop_expired": "DELETE FROM idempotency_keys WHERE owner = ? AND key = ? AND expires_at <= ?",
-    "idem_answer": "UPDATE idempotency_keys SET status = ?, body = ? WHERE owner = ? AND key = ? AND status = 0",
-    "idem_release": "DELETE FROM idempotency_keys WHERE owner = ? AND key = ? AND status = 0",
-    "idem_of_owner_delete": "DELETE FROM idempotency_keys WHERE owner = ?",
-    "idem_purge": """DELETE FROM idempotency_keys WHERE expires_at <= ? AND (owner, key) IN
-        (SELECT owner, key FROM idempotency_keys WHERE expires_at <= ? LIMIT ?)""",
-    "record_get": "SELECT value, expires_at FROM records WHERE scope = ? AND scope_id = ? AND key = ?",
-    "record_put": """INSERT INTO records (scope, scope_id, key, value, expires_at) VALUES (?, ?, ?, ?, ?)
-        ON CONFLICT (scope, scope_id, key) DO UPDATE SET value = excluded.value,
-        expires_at = excluded.expires_at""",
-    "record_delete": "DELETE FROM records WHERE scope = ? AND scope_id = ? AND key = ?",
-    "session_insert": """INSERT INTO sessions (id, name, owner, status, agent, metadata, created_at,
-        updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
-    "session_get": "SELECT id, name, owner, status, agent, metadata, created_at, updated_at FROM sessions WHERE id = ?",
-    "sessions_all": """SELECT id, name, owner, status, agent, metadata, created_at, updated_at
-        FROM sessions ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?""",
-    "sessions_all_count": "SELECT COUNT(*) FROM sessions",
-    "sessions_owned": """SELECT id, name, owner, status, agent, metadata, created_at, updated_at
-        FROM sessions WHERE owner = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?""",
-    "sessions_owned_count": "SELECT COUNT(*) FROM sessions WHERE owner = ?",
-    "session_status": "UPDATE sessions SET status = ? WHERE id = ?",
-    "session_status_get": "SELECT status FROM sessions WHERE id = ?",
-    "session_status_guard": "SELECT status FROM sessions WHERE id = ?",
-    "session_delete": "DELETE FROM sessions WHERE id = ? RETURNING status",
-    "transcript_seq_delete": "DELETE FROM transcript_seq WHERE session_id = ?",
-    "transcript_insert": "INSERT INTO transcripts (session_id, seq, body) VALUES (?, ?, ?)",
-    "transcript_page_asc": """SELECT seq, body FROM transcripts WHERE session_id = ? AND seq > ?
-        AND seq < ? ORDER BY seq LIMIT ?""",
-    "transcript_page_desc": """SELECT seq, body FROM transcripts WHERE session_id = ? AND seq > ?
-        AND seq < ? ORDER BY seq DESC LIMIT ?""",
-    "transcript_update": "UPDATE transcripts SET body = ? WHERE session_id = ? AND seq = ?",
-    "transcript_delete": "DELETE FROM transcripts WHERE session_id = ? AND seq = ?",
-    "transcript_delete_all": "DELETE FROM transcripts WHERE session_id = ?",
-    "token_insert": """INSERT INTO tokens (id, token_hash, user_id, permissions, created_at, revoked,
-        label) VALUES (?, ?, ?, ?, ?, ?, ?)""",
-    "token_by_hash": """SELECT id, token_hash, user_id, permissions, created_at, revoked, label
-        FROM tokens WHERE token_hash = ?""",
-    "tokens_all": """SELECT id, token_hash, user_id, permissions, created_at, revoked, label
-        FROM tokens ORDER BY created_at, id""",
-    "token_revoke": "UPDATE tokens SET revoked = 1 WHERE id = ?",
-    "schema_table": """CREATE TABLE IF NOT EXISTS flowmem_schema (
-        version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)""",
-    "schema_version": "SELECT COALESCE(MAX(version), 0) FROM flowmem_schema",
-    "schema_insert": "INSERT INTO flowmem_schema (version, applied_at) VALUES (?, ?)",
-    "token_valid": "SELECT 1 FROM tokens WHERE id = ? AND revoked = 0",
-}
-
-# Write guards (docs/decisions/0014): the condition a guarded write checks inside its
-# own transaction, which SQLite's write lock serializes with every erasure and delete.
-_TOKEN_VALID = "EXISTS (SELECT 1 FROM tokens WHERE id = ? AND revoked = 0)"
-GUARDS: dict[str, str] = {
-    "token": _TOKEN_VALID,
-    "session": "EXISTS (SELECT 1 FROM sessions WHERE id = ?)",
-    "both": f"EXISTS (SELECT 1 FROM sessions WHERE id = ? AND {_TOKEN_VALID})",
-    # a claim (docs/decisions/0032): the session exists AND is owned by the claimed owner
-    "owned": "EXISTS (SELECT 1 FROM sessions WHERE id = ? AND owner IS ?)",
-    "both_owned": f"EXISTS (SELECT 1 FROM sessions WHERE id = ? AND owner IS ? AND {_TOKEN_VALID})",
-    "same": "EXISTS (SELECT 1 FROM sessions WHERE id = ? AND owner IS ? AND created_at = ?)",
-    "both_same": f"""EXISTS (SELECT 1 FROM sessions WHERE id = ? AND owner IS ? AND created_at = ?
-        AND {_TOKEN_VALID})""",
-}
-# A claiming write's first statement: create the session unless it exists (or the
-# token is not valid, or its owner is at the limit; the count runs only for a
-# session that does not exist yet). CASE evaluates its branches in order.
-_ENSURE = """INSERT INTO sessions (id, name, owner, status, agent, metadata, created_at,
-    updated_at) SELECT ?, '', ?, 'idle', NULL, '{{}}', ?, ? WHERE CASE {token}
-    WHEN EXISTS (SELECT 1 FROM sessions WHERE id = ?) THEN 0
-    WHEN EXISTS (SELECT 1 FROM deleted_sessions WHERE id = ?) THEN 0
-    WHEN ? = 0 OR ? IS NULL THEN 1
-    ELSE (SELECT COUNT(*) FROM sessions WHERE owner = ?) < ? END
-    ON CONFLICT (id) DO NOTHING"""
-SQL["session_ensure"] = _ENSURE.format(token="")
-SQL["session_ensure@token"] = _ENSURE.format(token=f"WHEN NOT {_TOKEN_VALID} THEN 0")
-SQL["session_owner"] = "SELECT owner FROM sessions WHERE id = ?"
-SQL["session_deleted"] = "SELECT 1 FROM deleted_sessions WHERE id = ?"
-SQL["session_remember_deleted"] = """INSERT INTO deleted_sessions (id, deleted_at) VALUES (?, ?)
-    ON CONFLICT (id) DO UPDATE SET deleted_at = excluded.deleted_at"""
-_GUARDED: dict[str, str] = {
-    "guard": "SELECT 1 WHERE {guard}",
-    "session_insert": """INSERT INTO sessions (id, name, owner, status, agent, metadata,
-        created_at, updated_at) SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE {guard}""",
-    "record_put": """INSERT INTO records (scope, scope_id, key, value, expires_at)
-        SELECT ?, ?, ?, ?, ? WHERE {guard} ON CONFLICT (scope, scope_id, key) DO UPDATE
-        SET value = excluded.value, expires_at = excluded.expires_at""",
-    "transcript_seq_next": """INSERT INTO transcript_seq (session_id, last_seq) SELECT ?, 1
-        WHERE {guard} ON CONFLICT (session_id) DO UPDATE SET last_seq = last_seq + 1
-        RETURNING last_seq""",
-}
-SQL.update(
-    {
-        f"{name}@{kind}": text.format(guard=condition)
-        for name, text in _GUARDED.items()
-        for kind, condition in GUARDS.items()
-    }
-)
-if set(SQL) & set(checkpoint_tables.SQL):  # pragma: no cover - a naming mistake
-    raise RuntimeError(f"statement names used twice: {set(SQL) & set(checkpoint_tables.SQL)}")
-SQL.update(checkpoint_tables.SQL)
-if set(SQL) & set(conversation_tables.SQL):  # pragma: no cover - a naming mistake
-    raise RuntimeError(f"statement names used twice: {set(SQL) & set(conversation_tables.SQL)}")
-SQL.update(conversation_tables.SQL)
-if set(SQL) & set(adk_tables.SQL):  # pragma: no cover - a naming mistake
-    raise RuntimeError(f"statement names used twice: {set(SQL) & set(adk_tables.SQL)}")
-SQL.update(adk_tables.SQL)
 
 
 def parse_url(url: str) -> tuple[str, str]:
@@ -581,8 +203,8 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         self._generation = 0
         self._lent = 0  # connections of this generation on loan
         self._draining = 0  # connections of an earlier generation on loan
-        self.group_commit = GroupCommit(self.path, self.synchronous)  # decisions/0027
-        self._commits = CommitGroup(self.sync)  # threads' writes share an fsync (decisions/0029)
+        self.group_commit = DeferredSync(self.path, self.synchronous)  # decisions/0027
+        self._commits = SharedSync(self.sync)  # threads' writes share an fsync (decisions/0029)
         try:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -1103,4 +725,4 @@ if TYPE_CHECKING:
         return store
 
 
-__all__ = ["MIGRATIONS", "SQL", "SqliteStore", "parse_url"]
+__all__ = ["SqliteStore", "add_quota_function", "driver_error", "parse_url"]

@@ -1,0 +1,200 @@
+"""The SQLite statements: ``SQL`` by name, its guarded forms, and the capabilities' own.
+
+The statements of the LangGraph checkpoints, the pydantic-ai conversations and the
+Google ADK sessions are merged in, each name used once.
+"""
+
+from __future__ import annotations
+
+from flowmem.store.adk import sqlite as adk_tables
+from flowmem.store.checkpoints import sqlite as checkpoint_tables
+from flowmem.store.conversations import sqlite as conversation_tables
+
+_B = "buffer_id = ?"
+SQL: dict[str, str] = {
+    "header_get": "SELECT id, count, last_major, bytes FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
+    "header_insert": "INSERT INTO buffers (scope, scope_id, key) VALUES (?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
+    "header_update": "UPDATE buffers SET count = ?, last_major = ?, bytes = ?, version = version + 1 WHERE id = ?",
+    "is_declared": f"SELECT 1 FROM buffer_calls WHERE {_B} AND call_id = ? LIMIT 1",
+    "answer_of": f"SELECT pos, healed FROM buffer_answers WHERE {_B} AND call_id = ? ORDER BY pos LIMIT 1",
+    "open_calls": f"SELECT call_id, declared_pos FROM buffer_calls WHERE {_B} AND answered = 0 ORDER BY declared_pos, ord",
+    "run_end": f"""SELECT MAX(pos) FROM buffer_rows WHERE {_B} AND pos > ? AND pos < COALESCE(
+        (SELECT MIN(pos) FROM buffer_rows INDEXED BY buffer_rows_turns
+            WHERE {_B} AND pos > ? AND role <> 'tool'),
+        9223372036854775807)""",
+    "oldest": f"SELECT pos, body FROM buffer_rows WHERE {_B} ORDER BY pos LIMIT 1",
+    "newest": f"SELECT pos, body FROM buffer_rows WHERE {_B} ORDER BY pos DESC LIMIT 1",
+    "row_get": f"SELECT body FROM buffer_rows WHERE {_B} AND pos = ?",
+    "next_pos": f"SELECT MIN(pos) FROM buffer_rows WHERE {_B} AND pos > ?",
+    "max_before": f"SELECT MAX(pos) FROM buffer_rows WHERE {_B} AND pos > ? AND pos < ?",
+    "row_insert": "INSERT INTO buffer_rows (buffer_id, pos, role, body) VALUES (?, ?, ?, ?)",
+    "row_update": f"UPDATE buffer_rows SET role = ?, body = ? WHERE {_B} AND pos = ?",
+    "row_delete": f"DELETE FROM buffer_rows WHERE {_B} AND pos = ?",
+    "call_insert": f"""INSERT INTO buffer_calls (buffer_id, call_id, declared_pos, ord, answered)
+        VALUES (?, ?, ?, ?, EXISTS (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = ?))
+        ON CONFLICT DO NOTHING""",
+    "calls_delete": f"DELETE FROM buffer_calls WHERE {_B} AND declared_pos = ?",
+    "answer_insert": "INSERT INTO buffer_answers (buffer_id, call_id, pos, healed) VALUES (?, ?, ?, ?)",
+    "answer_delete": f"DELETE FROM buffer_answers WHERE {_B} AND call_id = ? AND pos = ?",
+    "calls_answered": f"UPDATE buffer_calls SET answered = 1 WHERE {_B} AND call_id = ? AND answered = 0",
+    "calls_reopen": f"""UPDATE buffer_calls SET answered = 0 WHERE {_B} AND call_id = ? AND NOT EXISTS
+        (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = ?)""",
+    "shift_rows": f"UPDATE buffer_rows SET pos = -(pos + ?) WHERE {_B} AND pos > ? AND pos < ?",
+    "shift_calls": f"UPDATE buffer_calls SET declared_pos = -(declared_pos + ?) WHERE {_B} AND declared_pos > ? AND declared_pos < ?",
+    "shift_answers": f"UPDATE buffer_answers SET pos = -(pos + ?) WHERE {_B} AND pos > ? AND pos < ?",
+    "unflip_rows": f"UPDATE buffer_rows SET pos = -pos WHERE {_B} AND pos < 0",
+    "unflip_calls": f"UPDATE buffer_calls SET declared_pos = -declared_pos WHERE {_B} AND declared_pos < 0",
+    "unflip_answers": f"UPDATE buffer_answers SET pos = -pos WHERE {_B} AND pos < 0",
+    "was_evicted": f"SELECT 1 FROM buffer_evicted WHERE {_B} AND call_id = ?",
+    "evicted_insert": f"""INSERT INTO buffer_evicted (buffer_id, call_id, seq) VALUES (?, ?,
+        (SELECT COALESCE(MAX(seq), 0) + 1 FROM buffer_evicted WHERE {_B}))
+        ON CONFLICT (buffer_id, call_id) DO UPDATE SET seq = excluded.seq""",
+    "evicted_trim": f"""DELETE FROM buffer_evicted WHERE {_B} AND seq <=
+        (SELECT MAX(seq) FROM buffer_evicted WHERE {_B}) - ?""",
+    # --- outside the editor ---
+    # the buffer id first (a scalar subquery), so the rows come from the (buffer_id, pos) index
+    "load_all": """SELECT body FROM buffer_rows WHERE buffer_id =
+        (SELECT id FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?) ORDER BY pos""",
+    "load_last": """SELECT body FROM (SELECT pos, body FROM buffer_rows WHERE buffer_id =
+        (SELECT id FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?) ORDER BY pos DESC LIMIT ?) AS tail
+        ORDER BY pos""",
+    "bodies_before": """SELECT pos, body FROM buffer_rows WHERE buffer_id =
+        (SELECT id FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?) AND pos < ? ORDER BY pos""",
+    "bodies_last_before": """SELECT pos, body FROM (SELECT pos, body FROM buffer_rows WHERE buffer_id =
+        (SELECT id FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?) AND pos < ?
+        ORDER BY pos DESC LIMIT ?) AS tail ORDER BY pos""",
+    "count": "SELECT count FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
+    "usage_get": "SELECT bytes, buffers, records FROM user_usage WHERE user_id = ?",
+    "usage_delete": "DELETE FROM user_usage WHERE user_id = ?",
+    # a paged read (page_bodies): the header, the (last+1)-th newest row below a cursor, a page
+    "page_head": "SELECT id, born, version, count FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
+    "page_floor": f"SELECT pos FROM buffer_rows WHERE {_B} AND pos < ? ORDER BY pos DESC LIMIT 1 OFFSET ?",
+    "page_rows": f"SELECT pos, body FROM buffer_rows WHERE {_B} AND pos > ? AND pos < ? ORDER BY pos LIMIT ?",
+    "read_begin": "BEGIN",
+    "read_end": "COMMIT",
+    "clear_rows": f"DELETE FROM buffer_rows WHERE {_B}",
+    "clear_calls": f"DELETE FROM buffer_calls WHERE {_B}",
+    "clear_answers": f"DELETE FROM buffer_answers WHERE {_B}",
+    "clear_evicted": f"DELETE FROM buffer_evicted WHERE {_B}",
+    "clear_header": "DELETE FROM buffers WHERE id = ?",
+    "scope_buffers": "SELECT id, key FROM buffers WHERE scope = ? AND scope_id = ? ORDER BY id",
+    "scope_records_delete": "DELETE FROM records WHERE scope = ? AND scope_id = ?",
+    "sessions_of_owner": "SELECT id, status FROM sessions WHERE owner = ? ORDER BY id",
+    "tokens_of_user_delete": "DELETE FROM tokens WHERE user_id = ?",
+    "records_purge": """DELETE FROM records WHERE expires_at <= ? AND (scope, scope_id, key) IN
+        (SELECT scope, scope_id, key FROM records WHERE expires_at <= ? LIMIT ?)""",
+    # idempotency keys (docs/decisions/0031); a second insert of one key is a unique violation
+    "idem_insert": """INSERT INTO idempotency_keys (owner, key, fingerprint, status, body, expires_at)
+        VALUES (?, ?, ?, ?, ?, ?)""",
+    "idem_claim": """INSERT INTO idempotency_keys (owner, key, fingerprint, status, body, expires_at)
+        VALUES (?, ?, ?, 0, '', ?) ON CONFLICT (owner, key) DO UPDATE
+        SET fingerprint = excluded.fingerprint, status = 0, body = '', expires_at = excluded.expires_at
+        WHERE idempotency_keys.expires_at <= ?""",
+    "idem_get": "SELECT fingerprint, status, body, expires_at FROM idempotency_keys WHERE owner = ? AND key = ?",
+    "idem_drop_expired": "DELETE FROM idempotency_keys WHERE owner = ? AND key = ? AND expires_at <= ?",
+    "idem_answer": "UPDATE idempotency_keys SET status = ?, body = ? WHERE owner = ? AND key = ? AND status = 0",
+    "idem_release": "DELETE FROM idempotency_keys WHERE owner = ? AND key = ? AND status = 0",
+    "idem_of_owner_delete": "DELETE FROM idempotency_keys WHERE owner = ?",
+    "idem_purge": """DELETE FROM idempotency_keys WHERE expires_at <= ? AND (owner, key) IN
+        (SELECT owner, key FROM idempotency_keys WHERE expires_at <= ? LIMIT ?)""",
+    "record_get": "SELECT value, expires_at FROM records WHERE scope = ? AND scope_id = ? AND key = ?",
+    "record_put": """INSERT INTO records (scope, scope_id, key, value, expires_at) VALUES (?, ?, ?, ?, ?)
+        ON CONFLICT (scope, scope_id, key) DO UPDATE SET value = excluded.value,
+        expires_at = excluded.expires_at""",
+    "record_delete": "DELETE FROM records WHERE scope = ? AND scope_id = ? AND key = ?",
+    "session_insert": """INSERT INTO sessions (id, name, owner, status, agent, metadata, created_at,
+        updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+    "session_get": "SELECT id, name, owner, status, agent, metadata, created_at, updated_at FROM sessions WHERE id = ?",
+    "sessions_all": """SELECT id, name, owner, status, agent, metadata, created_at, updated_at
+        FROM sessions ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?""",
+    "sessions_all_count": "SELECT COUNT(*) FROM sessions",
+    "sessions_owned": """SELECT id, name, owner, status, agent, metadata, created_at, updated_at
+        FROM sessions WHERE owner = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?""",
+    "sessions_owned_count": "SELECT COUNT(*) FROM sessions WHERE owner = ?",
+    "session_status": "UPDATE sessions SET status = ? WHERE id = ?",
+    "session_status_get": "SELECT status FROM sessions WHERE id = ?",
+    "session_status_guard": "SELECT status FROM sessions WHERE id = ?",
+    "session_delete": "DELETE FROM sessions WHERE id = ? RETURNING status",
+    "transcript_seq_delete": "DELETE FROM transcript_seq WHERE session_id = ?",
+    "transcript_insert": "INSERT INTO transcripts (session_id, seq, body) VALUES (?, ?, ?)",
+    "transcript_page_asc": """SELECT seq, body FROM transcripts WHERE session_id = ? AND seq > ?
+        AND seq < ? ORDER BY seq LIMIT ?""",
+    "transcript_page_desc": """SELECT seq, body FROM transcripts WHERE session_id = ? AND seq > ?
+        AND seq < ? ORDER BY seq DESC LIMIT ?""",
+    "transcript_update": "UPDATE transcripts SET body = ? WHERE session_id = ? AND seq = ?",
+    "transcript_delete": "DELETE FROM transcripts WHERE session_id = ? AND seq = ?",
+    "transcript_delete_all": "DELETE FROM transcripts WHERE session_id = ?",
+    "token_insert": """INSERT INTO tokens (id, token_hash, user_id, permissions, created_at, revoked,
+        label) VALUES (?, ?, ?, ?, ?, ?, ?)""",
+    "token_by_hash": """SELECT id, token_hash, user_id, permissions, created_at, revoked, label
+        FROM tokens WHERE token_hash = ?""",
+    "tokens_all": """SELECT id, token_hash, user_id, permissions, created_at, revoked, label
+        FROM tokens ORDER BY created_at, id""",
+    "token_revoke": "UPDATE tokens SET revoked = 1 WHERE id = ?",
+    "schema_table": """CREATE TABLE IF NOT EXISTS flowmem_schema (
+        version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)""",
+    "schema_version": "SELECT COALESCE(MAX(version), 0) FROM flowmem_schema",
+    "schema_insert": "INSERT INTO flowmem_schema (version, applied_at) VALUES (?, ?)",
+    "token_valid": "SELECT 1 FROM tokens WHERE id = ? AND revoked = 0",
+}
+
+# Write guards (docs/decisions/0014): the condition a guarded write checks inside its
+# own transaction, which SQLite's write lock serializes with every erasure and delete.
+_TOKEN_VALID = "EXISTS (SELECT 1 FROM tokens WHERE id = ? AND revoked = 0)"
+GUARDS: dict[str, str] = {
+    "token": _TOKEN_VALID,
+    "session": "EXISTS (SELECT 1 FROM sessions WHERE id = ?)",
+    "both": f"EXISTS (SELECT 1 FROM sessions WHERE id = ? AND {_TOKEN_VALID})",
+    # a claim (docs/decisions/0032): the session exists AND is owned by the claimed owner
+    "owned": "EXISTS (SELECT 1 FROM sessions WHERE id = ? AND owner IS ?)",
+    "both_owned": f"EXISTS (SELECT 1 FROM sessions WHERE id = ? AND owner IS ? AND {_TOKEN_VALID})",
+    "same": "EXISTS (SELECT 1 FROM sessions WHERE id = ? AND owner IS ? AND created_at = ?)",
+    "both_same": f"""EXISTS (SELECT 1 FROM sessions WHERE id = ? AND owner IS ? AND created_at = ?
+        AND {_TOKEN_VALID})""",
+}
+# A claiming write's first statement: create the session unless it exists (or the
+# token is not valid, or its owner is at the limit; the count runs only for a
+# session that does not exist yet). CASE evaluates its branches in order.
+_ENSURE = """INSERT INTO sessions (id, name, owner, status, agent, metadata, created_at,
+    updated_at) SELECT ?, '', ?, 'idle', NULL, '{{}}', ?, ? WHERE CASE {token}
+    WHEN EXISTS (SELECT 1 FROM sessions WHERE id = ?) THEN 0
+    WHEN EXISTS (SELECT 1 FROM deleted_sessions WHERE id = ?) THEN 0
+    WHEN ? = 0 OR ? IS NULL THEN 1
+    ELSE (SELECT COUNT(*) FROM sessions WHERE owner = ?) < ? END
+    ON CONFLICT (id) DO NOTHING"""
+SQL["session_ensure"] = _ENSURE.format(token="")
+SQL["session_ensure@token"] = _ENSURE.format(token=f"WHEN NOT {_TOKEN_VALID} THEN 0")
+SQL["session_owner"] = "SELECT owner FROM sessions WHERE id = ?"
+SQL["session_deleted"] = "SELECT 1 FROM deleted_sessions WHERE id = ?"
+SQL["session_remember_deleted"] = """INSERT INTO deleted_sessions (id, deleted_at) VALUES (?, ?)
+    ON CONFLICT (id) DO UPDATE SET deleted_at = excluded.deleted_at"""
+_GUARDED: dict[str, str] = {
+    "guard": "SELECT 1 WHERE {guard}",
+    "session_insert": """INSERT INTO sessions (id, name, owner, status, agent, metadata,
+        created_at, updated_at) SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE {guard}""",
+    "record_put": """INSERT INTO records (scope, scope_id, key, value, expires_at)
+        SELECT ?, ?, ?, ?, ? WHERE {guard} ON CONFLICT (scope, scope_id, key) DO UPDATE
+        SET value = excluded.value, expires_at = excluded.expires_at""",
+    "transcript_seq_next": """INSERT INTO transcript_seq (session_id, last_seq) SELECT ?, 1
+        WHERE {guard} ON CONFLICT (session_id) DO UPDATE SET last_seq = last_seq + 1
+        RETURNING last_seq""",
+}
+SQL.update(
+    {
+        f"{name}@{kind}": text.format(guard=condition)
+        for name, text in _GUARDED.items()
+        for kind, condition in GUARDS.items()
+    }
+)
+if set(SQL) & set(checkpoint_tables.SQL):  # pragma: no cover - a naming mistake
+    raise RuntimeError(f"statement names used twice: {set(SQL) & set(checkpoint_tables.SQL)}")
+SQL.update(checkpoint_tables.SQL)
+if set(SQL) & set(conversation_tables.SQL):  # pragma: no cover - a naming mistake
+    raise RuntimeError(f"statement names used twice: {set(SQL) & set(conversation_tables.SQL)}")
+SQL.update(conversation_tables.SQL)
+if set(SQL) & set(adk_tables.SQL):  # pragma: no cover - a naming mistake
+    raise RuntimeError(f"statement names used twice: {set(SQL) & set(adk_tables.SQL)}")
+SQL.update(adk_tables.SQL)
+
+
+__all__ = ["GUARDS", "SQL"]

@@ -1,0 +1,174 @@
+"""The SQLite schema: ``MIGRATIONS``, applied in order and recorded in ``flowmem_schema``.
+
+Append-only: a released migration is never edited; a change is a new one (its
+number is its place in the tuple).
+"""
+
+from __future__ import annotations
+
+from flowmem.store.adk import sqlite as adk_tables
+from flowmem.store.checkpoints import sqlite as checkpoint_tables
+from flowmem.store.conversations import sqlite as conversation_tables
+
+# whose quota data at a scope counts against (flowmem.store.base.quota_owner, in SQL)
+_OWNER_OF = """CASE {t}.scope WHEN 'user' THEN {t}.scope_id
+    WHEN 'session' THEN (SELECT owner FROM sessions WHERE sessions.id = {t}.scope_id) END"""
+
+# Append-only: never edit a released migration, add a new one.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE records (
+            scope TEXT NOT NULL, scope_id TEXT NOT NULL, key TEXT NOT NULL,
+            value TEXT NOT NULL, expires_at REAL,
+            PRIMARY KEY (scope, scope_id, key)) WITHOUT ROWID""",
+        """CREATE TABLE buffers (
+            id INTEGER PRIMARY KEY,
+            scope TEXT NOT NULL, scope_id TEXT NOT NULL, key TEXT NOT NULL,
+            count INTEGER NOT NULL DEFAULT 0, last_major INTEGER NOT NULL DEFAULT 0,
+            UNIQUE (scope, scope_id, key))""",
+        """CREATE TABLE buffer_rows (
+            buffer_id INTEGER NOT NULL, pos INTEGER NOT NULL,
+            role TEXT NOT NULL, body TEXT NOT NULL,
+            PRIMARY KEY (buffer_id, pos)) WITHOUT ROWID""",
+        "CREATE INDEX buffer_rows_turns ON buffer_rows (buffer_id, pos) WHERE role <> 'tool'",
+        """CREATE TABLE buffer_calls (
+            buffer_id INTEGER NOT NULL, call_id TEXT NOT NULL,
+            declared_pos INTEGER NOT NULL, ord INTEGER NOT NULL, answered INTEGER NOT NULL,
+            PRIMARY KEY (buffer_id, call_id, declared_pos)) WITHOUT ROWID""",
+        "CREATE INDEX buffer_calls_pos ON buffer_calls (buffer_id, declared_pos)",
+        """CREATE INDEX buffer_calls_open ON buffer_calls (buffer_id, declared_pos, ord)
+            WHERE answered = 0""",
+        """CREATE TABLE buffer_answers (
+            buffer_id INTEGER NOT NULL, call_id TEXT NOT NULL, pos INTEGER NOT NULL,
+            healed INTEGER NOT NULL,
+            PRIMARY KEY (buffer_id, call_id, pos)) WITHOUT ROWID""",
+        """CREATE TABLE sessions (
+            id TEXT PRIMARY KEY, name TEXT NOT NULL, owner TEXT, status TEXT NOT NULL,
+            agent TEXT, metadata TEXT NOT NULL, created_at REAL NOT NULL,
+            updated_at REAL NOT NULL) WITHOUT ROWID""",
+        "CREATE INDEX sessions_owner ON sessions (owner, created_at, id)",
+        "CREATE INDEX sessions_created ON sessions (created_at, id)",
+        """CREATE TABLE transcript_seq (
+            session_id TEXT PRIMARY KEY, last_seq INTEGER NOT NULL) WITHOUT ROWID""",
+        """CREATE TABLE transcripts (
+            session_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
+            PRIMARY KEY (session_id, seq)) WITHOUT ROWID""",
+        """CREATE TABLE tokens (
+            id TEXT PRIMARY KEY, token_hash TEXT NOT NULL UNIQUE, user_id TEXT,
+            permissions TEXT NOT NULL, created_at REAL NOT NULL,
+            revoked INTEGER NOT NULL DEFAULT 0, label TEXT NOT NULL DEFAULT '')""",
+    ),
+    (  # 2: expired records are found by expiry (purge_expired)
+        "CREATE INDEX records_expiry ON records (expires_at) WHERE expires_at IS NOT NULL",
+    ),
+    (  # 3: the buffer header keeps the UTF-8 size of its rows (the buffer_bytes limit)
+        "ALTER TABLE buffers ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0",
+        """UPDATE buffers SET bytes = (SELECT COALESCE(SUM(length(CAST(body AS BLOB))), 0)
+            FROM buffer_rows WHERE buffer_rows.buffer_id = buffers.id)""",
+    ),
+    (  # 4: session-scope data written without a session record gets one, owned by nobody
+        """INSERT INTO sessions (id, name, owner, status, agent, metadata, created_at, updated_at)
+            SELECT scope_id, '', NULL, 'idle', NULL, '{}',
+                (julianday('now') - 2440587.5) * 86400.0, (julianday('now') - 2440587.5) * 86400.0
+            FROM (SELECT scope_id FROM buffers WHERE scope = 'session'
+                UNION SELECT scope_id FROM records WHERE scope = 'session')
+            WHERE scope_id NOT IN (SELECT id FROM sessions)""",
+    ),
+    (  # 5: idempotency keys with the answer to repeat (docs/decisions/0031)
+        """CREATE TABLE idempotency_keys (
+            owner TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL,
+            status INTEGER NOT NULL, body TEXT NOT NULL, expires_at REAL,
+            PRIMARY KEY (owner, key)) WITHOUT ROWID""",
+        """CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_at)
+            WHERE expires_at IS NOT NULL""",
+    ),
+    (  # 6: every header write increments the version (as on PostgreSQL, decision 0039)
+        "ALTER TABLE buffers ADD COLUMN version INTEGER NOT NULL DEFAULT 0",
+    ),
+    # 7: LangGraph checkpoints, channel values and pending writes (docs/decisions/0040)
+    checkpoint_tables.MIGRATION,
+    (  # 8: a deleted session's id is remembered: no write brings it back (issue 24 §2)
+        "CREATE TABLE deleted_sessions (id TEXT PRIMARY KEY, deleted_at REAL NOT NULL)",
+    ),
+    # 9: pydantic-ai conversation records and where their entries end (docs/decisions/0051)
+    conversation_tables.MIGRATION,
+    # 10: Google ADK sessions, app state and user state (docs/decisions/0053)
+    adk_tables.MIGRATION,
+    (  # 11: the call ids of turns a window evicted, the latest remembered (issue 24 §2)
+        """CREATE TABLE buffer_evicted (
+            buffer_id INTEGER NOT NULL, call_id TEXT NOT NULL, seq INTEGER NOT NULL,
+            PRIMARY KEY (buffer_id, call_id)) WITHOUT ROWID""",
+        "CREATE INDEX buffer_evicted_seq ON buffer_evicted (buffer_id, seq)",
+    ),
+    # 12: per-user quotas, counted in the write's own transaction (docs/decisions/0044):
+    # whose quota each buffer and record counts against, what each user has, and the
+    # triggers that keep the count (flowmem_over_quota is the store's own function)
+    (
+        "ALTER TABLE buffers ADD COLUMN owner TEXT",
+        "ALTER TABLE records ADD COLUMN owner TEXT",
+        # a number no other buffer ever had (a rowid is reused after the largest is deleted):
+        # what a paged read compares, with the version, to see that its buffer is the same one
+        "ALTER TABLE buffers ADD COLUMN born INTEGER NOT NULL DEFAULT 0",
+        "UPDATE buffers SET born = id",
+        "CREATE TABLE buffer_births (n INTEGER NOT NULL)",
+        "INSERT INTO buffer_births (n) SELECT COALESCE(MAX(id), 0) FROM buffers",
+        f"UPDATE buffers SET owner = {_OWNER_OF.format(t='buffers')}",
+        f"UPDATE records SET owner = {_OWNER_OF.format(t='records')}",
+        """CREATE TABLE user_usage (
+            user_id TEXT PRIMARY KEY, bytes INTEGER NOT NULL DEFAULT 0,
+            buffers INTEGER NOT NULL DEFAULT 0, records INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID""",
+        """INSERT INTO user_usage (user_id, bytes, buffers, records)
+            SELECT owner, SUM(b), SUM(n), SUM(r) FROM (
+                SELECT owner, bytes AS b, 1 AS n, 0 AS r FROM buffers WHERE owner IS NOT NULL
+                UNION ALL SELECT owner, length(CAST(value AS BLOB)), 0, 1 FROM records
+                    WHERE owner IS NOT NULL) AS owned GROUP BY owner""",
+        f"""CREATE TRIGGER usage_buffer_insert AFTER INSERT ON buffers BEGIN
+            UPDATE buffer_births SET n = n + 1;
+            UPDATE buffers SET owner = {_OWNER_OF.format(t='NEW')},
+                born = (SELECT n FROM buffer_births) WHERE id = NEW.id;
+            INSERT INTO user_usage (user_id, bytes, buffers, records)
+                SELECT owner, bytes, 1, 0 FROM buffers WHERE id = NEW.id AND owner IS NOT NULL
+                ON CONFLICT (user_id) DO UPDATE SET bytes = bytes + excluded.bytes, buffers = buffers + 1;
+            SELECT RAISE(ABORT, 'flowmem_quota') FROM buffers JOIN user_usage ON user_id = owner
+                WHERE id = NEW.id AND flowmem_over_quota('buffers', user_id, user_usage.buffers);
+        END""",
+        """CREATE TRIGGER usage_buffer_bytes AFTER UPDATE OF bytes ON buffers
+            WHEN NEW.owner IS NOT NULL AND NEW.bytes <> OLD.bytes BEGIN
+            UPDATE user_usage SET bytes = bytes + NEW.bytes - OLD.bytes WHERE user_id = NEW.owner;
+            SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage WHERE user_id = NEW.owner
+                AND NEW.bytes > OLD.bytes AND flowmem_over_quota('bytes', user_id, bytes);
+        END""",
+        """CREATE TRIGGER usage_buffer_delete AFTER DELETE ON buffers WHEN OLD.owner IS NOT NULL BEGIN
+            UPDATE user_usage SET bytes = bytes - OLD.bytes, buffers = buffers - 1
+                WHERE user_id = OLD.owner;
+        END""",
+        f"""CREATE TRIGGER usage_record_insert AFTER INSERT ON records BEGIN
+            UPDATE records SET owner = {_OWNER_OF.format(t='NEW')}
+                WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key;
+            INSERT INTO user_usage (user_id, bytes, buffers, records)
+                SELECT owner, length(CAST(value AS BLOB)), 0, 1 FROM records
+                WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key
+                    AND owner IS NOT NULL
+                ON CONFLICT (user_id) DO UPDATE SET bytes = bytes + excluded.bytes, records = records + 1;
+            SELECT RAISE(ABORT, 'flowmem_quota') FROM records JOIN user_usage ON user_id = owner
+                WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key
+                AND (flowmem_over_quota('records', user_id, user_usage.records)
+                    OR flowmem_over_quota('bytes', user_id, user_usage.bytes));
+        END""",
+        """CREATE TRIGGER usage_record_value AFTER UPDATE OF value ON records
+            WHEN NEW.owner IS NOT NULL BEGIN
+            UPDATE user_usage SET bytes = bytes + length(CAST(NEW.value AS BLOB))
+                - length(CAST(OLD.value AS BLOB)) WHERE user_id = NEW.owner;
+            SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage WHERE user_id = NEW.owner
+                AND length(CAST(NEW.value AS BLOB)) > length(CAST(OLD.value AS BLOB))
+                AND flowmem_over_quota('bytes', user_id, bytes);
+        END""",
+        """CREATE TRIGGER usage_record_delete AFTER DELETE ON records WHEN OLD.owner IS NOT NULL BEGIN
+            UPDATE user_usage SET bytes = bytes - length(CAST(OLD.value AS BLOB)),
+                records = records - 1 WHERE user_id = OLD.owner;
+        END""",
+    ),
+)
+
+
+__all__ = ["MIGRATIONS"]
