@@ -34,21 +34,12 @@ CONTEXT = ExecutionContext(user_id="u1", session_id="s1")
 
 
 def _best(work: Callable[[], Any], repeats: int = 3) -> float:
-    """The fastest of ``repeats`` runs, with the cyclic GC paused.
-
-    A full collection costs time in proportion to everything alive, so the largest
-    size would pay for the heap the test process holds, not for its own algorithm.
-    """
+    """The fastest of ``repeats`` runs (the caller pauses the cyclic GC)."""
     best = float("inf")
     for _ in range(repeats):
-        gc.collect()
-        gc.disable()
-        try:
-            started = time.perf_counter()
-            work()
-            best = min(best, time.perf_counter() - started)
-        finally:
-            gc.enable()
+        started = time.perf_counter()
+        work()
+        best = min(best, time.perf_counter() - started)
     return best
 
 
@@ -66,7 +57,14 @@ def assert_linear(label: str, run: Callable[[int], Callable[[], Any]], n: int) -
     works = {size: run(size) for size in (n, 2 * n, 4 * n)}
     shown = ""
     for _ in range(ATTEMPTS):
-        times = {size: _best(work) for size, work in works.items()}
+        # a full collection costs time in proportion to everything alive, so the largest
+        # size would pay for the heap the test process holds, not for its own algorithm
+        gc.collect()
+        gc.disable()
+        try:
+            times = {size: _best(work) for size, work in works.items()}
+        finally:
+            gc.enable()
         growth = times[4 * n] / max(times[n], 1e-6)
         if growth <= GROWTH_BOUND:
             return
