@@ -29,6 +29,7 @@ from flowmem.core import (
     EVICTED_CALLS_KEPT,
     Answer,
     Dangling,
+    IndexedListEditor,
     Message,
     PositionedRow,
     call_ids,
@@ -363,3 +364,36 @@ class SqlBufferEditor:
             self._db.run("calls_reopen", (bid, rid, bid, rid))
             self._answers.pop(rid, None)
             self._open = None
+
+
+def row_bytes(row: Message) -> int:
+    """Return the UTF-8 size of a row's compact JSON text, as the SQL stores count it."""
+    return utf8_size(dump_json(row, "message"))
+
+
+class SizedListEditor(IndexedListEditor):
+    """``IndexedListEditor`` that keeps the UTF-8 size of its rows' JSON up to date (``bytes``)."""
+
+    def __init__(self, rows: list[Message], size: int, evicted: Sequence[str] = ()) -> None:
+        super().__init__(rows, evicted)
+        self.bytes = size
+
+    def append_row(self, row: Message) -> None:
+        """Add a row at the end."""
+        super().append_row(row)
+        self.bytes += row_bytes(row)
+
+    def insert_after(self, position: int, rows: Sequence[Message]) -> None:
+        """Insert rows directly after ``position``."""
+        super().insert_after(position, rows)
+        self.bytes += sum(row_bytes(row) for row in rows)
+
+    def replace(self, position: int, row: Message) -> None:
+        """Replace the row at ``position``."""
+        self.bytes += row_bytes(row) - row_bytes(self.rows[position])
+        super().replace(position, row)
+
+    def delete(self, position: int) -> None:
+        """Remove the row at ``position``."""
+        self.bytes -= row_bytes(self.rows[position])
+        super().delete(position)

@@ -11,13 +11,13 @@ import itertools
 import json
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from itertools import islice
 from typing import Any
 
-from flowmem.core import AppendOutcome, IndexedListEditor, Message, apply_append
+from flowmem.core import AppendOutcome, Message, apply_append
 from flowmem.errors import (
     BufferChangedError,
     ConflictError,
@@ -47,6 +47,7 @@ from flowmem.store.base import (
 )
 from flowmem.store.checkpoints.memory import MemoryCheckpoints
 from flowmem.store.conversations.memory import MemoryConversations
+from flowmem.store.editor import SizedListEditor, row_bytes
 from flowmem.store.locks import AddressLocks, no_wait
 from flowmem.store.rows import (
     check_address,
@@ -64,39 +65,6 @@ from flowmem.store.rows import (
     to_json,
     utf8_size,
 )
-
-
-def row_bytes(row: Message) -> int:
-    """Return the UTF-8 size of a row's compact JSON text, as the SQL stores count it."""
-    return utf8_size(dump_json(row, "message"))
-
-
-class SizedListEditor(IndexedListEditor):
-    """``IndexedListEditor`` that keeps the UTF-8 size of its rows' JSON up to date (``bytes``)."""
-
-    def __init__(self, rows: list[Message], size: int, evicted: Sequence[str] = ()) -> None:
-        super().__init__(rows, evicted)
-        self.bytes = size
-
-    def append_row(self, row: Message) -> None:
-        """Add a row at the end."""
-        super().append_row(row)
-        self.bytes += row_bytes(row)
-
-    def insert_after(self, position: int, rows: Sequence[Message]) -> None:
-        """Insert rows directly after ``position``."""
-        super().insert_after(position, rows)
-        self.bytes += sum(row_bytes(row) for row in rows)
-
-    def replace(self, position: int, row: Message) -> None:
-        """Replace the row at ``position``."""
-        self.bytes += row_bytes(row) - row_bytes(self.rows[position])
-        super().replace(position, row)
-
-    def delete(self, position: int) -> None:
-        """Remove the row at ``position``."""
-        self.bytes -= row_bytes(self.rows[position])
-        super().delete(position)
 
 
 class MemoryStore:

@@ -30,6 +30,7 @@ from flowmem.store.adk import (
     not_found,
 )
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, WriteGuard
+from flowmem.store.editor import SizedListEditor
 from flowmem.store.rows import check_buffer_bytes, check_texts, dump_json
 
 if TYPE_CHECKING:
@@ -98,7 +99,6 @@ class MemoryAdkSessions:
                 (event.user_delta, "user state"),
             )
         ]
-        from flowmem.store.memory import SizedListEditor
 
         with self.store._locks.hold(address, DEFAULT_LOCK_TIMEOUT), self.store._lock:
             stored = self._sessions.get(session_id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 
 from flowmem.store.base import Address
-from flowmem.store.listing import ListedRecord
+from flowmem.store.listing.records import ListedRecord
 from flowmem.store.memory import MemoryStore
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from flowmem.store.base import Address
-from flowmem.store.listing import ListedRecord, prefix_end
+from flowmem.store.listing.records import ListedRecord, prefix_end
 
 
 class SqlListing:

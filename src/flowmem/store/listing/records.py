@@ -1,0 +1,68 @@
+"""What a listing is: a listed record, the ``RecordListing`` protocol, key-order helpers.
+
+Kept apart from the package's ``__init__`` (``listing_of`` and the calls), so the
+backends' listings import this and never the package that dispatches to them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from flowmem.errors import InvalidInputError
+from flowmem.store.base import Address
+
+LIST_BATCH = 100  # records one page of ``iter_records`` reads at most
+MAX_CODE_POINT = "\U0010ffff"
+
+
+@dataclass(frozen=True)
+class ListedRecord:
+    """One live record of a listing: its key, its stored JSON text (None: keys only), its expiry."""
+
+    key: str
+    text: str | None
+    expires_at: float | None
+
+    @property
+    def value(self) -> Any:
+        """The record's value (its JSON text parsed); InvalidInputError for a keys-only listing."""
+        if self.text is None:
+            raise InvalidInputError("this listing read keys only, not values")
+        return json.loads(self.text)
+
+
+@runtime_checkable
+class RecordListing(Protocol):
+    """A capability: list one scope id's live records by key prefix, and refresh an expiry."""
+
+    def list_records(
+        self,
+        scope: str,
+        scope_id: str,
+        prefix: str,
+        now: float,
+        start: str,
+        limit: int,
+        values: bool,
+    ) -> list[ListedRecord]:
+        """At most ``limit`` live records with key >= ``start`` starting with ``prefix``, in key order."""
+        ...
+
+    def touch_record(self, address: Address, text: str, expires_at: float, now: float) -> bool:
+        """Set a live, expiring record's expiry if its stored text is ``text``; True when it was."""
+        ...
+
+
+def successor(key: str) -> str:
+    """The smallest key after ``key`` (keys hold no NUL): where the page after ``key`` starts."""
+    return key + "\x01"
+
+
+def prefix_end(prefix: str) -> str | None:
+    """The smallest key after every key starting with ``prefix``; None when there is none."""
+    stripped = prefix.rstrip(MAX_CODE_POINT)
+    if not stripped:
+        return None
+    return stripped[:-1] + chr(ord(stripped[-1]) + 1)
