@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import Any
 
 import click
 from rich.console import Console
@@ -22,10 +21,10 @@ from rich.markup import escape
 from flowmem.cli.database import database_option, open_database
 from flowmem.cli.demo import history_table
 from flowmem.cli.io import FiniteFloatRange
-from flowmem.core import call_ids, result_id
+from flowmem.core import result_id
 from flowmem.errors import ConflictError, FlowmemError, NotFoundError
 from flowmem.runtime.agent import MemorySpec
-from flowmem.runtime.loop import TurnEvent
+from flowmem.runtime.loop import TurnEvent, dangling_ids
 from flowmem.runtime.models import Model, OpenAIChatModel
 from flowmem.runtime.runner import AgentRunner
 from flowmem.runtime.scripted import phrases_hint, scripted_assistant
@@ -98,11 +97,6 @@ def _session(store: Store, session_id: str | None, user: str | None, agent: str)
     return store.create_session(record)
 
 
-def _dangling(rows: list[dict[str, Any]]) -> list[str]:
-    answered = {rid for row in rows if (rid := result_id(row)) is not None}
-    return [cid for row in rows for cid in call_ids(row) if cid not in answered]
-
-
 @click.command("chat")
 @database_option
 @click.option("--session", "session_id", default=None, help="Resume this session id.")
@@ -168,7 +162,7 @@ def chat_command(
         if scripted:
             hint = escape(phrases_hint())
             console.print(f"[dim]scripted model, no provider — {hint}[/]", soft_wrap=True)
-        pending = _dangling(store.load(address))
+        pending = dangling_ids(store.load(address))
         if pending:
             console.print(
                 f"[yellow]{len(pending)} tool call(s) of an interrupted turn have no result; "

@@ -93,15 +93,15 @@ def turn_context(agent: Agent, session: SessionRecord, turn_id: str) -> Executio
     )
 
 
-def _dangling_ids(rows: list[Message]) -> list[str]:
-    """Return the ids declared in ``rows`` that no row answers."""
+def dangling_ids(rows: list[Message]) -> list[str]:
+    """Return the ids declared in ``rows`` that no row answers, in order, each once (O(n))."""
     answered = {rid for row in rows if (rid := result_id(row)) is not None}
-    seen: list[str] = []
+    seen: dict[str, None] = {}
     for row in rows:
         for cid in call_ids(row):
-            if cid not in answered and cid not in seen:
-                seen.append(cid)
-    return seen
+            if cid not in answered:
+                seen.setdefault(cid, None)
+    return list(seen)
 
 
 class TurnLoop:
@@ -221,7 +221,7 @@ class TurnLoop:
         the call journal but never reached the buffer) gets its real result delivered,
         which replaces the placeholder in place (MEM-10).
         """
-        dangling = set(_dangling_ids(self._history(context)))
+        dangling = set(dangling_ids(self._history(context)))
         user = self.text.process({"text": content, "role": "user"}, context)["messages"]
         after = self._buffer(context, message=user, role="user")["messages"]
         healed = [row for row in after if is_healed(row) and result_id(row) in dangling]
