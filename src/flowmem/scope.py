@@ -19,7 +19,8 @@ from flowmem.errors import InvalidInputError, UnknownScopeError
 
 SCOPES: Final[tuple[str, ...]] = ("global", "workflow", "pipeline", "execution", "session", "user")
 IDENTITY_SCOPES: Final[tuple[str, ...]] = ("session", "user")
-MAX_IDENTITY_LENGTH: Final = 255
+NAME_MAX: Final = 255  # code points of a key, a scope id or an identity (DESIGN.md §3)
+MAX_IDENTITY_LENGTH: Final = NAME_MAX
 
 # The closed set of reasons a scope refuses, with the sentence each stands for.
 REFUSAL_REASONS: Final[Mapping[str, str]] = MappingProxyType(

@@ -64,7 +64,14 @@ from flowmem.results import (
 from flowmem.results import (
     WriteResult as WriteResult,
 )
-from flowmem.scope import ExecutionContext, Refusal, check_scope, resolve_scope, usable_identity
+from flowmem.scope import (
+    NAME_MAX,
+    ExecutionContext,
+    Refusal,
+    check_scope,
+    resolve_scope,
+    usable_identity,
+)
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     SESSION_SCOPE,
@@ -98,7 +105,7 @@ class PagedText:
     after: int | None = None
     more: bool = False
 
-MAX_KEY_LENGTH = 255
+MAX_KEY_LENGTH = NAME_MAX
 _MESSAGE_HINT = raise_hint("message_bytes")  # how a refusal says to raise the limit
 _RECORD_HINT = raise_hint("record_bytes")
 # built once: json.dumps with any option set builds a new encoder on every call

@@ -9,9 +9,9 @@ from typing import Any
 from flowmem.errors import ConfigurationError
 from flowmem.runtime.models import Model
 from flowmem.runtime.tools import Tool, ToolRegistry
-from flowmem.scope import SCOPES
+from flowmem.scope import NAME_MAX, SCOPES
 
-MAX_KEY_LENGTH = 255
+MAX_KEY_LENGTH = NAME_MAX
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,7 @@ from flowmem.api.query import KnownQueryRoute, check_query, known_query, route_n
 from flowmem.api.render import render
 from flowmem.auth import bearer_token
 from flowmem.errors import AccessDeniedError, NotFoundError
-from flowmem.scope import SCOPES, ExecutionContext, check_scope
+from flowmem.scope import NAME_MAX, SCOPES, ExecutionContext, check_scope
 from flowmem.sessions import SessionService, memory_context
 from flowmem.store.base import SESSION_SCOPE, SessionRecord, WriteGuard
 
@@ -218,19 +218,19 @@ class DirectRoute(KnownQueryRoute):
 __all__ = ["DirectRoute", "direct_handler", "refused_response", "render"]
 
 
-KEY_MAX = 255
+KEY_MAX = NAME_MAX
 NODE_ID = "http"
 
 # (name, max length, description) of the scope-id query parameters
 QUERY_IDS: tuple[tuple[str, int, str], ...] = (
     (
         "session_id",
-        255,
+        NAME_MAX,
         "For scope `session`: a session the caller may view/drive (a write to an id that names none creates it, owned by the caller).",
     ),
-    ("workflow_id", 255, "For scope `workflow`."),
-    ("pipeline_id", 255, "For scope `pipeline`."),
-    ("execution_id", 255, "For scope `execution`."),
+    ("workflow_id", NAME_MAX, "For scope `workflow`."),
+    ("pipeline_id", NAME_MAX, "For scope `pipeline`."),
+    ("execution_id", NAME_MAX, "For scope `execution`."),
 )
 
 

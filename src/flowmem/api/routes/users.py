@@ -13,10 +13,11 @@ from flowmem.api.idempotency import OPENAPI, claimed_once
 from flowmem.api.models import UserErasure
 from flowmem.api.query import KnownQueryRoute
 from flowmem.api.routes.common import AUTH_ERRORS, errors
+from flowmem.scope import NAME_MAX
 
 router = APIRouter(prefix="/v1/users", tags=["users"], route_class=KnownQueryRoute)
 
-UserId = Path(description="The user id whose data is erased.", min_length=1, max_length=255)
+UserId = Path(description="The user id whose data is erased.", min_length=1, max_length=NAME_MAX)
 
 
 @router.delete(
