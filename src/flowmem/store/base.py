@@ -561,9 +561,11 @@ class LocalCalls(Protocol):
 
 @runtime_checkable
 class SupportsPopLast(Protocol):
-    """An optional buffer capability: remove the last row (the Agents SDK's ``pop_item``).
+    """A buffer capability: remove the last row (the Agents SDK's ``pop_item``).
 
-    ``MemoryStore`` has it; it is kept out of ``Store`` until every backend does.
+    Every backend of today has it (``MemoryStore``, and ``SqliteStore`` and
+    ``PostgresStore`` through ``SqlStore``); it is a protocol of its own so that a
+    store written outside flowmem may leave it out, and callers check for it.
     """
 
     def pop_last(self, address: Address, guard_session: str | None = None) -> Message | None:
