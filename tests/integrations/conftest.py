@@ -6,7 +6,9 @@ PostgreSQL), and ``remote`` / ``remote-postgres``: a ``Client`` of the session's
 in-process service over a ``MemoryStore`` (``local``) and the same remote clients.
 ``session_memory``: every kind of ``backend_service`` and an ``AsyncClient`` of each
 real server (``async-remote``, ``async-remote-postgres``), for the adapters that
-await. See ``tests/integrations/backends.py``.
+await. ``flowmem_url``: a SQLite file or a fresh PostgreSQL schema, for tests whose
+writers open the database themselves (other processes). See
+``tests/integrations/backends.py``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,15 @@ from tests.integrations.backends import (
 from tests.store.conftest import BACKENDS, open_backend
 
 CLOCK = 1_700_000_000
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def flowmem_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A flowmem database of the test: a SQLite file, or a fresh PostgreSQL schema."""
+    if request.param == "postgres":
+        url: str = request.getfixturevalue("postgres_db_url")
+        return url
+    return f"sqlite:///{tmp_path}/flowmem.db"
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,6 @@ import queue
 import time
 from collections.abc import Iterator
 from multiprocessing import forkserver, get_context
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -48,15 +47,6 @@ def _forkserver() -> Iterator[None]:
     PROCESSES.set_forkserver_preload(PRELOAD)
     yield
     forkserver._forkserver._stop()  # type: ignore[attr-defined]
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def flowmem_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A flowmem database of the test: a SQLite file, or a fresh PostgreSQL schema."""
-    if request.param == "postgres":
-        url: str = request.getfixturevalue("postgres_db_url")
-        return url
-    return f"sqlite:///{tmp_path}/flowmem.db"
 
 
 def race(url: str) -> list[tuple[int, str, str, list[str]]]:

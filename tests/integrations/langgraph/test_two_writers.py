@@ -64,15 +64,6 @@ def _forkserver() -> Iterator[None]:
     forkserver._forkserver._stop()  # type: ignore[attr-defined]
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def flowmem_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A flowmem database of the test: a SQLite file, or a fresh PostgreSQL schema."""
-    if request.param == "postgres":
-        url: str = request.getfixturevalue("postgres_db_url")
-        return url
-    return f"sqlite:///{tmp_path}/flowmem.db"
-
-
 def race(kind: str, url: str, rounds: int) -> dict[int, dict[str, tuple[str, str]]]:
     """Run both writers for ``rounds`` rounds; each round's ``{name: (outcome, text)}``."""
     barrier = PROCESSES.Barrier(len(WRITERS))
