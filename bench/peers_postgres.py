@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import sys
@@ -400,7 +401,8 @@ def wal_per_append(systems: list[PgSystem], url: str, appends: int) -> dict[str,
     """WAL records, full-page images and bytes per append (``pg_stat_wal``), one system at a time.
 
     Each system alone appends ``appends`` messages to its middle buffer, after a
-    ``CHECKPOINT`` (when allowed: every system then pays the same full-page images);
+    ``VACUUM`` (autovacuum then has nothing to write meanwhile) and a ``CHECKPOINT``
+    (when allowed: every system then pays the same full-page images);
     the counts are read once every backend has reported them. Other activity on
     the server (autovacuum) is counted too: a figure is an upper bound.
     """
@@ -418,10 +420,9 @@ def wal_per_append(systems: list[PgSystem], url: str, appends: int) -> dict[str,
             if system.name not in WAL_SYSTEMS:
                 continue
             length = system.lengths[len(system.lengths) // 2]
-            try:
-                conn.execute("CHECKPOINT")
-            except psycopg.Error:
-                pass
+            for settle in ("VACUUM (ANALYZE)", "CHECKPOINT"):  # no autovacuum, equal page images
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute(settle)
             time.sleep(STATS_FLUSHED_S)
             before = counts()
             for _ in range(appends):

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from flowmem.core import Message, append, call_ids, prepare, result_id
 from flowmem.errors import ConfigurationError
 from flowmem.store import Address
-from flowmem.store.known import MAX_KNOWN_OPEN
+from flowmem.store.known import MAX_KNOWN_OPEN, Known
 from tests.store.test_same_rules import MESSAGE, SETTINGS
 
 pytestmark = pytest.mark.postgres
@@ -29,6 +29,8 @@ pytestmark = pytest.mark.postgres
 pytest.importorskip("psycopg")
 
 from flowmem.store.postgres import PostgresStore, parse_url  # noqa: E402
+from flowmem.store.postgres.queries import SQL  # noqa: E402
+from flowmem.store.postgres.store import _known  # noqa: E402
 
 _keys = itertools.count()
 
@@ -50,6 +52,12 @@ def _truth(store: PostgresStore, address: Address) -> tuple[int, frozenset[str]]
     answered = {rid for row in rows if (rid := result_id(row)) is not None}
     declared = {cid for row in rows for cid in call_ids(row)}
     return len(rows), frozenset(declared - answered)
+
+
+def _read_known(store: PostgresStore, address: Address) -> Known | None:
+    """What ``buffer_known`` reads of the buffer now (the statement known_after spares)."""
+    with store._connection() as conn:
+        return _known(conn.execute(SQL["buffer_known"], tuple(address)).fetchall())
 
 
 STEPS = st.lists(
@@ -94,6 +102,8 @@ def test_mem_1_2_3_10_14_two_stores_in_turn_equal_the_pure_append(
             known = store._known.get(address)
             if known is not None:  # what it knows now is what the buffer holds
                 assert (known.count, known.open) == _truth(store, address)
+                # ... and what buffer_known reads, the oracle of known_after (0069)
+                assert known == _read_known(store, address)
         assert store.load(address) == pure
 
 

@@ -30,9 +30,11 @@ SQL: dict[str, str] = {
     "row_insert": "INSERT INTO buffer_rows (buffer_id, pos, role, body) VALUES (%s, %s, %s, %s)",
     "row_update": f"UPDATE buffer_rows SET role = %s, body = %s WHERE {_B} AND pos = %s",
     "row_delete": f"DELETE FROM buffer_rows WHERE {_B} AND pos = %s",
+    # no ON CONFLICT: a turn's call ids are distinct (core.call_ids) and a row's old
+    # declarations are deleted before it is re-indexed, and a speculative insertion
+    # writes one more WAL record per call (its confirmation)
     "call_insert": f"""INSERT INTO buffer_calls (buffer_id, call_id, declared_pos, ord, answered)
-        VALUES (%s, %s, %s, %s, EXISTS (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = %s))
-        ON CONFLICT DO NOTHING""",
+        VALUES (%s, %s, %s, %s, EXISTS (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = %s))""",
     "calls_delete": f"DELETE FROM buffer_calls WHERE {_B} AND declared_pos = %s",
     "answer_insert": "INSERT INTO buffer_answers (buffer_id, call_id, pos, healed) VALUES (%s, %s, %s, %s)",
     "answer_delete": f"DELETE FROM buffer_answers WHERE {_B} AND call_id = %s AND pos = %s",
@@ -301,11 +303,20 @@ for _ids, _open, _suffix in (
 # 6, during a rolling upgrade, changes them without the version); each id assumed
 # new neither declared nor answered (a subplan per id, as in the facts above). Each
 # write's ``?`` variant runs only when the verdict is true; parameters keep their
-# types in the SELECT forms by casts. Last, ``buffer_known`` reads what the next
-# append may assume, under the lock and after the writes: the header and the ids of
-# the unanswered calls, scanned only when an EXISTS finds one and no further than
-# one past MAX_KNOWN_OPEN declarations (a buffer with more is not remembered).
+# types in the SELECT forms by casts. ``buffer_known`` reads what the next append may
+# assume: the header and the ids of the unanswered calls, scanned only when an
+# EXISTS finds one and no further than one past MAX_KNOWN_OPEN declarations (a
+# buffer with more is not remembered). The plain path runs it after its writes;
+# after a true verdict the store works the same out from the writes it sent
+# (``store.postgres.after.known_after``, decision 0069), with no statement; after a
+# false one nothing was written and the plain path appends (and reads it).
 _KNOWN = "current_setting('flowmem.known')::boolean"
+_KNOWN_OPEN = f"""CASE WHEN EXISTS (SELECT 1 FROM buffer_calls x WHERE x.buffer_id = b.id
+        AND NOT x.answered)
+    THEN (SELECT array_agg(o.call_id) FROM (SELECT call_id FROM buffer_calls
+        WHERE buffer_id = b.id AND NOT answered LIMIT {MAX_KNOWN_OPEN + 1}) AS o) END"""
+SQL["buffer_known"] = f"""SELECT b.id, b.version, b.count, b.last_major, b.bytes,
+    {_KNOWN_OPEN} FROM buffers b WHERE {_ADDR}"""
 SQL["append_known"] = """SELECT set_config('flowmem.known', (
     EXISTS (SELECT 1 FROM buffers WHERE id = %s AND version = %s
         AND count = %s AND last_major = %s AND bytes = %s)
@@ -314,17 +325,12 @@ SQL["append_known"] = """SELECT set_config('flowmem.known', (
         AND NOT EXISTS (SELECT 1 FROM buffer_answers a WHERE a.buffer_id = %s AND a.call_id = i.id)
         AND NOT EXISTS (SELECT 1 FROM buffer_evicted v WHERE v.buffer_id = %s AND v.call_id = i.id))
     FROM unnest(%s::text[]) AS i(id)), TRUE))::text, true)"""
-SQL["buffer_known"] = f"""SELECT b.id, b.version, b.count, b.last_major, b.bytes,
-    CASE WHEN EXISTS (SELECT 1 FROM buffer_calls x WHERE x.buffer_id = b.id AND NOT x.answered)
-    THEN (SELECT array_agg(o.call_id) FROM (SELECT call_id FROM buffer_calls
-        WHERE buffer_id = b.id AND NOT answered LIMIT {MAX_KNOWN_OPEN + 1}) AS o) END
-    FROM buffers b WHERE {_ADDR}"""
 SQL["row_insert?"] = f"""INSERT INTO buffer_rows (buffer_id, pos, role, body)
     SELECT %s::bigint, %s::bigint, %s::text, %s::text WHERE {_KNOWN}"""
 SQL["call_insert?"] = f"""INSERT INTO buffer_calls (buffer_id, call_id, declared_pos, ord, answered)
     SELECT %s::bigint, %s::text, %s::bigint, %s::integer,
         EXISTS (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = %s)
-    WHERE {_KNOWN} ON CONFLICT DO NOTHING"""
+    WHERE {_KNOWN}"""
 SQL["answer_insert?"] = f"""INSERT INTO buffer_answers (buffer_id, call_id, pos, healed)
     SELECT %s::bigint, %s::text, %s::bigint, %s::boolean WHERE {_KNOWN}"""
 SQL["calls_answered?"] = f"{SQL['calls_answered']} AND {_KNOWN}"

@@ -56,6 +56,7 @@ from flowmem.store.known import (
     Unforeseen,
     foresee,
 )
+from flowmem.store.postgres.after import known_after
 from flowmem.store.postgres.pipeline import QUOTAS, Pipeline, in_transaction
 from flowmem.store.postgres.queries import SQL
 from flowmem.store.postgres.schema import MIGRATION_LOCK, MIGRATIONS
@@ -567,39 +568,39 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
 
         The rules run first, on the buffer's facts as this store last saw them
         (``flowmem.store.known.foresee``); the lock, the check that those facts
-        still hold, the writes (each running only if they do), what the next append
-        may assume, and the Sync go in one send. None when nothing is known, when
-        the rules would ask for more, or when a fact no longer held (then nothing
-        was written): the caller appends as before. A fact that did not hold
-        brought the current ones back, so this tries once more on those.
+        still hold, the writes (each running only if they do) and the Sync go in
+        one send. When the facts held, what the next append may assume is worked
+        out from the writes (``known_after``, decision 0069), not read back. None
+        when nothing is known, when the rules would ask for more, or when a fact
+        no longer held (then nothing was written and nothing is known any more):
+        the caller appends as before, reading the facts, which it remembers.
         """
+        known = self._known.get(address)
+        if known is None:
+            return None
         ids, heals = _asked(rows)
-        for _ in range(2):
-            known = self._known.get(address)
-            if known is None:
-                return None
-            try:
-                foreseen = foresee(known, address, rows, ids, heals, max_messages, max_bytes)
-            except Unforeseen:
-                return None
-            try:
-                with Pipeline(conn, SQL) as db:
-                    db.send("timed_lock", (advisory_key(address), timeout))
-                    bid = known.buffer_id
-                    head = (known.version, known.count, known.last_major, known.bytes)
-                    held = db.send("append_known", (bid, *head, bid, bid, bid, foreseen.fresh))
-                    for name, params in foreseen.writes:
-                        db.run(f"{name}?", params)
-                    after = db.send("buffer_known", tuple(address))
-                    db.finish()
-                    self._known.remember(address, _known(db.result(after)))
-                    if db.result(held) == [("true",)]:
-                        return foreseen.outcome
-            except BaseException:
+        try:
+            foreseen = foresee(known, address, rows, ids, heals, max_messages, max_bytes)
+        except Unforeseen:
+            return None
+        try:
+            with Pipeline(conn, SQL) as db:
+                db.send("timed_lock", (advisory_key(address), timeout))
+                bid = known.buffer_id
+                head = (known.version, known.count, known.last_major, known.bytes)
+                held = db.send("append_known", (bid, *head, bid, bid, bid, foreseen.fresh))
+                for name, params in foreseen.writes:
+                    db.run(f"{name}?", params)
+                db.finish()
+                if db.result(held) == [("true",)]:
+                    self._known.remember(address, known_after(known, foreseen.writes))
+                    return foreseen.outcome
                 self._known.remember(address, None)
-                if in_transaction(conn):
-                    conn.execute(SQL["rollback"])
-                raise
+        except BaseException:
+            self._known.remember(address, None)
+            if in_transaction(conn):
+                conn.execute(SQL["rollback"])
+            raise
         return None
 
     # --- sessions ---------------------------------------------------------------------------
