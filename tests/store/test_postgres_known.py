@@ -205,3 +205,56 @@ def test_known_buffers_must_be_a_whole_number_at_least_zero(value: str) -> None:
 def test_parse_url_strips_known_buffers_before_connecting() -> None:
     conninfo, options = parse_url("postgresql://u@h/db?known_buffers=10&sslmode=disable")
     assert "known_buffers" not in conninfo and options["known_buffers"] == 10
+
+
+def test_a_guarded_append_on_known_facts_refuses_a_revoked_token_and_writes_nothing(
+    two: tuple[PostgresStore, PostgresStore],
+) -> None:
+    """The HTTP API's appends take the one-round-trip path too (decision 0068): the guard still holds."""
+    from flowmem.auth import create_token, revoke_token
+    from flowmem.errors import AuthenticationError
+    from flowmem.store import SessionRecord, WriteGuard
+
+    store, other = two
+    store.create_session(SessionRecord("guarded-known", "s", "u1"))
+    _, token = create_token(store, "u1")
+    guard = WriteGuard(token.id, "guarded-known")
+    address = Address("session", "guarded-known", "chat")
+    store.append(address, prepare({"role": "user", "content": "q"}, 1), guard=guard)
+    store.append(address, prepare({"role": "assistant", "content": "a"}, 1), guard=guard)
+    known = store._known.get(address)
+    assert known is not None and known.count == 2  # the next append goes on known facts
+    revoke_token(other, token.id)  # another process revokes it
+    with pytest.raises(AuthenticationError):
+        store.append(address, prepare({"role": "user", "content": "late"}, 1), guard=guard)
+    assert [m["content"] for m in store.load(address)] == ["q", "a"]
+    assert other.usage("u1").bytes == sum(len(b) for b in _bodies(store, address))
+
+
+def test_a_guarded_append_on_known_facts_refuses_a_deleted_session(
+    two: tuple[PostgresStore, PostgresStore],
+) -> None:
+    from flowmem.errors import NotFoundError
+    from flowmem.store import SessionRecord, WriteGuard
+
+    store, other = two
+    store.create_session(SessionRecord("gone-known", "s", "u2"))
+    guard = WriteGuard(None, "gone-known")
+    address = Address("session", "gone-known", "chat")
+    store.append(address, prepare({"role": "user", "content": "q"}, 1), guard=guard)
+    assert store._known.get(address) is not None
+    other.delete_session("gone-known")
+    with pytest.raises(NotFoundError):
+        store.append(address, prepare({"role": "user", "content": "late"}, 1), guard=guard)
+    assert store.load(address) == []
+
+
+def _bodies(store: PostgresStore, address: Address) -> list[bytes]:
+    """The stored bodies of a buffer, as UTF-8 (what the quota triggers count)."""
+    with store._connection() as conn:
+        found = conn.execute(
+            "SELECT r.body FROM buffer_rows r JOIN buffers b ON b.id = r.buffer_id"
+            " WHERE b.scope = %s AND b.scope_id = %s AND b.key = %s",
+            tuple(address),
+        ).fetchall()
+    return [str(row[0]).encode() for row in found]

@@ -226,6 +226,11 @@ _GUARDED: dict[str, str] = {
         SELECT %s, %s, %s, %s, %s::double precision WHERE {guard}
         ON CONFLICT (scope, scope_id, key) DO UPDATE
         SET value = excluded.value, expires_at = excluded.expires_at""",
+    # the lock statement of a guarded append on known facts: a row, and flowmem.guarded
+    # set for the transaction, only when the guard holds (``append_known@guarded``)
+    "timed_lock_known": """SELECT pg_advisory_xact_lock(%s), set_config('flowmem.guarded', 'on', true)
+        FROM (SELECT set_config('lock_timeout', %s, true),
+            set_config('plan_cache_mode', 'force_generic_plan', true)) AS bound WHERE {guard}""",
     "transcript_seq_next": """INSERT INTO transcript_seq (session_id, last_seq) SELECT %s, 1
         WHERE {guard} ON CONFLICT (session_id) DO UPDATE
         SET last_seq = transcript_seq.last_seq + 1 RETURNING last_seq""",
@@ -325,6 +330,12 @@ SQL["append_known"] = """SELECT set_config('flowmem.known', (
         AND NOT EXISTS (SELECT 1 FROM buffer_answers a WHERE a.buffer_id = %s AND a.call_id = i.id)
         AND NOT EXISTS (SELECT 1 FROM buffer_evicted v WHERE v.buffer_id = %s AND v.call_id = i.id))
     FROM unnest(%s::text[]) AS i(id)), TRUE))::text, true)"""
+# a guarded append's: its guard held too (its lock statement said so, or nothing is written)
+SQL["append_known@guarded"] = SQL["append_known"].replace(
+    "TRUE))::text", "TRUE) AND COALESCE(current_setting('flowmem.guarded', true) = 'on', FALSE))::text"
+)
+if SQL["append_known@guarded"] == SQL["append_known"]:  # pragma: no cover - an edit missed it
+    raise RuntimeError("append_known@guarded does not check the guard")
 SQL["row_insert?"] = f"""INSERT INTO buffer_rows (buffer_id, pos, role, body)
     SELECT %s::bigint, %s::bigint, %s::text, %s::text WHERE {_KNOWN}"""
 SQL["call_insert?"] = f"""INSERT INTO buffer_calls (buffer_id, call_id, declared_pos, ord, answered)

@@ -400,14 +400,14 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         check_rows(rows)
         lock_timeout = check_lock_timeout(lock_timeout)
         timeout = f"{max(int(lock_timeout * 1000), 1)}ms"
-        remember = guard is None and idempotency is None and self._known.size > 0
+        remember = idempotency is None and self._known.size > 0 and ensure_form(guard) is None
         with self._connection() as conn:
             try:
                 for attempt in range(2):
                     try:
                         if remember and not snapshot:
                             known = self._known_append(
-                                conn, address, rows, max_messages, max_bytes, timeout
+                                conn, address, rows, max_messages, max_bytes, timeout, guard
                             )
                             if known is not None:
                                 return known
@@ -563,8 +563,14 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         max_messages: int,
         max_bytes: int,
         timeout: str,
+        guard: WriteGuard | None = None,
     ) -> AppendOutcome | None:
         """The append in one round trip, decided on what this store knows (decision 0039).
+
+        With ``guard`` (not a claim that creates its session) the lock statement
+        checks it and locks its rows first, as on the plain path (decision 0014),
+        and the facts' check fails unless it held (decision 0068); a failed guard
+        raises its error, nothing written.
 
         The rules run first, on the buffer's facts as this store last saw them
         (``flowmem.store.known.foresee``); the lock, the check that those facts
@@ -584,14 +590,18 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         except Unforeseen:
             return None
         try:
+            kind, checks = guard_form(guard)
+            lock, check = ("timed_lock_known@" + kind, "append_known@guarded") if kind else _PLAIN
             with Pipeline(conn, SQL) as db:
-                db.send("timed_lock", (advisory_key(address), timeout))
+                locked = db.send(lock, (advisory_key(address), timeout, *checks))
                 bid = known.buffer_id
                 head = (known.version, known.count, known.last_major, known.bytes)
-                held = db.send("append_known", (bid, *head, bid, bid, bid, foreseen.fresh))
+                held = db.send(check, (bid, *head, bid, bid, bid, foreseen.fresh))
                 for name, params in foreseen.writes:
                     db.run(f"{name}?", params)
                 db.finish()
+                if kind and not db.has_rows(locked):  # nothing was written
+                    raise self._guard_error(conn, guard)
                 if db.result(held) == [("true",)]:
                     self._known.remember(address, known_after(known, foreseen.writes))
                     return foreseen.outcome
@@ -635,6 +645,9 @@ def _known(found: list[tuple[Any, ...]]) -> Known | None:
         return None
     head = (int(bid), int(version), int(count), int(last_major), int(size))
     return Known(*head, frozenset(open_ids or ()))
+
+
+_PLAIN = ("timed_lock", "append_known")  # an unguarded append's lock and facts' check
 
 
 class _GuardFailed(Exception):
