@@ -400,7 +400,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         check_rows(rows)
         lock_timeout = check_lock_timeout(lock_timeout)
         timeout = f"{max(int(lock_timeout * 1000), 1)}ms"
-        remember = idempotency is None and self._known.size > 0 and ensure_form(guard) is None
+        remember = idempotency is None and self._known.size > 0
         with self._connection() as conn:
             try:
                 for attempt in range(2):
@@ -567,10 +567,10 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
     ) -> AppendOutcome | None:
         """The append in one round trip, decided on what this store knows (decision 0039).
 
-        With ``guard`` (not a claim that creates its session) the lock statement
-        checks it and locks its rows first, as on the plain path (decision 0014),
-        and the facts' check fails unless it held (decision 0068); a failed guard
-        raises its error, nothing written.
+        With ``guard`` the lock statement checks it and locks its rows first, after
+        the statement creating a claimed session, as on the plain path (decisions
+        0014, 0032), and the facts' check fails unless it held (decision 0068); a
+        failed guard raises its error, nothing written.
 
         The rules run first, on the buffer's facts as this store last saw them
         (``flowmem.store.known.foresee``); the lock, the check that those facts
@@ -592,7 +592,10 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         try:
             kind, checks = guard_form(guard)
             lock, check = ("timed_lock_known@" + kind, "append_known@guarded") if kind else _PLAIN
+            ensure = ensure_form(guard)
             with Pipeline(conn, SQL) as db:
+                if ensure is not None:  # a claimed session (decision 0032), before the lock
+                    db.send(*ensure)
                 locked = db.send(lock, (advisory_key(address), timeout, *checks))
                 bid = known.buffer_id
                 head = (known.version, known.count, known.last_major, known.bytes)
