@@ -46,7 +46,7 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -401,15 +401,15 @@ def wal_per_append(systems: list[PgSystem], url: str, appends: int) -> dict[str,
     """WAL records, full-page images and bytes per append (``pg_stat_wal``), one system at a time.
 
     Each system alone appends ``appends`` messages to its middle buffer, after a
-    ``VACUUM`` (autovacuum then has nothing to write meanwhile) and a ``CHECKPOINT``
-    (when allowed: every system then pays the same full-page images);
+    ``VACUUM`` and a ``CHECKPOINT`` (when allowed: every system then pays the same
+    full-page images), with autovacuum paused (``autovacuum_paused``);
     the counts are read once every backend has reported them. Other activity on
     the server (autovacuum) is counted too: a figure is an upper bound.
     """
     import psycopg
 
     found: dict[str, dict[str, float]] = {}
-    with psycopg.connect(url, autocommit=True) as conn:
+    with psycopg.connect(url, autocommit=True) as conn, autovacuum_paused(conn):
 
         def counts() -> tuple[int, int, int]:
             row = conn.execute("SELECT wal_records, wal_fpi, wal_bytes FROM pg_stat_wal").fetchone()
@@ -444,6 +444,28 @@ def wal_per_append(systems: list[PgSystem], url: str, appends: int) -> dict[str,
             f"{wal['fpi']:.2f} full-page images, {wal['bytes']:.0f} bytes"
         )
     return found
+
+
+@contextlib.contextmanager
+def autovacuum_paused(conn: Any) -> Iterator[None]:
+    """Pause autovacuum while WAL is counted (a superuser's server: the throwaway one), then restore it.
+
+    Its writes would be counted as the appends' (pg_stat_wal is the server's total).
+    Elsewhere nothing changes, and the figures are upper bounds.
+    """
+    import psycopg
+
+    try:
+        conn.execute("ALTER SYSTEM SET autovacuum = off")
+        conn.execute("SELECT pg_reload_conf()")
+    except psycopg.Error:
+        yield
+        return
+    try:
+        yield
+    finally:
+        conn.execute("ALTER SYSTEM RESET autovacuum")
+        conn.execute("SELECT pg_reload_conf()")
 
 
 def system_rates_reset(systems: list[PgSystem]) -> None:

@@ -102,7 +102,7 @@ def test_mem_1_2_3_10_14_two_stores_in_turn_equal_the_pure_append(
             known = store._known.get(address)
             if known is not None:  # what it knows now is what the buffer holds
                 assert (known.count, known.open) == _truth(store, address)
-                # ... and what buffer_known reads, the oracle of known_after (0069)
+                # ... and what buffer_known reads, the oracle of known_after (0066)
                 assert known == _read_known(store, address)
         assert store.load(address) == pure
 
@@ -210,7 +210,7 @@ def test_parse_url_strips_known_buffers_before_connecting() -> None:
 def test_a_guarded_append_on_known_facts_refuses_a_revoked_token_and_writes_nothing(
     two: tuple[PostgresStore, PostgresStore],
 ) -> None:
-    """The HTTP API's appends take the one-round-trip path too (decision 0068): the guard still holds."""
+    """The HTTP API's appends take the one-round-trip path too (decision 0067): the guard still holds."""
     from flowmem.auth import create_token, revoke_token
     from flowmem.errors import AuthenticationError
     from flowmem.store import SessionRecord, WriteGuard

@@ -37,9 +37,9 @@ DOCUMENTED = {
     "user turn that heals one call": (2, 4),
 }
 # On what the store knows of the buffer from its own last append (decision 0039),
-# guarded (the HTTP API's appends, decision 0068) or not: the lock (with the guard),
+# guarded (the HTTP API's appends, decision 0067) or not: the lock (with the guard),
 # the facts' check and the writes in one round trip; what the next append may assume
-# is worked out from the writes (decision 0069). Healing needs the open calls'
+# is worked out from the writes (decision 0066). Healing needs the open calls'
 # positions: two, as above, plus the read for the next append.
 DOCUMENTED_KNOWN = {
     "plain user message": (1, 3),

@@ -1,6 +1,6 @@
 """What a buffer holds after an append decided on known facts, worked out from its writes.
 
-A speed twin (decision 0069): its oracle is ``buffer_known``, the statement that
+A speed twin (decision 0066): its oracle is ``buffer_known``, the statement that
 reads the same from the server after the writes, which an append on known facts
 no longer sends when its facts held (one statement less per append). Its test
 (tests/store/test_postgres_known.py) reads ``buffer_known`` after every append of

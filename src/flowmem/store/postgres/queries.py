@@ -313,7 +313,7 @@ for _ids, _open, _suffix in (
 # EXISTS finds one and no further than one past MAX_KNOWN_OPEN declarations (a
 # buffer with more is not remembered). The plain path runs it after its writes;
 # after a true verdict the store works the same out from the writes it sent
-# (``store.postgres.after.known_after``, decision 0069), with no statement; after a
+# (``store.postgres.after.known_after``, decision 0066), with no statement; after a
 # false one nothing was written and the plain path appends (and reads it).
 _KNOWN = "current_setting('flowmem.known')::boolean"
 _KNOWN_OPEN = f"""CASE WHEN EXISTS (SELECT 1 FROM buffer_calls x WHERE x.buffer_id = b.id

@@ -569,14 +569,14 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
 
         With ``guard`` the lock statement checks it and locks its rows first, after
         the statement creating a claimed session, as on the plain path (decisions
-        0014, 0032), and the facts' check fails unless it held (decision 0068); a
+        0014, 0032), and the facts' check fails unless it held (decision 0067); a
         failed guard raises its error, nothing written.
 
         The rules run first, on the buffer's facts as this store last saw them
         (``flowmem.store.known.foresee``); the lock, the check that those facts
         still hold, the writes (each running only if they do) and the Sync go in
         one send. When the facts held, what the next append may assume is worked
-        out from the writes (``known_after``, decision 0069), not read back. None
+        out from the writes (``known_after``, decision 0066), not read back. None
         when nothing is known, when the rules would ask for more, or when a fact
         no longer held (then nothing was written and nothing is known any more):
         the caller appends as before, reading the facts, which it remembers.
