@@ -34,7 +34,12 @@ def test_quick_run_starts_a_durable_server_and_says_so(tmp_path: Path) -> None:
     assert all(
         cell["samples"] and cell["median"] > 0 for cell in rates["langchain-postgres"].values()
     )
+    label = "flowmem PostgresStore / langchain-postgres appends/s at {}"
     assert [t["label"] for t in found["targets"]] == [
-        "flowmem PostgresStore / langchain-postgres appends/s at 50",
-        "flowmem PostgresStore / langchain-postgres appends/s at 200",
+        f"{label.format(n)} ({judged})"
+        for n in (50, 200)
+        for judged in ("min of 1 repeats", "p50 of single appends")
     ]
+    p50 = found["p50_append_s"]
+    assert all(p50["langchain-postgres"][n] > 0 for n in ("50", "200"))
+    assert found["wal_per_append"] == {}  # --quick counts no WAL
