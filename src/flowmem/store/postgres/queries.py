@@ -19,9 +19,11 @@ SQL: dict[str, str] = {
     "is_declared": f"SELECT 1 FROM buffer_calls WHERE {_B} AND call_id = %s LIMIT 1",
     "answer_of": f"SELECT pos, healed FROM buffer_answers WHERE {_B} AND call_id = %s ORDER BY pos LIMIT 1",
     "open_calls": f"SELECT call_id, declared_pos FROM buffer_calls WHERE {_B} AND NOT answered ORDER BY declared_pos, ord",
+    # the first non-tool row after the declaring turn, on the primary key: the scan
+    # stops there, past the run's tool rows only (decision 0068)
     "run_end": f"""SELECT MAX(pos) FROM buffer_rows WHERE {_B} AND pos > %s AND pos < COALESCE(
-        (SELECT MIN(pos) FROM buffer_rows WHERE {_B} AND pos > %s AND role <> 'tool'),
-        9223372036854775807)""",
+        (SELECT pos FROM buffer_rows WHERE {_B} AND pos > %s AND role <> 'tool'
+            ORDER BY pos LIMIT 1), 9223372036854775807)""",
     "oldest": f"SELECT pos, body FROM buffer_rows WHERE {_B} ORDER BY pos LIMIT 1",
     "newest": f"SELECT pos, body FROM buffer_rows WHERE {_B} ORDER BY pos DESC LIMIT 1",
     "row_get": f"SELECT body FROM buffer_rows WHERE {_B} AND pos = %s",
@@ -270,7 +272,10 @@ SQL.update(adk_tables.SQL)
 # the buffer's calls), and the open calls are scanned only when an EXISTS (a
 # first-row index scan) finds one: a bitmap scan of the partial index visits every
 # call the buffer ever had until VACUUM (an answered call's old row version stays
-# in the index). No open call gives NULL, not '[]': no JSON to parse.
+# in the index). No open call gives NULL, not '[]': no JSON to parse. The open
+# calls come grouped by declaring turn (its ids in order, its position, its run's
+# end, the row after it): a run's end is found once per turn, on the primary key,
+# past that run's tool rows (decision 0068), not once per open call.
 _FACT_IDS = """(SELECT json_agg(json_build_array(i.id,
         EXISTS (SELECT 1 FROM buffer_calls c WHERE c.buffer_id = b.id AND c.call_id = i.id),
         a.pos, a.healed,
@@ -278,15 +283,17 @@ _FACT_IDS = """(SELECT json_agg(json_build_array(i.id,
     FROM unnest(%s::text[]) AS i(id) LEFT JOIN LATERAL (SELECT pos, healed FROM buffer_answers
         WHERE buffer_id = b.id AND call_id = i.id ORDER BY pos LIMIT 1) AS a ON TRUE)"""
 _FACT_OPEN = """CASE WHEN EXISTS (SELECT 1 FROM buffer_calls x WHERE x.buffer_id = b.id
-        AND NOT x.answered) THEN COALESCE((SELECT json_agg(json_build_array(e.call_id,
-        e.declared_pos, e.run_end, (SELECT MIN(n.pos) FROM buffer_rows n
-            WHERE n.buffer_id = b.id AND n.pos > e.run_end)) ORDER BY e.declared_pos, e.ord)
-        FROM (SELECT o.call_id, o.declared_pos, o.ord, COALESCE((SELECT MAX(r.pos)
-            FROM buffer_rows r WHERE r.buffer_id = b.id AND r.pos > o.declared_pos
-            AND r.pos < COALESCE((SELECT MIN(t.pos) FROM buffer_rows t
-            WHERE t.buffer_id = b.id AND t.pos > o.declared_pos AND t.role <> 'tool'),
-            9223372036854775807)), o.declared_pos) AS run_end
-        FROM buffer_calls o WHERE o.buffer_id = b.id AND NOT o.answered) AS e), '[]') END"""
+        AND NOT x.answered) THEN COALESCE((SELECT json_agg(json_build_array(g.ids,
+        g.declared_pos, g.run_end, (SELECT MIN(n.pos) FROM buffer_rows n
+            WHERE n.buffer_id = b.id AND n.pos > g.run_end)) ORDER BY g.declared_pos)
+        FROM (SELECT t.declared_pos, t.ids, COALESCE((SELECT MAX(r.pos)
+            FROM buffer_rows r WHERE r.buffer_id = b.id AND r.pos > t.declared_pos
+            AND r.pos < COALESCE((SELECT s.pos FROM buffer_rows s
+            WHERE s.buffer_id = b.id AND s.pos > t.declared_pos AND s.role <> 'tool'
+            ORDER BY s.pos LIMIT 1), 9223372036854775807)), t.declared_pos) AS run_end
+        FROM (SELECT o.declared_pos, array_agg(o.call_id ORDER BY o.ord) AS ids
+            FROM buffer_calls o WHERE o.buffer_id = b.id AND NOT o.answered
+            GROUP BY o.declared_pos) AS t) AS g), '[]') END"""
 for _ids, _open, _suffix in (
     (False, False, ""),
     (True, False, "@ids"),

@@ -214,4 +214,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """CREATE TRIGGER records_usage_delete AFTER DELETE ON records FOR EACH ROW
             WHEN (OLD.owner IS NOT NULL) EXECUTE FUNCTION flowmem_record_dropped()""",
     ),
+    # 13 (issue 26 §2; number 15 once the migrations made beside it are merged): no
+    # index of the non-tool rows, one entry and one WAL record fewer per message; a
+    # result run's end is found on the primary key (docs/decisions/0068)
+    ("DROP INDEX IF EXISTS buffer_rows_turns",),
 )

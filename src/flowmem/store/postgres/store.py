@@ -701,9 +701,9 @@ def _editor(
             answers[cid] = Answer(int(pos), bool(healed))
     open_calls = None
     following: dict[int, int | None] = {}
-    if want_open:
+    if want_open:  # grouped by declaring turn: (its ids, its position, run end, next row)
         found = facts[5] or ()
-        open_calls = [(str(cid), int(pos), int(end)) for cid, pos, end, _ in found]
+        open_calls = [(str(cid), int(pos), int(end)) for ids, pos, end, _ in found for cid in ids]
         following = {int(end): None if n is None else int(n) for _, _, end, n in found}
     editor.know(declared, answers, open_calls, following, evicted)
     return editor
