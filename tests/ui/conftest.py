@@ -206,16 +206,29 @@ class Page:
         self.page.wait_for_selector("#sessions")
 
     def shot(self, name: str) -> None:
-        """Save a screenshot of the page when ``$FLOWMEM_UI_SCREENSHOTS`` names a directory."""
+        """Save the visible page as ``name``.png when ``$FLOWMEM_UI_SCREENSHOTS`` names a directory.
+
+        With Pillow installed the image is reduced to a 64-colour palette (a few
+        tens of KiB for docs/images/).
+        """
         target = os.environ.get(SCREENSHOTS_ENV)
-        if target:
-            self.page.screenshot(path=str(Path(target) / f"{name}.png"), full_page=True)
+        if not target:
+            return
+        path = Path(target) / f"{name}.png"
+        self.page.screenshot(path=str(path))
+        try:
+            from PIL import Image
+        except ImportError:
+            return
+        with Image.open(path) as image:
+            small = image.convert("RGB").quantize(64)
+        small.save(path, optimize=True)
 
 
 @pytest.fixture
 def page(browser: Any, inspector: Inspector) -> Iterator[Page]:
     """A fresh context and page; every request off the server's origin is blocked and recorded."""
-    context = browser.new_context(viewport={"width": 1200, "height": 800})
+    context = browser.new_context(viewport={"width": 1180, "height": 860})
     context.set_default_timeout(TIMEOUT_MS)
     outside: list[str] = []
     dialogs: list[str] = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from flowmem.store import open_store
 from tests.ui.conftest import XSS, Page
@@ -228,3 +229,37 @@ def test_root_leads_to_the_inspector(page: Page) -> None:
     page.page.goto(page.inspector.url + "/")
     assert page.page.url == page.inspector.url + "/ui"
     assert page.page.locator("#login").is_visible()
+
+
+def test_a_langgraph_thread_shows_each_checkpoint_with_its_messages(page: Page) -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    from flowmem.integrations.langgraph.saver import FlowmemSaver
+    from flowmem.service import MemoryService
+
+    def answer(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"answer {len(state['messages'])}")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("answer", answer)
+    graph.add_edge(START, "answer")
+    graph.add_edge("answer", END)
+    store = open_store(page.inspector.database)
+    try:
+        compiled = graph.compile(checkpointer=FlowmemSaver(MemoryService(store)))
+        config = {"configurable": {"thread_id": "lg-thread", "user_id": "alice"}}
+        compiled.invoke({"messages": [HumanMessage("plan a trip")]}, config)
+        compiled.invoke({"messages": [HumanMessage("and the budget?")]}, config)
+    finally:
+        store.close()
+    page.login("alice")
+    page.page.goto(f"{page.inspector.url}/ui#/session/lg-thread")
+    page.page.wait_for_selector("#checkpoint-list > li")
+    checkpoints = page.page.locator("#checkpoint-list > li")
+    assert checkpoints.count() >= 4
+    checkpoints.first.locator("summary").click()
+    newest = checkpoints.first.text_content()
+    assert "messages: 4 messages" in newest and "and the budget?" in newest
+    assert "answer 3" in newest
+    page.shot("checkpoints")

@@ -1,6 +1,6 @@
 // flowmem inspector: a page over the JSON API of the same origin (docs/ui.md).
 // Everything shown is written with textContent or as attribute values set one by one:
-// no data ever goes through innerHTML, so stored text is never markup.
+// no data is ever parsed as HTML, so stored text is never markup.
 "use strict";
 
 const TOKEN_KEY = "flowmem.token";
@@ -28,7 +28,8 @@ function el(tag, attrs, ...children) {
 }
 const $ = (id) => document.getElementById(id);
 const json = (value) => JSON.stringify(value, null, 2);
-const when = (seconds) => (typeof seconds === "number" ? new Date(seconds * 1000).toISOString().replace(".000Z", "Z") : "");
+const when = (seconds) => (typeof seconds === "number" && isFinite(seconds)
+  ? new Date(seconds * 1000).toISOString().slice(0, 19).replace("T", " ") + " UTC" : "");
 const sessionHref = (id) => "#/session/" + encodeURIComponent(id);
 
 // ---- the API -------------------------------------------------------------------------

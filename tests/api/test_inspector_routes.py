@@ -1,0 +1,92 @@
+"""The inspector's read-only routes: a session's access decisions, a LangGraph thread's checkpoints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
+
+from flowmem.integrations.langgraph.saver import FlowmemSaver
+from flowmem.service import MemoryService
+from tests.api.helpers import Api
+
+
+@pytest.mark.parametrize(
+    ("who", "expected"),
+    [
+        ("alice", {"view": True, "drive": True, "delete": True, "edit_messages": False}),
+        ("viewer", {"view": True, "drive": False, "delete": False, "edit_messages": False}),
+        ("driver", {"view": True, "drive": True, "delete": False, "edit_messages": False}),
+        ("admin", {"view": True, "drive": True, "delete": True, "edit_messages": True}),
+    ],
+)
+def test_access_answers_what_each_principal_may_do(api: Api, who: str, expected: dict[str, bool]) -> None:
+    sid = api.session("alice")
+    answer = api.call("GET", f"/v1/sessions/{sid}/access", who)
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == expected
+
+
+def test_the_access_shown_is_the_access_enforced(api: Api) -> None:
+    sid = api.session("alice")
+    for who in ("viewer", "driver", "alice"):
+        may = api.call("GET", f"/v1/sessions/{sid}/access", who).json()
+        stop = api.call("POST", f"/v1/sessions/{sid}/stop", who)
+        assert (stop.status_code == 200) == may["drive"], (who, stop.text)
+
+
+def test_access_to_a_session_one_may_not_view_is_not_found(api: Api) -> None:
+    sid = api.session("alice")
+    for who in ("bob", "service"):
+        answer = api.call("GET", f"/v1/sessions/{sid}/access", who)
+        assert answer.status_code == 404
+        assert answer.json()["error"]["code"] == "not_found"
+    assert api.call("GET", f"/v1/sessions/{sid}/access", None).status_code == 401
+
+
+def test_a_session_no_checkpointer_wrote_has_no_checkpoints(api: Api) -> None:
+    sid = api.session("alice")
+    answer = api.call("GET", f"/v1/sessions/{sid}/checkpoints", "alice")
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == {"data": [], "has_more": False}
+    assert api.call("GET", f"/v1/sessions/{sid}/checkpoints", "bob").status_code == 404
+
+
+def _echo_graph(saver: FlowmemSaver) -> Any:
+    def answer(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"answer {len(state['messages'])}")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("answer", answer)
+    graph.add_edge(START, "answer")
+    graph.add_edge("answer", END)
+    return graph.compile(checkpointer=saver)
+
+
+def test_each_checkpoint_lists_the_thread_messages_it_held(api: Api) -> None:
+    graph = _echo_graph(FlowmemSaver(MemoryService(api.store)))
+    config = {"configurable": {"thread_id": "thread-a", "user_id": "alice"}}
+    graph.invoke({"messages": [HumanMessage("first")]}, config)
+    graph.invoke({"messages": [HumanMessage("second")]}, config)
+    answer = api.call("GET", "/v1/sessions/thread-a/checkpoints", "alice", params={"limit": 100})
+    assert answer.status_code == 200, answer.text
+    page = answer.json()
+    assert not page["has_more"]
+    lengths = [len(c["messages"].get("messages", [])) for c in page["data"]]
+    assert lengths == sorted(lengths, reverse=True)  # newest first: the longest history
+    newest = page["data"][0]["messages"]["messages"]
+    assert [row["content"] for row in newest] == ["first", "answer 1", "second", "answer 3"]
+    assert page["data"][0]["parent_id"] == page["data"][1]["checkpoint_id"]
+    small = api.call("GET", "/v1/sessions/thread-a/checkpoints", "alice", params={"limit": 1})
+    assert small.json()["has_more"] is True
+    older = api.call(
+        "GET",
+        "/v1/sessions/thread-a/checkpoints",
+        "alice",
+        params={"limit": 1, "before": page["data"][0]["checkpoint_id"]},
+    )
+    assert older.json()["data"][0]["checkpoint_id"] == page["data"][1]["checkpoint_id"]
+    assert api.call("GET", "/v1/sessions/thread-a/checkpoints", "bob").status_code == 404
+    assert api.call("GET", "/v1/sessions/thread-a/checkpoints", "viewer").status_code == 200
