@@ -79,6 +79,11 @@ def test_each_checkpoint_lists_the_thread_messages_it_held(api: Api) -> None:
     newest = page["data"][0]["messages"]["messages"]
     assert [row["content"] for row in newest] == ["first", "answer 1", "second", "answer 3"]
     assert page["data"][0]["parent_id"] == page["data"][1]["checkpoint_id"]
+    assert page["data"][0]["lines"] == {"messages": "langgraph"}
+    line = api.call(
+        "GET", "/v1/buffers/session/langgraph", "alice", params={"session_id": "thread-a"}
+    ).json()["messages"]
+    assert [row["content"] for row in line] == [row["content"] for row in newest]
     small = api.call("GET", "/v1/sessions/thread-a/checkpoints", "alice", params={"limit": 1})
     assert small.json()["has_more"] is True
     older = api.call(

@@ -261,5 +261,9 @@ def test_a_langgraph_thread_shows_each_checkpoint_with_its_messages(page: Page) 
     checkpoints.first.locator("summary").click()
     newest = checkpoints.first.text_content()
     assert "messages: 4 messages" in newest and "and the budget?" in newest
-    assert "answer 3" in newest
+    assert "answer 3" in newest and "buffer langgraph" in newest
+    page.page.fill("#buffer-key", "langgraph")
+    page.page.click("#buffer-key + button")
+    page.page.wait_for_selector("#conversation >> text=and the budget?")
+    page.page.locator("#checkpoints").scroll_into_view_if_needed()
     page.shot("checkpoints")

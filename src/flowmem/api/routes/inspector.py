@@ -53,6 +53,8 @@ class Checkpoint(BaseModel):
     ns: str
     run_id: str | None
     messages: dict[str, list[dict[str, Any]]]
+    lines: dict[str, str]
+    """Each message channel's session buffer key (read it with ``GET /v1/buffers/session/{key}``)."""
 
 
 class CheckpointPage(BaseModel):
@@ -68,18 +70,26 @@ def session_access(principal: Principal, sessions: SessionService, session_id: s
     return {name: decide(principal, action, session).allowed for name, action in ACTIONS.items()}
 
 
-def _messages(store: Any, stored: StoredCheckpoint) -> dict[str, list[dict[str, Any]]]:
-    """The rows of each message channel of a checkpoint (the lines its versions reference)."""
+def _checkpoint(store: Any, stored: StoredCheckpoint) -> dict[str, Any]:
+    """A checkpoint with the rows of each message channel (the lines its versions reference)."""
     found = checkpoints_of(store)
     versions = {channel: str(v) for channel, v in stored.versions.items()}
-    blobs = found.get_blobs(stored.thread_id, stored.ns, versions)
-    lines: dict[str, list[dict[str, Any]]] = {}
-    for blob in blobs:
+    messages: dict[str, list[dict[str, Any]]] = {}
+    keys: dict[str, str] = {}
+    for blob in found.get_blobs(stored.thread_id, stored.ns, versions):
         kind, value = blob.value
         if kind == ROWS_TYPE:
             line = json.loads(value)
-            lines[blob.channel] = found.line_rows(stored.thread_id, line["key"], line["count"])
-    return lines
+            keys[blob.channel] = line["key"]
+            messages[blob.channel] = found.line_rows(stored.thread_id, line["key"], line["count"])
+    return {
+        "checkpoint_id": stored.checkpoint_id,
+        "parent_id": stored.parent_id,
+        "ns": stored.ns,
+        "run_id": stored.run_id,
+        "messages": messages,
+        "lines": keys,
+    }
 
 
 def thread_checkpoints(
@@ -91,16 +101,7 @@ def thread_checkpoints(
         return {"data": [], "has_more": False}
     listed = checkpoints_of(sessions.store).list_checkpoints(session.id, None, None, before)
     page = list(islice(listed, limit + 1))
-    data = [
-        {
-            "checkpoint_id": c.checkpoint_id,
-            "parent_id": c.parent_id,
-            "ns": c.ns,
-            "run_id": c.run_id,
-            "messages": _messages(sessions.store, c),
-        }
-        for c in page[:limit]
-    ]
+    data = [_checkpoint(sessions.store, c) for c in page[:limit]]
     return {"data": data, "has_more": len(page) > limit}
 
 

@@ -144,7 +144,7 @@ async function showSessions(view, params) {
       el("td", { class: "name", text: s.name }), el("td", { text: s.owner === null ? "(unowned)" : s.owner }),
       el("td", {}, el("span", { class: "status status-" + s.status, text: s.status })),
       count, el("td", { text: when(s.updated_at) })));
-    api(bufferPath(s.id, { last: "0" })).then((a) => { count.textContent = a.ok ? String(a.body.count) : "—"; }, () => {});
+    api(bufferPath(s.id, { last: "0" }, "chat_history")).then((a) => { count.textContent = a.ok ? String(a.body.count) : "—"; }, () => {});
   }
   table.append(body);
   const filtered = status || owner ? ` (${shown.length} of this page's ${data.length} match the filter)` : "";
@@ -154,9 +154,12 @@ async function showSessions(view, params) {
     el("button", { class: "secondary", disabled: !pagination.has_more, onclick: () => go({ offset: String(offset + PAGE) }), text: "Older →" })));
 }
 
-function bufferPath(sessionId, query) {
+// the session's conversation buffer by default; a LangGraph thread keeps its messages
+// in buffers of its own (keys starting with "langgraph"), chosen in the session view
+let bufferKey = "chat_history";
+function bufferPath(sessionId, query, key) {
   const params = new URLSearchParams({ session_id: sessionId, ...(query || {}) });
-  return "/v1/buffers/session/chat_history?" + params;
+  return `/v1/buffers/session/${encodeURIComponent(key || bufferKey)}?` + params;
 }
 
 // ---- one session ------------------------------------------------------------------------
@@ -182,11 +185,19 @@ async function showSession(view, id, mine) {
   const formats = el("div", { id: "formats", class: "card" });
   const threads = el("div", { id: "checkpoints", class: "card" });
   const note = el("p", { id: "action-result", class: "muted" });
+  bufferKey = "chat_history";
+  const keyInput = el("input", { id: "buffer-key", value: bufferKey, size: 16, "aria-label": "buffer key" });
   const state = { rows: null, text: "", healed: new Set(), replaced: new Set(), windowTokens: null, windowKept: null };
   view.append(el("div", { class: "card" }, el("h2", { id: "session-name", text: s.name || "(no name)" }), facts,
     actions(id, may, note), note));
   view.append(el("div", { class: "grid2" },
-    el("div", {}, el("h3", { text: "Conversation (session buffer chat_history)" }), conversation),
+    el("div", {}, el("form", { class: "filters", onsubmit: (e) => {
+      e.preventDefault();
+      bufferKey = keyInput.value.trim() || "chat_history";
+      state.text = ""; state.healed = new Set(); state.replaced = new Set();
+      refresh(); renderFormats(formats, id);
+    } }, el("h3", { text: "Conversation · session buffer" }), keyInput,
+    el("button", { class: "secondary", type: "submit", text: "Read" })), conversation),
     el("div", {}, summary, check, formats, threads)));
   const feats = await loadFeatures();
   const refresh = async () => {
@@ -430,6 +441,7 @@ async function renderCheckpoints(root, id) {
   root.replaceChildren(head, el("ol", { id: "checkpoint-list" }, answer.body.data.map((c) =>
     el("li", {}, el("details", {}, el("summary", { class: "mono", text: `${c.checkpoint_id}${c.ns ? " · " + c.ns : ""}` }),
       Object.entries(c.messages).map(([channel, rows]) => el("div", {}, el("strong", { text: `${channel}: ${rows.length} messages` }),
+        el("span", { class: "muted mono", text: ` buffer ${(c.lines || {})[channel] || "?"}` }),
         el("ol", { start: 0 }, rows.map((r) => el("li", {}, el("span", { class: "role", text: r.role + " " }),
           typeof r.content === "string" ? r.content : json(r.content)))))))))));
 }
