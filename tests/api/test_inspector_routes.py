@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
-from langgraph.graph import END, START, MessagesState, StateGraph
 
-from flowmem.integrations.langgraph.saver import FlowmemSaver
-from flowmem.service import MemoryService
 from tests.api.helpers import Api
+from tests.api.langgraph_thread import write_thread
 
 
 @pytest.mark.parametrize(
@@ -54,22 +49,8 @@ def test_a_session_no_checkpointer_wrote_has_no_checkpoints(api: Api) -> None:
     assert api.call("GET", f"/v1/sessions/{sid}/checkpoints", "bob").status_code == 404
 
 
-def _echo_graph(saver: FlowmemSaver) -> Any:
-    def answer(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [AIMessage(f"answer {len(state['messages'])}")]}
-
-    graph = StateGraph(MessagesState)
-    graph.add_node("answer", answer)
-    graph.add_edge(START, "answer")
-    graph.add_edge("answer", END)
-    return graph.compile(checkpointer=saver)
-
-
 def test_each_checkpoint_lists_the_thread_messages_it_held(api: Api) -> None:
-    graph = _echo_graph(FlowmemSaver(MemoryService(api.store)))
-    config = {"configurable": {"thread_id": "thread-a", "user_id": "alice"}}
-    graph.invoke({"messages": [HumanMessage("first")]}, config)
-    graph.invoke({"messages": [HumanMessage("second")]}, config)
+    write_thread(api.store, "thread-a", "alice", ["first", "second"])
     answer = api.call("GET", "/v1/sessions/thread-a/checkpoints", "alice", params={"limit": 100})
     assert answer.status_code == 200, answer.text
     page = answer.json()

@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import httpx
+
 from flowmem.store import open_store
+from tests.api.langgraph_thread import write_thread
 from tests.ui.conftest import XSS, Page
 
 
@@ -232,25 +235,9 @@ def test_root_leads_to_the_inspector(page: Page) -> None:
 
 
 def test_a_langgraph_thread_shows_each_checkpoint_with_its_messages(page: Page) -> None:
-    from langchain_core.messages import AIMessage, HumanMessage
-    from langgraph.graph import END, START, MessagesState, StateGraph
-
-    from flowmem.integrations.langgraph.saver import FlowmemSaver
-    from flowmem.service import MemoryService
-
-    def answer(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [AIMessage(f"answer {len(state['messages'])}")]}
-
-    graph = StateGraph(MessagesState)
-    graph.add_node("answer", answer)
-    graph.add_edge(START, "answer")
-    graph.add_edge("answer", END)
     store = open_store(page.inspector.database)
     try:
-        compiled = graph.compile(checkpointer=FlowmemSaver(MemoryService(store)))
-        config = {"configurable": {"thread_id": "lg-thread", "user_id": "alice"}}
-        compiled.invoke({"messages": [HumanMessage("plan a trip")]}, config)
-        compiled.invoke({"messages": [HumanMessage("and the budget?")]}, config)
+        write_thread(store, "lg-thread", "alice", ["plan a trip", "and the budget?"])
     finally:
         store.close()
     page.login("alice")
@@ -267,3 +254,39 @@ def test_a_langgraph_thread_shows_each_checkpoint_with_its_messages(page: Page) 
     page.page.wait_for_selector("#conversation >> text=and the budget?")
     page.page.locator("#checkpoints").scroll_into_view_if_needed()
     page.shot("checkpoints")
+
+
+def test_a_token_window_is_drawn_where_the_api_takes_max_tokens(page: Page) -> None:
+    """The field appears only when /openapi.json lists ``max_tokens``; the cut is drawn where it falls.
+
+    The server under test has no ``max_tokens`` yet: the test gives the page a
+    document that lists it and answers a windowed read with the buffer's last 2 rows.
+    """
+    page.login("alice")
+    open_session(page, "healed")
+    assert page.page.locator("#window-tokens").count() == 0  # this server has none
+    spec = httpx.get(page.inspector.url + "/openapi.json").json()
+    read = spec["paths"]["/v1/buffers/{scope}/{key}"]["get"]
+    read["parameters"].append({"name": "max_tokens", "in": "query", "schema": {"type": "integer"}})
+
+    def windowed(route: Any) -> None:
+        url = route.request.url
+        if "max_tokens=" not in url:
+            route.continue_()
+            return
+        answer = route.fetch(url=re.sub(r"&?max_tokens=\d+", "", url))
+        body = answer.json()
+        body["messages"] = body["messages"][-2:]
+        route.fulfill(response=answer, json=body)
+
+    page.page.route("**/openapi.json", lambda route: route.fulfill(json=spec))
+    page.page.route("**/v1/buffers/**", windowed)
+    page.page.reload()
+    page.page.wait_for_selector("#window-tokens")
+    page.page.fill("#window-tokens", "50")
+    page.page.click("#window-tokens + button, form:has(#window-tokens) button")
+    page.page.wait_for_selector(".window-cut")
+    total = page.page.locator("#conversation .msg").count()
+    assert total > 2
+    assert page.page.locator(".msg.cut").count() == total - 2  # all but the window's 2 rows
+    assert "window of 50 tokens" in page.page.text_content(".window-cut")
