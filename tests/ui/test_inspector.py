@@ -206,17 +206,31 @@ def test_a_late_result_seen_replacing_a_placeholder_is_marked(page: Page) -> Non
     assert page.page.locator(".msg.healed").count() == 0
 
 
-def test_memory_reads_a_buffer_of_a_scope_the_token_may_read(page: Page) -> None:
+def test_memory_lists_records_with_their_expiry_and_reads_a_buffer(page: Page) -> None:
+    inspector = page.inspector
+    for key, ttl in (("profile", None), ("draft", 3600)):
+        put = inspector.call("PUT", f"/v1/memory/user/{key}", json={"value": {"k": key}, "ttl": ttl})
+        assert put.status_code == 200, put.text
     page.login("alice")
-    page.page.goto(page.inspector.url + "/ui#/memory")
+    page.page.goto(inspector.url + "/ui#/memory")
+    page.page.click("#mem-list-form button")
+    page.page.wait_for_selector("#records tbody tr")
+    rows = page.page.locator("#records tbody tr").all_text_contents()
+    assert rows[0].startswith("draft") and "in 3" in rows[0]
+    assert rows[1].startswith("profile") and rows[1].endswith("never")
+    page.page.click("#records >> text=profile")
+    page.page.wait_for_function("() => (document.getElementById('mem-value') || {}).textContent?.includes('profile')")
+    page.shot("memory")
     page.page.select_option("#mem-scope", "session")
-    page.page.fill("#mem-scope-id", page.inspector.ids["healed"])
-    page.page.click("#view form button")
+    page.page.fill("#mem-scope-id", inspector.ids["healed"])
+    page.page.select_option("#mem-kind", "buffer")
+    page.page.fill("#mem-key", "chat_history")
+    page.page.click("#mem-read-form button")
     page.page.wait_for_selector("#mem-out .msg")
     assert "healed placeholder" in page.page.text_content("#mem-out")
     page.page.select_option("#mem-scope", "global")
-    page.page.click("#view form button")
-    page.page.wait_for_function("() => /403/.test(document.getElementById('mem-out').textContent)")
+    page.page.click("#mem-list-form button")
+    page.page.wait_for_function("() => /403/.test(document.getElementById('mem-list').textContent)")
 
 
 def test_docs_render_offline(page: Page) -> None:

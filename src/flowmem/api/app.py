@@ -23,7 +23,7 @@ from flowmem.api.lookup import TOKEN_CACHE_SIZE, TOKEN_CACHE_TTL, LookupCache
 from flowmem.api.models import Health
 from flowmem.api.purge import PURGE_INTERVAL, purge_expired_forever
 from flowmem.api.ratelimit import RateLimitMiddleware, RateLimits
-from flowmem.api.routes import inspector, memory, sessions, stateless, users
+from flowmem.api.routes import inspector, listing, memory, sessions, stateless, users
 from flowmem.api.routes.common import errors
 from flowmem.api.services import Services
 from flowmem.errors import ConfigurationError, StoreError
@@ -168,6 +168,7 @@ def create_app(
     app.include_router(stateless.router)
     app.include_router(users.router)
     app.include_router(inspector.router)
+    app.include_router(listing.router)
     install_ui(app)  # /ui, /docs offline, / -> /ui
 
     # after the routers: every route before the memory ones is one more match per append

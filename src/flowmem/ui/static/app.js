@@ -447,34 +447,57 @@ async function renderCheckpoints(root, id) {
 }
 
 // ---- memory ---------------------------------------------------------------------------------
+const ID_PARAM = { session: "session_id", workflow: "workflow_id", pipeline: "pipeline_id", execution: "execution_id" };
+
 function showMemory(view) {
-  const kind = el("select", { id: "mem-kind" }, ["buffer", "record"].map((k) => el("option", { value: k, text: k })));
   const scope = el("select", { id: "mem-scope" }, ["user", "session", "global", "workflow", "pipeline", "execution"].map((k) => el("option", { value: k, text: k })));
-  const key = el("input", { id: "mem-key", value: "chat_history", required: true });
-  const scopeId = el("input", { id: "mem-scope-id", placeholder: "session / workflow / pipeline / execution id" });
+  const scopeId = el("input", { id: "mem-scope-id", placeholder: "session / workflow / pipeline / execution id", size: 36 });
+  const kind = el("select", { id: "mem-kind" }, ["record", "buffer"].map((k) => el("option", { value: k, text: k })));
+  const key = el("input", { id: "mem-key", placeholder: "key" });
+  const listed = el("div", { id: "mem-list" });
   const out = el("div", { id: "mem-out" });
-  const ID_PARAM = { session: "session_id", workflow: "workflow_id", pipeline: "pipeline_id", execution: "execution_id" };
-  const read = async (e) => {
-    e.preventDefault();
+  const ids = () => {
     const params = new URLSearchParams();
     if (ID_PARAM[scope.value] && scopeId.value.trim()) params.set(ID_PARAM[scope.value], scopeId.value.trim());
-    const path = `/v1/${kind.value === "buffer" ? "buffers" : "memory"}/${scope.value}/${encodeURIComponent(key.value)}?${params}`;
+    return params;
+  };
+  const said = (b) => el("p", { class: "muted", text: `scope id: ${b.resolved_scope_id || "(none)"}${b.refused ? " · refused: " + b.refused : ""}` });
+  const read = async (what, name) => {
+    const path = `/v1/${what === "buffer" ? "buffers" : "memory"}/${scope.value}/${encodeURIComponent(name)}?${ids()}`;
     const answer = await api(path);
     if (!answer.ok) { out.replaceChildren(el("p", { class: "error", text: errorText(answer) })); return; }
     const b = answer.body;
-    const said = [el("p", { class: "muted", text: `scope id: ${b.resolved_scope_id || "(none)"}${b.refused ? " · refused: " + b.refused : ""}` })];
-    if (kind.value === "buffer") {
+    if (what === "buffer") {
       const rows = el("div");
       renderConversation(rows, { rows: b.messages, replaced: new Set(), windowKept: null }, { violations: [] });
-      out.replaceChildren(...said, el("p", { text: `${b.count} messages` }), rows);
+      out.replaceChildren(el("h3", { text: `buffer ${name}: ${b.count} messages` }), said(b), rows);
     } else {
-      out.replaceChildren(...said, el("p", { text: b.found ? "found" : "not found (absent, expired or refused)" }), el("pre", { text: json(b.value) }));
+      out.replaceChildren(el("h3", { text: `record ${name}` }), said(b),
+        el("p", { text: b.found ? "found" : "not found (absent, expired or refused)" }), el("pre", { id: "mem-value", text: json(b.value) }));
     }
   };
+  const list = async (e, start) => {
+    if (e) e.preventDefault();
+    const params = ids();
+    params.set("limit", "50");
+    if (start) params.set("start", start);
+    const answer = await api(`/v1/memory/${scope.value}?${params}`);
+    if (!answer.ok) { listed.replaceChildren(el("p", { class: "error", text: errorText(answer) })); return; }
+    const b = answer.body;
+    const table = el("table", { id: "records" }, el("thead", {}, el("tr", {}, ["Record key", "Expires"].map((h) => el("th", { text: h })))),
+      el("tbody", {}, b.data.map((r) => el("tr", {},
+        el("td", { class: "mono" }, el("a", { href: "#", onclick: (ev) => { ev.preventDefault(); read("record", r.key); }, text: r.key })),
+        el("td", { text: r.expires_at === null ? "never" : `${when(r.expires_at)} (in ${Math.max(0, Math.round(r.expires_at - Date.now() / 1000))} s)` })))));
+    listed.replaceChildren(said(b), b.data.length ? table : el("p", { class: "muted", text: "No live records." }),
+      b.next_start ? el("button", { class: "secondary", onclick: () => list(null, b.next_start), text: "More →" }) : "");
+  };
   view.append(el("h2", { text: "Memory" }), el("p", { class: "muted",
-    text: "Buffers and records of the scopes this token may read: user (its own user id), session (a session it may view), and the shared scopes (global, workflow, pipeline, execution) with memory:shared. The API lists no keys and does not return a record's expiry: read a key you know." }),
-  el("form", { class: "filters card", onsubmit: read }, el("label", {}, "Kind", kind), el("label", {}, "Scope", scope),
-    el("label", {}, "Key", key), el("label", {}, "Scope id", scopeId), el("button", { type: "submit", text: "Read" })), out);
+    text: "The scopes this token may read: user (its own user id), session (a session it may view), and with memory:shared the shared scopes (global, workflow, pipeline, execution)." }),
+  el("form", { class: "filters card", id: "mem-list-form", onsubmit: list }, el("label", {}, "Scope", scope), el("label", {}, "Scope id", scopeId),
+    el("button", { type: "submit", text: "List records" })),
+  el("form", { class: "filters card", id: "mem-read-form", onsubmit: (e) => { e.preventDefault(); if (key.value) read(kind.value, key.value); } },
+    el("label", {}, "Kind", kind), el("label", {}, "Key", key), el("button", { type: "submit", class: "secondary", text: "Read" })),
+  el("div", { class: "grid2" }, listed, out));
 }
 
 document.addEventListener("DOMContentLoaded", () => {
