@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from fastapi.testclient import TestClient
 
-from tests.api.helpers import Api
+from flowmem.api import create_app
+from flowmem.store import open_store
+from tests.api.helpers import Api, make_tokens
 from tests.api.langgraph_thread import write_thread
 
 
@@ -76,3 +79,32 @@ def test_each_checkpoint_lists_the_thread_messages_it_held(api: Api) -> None:
     assert older.json()["data"][0]["checkpoint_id"] == page["data"][1]["checkpoint_id"]
     assert api.call("GET", "/v1/sessions/thread-a/checkpoints", "bob").status_code == 404
     assert api.call("GET", "/v1/sessions/thread-a/checkpoints", "viewer").status_code == 200
+
+
+def test_a_cursor_with_nul_is_refused(api: Api) -> None:
+    sid = api.session("alice")
+    answer = api.call("GET", f"/v1/sessions/{sid}/checkpoints", "alice", params={"before": "a\x00"})
+    assert answer.status_code == 422
+    assert answer.json()["error"]["code"] == "invalid_input"
+
+
+@pytest.mark.postgres
+def test_checkpoints_and_record_listing_on_postgres(postgres_db_url: str) -> None:
+    store = open_store(postgres_db_url)
+    try:
+        tokens = make_tokens(store)
+        write_thread(store, "thread-pg", "alice", ["first"])
+        with TestClient(create_app(store), raise_server_exceptions=False) as client:
+            api = Api(client, store, tokens)
+            page = api.call("GET", "/v1/sessions/thread-pg/checkpoints", "alice").json()
+            newest = page["data"][0]["messages"]["messages"]
+            assert [row["content"] for row in newest] == ["first", "answer 1"]
+            for key, ttl in (("b", None), ("a", 60)):
+                put = api.call("PUT", f"/v1/memory/user/{key}", "alice", json={"value": 1, "ttl": ttl})
+                assert put.status_code == 200, put.text
+            listed = api.call("GET", "/v1/memory/user", "alice", params={"limit": 1}).json()
+            assert [r["key"] for r in listed["data"]] == ["a"] and listed["next_start"]
+            access = api.call("GET", "/v1/sessions/thread-pg/access", "viewer").json()
+            assert access["view"] and not access["drive"]
+    finally:
+        store.close()

@@ -73,3 +73,10 @@ def test_shared_scopes_need_the_shared_permission(api: Api) -> None:
     unknown = api.call("GET", "/v1/memory/bogus", "alice")
     assert unknown.status_code == 422 and unknown.json()["error"]["code"] == "unknown_scope"
     assert api.call("GET", "/v1/memory/user", None).status_code == 401
+
+
+@pytest.mark.parametrize("name", ["prefix", "start"])
+def test_text_with_nul_is_refused(api: Api, name: str) -> None:
+    answer = api.call("GET", "/v1/memory/user", "alice", params={name: "a\x00b"})
+    assert answer.status_code == 422
+    assert answer.json()["error"]["details"][0]["field"] == f"query.{name}"

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from flowmem.access import Principal, decide
 from flowmem.api.deps import CALLER, Caller
 from flowmem.api.query import KnownQueryRoute
-from flowmem.api.routes.common import AUTH_ERRORS, clamp_limit, errors
+from flowmem.api.routes.common import AUTH_ERRORS, clamp_limit, errors, query_text
 from flowmem.api.routes.sessions import SessionId
 from flowmem.sessions import SessionService
 from flowmem.store.checkpoints import ROWS_TYPE, StoredCheckpoint, checkpoints_of
@@ -138,6 +138,7 @@ async def list_checkpoints(
     """
     services = caller.services
     size = clamp_limit(limit)
+    before = None if before is None else query_text(before, "before")
     return await caller.in_store_thread(
         thread_checkpoints, services.sessions, session_id, size, before
     )

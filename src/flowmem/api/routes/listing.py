@@ -18,7 +18,7 @@ from flowmem.access import Principal
 from flowmem.api.deps import CALLER, Caller
 from flowmem.api.fast.route import Target, scope_context
 from flowmem.api.query import KnownQueryRoute
-from flowmem.api.routes.common import AUTH_ERRORS, clamp_limit, errors
+from flowmem.api.routes.common import AUTH_ERRORS, clamp_limit, errors, query_text
 from flowmem.api.services import Services
 from flowmem.scope import NAME_MAX, Refusal
 from flowmem.store.listing import listing_of
@@ -89,6 +89,7 @@ async def list_records(
     scope lists nothing and names the refusal in `refused`.
     """
     target = Target(scope, "", session_id, workflow_id, pipeline_id, execution_id)
+    prefix, start = query_text(prefix, "prefix"), query_text(start, "start")
     return await caller.in_store_thread(
         list_keys, caller.services, target, prefix, start, clamp_limit(limit)
     )
