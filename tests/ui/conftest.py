@@ -47,6 +47,8 @@ class Inspector:
     url: str
     tokens: dict[str, str]
     database: str
+    logs: list[Path] = field(default_factory=list)
+    """The server's stdout and stderr files (its request log, with ``--access-log``)."""
     ids: dict[str, str] = field(default_factory=dict)
 
     def call(self, method: str, path: str, who: str = "alice", **kwargs: Any) -> httpx.Response:
@@ -172,8 +174,8 @@ def inspector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Inspector]:
     store = open_store(database)
     tokens = make_tokens(store)
     store.close()
-    with flowmem_serve(["--database", database], root) as served:
-        found = Inspector(served.url, tokens, database)
+    with flowmem_serve(["--database", database, "--access-log"], root) as served:
+        found = Inspector(served.url, tokens, database, [served.out, served.err])
         seed(found)
         yield found
 

@@ -304,3 +304,15 @@ def test_a_token_window_is_drawn_where_the_api_takes_max_tokens(page: Page) -> N
     assert total > 2
     assert page.page.locator(".msg.cut").count() == total - 2  # all but the window's 2 rows
     assert "window of 50 tokens" in page.page.text_content(".window-cut")
+
+
+def test_no_token_reaches_the_server_log(page: Page) -> None:
+    page.login("alice")
+    open_session(page, "healed")
+    page.page.goto(page.inspector.url + "/ui#/memory")
+    page.page.click("#mem-list-form button")
+    page.page.wait_for_selector("#mem-list p")
+    written = "".join(path.read_text(errors="replace") for path in page.inspector.logs)
+    assert "/v1/sessions" in written  # the request log is on
+    for token in page.inspector.tokens.values():
+        assert token not in written
