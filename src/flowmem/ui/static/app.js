@@ -6,6 +6,7 @@
 const TOKEN_KEY = "flowmem.token";
 const POLL_MS = 1500;
 const PAGE = 20;
+const MAX_ROWS = 2000; // a session view reads at most the buffer's last 2000 rows
 const FORMATS = ["openai", "responses", "anthropic", "gemini"];
 const STATUSES = ["", "idle", "running", "completed", "failed"];
 let generation = 0; // bumped on every navigation: a stale poll stops itself
@@ -164,9 +165,10 @@ function bufferPath(sessionId, query, key) {
 
 // ---- one session ------------------------------------------------------------------------
 async function showSession(view, id, mine) {
-  const [found, access] = await Promise.all([
+  const [found, access, feats] = await Promise.all([
     api("/v1/sessions/" + encodeURIComponent(id)),
     api("/v1/sessions/" + encodeURIComponent(id) + "/access"),
+    loadFeatures(),
   ]);
   if (mine !== generation) return;
   if (!found.ok) { view.append(el("h2", { text: "Session" }), el("p", { class: "error", text: errorText(found) })); return; }
@@ -188,6 +190,25 @@ async function showSession(view, id, mine) {
   bufferKey = "chat_history";
   const keyInput = el("input", { id: "buffer-key", value: bufferKey, size: 16, "aria-label": "buffer key" });
   const state = { rows: null, text: "", healed: new Set(), replaced: new Set(), windowTokens: null, windowKept: null };
+  const refresh = async () => {
+    const [again, read] = await Promise.all([api("/v1/sessions/" + encodeURIComponent(id)), api(bufferPath(id, { last: String(MAX_ROWS) }))]);
+    if (mine !== generation) return false;
+    if (again.ok) { setStatus(again.body.status); $("updated").textContent = when(again.body.updated_at); }
+    if (!read.ok) { conversation.replaceChildren(el("p", { class: "error", text: errorText(read) })); return true; }
+    const text = JSON.stringify(read.body.messages);
+    if (text === state.text) return true;
+    state.text = text;
+    observeReplacements(state, read.body.messages);
+    state.rows = read.body.messages;
+    state.total = read.body.count;
+    if (state.windowTokens !== null) await readWindow(id, state);
+    const violations = await checkRows(state.rows);
+    if (mine !== generation) return false;
+    renderConversation(conversation, state, violations);
+    renderSummary(summary, state, feats, id, conversation, violations);
+    renderCheck(check, violations);
+    return true;
+  };
   view.append(el("div", { class: "card" }, el("h2", { id: "session-name", text: s.name || "(no name)" }), facts,
     actions(id, may, note), note));
   view.append(el("div", { class: "grid2" },
@@ -199,25 +220,6 @@ async function showSession(view, id, mine) {
     } }, el("h3", { text: "Conversation · session buffer" }), keyInput,
     el("button", { class: "secondary", type: "submit", text: "Read" })), conversation),
     el("div", {}, summary, check, formats, threads)));
-  const feats = await loadFeatures();
-  const refresh = async () => {
-    const [again, read] = await Promise.all([api("/v1/sessions/" + encodeURIComponent(id)), api(bufferPath(id))]);
-    if (mine !== generation) return false;
-    if (again.ok) { setStatus(again.body.status); $("updated").textContent = when(again.body.updated_at); }
-    if (!read.ok) { conversation.replaceChildren(el("p", { class: "error", text: errorText(read) })); return true; }
-    const text = JSON.stringify(read.body.messages);
-    if (text === state.text) return true;
-    state.text = text;
-    observeReplacements(state, read.body.messages);
-    state.rows = read.body.messages;
-    if (state.windowTokens !== null) await readWindow(id, state);
-    const violations = await checkRows(state.rows);
-    if (mine !== generation) return false;
-    renderConversation(conversation, state, violations);
-    renderSummary(summary, state, feats, id, conversation, violations);
-    renderCheck(check, violations);
-    return true;
-  };
   state.redraw = refresh;
   await refresh();
   renderFormats(formats, id);
@@ -298,6 +300,7 @@ function renderConversation(root, state, check) {
   const cutBefore = state.windowKept === null || state.windowKept === undefined ? -1 : rows.length - state.windowKept;
   const nodes = [];
   if (!rows.length) nodes.push(el("p", { class: "muted", text: "The buffer is empty." }));
+  if (state.total > rows.length) nodes.push(el("p", { class: "error", text: `Showing the last ${rows.length} of ${state.total} messages: a result whose call is older is shown unpaired, and the check judges these rows alone.` }));
   rows.forEach((row, i) => {
     if (i === cutBefore && cutBefore > 0) nodes.push(el("div", { class: "window-cut", text: `↑ outside a window of ${state.windowTokens} tokens · the window starts here ↓` }));
     nodes.push(renderRow(row, i, { answers, calls, rows, bad: bad.get(i), cut: i < cutBefore, replaced: state.replaced }));
