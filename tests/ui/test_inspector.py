@@ -40,6 +40,31 @@ def test_a_token_that_may_view_nothing_sees_no_session(page: Page) -> None:
     assert page.page.locator("#sessions tbody tr").count() == 0
 
 
+def test_sessions_filter_by_owner_and_status_across_pages(page: Page) -> None:
+    inspector = page.inspector
+    bobs = inspector.session("bob's session", who="bob")
+    failed = inspector.session("a failed one")
+    store = open_store(inspector.database)
+    try:
+        store.set_session_status(failed, "failed")
+    finally:
+        store.close()
+    page.login("viewer")
+    page.page.fill("#filter-owner", "bob")
+    page.page.click("#filter-owner ~ button, form:has(#filter-owner) button")
+    page.page.wait_for_function("() => /matches/.test(document.getElementById('sessions-said')?.textContent)")
+    assert page.page.locator("#sessions tbody tr").all_text_contents() == [
+        page.page.locator(f'#sessions tr[data-id="{bobs}"]').text_content()
+    ]
+    page.page.goto(inspector.url + "/ui#/sessions?status=failed")
+    page.page.wait_for_function(
+        "() => document.getElementById('filter-status')?.value === 'failed'"
+        " && /matches/.test(document.getElementById('sessions-said')?.textContent)"
+    )
+    ids = page.page.locator("#sessions tbody tr").evaluate_all("rows => rows.map(r => r.dataset.id)")
+    assert ids == [failed]
+
+
 def test_a_wrong_token_is_refused_at_login(page: Page) -> None:
     page.page.goto(page.inspector.url + "/ui")
     page.page.fill("#token", "fm_not_a_token")

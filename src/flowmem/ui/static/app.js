@@ -131,10 +131,9 @@ async function showSessions(view, params) {
       el("label", {}, "Owner", ownerInput), el("button", { type: "submit", class: "secondary", text: "Filter" })),
     el("form", { class: "filters", onsubmit: (e) => { e.preventDefault(); if (idInput.value.trim()) location.hash = sessionHref(idInput.value.trim()); } },
       el("label", {}, "Open by id", idInput), el("button", { type: "submit", text: "Open" }))));
-  const answer = await api(`/v1/sessions?limit=${PAGE}&offset=${offset}`);
-  if (!answer.ok) { view.append(el("p", { class: "error", text: errorText(answer) })); return; }
-  const { data, pagination } = answer.body;
-  const shown = data.filter((s) => (!status || s.status === status) && (!owner || s.owner === owner));
+  const listed = await (status || owner ? filteredPage(offset, status, owner) : plainPage(offset));
+  if (listed.error) { view.append(el("p", { class: "error", text: listed.error })); return; }
+  const { shown, more, said } = listed;
   const table = el("table", { id: "sessions" }, el("thead", {}, el("tr", {},
     ["Session", "Name", "Owner", "Status", "Messages", "Last activity"].map((h) => el("th", { text: h })))));
   const body = el("tbody");
@@ -148,11 +147,36 @@ async function showSessions(view, params) {
     api(bufferPath(s.id, { last: "0" }, "chat_history")).then((a) => { count.textContent = a.ok ? String(a.body.count) : "—"; }, () => {});
   }
   table.append(body);
-  const filtered = status || owner ? ` (${shown.length} of this page's ${data.length} match the filter)` : "";
   view.append(table, el("div", { class: "pager" },
     el("button", { class: "secondary", disabled: offset === 0, onclick: () => go({ offset: String(Math.max(0, offset - PAGE)) }), text: "← Newer" }),
-    el("span", { class: "muted", text: `${pagination.total ? offset + 1 : 0}–${offset + data.length} of ${pagination.total}${filtered}` }),
-    el("button", { class: "secondary", disabled: !pagination.has_more, onclick: () => go({ offset: String(offset + PAGE) }), text: "Older →" })));
+    el("span", { id: "sessions-said", class: "muted", text: said }),
+    el("button", { class: "secondary", disabled: !more, onclick: () => go({ offset: String(offset + PAGE) }), text: "Older →" })));
+}
+
+async function plainPage(offset) {
+  const answer = await api(`/v1/sessions?limit=${PAGE}&offset=${offset}`);
+  if (!answer.ok) return { error: errorText(answer) };
+  const { data, pagination } = answer.body;
+  const said = `${pagination.total ? offset + 1 : 0}–${offset + data.length} of ${pagination.total}`;
+  return { shown: data, more: pagination.has_more, said };
+}
+
+// The API filters sessions by nothing but access: the page reads them 100 at a time,
+// newest first, up to FILTER_SCAN, and keeps those that match (decision 0086).
+const FILTER_SCAN = 2000;
+async function filteredPage(offset, status, owner) {
+  const matches = [];
+  let read = 0, total = 0, more = true;
+  while (more && read < FILTER_SCAN && matches.length <= offset + PAGE) {
+    const answer = await api(`/v1/sessions?limit=100&offset=${read}`);
+    if (!answer.ok) return { error: errorText(answer) };
+    const { data, pagination } = answer.body;
+    for (const s of data) if ((!status || s.status === status) && (!owner || s.owner === owner)) matches.push(s);
+    read += 100; total = pagination.total; more = pagination.has_more;
+  }
+  const shown = matches.slice(offset, offset + PAGE);
+  const scanned = more ? `the newest ${Math.min(read, total)} of ${total}` : `all ${total}`;
+  return { shown, more: matches.length > offset + PAGE, said: `${shown.length ? offset + 1 : 0}–${offset + shown.length} of the matches among ${scanned} sessions` };
 }
 
 // the session's conversation buffer by default; a LangGraph thread keeps its messages
