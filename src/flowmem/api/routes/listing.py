@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel
 
 from flowmem.access import Principal
@@ -20,13 +20,15 @@ from flowmem.api.fast.route import Target, scope_context
 from flowmem.api.query import KnownQueryRoute
 from flowmem.api.routes.common import AUTH_ERRORS, clamp_limit, errors, query_text
 from flowmem.api.services import Services
-from flowmem.scope import NAME_MAX, Refusal
+from flowmem.scope import NAME_MAX, SCOPES, Refusal
 from flowmem.store.listing import listing_of
 from flowmem.store.listing.records import successor
 
 router = APIRouter(prefix="/v1/memory", tags=["memory"], route_class=KnownQueryRoute)
 
 ScopeId = Query(None, max_length=NAME_MAX)
+# an unknown scope is ``unknown_scope`` (422) from ``check_scope``, as on the other memory routes
+ScopeName = Path(description="The memory scope.", json_schema_extra={"enum": list(SCOPES)})
 
 
 class ListedKey(BaseModel):
@@ -72,7 +74,7 @@ def list_keys(
     responses=errors(*AUTH_ERRORS, 403, 404, 422),
 )
 async def list_records(
-    scope: str,
+    scope: str = ScopeName,
     prefix: str = Query("", max_length=NAME_MAX, description="Only keys starting with this."),
     start: str = Query("", max_length=NAME_MAX + 1, description="A `next_start`: continue there."),
     limit: int = Query(20, description="Page size, clamped to 1–100."),
