@@ -23,7 +23,7 @@ from flowmem.api.lookup import TOKEN_CACHE_SIZE, TOKEN_CACHE_TTL, LookupCache
 from flowmem.api.models import Health
 from flowmem.api.purge import PURGE_INTERVAL, purge_expired_forever
 from flowmem.api.ratelimit import RateLimitMiddleware, RateLimits
-from flowmem.api.routes import memory, sessions, stateless, users
+from flowmem.api.routes import inspector, listing, memory, sessions, stateless, users
 from flowmem.api.routes.common import errors
 from flowmem.api.services import Services
 from flowmem.errors import ConfigurationError, StoreError
@@ -31,6 +31,7 @@ from flowmem.limits import Limits
 from flowmem.service import MemoryService
 from flowmem.sessions import SessionService, TurnRunner
 from flowmem.store import DEFAULT_LOCK_TIMEOUT, Address, Quotas, Store, open_store
+from flowmem.ui import install_ui
 
 DATABASE_ENV = "FLOWMEM_DATABASE_URL"
 CONCURRENCY_ENV = "FLOWMEM_STORE_CONCURRENCY"
@@ -152,6 +153,7 @@ def create_app(
         description=DESCRIPTION,
         lifespan=lifespan,
         redirect_slashes=False,  # no 307 built from the client's Host header: 404 (decision 0013)
+        docs_url=None,  # install_ui serves /docs from the package's files (offline)
     )
     app.state.services = services
     install_error_handlers(app)
@@ -165,6 +167,9 @@ def create_app(
     app.include_router(sessions.router)
     app.include_router(stateless.router)
     app.include_router(users.router)
+    app.include_router(inspector.router)
+    app.include_router(listing.router)
+    install_ui(app)  # /ui, /docs offline, / -> /ui
 
     # after the routers: every route before the memory ones is one more match per append
     @app.get("/health/store", response_model=Health, tags=["health"], responses=errors(503, 507))

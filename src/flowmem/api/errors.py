@@ -32,14 +32,17 @@ from flowmem.errors import (
     StoreReadOnlyError,
 )
 from flowmem.statuses import HTTP_CODES, STATUS_TABLE, status_for
+from flowmem.ui import OPEN_PREFIXES, UI_PATH
 
-__all__ = ["HTTP_CODES", "STATUS_TABLE", "status_for"]
+__all__ = ["HTTP_CODES", "OPEN_PREFIXES", "STATUS_TABLE", "status_for"]
 
 log = logging.getLogger("flowmem.http")
 
-# Paths served without a token.
+# Paths served without a token: these, and those under ``OPEN_PREFIXES`` (the inspector's
+# and Swagger UI's files; the inspector's page asks for a token and sends it to the API).
 OPEN_PATHS = frozenset(
     {"/health", "/health/store", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"}
+    | {"/", UI_PATH}
 )
 
 # What a 5xx tells the client: one sentence per code, never the driver's text (paths,

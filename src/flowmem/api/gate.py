@@ -7,7 +7,7 @@ Every HTTP request passes here before any route, in this order:
    ``ambiguous_length``: the two can frame different bodies, which is how
    requests are smuggled past a proxy) are refused, and the connection closed;
 2. authentication: except on the open paths (``errors.OPEN_PATHS``: health,
-   OpenAPI, docs) the bearer token is looked up before the body is read, and a
+   OpenAPI, docs, the inspector's page and files) the bearer token is looked up before the body is read, and a
    request without a valid one is answered 401 with its body unread. The
    principal is left in the request state (``principal``, ``token_id``), so the
    routes do not look the token up again. With a store whose calls are local
@@ -57,6 +57,7 @@ from flowmem.access import Principal
 from flowmem.api.errors import (
     NAMED_CONDITIONS,
     OPEN_PATHS,
+    OPEN_PREFIXES,
     SERVER_MESSAGE,
     SERVER_MESSAGES,
     error_body,
@@ -391,7 +392,8 @@ class GateMiddleware:
             await send_error(send, *AMBIGUOUS_LENGTH)
             return
         has_body = chunked or (declared is not None and declared.strip() not in (b"", b"0"))
-        if scope["path"] not in OPEN_PATHS:
+        path = scope["path"]
+        if path not in OPEN_PATHS and not path.startswith(OPEN_PREFIXES):
             try:
                 header = None if authorization is None else authorization.decode("latin-1")
                 principal = await self._principal(bearer_token(header), scope["method"], scope["path"])

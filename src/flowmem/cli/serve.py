@@ -475,7 +475,8 @@ def serve_command(
         check_listenable(host, port)  # the first start checked before creating its token
     announce(created, has_admin, url, host, port)
     click.echo(
-        f"flowmem serving {redact(url)} on http://{host}:{port} with {workers} worker(s)",
+        f"flowmem serving {redact(url)} on http://{host}:{port} with {workers} worker(s); "
+        f"inspector: http://{host}:{port}/ui",
         err=True,
     )
     sys.stdout.flush()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowmem.api.models import ErrorBody
+from flowmem.errors import InvalidInputError
 
 MAX_LIMIT = 100
 DEFAULT_LIMIT = 20
@@ -40,3 +41,10 @@ def clamp_limit(limit: int | None) -> int:
     if limit is None:
         return DEFAULT_LIMIT
     return max(1, min(MAX_LIMIT, limit))
+
+
+def query_text(value: str, name: str) -> str:
+    """A query parameter's text; 422 ``invalid_input`` when it holds NUL (no store keeps one)."""
+    if "\x00" in value:
+        raise InvalidInputError(f"{name} must not contain NUL characters", field=f"query.{name}")
+    return value

@@ -1,0 +1,1 @@
+"""Browser tests of the inspector (/ui) and the offline /docs."""

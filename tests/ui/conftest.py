@@ -1,0 +1,255 @@
+"""Fixtures of the browser tests: a real ``flowmem serve`` on loopback and Debian's Chromium.
+
+One server and one browser per test module (starting either costs about a second);
+each test gets its own browser context, in which every request that does not go to
+the server's loopback address is blocked and recorded (``Page.outside``). Chromium
+is the system's (``apt-get install chromium``: Playwright's own download cannot be
+reached here). Without it the tests are skipped, or fail when ``CI`` is set.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from flowmem.store import open_store
+from tests.api.helpers import make_tokens
+from tests.served import flowmem_serve
+
+CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
+TIMEOUT_MS = 10_000
+SCREENSHOTS_ENV = "FLOWMEM_UI_SCREENSHOTS"
+"""A directory: the tests save the main views there as PNG (docs/images/ is made so)."""
+
+
+def chromium_path() -> str | None:
+    """The system's Chromium, or None."""
+    for path in CHROMIUM_PATHS:
+        if os.access(path, os.X_OK):
+            return path
+    return shutil.which("chromium")
+
+
+@dataclass
+class Inspector:
+    """The server under test: its URL, a token per principal, its database URL, the seeded ids."""
+
+    url: str
+    tokens: dict[str, str]
+    database: str
+    logs: list[Path] = field(default_factory=list)
+    """The server's stdout and stderr files (its request log, with ``--access-log``)."""
+    ids: dict[str, str] = field(default_factory=dict)
+
+    def call(self, method: str, path: str, who: str = "alice", **kwargs: Any) -> httpx.Response:
+        """Send a request to the server as ``who``."""
+        headers = {"Authorization": f"Bearer {self.tokens[who]}"}
+        return httpx.request(method, self.url + path, headers=headers, timeout=10, **kwargs)
+
+    def session(self, name: str, who: str = "alice") -> str:
+        """Create a session as ``who``; its id."""
+        answer = self.call("POST", "/v1/sessions", who, json={"name": name})
+        assert answer.status_code == 201, answer.text
+        sid: str = answer.json()["id"]
+        return sid
+
+    def append(self, session_id: str, messages: list[dict[str, Any]], who: str = "alice") -> None:
+        """Append rows to a session's conversation buffer as ``who``."""
+        answer = self.call(
+            "POST",
+            "/v1/buffers/session/chat_history",
+            who,
+            params={"session_id": session_id},
+            json={"messages": messages},
+        )
+        assert answer.status_code == 200, answer.text
+
+
+def png(width: int = 48, height: int = 32) -> str:
+    """A small gradient PNG, base64 (an image part's data)."""
+    raw = b"".join(
+        b"\x00" + b"".join(bytes((x * 5, y * 7, 160)) for x in range(width)) for y in range(height)
+    )
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    data = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw))
+    data += chunk(b"IEND", b"")
+    return base64.b64encode(data).decode()
+
+
+XSS = '<img src=x onerror="window.__xss=1;alert(1)"><script>window.__xss=2</script>'
+
+
+def seed(inspector: Inspector) -> None:
+    """Sessions the tests look at: one with a healed call and media, one full of markup."""
+    healed = inspector.session("weather in Lisbon")
+    inspector.append(
+        healed,
+        [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Weather in Lisbon?"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"tool_call_id": "call_1", "name": "weather", "args": {"city": "Lisbon"}}
+                ],
+            },
+        ],
+    )
+    # the next user turn comes before the result: flowmem heals call_1 (MEM-3)
+    inspector.append(
+        healed,
+        [
+            {"role": "user", "content": "Still there? Here is the map.", "timestamp": 1700000100},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "reasoning", "provider": "anthropic", "text": "The tool was cut off.",
+                     "signature": "c2ln"},
+                    {"type": "text", "text": "The weather call was interrupted; here is the map back."},
+                    {"type": "image", "data": png(), "media_type": "image/png"},
+                    {"type": "file", "file_id": "file_9", "filename": "lisbon.pdf",
+                     "media_type": "application/pdf"},
+                ],
+            },
+        ],
+    )
+    inspector.ids["healed"] = healed
+    markup = inspector.session(XSS)
+    inspector.append(
+        markup,
+        [
+            {"role": "user", "content": XSS},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"tool_call_id": "call_x", "name": XSS, "args": {"q": XSS}}],
+            },
+            {"role": "tool", "tool_call_id": "call_x", "content": XSS},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": XSS},
+                    {"type": "file", "file_id": "f1", "filename": XSS, "media_type": "text/html"},
+                    {"type": "image", "url": "javascript:alert(1)"},
+                ],
+            },
+        ],
+    )
+    inspector.ids["markup"] = markup
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    """The system Chromium's path (skipped without one, failed when ``CI`` is set)."""
+    path = chromium_path()
+    if path is None:
+        message = "no Chromium: apt-get install chromium"
+        if os.environ.get("CI"):
+            pytest.fail(message + " (required when CI is set)")
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture(scope="module")
+def inspector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Inspector]:
+    """``flowmem serve`` over a fresh SQLite file, with a token per test principal and seeded sessions."""
+    root = tmp_path_factory.mktemp("ui")
+    database = f"sqlite:///{root}/ui.db"
+    store = open_store(database)
+    tokens = make_tokens(store)
+    store.close()
+    with flowmem_serve(["--database", database, "--access-log"], root) as served:
+        found = Inspector(served.url, tokens, database, [served.out, served.err])
+        seed(found)
+        yield found
+
+
+@pytest.fixture(scope="module")
+def browser(chromium: str) -> Iterator[Any]:
+    """One headless Chromium for the module."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium, headless=True)
+        yield launched
+        launched.close()
+
+
+@dataclass
+class Page:
+    """A page in its own context, the requests it made off the loopback server, its dialogs."""
+
+    page: Any
+    outside: list[str]
+    dialogs: list[str]
+    inspector: Inspector
+
+    def login(self, who: str = "alice") -> None:
+        """Open /, log in with ``who``'s token, wait for the sessions list."""
+        self.page.goto(self.inspector.url + "/")
+        self.page.fill("#token", self.inspector.tokens[who])
+        self.page.click("#login-form button")
+        self.page.wait_for_selector("#sessions")
+
+    def shot(self, name: str) -> None:
+        """Save the visible page as ``name``.png when ``$FLOWMEM_UI_SCREENSHOTS`` names a directory.
+
+        With Pillow installed the image is reduced to a 64-colour palette (a few
+        tens of KiB for docs/images/).
+        """
+        target = os.environ.get(SCREENSHOTS_ENV)
+        if not target:
+            return
+        path = Path(target) / f"{name}.png"
+        self.page.screenshot(path=str(path))
+        try:
+            from PIL import Image
+        except ImportError:
+            return
+        with Image.open(path) as image:
+            small = image.convert("RGB").quantize(64)
+        small.save(path, optimize=True)
+
+
+@pytest.fixture
+def page(browser: Any, inspector: Inspector) -> Iterator[Page]:
+    """A fresh context and page; every request off the server's origin is blocked and recorded."""
+    context = browser.new_context(viewport={"width": 1180, "height": 860})
+    context.set_default_timeout(TIMEOUT_MS)
+    outside: list[str] = []
+    dialogs: list[str] = []
+
+    def only_loopback(route: Any) -> None:
+        url = route.request.url
+        if url.startswith(inspector.url + "/") or url.startswith("data:"):
+            route.continue_()
+        else:
+            outside.append(url)
+            route.abort()
+
+    context.route("**/*", only_loopback)
+    opened = context.new_page()
+
+    def dismiss(dialog: Any) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    opened.on("dialog", dismiss)
+    yield Page(opened, outside, dialogs, inspector)
+    context.close()
