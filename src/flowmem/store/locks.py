@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from flowmem import metrics
 from flowmem.store.base import Address
 
 log = logging.getLogger("flowmem")
@@ -102,8 +104,11 @@ class AddressLocks:
                     raise WouldBlock(f"{address.scope}/{address.scope_id}/{address.key} is locked")
                 taken = True
             else:
+                began = time.monotonic()
                 taken = lock.acquire(timeout)
+                metrics.lock_waited(time.monotonic() - began, "process")
             if not taken:
+                metrics.lock_timed_out("process")
                 log.warning(
                     "append to %s/%s/%s waited %.1fs for its turn; proceeding unserialized",
                     address.scope,

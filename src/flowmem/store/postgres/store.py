@@ -18,6 +18,7 @@ import psycopg.conninfo
 import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from flowmem import metrics
 from flowmem.core import Answer, AppendOutcome, Message, apply_append, call_ids, result_id
 from flowmem.errors import (
     BufferChangedError,
@@ -434,6 +435,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                     ) from None
                 raise
             except psycopg.errors.LockNotAvailable:
+                metrics.lock_timed_out("postgres")
                 log.warning(
                     "append to %s/%s/%s waited %.1fs for its turn; proceeding unserialized",
                     *address,
