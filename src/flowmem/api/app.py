@@ -19,6 +19,7 @@ from flowmem.api.errors import install_error_handlers, recent_store_fault, serve
 from flowmem.api.fast.pool import StorePool
 from flowmem.api.gate import BODY_TIMEOUT, GateMiddleware
 from flowmem.api.logs import RequestLogMiddleware
+from flowmem.api.metrics import PrometheusSink, RequestMetricsMiddleware, metrics_router
 from flowmem.api.lookup import TOKEN_CACHE_SIZE, TOKEN_CACHE_TTL, LookupCache
 from flowmem.api.models import Health
 from flowmem.api.purge import PURGE_INTERVAL, purge_expired_forever
@@ -28,6 +29,7 @@ from flowmem.api.routes.common import errors
 from flowmem.api.services import Services
 from flowmem.errors import ConfigurationError, StoreError
 from flowmem.limits import Limits
+from flowmem.metrics import install as install_metrics
 from flowmem.service import MemoryService
 from flowmem.sessions import SessionService, TurnRunner
 from flowmem.store import DEFAULT_LOCK_TIMEOUT, Address, Quotas, Store, open_store
@@ -37,6 +39,7 @@ CONCURRENCY_ENV = "FLOWMEM_STORE_CONCURRENCY"
 INLINE_ENV = "FLOWMEM_INLINE_STORE"
 BODY_TIMEOUT_ENV = "FLOWMEM_BODY_TIMEOUT"
 TOKEN_CACHE_TTL_ENV = "FLOWMEM_TOKEN_CACHE_TTL"
+METRICS_ENV = "FLOWMEM_METRICS"
 
 DESCRIPTION = """Conversation memory over HTTP: sessions with owners, conversation
 buffers and memory records under the FlowDrop GR-MEM rules.
@@ -75,6 +78,7 @@ def create_app(
     rate_limits: RateLimits | None = None,
     body_timeout: float | None = BODY_TIMEOUT,
     token_cache_ttl: float = TOKEN_CACHE_TTL,
+    metrics: bool = False,
 ) -> FastAPI:
     """Build the API over ``store`` (or the store at ``database_url`` / ``$FLOWMEM_DATABASE_URL``).
 
@@ -97,6 +101,9 @@ def create_app(
     A memory read may be answered for a token up to ``token_cache_ttl`` seconds
     after it was last looked up (a revocation by another process counts from then;
     0: every request looks its token up; decision 0034).
+    With ``metrics`` the app counts what it does and serves ``GET /metrics`` to a
+    token with ``metrics:read`` (``flowmem.api.metrics``, docs/metrics.md; off by
+    default, on in ``flowmem serve``).
     """
     if purge_interval is not None and (
         isinstance(purge_interval, bool)
@@ -143,6 +150,8 @@ def create_app(
             with suppress(asyncio.CancelledError):
                 await purging
         services.pool.close()  # store work already started finishes before the store closes
+        if sink is not None:
+            sink.close()
         if owned:
             store.close()
 
@@ -155,6 +164,9 @@ def create_app(
     )
     app.state.services = services
     install_error_handlers(app)
+    sink = PrometheusSink(store) if metrics else None
+    if sink is not None:
+        install_metrics(sink)
 
     @app.get("/health", response_model=Health, tags=["health"])
     async def health() -> dict[str, Any]:
@@ -165,6 +177,8 @@ def create_app(
     app.include_router(sessions.router)
     app.include_router(stateless.router)
     app.include_router(users.router)
+    if sink is not None:
+        app.include_router(metrics_router(sink))
 
     # after the routers: every route before the memory ones is one more match per append
     @app.get("/health/store", response_model=Health, tags=["health"], responses=errors(503, 507))
@@ -187,6 +201,8 @@ def create_app(
     # outside the gate: a request over its rate is refused before its token is looked up
     app.add_middleware(RateLimitMiddleware, limits=rate_limits)
     app.add_middleware(RequestLogMiddleware)
+    if sink is not None:  # outermost: a request refused by any layer is counted too
+        app.add_middleware(RequestMetricsMiddleware)
     return app
 
 
@@ -221,7 +237,8 @@ def app_from_env() -> FastAPI:
     ``$FLOWMEM_INLINE_STORE=0`` keeps every store call off the event loop. The
     limits come from ``Limits.from_env`` and ``RateLimits.from_env``,
     ``$FLOWMEM_BODY_TIMEOUT`` bounds a body's arrival in seconds (default 30, 0: none),
-    ``$FLOWMEM_TOKEN_CACHE_TTL`` is ``token_cache_ttl`` (default 2, 0: off).
+    ``$FLOWMEM_TOKEN_CACHE_TTL`` is ``token_cache_ttl`` (default 2, 0: off),
+    ``$FLOWMEM_METRICS=1`` turns ``metrics`` on.
     """
     body_timeout = _env_seconds(BODY_TIMEOUT_ENV, BODY_TIMEOUT)
     token_cache_ttl = _env_seconds(TOKEN_CACHE_TTL_ENV, TOKEN_CACHE_TTL)
@@ -240,4 +257,5 @@ def app_from_env() -> FastAPI:
         rate_limits=RateLimits.from_env(),
         body_timeout=body_timeout or None,
         token_cache_ttl=token_cache_ttl,
+        metrics=os.environ.get(METRICS_ENV, "0").strip() == "1",
     )

@@ -99,14 +99,14 @@ class AddressLocks:
         Inside ``no_wait()`` a lock held by another thread raises ``WouldBlock``.
         """
         with self._lock_for(address) as lock:
+            began = time.monotonic()
             if not waiting_allowed():
                 if not lock.acquire(0.0, blocking=False):
                     raise WouldBlock(f"{address.scope}/{address.scope_id}/{address.key} is locked")
                 taken = True
             else:
-                began = time.monotonic()
                 taken = lock.acquire(timeout)
-                metrics.lock_waited(time.monotonic() - began, "process")
+            metrics.lock_waited(time.monotonic() - began, "process")
             if not taken:
                 metrics.lock_timed_out("process")
                 log.warning(

@@ -614,6 +614,12 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
             cur = conn.execute(SQL["session_status_cas"], (status, session_id, allowed, allowed))
             return cur.rowcount > 0
 
+    def database_bytes(self) -> int:
+        """Bytes the database takes on its server (``pg_database_size``)."""
+        with self._connection() as conn:
+            row = conn.execute(SQL["database_bytes"]).fetchone()
+        return int(row[0]) if row else 0
+
     def close(self) -> None:
         """Close the connection pool."""
         self._pool.close()

@@ -698,6 +698,11 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
                 partial.unlink()
         return target.stat().st_size
 
+    def database_bytes(self) -> int:
+        """Bytes the database takes on disk: its file, its WAL and its shared-memory file."""
+        files = (self.path, f"{self.path}-wal", f"{self.path}-shm")
+        return sum(os.path.getsize(name) for name in files if os.path.isfile(name))
+
     def close(self) -> None:
         """Close every pooled connection (connections on loan close when returned).
 
