@@ -19,7 +19,12 @@ from flowmem.api.errors import install_error_handlers, recent_store_fault, serve
 from flowmem.api.fast.pool import StorePool
 from flowmem.api.gate import BODY_TIMEOUT, GateMiddleware
 from flowmem.api.logs import RequestLogMiddleware
-from flowmem.api.metrics import PrometheusSink, RequestMetricsMiddleware, metrics_router
+from flowmem.api.metrics import (
+    METRICS_ENV,
+    PrometheusSink,
+    RequestMetricsMiddleware,
+    metrics_router,
+)
 from flowmem.api.lookup import TOKEN_CACHE_SIZE, TOKEN_CACHE_TTL, LookupCache
 from flowmem.api.models import Health
 from flowmem.api.purge import PURGE_INTERVAL, purge_expired_forever
@@ -39,7 +44,6 @@ CONCURRENCY_ENV = "FLOWMEM_STORE_CONCURRENCY"
 INLINE_ENV = "FLOWMEM_INLINE_STORE"
 BODY_TIMEOUT_ENV = "FLOWMEM_BODY_TIMEOUT"
 TOKEN_CACHE_TTL_ENV = "FLOWMEM_TOKEN_CACHE_TTL"
-METRICS_ENV = "FLOWMEM_METRICS"
 
 DESCRIPTION = """Conversation memory over HTTP: sessions with owners, conversation
 buffers and memory records under the FlowDrop GR-MEM rules.

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 METRICS_PATH = "/metrics"
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+METRICS_ENV = "FLOWMEM_METRICS"  # "1": ``app_from_env`` serves metrics (``flowmem serve`` sets it)
 PREFIX = "flowmem_"
 UNROUTED = "unrouted"  # a request answered before routing (a 401 of the gate, a 429, a 404)
 
@@ -218,6 +219,7 @@ def metrics_router(sink: PrometheusSink) -> APIRouter:
 
 __all__ = [
     "METRICS",
+    "METRICS_ENV",
     "METRICS_PATH",
     "MULTIPROC_ENV",
     "PrometheusSink",
