@@ -65,7 +65,7 @@ _DEAD_PID = re.compile(r"^gauge_live\w*?_(\d+)\.db$")
 class PrometheusSink:
     """The ``flowmem.metrics.Sink`` over prometheus_client; ``scrape`` renders the exposition."""
 
-    def __init__(self, store: Store | None = None, directory: str | None = None) -> None:
+    def __init__(self, store: Store | None = None) -> None:
         try:
             import prometheus_client
             from prometheus_client import values
@@ -74,11 +74,11 @@ class PrometheusSink:
                 "metrics need prometheus-client: pip install 'flowmem[server]'"
             ) from exc
         self.store = store
-        self.directory = directory if directory is not None else os.environ.get(MULTIPROC_ENV)
-        if self.directory:
-            # prometheus_client picks its value class when first imported: an import
-            # before the directory was set would keep this worker's values private
-            values.ValueClass = values.MultiProcessValue()
+        self.directory = os.environ.get(MULTIPROC_ENV) or None
+        # prometheus_client picks its value class (files or memory) when first imported,
+        # from the environment: picked again here, an import before the directory was
+        # set does not keep this worker's values private
+        values.ValueClass = values.get_value_class()
         self.registry = None if self.directory else prometheus_client.CollectorRegistry()
         kinds = {"counter": prometheus_client.Counter, "histogram": prometheus_client.Histogram}
         self._metrics: dict[str, Any] = {}
