@@ -6,6 +6,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -142,3 +143,47 @@ def test_with_no_sink_installed_the_seam_does_nothing(service: MemoryService) ->
 def test_tracing_is_off_by_default_and_a_span_is_then_nothing() -> None:
     with metrics.span("flowmem.append", scope="user") as current:
         assert current is None
+
+
+class _Answers:
+    """A model that answers every turn with one line."""
+
+    def complete(self, messages: list[Any], tools: list[dict[str, Any]]) -> Any:
+        """Answer with a fixed text."""
+        from flowmem.runtime.models import ModelReply
+
+        return ModelReply("noted")
+
+
+def test_traces_an_append_and_a_turn_when_enabled_and_counts_the_turn(
+    sink: RecordingSink,
+) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from flowmem.runtime.agent import Agent
+    from flowmem.runtime.runner import AgentRunner
+    from tests.runtime.helpers import new_session
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    metrics.enable_tracing(provider.get_tracer("flowmem"))
+    try:
+        store = open_store("memory://")
+        memory = MemoryService(store)
+        memory.append("user", "chat", [{"role": "user", "content": "x"}], ALICE)
+        runner = AgentRunner(store, memory, [Agent("helper", _Answers(), "")])
+        result = runner.start_turn(new_session(store), "hello", wait=True)
+    finally:
+        metrics.enable_tracing(None)
+    assert result["status"] == "completed"
+    spans = exporter.get_finished_spans()
+    appends = [s for s in spans if s.name == "flowmem.append"]
+    (turn,) = [s for s in spans if s.name == "flowmem.turn"]
+    assert dict(appends[0].attributes or {}) == {"scope": "user", "key": "chat"}
+    assert turn.attributes is not None and turn.attributes["turn_id"] == result["turn_id"]
+    inside = [s for s in appends if s.parent is not None and s.parent.span_id == turn.context.span_id]
+    assert inside, "the turn's appends are spans inside the turn's"
+    assert sink.count("turns", status="completed", reason="answered") == 1

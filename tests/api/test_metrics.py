@@ -155,3 +155,19 @@ def test_workers_add_up_and_a_dead_one_leaves_its_counts_but_not_its_live_gauge(
         assert mark_dead_workers(str(tmp_path)) == []
     finally:
         scraper.close()
+
+
+def test_tracing_is_turned_on_only_by_flowmem_otel(monkeypatch: pytest.MonkeyPatch) -> None:
+    from flowmem.api.metrics import tracing_from_env
+
+    monkeypatch.delenv("FLOWMEM_OTEL", raising=False)
+    assert tracing_from_env() is False
+    assert metrics._tracer is None
+    monkeypatch.setenv("FLOWMEM_OTEL", "1")
+    try:
+        assert tracing_from_env() is True
+        assert metrics._tracer is not None
+        with metrics.span("flowmem.append", scope="user") as current:
+            assert current is not None  # a span of the global provider (a no-op one here)
+    finally:
+        metrics.enable_tracing(None)

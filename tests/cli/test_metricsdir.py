@@ -15,9 +15,8 @@ from flowmem.cli.metricsdir import metrics_directory
 def test_each_server_gets_a_new_private_directory_removed_when_it_stops(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv(METRICS_ENV, "0")  # restored after the test, as serve's changes are not
-    monkeypatch.setenv(MULTIPROC_ENV, "")
-    monkeypatch.delenv(MULTIPROC_ENV)
+    monkeypatch.delenv(METRICS_ENV, raising=False)
+    monkeypatch.delenv(MULTIPROC_ENV, raising=False)
     with metrics_directory(True) as first:
         assert first is not None
         path = Path(first)
@@ -28,6 +27,7 @@ def test_each_server_gets_a_new_private_directory_removed_when_it_stops(
         (path / "counter_1.db").write_bytes(b"left by a worker")
     assert not path.exists()
     assert MULTIPROC_ENV not in os.environ
+    assert METRICS_ENV not in os.environ  # as before the server
     with metrics_directory(True) as second:
         assert second != first  # nothing of an earlier run is ever added in
 
@@ -41,3 +41,4 @@ def test_without_metrics_no_directory_and_the_workers_are_told(
         assert directory is None
         assert os.environ[METRICS_ENV] == "0"
         assert MULTIPROC_ENV not in os.environ
+    assert os.environ[MULTIPROC_ENV] == "/somewhere/else"

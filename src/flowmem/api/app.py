@@ -19,13 +19,14 @@ from flowmem.api.errors import install_error_handlers, recent_store_fault, serve
 from flowmem.api.fast.pool import StorePool
 from flowmem.api.gate import BODY_TIMEOUT, GateMiddleware
 from flowmem.api.logs import RequestLogMiddleware
+from flowmem.api.lookup import TOKEN_CACHE_SIZE, TOKEN_CACHE_TTL, LookupCache
 from flowmem.api.metrics import (
     METRICS_ENV,
     PrometheusSink,
     RequestMetricsMiddleware,
     metrics_router,
+    tracing_from_env,
 )
-from flowmem.api.lookup import TOKEN_CACHE_SIZE, TOKEN_CACHE_TTL, LookupCache
 from flowmem.api.models import Health
 from flowmem.api.purge import PURGE_INTERVAL, purge_expired_forever
 from flowmem.api.ratelimit import RateLimitMiddleware, RateLimits
@@ -242,7 +243,8 @@ def app_from_env() -> FastAPI:
     limits come from ``Limits.from_env`` and ``RateLimits.from_env``,
     ``$FLOWMEM_BODY_TIMEOUT`` bounds a body's arrival in seconds (default 30, 0: none),
     ``$FLOWMEM_TOKEN_CACHE_TTL`` is ``token_cache_ttl`` (default 2, 0: off),
-    ``$FLOWMEM_METRICS=1`` turns ``metrics`` on.
+    ``$FLOWMEM_METRICS=1`` turns ``metrics`` on, ``$FLOWMEM_OTEL=1`` tracing
+    (``flowmem.api.metrics.tracing_from_env``).
     """
     body_timeout = _env_seconds(BODY_TIMEOUT_ENV, BODY_TIMEOUT)
     token_cache_ttl = _env_seconds(TOKEN_CACHE_TTL_ENV, TOKEN_CACHE_TTL)
@@ -252,6 +254,7 @@ def app_from_env() -> FastAPI:
     except ValueError:
         raise ConfigurationError(f"${CONCURRENCY_ENV} must be an integer, got {raw!r}") from None
     inline = os.environ.get(INLINE_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+    tracing_from_env()
     return create_app(
         runner_factory=runtime_runner,
         store_concurrency=concurrency,

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 METRICS_PATH = "/metrics"
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 METRICS_ENV = "FLOWMEM_METRICS"  # "1": ``app_from_env`` serves metrics (``flowmem serve`` sets it)
+OTEL_ENV = "FLOWMEM_OTEL"  # "1": appends and turns are traced (the otel extra)
 PREFIX = "flowmem_"
 UNROUTED = "unrouted"  # a request answered before routing (a 401 of the gate, a 429, a 404)
 
@@ -78,7 +79,7 @@ class PrometheusSink:
         # prometheus_client picks its value class (files or memory) when first imported,
         # from the environment: picked again here, an import before the directory was
         # set does not keep this worker's values private
-        values.ValueClass = values.get_value_class()
+        values.ValueClass = values.get_value_class()  # type: ignore[no-untyped-call]
         self.registry = None if self.directory else prometheus_client.CollectorRegistry()
         kinds = {"counter": prometheus_client.Counter, "histogram": prometheus_client.Histogram}
         self._metrics: dict[str, Any] = {}
@@ -116,7 +117,7 @@ class PrometheusSink:
         assert self.directory is not None
         mark_dead_workers(self.directory)
         registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry, path=self.directory)
+        multiprocess.MultiProcessCollector(registry, path=self.directory)  # type: ignore[no-untyped-call]
         if self.store is not None:
             registry.register(_DatabaseSize(self.store))
         return bytes(generate_latest(registry))
@@ -126,9 +127,28 @@ class PrometheusSink:
         if self.directory:
             from prometheus_client import multiprocess
 
-            multiprocess.mark_process_dead(os.getpid(), self.directory)
+            multiprocess.mark_process_dead(os.getpid(), self.directory)  # type: ignore[no-untyped-call]
         if metrics.installed() is self:
             metrics.install(None)
+
+
+def tracing_from_env() -> bool:
+    """With ``$FLOWMEM_OTEL=1``, trace appends and turns to OpenTelemetry's global tracer provider.
+
+    The provider and its exporter are the operator's (``opentelemetry-instrument``,
+    the ``OTEL_*`` variables, or the SDK configured in code); ConfigurationError when
+    the ``otel`` extra is not installed. Return whether tracing is on.
+    """
+    if os.environ.get(OTEL_ENV, "0").strip() != "1":
+        return False
+    try:
+        from opentelemetry import trace
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"${OTEL_ENV}=1 needs OpenTelemetry: pip install 'flowmem[otel]'"
+        ) from exc
+    metrics.enable_tracing(trace.get_tracer("flowmem"))
+    return True
 
 
 def mark_dead_workers(directory: str) -> list[int]:
@@ -144,7 +164,7 @@ def mark_dead_workers(directory: str) -> list[int]:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
-            multiprocess.mark_process_dead(pid, directory)
+            multiprocess.mark_process_dead(pid, directory)  # type: ignore[no-untyped-call]
             dead.append(pid)
         except PermissionError:  # alive, another user's
             continue
@@ -222,8 +242,10 @@ __all__ = [
     "METRICS_ENV",
     "METRICS_PATH",
     "MULTIPROC_ENV",
+    "OTEL_ENV",
     "PrometheusSink",
     "RequestMetricsMiddleware",
     "mark_dead_workers",
     "metrics_router",
+    "tracing_from_env",
 ]

@@ -39,9 +39,9 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from flowmem import metrics
 from flowmem.api.errors import OPEN_PATHS, error_body
 from flowmem.auth import bearer_token
-from flowmem import metrics
 from flowmem.errors import (
     AuthenticationError,
     AuthRateLimitedError,

@@ -13,24 +13,28 @@ from flowmem.api.metrics import METRICS_ENV, MULTIPROC_ENV
 
 @contextmanager
 def metrics_directory(enabled: bool) -> Iterator[str | None]:
-    """Turn the workers' metrics on or off; when on, give them a new private directory.
+    """Turn the workers' metrics on or off for the block; when on, give them a new private directory.
 
     The directory is made for this server (``mkdtemp``: empty, mode 0700), so no
     value of an earlier run or of another server is ever added in, and it is
     removed when the server stops. Its path reaches every worker in
-    ``$PROMETHEUS_MULTIPROC_DIR`` (``flowmem.api.metrics``).
+    ``$PROMETHEUS_MULTIPROC_DIR`` (``flowmem.api.metrics``); both variables are
+    given back their earlier values at the end.
     """
-    if not enabled:
-        os.environ[METRICS_ENV] = "0"
+    before = {name: os.environ.get(name) for name in (METRICS_ENV, MULTIPROC_ENV)}
+    directory = tempfile.mkdtemp(prefix="flowmem-metrics-") if enabled else None
+    os.environ[METRICS_ENV] = "1" if enabled else "0"
+    if directory is None:
         os.environ.pop(MULTIPROC_ENV, None)
-        yield None
-        return
-    directory = tempfile.mkdtemp(prefix="flowmem-metrics-")
-    os.environ[METRICS_ENV] = "1"
-    os.environ[MULTIPROC_ENV] = directory
+    else:
+        os.environ[MULTIPROC_ENV] = directory
     try:
         yield directory
     finally:
-        shutil.rmtree(directory, ignore_errors=True)
-        if os.environ.get(MULTIPROC_ENV) == directory:
-            del os.environ[MULTIPROC_ENV]
+        if directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
