@@ -83,6 +83,7 @@ class PrometheusSink:
         self.registry = None if self.directory else prometheus_client.CollectorRegistry()
         kinds = {"counter": prometheus_client.Counter, "histogram": prometheus_client.Histogram}
         self._metrics: dict[str, Any] = {}
+        self._children: dict[tuple[Any, ...], Any] = {}
         for name, (kind, text, labels, buckets) in METRICS.items():
             extra: dict[str, Any] = {"buckets": buckets} if buckets else {}
             self._metrics[name] = kinds[kind](
@@ -98,15 +99,23 @@ class PrometheusSink:
         if self.registry is not None and store is not None:
             self.registry.register(_DatabaseSize(store))
 
+    def _child(self, name: str, labels: dict[str, str]) -> Any:
+        """The metric ``name`` with ``labels``, looked up once per label set (``labels()`` is slow)."""
+        if not labels:
+            return self._metrics[name]
+        key = (name, *labels.items())
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = self._metrics[name].labels(**labels)
+        return child
+
     def inc(self, name: str, amount: float = 1.0, **labels: str) -> None:
         """Add ``amount`` to the counter ``name``."""
-        metric = self._metrics[name]
-        (metric.labels(**labels) if labels else metric).inc(amount)
+        self._child(name, labels).inc(amount)
 
     def observe(self, name: str, value: float, **labels: str) -> None:
         """Record ``value`` in the histogram ``name``."""
-        metric = self._metrics[name]
-        (metric.labels(**labels) if labels else metric).observe(value)
+        self._child(name, labels).observe(value)
 
     def scrape(self) -> bytes:
         """The text exposition of every worker's metrics (and the database size), now."""
