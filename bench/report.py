@@ -313,6 +313,8 @@ def charts(results: Path, images: Path) -> tuple[list[Chart], list[str]]:
     skipped: list[str] = []
     store = load(results, "store")
     peers = load(results, "store-peers_postgres", "peers_postgres")
+    if peers is None and store is not None and store.get("postgres_peers"):
+        peers = {**store["postgres_peers"], "_file": "store.json (postgres_peers)"}
     if store is not None:
         made.append(appends_chart(store, peers, images))
         made.append(reads_chart(store, images))
