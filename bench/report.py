@@ -133,6 +133,25 @@ def plot_lines(
     axes.grid(True, which="both", alpha=0.3)
 
 
+def panel(axis: Any, found: dict[str, dict[int, list[float]]], title: str, labels: tuple[str, str], scale: float = 1.0) -> None:
+    """One chart of lines (``plot_lines``) with its title, axis ``labels`` (x, y) and legend."""
+    plot_lines(axis, found, scale)
+    axis.set_title(title)
+    axis.set_xlabel(labels[0])
+    axis.set_ylabel(labels[1])
+    axis.legend(fontsize=7)
+
+
+def table_rows(
+    first: str, found: dict[str, dict[int, list[float]]], lengths: list[int], scale: float = 1.0
+) -> list[list[str]]:
+    """The table rows of ``found``: ``first``, the system, a cell per length ("—": not measured)."""
+    return [
+        [first, system, *[cell(points.get(n, []), scale) for n in lengths]]
+        for system, points in found.items()
+    ]
+
+
 def lengths_of(*tables: dict[str, dict[int, list[float]]]) -> list[int]:
     """Every length any system of ``tables`` was measured at, sorted."""
     return sorted({n for table in tables for points in table.values() for n in points})
@@ -169,14 +188,8 @@ def appends_chart(store: dict[str, Any], peers: dict[str, Any] | None, images: P
         ["backend", "system", *[f"{n:,} rows" for n in lengths]],
     )
     for axis, (label, found, run) in zip(axes[0], groups, strict=True):
-        plot_lines(axis, found)
-        axis.set_title(label)
-        axis.set_xlabel("messages in the buffer")
-        axis.set_ylabel("appends / s")
-        axis.legend(fontsize=7)
-        backend = label.split(" ")[0]
-        for system, points in found.items():
-            chart.rows.append([backend, system, *[cell(points.get(n, [])) for n in lengths]])
+        panel(axis, found, label, ("messages in the buffer", "appends / s"))
+        chart.rows += table_rows(label.split(" ")[0], found, lengths)
         chart.sources.append(source(run))
     save(figure, images, chart.name)
     return chart
@@ -199,14 +212,8 @@ def reads_chart(store: dict[str, Any], images: Path) -> Chart:
         sources=[source(store)],
     )
     for axis, (label, found) in zip(axes[0], reads, strict=True):
-        plot_lines(axis, found, 1000.0)
-        axis.set_title(f"reading {label}")
-        axis.set_xlabel("messages in the buffer")
-        axis.set_ylabel("ms")
-        axis.legend(fontsize=7)
-        for system, points in found.items():
-            row = [cell(points.get(n, []), 1000.0) for n in lengths]
-            chart.rows.append([label, system, *row])
+        panel(axis, found, f"reading {label}", ("messages in the buffer", "ms"), 1000.0)
+        chart.rows += table_rows(label, found, lengths, 1000.0)
     save(figure, images, chart.name)
     return chart
 
@@ -226,15 +233,10 @@ def langgraph_chart(graph: dict[str, Any], images: Path) -> Chart:
     steps = {k: dict(sorted(v.items())) for k, v in steps.items()}
     sizes = {k: dict(sorted(v.items())) for k, v in sizes.items()}
     figure, axes = plt.subplots(1, 2, figsize=(13, 4.6), squeeze=False)
-    plot_lines(axes[0][0], steps, 1000.0)
-    axes[0][0].set_title("time per super-step (one message, one checkpoint)")
-    axes[0][0].set_ylabel("ms per step")
-    plot_lines(axes[0][1], sizes, 1 / MIB)
-    axes[0][1].set_title("storage of the thread")
-    axes[0][1].set_ylabel("MiB")
-    for axis in axes[0]:
-        axis.set_xlabel("messages in the thread")
-        axis.legend(fontsize=7)
+    thread = "messages in the thread"
+    step_title = "time per super-step (one message, one checkpoint)"
+    panel(axes[0][0], steps, step_title, (thread, "ms per step"), 1000.0)
+    panel(axes[0][1], sizes, "storage of the thread", (thread, "MiB"), 1 / MIB)
     lengths = lengths_of(steps, sizes)
     chart = Chart(
         "bench-langgraph",
@@ -245,9 +247,8 @@ def langgraph_chart(graph: dict[str, Any], images: Path) -> Chart:
         ["measure", "saver", *[f"{n:,}" for n in lengths]],
         sources=[source(graph)],
     )
-    for label, table, scale in (("ms per step", steps, 1000.0), ("storage MiB", sizes, 1 / MIB)):
-        for saver, points in table.items():
-            chart.rows.append([label, saver, *[cell(points.get(n, []), scale) for n in lengths]])
+    chart.rows += table_rows("ms per step", steps, lengths, 1000.0)
+    chart.rows += table_rows("storage MiB", sizes, lengths, 1 / MIB)
     save(figure, images, chart.name)
     return chart
 

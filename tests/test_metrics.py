@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +15,7 @@ from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
 from flowmem.sessions import SessionService
 from flowmem.store import Address, open_store
+from tests.store.test_concurrency import held_by_another_thread
 
 CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
 
@@ -98,24 +98,12 @@ def test_mem_12_a_lock_wait_past_the_bound_is_counted_as_a_timeout(
     sink: RecordingSink, tmp_path: Path
 ) -> None:
     store = open_store(f"sqlite:///{tmp_path / 'l.db'}")
-    address = Address("user", "alice", "chat")
-    held, release = threading.Event(), threading.Event()
-
-    def holder() -> None:
-        with store._locks.hold(address, 5.0):  # type: ignore[attr-defined]
-            held.set()
-            release.wait(10)
-
-    thread = threading.Thread(target=holder)
-    thread.start()
-    held.wait(10)
     try:
-        MemoryService(store, lock_timeout=0.05).append_raw(
-            "user", "alice", "chat", [{"role": "user", "content": "x"}]
-        )
+        with held_by_another_thread(store, Address("user", "alice", "chat")):
+            MemoryService(store, lock_timeout=0.05).append_raw(
+                "user", "alice", "chat", [{"role": "user", "content": "x"}]
+            )
     finally:
-        release.set()
-        thread.join()
         store.close()
     assert sink.count("lock_timeouts", backend="process") == 1
     waits = [value for name, value, labels in sink.observed if name == "lock_wait_seconds"]

@@ -23,7 +23,6 @@ from flowmem.api.lookup import TOKEN_CACHE_SIZE, TOKEN_CACHE_TTL, LookupCache
 from flowmem.api.metrics import (
     METRICS_ENV,
     PrometheusSink,
-    RequestMetricsMiddleware,
     metrics_router,
     tracing_from_env,
 )
@@ -205,9 +204,8 @@ def create_app(
     app.add_middleware(GateMiddleware, services=services, body_timeout=body_timeout)
     # outside the gate: a request over its rate is refused before its token is looked up
     app.add_middleware(RateLimitMiddleware, limits=rate_limits)
-    app.add_middleware(RequestLogMiddleware)
-    if sink is not None:  # outermost: a request refused by any layer is counted too
-        app.add_middleware(RequestMetricsMiddleware)
+    # outermost: a request refused by any layer is logged, and counted, too
+    app.add_middleware(RequestLogMiddleware, count=sink is not None)
     return app
 
 

@@ -1,4 +1,4 @@
-"""``GET /metrics``: the Prometheus sink of ``flowmem.metrics``, the request timer, the route.
+"""``GET /metrics``: the Prometheus sink of ``flowmem.metrics``, and the route that serves it.
 
 ``PrometheusSink`` turns the seam's events into ``prometheus_client`` counters and
 histograms named ``flowmem_*`` (the table ``METRICS``; docs/metrics.md). Under
@@ -6,7 +6,8 @@ histograms named ``flowmem_*`` (the table ``METRICS``; docs/metrics.md). Under
 ``$PROMETHEUS_MULTIPROC_DIR`` (a private directory ``serve`` makes), and a scrape,
 whichever worker answers it, adds up every worker's files: the counts are the
 server's, not one worker's. A worker that stops is marked dead (its live gauge goes);
-one that died without stopping is found by its pid at the next scrape.
+one that died without stopping is found by its pid at the next scrape. Requests are
+timed and counted by ``flowmem.api.logs.RequestLogMiddleware``.
 
 The route needs a token with ``metrics:read`` (or ``admin``): the request gate has
 authenticated it before the route runs, and the route checks the permission
@@ -17,12 +18,10 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request, Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from flowmem import metrics
 from flowmem.access import Principal, decide
@@ -36,7 +35,6 @@ MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 METRICS_ENV = "FLOWMEM_METRICS"  # "1": ``app_from_env`` serves metrics (``flowmem serve`` sets it)
 OTEL_ENV = "FLOWMEM_OTEL"  # "1": appends and turns are traced (the otel extra)
 PREFIX = "flowmem_"
-UNROUTED = "unrouted"  # a request answered before routing (a 401 of the gate, a 429, a 404)
 
 _SECONDS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _LENGTHS = (1, 10, 100, 1000, 10_000, 100_000, 1_000_000)
@@ -198,33 +196,6 @@ class _DatabaseSize:
         )
 
 
-class RequestMetricsMiddleware:
-    """Count and time every HTTP request by method, route template and status."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Pass the request on; once answered, report it to the seam."""
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        status = 500
-
-        async def watch(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-            await send(message)
-
-        try:
-            await self.app(scope, receive, watch)
-        finally:
-            route = getattr(scope.get("route"), "path", None) or UNROUTED
-            metrics.request(scope["method"], route, status, time.perf_counter() - started)
-
-
 def metrics_router(sink: PrometheusSink) -> APIRouter:
     """The ``GET /metrics`` route over ``sink`` (not in the OpenAPI document: it is not JSON)."""
     router = APIRouter()
@@ -253,7 +224,6 @@ __all__ = [
     "MULTIPROC_ENV",
     "OTEL_ENV",
     "PrometheusSink",
-    "RequestMetricsMiddleware",
     "mark_dead_workers",
     "metrics_router",
     "tracing_from_env",
