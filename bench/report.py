@@ -39,6 +39,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.ticker import NullFormatter
 
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN = "<!-- bench/report.py: begin (generated: edit bench/report.py, not this section) -->"
@@ -130,6 +131,9 @@ def plot_lines(
         axes.fill_between(xs, lows, highs, color=line.get_color(), alpha=0.15)
     axes.set_xscale("log")
     axes.set_yscale("log")
+    measured = sorted({x for points in found.values() for x in points})
+    axes.set_xticks(measured, [f"{x:,}" for x in measured])  # the lengths measured, as numbers
+    axes.xaxis.set_minor_formatter(NullFormatter())
     axes.grid(True, which="both", alpha=0.3)
 
 
@@ -163,11 +167,17 @@ def source(found: dict[str, Any]) -> dict[str, Any]:
     return {key: found.get(key) for key in keys}
 
 
-def save(figure: Any, images: Path, name: str) -> Path:
-    """Write the figure as ``images/<name>.png`` and close it."""
+def save(figure: Any, images: Path, chart: Chart) -> Path:
+    """Write the figure as ``images/<name>.png``, stamped with its runs, and close it."""
     images.mkdir(parents=True, exist_ok=True)
-    path = images / f"{name}.png"
-    figure.tight_layout()
+    path = images / f"{chart.name}.png"
+    stamp = "; ".join(
+        f"{run['_file']}, {run['date']}, commit {run['commit']}"
+        + (" (--quick: a smoke run)" if run.get("quick") else "")
+        for run in chart.sources
+    )
+    figure.text(0.995, 0.005, stamp, ha="right", va="bottom", fontsize=7, color="gray")
+    figure.tight_layout(rect=(0, 0.03, 1, 1))
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return path
@@ -191,7 +201,7 @@ def appends_chart(store: dict[str, Any], peers: dict[str, Any] | None, images: P
         panel(axis, found, label, ("messages in the buffer", "appends / s"))
         chart.rows += table_rows(label.split(" ")[0], found, lengths)
         chart.sources.append(source(run))
-    save(figure, images, chart.name)
+    save(figure, images, chart)
     return chart
 
 
@@ -214,7 +224,7 @@ def reads_chart(store: dict[str, Any], images: Path) -> Chart:
     for axis, (label, found) in zip(axes[0], reads, strict=True):
         panel(axis, found, f"reading {label}", ("messages in the buffer", "ms"), 1000.0)
         chart.rows += table_rows(label, found, lengths, 1000.0)
-    save(figure, images, chart.name)
+    save(figure, images, chart)
     return chart
 
 
@@ -249,7 +259,7 @@ def langgraph_chart(graph: dict[str, Any], images: Path) -> Chart:
     )
     chart.rows += table_rows("ms per step", steps, lengths, 1000.0)
     chart.rows += table_rows("storage MiB", sizes, lengths, 1 / MIB)
-    save(figure, images, chart.name)
+    save(figure, images, chart)
     return chart
 
 
@@ -287,7 +297,9 @@ def http_chart(http: dict[str, Any], images: Path) -> Chart:
         xs = [i + index * width for i in range(len(phases))]
         rates = [found.get(name, (0.0, 0.0, 0.0))[0] for name in phases]
         p99s = [found.get(name, (0.0, 0.0, 0.0))[2] for name in phases]
-        axes[0][0].bar(xs, rates, width, label=backend["label"])
+        bars = axes[0][0].bar(xs, rates, width, label=backend["label"])
+        shares = [f"{rate / ceiling:.2f}×" if ceiling else "" for rate in rates]
+        axes[0][0].bar_label(bars, shares, fontsize=7)  # each phase ÷ the ceiling
         axes[0][1].bar(xs, p99s, width, label=backend["label"])
         for name in phases:
             if name not in found:
@@ -298,13 +310,14 @@ def http_chart(http: dict[str, Any], images: Path) -> Chart:
                 [backend["label"], name, number(rate), share, number(p50), number(p99)]
             )
     middle = [i + width * (len(backends) - 1) / 2 for i in range(len(phases))]
-    for axis, title, unit in ((axes[0][0], "throughput", "requests / s"), (axes[0][1], "p99 latency", "ms")):
+    titles = ("throughput (÷ the ceiling on each bar)", "p99 latency")
+    for axis, title, unit in zip(axes[0], titles, ("requests / s", "ms"), strict=True):
         axis.set_xticks(middle, phases)
         axis.set_title(title)
         axis.set_ylabel(unit)
         axis.grid(True, axis="y", alpha=0.3)
         axis.legend(fontsize=7)
-    save(figure, images, chart.name)
+    save(figure, images, chart)
     return chart
 
 
