@@ -129,3 +129,13 @@ def test_metrics_count_known_operations_across_two_workers(tmp_path: Path) -> No
         for s in scrapes
     ]
     assert counted == sorted(counted) and len(set(counted)) == len(counted)
+
+
+def test_serve_no_metrics_serves_none(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    store = open_store(f"sqlite:///{db}")
+    admin, _ = create_token(store, "root", {"admin"})
+    store.close()
+    with flowmem_serve(["--database", f"sqlite:///{db}", "--no-metrics"], tmp_path) as served:
+        assert _call(served.url, "GET", "/metrics", admin).status_code == 404
+        assert _call(served.url, "GET", "/v1/sessions", admin).status_code == 200
