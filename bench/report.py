@@ -163,7 +163,7 @@ def lengths_of(*tables: dict[str, dict[int, list[float]]]) -> list[int]:
 
 def source(found: dict[str, Any]) -> dict[str, Any]:
     """What a chart's caption says of the run its numbers come from."""
-    keys = ("_file", "command", "date", "machine", "commit", "quick")
+    keys = ("_file", "command", "date", "machine", "commit", "quick", "load")
     return {key: found.get(key) for key in keys}
 
 
@@ -355,9 +355,10 @@ def markdown(made: Iterable[Chart], images_from_doc: str) -> str:
         lines += [chart.caption, ""]
         for run in chart.sources:
             quick = " — a `--quick` smoke run: too small to judge" if run.get("quick") else ""
+            load = f", load average {run['load']}" if run.get("load") else ""
             lines.append(
                 f"From `bench/results/{run['_file']}` (`{run['command']}`), {run['date']}, "
-                f"commit {run['commit']}, on {run['machine']}{quick}."
+                f"commit {run['commit']}, on {run['machine']}{load}{quick}."
             )
         lines += ["", "| " + " | ".join(chart.header) + " |"]
         lines.append("|" + "|".join("---" if i < 2 else "---:" for i in range(len(chart.header))) + "|")

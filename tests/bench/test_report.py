@@ -19,6 +19,7 @@ RUN = {
     "commit": "abc1234",
     "machine": "2 cores (Test CPU), 8 GiB, Linux",
     "quick": True,
+    "load": "0.5 at the start (1-minute)",
 }
 
 
@@ -118,6 +119,7 @@ def test_one_command_draws_every_chart_and_writes_its_table(results: Path, tmp_p
     assert "| SQLite, 1 worker | ceiling | 2,000 | 1.00 | 1.00 | 4.00 |" in text
     assert "| SQLite, 1 worker | mixed | 750 | 0.38 | 3.00 | 15.0 |" in text
     assert "2026-12-02 07:00 UTC, commit abc1234, on 2 cores (Test CPU)" in text
+    assert "load average 0.5 at the start (1-minute)" in text
     assert "a `--quick` smoke run" in text
     # a second run replaces its section, never adds another
     assert report.main(args) == 0
