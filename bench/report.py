@@ -65,7 +65,9 @@ def load(results: Path, *names: str) -> dict[str, Any] | None:
         path = results / f"{name}.json"
         if path.is_file():
             found: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-            found.setdefault("_file", path.name)
+            where = path.resolve()
+            shown = where.relative_to(ROOT) if where.is_relative_to(ROOT) else where
+            found.setdefault("_file", shown.as_posix())
             return found
     return None
 
@@ -172,7 +174,7 @@ def save(figure: Any, images: Path, chart: Chart) -> Path:
     images.mkdir(parents=True, exist_ok=True)
     path = images / f"{chart.name}.png"
     stamp = "; ".join(
-        f"{run['_file']}, {run['date']}, commit {run['commit']}"
+        f"{Path(run['_file']).name}, {run['date']}, commit {run['commit']}"
         + (" (--quick: a smoke run)" if run.get("quick") else "")
         for run in chart.sources
     )
@@ -328,7 +330,7 @@ def charts(results: Path, images: Path) -> tuple[list[Chart], list[str]]:
     store = load(results, "store")
     peers = load(results, "store-peers_postgres", "peers_postgres")
     if peers is None and store is not None and store.get("postgres_peers"):
-        peers = {**store["postgres_peers"], "_file": "store.json (postgres_peers)"}
+        peers = {**store["postgres_peers"], "_file": f"{store['_file']} (postgres_peers)"}
     if store is not None:
         made.append(appends_chart(store, peers, images))
         made.append(reads_chart(store, images))
@@ -357,7 +359,7 @@ def markdown(made: Iterable[Chart], images_from_doc: str) -> str:
             quick = " — a `--quick` smoke run: too small to judge" if run.get("quick") else ""
             load = f", load average {run['load']}" if run.get("load") else ""
             lines.append(
-                f"From `bench/results/{run['_file']}` (`{run['command']}`), {run['date']}, "
+                f"From `{run['_file']}` (`{run['command']}`), {run['date']}, "
                 f"commit {run['commit']}, on {run['machine']}{load}{quick}."
             )
         lines += ["", "| " + " | ".join(chart.header) + " |"]
