@@ -58,7 +58,9 @@ noise falls on all alike), reported as median (min–max):
 - the storage after 2,000 steps (the grown thread; ``--quick``: 1,000): SQLite, the file plus its -wal
   after ``PRAGMA wal_checkpoint(TRUNCATE)``; PostgreSQL, ``pg_total_relation_size``
   of the saver's tables; ``InMemorySaver``, the serialized bytes it holds; beside
-  the JSON size of the 2,000 messages (role, content, id; compact separators).
+  the JSON size of the 2,000 messages (role, content, id; compact separators); the
+  same size is also taken, untimed, at every measured length a thread grew to (the
+  JSON's ``storage_bytes`` per length, which ``bench/report.py`` plots).
 
 Targets (issue 23 §4): FlowmemSaver step time at 10,000 ÷ at 100 <= 2; FlowmemSaver
 >= 20 x SqliteSaver per step at 2,000 and >= 1 x InMemorySaver at 10,000; storage
@@ -488,6 +490,7 @@ class Results:
         self.how: dict[tuple[str, int], str] = {}  # "grown", "prefilled", "skipped (…)"
         self.reads: dict[tuple[str, str, int], list[float]] = {}
         self.size: dict[str, list[int]] = {}
+        self.size_at: dict[tuple[str, int], list[int]] = {}  # (saver, length): grown threads
         self.parts: dict[str, dict[str, int]] = {}
         self.storage_at = STORAGE_AT
         self.durability: dict[str, dict[str, Any]] = {}  # saver -> its storage's durability
@@ -564,9 +567,11 @@ def run(
                         results.add(results.step, (saver.name, end), spent / SEGMENT)
                         results.how[(saver.name, end)] = "grown"
                         measure_reads(saver, thread, end, results)
-                    if end == storage_at:
+                    if end in lengths or end == storage_at:  # not timed: after the segment
                         size, parts = saver.size()
-                        if size is not None:
+                        if size is not None and end in lengths:
+                            results.add(results.size_at, (saver.name, end), size)
+                        if size is not None and end == storage_at:
                             results.add(results.size, saver.name, size)
                             results.parts[saver.name] = parts
                 if end in lengths:
@@ -906,6 +911,9 @@ def measurements(savers: list[Saver], results: Results, lengths: tuple[int, ...]
                 if samples:
                     cell[f"{read.replace(' ', '_')}_s"] = samples
                     cell[f"{read.replace(' ', '_')}_s_median"] = median(samples)
+            sizes = results.size_at.get((s.name, n))
+            if sizes:
+                cell["storage_bytes"] = sizes
             entry["lengths"][str(n)] = cell
         if s.name in results.size:
             entry["storage_bytes"] = results.size[s.name]

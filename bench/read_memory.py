@@ -8,7 +8,9 @@ buffer whole at once (``GET /v1/buffers/user/big``), each on its own connection,
 reading the answer as it arrives. A sampler reads the server's resident set
 (``VmRSS`` of ``/proc/<pid>/status``) every 10 ms.
 
-Reported (JSON on stdout, and to ``--json``): the resident set before the reads,
+Reported (JSON on stdout, and to ``bench/results/read_memory.json``, ``--json PATH``,
+with the date, machine and versions of ``bench/lib/report_json.py``; ``--quick``: a
+2 MiB buffer and 4 readers, a smoke run): the resident set before the reads,
 the peak during them, the growth per reader, the answer's size, and whether every
 reader got the same bytes. ``--slow`` makes the readers take 64 KiB every 10 ms
 (slow clients) instead of reading as fast as they can.
@@ -31,8 +33,10 @@ from typing import Any
 # sibling (bench/http.py) would shadow the standard library's ``http``. Drop it.
 if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 
 import httpx
+import report_json
 
 HERE = Path(__file__).resolve().parent
 MIB = 1024 * 1024
@@ -161,6 +165,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             done.set()
             sampler.join()
             after = _rss(server.pid)
+            durability: dict[str, Any] = {}
+            if url.startswith("sqlite:///") and args.database is None:  # flowmem's default
+                durability["flowmem"] = report_json.flowmem_sqlite_durability(f"{tmp}/read.db", "FULL")
         finally:
             server.terminate()
             try:
@@ -168,6 +175,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             except subprocess.TimeoutExpired:
                 server.kill()
     return {
+        "durability": durability,
         "src": str(src),
         "buffer_mib": args.mib,
         "messages": messages,
@@ -192,13 +200,16 @@ def main() -> None:
     parser.add_argument("--database", default=None, help="a database URL (default: a new SQLite file)")
     parser.add_argument("--src", default=str(HERE.parent / "src"), help="the flowmem source to run")
     parser.add_argument("--slow", action="store_true", help="readers take 64 KiB every 10 ms")
-    parser.add_argument("--json", default=None, help="also write the result to this file")
+    report_json.add_arguments(parser, "read_memory", "a 2 MiB buffer, 4 readers")
+    argv = sys.argv[1:]
     args = parser.parse_args()
+    if args.quick:
+        args.mib, args.readers = 2, 4
+    meta = report_json.environment(("httpx",))
     result = run(args)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.json:
-        Path(args.json).write_text(text + "\n", encoding="utf-8")
+    print(json.dumps(result, indent=2))
+    durability = result.pop("durability")
+    report_json.write(args.json, "read_memory", argv, meta, durability, [], result, args.quick)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ DRIVE_ANY = Principal("dave", frozenset({"sessions:drive_any"}), "t-drive")
 ADMIN = Principal("root", frozenset({"admin"}), "t-admin")
 SERVICE = Principal(None, frozenset({"sessions:create"}), "t-service")
 SHARED = Principal(None, frozenset({"memory:shared"}), "t-shared")
+METRICS = Principal(None, frozenset({"metrics:read"}), "t-metrics")
 REVOKED = Principal("alice", frozenset({"admin", "sessions:create"}), "t-revoked", revoked=True)
 
 PRINCIPALS = {
@@ -32,6 +33,7 @@ PRINCIPALS = {
     "admin": ADMIN,
     "service": SERVICE,
     "shared": SHARED,
+    "metrics": METRICS,
     "revoked": REVOKED,
 }
 
@@ -47,7 +49,7 @@ def session_for(kind: str, principal: Principal) -> FakeSession | None:
     return None
 
 
-C, L, V, D, X, E, R, U, A, S = (
+C, L, V, D, X, E, R, U, A, S, M = (
     "create",
     "list",
     "view",
@@ -58,8 +60,9 @@ C, L, V, D, X, E, R, U, A, S = (
     "erase_user",
     "list_all",
     "shared_memory",
+    "read_metrics",
 )
-ALL = {C, L, V, D, X, E, R, U, A, S}
+ALL = {C, L, V, D, X, E, R, U, A, S, M}
 
 # principal -> session kind -> the set of allowed actions (every other action is denied).
 EXPECTED: dict[str, dict[str, set[str]]] = {
@@ -79,11 +82,13 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         "missing": {L, A},
     },
     # erase_user judges no session: an admin may erase whatever the session kind
-    "admin": {"own": ALL, "another": ALL, "unowned": ALL, "missing": {C, L, U, A, S}},
+    "admin": {"own": ALL, "another": ALL, "unowned": ALL, "missing": {C, L, U, A, S, M}},
     # A service principal has no user id: the "own" session is an unowned one, and
     # matching one absent identity against another grants nothing (MEM-9).
     "service": {"own": {C}, "another": {C}, "unowned": {C}, "missing": {C, L}},
     "shared": {"own": {S}, "another": {S}, "unowned": {S}, "missing": {L, S}},
+    # read_metrics judges no session: the metrics:read permission (or admin) alone
+    "metrics": {"own": {M}, "another": {M}, "unowned": {M}, "missing": {L, M}},
     "revoked": {"own": set(), "another": set(), "unowned": set(), "missing": set()},
 }
 
@@ -213,6 +218,7 @@ def test_permissions_are_a_closed_list() -> None:
         "sessions:create",
         "sessions:view_any",
         "sessions:drive_any",
+        "metrics:read",
         "memory:shared",
         "admin",
     } == access.PERMISSIONS

@@ -43,9 +43,10 @@ PERM_CREATE = "sessions:create"
 PERM_VIEW_ANY = "sessions:view_any"
 PERM_DRIVE_ANY = "sessions:drive_any"
 PERM_SHARED = "memory:shared"
+PERM_METRICS = "metrics:read"
 PERM_ADMIN = "admin"
 PERMISSIONS: frozenset[str] = frozenset(
-    {PERM_CREATE, PERM_VIEW_ANY, PERM_DRIVE_ANY, PERM_SHARED, PERM_ADMIN}
+    {PERM_CREATE, PERM_VIEW_ANY, PERM_DRIVE_ANY, PERM_SHARED, PERM_METRICS, PERM_ADMIN}
 )
 
 # The closed list of actions ``decide`` judges.
@@ -60,6 +61,7 @@ ACTIONS: tuple[str, ...] = (
     "erase_user",
     "list_all",
     "shared_memory",
+    "read_metrics",
 )
 
 
@@ -184,6 +186,10 @@ def _rules(principal: Principal, action: str, session: SessionLike | None) -> De
             f"{PERM_SHARED} permission",
             "access",
         )
+    if action == "read_metrics":
+        if principal.has(PERM_METRICS):
+            return _allow("the principal may read the server's metrics", "access")
+        return _deny(f"the metrics need the {PERM_METRICS} permission", "access")
     if action == "list":
         if session is None:
             return _allow("listing is open; entries are filtered by view", "MEM-9")

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from flowmem import metrics
 from flowmem.core import AppendOutcome, Message, check_storable, is_empty, prepare
 from flowmem.errors import (
     ConfigurationError,
@@ -227,6 +228,7 @@ class MemoryService:
         """
         resolved = resolve_scope(scope, context)
         if isinstance(resolved, Refusal):
+            metrics.refused(resolved.scope, resolved.code)
             node = context.node_id if context is not None else None
             pipeline = context.pipeline_id if context is not None else None
             workflow = context.workflow_id if context is not None else None
@@ -500,15 +502,19 @@ class MemoryService:
             )
 
         keyed = {} if idempotency is None else {"idempotency": idempotency.mapped(result)}
-        outcome = self.store.append(
-            address,
-            rows,
-            window,
-            self.lock_timeout,
-            snapshot=return_messages,
-            guard=guard,
-            max_bytes=self.limits.buffer_bytes,
-            **keyed,
+        with metrics.span("flowmem.append", scope=address.scope, key=address.key):
+            outcome = self.store.append(
+                address,
+                rows,
+                window,
+                self.lock_timeout,
+                snapshot=return_messages,
+                guard=guard,
+                max_bytes=self.limits.buffer_bytes,
+                **keyed,
+            )
+        metrics.appended(
+            outcome.appended, outcome.healed, outcome.replaced, outcome.deduplicated, outcome.count
         )
         return result(outcome)
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import astuple, dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from flowmem import metrics
 from flowmem.access import Principal, decide
 from flowmem.core import Message, check_storable, storable_text, to_row
 from flowmem.errors import (
@@ -497,6 +498,7 @@ class SessionService:
         )
         item = self.store.add_transcript(session.id, row, guard)
         self.store.set_session_status(session.id, "completed")
+        metrics.turn_ended("completed", "recorded")
         return {"turn_id": str(uuid.uuid4()), "status": "completed", "seq": item.seq}
 
     def stop(self, principal: Principal, session_id: object) -> dict[str, Any]:

@@ -67,6 +67,8 @@ def test_quick_run_reports_every_saver_and_length(
             assert cell["get_state_s_median"] > 0, (name, length)
             if name in FLOWMEM_SAVERS:
                 assert cell["get_tuple_cold_s_median"] > 0, (name, length)
+            # the storage at every grown length, which bench/report.py plots
+            assert cell["storage_bytes"] and all(b > 0 for b in cell["storage_bytes"]), name
         assert saver["storage_bytes"] and all(b > 0 for b in saver["storage_bytes"]), name
         assert saver["durability"], name
     labels = " ".join(t["label"] for t in found["targets"])

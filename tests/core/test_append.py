@@ -726,3 +726,33 @@ def test_normalize_after_append_is_sendable() -> None:
     result = append(SEED_BEFORE, {"role": "user", "content": "try again"})
     assert check_sendable(result.messages) == []
     assert normalize(result.messages).dropped == 0
+
+
+# --- what the outcome reports besides ``appended`` (the metrics: flowmem.metrics) ----
+
+
+def _outcome(buffer: list[Row], incoming: list[Row]) -> tuple[int, int, int, int]:
+    editor = ListEditor(prepare(buffer))
+    outcome = apply_append(editor, prepare(incoming))
+    return outcome.appended, outcome.healed, outcome.replaced, outcome.deduplicated
+
+
+def test_mem_3_the_outcome_counts_each_placeholder_a_user_turn_inserts() -> None:
+    assert _outcome([asst("a", "b"), asst("c")], [user()]) == (1, 3, 0, 0)
+
+
+def test_mem_10_the_outcome_counts_a_placeholder_replaced_by_a_late_result() -> None:
+    assert _outcome([asst("a"), placeholder("a"), user()], [tool("a")]) == (0, 0, 1, 0)
+
+
+def test_mem_1_mem_2_the_outcome_counts_duplicate_results_and_turns() -> None:
+    stored = [asst("a"), tool("a")]
+    assert _outcome(stored, [tool("a", "again"), asst("a"), user()]) == (1, 0, 0, 2)
+
+
+def test_mem_1_a_healed_copy_of_an_answered_call_is_a_duplicate_not_a_replacement() -> None:
+    assert _outcome([asst("a"), placeholder("a"), user()], [placeholder("a")]) == (0, 0, 0, 1)
+
+
+def test_an_empty_row_is_neither_appended_nor_a_duplicate() -> None:
+    assert _outcome([user()], [{"role": "user", "content": ""}, user("x")]) == (1, 0, 0, 0)

@@ -294,3 +294,27 @@ def test_apply_append_gives_the_same_buffer_on_any_editor(
     twin = apply_append(indexed, [to_row(r) for r in rows], max_messages=window)
     assert indexed.rows == plain.rows == expected.messages
     assert (twin.appended, twin.count) == (expected.appended, expected.count)
+
+
+@PROPERTY_SETTINGS
+@given(MESSAGES, MESSAGES)
+def test_mem_1_mem_2_mem_3_mem_10_the_outcome_accounts_for_every_incoming_row(
+    existing: list[Row], incoming: list[Row]
+) -> None:
+    """Each non-empty row is appended, replaces a placeholder or is a duplicate; heals are rows."""
+    buffer = _buffer(existing)
+    # incoming rows already marked healed are left out: they are placeholders of their own
+    rows = [row for row in prepare(incoming) if not is_healed(row)]
+    editor = ListEditor([to_row(r) for r in buffer])
+    outcome = apply_append(editor, rows)
+    if all(is_empty(row) for row in rows):
+        assert (outcome.appended, outcome.healed, outcome.replaced, outcome.deduplicated) == (0,) * 4
+        return
+    assert outcome.appended + outcome.replaced + outcome.deduplicated == sum(
+        not is_empty(row) for row in rows
+    )
+    # without a window nothing leaves: placeholders only come (healed) and go (replaced)
+    assert outcome.count == len(buffer) + outcome.appended + outcome.healed
+    healed_before = sum(is_healed(row) for row in buffer)
+    healed_after = sum(is_healed(row) for row in editor.rows)
+    assert healed_after == healed_before + outcome.healed - outcome.replaced

@@ -11,6 +11,8 @@ import sqlite3
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,26 @@ from flowmem.store import Address, Store, open_store
 from flowmem.store.postgres import advisory_key
 
 KEY = Address("session", "s1", "chat")
+
+
+@contextmanager
+def held_by_another_thread(store: Store, address: Address) -> Iterator[None]:
+    """For the block, another thread of this process holds ``address``'s in-process lock."""
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with store._locks.hold(address, 5.0):  # type: ignore[attr-defined]
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(10)
+        yield
+    finally:
+        release.set()
+        holder.join(10)
 FORK = multiprocessing.get_context("fork")
 
 
@@ -419,21 +441,8 @@ def test_mem_12_in_process_lock_timeout_proceeds_warns_once(
 ) -> None:
     """Another thread of the process holds the address: wait the bound, warn once, go on."""
     store = open_store("memory://" if kind == "memory" else f"sqlite:///{tmp_path / 's.db'}")
-    held, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with store._locks.hold(KEY, 5.0):  # type: ignore[attr-defined]
-            held.set()
-            release.wait(10)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert held.wait(10)
+    with held_by_another_thread(store, KEY):
         _append_past_held_lock(store, caplog, upper=5)
-    finally:
-        release.set()
-        holder.join(10)
     _append_again_without_warning(store, caplog)
     assert [r["content"] for r in store.load(KEY)] == ["hi", "again"]
     store.close()

@@ -645,3 +645,16 @@ def test_a_version_11_database_gets_its_usage_counted(sql_url: str) -> None:
         assert again.usage("alice").bytes > counted.bytes
     finally:
         again.close()
+
+
+def test_the_database_size_is_reported_and_grows_with_what_is_stored(sql_url: str) -> None:
+    """``database_bytes`` (the metrics' ``flowmem_database_bytes`` gauge) on each SQL backend."""
+    store = open_store(sql_url)
+    try:
+        empty = store.database_bytes()  # type: ignore[attr-defined]
+        assert empty > 0
+        rows = prepare([{"role": "user", "content": "x" * 2000} for _ in range(400)])
+        store.append(Address("global", "", "big"), rows)
+        assert store.database_bytes() > empty  # type: ignore[attr-defined]
+    finally:
+        store.close()

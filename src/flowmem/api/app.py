@@ -20,6 +20,12 @@ from flowmem.api.fast.pool import StorePool
 from flowmem.api.gate import BODY_TIMEOUT, GateMiddleware
 from flowmem.api.logs import RequestLogMiddleware
 from flowmem.api.lookup import TOKEN_CACHE_SIZE, TOKEN_CACHE_TTL, LookupCache
+from flowmem.api.metrics import (
+    METRICS_ENV,
+    PrometheusSink,
+    metrics_router,
+    tracing_from_env,
+)
 from flowmem.api.models import Health
 from flowmem.api.purge import PURGE_INTERVAL, purge_expired_forever
 from flowmem.api.ratelimit import RateLimitMiddleware, RateLimits
@@ -28,6 +34,7 @@ from flowmem.api.routes.common import errors
 from flowmem.api.services import Services
 from flowmem.errors import ConfigurationError, StoreError
 from flowmem.limits import Limits
+from flowmem.metrics import install as install_metrics
 from flowmem.service import MemoryService
 from flowmem.sessions import SessionService, TurnRunner
 from flowmem.store import DEFAULT_LOCK_TIMEOUT, Address, Quotas, Store, open_store
@@ -76,6 +83,7 @@ def create_app(
     rate_limits: RateLimits | None = None,
     body_timeout: float | None = BODY_TIMEOUT,
     token_cache_ttl: float = TOKEN_CACHE_TTL,
+    metrics: bool = False,
 ) -> FastAPI:
     """Build the API over ``store`` (or the store at ``database_url`` / ``$FLOWMEM_DATABASE_URL``).
 
@@ -98,6 +106,9 @@ def create_app(
     A memory read may be answered for a token up to ``token_cache_ttl`` seconds
     after it was last looked up (a revocation by another process counts from then;
     0: every request looks its token up; decision 0034).
+    With ``metrics`` the app counts what it does and serves ``GET /metrics`` to a
+    token with ``metrics:read`` (``flowmem.api.metrics``, docs/metrics.md; off by
+    default, on in ``flowmem serve``).
     """
     if purge_interval is not None and (
         isinstance(purge_interval, bool)
@@ -144,6 +155,8 @@ def create_app(
             with suppress(asyncio.CancelledError):
                 await purging
         services.pool.close()  # store work already started finishes before the store closes
+        if sink is not None:
+            sink.close()
         if owned:
             store.close()
 
@@ -157,6 +170,9 @@ def create_app(
     )
     app.state.services = services
     install_error_handlers(app)
+    sink = PrometheusSink(store) if metrics else None
+    if sink is not None:
+        install_metrics(sink)
 
     @app.get("/health", response_model=Health, tags=["health"])
     async def health() -> dict[str, Any]:
@@ -170,6 +186,8 @@ def create_app(
     app.include_router(inspector.router)
     app.include_router(listing.router)
     install_ui(app)  # /ui, /docs offline, / -> /ui
+    if sink is not None:
+        app.include_router(metrics_router(sink))
 
     # after the routers: every route before the memory ones is one more match per append
     @app.get("/health/store", response_model=Health, tags=["health"], responses=errors(503, 507))
@@ -191,7 +209,8 @@ def create_app(
     app.add_middleware(GateMiddleware, services=services, body_timeout=body_timeout)
     # outside the gate: a request over its rate is refused before its token is looked up
     app.add_middleware(RateLimitMiddleware, limits=rate_limits)
-    app.add_middleware(RequestLogMiddleware)
+    # outermost: a request refused by any layer is logged, and counted, too
+    app.add_middleware(RequestLogMiddleware, count=sink is not None)
     return app
 
 
@@ -226,7 +245,9 @@ def app_from_env() -> FastAPI:
     ``$FLOWMEM_INLINE_STORE=0`` keeps every store call off the event loop. The
     limits come from ``Limits.from_env`` and ``RateLimits.from_env``,
     ``$FLOWMEM_BODY_TIMEOUT`` bounds a body's arrival in seconds (default 30, 0: none),
-    ``$FLOWMEM_TOKEN_CACHE_TTL`` is ``token_cache_ttl`` (default 2, 0: off).
+    ``$FLOWMEM_TOKEN_CACHE_TTL`` is ``token_cache_ttl`` (default 2, 0: off),
+    ``$FLOWMEM_METRICS=1`` turns ``metrics`` on, ``$FLOWMEM_OTEL=1`` tracing
+    (``flowmem.api.metrics.tracing_from_env``).
     """
     body_timeout = _env_seconds(BODY_TIMEOUT_ENV, BODY_TIMEOUT)
     token_cache_ttl = _env_seconds(TOKEN_CACHE_TTL_ENV, TOKEN_CACHE_TTL)
@@ -236,6 +257,7 @@ def app_from_env() -> FastAPI:
     except ValueError:
         raise ConfigurationError(f"${CONCURRENCY_ENV} must be an integer, got {raw!r}") from None
     inline = os.environ.get(INLINE_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+    tracing_from_env()
     return create_app(
         runner_factory=runtime_runner,
         store_concurrency=concurrency,
@@ -245,4 +267,5 @@ def app_from_env() -> FastAPI:
         rate_limits=RateLimits.from_env(),
         body_timeout=body_timeout or None,
         token_cache_ttl=token_cache_ttl,
+        metrics=os.environ.get(METRICS_ENV, "0").strip() == "1",
     )

@@ -23,10 +23,12 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import iter_route_contexts
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from flowmem import metrics
 from flowmem.errors import (
     FlowmemError,
     RateLimitedError,
     StoreCorruptError,
+    StoreError,
     StoreFullError,
     StoreLockedError,
     StoreReadOnlyError,
@@ -69,7 +71,9 @@ STORE_FAULT_WINDOW = 60.0
 
 
 def record_store_fault(app: Any, error: FlowmemError) -> None:
-    """Remember a storage condition a request met, for ``/health/store``."""
+    """Remember a storage condition a request met, for ``/health/store`` (and count it)."""
+    if isinstance(error, StoreError):
+        metrics.store_error(error.code)
     if isinstance(error, StoreCorruptError):
         app.state.store_fault = (error, None)  # never heals by itself
     elif isinstance(error, StoreFullError | StoreReadOnlyError):

@@ -53,6 +53,7 @@ from urllib.parse import parse_qsl
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from flowmem import metrics
 from flowmem.access import Principal
 from flowmem.api.errors import (
     NAMED_CONDITIONS,
@@ -67,7 +68,7 @@ from flowmem.api.principal import LARGE_BODY, PARSED_BODY
 from flowmem.auth import authenticate, bearer_token, hash_token, well_formed
 from flowmem.core import check_storable
 from flowmem.core.storable import json_text_may_hold_surrogates
-from flowmem.errors import AuthenticationError, FlowmemError, InvalidTextError
+from flowmem.errors import AuthenticationError, FlowmemError, InvalidTextError, StoreError
 from flowmem.limits import ENV, Limits
 
 if TYPE_CHECKING:
@@ -408,6 +409,8 @@ class GateMiddleware:
                     else:
                         log.error("authentication failed: %s", exc.message, exc_info=exc)
                     said = SERVER_MESSAGES.get(exc.code, SERVER_MESSAGE)
+                if isinstance(exc, StoreError):
+                    metrics.store_error(exc.code)
                 await send_error(send, status, exc.code, said)
                 return
             state = scope.setdefault("state", {})

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import Request, Response
 
+from flowmem import metrics
 from flowmem.access import Principal
 from flowmem.api.principal import PARSED_BODY
 from flowmem.api.render import render
@@ -173,6 +174,7 @@ class Keyed:
             raise IdempotencyKeyInFlightError(
                 "the first request with this Idempotency-Key is not answered yet; retry later"
             )
+        metrics.idempotent_replay()
         return Answer(stored.status, stored.body, replayed=True)
 
     def _stored(self, owner: str) -> StoredAnswer | None:

@@ -39,6 +39,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from flowmem import metrics
 from flowmem.api.errors import OPEN_PATHS, error_body
 from flowmem.auth import bearer_token
 from flowmem.errors import (
@@ -188,7 +189,8 @@ def _token_key(authorization: bytes | None) -> bytes:
 
 
 async def send_refusal(send: Send, error: RateLimitedError) -> None:
-    """Answer 429 with the error envelope and ``Retry-After``."""
+    """Answer 429 with the error envelope and ``Retry-After`` (counted by its code)."""
+    metrics.rate_limited(error.code)
     payload = json.dumps(error_body(error.code, error.message)).encode("utf-8")
     await send(
         {

@@ -46,6 +46,7 @@ from flowmem.cli.database import (
 from flowmem.cli.errors import CannotListenError
 from flowmem.cli.io import FiniteFloatRange
 from flowmem.cli.listeners import bound_socket, spreads_connections
+from flowmem.cli.metricsdir import metrics_directory
 from flowmem.errors import ConfigurationError
 from flowmem.limits import ENV as LIMIT_ENV
 from flowmem.limits import Limits
@@ -401,6 +402,13 @@ def announce(created: Bootstrap | None, has_admin: bool, url: str, host: str, po
     "X-Forwarded-For / X-Forwarded-Proto are trusted. Default: none, the client address is "
     "the connection's peer.",
 )
+@click.option(
+    "--metrics/--no-metrics",
+    default=True,
+    show_default=True,
+    help="Serve GET /metrics (Prometheus) to tokens with the metrics:read permission "
+    "(docs/metrics.md).",
+)
 @_limit_options
 def serve_command(
     database: str | None,
@@ -418,6 +426,7 @@ def serve_command(
     body_timeout: float,
     token_cache_ttl: float,
     forwarded_allow_ips: str,
+    metrics: bool,
     **limit_values: Any,
 ) -> None:
     """Serve the HTTP API on uvicorn (default database: ./flowmem.db).
@@ -462,6 +471,7 @@ def serve_command(
             rate_limits=rate_limits,
             body_timeout=body_timeout or None,
             token_cache_ttl=token_cache_ttl,
+            metrics=metrics,
         )
     else:
         created, has_admin = prepare_database(url, host, port, token_file)
@@ -497,15 +507,17 @@ def serve_command(
         "forwarded_allow_ips": proxies,
     }
     target = app if app is not None else "flowmem.api.app:app_from_env"
-    if workers > 1 and spreads_connections():
-        _serve_workers(uvicorn.Config(target, workers=workers, **options))
-        return
-    try:
-        uvicorn.run(target, workers=workers if workers > 1 else None, **options)
-    except SystemExit as exc:
-        if exc.code not in (0, None):  # uvicorn failed (3: startup); a port taken since our check
-            check_listenable(host, port)  # is exit 10, not uvicorn's code
-        raise
+    # the workers' metrics files: a new private directory, removed when the server stops
+    with metrics_directory(metrics and app is None):
+        if workers > 1 and spreads_connections():
+            _serve_workers(uvicorn.Config(target, workers=workers, **options))
+            return
+        try:
+            uvicorn.run(target, workers=workers if workers > 1 else None, **options)
+        except SystemExit as exc:
+            if exc.code not in (0, None):  # uvicorn failed (3: startup); a port taken since
+                check_listenable(host, port)  # our check is exit 10, not uvicorn's code
+            raise
 
 
 def _serve_workers(config: uvicorn.Config) -> None:

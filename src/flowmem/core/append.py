@@ -146,12 +146,28 @@ class AppendOutcome:
     """What ``apply_append`` did to an editor: rows added and the final count.
 
     A store asked for a snapshot also sets ``rows``: the buffer as the same
-    transaction left it, so ``count`` and ``rows`` always agree.
+    transaction left it, so ``count`` and ``rows`` always agree. What the rules did
+    besides, for the metrics (``flowmem.metrics``): ``healed`` placeholders inserted
+    (MEM-3), ``replaced`` placeholders a real result took the place of (MEM-10), and
+    ``deduplicated`` incoming rows dropped as already known (MEM-1, MEM-2).
     """
 
     appended: int
     count: int
     rows: list[Message] | None = None
+    healed: int = 0
+    replaced: int = 0
+    deduplicated: int = 0
+
+
+@dataclass
+class _Tally:
+    """What one ``apply_append`` did, counted while it does it."""
+
+    appended: int = 0
+    healed: int = 0
+    replaced: int = 0
+    deduplicated: int = 0
 
 
 def incoming_list(incoming: object) -> list[Any]:
@@ -190,8 +206,8 @@ def is_empty(row: Message) -> bool:
     return not call_ids(row)
 
 
-def heal(editor: BufferEditor, timestamp: object = None) -> None:
-    """Answer every unanswered declared call with a healed placeholder.
+def heal(editor: BufferEditor, timestamp: object = None) -> int:
+    """Answer every unanswered declared call with a healed placeholder; return how many.
 
     Implements MEM-3: each placeholder goes directly after the declaring turn (after
     results already following it contiguously), in declaration order. Groups are
@@ -203,9 +219,10 @@ def heal(editor: BufferEditor, timestamp: object = None) -> None:
         groups.setdefault(item.after, []).append(item.call_id)
     for after in sorted(groups, reverse=True):
         editor.insert_after(after, [healed_row(cid, timestamp) for cid in groups[after]])
+    return sum(len(ids) for ids in groups.values())
 
 
-def _append_tool(editor: BufferEditor, row: Message) -> int:
+def _append_tool(editor: BufferEditor, row: Message, tally: _Tally) -> None:
     """Append a tool result unless its id is already answered.
 
     Implements MEM-1 (a second result for an id is dropped, also one whose call the
@@ -217,21 +234,26 @@ def _append_tool(editor: BufferEditor, row: Message) -> int:
     rid = result_id(row)
     if rid is None:
         editor.append_row(row)
-        return 1
+        tally.appended += 1
+        return
     answer = editor.answer_of(rid)
     if answer is None:
         if editor.was_evicted(rid) and not editor.is_declared(rid):
-            return 0
+            tally.deduplicated += 1
+            return
         editor.append_row(row)
-        return 1
+        tally.appended += 1
+        return
     if answer.healed and not is_healed(row):
         replacement = dict(row)
         replacement["metadata"] = {k: v for k, v in row["metadata"].items() if k != "healed"}
         editor.replace(answer.position, replacement)
-    return 0
+        tally.replaced += 1
+        return
+    tally.deduplicated += 1
 
 
-def _append_assistant(editor: BufferEditor, row: Message) -> int:
+def _append_assistant(editor: BufferEditor, row: Message, tally: _Tally) -> None:
     """Append an assistant turn unless every call id it declares is already known.
 
     Implements MEM-2: an id is known when a row of the buffer declares it, or a turn
@@ -239,23 +261,26 @@ def _append_assistant(editor: BufferEditor, row: Message) -> int:
     """
     ids = call_ids(row)
     if ids and all(editor.is_declared(cid) or editor.was_evicted(cid) for cid in ids):
-        return 0
+        tally.deduplicated += 1
+        return
     editor.append_row(row)
-    return 1
+    tally.appended += 1
 
 
-def _append_one(editor: BufferEditor, row: Message) -> int:
+def _append_one(editor: BufferEditor, row: Message, tally: _Tally) -> None:
     if is_empty(row):
-        return 0
+        return
     role = row["role"]
     if role == "tool":
-        return _append_tool(editor, row)
+        _append_tool(editor, row, tally)
+        return
     if role == "assistant":
-        return _append_assistant(editor, row)
+        _append_assistant(editor, row, tally)
+        return
     if role == "user":
-        heal(editor, row.get("timestamp"))
+        tally.healed += heal(editor, row.get("timestamp"))
     editor.append_row(row)
-    return 1
+    tally.appended += 1
 
 
 def evict(editor: BufferEditor, max_messages: int) -> None:
@@ -290,7 +315,7 @@ def apply_append(
 
     Implements MEM-1, MEM-2, MEM-3, MEM-10 and MEM-14: messages are taken in order,
     so ids added earlier in the same call are deduplicated too; ``appended`` counts
-    only new rows. Then the window is applied — unless every row is empty (e.g. a
+    only new rows (and ``healed``, ``replaced``, ``deduplicated`` what else the rules did). Then the window is applied — unless every row is empty (e.g. a
     ``user`` turn with no content, or no rows at all): DESIGN.md §2 makes such an
     append a pure read, so nothing is healed and nothing is evicted either.
     """
@@ -299,9 +324,17 @@ def apply_append(
     rows = list(rows)
     if all(is_empty(row) for row in rows):
         return AppendOutcome(appended=0, count=editor.count())
-    appended = sum(_append_one(editor, row) for row in rows)
+    tally = _Tally()
+    for row in rows:
+        _append_one(editor, row, tally)
     evict(editor, max_messages)
-    return AppendOutcome(appended=appended, count=editor.count())
+    return AppendOutcome(
+        appended=tally.appended,
+        count=editor.count(),
+        healed=tally.healed,
+        replaced=tally.replaced,
+        deduplicated=tally.deduplicated,
+    )
 
 
 class ListEditor:

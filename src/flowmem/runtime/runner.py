@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from flowmem import metrics
 from flowmem.errors import (
     AccessDeniedError,
     ConfigurationError,
@@ -257,7 +258,8 @@ class AgentRunner:
                 on_event=self.on_event,
                 clock=self.clock,
             )
-            result = loop.run(session, content, turn.turn_id, turn.stop)
+            with metrics.span("flowmem.turn", session_id=session.id, turn_id=turn.turn_id):
+                result = loop.run(session, content, turn.turn_id, turn.stop)
         except Exception as exc:  # an unexpected failure still ends the turn as failed
             log.exception("turn %s of session %s failed", turn.turn_id, session.id)
             error = {"code": "internal_error", "message": f"{type(exc).__name__}: {exc}"}
@@ -266,6 +268,7 @@ class AgentRunner:
             beating.set()
             heart.join()
             final = "failed" if result is None or result.status == "failed" else "completed"
+            metrics.turn_ended(final, "error" if result is None else result.reason)
             try:
                 lease = self.state.lease(session.id)
                 if lease is None or lease.get("turn_id") == turn.turn_id:

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from flowmem import metrics
 from flowmem.store.base import Address
 
 log = logging.getLogger("flowmem")
@@ -97,13 +99,16 @@ class AddressLocks:
         Inside ``no_wait()`` a lock held by another thread raises ``WouldBlock``.
         """
         with self._lock_for(address) as lock:
+            began = time.monotonic()
             if not waiting_allowed():
                 if not lock.acquire(0.0, blocking=False):
                     raise WouldBlock(f"{address.scope}/{address.scope_id}/{address.key} is locked")
                 taken = True
             else:
                 taken = lock.acquire(timeout)
+            metrics.lock_waited(time.monotonic() - began, "process")
             if not taken:
+                metrics.lock_timed_out("process")
                 log.warning(
                     "append to %s/%s/%s waited %.1fs for its turn; proceeding unserialized",
                     address.scope,

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
+from flowmem import metrics
 from flowmem.api import paged as paged_answer
 from flowmem.api.fast.route import (
     TARGET_OPENAPI,
@@ -67,6 +68,7 @@ def _converted(text: BufferText, fmt: str) -> dict[str, Any]:
     """Return a buffer read in provider format ``fmt``: the rows read, normalized and converted."""
     rows = json.loads("[" + ",".join(text.bodies) + "]")
     result = normalize(rows, keep_content=True)
+    metrics.normalized(result.dropped)
     not_carried: dict[str, int] = {}
     written = write_document(fmt, result.messages, not_carried)
     answer: dict[str, Any] = {"format": fmt}

@@ -13,6 +13,7 @@ from typing import Any
 
 from fastapi import APIRouter, Query
 
+from flowmem import metrics
 from flowmem.api.deps import CALLER, Caller
 from flowmem.api.models import CheckOut, Format, NormalizeOut, Payload
 from flowmem.api.query import KnownQueryRoute
@@ -59,6 +60,7 @@ async def normalize_messages(
     def job(_: Any) -> dict[str, Any]:
         found, rows = _read(body, format)
         result = normalize(rows, keep_content=True)
+        metrics.normalized(result.dropped)
         target = to or found
         not_carried: dict[str, int] = {}
         answer: dict[str, Any] = {"format": found, "to": target, "dropped": result.dropped}

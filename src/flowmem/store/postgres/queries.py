@@ -79,6 +79,7 @@ SQL: dict[str, str] = {
     "bodies_last_before": """SELECT pos, body FROM (SELECT pos, body FROM buffer_rows
         WHERE buffer_id = %s AND pos < %s ORDER BY pos DESC LIMIT %s) AS tail ORDER BY pos""",
     "count": f"SELECT count FROM buffers WHERE {_ADDR}",
+    "database_bytes": "SELECT pg_database_size(current_database())",
     "usage_get": "SELECT bytes, buffers, records FROM user_usage WHERE user_id = %s",
     "usage_delete": "DELETE FROM user_usage WHERE user_id = %s",
     "quotas_set": """SELECT set_config('flowmem.quota_bytes', %s, false),

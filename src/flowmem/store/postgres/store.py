@@ -18,6 +18,7 @@ import psycopg.conninfo
 import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from flowmem import metrics
 from flowmem.core import Answer, AppendOutcome, Message, apply_append, call_ids, result_id
 from flowmem.errors import (
     BufferChangedError,
@@ -435,6 +436,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                     ) from None
                 raise
             except psycopg.errors.LockNotAvailable:
+                metrics.lock_timed_out("postgres")
                 log.warning(
                     "append to %s/%s/%s waited %.1fs for its turn; proceeding unserialized",
                     *address,
@@ -625,6 +627,12 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         with self._connection() as conn:
             cur = conn.execute(SQL["session_status_cas"], (status, session_id, allowed, allowed))
             return cur.rowcount > 0
+
+    def database_bytes(self) -> int:
+        """Bytes the database takes on its server (``pg_database_size``)."""
+        with self._connection() as conn:
+            row = conn.execute(SQL["database_bytes"]).fetchone()
+        return int(row[0]) if row else 0
 
     def close(self) -> None:
         """Close the connection pool."""

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from flowmem import metrics
 from flowmem.core import AppendOutcome, Message
 from flowmem.errors import (
     ConfigurationError,
@@ -579,6 +580,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         """The rest of ``append`` once the address is held: the file's turn, then its write lock."""
         with self._queue.hold(_left(bound, started)) as turn, self._connection() as conn:
             if not turn:
+                metrics.lock_timed_out("sqlite")
                 log.warning(
                     "append to %s/%s/%s waited %.1fs for its turn to write %s; "
                     "proceeding unserialized",
@@ -695,6 +697,11 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             with suppress(OSError):
                 partial.unlink()
         return target.stat().st_size
+
+    def database_bytes(self) -> int:
+        """Bytes the database takes on disk: its file, its WAL and its shared-memory file."""
+        files = (self.path, f"{self.path}-wal", f"{self.path}-shm")
+        return sum(os.path.getsize(name) for name in files if os.path.isfile(name))
 
     def close(self) -> None:
         """Close every pooled connection (connections on loan close when returned).

@@ -1,0 +1,20 @@
+"""Smoke test of ``bench/read_memory.py --quick``: it runs and writes its JSON with the run's environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.bench.smoke import assert_wal_full, run_bench
+
+
+def test_quick_run_writes_its_json_with_the_machine_and_the_durability(tmp_path: Path) -> None:
+    found, printed = run_bench("read_memory", tmp_path / "read_memory.json")
+    assert found["bench"] == "read_memory" and found["quick"] is True
+    assert found["command"].startswith("python bench/read_memory.py --quick")
+    for key in ("date", "commit", "machine", "python", "sqlite"):
+        assert found[key], key
+    assert found["buffer_mib"] == 2 and found["readers"] == 4
+    assert found["identical"] is True and found["errors"] == []
+    assert found["rss_peak_mib"] >= found["rss_before_mib"] > 0
+    assert_wal_full(found["durability"]["flowmem"], "flowmem")
+    assert '"rss_peak_mib"' in printed
