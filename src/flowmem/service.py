@@ -332,7 +332,7 @@ class MemoryService:
         """Write a JSON value with an optional TTL in seconds; a refusal reports failure (MEM-7).
 
         ``guard``: what must still hold when the value is stored (``WriteGuard``).
-        ``idempotency``: a key recorded with the write, rendering the ``WriteResult``
+        ``idempotency``: a key recorded with the write, its answer made from the ``WriteResult``
         (likewise for every method that takes it; a refusal records nothing).
         """
         name = check_key(key)

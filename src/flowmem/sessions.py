@@ -352,7 +352,7 @@ class SessionService:
     ) -> SessionRecord:
         """Create a session owned by the caller (unowned for a service principal; MEM-9).
 
-        ``idempotency``: a key recorded with the session (rendering the ``SessionRecord``).
+        ``idempotency``: a key recorded with the session (its answer made from the ``SessionRecord``).
 
         ``guard``: what must hold when the session is stored (the HTTP API passes the
         caller's token, so an erasure racing the creation leaves no session behind).
