@@ -38,6 +38,7 @@ from flowmem.errors import (
 )
 from flowmem.limits import raise_hint
 from flowmem.scope import ExecutionContext, stored_spellings, usable_identity
+from flowmem.service import check_size
 from flowmem.store.base import (
     SESSION_SCOPE,
     Erasure,
@@ -48,7 +49,6 @@ from flowmem.store.base import (
     TranscriptMessage,
     WriteGuard,
 )
-from flowmem.store.rows import check_size
 
 if TYPE_CHECKING:
     from flowmem.service import MemoryService
