@@ -193,6 +193,35 @@ def _checked_json(row: Message, message: BaseMessage) -> Message:
     return row
 
 
+def _parts_and_call_blocks(raw: str | list[Any]) -> tuple[str | list[dict[str, Any]], list[list[Any]]]:
+    """A message's content as a row's (text, or parts), and its call blocks with their positions."""
+    if isinstance(raw, str):
+        return raw, []
+    parts: list[dict[str, Any]] = []
+    blocks: list[list[Any]] = []
+    for index, block in enumerate(raw):
+        if isinstance(block, dict) and block.get("type") in _CALL_BLOCKS:
+            blocks.append([index, block])
+        else:
+            parts.append(block_to_part(block))
+    return parts, blocks
+
+
+def _call_entry(call: Mapping[str, Any]) -> dict[str, Any]:
+    """A LangChain ``ToolCall`` as a flowmem call entry, what flowmem does not model in ``extra``."""
+    entry: dict[str, Any] = {
+        "tool_call_id": call.get("id"),
+        "name": call["name"],
+        "args": call["args"],
+    }
+    more = fields_but(call, "id", "name", "args", "type")
+    if call.get("type", "tool_call") != "tool_call":
+        more["type"] = call.get("type")
+    if more:
+        entry["extra"] = {LANGCHAIN: more}
+    return entry
+
+
 def message_to_row(message: BaseMessage) -> Message:
     """Return a LangChain message as a flowmem flat row, losing nothing.
 
@@ -208,35 +237,11 @@ def message_to_row(message: BaseMessage) -> Message:
     role = _role_of(message)
     row: Message = {"role": role}
     lc: dict[str, Any] = {}
-    raw = message.content
-    if isinstance(raw, str):
-        row["content"] = raw
-    else:
-        parts: list[dict[str, Any]] = []
-        blocks: list[list[Any]] = []
-        for index, block in enumerate(raw):
-            if isinstance(block, dict) and block.get("type") in _CALL_BLOCKS:
-                blocks.append([index, block])
-            else:
-                parts.append(block_to_part(block))
-        row["content"] = parts
-        if blocks:
-            lc["blocks"] = blocks
+    row["content"], blocks = _parts_and_call_blocks(message.content)
+    if blocks:
+        lc["blocks"] = blocks
     if isinstance(message, AIMessage) and message.tool_calls:
-        calls = []
-        for call in message.tool_calls:
-            entry: dict[str, Any] = {
-                "tool_call_id": call.get("id"),
-                "name": call["name"],
-                "args": call["args"],
-            }
-            more = fields_but(call, "id", "name", "args", "type")
-            if call.get("type", "tool_call") != "tool_call":
-                more["type"] = call.get("type")
-            if more:
-                entry["extra"] = {LANGCHAIN: more}
-            calls.append(entry)
-        row["tool_calls"] = calls
+        row["tool_calls"] = [_call_entry(call) for call in message.tool_calls]
     if isinstance(message, ToolMessage):
         row["tool_call_id"] = message.tool_call_id
         if message.status == "error":
@@ -277,6 +282,41 @@ def _read(row: Mapping[str, Any], key: str) -> Any:
     return meta.get(key) if isinstance(meta, Mapping) else None
 
 
+def _content_of(row: Mapping[str, Any], lc: Mapping[str, Any]) -> Any:
+    """A row's content as LangChain content: its parts as blocks, the call blocks put back."""
+    content = lc["empty"] if "empty" in lc else row.get("content")  # see ``_attempted_calls``
+    if isinstance(content, list):
+        content = [part_to_block(part) for part in content]
+    elif content is None:
+        content = ""
+    elif not isinstance(content, str):
+        content = json.dumps(content, ensure_ascii=False)
+    blocks = lc.get("blocks")
+    if isinstance(blocks, list) and blocks:
+        content = [] if content == "" else ([content] if isinstance(content, str) else content)
+        for index, block in blocks:
+            content.insert(index, block)
+    return content
+
+
+def _class_fields(
+    cls: type[BaseMessage], row: Mapping[str, Any], role: str, given: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The fields only some classes have: an AI turn's calls, a tool result's id and status, a role."""
+    fields: dict[str, Any] = {}
+    if issubclass(cls, AIMessage):
+        calls = _read(row, "tool_calls") or []
+        if calls:
+            fields["tool_calls"] = [_lc_call(call) for call in calls]
+    if issubclass(cls, ToolMessage):
+        fields["tool_call_id"] = str(_read(row, "tool_call_id") or "")
+        if _read(row, "is_error") is True:
+            fields["status"] = "error"
+    if issubclass(cls, ChatMessage) and "role" not in given:
+        fields["role"] = role
+    return fields
+
+
 def row_to_message(row: Mapping[str, Any]) -> BaseMessage:
     """Return a flowmem row (flat or stored) as the LangChain message it was written from.
 
@@ -291,29 +331,8 @@ def row_to_message(row: Mapping[str, Any]) -> BaseMessage:
     lc = extra.get(LANGCHAIN) if isinstance(extra, Mapping) else None
     lc = lc if isinstance(lc, Mapping) else {}
     cls = _CLASSES.get(str(lc.get("class")), _CLASSES[_DEFAULT_CLASS[str(role)]])
-    content = lc["empty"] if "empty" in lc else row.get("content")  # see ``_attempted_calls``
-    if isinstance(content, list):
-        content = [part_to_block(part) for part in content]
-    elif content is None:
-        content = ""
-    elif not isinstance(content, str):
-        content = json.dumps(content, ensure_ascii=False)
-    blocks = lc.get("blocks")
-    if isinstance(blocks, list) and blocks:
-        content = [] if content == "" else ([content] if isinstance(content, str) else content)
-        for index, block in blocks:
-            content.insert(index, block)
-    kwargs: dict[str, Any] = {"content": content, **dict(lc.get("fields") or {})}
-    if issubclass(cls, AIMessage):
-        calls = _read(row, "tool_calls") or []
-        if calls:
-            kwargs["tool_calls"] = [_lc_call(call) for call in calls]
-    if issubclass(cls, ToolMessage):
-        kwargs["tool_call_id"] = str(_read(row, "tool_call_id") or "")
-        if _read(row, "is_error") is True:
-            kwargs["status"] = "error"
-    if issubclass(cls, ChatMessage) and "role" not in kwargs:
-        kwargs["role"] = role
+    kwargs: dict[str, Any] = {"content": _content_of(row, lc), **dict(lc.get("fields") or {})}
+    kwargs.update(_class_fields(cls, row, str(role), kwargs))
     try:
         validated = cls(**kwargs)
     except ValidationError as exc:
