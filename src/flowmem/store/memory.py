@@ -32,6 +32,7 @@ from flowmem.store.base import (
     Erasure,
     Idempotency,
     Quotas,
+    SessionClaim,
     SessionRecord,
     StoredAnswer,
     TokenRecord,
@@ -125,6 +126,12 @@ class MemoryStore(BufferReads, IdempotencyKeys, Tokens):
             if session is None:
                 raise guard_failed(True)
             return None
+        return self._check_claim(guard, sid, claim, session)
+
+    def _check_claim(
+        self, guard: WriteGuard, sid: str, claim: SessionClaim, session: SessionRecord | None
+    ) -> SessionRecord | None:
+        """``_check_guard`` for a guard with a claim: the session it creates, or None."""
         if session is None and sid in self._deleted:
             raise guard_failed(True, guard, None, deleted=True)
         if session is None:

@@ -16,7 +16,7 @@ response's time, so the same history reads the same whichever way it was healed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, TypeGuard, cast
 
@@ -111,14 +111,27 @@ def entry_rows(entry: ConversationEntry) -> list[Message]:
         return made
 
     if isinstance(message, ModelResponse):
-        calls = [
-            {"tool_call_id": p.tool_call_id, "name": p.tool_name, "args": parts[i].get("args"), "part": i}
-            for i, p in enumerate(message.parts)
-            if isinstance(p, ToolCallPart) and p.part_kind == "tool-call"
-        ]
-        text = "\n\n".join(p.content for p in message.parts if isinstance(p, TextPart))
-        content: Any = text or ("" if calls else _stub(parts, "response"))
-        return [row("assistant", content, list(range(len(parts))), {"tool_calls": calls} if calls else {})]
+        return [_response_row(message, parts, row)]
+    return _request_rows(message, parts, row)
+
+
+_Row = Callable[[str, Any, list[int], dict[str, Any]], Message]
+
+
+def _response_row(message: ModelResponse, parts: list[dict[str, Any]], row: _Row) -> Message:
+    """A response's one ``assistant`` row, declaring its tool calls (MEM-11)."""
+    calls = [
+        {"tool_call_id": p.tool_call_id, "name": p.tool_name, "args": parts[i].get("args"), "part": i}
+        for i, p in enumerate(message.parts)
+        if isinstance(p, ToolCallPart) and p.part_kind == "tool-call"
+    ]
+    text = "\n\n".join(p.content for p in message.parts if isinstance(p, TextPart))
+    content: Any = text or ("" if calls else _stub(parts, "response"))
+    return row("assistant", content, list(range(len(parts))), {"tool_calls": calls} if calls else {})
+
+
+def _request_rows(message: ModelRequest, parts: list[dict[str, Any]], row: _Row) -> list[Message]:
+    """A request's rows: a ``tool`` row per tool result, then ``user`` (or ``system``) for the rest."""
     rows: list[Message] = []
     rest: list[int] = []
     for i, part in enumerate(message.parts):
