@@ -125,6 +125,14 @@ class WriteGuard:
     claim: SessionClaim | None = None
 
 
+def capability(store: object, name: str, what: str) -> Any:
+    """A store's capability ``store.<name>`` (its checkpoints, conversations, ADK sessions); TypeError when it has none."""
+    found = getattr(store, name, None)
+    if found is None:
+        raise TypeError(f"{type(store).__name__} does not store {what}")
+    return found
+
+
 def idempotency_owner(user_id: str | None, token_id: str | None) -> str:
     """Whose idempotency keys a principal uses: its user's, else its token's (a service principal).
 
