@@ -26,7 +26,6 @@ written; a refusal raises its typed error and changes nothing.
 from __future__ import annotations
 
 import json
-import logging
 import math
 import time
 from collections.abc import Callable
@@ -37,6 +36,7 @@ from flowmem import metrics
 from flowmem.core import AppendOutcome, Message, check_storable, is_empty, prepare
 from flowmem.errors import (
     ConfigurationError,
+    FlowmemError,
     InvalidInputError,
     MessageTooLargeError,
     NotSerializableError,
@@ -70,6 +70,7 @@ from flowmem.scope import (
     ExecutionContext,
     Refusal,
     check_scope,
+    log_refusal,
     resolve_scope,
     usable_identity,
 )
@@ -84,9 +85,7 @@ from flowmem.store.base import (
     SupportsPopLast,
     WriteGuard,
 )
-from flowmem.store.rows import check_batch, check_size, dump_json
-
-log = logging.getLogger("flowmem")
+from flowmem.store.rows import check_batch, dump_json, utf8_size
 
 
 @dataclass(frozen=True)
@@ -151,6 +150,31 @@ def check_count(value: object, name: str, *, optional: bool = False) -> int | No
     return int(value)
 
 
+def check_size(
+    text: str,
+    limit: int,
+    error: type[FlowmemError],
+    what: str,
+    hint: str = "",
+    **details: object,
+) -> None:
+    """Raise ``error`` when the JSON ``text`` of ``what`` is over ``limit`` UTF-8 bytes (0: no limit).
+
+    ``hint`` (how to raise the limit) ends the error's message.
+    """
+    if not limit:
+        return
+    size = utf8_size(text)
+    if size > limit:
+        raise error(
+            f"{what} is {size} bytes as JSON, over the limit of {limit} bytes"
+            + (f": {hint}" if hint else ""),
+            limit=limit,
+            size=size,
+            **details,
+        )
+
+
 def check_record(value: object, limit: int) -> None:
     """Refuse a record value that is not JSON, or whose stored JSON passes ``limit`` bytes."""
     try:
@@ -178,10 +202,6 @@ def check_scope_id(scope_id: object) -> str:
         )
     check_storable(scope_id, "scope_id")
     return str(scope_id)
-
-
-def _name(value: object) -> str:
-    return "-" if value is None or value == "" else repr(value)
 
 
 class MemoryService:
@@ -229,28 +249,7 @@ class MemoryService:
         resolved = resolve_scope(scope, context)
         if isinstance(resolved, Refusal):
             metrics.refused(resolved.scope, resolved.code)
-            node = context.node_id if context is not None else None
-            pipeline = context.pipeline_id if context is not None else None
-            workflow = context.workflow_id if context is not None else None
-            log.warning(
-                "memory %s of key %r refused (scope %s, reason %s: %s) "
-                "at node %s, pipeline %s, workflow %s; storage was not touched",
-                operation,
-                key,
-                resolved.scope,
-                resolved.reason,
-                resolved.sentence,
-                _name(node),
-                _name(pipeline),
-                _name(workflow),
-                extra={
-                    "flowmem_refusal": resolved.to_dict(),
-                    "flowmem_operation": operation,
-                    "flowmem_node": node,
-                    "flowmem_pipeline": pipeline,
-                    "flowmem_workflow": workflow,
-                },
-            )
+            log_refusal(operation, key, resolved, context)
         return resolved
 
     def resolve(
@@ -334,7 +333,7 @@ class MemoryService:
         """Write a JSON value with an optional TTL in seconds; a refusal reports failure (MEM-7).
 
         ``guard``: what must still hold when the value is stored (``WriteGuard``).
-        ``idempotency``: a key recorded with the write, rendering the ``WriteResult``
+        ``idempotency``: a key recorded with the write, its answer made from the ``WriteResult``
         (likewise for every method that takes it; a refusal records nothing).
         """
         name = check_key(key)

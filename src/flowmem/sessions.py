@@ -39,6 +39,7 @@ from flowmem.errors import (
 )
 from flowmem.limits import raise_hint
 from flowmem.scope import ExecutionContext, stored_spellings, usable_identity
+from flowmem.service import check_size
 from flowmem.store.base import (
     SESSION_SCOPE,
     Erasure,
@@ -49,7 +50,6 @@ from flowmem.store.base import (
     TranscriptMessage,
     WriteGuard,
 )
-from flowmem.store.rows import check_size
 
 if TYPE_CHECKING:
     from flowmem.service import MemoryService
@@ -353,7 +353,7 @@ class SessionService:
     ) -> SessionRecord:
         """Create a session owned by the caller (unowned for a service principal; MEM-9).
 
-        ``idempotency``: a key recorded with the session (rendering the ``SessionRecord``).
+        ``idempotency``: a key recorded with the session (its answer made from the ``SessionRecord``).
 
         ``guard``: what must hold when the session is stored (the HTTP API passes the
         caller's token, so an erasure racing the creation leaves no session behind).

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from flowmem.api.models import PART_KINDS
+from flowmem.api.messages import PART_KINDS
 from tests.api.helpers import Api
 
 URL = "/v1/buffers/user/chat"

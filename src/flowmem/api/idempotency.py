@@ -111,7 +111,7 @@ def fingerprint(request: Request) -> str:
 
 
 def _text(status: int, result: Any) -> str:
-
+    """The JSON text of an answer with ``status`` (none for 204)."""
     return "" if status == 204 else render(result).decode("utf-8")
 
 
@@ -161,7 +161,7 @@ class Keyed:
             key=self.key,
             fingerprint=self.fingerprint,
             expires_at=now + self.retention if self.retention else None,
-            render=lambda result: (status, _text(status, render(result))),
+            answer=lambda result: (status, _text(status, render(result))),
         )
 
     def _repeat(self, stored: StoredAnswer) -> Answer:

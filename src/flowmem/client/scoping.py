@@ -26,14 +26,11 @@ server does not say it exists (a write to it is refused, 404 as well).
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 from flowmem.client.calls import Where
 from flowmem.errors import AccessDeniedError
-from flowmem.scope import ExecutionContext, Refusal, check_scope, resolve_scope
-
-log = logging.getLogger("flowmem")
+from flowmem.scope import ExecutionContext, Refusal, check_scope, log_refusal, resolve_scope
 
 USER_RULE = "token_user"
 
@@ -56,10 +53,6 @@ def session_id_of(where: Where) -> str:
     return where.session_id or ""
 
 
-def _name(value: object) -> str:
-    return "-" if value is None or value == "" else repr(value)
-
-
 def plan(
     operation: str, scope: str, key: str, context: ExecutionContext | None
 ) -> Plan | Refusal:
@@ -67,22 +60,7 @@ def plan(
     name = check_scope(scope)
     resolved = resolve_scope(name, context)
     if isinstance(resolved, Refusal):
-        node = context.node_id if context is not None else None
-        pipeline = context.pipeline_id if context is not None else None
-        workflow = context.workflow_id if context is not None else None
-        log.warning(
-            "memory %s of key %r refused (scope %s, reason %s: %s) "
-            "at node %s, pipeline %s, workflow %s; nothing was sent to the server",
-            operation,
-            key,
-            resolved.scope,
-            resolved.reason,
-            resolved.sentence,
-            _name(node),
-            _name(pipeline),
-            _name(workflow),
-            extra={"flowmem_refusal": resolved.to_dict(), "flowmem_operation": operation},
-        )
+        log_refusal(operation, key, resolved, context, "nothing was sent to the server")
         return resolved
     if name == "user":
         return Plan(Where(), user_id=resolved)

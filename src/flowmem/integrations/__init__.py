@@ -17,11 +17,10 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
 
 from flowmem.memory import OPERATIONS, AsyncMemory, Memory
-from flowmem.results import BufferResult, PopResult, ReadResult, WriteResult
-from flowmem.scope import ExecutionContext
 
 
 def require(module: str, extra: str) -> None:
@@ -75,75 +74,34 @@ def async_memory_of(memory: Memory | AsyncMemory, adapter: str) -> AsyncMemory:
     """
     if is_async_memory(memory, adapter):
         return cast("AsyncMemory", memory)
-    return InThread(cast("Memory", memory))
+    return cast("AsyncMemory", InThread(cast("Memory", memory)))
 
 
 class InThread:
     """An ``AsyncMemory`` over a synchronous ``Memory``: each call runs in a worker thread.
 
     ``asyncio.to_thread`` keeps the event loop free while the call (a store write,
-    an HTTP request) is in flight.
+    an HTTP request) is in flight. Its operations are not written out: each is made
+    from ``AsyncMemory``'s own (``_in_thread``, one per name of ``OPERATIONS``), so
+    a new operation of the protocol is one here too (decision 0060).
     """
 
     def __init__(self, memory: Memory) -> None:
         self.memory = memory
 
-    async def read(
-        self, scope: str, key: str, context: ExecutionContext | None, default: Any = None
-    ) -> ReadResult:
-        """``Memory.read`` in a worker thread."""
-        return await asyncio.to_thread(self.memory.read, scope, key, context, default)
 
-    async def write(
-        self,
-        scope: str,
-        key: str,
-        value: Any,
-        context: ExecutionContext | None,
-        ttl: float | None = None,
-    ) -> WriteResult:
-        """``Memory.write`` in a worker thread."""
-        return await asyncio.to_thread(self.memory.write, scope, key, value, context, ttl)
+def _in_thread(name: str) -> Callable[..., Awaitable[Any]]:
+    """``Memory.<name>`` in a worker thread, with ``AsyncMemory.<name>``'s signature."""
 
-    async def delete(self, scope: str, key: str, context: ExecutionContext | None) -> WriteResult:
-        """``Memory.delete`` in a worker thread."""
-        return await asyncio.to_thread(self.memory.delete, scope, key, context)
+    async def operation(self: InThread, *args: Any, **kwargs: Any) -> Any:
+        return await asyncio.to_thread(getattr(self.memory, name), *args, **kwargs)
 
-    async def append(
-        self,
-        scope: str,
-        key: str,
-        messages: object,
-        context: ExecutionContext | None,
-        max_messages: int = 0,
-        *,
-        return_messages: bool = False,
-    ) -> BufferResult:
-        """``Memory.append`` in a worker thread."""
-        return await asyncio.to_thread(
-            self.memory.append,
-            scope,
-            key,
-            messages,
-            context,
-            max_messages,
-            return_messages=return_messages,
-        )
-
-    async def load(
-        self, scope: str, key: str, context: ExecutionContext | None, last: int | None = None
-    ) -> BufferResult:
-        """``Memory.load`` in a worker thread."""
-        return await asyncio.to_thread(self.memory.load, scope, key, context, last)
-
-    async def clear(self, scope: str, key: str, context: ExecutionContext | None) -> WriteResult:
-        """``Memory.clear`` in a worker thread."""
-        return await asyncio.to_thread(self.memory.clear, scope, key, context)
-
-    async def pop_last(self, scope: str, key: str, context: ExecutionContext | None) -> PopResult:
-        """``Memory.pop_last`` in a worker thread."""
-        return await asyncio.to_thread(self.memory.pop_last, scope, key, context)
+    operation.__name__ = name
+    operation.__qualname__ = f"{InThread.__name__}.{name}"
+    operation.__doc__ = f"``Memory.{name}`` in a worker thread."
+    operation.__signature__ = inspect.signature(getattr(AsyncMemory, name))  # type: ignore[attr-defined]
+    return operation
 
 
-if TYPE_CHECKING:  # mypy checks that InThread has every operation of AsyncMemory
-    _in_thread_is_async_memory: type[AsyncMemory] = InThread
+for _name in OPERATIONS:
+    setattr(InThread, _name, _in_thread(_name))

@@ -14,8 +14,9 @@ serialized per address, and the core decides.
 ``Store`` is about data only. How a caller may run a store's calls is a separate,
 declared capability: ``LocalCalls`` (``SqliteStore``, ``MemoryStore``), a store
 whose calls are local and short and whose deferred writes become durable at a
-barrier. The HTTP API's store pool (``flowmem.api.fast.pool``) decides by it;
-backends without it (``PostgresStore``) run in threads.
+barrier. A caller that runs store calls off its event loop decides by it (a
+store pool may run such calls inline); backends without it (``PostgresStore``)
+run in threads.
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ class SessionClaim:
     AccessDeniedError for another owner, TooManySessionsError past the limit,
     NotFoundError for a session that is gone and not to be created.
     ``conceal``: another owner's session is NotFoundError too, for a caller that
-    looked the session up and found none (an HTTP first write that lost the race to
+    looked the session up and found none (a first write that lost the race to
     create it): the answer must not reveal that it exists now.
     """
 
@@ -124,6 +125,14 @@ class WriteGuard:
     claim: SessionClaim | None = None
 
 
+def capability(store: object, name: str, what: str) -> Any:
+    """A store's capability ``store.<name>`` (its checkpoints, conversations, ADK sessions); TypeError when it has none."""
+    found = getattr(store, name, None)
+    if found is None:
+        raise TypeError(f"{type(store).__name__} does not store {what}")
+    return found
+
+
 def idempotency_owner(user_id: str | None, token_id: str | None) -> str:
     """Whose idempotency keys a principal uses: its user's, else its token's (a service principal).
 
@@ -134,9 +143,11 @@ def idempotency_owner(user_id: str | None, token_id: str | None) -> str:
 
 @dataclass(frozen=True)
 class StoredAnswer:
-    """An idempotency key as stored: its request's fingerprint and the answer to repeat.
+    """An idempotency key as stored: its request's fingerprint and the answer kept for its repeats.
 
-    ``status`` 0: claimed by a request not yet answered (``Store.claim_idempotency``).
+    ``status`` and ``body`` are the caller's answer as ``Idempotency.answer`` gave it,
+    kept as given: the store reads neither. ``status`` 0: claimed by a request not yet
+    answered (``Store.claim_idempotency``).
     """
 
     fingerprint: str
@@ -147,29 +158,27 @@ class StoredAnswer:
 
 @dataclass(frozen=True)
 class Idempotency:
-    """An idempotency key a write records in its own transaction, with the answer to repeat.
+    """An idempotency key a write records in its own transaction, with the answer kept for its repeats.
 
-    ``render`` turns the write's outcome (what the store method returns) into the
-    answer ``(status, body text)``; the store calls it before it commits, so the
-    key, the answer and the write commit together or not at all
-    (docs/decisions/0031). A write whose key is already recorded (by this owner)
-    raises IdempotencyKeyInFlightError and writes nothing.
+    ``answer`` is the caller's, and opaque to the store: given the write's outcome
+    (what the store method returns) it gives the pair the key keeps
+    (``StoredAnswer.status``, a non-zero code, and ``StoredAnswer.body``, a text). The
+    store calls it once, before it commits, so the key, its answer and the write
+    commit together or not at all (docs/decisions/0031, 0061). A write whose key is
+    already recorded (by this owner) raises IdempotencyKeyInFlightError and writes
+    nothing.
     """
 
     owner: str
     key: str
     fingerprint: str
     expires_at: float | None  # None: kept until its owner is erased
-    render: Callable[[Any], tuple[int, str]]
-
-    def answer(self, outcome: Any) -> tuple[int, str]:
-        """Return the answer ``(status, body)`` for the write's ``outcome``."""
-        return self.render(outcome)
+    answer: Callable[[Any], tuple[int, str]]
 
     def mapped(self, convert: Callable[[Any], Any]) -> Idempotency:
         """The same key for a write whose outcome ``convert`` turns into this one's."""
-        render = self.render
-        return replace(self, render=lambda outcome: render(convert(outcome)))
+        answer = self.answer
+        return replace(self, answer=lambda outcome: answer(convert(outcome)))
 
 
 @dataclass(frozen=True)
@@ -276,7 +285,7 @@ class RecordStore(Protocol):
         ...
 
     def delete_record(self, address: Address, idempotency: Idempotency | None = None) -> bool:
-        """Delete a record; return True when one existed (the outcome ``idempotency`` renders)."""
+        """Delete a record; return True when one existed (the outcome ``idempotency`` answers)."""
         ...
 
     def purge_expired(self, now: float, limit: int = PURGE_BATCH) -> int:

@@ -11,7 +11,6 @@ import itertools
 import json
 import threading
 import time
-from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from itertools import islice
@@ -19,7 +18,6 @@ from typing import Any
 
 from flowmem.core import AppendOutcome, Message, apply_append
 from flowmem.errors import (
-    BufferChangedError,
     ConflictError,
     IdempotencyKeyInFlightError,
     QuotaExceededError,
@@ -27,16 +25,14 @@ from flowmem.errors import (
 from flowmem.store.adk.memory import MemoryAdkSessions
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
-    PAGE_CHARS,
-    PAGE_ROWS,
     PURGE_BATCH,
     SESSION_SCOPE,
     USER_SCOPE,
     Address,
-    BodyPage,
     Erasure,
     Idempotency,
     Quotas,
+    SessionClaim,
     SessionRecord,
     StoredAnswer,
     TokenRecord,
@@ -49,11 +45,10 @@ from flowmem.store.checkpoints.memory import MemoryCheckpoints
 from flowmem.store.conversations.memory import MemoryConversations
 from flowmem.store.editor import SizedListEditor, row_bytes
 from flowmem.store.locks import AddressLocks, no_wait
+from flowmem.store.memtables import BufferReads, IdempotencyKeys, Tokens
 from flowmem.store.rows import (
     check_address,
-    check_batch,
     check_buffer_bytes,
-    check_last,
     check_lock_timeout,
     check_none_running,
     check_not_running,
@@ -67,7 +62,7 @@ from flowmem.store.rows import (
 )
 
 
-class MemoryStore:
+class MemoryStore(BufferReads, IdempotencyKeys, Tokens):
     """The reference ``Store``: everything in dicts, guarded by locks.
 
     It has the ``LocalCalls`` capability with nothing to sync: its data lives in
@@ -131,6 +126,12 @@ class MemoryStore:
             if session is None:
                 raise guard_failed(True)
             return None
+        return self._check_claim(guard, sid, claim, session)
+
+    def _check_claim(
+        self, guard: WriteGuard, sid: str, claim: SessionClaim, session: SessionRecord | None
+    ) -> SessionRecord | None:
+        """``_check_guard`` for a guard with a claim: the session it creates, or None."""
         if session is None and sid in self._deleted:
             raise guard_failed(True, guard, None, deleted=True)
         if session is None:
@@ -375,89 +376,6 @@ class MemoryStore:
             self._store_session(created)
             return outcome
 
-    def load(self, address: Address, last: int | None = None) -> list[Message]:
-        """Return a copy of the buffer's rows (the last ``last`` when given)."""
-        check_address(address)
-        check_last(last)
-        with self._lock:
-            rows = self._buffers.get(address, [])
-            picked = rows[-last:] if last else ([] if last == 0 else rows)
-            return copy.deepcopy(picked)
-
-    def iter_rows(self, address: Address, batch: int = 1000) -> Iterator[Message]:
-        """Yield copies of the buffer's rows in order, ``batch`` copied at a time (one snapshot)."""
-        check_address(address)
-        check_batch(batch)
-        with self._lock:
-            # stored rows are never changed in place (an append edits copies), so a
-            # shallow copy of the list is a snapshot
-            rows = list(self._buffers.get(address, []))
-        return self._iter_rows(rows, batch)
-
-    @staticmethod
-    def _iter_rows(rows: list[Message], batch: int) -> Iterator[Message]:
-        for start in range(0, len(rows), batch):
-            yield from copy.deepcopy(rows[start : start + batch])
-
-    def load_bodies(
-        self, address: Address, last: int | None = None, before: int | None = None
-    ) -> list[tuple[int, str]]:
-        """Return ``(index, compact JSON)`` of the rows in order (below ``before``, the last ``last``)."""
-        check_address(address)
-        check_last(last)
-        check_last(before)
-        with self._lock:
-            rows = self._buffers.get(address, [])
-            end = len(rows) if before is None else min(before, len(rows))
-            start = 0 if last is None else max(end - last, 0)
-            return [(index, dump_json(rows[index], "message")) for index in range(start, end)]
-
-    def page_bodies(
-        self,
-        address: Address,
-        *,
-        after: int | None = None,
-        before: int | None = None,
-        last: int | None = None,
-        version: tuple[int, int] | None = None,
-        rows: int = PAGE_ROWS,
-        chars: int = PAGE_CHARS,
-    ) -> BodyPage:
-        """One page of a paged read (``Store.page_bodies``); cursors are row indexes."""
-        check_address(address)
-        for value in (after, before, last):
-            check_last(value)
-        check_batch(rows)
-        check_batch(chars)
-        with self._lock:
-            stored = self._buffers.get(address)
-            found = None if stored is None else (0, self._versions.get(address, 0))
-            if version is not None and found != version:
-                raise BufferChangedError(
-                    f"buffer {address.scope}/{address.scope_id}/{address.key} was written "
-                    "since the first page of this read: read it again"
-                )
-            if stored is None or found is None:
-                return BodyPage(None, 0)
-            end = len(stored) if before is None else min(before, len(stored))
-            start = 0 if after is None else after + 1
-            older = False
-            if last == 0:
-                return BodyPage(found, len(stored))
-            if last is not None:
-                floor = max(end - last, 0)
-                older = floor > 0
-                start = max(start, floor)
-            bodies: list[tuple[int, str]] = []
-            size = 0
-            index = start
-            while index < end and len(bodies) < rows and size < chars:
-                text = dump_json(stored[index], "message")
-                bodies.append((index, text))
-                size += len(text)
-                index += 1
-            return BodyPage(found, len(stored), bodies, older, index < end)
-
     def count(self, address: Address) -> int:
         """Return the number of rows."""
         check_address(address)
@@ -659,67 +577,6 @@ class MemoryStore:
             if index is None:
                 return False
             del self._transcripts[session_id][index]
-            return True
-
-    # --- idempotency keys ------------------------------------------------------------
-    def get_idempotency(self, owner: str, key: str, now: float) -> StoredAnswer | None:
-        """Return the owner's live key; None when absent or expired (an expired one is deleted)."""
-        with self._lock:
-            stored = self._keys.get((owner, key))
-            if stored is not None and stored.expires_at is not None and stored.expires_at <= now:
-                del self._keys[(owner, key)]
-                return None
-            return stored
-
-    def claim_idempotency(self, idempotency: Idempotency, now: float) -> StoredAnswer | None:
-        """Record the key as claimed (status 0); None when it was free, else the live key."""
-        with self._lock:
-            found = self.get_idempotency(idempotency.owner, idempotency.key, now)
-            if found is not None:
-                return found
-            self._keys[(idempotency.owner, idempotency.key)] = StoredAnswer(
-                idempotency.fingerprint, 0, "", idempotency.expires_at
-            )
-            return None
-
-    def answer_idempotency(self, owner: str, key: str, status: int, body: str) -> None:
-        """Record the answer of a claimed key (no change when it is no longer claimed)."""
-        with self._lock:
-            stored = self._keys.get((owner, key))
-            if stored is not None and stored.status == 0:
-                self._keys[(owner, key)] = replace(stored, status=status, body=body)
-
-    def release_idempotency(self, owner: str, key: str) -> None:
-        """Delete a claimed key whose request failed (an answered key is kept)."""
-        with self._lock:
-            stored = self._keys.get((owner, key))
-            if stored is not None and stored.status == 0:
-                del self._keys[(owner, key)]
-
-    # --- tokens ------------------------------------------------------------------
-    def create_token(self, token: TokenRecord) -> None:
-        """Store a token record."""
-        check_texts(id=token.id, user_id=token.user_id, label=token.label)
-        with self._lock:
-            self._tokens[token.id] = token
-
-    def token_by_hash(self, token_hash: str) -> TokenRecord | None:
-        """Return the token with this hash."""
-        with self._lock:
-            return next((t for t in self._tokens.values() if t.token_hash == token_hash), None)
-
-    def list_tokens(self) -> list[TokenRecord]:
-        """Return every token record, oldest first."""
-        with self._lock:
-            return sorted(self._tokens.values(), key=lambda t: t.created_at)
-
-    def revoke_token(self, token_id: str) -> bool:
-        """Mark a token revoked."""
-        with self._lock:
-            token = self._tokens.get(token_id)
-            if token is None:
-                return False
-            self._tokens[token_id] = replace(token, revoked=True)
             return True
 
     # --- LocalCalls: nothing is ever left to sync ---------------------------------------

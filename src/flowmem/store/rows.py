@@ -1,7 +1,8 @@
 """Conversions shared by the stores and the services: address checks, JSON text and its size, rows.
 
 A size limit counts what is stored: the UTF-8 bytes of the JSON text ``dump_json``
-writes (``utf8_size``, ``check_size``; the limits themselves are ``flowmem.limits``).
+writes (``utf8_size``; the limits are ``flowmem.limits``, checked by the services:
+``flowmem.service.check_size``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from flowmem.errors import (
     AuthenticationError,
     BufferFullError,
     ConflictError,
-    FlowmemError,
     InvalidInputError,
     NotFoundError,
     NotSerializableError,
@@ -234,31 +234,6 @@ def utf8_size(text: str) -> int:
     if text.isascii():
         return len(text)
     return len(text.encode("utf-8", "surrogatepass"))
-
-
-def check_size(
-    text: str,
-    limit: int,
-    error: type[FlowmemError],
-    what: str,
-    hint: str = "",
-    **details: object,
-) -> None:
-    """Raise ``error`` when the JSON ``text`` of ``what`` is over ``limit`` UTF-8 bytes (0: no limit).
-
-    ``hint`` (how to raise the limit) ends the error's message.
-    """
-    if not limit:
-        return
-    size = utf8_size(text)
-    if size > limit:
-        raise error(
-            f"{what} is {size} bytes as JSON, over the limit of {limit} bytes"
-            + (f": {hint}" if hint else ""),
-            limit=limit,
-            size=size,
-            **details,
-        )
 
 
 def to_json(value: Any) -> str:

@@ -9,8 +9,8 @@ from fastapi import APIRouter, Body, Path, Query, Response
 from flowmem.access import Principal
 from flowmem.api.deps import CALLER, Caller
 from flowmem.api.idempotency import OPENAPI, Answer, Keyed, claimed_once
+from flowmem.api.messages import MessageIn
 from flowmem.api.models import (
-    MessageIn,
     MessagePage,
     Pagination,
     ResetResult,

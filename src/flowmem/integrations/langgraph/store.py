@@ -60,8 +60,7 @@ from flowmem.integrations import require
 require("langgraph.store.base", "langgraph")
 
 import asyncio  # noqa: E402
-import math  # noqa: E402
-from collections.abc import Iterable, Iterator, Mapping, Sequence  # noqa: E402
+from collections.abc import Iterable, Iterator, Mapping  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
 from dataclasses import dataclass, replace  # noqa: E402
 from datetime import UTC, datetime  # noqa: E402
@@ -70,7 +69,6 @@ from typing import Any, TypeGuard  # noqa: E402
 from langgraph.store.base import (  # noqa: E402
     BaseStore,
     GetOp,
-    InvalidNamespaceError,
     Item,
     ListNamespacesOp,
     MatchCondition,
@@ -80,7 +78,6 @@ from langgraph.store.base import (  # noqa: E402
     SearchItem,
     SearchOp,
     TTLConfig,
-    validate_op_namespace,
 )
 
 from flowmem.errors import (  # noqa: E402
@@ -88,16 +85,40 @@ from flowmem.errors import (  # noqa: E402
     InvalidInputError,
     ScopeRefusedError,
 )
+from flowmem.integrations.langgraph.namespaces import (  # noqa: E402
+    FORMAT,
+    GLOBAL,
+    KEY_PREFIX,
+    SEPARATOR,
+    USER_SCOPE,
+    NamespaceError,
+    Place,
+    after_prefix,
+    decode_record_key,
+    encode_labels,
+    namespace_path,
+    prefix_key,
+    record_key,
+)
+from flowmem.integrations.langgraph.ops import (  # noqa: E402
+    check_count,
+    check_filter,
+    check_item_key,
+    check_namespace,
+    check_ttl_minutes,
+    does_match,
+    matches,
+    validate_labels,
+)
 from flowmem.limits import Limits  # noqa: E402
 from flowmem.scope import ExecutionContext, Refusal  # noqa: E402
-from flowmem.service import MAX_KEY_LENGTH, MemoryService, check_record, check_ttl  # noqa: E402
+from flowmem.service import MAX_KEY_LENGTH, MemoryService, check_record  # noqa: E402
 from flowmem.store import Address, open_store  # noqa: E402
 from flowmem.store.listing import (  # noqa: E402
     ListedRecord,
     iter_records,
     list_records,
     listing_of,
-    prefix_end,
     successor,
     touch_record,
 )
@@ -105,91 +126,8 @@ from flowmem.store.rows import to_json  # noqa: E402
 
 USER_LABELS: tuple[str, ...] = ("users",)
 """The first labels that make a namespace a user's (its second label is the user id)."""
-GLOBAL_SCOPE = "global"
-USER_SCOPE = "user"
-KEY_PREFIX = "langgraph:"
-"""Every record key of a LangGraph item starts with this."""
-FORMAT = "langgraph.store/1"
-"""The ``format`` of a record value that is a LangGraph item (the envelope)."""
-SEPARATOR = " "  # ends each label, and (once more) the namespace
-ESCAPE = "!"  # a label character <= ESCAPE is ESCAPE + chr(ord(c) + _SHIFT)
-_SHIFT = 0x40
 SEARCH_BATCH = 100  # records one page of a search reads
 NAMESPACE_BATCH = 32  # keys one page of list_namespaces reads (it skips whole namespaces)
-FILTER_OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"})
-
-
-class NamespaceError(InvalidInputError, InvalidNamespaceError):
-    """A namespace LangGraph or flowmem cannot take: both an ``InvalidInputError`` and LangGraph's error."""
-
-
-# --- record keys ------------------------------------------------------------------------
-def _escape(label: str) -> str:
-    if all(char > ESCAPE for char in label):
-        return label
-    return "".join(ESCAPE + chr(ord(c) + _SHIFT) if c <= ESCAPE else c for c in label)
-
-
-def encode_labels(labels: Sequence[str]) -> str:
-    """The record key text of namespace labels: each escaped, each followed by the separator."""
-    return "".join(_escape(label) + SEPARATOR for label in labels)
-
-
-def record_key(labels: Sequence[str], key: str) -> str:
-    """The record key of an item: the prefix, its stored labels, one more separator, its key."""
-    return KEY_PREFIX + encode_labels(labels) + SEPARATOR + key
-
-
-def decode_record_key(text: str) -> tuple[tuple[str, ...], str] | None:
-    """The stored labels and the item key of a record key; None when it is not one of ours."""
-    if not text.startswith(KEY_PREFIX):
-        return None
-    labels: list[str] = []
-    position = len(KEY_PREFIX)
-    end = len(text)
-    while position < end:
-        if text[position] == SEPARATOR:
-            return tuple(labels), text[position + 1 :]
-        chars: list[str] = []
-        while position < end and text[position] != SEPARATOR:
-            char = text[position]
-            if char == ESCAPE:
-                if position + 1 >= end:
-                    return None
-                char = chr(ord(text[position + 1]) - _SHIFT)
-                position += 1
-            chars.append(char)
-            position += 1
-        if position >= end:
-            return None
-        labels.append("".join(chars))
-        position += 1  # the separator that ended the label
-    return None
-
-
-# --- where a namespace lives --------------------------------------------------------------
-@dataclass(frozen=True)
-class Place:
-    """A namespace's flowmem address: scope and scope id, and the user label as the caller wrote it."""
-
-    scope: str
-    scope_id: str
-    user_label: str | None = None  # the second label (the user id) of a user's namespace
-
-    def stored(self, namespace: Sequence[str]) -> tuple[str, ...]:
-        """The labels kept in the record key: all, but the user id of a user's namespace."""
-        if self.user_label is None or len(namespace) < 2:
-            return tuple(namespace)
-        return (namespace[0], *namespace[2:])
-
-    def namespace(self, stored: Sequence[str]) -> tuple[str, ...]:
-        """The namespace of stored labels (the user id put back)."""
-        if self.user_label is None or not stored:
-            return tuple(stored)
-        return (stored[0], self.user_label, *stored[1:])
-
-
-GLOBAL = Place(GLOBAL_SCOPE, "")
 
 
 # --- planned operations (validated and resolved before any storage is touched) -------------
@@ -308,7 +246,7 @@ class FlowmemStore(BaseStore):
         if ttl is not None:
             default = ttl.get("default_ttl")
             if default is not None:
-                _check_ttl_minutes(default, ConfigurationError)
+                check_ttl_minutes(default, ConfigurationError)
         listing_of(memory.store)  # ConfigurationError now for a store that cannot list records
         self.memory = memory
         self.ttl_config = ttl
@@ -381,34 +319,34 @@ class FlowmemStore(BaseStore):
     # --- planning -----------------------------------------------------------------------
     def _plan(self, op: object) -> _Plan:
         if isinstance(op, GetOp):
-            namespace = _check_namespace(op.namespace, "namespace")
-            _validate(op)
-            key = _check_item_key(op.key)
+            namespace = check_namespace(op.namespace, "namespace")
+            validate_labels(op)
+            key = check_item_key(op.key)
             stored_key = self._record_key(namespace, key)
-            place = self._place(namespace, "read", f"{_path(namespace)}:{key}")
+            place = self._place(namespace, "read", f"{namespace_path(namespace)}:{key}")
             return _Get(op, place, stored_key)
         if isinstance(op, PutOp):
             return self._plan_put(op)
         if isinstance(op, SearchOp):
-            prefix = _check_namespace(op.namespace_prefix, "namespace_prefix")
-            _validate(op)
-            _check_count(op.limit, "limit")
-            _check_count(op.offset, "offset")
-            _check_filter(op.filter)
-            place = self._place(prefix, "search", _path(prefix))
-            return _Search(op, place, _prefix_key(place, prefix))
+            prefix = check_namespace(op.namespace_prefix, "namespace_prefix")
+            validate_labels(op)
+            check_count(op.limit, "limit")
+            check_count(op.offset, "offset")
+            check_filter(op.filter)
+            place = self._place(prefix, "search", namespace_path(prefix))
+            return _Search(op, place, prefix_key(place, prefix))
         if isinstance(op, ListNamespacesOp):
             return self._plan_list(op)
         raise InvalidInputError(f"unknown operation type: {type(op).__name__}")
 
     def _plan_put(self, op: PutOp) -> _Put:
-        namespace = _check_namespace(op.namespace, "namespace")
-        _validate(op)
+        namespace = check_namespace(op.namespace, "namespace")
+        validate_labels(op)
         if not namespace:
             raise NamespaceError("a namespace to put an item in has at least one label")
         if namespace[0] == "langgraph":
             raise NamespaceError(f'a namespace\'s first label cannot be "langgraph": {namespace!r}')
-        key = _check_item_key(op.key)
+        key = check_item_key(op.key)
         value: dict[str, Any] | None = None
         ttl: float | None = None
         if op.value is not None:
@@ -424,10 +362,10 @@ class FlowmemStore(BaseStore):
                     f"an item's value has string keys only, got {strange[0]!r}", argument="value"
                 )
             if op.ttl is not None:
-                ttl = _check_ttl_minutes(op.ttl, InvalidInputError)
+                ttl = check_ttl_minutes(op.ttl, InvalidInputError)
         stored_key = self._record_key(namespace, key)
         operation = "write" if value is not None else "delete"
-        place = self._place(namespace, operation, f"{_path(namespace)}:{key}")
+        place = self._place(namespace, operation, f"{namespace_path(namespace)}:{key}")
         if place is None:
             raise ScopeRefusedError(
                 f"the namespace {namespace!r} names a user but no usable user id (MEM-6): "
@@ -450,12 +388,12 @@ class FlowmemStore(BaseStore):
                 raise InvalidInputError(f"not a MatchCondition: {condition!r}")
             if condition.match_type not in ("prefix", "suffix"):
                 raise InvalidInputError(f"unsupported match type {condition.match_type!r}")
-            path = _check_namespace(condition.path, f"the {condition.match_type}")
+            path = check_namespace(condition.path, f"the {condition.match_type}")
             if condition.match_type == "prefix" and len(path) > len(prefix):
                 prefix = path  # the longest prefix narrows the scan most (all must match anyway)
-        _validate(op)
-        _check_count(op.limit, "limit")
-        _check_count(op.offset, "offset")
+        validate_labels(op)
+        check_count(op.limit, "limit")
+        check_count(op.offset, "offset")
         if op.max_depth is not None and (
             isinstance(op.max_depth, bool) or not isinstance(op.max_depth, int) or op.max_depth < 1
         ):
@@ -465,10 +403,10 @@ class FlowmemStore(BaseStore):
         fixed = prefix[: prefix.index("*")] if "*" in prefix else prefix
         if prefix and prefix[0] in self.user_labels and len(fixed) < 2:
             # a wildcard (or nothing) where the user id goes names no one user: MEM-6
-            place = self._place(prefix[:1], "list_namespaces", _path(prefix))
+            place = self._place(prefix[:1], "list_namespaces", namespace_path(prefix))
         else:
-            place = self._place(fixed, "list_namespaces", _path(prefix))
-        return _List(op, place, _prefix_key(place, fixed))
+            place = self._place(fixed, "list_namespaces", namespace_path(prefix))
+        return _List(op, place, prefix_key(place, fixed))
 
     def _place(self, namespace: tuple[str, ...], operation: str, what: str) -> Place | None:
         """The namespace's place, or None when its user scope refuses (one WARNING logged: MEM-7)."""
@@ -548,7 +486,7 @@ class FlowmemStore(BaseStore):
             envelope = _Envelope.of(record.value) if decoded is not None else None
             if decoded is None or envelope is None:
                 continue  # a record of another writer under our prefix: not an item
-            if op.filter and not _matches(envelope.value, op.filter):
+            if op.filter and not matches(envelope.value, op.filter):
                 continue
             if skipped < op.offset:
                 skipped += 1
@@ -601,9 +539,9 @@ class FlowmemStore(BaseStore):
                     continue
                 labels = decoded[0]
                 namespace = place.namespace(labels)
-                if not all(_does_match(condition, namespace) for condition in conditions):
+                if not all(does_match(condition, namespace) for condition in conditions):
                     # past this namespace's own items: its children may still match
-                    start = _after_prefix(encode_labels(labels) + SEPARATOR)
+                    start = after_prefix(encode_labels(labels) + SEPARATOR)
                     continue
                 truncated = op.max_depth is not None and len(namespace) >= op.max_depth
                 shown = namespace[: op.max_depth] if truncated else namespace
@@ -616,9 +554,9 @@ class FlowmemStore(BaseStore):
                         if len(listed) == op.limit:
                             return listed
                 if truncated:  # every namespace under ``shown`` shows as ``shown`` again
-                    start = _after_prefix(encode_labels(place.stored(shown)))
+                    start = after_prefix(encode_labels(place.stored(shown)))
                 else:
-                    start = _after_prefix(encode_labels(labels) + SEPARATOR)
+                    start = after_prefix(encode_labels(labels) + SEPARATOR)
             if len(page) < NAMESPACE_BATCH:
                 return listed
             start = max(start, successor(page[-1].key))
@@ -635,146 +573,6 @@ class FlowmemStore(BaseStore):
         envelope = _Envelope(plan.value, created, now, plan.ttl)
         seconds = None if plan.ttl is None else plan.ttl * 60
         self.memory.write_raw(place.scope, place.scope_id, plan.key, envelope.stored(), seconds)
-
-
-def _after_prefix(labels_text: str) -> str:
-    """The smallest record key after every one starting with ``KEY_PREFIX + labels_text``."""
-    end = prefix_end(KEY_PREFIX + labels_text)
-    if end is None:  # never: the text ends with the separator
-        raise AssertionError("a record key prefix always has an end")
-    return end
-
-
-def _prefix_key(place: Place | None, prefix: tuple[str, ...]) -> str:
-    return KEY_PREFIX + encode_labels((place or GLOBAL).stored(prefix))
-
-
-def _path(namespace: Sequence[str]) -> str:
-    return ".".join(namespace)  # labels hold no "." (LangGraph's rule): an exact text form
-
-
-def _check_namespace(namespace: object, what: str) -> tuple[str, ...]:
-    if not isinstance(namespace, tuple):
-        raise NamespaceError(
-            f"{what} must be a tuple of strings, got {type(namespace).__name__} {namespace!r}"
-        )
-    return namespace
-
-
-def _validate(op: Op) -> None:
-    """LangGraph's label rules (strings, not empty, no '.', no NUL), for ops given to ``batch`` directly."""
-    try:
-        validate_op_namespace(op)
-    except InvalidNamespaceError as exc:
-        raise NamespaceError(str(exc)) from exc
-
-
-def _check_item_key(key: object) -> str:
-    if not isinstance(key, str):
-        raise InvalidInputError(
-            f"an item key must be a string, got {type(key).__name__}", argument="key"
-        )
-    return key
-
-
-def _check_count(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInputError(f"{name} must be an integer >= 0, got {value!r}", argument=name)
-    return value
-
-
-def _check_ttl_minutes(
-    ttl: object, error: type[InvalidInputError] | type[ConfigurationError]
-) -> float:
-    if (
-        isinstance(ttl, bool)
-        or not isinstance(ttl, (int, float))
-        or not math.isfinite(ttl)
-        or ttl <= 0
-    ):
-        raise error(f"a TTL is a positive number of minutes, got {ttl!r}", argument="ttl")
-    check_ttl(float(ttl) * 60)
-    return float(ttl)
-
-
-def _check_filter(condition: object) -> None:
-    if condition is None:
-        return
-    if not isinstance(condition, dict):
-        raise InvalidInputError(
-            f"a search filter is a dict, got {type(condition).__name__}", argument="filter"
-        )
-    pending: list[object] = list(condition.values())
-    while pending:
-        wanted = pending.pop()
-        if isinstance(wanted, dict):
-            operators = [name for name in wanted if isinstance(name, str) and name.startswith("$")]
-            unknown = [name for name in operators if name not in FILTER_OPERATORS]
-            if unknown:
-                raise InvalidInputError(
-                    f"unsupported filter operator {unknown[0]!r}: use one of "
-                    f"{', '.join(sorted(FILTER_OPERATORS))}",
-                    argument="filter",
-                )
-            if not operators:
-                pending.extend(wanted.values())
-        elif isinstance(wanted, (list, tuple)):
-            pending.extend(wanted)
-
-
-# --- the filter and match semantics of InMemoryStore ---------------------------------------
-def _matches(value: dict[str, Any], condition: dict[str, Any]) -> bool:
-    return all(_compare(value.get(name), wanted) for name, wanted in condition.items())
-
-
-def _compare(value: Any, wanted: Any) -> bool:
-    """``InMemoryStore``'s comparison: nested dicts, lists element-wise, ``$`` operators, else ``==``."""
-    if isinstance(wanted, dict):
-        if any(isinstance(name, str) and name.startswith("$") for name in wanted):
-            return all(_apply(value, operator, operand) for operator, operand in wanted.items())
-        if not isinstance(value, dict):
-            return False
-        return all(_compare(value.get(name), inner) for name, inner in wanted.items())
-    if isinstance(wanted, (list, tuple)):
-        return (
-            isinstance(value, (list, tuple))
-            and len(value) == len(wanted)
-            and all(_compare(got, inner) for got, inner in zip(value, wanted, strict=True))
-        )
-    return bool(value == wanted)
-
-
-def _apply(value: Any, operator: str, operand: Any) -> bool:
-    """One ``$`` operator; an order comparison of what is not a number matches nothing."""
-    if operator == "$eq":
-        return bool(value == operand)
-    if operator == "$ne":
-        return bool(value != operand)
-    try:
-        got, limit = float(value), float(operand)
-    except (TypeError, ValueError):  # InMemoryStore raises (float(None)): here it does not match
-        return False
-    if operator == "$gt":
-        return got > limit
-    if operator == "$gte":
-        return got >= limit
-    if operator == "$lt":
-        return got < limit
-    if operator == "$lte":
-        return got <= limit
-    raise InvalidInputError(f"unsupported filter operator {operator!r}", argument="filter")
-
-
-def _does_match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
-    """``InMemoryStore``'s namespace match: a prefix or suffix path where ``"*"`` matches any label."""
-    path = condition.path
-    if len(namespace) < len(path):
-        return False
-    if condition.match_type == "prefix":
-        pairs = zip(namespace, path, strict=False)
-    else:
-        pairs = zip(reversed(namespace), reversed(path), strict=False)
-    return all(wanted == "*" or got == wanted for got, wanted in pairs)
 
 
 __all__ = [

@@ -16,9 +16,9 @@ response's time, so the same history reads the same whichever way it was healed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, cast
 
 from pydantic_ai.conversation_store import ConversationEntry
 from pydantic_ai.messages import (
@@ -34,7 +34,15 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from flowmem.core import HEALED_CONTENT, Message
+from flowmem.core import (
+    HEALED_CONTENT,
+    Dangling,
+    ListEditor,
+    Message,
+    heal,
+    is_healed,
+    result_id,
+)
 from flowmem.store.conversations import META, entry_of
 from flowmem.store.conversations.lines import placeholder_owner
 
@@ -103,14 +111,27 @@ def entry_rows(entry: ConversationEntry) -> list[Message]:
         return made
 
     if isinstance(message, ModelResponse):
-        calls = [
-            {"tool_call_id": p.tool_call_id, "name": p.tool_name, "args": parts[i].get("args"), "part": i}
-            for i, p in enumerate(message.parts)
-            if isinstance(p, ToolCallPart) and p.part_kind == "tool-call"
-        ]
-        text = "\n\n".join(p.content for p in message.parts if isinstance(p, TextPart))
-        content: Any = text or ("" if calls else _stub(parts, "response"))
-        return [row("assistant", content, list(range(len(parts))), {"tool_calls": calls} if calls else {})]
+        return [_response_row(message, parts, row)]
+    return _request_rows(message, parts, row)
+
+
+_Row = Callable[[str, Any, list[int], dict[str, Any]], Message]
+
+
+def _response_row(message: ModelResponse, parts: list[dict[str, Any]], row: _Row) -> Message:
+    """A response's one ``assistant`` row, declaring its tool calls (MEM-11)."""
+    calls = [
+        {"tool_call_id": p.tool_call_id, "name": p.tool_name, "args": parts[i].get("args"), "part": i}
+        for i, p in enumerate(message.parts)
+        if isinstance(p, ToolCallPart) and p.part_kind == "tool-call"
+    ]
+    text = "\n\n".join(p.content for p in message.parts if isinstance(p, TextPart))
+    content: Any = text or ("" if calls else _stub(parts, "response"))
+    return row("assistant", content, list(range(len(parts))), {"tool_calls": calls} if calls else {})
+
+
+def _request_rows(message: ModelRequest, parts: list[dict[str, Any]], row: _Row) -> list[Message]:
+    """A request's rows: a ``tool`` row per tool result, then ``user`` (or ``system``) for the rest."""
     rows: list[Message] = []
     rest: list[int] = []
     for i, part in enumerate(message.parts):
@@ -207,29 +228,45 @@ def _rebuilt(members: Sequence[Message]) -> ModelMessage:
     return rebuilt
 
 
-def unanswered_tail(messages: Sequence[ModelMessage], waiting: set[str]) -> tuple[ModelResponse, list[ToolCallPart]] | None:
-    """The last response's calls no later request answers, but those a paused run waits on."""
-    for index in range(len(messages) - 1, -1, -1):
-        response = messages[index]
-        if not isinstance(response, ModelResponse):
-            continue
-        answered = {
-            part.tool_call_id
-            for later in messages[index + 1 :]
-            if isinstance(later, ModelRequest)
-            for part in later.parts
-            if _is_result(part)
-        }
-        open_calls = [
-            part
-            for part in response.parts
-            if isinstance(part, ToolCallPart)
-            and part.part_kind == "tool-call"
-            and part.tool_call_id not in answered
-            and part.tool_call_id not in waiting
-        ]
-        return (response, open_calls) if open_calls else None
-    return None
+class _Resumed(ListEditor):
+    """The rows from a conversation's last response on, whose calls a paused run waits on are not healed."""
+
+    def __init__(self, rows: Iterable[Message], waiting: set[str]) -> None:
+        super().__init__(rows)
+        self.waiting = waiting
+
+    def dangling(self) -> list[Dangling]:
+        """The unanswered calls MEM-3 heals: every one but those a paused run waits on."""
+        return [d for d in super().dangling() if d.call_id not in self.waiting]
+
+
+def unanswered_tail(
+    messages: Sequence[ModelMessage], waiting: set[str]
+) -> tuple[ModelResponse, list[ToolCallPart]] | None:
+    """The last response's calls MEM-3 heals (no later request answers them), but those a paused run waits on.
+
+    Implements MEM-3 for a loaded conversation by the buffer rules' own ``heal``, over
+    the rows of the last response and of the requests after it (``entry_rows``).
+    """
+    last = next(
+        (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], ModelResponse)),
+        None,
+    )
+    if last is None:
+        return None
+    response = cast(ModelResponse, messages[last])
+    tail = [ConversationEntry(id=str(i), parent_id=None, message=m) for i, m in enumerate(messages[last:])]
+    editor = _Resumed([row for entry in tail for row in entry_rows(entry)], waiting)
+    heal(editor)
+    healed = {result_id(row) for row in editor.rows if is_healed(row)}
+    open_calls = [
+        part
+        for part in response.parts
+        if isinstance(part, ToolCallPart)
+        and part.part_kind == "tool-call"
+        and part.tool_call_id in healed
+    ]
+    return (response, open_calls) if open_calls else None
 
 
 __all__ = ["HEALED_METADATA", "entries_of", "entry_rows", "placeholder_request", "unanswered_tail"]

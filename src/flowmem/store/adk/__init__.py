@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from flowmem.core import BufferEditor, Message, apply_append, is_healed, result_id
 from flowmem.errors import ConflictError, NotFoundError, SessionStaleError
-from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard
+from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard, capability
 
 EVENTS_KEY = "adk"
 """The key of the session buffer that holds an ADK session's events."""
@@ -281,10 +281,7 @@ def matches(session: AdkSession | None, app_name: str, user_id: str) -> bool:
 
 def adk_of(store: Any) -> AdkSessions:
     """The ``AdkSessions`` of a store; TypeError for a store that has none."""
-    found = getattr(store, "adk", None)
-    if found is None:
-        raise TypeError(f"{type(store).__name__} does not store ADK sessions")
-    return found  # type: ignore[no-any-return]
+    return cast("AdkSessions", capability(store, "adk", "ADK sessions"))
 
 
 __all__ = [

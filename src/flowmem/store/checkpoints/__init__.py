@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from flowmem.core import Message
 from flowmem.errors import InvalidInputError, LineMovedError, ThreadForkedError
-from flowmem.store.base import WriteGuard
+from flowmem.store.base import WriteGuard, capability
 
 ROWS_TYPE = "flowmem.rows"
 """The type tag of a channel value stored as rows of a session buffer (a line)."""
@@ -201,10 +201,7 @@ def check_thread_text(value: object, name: str) -> str:
 
 def checkpoints_of(store: Any) -> Checkpoints:
     """The ``Checkpoints`` of a store; TypeError for a store that has none."""
-    found = getattr(store, "checkpoints", None)
-    if found is None:
-        raise TypeError(f"{type(store).__name__} does not store checkpoints")
-    return found  # type: ignore[no-any-return]
+    return cast("Checkpoints", capability(store, "checkpoints", "checkpoints"))
 
 
 __all__ = [

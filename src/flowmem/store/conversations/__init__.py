@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from flowmem.core import Message
-from flowmem.store.base import WriteGuard
+from flowmem.store.base import WriteGuard, capability
 
 LINE = "pydantic_ai"
 """The first line's buffer key; a later line's is ``pydantic_ai#<its first entry id>``."""
@@ -116,10 +116,7 @@ def run_of(row: Mapping[str, Any]) -> str | None:
 
 def conversations_of(store: Any) -> Conversations:
     """The ``Conversations`` of a store; TypeError for a store that has none."""
-    found = getattr(store, "conversations", None)
-    if found is None:
-        raise TypeError(f"{type(store).__name__} does not store conversations")
-    return found  # type: ignore[no-any-return]
+    return cast("Conversations", capability(store, "conversations", "conversations"))
 
 
 __all__ = [
