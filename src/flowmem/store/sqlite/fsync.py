@@ -23,7 +23,8 @@ committed meanwhile wait for it and share the next one. So an append is on disk 
 it returns, exactly as with ``FULL``, but the disk's fsync is no longer made while
 the file's write lock is held, and N writers queued behind one another wait for
 about one fsync instead of N in a row. Its fsync is ``DeferredSync.sync`` (through
-``SqliteStore.sync``).
+``SqliteStore.sync``). A block whose writes changed nothing (a duplicate append,
+decision 0071) waits for no fsync unless another thread is in a block of its own.
 
 A failed fsync (docs/decisions/0019): the writes it covered stay committed and
 visible, so they are settled (answered as done), and nothing is deferred or shared

@@ -533,7 +533,8 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         past what is left of the bound, the append is refused (``StoreLockedError``,
         nothing written), as it cannot go ahead without it (decisions/0046). Nothing
         is ever half-written: the rules run inside the transaction and any error
-        rolls it back.
+        rolls it back. An append that stored nothing (every message a duplicate)
+        rolls back and waits for no fsync (decision 0071).
         """
         check_address(address)
         check_rows(rows)
