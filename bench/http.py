@@ -13,8 +13,10 @@ It reports throughput, p50/p99 latency, errors and CPU per request per phase
 (from ``/proc``): the server's, its event loops', the PostgreSQL server's, the
 load generator's and the whole machine's. It then verifies that every
 acknowledged append is stored exactly once (none lost, none duplicated).
-Targets: zero errors, zero lost or duplicated appends, append throughput >= 0.4 x
-the ceiling, p99 <= 100 ms.
+The ceiling and append phases alternate in ``--slices`` slices (default 4), so that
+other load on the machine falls on both alike. Targets: zero errors, zero lost or
+duplicated appends, append throughput >= 0.4 x the ceiling on SQLite and >= 0.3 x on
+PostgreSQL (issue 26 §3), p99 <= 100 ms.
 
     .venv/bin/python bench/http.py                     # both backends, 20 s per phase
     .venv/bin/python bench/http.py --backend sqlite --duration 5
@@ -252,6 +254,24 @@ async def run_phase(
     return phase
 
 
+def merge(into: Phase, part: Phase) -> None:
+    """Add one slice of a phase to the phase (its time, CPU, requests, errors, acks)."""
+    for name in ("server_cpu", "loop_cpu", "database_cpu", "client_cpu", "machine_cpu"):
+        mine, theirs = getattr(into, name), getattr(part, name)
+        setattr(into, name, theirs if math.isnan(mine) else mine + theirs)
+    weight = into.duration / (into.duration + part.duration) if into.duration else 0.0
+    if not math.isnan(part.busiest):
+        into.busiest = part.busiest if math.isnan(into.busiest) else (
+            into.busiest * weight + part.busiest * (1 - weight)
+        )
+    into.duration += part.duration
+    for kind, values in part.latencies.items():
+        into.latencies.setdefault(kind, []).extend(values)
+    into.errors.update(part.errors)
+    for sid, contents in part.acked.items():
+        into.acked.setdefault(sid, []).extend(contents)
+
+
 async def setup_sessions(host: str, port: int, token: str, count: int) -> tuple[str, list[str]]:
     """Create the shared session and ``count`` others (16 connections at a time)."""
     ids: list[str] = []
@@ -457,14 +477,22 @@ def bench_backend(
         def database() -> float:
             return float("nan") if database_pid is None else process_tree_cpu(database_pid)
 
-        def measured(name: str, read_share: float, health_only: bool = False) -> Phase:
+        def measured(
+            name: str, read_share: float, health_only: bool = False, share: int = 1
+        ) -> Phase:
             before, loop_before = process_cpus(pid), process_tree_cpu(pid, main_threads=True)
             db_before, client_before, machine_before = (
                 database(),
                 time.process_time(),
                 machine_cpu(),
             )
-            phase = asyncio.run(run_phase(name, *common, read_share, health_only))
+            host, port, token, clients, duration, *rest = common
+            phase = asyncio.run(
+                run_phase(
+                    name, host, port, token, clients, duration / share, *rest,
+                    read_share, health_only,
+                )
+            )
             after = process_cpus(pid)
             phase.server_cpu = sum(after.values()) - sum(before.values()) if after else math.nan
             phase.busiest = busiest_share(before, after, workers)
@@ -474,8 +502,13 @@ def bench_backend(
             phase.machine_cpu = machine_cpu() - machine_before
             return phase
 
-        ceiling = measured("ceiling", 0.0, health_only=True)
-        append = measured("append", 0.0)
+        # the ceiling and the appends alternate in slices, so that the machine's other
+        # load falls on both alike (their ratio is the target)
+        ceiling, append = Phase("ceiling"), Phase("append")
+        slices = max(1, args.slices)
+        for k in range(slices):  # each slice's name keeps its appended contents unique
+            merge(ceiling, measured(f"ceiling{k}", 0.0, health_only=True, share=slices))
+            merge(append, measured(f"append{k}", 0.0, share=slices))
         mixed = measured("mixed", 0.2)
         checked = asyncio.run(verify(host, port, token, [append, mixed], [shared, *sessions]))
     return {"label": label, "phases": [ceiling, append, mixed], "verify": checked}
@@ -520,7 +553,9 @@ def report(result: dict[str, Any], args: argparse.Namespace, targets: report_jso
     targets.check(f"{label}: errors", errors, 0, at_most=True)
     lost = checked["lost"] + checked["duplicated"]
     targets.check(f"{label}: lost or duplicated appends", lost, 0, at_most=True)
-    targets.check(f"{label}: append throughput / ceiling", ratio, 0.4)
+    # issue 26 §3: 0.4 on SQLite, 0.3 on PostgreSQL (its every append is a network round trip)
+    floor = 0.3 if label.startswith("PostgreSQL") else 0.4
+    targets.check(f"{label}: append throughput / ceiling", ratio, floor)
     targets.check(f"{label}: p99 ms", worst_p99, 100, at_most=True)
 
 
@@ -558,6 +593,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=20.0, help="seconds per phase")
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--sessions", type=int, default=1000)
+    parser.add_argument(
+        "--slices",
+        type=int,
+        default=4,
+        help="the ceiling and append phases alternate in this many slices each",
+    )
     parser.add_argument(
         "--shared",
         type=float,

@@ -113,11 +113,15 @@ def test_commit_group_nested_blocks_wait_once_and_a_raising_block_does_not_wait(
     with group.commit():
         assert group.joined()
         with group.commit():
-            pass
+            group.changed()  # as a write that committed rows notes it
         assert syncs == []
     assert syncs == [1] and not group.joined()
     with pytest.raises(RuntimeError), group.commit():
+        group.changed()
         raise RuntimeError("rolled back")
+    assert syncs == [1]
+    with group.commit():
+        pass  # a block that changed nothing (a duplicate append), alone: no fsync (issue 26 §3)
     assert syncs == [1]
 
 

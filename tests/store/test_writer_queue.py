@@ -14,7 +14,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -202,8 +202,51 @@ def _hold_turn(path: str, ready: Any, release: Any) -> None:
     store.close()
 
 
-def test_processes_writing_one_file_are_served_in_arrival_order(tmp_path: Path) -> None:
+def _stay_open(path: str, ready: Any, release: Any) -> None:
+    store = open_store(f"sqlite:///{path}")
+    ready.set()
+    release.wait(60)
+    store.close()
+
+
+@pytest.fixture
+def another_process(tmp_path: Path) -> Iterator[str]:
+    """A database that another process has open (so this one's writes take tickets)."""
     path = str(tmp_path / "s.db")
+    ready, release = FORK.Event(), FORK.Event()
+    other = FORK.Process(target=_stay_open, args=(path, ready, release))
+    other.start()
+    assert ready.wait(30)
+    yield path
+    release.set()
+    other.join(30)
+
+
+def test_a_process_alone_on_the_file_takes_no_ticket_and_one_with_company_does(
+    tmp_path: Path,
+) -> None:
+    path = str(tmp_path / "s.db")
+    store = open_store(f"sqlite:///{path}")
+    assert isinstance(store, SqliteStore) and store._queue.tickets is not None
+    store.append(KEY, _say("alone"))
+    assert store._queue.tickets.alone() and _tickets_taken(path) == 0
+    ready, release = FORK.Event(), FORK.Event()
+    other = FORK.Process(target=_stay_open, args=(path, ready, release))
+    other.start()
+    assert ready.wait(30)
+    assert not store._queue.tickets.alone()
+    store.append(KEY, _say("with company"))
+    assert _tickets_taken(path) == 1
+    release.set()
+    other.join(30)
+    assert store._queue.tickets.alone()  # the kernel dropped the other's lock with it
+    store.append(KEY, _say("alone again"))
+    assert _tickets_taken(path) == 1
+    store.close()
+
+
+def test_processes_writing_one_file_are_served_in_arrival_order(another_process: str) -> None:
+    path = another_process
     store = open_store(f"sqlite:///{path}")
     assert isinstance(store, SqliteStore)
     children = []

@@ -33,13 +33,19 @@ class WouldBlock(Exception):
     """
 
 
-_mode = threading.local()
+class _Mode(threading.local):
+    """This thread's mode; the class default answers a thread that never set one."""
+
+    no_wait = False  # found without the AttributeError a missing thread-local raises
+
+
+_mode = _Mode()
 
 
 @contextmanager
 def no_wait() -> Iterator[None]:
     """On this thread, make store calls raise ``WouldBlock`` instead of waiting for a lock."""
-    previous = getattr(_mode, "no_wait", False)
+    previous = _mode.no_wait
     _mode.no_wait = True
     try:
         yield
@@ -49,7 +55,7 @@ def no_wait() -> Iterator[None]:
 
 def waiting_allowed() -> bool:
     """False inside ``no_wait()`` on this thread."""
-    return not getattr(_mode, "no_wait", False)
+    return not _mode.no_wait
 
 
 class _AddressEntry:

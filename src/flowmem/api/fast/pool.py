@@ -51,6 +51,8 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
+from queue import SimpleQueue
 from typing import Any, TypeVar
 
 from flowmem.errors import ConfigurationError
@@ -66,6 +68,45 @@ NETWORK_STORE_CONCURRENCY = 2  # PostgreSQL: every call in a thread (docs/decisi
 def default_store_concurrency(store: Store | None) -> int:
     """The store-thread bound a worker uses when none is given: by the store's kind."""
     return LOCAL_STORE_CONCURRENCY if isinstance(store, LocalCalls) else NETWORK_STORE_CONCURRENCY
+
+
+class _SyncThread:
+    """The pool's one sync thread: ``store.sync()`` on request, its result handed to the loop.
+
+    A plain thread on a ``SimpleQueue`` rather than a one-thread executor: a sync
+    is asked for about once per batch of answered writes, and an executor's future
+    (with the asyncio future wrapping it) cost the event loop more than the wake-up.
+    """
+
+    def __init__(self) -> None:
+        self._requests: SimpleQueue[tuple[Any, ...] | None] = SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="flowmem-sync", daemon=True)
+        self._thread.start()
+
+    def request(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        store: LocalCalls,
+        done: Callable[[LocalCalls, int, BaseException | None], None],
+    ) -> None:
+        """Run ``store.sync()``, then ``done(store, upto, error)`` on ``loop``."""
+        self._requests.put((loop, store, done))
+
+    def _run(self) -> None:
+        while (asked := self._requests.get()) is not None:
+            loop, store, done = asked
+            upto, error = 0, None
+            try:
+                upto = store.sync()
+            except BaseException as exc:  # handed to the loop: answered as done (decision 0019)
+                error = exc
+            with suppress(RuntimeError):  # the loop closed meanwhile: nobody waits on it
+                loop.call_soon_threadsafe(done, store, upto, error)
+
+    def stop(self) -> None:
+        """Finish the syncs asked for, then end the thread."""
+        self._requests.put(None)
+        self._thread.join()
 
 
 class StorePool:
@@ -92,7 +133,7 @@ class StorePool:
         self.inline = inline and self._local is not None
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
-        self._syncer: ThreadPoolExecutor | None = None
+        self._syncer: _SyncThread | None = None
         self._syncing = False  # an fsync is running in the sync thread
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
 
@@ -102,10 +143,10 @@ class StorePool:
                 self._executor = ThreadPoolExecutor(self.size, thread_name_prefix="flowmem-store")
             return self._executor
 
-    def _sync_thread(self) -> ThreadPoolExecutor:
+    def _sync_thread(self) -> _SyncThread:
         with self._lock:
             if self._syncer is None:
-                self._syncer = ThreadPoolExecutor(1, thread_name_prefix="flowmem-sync")
+                self._syncer = _SyncThread()
             return self._syncer
 
     async def in_thread(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -130,15 +171,11 @@ class StorePool:
 
     def _start_sync(self, store: LocalCalls) -> None:
         self._syncing = True
-        sync = asyncio.get_running_loop().run_in_executor(self._sync_thread(), store.sync)
-        sync.add_done_callback(lambda done: self._synced(store, done))
+        self._sync_thread().request(asyncio.get_running_loop(), store, self._synced)
 
-    def _synced(self, store: LocalCalls, done: asyncio.Future[int]) -> None:
+    def _synced(self, store: LocalCalls, upto: int, error: BaseException | None) -> None:
         """Wake the waiters that fsync covered (or failed); start the next one for the rest."""
         self._syncing = False
-        cancelled = done.cancelled()
-        error = None if cancelled else done.exception()
-        upto = done.result() if not cancelled and error is None else 0
         if error is not None:
             log.error(
                 "fsync of committed writes failed (%s): those writes are visible and were "
@@ -150,9 +187,7 @@ class StorePool:
         for target, waiter in self._waiters:
             if waiter.done():
                 continue
-            if cancelled:
-                waiter.cancel()
-            elif error is not None or target <= upto:
+            if error is not None or target <= upto:
                 # synced; or the fsync failed: committed and visible, answered as done (0019)
                 waiter.set_result(None)
             else:  # written after that fsync started: the next one covers it
@@ -206,6 +241,7 @@ class StorePool:
         with self._lock:
             executor, self._executor = self._executor, None
             syncer, self._syncer = self._syncer, None
-        for threads in (executor, syncer):
-            if threads is not None:
-                threads.shutdown(wait=True)
+        if executor is not None:
+            executor.shutdown(wait=True)
+        if syncer is not None:
+            syncer.stop()

@@ -23,7 +23,8 @@ committed meanwhile wait for it and share the next one. So an append is on disk 
 it returns, exactly as with ``FULL``, but the disk's fsync is no longer made while
 the file's write lock is held, and N writers queued behind one another wait for
 about one fsync instead of N in a row. Its fsync is ``DeferredSync.sync`` (through
-``SqliteStore.sync``).
+``SqliteStore.sync``). A block whose writes changed nothing (a duplicate append,
+decision 0071) waits for no fsync unless another thread is in a block of its own.
 
 A failed fsync (docs/decisions/0019): the writes it covered stay committed and
 visible, so they are settled (answered as done), and nothing is deferred or shared
@@ -175,28 +176,50 @@ class SharedSync:
         self._started = 0  # fsyncs begun
         self._done = 0  # fsyncs finished: every commit made before the last begun is durable
         self._leading = False
+        self._inside = 0  # threads in a commit block, until their wait is over
 
     def joined(self) -> bool:
         """True inside ``commit()`` on this thread: a write commits without its own fsync."""
         return self in _active("sharing")
+
+    def changed(self) -> None:
+        """Note that a write of this thread's commit block changed the database."""
+        _active("changed").add(self)
 
     @contextmanager
     def commit(self) -> Iterator[None]:
         """Writes in the block commit without an fsync; on leaving, wait for a shared one.
 
         Nested blocks are one: only the outermost waits. A block that raises does
-        not wait (its write did not commit).
+        not wait (its write did not commit). A block that changed nothing (``changed``
+        never called: a duplicate append) waits for no fsync, unless another thread
+        is in a block of its own: its commit, which this one may have read, is not
+        yet known to be on disk.
         """
         active = _active("sharing")
         if self in active:
             yield
             return
+        if self._pid != os.getpid():
+            self._reset()
         active.add(self)
+        changed = _active("changed")
+        changed.discard(self)
+        with self._cond:
+            self._inside += 1
         try:
-            yield
+            try:
+                yield
+            finally:
+                active.discard(self)
+            with self._cond:
+                alone = self._inside == 1
+            if self in changed or not alone:
+                self.wait()
         finally:
-            active.discard(self)
-        self.wait()
+            changed.discard(self)
+            with self._cond:
+                self._inside -= 1
 
     def wait(self) -> None:
         """Return once an fsync that began after this call has finished (made here or by another thread)."""

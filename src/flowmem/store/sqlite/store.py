@@ -47,7 +47,7 @@ from flowmem.store.base import (
 from flowmem.store.checkpoints.sql import SqlCheckpoints
 from flowmem.store.conversations.sql import SqlConversations
 from flowmem.store.locks import AddressLocks, WouldBlock, no_wait, waiting_allowed
-from flowmem.store.rows import check_address, check_lock_timeout, check_rows
+from flowmem.store.rows import check_address, check_lock_timeout, check_rows, guard_form
 from flowmem.store.sqlbase import SqlStore, no_database
 from flowmem.store.sqlite.fileguard import FileGuard, sealed_file
 from flowmem.store.sqlite.fsync import AUTO_CHECKPOINT, DeferredSync, SharedSync
@@ -392,8 +392,11 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             self._rollback(conn)
             raise
         finally:
-            if deferred and conn.total_changes != changes:
-                commits.wrote()
+            if conn.total_changes != changes:
+                if deferred:
+                    commits.wrote()
+                elif not own_fsync:
+                    self._commits.changed()  # its shared fsync is due (a duplicate's is not)
             self._give_back(conn, generation)
 
     @staticmethod
@@ -531,7 +534,8 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         past what is left of the bound, the append is refused (``StoreLockedError``,
         nothing written), as it cannot go ahead without it (decisions/0046). Nothing
         is ever half-written: the rules run inside the transaction and any error
-        rolls it back.
+        rolls it back. An append that stored nothing (every message a duplicate)
+        rolls back and waits for no fsync (decision 0071).
         """
         check_address(address)
         check_rows(rows)
@@ -603,14 +607,30 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
                     # the turn is ours: the lock's holder is outside the queue (another
                     # process), and without that lock nothing can be written
                     raise _locked(self.path, bound) from exc
+                changes = conn.total_changes
                 self._check_guard(conn, guard)
                 outcome = self._apply_append(conn, address, rows, max_messages, snapshot, max_bytes)
                 self._record_key(conn, idempotency, outcome)
-                conn.execute("COMMIT")
+                # an append that stored nothing (every message a duplicate) commits nothing
+                conn.execute("COMMIT" if conn.total_changes != changes else "ROLLBACK")
                 return outcome
             return self._append_unserialized(
                 conn, address, rows, max_messages, snapshot, guard, max_bytes, idempotency, bound
             )
+
+    def _check_guard(self, conn: sqlite3.Connection, guard: WriteGuard | None) -> None:
+        """The guard checked first; a claimed session created only when the check fails.
+
+        The speed twin of ``SqlStore._check_guard`` (create, then check), which
+        tests/store/test_sqlite_guard_first.py keeps as its oracle: one statement per
+        append to an existing session instead of two. Equal because SQLite's write
+        transaction excludes every other writer, and a guard that holds names a
+        session that exists, in which case the create inserts nothing.
+        """
+        kind, params = guard_form(guard)
+        if kind and conn.execute(SQL[f"guard@{kind}"], params).fetchone() is not None:
+            return
+        super()._check_guard(conn, guard)
 
     def _append_unserialized(
         self,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import os
+import struct
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -26,6 +28,10 @@ log = logging.getLogger("flowmem")
 
 TICKET_SLOTS = 4096  # queue places on the sidecar file; more than writers that can wait at once
 _SLOT_BASE = 8  # byte 0..7: the next ticket; then one byte per place
+_PRESENT = 1  # every process with the queue open holds a shared lock on this byte
+# ``struct flock`` for F_GETLK where its layout is known (Linux: type, whence, start,
+# len, pid, padded to 32 bytes); elsewhere no process counts as alone
+_FLOCK = "hhqqi4x" if sys.platform.startswith("linux") and struct.calcsize("q") == 8 else None
 
 
 class _FileTickets:
@@ -40,6 +46,29 @@ class _FileTickets:
 
     def __init__(self, path: str) -> None:
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        self._present = False
+        try:
+            fcntl.lockf(self.fd, fcntl.LOCK_SH, 1, _PRESENT)
+            self._present = True
+        except OSError:  # then ``alone`` never says so: every write queues
+            pass
+
+    def alone(self) -> bool:
+        """True when no other process has this queue open (one ``F_GETLK``; False when unknown).
+
+        Each process holds a shared lock on byte ``_PRESENT`` while its queue is open;
+        the kernel reports a conflicting lock of another process only. A process
+        that arrives after the answer queues behind nobody for its first write,
+        which then waits on the database's own lock (decision 0072).
+        """
+        if not self._present or _FLOCK is None:
+            return False
+        probe = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, _PRESENT, 1, 0)
+        try:
+            found = fcntl.fcntl(self.fd, fcntl.F_GETLK, probe)
+        except OSError:
+            return False
+        return bool(struct.unpack(_FLOCK, found)[0] == fcntl.F_UNLCK)
 
     def _lock(self, start: int, wait: bool = True) -> bool:
         try:
@@ -130,7 +159,9 @@ class WriterQueue:
 
     Threads queue on a ``FairLock``; its holder queues with the other processes on
     the sidecar file ``<database>-writers`` (when the file system allows one; without
-    it, other processes are left to the database's own lock). Re-entrant per thread.
+    it, other processes are left to the database's own lock), unless no other
+    process has the queue open (``_FileTickets.alone``: one system call instead of
+    eight, decision 0072). Re-entrant per thread.
     """
 
     def __init__(self, sidecar: str | None) -> None:
@@ -163,8 +194,9 @@ class WriterQueue:
             yield False
             return
         place: int | None = None
+        queued = self.tickets is not None and not self.tickets.alone()
         try:
-            if self.tickets is not None:
+            if queued and self.tickets is not None:
                 try:
                     place = self.tickets.enter(timeout - (time.monotonic() - started), blocking)
                 except OSError as exc:  # the queue is only for fairness: the database still locks
@@ -174,7 +206,7 @@ class WriterQueue:
                     raise WouldBlock("a writer of another process is ahead")
             self._owner = me
             try:
-                yield self.tickets is None or place is not None
+                yield not queued or place is not None
             finally:
                 self._owner = None
         finally:
