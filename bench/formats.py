@@ -167,7 +167,8 @@ def timed_calls(rows: list[Row]) -> dict[str, Callable[[], object]]:
         fns[f"to_{fmt} stored"] = lambda c=convert: c(stored)
         fns[f"to_{fmt} flat"] = lambda c=convert: c(rows)
         if plain is not None:
-            fns[f"to_{fmt} plain stored"] = lambda c=getattr(plain, f"to_{fmt}"): c(stored)
+            oracle = getattr(plain, f"to_{fmt}")
+            fns[f"to_{fmt} plain stored"] = lambda c=oracle: c(stored)
         found = peer(fmt)
         if found is not None:
             fns[f"peer {fmt}"] = lambda f=found: f(messages)
