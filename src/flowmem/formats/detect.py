@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from flowmem.formats.gemini_parts import PART_FIELDS, camel_key
-from flowmem.formats.responses import CALL_ITEMS, OUTPUT_ITEMS
+from flowmem.formats.responses_items import CALL_ITEMS, OUTPUT_ITEMS
 from flowmem.formats.unknown import unknown_format
 
 DETECTED: tuple[str, ...] = ("openai", "responses", "anthropic", "gemini", "rows")
