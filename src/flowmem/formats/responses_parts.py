@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from flowmem.errors import UnsupportedContentError
@@ -37,87 +37,134 @@ _CONTENT_PART_TYPES = frozenset(
 )
 
 
-def part_to_responses(part: Mapping[str, Any], role: str) -> dict[str, Any] | None:
-    """Return the Responses content part of a neutral part for ``role``, or None when there is none."""
-    kind = part.get("type")
-    fields = fields_of(extra_of(part, FMT))
-    block: dict[str, Any] | None = None
-    if kind == "text" and isinstance(part.get("text"), str):
-        block = {"type": _text_type(role), "text": part["text"]}
-        block.update(fields)
-        if block["type"] == "output_text":
-            block.setdefault("annotations", [])
-        return block
-    if kind == "image" and role != "assistant":
-        block = {"type": "input_image", "detail": part.get("detail") or "auto"}
-        if isinstance(part.get("url"), str):
-            block["image_url"] = part["url"]
-        elif isinstance(part.get("data"), str) and isinstance(part.get("media_type"), str):
-            block["image_url"] = data_url(part["media_type"], part["data"])
-        if isinstance(part.get("file_id"), str):
-            block["file_id"] = part["file_id"]
-        if "image_url" not in block and "file_id" not in block:
-            return None
-    elif kind == "file" and role != "assistant":
-        block = {"type": "input_file"}
-        if isinstance(part.get("data"), str):
-            media = part.get("media_type")
-            block["file_data"] = data_url(media, part["data"]) if isinstance(media, str) else part["data"]
-        if isinstance(part.get("file_id"), str):
-            block["file_id"] = part["file_id"]
-        if isinstance(part.get("url"), str):
-            block["file_url"] = part["url"]
-        if len(block) == 1:
-            return None
-        if isinstance(part.get("filename"), str):
-            block["filename"] = part["filename"]
-    elif is_provider_part(part, FMT) and part["block"].get("type") in _CONTENT_PART_TYPES:
-        return dict(part["block"])  # a content part kept verbatim goes back as it came
-    if block is not None:
-        block.update(fields)
+Block = dict[str, Any]
+
+
+def _text_to(part: Mapping[str, Any], role: str) -> Block | None:
+    if not isinstance(part.get("text"), str):
+        return None
+    block = {"type": _text_type(role), "text": part["text"]}
+    block.update(fields_of(extra_of(part, FMT)))
+    if block["type"] == "output_text":
+        block.setdefault("annotations", [])
     return block
 
 
-def part_from_responses(block: Mapping[str, Any], role: str, where: str = "part") -> dict[str, Any]:
+def _image_to(part: Mapping[str, Any], role: str) -> Block | None:
+    if role == "assistant":
+        return None
+    block: Block = {"type": "input_image", "detail": part.get("detail") or "auto"}
+    if isinstance(part.get("url"), str):
+        block["image_url"] = part["url"]
+    elif isinstance(part.get("data"), str) and isinstance(part.get("media_type"), str):
+        block["image_url"] = data_url(part["media_type"], part["data"])
+    if isinstance(part.get("file_id"), str):
+        block["file_id"] = part["file_id"]
+    if "image_url" not in block and "file_id" not in block:
+        return None
+    block.update(fields_of(extra_of(part, FMT)))
+    return block
+
+
+def _file_to(part: Mapping[str, Any], role: str) -> Block | None:
+    if role == "assistant":
+        return None
+    block: Block = {"type": "input_file"}
+    if isinstance(part.get("data"), str):
+        media = part.get("media_type")
+        block["file_data"] = data_url(media, part["data"]) if isinstance(media, str) else part["data"]
+    if isinstance(part.get("file_id"), str):
+        block["file_id"] = part["file_id"]
+    if isinstance(part.get("url"), str):
+        block["file_url"] = part["url"]
+    if len(block) == 1:
+        return None
+    if isinstance(part.get("filename"), str):
+        block["filename"] = part["filename"]
+    block.update(fields_of(extra_of(part, FMT)))
+    return block
+
+
+def _provider_to(part: Mapping[str, Any], role: str) -> Block | None:
+    if is_provider_part(part, FMT) and part["block"].get("type") in _CONTENT_PART_TYPES:
+        return dict(part["block"])  # a content part kept verbatim goes back as it came
+    return None
+
+
+_PART_TO: dict[str, Callable[[Mapping[str, Any], str], Block | None]] = {
+    "text": _text_to,
+    "image": _image_to,
+    "file": _file_to,
+    "provider": _provider_to,
+}
+"""The writer of each neutral part kind; a kind not here has no Responses content part."""
+
+
+def part_to_responses(part: Mapping[str, Any], role: str) -> Block | None:
+    """Return the Responses content part of a neutral part for ``role``, or None when there is none."""
+    kind = part.get("type")
+    write = _PART_TO.get(kind) if isinstance(kind, str) else None
+    return None if write is None else write(part, role)
+
+
+Read = tuple[Block, set[str]]  # a neutral part and the block's keys it holds
+
+
+def _text_from(block: Mapping[str, Any], role: str) -> Read:
+    kind = block["type"]
+    consumed = {"text"} | ({"type"} if kind == _text_type(role) else set())
+    if kind == "output_text" and block.get("annotations") == []:
+        consumed.add("annotations")
+    return {"type": "text", "text": block["text"]}, consumed
+
+
+def _data_or_url(part: Block, value: object, url_key: str) -> None:
+    """Set a part's base64 data and media type from a ``data:`` URL, else the value as ``url_key``."""
+    if not isinstance(value, str):
+        return
+    parsed = parse_data_url(value)
+    if parsed:
+        part["data"], part["media_type"] = parsed[1], parsed[0]
+    else:
+        part[url_key] = value
+
+
+def _image_from(block: Mapping[str, Any], role: str) -> Read:
+    part: Block = {"type": "image"}
+    _data_or_url(part, block.get("image_url"), "url")
+    if isinstance(block.get("file_id"), str):
+        part["file_id"] = block["file_id"]
+    if block.get("detail") is not None:
+        part["detail"] = block["detail"]
+    return part, {"type", "image_url", "file_id", "detail"}
+
+
+def _file_from(block: Mapping[str, Any], role: str) -> Read:
+    part: Block = {"type": "file"}
+    _data_or_url(part, block.get("file_data"), "data")
+    for key, target in (("file_id", "file_id"), ("file_url", "url"), ("filename", "filename")):
+        if isinstance(block.get(key), str):
+            part[target] = block[key]
+    return part, {"type", "file_data", "file_id", "file_url", "filename"}
+
+
+_PART_FROM: dict[str, Callable[[Mapping[str, Any], str], Read]] = {
+    "input_text": _text_from,
+    "output_text": _text_from,
+    "input_image": _image_from,
+    "input_file": _file_from,
+}
+"""The reader of each Responses content part type flowmem models; any other is kept verbatim."""
+
+
+def part_from_responses(block: Mapping[str, Any], role: str, where: str = "part") -> Block:
     """Return the neutral part of a Responses content part (a provider part when not modeled exactly)."""
     kind = block["type"]
     if kind in ("input_text", "output_text") and not isinstance(block.get("text"), str):
         raise UnsupportedContentError(f"{where}: {kind} part without text", part=kind)
-    part: dict[str, Any] | None = None
-    consumed = {"type"}
-    if kind in ("input_text", "output_text") and isinstance(block.get("text"), str):
-        part = {"type": "text", "text": block["text"]}
-        consumed = {"text"} | ({"type"} if kind == _text_type(role) else set())
-        if kind == "output_text" and block.get("annotations") == []:
-            consumed.add("annotations")
-    elif kind == "input_image":
-        part = {"type": "image"}
-        url = block.get("image_url")
-        if isinstance(url, str):
-            parsed = parse_data_url(url)
-            if parsed:
-                part["data"], part["media_type"] = parsed[1], parsed[0]
-            else:
-                part["url"] = url
-        if isinstance(block.get("file_id"), str):
-            part["file_id"] = block["file_id"]
-        if block.get("detail") is not None:
-            part["detail"] = block["detail"]
-        consumed = {"type", "image_url", "file_id", "detail"}
-    elif kind == "input_file":
-        part = {"type": "file"}
-        raw = block.get("file_data")
-        if isinstance(raw, str):
-            parsed = parse_data_url(raw)
-            if parsed:
-                part["data"], part["media_type"] = parsed[1], parsed[0]
-            else:
-                part["data"] = raw
-        for key, target in (("file_id", "file_id"), ("file_url", "url"), ("filename", "filename")):
-            if isinstance(block.get(key), str):
-                part[target] = block[key]
-        consumed = {"type", "file_data", "file_id", "file_url", "filename"}
-    if part is not None:
+    read = _PART_FROM.get(kind)
+    if read is not None:
+        part, consumed = read(block, role)
         put_extra(part, FMT, {k: v for k, v in block.items() if k not in consumed})
         if part_to_responses(part, role) == dict(block):
             return part
