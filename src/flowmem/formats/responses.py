@@ -190,6 +190,91 @@ def _message_row(item: Mapping[str, Any], where: str) -> tuple[str, Any, dict[st
     return flat_role, content, {k: v for k, v in item.items() if k not in modeled}
 
 
+class _Reader:
+    """The rows of one ``from_responses`` call as its items are read, and where each came from."""
+
+    def __init__(self) -> None:
+        self.rows: list[Message] = []
+        self.layouts: dict[int, str] = {}  # id(row) -> its items' order, one token an item
+        self.strings: dict[int, str] = {}  # id(row) -> its assistant message's string content
+        self.first: dict[int, int] = {}  # id(row) -> the position of its first item
+        self.call_items: dict[int, list[int]] = {}  # id(row) -> the position of each of its call items
+
+    def read(self, item: Mapping[str, Any], kind: object, index: int, where: str) -> None:
+        """Read one item into a row of its own or into the current model turn."""
+        if kind == "message":
+            if item.get("role") == "assistant":
+                self._assistant_message(item, index, where)
+            else:
+                role, content, fields = _message_row(item, where)
+                self._own_row(put_extra({"role": role, "content": content}, FMT, fields), index)
+        elif kind in OUTPUT_ITEMS and item.get(OUTPUT_ID_KEY.get(OUTPUT_ITEMS[kind], "call_id")) is not None:
+            self._own_row(output_row(item, OUTPUT_ITEMS[kind], where), index)
+        else:
+            self._turn_item(item, kind, index, where)
+
+    def _own_row(self, row: Message, index: int) -> None:
+        self.rows.append(row)
+        self.first[id(row)] = index
+
+    def _token(self, row: Message, token: str) -> None:
+        self.layouts[id(row)] = self.layouts.get(id(row), "") + token
+
+    def _assistant_message(self, item: Mapping[str, Any], index: int, where: str) -> None:
+        _, content, fields = _message_row(item, where)
+        rows = self.rows
+        row = rows[-1] if rows and rows[-1]["role"] == "assistant" else None
+        if row is None or set(self.layouts.get(id(row), "")) & {"m", "s"}:
+            row = {"role": "assistant", "content": []}
+            rows.append(row)
+        self.first.setdefault(id(row), index)
+        if isinstance(content, str):
+            self.strings[id(row)] = content
+            row["content"].extend(parts_of(content))
+        else:
+            row["content"].extend(content)
+        self._token(row, "s" if isinstance(content, str) else "m")
+        put_extra(row, FMT, fields)
+
+    def _turn_item(self, item: Mapping[str, Any], kind: object, index: int, where: str) -> None:
+        """A call, a reasoning item or any other item: a part of the current model turn."""
+        row = _open_assistant(self.rows)
+        self.first.setdefault(id(row), index)
+        if kind in CALL_ITEMS:
+            row.setdefault("tool_calls", []).append(call_from_item(item, CALL_ITEMS[kind], where))
+            self.call_items.setdefault(id(row), []).append(index)
+            self._token(row, "c")
+            return
+        row["content"].append(reasoning_part(item) if kind == "reasoning" else provider_part(FMT, dict(item)))
+        self._token(row, "p")
+
+    def finish(self, origins: Origins | None) -> list[Message]:
+        """Settle each model turn's content and record its layout where not the default."""
+        for row in self.rows:
+            layout = self.layouts.get(id(row))
+            if layout is not None:
+                _settle_turn(row, layout, self.strings.get(id(row), ""))
+        if origins is not None:
+            for row in self.rows:
+                origins.add(self.first[id(row)], self.call_items.get(id(row)))
+        return self.rows
+
+
+def _settle_turn(row: Message, layout: str, string: str) -> None:
+    """Give a model turn made only of a string message and calls its string; record a layout not the default."""
+    if set(layout) <= {"s", "c"}:
+        row["content"] = string
+    extra = extra_of(row, FMT)
+    content = row["content"]
+    message_parts = [p for p in parts_of(content) if item_of_part(p) is None] if isinstance(content, list) else []
+    default = _default_layout(content, layout.count("p"), message_parts, layout.count("c"))
+    if "m" in default and _plain_text(message_parts, fields_of(extra)):
+        default = default.replace("m", "s")
+    if default != layout:
+        extra[_LAYOUT] = layout
+        put_extra(row, FMT, extra)
+
+
 def _open_assistant(rows: list[Message]) -> Message:
     """Return the assistant row items of the current model turn join, starting one if needed."""
     if rows and rows[-1]["role"] == "assistant":
@@ -219,69 +304,11 @@ def from_responses(
     for a malformed item. ``origins``, when given, gets each row's item position
     (a model turn's first item) and the position of each of its calls.
     """
-    rows: list[Message] = []
-    layouts: dict[int, str] = {}
-    strings: dict[int, str] = {}
-    first: dict[int, int] = {}  # id(row) -> the position of its first item
-    call_items: dict[int, list[int]] = {}  # id(row) -> the position of each of its call items
+    reader = _Reader()
     for index, raw in enumerate(require_list(items, "items")):
         where = f"item {index}"
         item = require_map(raw, where)
         kind = item.get("type", "message" if "role" in item else "item_reference" if "id" in item else None)
-        if kind in ignore_types:
-            continue
-        if kind == "message" and item.get("role") != "assistant":
-            role, content, fields = _message_row(item, where)
-            rows.append(put_extra({"role": role, "content": content}, FMT, fields))
-            first[id(rows[-1])] = index
-            continue
-        if kind in OUTPUT_ITEMS and item.get(OUTPUT_ID_KEY.get(OUTPUT_ITEMS[kind], "call_id")) is not None:
-            rows.append(output_row(item, OUTPUT_ITEMS[kind], where))
-            first[id(rows[-1])] = index
-            continue
-        if kind == "message":
-            _, content, fields = _message_row(item, where)
-            row = rows[-1] if rows and rows[-1]["role"] == "assistant" else None
-            if row is None or set(layouts.get(id(row), "")) & {"m", "s"}:
-                row = {"role": "assistant", "content": []}
-                rows.append(row)
-            first.setdefault(id(row), index)
-            if isinstance(content, str):
-                strings[id(row)] = content
-                row["content"].extend(parts_of(content))
-            else:
-                row["content"].extend(content)
-            layouts[id(row)] = layouts.get(id(row), "") + ("s" if isinstance(content, str) else "m")
-            put_extra(row, FMT, fields)
-            continue
-        row = _open_assistant(rows)
-        first.setdefault(id(row), index)
-        if kind in CALL_ITEMS:
-            row.setdefault("tool_calls", []).append(call_from_item(item, CALL_ITEMS[kind], where))
-            call_items.setdefault(id(row), []).append(index)
-            token = "c"
-        elif kind == "reasoning":
-            row["content"].append(reasoning_part(item))
-            token = "p"
-        else:
-            row["content"].append(provider_part(FMT, dict(item)))
-            token = "p"
-        layouts[id(row)] = layouts.get(id(row), "") + token
-    for row in rows:
-        layout = layouts.get(id(row))
-        if layout is None:
-            continue
-        if set(layout) <= {"s", "c"}:
-            row["content"] = strings.get(id(row), "")
-        extra = extra_of(row, FMT)
-        message_parts = [p for p in parts_of(row["content"]) if item_of_part(p) is None] if isinstance(row["content"], list) else []
-        default = _default_layout(row["content"], layout.count("p"), message_parts, layout.count("c"))
-        if "m" in default and _plain_text(message_parts, fields_of(extra)):
-            default = default.replace("m", "s")
-        if default != layout:
-            extra[_LAYOUT] = layout
-            put_extra(row, FMT, extra)
-    if origins is not None:
-        for row in rows:
-            origins.add(first[id(row)], call_items.get(id(row)))
-    return rows
+        if kind not in ignore_types:
+            reader.read(item, kind, index, where)
+    return reader.finish(origins)
