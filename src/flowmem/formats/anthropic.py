@@ -16,7 +16,6 @@ from flowmem.formats._common import (
     input_object,
     is_provider_part,
     kept_whole,
-    normalized,
     note,
     object_list,
     part_kind,
@@ -29,6 +28,7 @@ from flowmem.formats._common import (
     required_call_id,
     whole,
 )
+from flowmem.formats.fast import provider_rows
 from flowmem.formats.origins import OUTSIDE, Origins
 
 FMT = "anthropic"
@@ -241,7 +241,11 @@ def to_anthropic(
     call kinds other than function with their results) is left out and counted
     per kind in ``dropped`` when given.
     """
-    rows = normalized(messages, systems_first=False)  # system rows are placed below
+    return rows_to_anthropic(provider_rows(messages, systems_first=False), dropped)
+
+
+def rows_to_anthropic(rows: list[Message], dropped: dict[str, int] | None = None) -> tuple[str | list[dict[str, Any]] | None, list[dict[str, Any]]]:
+    """Return normalized provider-flat rows (``fast.provider_rows``, systems in place) as Anthropic ``(system, messages)``."""
     kinds = call_kinds(rows)
     systems: list[Message] = []
     out: list[dict[str, Any]] = []

@@ -24,7 +24,6 @@ from flowmem.formats._common import (
     fields_of,
     input_object,
     kept_whole,
-    normalized,
     note,
     part_kind,
     parts_of,
@@ -35,6 +34,7 @@ from flowmem.formats._common import (
     require_map,
     whole,
 )
+from flowmem.formats.fast import provider_rows
 from flowmem.formats.gemini_ids import CallIds
 from flowmem.formats.gemini_parts import (
     FMT,
@@ -244,7 +244,11 @@ def to_gemini(
     providers' reasoning and blocks, file ids, audio by id, call kinds other than
     function with their results) is left out and counted per kind in ``dropped``.
     """
-    rows = normalized(messages)
+    return rows_to_gemini(provider_rows(messages), dropped)
+
+
+def rows_to_gemini(rows: list[Message], dropped: dict[str, int] | None = None) -> tuple[str | dict[str, Any] | None, list[dict[str, Any]]]:
+    """Return normalized provider-flat rows (``flowmem.formats.fast.provider_rows``) as Gemini ``(system_instruction, contents)``."""
     kinds = call_kinds(rows)
     calls = [read_entry(call) for row in rows if row["role"] == "assistant" for call in row.get("tool_calls") or []]
     names = {call.id: call.name for call in calls}  # a response names the function it answers

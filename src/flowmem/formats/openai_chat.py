@@ -18,7 +18,6 @@ from flowmem.formats._common import (
     fields_of,
     is_provider_part,
     kept_whole,
-    normalized,
     note,
     object_list,
     parse_arguments,
@@ -33,6 +32,7 @@ from flowmem.formats._common import (
     required_call_id,
     whole,
 )
+from flowmem.formats.fast import provider_rows
 from flowmem.formats.origins import Origins
 
 FMT = "openai"
@@ -339,7 +339,11 @@ def to_openai(messages: object, dropped: dict[str, int] | None = None) -> list[d
     than function and custom with their results, an image in a tool result,
     ``is_error``) is left out and counted per kind in ``dropped`` when given.
     """
-    rows = normalized(messages)
+    return rows_to_openai(provider_rows(messages), dropped)
+
+
+def rows_to_openai(rows: list[Message], dropped: dict[str, int] | None = None) -> list[dict[str, Any]]:
+    """Return normalized provider-flat rows (``flowmem.formats.fast.provider_rows``) as Chat Completions messages."""
     kinds = call_kinds(rows)
     skipped: set[str] = set()
     out: list[dict[str, Any]] = []

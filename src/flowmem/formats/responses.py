@@ -13,7 +13,6 @@ from flowmem.formats._common import (
     extra_of,
     fields_of,
     is_provider_part,
-    normalized,
     note,
     part_kind,
     parts_of,
@@ -22,6 +21,7 @@ from flowmem.formats._common import (
     require_list,
     require_map,
 )
+from flowmem.formats.fast import provider_rows
 from flowmem.formats.origins import Origins
 from flowmem.formats.responses_items import (
     CALL_ITEMS,
@@ -172,7 +172,11 @@ def to_responses(
     developer message where it is (the Responses API takes them anywhere): only
     tool pairing is repaired.
     """
-    rows = normalized(messages, systems_first)
+    return rows_to_responses(provider_rows(messages, systems_first), dropped)
+
+
+def rows_to_responses(rows: list[Message], dropped: dict[str, int] | None = None) -> list[dict[str, Any]]:
+    """Return normalized provider-flat rows (``flowmem.formats.fast.provider_rows``) as Responses input items."""
     kinds = call_kinds(rows)
     return [item for row in rows for item in _row_items(row, kinds, dropped)]
 
