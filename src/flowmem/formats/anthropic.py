@@ -10,7 +10,6 @@ from flowmem.errors import InvalidMessageError, UnknownRoleError, UnsupportedCon
 from flowmem.formats._common import (
     HINT,
     call_entry,
-    call_kinds,
     extra_of,
     fields_of,
     input_object,
@@ -160,7 +159,7 @@ def _push(out: list[dict[str, Any]], role: str, content: str | list[dict[str, An
         out.append({"role": role, "content": content})
 
 
-def _assistant_content(row: Message, dropped: dict[str, int] | None, skipped: set[str]) -> list[dict[str, Any]] | str | None:
+def _assistant_content(row: Message, dropped: dict[str, int] | None, skipped: dict[str, str]) -> list[dict[str, Any]] | str | None:
     content = row["content"]
     blocks = _blocks(content, dropped) if isinstance(content, list) else []
     calls: list[dict[str, Any]] = []
@@ -168,7 +167,7 @@ def _assistant_content(row: Message, dropped: dict[str, int] | None, skipped: se
         call = read_entry(raw)
         if call.kind not in CALL_KINDS:
             note(dropped, call.kind)
-            skipped.add(call.id)
+            skipped[call.id] = call.kind
             continue
         block = {"type": "tool_use", "id": call.id, "name": call.name, "input": input_object(call.args)}
         block.update(fields_of(extra_of(call.entry, FMT)))
@@ -246,10 +245,9 @@ def to_anthropic(
 
 def rows_to_anthropic(rows: list[Message], dropped: dict[str, int] | None = None) -> tuple[str | list[dict[str, Any]] | None, list[dict[str, Any]]]:
     """Return normalized provider-flat rows (``fast.provider_rows``, systems in place) as Anthropic ``(system, messages)``."""
-    kinds = call_kinds(rows)
     systems: list[Message] = []
     out: list[dict[str, Any]] = []
-    skipped: set[str] = set()
+    skipped: dict[str, str] = {}  # the calls left out (their results go too), by kind
     for row in rows:
         role, content = row["role"], row["content"]
         if role == "system":
@@ -266,7 +264,7 @@ def rows_to_anthropic(rows: list[Message], dropped: dict[str, int] | None = None
             if turn is not None:
                 _push(out, "assistant", turn)
         elif row["tool_call_id"] in skipped:
-            note(dropped, f"{kinds.get(row['tool_call_id'], 'function')}_result")
+            note(dropped, f"{skipped[row['tool_call_id']]}_result")
         else:
             _push(out, "user", [_tool_result(row, dropped)])
     return _system(systems, dropped), out

@@ -19,7 +19,6 @@ from flowmem.errors import InvalidMessageError, UnknownRoleError, UnsupportedCon
 from flowmem.formats._common import (
     HINT,
     call_entry,
-    call_kinds,
     extra_of,
     fields_of,
     input_object,
@@ -98,7 +97,7 @@ def _blocks(content: Any, dropped: dict[str, int] | None) -> list[dict[str, Any]
 
 
 def _model_parts(
-    row: Message, dropped: dict[str, int] | None, skipped: set[str], unnamed: set[str]
+    row: Message, dropped: dict[str, int] | None, skipped: dict[str, str], unnamed: set[str]
 ) -> list[dict[str, Any]]:
     blocks = _blocks(row["content"], dropped)
     calls: list[dict[str, Any]] = []
@@ -106,7 +105,7 @@ def _model_parts(
         call = read_entry(raw)
         if call.kind not in CALL_KINDS:
             note(dropped, call.kind)
-            skipped.add(call.id)
+            skipped[call.id] = call.kind
             continue
         extra = extra_of(call.entry, FMT)
         function: dict[str, Any] = {} if extra.get(_NO_ID) else {"id": call.id}
@@ -249,11 +248,10 @@ def to_gemini(
 
 def rows_to_gemini(rows: list[Message], dropped: dict[str, int] | None = None) -> tuple[str | dict[str, Any] | None, list[dict[str, Any]]]:
     """Return normalized provider-flat rows (``flowmem.formats.fast.provider_rows``) as Gemini ``(system_instruction, contents)``."""
-    kinds = call_kinds(rows)
     calls = [read_entry(call) for row in rows if row["role"] == "assistant" for call in row.get("tool_calls") or []]
     names = {call.id: call.name for call in calls}  # a response names the function it answers
     out: list[dict[str, Any]] = []
-    skipped: set[str] = set()
+    skipped: dict[str, str] = {}  # the calls left out (their results go too), by kind
     unnamed: set[str] = set()  # calls written without an id: their responses are too
     for row in rows:
         role = row["role"]
@@ -264,7 +262,7 @@ def rows_to_gemini(rows: list[Message], dropped: dict[str, int] | None = None) -
         elif role == "user":
             parts = _blocks(row["content"], dropped)
         elif row["tool_call_id"] in skipped:
-            note(dropped, f"{kinds.get(row['tool_call_id'], 'function')}_result")
+            note(dropped, f"{skipped[row['tool_call_id']]}_result")
             continue
         else:
             parts = [_response_part(row, names, dropped, unnamed)]

@@ -11,7 +11,6 @@ from flowmem.formats._common import (
     HINT,
     arguments_hint,
     call_entry,
-    call_kinds,
     data_url,
     exact_arguments,
     extra_of,
@@ -202,7 +201,7 @@ def _part_from_openai(block: Mapping[str, Any], role: str, where: str = "part") 
 
 
 def _calls_to_openai(
-    row: Message, dropped: dict[str, int] | None, skipped: set[str]
+    row: Message, dropped: dict[str, int] | None, skipped: dict[str, str]
 ) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for raw in row.get("tool_calls") or []:
@@ -219,7 +218,7 @@ def _calls_to_openai(
             entry = {"id": call.id, "type": "custom", "custom": {"name": call.name, "input": text}}
         else:
             note(dropped, call.kind)
-            skipped.add(call.id)
+            skipped[call.id] = call.kind
             continue
         entry.update(fields_of(fields))
         out.append(entry)
@@ -256,7 +255,7 @@ def _spelled(content: Any, form: object, blocks: list[Block]) -> tuple[bool, Any
     return False, None  # "absent"
 
 
-def _assistant_message(row: Message, dropped: dict[str, int] | None, skipped: set[str]) -> Block | None:
+def _assistant_message(row: Message, dropped: dict[str, int] | None, skipped: dict[str, str]) -> Block | None:
     """Return the Chat message of an assistant row (None when nothing of it is left)."""
     extra = extra_of(row, FMT)
     content = row["content"]
@@ -294,7 +293,7 @@ def _text_content(row: Message, role: str, dropped: dict[str, int] | None) -> An
 
 
 def _row_to_openai(
-    row: Message, dropped: dict[str, int] | None, skipped: set[str], kinds: dict[str, str]
+    row: Message, dropped: dict[str, int] | None, skipped: dict[str, str]
 ) -> dict[str, Any] | None:
     role = row["role"]
     if role == "assistant":
@@ -302,7 +301,7 @@ def _row_to_openai(
     extra = extra_of(row, FMT)
     if role == "tool":
         if row["tool_call_id"] in skipped:
-            note(dropped, f"{kinds.get(row['tool_call_id'], 'function')}_result")
+            note(dropped, f"{skipped[row['tool_call_id']]}_result")
             return None
         if row.get("is_error") is True:
             note(dropped, "is_error")
@@ -344,11 +343,10 @@ def to_openai(messages: object, dropped: dict[str, int] | None = None) -> list[d
 
 def rows_to_openai(rows: list[Message], dropped: dict[str, int] | None = None) -> list[dict[str, Any]]:
     """Return normalized provider-flat rows (``flowmem.formats.fast.provider_rows``) as Chat Completions messages."""
-    kinds = call_kinds(rows)
-    skipped: set[str] = set()
+    skipped: dict[str, str] = {}  # the calls left out (their results go too), by kind
     out: list[dict[str, Any]] = []
     for row in rows:
-        message = _row_to_openai(row, dropped, skipped, kinds)
+        message = _row_to_openai(row, dropped, skipped)
         if message is not None:
             out.append(message)
     return out
