@@ -289,6 +289,15 @@ def parts_of(content: object) -> list[dict[str, Any]]:
     return []
 
 
+def read_parts(content: object) -> list[Mapping[str, Any]]:
+    """Return row content's parts to read, not copied (``parts_of`` copies): a non-empty string is one text part."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    if isinstance(content, list):
+        return [part for part in content if type(part) is dict or isinstance(part, Mapping)]
+    return []
+
+
 def part_kind(part: Mapping[str, Any]) -> str:
     """Return the kind a part is counted under in ``dropped``.
 

@@ -9,6 +9,7 @@ from flowmem.core import Message
 from flowmem.errors import InvalidMessageError, UnknownRoleError, UnsupportedContentError
 from flowmem.formats._common import (
     HINT,
+    Call,
     arguments_hint,
     call_entry,
     data_url,
@@ -26,6 +27,7 @@ from flowmem.formats._common import (
     provider_part,
     put_extra,
     read_entry,
+    read_parts,
     require_list,
     require_map,
     required_call_id,
@@ -200,27 +202,36 @@ def _part_from_openai(block: Mapping[str, Any], role: str, where: str = "part") 
 # --- rows → messages ---------------------------------------------------------------------
 
 
-def _calls_to_openai(
-    row: Message, dropped: dict[str, int] | None, skipped: dict[str, str]
-) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _function_call(call: Call, fields: Mapping[str, Any]) -> Block:
+    arguments = exact_arguments(call.args, fields)
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
+
+
+def _custom_call(call: Call, fields: Mapping[str, Any]) -> Block:
+    text = call.args if isinstance(call.args, str) else exact_arguments(call.args, fields)
+    return {"id": call.id, "type": "custom", "custom": {"name": call.name, "input": text}}
+
+
+_CALL_TO: dict[str, Callable[[Call, Mapping[str, Any]], Block]] = {
+    "function": _function_call,
+    "custom": _custom_call,
+}
+"""The writer of each call kind Chat carries (``CALL_KINDS``)."""
+
+
+def _calls_to_openai(row: Message, dropped: dict[str, int] | None, skipped: dict[str, str]) -> list[Block]:
+    out: list[Block] = []
     for raw in row.get("tool_calls") or []:
         call = read_entry(raw)
-        fields = extra_of(call.entry, FMT)
-        if call.kind == "function":
-            entry: dict[str, Any] = {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": exact_arguments(call.args, fields)},
-            }
-        elif call.kind == "custom":
-            text = call.args if isinstance(call.args, str) else exact_arguments(call.args, fields)
-            entry = {"id": call.id, "type": "custom", "custom": {"name": call.name, "input": text}}
-        else:
+        write = _CALL_TO.get(call.kind)
+        if write is None:
             note(dropped, call.kind)
             skipped[call.id] = call.kind
             continue
-        entry.update(fields_of(fields))
+        fields = extra_of(raw, FMT)
+        entry = write(call, fields)
+        if fields:
+            entry.update(fields_of(fields))
         out.append(entry)
     return out
 
@@ -229,7 +240,7 @@ def _assistant_parts(content: Any, dropped: dict[str, int] | None) -> tuple[list
     """Return an assistant row's parts as Chat content parts, and the message fields parts keep (audio, refusal …)."""
     blocks: list[Block] = []
     side: Block = {}
-    for part in parts_of(content) if isinstance(content, list) else []:
+    for part in read_parts(content) if isinstance(content, list) else []:
         if part.get("type") == "audio" and isinstance(part.get("id"), str) and "data" not in part:
             side["audio"] = {"id": part["id"], **fields_of(extra_of(part, FMT))}
         elif is_provider_part(part, FMT) and "type" not in part["block"]:
@@ -282,8 +293,8 @@ def _text_content(row: Message, role: str, dropped: dict[str, int] | None) -> An
     content = row["content"]
     if isinstance(content, str):
         return content
-    blocks: list[dict[str, Any]] = []
-    for part in parts_of(content):
+    blocks: list[Block] = []
+    for part in read_parts(content):
         block = _part_to_openai(part, role)
         if block is None or (role != "user" and block.get("type") != "text"):
             note(dropped, part_kind(part))
@@ -292,40 +303,55 @@ def _text_content(row: Message, role: str, dropped: dict[str, int] | None) -> An
     return blocks
 
 
-def _row_to_openai(
-    row: Message, dropped: dict[str, int] | None, skipped: dict[str, str]
-) -> dict[str, Any] | None:
-    role = row["role"]
-    if role == "assistant":
-        return _assistant_message(row, dropped, skipped)
-    extra = extra_of(row, FMT)
-    if role == "tool":
-        if row["tool_call_id"] in skipped:
-            note(dropped, f"{skipped[row['tool_call_id']]}_result")
-            return None
-        if row.get("is_error") is True:
-            note(dropped, "is_error")
+def _with_fields(message: Block, row: Message) -> Block:
+    """``message`` with the Chat fields ``from_openai`` kept in the row's ``extra.openai``."""
+    if "extra" in row:
+        message.update(fields_of(extra_of(row, FMT)))
+    return message
+
+
+def _tool_message(row: Message, dropped: dict[str, int] | None, skipped: dict[str, str]) -> Block | None:
+    cid = row["tool_call_id"]
+    if cid in skipped:
+        note(dropped, f"{skipped[cid]}_result")
+        return None
+    if row.get("is_error") is True:
+        note(dropped, "is_error")
+    content = row["content"]
+    if type(content) is not str:
         kept = kept_whole(row, FMT, lambda block: block.get("role") == "tool")
         if kept is not None:
             return kept
-        content = _text_content(row, role, dropped)
+        content = _text_content(row, "tool", dropped)
         if content == [] and row["content"] != []:
             content = ""
-        message = {"role": "tool", "tool_call_id": row["tool_call_id"], "content": content}
-        message.update(fields_of(extra))
-        return message
-    if role == "user":
-        parts = row["content"]
-        if isinstance(parts, list) and len(parts) == 1 and is_provider_part(parts[0], FMT):
-            block = parts[0]["block"]
-            if block.get("role") == "function":  # a legacy function-role message, kept whole
-                return dict(block)
+    return _with_fields({"role": "tool", "tool_call_id": cid, "content": content}, row)
+
+
+def _user_message(row: Message, dropped: dict[str, int] | None, skipped: dict[str, str]) -> Block | None:
+    parts = row["content"]
+    if isinstance(parts, list) and len(parts) == 1 and is_provider_part(parts[0], FMT):
+        block = parts[0]["block"]
+        if block.get("role") == "function":  # a legacy function-role message, kept whole
+            return dict(block)
+    return _system_message(row, dropped, skipped)
+
+
+def _system_message(row: Message, dropped: dict[str, int] | None, skipped: dict[str, str]) -> Block | None:
+    role = row["role"]
     content = _text_content(row, role, dropped)
     if content == [] and row["content"] != []:
         return None  # nothing Chat can carry is left
-    message = {"role": role, "content": content}
-    message.update(fields_of(extra))
-    return message
+    return _with_fields({"role": role, "content": content}, row)
+
+
+_ROW_TO: dict[str, Callable[[Message, dict[str, int] | None, dict[str, str]], Block | None]] = {
+    "system": _system_message,
+    "user": _user_message,
+    "assistant": _assistant_message,
+    "tool": _tool_message,
+}
+"""The writer of each row role (the rows of ``provider_rows``: these four only)."""
 
 
 def to_openai(messages: object, dropped: dict[str, int] | None = None) -> list[dict[str, Any]]:
@@ -346,7 +372,7 @@ def rows_to_openai(rows: list[Message], dropped: dict[str, int] | None = None) -
     skipped: dict[str, str] = {}  # the calls left out (their results go too), by kind
     out: list[dict[str, Any]] = []
     for row in rows:
-        message = _row_to_openai(row, dropped, skipped)
+        message = _ROW_TO[row["role"]](row, dropped, skipped)
         if message is not None:
             out.append(message)
     return out
