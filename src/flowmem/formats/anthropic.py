@@ -18,10 +18,10 @@ from flowmem.formats._common import (
     note,
     object_list,
     part_kind,
-    parts_of,
     provider_part,
     put_extra,
     read_entry,
+    read_parts,
     require_list,
     require_map,
     required_call_id,
@@ -135,7 +135,7 @@ def _part_from_anthropic(block: Mapping[str, Any], where: str = "block") -> dict
 
 def _blocks(content: Any, dropped: dict[str, int] | None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for part in parts_of(content):
+    for part in read_parts(content):
         block = _part_to_anthropic(part)
         if block is None:
             note(dropped, part_kind(part))
@@ -170,7 +170,8 @@ def _assistant_content(row: Message, dropped: dict[str, int] | None, skipped: di
             skipped[call.id] = call.kind
             continue
         block = {"type": "tool_use", "id": call.id, "name": call.name, "input": input_object(call.args)}
-        block.update(fields_of(extra_of(call.entry, FMT)))
+        if "extra" in raw:
+            block.update(fields_of(extra_of(raw, FMT)))
         calls.append(block)
     if isinstance(content, str):
         if not calls:
@@ -207,7 +208,7 @@ def _system(rows: list[Message], dropped: dict[str, int] | None) -> str | list[d
         content = row["content"]
         if isinstance(content, list):
             blocks = [b for b in _blocks(content, dropped) if b.get("type") == "text"]
-            note(dropped, "system_part", len(parts_of(content)) - len(blocks))
+            note(dropped, "system_part", len(read_parts(content)) - len(blocks))
             content = blocks
         if content not in ("", []):
             contents.append(content)

@@ -25,10 +25,10 @@ from flowmem.formats._common import (
     kept_whole,
     note,
     part_kind,
-    parts_of,
     provider_part,
     put_extra,
     read_entry,
+    read_parts,
     require_list,
     require_map,
     whole,
@@ -87,7 +87,7 @@ def _row_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
 
 def _blocks(content: Any, dropped: dict[str, int] | None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for part in parts_of(content):
+    for part in read_parts(content):
         block = part_to_gemini(part)
         if block is None:
             note(dropped, part_kind(part))
@@ -154,7 +154,7 @@ def _response_part(
     extra = extra_of(row, FMT)
     texts: list[str] = []
     media: list[dict[str, Any]] = []
-    for part in parts_of(row["content"]):
+    for part in read_parts(row["content"]):
         if part.get("type") == "text" and isinstance(part.get("text"), str):
             texts.append(part["text"])
             continue

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from flowmem.core import Message, entry_id
@@ -18,6 +18,7 @@ from flowmem.formats._common import (
     parts_of,
     provider_part,
     put_extra,
+    read_parts,
     require_list,
     require_map,
 )
@@ -46,13 +47,13 @@ _LAYOUT = HINT + "layout"  # the order of a row's items: p(art item), m(essage l
 # --- rows → items ---------------------------------------------------------------------------
 
 
-def _default_layout(content: Any, item_parts: int, message_parts: list[dict[str, Any]], calls: int) -> str:
+def _default_layout(content: Any, item_parts: int, message_parts: Sequence[Mapping[str, Any]], calls: int) -> str:
     if isinstance(content, str):
         return ("s" if content != "" or not calls else "") + "c" * calls
     return "p" * item_parts + ("m" if message_parts else "") + "c" * calls
 
 
-def _layout_fits(layout: object, item_parts: int, message_parts: list[dict[str, Any]], calls: int) -> bool:
+def _layout_fits(layout: object, item_parts: int, message_parts: Sequence[Mapping[str, Any]], calls: int) -> bool:
     if not isinstance(layout, str) or set(layout) - set("pmsc"):
         return False
     messages = layout.count("m") + layout.count("s")
@@ -65,7 +66,7 @@ def _layout_fits(layout: object, item_parts: int, message_parts: list[dict[str, 
     )
 
 
-def _plain_text(parts: list[dict[str, Any]], fields: Mapping[str, Any]) -> bool:
+def _plain_text(parts: Sequence[Mapping[str, Any]], fields: Mapping[str, Any]) -> bool:
     """True when an assistant message would be spelled with string content by default."""
     return "id" not in fields and all(p.get("type") == "text" and not extra_of(p, FMT) for p in parts)
 
@@ -75,8 +76,8 @@ def _assistant_items(row: Message, dropped: dict[str, int] | None) -> list[dict[
     fields = fields_of(extra)
     content = row["content"]
     item_parts: list[dict[str, Any]] = []
-    message_parts: list[dict[str, Any]] = []
-    for part in parts_of(content) if isinstance(content, list) else []:
+    message_parts: list[Mapping[str, Any]] = []
+    for part in read_parts(content) if isinstance(content, list) else []:
         item = item_of_part(part)
         if item is not None:
             item_parts.append(item)

@@ -17,9 +17,9 @@ from flowmem.formats._common import (
     note,
     parse_arguments,
     parse_data_url,
-    parts_of,
     put_extra,
     read_entry,
+    read_parts,
     required_call_id,
     whole,
 )
@@ -86,7 +86,7 @@ def _output_text(content: Any) -> str:
     """The text of a result: its string, or its text parts joined."""
     if isinstance(content, str):
         return content
-    return "".join(p["text"] for p in parts_of(content) if p.get("type") == "text" and isinstance(p.get("text"), str))
+    return "".join(p["text"] for p in read_parts(content) if p.get("type") == "text" and isinstance(p.get("text"), str))
 
 
 def _failed(row: Message) -> bool:
@@ -102,7 +102,7 @@ def _function_output(row: Message, item: dict[str, Any], dropped: dict[str, int]
 
 def _computer_output(row: Message, item: dict[str, Any], dropped: dict[str, int] | None) -> None:
     screenshot: dict[str, Any] = {"type": "computer_screenshot"}
-    for part in parts_of(row["content"]):
+    for part in read_parts(row["content"]):
         if part.get("type") == "image":
             image = part_to_responses(part, "user") or {}
             screenshot.update({k: v for k, v in image.items() if k in ("image_url", "file_id")})

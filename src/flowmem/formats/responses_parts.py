@@ -15,9 +15,9 @@ from flowmem.formats._common import (
     object_list,
     parse_data_url,
     part_kind,
-    parts_of,
     provider_part,
     put_extra,
+    read_parts,
 )
 
 FMT = "responses"
@@ -176,7 +176,7 @@ def content_to_responses(content: Any, role: str, dropped: dict[str, int] | None
     if isinstance(content, str):
         return content
     out: list[dict[str, Any]] = []
-    for part in parts_of(content):
+    for part in read_parts(content):
         block = part_to_responses(part, role)
         if block is None:
             note(dropped, part_kind(part))
