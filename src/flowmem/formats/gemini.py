@@ -97,25 +97,29 @@ def _blocks(content: Any, dropped: dict[str, int] | None) -> list[dict[str, Any]
 
 
 def _model_parts(
-    row: Message, dropped: dict[str, int] | None, skipped: dict[str, str], unnamed: set[str]
+    row: Message, dropped: dict[str, int] | None, skipped: dict[str, str], unnamed: set[str], names: dict[str, str]
 ) -> list[dict[str, Any]]:
+    """Return an assistant row's Gemini parts; record each call's name (its response names it) and those left out."""
     blocks = _blocks(row["content"], dropped)
     calls: list[dict[str, Any]] = []
     for raw in row.get("tool_calls") or []:
         call = read_entry(raw)
+        names[call.id] = call.name
         if call.kind not in CALL_KINDS:
             note(dropped, call.kind)
             skipped[call.id] = call.kind
             continue
-        extra = extra_of(call.entry, FMT)
+        extra = extra_of(raw, FMT)
         function: dict[str, Any] = {} if extra.get(_NO_ID) else {"id": call.id}
         if not function:
             unnamed.add(call.id)
         function["name"] = call.name
         if not (extra.get(_NO_ARGS) and call.args == {}):
             function["args"] = input_object(call.args)
-        calls.append(merged({"function_call": function}, fields_of(extra)))
+        calls.append(_with_fields({"function_call": function}, extra))
     order = extra_of(row, FMT).get(_ORDER)
+    if order is None:
+        return blocks + calls
     if not (
         isinstance(order, str)
         and set(order) <= {"p", "c"}
@@ -125,6 +129,12 @@ def _model_parts(
         order = "p" * len(blocks) + "c" * len(calls)
     parts, uses = iter(blocks), iter(calls)
     return [next(parts) if token == "p" else next(uses) for token in order]
+
+
+def _with_fields(block: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``block`` with the Gemini fields of an ``extra.gemini`` merged in (``merged``), when there are any."""
+    fields = fields_of(extra)
+    return merged(block, fields) if fields else block
 
 
 def _response(row: Message, text: str, extra: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -171,7 +181,7 @@ def _response_part(
         function["response"] = response
     if media:
         function["parts"] = media
-    return merged({"function_response": function}, fields_of(extra))
+    return _with_fields({"function_response": function}, extra)
 
 
 def _role_hint(extra: Mapping[str, Any]) -> tuple[bool, str | None]:
@@ -182,16 +192,23 @@ def _role_hint(extra: Mapping[str, Any]) -> tuple[bool, str | None]:
     return True, role if isinstance(role, str) else None
 
 
+def _joins(extra: Mapping[str, Any], last: Mapping[str, Any], default: str) -> bool:
+    """Whether a row's parts join the last content: its side, and its hints or the default say so."""
+    if _side(last.get("role")) != _side(default):
+        return False
+    if extra.get(_JOIN) is True:
+        return True
+    return _ROLE not in extra and not extra.get(_NEW) and last.get("role") == default
+
+
 def _place(out: list[dict[str, Any]], row: Message, parts: list[dict[str, Any]]) -> None:
     """Add a row's parts to the last content, or start one, as its hints and role say."""
     extra = extra_of(row, FMT)
     default = "model" if row["role"] == "assistant" else "user"
-    named, role = _role_hint(extra)
-    last = out[-1] if out else None
-    joins = extra.get(_JOIN) is True or (not named and not extra.get(_NEW) and last is not None and last.get("role") == default)
-    if last is not None and _side(last.get("role")) == _side(default) and joins:
-        last["parts"].extend(parts)
+    if out and _joins(extra, out[-1], default):
+        out[-1]["parts"].extend(parts)
         return
+    named, role = _role_hint(extra)
     content: dict[str, Any] = {}
     if not named:
         content["role"] = default
@@ -248,8 +265,7 @@ def to_gemini(
 
 def rows_to_gemini(rows: list[Message], dropped: dict[str, int] | None = None) -> tuple[str | dict[str, Any] | None, list[dict[str, Any]]]:
     """Return normalized provider-flat rows (``flowmem.formats.fast.provider_rows``) as Gemini ``(system_instruction, contents)``."""
-    calls = [read_entry(call) for row in rows if row["role"] == "assistant" for call in row.get("tool_calls") or []]
-    names = {call.id: call.name for call in calls}  # a response names the function it answers
+    names: dict[str, str] = {}  # a response names the function it answers (its call comes first)
     out: list[dict[str, Any]] = []
     skipped: dict[str, str] = {}  # the calls left out (their results go too), by kind
     unnamed: set[str] = set()  # calls written without an id: their responses are too
@@ -258,7 +274,7 @@ def rows_to_gemini(rows: list[Message], dropped: dict[str, int] | None = None) -
         if role == "system":
             continue
         if role == "assistant":
-            parts = _model_parts(row, dropped, skipped, unnamed)
+            parts = _model_parts(row, dropped, skipped, unnamed, names)
         elif role == "user":
             parts = _blocks(row["content"], dropped)
         elif row["tool_call_id"] in skipped:
