@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-from flowmem.core import Message, entry_id, normalize, usable_call_id
+from flowmem.core import Message, normalize, usable_call_id
 from flowmem.core.fast import fast_entry_id
 from flowmem.errors import InvalidInputError, InvalidMessageError, UnsupportedContentError
 
@@ -379,18 +379,6 @@ def exact_arguments(args: Any, extra: Mapping[str, Any]) -> str:
 def arguments_hint(raw: str, args: Any) -> dict[str, Any]:
     """Return the hint keeping a provider's arguments text when flowmem would spell it differently."""
     return {} if arguments_text(args) == raw else {HINT + "arguments": raw}
-
-
-def call_kinds(rows: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    """Return ``{call id: kind}`` for every call the assistant rows declare."""
-    kinds: dict[str, str] = {}
-    for row in rows:
-        if row.get("role") == "assistant":
-            for call in row.get("tool_calls") or []:
-                cid = entry_id(call)
-                if cid is not None and isinstance(call, Mapping):
-                    kinds.setdefault(cid, entry_kind(call))
-    return kinds
 
 
 def object_list(value: object, where: str) -> list[Mapping[str, Any]]:

@@ -9,7 +9,6 @@ from flowmem.core import Message, entry_id
 from flowmem.errors import UnknownRoleError
 from flowmem.formats._common import (
     HINT,
-    call_kinds,
     extra_of,
     fields_of,
     is_provider_part,
@@ -71,7 +70,7 @@ def _plain_text(parts: Sequence[Mapping[str, Any]], fields: Mapping[str, Any]) -
     return "id" not in fields and all(p.get("type") == "text" and not extra_of(p, FMT) for p in parts)
 
 
-def _assistant_items(row: Message, dropped: dict[str, int] | None) -> list[dict[str, Any]]:
+def _assistant_items(row: Message, kinds: dict[str, str], dropped: dict[str, int] | None) -> list[dict[str, Any]]:
     extra = extra_of(row, FMT)
     fields = fields_of(extra)
     content = row["content"]
@@ -85,7 +84,7 @@ def _assistant_items(row: Message, dropped: dict[str, int] | None) -> list[dict[
             message_parts.append(part)  # an image or file (a Gemini model's) has no place here
         else:
             note(dropped, part_kind(part))
-    calls = [call_item(call) for call in row.get("tool_calls") or []]
+    calls = [call_item(call, kinds) for call in row.get("tool_calls") or []]
     layout: Any = extra.get(_LAYOUT)
     if not _layout_fits(layout, len(item_parts), message_parts, len(calls)):
         layout = _default_layout(content, len(item_parts), message_parts, len(calls))
@@ -111,17 +110,19 @@ def _assistant_items(row: Message, dropped: dict[str, int] | None) -> list[dict[
     return out
 
 
-def _row_items(row: Message, kinds: Mapping[str, str], dropped: dict[str, int] | None) -> list[dict[str, Any]]:
+def _row_items(row: Message, kinds: dict[str, str], dropped: dict[str, int] | None) -> list[dict[str, Any]]:
+    """Return a row's items; an assistant row records its calls' kinds in ``kinds``, which its results read."""
     role = row["role"]
     if role == "assistant":
-        return _assistant_items(row, dropped)
+        return _assistant_items(row, kinds, dropped)
     if role == "tool":
         return [output_item(row, kinds.get(row["tool_call_id"], "function"), dropped)]
     content = content_to_responses(row["content"], role, dropped)
     if content == [] and row["content"] != []:
         return []
     message = {"role": role, "content": content}
-    message.update(fields_of(extra_of(row, FMT)))
+    if "extra" in row:
+        message.update(fields_of(extra_of(row, FMT)))
     return [message]
 
 
@@ -178,7 +179,7 @@ def to_responses(
 
 def rows_to_responses(rows: list[Message], dropped: dict[str, int] | None = None) -> list[dict[str, Any]]:
     """Return normalized provider-flat rows (``flowmem.formats.fast.provider_rows``) as Responses input items."""
-    kinds = call_kinds(rows)
+    kinds: dict[str, str] = {}  # each call's kind, by id, filled as its turn is written (before its result)
     return [item for row in rows for item in _row_items(row, kinds, dropped)]
 
 

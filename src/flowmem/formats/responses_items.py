@@ -64,10 +64,11 @@ PAYLOAD = {  # the keys that make a non-function call's ``args``
 }
 
 
-def call_item(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """Return the Responses item of one call entry: the item type of its kind."""
+def call_item(raw: Mapping[str, Any], kinds: dict[str, str]) -> dict[str, Any]:
+    """Return the Responses item of one call entry: the item type of its kind (recorded in ``kinds`` by id)."""
     call = read_entry(raw)
-    fields = extra_of(call.entry, FMT)
+    kinds.setdefault(call.id, call.kind)
+    fields = extra_of(raw, FMT)
     kind = call.kind if call.kind in CALL_TYPE else "function"
     item: dict[str, Any] = {"type": CALL_TYPE[kind], CALL_ID_KEY.get(kind, "call_id"): call.id}
     if kind in ("function", "mcp_approval"):
@@ -151,12 +152,14 @@ _OUTPUT_WRITERS: dict[str, Callable[[Message, dict[str, Any], dict[str, int] | N
 def output_item(row: Message, kind: str, dropped: dict[str, int] | None) -> dict[str, Any]:
     """Return the output item of a tool row answering a call of ``kind``."""
     output_type = OUTPUT_TYPE.get(kind, "function_call_output")
-    kept = kept_whole(row, FMT, lambda block: block.get("type") == output_type)
-    if kept is not None:
-        return kept
+    if type(row["content"]) is not str:  # (kept whole: a list of one provider part)
+        kept = kept_whole(row, FMT, lambda block: block.get("type") == output_type)
+        if kept is not None:
+            return kept
     item: dict[str, Any] = {"type": output_type, OUTPUT_ID_KEY.get(kind, "call_id"): row["tool_call_id"]}
     _OUTPUT_WRITERS.get(kind, _approval_output)(row, item, dropped)  # (a kind not listed: as the last)
-    item.update(fields_of(extra_of(row, FMT)))
+    if "extra" in row:
+        item.update(fields_of(extra_of(row, FMT)))
     return item
 
 
