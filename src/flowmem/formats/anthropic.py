@@ -187,9 +187,10 @@ def _assistant_content(row: Message, dropped: dict[str, int] | None, skipped: di
 
 
 def _tool_result(row: Message, dropped: dict[str, int] | None) -> dict[str, Any]:
-    kept = kept_whole(row, FMT, lambda block: block.get("type") == "tool_result")
-    if kept is not None:
-        return kept
+    if type(row["content"]) is not str:  # (kept whole: a list of one provider part)
+        kept = kept_whole(row, FMT, lambda block: block.get("type") == "tool_result")
+        if kept is not None:
+            return kept
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": row["tool_call_id"]}
     content = row["content"]
     if isinstance(content, list):

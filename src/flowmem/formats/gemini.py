@@ -158,9 +158,10 @@ def _response_part(
     row: Message, names: Mapping[str, str], dropped: dict[str, int] | None, unnamed: Collection[str] = ()
 ) -> dict[str, Any]:
     """Return a tool row's ``function_response`` part; no id when it had none or its call was sent without."""
-    kept = kept_whole(row, FMT, lambda block: "function_response" in block)
-    if kept is not None:
-        return kept
+    if type(row["content"]) is not str:  # (kept whole: a list of one provider part)
+        kept = kept_whole(row, FMT, lambda block: "function_response" in block)
+        if kept is not None:
+            return kept
     extra = extra_of(row, FMT)
     texts: list[str] = []
     media: list[dict[str, Any]] = []
