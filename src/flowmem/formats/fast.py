@@ -12,7 +12,7 @@ every ``to_X`` equal to ``flowmem.formats.plain``'s on every history).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from flowmem.core import UNTEXTABLE_KINDS, Message
@@ -41,62 +41,101 @@ def sendable_rows(entries: list[Any], systems_first: bool = True) -> list[Messag
     outside its turn's run or answering nothing, an unanswered call, an assistant
     turn with nothing in it.
     """
+    scan = _Scan(systems_first)
     out: list[Message] = []
-    declared: set[str] = set()
-    pending: set[str] | None = None  # the open turn's calls still unanswered
-    began = False  # a row other than a system row has been read
     for entry in entries:
+        row = scan.row(entry)
+        if row is None:
+            return None
+        out.append(row)
+    return None if scan.pending else out
+
+
+def _content(content: object) -> Any:
+    """Content as step 1 keeps it (text, or a new list of the same parts); None when step 1 would coerce it."""
+    if type(content) is str:
+        return content
+    if type(content) is not list:
+        return None
+    for part in content:
+        if type(part) is not dict or type(part.get("type")) is not str:
+            return None
+    return list(content)
+
+
+class _Scan:
+    """One scan of a history: the calls declared so far and the open turn's, read row by row."""
+
+    __slots__ = ("began", "declared", "pending", "systems_first")
+
+    def __init__(self, systems_first: bool) -> None:
+        self.systems_first = systems_first
+        self.declared: set[str] = set()
+        self.pending: set[str] | None = None  # the open turn's calls still unanswered
+        self.began = False  # a row other than a system row has been read
+
+    def row(self, entry: object) -> Message | None:
+        """Return the row of one entry, or None when normalization would act on it."""
         if type(entry) is not dict:
             return None
         meta = entry.get("metadata")
         if meta is not None and type(meta) is not dict:
             return None
-        content = entry.get("content")
-        if type(content) is list:
-            for part in content:
-                if type(part) is not dict or type(part.get("type")) is not str:
-                    return None
-            content = list(content)
-        elif type(content) is not str:
-            return None
+        content = _content(entry.get("content"))
         role = entry.get("role")
+        if content is None or type(role) is not str:
+            return None
         if role == "tool":
-            rid = entry.get("tool_call_id")
-            if rid is None and meta is not None:
-                rid = meta.get("tool_call_id")
-            if not pending or type(rid) is not str or rid not in pending:
-                return None
-            pending.discard(rid)
-            row: Message = {"role": "tool", "content": content, "tool_call_id": rid}
-            _kept_fields(entry, meta, row, True)
-            out.append(row)
-            continue
-        if pending:
+            return self._result(entry, meta, content)
+        if self.pending:
+            return None  # a call left unanswered: repair heals it
+        self.pending = None
+        read = _READERS.get(role)
+        if read is None:
             return None
-        pending = None
-        row = {"role": role, "content": content}
-        if role == "assistant":
-            began = True
-            _kept_fields(entry, meta, row, False)
-            calls = entry.get("tool_calls")
-            if calls is None and meta is not None:
-                calls = meta.get("tool_calls")
-            if calls:
-                pending = _declared(calls, declared)
-                if pending is None:
-                    return None
-                row["tool_calls"] = list(calls)
-            elif (calls is not None and calls != []) or content in ("", []):
-                return None
-        elif role == "user":
-            began = True
-            _kept_fields(entry, meta, row, False)
-        elif role == "system" and not (systems_first and began):
-            _kept_fields(entry, meta, row, False)
-        else:
+        row: Message = {"role": role, "content": content}
+        _kept_fields(entry, meta, row, False)
+        return read(self, entry, meta, row)
+
+    def _result(self, entry: dict[str, Any], meta: dict[str, Any] | None, content: Any) -> Message | None:
+        rid = entry.get("tool_call_id")
+        if rid is None and meta is not None:
+            rid = meta.get("tool_call_id")
+        if not self.pending or type(rid) is not str or rid not in self.pending:
             return None
-        out.append(row)
-    return None if pending else out
+        self.pending.discard(rid)
+        row: Message = {"role": "tool", "content": content, "tool_call_id": rid}
+        _kept_fields(entry, meta, row, True)
+        return row
+
+    def _turn(self, entry: dict[str, Any], meta: dict[str, Any] | None, row: Message) -> Message | None:
+        self.began = True
+        calls = entry.get("tool_calls")
+        if calls is None and meta is not None:
+            calls = meta.get("tool_calls")
+        if calls:
+            self.pending = _declared(calls, self.declared)
+            if self.pending is None:
+                return None
+            row["tool_calls"] = list(calls)
+        elif (calls is not None and calls != []) or row["content"] in ("", []):
+            return None
+        return row
+
+    def _user(self, entry: dict[str, Any], meta: dict[str, Any] | None, row: Message) -> Message | None:
+        self.began = True
+        return row
+
+    def _system(self, entry: dict[str, Any], meta: dict[str, Any] | None, row: Message) -> Message | None:
+        return None if self.systems_first and self.began else row
+
+
+_READERS: dict[str, Callable[[_Scan, dict[str, Any], dict[str, Any] | None, Message], Message | None]] = {
+    "assistant": _Scan._turn,
+    "user": _Scan._user,
+    "system": _Scan._system,
+}
+"""The reader of each role but ``tool`` (a role not here is unreadable: step 1 drops it)."""
 
 
 def _declared(calls: object, declared: set[str]) -> set[str] | None:
