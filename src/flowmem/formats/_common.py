@@ -349,13 +349,12 @@ def read_entry(call: Mapping[str, Any]) -> Call:
 
     A custom call's arguments are its ``custom.input`` text.
     """
-    base = read_call(call)
-    name, args = base.name, base.args
+    cid, name, args = read_call(call)
     custom = call.get("custom")
     if custom is not None and isinstance(custom, Mapping) and "args" not in call:
         name = custom.get("name", name) if isinstance(custom.get("name"), str) else name
         args = custom.get("input", args)
-    return Call(base.id, name, args, entry_kind(call), call)
+    return Call(cid, name, args, entry_kind(call), call)
 
 
 def call_entry(
@@ -368,9 +367,12 @@ def call_entry(
     return put_extra(entry, fmt, fields)
 
 
+_ARGUMENTS = HINT + "arguments"  # a provider's own arguments text, when flowmem would spell it otherwise
+
+
 def exact_arguments(args: Any, extra: Mapping[str, Any]) -> str:
     """Return the arguments text of a call: the provider's own text when it still parses to ``args``."""
-    raw = extra.get(HINT + "arguments")
+    raw = extra.get(_ARGUMENTS) if extra else None
     if isinstance(raw, str) and parse_arguments(raw) == args:
         return raw
     return arguments_text(args)
@@ -378,7 +380,7 @@ def exact_arguments(args: Any, extra: Mapping[str, Any]) -> str:
 
 def arguments_hint(raw: str, args: Any) -> dict[str, Any]:
     """Return the hint keeping a provider's arguments text when flowmem would spell it differently."""
-    return {} if arguments_text(args) == raw else {HINT + "arguments": raw}
+    return {} if arguments_text(args) == raw else {_ARGUMENTS: raw}
 
 
 def object_list(value: object, where: str) -> list[Mapping[str, Any]]:

@@ -180,7 +180,10 @@ def to_responses(
 def rows_to_responses(rows: list[Message], dropped: dict[str, int] | None = None) -> list[dict[str, Any]]:
     """Return normalized provider-flat rows (``flowmem.formats.fast.provider_rows``) as Responses input items."""
     kinds: dict[str, str] = {}  # each call's kind, by id, filled as its turn is written (before its result)
-    return [item for row in rows for item in _row_items(row, kinds, dropped)]
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        out.extend(_row_items(row, kinds, dropped))
+    return out
 
 
 # --- items → rows ---------------------------------------------------------------------------

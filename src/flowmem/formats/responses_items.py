@@ -79,7 +79,8 @@ def call_item(raw: Mapping[str, Any], kinds: dict[str, str]) -> dict[str, Any]:
         item["input"] = call.args if isinstance(call.args, str) else exact_arguments(call.args, fields)
     elif isinstance(call.args, Mapping):
         item.update({k: v for k, v in call.args.items() if k in PAYLOAD[kind]})
-    item.update(fields_of(fields))
+    if fields:
+        item.update(fields_of(fields))
     return item
 
 
