@@ -270,8 +270,8 @@ def _assistant_message(row: Message, dropped: dict[str, int] | None, skipped: di
     """Return the Chat message of an assistant row (None when nothing of it is left)."""
     extra = extra_of(row, FMT)
     content = row["content"]
-    blocks, side = _assistant_parts(content, dropped)
-    calls = _calls_to_openai(row, dropped, skipped)
+    blocks, side = _assistant_parts(content, dropped) if type(content) is list else ([], {})
+    calls = _calls_to_openai(row, dropped, skipped) if row.get("tool_calls") else []
     if not calls and not side and not blocks and not (isinstance(content, str) and content):
         return None
     message: Block = {"role": "assistant"}
@@ -281,10 +281,12 @@ def _assistant_message(row: Message, dropped: dict[str, int] | None, skipped: di
     has, message["content"] = _spelled(content, form, blocks)
     if not has:
         del message["content"]
-    message.update(side)
+    if side:
+        message.update(side)
     if calls:
         message["tool_calls"] = calls
-    message.update(fields_of(extra))
+    if extra:
+        message.update(fields_of(extra))
     return message
 
 
@@ -339,9 +341,11 @@ def _user_message(row: Message, dropped: dict[str, int] | None, skipped: dict[st
 
 def _system_message(row: Message, dropped: dict[str, int] | None, skipped: dict[str, str]) -> Block | None:
     role = row["role"]
-    content = _text_content(row, role, dropped)
-    if content == [] and row["content"] != []:
-        return None  # nothing Chat can carry is left
+    content = row["content"]
+    if type(content) is not str:
+        content = _text_content(row, role, dropped)
+        if content == [] and row["content"] != []:
+            return None  # nothing Chat can carry is left
     return _with_fields({"role": role, "content": content}, row)
 
 
