@@ -8,6 +8,8 @@ out and counted in ``dropped`` (``docs/formats.md`` has the table).
 ``detect_format`` tells which format a payload is in, and refuses one in none
 (``unknown_format``); ``check_payload`` says what its provider would reject, at the
 payload's own positions.
+``to_X`` reads its rows through a speed twin (``fast.provider_rows``);
+``flowmem.formats.plain`` has each ``to_X`` over the plain normalization, its oracle.
 """
 
 from flowmem.formats.anthropic import from_anthropic, to_anthropic

@@ -7,7 +7,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-from flowmem.core import Message, entry_id, normalize, usable_call_id
+from flowmem.core import Message, normalize, usable_call_id
+from flowmem.core.fast import fast_entry_id
 from flowmem.errors import InvalidInputError, InvalidMessageError, UnsupportedContentError
 
 
@@ -57,19 +58,21 @@ def read_call(call: Mapping[str, Any]) -> ToolCall:
     ``input``, ``arguments`` or ``function.arguments`` (a JSON string is parsed).
     Normalized rows only hold calls with a usable id.
     """
-    cid = entry_id(call)
+    cid = fast_entry_id(call)  # entry_id's speed twin in the core (MEM-11, its oracle test there)
     if cid is None:
         raise InvalidMessageError("tool call has no usable id")
-    function = _function(call)
-    name = call.get("name", function.get("name"))
+    name = call["name"] if "name" in call else _function(call).get("name")
     if "args" in call:
         args = call["args"]
     elif "input" in call:
         args = call["input"]
     else:
-        raw = call.get("arguments", function.get("arguments"))
+        raw = call["arguments"] if "arguments" in call else _function(call).get("arguments")
         args = parse_arguments(raw) if isinstance(raw, str) else raw
     return ToolCall(cid, name if isinstance(name, str) else "", {} if args is None else args)
+
+
+_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)  # json.dumps with these options, made once
 
 
 def arguments_text(args: Any) -> str:
@@ -81,7 +84,7 @@ def arguments_text(args: Any) -> str:
     if isinstance(args, str):
         return args if args.strip() else "{}"
     try:
-        return json.dumps(args, ensure_ascii=False, allow_nan=False)
+        return _JSON.encode(args)
     except (TypeError, ValueError, RecursionError):
         return "{}"
 
@@ -251,6 +254,8 @@ def extra_of(obj: Mapping[str, Any], fmt: str) -> dict[str, Any]:
 
 def fields_of(extra: Mapping[str, Any]) -> dict[str, Any]:
     """Return the provider fields of an ``extra[fmt]`` dict (its hints left out)."""
+    if not extra:
+        return {}
     return {key: value for key, value in extra.items() if not key.startswith(HINT)}
 
 
@@ -281,6 +286,15 @@ def parts_of(content: object) -> list[dict[str, Any]]:
         return [{"type": "text", "text": content}] if content else []
     if isinstance(content, list):
         return [dict(part) for part in content if type(part) is dict or isinstance(part, Mapping)]
+    return []
+
+
+def read_parts(content: object) -> list[Mapping[str, Any]]:
+    """Return row content's parts to read, not copied (``parts_of`` copies): a non-empty string is one text part."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    if isinstance(content, list):
+        return [part for part in content if type(part) is dict or isinstance(part, Mapping)]
     return []
 
 
@@ -322,22 +336,25 @@ class Call(NamedTuple):
     entry: Mapping[str, Any]
 
 
-def read_entry(call: Mapping[str, Any]) -> Call:
-    """Read one call entry (flowmem's or a provider's spelling) with its ``kind``.
-
-    The kind is ``kind``, else ``custom`` for an OpenAI ``{"type": "custom"}`` entry,
-    else ``function``. A custom call's arguments are its ``custom.input`` text.
-    """
-    base = read_call(call)
+def entry_kind(call: Mapping[str, Any]) -> str:
+    """Return a call entry's kind: ``kind``, else ``custom`` for an OpenAI ``{"type": "custom"}`` entry, else ``function``."""
     kind = call.get("kind")
     if not isinstance(kind, str) or not kind:
         kind = "custom" if call.get("type") == "custom" else "function"
-    name, args = base.name, base.args
+    return kind
+
+
+def read_entry(call: Mapping[str, Any]) -> Call:
+    """Read one call entry (flowmem's or a provider's spelling) with its ``kind`` (``entry_kind``).
+
+    A custom call's arguments are its ``custom.input`` text.
+    """
+    cid, name, args = read_call(call)
     custom = call.get("custom")
-    if isinstance(custom, Mapping) and "args" not in call:
+    if custom is not None and isinstance(custom, Mapping) and "args" not in call:
         name = custom.get("name", name) if isinstance(custom.get("name"), str) else name
         args = custom.get("input", args)
-    return Call(base.id, name, args, kind, call)
+    return Call(cid, name, args, entry_kind(call), call)
 
 
 def call_entry(
@@ -350,9 +367,12 @@ def call_entry(
     return put_extra(entry, fmt, fields)
 
 
+_ARGUMENTS = HINT + "arguments"  # a provider's own arguments text, when flowmem would spell it otherwise
+
+
 def exact_arguments(args: Any, extra: Mapping[str, Any]) -> str:
     """Return the arguments text of a call: the provider's own text when it still parses to ``args``."""
-    raw = extra.get(HINT + "arguments")
+    raw = extra.get(_ARGUMENTS) if extra else None
     if isinstance(raw, str) and parse_arguments(raw) == args:
         return raw
     return arguments_text(args)
@@ -360,19 +380,7 @@ def exact_arguments(args: Any, extra: Mapping[str, Any]) -> str:
 
 def arguments_hint(raw: str, args: Any) -> dict[str, Any]:
     """Return the hint keeping a provider's arguments text when flowmem would spell it differently."""
-    return {} if arguments_text(args) == raw else {HINT + "arguments": raw}
-
-
-def call_kinds(rows: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    """Return ``{call id: kind}`` for every call the assistant rows declare."""
-    kinds: dict[str, str] = {}
-    for row in rows:
-        if row.get("role") == "assistant":
-            for call in row.get("tool_calls") or []:
-                cid = entry_id(call)
-                if cid is not None and isinstance(call, Mapping):
-                    kinds.setdefault(cid, read_entry(call).kind)
-    return kinds
+    return {} if arguments_text(args) == raw else {_ARGUMENTS: raw}
 
 
 def object_list(value: object, where: str) -> list[Mapping[str, Any]]:

@@ -10,25 +10,24 @@ from flowmem.errors import InvalidMessageError, UnknownRoleError, UnsupportedCon
 from flowmem.formats._common import (
     HINT,
     call_entry,
-    call_kinds,
     extra_of,
     fields_of,
     input_object,
     is_provider_part,
     kept_whole,
-    normalized,
     note,
     object_list,
     part_kind,
-    parts_of,
     provider_part,
     put_extra,
     read_entry,
+    read_parts,
     require_list,
     require_map,
     required_call_id,
     whole,
 )
+from flowmem.formats.fast import provider_rows
 from flowmem.formats.origins import OUTSIDE, Origins
 
 FMT = "anthropic"
@@ -136,7 +135,7 @@ def _part_from_anthropic(block: Mapping[str, Any], where: str = "block") -> dict
 
 def _blocks(content: Any, dropped: dict[str, int] | None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for part in parts_of(content):
+    for part in read_parts(content):
         block = _part_to_anthropic(part)
         if block is None:
             note(dropped, part_kind(part))
@@ -160,7 +159,7 @@ def _push(out: list[dict[str, Any]], role: str, content: str | list[dict[str, An
         out.append({"role": role, "content": content})
 
 
-def _assistant_content(row: Message, dropped: dict[str, int] | None, skipped: set[str]) -> list[dict[str, Any]] | str | None:
+def _assistant_content(row: Message, dropped: dict[str, int] | None, skipped: dict[str, str]) -> list[dict[str, Any]] | str | None:
     content = row["content"]
     blocks = _blocks(content, dropped) if isinstance(content, list) else []
     calls: list[dict[str, Any]] = []
@@ -168,10 +167,11 @@ def _assistant_content(row: Message, dropped: dict[str, int] | None, skipped: se
         call = read_entry(raw)
         if call.kind not in CALL_KINDS:
             note(dropped, call.kind)
-            skipped.add(call.id)
+            skipped[call.id] = call.kind
             continue
         block = {"type": "tool_use", "id": call.id, "name": call.name, "input": input_object(call.args)}
-        block.update(fields_of(extra_of(call.entry, FMT)))
+        if "extra" in raw:
+            block.update(fields_of(extra_of(raw, FMT)))
         calls.append(block)
     if isinstance(content, str):
         if not calls:
@@ -187,9 +187,10 @@ def _assistant_content(row: Message, dropped: dict[str, int] | None, skipped: se
 
 
 def _tool_result(row: Message, dropped: dict[str, int] | None) -> dict[str, Any]:
-    kept = kept_whole(row, FMT, lambda block: block.get("type") == "tool_result")
-    if kept is not None:
-        return kept
+    if type(row["content"]) is not str:  # (kept whole: a list of one provider part)
+        kept = kept_whole(row, FMT, lambda block: block.get("type") == "tool_result")
+        if kept is not None:
+            return kept
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": row["tool_call_id"]}
     content = row["content"]
     if isinstance(content, list):
@@ -208,7 +209,7 @@ def _system(rows: list[Message], dropped: dict[str, int] | None) -> str | list[d
         content = row["content"]
         if isinstance(content, list):
             blocks = [b for b in _blocks(content, dropped) if b.get("type") == "text"]
-            note(dropped, "system_part", len(parts_of(content)) - len(blocks))
+            note(dropped, "system_part", len(read_parts(content)) - len(blocks))
             content = blocks
         if content not in ("", []):
             contents.append(content)
@@ -241,11 +242,14 @@ def to_anthropic(
     call kinds other than function with their results) is left out and counted
     per kind in ``dropped`` when given.
     """
-    rows = normalized(messages, systems_first=False)  # system rows are placed below
-    kinds = call_kinds(rows)
+    return rows_to_anthropic(provider_rows(messages, systems_first=False), dropped)
+
+
+def rows_to_anthropic(rows: list[Message], dropped: dict[str, int] | None = None) -> tuple[str | list[dict[str, Any]] | None, list[dict[str, Any]]]:
+    """Return normalized provider-flat rows (``fast.provider_rows``, systems in place) as Anthropic ``(system, messages)``."""
     systems: list[Message] = []
     out: list[dict[str, Any]] = []
-    skipped: set[str] = set()
+    skipped: dict[str, str] = {}  # the calls left out (their results go too), by kind
     for row in rows:
         role, content = row["role"], row["content"]
         if role == "system":
@@ -262,7 +266,7 @@ def to_anthropic(
             if turn is not None:
                 _push(out, "assistant", turn)
         elif row["tool_call_id"] in skipped:
-            note(dropped, f"{kinds.get(row['tool_call_id'], 'function')}_result")
+            note(dropped, f"{skipped[row['tool_call_id']]}_result")
         else:
             _push(out, "user", [_tool_result(row, dropped)])
     return _system(systems, dropped), out

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from flowmem.formats.gemini_parts import PART_FIELDS, camel_key
-from flowmem.formats.responses import CALL_ITEMS, OUTPUT_ITEMS
+from flowmem.formats.responses_items import CALL_ITEMS, OUTPUT_ITEMS
 from flowmem.formats.unknown import unknown_format
 
 DETECTED: tuple[str, ...] = ("openai", "responses", "anthropic", "gemini", "rows")
@@ -124,15 +124,8 @@ def _call_signal(call: object) -> frozenset[str] | None:
     return None
 
 
-def _message_signals(entry: Mapping[str, Any]) -> Iterable[frozenset[str]]:
-    if is_gemini_content(entry):
-        yield _GEMINI
-        return
-    yield _NOT_GEMINI
-    kind = entry.get("type")
-    if isinstance(kind, str) and (kind in _RESPONSES_ITEMS or "role" not in entry):
-        yield _RESPONSES
-        return
+def _role_signals(entry: Mapping[str, Any]) -> Iterable[frozenset[str]]:
+    """What a message's own keys and role say: flowmem rows' fields, OpenAI-only roles and fields."""
     if "metadata" in entry or "extra" in entry or "is_error" in entry:
         yield _ROWS
     role = entry.get("role")
@@ -144,6 +137,10 @@ def _message_signals(entry: Mapping[str, Any]) -> Iterable[frozenset[str]]:
         yield frozenset({"openai", "rows"})
     if role == "assistant" and ("audio" in entry or "refusal" in entry or "function_call" in entry):
         yield _OPENAI
+
+
+def _inner_signals(entry: Mapping[str, Any]) -> Iterable[frozenset[str]]:
+    """What a message's tool calls and content parts say."""
     calls = entry.get("tool_calls")
     if isinstance(calls, list):
         for call in calls:
@@ -157,6 +154,19 @@ def _message_signals(entry: Mapping[str, Any]) -> Iterable[frozenset[str]]:
                 signal = _part_signal(part)
                 if signal is not None:
                     yield signal
+
+
+def _message_signals(entry: Mapping[str, Any]) -> Iterable[frozenset[str]]:
+    if is_gemini_content(entry):
+        yield _GEMINI
+        return
+    yield _NOT_GEMINI
+    kind = entry.get("type")
+    if isinstance(kind, str) and (kind in _RESPONSES_ITEMS or "role" not in entry):
+        yield _RESPONSES
+        return
+    yield from _role_signals(entry)
+    yield from _inner_signals(entry)
 
 
 def detect_format(payload: object) -> str:

@@ -19,22 +19,21 @@ from flowmem.errors import InvalidMessageError, UnknownRoleError, UnsupportedCon
 from flowmem.formats._common import (
     HINT,
     call_entry,
-    call_kinds,
     extra_of,
     fields_of,
     input_object,
     kept_whole,
-    normalized,
     note,
     part_kind,
-    parts_of,
     provider_part,
     put_extra,
     read_entry,
+    read_parts,
     require_list,
     require_map,
     whole,
 )
+from flowmem.formats.fast import provider_rows
 from flowmem.formats.gemini_ids import CallIds
 from flowmem.formats.gemini_parts import (
     FMT,
@@ -88,7 +87,7 @@ def _row_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
 
 def _blocks(content: Any, dropped: dict[str, int] | None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for part in parts_of(content):
+    for part in read_parts(content):
         block = part_to_gemini(part)
         if block is None:
             note(dropped, part_kind(part))
@@ -98,25 +97,29 @@ def _blocks(content: Any, dropped: dict[str, int] | None) -> list[dict[str, Any]
 
 
 def _model_parts(
-    row: Message, dropped: dict[str, int] | None, skipped: set[str], unnamed: set[str]
+    row: Message, dropped: dict[str, int] | None, skipped: dict[str, str], unnamed: set[str], names: dict[str, str]
 ) -> list[dict[str, Any]]:
+    """Return an assistant row's Gemini parts; record each call's name (its response names it) and those left out."""
     blocks = _blocks(row["content"], dropped)
     calls: list[dict[str, Any]] = []
     for raw in row.get("tool_calls") or []:
         call = read_entry(raw)
+        names[call.id] = call.name
         if call.kind not in CALL_KINDS:
             note(dropped, call.kind)
-            skipped.add(call.id)
+            skipped[call.id] = call.kind
             continue
-        extra = extra_of(call.entry, FMT)
+        extra = extra_of(raw, FMT)
         function: dict[str, Any] = {} if extra.get(_NO_ID) else {"id": call.id}
         if not function:
             unnamed.add(call.id)
         function["name"] = call.name
         if not (extra.get(_NO_ARGS) and call.args == {}):
             function["args"] = input_object(call.args)
-        calls.append(merged({"function_call": function}, fields_of(extra)))
+        calls.append(_with_fields({"function_call": function}, extra))
     order = extra_of(row, FMT).get(_ORDER)
+    if order is None:
+        return blocks + calls
     if not (
         isinstance(order, str)
         and set(order) <= {"p", "c"}
@@ -126,6 +129,12 @@ def _model_parts(
         order = "p" * len(blocks) + "c" * len(calls)
     parts, uses = iter(blocks), iter(calls)
     return [next(parts) if token == "p" else next(uses) for token in order]
+
+
+def _with_fields(block: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``block`` with the Gemini fields of an ``extra.gemini`` merged in (``merged``), when there are any."""
+    fields = fields_of(extra)
+    return merged(block, fields) if fields else block
 
 
 def _response(row: Message, text: str, extra: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -149,13 +158,14 @@ def _response_part(
     row: Message, names: Mapping[str, str], dropped: dict[str, int] | None, unnamed: Collection[str] = ()
 ) -> dict[str, Any]:
     """Return a tool row's ``function_response`` part; no id when it had none or its call was sent without."""
-    kept = kept_whole(row, FMT, lambda block: "function_response" in block)
-    if kept is not None:
-        return kept
+    if type(row["content"]) is not str:  # (kept whole: a list of one provider part)
+        kept = kept_whole(row, FMT, lambda block: "function_response" in block)
+        if kept is not None:
+            return kept
     extra = extra_of(row, FMT)
     texts: list[str] = []
     media: list[dict[str, Any]] = []
-    for part in parts_of(row["content"]):
+    for part in read_parts(row["content"]):
         if part.get("type") == "text" and isinstance(part.get("text"), str):
             texts.append(part["text"])
             continue
@@ -172,7 +182,7 @@ def _response_part(
         function["response"] = response
     if media:
         function["parts"] = media
-    return merged({"function_response": function}, fields_of(extra))
+    return _with_fields({"function_response": function}, extra)
 
 
 def _role_hint(extra: Mapping[str, Any]) -> tuple[bool, str | None]:
@@ -183,16 +193,23 @@ def _role_hint(extra: Mapping[str, Any]) -> tuple[bool, str | None]:
     return True, role if isinstance(role, str) else None
 
 
+def _joins(extra: Mapping[str, Any], last: Mapping[str, Any], default: str) -> bool:
+    """Whether a row's parts join the last content: its side, and its hints or the default say so."""
+    if _side(last.get("role")) != _side(default):
+        return False
+    if extra.get(_JOIN) is True:
+        return True
+    return _ROLE not in extra and not extra.get(_NEW) and last.get("role") == default
+
+
 def _place(out: list[dict[str, Any]], row: Message, parts: list[dict[str, Any]]) -> None:
     """Add a row's parts to the last content, or start one, as its hints and role say."""
     extra = extra_of(row, FMT)
     default = "model" if row["role"] == "assistant" else "user"
-    named, role = _role_hint(extra)
-    last = out[-1] if out else None
-    joins = extra.get(_JOIN) is True or (not named and not extra.get(_NEW) and last is not None and last.get("role") == default)
-    if last is not None and _side(last.get("role")) == _side(default) and joins:
-        last["parts"].extend(parts)
+    if out and _joins(extra, out[-1], default):
+        out[-1]["parts"].extend(parts)
         return
+    named, role = _role_hint(extra)
     content: dict[str, Any] = {}
     if not named:
         content["role"] = default
@@ -244,23 +261,25 @@ def to_gemini(
     providers' reasoning and blocks, file ids, audio by id, call kinds other than
     function with their results) is left out and counted per kind in ``dropped``.
     """
-    rows = normalized(messages)
-    kinds = call_kinds(rows)
-    calls = [read_entry(call) for row in rows if row["role"] == "assistant" for call in row.get("tool_calls") or []]
-    names = {call.id: call.name for call in calls}  # a response names the function it answers
+    return rows_to_gemini(provider_rows(messages), dropped)
+
+
+def rows_to_gemini(rows: list[Message], dropped: dict[str, int] | None = None) -> tuple[str | dict[str, Any] | None, list[dict[str, Any]]]:
+    """Return normalized provider-flat rows (``flowmem.formats.fast.provider_rows``) as Gemini ``(system_instruction, contents)``."""
+    names: dict[str, str] = {}  # a response names the function it answers (its call comes first)
     out: list[dict[str, Any]] = []
-    skipped: set[str] = set()
+    skipped: dict[str, str] = {}  # the calls left out (their results go too), by kind
     unnamed: set[str] = set()  # calls written without an id: their responses are too
     for row in rows:
         role = row["role"]
         if role == "system":
             continue
         if role == "assistant":
-            parts = _model_parts(row, dropped, skipped, unnamed)
+            parts = _model_parts(row, dropped, skipped, unnamed, names)
         elif role == "user":
             parts = _blocks(row["content"], dropped)
         elif row["tool_call_id"] in skipped:
-            note(dropped, f"{kinds.get(row['tool_call_id'], 'function')}_result")
+            note(dropped, f"{skipped[row['tool_call_id']]}_result")
             continue
         else:
             parts = [_response_part(row, names, dropped, unnamed)]

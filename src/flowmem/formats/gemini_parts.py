@@ -199,7 +199,8 @@ def part_to_gemini(part: Mapping[str, Any]) -> dict[str, Any] | None:
         return dict(part["block"])
     if block is None:
         return None
-    return merged(block, fields_of(extra_of(part, FMT)))
+    fields = fields_of(extra_of(part, FMT))
+    return merged(block, fields) if fields else block
 
 
 # --- Gemini part → neutral part --------------------------------------------------------------

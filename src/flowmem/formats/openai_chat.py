@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from flowmem.core import Message
 from flowmem.errors import InvalidMessageError, UnknownRoleError, UnsupportedContentError
 from flowmem.formats._common import (
     HINT,
+    Call,
     arguments_hint,
     call_entry,
-    call_kinds,
     data_url,
     exact_arguments,
     extra_of,
     fields_of,
     is_provider_part,
     kept_whole,
-    normalized,
     note,
     object_list,
     parse_arguments,
@@ -28,11 +27,13 @@ from flowmem.formats._common import (
     provider_part,
     put_extra,
     read_entry,
+    read_parts,
     require_list,
     require_map,
     required_call_id,
     whole,
 )
+from flowmem.formats.fast import provider_rows
 from flowmem.formats.origins import Origins
 
 FMT = "openai"
@@ -46,44 +47,68 @@ _SIDE_FIELDS = ("refusal", "function_call")  # message fields kept as provider p
 # --- parts -----------------------------------------------------------------------------
 
 
-def _part_to_openai(part: Mapping[str, Any], role: str) -> dict[str, Any] | None:
+Block = dict[str, Any]
+
+
+def _text_to(part: Mapping[str, Any], role: str) -> Block | None:
+    return {"type": "text", "text": part["text"]} if isinstance(part.get("text"), str) else None
+
+
+def _image_to(part: Mapping[str, Any], role: str) -> Block | None:
+    if role != "user":
+        return None
+    url = part.get("url")
+    if not isinstance(url, str) and isinstance(part.get("data"), str):
+        media = part.get("media_type")
+        url = data_url(media, part["data"]) if isinstance(media, str) else None
+    if not isinstance(url, str):
+        return None
+    image: Block = {"url": url}
+    if part.get("detail") is not None:
+        image["detail"] = part["detail"]
+    return {"type": "image_url", "image_url": image}
+
+
+def _audio_to(part: Mapping[str, Any], role: str) -> Block | None:
+    if role != "user" or not isinstance(part.get("data"), str) or part.get("format") not in ("wav", "mp3"):
+        return None
+    return {"type": "input_audio", "input_audio": {"data": part["data"], "format": part["format"]}}
+
+
+def _file_to(part: Mapping[str, Any], role: str) -> Block | None:
+    if role != "user":
+        return None
+    file: Block = {}
+    if isinstance(part.get("data"), str):
+        media = part.get("media_type")
+        file["file_data"] = data_url(media, part["data"]) if isinstance(media, str) else part["data"]
+    if isinstance(part.get("file_id"), str):
+        file["file_id"] = part["file_id"]
+    if file and isinstance(part.get("filename"), str):
+        file["filename"] = part["filename"]
+    return {"type": "file", "file": file} if file else None
+
+
+_PART_TO: dict[str, Callable[[Mapping[str, Any], str], Block | None]] = {
+    "text": _text_to,
+    "image": _image_to,
+    "audio": _audio_to,
+    "file": _file_to,
+}
+"""The writer of each neutral part kind Chat models (its ``extra.openai`` fields added after)."""
+
+
+def _part_to_openai(part: Mapping[str, Any], role: str) -> Block | None:
     """Return the Chat content part of a neutral part for ``role``, or None when Chat has none."""
     kind = part.get("type")
-    fields = fields_of(extra_of(part, FMT))
-    block: dict[str, Any] | None = None
-    if kind == "text" and isinstance(part.get("text"), str):
-        block = {"type": "text", "text": part["text"]}
-    elif kind == "image" and role == "user":
-        url = part.get("url")
-        if not isinstance(url, str) and isinstance(part.get("data"), str):
-            media = part.get("media_type")
-            url = data_url(media, part["data"]) if isinstance(media, str) else None
-        if isinstance(url, str):
-            image: dict[str, Any] = {"url": url}
-            if part.get("detail") is not None:
-                image["detail"] = part["detail"]
-            block = {"type": "image_url", "image_url": image}
-    elif kind == "audio" and role == "user":
-        if isinstance(part.get("data"), str) and part.get("format") in ("wav", "mp3"):
-            block = {
-                "type": "input_audio",
-                "input_audio": {"data": part["data"], "format": part["format"]},
-            }
-    elif kind == "file" and role == "user":
-        file: dict[str, Any] = {}
-        if isinstance(part.get("data"), str):
-            media = part.get("media_type")
-            file["file_data"] = data_url(media, part["data"]) if isinstance(media, str) else part["data"]
-        if isinstance(part.get("file_id"), str):
-            file["file_id"] = part["file_id"]
-        if file and isinstance(part.get("filename"), str):
-            file["filename"] = part["filename"]
-        if file:
-            block = {"type": "file", "file": file}
-    elif is_provider_part(part, FMT) and isinstance(part["block"].get("type"), str):
-        return dict(part["block"])
+    if kind == "provider":
+        if is_provider_part(part, FMT) and isinstance(part["block"].get("type"), str):
+            return dict(part["block"])
+        return None
+    write = _PART_TO.get(kind) if isinstance(kind, str) else None
+    block = None if write is None else write(part, role)
     if block is not None:
-        block.update(fields)
+        block.update(fields_of(extra_of(part, FMT)))
     return block
 
 
@@ -102,46 +127,72 @@ def _checked(block: Mapping[str, Any], where: str) -> None:
             raise UnsupportedContentError(f"{where}: {kind!r} part without its {kind} object", part=kind)
 
 
-def _part_from_openai(block: Mapping[str, Any], role: str, where: str = "part") -> dict[str, Any]:
+Read = tuple[Block, set[str]]  # a neutral part and the block's keys it holds
+
+
+def _text_from(block: Mapping[str, Any]) -> Read | None:
+    if not isinstance(block.get("text"), str):
+        return None
+    return {"type": "text", "text": block["text"]}, {"type", "text"}
+
+
+def _image_from(block: Mapping[str, Any]) -> Read | None:
+    image = block.get("image_url")
+    if not isinstance(image, Mapping):
+        return None
+    url = image.get("url")
+    if not isinstance(url, str):
+        return None
+    parsed = parse_data_url(url)
+    part: Block = (
+        {"type": "image", "data": parsed[1], "media_type": parsed[0]} if parsed else {"type": "image", "url": url}
+    )
+    if image.get("detail") is not None:
+        part["detail"] = image["detail"]
+    return part, {"type", "image_url"}
+
+
+def _audio_from(block: Mapping[str, Any]) -> Read | None:
+    audio = block.get("input_audio")
+    if not isinstance(audio, Mapping):
+        return None
+    return {"type": "audio", "data": audio.get("data"), "format": audio.get("format")}, {"type", "input_audio"}
+
+
+def _file_from(block: Mapping[str, Any]) -> Read | None:
+    file = block.get("file")
+    if not isinstance(file, Mapping):
+        return None
+    part: Block = {"type": "file"}
+    raw = file.get("file_data")
+    if isinstance(raw, str):
+        parsed = parse_data_url(raw)
+        if parsed:
+            part["data"], part["media_type"] = parsed[1], parsed[0]
+        else:
+            part["data"] = raw
+    for key in ("file_id", "filename"):
+        if key in file:
+            part[key] = file[key]
+    return part, {"type", "file"}
+
+
+_PART_FROM: dict[str, Callable[[Mapping[str, Any]], Read | None]] = {
+    "text": _text_from,
+    "image_url": _image_from,
+    "input_audio": _audio_from,
+    "file": _file_from,
+}
+"""The reader of each Chat content part type flowmem models; any other is kept verbatim."""
+
+
+def _part_from_openai(block: Mapping[str, Any], role: str, where: str = "part") -> Block:
     """Return the neutral part of a Chat content part (a provider part when not modeled exactly)."""
     _checked(block, where)
-    kind = block["type"]
-    part: dict[str, Any] | None = None
-    consumed = {"type"}
-    if kind == "text" and isinstance(block.get("text"), str):
-        part, consumed = {"type": "text", "text": block["text"]}, {"type", "text"}
-    elif kind == "image_url" and isinstance(block.get("image_url"), Mapping):
-        image = block["image_url"]
-        url = image.get("url")
-        if isinstance(url, str):
-            parsed = parse_data_url(url)
-            part = (
-                {"type": "image", "data": parsed[1], "media_type": parsed[0]}
-                if parsed
-                else {"type": "image", "url": url}
-            )
-            if image.get("detail") is not None:
-                part["detail"] = image["detail"]
-            consumed = {"type", "image_url"}
-    elif kind == "input_audio" and isinstance(block.get("input_audio"), Mapping):
-        audio = block["input_audio"]
-        part = {"type": "audio", "data": audio.get("data"), "format": audio.get("format")}
-        consumed = {"type", "input_audio"}
-    elif kind == "file" and isinstance(block.get("file"), Mapping):
-        file = block["file"]
-        part = {"type": "file"}
-        raw = file.get("file_data")
-        if isinstance(raw, str):
-            parsed = parse_data_url(raw)
-            if parsed:
-                part["data"], part["media_type"] = parsed[1], parsed[0]
-            else:
-                part["data"] = raw
-        for key, target in (("file_id", "file_id"), ("filename", "filename")):
-            if key in file:
-                part[target] = file[key]
-        consumed = {"type", "file"}
-    if part is not None:
+    read = _PART_FROM.get(block["type"])
+    found = None if read is None else read(block)
+    if found is not None:
+        part, consumed = found
         put_extra(part, FMT, {k: v for k, v in block.items() if k not in consumed})
         if _part_to_openai(part, role) == dict(block):
             return part
@@ -151,38 +202,45 @@ def _part_from_openai(block: Mapping[str, Any], role: str, where: str = "part") 
 # --- rows → messages ---------------------------------------------------------------------
 
 
-def _calls_to_openai(
-    row: Message, dropped: dict[str, int] | None, skipped: set[str]
-) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _function_call(call: Call, fields: Mapping[str, Any]) -> Block:
+    arguments = exact_arguments(call.args, fields)
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
+
+
+def _custom_call(call: Call, fields: Mapping[str, Any]) -> Block:
+    text = call.args if isinstance(call.args, str) else exact_arguments(call.args, fields)
+    return {"id": call.id, "type": "custom", "custom": {"name": call.name, "input": text}}
+
+
+_CALL_TO: dict[str, Callable[[Call, Mapping[str, Any]], Block]] = {
+    "function": _function_call,
+    "custom": _custom_call,
+}
+"""The writer of each call kind Chat carries (``CALL_KINDS``)."""
+
+
+def _calls_to_openai(row: Message, dropped: dict[str, int] | None, skipped: dict[str, str]) -> list[Block]:
+    out: list[Block] = []
     for raw in row.get("tool_calls") or []:
         call = read_entry(raw)
-        fields = extra_of(call.entry, FMT)
-        if call.kind == "function":
-            entry: dict[str, Any] = {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": exact_arguments(call.args, fields)},
-            }
-        elif call.kind == "custom":
-            text = call.args if isinstance(call.args, str) else exact_arguments(call.args, fields)
-            entry = {"id": call.id, "type": "custom", "custom": {"name": call.name, "input": text}}
-        else:
+        write = _CALL_TO.get(call.kind)
+        if write is None:
             note(dropped, call.kind)
-            skipped.add(call.id)
+            skipped[call.id] = call.kind
             continue
-        entry.update(fields_of(fields))
+        fields = extra_of(raw, FMT)
+        entry = write(call, fields)
+        if fields:
+            entry.update(fields_of(fields))
         out.append(entry)
     return out
 
 
-def _assistant_message(row: Message, dropped: dict[str, int] | None, skipped: set[str]) -> dict[str, Any] | None:
-    """Return the Chat message of an assistant row (None when nothing of it is left)."""
-    extra = extra_of(row, FMT)
-    content = row["content"]
-    blocks: list[dict[str, Any]] = []
-    side: dict[str, Any] = {}
-    for part in parts_of(content) if isinstance(content, list) else []:
+def _assistant_parts(content: Any, dropped: dict[str, int] | None) -> tuple[list[Block], Block]:
+    """Return an assistant row's parts as Chat content parts, and the message fields parts keep (audio, refusal …)."""
+    blocks: list[Block] = []
+    side: Block = {}
+    for part in read_parts(content) if isinstance(content, list) else []:
         if part.get("type") == "audio" and isinstance(part.get("id"), str) and "data" not in part:
             side["audio"] = {"id": part["id"], **fields_of(extra_of(part, FMT))}
         elif is_provider_part(part, FMT) and "type" not in part["block"]:
@@ -193,24 +251,42 @@ def _assistant_message(row: Message, dropped: dict[str, int] | None, skipped: se
                 note(dropped, part_kind(part))
             else:
                 blocks.append(block)
-    calls = _calls_to_openai(row, dropped, skipped)
-    message: dict[str, Any] = {"role": "assistant"}
+    return blocks, side
+
+
+def _spelled(content: Any, form: object, blocks: list[Block]) -> tuple[bool, Any]:
+    """Return whether an assistant message has a ``content`` in spelling ``form``, and that content."""
+    if form == "string":
+        texts = [b["text"] for b in blocks if b.get("type") == "text"]
+        return True, content if isinstance(content, str) else "".join(texts)
+    if form == "null":
+        return True, None
+    if form == "list":
+        return True, blocks if isinstance(content, list) else parts_of(content)
+    return False, None  # "absent"
+
+
+def _assistant_message(row: Message, dropped: dict[str, int] | None, skipped: dict[str, str]) -> Block | None:
+    """Return the Chat message of an assistant row (None when nothing of it is left)."""
+    extra = extra_of(row, FMT)
+    content = row["content"]
+    blocks, side = _assistant_parts(content, dropped) if type(content) is list else ([], {})
+    calls = _calls_to_openai(row, dropped, skipped) if row.get("tool_calls") else []
+    if not calls and not side and not blocks and not (isinstance(content, str) and content):
+        return None
+    message: Block = {"role": "assistant"}
     form = extra.get(_CONTENT_HINT)
     if form is None:
         form = _default_form(content, bool(calls), bool(side), bool(blocks))
-    if form == "string":
-        texts = [b["text"] for b in blocks if b.get("type") == "text"]
-        message["content"] = content if isinstance(content, str) else "".join(texts)
-    elif form == "null":
-        message["content"] = None
-    elif form == "list":
-        message["content"] = blocks if isinstance(content, list) else parts_of(content)
-    message.update(side)
+    has, message["content"] = _spelled(content, form, blocks)
+    if not has:
+        del message["content"]
+    if side:
+        message.update(side)
     if calls:
         message["tool_calls"] = calls
-    message.update(fields_of(extra))
-    if not calls and not side and not blocks and not (isinstance(content, str) and content):
-        return None
+    if extra:
+        message.update(fields_of(extra))
     return message
 
 
@@ -219,8 +295,8 @@ def _text_content(row: Message, role: str, dropped: dict[str, int] | None) -> An
     content = row["content"]
     if isinstance(content, str):
         return content
-    blocks: list[dict[str, Any]] = []
-    for part in parts_of(content):
+    blocks: list[Block] = []
+    for part in read_parts(content):
         block = _part_to_openai(part, role)
         if block is None or (role != "user" and block.get("type") != "text"):
             note(dropped, part_kind(part))
@@ -229,40 +305,57 @@ def _text_content(row: Message, role: str, dropped: dict[str, int] | None) -> An
     return blocks
 
 
-def _row_to_openai(
-    row: Message, dropped: dict[str, int] | None, skipped: set[str], kinds: dict[str, str]
-) -> dict[str, Any] | None:
-    role = row["role"]
-    if role == "assistant":
-        return _assistant_message(row, dropped, skipped)
-    extra = extra_of(row, FMT)
-    if role == "tool":
-        if row["tool_call_id"] in skipped:
-            note(dropped, f"{kinds.get(row['tool_call_id'], 'function')}_result")
-            return None
-        if row.get("is_error") is True:
-            note(dropped, "is_error")
+def _with_fields(message: Block, row: Message) -> Block:
+    """``message`` with the Chat fields ``from_openai`` kept in the row's ``extra.openai``."""
+    if "extra" in row:
+        message.update(fields_of(extra_of(row, FMT)))
+    return message
+
+
+def _tool_message(row: Message, dropped: dict[str, int] | None, skipped: dict[str, str]) -> Block | None:
+    cid = row["tool_call_id"]
+    if cid in skipped:
+        note(dropped, f"{skipped[cid]}_result")
+        return None
+    if row.get("is_error") is True:
+        note(dropped, "is_error")
+    content = row["content"]
+    if type(content) is not str:
         kept = kept_whole(row, FMT, lambda block: block.get("role") == "tool")
         if kept is not None:
             return kept
-        content = _text_content(row, role, dropped)
+        content = _text_content(row, "tool", dropped)
         if content == [] and row["content"] != []:
             content = ""
-        message = {"role": "tool", "tool_call_id": row["tool_call_id"], "content": content}
-        message.update(fields_of(extra))
-        return message
-    if role == "user":
-        parts = row["content"]
-        if isinstance(parts, list) and len(parts) == 1 and is_provider_part(parts[0], FMT):
-            block = parts[0]["block"]
-            if block.get("role") == "function":  # a legacy function-role message, kept whole
-                return dict(block)
-    content = _text_content(row, role, dropped)
-    if content == [] and row["content"] != []:
-        return None  # nothing Chat can carry is left
-    message = {"role": role, "content": content}
-    message.update(fields_of(extra))
-    return message
+    return _with_fields({"role": "tool", "tool_call_id": cid, "content": content}, row)
+
+
+def _user_message(row: Message, dropped: dict[str, int] | None, skipped: dict[str, str]) -> Block | None:
+    parts = row["content"]
+    if isinstance(parts, list) and len(parts) == 1 and is_provider_part(parts[0], FMT):
+        block = parts[0]["block"]
+        if block.get("role") == "function":  # a legacy function-role message, kept whole
+            return dict(block)
+    return _system_message(row, dropped, skipped)
+
+
+def _system_message(row: Message, dropped: dict[str, int] | None, skipped: dict[str, str]) -> Block | None:
+    role = row["role"]
+    content = row["content"]
+    if type(content) is not str:
+        content = _text_content(row, role, dropped)
+        if content == [] and row["content"] != []:
+            return None  # nothing Chat can carry is left
+    return _with_fields({"role": role, "content": content}, row)
+
+
+_ROW_TO: dict[str, Callable[[Message, dict[str, int] | None, dict[str, str]], Block | None]] = {
+    "system": _system_message,
+    "user": _user_message,
+    "assistant": _assistant_message,
+    "tool": _tool_message,
+}
+"""The writer of each row role (the rows of ``provider_rows``: these four only)."""
 
 
 def to_openai(messages: object, dropped: dict[str, int] | None = None) -> list[dict[str, Any]]:
@@ -275,12 +368,15 @@ def to_openai(messages: object, dropped: dict[str, int] | None = None) -> list[d
     than function and custom with their results, an image in a tool result,
     ``is_error``) is left out and counted per kind in ``dropped`` when given.
     """
-    rows = normalized(messages)
-    kinds = call_kinds(rows)
-    skipped: set[str] = set()
+    return rows_to_openai(provider_rows(messages), dropped)
+
+
+def rows_to_openai(rows: list[Message], dropped: dict[str, int] | None = None) -> list[dict[str, Any]]:
+    """Return normalized provider-flat rows (``flowmem.formats.fast.provider_rows``) as Chat Completions messages."""
+    skipped: dict[str, str] = {}  # the calls left out (their results go too), by kind
     out: list[dict[str, Any]] = []
     for row in rows:
-        message = _row_to_openai(row, dropped, skipped, kinds)
+        message = _ROW_TO[row["role"]](row, dropped, skipped)
         if message is not None:
             out.append(message)
     return out
@@ -331,17 +427,34 @@ def _content_form(message: Mapping[str, Any]) -> str:
     return "null" if content is None else "string" if isinstance(content, str) else "list"
 
 
-def _from_assistant(message: Mapping[str, Any], where: str) -> Message:
-    content = _content_parts(message.get("content"), "assistant", where)
-    side: list[dict[str, Any]] = []
+def _side_parts(message: Mapping[str, Any]) -> tuple[list[Block], set[str]]:
+    """Return the parts an assistant message's side fields make (audio, refusal, function_call), and those fields."""
+    side: list[Block] = []
+    modeled: set[str] = set()
     audio = message.get("audio")
     if isinstance(audio, Mapping) and isinstance(audio.get("id"), str):
         side.append(
             put_extra({"type": "audio", "id": audio["id"]}, FMT, {k: v for k, v in audio.items() if k != "id"})
         )
+        modeled.add("audio")
     for key in _SIDE_FIELDS:
         if message.get(key) is not None:
             side.append(provider_part(FMT, {key: message[key]}))
+            modeled.add(key)
+    return side, modeled
+
+
+def _has_blocks(content: Any) -> bool:
+    """Whether row content holds a part ``to_openai`` writes as a content part (not a side field)."""
+    return isinstance(content, list) and any(
+        not (is_provider_part(part, FMT) and "type" not in part["block"]) and part.get("type") != "audio"
+        for part in content
+    )
+
+
+def _from_assistant(message: Mapping[str, Any], where: str) -> Message:
+    content = _content_parts(message.get("content"), "assistant", where)
+    side, modeled = _side_parts(message)
     if side:
         content = (parts_of(content) if isinstance(content, str) else content) + side
     row: Message = {"role": "assistant", "content": content}
@@ -351,18 +464,13 @@ def _from_assistant(message: Mapping[str, Any], where: str) -> Message:
             _from_call(call, f"{where}.tool_calls[{n}]")
             for n, call in enumerate(require_list(calls, f"{where}.tool_calls"))
         ]
-    modeled = {"role", "content", "tool_calls"} | ({"audio"} if any(p["type"] == "audio" for p in side) else set())
-    modeled |= {key for key in _SIDE_FIELDS if message.get(key) is not None}
+    modeled |= {"role", "content", "tool_calls"}
     fields = {k: v for k, v in message.items() if k not in modeled}
     if calls == []:
         fields["tool_calls"] = []
     put_extra(row, FMT, fields)
     given = _content_form(message)
-    blocks = isinstance(content, list) and any(
-        not (is_provider_part(part, FMT) and "type" not in part["block"]) and part.get("type") != "audio"
-        for part in content
-    )
-    if given != _default_form(content, bool(calls), bool(side), blocks):
+    if given != _default_form(content, bool(calls), bool(side), _has_blocks(content)):
         fields[_CONTENT_HINT] = given
         put_extra(row, FMT, fields)
     return row

@@ -1,0 +1,104 @@
+"""The formats' speed twin equals its oracle: ``fast.provider_rows`` is ``normalized``, every ``to_X`` its plain twin."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from flowmem.core import to_row
+from flowmem.formats import (
+    from_anthropic,
+    from_gemini,
+    from_openai,
+    from_responses,
+    plain,
+    to_anthropic,
+    to_gemini,
+    to_openai,
+    to_responses,
+)
+from flowmem.formats._common import normalized
+from flowmem.formats.fast import provider_rows, sendable_rows
+from tests.formats import members as M
+from tests.formats.gemini_members import gemini_histories
+from tests.formats.strategies import histories, messy_histories
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _rich(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Rows read from a provider payload using every member (parts, kinds, extras), some as stored rows."""
+    source = draw(st.sampled_from(["openai", "responses", "anthropic", "gemini"]))
+    if source == "openai":
+        rows = from_openai(draw(M.chat_histories()))
+    elif source == "responses":
+        rows = from_responses(draw(M.responses_histories()))
+    elif source == "anthropic":
+        body = draw(M.anthropic_histories())
+        rows = from_anthropic(body.get("system"), body["messages"])
+    else:
+        rows = from_gemini(*draw(gemini_histories()))
+    stored = draw(st.lists(st.booleans(), min_size=len(rows), max_size=len(rows)))
+    return [to_row(row) if as_row else row for row, as_row in zip(rows, stored, strict=True)]
+
+
+ANY_HISTORY = st.one_of(
+    histories(carrier="openai"),
+    histories(carrier="anthropic"),
+    messy_histories(),
+    st.composite(_rich)(),
+)
+
+
+@SETTINGS
+@given(ANY_HISTORY, st.booleans())
+def test_mem_5_provider_rows_equal_the_plain_normalization(history: list[Any], systems_first: bool) -> None:
+    assert provider_rows(history, systems_first) == normalized(history, systems_first)
+
+
+@SETTINGS
+@given(ANY_HISTORY, st.booleans(), st.booleans())
+def test_mem_5_a_normalized_history_is_read_in_one_scan(
+    history: list[Any], systems_first: bool, stored: bool
+) -> None:
+    """What normalization gives back (and a store keeps) takes the fast path, and reads back the same."""
+    rows = normalized(history, systems_first)
+    given_rows = [to_row(row) for row in rows] if stored else rows
+    kinds = {str(call.get("kind")) for row in rows for call in row.get("tool_calls") or []}
+    if kinds & {"computer", "mcp_approval"}:
+        return  # a call text cannot answer always takes the plain path
+    assert sendable_rows(given_rows, systems_first) == rows
+
+
+def test_mem_5_a_history_needing_repair_takes_the_plain_path() -> None:
+    call = {"tool_call_id": "c1", "name": "f", "args": {}}
+    needing = [
+        [{"role": "assistant", "content": "", "tool_calls": [call]}],  # unanswered
+        [{"role": "tool", "content": "x", "tool_call_id": "c1"}],  # orphan
+        [{"role": "user", "content": "hi"}, {"role": "system", "content": "s"}],  # system late
+        [{"role": "assistant", "content": ""}],  # empty turn
+        [{"role": "user", "content": 3}],  # content coerced
+        [{"role": "bogus", "content": "x"}],  # unreadable
+    ]
+    for history in needing:
+        assert sendable_rows(history) is None, history
+        assert provider_rows(history) == normalized(history)
+
+
+def _both(convert: Any, oracle: Any, history: list[Any], **options: Any) -> None:
+    fast_dropped: dict[str, int] = {}
+    plain_dropped: dict[str, int] = {}
+    assert convert(history, fast_dropped, **options) == oracle(history, plain_dropped, **options)
+    assert fast_dropped == plain_dropped
+
+
+@SETTINGS
+@given(ANY_HISTORY)
+def test_every_to_x_equals_its_plain_oracle(history: list[Any]) -> None:
+    _both(to_openai, plain.to_openai, history)
+    _both(to_anthropic, plain.to_anthropic, history)
+    _both(to_responses, plain.to_responses, history)
+    _both(to_responses, plain.to_responses, history, systems_first=False)
+    _both(to_gemini, plain.to_gemini, history)
