@@ -160,7 +160,22 @@ def test_rows_fed_out_of_order_are_refused() -> None:
     scan = WindowScan(10)
     scan.feed(5, RowFacts("user", 1))
     with pytest.raises(ValueError):
-        scan.feed(3, RowFacts("user", 1))
+        scan.feed(5, RowFacts("user", 1))
+    with pytest.raises(ValueError):
+        scan.feed(7, RowFacts("user", 1))
+
+
+def test_positions_may_be_any_falling_cursors_and_start_is_an_index() -> None:
+    scan = WindowScan(12, systems={3: 2})
+    for cursor, row in [(90, RowFacts("user", 5)), (40, RowFacts("assistant", 5)),
+                        (20, RowFacts("user", 5))]:
+        scan.feed(cursor, row)
+        if scan.done:
+            break
+    window = scan.window(6, 40)
+    assert window.kept == (3, 40, 90) and window.start == 4
+    assert window.tokens == 12 and window.cut_messages == 3 and window.cut_tokens == 28
+    assert scan.window(6, None).cut_tokens is None
 
 
 def test_an_empty_buffer_has_an_empty_window() -> None:

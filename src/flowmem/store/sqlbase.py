@@ -32,6 +32,7 @@ from flowmem.store.base import (
     PAGE_ROWS,
     PURGE_BATCH,
     SESSION_SCOPE,
+    TAIL_BATCH,
     USER_SCOPE,
     Address,
     BodyPage,
@@ -40,10 +41,12 @@ from flowmem.store.base import (
     Quotas,
     SessionRecord,
     StoredAnswer,
+    Tail,
     TokenRecord,
     TranscriptMessage,
     WriteGuard,
 )
+from flowmem.store import tail
 from flowmem.store.editor import SqlBufferEditor, load_rows
 from flowmem.store.rows import (
     check_address,
@@ -578,6 +581,18 @@ class SqlStore(ABC, Generic[C]):
                 bodies.append((int(pos), str(body)))
                 size += len(body)
             return BodyPage(found, int(head[3]), bodies, older, more)
+
+    def read_tail(self, address: Address, batch: int = TAIL_BATCH) -> Tail:
+        """Read the buffer from its end (``BufferStore.read_tail``): a statement per batch."""
+        check_address(address)
+        check_batch(batch)
+
+        def run(name: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+            with self._connection() as conn:
+                found: list[tuple[Any, ...]] = conn.execute(self.SQL[name], params).fetchall()
+                return found
+
+        return tail.read_tail(run, address, batch)
 
     def _snapshot(self) -> AbstractContextManager[C]:
         """Lend a connection whose reads are one snapshot (default: ``_reading``)."""
