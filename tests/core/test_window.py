@@ -141,7 +141,7 @@ def test_a_newest_turn_over_the_budget_is_an_error_that_names_what_it_needs() ->
     with pytest.raises(WindowTooSmallError) as raised:
         fit(rows, 20)
     assert raised.value.code == "window_too_small"
-    assert raised.value.details == {"budget": 20, "needed": 36}
+    assert raised.value.details == {"argument": "max_tokens", "budget": 20, "needed": 36}
 
 
 def test_the_scan_stops_one_turn_past_the_window() -> None:

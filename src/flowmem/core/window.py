@@ -146,6 +146,7 @@ def too_small(budget: int, needed: int) -> WindowTooSmallError:
     return WindowTooSmallError(
         f"no sendable window fits in {budget} tokens: the newest turn (with its calls' "
         f"results and the kept system messages) needs {needed}; raise max_tokens",
+        argument="max_tokens",
         budget=budget,
         needed=needed,
     )
