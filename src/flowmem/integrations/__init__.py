@@ -131,10 +131,18 @@ class InThread:
         )
 
     async def load(
-        self, scope: str, key: str, context: ExecutionContext | None, last: int | None = None
+        self,
+        scope: str,
+        key: str,
+        context: ExecutionContext | None,
+        last: int | None = None,
+        *,
+        max_tokens: int | None = None,
     ) -> BufferResult:
         """``Memory.load`` in a worker thread."""
-        return await asyncio.to_thread(self.memory.load, scope, key, context, last)
+        return await asyncio.to_thread(
+            self.memory.load, scope, key, context, last, max_tokens=max_tokens
+        )
 
     async def clear(self, scope: str, key: str, context: ExecutionContext | None) -> WriteResult:
         """``Memory.clear`` in a worker thread."""
