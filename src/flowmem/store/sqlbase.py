@@ -27,6 +27,7 @@ from flowmem.errors import (
     SchemaTooNewError,
     StoreError,
 )
+from flowmem.store import tail
 from flowmem.store.base import (
     PAGE_CHARS,
     PAGE_ROWS,
@@ -46,7 +47,6 @@ from flowmem.store.base import (
     TranscriptMessage,
     WriteGuard,
 )
-from flowmem.store import tail
 from flowmem.store.editor import SqlBufferEditor, load_rows
 from flowmem.store.rows import (
     check_address,
