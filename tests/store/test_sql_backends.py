@@ -158,6 +158,20 @@ def _drop_quotas(url: str) -> None:
     _sql(url, "ALTER TABLE records DROP COLUMN owner")
 
 
+def _drop_token_counts(url: str) -> None:
+    """Undo migration 13 (each row's and each buffer's default token count); once undone, nothing."""
+    if url.startswith("sqlite"):
+        query = "SELECT COUNT(*) FROM pragma_table_info('buffer_rows') WHERE name = 'tokens'"
+    else:
+        query = """SELECT COUNT(*) FROM information_schema.columns WHERE table_name = 'buffer_rows'
+            AND column_name = 'tokens' AND table_schema = current_schema()"""
+    if not _scalar(url, query):
+        return
+    _sql(url, "DROP INDEX buffer_rows_systems")
+    _sql(url, "ALTER TABLE buffer_rows DROP COLUMN tokens")
+    _sql(url, "ALTER TABLE buffers DROP COLUMN tokens")
+
+
 def _drop_checkpoint_tables(url: str, deleted_sessions: bool = True) -> None:
     """Undo migrations 7 and later (the LangGraph tables; the deleted sessions' ids; all after)."""
     for table in ("lg_checkpoints", "lg_blobs", "lg_writes"):
@@ -190,6 +204,7 @@ _UNDO = {
     10: _drop_adk_tables,
     11: _drop_evicted,
     12: _drop_quotas,
+    13: _drop_token_counts,
 }
 
 
@@ -204,7 +219,7 @@ def test_a_version_1_database_is_upgraded_in_place(sql_url: str) -> None:
     store = open_store(sql_url)
     store.put_record(KEY, "kept", 5.0)
     store.close()
-    _drop_quotas(sql_url)  # what schema version 11 lacks (its triggers first)
+    _undo_from(sql_url, 12)  # what schema version 11 lacks (its triggers first)
     _sql(sql_url, "DROP INDEX records_expiry")  # what a database made by version 1 lacks
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN bytes")
     _sql(sql_url, "DROP TABLE idempotency_keys")
@@ -238,7 +253,7 @@ def test_a_version_2_database_gets_the_byte_count_of_its_buffers(sql_url: str) -
         for address in (small, big)
     }
     store.close()
-    _drop_quotas(sql_url)  # what schema version 11 lacks (its triggers first)
+    _undo_from(sql_url, 12)  # what schema version 11 lacks (its triggers first)
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN bytes")  # the schema version 2 wrote
     _sql(sql_url, "DROP TABLE idempotency_keys")
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN version")
@@ -515,7 +530,7 @@ def test_a_version_4_database_gets_the_idempotency_table(sql_url: str) -> None:
     store = open_store(sql_url)
     store.put_record(KEY, "kept", None)
     store.close()
-    _drop_quotas(sql_url)  # what schema version 11 lacks (its triggers first)
+    _undo_from(sql_url, 12)  # what schema version 11 lacks (its triggers first)
     _sql(sql_url, "DROP TABLE idempotency_keys")  # what schema version 4 lacks
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN version")
     _drop_checkpoint_tables(sql_url)
@@ -533,7 +548,7 @@ def test_a_version_5_database_gets_a_version_per_buffer_header(sql_url: str) -> 
     store = open_store(sql_url)
     store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
     store.close()
-    _drop_quotas(sql_url)  # what schema version 11 lacks (its triggers first)
+    _undo_from(sql_url, 12)  # what schema version 11 lacks (its triggers first)
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN version")  # what schema version 5 lacks
     _drop_checkpoint_tables(sql_url)
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 6")
@@ -551,7 +566,7 @@ def test_a_version_6_database_gets_the_checkpoint_tables(sql_url: str) -> None:
     store = open_store(sql_url)
     store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
     store.close()
-    _drop_quotas(sql_url)  # what schema version 11 lacks (its triggers first)
+    _undo_from(sql_url, 12)  # what schema version 11 lacks (its triggers first)
     _drop_checkpoint_tables(sql_url)  # what schema version 6 lacks
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 7")
     again = open_store(sql_url)
@@ -566,7 +581,7 @@ def test_a_version_7_database_remembers_deleted_sessions_from_now_on(sql_url: st
     store = open_store(sql_url)
     store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
     store.close()
-    _drop_quotas(sql_url)  # what schema version 11 lacks (its triggers first)
+    _undo_from(sql_url, 12)  # what schema version 11 lacks (its triggers first)
     _sql(sql_url, "DROP TABLE deleted_sessions")  # what schema version 7 lacks
     _undo_from(sql_url, 9)
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 8")

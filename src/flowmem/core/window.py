@@ -28,14 +28,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from flowmem.core.messages import call_ids, result_id
 from flowmem.errors import WindowTooSmallError
 
 
-@dataclass(frozen=True, slots=True)
-class RowFacts:
+class RowFacts(NamedTuple):
     """What the window rules need of one stored row: role, ids, tokens."""
 
     role: str
@@ -170,4 +169,9 @@ def fit(
 
 def row_facts(row: Mapping[str, Any], tokens: int) -> RowFacts:
     """The window facts of one stored (or flat) row counted ``tokens``."""
-    return RowFacts(str(row.get("role")), tokens, tuple(call_ids(row)), result_id(row))
+    role = str(row.get("role"))
+    if role == "assistant":  # only an assistant declares calls, only a tool row answers one
+        return RowFacts(role, tokens, tuple(call_ids(row)))
+    if role == "tool":
+        return RowFacts(role, tokens, (), result_id(row))
+    return RowFacts(role, tokens)

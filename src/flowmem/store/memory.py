@@ -477,10 +477,11 @@ class MemoryStore:
             counts = self._counts[address] = [estimate_tokens(row) for row in rows]
         return counts
 
-    def read_tail(self, address: Address, batch: int = TAIL_BATCH) -> Tail:
+    def read_tail(self, address: Address, batch: int = TAIL_BATCH, budget: int = 0) -> Tail:
         """Read the buffer from its end (``BufferStore.read_tail``); cursors are row indexes."""
         check_address(address)
         check_batch(batch)
+        check_last(budget)
         with self._lock:
             rows = list(self._buffers.get(address, []))  # rows are never changed in place
             counts = list(self._counts_of(address)) if rows else []

@@ -582,7 +582,7 @@ class SqlStore(ABC, Generic[C]):
                 size += len(body)
             return BodyPage(found, int(head[3]), bodies, older, more)
 
-    def read_tail(self, address: Address, batch: int = TAIL_BATCH) -> Tail:
+    def read_tail(self, address: Address, batch: int = TAIL_BATCH, budget: int = 0) -> Tail:
         """Read the buffer from its end (``BufferStore.read_tail``): a statement per batch."""
         check_address(address)
         check_batch(batch)
@@ -592,7 +592,8 @@ class SqlStore(ABC, Generic[C]):
                 found: list[tuple[Any, ...]] = conn.execute(self.SQL[name], params).fetchall()
                 return found
 
-        return tail.read_tail(run, address, batch)
+        check_last(budget)
+        return tail.read_tail(run, address, batch, budget)
 
     def _snapshot(self) -> AbstractContextManager[C]:
         """Lend a connection whose reads are one snapshot (default: ``_reading``)."""

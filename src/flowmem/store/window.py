@@ -15,16 +15,10 @@ from typing import Any
 from flowmem.core import Message
 from flowmem.core.window import Window, WindowScan, row_facts
 from flowmem.errors import BufferChangedError, InvalidInputError
-from flowmem.store.base import TAIL_BATCH_MAX, Address, BufferStore, TailRow
+from flowmem.store.base import TAIL_BATCH, Address, BufferStore, TailRow
 
 Counter = Callable[[Mapping[str, Any]], int]
 READ_ATTEMPTS = 3  # reads of a buffer written while it was read from its end
-_TOKENS_PER_ROW_GUESS = 64  # sizes the first batch: rows a budget likely holds, and a few more
-
-
-def first_batch(budget: int) -> int:
-    """Rows the first batch reads for ``budget`` tokens (later batches double)."""
-    return max(16, min(TAIL_BATCH_MAX, budget // _TOKENS_PER_ROW_GUESS + 8))
 
 
 def checked_count(counter: Counter, row: Mapping[str, Any]) -> int:
@@ -64,7 +58,7 @@ def _read_once(
     keep_system: bool,
     first_role: str | None,
 ) -> tuple[list[Message], Window]:
-    tail = store.read_tail(address, first_batch(budget))
+    tail = store.read_tail(address, TAIL_BATCH, budget)
 
     def tokens(item: TailRow) -> int:
         return item.tokens if counter is None else checked_count(counter, item.row)
@@ -73,10 +67,13 @@ def _read_once(
         read: dict[int, Message] = {item.cursor: item.row for item in tail.systems}
         systems = {item.cursor: tokens(item) for item in tail.systems}
         scan = WindowScan(budget, systems, keep_system, first_role)
-        for item in tail.rows:
-            read[item.cursor] = item.row
-            known = systems.get(item.cursor)
-            scan.feed(item.cursor, row_facts(item.row, tokens(item) if known is None else known))
+        feed = scan.feed
+        for cursor, row, stored in tail.rows:  # the hot loop: a row's work, no more
+            read[cursor] = row
+            known = systems.get(cursor) if systems else None
+            if known is None:
+                known = stored if counter is None else checked_count(counter, row)
+            feed(cursor, row_facts(row, known))
             if scan.done:
                 break
     finally:

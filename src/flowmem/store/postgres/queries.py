@@ -104,22 +104,25 @@ SQL |= {
     # a read from the buffer's end (read_tail): the header (0), the system rows (1) and the
     # newest rows (2) in one statement; then older rows below a cursor, with the header
     # again, so that each batch is seen to be of the first one's buffer and version
-    "tail_first": f"""WITH b AS (SELECT id, version, count, tokens FROM buffers WHERE {_ADDR})
-        SELECT 0, b.count, NULL::text, b.tokens, b.id, b.version FROM b
-        UNION ALL (SELECT 1, r.pos, r.body, r.tokens::bigint, NULL::bigint, NULL::bigint
-            FROM b, buffer_rows r WHERE r.buffer_id = b.id AND r.role = 'system' ORDER BY r.pos)
-        UNION ALL (SELECT 2, r.pos, r.body, r.tokens::bigint, NULL, NULL FROM b, buffer_rows r
-            WHERE r.buffer_id = b.id ORDER BY r.pos DESC LIMIT %s)""",
+    # (the first batch: the rows a token budget makes at the buffer's average, see tail.py)
+    "tail_first": f"""WITH b AS (SELECT id, version, count, tokens, GREATEST(%s::bigint, LEAST(%s::bigint,
+                CASE WHEN tokens > 0 THEN count * %s::bigint * 9 / (8 * tokens) + 8 ELSE 0 END)) AS take
+            FROM buffers WHERE {_ADDR})
+        SELECT 0, b.count, NULL::text, b.tokens, b.id, b.version, b.take FROM b
+        UNION ALL (SELECT 1, r.pos, r.body, r.tokens::bigint, NULL::bigint, NULL::bigint, NULL::bigint
+            FROM buffer_rows r WHERE r.buffer_id = (SELECT id FROM b) AND r.role = 'system' ORDER BY r.pos)
+        UNION ALL (SELECT 2, r.pos, r.body, r.tokens::bigint, NULL, NULL, NULL FROM buffer_rows r
+            WHERE r.buffer_id = (SELECT id FROM b) ORDER BY r.pos DESC LIMIT COALESCE((SELECT take FROM b), 0))""",
     "tail_more": f"""WITH b AS (SELECT id, version FROM buffers WHERE {_ADDR})
-        SELECT 0, NULL::bigint, NULL::text, NULL::bigint, b.id, b.version FROM b
-        UNION ALL (SELECT 2, r.pos, r.body, r.tokens::bigint, NULL, NULL FROM b, buffer_rows r
-            WHERE r.buffer_id = b.id AND r.pos < %s ORDER BY r.pos DESC LIMIT %s)""",
+        SELECT 0, NULL::bigint, NULL::text, NULL::bigint, b.id, b.version, NULL::bigint FROM b
+        UNION ALL (SELECT 2, r.pos, r.body, r.tokens::bigint, NULL, NULL, NULL FROM buffer_rows r
+            WHERE r.buffer_id = (SELECT id FROM b) AND r.pos < %s ORDER BY r.pos DESC LIMIT %s)""",
     # a buffer stored before its rows were counted (migration 13): its tokens, counted
     "tail_uncounted": f"""WITH b AS (SELECT id, version FROM buffers WHERE {_ADDR})
-        SELECT 0, NULL::bigint, NULL::text, NULL::bigint, b.id, b.version FROM b
+        SELECT 0, NULL::bigint, NULL::text, NULL::bigint, b.id, b.version, NULL::bigint FROM b
         UNION ALL SELECT 3, NULL, NULL, (SELECT SUM(tokens) FROM buffer_rows, b
-            WHERE buffer_id = b.id)::bigint, NULL, NULL
-        UNION ALL SELECT 4, r.pos, r.body, NULL, NULL, NULL FROM b, buffer_rows r
+            WHERE buffer_id = b.id)::bigint, NULL, NULL, NULL
+        UNION ALL SELECT 4, r.pos, r.body, NULL, NULL, NULL, NULL FROM b, buffer_rows r
             WHERE r.buffer_id = b.id AND r.tokens IS NULL""",
     "clear_rows": f"DELETE FROM buffer_rows WHERE {_B}",
     "clear_calls": f"DELETE FROM buffer_calls WHERE {_B}",

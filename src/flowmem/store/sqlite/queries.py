@@ -73,25 +73,29 @@ SQL: dict[str, str] = {
     # a read from the buffer's end (read_tail): the header (0), the system rows (1) and the
     # newest rows (2) in one statement; then older rows below a cursor, with the header
     # again, so that each batch is seen to be of the first one's buffer and version
-    "tail_first": """WITH b AS (SELECT id, born, version, count, tokens FROM buffers
-            WHERE scope = ? AND scope_id = ? AND key = ?)
-        SELECT 0, b.count, NULL, b.tokens, b.born, b.version FROM b
-        UNION ALL SELECT * FROM (SELECT 1, r.pos, r.body, r.tokens, NULL, NULL
-            FROM b, buffer_rows r INDEXED BY buffer_rows_systems
-            WHERE r.buffer_id = b.id AND r.role = 'system' ORDER BY r.pos)
-        UNION ALL SELECT * FROM (SELECT 2, r.pos, r.body, r.tokens, NULL, NULL FROM b, buffer_rows r
-            WHERE r.buffer_id = b.id ORDER BY r.pos DESC LIMIT ?)""",
+    # (the first batch: the rows a token budget makes at the buffer's average, see tail.py)
+    "tail_first": """WITH b AS (SELECT id, born, version, count, tokens, MAX(?, MIN(?,
+                CASE WHEN tokens > 0 THEN count * ? * 9 / (8 * tokens) + 8 ELSE 0 END)) AS take
+            FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?)
+        SELECT 0, b.count, NULL, b.tokens, b.born, b.version, b.take FROM b
+        UNION ALL SELECT * FROM (SELECT 1, r.pos, r.body, r.tokens, NULL, NULL, NULL
+            FROM buffer_rows r INDEXED BY buffer_rows_systems
+            WHERE r.buffer_id = (SELECT id FROM b) AND r.role = 'system' ORDER BY r.pos)
+        UNION ALL SELECT * FROM (SELECT 2, r.pos, r.body, r.tokens, NULL, NULL, NULL
+            FROM buffer_rows r WHERE r.buffer_id = (SELECT id FROM b) ORDER BY r.pos DESC
+            LIMIT COALESCE((SELECT take FROM b), 0))""",
     "tail_more": """WITH b AS (SELECT id, born, version FROM buffers
             WHERE scope = ? AND scope_id = ? AND key = ?)
-        SELECT 0, NULL, NULL, NULL, b.born, b.version FROM b
-        UNION ALL SELECT * FROM (SELECT 2, r.pos, r.body, r.tokens, NULL, NULL FROM b, buffer_rows r
-            WHERE r.buffer_id = b.id AND r.pos < ? ORDER BY r.pos DESC LIMIT ?)""",
+        SELECT 0, NULL, NULL, NULL, b.born, b.version, NULL FROM b
+        UNION ALL SELECT * FROM (SELECT 2, r.pos, r.body, r.tokens, NULL, NULL, NULL
+            FROM buffer_rows r WHERE r.buffer_id = (SELECT id FROM b) AND r.pos < ? ORDER BY r.pos DESC LIMIT ?)""",
     # a buffer stored before its rows were counted (migration 13): its tokens, counted
     "tail_uncounted": """WITH b AS (SELECT id, born, version FROM buffers
             WHERE scope = ? AND scope_id = ? AND key = ?)
-        SELECT 0, NULL, NULL, NULL, b.born, b.version FROM b
-        UNION ALL SELECT 3, NULL, NULL, (SELECT SUM(tokens) FROM buffer_rows, b WHERE buffer_id = b.id), NULL, NULL
-        UNION ALL SELECT 4, r.pos, r.body, NULL, NULL, NULL FROM b, buffer_rows r
+        SELECT 0, NULL, NULL, NULL, b.born, b.version, NULL FROM b
+        UNION ALL SELECT 3, NULL, NULL, (SELECT SUM(tokens) FROM buffer_rows, b WHERE buffer_id = b.id),
+            NULL, NULL, NULL
+        UNION ALL SELECT 4, r.pos, r.body, NULL, NULL, NULL, NULL FROM b, buffer_rows r
             WHERE r.buffer_id = b.id AND r.tokens IS NULL""",
     "read_begin": "BEGIN",
     "read_end": "COMMIT",
