@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from flowmem.core import prepare
+from flowmem.core.tokens import estimate_tokens
 from flowmem.errors import (
     BufferFullError,
     ConfigurationError,
@@ -658,5 +659,25 @@ def test_a_version_11_database_gets_its_usage_counted(sql_url: str) -> None:
         assert (counted.buffers, counted.records) == (2, 1) and counted.bytes > 0
         again.append(Address("user", "alice", "notes"), prepare({"role": "user", "content": "x"}, 1))
         assert again.usage("alice").bytes > counted.bytes
+    finally:
+        again.close()
+
+
+def test_a_version_12_database_counts_its_rows_tokens_when_read(sql_url: str) -> None:
+    """Migration 13 adds the token counts; rows stored before have none and are counted when read."""
+    store = open_store(sql_url)
+    store.append(KEY, prepare([{"role": "system", "content": "s"}, *_call_and_answer()], 1))
+    rows = store.load(KEY)
+    store.close()
+    _undo_from(sql_url, 13)  # what schema version 12 lacks
+    _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 13")
+    again = open_store(sql_url)
+    try:
+        assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
+        tail = again.read_tail(KEY)
+        assert tail.tokens == sum(map(estimate_tokens, rows))
+        assert [item.row for item in tail.systems] == rows[:1]
+        again.append(KEY, prepare({"role": "user", "content": "new"}, 1))
+        assert again.read_tail(KEY).tokens == sum(map(estimate_tokens, again.load(KEY)))
     finally:
         again.close()
