@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
 
-from flowmem.api import create_app
 from flowmem.core.tokens import estimate_tokens
-from flowmem.store import Store, open_store
-from tests.api.helpers import Api, make_tokens
+from tests.api.helpers import Api
 
 SYSTEM = {"role": "system", "content": "You are terse."}
 
@@ -26,28 +21,17 @@ def _turns(n: int) -> list[dict[str, Any]]:
     ]
 
 
-@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def any_api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
+@pytest.fixture
+def chat(any_api: Api) -> Api:
     """The app over each backend, with a buffer of a system prompt and eight tool turns."""
-    if request.param == "memory":
-        url = "memory://"
-    elif request.param == "sqlite":
-        url = f"sqlite:///{tmp_path}/api.db"
-    else:
-        url = request.getfixturevalue("postgres_db_url")
-    store: Store = open_store(url)
-    tokens = make_tokens(store)
-    with TestClient(create_app(store), raise_server_exceptions=False) as client:
-        api = Api(client, store, tokens)
-        rows = [SYSTEM] + [m for n in range(8) for m in _turns(n)]
-        assert api.call("POST", "/v1/buffers/user/chat", json={"messages": rows}).status_code == 200
-        yield api
-    store.close()
+    rows = [SYSTEM] + [m for n in range(8) for m in _turns(n)]
+    assert any_api.call("POST", "/v1/buffers/user/chat", json={"messages": rows}).status_code == 200
+    return any_api
 
 
-def test_a_window_answers_the_rows_that_fit_and_what_was_cut(any_api: Api) -> None:
-    whole = any_api.call("GET", "/v1/buffers/user/chat").json()["messages"]
-    answer = any_api.call("GET", "/v1/buffers/user/chat", params={"max_tokens": 300})
+def test_a_window_answers_the_rows_that_fit_and_what_was_cut(chat: Api) -> None:
+    whole = chat.call("GET", "/v1/buffers/user/chat").json()["messages"]
+    answer = chat.call("GET", "/v1/buffers/user/chat", params={"max_tokens": 300})
     assert answer.status_code == 200, answer.text
     body = answer.json()
     kept = body["messages"]
@@ -64,8 +48,8 @@ def test_a_window_answers_the_rows_that_fit_and_what_was_cut(any_api: Api) -> No
     assert body["count"] == len(whole) and body["next_before"] is None
 
 
-def test_an_anthropic_window_starts_on_a_user_turn_and_sends_the_system_apart(any_api: Api) -> None:
-    answer = any_api.call(
+def test_an_anthropic_window_starts_on_a_user_turn_and_sends_the_system_apart(chat: Api) -> None:
+    answer = chat.call(
         "GET", "/v1/buffers/user/chat", params={"max_tokens": 150, "format": "anthropic"}
     )
     assert answer.status_code == 200, answer.text
@@ -76,24 +60,24 @@ def test_an_anthropic_window_starts_on_a_user_turn_and_sends_the_system_apart(an
 
 
 def test_a_budget_below_the_newest_turn_is_422_window_too_small_naming_what_it_needs(
-    any_api: Api,
+    chat: Api,
 ) -> None:
-    answer = any_api.call("GET", "/v1/buffers/user/chat", params={"max_tokens": 20})
+    answer = chat.call("GET", "/v1/buffers/user/chat", params={"max_tokens": 20})
     assert answer.status_code == 422
     error = answer.json()["error"]
     assert error["code"] == "window_too_small"
     needed = error["details"][0]["needed"]
     assert error["details"][0]["field"] == "max_tokens" and needed > 20
-    fits = any_api.call("GET", "/v1/buffers/user/chat", params={"max_tokens": needed})
+    fits = chat.call("GET", "/v1/buffers/user/chat", params={"max_tokens": needed})
     assert fits.status_code == 200 and fits.json()["window"]["tokens"] == needed
 
 
-def test_max_tokens_with_last_is_refused(any_api: Api) -> None:
-    answer = any_api.call("GET", "/v1/buffers/user/chat", params={"max_tokens": 500, "last": 2})
+def test_max_tokens_with_last_is_refused(chat: Api) -> None:
+    answer = chat.call("GET", "/v1/buffers/user/chat", params={"max_tokens": 500, "last": 2})
     assert answer.status_code == 422 and answer.json()["error"]["code"] == "invalid_input"
 
 
-def test_a_refused_scope_answers_the_neutral_window_with_its_refusal(any_api: Api) -> None:
-    answer = any_api.call("GET", "/v1/buffers/session/chat", params={"max_tokens": 500})
+def test_a_refused_scope_answers_the_neutral_window_with_its_refusal(chat: Api) -> None:
+    answer = chat.call("GET", "/v1/buffers/session/chat", params={"max_tokens": 500})
     assert answer.status_code == 200
     assert answer.json()["messages"] == [] and answer.headers["X-Flowmem-Refused"]
