@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flowmem.core.validate import check_sendable
-from flowmem.core.window import RowFacts, WindowScan, fit
+from flowmem.core.fast import fast_row_facts
+from flowmem.core.window import RowFacts, WindowScan, fit, row_facts
 from flowmem.errors import WindowTooSmallError
 
 Row = dict[str, Any]
@@ -192,3 +193,59 @@ def test_a_result_stored_apart_from_its_call_is_never_kept_without_it() -> None:
     ]
     assert fit(rows, 15).kept == (3,)  # starting on the middle row would orphan the result
     assert fit(rows, 20).kept == (0, 1, 2, 3)
+
+
+_IDS = st.one_of(
+    st.sampled_from(["c1", " c2 ", "", "0", "  ", " 0 "]), st.none(), st.integers(-1, 3), st.booleans()
+)
+_CALL = st.one_of(
+    st.fixed_dictionaries({}, optional={"id": _IDS, "tool_call_id": _IDS, "name": st.just("f")}),
+    st.integers(),
+    st.none(),
+)
+_META = st.one_of(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "tool_calls": st.one_of(st.lists(_CALL, max_size=4), st.none(), st.text(max_size=2)),
+            "tool_call_id": _IDS,
+        },
+    ),
+    st.none(),
+    st.integers(),
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {
+            "role": st.sampled_from(["tool", "assistant", "user", "system", "other", 3]),
+            "metadata": _META,
+        },
+        optional={
+            "tool_calls": st.one_of(st.lists(_CALL, max_size=3), st.none()),
+            "tool_call_id": _IDS,
+            "content": st.just("x"),
+        },
+    ),
+    st.integers(0, 99),
+)
+def test_the_fast_row_facts_equal_row_facts_on_every_row(row: Row, tokens: int) -> None:
+    """The speed twin (``core.fast.fast_row_facts``) is the plain reader, MEM-11 and all."""
+    assert fast_row_facts(row, tokens) == row_facts(row, tokens)
+
+
+@pytest.mark.parametrize("given", ["c1", " c2 ", "", "0", " 0 ", 0, 3, True, None, 1.5])
+@pytest.mark.parametrize("where", ["metadata", "top"])
+def test_the_fast_row_facts_read_every_id_spelling_as_row_facts(given: Any, where: str) -> None:
+    """The edge ids of MEM-11 (blank, zero, numbers, booleans) on both fast paths."""
+    call = {"id": given, "name": "f"}
+    both = {"tool_call_id": given, "id": "c9"}
+    for row in (
+        {"role": "tool", "metadata": {"tool_call_id": given}},
+        {"role": "assistant", "metadata": {"tool_calls": [call, both, call]}},
+    ):
+        if where == "top":
+            row = {"role": row["role"], "metadata": {}, **row["metadata"]}
+        assert fast_row_facts(row, 1) == row_facts(row, 1)

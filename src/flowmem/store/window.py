@@ -13,7 +13,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from flowmem.core import Message
-from flowmem.core.window import Window, WindowScan, row_facts
+from flowmem.core.fast import fast_row_facts
+from flowmem.core.window import Window, WindowScan
 from flowmem.errors import BufferChangedError, InvalidInputError
 from flowmem.store.base import TAIL_BATCH, Address, BufferStore, TailRow
 
@@ -73,7 +74,7 @@ def _read_once(
             known = systems.get(cursor) if systems else None
             if known is None:
                 known = stored if counter is None else checked_count(counter, row)
-            feed(cursor, row_facts(row, known))
+            feed(cursor, fast_row_facts(row, known))
             if scan.done:
                 break
     finally:
