@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flowmem.core.validate import check_sendable
 from flowmem.core.fast import fast_row_facts
+from flowmem.core.validate import check_sendable
 from flowmem.core.window import RowFacts, WindowScan, fit, row_facts
 from flowmem.errors import WindowTooSmallError
 
