@@ -60,9 +60,18 @@ class Memory(Protocol):
         ...
 
     def load(
-        self, scope: str, key: str, context: ExecutionContext | None, last: int | None = None
+        self,
+        scope: str,
+        key: str,
+        context: ExecutionContext | None,
+        last: int | None = None,
+        *,
+        max_tokens: int | None = None,
     ) -> BufferResult:
-        """Return a buffer's rows (its last ``last`` when given); ``count`` is the whole buffer's."""
+        """Return a buffer's rows (its last ``last`` when given); ``count`` is the whole buffer's.
+
+        ``max_tokens``: the longest sendable suffix within that many tokens (``window``).
+        """
         ...
 
     def clear(self, scope: str, key: str, context: ExecutionContext | None) -> WriteResult:
@@ -113,9 +122,18 @@ class AsyncMemory(Protocol):
         ...
 
     async def load(
-        self, scope: str, key: str, context: ExecutionContext | None, last: int | None = None
+        self,
+        scope: str,
+        key: str,
+        context: ExecutionContext | None,
+        last: int | None = None,
+        *,
+        max_tokens: int | None = None,
     ) -> BufferResult:
-        """Return a buffer's rows (its last ``last`` when given); ``count`` is the whole buffer's."""
+        """Return a buffer's rows (its last ``last`` when given); ``count`` is the whole buffer's.
+
+        ``max_tokens``: the longest sendable suffix within that many tokens (``window``).
+        """
         ...
 
     async def clear(self, scope: str, key: str, context: ExecutionContext | None) -> WriteResult:

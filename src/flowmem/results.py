@@ -88,13 +88,41 @@ class WriteResult(Refusable):
 
 
 @dataclass(frozen=True)
+class TokenWindow:
+    """What a token-budget read cut (issue 28): the window's place and what was left out.
+
+    ``start``: the index (0-based) in the buffer of the window's first non-kept-system
+    row (``count`` when only system rows fit); ``tokens``: the window's tokens;
+    ``cut_messages`` and ``cut_tokens``: the rows and tokens left out (``cut_tokens``
+    None when a caller's counter counted: it is known only by reading every row).
+    """
+
+    budget: int
+    tokens: int
+    start: int
+    cut_messages: int
+    cut_tokens: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the five fields."""
+        return {
+            "budget": self.budget,
+            "tokens": self.tokens,
+            "start": self.start,
+            "cut_messages": self.cut_messages,
+            "cut_tokens": self.cut_tokens,
+        }
+
+
+@dataclass(frozen=True)
 class BufferResult(Refusable):
     """What a buffer append or load reports (MEM-14).
 
     ``messages`` is the buffer after the call — for an append only when the caller
     asked for it (``return_messages=True``), else empty (decision 0017) — ``count``
     its number of rows, ``appended`` how many incoming messages became new rows and
-    ``appended_any`` whether that is more than zero.
+    ``appended_any`` whether that is more than zero. ``window``: for a load with a
+    token budget, what the window cut (None otherwise).
     """
 
     messages: list[Message] = field(default_factory=list)
@@ -106,18 +134,20 @@ class BufferResult(Refusable):
     replayed: bool = field(default=False, compare=False)
     """``flowmem.client`` only: the server answered a repeated ``Idempotency-Key`` with
     its first answer (``Idempotent-Replayed``) and wrote nothing this time."""
+    window: TokenWindow | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the five reported fields (``refused`` too on a refusal)."""
-        return self._with_refused(
-            {
-                "messages": self.messages,
-                "count": self.count,
-                "appended": self.appended,
-                "appended_any": self.appended_any,
-                "resolved_scope_id": self.resolved_scope_id,
-            }
-        )
+        """Return the five reported fields (``window`` too for a token budget, ``refused`` on a refusal)."""
+        answer: dict[str, Any] = {
+            "messages": self.messages,
+            "count": self.count,
+            "appended": self.appended,
+            "appended_any": self.appended_any,
+            "resolved_scope_id": self.resolved_scope_id,
+        }
+        if self.window is not None:
+            answer["window"] = self.window.to_dict()
+        return self._with_refused(answer)
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,9 @@ from flowmem.results import (
     ReadResult as ReadResult,
 )
 from flowmem.results import (
+    TokenWindow as TokenWindow,
+)
+from flowmem.results import (
     WriteResult as WriteResult,
 )
 from flowmem.scope import (
@@ -86,6 +89,7 @@ from flowmem.store.base import (
     WriteGuard,
 )
 from flowmem.store.rows import check_batch, dump_json, utf8_size
+from flowmem.store.window import Counter, read_window
 
 
 @dataclass(frozen=True)
@@ -202,6 +206,25 @@ def check_scope_id(scope_id: object) -> str:
         )
     check_storable(scope_id, "scope_id")
     return str(scope_id)
+
+
+def _window_args(
+    last: int | None, max_tokens: object, counter: object, first_role: object
+) -> int | None:
+    """The token budget of a load (None: none asked); InvalidInputError for bad window arguments."""
+    if max_tokens is None:
+        if counter is not None or first_role is not None:
+            raise InvalidInputError("counter and first_role need max_tokens")
+        return None
+    budget = check_count(max_tokens, "max_tokens")
+    if last is not None:
+        raise InvalidInputError("give last or max_tokens, not both")
+    if counter is not None and not callable(counter):
+        raise InvalidInputError("counter must be a callable taking one stored row")
+    if first_role is not None and first_role not in ("user", "assistant"):
+        raise InvalidInputError(f"first_role must be user or assistant, got {first_role!r}")
+    return budget
+
 
 
 class MemoryService:
@@ -518,24 +541,75 @@ class MemoryService:
         return result(outcome)
 
     def load(
-        self, scope: str, key: str, context: ExecutionContext | None, last: int | None = None
+        self,
+        scope: str,
+        key: str,
+        context: ExecutionContext | None,
+        last: int | None = None,
+        *,
+        max_tokens: int | None = None,
+        counter: Counter | None = None,
+        keep_system: bool = True,
+        first_role: str | None = None,
     ) -> BufferResult:
         """Return the buffer (its last ``last`` rows when given) without appending.
 
-        ``count`` is the whole buffer's row count. A refusal returns the empty
-        neutral buffer (MEM-7).
+        ``count`` is the whole buffer's row count. With ``max_tokens``: the longest
+        sendable suffix within that many tokens (``load_window``). A refusal returns
+        the empty neutral buffer (MEM-7).
         """
         name = check_key(key)
         check_count(last, "last", optional=True)
+        window = _window_args(last, max_tokens, counter, first_role)
         resolved = self._resolve("load", scope, name, context)
         if isinstance(resolved, Refusal):
             return BufferResult(refusal=resolved)
+        if window is not None:
+            return self.load_window_raw(scope, resolved, name, window, counter, keep_system, first_role)
         return self.load_raw(scope, resolved, name, last)
 
+    def load_window_raw(
+        self,
+        scope: str,
+        scope_id: str,
+        key: str,
+        max_tokens: int,
+        counter: Counter | None = None,
+        keep_system: bool = True,
+        first_role: str | None = None,
+    ) -> BufferResult:
+        """The longest sendable suffix of a buffer within ``max_tokens`` (issue 28 §1; no resolution).
+
+        Never a leading tool result, a call cut from its results or a reasoning part from
+        its turn; system rows kept and counted unless ``keep_system`` is False; with
+        ``first_role`` the first non-system row has it. ``counter`` counts one stored row
+        (default: ``flowmem.core.tokens.estimate_tokens``, stored per row). ``window`` says
+        what was cut. WindowTooSmallError (``window_too_small``, its ``needed`` tokens) when
+        the newest turn alone does not fit: nothing is cut silently.
+        """
+        address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
+        budget = _window_args(None, max_tokens, counter, first_role)
+        assert budget is not None
+        rows, cut = read_window(self.store, address, budget, counter, keep_system, first_role)
+        window = TokenWindow(budget, cut.tokens, cut.start, cut.cut_messages, cut.cut_tokens)
+        return BufferResult(messages=rows, count=cut.total, resolved_scope_id=scope_id, window=window)
+
     def load_raw(
-        self, scope: str, scope_id: str, key: str, last: int | None = None
+        self,
+        scope: str,
+        scope_id: str,
+        key: str,
+        last: int | None = None,
+        *,
+        max_tokens: int | None = None,
+        counter: Counter | None = None,
+        keep_system: bool = True,
+        first_role: str | None = None,
     ) -> BufferResult:
         """Load a buffer at an explicit scope id (trusted callers; no resolution)."""
+        window = _window_args(last, max_tokens, counter, first_role)
+        if window is not None:
+            return self.load_window_raw(scope, scope_id, key, window, counter, keep_system, first_role)
         address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
         tail = check_count(last, "last", optional=True)
         rows = self.store.load(address, tail)

@@ -1,8 +1,9 @@
-"""Fixtures of the API tests: the app in process over MemoryStore and SQLite."""
+"""Fixtures of the API tests: the app in process over MemoryStore and SQLite (and PostgreSQL)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -13,15 +14,36 @@ from flowmem.store import Store, open_store
 from tests.api.helpers import Api, make_tokens
 
 
+@contextmanager
+def app_over(url: str) -> Iterator[Api]:
+    """The app in process over a fresh store at ``url``, with one token per test principal."""
+    store: Store = open_store(url)
+    tokens = make_tokens(store)
+    try:
+        with TestClient(create_app(store), raise_server_exceptions=False) as client:
+            yield Api(client, store, tokens)
+    finally:
+        store.close()
+
+
 @pytest.fixture(params=["memory", "sqlite"])
 def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
     """The app in process over a fresh store, with one token per test principal."""
-    url = "memory://" if request.param == "memory" else f"sqlite:///{tmp_path}/api.db"
-    store: Store = open_store(url)
-    tokens = make_tokens(store)
-    with TestClient(create_app(store), raise_server_exceptions=False) as client:
-        yield Api(client, store, tokens)
-    store.close()
+    with app_over("memory://" if request.param == "memory" else f"sqlite:///{tmp_path}/api.db") as app:
+        yield app
+
+
+@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def any_api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
+    """The app over each backend: memory, SQLite and PostgreSQL (a fresh schema)."""
+    if request.param == "memory":
+        url = "memory://"
+    elif request.param == "sqlite":
+        url = f"sqlite:///{tmp_path}/api.db"
+    else:
+        url = request.getfixturevalue("postgres_db_url")
+    with app_over(url) as app:
+        yield app
 
 
 @pytest.fixture

@@ -14,13 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
 
-from flowmem.api import create_app
 from flowmem.core import check_sendable, normalize
 from flowmem.formats import FORMATS, detect_format, read_document, write_document
-from flowmem.store import Store, open_store
-from tests.api.helpers import Api, make_tokens
+from tests.api.conftest import app_over
+from tests.api.helpers import Api
 from tests.corpus.test_corpus import FILES, IDS, assert_valid, history, load
 
 URL = "/v1/buffers/user/chat"
@@ -35,11 +33,8 @@ def db_api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
         url = f"sqlite:///{tmp_path}/api.db"
     else:
         url = request.getfixturevalue("postgres_db_url")
-    store: Store = open_store(url)
-    tokens = make_tokens(store)
-    with TestClient(create_app(store), raise_server_exceptions=False) as client:
-        yield Api(client, store, tokens)
-    store.close()
+    with app_over(url) as app:
+        yield app
 
 
 def append_body(provider: str, payload: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,26 +20,10 @@ from flowmem.api.paged import whole
 from flowmem.api.ratelimit import RateLimits
 from flowmem.limits import Limits
 from flowmem.scope import ExecutionContext
-from flowmem.store import Address, Store, open_store
+from flowmem.store import Address, open_store
 from tests.api.helpers import Api, make_tokens
 
 ROWS = [{"role": "user", "content": f"row {n} " + "é✓\u2028\\\"" * 40} for n in range(1500)]
-
-
-@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def any_api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
-    """The app over each backend."""
-    if request.param == "memory":
-        url = "memory://"
-    elif request.param == "sqlite":
-        url = f"sqlite:///{tmp_path}/api.db"
-    else:
-        url = request.getfixturevalue("postgres_db_url")
-    store: Store = open_store(url)
-    tokens = make_tokens(store)
-    with TestClient(create_app(store), raise_server_exceptions=False) as client:
-        yield Api(client, store, tokens)
-    store.close()
 
 
 def _fill(api: Api) -> None:

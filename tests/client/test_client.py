@@ -23,7 +23,8 @@ from flowmem.client import (
     UserErasure,
     WriteResult,
 )
-from flowmem.errors import AccessDeniedError, NotFoundError
+from flowmem.errors import AccessDeniedError, InvalidInputError, NotFoundError
+from flowmem.scope import ExecutionContext
 from tests.client.conftest import Server
 
 USER = {"role": "user", "content": "hi"}
@@ -240,3 +241,29 @@ def test_close_closes_the_pool(memory_server: Server) -> None:
     client.close()
     with pytest.raises(RuntimeError):
         client.health()
+
+
+def test_a_token_window_over_the_client_sync_and_async(server: Server) -> None:
+    """Issue 28: ``load_buffer(max_tokens=)`` and ``load(max_tokens=)`` carry what was cut."""
+    rows = [{"role": "user", "content": f"message {n} " * 10} for n in range(20)]
+    with server.client("alice") as client:
+        client.append_buffer("user", "long", rows)
+        read = client.load_buffer("user", "long", max_tokens=100)
+        assert read.window is not None and read.window.tokens <= 100
+        contents = [m["content"] for m in read.messages]
+        assert contents == [r["content"] for r in rows[-len(contents) :]]
+        assert read.window.cut_messages == 20 - len(contents)
+        loaded = client.load("user", "long", ExecutionContext(user_id="alice"), max_tokens=100)
+        assert loaded.messages == read.messages and loaded.window == read.window
+        with pytest.raises(InvalidInputError) as raised:
+            client.load_buffer("user", "long", max_tokens=5)
+        assert raised.value.code == "window_too_small"
+
+    async def main() -> None:
+        async with server.async_client("alice") as client:
+            read = await client.load_buffer("user", "long", max_tokens=100)
+            assert read.window == loaded.window
+            got = await client.load("user", "long", ExecutionContext(user_id="alice"), max_tokens=100)
+            assert got.window == loaded.window
+
+    asyncio.run(main())

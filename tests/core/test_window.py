@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from flowmem.core.fast import fast_row_facts
 from flowmem.core.validate import check_sendable
-from flowmem.core.window import RowFacts, WindowScan, fit
+from flowmem.core.window import RowFacts, WindowScan, fit, row_facts
 from flowmem.errors import WindowTooSmallError
 
 Row = dict[str, Any]
@@ -141,7 +142,7 @@ def test_a_newest_turn_over_the_budget_is_an_error_that_names_what_it_needs() ->
     with pytest.raises(WindowTooSmallError) as raised:
         fit(rows, 20)
     assert raised.value.code == "window_too_small"
-    assert raised.value.details == {"budget": 20, "needed": 36}
+    assert raised.value.details == {"argument": "max_tokens", "budget": 20, "needed": 36}
 
 
 def test_the_scan_stops_one_turn_past_the_window() -> None:
@@ -160,7 +161,22 @@ def test_rows_fed_out_of_order_are_refused() -> None:
     scan = WindowScan(10)
     scan.feed(5, RowFacts("user", 1))
     with pytest.raises(ValueError):
-        scan.feed(3, RowFacts("user", 1))
+        scan.feed(5, RowFacts("user", 1))
+    with pytest.raises(ValueError):
+        scan.feed(7, RowFacts("user", 1))
+
+
+def test_positions_may_be_any_falling_cursors_and_start_is_an_index() -> None:
+    scan = WindowScan(12, systems={3: 2})
+    for cursor, row in [(90, RowFacts("user", 5)), (40, RowFacts("assistant", 5)),
+                        (20, RowFacts("user", 5))]:
+        scan.feed(cursor, row)
+        if scan.done:
+            break
+    window = scan.window(6, 40)
+    assert window.kept == (3, 40, 90) and window.start == 4
+    assert window.tokens == 12 and window.cut_messages == 3 and window.cut_tokens == 28
+    assert scan.window(6, None).cut_tokens is None
 
 
 def test_an_empty_buffer_has_an_empty_window() -> None:
@@ -177,3 +193,59 @@ def test_a_result_stored_apart_from_its_call_is_never_kept_without_it() -> None:
     ]
     assert fit(rows, 15).kept == (3,)  # starting on the middle row would orphan the result
     assert fit(rows, 20).kept == (0, 1, 2, 3)
+
+
+_IDS = st.one_of(
+    st.sampled_from(["c1", " c2 ", "", "0", "  ", " 0 "]), st.none(), st.integers(-1, 3), st.booleans()
+)
+_CALL = st.one_of(
+    st.fixed_dictionaries({}, optional={"id": _IDS, "tool_call_id": _IDS, "name": st.just("f")}),
+    st.integers(),
+    st.none(),
+)
+_META = st.one_of(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "tool_calls": st.one_of(st.lists(_CALL, max_size=4), st.none(), st.text(max_size=2)),
+            "tool_call_id": _IDS,
+        },
+    ),
+    st.none(),
+    st.integers(),
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {
+            "role": st.sampled_from(["tool", "assistant", "user", "system", "other", 3]),
+            "metadata": _META,
+        },
+        optional={
+            "tool_calls": st.one_of(st.lists(_CALL, max_size=3), st.none()),
+            "tool_call_id": _IDS,
+            "content": st.just("x"),
+        },
+    ),
+    st.integers(0, 99),
+)
+def test_the_fast_row_facts_equal_row_facts_on_every_row(row: Row, tokens: int) -> None:
+    """The speed twin (``core.fast.fast_row_facts``) is the plain reader, MEM-11 and all."""
+    assert fast_row_facts(row, tokens) == row_facts(row, tokens)
+
+
+@pytest.mark.parametrize("given", ["c1", " c2 ", "", "0", " 0 ", 0, 3, True, None, 1.5])
+@pytest.mark.parametrize("where", ["metadata", "top"])
+def test_the_fast_row_facts_read_every_id_spelling_as_row_facts(given: Any, where: str) -> None:
+    """The edge ids of MEM-11 (blank, zero, numbers, booleans) on both fast paths."""
+    call = {"id": given, "name": "f"}
+    both = {"tool_call_id": given, "id": "c9"}
+    for row in (
+        {"role": "tool", "metadata": {"tool_call_id": given}},
+        {"role": "assistant", "metadata": {"tool_calls": [call, both, call]}},
+    ):
+        if where == "top":
+            row = {"role": row["role"], "metadata": {}, **row["metadata"]}
+        assert fast_row_facts(row, 1) == row_facts(row, 1)

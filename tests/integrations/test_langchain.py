@@ -293,3 +293,27 @@ def test_any_async_memory_is_refused_at_construction() -> None:
     assert isinstance(awaited, AsyncMemory)
     with pytest.raises(TypeError, match="FlowmemChatMessageHistory is synchronous"):
         FlowmemChatMessageHistory(awaited, session_id="s1")  # type: ignore[arg-type]
+
+
+def test_max_tokens_reads_the_newest_turns_that_fit_with_their_tool_results(
+    service: Memory,
+) -> None:
+    """Issue 28: a token budget never leaves a tool message without the call it answers."""
+    _history(service).add_messages(
+        [
+            SystemMessage("be brief"),
+            HumanMessage("q1 " * 40),
+            AIMessage("", tool_calls=[CALL]),
+            ToolMessage("r " * 40, tool_call_id="call_1"),
+            AIMessage("a1"),
+        ]
+    )
+    history = _history(service, max_tokens=40)
+    got = history.messages
+    assert [m.content for m in got] == ["be brief", "a1"]
+    assert history.last_window is not None and history.last_window.cut_messages == 3
+    wide = _history(service, max_tokens=1000).messages
+    assert [type(m).__name__ for m in wide] == [
+        "SystemMessage", "HumanMessage", "AIMessage", "ToolMessage", "AIMessage"
+    ]
+    assert check_sendable([message_to_row(m) for m in got]) == []

@@ -22,7 +22,7 @@ from agents.memory.session import Session
 
 from flowmem.core import HEALED_CONTENT, check_sendable
 from flowmem.errors import ConfigurationError, InvalidMessageError
-from flowmem.integrations.openai_agents import FlowmemSession
+from flowmem.integrations.openai_agents import FlowmemSession, FlowmemSessionSettings
 from flowmem.memory import AsyncMemory, Memory
 from flowmem.service import MemoryService
 from flowmem.store import MemoryStore, open_store
@@ -544,3 +544,20 @@ def test_normalized_rows_needs_a_synchronous_memory(request: pytest.FixtureReque
     awaited = FlowmemSession("s1", remote_memory(request, kind="async-remote"))
     with pytest.raises(TypeError, match=r"await session\.get_items\(\)"):
         awaited.normalized_rows()
+
+
+def test_a_token_limit_in_the_session_settings_windows_get_items(
+    service: Memory | AsyncMemory,
+) -> None:
+    """Issue 28: ``max_tokens`` keeps the newest items that fit, never an output without its call."""
+    history = [USER_PORTO, CALL_ITEM, OUTPUT_ITEM, {"role": "assistant", "content": "21C " * 30}]
+    writer = FlowmemSession("s1", service)
+    asyncio.run(writer.add_items(history))
+    narrow = FlowmemSession("s1", service, session_settings={"max_tokens": 40})
+    wide = FlowmemSession("s1", service, session_settings=FlowmemSessionSettings(max_tokens=10_000))
+    items = asyncio.run(narrow.get_items())
+    assert items == history[-1:]  # the output alone would lead: cut with its call
+    assert narrow.last_window is not None and narrow.last_window.cut_messages == 3
+    assert asyncio.run(wide.get_items()) == asyncio.run(writer.get_items())
+    assert wide.last_window is not None and wide.last_window.cut_messages == 0
+    assert asyncio.run(narrow.get_items(limit=2)) == history[-2:]  # an explicit limit wins

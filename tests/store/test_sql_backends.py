@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from flowmem.core import prepare
+from flowmem.core.tokens import estimate_tokens
 from flowmem.errors import (
     BufferFullError,
     ConfigurationError,
@@ -158,6 +159,20 @@ def _drop_quotas(url: str) -> None:
     _sql(url, "ALTER TABLE records DROP COLUMN owner")
 
 
+def _drop_token_counts(url: str) -> None:
+    """Undo migration 13 (each row's and each buffer's default token count); once undone, nothing."""
+    if url.startswith("sqlite"):
+        query = "SELECT COUNT(*) FROM pragma_table_info('buffer_rows') WHERE name = 'tokens'"
+    else:
+        query = """SELECT COUNT(*) FROM information_schema.columns WHERE table_name = 'buffer_rows'
+            AND column_name = 'tokens' AND table_schema = current_schema()"""
+    if not _scalar(url, query):
+        return
+    _sql(url, "DROP INDEX buffer_rows_systems")
+    _sql(url, "ALTER TABLE buffer_rows DROP COLUMN tokens")
+    _sql(url, "ALTER TABLE buffers DROP COLUMN tokens")
+
+
 def _drop_checkpoint_tables(url: str, deleted_sessions: bool = True) -> None:
     """Undo migrations 7 and later (the LangGraph tables; the deleted sessions' ids; all after)."""
     for table in ("lg_checkpoints", "lg_blobs", "lg_writes"):
@@ -190,6 +205,7 @@ _UNDO = {
     10: _drop_adk_tables,
     11: _drop_evicted,
     12: _drop_quotas,
+    13: _drop_token_counts,
 }
 
 
@@ -204,7 +220,7 @@ def test_a_version_1_database_is_upgraded_in_place(sql_url: str) -> None:
     store = open_store(sql_url)
     store.put_record(KEY, "kept", 5.0)
     store.close()
-    _drop_quotas(sql_url)  # what schema version 11 lacks (its triggers first)
+    _undo_from(sql_url, 12)  # what schema version 11 lacks (its triggers first)
     _sql(sql_url, "DROP INDEX records_expiry")  # what a database made by version 1 lacks
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN bytes")
     _sql(sql_url, "DROP TABLE idempotency_keys")
@@ -238,7 +254,7 @@ def test_a_version_2_database_gets_the_byte_count_of_its_buffers(sql_url: str) -
         for address in (small, big)
     }
     store.close()
-    _drop_quotas(sql_url)  # what schema version 11 lacks (its triggers first)
+    _undo_from(sql_url, 12)  # what schema version 11 lacks (its triggers first)
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN bytes")  # the schema version 2 wrote
     _sql(sql_url, "DROP TABLE idempotency_keys")
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN version")
@@ -515,7 +531,7 @@ def test_a_version_4_database_gets_the_idempotency_table(sql_url: str) -> None:
     store = open_store(sql_url)
     store.put_record(KEY, "kept", None)
     store.close()
-    _drop_quotas(sql_url)  # what schema version 11 lacks (its triggers first)
+    _undo_from(sql_url, 12)  # what schema version 11 lacks (its triggers first)
     _sql(sql_url, "DROP TABLE idempotency_keys")  # what schema version 4 lacks
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN version")
     _drop_checkpoint_tables(sql_url)
@@ -533,7 +549,7 @@ def test_a_version_5_database_gets_a_version_per_buffer_header(sql_url: str) -> 
     store = open_store(sql_url)
     store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
     store.close()
-    _drop_quotas(sql_url)  # what schema version 11 lacks (its triggers first)
+    _undo_from(sql_url, 12)  # what schema version 11 lacks (its triggers first)
     _sql(sql_url, "ALTER TABLE buffers DROP COLUMN version")  # what schema version 5 lacks
     _drop_checkpoint_tables(sql_url)
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 6")
@@ -551,7 +567,7 @@ def test_a_version_6_database_gets_the_checkpoint_tables(sql_url: str) -> None:
     store = open_store(sql_url)
     store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
     store.close()
-    _drop_quotas(sql_url)  # what schema version 11 lacks (its triggers first)
+    _undo_from(sql_url, 12)  # what schema version 11 lacks (its triggers first)
     _drop_checkpoint_tables(sql_url)  # what schema version 6 lacks
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 7")
     again = open_store(sql_url)
@@ -566,7 +582,7 @@ def test_a_version_7_database_remembers_deleted_sessions_from_now_on(sql_url: st
     store = open_store(sql_url)
     store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
     store.close()
-    _drop_quotas(sql_url)  # what schema version 11 lacks (its triggers first)
+    _undo_from(sql_url, 12)  # what schema version 11 lacks (its triggers first)
     _sql(sql_url, "DROP TABLE deleted_sessions")  # what schema version 7 lacks
     _undo_from(sql_url, 9)
     _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 8")
@@ -658,3 +674,23 @@ def test_the_database_size_is_reported_and_grows_with_what_is_stored(sql_url: st
         assert store.database_bytes() > empty  # type: ignore[attr-defined]
     finally:
         store.close()
+
+
+def test_a_version_12_database_counts_its_rows_tokens_when_read(sql_url: str) -> None:
+    """Migration 13 adds the token counts; rows stored before have none and are counted when read."""
+    store = open_store(sql_url)
+    store.append(KEY, prepare([{"role": "system", "content": "s"}, *_call_and_answer()], 1))
+    rows = store.load(KEY)
+    store.close()
+    _undo_from(sql_url, 13)  # what schema version 12 lacks
+    _sql(sql_url, "DELETE FROM flowmem_schema WHERE version >= 13")
+    again = open_store(sql_url)
+    try:
+        assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
+        tail = again.read_tail(KEY)
+        assert tail.tokens == sum(map(estimate_tokens, rows))
+        assert [item.row for item in tail.systems] == rows[:1]
+        again.append(KEY, prepare({"role": "user", "content": "new"}, 1))
+        assert again.read_tail(KEY).tokens == sum(map(estimate_tokens, again.load(KEY)))
+    finally:
+        again.close()

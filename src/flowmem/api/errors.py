@@ -128,7 +128,10 @@ def _field_details(error: FlowmemError) -> list[dict[str, Any]] | None:
     field = error.details.get("field") or error.details.get("argument")
     if field is None:
         return None
-    return [{"field": str(field), "message": error.message}]
+    detail: dict[str, Any] = {"field": str(field), "message": error.message}
+    if "needed" in error.details:  # window_too_small: the budget that would fit (issue 28)
+        detail["needed"] = error.details["needed"]
+    return [detail]
 
 
 async def _flowmem_error(request: Request, exc: Exception) -> JSONResponse:

@@ -333,6 +333,19 @@ SYSTEM_INSTRUCTION_OUT = Field(
 )
 
 
+class TokenWindowOut(BaseModel):
+    """What a token-budget read cut (`max_tokens`): see docs/memory.md, "Token windows"."""
+
+    budget: int = Field(description="The budget asked for (`max_tokens`).")
+    tokens: int = Field(description="The window's tokens (the default counter's estimate).")
+    start: int = Field(
+        description="The index (0-based) of the window's first row in the buffer, "
+        "the system rows kept before it aside."
+    )
+    cut_messages: int = Field(description="Messages left out.")
+    cut_tokens: int | None = Field(description="Tokens left out.")
+
+
 class BufferRead(BufferResult):
     """A buffer read: all rows or the last N (a page); `next_before` pages to older rows.
 
@@ -353,6 +366,9 @@ class BufferRead(BufferResult):
     system_instruction: str | dict[str, Any] | None = SYSTEM_INSTRUCTION_OUT
     dropped: int | None = DROPPED_ROWS
     not_carried: dict[str, int] | None = NOT_CARRIED
+    window: TokenWindowOut | None = Field(
+        default=None, description="With `max_tokens`: what the token window cut."
+    )
 
 
 class MemoryWrite(BaseModel):

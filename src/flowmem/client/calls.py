@@ -251,9 +251,10 @@ def load_buffer(
     last: int | None = None,
     before: int | None = None,
     format: str = "rows",
+    max_tokens: int | None = None,
 ) -> Call[BufferRead]:
     """``GET /v1/buffers/{scope}/{key}``."""
-    params = {**where.params(), "last": last, "before": before}
+    params = {**where.params(), "last": last, "before": before, "max_tokens": max_tokens}
     if format != "rows":
         params["format"] = format
     return Call("GET", _memory_path("buffers", scope, key), BufferRead.from_json, params=params)

@@ -252,14 +252,20 @@ class Client:
         last: int | None = None,
         before: int | None = None,
         format: str = "rows",
+        max_tokens: int | None = None,
         session_id: str | None = None,
         workflow_id: str | None = None,
         pipeline_id: str | None = None,
         execution_id: str | None = None,
     ) -> BufferRead:
-        """Load a buffer: all of it, its ``last`` N, older than cursor ``before``; in ``format``."""
+        """Load a buffer: all of it, its ``last`` N, older than cursor ``before``; in ``format``.
+
+        ``max_tokens``: the longest sendable suffix within that many tokens (``window``
+        says what was cut; ``window_too_small`` when the newest turn alone is larger).
+        """
         where = Where(session_id, workflow_id, pipeline_id, execution_id)
-        return self.call(calls.load_buffer(scope, key, where, last, before, format))
+        call = calls.load_buffer(scope, key, where, last, before, format, max_tokens)
+        return self.call(call)
 
     def clear_buffer(
         self,
@@ -443,14 +449,20 @@ class Client:
         )
 
     def load(
-        self, scope: str, key: str, context: ExecutionContext | None, last: int | None = None
+        self,
+        scope: str,
+        key: str,
+        context: ExecutionContext | None,
+        last: int | None = None,
+        *,
+        max_tokens: int | None = None,
     ) -> BufferResult:
         """Load a buffer as ``MemoryService.load`` does; a refusal is the empty buffer."""
         where = self._plan("load", scope, key, context)
         if isinstance(where, Refusal):
             return BufferResult(refusal=where)
         try:
-            read = self.call(calls.load_buffer(scope, key, where, last))
+            read = self.call(calls.load_buffer(scope, key, where, last, max_tokens=max_tokens))
         except NotFoundError:
             if not no_session_yet(scope):
                 raise
@@ -460,6 +472,7 @@ class Client:
             count=read.count,
             resolved_scope_id=read.resolved_scope_id,
             refusal=None if read.refused is None else Refusal.from_code(read.refused),
+            window=read.window,
         )
 
     def clear(

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flowmem.core import Message
+from flowmem.results import TokenWindow
 
 
 def _extra(data: dict[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
@@ -221,11 +222,14 @@ class BufferRead:
     not_carried: dict[str, int] = field(default_factory=dict)
     refused: str | None = None
     """The code of the scope's refusal (``no_session_id`` …; decision 0047), None when it did not refuse."""
+    window: TokenWindow | None = None
+    """With ``max_tokens``: what the token window cut."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BufferRead:
         """Build from the JSON answer."""
         refused = data.get("refused")
+        window = data.get("window")
         return cls(
             messages=data["messages"],
             count=data["count"],
@@ -236,6 +240,7 @@ class BufferRead:
             dropped=data.get("dropped") or 0,
             not_carried=dict(data.get("not_carried") or {}),
             refused=refused if isinstance(refused, str) else None,
+            window=TokenWindow(**window) if isinstance(window, dict) else None,
         )
 
 

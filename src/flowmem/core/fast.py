@@ -5,7 +5,8 @@ plain function elsewhere in the core, kept because a benchmark needs it
 (docs/decisions/0059), and a property test proves the two equal on every input:
 
 - ``fast_entry_id``: ``messages.entry_id`` (MEM-11), for the hot loops of MEM-5;
-- ``steps_1_to_3``: ``normalize``'s steps 1 to 3 (MEM-5) in one scan, for its default mode.
+- ``steps_1_to_3``: ``normalize``'s steps 1 to 3 (MEM-5) in one scan, for its default mode;
+- ``fast_row_facts``: ``window.row_facts`` (issue 28), for a token window's scan.
 
 Check a rule against the plain version; change both, and the oracle tests tell.
 """
@@ -25,6 +26,7 @@ from flowmem.core.messages import (
     healed_flat,
     usable_call_id,
 )
+from flowmem.core.window import RowFacts, row_facts
 
 _ROLE_SET = frozenset(ROLES)
 
@@ -53,6 +55,40 @@ def fast_entry_id(call: object) -> str | None:
             return text if text and text != "0" else None
         return None if raw is None else usable_call_id(raw)
     return entry_id(call)
+
+
+def fast_row_facts(row: object, tokens: int) -> RowFacts:
+    """``window.row_facts`` with a stored row's ids read inline, for a token window's scan.
+
+    Implements MEM-11 exactly as ``call_ids`` and ``result_id`` do (a stored row keeps
+    its ids under ``metadata``; anything else takes the plain path). Oracle:
+    ``tests/core/test_window.py::test_the_fast_row_facts_equal_row_facts_on_every_row``
+    (a hypothesis property). Kept for speed only: a window reads each kept row's facts
+    (docs/decisions/0081).
+    """
+    if type(row) is not dict:
+        return row_facts(row, tokens)  # type: ignore[arg-type]
+    role = row.get("role")
+    if role == "user" or role == "system":
+        return RowFacts(role, tokens)
+    meta = row.get("metadata")
+    if type(meta) is not dict:
+        return row_facts(row, tokens)
+    if role == "tool" and row.get("tool_call_id") is None:
+        raw = meta.get("tool_call_id")
+        if type(raw) is str:
+            text = raw.strip()
+            return RowFacts(role, tokens, (), text if text and text != "0" else None)
+    elif role == "assistant" and row.get("tool_calls") is None:
+        calls = meta.get("tool_calls")
+        if type(calls) is list:
+            seen: dict[str, None] = {}
+            for call in calls:
+                cid = fast_entry_id(call)
+                if cid is not None:
+                    seen.setdefault(cid, None)
+            return RowFacts(role, tokens, tuple(seen))
+    return row_facts(row, tokens)
 
 
 _ANSWERED = -2  # in ``steps_1_to_3``: a declared call id whose result has been taken

@@ -28,8 +28,10 @@ import binascii
 import json
 import math
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
+
+TextCounter = Callable[[str], int]
 
 ROW_TOKENS = 4
 CALL_TOKENS = 8
@@ -126,15 +128,15 @@ def _pdf_pages(data: object) -> int:
     return max(1, pages)
 
 
-def part_tokens(part: object) -> int:
-    """Estimated tokens of one content part (see the module docstring)."""
+def part_tokens(part: object, text: TextCounter = text_tokens) -> int:
+    """Estimated tokens of one content part (see the module docstring); ``text`` counts its text."""
     if isinstance(part, str):
-        return text_tokens(part)
+        return text(part)
     if not isinstance(part, Mapping):
         return 0
     kind = part.get("type")
     if kind == "text":
-        return text_tokens(str(part.get("text", "")))
+        return text(str(part.get("text", "")))
     if kind == "image":
         size = image_size(_decoded_head(part.get("data"))) or _UNKNOWN_SIZE
         detail = part.get("detail")
@@ -146,19 +148,23 @@ def part_tokens(part: object) -> int:
     if kind == "audio":
         return AUDIO_TOKENS
     if kind == "reasoning":
-        return _reasoning_tokens(part)
-    return text_tokens(_json(part))
+        return _reasoning_tokens(part, text)
+    return text(_json(part))
 
 
-def _reasoning_tokens(part: Mapping[str, Any]) -> int:
+def _reasoning_tokens(part: Mapping[str, Any], text: TextCounter) -> int:
     total = 0
-    for key in ("text", "signature", "redacted_data", "encrypted_content"):
+    for key in ("text",):
+        value = part.get(key)
+        if isinstance(value, str):
+            total += text(value)
+    for key in ("signature", "redacted_data", "encrypted_content"):  # opaque: as sent back
         value = part.get(key)
         if isinstance(value, str):
             total += text_tokens(value)
     summary = part.get("summary")
     if isinstance(summary, list):
-        total += sum(text_tokens(s) if isinstance(s, str) else part_tokens(s) for s in summary)
+        total += sum(text(s) if isinstance(s, str) else part_tokens(s, text) for s in summary)
     return total
 
 
@@ -169,12 +175,12 @@ def _json(value: object) -> str:
         return str(value)
 
 
-def _content_tokens(content: object) -> int:
+def _content_tokens(content: object, text: TextCounter) -> int:
     if isinstance(content, str):
-        return text_tokens(content)
+        return text(content)
     if isinstance(content, list):
-        return sum(part_tokens(part) for part in content)
-    return 0 if content is None else text_tokens(_json(content))
+        return sum(part_tokens(part, text) for part in content)
+    return 0 if content is None else text(_json(content))
 
 
 def _calls(row: Mapping[str, Any]) -> list[Any]:
@@ -186,7 +192,12 @@ def _calls(row: Mapping[str, Any]) -> list[Any]:
 
 def estimate_tokens(row: Mapping[str, Any]) -> int:
     """The default counter: the estimated tokens of one stored (or flat) row."""
-    total = ROW_TOKENS + _content_tokens(row.get("content"))
+    return count_tokens(row, text_tokens)
+
+
+def count_tokens(row: Mapping[str, Any], text: TextCounter) -> int:
+    """One row's tokens with ``text`` counting its texts (a tokenizer) and the rules above for the rest."""
+    total = ROW_TOKENS + _content_tokens(row.get("content"), text)
     for call in _calls(row):
         total += CALL_TOKENS
         if isinstance(call, Mapping):
@@ -196,5 +207,5 @@ def estimate_tokens(row: Mapping[str, Any]) -> int:
             for key in ("name", "arguments", "args", "input"):
                 value = call.get(key)
                 if value is not None:
-                    total += text_tokens(value if isinstance(value, str) else _json(value))
+                    total += text(value if isinstance(value, str) else _json(value))
     return total

@@ -15,7 +15,9 @@ provider accepts as a history of their own:
 
 The scan reads the buffer from its end, so a caller holding only the newest rows
 feeds them in batches and stops when :attr:`WindowScan.done` says so: the rows read
-are the kept ones and at most one more turn.
+are the kept ones and at most one more turn. A row's position is any integer that
+grows with its place in the buffer (an index, or a store's cursor); the rows are fed
+with falling positions, and every row between two fed ones is fed.
 
 Cost is monotone: moving the start one row earlier never lowers it (the system rows
 are counted wherever they stand), so the longest fitting suffix is the earliest
@@ -26,12 +28,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
+from flowmem.core.messages import call_ids, result_id
 from flowmem.errors import WindowTooSmallError
 
 
-@dataclass(frozen=True, slots=True)
-class RowFacts:
+class RowFacts(NamedTuple):
     """What the window rules need of one stored row: role, ids, tokens."""
 
     role: str
@@ -44,16 +47,17 @@ class RowFacts:
 class Window:
     """A window over a buffer of ``total`` rows: the rows kept, and what was cut.
 
-    ``start`` is the position of the first row of the suffix (``total`` when the
-    suffix is empty); ``kept`` the positions kept, in buffer order (the system rows
-    before ``start`` first when they are kept).
+    ``start`` is the index (0-based, in the buffer) of the first row of the suffix
+    (``total`` when the suffix is empty); ``kept`` the positions kept as fed, in
+    buffer order (the system rows before the suffix first when they are kept).
+    ``cut_tokens`` is None when the buffer's total tokens were not given.
     """
 
     start: int
     kept: tuple[int, ...]
     tokens: int
     cut_messages: int
-    cut_tokens: int
+    cut_tokens: int | None
     total: int
 
 
@@ -85,8 +89,8 @@ class WindowScan:
         """Take the row at ``position``, one below the last one fed."""
         if self.done:
             return
-        if self._next is not None and position != self._next:
-            raise ValueError(f"rows are fed newest first, one by one: expected {self._next}")
+        if self._next is not None and position > self._next:
+            raise ValueError(f"rows are fed newest first: expected a position below {self._next + 1}")
         self._next = position - 1
         system = row.role == "system"
         self._tokens[position] = row.tokens
@@ -112,26 +116,28 @@ class WindowScan:
             return False  # kept anyway: the start is the non-system row after it
         return self.first_role is None or self._first_role in (None, self.first_role)
 
-    def window(self, total: int, total_tokens: int) -> Window:
-        """The window found once ``done`` or once the row at position 0 was fed.
+    def window(self, total: int, total_tokens: int | None) -> Window:
+        """The window found once ``done`` or once the oldest row was fed.
 
         ``total`` and ``total_tokens``: the buffer's rows and their tokens, for what
-        was cut. Raises :class:`WindowTooSmallError` when a buffer with rows has no
-        sendable window in the budget.
+        was cut (``total_tokens`` None: not known, ``cut_tokens`` None). Raises
+        :class:`WindowTooSmallError` when a buffer with rows has no sendable window
+        in the budget.
         """
         if self._best is None:
             needed = self._needed if self._needed is not None else self.cost
             if total and needed > self.budget:
                 raise too_small(self.budget, needed)
-            start = total  # no non-system row to start on: the system rows alone
+            suffix: list[int] = []  # no non-system row to start on: the system rows alone
         else:
-            start = self._best
-        before = tuple(p for p in sorted(self._systems) if p < start)
-        kept = before + tuple(range(start, total))
-        tokens = sum(self._systems[p] for p in before) + sum(
-            self._tokens[p] for p in range(start, total)
-        )
-        return Window(start, kept, tokens, total - len(kept), total_tokens - tokens, total)
+            best = self._best
+            suffix = sorted(p for p in self._tokens if p >= best)
+        first = suffix[0] if suffix else None
+        before = tuple(p for p in sorted(self._systems) if first is None or p < first)
+        kept = before + tuple(suffix)
+        tokens = sum(self._systems[p] for p in before) + sum(self._tokens[p] for p in suffix)
+        cut = None if total_tokens is None else total_tokens - tokens
+        return Window(total - len(suffix), kept, tokens, total - len(kept), cut, total)
 
 
 def too_small(budget: int, needed: int) -> WindowTooSmallError:
@@ -139,6 +145,7 @@ def too_small(budget: int, needed: int) -> WindowTooSmallError:
     return WindowTooSmallError(
         f"no sendable window fits in {budget} tokens: the newest turn (with its calls' "
         f"results and the kept system messages) needs {needed}; raise max_tokens",
+        argument="max_tokens",
         budget=budget,
         needed=needed,
     )
@@ -158,3 +165,13 @@ def fit(
         if scan.done:
             break
     return scan.window(len(rows), sum(row.tokens for row in rows))
+
+
+def row_facts(row: Mapping[str, Any], tokens: int) -> RowFacts:
+    """The window facts of one stored (or flat) row counted ``tokens``."""
+    role = str(row.get("role"))
+    if role == "assistant":  # only an assistant declares calls, only a tool row answers one
+        return RowFacts(role, tokens, tuple(call_ids(row)))
+    if role == "tool":
+        return RowFacts(role, tokens, (), result_id(row))
+    return RowFacts(role, tokens)

@@ -16,6 +16,7 @@ from flowmem.formats.anthropic import from_anthropic, to_anthropic
 from flowmem.formats.check import check_payload
 from flowmem.formats.detect import DETECTED, detect_format, format_candidates, is_gemini_content
 from flowmem.formats.documents import (
+    FIRST_ROLE,
     FORMATS,
     check_format,
     read_document,
@@ -29,6 +30,7 @@ from flowmem.formats.responses import from_responses, row_to_items, to_responses
 
 __all__ = [
     "DETECTED",
+    "FIRST_ROLE",
     "FORMATS",
     "check_format",
     "check_payload",

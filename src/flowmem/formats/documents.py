@@ -16,6 +16,9 @@ from flowmem.formats.responses import from_responses, to_responses
 from flowmem.formats.unknown import unknown_format
 
 FORMATS: tuple[str, ...] = ("openai", "responses", "anthropic", "gemini")
+# the role a provider's history must start with, the system prompt aside: what a token
+# window (issue 28) in that format starts on; formats absent here may start on any turn
+FIRST_ROLE: dict[str, str] = {"anthropic": "user", "gemini": "user"}
 
 
 def _check_name(name: str) -> None:

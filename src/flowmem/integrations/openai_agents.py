@@ -31,16 +31,40 @@ from agents.memory.session_settings import (  # noqa: E402
     coerce_session_settings,
     resolve_session_limit,
 )
+from pydantic.dataclasses import dataclass  # noqa: E402
 
 from flowmem.core import Message, entry_id, normalize, result_id  # noqa: E402
 from flowmem.core.messages import raw_tool_calls  # noqa: E402
 from flowmem.formats import from_responses, row_to_items, to_responses  # noqa: E402
 from flowmem.memory import AsyncMemory, Memory  # noqa: E402
-from flowmem.results import BufferResult  # noqa: E402
+from flowmem.results import BufferResult, TokenWindow  # noqa: E402
 from flowmem.scope import ExecutionContext  # noqa: E402
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
+
+
+@dataclass
+class FlowmemSessionSettings(SessionSettings):
+    """The SDK's ``SessionSettings`` with a token budget: ``max_tokens`` (issue 28).
+
+    With it, ``get_items`` returns the longest sendable suffix of the history within
+    that many tokens (flowmem's default counter): a call never without its output, a
+    reasoning item never without its turn; ``limit``, when set too, then keeps the
+    last ``limit`` items of that window.
+    """
+
+    max_tokens: int | None = None
+    """Token budget of ``get_items``; None: no budget."""
+
+
+def session_settings_of(value: SessionSettings | dict[str, Any] | None) -> FlowmemSessionSettings:
+    """``value`` as ``FlowmemSessionSettings`` (a dict of its fields, or the SDK's settings)."""
+    if isinstance(value, FlowmemSessionSettings):
+        return value
+    if isinstance(value, dict):
+        return FlowmemSessionSettings(**value)
+    return FlowmemSessionSettings(limit=coerce_session_settings(value).limit if value else None)
 
 
 def items_of(rows: list[Message], limit: int | None = None) -> list[dict[str, Any]]:
@@ -92,8 +116,8 @@ class FlowmemSession:
     pairing repaired (MEM-5 rule 3, nothing reordered): a call whose output has not
     arrived reads as interrupted, while the stored buffer keeps it open for the
     real output. ``close()`` ends the session as ``SQLiteSession.close`` does. ``session_settings`` (a
-    ``SessionSettings`` or a dict of its fields) gives the default ``limit`` of
-    ``get_items``, as in the SDK's sessions. ``last_result`` holds what the last
+    ``SessionSettings``, a ``FlowmemSessionSettings`` or a dict of its fields) gives the default
+    ``limit`` of ``get_items``, as in the SDK's sessions, and ``max_tokens`` its token budget. ``last_result`` holds what the last
     ``add_items`` reported.
     """
 
@@ -119,12 +143,10 @@ class FlowmemSession:
         self.scope = scope
         self.key = key
         self.max_messages = max_messages
-        self.session_settings = (
-            coerce_session_settings(session_settings)
-            if session_settings is not None
-            else SessionSettings()
-        )
+        self.session_settings = session_settings_of(session_settings)
         self.last_result: BufferResult | None = None
+        self.last_window: TokenWindow | None = None
+        """What the last ``get_items`` under ``max_tokens`` cut."""
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """Return the history as Responses items, the last ``limit`` when given.
@@ -136,6 +158,11 @@ class FlowmemSession:
         """
         self._check_open()
         resolved = resolve_session_limit(limit, self.session_settings)
+        budget = getattr(self.session_settings, "max_tokens", None)
+        if budget is not None and limit is None:
+            loaded = await self.memory.load(self.scope, self.key, self.context, max_tokens=budget)
+            self.last_window = loaded.window
+            return cast("list[TResponseInputItem]", items_of(loaded.messages, resolved))
         if resolved is None or resolved < 0:
             loaded = await self.memory.load(self.scope, self.key, self.context)
             return cast("list[TResponseInputItem]", items_of(loaded.messages))
@@ -226,4 +253,4 @@ class FlowmemSession:
         return normalize(rows, keep_content=True, systems_first=False).messages
 
 
-__all__ = ["FlowmemSession", "items_of"]
+__all__ = ["FlowmemSession", "FlowmemSessionSettings", "items_of", "session_settings_of"]

@@ -34,6 +34,9 @@ DEFAULT_LOCK_TIMEOUT = 5.0  # seconds an append waits for its turn (MEM-12)
 PURGE_BATCH = 1000  # expired records one ``purge_expired`` call deletes at most (one transaction)
 PAGE_ROWS = 512  # rows one ``page_bodies`` call returns at most
 PAGE_CHARS = 256 * 1024  # characters of JSON text after which a page ends (one row at least)
+TAIL_BATCH = 64  # rows the first batch of a read from a buffer's end holds (``read_tail``)
+TAIL_BATCH_MAX = 1024  # the batches of ``read_tail`` double up to this many rows
+TAIL_FIRST_MAX = 8192  # rows a first batch sized by a token budget holds at most
 
 SESSION_STATUSES: tuple[str, ...] = ("idle", "running", "completed", "failed")
 SESSION_SCOPE = "session"  # the memory scope whose scope id is a session id (deleted with it)
@@ -212,6 +215,39 @@ class BodyPage:
     more: bool = False
 
 
+class TailRow(NamedTuple):
+    """One row of a read from a buffer's end: its cursor, the row, its default token count.
+
+    ``tokens`` is ``flowmem.core.tokens.estimate_tokens`` of the row: stored with the
+    row when it was appended, counted when read for a row stored before (issue 28).
+    """
+
+    cursor: int
+    row: Message
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Tail:
+    """A buffer read from its end (``BufferStore.read_tail``).
+
+    ``count`` and ``tokens``: the buffer's rows and their default counts summed;
+    ``systems``: every system row, in order; ``rows``: the rows newest first, fetched a
+    batch at a time as the caller iterates (stop early: ``close`` it).
+    """
+
+    count: int
+    tokens: int
+    systems: list[TailRow]
+    rows: Iterator[TailRow]
+
+    def close(self) -> None:
+        """Stop reading rows."""
+        close = getattr(self.rows, "close", None)
+        if close is not None:
+            close()
+
+
 @dataclass(frozen=True)
 class Quotas:
     """What one user may keep stored, counted by the store across every process (0 = no quota).
@@ -371,6 +407,20 @@ class BufferStore(Protocol):
 
     def count(self, address: Address) -> int:
         """Return the number of rows in the buffer."""
+        ...
+
+    def read_tail(self, address: Address, batch: int = TAIL_BATCH, budget: int = 0) -> Tail:
+        """Read the buffer from its end: its size and tokens, its system rows, its rows newest first.
+
+        The rows come in batches (``batch`` rows, then twice as many each time up to
+        ``TAIL_BATCH_MAX``), so a caller that stops after k rows read O(k) rows and no
+        row bodies besides the system rows. With ``budget`` (tokens), the first batch
+        holds the rows that many tokens make at the buffer's average count per row, an
+        eighth more and 8 (at least ``batch``, at most ``TAIL_FIRST_MAX``), the next
+        half as many, and each later one twice the last. Every batch is one snapshot with the first:
+        BufferChangedError from the iterator when the buffer was written in between
+        (read again). InvalidInputError for a ``batch`` that is not an integer >= 1.
+        """
         ...
 
     def clear(

@@ -36,6 +36,7 @@ from flowmem.core import (
     is_healed,
     result_id,
 )
+from flowmem.core.tokens import estimate_tokens
 from flowmem.errors import StoreError
 from flowmem.store.base import Address
 from flowmem.store.rows import dump_json, utf8_size
@@ -112,6 +113,7 @@ class SqlBufferEditor:
             self._id, self._count, self._last = int(head[0]), int(head[1]), int(head[2])
             self._bytes = int(head[3])
         self.bytes_before = self._bytes
+        self._tokens = 0  # the default counter's tokens added since the last flush
         self._dirty = False
 
     def know(
@@ -267,9 +269,11 @@ class SqlBufferEditor:
         old, old_body = self._row_at(bid, position)
         self._unindex(bid, position, old)
         self._next.clear()
-        self._db.run("row_update", (row["role"], body, bid, position))
+        tokens = estimate_tokens(row)
+        self._db.run("row_update", (row["role"], body, tokens, bid, position))
         self._index(bid, position, row)
         self._bytes += utf8_size(body) - utf8_size(old_body)
+        self._tokens += tokens - estimate_tokens(old)
         self._dirty = True
 
     def delete(self, position: int) -> None:
@@ -280,6 +284,7 @@ class SqlBufferEditor:
         self._next.clear()
         self._db.run("row_delete", (bid, position))
         self._bytes -= utf8_size(old_body)
+        self._tokens -= estimate_tokens(old)
         self._count -= 1
         self._dirty = True
 
@@ -294,7 +299,9 @@ class SqlBufferEditor:
     def flush(self) -> None:
         """Write the header (count, last major, bytes) if it changed."""
         if self._dirty and self._id is not None:
-            self._db.run("header_update", (self._count, self._last, self._bytes, self._id))
+            params = (self._count, self._last, self._bytes, self._tokens, self._id)
+            self._db.run("header_update", params)
+            self._tokens = 0
             self._dirty = False
 
     # --- helpers -------------------------------------------------------------------------
@@ -331,8 +338,10 @@ class SqlBufferEditor:
     def _write(self, bid: int, position: int, row: Message) -> None:
         self._next.clear()
         body = dump_row(row)
-        self._db.run("row_insert", (bid, position, row["role"], body))
+        tokens = estimate_tokens(row)  # the default counter's count, stored with the row
+        self._db.run("row_insert", (bid, position, row["role"], body, tokens))
         self._bytes += utf8_size(body)
+        self._tokens += tokens
         self._index(bid, position, row)
 
     def _index(self, bid: int, position: int, row: Message) -> None:
@@ -372,28 +381,47 @@ def row_bytes(row: Message) -> int:
 
 
 class SizedListEditor(IndexedListEditor):
-    """``IndexedListEditor`` that keeps the UTF-8 size of its rows' JSON up to date (``bytes``)."""
+    """``IndexedListEditor`` that keeps the UTF-8 size of its rows' JSON up to date (``bytes``).
 
-    def __init__(self, rows: list[Message], size: int, evicted: Sequence[str] = ()) -> None:
+    Given ``tokens`` (each row's default count, in order), it keeps that list in step
+    with the rows too (``MemoryStore`` stores it as the SQL stores store a column).
+    """
+
+    def __init__(
+        self,
+        rows: list[Message],
+        size: int,
+        evicted: Sequence[str] = (),
+        tokens: list[int] | None = None,
+    ) -> None:
         super().__init__(rows, evicted)
         self.bytes = size
+        self.tokens = tokens
 
     def append_row(self, row: Message) -> None:
         """Add a row at the end."""
         super().append_row(row)
         self.bytes += row_bytes(row)
+        if self.tokens is not None:
+            self.tokens.append(estimate_tokens(row))
 
     def insert_after(self, position: int, rows: Sequence[Message]) -> None:
         """Insert rows directly after ``position``."""
         super().insert_after(position, rows)
         self.bytes += sum(row_bytes(row) for row in rows)
+        if self.tokens is not None:
+            self.tokens[position + 1 : position + 1] = [estimate_tokens(row) for row in rows]
 
     def replace(self, position: int, row: Message) -> None:
         """Replace the row at ``position``."""
         self.bytes += row_bytes(row) - row_bytes(self.rows[position])
         super().replace(position, row)
+        if self.tokens is not None:
+            self.tokens[position] = estimate_tokens(row)
 
     def delete(self, position: int) -> None:
         """Remove the row at ``position``."""
         self.bytes -= row_bytes(self.rows[position])
         super().delete(position)
+        if self.tokens is not None:
+            del self.tokens[position]

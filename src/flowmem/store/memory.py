@@ -17,6 +17,7 @@ from itertools import islice
 from typing import Any
 
 from flowmem.core import AppendOutcome, Message, apply_append
+from flowmem.core.tokens import estimate_tokens
 from flowmem.errors import (
     ConflictError,
     IdempotencyKeyInFlightError,
@@ -27,6 +28,7 @@ from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     PURGE_BATCH,
     SESSION_SCOPE,
+    TAIL_BATCH,
     USER_SCOPE,
     Address,
     Erasure,
@@ -35,6 +37,8 @@ from flowmem.store.base import (
     SessionClaim,
     SessionRecord,
     StoredAnswer,
+    Tail,
+    TailRow,
     TokenRecord,
     TranscriptMessage,
     Usage,
@@ -76,6 +80,8 @@ class MemoryStore(BufferReads, IdempotencyKeys, Tokens):
         self._records: dict[Address, tuple[str, float | None]] = {}
         self._buffers: dict[Address, list[Message]] = {}
         self._sizes: dict[Address, int] = {}  # UTF-8 bytes of each buffer's rows as JSON
+        # each buffer's rows' default token counts, in order (absent: counted when read)
+        self._counts: dict[Address, list[int]] = {}
         self._evicted: dict[Address, tuple[str, ...]] = {}  # call ids of evicted turns (MEM-1, 2)
         self._sessions: dict[str, SessionRecord] = {}
         self._transcripts: dict[str, list[TranscriptMessage]] = {}
@@ -222,6 +228,7 @@ class MemoryStore(BufferReads, IdempotencyKeys, Tokens):
         owner = self._owner(address, created)
         self._charge(owner, size - self._sizes.get(address, 0), int(new), 0)
         self._buffers[address] = rows
+        self._counts.pop(address, None)  # the caller that knows them sets them again
         self._sizes[address] = size
         self._buffer_owners[address] = owner
         self._versions[address] = next(self._changes)
@@ -232,6 +239,7 @@ class MemoryStore(BufferReads, IdempotencyKeys, Tokens):
             return
         self._charge(self._buffer_owners.pop(address, None), -self._sizes.get(address, 0), -1, 0)
         del self._buffers[address]
+        self._counts.pop(address, None)
         self._sizes.pop(address, None)
         self._versions.pop(address, None)
         self._evicted.pop(address, None)
@@ -364,17 +372,46 @@ class MemoryStore(BufferReads, IdempotencyKeys, Tokens):
                 copy.deepcopy(self._buffers.get(address, [])),
                 size,
                 self._evicted.get(address, ()),
+                list(self._counts_of(address)),
             )
             outcome = apply_append(editor, copy.deepcopy(rows), max_messages)
             check_buffer_bytes(address, size, editor.bytes, max_bytes)
             if snapshot:
                 outcome = replace(outcome, rows=copy.deepcopy(editor.rows))
             self._set_buffer(address, editor.rows, editor.bytes, created)
+            if editor.tokens is not None:
+                self._counts[address] = editor.tokens
             self._record_key(idempotency, outcome)
             if editor.evicted:
                 self._evicted[address] = tuple(editor.evicted)
             self._store_session(created)
             return outcome
+
+    def _counts_of(self, address: Address) -> list[int]:
+        """The default token counts of a buffer's rows (under the lock), counted once when missing."""
+        counts = self._counts.get(address)
+        rows = self._buffers.get(address, [])
+        if counts is None or len(counts) != len(rows):
+            counts = self._counts[address] = [estimate_tokens(row) for row in rows]
+        return counts
+
+    def read_tail(self, address: Address, batch: int = TAIL_BATCH, budget: int = 0) -> Tail:
+        """Read the buffer from its end (``BufferStore.read_tail``); cursors are row indexes."""
+        check_address(address)
+        check_batch(batch)
+        check_last(budget)
+        with self._lock:
+            rows = list(self._buffers.get(address, []))  # rows are never changed in place
+            counts = list(self._counts_of(address)) if rows else []
+        systems = [
+            TailRow(i, copy.deepcopy(row), counts[i])
+            for i, row in enumerate(rows)
+            if row.get("role") == "system"
+        ]
+        newest = (
+            TailRow(i, copy.deepcopy(rows[i]), counts[i]) for i in range(len(rows) - 1, -1, -1)
+        )
+        return Tail(len(rows), sum(counts), systems, newest)
 
     def count(self, address: Address) -> int:
         """Return the number of rows."""
@@ -415,7 +452,9 @@ class MemoryStore(BufferReads, IdempotencyKeys, Tokens):
                 self._drop_buffer(address)
                 return rows[0]
             row = rows[-1]
+            counts = self._counts_of(address)[:-1]
             self._set_buffer(address, rows[:-1], self._sizes.get(address, 0) - row_bytes(row))
+            self._counts[address] = counts
             return row
 
     # --- sessions ---------------------------------------------------------------

@@ -27,11 +27,13 @@ from flowmem.errors import (
     SchemaTooNewError,
     StoreError,
 )
+from flowmem.store import tail
 from flowmem.store.base import (
     PAGE_CHARS,
     PAGE_ROWS,
     PURGE_BATCH,
     SESSION_SCOPE,
+    TAIL_BATCH,
     USER_SCOPE,
     Address,
     BodyPage,
@@ -40,6 +42,7 @@ from flowmem.store.base import (
     Quotas,
     SessionRecord,
     StoredAnswer,
+    Tail,
     TokenRecord,
     TranscriptMessage,
     WriteGuard,
@@ -578,6 +581,19 @@ class SqlStore(ABC, Generic[C]):
                 bodies.append((int(pos), str(body)))
                 size += len(body)
             return BodyPage(found, int(head[3]), bodies, older, more)
+
+    def read_tail(self, address: Address, batch: int = TAIL_BATCH, budget: int = 0) -> Tail:
+        """Read the buffer from its end (``BufferStore.read_tail``): a statement per batch."""
+        check_address(address)
+        check_batch(batch)
+
+        def run(name: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+            with self._connection() as conn:
+                found: list[tuple[Any, ...]] = conn.execute(self.SQL[name], params).fetchall()
+                return found
+
+        check_last(budget)
+        return tail.read_tail(run, address, batch, budget)
 
     def _snapshot(self) -> AbstractContextManager[C]:
         """Lend a connection whose reads are one snapshot (default: ``_reading``)."""

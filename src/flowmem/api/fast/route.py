@@ -287,6 +287,7 @@ class Operation(Enum):
 
     READ = "read"  # reads one record
     LOAD = "first_page"  # reads one buffer (its first page: a large read is paged)
+    WINDOW = "load"  # reads one buffer's token-budget window (from its end; never paged)
     WRITE = "write"  # one record upsert, guarded
     DELETE = "delete"  # one record
     APPEND = "append"  # one buffer's append transaction, guarded
@@ -296,7 +297,7 @@ class Operation(Enum):
     @property
     def writes(self) -> bool:
         """True when the operation changes the store (a session scope needs ``drive``)."""
-        return self not in (Operation.READ, Operation.LOAD)
+        return self not in (Operation.READ, Operation.LOAD, Operation.WINDOW)
 
     @property
     def guarded(self) -> bool:

@@ -39,9 +39,16 @@ from flowmem.api.models import (
 )
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
 from flowmem.core import check_storable, normalize
-from flowmem.errors import PayloadTooLargeError
-from flowmem.formats import check_format, is_gemini_content, read_document, write_document
+from flowmem.errors import InvalidInputError, PayloadTooLargeError
+from flowmem.formats import (
+    FIRST_ROLE,
+    check_format,
+    is_gemini_content,
+    read_document,
+    write_document,
+)
 from flowmem.results import REFUSED_KEY
+from flowmem.service import BufferResult as ServiceBufferResult
 from flowmem.service import BufferText, PagedText
 
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
@@ -67,6 +74,11 @@ STREAM_CHUNK = 512  # rows of a buffer read converted on the event loop (a provi
 def _converted(text: BufferText, fmt: str) -> dict[str, Any]:
     """Return a buffer read in provider format ``fmt``: the rows read, normalized and converted."""
     rows = json.loads("[" + ",".join(text.bodies) + "]")
+    return _written(rows, text, fmt)
+
+
+def _written(rows: list[Any], text: BufferText, fmt: str) -> dict[str, Any]:
+    """Return ``rows`` (a read described by ``text``) normalized and written in format ``fmt``."""
     result = normalize(rows, keep_content=True)
     metrics.normalized(result.dropped)
     not_carried: dict[str, int] = {}
@@ -127,6 +139,16 @@ async def load_buffer(
         description="A cursor from `next_before`: only messages older than it.",
     ),
     format: Format = READ_FORMAT,
+    max_tokens: int | None = Query(
+        None,
+        ge=0,
+        le=2**62,
+        description="Only the longest sendable suffix within this many tokens (never paged): "
+        "calls kept with their results, system messages kept and counted, and with a "
+        "`format` that provider's rules (Anthropic, Gemini: the first turn is a user turn). "
+        "`window` says what was cut; 422 `window_too_small` (with `needed`) when the "
+        "newest turn alone does not fit. Not with `last` or `before`.",
+    ),
     call: MemoryCall = CALL,
 ) -> Response:
     """Load a conversation buffer: all of it, or its last N messages (optionally before a cursor).
@@ -139,7 +161,10 @@ async def load_buffer(
     format parses the rows read, normalizes them and converts them (a page is
     normalized on its own): it holds the rows asked for, so page a large buffer
     with `last`. Page backwards with `last` = N, then `before` = the previous `next_before`.
+    With `max_tokens`, a token window (docs/memory.md, "Token windows").
     """
+    if max_tokens is not None:
+        return await _window(call, max_tokens, format, last, before)
     paged: PagedText = await call.short(Operation.LOAD, last=last, before=before)
     if paged.text.refusal is not None:  # the neutral (empty) read, and which refusal (0047)
         headers = {REFUSED_HEADER: paged.text.refusal.code}
@@ -157,6 +182,27 @@ async def load_buffer(
         return Response(paged_answer.whole(paged.text), media_type="application/json")
     services = call.caller.services
     return paged_answer.PagedResponse(paged_answer.pages(paged, services.memory, services.pool))
+
+
+async def _window(
+    call: MemoryCall, max_tokens: int, fmt: str, last: int | None, before: int | None
+) -> Response:
+    """A token-budget window of the buffer (``MemoryService.load`` with ``max_tokens``)."""
+    if last is not None or before is not None:
+        raise InvalidInputError("give max_tokens, or last and before: not both")
+    first_role = FIRST_ROLE.get(fmt)
+    result: ServiceBufferResult = await call.short(
+        Operation.WINDOW, max_tokens=max_tokens, first_role=first_role
+    )
+    if fmt == "rows":
+        answer = {**result.to_dict(), "next_before": None}
+    else:
+        text = BufferText([], result.count, None, result.resolved_scope_id, result.refusal)
+        answer = _written(result.messages, text, fmt)
+        if result.window is not None:
+            answer["window"] = result.window.to_dict()
+    headers = {} if result.refusal is None else {REFUSED_HEADER: result.refusal.code}
+    return Response(render(answer), headers=headers, media_type="application/json")
 
 
 def _check_batch(messages: list[Any]) -> None:

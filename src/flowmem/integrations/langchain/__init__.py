@@ -49,7 +49,7 @@ from flowmem.integrations.langchain.messages import (  # noqa: E402
     row_to_message,
 )
 from flowmem.memory import Memory  # noqa: E402
-from flowmem.results import BufferResult  # noqa: E402
+from flowmem.results import BufferResult, TokenWindow  # noqa: E402
 from flowmem.scope import ExecutionContext  # noqa: E402
 
 log = logging.getLogger("flowmem")
@@ -83,6 +83,10 @@ class FlowmemChatMessageHistory(BaseChatMessageHistory):
     written first by the next read or write of the same history; while they cannot
     be, that read or write raises too, so a turn whose write a callback swallowed is
     never lost silently. ``discard_unstored()`` drops them.
+
+    ``max_tokens``: the history read is the longest sendable suffix within that many
+    tokens (a call with its results, a reasoning part with its turn; issue 28), and
+    ``last_window`` says what the last read cut.
     """
 
     def __init__(
@@ -94,6 +98,7 @@ class FlowmemChatMessageHistory(BaseChatMessageHistory):
         scope: str = "session",
         key: str = "chat_history",
         max_messages: int = 0,
+        max_tokens: int | None = None,
     ) -> None:
         if context is None and session_id is not None:
             context = ExecutionContext(session_id=session_id)
@@ -102,7 +107,9 @@ class FlowmemChatMessageHistory(BaseChatMessageHistory):
         self.scope = scope
         self.key = key
         self.max_messages = max_messages
+        self.max_tokens = max_tokens
         self.last_result: BufferResult | None = None
+        self.last_window: TokenWindow | None = None
 
     def _address(self) -> tuple[Any, ...]:
         ctx = self.context
@@ -111,7 +118,11 @@ class FlowmemChatMessageHistory(BaseChatMessageHistory):
 
     def _rows(self) -> list[Message]:
         self._flush_unstored()
-        return self.service.load(self.scope, self.key, self.context).messages
+        if self.max_tokens is None:
+            return self.service.load(self.scope, self.key, self.context).messages
+        loaded = self.service.load(self.scope, self.key, self.context, max_tokens=self.max_tokens)
+        self.last_window = loaded.window
+        return loaded.messages
 
     @property
     def raw_messages(self) -> list[BaseMessage]:

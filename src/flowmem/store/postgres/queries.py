@@ -15,7 +15,7 @@ _ADDR = "scope = %s AND scope_id = %s AND key = %s"
 SQL: dict[str, str] = {
     "header_get": f"SELECT id, count, last_major, bytes FROM buffers WHERE {_ADDR}",
     "header_insert": "INSERT INTO buffers (scope, scope_id, key) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING RETURNING id",
-    "header_update": "UPDATE buffers SET count = %s, last_major = %s, bytes = %s, version = version + 1 WHERE id = %s",
+    "header_update": "UPDATE buffers SET count = %s, last_major = %s, bytes = %s, tokens = tokens + %s, version = version + 1 WHERE id = %s",
     "is_declared": f"SELECT 1 FROM buffer_calls WHERE {_B} AND call_id = %s LIMIT 1",
     "answer_of": f"SELECT pos, healed FROM buffer_answers WHERE {_B} AND call_id = %s ORDER BY pos LIMIT 1",
     "open_calls": f"SELECT call_id, declared_pos FROM buffer_calls WHERE {_B} AND NOT answered ORDER BY declared_pos, ord",
@@ -29,8 +29,8 @@ SQL: dict[str, str] = {
     "row_get": f"SELECT body FROM buffer_rows WHERE {_B} AND pos = %s",
     "next_pos": f"SELECT MIN(pos) FROM buffer_rows WHERE {_B} AND pos > %s",
     "max_before": f"SELECT MAX(pos) FROM buffer_rows WHERE {_B} AND pos > %s AND pos < %s",
-    "row_insert": "INSERT INTO buffer_rows (buffer_id, pos, role, body) VALUES (%s, %s, %s, %s)",
-    "row_update": f"UPDATE buffer_rows SET role = %s, body = %s WHERE {_B} AND pos = %s",
+    "row_insert": "INSERT INTO buffer_rows (buffer_id, pos, role, body, tokens) VALUES (%s, %s, %s, %s, %s)",
+    "row_update": f"UPDATE buffer_rows SET role = %s, body = %s, tokens = %s WHERE {_B} AND pos = %s",
     "row_delete": f"DELETE FROM buffer_rows WHERE {_B} AND pos = %s",
     # no ON CONFLICT: a turn's call ids are distinct (core.call_ids) and a row's old
     # declarations are deleted before it is re-indexed, and a speculative insertion
@@ -106,6 +106,29 @@ SQL |= {
         AND pos < %s ORDER BY pos DESC LIMIT 1 OFFSET %s) AS floor) AS f
     {_PAGE.format(low="GREATEST(%s, COALESCE(f.floor, -1))")}
     WHERE b.scope = %s AND b.scope_id = %s AND b.key = %s ORDER BY p.pos""",
+    # a read from the buffer's end (read_tail): the header (0), the system rows (1) and the
+    # newest rows (2) in one statement; then older rows below a cursor, with the header
+    # again, so that each batch is seen to be of the first one's buffer and version
+    # (the first batch: the rows a token budget makes at the buffer's average, see tail.py)
+    "tail_first": f"""WITH b AS (SELECT id, version, count, tokens, GREATEST(%s::bigint, LEAST(%s::bigint,
+                CASE WHEN tokens > 0 THEN count * %s::bigint * 9 / (8 * tokens) + 8 ELSE 0 END)) AS take
+            FROM buffers WHERE {_ADDR})
+        SELECT 0, b.count, NULL::text, b.tokens, b.id, b.version, b.take FROM b
+        UNION ALL (SELECT 1, r.pos, r.body, r.tokens::bigint, NULL::bigint, NULL::bigint, NULL::bigint
+            FROM buffer_rows r WHERE r.buffer_id = (SELECT id FROM b) AND r.role = 'system' ORDER BY r.pos)
+        UNION ALL (SELECT 2, r.pos, r.body, r.tokens::bigint, NULL, NULL, NULL FROM buffer_rows r
+            WHERE r.buffer_id = (SELECT id FROM b) ORDER BY r.pos DESC LIMIT COALESCE((SELECT take FROM b), 0))""",
+    "tail_more": f"""WITH b AS (SELECT id, version FROM buffers WHERE {_ADDR})
+        SELECT 0, NULL::bigint, NULL::text, NULL::bigint, b.id, b.version, NULL::bigint FROM b
+        UNION ALL (SELECT 2, r.pos, r.body, r.tokens::bigint, NULL, NULL, NULL FROM buffer_rows r
+            WHERE r.buffer_id = (SELECT id FROM b) AND r.pos < %s ORDER BY r.pos DESC LIMIT %s)""",
+    # a buffer stored before its rows were counted (migration 13): its tokens, counted
+    "tail_uncounted": f"""WITH b AS (SELECT id, version FROM buffers WHERE {_ADDR})
+        SELECT 0, NULL::bigint, NULL::text, NULL::bigint, b.id, b.version, NULL::bigint FROM b
+        UNION ALL SELECT 3, NULL, NULL, (SELECT SUM(tokens) FROM buffer_rows, b
+            WHERE buffer_id = b.id)::bigint, NULL, NULL, NULL
+        UNION ALL SELECT 4, r.pos, r.body, NULL, NULL, NULL, NULL FROM b, buffer_rows r
+            WHERE r.buffer_id = b.id AND r.tokens IS NULL""",
     "clear_rows": f"DELETE FROM buffer_rows WHERE {_B}",
     "clear_calls": f"DELETE FROM buffer_calls WHERE {_B}",
     "clear_answers": f"DELETE FROM buffer_answers WHERE {_B}",
@@ -344,8 +367,8 @@ SQL["append_known@guarded"] = SQL["append_known"].replace(
 )
 if SQL["append_known@guarded"] == SQL["append_known"]:  # pragma: no cover - an edit missed it
     raise RuntimeError("append_known@guarded does not check the guard")
-SQL["row_insert?"] = f"""INSERT INTO buffer_rows (buffer_id, pos, role, body)
-    SELECT %s::bigint, %s::bigint, %s::text, %s::text WHERE {_KNOWN}"""
+SQL["row_insert?"] = f"""INSERT INTO buffer_rows (buffer_id, pos, role, body, tokens)
+    SELECT %s::bigint, %s::bigint, %s::text, %s::text, %s::integer WHERE {_KNOWN}"""
 SQL["call_insert?"] = f"""INSERT INTO buffer_calls (buffer_id, call_id, declared_pos, ord, answered)
     SELECT %s::bigint, %s::text, %s::bigint, %s::integer,
         EXISTS (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = %s)

@@ -214,7 +214,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """CREATE TRIGGER records_usage_delete AFTER DELETE ON records FOR EACH ROW
             WHEN (OLD.owner IS NOT NULL) EXECUTE FUNCTION flowmem_record_dropped()""",
     ),
-    # 13 (issue 26 §2; number 15 once the migrations made beside it are merged): no
+    (  # 13: each row's tokens by the default counter and the buffer's total (issue 28 §1):
+        # NULL for a row or buffer stored before, counted when read; system rows found by index
+        "ALTER TABLE buffer_rows ADD COLUMN tokens INTEGER",
+        "ALTER TABLE buffers ADD COLUMN tokens BIGINT DEFAULT 0",
+        "UPDATE buffers SET tokens = NULL WHERE count > 0",
+        "CREATE INDEX buffer_rows_systems ON buffer_rows (buffer_id, pos) WHERE role = 'system'",
+    ),
+    # 15 (issue 26 §2): no
     # index of the non-tool rows, one entry and one WAL record fewer per message; a
     # result run's end is found on the primary key (docs/decisions/0068)
     ("DROP INDEX IF EXISTS buffer_rows_turns",),

@@ -14,7 +14,7 @@ _B = "buffer_id = ?"
 SQL: dict[str, str] = {
     "header_get": "SELECT id, count, last_major, bytes FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
     "header_insert": "INSERT INTO buffers (scope, scope_id, key) VALUES (?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
-    "header_update": "UPDATE buffers SET count = ?, last_major = ?, bytes = ?, version = version + 1 WHERE id = ?",
+    "header_update": "UPDATE buffers SET count = ?, last_major = ?, bytes = ?, tokens = tokens + ?, version = version + 1 WHERE id = ?",
     "is_declared": f"SELECT 1 FROM buffer_calls WHERE {_B} AND call_id = ? LIMIT 1",
     "answer_of": f"SELECT pos, healed FROM buffer_answers WHERE {_B} AND call_id = ? ORDER BY pos LIMIT 1",
     "open_calls": f"SELECT call_id, declared_pos FROM buffer_calls WHERE {_B} AND answered = 0 ORDER BY declared_pos, ord",
@@ -27,8 +27,8 @@ SQL: dict[str, str] = {
     "row_get": f"SELECT body FROM buffer_rows WHERE {_B} AND pos = ?",
     "next_pos": f"SELECT MIN(pos) FROM buffer_rows WHERE {_B} AND pos > ?",
     "max_before": f"SELECT MAX(pos) FROM buffer_rows WHERE {_B} AND pos > ? AND pos < ?",
-    "row_insert": "INSERT INTO buffer_rows (buffer_id, pos, role, body) VALUES (?, ?, ?, ?)",
-    "row_update": f"UPDATE buffer_rows SET role = ?, body = ? WHERE {_B} AND pos = ?",
+    "row_insert": "INSERT INTO buffer_rows (buffer_id, pos, role, body, tokens) VALUES (?, ?, ?, ?, ?)",
+    "row_update": f"UPDATE buffer_rows SET role = ?, body = ?, tokens = ? WHERE {_B} AND pos = ?",
     "row_delete": f"DELETE FROM buffer_rows WHERE {_B} AND pos = ?",
     "call_insert": f"""INSERT INTO buffer_calls (buffer_id, call_id, declared_pos, ord, answered)
         VALUES (?, ?, ?, ?, EXISTS (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = ?))
@@ -70,6 +70,33 @@ SQL: dict[str, str] = {
     "page_head": "SELECT id, born, version, count FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
     "page_floor": f"SELECT pos FROM buffer_rows WHERE {_B} AND pos < ? ORDER BY pos DESC LIMIT 1 OFFSET ?",
     "page_rows": f"SELECT pos, body FROM buffer_rows WHERE {_B} AND pos > ? AND pos < ? ORDER BY pos LIMIT ?",
+    # a read from the buffer's end (read_tail): the header (0), the system rows (1) and the
+    # newest rows (2) in one statement; then older rows below a cursor, with the header
+    # again, so that each batch is seen to be of the first one's buffer and version
+    # (the first batch: the rows a token budget makes at the buffer's average, see tail.py)
+    "tail_first": """WITH b AS (SELECT id, born, version, count, tokens, MAX(?, MIN(?,
+                CASE WHEN tokens > 0 THEN count * ? * 9 / (8 * tokens) + 8 ELSE 0 END)) AS take
+            FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?)
+        SELECT 0, b.count, NULL, b.tokens, b.born, b.version, b.take FROM b
+        UNION ALL SELECT * FROM (SELECT 1, r.pos, r.body, r.tokens, NULL, NULL, NULL
+            FROM buffer_rows r INDEXED BY buffer_rows_systems
+            WHERE r.buffer_id = (SELECT id FROM b) AND r.role = 'system' ORDER BY r.pos)
+        UNION ALL SELECT * FROM (SELECT 2, r.pos, r.body, r.tokens, NULL, NULL, NULL
+            FROM buffer_rows r WHERE r.buffer_id = (SELECT id FROM b) ORDER BY r.pos DESC
+            LIMIT COALESCE((SELECT take FROM b), 0))""",
+    "tail_more": """WITH b AS (SELECT id, born, version FROM buffers
+            WHERE scope = ? AND scope_id = ? AND key = ?)
+        SELECT 0, NULL, NULL, NULL, b.born, b.version, NULL FROM b
+        UNION ALL SELECT * FROM (SELECT 2, r.pos, r.body, r.tokens, NULL, NULL, NULL
+            FROM buffer_rows r WHERE r.buffer_id = (SELECT id FROM b) AND r.pos < ? ORDER BY r.pos DESC LIMIT ?)""",
+    # a buffer stored before its rows were counted (migration 13): its tokens, counted
+    "tail_uncounted": """WITH b AS (SELECT id, born, version FROM buffers
+            WHERE scope = ? AND scope_id = ? AND key = ?)
+        SELECT 0, NULL, NULL, NULL, b.born, b.version, NULL FROM b
+        UNION ALL SELECT 3, NULL, NULL, (SELECT SUM(tokens) FROM buffer_rows, b WHERE buffer_id = b.id),
+            NULL, NULL, NULL
+        UNION ALL SELECT 4, r.pos, r.body, NULL, NULL, NULL, NULL FROM b, buffer_rows r
+            WHERE r.buffer_id = b.id AND r.tokens IS NULL""",
     "read_begin": "BEGIN",
     "read_end": "COMMIT",
     "clear_rows": f"DELETE FROM buffer_rows WHERE {_B}",

@@ -168,6 +168,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
                 records = records - 1 WHERE user_id = OLD.owner;
         END""",
     ),
+    (  # 13: each row's tokens by the default counter and the buffer's total (issue 28 §1):
+        # NULL for a row or buffer stored before, counted when read; system rows found by index
+        "ALTER TABLE buffer_rows ADD COLUMN tokens INTEGER",
+        "ALTER TABLE buffers ADD COLUMN tokens INTEGER DEFAULT 0",
+        "UPDATE buffers SET tokens = NULL WHERE count > 0",
+        "CREATE INDEX buffer_rows_systems ON buffer_rows (buffer_id, pos) WHERE role = 'system'",
+    ),
 )
 
 

@@ -1,0 +1,83 @@
+"""A token-budget window read from a store (issue 28 §1): the core's rule over ``read_tail``.
+
+The rows are read from the buffer's end and fed to ``flowmem.core.window.WindowScan``
+until it is done, so a window of k rows reads O(k) rows whatever the buffer's size.
+With the default counter the tokens are the ones stored per row (and the buffer's
+total, for what was cut); a caller's counter counts each row read, and the cut
+tokens are then not known without reading the whole buffer (``cut_tokens`` None).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from flowmem.core import Message
+from flowmem.core.fast import fast_row_facts
+from flowmem.core.window import Window, WindowScan
+from flowmem.errors import BufferChangedError, InvalidInputError
+from flowmem.store.base import TAIL_BATCH, Address, BufferStore, TailRow
+
+Counter = Callable[[Mapping[str, Any]], int]
+READ_ATTEMPTS = 3  # reads of a buffer written while it was read from its end
+
+
+def checked_count(counter: Counter, row: Mapping[str, Any]) -> int:
+    """A caller's counter's count of ``row``; InvalidInputError unless an integer >= 0."""
+    tokens = counter(row)
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+        raise InvalidInputError(f"a token counter must return an integer >= 0, got {tokens!r}")
+    return tokens
+
+
+def read_window(
+    store: BufferStore,
+    address: Address,
+    budget: int,
+    counter: Counter | None = None,
+    keep_system: bool = True,
+    first_role: str | None = None,
+) -> tuple[list[Message], Window]:
+    """Return the rows of the longest sendable suffix within ``budget`` tokens, and the window.
+
+    WindowTooSmallError when the newest turn alone is over the budget (nothing cut silently).
+    """
+    for attempt in range(READ_ATTEMPTS):
+        try:
+            return _read_once(store, address, budget, counter, keep_system, first_role)
+        except BufferChangedError:
+            if attempt == READ_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _read_once(
+    store: BufferStore,
+    address: Address,
+    budget: int,
+    counter: Counter | None,
+    keep_system: bool,
+    first_role: str | None,
+) -> tuple[list[Message], Window]:
+    tail = store.read_tail(address, TAIL_BATCH, budget)
+
+    def tokens(item: TailRow) -> int:
+        return item.tokens if counter is None else checked_count(counter, item.row)
+
+    try:
+        read: dict[int, Message] = {item.cursor: item.row for item in tail.systems}
+        systems = {item.cursor: tokens(item) for item in tail.systems}
+        scan = WindowScan(budget, systems, keep_system, first_role)
+        feed = scan.feed
+        for cursor, row, stored in tail.rows:  # the hot loop: a row's work, no more
+            read[cursor] = row
+            known = systems.get(cursor) if systems else None
+            if known is None:
+                known = stored if counter is None else checked_count(counter, row)
+            feed(cursor, fast_row_facts(row, known))
+            if scan.done:
+                break
+    finally:
+        tail.close()
+    window = scan.window(tail.count, tail.tokens if counter is None else None)
+    return [read[cursor] for cursor in window.kept], window
