@@ -25,6 +25,7 @@ from flowmem.errors import (
     QuotaExceededError,
 )
 from flowmem.store.adk.memory import MemoryAdkSessions
+from flowmem.store.archive.memory import MemoryArchive
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     PAGE_CHARS,
@@ -47,7 +48,7 @@ from flowmem.store.base import (
 )
 from flowmem.store.checkpoints.memory import MemoryCheckpoints
 from flowmem.store.conversations.memory import MemoryConversations
-from flowmem.store.editor import SizedListEditor, row_bytes
+from flowmem.store.editor import row_bytes
 from flowmem.store.locks import AddressLocks, no_wait
 from flowmem.store.rows import (
     check_address,
@@ -97,6 +98,7 @@ class MemoryStore:
         self.checkpoints = MemoryCheckpoints(self)  # LangGraph's checkpoints (decision 0040)
         self.conversations = MemoryConversations(self)  # pydantic-ai's (decision 0051)
         self.adk = MemoryAdkSessions(self)  # Google ADK's sessions and states (decision 0053)
+        self.archive = MemoryArchive(self)  # what compactions archived (decision 0083)
 
     # --- memory records -------------------------------------------------------
     def get_record(self, address: Address, now: float) -> tuple[bool, Any]:
@@ -234,6 +236,7 @@ class MemoryStore:
         self._sizes.pop(address, None)
         self._versions.pop(address, None)
         self._evicted.pop(address, None)
+        self.archive.drop(address)
 
     def _set_record(
         self,
@@ -359,7 +362,8 @@ class MemoryStore:
             created = self._check_guard(guard)
             self._check_key(idempotency)
             size = self._sizes.get(address, 0)
-            editor = SizedListEditor(
+            editor = self.archive.editor(
+                address,
                 copy.deepcopy(self._buffers.get(address, [])),
                 size,
                 self._evicted.get(address, ()),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from flowmem.store.adk import postgres as adk_tables
+from flowmem.store.archive import postgres as archive_tables
 from flowmem.store.checkpoints import postgres as checkpoint_tables
 from flowmem.store.conversations import postgres as conversation_tables
 
@@ -214,4 +215,6 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """CREATE TRIGGER records_usage_delete AFTER DELETE ON records FOR EACH ROW
             WHEN (OLD.owner IS NOT NULL) EXECUTE FUNCTION flowmem_record_dropped()""",
     ),
+    # 14 (issue 28 §2; after 13, the per-row token counts): what compactions archived
+    archive_tables.MIGRATION,
 )

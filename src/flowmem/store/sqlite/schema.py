@@ -7,6 +7,7 @@ number is its place in the tuple).
 from __future__ import annotations
 
 from flowmem.store.adk import sqlite as adk_tables
+from flowmem.store.archive import sqlite as archive_tables
 from flowmem.store.checkpoints import sqlite as checkpoint_tables
 from flowmem.store.conversations import sqlite as conversation_tables
 
@@ -168,6 +169,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
                 records = records - 1 WHERE user_id = OLD.owner;
         END""",
     ),
+    # 14 (issue 28 §2; after 13, the per-row token counts): what compactions archived
+    archive_tables.MIGRATION,
 )
 
 
