@@ -89,8 +89,8 @@ def plan_compaction(
     facts = [row_facts(row, counter) for row in rows]
     window = fit(facts, keep_tokens, keep_system=False)
     start = window.start
-    if start == 0 or start >= len(rows):
-        return None
+    if start == 0 or start >= len(rows) or (start == 1 and is_summary(rows[0])):
+        return None  # nothing beyond the budget but the last compaction's summary: keep it
     return CompactionPlan(
         cursors=tuple(cursor for cursor, _ in bodies[:start]),
         rows=tuple(rows[:start]),
