@@ -23,7 +23,7 @@ from flowmem.api.lookup import TOKEN_CACHE_SIZE, TOKEN_CACHE_TTL, LookupCache
 from flowmem.api.models import Health
 from flowmem.api.purge import PURGE_INTERVAL, purge_expired_forever
 from flowmem.api.ratelimit import RateLimitMiddleware, RateLimits
-from flowmem.api.routes import memory, sessions, stateless, users
+from flowmem.api.routes import compaction, memory, sessions, stateless, users
 from flowmem.api.routes.common import errors
 from flowmem.api.services import Services
 from flowmem.errors import ConfigurationError, StoreError
@@ -162,6 +162,7 @@ def create_app(
         return {"status": "ok", "version": __version__}
 
     app.include_router(memory.router)  # first: the hot path, matched before the others
+    app.include_router(compaction.router)
     app.include_router(sessions.router)
     app.include_router(stateless.router)
     app.include_router(users.router)

@@ -547,6 +547,10 @@ class BufferRead(BufferResult):
     system_instruction: str | dict[str, Any] | None = SYSTEM_INSTRUCTION_OUT
     dropped: int | None = DROPPED_ROWS
     not_carried: dict[str, int] | None = NOT_CARRIED
+    archived: int | None = Field(
+        default=None,
+        description="With `archived=true`: how many of `messages`, first, are archived rows.",
+    )
 
 
 class MemoryWrite(BaseModel):

@@ -38,7 +38,7 @@ from flowmem.api.models import (
 )
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
 from flowmem.core import check_storable, normalize
-from flowmem.errors import PayloadTooLargeError
+from flowmem.errors import InvalidInputError, PayloadTooLargeError
 from flowmem.formats import check_format, is_gemini_content, read_document, write_document
 from flowmem.results import REFUSED_KEY
 from flowmem.service import BufferText, PagedText
@@ -125,6 +125,12 @@ async def load_buffer(
         description="A cursor from `next_before`: only messages older than it.",
     ),
     format: Format = READ_FORMAT,
+    archived: bool = Query(
+        False,
+        description="Also the rows compactions archived: first, in order (`archived` of "
+        "them), then the live rows (`count`). The whole buffer as stored rows: not with "
+        "`last`, `before` or a provider `format`.",
+    ),
     call: MemoryCall = CALL,
 ) -> Response:
     """Load a conversation buffer: all of it, or its last N messages (optionally before a cursor).
@@ -138,6 +144,8 @@ async def load_buffer(
     normalized on its own): it holds the rows asked for, so page a large buffer
     with `last`. Page backwards with `last` = N, then `before` = the previous `next_before`.
     """
+    if archived:
+        return await _with_archive(call, last, before, format)
     paged: PagedText = await call.short(Operation.LOAD, last=last, before=before)
     if paged.text.refusal is not None:  # the neutral (empty) read, and which refusal (0047)
         headers = {REFUSED_HEADER: paged.text.refusal.code}
@@ -155,6 +163,20 @@ async def load_buffer(
         return Response(paged_answer.whole(paged.text), media_type="application/json")
     services = call.caller.services
     return paged_answer.PagedResponse(paged_answer.pages(paged, services.memory, services.pool))
+
+
+async def _with_archive(call: MemoryCall, last: Any, before: Any, fmt: str) -> Response:
+    """A read with the archive (decision 0084): the archived rows, then the live ones."""
+    for name, value in (("last", last), ("before", before)):
+        if value is not None:
+            raise InvalidInputError(f"archived=true reads the whole buffer: leave out {name}", argument=name)
+    if fmt != "rows":
+        raise InvalidInputError("archived=true reads stored rows: leave out format", argument="format")
+    answer = await call.answer(Operation.LOAD_ALL, include_archived=True)
+    if isinstance(answer, Response):  # a refusal: the neutral read
+        return answer
+    answer["archived"] = len(answer["messages"]) - answer["count"]
+    return Response(render(answer), media_type="application/json")
 
 
 def _check_batch(messages: list[Any]) -> None:
