@@ -26,7 +26,15 @@ from flowmem.client.types import (
     TurnResult,
     UserErasure,
 )
-from flowmem.results import REFUSED_KEY, BufferResult, PopResult, ReadResult, WriteResult
+from flowmem.results import (
+    REFUSED_KEY,
+    BufferResult,
+    CompactionPlanResult,
+    CompactResult,
+    PopResult,
+    ReadResult,
+    WriteResult,
+)
 from flowmem.scope import Refusal
 
 T = TypeVar("T")
@@ -251,11 +259,14 @@ def load_buffer(
     last: int | None = None,
     before: int | None = None,
     format: str = "rows",
+    archived: bool = False,
 ) -> Call[BufferRead]:
-    """``GET /v1/buffers/{scope}/{key}``."""
+    """``GET /v1/buffers/{scope}/{key}`` (``archived``: with the rows compactions archived)."""
     params = {**where.params(), "last": last, "before": before}
     if format != "rows":
         params["format"] = format
+    if archived:
+        params["archived"] = True
     return Call("GET", _memory_path("buffers", scope, key), BufferRead.from_json, params=params)
 
 
@@ -269,6 +280,52 @@ def pop_buffer(scope: str, key: str, where: Where) -> Call[PopResult]:
     """``DELETE /v1/buffers/{scope}/{key}/last``."""
     path = _memory_path("buffers", scope, key, "/last")
     return Call("DELETE", path, _pop_result, params=where.params())
+
+
+def _plan_result(data: dict[str, Any]) -> CompactionPlanResult:
+    return CompactionPlanResult(
+        plan=data["plan"],
+        messages=data["messages"],
+        archived=data["archived"],
+        tokens=data["tokens"],
+        kept=data["kept"],
+        kept_tokens=data["kept_tokens"],
+        resolved_scope_id=data["resolved_scope_id"],
+        refusal=refusal_of(data),
+    )
+
+
+def _compact_result(data: dict[str, Any]) -> CompactResult:
+    return CompactResult(
+        compacted=data["compacted"],
+        archived=data["archived"],
+        tokens=data.get("tokens"),
+        first=data.get("first"),
+        last=data.get("last"),
+        summary=data.get("summary"),
+        count=data["count"],
+        attempts=data["attempts"],
+        resolved_scope_id=data["resolved_scope_id"],
+        refusal=refusal_of(data),
+    )
+
+
+def compaction_plan(
+    scope: str, key: str, where: Where, keep_tokens: int
+) -> Call[CompactionPlanResult]:
+    """``GET /v1/buffers/{scope}/{key}/compact/plan``."""
+    path = _memory_path("buffers", scope, key, "/compact/plan")
+    params = {**where.params(), "keep_tokens": keep_tokens}
+    return Call("GET", path, _plan_result, params=params)
+
+
+def apply_compaction(
+    scope: str, key: str, where: Where, plan: str, summary: Any
+) -> Call[CompactResult]:
+    """``POST /v1/buffers/{scope}/{key}/compact``."""
+    path = _memory_path("buffers", scope, key, "/compact")
+    body = {"plan": plan, "summary": summary}
+    return Call("POST", path, _compact_result, params=where.params(), body=body, has_body=True)
 
 
 def read_record(scope: str, key: str, where: Where, default: Any = None) -> Call[ReadResult]:
