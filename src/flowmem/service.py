@@ -734,10 +734,17 @@ class MemoryService:
         resolved = self._resolve("load", scope, name, context)
         if isinstance(resolved, Refusal):
             return CompactionPlanResult(refusal=resolved)
-        address = Address(check_scope(scope), resolved, name)
-        plan = compaction.read_plan(self.store, address, budget, count)
+        return self.compaction_plan_raw(scope, resolved, name, budget, counter=count)
+
+    def compaction_plan_raw(
+        self, scope: str, scope_id: str, key: str, keep_tokens: int, *, counter: Counter | None = None
+    ) -> CompactionPlanResult:
+        """``compaction_plan`` at an explicit scope id (trusted callers; no resolution)."""
+        address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
+        budget = check_count(keep_tokens, "keep_tokens") or 0
+        plan = compaction.read_plan(self.store, address, budget, compaction.counter_of(counter))
         total = 0 if plan is not None else self.store.count(address)
-        return compaction.plan_result(plan, total, resolved)
+        return compaction.plan_result(plan, total, scope_id)
 
     def apply_compaction(
         self,
@@ -753,21 +760,28 @@ class MemoryService:
         plan (another compaction, a clear): plan again. A refusal changes nothing (MEM-7).
         """
         name = check_key(key)
-        kept, digest = parse_plan_id(plan)
+        parse_plan_id(plan)  # refused before the scope is resolved
         resolved = self._resolve("compact", scope, name, context)
         if isinstance(resolved, Refusal):
             return CompactResult(refusal=resolved)
-        address = Address(check_scope(scope), resolved, name)
+        return self.apply_compaction_raw(scope, resolved, name, plan, summary)
+
+    def apply_compaction_raw(
+        self, scope: str, scope_id: str, key: str, plan: str, summary: object
+    ) -> CompactResult:
+        """``apply_compaction`` at an explicit scope id (trusted callers; no resolution)."""
+        address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
+        kept, digest = parse_plan_id(plan)
         now = int(self._now())
         done = compaction.apply_plan(
             self.store, address, kept, digest, summary, now, self._check_summary
         )
         if done is None:
             raise CompactionStaleError(
-                f"the rows of this compaction plan of buffer {name!r} changed since it was "
+                f"the rows of this compaction plan of buffer {key!r} changed since it was "
                 "made: make a new plan"
             )
-        return compaction.compacted(done, None, self.store.count(address), 1, resolved)
+        return compaction.compacted(done, None, self.store.count(address), 1, scope_id)
 
     def compact(
         self,
