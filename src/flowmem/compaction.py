@@ -18,11 +18,18 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from flowmem.core import Message
-from flowmem.core.compaction import CompactionPlan, Counter, plan_compaction, summary_row
+from flowmem.core.compaction import (
+    SUMMARY_KEY,
+    CompactionPlan,
+    Counter,
+    plan_compaction,
+    prefix_digest,
+    summary_row,
+)
 from flowmem.core.tokens import estimate_tokens
 from flowmem.errors import CompactionStaleError, ConfigurationError, InvalidInputError
 from flowmem.results import CompactionPlanResult, CompactResult
-from flowmem.store.archive import Archived, SupportsArchive
+from flowmem.store.archive import EVERY_ROW, Archived, SupportsArchive
 from flowmem.store.base import Address, Store
 
 ATTEMPTS = 3  # plans one compaction makes at most when concurrent ones keep changing the rows
@@ -88,7 +95,39 @@ def apply_plan(
     """Apply a plan with ``summary`` (checked first: InvalidInputError, ``check``'s error); None: stale."""
     check(summary_row(summary, 1, 1, now))  # refused before the transaction, nothing written
     archive = archive_of(store)
-    return archive.compact(address, kept, digest, lambda first, last: summary_row(summary, first, last, now))
+    return archive.compact(address, kept, digest, lambda first, last: [summary_row(summary, first, last, now)])
+
+
+def replace_all(
+    store: Store, address: Address, rows: list[Message], check: Callable[[Message], None]
+) -> Archived | None:
+    """Archive every row of the buffer and put ``rows`` (prepared) in their place, in one transaction.
+
+    The first of ``rows`` is marked as the summary of what was archived. None when
+    the buffer is empty; CompactionStaleError, nothing changed, when it was written
+    between the read and the write.
+    """
+    if not rows:
+        raise InvalidInputError("a compacted history has at least one message", argument="messages")
+    for row in rows:
+        check(row)
+    bodies = store.load_bodies(address)
+    if not bodies:
+        return None
+    def made(first: int, last: int) -> list[Message]:
+        head = dict(rows[0])
+        head["metadata"] = {
+            **head.get("metadata", {}),
+            SUMMARY_KEY: {"archived": last - first + 1, "first": first, "last": last},
+        }
+        return [head, *rows[1:]]
+
+    done = archive_of(store).compact(address, EVERY_ROW, prefix_digest(bodies), made)
+    if done is None:
+        raise CompactionStaleError(
+            f"buffer {address.key!r} was written while its compacted history was made: compact again"
+        )
+    return done
 
 
 def compacted(done: Archived, tokens: int | None, count: int, attempts: int, scope_id: str) -> CompactResult:
@@ -99,7 +138,7 @@ def compacted(done: Archived, tokens: int | None, count: int, attempts: int, sco
         tokens=tokens,
         first=done.first,
         last=done.last,
-        summary=done.summary,
+        summary=done.summary[0],
         count=count,
         attempts=attempts,
         resolved_scope_id=scope_id,

@@ -839,6 +839,30 @@ class MemoryService:
             self._check_summary,
         )
 
+    def compact_to(
+        self, scope: str, key: str, context: ExecutionContext | None, messages: object
+    ) -> CompactResult:
+        """Replace the whole buffer by ``messages`` (a history a compaction model made), archiving every row.
+
+        For a compaction made elsewhere (the Agents SDK's ``responses.compact``): the
+        rows go to the archive as ``compact`` archives them, the first message is
+        marked as their summary, in one transaction; CompactionStaleError, nothing
+        changed, when the buffer was written since it was read. An empty buffer just
+        gets ``messages`` appended. A refusal changes nothing (MEM-7).
+        """
+        name = check_key(key)
+        rows = prepare(messages, int(self._now()))
+        check_message_sizes(rows, self.limits.message_bytes)
+        resolved = self._resolve("compact", scope, name, context)
+        if isinstance(resolved, Refusal):
+            return CompactResult(refusal=resolved)
+        address = Address(check_scope(scope), resolved, name)
+        done = compaction.replace_all(self.store, address, rows, self._check_summary)
+        if done is None:
+            appended = self.append(scope, key, rows, context)
+            return CompactResult(count=appended.count, attempts=1, resolved_scope_id=resolved)
+        return compaction.compacted(done, None, self.store.count(address), 1, resolved)
+
     def pop_last(self, scope: str, key: str, context: ExecutionContext | None) -> PopResult:
         """Remove and return a buffer's last row (the Agents SDK's ``pop_item``).
 

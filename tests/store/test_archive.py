@@ -234,3 +234,35 @@ def test_erasing_the_user_deletes_the_archive_and_its_usage(store: Store) -> Non
     store.erase_user("u2")
     assert store.archive.read(Address("user", "u2", KEY)).archived == []  # type: ignore[attr-defined]
     assert store.usage("u2").bytes == 0
+
+
+def test_compact_to_archives_every_row_behind_a_compacted_history(store: Store) -> None:
+    from flowmem.scope import ExecutionContext
+
+    service = MemoryService(store)
+    context = ExecutionContext(user_id="u1")
+    before = fill(service)
+    made = [{"role": "user", "content": "kept question"}, {"role": "assistant", "content": "compacted"}]
+    done = service.compact_to("user", KEY, context, made)
+    assert done.compacted and done.archived == len(before) and done.count == 2
+    live = service.load("user", KEY, context).messages
+    assert [row["content"] for row in live] == ["kept question", "compacted"]
+    assert live[0]["metadata"][SUMMARY_KEY] == {"archived": len(before), "first": 1, "last": len(before)}
+    whole = service.load("user", KEY, context, include_archived=True).messages
+    assert whole[: len(before)] == before and whole[len(before) :] == live
+    late = service.append("user", KEY, [r for r in before if r["role"] == "tool"][:1], context)
+    assert late.appended == 0  # MEM-1 across the replacement
+    fresh = service.compact_to("user", "empty", context, made)
+    assert not fresh.compacted and fresh.count == 2
+
+
+def test_compact_to_refuses_when_the_buffer_changed_under_it(store: Store) -> None:
+    from flowmem.core import compaction
+
+    service = MemoryService(store)
+    before = fill(service)
+    address = Address("user", "u1", KEY)
+    stale = compaction.prefix_digest([(0, "{}")])
+    archive = store.archive  # type: ignore[attr-defined]
+    assert archive.compact(address, -1, stale, lambda first, last: [{"role": "user", "content": "x"}]) is None
+    assert service.load_raw("user", "u1", KEY, include_archived=True).messages == before

@@ -25,8 +25,12 @@ from typing import Protocol, runtime_checkable
 from flowmem.core import Message
 from flowmem.store.base import Address
 
-SummaryMaker = Callable[[int, int], Message]
-"""Makes the summary row from the archive sequence numbers ``(first, last)`` it stands for."""
+SummaryMaker = Callable[[int, int], list[Message]]
+"""Makes the rows that take the archived rows' place (one summary, or a compacted history)
+from the archive sequence numbers ``(first, last)`` they stand for."""
+
+EVERY_ROW = -1
+"""``kept`` of a compaction that archives every row (the history replaced whole)."""
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,7 @@ class Archived:
     first: int
     last: int
     bytes: int
-    summary: Message
+    summary: list[Message]
 
 
 @dataclass(frozen=True)
@@ -57,9 +61,10 @@ class SupportsArchive(Protocol):
     ) -> Archived | None:
         """Archive the rows before cursor ``kept`` when the rows up to it still have ``digest``.
 
+        ``kept`` ``EVERY_ROW``: every row, when all of them still have ``digest``.
         One transaction serialized with the buffer's appends (MEM-12). None, and
         nothing changed, when the buffer is not the one planned on (the plan is
-        stale). ``summary`` makes the row that takes the archived rows' place.
+        stale). ``summary`` makes the rows that take the archived rows' place.
         """
         ...
 

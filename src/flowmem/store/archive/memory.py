@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from flowmem.core import Message, call_ids
 from flowmem.core.compaction import prefix_digest
-from flowmem.store.archive import Archived, SummaryMaker, WithArchive
+from flowmem.store.archive import EVERY_ROW, Archived, SummaryMaker, WithArchive
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address
 from flowmem.store.editor import SizedListEditor
 from flowmem.store.rows import check_address, dump_json, utf8_size
@@ -67,21 +67,23 @@ class MemoryArchive:
         store = self.store
         with store._locks.hold(address, DEFAULT_LOCK_TIMEOUT), store._lock:
             rows = store._buffers.get(address, [])
-            if not 0 < kept < len(rows):
+            upto = len(rows) - 1 if kept == EVERY_ROW else kept
+            if not 0 <= upto < len(rows) or upto == kept == 0:
                 return None
-            bodies = [(index, dump_json(rows[index], "message")) for index in range(kept + 1)]
+            bodies = [(index, dump_json(rows[index], "message")) for index in range(upto + 1)]
             if prefix_digest(bodies) != digest:
                 return None
+            kept = len(rows) if kept == EVERY_ROW else kept
             archive = self._rows.get(address, [])
             first = len(archive) + 1
-            row = summary(first, first + kept - 1)
+            made = summary(first, first + kept - 1)
             moved = [body for _, body in bodies[:kept]]
-            size = store._sizes.get(address, 0) + utf8_size(dump_json(row, "message"))
-            store._set_buffer(address, [row, *rows[kept:]], size)  # the quota may refuse it
+            size = store._sizes.get(address, 0) + sum(utf8_size(dump_json(r, "message")) for r in made)
+            store._set_buffer(address, [*made, *rows[kept:]], size)  # the quota may refuse it
             self._rows[address] = [*archive, *moved]
             ids = {cid for body in moved for cid in call_ids(json.loads(body))}
             self._calls[address] = self._calls.get(address, frozenset()) | ids
-            return Archived(kept, first, first + kept - 1, sum(map(utf8_size, moved)), row)
+            return Archived(kept, first, first + kept - 1, sum(map(utf8_size, moved)), made)
 
     def read(self, address: Address) -> WithArchive:
         """Return the archived rows' and the live rows' texts, in order (one snapshot)."""

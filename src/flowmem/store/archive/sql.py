@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from flowmem.core import call_ids
 from flowmem.core.compaction import prefix_digest
-from flowmem.store.archive import Archived, SummaryMaker, WithArchive
+from flowmem.store.archive import EVERY_ROW, Archived, SummaryMaker, WithArchive
 from flowmem.store.base import Address
 from flowmem.store.editor import SqlBufferEditor, load_row
 from flowmem.store.rows import check_address, utf8_size
+from flowmem.store.sqlbase import LAST_MAX
 
 if TYPE_CHECKING:
     from flowmem.store.sqlbase import SqlStore
@@ -49,20 +50,24 @@ class SqlArchive:
             if head is None:
                 return None
             bid = int(head[0])
+            upto = LAST_MAX if kept == EVERY_ROW else kept
             found = [
                 (int(pos), str(body))
-                for pos, body in conn.execute(sql["archive_prefix"], (bid, kept)).fetchall()
+                for pos, body in conn.execute(sql["archive_prefix"], (bid, upto)).fetchall()
             ]
-            if len(found) < 2 or found[-1][0] != kept or prefix_digest(found) != digest:
+            moved = found if kept == EVERY_ROW else found[:-1]
+            if not moved or prefix_digest(found) != digest:
                 return None
-            moved = found[:-1]
+            if kept != EVERY_ROW and found[-1][0] != kept:
+                return None
             last = conn.execute(sql["archive_last"], (bid,)).fetchone()
             first = (int(last[0]) if last else 0) + 1
-            row = summary(first, first + len(moved) - 1)
+            rows = summary(first, first + len(moved) - 1)
             editor = _ArchiveEditor(self.store._runner(conn), address, head)
-            editor.replace(moved[0][0], row)
             for pos, _ in moved[1:]:
                 editor.delete(pos)
+            editor.replace(moved[0][0], rows[0])
+            editor.insert_after(moved[0][0], rows[1:])
             size = 0
             for seq, (_, body) in enumerate(moved, start=first):
                 conn.execute(sql["archive_insert"], (bid, seq, body))
@@ -71,7 +76,7 @@ class SqlArchive:
                     conn.execute(sql["archive_call"], (bid, cid, True))
             editor.keep_bytes(size)
             editor.flush()
-            return Archived(len(moved), first, first + len(moved) - 1, size, row)
+            return Archived(len(moved), first, first + len(moved) - 1, size, rows)
 
         return self.store._write_serialized(address, work)
 
