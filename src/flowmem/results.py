@@ -8,7 +8,7 @@ the same types, so code written against ``flowmem.memory.Memory`` runs on either
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from flowmem.core import Message
@@ -212,6 +212,11 @@ class PopResult(Refusable):
         )
 
 
+def _reported(result: Any) -> dict[str, Any]:
+    """A result's fields as its JSON answer reports them (all but ``refusal``)."""
+    return {f.name: getattr(result, f.name) for f in fields(result) if f.name != "refusal"}
+
+
 @dataclass(frozen=True)
 class CompactionPlanResult(Refusable):
     """The first step of a compaction (issue 28 §2): what it would archive, and the plan's id.
@@ -232,17 +237,7 @@ class CompactionPlanResult(Refusable):
 
     def to_dict(self) -> dict[str, Any]:
         """Return every field but the refusal (``refused`` on a refusal)."""
-        return self._with_refused(
-            {
-                "plan": self.plan,
-                "messages": self.messages,
-                "archived": self.archived,
-                "tokens": self.tokens,
-                "kept": self.kept,
-                "kept_tokens": self.kept_tokens,
-                "resolved_scope_id": self.resolved_scope_id,
-            }
-        )
+        return self._with_refused(_reported(self))
 
 
 @dataclass(frozen=True)
@@ -269,16 +264,4 @@ class CompactResult(Refusable):
 
     def to_dict(self) -> dict[str, Any]:
         """Return every field but the refusal (``refused`` on a refusal)."""
-        return self._with_refused(
-            {
-                "compacted": self.compacted,
-                "archived": self.archived,
-                "tokens": self.tokens,
-                "first": self.first,
-                "last": self.last,
-                "summary": self.summary,
-                "count": self.count,
-                "attempts": self.attempts,
-                "resolved_scope_id": self.resolved_scope_id,
-            }
-        )
+        return self._with_refused(_reported(self))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
@@ -282,32 +282,14 @@ def pop_buffer(scope: str, key: str, where: Where) -> Call[PopResult]:
     return Call("DELETE", path, _pop_result, params=where.params())
 
 
-def _plan_result(data: dict[str, Any]) -> CompactionPlanResult:
-    return CompactionPlanResult(
-        plan=data["plan"],
-        messages=data["messages"],
-        archived=data["archived"],
-        tokens=data["tokens"],
-        kept=data["kept"],
-        kept_tokens=data["kept_tokens"],
-        resolved_scope_id=data["resolved_scope_id"],
-        refusal=refusal_of(data),
-    )
+def _reported(kind: Any) -> Callable[[dict[str, Any]], Any]:
+    """The reader of a result whose JSON answer is its fields (``results._reported``)."""
 
+    def read(data: dict[str, Any]) -> Any:
+        names = {f.name for f in fields(kind)} - {"refusal"}
+        return kind(**{name: data[name] for name in names if name in data}, refusal=refusal_of(data))
 
-def _compact_result(data: dict[str, Any]) -> CompactResult:
-    return CompactResult(
-        compacted=data["compacted"],
-        archived=data["archived"],
-        tokens=data.get("tokens"),
-        first=data.get("first"),
-        last=data.get("last"),
-        summary=data.get("summary"),
-        count=data["count"],
-        attempts=data["attempts"],
-        resolved_scope_id=data["resolved_scope_id"],
-        refusal=refusal_of(data),
-    )
+    return read
 
 
 def compaction_plan(
@@ -316,7 +298,7 @@ def compaction_plan(
     """``GET /v1/buffers/{scope}/{key}/compact/plan``."""
     path = _memory_path("buffers", scope, key, "/compact/plan")
     params = {**where.params(), "keep_tokens": keep_tokens}
-    return Call("GET", path, _plan_result, params=params)
+    return Call("GET", path, _reported(CompactionPlanResult), params=params)
 
 
 def apply_compaction(
@@ -325,7 +307,7 @@ def apply_compaction(
     """``POST /v1/buffers/{scope}/{key}/compact``."""
     path = _memory_path("buffers", scope, key, "/compact")
     body = {"plan": plan, "summary": summary}
-    return Call("POST", path, _compact_result, params=where.params(), body=body, has_body=True)
+    return Call("POST", path, _reported(CompactResult), params=where.params(), body=body, has_body=True)
 
 
 def read_record(scope: str, key: str, where: Where, default: Any = None) -> Call[ReadResult]:
