@@ -266,3 +266,24 @@ def test_compact_to_refuses_when_the_buffer_changed_under_it(store: Store) -> No
     archive = store.archive  # type: ignore[attr-defined]
     assert archive.compact(address, -1, stale, lambda first, last: [{"role": "user", "content": "x"}]) is None
     assert service.load_raw("user", "u1", KEY, include_archived=True).messages == before
+
+
+def test_a_live_call_answered_only_by_an_archived_result_is_healed_later(store: Store) -> None:
+    """An orphan result stored before its call (MEM-1) archived: the live call is open again."""
+    from flowmem.core import check_sendable
+
+    service = MemoryService(store)
+    call = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "x", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}  # fmt: skip
+    rows = [
+        {"role": "user", "content": "first " * 50},
+        {"role": "tool", "tool_call_id": "x", "content": "early " * 50},
+        call,
+    ]
+    service.append_raw("user", "u1", KEY, rows)
+    assert service.append_raw("user", "u1", KEY, [{"role": "tool", "tool_call_id": "x", "content": "r"}]).appended == 0
+    done = service.compact_raw("user", "u1", KEY, keep_tokens=60, summarize=summarizer())
+    assert done.compacted and done.archived == 2
+    service.append_raw("user", "u1", KEY, [{"role": "user", "content": "next"}])
+    live = service.load_raw("user", "u1", KEY).messages
+    assert not check_sendable(live[1:]), live

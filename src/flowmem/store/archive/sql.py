@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flowmem.core import call_ids
 from flowmem.core.compaction import prefix_digest
 from flowmem.store.archive import EVERY_ROW, Archived, SummaryMaker, WithArchive
 from flowmem.store.base import Address
-from flowmem.store.editor import SqlBufferEditor, load_row
+from flowmem.store.editor import SqlBufferEditor
 from flowmem.store.rows import check_address, utf8_size
 from flowmem.store.sqlbase import LAST_MAX
 
@@ -23,7 +22,13 @@ if TYPE_CHECKING:
 
 
 class _ArchiveEditor(SqlBufferEditor):
-    """``SqlBufferEditor`` whose header also counts the bytes moved to the archive."""
+    """``SqlBufferEditor`` that counts rows dropped in bulk, and the bytes kept in the archive."""
+
+    def dropped(self, rows: int, size: int) -> None:
+        """``rows`` rows of ``size`` bytes left the buffer by a bulk delete."""
+        self._count -= rows
+        self._bytes -= size
+        self._dirty = True
 
     def keep_bytes(self, size: int) -> None:
         """Count ``size`` archived bytes in the buffer's stored bytes (its limit, its quota)."""
@@ -63,17 +68,18 @@ class SqlArchive:
             last = conn.execute(sql["archive_last"], (bid,)).fetchone()
             first = (int(last[0]) if last else 0) + 1
             rows = summary(first, first + len(moved) - 1)
+            low, high = moved[0][0], moved[-1][0]
+            conn.execute(sql["archive_insert"], (first - 1, bid, high))
+            conn.execute(sql["archive_calls"], (True, bid, high))
+            for name in ("archive_rows_drop", "archive_calls_drop", "archive_answers_drop"):
+                conn.execute(sql[name], (bid, low, high))
+            conn.execute(sql["archive_reopen"], (False, bid, True))
             editor = _ArchiveEditor(self.store._runner(conn), address, head)
-            for pos, _ in moved[1:]:
-                editor.delete(pos)
-            editor.replace(moved[0][0], rows[0])
-            editor.insert_after(moved[0][0], rows[1:])
-            size = 0
-            for seq, (_, body) in enumerate(moved, start=first):
-                conn.execute(sql["archive_insert"], (bid, seq, body))
-                size += utf8_size(body)
-                for cid in call_ids(load_row(body)):
-                    conn.execute(sql["archive_call"], (bid, cid, True))
+            sizes = [utf8_size(body) for _, body in moved]
+            editor.dropped(len(moved) - 1, sum(sizes[1:]))
+            editor.replace(low, rows[0])  # the first archived row's place: the summary's
+            editor.insert_after(low, rows[1:])
+            size = sum(sizes)
             editor.keep_bytes(size)
             editor.flush()
             return Archived(len(moved), first, first + len(moved) - 1, size, rows)
