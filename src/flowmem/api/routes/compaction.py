@@ -12,7 +12,7 @@ nothing; rows appended since stay live and are not summarized.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
@@ -46,8 +46,10 @@ class CompactionApply(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    plan: str = Field(description="The `plan` of `GET …/compact/plan`.")
-    summary: str | dict[str, Any] = Field(
+    plan: str = Field(
+        pattern=r"^[0-9]+\.[0-9a-f]{64}$", description="The `plan` of `GET …/compact/plan`."
+    )
+    summary: Annotated[str, Field(min_length=1)] | dict[str, Any] = Field(
         description="The summary: text (stored as a user message) or one message that is "
         "not a tool result and declares no tool calls."
     )
