@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from typing import Any
 
 import click
 
-from flowmem import compaction
 from flowmem.cli.database import database_option, open_database
 from flowmem.core import Message
 from flowmem.core.compaction import parse_plan_id
@@ -27,7 +27,7 @@ from flowmem.store.base import Address
 SUMMARIZE_TIMEOUT = 600.0  # seconds a summarize command may take
 
 
-def _summarize_with(command: str) -> compaction.Summarizer:
+def _summarize_with(command: str) -> Callable[[list[Message]], str]:
     """A summarizer running ``command`` (a shell command line): rows as JSON in, summary text out."""
 
     def summarize(rows: list[Message]) -> str:
