@@ -226,6 +226,15 @@ class BufferChangedError(ConflictError):
     code = "buffer_changed"
 
 
+class CompactionStaleError(ConflictError):
+    """A compaction plan whose rows changed since it was made (another compaction, a clear).
+
+    Nothing was archived or summarized: make a new plan and summarize its rows.
+    """
+
+    code = "compaction_stale"
+
+
 class IdempotencyKeyInvalidError(InvalidInputError):
     """An ``Idempotency-Key`` that is not 1 to 255 printable ASCII characters."""
 

@@ -8,7 +8,7 @@ the same types, so code written against ``flowmem.memory.Memory`` runs on either
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from flowmem.core import Message
@@ -240,3 +240,58 @@ class PopResult(Refusable):
                 "removed": self.removed,
             }
         )
+
+
+def _reported(result: Any) -> dict[str, Any]:
+    """A result's fields as its JSON answer reports them (all but ``refusal``)."""
+    return {f.name: getattr(result, f.name) for f in fields(result) if f.name != "refusal"}
+
+
+@dataclass(frozen=True)
+class CompactionPlanResult(Refusable):
+    """The first step of a compaction (issue 28 §2): what it would archive, and the plan's id.
+
+    ``messages``: the rows a summary would replace, in order (``archived`` of them,
+    ``tokens`` tokens); ``kept``/``kept_tokens``: the rows left live. ``plan``: the
+    id to apply it with (None when nothing lies beyond the budget: no plan).
+    """
+
+    plan: str | None = None
+    messages: list[Message] = field(default_factory=list)
+    archived: int = 0
+    tokens: int = 0
+    kept: int = 0
+    kept_tokens: int = 0
+    resolved_scope_id: str = ""
+    refusal: Refusal | None = field(default=None, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return every field but the refusal (``refused`` on a refusal)."""
+        return self._with_refused(_reported(self))
+
+
+@dataclass(frozen=True)
+class CompactResult(Refusable):
+    """What a compaction did: ``archived`` rows (archive numbers ``first``..``last``) replaced by ``summary``.
+
+    ``compacted`` is False, and nothing changed, when nothing lay beyond the budget
+    (or on a refusal). ``tokens``: the archived rows' tokens, when counted (None for
+    a plan applied over HTTP, counted at its plan). ``count``: the buffer's live rows
+    after; ``attempts``: how many plans it took (a plan made stale by a concurrent
+    compaction is made again).
+    """
+
+    compacted: bool = False
+    archived: int = 0
+    tokens: int | None = None
+    first: int | None = None
+    last: int | None = None
+    summary: Message | None = None
+    count: int = 0
+    attempts: int = 0
+    resolved_scope_id: str = ""
+    refusal: Refusal | None = field(default=None, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return every field but the refusal (``refused`` on a refusal)."""
+        return self._with_refused(_reported(self))

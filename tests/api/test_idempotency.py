@@ -169,7 +169,19 @@ ROUTES = [
         lambda api: ("DELETE", f"/v1/sessions/{_with_turn(api)}/messages/1", "admin", None),
     ),
     Route("user erase", lambda api: ("DELETE", "/v1/users/bob", "admin", None)),
+    Route(
+        "compact",
+        lambda api: ("POST", "/v1/buffers/user/long/compact", "alice", {"plan": _plan(api), "summary": "s"}),
+    ),
 ]
+
+
+def _plan(api: Api) -> str:
+    """A compaction plan of a buffer long enough to compact (issue 28 §2)."""
+    rows = [{"role": "user", "content": f"question {i} " * 40} for i in range(6)]
+    api.call("POST", "/v1/buffers/user/long", json={"messages": rows})
+    plan: str = api.call("GET", "/v1/buffers/user/long/compact/plan?keep_tokens=150").json()["plan"]
+    return plan
 
 
 @pytest.mark.parametrize("route", ROUTES, ids=[r.name for r in ROUTES])
@@ -286,7 +298,7 @@ def test_the_openapi_document_declares_the_header_on_write_routes(memory_api: Ap
     assert ("POST", "/v1/sessions/{session_id}/turns") in declared
     assert ("DELETE", "/v1/users/{user_id}") in declared
     assert ("GET", "/v1/buffers/{scope}/{key}") not in declared
-    assert len(declared) == len(ROUTES) == 13
+    assert len(declared) == len(ROUTES) == 14
 
 
 def test_a_key_without_a_path_in_the_store_is_unchanged_by_reads(tmp_path: Path) -> None:

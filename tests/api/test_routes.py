@@ -76,8 +76,8 @@ def test_every_route_refuses_without_valid_token(memory_api: Api, who: str | Non
         "malformed": {"Authorization": "Token abc"},
     }[who]
     before = snapshot(memory_api)
-    # every route once with the same bad token: more than its allowance of 401s before
-    # the 429s (flowmem.api.ratelimit's limit, tested on its own), so the limit is off here
+    # one bad token on every route: more routes than the bad-token throttle lets through in
+    # a row (tested on its own), so this app counts no failures
     app = create_app(memory_api.store, rate_limits=RateLimits.off())
     with TestClient(app, raise_server_exceptions=False) as client:
         for method, path in _all_operations(client):

@@ -78,6 +78,11 @@ def _excluded(case: schemathesis.Case) -> list[Any]:
         return [positive_data_acceptance]
     if case.path in ("/v1/check", "/v1/normalize"):
         return [positive_data_acceptance]
+    # a budget fits or not by the buffer stored, not by the schema (422 window_too_small);
+    # a summary given as a message is an object as above (422 invalid_message …)
+    compaction = case.path.endswith("/compact") and not isinstance(body.get("summary"), str)
+    if case.path.endswith("/compact/plan") or compaction:
+        return [positive_data_acceptance]
     return []
 
 

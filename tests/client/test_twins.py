@@ -24,6 +24,7 @@ DIFFERENT = {
     "iter_sessions": "a generator or an async generator",
     "iter_messages": "a generator or an async generator",
     "call": "sleeps between retries with time.sleep or asyncio.sleep",
+    "compact": "awaits a summarizer that returns an awaitable",
 }
 _ASYNC_SPELLINGS = {"__aenter__": "__enter__", "__aexit__": "__exit__"}
 _ASYNC_NAMES = {

@@ -27,6 +27,7 @@ from flowmem.errors import (
 from flowmem.store import Address, Idempotency, SessionRecord, TokenRecord, open_store
 from flowmem.store import postgres as pg_backend
 from flowmem.store import sqlite as sqlite_backend
+from flowmem.store.archive import sqlite as archive_sqlite
 from flowmem.store.sqlite import SqliteStore, parse_url
 
 KEY = Address("global", "", "k")
@@ -199,6 +200,15 @@ def _drop_evicted(url: str) -> None:
     _sql(url, "DROP TABLE buffer_evicted")
 
 
+def _drop_archive(url: str) -> None:
+    """Undo the archive's migration (decision 0083): its table, the evicted ids' flag."""
+    _sql(url, "DROP TABLE buffer_archive")
+    _sql(url, "ALTER TABLE buffer_evicted DROP COLUMN archived")
+
+
+# the archive's migration number, wherever it stands (issue 28's migrations are numbered at merge)
+_ARCHIVE = sqlite_backend.MIGRATIONS.index(archive_sqlite.MIGRATION) + 1
+
 # migration number -> what undoes it, for the migrations after 8
 _UNDO = {
     9: _drop_conversation_tables,
@@ -206,6 +216,7 @@ _UNDO = {
     11: _drop_evicted,
     12: _drop_quotas,
     13: _drop_token_counts,
+    _ARCHIVE: _drop_archive,
 }
 
 
@@ -692,5 +703,29 @@ def test_a_version_12_database_counts_its_rows_tokens_when_read(sql_url: str) ->
         assert [item.row for item in tail.systems] == rows[:1]
         again.append(KEY, prepare({"role": "user", "content": "new"}, 1))
         assert again.read_tail(KEY).tokens == sum(map(estimate_tokens, again.load(KEY)))
+    finally:
+        again.close()
+
+
+def test_a_database_without_the_archive_gets_it_and_keeps_its_evicted_ids(sql_url: str) -> None:
+    """The archive's migration: its table, and evicted ids flagged as not archived."""
+    from flowmem.service import MemoryService
+
+    store = open_store(sql_url)
+    address = Address("user", "alice", "notes")
+    store.append(address, _call_and_answer(), max_messages=1)  # evicts the call: remembered
+    store.close()
+    _undo_from(sql_url, _ARCHIVE)
+    _sql(sql_url, f"DELETE FROM flowmem_schema WHERE version >= {_ARCHIVE}")
+    again = open_store(sql_url)
+    try:
+        assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
+        service = MemoryService(again)
+        late = service.append_raw("user", "alice", "notes", [_call_and_answer()[1]])
+        assert late.appended == 0  # the evicted id is still known (MEM-1)
+        rows = [{"role": "user", "content": "q " * 200}, {"role": "user", "content": "r"}]
+        service.append_raw("user", "alice", "notes", rows)
+        done = service.compact_raw("user", "alice", "notes", keep_tokens=20, summarize=lambda r: "s")
+        assert done.compacted
     finally:
         again.close()

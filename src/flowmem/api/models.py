@@ -369,6 +369,10 @@ class BufferRead(BufferResult):
     window: TokenWindowOut | None = Field(
         default=None, description="With `max_tokens`: what the token window cut."
     )
+    archived: int | None = Field(
+        default=None,
+        description="With `archived=true`: how many of `messages`, first, are archived rows.",
+    )
 
 
 class MemoryWrite(BaseModel):

@@ -19,6 +19,7 @@ from flowmem.cli.errors import run_guarded
 COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "backup": ("flowmem.cli.backup", "backup_command", None),
     "chat": ("flowmem.cli.chat", "chat_command", "runtime"),
+    "compact": ("flowmem.cli.compact", "compact_command", None),
     "check": ("flowmem.cli.check", "check_command", None),
     "demo": ("flowmem.cli.demo", "demo_command", "runtime"),
     "normalize": ("flowmem.cli.check", "normalize_command", None),

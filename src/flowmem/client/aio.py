@@ -7,7 +7,9 @@ The twin of ``flowmem.client.sync.Client``: the same methods, the same calls
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+import inspect
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -15,6 +17,7 @@ import httpx
 
 from flowmem.client import calls
 from flowmem.client.base import (
+    COMPACT_ATTEMPTS,
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_TIMEOUT,
     WHOAMI_KEY,
@@ -42,10 +45,18 @@ from flowmem.client.types import (
     TurnResult,
     UserErasure,
 )
-from flowmem.errors import NotFoundError
+from flowmem.core import Message
+from flowmem.errors import CompactionStaleError, NotFoundError
 from flowmem.limits import check_idempotency_key
 from flowmem.memory import AsyncMemory
-from flowmem.results import BufferResult, PopResult, ReadResult, WriteResult
+from flowmem.results import (
+    BufferResult,
+    CompactionPlanResult,
+    CompactResult,
+    PopResult,
+    ReadResult,
+    WriteResult,
+)
 from flowmem.scope import ExecutionContext, Refusal
 
 T = TypeVar("T")
@@ -462,13 +473,21 @@ class AsyncClient:
         last: int | None = None,
         *,
         max_tokens: int | None = None,
+        include_archived: bool = False,
     ) -> BufferResult:
-        """Load a buffer as ``MemoryService.load`` does; a refusal is the empty buffer."""
+        """Load a buffer as ``MemoryService.load`` does; a refusal is the empty buffer.
+
+        ``include_archived``: the rows compactions archived first (the first
+        ``len(messages) - count``), then the live rows.
+        """
         where = await self._plan("load", scope, key, context)
         if isinstance(where, Refusal):
             return BufferResult(refusal=where)
         try:
-            read = await self.call(calls.load_buffer(scope, key, where, last, max_tokens=max_tokens))
+            load = calls.load_buffer(
+                scope, key, where, last, max_tokens=max_tokens, archived=include_archived
+            )
+            read = await self.call(load)
         except NotFoundError:
             if not no_session_yet(scope):
                 raise
@@ -508,6 +527,59 @@ class AsyncClient:
             if not no_session_yet(scope):
                 raise
             return PopResult(success=True, resolved_scope_id=session_id_of(where))
+
+
+    async def compaction_plan(
+        self, scope: str, key: str, context: ExecutionContext | None, keep_tokens: int
+    ) -> CompactionPlanResult:
+        """The first step of a compaction, as ``MemoryService.compaction_plan`` (a read)."""
+        where = await self._plan("load", scope, key, context)
+        if isinstance(where, Refusal):
+            return CompactionPlanResult(refusal=where)
+        return await self.call(calls.compaction_plan(scope, key, where, keep_tokens))
+
+    async def apply_compaction(
+        self, scope: str, key: str, context: ExecutionContext | None, plan: str, summary: Any
+    ) -> CompactResult:
+        """The second step, as ``MemoryService.apply_compaction`` (CompactionStaleError: plan again)."""
+        where = await self._plan("compact", scope, key, context)
+        if isinstance(where, Refusal):
+            return CompactResult(refusal=where)
+        return await self.call(calls.apply_compaction(scope, key, where, plan, summary))
+
+    async def compact(
+        self,
+        scope: str,
+        key: str,
+        context: ExecutionContext | None,
+        *,
+        keep_tokens: int,
+        summarize: Callable[[list[Message]], Any],
+    ) -> CompactResult:
+        """Plan, summarize here, apply: ``MemoryService.compact`` over HTTP (the default counter).
+
+        ``summarize`` gets the rows to archive and returns the summary (text or one
+        message, or an awaitable of it); it runs in this process, between the two
+        requests. A plan made stale by a concurrent compaction is made again, up to
+        ``COMPACT_ATTEMPTS`` times (then CompactionStaleError).
+        """
+        for attempt in range(1, COMPACT_ATTEMPTS + 1):
+            plan = await self.compaction_plan(scope, key, context, keep_tokens)
+            if plan.plan is None:
+                return CompactResult(
+                    count=plan.kept, attempts=attempt, resolved_scope_id=plan.resolved_scope_id, refusal=plan.refusal
+                )
+            summary = summarize(plan.messages)
+            if inspect.isawaitable(summary):
+                summary = await summary
+            try:
+                done = await self.apply_compaction(scope, key, context, plan.plan, summary)
+            except CompactionStaleError:
+                if attempt == COMPACT_ATTEMPTS:
+                    raise
+                continue
+            return replace(done, tokens=plan.tokens, attempts=attempt)
+        raise CompactionStaleError("unreachable: the last attempt raises")  # pragma: no cover
 
 
 if TYPE_CHECKING:  # mypy checks that AsyncClient has every operation of the protocol, awaited

@@ -23,6 +23,8 @@ from flowmem.client.retry import RetryPolicy
 from flowmem.errors import ConfigurationError, FlowmemError, NotSerializableError
 from flowmem.limits import check_idempotency_key
 
+COMPACT_ATTEMPTS = 3  # plans ``compact`` makes at most while concurrent compactions change the rows
+
 T = TypeVar("T")
 
 URL_ENV = "FLOWMEM_URL"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
@@ -26,7 +26,15 @@ from flowmem.client.types import (
     TurnResult,
     UserErasure,
 )
-from flowmem.results import REFUSED_KEY, BufferResult, PopResult, ReadResult, WriteResult
+from flowmem.results import (
+    REFUSED_KEY,
+    BufferResult,
+    CompactionPlanResult,
+    CompactResult,
+    PopResult,
+    ReadResult,
+    WriteResult,
+)
 from flowmem.scope import Refusal
 
 T = TypeVar("T")
@@ -252,11 +260,14 @@ def load_buffer(
     before: int | None = None,
     format: str = "rows",
     max_tokens: int | None = None,
+    archived: bool = False,
 ) -> Call[BufferRead]:
-    """``GET /v1/buffers/{scope}/{key}``."""
+    """``GET /v1/buffers/{scope}/{key}`` (``archived``: with the rows compactions archived)."""
     params = {**where.params(), "last": last, "before": before, "max_tokens": max_tokens}
     if format != "rows":
         params["format"] = format
+    if archived:
+        params["archived"] = True
     return Call("GET", _memory_path("buffers", scope, key), BufferRead.from_json, params=params)
 
 
@@ -270,6 +281,34 @@ def pop_buffer(scope: str, key: str, where: Where) -> Call[PopResult]:
     """``DELETE /v1/buffers/{scope}/{key}/last``."""
     path = _memory_path("buffers", scope, key, "/last")
     return Call("DELETE", path, _pop_result, params=where.params())
+
+
+def _reported(kind: Any) -> Callable[[dict[str, Any]], Any]:
+    """The reader of a result whose JSON answer is its fields (``results._reported``)."""
+
+    def read(data: dict[str, Any]) -> Any:
+        names = {f.name for f in fields(kind)} - {"refusal"}
+        return kind(**{name: data[name] for name in names if name in data}, refusal=refusal_of(data))
+
+    return read
+
+
+def compaction_plan(
+    scope: str, key: str, where: Where, keep_tokens: int
+) -> Call[CompactionPlanResult]:
+    """``GET /v1/buffers/{scope}/{key}/compact/plan``."""
+    path = _memory_path("buffers", scope, key, "/compact/plan")
+    params = {**where.params(), "keep_tokens": keep_tokens}
+    return Call("GET", path, _reported(CompactionPlanResult), params=params)
+
+
+def apply_compaction(
+    scope: str, key: str, where: Where, plan: str, summary: Any
+) -> Call[CompactResult]:
+    """``POST /v1/buffers/{scope}/{key}/compact``."""
+    path = _memory_path("buffers", scope, key, "/compact")
+    body = {"plan": plan, "summary": summary}
+    return Call("POST", path, _reported(CompactResult), params=where.params(), body=body, has_body=True)
 
 
 def read_record(scope: str, key: str, where: Where, default: Any = None) -> Call[ReadResult]:

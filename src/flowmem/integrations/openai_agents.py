@@ -24,6 +24,7 @@ from flowmem.integrations import async_memory_of, is_async_memory, require
 
 require("agents", "openai-agents")
 
+import asyncio  # noqa: E402
 from typing import TYPE_CHECKING, Any, cast  # noqa: E402
 
 from agents.memory.session_settings import (  # noqa: E402
@@ -216,6 +217,28 @@ class FlowmemSession:
             rest_of_turn = from_responses(items[:-1])
             await self.memory.append(self.scope, self.key, rest_of_turn, self.context)
         return cast("TResponseInputItem", items[-1])
+
+    async def _atomic_replace_items(self, items: list[TResponseInputItem]) -> bool:
+        """Replace the history by a compaction's output in one transaction; the old items archived.
+
+        What the SDK's ``OpenAIResponsesCompactionSession`` calls to put the output of
+        ``responses.compact`` in place of the history (issue 28 §2): every stored row
+        goes to the buffer's archive (``MemoryService.compact_to``), readable with
+        ``load(..., include_archived=True)``, instead of being cleared.
+        CompactionStaleError, nothing changed, when the buffer was written meanwhile.
+        False when the memory cannot (a client of a server): the SDK then clears the
+        session and adds the items, as with its own sessions.
+        """
+        self._check_open()
+        compact_to = getattr(self.service, "compact_to", None)
+        if compact_to is None:
+            return False
+        rows = from_responses(list(items))
+        if is_async_memory(self.service, "FlowmemSession"):
+            done = await compact_to(self.scope, self.key, self.context, rows)
+        else:
+            done = await asyncio.to_thread(compact_to, self.scope, self.key, self.context, rows)
+        return done.refusal is None
 
     async def clear_session(self) -> None:
         """Delete every item of this session (nothing when the scope refuses)."""

@@ -24,6 +24,7 @@ from flowmem.errors import (
     QuotaExceededError,
 )
 from flowmem.store.adk.memory import MemoryAdkSessions
+from flowmem.store.archive.memory import MemoryArchive
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     PURGE_BATCH,
@@ -47,7 +48,7 @@ from flowmem.store.base import (
 )
 from flowmem.store.checkpoints.memory import MemoryCheckpoints
 from flowmem.store.conversations.memory import MemoryConversations
-from flowmem.store.editor import SizedListEditor, row_bytes
+from flowmem.store.editor import row_bytes
 from flowmem.store.locks import AddressLocks, no_wait
 from flowmem.store.memtables import BufferReads, IdempotencyKeys, Tokens
 from flowmem.store.rows import (
@@ -98,6 +99,7 @@ class MemoryStore(BufferReads, IdempotencyKeys, Tokens):
         self.checkpoints = MemoryCheckpoints(self)  # LangGraph's checkpoints (decision 0040)
         self.conversations = MemoryConversations(self)  # pydantic-ai's (decision 0051)
         self.adk = MemoryAdkSessions(self)  # Google ADK's sessions and states (decision 0053)
+        self.archive = MemoryArchive(self)  # what compactions archived (decision 0083)
 
     # --- memory records -------------------------------------------------------
     def get_record(self, address: Address, now: float) -> tuple[bool, Any]:
@@ -243,6 +245,7 @@ class MemoryStore(BufferReads, IdempotencyKeys, Tokens):
         self._sizes.pop(address, None)
         self._versions.pop(address, None)
         self._evicted.pop(address, None)
+        self.archive.drop(address)
 
     def _set_record(
         self,
@@ -368,7 +371,8 @@ class MemoryStore(BufferReads, IdempotencyKeys, Tokens):
             created = self._check_guard(guard)
             self._check_key(idempotency)
             size = self._sizes.get(address, 0)
-            editor = SizedListEditor(
+            editor = self.archive.editor(
+                address,
                 copy.deepcopy(self._buffers.get(address, [])),
                 size,
                 self._evicted.get(address, ()),

@@ -637,8 +637,9 @@ class SqlStore(ABC, Generic[C]):
         return self._write_serialized(address, work, hold=False)  # work holds it, after the guard
 
     def _drop_buffer(self, conn: C, buffer_id: int) -> None:
-        """Delete a buffer's rows, call, answer and evicted index and header (in the caller's transaction)."""
-        for name in ("clear_rows", "clear_calls", "clear_answers", "clear_evicted", "clear_header"):
+        """Delete a buffer's rows, call, answer and evicted index, archive and header (in the caller's transaction)."""
+        names = ("clear_rows", "clear_calls", "clear_answers", "clear_evicted", "archive_drop")
+        for name in (*names, "clear_header"):
             conn.execute(self.SQL[name], (buffer_id,))
 
     # --- sessions ---------------------------------------------------------------------------

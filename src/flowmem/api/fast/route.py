@@ -293,11 +293,16 @@ class Operation(Enum):
     APPEND = "append"  # one buffer's append transaction, guarded
     CLEAR = "clear"  # one buffer
     POP = "pop_last"  # one buffer's last row
+    LOAD_ALL = "load"  # reads one buffer whole (with its archive: ``include_archived``)
+    COMPACT_PLAN = "compaction_plan"  # reads one buffer (issue 28 §2)
+    COMPACT = "apply_compaction"  # one buffer's compaction transaction
 
     @property
     def writes(self) -> bool:
         """True when the operation changes the store (a session scope needs ``drive``)."""
-        return self not in (Operation.READ, Operation.LOAD, Operation.WINDOW)
+        return self not in (
+            Operation.READ, Operation.LOAD, Operation.WINDOW, Operation.LOAD_ALL, Operation.COMPACT_PLAN
+        )
 
     @property
     def guarded(self) -> bool:
@@ -307,7 +312,7 @@ class Operation(Enum):
     @property
     def fuses_key(self) -> bool:
         """True when the store records an idempotency key in the operation's own transaction."""
-        return self.writes and self is not Operation.POP
+        return self.writes and self not in (Operation.POP, Operation.COMPACT)
 
     @property
     def creates(self) -> bool:

@@ -149,6 +149,12 @@ async def load_buffer(
         "`window` says what was cut; 422 `window_too_small` (with `needed`) when the "
         "newest turn alone does not fit. Not with `last` or `before`.",
     ),
+    archived: bool = Query(
+        False,
+        description="Also the rows compactions archived: first, in order (`archived` of "
+        "them), then the live rows (`count`). The whole buffer as stored rows: not with "
+        "`last`, `before` or a provider `format`.",
+    ),
     call: MemoryCall = CALL,
 ) -> Response:
     """Load a conversation buffer: all of it, or its last N messages (optionally before a cursor).
@@ -163,8 +169,12 @@ async def load_buffer(
     with `last`. Page backwards with `last` = N, then `before` = the previous `next_before`.
     With `max_tokens`, a token window (docs/memory.md, "Token windows").
     """
+    if archived and max_tokens is not None:
+        raise InvalidInputError("archived=true reads the whole buffer: leave out max_tokens", argument="max_tokens")
     if max_tokens is not None:
         return await _window(call, max_tokens, format, last, before)
+    if archived:
+        return await _with_archive(call, last, before, format)
     paged: PagedText = await call.short(Operation.LOAD, last=last, before=before)
     if paged.text.refusal is not None:  # the neutral (empty) read, and which refusal (0047)
         headers = {REFUSED_HEADER: paged.text.refusal.code}
@@ -203,6 +213,19 @@ async def _window(
             answer["window"] = result.window.to_dict()
     headers = {} if result.refusal is None else {REFUSED_HEADER: result.refusal.code}
     return Response(render(answer), headers=headers, media_type="application/json")
+
+async def _with_archive(call: MemoryCall, last: Any, before: Any, fmt: str) -> Response:
+    """A read with the archive (decision 0084): the archived rows, then the live ones."""
+    for name, value in (("last", last), ("before", before)):
+        if value is not None:
+            raise InvalidInputError(f"archived=true reads the whole buffer: leave out {name}", argument=name)
+    if fmt != "rows":
+        raise InvalidInputError("archived=true reads stored rows: leave out format", argument="format")
+    answer = await call.answer(Operation.LOAD_ALL, include_archived=True)
+    if isinstance(answer, Response):  # a refusal: the neutral read
+        return answer
+    answer["archived"] = len(answer["messages"]) - answer["count"]
+    return Response(render(answer), media_type="application/json")
 
 
 def _check_batch(messages: list[Any]) -> None:

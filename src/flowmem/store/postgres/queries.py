@@ -6,6 +6,7 @@ The capability packages' statements (checkpoints, conversations, ADK) are merged
 from __future__ import annotations
 
 from flowmem.store.adk import postgres as adk_tables
+from flowmem.store.archive import postgres as archive_tables
 from flowmem.store.checkpoints import postgres as checkpoint_tables
 from flowmem.store.conversations import postgres as conversation_tables
 from flowmem.store.known import MAX_KNOWN_OPEN
@@ -53,7 +54,7 @@ SQL: dict[str, str] = {
     "evicted_insert": f"""INSERT INTO buffer_evicted (buffer_id, call_id, seq) VALUES (%s, %s,
         (SELECT COALESCE(MAX(seq), 0) + 1 FROM buffer_evicted WHERE {_B}))
         ON CONFLICT (buffer_id, call_id) DO UPDATE SET seq = excluded.seq""",
-    "evicted_trim": f"""DELETE FROM buffer_evicted WHERE {_B} AND seq <=
+    "evicted_trim": f"""DELETE FROM buffer_evicted WHERE {_B} AND NOT archived AND seq <=
         (SELECT MAX(seq) FROM buffer_evicted WHERE {_B}) - %s""",
     # --- outside the editor ---
     # set_config runs in the FROM subquery (volatile: never pulled up), so before the lock.
@@ -277,6 +278,9 @@ SQL.update(conversation_tables.SQL)
 if set(SQL) & set(adk_tables.SQL):  # pragma: no cover - a naming mistake
     raise RuntimeError(f"statement names used twice: {set(SQL) & set(adk_tables.SQL)}")
 SQL.update(adk_tables.SQL)
+if set(SQL) & set(archive_tables.SQL):  # pragma: no cover - a naming mistake
+    raise RuntimeError(f"statement names used twice: {set(SQL) & set(archive_tables.SQL)}")
+SQL.update(archive_tables.SQL)
 
 # What the append's editor will ask, in one statement run right after the lock
 # (its own statement: a statement's snapshot predates a lock it waits for):

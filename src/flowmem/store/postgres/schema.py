@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from flowmem.store.adk import postgres as adk_tables
+from flowmem.store.archive import postgres as archive_tables
 from flowmem.store.checkpoints import postgres as checkpoint_tables
 from flowmem.store.conversations import postgres as conversation_tables
 
@@ -221,6 +222,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "UPDATE buffers SET tokens = NULL WHERE count > 0",
         "CREATE INDEX buffer_rows_systems ON buffer_rows (buffer_id, pos) WHERE role = 'system'",
     ),
+    # 14 (issue 28 §2): what compactions archived
+    archive_tables.MIGRATION,
     # 15 (issue 26 §2): no
     # index of the non-tool rows, one entry and one WAL record fewer per message; a
     # result run's end is found on the primary key (docs/decisions/0068)

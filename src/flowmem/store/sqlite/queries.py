@@ -7,6 +7,7 @@ Google ADK sessions are merged in, each name used once.
 from __future__ import annotations
 
 from flowmem.store.adk import sqlite as adk_tables
+from flowmem.store.archive import sqlite as archive_tables
 from flowmem.store.checkpoints import sqlite as checkpoint_tables
 from flowmem.store.conversations import sqlite as conversation_tables
 
@@ -49,7 +50,7 @@ SQL: dict[str, str] = {
     "evicted_insert": f"""INSERT INTO buffer_evicted (buffer_id, call_id, seq) VALUES (?, ?,
         (SELECT COALESCE(MAX(seq), 0) + 1 FROM buffer_evicted WHERE {_B}))
         ON CONFLICT (buffer_id, call_id) DO UPDATE SET seq = excluded.seq""",
-    "evicted_trim": f"""DELETE FROM buffer_evicted WHERE {_B} AND seq <=
+    "evicted_trim": f"""DELETE FROM buffer_evicted WHERE {_B} AND archived = 0 AND seq <=
         (SELECT MAX(seq) FROM buffer_evicted WHERE {_B}) - ?""",
     # --- outside the editor ---
     # the buffer id first (a scalar subquery), so the rows come from the (buffer_id, pos) index
@@ -222,6 +223,9 @@ SQL.update(conversation_tables.SQL)
 if set(SQL) & set(adk_tables.SQL):  # pragma: no cover - a naming mistake
     raise RuntimeError(f"statement names used twice: {set(SQL) & set(adk_tables.SQL)}")
 SQL.update(adk_tables.SQL)
+if set(SQL) & set(archive_tables.SQL):  # pragma: no cover - a naming mistake
+    raise RuntimeError(f"statement names used twice: {set(SQL) & set(archive_tables.SQL)}")
+SQL.update(archive_tables.SQL)
 
 
 __all__ = ["GUARDS", "SQL"]

@@ -7,6 +7,7 @@ number is its place in the tuple).
 from __future__ import annotations
 
 from flowmem.store.adk import sqlite as adk_tables
+from flowmem.store.archive import sqlite as archive_tables
 from flowmem.store.checkpoints import sqlite as checkpoint_tables
 from flowmem.store.conversations import sqlite as conversation_tables
 
@@ -175,6 +176,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "UPDATE buffers SET tokens = NULL WHERE count > 0",
         "CREATE INDEX buffer_rows_systems ON buffer_rows (buffer_id, pos) WHERE role = 'system'",
     ),
+    # 14 (issue 28 §2): what compactions archived
+    archive_tables.MIGRATION,
 )
 
 

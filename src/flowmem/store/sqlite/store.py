@@ -34,6 +34,7 @@ from flowmem.errors import (
     StoreUnavailableError,
 )
 from flowmem.store.adk.sql import SqlAdkSessions
+from flowmem.store.archive.sql import SqlArchive
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     Address,
@@ -214,6 +215,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         self._queue_released = False
         self.checkpoints = SqlCheckpoints(self)  # LangGraph's tables (docs/decisions/0040)
         self.conversations = SqlConversations(self)  # pydantic-ai's (docs/decisions/0051)
+        self.archive = SqlArchive(self)  # what compactions archived (docs/decisions/0083)
         self.adk = SqlAdkSessions(self)  # Google ADK's sessions and states (decision 0053)
         try:
             with self._connection() as conn:

@@ -1,0 +1,110 @@
+"""Compaction over HTTP in two steps (issue 28 §2; decision 0084): plan, then apply with a summary.
+
+The summary is a model call, which the server does not make: the caller asks for a
+plan (``GET …/compact/plan?keep_tokens=N``: the rows beyond the budget and the
+plan's id, a read, so viewing the session is enough), summarizes those rows with
+its own model, and applies the plan (``POST …/compact`` with the plan's id and the
+summary: a write, so the caller must drive a ``session`` scope, MEM-15). The plan
+id names the rows it covers by their digest: a plan whose rows changed since
+(another compaction, a clear) is refused 409 ``compaction_stale`` and changes
+nothing; rows appended since stay live and are not summarized.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query
+from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from flowmem.api.fast.route import TARGET_OPENAPI, DirectRoute, MemoryCall, Operation, memory_call
+from flowmem.api.idempotency import PARAMETER
+from flowmem.api.models import REFUSED
+from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
+
+router = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
+CALL = Depends(memory_call)
+SCOPE_ERRORS = (*AUTH_ERRORS, 403, 404, 422)
+
+
+class CompactionPlanRead(BaseModel):
+    """The rows a compaction would archive, in order, and the id that applies it (null: none)."""
+
+    plan: str | None = Field(description="Pass it to `POST …/compact`; null: nothing to compact.")
+    messages: list[dict[str, Any]] = Field(description="The rows to summarize and archive.")
+    archived: int = Field(description="How many rows the plan archives.")
+    tokens: int = Field(description="Their tokens (the default counter).")
+    kept: int = Field(description="The rows left live.")
+    kept_tokens: int = Field(description="Their tokens.")
+    resolved_scope_id: str
+    refused: str | None = REFUSED
+
+
+class CompactionApply(BaseModel):
+    """A plan's id and the summary that replaces its rows: text, or one message (a row)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    plan: str = Field(
+        pattern=r"^[0-9]+\.[0-9a-f]{64}$", description="The `plan` of `GET …/compact/plan`."
+    )
+    summary: Annotated[str, Field(min_length=1)] | dict[str, Any] = Field(
+        description="The summary: text (stored as a user message) or one message that is "
+        "not a tool result and declares no tool calls."
+    )
+
+
+class CompactionDone(BaseModel):
+    """What a compaction did: rows archived (archive numbers `first`..`last`), the summary row."""
+
+    compacted: bool
+    archived: int
+    tokens: int | None = Field(default=None, description="Counted at the plan: null here.")
+    first: int | None
+    last: int | None
+    summary: dict[str, Any] | None
+    count: int = Field(description="The buffer's live rows after.")
+    attempts: int
+    resolved_scope_id: str
+    refused: str | None = REFUSED
+
+
+@router.get(
+    "/buffers/{scope}/{key}/compact/plan",
+    response_model=CompactionPlanRead,
+    response_model_exclude_unset=True,
+    responses=errors(*SCOPE_ERRORS),
+    openapi_extra=TARGET_OPENAPI,
+)
+async def compaction_plan(
+    keep_tokens: int = Query(
+        ge=0, le=2**62, description="Tokens the newest rows may keep (the default counter)."
+    ),
+    call: MemoryCall = CALL,
+) -> dict[str, Any] | Response:
+    """Plan a compaction: the oldest rows beyond `keep_tokens`, cut where a window may start.
+
+    A read: nothing changes. 422 `window_too_small` when the newest turn alone passes
+    the budget.
+    """
+    return await call.answer(Operation.COMPACT_PLAN, keep_tokens=keep_tokens)
+
+
+@router.post(
+    "/buffers/{scope}/{key}/compact",
+    response_model=CompactionDone,
+    response_model_exclude_unset=True,
+    responses=errors(*SCOPE_ERRORS, *BODY_ERRORS, 409),
+    openapi_extra={**TARGET_OPENAPI, "parameters": [*TARGET_OPENAPI["parameters"], PARAMETER]},
+)
+async def apply_compaction(
+    body: CompactionApply, call: MemoryCall = CALL
+) -> dict[str, Any] | Response:
+    """Apply a plan: its rows move to the buffer's archive and `summary` takes their place.
+
+    409 `compaction_stale`, nothing changed, when the plan's rows changed since it
+    was made: plan again. The archived rows stay readable with `GET …?archived=true`
+    until the buffer is cleared, its session deleted or its user erased.
+    """
+    return await call.answer(Operation.COMPACT, plan=body.plan, summary=body.summary)

@@ -1,0 +1,94 @@
+"""``MemoryArchive``: the ``SupportsArchive`` capability of ``MemoryStore``.
+
+A buffer's archived rows are kept as their JSON texts beside the buffer, with the
+call ids they declared; the append's editor (``ArchivedListEditor``) answers
+``was_evicted`` for those too (MEM-1, MEM-2).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from flowmem.core import Message, call_ids
+from flowmem.core.compaction import prefix_digest
+from flowmem.store.archive import EVERY_ROW, Archived, SummaryMaker, WithArchive
+from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address
+from flowmem.store.editor import SizedListEditor
+from flowmem.store.rows import check_address, dump_json, utf8_size
+
+if TYPE_CHECKING:
+    from flowmem.store.memory import MemoryStore
+
+
+class ArchivedListEditor(SizedListEditor):
+    """``SizedListEditor`` for which an archived call id was evicted too (never forgotten)."""
+
+    def __init__(
+        self,
+        rows: list[Message],
+        size: int,
+        evicted: Sequence[str] = (),
+        archived: frozenset[str] = frozenset(),
+    ) -> None:
+        super().__init__(rows, size, evicted)
+        self.archived = archived
+
+    def was_evicted(self, call_id: str) -> bool:
+        """Whether an evicted or an archived turn declared ``call_id``."""
+        return call_id in self.archived or super().was_evicted(call_id)
+
+
+class MemoryArchive:
+    """The archives of a ``MemoryStore``'s buffers, guarded by its locks."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+        self._rows: dict[Address, list[str]] = {}
+        self._calls: dict[Address, frozenset[str]] = {}
+
+    def editor(
+        self, address: Address, rows: list[Message], size: int, evicted: Sequence[str]
+    ) -> ArchivedListEditor:
+        """The append's editor of a buffer (the store lock held)."""
+        return ArchivedListEditor(rows, size, evicted, self._calls.get(address, frozenset()))
+
+    def drop(self, address: Address) -> None:
+        """Forget a buffer's archive (its buffer is deleted; the store lock held)."""
+        self._rows.pop(address, None)
+        self._calls.pop(address, None)
+
+    def compact(
+        self, address: Address, kept: int, digest: str, summary: SummaryMaker
+    ) -> Archived | None:
+        """Archive the rows before index ``kept`` if the rows up to it still have ``digest``."""
+        check_address(address)
+        store = self.store
+        with store._locks.hold(address, DEFAULT_LOCK_TIMEOUT), store._lock:
+            rows = store._buffers.get(address, [])
+            upto = len(rows) - 1 if kept == EVERY_ROW else kept
+            if not 0 <= upto < len(rows) or upto == kept == 0:
+                return None
+            bodies = [(index, dump_json(rows[index], "message")) for index in range(upto + 1)]
+            if prefix_digest(bodies) != digest:
+                return None
+            kept = len(rows) if kept == EVERY_ROW else kept
+            archive = self._rows.get(address, [])
+            first = len(archive) + 1
+            made = summary(first, first + kept - 1)
+            moved = [body for _, body in bodies[:kept]]
+            size = store._sizes.get(address, 0) + sum(utf8_size(dump_json(r, "message")) for r in made)
+            store._set_buffer(address, [*made, *rows[kept:]], size)  # the quota may refuse it
+            self._rows[address] = [*archive, *moved]
+            ids = {cid for body in moved for cid in call_ids(json.loads(body))}
+            self._calls[address] = self._calls.get(address, frozenset()) | ids
+            return Archived(kept, first, first + kept - 1, sum(map(utf8_size, moved)), made)
+
+    def read(self, address: Address) -> WithArchive:
+        """Return the archived rows' and the live rows' texts, in order (one snapshot)."""
+        check_address(address)
+        with self.store._lock:
+            live = self.store._buffers.get(address, [])
+            archived = list(self._rows.get(address, []))
+            return WithArchive(archived, [dump_json(row, "message") for row in live])

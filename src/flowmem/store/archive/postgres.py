@@ -1,0 +1,15 @@
+"""PostgreSQL's archive table (its migration) and its statements, by name."""
+
+from __future__ import annotations
+
+from flowmem.store.archive.statements import statements
+
+MIGRATION: tuple[str, ...] = (
+    """CREATE TABLE buffer_archive (
+        buffer_id BIGINT NOT NULL, seq BIGINT NOT NULL, body TEXT NOT NULL,
+        PRIMARY KEY (buffer_id, seq))""",
+    # an archived call id is never trimmed from the evicted ones (decision 0083)
+    "ALTER TABLE buffer_evicted ADD COLUMN archived BOOLEAN NOT NULL DEFAULT FALSE",
+)
+
+SQL: dict[str, str] = statements("%s")

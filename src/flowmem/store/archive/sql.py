@@ -1,0 +1,95 @@
+"""``SqlArchive``: the ``SupportsArchive`` capability on a SQL store (SQLite or PostgreSQL).
+
+A compaction is one transaction of the store serialized with the buffer's appends
+(``_write_serialized``: SQLite's write transaction, PostgreSQL's advisory lock).
+The rows leave the buffer through ``SqlBufferEditor`` (so its call and answer
+indexes stay exact) and their texts go to ``buffer_archive`` unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from flowmem.core.compaction import prefix_digest
+from flowmem.store.archive import EVERY_ROW, Archived, SummaryMaker, WithArchive
+from flowmem.store.base import Address
+from flowmem.store.editor import SqlBufferEditor
+from flowmem.store.rows import check_address, utf8_size
+from flowmem.store.sqlbase import LAST_MAX
+
+if TYPE_CHECKING:
+    from flowmem.store.sqlbase import SqlStore
+
+
+class _ArchiveEditor(SqlBufferEditor):
+    """``SqlBufferEditor`` that counts rows dropped in bulk, and the bytes kept in the archive."""
+
+    def dropped(self, rows: int, size: int) -> None:
+        """``rows`` rows of ``size`` bytes left the buffer by a bulk delete."""
+        self._count -= rows
+        self._bytes -= size
+        self._dirty = True
+
+    def keep_bytes(self, size: int) -> None:
+        """Count ``size`` archived bytes in the buffer's stored bytes (its limit, its quota)."""
+        self._bytes += size
+        self._dirty = True
+
+
+class SqlArchive:
+    """``SupportsArchive`` over a ``SqlStore``'s connection and transactions."""
+
+    def __init__(self, store: SqlStore[Any]) -> None:
+        self.store = store
+        self.sql = store.SQL
+
+    def compact(
+        self, address: Address, kept: int, digest: str, summary: SummaryMaker
+    ) -> Archived | None:
+        """Archive the rows before cursor ``kept`` if the rows up to it still have ``digest``."""
+        check_address(address)
+        sql = self.sql
+
+        def work(conn: Any) -> Archived | None:
+            head = conn.execute(sql["header_get"], tuple(address)).fetchone()
+            if head is None:
+                return None
+            bid = int(head[0])
+            upto = LAST_MAX if kept == EVERY_ROW else kept
+            found = [
+                (int(pos), str(body))
+                for pos, body in conn.execute(sql["archive_prefix"], (bid, upto)).fetchall()
+            ]
+            moved = found if kept == EVERY_ROW else found[:-1]
+            if not moved or prefix_digest(found) != digest:
+                return None
+            if kept != EVERY_ROW and found[-1][0] != kept:
+                return None
+            last = conn.execute(sql["archive_last"], (bid,)).fetchone()
+            first = (int(last[0]) if last else 0) + 1
+            rows = summary(first, first + len(moved) - 1)
+            low, high = moved[0][0], moved[-1][0]
+            conn.execute(sql["archive_insert"], (first - 1, bid, high))
+            conn.execute(sql["archive_calls"], (True, bid, high))
+            for name in ("archive_rows_drop", "archive_calls_drop", "archive_answers_drop"):
+                conn.execute(sql[name], (bid, low, high))
+            conn.execute(sql["archive_reopen"], (False, bid, True))
+            editor = _ArchiveEditor(self.store._runner(conn), address, head)
+            sizes = [utf8_size(body) for _, body in moved]
+            editor.dropped(len(moved) - 1, sum(sizes[1:]))
+            editor.replace(low, rows[0])  # the first archived row's place: the summary's
+            editor.insert_after(low, rows[1:])
+            size = sum(sizes)
+            editor.keep_bytes(size)
+            editor.flush()
+            return Archived(len(moved), first, first + len(moved) - 1, size, rows)
+
+        return self.store._write_serialized(address, work)
+
+    def read(self, address: Address) -> WithArchive:
+        """Return the archived rows' and the live rows' texts, in order (one statement)."""
+        check_address(address)
+        with self.store._connection() as conn:
+            found = conn.execute(self.sql["archive_read"], (*address, *address)).fetchall()
+        archived = [str(body) for part, body in found if int(part) == 0]
+        return WithArchive(archived, [str(body) for part, body in found if int(part) == 1])

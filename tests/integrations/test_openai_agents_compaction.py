@@ -1,0 +1,103 @@
+"""The SDK's ``OpenAIResponsesCompactionSession`` over ``FlowmemSession`` (issue 28 §2).
+
+The compaction call (``client.responses.compact``) is a stand-in that returns what
+the API returns: the user messages kept and one ``compaction`` item. The history
+it replaces is archived, not cleared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from agents.memory import OpenAIResponsesCompactionSession
+
+from flowmem.core.compaction import SUMMARY_KEY
+from flowmem.integrations.openai_agents import FlowmemSession
+from flowmem.service import MemoryService
+from flowmem.store import open_store
+
+SID = "00000000-0000-0000-0000-00000000c0de"
+HISTORY: list[Any] = [
+    {"role": "user", "content": "weather in Lisbon?"},
+    {"type": "function_call", "call_id": "c1", "name": "weather", "arguments": '{"city": "Lisbon"}'},
+    {"type": "function_call_output", "call_id": "c1", "output": "18C"},
+    {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "18C"}]},
+    {"role": "user", "content": "and Porto?"},
+]
+COMPACTED: list[Any] = [
+    {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "weather in Lisbon?"}]},
+    {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "and Porto?"}]},
+    {"type": "compaction", "id": "cmp_1", "encrypted_content": "opaque"},
+]
+
+
+class StandInResponses:
+    """``client.responses`` with ``compact``: records its input, returns COMPACTED."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    async def compact(self, **kwargs: Any) -> Any:
+        self.calls.append(kwargs)
+        return SimpleNamespace(output=[dict(item) for item in COMPACTED], usage=None)
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryService]:
+    url = "memory://" if request.param == "memory" else f"sqlite:///{tmp_path / 'agents.db'}"
+    store = open_store(url)
+    yield MemoryService(store)
+    store.close()
+
+
+def test_a_forced_compaction_replaces_the_history_and_archives_it(service: MemoryService) -> None:
+    flowmem = FlowmemSession(SID, service)
+    client = SimpleNamespace(responses=StandInResponses())
+    session = OpenAIResponsesCompactionSession(SID, flowmem, client=client)  # type: ignore[arg-type]
+
+    async def run() -> list[Any]:
+        await session.add_items(HISTORY)
+        await session.run_compaction({"force": True, "compaction_mode": "input"})
+        return await session.get_items()
+
+    items = asyncio.run(run())
+    assert len(client.responses.calls) == 1
+    assert items[-1] == {"type": "compaction", "id": "cmp_1", "encrypted_content": "opaque"}
+    assert [item.get("role") for item in items[:2]] == ["user", "user"]
+    stored = service.load("session", flowmem.key, flowmem.context, include_archived=True)
+    archived = stored.messages[: len(stored.messages) - stored.count]
+    assert len(archived) == 5 and archived[0]["content"] == "weather in Lisbon?"
+    live = stored.messages[len(archived) :]
+    assert live[0]["metadata"][SUMMARY_KEY]["archived"] == 5
+
+    async def late() -> None:  # a re-delivered output of the compacted call: a duplicate (MEM-1)
+        await flowmem.add_items([HISTORY[2]])
+
+    asyncio.run(late())
+    assert flowmem.last_result is not None and flowmem.last_result.appended == 0
+
+
+def test_a_failed_compaction_call_leaves_the_history(service: MemoryService) -> None:
+    flowmem = FlowmemSession(SID, service)
+
+    class Broken:
+        async def compact(self, **kwargs: Any) -> Any:
+            raise RuntimeError("the model is down")
+
+    session = OpenAIResponsesCompactionSession(
+        SID, flowmem, client=SimpleNamespace(responses=Broken())  # type: ignore[arg-type]
+    )
+
+    async def run() -> None:
+        await session.add_items(HISTORY)
+        with pytest.raises(RuntimeError):
+            await session.run_compaction({"force": True, "compaction_mode": "input"})
+
+    asyncio.run(run())
+    stored = service.load("session", flowmem.key, flowmem.context, include_archived=True)
+    assert stored.count == len(stored.messages) == 5
