@@ -32,8 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from flowmem import metrics
-from flowmem import compaction
+from flowmem import compaction, metrics
 from flowmem.core import AppendOutcome, Message, check_storable, is_empty, prepare
 from flowmem.core.compaction import Counter, parse_plan_id
 from flowmem.errors import (
@@ -93,7 +92,7 @@ from flowmem.store.base import (
     WriteGuard,
 )
 from flowmem.store.rows import check_batch, dump_json, utf8_size
-from flowmem.store.window import Counter, read_window
+from flowmem.store.window import read_window
 
 
 @dataclass(frozen=True)

@@ -287,3 +287,16 @@ def test_a_live_call_answered_only_by_an_archived_result_is_healed_later(store: 
     service.append_raw("user", "u1", KEY, [{"role": "user", "content": "next"}])
     live = service.load_raw("user", "u1", KEY).messages
     assert not check_sendable(live[1:]), live
+
+
+def test_a_token_window_after_compaction_counts_only_the_live_rows(store: Store) -> None:
+    """The buffer's stored token total (issue 28 §1) loses the archived rows: a window's cut is exact."""
+    from flowmem.core.tokens import estimate_tokens
+
+    service = MemoryService(store)
+    fill(service, turns=8)
+    service.compact_raw("user", "u1", KEY, keep_tokens=150, summarize=summarizer())
+    live = service.load_raw("user", "u1", KEY).messages
+    assert store.read_tail(Address("user", "u1", KEY)).tokens == sum(map(estimate_tokens, live))
+    window = service.load_window_raw("user", "u1", KEY, 10**6).window
+    assert window is not None and window.cut_messages == 0 and window.cut_tokens == 0

@@ -201,7 +201,13 @@ def _drop_evicted(url: str) -> None:
 
 
 def _drop_archive(url: str) -> None:
-    """Undo the archive's migration (decision 0083): its table, the evicted ids' flag."""
+    """Undo the archive's migration (decision 0083): its table, the evicted ids' flag; once undone, nothing."""
+    if url.startswith("sqlite"):
+        query = "SELECT COUNT(*) FROM sqlite_master WHERE name = 'buffer_archive'"
+    else:
+        query = "SELECT COUNT(*) FROM pg_tables WHERE tablename = 'buffer_archive' AND schemaname = current_schema()"
+    if not _scalar(url, query):
+        return
     _sql(url, "DROP TABLE buffer_archive")
     _sql(url, "ALTER TABLE buffer_evicted DROP COLUMN archived")
 

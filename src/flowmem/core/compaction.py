@@ -18,12 +18,13 @@ row's cursor and the digest: nothing is kept on a server between the two steps.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from flowmem.core.append import is_empty, prepare
 from flowmem.core.messages import Message, call_ids, result_id
+from flowmem.core.tokens import Counter
 from flowmem.core.window import RowFacts, fit
 from flowmem.errors import InvalidInputError
 
@@ -31,7 +32,6 @@ SUMMARY_KEY = "summary"  # the metadata key that marks a summary row
 SUMMARY_ROLE = "user"  # the role of a summary given as text: every provider starts on it
 _PLAN_SEPARATOR = "."
 
-Counter = Callable[[Mapping[str, Any]], int]
 
 
 @dataclass(frozen=True, slots=True)

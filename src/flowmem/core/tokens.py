@@ -31,6 +31,9 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
+# a token counter: one stored row in, its tokens out (issue 28)
+Counter = Callable[[Mapping[str, Any]], int]
+
 TextCounter = Callable[[str], int]
 
 ROW_TOKENS = 4

@@ -53,7 +53,9 @@ from flowmem.store.locks import AddressLocks, no_wait
 from flowmem.store.memtables import BufferReads, IdempotencyKeys, Tokens
 from flowmem.store.rows import (
     check_address,
+    check_batch,
     check_buffer_bytes,
+    check_last,
     check_lock_timeout,
     check_none_running,
     check_not_running,

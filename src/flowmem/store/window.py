@@ -9,16 +9,16 @@ tokens are then not known without reading the whole buffer (``cut_tokens`` None)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from flowmem.core import Message
 from flowmem.core.fast import fast_row_facts
+from flowmem.core.tokens import Counter
 from flowmem.core.window import Window, WindowScan
 from flowmem.errors import BufferChangedError, InvalidInputError
 from flowmem.store.base import TAIL_BATCH, Address, BufferStore, TailRow
 
-Counter = Callable[[Mapping[str, Any]], int]
 READ_ATTEMPTS = 3  # reads of a buffer written while it was read from its end
 
 

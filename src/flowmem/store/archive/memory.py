@@ -31,8 +31,9 @@ class ArchivedListEditor(SizedListEditor):
         size: int,
         evicted: Sequence[str] = (),
         archived: frozenset[str] = frozenset(),
+        tokens: list[int] | None = None,
     ) -> None:
-        super().__init__(rows, size, evicted)
+        super().__init__(rows, size, evicted, tokens)
         self.archived = archived
 
     def was_evicted(self, call_id: str) -> bool:
@@ -49,10 +50,16 @@ class MemoryArchive:
         self._calls: dict[Address, frozenset[str]] = {}
 
     def editor(
-        self, address: Address, rows: list[Message], size: int, evicted: Sequence[str]
+        self,
+        address: Address,
+        rows: list[Message],
+        size: int,
+        evicted: Sequence[str],
+        tokens: list[int] | None = None,
     ) -> ArchivedListEditor:
-        """The append's editor of a buffer (the store lock held)."""
-        return ArchivedListEditor(rows, size, evicted, self._calls.get(address, frozenset()))
+        """The append's editor of a buffer (the store lock held; ``tokens``: its rows' counts)."""
+        archived = self._calls.get(address, frozenset())
+        return ArchivedListEditor(rows, size, evicted, archived, tokens)
 
     def drop(self, address: Address) -> None:
         """Forget a buffer's archive (its buffer is deleted; the store lock held)."""

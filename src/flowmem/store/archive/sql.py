@@ -8,9 +8,11 @@ indexes stay exact) and their texts go to ``buffer_archive`` unchanged.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from flowmem.core.compaction import prefix_digest
+from flowmem.core.tokens import estimate_tokens
 from flowmem.store.archive import EVERY_ROW, Archived, SummaryMaker, WithArchive
 from flowmem.store.base import Address
 from flowmem.store.editor import SqlBufferEditor
@@ -24,10 +26,11 @@ if TYPE_CHECKING:
 class _ArchiveEditor(SqlBufferEditor):
     """``SqlBufferEditor`` that counts rows dropped in bulk, and the bytes kept in the archive."""
 
-    def dropped(self, rows: int, size: int) -> None:
-        """``rows`` rows of ``size`` bytes left the buffer by a bulk delete."""
+    def dropped(self, rows: int, size: int, tokens: int) -> None:
+        """``rows`` rows of ``size`` bytes and ``tokens`` default tokens left the buffer by a bulk delete."""
         self._count -= rows
         self._bytes -= size
+        self._tokens -= tokens
         self._dirty = True
 
     def keep_bytes(self, size: int) -> None:
@@ -76,7 +79,8 @@ class SqlArchive:
             conn.execute(sql["archive_reopen"], (False, bid, True))
             editor = _ArchiveEditor(self.store._runner(conn), address, head)
             sizes = [utf8_size(body) for _, body in moved]
-            editor.dropped(len(moved) - 1, sum(sizes[1:]))
+            tokens = sum(estimate_tokens(json.loads(body)) for _, body in moved[1:])
+            editor.dropped(len(moved) - 1, sum(sizes[1:]), tokens)
             editor.replace(low, rows[0])  # the first archived row's place: the summary's
             editor.insert_after(low, rows[1:])
             size = sum(sizes)
