@@ -21,12 +21,11 @@ from flowmem.core import Message
 from flowmem.core.compaction import (
     SUMMARY_KEY,
     CompactionPlan,
-    Counter,
     plan_compaction,
     prefix_digest,
     summary_row,
 )
-from flowmem.core.tokens import estimate_tokens
+from flowmem.core.tokens import Counter, estimate_tokens
 from flowmem.errors import CompactionStaleError, ConfigurationError, InvalidInputError
 from flowmem.results import CompactionPlanResult, CompactResult
 from flowmem.store.archive import EVERY_ROW, Archived, SupportsArchive

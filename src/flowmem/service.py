@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from flowmem import compaction, metrics
 from flowmem.core import AppendOutcome, Message, check_storable, is_empty, prepare
-from flowmem.core.compaction import Counter, parse_plan_id
+from flowmem.core.compaction import parse_plan_id
+from flowmem.core.tokens import Counter
 from flowmem.errors import (
     CompactionStaleError,
     ConfigurationError,
