@@ -7,7 +7,6 @@ service and through it the nodes, the HTTP API, the runtime and the CLI — asks
 
 from __future__ import annotations
 
-import logging
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -17,8 +16,6 @@ from typing import Any, Final
 
 from flowmem.core.storable import check_storable
 from flowmem.errors import InvalidInputError, UnknownScopeError
-
-log = logging.getLogger("flowmem")
 
 SCOPES: Final[tuple[str, ...]] = ("global", "workflow", "pipeline", "execution", "session", "user")
 IDENTITY_SCOPES: Final[tuple[str, ...]] = ("session", "user")
@@ -304,45 +301,3 @@ def resolve_scope(scope: object, context: ExecutionContext | None) -> str | Refu
     if name in IDENTITY_SCOPES:
         return _identity(name, context)
     return _plain_id(name, context)
-
-
-def _name(value: object) -> str:
-    return "-" if value is None or value == "" else repr(value)
-
-
-def log_refusal(
-    operation: str,
-    key: str,
-    refusal: Refusal,
-    context: ExecutionContext | None,
-    consequence: str = "storage was not touched",
-) -> None:
-    """Log the one WARNING a refused scope gets (MEM-7), naming the node, pipeline and workflow.
-
-    Implements MEM-7's log for every consumer: ``MemoryService`` (in process) and
-    ``flowmem.client`` (a refusal answered before anything is sent, its
-    ``consequence``) write the same line and the same record attributes.
-    """
-    node = context.node_id if context is not None else None
-    pipeline = context.pipeline_id if context is not None else None
-    workflow = context.workflow_id if context is not None else None
-    log.warning(
-        "memory %s of key %r refused (scope %s, reason %s: %s) "
-        "at node %s, pipeline %s, workflow %s; %s",
-        operation,
-        key,
-        refusal.scope,
-        refusal.reason,
-        refusal.sentence,
-        _name(node),
-        _name(pipeline),
-        _name(workflow),
-        consequence,
-        extra={
-            "flowmem_refusal": refusal.to_dict(),
-            "flowmem_operation": operation,
-            "flowmem_node": node,
-            "flowmem_pipeline": pipeline,
-            "flowmem_workflow": workflow,
-        },
-    )

@@ -47,6 +47,7 @@ from flowmem.errors import (
 )
 from flowmem.limits import Limits, raise_hint
 from flowmem.memory import Memory
+from flowmem.refusals import log_refusal
 from flowmem.results import (  # re-exported: they were defined here
     BufferPage as BufferPage,
 )
@@ -77,7 +78,6 @@ from flowmem.scope import (
     ExecutionContext,
     Refusal,
     check_scope,
-    log_refusal,
     resolve_scope,
     usable_identity,
 )

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 from flowmem.client.calls import Where
 from flowmem.errors import AccessDeniedError
-from flowmem.scope import ExecutionContext, Refusal, check_scope, log_refusal, resolve_scope
+from flowmem.refusals import log_refusal
+from flowmem.scope import ExecutionContext, Refusal, check_scope, resolve_scope
 
 USER_RULE = "token_user"
 
