@@ -37,7 +37,7 @@ def test_a_typo_of_session_id_is_refused_and_the_right_name_suggested(api: Api) 
 @pytest.mark.parametrize(
     ("url", "name", "known"),
     [
-        ("/v1/buffers/user/k?lsat=2", "lsat", "archived, before, execution_id, format, last, pipeline_id, session_id, workflow_id"),
+        ("/v1/buffers/user/k?lsat=2", "lsat", "archived, before, execution_id, format, last, max_tokens, pipeline_id, session_id, workflow_id"),
         ("/v1/sessions?limt=5", "limt", "limit, offset"),
         ("/v1/memory/user/k?defualt=1", "defualt", "default, execution_id, pipeline_id, session_id, workflow_id"),
     ],

@@ -561,3 +561,16 @@ def test_a_token_limit_in_the_session_settings_windows_get_items(
     assert asyncio.run(wide.get_items()) == asyncio.run(writer.get_items())
     assert wide.last_window is not None and wide.last_window.cut_messages == 0
     assert asyncio.run(narrow.get_items(limit=2)) == history[-2:]  # an explicit limit wins
+
+
+def test_a_runs_plain_session_settings_overlay_flowmems_and_keep_the_token_budget() -> None:
+    """A ``RunConfig(session_settings=SessionSettings(limit=3))`` over a ``FlowmemSession`` (the SDK resolves it)."""
+    from agents.memory.session_settings import SessionSettings
+
+    from flowmem.integrations.openai_agents import FlowmemSessionSettings
+
+    mine = FlowmemSessionSettings(max_tokens=500)
+    resolved = mine.resolve(SessionSettings(limit=3))
+    assert isinstance(resolved, FlowmemSessionSettings)
+    assert (resolved.limit, resolved.max_tokens) == (3, 500)
+    assert mine.resolve(SessionSettings()) == mine

@@ -20,6 +20,8 @@ path for both (decision 0036, docs/integrations.md).
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 from flowmem.integrations import async_memory_of, is_async_memory, require
 
 require("agents", "openai-agents")
@@ -57,6 +59,12 @@ class FlowmemSessionSettings(SessionSettings):
 
     max_tokens: int | None = None
     """Token budget of ``get_items``; None: no budget."""
+
+    def resolve(self, override: SessionSettings | dict[str, Any] | None) -> SessionSettings:
+        """The SDK's overlay, also of a plain ``SessionSettings`` (a ``RunConfig``'s): its set fields."""
+        if isinstance(override, SessionSettings) and not isinstance(override, FlowmemSessionSettings):
+            override = {f.name: getattr(override, f.name) for f in fields(override) if getattr(override, f.name) is not None}
+        return super().resolve(override)
 
 
 def session_settings_of(value: SessionSettings | dict[str, Any] | None) -> FlowmemSessionSettings:
