@@ -133,3 +133,48 @@ def test_the_plain_call_reader_equals_read_entry_wherever_it_answers(call: Any) 
 def test_the_plain_call_reader_answers_for_the_common_entry() -> None:
     assert plain_call({"tool_call_id": "c1", "name": "search", "args": {"q": 1}}) == ("c1", "search", {"q": 1})
     assert plain_call({"tool_call_id": "c1", "name": "search", "args": {}, "extra": {"openai": {}}}) is None
+
+
+def _elsewhere(row: Any) -> Any:
+    """A row with an ``extra`` of another format on itself, its call entries and its parts (no format reads it)."""
+    if not isinstance(row, dict):
+        return row
+    out = dict(row)
+    if isinstance(row.get("content"), list):
+        out["content"] = [_tagged(p) if isinstance(p, dict) and p.get("type") != "provider" else p for p in row["content"]]
+    meta = row.get("metadata")
+    if isinstance(meta, dict):  # a stored row keeps its extra and calls in its metadata
+        out["metadata"] = _with_calls(meta)
+        return out
+    return _with_calls(out)
+
+
+def _with_calls(fields: dict[str, Any]) -> dict[str, Any]:
+    out = _tagged(fields)
+    if isinstance(out.get("tool_calls"), list):
+        out["tool_calls"] = [_tagged(c) if isinstance(c, dict) else c for c in out["tool_calls"]]
+    return out
+
+
+def _tagged(obj: dict[str, Any]) -> dict[str, Any]:
+    extra = obj.get("extra")
+    if extra is not None and not isinstance(extra, dict):
+        return obj
+    return {**obj, "extra": {**(extra or {}), "elsewhere": {"note": 1}}}
+
+
+@SETTINGS
+@given(st.one_of(histories(carrier="openai"), histories(carrier="anthropic"), st.composite(_rich)()))
+def test_the_writers_shortcuts_for_entries_without_extras_equal_their_general_path(history: list[Any]) -> None:
+    # an extra of another format sends every row, call and part down the general path, which must write the same
+    tagged = [_elsewhere(row) for row in history]
+    _same(to_openai, history, tagged)
+    _same(to_responses, history, tagged)
+    _same(to_gemini, history, tagged)
+
+
+def _same(convert: Any, history: list[Any], tagged: list[Any]) -> None:
+    dropped: dict[str, int] = {}
+    tagged_dropped: dict[str, int] = {}
+    assert convert(history, dropped) == convert(tagged, tagged_dropped)
+    assert dropped == tagged_dropped
