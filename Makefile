@@ -49,6 +49,7 @@ test: lint
 bench: setup
 	$(PY) bench/core.py
 	$(PY) bench/store.py
+	$(PY) bench/formats.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info

@@ -19,8 +19,8 @@ from flowmem.formats import (
     to_openai,
     to_responses,
 )
-from flowmem.formats._common import normalized
-from flowmem.formats.fast import provider_rows, sendable_rows
+from flowmem.formats._common import normalized, read_entry
+from flowmem.formats.fast import plain_call, provider_rows, sendable_rows
 from tests.formats import members as M
 from tests.formats.gemini_members import gemini_histories
 from tests.formats.strategies import histories, messy_histories
@@ -102,3 +102,79 @@ def test_every_to_x_equals_its_plain_oracle(history: list[Any]) -> None:
     _both(to_responses, plain.to_responses, history)
     _both(to_responses, plain.to_responses, history, systems_first=False)
     _both(to_gemini, plain.to_gemini, history)
+
+
+_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-1, 2), st.sampled_from(["", " ", "0", "c1", " c2 ", "custom", "function", "mcp"]))
+_CALL_ENTRIES = st.one_of(
+    st.dictionaries(
+        st.sampled_from(["tool_call_id", "id", "name", "args", "arguments", "input", "kind", "type", "custom", "extra", "function"]),
+        st.one_of(_VALUES, st.dictionaries(st.sampled_from(["name", "input", "arguments", "openai"]), _VALUES, max_size=2)),
+    ),
+    st.builds(
+        lambda cid, name, args, kind: {"tool_call_id": cid, "name": name, "args": args, **kind},
+        st.sampled_from(["c1", " c2 "]),
+        st.sampled_from(["search", ""]),
+        st.one_of(st.none(), st.just({"q": 1}), st.just("text")),
+        st.sampled_from([{}, {"kind": "function"}, {"type": "custom"}, {"kind": "custom"}, {"extra": None}]),
+    ),
+)
+
+
+@SETTINGS
+@given(_CALL_ENTRIES)
+def test_the_plain_call_reader_equals_read_entry_wherever_it_answers(call: Any) -> None:
+    found = plain_call(call)
+    if found is not None:
+        entry = read_entry(call)
+        assert (entry.id, entry.name, entry.args, entry.kind) == (*found, "function")
+        assert not call.get("extra")
+
+
+def test_the_plain_call_reader_answers_for_the_common_entry() -> None:
+    assert plain_call({"tool_call_id": "c1", "name": "search", "args": {"q": 1}}) == ("c1", "search", {"q": 1})
+    assert plain_call({"tool_call_id": "c1", "name": "search", "args": {}, "extra": {"openai": {}}}) is None
+
+
+def _elsewhere(row: Any) -> Any:
+    """A row with an ``extra`` of another format on itself, its call entries and its parts (no format reads it)."""
+    if not isinstance(row, dict):
+        return row
+    out = dict(row)
+    if isinstance(row.get("content"), list):
+        out["content"] = [_tagged(p) if isinstance(p, dict) and p.get("type") != "provider" else p for p in row["content"]]
+    meta = row.get("metadata")
+    if isinstance(meta, dict):  # a stored row keeps its extra and calls in its metadata
+        out["metadata"] = _with_calls(meta)
+        return out
+    return _with_calls(out)
+
+
+def _with_calls(fields: dict[str, Any]) -> dict[str, Any]:
+    out = _tagged(fields)
+    if isinstance(out.get("tool_calls"), list):
+        out["tool_calls"] = [_tagged(c) if isinstance(c, dict) else c for c in out["tool_calls"]]
+    return out
+
+
+def _tagged(obj: dict[str, Any]) -> dict[str, Any]:
+    extra = obj.get("extra")
+    if extra is not None and not isinstance(extra, dict):
+        return obj
+    return {**obj, "extra": {**(extra or {}), "elsewhere": {"note": 1}}}
+
+
+@SETTINGS
+@given(st.one_of(histories(carrier="openai"), histories(carrier="anthropic"), st.composite(_rich)()))
+def test_the_writers_shortcuts_for_entries_without_extras_equal_their_general_path(history: list[Any]) -> None:
+    # an extra of another format sends every row, call and part down the general path, which must write the same
+    tagged = [_elsewhere(row) for row in history]
+    _same(to_openai, history, tagged)
+    _same(to_responses, history, tagged)
+    _same(to_gemini, history, tagged)
+
+
+def _same(convert: Any, history: list[Any], tagged: list[Any]) -> None:
+    dropped: dict[str, int] = {}
+    tagged_dropped: dict[str, int] = {}
+    assert convert(history, dropped) == convert(tagged, tagged_dropped)
+    assert dropped == tagged_dropped

@@ -170,3 +170,27 @@ def _kept_fields(entry: dict[str, Any], meta: dict[str, Any] | None, row: Messag
             flag = meta.get("is_error")
         if type(flag) is bool:
             row["is_error"] = flag
+
+
+def plain_call(call: object) -> tuple[str, str, Any] | None:
+    """Return ``(id, name, args)`` of a plain function call entry without extras, or None for any other.
+
+    ``read_entry`` read inline for the common entry (a dict with a string id and
+    name, ``args``, no ``kind`` but ``function``, no ``extra``), so a converter can
+    write it without looking for kinds, custom inputs or provider fields. Oracle:
+    ``tests/formats/test_fast.py`` (equal to ``read_entry`` wherever it answers).
+    """
+    if type(call) is not dict or call.get("extra") is not None or "args" not in call:
+        return None
+    kind = call.get("kind")
+    if kind is None:
+        if call.get("type") == "custom":
+            return None
+    elif kind != "function":
+        return None
+    name = call.get("name")
+    cid = fast_entry_id(call)
+    if type(name) is not str or cid is None:
+        return None
+    args = call["args"]
+    return cid, name, {} if args is None else args

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from flowmem.core import Message
@@ -33,7 +34,7 @@ from flowmem.formats._common import (
     require_map,
     whole,
 )
-from flowmem.formats.fast import provider_rows
+from flowmem.formats.fast import plain_call, provider_rows
 from flowmem.formats.gemini_ids import CallIds
 from flowmem.formats.gemini_parts import (
     FMT,
@@ -64,6 +65,7 @@ _RESPONSE = HINT + "response"  # "object": the response's JSON is the content; "
 _KEY = HINT + "key"  # "result": the response's one text field was ``result``, not ``output``
 _STRING = HINT + "string"  # the system instruction was a string
 _CONTENT_KEYS = frozenset({"role", "parts"})
+_NO_EXTRA: Mapping[str, Any] = MappingProxyType({})  # a row without extras (read only)
 
 
 def _side(role: object) -> str:
@@ -86,6 +88,8 @@ def _row_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
 
 
 def _blocks(content: Any, dropped: dict[str, int] | None) -> list[dict[str, Any]]:
+    if type(content) is str:  # one text part, as read_parts and part_to_gemini would make it
+        return [{"text": content}] if content else []
     out: list[dict[str, Any]] = []
     for part in read_parts(content):
         block = part_to_gemini(part)
@@ -103,6 +107,12 @@ def _model_parts(
     blocks = _blocks(row["content"], dropped)
     calls: list[dict[str, Any]] = []
     for raw in row.get("tool_calls") or []:
+        plain = plain_call(raw)
+        if plain is not None:  # the common entry, written as the general path below writes it
+            cid, name, args = plain
+            names[cid] = name
+            calls.append({"function_call": {"id": cid, "name": name, "args": input_object(args)}})
+            continue
         call = read_entry(raw)
         names[call.id] = call.name
         if call.kind not in CALL_KINDS:
@@ -117,7 +127,7 @@ def _model_parts(
         if not (extra.get(_NO_ARGS) and call.args == {}):
             function["args"] = input_object(call.args)
         calls.append(_with_fields({"function_call": function}, extra))
-    order = extra_of(row, FMT).get(_ORDER)
+    order = None if row.get("extra") is None else extra_of(row, FMT).get(_ORDER)
     if order is None:
         return blocks + calls
     if not (
@@ -158,7 +168,13 @@ def _response_part(
     row: Message, names: Mapping[str, str], dropped: dict[str, int] | None, unnamed: Collection[str] = ()
 ) -> dict[str, Any]:
     """Return a tool row's ``function_response`` part; no id when it had none or its call was sent without."""
-    if type(row["content"]) is not str:  # (kept whole: a list of one provider part)
+    content, cid = row["content"], row["tool_call_id"]
+    if type(content) is str and row.get("extra") is None:  # a text result without hints, written at once
+        function: dict[str, Any] = {} if cid in unnamed else {"id": cid}
+        function["name"] = names.get(cid, "")
+        function["response"] = {"error": content} if row.get("is_error") is True else {"output": content}
+        return {"function_response": function}
+    if type(content) is not str:  # (kept whole: a list of one provider part)
         kept = kept_whole(row, FMT, lambda block: "function_response" in block)
         if kept is not None:
             return kept
@@ -174,8 +190,7 @@ def _response_part(
             note(dropped, part_kind(part))
         else:
             media.append(block)
-    cid = row["tool_call_id"]
-    function: dict[str, Any] = {} if extra.get(_NO_ID) or cid in unnamed else {"id": cid}
+    function = {} if extra.get(_NO_ID) or cid in unnamed else {"id": cid}
     function["name"] = names.get(cid, "")
     response = _response(row, "\n".join(texts), extra)
     if response is not None:
@@ -204,7 +219,7 @@ def _joins(extra: Mapping[str, Any], last: Mapping[str, Any], default: str) -> b
 
 def _place(out: list[dict[str, Any]], row: Message, parts: list[dict[str, Any]]) -> None:
     """Add a row's parts to the last content, or start one, as its hints and role say."""
-    extra = extra_of(row, FMT)
+    extra = _NO_EXTRA if row.get("extra") is None else extra_of(row, FMT)
     default = "model" if row["role"] == "assistant" else "user"
     if out and _joins(extra, out[-1], default):
         out[-1]["parts"].extend(parts)

@@ -197,8 +197,8 @@ def part_to_gemini(part: Mapping[str, Any]) -> dict[str, Any] | None:
         block = _media_to_gemini(part)
     elif is_provider_part(part, FMT):
         return dict(part["block"])
-    if block is None:
-        return None
+    if block is None or part.get("extra") is None:
+        return block
     fields = fields_of(extra_of(part, FMT))
     return merged(block, fields) if fields else block
 

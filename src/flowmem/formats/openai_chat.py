@@ -11,6 +11,7 @@ from flowmem.formats._common import (
     HINT,
     Call,
     arguments_hint,
+    arguments_text,
     call_entry,
     data_url,
     exact_arguments,
@@ -33,7 +34,7 @@ from flowmem.formats._common import (
     required_call_id,
     whole,
 )
-from flowmem.formats.fast import provider_rows
+from flowmem.formats.fast import plain_call, provider_rows
 from flowmem.formats.origins import Origins
 
 FMT = "openai"
@@ -222,6 +223,11 @@ _CALL_TO: dict[str, Callable[[Call, Mapping[str, Any]], Block]] = {
 def _calls_to_openai(row: Message, dropped: dict[str, int] | None, skipped: dict[str, str]) -> list[Block]:
     out: list[Block] = []
     for raw in row.get("tool_calls") or []:
+        plain = plain_call(raw)
+        if plain is not None:  # the common entry, written as _function_call writes it
+            cid, name, args = plain
+            out.append({"id": cid, "type": "function", "function": {"name": name, "arguments": arguments_text(args)}})
+            continue
         call = read_entry(raw)
         write = _CALL_TO.get(call.kind)
         if write is None:

@@ -71,9 +71,14 @@ def _plain_text(parts: Sequence[Mapping[str, Any]], fields: Mapping[str, Any]) -
 
 
 def _assistant_items(row: Message, kinds: dict[str, str], dropped: dict[str, int] | None) -> list[dict[str, Any]]:
+    content = row["content"]
+    if type(content) is str and row.get("extra") is None:  # no layout, no fields: the default, written at once
+        calls = [call_item(call, kinds) for call in row.get("tool_calls") or []]
+        if content == "" and calls:
+            return calls
+        return [{"role": "assistant", "content": content}, *calls]
     extra = extra_of(row, FMT)
     fields = fields_of(extra)
-    content = row["content"]
     item_parts: list[dict[str, Any]] = []
     message_parts: list[Mapping[str, Any]] = []
     for part in read_parts(content) if isinstance(content, list) else []:

@@ -9,6 +9,7 @@ from flowmem.core import HEALED_CONTENT, Message
 from flowmem.errors import InvalidMessageError
 from flowmem.formats._common import (
     arguments_hint,
+    arguments_text,
     call_entry,
     exact_arguments,
     extra_of,
@@ -23,6 +24,7 @@ from flowmem.formats._common import (
     required_call_id,
     whole,
 )
+from flowmem.formats.fast import plain_call
 from flowmem.formats.responses_parts import (
     FMT,
     content_from_responses,
@@ -66,6 +68,11 @@ PAYLOAD = {  # the keys that make a non-function call's ``args``
 
 def call_item(raw: Mapping[str, Any], kinds: dict[str, str]) -> dict[str, Any]:
     """Return the Responses item of one call entry: the item type of its kind (recorded in ``kinds`` by id)."""
+    plain = plain_call(raw)
+    if plain is not None:  # the common entry, written as the general path below writes it
+        cid, name, args = plain
+        kinds.setdefault(cid, "function")
+        return {"type": "function_call", "call_id": cid, "name": name, "arguments": arguments_text(args)}
     call = read_entry(raw)
     kinds.setdefault(call.id, call.kind)
     fields = extra_of(raw, FMT)

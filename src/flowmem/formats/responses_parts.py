@@ -44,7 +44,8 @@ def _text_to(part: Mapping[str, Any], role: str) -> Block | None:
     if not isinstance(part.get("text"), str):
         return None
     block = {"type": _text_type(role), "text": part["text"]}
-    block.update(fields_of(extra_of(part, FMT)))
+    if part.get("extra") is not None:
+        block.update(fields_of(extra_of(part, FMT)))
     if block["type"] == "output_text":
         block.setdefault("annotations", [])
     return block
@@ -62,7 +63,8 @@ def _image_to(part: Mapping[str, Any], role: str) -> Block | None:
         block["file_id"] = part["file_id"]
     if "image_url" not in block and "file_id" not in block:
         return None
-    block.update(fields_of(extra_of(part, FMT)))
+    if part.get("extra") is not None:
+        block.update(fields_of(extra_of(part, FMT)))
     return block
 
 
