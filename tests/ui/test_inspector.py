@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import httpx
 
@@ -295,40 +294,29 @@ def test_a_langgraph_thread_shows_each_checkpoint_with_its_messages(page: Page) 
     page.shot("checkpoints")
 
 
-def test_a_token_window_is_drawn_where_the_api_takes_max_tokens(page: Page) -> None:
-    """The field appears only when /openapi.json lists ``max_tokens``; the cut is drawn where it falls.
-
-    The server under test has no ``max_tokens`` yet: the test gives the page a
-    document that lists it and answers a windowed read with the buffer's last 2 rows.
-    """
+def test_a_token_window_is_drawn_where_the_api_cuts(page: Page) -> None:
+    """The page asks the real ``max_tokens`` read and draws the cut at the window's ``start``."""
+    sid = page.inspector.ids["healed"]
+    auth = {"Authorization": f"Bearer {page.inspector.tokens['alice']}"}
+    url = f"{page.inspector.url}/v1/buffers/session/chat_history"
+    whole = httpx.get(url, params={"session_id": sid}, headers=auth).json()
+    # the smallest budget the newest turn fits in that still cuts something
+    for budget in range(1, 4000):
+        answer = httpx.get(url, params={"session_id": sid, "max_tokens": budget}, headers=auth)
+        if answer.status_code == 200 and answer.json()["window"]["cut_messages"] > 0:
+            window = answer.json()["window"]
+            break
+    else:
+        raise AssertionError("no budget cuts this session")
     page.login("alice")
     open_session(page, "healed")
-    assert page.page.locator("#window-tokens").count() == 0  # this server has none
-    spec = httpx.get(page.inspector.url + "/openapi.json").json()
-    read = spec["paths"]["/v1/buffers/{scope}/{key}"]["get"]
-    read["parameters"].append({"name": "max_tokens", "in": "query", "schema": {"type": "integer"}})
-
-    def windowed(route: Any) -> None:
-        url = route.request.url
-        if "max_tokens=" not in url:
-            route.continue_()
-            return
-        answer = route.fetch(url=re.sub(r"&?max_tokens=\d+", "", url))
-        body = answer.json()
-        body["messages"] = body["messages"][-2:]
-        route.fulfill(response=answer, json=body)
-
-    page.page.route("**/openapi.json", lambda route: route.fulfill(json=spec))
-    page.page.route("**/v1/buffers/**", windowed)
-    page.page.reload()
-    page.page.wait_for_selector("#window-tokens")
-    page.page.fill("#window-tokens", "50")
-    page.page.click("#window-tokens + button, form:has(#window-tokens) button")
+    page.page.fill("#window-tokens", str(budget))
+    page.page.click("form:has(#window-tokens) button")
     page.page.wait_for_selector(".window-cut")
-    total = page.page.locator("#conversation .msg").count()
-    assert total > 2
-    assert page.page.locator(".msg.cut").count() == total - 2  # all but the window's 2 rows
-    assert "window of 50 tokens" in page.page.text_content(".window-cut")
+    assert page.page.locator("#conversation .msg").count() == whole["count"]
+    systems = sum(1 for row in whole["messages"][: window["start"]] if row["role"] == "system")
+    assert page.page.locator(".msg.cut").count() == window["start"] - systems == window["cut_messages"]
+    assert f"window of {budget} tokens" in page.page.text_content(".window-cut")
 
 
 def test_no_token_reaches_the_server_log(page: Page) -> None:

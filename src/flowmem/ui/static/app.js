@@ -213,7 +213,7 @@ async function showSession(view, id, mine) {
   const note = el("p", { id: "action-result", class: "muted" });
   bufferKey = "chat_history";
   const keyInput = el("input", { id: "buffer-key", value: bufferKey, size: 16, "aria-label": "buffer key" });
-  const state = { rows: null, text: "", healed: new Set(), replaced: new Set(), windowTokens: null, windowKept: null };
+  const state = { rows: null, text: "", healed: new Set(), replaced: new Set(), windowTokens: null, windowStart: null, windowError: null };
   const refresh = async () => {
     const [again, read] = await Promise.all([api("/v1/sessions/" + encodeURIComponent(id)), api(bufferPath(id, { last: String(MAX_ROWS) }))]);
     if (mine !== generation) return false;
@@ -293,7 +293,9 @@ async function checkRows(rows) {
 
 async function readWindow(id, state) {
   const answer = await api(bufferPath(id, { max_tokens: String(state.windowTokens) }));
-  state.windowKept = answer.ok ? answer.body.messages.length : null;
+  const window = answer.ok ? answer.body.window : null;
+  state.windowStart = window ? window.start : null;  // the window's first row after its system rows
+  state.windowError = answer.ok ? null : errorText(answer);
 }
 
 // ---- messages ------------------------------------------------------------------------------
@@ -321,13 +323,16 @@ function renderConversation(root, state, check) {
   rows.forEach((row, i) => callsOf(row).forEach((c) => { const id = callId(c); if (id !== null) calls.set(id, { index: i, call: c }); }));
   const bad = new Map();
   for (const v of check.violations || []) bad.set(v.index, [...(bad.get(v.index) || []), v]);
-  const cutBefore = state.windowKept === null || state.windowKept === undefined ? -1 : rows.length - state.windowKept;
+  // window.start indexes the whole buffer; the page may show only its newest rows
+  const shown = Math.max((state.total || rows.length) - rows.length, 0);
+  const cutBefore = state.windowStart === null || state.windowStart === undefined ? -1 : state.windowStart - shown;
   const nodes = [];
   if (!rows.length) nodes.push(el("p", { class: "muted", text: "The buffer is empty." }));
+  if (state.windowError) nodes.push(el("p", { class: "error", text: `Token window: ${state.windowError}` }));
   if (state.total > rows.length) nodes.push(el("p", { class: "error", text: `Showing the last ${rows.length} of ${state.total} messages: a result whose call is older is shown unpaired, and the check judges these rows alone.` }));
   rows.forEach((row, i) => {
     if (i === cutBefore && cutBefore > 0) nodes.push(el("div", { class: "window-cut", text: `↑ outside a window of ${state.windowTokens} tokens · the window starts here ↓` }));
-    nodes.push(renderRow(row, i, { answers, calls, rows, bad: bad.get(i), cut: i < cutBefore, replaced: state.replaced }));
+    nodes.push(renderRow(row, i, { answers, calls, rows, bad: bad.get(i), cut: i < cutBefore && row.role !== "system", replaced: state.replaced }));
   });
   root.replaceChildren(...nodes);
 }
@@ -425,7 +430,7 @@ function renderSummary(root, state, features, id, conversation, check) {
     parts.push(el("form", { class: "filters", onsubmit: async (e) => {
       e.preventDefault();
       state.windowTokens = input.value ? parseInt(input.value, 10) : null;
-      state.windowKept = null; state.text = "";
+      state.windowStart = null; state.windowError = null; state.text = "";
       await state.redraw();
     } }, el("label", {}, "Token window", input), el("button", { class: "secondary", type: "submit", text: "Show cut" })));
   }
@@ -496,7 +501,7 @@ function showMemory(view) {
     const b = answer.body;
     if (what === "buffer") {
       const rows = el("div");
-      renderConversation(rows, { rows: b.messages, replaced: new Set(), windowKept: null }, { violations: [] });
+      renderConversation(rows, { rows: b.messages, replaced: new Set(), windowStart: null }, { violations: [] });
       out.replaceChildren(el("h3", { text: `buffer ${name}: ${b.count} messages` }), said(b), rows);
     } else {
       out.replaceChildren(el("h3", { text: `record ${name}` }), said(b),
