@@ -81,6 +81,8 @@ def fast_row_facts(row: object, tokens: int) -> RowFacts:
             return RowFacts(role, tokens, (), text if text and text != "0" else None)
     elif role == "assistant" and row.get("tool_calls") is None:
         calls = meta.get("tool_calls")
+        if calls is None:
+            return RowFacts(role, tokens)  # a turn without calls: the common closing answer
         if type(calls) is list:
             seen: dict[str, None] = {}
             for call in calls:

@@ -51,7 +51,7 @@ def _rows_of(found: list[tuple[Any, ...]], kind: int) -> list[TailRow]:
         return []
     rows = json.loads("[" + ",".join(r[2] for r in picked) + "]")
     return [
-        TailRow(int(r[1]), row, estimate_tokens(row) if r[3] is None else int(r[3]))
+        TailRow(r[1], row, estimate_tokens(row) if r[3] is None else r[3])  # the drivers give ints
         for r, row in zip(picked, rows, strict=True)
     ]
 
