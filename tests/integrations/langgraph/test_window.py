@@ -161,3 +161,23 @@ def test_the_react_agents_window_hook_heals_into_the_state_and_windows_the_model
     stored = agent.get_state(config).values["messages"]
     assert [m.id for m in stored][:2] == ["h0", "a1"]  # cut from the request, not from the thread
     assert any(m.content == HEALED_CONTENT for m in stored)  # MEM-3 written into the state
+
+
+def test_an_async_run_is_sent_the_same_window() -> None:
+    import asyncio
+
+    saver = FlowmemSaver(MemoryService(open_store("memory://")))
+    model = StrictScriptedModel(replies=_script(3))
+    middleware = FlowmemWindow(max_tokens=250)
+    agent = create_agent(model, [weather], checkpointer=saver, middleware=[middleware])
+    config = {"configurable": {"thread_id": "async"}}
+
+    async def run() -> None:
+        for turn in range(3):
+            await agent.ainvoke({"messages": [HumanMessage(f"weather {turn}? " + "please " * 20)]}, config)
+
+    asyncio.run(run())
+    stored = agent.get_state(config).values["messages"]
+    expected, window = window_messages(stored[:-1], 250)
+    assert [m.id for m in model.calls[-1]] == [m.id for m in expected] and len(stored) == 12
+    assert middleware.last_window == window and window.cut_messages > 0
