@@ -212,7 +212,7 @@ def check_scope_id(scope_id: object) -> str:
     return str(scope_id)
 
 
-def _window_args(
+def window_args(
     last: int | None, max_tokens: object, counter: object, first_role: object
 ) -> int | None:
     """The token budget of a load (None: none asked); InvalidInputError for bad window arguments."""
@@ -567,7 +567,7 @@ class MemoryService:
         """
         name = check_key(key)
         check_count(last, "last", optional=True)
-        window = _window_args(last, max_tokens, counter, first_role)
+        window = window_args(last, max_tokens, counter, first_role)
         if include_archived and window is not None:
             raise InvalidInputError("include_archived reads the whole buffer: leave out max_tokens")
         resolved = self._resolve("load", scope, name, context)
@@ -597,7 +597,7 @@ class MemoryService:
         the newest turn alone does not fit: nothing is cut silently.
         """
         address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
-        budget = _window_args(None, max_tokens, counter, first_role)
+        budget = window_args(None, max_tokens, counter, first_role)
         assert budget is not None
         rows, cut = read_window(self.store, address, budget, counter, keep_system, first_role)
         window = TokenWindow(budget, cut.tokens, cut.start, cut.cut_messages, cut.cut_tokens)
@@ -617,7 +617,7 @@ class MemoryService:
         include_archived: bool = False,
     ) -> BufferResult:
         """Load a buffer at an explicit scope id (trusted callers; no resolution)."""
-        window = _window_args(last, max_tokens, counter, first_role)
+        window = window_args(last, max_tokens, counter, first_role)
         if include_archived and window is not None:
             raise InvalidInputError("include_archived reads the whole buffer: leave out max_tokens")
         if window is not None:

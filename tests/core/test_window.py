@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -249,3 +250,55 @@ def test_the_fast_row_facts_read_every_id_spelling_as_row_facts(given: Any, wher
         if where == "top":
             row = {"role": row["role"], "metadata": {}, **row["metadata"]}
         assert fast_row_facts(row, 1) == row_facts(row, 1)
+
+
+_FACTS = st.builds(
+    RowFacts,
+    st.sampled_from(["user", "assistant", "tool", "system"]),
+    st.integers(0, 30),
+    st.lists(st.sampled_from("abc"), max_size=2).map(tuple),
+    st.none() | st.sampled_from("abc"),
+)
+
+
+def _scan_result(scan: WindowScan, total: int) -> Any:
+    try:
+        return scan.window(total, None)
+    except WindowTooSmallError as error:
+        return error.details
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.lists(_FACTS, max_size=12),
+    st.integers(0, 120),
+    st.booleans(),
+    st.sampled_from([None, "user"]),
+    st.integers(0, 12),
+)
+def test_feed_rows_is_feed_called_row_by_row(
+    rows: list[RowFacts], budget: int, keep: bool, first: str | None, split: int
+) -> None:
+    """The speed twin (``WindowScan.feed_rows``) ends where ``feed`` does, fed in any batches."""
+    systems = {i: r.tokens for i, r in enumerate(rows) if r.role == "system"}
+    plain, fast = WindowScan(budget, systems, keep, first), WindowScan(budget, systems, keep, first)
+    fed = 0
+    for position in range(len(rows) - 1, -1, -1):
+        plain.feed(position, rows[position])
+        fed += 1
+        if plain.done:
+            break
+    newest_first = [(p, rows[p]) for p in range(len(rows) - 1, -1, -1)]
+    taken = iter(newest_first)
+    fast.feed_rows(itertools.islice(taken, split))
+    fast.feed_rows(taken)
+    consumed = len(newest_first) - len(list(taken))
+    assert fast.done == plain.done and (fast.cost, fast._best) == (plain.cost, plain._best)
+    assert consumed == (fed if plain.done else len(rows))
+    assert _scan_result(fast, len(rows)) == _scan_result(plain, len(rows))
+
+
+def test_feed_rows_refuses_rows_out_of_order() -> None:
+    scan = WindowScan(10)
+    with pytest.raises(ValueError):
+        scan.feed_rows([(5, RowFacts("user", 1)), (6, RowFacts("user", 1))])

@@ -13,7 +13,8 @@ Check a rule against the plain version; change both, and the oracle tests tell.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from flowmem.core.messages import (
@@ -70,7 +71,7 @@ def fast_row_facts(row: object, tokens: int) -> RowFacts:
         return row_facts(row, tokens)  # type: ignore[arg-type]
     role = row.get("role")
     if role == "user" or role == "system":
-        return RowFacts(role, tokens)
+        return _facts((role, tokens, (), None))
     meta = row.get("metadata")
     if type(meta) is not dict:
         return row_facts(row, tokens)
@@ -78,17 +79,25 @@ def fast_row_facts(row: object, tokens: int) -> RowFacts:
         raw = meta.get("tool_call_id")
         if type(raw) is str:
             text = raw.strip()
-            return RowFacts(role, tokens, (), text if text and text != "0" else None)
+            return _facts((role, tokens, (), text if text and text != "0" else None))
     elif role == "assistant" and row.get("tool_calls") is None:
         calls = meta.get("tool_calls")
+        if calls is None:
+            return _facts((role, tokens, (), None))  # a turn without calls: the common closing answer
         if type(calls) is list:
             seen: dict[str, None] = {}
             for call in calls:
                 cid = fast_entry_id(call)
                 if cid is not None:
                     seen.setdefault(cid, None)
-            return RowFacts(role, tokens, tuple(seen))
+            return _facts((role, tokens, tuple(seen), None))
     return row_facts(row, tokens)
+
+
+# a RowFacts built in C (no call of its Python __new__): a window reads hundreds a call
+_facts: Callable[[tuple[str, int, tuple[str, ...], str | None]], RowFacts] = functools.partial(
+    tuple.__new__, RowFacts
+)
 
 
 _ANSWERED = -2  # in ``steps_1_to_3``: a declared call id whose result has been taken

@@ -13,6 +13,7 @@ header stamp or version differs from the first's raises BufferChangedError.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -50,10 +51,14 @@ def _rows_of(found: list[tuple[Any, ...]], kind: int) -> list[TailRow]:
     if not picked:
         return []
     rows = json.loads("[" + ",".join(r[2] for r in picked) + "]")
-    return [
-        TailRow(int(r[1]), row, estimate_tokens(row) if r[3] is None else int(r[3]))
-        for r, row in zip(picked, rows, strict=True)
-    ]
+    counts = [r[3] for r in picked]  # the drivers give ints
+    if None in counts:  # rows stored before their counts were (migration 13)
+        counts = [estimate_tokens(row) if c is None else c for c, row in zip(counts, rows, strict=True)]
+    return list(map(_tail_row, zip([r[1] for r in picked], rows, counts, strict=True)))
+
+
+# a TailRow built in C (no call of its Python __new__): a window reads hundreds a call
+_tail_row: Callable[[tuple[int, Any, int]], TailRow] = functools.partial(tuple.__new__, TailRow)
 
 
 def _check(address: Address, found: list[tuple[Any, ...]], stamp: tuple[Any, Any]) -> None:

@@ -9,13 +9,13 @@ tokens are then not known without reading the whole buffer (``cut_tokens`` None)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from flowmem.core import Message
 from flowmem.core.fast import fast_row_facts
 from flowmem.core.tokens import Counter
-from flowmem.core.window import Window, WindowScan
+from flowmem.core.window import RowFacts, Window, WindowScan
 from flowmem.errors import BufferChangedError, InvalidInputError
 from flowmem.store.base import TAIL_BATCH, Address, BufferStore, TailRow
 
@@ -68,15 +68,16 @@ def _read_once(
         read: dict[int, Message] = {item.cursor: item.row for item in tail.systems}
         systems = {item.cursor: tokens(item) for item in tail.systems}
         scan = WindowScan(budget, systems, keep_system, first_role)
-        feed = scan.feed
-        for cursor, row, stored in tail.rows:  # the hot loop: a row's work, no more
-            read[cursor] = row
-            known = systems.get(cursor) if systems else None
-            if known is None:
-                known = stored if counter is None else checked_count(counter, row)
-            feed(cursor, fast_row_facts(row, known))
-            if scan.done:
-                break
+
+        def facts() -> Iterator[tuple[int, RowFacts]]:  # the hot loop: a row's work, no more
+            for cursor, row, stored in tail.rows:
+                read[cursor] = row
+                known = systems.get(cursor) if systems else None
+                if known is None:
+                    known = stored if counter is None else checked_count(counter, row)
+                yield cursor, fast_row_facts(row, known)
+
+        scan.feed_rows(facts())
     finally:
         tail.close()
     window = scan.window(tail.count, tail.tokens if counter is None else None)

@@ -7,6 +7,8 @@
   memory records.
 - ``flowmem.integrations.langgraph.healing``: MEM-3 for ``create_agent`` and the prebuilt
   ReAct agent, at the model call.
+- ``flowmem.integrations.langgraph.window``: token windows (issue 28) for ``create_agent``
+  and the prebuilt ReAct agent: the model is sent a window, the thread keeps every message.
 
 Import the submodules; this package imports none of them, so importing it never needs
 the extra.
