@@ -19,9 +19,11 @@ SQL: dict[str, str] = {
     "is_declared": f"SELECT 1 FROM buffer_calls WHERE {_B} AND call_id = ? LIMIT 1",
     "answer_of": f"SELECT pos, healed FROM buffer_answers WHERE {_B} AND call_id = ? ORDER BY pos LIMIT 1",
     "open_calls": f"SELECT call_id, declared_pos FROM buffer_calls WHERE {_B} AND answered = 0 ORDER BY declared_pos, ord",
+    # the first non-tool row after the turn, on the primary key: the scan passes the
+    # turn's result run and stops (decision 0094); the editor asks once per turn
     "run_end": f"""SELECT MAX(pos) FROM buffer_rows WHERE {_B} AND pos > ? AND pos < COALESCE(
-        (SELECT MIN(pos) FROM buffer_rows INDEXED BY buffer_rows_turns
-            WHERE {_B} AND pos > ? AND role <> 'tool'),
+        (SELECT pos FROM buffer_rows WHERE {_B} AND pos > ? AND role <> 'tool'
+            ORDER BY pos LIMIT 1),
         9223372036854775807)""",
     "oldest": f"SELECT pos, body FROM buffer_rows WHERE {_B} ORDER BY pos LIMIT 1",
     "newest": f"SELECT pos, body FROM buffer_rows WHERE {_B} ORDER BY pos DESC LIMIT 1",

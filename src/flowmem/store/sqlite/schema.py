@@ -178,6 +178,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # 14 (issue 28 §2): what compactions archived
     archive_tables.MIGRATION,
+    # 15 (issue 26 §3, decision 0094): a result run's end is found on the primary key, as
+    # on PostgreSQL (decision 0068); every user and assistant row wrote this index too
+    ("DROP INDEX IF EXISTS buffer_rows_turns",),
 )
 
 
