@@ -189,6 +189,7 @@ def test_sqlite_failed_group_fsync_answers_the_append_and_the_next_one_syncs_its
 ) -> None:
     store = open_store(f"sqlite:///{tmp_path / 's.db'}")
     assert isinstance(store, SqliteStore)
+    monkeypatch.setattr(store, "_alone_writer", lambda: False)  # as beside another writer
     failures: list[int] = []
 
     def failing_fdatasync(fd: int) -> None:
@@ -204,6 +205,98 @@ def test_sqlite_failed_group_fsync_answers_the_append_and_the_next_one_syncs_its
     store.append(KEY, _say("synced by SQLite's own commit"))  # FULL: no fdatasync of ours
     assert len(failures) == 1 and not store.group_commit.failed
     assert store.count(KEY) == 2
+    store.close()
+
+
+# --- a writer with no one to share an fsync with (decision 0095) ---------------------------
+
+
+def _levels(store: SqliteStore, monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The ``synchronous`` level of every connection loan that sets one from now on."""
+    seen: list[object] = []
+    real = SqliteStore._pragma
+
+    def pragma(conn: object, name: str, value: object) -> None:
+        if name == "synchronous":
+            seen.append(value)
+        real(conn, name, value)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SqliteStore, "_pragma", staticmethod(pragma))
+    return seen
+
+
+def test_sqlite_lone_writer_commits_with_sqlites_own_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Alone in its process and on the file: FULL at commit, no shared fsync of flowmem's."""
+    store = open_store(f"sqlite:///{tmp_path / 'lone.db'}")
+    assert isinstance(store, SqliteStore)
+    calls: list[int] = []
+    real = os.fdatasync
+    monkeypatch.setattr(os, "fdatasync", lambda fd: (calls.append(fd), real(fd))[1])
+    levels = _levels(store, monkeypatch)
+    store.append(KEY, _say("alone"))
+    assert calls == [] and levels == ["FULL"]
+    assert store.count(KEY) == 1
+    store.close()
+
+
+def test_sqlite_writer_beside_a_thread_waiting_for_its_fsync_shares_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'beside.db'}")
+    assert isinstance(store, SqliteStore)
+    calls: list[int] = []
+    real = os.fdatasync
+    monkeypatch.setattr(os, "fdatasync", lambda fd: (calls.append(fd), real(fd))[1])
+    levels = _levels(store, monkeypatch)
+    committed, release = threading.Event(), threading.Event()
+
+    def writer_between_commit_and_fsync() -> None:
+        with store._commits.commit():
+            store._commits.changed()
+            committed.set()
+            assert release.wait(10)
+
+    other = threading.Thread(target=writer_between_commit_and_fsync)
+    other.start()
+    assert committed.wait(10)
+    store.append(KEY, _say("beside another writer"))
+    assert levels == ["NORMAL"] and len(calls) == 1  # committed without, then one shared fsync
+    release.set()
+    other.join(10)
+    store.close()
+
+
+def _hold_open(path: str, ready: object, done: object) -> None:
+    store = open_store(f"sqlite:///{path}")
+    store.append(Address("session", "other", "chat"), _say("another process"))
+    ready.set()  # type: ignore[attr-defined]
+    done.wait(20)  # type: ignore[attr-defined]
+    store.close()
+
+
+def test_sqlite_writer_beside_another_process_shares_its_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process has the file open: the fsync stays out of the file's write lock."""
+    path = str(tmp_path / "procs.db")
+    store = open_store(f"sqlite:///{path}")
+    assert isinstance(store, SqliteStore)
+    ready, done = FORK.Event(), FORK.Event()
+    child = FORK.Process(target=_hold_open, args=(path, ready, done))
+    child.start()
+    try:
+        assert ready.wait(20)
+        calls: list[int] = []
+        real = os.fdatasync
+        monkeypatch.setattr(os, "fdatasync", lambda fd: (calls.append(fd), real(fd))[1])
+        levels = _levels(store, monkeypatch)
+        store.append(KEY, _say("beside another process"))
+        assert levels == ["NORMAL"] and len(calls) == 1
+    finally:
+        done.set()
+        child.join(20)
     store.close()
 
 

@@ -36,7 +36,13 @@ KEY = Address("session", "s1", "chat")
 
 @pytest.fixture
 def fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Every ``fdatasync`` flowmem makes (the fsync owner, ``store/sqlite/fsync.py``, calls it)."""
+    """Every ``fdatasync`` flowmem makes (the fsync owner, ``store/sqlite/fsync.py``, calls it).
+
+    The writes take the shared fsync, as beside other writers: a writer alone in its
+    process and on the file commits with SQLite's own fsync, which Python cannot
+    count (decision 0095, tests/store/test_commit_group.py).
+    """
+    monkeypatch.setattr(SqliteStore, "_alone_writer", lambda self: False)
     calls: list[int] = []
     real = os.fdatasync
     monkeypatch.setattr(os, "fdatasync", lambda fd: (calls.append(fd), real(fd))[1])

@@ -178,6 +178,11 @@ class SharedSync:
         self._leading = False
         self._inside = 0  # threads in a commit block, until their wait is over
 
+    def alone(self) -> bool:
+        """True when this thread is the only one in a commit block (no commit is waiting for an fsync)."""
+        with self._cond:
+            return self._inside == 1 and self in _active("sharing")
+
     def joined(self) -> bool:
         """True inside ``commit()`` on this thread: a write commits without its own fsync."""
         return self in _active("sharing")

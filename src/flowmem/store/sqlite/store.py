@@ -372,7 +372,10 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         # every loan starts from the default wait (0 in no-wait mode): a pooled
         # connection must not keep the timeout its previous borrower set
         self._busy_timeout(conn, DEFAULT_LOCK_TIMEOUT)
-        own_fsync = not deferred and not self._commits.joined()  # else an fsync after commit
+        # else an fsync after commit, shared with the threads that committed meanwhile; a
+        # writer alone in its process and its process alone on the file has no one to
+        # share with: SQLite's own fsync at commit saves the shared one's work (decision 0095)
+        own_fsync = not deferred and (not self._commits.joined() or self._alone_writer())
         self._pragma(conn, "synchronous", self.synchronous if own_fsync else "NORMAL")
         self._pragma(conn, "wal_autocheckpoint", 0 if deferred else AUTO_CHECKPOINT)
         changes = conn.total_changes
@@ -438,6 +441,10 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
     def sync(self) -> int:
         """Fsync the write-ahead log (blocking), checkpointing when due; return the count now durable."""
         return self.group_commit.sync(self.checkpoint)
+
+    def _alone_writer(self) -> bool:
+        """True when this thread's write has no other writer to share an fsync with."""
+        return self._queue.held_alone() and self._commits.alone()
 
     def _grouped(self) -> bool:
         """Whether a write on this thread commits without an fsync and shares one after (0029).

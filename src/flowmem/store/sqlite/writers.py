@@ -167,12 +167,17 @@ class WriterQueue:
     def __init__(self, sidecar: str | None) -> None:
         self._lock = FairLock()
         self._owner: int | None = None
+        self._solo = False  # the holder's process was alone on the file when it took its turn
         self.tickets: _FileTickets | None = None
         if sidecar is not None and fcntl is not None:
             try:
                 self.tickets = _FileTickets(sidecar)
             except OSError as exc:
                 log.info("no writer queue beside the database (%s): %s", sidecar, exc)
+
+    def held_alone(self) -> bool:
+        """True when this thread holds the turn and no other process had the file open then."""
+        return self._owner == threading.get_ident() and self._solo
 
     @contextmanager
     def hold(self, timeout: float) -> Iterator[bool]:
@@ -194,7 +199,8 @@ class WriterQueue:
             yield False
             return
         place: int | None = None
-        queued = self.tickets is not None and not self.tickets.alone()
+        solo = self.tickets is not None and self.tickets.alone()
+        queued = self.tickets is not None and not solo
         try:
             if queued and self.tickets is not None:
                 try:
@@ -205,10 +211,12 @@ class WriterQueue:
                 if place is None and not blocking:
                     raise WouldBlock("a writer of another process is ahead")
             self._owner = me
+            self._solo = solo
             try:
                 yield not queued or place is not None
             finally:
                 self._owner = None
+                self._solo = False
         finally:
             if place is not None and place >= 0 and self.tickets is not None:
                 with suppress(OSError):
