@@ -33,17 +33,39 @@ UNLIMITED = Limits.unlimited()
 CONTEXT = ExecutionContext(user_id="u1", session_id="s1")
 
 
-def _best(work: Callable[[], Any], repeats: int = 3) -> float:
-    """The fastest of ``repeats`` runs (the caller pauses the cyclic GC)."""
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        work()
-        best = min(best, time.perf_counter() - started)
-    return best
-
-
 ATTEMPTS = 3  # a superlinear path grows past the bound every time; a noisy neighbour does not
+REPEATS = 3  # each attempt keeps the fastest of this many runs of every size
+
+# The clock a test measures with: the process's CPU time (every thread: the in-process
+# app's too), which a busy neighbour on the other core does not lengthen; wall time
+# where the work is in another process (a PostgreSQL server's part of a call counts).
+_clock: Callable[[], float] = time.process_time
+
+
+@pytest.fixture(autouse=True)
+def _clock_of_the_backend(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Wall time for a test on PostgreSQL, CPU time otherwise."""
+    global _clock
+    called = getattr(request.node, "callspec", None)
+    remote = called is not None and "postgres" in called.params.values()
+    _clock = time.perf_counter if remote else time.process_time
+    yield
+    _clock = time.process_time
+
+
+def _times(works: dict[int, Callable[[], Any]]) -> dict[int, float]:
+    """The fastest of ``REPEATS`` runs of each size, the sizes interleaved in every round.
+
+    Interleaved, a busy spell of the machine falls on every size alike instead of on
+    the largest, which runs last (the caller pauses the cyclic GC).
+    """
+    best = dict.fromkeys(works, float("inf"))
+    for _ in range(REPEATS):
+        for size, work in works.items():
+            started = _clock()
+            work()
+            best[size] = min(best[size], _clock() - started)
+    return best
 
 
 def assert_linear(label: str, run: Callable[[int], Callable[[], Any]], n: int) -> None:
@@ -62,7 +84,7 @@ def assert_linear(label: str, run: Callable[[int], Callable[[], Any]], n: int) -
         gc.collect()
         gc.disable()
         try:
-            times = {size: _best(work) for size, work in works.items()}
+            times = _times(works)
         finally:
             gc.enable()
         growth = times[4 * n] / max(times[n], 1e-6)
@@ -177,11 +199,6 @@ def test_an_append_does_not_grow_with_the_calls_in_the_buffer(service: MemorySer
     assert_linear("an append beside n stored calls", run, 1000)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="inside the full suite's worker the 20,000-key write jumps (6 -> 50 ms from 10k to 20k) "
-    "while alone it grows 3.5x for 4x: under investigation (stop 33's closing note)",
-)
 def test_keys_per_record_are_linear(service: MemoryService) -> None:
     def run(n: int) -> Callable[[], Any]:
         value = {f"k{i}": i for i in range(n)}  # built once: the write is timed, not the dict

@@ -370,7 +370,7 @@ class MemoryService:
         if isinstance(resolved, Refusal):
             return WriteResult(success=False, refusal=resolved)
         guard = self._session_guard(scope, resolved, guard, context)
-        return self._write_at(scope, resolved, name, value, ttl, guard, idempotency)
+        return self._write_at(scope, resolved, name, value, ttl, guard, idempotency, checked=True)
 
     def write_raw(
         self,
@@ -401,10 +401,14 @@ class MemoryService:
         ttl: float | None,
         guard: WriteGuard | None,
         idempotency: Idempotency | None = None,
+        *,
+        checked: bool = False,
     ) -> WriteResult:
+        """Store ``value`` at the address; ``checked``: the caller ran ``check_record`` on it already."""
         address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
         seconds = check_ttl(ttl)
-        check_record(value, self.limits.record_bytes)
+        if not checked:
+            check_record(value, self.limits.record_bytes)
         expires_at = None if seconds is None else self._now() + seconds
         result = WriteResult(success=True, resolved_scope_id=scope_id)
         if idempotency is None:  # the call as before keys existed (stores wrapped by callers)
