@@ -133,6 +133,9 @@ def test_sqlite_threaded_appends_share_fsyncs_and_each_returns_after_one(
 ) -> None:
     store = open_store(f"sqlite:///{tmp_path / 's.db'}")
     assert isinstance(store, SqliteStore)
+    # every append shares: one that found itself alone would commit with SQLite's own
+    # fsync, which is not counted here (tests below, decision 0095)
+    monkeypatch.setattr(store, "_alone_writer", lambda: False)
     real = os.fdatasync
     fsyncs: list[tuple[float, float]] = []
 
@@ -265,6 +268,41 @@ def test_sqlite_writer_beside_a_thread_waiting_for_its_fsync_shares_one(
     assert levels == ["NORMAL"] and len(calls) == 1  # committed without, then one shared fsync
     release.set()
     other.join(10)
+    store.close()
+
+
+def test_sqlite_lone_writer_waits_for_no_shared_fsync_when_a_thread_arrives_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Alone at its loan, its own commit fsyncs: a thread that enters later does not make it wait."""
+    store = open_store(f"sqlite:///{tmp_path / 'arrives.db'}")
+    assert isinstance(store, SqliteStore)
+    calls: list[int] = []
+    real = os.fdatasync
+    monkeypatch.setattr(os, "fdatasync", lambda fd: (calls.append(fd), real(fd))[1])
+    entered, release = threading.Event(), threading.Event()
+
+    def later_writer() -> None:
+        with store._commits.commit():
+            store._commits.changed()
+            entered.set()
+            assert release.wait(10)
+
+    check = SqliteStore._check_guard
+    other = threading.Thread(target=later_writer)
+
+    def check_then_let_another_in(self: SqliteStore, conn: object, guard: object) -> None:
+        check(self, conn, guard)  # type: ignore[arg-type]
+        if not other.is_alive() and not entered.is_set():
+            other.start()
+            assert entered.wait(10)
+
+    monkeypatch.setattr(SqliteStore, "_check_guard", check_then_let_another_in)
+    store.append(KEY, _say("alone at the loan"))
+    assert calls == []  # returned on SQLite's own fsync, not after a shared one
+    release.set()
+    other.join(10)
+    assert len(calls) == 1  # the later writer's block waited for its shared fsync
     store.close()
 
 

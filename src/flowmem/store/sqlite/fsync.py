@@ -191,6 +191,15 @@ class SharedSync:
         """Note that a write of this thread's commit block changed the database."""
         _active("changed").add(self)
 
+    def settled(self) -> None:
+        """Note that a write of this thread's block committed with its own fsync while alone.
+
+        Nothing it read can be another thread's commit still waiting for an fsync (none
+        was in a block then), so the block waits for none unless a later write of it
+        notes a change (decision 0095).
+        """
+        _active("settled").add(self)
+
     @contextmanager
     def commit(self) -> Iterator[None]:
         """Writes in the block commit without an fsync; on leaving, wait for a shared one.
@@ -208,8 +217,9 @@ class SharedSync:
         if self._pid != os.getpid():
             self._reset()
         active.add(self)
-        changed = _active("changed")
+        changed, settled = _active("changed"), _active("settled")
         changed.discard(self)
+        settled.discard(self)
         with self._cond:
             self._inside += 1
         try:
@@ -219,10 +229,11 @@ class SharedSync:
                 active.discard(self)
             with self._cond:
                 alone = self._inside == 1
-            if self in changed or not alone:
+            if self in changed or not (alone or self in settled):
                 self.wait()
         finally:
             changed.discard(self)
+            settled.discard(self)
             with self._cond:
                 self._inside -= 1
 

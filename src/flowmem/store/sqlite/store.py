@@ -375,7 +375,10 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         # else an fsync after commit, shared with the threads that committed meanwhile; a
         # writer alone in its process and its process alone on the file has no one to
         # share with: SQLite's own fsync at commit saves the shared one's work (decision 0095)
-        own_fsync = not deferred and (not self._commits.joined() or self._alone_writer())
+        joined = self._commits.joined()
+        own_fsync = not deferred and (not joined or self._alone_writer())
+        if own_fsync and joined:
+            self._commits.settled()
         self._pragma(conn, "synchronous", self.synchronous if own_fsync else "NORMAL")
         self._pragma(conn, "wal_autocheckpoint", 0 if deferred else AUTO_CHECKPOINT)
         changes = conn.total_changes
