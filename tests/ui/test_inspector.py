@@ -299,15 +299,21 @@ def test_a_token_window_is_drawn_where_the_api_cuts(page: Page) -> None:
     sid = page.inspector.ids["healed"]
     auth = {"Authorization": f"Bearer {page.inspector.tokens['alice']}"}
     url = f"{page.inspector.url}/v1/buffers/session/chat_history"
-    whole = httpx.get(url, params={"session_id": sid}, headers=auth).json()
-    # the smallest budget the newest turn fits in that still cuts something
-    for budget in range(1, 4000):
-        answer = httpx.get(url, params={"session_id": sid, "max_tokens": budget}, headers=auth)
-        if answer.status_code == 200 and answer.json()["window"]["cut_messages"] > 0:
-            window = answer.json()["window"]
-            break
-    else:
-        raise AssertionError("no budget cuts this session")
+    with httpx.Client(headers=auth) as client:
+        whole = client.get(url, params={"session_id": sid}).json()
+
+        def fits(budget: int) -> bool:
+            return client.get(url, params={"session_id": sid, "max_tokens": budget}).status_code == 200
+
+        # the smallest budget the newest turn fits in (a larger one fits too): bisected
+        low, high = 1, 4000
+        assert fits(high), "the newest turn fits in no budget up to 4,000 tokens"
+        while low < high:
+            middle = (low + high) // 2
+            low, high = (low, middle) if fits(middle) else (middle + 1, high)
+        budget = low
+        window = client.get(url, params={"session_id": sid, "max_tokens": budget}).json()["window"]
+    assert window["cut_messages"] > 0, "the smallest budget that fits cuts nothing in this session"
     page.login("alice")
     open_session(page, "healed")
     page.page.fill("#window-tokens", str(budget))
