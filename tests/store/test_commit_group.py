@@ -173,9 +173,7 @@ def test_sqlite_threaded_appends_share_fsyncs_and_each_returns_after_one(
 def test_sqlite_no_wait_and_normal_writes_do_not_join_the_group(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls: list[int] = []
-    real = os.fdatasync
-    monkeypatch.setattr(os, "fdatasync", lambda fd: (calls.append(fd), real(fd))[1])
+    calls = _fsyncs(monkeypatch)
     normal = open_store(f"sqlite:///{tmp_path / 'n.db'}?synchronous=NORMAL")
     normal.append(KEY, _say("no fsync promised"))
     normal.close()
@@ -214,6 +212,30 @@ def test_sqlite_failed_group_fsync_answers_the_append_and_the_next_one_syncs_its
 # --- a writer with no one to share an fsync with (decision 0095) ---------------------------
 
 
+def _fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Every ``fdatasync`` flowmem makes from now on (SQLite's own are not seen)."""
+    calls: list[int] = []
+    real = os.fdatasync
+    monkeypatch.setattr(os, "fdatasync", lambda fd: (calls.append(fd), real(fd))[1])
+    return calls
+
+
+def _writer_in_a_block(store: SqliteStore) -> tuple[threading.Thread, threading.Event, threading.Event]:
+    """A thread (not started) that commits a change and waits for its fsync until released.
+
+    Returns the thread, the event it sets once inside its block, and the one that lets it go.
+    """
+    inside, release = threading.Event(), threading.Event()
+
+    def writer_between_commit_and_fsync() -> None:
+        with store._commits.commit():
+            store._commits.changed()  # as a write that committed rows notes it
+            inside.set()
+            assert release.wait(10)
+
+    return threading.Thread(target=writer_between_commit_and_fsync), inside, release
+
+
 def _levels(store: SqliteStore, monkeypatch: pytest.MonkeyPatch) -> list[object]:
     """The ``synchronous`` level of every connection loan that sets one from now on."""
     seen: list[object] = []
@@ -234,9 +256,7 @@ def test_sqlite_lone_writer_commits_with_sqlites_own_fsync(
     """Alone in its process and on the file: FULL at commit, no shared fsync of flowmem's."""
     store = open_store(f"sqlite:///{tmp_path / 'lone.db'}")
     assert isinstance(store, SqliteStore)
-    calls: list[int] = []
-    real = os.fdatasync
-    monkeypatch.setattr(os, "fdatasync", lambda fd: (calls.append(fd), real(fd))[1])
+    calls = _fsyncs(monkeypatch)
     levels = _levels(store, monkeypatch)
     store.append(KEY, _say("alone"))
     assert calls == [] and levels == ["FULL"]
@@ -249,19 +269,9 @@ def test_sqlite_writer_beside_a_thread_waiting_for_its_fsync_shares_one(
 ) -> None:
     store = open_store(f"sqlite:///{tmp_path / 'beside.db'}")
     assert isinstance(store, SqliteStore)
-    calls: list[int] = []
-    real = os.fdatasync
-    monkeypatch.setattr(os, "fdatasync", lambda fd: (calls.append(fd), real(fd))[1])
+    calls = _fsyncs(monkeypatch)
     levels = _levels(store, monkeypatch)
-    committed, release = threading.Event(), threading.Event()
-
-    def writer_between_commit_and_fsync() -> None:
-        with store._commits.commit():
-            store._commits.changed()
-            committed.set()
-            assert release.wait(10)
-
-    other = threading.Thread(target=writer_between_commit_and_fsync)
+    other, committed, release = _writer_in_a_block(store)
     other.start()
     assert committed.wait(10)
     store.append(KEY, _say("beside another writer"))
@@ -277,19 +287,9 @@ def test_sqlite_lone_writer_waits_for_no_shared_fsync_when_a_thread_arrives_mean
     """Alone at its loan, its own commit fsyncs: a thread that enters later does not make it wait."""
     store = open_store(f"sqlite:///{tmp_path / 'arrives.db'}")
     assert isinstance(store, SqliteStore)
-    calls: list[int] = []
-    real = os.fdatasync
-    monkeypatch.setattr(os, "fdatasync", lambda fd: (calls.append(fd), real(fd))[1])
-    entered, release = threading.Event(), threading.Event()
-
-    def later_writer() -> None:
-        with store._commits.commit():
-            store._commits.changed()
-            entered.set()
-            assert release.wait(10)
-
+    calls = _fsyncs(monkeypatch)
+    other, entered, release = _writer_in_a_block(store)
     check = SqliteStore._check_guard
-    other = threading.Thread(target=later_writer)
 
     def check_then_let_another_in(self: SqliteStore, conn: object, guard: object) -> None:
         check(self, conn, guard)  # type: ignore[arg-type]
@@ -326,9 +326,7 @@ def test_sqlite_writer_beside_another_process_shares_its_fsync(
     child.start()
     try:
         assert ready.wait(20)
-        calls: list[int] = []
-        real = os.fdatasync
-        monkeypatch.setattr(os, "fdatasync", lambda fd: (calls.append(fd), real(fd))[1])
+        calls = _fsyncs(monkeypatch)
         levels = _levels(store, monkeypatch)
         store.append(KEY, _say("beside another process"))
         assert levels == ["NORMAL"] and len(calls) == 1

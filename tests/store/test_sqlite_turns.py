@@ -2,7 +2,8 @@
 
 A result run's end is found on the primary key, once per declaring turn, as on
 PostgreSQL (decision 0068): healing a turn's open calls reads that turn's run once,
-whatever the number of open calls.
+whatever the number of open calls. Where the healed results go, on every backend:
+tests/store/test_result_runs.py.
 """
 
 from __future__ import annotations
@@ -10,18 +11,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from flowmem.core import prepare, result_id
+from flowmem.core import prepare
 from flowmem.store import Address
 from flowmem.store.sqlite import MIGRATIONS, SqliteStore
-
-
-def _half_answered(store: SqliteStore, address: Address, calls: int) -> None:
-    """A turn declaring ``calls`` calls, the first half of them answered."""
-    declared = [{"id": f"c{n}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
-                for n in range(calls)]  # fmt: skip
-    turn = {"role": "assistant", "content": "", "tool_calls": declared}
-    results = [{"role": "tool", "content": "r", "tool_call_id": f"c{n}"} for n in range(calls // 2)]
-    store.append(address, prepare([{"role": "user", "content": "q"}, turn, *results], 1))
+from tests.store.runs import half_answered
 
 
 def _indexes(path: Path) -> set[str]:
@@ -30,48 +23,6 @@ def _indexes(path: Path) -> set[str]:
             "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'buffer_rows'"
         ).fetchall()
     return {str(row[0]) for row in found}
-
-
-def test_a_user_turn_heals_every_open_call_after_the_run(tmp_path: Path) -> None:
-    store = SqliteStore(f"sqlite:///{tmp_path}/heal.db")
-    address = Address("user", "u", "heal-after-run")
-    try:
-        _half_answered(store, address, 6)
-        store.append(address, prepare({"role": "user", "content": "next"}, 1))
-        rows = store.load(address)
-    finally:
-        store.close()
-    roles = [(row["role"], result_id(row)) for row in rows]
-    assert roles == [
-        ("user", None),
-        ("assistant", None),
-        *[("tool", f"c{n}") for n in range(6)],  # c3..c5 healed right after c0..c2's run
-        ("user", None),
-    ]
-
-
-def test_the_run_end_stops_at_the_first_row_after_the_run(tmp_path: Path) -> None:
-    """A run followed by more turns: the end is the run's last result, not the buffer's end."""
-    store = SqliteStore(f"sqlite:///{tmp_path}/end.db")
-    address = Address("user", "u", "end")
-    try:
-        _half_answered(store, address, 4)
-        store.append(address, prepare({"role": "assistant", "content": "thinking"}, 1))
-        store.append(address, prepare({"role": "user", "content": "next"}, 1))
-        rows = store.load(address)
-    finally:
-        store.close()
-    roles = [(row["role"], result_id(row)) for row in rows]
-    assert roles == [
-        ("user", None),
-        ("assistant", None),
-        ("tool", "c0"),
-        ("tool", "c1"),
-        ("tool", "c2"),  # healed where the run ends, before the assistant's next row
-        ("tool", "c3"),
-        ("assistant", None),
-        ("user", None),
-    ]
 
 
 def _healing_steps(tmp_path: Path, calls: int) -> int:
@@ -86,7 +37,7 @@ def _healing_steps(tmp_path: Path, calls: int) -> int:
         return 0
 
     try:
-        _half_answered(store, address, calls)
+        half_answered(store, address, calls)
         with store._connection() as conn:  # the pool lends this connection to the append next
             conn.set_progress_handler(count, 1)
         store.append(address, prepare({"role": "user", "content": "next"}, 1))
