@@ -191,14 +191,17 @@ class SharedSync:
         """Note that a write of this thread's commit block changed the database."""
         _active("changed").add(self)
 
-    def settled(self) -> None:
-        """Note that a write of this thread's block committed with its own fsync while alone.
+    def settled(self, alone: bool) -> None:
+        """Note whether this thread's latest write in its block commits with its own fsync, alone.
 
-        Nothing it read can be another thread's commit still waiting for an fsync (none
-        was in a block then), so the block waits for none unless a later write of it
-        notes a change (decision 0095).
+        Nothing such a write reads can be another thread's commit still waiting for an
+        fsync (none was in a block then), so the block waits for none unless a write of
+        it notes a change; a later write that is not alone unsettles it (decision 0095).
         """
-        _active("settled").add(self)
+        if alone:
+            _active("settled").add(self)
+        else:
+            _active("settled").discard(self)
 
     @contextmanager
     def commit(self) -> Iterator[None]:

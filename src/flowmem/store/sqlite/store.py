@@ -377,8 +377,8 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         # share with: SQLite's own fsync at commit saves the shared one's work (decision 0095)
         joined = self._commits.joined()
         own_fsync = not deferred and (not joined or self._alone_writer())
-        if own_fsync and joined:
-            self._commits.settled()
+        if joined:
+            self._commits.settled(own_fsync)
         self._pragma(conn, "synchronous", self.synchronous if own_fsync else "NORMAL")
         self._pragma(conn, "wal_autocheckpoint", 0 if deferred else AUTO_CHECKPOINT)
         changes = conn.total_changes
