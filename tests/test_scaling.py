@@ -79,9 +79,10 @@ def assert_linear(label: str, run: Callable[[int], Callable[[], Any]], n: int) -
     works = {size: run(size) for size in (n, 2 * n, 4 * n)}
     shown = ""
     for _ in range(ATTEMPTS):
-        # a full collection costs time in proportion to everything alive, so the largest
-        # size would pay for the heap the test process holds, not for its own algorithm
-        gc.collect()
+        # a collection during a run costs time in proportion to everything alive, so the
+        # largest size would pay for the heap the test process holds, not for its own
+        # algorithm; none runs while timing (and none is forced first: in a large test
+        # worker one full collection takes seconds)
         gc.disable()
         try:
             times = _times(works)
