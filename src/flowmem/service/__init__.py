@@ -32,20 +32,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from flowmem import compaction, metrics
-from flowmem.core import AppendOutcome, Message, check_storable, is_empty, prepare
-from flowmem.core.compaction import parse_plan_id
+from flowmem import metrics
+from flowmem.core import AppendOutcome, Message, is_empty, prepare
 from flowmem.core.tokens import Counter
 from flowmem.errors import (
-    CompactionStaleError,
     ConfigurationError,
-    FlowmemError,
     InvalidInputError,
-    MessageTooLargeError,
-    NotSerializableError,
-    RecordTooLargeError,
 )
-from flowmem.limits import Limits, raise_hint
+from flowmem.limits import Limits
 from flowmem.memory import Memory
 from flowmem.refusals import log_refusal
 from flowmem.results import (  # re-exported: they were defined here
@@ -60,7 +54,6 @@ from flowmem.results import (
 from flowmem.results import (
     BufferText as BufferText,
 )
-from flowmem.results import CompactionPlanResult, CompactResult
 from flowmem.results import (
     PopResult as PopResult,
 )
@@ -74,13 +67,40 @@ from flowmem.results import (
     WriteResult as WriteResult,
 )
 from flowmem.scope import (
-    NAME_MAX,
     ExecutionContext,
     Refusal,
     check_scope,
     resolve_scope,
     usable_identity,
 )
+from flowmem.service.checks import (  # re-exported: callers import them from here
+    MAX_KEY_LENGTH as MAX_KEY_LENGTH,
+)
+from flowmem.service.checks import (
+    check_count as check_count,
+)
+from flowmem.service.checks import (
+    check_key as check_key,
+)
+from flowmem.service.checks import (
+    check_message_sizes as check_message_sizes,
+)
+from flowmem.service.checks import (
+    check_record as check_record,
+)
+from flowmem.service.checks import (
+    check_scope_id as check_scope_id,
+)
+from flowmem.service.checks import (
+    check_size as check_size,
+)
+from flowmem.service.checks import (
+    check_ttl as check_ttl,
+)
+from flowmem.service.checks import (
+    window_args as window_args,
+)
+from flowmem.service.compaction_calls import CompactionCalls
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     SESSION_SCOPE,
@@ -92,7 +112,7 @@ from flowmem.store.base import (
     SupportsPopLast,
     WriteGuard,
 )
-from flowmem.store.rows import check_batch, dump_json, utf8_size
+from flowmem.store.rows import check_batch
 from flowmem.store.window import read_window
 
 
@@ -113,125 +133,7 @@ class PagedText:
     after: int | None = None
     more: bool = False
 
-MAX_KEY_LENGTH = NAME_MAX
-_MESSAGE_HINT = raise_hint("message_bytes")  # how a refusal says to raise the limit
-_RECORD_HINT = raise_hint("record_bytes")
-# built once: json.dumps with any option set builds a new encoder on every call
-_STRICT_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
-
-
-def check_key(key: object) -> str:
-    """Return ``key`` when it is storable text of 1 to 255 code points; else raise."""
-    if not isinstance(key, str):
-        raise InvalidInputError(f"key must be a string, got {type(key).__name__}", argument="key")
-    if not 1 <= len(key) <= MAX_KEY_LENGTH:
-        raise InvalidInputError(
-            f"key must be 1 to {MAX_KEY_LENGTH} characters long, got {len(key)}",
-            argument="key",
-        )
-    check_storable(key, "key")
-    return str(key)
-
-
-def check_ttl(ttl: object) -> float | None:
-    """Return ``ttl`` (seconds) when it is None or a positive finite number; else raise."""
-    if ttl is None:
-        return None
-    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
-        raise InvalidInputError(
-            f"ttl must be a positive number of seconds or null, got {type(ttl).__name__}",
-            argument="ttl",
-        )
-    if not math.isfinite(ttl) or ttl <= 0:
-        raise InvalidInputError(
-            f"ttl must be a positive number of seconds, got {ttl!r}", argument="ttl"
-        )
-    return float(ttl)
-
-
-def check_count(value: object, name: str, *, optional: bool = False) -> int | None:
-    """Return ``value`` when it is an integer >= 0 (or None when ``optional``); else raise."""
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInputError(f"{name} must be an integer >= 0, got {value!r}", argument=name)
-    return int(value)
-
-
-def check_size(
-    text: str,
-    limit: int,
-    error: type[FlowmemError],
-    what: str,
-    hint: str = "",
-    **details: object,
-) -> None:
-    """Raise ``error`` when the JSON ``text`` of ``what`` is over ``limit`` UTF-8 bytes (0: no limit).
-
-    ``hint`` (how to raise the limit) ends the error's message.
-    """
-    if not limit:
-        return
-    size = utf8_size(text)
-    if size > limit:
-        raise error(
-            f"{what} is {size} bytes as JSON, over the limit of {limit} bytes"
-            + (f": {hint}" if hint else ""),
-            limit=limit,
-            size=size,
-            **details,
-        )
-
-
-def check_record(value: object, limit: int) -> None:
-    """Refuse a record value that is not JSON, or whose stored JSON passes ``limit`` bytes."""
-    try:
-        text = dump_json(value, "value", compact=False)  # exactly what the stores write
-    except NotSerializableError as exc:
-        raise NotSerializableError(exc.message, argument="value") from exc
-    check_size(text, limit, RecordTooLargeError, "the value", _RECORD_HINT, argument="value")
-
-
-def check_message_sizes(rows: list[Message], limit: int) -> None:
-    """Refuse (MessageTooLargeError) a prepared row whose stored JSON passes ``limit`` bytes."""
-    if not limit:
-        return
-    for index, row in enumerate(rows):
-        text = dump_json(row, "message")
-        what = f"message {index}"
-        check_size(text, limit, MessageTooLargeError, what, _MESSAGE_HINT, argument="messages")
-
-
-def check_scope_id(scope_id: object) -> str:
-    """Return an explicit scope id when it is storable text (``""`` included)."""
-    if not isinstance(scope_id, str):
-        raise InvalidInputError(
-            f"scope_id must be a string, got {type(scope_id).__name__}", argument="scope_id"
-        )
-    check_storable(scope_id, "scope_id")
-    return str(scope_id)
-
-
-def window_args(
-    last: int | None, max_tokens: object, counter: object, first_role: object
-) -> int | None:
-    """The token budget of a load (None: none asked); InvalidInputError for bad window arguments."""
-    if max_tokens is None:
-        if counter is not None or first_role is not None:
-            raise InvalidInputError("counter and first_role need max_tokens")
-        return None
-    budget = check_count(max_tokens, "max_tokens")
-    if last is not None:
-        raise InvalidInputError("give last or max_tokens, not both")
-    if counter is not None and not callable(counter):
-        raise InvalidInputError("counter must be a callable taking one stored row")
-    if first_role is not None and first_role not in ("user", "assistant"):
-        raise InvalidInputError(f"first_role must be user or assistant, got {first_role!r}")
-    return budget
-
-
-
-class MemoryService:
+class MemoryService(CompactionCalls):
     """Memory records and conversation buffers under resolved scopes, over one ``Store``.
 
     ``lock_timeout`` bounds how long an append waits for its turn (MEM-12);
@@ -776,169 +678,6 @@ class MemoryService:
             return result(self.store.clear(address, guard_session=guard))
         keyed = idempotency.mapped(result)
         return result(self.store.clear(address, guard_session=guard, idempotency=keyed))
-
-    # --- compaction (issue 28 §2: flowmem.compaction) ----------------------------------
-    def _with_archive(self, address: Address, last: int | None) -> BufferResult:
-        if last is not None:
-            raise InvalidInputError(
-                "include_archived reads the whole buffer: leave out last", argument="last"
-            )
-        read = compaction.archive_of(self.store).read(address)
-        rows: list[Message] = json.loads("[" + ",".join([*read.archived, *read.live]) + "]")
-        return BufferResult(messages=rows, count=len(read.live), resolved_scope_id=address.scope_id)
-
-    def _check_summary(self, row: Message) -> None:
-        check_message_sizes([row], self.limits.message_bytes)
-
-    def compaction_plan(
-        self,
-        scope: str,
-        key: str,
-        context: ExecutionContext | None,
-        keep_tokens: int,
-        *,
-        counter: Counter | None = None,
-    ) -> CompactionPlanResult:
-        """The first step of a compaction: the rows beyond ``keep_tokens`` and the plan's id.
-
-        A read (it changes nothing). Summarize ``messages``, then ``apply_compaction``
-        with ``plan``. WindowTooSmallError when the newest turn alone passes the
-        budget. A refusal returns no plan (MEM-7).
-        """
-        name = check_key(key)
-        budget = check_count(keep_tokens, "keep_tokens") or 0
-        count = compaction.counter_of(counter)
-        resolved = self._resolve("load", scope, name, context)
-        if isinstance(resolved, Refusal):
-            return CompactionPlanResult(refusal=resolved)
-        return self.compaction_plan_raw(scope, resolved, name, budget, counter=count)
-
-    def compaction_plan_raw(
-        self, scope: str, scope_id: str, key: str, keep_tokens: int, *, counter: Counter | None = None
-    ) -> CompactionPlanResult:
-        """``compaction_plan`` at an explicit scope id (trusted callers; no resolution)."""
-        address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
-        budget = check_count(keep_tokens, "keep_tokens") or 0
-        plan = compaction.read_plan(self.store, address, budget, compaction.counter_of(counter))
-        total = 0 if plan is not None else self.store.count(address)
-        return compaction.plan_result(plan, total, scope_id)
-
-    def apply_compaction(
-        self,
-        scope: str,
-        key: str,
-        context: ExecutionContext | None,
-        plan: str,
-        summary: object,
-    ) -> CompactResult:
-        """The second step: replace the plan's rows by ``summary`` (text or one message), archiving them.
-
-        CompactionStaleError (409), nothing changed, when the rows changed since the
-        plan (another compaction, a clear): plan again. A refusal changes nothing (MEM-7).
-        """
-        name = check_key(key)
-        parse_plan_id(plan)  # refused before the scope is resolved
-        resolved = self._resolve("compact", scope, name, context)
-        if isinstance(resolved, Refusal):
-            return CompactResult(refusal=resolved)
-        return self.apply_compaction_raw(scope, resolved, name, plan, summary)
-
-    def apply_compaction_raw(
-        self, scope: str, scope_id: str, key: str, plan: str, summary: object
-    ) -> CompactResult:
-        """``apply_compaction`` at an explicit scope id (trusted callers; no resolution)."""
-        address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
-        kept, digest = parse_plan_id(plan)
-        now = int(self._now())
-        done = compaction.apply_plan(
-            self.store, address, kept, digest, summary, now, self._check_summary
-        )
-        if done is None:
-            raise CompactionStaleError(
-                f"the rows of this compaction plan of buffer {key!r} changed since it was "
-                "made: make a new plan"
-            )
-        return compaction.compacted(done, None, self.store.count(address), 1, scope_id)
-
-    def compact(
-        self,
-        scope: str,
-        key: str,
-        context: ExecutionContext | None,
-        *,
-        keep_tokens: int,
-        summarize: compaction.Summarizer,
-        counter: Counter | None = None,
-    ) -> CompactResult:
-        """Replace the oldest rows beyond ``keep_tokens`` by one summary; archive them (issue 28 §2).
-
-        The newest rows that fit in ``keep_tokens`` tokens (``counter``: a stored row's
-        tokens, default ``flowmem.core.tokens.estimate_tokens``) stay, cut where the
-        window rules allow; ``summarize`` gets the rows before them and returns the
-        summary (text or one message), marked ``metadata.summary``. The rows stay
-        retrievable (``load(..., include_archived=True)``) until the buffer is
-        cleared, its session deleted or its user erased, and a late copy of an
-        archived result or turn is still a duplicate (MEM-1, MEM-2). A summarizer
-        that raises changes nothing; concurrent compactions archive a prefix once
-        (MEM-12). A refusal changes nothing (MEM-7).
-        """
-        name = check_key(key)
-        check_count(keep_tokens, "keep_tokens")
-        compaction.counter_of(counter)
-        compaction.check_summarizer(summarize)
-        resolved = self._resolve("compact", scope, name, context)
-        if isinstance(resolved, Refusal):
-            return CompactResult(refusal=resolved)
-        return self.compact_raw(
-            scope, resolved, name, keep_tokens=keep_tokens, summarize=summarize, counter=counter
-        )
-
-    def compact_raw(
-        self,
-        scope: str,
-        scope_id: str,
-        key: str,
-        *,
-        keep_tokens: int,
-        summarize: compaction.Summarizer,
-        counter: Counter | None = None,
-    ) -> CompactResult:
-        """``compact`` at an explicit scope id (trusted callers; no resolution)."""
-        address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
-        budget = check_count(keep_tokens, "keep_tokens") or 0
-        return compaction.compact_at(
-            self.store,
-            address,
-            budget,
-            compaction.check_summarizer(summarize),
-            compaction.counter_of(counter),
-            int(self._now()),
-            self._check_summary,
-        )
-
-    def compact_to(
-        self, scope: str, key: str, context: ExecutionContext | None, messages: object
-    ) -> CompactResult:
-        """Replace the whole buffer by ``messages`` (a history a compaction model made), archiving every row.
-
-        For a compaction made elsewhere (the Agents SDK's ``responses.compact``): the
-        rows go to the archive as ``compact`` archives them, the first message is
-        marked as their summary, in one transaction; CompactionStaleError, nothing
-        changed, when the buffer was written since it was read. An empty buffer just
-        gets ``messages`` appended. A refusal changes nothing (MEM-7).
-        """
-        name = check_key(key)
-        rows = prepare(messages, int(self._now()))
-        check_message_sizes(rows, self.limits.message_bytes)
-        resolved = self._resolve("compact", scope, name, context)
-        if isinstance(resolved, Refusal):
-            return CompactResult(refusal=resolved)
-        address = Address(check_scope(scope), resolved, name)
-        done = compaction.replace_all(self.store, address, rows, self._check_summary)
-        if done is None:
-            appended = self.append(scope, key, rows, context)
-            return CompactResult(count=appended.count, attempts=1, resolved_scope_id=resolved)
-        return compaction.compacted(done, None, self.store.count(address), 1, resolved)
 
     def pop_last(self, scope: str, key: str, context: ExecutionContext | None) -> PopResult:
         """Remove and return a buffer's last row (the Agents SDK's ``pop_item``).
