@@ -100,3 +100,61 @@ def test_a_refused_scope_plans_and_compacts_nothing(api: Api) -> None:
     archived = api.call("GET", "/v1/buffers/session/k?archived=true")
     assert archived.json()["refused"] == "no_session_id"
     assert snapshot(api) == state
+
+
+REPLACE = "/v1/buffers/user/k/compact/replace"
+COMPACTED_ITEMS: list[dict[str, Any]] = [
+    {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "first question"}]},
+    {"type": "compaction", "id": "cmp_1", "encrypted_content": "opaque"},
+]
+
+
+def test_a_history_compacted_elsewhere_replaces_the_buffer_and_archives_every_row(api: Api) -> None:
+    before = _fill(api)
+    done = api.call("POST", REPLACE, json={"format": "responses", "messages": COMPACTED_ITEMS})
+    assert done.status_code == 200, done.text
+    body = done.json()
+    assert body["compacted"] and body["archived"] == len(before) and body["count"] == 2
+    assert (body["first"], body["last"]) == (1, len(before))
+    whole = api.call("GET", "/v1/buffers/user/k?archived=true").json()
+    assert whole["archived"] == len(before) and whole["messages"][: len(before)] == before
+    assert whole["messages"][len(before)]["metadata"]["summary"]["archived"] == len(before)
+    items = api.call("GET", "/v1/buffers/user/k?format=responses").json()["messages"]
+    assert items[-1] == COMPACTED_ITEMS[-1]  # the opaque compaction item comes back as it went in
+
+
+def test_a_compacted_history_into_an_empty_buffer_is_appended(api: Api) -> None:
+    rows = [{"role": "user", "content": "summary so far"}]
+    done = api.call("POST", REPLACE, json={"messages": rows})
+    assert done.status_code == 200 and not done.json()["compacted"] and done.json()["count"] == 1
+    assert api.call("GET", "/v1/buffers/user/k?archived=true").json()["archived"] == 0
+
+
+def test_a_bad_compacted_history_is_refused_and_changes_nothing(api: Api) -> None:
+    _fill(api)
+    state = snapshot(api)
+    empty = api.call("POST", REPLACE, json={"messages": []})
+    assert empty.status_code == 422 and empty.json()["error"]["code"] == "invalid_input"
+    mismatch = api.call("POST", REPLACE, json={"messages": COMPACTED_ITEMS})  # items sent as rows
+    assert mismatch.status_code == 422
+    unknown = api.call("POST", REPLACE, json={"messages": [{"role": "user", "content": "x"}], "max_messages": 1})
+    assert unknown.status_code == 422  # the body of an append is not this one's
+    many = api.call("POST", REPLACE, json={"messages": [{"role": "user", "content": "x"}] * 1001})
+    assert many.status_code == 413 and many.json()["error"]["code"] == "payload_too_large"
+    assert snapshot(api) == state
+
+
+def test_mem_15_only_a_driver_replaces_a_sessions_history(api: Api) -> None:
+    sid = api.session("alice")
+    url = f"/v1/buffers/session/chat_history?session_id={sid}"
+    _fill(api, url)
+    replace_url = f"/v1/buffers/session/chat_history/compact/replace?session_id={sid}"
+    stored = api.call("GET", url).json()["count"]
+    state = snapshot(api)
+    body = {"format": "responses", "messages": COMPACTED_ITEMS}
+    assert api.call("POST", replace_url, "viewer", json=body).status_code == 403
+    assert api.call("POST", replace_url, "bob", json=body).status_code == 404
+    refused = api.call("POST", "/v1/buffers/user/k/compact/replace", "service", json=body)
+    assert refused.status_code == 200 and refused.json()["refused"] == "no_user_id"
+    assert snapshot(api) == state
+    assert api.call("POST", replace_url, "driver", json=body).json()["archived"] == stored

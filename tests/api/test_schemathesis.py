@@ -67,14 +67,15 @@ def _fresh_key(case: schemathesis.Case) -> None:
 def _excluded(case: schemathesis.Case) -> list[Any]:
     """A provider's own messages are described as objects, not by its SDK's whole type tree.
 
-    So a schema-valid append in a provider format, or a check/normalize payload
+    So a schema-valid append or compacted history in a provider format, or a check/normalize payload
     (read in the format given or detected), may still be refused 422
     (``invalid_message``, ``format_mismatch`` …): "valid data accepted" is not
     checked for those bodies (decision 0023). Every other check (no 500,
     responses conform) still runs.
     """
     body = case.body if isinstance(case.body, dict) else {}
-    if case.path == "/v1/buffers/{scope}/{key}" and body.get("format", "rows") != "rows":
+    takes_messages = ("/v1/buffers/{scope}/{key}", "/v1/buffers/{scope}/{key}/compact/replace")
+    if case.path in takes_messages and body.get("format", "rows") != "rows":
         return [positive_data_acceptance]
     # a read's token budget fits or not by the buffer stored (422 window_too_small), and
     # max_tokens, archived and last/before/format exclude each other (422 invalid_input)

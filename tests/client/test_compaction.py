@@ -68,3 +68,29 @@ def test_a_refused_scope_sends_nothing(server: Server) -> None:
     with server.client("alice") as client:
         refused = client.compact("session", "k", None, keep_tokens=10, summarize=lambda r: "s")
         assert refused.refused == "no_context" and not refused.compacted
+
+
+def test_compact_to_replaces_the_history_on_the_server_and_archives_it(server: Server) -> None:
+    with server.client("alice") as client:
+        client.append("user", "k", history(5), ALICE)
+        before = client.load("user", "k", ALICE).messages
+        done = client.compact_to("user", "k", ALICE, [{"role": "user", "content": "the gist"}])
+        assert done.compacted and done.archived == len(before) and done.count == 1
+        whole = client.load("user", "k", ALICE, include_archived=True)
+        assert whole.messages[: len(before)] == before
+        assert whole.messages[-1]["metadata"]["summary"]["archived"] == len(before)
+        refused = client.compact_to("session", "k", None, [{"role": "user", "content": "x"}])
+        assert refused.refused == "no_context" and not refused.compacted
+
+
+def test_the_async_compact_to_is_the_same_call(server: Server) -> None:
+    async def run() -> Any:
+        async with server.async_client("alice") as client:
+            await client.append("user", "k", history(5), ALICE)
+            done = await client.compact_to("user", "k", ALICE, [{"role": "user", "content": "gist"}])
+            whole = await client.load("user", "k", ALICE, include_archived=True)
+            return done, whole
+
+    done, whole = asyncio.run(run())
+    assert done.compacted and whole.count == 1
+    assert len(whole.messages) == done.archived + 1

@@ -2,7 +2,8 @@
 
 The compaction call (``client.responses.compact``) is a stand-in that returns what
 the API returns: the user messages kept and one ``compaction`` item. The history
-it replaces is archived, not cleared.
+it replaces is archived, not cleared: in process, and over HTTP through the
+``Client`` and the ``AsyncClient`` (``POST …/compact/replace``).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from agents.memory import OpenAIResponsesCompactionSession
 
 from flowmem.core.compaction import SUMMARY_KEY
 from flowmem.integrations.openai_agents import FlowmemSession
+from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
 from flowmem.store import open_store
+from tests.client.conftest import in_process
 
 SID = "00000000-0000-0000-0000-00000000c0de"
 HISTORY: list[Any] = [
@@ -101,3 +104,30 @@ def test_a_failed_compaction_call_leaves_the_history(service: MemoryService) -> 
     asyncio.run(run())
     stored = service.load("session", flowmem.key, flowmem.context, include_archived=True)
     assert stored.count == len(stored.messages) == 5
+
+
+@pytest.mark.parametrize("kind", ["client", "async_client"])
+def test_over_http_the_compacted_history_is_archived_too(kind: str, tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'served.db'}")
+    try:
+        for server in in_process(store):
+            memory = server.client("alice") if kind == "client" else server.async_client("alice")
+            flowmem = FlowmemSession(SID, memory)
+            client = SimpleNamespace(responses=StandInResponses())
+            session = OpenAIResponsesCompactionSession(SID, flowmem, client=client)  # type: ignore[arg-type]
+            items = asyncio.run(_added_then_compacted(session))
+            assert items[-1] == {"type": "compaction", "id": "cmp_1", "encrypted_content": "opaque"}
+            alice = ExecutionContext(user_id="alice", session_id=SID)
+            stored = MemoryService(store).load("session", flowmem.key, alice, include_archived=True)
+            archived = stored.messages[: len(stored.messages) - stored.count]
+            assert len(archived) == 5 and archived[0]["content"] == "weather in Lisbon?"
+            assert stored.messages[5]["metadata"][SUMMARY_KEY]["archived"] == 5
+    finally:
+        store.close()
+
+
+async def _added_then_compacted(session: OpenAIResponsesCompactionSession) -> list[Any]:
+    """Add HISTORY, force a compaction, read the items back."""
+    await session.add_items(HISTORY)
+    await session.run_compaction({"force": True, "compaction_mode": "input"})
+    return await session.get_items()

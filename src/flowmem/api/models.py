@@ -178,14 +178,20 @@ _PROVIDER_MESSAGE: dict[str, Any] = {
 }
 
 
-def _one_or_many(item: dict[str, Any]) -> dict[str, Any]:
-    return {"anyOf": [item, {"type": "array", "items": item}]}
+def _one_or_many(item: dict[str, Any], min_items: int = 0) -> dict[str, Any]:
+    many: dict[str, Any] = {"type": "array", "items": item}
+    if min_items:
+        many["minItems"] = min_items
+    return {"anyOf": [item, many]}
 
 
-def _append_schema(schema: dict[str, Any]) -> None:
-    """State the append body per format: rows messages, or a provider's own messages."""
+def _format_variants(schema: dict[str, Any], extra: tuple[str, ...], min_items: int = 0) -> None:
+    """State a body of messages per format: rows, or a provider's own messages.
+
+    ``extra``: the body's other fields; ``min_items``: the fewest messages a list holds.
+    """
     properties = schema["properties"]
-    common = {name: properties[name] for name in ("max_messages", "return_messages")}
+    common = {name: properties[name] for name in extra}
 
     def variant(formats: list[str], messages: dict[str, Any], **more: Any) -> dict[str, Any]:
         required = ["messages"] if formats == ["rows"] else ["format", "messages"]
@@ -218,9 +224,9 @@ def _append_schema(schema: dict[str, Any]) -> None:
         "description": "Gemini's `system_instruction` (a string or a Content), stored as "
         "the leading system row.",
     }
-    provider = _one_or_many(_PROVIDER_MESSAGE)
+    provider = _one_or_many(_PROVIDER_MESSAGE, min_items)
     variants = [
-        variant(["rows"], _one_or_many(MESSAGE_SCHEMA)),
+        variant(["rows"], _one_or_many(MESSAGE_SCHEMA, min_items)),
         variant(["openai", "responses"], provider),
         variant(["anthropic"], provider, system=system),
         variant(["gemini"], provider, system_instruction=instruction),
@@ -230,19 +236,14 @@ def _append_schema(schema: dict[str, Any]) -> None:
     schema["oneOf"] = variants
 
 
-class BufferAppend(BaseModel):
-    """Messages to append to a conversation buffer: one message or a list.
+class FormattedMessages(BaseModel):
+    """Messages in a format: flowmem rows (default) or a provider's own, converted to rows.
 
     With `format` `openai`, `responses`, `anthropic` or `gemini` the messages are
-    that provider's own (Anthropic's `system`, Gemini's `system_instruction` too),
-    converted to rows before the append.
+    that provider's own (Anthropic's `system`, Gemini's `system_instruction` too).
     """
 
-    model_config = ConfigDict(
-        extra="forbid",
-        strict=True,
-        json_schema_extra=lambda schema, _: _append_schema(schema),
-    )
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     format: Format = Field(
         default="rows",
@@ -253,12 +254,6 @@ class BufferAppend(BaseModel):
     messages: Any = Field(description="One message or a list, in `format`.")
     system: Any = Field(default=None, description="With `format` `anthropic` only.")
     system_instruction: Any = Field(default=None, description="With `format` `gemini` only.")
-    max_messages: JsonInt = Field(default=0, ge=0, description="Window size; 0 = unlimited.")
-    return_messages: bool = Field(
-        default=False,
-        description="Also return the whole buffer after the append (costs a read of it); "
-        "by default `messages` is `[]` and the append's cost does not grow with the buffer.",
-    )
 
     @field_validator("messages")
     @classmethod
@@ -288,6 +283,45 @@ class BufferAppend(BaseModel):
         if info.data.get("format") != "gemini":
             raise ValueError("system_instruction is taken only with format gemini")
         return _SYSTEM_INSTRUCTION.validate_python(value)
+
+
+class BufferAppend(FormattedMessages):
+    """Messages to append to a conversation buffer: one message or a list.
+
+    With `format` `openai`, `responses`, `anthropic` or `gemini` the messages are
+    that provider's own (Anthropic's `system`, Gemini's `system_instruction` too),
+    converted to rows before the append.
+    """
+
+    model_config = ConfigDict(
+        json_schema_extra=lambda schema, _: _format_variants(
+            schema, ("max_messages", "return_messages")
+        ),
+    )
+
+    max_messages: JsonInt = Field(default=0, ge=0, description="Window size; 0 = unlimited.")
+    return_messages: bool = Field(
+        default=False,
+        description="Also return the whole buffer after the append (costs a read of it); "
+        "by default `messages` is `[]` and the append's cost does not grow with the buffer.",
+    )
+
+
+class CompactionReplace(FormattedMessages):
+    """A history compacted elsewhere (the output of `responses.compact`) to replace the buffer's.
+
+    With `format` `responses` the items exactly as the compaction call answered them.
+    """
+
+    model_config = ConfigDict(json_schema_extra=lambda schema, _: _format_variants(schema, (), 1))
+
+    @field_validator("messages")
+    @classmethod
+    def _at_least_one(cls, value: Any) -> Any:
+        """A compacted history is not empty: to empty a buffer, clear it."""
+        if value == []:
+            raise ValueError("a compacted history has at least one message (to empty a buffer, clear it)")
+        return value
 
 
 REFUSED = Field(

@@ -547,6 +547,19 @@ class AsyncClient:
             return CompactResult(refusal=where)
         return await self.call(calls.apply_compaction(scope, key, where, plan, summary))
 
+    async def compact_to(
+        self, scope: str, key: str, context: ExecutionContext | None, messages: object
+    ) -> CompactResult:
+        """Replace the whole buffer by a history compacted elsewhere, as ``MemoryService.compact_to``.
+
+        Every stored row goes to the buffer's archive; CompactionStaleError, nothing
+        changed, when the buffer was written meanwhile. A refusal sends nothing (MEM-14).
+        """
+        where = await self._plan("compact", scope, key, context)
+        if isinstance(where, Refusal):
+            return CompactResult(refusal=where)
+        return await self.call(calls.compact_to(scope, key, where, messages))
+
     async def compact(
         self,
         scope: str,

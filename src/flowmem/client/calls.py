@@ -311,6 +311,13 @@ def apply_compaction(
     return Call("POST", path, _reported(CompactResult), params=where.params(), body=body, has_body=True)
 
 
+def compact_to(scope: str, key: str, where: Where, messages: Any) -> Call[CompactResult]:
+    """``POST /v1/buffers/{scope}/{key}/compact/replace`` (rows)."""
+    path = _memory_path("buffers", scope, key, "/compact/replace")
+    body = {"messages": messages}
+    return Call("POST", path, _reported(CompactResult), params=where.params(), body=body, has_body=True)
+
+
 def read_record(scope: str, key: str, where: Where, default: Any = None) -> Call[ReadResult]:
     """``GET /v1/memory/{scope}/{key}`` (``default`` is sent as JSON text)."""
     params = where.params()

@@ -231,11 +231,12 @@ class FlowmemSession:
 
         What the SDK's ``OpenAIResponsesCompactionSession`` calls to put the output of
         ``responses.compact`` in place of the history (issue 28 §2): every stored row
-        goes to the buffer's archive (``MemoryService.compact_to``), readable with
+        goes to the buffer's archive (``compact_to`` of a ``MemoryService`` or, over
+        HTTP, of a ``Client``/``AsyncClient``), readable with
         ``load(..., include_archived=True)``, instead of being cleared.
         CompactionStaleError, nothing changed, when the buffer was written meanwhile.
-        False when the memory cannot (a client of a server): the SDK then clears the
-        session and adds the items, as with its own sessions.
+        False when the memory has no ``compact_to`` (a ``Memory`` of the caller's
+        own): the SDK then clears the session and adds the items, as with its own sessions.
         """
         self._check_open()
         compact_to = getattr(self.service, "compact_to", None)

@@ -296,6 +296,7 @@ class Operation(Enum):
     LOAD_ALL = "load"  # reads one buffer whole (with its archive: ``include_archived``)
     COMPACT_PLAN = "compaction_plan"  # reads one buffer (issue 28 §2)
     COMPACT = "apply_compaction"  # one buffer's compaction transaction
+    COMPACT_TO = "compact_to"  # one buffer's whole-history replacement, archiving it
 
     @property
     def writes(self) -> bool:
@@ -312,7 +313,7 @@ class Operation(Enum):
     @property
     def fuses_key(self) -> bool:
         """True when the store records an idempotency key in the operation's own transaction."""
-        return self.writes and self not in (Operation.POP, Operation.COMPACT)
+        return self.writes and self not in (Operation.POP, Operation.COMPACT, Operation.COMPACT_TO)
 
     @property
     def creates(self) -> bool:

@@ -8,6 +8,11 @@ summary: a write, so the caller must drive a ``session`` scope, MEM-15). The pla
 id names the rows it covers by their digest: a plan whose rows changed since
 (another compaction, a clear) is refused 409 ``compaction_stale`` and changes
 nothing; rows appended since stay live and are not summarized.
+
+A history compacted elsewhere (the output of the Responses API's
+``responses.compact``, which the Agents SDK puts in place of a session's history)
+replaces the whole buffer in one request (``POST …/compact/replace``): every stored
+row moves to the archive, as a planned compaction's do, instead of being cleared.
 """
 
 from __future__ import annotations
@@ -20,12 +25,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from flowmem.api.fast.route import TARGET_OPENAPI, DirectRoute, MemoryCall, Operation, memory_call
 from flowmem.api.idempotency import PARAMETER
-from flowmem.api.models import REFUSED
+from flowmem.api.models import REFUSED, CompactionReplace
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
+from flowmem.api.routes.incoming import rows_of
 
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
 CALL = Depends(memory_call)
 SCOPE_ERRORS = (*AUTH_ERRORS, 403, 404, 422)
+WRITE_OPENAPI = {**TARGET_OPENAPI, "parameters": [*TARGET_OPENAPI["parameters"], PARAMETER]}
 
 
 class CompactionPlanRead(BaseModel):
@@ -96,7 +103,7 @@ async def compaction_plan(
     response_model=CompactionDone,
     response_model_exclude_unset=True,
     responses=errors(*SCOPE_ERRORS, *BODY_ERRORS, 409),
-    openapi_extra={**TARGET_OPENAPI, "parameters": [*TARGET_OPENAPI["parameters"], PARAMETER]},
+    openapi_extra=WRITE_OPENAPI,
 )
 async def apply_compaction(
     body: CompactionApply, call: MemoryCall = CALL
@@ -108,3 +115,25 @@ async def apply_compaction(
     until the buffer is cleared, its session deleted or its user erased.
     """
     return await call.answer(Operation.COMPACT, plan=body.plan, summary=body.summary)
+
+
+@router.post(
+    "/buffers/{scope}/{key}/compact/replace",
+    response_model=CompactionDone,
+    response_model_exclude_unset=True,
+    responses=errors(*SCOPE_ERRORS, *BODY_ERRORS, 409),
+    openapi_extra=WRITE_OPENAPI,
+)
+async def replace_compacted(
+    body: CompactionReplace, call: MemoryCall = CALL
+) -> dict[str, Any] | Response:
+    """Replace the whole buffer by a history compacted elsewhere; every stored row is archived.
+
+    For the output of a compaction model (`format` `responses`: the items of
+    `responses.compact` as they came). In one transaction the stored rows move to
+    the buffer's archive (readable with `GET …?archived=true`) and `messages` take
+    their place, the first marked as their summary; an empty buffer just gets
+    `messages` appended. 409 `compaction_stale`, nothing changed, when the buffer
+    was written while this ran. At most 1000 messages (413).
+    """
+    return await call.answer(Operation.COMPACT_TO, messages=rows_of(body))

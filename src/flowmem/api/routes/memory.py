@@ -38,13 +38,11 @@ from flowmem.api.models import (
     WriteResult,
 )
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
+from flowmem.api.routes.incoming import rows_of
 from flowmem.core import check_storable, normalize
-from flowmem.errors import InvalidInputError, PayloadTooLargeError
+from flowmem.errors import InvalidInputError
 from flowmem.formats import (
     FIRST_ROLE,
-    check_format,
-    is_gemini_content,
-    read_document,
     write_document,
 )
 from flowmem.results import REFUSED_KEY
@@ -52,8 +50,6 @@ from flowmem.service import BufferResult as ServiceBufferResult
 from flowmem.service import BufferText, PagedText
 
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
-
-MAX_BATCH = 1000  # messages per append request
 
 SCOPE_ERRORS = (*AUTH_ERRORS, 403, 404, 422)
 CALL = Depends(memory_call)
@@ -228,40 +224,6 @@ async def _with_archive(call: MemoryCall, last: Any, before: Any, fmt: str) -> R
     return Response(render(answer), media_type="application/json")
 
 
-def _check_batch(messages: list[Any]) -> None:
-    if len(messages) > MAX_BATCH:
-        raise PayloadTooLargeError(
-            f"at most {MAX_BATCH} messages per append, got {len(messages)}", field="messages"
-        )
-
-
-def _from_provider(fmt: str, messages: list[Any], system: Any, instruction: Any) -> list[Any]:
-    """Return a provider's messages (Anthropic's ``system``, Gemini's ``system_instruction``) as rows.
-
-    Converted before the store is touched: a payload that plainly is another
-    format is ``format_mismatch``, one in no format ``unknown_format``, and invalid
-    input in its own format is that format's error (``invalid_message``,
-    ``unsupported_content`` …), all 422 with nothing written.
-    """
-    check_storable(system, "body.system")
-    check_storable(instruction, "body.system_instruction")
-    document: dict[str, Any] = {"messages": messages}
-    if fmt == "anthropic" and system is not None:
-        document["system"] = system
-    check_format(document if fmt == "anthropic" else messages, fmt, "body.messages")
-    if fmt == "responses":
-        return read_document(fmt, messages)
-    if fmt == "gemini":
-        return read_document(fmt, {"contents": messages, "system_instruction": instruction})
-    return read_document(fmt, document)
-
-
-def _check_rows(messages: list[Any]) -> None:
-    """Refuse Gemini contents sent as rows (``format_mismatch``): rows would read them empty."""
-    if any(isinstance(m, dict) and "parts" in m and is_gemini_content(m) for m in messages):
-        check_format(messages, "rows", "body.messages")
-
-
 @router.post(
     "/buffers/{scope}/{key}",
     response_model=BufferResult,
@@ -281,16 +243,9 @@ async def append_buffer(
     `return_messages` is true (then the whole buffer after the append, which costs
     a read of it). At most 1000 messages per request (413 beyond).
     """
-    messages = body.messages if isinstance(body.messages, list) else [body.messages]
-    _check_batch(messages)
-    if body.format != "rows":
-        messages = _from_provider(body.format, messages, body.system, body.system_instruction)
-        _check_batch(messages)
-    else:
-        _check_rows(messages)
     return await call.answer(
         Operation.APPEND,
-        messages=messages,
+        messages=rows_of(body),
         max_messages=body.max_messages,
         return_messages=body.return_messages,
     )
