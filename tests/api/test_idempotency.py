@@ -173,6 +173,10 @@ ROUTES = [
         "compact",
         lambda api: ("POST", "/v1/buffers/user/long/compact", "alice", {"plan": _plan(api), "summary": "s"}),
     ),
+    Route(
+        "compact replace",
+        lambda api: ("POST", "/v1/buffers/user/chat/compact/replace", "alice", {"messages": [{"role": "user", "content": "gist"}]}),
+    ),
 ]
 
 
@@ -298,7 +302,7 @@ def test_the_openapi_document_declares_the_header_on_write_routes(memory_api: Ap
     assert ("POST", "/v1/sessions/{session_id}/turns") in declared
     assert ("DELETE", "/v1/users/{user_id}") in declared
     assert ("GET", "/v1/buffers/{scope}/{key}") not in declared
-    assert len(declared) == len(ROUTES) == 14
+    assert len(declared) == len(ROUTES) == 15
 
 
 def test_a_key_without_a_path_in_the_store_is_unchanged_by_reads(tmp_path: Path) -> None:
@@ -361,3 +365,12 @@ def test_a_repeated_pop_removes_one_row(api: Api) -> None:
     assert first.json()["message"]["content"] == "two"
     rows = api.call("GET", "/v1/buffers/user/chat").json()["messages"]
     assert [row["content"] for row in rows] == ["one"]
+
+
+def test_a_repeated_compact_replace_archives_once(api: Api) -> None:
+    api.call("POST", "/v1/buffers/user/chat", json=MSG)
+    body = {"messages": [{"role": "user", "content": "gist"}]}
+    first, second = twice(api, "POST", "/v1/buffers/user/chat/compact/replace", "alice", json=body)
+    assert_replayed(first, second)
+    whole = api.call("GET", "/v1/buffers/user/chat?archived=true").json()
+    assert whole["archived"] == 1 and whole["count"] == 1  # the first row archived once, not the gist
