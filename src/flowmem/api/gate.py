@@ -47,6 +47,7 @@ import asyncio
 import json
 import logging
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
@@ -324,6 +325,56 @@ def _without_body(send: Send) -> Send:
     return head
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A request refused before any route: its status, code, message and details."""
+
+    status: int
+    code: str
+    message: str
+    details: list[dict[str, Any]] | None = None
+    close: bool = True  # end the connection after the answer
+
+    async def send(self, send: Send) -> None:
+        """Answer with the JSON error envelope."""
+        await send_error(send, self.status, self.code, self.message, self.details, close=self.close)
+
+
+@dataclass(frozen=True)
+class Head:
+    """What the gate reads from a request's headers, and a framing refusal."""
+
+    authorization: bytes | None
+    declared: bytes | None  # Content-Length as sent
+    content_type: bytes | None
+    has_body: bool
+    refusal: Refusal | None
+
+
+def read_head(headers: Any) -> Head:
+    """Scan the headers once; two ``Authorization`` headers or two framings are refused."""
+    authorization = declared = content_type = None
+    authorizations = 0
+    chunked = False
+    for name, value in headers:
+        if name == b"authorization":
+            authorization = value
+            authorizations += 1
+        elif name == b"content-length":
+            declared = value
+        elif name == b"content-type":
+            content_type = value
+        elif name == b"transfer-encoding":
+            chunked = True
+    refusal = None
+    if authorizations > 1:
+        refusal = Refusal(*DUPLICATE_AUTHORIZATION)
+    elif chunked and declared is not None:
+        refusal = Refusal(*AMBIGUOUS_LENGTH)
+    has_body = chunked or (declared is not None and declared.strip() not in (b"", b"0"))
+    return Head(authorization, declared, content_type, has_body, refusal)
+
+
 class GateMiddleware:
     """Refuse bad framing, authenticate, then check and parse the body; replay it after."""
 
@@ -370,97 +421,32 @@ class GateMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        head = scope["method"] == "HEAD"
-        if head:
+        head_request = scope["method"] == "HEAD"
+        if head_request:
             send = _without_body(send)  # refusals included
-        authorization = declared = content_type = None
-        authorizations = 0
-        chunked = False
-        for name, value in scope.get("headers", ()):
-            if name == b"authorization":
-                authorization = value
-                authorizations += 1
-            elif name == b"content-length":
-                declared = value
-            elif name == b"content-type":
-                content_type = value
-            elif name == b"transfer-encoding":
-                chunked = True
-        if authorizations > 1:
-            await send_error(send, *DUPLICATE_AUTHORIZATION)
-            return
-        if chunked and declared is not None:
-            await send_error(send, *AMBIGUOUS_LENGTH)
-            return
-        has_body = chunked or (declared is not None and declared.strip() not in (b"", b"0"))
+        head = read_head(scope.get("headers", ()))
+        refusal = head.refusal
         path = scope["path"]
-        if path not in OPEN_PATHS and not path.startswith(OPEN_PREFIXES):
-            try:
-                header = None if authorization is None else authorization.decode("latin-1")
-                principal = await self._principal(bearer_token(header), scope["method"], scope["path"])
-            except AuthenticationError as exc:
-                await send_error(send, 401, exc.code, exc.message, close=has_body)
-                return
-            except FlowmemError as exc:  # e.g. the store is down
-                status, said = status_for(exc), exc.message
-                if status >= 500:
-                    if exc.code in NAMED_CONDITIONS:
-                        log.error("authentication refused (%s): %s", exc.code, exc.message)
-                    else:
-                        log.error("authentication failed: %s", exc.message, exc_info=exc)
-                    said = SERVER_MESSAGES.get(exc.code, SERVER_MESSAGE)
-                if isinstance(exc, StoreError):
-                    metrics.store_error(exc.code)
-                await send_error(send, status, exc.code, said)
-                return
-            state = scope.setdefault("state", {})
-            state["principal"] = principal
-            state["token_id"] = principal.token_id
-        repeated = repeated_query_key(scope.get("query_string", b""))
-        if repeated is not None:
-            text = f"query parameter {repeated!r} is given more than once"
-            details = [{"field": f"query.{repeated}", "message": text}]
-            await send_error(send, 422, "invalid_input", text, details, close=has_body)
+        if refusal is None and path not in OPEN_PATHS and not path.startswith(OPEN_PREFIXES):
+            refusal = await self._authenticate(scope, head)
+        if refusal is None:
+            refusal = self._query_or_length_refusal(scope, head)
+        if refusal is not None:
+            await refusal.send(send)
             return
-        if declared is not None:
-            try:
-                length = int(declared)
-            except ValueError:
-                await send_error(send, 400, "invalid_body", "Content-Length is not a number")
-                return
-            if self.max_body and length > self.max_body:
-                await send_error(send, *self.too_large)
-                return
-        chunks: list[bytes] = []
-        size = 0
-        more = True
-        deadline = time.monotonic() + self.body_timeout if self.body_timeout else None
-        while more:
-            received = await (receive() if deadline is None else receive_by(receive, deadline))
-            if received is None:
-                await send_error(send, *TOO_SLOW)
-                return
-            message = received
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if self.max_body and size > self.max_body:
-                await send_error(send, *self.too_large)
-                return
-            chunks.append(chunk)
-            more = bool(message.get("more_body", False))
-        body = b"".join(chunks)
-        media = content_type.decode("latin-1") if content_type else None
+        body = await self._read_body(receive, send)
+        if body is None:  # refused (answered) or the client left
+            return
+        media = head.content_type.decode("latin-1") if head.content_type else None
         large = len(body) > INLINE_BODY_BYTES
         if large:
-            refusal, document = await run_in_threadpool(parse_body, body, media, self.max_body)
+            refused, document = await run_in_threadpool(parse_body, body, media, self.max_body)
         else:
-            refusal, document = parse_body(body, media, self.max_body)
-        if refusal is not None:
-            await send_error(send, *refusal)
+            refused, document = parse_body(body, media, self.max_body)
+        if refused is not None:
+            await send_error(send, *refused)
             return
-        if head:
+        if head_request:
             scope = {**scope, "method": "GET"}  # a copy: the outer layers log HEAD
         if body:
             scope[PARSED_BODY] = document  # parsed once: a route may take it from here
@@ -476,3 +462,69 @@ class GateMiddleware:
             return await receive()
 
         await self.app(scope, replay, send)
+
+    async def _authenticate(self, scope: Scope, head: Head) -> Refusal | None:
+        """Leave the token's principal in the request state; the refusal when there is none.
+
+        401 for a missing, unknown or revoked token (the connection closed when a body
+        follows, unread); a store that cannot answer is its own error, logged.
+        """
+        try:
+            header = None if head.authorization is None else head.authorization.decode("latin-1")
+            principal = await self._principal(bearer_token(header), scope["method"], scope["path"])
+        except AuthenticationError as exc:
+            return Refusal(401, exc.code, exc.message, close=head.has_body)
+        except FlowmemError as exc:  # e.g. the store is down
+            status, said = status_for(exc), exc.message
+            if status >= 500:
+                if exc.code in NAMED_CONDITIONS:
+                    log.error("authentication refused (%s): %s", exc.code, exc.message)
+                else:
+                    log.error("authentication failed: %s", exc.message, exc_info=exc)
+                said = SERVER_MESSAGES.get(exc.code, SERVER_MESSAGE)
+            if isinstance(exc, StoreError):
+                metrics.store_error(exc.code)
+            return Refusal(status, exc.code, said)
+        state = scope.setdefault("state", {})
+        state["principal"] = principal
+        state["token_id"] = principal.token_id
+        return None
+
+    def _query_or_length_refusal(self, scope: Scope, head: Head) -> Refusal | None:
+        """A query parameter given twice (422), or a ``Content-Length`` unreadable (400) or past the limit (413)."""
+        repeated = repeated_query_key(scope.get("query_string", b""))
+        if repeated is not None:
+            text = f"query parameter {repeated!r} is given more than once"
+            details = [{"field": f"query.{repeated}", "message": text}]
+            return Refusal(422, "invalid_input", text, details, close=head.has_body)
+        if head.declared is None:
+            return None
+        try:
+            length = int(head.declared)
+        except ValueError:
+            return Refusal(400, "invalid_body", "Content-Length is not a number")
+        if self.max_body and length > self.max_body:
+            return Refusal(*self.too_large)
+        return None
+
+    async def _read_body(self, receive: Receive, send: Send) -> bytes | None:
+        """The whole body, within ``body_timeout`` and ``max_body``; None when refused or the client left."""
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        deadline = time.monotonic() + self.body_timeout if self.body_timeout else None
+        while more:
+            message = await (receive() if deadline is None else receive_by(receive, deadline))
+            if message is None:
+                await send_error(send, *TOO_SLOW)
+                return None
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if self.max_body and size > self.max_body:
+                await send_error(send, *self.too_large)
+                return None
+            chunks.append(chunk)
+            more = bool(message.get("more_body", False))
+        return b"".join(chunks)
