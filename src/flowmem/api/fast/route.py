@@ -73,6 +73,7 @@ from starlette.concurrency import run_in_threadpool
 from flowmem import access
 from flowmem.access import Principal, decide
 from flowmem.api.deps import Caller
+from flowmem.api.idempotency import PARAMETER as IDEMPOTENCY_PARAMETER
 from flowmem.api.idempotency import REFUSED_HEADER, Answer, Keyed
 from flowmem.api.lookup import LookupCache
 from flowmem.api.principal import LARGE_BODY, PARSED_BODY, request_principal
@@ -498,3 +499,8 @@ TARGET_OPENAPI: dict[str, Any] = {
     ],
 }
 """What ``memory_call`` reads, for the OpenAPI document (``openapi_extra`` of each route)."""
+WRITE_OPENAPI: dict[str, Any] = {
+    **TARGET_OPENAPI,
+    "parameters": [*TARGET_OPENAPI["parameters"], IDEMPOTENCY_PARAMETER],
+}
+"""The same for a memory write, which also takes an ``Idempotency-Key`` (decision 0031)."""

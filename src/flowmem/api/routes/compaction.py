@@ -23,8 +23,14 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from flowmem.api.fast.route import TARGET_OPENAPI, DirectRoute, MemoryCall, Operation, memory_call
-from flowmem.api.idempotency import PARAMETER
+from flowmem.api.fast.route import (
+    TARGET_OPENAPI,
+    WRITE_OPENAPI,
+    DirectRoute,
+    MemoryCall,
+    Operation,
+    memory_call,
+)
 from flowmem.api.models import REFUSED, CompactionReplace
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
 from flowmem.api.routes.incoming import rows_of
@@ -32,7 +38,6 @@ from flowmem.api.routes.incoming import rows_of
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
 CALL = Depends(memory_call)
 SCOPE_ERRORS = (*AUTH_ERRORS, 403, 404, 422)
-WRITE_OPENAPI = {**TARGET_OPENAPI, "parameters": [*TARGET_OPENAPI["parameters"], PARAMETER]}
 
 
 class CompactionPlanRead(BaseModel):

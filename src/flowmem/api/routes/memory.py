@@ -20,13 +20,14 @@ from flowmem import metrics
 from flowmem.api import paged as paged_answer
 from flowmem.api.fast.route import (
     TARGET_OPENAPI,
+    WRITE_OPENAPI,
     DirectRoute,
     MemoryCall,
     Operation,
     memory_call,
     render,
 )
-from flowmem.api.idempotency import PARAMETER, REFUSED_HEADER
+from flowmem.api.idempotency import REFUSED_HEADER
 from flowmem.api.models import (
     BufferAppend,
     BufferRead,
@@ -53,7 +54,6 @@ router = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
 
 SCOPE_ERRORS = (*AUTH_ERRORS, 403, 404, 422)
 CALL = Depends(memory_call)
-WRITE_OPENAPI = {**TARGET_OPENAPI, "parameters": [*TARGET_OPENAPI["parameters"], PARAMETER]}
 
 
 READ_FORMAT = Query(
