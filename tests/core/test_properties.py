@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from flowmem.core import (
     HEALED_CONTENT,
+    CallIndex,
     IndexedListEditor,
     ListEditor,
     append,
@@ -294,6 +295,46 @@ def test_apply_append_gives_the_same_buffer_on_any_editor(
     twin = apply_append(indexed, [to_row(r) for r in rows], max_messages=window)
     assert indexed.rows == plain.rows == expected.messages
     assert (twin.appended, twin.count) == (expected.appended, expected.count)
+
+
+@PROPERTY_SETTINGS
+@given(MESSAGES, MESSAGES, MESSAGES, st.integers(0, 6))
+def test_an_editor_seeded_with_the_kept_call_index_is_the_one_that_indexes_its_rows(
+    existing: list[Row], first: list[Row], second: list[Row], window: int
+) -> None:
+    """The index a store keeps after an append (``call_index``) seeds the next append's editor.
+
+    The seeded editor answers every question the one that indexes the rows itself
+    answers, so the second append leaves the same buffer, with the same outcome; and
+    the seed is copied, never changed (an append that fails leaves it as it was).
+    """
+    editor = IndexedListEditor([to_row(r) for r in _buffer(existing)])
+    apply_append(editor, [to_row(r) for r in prepare(first)], max_messages=window)
+    kept = editor.call_index()
+    before = (dict(kept.declared), dict(kept.answered), kept.open)
+    incoming = [to_row(r) for r in prepare(second)]
+    seeded = IndexedListEditor(list(editor.rows), index=kept)
+    fresh = IndexedListEditor(list(editor.rows))
+    assert _counted(seeded.call_index()) == _counted(fresh.call_index())
+    outcome = apply_append(seeded, incoming, max_messages=window)
+    expected = apply_append(fresh, incoming, max_messages=window)
+    assert seeded.rows == fresh.rows
+    assert (outcome.appended, outcome.replaced, outcome.count) == (
+        expected.appended,
+        expected.replaced,
+        expected.count,
+    )
+    assert _counted(seeded.call_index()) == _counted(fresh.call_index())
+    assert (kept.declared, kept.answered, kept.open) == before
+
+
+def _counted(index: CallIndex) -> tuple[dict[str, int], dict[str, int], int]:
+    """An index without its zero counts (an id whose rows were all removed is as absent)."""
+    return (
+        {k: n for k, n in index.declared.items() if n},
+        {k: n for k, n in index.answered.items() if n},
+        index.open,
+    )
 
 
 @PROPERTY_SETTINGS

@@ -61,20 +61,25 @@ def test_mem_12_appends_racing_compactions_are_neither_lost_nor_summarized_twice
     service = MemoryService(store)
     service.append_raw("user", "u1", KEY, history(4))
     stop = threading.Event()
+    compacted = threading.Event()
 
     def append() -> None:
         for i in range(100, 130):
             service.append_raw("user", "u1", KEY, turn(i))
+            if i == 115:  # half way, a compaction lands between two appends (the race)
+                compacted.wait(30)
         stop.set()
 
     def compact() -> None:
         while not stop.is_set():
             try:
-                service.compact_raw(
+                done = service.compact_raw(
                     "user", "u1", KEY, keep_tokens=150, summarize=lambda rows: f"{len(rows)} rows"
                 )
             except CompactionStaleError:  # the other compactor won three times: its answer
                 continue
+            if done.compacted:
+                compacted.set()
 
     threads = [threading.Thread(target=append), threading.Thread(target=compact)]
     threads.append(threading.Thread(target=compact))

@@ -414,6 +414,20 @@ class ListEditor:
 
 
 
+@dataclass(frozen=True)
+class CallIndex:
+    """What an ``IndexedListEditor`` knows of its rows' tool calls, for the next editor of them.
+
+    ``declared`` / ``answered``: call id -> how many rows declare / answer it; ``open``:
+    the declared ids no row answers. A store that keeps a buffer in memory keeps its
+    index beside it, so that an append does not index every row again.
+    """
+
+    declared: dict[str, int]
+    answered: dict[str, int]
+    open: int
+
+
 class IndexedListEditor(ListEditor):
     """``ListEditor`` whose questions are answered from indexes it keeps across its writes.
 
@@ -425,13 +439,29 @@ class IndexedListEditor(ListEditor):
     one (a duplicate, a placeholder to replace, a call to heal).
     """
 
-    def __init__(self, rows: Iterable[Message], evicted: Iterable[str] = ()) -> None:
+    def __init__(
+        self, rows: Iterable[Message], evicted: Iterable[str] = (), index: CallIndex | None = None
+    ) -> None:
+        """``index``: the index of exactly these rows (kept by the caller), else built here.
+
+        A given index is copied (C-speed, per call id), never changed: an append that
+        fails leaves it as it was.
+        """
         super().__init__(rows, evicted)
-        self._declared: dict[str, int] = {}  # call id -> declaring rows
-        self._answered: dict[str, int] = {}  # call id -> answering rows
-        self._open = 0  # declared call ids with no answering row
+        if index is not None:
+            self._declared = dict(index.declared)  # call id -> declaring rows
+            self._answered = dict(index.answered)  # call id -> answering rows
+            self._open = index.open  # declared call ids with no answering row
+            return
+        self._declared = {}
+        self._answered = {}
+        self._open = 0
         for row in self.rows:
             self._index(row, 1)
+
+    def call_index(self) -> CallIndex:
+        """The index of the rows as they are now (for the next editor of them)."""
+        return CallIndex(self._declared, self._answered, self._open)
 
     def _index(self, row: Message, step: int) -> None:
         for cid in call_ids(row):

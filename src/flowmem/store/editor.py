@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from flowmem.core import (
     EVICTED_CALLS_KEPT,
     Answer,
+    CallIndex,
     Dangling,
     IndexedListEditor,
     Message,
@@ -393,8 +394,9 @@ class SizedListEditor(IndexedListEditor):
         size: int,
         evicted: Sequence[str] = (),
         tokens: list[int] | None = None,
+        index: CallIndex | None = None,
     ) -> None:
-        super().__init__(rows, evicted)
+        super().__init__(rows, evicted, index)
         self.bytes = size
         self.tokens = tokens
 

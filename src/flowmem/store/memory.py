@@ -16,7 +16,7 @@ from dataclasses import replace
 from itertools import islice
 from typing import Any
 
-from flowmem.core import AppendOutcome, Message, apply_append
+from flowmem.core import AppendOutcome, CallIndex, Message, apply_append
 from flowmem.core.tokens import estimate_tokens
 from flowmem.errors import (
     ConflictError,
@@ -82,6 +82,9 @@ class MemoryStore(BufferReads, IdempotencyKeys, Tokens):
         self._locks = AddressLocks()
         self._records: dict[Address, tuple[str, float | None]] = {}
         self._buffers: dict[Address, list[Message]] = {}
+        # each buffer's call index as its last append left it (an append does not
+        # index every row again); dropped by every other change of the rows
+        self._indexes: dict[Address, CallIndex] = {}
         self._sizes: dict[Address, int] = {}  # UTF-8 bytes of each buffer's rows as JSON
         # each buffer's rows' default token counts, in order (absent: counted when read)
         self._counts: dict[Address, list[int]] = {}
@@ -233,6 +236,7 @@ class MemoryStore(BufferReads, IdempotencyKeys, Tokens):
         self._charge(owner, size - self._sizes.get(address, 0), int(new), 0)
         self._buffers[address] = rows
         self._counts.pop(address, None)  # the caller that knows them sets them again
+        self._indexes.pop(address, None)  # likewise the rows' call index (only the append)
         self._sizes[address] = size
         self._buffer_owners[address] = owner
         self._versions[address] = next(self._changes)
@@ -244,6 +248,7 @@ class MemoryStore(BufferReads, IdempotencyKeys, Tokens):
         self._charge(self._buffer_owners.pop(address, None), -self._sizes.get(address, 0), -1, 0)
         del self._buffers[address]
         self._counts.pop(address, None)
+        self._indexes.pop(address, None)
         self._sizes.pop(address, None)
         self._versions.pop(address, None)
         self._evicted.pop(address, None)
@@ -373,18 +378,23 @@ class MemoryStore(BufferReads, IdempotencyKeys, Tokens):
             created = self._check_guard(guard)
             self._check_key(idempotency)
             size = self._sizes.get(address, 0)
+            # the editor works on its own list of the stored rows (ListEditor copies it)
+            # and its own copy of their call index; the rows themselves are shared: the
+            # rules never change a row in place
             editor = self.archive.editor(
                 address,
-                copy.deepcopy(self._buffers.get(address, [])),
+                self._buffers.get(address, []),
                 size,
                 self._evicted.get(address, ()),
                 list(self._counts_of(address)),
+                self._indexes.get(address),
             )
             outcome = apply_append(editor, copy.deepcopy(rows), max_messages)
             check_buffer_bytes(address, size, editor.bytes, max_bytes)
             if snapshot:
                 outcome = replace(outcome, rows=copy.deepcopy(editor.rows))
             self._set_buffer(address, editor.rows, editor.bytes, created)
+            self._indexes[address] = editor.call_index()
             if editor.tokens is not None:
                 self._counts[address] = editor.tokens
             self._record_key(idempotency, outcome)

@@ -113,6 +113,7 @@ class MemoryAdkSessions:
             if not written.stored:
                 return written
             self.store._buffers[address] = editor.rows
+            self.store._indexes.pop(address, None)  # the append's kept call index is of other rows
             self.store._sizes[address] = editor.bytes
             after = replace(
                 stored,

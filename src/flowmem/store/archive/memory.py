@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from flowmem.core import Message, call_ids
+from flowmem.core import CallIndex, Message, call_ids
 from flowmem.core.compaction import prefix_digest
 from flowmem.store.archive import EVERY_ROW, Archived, SummaryMaker, WithArchive
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address
@@ -32,8 +32,9 @@ class ArchivedListEditor(SizedListEditor):
         evicted: Sequence[str] = (),
         archived: frozenset[str] = frozenset(),
         tokens: list[int] | None = None,
+        index: CallIndex | None = None,
     ) -> None:
-        super().__init__(rows, size, evicted, tokens)
+        super().__init__(rows, size, evicted, tokens, index)
         self.archived = archived
 
     def was_evicted(self, call_id: str) -> bool:
@@ -56,10 +57,14 @@ class MemoryArchive:
         size: int,
         evicted: Sequence[str],
         tokens: list[int] | None = None,
+        index: CallIndex | None = None,
     ) -> ArchivedListEditor:
-        """The append's editor of a buffer (the store lock held; ``tokens``: its rows' counts)."""
+        """The append's editor of a buffer (the store lock held; ``tokens``: its rows' counts).
+
+        ``index``: the call index of exactly these rows, when the store kept it.
+        """
         archived = self._calls.get(address, frozenset())
-        return ArchivedListEditor(rows, size, evicted, archived, tokens)
+        return ArchivedListEditor(rows, size, evicted, archived, tokens, index)
 
     def drop(self, address: Address) -> None:
         """Forget a buffer's archive (its buffer is deleted; the store lock held)."""

@@ -130,6 +130,7 @@ class _MemoryTx:
         for key, editor in self.editors.items():
             address = Address(SESSION_SCOPE, self.conversation_id, key)
             store._buffers[address] = editor.rows
+            store._indexes.pop(address, None)  # the append's kept call index is of other rows
             store._sizes[address] = sum(utf8_size(dump_json(r, "message")) for r in editor.rows)
         self.owner._aliases.update(self.aliases)
 
