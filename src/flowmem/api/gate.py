@@ -326,7 +326,7 @@ def _without_body(send: Send) -> Send:
 
 
 @dataclass(frozen=True)
-class Refusal:
+class GateRefusal:
     """A request refused before any route: its status, code, message and details."""
 
     status: int
@@ -348,7 +348,7 @@ class Head:
     declared: bytes | None  # Content-Length as sent
     content_type: bytes | None
     has_body: bool
-    refusal: Refusal | None
+    refusal: GateRefusal | None
 
 
 def read_head(headers: Any) -> Head:
@@ -368,9 +368,9 @@ def read_head(headers: Any) -> Head:
             chunked = True
     refusal = None
     if authorizations > 1:
-        refusal = Refusal(*DUPLICATE_AUTHORIZATION)
+        refusal = GateRefusal(*DUPLICATE_AUTHORIZATION)
     elif chunked and declared is not None:
-        refusal = Refusal(*AMBIGUOUS_LENGTH)
+        refusal = GateRefusal(*AMBIGUOUS_LENGTH)
     has_body = chunked or (declared is not None and declared.strip() not in (b"", b"0"))
     return Head(authorization, declared, content_type, has_body, refusal)
 
@@ -463,7 +463,7 @@ class GateMiddleware:
 
         await self.app(scope, replay, send)
 
-    async def _authenticate(self, scope: Scope, head: Head) -> Refusal | None:
+    async def _authenticate(self, scope: Scope, head: Head) -> GateRefusal | None:
         """Leave the token's principal in the request state; the refusal when there is none.
 
         401 for a missing, unknown or revoked token (the connection closed when a body
@@ -473,7 +473,7 @@ class GateMiddleware:
             header = None if head.authorization is None else head.authorization.decode("latin-1")
             principal = await self._principal(bearer_token(header), scope["method"], scope["path"])
         except AuthenticationError as exc:
-            return Refusal(401, exc.code, exc.message, close=head.has_body)
+            return GateRefusal(401, exc.code, exc.message, close=head.has_body)
         except FlowmemError as exc:  # e.g. the store is down
             status, said = status_for(exc), exc.message
             if status >= 500:
@@ -484,27 +484,27 @@ class GateMiddleware:
                 said = SERVER_MESSAGES.get(exc.code, SERVER_MESSAGE)
             if isinstance(exc, StoreError):
                 metrics.store_error(exc.code)
-            return Refusal(status, exc.code, said)
+            return GateRefusal(status, exc.code, said)
         state = scope.setdefault("state", {})
         state["principal"] = principal
         state["token_id"] = principal.token_id
         return None
 
-    def _query_or_length_refusal(self, scope: Scope, head: Head) -> Refusal | None:
+    def _query_or_length_refusal(self, scope: Scope, head: Head) -> GateRefusal | None:
         """A query parameter given twice (422), or a ``Content-Length`` unreadable (400) or past the limit (413)."""
         repeated = repeated_query_key(scope.get("query_string", b""))
         if repeated is not None:
             text = f"query parameter {repeated!r} is given more than once"
             details = [{"field": f"query.{repeated}", "message": text}]
-            return Refusal(422, "invalid_input", text, details, close=head.has_body)
+            return GateRefusal(422, "invalid_input", text, details, close=head.has_body)
         if head.declared is None:
             return None
         try:
             length = int(head.declared)
         except ValueError:
-            return Refusal(400, "invalid_body", "Content-Length is not a number")
+            return GateRefusal(400, "invalid_body", "Content-Length is not a number")
         if self.max_body and length > self.max_body:
-            return Refusal(*self.too_large)
+            return GateRefusal(*self.too_large)
         return None
 
     async def _read_body(self, receive: Receive, send: Send) -> bytes | None:
