@@ -1,0 +1,1 @@
+"""One module per framework program of the kill matrix; each exposes ``turn`` (``harness.Program``)."""
