@@ -226,7 +226,7 @@ async function showSession(view, id, mine) {
     state.rows = read.body.messages;
     state.total = read.body.count;
     if (state.windowTokens !== null) await readWindow(id, state);
-    const violations = await checkRows(state.rows);
+    const violations = await checkRows(state.rows, firstIndex(state));
     if (mine !== generation) return false;
     renderConversation(conversation, state, violations);
     renderSummary(summary, state, feats, id, conversation, violations);
@@ -285,10 +285,14 @@ function observeReplacements(state, rows) {
   state.healed = now;
 }
 
-async function checkRows(rows) {
+// POST /v1/check numbers the rows it is sent from 0: `first` (the buffer index of the
+// first row read) makes each violation's index the row's index in the buffer.
+async function checkRows(rows, first) {
   if (!rows || !rows.length) return { sendable: true, violations: [] };
   const answer = await api("/v1/check?format=rows", { method: "POST", body: rows });
-  return answer.ok ? answer.body : { sendable: null, violations: [], error: errorText(answer) };
+  if (!answer.ok) return { sendable: null, violations: [], error: errorText(answer) };
+  const violations = (answer.body.violations || []).map((v) => ({ ...v, index: v.index + first }));
+  return { ...answer.body, violations };
 }
 
 async function readWindow(id, state) {
@@ -315,24 +319,33 @@ function callId(call) {
   return typeof id === "string" && id ? id : null;
 }
 
+// The index in the buffer of the first row read: a session view reads the newest
+// MAX_ROWS rows, so row i of the read is row first + i of the buffer (as the API,
+// window.start and `flowmem check` on the whole buffer number it).
+function firstIndex(state) {
+  const rows = state.rows || [];
+  return Math.max((state.total ?? rows.length) - rows.length, 0);
+}
+
 function renderConversation(root, state, check) {
   const rows = state.rows || [];
+  const first = firstIndex(state);
   const answers = new Map();
-  rows.forEach((row, i) => { const id = resultId(row); if (id !== null && !answers.has(id)) answers.set(id, i); });
+  rows.forEach((row, i) => { const id = resultId(row); if (id !== null && !answers.has(id)) answers.set(id, first + i); });
   const calls = new Map();
-  rows.forEach((row, i) => callsOf(row).forEach((c) => { const id = callId(c); if (id !== null) calls.set(id, { index: i, call: c }); }));
+  rows.forEach((row, i) => callsOf(row).forEach((c) => { const id = callId(c); if (id !== null) calls.set(id, { index: first + i, call: c }); }));
   const bad = new Map();
   for (const v of check.violations || []) bad.set(v.index, [...(bad.get(v.index) || []), v]);
-  // window.start indexes the whole buffer; the page may show only its newest rows
-  const shown = Math.max((state.total || rows.length) - rows.length, 0);
-  const cutBefore = state.windowStart === null || state.windowStart === undefined ? -1 : state.windowStart - shown;
+  // window.start indexes the whole buffer, as the rows here are numbered
+  const cutBefore = state.windowStart === null || state.windowStart === undefined ? -1 : state.windowStart;
   const nodes = [];
   if (!rows.length) nodes.push(el("p", { class: "muted", text: "The buffer is empty." }));
   if (state.windowError) nodes.push(el("p", { class: "error", text: `Token window: ${state.windowError}` }));
-  if (state.total > rows.length) nodes.push(el("p", { class: "error", text: `Showing the last ${rows.length} of ${state.total} messages: a result whose call is older is shown unpaired, and the check judges these rows alone.` }));
+  if (state.total > rows.length) nodes.push(el("p", { class: "error", text: `Showing the last ${rows.length} of ${state.total} messages (#${first} to #${state.total - 1}, numbered as in the buffer): a result whose call is older is shown unpaired, and the check judges these rows alone.` }));
   rows.forEach((row, i) => {
-    if (i === cutBefore && cutBefore > 0) nodes.push(el("div", { class: "window-cut", text: `↑ outside a window of ${state.windowTokens} tokens · the window starts here ↓` }));
-    nodes.push(renderRow(row, i, { answers, calls, rows, bad: bad.get(i), cut: i < cutBefore && row.role !== "system", replaced: state.replaced }));
+    const index = first + i;
+    if (index === cutBefore && cutBefore > 0) nodes.push(el("div", { class: "window-cut", text: `↑ outside a window of ${state.windowTokens} tokens · the window starts here ↓` }));
+    nodes.push(renderRow(row, index, { answers, calls, rows, first, bad: bad.get(index), cut: index < cutBefore && row.role !== "system", replaced: state.replaced }));
   });
   root.replaceChildren(...nodes);
 }
@@ -360,7 +373,7 @@ function renderRow(row, i, ctx) {
   for (const c of callsOf(row)) {
     const id = callId(c);
     const answered = id === null ? undefined : ctx.answers.get(id);
-    const target = answered === undefined ? null : ctx.rows[answered];
+    const target = answered === undefined ? null : ctx.rows[answered - ctx.first];
     const state = answered === undefined ? el("span", { class: "badge bad", text: "no result yet" })
       : el("a", { href: "#", "data-row": answered, onclick: jump, class: isHealed(target) ? "badge heal" : "badge replaced",
         text: (isHealed(target) ? "healed placeholder" : "result") + " · #" + answered });
@@ -446,6 +459,17 @@ function renderCheck(root, check) {
     el("li", {}, el("a", { href: "#", "data-row": v.index, onclick: jump, text: "#" + v.index }), ` ${v.rule || v.code || ""}: ${v.message || ""}`))));
 }
 
+// A buffer read's `dropped` is the number of entries normalization removed (docs/api.md);
+// a count per kind ({kind: n}) is shown kind by kind.
+function droppedText(dropped) {
+  const what = "dropped by normalization (MEM-5: orphan results, duplicates, calls whose result cannot be text)";
+  if (typeof dropped === "number") return dropped > 0 ? [`${dropped} ${dropped === 1 ? "entry" : "entries"} ${what}`] : [];
+  if (dropped && typeof dropped === "object") {
+    return Object.entries(dropped).filter(([, n]) => n).map(([k, n]) => `${k} × ${n} dropped by normalization (MEM-5)`);
+  }
+  return [];
+}
+
 function renderFormats(root, id) {
   const select = el("select", { id: "format" }, FORMATS.map((f) => el("option", { value: f, text: f })));
   const out = el("div", { id: "format-out" });
@@ -453,7 +477,7 @@ function renderFormats(root, id) {
     const answer = await api(bufferPath(id, { format: select.value }));
     if (!answer.ok) { out.replaceChildren(el("p", { class: "error", text: errorText(answer) })); return; }
     const b = answer.body;
-    const drops = [...Object.entries(b.dropped || {}).map(([k, n]) => `${k} × ${n} dropped by normalization (MEM-5)`),
+    const drops = [...droppedText(b.dropped),
       ...Object.entries(b.not_carried || {}).map(([k, n]) => `${k} × ${n} not carried by ${b.format}`)];
     const system = b.system ?? b.system_instruction;
     out.replaceChildren(el("ul", { id: "format-drops" }, drops.length ? drops.map((d) => el("li", { text: d })) : el("li", { class: "muted", text: "nothing dropped" })),
@@ -501,7 +525,7 @@ function showMemory(view) {
     const b = answer.body;
     if (what === "buffer") {
       const rows = el("div");
-      renderConversation(rows, { rows: b.messages, replaced: new Set(), windowStart: null }, { violations: [] });
+      renderConversation(rows, { rows: b.messages, total: b.count, replaced: new Set(), windowStart: null }, { violations: [] });
       out.replaceChildren(el("h3", { text: `buffer ${name}: ${b.count} messages` }), said(b), rows);
     } else {
       out.replaceChildren(el("h3", { text: `record ${name}` }), said(b),
