@@ -22,6 +22,7 @@ from flowmem.client.base import (
     DEFAULT_TIMEOUT,
     WHOAMI_KEY,
     Refused,
+    explained,
     read_answer,
     request_of,
     settings,
@@ -131,7 +132,7 @@ class AsyncClient:
             except httpx.TransportError as exc:
                 wait = wait_after(self.settings.retry, attempt, exc)
                 if wait is None:
-                    raise unreachable(exc, attempt) from exc
+                    raise unreachable(exc, attempt, self.settings, request) from exc
                 await asyncio.sleep(wait)
                 continue
             answer = read_answer(call, response)
@@ -139,7 +140,7 @@ class AsyncClient:
                 return answer
             wait = wait_after(self.settings.retry, attempt, answer)
             if wait is None:
-                raise answer.error
+                raise explained(answer.error, self.settings, request)
             await asyncio.sleep(wait)
 
     # --- health ------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -20,7 +21,13 @@ from flowmem import __version__
 from flowmem.client.calls import IDEMPOTENCY_HEADER, REPLAYED_HEADER, Call
 from flowmem.client.errors import ServerUnreachableError, error_from_response, retry_after_seconds
 from flowmem.client.retry import RetryPolicy
-from flowmem.errors import ConfigurationError, FlowmemError, NotSerializableError
+from flowmem.errors import (
+    AuthenticationError,
+    ConfigurationError,
+    FlowmemError,
+    NotFoundError,
+    NotSerializableError,
+)
 from flowmem.limits import check_idempotency_key
 
 COMPACT_ATTEMPTS = 3  # plans ``compact`` makes at most while concurrent compactions change the rows
@@ -34,6 +41,8 @@ DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_CONNECTIONS = 20
 # a read of zero rows of the token's own user buffer: its resolved scope id is the user
 WHOAMI_KEY = "chat_history"
+TOKEN_COMMAND = "flowmem token create --user <user id>"
+NO_ROUTE = "Not Found"  # the message of a 404 whose path matched no route of the server
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,10 @@ class Settings:
     retry: RetryPolicy
     limits: httpx.Limits
     headers: dict[str, str]
+    url_source: str = "argument"
+    """Where ``base_url`` came from: ``argument``, ``environment`` ($FLOWMEM_URL) or ``default``."""
+    token_source: str | None = "argument"
+    """Where the token came from: ``argument``, ``environment`` ($FLOWMEM_TOKEN), ``headers``, or None."""
 
 
 def settings(
@@ -57,10 +70,16 @@ def settings(
     headers: Mapping[str, str] | None,
 ) -> Settings:
     """Resolve the constructor's arguments (``$FLOWMEM_URL``, ``$FLOWMEM_TOKEN`` by default)."""
-    url = base_url or os.environ.get(URL_ENV) or DEFAULT_URL
+    from_env = os.environ.get(URL_ENV)
+    url = base_url or from_env or DEFAULT_URL
+    url_source = "argument" if base_url else "environment" if from_env else "default"
     if not url.startswith(("http://", "https://")):
-        raise ConfigurationError(f"base_url must be an http:// or https:// URL, got {url!r}")
+        where = f" (from ${URL_ENV})" if url_source == "environment" else ""
+        raise ConfigurationError(f"base_url must be an http:// or https:// URL, got {url!r}{where}")
     secret = token if token is not None else os.environ.get(TOKEN_ENV)
+    token_source = None if not secret else "argument" if token is not None else "environment"
+    if token_source is None and any(name.lower() == "authorization" for name in headers or {}):
+        token_source = "headers"
     if retry is not None and not isinstance(retry, RetryPolicy):
         raise ConfigurationError(f"retry must be a RetryPolicy, got {retry!r}")
     if isinstance(max_connections, bool) or not isinstance(max_connections, int):
@@ -84,6 +103,8 @@ def settings(
             max_connections=max_connections, max_keepalive_connections=max_connections
         ),
         headers=sent,
+        url_source=url_source,
+        token_source=token_source,
     )
 
 
@@ -147,14 +168,100 @@ def read_answer(call: Call[T], response: httpx.Response) -> T | Refused:
     return Refused(error, response.status_code, retry_after_seconds(header))
 
 
-def unreachable(exc: httpx.TransportError, attempts: int) -> FlowmemError:
-    """The error raised when every attempt failed without an answer."""
+def url_said(settings: Settings) -> str:
+    """The base URL and where it came from, as an error message says it."""
+    if settings.url_source == "environment":
+        return f"{settings.base_url} (from ${URL_ENV})"
+    if settings.url_source == "default":
+        return f"{settings.base_url} (the default: no base_url given, ${URL_ENV} unset)"
+    return settings.base_url
+
+
+def _url_of(settings: Settings, request: Request) -> str:
+    """The URL ``request`` was sent to (without its query)."""
+    return settings.base_url + request.path
+
+
+def unreachable(
+    exc: httpx.TransportError, attempts: int, settings: Settings, request: Request
+) -> FlowmemError:
+    """The error raised when every attempt failed without an answer: the URL tried, where it came from."""
+    url = _url_of(settings, request)
     if isinstance(exc, httpx.UnsupportedProtocol):
-        return ConfigurationError(f"the client's URL cannot be used: {exc}")
+        return ConfigurationError(
+            f"the client's URL cannot be used: {exc} ({request.method} {url}; "
+            f"base URL {url_said(settings)})",
+            url=url,
+        )
     return ServerUnreachableError(
-        f"the server did not answer after {attempts} attempt(s): {type(exc).__name__}: {exc}",
+        f"the server did not answer {request.method} {url} after {attempts} attempt(s): "
+        f"{type(exc).__name__}: {exc}. Is `flowmem serve` running at {url_said(settings)}? "
+        f"Give the server's URL as base_url= or in ${URL_ENV}.",
         attempts=attempts,
+        url=url,
     )
+
+
+def _said_anew(error: FlowmemError, message: str) -> FlowmemError:
+    """``error`` with ``message`` in place of its own (its class, code and details kept)."""
+    error.message = message
+    error.args = (message,)
+    return error
+
+
+def _without_v1(settings: Settings) -> str | None:
+    """The base URL without a trailing ``/v1`` (None when it does not end so)."""
+    parts = urlsplit(settings.base_url)
+    if not parts.path.rstrip("/").endswith("/v1"):
+        return None
+    root = parts.path.rstrip("/")[: -len("/v1")]
+    return parts._replace(path=root, query="", fragment="").geturl()
+
+
+def explained(error: FlowmemError, settings: Settings, request: Request) -> FlowmemError:
+    """The refusal to raise for ``error``: with what to do when the client's settings are the cause.
+
+    A 401 names the token's source (``token=``, ``$FLOWMEM_TOKEN``) and how to make
+    one; a 404 that matched no route of the server names the URL tried, and is a
+    ``ConfigurationError`` saying to drop ``/v1`` when the base URL ends in it
+    (the client adds ``/v1`` itself; decision 0103).
+    """
+    if isinstance(error, AuthenticationError):
+        if settings.token_source is None:
+            return _said_anew(
+                error,
+                f"{error.message}: the client sent no token. Pass token= or set ${TOKEN_ENV} "
+                f"(make one on the server's machine with `{TOKEN_COMMAND}`).",
+            )
+        source = {"environment": f"from ${TOKEN_ENV}", "headers": "in headers="}.get(
+            settings.token_source, "given as token="
+        )
+        return _said_anew(
+            error,
+            f"{error.message}: the token {source} was refused by the server at "
+            f"{url_said(settings)} (revoked, or made for another database?). "
+            f"Make one with `{TOKEN_COMMAND}`.",
+        )
+    if type(error) is NotFoundError and error.code == "not_found" and error.message == NO_ROUTE:
+        url = _url_of(settings, request)
+        root = _without_v1(settings)
+        if root is not None:
+            fix = f"set ${URL_ENV}={root}" if settings.url_source == "environment" else f"use base_url={root!r}"
+            wrong = ConfigurationError(
+                f"{request.method} {url} matched no route of the server: the base URL "
+                f"{url_said(settings)} ends in /v1, and the client adds /v1 to every path itself. "
+                f"Drop /v1: {fix}.",
+                url=url,
+                **error.details,
+            )
+            wrong.__cause__ = error
+            return wrong
+        return _said_anew(
+            error,
+            f"{error.message}: {request.method} {url} matched no route of the server "
+            f"(is {url_said(settings)} the root of a flowmem server, as new as this client?)",
+        )
+    return error
 
 
 def wait_after(
@@ -178,9 +285,11 @@ __all__ = [
     "Refused",
     "Request",
     "Settings",
+    "explained",
     "read_answer",
     "request_of",
     "settings",
     "unreachable",
+    "url_said",
     "wait_after",
 ]

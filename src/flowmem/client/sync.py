@@ -17,6 +17,7 @@ from flowmem.client.base import (
     DEFAULT_TIMEOUT,
     WHOAMI_KEY,
     Refused,
+    explained,
     read_answer,
     request_of,
     settings,
@@ -126,7 +127,7 @@ class Client:
             except httpx.TransportError as exc:
                 wait = wait_after(self.settings.retry, attempt, exc)
                 if wait is None:
-                    raise unreachable(exc, attempt) from exc
+                    raise unreachable(exc, attempt, self.settings, request) from exc
                 time.sleep(wait)
                 continue
             answer = read_answer(call, response)
@@ -134,7 +135,7 @@ class Client:
                 return answer
             wait = wait_after(self.settings.retry, attempt, answer)
             if wait is None:
-                raise answer.error
+                raise explained(answer.error, self.settings, request)
             time.sleep(wait)
 
     # --- health ------------------------------------------------------------------------
