@@ -80,6 +80,16 @@ def test_a_large_session_numbers_rows_by_their_index_in_the_buffer(page: Page) -
     assert f"message {start}" in after.text_content()
     assert page.page.locator(".msg.cut").count() == start - first
     assert page.page.locator(f"#row-{start}").count() == 1
+    assert page.page.text_content("#repairs h3") == f"Repairs · the last {SHOWN} of {LARGE} messages"
+    # a window that starts before the rows shown: no line, a note naming its start
+    wide = 30_000
+    wide_start = _read(page, sid, max_tokens=wide)["window"]["start"]
+    assert 0 < wide_start < first, wide_start
+    page.page.fill("#window-tokens", str(wide))
+    page.page.click("form:has(#window-tokens) button")
+    page.page.wait_for_selector("#window-before")
+    assert f"starts at #{wide_start}" in page.page.text_content("#window-before")
+    assert page.page.locator(".window-cut").count() == 0 and page.page.locator(".msg.cut").count() == 0
 
 
 def test_check_violations_name_rows_by_their_index_in_the_buffer(page: Page) -> None:

@@ -341,6 +341,7 @@ function renderConversation(root, state, check) {
   const nodes = [];
   if (!rows.length) nodes.push(el("p", { class: "muted", text: "The buffer is empty." }));
   if (state.windowError) nodes.push(el("p", { class: "error", text: `Token window: ${state.windowError}` }));
+  if (cutBefore > 0 && cutBefore < first) nodes.push(el("p", { id: "window-before", class: "muted", text: `A window of ${state.windowTokens} tokens starts at #${cutBefore}, before the rows shown: every row here is in it.` }));
   if (state.total > rows.length) nodes.push(el("p", { class: "error", text: `Showing the last ${rows.length} of ${state.total} messages (#${first} to #${state.total - 1}, numbered as in the buffer): a result whose call is older is shown unpaired, and the check judges these rows alone.` }));
   rows.forEach((row, i) => {
     const index = first + i;
@@ -437,7 +438,8 @@ function renderSummary(root, state, features, id, conversation, check) {
     el("li", { text: `${state.replaced.size} late result${state.replaced.size === 1 ? "" : "s"} seen replacing a placeholder (MEM-10; the store keeps no trace of earlier ones)` }),
     el("li", { class: "muted", text: "Duplicates refused (MEM-1, MEM-2) are not recorded by the store: an append reports them only in its own answer (appended < sent)." }),
   ];
-  const parts = [el("h3", { text: `Repairs · ${rows.length} messages` }), el("ul", {}, items)];
+  const counted = state.total > rows.length ? `the last ${rows.length} of ${state.total} messages` : `${rows.length} messages`;
+  const parts = [el("h3", { text: `Repairs · ${counted}` }), el("ul", {}, items)];
   if (features.maxTokens) {
     const input = el("input", { id: "window-tokens", type: "number", min: "1", value: state.windowTokens ?? "", placeholder: "max_tokens" });
     parts.push(el("form", { class: "filters", onsubmit: async (e) => {
