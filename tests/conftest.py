@@ -20,6 +20,7 @@ import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -123,12 +124,13 @@ def postgres_url() -> Iterator[str]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-@pytest.fixture
-def postgres_db_url(postgres_url: str) -> Iterator[str]:
-    """A URL whose connections see only a fresh, empty schema (``search_path``) of one test.
+@contextmanager
+def fresh_schema(postgres_url: str) -> Iterator[str]:
+    """A URL whose connections see only a fresh, empty schema (``search_path``) of ``postgres_url``.
 
     Creating a schema is instant where creating a database is not; the schema is
-    dropped after the test.
+    dropped on exit. ``postgres_db_url`` gives one per test; the kill matrix's report
+    (``tests/integrations/kill/report.py``) one per run.
     """
     import psycopg
 
@@ -140,6 +142,13 @@ def postgres_db_url(postgres_url: str) -> Iterator[str]:
     finally:
         with psycopg.connect(postgres_url, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+
+
+@pytest.fixture
+def postgres_db_url(postgres_url: str) -> Iterator[str]:
+    """A URL whose connections see only a fresh, empty schema of one test (``fresh_schema``)."""
+    with fresh_schema(postgres_url) as url:
+        yield url
 
 
 # --- end of the PostgreSQL block ---------------------------------------------------------

@@ -20,6 +20,11 @@ neutral parts where one exists (text, image, audio, file, reasoning) and
 ``invalid_tool_calls``, ``artifact``, the class …) is kept in
 ``extra["langchain"]``, so ``row_to_message(message_to_row(m)) == m``.
 
+``FlowmemRunnableWithMessageHistory`` (``runnable.py``, decision 0101) is LangChain's
+``RunnableWithMessageHistory`` storing the turn's input before the model runs, so a
+crash keeps the user's message; LangChain's own class stores the turn at its end, and
+the history says so once when that class reads it.
+
 The history is here; the conversions are ``messages.py`` (messages and rows) over
 ``blocks.py`` (content blocks and parts).
 """
@@ -32,6 +37,7 @@ require("langchain_core", "langchain")
 
 import asyncio  # noqa: E402
 import logging  # noqa: E402
+import sys  # noqa: E402
 import threading  # noqa: E402
 import weakref  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
@@ -47,6 +53,11 @@ from flowmem.integrations.langchain.messages import (  # noqa: E402
     edit_refused,
     message_to_row,
     row_to_message,
+)
+from flowmem.integrations.langchain.runnable import (  # noqa: E402
+    PLAIN_RUNNABLE_WARNING,
+    FlowmemRunnableWithMessageHistory,
+    warn_if_plain_runnable,
 )
 from flowmem.memory import Memory  # noqa: E402
 from flowmem.results import BufferResult, TokenWindow  # noqa: E402
@@ -75,7 +86,8 @@ class FlowmemChatMessageHistory(BaseChatMessageHistory):
     call still waiting for its result reads as interrupted, while the stored buffer
     keeps the call open so the real result can still land (``raw_messages`` shows
     the stored rows). Give either ``context`` or ``session_id`` (a shortcut for
-    ``ExecutionContext(session_id=...)``, what ``RunnableWithMessageHistory`` passes).
+    ``ExecutionContext(session_id=..., user_id=...)`` with the optional ``user_id``,
+    the session's owner; ``session_id`` is what ``RunnableWithMessageHistory`` passes).
     ``service`` is any ``flowmem.memory.Memory``: a ``MemoryService`` on a local
     database, or a ``flowmem.client.Client`` talking to a ``flowmem serve``.
 
@@ -94,14 +106,20 @@ class FlowmemChatMessageHistory(BaseChatMessageHistory):
         service: Memory,
         *,
         session_id: Any = None,
+        user_id: Any = None,
         context: ExecutionContext | None = None,
         scope: str = "session",
         key: str = "chat_history",
         max_messages: int = 0,
         max_tokens: int | None = None,
     ) -> None:
-        if context is None and session_id is not None:
-            context = ExecutionContext(session_id=session_id)
+        if context is not None and (session_id is not None or user_id is not None):
+            raise TypeError(
+                "FlowmemChatMessageHistory takes a context or session_id/user_id, not both: "
+                "put the ids in the context (ExecutionContext(session_id=..., user_id=...))"
+            )
+        if context is None and (session_id is not None or user_id is not None):
+            context = ExecutionContext(session_id=session_id, user_id=user_id)
         self.service = memory_of(service, "FlowmemChatMessageHistory")
         self.context = context
         self.scope = scope
@@ -135,7 +153,11 @@ class FlowmemChatMessageHistory(BaseChatMessageHistory):
 
         Nothing is reordered: a system message stays where it was added (LangChain's
         chat models send it there, or join it with the others themselves; DESIGN §5).
+        Read by LangChain's own ``RunnableWithMessageHistory``, it logs once per process
+        that the turn is stored only at its end (``FlowmemRunnableWithMessageHistory``
+        stores the input first).
         """
+        warn_if_plain_runnable(sys._getframe(1))
         rows = normalize(self._rows(), keep_content=True, systems_first=False).messages
         return [row_to_message(row) for row in rows]
 
@@ -231,6 +253,7 @@ class FlowmemChatMessageHistory(BaseChatMessageHistory):
 
     async def aget_messages(self) -> list[BaseMessage]:
         """Async ``messages`` (the store call runs in a worker thread)."""
+        warn_if_plain_runnable(sys._getframe(1))
         return await asyncio.to_thread(lambda: self.messages)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
@@ -253,7 +276,9 @@ _CONTEXT_IDS = ("workflow_id", "pipeline_id", "execution_id", "node_id", "sessio
 
 __all__ = [
     "CHAT_ROLES",
+    "PLAIN_RUNNABLE_WARNING",
     "FlowmemChatMessageHistory",
+    "FlowmemRunnableWithMessageHistory",
     "block_to_part",
     "message_to_row",
     "part_to_block",
