@@ -61,7 +61,7 @@ def _stub(parts: Sequence[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [{"type": "provider", "provider": "pydantic_ai", "block": b} for b in blocks]
 
 
-def _is_result(part: object) -> TypeGuard[ToolReturnPart | RetryPromptPart]:
+def is_result(part: object) -> TypeGuard[ToolReturnPart | RetryPromptPart]:
     """Whether a request part answers a tool call (pydantic-ai's own test)."""
     if isinstance(part, ToolReturnPart):
         return True
@@ -135,7 +135,7 @@ def _request_rows(message: ModelRequest, parts: list[dict[str, Any]], row: _Row)
     rows: list[Message] = []
     rest: list[int] = []
     for i, part in enumerate(message.parts):
-        if not _is_result(part):
+        if not is_result(part):
             rest.append(i)
             continue
         extra: dict[str, Any] = {"tool_call_id": part.tool_call_id}
@@ -269,4 +269,11 @@ def unanswered_tail(
     return (response, open_calls) if open_calls else None
 
 
-__all__ = ["HEALED_METADATA", "entries_of", "entry_rows", "placeholder_request", "unanswered_tail"]
+__all__ = [
+    "HEALED_METADATA",
+    "entries_of",
+    "entry_rows",
+    "is_result",
+    "placeholder_request",
+    "unanswered_tail",
+]

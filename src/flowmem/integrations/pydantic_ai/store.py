@@ -17,16 +17,31 @@
   prompt can follow it (pydantic-ai refuses one after an unanswered call); the next save
   stores it.
 
+- **Write-ahead** (DESIGN.md §5, decision 0099): ``run(agent, prompt, conversation=…,
+  scope=…)`` runs the agent with a ``WriteAhead`` capability (``write_ahead``) that
+  stores the run's new messages before each model request and before each tool, then
+  saves the result; the save stores only what was not written ahead. A save that
+  stores a tool call together with its result (the tool ran before its call was
+  stored) logs one WARNING per store naming this fix.
+- **pydantic-ai's exceptions**: a conversation id whose session another owner holds
+  raises ``ConversationOwnedElsewhere``, a ``ConversationConflict`` that is also
+  flowmem's ``AccessDeniedError``.
+
 Every call runs the database work in a worker thread (``asyncio.to_thread``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import dataclasses
+import logging
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from pydantic import TypeAdapter
+from pydantic_ai import Agent
 from pydantic_ai.conversation import Conversation
 from pydantic_ai.conversation_store import (
     ConversationConflict,
@@ -34,11 +49,20 @@ from pydantic_ai.conversation_store import (
     ConversationRecord,
     ConversationStore,
 )
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelResponse,
+    ToolCallPart,
+)
+from pydantic_ai.run import AgentRunResult
+from pydantic_ai.usage import RunUsage
 
-from flowmem.errors import InvalidInputError, ScopeRefusedError
+from flowmem.errors import AccessDeniedError, InvalidInputError, ScopeRefusedError
+from flowmem.integrations.pydantic_ai.ahead import Ahead, WriteAhead
 from flowmem.integrations.pydantic_ai.rows import (
     entries_of,
     entry_rows,
+    is_result,
     placeholder_request,
     unanswered_tail,
 )
@@ -54,6 +78,25 @@ from flowmem.store.conversations import (
 )
 
 RECORD = TypeAdapter(ConversationRecord)
+log = logging.getLogger("flowmem.integrations.pydantic_ai")
+_CONTINUING: contextvars.ContextVar[Ahead | None] = contextvars.ContextVar("_CONTINUING", default=None)
+"""The write-ahead a run's own save continues (set by ``save`` around pydantic-ai's save)."""
+
+
+class ConversationOwnedElsewhere(ConversationConflict, AccessDeniedError):
+    """The conversation id is a session another owner holds (MEM-9): pydantic-ai's conflict, flowmem's denial."""
+
+    def __init__(self, conversation_id: str, denied: AccessDeniedError) -> None:
+        ConversationConflict.__init__(
+            self,
+            conversation_id,
+            message=f"Conversation {conversation_id!r} is a flowmem session another owner holds "
+            f"({denied.message}); nothing was stored. Use another conversation id, or the "
+            "owner's scope.",
+        )
+        self.message = str(self)
+        self.details = dict(denied.details)
+        self.rule = denied.rule
 
 
 def _micros(stamp: datetime) -> int:
@@ -72,6 +115,21 @@ def _deferred_ids(holder: ConversationRecord | Conversation | None) -> set[str]:
     return {call.tool_call_id for call in [*requests.calls, *requests.approvals]}
 
 
+def _ran_before_stored(entries: Sequence[ConversationEntry]) -> list[str]:
+    """The call ids one write stores with their results: their tools ran before the calls were stored."""
+    calls: set[str] = set()
+    answered: list[str] = []
+    for entry in entries:
+        message: ModelMessage = entry.message
+        if isinstance(message, ModelResponse):
+            calls.update(p.tool_call_id for p in message.parts if isinstance(p, ToolCallPart))
+            continue
+        answered.extend(
+            p.tool_call_id for p in message.parts if is_result(p) and p.tool_call_id in calls
+        )
+    return answered
+
+
 class FlowmemConversationStore(ConversationStore):
     """pydantic-ai conversations in flowmem: records beside the sessions, entries as buffer rows."""
 
@@ -84,6 +142,8 @@ class FlowmemConversationStore(ConversationStore):
         self.memory = memory
         self.tables = conversations_of(memory.store)
         self._owns = owns
+        self._aheads: dict[str, Ahead] = {}
+        self._warned = False
 
     @classmethod
     def from_url(cls, url: str) -> FlowmemConversationStore:
@@ -134,7 +194,15 @@ class FlowmemConversationStore(ConversationStore):
         if isinstance(self._session(conversation_id, "conversation read"), Refusal):
             return None
         stored = await asyncio.to_thread(self.tables.get, conversation_id)
-        return None if stored is None else _record(stored)
+        if stored is None:
+            return None
+        record = _record(stored)
+        ahead = _CONTINUING.get()
+        if ahead is not None and ahead.conversation_id == conversation_id and ahead.revision == record.revision:
+            # the run's own save, after its write-ahead: pydantic-ai checks it against the
+            # revision the run was loaded at (decision 0099); write_record moves it on
+            return None if ahead.base is None else dataclasses.replace(record, revision=ahead.base)
+        return record
 
     async def read_records(
         self, *, scope: str | None = None, limit: int | None = None
@@ -156,10 +224,24 @@ class FlowmemConversationStore(ConversationStore):
         (``flowmem.store.conversations.lines.write_lines``).
         """
         cid = self._writable(record.conversation_id, "conversation write")
-        owner = self._owner(record.scope)
-        guard = self.memory.session_claim(cid, ExecutionContext(session_id=cid, user_id=owner))
         entries = list(new_entries)
         stored = await asyncio.to_thread(self.tables.get, cid)
+        ahead = _CONTINUING.get()
+        if ahead is not None and ahead.conversation_id == cid and expected_revision == ahead.base:
+            entries = ahead.relinked(entries)
+            ahead.saved = entries
+            scope = record.scope if record.scope is not None or stored is None else stored.scope
+            record = dataclasses.replace(
+                record, head_id=entries[-1].id if entries else ahead.head, scope=scope
+            )
+            expected_revision = ahead.revision
+        elif answered := _ran_before_stored(entries):
+            self._warn_once(answered)
+        owner = self._owner(record.scope)
+        try:
+            guard = self.memory.session_claim(cid, ExecutionContext(session_id=cid, user_id=owner))
+        except AccessDeniedError as exc:
+            raise ConversationOwnedElsewhere(record.conversation_id, exc) from exc
         waiting = _deferred_ids(record) | _deferred_ids(None if stored is None else _record(stored))
         write = ConversationWrite(
             record=StoredConversation(
@@ -175,8 +257,28 @@ class FlowmemConversationStore(ConversationStore):
             source=record.forked_from if not entries else None,
             waiting=frozenset(waiting),
         )
-        if not await asyncio.to_thread(self.tables.write, write, expected_revision, guard):
+        try:
+            written = await asyncio.to_thread(self.tables.write, write, expected_revision, guard)
+        except ConversationConflict:
+            raise
+        except AccessDeniedError as exc:
+            raise ConversationOwnedElsewhere(record.conversation_id, exc) from exc
+        if not written:
             raise ConversationConflict(record.conversation_id)
+
+    def _warn_once(self, calls: list[str]) -> None:
+        if self._warned:
+            return
+        self._warned = True
+        log.warning(
+            "pydantic-ai saved tool calls together with their results (%s): the tools ran "
+            "before the calls that asked for them were stored, so a crash inside a tool loses "
+            "the question and the call. Run the agent with store.run(agent, prompt, "
+            "conversation=..., scope=...), or pass capabilities=[store.write_ahead(conversation, "
+            "scope=...)] to agent.run/iter/run_stream (docs/integrations.md, decision 0099); "
+            "this warning is logged once per store",
+            ", ".join(calls),
+        )
 
     async def delete_record(self, conversation_id: str, *, expected_revision: str) -> None:
         """Delete the conversation's session, entries included (decision 0042: its id stays deleted)."""
@@ -206,6 +308,101 @@ class FlowmemConversationStore(ConversationStore):
             entries = entries[len(entries) - limit :] if limit else []
         return entries
 
+    # --- write-ahead (decision 0099) ----------------------------------------------------------
+    def write_ahead(self, conversation: Conversation, *, scope: str | None = None) -> WriteAhead:
+        """A capability for one run of ``conversation``: its messages stored before each model request and tool."""
+        if not isinstance(conversation, Conversation):
+            raise TypeError(
+                "write_ahead needs the pydantic_ai.conversation.Conversation the run continues "
+                f"(store.load(...) or Conversation(conversation_id=...)), got {type(conversation).__name__}"
+            )
+        self._owner(scope)
+        return WriteAhead(self, conversation, scope)
+
+    async def run(
+        self,
+        agent: Agent[Any, Any],
+        user_prompt: Any = None,
+        *,
+        conversation: Conversation,
+        scope: str | None = None,
+        **kwargs: Any,
+    ) -> AgentRunResult[Any]:
+        """``agent.run`` with write-ahead (``write_ahead``), then ``save(result, scope=scope)``; the saved result.
+
+        The prompt and each model response are stored before the model is asked and
+        before a tool runs, so a crash at any point of the turn keeps the question and
+        every call; the save afterwards stores the rest, never a message twice.
+        """
+        given = kwargs.pop("capabilities", None) or ()
+        capabilities = [*given, self.write_ahead(conversation, scope=scope)]
+        result = await agent.run(user_prompt, conversation=conversation, capabilities=capabilities, **kwargs)
+        await self.save(result, scope=scope)
+        return result
+
+    async def save(
+        self, conversation: Conversation | AgentRunResult[Any], *, scope: str | None = None
+    ) -> list[ConversationEntry]:
+        """pydantic-ai's ``save``; after a run's write-ahead, only what it did not store, from where it left the record."""
+        held = conversation.conversation if isinstance(conversation, AgentRunResult) else conversation
+        ahead = self._aheads.get(held.conversation_id)
+        if ahead is None or not ahead.continues(held):
+            return await super().save(conversation, scope=scope)
+        token = _CONTINUING.set(ahead)
+        try:
+            await super().save(conversation, scope=scope)
+        finally:
+            _CONTINUING.reset(token)
+        if self._aheads.get(held.conversation_id) is ahead:
+            del self._aheads[held.conversation_id]
+        return list(ahead.saved)
+
+    async def stored_prefix(self, conversation: Conversation) -> int:
+        """How many of ``conversation``'s first messages are the stored history's (by ``==``)."""
+        entries = await self.load_entries(conversation.conversation_id) or []
+        shared = 0
+        for entry, message in zip(entries, conversation.messages, strict=False):
+            if entry.message != message:
+                break
+            shared += 1
+        return shared
+
+    async def write_ahead_messages(
+        self, ahead: Ahead, messages: Sequence[ModelMessage], usage: RunUsage, scope: str | None
+    ) -> None:
+        """Store a run's new ``messages`` after the stored head (write-ahead); ConversationConflict when stale.
+
+        The first write checks the revision the run's conversation was loaded at, the
+        next ones the revision the previous one left: a save made since by another
+        writer stops the run before its model or its tool.
+        """
+        cid = ahead.conversation_id
+        stored = await self.read_record(cid)
+        expected = ahead.base if ahead.revision is None else ahead.revision
+        if (stored.revision if stored is not None else None) != expected:
+            raise ConversationConflict(cid)
+        if stored is not None and scope is not None and stored.scope != scope:
+            raise ConversationConflict(cid)
+        parent = stored.head_id if stored is not None else None
+        entries: list[ConversationEntry] = []
+        for message in messages:
+            entries.append(ConversationEntry(parent_id=parent, message=message))
+            parent = entries[-1].id
+        record = ConversationRecord(
+            conversation_id=cid,
+            head_id=parent,
+            usage=usage,
+            deferred_tool_requests=stored.deferred_tool_requests if stored is not None else None,
+            scope=scope if scope is not None or stored is None else stored.scope,
+            forked_from=stored.forked_from if stored is not None else None,
+            forked_at=stored.forked_at if stored is not None else None,
+            branches=list(stored.branches) if stored is not None else [],
+        )
+        await self.write_record(record, new_entries=entries, expected_revision=expected)
+        ahead.revision, ahead.head = record.revision, parent
+        ahead.written.extend(messages)
+        self._aheads[cid] = ahead
+
     # --- loading -------------------------------------------------------------------------------
     async def load(
         self, conversation_id: str, *, limit: int | None = None, scope: str | None = None
@@ -227,4 +424,4 @@ class FlowmemConversationStore(ConversationStore):
         return conversation
 
 
-__all__ = ["FlowmemConversationStore"]
+__all__ = ["ConversationOwnedElsewhere", "FlowmemConversationStore"]
