@@ -16,24 +16,30 @@ there is it known that a user turn follows the unanswered call; the checkpointer
 what LangGraph hands it, exactly. ``FlowmemHealing`` is the ``create_agent`` middleware;
 ``heal_hook`` is the prebuilt ReAct agent's ``pre_model_hook``. Both write the healed list
 back into the state, so the thread's stored history becomes sendable for every reader.
+
+Both also wait, before the model call, for the checkpoint holding the question to be
+stored (``writeahead``, decision 0097); ``FlowmemHealing`` waits before each tool too
+(its ``wrap_tool_call``), so ``create_agent`` with it is write-ahead under LangGraph's
+default durability. The ReAct agent's tools wait through
+``ToolNode(tools, wrap_tool_call=write_ahead_tool, awrap_tool_call=awrite_ahead_tool)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Optional
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import BaseMessage, HumanMessage, RemoveMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from flowmem.core import prepare
 from flowmem.core.append import ListEditor, heal
 from flowmem.core.messages import result_id
 from flowmem.integrations.langchain import message_to_row, row_to_message
-
-HEALED_ID_PREFIX = "flowmem-healed-"
-"""A placeholder's message id: the call id after this prefix (healing twice changes nothing)."""
+from flowmem.integrations.langgraph.durable import HEALED_ID_PREFIX
+from flowmem.integrations.langgraph.writeahead import awrite_ahead, write_ahead
 
 
 def heal_messages(messages: Sequence[BaseMessage]) -> list[BaseMessage] | None:
@@ -87,21 +93,71 @@ def _update(messages: Sequence[BaseMessage]) -> dict[str, Any] | None:
 
 
 class FlowmemHealing(AgentMiddleware):
-    """``create_agent`` middleware: heal unanswered tool calls before the model call (MEM-3)."""
+    """``create_agent`` middleware: MEM-3 before the model call, write-ahead before model and tools."""
 
     def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        """Write the healed messages into the state when a user turn follows an unanswered call."""
+        """Write the healed messages into the state when a user turn follows an unanswered call (MEM-3)."""
         return _update(state["messages"])
 
     async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """``before_model`` for async runs (no I/O: the same work)."""
         return _update(state["messages"])
 
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        """Ask the model once the checkpoint holding its input (the question) is stored."""
+        write_ahead()
+        return handler(request)
 
-def heal_hook(state: Any) -> dict[str, Any]:
-    """The prebuilt ReAct agent's ``pre_model_hook``: the healed messages, or no change."""
+    async def awrap_model_call(
+        self, request: Any, handler: Callable[[Any], Awaitable[Any]]
+    ) -> Any:
+        """``wrap_model_call`` for async runs."""
+        await awrite_ahead()
+        return await handler(request)
+
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        """Start the tool once the checkpoint holding its call is stored."""
+        write_ahead(getattr(request.runtime, "config", None))
+        return handler(request)
+
+    async def awrap_tool_call(
+        self, request: Any, handler: Callable[[Any], Awaitable[Any]]
+    ) -> Any:
+        """``wrap_tool_call`` for async runs."""
+        await awrite_ahead(getattr(request.runtime, "config", None))
+        return await handler(request)
+
+
+def _hook_update(state: Any) -> dict[str, Any]:
     messages = state["messages"] if isinstance(state, dict) else state.messages
-    return _update(messages) or {"llm_input_messages": list(messages)}
+    update = _update(messages)
+    if update is None:
+        return {"llm_input_messages": list(messages)}
+    # the model is given the healed list itself (the state's is the reducer's to make)
+    return {**update, "llm_input_messages": update["messages"][1:]}
 
 
-__all__ = ["HEALED_ID_PREFIX", "FlowmemHealing", "heal_hook", "heal_messages"]
+def heal_hook(
+    state: Any,
+    config: Optional[RunnableConfig] = None,  # noqa: UP045  (LangGraph matches this text)
+) -> dict[str, Any]:
+    """The prebuilt ReAct agent's ``pre_model_hook``: MEM-3's healed messages, after the write-ahead.
+
+    Waits until the checkpoint holding the question is stored (``write_ahead``; in an
+    ``ainvoke`` run use ``aheal_hook``, which awaits instead), then heals unanswered
+    calls before the latest user turn into the state and gives the model that list.
+    """
+    write_ahead(config)
+    return _hook_update(state)
+
+
+async def aheal_hook(
+    state: Any,
+    config: Optional[RunnableConfig] = None,  # noqa: UP045  (LangGraph matches this text)
+) -> dict[str, Any]:
+    """``heal_hook`` for async runs (``agent.ainvoke``): the write-ahead is awaited."""
+    await awrite_ahead(config)
+    return _hook_update(state)
+
+
+__all__ = ["HEALED_ID_PREFIX", "FlowmemHealing", "aheal_hook", "heal_hook", "heal_messages"]

@@ -14,6 +14,16 @@
   checkpoint may only add checkpoints on top of it: when another writer got there
   first, its next ``put`` raises ``ThreadForkedError`` and stores nothing. A run
   started from an older checkpoint (time travel, a fork) branches as LangGraph means.
+- **Write-ahead** (decision 0097). ``write_ahead(config)`` blocks a task until the
+  checkpoint it started from is stored, so with LangGraph's default ``"async"``
+  durability a model is never asked, nor a tool started, before the question and the
+  call are in the database (``writeahead`` holds the wrappers that call it). A run
+  whose tools answered calls of a checkpoint nobody waited for is told once, with
+  the fix (a WARNING on the ``flowmem`` logger and a ``RuntimeWarning``).
+- **The caller's owner travels with the configs it reads.** ``get_tuple`` and
+  ``list`` return configs carrying the ``user_id`` of the config they were given, so
+  LangGraph's replay (``invoke(None, snapshot.config)``) and fork
+  (``update_state(snapshot.config, …)``) write as the same user.
 
 The async methods run the same work in a worker thread (``asyncio.to_thread``), so
 the event loop never waits on the database.
@@ -27,6 +37,7 @@ import random
 import threading
 import time
 import uuid
+import warnings
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -47,6 +58,12 @@ from langgraph.checkpoint.base import (
 )
 
 from flowmem.errors import LineMovedError, ScopeRefusedError, ThreadForkedError
+from flowmem.integrations.langgraph.durable import (
+    HEALED_ID_PREFIX,
+    DurableCheckpoints,
+    Key,
+    open_calls,
+)
 from flowmem.integrations.langgraph.lines import (
     LineHead,
     LineHeads,
@@ -83,10 +100,59 @@ the latest, and once one is refused every later write of that run is refused too
 (``__``: LangGraph copies no such key into metadata).
 """
 _EMPTY = ("empty", b"")
+DURABILITY = "__pregel_durability"
+"""LangGraph's config key of a run's durability (``langgraph._internal._constants``);
+absent: ``"async"``, LangGraph's default."""
+OWNER = "user_id"
+"""The configurable key naming the thread's owner (LangGraph's convention)."""
+UNGUARDED = (
+    "FlowmemSaver: thread {thread!r} ran tools on calls whose checkpoint was still being "
+    "saved (LangGraph's default durability \"async\", and no write-ahead): a crash there "
+    "loses the call and maybe the question. Add FlowmemHealing() to create_agent's "
+    "middleware, ToolNode(tools, wrap_tool_call=write_ahead_tool, "
+    "awrap_tool_call=awrite_ahead_tool) to a graph of your own or the prebuilt ReAct agent, "
+    "or run with durability=\"sync\" (docs/integrations.md, LangGraph durability)"
+)
+"""The once-per-saver warning of a run whose tools did not wait for their call."""
 
 
 def _configurable(config: RunnableConfig | None) -> Mapping[str, Any]:
     return (config or {}).get("configurable") or {}
+
+
+def _owned(asked: Mapping[str, Any], thread: str, ns: str, checkpoint_id: str) -> dict[str, Any]:
+    """A checkpoint's configurable, with the ``user_id`` of the config that asked for it.
+
+    The owner a caller named travels with the configs it reads, so a replay or a fork
+    of them writes as the same caller (never as the thread's owner: a caller who names
+    nobody, or another user, gets nothing more than it asked with).
+    """
+    configurable: dict[str, Any] = {
+        "thread_id": thread,
+        "checkpoint_ns": ns,
+        "checkpoint_id": checkpoint_id,
+    }
+    if asked.get(OWNER) is not None:
+        configurable[OWNER] = asked[OWNER]
+    return configurable
+
+
+def parent_checkpoint(conf: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The (namespace, checkpoint id) a LangGraph task started from, from its configurable.
+
+    A task's namespace is its parent's, then ``|`` (nested graphs), then ``node:task``;
+    LangGraph's checkpoint map names each enclosing namespace's checkpoint. None outside
+    a task (no map).
+    """
+    mapping = conf.get("checkpoint_map")
+    if not isinstance(mapping, Mapping) or not mapping:
+        return None
+    task_ns = str(conf.get("checkpoint_ns", ""))
+    ns = task_ns.rsplit("|", 1)[0] if "|" in task_ns else ""
+    if ns in mapping:
+        return ns, str(mapping[ns])
+    ns, checkpoint_id = list(mapping.items())[-1]
+    return str(ns), str(checkpoint_id)
 
 
 class RefusedCheckpoints:
@@ -136,6 +202,7 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
         context: ExecutionContext | None = None,
         serde: Any = None,
         cache_threads: int = 256,
+        write_ahead_timeout: float = 30.0,
     ) -> None:
         if not isinstance(memory, MemoryService):
             raise TypeError(
@@ -144,12 +211,19 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
             )
         if context is not None and not isinstance(context, ExecutionContext):
             raise TypeError(f"context must be a flowmem ExecutionContext, got {context!r}")
+        if not isinstance(write_ahead_timeout, (int, float)) or write_ahead_timeout <= 0:
+            raise ValueError(
+                f"write_ahead_timeout must be a number of seconds above 0, got {write_ahead_timeout!r}"
+            )
         super().__init__(serde=serde)
         self.memory = memory
         self.context = context
         self.tables = checkpoints_of(memory.store)
         self.heads = LineHeads(cache_threads)
         self.refused = RefusedCheckpoints()
+        self.durable = DurableCheckpoints()
+        self.write_ahead_timeout = float(write_ahead_timeout)
+        self._warned = False
 
     @classmethod
     @contextmanager
@@ -192,8 +266,44 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """Store a checkpoint; message lists as line rows, other channels as blobs."""
+        """Store a checkpoint; message lists as line rows, other channels as blobs.
+
+        A write-ahead waiter (``write_ahead``) learns that it is stored, or that it
+        never will be (the error is raised to the waiter too).
+        """
         thread = self._writable(config, "checkpoint write")
+        conf = _configurable(config)
+        ns = str(conf.get("checkpoint_ns", ""))
+        key: Key = (thread, ns, checkpoint["id"])
+        try:
+            stored = self._put(thread, config, checkpoint, metadata, new_versions)
+        except BaseException as exc:
+            self.durable.failed(key, exc)
+            raise
+        values = checkpoint["channel_values"]
+        lists = [v for v in values.values() if is_message_list(v)]
+        self.durable.stored(key, frozenset().union(*(open_calls(v) for v in lists)))
+        parent = conf.get("checkpoint_id")
+        if (
+            parent
+            and not self._warned
+            and conf.get(DURABILITY, "async") == "async"
+            and self.durable.unguarded((thread, ns, str(parent)), lists, HEALED_ID_PREFIX)
+        ):
+            self._warned = True
+            message = UNGUARDED.format(thread=thread)
+            log.warning(message)
+            warnings.warn(message, RuntimeWarning, stacklevel=2)
+        return stored
+
+    def _put(
+        self,
+        thread: str,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
         conf = _configurable(config)
         ns = str(conf.get("checkpoint_ns", ""))
         parent = conf.get("checkpoint_id")
@@ -238,13 +348,7 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
             for channel, line_head in heads.items():
                 self.heads.remember(thread, ns, channel, line_head)
             break
-        return {
-            "configurable": {
-                "thread_id": thread,
-                "checkpoint_ns": ns,
-                "checkpoint_id": checkpoint["id"],
-            }
-        }
+        return {"configurable": _owned(conf, thread, ns, checkpoint["id"])}
 
     def _plan(
         self,
@@ -327,10 +431,10 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
             return None
         latest = stored if wanted is None else self.tables.get_checkpoint(thread, ns, None)
         is_head = latest is not None and latest.checkpoint_id == stored.checkpoint_id
-        return self._tuple(stored, None, is_head)
+        return self._tuple(stored, None, is_head, conf)
 
     def _tuple(
-        self, stored: StoredCheckpoint, metadata: Any, is_head: bool
+        self, stored: StoredCheckpoint, metadata: Any, is_head: bool, asked: Mapping[str, Any]
     ) -> CheckpointTuple:
         thread, ns = stored.thread_id, stored.ns
         checkpoint = self.serde.loads_typed(stored.checkpoint)
@@ -348,22 +452,13 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
             self.tables.get_writes(thread, ns, stored.checkpoint_id),
             key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx),
         )
-        configurable: dict[str, Any] = {
-            "thread_id": thread,
-            "checkpoint_ns": ns,
-            "checkpoint_id": stored.checkpoint_id,
-        }
+        self.durable.stored((thread, ns, stored.checkpoint_id))
+        configurable = _owned(asked, thread, ns, stored.checkpoint_id)
         if is_head:
             configurable[HEAD_MARK] = uuid.uuid4().hex
         parent = None
         if stored.parent_id:
-            parent = {
-                "configurable": {
-                    "thread_id": thread,
-                    "checkpoint_ns": ns,
-                    "checkpoint_id": stored.parent_id,
-                }
-            }
+            parent = {"configurable": _owned(asked, thread, ns, stored.parent_id)}
         return CheckpointTuple(
             config={"configurable": configurable},
             checkpoint={**checkpoint, "channel_values": values},  # type: ignore[typeddict-item]
@@ -394,6 +489,7 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
         thread: str | None = None
         ns: str | None = None
         wanted = None
+        asked = _configurable(config)
         if config is not None:
             resolved = self._thread(config, "checkpoint list")
             if isinstance(resolved, Refusal):
@@ -410,10 +506,58 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
             metadata = self.serde.loads_typed(stored.metadata)
             if filter and not all(metadata.get(k) == v for k, v in filter.items()):
                 continue
-            yield self._tuple(stored, metadata, False)
+            yield self._tuple(stored, metadata, False, asked)
             found += 1
             if limit is not None and found >= limit:
                 return
+
+    # --- write-ahead ------------------------------------------------------------------------
+    def write_ahead(self, config: RunnableConfig) -> bool:
+        """Block until the checkpoint a task's ``config`` started from is stored (write-ahead).
+
+        The task's config names it: its thread, its namespace's entry of LangGraph's
+        checkpoint map. True when it is stored (at once with ``durability="sync"``),
+        False when there is nothing to wait for (no thread, ``durability="exit"``,
+        which stores nothing before the run ends) or after ``write_ahead_timeout``
+        seconds (logged). Raises the error its ``put`` raised (``ThreadForkedError``:
+        the run lost the thread, its tool must not run).
+        """
+        conf = _configurable(config)
+        if conf.get(DURABILITY, "async") == "exit":
+            return False
+        parent = parent_checkpoint(conf)
+        if parent is None:
+            return False
+        thread = self._thread(config, "checkpoint read")
+        if isinstance(thread, Refusal):
+            return False
+        ns, checkpoint_id = parent
+        key: Key = (thread, ns, checkpoint_id)
+        if self.durable.wait(
+            key,
+            self.write_ahead_timeout,
+            lambda: self.tables.get_checkpoint(thread, ns, checkpoint_id) is not None,
+        ):
+            return True
+        log.warning(
+            "FlowmemSaver: checkpoint %s of thread %r was not stored within %.1f s; the task "
+            "runs without its write-ahead (a crash now may lose its call)",
+            checkpoint_id,
+            thread,
+            self.write_ahead_timeout,
+        )
+        return False
+
+    async def awrite_ahead(self, config: RunnableConfig) -> bool:
+        """``write_ahead`` for async runs: the event loop keeps running while it waits."""
+        conf = _configurable(config)
+        parent = parent_checkpoint(conf)
+        thread = conf.get("thread_id")
+        if parent is not None and thread is not None and self.durable.is_stored(
+            (str(thread), *parent)
+        ):
+            return True  # stored already: no worker thread needed
+        return await asyncio.to_thread(self.write_ahead, config)
 
     # --- threads --------------------------------------------------------------------------
     def delete_thread(self, thread_id: str) -> None:
@@ -519,4 +663,4 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
         await asyncio.to_thread(self.delete_for_runs, run_ids)
 
 
-__all__ = ["HEAD_MARK", "FlowmemSaver"]
+__all__ = ["HEAD_MARK", "FlowmemSaver", "parent_checkpoint"]

@@ -1,0 +1,120 @@
+"""Which checkpoints a ``FlowmemSaver`` knows to be stored: what the write-ahead waits for.
+
+LangGraph's default durability (``"async"``) saves a step's checkpoint in a background
+thread while the next step's tasks already run: a tool can start before the checkpoint
+holding the model's call is stored, and a kill then loses the call (and, early in a
+turn, the user's question). ``DurableCheckpoints`` records, per (thread, namespace,
+checkpoint id), that a ``put`` stored it, that a read found it, or that its ``put``
+failed; ``wait`` blocks until one of them happened to a checkpoint (decision 0097).
+
+It also remembers, per checkpoint, the tool calls it left open and whether a task
+waited for it, so that a run whose tools did not wait can be told once (``unguarded``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+Key = tuple[str, str, str]
+"""(thread id, checkpoint namespace, checkpoint id)."""
+
+HEALED_ID_PREFIX = "flowmem-healed-"
+"""A MEM-3 placeholder's message id: the call id after this prefix (``healing``)."""
+
+
+def open_calls(messages: Sequence[Any]) -> frozenset[str]:
+    """The call ids the newest ``AIMessage`` declares that no later ``ToolMessage`` answers."""
+    answered: set[str] = set()
+    for message in reversed(messages):
+        calls = getattr(message, "tool_calls", None)
+        if calls is not None and getattr(message, "type", None) == "ai":
+            return frozenset(c["id"] for c in calls if c.get("id") and c["id"] not in answered)
+        call_id = getattr(message, "tool_call_id", None)
+        if call_id:
+            answered.add(call_id)
+    return frozenset()
+
+
+def ran_tools(messages: Sequence[Any], calls: frozenset[str], healed_prefix: str) -> bool:
+    """True when a ``ToolMessage`` that is not a MEM-3 placeholder answers one of ``calls``."""
+    for message in reversed(messages):
+        call_id = getattr(message, "tool_call_id", None)
+        if call_id in calls and not str(getattr(message, "id", "") or "").startswith(
+            healed_prefix
+        ):
+            return True
+        declared = getattr(message, "tool_calls", None) if message.type == "ai" else None
+        if declared and calls.intersection(c.get("id") for c in declared):
+            return False  # back at the turn that declared them: no tool answered
+    return False
+
+
+class DurableCheckpoints:
+    """Checkpoints known stored, failed or waited for in this process (bounded, thread-safe)."""
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self.capacity = capacity
+        self._changed = threading.Condition()
+        self._stored: OrderedDict[Key, None] = OrderedDict()
+        self._failed: OrderedDict[Key, BaseException] = OrderedDict()
+        self._open: OrderedDict[Key, frozenset[str]] = OrderedDict()
+        self._waited: OrderedDict[Key, None] = OrderedDict()
+
+    def _bound(self, table: OrderedDict[Key, Any], key: Key, value: Any) -> None:
+        table[key] = value
+        table.move_to_end(key)
+        while len(table) > self.capacity:
+            table.popitem(last=False)
+
+    def stored(self, key: Key, calls: frozenset[str] = frozenset()) -> None:
+        """A checkpoint is in the database (written or read); ``calls``: the calls it leaves open."""
+        with self._changed:
+            self._bound(self._stored, key, None)
+            if calls:
+                self._bound(self._open, key, calls)
+            self._changed.notify_all()
+
+    def failed(self, key: Key, error: BaseException) -> None:
+        """A checkpoint's ``put`` raised: it will never be stored, a waiter gets ``error``."""
+        with self._changed:
+            self._bound(self._failed, key, error)
+            self._changed.notify_all()
+
+    def is_stored(self, key: Key) -> bool:
+        """True when this process knows the checkpoint is stored."""
+        with self._changed:
+            return key in self._stored
+
+    def wait(self, key: Key, timeout: float, lookup: Callable[[], bool]) -> bool:
+        """Block until ``key`` is stored (True) or ``timeout`` seconds passed (False).
+
+        Raises the error of a failed ``put`` of it. ``lookup`` (the database, once)
+        answers for a checkpoint this process neither wrote nor read.
+        """
+        with self._changed:
+            self._bound(self._waited, key, None)
+            if key in self._stored:
+                return True
+            if key in self._failed:
+                raise self._failed[key]
+        if lookup():
+            self.stored(key)
+            return True
+        with self._changed:
+            done = self._changed.wait_for(
+                lambda: key in self._stored or key in self._failed, timeout
+            )
+            if key in self._failed:
+                raise self._failed[key]
+            return bool(done)
+
+    def unguarded(self, parent: Key, messages: Iterable[Sequence[Any]], healed_prefix: str) -> bool:
+        """True when tools answered the calls ``parent`` left open and no task waited for ``parent``."""
+        with self._changed:
+            calls = self._open.get(parent)
+            if not calls or parent in self._waited:
+                return False
+        return any(ran_tools(m, calls, healed_prefix) for m in messages)
