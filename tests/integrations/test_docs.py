@@ -21,6 +21,8 @@ from flowmem.client import Client
 from flowmem.integrations.langgraph.saver import FlowmemSaver
 from flowmem.scope import ExecutionContext
 from tests.client.conftest import Server, serve
+from tests.integrations.kill.points import Killer
+from tests.integrations.kill.programs import langchain as lc_program
 from tests.integrations.scripted_model import ScriptedModel, text
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
@@ -53,7 +55,12 @@ def _run(block: str, swaps: dict[str, str], names: dict[str, Any]) -> dict[str, 
     for old, new in swaps.items():
         assert old in block, f"the doc no longer contains {old!r}"
         block = block.replace(old, new)
-    user_lines = [line for line in block.splitlines() if line.strip()]
+    # imports and comments aside: a program with a tool defines the tool too
+    user_lines = [
+        line
+        for line in block.splitlines()
+        if line.strip() and not line.startswith(("from ", "import ", "#"))
+    ]
     assert len(user_lines) < 15, "each adapter must fit in under 15 lines of user code"
     namespace: dict[str, Any] = dict(names)
     with warnings.catch_warnings():
@@ -65,21 +72,27 @@ def _run(block: str, swaps: dict[str, str], names: dict[str, Any]) -> dict[str, 
     return namespace
 
 
-LANGCHAIN_SWAPS = {
-    "from langchain_openai import ChatOpenAI": (
-        "from langchain_core.language_models.fake_chat_models import GenericFakeChatModel"
-    ),
-    'ChatOpenAI(model="gpt-4o-mini")': 'GenericFakeChatModel(messages=iter(["Hello Ana!"]))',
-}
+def _langchain_names() -> dict[str, Any]:
+    """The kill matrix's scripted model and tool body, never killing (the LangChain 0.x program)."""
+    return {
+        "SCRIPTED_MODEL": lc_program.ScriptedChat(killer=Killer(None)),
+        "TOOL_WORK": lc_program.tool_work(Killer(None)),
+    }
+
+
+LANGCHAIN_SWAPS = {**lc_program.MODEL_SWAP, **lc_program.TOOL_SWAP}
+LANGCHAIN_TURN = ["Weather in Lisbon?", "", "18C and sunny", "It is 18C and sunny in Lisbon."]
+"""The stored rows' contents of the LangChain 0.x tool loop's turn."""
 
 
 def test_langchain_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    block = _block("FlowmemChatMessageHistory", ".invoke(", remote=False)
-    ns = _run(block, LANGCHAIN_SWAPS, {})
-    assert ns["reply"].content == "Hello Ana!"
+    block = _block("FlowmemRunnableWithMessageHistory", ".invoke(", remote=False)
+    ns = _run(block, LANGCHAIN_SWAPS, _langchain_names())
+    assert ns["reply"].content == "It is 18C and sunny in Lisbon."
     stored = ns["memory"].load("session", "chat_history", ExecutionContext(session_id="ana-1"))
-    assert [row["content"] for row in stored.messages] == ["Hi, I'm Ana", "Hello Ana!"]
+    assert [row["content"] for row in stored.messages] == LANGCHAIN_TURN
+    assert ns["memory"].store.get_session("ana-1").owner == "ana"
     ns["memory"].store.close()
 
 
@@ -124,12 +137,13 @@ def test_langchain_example_on_a_server_runs(
     served: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    ns = _run(_block("FlowmemChatMessageHistory", ".invoke(", remote=True), LANGCHAIN_SWAPS, {})
-    assert ns["reply"].content == "Hello Ana!"
+    block = _block("FlowmemRunnableWithMessageHistory", ".invoke(", remote=True)
+    ns = _run(block, LANGCHAIN_SWAPS, _langchain_names())
+    assert ns["reply"].content == "It is 18C and sunny in Lisbon."
     ns["memory"].close()
     with Client() as client:  # read back through the API, as the server has it
         stored = client.load_buffer("session", "chat_history", session_id="ana-1").messages
-        assert [row["content"] for row in stored] == ["Hi, I'm Ana", "Hello Ana!"]
+        assert [row["content"] for row in stored] == LANGCHAIN_TURN
         assert client.get_session("ana-1").owner == "alice"  # the token's user
 
 
