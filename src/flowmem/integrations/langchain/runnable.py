@@ -49,7 +49,12 @@ class FlowmemRunnableWithMessageHistory(RunnableWithMessageHistory):
     tool loop hands back) are added to the history before the wrapped runnable is
     called, and only the output messages when it ends. A turn killed while the model
     thinks keeps its input; a write that fails before the model raises from
-    ``invoke`` before the model is called.
+    ``invoke`` before the model is called. The history the runnable gets is read
+    after the input was stored, so it is the history as stored (with a flowmem
+    history: each call answered once, MEM-1, MEM-3, MEM-5). Invoked again with the
+    same input after a turn that stored no output (the model raised), the input
+    already ends the history and is not stored again: the model gets it once, as
+    with LangChain's class, which had stored nothing.
     """
 
     def _written_ahead(self, value: Any) -> list[BaseMessage]:
@@ -62,22 +67,41 @@ class FlowmemRunnableWithMessageHistory(RunnableWithMessageHistory):
         )
 
     def _enter_history(self, value: Any, config: RunnableConfig) -> list[BaseMessage]:
-        """Read the history, then store the input ahead of the runnable (write-ahead)."""
+        """Store the input ahead of the runnable (write-ahead), then read the history it runs on."""
         hist: BaseChatMessageHistory = config["configurable"]["message_history"]
-        messages = hist.messages.copy()
         new = self._written_ahead(value)
-        if new:
+        history = hist.messages
+        if new and not _ends_with(history, new):
             hist.add_messages(new)
-        return messages if self.history_messages_key else [*messages, *new]
+            history = hist.messages
+        return self._runnable_input(history, new)
 
     async def _aenter_history(self, value: Any, config: RunnableConfig) -> list[BaseMessage]:
         """Async ``_enter_history``."""
         hist: BaseChatMessageHistory = config["configurable"]["message_history"]
-        messages = (await hist.aget_messages()).copy()
         new = self._written_ahead(value)
-        if new:
+        history = await hist.aget_messages()
+        if new and not _ends_with(history, new):
             await hist.aadd_messages(new)
-        return messages if self.history_messages_key else [*messages, *new]
+            history = await hist.aget_messages()
+        return self._runnable_input(history, new)
+
+    def _runnable_input(
+        self, history: Sequence[BaseMessage], new: Sequence[BaseMessage]
+    ) -> list[BaseMessage]:
+        """What LangChain's class hands the runnable: the history and the input, each once.
+
+        ``history`` was read after the input was stored, so it holds the input as the
+        store keeps it (a ``ToolMessage`` answering the call it stored open, a
+        placeholder MEM-3 put before a user message). The input the store did not
+        keep (a refused scope) is added as LangChain's class adds it; under a
+        ``history_messages_key`` the input goes in its own key, so the history ends
+        before it.
+        """
+        kept = _ends_with(history, new)
+        if self.history_messages_key:
+            return list(history[: len(history) - len(new)]) if kept else list(history)
+        return list(history) if kept else [*history, *new]
 
     def _outputs(self, run: Run) -> Sequence[BaseMessage]:
         """The run's output messages (its input was stored by ``_enter_history``)."""
@@ -92,6 +116,11 @@ class FlowmemRunnableWithMessageHistory(RunnableWithMessageHistory):
         """Async ``_exit_history``."""
         hist: BaseChatMessageHistory = config["configurable"]["message_history"]
         await hist.aadd_messages(self._outputs(run))
+
+
+def _ends_with(history: Sequence[BaseMessage], new: Sequence[BaseMessage]) -> bool:
+    """True when ``new`` (not empty) is the end of ``history``."""
+    return bool(new) and len(history) >= len(new) and list(history[-len(new) :]) == list(new)
 
 
 _PLAIN_READERS = frozenset(
