@@ -28,6 +28,8 @@ from typing import Any
 
 from agents.memory.session_settings import SessionSettings
 
+from flowmem.integrations.openai_agents import FlowmemRunHooks, FlowmemSession
+
 Make = Callable[[str, "SessionSettings | dict[str, Any] | None"], Any]
 Scenario = Callable[[Make], Awaitable[Any]]
 
@@ -84,6 +86,11 @@ PICTURE = {
 SHORT = {"role": "assistant", "content": "Cloudy."}
 HISTORY = [USER, REASONING, SEARCH, CALL, OUTPUT, ANSWER, PICTURE, SHORT]
 """A sendable history with one item of each common kind, as the SDK stores them."""
+
+
+def hooks_of(session: Any) -> FlowmemRunHooks | None:
+    """The documented run hooks of a ``FlowmemSession``; none for the SDK's own sessions."""
+    return FlowmemRunHooks(session) if isinstance(session, FlowmemSession) else None
 
 
 def as_json(value: Any) -> Any:

@@ -37,6 +37,7 @@ from tests.integrations.backends import (
     sync_of,
 )
 from tests.integrations.scripted_model import ScriptedModel, call, text
+from tests.integrations.session_contract import hooks_of
 
 set_tracing_disabled(True)  # no trace export from tests (the network is loopback only)
 
@@ -105,8 +106,8 @@ def test_runner_runs_several_turns_over_a_sqlite_session(sqlite_service: Memory 
     session = FlowmemSession("s1", sqlite_service)
 
     async def scenario() -> list[Any]:
-        first = await Runner.run(agent, "weather in Lisbon?", session=session)
-        second = await Runner.run(agent, "what did I ask?", session=session)
+        first = await Runner.run(agent, "weather in Lisbon?", session=session, hooks=hooks_of(session))
+        second = await Runner.run(agent, "what did I ask?", session=session, hooks=hooks_of(session))
         return [first.final_output, second.final_output, await session.get_items()]
 
     first, second, items = asyncio.run(scenario())
@@ -152,11 +153,11 @@ def _approval_scenario(session: Any) -> ScriptedModel:
     agent = Agent(name="helper", instructions="be brief", model=model, tools=[tool])
 
     async def scenario() -> None:
-        done = await Runner.run(agent, "weather in Lisbon?", session=session)
+        done = await Runner.run(agent, "weather in Lisbon?", session=session, hooks=hooks_of(session))
         assert done.final_output == "18C in Lisbon." and not done.interruptions
-        interrupted = await Runner.run(agent, "and Porto?", session=session)
+        interrupted = await Runner.run(agent, "and Porto?", session=session, hooks=hooks_of(session))
         assert interrupted.interruptions  # the run stopped between the call and its output
-        await Runner.run(agent, "hello?", session=session)
+        await Runner.run(agent, "hello?", session=session, hooks=hooks_of(session))
 
     asyncio.run(scenario())
     return model
@@ -212,10 +213,10 @@ def test_approved_call_resumes_with_its_real_output(sqlite_service: Memory | Asy
     session = FlowmemSession("s1", sqlite_service)
 
     async def scenario() -> str:
-        interrupted = await Runner.run(agent, "and Porto?", session=session)
+        interrupted = await Runner.run(agent, "and Porto?", session=session, hooks=hooks_of(session))
         state = interrupted.to_state()
         state.approve(interrupted.interruptions[0])
-        resumed = await Runner.run(agent, state, session=session)
+        resumed = await Runner.run(agent, state, session=session, hooks=hooks_of(session))
         return str(resumed.final_output)
 
     assert asyncio.run(scenario()) == "21C in Porto."
@@ -244,8 +245,8 @@ def test_tool_crash_aborts_the_run_and_the_next_turn_still_runs(
 
     async def scenario() -> str:
         with pytest.raises(UserError):
-            await Runner.run(agent, "and Porto?", session=session)
-        again = await Runner.run(agent, "hello?", session=session)
+            await Runner.run(agent, "and Porto?", session=session, hooks=hooks_of(session))
+        again = await Runner.run(agent, "hello?", session=session, hooks=hooks_of(session))
         return str(again.final_output)
 
     assert asyncio.run(scenario()) == "Let me try again later."
@@ -258,7 +259,7 @@ def test_streamed_run_is_stored_too(service: Memory | AsyncMemory) -> None:
     session = FlowmemSession("s1", service)
 
     async def scenario() -> None:
-        streamed = Runner.run_streamed(agent, "hi", session=session)
+        streamed = Runner.run_streamed(agent, "hi", session=session, hooks=hooks_of(session))
         async for _ in streamed.stream_events():
             pass
 
@@ -491,7 +492,7 @@ def test_an_async_memory_is_awaited_on_the_loop_without_a_thread(
     assert got[0] == [USER_PORTO, CALL_ITEM, OUTPUT_ITEM] and got[2] == OUTPUT_ITEM
     model = ScriptedModel([[text("21C in Porto.")]])
     agent = Agent(name="helper", instructions="be brief", model=model)
-    done = asyncio.run(Runner.run(agent, "and Porto?", session=session))
+    done = asyncio.run(Runner.run(agent, "and Porto?", session=session, hooks=hooks_of(session)))
     assert done.final_output == "21C in Porto." and len(_rows(session)) == 2
     # the same session over a synchronous memory does go through a worker thread
     threaded = FlowmemSession("s1", remote_memory(request, kind="remote"))

@@ -132,10 +132,11 @@ async def _run(session: Any) -> tuple[list[Any], list[Any]]:
         model=model,
         tools=[function_tool(_weather, name_override="weather")],
     )
-    await Runner.run(agent, "weather in Lisbon?", session=session)
-    await Runner.run(agent, "what did I ask?", session=session)
+    hooks = contract.hooks_of(session)
+    await Runner.run(agent, "weather in Lisbon?", session=session, hooks=hooks)
+    await Runner.run(agent, "what did I ask?", session=session, hooks=hooks)
     limited = RunConfig(session_settings=SessionSettings(limit=3))
-    await Runner.run(agent, "and now?", session=session, run_config=limited)
+    await Runner.run(agent, "and now?", session=session, run_config=limited, hooks=hooks)
     return contract.as_json(model.inputs), contract.as_json(await session.get_items())
 
 

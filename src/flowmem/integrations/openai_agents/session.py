@@ -1,14 +1,14 @@
-"""OpenAI Agents SDK session backed by a flowmem buffer (the ``openai-agents`` extra).
+"""``FlowmemSession``: the Agents SDK's ``Session`` stored in one flowmem buffer.
 
-``FlowmemSession`` implements the SDK's ``Session`` protocol. Items are stored as
-flowmem rows (``flowmem.formats.from_responses``), so every write goes through
-``Memory.append`` — in process (``MemoryService``) or on a ``flowmem serve``
+Items are stored as flowmem rows (``flowmem.formats.from_responses``), so every write
+goes through ``Memory.append`` — in process (``MemoryService``) or on a ``flowmem serve``
 (``flowmem.client.Client``), the same rules either way: a re-delivered
 ``function_call_output`` is stored once (MEM-1), a re-delivered model turn once
-(MEM-2), a ``function_call`` left without output by an aborted run is answered by
-a placeholder when the next user message is added (MEM-3) instead of being
-dropped from the history, and a ``session`` scope without a real session id
-refuses (MEM-7, MEM-13).
+(MEM-2), a ``function_call`` left without output by an aborted run is answered by a
+placeholder when the next user message is added (MEM-3) instead of being dropped from
+the history, and a ``session`` scope without a real session id refuses (MEM-7, MEM-13).
+With ``FlowmemRunHooks`` a run stores each model response before its tools start
+(``write_ahead``; decision 0098).
 
 The SDK's session is async. Given a synchronous ``Memory`` (a ``MemoryService``, a
 ``Client``), every call runs in a worker thread (``asyncio.to_thread``); given an
@@ -20,95 +20,32 @@ path for both (decision 0036, docs/integrations.md).
 
 from __future__ import annotations
 
-from dataclasses import fields
+import asyncio
+from typing import TYPE_CHECKING, Any, cast
 
-from flowmem.integrations import async_memory_of, is_async_memory, require
+from agents.memory.session_settings import SessionSettings, resolve_session_limit
 
-require("agents", "openai-agents")
-
-import asyncio  # noqa: E402
-from typing import TYPE_CHECKING, Any, cast  # noqa: E402
-
-from agents.memory.session_settings import (  # noqa: E402
-    SessionSettings,
-    coerce_session_settings,
-    resolve_session_limit,
+from flowmem.core import Message, normalize
+from flowmem.formats import from_responses, row_to_items
+from flowmem.integrations import async_memory_of, is_async_memory
+from flowmem.integrations.openai_agents.items import items_of, output_item, repaired_items
+from flowmem.integrations.openai_agents.settings import session_settings_of
+from flowmem.integrations.openai_agents.write_ahead import (
+    LOCAL_CALLS,
+    WriteAhead,
+    has_real_id,
+    item_key,
 )
-from pydantic.dataclasses import dataclass  # noqa: E402
-
-from flowmem.core import Message, entry_id, normalize, result_id  # noqa: E402
-from flowmem.core.messages import raw_tool_calls  # noqa: E402
-from flowmem.formats import from_responses, row_to_items, to_responses  # noqa: E402
-from flowmem.memory import AsyncMemory, Memory  # noqa: E402
-from flowmem.results import BufferResult, TokenWindow  # noqa: E402
-from flowmem.scope import ExecutionContext  # noqa: E402
+from flowmem.memory import AsyncMemory, Memory
+from flowmem.results import BufferResult, TokenWindow
+from flowmem.scope import ExecutionContext
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
+    from agents.run_context import RunContextWrapper
 
-
-@dataclass
-class FlowmemSessionSettings(SessionSettings):
-    """The SDK's ``SessionSettings`` with a token budget: ``max_tokens`` (issue 28).
-
-    With it, ``get_items`` returns the longest sendable suffix of the history within
-    that many tokens (flowmem's default counter): a call never without its output, a
-    reasoning item never without its turn; ``limit``, when set too, then keeps the
-    last ``limit`` items of that window.
-    """
-
-    max_tokens: int | None = None
-    """Token budget of ``get_items``; None: no budget."""
-
-    def resolve(self, override: SessionSettings | dict[str, Any] | None) -> SessionSettings:
-        """The SDK's overlay, also of a plain ``SessionSettings`` (a ``RunConfig``'s): its set fields."""
-        if isinstance(override, SessionSettings) and not isinstance(override, FlowmemSessionSettings):
-            override = {f.name: getattr(override, f.name) for f in fields(override) if getattr(override, f.name) is not None}
-        return super().resolve(override)
-
-
-def session_settings_of(value: SessionSettings | dict[str, Any] | None) -> FlowmemSessionSettings:
-    """``value`` as ``FlowmemSessionSettings`` (a dict of its fields, or the SDK's settings)."""
-    if isinstance(value, FlowmemSessionSettings):
-        return value
-    if isinstance(value, dict):
-        return FlowmemSessionSettings(**value)
-    return FlowmemSessionSettings(limit=coerce_session_settings(value).limit if value else None)
-
-
-def items_of(rows: list[Message], limit: int | None = None) -> list[dict[str, Any]]:
-    """Return rows as Responses items, tool pairing repaired, the last ``limit`` items when given.
-
-    Nothing is reordered (a system item stays where it was added: the Responses API
-    takes it there, DESIGN §5); a call whose output has not arrived gets its
-    interrupted placeholder (MEM-5 rule 3). ``limit`` works as in the SDK's own
-    sessions: ``None`` or a negative number is every item, ``0`` none, ``N`` the
-    last N exactly, wherever the cut falls (the Runner drops an output whose call
-    the cut left out, as it does for ``SQLiteSession``; docs/decisions/0050).
-    """
-    items = _repaired_items(rows)[0]
-    if limit is None or limit < 0:
-        return items
-    return items[-limit:] if limit else []
-
-
-def _repaired_items(rows: list[Message]) -> tuple[list[dict[str, Any]], int]:
-    """Return ``(items, dropped)``: the rows' Responses items in place, and what repair removed."""
-    repaired = normalize(rows, keep_content=True, systems_first=False)
-    return to_responses(repaired.messages, systems_first=False), repaired.dropped
-
-
-def _output_item(row: Message, rows: list[Message]) -> dict[str, Any]:
-    """Return the item of a ``tool`` row, spelled for the kind of the call it answers."""
-    answered = result_id(row)
-    for turn in reversed(rows):
-        for call in raw_tool_calls(turn) if turn.get("role") == "assistant" else []:
-            if entry_id(call) == answered:
-                pair = [{"role": "assistant", "content": "", "tool_calls": [call]}, row]
-                items = to_responses(pair)
-                if len(items) >= 2 and "role" not in items[-1]:
-                    return items[-1]
-    return row_to_items(row)[-1]
+TURN_TAIL = 32
+"""How many of the newest rows a first save of a process searches for items already stored ahead."""
 
 
 class FlowmemSession:
@@ -128,6 +65,13 @@ class FlowmemSession:
     ``SessionSettings``, a ``FlowmemSessionSettings`` or a dict of its fields) gives the default
     ``limit`` of ``get_items``, as in the SDK's sessions, and ``max_tokens`` its token budget. ``last_result`` holds what the last
     ``add_items`` reported.
+
+    Run it with its hooks, ``Runner.run(agent, input, session=session,
+    hooks=FlowmemRunHooks(session))``: each model response that leads to a tool is then
+    stored before the tool starts (``write_ahead``), and the SDK's own save of it later
+    is recognised, not stored twice. A run without them warns once
+    (``WriteAheadWarning``). Every method takes the SDK's ``wrapper`` (the run's
+    context, given by the ``Runner``), as the SDK's context-aware sessions do.
     """
 
     session_settings: SessionSettings | None = None
@@ -156,8 +100,13 @@ class FlowmemSession:
         self.last_result: BufferResult | None = None
         self.last_window: TokenWindow | None = None
         """What the last ``get_items`` under ``max_tokens`` cut."""
+        self.write_ahead = WriteAhead()
+        """The model output held by ``FlowmemRunHooks`` and the items stored ahead of the SDK's save."""
+        self._turn_seen = False
 
-    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+    async def get_items(
+        self, limit: int | None = None, *, wrapper: RunContextWrapper[Any] | None = None
+    ) -> list[TResponseInputItem]:
         """Return the history as Responses items, the last ``limit`` when given.
 
         Without ``limit``, ``session_settings.limit`` applies (the SDK's
@@ -184,26 +133,67 @@ class FlowmemSession:
         window = resolved
         while True:
             loaded = await self.memory.load(self.scope, self.key, self.context, last=window)
-            items, dropped = _repaired_items(loaded.messages)
+            items, dropped = repaired_items(loaded.messages)
             if len(loaded.messages) >= loaded.count or (dropped == 0 and len(items) >= resolved):
                 return cast("list[TResponseInputItem]", items[-resolved:])
             window *= 2
 
-    async def add_items(self, items: list[TResponseInputItem]) -> None:
+    async def add_items(
+        self, items: list[TResponseInputItem], *, wrapper: RunContextWrapper[Any] | None = None
+    ) -> None:
         """Append items through ``Memory.append`` (dedup, healing, window, refusal).
 
         Implements MEM-1, MEM-2 and MEM-3 through the memory (service or server).
         Every item type is kept (messages with any parts, reasoning, hosted-tool
         items, calls and outputs of every kind); a malformed item raises
-        ``InvalidMessageError`` and nothing of the batch is written.
+        ``InvalidMessageError`` and nothing of the batch is written. Items that
+        ``FlowmemRunHooks`` stored ahead are not stored again (recognised in memory,
+        and in a process that has not added a user message yet, by their ids in the
+        stored rows of the current turn). Given by a ``Runner`` (``wrapper``) a tool
+        call the hooks never saw, it warns once (``WriteAheadWarning``).
         """
         self._check_open()
+        new, unseen_call = self.write_ahead.take(list(items))
+        if wrapper is not None and unseen_call:
+            calls = [str(i.get("call_id")) for i in new if isinstance(i, dict) and i.get("type") in LOCAL_CALLS]
+            self.write_ahead.warn_once(self.session_id, calls)
+        if not self._turn_seen:
+            new = await self._not_stored_yet(new)
+        if any(isinstance(i, dict) and i.get("role") == "user" for i in items):
+            self._turn_seen = True
+        if items and not new:
+            return  # every item was stored ahead
+        await self._append(new)
+
+    async def store_ahead(self) -> None:
+        """Store the model response ``FlowmemRunHooks`` hold, before a tool starts (DESIGN §5)."""
+        self._check_open()
+        await self.write_ahead.store(self._append)
+
+    async def _append(self, items: list[Any]) -> None:
         rows = from_responses(list(items))
         self.last_result = await self.memory.append(
             self.scope, self.key, rows, self.context, self.max_messages, return_messages=False
         )
 
-    async def pop_item(self) -> TResponseInputItem | None:
+    async def _not_stored_yet(self, items: list[Any]) -> list[Any]:
+        """``items`` without the model items (by provider id) already among the current turn's rows.
+
+        What a process that crashed stored ahead, the SDK may save again from a run
+        state it resumes; the turn's rows are those after its last user message among
+        the newest ``TURN_TAIL``.
+        """
+        if not any(isinstance(i, dict) and has_real_id(i) for i in items):
+            return items
+        rows = (await self.memory.load(self.scope, self.key, self.context, last=TURN_TAIL)).messages
+        users = [n for n, row in enumerate(rows) if row.get("role") == "user"]
+        turn = rows[users[-1] + 1 :] if users else rows
+        stored = {item_key(i) for row in turn for i in row_to_items(row) if has_real_id(i)}
+        return [i for i in items if not (isinstance(i, dict) and has_real_id(i) and item_key(i) in stored)]
+
+    async def pop_item(
+        self, *, wrapper: RunContextWrapper[Any] | None = None
+    ) -> TResponseInputItem | None:
         """Remove and return the most recent item (None when empty or refused).
 
         The last row is removed in one call (``Memory.pop_last``); when it was a
@@ -218,7 +208,7 @@ class FlowmemSession:
             return None
         if row.get("role") == "tool":
             rest = await self.memory.load(self.scope, self.key, self.context)
-            return cast("TResponseInputItem", _output_item(row, rest.messages))
+            return cast("TResponseInputItem", output_item(row, rest.messages))
         items = row_to_items(row)
         if len(items) > 1:
             # The row was a model turn of several items: put back all but the last.
@@ -249,10 +239,11 @@ class FlowmemSession:
             done = await asyncio.to_thread(compact_to, self.scope, self.key, self.context, rows)
         return done.refusal is None
 
-    async def clear_session(self) -> None:
-        """Delete every item of this session (nothing when the scope refuses)."""
+    async def clear_session(self, *, wrapper: RunContextWrapper[Any] | None = None) -> None:
+        """Delete every item of this session (nothing when the scope refuses), and what it held ahead."""
         self._check_open()
         await self.memory.clear(self.scope, self.key, self.context)
+        self.write_ahead = WriteAhead()
 
     def close(self) -> None:
         """Close the session: every later call raises ``RuntimeError``, as ``SQLiteSession``'s do.
@@ -285,4 +276,4 @@ class FlowmemSession:
         return normalize(rows, keep_content=True, systems_first=False).messages
 
 
-__all__ = ["FlowmemSession", "FlowmemSessionSettings", "items_of", "session_settings_of"]
+__all__ = ["TURN_TAIL", "FlowmemSession"]
