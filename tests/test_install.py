@@ -39,7 +39,7 @@ def test_checkout_installs_into_a_fresh_venv_with_its_entry_point(tmp_path: Path
     checkout = tmp_path / "checkout"
     checkout.mkdir()
     shutil.copytree(ROOT / "src", checkout / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, checkout / name)
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=False).create(env_dir)

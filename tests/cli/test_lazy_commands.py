@@ -28,6 +28,17 @@ def test_a_command_without_its_extra_names_the_extra(monkeypatch: pytest.MonkeyP
     assert listing.exit_code == 0 and "needs pip install '<checkout>[server]'" in listing.output
 
 
+def test_a_command_without_its_extra_names_it_whatever_its_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``flowmem chat --scripted`` on the base install names the extra, not the option (issue 43)."""
+    monkeypatch.setitem(sys.modules, "uvicorn", None)
+    monkeypatch.delitem(sys.modules, "flowmem.cli.serve", raising=False)
+    result = CliRunner().invoke(cli, ["serve", "--port", "1", "--scripted", "extra-argument"])
+    assert result.exit_code == 2
+    assert "[server]" in result.output and "No such option" not in result.output
+    helped = CliRunner().invoke(cli, ["serve", "--help"])
+    assert helped.exit_code == 0 and "[server]" in helped.output
+
+
 def test_check_works_whatever_extras_are_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     for module in ("uvicorn", "fastapi", "httpx", "psycopg"):
         monkeypatch.setitem(sys.modules, module, None)

@@ -9,6 +9,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
+from types import ModuleType
 from typing import Any
 
 from fastapi import FastAPI
@@ -221,9 +222,37 @@ def runtime_runner(store: Store, memory: MemoryService) -> TurnRunner | None:
     With ``$FLOWMEM_MODEL`` set, turns run the default agent; sessions a crashed
     server left ``running`` are released at start.
     """
-    from flowmem.runtime.serving import runner_from_env
+    runner: TurnRunner | None = _runtime_serving().runner_from_env(store, memory)
+    return runner
 
-    return runner_from_env(store, memory)
+
+def _runtime_serving() -> ModuleType:
+    """``flowmem.runtime.serving``; a ConfigurationError naming the extra when its packages are missing.
+
+    The ``server`` extra includes the ``runtime`` one (decision 0102), so this is an
+    install that lost a package: one line, not a traceback from the app factory.
+    """
+    try:
+        from flowmem.runtime import serving
+    except ImportError as exc:
+        if exc.name is None or exc.name.startswith("flowmem"):
+            raise
+        raise ConfigurationError(
+            f"flowmem serve builds the agent runtime, which needs {exc.name} (not installed): "
+            "pip install 'flowmem[runtime]' (the server extra includes it)"
+        ) from exc
+    return serving
+
+
+def check_environment() -> None:
+    """Raise the ConfigurationError ``app_from_env`` would raise for what is installed, before it runs.
+
+    ``flowmem serve`` calls it before it creates a token or starts a worker, so a
+    missing package (the runtime's, OpenTelemetry's with ``$FLOWMEM_OTEL=1``) is one
+    line naming the extra instead of a traceback from each worker's app factory.
+    """
+    _runtime_serving()
+    tracing_from_env()
 
 
 def _env_seconds(name: str, default: float) -> float:

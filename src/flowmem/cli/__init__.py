@@ -34,10 +34,18 @@ def _needs_extra(name: str, extra: str | None, error: ImportError) -> click.Comm
     hint = f"pip install '<checkout>[{extra}]'" if extra else "reinstall flowmem"
     message = f"'flowmem {name}' needs {error.name or 'a missing package'}: {hint}"
 
-    def fail() -> None:
+    def fail(args: tuple[str, ...]) -> None:
         raise click.UsageError(message)
 
-    return click.Command(name, callback=fail, help=message, short_help=f"(needs {hint})")
+    # any options and arguments: `flowmem chat --scripted` names the extra, not the option
+    return click.Command(
+        name,
+        callback=fail,
+        params=[click.Argument(["args"], nargs=-1, type=click.UNPROCESSED)],
+        help=message,
+        short_help=f"(needs {hint})",
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    )
 
 
 class LazyGroup(click.Group):

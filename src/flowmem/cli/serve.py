@@ -436,6 +436,9 @@ def serve_command(
     (--admin-token-file) whose path is printed. SIGINT/SIGTERM stop accepting
     connections and let in-flight requests finish before exiting.
     """
+    from flowmem.api.app import check_environment
+
+    check_environment()  # a missing extra is one line, before any token or worker
     url = database or default_database_url()
     proxies = check_forwarded_allow_ips(forwarded_allow_ips)
     in_process = url.startswith("memory://")
