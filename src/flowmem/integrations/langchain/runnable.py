@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from langchain_core._api import suppress_langchain_beta_warning
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.load.load import load
 from langchain_core.messages import BaseMessage
@@ -105,7 +106,10 @@ class FlowmemRunnableWithMessageHistory(RunnableWithMessageHistory):
 
     def _outputs(self, run: Run) -> Sequence[BaseMessage]:
         """The run's output messages (its input was stored by ``_enter_history``)."""
-        return self._get_output_messages(load(run.outputs, allowed_objects="messages"))
+        # ``load`` is beta; LangChain's own ``_exit_history`` calls it without the warning
+        with suppress_langchain_beta_warning():
+            outputs = load(run.outputs, allowed_objects="messages")
+        return self._get_output_messages(outputs)
 
     def _exit_history(self, run: Run, config: RunnableConfig) -> None:
         """Store the output messages only: the input was written ahead."""
