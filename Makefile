@@ -7,8 +7,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 USER_STAMP := $(VENV)/.installed-user
 DEV_STAMP := $(VENV)/.installed-dev
+BUILD_STAMP := $(VENV)/.installed-build
 
-.PHONY: setup run demo test lint bench clean
+.PHONY: setup run demo test lint packaging dist bench clean
 
 setup: $(DEV_STAMP)
 
@@ -25,7 +26,12 @@ $(USER_STAMP): pyproject.toml | $(PY)
 $(DEV_STAMP): pyproject.toml | $(PY)
 	@echo "installing flowmem[all,dev,bench] into $(VENV) (first run only)"
 	$(PY) -m pip install --progress-bar on -e '.[all,dev,bench]'
-	touch $(DEV_STAMP) $(USER_STAMP)
+	touch $(DEV_STAMP) $(USER_STAMP) $(BUILD_STAMP)
+
+# `make dist` needs only the build frontend (the dev install has it too).
+$(BUILD_STAMP): | $(PY)
+	$(PY) -m pip install --progress-bar on 'build>=1.2'
+	touch $(BUILD_STAMP)
 
 ## The README's first command: flowmem's main job, the HTTP memory server, on the
 ## embedded default (SQLite file ./flowmem.db). The first start prints an admin token.
@@ -41,9 +47,21 @@ lint: setup
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports
 
-## The README's second command: lint, types and the whole test suite, on every core
-## (pytest-xdist), printing the slowest tests.
-test: lint
+## The packaging check (issue 43, decision 0102): the sdist and the wheel built once, then
+## the wheel with each documented extra alone in a fresh venv does what docs/guide.md says.
+packaging: setup
+	$(PY) -m tests.packaging
+
+## The sdist and the wheel (built from the sdist) in dist/: pip install 'dist/flowmem-….whl[server]'.
+dist: $(BUILD_STAMP)
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+
+## The README's second command: lint, types and the packaging check side by side (mypy is
+## single-threaded, the check takes the other core), then the whole test suite on every
+## core (pytest-xdist), printing the slowest tests.
+test: setup
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint packaging
 	$(PY) -m pytest -q -n auto --durations=15
 
 bench: setup

@@ -62,10 +62,11 @@ def wheel_differences(from_sdist: Path, from_tree: Path) -> list[str]:
 
 
 def sdist_problems(sdist: Path) -> list[str]:
-    """What the sdist lacks to build the wheel, or holds that is not source (a venv, a build)."""
+    """What the sdist lacks to build the wheel, or holds that it should not (tests, a venv, a build)."""
     with tarfile.open(sdist) as archive:
         names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
     found = [f"the sdist has no {name}" for name in SDIST_REQUIRED if name not in names]
     found += [f"the sdist holds {name}" for name in sorted(names)
-              if name.split("/")[0] in {".venv", "build", "dist", ".git"} or "__pycache__" in name]  # fmt: skip
+              if name.split("/")[0] in {".venv", "build", "dist", ".git", "tests", "bench"}
+              or "__pycache__" in name]  # fmt: skip
     return found

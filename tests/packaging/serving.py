@@ -45,7 +45,7 @@ class Serve:
     SIGINT must stop it with exit 0. The model is never called.
     """
 
-    what: str = "flowmem serve answers /health, /ui, /docs, /metrics and /v1/sessions"
+    what: str = "flowmem serve (FLOWMEM_MODEL set) answers /health, /ui, /docs, /metrics and /v1/sessions"
     env: dict[str, str] = field(default_factory=lambda: {
         "FLOWMEM_MODEL": "packaging-check", "FLOWMEM_MODEL_BASE_URL": "http://127.0.0.1:9/v1",
         "FLOWMEM_API_KEY": "unused",
