@@ -20,6 +20,23 @@ from typing import Any, Protocol
 # What each refusing scope's refusal is under GR-MEM.
 REFUSAL_RULES = {"user": "MEM-6", "session": "MEM-13"}
 
+# Every label value a client can choose is one of a known set, ``OTHER`` for the rest
+# (issue 38 §1: a new method per request was a new series, in every worker's files).
+OTHER = "other"
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+def method_label(method: object) -> str:
+    """The request method as a label: one of ``METHODS``, else ``other`` (never the client's text)."""
+    return method if isinstance(method, str) and method in METHODS else OTHER
+
+
+def status_label(status: object) -> str:
+    """An HTTP status as a label: its three digits (100–599), else ``other``."""
+    if isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599:
+        return str(status)
+    return OTHER
+
 
 class Sink(Protocol):
     """Where the events go: counters and observations, by metric name and labels."""
@@ -117,10 +134,15 @@ def rate_limited(limit: str) -> None:
 
 
 def request(method: str, route: str, status: int, seconds: float) -> None:
-    """An HTTP request answered: by method, route template and status, with its latency."""
+    """An HTTP request answered: by method, route template and status, with its latency.
+
+    The method and status are bounded here (``method_label``, ``status_label``);
+    ``route`` must be a route template of the app or a fixed word, never a path.
+    """
     sink = _sink
     if sink is not None:
-        sink.inc("requests", method=method, route=route, status=str(status))
+        method = method_label(method)
+        sink.inc("requests", method=method, route=route, status=status_label(status))
         sink.observe("request_seconds", seconds, method=method, route=route)
 
 

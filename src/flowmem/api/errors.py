@@ -198,7 +198,9 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-    log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    # bounded like the request log line (flowmem.api.logs): the method from a set, the path cut
+    method, path = metrics.method_label(request.method), request.url.path[:512]
+    log.error("unhandled error on %s %s", method, path, exc_info=exc)
     return error_response(500, "internal_error", "the server could not complete the request")
 
 

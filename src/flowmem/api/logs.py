@@ -2,10 +2,15 @@
 
 The same middleware times each request for the metrics (``flowmem.metrics.request``:
 method, route template, status, seconds) when the app counts (``create_app(metrics=True)``).
+What a client chose is bounded in both (issue 38 §1): the method is one of
+``flowmem.metrics.METHODS`` or ``other``, the route a template of the app or
+``unrouted``, the status three digits; in the log line the path is cut at
+``MAX_LOGGED_PATH`` characters and the client is an IP address or ``other``.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import time
@@ -16,6 +21,32 @@ from flowmem import metrics
 
 log = logging.getLogger("flowmem.http")
 UNROUTED = "unrouted"  # a request answered before routing (a 401 of the gate, a 429, a 404)
+MAX_LOGGED_PATH = 512  # characters of a request's path a log line keeps
+
+
+def logged_path(path: object) -> str | None:
+    """The path as a log line shows it: at most ``MAX_LOGGED_PATH`` characters, then how many were cut."""
+    if not isinstance(path, str):
+        return None
+    if len(path) <= MAX_LOGGED_PATH:
+        return path
+    return f"{path[:MAX_LOGGED_PATH]}…(+{len(path) - MAX_LOGGED_PATH} chars)"
+
+
+def logged_client(scope: Scope) -> str | None:
+    """The client's address as a log line shows it: an IP address, ``other`` for any other text.
+
+    Behind a trusted proxy uvicorn takes it from ``X-Forwarded-For``: a header the
+    client writes.
+    """
+    client = scope.get("client")
+    if not client:
+        return None
+    host = client[0]
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return metrics.OTHER
 
 
 class RequestLogMiddleware:
@@ -56,12 +87,12 @@ class RequestLogMiddleware:
                     json.dumps(
                         {
                             "event": "request",
-                            "method": scope.get("method"),
-                            "path": scope.get("path"),
+                            "method": metrics.method_label(scope.get("method")),
+                            "path": logged_path(scope.get("path")),
                             "status": status,
                             "ms": round(seconds * 1000, 2),
                             "token_id": state.get("token_id"),
-                            "client": (scope.get("client") or [None])[0],
+                            "client": logged_client(scope),
                         },
                         separators=(",", ":"),
                     )

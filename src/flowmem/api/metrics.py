@@ -58,6 +58,7 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...], tuple[float, ...]]] = {
     "idempotent_replays": ("counter", "Writes answered again from their idempotency key.", (), ()),
     "rate_limited": ("counter", "Requests refused 429, by code.", ("limit",), ()),
 }
+MAX_SERIES = 1_000  # label sets one metric may have in a worker; beyond it, every value is "other"
 _DEAD_PID = re.compile(r"^gauge_live\w*?_(\d+)\.db$")
 
 
@@ -82,6 +83,7 @@ class PrometheusSink:
         kinds = {"counter": prometheus_client.Counter, "histogram": prometheus_client.Histogram}
         self._metrics: dict[str, Any] = {}
         self._children: dict[tuple[Any, ...], Any] = {}
+        self._series: dict[str, int] = {}
         for name, (kind, text, labels, buckets) in METRICS.items():
             extra: dict[str, Any] = {"buckets": buckets} if buckets else {}
             self._metrics[name] = kinds[kind](
@@ -98,12 +100,25 @@ class PrometheusSink:
             self.registry.register(_DatabaseSize(store))
 
     def _child(self, name: str, labels: dict[str, str]) -> Any:
-        """The metric ``name`` with ``labels``, looked up once per label set (``labels()`` is slow)."""
+        """The metric ``name`` with ``labels``, looked up once per label set (``labels()`` is slow).
+
+        A backstop under the seam's bounded labels (``flowmem.metrics.method_label``…):
+        past ``MAX_SERIES`` label sets of one metric, a new set is counted as every
+        label ``other``, so no caller can grow a worker's files without end.
+        """
         if not labels:
             return self._metrics[name]
         key = (name, *labels.items())
         child = self._children.get(key)
         if child is None:
+            made = self._series.get(name, 0)
+            if made >= MAX_SERIES:
+                labels = dict.fromkeys(labels, metrics.OTHER)
+                key = (name, *labels.items())
+                child = self._children.get(key)
+                if child is not None:
+                    return child
+            self._series[name] = made + 1
             child = self._children[key] = self._metrics[name].labels(**labels)
         return child
 
@@ -218,6 +233,7 @@ def metrics_router(sink: PrometheusSink) -> APIRouter:
 
 
 __all__ = [
+    "MAX_SERIES",
     "METRICS",
     "METRICS_ENV",
     "METRICS_PATH",
