@@ -103,6 +103,25 @@ def load(program: str) -> tuple[object | None, str]:
         return None, f"{type(exc).__name__}: {exc}"
 
 
+def why(verdict: Verdict) -> str:
+    """What a failed round broke, in words."""
+    broken = [
+        what
+        for what, kept in (
+            ("not killed", verdict.killed),
+            ("question lost", verdict.question_kept),
+            ("call lost", verdict.call_kept or verdict.point not in TOOL_STARTED),
+            ("a request refused", verdict.accepted),
+            ("stored twice", verdict.once),
+            ("second turn unanswered", verdict.answered),
+        )
+        if not kept
+    ]
+    if verdict.problem:
+        broken.append(verdict.problem)
+    return "; ".join(broken)[:400]
+
+
 @contextmanager
 def postgres_schema(server: str | None) -> Iterator[str | None]:
     """A fresh schema of ``server`` for this run (None without a server)."""
@@ -164,7 +183,7 @@ def run(
         file=out,
     )
     problems = [
-        f"- {v.program} {v.point} {v.store} ({row.backend}): {v.problem or 'see the counts'}"
+        f"- {v.program} {v.point} ({row.backend}): {why(v)}"
         for row in rows
         if row.backend != CONTROL
         for v in row.verdicts
@@ -173,7 +192,7 @@ def run(
     if problems:
         print("\nFailed flowmem rounds:", file=out)
         for problem in problems:
-            print(problem[:400], file=out)
+            print(problem, file=out)
     flowmem_rows = [row for row in rows if row.backend != CONTROL]
     failed = sum(row.failed for row in flowmem_rows)
     total = sum(len(row.verdicts) for row in flowmem_rows)

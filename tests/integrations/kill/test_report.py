@@ -1,0 +1,53 @@
+"""The kill matrix's report (``report.py``) runs and tables a program's matrix, so it cannot rot."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from tests.integrations.kill.points import POINTS, TOOL_STARTED
+from tests.integrations.kill.report import main, run
+
+TOY = "tests.integrations.kill.toy_program"
+
+
+def test_the_report_tables_every_point_of_a_program_and_counts_its_failures() -> None:
+    out = io.StringIO()
+    assert run([TOY], rounds=1, postgres=None, out=out) == 0
+    text = out.getvalue()
+    rows = [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in text.splitlines()
+        if line.startswith("| toy_program |")
+    ]
+    assert [row[1] for row in rows] == list(POINTS)
+    for _, point, backend, rounds, killed, question, call, accepted, once, passed in rows:
+        assert (backend, rounds, killed, question) == ("sqlite", "1", "1/1", "1/1")
+        assert call == "1/1" if point in TOOL_STARTED else call.endswith("(n/a)")
+        assert (accepted, once, passed) == ("1/1", "1/1", "1/1")
+    assert "no control" in text
+    assert text.rstrip().endswith("**flowmem rows: 0 failed rounds of 6**")
+
+
+def test_a_program_that_does_not_import_is_skipped_with_the_reason() -> None:
+    out = io.StringIO()
+    assert run(["tests.integrations.kill.no_such_program"], rounds=1, postgres=None, out=out) == 0
+    assert (
+        "`tests.integrations.kill.no_such_program` skipped: ModuleNotFoundError" in out.getvalue()
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--programs", "nope"], "unknown program(s) nope"),
+        (["--rounds", "0"], "--rounds must be at least 1"),
+    ],
+)
+def test_bad_arguments_say_what_to_pass(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert says in str(exited.value) + capsys.readouterr().err
