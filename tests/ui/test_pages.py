@@ -9,6 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from flowmem.api import create_app
+from flowmem.auth import create_token
 from flowmem.store import open_store
 from flowmem.ui import CSP, DOCS_FILES, STATIC, UI_FILES
 
@@ -64,6 +65,20 @@ def test_docs_load_swagger_ui_from_the_server(client: TestClient) -> None:
         answer = client.get(f"/docs/static/{name}")
         assert answer.status_code == 200
         assert answer.headers["content-type"].split(";")[0] == media.split(";")[0]
+
+
+def test_there_is_no_redoc_page_loading_a_cdn_script(client: TestClient) -> None:
+    """Issue 38 §4: FastAPI's /redoc loaded an unpinned CDN script and Google Fonts (decision 0105)."""
+    answer = client.get("/redoc")
+    assert answer.status_code == 401  # not an open path: like any other unknown path
+    assert "cdn" not in answer.text and "fonts.googleapis" not in answer.text
+    store = open_store("memory://")
+    token = create_token(store, "root", {"admin"})[0]
+    with TestClient(create_app(store)) as authed:
+        answer = authed.get("/redoc", headers={"Authorization": f"Bearer {token}"})
+        assert answer.status_code == 404
+        assert answer.json()["error"]["code"] == "not_found"
+    store.close()
 
 
 def test_the_new_pages_are_not_in_the_api_document(client: TestClient) -> None:

@@ -168,6 +168,7 @@ def create_app(
         lifespan=lifespan,
         redirect_slashes=False,  # no 307 built from the client's Host header: 404 (decision 0013)
         docs_url=None,  # install_ui serves /docs from the package's files (offline)
+        redoc_url=None,  # no /redoc: FastAPI's page loads a CDN script and fonts (decision 0105)
     )
     app.state.services = services
     install_error_handlers(app)

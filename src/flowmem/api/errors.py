@@ -43,7 +43,7 @@ log = logging.getLogger("flowmem.http")
 # Paths served without a token: these, and those under ``OPEN_PREFIXES`` (the inspector's
 # and Swagger UI's files; the inspector's page asks for a token and sends it to the API).
 OPEN_PATHS = frozenset(
-    {"/health", "/health/store", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"}
+    {"/health", "/health/store", "/openapi.json", "/docs", "/docs/oauth2-redirect"}
     | {"/", UI_PATH}
 )
 
