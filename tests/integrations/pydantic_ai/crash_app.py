@@ -1,7 +1,9 @@
-"""A pydantic-ai app that saves its progress after every step, for the kill-and-resume test.
+"""A pydantic-ai app killed inside a tool and resumed, for the kill-and-resume test.
 
-``python -m tests.integrations.pydantic_ai.crash_app URL CONVERSATION crash`` runs a turn
-whose model calls ``slow``, a tool that prints ``IN-TOOL`` and waits to be killed.
+``python -m tests.integrations.pydantic_ai.crash_app URL CONVERSATION crash run|iter`` runs
+a turn whose model calls ``slow``, a tool that prints ``IN-TOOL`` and waits to be killed:
+``run`` is the setup docs/integrations.md shows (``store.run``, write-ahead), ``iter`` an
+app that saves its progress after every node of ``agent.iter`` itself.
 ``... resume conversation|history`` loads the conversation and runs a new prompt, with
 ``conversation=`` or ``message_history=``, saves it and prints ``RESUMED``.
 """
@@ -24,7 +26,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from flowmem.integrations.pydantic_ai.store import FlowmemConversationStore
+from flowmem.integrations.pydantic_ai import FlowmemConversationStore
 
 
 def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -46,13 +48,16 @@ def slow(n: int) -> str:
     return "never"
 
 
-async def crash(store: FlowmemConversationStore, cid: str) -> None:
+async def crash(store: FlowmemConversationStore, cid: str, how: str) -> None:
     conversation = await store.load(cid) or Conversation(conversation_id=cid)
+    if how == "run":
+        await store.run(agent, "first question", conversation=conversation)
+        return
     revision = conversation.revision
     async with agent.iter("first question", conversation=conversation) as run:
         async for _node in run:
             progress = Conversation(
-                conversation_id=cid, messages=run.all_messages(), usage=run.usage(), revision=revision
+                conversation_id=cid, messages=run.all_messages(), usage=run.usage, revision=revision
             )
             await store.save(progress)
             revision = progress.revision
@@ -67,7 +72,7 @@ async def resume(store: FlowmemConversationStore, cid: str, how: str) -> None:
     else:
         result = await agent.run("second question", message_history=loaded.messages)
         saved = Conversation(
-            conversation_id=cid, messages=result.all_messages(), usage=result.usage(), revision=loaded.revision
+            conversation_id=cid, messages=result.all_messages(), usage=result.usage, revision=loaded.revision
         )
         await store.save(saved)
     print("RESUMED", result.output, flush=True)
@@ -78,7 +83,7 @@ def main() -> None:
     store = FlowmemConversationStore.from_url(url)
     try:
         if phase == "crash":
-            asyncio.run(crash(store, cid))
+            asyncio.run(crash(store, cid, sys.argv[4]))
         else:
             asyncio.run(resume(store, cid, sys.argv[4]))
     finally:

@@ -1,4 +1,9 @@
-"""A process killed with SIGKILL inside a tool, resumed in a new process with a new prompt (MEM-3)."""
+"""A process killed with SIGKILL inside a tool, resumed in a new process with a new prompt (MEM-3).
+
+The killed turn runs the docs' setup (``store.run``: write-ahead) or an app saving after
+every node of ``agent.iter``; the resumed one continues with ``conversation=`` or
+``message_history=``.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ import pytest
 from pydantic_ai.messages import ModelRequest, ModelResponse, ToolReturnPart, UserPromptPart
 
 from flowmem.core import HEALED_CONTENT
-from flowmem.integrations.pydantic_ai.store import FlowmemConversationStore
+from flowmem.integrations.pydantic_ai import FlowmemConversationStore
 
 ROOT = Path(__file__).resolve().parents[3]
 APP = "tests.integrations.pydantic_ai.crash_app"
@@ -25,9 +30,9 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _kill_inside_the_tool(url: str, cid: str) -> None:
+def _kill_inside_the_tool(url: str, cid: str, crashed: str) -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", APP, url, cid, "crash"],
+        [sys.executable, "-m", APP, url, cid, "crash", crashed],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -44,14 +49,19 @@ def _kill_inside_the_tool(url: str, cid: str) -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
-@pytest.mark.parametrize("how", ["conversation", "history"])
+@pytest.mark.parametrize(
+    ("crashed", "how"), [("run", "conversation"), ("iter", "history")]
+)
 def test_mem_3_a_run_killed_inside_a_tool_resumes_with_a_new_prompt_in_a_new_process(
-    durable_url: str, how: str
+    durable_url: str, crashed: str, how: str
 ) -> None:
     store_url = durable_url
-    _kill_inside_the_tool(store_url, "c1")
+    _kill_inside_the_tool(store_url, "c1", crashed)
     resumed = subprocess.run(
         [sys.executable, "-m", APP, store_url, "c1", "resume", how],
         capture_output=True,

@@ -59,6 +59,7 @@ from pydantic_ai.usage import RunUsage
 
 from flowmem.errors import AccessDeniedError, InvalidInputError, ScopeRefusedError
 from flowmem.integrations.pydantic_ai.ahead import Ahead, WriteAhead
+from flowmem.integrations.pydantic_ai.answers import carries_results, once_per_call
 from flowmem.integrations.pydantic_ai.rows import (
     entries_of,
     entry_rows,
@@ -237,6 +238,8 @@ class FlowmemConversationStore(ConversationStore):
             expected_revision = ahead.revision
         elif answered := _ran_before_stored(entries):
             self._warn_once(answered)
+        if carries_results(entries):
+            entries, record = await self._once_per_call(entries, record)
         owner = self._owner(record.scope)
         try:
             guard = self.memory.session_claim(cid, ExecutionContext(session_id=cid, user_id=owner))
@@ -265,6 +268,18 @@ class FlowmemConversationStore(ConversationStore):
             raise ConversationOwnedElsewhere(record.conversation_id, exc) from exc
         if not written:
             raise ConversationConflict(record.conversation_id)
+
+    async def _once_per_call(
+        self, entries: list[ConversationEntry], record: ConversationRecord
+    ) -> tuple[list[ConversationEntry], ConversationRecord]:
+        """The entries without results of calls the stored line already answered (MEM-1, ``answers``)."""
+        parent = entries[0].parent_id
+        rows = await asyncio.to_thread(self.tables.history, parent) if parent is not None else []
+        history = [entry.message for entry in entries_of(rows or [])]
+        kept = once_per_call(history, entries)
+        if len(kept) != len(entries) and record.head_id in {entry.id for entry in entries}:
+            record = dataclasses.replace(record, head_id=kept[-1].id if kept else parent)
+        return kept, record
 
     def _warn_once(self, calls: list[str]) -> None:
         if self._warned:
