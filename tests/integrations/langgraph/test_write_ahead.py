@@ -123,14 +123,24 @@ def ask(agent: Any, thread: str) -> dict[str, Any]:
     )
 
 
+@pytest.mark.parametrize("run", ["invoke", "ainvoke"])
 def test_create_agent_with_flowmem_healing_stores_the_question_and_the_call_before_model_and_tool(
-    saver: SlowSaver, url: str
+    saver: SlowSaver, url: str, run: str
 ) -> None:
     seen = Seen(url, "t-1")
     agent = create_agent(
         looking_model(seen), [looking_tool(seen)], checkpointer=saver, middleware=[FlowmemHealing()]
     )
-    ask(agent, "t-1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # written ahead: nothing to warn of
+        if run == "ainvoke":
+            asyncio.run(
+                agent.ainvoke(
+                    {"messages": [HumanMessage(QUESTION)]}, {"configurable": {"thread_id": "t-1"}}
+                )
+            )
+        else:
+            ask(agent, "t-1")
     assert f"human:{QUESTION}" in seen.at_model[0]
     assert seen.at_tool == [[f"human:{QUESTION}", f"ai:{CALL_ID}"]]
 

@@ -77,6 +77,13 @@ class DurableCheckpoints:
                 self._bound(self._open, key, calls)
             self._changed.notify_all()
 
+    def read(self, key: Key) -> None:
+        """A read found a checkpoint: stored, and a run that reads it starts its tasks after."""
+        with self._changed:
+            self._bound(self._stored, key, None)
+            self._bound(self._waited, key, None)
+            self._changed.notify_all()
+
     def failed(self, key: Key, error: BaseException) -> None:
         """A checkpoint's ``put`` raised: it will never be stored, a waiter gets ``error``."""
         with self._changed:
@@ -84,8 +91,9 @@ class DurableCheckpoints:
             self._changed.notify_all()
 
     def is_stored(self, key: Key) -> bool:
-        """True when this process knows the checkpoint is stored."""
+        """True when this process knows the checkpoint is stored; a task waits for it (noted)."""
         with self._changed:
+            self._bound(self._waited, key, None)
             return key in self._stored
 
     def wait(self, key: Key, timeout: float, lookup: Callable[[], bool]) -> bool:

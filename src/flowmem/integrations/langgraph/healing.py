@@ -92,7 +92,23 @@ def _update(messages: Sequence[BaseMessage]) -> dict[str, Any] | None:
     return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *healed]}
 
 
-class FlowmemHealing(AgentMiddleware):
+class WriteAheadTools(AgentMiddleware):
+    """``create_agent`` middleware base: each tool starts once the checkpoint holding its call is stored."""
+
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        """Start the tool once the checkpoint holding its call is stored (``write_ahead``)."""
+        write_ahead(getattr(request.runtime, "config", None))
+        return handler(request)
+
+    async def awrap_tool_call(
+        self, request: Any, handler: Callable[[Any], Awaitable[Any]]
+    ) -> Any:
+        """``wrap_tool_call`` for async runs."""
+        await awrite_ahead(getattr(request.runtime, "config", None))
+        return await handler(request)
+
+
+class FlowmemHealing(WriteAheadTools):
     """``create_agent`` middleware: MEM-3 before the model call, write-ahead before model and tools."""
 
     def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
@@ -113,18 +129,6 @@ class FlowmemHealing(AgentMiddleware):
     ) -> Any:
         """``wrap_model_call`` for async runs."""
         await awrite_ahead()
-        return await handler(request)
-
-    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        """Start the tool once the checkpoint holding its call is stored."""
-        write_ahead(getattr(request.runtime, "config", None))
-        return handler(request)
-
-    async def awrap_tool_call(
-        self, request: Any, handler: Callable[[Any], Awaitable[Any]]
-    ) -> Any:
-        """``wrap_tool_call`` for async runs."""
-        await awrite_ahead(getattr(request.runtime, "config", None))
         return await handler(request)
 
 
@@ -160,4 +164,11 @@ async def aheal_hook(
     return _hook_update(state)
 
 
-__all__ = ["HEALED_ID_PREFIX", "FlowmemHealing", "aheal_hook", "heal_hook", "heal_messages"]
+__all__ = [
+    "HEALED_ID_PREFIX",
+    "FlowmemHealing",
+    "WriteAheadTools",
+    "aheal_hook",
+    "heal_hook",
+    "heal_messages",
+]

@@ -287,6 +287,7 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
         if (
             parent
             and not self._warned
+            and metadata.get("source") == "loop"  # a run's step, not update_state
             and conf.get(DURABILITY, "async") == "async"
             and self.durable.unguarded((thread, ns, str(parent)), lists, HEALED_ID_PREFIX)
         ):
@@ -452,7 +453,7 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
             self.tables.get_writes(thread, ns, stored.checkpoint_id),
             key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx),
         )
-        self.durable.stored((thread, ns, stored.checkpoint_id))
+        self.durable.read((thread, ns, stored.checkpoint_id))
         configurable = _owned(asked, thread, ns, stored.checkpoint_id)
         if is_head:
             configurable[HEAD_MARK] = uuid.uuid4().hex

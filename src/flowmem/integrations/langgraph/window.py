@@ -21,16 +21,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, cast
+from typing import Any, Optional, cast
 
-from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from flowmem.core.tokens import Counter, estimate_tokens
 from flowmem.core.window import WindowScan, row_facts
 from flowmem.integrations.langchain import message_to_row
-from flowmem.integrations.langgraph.healing import heal_messages
+from flowmem.integrations.langgraph.healing import WriteAheadTools, heal_messages
+from flowmem.integrations.langgraph.writeahead import awrite_ahead, write_ahead
 from flowmem.results import TokenWindow
 from flowmem.service import window_args
 from flowmem.store.window import checked_count
@@ -102,8 +104,11 @@ class _Windowing:
         return kept
 
 
-class FlowmemWindow(_Windowing, AgentMiddleware):
+class FlowmemWindow(_Windowing, WriteAheadTools):
     """``create_agent`` middleware: the model is sent a token window; the state keeps all.
+
+    Like ``FlowmemHealing`` it writes ahead: the model is asked, and each tool started,
+    once the checkpoint holding its input is stored (decision 0097).
 
     ``max_tokens`` counts the request's system message too (kept unless ``keep_system``
     is False). Put it after ``FlowmemHealing`` so the window is taken of a healed thread.
@@ -122,21 +127,31 @@ class FlowmemWindow(_Windowing, AgentMiddleware):
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse:
-        """Call the model with the window of the request's messages."""
+        """Call the model with the window of the request's messages, once they are stored."""
+        write_ahead()
         return handler(self._windowed(request))
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
-        """``wrap_model_call`` for async runs (no I/O: the same work)."""
+        """``wrap_model_call`` for async runs (the write-ahead awaited)."""
+        await awrite_ahead()
         return await handler(self._windowed(request))
 
 
 class WindowHook(_Windowing):
     """The prebuilt ReAct agent's ``pre_model_hook``: MEM-3 into the state, a window to the model."""
 
-    def __call__(self, state: Any) -> dict[str, Any]:
-        """``llm_input_messages``: the window; ``messages``: the healed thread when it needed healing."""
+    def __call__(
+        self,
+        state: Any,
+        config: Optional[RunnableConfig] = None,  # noqa: UP045  (LangGraph matches this text)
+    ) -> dict[str, Any]:
+        """``llm_input_messages``: the window; ``messages``: the healed thread when it needed healing.
+
+        Runs once the checkpoint holding the question is stored (``write_ahead``).
+        """
+        write_ahead(config)
         messages = state["messages"] if isinstance(state, dict) else state.messages
         healed = heal_messages(messages)
         update: dict[str, Any] = {"llm_input_messages": self.window(healed or messages)}
