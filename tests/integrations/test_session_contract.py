@@ -19,9 +19,12 @@ from agents.memory.session_settings import SessionSettings
 from openai.types.responses import ResponseFunctionWebSearch, ResponseReasoningItem
 from openai.types.responses.response_function_web_search import ActionSearch
 from openai.types.responses.response_reasoning_item import Summary
+from pydantic import ValidationError
 
 from flowmem.integrations.openai_agents import FlowmemSession
 from flowmem.memory import AsyncMemory, Memory
+from flowmem.service import MemoryService
+from flowmem.store import MemoryStore
 from tests.integrations import session_contract as contract
 from tests.integrations.scripted_model import ScriptedModel, call, text
 
@@ -151,3 +154,52 @@ def test_runner_with_reasoning_and_hosted_tools_matches_the_sdk_session(
     types = [i.get("type", "message") for i in items]
     assert types.count("reasoning") == 2 and "web_search_call" in types
     assert len(inputs[-1]) == 3 + 1  # RunConfig's session limit, then the new input
+
+
+# --- session settings: checked as the SDK's own sessions check them ----------------------
+
+BAD_SETTINGS = {
+    "unknown-field": {"limitt": 1},
+    "unknown-beside-known": {"limit": 1, "max_turns": 2},
+    "not-a-dict": 5,
+    "a-string": "limit=1",
+    "limit-not-a-number": {"limit": "x"},
+    "limit-a-fraction": {"limit": 1.5},
+}
+
+
+def _refusal(make: Any) -> BaseException:
+    with pytest.raises(Exception) as refused:
+        make()
+    return refused.value
+
+
+@pytest.mark.parametrize("bad", BAD_SETTINGS.values(), ids=BAD_SETTINGS.keys())
+def test_bad_session_settings_are_refused_as_sqlite_session_refuses_them(
+    bad: Any, tmp_path: Path
+) -> None:
+    """The issue's case: ``{"limitt": 1}`` raised ``TypeError`` in the SDK and nothing in flowmem."""
+    memory = MemoryService(MemoryStore())
+    sdk = _refusal(lambda: SQLiteSession("s", str(tmp_path / "sdk.db"), session_settings=bad))
+    ours = _refusal(lambda: FlowmemSession("s", memory, session_settings=bad))
+    assert type(ours) is type(sdk)
+    if isinstance(sdk, ValidationError):
+        assert isinstance(ours, ValidationError)
+        assert [(e["type"], e["loc"]) for e in ours.errors()] == [
+            (e["type"], e["loc"]) for e in sdk.errors()
+        ]
+    else:
+        assert str(ours).startswith(str(sdk))  # flowmem adds which fields there are
+    assert asyncio.run(FlowmemSession("s", memory).get_items()) == []  # nothing was written
+
+
+def test_unknown_session_setting_names_the_fields_a_flowmem_session_takes() -> None:
+    with pytest.raises(TypeError, match=r"^Unknown session settings: limitt \(a FlowmemSession takes limit, max_tokens\)$"):
+        FlowmemSession("s", MemoryService(MemoryStore()), session_settings={"limitt": 1})
+
+
+@pytest.mark.parametrize("good", [{"limit": True}, {"limit": -1}, {}, SessionSettings(limit=4)])
+def test_settings_the_sdk_accepts_give_the_same_limit(good: Any, tmp_path: Path) -> None:
+    sdk = SQLiteSession("s", str(tmp_path / "sdk.db"), session_settings=good)
+    ours = FlowmemSession("s", MemoryService(MemoryStore()), session_settings=good)
+    assert ours.session_settings.limit == sdk.session_settings.limit
