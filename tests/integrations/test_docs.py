@@ -117,6 +117,24 @@ def test_langgraph_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         assert saver.memory.store.get_session("ana-1").owner == "ana"
 
 
+@pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
+@pytest.mark.parametrize(
+    "program", ["langgraph_create_agent", "langgraph_tool_node", "langgraph_react"]
+)
+def test_langgraph_programs_with_a_tool_run(program: str, tmp_path: Path) -> None:
+    """The LangGraph blocks the kill matrix kills, run whole once (its scripted model and tool)."""
+    from tests.integrations.kill.harness import _module
+    from tests.integrations.kill.points import Killer
+    from tests.integrations.kill.script import ANSWER, QUESTION, TOOL_RESULT, Said
+
+    report = _module(program).turn("flowmem", f"sqlite:///{tmp_path}/app.db", "doc-1", QUESTION, Killer(None))
+    stored = [Said.from_json(m) for m in report["stored"]]
+    assert [(m.role, m.text) for m in stored] == [
+        ("user", QUESTION), ("assistant", ""), ("tool", TOOL_RESULT), ("assistant", ANSWER)
+    ]
+    assert len(report["requests"]) == 2
+
+
 def test_openai_agents_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     block = _block("FlowmemSession", "Runner.", remote=False)
