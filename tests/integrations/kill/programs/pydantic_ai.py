@@ -14,6 +14,7 @@ pydantic-ai ships no persistent ``ConversationStore`` (only ``InMemoryConversati
 from __future__ import annotations
 
 import asyncio
+import importlib
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,6 +37,15 @@ from flowmem.integrations.pydantic_ai import FlowmemConversationStore
 from tests.integrations.kill.harness import CONTROL, said_list
 from tests.integrations.kill.points import Killer
 from tests.integrations.kill.script import CALL_ID, TOOL, TOOL_RESULT, Said, reply
+
+# What every turn builds or imports first, done once in the fork server rather than in
+# each child: pydantic's deferred schemas of the messages and of a record, and the
+# modules a run and a store import lazily.
+ModelMessagesTypeAdapter.dump_python([])
+importlib.import_module("pydantic_ai.models.test")
+importlib.import_module("flowmem.store.sqlite")
+importlib.import_module("flowmem.store.postgres")
+importlib.import_module("anyio._backends._asyncio")
 
 CONTROL_STORE = "pydantic-ai's history as `ModelMessagesTypeAdapter` JSON in a file, written after `agent.run`"
 
