@@ -3,6 +3,7 @@ append's default answer (O(1)) and paged, streamed buffer reads."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from flowmem.api import create_app
+from flowmem.api import create_app, ratelimit
 from flowmem.api.ratelimit import Buckets, RateLimits
 from flowmem.auth import create_token, revoke_token
 from flowmem.limits import Limits
@@ -200,8 +201,22 @@ def test_a_revoked_token_retried_from_one_address_locks_out_no_other_token() -> 
         assert client.get("/v1/memory/user/k").status_code == 401  # no token: its own allowance
 
 
-def test_guesses_from_one_address_are_refused_unlooked_up_while_known_tokens_go_on() -> None:
-    """Issue 24 §3: different bad tokens from one address are slowed; tokens already at work are not."""
+@pytest.fixture
+def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The seconds each unknown token of a guessing address was held (not slept: recorded)."""
+    held: list[float] = []
+
+    async def record(seconds: float) -> None:
+        held.append(seconds)
+
+    monkeypatch.setattr(ratelimit, "_sleep", record)
+    return held
+
+
+def test_guesses_from_one_address_wait_longer_each_and_a_new_valid_token_is_served(
+    waits: list[float],
+) -> None:
+    """Issue 38 §4: under an address's guessing lock a valid token never seen before got 429."""
     store = open_store("memory://")
     tokens = make_tokens(store)
     looked_up: list[str] = []
@@ -218,16 +233,78 @@ def test_guesses_from_one_address_are_refused_unlooked_up_while_known_tokens_go_
         assert client.get("/v1/memory/user/k", headers=alice).status_code == 200
         guesses = [{"Authorization": f"Bearer fm_guess{n}"} for n in range(6)]
         codes = [client.get("/v1/memory/user/k", headers=g).status_code for g in guesses]
-        assert codes == [401, 401, 401, 429, 429, 429]
-        assert len(looked_up) == 1 + 3  # alice, then the three guesses answered 401
-        refused = client.get("/v1/memory/user/k", headers={"Authorization": "Bearer fm_guess9"})
-        assert _error(refused) == (429, "too_many_auth_failures")
-        assert len(looked_up) == 4  # a guess past the allowance is never looked up
-        # a token this worker accepted before is still served from the same address
+        assert codes == [401] * 6  # every guess is looked up and told so …
+        assert len(looked_up) == 1 + 6
+        assert len(waits) == 3  # … those past the allowance after a wait growing with the guesses
+        assert waits == sorted(waits) and waits[-1] > waits[0] >= ratelimit.GUESS_DELAY_STEP
+        # a token this worker accepted before goes on at once
         assert client.get("/v1/memory/user/k", headers=alice).status_code == 200
-        # one it never accepted waits like a guess (docs/decisions/0043)
+        assert len(waits) == 3
+        # a valid token it never accepted waits like a guess, and is then served
         bob = {"Authorization": f"Bearer {tokens['bob']}"}
-        assert client.get("/v1/memory/user/k", headers=bob).status_code == 429
+        assert client.get("/v1/memory/user/k", headers=bob).status_code == 200
+        assert len(waits) == 4 and waits[-1] <= ratelimit.GUESS_DELAY_MAX
+        assert client.get("/v1/memory/user/k", headers=bob).status_code == 200
+        assert len(waits) == 4  # now trusted
+
+
+def test_a_guess_delay_never_passes_its_bound() -> None:
+    now = [0.0]
+    guesses = ratelimit.Guesses(rate=1.0, clock=lambda: now[0])
+    assert guesses.delay("a") == ratelimit.GUESS_DELAY_STEP
+    for _ in range(100):
+        guesses.add("a")
+    assert guesses.delay("a") == ratelimit.GUESS_DELAY_MAX
+    now[0] += 1_000  # forgotten at the refill rate
+    assert guesses.count("a") == 0.0
+
+
+def test_a_guessing_address_holds_at_most_its_slots_and_one_more_is_refused_unlooked_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The waits hold connections: a parallel guesser gets GUESS_SLOTS of them, no more, no lookup."""
+    release = asyncio.Event()
+    inner_calls: list[bytes] = []
+
+    async def held(seconds: float) -> None:
+        await release.wait()
+
+    async def inner(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        inner_calls.append(dict(scope["headers"])[b"authorization"])  # the gate's lookup
+        await send({"type": "http.response.start", "status": 401, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    monkeypatch.setattr(ratelimit, "_sleep", held)
+    middleware = ratelimit.RateLimitMiddleware(
+        inner, RateLimits(requests_per_second=0, auth_failures=1, auth_failures_per_minute=1)
+    )
+
+    async def call(n: int) -> int:
+        statuses: list[int] = []
+        scope = {
+            "type": "http", "method": "GET", "path": "/v1/sessions", "client": ("192.0.2.1", 1),
+            "headers": [(b"authorization", f"Bearer fm_guess{n}".encode())],
+        }
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                statuses.append(message["status"])
+
+        await middleware(scope, None, send)  # type: ignore[arg-type]
+        return statuses[0]
+
+    async def run() -> list[int]:
+        assert await call(0) == 401  # the allowance: the address is guessing now
+        waiting = [asyncio.create_task(call(n)) for n in range(1, 1 + ratelimit.GUESS_SLOTS)]
+        await asyncio.sleep(0.01)
+        refused = await call(99)
+        release.set()
+        return [refused, *await asyncio.gather(*waiting)]
+
+    codes = asyncio.run(run())
+    assert codes == [429] + [401] * ratelimit.GUESS_SLOTS
+    assert b"Bearer fm_guess99" not in inner_calls  # refused before any lookup
+    assert middleware.waiting == {} and middleware.waiting_total == 0
 
 
 def test_a_trusted_token_that_is_revoked_is_refused_and_no_longer_trusted() -> None:

@@ -60,7 +60,8 @@ def _request(n: int) -> tuple[str, str, list[tuple[bytes, bytes]], str]:
     ]
     kind = n % 5
     if kind == 1:
-        headers.append((b"authorization", f"Bearer fm_guess{n}".encode()))  # 401, then 429 (locked)
+        # one bad token retried from one address: 401 twenty times, then 429
+        headers.append((b"authorization", b"Bearer fm_guess"))
     elif kind == 2:
         headers += [(b"authorization", f"Bearer a{n}".encode()), (b"authorization", b"Bearer b")]  # 400
     elif kind == 3:
@@ -69,7 +70,7 @@ def _request(n: int) -> tuple[str, str, list[tuple[bytes, bytes]], str]:
         headers.append((b"authorization", f"Basic {n}".encode()))  # 401, a scheme not bearer
     peer = f"192.0.2.{n % 200}" if n % 2 else f"peer-{n}"  # uvicorn passes any forwarded text
     if kind == 1:
-        peer = "198.51.100.1"  # one guesser: its address is locked after 20 guesses (429)
+        peer = "198.51.100.1"
     return method, path, headers, peer
 
 

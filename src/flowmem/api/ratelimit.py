@@ -15,10 +15,17 @@ Token buckets, all kept in this worker's memory:
   address is (docs/decisions/0043).
 - per address, for guessing: each *different* bad token (one whose own bucket was
   full) takes one of the address's ``auth_failures`` allowances. With none left,
-  a request from that address is refused the same way unless its token is one
-  this worker accepted before (``trusted``, kept as 16-byte hashes): agents
-  already at work behind the same proxy or NAT go on, and a guess is refused
-  without being looked up, so guessing is slowed to the refill rate.
+  the address is *guessing*: a token this worker accepted before (``trusted``,
+  kept as 16-byte hashes) goes on at once, so agents already at work behind the
+  same proxy or NAT are not slowed; any other token waits before it is looked up,
+  ``GUESS_DELAY_STEP`` seconds per guess past the allowance (forgotten at the
+  refill rate), at most ``GUESS_DELAY_MAX``, then is looked up like any token: a
+  valid one is served (a new agent behind the NAT gets in), a guess gets its 401.
+  At most ``GUESS_SLOTS`` such requests of one address wait at once (and
+  ``MAX_WAITING`` in the worker); one more is refused 429 before any lookup. So a
+  guessing address gets at most ``GUESS_SLOTS`` answers per ``GUESS_DELAY_MAX``
+  seconds, each costing one lookup, and holds at most ``GUESS_SLOTS`` connections
+  waiting (issue 38 §4, docs/decisions/0105).
 
 The open paths (``/health``…) are never limited. The buckets live in one worker
 process: with ``--workers N`` a client may get up to N times the rate (each worker
@@ -28,6 +35,7 @@ counts its own requests). Behind a reverse proxy the address is the proxy's unle
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import math
@@ -53,6 +61,10 @@ from flowmem.limits import env_values
 MAX_KEYS = 100_000  # buckets kept per table; the least recently used beyond it are forgotten
 MAX_TRUSTED = 100_000  # tokens a worker remembers as accepted (16-byte hashes, least recent dropped)
 NO_TOKEN = b""  # the key of a request without an Authorization header
+GUESS_DELAY_STEP = 1.0  # seconds an unknown token from a guessing address waits, per guess past the allowance
+GUESS_DELAY_MAX = 10.0  # seconds it waits at most before it is looked up
+GUESS_SLOTS = 4  # unknown tokens of one guessing address waiting at once; one more is refused 429
+MAX_WAITING = 1_000  # unknown tokens of guessing addresses waiting at once in a worker
 
 
 @dataclass(frozen=True)
@@ -172,6 +184,34 @@ class Trusted:
         self._keys.pop(key, None)
 
 
+class Guesses:
+    """Guesses each address made past its allowance, forgotten at ``rate`` per second."""
+
+    def __init__(self, rate: float, clock: Callable[[], float]) -> None:
+        self.rate = rate
+        self.clock = clock
+        self._table: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def count(self, peer: str) -> float:
+        """The guesses ``peer`` made past its allowance that are not forgotten yet."""
+        stored = self._table.get(peer)
+        if stored is None:
+            return 0.0
+        guesses, then = stored
+        return max(0.0, guesses - (self.clock() - then) * self.rate)
+
+    def add(self, peer: str) -> None:
+        """One more guess past the allowance from ``peer``."""
+        self._table[peer] = (self.count(peer) + 1.0, self.clock())
+        self._table.move_to_end(peer)
+        if len(self._table) > MAX_KEYS:
+            self._table.popitem(last=False)
+
+    def delay(self, peer: str) -> float:
+        """Seconds an unknown token from ``peer`` waits before it is looked up."""
+        return min(GUESS_DELAY_MAX, GUESS_DELAY_STEP * max(1.0, self.count(peer)))
+
+
 def _token_key(authorization: bytes | None) -> bytes:
     """A short fixed-size key for the token a header carries (the token itself is never kept).
 
@@ -225,23 +265,41 @@ class RateLimitMiddleware:
         on = failures > 0
         self.failures = Buckets(refill, failures, clock) if on else None  # (address, token)
         self.peers = Buckets(refill, failures, clock) if on else None  # address: different tokens
+        self.guesses = Guesses(refill, clock)  # address: different bad tokens past its allowance
         self.trusted = Trusted()
+        self.waiting: dict[str, int] = {}  # address: its unknown tokens waiting (guessing)
+        self.waiting_total = 0
 
-    def _bad_token_wait(self, peer: str, key: bytes) -> tuple[int, str]:
-        """Seconds to wait before this token may be tried from ``peer`` (0: now), and why."""
-        if self.failures is None or self.peers is None:
-            return 0, ""
-        wait = self.failures.wait((peer, key))
-        if wait:
-            return wait, "too many requests with this bad token from this address; retry later"
-        if key not in self.trusted:
-            wait = self.peers.wait(peer)
-            if wait:
-                return wait, (
-                    "too many different bad tokens from this address: only tokens this "
-                    "server accepted before are served from it for now; retry later"
-                )
-        return 0, ""
+    def _bad_token_wait(self, peer: str, key: bytes) -> int:
+        """Seconds before this bad token may be tried again from ``peer`` (0: now)."""
+        if self.failures is None:
+            return 0
+        return self.failures.wait((peer, key))
+
+    def _guessing(self, peer: str, key: bytes) -> bool:
+        """Whether ``peer`` used its allowance of different bad tokens and ``key`` is not trusted."""
+        if self.peers is None or key in self.trusted:
+            return False
+        return self.peers.wait(peer) > 0
+
+    async def _wait_turn(self, peer: str) -> int:
+        """Hold a guessing address's unknown token for its delay (0); seconds to retry if no slot."""
+        held = self.waiting.get(peer, 0)
+        if held >= GUESS_SLOTS or self.waiting_total >= MAX_WAITING:
+            assert self.peers is not None
+            return max(1, self.peers.wait(peer))
+        self.waiting[peer] = held + 1
+        self.waiting_total += 1
+        try:
+            await _sleep(self.guesses.delay(peer))
+        finally:
+            self.waiting_total -= 1
+            left = self.waiting[peer] - 1
+            if left:
+                self.waiting[peer] = left
+            else:
+                del self.waiting[peer]
+        return 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Pass the request on, or answer 429 before anything else reads it."""
@@ -255,10 +313,20 @@ class RateLimitMiddleware:
             None,
         )
         key = _token_key(authorization)
-        wait, message = self._bad_token_wait(peer, key)
+        wait = self._bad_token_wait(peer, key)
         if wait:
+            message = "too many requests with this bad token from this address; retry later"
             await send_refusal(send, AuthRateLimitedError(message, retry_after=wait))
             return
+        if self._guessing(peer, key):
+            wait = await self._wait_turn(peer)
+            if wait:
+                message = (
+                    "too many different bad tokens from this address, and too many of its "
+                    "unknown tokens already waiting to be checked; retry later"
+                )
+                await send_refusal(send, AuthRateLimitedError(message, retry_after=wait))
+                return
         if self.tokens is not None and authorization is not None:
             wait = self.tokens.take(key)
             if wait:
@@ -282,9 +350,27 @@ class RateLimitMiddleware:
             self.trusted.discard(key)
             assert self.failures is not None and self.peers is not None
             if self.failures.charge((peer, key)):  # a token not failing lately: one more guess
+                if self.peers.wait(peer):  # past the allowance: the next unknown token waits longer
+                    self.guesses.add(peer)
                 self.peers.charge(peer)
         elif scope.get("state", {}).get("principal") is not None:
             self.trusted.add(key)
 
 
-__all__ = ["ENV", "Buckets", "RateLimitMiddleware", "RateLimits", "Trusted"]
+async def _sleep(seconds: float) -> None:
+    """Wait ``seconds`` on the loop (the tests replace it to count the waits)."""
+    await asyncio.sleep(seconds)
+
+
+__all__ = [
+    "ENV",
+    "GUESS_DELAY_MAX",
+    "GUESS_DELAY_STEP",
+    "GUESS_SLOTS",
+    "MAX_WAITING",
+    "Buckets",
+    "Guesses",
+    "RateLimitMiddleware",
+    "RateLimits",
+    "Trusted",
+]
