@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from starlette.types import Receive, Scope, Send
 
 from flowmem.api import create_app, ratelimit
 from flowmem.api.ratelimit import Buckets, RateLimits
@@ -269,7 +270,7 @@ def test_a_guessing_address_holds_at_most_its_slots_and_one_more_is_refused_unlo
     async def held(seconds: float) -> None:
         await release.wait()
 
-    async def inner(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def inner(scope: Scope, receive: Receive, send: Send) -> None:
         inner_calls.append(dict(scope["headers"])[b"authorization"])  # the gate's lookup
         await send({"type": "http.response.start", "status": 401, "headers": []})
         await send({"type": "http.response.body", "body": b""})
