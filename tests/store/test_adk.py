@@ -1,7 +1,7 @@
 """``store.adk``: ADK sessions, app and user state on every backend (decision 0053).
 
-The protocol as the ADK service uses it, without ADK: a session id taken once, the
-revision a writer must have seen, the rows through the buffer rules, the states per
+The protocol as the ADK service uses it, without ADK: a session keyed by app, user and
+ADK id (decision 0100), the revision a writer must have seen, the rows through the buffer rules, the states per
 scope, and what a session delete and a user erasure remove.
 """
 
@@ -22,6 +22,7 @@ from flowmem.store.adk import (
     APPENDED,
     DROPPED,
     REPLACED,
+    TAKEN,
     AdkSession,
     EventWrite,
     Seen,
@@ -38,10 +39,12 @@ def _create(
     user: str = "alice",
     app_delta: dict[str, object] | None = None,
     user_delta: dict[str, object] | None = None,
+    adk_id: str = "",
+    app: str = "shop",
 ) -> None:
     guard = WriteGuard(None, sid, SessionClaim(owner=user, create=True, created_at=1.0))
     adk_of(store).create(
-        AdkSession(sid, "shop", user, {"own": 1}, created_at=1.0, updated_at=1.0),
+        AdkSession(sid, app, user, {"own": 1}, created_at=1.0, updated_at=1.0, adk_id=adk_id),
         app_delta or {},
         user_delta or {},
         guard,
@@ -53,16 +56,60 @@ def _event(n: int, role: str = "user", **fields: object) -> EventWrite:
     return EventWrite([row], f"e{n}", float(n), **fields)  # type: ignore[arg-type]
 
 
-def test_a_session_id_is_taken_once_and_the_refused_create_changes_nothing(store: Store) -> None:
+def test_an_adk_key_is_taken_once_and_the_refused_create_changes_nothing(store: Store) -> None:
     _create(store, app_delta={"motd": "hi"})
-    with pytest.raises(ConflictError, match="already exists"):
-        _create(store, "s1", "alice", app_delta={"motd": "changed"})
-    with pytest.raises(AccessDeniedError):  # the flowmem session is alice's (MEM-8)
+    with pytest.raises(ConflictError, match="already exists") as exists:
+        _create(store, "s2", "alice", app_delta={"motd": "changed"}, adk_id="s1")
+    assert exists.value.details["reason"] != TAKEN
+    with pytest.raises(ConflictError) as taken:  # bob's "s1" needs another flowmem id
         _create(store, "s1", "bob", app_delta={"motd": "changed"})
+    assert taken.value.details["reason"] == TAKEN
     app_state, listed = adk_of(store).list("shop", None)
     assert app_state == {"motd": "hi"}
     assert [(s.id, s.user_id) for s, _ in listed] == [("s1", "alice")]
     assert store.get_session("s1").owner == "alice"  # type: ignore[union-attr]
+    assert store.get_session("s2") is None
+
+
+def test_a_foreign_flowmem_session_refuses_the_claim(store: Store) -> None:
+    guard = WriteGuard(None, "x1", SessionClaim(owner="bob", create=True, created_at=1.0))
+    store.append(events_address("x1"), [{"role": "user", "content": "bob's"}], guard=guard)
+    with pytest.raises(AccessDeniedError):  # the flowmem session is bob's (MEM-8)
+        _create(store, "x1", "alice")
+    assert adk_of(store).read("shop", "alice", "x1") is None
+
+
+def test_one_adk_id_of_two_users_or_apps_is_two_sessions(store: Store) -> None:
+    _create(store, "chat", "ana")
+    _create(store, "adk-ben", "ben", adk_id="chat")
+    _create(store, "adk-blog", "ana", adk_id="chat", app="blog")
+    tables = adk_of(store)
+    tables.append("shop", "ben", "chat", Seen(0), _event(1))
+    for app, user, sid, rows in (("shop", "ana", "chat", []), ("shop", "ben", "adk-ben", ["m1"])):
+        found = tables.read(app, user, "chat")
+        assert found is not None
+        assert (found[0].session.id, found[0].session.adk_id) == (sid, "chat")
+        assert [r["content"] for r in found[1]] == rows
+    assert [(s.id, s.adk_id) for s, _ in tables.list("shop", "ben")[1]] == [("adk-ben", "chat")]
+    assert store.get_session("adk-ben").owner == "ben"  # type: ignore[union-attr]
+    assert store.delete_session("adk-ben")
+    assert tables.read("shop", "ben", "chat") is None
+    assert tables.read("shop", "ana", "chat") is not None
+    assert tables.read("blog", "ana", "chat") is not None
+
+
+def test_a_key_created_again_after_a_delete_refuses_the_old_sessions_writer(store: Store) -> None:
+    _create(store, "s1", "alice")
+    tables = adk_of(store)
+    tables.append("shop", "alice", "s1", Seen(0, session_id="s1"), _event(1))
+    assert store.delete_session("s1")
+    _create(store, "adk-new", "alice", adk_id="s1")
+    with pytest.raises(SessionStaleError):  # the old session's writer, at the new one's revision
+        tables.append("shop", "alice", "s1", Seen(0, session_id="s1"), _event(2))
+    tables.append("shop", "alice", "s1", Seen(0, session_id="adk-new"), _event(3))
+    found = tables.read("shop", "alice", "s1")
+    assert found is not None
+    assert [r["content"] for r in found[1]] == ["m3"]
 
 
 def test_an_append_from_another_revision_is_stale_and_stores_nothing(store: Store) -> None:
@@ -79,16 +126,19 @@ def test_an_append_from_another_revision_is_stale_and_stores_nothing(store: Stor
     assert [r["content"] for r in rows] == ["m1"]
 
 
-def test_a_writer_without_a_revision_is_stale_when_the_session_moved_after_it_to_another_event(
+def test_a_writer_without_a_revision_is_stale_unless_it_holds_the_event_stored_last(
     store: Store,
 ) -> None:
     _create(store)
     tables = adk_of(store)
-    tables.append("shop", "alice", "s1", Seen(0), _event(5))
-    tables.append("shop", "alice", "s1", Seen(None, 5.0, "e5"), _event(6))  # saw e5, the latest
+    tables.append("shop", "alice", "s1", Seen(None), _event(5))  # nothing stored yet
+    tables.append("shop", "alice", "s1", Seen(None, frozenset({"e5"})), _event(6))  # saw e5
     with pytest.raises(SessionStaleError):
-        tables.append("shop", "alice", "s1", Seen(None, 5.0, "e5"), _event(7))
-    tables.append("shop", "alice", "s1", Seen(None, 6.0, "e5"), _event(8))  # not updated after it
+        tables.append("shop", "alice", "s1", Seen(None, frozenset({"e5"})), _event(7))
+    # an event made before the writer's latest one, stored after it, is still unseen (issue 36)
+    tables.append("shop", "alice", "s1", Seen(None, frozenset({"e5", "e6"})), _event(4))
+    with pytest.raises(SessionStaleError):
+        tables.append("shop", "alice", "s1", Seen(None, frozenset({"e5", "e6"})), _event(8))
 
 
 def test_an_append_to_another_apps_or_users_session_is_not_found(store: Store) -> None:

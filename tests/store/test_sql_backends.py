@@ -27,6 +27,7 @@ from flowmem.errors import (
 from flowmem.store import Address, Idempotency, SessionRecord, TokenRecord, open_store
 from flowmem.store import postgres as pg_backend
 from flowmem.store import sqlite as sqlite_backend
+from flowmem.store.adk import sqlite as adk_sqlite
 from flowmem.store.archive import sqlite as archive_sqlite
 from flowmem.store.sqlite import SqliteStore, parse_url
 
@@ -212,6 +213,18 @@ def _drop_archive(url: str) -> None:
     _sql(url, "ALTER TABLE buffer_evicted DROP COLUMN archived")
 
 
+def _drop_adk_keys(url: str) -> None:
+    """Undo the ADK keys' migration (decision 0100): sessions keyed by their flowmem id again; once undone, nothing."""
+    if url.startswith("sqlite"):
+        query = "SELECT COUNT(*) FROM sqlite_master WHERE name = 'adk_sessions_key'"
+    else:
+        query = "SELECT COUNT(*) FROM pg_indexes WHERE indexname = 'adk_sessions_key' AND schemaname = current_schema()"
+    if not _scalar(url, query):
+        return
+    _sql(url, "DROP INDEX adk_sessions_key")
+    _sql(url, "ALTER TABLE adk_sessions DROP COLUMN adk_id")
+
+
 # the archive's migration number, wherever it stands (issue 28's migrations are numbered at merge)
 _ARCHIVE = sqlite_backend.MIGRATIONS.index(archive_sqlite.MIGRATION) + 1
 
@@ -223,6 +236,7 @@ _UNDO = {
     12: _drop_quotas,
     13: _drop_token_counts,
     _ARCHIVE: _drop_archive,
+    sqlite_backend.MIGRATIONS.index(adk_sqlite.KEYED) + 1: _drop_adk_keys,
 }
 
 

@@ -66,7 +66,9 @@ def test_a_database_from_before_loses_the_index_and_keeps_its_rows(tmp_path: Pat
         conn.execute(
             "CREATE INDEX buffer_rows_turns ON buffer_rows (buffer_id, pos) WHERE role <> 'tool'"
         )
-        conn.execute("DELETE FROM flowmem_schema WHERE version = ?", (len(MIGRATIONS),))
+        conn.execute("DROP INDEX adk_sessions_key")  # and migration 16 (ADK keys) undone
+        conn.execute("ALTER TABLE adk_sessions DROP COLUMN adk_id")
+        conn.execute("DELETE FROM flowmem_schema WHERE version >= 15")
     assert "buffer_rows_turns" in _indexes(path)
     again = SqliteStore(f"sqlite:///{path}")
     try:

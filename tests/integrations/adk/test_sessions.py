@@ -1,9 +1,10 @@
-"""An ADK session is a flowmem session (decision 0053): its owner, the API, delete and erase.
+"""An ADK session is a flowmem session (decisions 0053, 0100): its owner, the API, delete and erase.
 
-Where flowmem deliberately differs from ``DatabaseSessionService`` it is tested here:
-a session id names one flowmem session whatever the app or user, a deleted id stays
-deleted (decision 0042), and ids that are not usable identities are refused (MEM-6,
-MEM-13).
+Keyed as ADK keys it, by app, user and id: one id of two users or apps is two flowmem
+sessions, and a session created again after a delete is a new one that no write of
+the deleted one reaches (DESIGN.md §5). Where flowmem deliberately differs from
+``DatabaseSessionService`` it is tested here: ids that are not usable identities are
+refused (MEM-6, MEM-13).
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ import pytest
 pytest.importorskip("google.adk")
 
 from fastapi.testclient import TestClient
+from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 
 from flowmem.api import create_app
-from flowmem.errors import ScopeRefusedError, SessionDeletedError
+from flowmem.errors import ScopeRefusedError
 from flowmem.integrations.adk import FlowmemSessionService
+from flowmem.integrations.adk.service import FRESH
 from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
 from flowmem.store import MemoryStore, open_store
@@ -62,7 +65,7 @@ def test_mem_8_the_adk_user_owns_the_session_and_only_they_see_it_through_the_ap
     store.close()
 
 
-def test_a_deleted_session_stays_deleted_its_id_is_refused_and_a_stale_append_finds_nothing(
+def test_a_session_created_again_after_a_delete_is_new_and_the_deleted_ones_writes_never_reach_it(
     flowmem_service: FlowmemSessionService,
 ) -> None:
     session = _run(flowmem_service.create_session(app_name=APP, user_id="alice", session_id="gone-1"))
@@ -71,11 +74,19 @@ def test_a_deleted_session_stays_deleted_its_id_is_refused_and_a_stale_append_fi
     store = flowmem_service.memory.store
     assert store.get_session("gone-1") is None
     assert store.load(("session", "gone-1", EVENTS_KEY)) == []
-    with pytest.raises(SessionDeletedError, match="use a new session id"):
-        _run(flowmem_service.create_session(app_name=APP, user_id="alice", session_id="gone-1"))
-    with pytest.raises(SessionNotFoundError):
+    with pytest.raises(SessionNotFoundError):  # the deleted session's runner, before the create
         _run(flowmem_service.append_event(session, user("anyone?", 2)))
-    assert store.get_session("gone-1") is None
+    again = _run(flowmem_service.create_session(app_name=APP, user_id="alice", session_id="gone-1"))
+    assert (again.id, again.events) == ("gone-1", [])
+    with pytest.raises(StaleSessionError):  # ... and after it: the new session is not its own
+        _run(flowmem_service.append_event(session, user("still me", 3)))
+    _run(flowmem_service.append_event(again, user("new start", 4)))
+    read = _run(flowmem_service.get_session(app_name=APP, user_id="alice", session_id="gone-1"))
+    assert [e.content.parts[0].text for e in read.events] == ["new start"]
+    assert store.get_session("gone-1") is None  # the deleted id stays deleted (decision 0042)
+    listed = store.list_sessions("alice", False, 10, 0)[0]
+    assert [s.id for s in listed] == [read._storage_update_marker.split(":", 2)[2]]
+    assert listed[0].id.startswith(FRESH)
 
 
 def test_deleting_the_flowmem_session_deletes_the_adk_session(flowmem_service: FlowmemSessionService) -> None:
@@ -100,16 +111,27 @@ def test_erasing_the_user_removes_their_sessions_and_user_state_and_keeps_the_ap
     assert _run(flowmem_service.get_user_state(app_name=APP, user_id="bob")) == {"lang": "bob"}
 
 
-def test_a_session_id_names_one_session_whatever_the_app_or_user(flowmem_service: FlowmemSessionService) -> None:
-    _run(flowmem_service.create_session(app_name=APP, user_id="alice", session_id="taken"))
-    with pytest.raises(AlreadyExistsError):
-        _run(flowmem_service.create_session(app_name="blog", user_id="alice", session_id="taken"))
+def test_one_session_id_of_two_users_or_apps_is_two_sessions_each_listed_for_its_owner(
+    flowmem_service: FlowmemSessionService,
+) -> None:
+    alice = _run(flowmem_service.create_session(app_name=APP, user_id="alice", session_id="taken"))
+    blog = _run(flowmem_service.create_session(app_name="blog", user_id="alice", session_id="taken"))
+    bob = _run(flowmem_service.create_session(app_name=APP, user_id="bob", session_id="taken"))
+    for session, text in ((alice, "alice's"), (blog, "alice's blog"), (bob, "bob's")):
+        _run(flowmem_service.append_event(session, user(text, 1)))
+    for app, user_id, text in ((APP, "alice", "alice's"), ("blog", "alice", "alice's blog"), (APP, "bob", "bob's")):
+        read = _run(flowmem_service.get_session(app_name=app, user_id=user_id, session_id="taken"))
+        assert (read.id, [e.content.parts[0].text for e in read.events]) == ("taken", [text])
     with pytest.raises(AlreadyExistsError):
         _run(flowmem_service.create_session(app_name=APP, user_id="bob", session_id="taken"))
-    assert flowmem_service.memory.store.get_session("taken").owner == "alice"  # type: ignore[union-attr]
+    store = flowmem_service.memory.store
+    assert store.get_session("taken").owner == "alice"  # type: ignore[union-attr]
+    (bobs,), _ = store.list_sessions("bob", False, 10, 0)
+    assert bobs.id.startswith(FRESH) and bobs.owner == "bob"
+    assert len(store.list_sessions("alice", False, 10, 0)[0]) == 2
 
 
-def test_a_flowmem_session_of_the_same_owner_becomes_the_adk_session_and_another_owners_is_refused(
+def test_a_flowmem_session_of_the_same_owner_becomes_the_adk_session_and_another_owners_is_left_alone(
     flowmem_service: FlowmemSessionService,
 ) -> None:
     memory = flowmem_service.memory
@@ -117,8 +139,9 @@ def test_a_flowmem_session_of_the_same_owner_becomes_the_adk_session_and_another
     memory.append("session", "chat", [{"role": "user", "content": "hi"}], ExecutionContext(user_id="bob", session_id="his"))
     made = _run(flowmem_service.create_session(app_name=APP, user_id="alice", session_id="mine"))
     assert made.id == "mine"
-    with pytest.raises(AlreadyExistsError):
-        _run(flowmem_service.create_session(app_name=APP, user_id="alice", session_id="his"))
+    assert made._storage_update_marker.endswith(":mine")  # the same flowmem session
+    hers = _run(flowmem_service.create_session(app_name=APP, user_id="alice", session_id="his"))
+    assert hers.id == "his" and not hers._storage_update_marker.endswith(":his")  # a fresh one
     assert memory.store.get_session("his").owner == "bob"  # type: ignore[union-attr]
 
 

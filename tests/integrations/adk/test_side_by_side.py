@@ -5,8 +5,11 @@ PostgreSQL; ADK's over SQLite through aiosqlite) and records what every call
 returned or raised; the two records must be equal: sessions with their events (every
 field), merged state and times, listings in order, user state, and the ADK errors
 raised (``AlreadyExistsError``, ``StaleSessionError``, ``SessionNotFoundError``).
-Where flowmem deliberately differs (the rules, session ids, deleted ids) the
-scenarios stay out of it; ``test_rules.py`` and ``test_sessions.py`` test those.
+Sessions are keyed as ADK keys them (decision 0100): one id of two users or apps is
+two sessions, and a session deleted and created again is a new, empty one that the
+deleted one's session objects cannot write to. Where flowmem deliberately differs (the
+rules, ids that are not usable identities) the scenarios stay out of it;
+``test_rules.py`` and ``test_sessions.py`` test those.
 """
 
 from __future__ import annotations
@@ -174,6 +177,57 @@ async def refusals(run: Recorder, clock: Clock) -> None:
     await run("list", run.service.list_sessions(app_name="a"))
 
 
+async def keys(run: Recorder, clock: Clock) -> None:
+    """One session id of two users and of two apps is three sessions (issue 36)."""
+    ana = await run("ana", run.service.create_session(app_name="shop", user_id="ana", session_id="chat"))
+    clock.set_time(clock.now + 1)
+    ben = await run("ben", run.service.create_session(app_name="shop", user_id="ben", session_id="chat"))
+    clock.set_time(clock.now + 1)
+    blog = await run(
+        "ana's blog",
+        run.service.create_session(
+            app_name="blog", user_id="ana", session_id="chat", state={"user:lang": "pt"}
+        ),
+    )
+    await run("ben twice", run.service.create_session(app_name="shop", user_id="ben", session_id="chat"))
+    await run("ana says", run.service.append_event(ana, user("hi, I'm ana", 1)))
+    await run("ben says", run.service.append_event(ben, user("hi, I'm ben", 2)))
+    await run("ben is answered", run.service.append_event(ben, answer("hello ben", 3)))
+    await run("blog says", run.service.append_event(blog, user("olá", 4)))
+    for app, user_id in (("shop", "ana"), ("shop", "ben"), ("blog", "ana"), ("shop", "carol")):
+        await run(
+            f"get {app} {user_id}",
+            run.service.get_session(app_name=app, user_id=user_id, session_id="chat"),
+        )
+    await run("list shop", run.service.list_sessions(app_name="shop"))
+    await run("list ben", run.service.list_sessions(app_name="shop", user_id="ben"))
+    await run("delete ben's", run.service.delete_session(app_name="shop", user_id="ben", session_id="chat"))
+    await run("ana's stays", run.service.get_session(app_name="shop", user_id="ana", session_id="chat"))
+    await run("ben's gone", run.service.get_session(app_name="shop", user_id="ben", session_id="chat"))
+    await run("list after", run.service.list_sessions(app_name="shop"))
+
+
+async def recreated(run: Recorder, clock: Clock) -> None:
+    """A session deleted and created again with its id is new and empty; the old objects are stale."""
+    old = await run("create", run.service.create_session(app_name="a", user_id="u", session_id="d-1"))
+    await run("old says", run.service.append_event(old, user("before", 1)))
+    await run("delete", run.service.delete_session(app_name="a", user_id="u", session_id="d-1"))
+    await run("old writes to nothing", run.service.append_event(old, answer("in flight", 2)))
+    clock.set_time(clock.now + 10)
+    new = await run(
+        "create again",
+        run.service.create_session(app_name="a", user_id="u", session_id="d-1", state={"round": 2}),
+    )
+    await run("read new", run.service.get_session(app_name="a", user_id="u", session_id="d-1"))
+    await run("old writes to the new (stale)", run.service.append_event(old, answer("late", 3)))
+    await run("new says", run.service.append_event(new, user("after", 4)))
+    await run("read", run.service.get_session(app_name="a", user_id="u", session_id="d-1"))
+    await run("taken", run.service.create_session(app_name="a", user_id="u", session_id="d-1"))
+    await run("delete again", run.service.delete_session(app_name="a", user_id="u", session_id="d-1"))
+    await run("third", run.service.create_session(app_name="a", user_id="u", session_id="d-1"))
+    await run("list", run.service.list_sessions(app_name="a"))
+
+
 async def _returned(session: Session) -> Session:
     return session
 
@@ -183,6 +237,8 @@ SCENARIOS: dict[str, Scenario] = {
     "scopes": scopes,
     "reads": reads,
     "refusals": refusals,
+    "keys": keys,
+    "recreated": recreated,
 }
 
 

@@ -1,11 +1,15 @@
 """``FlowmemSessionService``: a Google ADK ``BaseSessionService`` whose sessions are flowmem sessions.
 
-- **A session is a session** (DESIGN.md §5, decision 0053): the ADK session id is the
-  flowmem session id, its ``user_id`` the owner (MEM-8), so ``GET /v1/sessions``
-  lists it, ``DELETE /v1/sessions/{id}`` and ``flowmem user erase`` remove it, and a
-  deleted id stays deleted (decision 0042). An id that is not a usable identity is
-  refused as MEM-6 and MEM-13 say: a read finds nothing, a write raises
-  ``ScopeRefusedError``; one WARNING is logged.
+- **A session is a session** (DESIGN.md §5, decisions 0053, 0100): an ADK session is a
+  flowmem session owned by its ``user_id`` (MEM-8), keyed as ADK keys it, by app, user
+  and id: its flowmem session id is the ADK id when that id is free, else a fresh
+  one (``adk-`` and a random hex), so "chat" of ana and "chat" of ben are two
+  sessions, and a session created again after a delete is a new, empty one that no
+  write of the deleted one reaches (its runner's appends are stale). ``GET
+  /v1/sessions`` lists it for its owner, ``DELETE /v1/sessions/{id}`` and ``flowmem
+  user erase`` remove it. An id that is not a usable identity is refused as MEM-6
+  and MEM-13 say: a read finds nothing, a write raises ``ScopeRefusedError``; one
+  WARNING is logged.
 - **Events are rows** of the session's buffer ``adk`` (``events.py``), appended under
   the buffer rules: a ``function_response`` for an answered call is dropped (MEM-1),
   and a user message after an unanswered call first gets a healed placeholder next to
@@ -15,7 +19,9 @@
   sessions of the app, ``temp:`` is never stored: as ADK's own services.
 - **One history.** An append whose session object has not seen the latest stored
   event raises ADK's ``StaleSessionError`` and stores nothing, checked in the
-  append's transaction (across processes); appends of one session take turns.
+  append's transaction (across processes) by the session's revision, or, for a
+  session object that did not come from this service, by its events (never by
+  time); appends of one session take turns.
 
 The store calls run in a worker thread (``asyncio.to_thread``).
 """
@@ -45,6 +51,7 @@ from flowmem.core import prepare
 from flowmem.errors import (
     AccessDeniedError,
     ConflictError,
+    FlowmemError,
     NotFoundError,
     ScopeRefusedError,
     SessionDeletedError,
@@ -64,6 +71,7 @@ from flowmem.store.adk import (
     DROPPED,
     EVENTS_KEY,
     REPLACED,
+    TAKEN,
     AdkScopes,
     AdkSession,
     EventWrite,
@@ -75,7 +83,10 @@ from flowmem.store.adk import (
 log = logging.getLogger("flowmem")
 
 MARKER = "flowmem:"
-"""How a session's stored revision is spelled in ``Session._storage_update_marker``."""
+"""How a session's stored revision is spelled in ``Session._storage_update_marker``:
+this, the revision, ``:`` and the flowmem session id (decision 0100)."""
+FRESH = "adk-"
+"""The start of a flowmem session id made for an ADK session whose own id was taken."""
 
 
 def store_url(url: str) -> str:
@@ -130,23 +141,36 @@ def _merge(scopes: AdkScopes) -> dict[str, Any]:
 def _session(scopes: AdkScopes, events: list[Event]) -> Session:
     stored = scopes.session
     session = Session(
-        id=stored.id,
+        id=stored.adk_id,
         app_name=stored.app_name,
         user_id=stored.user_id,
         state=_merge(scopes),
         events=events,
         last_update_time=stored.updated_at,
     )
-    session._storage_update_marker = f"{MARKER}{stored.revision}"
+    session._storage_update_marker = _marker(stored)
     return session
 
 
+def _marker(stored: AdkSession) -> str:
+    """The ``_storage_update_marker`` of a session as stored: its revision and flowmem id."""
+    return f"{MARKER}{stored.revision}:{stored.id}"
+
+
 def _seen(session: Session) -> Seen:
+    """What the session object saw: the revision and flowmem session of its marker, or its events."""
     marker = getattr(session, "_storage_update_marker", None)
     if isinstance(marker, str) and marker.startswith(MARKER):
-        return Seen(int(marker.removeprefix(MARKER)))
-    last = session.events[-1].id if session.events else None
-    return Seen(None, session.last_update_time, last)
+        revision, _, sid = marker.removeprefix(MARKER).partition(":")
+        return Seen(int(revision), session_id=sid or None)
+    return Seen(None, frozenset(e.id for e in session.events))
+
+
+def _taken(exc: FlowmemError) -> bool:
+    """True when a create failed on its flowmem id, not its ADK key: another id is tried."""
+    if isinstance(exc, ConflictError):
+        return exc.details.get("reason") == TAKEN
+    return True  # another owner's session (AccessDeniedError), or a deleted one
 
 
 def _filtered(events: list[Event], config: GetSessionConfig | None) -> list[Event]:
@@ -208,7 +232,13 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
         state: dict[str, Any] | None = None,
         session_id: str | None = None,
     ) -> Session:
-        """Create a session owned by ``user_id``; AlreadyExistsError when its id is taken."""
+        """Create a session owned by ``user_id``; AlreadyExistsError when the app and user have its id.
+
+        Keyed as ADK keys it (decision 0100): the flowmem session is the ADK id when it
+        is free, else a fresh id: when another app's or user's ADK session, another
+        owner's session, or a deleted session has it. So a create after a delete makes
+        a new, empty session that no write of the deleted one reaches.
+        """
         sid = session_id if session_id is not None else platform_uuid.new_uuid()
         ids = self._ids("session create", user_id, sid)
         if isinstance(ids, Refusal):
@@ -216,15 +246,18 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
         user, sid = ids
         own, app, of_user = split_state(state)
         now = platform_time.get_time()
-        record = AdkSession(sid, app_name, user, own, 0, None, now, now)
-        guard = self.memory.session_claim(sid, ExecutionContext(user_id=user, session_id=sid))
-        try:
-            scopes = await asyncio.to_thread(self.tables.create, record, app, of_user, guard)
-        except SessionDeletedError:
-            raise
-        except (ConflictError, AccessDeniedError) as exc:
-            raise AlreadyExistsError(f"Session with id {sid} already exists.") from exc
-        return _session(scopes, [])
+        for flowmem_id in (sid, f"{FRESH}{uuid.uuid4().hex}"):
+            record = AdkSession(flowmem_id, app_name, user, own, 0, None, now, now, adk_id=sid)
+            context = ExecutionContext(user_id=user, session_id=flowmem_id)
+            guard = self.memory.session_claim(flowmem_id, context)
+            try:
+                scopes = await asyncio.to_thread(self.tables.create, record, app, of_user, guard)
+            except (ConflictError, AccessDeniedError, SessionDeletedError) as exc:
+                if flowmem_id == sid and _taken(exc):
+                    continue
+                raise AlreadyExistsError(f"Session with id {sid} already exists.") from exc
+            return _session(scopes, [])
+        raise AssertionError("unreachable: a fresh id is never taken")  # pragma: no cover
 
     async def get_session(
         self,
@@ -267,7 +300,7 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
             return
         found = await asyncio.to_thread(self.tables.read, app_name, ids[0], ids[1], False)
         if found is not None:
-            await asyncio.to_thread(self.memory.store.delete_session, ids[1])
+            await asyncio.to_thread(self.memory.store.delete_session, found[0].session.id)
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         """The user's state in the app, keys without their ``user:`` prefix."""
@@ -322,7 +355,7 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
             stored = events_of(r for r, fate in zip(rows, written.fates, strict=True) if fate != DROPPED)[0]
         self._place(session, stored, written, rows)
         session.last_update_time = written.scopes.session.updated_at
-        session._storage_update_marker = f"{MARKER}{written.scopes.session.revision}"
+        session._storage_update_marker = _marker(written.scopes.session)
         return event
 
     def _heal_in_memory(self, session: Session, healed: tuple[str, ...]) -> None:

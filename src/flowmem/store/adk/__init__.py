@@ -1,7 +1,11 @@
 """ADK session storage: Google ADK's sessions, app state and user state (decision 0053).
 
-An ADK session is a flowmem session (DESIGN.md §5): its id is the session id, its
-``user_id`` the owner. Its events are rows of the session's buffer ``adk`` (written
+An ADK session is a flowmem session (DESIGN.md §5) owned by its ``user_id``, keyed as
+ADK keys it: by app, user and ADK session id (``adk_id``, decision 0100). Its flowmem
+session id is the ADK id when that id was free (every session stored before decision
+0100 has it), else a fresh one (``adk-`` and a random hex), so "chat" of ana and
+"chat" of ben are two sessions, and a session created again after a delete is a new
+one that no write of the deleted one reaches. Its events are rows of the session's buffer ``adk`` (written
 through the buffer rules, so MEM-1, MEM-2, MEM-3 and MEM-10 apply to them); what ADK
 keeps beside them lives here: the session's own state and revision
 (``adk_sessions``), the state shared by every user of an app (``adk_app_states``) and
@@ -34,6 +38,7 @@ class AdkSession:
     """One ADK session as stored: its app, owner, own state and revision."""
 
     id: str
+    """The flowmem session id (the ADK id when it was free at creation, decision 0100)."""
     app_name: str
     user_id: str
     state: Mapping[str, Any] = field(default_factory=dict)
@@ -43,6 +48,12 @@ class AdkSession:
     """The id of the event stored last (None: none yet)."""
     created_at: float = 0.0
     updated_at: float = 0.0
+    adk_id: str = ""
+    """The ADK session id, unique per app and user ("": the flowmem id, as before decision 0100)."""
+
+    def __post_init__(self) -> None:
+        if not self.adk_id:
+            object.__setattr__(self, "adk_id", self.id)
 
 
 @dataclass(frozen=True)
@@ -56,11 +67,13 @@ class AdkScopes:
 
 @dataclass(frozen=True)
 class Seen:
-    """What a writer last read of a session: its revision, or (no revision) its time and last event."""
+    """What a writer last read of a session: its revision, or (no revision) the events it holds."""
 
     revision: int | None
-    updated_at: float = 0.0
-    last_event: str | None = None
+    events: frozenset[str] = frozenset()
+    """Without a revision: the ids of the events the writer's session object holds."""
+    session_id: str | None = None
+    """The flowmem session the writer read (None: unknown); another one under its key is stale."""
 
 
 @dataclass(frozen=True)
@@ -105,15 +118,18 @@ class AdkSessions(Protocol):
     ) -> AdkScopes:
         """Store a new session and apply the app and user deltas, in one transaction.
 
-        ``guard`` claims the flowmem session (created, owned by ``user_id``). ConflictError,
-        nothing stored, when an ADK session with this id exists already (any app or user).
+        ``guard`` claims the flowmem session ``session.id`` (created, owned by ``user_id``).
+        ConflictError, nothing stored, when the app and user have an ADK session
+        ``session.adk_id`` already (``exists``), or when another ADK session uses the
+        flowmem id ``session.id`` (``id_taken``: the caller picks another id).
         """
         ...
 
     def read(
         self, app_name: str, user_id: str, session_id: str, rows: bool = True
     ) -> tuple[AdkScopes, list[Message]] | None:
-        """The session with its states and its events' rows, as one moment; None when absent."""
+        """The session ``session_id`` (an ADK id) of the app and user, with its states and its
+        events' rows, as one moment; None when absent."""
         ...
 
     def list(
@@ -130,9 +146,10 @@ class AdkSessions(Protocol):
     ) -> EventWritten:
         """Store one event's rows under the buffer rules, with its state deltas, in one transaction.
 
-        NotFoundError when the session is absent (or another app's or user's);
-        SessionStaleError, nothing stored, when a write the caller has not seen was
-        stored since ``seen``. The rows go through ``apply_append`` one by one (MEM-1,
+        ``session_id`` is the ADK id. NotFoundError when the app and user have no such
+        session; SessionStaleError, nothing stored, when a write the caller has not seen
+        was stored since ``seen``, or the session under the key is another one than
+        ``seen.session_id`` (deleted and created again). The rows go through ``apply_append`` one by one (MEM-1,
         2, 3, 10); an event none of whose rows is stored changes nothing else.
         """
         ...
@@ -239,14 +256,21 @@ def merged(state: Mapping[str, Any], delta: Mapping[str, Any]) -> dict[str, Any]
 def check_stale(session: AdkSession, seen: Seen) -> None:
     """Raise SessionStaleError when the stored session moved on since the writer read it.
 
-    With a revision, any other revision is stale. Without one (a session object that
-    was not read from flowmem), as ADK's DatabaseSessionService: stale when the stored
-    session was updated after the writer's time and its last event is another one.
+    A writer that read another flowmem session under the same key (it was deleted and
+    the key created again: decision 0100) is stale whatever its revision. With a
+    revision, any other revision is stale. Without one (a session object that was not
+    read from flowmem): stale when the event stored last is not among the writer's
+    events. Not by time, as ADK's DatabaseSessionService compares: an event's time is
+    when it was made, not stored, so another writer's event stored after the writer's
+    own latest one can be older than it, and a time check let an event in between a
+    call and its answer (issue 36, decision 0100).
     """
-    if seen.revision is not None:
+    if seen.session_id is not None and seen.session_id != session.id:
+        moved = True
+    elif seen.revision is not None:
         moved = seen.revision != session.revision
     else:
-        moved = session.updated_at > seen.updated_at and session.last_event != seen.last_event
+        moved = session.last_event is not None and session.last_event not in seen.events
     if moved:
         raise SessionStaleError(
             f"session {session.id} was written since it was read (revision {session.revision}, "
@@ -265,12 +289,27 @@ def not_found(app_name: str, user_id: str, session_id: str) -> NotFoundError:
     )
 
 
-def exists(session_id: str) -> ConflictError:
-    """The refusal of a session id already used by an ADK session."""
+TAKEN = "session_id_taken"
+"""``ConflictError.details["reason"]`` of ``id_taken``."""
+
+
+def exists(session: AdkSession) -> ConflictError:
+    """The refusal of an ADK session whose app, user and ADK id are taken."""
     return ConflictError(
-        f"session {session_id} already exists (an ADK session id names one flowmem session, "
-        "whatever its app or user: decision 0053)",
+        f"ADK session {session.adk_id!r} of app {session.app_name!r} and user "
+        f"{session.user_id!r} already exists; use another id, or read it",
+        session_id=session.adk_id,
+        reason="exists",
+    )
+
+
+def id_taken(session_id: str) -> ConflictError:
+    """The refusal of a flowmem session id another ADK session uses (the caller picks another)."""
+    return ConflictError(
+        f"the flowmem session {session_id} holds another ADK session; create this one "
+        "under a fresh flowmem id (decision 0100)",
         session_id=session_id,
+        reason=TAKEN,
     )
 
 
@@ -289,6 +328,7 @@ __all__ = [
     "DROPPED",
     "EVENTS_KEY",
     "REPLACED",
+    "TAKEN",
     "AdkScopes",
     "AdkSession",
     "AdkSessions",
@@ -301,6 +341,7 @@ __all__ = [
     "check_stale",
     "events_address",
     "exists",
+    "id_taken",
     "matches",
     "merged",
     "not_found",

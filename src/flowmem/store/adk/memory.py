@@ -25,6 +25,7 @@ from flowmem.store.adk import (
     check_stale,
     events_address,
     exists,
+    id_taken,
     matches,
     merged,
     not_found,
@@ -48,6 +49,8 @@ class MemoryAdkSessions:
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
         self._sessions: dict[str, AdkSession] = {}
+        self._keys: dict[tuple[str, str, str], str] = {}
+        """(app, user, ADK id) -> flowmem session id (decision 0100)."""
         self._apps: dict[str, dict[str, Any]] = {}
         self._users: dict[tuple[str, str], dict[str, Any]] = {}
 
@@ -62,12 +65,16 @@ class MemoryAdkSessions:
         check_texts(id=session.id, app_name=session.app_name, user_id=session.user_id)
         session = replace(session, state=_json(dict(session.state), "session state"))
         app_delta, user_delta = _json(dict(app_delta), "app state"), _json(dict(user_delta), "user state")
+        key = (session.app_name, session.user_id, session.adk_id)
         with self.store._lock:
-            created = self.store._check_guard(guard)
+            if key in self._keys:
+                raise exists(session)
             if session.id in self._sessions:
-                raise exists(session.id)
+                raise id_taken(session.id)
+            created = self.store._check_guard(guard)
             self.store._store_session(created)
             self._sessions[session.id] = session
+            self._keys[key] = session.id
             return self._scopes(session, app_delta, user_delta)
 
     def _scopes(
@@ -89,7 +96,11 @@ class MemoryAdkSessions:
         self, app_name: str, user_id: str, session_id: str, seen: Seen, event: EventWrite
     ) -> EventWritten:
         """Store one event's rows under the buffer rules, with its deltas (see ``AdkSessions``)."""
-        address = events_address(session_id)
+        with self.store._lock:
+            sid = self._keys.get((app_name, user_id, session_id))
+        if sid is None:
+            raise not_found(app_name, user_id, session_id)
+        address = events_address(sid)
         rows = [_json(row, "message") for row in event.rows]
         deltas = [
             _json(dict(delta), what)
@@ -101,10 +112,13 @@ class MemoryAdkSessions:
         ]
 
         with self.store._locks.hold(address, DEFAULT_LOCK_TIMEOUT), self.store._lock:
-            stored = self._sessions.get(session_id)
+            now = self._keys.get((app_name, user_id, session_id))
+            stored = None if now is None else self._sessions.get(now)
             if stored is None or not matches(stored, app_name, user_id):
                 raise not_found(app_name, user_id, session_id)
             check_stale(stored, seen)
+            if now != sid:  # deleted and created again since the lookup: not the writer's
+                check_stale(stored, replace(seen, session_id=sid))
             size = self.store._sizes.get(address, 0)
             editor = SizedListEditor(copy.deepcopy(self.store._buffers.get(address, [])), size)
             fates, healed = apply_rows(editor, rows)
@@ -122,7 +136,7 @@ class MemoryAdkSessions:
                 last_event=event.event_id,
                 updated_at=event.timestamp,
             )
-            self._sessions[session_id] = after
+            self._sessions[sid] = after
             return EventWritten(fates, healed, self._scopes(after, deltas[1], deltas[2]))
 
     def read(
@@ -130,10 +144,11 @@ class MemoryAdkSessions:
     ) -> tuple[AdkScopes, list[Message]] | None:
         """The session, its states and its events' rows as one moment; None when absent."""
         with self.store._lock:
-            session = self._sessions.get(session_id)
+            sid = self._keys.get((app_name, user_id, session_id))
+            session = None if sid is None else self._sessions.get(sid)
             if session is None or not matches(session, app_name, user_id):
                 return None
-            found = self.store._buffers.get(events_address(session_id), []) if rows else []
+            found = self.store._buffers.get(events_address(session.id), []) if rows else []
             return self._scopes(session, {}, {}), copy.deepcopy(found)
 
     def list(
@@ -146,7 +161,7 @@ class MemoryAdkSessions:
                 for s in self._sessions.values()
                 if s.app_name == app_name and (user_id is None or s.user_id == user_id)
             ]
-            found.sort(key=lambda s: (s.updated_at, s.user_id, s.id))
+            found.sort(key=lambda s: (s.updated_at, s.user_id, s.adk_id))
             listed: list[tuple[AdkSession, Mapping[str, Any]]] = [
                 (copy.deepcopy(s), copy.deepcopy(self._users.get((app_name, s.user_id), {})))
                 for s in found
@@ -160,8 +175,10 @@ class MemoryAdkSessions:
 
     # --- what the store's deletes call, its lock held ----------------------------------
     def drop_session(self, session_id: str) -> None:
-        """Forget a deleted session (its events went with its buffers)."""
-        self._sessions.pop(session_id, None)
+        """Forget a deleted session (its events went with its buffers), and its key."""
+        gone = self._sessions.pop(session_id, None)
+        if gone is not None:
+            self._keys.pop((gone.app_name, gone.user_id, gone.adk_id), None)
 
     def drop_user(self, user_id: str) -> None:
         """Forget an erased user's states, in every app."""

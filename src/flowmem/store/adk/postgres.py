@@ -1,6 +1,6 @@
 """PostgreSQL's ADK session tables (a migration of their own) and their statements, by name.
 
-``PostgresStore`` appends ``MIGRATION`` to its migrations and ``SQL`` to its
+``PostgresStore`` appends ``MIGRATION`` (and later ``KEYED``) to its migrations and ``SQL`` to its
 statements; ``SqlAdkSessions`` runs them. The statements use psycopg's ``%s``; a
 write locks the rows it reads (``FOR UPDATE``), so two writers of one session, or of
 one app's or user's state, take turns.
@@ -22,5 +22,13 @@ MIGRATION: tuple[str, ...] = (
         PRIMARY KEY (app_name, user_id))""",
     "CREATE INDEX adk_user_states_user ON adk_user_states (user_id)",
 )
+
+KEYED: tuple[str, ...] = (
+    "ALTER TABLE adk_sessions ADD COLUMN adk_id TEXT",
+    "UPDATE adk_sessions SET adk_id = id",
+    "CREATE UNIQUE INDEX adk_sessions_key ON adk_sessions (app_name, user_id, adk_id)",
+)
+"""A later migration (decision 0100): sessions keyed as ADK keys them, by app, user and ADK
+id; a session stored before keeps its id as its ADK id."""
 
 SQL: dict[str, str] = statements("%s", " FOR UPDATE", ' COLLATE "C"')

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from flowmem.core import Message
@@ -26,6 +27,7 @@ from flowmem.store.adk import (
     check_stale,
     events_address,
     exists,
+    id_taken,
     matches,
     merged,
     not_found,
@@ -51,6 +53,7 @@ def _session(row: Sequence[Any]) -> AdkSession:
         last_event=row[5],
         created_at=float(row[6]),
         updated_at=float(row[7]),
+        adk_id=row[8] or row[0],
     )
 
 
@@ -80,7 +83,13 @@ class SqlAdkSessions:
         check_texts(id=session.id, app_name=session.app_name, user_id=session.user_id)
         state = dump_json(dict(session.state), "session state")
 
+        key = (session.app_name, session.user_id, session.adk_id)
+
         def work(conn: Any) -> AdkScopes:
+            if self._run(conn, "adk_session_get", key).fetchone() is not None:
+                raise exists(session)
+            if self._run(conn, "adk_session_taken", (session.id,)).fetchone() is not None:
+                raise id_taken(session.id)
             if guard is not None:
                 self.store._check_guard(conn, guard)
             params = (
@@ -92,9 +101,11 @@ class SqlAdkSessions:
                 session.last_event,
                 session.created_at,
                 session.updated_at,
+                session.adk_id,
             )
-            if self._run(conn, "adk_session_insert", params).rowcount == 0:
-                raise exists(session.id)
+            if self._run(conn, "adk_session_insert", params).rowcount == 0:  # a create raced
+                taken = self._run(conn, "adk_session_get", key).fetchone() is None
+                raise id_taken(session.id) if taken else exists(session)
             app_state = self._update_app(conn, session.app_name, app_delta)
             user_state = self._update_user(conn, session.app_name, session.user_id, user_delta)
             return AdkScopes(session, app_state, user_state)
@@ -104,17 +115,30 @@ class SqlAdkSessions:
     def append(
         self, app_name: str, user_id: str, session_id: str, seen: Seen, event: EventWrite
     ) -> EventWritten:
-        """Store one event's rows under the buffer rules, with its deltas (see ``AdkSessions``)."""
-        address = events_address(session_id)
+        """Store one event's rows under the buffer rules, with its deltas (see ``AdkSessions``).
+
+        The flowmem session is found by the ADK key first (its buffer's lock is what the
+        write takes), then the key's row is locked: a session deleted and created again
+        in between is another session, refused as stale.
+        """
+        key = (app_name, user_id, session_id)
         for row in event.rows:
             dump_json(row, "message")  # NotSerializableError before any transaction
+        with self.store._connection() as conn:
+            found = self._run(conn, "adk_session_get", key).fetchone()
+        if found is None:
+            raise not_found(app_name, user_id, session_id)
+        sid = str(found[0])
+        address = events_address(sid)
 
         def work(conn: Any) -> EventWritten:
-            found = self._run(conn, "adk_session_lock", (session_id,)).fetchone()
+            found = self._run(conn, "adk_session_lock", key).fetchone()
             stored = None if found is None else _session(found)
             if stored is None or not matches(stored, app_name, user_id):
                 raise not_found(app_name, user_id, session_id)
             check_stale(stored, seen)
+            if stored.id != sid:  # deleted and created again since the lookup
+                check_stale(stored, replace(seen, session_id=sid))
             self.store._hold_buffer(conn, address)
             editor = SqlBufferEditor(StatementRunner(conn, self.sql), address)
             fates, healed = apply_rows(editor, event.rows)
@@ -125,21 +149,18 @@ class SqlAdkSessions:
                 return written
             app_state = self._update_app(conn, app_name, event.app_delta)
             user_state = self._update_user(conn, app_name, user_id, event.user_delta)
-            after = AdkSession(
-                id=stored.id,
-                app_name=app_name,
-                user_id=user_id,
+            after = replace(
+                stored,
                 state=merged(stored.state, event.session_delta),
                 revision=stored.revision + 1,
                 last_event=event.event_id,
-                created_at=stored.created_at,
                 updated_at=event.timestamp,
             )
             state = dump_json(dict(after.state), "session state")
             self._run(
                 conn,
                 "adk_session_update",
-                (state, after.revision, after.last_event, after.updated_at, session_id),
+                (state, after.revision, after.last_event, after.updated_at, sid),
             )
             return EventWritten(fates, healed, AdkScopes(after, app_state, user_state))
 
@@ -174,20 +195,21 @@ class SqlAdkSessions:
         revision moved) makes the read start again, so the revision a reader gets is
         the one its rows belong to.
         """
-        address = events_address(session_id)
+        key = (app_name, user_id, session_id)
         for _ in range(READ_TRIES):
             with self.store._connection() as conn:
-                found = self._run(conn, "adk_session_get", (session_id,)).fetchone()
+                found = self._run(conn, "adk_session_get", key).fetchone()
                 session = None if found is None else _session(found)
                 if session is None or not matches(session, app_name, user_id):
                     return None
+                address = events_address(session.id)
                 bodies = (
                     conn.execute(self.sql["load_all"], tuple(address)).fetchall() if rows else []
                 )
                 app_state = _state(self._run(conn, "adk_app_get", (app_name,)).fetchone())
                 user_state = _state(self._run(conn, "adk_user_get", (app_name, user_id)).fetchone())
-                again = self._run(conn, "adk_session_get", (session_id,)).fetchone()
-            if again is not None and _session(again).revision == session.revision:
+                again = self._run(conn, "adk_session_get", key).fetchone()
+            if again is not None and (again[0], int(again[4])) == (session.id, session.revision):
                 return AdkScopes(session, app_state, user_state), load_rows(bodies)
         raise StoreBusyError(
             f"ADK session {session_id} kept changing while it was read ({READ_TRIES} tries)"

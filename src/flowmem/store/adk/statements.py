@@ -8,7 +8,9 @@ already excludes every other writer. ``statements`` is called by ``adk.sqlite`` 
 
 from __future__ import annotations
 
-_SESSION = "id, app_name, user_id, state, revision, last_event, created_at, updated_at"
+_SESSION = "id, app_name, user_id, state, revision, last_event, created_at, updated_at, adk_id"
+_KEY = "app_name = {p} AND user_id = {p} AND adk_id = {p}"
+"""A session by its ADK key (app, user, ADK id: decision 0100)."""
 
 
 def statements(p: str, lock: str, collate: str = "") -> dict[str, str]:
@@ -16,12 +18,14 @@ def statements(p: str, lock: str, collate: str = "") -> dict[str, str]:
 
     ``collate`` makes ids sort by code point, as in every backend (PostgreSQL: ``"C"``).
     """
-    order = f"ORDER BY updated_at, user_id{collate}, id{collate}"
+    order = f"ORDER BY updated_at, user_id{collate}, adk_id{collate}"
+    key = _KEY.format(p=p)
     return {
         "adk_session_insert": f"""INSERT INTO adk_sessions ({_SESSION})
-            VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}) ON CONFLICT (id) DO NOTHING""",
-        "adk_session_get": f"SELECT {_SESSION} FROM adk_sessions WHERE id = {p}",
-        "adk_session_lock": f"SELECT {_SESSION} FROM adk_sessions WHERE id = {p}{lock}",
+            VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}) ON CONFLICT DO NOTHING""",
+        "adk_session_taken": f"SELECT 1 FROM adk_sessions WHERE id = {p}",
+        "adk_session_get": f"SELECT {_SESSION} FROM adk_sessions WHERE {key}",
+        "adk_session_lock": f"SELECT {_SESSION} FROM adk_sessions WHERE {key}{lock}",
         "adk_session_update": f"""UPDATE adk_sessions SET state = {p}, revision = {p},
             last_event = {p}, updated_at = {p} WHERE id = {p}""",
         "adk_sessions_of_user": f"""SELECT {_SESSION} FROM adk_sessions

@@ -228,4 +228,6 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # index of the non-tool rows, one entry and one WAL record fewer per message; a
     # result run's end is found on the primary key (docs/decisions/0068)
     ("DROP INDEX IF EXISTS buffer_rows_turns",),
+    # 16 (issue 36, decision 0100): ADK sessions keyed by app, user and ADK id
+    adk_tables.KEYED,
 )

@@ -181,6 +181,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 15 (issue 26 §3, decision 0094): a result run's end is found on the primary key, as
     # on PostgreSQL (decision 0068); every user and assistant row wrote this index too
     ("DROP INDEX IF EXISTS buffer_rows_turns",),
+    # 16 (issue 36, decision 0100): ADK sessions keyed by app, user and ADK id
+    adk_tables.KEYED,
 )
 
 
