@@ -16,7 +16,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import Agent, RunHooks, Runner, SQLiteSession, function_tool, set_tracing_disabled
+from agents import (
+    Agent,
+    GuardrailFunctionOutput,
+    InputGuardrail,
+    InputGuardrailTripwireTriggered,
+    RunHooks,
+    Runner,
+    SQLiteSession,
+    function_tool,
+    set_tracing_disabled,
+)
 from agents.items import ModelResponse
 from agents.models.fake_id import FAKE_RESPONSES_ID
 from agents.run_context import RunContextWrapper
@@ -311,3 +321,42 @@ def test_a_closed_session_stops_the_run_before_the_tool() -> None:
     with pytest.raises(RuntimeError, match="closed"):
         asyncio.run(run())
     assert seen == []
+
+
+def test_mem_3_a_tool_run_before_a_tripped_input_guardrail_keeps_its_call(
+    service: Memory | AsyncMemory, tmp_path: Path
+) -> None:
+    """The SDK runs the step's tool while a parallel input guardrail is still deciding; it trips.
+
+    The SDK's own session keeps only the question: the next model input never shows a
+    tool ran. flowmem stored the call before the tool started, so the next user message
+    heals it (MEM-3): a deliberate difference (docs/integrations.md).
+    """
+
+    async def refuse(context: Any, agent: Any, given: Any) -> GuardrailFunctionOutput:
+        await asyncio.sleep(0.05)
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=True)
+
+    def run(session: Any) -> tuple[list[list[Any]], list[Any]]:
+        seen: list[list[Any]] = []
+        agent = _agent(_one_call_script(), seen, session)
+        agent.input_guardrails = [InputGuardrail(guardrail_function=refuse)]
+        with pytest.raises(InputGuardrailTripwireTriggered):
+            asyncio.run(Runner.run(agent, QUESTION, session=session, hooks=hooks_of(session)))
+        again = Agent(name="helper", instructions="be brief", model=ScriptedModel([[text("Hi.", 5)]]))
+        asyncio.run(Runner.run(again, AGAIN, session=session, hooks=hooks_of(session)))
+        return seen, as_json(asyncio.run(session.get_items()))
+
+    seen, ours = run(FlowmemSession("s1", service))
+    sdk_seen, sdk = run(SQLiteSession("s1", str(tmp_path / "sdk.db")))
+    assert len(seen) == len(sdk_seen) == 1  # the tool ran either way
+    assert [i.get("call_id") for i in seen[0] if i.get("type") == "function_call"] == ["c1"]
+    assert [i.get("type", i.get("role")) for i in ours] == [
+        "user",
+        "message",
+        "function_call",
+        "function_call_output",
+        "user",
+        "message",
+    ]
+    assert [i.get("type", i.get("role")) for i in sdk] == ["user", "user", "message"]

@@ -102,6 +102,10 @@ class WriteAhead:
         """Keep a model response's items until a tool of its step starts."""
         self.held = list(items)
 
+    def forget_held(self) -> None:
+        """A new model call: a response held and never stored (its run stopped before a tool) is not stored later."""
+        self.held = []
+
     def _lock(self) -> asyncio.Lock:
         loop = asyncio.get_running_loop()
         lock = self._locks.get(loop)
@@ -146,7 +150,7 @@ class WriteAhead:
                 unseen_call = True
             new.append(item)
         if any(isinstance(i, dict) and i.get("role") == "user" for i in items):
-            written = []
+            written = []  # a new turn: the SDK saves nothing more of the last one
         self.written = written
         return new, unseen_call
 
@@ -200,7 +204,8 @@ class FlowmemRunHooks(RunHooks):
         await self.hooks.on_tool_start(context, agent, tool)
 
     async def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, input_items: Any) -> None:
-        """Your hooks' ``on_llm_start``."""
+        """Forget a response held since an earlier model call (no tool of it started); your hooks' ``on_llm_start``."""
+        self.session.write_ahead.forget_held()
         await self.hooks.on_llm_start(context, agent, system_prompt, input_items)
 
     async def on_agent_start(self, context: Any, agent: Any) -> None:
