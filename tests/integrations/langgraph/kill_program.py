@@ -10,6 +10,7 @@ the round's. The control run (``CONTROL``) is the same block with LangGraph's ow
 
 from __future__ import annotations
 
+import importlib
 import re
 import warnings
 from collections.abc import Sequence
@@ -28,6 +29,16 @@ from flowmem.integrations.langgraph import FlowmemSaver
 from tests.integrations.kill.harness import CONTROL, FLOWMEM, said_list
 from tests.integrations.kill.points import Killer
 from tests.integrations.kill.script import TOOL, TOOL_RESULT, Said, reply
+
+# What a turn would import lazily, imported once in the fork server instead of per child.
+for _lazy in (
+    "ctypes.util",
+    "flowmem.store.sqlite",
+    "flowmem.store.postgres",
+    "langchain_core.tracers.run_collector",
+    "langchain_core.tracers.stdout",
+):
+    importlib.import_module(_lazy)
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "integrations.md"
 OWNER = "ana"
