@@ -159,3 +159,44 @@ def test_a_marker_less_session_object_that_holds_the_latest_event_still_writes(
             return [e.id for e in stored.events]
 
     assert asyncio.run(go()) == ["e1", "e2", "e3", "e4"]
+
+
+def test_a_runner_in_flight_when_its_session_is_deleted_and_created_again_never_writes_to_the_new_one(
+    flowmem_url: str,
+) -> None:
+    """DESIGN.md §5: an explicit create after a delete makes a new, empty session that no
+    write of the old one reaches, not even the answer of a tool that was running."""
+    from google.adk.runners import Runner
+
+    from tests.integrations.adk.scripted import ScriptedLlm, agent, asks_tool, message, says
+
+    async def go() -> tuple[str, list[str], list[str]]:
+        async with FlowmemSessionService(flowmem_url) as service, FlowmemSessionService(flowmem_url) as admin:
+            await service.create_session(app_name=APP, user_id="ana", session_id="live")
+
+            async def lookup(query: str) -> dict[str, str]:
+                """Look a product up, while an admin deletes the session and a client creates it again."""
+                await admin.delete_session(app_name=APP, user_id="ana", session_id="live")
+                await admin.create_session(app_name=APP, user_id="ana", session_id="live")
+                return {"found": query}
+
+            built = agent(ScriptedLlm(script=[asks_tool("shoes"), says("two pairs")]))
+            built.tools = [lookup]
+            runner = Runner(app_name=APP, agent=built, session_service=service)
+            seen: list[str] = []
+            try:
+                async for event in runner.run_async(
+                    user_id="ana", session_id="live", new_message=message("find shoes")
+                ):
+                    seen.extend(p.function_response.name for p in event.get_function_responses())
+                outcome = "finished"
+            except StaleSessionError:
+                outcome = "stale"
+            new = await admin.get_session(app_name=APP, user_id="ana", session_id="live")
+            assert new is not None
+            return outcome, seen, [e.id for e in new.events]
+
+    outcome, answered, new_events = asyncio.run(go())
+    assert outcome == "stale"
+    assert answered == []  # the tool's answer was never acknowledged as stored
+    assert new_events == []
