@@ -359,8 +359,9 @@ def test_mem_3_a_question_after_a_killed_call_heals_it_in_the_request(service: M
 
 
 def test_the_plain_runnable_over_a_flowmem_history_warns_once_naming_the_fix(
-    service: Memory, caplog: pytest.LogCaptureFixture
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    service = MemoryService(MemoryStore())  # the frame check does not depend on the memory
     plain = _flowmem_side(service, RunnableWithMessageHistory)
     with caplog.at_level(logging.WARNING, logger="flowmem"):
         plain.turn(QUESTION)
@@ -373,18 +374,16 @@ def test_the_plain_runnable_over_a_flowmem_history_warns_once_naming_the_fix(
     assert "FlowmemRunnableWithMessageHistory" in warned[0]
 
 
-def test_the_async_plain_runnable_warns_too(
-    service: Memory, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_the_async_plain_runnable_warns_too(caplog: pytest.LogCaptureFixture) -> None:
+    service = MemoryService(MemoryStore())  # the frame check does not depend on the memory
     plain = _flowmem_side(service, RunnableWithMessageHistory)
     with caplog.at_level(logging.WARNING, logger="flowmem"):
         asyncio.run(plain.aturn(AGAIN))
     assert [r.getMessage() for r in caplog.records].count(PLAIN_RUNNABLE_WARNING) == 1
 
 
-def test_ours_and_direct_reads_do_not_warn(
-    service: Memory, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_ours_and_direct_reads_do_not_warn(caplog: pytest.LogCaptureFixture) -> None:
+    service = MemoryService(MemoryStore())  # the frame check does not depend on the memory
     ours = _flowmem_side(service)
     with caplog.at_level(logging.WARNING, logger="flowmem"):
         ours.turn(QUESTION)
