@@ -195,3 +195,26 @@ def test_write_ahead_needs_the_conversation_the_run_continues(
         flowmem_store.write_ahead(CID, scope="ana")  # type: ignore[arg-type]
     ahead = flowmem_store.write_ahead(Conversation(conversation_id=CID), scope="ana")
     assert isinstance(ahead, WriteAhead)
+
+
+def test_agent_iter_with_the_capability_writes_ahead_and_saves_the_rest_once(
+    flowmem_store: FlowmemConversationStore,
+) -> None:
+    async def scenario() -> list[list[ModelMessage]]:
+        seen: list[list[ModelMessage]] = []
+        agent = _agent(flowmem_store, seen)
+        conversation = Conversation(conversation_id=CID)
+        ahead = flowmem_store.write_ahead(conversation, scope="ana")
+        async with agent.iter("weather?", conversation=conversation, capabilities=[ahead]) as run:
+            async for _node in run:
+                pass
+        assert run.result is not None
+        await flowmem_store.save(run.result, scope="ana")
+        return seen
+
+    (stored,) = asyncio.run(scenario())
+    assert _shape(stored)[-1] == ("ModelResponse", [("call", "call_w1")])
+    entries = asyncio.run(flowmem_store.load_entries(CID))
+    assert [type(e.message).__name__ for e in entries] == [
+        "ModelRequest", "ModelResponse", "ModelRequest", "ModelResponse",
+    ]

@@ -82,7 +82,7 @@ class WriteAhead(AbstractCapability[Any]):
     """A capability storing a run's new messages before each model request and tool (decision 0099).
 
     Made for one run by ``FlowmemConversationStore.write_ahead(conversation, scope=...)``
-    and given to ``agent.run``/``agent.iter``/``agent.run_stream`` as ``capabilities=[...]``;
+    and given to ``agent.run`` or ``agent.iter`` as ``capabilities=[...]``;
     ``FlowmemConversationStore.run`` adds it for you.
     """
 

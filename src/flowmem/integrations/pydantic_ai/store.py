@@ -290,7 +290,7 @@ class FlowmemConversationStore(ConversationStore):
             "before the calls that asked for them were stored, so a crash inside a tool loses "
             "the question and the call. Run the agent with store.run(agent, prompt, "
             "conversation=..., scope=...), or pass capabilities=[store.write_ahead(conversation, "
-            "scope=...)] to agent.run/iter/run_stream (docs/integrations.md, decision 0099); "
+            "scope=...)] to agent.run or agent.iter (docs/integrations.md, decision 0099); "
             "this warning is logged once per store",
             ", ".join(calls),
         )
