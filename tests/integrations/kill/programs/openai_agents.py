@@ -10,6 +10,8 @@ file in ``place``), without flowmem's run hooks.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import re
 from collections.abc import Sequence
@@ -187,7 +189,8 @@ def turn(store: str, place: str, thread: str, text: str, killer: Killer) -> dict
         "SQLiteSession": SQLiteSession,
         "PLACE": place if store == FLOWMEM else str(Path(place) / "agents.db"),
     }
-    exec(compile(program(store), str(DOC), "exec"), namespace)
+    with contextlib.redirect_stdout(io.StringIO()):  # the block prints its answer
+        exec(compile(program(store), str(DOC), "exec"), namespace)
     session = namespace["session"]
     if store == FLOWMEM:
         memory = namespace["memory"]
