@@ -143,6 +143,7 @@ def run(
     """Play the matrix, print its table to ``out``; return the failed rounds of the flowmem rows."""
     rows: list[Row] = []
     notes: list[str] = []
+    print(HEADER, file=out, flush=True)  # each row as soon as its rounds are played
     with ExitStack() as stack:
         scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kill-report-")))
         pg_url = stack.enter_context(postgres_schema(postgres))
@@ -166,14 +167,13 @@ def run(
                 for backend, place in places.items():
                     verdicts = play(program, point, FLOWMEM, place, scratch, rounds=rounds)
                     rows.append(Row(name, point, backend, tuple(verdicts)))
+                    print(rows[-1].markdown(), file=out, flush=True)
                 if control is not None:
                     directory = scratch / f"{name}-control"
                     directory.mkdir(exist_ok=True)
                     verdicts = play(program, point, CONTROL, str(directory), scratch, rounds=rounds)
                     rows.append(Row(name, point, CONTROL, tuple(verdicts)))
-    print(HEADER, file=out)
-    for row in rows:
-        print(row.markdown(), file=out)
+                    print(rows[-1].markdown(), file=out, flush=True)
     print(file=out)
     for note in notes:
         print(note, file=out)
