@@ -296,3 +296,29 @@ def test_the_config_keys_are_langgraphs() -> None:
     assert writeahead.CHECKPOINTER == _constants.CONFIG_KEY_CHECKPOINTER
     assert saver_module.DURABILITY == _constants.CONFIG_KEY_DURABILITY
     assert _constants.CONFIG_KEY_CHECKPOINT_MAP == "checkpoint_map"
+
+
+def test_an_agent_inside_a_graph_waits_for_its_own_namespaces_checkpoints(
+    saver: SlowSaver, url: str
+) -> None:
+    """A subgraph's tasks name their namespace's checkpoint in LangGraph's checkpoint map."""
+    from langgraph.graph import END
+
+    seen = Seen(url, "t-10")
+    inner = create_agent(
+        looking_model(seen), [looking_tool(seen)], middleware=[FlowmemHealing()]
+    )
+    outer = StateGraph(MessagesState)
+    outer.add_node("agent", inner)
+    outer.add_edge(START, "agent")
+    outer.add_edge("agent", END)
+    saver.write_ahead_timeout = 5
+    started = time.monotonic()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        out = outer.compile(checkpointer=saver).invoke(
+            {"messages": [HumanMessage(QUESTION)]}, {"configurable": {"thread_id": "t-10"}}
+        )
+    assert out["messages"][-1].content == "18C and sunny in Lisbon."
+    assert time.monotonic() - started < 4  # every wait found its checkpoint, none timed out
+    assert len(seen.at_tool) == 1
