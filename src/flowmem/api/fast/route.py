@@ -258,6 +258,18 @@ class MemoryCall:
         """Run ``operation`` of the memory service on this target in the pool's short path."""
         return await self.caller.services.pool.short(ShortCall(self, operation, arguments))
 
+    async def in_thread(
+        self, operation: Operation, then: Callable[[Any], Response], **arguments: Any
+    ) -> Response:
+        """Run ``operation``, then ``then`` on its result (building the answer), both in a store thread.
+
+        For the reads whose work grows with the buffer (``Operation.long``: a token
+        window, a whole read with the archive, a compaction plan) and the answers
+        built from them: the event loop never runs them (issue 38 §2).
+        """
+        call = ShortCall(self, operation, arguments)
+        return await self.caller.services.pool.in_thread(lambda: then(call()))
+
     async def answer(self, operation: Operation, **arguments: Any) -> dict[str, Any] | Response:
         """``short``, then the JSON form of the operation's result.
 
@@ -305,6 +317,11 @@ class Operation(Enum):
         return self not in (
             Operation.READ, Operation.LOAD, Operation.WINDOW, Operation.LOAD_ALL, Operation.COMPACT_PLAN
         )
+
+    @property
+    def long(self) -> bool:
+        """True when the operation's work grows with the buffer's length: never on the event loop."""
+        return self in (Operation.WINDOW, Operation.LOAD_ALL, Operation.COMPACT_PLAN)
 
     @property
     def guarded(self) -> bool:

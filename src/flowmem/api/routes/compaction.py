@@ -30,10 +30,13 @@ from flowmem.api.fast.route import (
     MemoryCall,
     Operation,
     memory_call,
+    refused_response,
+    render,
 )
 from flowmem.api.models import REFUSED, CompactionReplace
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
 from flowmem.api.routes.incoming import rows_of
+from flowmem.results import CompactionPlanResult
 
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
 CALL = Depends(memory_call)
@@ -100,7 +103,16 @@ async def compaction_plan(
     A read: nothing changes. 422 `window_too_small` when the newest turn alone passes
     the budget.
     """
-    return await call.answer(Operation.COMPACT_PLAN, keep_tokens=keep_tokens)
+    # its work grows with the buffer: off the event loop, its answer too (issue 38 §2)
+    return await call.in_thread(Operation.COMPACT_PLAN, _plan_answer, keep_tokens=keep_tokens)
+
+
+def _plan_answer(result: CompactionPlanResult) -> Response:
+    """A compaction plan's answer (built in a store thread); a refusal's neutral one."""
+    answer = result.to_dict()
+    if result.refusal is not None:
+        return refused_response(answer, result.refusal.code)
+    return Response(render(answer), media_type="application/json")
 
 
 @router.post(

@@ -10,11 +10,11 @@ named ``Operation`` of the memory service (``MemoryCall.short``).
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
-from starlette.concurrency import run_in_threadpool
 
 from flowmem import metrics
 from flowmem.api import paged as paged_answer
@@ -25,6 +25,7 @@ from flowmem.api.fast.route import (
     MemoryCall,
     Operation,
     memory_call,
+    refused_response,
     render,
 )
 from flowmem.api.idempotency import REFUSED_HEADER
@@ -48,7 +49,7 @@ from flowmem.formats import (
 )
 from flowmem.results import REFUSED_KEY
 from flowmem.service import BufferResult as ServiceBufferResult
-from flowmem.service import BufferText, PagedText
+from flowmem.service import BufferText, MemoryService, PagedText
 
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
 
@@ -101,20 +102,27 @@ def _written(rows: list[Any], text: BufferText, fmt: str) -> dict[str, Any]:
     return answer
 
 
-async def _all_pages(paged: PagedText, call: MemoryCall) -> BufferText:
-    """The whole read of a paged one, for a conversion that needs every row (a provider format)."""
+def _all_pages(paged: PagedText, memory: MemoryService) -> BufferText:
+    """The whole read of a paged one, for a conversion that needs every row (a provider format).
+
+    Blocking: called in a store thread (``_provider_answer``).
+    """
     text, after, more = paged.text, paged.after, paged.more
     if not more or after is None:
         return text
-    services = call.caller.services
     bodies = list(text.bodies)
     while more and after is not None:
-        page = await services.pool.read(services.memory.next_page, paged, after)
+        page = memory.next_page(paged, after)
         if not page.bodies:
             break
         bodies += [body for _, body in page.bodies]
         after, more = page.bodies[-1][0], page.more
     return BufferText(bodies, text.count, text.next_before, text.resolved_scope_id)
+
+
+def _provider_answer(paged: PagedText, memory: MemoryService, fmt: str) -> bytes:
+    """A provider-format read's answer: every page read, normalized, converted, rendered (blocking)."""
+    return render(_converted(_all_pages(paged, memory), fmt))
 
 
 @router.get(
@@ -177,16 +185,15 @@ async def load_buffer(
         neutral = paged.text
         content = render(_converted(neutral, format)) if format != "rows" else paged_answer.whole(neutral)
         return Response(content, headers=headers, media_type="application/json")
+    services = call.caller.services
     if format != "rows":
-        text = await _all_pages(paged, call)
-        if len(text.bodies) <= STREAM_CHUNK:
-            answer = _converted(text, format)
-        else:  # a large buffer is converted off the event loop
-            answer = await run_in_threadpool(_converted, text, format)
-        return Response(render(answer), media_type="application/json")
+        if not paged.more and len(paged.text.bodies) <= STREAM_CHUNK:  # one page: on the loop
+            content = render(_converted(paged.text, format))
+        else:  # more pages: read, converted and rendered off the event loop (issue 38 §2)
+            content = await services.pool.in_thread(_provider_answer, paged, services.memory, format)
+        return Response(content, media_type="application/json")
     if not paged.more:  # one page: a plain response with its length
         return Response(paged_answer.whole(paged.text), media_type="application/json")
-    services = call.caller.services
     return paged_answer.PagedResponse(paged_answer.pages(paged, services.memory, services.pool))
 
 
@@ -197,9 +204,13 @@ async def _window(
     if last is not None or before is not None:
         raise InvalidInputError("give max_tokens, or last and before: not both")
     first_role = FIRST_ROLE.get(fmt)
-    result: ServiceBufferResult = await call.short(
-        Operation.WINDOW, max_tokens=max_tokens, first_role=first_role
+    return await call.in_thread(
+        Operation.WINDOW, partial(_window_answer, fmt), max_tokens=max_tokens, first_role=first_role
     )
+
+
+def _window_answer(fmt: str, result: ServiceBufferResult) -> Response:
+    """A window's answer, in stored rows or provider format ``fmt`` (built in a store thread)."""
     if fmt == "rows":
         answer = {**result.to_dict(), "next_before": None}
     else:
@@ -217,9 +228,14 @@ async def _with_archive(call: MemoryCall, last: Any, before: Any, fmt: str) -> R
             raise InvalidInputError(f"archived=true reads the whole buffer: leave out {name}", argument=name)
     if fmt != "rows":
         raise InvalidInputError("archived=true reads stored rows: leave out format", argument="format")
-    answer = await call.answer(Operation.LOAD_ALL, include_archived=True)
-    if isinstance(answer, Response):  # a refusal: the neutral read
-        return answer
+    return await call.in_thread(Operation.LOAD_ALL, _archive_answer, include_archived=True)
+
+
+def _archive_answer(result: ServiceBufferResult) -> Response:
+    """A read with the archive's answer (built in a store thread); a refusal's neutral read."""
+    answer = result.to_dict()
+    if result.refusal is not None:
+        return refused_response(answer, result.refusal.code)
     answer["archived"] = len(answer["messages"]) - answer["count"]
     return Response(render(answer), media_type="application/json")
 
