@@ -41,7 +41,7 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[bool]]:
 
         def watched(*args: Any, **kwargs: Any) -> Any:
             found.setdefault(name, []).append(_on_loop())
-            return plain(*args, **kwargs)  # type: ignore[misc]
+            return plain(*args, **kwargs)
 
         monkeypatch.setattr(owner, name, watched)
 
