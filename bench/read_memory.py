@@ -10,10 +10,15 @@ reading the answer as it arrives. A sampler reads the server's resident set
 
 Reported (JSON on stdout, and to ``bench/results/read_memory.json``, ``--json PATH``,
 with the date, machine and versions of ``bench/lib/report_json.py``; ``--quick``: a
-2 MiB buffer and 4 readers, a smoke run): the resident set before the reads,
-the peak during them, the growth per reader, the answer's size, and whether every
-reader got the same bytes. ``--slow`` makes the readers take 64 KiB every 10 ms
-(slow clients) instead of reading as fast as they can.
+2 MiB buffer and 4 readers, a smoke run), for each read path of ``--paths`` (``all``:
+plain rows, ``?max_tokens=10^9``, ``/compact/plan?keep_tokens=600000``,
+``?archived=true``, ``?format=anthropic``, ``?format=openai``; issue 38 §2), each on
+a fresh server over the same database: the resident set before the reads, the peak
+during them, the growth per reader, the answer's size, whether every reader got the
+same bytes, and the wait of ``/health`` (asked every 20 ms meanwhile: p50, p99,
+max). ``--slow`` makes the readers take 64 KiB every 10 ms (slow clients) instead of
+reading as fast as they can; ``--row-bytes`` sets each message's size (100: the
+issue's 48,000-row loop case at ``--mib 5``).
 """
 
 from __future__ import annotations
@@ -71,9 +76,9 @@ def _token(src: Path, url: str) -> str:
     return done.stdout.strip()
 
 
-def _fill(client: httpx.Client, mib: int) -> int:
-    """Append messages of about 1 KiB until the buffer holds ``mib`` MiB (or is full); return the count."""
-    filler = "x" * 1000
+def _fill(client: httpx.Client, mib: int, row_bytes: int = 1000) -> int:
+    """Append messages of about ``row_bytes`` until the buffer holds ``mib`` MiB (or is full); return the count."""
+    filler = "x" * row_bytes
     total = count = 0
     while total < mib * MIB:
         rows = [{"role": "user", "content": f"{count + n} {filler}"} for n in range(1000)]
@@ -86,109 +91,175 @@ def _fill(client: httpx.Client, mib: int) -> int:
     return count
 
 
-def _read(base: str, token: str, slow: bool, out: list[bytes], errors: list[str]) -> None:
+# every read path of one buffer: (path, query); ``--paths`` names them (issue 38 §2)
+PATHS: dict[str, tuple[str, dict[str, Any]]] = {
+    "rows": ("/v1/buffers/user/big", {}),
+    "window": ("/v1/buffers/user/big", {"max_tokens": 10**9}),
+    "plan": ("/v1/buffers/user/big/compact/plan", {"keep_tokens": 600_000}),
+    "archived": ("/v1/buffers/user/big", {"archived": "true"}),
+    "anthropic": ("/v1/buffers/user/big", {"format": "anthropic"}),
+    "openai": ("/v1/buffers/user/big", {"format": "openai"}),
+}
+
+
+def _read(
+    base: str, token: str, target: tuple[str, dict[str, Any]], slow: bool, out: list[bytes], errors: list[str]
+) -> None:
     headers = {"Authorization": f"Bearer {token}"}
+    path, params = target
     try:
         with (
-            httpx.Client(base_url=base, headers=headers, timeout=120) as client,
-            client.stream("GET", "/v1/buffers/user/big") as answer,
+            httpx.Client(base_url=base, headers=headers, timeout=600) as client,
+            client.stream("GET", path, params=params) as answer,
         ):
             parts = []
             for part in answer.iter_bytes(64 * 1024):
                 parts.append(part)
                 if slow:
                     time.sleep(0.01)
+            if answer.status_code != 200:
+                errors.append(f"{answer.status_code}: {b''.join(parts)[:200]!r}")
             out.append(b"".join(parts))
     except Exception as exc:  # reported, not raised: the run goes on
         errors.append(repr(exc))
 
 
+def _health(base: str, done: threading.Event, waits: list[float]) -> None:
+    """Ask ``/health`` every 20 ms until ``done``; keep each answer's wait in ms."""
+    with httpx.Client(base_url=base, timeout=60) as client:
+        while not done.is_set():
+            started = time.perf_counter()
+            client.get("/health")
+            waits.append((time.perf_counter() - started) * 1000)
+            time.sleep(0.02)
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1) if ordered else 0.0
+
+
+def _start(src: Path, url: str, cwd: str) -> tuple[subprocess.Popen[bytes], str]:
+    """``flowmem serve`` of ``src`` on ``url`` (one worker); return once /health answers."""
+    port = _free_port()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("FLOWMEM_")},
+        "PYTHONPATH": str(src),
+    }
+    command = [
+        sys.executable, "-c", "from flowmem.cli import main; main()", "serve",
+        "--database", url, "--port", str(port), "--no-access-log",
+        "--rate-limit", "0", "--auth-failures", "0",
+    ]  # fmt: skip
+    server = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                return server, base
+        except httpx.HTTPError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            stop = server.stderr.read().decode() if server.stderr else ""
+            raise SystemExit(f"server did not start: {stop}")
+        time.sleep(0.1)
+
+
+def _stop(server: subprocess.Popen[bytes]) -> None:
+    server.terminate()
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+
+
+def _measure(args: argparse.Namespace, server: subprocess.Popen[bytes], base: str, token: str, name: str) -> dict[str, Any]:
+    """``args.readers`` concurrent reads of path ``name``: the server's memory and /health's waits."""
+    target = PATHS[name]
+    headers = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=base, headers=headers, timeout=600) as client:
+        single = client.get(target[0], params=target[1]).content
+    time.sleep(1.0)
+    before = _rss(server.pid)
+    peak = [before]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], _rss(server.pid))
+            time.sleep(0.01)
+
+    waits: list[float] = []
+    sampler = threading.Thread(target=sample)
+    prober = threading.Thread(target=_health, args=(base, done, waits))
+    sampler.start()
+    prober.start()
+    answers: list[bytes] = []
+    errors: list[str] = []
+    readers = [
+        threading.Thread(target=_read, args=(base, token, target, args.slow, answers, errors))
+        for _ in range(args.readers)
+    ]
+    started = time.monotonic()
+    for reader in readers:
+        reader.start()
+    for reader in readers:
+        reader.join()
+    seconds = time.monotonic() - started
+    done.set()
+    sampler.join()
+    prober.join()
+    return {
+        "path": name,
+        "request": f"GET {target[0]}?" + "&".join(f"{k}={v}" for k, v in target[1].items()),
+        "answer_bytes": len(single),
+        "rss_before_mib": round(before / MIB, 1),
+        "rss_peak_mib": round(peak[0] / MIB, 1),
+        "growth_per_reader_mib": round((peak[0] - before) / MIB / args.readers, 2),
+        "seconds": round(seconds, 2),
+        "health_ms": {"p50": _percentile(waits, 0.5), "p99": _percentile(waits, 0.99),
+                      "max": _percentile(waits, 1.0), "n": len(waits)},
+        "identical": all(a == single for a in answers) and len(answers) == args.readers,
+        "errors": errors[:3],
+    }
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Start the server, fill the buffer, read it with ``args.readers`` clients at once."""
+    """Fill the buffer once; for each path a fresh server, read by ``args.readers`` clients at once."""
     src = Path(args.src).resolve()
+    names = list(PATHS) if args.paths == "all" else args.paths.split(",")
     with tempfile.TemporaryDirectory() as tmp:
         url = args.database or f"sqlite:///{tmp}/read.db"
         token = _token(src, url)
-        port = _free_port()
-        env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith("FLOWMEM_")},
-            "PYTHONPATH": str(src),
-        }
-        command = [
-            sys.executable, "-c", "from flowmem.cli import main; main()", "serve",
-            "--database", url, "--port", str(port), "--no-access-log",
-            "--rate-limit", "0", "--auth-failures", "0",
-        ]  # fmt: skip
-        server = subprocess.Popen(
-            command, cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
-        base = f"http://127.0.0.1:{port}"
+        server, base = _start(src, url, tmp)
         try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit(f"server did not start: {server.stderr.read().decode()}")
-                time.sleep(0.1)
             headers = {"Authorization": f"Bearer {token}"}
-            with httpx.Client(base_url=base, headers=headers, timeout=120) as client:
-                messages = _fill(client, args.mib)
-                single = client.get("/v1/buffers/user/big").content
-            time.sleep(1.0)
-            before = _rss(server.pid)
-            peak = [before]
-            done = threading.Event()
-
-            def sample() -> None:
-                while not done.is_set():
-                    peak[0] = max(peak[0], _rss(server.pid))
-                    time.sleep(0.01)
-
-            sampler = threading.Thread(target=sample)
-            sampler.start()
-            answers: list[bytes] = []
-            errors: list[str] = []
-            readers = [
-                threading.Thread(target=_read, args=(base, token, args.slow, answers, errors))
-                for _ in range(args.readers)
-            ]
-            started = time.monotonic()
-            for reader in readers:
-                reader.start()
-            for reader in readers:
-                reader.join()
-            seconds = time.monotonic() - started
-            done.set()
-            sampler.join()
-            after = _rss(server.pid)
-            durability: dict[str, Any] = {}
-            if url.startswith("sqlite:///") and args.database is None:  # flowmem's default
-                durability["flowmem"] = report_json.flowmem_sqlite_durability(f"{tmp}/read.db", "FULL")
+            with httpx.Client(base_url=base, headers=headers, timeout=600) as client:
+                messages = _fill(client, args.mib, args.row_bytes)
         finally:
-            server.terminate()
+            _stop(server)
+        results = []
+        for name in names:  # a fresh server per path: a peak is not hidden by the last one's
+            server, base = _start(src, url, tmp)
             try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
+                results.append(_measure(args, server, base, token, name))
+            finally:
+                _stop(server)
+            print(json.dumps(results[-1]), flush=True)
+        durability: dict[str, Any] = {}
+        if url.startswith("sqlite:///") and args.database is None:  # flowmem's default
+            durability["flowmem"] = report_json.flowmem_sqlite_durability(f"{tmp}/read.db", "FULL")
     return {
         "durability": durability,
         "src": str(src),
         "buffer_mib": args.mib,
+        "row_bytes": args.row_bytes,
         "messages": messages,
-        "answer_bytes": len(single),
         "readers": args.readers,
         "slow": args.slow,
-        "rss_before_mib": round(before / MIB, 1),
-        "rss_peak_mib": round(peak[0] / MIB, 1),
-        "rss_after_mib": round(after / MIB, 1),
-        "growth_per_reader_mib": round((peak[0] - before) / MIB / args.readers, 2),
-        "seconds": round(seconds, 2),
-        "identical": all(a == single for a in answers) and len(answers) == args.readers,
-        "errors": errors,
+        "paths": results,
+        "identical": all(r["identical"] for r in results),
     }
 
 
@@ -200,6 +271,11 @@ def main() -> None:
     parser.add_argument("--database", default=None, help="a database URL (default: a new SQLite file)")
     parser.add_argument("--src", default=str(HERE.parent / "src"), help="the flowmem source to run")
     parser.add_argument("--slow", action="store_true", help="readers take 64 KiB every 10 ms")
+    parser.add_argument(
+        "--paths", default="rows",
+        help=f"read paths, comma-separated, or all: {', '.join(PATHS)} (default rows)",
+    )
+    parser.add_argument("--row-bytes", type=int, default=1000, help="each message's text (default 1000)")
     report_json.add_arguments(parser, "read_memory", "a 2 MiB buffer, 4 readers")
     argv = sys.argv[1:]
     args = parser.parse_args()
