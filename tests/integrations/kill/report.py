@@ -14,6 +14,7 @@ line counts the failed rounds of the flowmem rows; the exit status is 1 when any
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import warnings
@@ -213,7 +214,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
-    failed = run(programs_of(args.programs), args.rounds, args.postgres, sys.stdout)
+    programs = programs_of(args.programs)
+    sys.stdout.flush()
+    table = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
+    # what the programs themselves print (their children inherit fd 1) goes to stderr,
+    # so the table on stdout stays a table
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    with table:
+        failed = run(programs, args.rounds, args.postgres, table)
     return 1 if failed else 0
 
 
