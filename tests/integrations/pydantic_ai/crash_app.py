@@ -1,11 +1,10 @@
-"""A pydantic-ai app killed inside a tool and resumed, for the kill-and-resume test.
+"""A pydantic-ai app that saves its progress after every node of ``agent.iter``, for the kill-and-resume test.
 
-``python -m tests.integrations.pydantic_ai.crash_app URL CONVERSATION crash run|iter`` runs
-a turn whose model calls ``slow``, a tool that prints ``IN-TOOL`` and waits to be killed:
-``run`` is the setup docs/integrations.md shows (``store.run``, write-ahead), ``iter`` an
-app that saves its progress after every node of ``agent.iter`` itself.
+``python -m tests.integrations.pydantic_ai.crash_app URL CONVERSATION crash`` runs a turn
+whose model calls ``slow``, a tool that prints ``IN-TOOL`` and waits to be killed.
 ``... resume conversation|history`` loads the conversation and runs a new prompt, with
-``conversation=`` or ``message_history=``, saves it and prints ``RESUMED``.
+``conversation=`` or ``message_history=``, saves it and prints ``RESUMED``. (The setup
+docs/integrations.md shows, ``store.run``, is the kill matrix's program.)
 """
 
 from __future__ import annotations
@@ -48,11 +47,8 @@ def slow(n: int) -> str:
     return "never"
 
 
-async def crash(store: FlowmemConversationStore, cid: str, how: str) -> None:
+async def crash(store: FlowmemConversationStore, cid: str) -> None:
     conversation = await store.load(cid) or Conversation(conversation_id=cid)
-    if how == "run":
-        await store.run(agent, "first question", conversation=conversation)
-        return
     revision = conversation.revision
     async with agent.iter("first question", conversation=conversation) as run:
         async for _node in run:
@@ -83,7 +79,7 @@ def main() -> None:
     store = FlowmemConversationStore.from_url(url)
     try:
         if phase == "crash":
-            asyncio.run(crash(store, cid, sys.argv[4]))
+            asyncio.run(crash(store, cid))
         else:
             asyncio.run(resume(store, cid, sys.argv[4]))
     finally:
