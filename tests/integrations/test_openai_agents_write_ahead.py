@@ -60,6 +60,18 @@ def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory |
     store.close()
 
 
+@pytest.fixture(params=["memory", "sqlite"])
+def local_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
+    """In process only: for what the wire does not change (each memory runs the same code)."""
+    store = (
+        MemoryStore()
+        if request.param == "memory"
+        else open_store(f"sqlite:///{tmp_path / 'agents.db'}")
+    )
+    yield MemoryService(store)
+    store.close()
+
+
 def _rows(session: FlowmemSession) -> list[dict[str, Any]]:
     return sync_of(session.service).load(session.scope, session.key, session.context).messages
 
@@ -192,9 +204,9 @@ def test_a_run_without_the_hooks_warns_once_naming_them(service: Memory | AsyncM
 
 
 def test_items_added_directly_or_by_a_run_with_the_hooks_do_not_warn(
-    service: Memory | AsyncMemory,
+    local_service: Memory,
 ) -> None:
-    session = FlowmemSession("s1", service)
+    session = FlowmemSession("s1", local_service)
     with warnings.catch_warnings():
         warnings.simplefilter("error", WriteAheadWarning)
         asyncio.run(
@@ -244,7 +256,7 @@ def test_mem_2_a_new_process_resaving_a_written_ahead_turn_stores_it_once(
 
 
 def test_a_message_without_a_provider_id_is_never_taken_for_a_stored_one(
-    service: Memory | AsyncMemory,
+    local_service: Memory,
 ) -> None:
     """Two equal messages with the SDK's fake id (a Chat Completions model) are two messages."""
     fake = {
@@ -254,9 +266,9 @@ def test_a_message_without_a_provider_id_is_never_taken_for_a_stored_one(
         "status": "completed",
         "content": [{"type": "output_text", "text": "Ok.", "annotations": []}],
     }
-    asyncio.run(FlowmemSession("s1", service).add_items([{"role": "user", "content": "hi"}, fake]))
-    asyncio.run(FlowmemSession("s1", service).add_items([fake]))
-    assert len(_rows(FlowmemSession("s1", service))) == 3
+    asyncio.run(FlowmemSession("s1", local_service).add_items([{"role": "user", "content": "hi"}, fake]))
+    asyncio.run(FlowmemSession("s1", local_service).add_items([fake]))
+    assert len(_rows(FlowmemSession("s1", local_service))) == 3
 
 
 class _Recorder(RunHooks):
@@ -324,7 +336,7 @@ def test_a_closed_session_stops_the_run_before_the_tool() -> None:
 
 
 def test_mem_3_a_tool_run_before_a_tripped_input_guardrail_keeps_its_call(
-    service: Memory | AsyncMemory, tmp_path: Path
+    local_service: Memory, tmp_path: Path
 ) -> None:
     """The SDK runs the step's tool while a parallel input guardrail is still deciding; it trips.
 
@@ -347,7 +359,7 @@ def test_mem_3_a_tool_run_before_a_tripped_input_guardrail_keeps_its_call(
         asyncio.run(Runner.run(again, AGAIN, session=session, hooks=hooks_of(session)))
         return seen, as_json(asyncio.run(session.get_items()))
 
-    seen, ours = run(FlowmemSession("s1", service))
+    seen, ours = run(FlowmemSession("s1", local_service))
     sdk_seen, sdk = run(SQLiteSession("s1", str(tmp_path / "sdk.db")))
     assert len(seen) == len(sdk_seen) == 1  # the tool ran either way
     assert [i.get("call_id") for i in seen[0] if i.get("type") == "function_call"] == ["c1"]
