@@ -36,6 +36,15 @@ thread covers every write made so far (``store.sync``); writes made while that
 fsync runs share the next one. So nothing is acknowledged, or shown to anyone,
 before it is on disk, and the loop never waits for the disk (docs/decisions/0027).
 
+Long reads (issue 38 §2, decision 0106): a read whose work and answer grow with
+the buffer (a token window, a read with the archive, a compaction plan, a provider
+format over several pages) runs through ``long``: in a thread, and at most
+``LONG_READS`` of them at once (one fewer than the threads, at least one), the
+others waiting their turn without a thread. Each holds its rows and answer while it
+is built (bounded by the buffer cap), so the worker's memory for them is bounded by
+``LONG_READS`` buffers, not by the number of readers, and a thread is always left
+for the short calls.
+
 A failed fsync (docs/decisions/0019): the writes it covered are committed and
 visible to every reader, so their requests are answered as done — a refusal would
 claim that nothing changed — and the failure is logged as an ERROR. The store then
@@ -61,6 +70,7 @@ from flowmem.store.locks import WouldBlock
 
 log = logging.getLogger("flowmem")
 T = TypeVar("T")
+LONG_READS = 2  # long reads built at once per worker (fewer when the pool has fewer threads)
 LOCAL_STORE_CONCURRENCY = 8  # SQLite, memory: threads for calls that wait for a lock or run long
 NETWORK_STORE_CONCURRENCY = 2  # PostgreSQL: every call in a thread (docs/decisions/0037)
 
@@ -136,6 +146,8 @@ class StorePool:
         self._syncer: _SyncThread | None = None
         self._syncing = False  # an fsync is running in the sync thread
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self.long_reads = max(1, min(LONG_READS, size - 1))
+        self._long: asyncio.Semaphore | None = None
 
     def _pool(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -155,6 +167,13 @@ class StorePool:
         result = await asyncio.get_running_loop().run_in_executor(self._pool(), call)
         await self.durable()
         return result
+
+    async def long(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``in_thread`` for a read whose work grows with the buffer: at most ``long_reads`` at once."""
+        if self._long is None:
+            self._long = asyncio.Semaphore(self.long_reads)
+        async with self._long:
+            return await self.in_thread(func, *args, **kwargs)
 
     async def durable(self) -> None:
         """Return once every write made so far is durable (group commit; at once when it is)."""

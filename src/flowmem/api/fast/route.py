@@ -265,10 +265,11 @@ class MemoryCall:
 
         For the reads whose work grows with the buffer (``Operation.long``: a token
         window, a whole read with the archive, a compaction plan) and the answers
-        built from them: the event loop never runs them (issue 38 §2).
+        built from them: the event loop never runs them, and at most ``StorePool.long_reads``
+        are built at once (issue 38 §2).
         """
         call = ShortCall(self, operation, arguments)
-        return await self.caller.services.pool.in_thread(lambda: then(call()))
+        return await self.caller.services.pool.long(lambda: then(call()))
 
     async def answer(self, operation: Operation, **arguments: Any) -> dict[str, Any] | Response:
         """``short``, then the JSON form of the operation's result.

@@ -190,7 +190,7 @@ async def load_buffer(
         if not paged.more and len(paged.text.bodies) <= STREAM_CHUNK:  # one page: on the loop
             content = render(_converted(paged.text, format))
         else:  # more pages: read, converted and rendered off the event loop (issue 38 §2)
-            content = await services.pool.in_thread(_provider_answer, paged, services.memory, format)
+            content = await services.pool.long(_provider_answer, paged, services.memory, format)
         return Response(content, media_type="application/json")
     if not paged.more:  # one page: a plain response with its length
         return Response(paged_answer.whole(paged.text), media_type="application/json")
