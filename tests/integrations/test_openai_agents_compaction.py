@@ -15,14 +15,18 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from agents import Agent, Runner, function_tool, set_tracing_disabled
 from agents.memory import OpenAIResponsesCompactionSession
 
 from flowmem.core.compaction import SUMMARY_KEY
-from flowmem.integrations.openai_agents import FlowmemSession
+from flowmem.integrations.openai_agents import FlowmemRunHooks, FlowmemSession
 from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
 from flowmem.store import open_store
 from tests.client.conftest import in_process
+from tests.integrations.scripted_model import ScriptedModel, call, text
+
+set_tracing_disabled(True)
 
 SID = "00000000-0000-0000-0000-00000000c0de"
 HISTORY: list[Any] = [
@@ -131,3 +135,31 @@ async def _added_then_compacted(session: OpenAIResponsesCompactionSession) -> li
     await session.add_items(HISTORY)
     await session.run_compaction({"force": True, "compaction_mode": "input"})
     return await session.get_items()
+
+
+def test_the_run_hooks_of_a_compaction_session_store_ahead_in_its_flowmem_session(
+    service: MemoryService,
+) -> None:
+    """``FlowmemRunHooks(compaction_session)``: the call is in flowmem when the tool starts, once after."""
+    flowmem = FlowmemSession(SID, service)
+    session = OpenAIResponsesCompactionSession(
+        SID,
+        flowmem,
+        client=SimpleNamespace(responses=StandInResponses()),  # type: ignore[arg-type]
+        should_trigger_compaction=lambda _: False,
+    )
+    seen: list[list[str]] = []
+
+    def weather(city: str) -> str:
+        rows = service.load("session", flowmem.key, flowmem.context).messages
+        seen.append([r["role"] for r in rows])
+        return "18C"
+
+    model = ScriptedModel([[call("c1", "weather", city="Lisbon")], [text("18C.", 2)]])
+    agent = Agent(name="helper", model=model, tools=[function_tool(weather, name_override="weather")])
+    hooks = FlowmemRunHooks(session)
+    asyncio.run(Runner.run(agent, "weather in Lisbon?", session=session, hooks=hooks))
+    assert hooks.session is flowmem
+    assert seen == [["user", "assistant"]]
+    stored = service.load("session", flowmem.key, flowmem.context).messages
+    assert [r["role"] for r in stored] == ["user", "assistant", "tool", "assistant"]

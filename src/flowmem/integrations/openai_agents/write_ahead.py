@@ -175,18 +175,24 @@ class FlowmemRunHooks(RunHooks):
     """``RunHooks`` that store the model's output before any tool of its step runs (DESIGN §5).
 
     Pass them with the session to every run: ``Runner.run(agent, input,
-    session=session, hooks=FlowmemRunHooks(session))``. ``on_llm_end`` holds the model's
+    session=session, hooks=FlowmemRunHooks(session))`` (``session`` a ``FlowmemSession``
+    or a session wrapping one as ``underlying_session``, the SDK's
+    ``OpenAIResponsesCompactionSession``). ``on_llm_end`` holds the model's
     response; ``on_tool_start`` stores it through the session before the first tool
     starts (MEM-1, MEM-2 then recognise the SDK's own save of it). ``hooks``, your own
     ``RunHooks``, are called as well, for every event, after flowmem's part.
     """
 
     def __init__(self, session: Any, hooks: RunHooksBase[Any, Any] | None = None) -> None:
-        write_ahead = getattr(session, "write_ahead", None)
-        if not isinstance(write_ahead, WriteAhead):
+        given = session
+        if not isinstance(getattr(session, "write_ahead", None), WriteAhead):
+            # a session wrapping a FlowmemSession (the SDK's OpenAIResponsesCompactionSession)
+            session = getattr(session, "underlying_session", None)
+        if not isinstance(getattr(session, "write_ahead", None), WriteAhead):
             raise TypeError(
-                "FlowmemRunHooks needs the FlowmemSession the run is given "
-                f"(Runner.run(..., session=session, hooks=FlowmemRunHooks(session))), not {type(session).__name__}"
+                "FlowmemRunHooks needs the FlowmemSession the run is given, or a session "
+                "wrapping one (Runner.run(..., session=session, hooks=FlowmemRunHooks(session))), "
+                f"not {type(given).__name__}"
             )
         if hooks is not None and not isinstance(hooks, RunHooksBase):
             raise TypeError(f"hooks must be the SDK's RunHooks, not {type(hooks).__name__}")
