@@ -106,12 +106,13 @@ absent: ``"async"``, LangGraph's default."""
 OWNER = "user_id"
 """The configurable key naming the thread's owner (LangGraph's convention)."""
 UNGUARDED = (
-    "FlowmemSaver: thread {thread!r} ran tools on calls whose checkpoint was still being "
-    "saved (LangGraph's default durability \"async\", and no write-ahead): a crash there "
-    "loses the call and maybe the question. Add FlowmemHealing() to create_agent's "
+    "FlowmemSaver: thread {thread!r} ran tools without waiting for the checkpoint holding "
+    "their calls to be stored (LangGraph's default durability \"async\" saves it while the "
+    "tools run; no write-ahead): a crash there loses the call and maybe the question. Add FlowmemHealing() to create_agent's "
     "middleware, ToolNode(tools, wrap_tool_call=write_ahead_tool, "
     "awrap_tool_call=awrite_ahead_tool) to a graph of your own or the prebuilt ReAct agent, "
-    "or run with durability=\"sync\" (docs/integrations.md, LangGraph durability)"
+    "write_ahead(config) to a node of your own that runs tools, or run with "
+    "durability=\"sync\" (docs/integrations.md, LangGraph durability)"
 )
 """The once-per-saver warning of a run whose tools did not wait for their call."""
 
