@@ -228,9 +228,10 @@ class FlowmemConversationStore(ConversationStore):
         entries = list(new_entries)
         stored = await asyncio.to_thread(self.tables.get, cid)
         ahead = _CONTINUING.get()
-        if ahead is not None and ahead.conversation_id == cid and expected_revision == ahead.base:
+        if ahead is not None and (ahead.conversation_id != cid or expected_revision != ahead.base):
+            ahead = None
+        if ahead is not None:
             entries = ahead.relinked(entries)
-            ahead.saved = entries
             scope = record.scope if record.scope is not None or stored is None else stored.scope
             record = dataclasses.replace(
                 record, head_id=entries[-1].id if entries else ahead.head, scope=scope
@@ -240,6 +241,8 @@ class FlowmemConversationStore(ConversationStore):
             self._warn_once(answered)
         if carries_results(entries):
             entries, record = await self._once_per_call(entries, record)
+        if ahead is not None:
+            ahead.saved = entries
         owner = self._owner(record.scope)
         try:
             guard = self.memory.session_claim(cid, ExecutionContext(session_id=cid, user_id=owner))
