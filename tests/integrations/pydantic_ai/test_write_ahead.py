@@ -200,7 +200,7 @@ def test_write_ahead_needs_the_conversation_the_run_continues(
 def test_agent_iter_with_the_capability_writes_ahead_and_saves_the_rest_once(
     flowmem_store: FlowmemConversationStore,
 ) -> None:
-    async def scenario() -> list[list[ModelMessage]]:
+    async def scenario() -> tuple[list[list[ModelMessage]], list[Any]]:
         seen: list[list[ModelMessage]] = []
         agent = _agent(flowmem_store, seen)
         conversation = Conversation(conversation_id=CID)
@@ -209,10 +209,10 @@ def test_agent_iter_with_the_capability_writes_ahead_and_saves_the_rest_once(
             async for _node in run:
                 pass
         assert run.result is not None
-        await flowmem_store.save(run.result, scope="ana")
-        return seen
+        return seen, await flowmem_store.save(run.result, scope="ana")
 
-    (stored,) = asyncio.run(scenario())
+    (stored,), saved = asyncio.run(scenario())
+    assert _shape([entry.message for entry in saved]) == [("ModelResponse", [("text", "done")])]
     assert _shape(stored)[-1] == ("ModelResponse", [("call", "call_w1")])
     entries = asyncio.run(flowmem_store.load_entries(CID))
     assert [type(e.message).__name__ for e in entries] == [
