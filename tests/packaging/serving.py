@@ -50,7 +50,7 @@ class Serve:
         "FLOWMEM_MODEL": "packaging-check", "FLOWMEM_MODEL_BASE_URL": "http://127.0.0.1:9/v1",
         "FLOWMEM_API_KEY": "unused",
     })  # fmt: skip
-    startup: float = 30
+    startup: float = 60
 
     def run(self, venv: Path, workdir: Path) -> str:
         """Start, probe and stop the server; what it printed, or StepFailed."""

@@ -28,7 +28,7 @@ class Run:
     says: tuple[str, ...] = ()
     stdin: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
-    timeout: float = 60
+    timeout: float = 120
 
     def run(self, venv: Path, workdir: Path) -> str:
         """Run the command in ``workdir``; its output, or StepFailed."""
