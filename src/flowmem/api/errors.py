@@ -80,6 +80,18 @@ def record_store_fault(app: Any, error: FlowmemError) -> None:
         app.state.store_fault = (error, time.monotonic() + STORE_FAULT_WINDOW)
 
 
+CORRUPT_HINT = (
+    "; the server goes on serving what it can read, /health/store fails until a restart. "
+    "Stop the server, run `flowmem doctor --database <url>` to see the damage, and restore "
+    "the last copy `flowmem backup` made (SQLite; PostgreSQL: your base backup / pg_dump)"
+)
+
+
+def _what_to_do(error: FlowmemError) -> str:
+    """What the operator should do about a named storage condition (a damaged database)."""
+    return CORRUPT_HINT if isinstance(error, StoreCorruptError) else ""
+
+
 def recent_store_fault(app: Any) -> FlowmemError | None:
     """The storage condition a request met that still fails readiness, if any."""
     fault = getattr(app.state, "store_fault", None)
@@ -140,7 +152,7 @@ async def _flowmem_error(request: Request, exc: Exception) -> JSONResponse:
     status = status_for(exc)
     if status >= 500:
         if exc.code in NAMED_CONDITIONS:
-            log.error("request refused (%s): %s", exc.code, exc.message)
+            log.error("request refused (%s): %s%s", exc.code, exc.message, _what_to_do(exc))
         else:
             log.error("request failed: %s", exc.message, exc_info=exc)
         record_store_fault(request.app, exc)

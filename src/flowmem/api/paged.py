@@ -25,9 +25,10 @@ from collections.abc import AsyncIterator, Iterable
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
+from flowmem.api.errors import CORRUPT_HINT, record_store_fault
 from flowmem.api.fast.pool import StorePool
 from flowmem.api.render import render
-from flowmem.errors import BufferChangedError
+from flowmem.errors import BufferChangedError, StoreCorruptError
 from flowmem.results import REFUSED_KEY, BufferText
 from flowmem.service import MemoryService, PagedText
 
@@ -64,16 +65,34 @@ def whole(text: BufferText) -> bytes:
     return head() + chunk(text.bodies, True) + tail(text)
 
 
-async def pages(paged: PagedText, memory: MemoryService, pool: StorePool) -> AsyncIterator[bytes]:
-    """The answer's bytes: the first page's, then each next page's as it is read."""
+def check_rows(read: int, expect: int | None) -> None:
+    """StoreCorruptError when a whole read found other than the ``expect`` rows the buffer counts."""
+    if expect is not None and read != expect:
+        raise StoreCorruptError(
+            f"a buffer read found {read} rows where the buffer counts {expect}: the database "
+            "is damaged (a page that no longer parses reads short)"
+        )
+
+
+async def pages(
+    paged: PagedText, memory: MemoryService, pool: StorePool, expect: int | None = None
+) -> AsyncIterator[bytes]:
+    """The answer's bytes: the first page's, then each next page's as it is read.
+
+    ``expect``: the rows a whole read must find (StoreCorruptError before the answer's
+    end otherwise, so the answer is cut short, never short).
+    """
     yield head() + chunk(paged.text.bodies, True)
+    read = len(paged.text.bodies)
     after, more = paged.after, paged.more
     while more and after is not None:
         page = await pool.read(memory.next_page, paged, after)
         if not page.bodies:
             break
+        read += len(page.bodies)
         yield chunk((body for _, body in page.bodies), False)
         after, more = page.bodies[-1][0], page.more
+    check_rows(read, expect)
     yield tail(paged.text)
 
 
@@ -101,6 +120,9 @@ class PagedResponse(Response):
         except BufferChangedError as exc:
             # returning without the body's end makes the server close the connection
             log.warning("buffer read cut short: %s", exc.message)
+        except StoreCorruptError as exc:  # cut short too; named, and readiness fails
+            log.error("buffer read cut short (%s): %s%s", exc.code, exc.message, CORRUPT_HINT)
+            record_store_fault(scope["app"], exc)
         finally:
             gone.cancel()
             await _closed(self.parts)

@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "compact": ("flowmem.cli.compact", "compact_command", None),
     "check": ("flowmem.cli.check", "check_command", None),
     "demo": ("flowmem.cli.demo", "demo_command", "runtime"),
+    "doctor": ("flowmem.cli.doctor", "doctor_command", None),
     "normalize": ("flowmem.cli.check", "normalize_command", None),
     "serve": ("flowmem.cli.serve", "serve_command", "server"),
     "token": ("flowmem.cli.token", "token_group", None),

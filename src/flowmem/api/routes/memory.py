@@ -192,9 +192,14 @@ async def load_buffer(
         else:  # more pages: read, converted and rendered off the event loop (issue 38 §2)
             content = await services.pool.long(_provider_answer, paged, services.memory, format)
         return Response(content, media_type="application/json")
+    # a whole read must hold as many rows as the buffer counts: fewer is a damaged file
+    # read short (a SQLite page whose cells no longer parse), never a short answer
+    expect = paged.text.count if last is None and before is None else None
     if not paged.more:  # one page: a plain response with its length
+        paged_answer.check_rows(len(paged.text.bodies), expect)
         return Response(paged_answer.whole(paged.text), media_type="application/json")
-    return paged_answer.PagedResponse(paged_answer.pages(paged, services.memory, services.pool))
+    parts = paged_answer.pages(paged, services.memory, services.pool, expect)
+    return paged_answer.PagedResponse(parts)
 
 
 async def _window(

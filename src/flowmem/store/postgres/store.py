@@ -636,6 +636,13 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
             row = conn.execute(SQL["database_bytes"]).fetchone()
         return int(row[0]) if row else 0
 
+    def check_integrity(self) -> list[str]:
+        """What is damaged in this database's flowmem tables (``flowmem doctor``; empty: nothing)."""
+        from flowmem.store.postgres.doctor import check_connection
+
+        with self._pool.connection() as conn:
+            return check_connection(conn)
+
     def close(self) -> None:
         """Close the connection pool."""
         self._pool.close()

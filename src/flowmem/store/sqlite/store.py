@@ -115,6 +115,15 @@ def _is_busy(exc: sqlite3.Error) -> bool:
     return "locked" in text or "busy" in text
 
 
+def undecodable(exc: sqlite3.Error) -> bool:
+    """Whether ``exc`` says a stored text is not UTF-8: flowmem writes only UTF-8, so the file is damaged.
+
+    SQLite's own integrity check passes such a file (it does not read the texts);
+    Python's driver raises a plain OperationalError on reading the row (issue 38 §5).
+    """
+    return isinstance(exc, sqlite3.OperationalError) and str(exc).startswith("Could not decode to UTF-8")
+
+
 def driver_error(
     exc: sqlite3.Error,
     path: str,
@@ -133,6 +142,9 @@ def driver_error(
         return StoreFullError(f"{path}: the disk or the database is full: {exc}")
     if primary == sqlite3.SQLITE_READONLY:
         return StoreReadOnlyError(f"{path} is read-only: {exc}")
+    if undecodable(exc):  # the message quotes the row: named by its column only
+        column = str(exc).split("column ", 1)[-1].split(" ", 1)[0]
+        return StoreCorruptError(f"{path} is damaged: a stored text in column {column} is not UTF-8")
     if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
         return StoreCorruptError(f"{path} is damaged: {exc}")
     if database is not None and primary in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN):

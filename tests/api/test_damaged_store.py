@@ -1,0 +1,41 @@
+"""A damaged SQLite file over HTTP (issue 38 §5): named 503 ``store_corrupt``, readiness red, never a short read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from flowmem.api import create_app
+from flowmem.auth import create_token
+from flowmem.store import open_store
+from tests.store.damage import filled, flip_cells, flip_text
+
+READ = "/v1/buffers/user/notes"
+
+
+@pytest.mark.parametrize("damage", [flip_text, flip_cells])
+def test_a_read_of_a_damaged_buffer_is_refused_store_corrupt_and_readiness_fails(
+    tmp_path: Path, damage: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "d.db"
+    filled(path)
+    store = open_store(f"sqlite:///{path}")
+    token = create_token(store, "alice")[0]
+    other = create_token(store, "bob")[0]
+    store.close()
+    damage(path)  # type: ignore[operator]
+    auth = {"Authorization": f"Bearer {token}"}
+    with TestClient(create_app(database_url=f"sqlite:///{path}"), raise_server_exceptions=False) as client:
+        assert client.get("/health/store").status_code == 200  # nothing read the damage yet
+        answer = client.get(READ, headers=auth)
+        assert answer.status_code == 503, answer.text[:300]  # before: 200 with 150 of 300 rows, or store_error
+        assert answer.json()["error"]["code"] == "store_corrupt"
+        health = client.get("/health/store")
+        assert health.status_code == 503 and health.json()["error"]["code"] == "store_corrupt"
+        # what is intact is still served: another user's (empty) buffer, a record
+        mine = {"Authorization": f"Bearer {other}"}
+        assert client.get(READ, headers=mine).status_code == 200
+    said = [r.getMessage() for r in caplog.records if "store_corrupt" in r.getMessage()]
+    assert said and "flowmem doctor" in said[0] and "flowmem backup" in said[0]
