@@ -91,3 +91,22 @@ def test_postgres_a_sound_database_passes_and_a_row_that_is_not_json_is_found(po
         store.close()
     assert any("buffer_rows" in f and "not JSON" in f for f in findings), findings
     assert any("counts 20 rows but holds 19" in f for f in findings), findings
+
+
+def test_postgres_settings_that_lose_data_on_power_loss_are_named() -> None:
+    from flowmem.store.postgres.store import durability_warnings
+
+    safe = {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
+    assert durability_warnings(safe) == []
+    assert durability_warnings({}) == []
+    unsafe = durability_warnings({"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"})
+    assert [w.split("=")[0] for w in unsafe] == ["fsync", "full_page_writes", "synchronous_commit"]
+
+
+@pytest.mark.postgres
+def test_postgres_a_server_without_fsync_is_named_at_start(
+    postgres_db_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    open_store(postgres_db_url).close()  # the test server runs with fsync=off
+    said = [r.getMessage() for r in caplog.records if "fsync=off" in r.getMessage()]
+    assert said and "power loss" in said[0]

@@ -152,7 +152,38 @@ def probe_server(conninfo: str, connect: dict[str, Any], url: str) -> None:
         raise StoreUnavailableError(
             f"cannot connect to PostgreSQL at {_safe(url)}: {reason}"
         ) from None
-    conn.close()
+    try:
+        settings = {
+            name: str(conn.execute(f"SHOW {name}").fetchone()[0])  # type: ignore[index]
+            for name in ("fsync", "synchronous_commit", "full_page_writes")
+        }
+    except psycopg.Error:  # a server that hides its settings: nothing to say
+        settings = {}
+    finally:
+        conn.close()
+    for warning in durability_warnings(settings):
+        log.warning("PostgreSQL at %s: %s", _safe(url), warning)
+
+
+def durability_warnings(settings: dict[str, str]) -> list[str]:
+    """What the server's settings lose on a power loss or an OS crash (issue 38 §5; docs/security.md)."""
+    found = []
+    if settings.get("fsync") == "off":
+        found.append(
+            "fsync=off: a power loss or OS crash can leave the database damaged beyond "
+            "recovery; turn it on (postgresql.conf) unless the data is disposable"
+        )
+    if settings.get("full_page_writes") == "off":
+        found.append(
+            "full_page_writes=off: a power loss during a page write can leave a torn page "
+            "(a damaged table); turn it on unless the file system cannot tear pages"
+        )
+    if settings.get("synchronous_commit") == "off":
+        found.append(
+            "synchronous_commit=off: the writes of the last moments before a crash "
+            "(up to three times wal_writer_delay) are lost though they were acknowledged"
+        )
+    return found
 
 
 class PostgresStore(SqlStore[psycopg.Connection[Any]]):
