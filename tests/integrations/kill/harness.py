@@ -22,6 +22,7 @@ import multiprocessing
 import os
 import signal
 import traceback
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,7 +144,9 @@ def run_child(
     scratch: Path,
 ) -> Run:
     """Run one turn in a child of the fork server and wait for it (``CHILD_SECONDS`` at most)."""
-    out = scratch / f"{thread}-{'armed' if point else 'free'}-{seed}.json"
+    # a file of this child alone: a child that dies writes nothing, and must not be
+    # judged by an earlier child's report (another store's, another backend's)
+    out = scratch / f"{thread}-{store}-{'armed' if point else 'free'}-{uuid.uuid4().hex}.json"
     process = _fork_server().Process(
         target=_child, args=(program, store, place, thread, text, point, seed, str(out))
     )
