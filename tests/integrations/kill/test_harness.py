@@ -54,3 +54,10 @@ def test_a_program_that_saves_at_the_end_of_its_turn_loses_the_question(
     (tmp_path / "late").mkdir()
     (verdict,) = play(TOY, point, FLOWMEM, f"sqlite:///{tmp_path}/late/toy.db", tmp_path, rounds=1)
     assert verdict.killed and not verdict.question_kept and not verdict.passed
+
+
+def test_a_round_whose_second_turn_fails_is_judged_failed_after_a_passing_one(tmp_path: Path) -> None:
+    (tmp_path / "broken").mkdir()
+    play(TOY, TOOL_START, FLOWMEM, f"sqlite:///{tmp_path}/toy.db", tmp_path, rounds=1)
+    (verdict,) = play(TOY, TOOL_START, FLOWMEM, f"sqlite:///{tmp_path}/broken/toy.db", tmp_path, rounds=1)
+    assert not verdict.passed and "the second turn failed" in verdict.problem

@@ -3,7 +3,8 @@
 It writes the question and the model's call before the tool starts and heals an
 unanswered call before a new question, so every round of it passes; with a
 ``place`` whose path holds ``late`` it saves the turn only at its end, as the frameworks
-that save late do, so rounds killed inside the turn lose the question.
+that save late do, so rounds killed inside the turn lose the question; with ``broken``
+its second turn raises.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from tests.integrations.kill.harness import said_list
 from tests.integrations.kill.points import Killer
-from tests.integrations.kill.script import TOOL_RESULT, Said, reply
+from tests.integrations.kill.script import AGAIN, TOOL_RESULT, Said, reply
 
 CONTROL_STORE = None
 
@@ -38,6 +39,8 @@ def turn(store: str, place: str, thread: str, text: str, killer: Killer) -> dict
     """One turn of the toy agent."""
     path = Path(place.removeprefix("sqlite:///")).with_name(f"{thread}.jsonl")
     late = "late" in place
+    if "broken" in place and text == AGAIN:
+        raise RuntimeError("the toy's second turn is broken")
     history = _load(path)
     answered = {m.answers for m in history if m.role == "tool"}
     heal = [
