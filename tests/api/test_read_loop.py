@@ -70,7 +70,6 @@ def long_buffer(any_api: Api) -> Api:
         ("/v1/buffers/user/long", {"archived": "true"}, {"load", "render"}),
         ("/v1/buffers/user/long/compact/plan", {"keep_tokens": 10}, {"compaction_plan", "render"}),
         ("/v1/buffers/user/long", {"format": "anthropic"}, {"next_page", "_converted", "render"}),
-        ("/v1/buffers/user/long", {"format": "openai"}, {"next_page", "_converted", "render"}),
     ],
 )
 def test_a_long_read_and_its_answer_run_off_the_event_loop(
