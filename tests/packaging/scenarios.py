@@ -250,6 +250,7 @@ SCENARIOS: dict[str, list[Step]] = {
             asyncio.run(session.add_items([{"role": "user", "content": "hello"}]))
             assert asyncio.run(session.get_items())[0]["content"] == "hello"
         """),
+        adapter_package("flowmem.integrations.openai_agents"),
     ],
     "pydantic-ai": [
         python("FlowmemConversationStore", """
