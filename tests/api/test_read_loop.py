@@ -34,13 +34,13 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[bool]]:
     """For each instrumented step of a read: whether each call of it ran on the event loop."""
     found: dict[str, list[bool]] = {}
 
-    def watch(owner: Any, name: str) -> None:
+    def watch(owner: Any, name: str, step: str | None = None) -> None:
         plain: Callable[..., Any] | None = getattr(owner, name, None)
         if plain is None:  # a module that renders no answer of its own
             return
 
         def watched(*args: Any, **kwargs: Any) -> Any:
-            found.setdefault(name, []).append(_on_loop())
+            found.setdefault(step or name, []).append(_on_loop())
             return plain(*args, **kwargs)
 
         monkeypatch.setattr(owner, name, watched)
@@ -48,8 +48,9 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[bool]]:
     for name in ("load", "compaction_plan", "next_page"):
         watch(MemoryService, name)
     watch(memory_routes, "_converted")  # normalize and convert to a provider's format
-    watch(memory_routes, "render")  # the answer's JSON
-    watch(compaction_routes, "render")
+    for module in (memory_routes, compaction_routes):  # the answer's JSON, whole or in pieces
+        watch(module, "render")
+        watch(module, "render_pieces", "render")
     return found
 
 
@@ -89,3 +90,11 @@ def test_a_short_provider_read_is_still_answered_on_the_loop(api: Api, seen: dic
     answer = api.call("GET", "/v1/buffers/user/short", params={"format": "openai"})
     assert answer.status_code == 200
     assert seen["_converted"] == [True]
+
+
+def test_an_answer_written_in_pieces_is_the_same_bytes() -> None:
+    from flowmem.api.render import PIECE, render, render_pieces
+
+    rows = [{"role": "user", "content": f"é{n}\u2028", "meta": {"a": [1, 2.5, None, True]}} for n in range(3 * PIECE + 7)]
+    for answer in ({"messages": rows, "count": 3, "window": {"cut": 1}, "next_before": None}, {"messages": []}, rows):
+        assert render_pieces(answer) == render(answer)

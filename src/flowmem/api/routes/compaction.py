@@ -31,9 +31,9 @@ from flowmem.api.fast.route import (
     Operation,
     memory_call,
     refused_response,
-    render,
 )
 from flowmem.api.models import REFUSED, CompactionReplace
+from flowmem.api.render import render_pieces
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
 from flowmem.api.routes.incoming import rows_of
 from flowmem.results import CompactionPlanResult
@@ -112,7 +112,7 @@ def _plan_answer(result: CompactionPlanResult) -> Response:
     answer = result.to_dict()
     if result.refusal is not None:
         return refused_response(answer, result.refusal.code)
-    return Response(render(answer), media_type="application/json")
+    return Response(render_pieces(answer), media_type="application/json")
 
 
 @router.post(

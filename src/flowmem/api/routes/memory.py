@@ -39,6 +39,7 @@ from flowmem.api.models import (
     ReadResult,
     WriteResult,
 )
+from flowmem.api.render import render_pieces
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
 from flowmem.api.routes.incoming import rows_of
 from flowmem.core import check_storable, normalize
@@ -70,7 +71,10 @@ STREAM_CHUNK = 512  # rows of a buffer read converted on the event loop (a provi
 
 def _converted(text: BufferText, fmt: str) -> dict[str, Any]:
     """Return a buffer read in provider format ``fmt``: the rows read, normalized and converted."""
-    rows = json.loads("[" + ",".join(text.bodies) + "]")
+    bodies = text.bodies
+    rows: list[Any] = []
+    for at in range(0, len(bodies), STREAM_CHUNK):  # short parses: the loop gets the lock between
+        rows += json.loads("[" + ",".join(bodies[at : at + STREAM_CHUNK]) + "]")
     return _written(rows, text, fmt)
 
 
@@ -122,7 +126,7 @@ def _all_pages(paged: PagedText, memory: MemoryService) -> BufferText:
 
 def _provider_answer(paged: PagedText, memory: MemoryService, fmt: str) -> bytes:
     """A provider-format read's answer: every page read, normalized, converted, rendered (blocking)."""
-    return render(_converted(_all_pages(paged, memory), fmt))
+    return render_pieces(_converted(_all_pages(paged, memory), fmt))
 
 
 @router.get(
@@ -224,7 +228,7 @@ def _window_answer(fmt: str, result: ServiceBufferResult) -> Response:
         if result.window is not None:
             answer["window"] = result.window.to_dict()
     headers = {} if result.refusal is None else {REFUSED_HEADER: result.refusal.code}
-    return Response(render(answer), headers=headers, media_type="application/json")
+    return Response(render_pieces(answer), headers=headers, media_type="application/json")
 
 async def _with_archive(call: MemoryCall, last: Any, before: Any, fmt: str) -> Response:
     """A read with the archive (decision 0084): the archived rows, then the live ones."""
@@ -242,7 +246,7 @@ def _archive_answer(result: ServiceBufferResult) -> Response:
     if result.refusal is not None:
         return refused_response(answer, result.refusal.code)
     answer["archived"] = len(answer["messages"]) - answer["count"]
-    return Response(render(answer), media_type="application/json")
+    return Response(render_pieces(answer), media_type="application/json")
 
 
 @router.post(
