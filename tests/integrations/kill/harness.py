@@ -172,6 +172,8 @@ class Verdict:
     killed: bool
     question_kept: bool
     call_kept: bool
+    healed: bool
+    """The kept call is answered in the new turn's request (its real result or MEM-3's placeholder)."""
     accepted: bool
     once: bool
     answered: bool
@@ -210,7 +212,7 @@ def judge(program: str, point: str, store: str, first: Run, second: Run) -> Verd
     if second.report is None:
         problem = problem or f"the second turn failed (exit {second.exitcode}): {second.error}"
         return Verdict(
-            program, point, store, first.killed, False, False, False, False, False, problem
+            program, point, store, first.killed, False, False, False, False, False, False, problem
         )
     requests = [[Said.from_json(m) for m in r] for r in second.report["requests"]]
     stored = [Said.from_json(m) for m in second.report["stored"]]
@@ -224,6 +226,8 @@ def judge(program: str, point: str, store: str, first: Run, second: Run) -> Verd
         killed=first.killed,
         question_kept=any(m.role == "user" and m.text == QUESTION for m in given),
         call_kept=any(CALL_ID in m.calls for m in given),
+        healed=any(CALL_ID in m.calls for m in given)
+        and any(m.role == "tool" and m.answers == CALL_ID for m in given),
         accepted=bool(requests) and not refusals,
         once=not twice,
         answered=any(m.role == "assistant" and m.text == AGAIN_ANSWER for m in stored),

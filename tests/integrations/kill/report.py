@@ -67,6 +67,7 @@ class Row:
             self.count(lambda v: v.killed),
             self.count(lambda v: v.question_kept),
             self.count(lambda v: v.call_kept) + ("" if self.point in TOOL_STARTED else " (n/a)"),
+            self.count(lambda v: v.healed),
             self.count(lambda v: v.accepted),
             self.count(lambda v: v.once),
             self.count(lambda v: v.passed),
@@ -75,8 +76,8 @@ class Row:
 
 
 HEADER = (
-    "| program | point | backend | rounds | killed | question kept | call kept | accepted "
-    "| once | passed |\n|---|---|---|---|---|---|---|---|---|---|"
+    "| program | point | backend | rounds | killed | question kept | call kept | call answered "
+    "| accepted | once | passed |\n|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 

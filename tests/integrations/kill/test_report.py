@@ -34,9 +34,11 @@ def test_the_report_tables_every_point_of_a_program_and_counts_its_failures() ->
         if line.startswith("| toy_program |")
     ]
     assert [row[1] for row in rows] == list(POINTS)
-    for _, point, backend, rounds, killed, question, call, accepted, once, passed in rows:
+    for _, point, backend, rounds, killed, question, call, answered, accepted, once, passed in rows:
         assert (backend, rounds, killed, question) == ("sqlite", "1", "1/1", "1/1")
         assert call == "1/1" if point in TOOL_STARTED else call.endswith("(n/a)")
+        if point in TOOL_STARTED:
+            assert answered == "1/1"
         assert (accepted, once, passed) == ("1/1", "1/1", "1/1")
     assert "no control" in text
     assert text.rstrip().endswith("**flowmem rows: 0 failed rounds of 6**")
