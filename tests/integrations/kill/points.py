@@ -17,6 +17,8 @@ import signal
 import threading
 import time
 
+from tests.integrations.kill.script import TOOL_RESULT
+
 BEFORE_MODEL_ANSWER = "before_model_answer"
 AFTER_TOOL_CALL = "after_tool_call"
 TOOL_START = "tool_start"
@@ -96,6 +98,13 @@ class Killer:
     def tool_work(self) -> None:
         """The tool's work: a short sleep the ``inside_tool`` kill lands in."""
         time.sleep(TOOL_WORK_SECONDS)
+
+    def tool(self) -> str:
+        """The scripted tool's whole run: its start, its work, its end; ``script.TOOL_RESULT``."""
+        self.tool_start()
+        self.tool_work()
+        self.tool_end()
+        return TOOL_RESULT
 
     def tool_end(self) -> None:
         """The tool returns its result."""

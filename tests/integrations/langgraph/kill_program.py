@@ -28,7 +28,7 @@ from pydantic import PrivateAttr
 from flowmem.integrations.langgraph import FlowmemSaver
 from tests.integrations.kill.harness import CONTROL, FLOWMEM, said_list
 from tests.integrations.kill.points import Killer
-from tests.integrations.kill.script import TOOL, TOOL_RESULT, Said, reply
+from tests.integrations.kill.script import TOOL, Said, reply
 
 # What a turn would import lazily, imported once in the fork server instead of per child.
 for _lazy in (
@@ -115,10 +115,7 @@ def scripted_tool(killer: Killer) -> Any:
     @tool(TOOL)
     def weather(city: str) -> str:
         """Today's weather in a city."""
-        killer.tool_start()
-        killer.tool_work()
-        killer.tool_end()
-        return TOOL_RESULT
+        return killer.tool()
 
     return weather
 

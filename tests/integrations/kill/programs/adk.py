@@ -36,7 +36,7 @@ import flowmem.store.sqlite  # noqa: F401
 from flowmem.integrations.adk import FlowmemSessionService
 from tests.integrations.kill.harness import CONTROL, FLOWMEM, said_list
 from tests.integrations.kill.points import Killer
-from tests.integrations.kill.script import TOOL, TOOL_RESULT, Said, reply
+from tests.integrations.kill.script import TOOL, Said, reply
 
 CONTROL_STORE = "ADK `DatabaseSessionService` (SQLite, aiosqlite)"
 DOC = Path(__file__).resolve().parents[4] / "docs" / "integrations.md"
@@ -119,10 +119,7 @@ def scripted_tool(killer: Killer) -> Any:
 
     def weather(city: str) -> str:
         """Today's weather in a city."""
-        killer.tool_start()
-        killer.tool_work()
-        killer.tool_end()
-        return TOOL_RESULT
+        return killer.tool()
 
     return weather
 

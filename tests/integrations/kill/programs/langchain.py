@@ -32,7 +32,7 @@ import flowmem.store  # noqa: F401
 from flowmem.integrations.langchain import FlowmemChatMessageHistory
 from tests.integrations.kill.harness import CONTROL, FLOWMEM, said_list
 from tests.integrations.kill.points import Killer
-from tests.integrations.kill.script import TOOL, TOOL_RESULT, Said, reply
+from tests.integrations.kill.script import TOOL, Said, reply
 
 with warnings.catch_warnings():  # langchain-community warns that it is being sunset
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -140,10 +140,7 @@ def tool_work(killer: Killer) -> Callable[[str], str]:
     """The scripted tool's body: the killer's tool hooks around the doc's result."""
 
     def work(city: str) -> str:
-        killer.tool_start()
-        killer.tool_work()
-        killer.tool_end()
-        return TOOL_RESULT
+        return killer.tool()
 
     return work
 

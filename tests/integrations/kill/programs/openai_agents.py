@@ -35,7 +35,7 @@ from flowmem.formats import from_responses
 from flowmem.scope import ExecutionContext
 from tests.integrations.kill.harness import CONTROL, FLOWMEM, said_list
 from tests.integrations.kill.points import Killer
-from tests.integrations.kill.script import QUESTION, TOOL, TOOL_RESULT, Said, reply
+from tests.integrations.kill.script import QUESTION, TOOL, Said, reply
 
 CONTROL_STORE = "the SDK's `SQLiteSession` on a file"
 DOC = Path(__file__).resolve().parents[4] / "docs" / "integrations.md"
@@ -166,10 +166,7 @@ def scripted_tool(killer: Killer) -> Any:
     """The ``weather`` tool, as the SDK's ``function_tool``, calling the killer's tool hooks."""
 
     def weather(city: str) -> str:
-        killer.tool_start()
-        killer.tool_work()
-        killer.tool_end()
-        return TOOL_RESULT
+        return killer.tool()
 
     return function_tool(weather, name_override=TOOL)
 

@@ -36,7 +36,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from flowmem.integrations.pydantic_ai import FlowmemConversationStore
 from tests.integrations.kill.harness import CONTROL, said_list
 from tests.integrations.kill.points import Killer
-from tests.integrations.kill.script import CALL_ID, TOOL, TOOL_RESULT, Said, reply
+from tests.integrations.kill.script import CALL_ID, TOOL, Said, reply
 
 # What every turn builds or imports first, done once in the fork server rather than in
 # each child: pydantic's deferred schemas of the messages and of a record, and the
@@ -112,10 +112,7 @@ class _Turn:
 
     def tool(self, city: str) -> str:
         """The scripted tool: the killer's hooks, then ``script.TOOL_RESULT``."""
-        self.killer.tool_start()
-        self.killer.tool_work()
-        self.killer.tool_end()
-        return TOOL_RESULT
+        return self.killer.tool()
 
 
 def _program(current: _Turn) -> dict[str, Any]:
