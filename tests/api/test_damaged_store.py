@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from fastapi.testclient import TestClient
 from flowmem.api import create_app
 from flowmem.auth import create_token
 from flowmem.store import open_store
-from tests.store.damage import filled, flip_cells, flip_text
+from tests.store.damage import KEY, filled, flip_cells, flip_text, rows
 
 READ = "/v1/buffers/user/notes"
 
@@ -39,3 +40,31 @@ def test_a_read_of_a_damaged_buffer_is_refused_store_corrupt_and_readiness_fails
         assert client.get(READ, headers=mine).status_code == 200
     said = [r.getMessage() for r in caplog.records if "store_corrupt" in r.getMessage()]
     assert said and "flowmem doctor" in said[0] and "flowmem backup" in said[0]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_stored_row_that_no_longer_parses_is_store_corrupt_not_a_500(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A PostgreSQL (or SQLite) row whose text was damaged: named, and readiness fails."""
+    url = f"sqlite:///{tmp_path / 'r.db'}" if backend == "sqlite" else request.getfixturevalue("postgres_db_url")
+    store = open_store(url)
+    token = create_token(store, "alice")[0]
+    store.append(KEY, rows(20))
+    damaged = "UPDATE buffer_rows SET body = '{\"role\": \"us' WHERE pos = (SELECT max(pos) FROM buffer_rows)"
+    if backend == "sqlite":
+        store.close()
+        conn = sqlite3.connect(tmp_path / "r.db")
+        conn.execute(damaged)
+        conn.commit()
+        conn.close()
+    else:
+        with store._pool.connection() as pg:  # type: ignore[attr-defined]  # the test's own schema
+            pg.execute(damaged)
+        store.close()
+    auth = {"Authorization": f"Bearer {token}"}
+    with TestClient(create_app(database_url=url), raise_server_exceptions=False) as client:
+        answer = client.get(READ, headers=auth, params={"max_tokens": 10_000})
+        assert answer.status_code == 503, answer.text[:300]  # before: 500 internal_error
+        assert answer.json()["error"]["code"] == "store_corrupt"
+        assert client.get("/health/store").json()["error"]["code"] == "store_corrupt"

@@ -23,6 +23,7 @@ from flowmem.errors import (
     NotFoundError,
     NotSerializableError,
     SessionDeletedError,
+    StoreCorruptError,
     TooManySessionsError,
 )
 from flowmem.store.base import Address, SessionRecord, TokenRecord, WriteGuard
@@ -274,6 +275,19 @@ _ROLE_TEXT: dict[str, str] = {role: sys.intern(role) for role in ROLES}
 _NAMES_MAX = 4096  # distinct call texts one decode shares at most (tool names are few)
 
 
+def stored_json(text: str) -> Any:
+    """Parse JSON flowmem stored; StoreCorruptError when it no longer parses (the database is damaged).
+
+    flowmem writes only JSON it produced: text that does not parse was changed on
+    the disk, and is named as damage (503 ``store_corrupt``), not a fault of the
+    request (issue 38 §5).
+    """
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise StoreCorruptError(f"a stored row is not JSON ({exc.__class__.__name__}): the database is damaged") from None
+
+
 def decode_rows(bodies: Iterable[str]) -> list[Message]:
     """Parse stored row texts into rows, sharing the texts every row repeats.
 
@@ -284,7 +298,7 @@ def decode_rows(bodies: Iterable[str]) -> list[Message]:
     changes, only fewer bytes per loaded row. Each row keeps its own dicts (its
     ``metadata`` too), so mutating one loaded row never touches another.
     """
-    rows: list[Message] = json.loads("[" + ",".join(bodies) + "]")
+    rows: list[Message] = stored_json("[" + ",".join(bodies) + "]")
     roles = _ROLE_TEXT
     names: dict[str, str] = {}
     for row in rows:

@@ -14,13 +14,13 @@ header stamp or version differs from the first's raises BufferChangedError.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from flowmem.core.tokens import estimate_tokens
 from flowmem.errors import BufferChangedError
 from flowmem.store.base import TAIL_BATCH_MAX, TAIL_FIRST_MAX, Address, Tail, TailRow
+from flowmem.store.rows import stored_json
 
 Run = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
 _HEAD, _SYSTEM, _ROW, _COUNTED, _UNCOUNTED = range(5)
@@ -50,7 +50,7 @@ def _rows_of(found: list[tuple[Any, ...]], kind: int) -> list[TailRow]:
     picked = [r for r in found if r[0] == kind]
     if not picked:
         return []
-    rows = json.loads("[" + ",".join(r[2] for r in picked) + "]")
+    rows = stored_json("[" + ",".join(r[2] for r in picked) + "]")
     counts = [r[3] for r in picked]  # the drivers give ints
     if None in counts:  # rows stored before their counts were (migration 13)
         counts = [estimate_tokens(row) if c is None else c for c, row in zip(counts, rows, strict=True)]
