@@ -235,7 +235,9 @@ def test_a_thread_is_a_session_owned_by_the_configs_user(saver: FlowmemSaver) ->
     graph.invoke({"messages": [HumanMessage("hi", id="h")]}, _config("owned", user_id="alice"))
     record = saver.memory.store.get_session("owned")
     assert record is not None and record.owner == "alice"
-    loaded = saver.memory.load("session", "langgraph", ExecutionContext(session_id="owned"))
+    loaded = saver.memory.load(
+        "session", "langgraph", ExecutionContext(session_id="owned", user_id="alice")
+    )
     assert [m["content"] for m in loaded.messages] == ["hi", "answer 1"]
 
 
@@ -284,8 +286,8 @@ def test_erasing_the_user_deletes_their_threads(saver: FlowmemSaver) -> None:
     graph.invoke({"messages": [HumanMessage("hi", id="h")]}, _config("a1", user_id="alice"))
     graph.invoke({"messages": [HumanMessage("hi", id="h")]}, _config("b1", user_id="bob"))
     saver.memory.store.erase_user("alice")
-    assert saver.get_tuple(_config("a1")) is None
-    assert saver.get_tuple(_config("b1")) is not None
+    assert saver.get_tuple(_config("a1", user_id="alice")) is None
+    assert saver.get_tuple(_config("b1", user_id="bob")) is not None
 
 
 def test_delete_thread_deletes_the_session(saver: FlowmemSaver) -> None:

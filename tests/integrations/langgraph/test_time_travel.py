@@ -113,7 +113,11 @@ def test_the_configs_a_read_returns_carry_the_callers_user_and_no_one_elses(
     for snapshot in graph.get_state_history({"configurable": {"thread_id": "tt-3", "user_id": "ana"}}):
         assert snapshot.config["configurable"]["user_id"] == "ana"
         assert snapshot.parent_config is None or snapshot.parent_config["configurable"]["user_id"] == "ana"
-    anonymous = saver.get_tuple({"configurable": {"thread_id": "tt-3"}})
+    # a caller without a user reads nothing of ana's thread (decision 0107) ...
+    assert saver.get_tuple({"configurable": {"thread_id": "tt-3"}}) is None
+    # ... and the configs of a thread nobody owns name no user
+    graph.invoke({"messages": [HumanMessage("hello")]}, {"configurable": {"thread_id": "tt-3a"}})
+    anonymous = saver.get_tuple({"configurable": {"thread_id": "tt-3a"}})
     assert anonymous is not None and "user_id" not in anonymous.config["configurable"]
 
 

@@ -20,6 +20,12 @@
   call are in the database (``writeahead`` holds the wrappers that call it). A run
   whose tools answered calls of a checkpoint nobody waited for is told once, with
   the fix (a WARNING on the ``flowmem`` logger and a ``RuntimeWarning``).
+- **Reading a thread needs the right to view its session** (decision 0107), judged by
+  ``flowmem.access.decide`` for the caller a write is judged for: the config's
+  ``user_id``, else the saver's context user. A thread the caller may not view is not
+  found, as over HTTP: ``get_tuple`` is None, ``list`` skips it (``list(None)`` lists
+  only the threads the saver's caller may view). A caller without a user reads only the
+  unowned threads it writes, never an owned one.
 - **The caller's owner travels with the configs it reads.** ``get_tuple`` and
   ``list`` return configs carrying the ``user_id`` of the config they were given, so
   LangGraph's replay (``invoke(None, snapshot.config)``) and fork
@@ -57,6 +63,7 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 
+from flowmem.access import Principal, decide
 from flowmem.errors import LineMovedError, ScopeRefusedError, ThreadForkedError
 from flowmem.integrations.langgraph.durable import (
     HEALED_ID_PREFIX,
@@ -75,7 +82,7 @@ from flowmem.integrations.langgraph.lines import (
     reference,
     to_rows,
 )
-from flowmem.scope import ExecutionContext, Refusal
+from flowmem.scope import ExecutionContext, Refusal, usable_identity
 from flowmem.service import MemoryService
 from flowmem.store import open_store
 from flowmem.store.checkpoints import (
@@ -247,6 +254,29 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
     def _thread(self, config: RunnableConfig | None, operation: str) -> str | Refusal:
         conf = _configurable(config)
         return self.memory.resolve(operation, "session", LINE_PREFIX, self._context(conf))
+
+    def _viewable(self, thread: str, conf: Mapping[str, Any]) -> bool:
+        """True when the caller of ``conf`` may read ``thread`` (decision 0107).
+
+        The caller is the one a write is claimed for (``_context``: the config's
+        ``user_id``, else the saver's context user). A caller with a user reads what
+        ``flowmem.access.decide`` lets it view, as over HTTP: its own sessions, never
+        another user's nor an unowned one (MEM-9), nor one that does not exist (MEM-15).
+        A caller without a user reads only threads nobody owns: the ones its writes
+        may claim (``session_claim`` of nobody), never an owned one.
+        """
+        record = self.memory.store.get_session(thread)
+        identity = usable_identity(self._context(conf).user_id)
+        if identity is None:
+            return record is None or usable_identity(record.owner) is None
+        return decide(Principal(identity), "view", record).allowed
+
+    def _readable(self, config: RunnableConfig | None, operation: str) -> str | None:
+        """The thread a read names when its caller may view it, else None (not found)."""
+        thread = self._thread(config, operation)
+        if isinstance(thread, Refusal) or not self._viewable(thread, _configurable(config)):
+            return None
+        return thread
 
     def _writable(self, config: RunnableConfig, operation: str) -> str:
         thread = self._thread(config, operation)
@@ -422,8 +452,8 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
     # --- reads ----------------------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint the config names, or the thread's latest; None when there is none."""
-        thread = self._thread(config, "checkpoint read")
-        if isinstance(thread, Refusal):
+        thread = self._readable(config, "checkpoint read")
+        if thread is None:
             return None
         conf = _configurable(config)
         ns = str(conf.get("checkpoint_ns", ""))
@@ -493,8 +523,8 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
         wanted = None
         asked = _configurable(config)
         if config is not None:
-            resolved = self._thread(config, "checkpoint list")
-            if isinstance(resolved, Refusal):
+            resolved = self._readable(config, "checkpoint list")
+            if resolved is None:
                 return
             thread = resolved
             conf = _configurable(config)
@@ -504,7 +534,12 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
         if limit is not None and limit <= 0:
             return
         found = 0
+        viewable: dict[str, bool] = {} if thread is None else {thread: True}
         for stored in self.tables.list_checkpoints(thread, ns, wanted, before_id):
+            if stored.thread_id not in viewable:  # list(None): every thread, each judged once
+                viewable[stored.thread_id] = self._viewable(stored.thread_id, asked)
+            if not viewable[stored.thread_id]:
+                continue
             metadata = self.serde.loads_typed(stored.metadata)
             if filter and not all(metadata.get(k) == v for k, v in filter.items()):
                 continue

@@ -85,6 +85,9 @@ class MemoryCheckpoints:
         check_thread_text(cp.thread_id, "thread_id")
         check_thread_text(cp.ns, "checkpoint_ns")
         with self.store._lock:
+            # the claim first, as the SQL stores: another owner's thread is refused
+            # (AccessDeniedError) before its head is compared, never told its latest id
+            claimed = self.store._check_guard(guard)
             if head is not None:
                 latest = self._latest(cp.thread_id, cp.ns)
                 latest_id = None if latest is None else latest.checkpoint_id
@@ -95,7 +98,7 @@ class MemoryCheckpoints:
                 if held != line.expect:
                     raise line_moved(line.key, held, line.expect)
             self._check_quotas(cp.thread_id, lines, guard)
-            self._claim(guard)
+            self.store._store_session(claimed)
             for line in lines:
                 self._append_rows(cp.thread_id, line.key, line.rows)
             for blob in blobs:
