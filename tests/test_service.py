@@ -11,6 +11,7 @@ import pytest
 
 from flowmem.core import prepare
 from flowmem.errors import (
+    AccessDeniedError,
     ConfigurationError,
     InvalidInputError,
     InvalidMessageError,
@@ -345,9 +346,14 @@ def test_mem_6_users_have_separate_buckets(service: MemoryService) -> None:
     assert service.read("user", "k", ALICE).value == "alice's"
     assert service.read("user", "k", bob).value == "bob's"
     assert service.read("global", "k", ALICE).found is False
-    # Same session, different users: the session bucket is shared.
-    service.write("session", "k", "shared", ALICE)
-    assert service.read("session", "k", bob) == ReadResult("shared", True, "sess-1")
+    # Same session, different users: the session is alice's; bob reads it as he
+    # writes it, refused (MEM-8, issue 38 §3, decision 0108).
+    service.write("session", "k", "alice's", ALICE)
+    assert service.read("session", "k", ALICE) == ReadResult("alice's", True, "sess-1")
+    with pytest.raises(AccessDeniedError):
+        service.read("session", "k", bob)
+    with pytest.raises(AccessDeniedError):
+        service.write("session", "k", "bob's", bob)
 
 
 def test_mem_6_int_and_text_ids_share_one_bucket(service: MemoryService) -> None:

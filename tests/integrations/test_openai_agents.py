@@ -450,6 +450,7 @@ class _StoreWithoutPopLast:
         self.load = self._inner.load
         self.count = self._inner.count
         self.clear = self._inner.clear
+        self.get_session = self._inner.get_session  # reads check the session's owner
 
 
 def test_pop_item_on_a_store_without_pop_last_is_a_typed_error() -> None:

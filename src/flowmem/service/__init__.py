@@ -36,6 +36,7 @@ from flowmem import metrics
 from flowmem.core import AppendOutcome, Message, is_empty, prepare
 from flowmem.core.tokens import Counter
 from flowmem.errors import (
+    AccessDeniedError,
     ConfigurationError,
     InvalidInputError,
 )
@@ -167,7 +168,7 @@ class MemoryService(CompactionCalls):
         self.limits = limits if limits is not None else Limits.from_env()
 
     # --- resolution -------------------------------------------------------------
-    def _resolve(
+    def _resolve_scope(
         self, operation: str, scope: object, key: str, context: ExecutionContext | None
     ) -> str | Refusal:
         """Resolve the scope once; on refusal log the one WARNING MEM-7 asks for.
@@ -181,11 +182,46 @@ class MemoryService(CompactionCalls):
             log_refusal(operation, key, resolved, context)
         return resolved
 
+    def _resolve(
+        self, operation: str, scope: object, key: str, context: ExecutionContext | None
+    ) -> str | Refusal:
+        """``_resolve_scope``, then, for every operation but a guarded write, the session's owner.
+
+        Implements MEM-8 and MEM-9 for reads (issue 38 §3, decision 0108): a ``session``
+        scope id that names a session owned by someone else than the context's user
+        raises AccessDeniedError, exactly as a write to it does (the write's guard
+        compares the same two ids, in its transaction): a session owned by nobody is
+        read by a context without a user, and an absent identity reads no one's
+        session. A session that does not exist (yet) reads as empty. ``write`` and
+        ``append`` are checked by their ``WriteGuard`` instead.
+        """
+        resolved = self._resolve_scope(operation, scope, key, context)
+        if not isinstance(resolved, Refusal) and operation not in ("write", "append"):
+            self._check_owner(scope, resolved, context)
+        return resolved
+
+    def _check_owner(self, scope: object, scope_id: str, context: ExecutionContext | None) -> None:
+        """AccessDeniedError when ``scope_id`` names a session the context's user does not own (MEM-8)."""
+        if scope != SESSION_SCOPE or usable_identity(scope_id) != scope_id:
+            return
+        session = self.store.get_session(scope_id)
+        if session is None:
+            return
+        mine = None if context is None else usable_identity(context.user_id)
+        if usable_identity(session.owner) != mine:  # as ``memory_context`` names the owner
+            raise AccessDeniedError(
+                f"session {scope_id} belongs to another owner than the context's user",
+                rule="MEM-8",
+            )
+
     def resolve(
         self, operation: str, scope: object, key: str, context: ExecutionContext | None
     ) -> str | Refusal:
-        """Resolve a scope for an adapter's own operation; a refusal logs its one WARNING (MEM-7)."""
-        return self._resolve(operation, scope, key, context)
+        """Resolve a scope for an adapter's own operation; a refusal logs its one WARNING (MEM-7).
+
+        It does not check the session's owner: the adapter's own operation does.
+        """
+        return self._resolve_scope(operation, scope, key, context)
 
     def session_claim(self, session_id: str, context: ExecutionContext | None) -> WriteGuard | None:
         """The guard of a write to a session: it creates it owned by the context's user (MEM-8)."""
