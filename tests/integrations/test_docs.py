@@ -90,7 +90,9 @@ def test_langchain_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     block = _block("FlowmemRunnableWithMessageHistory", ".invoke(", remote=False)
     ns = _run(block, LANGCHAIN_SWAPS, _langchain_names())
     assert ns["reply"].content == "It is 18C and sunny in Lisbon."
-    stored = ns["memory"].load("session", "chat_history", ExecutionContext(session_id="ana-1"))
+    stored = ns["memory"].load(
+        "session", "chat_history", ExecutionContext(session_id="ana-1", user_id="ana")
+    )
     assert [row["content"] for row in stored.messages] == LANGCHAIN_TURN
     assert ns["memory"].store.get_session("ana-1").owner == "ana"
     ns["memory"].store.close()
@@ -112,7 +114,9 @@ def test_langgraph_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     ns = _run(block, LANGGRAPH_SWAPS, {"AIMessage": AIMessage})
     assert ns["reply"]["messages"][-1].content == "Hello Ana!"
     with FlowmemSaver.from_conn_string("sqlite:///app.db") as saver:
-        stored = saver.memory.load("session", "langgraph", ExecutionContext(session_id="ana-1"))
+        stored = saver.memory.load(
+            "session", "langgraph", ExecutionContext(session_id="ana-1", user_id="ana")
+        )
         assert [row["content"] for row in stored.messages] == ["Hi, I'm Ana", "Hello Ana!"]
         assert saver.memory.store.get_session("ana-1").owner == "ana"
 
