@@ -42,7 +42,10 @@ run: $(USER_STAMP)
 demo: $(USER_STAMP)
 	$(VENV)/bin/flowmem demo
 
+## lint also fails when src/flowmem/client/sync.py is not what its generator writes from
+## aio.py (it prints the diff and the command that fixes it: python scripts/async_to_sync.py).
 lint: setup
+	$(PY) scripts/async_to_sync.py --check
 	$(PY) -m ruff check src tests bench
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports

@@ -1,12 +1,18 @@
+# sync: """``Client``: flowmem over HTTP, synchronous (one pooled ``httpx.Client`` per instance)."""
 """``AsyncClient``: flowmem over HTTP for asyncio (one pooled ``httpx.AsyncClient`` per instance).
 
-The twin of ``flowmem.client.sync.Client``: the same methods, the same calls
-(``flowmem.client.calls``), the same results and errors, awaited.
+``flowmem.client.sync.Client`` is generated from this module by ``scripts/async_to_sync.py``:
+the same methods, calls (``flowmem.client.calls``), results and errors, not awaited. Change
+this module, then run the script (``make lint`` fails while ``sync.py`` is stale). A
+``# async only`` comment leaves the statement below it out of ``sync.py``; ``# sync: …``
+lines replace it.
 """
 
 from __future__ import annotations
 
 import asyncio
+
+# async only
 import inspect
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import replace
@@ -64,14 +70,14 @@ T = TypeVar("T")
 
 
 class AsyncClient:
-    """A flowmem server's API for asyncio: ``Client``'s methods, awaited; an ``AsyncMemory``.
+    """A flowmem server's API; implements ``flowmem.memory.AsyncMemory``.
 
     ``base_url`` defaults to ``$FLOWMEM_URL`` (else ``http://127.0.0.1:8765``) and
     ``token`` to ``$FLOWMEM_TOKEN``. ``timeout`` bounds each attempt in seconds
     (connecting at most 10 s); ``retry`` says which failures are tried again and how
     long to wait (``RetryPolicy``; ``RetryPolicy.never()`` for none); one connection
     pool of ``max_connections`` serves every call. ``transport`` replaces httpx's
-    (tests, proxies). Use it as an async context manager, or ``await close()`` it.
+    (tests, proxies). Use it as a context manager (``async with``), or ``await close()`` it.
     """
 
     def __init__(
@@ -173,6 +179,7 @@ class AsyncClient:
         offset = 0
         while True:
             page = await self.list_sessions(page_size, offset)
+            # sync: yield from page.data
             for item in page.data:
                 yield item
             if not page.has_more or not page.data:
@@ -220,6 +227,7 @@ class AsyncClient:
         cursor: int | None = since
         while True:
             page = await self.messages(session_id, since=cursor, limit=page_size)
+            # sync: yield from page.data
             for item in page.data:
                 yield item
             if not page.has_more or page.next_since is None:
@@ -529,7 +537,6 @@ class AsyncClient:
                 raise
             return PopResult(success=True, resolved_scope_id=session_id_of(where))
 
-
     async def compaction_plan(
         self, scope: str, key: str, context: ExecutionContext | None, keep_tokens: int
     ) -> CompactionPlanResult:
@@ -573,9 +580,10 @@ class AsyncClient:
         """Plan, summarize here, apply: ``MemoryService.compact`` over HTTP (the default counter).
 
         ``summarize`` gets the rows to archive and returns the summary (text or one
-        message, or an awaitable of it); it runs in this process, between the two
-        requests. A plan made stale by a concurrent compaction is made again, up to
-        ``COMPACT_ATTEMPTS`` times (then CompactionStaleError).
+        message; the async client also awaits an awaitable of it); it runs in this
+        process, between the two requests. A plan made stale by a concurrent
+        compaction is made again, up to ``COMPACT_ATTEMPTS`` times (then
+        CompactionStaleError).
         """
         for attempt in range(1, COMPACT_ATTEMPTS + 1):
             plan = await self.compaction_plan(scope, key, context, keep_tokens)
@@ -584,6 +592,7 @@ class AsyncClient:
                     count=plan.kept, attempts=attempt, resolved_scope_id=plan.resolved_scope_id, refusal=plan.refusal
                 )
             summary = summarize(plan.messages)
+            # async only
             if inspect.isawaitable(summary):
                 summary = await summary
             try:
@@ -596,5 +605,5 @@ class AsyncClient:
         raise CompactionStaleError("unreachable: the last attempt raises")  # pragma: no cover
 
 
-if TYPE_CHECKING:  # mypy checks that AsyncClient has every operation of the protocol, awaited
-    _async_client_is_async_memory: type[AsyncMemory] = AsyncClient
+if TYPE_CHECKING:  # mypy checks that ``AsyncClient`` has every operation of ``AsyncMemory``
+    _implements_the_protocol: type[AsyncMemory] = AsyncClient

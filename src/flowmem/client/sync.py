@@ -1,3 +1,5 @@
+# Generated from src/flowmem/client/aio.py by scripts/async_to_sync.py: do not edit.
+# Change aio.py, then run `python scripts/async_to_sync.py` (`make lint` fails while this file is stale).
 """``Client``: flowmem over HTTP, synchronous (one pooled ``httpx.Client`` per instance)."""
 
 from __future__ import annotations
@@ -59,14 +61,14 @@ T = TypeVar("T")
 
 
 class Client:
-    """A flowmem server's API, synchronous; implements ``flowmem.memory.Memory``.
+    """A flowmem server's API; implements ``flowmem.memory.Memory``.
 
     ``base_url`` defaults to ``$FLOWMEM_URL`` (else ``http://127.0.0.1:8765``) and
     ``token`` to ``$FLOWMEM_TOKEN``. ``timeout`` bounds each attempt in seconds
     (connecting at most 10 s); ``retry`` says which failures are tried again and how
     long to wait (``RetryPolicy``; ``RetryPolicy.never()`` for none); one connection
     pool of ``max_connections`` serves every call. ``transport`` replaces httpx's
-    (tests, proxies). Use it as a context manager, or ``close()`` it.
+    (tests, proxies). Use it as a context manager (``with``), or ``close()`` it.
     """
 
     def __init__(
@@ -522,7 +524,6 @@ class Client:
                 raise
             return PopResult(success=True, resolved_scope_id=session_id_of(where))
 
-
     def compaction_plan(
         self, scope: str, key: str, context: ExecutionContext | None, keep_tokens: int
     ) -> CompactionPlanResult:
@@ -566,9 +567,10 @@ class Client:
         """Plan, summarize here, apply: ``MemoryService.compact`` over HTTP (the default counter).
 
         ``summarize`` gets the rows to archive and returns the summary (text or one
-        message); it runs in this process, between the two
-        requests. A plan made stale by a concurrent compaction is made again, up to
-        ``COMPACT_ATTEMPTS`` times (then CompactionStaleError).
+        message; the async client also awaits an awaitable of it); it runs in this
+        process, between the two requests. A plan made stale by a concurrent
+        compaction is made again, up to ``COMPACT_ATTEMPTS`` times (then
+        CompactionStaleError).
         """
         for attempt in range(1, COMPACT_ATTEMPTS + 1):
             plan = self.compaction_plan(scope, key, context, keep_tokens)
@@ -587,5 +589,5 @@ class Client:
         raise CompactionStaleError("unreachable: the last attempt raises")  # pragma: no cover
 
 
-if TYPE_CHECKING:  # mypy checks that Client has every operation of the protocol
-    _client_is_memory: type[Memory] = Client
+if TYPE_CHECKING:  # mypy checks that ``Client`` has every operation of ``Memory``
+    _implements_the_protocol: type[Memory] = Client
