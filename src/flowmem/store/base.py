@@ -233,13 +233,16 @@ class Tail:
 
     ``count`` and ``tokens``: the buffer's rows and their default counts summed;
     ``systems``: every system row, in order; ``rows``: the rows newest first, fetched a
-    batch at a time as the caller iterates (stop early: ``close`` it).
+    batch at a time as the caller iterates (stop early: ``close`` it). ``version``:
+    the buffer as the read found it, as ``BodyPage.version`` (a ``page_bodies`` call
+    given it reads the same snapshot, or refuses); None when there is no buffer.
     """
 
     count: int
     tokens: int
     systems: list[TailRow]
     rows: Iterator[TailRow]
+    version: tuple[int, int] | None = None
 
     def close(self) -> None:
         """Stop reading rows."""

@@ -417,8 +417,10 @@ class MemoryStore(BufferReads, IdempotencyKeys, Tokens):
         check_batch(batch)
         check_last(budget)
         with self._lock:
-            rows = list(self._buffers.get(address, []))  # rows are never changed in place
+            stored = self._buffers.get(address)
+            rows = list(stored or [])  # rows are never changed in place
             counts = list(self._counts_of(address)) if rows else []
+            version = None if stored is None else (0, self._versions.get(address, 0))
         systems = [
             TailRow(i, copy.deepcopy(row), counts[i])
             for i, row in enumerate(rows)
@@ -427,7 +429,7 @@ class MemoryStore(BufferReads, IdempotencyKeys, Tokens):
         newest = (
             TailRow(i, copy.deepcopy(rows[i]), counts[i]) for i in range(len(rows) - 1, -1, -1)
         )
-        return Tail(len(rows), sum(counts), systems, newest)
+        return Tail(len(rows), sum(counts), systems, newest, version)
 
     def count(self, address: Address) -> int:
         """Return the number of rows."""

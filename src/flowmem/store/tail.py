@@ -38,7 +38,8 @@ def read_tail(run: Run, address: Address, batch: int, budget: int = 0) -> Tail:
     first = [r for r in found if r[0] == _ROW]
     if total is None:
         total = _counted(run, address, stamp)
-    return Tail(count, int(total), systems, _newest(run, address, stamp, first, size))
+    version = (int(stamp[0]), int(stamp[1]))
+    return Tail(count, int(total), systems, _newest(run, address, stamp, first, size), version)
 
 
 def _head(found: list[tuple[Any, ...]]) -> tuple[Any, ...] | None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from flowmem.core import Message
-from flowmem.store.base import Address
+from flowmem.store.base import PAGE_CHARS, PAGE_ROWS, Address, BodyPage
 
 SummaryMaker = Callable[[int, int], list[Message]]
 """Makes the rows that take the archived rows' place (one summary, or a compacted history)
@@ -70,4 +70,22 @@ class SupportsArchive(Protocol):
 
     def read(self, address: Address) -> WithArchive:
         """Return the archived rows' and the live rows' JSON texts, in order, in one snapshot."""
+        ...
+
+    def page(
+        self,
+        address: Address,
+        *,
+        after: int | None = None,
+        version: tuple[int, int] | None = None,
+        rows: int = PAGE_ROWS,
+        chars: int = PAGE_CHARS,
+    ) -> BodyPage:
+        """One page of the archived rows' texts, those numbered above ``after``, in order.
+
+        As ``BufferStore.page_bodies`` (its cursors are the archive's numbers): at most
+        ``rows`` rows, ending once it holds ``chars`` characters (one row at least);
+        ``version`` and ``count`` are the buffer's, so the archive's pages and the live
+        rows' pages of one read are one snapshot or refused (BufferChangedError).
+        """
         ...

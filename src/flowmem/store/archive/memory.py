@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 from flowmem.core import CallIndex, Message, call_ids
 from flowmem.core.compaction import prefix_digest
 from flowmem.store.archive import EVERY_ROW, Archived, SummaryMaker, WithArchive
-from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Address
+from flowmem.errors import BufferChangedError
+from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, PAGE_CHARS, PAGE_ROWS, Address, BodyPage
 from flowmem.store.editor import SizedListEditor
-from flowmem.store.rows import check_address, dump_json, utf8_size
+from flowmem.store.rows import check_address, check_batch, check_last, dump_json, utf8_size
 
 if TYPE_CHECKING:
     from flowmem.store.memory import MemoryStore
@@ -104,3 +105,38 @@ class MemoryArchive:
             live = self.store._buffers.get(address, [])
             archived = list(self._rows.get(address, []))
             return WithArchive(archived, [dump_json(row, "message") for row in live])
+
+    def page(
+        self,
+        address: Address,
+        *,
+        after: int | None = None,
+        version: tuple[int, int] | None = None,
+        rows: int = PAGE_ROWS,
+        chars: int = PAGE_CHARS,
+    ) -> BodyPage:
+        """One page of the archived rows (``SupportsArchive.page``); numbered from 1, as SQL's."""
+        check_address(address)
+        check_last(after)
+        check_batch(rows)
+        check_batch(chars)
+        store = self.store
+        with store._lock:
+            live = store._buffers.get(address)
+            found = None if live is None else (0, store._versions.get(address, 0))
+            if version is not None and found != version:
+                raise BufferChangedError(
+                    f"buffer {address.scope}/{address.scope_id}/{address.key} was written "
+                    "since the first page of this read: read it again"
+                )
+            if live is None or found is None:
+                return BodyPage(None, 0)
+            archived = self._rows.get(address, [])
+            index = 0 if after is None else min(after, len(archived))
+            bodies: list[tuple[int, str]] = []
+            size = 0
+            while index < len(archived) and len(bodies) < rows and size < chars:
+                bodies.append((index + 1, archived[index]))
+                size += len(archived[index])
+                index += 1
+            return BodyPage(found, len(live), bodies, False, index < len(archived))

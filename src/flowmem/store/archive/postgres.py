@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flowmem.store.archive.statements import statements
+from flowmem.store.archive.statements import POSTGRES_PAGE, statements
 
 MIGRATION: tuple[str, ...] = (
     """CREATE TABLE buffer_archive (
@@ -12,4 +12,4 @@ MIGRATION: tuple[str, ...] = (
     "ALTER TABLE buffer_evicted ADD COLUMN archived BOOLEAN NOT NULL DEFAULT FALSE",
 )
 
-SQL: dict[str, str] = statements("%s")
+SQL: dict[str, str] = {**statements("%s"), "archive_page_sized": POSTGRES_PAGE}

@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from flowmem.core.compaction import prefix_digest
 from flowmem.core.tokens import estimate_tokens
+from flowmem.errors import BufferChangedError
 from flowmem.store.archive import EVERY_ROW, Archived, SummaryMaker, WithArchive
-from flowmem.store.base import Address
+from flowmem.store.base import PAGE_CHARS, PAGE_ROWS, Address, BodyPage
 from flowmem.store.editor import SqlBufferEditor
-from flowmem.store.rows import check_address, utf8_size
+from flowmem.store.rows import check_address, check_batch, check_last, utf8_size
 from flowmem.store.sqlbase import LAST_MAX
 
 if TYPE_CHECKING:
@@ -97,3 +98,42 @@ class SqlArchive:
             found = conn.execute(self.sql["archive_read"], (*address, *address)).fetchall()
         archived = [str(body) for part, body in found if int(part) == 0]
         return WithArchive(archived, [str(body) for part, body in found if int(part) == 1])
+
+    def page(
+        self,
+        address: Address,
+        *,
+        after: int | None = None,
+        version: tuple[int, int] | None = None,
+        rows: int = PAGE_ROWS,
+        chars: int = PAGE_CHARS,
+    ) -> BodyPage:
+        """One page of the archived rows (``SupportsArchive.page``): one statement, one snapshot."""
+        check_address(address)
+        check_last(after)
+        check_batch(rows)
+        check_batch(chars)
+        low = -1 if after is None else min(after, LAST_MAX)
+        sized = "archive_page_sized" in self.sql  # PostgreSQL: the page cut by size on the server
+        name = "archive_page_sized" if sized else "archive_page"
+        params = (low, rows + 1, rows, chars, *address) if sized else (low, *address, rows + 1)
+        bodies: list[tuple[int, str]] = []
+        head: tuple[int, int] | None = None
+        count, size, more = 0, 0, False
+        with self.store._connection() as conn:
+            for stamp, changes, counted, seq, body, fetched in conn.execute(self.sql[name], params):
+                head, count = (int(stamp), int(changes)), int(counted)
+                if seq is None:
+                    break
+                if len(bodies) >= rows or size >= chars:
+                    more = True
+                    break
+                bodies.append((int(seq), str(body)))
+                size += len(body)
+                more = fetched is not None and int(fetched) > len(bodies)
+        if version is not None and head != version:
+            raise BufferChangedError(
+                f"buffer {address.scope}/{address.scope_id}/{address.key} was written "
+                "since the first page of this read: read it again"
+            )
+        return BodyPage(head, count, bodies, False, more)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flowmem.store.archive.statements import statements
+from flowmem.store.archive.statements import SQLITE_PAGE, statements
 
 MIGRATION: tuple[str, ...] = (
     """CREATE TABLE buffer_archive (
@@ -12,4 +12,4 @@ MIGRATION: tuple[str, ...] = (
     "ALTER TABLE buffer_evicted ADD COLUMN archived INTEGER NOT NULL DEFAULT 0",
 )
 
-SQL: dict[str, str] = statements("?")
+SQL: dict[str, str] = {**statements("?"), "archive_page": SQLITE_PAGE}

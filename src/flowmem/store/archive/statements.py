@@ -41,3 +41,20 @@ def statements(p: str) -> dict[str, str]:
             ORDER BY part, n""",
         "archive_drop": f"DELETE FROM buffer_archive WHERE buffer_id = {p}",
     }
+
+
+# a page of the archive with its buffer's header (buffer stamp, version, count), one statement:
+# the archive changes only with its buffer's version; ``archive.sql`` ends the page by size
+SQLITE_PAGE = """SELECT b.born, b.version, b.count, a.seq, a.body, NULL FROM buffers b
+    LEFT JOIN buffer_archive a ON a.buffer_id = b.id AND a.seq > ?
+    WHERE b.scope = ? AND b.scope_id = ? AND b.key = ? ORDER BY a.seq LIMIT ?"""
+# PostgreSQL's cuts the page by size on the server (as its ``page_read``): the client gets the page only
+POSTGRES_PAGE = """SELECT b.id, b.version, b.count, p.seq, p.body, p.fetched FROM buffers b
+    LEFT JOIN LATERAL (SELECT seq, body, fetched FROM (
+        SELECT seq, body, COUNT(*) OVER () AS fetched, ROW_NUMBER() OVER (ORDER BY seq) AS n,
+            SUM(octet_length(body)) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING)
+                - octet_length(body) AS ahead
+        FROM (SELECT seq, body FROM buffer_archive WHERE buffer_id = b.id AND seq > %s
+            ORDER BY seq LIMIT %s) AS page) AS sized
+    WHERE n = 1 OR (n <= %s AND ahead < %s)) AS p ON true
+    WHERE b.scope = %s AND b.scope_id = %s AND b.key = %s ORDER BY p.seq"""
