@@ -40,6 +40,7 @@ from flowmem.errors import (
 from flowmem.limits import raise_hint
 from flowmem.scope import ExecutionContext, stored_spellings, usable_identity
 from flowmem.service import check_size
+from flowmem.service.conversation import DEFAULT_BUFFER, Conversation
 from flowmem.store.base import (
     SESSION_SCOPE,
     Erasure,
@@ -93,8 +94,12 @@ def memory_context(session: SessionRecord, node_id: Any = None) -> ExecutionCont
     )
 
 
-def session_dict(session: SessionRecord) -> dict[str, Any]:
-    """Return a session as the plain JSON object the API serves."""
+def session_dict(session: SessionRecord, conversation: Conversation | None = None) -> dict[str, Any]:
+    """Return a session as the plain JSON object the API serves, with where its conversation is.
+
+    ``conversation`` None: a session with no buffer yet (just created), ``chat_history``.
+    """
+    found = conversation or Conversation(DEFAULT_BUFFER, 0, "default")
     return {
         "id": session.id,
         "name": session.name,
@@ -104,6 +109,7 @@ def session_dict(session: SessionRecord) -> dict[str, Any]:
         "metadata": dict(session.metadata),
         "created_at": session.created_at,
         "updated_at": session.updated_at,
+        "conversation": found.to_dict(),
     }
 
 

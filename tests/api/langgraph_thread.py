@@ -26,3 +26,34 @@ def write_thread(store: Store, thread_id: str, user_id: str, turns: list[str]) -
     config: Any = {"configurable": {"thread_id": thread_id, "user_id": user_id}}
     for turn in turns:
         compiled.invoke({"messages": [HumanMessage(turn)]}, config)
+
+
+def heal_thread(store: Store, thread_id: str, user_id: str) -> None:
+    """A ``create_agent`` thread whose run crashed after a tool call, healed by the next user turn.
+
+    The thread holds ``[user, assistant(call_w1)]`` on its first line ``langgraph``; the
+    next turn goes through ``FlowmemHealing`` (MEM-3), so the thread goes on, on a new
+    line ``langgraph#<checkpoint id>``, as ``[user, assistant(call_w1), placeholder,
+    user, assistant]``: 5 messages; the first line keeps ``[user, assistant(call_w1),
+    user]`` (3 rows, a stale line: the checkpoints before the heal read it).
+    """
+    from langchain.agents import create_agent
+    from langchain_core.tools import tool
+
+    from flowmem.integrations.langgraph.healing import FlowmemHealing
+    from tests.integrations.langgraph.strict_model import StrictScriptedModel
+
+    @tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    saver = FlowmemSaver(MemoryService(store))
+    model = StrictScriptedModel(replies=[AIMessage("The call was cut off; ask again?", id="a2")])
+    agent = create_agent(model, [weather], checkpointer=saver, middleware=[FlowmemHealing()])
+    config: Any = {"configurable": {"thread_id": thread_id, "user_id": user_id}}
+    call = AIMessage(
+        "", id="a1", tool_calls=[{"id": "call_w1", "name": "weather", "args": {"city": "Lisbon"}}]
+    )
+    agent.update_state(config, {"messages": [HumanMessage("Weather in Lisbon?", id="h0"), call]}, as_node="model")
+    agent.invoke({"messages": [HumanMessage("Still there?", id="h1")]}, config)

@@ -99,7 +99,10 @@ def test_mem_9_create_and_read_session(api: Api) -> None:
     assert created.status_code == 201
     session = created.json()
     assert session["owner"] == "alice" and session["status"] == "idle"
-    assert api.call("GET", f"/v1/sessions/{session['id']}").json() == session
+    read = api.call("GET", f"/v1/sessions/{session['id']}").json()
+    assert (read.pop("buffers"), read.pop("buffers_more")) == ([], False)  # no buffer yet
+    assert read == session
+    assert session["conversation"] == {"buffer": "chat_history", "messages": 0, "found_by": "default"}
     assert api.call("GET", f"/v1/sessions/{session['id']}", "viewer").status_code == 200
     assert api.call("GET", f"/v1/sessions/{session['id']}", "bob").status_code == 404
     assert api.call("GET", f"/v1/sessions/{session['id'].upper()}").status_code == 200

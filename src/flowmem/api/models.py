@@ -76,8 +76,35 @@ class SessionCreate(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+class SessionConversation(BaseModel):
+    """The buffer that holds a session's conversation now, whatever wrote it (decision 0109)."""
+
+    buffer: str = Field(
+        description="Its key in the `session` scope: read it with "
+        "`GET /v1/buffers/session/{buffer}?session_id=…`."
+    )
+    messages: int = Field(description="How many rows it holds.")
+    found_by: Literal["latest_checkpoint", "head_entry", "newest_buffer", "default"] = Field(
+        description="`latest_checkpoint`: the line a LangGraph thread's latest checkpoint "
+        "references; `head_entry`: the line a pydantic-ai conversation's head entry ends; "
+        "`newest_buffer`: the session's buffer created last (a non-empty one first); "
+        "`default`: the session has no buffer (`chat_history`, 0)."
+    )
+
+
+class SessionBuffer(BaseModel):
+    """One buffer of a session's `session` scope."""
+
+    name: str
+    messages: int
+    stale: bool = Field(
+        description="A line of a LangGraph thread or pydantic-ai conversation that is not its "
+        "head: older checkpoints (entries) read it (`GET /v1/sessions/{id}/checkpoints`)."
+    )
+
+
 class Session(BaseModel):
-    """A session with an owner (null for an unowned session)."""
+    """A session with an owner (null for an unowned session) and where its conversation is."""
 
     id: str
     name: str
@@ -87,6 +114,16 @@ class Session(BaseModel):
     metadata: dict[str, Any]
     created_at: float
     updated_at: float
+    conversation: SessionConversation
+
+
+class SessionDetail(Session):
+    """One session, with every buffer of its `session` scope."""
+
+    buffers: list[SessionBuffer] = Field(
+        description="The session's buffers in key order, at most 100 (`buffers_more`: more exist)."
+    )
+    buffers_more: bool
 
 
 class SessionList(BaseModel):

@@ -102,6 +102,7 @@ from flowmem.service.checks import (
     window_args as window_args,
 )
 from flowmem.service.compaction_calls import CompactionCalls
+from flowmem.service.conversation import read_key
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     SESSION_SCOPE,
@@ -515,6 +516,7 @@ class MemoryService(CompactionCalls):
         resolved = self._resolve("load", scope, name, context)
         if isinstance(resolved, Refusal):
             return BufferResult(refusal=resolved)
+        name = read_key(self.store, scope, resolved, name)
         if window is not None:
             return self.load_window_raw(scope, resolved, name, window, counter, keep_system, first_role)
         return self.load_raw(scope, resolved, name, last, include_archived=include_archived)
@@ -586,7 +588,7 @@ class MemoryService(CompactionCalls):
         resolved = self._resolve("load", scope, name, context)
         if isinstance(resolved, Refusal):
             return BufferRows(refusal=resolved)
-        address = Address(check_scope(scope), resolved, name)
+        address = Address(check_scope(scope), resolved, read_key(self.store, scope, resolved, name))
         return BufferRows(self.store.iter_rows(address, batch), resolved)
 
     def load_page(
@@ -628,7 +630,7 @@ class MemoryService(CompactionCalls):
         resolved = self._resolve("load", scope, name, context)
         if isinstance(resolved, Refusal):
             return PagedText(BufferText(refusal=resolved))
-        address = Address(check_scope(scope), resolved, name)
+        address = Address(check_scope(scope), resolved, read_key(self.store, scope, resolved, name))
         page = self.store.page_bodies(address, last=last, before=before)
         next_before = page.bodies[0][0] if page.older and page.bodies else None
         text = BufferText([b for _, b in page.bodies], page.count, next_before, resolved)
@@ -665,7 +667,7 @@ class MemoryService(CompactionCalls):
         resolved = self._resolve("load", scope, name, context)
         if isinstance(resolved, Refusal):
             return BufferText(refusal=resolved)
-        address = Address(check_scope(scope), resolved, name)
+        address = Address(check_scope(scope), resolved, read_key(self.store, scope, resolved, name))
         if last is None:
             found = self.store.load_bodies(address, None, before)
             count = len(found) if before is None else self.store.count(address)

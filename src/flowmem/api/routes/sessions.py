@@ -16,6 +16,7 @@ from flowmem.api.models import (
     ResetResult,
     Session,
     SessionCreate,
+    SessionDetail,
     SessionList,
     StopResult,
     TranscriptRow,
@@ -24,7 +25,8 @@ from flowmem.api.models import (
 )
 from flowmem.api.query import KnownQueryRoute
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, clamp_limit, errors
-from flowmem.sessions import session_dict, transcript_dict
+from flowmem.service.conversation import Conversation, conversations, session_buffers
+from flowmem.sessions import SessionPage, SessionService, session_dict, transcript_dict
 from flowmem.store.base import Idempotency, SessionRecord, WriteGuard
 
 
@@ -88,23 +90,44 @@ async def list_sessions(
     """List the sessions the caller may view, newest first, with the total under the same filter."""
     services = caller.services
     size = clamp_limit(limit)
-    page = await caller.in_store_thread(services.sessions.list_sessions, size, offset)
+    page, found = await caller.in_store_thread(_page_with_conversations, services.sessions, size, offset)
     return {
-        "data": [session_dict(s) for s in page.sessions],
+        "data": [session_dict(s, found.get(s.id)) for s in page.sessions],
         "pagination": Pagination(
             total=page.total, limit=size, offset=offset, has_more=offset + size < page.total
         ).model_dump(),
     }
 
 
-@router.get("/{session_id}", response_model=Session, responses=errors(*AUTH_ERRORS, 404, 422))
+def _page_with_conversations(
+    principal: Principal, sessions: SessionService, size: int, offset: int
+) -> tuple[SessionPage, dict[str, Conversation]]:
+    """A page of sessions and each one's conversation (a few reads for the page, none per session)."""
+    page = sessions.list_sessions(principal, size, offset)
+    return page, conversations(sessions.store, [s.id for s in page.sessions])
+
+
+def _detail(principal: Principal, sessions: SessionService, session_id: str) -> dict[str, Any]:
+    """One session the caller may view, its conversation and its buffers."""
+    session = sessions.get(principal, session_id)
+    view = session_buffers(sessions.store, session.id)
+    return {
+        **session_dict(session, view.conversation),
+        "buffers": [b.to_dict() for b in view.buffers],
+        "buffers_more": view.more,
+    }
+
+
+@router.get(
+    "/{session_id}", response_model=SessionDetail, responses=errors(*AUTH_ERRORS, 404, 422)
+)
 async def get_session(
     session_id: str = SessionId,
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
-    """Read one session."""
+    """Read one session: where its conversation is (`conversation`) and every buffer it has (`buffers`)."""
     services = caller.services
-    return session_dict(await caller.in_store_thread(services.sessions.get, session_id))
+    return await caller.in_store_thread(_detail, services.sessions, session_id)
 
 
 @router.delete(
