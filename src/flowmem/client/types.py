@@ -33,8 +33,47 @@ class Health:
 
 
 @dataclass(frozen=True)
+class SessionConversation:
+    """The buffer that holds a session's conversation now (``Session.conversation``).
+
+    ``buffer``: its key in the ``session`` scope (``client.load("session", buffer,
+    session_id=…)`` reads it); ``messages``: its row count; ``found_by``:
+    ``latest_checkpoint`` (a LangGraph thread), ``head_entry`` (a pydantic-ai
+    conversation), ``newest_buffer`` or ``default`` (no buffer yet: ``chat_history``).
+    """
+
+    buffer: str
+    messages: int
+    found_by: str
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SessionConversation:
+        """Build from the JSON answer."""
+        return cls(buffer=data["buffer"], messages=data["messages"], found_by=data["found_by"])
+
+
+@dataclass(frozen=True)
+class SessionBuffer:
+    """One buffer of a session (``Session.buffers``); ``stale``: a line its thread left (history)."""
+
+    name: str
+    messages: int
+    stale: bool = False
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SessionBuffer:
+        """Build from the JSON answer."""
+        return cls(name=data["name"], messages=data["messages"], stale=bool(data.get("stale")))
+
+
+@dataclass(frozen=True)
 class Session:
-    """A session: its id (a UUID), owner, status and metadata."""
+    """A session: its id (a UUID), owner, status, metadata and where its conversation is.
+
+    ``conversation`` is None only from a server older than issue 37; ``buffers`` (every
+    buffer of the session, at most 100, ``buffers_more`` when there are more) is given
+    by ``get_session`` only, None in a list.
+    """
 
     id: str
     name: str
@@ -46,10 +85,15 @@ class Session:
     updated_at: float
     replayed: bool = field(default=False, compare=False)
     """The server answered a repeated ``Idempotency-Key`` with this first answer."""
+    conversation: SessionConversation | None = None
+    buffers: list[SessionBuffer] | None = None
+    buffers_more: bool = False
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Session:
         """Build from the JSON answer."""
+        conversation = data.get("conversation")
+        buffers = data.get("buffers")
         return cls(
             id=data["id"],
             name=data["name"],
@@ -59,6 +103,9 @@ class Session:
             metadata=dict(data["metadata"]),
             created_at=data["created_at"],
             updated_at=data["updated_at"],
+            conversation=None if conversation is None else SessionConversation.from_json(conversation),
+            buffers=None if buffers is None else [SessionBuffer.from_json(b) for b in buffers],
+            buffers_more=bool(data.get("buffers_more", False)),
         )
 
 
