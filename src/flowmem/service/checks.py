@@ -26,17 +26,56 @@ _MESSAGE_HINT = raise_hint("message_bytes")  # how a refusal says to raise the l
 _RECORD_HINT = raise_hint("record_bytes")
 
 
-def check_key(key: object) -> str:
-    """Return ``key`` when it is storable text of 1 to 255 code points; else raise."""
-    if not isinstance(key, str):
-        raise InvalidInputError(f"key must be a string, got {type(key).__name__}", argument="key")
-    if not 1 <= len(key) <= MAX_KEY_LENGTH:
+def check_name(
+    value: object, name: str, *, empty: bool = False, longest: int | None = NAME_MAX
+) -> str:
+    """Return ``value`` when it is text the HTTP API takes as an id or a name; else raise.
+
+    The one bound of every id and name flowmem is handed (a key, a session or user id,
+    a checkpoint id, an ADK app name …), in process as over HTTP: a string of 1 (0 when
+    ``empty``) to ``longest`` code points (``NAME_MAX``, 255; None: no bound), without
+    NUL (no store keeps one), that UTF-8 can encode. ``InvalidInputError`` (not a
+    string, too long, NUL) or ``InvalidTextError`` (a lone surrogate), each naming
+    ``name``, before anything reaches a store or a driver.
+    """
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a string, got {type(value).__name__}", argument=name)
+    too_long = longest is not None and len(value) > longest
+    if too_long or (not value and not empty):
+        if longest is None:
+            span = "at least 1"
+        else:
+            span = f"at most {longest}" if empty else f"1 to {longest}"
         raise InvalidInputError(
-            f"key must be 1 to {MAX_KEY_LENGTH} characters long, got {len(key)}",
-            argument="key",
+            f"{name} must be {span} characters long, got {len(value)}", argument=name
         )
-    check_storable(key, "key")
-    return str(key)
+    if "\x00" in value:
+        raise InvalidInputError(
+            f"{name} must not contain NUL characters (no store keeps one), got {value[:40]!r}",
+            argument=name,
+        )
+    if not value.isascii():
+        check_storable(value, name)
+    return str(value)
+
+
+def check_id_text(value: object, name: str) -> object:
+    """Return an identity (a session, thread, conversation or user id) whose text the API would take.
+
+    Text goes through ``check_name`` (``""`` included: it is *no* id, which the scope
+    rules refuse, MEM-13); anything else (an int, None) is returned for the identity
+    rules (``flowmem.scope.usable_identity``) to judge. So text that cannot be an id
+    at all is a typed error, where a well-formed id that is not usable (``"None"``,
+    ``" "``, ``"0"``) is still refused as MEM-6, MEM-9 and MEM-13 say.
+    """
+    if isinstance(value, str):
+        check_name(value, name, empty=True)
+    return value
+
+
+def check_key(key: object) -> str:
+    """Return ``key`` when it is storable text of 1 to 255 code points without NUL; else raise."""
+    return check_name(key, "key")
 
 
 def check_ttl(ttl: object) -> float | None:
@@ -139,8 +178,10 @@ def window_args(
 __all__ = [
     "MAX_KEY_LENGTH",
     "check_count",
+    "check_id_text",
     "check_key",
     "check_message_sizes",
+    "check_name",
     "check_record",
     "check_scope_id",
     "check_size",

@@ -11,64 +11,19 @@ unowned threads it writes, and nothing owned.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langchain_core.messages import HumanMessage
 
 from flowmem.errors import AccessDeniedError
 from flowmem.integrations.langgraph.saver import FlowmemSaver
 from flowmem.scope import ExecutionContext
-from flowmem.service import MemoryService
-from flowmem.store import open_store
-
-BACKENDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
-SECRET = "ALICE-SECRET"
-
-
-@pytest.fixture(params=BACKENDS)
-def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FlowmemSaver]:
-    """A saver without a context user, on a fresh database of each backend."""
-    if request.param == "memory":
-        url = "memory://"
-    elif request.param == "sqlite":
-        url = f"sqlite:///{tmp_path}/lg.db"
-    else:
-        url = request.getfixturevalue("postgres_db_url")
-    store = open_store(url)
-    yield FlowmemSaver(MemoryService(store))
-    store.close()
-
-
-def _graph(saver: FlowmemSaver) -> Any:
-    def answer(state: MessagesState) -> dict[str, Any]:
-        n = len(state["messages"])
-        return {"messages": [AIMessage(f"answer {n}", id=f"ai-{n}")]}
-
-    graph = StateGraph(MessagesState)
-    graph.add_node("answer", answer)
-    graph.add_edge(START, "answer")
-    graph.add_edge("answer", END)
-    return graph.compile(checkpointer=saver)
-
-
-def _config(thread: str, **extra: Any) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread, **extra}}
-
-
-def _alices(saver: FlowmemSaver, thread: str = "alices") -> None:
-    _graph(saver).invoke({"messages": [HumanMessage(SECRET, id="h")]}, _config(thread, user_id="alice"))
-
-
-def _contents(tuples: Any) -> list[str]:
-    return [
-        str(m.content)
-        for t in tuples
-        for m in t.checkpoint["channel_values"].get("messages", [])
-    ]
+from tests.integrations.langgraph.owners import SECRET
+from tests.integrations.langgraph.owners import alices as _alices
+from tests.integrations.langgraph.owners import config as _config
+from tests.integrations.langgraph.owners import contents as _contents
+from tests.integrations.langgraph.owners import graph as _graph
 
 
 def test_another_user_reads_nothing_of_the_thread(saver: FlowmemSaver) -> None:

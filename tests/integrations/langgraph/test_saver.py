@@ -302,7 +302,7 @@ def test_a_deleted_thread_stays_deleted(saver: FlowmemSaver) -> None:
     """Issue 24 §2: a write to a deleted thread is refused, never a new first write."""
     graph = _echo_graph(saver)
     graph.invoke({"messages": [HumanMessage("hi", id="h")]}, _config("once", user_id="ana"))
-    saver.delete_thread("once")
+    FlowmemSaver(saver.memory, context=ExecutionContext(user_id="ana")).delete_thread("once")  # 0109
     with pytest.raises(SessionDeletedError):
         graph.invoke({"messages": [HumanMessage("again", id="h2")]}, _config("once", user_id="ana"))
     assert saver.memory.store.get_session("once") is None

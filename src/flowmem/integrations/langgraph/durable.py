@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 Key = tuple[str, str, str]
@@ -23,6 +23,24 @@ Key = tuple[str, str, str]
 
 HEALED_ID_PREFIX = "flowmem-healed-"
 """A MEM-3 placeholder's message id: the call id after this prefix (``healing``)."""
+
+
+def parent_checkpoint(conf: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The (namespace, checkpoint id) a LangGraph task started from, from its configurable.
+
+    A task's namespace is its parent's, then ``|`` (nested graphs), then ``node:task``;
+    LangGraph's checkpoint map names each enclosing namespace's checkpoint. None outside
+    a task (no map).
+    """
+    mapping = conf.get("checkpoint_map")
+    if not isinstance(mapping, Mapping) or not mapping:
+        return None
+    task_ns = str(conf.get("checkpoint_ns", ""))
+    ns = task_ns.rsplit("|", 1)[0] if "|" in task_ns else ""
+    if ns in mapping:
+        return ns, str(mapping[ns])
+    ns, checkpoint_id = list(mapping.items())[-1]
+    return str(ns), str(checkpoint_id)
 
 
 def open_calls(messages: Sequence[Any]) -> frozenset[str]:

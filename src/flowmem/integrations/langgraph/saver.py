@@ -3,7 +3,7 @@
 - **A thread is a session** (decision 0032, 0040). Its first write creates the session,
   owned by ``config["configurable"]["user_id"]`` (LangGraph's convention), else the
   user of the ``ExecutionContext`` the saver was built with, else nobody (MEM-9). A
-  thread id that is not a usable session id refuses as MEM-13 says: a read finds
+  well-formed thread id that is not a usable session id (``"None"``, ``" "``) refuses as MEM-13 says: a read finds
   nothing, a write raises ``ScopeRefusedError``; storage is not touched and one
   WARNING is logged. Session delete and ``flowmem user erase`` remove the thread.
 - **Messages are stored once.** A channel holding a list of LangChain messages is
@@ -20,18 +20,21 @@
   call are in the database (``writeahead`` holds the wrappers that call it). A run
   whose tools answered calls of a checkpoint nobody waited for is told once, with
   the fix (a WARNING on the ``flowmem`` logger and a ``RuntimeWarning``).
-- **Reading a thread needs the right to view its session** (decision 0107), judged by
-  ``flowmem.access.decide`` for the caller a write is judged for: the config's
-  ``user_id``, else the saver's context user. A thread the caller may not view is not
-  found, as over HTTP: ``get_tuple`` is None, ``list`` skips it (``list(None)`` lists
-  only the threads the saver's caller may view). A caller without a user reads only the
-  unowned threads it writes, never an owned one.
+- **Acting on a thread needs the right to, as over HTTP** (``threads``; decisions 0107,
+  0109), judged by ``flowmem.access.decide`` for the caller a write is claimed for.
+  A thread the caller may not view is not found on read (``get_tuple`` None, ``list``
+  skips it); ``delete_thread``, ``copy_thread`` and ``prune`` (the saver's context
+  user) raise ``AccessDeniedError`` for another user's thread and change nothing. A
+  caller without a user reads and acts on the unowned threads only.
+- **Ids are checked as the HTTP API checks them** (``threads.check_config``): NUL, a
+  lone surrogate or over 255 code points raises ``InvalidInputError`` /
+  ``InvalidTextError`` on every backend before anything is stored or read.
 - **The caller's owner travels with the configs it reads.** ``get_tuple`` and
   ``list`` return configs carrying the ``user_id`` of the config they were given, so
   LangGraph's replay (``invoke(None, snapshot.config)``) and fork
   (``update_state(snapshot.config, …)``) write as the same user.
 
-The async methods run the same work in a worker thread (``asyncio.to_thread``), so
+The async methods run the same work in a worker thread (``threaded.ThreadedSaver``), so
 the event loop never waits on the database.
 """
 
@@ -40,12 +43,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import threading
 import time
 import uuid
 import warnings
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
@@ -53,7 +54,6 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
-    BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
@@ -63,14 +63,15 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 
-from flowmem.access import Principal, decide
 from flowmem.errors import LineMovedError, ScopeRefusedError, ThreadForkedError
 from flowmem.integrations.langgraph.durable import (
     HEALED_ID_PREFIX,
     DurableCheckpoints,
     Key,
     open_calls,
+    parent_checkpoint,
 )
+from flowmem.integrations.langgraph.forks import RefusedCheckpoints
 from flowmem.integrations.langgraph.lines import (
     LineHead,
     LineHeads,
@@ -82,7 +83,14 @@ from flowmem.integrations.langgraph.lines import (
     reference,
     to_rows,
 )
-from flowmem.scope import ExecutionContext, Refusal, usable_identity
+from flowmem.integrations.langgraph.threaded import ThreadedSaver
+from flowmem.integrations.langgraph.threads import (
+    ThreadAccess,
+    check_config,
+    check_ids,
+    owned_configurable,
+)
+from flowmem.scope import ExecutionContext, Refusal
 from flowmem.service import MemoryService
 from flowmem.store import open_store
 from flowmem.store.checkpoints import (
@@ -110,8 +118,6 @@ _EMPTY = ("empty", b"")
 DURABILITY = "__pregel_durability"
 """LangGraph's config key of a run's durability (``langgraph._internal._constants``);
 absent: ``"async"``, LangGraph's default."""
-OWNER = "user_id"
-"""The configurable key naming the thread's owner (LangGraph's convention)."""
 UNGUARDED = (
     "FlowmemSaver: thread {thread!r} ran tools without waiting for the checkpoint holding "
     "their calls to be stored (LangGraph's default durability \"async\" saves it while the "
@@ -128,79 +134,7 @@ def _configurable(config: RunnableConfig | None) -> Mapping[str, Any]:
     return (config or {}).get("configurable") or {}
 
 
-def _owned(asked: Mapping[str, Any], thread: str, ns: str, checkpoint_id: str) -> dict[str, Any]:
-    """A checkpoint's configurable, with the ``user_id`` of the config that asked for it.
-
-    The owner a caller named travels with the configs it reads, so a replay or a fork
-    of them writes as the same caller (never as the thread's owner: a caller who names
-    nobody, or another user, gets nothing more than it asked with).
-    """
-    configurable: dict[str, Any] = {
-        "thread_id": thread,
-        "checkpoint_ns": ns,
-        "checkpoint_id": checkpoint_id,
-    }
-    if asked.get(OWNER) is not None:
-        configurable[OWNER] = asked[OWNER]
-    return configurable
-
-
-def parent_checkpoint(conf: Mapping[str, Any]) -> tuple[str, str] | None:
-    """The (namespace, checkpoint id) a LangGraph task started from, from its configurable.
-
-    A task's namespace is its parent's, then ``|`` (nested graphs), then ``node:task``;
-    LangGraph's checkpoint map names each enclosing namespace's checkpoint. None outside
-    a task (no map).
-    """
-    mapping = conf.get("checkpoint_map")
-    if not isinstance(mapping, Mapping) or not mapping:
-        return None
-    task_ns = str(conf.get("checkpoint_ns", ""))
-    ns = task_ns.rsplit("|", 1)[0] if "|" in task_ns else ""
-    if ns in mapping:
-        return ns, str(mapping[ns])
-    ns, checkpoint_id = list(mapping.items())[-1]
-    return str(ns), str(checkpoint_id)
-
-
-class RefusedCheckpoints:
-    """The checkpoints of runs refused with ``ThreadForkedError`` in this process (bounded).
-
-    LangGraph saves a run's task writes in the background, beside its checkpoints; a
-    run whose checkpoint was refused keeps running until it exits. Its writes for a
-    refused checkpoint are refused too, and those that landed first are deleted with
-    the refusal, under the thread's stripe lock, so none is left behind.
-    """
-
-    def __init__(self, capacity: int = 4096, stripes: int = 64) -> None:
-        self.capacity = capacity
-        self._ids: OrderedDict[tuple[str, ...], None] = OrderedDict()
-        self._locks = [threading.Lock() for _ in range(stripes)]
-
-    def holding(self, thread_id: str) -> threading.Lock:
-        """The lock a thread's writes and refusals take turns under."""
-        return self._locks[hash(thread_id) % len(self._locks)]
-
-    def add(self, thread_id: str, ns: str, checkpoint_id: str, run: object) -> None:
-        """Remember a refused checkpoint and the run it belongs to (its stripe lock held)."""
-        self._ids[(thread_id, ns, checkpoint_id)] = None
-        if run:
-            self._ids[(thread_id, str(run))] = None
-        while len(self._ids) > self.capacity:
-            self._ids.popitem(last=False)
-
-    def check(self, thread_id: str, ns: str, checkpoint_id: str, run: object) -> None:
-        """Raise ``ThreadForkedError`` for a write of a refused run or checkpoint (lock held)."""
-        if (thread_id, ns, checkpoint_id) in self._ids or (run and (thread_id, str(run)) in self._ids):
-            raise ThreadForkedError(
-                f"thread {thread_id!r}: this run's checkpoint was refused (another writer moved "
-                "the thread); nothing more of it is stored. Run the turn again on "
-                "the thread's latest state (docs/decisions/0040)",
-                thread_id=thread_id,
-            )
-
-
-class FlowmemSaver(BaseCheckpointSaver[str]):
+class FlowmemSaver(ThreadedSaver):
     """LangGraph checkpoints in flowmem: threads are sessions, messages are buffer rows."""
 
     def __init__(
@@ -227,6 +161,7 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
         self.memory = memory
         self.context = context
         self.tables = checkpoints_of(memory.store)
+        self.access = ThreadAccess(memory)
         self.heads = LineHeads(cache_threads)
         self.refused = RefusedCheckpoints()
         self.durable = DurableCheckpoints()
@@ -253,23 +188,16 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
 
     def _thread(self, config: RunnableConfig | None, operation: str) -> str | Refusal:
         conf = _configurable(config)
+        check_config(conf, None if self.context is None else self.context.user_id)
         return self.memory.resolve(operation, "session", LINE_PREFIX, self._context(conf))
 
     def _viewable(self, thread: str, conf: Mapping[str, Any]) -> bool:
-        """True when the caller of ``conf`` may read ``thread`` (decision 0107).
+        """True when the caller of ``conf`` (``_context``) may read ``thread`` (decision 0107)."""
+        return self.access.viewable(thread, self._context(conf).user_id)
 
-        The caller is the one a write is claimed for (``_context``: the config's
-        ``user_id``, else the saver's context user). A caller with a user reads what
-        ``flowmem.access.decide`` lets it view, as over HTTP: its own sessions, never
-        another user's nor an unowned one (MEM-9), nor one that does not exist (MEM-15).
-        A caller without a user reads only threads nobody owns: the ones its writes
-        may claim (``session_claim`` of nobody), never an owned one.
-        """
-        record = self.memory.store.get_session(thread)
-        identity = usable_identity(self._context(conf).user_id)
-        if identity is None:
-            return record is None or usable_identity(record.owner) is None
-        return decide(Principal(identity), "view", record).allowed
+    def _caller(self) -> object:
+        """The user of a thread operation that takes no config: the saver's context user."""
+        return None if self.context is None else self.context.user_id
 
     def _readable(self, config: RunnableConfig | None, operation: str) -> str | None:
         """The thread a read names when its caller may view it, else None (not found)."""
@@ -340,11 +268,16 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
         ns = str(conf.get("checkpoint_ns", ""))
         parent = conf.get("checkpoint_id")
         values = checkpoint["channel_values"]
+        full = get_checkpoint_metadata(config, metadata)
+        check_ids([checkpoint["id"]], "checkpoint_id")
+        check_ids(new_versions, "channel", longest=None)
+        check_ids([str(v) for v in new_versions.values()], "channel_version")
+        if full.get("run_id") is not None:
+            check_ids([str(full["run_id"])], "run_id")
         # the versions go in their own column (what pruning reads), not twice
         stored_cp = {
             k: v for k, v in checkpoint.items() if k not in ("channel_values", "channel_versions")
         }
-        full = get_checkpoint_metadata(config, metadata)
         protect = bool(conf.get(HEAD_MARK)) or (
             parent is None and full.get("source") == "input" and full.get("step") == -1
         )
@@ -380,7 +313,7 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
             for channel, line_head in heads.items():
                 self.heads.remember(thread, ns, channel, line_head)
             break
-        return {"configurable": _owned(conf, thread, ns, checkpoint["id"])}
+        return {"configurable": owned_configurable(conf, thread, ns, checkpoint["id"])}
 
     def _plan(
         self,
@@ -437,6 +370,8 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
         """Store a task's pending writes (special channels replace, others keep the first)."""
         thread = self._writable(config, "checkpoint write")
         conf = _configurable(config)
+        check_ids([task_id], "task_id")
+        check_ids([task_path, *(channel for channel, _ in writes)], "channel", longest=None)
         stored = [
             StoredWrite(
                 task_id, WRITES_IDX_MAP.get(channel, idx), channel, self.serde.dumps_typed(value), task_path
@@ -485,12 +420,12 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
             key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx),
         )
         self.durable.read((thread, ns, stored.checkpoint_id))
-        configurable = _owned(asked, thread, ns, stored.checkpoint_id)
+        configurable = owned_configurable(asked, thread, ns, stored.checkpoint_id)
         if is_head:
             configurable[HEAD_MARK] = uuid.uuid4().hex
         parent = None
         if stored.parent_id:
-            parent = {"configurable": _owned(asked, thread, ns, stored.parent_id)}
+            parent = {"configurable": owned_configurable(asked, thread, ns, stored.parent_id)}
         return CheckpointTuple(
             config={"configurable": configurable},
             checkpoint={**checkpoint, "channel_values": values},  # type: ignore[typeddict-item]
@@ -531,6 +466,8 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
             ns = None if conf.get("checkpoint_ns") is None else str(conf["checkpoint_ns"])
             wanted = get_checkpoint_id(config)
         before_id = get_checkpoint_id(before) if before else None
+        if before_id is not None:
+            check_ids([before_id], "checkpoint_id")
         if limit is not None and limit <= 0:
             return
         found = 0
@@ -569,6 +506,7 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
         if isinstance(thread, Refusal):
             return False
         ns, checkpoint_id = parent
+        check_ids([ns, checkpoint_id], "checkpoint_id")
         key: Key = (thread, ns, checkpoint_id)
         if self.durable.wait(
             key,
@@ -600,17 +538,24 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
     def delete_thread(self, thread_id: str) -> None:
         """Delete a thread: its session, and with it every checkpoint, write and line."""
         thread = self._writable({"configurable": {"thread_id": thread_id}}, "thread delete")
+        if not self.access.acts(thread, "delete_session", self._caller(), "thread delete"):
+            return  # no session: nothing the saver's user may touch
         self.heads.forget(thread)
         self.memory.store.delete_session(thread)
         self.tables.delete_thread(thread)  # rows written before the session existed
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Copy a thread's checkpoints, writes and lines to another thread (its session)."""
+        """Copy a thread's checkpoints, writes and lines to another thread (its session).
+
+        The saver's user must view the source; the target is written as that user's
+        (created owned by it; another owner's target raises ``AccessDeniedError``).
+        """
         source = self._writable({"configurable": {"thread_id": source_thread_id}}, "thread copy")
         target = self._writable({"configurable": {"thread_id": target_thread_id}}, "thread copy")
-        record = self.memory.store.get_session(source)
-        owner = None if record is None else record.owner
-        context = replace(self.context or ExecutionContext(), session_id=target, user_id=owner)
+        user = self._caller()
+        if not self.access.acts(source, "view", user, "thread copy"):
+            return  # no session: nothing the saver's user may read
+        context = replace(self.context or ExecutionContext(), session_id=target, user_id=user)
         self.tables.copy_thread(source, target, self.memory.session_claim(target, context))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
@@ -620,12 +565,17 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
         threads = [
             self._writable({"configurable": {"thread_id": t}}, "thread prune") for t in thread_ids
         ]
-        for thread in threads:
+        action = "drive" if strategy == "keep_latest" else "delete_session"
+        user = self._caller()
+        acted = [t for t in threads if self.access.acts(t, action, user, "thread prune")]
+        for thread in acted:  # every thread judged before any is touched
             self.heads.forget(thread)
-        self.tables.prune(threads, strategy == "keep_latest")
+        if acted:
+            self.tables.prune(acted, strategy == "keep_latest")
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints and writes these runs made."""
+        check_ids([str(r) for r in run_ids], "run_id")
         self.tables.delete_for_runs([str(r) for r in run_ids])
         self.heads = LineHeads(self.heads.capacity)
 
@@ -643,61 +593,5 @@ class FlowmemSaver(BaseCheckpointSaver[str]):
         else:
             number = int(str(current).split(".")[0])
         return f"{number + 1:010}.{random.getrandbits(32):08x}"
-
-    # --- async twins: the same work in a worker thread -------------------------------------
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """``get_tuple`` in a worker thread."""
-        return await asyncio.to_thread(self.get_tuple, config)
-
-    async def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        """``list`` with each page read in a worker thread."""
-        found = self.list(config, filter=filter, before=before, limit=limit)
-        done = object()
-        while (item := await asyncio.to_thread(next, found, done)) is not done:
-            yield item  # type: ignore[misc]
-
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        """``put`` in a worker thread."""
-        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        """``put_writes`` in a worker thread."""
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        """``delete_thread`` in a worker thread."""
-        await asyncio.to_thread(self.delete_thread, thread_id)
-
-    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """``copy_thread`` in a worker thread."""
-        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
-
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """``prune`` in a worker thread."""
-        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
-
-    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """``delete_for_runs`` in a worker thread."""
-        await asyncio.to_thread(self.delete_for_runs, run_ids)
-
 
 __all__ = ["HEAD_MARK", "FlowmemSaver", "parent_checkpoint"]
