@@ -68,3 +68,46 @@ def test_a_stored_row_that_no_longer_parses_is_store_corrupt_not_a_500(
         assert answer.status_code == 503, answer.text[:300]  # before: 500 internal_error
         assert answer.json()["error"]["code"] == "store_corrupt"
         assert client.get("/health/store").json()["error"]["code"] == "store_corrupt"
+
+
+# a stored text of each other kind, damaged as above: the request that reads it, the SQL that damages it
+DAMAGED_TEXTS = {
+    "record": ("/v1/memory/user/pref", "UPDATE records SET value = '{\"x\": '"),
+    "session": ("/v1/sessions/{sid}", "UPDATE sessions SET metadata = '{\"a\": '"),
+    "session-list": ("/v1/sessions", "UPDATE sessions SET metadata = '{\"a\": '"),
+    "transcript": ("/v1/sessions/{sid}/messages", "UPDATE transcripts SET body = '{\"role'"),
+    "token": ("/v1/sessions", "UPDATE tokens SET permissions = '[\"sessions:cr'"),
+}
+
+
+@pytest.mark.parametrize("damaged", DAMAGED_TEXTS)
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_damaged_record_session_transcript_or_token_text_is_store_corrupt_not_a_500(
+    backend: str, damaged: str, tmp_path: Path, request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = f"sqlite:///{tmp_path / 'r.db'}" if backend == "sqlite" else request.getfixturevalue("postgres_db_url")
+    store = open_store(url)
+    auth = {"Authorization": f"Bearer {create_token(store, 'alice')[0]}"}
+    with TestClient(create_app(store), raise_server_exceptions=False) as client:
+        sid = client.post("/v1/sessions", json={"name": "n", "metadata": {"a": 1}}, headers=auth).json()["id"]
+        client.post(f"/v1/sessions/{sid}/turns", params={"wait": True}, json={"content": "hi"}, headers=auth)
+        client.put("/v1/memory/user/pref", json={"value": {"x": 1}}, headers=auth)
+    route, damage = DAMAGED_TEXTS[damaged]
+    if backend == "sqlite":
+        store.close()
+        conn = sqlite3.connect(tmp_path / "r.db")
+        conn.create_function("flowmem_over_quota", 3, lambda *_: 0)  # the store's own, for its triggers
+        conn.execute(damage)
+        conn.commit()
+        conn.close()
+    else:
+        with store._pool.connection() as pg:  # type: ignore[attr-defined]  # the test's own schema
+            pg.execute(damage)
+        store.close()
+    with TestClient(create_app(database_url=url), raise_server_exceptions=False) as client:
+        answer = client.get(route.format(sid=sid), headers=auth)
+        assert answer.status_code == 503, answer.text[:300]  # before: 500 internal_error, readiness green
+        assert answer.json()["error"]["code"] == "store_corrupt"
+        assert client.get("/health/store").json()["error"]["code"] == "store_corrupt"
+    said = [r.getMessage() for r in caplog.records if "store_corrupt" in r.getMessage()]
+    assert said and "flowmem doctor" in said[0]

@@ -87,7 +87,7 @@ CORRUPT_HINT = (
 )
 
 
-def _what_to_do(error: FlowmemError) -> str:
+def what_to_do(error: FlowmemError) -> str:
     """What the operator should do about a named storage condition (a damaged database)."""
     return CORRUPT_HINT if isinstance(error, StoreCorruptError) else ""
 
@@ -152,7 +152,7 @@ async def _flowmem_error(request: Request, exc: Exception) -> JSONResponse:
     status = status_for(exc)
     if status >= 500:
         if exc.code in NAMED_CONDITIONS:
-            log.error("request refused (%s): %s%s", exc.code, exc.message, _what_to_do(exc))
+            log.error("request refused (%s): %s%s", exc.code, exc.message, what_to_do(exc))
         else:
             log.error("request failed: %s", exc.message, exc_info=exc)
         record_store_fault(request.app, exc)

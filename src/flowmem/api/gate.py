@@ -54,7 +54,6 @@ from urllib.parse import parse_qsl
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from flowmem import metrics
 from flowmem.access import Principal
 from flowmem.api.errors import (
     NAMED_CONDITIONS,
@@ -63,7 +62,9 @@ from flowmem.api.errors import (
     SERVER_MESSAGE,
     SERVER_MESSAGES,
     error_body,
+    record_store_fault,
     status_for,
+    what_to_do,
 )
 from flowmem.api.principal import LARGE_BODY, PARSED_BODY
 from flowmem.auth import authenticate, bearer_token, hash_token, well_formed
@@ -478,12 +479,12 @@ class GateMiddleware:
             status, said = status_for(exc), exc.message
             if status >= 500:
                 if exc.code in NAMED_CONDITIONS:
-                    log.error("authentication refused (%s): %s", exc.code, exc.message)
+                    log.error("authentication refused (%s): %s%s", exc.code, exc.message, what_to_do(exc))
                 else:
                     log.error("authentication failed: %s", exc.message, exc_info=exc)
                 said = SERVER_MESSAGES.get(exc.code, SERVER_MESSAGE)
-            if isinstance(exc, StoreError):
-                metrics.store_error(exc.code)
+            if isinstance(exc, StoreError):  # counted; a damaged store fails readiness too
+                record_store_fault(scope["app"], exc)
             return GateRefusal(status, exc.code, said)
         state = scope.setdefault("state", {})
         state["principal"] = principal

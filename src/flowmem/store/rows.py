@@ -250,7 +250,7 @@ def session_from_row(row: Sequence[Any]) -> SessionRecord:
         owner=row[2],
         status=row[3],
         agent=row[4],
-        metadata=json.loads(row[5]),
+        metadata=stored_json(row[5]),
         created_at=float(row[6]),
         updated_at=float(row[7]),
     )
@@ -262,7 +262,7 @@ def token_from_row(row: Sequence[Any]) -> TokenRecord:
         id=row[0],
         token_hash=row[1],
         user_id=row[2],
-        permissions=frozenset(json.loads(row[3])),
+        permissions=frozenset(stored_json(row[3])),
         created_at=float(row[4]),
         revoked=bool(row[5]),
         label=row[6],

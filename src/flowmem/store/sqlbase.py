@@ -63,6 +63,7 @@ from flowmem.store.rows import (
     guard_failed,
     guard_form,
     session_from_row,
+    stored_json,
     to_json,
     token_from_row,
 )
@@ -370,7 +371,7 @@ class SqlStore(ABC, Generic[C]):
             row = conn.execute(self.SQL["record_get"], tuple(address)).fetchone()
         if row is None or (row[1] is not None and row[1] <= now):
             return False, None
-        return True, json.loads(row[0])
+        return True, stored_json(row[0])
 
     def put_record(
         self,
@@ -780,7 +781,7 @@ class SqlStore(ABC, Generic[C]):
             return seq
 
         seq = self._write(work)
-        return TranscriptMessage(session_id, seq, json.loads(body))
+        return TranscriptMessage(session_id, seq, stored_json(body))
 
     def list_transcript(
         self,
@@ -797,7 +798,7 @@ class SqlStore(ABC, Generic[C]):
         name = "transcript_page_desc" if newest_first else "transcript_page_asc"
         with self._connection() as conn:
             rows = conn.execute(self.SQL[name], (session_id, low, high, limit + 1)).fetchall()
-        items = [TranscriptMessage(session_id, int(s), json.loads(b)) for s, b in rows[:limit]]
+        items = [TranscriptMessage(session_id, int(s), stored_json(b)) for s, b in rows[:limit]]
         return items, len(rows) > limit
 
     def edit_transcript(self, session_id: str, seq: int, row: Message) -> bool:

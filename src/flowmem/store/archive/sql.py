@@ -8,7 +8,6 @@ indexes stay exact) and their texts go to ``buffer_archive`` unchanged.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from flowmem.core.compaction import prefix_digest
@@ -17,7 +16,7 @@ from flowmem.errors import BufferChangedError
 from flowmem.store.archive import EVERY_ROW, Archived, SummaryMaker, WithArchive
 from flowmem.store.base import PAGE_CHARS, PAGE_ROWS, Address, BodyPage
 from flowmem.store.editor import SqlBufferEditor
-from flowmem.store.rows import check_address, check_batch, check_last, utf8_size
+from flowmem.store.rows import check_address, check_batch, check_last, stored_json, utf8_size
 from flowmem.store.sqlbase import LAST_MAX
 
 if TYPE_CHECKING:
@@ -80,7 +79,7 @@ class SqlArchive:
             conn.execute(sql["archive_reopen"], (False, bid, True))
             editor = _ArchiveEditor(self.store._runner(conn), address, head)
             sizes = [utf8_size(body) for _, body in moved]
-            tokens = sum(estimate_tokens(json.loads(body)) for _, body in moved[1:])
+            tokens = sum(estimate_tokens(stored_json(body)) for _, body in moved[1:])
             editor.dropped(len(moved) - 1, sum(sizes[1:]), tokens)
             editor.replace(low, rows[0])  # the first archived row's place: the summary's
             editor.insert_after(low, rows[1:])

@@ -30,6 +30,7 @@ from flowmem.store.checkpoints import (
     line_moved,
 )
 from flowmem.store.editor import SqlBufferEditor, load_rows
+from flowmem.store.rows import stored_json
 from flowmem.store.sqlbase import StatementRunner
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ def _checkpoint(row: Sequence[Any]) -> StoredCheckpoint:
         checkpoint=(row[4], _bytes(row[5])),
         metadata=(row[6], _bytes(row[7])),
         run_id=row[8],
-        versions=json.loads(row[9]),
+        versions=stored_json(row[9]),
     )
 
 
@@ -65,7 +66,7 @@ def line_of(blob_type: str, blob: bytes) -> str | None:
     """The line key a blob references, or None for a blob that holds its value."""
     if blob_type != ROWS_TYPE:
         return None
-    key: str = json.loads(blob)["key"]
+    key: str = stored_json(blob)["key"]
     return key
 
 

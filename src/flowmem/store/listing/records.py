@@ -6,12 +6,12 @@ backends' listings import this and never the package that dispatches to them.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from flowmem.errors import InvalidInputError
 from flowmem.store.base import Address
+from flowmem.store.rows import stored_json
 
 LIST_BATCH = 100  # records one page of ``iter_records`` reads at most
 MAX_CODE_POINT = "\U0010ffff"
@@ -30,7 +30,7 @@ class ListedRecord:
         """The record's value (its JSON text parsed); InvalidInputError for a keys-only listing."""
         if self.text is None:
             raise InvalidInputError("this listing read keys only, not values")
-        return json.loads(self.text)
+        return stored_json(self.text)
 
 
 @runtime_checkable
