@@ -77,7 +77,7 @@ class SessionCreate(BaseModel):
 
 
 class SessionConversation(BaseModel):
-    """The buffer that holds a session's conversation now, whatever wrote it (decision 0109)."""
+    """The buffer that holds a session's conversation now, whatever wrote it (decision 0110)."""
 
     buffer: str = Field(
         description="Its key in the `session` scope: read it with "

@@ -1,4 +1,4 @@
-"""Which buffer holds a session's conversation, whatever wrote it (issue 37 §1, decision 0109).
+"""Which buffer holds a session's conversation, whatever wrote it (issue 37 §1, decision 0110).
 
 A session's conversation may be in any of its ``session``-scope buffers: ``chat_history``
 (the API's turns), ``agent_items`` (the Agents SDK), ``adk`` (Google ADK), or a

@@ -1,7 +1,7 @@
 """A session's buffers and the heads of its lines, read for many sessions at once: ``SessionBuffers``.
 
 What ``GET /v1/sessions`` and ``GET /v1/sessions/{id}`` need to name the buffer that
-holds a session's conversation (decision 0109; the choice itself is made above the
+holds a session's conversation (decision 0110; the choice itself is made above the
 store, in ``flowmem.service.conversation``). The store gives facts only:
 
 - ``buffers``: every buffer of one session, in key order, at most ``limit``;
@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from flowmem.errors import ConfigurationError
+from flowmem.errors import ConfigurationError, InvalidInputError
 from flowmem.store.checkpoints import LINE_PREFIX as GRAPH_LINE
 from flowmem.store.conversations import LINE as CONVERSATION_LINE
 
@@ -48,6 +48,14 @@ def is_framework_line(key: str) -> bool:
     return key.startswith(GRAPH_LINE) or key == CONVERSATION_LINE or key.startswith(
         CONVERSATION_LINE + "#"
     )
+
+
+def check_sessions(session_ids: Sequence[str]) -> list[str]:
+    """The distinct session ids asked, sorted; InvalidInputError past ``MAX_SESSIONS``."""
+    ids = sorted(set(session_ids))
+    if len(ids) > MAX_SESSIONS:
+        raise InvalidInputError(f"at most {MAX_SESSIONS} sessions at once, got {len(ids)}")
+    return ids
 
 
 def first_line(key: str) -> str:
@@ -143,6 +151,7 @@ __all__ = [
     "MAX_SESSIONS",
     "BufferCount",
     "SessionBuffers",
+    "check_sessions",
     "first_line",
     "head_id",
     "is_framework_line",

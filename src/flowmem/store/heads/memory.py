@@ -14,7 +14,13 @@ from flowmem.store.base import SESSION_SCOPE
 from flowmem.store.checkpoints import ROWS_TYPE
 from flowmem.store.conversations.lines import locate
 from flowmem.store.conversations.memory import _MemoryTx
-from flowmem.store.heads import BufferCount, first_line, head_id, is_framework_line
+from flowmem.store.heads import (
+    BufferCount,
+    check_sessions,
+    first_line,
+    head_id,
+    is_framework_line,
+)
 
 if TYPE_CHECKING:
     from flowmem.store.memory import MemoryStore
@@ -27,7 +33,7 @@ class MemoryBuffers:
         self.store = store
 
     def _of(self, session_ids: Sequence[str]) -> dict[str, list[BufferCount]]:
-        wanted = set(session_ids)
+        wanted = set(check_sessions(session_ids))
         found: dict[str, list[BufferCount]] = {}
         with self.store._lock:
             for born, (address, rows) in enumerate(self.store._buffers.items()):
@@ -62,7 +68,7 @@ class MemoryBuffers:
         """Per thread, first-line key -> line key of its latest root-namespace checkpoint."""
         checkpoints = self.store.checkpoints
         found: dict[str, dict[str, str]] = {}
-        for sid in sorted(set(session_ids)):
+        for sid in check_sessions(session_ids):
             latest = checkpoints.get_checkpoint(sid, "", None)
             if latest is None:
                 continue
@@ -78,7 +84,7 @@ class MemoryBuffers:
         """Per conversation, the line its head entry ends."""
         conversations = self.store.conversations
         found = {}
-        for sid in sorted(set(session_ids)):
+        for sid in check_sessions(session_ids):
             stored = conversations.get(sid)
             head = None if stored is None else head_id(stored.record)
             if head is None:

@@ -20,16 +20,10 @@ from flowmem.store.heads import (
     GRAPH_LINE,
     MAX_SESSIONS,
     BufferCount,
+    check_sessions,
     first_line,
     pick_place,
 )
-
-
-def _checked(session_ids: Sequence[str]) -> list[str]:
-    ids = sorted(set(session_ids))
-    if len(ids) > MAX_SESSIONS:
-        raise InvalidInputError(f"at most {MAX_SESSIONS} sessions at once, got {len(ids)}")
-    return ids
 
 
 class SqlBuffers:
@@ -73,7 +67,7 @@ class SqlBuffers:
 
     def newest(self, session_ids: Sequence[str]) -> dict[str, BufferCount]:
         """Per session, among buffers that are no framework line: non-empty first, then created last."""
-        ids = _checked(session_ids)
+        ids = check_sessions(session_ids)
         if not ids:
             return {}
         p = self.P
@@ -90,7 +84,7 @@ class SqlBuffers:
 
     def graph_lines(self, session_ids: Sequence[str]) -> dict[str, dict[str, str]]:
         """Per thread, first-line key -> line key of its latest root-namespace checkpoint: two queries."""
-        ids = _checked(session_ids)
+        ids = check_sessions(session_ids)
         if not ids:
             return {}
         p = self.P
@@ -116,7 +110,7 @@ class SqlBuffers:
 
     def conversation_lines(self, session_ids: Sequence[str]) -> dict[str, str]:
         """Per conversation, the line its head entry ends: one query (record, entries, line ends)."""
-        ids = _checked(session_ids)
+        ids = check_sessions(session_ids)
         if not ids:
             return {}
         sql = f"""SELECT e.conversation_id, e.key, e.pos, (SELECT MAX(r.pos) FROM buffers AS b
