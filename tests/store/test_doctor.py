@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,26 @@ def test_postgres_a_server_without_fsync_is_named_at_start(
     open_store(postgres_db_url).close()  # the test server runs with fsync=off
     said = [r.getMessage() for r in caplog.records if "fsync=off" in r.getMessage()]
     assert said and "power loss" in said[0]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_tokens_permissions_that_are_not_json_are_found(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """A damaged token row makes every request with that token 503: the doctor names it."""
+    from flowmem.auth import create_token
+
+    url = f"sqlite:///{tmp_path / 't.db'}" if backend == "sqlite" else request.getfixturevalue("postgres_db_url")
+    store = open_store(url)
+    create_token(store, "alice")
+    damage = "UPDATE tokens SET permissions = '[\"sessions:cr'"
+    if backend == "sqlite":
+        store.close()
+        with sqlite3.connect(tmp_path / "t.db") as conn:
+            conn.execute(damage)
+        conn.close()
+        findings = check_file(str(tmp_path / "t.db"))
+    else:
+        with store._pool.connection() as conn:  # type: ignore[attr-defined]  # the test's own schema
+            conn.execute(damage)
+        findings = store.check_integrity()  # type: ignore[attr-defined]
+        store.close()
+    assert any("tokens" in f and "permissions" in f for f in findings), findings

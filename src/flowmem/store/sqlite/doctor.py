@@ -20,6 +20,7 @@ TEXTS = {
     "buffer_rows": ("buffer_id, pos", "body"),
     "sessions": ("id", "metadata"),
     "transcripts": ("session_id, seq", "body"),
+    "tokens": ("id", "permissions"),
 }
 COUNTS = (
     "SELECT b.id, b.scope, b.key, b.count, "
