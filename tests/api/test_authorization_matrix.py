@@ -67,7 +67,7 @@ def test_every_route_of_the_openapi_document_has_a_probe(world: World) -> None:
     assert probed - routes == {("GET", "/metrics")}  # served, not documented in OpenAPI
 
 
-def test_every_caller_gets_what_access_decide_says_on_every_route_and_refusals_change_nothing(
+def test_mem_9_mem_15_every_caller_gets_what_access_decide_says_on_every_route_and_refusals_change_nothing(
     world: World,
 ) -> None:
     failures: list[str] = []
