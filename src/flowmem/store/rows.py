@@ -275,7 +275,7 @@ _ROLE_TEXT: dict[str, str] = {role: sys.intern(role) for role in ROLES}
 _NAMES_MAX = 4096  # distinct call texts one decode shares at most (tool names are few)
 
 
-def stored_json(text: str) -> Any:
+def stored_json(text: str | bytes) -> Any:
     """Parse JSON flowmem stored; StoreCorruptError when it no longer parses (the database is damaged).
 
     flowmem writes only JSON it produced: text that does not parse was changed on
