@@ -138,13 +138,11 @@ async function showSessions(view, params) {
     ["Session", "Name", "Owner", "Status", "Messages", "Last activity"].map((h) => el("th", { text: h })))));
   const body = el("tbody");
   for (const s of shown) {
-    const count = el("td", { class: "count", text: "…" });
     body.append(el("tr", { "data-id": s.id },
       el("td", { class: "mono" }, el("a", { href: sessionHref(s.id), text: s.id })),
       el("td", { class: "name", text: s.name }), el("td", { text: s.owner === null ? "(unowned)" : s.owner }),
       el("td", {}, el("span", { class: "status status-" + s.status, text: s.status })),
-      count, el("td", { text: when(s.updated_at) })));
-    api(bufferPath(s.id, { last: "0" }, "chat_history")).then((a) => { count.textContent = a.ok ? String(a.body.count) : "—"; }, () => {});
+      conversationCell(s.conversation), el("td", { text: when(s.updated_at) })));
   }
   table.append(body);
   view.append(table, el("div", { class: "pager" },
@@ -152,6 +150,16 @@ async function showSessions(view, params) {
     el("span", { id: "sessions-said", class: "muted", text: said }),
     el("button", { class: "secondary", disabled: !more, onclick: () => go({ offset: String(offset + PAGE) }), text: "Older →" })));
 }
+
+// The list answer names each session's conversation (decision 0110): its buffer and count.
+function conversationCell(conversation) {
+  if (!conversation) return el("td", { class: "count", text: "—" });
+  const cell = el("td", { class: "count", title: `buffer ${conversation.buffer} (${conversation.found_by})` }, String(conversation.messages));
+  if (conversation.buffer !== "chat_history") cell.append(el("span", { class: "muted mono buffer-name", text: " " + shortKey(conversation.buffer) }));
+  return cell;
+}
+// a line's key carries a checkpoint or entry id: shortened for a table cell
+const shortKey = (key) => (key.length > 24 ? key.slice(0, 21) + "…" : key);
 
 async function plainPage(offset) {
   const answer = await api(`/v1/sessions?limit=${PAGE}&offset=${offset}`);
@@ -179,8 +187,9 @@ async function filteredPage(offset, status, owner) {
   return { shown, more: matches.length > offset + PAGE, said: `${shown.length ? offset + 1 : 0}–${offset + shown.length} of the matches among ${scanned} sessions` };
 }
 
-// the session's conversation buffer by default; a LangGraph thread keeps its messages
-// in buffers of its own (keys starting with "langgraph"), chosen in the session view
+// the buffer a session view reads: the session's conversation (the session answer names
+// it: chat_history, agent_items, adk, pydantic_ai…, a LangGraph thread's head line), or
+// another buffer of the session chosen in the view
 let bufferKey = "chat_history";
 function bufferPath(sessionId, query, key) {
   const params = new URLSearchParams({ session_id: sessionId, ...(query || {}) });
@@ -211,13 +220,32 @@ async function showSession(view, id, mine) {
   const formats = el("div", { id: "formats", class: "card" });
   const threads = el("div", { id: "checkpoints", class: "card" });
   const note = el("p", { id: "action-result", class: "muted" });
-  bufferKey = "chat_history";
+  bufferKey = (s.conversation && s.conversation.buffer) || "chat_history";
   const keyInput = el("input", { id: "buffer-key", value: bufferKey, size: 16, "aria-label": "buffer key" });
-  const state = { rows: null, text: "", healed: new Set(), replaced: new Set(), windowTokens: null, windowStart: null, windowError: null };
+  const bufferList = el("div", { id: "buffers" });
+  const heading = el("h3", { id: "buffer-heading" });
+  // follow: the view reads the conversation, and moves with it (a heal starts a new line)
+  const state = { rows: null, text: "", healed: new Set(), replaced: new Set(), windowTokens: null, windowStart: null, windowError: null, follow: true, session: s };
+  const open = (key, follow) => {
+    bufferKey = key; keyInput.value = key; state.follow = follow;
+    state.text = ""; state.healed = new Set(); state.replaced = new Set();
+    refresh(); renderFormats(formats, id);
+  };
   const refresh = async () => {
-    const [again, read] = await Promise.all([api("/v1/sessions/" + encodeURIComponent(id)), api(bufferPath(id, { last: String(MAX_ROWS) }))]);
+    const again = await api("/v1/sessions/" + encodeURIComponent(id));
     if (mine !== generation) return false;
-    if (again.ok) { setStatus(again.body.status); $("updated").textContent = when(again.body.updated_at); }
+    if (again.ok) {
+      setStatus(again.body.status); $("updated").textContent = when(again.body.updated_at);
+      state.session = again.body;
+      const now = again.body.conversation && again.body.conversation.buffer;
+      if (state.follow && now && now !== bufferKey) {
+        bufferKey = now; keyInput.value = now; state.text = ""; state.healed = new Set(); state.replaced = new Set();
+        renderFormats(formats, id);
+      }
+    }
+    renderBuffers(bufferList, heading, state.session, open);
+    const read = await api(bufferPath(id, { last: String(MAX_ROWS) }));
+    if (mine !== generation) return false;
     if (!read.ok) { conversation.replaceChildren(el("p", { class: "error", text: errorText(read) })); return true; }
     const text = JSON.stringify(read.body.messages);
     if (text === state.text) return true;
@@ -238,11 +266,10 @@ async function showSession(view, id, mine) {
   view.append(el("div", { class: "grid2" },
     el("div", {}, el("form", { class: "filters", onsubmit: (e) => {
       e.preventDefault();
-      bufferKey = keyInput.value.trim() || "chat_history";
-      state.text = ""; state.healed = new Set(); state.replaced = new Set();
-      refresh(); renderFormats(formats, id);
-    } }, el("h3", { text: "Conversation · session buffer" }), keyInput,
-    el("button", { class: "secondary", type: "submit", text: "Read" })), conversation),
+      const key = keyInput.value.trim() || "chat_history";
+      open(key, key === ((state.session.conversation || {}).buffer));
+    } }, heading, keyInput,
+    el("button", { class: "secondary", type: "submit", text: "Read" })), bufferList, conversation),
     el("div", {}, summary, check, formats, threads)));
   state.redraw = refresh;
   await refresh();
@@ -254,6 +281,39 @@ async function showSession(view, id, mine) {
     setTimeout(poll, POLL_MS);
   };
   setTimeout(poll, POLL_MS);
+}
+
+// The buffer shown, named (the conversation or not), and every other buffer of the session
+// with its count: a click opens it. A stale line (a LangGraph thread's or pydantic-ai
+// conversation's line its head left) is history: its first line's key reads the head
+// (decision 0110), so that one is shown in the checkpoints.
+function renderBuffers(root, heading, session, open) {
+  const conversation = session.conversation || { buffer: "chat_history", messages: 0, found_by: "default" };
+  const isConversation = bufferKey === conversation.buffer;
+  const how = { latest_checkpoint: "the line of the thread's latest checkpoint", head_entry: "the line of the conversation's head entry",
+    newest_buffer: "the session's newest buffer", default: "no buffer yet" }[conversation.found_by] || conversation.found_by;
+  heading.replaceChildren(isConversation ? `Conversation · buffer ` : "Buffer ", el("span", { class: "mono", id: "buffer-shown", text: bufferKey }),
+    el("span", { class: "muted", text: isConversation ? ` (${how})` : " (not the conversation)" }));
+  const buffers = session.buffers || [];
+  const items = buffers.map((b) => {
+    const current = b.name === bufferKey;
+    const label = `${b.name} · ${b.messages} message${b.messages === 1 ? "" : "s"}`;
+    const tags = [b.name === conversation.buffer ? el("span", { class: "badge replaced", text: "conversation" }) : "",
+      b.stale ? el("span", { class: "badge", text: "stale line (history)" }) : ""];
+    const shadowed = b.stale && !b.name.includes("#");  // its key reads the head: see the checkpoints
+    const link = current ? el("strong", { class: "mono", text: label })
+      : el("a", { href: "#", class: "mono", "data-buffer": b.name, onclick: (e) => {
+        e.preventDefault();
+        if (shadowed) { const c = $("checkpoints"); if (c) c.scrollIntoView({ block: "start" }); return; }
+        open(b.name, b.name === conversation.buffer);
+      }, text: label });
+    return el("li", { "data-buffer": b.name, class: current ? "current" : null }, link, ...tags,
+      shadowed ? el("span", { class: "muted", text: " its rows are the checkpoints' before the head moved (see LangGraph checkpoints)" }) : "");
+  });
+  const more = session.buffers_more ? el("li", { class: "muted", text: "… more buffers (the first 100 by key are listed)" }) : "";
+  root.replaceChildren(buffers.length > 1 || !isConversation
+    ? el("details", { open: true }, el("summary", { text: `${buffers.length}${session.buffers_more ? "+" : ""} buffers in this session` }), el("ul", { id: "buffer-list" }, items, more))
+    : "");
 }
 
 function actions(id, may, note) {
@@ -309,7 +369,14 @@ function resultId(row) {
   const id = row.tool_call_id ?? meta(row).tool_call_id;
   return typeof id === "string" && id ? id : null;
 }
-function isHealed(row) { return meta(row).healed === true || row.healed === true; }
+// MEM-3's placeholder: marked healed by flowmem's append; FlowmemHealing's (a LangGraph
+// thread's) is a ToolMessage whose id starts "flowmem-healed-" (kept in the row's metadata)
+const LANGGRAPH_HEALED = "flowmem-healed-";
+function isHealed(row) {
+  if (meta(row).healed === true || row.healed === true) return true;
+  const fields = ((meta(row).extra || {}).langchain || {}).fields || {};
+  return row.role === "tool" && typeof fields.id === "string" && fields.id.startsWith(LANGGRAPH_HEALED);
+}
 function callsOf(row) {
   const calls = row.tool_calls ?? meta(row).tool_calls;
   return row.role === "assistant" && Array.isArray(calls) ? calls : [];
