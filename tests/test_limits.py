@@ -18,10 +18,11 @@ from flowmem.errors import (
     MessageTooLargeError,
     MetadataTooLargeError,
     NotSerializableError,
+    QuotaExceededError,
     RecordTooLargeError,
     TooManySessionsError,
 )
-from flowmem.limits import ENV, KIB, MIB, Limits
+from flowmem.limits import ENV, KIB, MIB, QUOTA_FIELDS, Limits, Quotas
 from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
 from flowmem.sessions import SessionService
@@ -58,6 +59,20 @@ def test_the_defaults_are_the_documented_ones() -> None:
     assert limits.body_bytes == 51 * MIB
     assert (limits.session_metadata_bytes, limits.sessions_per_user) == (16 * KIB, 10_000)
     assert MemoryService(MemoryStore()).limits == limits
+    assert limits.quotas == Quotas() == Quotas(bytes=1024 * MIB, buffers=10_000, records=100_000)
+
+
+def test_the_quotas_are_limits_fields_with_their_settings() -> None:
+    limits = Limits(user_bytes=1, user_buffers=2, user_records=3)
+    assert limits.quotas == Quotas(bytes=1, buffers=2, records=3)
+    assert Limits.unlimited().quotas == Quotas.off()
+    assert {ENV[name] for name in QUOTA_FIELDS.values()} == {
+        "FLOWMEM_MAX_USER_BYTES",
+        "FLOWMEM_MAX_USER_BUFFERS",
+        "FLOWMEM_MAX_USER_RECORDS",
+    }
+    with pytest.raises(ConfigurationError):
+        Quotas(bytes=-1)
 
 
 def test_limits_come_from_the_environment_and_refuse_nonsense() -> None:
@@ -194,6 +209,45 @@ def test_flowmem_max_message_bytes_is_honoured_in_process(
     monkeypatch.setenv(ENV["message_bytes"], "lots")
     with pytest.raises(ConfigurationError, match="FLOWMEM_MAX_MESSAGE_BYTES"):
         MemoryService(MemoryStore())
+
+
+def test_flowmem_max_user_bytes_is_honoured_by_a_memory_service_built_in_process(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLOWMEM_MAX_USER_BYTES", "1000")
+    service = MemoryService(store)  # no limits=: the environment, as the server reads it
+    assert service.limits.quotas.bytes == 1000
+    service.append("user", "chat", {"role": "user", "content": "x" * 300}, ALICE)
+    with pytest.raises(QuotaExceededError) as refused:
+        service.append("user", "chat", {"role": "user", "content": "y" * 800}, ALICE)
+    assert (refused.value.code, refused.value.quota, refused.value.user, refused.value.limit) == (
+        "quota_exceeded",
+        "bytes",
+        "alice",
+        1000,
+    )
+    assert "$FLOWMEM_MAX_USER_BYTES" in refused.value.message
+    assert "--max-user-bytes" in refused.value.message
+    assert "Limits(user_bytes=N)" in refused.value.message
+    assert service.load("user", "chat", ALICE).count == 1  # nothing written
+    with pytest.raises(QuotaExceededError):
+        service.write("user", "note", "z" * 800, ALICE)
+    assert service.read("user", "note", ALICE).found is False
+
+
+def test_a_memory_service_enforces_the_quotas_of_the_limits_it_is_given(store: Store) -> None:
+    service = MemoryService(store, limits=Limits(user_buffers=1, user_records=1))
+    service.append("user", "one", {"role": "user", "content": "hi"}, ALICE)
+    with pytest.raises(QuotaExceededError, match=r"\$FLOWMEM_MAX_USER_BUFFERS") as refused:
+        service.append("user", "two", {"role": "user", "content": "hi"}, ALICE)
+    assert (refused.value.quota, refused.value.limit) == ("buffers", 1)
+    service.write("user", "a", 1, ALICE)
+    with pytest.raises(QuotaExceededError, match=r"Limits\(user_records=N\)"):
+        service.write("user", "b", 1, ALICE)
+    MemoryService(store, limits=Limits.unlimited())  # off: every limit, the quotas too
+    service.append("user", "two", {"role": "user", "content": "hi"}, ALICE)
+    service.write("user", "b", 1, ALICE)
+    assert store.usage("alice").buffers == 2
 
 
 def test_every_size_refusal_names_the_setting_that_raises_it() -> None:

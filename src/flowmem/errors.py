@@ -340,8 +340,8 @@ class QuotaExceededError(LimitExceededError):
 
     ``quota`` names it: ``bytes`` (stored buffer and record JSON), ``buffers`` or
     ``records``; ``user`` is the owner whose data it counts, ``limit`` the quota. The
-    message names the setting that raises it (``QUOTA_SETTINGS``). The stores raise
-    it with ``QuotaExceededError.reached``.
+    stores raise it with ``flowmem.limits.quota_exceeded``, whose message names the
+    setting that raises the quota.
     """
 
     code = "quota_exceeded"
@@ -352,29 +352,6 @@ class QuotaExceededError(LimitExceededError):
     def __init__(self, message: str, quota: str = "", user: str = "", limit: int = 0) -> None:
         super().__init__(message, quota=quota, user=user, limit=limit)
         self.quota, self.user, self.limit = quota, user, limit
-
-    @classmethod
-    def reached(cls, quota: str, user: str, limit: int) -> QuotaExceededError:
-        """The refusal of a write past ``user``'s quota ``quota`` of ``limit``."""
-        what = {"bytes": "bytes stored", "buffers": "buffers", "records": "memory records"}.get(
-            quota, quota
-        )
-        flag, variable = QUOTA_SETTINGS.get(quota, ("", ""))
-        return cls(
-            f"this write would take user {user!r} past its quota of {limit} {what}: delete "
-            f"some, or raise the quota with {flag} / {variable} (0 = none); nothing was written",
-            quota,
-            user,
-            limit,
-        )
-
-
-# quota -> (flowmem serve option, environment variable) that sets it
-QUOTA_SETTINGS: dict[str, tuple[str, str]] = {
-    "bytes": ("--max-user-bytes", "FLOWMEM_MAX_USER_BYTES"),
-    "buffers": ("--max-user-buffers", "FLOWMEM_MAX_USER_BUFFERS"),
-    "records": ("--max-user-records", "FLOWMEM_MAX_USER_RECORDS"),
-}
 
 
 class RateLimitedError(FlowmemError):

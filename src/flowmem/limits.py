@@ -12,8 +12,13 @@ and by a ``MemoryService`` built without ``limits=`` in process, so one variable
 means the same everywhere. A refusal names the setting that raises it
 (``raise_hint``). The defaults fit what the providers accept in one message with an
 image or a PDF (decision 0048); the HTTP body limit follows them (``body_bytes``).
-The per-user quotas (``user_*``) are enforced by the store, which counts them
-across processes: ``create_app`` gives them to its store (``Store.set_quotas``).
+
+The per-user quotas (``user_*``, as a ``Quotas``: ``Limits.quotas``) are enforced
+by the store, which counts them across processes (decision 0044): a
+``MemoryService`` gives its limits' quotas to its store when it is built, in the
+server (``create_app``) as in process (decision 0112). This module is their one
+home: the defaults (``Quotas``), the settings (``ENV``) and the refusal
+(``quota_exceeded``); only the counting is spelled in each store backend.
 """
 
 from __future__ import annotations
@@ -23,13 +28,46 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from flowmem.errors import ConfigurationError, IdempotencyKeyInvalidError
+from flowmem.errors import ConfigurationError, IdempotencyKeyInvalidError, QuotaExceededError
 
 KIB = 1024
 MIB = 1024 * KIB
 IDEMPOTENCY_KEY_MAX = 255  # characters of an Idempotency-Key (fixed)
 MIN_BODY_BYTES = 8 * MIB  # the HTTP body limit is never below this (a batch of small messages)
 BODY_ENVELOPE_BYTES = 1 * MIB  # a body's room beside its largest message: the other fields
+
+
+@dataclass(frozen=True)
+class Quotas:
+    """What one user may keep stored, counted by the store across every process (0 = no quota).
+
+    A user's data is what lives in its ``user`` scope and in the ``session`` scope of
+    every session it owns; ``bytes`` is its buffers' rows and its records' values as
+    stored JSON (UTF-8). A write that would take a user past one is refused whole
+    (QuotaExceededError); one that shrinks (a delete, an evicting append) never is.
+    These defaults are the quotas' only ones: ``Limits.user_*`` and a store that was
+    given none (``Store.set_quotas``) take them from here.
+    """
+
+    bytes: int = 1024 * MIB
+    buffers: int = 10_000
+    records: int = 100_000
+
+    def __post_init__(self) -> None:
+        for name in QUOTA_FIELDS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigurationError(f"quota {name} must be an integer >= 0, got {value!r}")
+
+    @classmethod
+    def off(cls) -> Quotas:
+        """No quota at all."""
+        return cls(0, 0, 0)
+
+
+# a quota's name (QuotaExceededError.quota, the SQL triggers') -> the Limits field that sets it
+QUOTA_FIELDS: dict[str, str] = {"bytes": "user_bytes", "buffers": "user_buffers", "records": "user_records"}
+_QUOTAS = Quotas()
 
 
 @dataclass(frozen=True)
@@ -51,11 +89,11 @@ class Limits:
     """Sessions one owner may have at once (sessions owned by nobody are not counted)."""
     idempotency_seconds: int = 86_400
     """How long an ``Idempotency-Key`` and its answer are kept (0: until the owner is erased)."""
-    user_bytes: int = 1024 * MIB
+    user_bytes: int = _QUOTAS.bytes
     """Per-user quota: bytes of JSON one user's buffers and records hold together (the store counts)."""
-    user_buffers: int = 10_000
+    user_buffers: int = _QUOTAS.buffers
     """Per-user quota: buffers one user has (its ``user`` scope and its sessions' scopes)."""
-    user_records: int = 100_000
+    user_records: int = _QUOTAS.records
     """Per-user quota: memory records one user has."""
 
     def __post_init__(self) -> None:
@@ -74,6 +112,11 @@ class Limits:
         if not self.message_bytes or not self.record_bytes:
             return 0
         return max(MIN_BODY_BYTES, max(self.message_bytes, self.record_bytes) + BODY_ENVELOPE_BYTES)
+
+    @property
+    def quotas(self) -> Quotas:
+        """The per-user quotas (``user_*``), as the store enforces them (``Store.set_quotas``)."""
+        return Quotas(**{quota: getattr(self, name) for quota, name in QUOTA_FIELDS.items()})
 
     @classmethod
     def unlimited(cls) -> Limits:
@@ -109,6 +152,23 @@ def raise_hint(name: str) -> str:
     return (
         f"raise it with ${ENV[name]} or `flowmem serve {flag} N` "
         f"(in process: Limits({name}=N)); 0 = no limit"
+    )
+
+
+def quota_exceeded(quota: str, user: str, limit: int) -> QuotaExceededError:
+    """The refusal of a write past ``user``'s quota ``quota`` (a ``Quotas`` field) of ``limit``.
+
+    The one spelling of the error every store backend raises; it names the setting
+    that raises the quota (``raise_hint``).
+    """
+    what = {"bytes": "bytes stored", "buffers": "buffers", "records": "memory records"}.get(quota, quota)
+    how = raise_hint(QUOTA_FIELDS[quota]) if quota in QUOTA_FIELDS else "raise the quota"
+    return QuotaExceededError(
+        f"this write would take user {user!r} past its quota of {limit} {what}: delete some, "
+        f"or {how}; nothing was written",
+        quota,
+        user,
+        limit,
     )
 
 
@@ -161,8 +221,11 @@ __all__ = [
     "KIB",
     "MIB",
     "MIN_BODY_BYTES",
+    "QUOTA_FIELDS",
     "Limits",
+    "Quotas",
     "check_idempotency_key",
     "env_values",
+    "quota_exceeded",
     "raise_hint",
 ]

@@ -18,7 +18,10 @@ from starlette.types import Receive, Scope, Send
 from flowmem.api import create_app, ratelimit
 from flowmem.api.ratelimit import Buckets, RateLimits
 from flowmem.auth import create_token, revoke_token
+from flowmem.errors import QuotaExceededError
 from flowmem.limits import Limits
+from flowmem.scope import ExecutionContext
+from flowmem.service import MemoryService
 from flowmem.store import Address, Store, open_store
 from tests.api.helpers import Api, make_tokens
 
@@ -396,3 +399,34 @@ def test_the_app_reads_flowmem_max_message_bytes_when_given_no_limits(
         answer = api.call("POST", "/v1/buffers/user/k", json={"messages": {"role": "user", "content": "x" * 600}})
     assert _error(answer) == (413, "message_too_large")
     assert "raise it with $FLOWMEM_MAX_MESSAGE_BYTES" in answer.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_the_server_and_an_in_process_service_refuse_past_flowmem_max_user_bytes_alike(
+    backend: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("FLOWMEM_MAX_USER_BYTES", "1000")
+    small = {"role": "user", "content": "x" * 300}
+    large = {"role": "user", "content": "y" * 800}
+
+    def url(name: str) -> str:
+        return "memory://" if backend == "memory" else f"sqlite:///{tmp_path / name}"
+
+    local = open_store(url("local.db"))
+    service = MemoryService(local)  # built in process, without limits=
+    service.append("user", "chat", small, ExecutionContext(user_id="alice"))
+    with pytest.raises(QuotaExceededError) as refused:
+        service.append("user", "chat", large, ExecutionContext(user_id="alice"))
+    local.close()
+    served = open_store(url("served.db"))
+    tokens = make_tokens(served)
+    app = create_app(served, rate_limits=RateLimits.off())  # without limits= too
+    with TestClient(app, raise_server_exceptions=False) as client:
+        api = Api(client, served, tokens)
+        assert api.call("POST", "/v1/buffers/user/chat", json={"messages": small}).status_code == 200
+        answer = api.call("POST", "/v1/buffers/user/chat", json={"messages": large})
+        assert api.call("GET", "/v1/buffers/user/chat").json()["count"] == 1
+    served.close()
+    assert _error(answer) == (409, refused.value.code) == (409, "quota_exceeded")
+    assert answer.json()["error"]["message"] == refused.value.message
+    assert "$FLOWMEM_MAX_USER_BYTES" in refused.value.message

@@ -38,7 +38,7 @@ from flowmem.limits import Limits
 from flowmem.metrics import install as install_metrics
 from flowmem.service import MemoryService
 from flowmem.sessions import SessionService, TurnRunner
-from flowmem.store import DEFAULT_LOCK_TIMEOUT, Address, Quotas, Store, open_store
+from flowmem.store import DEFAULT_LOCK_TIMEOUT, Address, Store, open_store
 from flowmem.ui import install_ui
 
 DATABASE_ENV = "FLOWMEM_DATABASE_URL"
@@ -100,9 +100,11 @@ def create_app(
     test suite) would keep each one's startup garbage forever.
     Every ``purge_interval`` seconds (None: never) expired memory records are
     deleted in the background (``flowmem.api.purge``).
-    ``limits`` bounds what one write may store and ``rate_limits`` how fast one
-    token or one peer may call (``flowmem.limits``, ``flowmem.api.ratelimit``; None:
-    their documented defaults; ``RateLimits.off()`` / ``Limits.unlimited()`` turn them off).
+    ``limits`` bounds what one write may store and one user keep (its quotas, which the
+    memory service gives the store) and ``rate_limits`` how fast one token or one peer
+    may call (``flowmem.limits``, ``flowmem.api.ratelimit``; None: ``Limits.from_env()``,
+    as every ``MemoryService`` reads them, and the documented rate limits;
+    ``RateLimits.off()`` / ``Limits.unlimited()`` turn them off).
     A request body must arrive within ``body_timeout`` seconds (408; None: no bound).
     A memory read may be answered for a token up to ``token_cache_ttl`` seconds
     after it was last looked up (a revocation by another process counts from then;
@@ -126,9 +128,7 @@ def create_app(
             raise ConfigurationError(f"create_app needs a store, a database_url or ${DATABASE_ENV}")
         store = open_store(url)
     extra: dict[str, Any] = {} if clock is None else {"clock": clock}
-    chosen = limits if limits is not None else Limits()
-    # the per-user quotas are the store's: it counts them in each write, across workers
-    store.set_quotas(Quotas(chosen.user_bytes, chosen.user_buffers, chosen.user_records))
+    # the service gives the per-user quotas to the store, which counts them in each write
     memory_service = MemoryService(store, lock_timeout=lock_timeout, limits=limits, **extra)
     if runner is None and runner_factory is not None:
         runner = runner_factory(store, memory_service)

@@ -141,7 +141,10 @@ class MemoryService(CompactionCalls):
     ``lock_timeout`` bounds how long an append waits for its turn (MEM-12);
     ``clock`` returns epoch seconds and stamps rows and TTLs (inject one in tests);
     ``limits`` bounds what one write may store (default: ``Limits.from_env()``, the
-    defaults and each ``FLOWMEM_MAX_*`` variable that is set, as the server reads them).
+    defaults and each ``FLOWMEM_MAX_*`` variable that is set, as the server reads them);
+    its per-user quotas (``Limits.quotas``) are given to ``store``, which counts them in
+    each write (``Store.set_quotas``): the last service built over a store object sets
+    them (decision 0112).
     """
 
     def __init__(
@@ -167,6 +170,9 @@ class MemoryService(CompactionCalls):
         self.lock_timeout = float(lock_timeout)
         self.clock = clock
         self.limits = limits if limits is not None else Limits.from_env()
+        set_quotas = getattr(store, "set_quotas", None)
+        if set_quotas is not None:  # a partial store counts no quota, as one without pop_last pops not
+            set_quotas(self.limits.quotas)
 
     # --- resolution -------------------------------------------------------------
     def _resolve_scope(

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from flowmem.core import AppendOutcome, Message
-from flowmem.errors import ConfigurationError
+from flowmem.limits import Quotas as Quotas  # re-exported: the stores take it from here
 
 DEFAULT_LOCK_TIMEOUT = 5.0  # seconds an append waits for its turn (MEM-12)
 PURGE_BATCH = 1000  # expired records one ``purge_expired`` call deletes at most (one transaction)
@@ -36,7 +36,7 @@ PAGE_ROWS = 512  # rows one ``page_bodies`` call returns at most
 PAGE_CHARS = 256 * 1024  # characters of JSON text after which a page ends (one row at least)
 TAIL_BATCH = 64  # rows the first batch of a read from a buffer's end holds (``read_tail``)
 TAIL_BATCH_MAX = 1024  # the batches of ``read_tail`` double up to this many rows
-TAIL_FIRST_MAX = 8192  # rows a first batch sized by a token budget holds at most
+TAIL_FIRST_MAX = 1024  # rows a first batch sized by a token budget holds at most (issue 38 §2: a batch is parsed whole)
 
 SESSION_STATUSES: tuple[str, ...] = ("idle", "running", "completed", "failed")
 SESSION_SCOPE = "session"  # the memory scope whose scope id is a session id (deleted with it)
@@ -249,32 +249,6 @@ class Tail:
         close = getattr(self.rows, "close", None)
         if close is not None:
             close()
-
-
-@dataclass(frozen=True)
-class Quotas:
-    """What one user may keep stored, counted by the store across every process (0 = no quota).
-
-    A user's data is what lives in its ``user`` scope and in the ``session`` scope of
-    every session it owns; ``bytes`` is its buffers' rows and its records' values as
-    stored JSON (UTF-8). A write that would take a user past one is refused whole
-    (QuotaExceededError); one that shrinks (a delete, an evicting append) never is.
-    """
-
-    bytes: int = 1024 * 1024 * 1024
-    buffers: int = 10_000
-    records: int = 100_000
-
-    def __post_init__(self) -> None:
-        for name in ("bytes", "buffers", "records"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ConfigurationError(f"quota {name} must be an integer >= 0, got {value!r}")
-
-    @classmethod
-    def off(cls) -> Quotas:
-        """No quota at all."""
-        return cls(0, 0, 0)
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ from flowmem.core.tokens import estimate_tokens
 from flowmem.errors import (
     ConflictError,
     IdempotencyKeyInFlightError,
-    QuotaExceededError,
 )
+from flowmem.limits import quota_exceeded
 from flowmem.store.adk.memory import MemoryAdkSessions
 from flowmem.store.archive.memory import MemoryArchive
 from flowmem.store.base import (
@@ -219,7 +219,7 @@ class MemoryStore(BufferReads, IdempotencyKeys, Tokens):
             ("records", records, after.records, quotas.records),
         ):
             if delta > 0 and limit and value > limit:
-                raise QuotaExceededError.reached(name, owner, limit)
+                raise quota_exceeded(name, owner, limit)
         if not count:
             return
         if after == Usage():

@@ -33,6 +33,7 @@ from flowmem.errors import (
     StoreReadOnlyError,
     StoreUnavailableError,
 )
+from flowmem.limits import quota_exceeded
 from flowmem.store.adk.sql import SqlAdkSessions
 from flowmem.store.archive.sql import SqlArchive
 from flowmem.store.base import (
@@ -684,7 +685,7 @@ def _quota_refused(exc: psycopg.errors.RaiseException) -> QuotaExceededError | N
     if exc.diag.message_primary != "flowmem_quota":
         return None
     quota, _, limit = (exc.diag.message_detail or "").partition(" ")
-    return QuotaExceededError.reached(quota, exc.diag.message_hint or "", int(limit or 0))
+    return quota_exceeded(quota, exc.diag.message_hint or "", int(limit or 0))
 
 
 def _known(found: list[tuple[Any, ...]]) -> Known | None:

@@ -25,7 +25,6 @@ from flowmem.errors import (
     ConfigurationError,
     ConflictError,
     InvalidInputError,
-    QuotaExceededError,
     StoreCorruptError,
     StoreError,
     StoreFullError,
@@ -33,6 +32,7 @@ from flowmem.errors import (
     StoreReadOnlyError,
     StoreUnavailableError,
 )
+from flowmem.limits import quota_exceeded
 from flowmem.store.adk.sql import SqlAdkSessions
 from flowmem.store.archive.sql import SqlArchive
 from flowmem.store.base import (
@@ -327,7 +327,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         if isinstance(conn, _Connection) and conn.quota_refused is not None:
             refused, conn.quota_refused = conn.quota_refused, None
             if isinstance(exc, sqlite3.IntegrityError) and "flowmem_quota" in str(exc):
-                return QuotaExceededError.reached(*refused)
+                return quota_exceeded(*refused)
         return driver_error(exc, self.path, database=self.path)
 
     def set_quotas(self, quotas: Quotas) -> None:
