@@ -30,7 +30,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from flowmem import metrics
 from flowmem.core import AppendOutcome, Message, is_empty, prepare
@@ -74,6 +74,7 @@ from flowmem.scope import (
     resolve_scope,
     usable_identity,
 )
+from flowmem.service import paged_reads
 from flowmem.service.checks import (  # re-exported: callers import them from here
     MAX_KEY_LENGTH as MAX_KEY_LENGTH,
 )
@@ -103,6 +104,7 @@ from flowmem.service.checks import (
 )
 from flowmem.service.compaction_calls import CompactionCalls
 from flowmem.service.conversation import read_key
+from flowmem.service.paged_reads import PagedRead, Segment
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     SESSION_SCOPE,
@@ -493,6 +495,7 @@ class MemoryService(CompactionCalls):
         )
         return result(outcome)
 
+    @overload
     def load(
         self,
         scope: str,
@@ -505,7 +508,39 @@ class MemoryService(CompactionCalls):
         keep_system: bool = True,
         first_role: str | None = None,
         include_archived: bool = False,
-    ) -> BufferResult:
+        paged: Literal[False] = False,
+    ) -> BufferResult: ...
+
+    @overload
+    def load(
+        self,
+        scope: str,
+        key: str,
+        context: ExecutionContext | None,
+        last: int | None = None,
+        *,
+        max_tokens: int | None = None,
+        counter: Counter | None = None,
+        keep_system: bool = True,
+        first_role: str | None = None,
+        include_archived: bool = False,
+        paged: Literal[True],
+    ) -> PagedRead: ...
+
+    def load(
+        self,
+        scope: str,
+        key: str,
+        context: ExecutionContext | None,
+        last: int | None = None,
+        *,
+        max_tokens: int | None = None,
+        counter: Counter | None = None,
+        keep_system: bool = True,
+        first_role: str | None = None,
+        include_archived: bool = False,
+        paged: bool = False,
+    ) -> BufferResult | PagedRead:
         """Return the buffer (its last ``last`` rows when given) without appending.
 
         ``count`` is the whole buffer's row count. With ``max_tokens``: the longest
@@ -513,16 +548,26 @@ class MemoryService(CompactionCalls):
         the empty neutral buffer (MEM-7). ``include_archived``: the rows compactions
         archived first, in order, then the live rows (``count`` of them: the first
         ``len(messages) - count`` are archived); not with ``last`` or ``max_tokens``.
+        ``paged`` (with ``max_tokens`` or ``include_archived``, the default counter):
+        a ``PagedRead`` instead, whose rows are read a page at a time
+        (``read_segment``), for a caller that writes them as they come (the HTTP API).
         """
         name = check_key(key)
         check_count(last, "last", optional=True)
         window = window_args(last, max_tokens, counter, first_role)
         if include_archived and window is not None:
             raise InvalidInputError("include_archived reads the whole buffer: leave out max_tokens")
+        if paged and (counter is not None or (window is None and not include_archived)):
+            raise InvalidInputError("a paged load is a token window or a read with the archive, counted by default")
         resolved = self._resolve("load", scope, name, context)
         if isinstance(resolved, Refusal):
-            return BufferResult(refusal=resolved)
+            return PagedRead(refusal=resolved) if paged else BufferResult(refusal=resolved)
         name = read_key(self.store, scope, resolved, name)
+        if paged:
+            address = Address(check_scope(scope), resolved, name)
+            if window is not None:
+                return paged_reads.window_read(self.store, address, window, keep_system, first_role)
+            return paged_reads.archive_read(self.store, address)
         if window is not None:
             return self.load_window_raw(scope, resolved, name, window, counter, keep_system, first_role)
         return self.load_raw(scope, resolved, name, last, include_archived=include_archived)
@@ -642,6 +687,11 @@ class MemoryService(CompactionCalls):
         text = BufferText([b for _, b in page.bodies], page.count, next_before, resolved)
         after = page.bodies[-1][0] if page.bodies else None
         return PagedText(text, address, page.version, before, after, page.more)
+
+    def read_segment(self, read: PagedRead, segment: Segment, after: int | None = None) -> BodyPage:
+        """The page of a paged read's ``segment`` after cursor ``after`` (BufferChangedError when
+        the buffer was written since the read began)."""
+        return paged_reads.segment_page(self.store, read, segment, after)
 
     def next_page(self, paged: PagedText, after: int) -> BodyPage:
         """The page after cursor ``after`` of a read begun by ``first_page`` (BufferChangedError

@@ -8,7 +8,7 @@ archive read: each checks its arguments, resolves the scope through the service
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from flowmem import compaction
 from flowmem.core import Message, prepare
@@ -19,6 +19,7 @@ from flowmem.limits import Limits
 from flowmem.results import BufferResult, CompactionPlanResult, CompactResult
 from flowmem.scope import ExecutionContext, Refusal, check_scope
 from flowmem.service.checks import check_count, check_key, check_message_sizes, check_scope_id
+from flowmem.service.paged_reads import PagedRead, plan_read
 from flowmem.store.base import Address, Store
 
 
@@ -60,19 +61,26 @@ class CompactionCalls:
         keep_tokens: int,
         *,
         counter: Counter | None = None,
-    ) -> CompactionPlanResult:
+        paged: bool = False,
+    ) -> Any:
         """The first step of a compaction: the rows beyond ``keep_tokens`` and the plan's id.
 
         A read (it changes nothing). Summarize ``messages``, then ``apply_compaction``
         with ``plan``. WindowTooSmallError when the newest turn alone passes the
-        budget. A refusal returns no plan (MEM-7).
+        budget. A refusal returns no plan (MEM-7). ``paged`` (the default counter): a
+        ``PagedRead`` of the same answer instead, its rows read a page at a time
+        (``MemoryService.read_segment``), for a caller that writes them as they come.
         """
         name = check_key(key)
         budget = check_count(keep_tokens, "keep_tokens") or 0
         count = compaction.counter_of(counter)
+        if paged and counter is not None:
+            raise InvalidInputError("a paged compaction plan counts by default: leave out counter")
         resolved = self._resolve("load", scope, name, context)
         if isinstance(resolved, Refusal):
-            return CompactionPlanResult(refusal=resolved)
+            return PagedRead(refusal=resolved) if paged else CompactionPlanResult(refusal=resolved)
+        if paged:
+            return plan_read(self.store, Address(check_scope(scope), resolved, name), budget)
         return self.compaction_plan_raw(scope, resolved, name, budget, counter=count)
 
     def compaction_plan_raw(

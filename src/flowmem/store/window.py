@@ -10,14 +10,17 @@ tokens are then not known without reading the whole buffer (``cut_tokens`` None)
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from flowmem.core import Message
 from flowmem.core.fast import fast_row_facts
 from flowmem.core.tokens import Counter
 from flowmem.core.window import RowFacts, Window, WindowScan
+from flowmem.core.window_cut import Cut, CutScan
 from flowmem.errors import BufferChangedError, InvalidInputError
 from flowmem.store.base import TAIL_BATCH, Address, BufferStore, TailRow
+from flowmem.store.rows import dump_json
 
 READ_ATTEMPTS = 3  # reads of a buffer written while it was read from its end
 
@@ -82,3 +85,50 @@ def _read_once(
         tail.close()
     window = scan.window(tail.count, tail.tokens if counter is None else None)
     return [read[cursor] for cursor in window.kept], window
+
+
+@dataclass(frozen=True)
+class CutRead:
+    """A window's cut read from a store, without its rows (``read_cut``).
+
+    ``version``: the buffer read (``BodyPage.version``; None: no buffer), so the
+    suffix's rows, those from cursor ``cut.start`` on, can be paged from the same
+    snapshot; ``systems``: the texts of the kept system rows before the suffix.
+    """
+
+    cut: Cut
+    version: tuple[int, int] | None
+    systems: list[str]
+
+
+def read_cut(
+    store: BufferStore,
+    address: Address,
+    budget: int,
+    keep_system: bool = True,
+    first_role: str | None = None,
+) -> CutRead:
+    """Where the window of ``budget`` tokens starts (the default counter), reading facts only.
+
+    The rows are read from the buffer's end a batch at a time, as ``read_window``
+    reads them, and none is kept: what the window rules need of each (its role,
+    ids and stored tokens) goes into a ``CutScan``. WindowTooSmallError as
+    ``read_window``; BufferChangedError when the buffer was written during the read.
+    """
+    tail = store.read_tail(address, TAIL_BATCH, budget)
+    try:
+        systems = {item.cursor: item.tokens for item in tail.systems}
+        scan = CutScan(budget, systems, keep_system, first_role)
+
+        def facts() -> Iterator[tuple[int, RowFacts]]:
+            for cursor, row, stored in tail.rows:
+                known = systems.get(cursor) if systems else None
+                yield cursor, fast_row_facts(row, stored if known is None else known)
+
+        scan.feed_rows(facts())
+    finally:
+        tail.close()
+    cut = scan.cut(tail.count, tail.tokens)
+    kept = set(cut.systems)
+    texts = [dump_json(item.row, "message") for item in tail.systems if item.cursor in kept]
+    return CutRead(cut, tail.version, texts)

@@ -17,12 +17,14 @@ row moves to the archive, as a planned compaction's do, instead of being cleared
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from flowmem.api import long_reads
 from flowmem.api.fast.route import (
     TARGET_OPENAPI,
     WRITE_OPENAPI,
@@ -36,7 +38,10 @@ from flowmem.api.models import REFUSED, CompactionReplace
 from flowmem.api.render import render_pieces
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
 from flowmem.api.routes.incoming import rows_of
+from flowmem.api.services import Services
 from flowmem.results import CompactionPlanResult
+from flowmem.scope import Refusal
+from flowmem.service.paged_reads import PagedRead
 
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
 CALL = Depends(memory_call)
@@ -103,16 +108,19 @@ async def compaction_plan(
     A read: nothing changes. 422 `window_too_small` when the newest turn alone passes
     the budget.
     """
-    # its work grows with the buffer: off the event loop, its answer too (issue 38 §2)
-    return await call.in_thread(Operation.COMPACT_PLAN, _plan_answer, keep_tokens=keep_tokens)
+    # its work grows with the buffer: off the event loop, its rows page by page (decision 0109)
+    then = partial(_plan_answer, call.caller.services)
+    return await call.in_thread(Operation.COMPACT_PLAN, then, keep_tokens=keep_tokens, paged=True)
 
 
-def _plan_answer(result: CompactionPlanResult) -> Response:
-    """A compaction plan's answer (built in a store thread); a refusal's neutral one."""
-    answer = result.to_dict()
-    if result.refusal is not None:
-        return refused_response(answer, result.refusal.code)
-    return Response(render_pieces(answer), media_type="application/json")
+def _plan_answer(services: Services, read: PagedRead) -> Response:
+    """A compaction plan's answer: its fields rendered here, in a store thread; its rows then page by page."""
+    return long_reads.answer(read, services, render_pieces, _neutral_plan)
+
+
+def _neutral_plan(refusal: Refusal) -> Response:
+    """A refused plan's answer: no plan, and which refusal (decision 0047)."""
+    return refused_response(CompactionPlanResult(refusal=refusal).to_dict(), refusal.code)
 
 
 @router.post(

@@ -10,6 +10,7 @@ named ``Operation`` of the memory service (``MemoryCall.short``).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -17,6 +18,7 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
 
 from flowmem import metrics
+from flowmem.api import long_reads
 from flowmem.api import paged as paged_answer
 from flowmem.api.fast.route import (
     TARGET_OPENAPI,
@@ -42,6 +44,7 @@ from flowmem.api.models import (
 from flowmem.api.render import render_pieces
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
 from flowmem.api.routes.incoming import rows_of
+from flowmem.api.services import Services
 from flowmem.core import check_storable, normalize
 from flowmem.errors import InvalidInputError
 from flowmem.formats import (
@@ -49,8 +52,10 @@ from flowmem.formats import (
     write_document,
 )
 from flowmem.results import REFUSED_KEY
+from flowmem.scope import Refusal
 from flowmem.service import BufferResult as ServiceBufferResult
 from flowmem.service import BufferText, MemoryService, PagedText
+from flowmem.service.paged_reads import PagedRead
 
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
 
@@ -213,9 +218,29 @@ async def _window(
     if last is not None or before is not None:
         raise InvalidInputError("give max_tokens, or last and before: not both")
     first_role = FIRST_ROLE.get(fmt)
+    if fmt == "rows":  # paged: a reader holds a page (decision 0109)
+        services = call.caller.services
+        then = partial(_paged_answer, services, _neutral_window)
+        return await call.in_thread(Operation.WINDOW, then, max_tokens=max_tokens, first_role=first_role, paged=True)
     return await call.in_thread(
         Operation.WINDOW, partial(_window_answer, fmt), max_tokens=max_tokens, first_role=first_role
     )
+
+
+def _paged_answer(services: Services, neutral: Callable[[Refusal], Response], read: PagedRead) -> Response:
+    """A paged long read's answer: its fields rendered here, in a store thread; its rows then page by page."""
+    return long_reads.answer(read, services, render_pieces, neutral)
+
+
+def _neutral_window(refusal: Refusal) -> Response:
+    """A refused window's answer: the neutral read, and which refusal (decision 0047)."""
+    answer = {**ServiceBufferResult(refusal=refusal).to_dict(), "next_before": None}
+    return Response(render_pieces(answer), headers={REFUSED_HEADER: refusal.code}, media_type="application/json")
+
+
+def _neutral_archive(refusal: Refusal) -> Response:
+    """A refused read with the archive's answer: the neutral read, and which refusal."""
+    return refused_response(ServiceBufferResult(refusal=refusal).to_dict(), refusal.code)
 
 
 def _window_answer(fmt: str, result: ServiceBufferResult) -> Response:
@@ -237,16 +262,8 @@ async def _with_archive(call: MemoryCall, last: Any, before: Any, fmt: str) -> R
             raise InvalidInputError(f"archived=true reads the whole buffer: leave out {name}", argument=name)
     if fmt != "rows":
         raise InvalidInputError("archived=true reads stored rows: leave out format", argument="format")
-    return await call.in_thread(Operation.LOAD_ALL, _archive_answer, include_archived=True)
-
-
-def _archive_answer(result: ServiceBufferResult) -> Response:
-    """A read with the archive's answer (built in a store thread); a refusal's neutral read."""
-    answer = result.to_dict()
-    if result.refusal is not None:
-        return refused_response(answer, result.refusal.code)
-    answer["archived"] = len(answer["messages"]) - answer["count"]
-    return Response(render_pieces(answer), media_type="application/json")
+    then = partial(_paged_answer, call.caller.services, _neutral_archive)
+    return await call.in_thread(Operation.LOAD_ALL, then, include_archived=True, paged=True)
 
 
 @router.post(

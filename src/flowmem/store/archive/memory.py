@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 from flowmem.core import CallIndex, Message, call_ids
 from flowmem.core.compaction import prefix_digest
-from flowmem.store.archive import EVERY_ROW, Archived, SummaryMaker, WithArchive
 from flowmem.errors import BufferChangedError
+from flowmem.store.archive import EVERY_ROW, Archived, SummaryMaker, WithArchive
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, PAGE_CHARS, PAGE_ROWS, Address, BodyPage
 from flowmem.store.editor import SizedListEditor
 from flowmem.store.rows import check_address, check_batch, check_last, dump_json, utf8_size
