@@ -73,6 +73,22 @@ def check_id_text(value: object, name: str) -> object:
     return value
 
 
+CONTEXT_IDS = ("session_id", "user_id", "workflow_id", "pipeline_id", "execution_id")
+"""The ids of an ``ExecutionContext`` an adapter is built with, checked by ``check_context_ids``."""
+
+
+def check_context_ids(context: object) -> None:
+    """Refuse an execution context holding an id the HTTP API would refuse (``check_id_text``).
+
+    For the adapters built with a context: a session, user, workflow, pipeline or
+    execution id over 255 code points, holding NUL or a lone surrogate raises at
+    construction, as a request naming it would be refused, instead of being refused
+    (or stored) later. None passes.
+    """
+    for field in CONTEXT_IDS:
+        check_id_text(getattr(context, field, None), field)
+
+
 def check_key(key: object) -> str:
     """Return ``key`` when it is storable text of 1 to 255 code points without NUL; else raise."""
     return check_name(key, "key")
@@ -176,7 +192,9 @@ def window_args(
 
 
 __all__ = [
+    "CONTEXT_IDS",
     "MAX_KEY_LENGTH",
+    "check_context_ids",
     "check_count",
     "check_id_text",
     "check_key",

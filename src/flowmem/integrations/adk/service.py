@@ -66,6 +66,7 @@ from flowmem.integrations.adk.events import (
 )
 from flowmem.scope import ExecutionContext, Refusal
 from flowmem.service import MemoryService, check_message_sizes
+from flowmem.service.checks import check_id_text, check_name
 from flowmem.store import open_store
 from flowmem.store.adk import (
     DROPPED,
@@ -173,6 +174,18 @@ def _taken(exc: FlowmemError) -> bool:
     return True  # another owner's session (AccessDeniedError), or a deleted one
 
 
+def _checked(app_name: object, user_id: object, session_id: object) -> None:
+    """Refuse ids the HTTP API would refuse, before any store call, on reads as on writes.
+
+    The app name, user id and session id (``check_name``): more than 255 code points,
+    NUL or a lone surrogate raise ``InvalidInputError`` / ``InvalidTextError``. A
+    well-formed id that is not a usable identity is left to MEM-6 and MEM-13.
+    """
+    check_name(app_name, "app_name", empty=True)
+    check_id_text(user_id, "user_id")
+    check_id_text(session_id, "session_id")
+
+
 def _filtered(events: list[Event], config: GetSessionConfig | None) -> list[Event]:
     """The events ``config`` asks for, as ADK's database service selects them."""
     if config is None:
@@ -203,8 +216,14 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
         )
 
     # --- identities ----------------------------------------------------------------------
-    def _ids(self, operation: str, user_id: str, session_id: str | None) -> tuple[str, str] | Refusal:
-        """The user id and session id as flowmem resolves them (MEM-6, MEM-13), or the refusal."""
+    def _ids(
+        self, operation: str, app_name: str, user_id: str, session_id: str | None
+    ) -> tuple[str, str] | Refusal:
+        """The user id and session id as flowmem resolves them (MEM-6, MEM-13), or the refusal.
+
+        The ids' text is checked first (``_checked``).
+        """
+        _checked(app_name, user_id, session_id)
         context = ExecutionContext(user_id=user_id, session_id=session_id)
         user = self.memory.resolve(f"ADK {operation}", "user", EVENTS_KEY, context)
         if isinstance(user, Refusal):
@@ -240,7 +259,7 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
         a new, empty session that no write of the deleted one reaches.
         """
         sid = session_id if session_id is not None else platform_uuid.new_uuid()
-        ids = self._ids("session create", user_id, sid)
+        ids = self._ids("session create", app_name, user_id, sid)
         if isinstance(ids, Refusal):
             raise self._refused(ids, "session create")
         user, sid = ids
@@ -268,7 +287,7 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
         config: GetSessionConfig | None = None,
     ) -> Session | None:
         """The session with its events (``config``: the most recent, or those since a time)."""
-        ids = self._ids("session read", user_id, session_id)
+        ids = self._ids("session read", app_name, user_id, session_id)
         if isinstance(ids, Refusal):
             return None
         rows = not (config is not None and config.num_recent_events == 0)
@@ -283,8 +302,9 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
     ) -> ListSessionsResponse:
         """The app's sessions (of one user, or of all), oldest update first, without events."""
         user = None
+        check_name(app_name, "app_name", empty=True)
         if user_id is not None:
-            ids = self._ids("session list", user_id, None)
+            ids = self._ids("session list", app_name, user_id, None)
             if isinstance(ids, Refusal):
                 return ListSessionsResponse()
             user = ids[0]
@@ -295,7 +315,7 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         """Delete the session with everything stored for it; its id stays deleted (decision 0042)."""
-        ids = self._ids("session delete", user_id, session_id)
+        ids = self._ids("session delete", app_name, user_id, session_id)
         if isinstance(ids, Refusal):
             return
         found = await asyncio.to_thread(self.tables.read, app_name, ids[0], ids[1], False)
@@ -304,7 +324,7 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         """The user's state in the app, keys without their ``user:`` prefix."""
-        ids = self._ids("user state read", user_id, None)
+        ids = self._ids("user state read", app_name, user_id, None)
         if isinstance(ids, Refusal):
             return {}
         return dict(await asyncio.to_thread(self.tables.user_state, app_name, ids[0]))
@@ -319,6 +339,7 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
         """
         if event.partial:
             return event
+        _checked(session.app_name, session.user_id, session.id)
         key = (session.app_name, session.user_id, session.id)
         lock = self._locks.get(key)
         if lock is None:

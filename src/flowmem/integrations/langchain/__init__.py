@@ -62,6 +62,7 @@ from flowmem.integrations.langchain.runnable import (  # noqa: E402
 from flowmem.memory import Memory  # noqa: E402
 from flowmem.results import BufferResult, TokenWindow  # noqa: E402
 from flowmem.scope import ExecutionContext  # noqa: E402
+from flowmem.service.checks import check_context_ids  # noqa: E402
 
 log = logging.getLogger("flowmem")
 
@@ -120,6 +121,7 @@ class FlowmemChatMessageHistory(BaseChatMessageHistory):
             )
         if context is None and (session_id is not None or user_id is not None):
             context = ExecutionContext(session_id=session_id, user_id=user_id)
+        check_context_ids(context)  # ids the API would refuse raise here (issue 38 §4)
         self.service = memory_of(service, "FlowmemChatMessageHistory")
         self.context = context
         self.scope = scope

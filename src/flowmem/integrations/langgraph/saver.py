@@ -92,6 +92,7 @@ from flowmem.integrations.langgraph.threads import (
 )
 from flowmem.scope import ExecutionContext, Refusal
 from flowmem.service import MemoryService
+from flowmem.service.checks import check_context_ids
 from flowmem.store import open_store
 from flowmem.store.checkpoints import (
     LINE_PREFIX,
@@ -153,6 +154,7 @@ class FlowmemSaver(ThreadedSaver):
             )
         if context is not None and not isinstance(context, ExecutionContext):
             raise TypeError(f"context must be a flowmem ExecutionContext, got {context!r}")
+        check_context_ids(context)  # ids the API would refuse (issue 38 §4)
         if not isinstance(write_ahead_timeout, (int, float)) or write_ahead_timeout <= 0:
             raise ValueError(
                 f"write_ahead_timeout must be a number of seconds above 0, got {write_ahead_timeout!r}"

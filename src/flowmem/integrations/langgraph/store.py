@@ -113,6 +113,7 @@ from flowmem.integrations.langgraph.ops import (  # noqa: E402
 from flowmem.limits import Limits  # noqa: E402
 from flowmem.scope import ExecutionContext, Refusal  # noqa: E402
 from flowmem.service import MAX_KEY_LENGTH, MemoryService, check_record  # noqa: E402
+from flowmem.service.checks import check_context_ids  # noqa: E402
 from flowmem.store import Address, open_store  # noqa: E402
 from flowmem.store.listing import (  # noqa: E402
     ListedRecord,
@@ -243,6 +244,7 @@ class FlowmemStore(BaseStore):
             raise ConfigurationError(f"a namespace label holds no '.' nor NUL, got {labels!r}")
         if context is not None and not isinstance(context, ExecutionContext):
             raise ConfigurationError(f"context must be an ExecutionContext, got {context!r}")
+        check_context_ids(context)  # ids the API would refuse (issue 38 §4)
         if ttl is not None:
             default = ttl.get("default_ttl")
             if default is not None:

@@ -39,6 +39,7 @@ from flowmem.integrations.openai_agents.write_ahead import (
 from flowmem.memory import AsyncMemory, Memory
 from flowmem.results import BufferResult, TokenWindow
 from flowmem.scope import ExecutionContext
+from flowmem.service.checks import check_context_ids
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -93,6 +94,7 @@ class FlowmemSession:
         self.memory = async_memory_of(service, "FlowmemSession")
         """``service``'s operations, awaited: itself, or each call in a worker thread."""
         self.context = context if context is not None else ExecutionContext(session_id=session_id)
+        check_context_ids(self.context)  # ids the API would refuse raise here (issue 38 §4)
         self.scope = scope
         self.key = key
         self.max_messages = max_messages

@@ -69,6 +69,7 @@ from flowmem.integrations.pydantic_ai.rows import (
 )
 from flowmem.scope import ExecutionContext, Refusal, usable_identity
 from flowmem.service import MemoryService
+from flowmem.service.checks import check_id_text, check_name
 from flowmem.store import Store, open_store
 from flowmem.store.conversations import (
     LINE,
@@ -163,6 +164,7 @@ class FlowmemConversationStore(ConversationStore):
 
     # --- sessions and owners ---------------------------------------------------------------
     def _session(self, conversation_id: str, operation: str) -> str | Refusal:
+        check_id_text(conversation_id, "conversation_id")  # as the API checks ids
         context = ExecutionContext(session_id=conversation_id)
         return self.memory.resolve(operation, "session", LINE, context)
 
@@ -209,6 +211,7 @@ class FlowmemConversationStore(ConversationStore):
         self, *, scope: str | None = None, limit: int | None = None
     ) -> Sequence[ConversationRecord]:
         """The records, those of ``scope`` when given, newest ``updated_at`` first."""
+        check_id_text(scope, "scope")
         stored = await asyncio.to_thread(self.tables.records, scope, limit)
         return [_record(found) for found in stored]
 
@@ -226,6 +229,9 @@ class FlowmemConversationStore(ConversationStore):
         """
         cid = self._writable(record.conversation_id, "conversation write")
         entries = list(new_entries)
+        for entry_id in (record.head_id, *(e.id for e in entries), *(e.parent_id for e in entries)):
+            if entry_id is not None:
+                check_name(entry_id, "entry_id")
         stored = await asyncio.to_thread(self.tables.get, cid)
         ahead = _CONTINUING.get()
         if ahead is not None and (ahead.conversation_id != cid or expected_revision != ahead.base):
@@ -318,6 +324,7 @@ class FlowmemConversationStore(ConversationStore):
         """The entries up to ``head_id`` (the last ``limit``), read in one query."""
         if head_id is None:
             return []
+        check_name(head_id, "entry_id")
         rows = await asyncio.to_thread(self.tables.history, head_id)
         if rows is None:
             raise KeyError(head_id)
