@@ -4,19 +4,20 @@
 a write transaction, serialize on a buffer address and recognise a duplicate key;
 everything around that (input checks, JSON text, row → record conversion,
 records, sessions, transcripts, tokens, ``load``/``count``/``clear``/``pop_last``)
-lives here against a few hooks. This module holds no SQL text (DESIGN.md §6):
-every statement is named and looked up in the backend's ``SQL`` dict.
+lives here against a few hooks, which ``SqlEngineBase`` (``store/sqlengine.py``)
+declares beside the public ``SqlEngine`` the kinds of data use. This module holds no
+SQL text (DESIGN.md §6): every statement is named and looked up in the backend's
+``SQL`` dict.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from flowmem.core import AppendOutcome, Message, apply_append
 from flowmem.errors import (
@@ -48,6 +49,7 @@ from flowmem.store.base import (
     WriteGuard,
 )
 from flowmem.store.editor import SqlBufferEditor, load_rows
+from flowmem.store.engine import C, DbConnection
 from flowmem.store.rows import (
     check_address,
     check_batch,
@@ -60,52 +62,19 @@ from flowmem.store.rows import (
     decode_rows,
     dump_json,
     ensure_form,
-    guard_failed,
     guard_form,
     session_from_row,
     stored_json,
     to_json,
     token_from_row,
 )
+from flowmem.store.sqlengine import SqlEngineBase, StatementRunner
 
 T = TypeVar("T")
 
 SEQ_MAX = 9223372036854775807  # the largest transcript sequence number (64-bit)
 LAST_MAX = 2**62  # a ``load(last=…)`` larger than any buffer, still a 64-bit integer
 LOAD_BATCH = 1000  # rows a whole-buffer ``load`` fetches and parses at a time
-
-
-class DbConnection(Protocol):
-    """What the shared methods use of a driver connection (sqlite3 or psycopg)."""
-
-    def execute(self, query: str, params: Sequence[Any] = ..., /) -> Any:
-        """Run one statement; return a cursor (``fetchone``, ``fetchall``, ``rowcount``)."""
-        ...
-
-
-C = TypeVar("C", bound=DbConnection)
-
-
-class StatementRunner:
-    """``SqlRunner`` over one connection and a backend's ``SQL`` dict."""
-
-    def __init__(self, conn: DbConnection, sql: dict[str, str]) -> None:
-        self.conn = conn
-        self.sql = sql
-
-    def one(self, name: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
-        """Run a named statement; return its first row."""
-        row: tuple[Any, ...] | None = self.conn.execute(self.sql[name], params).fetchone()
-        return row
-
-    def all(self, name: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        """Run a named statement; return every row."""
-        rows: list[tuple[Any, ...]] = self.conn.execute(self.sql[name], params).fetchall()
-        return rows
-
-    def run(self, name: str, params: Sequence[Any]) -> None:
-        """Run a named statement for its effect."""
-        self.conn.execute(self.sql[name], params)
 
 
 def no_database(where: str) -> DatabaseNotFoundError:
@@ -116,92 +85,21 @@ def no_database(where: str) -> DatabaseNotFoundError:
     )
 
 
-class SqlStore(ABC, Generic[C]):
+class SqlStore(SqlEngineBase[C]):
     """The ``Store`` methods common to the SQL backends, over driver-specific hooks.
 
     A backend sets ``SQL`` (its statements, by name) and ``MIGRATIONS``, and implements
-    ``_connection``, ``_write``, ``_write_serialized`` and ``_is_unique_violation``;
-    it may override ``_hold_buffer``, ``_reading``, ``_load_last``, ``_stream_batches`` and
+    the hooks ``SqlEngineBase`` declares: ``_connection``, ``_write``,
+    ``_write_serialized`` and ``_is_unique_violation``; it may override
+    ``_hold_buffer``, ``_reading``, ``_load_last``, ``_stream_batches`` and
     ``_check_session_id``.
     """
 
-    SQL: ClassVar[dict[str, str]]  # the backend's statements, by name
     MIGRATIONS: ClassVar[tuple[tuple[str, ...], ...]]  # the backend's schema versions, in order
     create: bool = True  # False: a database without flowmem's schema is refused, not created
     _quotas: Quotas = Quotas()  # what the quota triggers enforce (``set_quotas``)
 
-    # --- hooks ------------------------------------------------------------------------
-    @abstractmethod
-    def _connection(self) -> AbstractContextManager[C]:
-        """Lend a connection (autocommit); translate driver errors to ``StoreError``."""
-
-    @abstractmethod
-    def _write(self, work: Callable[[C], T]) -> T:
-        """Run ``work`` in one write transaction and commit it."""
-
-    @abstractmethod
-    def _write_serialized(self, address: Address, work: Callable[[C], T], hold: bool = True) -> T:
-        """Run ``work`` in one write transaction serialized with appends to ``address``.
-
-        ``hold=False``: ``work`` takes the buffer's lock itself (``_hold_buffer``),
-        after locks that must come first.
-        """
-
-    @staticmethod
-    @abstractmethod
-    def _is_unique_violation(exc: BaseException | None) -> bool:
-        """Return True when a driver error is a duplicate primary or unique key."""
-
-    def _hold_buffer(self, conn: C, address: Address) -> None:
-        """Serialize the rest of the caller's write transaction with appends to ``address``.
-
-        The default does nothing: a backend whose write transaction excludes every
-        other writer (SQLite) needs no more.
-        """
-
-    def _reading(self) -> AbstractContextManager[C]:
-        """Lend a connection for several reads that must agree (default: autocommit)."""
-        return self._connection()
-
-    def _load_last(self, conn: C, address: Address, last: int) -> list[tuple[str]]:
-        """Return the bodies of the buffer's last ``last`` rows, in order."""
-        found: list[tuple[str]] = conn.execute(self.SQL["load_last"], (*address, last)).fetchall()
-        return found
-
-    def _bodies_last(
-        self, conn: C, address: Address, before: int, last: int
-    ) -> list[tuple[int, str]]:
-        """Return (pos, body) of the last ``last`` rows below ``before``, in order."""
-        params = (*address, before, last)
-        found: list[tuple[int, str]] = conn.execute(
-            self.SQL["bodies_last_before"], params
-        ).fetchall()
-        return found
-
-    def _body_batches(self, conn: C, address: Address, batch: int) -> Iterator[list[tuple[str]]]:
-        """Yield the buffer's bodies in order, ``batch`` rows at a time, from one statement.
-
-        One statement reads one snapshot (SQLite: its read transaction lasts while the
-        statement runs), so the batches together are the buffer at one moment.
-        """
-        cursor = conn.execute(self.SQL["load_all"], tuple(address))
-        while chunk := cursor.fetchmany(batch):
-            yield chunk
-
-    def _stream_batches(
-        self, conn: C, address: Address, batch: int
-    ) -> Iterator[list[tuple[str]]]:
-        """Yield the bodies ``iter_rows`` parses, ``batch`` at a time (default: ``_body_batches``)."""
-        return self._body_batches(conn, address, batch)
-
-    def _check_session_id(self, session_id: str) -> None:
-        """Refuse a session id the database cannot store (default: every string fits)."""
-
     # --- shared helpers -----------------------------------------------------------------
-    def _runner(self, conn: C) -> StatementRunner:
-        """Return the ``SqlRunner`` the buffer editor uses on ``conn``."""
-        return StatementRunner(conn, self.SQL)
-
     def _apply_append(
         self,
         conn: C,
@@ -237,43 +135,6 @@ class SqlStore(ABC, Generic[C]):
             found = conn.execute(self.SQL["load_all"], tuple(address)).fetchall()
             outcome = replace(outcome, rows=load_rows(found))
         return outcome
-
-    def _check_guard(self, conn: C, guard: WriteGuard | None) -> None:
-        """Raise the guard's error unless it holds (inside the caller's write transaction).
-
-        A claim that creates its session inserts it first (``_ensure_session``).
-        """
-        self._ensure_session(conn, guard)
-        kind, params = guard_form(guard)
-        if kind and conn.execute(self.SQL[f"guard@{kind}"], params).fetchone() is None:
-            raise self._guard_error(conn, guard)
-
-    def _ensure_session(self, conn: C, guard: WriteGuard | None) -> None:
-        """Create the guard's claimed session unless it exists (inside the write's transaction).
-
-        Rolled back with the write when the guard then fails (docs/decisions/0032).
-        """
-        ensure = ensure_form(guard)
-        if ensure is not None:
-            conn.execute(self.SQL[ensure[0]], ensure[1])
-
-    def _guard_error(self, conn: C, guard: WriteGuard | None) -> Exception:
-        """The error of a guard found failing on ``conn``: the token's (401), else the session's."""
-        token = None if guard is None else guard.token_id
-        valid = token is None or conn.execute(self.SQL["token_valid"], (token,)).fetchone()
-        if not valid or guard is None or guard.claim is None or guard.session_id is None:
-            return guard_failed(bool(valid))
-        found = conn.execute(self.SQL["session_owner"], (guard.session_id,)).fetchone()
-        owner = None if found is None else (found[0],)
-        if owner is None and conn.execute(self.SQL["session_deleted"], (guard.session_id,)).fetchone():
-            return guard_failed(True, guard, None, deleted=True)
-        owned = 0
-        if found is None and guard.claim.owner is not None:
-            counted = conn.execute(
-                self.SQL["sessions_owned_count"], (guard.claim.owner,)
-            ).fetchone()
-            owned = int(counted[0]) if counted else 0
-        return guard_failed(True, guard, owner, owned)
 
     def _record_key(self, conn: C, idempotency: Idempotency | None, outcome: Any) -> None:
         """Insert the write's idempotency key with its answer, in the caller's transaction.
@@ -636,12 +497,6 @@ class SqlStore(ABC, Generic[C]):
             return removed
 
         return self._write_serialized(address, work, hold=False)  # work holds it, after the guard
-
-    def _drop_buffer(self, conn: C, buffer_id: int) -> None:
-        """Delete a buffer's rows, call, answer and evicted index, archive and header (in the caller's transaction)."""
-        names = ("clear_rows", "clear_calls", "clear_answers", "clear_evicted", "archive_drop")
-        for name in (*names, "clear_header"):
-            conn.execute(self.SQL[name], (buffer_id,))
 
     # --- sessions ---------------------------------------------------------------------------
     def create_session(
