@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -119,9 +120,9 @@ def test_the_adk_service_refuses_a_bad_app_name_user_or_session_id(memory: Memor
         ("shop", bad, "s1", "user_id"),
         ("shop", "alice", bad, "session_id"),
     ):
-        _refused(lambda: service.create_session(app_name=app, user_id=user, session_id=sid), kind, field)
-        _refused(lambda: service.get_session(app_name=app, user_id=user, session_id=sid), kind, field)
-        _refused(lambda: service.delete_session(app_name=app, user_id=user, session_id=sid), kind, field)
+        ids = {"app_name": app, "user_id": user, "session_id": sid}
+        for method in (service.create_session, service.get_session, service.delete_session):
+            _refused(partial(method, **ids), kind, field)
     _refused(lambda: service.list_sessions(app_name=bad), kind, "app_name")
     _refused(lambda: service.list_sessions(app_name="shop", user_id=bad), kind, "user_id")
     _refused(lambda: service.get_user_state(app_name=bad, user_id="alice"), kind, "app_name")

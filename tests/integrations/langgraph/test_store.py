@@ -36,6 +36,7 @@ from langgraph.store.memory import InMemoryStore
 
 import flowmem.integrations.langgraph.store as store_module
 from flowmem.errors import (
+    AccessDeniedError,
     ConfigurationError,
     InvalidInputError,
     NotSerializableError,
@@ -906,3 +907,29 @@ def test_random_batches_answer_as_in_memory_store(
         run()
     finally:
         raw.close()
+
+
+# --- a store built for one user (issue 38 §3, decision 0109) --------------------------------
+def test_mem_9_a_store_built_for_a_user_never_reaches_another_users_namespace(flow: Flow) -> None:
+    flow.store.put(("users", "alice", "memories"), "m1", {"text": "ALICE-SECRET"})
+    flow.store.put(("docs",), "shared", {"text": "for everyone"})
+    bobs = FlowmemStore(flow.service, context=ExecutionContext(user_id="bob"))
+    alices = ("users", "alice", "memories")
+    for call in (
+        lambda: bobs.get(alices, "m1"),
+        lambda: bobs.search(alices),
+        lambda: bobs.search(("users", "alice")),
+        lambda: bobs.list_namespaces(prefix=("users", "alice")),
+        lambda: bobs.put(alices, "m2", {"text": "bob was here"}),
+        lambda: bobs.delete(alices, "m1"),
+        lambda: asyncio.run(bobs.aget(alices, "m1")),
+        lambda: bobs.batch([PutOp(("users", "bob"), "k", {"n": 1}), GetOp(alices, "m1")]),
+    ):
+        with pytest.raises(AccessDeniedError):
+            call()
+    assert [i.key for i in flow.store.search(alices)] == ["m1"]
+    assert flow.store.get(("users", "bob"), "k") is None  # the batch refused as a whole
+    bobs.put(("users", "bob", "memories"), "m1", {"text": "his"})  # his own namespace
+    assert bobs.get(("users", "bob", "memories"), "m1").value == {"text": "his"}
+    assert bobs.get(("docs",), "shared").value == {"text": "for everyone"}  # the global scope
+    assert all(ns[:2] != ("users", "alice") for ns in bobs.list_namespaces())

@@ -24,6 +24,8 @@ docs/langgraph-store.md say why each choice below was made.
 - The user scope is only ever reached through a namespace naming one real user: a
   search or listing whose prefix does not (``()``, a suffix alone, a ``"*"`` first
   label) covers the global scope only; ``("users",)`` or ``("users", "*")`` refuses.
+  A store built for a user (``context`` with a ``user_id``) reaches only that user's
+  namespaces: another user's raises ``AccessDeniedError`` (decision 0109).
 
 **Record keys.** An item's record key is ``"langgraph:"``, then each label of its
 namespace (the user id label left out: it is the scope id) followed by a space, then
@@ -81,6 +83,7 @@ from langgraph.store.base import (  # noqa: E402
 )
 
 from flowmem.errors import (  # noqa: E402
+    AccessDeniedError,
     ConfigurationError,
     InvalidInputError,
     ScopeRefusedError,
@@ -111,7 +114,7 @@ from flowmem.integrations.langgraph.ops import (  # noqa: E402
     validate_labels,
 )
 from flowmem.limits import Limits  # noqa: E402
-from flowmem.scope import ExecutionContext, Refusal  # noqa: E402
+from flowmem.scope import ExecutionContext, Refusal, usable_identity  # noqa: E402
 from flowmem.service import MAX_KEY_LENGTH, MemoryService, check_record  # noqa: E402
 from flowmem.service.checks import check_context_ids  # noqa: E402
 from flowmem.store import Address, open_store  # noqa: E402
@@ -419,6 +422,12 @@ class FlowmemStore(BaseStore):
         resolved = self.memory.resolve(operation, USER_SCOPE, what, context)
         if isinstance(resolved, Refusal):
             return None
+        owner = usable_identity(self.context.user_id)
+        if owner is not None and owner != resolved:  # a store built for one user (decision 0109)
+            raise AccessDeniedError(
+                f"FlowmemStore {operation} refused: {namespace[:2]!r} is user {resolved!r}'s, this "
+                f"store is user {owner!r}'s (its context); nothing was read or changed", rule="MEM-9"
+            )
         return Place(USER_SCOPE, resolved, label)
 
     def _stored(self, namespace: tuple[str, ...]) -> tuple[str, ...]:
