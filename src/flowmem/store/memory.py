@@ -16,13 +16,12 @@ from dataclasses import replace
 from itertools import islice
 from typing import Any
 
-from flowmem.core import AppendOutcome, CallIndex, Message, apply_append
+from flowmem.core import AppendOutcome, Message, apply_append
 from flowmem.core.tokens import estimate_tokens
 from flowmem.errors import (
     ConflictError,
     IdempotencyKeyInFlightError,
 )
-from flowmem.limits import quota_exceeded
 from flowmem.store.adk.memory import MemoryAdkSessions
 from flowmem.store.archive.memory import MemoryArchive
 from flowmem.store.base import (
@@ -35,7 +34,6 @@ from flowmem.store.base import (
     Erasure,
     Idempotency,
     Quotas,
-    SessionClaim,
     SessionRecord,
     StoredAnswer,
     Tail,
@@ -44,12 +42,13 @@ from flowmem.store.base import (
     TranscriptMessage,
     Usage,
     WriteGuard,
-    quota_owner,
 )
 from flowmem.store.checkpoints.memory import MemoryCheckpoints
 from flowmem.store.conversations.memory import MemoryConversations
 from flowmem.store.editor import row_bytes
+from flowmem.store.engine import MemoryTables
 from flowmem.store.locks import AddressLocks, no_wait
+from flowmem.store.memengine import MemoryEngineParts
 from flowmem.store.memtables import BufferReads, IdempotencyKeys, Tokens
 from flowmem.store.rows import (
     check_address,
@@ -63,13 +62,12 @@ from flowmem.store.rows import (
     check_rows,
     check_texts,
     dump_json,
-    guard_failed,
     to_json,
     utf8_size,
 )
 
 
-class MemoryStore(BufferReads, IdempotencyKeys, Tokens):
+class MemoryStore(MemoryEngineParts, BufferReads, IdempotencyKeys, Tokens):
     """The reference ``Store``: everything in dicts, guarded by locks.
 
     It has the ``LocalCalls`` capability with nothing to sync: its data lives in
@@ -80,22 +78,24 @@ class MemoryStore(BufferReads, IdempotencyKeys, Tokens):
         self.url = url
         self._lock = threading.RLock()
         self._locks = AddressLocks()
-        self._records: dict[Address, tuple[str, float | None]] = {}
-        self._buffers: dict[Address, list[Message]] = {}
+        # the tables the engine lends its kinds of data (MemoryEngine); the names below alias them
+        self._tables = MemoryTables()
+        self._records = self._tables.records
+        self._buffers = self._tables.buffers
         # each buffer's call index as its last append left it (an append does not
         # index every row again); dropped by every other change of the rows
-        self._indexes: dict[Address, CallIndex] = {}
-        self._sizes: dict[Address, int] = {}  # UTF-8 bytes of each buffer's rows as JSON
+        self._indexes = self._tables.indexes
+        self._sizes = self._tables.sizes  # UTF-8 bytes of each buffer's rows as JSON
         # each buffer's rows' default token counts, in order (absent: counted when read)
         self._counts: dict[Address, list[int]] = {}
         self._evicted: dict[Address, tuple[str, ...]] = {}  # call ids of evicted turns (MEM-1, 2)
-        self._sessions: dict[str, SessionRecord] = {}
+        self._sessions = self._tables.sessions
         self._transcripts: dict[str, list[TranscriptMessage]] = {}
         self._next_seq: dict[str, int] = {}
         self._tokens: dict[str, TokenRecord] = {}
         self._keys: dict[tuple[str, str], StoredAnswer] = {}  # (owner, key) -> idempotency key
         self._deleted: dict[str, float] = {}  # deleted session ids: never created again
-        self._versions: dict[Address, int] = {}  # a buffer's last change (paged reads)
+        self._versions = self._tables.versions  # a buffer's last change (paged reads)
         self._changes = itertools.count(1)
         self._buffer_owners: dict[Address, str | None] = {}  # whose quota a buffer counts
         self._record_owners: dict[Address, str | None] = {}  # whose quota a record counts
@@ -104,7 +104,7 @@ class MemoryStore(BufferReads, IdempotencyKeys, Tokens):
         self.checkpoints = MemoryCheckpoints(self)  # LangGraph's checkpoints (decision 0040)
         self.conversations = MemoryConversations(self)  # pydantic-ai's (decision 0051)
         self.adk = MemoryAdkSessions(self)  # Google ADK's sessions and states (decision 0053)
-        self.archive = MemoryArchive(self)  # what compactions archived (decision 0083)
+        self.archive: MemoryArchive = MemoryArchive(self)  # what compactions archived (decision 0083)
 
     # --- memory records -------------------------------------------------------
     def get_record(self, address: Address, now: float) -> tuple[bool, Any]:
@@ -118,55 +118,6 @@ class MemoryStore(BufferReads, IdempotencyKeys, Tokens):
         if expires_at is not None and expires_at <= now:
             return False, None
         return True, json.loads(text)
-
-    def _check_guard(self, guard: WriteGuard | None) -> SessionRecord | None:
-        """Raise the guard's error unless it holds (the store lock held, like the write after it).
-
-        Returns the session its claim creates (``SessionClaim``), for the caller to
-        store once its write has succeeded, or None.
-        """
-        if guard is None:
-            return None
-        if guard.token_id is not None:
-            token = self._tokens.get(guard.token_id)
-            if token is None or token.revoked:
-                raise guard_failed(False)
-        sid, claim = guard.session_id, guard.claim
-        if sid is None:
-            return None
-        session = self._sessions.get(sid)
-        if claim is None:
-            if session is None:
-                raise guard_failed(True)
-            return None
-        return self._check_claim(guard, sid, claim, session)
-
-    def _check_claim(
-        self, guard: WriteGuard, sid: str, claim: SessionClaim, session: SessionRecord | None
-    ) -> SessionRecord | None:
-        """``_check_guard`` for a guard with a claim: the session it creates, or None."""
-        if session is None and sid in self._deleted:
-            raise guard_failed(True, guard, None, deleted=True)
-        if session is None:
-            owner = None if claim.any_owner else claim.owner
-            owned = 0 if owner is None else sum(s.owner == owner for s in self._sessions.values())
-            if not claim.create or (claim.limit and owner is not None and owned >= claim.limit):
-                raise guard_failed(True, guard, None, owned)
-            return SessionRecord(
-                sid, "", owner, created_at=claim.created_at, updated_at=claim.created_at
-            )
-        if not claim.any_owner and (
-            session.owner != claim.owner
-            or (not claim.create and claim.created_at and session.created_at != claim.created_at)
-        ):
-            raise guard_failed(True, guard, (session.owner,))
-        return None
-
-    def _store_session(self, created: SessionRecord | None) -> None:
-        """Store the session a claim created (the store lock held), after its write succeeded."""
-        if created is not None:
-            self._sessions[created.id] = created
-            self._transcripts.setdefault(created.id, [])
 
     def _check_key(self, idempotency: Idempotency | None) -> None:
         """IdempotencyKeyInFlightError when the write's key is recorded already (lock held)."""
@@ -182,78 +133,6 @@ class MemoryStore(BufferReads, IdempotencyKeys, Tokens):
             )
 
     # --- what every change of a buffer or record goes through (the lock held) -------
-    def _owner(
-        self, address: Address, created: SessionRecord | None = None, record: bool = False
-    ) -> str | None:
-        """Whose quota a buffer (``record``: a record) at ``address`` counts against.
-
-        ``created``: a session this write makes.
-        """
-        owners, stored = (
-            (self._record_owners, self._records) if record else (self._buffer_owners, self._buffers)
-        )
-        if address in stored:
-            return owners.get(address)
-        session = None
-        if address.scope == SESSION_SCOPE:
-            session = self._sessions.get(address.scope_id)
-            if session is None and created is not None and created.id == address.scope_id:
-                session = created
-        return quota_owner(address.scope, address.scope_id, None if session is None else session.owner)
-
-    def _charge(
-        self, owner: str | None, size: int, buffers: int, records: int, count: bool = True
-    ) -> None:
-        """Count a change for ``owner``; QuotaExceededError, nothing counted, for growth past a quota.
-
-        ``count=False`` only checks.
-        """
-        if owner is None:
-            return
-        used = self._usage.get(owner, Usage())
-        after = Usage(used.bytes + size, used.buffers + buffers, used.records + records)
-        quotas = self._quotas
-        for name, delta, value, limit in (
-            ("bytes", size, after.bytes, quotas.bytes),
-            ("buffers", buffers, after.buffers, quotas.buffers),
-            ("records", records, after.records, quotas.records),
-        ):
-            if delta > 0 and limit and value > limit:
-                raise quota_exceeded(name, owner, limit)
-        if not count:
-            return
-        if after == Usage():
-            self._usage.pop(owner, None)
-        else:
-            self._usage[owner] = after
-
-    def _set_buffer(
-        self, address: Address, rows: list[Message], size: int, created: SessionRecord | None = None
-    ) -> None:
-        """Store a buffer's rows and size, counted against its owner's quotas (the last step)."""
-        new = address not in self._buffers
-        owner = self._owner(address, created)
-        self._charge(owner, size - self._sizes.get(address, 0), int(new), 0)
-        self._buffers[address] = rows
-        self._counts.pop(address, None)  # the caller that knows them sets them again
-        self._indexes.pop(address, None)  # likewise the rows' call index (only the append)
-        self._sizes[address] = size
-        self._buffer_owners[address] = owner
-        self._versions[address] = next(self._changes)
-
-    def _drop_buffer(self, address: Address) -> None:
-        """Delete a buffer (counted off its owner's usage)."""
-        if address not in self._buffers:
-            return
-        self._charge(self._buffer_owners.pop(address, None), -self._sizes.get(address, 0), -1, 0)
-        del self._buffers[address]
-        self._counts.pop(address, None)
-        self._indexes.pop(address, None)
-        self._sizes.pop(address, None)
-        self._versions.pop(address, None)
-        self._evicted.pop(address, None)
-        self.archive.drop(address)
-
     def _set_record(
         self,
         address: Address,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from flowmem.core import Message
 from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard
@@ -25,10 +24,8 @@ from flowmem.store.checkpoints import (
     line_moved,
 )
 from flowmem.store.checkpoints.sql import line_of
+from flowmem.store.engine import MemoryEngine, MemoryTables
 from flowmem.store.rows import dump_json, utf8_size
-
-if TYPE_CHECKING:
-    from flowmem.store.memory import MemoryStore
 
 _Key = tuple[str, str, str]  # (thread_id, ns, checkpoint_id)
 
@@ -36,7 +33,7 @@ _Key = tuple[str, str, str]  # (thread_id, ns, checkpoint_id)
 class MemoryCheckpoints:
     """Checkpoints in dicts of one ``MemoryStore``, messages in its session buffers."""
 
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: MemoryEngine) -> None:
         self.store = store
         self._checkpoints: dict[_Key, StoredCheckpoint] = {}
         self._blobs: dict[tuple[str, str, str, str], tuple[str, bytes]] = {}
@@ -46,30 +43,36 @@ class MemoryCheckpoints:
         found = [c for k, c in self._checkpoints.items() if k[:2] == (thread_id, ns)]
         return max(found, key=lambda c: c.checkpoint_id, default=None)
 
-    def _claim(self, guard: WriteGuard | None) -> None:
-        self.store._store_session(self.store._check_guard(guard))
+    def _claim(self, tables: MemoryTables, guard: WriteGuard | None) -> None:
+        self.store.store_session(tables, self.store.check_guard(tables, guard))
 
     def _check_quotas(
-        self, thread_id: str, lines: Sequence[LineAppend], guard: WriteGuard | None
+        self,
+        tables: MemoryTables,
+        thread_id: str,
+        lines: Sequence[LineAppend],
+        guard: WriteGuard | None,
     ) -> None:
         """QuotaExceededError, before anything is written, when the lines would pass a quota."""
-        store, size, new = self.store, 0, 0
-        session = store._sessions.get(thread_id)
+        size, new = 0, 0
+        session = tables.sessions.get(thread_id)
         owner = None if session is None else session.owner
         if session is None and guard is not None and guard.claim is not None:
             owner = guard.claim.owner
         for line in lines:
             address = Address(SESSION_SCOPE, thread_id, line.key)
             size += sum(utf8_size(dump_json(row, "message")) for row in line.rows)
-            new += int(address not in store._buffers)
-        store._charge(owner, size, new, 0, count=False)
+            new += int(address not in tables.buffers)
+        self.store.charge(tables, owner, size, new, 0, count=False)
 
-    def _append_rows(self, thread_id: str, key: str, rows: Sequence[Message]) -> None:
+    def _append_rows(
+        self, tables: MemoryTables, thread_id: str, key: str, rows: Sequence[Message]
+    ) -> None:
         address = Address(SESSION_SCOPE, thread_id, key)
-        buffer = self.store._buffers.get(address, [])
+        buffer = tables.buffers.get(address, [])
         size = sum(utf8_size(dump_json(row, "message")) for row in rows)
         grown = buffer + copy.deepcopy(list(rows))  # a new list: a paged read's snapshot stays
-        self.store._set_buffer(address, grown, self.store._sizes.get(address, 0) + size)
+        self.store.set_buffer(tables, address, grown, tables.sizes.get(address, 0) + size)
 
     # --- writes --------------------------------------------------------------------------
     def put_checkpoint(
@@ -84,10 +87,10 @@ class MemoryCheckpoints:
         cp = checkpoint
         check_thread_text(cp.thread_id, "thread_id")
         check_thread_text(cp.ns, "checkpoint_ns")
-        with self.store._lock:
+        with self.store.locked() as tables:
             # the claim first, as the SQL stores: another owner's thread is refused
             # (AccessDeniedError) before its head is compared, never told its latest id
-            claimed = self.store._check_guard(guard)
+            claimed = self.store.check_guard(tables, guard)
             if head is not None:
                 latest = self._latest(cp.thread_id, cp.ns)
                 latest_id = None if latest is None else latest.checkpoint_id
@@ -97,10 +100,10 @@ class MemoryCheckpoints:
                 held = self.line_count(cp.thread_id, line.key)
                 if held != line.expect:
                     raise line_moved(line.key, held, line.expect)
-            self._check_quotas(cp.thread_id, lines, guard)
-            self.store._store_session(claimed)
+            self._check_quotas(tables, cp.thread_id, lines, guard)
+            self.store.store_session(tables, claimed)
             for line in lines:
-                self._append_rows(cp.thread_id, line.key, line.rows)
+                self._append_rows(tables, cp.thread_id, line.key, line.rows)
             for blob in blobs:
                 self._blobs.setdefault((cp.thread_id, cp.ns, blob.channel, blob.version), blob.value)
             self._checkpoints[(cp.thread_id, cp.ns, cp.checkpoint_id)] = cp
@@ -116,8 +119,8 @@ class MemoryCheckpoints:
         """Store pending writes; an index >= 0 already stored is kept, a negative one replaced."""
         check_thread_text(thread_id, "thread_id")
         check_thread_text(ns, "checkpoint_ns")
-        with self.store._lock:
-            self._claim(guard)
+        with self.store.locked() as tables:
+            self._claim(tables, guard)
             stored = self._writes.setdefault((thread_id, ns, checkpoint_id), {})
             for write in writes:
                 key = (write.task_id, write.idx)
@@ -126,7 +129,7 @@ class MemoryCheckpoints:
 
     def delete_writes(self, thread_id: str, ns: str, checkpoint_id: str) -> None:
         """Delete the pending writes stored under one checkpoint id."""
-        with self.store._lock:
+        with self.store.locked():
             self._writes.pop((thread_id, ns, checkpoint_id), None)
 
     # --- reads ----------------------------------------------------------------------------
@@ -134,7 +137,7 @@ class MemoryCheckpoints:
         self, thread_id: str, ns: str, checkpoint_id: str | None
     ) -> StoredCheckpoint | None:
         """The checkpoint with that id, or the thread's latest in ``ns`` when None."""
-        with self.store._lock:
+        with self.store.locked():
             if checkpoint_id is None:
                 return self._latest(thread_id, ns)
             return self._checkpoints.get((thread_id, ns, checkpoint_id))
@@ -147,7 +150,7 @@ class MemoryCheckpoints:
         before: str | None = None,
     ) -> Iterator[StoredCheckpoint]:
         """Checkpoints newest first (a snapshot taken at the call)."""
-        with self.store._lock:
+        with self.store.locked():
             found = [
                 c
                 for (t, n, i), c in self._checkpoints.items()
@@ -163,7 +166,7 @@ class MemoryCheckpoints:
         self, thread_id: str, ns: str, versions: Mapping[str, str]
     ) -> list[StoredBlob]:
         """The blobs of these channel versions that exist."""
-        with self.store._lock:
+        with self.store.locked():
             return [
                 StoredBlob(channel, version, self._blobs[(thread_id, ns, channel, version)])
                 for channel, version in versions.items()
@@ -172,50 +175,52 @@ class MemoryCheckpoints:
 
     def get_writes(self, thread_id: str, ns: str, checkpoint_id: str) -> list[StoredWrite]:
         """The pending writes of one checkpoint, in (task_id, idx) order."""
-        with self.store._lock:
+        with self.store.locked():
             stored = self._writes.get((thread_id, ns, checkpoint_id), {})
             return [stored[k] for k in sorted(stored)]
 
     def line_rows(self, thread_id: str, key: str, count: int) -> list[Message]:
         """The first ``count`` rows of a line."""
-        with self.store._lock:
-            rows = self.store._buffers.get(Address(SESSION_SCOPE, thread_id, key), [])
+        with self.store.locked() as tables:
+            rows = tables.buffers.get(Address(SESSION_SCOPE, thread_id, key), [])
             return copy.deepcopy(rows[:count])
 
     def line_count(self, thread_id: str, key: str) -> int:
         """How many rows a line's buffer holds now (0 when there is none)."""
-        with self.store._lock:
-            return len(self.store._buffers.get(Address(SESSION_SCOPE, thread_id, key), []))
+        with self.store.locked() as tables:
+            return len(tables.buffers.get(Address(SESSION_SCOPE, thread_id, key), []))
 
     # --- threads --------------------------------------------------------------------------
-    def _lines(self, thread_id: str) -> list[Address]:
+    @staticmethod
+    def _lines(tables: MemoryTables, thread_id: str) -> list[Address]:
         return [
             a
-            for a in self.store._buffers
+            for a in tables.buffers
             if a.scope == SESSION_SCOPE and a.scope_id == thread_id and a.key.startswith(LINE_PREFIX)
         ]
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete a thread's checkpoints, blobs, writes and lines."""
-        with self.store._lock:
+        with self.store.locked():
             self.drop_thread(thread_id)
 
     def drop_thread(self, thread_id: str) -> None:
-        """Delete a thread's checkpoint data and lines (the store lock held)."""
-        for key in [k for k in self._checkpoints if k[0] == thread_id]:
-            del self._checkpoints[key]
-        for key in [k for k in self._writes if k[0] == thread_id]:
-            del self._writes[key]
-        for blob in [k for k in self._blobs if k[0] == thread_id]:
-            del self._blobs[blob]
-        for address in self._lines(thread_id):
-            self.store._drop_buffer(address)
+        """Delete a thread's checkpoint data and lines (in the caller's locked step, if any)."""
+        with self.store.locked() as tables:
+            for key in [k for k in self._checkpoints if k[0] == thread_id]:
+                del self._checkpoints[key]
+            for key in [k for k in self._writes if k[0] == thread_id]:
+                del self._writes[key]
+            for blob in [k for k in self._blobs if k[0] == thread_id]:
+                del self._blobs[blob]
+            for address in self._lines(tables, thread_id):
+                self.store.drop_buffer(tables, address)
 
     def copy_thread(self, source: str, target: str, guard: WriteGuard | None = None) -> None:
         """Copy every checkpoint, blob, write and line of ``source`` to ``target``."""
         check_thread_text(target, "thread_id")
-        with self.store._lock:
-            self._claim(guard)
+        with self.store.locked() as tables:
+            self._claim(tables, guard)
             for (_, ns, cid), cp in list(self._checkpoints.items()):
                 if cp.thread_id == source:
                     copied = StoredCheckpoint(
@@ -229,13 +234,13 @@ class MemoryCheckpoints:
             for (t, ns, cid), writes in list(self._writes.items()):
                 if t == source:
                     self._writes.setdefault((target, ns, cid), dict(writes))
-            for address in self._lines(source):
+            for address in self._lines(tables, source):
                 if not self.line_count(target, address.key):
-                    self._append_rows(target, address.key, self.store._buffers[address])
+                    self._append_rows(tables, target, address.key, tables.buffers[address])
 
     def prune(self, thread_ids: Sequence[str], keep_latest: bool) -> None:
         """Keep only each namespace's latest checkpoint (``keep_latest``), or delete everything."""
-        with self.store._lock:
+        with self.store.locked() as tables:
             for thread_id in thread_ids:
                 if not keep_latest:
                     self.drop_thread(thread_id)
@@ -247,23 +252,23 @@ class MemoryCheckpoints:
                 for key in mine:
                     if latest[key[1]] != key[2]:
                         self._drop_checkpoint(key)
-                self._collect(thread_id)
+                self._collect(tables, thread_id)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints these runs made, their writes, and what only they referenced."""
         runs = set(run_ids)
-        with self.store._lock:
+        with self.store.locked() as tables:
             made = [k for k, c in self._checkpoints.items() if c.run_id in runs]
             for key in made:
                 self._drop_checkpoint(key)
             for thread_id in sorted({k[0] for k in made}):
-                self._collect(thread_id)
+                self._collect(tables, thread_id)
 
     def _drop_checkpoint(self, key: _Key) -> None:
         self._checkpoints.pop(key, None)
         self._writes.pop(key, None)
 
-    def _collect(self, thread_id: str) -> None:
+    def _collect(self, tables: MemoryTables, thread_id: str) -> None:
         """Delete the writes, blobs and lines of a thread that no remaining checkpoint references."""
         for key in [k for k in self._writes if k[0] == thread_id and k not in self._checkpoints]:
             del self._writes[key]
@@ -281,9 +286,9 @@ class MemoryCheckpoints:
             line = line_of(*self._blobs[blob_key])
             if line is not None:
                 lines.add(line)
-        for address in self._lines(thread_id):
+        for address in self._lines(tables, thread_id):
             if address.key not in lines:
-                self.store._drop_buffer(address)
+                self.store.drop_buffer(tables, address)
 
 
 

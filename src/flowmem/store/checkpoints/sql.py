@@ -3,7 +3,7 @@
 It runs the backend's named statements (``checkpoints.sqlite`` / ``checkpoints.postgres``,
 merged into the store's ``SQL``) through the store's own transactions: a checkpoint and
 the line rows it adds commit together, serialized per thread with the thread's buffer
-appends (``_write_serialized`` on the thread's ``langgraph`` address: SQLite's write
+appends (``write_at`` on the thread's ``langgraph`` address: SQLite's write
 transaction, PostgreSQL's advisory lock). Line rows are written verbatim through
 ``SqlBufferEditor.append_row``, so the buffer's call index stays exact and later
 flowmem appends to the same buffer apply the rules on top of it.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from flowmem.core import Message
 from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard
@@ -30,11 +30,8 @@ from flowmem.store.checkpoints import (
     line_moved,
 )
 from flowmem.store.editor import SqlBufferEditor, load_rows
+from flowmem.store.engine import SqlEngine
 from flowmem.store.rows import stored_json
-from flowmem.store.sqlbase import StatementRunner
-
-if TYPE_CHECKING:
-    from flowmem.store.sqlbase import SqlStore
 
 PAGE = 100  # checkpoints one ``list_checkpoints`` query fetches
 _TOP = "\U0010ffff"  # above every stored id: the first page's keyset bound
@@ -78,9 +75,9 @@ def line_range() -> tuple[str, str]:
 class SqlCheckpoints:
     """Checkpoints in a SQL store's ``lg_*`` tables, messages in its session buffers."""
 
-    def __init__(self, store: SqlStore[Any]) -> None:
+    def __init__(self, store: SqlEngine[Any]) -> None:
         self.store = store
-        self.sql = store.SQL
+        self.sql = store.statements
 
     def _run(self, conn: Any, name: str, params: Sequence[Any]) -> Any:
         return conn.execute(self.sql[name], params)
@@ -104,13 +101,13 @@ class SqlCheckpoints:
 
         def work(conn: Any) -> None:
             if guard is not None:
-                self.store._check_guard(conn, guard)
+                self.store.check_guard(conn, guard)
             if head is not None:
                 found = self._run(conn, "cp_latest_id", (cp.thread_id, cp.ns)).fetchone()
                 latest = None if found is None else found[0]
                 if latest != head.checkpoint_id:
                     raise forked(cp.thread_id, latest, head.checkpoint_id)
-            runner = StatementRunner(conn, self.sql)
+            runner = self.store.runner(conn)
             for line in lines:
                 editor = SqlBufferEditor(runner, Address(SESSION_SCOPE, cp.thread_id, line.key))
                 if editor.count() != line.expect:
@@ -139,7 +136,7 @@ class SqlCheckpoints:
                 ),
             )
 
-        self.store._write_serialized(self._thread_lock(cp.thread_id), work)
+        self.store.write_at(self._thread_lock(cp.thread_id), work)
 
     def put_writes(
         self,
@@ -155,7 +152,7 @@ class SqlCheckpoints:
 
         def work(conn: Any) -> None:
             if guard is not None:
-                self.store._check_guard(conn, guard)
+                self.store.check_guard(conn, guard)
             for write in writes:
                 name = "write_upsert" if write.idx < 0 else "write_insert"
                 self._run(
@@ -173,11 +170,11 @@ class SqlCheckpoints:
                     ),
                 )
 
-        self.store._write(work)
+        self.store.write(work)
 
     def delete_writes(self, thread_id: str, ns: str, checkpoint_id: str) -> None:
         """Delete the pending writes stored under one checkpoint id."""
-        self.store._write(
+        self.store.write(
             lambda conn: self._run(conn, "writes_delete_one", (thread_id, ns, checkpoint_id))
         )
 
@@ -186,7 +183,7 @@ class SqlCheckpoints:
         self, thread_id: str, ns: str, checkpoint_id: str | None
     ) -> StoredCheckpoint | None:
         """The checkpoint with that id, or the thread's latest in ``ns`` when None."""
-        with self.store._connection() as conn:
+        with self.store.connection() as conn:
             if checkpoint_id is None:
                 row = self._run(conn, "cp_get_latest", (thread_id, ns)).fetchone()
             else:
@@ -204,7 +201,7 @@ class SqlCheckpoints:
         bound = (_TOP, _TOP, _TOP)
         while True:
             params = (thread_id, thread_id, ns, ns, checkpoint_id, checkpoint_id, before, before)
-            with self.store._connection() as conn:
+            with self.store.connection() as conn:
                 rows = self._run(conn, "cp_page", (*params, *bound, PAGE)).fetchall()
             for row in rows:
                 yield _checkpoint(row)
@@ -218,7 +215,7 @@ class SqlCheckpoints:
     ) -> list[StoredBlob]:
         """The blobs of these channel versions that exist."""
         found = []
-        with self.store._connection() as conn:
+        with self.store.connection() as conn:
             for channel, version in versions.items():
                 row = self._run(conn, "blob_get", (thread_id, ns, channel, version)).fetchone()
                 if row is not None:
@@ -227,26 +224,26 @@ class SqlCheckpoints:
 
     def get_writes(self, thread_id: str, ns: str, checkpoint_id: str) -> list[StoredWrite]:
         """The pending writes of one checkpoint, in (task_id, idx) order."""
-        with self.store._connection() as conn:
+        with self.store.connection() as conn:
             rows = self._run(conn, "writes_get", (thread_id, ns, checkpoint_id)).fetchall()
         return [StoredWrite(r[0], int(r[1]), r[2], (r[3], _bytes(r[4])), r[5]) for r in rows]
 
     def line_rows(self, thread_id: str, key: str, count: int) -> list[Message]:
         """The first ``count`` rows of a line."""
-        with self.store._connection() as conn:
+        with self.store.connection() as conn:
             found = self._run(conn, "line_rows", (thread_id, key, count)).fetchall()
         return load_rows(found)
 
     def line_count(self, thread_id: str, key: str) -> int:
         """How many rows a line's buffer holds now (0 when there is none)."""
-        with self.store._connection() as conn:
+        with self.store.connection() as conn:
             row = self._run(conn, "line_head", (thread_id, key)).fetchone()
         return 0 if row is None else int(row[1])
 
     # --- threads --------------------------------------------------------------------------
     def delete_thread(self, thread_id: str) -> None:
         """Delete a thread's checkpoints, blobs, writes and lines in one transaction."""
-        self.store._write_serialized(
+        self.store.write_at(
             self._thread_lock(thread_id), lambda conn: self.drop_thread(conn, thread_id)
         )
 
@@ -255,7 +252,7 @@ class SqlCheckpoints:
         for name in ("cp_drop_thread", "blob_drop_thread", "writes_drop_thread"):
             self._run(conn, name, (thread_id,))
         for buffer_id, _key in self._run(conn, "line_buffers", (thread_id, *line_range())):
-            self.store._drop_buffer(conn, int(buffer_id))
+            self.store.drop_buffer(conn, int(buffer_id))
 
     def copy_thread(self, source: str, target: str, guard: WriteGuard | None = None) -> None:
         """Copy every checkpoint, blob, write and line of ``source`` to ``target``."""
@@ -263,10 +260,10 @@ class SqlCheckpoints:
 
         def work(conn: Any) -> None:
             if guard is not None:
-                self.store._check_guard(conn, guard)
+                self.store.check_guard(conn, guard)
             for name in ("cp_copy", "blob_copy", "writes_copy"):
                 self._run(conn, name, (target, source))
-            runner = StatementRunner(conn, self.sql)
+            runner = self.store.runner(conn)
             buffers = self._run(conn, "line_buffers", (source, *line_range())).fetchall()
             for buffer_id, key in buffers:
                 editor = SqlBufferEditor(runner, Address(SESSION_SCOPE, target, key))
@@ -276,7 +273,7 @@ class SqlCheckpoints:
                     editor.append_row(row)
                 editor.flush()
 
-        self.store._write_serialized(self._thread_lock(target), work)
+        self.store.write_at(self._thread_lock(target), work)
 
     def prune(self, thread_ids: Sequence[str], keep_latest: bool) -> None:
         """Keep only each namespace's latest checkpoint (``keep_latest``), or delete everything."""
@@ -295,12 +292,12 @@ class SqlCheckpoints:
                         self._drop_checkpoint(conn, thread_id, ns, checkpoint_id)
                 self._collect(conn, thread_id)
 
-            self.store._write_serialized(self._thread_lock(thread_id), work)
+            self.store.write_at(self._thread_lock(thread_id), work)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints these runs made, their writes, and what only they referenced."""
         for run_id in run_ids:
-            with self.store._connection() as conn:
+            with self.store.connection() as conn:
                 made = self._run(conn, "cp_of_run", (run_id,)).fetchall()
             for thread_id in sorted({row[0] for row in made}):
 
@@ -310,7 +307,7 @@ class SqlCheckpoints:
                             self._drop_checkpoint(conn, thread_id, row[1], row[2])
                     self._collect(conn, thread_id)
 
-                self.store._write_serialized(self._thread_lock(thread_id), work)
+                self.store.write_at(self._thread_lock(thread_id), work)
 
     def _drop_checkpoint(self, conn: Any, thread_id: str, ns: str, checkpoint_id: str) -> None:
         self._run(conn, "cp_delete_one", (thread_id, ns, checkpoint_id))
@@ -334,7 +331,7 @@ class SqlCheckpoints:
                 lines.add(key)
         for buffer_id, key in self._run(conn, "line_buffers", (thread_id, *line_range())).fetchall():
             if key not in lines:
-                self.store._drop_buffer(conn, int(buffer_id))
+                self.store.drop_buffer(conn, int(buffer_id))
 
 
 __all__ = ["PAGE", "SqlCheckpoints", "line_of", "line_range", "versions_text"]
