@@ -13,6 +13,7 @@ plain read, cut short when the buffer is written during it (``PagedResponse``).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 
@@ -88,6 +89,7 @@ async def pages(
         if index == 0 and read.first is not None:
             page = read.first
         else:
+            await asyncio.sleep(0)
             page = await pool.read(memory.read_segment, read, segment)
         seen = 0
         while page.bodies:
@@ -96,6 +98,7 @@ async def pages(
             first = False
             if not page.more:
                 break
+            await asyncio.sleep(0)  # a page read on the loop and a send that did not wait: let others run
             page = await pool.read(memory.read_segment, read, segment, page.bodies[-1][0])
         check_rows(seen, segment.expect)
         counted += seen if segment.archive else 0

@@ -18,7 +18,7 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
 
 from flowmem import metrics
-from flowmem.api import long_reads
+from flowmem.api import long_reads, provider_pages
 from flowmem.api import paged as paged_answer
 from flowmem.api.fast.route import (
     TARGET_OPENAPI,
@@ -198,7 +198,15 @@ async def load_buffer(
     if format != "rows":
         if not paged.more and len(paged.text.bodies) <= STREAM_CHUNK:  # one page: on the loop
             content = render(_converted(paged.text, format))
-        else:  # more pages: read, converted and rendered off the event loop (issue 38 §2)
+        else:  # more pages: read, converted and rendered off the event loop, page by page (0109)
+            expect = paged.text.count if last is None and before is None else None
+            stream = await services.pool.long(
+                provider_pages.first_pass, paged, services.memory, format, _converted, expect
+            )
+            if stream is not None:
+                parts = provider_pages.parts(stream, services.memory, services.pool, render_pieces)
+                return paged_answer.PagedResponse(parts)
+            # a read normalization repairs: normalized whole, two at a time (decision 0106)
             content = await services.pool.long(_provider_answer, paged, services.memory, format)
         return Response(content, media_type="application/json")
     # a whole read must hold as many rows as the buffer counts: fewer is a damaged file
