@@ -26,9 +26,8 @@
   skips it); ``delete_thread``, ``copy_thread`` and ``prune`` (the saver's context
   user) raise ``AccessDeniedError`` for another user's thread and change nothing. A
   caller without a user reads and acts on the unowned threads only.
-- **Ids are checked as the HTTP API checks them** (``threads.check_config``): NUL, a
-  lone surrogate or over 255 code points raises ``InvalidInputError`` /
-  ``InvalidTextError`` on every backend before anything is stored or read.
+- **Ids are checked as the API checks them** (``threads``): NUL, a lone surrogate or over
+  255 code points is a typed error on every backend before anything is stored or read.
 - **The caller's owner travels with the configs it reads.** ``get_tuple`` and
   ``list`` return configs carrying the ``user_id`` of the config they were given, so
   LangGraph's replay (``invoke(None, snapshot.config)``) and fork
@@ -508,7 +507,8 @@ class FlowmemSaver(ThreadedSaver):
         if isinstance(thread, Refusal):
             return False
         ns, checkpoint_id = parent
-        check_ids([ns, checkpoint_id], "checkpoint_id")
+        check_ids([ns], "checkpoint_ns")
+        check_ids([checkpoint_id], "checkpoint_id")
         key: Key = (thread, ns, checkpoint_id)
         if self.durable.wait(
             key,
