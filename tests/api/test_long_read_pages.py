@@ -1,4 +1,4 @@
-"""Long reads hold a page per reader (issue 38 §2, decision 0109): a window, a plan, a read with the archive.
+"""Long reads hold a page per reader (issue 38 §2, decision 0113): a window, a plan, a read with the archive.
 
 Each is answered page by page from one snapshot; its bytes are those of the whole
 read rendered at once (the in-process service's answer, the oracle). How many rows a

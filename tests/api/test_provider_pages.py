@@ -1,4 +1,4 @@
-"""A provider-format read written page by page is the whole read's bytes (issue 38 §2, decision 0109).
+"""A provider-format read written page by page is the whole read's bytes (issue 38 §2, decision 0113).
 
 Oracle: ``routes.memory._converted`` over every row at once (MEM-5 normalization,
 then ``write_document``). The paged form (``api.provider_pages``) reads the rows in

@@ -1,4 +1,4 @@
-"""The answer of a long read written page by page (issue 38 §2, decision 0109): a ``PagedRead``'s bytes.
+"""The answer of a long read written page by page (issue 38 §2, decision 0113): a ``PagedRead``'s bytes.
 
 A token window, a compaction plan and a read with the archive are found in a store
 thread (``MemoryService.load(..., paged=True)``, ``compaction_plan(..., paged=True)``),

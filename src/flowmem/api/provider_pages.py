@@ -1,4 +1,4 @@
-"""A provider-format read of more than one page, written page by page (issue 38 §2, decision 0109).
+"""A provider-format read of more than one page, written page by page (issue 38 §2, decision 0113).
 
 Two passes over the read's pages, both of the snapshot its first page saw
 (``MemoryService.next_page``): the first (``first_pass``, one long call in a store

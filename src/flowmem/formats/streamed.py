@@ -1,4 +1,4 @@
-"""A provider-format read written page by page (issue 38 §2, decision 0109): ``rows_to_X`` a page at a time.
+"""A provider-format read written page by page (issue 38 §2, decision 0113): ``rows_to_X`` a page at a time.
 
 A provider read normalizes the whole buffer (MEM-5, ``keep_content``) and converts
 it (``write_document``). Normalization is global: system rows move to the front and

@@ -1,4 +1,4 @@
-"""Long reads answered page by page (issue 38 §2, decision 0109): a token window, a compaction plan, the archive.
+"""Long reads answered page by page (issue 38 §2, decision 0113): a token window, a compaction plan, the archive.
 
 The plain read is paged (decision 0044: ``MemoryService.first_page``); these three
 read a whole buffer too, and held it, parsed, per reader. Here each is found

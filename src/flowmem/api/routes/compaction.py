@@ -108,7 +108,7 @@ async def compaction_plan(
     A read: nothing changes. 422 `window_too_small` when the newest turn alone passes
     the budget.
     """
-    # its work grows with the buffer: off the event loop, its rows page by page (decision 0109)
+    # its work grows with the buffer: off the event loop, its rows page by page (decision 0113)
     then = partial(_plan_answer, call.caller.services)
     return await call.in_thread(Operation.COMPACT_PLAN, then, keep_tokens=keep_tokens, paged=True)
 

@@ -198,7 +198,7 @@ async def load_buffer(
     if format != "rows":
         if not paged.more and len(paged.text.bodies) <= STREAM_CHUNK:  # one page: on the loop
             content = render(_converted(paged.text, format))
-        else:  # more pages: read, converted and rendered off the event loop, page by page (0109)
+        else:  # more pages: read, converted and rendered off the event loop, page by page (0113)
             expect = paged.text.count if last is None and before is None else None
             stream = await services.pool.long(
                 provider_pages.first_pass, paged, services.memory, format, _converted, expect
@@ -226,7 +226,7 @@ async def _window(
     if last is not None or before is not None:
         raise InvalidInputError("give max_tokens, or last and before: not both")
     first_role = FIRST_ROLE.get(fmt)
-    if fmt == "rows":  # paged: a reader holds a page (decision 0109)
+    if fmt == "rows":  # paged: a reader holds a page (decision 0113)
         services = call.caller.services
         then = partial(_paged_answer, services, _neutral_window)
         return await call.in_thread(Operation.WINDOW, then, max_tokens=max_tokens, first_role=first_role, paged=True)
