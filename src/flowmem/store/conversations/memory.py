@@ -9,7 +9,6 @@ the entry whose row ended the line when it was stored.
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING
 
 from flowmem.core import IndexedListEditor, Message, call_ids, result_id
 from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard
@@ -21,10 +20,8 @@ from flowmem.store.conversations import (
     run_of,
 )
 from flowmem.store.conversations.lines import QUALIFIER, START, Declaration, Place, write_lines
+from flowmem.store.engine import MemoryEngine, MemoryTables
 from flowmem.store.rows import dump_json, utf8_size
-
-if TYPE_CHECKING:
-    from flowmem.store.memory import MemoryStore
 
 
 class _ListLine(IndexedListEditor):
@@ -35,11 +32,17 @@ class _ListLine(IndexedListEditor):
         return len(self.rows) - 1
 
 
-class _MemoryTx:
-    """``LineTx`` over copies of one conversation's lines, committed by ``commit``."""
+class MemoryLineTx:
+    """``LineTx`` over copies of one conversation's lines, committed by ``commit``.
 
-    def __init__(self, owner: MemoryConversations, conversation_id: str) -> None:
+    Made inside the memory engine's locked step that lent ``tables``.
+    """
+
+    def __init__(
+        self, owner: MemoryConversations, tables: MemoryTables, conversation_id: str
+    ) -> None:
         self.owner = owner
+        self.tables = tables
         self.conversation_id = conversation_id
         self.editors: dict[str, _ListLine] = {}
         self.aliases: dict[tuple[str, str], tuple[str, str | None]] = {}
@@ -47,12 +50,12 @@ class _MemoryTx:
     def _rows(self, conversation_id: str, key: str) -> list[Message]:
         if conversation_id == self.conversation_id and key in self.editors:
             return self.editors[key].rows
-        return self.owner.store._buffers.get(Address(SESSION_SCOPE, conversation_id, key), [])
+        return self.tables.buffers.get(Address(SESSION_SCOPE, conversation_id, key), [])
 
     def _keys(self, conversation_id: str) -> list[str]:
         keys = {
             a.key
-            for a in self.owner.store._buffers
+            for a in self.tables.buffers
             if a.scope == SESSION_SCOPE and a.scope_id == conversation_id and _is_line(a.key)
         }
         if conversation_id == self.conversation_id:
@@ -79,7 +82,7 @@ class _MemoryTx:
     def _alias(self, entry_id: str, conversation_id: str) -> Place | None:
         alias = self.aliases.get((conversation_id, entry_id))
         if alias is None:
-            alias = self.owner._aliases.get((conversation_id, entry_id))
+            alias = self.owner.aliases.get((conversation_id, entry_id))
         if alias is None:
             return None
         key, anchor = alias
@@ -126,13 +129,13 @@ class _MemoryTx:
 
     def commit(self) -> None:
         """Write the changed lines and aliases into the store (its lock held)."""
-        store = self.owner.store
+        tables = self.tables
         for key, editor in self.editors.items():
             address = Address(SESSION_SCOPE, self.conversation_id, key)
-            store._buffers[address] = editor.rows
-            store._indexes.pop(address, None)  # the append's kept call index is of other rows
-            store._sizes[address] = sum(utf8_size(dump_json(r, "message")) for r in editor.rows)
-        self.owner._aliases.update(self.aliases)
+            tables.buffers[address] = editor.rows
+            tables.indexes.pop(address, None)  # the append's kept call index is of other rows
+            tables.sizes[address] = sum(utf8_size(dump_json(r, "message")) for r in editor.rows)
+        self.owner.aliases.update(self.aliases)
 
 
 def _is_line(key: str) -> bool:
@@ -142,19 +145,20 @@ def _is_line(key: str) -> bool:
 class MemoryConversations:
     """Conversation records in a dict, their entries in a ``MemoryStore``'s session buffers."""
 
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: MemoryEngine) -> None:
         self.store = store
         self._records: dict[str, StoredConversation] = {}
-        self._aliases: dict[tuple[str, str], tuple[str, str | None]] = {}
+        # an entry that holds no row: (conversation, entry) -> (line, the entry before it)
+        self.aliases: dict[tuple[str, str], tuple[str, str | None]] = {}
 
     def get(self, conversation_id: str) -> StoredConversation | None:
         """The stored record, or None."""
-        with self.store._lock:
+        with self.store.locked():
             return copy.deepcopy(self._records.get(conversation_id))
 
     def records(self, scope: str | None, limit: int | None) -> list[StoredConversation]:
         """Records newest first, of ``scope`` when given."""
-        with self.store._lock:
+        with self.store.locked():
             found = [r for r in self._records.values() if scope is None or r.scope == scope]
         found.sort(key=lambda r: (r.updated, r.conversation_id), reverse=True)
         return copy.deepcopy(found[:limit])
@@ -164,22 +168,22 @@ class MemoryConversations:
     ) -> bool:
         """Store the record and its entries at once (see ``Conversations.write``)."""
         cid = write.record.conversation_id
-        with self.store._lock:
-            created = self.store._check_guard(guard)
+        with self.store.locked() as tables:
+            created = self.store.check_guard(tables, guard)
             stored = self._records.get(cid)
             if (None if stored is None else stored.revision) != expected:
                 return False
-            tx = _MemoryTx(self, cid)
+            tx = MemoryLineTx(self, tables, cid)
             if not write_lines(tx, write):
                 return False
             tx.commit()
             self._records[cid] = copy.deepcopy(write.record)
-            self.store._store_session(created)
+            self.store.store_session(tables, created)
             return True
 
     def delete(self, conversation_id: str, expected: str) -> bool:
         """Delete the conversation's session when its revision is ``expected``."""
-        with self.store._lock:
+        with self.store.locked():
             stored = self._records.get(conversation_id)
             if stored is None or stored.revision != expected:
                 return False
@@ -189,20 +193,20 @@ class MemoryConversations:
 
     def history(self, entry_id: str) -> list[Message] | None:
         """The rows of the line the entry ends, up to it."""
-        with self.store._lock:
-            owners = {a.scope_id for a in self.store._buffers if a.scope == SESSION_SCOPE}
-            owners.update(cid for cid, _ in self._aliases)
+        with self.store.locked() as tables:
+            owners = {a.scope_id for a in tables.buffers if a.scope == SESSION_SCOPE}
+            owners.update(cid for cid, _ in self.aliases)
             for cid in sorted(owners):
-                places = _MemoryTx(self, cid).places(entry_id, cid)
+                places = MemoryLineTx(self, tables, cid).places(entry_id, cid)
                 if places:
-                    return _MemoryTx(self, cid).rows_upto(places[0])
+                    return MemoryLineTx(self, tables, cid).rows_upto(places[0])
         return None
 
     def drop(self, conversation_id: str) -> None:
         """Forget a conversation's record and aliases (its session's buffers go with the session)."""
         self._records.pop(conversation_id, None)
-        for name in [a for a in self._aliases if a[0] == conversation_id]:
-            del self._aliases[name]
+        for name in [a for a in self.aliases if a[0] == conversation_id]:
+            del self.aliases[name]
 
 
-__all__ = ["MemoryConversations"]
+__all__ = ["MemoryConversations", "MemoryLineTx"]

@@ -1,7 +1,7 @@
 """``SqlConversations``: the ``Conversations`` protocol on a SQL store (SQLite or PostgreSQL).
 
 A write runs in one transaction of the store, serialized with the appends to the
-conversation's first line (``_write_serialized``: SQLite's write transaction,
+conversation's first line (``write_at``: SQLite's write transaction,
 PostgreSQL's advisory lock): the session claim, the revision check, the rows through
 the buffer rules (``SqlBufferEditor``, so a line's call index stays exact) and the
 record commit together, or nothing does.
@@ -10,7 +10,8 @@ record commit together, or nothing does.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 from flowmem.core import Message
 from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard
@@ -22,12 +23,9 @@ from flowmem.store.conversations import (
     run_of,
 )
 from flowmem.store.conversations.lines import QUALIFIER, Declaration, Place, write_lines
-from flowmem.store.editor import MINOR_BITS, SqlBufferEditor, load_row, load_rows
+from flowmem.store.editor import MINOR_BITS, SqlBufferEditor, SqlRunner, load_row, load_rows
+from flowmem.store.engine import SqlEngine
 from flowmem.store.rows import dump_json
-from flowmem.store.sqlbase import StatementRunner
-
-if TYPE_CHECKING:
-    from flowmem.store.sqlbase import SqlStore
 
 UNLIMITED = 2**62  # a LIMIT both backends take for "every row"
 
@@ -57,35 +55,38 @@ def _stored(row: Any) -> StoredConversation:
 class _SqlTx:
     """``LineTx`` inside one open write transaction."""
 
-    def __init__(self, conn: Any, sql: dict[str, str], conversation_id: str) -> None:
+    def __init__(
+        self, conn: Any, sql: Mapping[str, str], runner: SqlRunner, conversation_id: str
+    ) -> None:
         self.conn = conn
         self.sql = sql
         self.conversation_id = conversation_id
-        self.runner = StatementRunner(conn, sql)
+        self.runner = runner
         self.editors: dict[str, _LineEditor] = {}
 
     def _run(self, name: str, params: tuple[Any, ...]) -> Any:
         return self.conn.execute(self.sql[name], params)
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
+        """Write what the line editors hold back."""
         for editor in self.editors.values():
             editor.flush()
 
     def places(self, entry_id: str, conversation_id: str) -> list[Place]:
         """Where the entry ends in each of the conversation's lines (``pa_entries``)."""
-        self._flush()
+        self.flush()
         rows = self._run("pa_entry_in", (entry_id, conversation_id)).fetchall()
         return [Place(conversation_id, key, int(pos)) for key, pos in rows]
 
     def line_end(self, key: str) -> int | None:
         """The position of the line's last row."""
-        self._flush()
+        self.flush()
         row = self._run("pa_line_end", (self.conversation_id, key)).fetchone()
         return None if row is None or row[0] is None else int(row[0])
 
     def rows_upto(self, place: Place) -> list[Message]:
         """The line's rows up to ``place``."""
-        self._flush()
+        self.flush()
         params = (place.conversation_id, place.key, place.position)
         return load_rows(self._run("pa_line_upto", params).fetchall())
 
@@ -99,7 +100,7 @@ class _SqlTx:
 
     def declarations(self, key: str, call_id: str) -> list[Declaration]:
         """Declarations of ``call_id``, plain or qualified, from the line's call index."""
-        self._flush()
+        self.flush()
         prefix = call_id + QUALIFIER
         params = (self.conversation_id, key, call_id, len(prefix), prefix)
         found = []
@@ -116,23 +117,23 @@ class _SqlTx:
 class SqlConversations:
     """Conversation records in ``pa_conversations``, entries in session buffers and ``pa_entries``."""
 
-    def __init__(self, store: SqlStore[Any]) -> None:
+    def __init__(self, store: SqlEngine[Any]) -> None:
         self.store = store
-        self.sql = store.SQL
+        self.sql = store.statements
 
     def _run(self, conn: Any, name: str, params: tuple[Any, ...]) -> Any:
         return conn.execute(self.sql[name], params)
 
     def get(self, conversation_id: str) -> StoredConversation | None:
         """The stored record, or None."""
-        with self.store._connection() as conn:
+        with self.store.connection() as conn:
             row = self._run(conn, "pa_get", (conversation_id,)).fetchone()
         return None if row is None else _stored(row)
 
     def records(self, scope: str | None, limit: int | None) -> list[StoredConversation]:
         """Records newest first, of ``scope`` when given, at most ``limit``."""
         bound = UNLIMITED if limit is None else limit
-        with self.store._connection() as conn:
+        with self.store.connection() as conn:
             if scope is None:
                 rows = self._run(conn, "pa_list_all", (bound,)).fetchall()
             else:
@@ -148,19 +149,19 @@ class SqlConversations:
 
         def work(conn: Any) -> None:
             if guard is not None:
-                self.store._check_guard(conn, guard)
+                self.store.check_guard(conn, guard)
             found = self._run(conn, "pa_revision", (record.conversation_id,)).fetchone()
             if (None if found is None else found[0]) != expected:
                 raise _Refused
-            tx = _SqlTx(conn, self.sql, record.conversation_id)
+            tx = _SqlTx(conn, self.sql, self.store.runner(conn), record.conversation_id)
             if not write_lines(tx, write):
                 raise _Refused
-            tx._flush()
+            tx.flush()
             params = (record.conversation_id, record.revision, record.scope, record.updated, body)
             self._run(conn, "pa_put", params)
 
         try:
-            self.store._write_serialized(self._lock(record.conversation_id), work)
+            self.store.write_at(self._lock(record.conversation_id), work)
         except _Refused:
             return False
         return True
@@ -172,18 +173,18 @@ class SqlConversations:
             found = self._run(conn, "pa_revision", (conversation_id,)).fetchone()
             if found is None or found[0] != expected:
                 raise _Refused
-            if self.store._delete_session(conn, conversation_id) is None:
+            if self.store.drop_session(conn, conversation_id) is None:
                 self.drop(conn, conversation_id)
 
         try:
-            self.store._write_serialized(self._lock(conversation_id), work)
+            self.store.write_at(self._lock(conversation_id), work)
         except _Refused:
             return False
         return True
 
     def history(self, entry_id: str) -> list[Message] | None:
         """The rows of the line the entry ends, up to it: one query."""
-        with self.store._connection() as conn:
+        with self.store.connection() as conn:
             rows = self._run(conn, "pa_history", (entry_id,)).fetchall()
             if not rows and self._run(conn, "pa_entry_any", (entry_id,)).fetchone() is None:
                 return None

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from flowmem.store.base import SESSION_SCOPE
 from flowmem.store.checkpoints import ROWS_TYPE
 from flowmem.store.conversations.lines import locate
-from flowmem.store.conversations.memory import _MemoryTx
+from flowmem.store.conversations.memory import MemoryLineTx
 from flowmem.store.heads import (
     BufferCount,
     check_sessions,
@@ -35,8 +35,8 @@ class MemoryBuffers:
     def _of(self, session_ids: Sequence[str]) -> dict[str, list[BufferCount]]:
         wanted = set(check_sessions(session_ids))
         found: dict[str, list[BufferCount]] = {}
-        with self.store._lock:
-            for born, (address, rows) in enumerate(self.store._buffers.items()):
+        with self.store.locked() as tables:
+            for born, (address, rows) in enumerate(tables.buffers.items()):
                 if address.scope == SESSION_SCOPE and address.scope_id in wanted:
                     found.setdefault(address.scope_id, []).append(
                         BufferCount(address.key, len(rows), born)
@@ -89,8 +89,8 @@ class MemoryBuffers:
             head = None if stored is None else head_id(stored.record)
             if head is None:
                 continue
-            with self.store._lock:
-                place = locate(_MemoryTx(conversations, sid), head, sid)
+            with self.store.locked() as tables:
+                place = locate(MemoryLineTx(conversations, tables, sid), head, sid)
             if place is not None:
                 found[sid] = place.key
         return found

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from flowmem.errors import InvalidInputError
 from flowmem.store.checkpoints import ROWS_TYPE
+from flowmem.store.engine import SqlEngine
 from flowmem.store.heads import (
     CONVERSATION_LINE,
     GRAPH_LINE,
@@ -34,11 +35,11 @@ class SqlBuffers:
     """The buffers column that grows with every buffer created and is never reused."""
     HEAD_ID: ClassVar[str] = "json_extract(c.record, '$.head_id')"
 
-    def __init__(self, store: Any) -> None:
-        self.store = store  # a SqlStore: its ``_connection()`` lends a driver connection
+    def __init__(self, store: SqlEngine[Any]) -> None:
+        self.store = store
 
     def _rows(self, sql: str, params: Sequence[Any]) -> list[Any]:
-        with self.store._connection() as conn:
+        with self.store.connection() as conn:
             return list(conn.execute(sql, tuple(params)).fetchall())
 
     def _list(self, n: int) -> str:

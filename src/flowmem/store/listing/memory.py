@@ -1,4 +1,4 @@
-"""``RecordListing`` for ``MemoryStore``: its records dict, read under its lock.
+"""``RecordListing`` for ``MemoryStore``: its engine's records table, read under its lock.
 
 The dict is not ordered by key, so a page is the ``limit`` smallest matching keys of
 one pass over the records (``heapq.nsmallest``): memory is bounded by the page, time
@@ -15,7 +15,7 @@ from flowmem.store.memory import MemoryStore
 
 
 class MemoryListing:
-    """Lists and touches the records of one ``MemoryStore`` (its ``_records``, under its ``_lock``)."""
+    """Lists and touches the records of one ``MemoryStore`` (its tables' ``records``, locked)."""
 
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
@@ -31,13 +31,12 @@ class MemoryListing:
         values: bool,
     ) -> list[ListedRecord]:
         """At most ``limit`` live records with key >= ``start`` starting with ``prefix``, in key order."""
-        store = self.store
-        with store._lock:
+        with self.store.locked() as tables:
             page = heapq.nsmallest(
                 limit,
                 (
                     (address.key, text, expires_at)
-                    for address, (text, expires_at) in store._records.items()
+                    for address, (text, expires_at) in tables.records.items()
                     if address.scope == scope
                     and address.scope_id == scope_id
                     and address.key >= start
@@ -50,10 +49,9 @@ class MemoryListing:
 
     def touch_record(self, address: Address, text: str, expires_at: float, now: float) -> bool:
         """Set a live, expiring record's expiry if its stored text is ``text``; True when it was."""
-        store = self.store
-        with store._lock:
-            stored = store._records.get(address)
+        with self.store.locked() as tables:
+            stored = tables.records.get(address)
             if stored is None or stored[0] != text or stored[1] is None or stored[1] <= now:
                 return False
-            store._records[address] = (text, expires_at)
+            tables.records[address] = (text, expires_at)
             return True

@@ -53,7 +53,7 @@ class PostgresListing(SqlListing):
     def collation_is_c(self) -> bool:
         """True when the database's own collation orders text by code point (read once)."""
         if self._collation_is_c is None:
-            with self.store._connection() as conn:
+            with self.store.connection() as conn:
                 row = conn.execute(SQL["collation"]).fetchone()
             collate, provider = (row[0], row[1]) if row is not None else (None, None)
             self._collation_is_c = provider in (None, "c") and collate in ("C", "POSIX")

@@ -1,8 +1,8 @@
 """``RecordListing`` over a SQL store's records table: what SQLite and PostgreSQL share.
 
 No SQL text here: each backend's statements are its own module's ``SQL``
-(``listing/sqlite.py``, ``listing/postgres.py``), run through the store's
-``_connection()`` (a pooled driver connection whose errors become ``StoreError``).
+(``listing/sqlite.py``, ``listing/postgres.py``), run through the engine's
+``connection()`` (a pooled driver connection whose errors become ``StoreError``).
 Each statement is one autocommitted read or write, like an unguarded ``put_record``.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from flowmem.store.base import Address
+from flowmem.store.engine import SqlEngine
 from flowmem.store.listing.records import ListedRecord, prefix_end
 
 
@@ -24,8 +25,8 @@ class SqlListing:
 
     SQL: ClassVar[dict[str, str]] = {}
 
-    def __init__(self, store: Any) -> None:
-        self.store = store  # a SqlStore: its ``_connection()`` lends a driver connection
+    def __init__(self, store: SqlEngine[Any]) -> None:
+        self.store = store
 
     def statement(self, name: str) -> str:
         """The text of the named statement for this store."""
@@ -49,7 +50,7 @@ class SqlListing:
         else:
             name, params = "list", (values, scope, scope_id, start, end, now, limit)
         sql = self.statement(name)
-        with self.store._connection() as conn:
+        with self.store.connection() as conn:
             rows = conn.execute(sql, params).fetchall()
         return [
             ListedRecord(str(key), None if text is None else str(text), _expiry(expires_at))
@@ -59,7 +60,7 @@ class SqlListing:
     def touch_record(self, address: Address, text: str, expires_at: float, now: float) -> bool:
         """Set a live, expiring record's expiry if its stored text is ``text``; True when it was."""
         sql = self.statement("touch")
-        with self.store._connection() as conn:
+        with self.store.connection() as conn:
             done = conn.execute(sql, (expires_at, *address, text, now))
             return bool(done.rowcount > 0)
 
