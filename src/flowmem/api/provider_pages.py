@@ -59,6 +59,8 @@ class ProviderStream:
             self.started = True
             bodies = self.paged.text.bodies
             self.after, self.more = self.paged.after, self.paged.more
+        elif self.after is None:  # the last page was empty: nothing more
+            bodies = []
         else:
             page = memory.next_page(self.paged, self.after)
             bodies = [body for _, body in page.bodies]

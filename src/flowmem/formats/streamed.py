@@ -28,6 +28,7 @@ from typing import Any
 
 from flowmem.core import Message
 from flowmem.formats import anthropic, gemini, openai_chat, responses
+from flowmem.formats._common import note
 from flowmem.formats.fast import _Scan
 
 
@@ -142,7 +143,7 @@ def _anthropic_row(out: list[dict[str, Any]], row: Message, dropped: dict[str, i
         if turn is not None:
             anthropic._push(out, "assistant", turn)
     elif row["tool_call_id"] in skipped:
-        anthropic.note(dropped, f"{skipped[row['tool_call_id']]}_result")
+        note(dropped, f"{skipped[row['tool_call_id']]}_result")
     else:
         anthropic._push(out, "user", [anthropic._tool_result(row, dropped)])
 
@@ -162,7 +163,7 @@ def _gemini_row(
     elif role == "user":
         parts = gemini._blocks(row["content"], dropped)
     elif row["tool_call_id"] in skipped:
-        gemini.note(dropped, f"{skipped[row['tool_call_id']]}_result")
+        note(dropped, f"{skipped[row['tool_call_id']]}_result")
         return
     else:
         parts = [gemini._response_part(row, names, dropped, unnamed)]
