@@ -12,7 +12,7 @@ import copy
 import json
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from flowmem.core import Message
 from flowmem.store.adk import (
@@ -30,12 +30,10 @@ from flowmem.store.adk import (
     merged,
     not_found,
 )
-from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, WriteGuard
+from flowmem.store.base import WriteGuard
 from flowmem.store.editor import SizedListEditor
+from flowmem.store.engine import MemoryEngine
 from flowmem.store.rows import check_buffer_bytes, check_texts, dump_json
-
-if TYPE_CHECKING:
-    from flowmem.store.memory import MemoryStore
 
 
 def _json(value: Any, what: str) -> Any:
@@ -46,7 +44,7 @@ def _json(value: Any, what: str) -> Any:
 class MemoryAdkSessions:
     """ADK sessions and states in dicts of one ``MemoryStore``, events in its session buffers."""
 
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: MemoryEngine) -> None:
         self.store = store
         self._sessions: dict[str, AdkSession] = {}
         self._keys: dict[tuple[str, str, str], str] = {}
@@ -66,13 +64,13 @@ class MemoryAdkSessions:
         session = replace(session, state=_json(dict(session.state), "session state"))
         app_delta, user_delta = _json(dict(app_delta), "app state"), _json(dict(user_delta), "user state")
         key = (session.app_name, session.user_id, session.adk_id)
-        with self.store._lock:
+        with self.store.locked() as tables:
             if key in self._keys:
                 raise exists(session)
             if session.id in self._sessions:
                 raise id_taken(session.id)
-            created = self.store._check_guard(guard)
-            self.store._store_session(created)
+            created = self.store.check_guard(tables, guard)
+            self.store.store_session(tables, created)
             self._sessions[session.id] = session
             self._keys[key] = session.id
             return self._scopes(session, app_delta, user_delta)
@@ -96,7 +94,7 @@ class MemoryAdkSessions:
         self, app_name: str, user_id: str, session_id: str, seen: Seen, event: EventWrite
     ) -> EventWritten:
         """Store one event's rows under the buffer rules, with its deltas (see ``AdkSessions``)."""
-        with self.store._lock:
+        with self.store.locked():
             sid = self._keys.get((app_name, user_id, session_id))
         if sid is None:
             raise not_found(app_name, user_id, session_id)
@@ -111,7 +109,7 @@ class MemoryAdkSessions:
             )
         ]
 
-        with self.store._locks.hold(address, DEFAULT_LOCK_TIMEOUT), self.store._lock:
+        with self.store.locked_at(address) as tables:
             now = self._keys.get((app_name, user_id, session_id))
             stored = None if now is None else self._sessions.get(now)
             if stored is None or not matches(stored, app_name, user_id):
@@ -119,16 +117,16 @@ class MemoryAdkSessions:
             check_stale(stored, seen)
             if now != sid:  # deleted and created again since the lookup: not the writer's
                 check_stale(stored, replace(seen, session_id=sid))
-            size = self.store._sizes.get(address, 0)
-            editor = SizedListEditor(copy.deepcopy(self.store._buffers.get(address, [])), size)
+            size = tables.sizes.get(address, 0)
+            editor = SizedListEditor(copy.deepcopy(tables.buffers.get(address, [])), size)
             fates, healed = apply_rows(editor, rows)
             check_buffer_bytes(address, size, editor.bytes, event.max_bytes)
             written = EventWritten(fates, healed, AdkScopes(copy.deepcopy(stored)))
             if not written.stored:
                 return written
-            self.store._buffers[address] = editor.rows
-            self.store._indexes.pop(address, None)  # the append's kept call index is of other rows
-            self.store._sizes[address] = editor.bytes
+            tables.buffers[address] = editor.rows
+            tables.indexes.pop(address, None)  # the append's kept call index is of other rows
+            tables.sizes[address] = editor.bytes
             after = replace(
                 stored,
                 state=merged(stored.state, deltas[0]),
@@ -143,19 +141,19 @@ class MemoryAdkSessions:
         self, app_name: str, user_id: str, session_id: str, rows: bool = True
     ) -> tuple[AdkScopes, list[Message]] | None:
         """The session, its states and its events' rows as one moment; None when absent."""
-        with self.store._lock:
+        with self.store.locked() as tables:
             sid = self._keys.get((app_name, user_id, session_id))
             session = None if sid is None else self._sessions.get(sid)
             if session is None or not matches(session, app_name, user_id):
                 return None
-            found = self.store._buffers.get(events_address(session.id), []) if rows else []
+            found = tables.buffers.get(events_address(session.id), []) if rows else []
             return self._scopes(session, {}, {}), copy.deepcopy(found)
 
     def list(
         self, app_name: str, user_id: str | None
     ) -> tuple[dict[str, Any], list[tuple[AdkSession, Mapping[str, Any]]]]:
         """The app state and the app's sessions with their user state (see ``AdkSessions``)."""
-        with self.store._lock:
+        with self.store.locked():
             found = [
                 s
                 for s in self._sessions.values()
@@ -170,7 +168,7 @@ class MemoryAdkSessions:
 
     def user_state(self, app_name: str, user_id: str) -> dict[str, Any]:
         """The user state of one user of an app ({} when none)."""
-        with self.store._lock:
+        with self.store.locked():
             return copy.deepcopy(self._users.get((app_name, user_id), {}))
 
     # --- what the store's deletes call, its lock held ----------------------------------

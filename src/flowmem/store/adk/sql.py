@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from flowmem.core import Message
 from flowmem.errors import StoreBusyError
@@ -34,11 +34,8 @@ from flowmem.store.adk import (
 )
 from flowmem.store.base import WriteGuard
 from flowmem.store.editor import SqlBufferEditor, load_rows
+from flowmem.store.engine import SqlEngine
 from flowmem.store.rows import check_buffer_bytes, check_texts, dump_json
-from flowmem.store.sqlbase import StatementRunner
-
-if TYPE_CHECKING:
-    from flowmem.store.sqlbase import SqlStore
 
 READ_TRIES = 8  # reads of a session that moved while it was read, before StoreBusyError
 
@@ -64,9 +61,9 @@ def _state(row: Sequence[Any] | None) -> dict[str, Any]:
 class SqlAdkSessions:
     """ADK sessions in a SQL store's ``adk_*`` tables, their events in its session buffers."""
 
-    def __init__(self, store: SqlStore[Any]) -> None:
+    def __init__(self, store: SqlEngine[Any]) -> None:
         self.store = store
-        self.sql = store.SQL
+        self.sql = store.statements
 
     def _run(self, conn: Any, name: str, params: Sequence[Any]) -> Any:
         return conn.execute(self.sql[name], params)
@@ -91,7 +88,7 @@ class SqlAdkSessions:
             if self._run(conn, "adk_session_taken", (session.id,)).fetchone() is not None:
                 raise id_taken(session.id)
             if guard is not None:
-                self.store._check_guard(conn, guard)
+                self.store.check_guard(conn, guard)
             params = (
                 session.id,
                 session.app_name,
@@ -110,7 +107,7 @@ class SqlAdkSessions:
             user_state = self._update_user(conn, session.app_name, session.user_id, user_delta)
             return AdkScopes(session, app_state, user_state)
 
-        return self.store._write(work)
+        return self.store.write(work)
 
     def append(
         self, app_name: str, user_id: str, session_id: str, seen: Seen, event: EventWrite
@@ -124,7 +121,7 @@ class SqlAdkSessions:
         key = (app_name, user_id, session_id)
         for row in event.rows:
             dump_json(row, "message")  # NotSerializableError before any transaction
-        with self.store._connection() as conn:
+        with self.store.connection() as conn:
             found = self._run(conn, "adk_session_get", key).fetchone()
         if found is None:
             raise not_found(app_name, user_id, session_id)
@@ -139,8 +136,8 @@ class SqlAdkSessions:
             check_stale(stored, seen)
             if stored.id != sid:  # deleted and created again since the lookup
                 check_stale(stored, replace(seen, session_id=sid))
-            self.store._hold_buffer(conn, address)
-            editor = SqlBufferEditor(StatementRunner(conn, self.sql), address)
+            self.store.hold_buffer(conn, address)
+            editor = SqlBufferEditor(self.store.runner(conn), address)
             fates, healed = apply_rows(editor, event.rows)
             check_buffer_bytes(address, editor.bytes_before, editor.bytes, event.max_bytes)
             editor.flush()
@@ -164,7 +161,7 @@ class SqlAdkSessions:
             )
             return EventWritten(fates, healed, AdkScopes(after, app_state, user_state))
 
-        return self.store._write_serialized(address, work, hold=False)
+        return self.store.write_at(address, work, hold=False)
 
     def _update_app(self, conn: Any, app_name: str, delta: Mapping[str, Any]) -> dict[str, Any]:
         if not delta:
@@ -197,7 +194,7 @@ class SqlAdkSessions:
         """
         key = (app_name, user_id, session_id)
         for _ in range(READ_TRIES):
-            with self.store._connection() as conn:
+            with self.store.connection() as conn:
                 found = self._run(conn, "adk_session_get", key).fetchone()
                 session = None if found is None else _session(found)
                 if session is None or not matches(session, app_name, user_id):
@@ -219,7 +216,7 @@ class SqlAdkSessions:
         self, app_name: str, user_id: str | None
     ) -> tuple[dict[str, Any], list[tuple[AdkSession, Mapping[str, Any]]]]:
         """The app state and the app's sessions with their user state (see ``AdkSessions``)."""
-        with self.store._reading() as conn:
+        with self.store.reading() as conn:
             if user_id is None:
                 found = self._run(conn, "adk_sessions_of_app", (app_name,)).fetchall()
                 users = {
@@ -235,7 +232,7 @@ class SqlAdkSessions:
 
     def user_state(self, app_name: str, user_id: str) -> dict[str, Any]:
         """The user state of one user of an app ({} when none)."""
-        with self.store._connection() as conn:
+        with self.store.connection() as conn:
             return _state(self._run(conn, "adk_user_get", (app_name, user_id)).fetchone())
 
 
