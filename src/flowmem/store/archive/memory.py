@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from flowmem.core import CallIndex, Message, call_ids
 from flowmem.core.compaction import prefix_digest
 from flowmem.errors import BufferChangedError
 from flowmem.store.archive import EVERY_ROW, Archived, SummaryMaker, WithArchive
-from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, PAGE_CHARS, PAGE_ROWS, Address, BodyPage
+from flowmem.store.base import PAGE_CHARS, PAGE_ROWS, Address, BodyPage
 from flowmem.store.editor import SizedListEditor
+from flowmem.store.engine import MemoryEngine
 from flowmem.store.rows import check_address, check_batch, check_last, dump_json, utf8_size
-
-if TYPE_CHECKING:
-    from flowmem.store.memory import MemoryStore
 
 
 class ArchivedListEditor(SizedListEditor):
@@ -46,7 +43,7 @@ class ArchivedListEditor(SizedListEditor):
 class MemoryArchive:
     """The archives of a ``MemoryStore``'s buffers, guarded by its locks."""
 
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: MemoryEngine) -> None:
         self.store = store
         self._rows: dict[Address, list[str]] = {}
         self._calls: dict[Address, frozenset[str]] = {}
@@ -78,8 +75,8 @@ class MemoryArchive:
         """Archive the rows before index ``kept`` if the rows up to it still have ``digest``."""
         check_address(address)
         store = self.store
-        with store._locks.hold(address, DEFAULT_LOCK_TIMEOUT), store._lock:
-            rows = store._buffers.get(address, [])
+        with store.locked_at(address) as tables:
+            rows = tables.buffers.get(address, [])
             upto = len(rows) - 1 if kept == EVERY_ROW else kept
             if not 0 <= upto < len(rows) or upto == kept == 0:
                 return None
@@ -91,8 +88,8 @@ class MemoryArchive:
             first = len(archive) + 1
             made = summary(first, first + kept - 1)
             moved = [body for _, body in bodies[:kept]]
-            size = store._sizes.get(address, 0) + sum(utf8_size(dump_json(r, "message")) for r in made)
-            store._set_buffer(address, [*made, *rows[kept:]], size)  # the quota may refuse it
+            size = tables.sizes.get(address, 0) + sum(utf8_size(dump_json(r, "message")) for r in made)
+            store.set_buffer(tables, address, [*made, *rows[kept:]], size)  # the quota may refuse it
             self._rows[address] = [*archive, *moved]
             ids = {cid for body in moved for cid in call_ids(json.loads(body))}
             self._calls[address] = self._calls.get(address, frozenset()) | ids
@@ -101,8 +98,8 @@ class MemoryArchive:
     def read(self, address: Address) -> WithArchive:
         """Return the archived rows' and the live rows' texts, in order (one snapshot)."""
         check_address(address)
-        with self.store._lock:
-            live = self.store._buffers.get(address, [])
+        with self.store.locked() as tables:
+            live = tables.buffers.get(address, [])
             archived = list(self._rows.get(address, []))
             return WithArchive(archived, [dump_json(row, "message") for row in live])
 
@@ -120,10 +117,9 @@ class MemoryArchive:
         check_last(after)
         check_batch(rows)
         check_batch(chars)
-        store = self.store
-        with store._lock:
-            live = store._buffers.get(address)
-            found = None if live is None else (0, store._versions.get(address, 0))
+        with self.store.locked() as tables:
+            live = tables.buffers.get(address)
+            found = None if live is None else (0, tables.versions.get(address, 0))
             if version is not None and found != version:
                 raise BufferChangedError(
                     f"buffer {address.scope}/{address.scope_id}/{address.key} was written "

@@ -1,14 +1,14 @@
 """``SqlArchive``: the ``SupportsArchive`` capability on a SQL store (SQLite or PostgreSQL).
 
 A compaction is one transaction of the store serialized with the buffer's appends
-(``_write_serialized``: SQLite's write transaction, PostgreSQL's advisory lock).
+(``write_at``: SQLite's write transaction, PostgreSQL's advisory lock).
 The rows leave the buffer through ``SqlBufferEditor`` (so its call and answer
 indexes stay exact) and their texts go to ``buffer_archive`` unchanged.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from flowmem.core.compaction import prefix_digest
 from flowmem.core.tokens import estimate_tokens
@@ -16,11 +16,9 @@ from flowmem.errors import BufferChangedError
 from flowmem.store.archive import EVERY_ROW, Archived, SummaryMaker, WithArchive
 from flowmem.store.base import PAGE_CHARS, PAGE_ROWS, Address, BodyPage
 from flowmem.store.editor import SqlBufferEditor
+from flowmem.store.engine import SqlEngine
 from flowmem.store.rows import check_address, check_batch, check_last, stored_json, utf8_size
 from flowmem.store.sqlbase import LAST_MAX
-
-if TYPE_CHECKING:
-    from flowmem.store.sqlbase import SqlStore
 
 
 class _ArchiveEditor(SqlBufferEditor):
@@ -42,9 +40,9 @@ class _ArchiveEditor(SqlBufferEditor):
 class SqlArchive:
     """``SupportsArchive`` over a ``SqlStore``'s connection and transactions."""
 
-    def __init__(self, store: SqlStore[Any]) -> None:
+    def __init__(self, store: SqlEngine[Any]) -> None:
         self.store = store
-        self.sql = store.SQL
+        self.sql = store.statements
 
     def compact(
         self, address: Address, kept: int, digest: str, summary: SummaryMaker
@@ -77,7 +75,7 @@ class SqlArchive:
             for name in ("archive_rows_drop", "archive_calls_drop", "archive_answers_drop"):
                 conn.execute(sql[name], (bid, low, high))
             conn.execute(sql["archive_reopen"], (False, bid, True))
-            editor = _ArchiveEditor(self.store._runner(conn), address, head)
+            editor = _ArchiveEditor(self.store.runner(conn), address, head)
             sizes = [utf8_size(body) for _, body in moved]
             tokens = sum(estimate_tokens(stored_json(body)) for _, body in moved[1:])
             editor.dropped(len(moved) - 1, sum(sizes[1:]), tokens)
@@ -88,12 +86,12 @@ class SqlArchive:
             editor.flush()
             return Archived(len(moved), first, first + len(moved) - 1, size, rows)
 
-        return self.store._write_serialized(address, work)
+        return self.store.write_at(address, work)
 
     def read(self, address: Address) -> WithArchive:
         """Return the archived rows' and the live rows' texts, in order (one statement)."""
         check_address(address)
-        with self.store._connection() as conn:
+        with self.store.connection() as conn:
             found = conn.execute(self.sql["archive_read"], (*address, *address)).fetchall()
         archived = [str(body) for part, body in found if int(part) == 0]
         return WithArchive(archived, [str(body) for part, body in found if int(part) == 1])
@@ -119,7 +117,7 @@ class SqlArchive:
         bodies: list[tuple[int, str]] = []
         head: tuple[int, int] | None = None
         count, size, more = 0, 0, False
-        with self.store._connection() as conn:
+        with self.store.connection() as conn:
             for stamp, changes, counted, seq, body, fetched in conn.execute(self.sql[name], params):
                 head, count = (int(stamp), int(changes)), int(counted)
                 if seq is None:
