@@ -567,6 +567,8 @@ class MemoryService(CompactionCalls):
             address = Address(check_scope(scope), resolved, name)
             if window is not None:
                 return paged_reads.window_read(self.store, address, window, keep_system, first_role)
+            if last is not None:
+                raise InvalidInputError("include_archived reads the whole buffer: leave out last", argument="last")
             return paged_reads.archive_read(self.store, address)
         if window is not None:
             return self.load_window_raw(scope, resolved, name, window, counter, keep_system, first_role)

@@ -8,7 +8,7 @@ archive read: each checks its arguments, resolves the scope through the service
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Literal, overload
 
 from flowmem import compaction
 from flowmem.core import Message, prepare
@@ -53,6 +53,30 @@ class CompactionCalls:
     def _check_summary(self, row: Message) -> None:
         check_message_sizes([row], self.limits.message_bytes)
 
+    @overload
+    def compaction_plan(
+        self,
+        scope: str,
+        key: str,
+        context: ExecutionContext | None,
+        keep_tokens: int,
+        *,
+        counter: Counter | None = None,
+        paged: Literal[False] = False,
+    ) -> CompactionPlanResult: ...
+
+    @overload
+    def compaction_plan(
+        self,
+        scope: str,
+        key: str,
+        context: ExecutionContext | None,
+        keep_tokens: int,
+        *,
+        counter: Counter | None = None,
+        paged: Literal[True],
+    ) -> PagedRead: ...
+
     def compaction_plan(
         self,
         scope: str,
@@ -62,7 +86,7 @@ class CompactionCalls:
         *,
         counter: Counter | None = None,
         paged: bool = False,
-    ) -> Any:
+    ) -> CompactionPlanResult | PagedRead:
         """The first step of a compaction: the rows beyond ``keep_tokens`` and the plan's id.
 
         A read (it changes nothing). Summarize ``messages``, then ``apply_compaction``
