@@ -1,4 +1,14 @@
-"""Storage backends behind one protocol; ``open_store(url)`` picks one by URL scheme."""
+"""Storage backends behind one protocol; ``open_store(url)`` picks one by URL scheme.
+
+The rule of this package: a kind of data (``adk``, ``archive``, ``checkpoints``,
+``conversations``, ``listing``, ``heads``) uses its back-end only through the engine,
+``flowmem.store.engine`` (``Engine``, ``SqlEngine``, ``MemoryEngine``), which each
+back-end implements once (``sqlengine.SqlEngineBase`` for SQLite and PostgreSQL,
+``memengine.MemoryEngineParts`` for ``memory://``). No module uses another object's
+private member (a name with a leading ``_``): ruff's ``SLF001`` fails ``make lint`` on
+one, and import-linter fails on a kind of data that imports a back-end
+(``pyproject.toml``; ``tests/store/test_engine.py``, ``tests/test_import_contracts.py``).
+"""
 
 from __future__ import annotations
 

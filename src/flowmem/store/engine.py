@@ -34,6 +34,8 @@ from flowmem.store.editor import SqlRunner
 T = TypeVar("T")
 Tx = TypeVar("Tx")
 
+LAST_MAX = 2**62  # a position or ``last`` larger than any buffer's, still a 64-bit integer
+
 
 class Engine(Protocol[Tx]):
     """A back-end's transactions, seen by a kind of data; ``Tx`` is what a transaction lends."""
@@ -163,6 +165,7 @@ class MemoryEngine(Engine[MemoryTables], Protocol):
 
 
 __all__ = [
+    "LAST_MAX",
     "C",
     "DbConnection",
     "Engine",

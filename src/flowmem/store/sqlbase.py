@@ -49,7 +49,7 @@ from flowmem.store.base import (
     WriteGuard,
 )
 from flowmem.store.editor import SqlBufferEditor, load_rows
-from flowmem.store.engine import C, DbConnection
+from flowmem.store.engine import LAST_MAX, C, DbConnection
 from flowmem.store.rows import (
     check_address,
     check_batch,
@@ -73,7 +73,6 @@ from flowmem.store.sqlengine import SqlEngineBase, StatementRunner
 T = TypeVar("T")
 
 SEQ_MAX = 9223372036854775807  # the largest transcript sequence number (64-bit)
-LAST_MAX = 2**62  # a ``load(last=…)`` larger than any buffer, still a 64-bit integer
 LOAD_BATCH = 1000  # rows a whole-buffer ``load`` fetches and parses at a time
 
 

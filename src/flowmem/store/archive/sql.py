@@ -16,9 +16,8 @@ from flowmem.errors import BufferChangedError
 from flowmem.store.archive import EVERY_ROW, Archived, SummaryMaker, WithArchive
 from flowmem.store.base import PAGE_CHARS, PAGE_ROWS, Address, BodyPage
 from flowmem.store.editor import SqlBufferEditor
-from flowmem.store.engine import SqlEngine
+from flowmem.store.engine import LAST_MAX, SqlEngine
 from flowmem.store.rows import check_address, check_batch, check_last, stored_json, utf8_size
-from flowmem.store.sqlbase import LAST_MAX
 
 
 class _ArchiveEditor(SqlBufferEditor):
