@@ -52,10 +52,12 @@ ANSWER = {
     "content": "x",
     "user_id": "bob",
     "sessions": 0,
-    "buffers": 0,
     "records": 0,
     "tokens": 0,
 }
+# a user's erasure counts its buffers; a session answer lists them (a list), so the
+# erasure's count is answered only to the erase route
+ERASURE = {**ANSWER, "buffers": 0}
 
 # every write method of the clients, called with the key (the same on both clients)
 WRITES: dict[str, Callable[[Any], Any]] = {
@@ -84,13 +86,25 @@ def _ok(replayed: bool = False) -> httpx.Response:
     return httpx.Response(200, json=ANSWER, headers={"Idempotent-Replayed": "true"} if replayed else {})
 
 
+def _routed(script: Script) -> httpx.MockTransport:
+    """The script's answers, an erasure's 200 carrying the erasure's body."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        response = script(request)
+        if response.status_code == 200 and request.url.path.startswith("/v1/users/"):
+            replayed = {k: v for k, v in response.headers.items() if k == "idempotent-replayed"}
+            return httpx.Response(200, json=ERASURE, headers=replayed)
+        return response
+
+    return httpx.MockTransport(answer)
+
+
 def _client(script: Script) -> Client:
-    return Client("http://flowmem.test", "t", retry=POLICY, transport=httpx.MockTransport(script))
+    return Client("http://flowmem.test", "t", retry=POLICY, transport=_routed(script))
 
 
 def _async_client(script: Script) -> AsyncClient:
-    transport = httpx.MockTransport(script)
-    return AsyncClient("http://flowmem.test", "t", retry=POLICY, transport=transport)
+    return AsyncClient("http://flowmem.test", "t", retry=POLICY, transport=_routed(script))
 
 
 @pytest.fixture(autouse=True)
