@@ -3,7 +3,7 @@
 A kind of data — LangGraph's checkpoints, pydantic-ai's conversations, ADK's
 sessions, the archive, the listing, the session buffers' heads — runs inside its
 back-end's transactions. ``Engine`` is everything it may use of that back-end, and
-each back-end implements it once (decision 0113):
+each back-end implements it once (decision 0114):
 
 - ``reading()``: a handle for several reads that agree (one snapshot);
 - ``write(work)``: ``work`` in one write transaction, committed when it returns;

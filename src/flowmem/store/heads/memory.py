@@ -1,4 +1,4 @@
-"""``SessionBuffers`` over a ``MemoryStore``'s dicts: the reference the SQL backends are tested against.
+"""``SessionBuffers`` over a ``MemoryStore``'s engine tables: the reference the SQL backends are tested against.
 
 A buffer's creation order is its place in the store's buffer dict (a dict keeps
 insertion order; a deleted buffer made again goes to the end).
@@ -14,7 +14,7 @@ from flowmem.store.base import SESSION_SCOPE
 from flowmem.store.checkpoints import ROWS_TYPE
 from flowmem.store.conversations.lines import locate
 from flowmem.store.conversations.memory import MemoryLineTx
-from flowmem.store.heads import (
+from flowmem.store.heads.facts import (
     BufferCount,
     check_sessions,
     first_line,

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from flowmem.errors import InvalidInputError
 from flowmem.store.checkpoints import ROWS_TYPE
 from flowmem.store.engine import SqlEngine
-from flowmem.store.heads import (
+from flowmem.store.heads.facts import (
     CONVERSATION_LINE,
     GRAPH_LINE,
     MAX_SESSIONS,
