@@ -15,6 +15,7 @@ from flowmem.errors import (
     BufferFullError,
     ConflictError,
     NotFoundError,
+    QuotaExceededError,
     SessionStaleError,
 )
 from flowmem.store import Store
@@ -30,7 +31,7 @@ from flowmem.store.adk import (
     apply_rows,
     events_address,
 )
-from flowmem.store.base import SessionClaim, WriteGuard
+from flowmem.store.base import Quotas, SessionClaim, WriteGuard
 
 
 def _create(
@@ -173,6 +174,33 @@ def test_an_append_over_the_buffer_limit_stores_nothing_and_changes_no_state(sto
     found = tables.read("shop", "alice", "s1")
     assert found is not None
     assert (found[0].session.revision, found[0].app_state, found[1]) == (0, {}, [])
+
+
+def test_an_events_rows_count_against_the_owners_quota_and_one_past_it_stores_nothing(
+    store: Store,
+) -> None:
+    _create(store)
+    tables = adk_of(store)
+    tables.append("shop", "alice", "s1", Seen(0), _event(1))
+    used = store.usage("alice")
+    assert (used.buffers, used.bytes > 0) == (1, True)  # the events buffer, its rows' bytes
+    store.set_quotas(Quotas(bytes=used.bytes + 10))
+    big = {"role": "user", "content": "x" * 100, "metadata": {}, "timestamp": 2}
+    with pytest.raises(QuotaExceededError):
+        tables.append("shop", "alice", "s1", Seen(1), EventWrite([big], "e2", 2.0, app_delta={"x": 1}))
+    found = tables.read("shop", "alice", "s1")
+    assert found is not None
+    assert (found[0].session.revision, found[0].app_state, len(found[1])) == (1, {}, 1)
+    assert store.usage("alice") == used
+
+
+def test_an_events_append_changes_the_buffers_version(store: Store) -> None:
+    _create(store)
+    tables = adk_of(store)
+    tables.append("shop", "alice", "s1", Seen(0), _event(1))
+    first = store.page_bodies(events_address("s1"))
+    tables.append("shop", "alice", "s1", Seen(1), _event(2))
+    assert store.page_bodies(events_address("s1")).version != first.version
 
 
 def test_deleting_the_session_drops_it_and_erasing_the_user_drops_their_user_states(store: Store) -> None:

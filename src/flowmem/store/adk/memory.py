@@ -124,9 +124,8 @@ class MemoryAdkSessions:
             written = EventWritten(fates, healed, AdkScopes(copy.deepcopy(stored)))
             if not written.stored:
                 return written
-            tables.buffers[address] = editor.rows
-            tables.indexes.pop(address, None)  # the append's kept call index is of other rows
-            tables.sizes[address] = editor.bytes
+            # counted against the owner's quotas (the quota may refuse it: nothing written)
+            self.store.set_buffer(tables, address, editor.rows, editor.bytes)
             after = replace(
                 stored,
                 state=merged(stored.state, deltas[0]),
