@@ -70,14 +70,14 @@ def test_mem_5_a_provider_read_page_by_page_is_the_whole_reads_bytes(
     pages = Pages(bodies, size)
     paged = pages.first()
     whole = render(_converted(BufferText(bodies, len(bodies), None, "alice"), fmt))
-    stream = first_pass(paged, pages, fmt, _converted, len(bodies))  # type: ignore[arg-type]
+    stream = first_pass(paged, pages, fmt, _converted, len(bodies), render_pieces)  # type: ignore[arg-type]
     if stream is None:
         event("normalized whole (repaired)")
         return
     event("page by page")
-    parts = [stream.head(render_pieces), stream.step(pages, render_pieces)]  # type: ignore[arg-type]
+    parts = [stream.head(render_pieces), stream.step(pages)]  # type: ignore[arg-type]
     while stream.more:
-        parts.append(stream.step(pages, render_pieces))  # type: ignore[arg-type]
+        parts.append(stream.step(pages))  # type: ignore[arg-type]
     parts.append(stream.tail(render_pieces))
     assert b"".join(parts) == whole
 
@@ -94,11 +94,28 @@ def test_a_stored_history_is_written_page_by_page_holding_a_page() -> None:
     bodies = [json.dumps(row, separators=(",", ":")) for row in rows]
     for fmt in FORMATS:
         pages = Pages(bodies, 16)
-        stream = first_pass(pages.first(), pages, fmt, _converted, len(bodies))  # type: ignore[arg-type]
+        stream = first_pass(pages.first(), pages, fmt, _converted, len(bodies), render_pieces)  # type: ignore[arg-type]
         assert stream is not None, fmt
-        parts = [stream.head(render_pieces), stream.step(pages, render_pieces)]  # type: ignore[arg-type]
+        parts = [stream.head(render_pieces), stream.step(pages)]  # type: ignore[arg-type]
         while stream.more:
-            parts.append(stream.step(pages, render_pieces))  # type: ignore[arg-type]
+            parts.append(stream.step(pages))  # type: ignore[arg-type]
         parts.append(stream.tail(render_pieces))
         assert max(map(len, parts)) < 16 * 1024, fmt  # a page's messages at a time
         assert b"".join(parts) == render(_converted(BufferText(bodies, len(bodies), None, "alice"), fmt))
+
+
+def test_a_run_of_user_turns_merged_into_one_message_is_written_as_it_comes() -> None:
+    """Anthropic and Gemini make one message of 2,000 user rows: written page by page, never held whole."""
+    bodies = [json.dumps({"role": "user", "content": f"{n} " + "x" * 100}) for n in range(2000)]
+    for fmt in ("anthropic", "gemini"):
+        pages = Pages(bodies, 64)
+        stream = first_pass(pages.first(), pages, fmt, _converted, len(bodies), render_pieces)  # type: ignore[arg-type]
+        assert stream is not None
+        parts = [stream.head(render_pieces), stream.step(pages)]  # type: ignore[arg-type]
+        while stream.more:
+            parts.append(stream.step(pages))  # type: ignore[arg-type]
+        parts.append(stream.tail(render_pieces))
+        whole = render(_converted(BufferText(bodies, len(bodies), None, "alice"), fmt))
+        assert b"".join(parts) == whole
+        assert len(json.loads(whole)["messages"]) == 1, fmt
+        assert max(map(len, parts)) < 64 * 200, fmt  # a page of rows' blocks at a time

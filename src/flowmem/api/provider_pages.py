@@ -41,7 +41,6 @@ class ProviderStream:
     rows: Rows = field(default_factory=Rows)
     after: int | None = None
     more: bool = False
-    first: bool = True  # no message written yet
     started: bool = False  # the first page converted
 
     def head(self, render: Render) -> bytes:
@@ -51,10 +50,10 @@ class ProviderStream:
             if key == "messages":
                 break
             before[key] = value
-        return render(before)[:-1] + b',"messages":[' + self._items(self.writer.lead, render)
+        return render(before)[:-1] + b',"messages":[' + self.writer.lead
 
-    def step(self, memory: MemoryService, render: Render) -> bytes:
-        """The next page read, converted and rendered: the messages it finishes (blocking)."""
+    def step(self, memory: MemoryService) -> bytes:
+        """The next page read, converted and rendered: what it writes of the messages (blocking)."""
         if not self.started:  # the first page: the one the read began with
             self.started = True
             bodies = self.paged.text.bodies
@@ -66,12 +65,11 @@ class ProviderStream:
             bodies = [body for _, body in page.bodies]
             self.after = page.bodies[-1][0] if page.bodies else None
             self.more = page.more and self.after is not None
-        rows = self.rows.of(stored_json("[" + ",".join(bodies) + "]"))
-        return self._items(self.writer.page(rows), render)
+        return self.writer.page(self.rows.of(stored_json("[" + ",".join(bodies) + "]")))
 
     def tail(self, render: Render) -> bytes:
-        """The messages still open and the answer's end (blocking)."""
-        last = self._items(self.writer.end(), render)
+        """The message still open and the answer's end (blocking)."""
+        last = self.writer.end()
         after: dict[str, Any] = {}
         seen = False
         for key, value in self.fields.items():
@@ -80,15 +78,6 @@ class ProviderStream:
             seen = seen or key == "messages"
         after["not_carried"] = self.writer.not_carried
         return last + b"]," + render(after)[1:]
-
-    def _items(self, messages: list[dict[str, Any]], render: Render) -> bytes:
-        if not messages:
-            return b""
-        text = render(messages)[1:-1]
-        if self.first:
-            self.first = False
-            return text
-        return b"," + text
 
 
 def _pages(paged: PagedText, memory: MemoryService) -> Iterator[list[str]]:
@@ -104,9 +93,17 @@ def _pages(paged: PagedText, memory: MemoryService) -> Iterator[list[str]]:
 
 
 def first_pass(
-    paged: PagedText, memory: MemoryService, fmt: str, converted: Converted, expect: int | None
+    paged: PagedText,
+    memory: MemoryService,
+    fmt: str,
+    converted: Converted,
+    expect: int | None,
+    render: Render,
 ) -> ProviderStream | None:
-    """Read every page once: a stream of the read in format ``fmt``, or None (normalize it whole) (blocking)."""
+    """Read every page once: a stream of the read in format ``fmt``, or None (normalize it whole) (blocking).
+
+    ``render`` writes the messages as the API does (each page's, once converted).
+    """
     sendable = Sendable()
     read = 0
     for bodies in _pages(paged, memory):
@@ -120,7 +117,7 @@ def first_pass(
     check_rows(read, expect)
     text = paged.text
     fields = converted(BufferText([], text.count, text.next_before, text.resolved_scope_id, text.refusal), fmt)
-    writer = PageWriter(fmt, systems)
+    writer = PageWriter(fmt, systems, render)
     if fmt == "anthropic":
         fields["system"] = writer.system
     elif fmt == "gemini":
@@ -133,10 +130,10 @@ async def parts(
 ) -> AsyncIterator[bytes]:
     """The answer's bytes: its head, each page's messages as it is converted, its end (each in a store thread)."""
     yield await pool.in_thread(stream.head, render)
-    yield await pool.in_thread(stream.step, memory, render)
+    yield await pool.in_thread(stream.step, memory)
     while stream.more:
         await asyncio.sleep(0)
-        yield await pool.in_thread(stream.step, memory, render)
+        yield await pool.in_thread(stream.step, memory)
     yield await pool.in_thread(stream.tail, render)
 
 

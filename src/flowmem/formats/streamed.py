@@ -13,7 +13,8 @@ and is normalized whole by the caller.
 The conversion then runs a page of rows at a time (``PageWriter``) with what it
 carries from one row to the next: the ids of the calls seen (their kinds, names,
 the ones left out) and, for Anthropic and Gemini, which merge neighbouring turns of
-one side into one message, the last message, written once a row starts another.
+one side into one message, the last message: held until the next row says whether
+it merges, then written as it grows (a run of user rows is one message there).
 The system rows are held (the first pass keeps them: Anthropic's ``system`` and
 Gemini's ``system_instruction`` are one value written before the messages). The
 messages are those ``rows_to_X`` writes for the whole list; oracle:
@@ -23,13 +24,15 @@ histories and small pages).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from flowmem.core import Message
 from flowmem.formats import anthropic, gemini, openai_chat, responses
-from flowmem.formats._common import note
+from flowmem.formats._common import extra_of, note
 from flowmem.formats.fast import _Scan
+from flowmem.formats.gemini_parts import FMT as GEMINI
+from flowmem.formats.gemini_parts import write_camel
 
 
 class Sendable:
@@ -77,24 +80,35 @@ class Rows:
         return out
 
 
-class PageWriter:
-    """``rows_to_X`` of format ``fmt`` a page of normalized rows at a time (see the module docstring).
+Render = Callable[[object], bytes]
 
+
+class PageWriter:
+    """``rows_to_X`` of format ``fmt`` a page of normalized rows at a time, as the ``messages`` array's bytes.
+
+    ``render`` writes JSON as the API does. A message Anthropic or Gemini may still
+    merge the next row into is held until a row starts another one; once a row
+    merges into it, its opening and its blocks so far are written and each next
+    row's blocks follow as they come, so a run of same-side turns is never held.
     ``not_carried``: what the format left out, by kind, in the order the whole
-    conversion counts it (the system rows' last).
+    conversion counts it (the system rows' last, ``end``).
     """
 
-    def __init__(self, fmt: str, systems: list[Message]) -> None:
+    def __init__(self, fmt: str, systems: list[Message], render: Render) -> None:
         self.fmt = fmt
+        self.render = render
         self.not_carried: dict[str, int] = {}
         self._skipped: dict[str, str] = {}
         self._kinds: dict[str, str] = {}
         self._names: dict[str, str] = {}
         self._unnamed: set[str] = set()
-        self._out: list[dict[str, Any]] = []  # Anthropic, Gemini: the last message, still open
         self._system_notes: dict[str, int] = {}
+        self._written = False  # a message of the array was written
+        self._open: dict[str, Any] | None = None  # the last message, Anthropic's or Gemini's, not written
+        self._streaming = False  # its opening and items were written: only more items may follow
+        self._items = 0  # the items written in its array
         self.system: Any = None
-        self.lead: list[dict[str, Any]] = []  # OpenAI, Responses: the system rows' messages, first
+        self.lead = b""  # OpenAI, Responses: the system rows' messages, first
         if fmt == "anthropic":
             self.system = anthropic._system(systems, self._system_notes)
         elif fmt == "gemini":
@@ -102,73 +116,134 @@ class PageWriter:
         else:
             self.lead = self.page(systems)
 
-    def page(self, rows: list[Message]) -> list[dict[str, Any]]:
-        """The messages the next rows finish, in order (Anthropic, Gemini: the last one may stay open)."""
+    def page(self, rows: list[Message]) -> bytes:
+        """The bytes of what the next rows write (Anthropic, Gemini: the last message may stay open)."""
         dropped = self.not_carried
         if self.fmt == "openai":
             written = (openai_chat._ROW_TO[row["role"]](row, dropped, self._skipped) for row in rows)
-            return [message for message in written if message is not None]
+            return self._whole([message for message in written if message is not None])
         if self.fmt == "responses":
-            return [item for row in rows for item in responses._row_items(row, self._kinds, dropped)]
-        out = self._out
+            return self._whole([item for row in rows for item in responses._row_items(row, self._kinds, dropped)])
+        out: list[bytes] = []
         for row in rows:
             if self.fmt == "anthropic":
-                _anthropic_row(out, row, dropped, self._skipped)
+                self._anthropic(out, row)
             else:
-                _gemini_row(out, row, dropped, self._skipped, self._unnamed, self._names)
-        return self._finished(out[:-1], out[-1:])
+                self._gemini(out, row)
+        return b"".join(out)
 
-    def end(self) -> list[dict[str, Any]]:
-        """The messages still open; then the system rows' notes join ``not_carried``, last."""
-        last = self._finished(self._out, [])
+    def end(self) -> bytes:
+        """The message still open; then the system rows' notes join ``not_carried``, last."""
+        out: list[bytes] = []
+        self._close(out)
         for kind, count in self._system_notes.items():
             self.not_carried[kind] = self.not_carried.get(kind, 0) + count
         self._system_notes = {}
-        return last
+        return b"".join(out)
 
-    def _finished(self, done: list[dict[str, Any]], open_: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        self._out = open_
-        return [gemini._finished(content) for content in done] if self.fmt == "gemini" else done
+    def _whole(self, messages: list[Any]) -> bytes:
+        if not messages:
+            return b""
+        text = self.render(messages)[1:-1]
+        comma = self._written
+        self._written = True
+        return b"," + text if comma else text
 
+    def _close(self, out: list[bytes]) -> None:
+        """Write the open message: whole, or the end of its array when it was being written."""
+        if self._open is None:
+            return
+        if self._streaming:
+            out.append(b"]}")
+        else:
+            out.append(self._whole([self._finished(self._open)]))
+        self._open, self._streaming, self._items = None, False, 0
 
-def _anthropic_row(out: list[dict[str, Any]], row: Message, dropped: dict[str, int], skipped: dict[str, str]) -> None:
-    """One non-system row of ``anthropic.rows_to_anthropic``'s loop."""
-    role, content = row["role"], row["content"]
-    if role == "user":
-        body = content if isinstance(content, str) else anthropic._blocks(content, dropped)
-        if body not in ("", []):
-            anthropic._push(out, "user", body)
-    elif role == "assistant":
-        turn = anthropic._assistant_content(row, dropped, skipped)
-        if turn is not None:
-            anthropic._push(out, "assistant", turn)
-    elif row["tool_call_id"] in skipped:
-        note(dropped, f"{skipped[row['tool_call_id']]}_result")
-    else:
-        anthropic._push(out, "user", [anthropic._tool_result(row, dropped)])
+    def _finished(self, message: dict[str, Any]) -> Any:
+        return gemini._finished(message) if self.fmt == "gemini" else message
 
+    def _merge(self, out: list[bytes], key: str, items: list[Any]) -> None:
+        """Add ``items`` to the open message's array ``key``, writing its opening on the first merge."""
+        message = self._open
+        assert message is not None
+        if not self._streaming:
+            held = message[key]
+            shell = self._finished({**message, key: []})
+            out.append(self._whole([shell])[:-2])  # up to the open array: ``…"key":[``
+            self._streaming, self._items = True, 0
+            self._open = {k: v for k, v in message.items() if k != key}
+            self._add(out, held, message)
+        self._add(out, items, message)
 
-def _gemini_row(
-    out: list[dict[str, Any]],
-    row: Message,
-    dropped: dict[str, int],
-    skipped: dict[str, str],
-    unnamed: set[str],
-    names: dict[str, str],
-) -> None:
-    """One non-system row of ``gemini.rows_to_gemini``'s loop."""
-    role = row["role"]
-    if role == "assistant":
-        parts = gemini._model_parts(row, dropped, skipped, unnamed, names)
-    elif role == "user":
-        parts = gemini._blocks(row["content"], dropped)
-    elif row["tool_call_id"] in skipped:
-        note(dropped, f"{skipped[row['tool_call_id']]}_result")
-        return
-    else:
-        parts = [gemini._response_part(row, names, dropped, unnamed)]
-    if parts:
-        gemini._place(out, row, parts)
+    def _add(self, out: list[bytes], items: list[Any], message: dict[str, Any]) -> None:
+        if not items:
+            return
+        if self.fmt == "gemini" and message.get(gemini._CAMEL) is True:
+            items = write_camel(items)
+        text = self.render(items)[1:-1]
+        out.append(b"," + text if self._items else text)
+        self._items += len(items)
+
+    def _push(self, out: list[bytes], role: str, content: Any) -> None:
+        """``anthropic._push``: merge into the open message of the same role, else start one."""
+        if self._open is not None and self._open["role"] == role:
+            if not self._streaming and isinstance(self._open["content"], str):
+                text = self._open["content"]
+                self._open["content"] = [{"type": "text", "text": text}] if text else []
+            more = ([{"type": "text", "text": content}] if content else []) if isinstance(content, str) else content
+            self._merge(out, "content", more)
+            return
+        self._close(out)
+        self._open = {"role": role, "content": content}
+
+    def _anthropic(self, out: list[bytes], row: Message) -> None:
+        """One non-system row of ``anthropic.rows_to_anthropic``'s loop."""
+        dropped, skipped = self.not_carried, self._skipped
+        role, content = row["role"], row["content"]
+        if role == "user":
+            body = content if isinstance(content, str) else anthropic._blocks(content, dropped)
+            if body not in ("", []):
+                self._push(out, "user", body)
+        elif role == "assistant":
+            turn = anthropic._assistant_content(row, dropped, skipped)
+            if turn is not None:
+                self._push(out, "assistant", turn)
+        elif row["tool_call_id"] in skipped:
+            note(dropped, f"{skipped[row['tool_call_id']]}_result")
+        else:
+            self._push(out, "user", [anthropic._tool_result(row, dropped)])
+
+    def _gemini(self, out: list[bytes], row: Message) -> None:
+        """One non-system row of ``gemini.rows_to_gemini``'s loop, ``gemini._place`` included."""
+        dropped, skipped = self.not_carried, self._skipped
+        role = row["role"]
+        if role == "assistant":
+            parts = gemini._model_parts(row, dropped, skipped, self._unnamed, self._names)
+        elif role == "user":
+            parts = gemini._blocks(row["content"], dropped)
+        elif row["tool_call_id"] in skipped:
+            note(dropped, f"{skipped[row['tool_call_id']]}_result")
+            return
+        else:
+            parts = [gemini._response_part(row, self._names, dropped, self._unnamed)]
+        if not parts:
+            return
+        extra = gemini._NO_EXTRA if row.get("extra") is None else extra_of(row, GEMINI)
+        default = "model" if role == "assistant" else "user"
+        if self._open is not None and gemini._joins(extra, self._open, default):
+            self._merge(out, "parts", parts)
+            return
+        self._close(out)
+        named, hinted = gemini._role_hint(extra)
+        content: dict[str, Any] = {}
+        if not named:
+            content["role"] = default
+        elif hinted is not None:
+            content["role"] = hinted
+        content["parts"] = parts
+        if extra.get(gemini._CAMEL) is True:
+            content[gemini._CAMEL] = True
+        self._open = content
 
 
 __all__ = ["PageWriter", "Rows", "Sendable"]

@@ -201,7 +201,7 @@ async def load_buffer(
         else:  # more pages: read, converted and rendered off the event loop, page by page (0113)
             expect = paged.text.count if last is None and before is None else None
             stream = await services.pool.long(
-                provider_pages.first_pass, paged, services.memory, format, _converted, expect
+                provider_pages.first_pass, paged, services.memory, format, _converted, expect, render_pieces
             )
             if stream is not None:
                 parts = provider_pages.parts(stream, services.memory, services.pool, render_pieces)
