@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 
 from flowmem.core import IndexedListEditor, Message, call_ids, result_id
-from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard
+from flowmem.store.base import SESSION_SCOPE, Address, SessionRecord, WriteGuard, quota_owner
 from flowmem.store.conversations import (
     LINE,
     ConversationWrite,
@@ -127,14 +127,25 @@ class MemoryLineTx:
         anchor = entry_of(line[position]) if position > START else None
         self.aliases[(self.conversation_id, entry_id)] = (key, anchor)
 
-    def commit(self) -> None:
-        """Write the changed lines and aliases into the store (its lock held)."""
-        tables = self.tables
+    def commit(self, created: SessionRecord | None) -> None:
+        """Write the changed lines and aliases into the store (its lock held), with the claimed session.
+
+        The lines count against the session owner's quotas: past one, QuotaExceededError
+        and nothing is written (the session a claim creates neither).
+        """
+        tables, store = self.tables, self.owner.store
+        lines = []
         for key, editor in self.editors.items():
             address = Address(SESSION_SCOPE, self.conversation_id, key)
-            tables.buffers[address] = editor.rows
-            tables.indexes.pop(address, None)  # the append's kept call index is of other rows
-            tables.sizes[address] = sum(utf8_size(dump_json(r, "message")) for r in editor.rows)
+            size = sum(utf8_size(dump_json(r, "message")) for r in editor.rows)
+            lines.append((size - tables.sizes.get(address, 0), address, editor.rows, size))
+        session = tables.sessions.get(self.conversation_id) or created
+        owner = quota_owner(SESSION_SCOPE, self.conversation_id, None if session is None else session.owner)
+        new = sum(address not in tables.buffers for _, address, _, _ in lines)
+        store.charge(tables, owner, sum(line[0] for line in lines), new, 0, count=False)
+        store.store_session(tables, created)
+        for _, address, rows, size in sorted(lines, key=lambda line: line[0]):  # shrinking first
+            store.set_buffer(tables, address, rows, size)
         self.owner.aliases.update(self.aliases)
 
 
@@ -176,9 +187,8 @@ class MemoryConversations:
             tx = MemoryLineTx(self, tables, cid)
             if not write_lines(tx, write):
                 return False
-            tx.commit()
+            tx.commit(created)
             self._records[cid] = copy.deepcopy(write.record)
-            self.store.store_session(tables, created)
             return True
 
     def delete(self, conversation_id: str, expected: str) -> bool:
