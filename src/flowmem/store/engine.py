@@ -109,8 +109,9 @@ class SqlEngine(Engine[C], Protocol[C]):
 class MemoryTables:
     """The ``memory://`` engine's data, lent under its lock; the store keeps the rest.
 
-    A change of a buffer that must count against its owner's quota goes through
-    ``MemoryEngine.set_buffer`` / ``drop_buffer``.
+    A kind of data reads the buffers here and changes one only through
+    ``MemoryEngine.set_buffer`` / ``drop_buffer``, which keep its size, version and
+    owner's quota true.
     """
 
     records: dict[Address, tuple[str, float | None]] = field(default_factory=dict)
