@@ -10,7 +10,6 @@ rules (``SqlBufferEditor`` under ``apply_rows``), the states, the revision.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -35,7 +34,7 @@ from flowmem.store.adk import (
 from flowmem.store.base import WriteGuard
 from flowmem.store.editor import SqlBufferEditor, load_rows
 from flowmem.store.engine import SqlEngine
-from flowmem.store.rows import check_buffer_bytes, check_texts, dump_json
+from flowmem.store.rows import check_buffer_bytes, check_texts, dump_json, stored_json
 
 READ_TRIES = 8  # reads of a session that moved while it was read, before StoreBusyError
 
@@ -45,7 +44,7 @@ def _session(row: Sequence[Any]) -> AdkSession:
         id=row[0],
         app_name=row[1],
         user_id=row[2],
-        state=json.loads(row[3]),
+        state=stored_json(row[3]),
         revision=int(row[4]),
         last_event=row[5],
         created_at=float(row[6]),
@@ -55,7 +54,7 @@ def _session(row: Sequence[Any]) -> AdkSession:
 
 
 def _state(row: Sequence[Any] | None) -> dict[str, Any]:
-    return {} if row is None else dict(json.loads(row[0]))
+    return {} if row is None else dict(stored_json(row[0]))
 
 
 class SqlAdkSessions:
@@ -220,7 +219,7 @@ class SqlAdkSessions:
             if user_id is None:
                 found = self._run(conn, "adk_sessions_of_app", (app_name,)).fetchall()
                 users = {
-                    str(uid): dict(json.loads(text))
+                    str(uid): dict(stored_json(text))
                     for uid, text in self._run(conn, "adk_users_of_app", (app_name,)).fetchall()
                 }
             else:

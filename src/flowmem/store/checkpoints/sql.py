@@ -318,7 +318,7 @@ class SqlCheckpoints:
         self._run(conn, "writes_orphans_delete", (thread_id,))
         kept: set[tuple[str, str, str]] = set()
         for ns, _checkpoint_id, versions in self._run(conn, "cp_thread_rows", (thread_id,)):
-            kept.update((ns, channel, str(v)) for channel, v in json.loads(versions).items())
+            kept.update((ns, channel, str(v)) for channel, v in stored_json(versions).items())
         lines: set[str] = set()
         for ns, channel, version, blob_type, blob in self._run(
             conn, "blob_keys", (thread_id,)

@@ -9,7 +9,6 @@ record commit together, or nothing does.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,7 +24,7 @@ from flowmem.store.conversations import (
 from flowmem.store.conversations.lines import QUALIFIER, Declaration, Place, write_lines
 from flowmem.store.editor import MINOR_BITS, SqlBufferEditor, SqlRunner, load_row, load_rows
 from flowmem.store.engine import SqlEngine
-from flowmem.store.rows import dump_json
+from flowmem.store.rows import dump_json, stored_json
 
 UNLIMITED = 2**62  # a LIMIT both backends take for "every row"
 
@@ -48,7 +47,7 @@ def _stored(row: Any) -> StoredConversation:
         revision=row[1],
         scope=row[2],
         updated=int(row[3]),
-        record=json.loads(row[4]),
+        record=stored_json(row[4]),
     )
 
 

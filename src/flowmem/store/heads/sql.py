@@ -9,7 +9,6 @@ values); every lookup is a seek of a primary key or of ``buffers (scope, scope_i
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -25,6 +24,7 @@ from flowmem.store.heads.facts import (
     first_line,
     pick_place,
 )
+from flowmem.store.rows import stored_json
 
 
 class SqlBuffers:
@@ -95,7 +95,7 @@ class SqlBuffers:
                 WHERE d.thread_id = c.thread_id AND d.ns = '')"""
         wanted: list[tuple[str, str, str]] = []
         for thread_id, versions in self._rows(latest, ids):
-            for channel, version in json.loads(versions).items():
+            for channel, version in stored_json(versions).items():
                 wanted.append((str(thread_id), str(channel), str(version)))
         if not wanted:
             return {}
@@ -105,7 +105,7 @@ class SqlBuffers:
         params = [ROWS_TYPE, *(value for triple in wanted for value in triple)]
         found: dict[str, dict[str, str]] = {}
         for thread_id, blob in self._rows(sql, params):
-            key = str(json.loads(bytes(blob))["key"])
+            key = str(stored_json(bytes(blob))["key"])
             found.setdefault(str(thread_id), {})[first_line(key)] = key
         return found
 
