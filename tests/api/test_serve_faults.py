@@ -25,6 +25,13 @@ from tests.store.test_faults import can_seal, sealed  # noqa: F401 (can_seal: a 
 
 pytestmark = pytest.mark.slow
 
+
+@pytest.fixture
+def tmp_path(disk_tmp_path: Path) -> Path:
+    """On a disk: ``chattr +i`` needs inode attributes, the tests' RAM tmpfs has none (conftest)."""
+    return disk_tmp_path
+
+
 NOTE = {"messages": {"role": "user", "content": "kept"}}
 MORE = {"messages": {"role": "user", "content": "more"}}
 
@@ -120,4 +127,3 @@ def test_a_database_locked_by_another_process_is_refused_store_locked_within_the
         client.close()
     log = out.with_suffix(".err").read_text()
     assert "store_locked" in log and "Traceback" not in log
-

@@ -102,6 +102,12 @@ def corrupt(path: Path, tables: tuple[str, ...] | None = None) -> None:
 
 
 @pytest.fixture
+def tmp_path(disk_tmp_path: Path) -> Path:
+    """On a disk: ``chattr +i`` needs inode attributes, the tests' RAM tmpfs has none (conftest)."""
+    return disk_tmp_path
+
+
+@pytest.fixture
 def db(tmp_path: Path) -> Path:
     """A SQLite file with the schema, one record and one buffer row, closed (WAL checkpointed)."""
     path = tmp_path / "faults.db"
