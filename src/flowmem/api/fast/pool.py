@@ -40,10 +40,11 @@ Long reads (issue 38 §2, decision 0106): a read whose work and answer grow with
 the buffer (a token window, a read with the archive, a compaction plan, a provider
 format over several pages) runs through ``long``: in a thread, and at most
 ``LONG_READS`` of them at once (one fewer than the threads, at least one), the
-others waiting their turn without a thread. Each holds its rows and answer while it
-is built (bounded by the buffer cap), so the worker's memory for them is bounded by
-``LONG_READS`` buffers, not by the number of readers, and a thread is always left
-for the short calls.
+others waiting their turn without a thread, so a thread is always left for the
+short calls. Since decision 0113 that long part only finds what the read answers
+(a window's cut, a plan's digest, whether a provider read needs repair): the rows
+are then written a page at a time, so a reader holds a page; a provider read that
+normalization must repair is still built whole here, two at a time.
 
 A failed fsync (docs/decisions/0019): the writes it covered are committed and
 visible to every reader, so their requests are answered as done — a refusal would

@@ -301,7 +301,7 @@ class Operation(Enum):
 
     READ = "read"  # reads one record
     LOAD = "first_page"  # reads one buffer (its first page: a large read is paged)
-    WINDOW = "load"  # reads one buffer's token-budget window (from its end; never paged)
+    WINDOW = "load"  # one buffer's token-budget window (its cut from its end; rows then paged, 0113)
     WRITE = "write"  # one record upsert, guarded
     DELETE = "delete"  # one record
     APPEND = "append"  # one buffer's append transaction, guarded
