@@ -177,9 +177,10 @@ async def load_buffer(
     JSON) is streamed page by page (chunked transfer encoding): the server holds
     one page per reader, and a write to the buffer during the read cuts the answer
     short (the connection closes before the body's end: read again). A provider
-    format parses the rows read, normalizes them and converts them (a page is
-    normalized on its own): it holds the rows asked for, so page a large buffer
-    with `last`. Page backwards with `last` = N, then `before` = the previous `next_before`.
+    format normalizes the rows read (a page asked with `last` on its own) and
+    converts them, written page by page too; rows normalization must repair are
+    built whole first. A token window and `archived=true` are streamed page by
+    page as well. Page backwards with `last` = N, then `before` = the previous `next_before`.
     With `max_tokens`, a token window (docs/memory.md, "Token windows").
     """
     if archived and max_tokens is not None:
