@@ -40,7 +40,7 @@ def fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     The writes take the shared fsync, as beside other writers: a writer alone in its
     process and on the file commits with SQLite's own fsync, which Python cannot
-    count (decision 0095, tests/store/test_commit_group.py).
+    count (decision 0095, tests/store/sqlite/test_fsync.py).
     """
     monkeypatch.setattr(SqliteStore, "_alone_writer", lambda self: False)
     calls: list[int] = []

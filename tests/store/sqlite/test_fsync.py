@@ -42,7 +42,7 @@ def _until(condition: object, what: str) -> None:
 # --- SharedSync: leader and followers -----------------------------------------------------
 
 
-def test_commit_group_waiters_that_arrive_during_an_fsync_share_the_next_one() -> None:
+def test_shared_sync_waiters_that_arrive_during_an_fsync_share_the_next_one() -> None:
     began: list[int] = []
     release = [threading.Event() for _ in range(3)]
 
@@ -78,7 +78,7 @@ def test_commit_group_waiters_that_arrive_during_an_fsync_share_the_next_one() -
     assert began == [0, 1]  # b and c shared one fsync
 
 
-def test_commit_group_failed_fsync_is_logged_and_the_writers_return(
+def test_shared_sync_failed_fsync_is_logged_and_the_writers_return(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     def sync() -> None:
@@ -90,7 +90,7 @@ def test_commit_group_failed_fsync_is_logged_and_the_writers_return(
     assert "fsync of committed writes failed" in caplog.text
 
 
-def test_commit_group_in_a_forked_child_does_not_wait_for_the_parents_leader() -> None:
+def test_shared_sync_in_a_forked_child_does_not_wait_for_the_parents_leader() -> None:
     parent = os.getpid()
     release = threading.Event()
     group = SharedSync(lambda: release.wait(10) if os.getpid() == parent else None)
@@ -107,7 +107,7 @@ def test_commit_group_in_a_forked_child_does_not_wait_for_the_parents_leader() -
     assert child.exitcode == 0
 
 
-def test_commit_group_nested_blocks_wait_once_and_a_raising_block_does_not_wait() -> None:
+def test_shared_sync_nested_blocks_wait_once_and_a_raising_block_does_not_wait() -> None:
     syncs: list[int] = []
     group = SharedSync(lambda: syncs.append(1))
     with group.commit():
