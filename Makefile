@@ -62,10 +62,11 @@ dist: $(BUILD_STAMP)
 
 ## The README's second command: lint, types and the packaging check side by side (mypy is
 ## single-threaded, the check takes the other core), then the whole test suite on every
-## core (pytest-xdist), printing the slowest tests.
+## core (pytest-xdist 3.6+; --dist worksteal: an idle worker takes tests queued on a busy
+## one, so the longest do not end the run on one worker), printing the slowest tests.
 test: setup
 	$(MAKE) --no-print-directory -j2 --output-sync=target lint packaging
-	$(PY) -m pytest -q -n auto --durations=15
+	$(PY) -m pytest -q -n auto --dist worksteal --durations=15
 
 bench: setup
 	$(PY) bench/core.py
