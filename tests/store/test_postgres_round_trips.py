@@ -34,7 +34,9 @@ DOCUMENTED = {
     "plain user message": (2, 3),
     "assistant turn with two calls": (2, 4),
     "tool result": (2, 3),
-    "user turn that heals one call": (2, 4),
+    # + 1: the repair log's insert goes with the row writes, its trim with the header
+    # (issue 37 §2), in the same round trip
+    "user turn that heals one call": (2, 5),
 }
 # On what the store knows of the buffer from its own last append (decision 0039),
 # guarded (the HTTP API's appends, decision 0067) or not: the lock (with the guard),
@@ -45,7 +47,7 @@ DOCUMENTED_KNOWN = {
     "plain user message": (1, 3),
     "assistant turn with two calls": (1, 4),
     "tool result": (1, 3),
-    "user turn that heals one call": (2, 5),
+    "user turn that heals one call": (2, 6),  # + 1: the repair log (as above)
 }
 
 CALLS = [

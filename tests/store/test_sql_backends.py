@@ -29,6 +29,7 @@ from flowmem.store import postgres as pg_backend
 from flowmem.store import sqlite as sqlite_backend
 from flowmem.store.adk import sqlite as adk_sqlite
 from flowmem.store.archive import sqlite as archive_sqlite
+from flowmem.store.repairs import sqlite as repairs_sqlite
 from flowmem.store.sqlite import SqliteStore, parse_url
 
 KEY = Address("global", "", "k")
@@ -225,6 +226,19 @@ def _drop_adk_keys(url: str) -> None:
     _sql(url, "ALTER TABLE adk_sessions DROP COLUMN adk_id")
 
 
+def _drop_repairs(url: str) -> None:
+    """Undo the repair log's migration (issue 37 §2): its table, triggers and function; once undone, nothing."""
+    if url.startswith("sqlite"):
+        query = "SELECT COUNT(*) FROM sqlite_master WHERE name = 'buffer_repairs'"
+    else:
+        query = "SELECT COUNT(*) FROM pg_tables WHERE tablename = 'buffer_repairs' AND schemaname = current_schema()"
+    if not _scalar(url, query):
+        return
+    _sql(url, "DROP TABLE buffer_repairs")  # its triggers with it
+    if not url.startswith("sqlite"):
+        _sql(url, "DROP FUNCTION flowmem_repairs_usage()")
+
+
 # the archive's migration number, wherever it stands (issue 28's migrations are numbered at merge)
 _ARCHIVE = sqlite_backend.MIGRATIONS.index(archive_sqlite.MIGRATION) + 1
 
@@ -237,6 +251,7 @@ _UNDO = {
     13: _drop_token_counts,
     _ARCHIVE: _drop_archive,
     sqlite_backend.MIGRATIONS.index(adk_sqlite.KEYED) + 1: _drop_adk_keys,
+    sqlite_backend.MIGRATIONS.index(repairs_sqlite.MIGRATION) + 1: _drop_repairs,
 }
 
 

@@ -158,16 +158,50 @@ class AppendOutcome:
     healed: int = 0
     replaced: int = 0
     deduplicated: int = 0
+    repairs: tuple[Repair, ...] = ()
+
+
+class Repair(NamedTuple):
+    """One kind of change the rules made in an append besides adding rows (the repair log's entry).
+
+    ``rule``: ``MEM-3`` (placeholders inserted), ``MEM-10`` (placeholders replaced by
+    their real result), ``MEM-1`` (results refused as duplicates) or ``MEM-2`` (turns
+    refused as duplicates); ``call_ids``: the ids involved, in order; ``count``: how
+    many rows (inserted, replaced or refused).
+    """
+
+    rule: str
+    call_ids: tuple[str, ...]
+    count: int
 
 
 @dataclass
 class _Tally:
-    """What one ``apply_append`` did, counted while it does it."""
+    """What one ``apply_append`` did, counted while it does it (with the call ids, for the log)."""
 
     appended: int = 0
     healed: int = 0
     replaced: int = 0
     deduplicated: int = 0
+    notes: dict[str, list[str]] | None = None  # rule -> call ids, made on the first repair
+    refused_turns: int = 0  # MEM-2 rows (a turn may name several ids)
+
+    def note(self, rule: str, ids: Sequence[str]) -> None:
+        """Remember the call ids a rule touched."""
+        if self.notes is None:
+            self.notes = {}
+        self.notes.setdefault(rule, []).extend(ids)
+
+    def repairs(self) -> tuple[Repair, ...]:
+        """The repairs noted, one per rule, in the log's order (MEM-3, MEM-10, MEM-1, MEM-2)."""
+        if self.notes is None:
+            return ()
+        counts = {"MEM-2": self.refused_turns}
+        return tuple(
+            Repair(rule, tuple(self.notes[rule]), counts.get(rule, len(self.notes[rule])))
+            for rule in ("MEM-3", "MEM-10", "MEM-1", "MEM-2")
+            if rule in self.notes
+        )
 
 
 def incoming_list(incoming: object) -> list[Any]:
@@ -206,17 +240,20 @@ def is_empty(row: Message) -> bool:
     return not call_ids(row)
 
 
-def heal(editor: BufferEditor, timestamp: object = None) -> int:
+def heal(editor: BufferEditor, timestamp: object = None, healed: list[str] | None = None) -> int:
     """Answer every unanswered declared call with a healed placeholder; return how many.
 
     Implements MEM-3: each placeholder goes directly after the declaring turn (after
     results already following it contiguously), in declaration order. Groups are
     inserted from the last position backwards so earlier positions stay valid.
-    Placeholders carry ``timestamp`` (the healing user turn's) when given.
+    Placeholders carry ``timestamp`` (the healing user turn's) when given; ``healed``
+    gets the healed call ids, in declaration order.
     """
     groups: dict[int, list[str]] = {}
     for item in editor.dangling():
         groups.setdefault(item.after, []).append(item.call_id)
+        if healed is not None:
+            healed.append(item.call_id)
     for after in sorted(groups, reverse=True):
         editor.insert_after(after, [healed_row(cid, timestamp) for cid in groups[after]])
     return sum(len(ids) for ids in groups.values())
@@ -240,6 +277,7 @@ def _append_tool(editor: BufferEditor, row: Message, tally: _Tally) -> None:
     if answer is None:
         if editor.was_evicted(rid) and not editor.is_declared(rid):
             tally.deduplicated += 1
+            tally.note("MEM-1", (rid,))
             return
         editor.append_row(row)
         tally.appended += 1
@@ -249,8 +287,10 @@ def _append_tool(editor: BufferEditor, row: Message, tally: _Tally) -> None:
         replacement["metadata"] = {k: v for k, v in row["metadata"].items() if k != "healed"}
         editor.replace(answer.position, replacement)
         tally.replaced += 1
+        tally.note("MEM-10", (rid,))
         return
     tally.deduplicated += 1
+    tally.note("MEM-1", (rid,))
 
 
 def _append_assistant(editor: BufferEditor, row: Message, tally: _Tally) -> None:
@@ -262,6 +302,8 @@ def _append_assistant(editor: BufferEditor, row: Message, tally: _Tally) -> None
     ids = call_ids(row)
     if ids and all(editor.is_declared(cid) or editor.was_evicted(cid) for cid in ids):
         tally.deduplicated += 1
+        tally.refused_turns += 1
+        tally.note("MEM-2", ids)
         return
     editor.append_row(row)
     tally.appended += 1
@@ -278,7 +320,11 @@ def _append_one(editor: BufferEditor, row: Message, tally: _Tally) -> None:
         _append_assistant(editor, row, tally)
         return
     if role == "user":
-        tally.healed += heal(editor, row.get("timestamp"))
+        healed: list[str] = []
+        count = heal(editor, row.get("timestamp"), healed)
+        if count:
+            tally.healed += count
+            tally.note("MEM-3", healed)
     editor.append_row(row)
     tally.appended += 1
 
@@ -334,6 +380,7 @@ def apply_append(
         healed=tally.healed,
         replaced=tally.replaced,
         deduplicated=tally.deduplicated,
+        repairs=tally.repairs(),
     )
 
 

@@ -144,6 +144,11 @@ class SqlBufferEditor:
         """Return the buffer's address."""
         return self._address
 
+    @property
+    def buffer_id(self) -> int:
+        """Return the buffer's id (its header created when it has none yet)."""
+        return self._ensure()
+
     # --- questions -----------------------------------------------------------------
     def count(self) -> int:
         """Return the number of rows (kept in the header)."""

@@ -147,6 +147,8 @@ def foresee(
         evicted=dict.fromkeys(ids, False),
     )
     outcome = apply_append(editor, rows, max_messages)
+    if outcome.repairs:  # the repair log is written on the plain path (issue 37 §2)
+        raise Unforeseen("a repair to log")
     try:
         check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)
     except BufferFullError as exc:

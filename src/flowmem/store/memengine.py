@@ -45,6 +45,14 @@ class _Archive(Protocol):
         ...
 
 
+class _RepairLog(Protocol):
+    """What a dropped buffer tells the store's repair log."""
+
+    def drop(self, address: Address) -> int:
+        """Forget the log of the buffer at ``address``; return its bytes."""
+        ...
+
+
 class MemoryEngineParts:
     """``MemoryStore``'s engine: its tables under its lock, and every change's bookkeeping."""
 
@@ -68,6 +76,7 @@ class MemoryEngineParts:
     _usage: dict[str, Usage]
     _quotas: Quotas
     archive: _Archive
+    repairs: _RepairLog
 
     # --- the engine (flowmem.store.engine.MemoryEngine) ----------------------------------
     @contextmanager
@@ -241,10 +250,11 @@ class MemoryEngineParts:
         self._versions[address] = next(self._changes)
 
     def _drop_buffer(self, address: Address) -> None:
-        """Delete a buffer (counted off its owner's usage)."""
+        """Delete a buffer, its archive and its repair log (counted off its owner's usage)."""
         if address not in self._buffers:
             return
-        self._charge(self._buffer_owners.pop(address, None), -self._sizes.get(address, 0), -1, 0)
+        size = self._sizes.get(address, 0) + self.repairs.drop(address)  # and its repair log
+        self._charge(self._buffer_owners.pop(address, None), -size, -1, 0)
         del self._buffers[address]
         self._counts.pop(address, None)
         self._indexes.pop(address, None)

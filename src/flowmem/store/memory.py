@@ -50,6 +50,7 @@ from flowmem.store.engine import MemoryTables
 from flowmem.store.locks import AddressLocks, no_wait
 from flowmem.store.memengine import MemoryEngineParts
 from flowmem.store.memtables import BufferReads, IdempotencyKeys, Tokens
+from flowmem.store.repairs.memory import MemoryRepairs
 from flowmem.store.rows import (
     check_address,
     check_batch,
@@ -105,6 +106,7 @@ class MemoryStore(MemoryEngineParts, BufferReads, IdempotencyKeys, Tokens):
         self.conversations = MemoryConversations(self)  # pydantic-ai's (decision 0051)
         self.adk = MemoryAdkSessions(self)  # Google ADK's sessions and states (decision 0053)
         self.archive: MemoryArchive = MemoryArchive(self)  # what compactions archived (decision 0083)
+        self.repairs: MemoryRepairs = MemoryRepairs(self)  # what the append rules repaired (issue 37 §2)
 
     # --- memory records -------------------------------------------------------
     def get_record(self, address: Address, now: float) -> tuple[bool, Any]:
@@ -270,9 +272,18 @@ class MemoryStore(MemoryEngineParts, BufferReads, IdempotencyKeys, Tokens):
             )
             outcome = apply_append(editor, copy.deepcopy(rows), max_messages)
             check_buffer_bytes(address, size, editor.bytes, max_bytes)
+            logged = self.repairs.entries(outcome.repairs)  # issue 37 §2
+            if logged:  # the log's growth checked against the quota with the rows'
+                grown = self.repairs.growth(address, logged)
+                new = int(address not in self._buffers)
+                owner = self._owner(address, created)
+                self._charge(owner, editor.bytes - size + grown, new, 0, count=False)
             if snapshot:
                 outcome = replace(outcome, rows=copy.deepcopy(editor.rows))
             self._set_buffer(address, editor.rows, editor.bytes, created)
+            if logged:  # nothing can fail from here: the buffer and its log are one step
+                self._charge(self._buffer_owners.get(address), grown, 0, 0)
+                self.repairs.add(address, logged)
             self._indexes[address] = editor.call_index()
             if editor.tokens is not None:
                 self._counts[address] = editor.tokens

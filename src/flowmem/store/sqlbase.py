@@ -17,9 +17,9 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
-from flowmem.core import AppendOutcome, Message, apply_append
+from flowmem.core import AppendOutcome, Message, Repair, apply_append
 from flowmem.errors import (
     BufferChangedError,
     ConflictError,
@@ -48,7 +48,7 @@ from flowmem.store.base import (
     TranscriptMessage,
     WriteGuard,
 )
-from flowmem.store.editor import SqlBufferEditor, load_rows
+from flowmem.store.editor import SqlBufferEditor, SqlRunner, load_rows
 from flowmem.store.engine import LAST_MAX, C, DbConnection
 from flowmem.store.rows import (
     check_address,
@@ -76,6 +76,14 @@ SEQ_MAX = 9223372036854775807  # the largest transcript sequence number (64-bit)
 LOAD_BATCH = 1000  # rows a whole-buffer ``load`` fetches and parses at a time
 
 
+class RepairLog(Protocol):
+    """What an append tells the repair log (``flowmem.store.repairs.sql.SqlRepairs``)."""
+
+    def record(self, db: SqlRunner, buffer_id: int, repairs: Sequence[Repair]) -> None:
+        """Log an append's repairs inside its transaction (nothing when there are none)."""
+        ...
+
+
 def no_database(where: str) -> DatabaseNotFoundError:
     """The refusal to open ``where``, which holds no flowmem database, without creating one."""
     return DatabaseNotFoundError(
@@ -97,6 +105,7 @@ class SqlStore(SqlEngineBase[C]):
     MIGRATIONS: ClassVar[tuple[tuple[str, ...], ...]]  # the backend's schema versions, in order
     create: bool = True  # False: a database without flowmem's schema is refused, not created
     _quotas: Quotas = Quotas()  # what the quota triggers enforce (``set_quotas``)
+    repairs: RepairLog  # the buffers' repair logs (``store.repairs``, issue 37 §2)
 
     # --- shared helpers -----------------------------------------------------------------
     def _apply_append(
@@ -129,6 +138,8 @@ class SqlStore(SqlEngineBase[C]):
         address = editor.address
         outcome = apply_append(editor, rows, max_messages)
         check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)
+        if outcome.repairs:  # the repair log, in this transaction (issue 37 §2)
+            self.repairs.record(self._runner(conn), editor.buffer_id, outcome.repairs)
         editor.flush()
         if snapshot:
             found = conn.execute(self.SQL["load_all"], tuple(address)).fetchall()

@@ -206,8 +206,8 @@ class SqlEngineBase(ABC, Generic[C]):
             owned = int(counted[0]) if counted else 0
         return guard_failed(True, guard, owner, owned)
     def _drop_buffer(self, conn: C, buffer_id: int) -> None:
-        """Delete a buffer's rows, call, answer and evicted index, archive and header (in the caller's transaction)."""
-        names = ("clear_rows", "clear_calls", "clear_answers", "clear_evicted", "archive_drop")
+        """Delete a buffer's rows, call, answer and evicted index, archive, repair log and header (in the caller's transaction)."""
+        names = ("clear_rows", "clear_calls", "clear_answers", "clear_evicted", "archive_drop", "repairs_drop")
         for name in (*names, "clear_header"):
             conn.execute(self.SQL[name], (buffer_id,))
 

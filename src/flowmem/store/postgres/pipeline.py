@@ -205,6 +205,7 @@ class Pipeline:
 # each reads and writes. ``call_insert`` reads ``buffer_calls`` too (its ON CONFLICT).
 # Not here (always sent alone): the shifts and unflips of a healing insert.
 _ROWS, _CALLS, _ANSWERS, _HEADER = "buffer_rows", "buffer_calls", "buffer_answers", "buffers"
+_REPAIRS = "buffer_repairs"
 WRITES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     name: (frozenset(reads), frozenset(writes))
     for name, reads, writes in (
@@ -218,6 +219,8 @@ WRITES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         ("calls_answered", (_CALLS,), (_CALLS,)),
         ("calls_reopen", (_CALLS, _ANSWERS), (_CALLS,)),
         ("header_update", (_HEADER,), (_HEADER,)),
+        ("repairs_insert", (_REPAIRS,), (_REPAIRS,)),  # the repair log (issue 37 §2)
+        ("repairs_trim", (_REPAIRS,), (_REPAIRS,)),
     )
 }
 WRITES.update({f"{name}?": WRITES[name] for name in FORESEEABLE})

@@ -10,6 +10,7 @@ from flowmem.store.archive import postgres as archive_tables
 from flowmem.store.checkpoints import postgres as checkpoint_tables
 from flowmem.store.conversations import postgres as conversation_tables
 from flowmem.store.known import MAX_KNOWN_OPEN
+from flowmem.store.repairs import postgres as repair_tables
 
 _B = "buffer_id = %s"
 _ADDR = "scope = %s AND scope_id = %s AND key = %s"
@@ -281,6 +282,9 @@ SQL.update(adk_tables.SQL)
 if set(SQL) & set(archive_tables.SQL):  # pragma: no cover - a naming mistake
     raise RuntimeError(f"statement names used twice: {set(SQL) & set(archive_tables.SQL)}")
 SQL.update(archive_tables.SQL)
+if set(SQL) & set(repair_tables.SQL):  # pragma: no cover - a naming mistake
+    raise RuntimeError(f"statement names used twice: {set(SQL) & set(repair_tables.SQL)}")
+SQL.update(repair_tables.SQL)
 
 # What the append's editor will ask, in one statement run right after the lock
 # (its own statement: a statement's snapshot predates a lock it waits for):

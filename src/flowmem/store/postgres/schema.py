@@ -6,6 +6,7 @@ from flowmem.store.adk import postgres as adk_tables
 from flowmem.store.archive import postgres as archive_tables
 from flowmem.store.checkpoints import postgres as checkpoint_tables
 from flowmem.store.conversations import postgres as conversation_tables
+from flowmem.store.repairs import postgres as repair_tables
 
 MIGRATION_LOCK = 0x666C6F776D656D  # advisory key serializing schema migrations ("flowmem")
 
@@ -230,4 +231,6 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ("DROP INDEX IF EXISTS buffer_rows_turns",),
     # 16 (issue 36, decision 0100): ADK sessions keyed by app, user and ADK id
     adk_tables.KEYED,
+    # 17 (issue 37 §2): the buffers' repair logs, counted against the owner's bytes quota
+    repair_tables.MIGRATION,
 )

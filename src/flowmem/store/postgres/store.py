@@ -63,6 +63,7 @@ from flowmem.store.postgres.after import known_after
 from flowmem.store.postgres.pipeline import QUOTAS, Pipeline, in_transaction
 from flowmem.store.postgres.queries import SQL
 from flowmem.store.postgres.schema import MIGRATION_LOCK, MIGRATIONS
+from flowmem.store.repairs.sql import SqlRepairs
 from flowmem.store.rows import (
     check_address,
     check_batch,
@@ -220,6 +221,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         self.checkpoints = SqlCheckpoints(self)  # LangGraph's tables (docs/decisions/0040)
         self.conversations = SqlConversations(self)  # pydantic-ai's (docs/decisions/0051)
         self.archive = SqlArchive(self)  # what compactions archived (docs/decisions/0083)
+        self.repairs = SqlRepairs(self)  # what the append rules repaired (issue 37 §2)
         self.adk = SqlAdkSessions(self)  # Google ADK's sessions and states (decision 0053)
         try:
             self._migrate()
@@ -559,6 +561,8 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                 editor = _editor(db, address, found[0] if found else None, ids, want_open)
                 outcome = apply_append(editor, rows, max_messages)
                 check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)
+                if outcome.repairs:  # the repair log, in this transaction (issue 37 §2)
+                    self.repairs.record(db, editor.buffer_id, outcome.repairs)
                 editor.flush()
                 whole = db.send("load_all", tuple(address)) if snapshot else None
                 if idempotency is not None:  # the key and its answer, before the commit (0031)

@@ -10,6 +10,7 @@ from flowmem.store.adk import sqlite as adk_tables
 from flowmem.store.archive import sqlite as archive_tables
 from flowmem.store.checkpoints import sqlite as checkpoint_tables
 from flowmem.store.conversations import sqlite as conversation_tables
+from flowmem.store.repairs import sqlite as repair_tables
 
 _B = "buffer_id = ?"
 SQL: dict[str, str] = {
@@ -228,6 +229,9 @@ SQL.update(adk_tables.SQL)
 if set(SQL) & set(archive_tables.SQL):  # pragma: no cover - a naming mistake
     raise RuntimeError(f"statement names used twice: {set(SQL) & set(archive_tables.SQL)}")
 SQL.update(archive_tables.SQL)
+if set(SQL) & set(repair_tables.SQL):  # pragma: no cover - a naming mistake
+    raise RuntimeError(f"statement names used twice: {set(SQL) & set(repair_tables.SQL)}")
+SQL.update(repair_tables.SQL)
 
 
 __all__ = ["GUARDS", "SQL"]

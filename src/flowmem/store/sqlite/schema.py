@@ -10,6 +10,7 @@ from flowmem.store.adk import sqlite as adk_tables
 from flowmem.store.archive import sqlite as archive_tables
 from flowmem.store.checkpoints import sqlite as checkpoint_tables
 from flowmem.store.conversations import sqlite as conversation_tables
+from flowmem.store.repairs import sqlite as repair_tables
 
 # whose quota data at a scope counts against (flowmem.store.base.quota_owner, in SQL)
 _OWNER_OF = """CASE {t}.scope WHEN 'user' THEN {t}.scope_id
@@ -183,6 +184,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ("DROP INDEX IF EXISTS buffer_rows_turns",),
     # 16 (issue 36, decision 0100): ADK sessions keyed by app, user and ADK id
     adk_tables.KEYED,
+    # 17 (issue 37 §2): the buffers' repair logs, counted against the owner's bytes quota
+    repair_tables.MIGRATION,
 )
 
 

@@ -48,6 +48,7 @@ from flowmem.store.base import (
 from flowmem.store.checkpoints.sql import SqlCheckpoints
 from flowmem.store.conversations.sql import SqlConversations
 from flowmem.store.locks import AddressLocks, WouldBlock, no_wait, waiting_allowed
+from flowmem.store.repairs.sql import SqlRepairs
 from flowmem.store.rows import check_address, check_lock_timeout, check_rows, guard_form
 from flowmem.store.sqlbase import SqlStore, no_database
 from flowmem.store.sqlite.fileguard import FileGuard, sealed_file
@@ -228,6 +229,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         self.checkpoints = SqlCheckpoints(self)  # LangGraph's tables (docs/decisions/0040)
         self.conversations = SqlConversations(self)  # pydantic-ai's (docs/decisions/0051)
         self.archive = SqlArchive(self)  # what compactions archived (docs/decisions/0083)
+        self.repairs = SqlRepairs(self)  # what the append rules repaired (issue 37 §2)
         self.adk = SqlAdkSessions(self)  # Google ADK's sessions and states (decision 0053)
         try:
             with self._connection() as conn:

@@ -1,0 +1,30 @@
+"""SQLite's repair log table (its migration) and its statements, by name.
+
+The entries' bytes count against the buffer's owner's ``bytes`` quota in triggers, as
+the buffers' own do (decision 0044): counted on insert (refused past the quota, the
+write rolled back), uncounted on delete (a trim, the buffer's deletion).
+"""
+
+from __future__ import annotations
+
+from flowmem.store.repairs.statements import statements
+
+_OWNER = "(SELECT owner FROM buffers WHERE id = {row}.buffer_id)"
+
+MIGRATION: tuple[str, ...] = (
+    """CREATE TABLE buffer_repairs (
+        buffer_id INTEGER NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL,
+        PRIMARY KEY (buffer_id, seq)) WITHOUT ROWID""",
+    f"""CREATE TRIGGER usage_repairs_insert AFTER INSERT ON buffer_repairs BEGIN
+        UPDATE user_usage SET bytes = bytes + length(CAST(NEW.entry AS BLOB))
+            WHERE user_id = {_OWNER.format(row="NEW")};
+        SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage
+            WHERE user_id = {_OWNER.format(row="NEW")} AND flowmem_over_quota('bytes', user_id, bytes);
+    END""",
+    f"""CREATE TRIGGER usage_repairs_delete AFTER DELETE ON buffer_repairs BEGIN
+        UPDATE user_usage SET bytes = bytes - length(CAST(OLD.entry AS BLOB))
+            WHERE user_id = {_OWNER.format(row="OLD")};
+    END""",
+)
+
+SQL: dict[str, str] = statements("?")
