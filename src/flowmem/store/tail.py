@@ -9,20 +9,37 @@ again) and ``tail_uncounted`` (a buffer stored before migration 13: its
 counted tokens and the rows without a count). Each result row is ``(kind, pos or
 count, body, tokens, buffer stamp, version, first batch size)``; a batch whose
 header stamp or version differs from the first's raises BufferChangedError.
+
+``read_tail_facts`` (issue 38 §2) reads the same rows with ``cut_first`` and
+``cut_more`` for a window's cut (``store.window.read_cut``): each row's window facts
+(``core.window.RowFacts``) from stored columns — its ``role``, its token count, the
+call ids ``buffer_calls`` indexes for it — so most rows need no JSON parse in Python
+(the interpreter lock the event loop waits for). A row comes with its text, parsed as
+``read_tail``'s, when SQL cannot give its facts: a tool row (its answered id, which
+``buffer_answers`` does not index by position), a row without a stored count, and a
+text that is not valid JSON (``json_valid``: named ``store_corrupt`` as the plain read
+names it). Such a result row is ``(2, pos, body or NULL, tokens, role, calls as a JSON
+array or NULL, NULL)``. Oracle: ``plain_facts`` over ``read_tail``
+(``tests/store/test_tail_facts.py``, a property on SQLite).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from flowmem.core.fast import fast_row_facts
 from flowmem.core.tokens import estimate_tokens
+from flowmem.core.window import RowFacts
 from flowmem.errors import BufferChangedError
-from flowmem.store.base import TAIL_BATCH_MAX, TAIL_FIRST_MAX, Address, Tail, TailRow
+from flowmem.store.base import TAIL_BATCH, TAIL_BATCH_MAX, TAIL_FIRST_MAX, Address, Tail, TailRow
 from flowmem.store.rows import stored_json
 
 Run = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
+_T = TypeVar("_T")
 _HEAD, _SYSTEM, _ROW, _COUNTED, _UNCOUNTED = range(5)
 _BUDGET_MAX = 2**31  # a budget beyond any buffer: the first batch's arithmetic stays in 64 bits
 
@@ -39,7 +56,86 @@ def read_tail(run: Run, address: Address, batch: int, budget: int = 0) -> Tail:
     if total is None:
         total = _counted(run, address, stamp)
     version = (int(stamp[0]), int(stamp[1]))
-    return Tail(count, int(total), systems, _newest(run, address, stamp, first, size), version)
+    return Tail(count, int(total), systems, _newest(run, address, stamp, first, size, "tail_more", _rows_of), version)
+
+
+@dataclass(frozen=True)
+class FactsTail:
+    """A buffer read from its end for a window's cut: ``Tail`` with each row's facts for its row.
+
+    ``facts``: ``(cursor, RowFacts)`` newest first, a batch at a time (``close`` to stop).
+    """
+
+    count: int
+    tokens: int
+    systems: list[TailRow]
+    facts: Iterator[tuple[int, RowFacts]]
+    version: tuple[int, int] | None = None
+
+    def close(self) -> None:
+        """Stop reading rows."""
+        close = getattr(self.facts, "close", None)
+        if close is not None:
+            close()
+
+
+@runtime_checkable
+class SupportsTailFacts(Protocol):
+    """A store that reads a window's facts in SQL (``read_tail_facts``): SQLite's."""
+
+    def read_tail_facts(self, address: Address, batch: int = TAIL_BATCH, budget: int = 0) -> FactsTail:
+        """``read_tail``'s rows as their window facts (``flowmem.store.tail.read_tail_facts``)."""
+        ...
+
+
+def plain_facts(tail: Tail) -> FactsTail:
+    """The facts of ``tail``'s rows, each parsed (the oracle of ``read_tail_facts``, and its fallback)."""
+
+    def facts() -> Iterator[tuple[int, RowFacts]]:
+        try:
+            for cursor, row, tokens in tail.rows:
+                yield cursor, fast_row_facts(row, tokens)
+        finally:
+            tail.close()
+
+    return FactsTail(tail.count, tail.tokens, tail.systems, facts(), tail.version)
+
+
+def read_tail_facts(run: Run, address: Address, batch: int, budget: int = 0) -> FactsTail:
+    """``read_tail`` with ``cut_first`` and ``cut_more``: the rows' facts, most from stored columns."""
+    found = run("cut_first", (batch, TAIL_FIRST_MAX, min(budget, _BUDGET_MAX), *address))
+    head = _head(found)
+    if head is None:
+        return FactsTail(0, 0, [], iter(()))
+    count, total, stamp, size = int(head[1]), head[3], (head[4], head[5]), int(head[6])
+    systems = sorted(_rows_of(found, _SYSTEM), key=lambda r: r.cursor)
+    first = [r for r in found if r[0] == _ROW]
+    if total is None:
+        total = _counted(run, address, stamp)
+    version = (int(stamp[0]), int(stamp[1]))
+    return FactsTail(count, int(total), systems, _newest(run, address, stamp, first, size, "cut_more", _facts_of), version)
+
+
+def _facts_of(found: list[tuple[Any, ...]], kind: int) -> list[tuple[int, RowFacts]]:
+    """The facts of the rows of one kind in a ``cut_*`` result (a text parsed only when given)."""
+    facts: list[tuple[int, RowFacts]] = []
+    add = facts.append
+    for r in found:
+        if r[0] != kind:
+            continue
+        if r[2] is not None:  # a tool row, an uncounted row or a text SQL found not JSON
+            row = stored_json(r[2])
+            add((r[1], fast_row_facts(row, estimate_tokens(row) if r[3] is None else r[3])))
+        elif r[5] is None or r[5] == "[]":
+            add((r[1], _row_facts((r[4], r[3], (), None))))
+        else:
+            add((r[1], _row_facts((r[4], r[3], tuple(json.loads(r[5])), None))))
+    return facts
+
+
+_row_facts: Callable[[tuple[str, int, tuple[str, ...], str | None]], RowFacts] = functools.partial(
+    tuple.__new__, RowFacts
+)
 
 
 def _head(found: list[tuple[Any, ...]]) -> tuple[Any, ...] | None:
@@ -85,17 +181,19 @@ def _newest(
     stamp: tuple[Any, Any],
     first: list[tuple[Any, ...]],
     size: int,
-) -> Iterator[TailRow]:
-    """The rows newest first: the first batch's, then a batch below the last cursor at a time."""
+    more_name: str,
+    decode: Callable[[list[tuple[Any, ...]], int], list[_T]],
+) -> Iterator[_T]:
+    """The rows newest first (``decode``d): the first batch's, then a batch below the last cursor at a time."""
     found = first
     while True:
         found.sort(key=lambda r: r[1], reverse=True)
-        yield from _rows_of(found, _ROW)
+        yield from decode(found, _ROW)
         if len(found) < size:
             return
         low = int(found[-1][1])
         # the tail is denser than the buffer's average: half the first batch again, then doubling
         size = max(size // 2, 64) if first is found else min(size * 2, TAIL_BATCH_MAX)
-        more = run("tail_more", (*address, low, size))
+        more = run(more_name, (*address, low, size))
         _check(address, more, stamp)
         found = [r for r in more if r[0] == _ROW]

@@ -21,6 +21,7 @@ from flowmem.core.window_cut import Cut, CutScan
 from flowmem.errors import BufferChangedError, InvalidInputError
 from flowmem.store.base import TAIL_BATCH, Address, BufferStore, TailRow
 from flowmem.store.rows import dump_json
+from flowmem.store.tail import FactsTail, SupportsTailFacts, plain_facts
 
 READ_ATTEMPTS = 3  # reads of a buffer written while it was read from its end
 
@@ -87,6 +88,19 @@ def _read_once(
     return [read[cursor] for cursor in window.kept], window
 
 
+def tail_facts(store: BufferStore, address: Address, budget: int) -> FactsTail:
+    """The rows' window facts from the buffer's end: in SQL when the store can (``SupportsTailFacts``).
+
+    The speed seam of ``read_cut`` (issue 38 §2): SQLite gives most rows' facts from
+    stored columns, so a cut parses no JSON in the thread that shares the interpreter
+    lock with the event loop; other stores' rows are parsed (``plain_facts``, the
+    oracle: ``tests/store/test_tail_facts.py``).
+    """
+    if isinstance(store, SupportsTailFacts):
+        return store.read_tail_facts(address, TAIL_BATCH, budget)
+    return plain_facts(store.read_tail(address, TAIL_BATCH, budget))
+
+
 @dataclass(frozen=True)
 class CutRead:
     """A window's cut read from a store, without its rows (``read_cut``).
@@ -112,20 +126,14 @@ def read_cut(
 
     The rows are read from the buffer's end a batch at a time, as ``read_window``
     reads them, and none is kept: what the window rules need of each (its role,
-    ids and stored tokens) goes into a ``CutScan``. WindowTooSmallError as
+    ids and stored tokens, ``tail_facts``) goes into a ``CutScan``. WindowTooSmallError as
     ``read_window``; BufferChangedError when the buffer was written during the read.
     """
-    tail = store.read_tail(address, TAIL_BATCH, budget)
+    tail = tail_facts(store, address, budget)
     try:
         systems = {item.cursor: item.tokens for item in tail.systems}
         scan = CutScan(budget, systems, keep_system, first_role)
-
-        def facts() -> Iterator[tuple[int, RowFacts]]:
-            for cursor, row, stored in tail.rows:
-                known = systems.get(cursor) if systems else None
-                yield cursor, fast_row_facts(row, stored if known is None else known)
-
-        scan.feed_rows(facts())
+        scan.feed_rows(tail.facts)
     finally:
         tail.close()
     cut = scan.cut(tail.count, tail.tokens)

@@ -13,6 +13,11 @@ from flowmem.store.conversations import sqlite as conversation_tables
 from flowmem.store.repairs import sqlite as repair_tables
 
 _B = "buffer_id = ?"
+# a cut_* row's text, when SQL cannot give its facts, and an assistant row's call ids in order
+_CUT_BODY = "CASE WHEN r.role = 'tool' OR r.tokens IS NULL OR NOT json_valid(r.body) THEN r.body END"
+_CUT_CALLS = """CASE WHEN r.role = 'assistant' THEN (SELECT json_group_array(c.call_id) FROM
+    (SELECT call_id FROM buffer_calls c WHERE c.buffer_id = r.buffer_id AND c.declared_pos = r.pos
+        ORDER BY c.ord) c) END"""
 SQL: dict[str, str] = {
     "header_get": "SELECT id, count, last_major, bytes FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
     "header_insert": "INSERT INTO buffers (scope, scope_id, key) VALUES (?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
@@ -101,6 +106,24 @@ SQL: dict[str, str] = {
             NULL, NULL, NULL
         UNION ALL SELECT 4, r.pos, r.body, NULL, NULL, NULL, NULL FROM b, buffer_rows r
             WHERE r.buffer_id = b.id AND r.tokens IS NULL""",
+    # read_tail's rows as a window's facts (read_tail_facts, issue 38 §2): the stored role and
+    # count, an assistant row's call ids from buffer_calls; the text only when SQL cannot
+    # give the facts (a tool row, an uncounted row, a text that is not JSON)
+    "cut_first": f"""WITH b AS (SELECT id, born, version, count, tokens, MAX(?, MIN(?,
+                CASE WHEN tokens > 0 THEN count * ? * 9 / (8 * tokens) + 8 ELSE 0 END)) AS take
+            FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?)
+        SELECT 0, b.count, NULL, b.tokens, b.born, b.version, b.take FROM b
+        UNION ALL SELECT * FROM (SELECT 1, r.pos, r.body, r.tokens, NULL, NULL, NULL
+            FROM buffer_rows r INDEXED BY buffer_rows_systems
+            WHERE r.buffer_id = (SELECT id FROM b) AND r.role = 'system' ORDER BY r.pos)
+        UNION ALL SELECT * FROM (SELECT 2, r.pos, {_CUT_BODY}, r.tokens, r.role, {_CUT_CALLS}, NULL
+            FROM buffer_rows r WHERE r.buffer_id = (SELECT id FROM b) ORDER BY r.pos DESC
+            LIMIT COALESCE((SELECT take FROM b), 0))""",
+    "cut_more": f"""WITH b AS (SELECT id, born, version FROM buffers
+            WHERE scope = ? AND scope_id = ? AND key = ?)
+        SELECT 0, NULL, NULL, NULL, b.born, b.version, NULL FROM b
+        UNION ALL SELECT * FROM (SELECT 2, r.pos, {_CUT_BODY}, r.tokens, r.role, {_CUT_CALLS}, NULL
+            FROM buffer_rows r WHERE r.buffer_id = (SELECT id FROM b) AND r.pos < ? ORDER BY r.pos DESC LIMIT ?)""",
     "read_begin": "BEGIN",
     "read_end": "COMMIT",
     "clear_rows": f"DELETE FROM buffer_rows WHERE {_B}",

@@ -13,7 +13,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -33,10 +33,12 @@ from flowmem.errors import (
     StoreUnavailableError,
 )
 from flowmem.limits import quota_exceeded
+from flowmem.store import tail
 from flowmem.store.adk.sql import SqlAdkSessions
 from flowmem.store.archive.sql import SqlArchive
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
+    TAIL_BATCH,
     Address,
     Idempotency,
     LocalCalls,
@@ -49,7 +51,14 @@ from flowmem.store.checkpoints.sql import SqlCheckpoints
 from flowmem.store.conversations.sql import SqlConversations
 from flowmem.store.locks import AddressLocks, WouldBlock, no_wait, waiting_allowed
 from flowmem.store.repairs.sql import SqlRepairs
-from flowmem.store.rows import check_address, check_lock_timeout, check_rows, guard_form
+from flowmem.store.rows import (
+    check_address,
+    check_batch,
+    check_last,
+    check_lock_timeout,
+    check_rows,
+    guard_form,
+)
 from flowmem.store.sqlbase import SqlStore, no_database
 from flowmem.store.sqlite.fileguard import FileGuard, sealed_file
 from flowmem.store.sqlite.fsync import AUTO_CHECKPOINT, DeferredSync, SharedSync
@@ -341,6 +350,19 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         with self._connection() as conn:
             row = conn.execute(SQL["usage_get"], (user_id,)).fetchone()
         return Usage() if row is None else Usage(int(row[0]), int(row[1]), int(row[2]))
+
+    def read_tail_facts(self, address: Address, batch: int = TAIL_BATCH, budget: int = 0) -> tail.FactsTail:
+        """``read_tail``'s rows as a window's facts, most from stored columns (``tail.read_tail_facts``)."""
+        check_address(address)
+        check_batch(batch)
+        check_last(budget)
+
+        def run(name: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+            with self._connection() as conn:
+                found: list[tuple[Any, ...]] = conn.execute(SQL[name], params).fetchall()
+                return found
+
+        return tail.read_tail_facts(run, address, batch, budget)
 
     @contextmanager
     def _snapshot(self) -> Iterator[sqlite3.Connection]:
