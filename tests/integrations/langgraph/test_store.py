@@ -53,7 +53,7 @@ from flowmem.integrations.langgraph.store import (
 )
 from flowmem.limits import Limits
 from flowmem.scope import ExecutionContext, usable_identity
-from flowmem.service import MemoryService
+from flowmem.service import MemoryService, kinds
 from flowmem.store import Address, MemoryStore, Store
 from tests.integrations.langgraph.store_oracle import (
     EVERYTHING,
@@ -256,13 +256,13 @@ def test_search_and_listing_read_in_pages_and_jump_over_namespaces(
     items = [((f"ns{n}", "deep"), f"k{i:03}", {"n": i}) for n in range(4) for i in range(120)]
     fill([flow.store, reference], items)
     calls: list[int] = []
-    real = store_module.list_records
+    real = kinds.list_records  # the listing's page read, which the store reaches through the service
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         calls.append(kwargs["limit"])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(store_module, "list_records", counted)
+    monkeypatch.setattr(kinds, "list_records", counted)
     assert flow.store.list_namespaces() == reference.list_namespaces()
     assert len(calls) <= 5  # one read per namespace (and the one that finds none left), not 480
     calls.clear()

@@ -65,9 +65,9 @@ from flowmem.integrations.adk.events import (
     healed_event,
 )
 from flowmem.scope import ExecutionContext, Refusal
-from flowmem.service import MemoryService, check_message_sizes
+from flowmem.service import MemoryService, check_message_sizes, kinds, session_access
 from flowmem.service.checks import check_id_text, check_name
-from flowmem.store import open_store
+from flowmem.store import Store, open_store
 from flowmem.store.adk import (
     DROPPED,
     EVENTS_KEY,
@@ -78,7 +78,6 @@ from flowmem.store.adk import (
     EventWrite,
     EventWritten,
     Seen,
-    adk_of,
 )
 
 log = logging.getLogger("flowmem")
@@ -201,16 +200,18 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
     """ADK sessions in flowmem: sessions are flowmem sessions, events are buffer rows."""
 
     def __init__(self, db: MemoryService | str) -> None:
+        self._owned: Store | None = None  # the store this service opened, closed by ``close``
         if isinstance(db, MemoryService):
-            self.memory, self._owned = db, False
+            self.memory = db
         elif isinstance(db, str):
-            self.memory, self._owned = MemoryService(open_store(store_url(db))), True
+            self._owned = open_store(store_url(db))
+            self.memory = MemoryService(self._owned)
         else:
             raise TypeError(
                 "FlowmemSessionService needs a database URL (sqlite:///adk.db, postgresql://…, "
                 f"memory://) or a flowmem.service.MemoryService, got {type(db).__name__}"
             )
-        self.tables = adk_of(self.memory.store)
+        self.tables = kinds.adk_sessions(self.memory)
         self._locks: weakref.WeakValueDictionary[tuple[str, str, str], asyncio.Lock] = (
             weakref.WeakValueDictionary()
         )
@@ -320,7 +321,7 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
             return
         found = await asyncio.to_thread(self.tables.read, app_name, ids[0], ids[1], False)
         if found is not None:
-            await asyncio.to_thread(self.memory.store.delete_session, found[0].session.id)
+            await asyncio.to_thread(session_access.delete_session, self.memory, found[0].session.id, ids[0])
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         """The user's state in the app, keys without their ``user:`` prefix."""
@@ -412,8 +413,8 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
     # --- lifetime ----------------------------------------------------------------------------
     async def close(self) -> None:
         """Close the store this service opened from a URL (a given MemoryService stays open)."""
-        if self._owned:
-            await asyncio.to_thread(self.memory.store.close)
+        if self._owned is not None:
+            await asyncio.to_thread(self._owned.close)
 
     async def __aenter__(self) -> FlowmemSessionService:
         """Enter the service's context; it closes on exit."""

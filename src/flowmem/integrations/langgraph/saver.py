@@ -90,7 +90,7 @@ from flowmem.integrations.langgraph.threads import (
     owned_configurable,
 )
 from flowmem.scope import ExecutionContext, Refusal
-from flowmem.service import MemoryService
+from flowmem.service import MemoryService, kinds, session_access
 from flowmem.service.checks import check_context_ids
 from flowmem.store import open_store
 from flowmem.store.checkpoints import (
@@ -101,7 +101,6 @@ from flowmem.store.checkpoints import (
     StoredBlob,
     StoredCheckpoint,
     StoredWrite,
-    checkpoints_of,
 )
 
 log = logging.getLogger("flowmem")
@@ -161,7 +160,7 @@ class FlowmemSaver(ThreadedSaver):
         super().__init__(serde=serde)
         self.memory = memory
         self.context = context
-        self.tables = checkpoints_of(memory.store)
+        self.tables = kinds.checkpoints(memory)
         self.access = ThreadAccess(memory)
         self.heads = LineHeads(cache_threads)
         self.refused = RefusedCheckpoints()
@@ -543,7 +542,7 @@ class FlowmemSaver(ThreadedSaver):
         if not self.access.acts(thread, "delete_session", self._caller(), "thread delete"):
             return  # no session: nothing the saver's user may touch
         self.heads.forget(thread)
-        self.memory.store.delete_session(thread)
+        session_access.delete_session(self.memory, thread, self._caller())
         self.tables.delete_thread(thread)  # rows written before the session existed
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:

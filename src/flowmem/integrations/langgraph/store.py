@@ -115,17 +115,10 @@ from flowmem.integrations.langgraph.ops import (  # noqa: E402
 )
 from flowmem.limits import Limits  # noqa: E402
 from flowmem.scope import ExecutionContext, Refusal, usable_identity  # noqa: E402
-from flowmem.service import MAX_KEY_LENGTH, MemoryService, check_record  # noqa: E402
+from flowmem.service import MAX_KEY_LENGTH, MemoryService, check_record, kinds  # noqa: E402
 from flowmem.service.checks import check_context_ids  # noqa: E402
 from flowmem.store import Address, open_store  # noqa: E402
-from flowmem.store.listing import (  # noqa: E402
-    ListedRecord,
-    iter_records,
-    list_records,
-    listing_of,
-    successor,
-    touch_record,
-)
+from flowmem.store.listing import ListedRecord, successor  # noqa: E402
 from flowmem.store.rows import to_json  # noqa: E402
 
 USER_LABELS: tuple[str, ...] = ("users",)
@@ -252,7 +245,7 @@ class FlowmemStore(BaseStore):
             default = ttl.get("default_ttl")
             if default is not None:
                 check_ttl_minutes(default, ConfigurationError)
-        listing_of(memory.store)  # ConfigurationError now for a store that cannot list records
+        kinds.check_listing(memory)  # ConfigurationError now for a store that cannot list records
         self.memory = memory
         self.ttl_config = ttl
         self.user_labels = frozenset(labels)
@@ -312,10 +305,7 @@ class FlowmemStore(BaseStore):
 
     def sweep_ttl(self) -> int:
         """Delete every flowmem record expired by now (the whole store's, as ``flowmem serve`` does); how many."""
-        store, now, total = self.memory.store, float(self.memory.clock()), 0
-        while deleted := store.purge_expired(now):
-            total += deleted
-        return total
+        return kinds.purge_expired(self.memory)
 
     async def asweep_ttl(self) -> int:
         """``sweep_ttl`` in a worker thread."""
@@ -472,8 +462,8 @@ class FlowmemStore(BaseStore):
 
     def _refresh(self, place: Place, key: str, text: str, ttl: float) -> None:
         now = self._now()
-        touch_record(
-            self.memory.store, Address(place.scope, place.scope_id, key), text, now + ttl * 60, now
+        kinds.touch_record_raw(
+            self.memory, place.scope, place.scope_id, key, text, now + ttl * 60, now
         )
 
     def _search(self, plan: _Search) -> list[SearchItem]:
@@ -484,8 +474,8 @@ class FlowmemStore(BaseStore):
         batch = SEARCH_BATCH if op.filter else max(1, min(wanted, SEARCH_BATCH))
         found: list[tuple[SearchItem, ListedRecord]] = []
         skipped = 0
-        records = iter_records(
-            self.memory.store,
+        records = kinds.iter_records_raw(
+            self.memory,
             place.scope,
             place.scope_id,
             plan.prefix,
@@ -529,10 +519,10 @@ class FlowmemStore(BaseStore):
         skipped = 0
         last: tuple[str, ...] | None = None
         start = plan.prefix
-        store, now = self.memory.store, self._now()
+        now = self._now()
         while True:
-            page = list_records(
-                store,
+            page = kinds.list_records_raw(
+                self.memory,
                 place.scope,
                 place.scope_id,
                 plan.prefix,

@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from flowmem.access import Principal, decide
 from flowmem.errors import AccessDeniedError
 from flowmem.scope import usable_identity
 from flowmem.service import MemoryService
 from flowmem.service.checks import check_id_text, check_name
+from flowmem.service.session_access import judge_session
 
 OWNER = "user_id"
 """The configurable key naming the thread's owner (LangGraph's convention)."""
@@ -69,7 +69,7 @@ def owned_configurable(asked: Mapping[str, Any], thread: str, ns: str, checkpoin
 
 
 class ThreadAccess:
-    """The access decisions of one saver's threads, each one session lookup by primary key."""
+    """The access decisions of one saver's threads (``flowmem.service.session_access``), one session lookup each."""
 
     def __init__(self, memory: MemoryService) -> None:
         self.memory = memory
@@ -81,11 +81,7 @@ class ThreadAccess:
         sessions, never another user's nor an unowned one (MEM-9), nor one that does not
         exist (MEM-15). A caller without a user reads only threads nobody owns.
         """
-        record = self.memory.store.get_session(thread)
-        identity = usable_identity(user)
-        if identity is None:
-            return record is None or usable_identity(record.owner) is None
-        return decide(Principal(identity), "view", record).allowed
+        return judge_session(self.memory, thread, user, "view").allowed
 
     def acts(self, thread: str, action: str, user: object, operation: str) -> bool:
         """Whether a thread operation acts on ``thread``: True, False (nothing there), or AccessDeniedError.
@@ -98,24 +94,17 @@ class ThreadAccess:
         user owns, or an owned one for a caller without a user, raises
         ``AccessDeniedError`` naming the rule (decision 0109): nothing is changed.
         """
-        record = self.memory.store.get_session(thread)
+        verdict = judge_session(self.memory, thread, user, action)
         identity = usable_identity(user)
-        if record is None:
+        if not verdict.exists:
             return identity is None
-        if identity is None:
-            if usable_identity(record.owner) is None:
-                return True
-            reason, rule = "an absent identity owns nothing, and this thread has an owner", "MEM-9"
-        else:
-            decision = decide(Principal(identity), action, record)
-            if decision.allowed:
-                return True
-            reason, rule = decision.reason, decision.rule
+        if verdict.allowed:
+            return True
         raise AccessDeniedError(
             f"LangGraph {operation} refused: thread {thread!r} is a session the saver's user "
-            f"({identity or 'none'}) may not {action.replace('_session', '')} ({reason}); nothing "
+            f"({identity or 'none'}) may not {action.replace('_session', '')} ({verdict.reason}); nothing "
             "was changed. Build the saver with the owner's ExecutionContext(user_id=...)",
-            rule=rule,
+            rule=verdict.rule,
             thread_id=thread,
         )
 

@@ -68,7 +68,7 @@ from flowmem.integrations.pydantic_ai.rows import (
     unanswered_tail,
 )
 from flowmem.scope import ExecutionContext, Refusal, usable_identity
-from flowmem.service import MemoryService
+from flowmem.service import MemoryService, kinds
 from flowmem.service.checks import check_id_text, check_name
 from flowmem.store import Store, open_store
 from flowmem.store.conversations import (
@@ -76,7 +76,6 @@ from flowmem.store.conversations import (
     ConversationWrite,
     NewEntry,
     StoredConversation,
-    conversations_of,
 )
 
 RECORD = TypeAdapter(ConversationRecord)
@@ -142,7 +141,7 @@ class FlowmemConversationStore(ConversationStore):
                 f"{type(memory).__name__} (it stores conversations beside the database)"
             )
         self.memory = memory
-        self.tables = conversations_of(memory.store)
+        self.tables = kinds.conversations(memory)
         self._owns = owns
         self._aheads: dict[str, Ahead] = {}
         self._warned = False
