@@ -6,12 +6,14 @@ import glob
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,6 +64,41 @@ def disk_tmp_path() -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------
+# One TLS context for the httpx clients of a test process (issue 24 §6).
+#
+# httpx builds a TLS context from certifi's CA bundle for every client it makes (50-300
+# ms of CPU on this project's build machines: a third of tests/client's time), though
+# the tests speak plain HTTP on loopback only. The default one (``verify=True``, no
+# client certificate) is built once per test process (per SSL_CERT_FILE/SSL_CERT_DIR)
+# and shared, as a TLS context may be; any other is built as httpx builds it. The servers
+# and children the tests start build theirs as before.
+# ---------------------------------------------------------------------------------------
+def _share_the_default_tls_context() -> None:
+    try:
+        import httpx._transports.default as transports
+    except ImportError:  # a test environment without httpx: nothing to share
+        return
+    build = transports.create_ssl_context  # type: ignore[attr-defined]
+    shared: dict[tuple[str | None, str | None], ssl.SSLContext] = {}
+
+    def create_ssl_context(
+        verify: ssl.SSLContext | str | bool = True, cert: Any = None, trust_env: bool = True
+    ) -> ssl.SSLContext:
+        if verify is not True or cert is not None or not trust_env:
+            return build(verify=verify, cert=cert, trust_env=trust_env)
+        # what the default context is built from (httpx reads these two, else certifi)
+        key = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+        if key not in shared:
+            shared[key] = build(verify=verify, cert=cert, trust_env=trust_env)
+        return shared[key]
+
+    transports.create_ssl_context = create_ssl_context  # type: ignore[attr-defined]
+
+
+_share_the_default_tls_context()
 
 
 # ---------------------------------------------------------------------------------------
