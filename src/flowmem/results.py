@@ -295,3 +295,23 @@ class CompactResult(Refusable):
     def to_dict(self) -> dict[str, Any]:
         """Return every field but the refusal (``refused`` on a refusal)."""
         return self._with_refused(_reported(self))
+
+
+@dataclass(frozen=True)
+class RepairLogResult(Refusable):
+    """A page of a buffer's repair log (issue 37 §2), newest first.
+
+    ``repairs``: each entry's ``seq``, ``at`` (seconds since the epoch), ``rule``
+    (``MEM-3``, ``MEM-10``, ``MEM-1``, ``MEM-2``), ``call_ids``, ``count`` and
+    ``positions`` (the indexes, in the buffer now, of the rows it wrote).
+    ``next_before``: pass it as ``before`` for the older entries (None: there are none).
+    """
+
+    repairs: list[dict[str, Any]] = field(default_factory=list)
+    next_before: int | None = None
+    resolved_scope_id: str = ""
+    refusal: Refusal | None = field(default=None, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return every field but the refusal (``refused`` on a refusal)."""
+        return self._with_refused(_reported(self))

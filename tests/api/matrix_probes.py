@@ -207,6 +207,8 @@ PROBES: tuple[Probe, ...] = (
     Probe("GET", BUFFER, "scoped", _buffer("GET", query={"archived": "true"}), variant="archived"),
     Probe("GET", BUFFER, "scoped", _buffer("GET", query={"format": "openai"}), variant="format=openai"),
     Probe("GET", BUFFER + "/compact/plan", "scoped", _buffer("GET", "/compact/plan", query={"keep_tokens": KEEP_TOKENS})),
+    # the seeded buffers were never repaired: an empty log (tests/api/test_repairs.py shows entries)
+    Probe("GET", BUFFER + "/repairs", "scoped", _buffer("GET", "/repairs"), shows=False),
     Probe("GET", MEMORY, "scoped", _record("GET")),
     Probe("GET", "/v1/memory/{scope}", "scoped", _listing, shows=False, check=_lists_the_record),
     Probe("GET", "/v1/sessions", "list", _fixed("GET", "/v1/sessions", params={"limit": 100}), action="list", check=_lists_what_decide_lets_view),

@@ -30,7 +30,16 @@ from flowmem.api.metrics import (
 from flowmem.api.models import Health
 from flowmem.api.purge import PURGE_INTERVAL, purge_expired_forever
 from flowmem.api.ratelimit import RateLimitMiddleware, RateLimits
-from flowmem.api.routes import compaction, inspector, listing, memory, sessions, stateless, users
+from flowmem.api.routes import (
+    compaction,
+    inspector,
+    listing,
+    memory,
+    repairs,
+    sessions,
+    stateless,
+    users,
+)
 from flowmem.api.routes.common import errors
 from flowmem.api.services import Services
 from flowmem.errors import ConfigurationError, StoreError
@@ -183,6 +192,7 @@ def create_app(
 
     app.include_router(memory.router)  # first: the hot path, matched before the others
     app.include_router(compaction.router)
+    app.include_router(repairs.router)
     app.include_router(sessions.router)
     app.include_router(stateless.router)
     app.include_router(users.router)

@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "demo": ("flowmem.cli.demo", "demo_command", "runtime"),
     "doctor": ("flowmem.cli.doctor", "doctor_command", None),
     "normalize": ("flowmem.cli.check", "normalize_command", None),
+    "repairs": ("flowmem.cli.repairs", "repairs_command", None),
     "serve": ("flowmem.cli.serve", "serve_command", "server"),
     "token": ("flowmem.cli.token", "token_group", None),
     "user": ("flowmem.cli.user", "user_group", None),

@@ -43,6 +43,7 @@ from flowmem.client.types import (
     CheckResult,
     Health,
     NormalizeResult,
+    RepairLog,
     ResetResult,
     Session,
     SessionPage,
@@ -322,6 +323,22 @@ class AsyncClient:
         """Remove and return a buffer's last message (``message`` None when empty)."""
         where = Where(session_id, workflow_id, pipeline_id, execution_id)
         return await self.call(calls.pop_buffer(scope, key, where), idempotency_key=idempotency_key)
+
+    async def repairs(
+        self,
+        scope: str,
+        key: str,
+        *,
+        before: int | None = None,
+        limit: int | None = None,
+        session_id: str | None = None,
+        workflow_id: str | None = None,
+        pipeline_id: str | None = None,
+        execution_id: str | None = None,
+    ) -> RepairLog:
+        """A page of a buffer's repair log, newest first (``before``: the older page's cursor)."""
+        where = Where(session_id, workflow_id, pipeline_id, execution_id)
+        return await self.call(calls.repairs(scope, key, where, before, limit))
 
     async def read_record(
         self,

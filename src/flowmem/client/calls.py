@@ -17,6 +17,7 @@ from flowmem.client.types import (
     CheckResult,
     Health,
     NormalizeResult,
+    RepairLog,
     ResetResult,
     Session,
     SessionPage,
@@ -281,6 +282,15 @@ def pop_buffer(scope: str, key: str, where: Where) -> Call[PopResult]:
     """``DELETE /v1/buffers/{scope}/{key}/last``."""
     path = _memory_path("buffers", scope, key, "/last")
     return Call("DELETE", path, _pop_result, params=where.params())
+
+
+def repairs(
+    scope: str, key: str, where: Where, before: int | None = None, limit: int | None = None
+) -> Call[RepairLog]:
+    """``GET /v1/buffers/{scope}/{key}/repairs`` (a page of the repair log, newest first)."""
+    path = _memory_path("buffers", scope, key, "/repairs")
+    params = {**where.params(), "before": before, "limit": limit}
+    return Call("GET", path, RepairLog.from_json, params=params)
 
 
 def _reported(kind: Any) -> Callable[[dict[str, Any]], Any]:

@@ -34,6 +34,7 @@ from flowmem.client.types import (
     CheckResult,
     Health,
     NormalizeResult,
+    RepairLog,
     ResetResult,
     Session,
     SessionPage,
@@ -309,6 +310,22 @@ class Client:
         """Remove and return a buffer's last message (``message`` None when empty)."""
         where = Where(session_id, workflow_id, pipeline_id, execution_id)
         return self.call(calls.pop_buffer(scope, key, where), idempotency_key=idempotency_key)
+
+    def repairs(
+        self,
+        scope: str,
+        key: str,
+        *,
+        before: int | None = None,
+        limit: int | None = None,
+        session_id: str | None = None,
+        workflow_id: str | None = None,
+        pipeline_id: str | None = None,
+        execution_id: str | None = None,
+    ) -> RepairLog:
+        """A page of a buffer's repair log, newest first (``before``: the older page's cursor)."""
+        where = Where(session_id, workflow_id, pipeline_id, execution_id)
+        return self.call(calls.repairs(scope, key, where, before, limit))
 
     def read_record(
         self,

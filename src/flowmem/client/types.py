@@ -343,3 +343,57 @@ class CheckResult:
                 for v in data["violations"]
             ],
         )
+
+
+@dataclass(frozen=True)
+class RepairEntry:
+    """One repair the append rules made to a buffer (issue 37 §2).
+
+    ``rule``: ``MEM-3`` (placeholders inserted), ``MEM-10`` (placeholders replaced),
+    ``MEM-1`` / ``MEM-2`` (results / turns refused as duplicates); ``positions``: the
+    indexes, in the buffer now, of the rows it wrote; ``at``: seconds since the epoch.
+    """
+
+    seq: int
+    at: float
+    rule: str
+    call_ids: list[str]
+    count: int
+    positions: list[int]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RepairEntry:
+        """Build from one entry of the JSON answer."""
+        return cls(
+            seq=data["seq"],
+            at=data["at"],
+            rule=data["rule"],
+            call_ids=list(data["call_ids"]),
+            count=data["count"],
+            positions=list(data.get("positions") or []),
+        )
+
+
+@dataclass(frozen=True)
+class RepairLog:
+    """A page of a buffer's repair log (``GET …/repairs``), newest first.
+
+    ``next_before``: pass it as ``before`` for the older page (None: none).
+    """
+
+    repairs: list[RepairEntry]
+    resolved_scope_id: str
+    next_before: int | None = None
+    refused: str | None = None
+    """The code of the scope's refusal (``no_session_id`` …), None when it did not refuse."""
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RepairLog:
+        """Build from the JSON answer."""
+        refused = data.get("refused")
+        return cls(
+            repairs=[RepairEntry.from_json(entry) for entry in data["repairs"]],
+            resolved_scope_id=data["resolved_scope_id"],
+            next_before=data.get("next_before"),
+            refused=refused if isinstance(refused, str) else None,
+        )

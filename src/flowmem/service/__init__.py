@@ -108,6 +108,7 @@ from flowmem.service.paged_reads import (  # re-exported: a paged load's read an
 from flowmem.service.paged_reads import (
     Segment as Segment,
 )
+from flowmem.service.repair_reads import RepairReads
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     SESSION_SCOPE,
@@ -120,7 +121,7 @@ from flowmem.store.base import (
 )
 
 
-class MemoryService(BufferReads, CompactionCalls):
+class MemoryService(BufferReads, CompactionCalls, RepairReads):
     """Memory records and conversation buffers under resolved scopes, over one ``Store``.
 
     ``lock_timeout`` bounds how long an append waits for its turn (MEM-12);

@@ -311,12 +311,18 @@ class Operation(Enum):
     COMPACT_PLAN = "compaction_plan"  # reads one buffer (issue 28 §2)
     COMPACT = "apply_compaction"  # one buffer's compaction transaction
     COMPACT_TO = "compact_to"  # one buffer's whole-history replacement, archiving it
+    REPAIRS = "repairs"  # reads a page of one buffer's repair log (issue 37 §2)
 
     @property
     def writes(self) -> bool:
         """True when the operation changes the store (a session scope needs ``drive``)."""
         return self not in (
-            Operation.READ, Operation.LOAD, Operation.WINDOW, Operation.LOAD_ALL, Operation.COMPACT_PLAN
+            Operation.READ,
+            Operation.LOAD,
+            Operation.WINDOW,
+            Operation.LOAD_ALL,
+            Operation.COMPACT_PLAN,
+            Operation.REPAIRS,
         )
 
     @property

@@ -1,0 +1,75 @@
+"""``GET /v1/buffers/{scope}/{key}/repairs``: a buffer's repair log, read as the buffer is (issue 37 §2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.api.helpers import Api
+
+
+def _call(cid: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": "", "tool_calls": [{"id": cid, "type": "function",
+        "function": {"name": "f", "arguments": "{}"}}]}
+
+
+def _heal(api: Api, url: str, cid: str, who: str = "alice") -> None:
+    messages = [_call(cid), {"role": "user", "content": f"after {cid}"}]
+    assert api.call("POST", url, who, json={"messages": messages}).status_code == 200
+
+
+def test_mem_3_mem_10_the_log_is_read_newest_first_with_the_rows_it_wrote(api: Api) -> None:
+    _heal(api, "/v1/buffers/user/chat", "c1")
+    late = {"role": "tool", "tool_call_id": "c1", "content": "real"}
+    api.call("POST", "/v1/buffers/user/chat", json={"messages": [late, late]})
+    answer = api.call("GET", "/v1/buffers/user/chat/repairs")
+    assert answer.status_code == 200
+    body = answer.json()
+    assert [(e["seq"], e["rule"], e["call_ids"], e["count"]) for e in body["repairs"]] == [
+        (3, "MEM-1", ["c1"], 1),
+        (2, "MEM-10", ["c1"], 1),
+        (1, "MEM-3", ["c1"], 1),
+    ]
+    assert body["next_before"] is None and body["resolved_scope_id"] == "alice"
+    rows = api.call("GET", "/v1/buffers/user/chat").json()["messages"]
+    (where,) = body["repairs"][1]["positions"]
+    assert rows[where]["content"] == "real" and body["repairs"][2]["positions"] == [where]
+
+
+def test_mem_3_the_log_is_paged_with_next_before(api: Api) -> None:
+    for i in range(3):
+        _heal(api, "/v1/buffers/user/chat", f"c{i}")
+    first = api.call("GET", "/v1/buffers/user/chat/repairs", params={"limit": 2}).json()
+    assert [e["call_ids"] for e in first["repairs"]] == [["c2"], ["c1"]]
+    older = api.call(
+        "GET", "/v1/buffers/user/chat/repairs", params={"limit": 2, "before": first["next_before"]}
+    ).json()
+    assert [e["call_ids"] for e in older["repairs"]] == [["c0"]] and older["next_before"] is None
+
+
+def test_the_log_of_a_session_buffer_needs_only_view_and_hides_it_from_others(api: Api) -> None:
+    sid = api.session("alice")
+    _heal(api, f"/v1/buffers/session/chat_history?session_id={sid}", "c1")
+    url = f"/v1/buffers/session/chat_history/repairs?session_id={sid}"
+    for who in ("alice", "viewer"):
+        seen = api.call("GET", url, who)
+        assert seen.status_code == 200 and seen.json()["repairs"][0]["call_ids"] == ["c1"]
+    buffer = f"/v1/buffers/session/chat_history?session_id={sid}"
+    assert api.call("GET", buffer, "bob").status_code == api.call("GET", url, "bob").status_code == 404
+    assert api.call("GET", url, None).status_code == 401
+
+
+def test_a_refused_scope_reads_an_empty_log(api: Api) -> None:
+    answer = api.call("GET", "/v1/buffers/session/chat_history/repairs")  # no session_id (MEM-13)
+    assert answer.status_code == 200
+    assert answer.json()["repairs"] == [] and answer.json()["refused"] == "no_session_id"
+
+
+def test_a_bad_page_is_422(api: Api) -> None:
+    for params in ({"limit": 1001}, {"limit": -1}, {"before": -1}):
+        assert api.call("GET", "/v1/buffers/user/chat/repairs", params=params).status_code == 422
+
+
+def test_the_log_is_gone_after_the_buffer_is_cleared(api: Api) -> None:
+    _heal(api, "/v1/buffers/user/chat", "c1")
+    api.call("DELETE", "/v1/buffers/user/chat")
+    assert api.call("GET", "/v1/buffers/user/chat/repairs").json()["repairs"] == []
