@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import json
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -194,6 +195,9 @@ def _newest(
         low = int(found[-1][1])
         # the tail is denser than the buffer's average: half the first batch again, then doubling
         size = max(size // 2, 64) if first is found else min(size * 2, TAIL_BATCH_MAX)
+        # give the interpreter lock away between batches: a long cut runs in a store thread
+        # while the event loop waits for the lock (issue 38 §2, measured in docs/performance.md)
+        time.sleep(0)
         more = run(more_name, (*address, low, size))
         _check(address, more, stamp)
         found = [r for r in more if r[0] == _ROW]
