@@ -15,7 +15,9 @@ buffer of ``PREFILL`` rows:
 
 Reported: each append's p50 (ms), median over the rounds, before and after, and the
 ratio after / before (the issue allows at most 1.10 at the p50, and no cost for
-``plain``).
+``plain``). On a shared machine a durable commit's fsync dominates and varies from
+round to round; ``--sqlite-synchronous OFF --postgres-nondurable`` measures what the
+log's statements cost without it (labelled NOT DURABLE).
 """
 
 from __future__ import annotations
@@ -111,6 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--appends", type=int, default=200)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--only", default="sqlite,postgres")
+    parser.add_argument(
+        "--sqlite-synchronous",
+        default="FULL",
+        help="the SQLite files' synchronous (below FULL: labelled NOT DURABLE; the statements' cost alone)",
+    )
     pgserver.add_arguments(parser, "a PostgreSQL URL (default: start a throwaway durable one)")
     args = parser.parse_args(argv)
     if args.child:
@@ -138,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
                     for code, src in codes.items():
                         # PostgreSQL: a schema per code (the code before refuses a newer schema)
                         where = f"{url}?options=-csearch_path%3Dbench_{code}" if url else (
-                            f"sqlite:///{folder}/{code}-{repeat}.db"
+                            f"sqlite:///{folder}/{code}-{repeat}.db?synchronous={args.sqlite_synchronous}"
                         )
                         found = _measure(src, where, args.appends)
                         results.setdefault((backend, code), []).append(found)
@@ -146,7 +153,13 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 if context is not None:
                     context.__exit__(None, None, None)
+    durable = args.sqlite_synchronous.upper() == "FULL" and not args.postgres_nondurable
     print(f"Append p50 (ms), median of {args.repeats} rounds of {args.appends} appends each")
+    print(
+        f"SQLite synchronous={args.sqlite_synchronous.upper()}, PostgreSQL "
+        + ("given by URL" if args.postgres else "throwaway, " + ("NON-DURABLE" if args.postgres_nondurable else "durable"))
+        + ("" if durable else " (NOT DURABLE: the statements' cost without the fsync)")
+    )
     print("| backend | append | before | after | after / before |")
     print("|---|---|---:|---:|---:|")
     for backend in backends:
