@@ -79,10 +79,13 @@ def said_list(messages: Sequence[Said]) -> list[dict[str, object]]:
     return [m.as_json() for m in messages]
 
 
+def _module_path(program: str) -> str:
+    return program if "." in program else f"tests.integrations.kill.programs.{program}"
+
+
 def _module(program: str) -> Any:
     """A program's module: a name of ``PROGRAMS``, or a dotted module path (the harness's own tests)."""
-    path = program if "." in program else f"tests.integrations.kill.programs.{program}"
-    return importlib.import_module(path)
+    return importlib.import_module(_module_path(program))
 
 
 def _child(
@@ -107,15 +110,22 @@ def _child(
 
 
 _context: Any = None
+_preload: tuple[str, ...] = tuple(PROGRAMS)
+
+
+def preload_only(programs: Sequence[str]) -> None:
+    """Have the fork server preload these programs' frameworks alone (every one of ``PROGRAMS``
+    otherwise): a process that plays a few programs imports no other framework. Call it
+    before the first child, in a process that plays nothing else (``report.main``)."""
+    global _preload
+    _preload = tuple(programs)
 
 
 def _fork_server() -> Any:
     global _context
     if _context is None:
         _context = multiprocessing.get_context("forkserver")
-        _context.set_forkserver_preload(
-            [__name__, *(f"tests.integrations.kill.programs.{p}" for p in PROGRAMS)]
-        )
+        _context.set_forkserver_preload([__name__, *(_module_path(p) for p in _preload)])
     return _context
 
 

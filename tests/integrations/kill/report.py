@@ -32,6 +32,7 @@ from tests.integrations.kill.harness import (
     Verdict,
     _module,
     play,
+    preload_only,
 )
 from tests.integrations.kill.points import POINTS, TOOL_STARTED
 
@@ -216,6 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
     programs = programs_of(args.programs)
+    preload_only(programs)  # the fork server imports the frameworks of these programs alone
     sys.stdout.flush()
     table = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
     # what the programs themselves print (their children inherit fd 1) goes to stderr,
