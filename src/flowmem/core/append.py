@@ -161,7 +161,8 @@ class AppendOutcome:
     repairs: tuple[Repair, ...] = ()
 
 
-class Repair(NamedTuple):
+@dataclass(frozen=True)
+class Repair:
     """One kind of change the rules made in an append besides adding rows (the repair log's entry).
 
     ``rule``: ``MEM-3`` (placeholders inserted), ``MEM-10`` (placeholders replaced by
