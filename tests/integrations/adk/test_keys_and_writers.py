@@ -27,6 +27,8 @@ from flowmem.integrations.adk import FlowmemSessionService
 from flowmem.integrations.adk.service import FRESH
 from flowmem.store import open_store
 from flowmem.store.adk import EVENTS_KEY
+from flowmem.store.adk import sqlite as adk_sqlite
+from flowmem.store.sqlite.schema import MIGRATIONS
 from tests.integrations.adk.events import answer, call, result, user
 
 APP = "shop"
@@ -38,11 +40,17 @@ def _texts(session: Session | None) -> list[str]:
 
 
 def _undo_keys(url: str) -> None:
-    """Make the database what a flowmem before decision 0100 left: no ADK id column, no key index."""
+    """Make the database what a flowmem before decision 0100 left: no ADK id column, no key index.
+
+    The migrations after it go first (the repair log's, issue 37 §2).
+    """
+    keyed = MIGRATIONS.index(adk_sqlite.KEYED) + 1
     statements = (
+        "DROP TABLE buffer_repairs",
+        *(() if url.startswith("sqlite") else ("DROP FUNCTION flowmem_repairs_usage()",)),
         "DROP INDEX adk_sessions_key",
         "ALTER TABLE adk_sessions DROP COLUMN adk_id",
-        "DELETE FROM flowmem_schema WHERE version = (SELECT MAX(version) FROM flowmem_schema)",
+        f"DELETE FROM flowmem_schema WHERE version >= {keyed}",
     )
     if url.startswith("sqlite"):
         with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
