@@ -55,6 +55,8 @@ def test_a_database_from_before_loses_the_index_and_keeps_its_rows(postgres_db_u
         conn.execute(
             "CREATE INDEX buffer_rows_turns ON buffer_rows (buffer_id, pos) WHERE role <> 'tool'"
         )
+        conn.execute("DROP TABLE buffer_repairs")  # migration 17 (the repair log) undone
+        conn.execute("DROP FUNCTION flowmem_repairs_usage()")
         conn.execute("DROP INDEX adk_sessions_key")  # and migration 16 (ADK keys) undone
         conn.execute("ALTER TABLE adk_sessions DROP COLUMN adk_id")
         conn.execute("DELETE FROM flowmem_schema WHERE version >= 15")
