@@ -88,9 +88,18 @@ def test_mem_10_mem_1_mem_2_a_replacement_and_refused_duplicates_are_logged_newe
 
 def test_mem_1_a_repeated_result_batch_is_one_entry_with_its_count(store: Store) -> None:
     store.append(CHAT, prepare([_call("a"), _result("a"), _call("b"), _result("b")], 1))
-    store.append(CHAT, prepare([_result("a"), _result("b"), _result("a")], 2))
+    store.append(CHAT, prepare([_result("a"), _result("b"), _result("a"), _user("new")], 2))
     (entry,) = _log(store)
     assert (entry.rule, entry.call_ids, entry.count) == ("MEM-1", ["a", "b", "a"], 3)
+
+
+def test_mem_1_mem_2_an_append_of_duplicates_only_writes_nothing_to_the_log(store: Store) -> None:
+    """It changed no row: it commits nothing, as before the log (decision 0071); its answer says it."""
+    store.append(CHAT, prepare([_call("a"), _result("a")], 1))
+    used = store.usage("alice")
+    again = store.append(CHAT, prepare([_call("a"), _result("a")], 2))
+    assert (again.appended, again.deduplicated, len(again.repairs)) == (0, 2, 2)
+    assert _log(store) == [] and store.usage("alice") == used
 
 
 def test_an_append_that_repaired_nothing_writes_nothing_to_the_log(store: Store) -> None:
@@ -224,12 +233,13 @@ def test_mem_3_the_log_survives_reopening_the_store(sql_url: str) -> None:
 def _heal_until_killed(path: str, round_no: int, pipe: Any) -> None:
     store = open_store(f"sqlite:///{path}")
     i = 0
-    while True:
+    while i < 200:  # 4 rounds stay under the log's bound
         cid = f"r{round_no}-c{i}"
         store.append(CHAT, prepare([_call(cid)], 1))
         store.append(CHAT, prepare([_user(f"u-{cid}")], 1))  # heals cid (MEM-3)
         pipe.send(cid)
         i += 1
+    time.sleep(60)  # killed here when the kill came late
 
 
 @pytest.mark.slow

@@ -160,6 +160,15 @@ class AppendOutcome:
     deduplicated: int = 0
     repairs: tuple[Repair, ...] = ()
 
+    @property
+    def logged(self) -> tuple[Repair, ...]:
+        """The repairs a buffer's repair log keeps: none when the append changed no row.
+
+        An append whose every row was refused as a duplicate writes nothing, as before
+        the log (decision 0071: it commits nothing); its refusals are in its answer.
+        """
+        return self.repairs if self.appended or self.healed or self.replaced else ()
+
 
 @dataclass(frozen=True)
 class Repair:

@@ -147,7 +147,7 @@ def foresee(
         evicted=dict.fromkeys(ids, False),
     )
     outcome = apply_append(editor, rows, max_messages)
-    if outcome.repairs:  # the repair log is written on the plain path (issue 37 §2)
+    if outcome.logged:  # the repair log is written on the plain path (issue 37 §2)
         raise Unforeseen("a repair to log")
     try:
         check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)

@@ -272,7 +272,7 @@ class MemoryStore(MemoryEngineParts, BufferReads, IdempotencyKeys, Tokens):
             )
             outcome = apply_append(editor, copy.deepcopy(rows), max_messages)
             check_buffer_bytes(address, size, editor.bytes, max_bytes)
-            logged = self.repairs.entries(outcome.repairs)  # issue 37 §2
+            logged = self.repairs.entries(outcome.logged)  # issue 37 §2
             if logged:  # the log's growth checked against the quota with the rows'
                 grown = self.repairs.growth(address, logged)
                 new = int(address not in self._buffers)

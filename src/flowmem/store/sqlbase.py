@@ -138,8 +138,8 @@ class SqlStore(SqlEngineBase[C]):
         address = editor.address
         outcome = apply_append(editor, rows, max_messages)
         check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)
-        if outcome.repairs:  # the repair log, in this transaction (issue 37 §2)
-            self.repairs.record(self._runner(conn), editor.buffer_id, outcome.repairs)
+        if outcome.logged:  # the repair log, in this transaction (issue 37 §2)
+            self.repairs.record(self._runner(conn), editor.buffer_id, outcome.logged)
         editor.flush()
         if snapshot:
             found = conn.execute(self.SQL["load_all"], tuple(address)).fetchall()

@@ -561,8 +561,8 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                 editor = _editor(db, address, found[0] if found else None, ids, want_open)
                 outcome = apply_append(editor, rows, max_messages)
                 check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)
-                if outcome.repairs:  # the repair log, in this transaction (issue 37 §2)
-                    self.repairs.record(db, editor.buffer_id, outcome.repairs)
+                if outcome.logged:  # the repair log, in this transaction (issue 37 §2)
+                    self.repairs.record(db, editor.buffer_id, outcome.logged)
                 editor.flush()
                 whole = db.send("load_all", tuple(address)) if snapshot else None
                 if idempotency is not None:  # the key and its answer, before the commit (0031)
