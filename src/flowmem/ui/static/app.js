@@ -332,8 +332,9 @@ function actions(id, may, note) {
     el("button", { id: "reset", class: "secondary", onclick: () => { if (confirm("Clear this session's conversation buffer?")) run("/reset"); }, text: "Reset" }));
 }
 
-// MEM-10: the store keeps no trace of a late result that replaced a placeholder (the
-// healed marking goes with it); this page can only see it happen while it polls.
+// MEM-10: a replacement removes the placeholder's healed marking from the row; the
+// buffer's repair log (GET …/repairs, decision 0116) keeps it, this page does not read
+// the log yet and marks only what it sees happen while it polls.
 function observeReplacements(state, rows) {
   const now = new Set();
   for (const row of rows) {
@@ -502,8 +503,8 @@ function renderSummary(root, state, features, id, conversation, check) {
   const healed = rows.filter(isHealed).length;
   const items = [
     el("li", { id: "count-healed", text: `${healed} healed placeholder${healed === 1 ? "" : "s"} (MEM-3)` }),
-    el("li", { text: `${state.replaced.size} late result${state.replaced.size === 1 ? "" : "s"} seen replacing a placeholder (MEM-10; the store keeps no trace of earlier ones)` }),
-    el("li", { class: "muted", text: "Duplicates refused (MEM-1, MEM-2) are not recorded by the store: an append reports them only in its own answer (appended < sent)." }),
+    el("li", { text: `${state.replaced.size} late result${state.replaced.size === 1 ? "" : "s"} seen replacing a placeholder while this page was open (MEM-10)` }),
+    el("li", { class: "muted", text: "The buffer's repair log keeps what its appends repaired (heals, late results, duplicates refused beside a stored row; the newest 1,000): GET /v1/buffers/{scope}/{key}/repairs or flowmem repairs. This page does not show it yet." }),
   ];
   const counted = state.total > rows.length ? `the last ${rows.length} of ${state.total} messages` : `${rows.length} messages`;
   const parts = [el("h3", { text: `Repairs · ${counted}` }), el("ul", {}, items)];
