@@ -153,6 +153,110 @@ def _deny(reason: str, rule: str) -> Decision:
     return Decision(False, reason, rule)
 
 
+def _may(granted: bool, allow: tuple[str, str], deny: tuple[str, str]) -> Decision:
+    return _allow(*allow) if granted else _deny(*deny)
+
+
+def _create(principal: Principal) -> Decision:
+    return _may(
+        principal.has(PERM_CREATE),
+        ("the principal may create sessions", "MEM-9"),
+        ("creating a session needs the sessions:create permission", "MEM-9"),
+    )
+
+
+def _erase_user(principal: Principal) -> Decision:
+    return _may(
+        principal.is_admin,
+        ("the principal is an admin", "admin"),
+        ("erasing a user's data needs admin", "admin"),
+    )
+
+
+def _list_all(principal: Principal) -> Decision:
+    return _may(
+        _views_any(principal),
+        ("the principal may view any session", "MEM-9"),
+        ("listing every session needs sessions:view_any, sessions:drive_any or admin", "MEM-9"),
+    )
+
+
+def _shared_memory(principal: Principal) -> Decision:
+    return _may(
+        principal.has(PERM_SHARED),
+        ("the principal may use the shared scopes", "access"),
+        (
+            "the shared scopes (global, workflow, pipeline, execution) need the "
+            f"{PERM_SHARED} permission",
+            "access",
+        ),
+    )
+
+
+def _read_metrics(principal: Principal) -> Decision:
+    return _may(
+        principal.has(PERM_METRICS),
+        ("the principal may read the server's metrics", "access"),
+        (f"the metrics need the {PERM_METRICS} permission", "access"),
+    )
+
+
+_WITHOUT_SESSION: dict[str, Callable[[Principal], Decision]] = {
+    "create": _create,
+    "erase_user": _erase_user,
+    "list_all": _list_all,
+    "shared_memory": _shared_memory,
+    "read_metrics": _read_metrics,
+}
+
+
+def _view(principal: Principal, mine: bool) -> Decision:
+    if mine:
+        return _allow("the principal owns the session", "MEM-9")
+    return _may(
+        _views_any(principal),
+        ("the principal may view any session", "MEM-9"),
+        ("the principal neither owns nor may view this session", "MEM-9"),
+    )
+
+
+def _drive(principal: Principal, mine: bool) -> Decision:
+    if mine:
+        return _allow("the principal owns the session", "MEM-9")
+    return _may(
+        principal.has(PERM_DRIVE_ANY),
+        ("the principal may drive any session", "MEM-9"),
+        ("driving a session needs ownership or sessions:drive_any", "MEM-9"),
+    )
+
+
+def _delete_session(principal: Principal, mine: bool) -> Decision:
+    if mine:
+        return _allow("the principal owns the session", "MEM-9")
+    return _may(
+        principal.is_admin,
+        ("the principal is an admin", "MEM-9"),
+        ("deleting a session needs ownership or admin", "MEM-9"),
+    )
+
+
+def _edit(principal: Principal, mine: bool) -> Decision:
+    return _may(
+        principal.is_admin,
+        ("the principal is an admin", "MEM-15"),
+        ("a session message is editable only at the administrative tier", "MEM-15"),
+    )
+
+
+_ON_SESSION: dict[str, Callable[[Principal, bool], Decision]] = {
+    "view": _view,
+    "drive": _drive,
+    "delete_session": _delete_session,
+    "edit_message": _edit,
+    "delete_message": _edit,
+}
+
+
 def _rules(principal: Principal, action: str, session: SessionLike | None) -> Decision:
     """The access rules without hooks.
 
@@ -164,61 +268,15 @@ def _rules(principal: Principal, action: str, session: SessionLike | None) -> De
         return _deny("the token is revoked", "auth")
     if action not in ACTIONS:
         return _deny(f"unknown action {action!r}", "MEM-15")
-    if action == "create":
-        if principal.has(PERM_CREATE):
-            return _allow("the principal may create sessions", "MEM-9")
-        return _deny("creating a session needs the sessions:create permission", "MEM-9")
-    if action == "erase_user":
-        if principal.is_admin:
-            return _allow("the principal is an admin", "admin")
-        return _deny("erasing a user's data needs admin", "admin")
-    if action == "list_all":
-        if _views_any(principal):
-            return _allow("the principal may view any session", "MEM-9")
-        return _deny(
-            "listing every session needs sessions:view_any, sessions:drive_any or admin", "MEM-9"
-        )
-    if action == "shared_memory":
-        if principal.has(PERM_SHARED):
-            return _allow("the principal may use the shared scopes", "access")
-        return _deny(
-            "the shared scopes (global, workflow, pipeline, execution) need the "
-            f"{PERM_SHARED} permission",
-            "access",
-        )
-    if action == "read_metrics":
-        if principal.has(PERM_METRICS):
-            return _allow("the principal may read the server's metrics", "access")
-        return _deny(f"the metrics need the {PERM_METRICS} permission", "access")
+    if action in _WITHOUT_SESSION:
+        return _WITHOUT_SESSION[action](principal)
     if action == "list":
         if session is None:
             return _allow("listing is open; entries are filtered by view", "MEM-9")
         action = "view"
     if session is None:
         return _deny("the session cannot be loaded", "MEM-15")
-    mine = owns(principal, session)
-    if action == "view":
-        if mine:
-            return _allow("the principal owns the session", "MEM-9")
-        if _views_any(principal):
-            return _allow("the principal may view any session", "MEM-9")
-        return _deny("the principal neither owns nor may view this session", "MEM-9")
-    if action == "drive":
-        if mine:
-            return _allow("the principal owns the session", "MEM-9")
-        if principal.has(PERM_DRIVE_ANY):
-            return _allow("the principal may drive any session", "MEM-9")
-        return _deny("driving a session needs ownership or sessions:drive_any", "MEM-9")
-    if action == "delete_session":
-        if mine:
-            return _allow("the principal owns the session", "MEM-9")
-        if principal.is_admin:
-            return _allow("the principal is an admin", "MEM-9")
-        return _deny("deleting a session needs ownership or admin", "MEM-9")
-    # edit_message / delete_message
-    if principal.is_admin:
-        return _allow("the principal is an admin", "MEM-15")
-    return _deny("a session message is editable only at the administrative tier", "MEM-15")
+    return _ON_SESSION[action](principal, owns(principal, session))
 
 
 def decide(

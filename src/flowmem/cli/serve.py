@@ -459,17 +459,13 @@ def serve_command(
         token_file = admin_token_file or Path(DEFAULT_TOKEN_FILE)
     app: Any = None
     if in_process:
-        from flowmem.api.app import create_app, runtime_runner
-
         store = open_store(url)  # lives in this process, with its bootstrap token
         created = bootstrap(store, host, port, token_file)
         has_admin = created is not None or has_admin_token(store)
-        app = create_app(
+        app = _in_process_app(
             store,
-            runner_factory=runtime_runner,
             store_concurrency=store_concurrency,
             inline_store=inline_store,
-            freeze_gc=True,
             limits=limits,
             rate_limits=rate_limits,
             body_timeout=body_timeout or None,
@@ -478,12 +474,7 @@ def serve_command(
         )
     else:
         created, has_admin = prepare_database(url, host, port, token_file)
-        os.environ[DATABASE_ENV] = url
-        if store_concurrency is None:
-            os.environ.pop("FLOWMEM_STORE_CONCURRENCY", None)
-        else:
-            os.environ["FLOWMEM_STORE_CONCURRENCY"] = str(store_concurrency)
-        os.environ["FLOWMEM_INLINE_STORE"] = "1" if inline_store else "0"
+        _export_worker_settings(url, store_concurrency, inline_store)
     if created is None:
         check_listenable(host, port)  # the first start checked before creating its token
     announce(created, has_admin, url, host, port)
@@ -493,7 +484,52 @@ def serve_command(
         err=True,
     )
     sys.stdout.flush()
-    options: dict[str, Any] = {
+    options = _uvicorn_options(
+        app,
+        host=host,
+        port=port,
+        access_log=access_log,
+        graceful_timeout=graceful_timeout,
+        limit_concurrency=limit_concurrency,
+        timeout_keep_alive=timeout_keep_alive,
+        proxies=proxies,
+    )
+    target = app if app is not None else "flowmem.api.app:app_from_env"
+    # the workers' metrics files: a new private directory, removed when the server stops
+    with metrics_directory(metrics and app is None):
+        _run(target, workers, options)
+
+
+def _in_process_app(store: Any, **settings: Any) -> Any:
+    """The app over a store that lives in this process (``memory://``)."""
+    from flowmem.api.app import create_app, runtime_runner
+
+    return create_app(store, runner_factory=runtime_runner, freeze_gc=True, **settings)
+
+
+def _export_worker_settings(url: str, store_concurrency: int | None, inline_store: bool) -> None:
+    """Put what each worker process builds its app from in the environment."""
+    os.environ[DATABASE_ENV] = url
+    if store_concurrency is None:
+        os.environ.pop("FLOWMEM_STORE_CONCURRENCY", None)
+    else:
+        os.environ["FLOWMEM_STORE_CONCURRENCY"] = str(store_concurrency)
+    os.environ["FLOWMEM_INLINE_STORE"] = "1" if inline_store else "0"
+
+
+def _uvicorn_options(
+    app: Any,
+    *,
+    host: str,
+    port: int,
+    access_log: bool,
+    graceful_timeout: int,
+    limit_concurrency: int,
+    timeout_keep_alive: int,
+    proxies: str,
+) -> dict[str, Any]:
+    """uvicorn's settings for the server (without its target and worker count)."""
+    return {
         "factory": app is None,
         "host": host,
         "port": port,
@@ -509,18 +545,19 @@ def serve_command(
         "proxy_headers": bool(proxies),
         "forwarded_allow_ips": proxies,
     }
-    target = app if app is not None else "flowmem.api.app:app_from_env"
-    # the workers' metrics files: a new private directory, removed when the server stops
-    with metrics_directory(metrics and app is None):
-        if workers > 1 and spreads_connections():
-            _serve_workers(uvicorn.Config(target, workers=workers, **options))
-            return
-        try:
-            uvicorn.run(target, workers=workers if workers > 1 else None, **options)
-        except SystemExit as exc:
-            if exc.code not in (0, None):  # uvicorn failed (3: startup); a port taken since
-                check_listenable(host, port)  # our check is exit 10, not uvicorn's code
-            raise
+
+
+def _run(target: Any, workers: int, options: dict[str, Any]) -> None:
+    """Run uvicorn: one process, or workers each on a listener of its own."""
+    if workers > 1 and spreads_connections():
+        _serve_workers(uvicorn.Config(target, workers=workers, **options))
+        return
+    try:
+        uvicorn.run(target, workers=workers if workers > 1 else None, **options)
+    except SystemExit as exc:
+        if exc.code not in (0, None):  # uvicorn failed (3: startup); a port taken since
+            check_listenable(options["host"], options["port"])  # exit 10, not uvicorn's code
+        raise
 
 
 def _serve_workers(config: uvicorn.Config) -> None:

@@ -61,6 +61,45 @@ class Settings:
     """Where the token came from: ``argument``, ``environment`` ($FLOWMEM_TOKEN), ``headers``, or None."""
 
 
+def _resolve_url(base_url: str | None) -> tuple[str, str]:
+    """The base URL and where it came from; ConfigurationError unless http(s)."""
+    from_env = os.environ.get(URL_ENV)
+    url = base_url or from_env or DEFAULT_URL
+    source = "argument" if base_url else "environment" if from_env else "default"
+    if not url.startswith(("http://", "https://")):
+        where = f" (from ${URL_ENV})" if source == "environment" else ""
+        raise ConfigurationError(f"base_url must be an http:// or https:// URL, got {url!r}{where}")
+    return url, source
+
+
+def _resolve_token(
+    token: str | None, headers: Mapping[str, str] | None
+) -> tuple[str | None, str | None]:
+    """The token (argument, else ``$FLOWMEM_TOKEN``) and where it came from."""
+    secret = token if token is not None else os.environ.get(TOKEN_ENV)
+    source = None if not secret else "argument" if token is not None else "environment"
+    if source is None and any(name.lower() == "authorization" for name in headers or {}):
+        source = "headers"
+    return secret, source
+
+
+def _check_options(retry: RetryPolicy | None, max_connections: int) -> None:
+    """ConfigurationError for a retry that is not a RetryPolicy or a bad connection count."""
+    if retry is not None and not isinstance(retry, RetryPolicy):
+        raise ConfigurationError(f"retry must be a RetryPolicy, got {retry!r}")
+    if isinstance(max_connections, bool) or not isinstance(max_connections, int):
+        raise ConfigurationError(f"max_connections must be an integer, got {max_connections!r}")
+    if max_connections < 1:
+        raise ConfigurationError(f"max_connections must be >= 1, got {max_connections}")
+
+
+def _timeout(timeout: float | httpx.Timeout | None) -> httpx.Timeout:
+    """The request timeout; connecting waits at most 10 s unless a Timeout says otherwise."""
+    if isinstance(timeout, httpx.Timeout):
+        return timeout
+    return httpx.Timeout(timeout, connect=None if timeout is None else min(timeout, 10.0))
+
+
 def settings(
     base_url: str | None,
     token: str | None,
@@ -70,26 +109,9 @@ def settings(
     headers: Mapping[str, str] | None,
 ) -> Settings:
     """Resolve the constructor's arguments (``$FLOWMEM_URL``, ``$FLOWMEM_TOKEN`` by default)."""
-    from_env = os.environ.get(URL_ENV)
-    url = base_url or from_env or DEFAULT_URL
-    url_source = "argument" if base_url else "environment" if from_env else "default"
-    if not url.startswith(("http://", "https://")):
-        where = f" (from ${URL_ENV})" if url_source == "environment" else ""
-        raise ConfigurationError(f"base_url must be an http:// or https:// URL, got {url!r}{where}")
-    secret = token if token is not None else os.environ.get(TOKEN_ENV)
-    token_source = None if not secret else "argument" if token is not None else "environment"
-    if token_source is None and any(name.lower() == "authorization" for name in headers or {}):
-        token_source = "headers"
-    if retry is not None and not isinstance(retry, RetryPolicy):
-        raise ConfigurationError(f"retry must be a RetryPolicy, got {retry!r}")
-    if isinstance(max_connections, bool) or not isinstance(max_connections, int):
-        raise ConfigurationError(f"max_connections must be an integer, got {max_connections!r}")
-    if max_connections < 1:
-        raise ConfigurationError(f"max_connections must be >= 1, got {max_connections}")
-    if isinstance(timeout, httpx.Timeout):
-        bound = timeout
-    else:
-        bound = httpx.Timeout(timeout, connect=None if timeout is None else min(timeout, 10.0))
+    url, url_source = _resolve_url(base_url)
+    secret, token_source = _resolve_token(token, headers)
+    _check_options(retry, max_connections)
     sent = {"User-Agent": f"flowmem-client/{__version__}", "Accept": "application/json"}
     sent.update(headers or {})
     if secret:
@@ -97,7 +119,7 @@ def settings(
     return Settings(
         base_url=url.rstrip("/"),
         token=secret or None,
-        timeout=bound,
+        timeout=_timeout(timeout),
         retry=retry or RetryPolicy(),
         limits=httpx.Limits(
             max_connections=max_connections, max_keepalive_connections=max_connections

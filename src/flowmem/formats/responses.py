@@ -70,15 +70,10 @@ def _plain_text(parts: Sequence[Mapping[str, Any]], fields: Mapping[str, Any]) -
     return "id" not in fields and all(p.get("type") == "text" and not extra_of(p, FMT) for p in parts)
 
 
-def _assistant_items(row: Message, kinds: dict[str, str], dropped: dict[str, int] | None) -> list[dict[str, Any]]:
-    content = row["content"]
-    if type(content) is str and row.get("extra") is None:  # no layout, no fields: the default, written at once
-        calls = [call_item(call, kinds) for call in row.get("tool_calls") or []]
-        if content == "" and calls:
-            return calls
-        return [{"role": "assistant", "content": content}, *calls]
-    extra = extra_of(row, FMT)
-    fields = fields_of(extra)
+def _split_parts(
+    content: Any, dropped: dict[str, int] | None
+) -> tuple[list[dict[str, Any]], list[Mapping[str, Any]]]:
+    """An assistant row's parts: those that are items of their own, and the message's."""
     item_parts: list[dict[str, Any]] = []
     message_parts: list[Mapping[str, Any]] = []
     for part in read_parts(content) if isinstance(content, list) else []:
@@ -89,29 +84,66 @@ def _assistant_items(row: Message, kinds: dict[str, str], dropped: dict[str, int
             message_parts.append(part)  # an image or file (a Gemini model's) has no place here
         else:
             note(dropped, part_kind(part))
-    calls = [call_item(call, kinds) for call in row.get("tool_calls") or []]
+    return item_parts, message_parts
+
+
+def _layout_of(
+    content: Any,
+    extra: Mapping[str, Any],
+    fields: Mapping[str, Any],
+    item_parts: int,
+    message_parts: Sequence[Mapping[str, Any]],
+    calls: int,
+) -> str:
+    """The row's recorded layout when it fits its items, else the default one."""
     layout: Any = extra.get(_LAYOUT)
-    if not _layout_fits(layout, len(item_parts), message_parts, len(calls)):
-        layout = _default_layout(content, len(item_parts), message_parts, len(calls))
-        if "m" in layout and _plain_text(message_parts, fields):
-            layout = layout.replace("m", "s")
+    if _layout_fits(layout, item_parts, message_parts, calls):
+        return str(layout)
+    layout = _default_layout(content, item_parts, message_parts, calls)
+    if "m" in layout and _plain_text(message_parts, fields):
+        layout = layout.replace("m", "s")
+    return str(layout)
+
+
+def _assistant_message(
+    content: Any,
+    token: str,
+    message_parts: Sequence[Mapping[str, Any]],
+    fields: Mapping[str, Any],
+    dropped: dict[str, int] | None,
+) -> dict[str, Any]:
+    """The assistant message item (``s``: string content, ``m``: a list of parts)."""
+    if isinstance(content, str):
+        body: Any = content
+    elif token == "s":
+        body = "".join(p["text"] for p in message_parts if isinstance(p.get("text"), str))
+    else:
+        body = content_to_responses(message_parts, "assistant", dropped)
+    message = {"role": "assistant", "content": body}
+    message.update(fields)
+    return message
+
+
+def _assistant_items(row: Message, kinds: dict[str, str], dropped: dict[str, int] | None) -> list[dict[str, Any]]:
+    content = row["content"]
+    calls = [call_item(call, kinds) for call in row.get("tool_calls") or []]
+    if type(content) is str and row.get("extra") is None:  # no layout, no fields: the default, written at once
+        if content == "" and calls:
+            return calls
+        return [{"role": "assistant", "content": content}, *calls]
+    extra = extra_of(row, FMT)
+    fields = fields_of(extra)
+    item_parts, message_parts = _split_parts(content, dropped)
+    layout = _layout_of(content, extra, fields, len(item_parts), message_parts, len(calls))
     out: list[dict[str, Any]] = []
     parts_iter, calls_iter = iter(item_parts), iter(calls)
-    for token in str(layout):
+    for token in layout:
         if token == "p":
             out.append(next(parts_iter))
         elif token == "c":
             out.append(next(calls_iter))
         else:
-            if isinstance(content, str):
-                body: Any = content
-            elif token == "s":
-                body = "".join(p["text"] for p in message_parts if isinstance(p.get("text"), str))
-            else:
-                body = content_to_responses(message_parts, "assistant", dropped)
-            message = {"role": "assistant", "content": body}
-            message.update(fields)
-            out.append(message)
+            out.append(_assistant_message(content, token, message_parts, fields, dropped))
     return out
 
 
