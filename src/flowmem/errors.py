@@ -63,6 +63,12 @@ class UnknownFormatError(InvalidInputError):
     code = "unknown_format"
 
 
+class TranscriptError(InvalidInputError):
+    """An agent transcript ``flowmem import`` refuses: ``details['line']`` names its bad line (nothing stored)."""
+
+    code = "invalid_transcript"
+
+
 class UnknownScopeError(InvalidInputError):
     """A memory scope name that is not one of the six scopes."""
 

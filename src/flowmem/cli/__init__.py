@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "check": ("flowmem.cli.check", "check_command", None),
     "demo": ("flowmem.cli.demo", "demo_command", "runtime"),
     "doctor": ("flowmem.cli.doctor", "doctor_command", None),
+    "import": ("flowmem.cli.imports", "import_group", None),
     "normalize": ("flowmem.cli.check", "normalize_command", None),
     "repairs": ("flowmem.cli.repairs", "repairs_command", None),
     "serve": ("flowmem.cli.serve", "serve_command", "server"),
