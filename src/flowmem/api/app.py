@@ -8,12 +8,13 @@ import math
 import os
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager, suppress
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from types import ModuleType
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
+from starlette.routing import Route
 
 from flowmem import __version__
 from flowmem.api.errors import install_error_handlers, recent_store_fault, server_error_response
@@ -51,6 +52,7 @@ from flowmem.store import DEFAULT_LOCK_TIMEOUT, Address, Store, open_store
 from flowmem.ui import install_ui
 
 DATABASE_ENV = "FLOWMEM_DATABASE_URL"
+MCP_PATH = "/mcp"
 CONCURRENCY_ENV = "FLOWMEM_STORE_CONCURRENCY"
 INLINE_ENV = "FLOWMEM_INLINE_STORE"
 BODY_TIMEOUT_ENV = "FLOWMEM_BODY_TIMEOUT"
@@ -150,6 +152,8 @@ def create_app(
         tokens=LookupCache(token_cache_ttl, TOKEN_CACHE_SIZE),
     )
 
+    mcp = mcp_endpoint(services)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if freeze_gc:
@@ -159,7 +163,10 @@ def create_app(
         if purge_interval is not None:
             purge = purge_expired_forever(services.pool, store, clock or time.time, purge_interval)
             purging = asyncio.create_task(purge)
-        yield
+        async with AsyncExitStack() as serving:
+            if mcp is not None:  # /mcp's session manager runs while the app does
+                await serving.enter_async_context(mcp.running())
+            yield
         if purging is not None:
             purging.cancel()
             with suppress(asyncio.CancelledError):
@@ -202,6 +209,8 @@ def create_app(
     if sink is not None:
         app.include_router(metrics_router(sink))
 
+    if mcp is not None:  # the MCP tools over streamable HTTP, behind the same gate (docs/mcp.md)
+        app.router.routes.append(Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"]))
     # after the routers: every route before the memory ones is one more match per append
     @app.get("/health/store", response_model=Health, tags=["health"], responses=errors(503, 507))
     async def store_health() -> dict[str, Any] | JSONResponse:
@@ -225,6 +234,22 @@ def create_app(
     # outermost: a request refused by any layer is logged, and counted, too
     app.add_middleware(RequestLogMiddleware, count=sink is not None)
     return app
+
+
+def mcp_endpoint(services: Services) -> Any:
+    """The ``/mcp`` endpoint over the app's services, or None when the ``mcp`` package is not installed.
+
+    Its tools act as the principal the request gate found for the Bearer token, and
+    run their store work in the app's store threads (``flowmem.mcp.http``).
+    """
+    try:
+        from flowmem.mcp.caller import Services as ToolServices
+        from flowmem.mcp.http import MCPEndpoint
+    except ImportError as exc:
+        if exc.name is None or exc.name.startswith("flowmem"):
+            raise
+        return None
+    return MCPEndpoint(ToolServices(services.memory, services.sessions), services.pool.in_thread)
 
 
 def runtime_runner(store: Store, memory: MemoryService) -> TurnRunner | None:

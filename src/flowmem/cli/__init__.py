@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "demo": ("flowmem.cli.demo", "demo_command", "runtime"),
     "doctor": ("flowmem.cli.doctor", "doctor_command", None),
     "import": ("flowmem.cli.imports", "import_group", None),
+    "mcp": ("flowmem.cli.mcp", "mcp_command", "mcp"),
     "normalize": ("flowmem.cli.check", "normalize_command", None),
     "repairs": ("flowmem.cli.repairs", "repairs_command", None),
     "serve": ("flowmem.cli.serve", "serve_command", "server"),

@@ -1,0 +1,72 @@
+"""``build_server``: the flowmem MCP server, its tools and resources, for one way of finding the caller.
+
+The transports differ only in how a call's ``Caller`` is found (``caller_of``): the
+``flowmem mcp`` process's own user over a local database (``stdio``), or the Bearer
+token's principal that the HTTP gate left on the request (``http``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mcp.server.context import ServerRequestContext
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ListResourcesResult, PaginatedRequestParams
+
+from flowmem import __version__
+from flowmem.errors import FlowmemError
+from flowmem.mcp import graph_tools, records, resources, session_tools
+from flowmem.mcp.caller import Caller
+
+INSTRUCTIONS = """flowmem keeps your memory across sessions and clients.
+- remember / recall / list_memories / forget: facts under keys, in your user memory or one session's.
+- list_sessions / search_sessions / read_session: past conversations (read_session fits a token budget).
+- append_messages: record messages in a session (a repeat is stored once); check_messages: what a provider would refuse.
+- create_entities … open_nodes: a knowledge graph (the reference memory server's tools)."""
+
+CallerOf = Callable[[Any], Caller]
+"""Given a tool's ``Context`` (or the request context of a listing), the call's ``Caller``."""
+
+
+class FlowmemMCP(MCPServer[Any]):
+    """An ``MCPServer`` whose resource listing names the caller's own sessions."""
+
+    def __init__(self, caller_of: CallerOf) -> None:
+        super().__init__(
+            name="flowmem",
+            title="flowmem memory",
+            version=__version__,
+            instructions=INSTRUCTIONS,
+            log_level="WARNING",
+        )
+        self.caller_of = caller_of
+
+    async def _handle_list_resources(
+        self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
+    ) -> ListResourcesResult:
+        """The static resources (none) and the caller's newest sessions."""
+        found = await self.list_resources()
+        try:
+            caller = self.caller_of(ctx)
+            found += await caller.call(lambda: resources.listed(caller))
+        except FlowmemError:
+            pass  # a caller without sessions to list (a service token) lists none
+        return ListResourcesResult(resources=found)
+
+
+def request_of(ctx: Any) -> Any:
+    """The transport's request object of a tool ``Context`` or a ``ServerRequestContext`` (None on stdio)."""
+    if isinstance(ctx, Context):
+        ctx = ctx.request_context
+    return getattr(ctx, "request", None)
+
+
+def build_server(caller_of: CallerOf) -> FlowmemMCP:
+    """The server with every tool (records, sessions, the knowledge graph) and the session resources."""
+    server = FlowmemMCP(caller_of)
+    records.register(server, caller_of)
+    session_tools.register(server, caller_of)
+    graph_tools.register(server, caller_of)
+    resources.register(server, caller_of)
+    return server
