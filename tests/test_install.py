@@ -64,7 +64,7 @@ def test_checkout_installs_into_a_fresh_venv_with_its_entry_point(tmp_path: Path
         [python, "-c", "from flowmem.ui import STATIC; print(sorted(p.name for p in STATIC.iterdir()))"],
         check=True, env=env, cwd=tmp_path, capture_output=True, text=True,
     ).stdout.strip()
-    assert shipped == "['app.css', 'app.js', 'index.html']", shipped
+    assert shipped == "['app.css', 'app.js', 'index.html', 'repairs.js']", shipped
     helped = subprocess.run(
         [env_dir / "bin" / "flowmem", "--help"], env=env, cwd=tmp_path, capture_output=True, text=True,
     )

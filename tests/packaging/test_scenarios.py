@@ -92,7 +92,8 @@ Provides-Extra: server
 # flowmem
 """
 SHIPPED = {name: "" for name in ("flowmem/__init__.py", "flowmem/py.typed", "flowmem/ui/static/index.html",
-                                 "flowmem/ui/static/app.js", "flowmem/ui/static/app.css")}  # fmt: skip
+                                 "flowmem/ui/static/app.js", "flowmem/ui/static/repairs.js",
+                                 "flowmem/ui/static/app.css")}  # fmt: skip
 
 
 def test_a_right_wheel_has_no_problems(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from email.parser import Parser
 from pathlib import Path
 
 REQUIRED_FILES = ("flowmem/py.typed", "flowmem/ui/static/index.html", "flowmem/ui/static/app.js",
-                  "flowmem/ui/static/app.css")  # fmt: skip
+                  "flowmem/ui/static/repairs.js", "flowmem/ui/static/app.css")  # fmt: skip
 # a path with one of these parts is a test, a bench or a file of the repository, never shipped
 FORBIDDEN_PARTS = {"tests", "test", "bench", "benchmarks", "scripts", "examples", "docs", "__pycache__"}
 REQUIRED_CLASSIFIERS = ("Programming Language :: Python :: 3 :: Only", "Typing :: Typed")

@@ -131,7 +131,7 @@ def test_markup_in_messages_results_file_and_session_names_stays_text(page: Page
     )
     assert injected["xss"] is None
     assert injected["imgs"] == 0
-    assert injected["scripts"] == [page.inspector.url + "/ui/static/app.js"]
+    assert injected["scripts"] == [page.inspector.url + f"/ui/static/{name}" for name in ("repairs.js", "app.js")]
     assert not any(src.startswith("javascript:") for src in injected["images"])
     assert page.dialogs == []
     assert page.outside == []
@@ -213,7 +213,7 @@ def test_a_running_turn_shows_without_a_reload(page: Page) -> None:
     assert page.page.evaluate("() => window.__same") == marker  # the same document: no reload
 
 
-def test_a_late_result_seen_replacing_a_placeholder_is_marked(page: Page) -> None:
+def test_a_late_result_replacing_a_placeholder_is_marked_live_mem_10(page: Page) -> None:
     inspector = page.inspector
     sid = inspector.session("late")
     inspector.append(sid, [
@@ -226,7 +226,8 @@ def test_a_late_result_seen_replacing_a_placeholder_is_marked(page: Page) -> Non
     page.page.goto(f"{inspector.url}/ui#/session/{sid}")
     page.page.wait_for_selector(".msg.healed")
     inspector.append(sid, [{"role": "tool", "tool_call_id": "call_late", "content": "found it"}])
-    page.page.wait_for_selector(".badge.replaced >> text=MEM-10")
+    # the page reads the repair log as it polls: the replacement row is marked from it
+    page.page.wait_for_selector('#row-2 .badge.repair[data-kind="replace"] >> text=MEM-10')
     assert page.page.locator(".msg.healed").count() == 0
 
 

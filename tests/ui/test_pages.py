@@ -40,15 +40,22 @@ def test_the_page_and_its_files_carry_the_policy(client: TestClient) -> None:
 
 def test_the_page_has_no_inline_script_or_style(client: TestClient) -> None:
     page = client.get("/ui").text
-    assert re.findall(r"<script\b[^>]*>", page) == ['<script src="/ui/static/app.js" defer>']
+    assert re.findall(r"<script\b[^>]*>", page) == [
+        '<script src="/ui/static/repairs.js" defer>',
+        '<script src="/ui/static/app.js" defer>',
+    ]
     assert "<style" not in page and " style=" not in page
     assert not re.search(r"\son[a-z]+\s*=", page)  # no event handler attribute
 
 
-def test_the_script_never_writes_markup(client: TestClient) -> None:
-    script = (STATIC / "app.js").read_text(encoding="utf-8")
-    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
-        assert sink not in script, sink
+def test_the_scripts_never_write_markup(client: TestClient) -> None:
+    scripts = sorted(STATIC.glob("*.js"))
+    assert [path.name for path in scripts] == ["app.js", "repairs.js"]
+    assert {path.name for path in scripts} <= set(UI_FILES)  # every script shipped is served
+    for path in scripts:
+        script = path.read_text(encoding="utf-8")
+        for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
+            assert sink not in script, (path.name, sink)
 
 
 def test_only_the_listed_files_are_served(client: TestClient) -> None:

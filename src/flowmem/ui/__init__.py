@@ -1,7 +1,7 @@
 """The inspector: ``/ui``, a static page over the JSON API; ``/docs`` offline; ``/`` → ``/ui``.
 
-The page is three files shipped in the package (``static/``: HTML, one script, one
-style sheet), no build step. It calls the JSON API on the same origin with the
+The page is four files shipped in the package (``static/``: HTML, two scripts (the
+repair log's view is ``repairs.js``), one style sheet), no build step. It calls the JSON API on the same origin with the
 token the user pasted (kept in ``sessionStorage``, sent only in the
 ``Authorization`` header, never in a URL). Every answer of this module carries a
 Content-Security-Policy without inline script or style (``CSP``): the page writes
@@ -44,6 +44,7 @@ HEADERS = {
 # name -> media type: the only files served (no path from the request reaches the disk)
 UI_FILES = {
     "app.js": "text/javascript; charset=utf-8",
+    "repairs.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
 }
 DOCS_FILES = {

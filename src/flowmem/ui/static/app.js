@@ -219,16 +219,24 @@ async function showSession(view, id, mine) {
   const check = el("div", { id: "check", class: "card" });
   const formats = el("div", { id: "formats", class: "card" });
   const threads = el("div", { id: "checkpoints", class: "card" });
+  const logCard = el("div", { id: "repair-log", class: "card" });
   const note = el("p", { id: "action-result", class: "muted" });
   bufferKey = (s.conversation && s.conversation.buffer) || "chat_history";
   const keyInput = el("input", { id: "buffer-key", value: bufferKey, size: 16, "aria-label": "buffer key" });
   const bufferList = el("div", { id: "buffers" });
   const heading = el("h3", { id: "buffer-heading" });
   // follow: the view reads the conversation, and moves with it (a heal starts a new line)
-  const state = { rows: null, text: "", healed: new Set(), replaced: new Set(), windowTokens: null, windowStart: null, windowError: null, follow: true, session: s };
+  const state = { rows: null, text: "", log: null, windowTokens: null, windowStart: null, windowError: null, follow: true, session: s };
+  // the log of the buffer shown (repairs.js): a new one for each buffer opened
+  const readLog = () => {
+    if (state.log) state.log.alive = false;
+    state.log = new RepairLog(repairsPath("session", bufferKey, { session_id: id }));
+    state.text = "";
+  };
+  readLog();
   const open = (key, follow) => {
     bufferKey = key; keyInput.value = key; state.follow = follow;
-    state.text = ""; state.healed = new Set(); state.replaced = new Set();
+    readLog();
     refresh(); renderFormats(formats, id);
   };
   const refresh = async () => {
@@ -239,7 +247,7 @@ async function showSession(view, id, mine) {
       state.session = again.body;
       const now = again.body.conversation && again.body.conversation.buffer;
       if (state.follow && now && now !== bufferKey) {
-        bufferKey = now; keyInput.value = now; state.text = ""; state.healed = new Set(); state.replaced = new Set();
+        bufferKey = now; keyInput.value = now; readLog();
         renderFormats(formats, id);
       }
     }
@@ -248,9 +256,11 @@ async function showSession(view, id, mine) {
     if (mine !== generation) return false;
     if (!read.ok) { conversation.replaceChildren(el("p", { class: "error", text: errorText(read) })); return true; }
     const text = JSON.stringify(read.body.messages);
-    if (text === state.text) return true;
+    const log = state.log;
+    const logChanged = await log.sync(text !== state.text);
+    if (mine !== generation || log !== state.log) return mine === generation;
+    if (text === state.text && !logChanged) return true;
     state.text = text;
-    observeReplacements(state, read.body.messages);
     state.rows = read.body.messages;
     state.total = read.body.count;
     if (state.windowTokens !== null) await readWindow(id, state);
@@ -259,6 +269,8 @@ async function showSession(view, id, mine) {
     renderConversation(conversation, state, violations);
     renderSummary(summary, state, feats, id, conversation, violations);
     renderCheck(check, violations);
+    log.shown = { first: firstIndex(state), count: state.rows.length };
+    renderRepairLog(logCard, log);
     return true;
   };
   view.append(el("div", { class: "card" }, el("h2", { id: "session-name", text: s.name || "(no name)" }), facts,
@@ -270,7 +282,7 @@ async function showSession(view, id, mine) {
       open(key, key === ((state.session.conversation || {}).buffer));
     } }, heading, keyInput,
     el("button", { class: "secondary", type: "submit", text: "Read" })), bufferList, conversation),
-    el("div", {}, summary, check, formats, threads)));
+    el("div", {}, summary, logCard, check, formats, threads)));
   state.redraw = refresh;
   await refresh();
   renderFormats(formats, id);
@@ -330,20 +342,6 @@ function actions(id, may, note) {
     el("button", { id: "send-turn", onclick: () => { if (input.value.trim()) run("/turns", { content: input.value }).then(() => { input.value = ""; }); }, text: "Send turn" }),
     el("button", { id: "stop", class: "secondary", onclick: () => run("/stop"), text: "Stop" }),
     el("button", { id: "reset", class: "secondary", onclick: () => { if (confirm("Clear this session's conversation buffer?")) run("/reset"); }, text: "Reset" }));
-}
-
-// MEM-10: a replacement removes the placeholder's healed marking from the row; the
-// buffer's repair log (GET …/repairs, decision 0116) keeps it, this page does not read
-// the log yet and marks only what it sees happen while it polls.
-function observeReplacements(state, rows) {
-  const now = new Set();
-  for (const row of rows) {
-    const id = resultId(row);
-    if (id === null) continue;
-    if (isHealed(row)) now.add(id);
-    else if (state.healed.has(id)) state.replaced.add(id);
-  }
-  state.healed = now;
 }
 
 // POST /v1/check numbers the rows it is sent from 0: `first` (the buffer index of the
@@ -414,7 +412,7 @@ function renderConversation(root, state, check) {
   rows.forEach((row, i) => {
     const index = first + i;
     if (index === cutBefore && cutBefore > 0) nodes.push(el("div", { class: "window-cut", text: `↑ outside a window of ${state.windowTokens} tokens · the window starts here ↓` }));
-    nodes.push(renderRow(row, index, { answers, calls, rows, first, bad: bad.get(index), cut: index < cutBefore && row.role !== "system", replaced: state.replaced }));
+    nodes.push(renderRow(row, index, { answers, calls, rows, first, bad: bad.get(index), cut: index < cutBefore && row.role !== "system", log: state.log }));
   });
   root.replaceChildren(...nodes);
 }
@@ -429,7 +427,7 @@ function renderRow(row, i, ctx) {
   const head = el("div", { class: "msg-head" }, el("span", { class: "mono", text: "#" + i }),
     el("span", { class: "role", text: row.role }), el("span", { text: when(row.timestamp) }));
   if (healed) head.append(el("span", { class: "badge heal", title: "Inserted by flowmem: the call had no result when the next user turn came (MEM-3)", text: "healed placeholder · MEM-3" }));
-  if (rid !== null && !healed && ctx.replaced.has(rid)) head.append(el("span", { class: "badge replaced", text: "late result replaced a healed placeholder · MEM-10 (seen live)" }));
+  head.append(...repairMarks(row, i, ctx.log));  // the repair log's entries that touched this row (repairs.js)
   for (const v of ctx.bad || []) head.append(el("span", { class: "badge bad", text: `${v.rule || v.code || "check"}: ${v.message || ""}` }));
   const node = el("div", { class: classes.join(" "), id: "row-" + i, "data-index": i }, head);
   if (rid !== null) {
@@ -501,10 +499,10 @@ function renderContent(content) {
 function renderSummary(root, state, features, id, conversation, check) {
   const rows = state.rows || [];
   const healed = rows.filter(isHealed).length;
+  const logged = state.log.error ? "the repair log could not be read" : `${state.log.total} repair${state.log.total === 1 ? "" : "s"} logged for this buffer, each marked on the rows it touched`;
   const items = [
-    el("li", { id: "count-healed", text: `${healed} healed placeholder${healed === 1 ? "" : "s"} (MEM-3)` }),
-    el("li", { text: `${state.replaced.size} late result${state.replaced.size === 1 ? "" : "s"} seen replacing a placeholder while this page was open (MEM-10)` }),
-    el("li", { class: "muted", text: "The buffer's repair log keeps what its appends repaired (heals, late results, duplicates refused beside a stored row; the newest 1,000): GET /v1/buffers/{scope}/{key}/repairs or flowmem repairs. This page does not show it yet." }),
+    el("li", { id: "count-healed", text: `${healed} healed placeholder${healed === 1 ? "" : "s"} in the rows shown (MEM-3)` }),
+    el("li", { id: "count-logged", text: logged }),
   ];
   const counted = state.total > rows.length ? `the last ${rows.length} of ${state.total} messages` : `${rows.length} messages`;
   const parts = [el("h3", { text: `Repairs · ${counted}` }), el("ul", {}, items)];
@@ -595,8 +593,13 @@ function showMemory(view) {
     const b = answer.body;
     if (what === "buffer") {
       const rows = el("div");
-      renderConversation(rows, { rows: b.messages, total: b.count, replaced: new Set(), windowStart: null }, { violations: [] });
-      out.replaceChildren(el("h3", { text: `buffer ${name}: ${b.count} messages` }), said(b), rows);
+      const log = new RepairLog(repairsPath(scope.value, name, Object.fromEntries(ids())));
+      await log.sync(true);
+      log.shown = { first: Math.max(b.count - b.messages.length, 0), count: b.messages.length };
+      renderConversation(rows, { rows: b.messages, total: b.count, windowStart: null, log }, { violations: [] });
+      const logBox = el("div", { id: "mem-repair-log", class: "card" });
+      renderRepairLog(logBox, log);
+      out.replaceChildren(el("h3", { text: `buffer ${name}: ${b.count} messages` }), said(b), rows, logBox);
     } else {
       out.replaceChildren(el("h3", { text: `record ${name}` }), said(b),
         el("p", { text: b.found ? "found" : "not found (absent, expired or refused)" }), el("pre", { id: "mem-value", text: json(b.value) }));
