@@ -1,5 +1,8 @@
 """Write flowmem's sync client from its async one: ``client/sync.py`` from ``client/aio.py``.
 
+Each pair of ``PAIRS`` is generated the same way (``sync_compaction.py`` from
+``aio_compaction.py``, the compaction calls both clients inherit).
+
     .venv/bin/python scripts/async_to_sync.py          # rewrite src/flowmem/client/sync.py
     .venv/bin/python scripts/async_to_sync.py --check  # exit 1 with the diff when it is stale
 
@@ -31,14 +34,18 @@ import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCE = ROOT / "src" / "flowmem" / "client" / "aio.py"
-TARGET = ROOT / "src" / "flowmem" / "client" / "sync.py"
+CLIENT = ROOT / "src" / "flowmem" / "client"
+SOURCE = CLIENT / "aio.py"
+TARGET = CLIENT / "sync.py"
+PAIRS = ((SOURCE, TARGET), (CLIENT / "aio_compaction.py", CLIENT / "sync_compaction.py"))
 COMMAND = "python scripts/async_to_sync.py"
 
 # async spelling -> sync spelling (in httpx, collections.abc, flowmem.memory and ours)
 NAMES = {
     "AsyncBaseTransport": "BaseTransport",
     "AsyncClient": "Client",
+    "AsyncCompactionCalls": "CompactionCalls",
+    "aio_compaction": "sync_compaction",
     "AsyncIterator": "Iterator",
     "AsyncMemory": "Memory",
     "__aenter__": "__enter__",
@@ -46,10 +53,14 @@ NAMES = {
     "aclose": "close",
     "asyncio": "time",  # the client uses asyncio only to sleep between retries
 }
-HEADER = (
-    "# Generated from src/flowmem/client/aio.py by scripts/async_to_sync.py: do not edit.\n"
-    f"# Change aio.py, then run `{COMMAND}` (`make lint` fails while this file is stale).\n"
-)
+
+
+def header(source: Path = SOURCE) -> str:
+    """The two lines a generated file opens with: where it comes from, how to make it again."""
+    return (
+        f"# Generated from src/flowmem/client/{source.name} by scripts/async_to_sync.py: do not edit.\n"
+        f"# Change {source.name}, then run `{COMMAND}` (`make lint` fails while this file is stale).\n"
+    )
 
 _MARKER = re.compile(r"^[ \t]*# (?:sync: ?(?P<line>.*)|(?P<drop>async only))[ \t]*$")
 _SPAN = re.compile(r"``(.+?)``")
@@ -118,7 +129,7 @@ def _marked(source: str) -> dict[int, tuple[int, list[str] | None]]:
         node = statements.get(number + 1)
         if node is None or drop == bool(sync_lines):
             raise ValueError(
-                f"{SOURCE.name}:{first}: a marker must stand just above a statement, "
+                f"line {first}: a marker must stand just above a statement, "
                 "and be either `# async only` or `# sync: ...` lines"
             )
         indent = " " * node.col_offset
@@ -170,10 +181,10 @@ def translate(source: str) -> str:
     return "".join(out)
 
 
-def generate(source: str | None = None) -> str:
-    """The text ``sync.py`` must have: the header, then ``aio.py`` (or ``source``) translated."""
-    text = SOURCE.read_text(encoding="utf-8") if source is None else source
-    return HEADER + _sorted_imports(translate(text))
+def generate(source: str | None = None, path: Path = SOURCE) -> str:
+    """The text a generated file must have: the header, then ``path`` (or ``source``) translated."""
+    text = path.read_text(encoding="utf-8") if source is None else source
+    return header(path) + _sorted_imports(translate(text))
 
 
 def stale(expected: str, target: Path = TARGET) -> str:
@@ -190,24 +201,26 @@ def stale(expected: str, target: Path = TARGET) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Rewrite ``sync.py``, or with ``--check`` exit 1 when it differs from what it should be."""
+    """Rewrite each generated file, or with ``--check`` exit 1 when one differs from what it should be."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="change nothing; fail on a diff")
     check = parser.parse_args(argv).check
-    expected = generate()
-    if not check:
-        TARGET.write_text(expected, encoding="utf-8")
-        return 0
-    diff = stale(expected)
-    if diff:
-        sys.stdout.write(diff)
-        print(
-            f"\n{TARGET.relative_to(ROOT)} is not what {SOURCE.name} generates: "
-            f"run `{COMMAND}` (never edit it by hand).",
-            file=sys.stderr,
-        )
-        return 1
-    return 0
+    failed = 0
+    for source, target in PAIRS:
+        expected = generate(path=source)
+        if not check:
+            target.write_text(expected, encoding="utf-8")
+            continue
+        diff = stale(expected, target)
+        if diff:
+            sys.stdout.write(diff)
+            print(
+                f"\n{target.relative_to(ROOT)} is not what {source.name} generates: "
+                f"run `{COMMAND}` (never edit it by hand).",
+                file=sys.stderr,
+            )
+            failed = 1
+    return failed
 
 
 if __name__ == "__main__":

@@ -29,9 +29,21 @@ def _script() -> ModuleType:
 generator = _script()
 
 
-def test_sync_py_is_what_aio_py_generates() -> None:
-    diff = generator.stale(generator.generate())
-    assert diff == "", f"sync.py is stale: run `{generator.COMMAND}`\n{diff}"
+@pytest.mark.parametrize("source, target", generator.PAIRS, ids=lambda p: p.name)
+def test_each_sync_module_is_what_its_async_module_generates(source: Path, target: Path) -> None:
+    diff = generator.stale(generator.generate(path=source), target)
+    assert diff == "", f"{target.name} is stale: run `{generator.COMMAND}`\n{diff}"
+
+
+def test_the_compaction_calls_are_generated_and_inherited_by_both_clients() -> None:
+    from flowmem.client.aio import AsyncClient
+    from flowmem.client.aio_compaction import AsyncCompactionCalls
+    from flowmem.client.sync import Client
+    from flowmem.client.sync_compaction import CompactionCalls
+
+    assert issubclass(AsyncClient, AsyncCompactionCalls) and issubclass(Client, CompactionCalls)
+    head = (generator.CLIENT / "sync_compaction.py").read_text(encoding="utf-8").splitlines()[0]
+    assert "Generated from src/flowmem/client/aio_compaction.py" in head
 
 
 def test_the_generated_file_says_it_is_generated_and_how_to_regenerate_it() -> None:

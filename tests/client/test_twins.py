@@ -36,9 +36,18 @@ _ASYNC_NAMES = {
 }
 
 
+def _members(cls: type) -> dict[str, object]:
+    """The class's own members and those of its flowmem bases (the compaction calls' mixin)."""
+    found: dict[str, object] = {}
+    for klass in reversed(cls.__mro__):
+        if klass.__module__.startswith("flowmem.client."):
+            found.update(vars(klass))
+    return found
+
+
 def _methods(cls: type) -> dict[str, object]:
     found = {}
-    for name, member in vars(cls).items():
+    for name, member in _members(cls).items():
         if callable(member) and (not name.startswith("_") or name in ("__init__", "_plan")):
             found[name] = member
         elif name in ("__enter__", "__exit__", "__aenter__", "__aexit__"):

@@ -5,8 +5,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import replace
+from collections.abc import Iterator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -14,7 +13,6 @@ import httpx
 
 from flowmem.client import calls
 from flowmem.client.base import (
-    COMPACT_ATTEMPTS,
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_TIMEOUT,
     WHOAMI_KEY,
@@ -29,6 +27,7 @@ from flowmem.client.base import (
 from flowmem.client.calls import Call, Where
 from flowmem.client.retry import RetryPolicy
 from flowmem.client.scoping import check_user, no_session_yet, plan, session_id_of
+from flowmem.client.sync_compaction import CompactionCalls
 from flowmem.client.types import (
     BufferRead,
     CheckResult,
@@ -44,14 +43,11 @@ from flowmem.client.types import (
     TurnResult,
     UserErasure,
 )
-from flowmem.core import Message
-from flowmem.errors import CompactionStaleError, NotFoundError
+from flowmem.errors import NotFoundError
 from flowmem.limits import check_idempotency_key
 from flowmem.memory import Memory
 from flowmem.results import (
     BufferResult,
-    CompactionPlanResult,
-    CompactResult,
     PopResult,
     ReadResult,
     WriteResult,
@@ -61,7 +57,7 @@ from flowmem.scope import ExecutionContext, Refusal
 T = TypeVar("T")
 
 
-class Client:
+class Client(CompactionCalls):
     """A flowmem server's API; implements ``flowmem.memory.Memory``.
 
     ``base_url`` defaults to ``$FLOWMEM_URL`` (else ``http://127.0.0.1:8765``) and
@@ -540,70 +536,6 @@ class Client:
             if not no_session_yet(scope):
                 raise
             return PopResult(success=True, resolved_scope_id=session_id_of(where))
-
-    def compaction_plan(
-        self, scope: str, key: str, context: ExecutionContext | None, keep_tokens: int
-    ) -> CompactionPlanResult:
-        """The first step of a compaction, as ``MemoryService.compaction_plan`` (a read)."""
-        where = self._plan("load", scope, key, context)
-        if isinstance(where, Refusal):
-            return CompactionPlanResult(refusal=where)
-        return self.call(calls.compaction_plan(scope, key, where, keep_tokens))
-
-    def apply_compaction(
-        self, scope: str, key: str, context: ExecutionContext | None, plan: str, summary: Any
-    ) -> CompactResult:
-        """The second step, as ``MemoryService.apply_compaction`` (CompactionStaleError: plan again)."""
-        where = self._plan("compact", scope, key, context)
-        if isinstance(where, Refusal):
-            return CompactResult(refusal=where)
-        return self.call(calls.apply_compaction(scope, key, where, plan, summary))
-
-    def compact_to(
-        self, scope: str, key: str, context: ExecutionContext | None, messages: object
-    ) -> CompactResult:
-        """Replace the whole buffer by a history compacted elsewhere, as ``MemoryService.compact_to``.
-
-        Every stored row goes to the buffer's archive; CompactionStaleError, nothing
-        changed, when the buffer was written meanwhile. A refusal sends nothing (MEM-14).
-        """
-        where = self._plan("compact", scope, key, context)
-        if isinstance(where, Refusal):
-            return CompactResult(refusal=where)
-        return self.call(calls.compact_to(scope, key, where, messages))
-
-    def compact(
-        self,
-        scope: str,
-        key: str,
-        context: ExecutionContext | None,
-        *,
-        keep_tokens: int,
-        summarize: Callable[[list[Message]], Any],
-    ) -> CompactResult:
-        """Plan, summarize here, apply: ``MemoryService.compact`` over HTTP (the default counter).
-
-        ``summarize`` gets the rows to archive and returns the summary (text or one
-        message; the async client also awaits an awaitable of it); it runs in this
-        process, between the two requests. A plan made stale by a concurrent
-        compaction is made again, up to ``COMPACT_ATTEMPTS`` times (then
-        CompactionStaleError).
-        """
-        for attempt in range(1, COMPACT_ATTEMPTS + 1):
-            plan = self.compaction_plan(scope, key, context, keep_tokens)
-            if plan.plan is None:
-                return CompactResult(
-                    count=plan.kept, attempts=attempt, resolved_scope_id=plan.resolved_scope_id, refusal=plan.refusal
-                )
-            summary = summarize(plan.messages)
-            try:
-                done = self.apply_compaction(scope, key, context, plan.plan, summary)
-            except CompactionStaleError:
-                if attempt == COMPACT_ATTEMPTS:
-                    raise
-                continue
-            return replace(done, tokens=plan.tokens, attempts=attempt)
-        raise CompactionStaleError("unreachable: the last attempt raises")  # pragma: no cover
 
 
 if TYPE_CHECKING:  # mypy checks that ``Client`` has every operation of ``Memory``

@@ -1,0 +1,108 @@
+# sync: """The sync client's compaction calls (``flowmem.client.sync.Client`` inherits them)."""
+"""The async client's compaction calls (``AsyncClient`` inherits them): plan, apply, compact.
+
+``flowmem.client.sync_compaction`` is generated from this module by
+``scripts/async_to_sync.py``, as ``sync.py`` is from ``aio.py``.
+"""
+
+from __future__ import annotations
+
+# async only
+import inspect
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from flowmem.client import calls
+from flowmem.client.base import COMPACT_ATTEMPTS
+from flowmem.client.calls import Call, Where
+from flowmem.core import Message
+from flowmem.errors import CompactionStaleError
+from flowmem.results import CompactionPlanResult, CompactResult
+from flowmem.scope import ExecutionContext, Refusal
+
+T = TypeVar("T")
+
+
+class AsyncCompactionCalls:
+    """The compaction calls of ``AsyncClient``, over its ``call`` and ``_plan``."""
+
+    if TYPE_CHECKING:
+
+        async def call(self, call: Call[T], *, idempotency_key: str | None = None) -> T: ...
+
+        async def _plan(
+            self,
+            operation: str,
+            scope: str,
+            key: str,
+            context: ExecutionContext | None,
+            idempotency_key: str | None = None,
+        ) -> Where | Refusal: ...
+
+    async def compaction_plan(
+        self, scope: str, key: str, context: ExecutionContext | None, keep_tokens: int
+    ) -> CompactionPlanResult:
+        """The first step of a compaction, as ``MemoryService.compaction_plan`` (a read)."""
+        where = await self._plan("load", scope, key, context)
+        if isinstance(where, Refusal):
+            return CompactionPlanResult(refusal=where)
+        return await self.call(calls.compaction_plan(scope, key, where, keep_tokens))
+
+    async def apply_compaction(
+        self, scope: str, key: str, context: ExecutionContext | None, plan: str, summary: Any
+    ) -> CompactResult:
+        """The second step, as ``MemoryService.apply_compaction`` (CompactionStaleError: plan again)."""
+        where = await self._plan("compact", scope, key, context)
+        if isinstance(where, Refusal):
+            return CompactResult(refusal=where)
+        return await self.call(calls.apply_compaction(scope, key, where, plan, summary))
+
+    async def compact_to(
+        self, scope: str, key: str, context: ExecutionContext | None, messages: object
+    ) -> CompactResult:
+        """Replace the whole buffer by a history compacted elsewhere, as ``MemoryService.compact_to``.
+
+        Every stored row goes to the buffer's archive; CompactionStaleError, nothing
+        changed, when the buffer was written meanwhile. A refusal sends nothing (MEM-14).
+        """
+        where = await self._plan("compact", scope, key, context)
+        if isinstance(where, Refusal):
+            return CompactResult(refusal=where)
+        return await self.call(calls.compact_to(scope, key, where, messages))
+
+    async def compact(
+        self,
+        scope: str,
+        key: str,
+        context: ExecutionContext | None,
+        *,
+        keep_tokens: int,
+        summarize: Callable[[list[Message]], Any],
+    ) -> CompactResult:
+        """Plan, summarize here, apply: ``MemoryService.compact`` over HTTP (the default counter).
+
+        ``summarize`` gets the rows to archive and returns the summary (text or one
+        message; the async client also awaits an awaitable of it); it runs in this
+        process, between the two requests. A plan made stale by a concurrent
+        compaction is made again, up to ``COMPACT_ATTEMPTS`` times (then
+        CompactionStaleError).
+        """
+        for attempt in range(1, COMPACT_ATTEMPTS + 1):
+            plan = await self.compaction_plan(scope, key, context, keep_tokens)
+            if plan.plan is None:
+                return CompactResult(
+                    count=plan.kept, attempts=attempt, resolved_scope_id=plan.resolved_scope_id, refusal=plan.refusal
+                )
+            summary = summarize(plan.messages)
+            # async only
+            if inspect.isawaitable(summary):
+                summary = await summary
+            try:
+                done = await self.apply_compaction(scope, key, context, plan.plan, summary)
+            except CompactionStaleError:
+                if attempt == COMPACT_ATTEMPTS:
+                    raise
+                continue
+            return replace(done, tokens=plan.tokens, attempts=attempt)
+        raise CompactionStaleError("unreachable: the last attempt raises")  # pragma: no cover
