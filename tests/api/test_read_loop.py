@@ -45,7 +45,7 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[bool]]:
 
         monkeypatch.setattr(owner, name, watched)
 
-    for name in ("load", "compaction_plan", "next_page"):
+    for name in ("load", "compaction_plan", "next_page", "read_segment"):
         watch(MemoryService, name)
     watch(memory_routes, "_converted")  # normalize and convert to a provider's format
     for module in (memory_routes, compaction_routes):  # the answer's JSON, whole or in pieces
@@ -81,6 +81,26 @@ def test_a_long_read_and_its_answer_run_off_the_event_loop(
     assert steps <= set(seen), seen
     on_loop = {name for name in steps if any(seen[name])}
     assert not on_loop, f"ran on the event loop: {sorted(on_loop)}"
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "step"),
+    [
+        ("/v1/buffers/user/long", {"max_tokens": 10**9}, "read_segment"),
+        ("/v1/buffers/user/long", {"archived": "true"}, "read_segment"),
+        ("/v1/buffers/user/long/compact/plan", {"keep_tokens": 10}, "read_segment"),
+        ("/v1/buffers/user/long", {}, "next_page"),
+        ("/v1/buffers/user/long", {"format": "openai"}, "next_page"),
+    ],
+)
+def test_the_pages_of_a_long_read_are_read_off_the_event_loop(
+    long_buffer: Api, seen: dict[str, list[bool]], path: str, params: dict[str, Any], step: str
+) -> None:
+    """A page read on the loop held it for the page's rows while eight readers' pages queued (``StorePool.page``)."""
+    answer = long_buffer.call("GET", path, params=params)
+    assert answer.status_code == 200, answer.text
+    assert seen.get(step), f"no page read through {step}: {seen}"
+    assert not any(seen[step]), f"{step} ran on the event loop"
 
 
 def test_a_short_provider_read_is_still_answered_on_the_loop(api: Api, seen: dict[str, list[bool]]) -> None:

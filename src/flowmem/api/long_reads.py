@@ -90,7 +90,7 @@ async def pages(
             page = read.first
         else:
             await asyncio.sleep(0)
-            page = await pool.read(memory.read_segment, read, segment)
+            page = await pool.page(memory.read_segment, read, segment)
         seen = 0
         while page.bodies:
             seen += len(page.bodies)
@@ -98,8 +98,8 @@ async def pages(
             first = False
             if not page.more:
                 break
-            await asyncio.sleep(0)  # a page read on the loop and a send that did not wait: let others run
-            page = await pool.read(memory.read_segment, read, segment, page.bodies[-1][0])
+            await asyncio.sleep(0)  # a send that did not wait: let others run
+            page = await pool.page(memory.read_segment, read, segment, page.bodies[-1][0])
         check_rows(seen, segment.expect)
         counted += seen if segment.archive else 0
     yield parts.tail(counted)

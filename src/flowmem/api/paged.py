@@ -86,8 +86,8 @@ async def pages(
     read = len(paged.text.bodies)
     after, more = paged.after, paged.more
     while more and after is not None:
-        await asyncio.sleep(0)  # a page read on the loop and a send that did not wait: let others run
-        page = await pool.read(memory.next_page, paged, after)
+        await asyncio.sleep(0)  # a send that did not wait: let others run
+        page = await pool.page(memory.next_page, paged, after)
         if not page.bodies:
             break
         read += len(page.bodies)

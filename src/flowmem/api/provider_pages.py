@@ -130,10 +130,10 @@ async def parts(
 ) -> AsyncIterator[bytes]:
     """The answer's bytes: its head, each page's messages as it is converted, its end (each in a store thread)."""
     yield await pool.in_thread(stream.head, render)
-    yield await pool.in_thread(stream.step, memory)
+    yield await pool.page(stream.step, memory)
     while stream.more:
         await asyncio.sleep(0)
-        yield await pool.in_thread(stream.step, memory)
+        yield await pool.page(stream.step, memory)
     yield await pool.in_thread(stream.tail, render)
 
 

@@ -44,7 +44,12 @@ others waiting their turn without a thread, so a thread is always left for the
 short calls. Since decision 0113 that long part only finds what the read answers
 (a window's cut, a plan's digest, whether a provider read needs repair): the rows
 are then written a page at a time, so a reader holds a page; a provider read that
-normalization must repair is still built whole here, two at a time.
+normalization must repair is still built whole here, two at a time. Their pages
+(and the pages of a plain read after its first) are read through ``page``: in a
+thread too, at most ``long_reads`` at once, never on the loop (issue 38 §2): a
+page read on the loop held it for the page's 512 rows, each row's step giving the
+interpreter lock to the threads that find cuts and waiting to get it back, while
+``/health`` queued behind eight readers' pages.
 
 A failed fsync (docs/decisions/0019): the writes it covered are committed and
 visible to every reader, so their requests are answered as done — a refusal would
@@ -149,6 +154,7 @@ class StorePool:
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self.long_reads = max(1, min(LONG_READS, size - 1))
         self._long: asyncio.Semaphore | None = None
+        self._pages: asyncio.Semaphore | None = None
 
     def _pool(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -175,6 +181,19 @@ class StorePool:
             self._long = asyncio.Semaphore(self.long_reads)
         async with self._long:
             return await self.in_thread(func, *args, **kwargs)
+
+    async def page(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """A read-only ``func`` that reads a page of a long answer: in a thread, at most ``long_reads`` at once.
+
+        Never on the event loop, whatever the store; without waiting for durability
+        (``read``): a page of a paged read passes the version its first read saw,
+        which waited.
+        """
+        if self._pages is None:
+            self._pages = asyncio.Semaphore(self.long_reads)
+        call = functools.partial(func, *args, **kwargs)
+        async with self._pages:
+            return await asyncio.get_running_loop().run_in_executor(self._pool(), call)
 
     async def durable(self) -> None:
         """Return once every write made so far is durable (group commit; at once when it is)."""
