@@ -20,15 +20,15 @@ import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed")
 
-from mcp.client.session import ClientSession  # noqa: E402
-from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
-from mcp.client.streamable_http import streamable_http_client  # noqa: E402
-from mcp.shared._httpx_utils import create_mcp_http_client  # noqa: E402
-from mcp.types import CallToolResult  # noqa: E402
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.types import CallToolResult
 
-from flowmem.auth import create_token  # noqa: E402
-from flowmem.store import open_store  # noqa: E402
-from tests.served import flowmem_serve, serve_env  # noqa: E402
+from flowmem.auth import create_token
+from flowmem.store import open_store
+from tests.served import flowmem_serve, serve_env
 
 TOOLS = {
     "remember", "recall", "list_memories", "forget",

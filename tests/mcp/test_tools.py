@@ -53,7 +53,7 @@ async def scenario(session: ClientSession) -> dict[str, Any]:
     seen["search_none"] = answer(await call("search_sessions", {"query": "snow in Oslo"}))
     seen["read"] = answer(await call("read_session", {"session": "trip-1", "max_tokens": 4000}))
     seen["read_small"] = answer(await call("read_session", {"session": "trip-1", "max_tokens": 25}))
-    seen["check"] = answer(await call("check_messages", {"messages": history[:2] + [history[0]]}))
+    seen["check"] = answer(await call("check_messages", {"messages": [*history[:2], history[0]]}))
     seen["created"] = answer(await call("create_entities", {"entities": [
         {"name": "Ana", "entityType": "person", "observations": ["lives in Lisbon"]},
         {"name": "Lisbon", "entityType": "city", "observations": []},

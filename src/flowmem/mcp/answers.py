@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec
 
 from mcp.types import CallToolResult, TextContent
+from pydantic import ValidationError
 
 from flowmem.errors import FlowmemError, StoreError
 
@@ -60,7 +61,7 @@ def failed(message: str) -> CallToolResult:
 
 def explain(error: FlowmemError) -> str:
     """``<code>: <message>``, then what to do when the code has a hint the message lacks."""
-    hint = HINTS.get(error.code, "")
+    hint = "" if error.details.get("hinted") else HINTS.get(error.code, "")
     text = f"{error.code}: {error.message}"
     if hint and hint not in error.message:
         text = f"{text} ({hint})"
@@ -82,3 +83,15 @@ def tool_errors(
             return failed(explain(exc))
 
     return guarded
+
+
+def arguments_refused(tool: str, error: ValidationError) -> CallToolResult:
+    """The tool error of arguments the tool's input schema refuses: each argument and what is wrong."""
+    problems = []
+    for item in error.errors(include_url=False):
+        where = ".".join(str(part) for part in item["loc"]) or "arguments"
+        problems.append(f"{where}: {item['msg']}")
+    return failed(
+        f"invalid_arguments: {tool}: " + "; ".join(problems)
+        + " (the tool's input schema in tools/list gives each argument's type)"
+    )

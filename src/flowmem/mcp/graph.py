@@ -193,7 +193,8 @@ class GraphStore:
         for addition in additions:
             if self._get(entity_key(addition["entityName"])) is None:
                 raise NotFoundError(
-                    f"Entity with name {addition['entityName']} not found: create it first (create_entities)"
+                    f"Entity with name {addition['entityName']} not found: create it first (create_entities)",
+                    hinted=True,
                 )
         results = []
         at = self._stamp()

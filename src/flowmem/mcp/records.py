@@ -51,9 +51,10 @@ MATCHERS: dict[str, Matcher] = {"text": text_match}
 """``recall``'s modes: how a record is matched to a query (by meaning: a matcher over vectors)."""
 
 Session = Annotated[
-    str | None,
+    str,
     Field(description="A session id: the record lives in that session's scope. Omit for your user scope."),
 ]
+"""A plain ``str`` (``""``: the user scope): the SDK reads a ``str | None`` argument ``"null"`` as None."""
 RequestId = Annotated[
     str | None,
     Field(description="Any unique id of this call (a UUID): a retry with the same id is answered once."),
@@ -62,7 +63,7 @@ RequestId = Annotated[
 
 def _scope(caller: Caller, session: str | None, *, write: bool) -> tuple[str, Any, Any]:
     """(scope, context, guard) of a call in the user scope or in ``session``'s."""
-    if session is None:
+    if not session:
         return "user", caller.user_context(), None
     if write:
         context, guard = caller.session_write(session)
@@ -85,7 +86,7 @@ def remember(
 
     def write(idem: Idempotency | None) -> dict[str, Any]:
         scope, context, guard = _scope(caller, session, write=True)
-        answer = {"key": name, "scope": scope, "session": session, "stored": True}
+        answer = {"key": name, "scope": scope, "session": session or None, "stored": True}
         keyed = None if idem is None else idem.mapped(lambda _: answer)
         result = memory.write(scope, name, value, context, ttl, guard=guard, idempotency=keyed)
         if result.refusal is not None:
@@ -179,7 +180,7 @@ def register(server: MCPServer, caller_of: Callable[[Any], Caller]) -> None:
         key: Annotated[str, Field(description="A name for what to remember, e.g. 'preferred_language'.")],
         value: Annotated[Any, Field(description="Any JSON value: text, a number, an object.")],
         ctx: Context,
-        session: Session = None,
+        session: Session = "",
         ttl_seconds: Annotated[float | None, Field(description="Forget it after this many seconds.")] = None,
         request_id: RequestId = None,
     ) -> CallToolResult:
@@ -193,7 +194,7 @@ def register(server: MCPServer, caller_of: Callable[[Any], Caller]) -> None:
         ctx: Context,
         key: Annotated[str | None, Field(description="The exact key of one memory.")] = None,
         query: Annotated[str | None, Field(description="Text to find in memories' keys and values.")] = None,
-        session: Session = None,
+        session: Session = "",
         mode: Annotated[str, Field(description="How query matches: 'text' (a substring, any case).")] = "text",
         limit: Annotated[int, Field(ge=1, le=LIST_LIMIT, description="The most memories returned.")] = 20,
     ) -> CallToolResult:
@@ -205,7 +206,7 @@ def register(server: MCPServer, caller_of: Callable[[Any], Caller]) -> None:
     @tool_errors
     async def list_memories_tool(
         ctx: Context,
-        session: Session = None,
+        session: Session = "",
         prefix: Annotated[str, Field(description="Only keys that start with this.")] = "",
         start: Annotated[str | None, Field(description="A next_start from the previous page.")] = None,
         limit: Annotated[int, Field(ge=1, le=LIST_LIMIT)] = 50,
@@ -219,7 +220,7 @@ def register(server: MCPServer, caller_of: Callable[[Any], Caller]) -> None:
     async def forget_memory(
         key: Annotated[str, Field(description="The key of the memory to delete.")],
         ctx: Context,
-        session: Session = None,
+        session: Session = "",
         request_id: RequestId = None,
     ) -> CallToolResult:
         """Forget (delete) the memory under a key."""

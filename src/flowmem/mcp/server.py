@@ -12,11 +12,19 @@ from typing import Any
 
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import ListResourcesResult, PaginatedRequestParams
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import (
+    CallToolResult,
+    InputRequiredResult,
+    ListResourcesResult,
+    PaginatedRequestParams,
+)
+from pydantic import ValidationError
 
 from flowmem import __version__
 from flowmem.errors import FlowmemError
 from flowmem.mcp import graph_tools, records, resources, session_tools
+from flowmem.mcp.answers import arguments_refused
 from flowmem.mcp.caller import Caller
 
 INSTRUCTIONS = """flowmem keeps your memory across sessions and clients.
@@ -41,6 +49,17 @@ class FlowmemMCP(MCPServer[Any]):
             log_level="WARNING",
         )
         self.caller_of = caller_of
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        """Call a tool; arguments its schema refuses are a tool error naming each one (``invalid_arguments``)."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                return arguments_refused(name, exc.__cause__)
+            raise
 
     async def _handle_list_resources(
         self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
