@@ -273,6 +273,16 @@ class ScopeRefusedError(InvalidInputError):
     code = "scope_refused"
 
 
+class EmbeddingSpaceError(ConflictError):
+    """Vectors of another embedding space than the stored ones: a put or search refused, nothing changed.
+
+    ``details`` name both spaces (``stored``, ``asked``). Configure the index with the
+    stored space, or move the store to the new one with ``flowmem reembed``.
+    """
+
+    code = "embedding_space_mismatch"
+
+
 class ThreadForkedError(ConflictError):
     """A checkpoint whose parent is no longer its thread's latest: another writer moved the thread.
 

@@ -66,6 +66,7 @@ from flowmem.store.rows import (
     to_json,
     utf8_size,
 )
+from flowmem.store.vectors.memory import MemoryVectors
 
 
 class MemoryStore(MemoryEngineParts, BufferReads, IdempotencyKeys, Tokens):
@@ -107,6 +108,7 @@ class MemoryStore(MemoryEngineParts, BufferReads, IdempotencyKeys, Tokens):
         self.adk = MemoryAdkSessions(self)  # Google ADK's sessions and states (decision 0053)
         self.archive: MemoryArchive = MemoryArchive(self)  # what compactions archived (decision 0083)
         self.repairs: MemoryRepairs = MemoryRepairs(self)  # what the append rules repaired (issue 37 §2)
+        self.vectors: MemoryVectors = MemoryVectors(self, self)  # the records' embeddings (issue 40)
 
     # --- memory records -------------------------------------------------------
     def get_record(self, address: Address, now: float) -> tuple[bool, Any]:
@@ -146,7 +148,11 @@ class MemoryStore(MemoryEngineParts, BufferReads, IdempotencyKeys, Tokens):
         old = self._records.get(address)
         owner = self._owner(address, created, record=True)
         before = 0 if old is None else utf8_size(old[0])
-        self._charge(owner, utf8_size(text) - before, 0, int(old is None))
+        # another value: the vectors made from the old one go (issue 40)
+        vectors = self.vectors.held(address) if old is not None and old[0] != text else 0
+        self._charge(owner, utf8_size(text) - before - vectors, 0, int(old is None))
+        if vectors:
+            self.vectors.drop(address)
         self._records[address] = (text, expires_at)
         self._record_owners[address] = owner
 
@@ -154,7 +160,8 @@ class MemoryStore(MemoryEngineParts, BufferReads, IdempotencyKeys, Tokens):
         """Delete a record (counted off its owner's usage)."""
         old = self._records.pop(address, None)
         if old is not None:
-            self._charge(self._record_owners.pop(address, None), -utf8_size(old[0]), 0, -1)
+            vectors = self.vectors.drop(address)  # and its vectors (issue 40)
+            self._charge(self._record_owners.pop(address, None), -utf8_size(old[0]) - vectors, 0, -1)
 
     def set_quotas(self, quotas: Quotas) -> None:
         """Enforce ``quotas`` on every later write."""

@@ -64,13 +64,13 @@ require("langgraph.store.base", "langgraph")
 import asyncio  # noqa: E402
 from collections.abc import Iterable, Iterator, Mapping  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
-from dataclasses import dataclass, replace  # noqa: E402
-from datetime import UTC, datetime  # noqa: E402
-from typing import Any, TypeGuard  # noqa: E402
+from dataclasses import dataclass, field, replace  # noqa: E402
+from typing import Any  # noqa: E402
 
 from langgraph.store.base import (  # noqa: E402
     BaseStore,
     GetOp,
+    IndexConfig,
     Item,
     ListNamespacesOp,
     MatchCondition,
@@ -88,6 +88,7 @@ from flowmem.errors import (  # noqa: E402
     InvalidInputError,
     ScopeRefusedError,
 )
+from flowmem.integrations.langgraph.envelope import Envelope, timestamp  # noqa: E402
 from flowmem.integrations.langgraph.namespaces import (  # noqa: E402
     FORMAT,
     GLOBAL,
@@ -110,20 +111,21 @@ from flowmem.integrations.langgraph.ops import (  # noqa: E402
     check_namespace,
     check_ttl_minutes,
     does_match,
-    matches,
     validate_labels,
 )
+from flowmem.integrations.langgraph.searching import ranked_items, scan_items  # noqa: E402
+from flowmem.integrations.langgraph.semantic import COLLECTION, Index  # noqa: E402
 from flowmem.limits import Limits  # noqa: E402
 from flowmem.scope import ExecutionContext, Refusal, usable_identity  # noqa: E402
 from flowmem.service import MAX_KEY_LENGTH, MemoryService, check_record, kinds  # noqa: E402
 from flowmem.service.checks import check_context_ids  # noqa: E402
+from flowmem.service.vector_kinds import put_with_vectors, vectors  # noqa: E402
 from flowmem.store import Address, open_store  # noqa: E402
-from flowmem.store.listing import ListedRecord, successor  # noqa: E402
+from flowmem.store.listing import successor  # noqa: E402
 from flowmem.store.rows import to_json  # noqa: E402
 
 USER_LABELS: tuple[str, ...] = ("users",)
 """The first labels that make a namespace a user's (its second label is the user id)."""
-SEARCH_BATCH = 100  # records one page of a search reads
 NAMESPACE_BATCH = 32  # keys one page of list_namespaces reads (it skips whole namespaces)
 
 
@@ -156,52 +158,10 @@ class _Put:
     key: str
     value: dict[str, Any] | None  # None: delete
     ttl: float | None  # minutes
+    texts: list[tuple[str, int, str]] = field(default_factory=list)  # (field, ordinal, text) to embed
 
 
 _Plan = _Get | _Search | _List | _Put
-
-
-def _timestamp(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=UTC)
-
-
-@dataclass(frozen=True)
-class _Envelope:
-    value: dict[str, Any]
-    created_at: float
-    updated_at: float
-    ttl: float | None
-
-    @classmethod
-    def of(cls, stored: Any) -> _Envelope | None:
-        """The envelope of a record value; None when the value is not a LangGraph item."""
-        if not isinstance(stored, dict) or stored.get("format") != FORMAT:
-            return None
-        value, created, updated = (
-            stored.get("value"),
-            stored.get("created_at"),
-            stored.get("updated_at"),
-        )
-        ttl = stored.get("ttl_minutes")
-        if not isinstance(value, dict) or not _is_number(created) or not _is_number(updated):
-            return None
-        if ttl is not None and not _is_number(ttl):
-            return None
-        return cls(value, float(created), float(updated), None if ttl is None else float(ttl))
-
-    def stored(self) -> dict[str, Any]:
-        """The record value of this envelope."""
-        return {
-            "format": FORMAT,
-            "value": self.value,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "ttl_minutes": self.ttl,
-        }
-
-
-def _is_number(value: object) -> TypeGuard[float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 class FlowmemStore(BaseStore):
@@ -223,16 +183,16 @@ class FlowmemStore(BaseStore):
         ttl: TTLConfig | None = None,
         user_labels: Iterable[str] = USER_LABELS,
         context: ExecutionContext | None = None,
-        index: None = None,
+        index: IndexConfig | None = None,
+        space: str | None = None,
     ) -> None:
         if not isinstance(memory, MemoryService):
             raise ConfigurationError(
                 f"FlowmemStore needs a flowmem.service.MemoryService, got {type(memory).__name__}"
             )
-        if index is not None:
-            raise ConfigurationError(
-                "FlowmemStore has no vector search: build it without index (docs/langgraph-store.md)"
-            )
+        self.index = None if index is None else Index.of(index, space)
+        if self.index is not None:
+            vectors(memory)  # ConfigurationError now for a store that keeps no vectors
         labels = (user_labels,) if isinstance(user_labels, str) else tuple(user_labels)
         if not labels or not all(isinstance(label, str) and label for label in labels):
             raise ConfigurationError(f"user_labels must be non-empty strings, got {labels!r}")
@@ -250,6 +210,7 @@ class FlowmemStore(BaseStore):
         self.ttl_config = ttl
         self.user_labels = frozenset(labels)
         self.context = context if context is not None else ExecutionContext()
+        self.index_config = index
 
     @classmethod
     @contextmanager
@@ -261,12 +222,16 @@ class FlowmemStore(BaseStore):
         user_labels: Iterable[str] = USER_LABELS,
         context: ExecutionContext | None = None,
         limits: Limits | None = None,
+        index: IndexConfig | None = None,
+        space: str | None = None,
     ) -> Iterator[FlowmemStore]:
         """Open a flowmem store by URL (``sqlite:///app.db``, ``postgresql://…``) and close it on exit."""
         store = open_store(conn_string)
         try:
             service = MemoryService(store, limits=limits)
-            yield cls(service, ttl=ttl, user_labels=user_labels, context=context)
+            yield cls(
+                service, ttl=ttl, user_labels=user_labels, context=context, index=index, space=space
+            )
         finally:
             store.close()
 
@@ -283,6 +248,39 @@ class FlowmemStore(BaseStore):
         anything is read or written.
         """
         plans = [self._plan(op) for op in list(ops)]
+        return self._run(plans, self._embed(plans))
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """``batch`` with the embedder awaited and the storage work in a worker thread."""
+        plans = await asyncio.to_thread(lambda: [self._plan(op) for op in list(ops)])
+        queries, documents = self._to_embed(plans)
+        embedded: dict[str, Any] = {}
+        if self.index is not None:
+            embedded = await self.index.aembed_documents(documents)
+            for query in queries:
+                embedded[query] = await self.index.embeddings.aembed_query(query)
+        return await asyncio.to_thread(self._run, plans, embedded)
+
+    def _to_embed(self, plans: list[_Plan]) -> tuple[list[str], list[str]]:
+        """The search queries and the put texts a batch embeds."""
+        if self.index is None:
+            return [], []
+        queries = [p.op.query for p in plans if isinstance(p, _Search) and p.op.query and p.place]
+        documents = [text for p in plans if isinstance(p, _Put) for _, _, text in p.texts]
+        return list(dict.fromkeys(q for q in queries if isinstance(q, str))), documents
+
+    def _embed(self, plans: list[_Plan]) -> dict[str, Any]:
+        """Each text's embedding: the queries' by ``embed_query``, the put texts' in one call."""
+        queries, documents = self._to_embed(plans)
+        if self.index is None:
+            return {}
+        embedded: dict[str, Any] = dict(self.index.embed_documents(documents))
+        for query in queries:
+            embedded[query] = self.index.embeddings.embed_query(query)
+        return embedded
+
+    def _run(self, plans: list[_Plan], embedded: dict[str, Any]) -> list[Result]:
+        """Run planned operations: reads first, then the puts (the last of one item's wins)."""
         results: list[Result] = []
         puts: dict[Address, _Put] = {}
         for plan in plans:
@@ -292,16 +290,12 @@ class FlowmemStore(BaseStore):
             elif isinstance(plan, _Get):
                 results.append(self._get(plan))
             elif isinstance(plan, _Search):
-                results.append(self._search(plan))
+                results.append(self._search_ranked(plan, embedded))
             else:
                 results.append(self._list_namespaces(plan))
         for put in puts.values():
-            self._put(put)
+            self._put(put, embedded)
         return results
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """``batch`` in a worker thread: the event loop is never blocked by the store."""
-        return await asyncio.to_thread(self.batch, list(ops))
 
     def sweep_ttl(self) -> int:
         """Delete every flowmem record expired by now (the whole store's, as ``flowmem serve`` does); how many."""
@@ -370,8 +364,9 @@ class FlowmemStore(BaseStore):
             )
         if value is not None:  # what the store will be asked to write, checked before any write
             now = float(self.memory.clock())
-            check_record(_Envelope(value, now, now, ttl).stored(), self.memory.limits.record_bytes)
-        return _Put(op, place, stored_key, value, ttl)
+            check_record(Envelope(value, now, now, ttl).stored(), self.memory.limits.record_bytes)
+        texts = [] if value is None or self.index is None else self.index.texts(value, op.index)
+        return _Put(op, place, stored_key, value, ttl, texts)
 
     def _plan_list(self, op: ListNamespacesOp) -> _List:
         conditions = op.match_conditions or ()
@@ -447,7 +442,7 @@ class FlowmemStore(BaseStore):
         if place is None:
             return None
         read = self.memory.read_raw(place.scope, place.scope_id, plan.key)
-        envelope = _Envelope.of(read.value) if read.found else None
+        envelope = Envelope.of(read.value) if read.found else None
         if envelope is None:
             return None
         if plan.op.refresh_ttl and envelope.ttl is not None:
@@ -456,8 +451,8 @@ class FlowmemStore(BaseStore):
             value=envelope.value,
             key=plan.op.key,
             namespace=tuple(plan.op.namespace),
-            created_at=_timestamp(envelope.created_at),
-            updated_at=_timestamp(envelope.updated_at),
+            created_at=timestamp(envelope.created_at),
+            updated_at=timestamp(envelope.updated_at),
         )
 
     def _refresh(self, place: Place, key: str, text: str, ttl: float) -> None:
@@ -466,46 +461,18 @@ class FlowmemStore(BaseStore):
             self.memory, place.scope, place.scope_id, key, text, now + ttl * 60, now
         )
 
-    def _search(self, plan: _Search) -> list[SearchItem]:
+    def _search_ranked(self, plan: _Search, embedded: dict[str, Any]) -> list[SearchItem]:
+        """A search: by score when it has a query and the store an index (then unscored items), else in key order."""
         op, place = plan.op, plan.place
         if place is None or op.limit == 0:
             return []
-        wanted = op.offset + op.limit
-        batch = SEARCH_BATCH if op.filter else max(1, min(wanted, SEARCH_BATCH))
-        found: list[tuple[SearchItem, ListedRecord]] = []
-        skipped = 0
-        records = kinds.iter_records_raw(
-            self.memory,
-            place.scope,
-            place.scope_id,
-            plan.prefix,
-            now=self._now(),
-            batch=batch,
-        )
-        for record in records:
-            decoded = decode_record_key(record.key)
-            envelope = _Envelope.of(record.value) if decoded is not None else None
-            if decoded is None or envelope is None:
-                continue  # a record of another writer under our prefix: not an item
-            if op.filter and not matches(envelope.value, op.filter):
-                continue
-            if skipped < op.offset:
-                skipped += 1
-                continue
-            labels, key = decoded
-            item = SearchItem(
-                namespace=place.namespace(labels),
-                key=key,
-                value=envelope.value,
-                created_at=_timestamp(envelope.created_at),
-                updated_at=_timestamp(envelope.updated_at),
-            )
-            found.append((item, record))
-            if len(found) == op.limit:
-                break
-        if op.refresh_ttl:
+        if self.index is None or not op.query:
+            found = scan_items(self.memory, place, plan.prefix, op, set(), op.offset, op.limit)
+        else:
+            found = ranked_items(self.memory, self.index, place, plan.prefix, op, embedded[op.query])
+        if op.refresh_ttl:  # a read refreshes the TTL of what it returns (decision 0041)
             for _, record in found:
-                ttl = _Envelope.of(record.value)
+                ttl = Envelope.of(record.value)
                 if ttl is not None and ttl.ttl is not None and record.text is not None:
                     self._refresh(place, record.key, record.text, ttl.ttl)
         return [item for item, _ in found]
@@ -562,18 +529,25 @@ class FlowmemStore(BaseStore):
                 return listed
             start = max(start, successor(page[-1].key))
 
-    def _put(self, plan: _Put) -> None:
+    def _put(self, plan: _Put, embedded: dict[str, Any]) -> None:
         place = plan.place
         if plan.value is None:
             self.memory.delete_raw(place.scope, place.scope_id, plan.key)
             return
         old = self.memory.read_raw(place.scope, place.scope_id, plan.key)
-        before = _Envelope.of(old.value) if old.found else None
+        before = Envelope.of(old.value) if old.found else None
         now = self._now()
         created = before.created_at if before is not None else now
-        envelope = _Envelope(plan.value, created, now, plan.ttl)
+        envelope = Envelope(plan.value, created, now, plan.ttl)
         seconds = None if plan.ttl is None else plan.ttl * 60
-        self.memory.write_raw(place.scope, place.scope_id, plan.key, envelope.stored(), seconds)
+        if self.index is None or not plan.texts:  # a value given no vectors loses its old ones
+            self.memory.write_raw(place.scope, place.scope_id, plan.key, envelope.stored(), seconds)
+            return
+        found = self.index.vectors(plan.texts, embedded)
+        address = Address(place.scope, place.scope_id, plan.key)
+        put_with_vectors(
+            self.memory, address, envelope.stored(), seconds, COLLECTION, self.index.space, found
+        )
 
 
 __all__ = [

@@ -7,6 +7,7 @@ from flowmem.store.archive import postgres as archive_tables
 from flowmem.store.checkpoints import postgres as checkpoint_tables
 from flowmem.store.conversations import postgres as conversation_tables
 from flowmem.store.repairs import postgres as repair_tables
+from flowmem.store.vectors import postgres as vector_tables
 
 MIGRATION_LOCK = 0x666C6F776D656D  # advisory key serializing schema migrations ("flowmem")
 
@@ -233,4 +234,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     adk_tables.KEYED,
     # 17 (issue 37 §2): the buffers' repair logs, counted against the owner's bytes quota
     repair_tables.MIGRATION,
+    # 18 (issue 40): the records' embedding vectors and their spaces, counted against the
+    # owner's bytes quota and deleted with their record (idempotent: decision 0117)
+    vector_tables.MIGRATION,
 )

@@ -11,6 +11,7 @@ from flowmem.store.archive import sqlite as archive_tables
 from flowmem.store.checkpoints import sqlite as checkpoint_tables
 from flowmem.store.conversations import sqlite as conversation_tables
 from flowmem.store.repairs import sqlite as repair_tables
+from flowmem.store.vectors import sqlite as vector_tables
 
 # whose quota data at a scope counts against (flowmem.store.base.quota_owner, in SQL)
 _OWNER_OF = """CASE {t}.scope WHEN 'user' THEN {t}.scope_id
@@ -186,6 +187,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     adk_tables.KEYED,
     # 17 (issue 37 §2): the buffers' repair logs, counted against the owner's bytes quota
     repair_tables.MIGRATION,
+    # 18 (issue 40): the records' embedding vectors and their spaces, counted against the
+    # owner's bytes quota and deleted with their record (idempotent: decision 0117)
+    vector_tables.MIGRATION,
 )
 
 

@@ -1,0 +1,66 @@
+"""The records' embedding vectors (``flowmem.store.vectors``), through the memory service (decision 0115).
+
+An adapter (``FlowmemStore``) writes a record with its vectors and scans them here,
+from the service it was given: the address is checked as the service checks one,
+the value against its ``record_bytes`` limit, a TTL in seconds of its clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from flowmem.errors import InvalidInputError
+from flowmem.scope import check_scope
+from flowmem.service.checks import check_key, check_name, check_record, check_scope_id, check_ttl
+from flowmem.store.base import SESSION_SCOPE, Address
+from flowmem.store.rows import to_json
+from flowmem.store.vectors import ScanRow, Space, SupportsVectors, Vector, vectors_of
+
+if TYPE_CHECKING:
+    from flowmem.service import MemoryService
+
+
+def vectors(memory: MemoryService) -> SupportsVectors:
+    """The vectors kept beside ``memory``'s records; ConfigurationError for a store that keeps none."""
+    return vectors_of(memory.store)
+
+
+def put_with_vectors(
+    memory: MemoryService,
+    address: Address,
+    value: object,
+    ttl: float | None,
+    collection: str,
+    space: Space,
+    found: Sequence[Vector],
+) -> None:
+    """Write a record (TTL in seconds) and replace its vectors in one transaction, at a resolved scope id."""
+    scope = check_scope(address.scope)
+    if scope == SESSION_SCOPE:  # a session's data needs its guard: no adapter writes vectors there
+        raise InvalidInputError("vectors are kept for user and shared scopes, not a session's")
+    checked = Address(scope, check_scope_id(address.scope_id), check_key(address.key))
+    seconds = check_ttl(ttl)
+    check_record(value, memory.limits.record_bytes)
+    expires_at = None if seconds is None else float(memory.clock()) + seconds
+    vectors(memory).put(checked, to_json(value), expires_at, collection, space, found)
+
+
+def scan_raw(
+    memory: MemoryService,
+    scope: str,
+    scope_id: str,
+    prefix: str,
+    *,
+    now: float,
+    collection: str,
+    space: Space,
+    start: str,
+    values: bool,
+) -> list[ScanRow]:
+    """One page of the live vectors of ``(scope, scope_id)`` under ``prefix`` from ``start`` (whole records)."""
+    scope, scope_id = check_scope(scope), check_scope_id(scope_id)
+    check_name(prefix, "prefix", empty=True, longest=None)
+    return vectors(memory).scan(
+        scope, scope_id, prefix, now, collection, space, start=start, values=values
+    )

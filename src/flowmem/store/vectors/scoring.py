@@ -1,0 +1,84 @@
+"""Exact scoring of scanned vectors against a query, a batch at a time (numpy): ``Ranking``.
+
+Scores are LangGraph's: ``cosine`` (the default) is the cosine similarity (0 for a
+zero vector, as ``InMemoryStore``), ``inner_product`` the dot product, ``l2`` the
+negated Euclidean distance (as ``PostgresStore``): higher is closer for all three.
+A record with several vectors scores its best one (max pooling, as LangGraph's
+stores). ``Ranking`` keeps the best ``keep`` records seen so far, so memory holds one
+batch and the kept records whatever the number scanned; ties keep the order the
+records were fed in (key order).
+
+numpy comes with the ``langgraph`` extra (pyproject.toml); this module is imported
+only by a search that has a query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+DISTANCES = ("cosine", "inner_product", "l2")
+
+
+def as_query(values: Sequence[float]) -> Any:
+    """A query embedding as a float32 array."""
+    return np.asarray(values, dtype=np.float32)
+
+
+def score(query: Any, blobs: Sequence[bytes], distance: str) -> Any:
+    """The score of each float32 vector in ``blobs`` against ``query`` (float64 array)."""
+    matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), query.shape[0])
+    if distance == "l2":
+        diff = matrix - query
+        return -np.sqrt(np.einsum("ij,ij->i", diff, diff, dtype=np.float64))
+    dots = (matrix @ query).astype(np.float64)
+    if distance == "inner_product":
+        return dots
+    norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64))
+    qnorm = float(np.sqrt(np.dot(query.astype(np.float64), query.astype(np.float64))))
+    out = np.zeros(len(blobs), dtype=np.float64)
+    mask = norms != 0
+    if qnorm:
+        out[mask] = dots[mask] / (norms[mask] * qnorm)
+    return out
+
+
+class Ranking:
+    """The best ``keep`` records of the rows fed, by score (max over a record's rows), ties in feed order."""
+
+    def __init__(self, query: Sequence[float], distance: str, keep: int) -> None:
+        self.query = as_query(query)
+        self.distance = distance
+        self.keep = keep
+        self.fed = 0  # records scored
+        self._scores = np.zeros(0, dtype=np.float64)
+        self._order = np.zeros(0, dtype=np.int64)
+        self._keys: list[str] = []
+
+    def feed(self, keys: Sequence[str], blobs: Sequence[bytes]) -> None:
+        """Score rows of whole records (a record's rows together, never split across calls)."""
+        if not keys:
+            return
+        scores = score(self.query, blobs, self.distance)
+        starts = [0] + [i for i in range(1, len(keys)) if keys[i] != keys[i - 1]]
+        pooled = np.maximum.reduceat(scores, starts)
+        order = np.arange(self.fed, self.fed + len(starts), dtype=np.int64)
+        self.fed += len(starts)
+        self._scores = np.concatenate([self._scores, pooled])
+        self._order = np.concatenate([self._order, order])
+        self._keys.extend(keys[i] for i in starts)
+        if len(self._keys) > 2 * self.keep + 1024:
+            self._prune()
+
+    def _prune(self) -> None:
+        best = np.lexsort((self._order, -self._scores))[: self.keep]
+        best.sort()  # back in feed order
+        self._scores, self._order = self._scores[best], self._order[best]
+        self._keys = [self._keys[i] for i in best]
+
+    def best(self) -> list[tuple[str, float]]:
+        """The kept records, best first: (key, score)."""
+        ranked = np.lexsort((self._order, -self._scores))[: self.keep]
+        return [(self._keys[i], float(self._scores[i])) for i in ranked]

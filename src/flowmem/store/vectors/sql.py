@@ -1,0 +1,223 @@
+"""``SqlVectors``: the vectors of a SQL store's records (SQLite or PostgreSQL), over its engine.
+
+No SQL text here: each backend's statements are its module's ``SQL`` (``sqlite.py``,
+``postgres.py``), run through the engine's ``write`` (one transaction) and
+``connection`` (autocommit reads). A put's record and vectors are one transaction;
+its space is checked in it, so a switch cannot slip between the check and the write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from flowmem.errors import ConflictError, InvalidInputError
+from flowmem.store.base import Address
+from flowmem.store.engine import SqlEngine
+from flowmem.store.listing.records import prefix_end
+from flowmem.store.rows import check_address
+from flowmem.store.vectors import (
+    ACTIVE,
+    NEXT,
+    SCAN_BYTES,
+    Pending,
+    ScanRow,
+    Space,
+    Spaces,
+    Vector,
+    check_space,
+    check_vectors,
+    mismatch,
+)
+
+
+def _spaces(rows: list[Any]) -> tuple[Spaces, dict[str, int]]:
+    found: dict[str, Space] = {}
+    ids: dict[str, int] = {}
+    for sid, state, name, dims in rows:
+        found[str(state)] = Space(str(name), int(dims))
+        ids[str(state)] = int(sid)
+    return Spaces(found.get(ACTIVE), found.get(NEXT)), ids
+
+
+def whole_records(rows: list[Any], full: bool, key_of: Any) -> list[Any]:
+    """``rows`` without the last record's when the page was cut (``full``) and holds another record."""
+    if not full or not rows:
+        return rows
+    last = key_of(rows[-1])
+    cut = len(rows)
+    while cut and key_of(rows[cut - 1]) == last:
+        cut -= 1
+    return rows[:cut] if cut else rows
+
+
+class SqlVectors:
+    """``SupportsVectors`` over a SQL store's engine and its backend's ``SQL`` statements."""
+
+    SQL: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, store: SqlEngine[Any]) -> None:
+        self.store = store
+
+    def statement(self, name: str) -> str:
+        """The text of the named statement for this store."""
+        return self.SQL[name]
+
+    def _read_spaces(self, conn: Any, collection: str, name: str) -> tuple[Spaces, dict[str, int]]:
+        return _spaces(conn.execute(self.statement(name), (collection,)).fetchall())
+
+    def spaces(self, collection: str) -> Spaces:
+        """The collection's active and next spaces."""
+        with self.store.connection() as conn:
+            return self._read_spaces(conn, collection, "vectors_spaces_read")[0]
+
+    def _bind(self, conn: Any, collection: str, space: Space) -> int:
+        """The id of the collection's active space, recorded as ``space`` when none; refused when another."""
+        spaces, ids = self._read_spaces(conn, collection, "vectors_spaces")
+        if spaces.active is None:
+            conn.execute(self.statement("vectors_space_add"), (collection, ACTIVE, space.name, space.dims))
+            spaces, ids = self._read_spaces(conn, collection, "vectors_spaces")
+        if spaces.active != space:
+            raise mismatch(collection, spaces.active or space, space, "put")
+        return ids[ACTIVE]
+
+    def put(
+        self,
+        address: Address,
+        text: str,
+        expires_at: float | None,
+        collection: str,
+        space: Space,
+        vectors: Sequence[Vector],
+    ) -> None:
+        """Write the record ``text`` and replace its vectors in one transaction (EmbeddingSpaceError first)."""
+        check_address(address)
+        check_space(space)
+        checked = check_vectors(vectors, space)
+
+        def work(conn: Any) -> None:
+            sid = self._bind(conn, collection, space) if checked else 0
+            conn.execute(self.store.statements["record_put"], (*address, text, expires_at))
+            conn.execute(self.statement("vectors_clear"), tuple(address))
+            for vector in checked:
+                params = (sid, vector.field, vector.ord, vector.data, *address)
+                conn.execute(self.statement("vectors_insert"), params)
+
+        self.store.write(work)
+
+    def scan(
+        self,
+        scope: str,
+        scope_id: str,
+        prefix: str,
+        now: float,
+        collection: str,
+        space: Space,
+        *,
+        start: str,
+        values: bool,
+        limit_bytes: int = SCAN_BYTES,
+    ) -> list[ScanRow]:
+        """One page of the live active-space vectors under ``prefix`` from ``start``, whole records."""
+        check_address(Address(scope, scope_id, start or prefix or "_"))
+        check_space(space)
+        limit = max(1, limit_bytes // (space.dims * 4))
+        end = prefix_end(prefix)
+        lower = max(start, prefix)
+        with self.store.connection() as conn:
+            spaces, ids = self._read_spaces(conn, collection, "vectors_spaces_read")
+            if spaces.active is None:
+                return []
+            if spaces.active != space:
+                raise mismatch(collection, spaces.active, space, "search")
+            while True:
+                if end is None:
+                    name = "vectors_scan_open"
+                    params: tuple[Any, ...] = (values, scope, scope_id, lower, ids[ACTIVE], now, limit)
+                else:
+                    name = "vectors_scan"
+                    params = (values, scope, scope_id, lower, end, ids[ACTIVE], now, limit)
+                rows = conn.execute(self.statement(name), params).fetchall()
+                kept = whole_records(rows, len(rows) == limit, lambda row: row[0])
+                if len(kept) < len(rows) or len(rows) < limit or len({r[0] for r in rows}) > 1:
+                    break
+                limit *= 2  # one record with more vectors than a page: read it whole
+        return [ScanRow(str(key), None if text is None else str(text), bytes(data)) for key, text, data in kept]
+
+    def begin(self, collection: str, space: Space) -> Spaces:
+        """Record ``space`` as the collection's next space (kept when it already is; replaced otherwise)."""
+        check_space(space)
+
+        def work(conn: Any) -> Spaces:
+            spaces, ids = self._read_spaces(conn, collection, "vectors_spaces_locked")
+            if spaces.active is None:
+                raise InvalidInputError(
+                    f"the {collection!r} collection has no vectors yet: nothing to re-embed "
+                    "(configure the index with the new space and put items)"
+                )
+            if spaces.active == space:
+                raise InvalidInputError(f"the {collection!r} vectors are in {space} already")
+            if spaces.next is not None and spaces.next != space:  # an abandoned move: start again
+                conn.execute(self.statement("vectors_drop_space"), (ids[NEXT],))
+                conn.execute(self.statement("vectors_space_drop"), (ids[NEXT],))
+            if spaces.next != space:
+                conn.execute(self.statement("vectors_space_add"), (collection, NEXT, space.name, space.dims))
+            return self._read_spaces(conn, collection, "vectors_spaces_read")[0]
+
+        result: Spaces = self.store.write(work)
+        return result
+
+    def pending(self, collection: str, after: Address | None, limit: int) -> list[Pending]:
+        """Records after ``after`` with active vectors and none in the next space, in address order."""
+        cursor = tuple(after) if after is not None else ("", "", "")
+        with self.store.connection() as conn:
+            spaces, ids = self._read_spaces(conn, collection, "vectors_spaces_read")
+            if spaces.active is None or spaces.next is None:
+                return []
+            rows = conn.execute(
+                self.statement("vectors_pending"), (ids[ACTIVE], *cursor, ids[NEXT], limit)
+            ).fetchall()
+        kept = whole_records(rows, len(rows) == limit, lambda row: tuple(row[:3]))
+        found: dict[Address, tuple[str, list[tuple[str, int]]]] = {}
+        for scope, scope_id, key, field, ord_, text in kept:
+            entry = found.setdefault(Address(str(scope), str(scope_id), str(key)), (str(text), []))
+            entry[1].append((str(field), int(ord_)))
+        return [Pending(address, text, tuple(fields)) for address, (text, fields) in found.items()]
+
+    def fill(self, address: Address, text: str, collection: str, vectors: Sequence[Vector]) -> bool:
+        """Write a record's next-space vectors if it still holds ``text``; False when it changed."""
+        check_address(address)
+
+        def work(conn: Any) -> bool:
+            spaces, ids = self._read_spaces(conn, collection, "vectors_spaces")
+            if spaces.next is None:
+                raise ConflictError(f"the {collection!r} collection is not being moved to a new space")
+            checked = check_vectors(vectors, spaces.next)
+            conn.execute(self.statement("vectors_clear_space"), (*address, ids[NEXT]))
+            for vector in checked:
+                params = (ids[NEXT], vector.field, vector.ord, vector.data, *address, text)
+                if conn.execute(self.statement("vectors_fill"), params).rowcount == 0:
+                    return False  # nothing written: the record changed (the transaction keeps nothing)
+            return True
+
+        done: bool = self.store.write(work)
+        return done
+
+    def switch(self, collection: str) -> int:
+        """Make the next space active if nothing is pending (its old vectors deleted); the pending count."""
+
+        def work(conn: Any) -> int:
+            spaces, ids = self._read_spaces(conn, collection, "vectors_spaces_locked")
+            if spaces.next is None or spaces.active is None:
+                raise ConflictError(f"the {collection!r} collection is not being moved to a new space")
+            row = conn.execute(self.statement("vectors_pending_count"), (ids[ACTIVE], ids[NEXT])).fetchone()
+            waiting = int(row[0])
+            if waiting:
+                return waiting
+            conn.execute(self.statement("vectors_drop_space"), (ids[ACTIVE],))
+            conn.execute(self.statement("vectors_space_drop"), (ids[ACTIVE],))
+            conn.execute(self.statement("vectors_space_promote"), (ids[NEXT],))
+            return 0
+
+        waiting: int = self.store.write(work)
+        return waiting

@@ -1,0 +1,47 @@
+"""The vectors' statements, written once and spelled per backend (the placeholder, the key's collation).
+
+``statements`` is called by ``vectors.sqlite`` and ``vectors.postgres``; nothing else
+reads it. ``key`` is how a statement compares and orders record keys: ``v.key``, or
+``v.key COLLATE "C"`` on a PostgreSQL database whose collation is not C (code-point
+order, as ``flowmem.store.listing`` reads records).
+"""
+
+from __future__ import annotations
+
+_RECORD = "r.scope = v.scope AND r.scope_id = v.scope_id AND r.key = v.key"
+
+
+def statements(p: str, key: str = "v.key", lock: str = "") -> dict[str, str]:
+    """The vectors' statements with placeholder ``p``; ``lock``: the clause that locks space rows."""
+    scan = f"""SELECT v.key, CASE WHEN {p} THEN r.value END, v.vec
+        FROM record_vectors v JOIN records r ON {_RECORD}
+        WHERE v.scope = {p} AND v.scope_id = {p} AND {key} >= {p} {{end}} AND v.space = {p}
+        AND (r.expires_at IS NULL OR r.expires_at > {p})
+        ORDER BY {key}, v.field, v.ord LIMIT {p}"""
+    insert = f"""INSERT INTO record_vectors (scope, scope_id, key, space, field, ord, owner, vec)
+        SELECT scope, scope_id, key, {p}, {p}, {p}, owner, {p} FROM records
+        WHERE scope = {p} AND scope_id = {p} AND key = {p}"""
+    return {
+        "vectors_spaces": f"SELECT id, state, name, dims FROM vector_spaces WHERE collection = {p} {lock}",
+        "vectors_space_add": f"""INSERT INTO vector_spaces (collection, state, name, dims)
+            VALUES ({p}, {p}, {p}, {p}) ON CONFLICT (collection, state) DO NOTHING""",
+        "vectors_space_drop": f"DELETE FROM vector_spaces WHERE id = {p}",
+        "vectors_space_promote": f"UPDATE vector_spaces SET state = 'active' WHERE id = {p}",
+        "vectors_clear": f"DELETE FROM record_vectors WHERE scope = {p} AND scope_id = {p} AND key = {p}",
+        "vectors_clear_space": f"""DELETE FROM record_vectors
+            WHERE scope = {p} AND scope_id = {p} AND key = {p} AND space = {p}""",
+        "vectors_drop_space": f"DELETE FROM record_vectors WHERE space = {p}",
+        "vectors_insert": insert,
+        "vectors_fill": f"{insert} AND value = {p}",
+        "vectors_scan": scan.format(end=f"AND {key} < {p}"),
+        "vectors_scan_open": scan.format(end=""),
+        "vectors_pending": f"""SELECT v.scope, v.scope_id, v.key, v.field, v.ord, r.value
+            FROM record_vectors v JOIN records r ON {_RECORD}
+            WHERE v.space = {p} AND (v.scope, v.scope_id, v.key) > ({p}, {p}, {p})
+            AND NOT EXISTS (SELECT 1 FROM record_vectors n WHERE n.scope = v.scope
+                AND n.scope_id = v.scope_id AND n.key = v.key AND n.space = {p})
+            ORDER BY v.scope, v.scope_id, v.key, v.field, v.ord LIMIT {p}""",
+        "vectors_pending_count": f"""SELECT COUNT(*) FROM record_vectors v WHERE v.space = {p}
+            AND NOT EXISTS (SELECT 1 FROM record_vectors n WHERE n.scope = v.scope
+                AND n.scope_id = v.scope_id AND n.key = v.key AND n.space = {p})""",
+    }
