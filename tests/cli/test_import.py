@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
+from flowmem.client import Client
 from flowmem.formats import to_anthropic
 from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
 from flowmem.store import open_store
 from tests.cli.conftest import RunCli
+from tests.client.conftest import in_process
 from tests.importers.helpers import (
     BEFORE_COMPACTION,
     DATA,
@@ -121,3 +126,38 @@ def test_hook_mode_failures_exit_1_on_stderr_so_claude_code_does_not_block(run_c
 def test_hook_mode_takes_no_transcript_argument(run_cli: RunCli, tmp_path: Path) -> None:
     ran = run_cli("import", "claude-code", str(FIXTURE), "--hook", stdin=_hook(FIXTURE))
     assert ran.code == 2 and "leave out TRANSCRIPT" in ran.err
+
+
+def test_import_goes_to_the_server_of_flowmem_url_when_no_database_is_named(
+    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'served.db'}", create=True)
+    reached: list[str] = []
+    try:
+        with contextmanager(in_process)(store) as server:
+
+            def client(url: str) -> Client:
+                reached.append(url)
+                return server.client("alice")
+
+            monkeypatch.setattr("flowmem.cli.imports._client", client)
+            monkeypatch.delenv("FLOWMEM_DATABASE_URL", raising=False)
+            monkeypatch.setenv("FLOWMEM_URL", "http://flowmem.example:8765")
+            ran = run_cli("import", "claude-code", str(FIXTURE), "--json")
+            assert ran.code == 0, ran.err
+            assert json.loads(ran.out)["rows_stored"] == 18
+            hooked = run_cli("import", "claude-code", "--hook", stdin=_hook(FIXTURE))
+            assert (hooked.code, hooked.err) == (0, "")
+            assert run_cli("import", "claude-code", str(FIXTURE), "--user", "bob").code == 2  # the token's user owns
+            with server.client("alice") as alice:
+                rows = alice.load("session", KEY, ExecutionContext(session_id=SESSION), include_archived=True).messages
+            assert to_anthropic(rows)[1] == BEFORE_COMPACTION + LIVE
+    finally:
+        store.close()
+    assert reached == ["http://flowmem.example:8765"] * 2
+    assert not (tmp_path / "flowmem.db").exists()
+
+
+def test_database_and_url_together_are_a_usage_error(run_cli: RunCli, tmp_path: Path) -> None:
+    ran = run_cli("import", "claude-code", str(FIXTURE), "--url", "http://x", "--database", "memory://")
+    assert ran.code == 2 and "not both" in ran.err

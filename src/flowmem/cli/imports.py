@@ -13,18 +13,24 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from flowmem.cli.database import database_option, default_database_url, open_database
+from flowmem.cli.database import DATABASE_ENV, database_option, default_database_url, open_database
 from flowmem.errors import FlowmemError, InvalidInputError
-from flowmem.importers import BUFFER_KEY, ImportResult, import_claude_code
+from flowmem.importers import BUFFER_KEY, ImportResult, ImportTarget, import_claude_code
 from flowmem.service import MemoryService
+
+if TYPE_CHECKING:
+    from flowmem.client import Client
+
+URL_ENV = "FLOWMEM_URL"  # the server the Python client reaches (its token: $FLOWMEM_TOKEN)
 
 HOOK_INPUT_BYTES = 1_000_000
 """The most a hook's JSON on stdin may hold (Claude Code sends a few hundred bytes)."""
@@ -87,6 +93,7 @@ def import_group() -> None:
 @click.option("--session", "session_id", metavar="ID", help="The flowmem session (default: the transcript's sessionId).")
 @click.option("--user", "user_id", metavar="USER", help="The session's owner (default: an unowned session).")
 @click.option("--key", default=BUFFER_KEY, show_default=True, help="The session buffer to import into.")
+@click.option("--url", metavar="URL", help=f"Import into a flowmem server (default: ${URL_ENV} when no database is named); token: $FLOWMEM_TOKEN.")
 @click.option("--hook", is_flag=True, help="Read a Claude Code hook's JSON on stdin; silent on success, exit 1 on failure.")
 @click.option("--json", "as_json", is_flag=True, help="Print what was imported as JSON (not with --hook: silent).")
 @database_option
@@ -95,6 +102,7 @@ def claude_code_command(
     session_id: str | None,
     user_id: str | None,
     key: str,
+    url: str | None,
     hook: bool,
     as_json: bool,
     database: str | None,
@@ -107,29 +115,60 @@ def claude_code_command(
     new lines), under the append rules: a tool call left without a result is healed
     when the next user turn arrives (MEM-3), and a compaction archives the rows its
     summary replaced. Sidechains (subagents' turns) are skipped.
+
+    Into a database (--database, $FLOWMEM_DATABASE_URL, ./flowmem.db), or into a
+    flowmem server (--url, else $FLOWMEM_URL when no database is named) as the user
+    of $FLOWMEM_TOKEN.
     """
+    where = _where(database, url, user_id)
     if not hook:
         if transcript is None:
             raise click.UsageError("give the TRANSCRIPT file (or --hook to read a hook's JSON on stdin)")
-        _echo(_import(_read(transcript), session_id, user_id, key, database), as_json)
+        _echo(_import(_read(transcript), session_id, user_id, key, where), as_json)
         return
     if transcript is not None:
         raise click.UsageError("--hook reads the transcript's path from stdin: leave out TRANSCRIPT")
     try:
         path, hook_session = _hook_input(sys.stdin.read(HOOK_INPUT_BYTES))
-        _import(_read(path), session_id or hook_session, user_id, key, database)
+        _import(_read(path), session_id or hook_session, user_id, key, where)
     except FlowmemError as exc:
         click.echo(f"flowmem import: error: {exc.message}", err=True)
         sys.exit(EXIT_HOOK_FAILED)
 
 
-def _import(data: bytes, session_id: str | None, user_id: str | None, key: str, database: str | None) -> ImportResult:
-    """Import under the session's lock; the database is created by the first import (a hook's first run)."""
-    url = database or default_database_url()
+def _where(database: str | None, url: str | None, user_id: str | None) -> tuple[str, bool]:
+    """The database's URL or the server's, and whether it is a server."""
+    if url is not None and database is not None:
+        raise click.UsageError("give --database or --url, not both")
+    if url is None and database is None and not os.environ.get(DATABASE_ENV):
+        url = os.environ.get(URL_ENV) or None
+    if url is None:
+        return database or default_database_url(), False
+    if user_id is not None:
+        raise click.UsageError("--user is for a database: on a server the session is the token's user's")
+    return url, True
+
+
+def _client(url: str) -> Client:
+    """The Python client of the server at ``url`` (its token from $FLOWMEM_TOKEN)."""
+    from flowmem.client import Client
+
+    return Client(url)
+
+
+def _import(data: bytes, session_id: str | None, user_id: str | None, key: str, where: tuple[str, bool]) -> ImportResult:
+    """Import under the session's lock; a database is created by the first import (a hook's first run)."""
+    url, server = where
     with _one_import_at_a_time(url, session_id):
+        target: ImportTarget
+        if server:
+            with _client(url) as client:
+                target = client
+                return import_claude_code(target, data, session_id=session_id, key=key)
         store = open_database(url, create=True)
         try:
-            return import_claude_code(MemoryService(store), data, session_id=session_id, user_id=user_id, key=key)
+            target = MemoryService(store)
+            return import_claude_code(target, data, session_id=session_id, user_id=user_id, key=key)
         finally:
             store.close()
 

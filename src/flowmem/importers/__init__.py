@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from flowmem.errors import InvalidInputError
 from flowmem.importers.claude_code import SOURCE, Transcript, fresh_segments, parse_transcript
-from flowmem.importers.session_import import ImportResult, import_rows
+from flowmem.importers.session_import import ImportResult, ImportTarget, import_rows
 from flowmem.scope import ExecutionContext
-from flowmem.service import MemoryService, check_key
+from flowmem.service import check_key
 
 BUFFER_KEY = "claude_code"
 """The session buffer a Claude Code transcript is imported into (``--key`` names another)."""
 
 
 def import_claude_code(
-    service: MemoryService,
+    service: ImportTarget,
     data: bytes,
     *,
     session_id: str | None = None,
@@ -32,6 +32,8 @@ def import_claude_code(
     nothing is stored); then only what the buffer lacks is stored, under the append
     rules (MEM-1, MEM-2, MEM-3, MEM-10). ``session_id`` defaults to the transcript's
     own ``sessionId``; the session is created owned by ``user_id`` (nobody when None).
+    ``service``: a ``MemoryService``, or a ``flowmem.client.Client`` to import into a
+    server (the session is then the token's user's; leave ``user_id`` None).
     """
     check_key(key)
     transcript: Transcript = parse_transcript(data)
@@ -52,4 +54,4 @@ def import_claude_code(
     )
 
 
-__all__ = ["BUFFER_KEY", "ImportResult", "import_claude_code", "parse_transcript"]
+__all__ = ["BUFFER_KEY", "ImportResult", "ImportTarget", "import_claude_code", "parse_transcript"]

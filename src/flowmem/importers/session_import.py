@@ -1,4 +1,4 @@
-"""Storing an imported transcript in a session's buffer through the ``MemoryService``, idempotently.
+"""Storing an imported transcript in a session's buffer through the ``MemoryService`` (or a server's client), idempotently.
 
 Common to every importer: the importer turns its transcript into segments of rows,
 each row marked in ``extra.<source>.uuids`` with the transcript lines it came
@@ -26,16 +26,34 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from flowmem.core import Message
 from flowmem.errors import CompactionStaleError, ScopeRefusedError
+from flowmem.results import BufferResult, CompactResult
 from flowmem.scope import ExecutionContext, Refusal
-from flowmem.service import MemoryService
 from flowmem.store.base import SESSION_SCOPE
 
 ATTEMPTS = 3
 """How many times an import reads the buffer again when a concurrent write made its compaction stale."""
+
+class ImportTarget(Protocol):
+    """Where an import stores: a ``MemoryService`` (a database) or a ``flowmem.client.Client`` (a server)."""
+
+    def load(
+        self, scope: str, key: str, context: ExecutionContext | None, last: int | None = None, *, include_archived: bool = False
+    ) -> BufferResult:
+        """The buffer's rows, the archived ones first."""
+        ...
+
+    def append(self, scope: str, key: str, messages: object, context: ExecutionContext | None) -> BufferResult:
+        """Append under the append rules (MEM-1, 2, 3, 10)."""
+        ...
+
+    def compact_to(self, scope: str, key: str, context: ExecutionContext | None, messages: object) -> CompactResult:
+        """Archive every live row and put ``messages`` in their place."""
+        ...
+
 
 Plan = Callable[[set[str]], list[tuple[bool, list[Message], int]]]
 """An importer's plan: given the stored lines' uuids, per segment (compacts, rows, lines)."""
@@ -83,7 +101,7 @@ def _refused(refusal: Refusal) -> ScopeRefusedError:
 
 
 def import_rows(
-    service: MemoryService,
+    service: ImportTarget,
     context: ExecutionContext,
     key: str,
     source: str,
@@ -121,4 +139,4 @@ def import_rows(
     return ImportResult(session_id, key, lines, rows_stored, compactions, count, dict(skipped or {}))
 
 
-__all__ = ["ATTEMPTS", "ImportResult", "Plan", "import_rows", "stored_lines"]
+__all__ = ["ATTEMPTS", "ImportResult", "ImportTarget", "Plan", "import_rows", "stored_lines"]
