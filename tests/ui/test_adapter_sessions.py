@@ -9,14 +9,16 @@ a call healed by the next user turn (MEM-3). Before issue 37 every one was liste
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
 from flowmem.store import open_store
 from tests.api.adapter_sessions import adk_session, agents_session, pydantic_session
-from tests.api.langgraph_thread import crash_thread, heal_thread
+from tests.api.langgraph_thread import _agent, crash_thread, heal_thread
 from tests.ui.conftest import Inspector, Page
 
 # session id -> (its conversation's buffer, or its prefix; rows; healed placeholders)
@@ -148,3 +150,117 @@ def test_another_buffer_of_the_session_opens_from_the_list(page: Page) -> None:
     page.page.wait_for_function("() => document.getElementById('buffer-shown')?.textContent === 'agent_items'")
     page.page.wait_for_selector("#conversation .msg.healed")
     assert page.page.locator("#conversation .msg").count() == 4
+
+
+# ---- the repair log of each adapter's conversation (issue 37 §2) ---------------------------
+
+
+def agents_late(store: Any, sid: str, user: str) -> None:
+    """``agents_session``, then the late result of ``call_a1``: it replaces the placeholder (MEM-10)."""
+    from flowmem.integrations.openai_agents import FlowmemSession
+    from flowmem.scope import ExecutionContext
+    from flowmem.service import MemoryService
+
+    agents_session(store, sid, user)
+    session = FlowmemSession(sid, MemoryService(store), context=ExecutionContext(session_id=sid, user_id=user))
+    late = {"type": "function_call_output", "call_id": "call_a1", "output": "sunny, late"}
+    asyncio.run(session.add_items([late]))
+
+
+def langgraph_late(store: Any, sid: str, user: str) -> None:
+    """``heal_thread``, then a late ``ToolMessage`` for ``call_w1`` written as the tools node would."""
+    from langchain_core.messages import ToolMessage
+
+    heal_thread(store, sid, user)
+    config: Any = {"configurable": {"thread_id": sid, "user_id": user}}
+    late = ToolMessage("sunny, late", tool_call_id="call_w1", id="late-w1")
+    _agent(store).update_state(config, {"messages": [late]}, as_node="tools")
+
+
+def adk_late(store: Any, sid: str, user: str) -> None:
+    """``adk_session``, then the late function response of ``c1``."""
+    from flowmem.integrations.adk import FlowmemSessionService
+    from flowmem.service import MemoryService
+    from tests.integrations.adk.events import result
+
+    adk_session(store, sid, user)
+    service = FlowmemSessionService(MemoryService(store))
+
+    async def write() -> None:
+        session = await service.get_session(app_name="app", user_id=user, session_id=sid)
+        assert session is not None
+        await service.append_event(session, result("c1", 5))
+
+    asyncio.run(write())
+
+
+LATE = {"ui-agents-late": agents_late, "ui-langgraph-late": langgraph_late, "ui-adk-late": adk_late}
+ROW_KINDS = {"MEM-3": "heal", "MEM-10": "replace"}  # the entries whose positions are rows now
+
+
+@pytest.fixture(scope="module")
+def late(adapters: Inspector) -> Inspector:
+    """The adapters' sessions, and one per adapter where a late result followed the heal."""
+    for sid, build in LATE.items():
+        if sid not in adapters.ids:
+            _write(adapters, build, sid)
+            adapters.ids[sid] = sid
+    return adapters
+
+
+def _conversation_log(inspector: Inspector, sid: str) -> list[dict[str, Any]]:
+    """The repair log of the session's conversation buffer, as the API answers it to alice."""
+    found = inspector.call("GET", f"/v1/sessions/{sid}")
+    assert found.status_code == 200, found.text
+    buffer = found.json()["conversation"]["buffer"]
+    answer = inspector.call("GET", f"/v1/buffers/session/{quote(buffer, safe='')}/repairs",
+                            params={"session_id": sid, "limit": 1000})
+    assert answer.status_code == 200, answer.text
+    entries: list[dict[str, Any]] = answer.json()["repairs"]
+    return entries
+
+
+@pytest.mark.parametrize("sid", [*WRITTEN, *LATE])
+def test_an_adapter_sessions_repairs_are_marked_from_its_log_after_a_reload(
+    page: Page, late: Inspector, sid: str
+) -> None:
+    entries = _conversation_log(late, sid)
+    if sid.startswith("ui-agents"):
+        assert entries, "the Agents SDK session appends through the rules: its heal is logged"
+    page.login("alice")
+    _open(page, sid)
+    page.page.reload()
+    page.page.wait_for_selector("#conversation .msg")
+    page.page.wait_for_selector("#repair-log h3")
+    listed = page.page.locator("#repair-log-list li").evaluate_all("items => items.map(i => Number(i.dataset.seq))")
+    assert listed == [entry["seq"] for entry in entries][:20]
+    if not entries:
+        assert page.page.locator("#repair-log-empty").is_visible()
+    marked = 0
+    for entry in entries:
+        kind = entry.get("kind") or ROW_KINDS.get(entry["rule"])
+        if kind not in ("heal", "replace"):
+            continue
+        for position in entry["positions"]:
+            mark = page.page.locator(f'#row-{position} .badge.repair[data-seq="{entry["seq"]}"]')
+            assert mark.count() == 1, (entry, position)
+            assert entry["call_ids"][0] in (mark.text_content() or "")
+            marked += 1
+    assert page.page.locator("#conversation .badge.repair").count() == marked
+
+
+def test_an_agents_sdk_late_result_is_marked_on_its_replacement_row_after_a_reload(
+    page: Page, late: Inspector
+) -> None:
+    page.login("alice")
+    _open(page, "ui-agents-late")
+    page.page.reload()
+    mark = page.page.wait_for_selector('#row-2 .badge.repair[data-kind="replace"]')
+    assert (mark.text_content() or "").startswith("replaced a placeholder for call call_a1 at ")
+    assert "MEM-10" in (mark.text_content() or "")
+    healed = page.page.locator('#row-2 .badge.repair[data-kind="heal"]').text_content() or ""
+    assert "stood here until its result came" in healed
+    assert page.page.locator("#conversation .msg.healed").count() == 0
+    assert "sunny, late" in (page.page.text_content("#row-2") or "")
+    page.page.locator("#repair-log").scroll_into_view_if_needed()
+    page.shot("repair-agents")

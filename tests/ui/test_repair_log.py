@@ -137,13 +137,13 @@ def test_the_timeline_pages_older_entries_with_before(page: Page) -> None:
     assert page.page.locator("#conversation .badge.repair").count() == heals  # every mark, every page
     older = page.page.locator("#repair-older")
     assert older.is_enabled()
+    older.scroll_into_view_if_needed()
+    page.shot("repair-timeline")
     older.click()
     page.page.wait_for_function(f"() => document.querySelectorAll('#repair-log-list li').length === {heals}")
     assert items.evaluate_all(seqs) == list(range(heals, 0, -1))
     assert any(f"before={heals - LOG_PAGE + 1}" in url for url in asked), asked
     assert page.page.locator("#repair-older").is_disabled()
-    page.page.locator("#repair-log").scroll_into_view_if_needed()
-    page.shot("repair-timeline")
 
 
 def test_a_mark_for_a_row_outside_the_rows_shown_is_not_drawn_on_another_row(page: Page) -> None:

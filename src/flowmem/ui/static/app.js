@@ -427,9 +427,10 @@ function renderRow(row, i, ctx) {
   const head = el("div", { class: "msg-head" }, el("span", { class: "mono", text: "#" + i }),
     el("span", { class: "role", text: row.role }), el("span", { text: when(row.timestamp) }));
   if (healed) head.append(el("span", { class: "badge heal", title: "Inserted by flowmem: the call had no result when the next user turn came (MEM-3)", text: "healed placeholder · MEM-3" }));
-  head.append(...repairMarks(row, i, ctx.log));  // the repair log's entries that touched this row (repairs.js)
   for (const v of ctx.bad || []) head.append(el("span", { class: "badge bad", text: `${v.rule || v.code || "check"}: ${v.message || ""}` }));
   const node = el("div", { class: classes.join(" "), id: "row-" + i, "data-index": i }, head);
+  const marks = repairMarks(row, i, ctx.log);  // the repair log's entries that touched this row (repairs.js)
+  if (marks.length) node.append(el("div", { class: "repair-marks" }, marks));
   if (rid !== null) {
     const call = ctx.calls.get(rid);
     node.append(el("div", { class: "muted" }, "result of ",

@@ -1,6 +1,6 @@
 // flowmem inspector: a buffer's repair log (GET /v1/buffers/{scope}/{key}/repairs, decision 0116)
 // drawn on the conversation (each entry next to the rows it touched) and as a timeline, newest
-// first (docs/ui.md, decision 0117). Loaded before app.js, whose helpers (el, api, errorText,
+// first (docs/ui.md, decision 0118). Loaded before app.js, whose helpers (el, api, errorText,
 // when, jump, isHealed, resultId) it calls at run time. Every text from the API is set as text
 // (el's `text`, text nodes) or as one attribute value: nothing is parsed as HTML.
 "use strict";
