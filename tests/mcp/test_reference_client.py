@@ -1,0 +1,63 @@
+"""A client configured for ``@modelcontextprotocol/server-memory`` works against ``flowmem mcp`` unchanged.
+
+The reference server's own answers to a client's session (``reference.SCRIPT``,
+recorded in ``data/reference_answers.json``) are what ``flowmem mcp`` answers too,
+text and structured content alike, and its nine tools take the same arguments
+(names, types, required) as the reference's ``tools/list`` says.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.client.stdio import StdioServerParameters
+
+from tests.mcp.conftest import stdio_env
+from tests.mcp.reference import DATA, SCRIPT, run_script
+
+REFERENCE = json.loads(DATA.read_text(encoding="utf-8"))
+
+
+def shape(schema: Any, defs: dict[str, Any] | None = None) -> Any:
+    """A JSON schema reduced to what a client's arguments must match: types, properties, required, items."""
+    if not isinstance(schema, dict):
+        return schema
+    defs = {**(defs or {}), **schema.get("$defs", {})}
+    if "$ref" in schema:
+        return shape(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+    found: dict[str, Any] = {"type": schema.get("type")}
+    if "properties" in schema:
+        found["properties"] = {k: shape(v, defs) for k, v in schema["properties"].items()}
+        found["required"] = sorted(schema.get("required", []))
+    if "items" in schema:
+        found["items"] = shape(schema["items"], defs)
+    return found
+
+
+def test_the_graph_tools_take_the_reference_servers_arguments(tmp_path: Path) -> None:
+    ours = _played(tmp_path)["tools"]
+    for name, tool in REFERENCE["tools"].items():
+        assert shape(ours[name]["input_schema"]) == shape(tool["input_schema"]), name
+
+
+def test_a_reference_client_session_gets_the_reference_servers_answers(tmp_path: Path) -> None:
+    played = _played(tmp_path)
+    for step, (ours, theirs) in enumerate(zip(played["answers"], REFERENCE["answers"], strict=True)):
+        assert ours == theirs, (step, SCRIPT[step])
+
+
+_CACHE: dict[str, Any] = {}
+
+
+def _played(tmp_path: Path) -> dict[str, Any]:
+    """The script played once against ``flowmem mcp`` (both tests read the one run)."""
+    if "played" not in _CACHE:
+        database = f"sqlite:///{tmp_path}/reference.db"
+        command = [sys.executable, "-c", "from flowmem.cli import main; main()", "mcp"]
+        params = StdioServerParameters(command=command[0], args=command[1:], env=stdio_env(database))
+        _CACHE["played"] = anyio.run(run_script, params)
+    return _CACHE["played"]
