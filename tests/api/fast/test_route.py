@@ -239,3 +239,16 @@ def test_without_the_body_middleware_the_route_parses_the_body_itself() -> None:
         bad = client.post("/echo", json={"messages": GOOD, "max_messages": -1})
         assert bad.status_code == 422
         assert bad.json()["detail"][0]["loc"] == ["body", "max_messages"]
+
+
+def test_each_operation_is_its_own_member_and_calls_a_method_of_the_memory_service() -> None:
+    """LOAD_ALL was an alias of WINDOW (one value): a check on one was a check on both (issue 39 §5)."""
+    from flowmem.api.fast.route import Operation
+    from flowmem.service import MemoryService
+
+    names = list(Operation.__members__)
+    assert len(names) == len(Operation)  # no member is another's alias
+    assert Operation.LOAD_ALL is not Operation.WINDOW
+    for operation in Operation:
+        assert callable(getattr(MemoryService, operation.method)), operation
+    assert Operation.WINDOW.method == Operation.LOAD_ALL.method == "load"

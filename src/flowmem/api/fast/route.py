@@ -296,22 +296,28 @@ class Operation(Enum):
 
     That is what makes a call safe to run on the event loop and, when it raises
     ``WouldBlock`` (it found a lock taken, before it changed anything), to run
-    again in a thread. The value is the ``MemoryService`` method's name.
+    again in a thread. ``method`` is the ``MemoryService`` method it calls (the value,
+    but for the two whole-buffer reads, which both call ``load``).
     """
 
     READ = "read"  # reads one record
     LOAD = "first_page"  # reads one buffer (its first page: a large read is paged)
-    WINDOW = "load"  # one buffer's token-budget window (its cut from its end; rows then paged, 0113)
+    WINDOW = "window"  # one buffer's token-budget window (its cut from its end; rows then paged, 0113)
     WRITE = "write"  # one record upsert, guarded
     DELETE = "delete"  # one record
     APPEND = "append"  # one buffer's append transaction, guarded
     CLEAR = "clear"  # one buffer
     POP = "pop_last"  # one buffer's last row
-    LOAD_ALL = "load"  # reads one buffer whole (with its archive: ``include_archived``)
+    LOAD_ALL = "load_all"  # reads one buffer whole (with its archive: ``include_archived``)
     COMPACT_PLAN = "compaction_plan"  # reads one buffer (issue 28 §2)
     COMPACT = "apply_compaction"  # one buffer's compaction transaction
     COMPACT_TO = "compact_to"  # one buffer's whole-history replacement, archiving it
     REPAIRS = "repairs"  # reads a page of one buffer's repair log (issue 37 §2)
+
+    @property
+    def method(self) -> str:
+        """The name of the ``MemoryService`` method the operation calls."""
+        return "load" if self in (Operation.WINDOW, Operation.LOAD_ALL) else self.value
 
     @property
     def writes(self) -> bool:
@@ -404,7 +410,7 @@ class ShortCall:
             guard = WriteGuard(principal.token_id)
         if operation.guarded:
             arguments = {**arguments, "guard": guard}
-        method = getattr(services.memory, operation.value)
+        method = getattr(services.memory, operation.method)
         keyed = self.keyed
         if keyed is None:
             return method(target.scope, target.key, context=context, **arguments)
