@@ -123,9 +123,11 @@ def test_hook_mode_failures_exit_1_on_stderr_so_claude_code_does_not_block(run_c
     assert _sent(url) == []
 
 
-def test_hook_mode_takes_no_transcript_argument(run_cli: RunCli, tmp_path: Path) -> None:
+def test_hook_mode_misused_exits_1_too(run_cli: RunCli, tmp_path: Path) -> None:
     ran = run_cli("import", "claude-code", str(FIXTURE), "--hook", stdin=_hook(FIXTURE))
-    assert ran.code == 2 and "leave out TRANSCRIPT" in ran.err
+    assert ran.code == 1 and "leave out TRANSCRIPT" in ran.err
+    both = run_cli("import", "claude-code", "--hook", "--url", "http://x", "--database", "memory://", stdin=_hook(FIXTURE))
+    assert both.code == 1 and "not both" in both.err
 
 
 def test_import_goes_to_the_server_of_flowmem_url_when_no_database_is_named(

@@ -73,7 +73,7 @@ def _one_import_at_a_time(database: str, session: str | None) -> Iterator[None]:
     except ImportError:  # Windows: no lock (docs/import.md)
         yield
         return
-    name = hashlib.sha256(f"{database}\0{session}".encode()).hexdigest()[:24]
+    name = hashlib.sha256(f"{os.getuid()}\0{database}\0{session}".encode()).hexdigest()[:24]
     path = Path(tempfile.gettempdir()) / f"flowmem-import-{name}.lock"
     with open(path, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -120,19 +120,21 @@ def claude_code_command(
     flowmem server (--url, else $FLOWMEM_URL when no database is named) as the user
     of $FLOWMEM_TOKEN.
     """
-    where = _where(database, url, user_id)
     if not hook:
         if transcript is None:
             raise click.UsageError("give the TRANSCRIPT file (or --hook to read a hook's JSON on stdin)")
+        where = _where(database, url, user_id)
         _echo(_import(_read(transcript), session_id, user_id, key, where), as_json)
         return
-    if transcript is not None:
-        raise click.UsageError("--hook reads the transcript's path from stdin: leave out TRANSCRIPT")
-    try:
+    try:  # every failure of a hook is exit 1: Claude Code reads 2 as "block"
+        if transcript is not None:
+            raise click.UsageError("--hook reads the transcript's path from stdin: leave out TRANSCRIPT")
+        where = _where(database, url, user_id)
         path, hook_session = _hook_input(sys.stdin.read(HOOK_INPUT_BYTES))
         _import(_read(path), session_id or hook_session, user_id, key, where)
-    except FlowmemError as exc:
-        click.echo(f"flowmem import: error: {exc.message}", err=True)
+    except (FlowmemError, click.ClickException) as exc:
+        message = exc.message if isinstance(exc, FlowmemError) else exc.format_message()
+        click.echo(f"flowmem import: error: {message}", err=True)
         sys.exit(EXIT_HOOK_FAILED)
 
 
