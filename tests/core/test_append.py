@@ -671,6 +671,9 @@ class GappedEditor:
     def oldest(self) -> Oldest | None:
         return Oldest(self.keys[0], self.by_key[self.keys[0]]) if self.keys else None
 
+    def index_of(self, position: int) -> int:
+        return self.keys.index(position)
+
     def was_evicted(self, call_id: str) -> bool:
         return self.evicted.was_evicted(call_id)
 
@@ -708,6 +711,8 @@ def test_apply_append_runs_the_same_rules_on_any_editor() -> None:
     outcome = apply_append(editor, copy.deepcopy(incoming), max_messages=6)
     assert editor.rows == expected.messages
     assert (outcome.appended, outcome.count) == (expected.appended, expected.count)
+    listed = apply_append(ListEditor(copy.deepcopy(buffer)), copy.deepcopy(incoming), max_messages=6)
+    assert outcome.repairs == listed.repairs and outcome.repairs[-1].kind == "evict"
 
 
 def test_list_editor_answers_the_protocol_questions() -> None:

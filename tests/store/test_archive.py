@@ -7,11 +7,13 @@ from typing import Any
 
 import pytest
 
+from flowmem.core import Repair
 from flowmem.core.compaction import SUMMARY_KEY
 from flowmem.errors import CompactionStaleError, InvalidInputError, WindowTooSmallError
 from flowmem.service import MemoryService
 from flowmem.store import Store
 from flowmem.store.base import Address, SessionRecord
+from flowmem.store.repairs import entry_text
 from flowmem.store.rows import dump_json, utf8_size
 
 KEY = "chat"
@@ -229,8 +231,12 @@ def test_erasing_the_user_deletes_the_archive_and_its_usage(store: Store) -> Non
     before = store.usage("u2").bytes
     done = service.compact_raw("user", "u2", KEY, keep_tokens=150, summarize=summarizer())
     assert done.summary is not None
-    # archived rows count against the quota until they go: only the summary was added
-    assert store.usage("u2").bytes == before + utf8_size(dump_json(done.summary, "message"))
+    # archived rows count against the quota until they go: only the summary was added,
+    # and the compaction's entry in the buffer's repair log (issue 37 §2)
+    (logged,) = store.repairs.page(Address("user", "u2", KEY)).entries  # type: ignore[attr-defined]
+    repair = Repair(logged.rule, (), logged.count, tuple(logged.positions), logged.archived)
+    entry = utf8_size(entry_text(repair, logged.at))
+    assert store.usage("u2").bytes == before + utf8_size(dump_json(done.summary, "message")) + entry
     store.erase_user("u2")
     assert store.archive.read(Address("user", "u2", KEY)).archived == []  # type: ignore[attr-defined]
     assert store.usage("u2").bytes == 0

@@ -7,7 +7,6 @@ owner's quota, and deleted with the buffer, its session and its user.
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 import random
@@ -18,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from flowmem.core import call_ids, prepare, result_id
+from flowmem.core import Repair, call_ids, prepare, result_id
 from flowmem.errors import InvalidInputError, QuotaExceededError
 from flowmem.store import Address, Idempotency, SessionRecord, Store, open_store
 from flowmem.store.base import Quotas
-from flowmem.store.repairs import KEPT, RepairEntry
+from flowmem.store.repairs import KEPT, RepairEntry, entry_text
 
 CHAT = Address("user", "alice", "chat")
 FORK = multiprocessing.get_context("fork")
@@ -45,10 +44,10 @@ def _log(store: Store, address: Address = CHAT) -> list[RepairEntry]:
 
 
 def _entry_bytes(entry: RepairEntry) -> int:
-    """The stored size of an entry: its JSON text as the log writes it."""
-    fields = {k: v for k, v in entry.to_dict().items() if k not in ("seq", "positions")}
-    text = json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
-    return len(text.encode())
+    """The stored size of an entry: its JSON text as the log writes it (a heal's positions are read, not stored)."""
+    stored = tuple(entry.positions) if entry.kind in ("evict", "compact") else ()
+    repair = Repair(entry.rule, tuple(entry.call_ids), entry.count, stored, entry.archived, entry.kind)
+    return len(entry_text(repair, entry.at).encode())
 
 
 def _heal(store: Store, cid: str, address: Address = CHAT) -> None:
@@ -168,10 +167,10 @@ def test_mem_3_positions_are_the_rows_indexes_now_after_a_window_evicted_older_r
     assert _log(store)[0].positions == [3]
     store.append(CHAT, prepare([_user("d")], 3), max_messages=5)  # "a" evicted
     rows = store.load(CHAT)
-    (where,) = _log(store)[0].positions
+    (where,) = _log(store)[-1].positions
     assert where == 2 and result_id(rows[where]) == "c1"
     store.append(CHAT, prepare([_user("e"), _user("f"), _user("g")], 4), max_messages=3)
-    assert _log(store)[0].positions == []  # the placeholder left with its turn
+    assert _log(store)[-1].positions == []  # the placeholder left with its turn
 
 
 def test_mem_3_the_log_goes_with_a_cleared_buffer_and_its_bytes_with_it(store: Store) -> None:

@@ -15,7 +15,6 @@ from flowmem.core.append import (
     ListEditor,
     Oldest,
     PositionedRow,
-    Repair,
     append,
     apply_append,
     heal,
@@ -42,6 +41,7 @@ from flowmem.core.messages import (
     usable_call_id,
 )
 from flowmem.core.normalize import NormalizeResult, RepairResult, normalize, repair_tool_pairing
+from flowmem.core.repairs import KINDS, Repair, kind_of
 from flowmem.core.storable import check_storable, storable_text, unstorable_path
 from flowmem.core.text import TextMessage, assemble, text_to_message
 from flowmem.core.validate import CODES, Violation, check_sendable
@@ -51,6 +51,7 @@ __all__ = [
     "CODES",
     "EVICTED_CALLS_KEPT",
     "HEALED_CONTENT",
+    "KINDS",
     "ROLES",
     "UNTEXTABLE_KINDS",
     "Answer",
@@ -83,6 +84,7 @@ __all__ = [
     "is_empty_content",
     "is_healed",
     "is_parts",
+    "kind_of",
     "normalize",
     "prepare",
     "repair_tool_pairing",

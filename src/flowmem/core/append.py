@@ -25,6 +25,7 @@ from flowmem.core.messages import (
     result_id,
     to_row,
 )
+from flowmem.core.repairs import WINDOW, Repair, Tally, removed_index
 from flowmem.core.storable import check_storable
 from flowmem.errors import InvalidInputError
 
@@ -86,6 +87,10 @@ class BufferEditor(Protocol):
 
     def oldest(self) -> PositionedRow | None:
         """Return the first row, or None for an empty buffer."""
+        ...
+
+    def index_of(self, position: int) -> int:
+        """Return the index of the row at ``position`` (how many rows come before it)."""
         ...
 
     def was_evicted(self, call_id: str) -> bool:
@@ -167,51 +172,8 @@ class AppendOutcome:
         An append whose every row was refused as a duplicate writes nothing, as before
         the log (decision 0071: it commits nothing); its refusals are in its answer.
         """
-        return self.repairs if self.appended or self.healed or self.replaced else ()
-
-
-@dataclass(frozen=True)
-class Repair:
-    """One kind of change the rules made in an append besides adding rows (the repair log's entry).
-
-    ``rule``: ``MEM-3`` (placeholders inserted), ``MEM-10`` (placeholders replaced by
-    their real result), ``MEM-1`` (results refused as duplicates) or ``MEM-2`` (turns
-    refused as duplicates); ``call_ids``: the ids involved, in order; ``count``: how
-    many rows (inserted, replaced or refused).
-    """
-
-    rule: str
-    call_ids: tuple[str, ...]
-    count: int
-
-
-@dataclass
-class _Tally:
-    """What one ``apply_append`` did, counted while it does it (with the call ids, for the log)."""
-
-    appended: int = 0
-    healed: int = 0
-    replaced: int = 0
-    deduplicated: int = 0
-    notes: dict[str, list[str]] | None = None  # rule -> call ids, made on the first repair
-    refused_turns: int = 0  # MEM-2 rows (a turn may name several ids)
-
-    def note(self, rule: str, ids: Sequence[str]) -> None:
-        """Remember the call ids a rule touched."""
-        if self.notes is None:
-            self.notes = {}
-        self.notes.setdefault(rule, []).extend(ids)
-
-    def repairs(self) -> tuple[Repair, ...]:
-        """The repairs noted, one per rule, in the log's order (MEM-3, MEM-10, MEM-1, MEM-2)."""
-        if self.notes is None:
-            return ()
-        counts = {"MEM-2": self.refused_turns}
-        return tuple(
-            Repair(rule, tuple(self.notes[rule]), counts.get(rule, len(self.notes[rule])))
-            for rule in ("MEM-3", "MEM-10", "MEM-1", "MEM-2")
-            if rule in self.notes
-        )
+        changed = self.appended or self.healed or self.replaced
+        return self.repairs if changed or any(r.kind == "evict" for r in self.repairs) else ()
 
 
 def incoming_list(incoming: object) -> list[Any]:
@@ -269,7 +231,7 @@ def heal(editor: BufferEditor, timestamp: object = None, healed: list[str] | Non
     return sum(len(ids) for ids in groups.values())
 
 
-def _append_tool(editor: BufferEditor, row: Message, tally: _Tally) -> None:
+def _append_tool(editor: BufferEditor, row: Message, tally: Tally) -> None:
     """Append a tool result unless its id is already answered.
 
     Implements MEM-1 (a second result for an id is dropped, also one whose call the
@@ -303,7 +265,7 @@ def _append_tool(editor: BufferEditor, row: Message, tally: _Tally) -> None:
     tally.note("MEM-1", (rid,))
 
 
-def _append_assistant(editor: BufferEditor, row: Message, tally: _Tally) -> None:
+def _append_assistant(editor: BufferEditor, row: Message, tally: Tally) -> None:
     """Append an assistant turn unless every call id it declares is already known.
 
     Implements MEM-2: an id is known when a row of the buffer declares it, or a turn
@@ -319,7 +281,7 @@ def _append_assistant(editor: BufferEditor, row: Message, tally: _Tally) -> None
     tally.appended += 1
 
 
-def _append_one(editor: BufferEditor, row: Message, tally: _Tally) -> None:
+def _append_one(editor: BufferEditor, row: Message, tally: Tally) -> None:
     if is_empty(row):
         return
     role = row["role"]
@@ -339,29 +301,43 @@ def _append_one(editor: BufferEditor, row: Message, tally: _Tally) -> None:
     tally.appended += 1
 
 
-def evict(editor: BufferEditor, max_messages: int) -> None:
+def evict(editor: BufferEditor, max_messages: int) -> Repair | None:
     """Evict the oldest rows until the buffer fits ``max_messages`` (0 = unlimited).
 
     Evicting an assistant turn evicts the results answering its calls too, and the
     buffer never starts with a tool row, so the count may end below the window. The
     evicted turn's call ids are remembered (MEM-1, MEM-2: see ``_append_tool``).
+    Returns the eviction's repair log entry (None: nothing evicted): the call ids of
+    the rows removed, how many, and the indexes they had just before the eviction.
     """
     if max_messages <= 0:
-        return
+        return None
+    removed: list[int] = []  # indexes before the eviction, sorted
+    ids_gone: dict[str, None] = {}
+
+    def drop(position: int, index: int, row_ids: Sequence[str]) -> None:
+        removed_index(removed, index)
+        ids_gone.update(dict.fromkeys(row_ids))
+        editor.delete(position)
+
     while editor.count() > max_messages:
         first = editor.oldest()
         if first is None:
             break
-        editor.delete(first.position)
         ids = call_ids(first.row)
+        drop(first.position, 0, ids)
         if ids:
             editor.remember_evicted(ids)
         for cid in ids:
             answer = editor.answer_of(cid)
             if answer is not None:
-                editor.delete(answer.position)
+                drop(answer.position, editor.index_of(answer.position), ())
     while (first := editor.oldest()) is not None and first.row["role"] == "tool":
-        editor.delete(first.position)
+        rid = result_id(first.row)
+        drop(first.position, 0, () if rid is None else (rid,))
+    if not removed:
+        return None
+    return Repair(WINDOW, tuple(ids_gone), len(removed), tuple(removed))
 
 
 def apply_append(
@@ -380,10 +356,10 @@ def apply_append(
     rows = list(rows)
     if all(is_empty(row) for row in rows):
         return AppendOutcome(appended=0, count=editor.count())
-    tally = _Tally()
+    tally = Tally()
     for row in rows:
         _append_one(editor, row, tally)
-    evict(editor, max_messages)
+    tally.evicted = evict(editor, max_messages)
     return AppendOutcome(
         appended=tally.appended,
         count=editor.count(),
@@ -439,6 +415,10 @@ class ListEditor:
     def oldest(self) -> PositionedRow | None:
         """Return the first row."""
         return PositionedRow(0, self.rows[0]) if self.rows else None
+
+    def index_of(self, position: int) -> int:
+        """Return the index of the row at ``position``: the position itself."""
+        return position
 
     def was_evicted(self, call_id: str) -> bool:
         """Return True when ``call_id`` is among the remembered ids of evicted turns."""

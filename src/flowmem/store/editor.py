@@ -209,6 +209,13 @@ class SqlBufferEditor:
         """Return the first row with its position."""
         return self._end("oldest")
 
+    def index_of(self, position: int) -> int:
+        """Return the index of the row at ``position``: the rows before it (one indexed count)."""
+        if self._id is None:
+            return 0
+        found = self._db.one("rows_before", (self._id, position))
+        return 0 if found is None else int(found[0])
+
     def was_evicted(self, call_id: str) -> bool:
         """Return True when ``call_id`` is among the remembered ids of evicted turns."""
         if self._id is None:

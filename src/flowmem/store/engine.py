@@ -22,12 +22,12 @@ A kind of data never touches a back-end's private members (names with a leading
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from flowmem.core import CallIndex, Message
+from flowmem.core import CallIndex, Message, Repair
 from flowmem.store.base import Address, SessionRecord, WriteGuard
 from flowmem.store.editor import SqlRunner
 
@@ -104,6 +104,10 @@ class SqlEngine(Engine[C], Protocol[C]):
         """Delete a session and its scope inside the caller's write: (buffers, records), or None."""
         ...
 
+    def record_repairs(self, conn: C, buffer_id: int, repairs: Sequence[Repair]) -> None:
+        """Log ``repairs`` in the buffer's repair log inside the caller's write (``store.repairs``)."""
+        ...
+
 
 @dataclass(eq=False)
 class MemoryTables:
@@ -148,6 +152,16 @@ class MemoryEngine(Engine[MemoryTables], Protocol):
         """Delete a buffer, counted off its owner's usage."""
         ...
 
+    def stage_repairs(
+        self, tables: MemoryTables, address: Address, repairs: Sequence[Repair], growth: int = 0
+    ) -> Callable[[], None]:
+        """Check ``repairs``' log entries (with ``growth`` more bytes) against the owner's quota.
+
+        Returns the step that logs them, to run once the change they record is stored
+        (nothing can fail in it); the quota's error, nothing changed, past the quota.
+        """
+        ...
+
     def charge(
         self,
         tables: MemoryTables,
@@ -156,8 +170,12 @@ class MemoryEngine(Engine[MemoryTables], Protocol):
         buffers: int,
         records: int,
         count: bool = True,
+        check: bool = True,
     ) -> None:
-        """Count a change for ``owner``: the quota's error for growth past it (``count=False`` only checks)."""
+        """Count a change for ``owner``: the quota's error for growth past it.
+
+        ``count=False`` only checks; ``check=False`` only counts (a change checked before).
+        """
         ...
 
     def delete_session(self, session_id: str) -> bool:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Protocol, TypeVar
 
-from flowmem.core import CallIndex, Message
+from flowmem.core import CallIndex, Message, Repair
 from flowmem.limits import quota_exceeded
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
@@ -50,6 +50,17 @@ class _RepairLog(Protocol):
 
     def drop(self, address: Address) -> int:
         """Forget the log of the buffer at ``address``; return its bytes."""
+        ...
+
+    def staged(
+        self,
+        tables: MemoryTables,
+        address: Address,
+        owner: str | None,
+        repairs: Sequence[Repair],
+        growth: int,
+    ) -> Callable[[], None]:
+        """Check the entries of ``repairs`` against the quota; the step that logs them."""
         ...
 
 
@@ -127,6 +138,12 @@ class MemoryEngineParts:
         """Delete a buffer, counted off its owner's usage."""
         self._drop_buffer(address)
 
+    def stage_repairs(
+        self, tables: MemoryTables, address: Address, repairs: Sequence[Repair], growth: int = 0
+    ) -> Callable[[], None]:
+        """Check ``repairs``' log entries against the quota; the step that logs them (the lock held)."""
+        return self.repairs.staged(tables, address, self._buffer_owners.get(address), repairs, growth)
+
     def charge(
         self,
         tables: MemoryTables,
@@ -135,9 +152,10 @@ class MemoryEngineParts:
         buffers: int,
         records: int,
         count: bool = True,
+        check: bool = True,
     ) -> None:
-        """Count a change for ``owner``: the quota's error for growth past it (``count=False`` only checks)."""
-        self._charge(owner, size, buffers, records, count)
+        """Count a change for ``owner``: the quota's error for growth past it (``MemoryEngine.charge``)."""
+        self._charge(owner, size, buffers, records, count, check)
 
     # --- the write guard (the lock held) -------------------------------------------------
     def _check_guard(self, guard: WriteGuard | None) -> SessionRecord | None:
@@ -210,11 +228,17 @@ class MemoryEngineParts:
         return quota_owner(address.scope, address.scope_id, None if session is None else session.owner)
 
     def _charge(
-        self, owner: str | None, size: int, buffers: int, records: int, count: bool = True
+        self,
+        owner: str | None,
+        size: int,
+        buffers: int,
+        records: int,
+        count: bool = True,
+        check: bool = True,
     ) -> None:
         """Count a change for ``owner``; QuotaExceededError, nothing counted, for growth past a quota.
 
-        ``count=False`` only checks.
+        ``count=False`` only checks; ``check=False`` only counts (a change checked before).
         """
         if owner is None:
             return
@@ -226,7 +250,7 @@ class MemoryEngineParts:
             ("buffers", buffers, after.buffers, quotas.buffers),
             ("records", records, after.records, quotas.records),
         ):
-            if delta > 0 and limit and value > limit:
+            if check and delta > 0 and limit and value > limit:
                 raise quota_exceeded(name, owner, limit)
         if not count:
             return

@@ -289,7 +289,7 @@ class MemoryStore(MemoryEngineParts, BufferReads, IdempotencyKeys, Tokens):
                 outcome = replace(outcome, rows=copy.deepcopy(editor.rows))
             self._set_buffer(address, editor.rows, editor.bytes, created)
             if logged:  # nothing can fail from here: the buffer and its log are one step
-                self._charge(self._buffer_owners.get(address), grown, 0, 0)
+                self._charge(self._buffer_owners.get(address), grown, 0, 0, check=False)  # checked above
                 self.repairs.add(address, logged)
             self._indexes[address] = editor.call_index()
             if editor.tokens is not None:

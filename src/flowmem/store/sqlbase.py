@@ -79,8 +79,8 @@ LOAD_BATCH = 1000  # rows a whole-buffer ``load`` fetches and parses at a time
 class RepairLog(Protocol):
     """What an append tells the repair log (``flowmem.store.repairs.sql.SqlRepairs``)."""
 
-    def record(self, db: SqlRunner, buffer_id: int, repairs: Sequence[Repair]) -> None:
-        """Log an append's repairs inside its transaction (nothing when there are none)."""
+    def record(self, db: SqlRunner, buffer_id: int, repairs: Sequence[Repair], freed: int = 0) -> None:
+        """Log a write's repairs inside its transaction (nothing when there are none); ``freed``: bytes it freed."""
         ...
 
 
@@ -106,6 +106,10 @@ class SqlStore(SqlEngineBase[C]):
     create: bool = True  # False: a database without flowmem's schema is refused, not created
     _quotas: Quotas = Quotas()  # what the quota triggers enforce (``set_quotas``)
     repairs: RepairLog  # the buffers' repair logs (``store.repairs``, issue 37 §2)
+
+    def record_repairs(self, conn: C, buffer_id: int, repairs: Sequence[Repair]) -> None:
+        """Log ``repairs`` in the buffer's repair log inside the caller's write (``store.repairs``)."""
+        self.repairs.record(self._runner(conn), buffer_id, repairs)
 
     # --- shared helpers -----------------------------------------------------------------
     def _apply_append(
@@ -138,9 +142,10 @@ class SqlStore(SqlEngineBase[C]):
         address = editor.address
         outcome = apply_append(editor, rows, max_messages)
         check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)
-        if outcome.logged:  # the repair log, in this transaction (issue 37 §2)
-            self.repairs.record(self._runner(conn), editor.buffer_id, outcome.logged)
         editor.flush()
+        if outcome.logged:  # the repair log, in this transaction (issue 37 §2)
+            freed = editor.bytes_before - editor.bytes
+            self.repairs.record(self._runner(conn), editor.buffer_id, outcome.logged, freed)
         if snapshot:
             found = conn.execute(self.SQL["load_all"], tuple(address)).fetchall()
             outcome = replace(outcome, rows=load_rows(found))

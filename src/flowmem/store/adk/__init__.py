@@ -193,6 +193,10 @@ class TrackingEditor:
         """Forwarded."""
         return self.inner.oldest()
 
+    def index_of(self, position: int) -> int:
+        """Forwarded."""
+        return self.inner.index_of(position)
+
     def was_evicted(self, call_id: str) -> bool:
         """Forwarded."""
         return self.inner.was_evicted(call_id)

@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from flowmem.core import CallIndex, Message, call_ids
+from flowmem.core import CallIndex, Message, Repair, call_ids
 from flowmem.core.compaction import prefix_digest
+from flowmem.core.repairs import COMPACTION
 from flowmem.errors import BufferChangedError
 from flowmem.store.archive import EVERY_ROW, Archived, SummaryMaker, WithArchive
 from flowmem.store.base import PAGE_CHARS, PAGE_ROWS, Address, BodyPage
@@ -89,7 +90,10 @@ class MemoryArchive:
             made = summary(first, first + kept - 1)
             moved = [body for _, body in bodies[:kept]]
             size = tables.sizes.get(address, 0) + sum(utf8_size(dump_json(r, "message")) for r in made)
+            logged = Repair(COMPACTION, (), kept, tuple(range(kept)), (first, first + kept - 1))
+            log = store.stage_repairs(tables, address, [logged], size - tables.sizes.get(address, 0))
             store.set_buffer(tables, address, [*made, *rows[kept:]], size)  # the quota may refuse it
+            log()  # the repair log's entry (issue 37 §2), in the same locked step
             self._rows[address] = [*archive, *moved]
             ids = {cid for body in moved for cid in call_ids(json.loads(body))}
             self._calls[address] = self._calls.get(address, frozenset()) | ids

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from flowmem.core import Repair
 from flowmem.core.compaction import prefix_digest
+from flowmem.core.repairs import COMPACTION
 from flowmem.core.tokens import estimate_tokens
 from flowmem.errors import BufferChangedError
 from flowmem.store.archive import EVERY_ROW, Archived, SummaryMaker, WithArchive
@@ -83,6 +85,9 @@ class SqlArchive:
             size = sum(sizes)
             editor.keep_bytes(size)
             editor.flush()
+            count, archived = len(moved), (first, first + len(moved) - 1)
+            logged = Repair(COMPACTION, (), count, tuple(range(count)), archived)
+            self.store.record_repairs(conn, editor.buffer_id, [logged])  # issue 37 §2
             return Archived(len(moved), first, first + len(moved) - 1, size, rows)
 
         return self.store.write_at(address, work)

@@ -171,6 +171,10 @@ class Tagging:
         """The first row."""
         return self.inner.oldest()
 
+    def index_of(self, position: int) -> int:
+        """The index of the row at ``position``."""
+        return self.inner.index_of(position)
+
     def was_evicted(self, call_id: str) -> bool:
         """Whether a turn the line's window evicted declared ``call_id``."""
         return self.inner.was_evicted(call_id)

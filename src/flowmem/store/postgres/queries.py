@@ -30,6 +30,7 @@ SQL: dict[str, str] = {
     "newest": f"SELECT pos, body FROM buffer_rows WHERE {_B} ORDER BY pos DESC LIMIT 1",
     "row_get": f"SELECT body FROM buffer_rows WHERE {_B} AND pos = %s",
     "next_pos": f"SELECT MIN(pos) FROM buffer_rows WHERE {_B} AND pos > %s",
+    "rows_before": f"SELECT COUNT(*) FROM buffer_rows WHERE {_B} AND pos < %s",  # an index
     "max_before": f"SELECT MAX(pos) FROM buffer_rows WHERE {_B} AND pos > %s AND pos < %s",
     "row_insert": "INSERT INTO buffer_rows (buffer_id, pos, role, body, tokens) VALUES (%s, %s, %s, %s, %s)",
     "row_update": f"UPDATE buffer_rows SET role = %s, body = %s, tokens = %s WHERE {_B} AND pos = %s",
@@ -85,7 +86,8 @@ SQL: dict[str, str] = {
     "usage_get": "SELECT bytes, buffers, records FROM user_usage WHERE user_id = %s",
     "usage_delete": "DELETE FROM user_usage WHERE user_id = %s",
     "quotas_set": """SELECT set_config('flowmem.quota_bytes', %s, false),
-        set_config('flowmem.quota_buffers', %s, false), set_config('flowmem.quota_records', %s, false)""",
+        set_config('flowmem.quota_buffers', %s, false), set_config('flowmem.quota_records', %s, false),
+        set_config('flowmem.quota_bytes_kept', %s, false)""",  # what the repair log's unlift restores
     # a paged read (page_bodies): one statement, one snapshot; the page is cut by size on the
     # server (octet_length reads no TOASTed body), so the client gets the page only
     "page_head": f"SELECT id, id, version, count FROM buffers WHERE {_ADDR}",

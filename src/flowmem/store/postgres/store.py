@@ -266,7 +266,8 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
     def _send_quotas(self, conn: psycopg.Connection[Any]) -> None:
         """Give the connection this store's quotas (session settings the quota triggers read)."""
         quotas = self._quotas
-        conn.execute(SQL["quotas_set"], (str(quotas.bytes), str(quotas.buffers), str(quotas.records)))
+        sizes = (str(quotas.bytes), str(quotas.buffers), str(quotas.records), str(quotas.bytes))
+        conn.execute(SQL["quotas_set"], sizes)
         conn.__dict__[QUOTAS] = quotas
 
     def set_quotas(self, quotas: Quotas) -> None:
@@ -561,9 +562,10 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                 editor = _editor(db, address, found[0] if found else None, ids, want_open)
                 outcome = apply_append(editor, rows, max_messages)
                 check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)
-                if outcome.logged:  # the repair log, in this transaction (issue 37 §2)
-                    self.repairs.record(db, editor.buffer_id, outcome.logged)
                 editor.flush()
+                if outcome.logged:  # the repair log, in this transaction (issue 37 §2)
+                    freed = editor.bytes_before - editor.bytes
+                    self.repairs.record(db, editor.buffer_id, outcome.logged, freed)
                 whole = db.send("load_all", tuple(address)) if snapshot else None
                 if idempotency is not None:  # the key and its answer, before the commit (0031)
                     if whole is not None:  # the answer holds the buffer: one more round trip

@@ -1,22 +1,46 @@
-"""A buffer's repair log: what the append rules changed besides adding rows, kept (issue 37 §2).
+"""A buffer's repair log: what the memory changed in a buffer besides adding rows, kept (issue 37 §2).
 
-Each entry says when (``at``, seconds since the epoch), by which rule (``MEM-3``:
-placeholders inserted for unanswered calls; ``MEM-10``: placeholders replaced by
-their real result; ``MEM-1``: results refused as duplicates; ``MEM-2``: turns
-refused as duplicates), the call ids involved and how many rows (``count``). A read
-adds the indexes of the rows an entry wrote (a placeholder, a replacement: the rows
-answering its call ids) as the buffer holds them when read, so they stay right after
-a window eviction or a compaction; a row that left the buffer has none, and a
-refused duplicate wrote none.
+An entry, as ``GET …/repairs`` answers it (``RepairEntry.to_dict``)::
 
-The log is written in the append's own transaction (a repair that did not commit is
-not in it, a committed one always is), only when the append repaired something: the
+    {"seq": 7, "at": 1765000000.0, "rule": "MEM-3", "kind": "heal",
+     "call_ids": ["c1"], "count": 1, "positions": [4], "archived": null}
+
+- ``seq``: the entry's number in its buffer's log, from 1, never reused.
+- ``at``: when, in seconds since the epoch (the server's clock).
+- ``rule`` and ``kind`` (``flowmem.core.KINDS``; a display needs only ``kind``):
+  ``MEM-3`` / ``heal``: placeholders inserted for unanswered calls; ``MEM-10`` /
+  ``replace``: placeholders replaced by their real result; ``MEM-1`` / ``duplicate``:
+  results refused as duplicates; ``MEM-2`` / ``duplicate``: assistant turns refused as
+  duplicates; ``window`` / ``evict``: rows an append's window (``max_messages``)
+  evicted; ``compaction`` / ``compact``: rows a compaction archived, a summary (or a
+  compacted history) in their place; ``MEM-5`` / ``normalize``: entries the
+  normalization of a stored read dropped; an error code (``buffer_full``) /
+  ``refuse``: a write refused whole, naming the buffer. An entry stored before kinds
+  existed has none: it is derived from its rule when read.
+- ``call_ids``: the call ids involved, in order (evicted: those the removed rows
+  declared or answered; a compaction, a drop, a refusal: none).
+- ``count``: how many rows were inserted, replaced, refused, removed or dropped.
+- ``positions``: row indexes. A heal's or a replacement's are the indexes, in the
+  buffer as it is when read, of the rows it wrote (the rows answering its call ids;
+  none once they left the buffer). An eviction's and a compaction's are the indexes
+  the removed rows had in the buffer just before they were removed (they have none
+  after: the rows now at those indexes are others). A refused duplicate, a drop and a
+  refusal have none.
+- ``archived``: a compaction's archive numbers ``[first, last]`` (the rows read with
+  ``archived=true``), else null.
+
+The log is written in the same transaction as the change it records (a repair that
+did not commit is not in it, a committed one always is), and only for a change: the
 back-ends call ``record`` from their append path with the core's
-``AppendOutcome.repairs``. It keeps a buffer's newest ``KEPT`` entries (older ones are
-deleted in the same write), its bytes count against the owner's quota (the
-``bytes`` quota, as the buffer's), and it goes with its buffer: ``clear``, a session's
-deletion and a user's erasure delete it in their transaction (each back-end's
-``_drop_buffer``).
+``AppendOutcome.logged`` (an append that changed no row logs nothing) and from their
+compaction's transaction. A drop on a read and a refusal change no row: they are
+``note``-d in a small transaction of their own, serialized with the buffer's writes,
+only on a buffer that exists and only when the newest entry does not already say the
+same (so polling a broken buffer does not grow its log; decision 0117). It keeps a
+buffer's newest ``KEPT`` entries (older ones are deleted in the same write), its bytes
+count against the owner's quota (the ``bytes`` quota, as the buffer's), and it goes
+with its buffer: ``clear``, a session's deletion and a user's erasure delete it in
+their transaction (each back-end's ``_drop_buffer``).
 
 ``SupportsRepairs`` is a store capability, as ``store.repairs``: ``MemoryRepairs``
 (``memory.py``) and ``SqlRepairs`` (``sql.py``, the table and statements in
@@ -30,7 +54,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
-from flowmem.core import Repair
+from flowmem.core import Repair, kind_of
 from flowmem.errors import InvalidInputError
 from flowmem.store.base import Address
 from flowmem.store.rows import check_last, check_page, stored_json
@@ -48,7 +72,7 @@ WRITING_RULES = ("MEM-3", "MEM-10")  # the rules that write a row the entry poin
 
 @dataclass(frozen=True)
 class RepairEntry:
-    """One entry of a buffer's repair log; ``seq`` numbers a buffer's entries from 1, never reused."""
+    """One entry of a buffer's repair log (the module docstring); ``seq`` numbers a buffer's entries from 1."""
 
     seq: int
     at: float
@@ -56,6 +80,21 @@ class RepairEntry:
     call_ids: list[str]
     count: int
     positions: list[int] = field(default_factory=list)
+    kind: str = ""
+    archived: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.kind:
+            object.__setattr__(self, "kind", kind_of(self.rule))
+
+    def same_as(self, repair: Repair) -> bool:
+        """Whether this entry says what ``repair`` says (its time and number aside)."""
+        return (self.rule, self.kind, self.call_ids, self.count) == (
+            repair.rule,
+            repair.kind,
+            list(repair.call_ids),
+            repair.count,
+        )
 
     def to_dict(self) -> dict[str, object]:
         """The entry as the API answers it."""
@@ -63,9 +102,11 @@ class RepairEntry:
             "seq": self.seq,
             "at": self.at,
             "rule": self.rule,
+            "kind": self.kind,
             "call_ids": self.call_ids,
             "count": self.count,
             "positions": self.positions,
+            "archived": None if self.archived is None else list(self.archived),
         }
 
 
@@ -77,16 +118,25 @@ class RepairPage:
     more: bool = False
 
 
+def entry_text(repair: Repair, at: float) -> str:
+    """A repair's entry as stored JSON text (positions and archive numbers only when it has them)."""
+    data: dict[str, object] = {
+        "at": at,
+        "rule": repair.rule,
+        "kind": repair.kind,
+        "call_ids": list(repair.call_ids),
+        "count": repair.count,
+    }
+    if repair.positions:
+        data["positions"] = list(repair.positions)
+    if repair.archived is not None:
+        data["archived"] = list(repair.archived)
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
 def entry_texts(repairs: Iterable[Repair], at: float) -> list[str]:
-    """The log's entries for an append's repairs, as stored JSON texts, in the rules' order."""
-    return [
-        json.dumps(
-            {"at": at, "rule": r.rule, "call_ids": list(r.call_ids), "count": r.count},
-            ensure_ascii=False,
-            separators=(",", ":"),
-        )
-        for r in repairs
-    ]
+    """The log's entries for one write's repairs, as stored JSON texts, in the rules' order."""
+    return [entry_text(r, at) for r in repairs]
 
 
 def placed(entry: RepairEntry, index_of: Callable[[str], int | None]) -> RepairEntry:
@@ -111,8 +161,9 @@ def check_paging(before: int | None, limit: int) -> None:
 
 
 def parse_entry(seq: int, text: str) -> RepairEntry:
-    """An entry from its stored JSON text."""
+    """An entry from its stored JSON text (one stored before kinds existed: its kind derived)."""
     data = stored_json(text)
+    archived = data.get("archived")
     return RepairEntry(
         seq,
         float(data["at"]),
@@ -120,6 +171,8 @@ def parse_entry(seq: int, text: str) -> RepairEntry:
         [str(cid) for cid in data["call_ids"]],
         int(data["count"]),
         [int(pos) for pos in data.get("positions", [])],
+        str(data.get("kind") or ""),
+        None if not archived else (int(archived[0]), int(archived[1])),
     )
 
 
@@ -129,4 +182,13 @@ class SupportsRepairs(Protocol):
 
     def page(self, address: Address, *, before: int | None = None, limit: int = PAGE) -> RepairPage:
         """The newest ``limit`` entries numbered below ``before`` (all when None), newest first."""
+        ...
+
+    def note(self, address: Address, repair: Repair) -> bool:
+        """Log a change that wrote no row (a drop on a read, a refusal) in a transaction of its own.
+
+        Nothing for a buffer that does not exist, or when its newest entry says the
+        same already; nothing either when the owner's quota would refuse the entry
+        (a read or a refusal never fails for its note). True when it logged.
+        """
         ...

@@ -2,18 +2,20 @@
 
 The store's append asks ``entries`` and ``growth`` before it stores the buffer (the entries' bytes are
 checked against the owner's quota with the rows'), and ``add`` once it did, in the
-same locked step: nothing can fail between them. ``drop`` (a buffer deleted) returns
-the bytes to uncount.
+same locked step: nothing can fail between them. A compaction does the same through
+``staged`` (``MemoryEngine.stage_repairs``). ``note`` logs a change that wrote no row
+in a locked step of its own. ``drop`` (a buffer deleted) returns the bytes to uncount.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from flowmem.core import Repair, result_id
+from flowmem.errors import QuotaExceededError
 from flowmem.store.base import Address
-from flowmem.store.engine import MemoryEngine
+from flowmem.store.engine import MemoryEngine, MemoryTables
 from flowmem.store.repairs import (
     KEPT,
     PAGE,
@@ -37,7 +39,7 @@ class MemoryRepairs:
         self._next: dict[Address, int] = {}
 
     def entries(self, repairs: Sequence[Repair]) -> list[str]:
-        """The entry texts of an append's repairs (none for an append that repaired nothing)."""
+        """The entry texts of a write's repairs (none for a write that repaired nothing)."""
         return entry_texts(repairs, time.time()) if repairs else []
 
     def growth(self, address: Address, texts: Sequence[str]) -> int:
@@ -59,6 +61,46 @@ class MemoryRepairs:
             seq += 1
         self._next[address] = seq
         del log[: max(len(log) - self.kept, 0)]
+
+    def staged(
+        self,
+        tables: MemoryTables,
+        address: Address,
+        owner: str | None,
+        repairs: Sequence[Repair],
+        growth: int,
+    ) -> Callable[[], None]:
+        """Check the entries of ``repairs`` (and ``growth`` bytes more) against ``owner``'s quota.
+
+        The quota's error, nothing changed, past it; else the step that counts and adds
+        them, to run once the change they record is stored (the store lock held throughout).
+        """
+        texts = self.entries(repairs)
+        if not texts:
+            return lambda: None
+        grown = self.growth(address, texts)
+        self.store.charge(tables, owner, growth + grown, 0, 0, count=False)
+
+        def log() -> None:
+            self.store.charge(tables, owner, grown, 0, 0, check=False)  # checked above
+            self.add(address, texts)
+
+        return log
+
+    def note(self, address: Address, repair: Repair) -> bool:
+        """Log a change that wrote no row, unless the buffer is absent or its newest entry says it (one locked step)."""
+        check_address(address)
+        with self.store.locked_at(address) as tables:
+            if address not in tables.buffers:
+                return False
+            log = self._logs.get(address)
+            if log and parse_entry(*log[-1]).same_as(repair):
+                return False
+            try:
+                self.store.stage_repairs(tables, address, [repair])()
+            except QuotaExceededError:
+                return False
+            return True
 
     def drop(self, address: Address) -> int:
         """Forget the log of a deleted buffer (the store lock held); return its bytes."""

@@ -35,4 +35,10 @@ MIGRATION: tuple[str, ...] = (
         FOR EACH ROW EXECUTE FUNCTION flowmem_repairs_usage()""",
 )
 
-SQL: dict[str, str] = statements("%s")
+SQL: dict[str, str] = {
+    **statements("%s"),
+    # the bytes quota off for the rest of the transaction, then the session's again
+    "repairs_lift": "SELECT set_config('flowmem.quota_bytes', '0', true)",
+    "repairs_unlift": """SELECT set_config('flowmem.quota_bytes',
+        COALESCE(current_setting('flowmem.quota_bytes_kept', true), ''), true)""",
+}

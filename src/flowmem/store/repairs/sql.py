@@ -1,19 +1,22 @@
 """``SqlRepairs``: the repair log on a SQL store (SQLite or PostgreSQL).
 
-``record`` runs inside the append's transaction, on the runner the append writes with
-(a ``StatementRunner`` over its connection, or PostgreSQL's pipeline), after the rules
-ran and before the header is written: writes only, no read, so it adds no round trip
-to a pipelined append. The insert's quota trigger may refuse it, and the whole append
-rolls back. ``page`` reads the entries and the rows they wrote in one snapshot.
+``record`` runs inside the append's (or the compaction's) transaction, on the runner
+it writes with (a ``StatementRunner`` over its connection, or PostgreSQL's pipeline),
+after the rules ran and before the header is written: writes only, no read, so it adds
+no round trip to a pipelined append. The insert's quota trigger may refuse it, and the
+whole append rolls back. ``note`` logs a change that wrote no row (a drop on a read, a
+refusal) in a small write of its own. ``page`` reads the entries and the rows they wrote in one snapshot.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import Any
 
 from flowmem.core import Repair
+from flowmem.errors import QuotaExceededError
 from flowmem.store.base import Address
 from flowmem.store.editor import SqlRunner
 from flowmem.store.engine import LAST_MAX, SqlEngine
@@ -26,7 +29,7 @@ from flowmem.store.repairs import (
     parse_entry,
     placed,
 )
-from flowmem.store.rows import check_address
+from flowmem.store.rows import check_address, utf8_size
 
 
 class SqlRepairs:
@@ -37,16 +40,56 @@ class SqlRepairs:
         self.sql = store.statements
         self.kept = kept  # the newest entries a buffer keeps
 
-    def record(self, db: SqlRunner, buffer_id: int, repairs: Sequence[Repair]) -> None:
-        """Log an append's repairs in its transaction (``db``), keeping the newest ``kept``.
+    def record(self, db: SqlRunner, buffer_id: int, repairs: Sequence[Repair], freed: int = 0) -> None:
+        """Log a write's repairs in its transaction (``db``), keeping the newest ``kept``.
 
-        Implements the log of MEM-1, MEM-2, MEM-3 and MEM-10 (issue 37 §2).
+        Implements the log of MEM-1, MEM-2, MEM-3 and MEM-10, of window evictions and of
+        compactions (issue 37 §2). Called after the write's rows and header: the
+        entries' quota trigger sees the rows' bytes as the write leaves them. ``freed``:
+        the bytes the write took off the buffer's rows; when the entries take no more,
+        the write does not grow the owner's usage and is never refused for its log (a
+        shrinking write never is): the bytes quota is lifted for the entries' inserts.
         """
         if not repairs:
             return
-        for text in entry_texts(repairs, time.time()):
-            db.run("repairs_insert", (buffer_id, text, buffer_id))
-        db.run("repairs_trim", (buffer_id, buffer_id, self.kept))
+        texts = entry_texts(repairs, time.time())
+        lifted = freed > 0 and sum(map(utf8_size, texts)) <= freed
+        if lifted:
+            db.run("repairs_lift", ())
+        try:
+            for text in texts:
+                db.run("repairs_insert", (buffer_id, text, buffer_id))
+            db.run("repairs_trim", (buffer_id, buffer_id, self.kept))
+        except BaseException:
+            if lifted:  # never a connection left lifted (SQLite's lift is the connection's)
+                with suppress(Exception):
+                    db.run("repairs_unlift", ())
+            raise
+        if lifted:
+            db.run("repairs_unlift", ())
+
+    def note(self, address: Address, repair: Repair) -> bool:
+        """Log a change that wrote no row in a transaction of its own, serialized with the buffer's writes.
+
+        Nothing for an absent buffer or when its newest entry says the same; nothing
+        when the owner's quota refuses the entry (the transaction rolled back).
+        """
+        check_address(address)
+
+        def work(conn: Any) -> bool:
+            head = conn.execute(self.sql["header_get"], tuple(address)).fetchone()
+            if head is None:
+                return False
+            newest = conn.execute(self.sql["repairs_newest"], (int(head[0]),)).fetchone()
+            if newest is not None and parse_entry(int(newest[0]), str(newest[1])).same_as(repair):
+                return False
+            self.record(self.store.runner(conn), int(head[0]), [repair])
+            return True
+
+        try:
+            return self.store.write_at(address, work)
+        except QuotaExceededError:
+            return False
 
     def page(self, address: Address, *, before: int | None = None, limit: int = PAGE) -> RepairPage:
         """The newest ``limit`` entries numbered below ``before``, newest first (one statement)."""

@@ -27,4 +27,9 @@ MIGRATION: tuple[str, ...] = (
     END""",
 )
 
-SQL: dict[str, str] = statements("?")
+SQL: dict[str, str] = {
+    **statements("?"),
+    # the bytes quota off on this connection until unlifted (``flowmem_quota_lift``)
+    "repairs_lift": "SELECT flowmem_quota_lift(1)",
+    "repairs_unlift": "SELECT flowmem_quota_lift(0)",
+}

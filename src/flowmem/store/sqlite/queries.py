@@ -35,6 +35,7 @@ SQL: dict[str, str] = {
     "newest": f"SELECT pos, body FROM buffer_rows WHERE {_B} ORDER BY pos DESC LIMIT 1",
     "row_get": f"SELECT body FROM buffer_rows WHERE {_B} AND pos = ?",
     "next_pos": f"SELECT MIN(pos) FROM buffer_rows WHERE {_B} AND pos > ?",
+    "rows_before": f"SELECT COUNT(*) FROM buffer_rows WHERE {_B} AND pos < ?",  # an index
     "max_before": f"SELECT MAX(pos) FROM buffer_rows WHERE {_B} AND pos > ? AND pos < ?",
     "row_insert": "INSERT INTO buffer_rows (buffer_id, pos, role, body, tokens) VALUES (?, ?, ?, ?, ?)",
     "row_update": f"UPDATE buffer_rows SET role = ?, body = ?, tokens = ? WHERE {_B} AND pos = ?",

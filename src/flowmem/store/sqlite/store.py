@@ -176,11 +176,19 @@ def add_quota_function(conn: sqlite3.Connection, quotas: Callable[[], Quotas]) -
         limit = int(getattr(quotas(), quota, 0))
         if not limit or used is None or int(used) <= limit:
             return 0
+        if quota == "bytes" and getattr(conn, "quota_lifted", False):
+            return 0
         if isinstance(conn, _Connection):
             conn.quota_refused = (quota, str(owner), limit)
         return 1
 
+    def quota_lift(lifted: int) -> int:
+        conn.quota_lifted = bool(lifted)  # type: ignore[attr-defined]
+        return 0
+
     conn.create_function("flowmem_over_quota", 3, over_quota)
+    # the repair log's entries of a write that frees more than they take (decision 0117)
+    conn.create_function("flowmem_quota_lift", 1, quota_lift)
 
 
 class _Connection(sqlite3.Connection):
@@ -190,6 +198,7 @@ class _Connection(sqlite3.Connection):
         super().__init__(*args, **kwargs)
         self.pragmas: dict[str, int | str] = {}
         self.quota_refused: tuple[str, str, int] | None = None  # what flowmem_over_quota found
+        self.quota_lifted = False  # the bytes quota is not checked (flowmem_quota_lift)
 
 
 def _close(conn: sqlite3.Connection) -> None:
