@@ -20,7 +20,7 @@ import logging
 from collections.abc import Sequence
 from copy import copy
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.conversation import Conversation
@@ -30,7 +30,7 @@ from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import RunContext, ToolDefinition
 
 if TYPE_CHECKING:
-    from flowmem.integrations.pydantic_ai.store import FlowmemConversationStore
+    from pydantic_ai.usage import RunUsage
 
 log = logging.getLogger("flowmem.integrations.pydantic_ai")
 
@@ -78,6 +78,20 @@ class Ahead:
         return kept
 
 
+class WritesAhead(Protocol):
+    """What a ``WriteAhead`` needs of its store (``FlowmemConversationStore`` is one)."""
+
+    async def stored_prefix(self, conversation: Conversation) -> int:
+        """How many of ``conversation``'s first messages are the stored history's."""
+        ...
+
+    async def write_ahead_messages(
+        self, ahead: Ahead, messages: Sequence[ModelMessage], usage: RunUsage, scope: str | None
+    ) -> None:
+        """Store a run's new ``messages`` after the stored head."""
+        ...
+
+
 class WriteAhead(AbstractCapability[Any]):
     """A capability storing a run's new messages before each model request and tool (decision 0099).
 
@@ -87,7 +101,7 @@ class WriteAhead(AbstractCapability[Any]):
     """
 
     def __init__(
-        self, store: FlowmemConversationStore, conversation: Conversation, scope: str | None
+        self, store: WritesAhead, conversation: Conversation, scope: str | None
     ) -> None:
         super().__init__()
         self.store = store
