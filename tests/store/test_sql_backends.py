@@ -31,6 +31,7 @@ from flowmem.store.adk import sqlite as adk_sqlite
 from flowmem.store.archive import sqlite as archive_sqlite
 from flowmem.store.repairs import sqlite as repairs_sqlite
 from flowmem.store.sqlite import SqliteStore, parse_url
+from flowmem.store.vectors import sqlite as vectors_sqlite
 
 KEY = Address("global", "", "k")
 
@@ -239,6 +240,21 @@ def _drop_repairs(url: str) -> None:
         _sql(url, "DROP FUNCTION flowmem_repairs_usage()")
 
 
+def _drop_vectors(url: str) -> None:
+    """Undo the vectors' migration (issue 40): their tables, the triggers on records, the functions."""
+    if url.startswith("sqlite"):
+        for trigger in ("vectors_record_delete", "vectors_record_value"):
+            _sql(url, f"DROP TRIGGER IF EXISTS {trigger}")
+    else:
+        for trigger in ("records_vectors_delete", "records_vectors_value"):
+            _sql(url, f"DROP TRIGGER IF EXISTS {trigger} ON records")
+    _sql(url, "DROP TABLE IF EXISTS record_vectors")  # its own triggers with it
+    _sql(url, "DROP TABLE IF EXISTS vector_spaces")
+    if not url.startswith("sqlite"):
+        _sql(url, "DROP FUNCTION IF EXISTS flowmem_record_vectors_drop()")
+        _sql(url, "DROP FUNCTION IF EXISTS flowmem_vectors_usage()")
+
+
 # the archive's migration number, wherever it stands (issue 28's migrations are numbered at merge)
 _ARCHIVE = sqlite_backend.MIGRATIONS.index(archive_sqlite.MIGRATION) + 1
 
@@ -252,6 +268,7 @@ _UNDO = {
     _ARCHIVE: _drop_archive,
     sqlite_backend.MIGRATIONS.index(adk_sqlite.KEYED) + 1: _drop_adk_keys,
     sqlite_backend.MIGRATIONS.index(repairs_sqlite.MIGRATION) + 1: _drop_repairs,
+    sqlite_backend.MIGRATIONS.index(vectors_sqlite.MIGRATION) + 1: _drop_vectors,
 }
 
 

@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "mcp": ("flowmem.cli.mcp", "mcp_command", "mcp"),
     "normalize": ("flowmem.cli.check", "normalize_command", None),
     "repairs": ("flowmem.cli.repairs", "repairs_command", None),
+    "reembed": ("flowmem.cli.reembed", "reembed_command", "langgraph"),
     "serve": ("flowmem.cli.serve", "serve_command", "server"),
     "token": ("flowmem.cli.token", "token_group", None),
     "user": ("flowmem.cli.user", "user_group", None),

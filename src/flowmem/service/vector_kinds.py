@@ -15,7 +15,8 @@ from flowmem.scope import check_scope
 from flowmem.service.checks import check_key, check_name, check_record, check_scope_id, check_ttl
 from flowmem.store.base import SESSION_SCOPE, Address
 from flowmem.store.rows import to_json
-from flowmem.store.vectors import ScanRow, Space, SupportsVectors, Vector, vectors_of
+from flowmem.store.vectors import ScanRow, Space, SupportsVectors, Vector
+from flowmem.store.vectorstores import vectors_of
 
 if TYPE_CHECKING:
     from flowmem.service import MemoryService

@@ -24,20 +24,19 @@ has at most one ``active`` space and, while ``flowmem reembed`` runs, one ``next
   makes the next space the active one atomically once nothing is pending (the old
   vectors are deleted in that transaction). Reads use the active space throughout.
 
-``vectors_of(store)`` gives the package's implementation for the three back-ends:
-``MemoryVectors`` (``memory.py``) and ``SqlVectors`` (``sql.py``, with the tables
-and statements of ``sqlite.py`` and ``postgres.py``).
+The implementations: ``MemoryVectors`` (``memory.py``, the memory store's own
+``vectors``) and ``SqlVectors`` (``sql.py``, with the tables and statements of
+``sqlite.py`` and ``postgres.py``), which ``flowmem.store.vectorstores.vectors_of``
+gives a SQL store.
 """
 
 from __future__ import annotations
 
 import math
 import struct
-import sys
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from flowmem.errors import ConfigurationError, EmbeddingSpaceError, InvalidInputError
 from flowmem.store.base import Address, Store
@@ -217,33 +216,15 @@ class SupportsVectors(Protocol):
         ...
 
 
-_VECTORS: weakref.WeakKeyDictionary[Any, SupportsVectors] = weakref.WeakKeyDictionary()
-
-
 def vectors_of(store: Store) -> SupportsVectors:
-    """The vectors of a store's records: its own ``vectors`` when it has them, else this package's."""
+    """A store's own ``vectors``: ConfigurationError for a store that keeps none.
+
+    ``MemoryStore`` has its own; ``flowmem.store.vectorstores.vectors_of`` gives the SQL
+    back-ends theirs.
+    """
     own = getattr(store, "vectors", None)
     if isinstance(own, SupportsVectors):
         return own
-    found = _VECTORS.get(store)
-    if found is None:
-        found = _backend_vectors(store)
-        _VECTORS[store] = found
-    return found
-
-
-def _backend_vectors(store: Store) -> SupportsVectors:
-    # a module not imported yet cannot have made this store: never import a driver here
-    sqlite = sys.modules.get("flowmem.store.sqlite")
-    if sqlite is not None and isinstance(store, sqlite.SqliteStore):
-        from flowmem.store.vectors.sqlite import SqliteVectors
-
-        return SqliteVectors(store)
-    postgres = sys.modules.get("flowmem.store.postgres")
-    if postgres is not None and isinstance(store, postgres.PostgresStore):
-        from flowmem.store.vectors.pgstore import PostgresVectors
-
-        return PostgresVectors(store)
     raise ConfigurationError(
         f"{type(store).__name__} keeps no embedding vectors: use a MemoryStore, SqliteStore or "
         "PostgresStore for a FlowmemStore with an index"

@@ -10,8 +10,8 @@ the records' own do (decision 0044: ``flowmem_usage_add``, ``flowmem_quota_check
 A put reads the collection's spaces ``FOR SHARE`` and ``switch`` ``FOR UPDATE``: a
 put in the old space cannot commit after the switch has checked that nothing is
 pending. In a database whose collation is not C, keys are compared ``COLLATE "C"``
-(``SQL_C``), as ``flowmem.store.listing.postgres`` does; ``PostgresVectors``
-(``pgstore.py``) picks the statements.
+(``SQL_C``), as ``flowmem.store.listing.postgres`` does; ``SqlVectors`` reads the
+collation once and picks the statements.
 """
 
 from __future__ import annotations
@@ -59,4 +59,8 @@ SQL_C: dict[str, str] = statements("%s", key='v.key COLLATE "C"', lock="FOR SHAR
 SQL["vectors_spaces_locked"] = SQL["vectors_spaces"].replace("FOR SHARE", "FOR UPDATE")
 SQL["vectors_spaces_read"] = SQL["vectors_spaces"].replace("FOR SHARE", "")
 SQL_C["vectors_spaces_read"] = SQL["vectors_spaces_read"]
+SQL_C["vectors_spaces_locked"] = SQL["vectors_spaces_locked"]
+# datlocprovider exists from PostgreSQL 15 on; before it every database is libc's
+SQL["vectors_collation"] = """SELECT d.datcollate, to_jsonb(d) ->> 'datlocprovider'
+    FROM pg_database d WHERE d.datname = current_database()"""
 

@@ -9,12 +9,11 @@ its space is checked in it, so a switch cannot slip between the check and the wr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 from flowmem.errors import ConflictError, InvalidInputError
 from flowmem.store.base import Address
 from flowmem.store.engine import SqlEngine
-from flowmem.store.listing.records import prefix_end
 from flowmem.store.rows import check_address
 from flowmem.store.vectors import (
     ACTIVE,
@@ -51,17 +50,37 @@ def whole_records(rows: list[Any], full: bool, key_of: Any) -> list[Any]:
     return rows[:cut] if cut else rows
 
 
+def prefix_end(prefix: str) -> str | None:
+    """The smallest key after every key starting with ``prefix``; None when there is none."""
+    stripped = prefix.rstrip(chr(0x10FFFF))
+    return stripped[:-1] + chr(ord(stripped[-1]) + 1) if stripped else None
+
+
 class SqlVectors:
-    """``SupportsVectors`` over a SQL store's engine and its backend's ``SQL`` statements."""
+    """``SupportsVectors`` over a SQL store's engine and its backend's statements.
 
-    SQL: ClassVar[dict[str, str]] = {}
+    ``collated``: the statements that compare keys ``COLLATE "C"``, used when the
+    database's collation (``vectors_collation``, read once) is not C (PostgreSQL).
+    """
 
-    def __init__(self, store: SqlEngine[Any]) -> None:
+    def __init__(
+        self, store: SqlEngine[Any], sql: dict[str, str], collated: dict[str, str] | None = None
+    ) -> None:
         self.store = store
+        self.sql = sql
+        self.collated = collated
+        self._collation_is_c: bool | None = None if collated is not None else True
 
     def statement(self, name: str) -> str:
         """The text of the named statement for this store."""
-        return self.SQL[name]
+        if self._collation_is_c is None:
+            with self.store.connection() as conn:
+                row = conn.execute(self.sql["vectors_collation"]).fetchone()
+            collate, provider = (row[0], row[1]) if row is not None else (None, None)
+            self._collation_is_c = provider in (None, "c") and collate in ("C", "POSIX")
+        if not self._collation_is_c and self.collated is not None:
+            return self.collated[name]
+        return self.sql[name]
 
     def _read_spaces(self, conn: Any, collection: str, name: str) -> tuple[Spaces, dict[str, int]]:
         return _spaces(conn.execute(self.statement(name), (collection,)).fetchall())

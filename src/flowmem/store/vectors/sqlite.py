@@ -10,7 +10,6 @@ delete.
 
 from __future__ import annotations
 
-from flowmem.store.vectors.sql import SqlVectors
 from flowmem.store.vectors.statements import statements
 
 _OF_RECORD = "scope = OLD.scope AND scope_id = OLD.scope_id AND key = OLD.key"
@@ -46,8 +45,3 @@ SQL: dict[str, str] = statements("?")
 # a SQLite write transaction excludes every other writer: no row lock to take
 SQL["vectors_spaces_locked"] = SQL["vectors_spaces_read"] = SQL["vectors_spaces"]
 
-
-class SqliteVectors(SqlVectors):
-    """The vectors of one ``SqliteStore``'s records."""
-
-    SQL = SQL

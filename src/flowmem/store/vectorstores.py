@@ -1,0 +1,44 @@
+"""``vectors_of(store)``: the embedding vectors of any of the three back-ends' records (issue 40).
+
+``MemoryStore`` keeps its own (``store.vectors``); a ``SqliteStore`` or
+``PostgresStore`` gets a ``SqlVectors`` over its engine with its dialect's statements,
+made once per store. Like ``flowmem.store.listing``, it sits above the back-ends and
+imports none of their drivers: a back-end module not imported yet made no store.
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from typing import Any
+
+from flowmem.store.base import Store
+from flowmem.store.vectors import SupportsVectors
+from flowmem.store.vectors import vectors_of as own_vectors
+from flowmem.store.vectors.sql import SqlVectors
+
+_VECTORS: weakref.WeakKeyDictionary[Any, SupportsVectors] = weakref.WeakKeyDictionary()
+
+
+def vectors_of(store: Store) -> SupportsVectors:
+    """The vectors of a store's records (ConfigurationError for a store that keeps none)."""
+    found = _VECTORS.get(store)
+    if found is not None:
+        return found
+    sqlite = sys.modules.get("flowmem.store.sqlite")
+    postgres = sys.modules.get("flowmem.store.postgres")
+    if sqlite is not None and isinstance(store, sqlite.SqliteStore):
+        from flowmem.store.vectors import sqlite as dialect
+
+        found = SqlVectors(store, dialect.SQL)
+    elif postgres is not None and isinstance(store, postgres.PostgresStore):
+        from flowmem.store.vectors import postgres as pg
+
+        found = SqlVectors(store, pg.SQL, pg.SQL_C)
+    else:
+        return own_vectors(store)
+    _VECTORS[store] = found
+    return found
+
+
+__all__ = ["vectors_of"]
