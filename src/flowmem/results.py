@@ -301,9 +301,10 @@ class CompactResult(Refusable):
 class RepairLogResult(Refusable):
     """A page of a buffer's repair log (issue 37 §2), newest first.
 
-    ``repairs``: each entry's ``seq``, ``at`` (seconds since the epoch), ``rule``
-    (``MEM-3``, ``MEM-10``, ``MEM-1``, ``MEM-2``), ``call_ids``, ``count`` and
-    ``positions`` (the indexes, in the buffer now, of the rows it wrote).
+    ``repairs``: each entry's ``seq``, ``at`` (seconds since the epoch), ``rule``,
+    ``kind`` (``heal``, ``replace``, ``duplicate``, ``evict``, ``compact``,
+    ``normalize``, ``refuse``), ``call_ids``, ``count``, ``positions`` and
+    ``archived`` (``flowmem.store.repairs`` describes each).
     ``next_before``: pass it as ``before`` for the older entries (None: there are none).
     """
 

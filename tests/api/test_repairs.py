@@ -73,3 +73,14 @@ def test_the_log_is_gone_after_the_buffer_is_cleared(api: Api) -> None:
     _heal(api, "/v1/buffers/user/chat", "c1")
     api.call("DELETE", "/v1/buffers/user/chat")
     assert api.call("GET", "/v1/buffers/user/chat/repairs").json()["repairs"] == []
+
+
+def test_every_entry_has_the_shape_a_display_renders_and_an_eviction_its_kind(api: Api) -> None:
+    _heal(api, "/v1/buffers/user/chat", "c1")
+    more = [{"role": "user", "content": f"m{i}"} for i in range(3)]
+    api.call("POST", "/v1/buffers/user/chat", json={"messages": more, "max_messages": 2})
+    entries = api.call("GET", "/v1/buffers/user/chat/repairs").json()["repairs"]
+    shape = {"seq", "at", "rule", "kind", "call_ids", "count", "positions", "archived"}
+    assert all(set(entry) == shape for entry in entries)
+    assert [(e["kind"], e["rule"], e["count"]) for e in entries] == [("evict", "window", 4), ("heal", "MEM-3", 1)]
+    assert entries[0]["positions"] == [0, 1, 2, 3] and entries[0]["call_ids"] == ["c1"]

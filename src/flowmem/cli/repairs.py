@@ -1,7 +1,9 @@
 """``flowmem repairs SCOPE SCOPE_ID KEY``: a buffer's repair log, newest first (issue 37 §2).
 
-What the append rules changed in the buffer besides adding rows, and when: MEM-3
-placeholders inserted, MEM-10 placeholders replaced, MEM-1 / MEM-2 duplicates refused.
+What the memory changed in the buffer besides adding rows, and when: MEM-3
+placeholders inserted, MEM-10 placeholders replaced, MEM-1 / MEM-2 duplicates refused,
+rows a window evicted or a compaction archived, entries a read's normalization
+dropped, writes refused whole (``flowmem.store.repairs`` describes an entry).
 Read straight from the database, as ``flowmem compact`` does (an operator's command);
 over HTTP the same page is ``GET /v1/buffers/{scope}/{key}/repairs``.
 """
@@ -36,8 +38,9 @@ def repairs_command(
 ) -> None:
     """Print the repair log of buffer SCOPE/SCOPE_ID/KEY, newest first.
 
-    One line per repair: its number, time (UTC), rule, how many rows, the call ids
-    and the indexes of the rows it wrote in the buffer now. The log keeps a buffer's
+    One line per repair: its number, time (UTC), kind, rule, how many rows, the call
+    ids and the row indexes (the rows a heal or a replacement wrote, in the buffer
+    now; the rows an eviction or a compaction removed, before it). The log keeps a buffer's
     newest 1,000 repairs; it goes with the buffer, its session and its user.
     """
     store = open_database(database)
@@ -54,6 +57,7 @@ def repairs_command(
     for entry in page.repairs:
         rows = ",".join(str(p) for p in entry["positions"]) or "-"
         ids = ",".join(entry["call_ids"])
-        click.echo(f"#{entry['seq']}  {_when(entry['at'])}  {entry['rule']:6}  x{entry['count']}  calls {ids}  rows {rows}")
+        head = f"#{entry['seq']}  {_when(entry['at'])}  {entry['kind']:9} {entry['rule']:10}  x{entry['count']}"
+        click.echo(f"{head}  calls {ids or '-'}  rows {rows}")
     if page.next_before is not None:
         click.echo(f"older: --before {page.next_before}")

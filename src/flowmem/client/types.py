@@ -347,11 +347,17 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class RepairEntry:
-    """One repair the append rules made to a buffer (issue 37 §2).
+    """One change the memory made to a buffer besides adding rows (issue 37 §2).
 
     ``rule``: ``MEM-3`` (placeholders inserted), ``MEM-10`` (placeholders replaced),
-    ``MEM-1`` / ``MEM-2`` (results / turns refused as duplicates); ``positions``: the
-    indexes, in the buffer now, of the rows it wrote; ``at``: seconds since the epoch.
+    ``MEM-1`` / ``MEM-2`` (results / turns refused as duplicates), ``window`` (rows
+    evicted), ``compaction`` (rows archived), ``MEM-5`` (entries a read's
+    normalization dropped) or a refused write's error code; ``kind``: ``heal``,
+    ``replace``, ``duplicate``, ``evict``, ``compact``, ``normalize`` or ``refuse``;
+    ``positions``: row indexes (a heal's, a replacement's: in the buffer now; an
+    eviction's, a compaction's: those the removed rows had just before);
+    ``archived``: a compaction's archive numbers (first, last); ``at``: seconds since
+    the epoch.
     """
 
     seq: int
@@ -360,10 +366,13 @@ class RepairEntry:
     call_ids: list[str]
     count: int
     positions: list[int]
+    kind: str = ""
+    archived: tuple[int, int] | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RepairEntry:
-        """Build from one entry of the JSON answer."""
+        """Build from one entry of the JSON answer (a server without kinds: none)."""
+        archived = data.get("archived")
         return cls(
             seq=data["seq"],
             at=data["at"],
@@ -371,6 +380,8 @@ class RepairEntry:
             call_ids=list(data["call_ids"]),
             count=data["count"],
             positions=list(data.get("positions") or []),
+            kind=str(data.get("kind") or ""),
+            archived=None if not archived else (int(archived[0]), int(archived[1])),
         )
 
 

@@ -23,20 +23,30 @@ CALL = Depends(memory_call)
 
 
 class RepairEntryRead(BaseModel):
-    """One repair the append rules made to the buffer."""
+    """One change the memory made to the buffer besides adding rows (docs/memory.md, "The repair log")."""
 
     seq: int = Field(description="The entry's number in this buffer's log, from 1, never reused.")
     at: float = Field(description="When, in seconds since the epoch (the server's clock).")
     rule: str = Field(
         description="`MEM-3` placeholders inserted for unanswered calls, `MEM-10` placeholders "
         "replaced by their real result, `MEM-1` results refused as duplicates, `MEM-2` "
-        "assistant turns refused as duplicates."
+        "assistant turns refused as duplicates, `window` rows a window evicted, `compaction` "
+        "rows a compaction archived, `MEM-5` entries a stored read's normalization dropped, "
+        "or the code of a write refused whole that named the buffer (`buffer_full`)."
+    )
+    kind: str = Field(
+        description="What the entry is, for a display: `heal`, `replace`, `duplicate`, `evict`, "
+        "`compact`, `normalize` or `refuse`."
     )
     call_ids: list[str] = Field(description="The call ids involved, in order.")
-    count: int = Field(description="How many rows were inserted, replaced or refused.")
+    count: int = Field(description="How many rows were inserted, replaced, refused, removed or dropped.")
     positions: list[int] = Field(
-        description="The indexes, in the buffer now, of the rows the repair wrote "
-        "(a placeholder, a replacement); empty for a refusal or a row no longer there."
+        description="Row indexes: for a heal or a replacement, the indexes in the buffer now of "
+        "the rows it wrote (none once they left); for an eviction or a compaction, the indexes "
+        "the removed rows had just before it; none for a refusal or a drop."
+    )
+    archived: list[int] | None = Field(
+        None, description="A compaction's archive numbers `[first, last]` (read with `archived=true`)."
     )
 
 
