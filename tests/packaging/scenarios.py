@@ -89,7 +89,29 @@ BASE: list[Step] = [
     needs("runtime", "flowmem", "chat", "--scripted"),
     needs("runtime", "flowmem", "demo"),
     needs("postgres", "flowmem", "token", "list", "--database", UNREACHABLE_PG),
+    needs("mcp", "flowmem", "mcp"),
 ]
+
+MCP_STDIO = """
+    import json, os, sys
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    async def main():
+        command = os.path.join(sys.prefix, "bin", "flowmem")
+        params = StdioServerParameters(command=command, args=["mcp", "--user", "ana"],
+                                       env={"FLOWMEM_DATABASE_URL": "sqlite:///mcp.db"})
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            names = {t.name for t in (await session.list_tools()).tools}
+            assert {"remember", "recall", "read_session", "create_entities"} <= names, names
+            await session.call_tool("remember", {"key": "color", "value": "teal"})
+            found = await session.call_tool("recall", {"query": "TEAL"})
+            assert json.loads(found.content[0].text)["memories"] == [{"key": "color", "value": "teal"}]
+
+    anyio.run(main)
+"""
 
 RUNTIME: list[Step] = [
     python("the agent runtime: OpenAIChatModel, tools validated by their JSON schema", """
@@ -286,5 +308,9 @@ SCENARIOS: dict[str, list[Step]] = {
     ],
     "tiktoken": [
         python("tiktoken_counter, from tiktoken's cache only", TIKTOKEN, env={"TIKTOKEN_CACHE_DIR": "tiktoken-cache"}),
+    ],
+    "mcp": [
+        python("flowmem mcp over stdio: the mcp SDK's client remembers and recalls", MCP_STDIO),
+        needs("server", "flowmem", "serve"),  # /mcp is served by flowmem serve, with [server]
     ],
 }

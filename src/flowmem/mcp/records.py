@@ -174,7 +174,7 @@ def forget(caller: Caller, key: str, session: str | None, request_id: str | None
 
 def register(server: MCPServer, caller_of: Callable[[Any], Caller]) -> None:
     """Add the record tools to ``server``; ``caller_of(ctx)`` is a call's ``Caller``."""
-    @server.tool(name="remember", annotations=ToolAnnotations(readOnlyHint=False, idempotentHint=True))
+    @server.tool(name="remember", annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True))
     @tool_errors
     async def remember_memory(
         key: Annotated[str, Field(description="A name for what to remember, e.g. 'preferred_language'.")],
@@ -188,7 +188,7 @@ def register(server: MCPServer, caller_of: Callable[[Any], Caller]) -> None:
         caller = caller_of(ctx)
         return ok(await caller.call(lambda: remember(caller, key, value, session, ttl_seconds, request_id)))
 
-    @server.tool(name="recall", annotations=ToolAnnotations(readOnlyHint=True))
+    @server.tool(name="recall", annotations=ToolAnnotations(read_only_hint=True))
     @tool_errors
     async def recall_memory(
         ctx: Context,
@@ -202,7 +202,7 @@ def register(server: MCPServer, caller_of: Callable[[Any], Caller]) -> None:
         caller = caller_of(ctx)
         return ok(await caller.call(lambda: recall(caller, key, query, session, mode, limit)))
 
-    @server.tool(name="list_memories", annotations=ToolAnnotations(readOnlyHint=True))
+    @server.tool(name="list_memories", annotations=ToolAnnotations(read_only_hint=True))
     @tool_errors
     async def list_memories_tool(
         ctx: Context,
@@ -215,7 +215,7 @@ def register(server: MCPServer, caller_of: Callable[[Any], Caller]) -> None:
         caller = caller_of(ctx)
         return ok(await caller.call(lambda: list_memories(caller, session, prefix, start, limit)))
 
-    @server.tool(name="forget", annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True))
+    @server.tool(name="forget", annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True))
     @tool_errors
     async def forget_memory(
         key: Annotated[str, Field(description="The key of the memory to delete.")],

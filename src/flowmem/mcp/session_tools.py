@@ -23,7 +23,7 @@ Time = Annotated[
     float | str | None,
     Field(description="Epoch seconds or an ISO-8601 time, e.g. 2026-12-06T10:00:00Z."),
 ]
-READ = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
 def register(server: MCPServer, caller_of: Callable[[Any], Caller]) -> None:
@@ -70,7 +70,7 @@ def register(server: MCPServer, caller_of: Callable[[Any], Caller]) -> None:
 
     @server.tool(
         name="append_messages",
-        annotations=ToolAnnotations(readOnlyHint=False, idempotentHint=True, openWorldHint=False),
+        annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True, open_world_hint=False),
     )
     @tool_errors
     async def append_messages(

@@ -23,7 +23,7 @@ import json
 import math
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 from flowmem.errors import InvalidInputError
 from flowmem.formats import check_payload
@@ -151,7 +151,7 @@ def read_session(caller: Caller, session: str, max_tokens: int) -> dict[str, Any
     memory = caller.services.memory
     record = caller.services.sessions.find(session)
     buffer = DEFAULT_BUFFER if record is None else conversations(memory.store, [record.id])[record.id].buffer
-    result = cast(BufferResult, memory.load("session", buffer, context, max_tokens=max_tokens))
+    result = memory.load("session", buffer, context, max_tokens=max_tokens)
     window = None if result.window is None else result.window.to_dict()
     return {
         "session": session,
