@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import threading
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from flowmem.cli import imports
 from flowmem.client import Client
 from flowmem.formats import to_anthropic
 from flowmem.scope import ExecutionContext
@@ -163,3 +166,44 @@ def test_import_goes_to_the_server_of_flowmem_url_when_no_database_is_named(
 def test_database_and_url_together_are_a_usage_error(run_cli: RunCli, tmp_path: Path) -> None:
     ran = run_cli("import", "claude-code", str(FIXTURE), "--url", "http://x", "--database", "memory://")
     assert ran.code == 2 and "not both" in ran.err
+
+
+
+def test_overlapping_imports_of_one_session_take_turns_and_store_each_row_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'flowmem.db'}"
+    reading: list[int] = []  # the imports between their buffer read and its second's end
+    overlapped = threading.Event()
+    other = threading.Event()
+
+    class SlowToRead(MemoryService):
+        """A service whose buffer read waits (up to a second) for another import's read."""
+
+        def load(self, *args: Any, **kwargs: Any) -> Any:
+            read = super().load(*args, **kwargs)
+            if reading:
+                overlapped.set()
+                other.set()
+            reading.append(1)
+            other.wait(timeout=1.0)
+            reading.pop()
+            return read
+
+    monkeypatch.setattr(imports, "MemoryService", SlowToRead)
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            imports._import(DATA, SESSION, None, KEY, (url, False))
+        except BaseException as exc:  # reported below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not failures
+    assert _sent(url) == BEFORE_COMPACTION + LIVE  # without turns, both would store the new rows
+    assert not overlapped.is_set()  # the second read came after the first import, not beside it
