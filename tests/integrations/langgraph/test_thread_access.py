@@ -1,7 +1,8 @@
-"""Issue 38 §3: ``delete_thread``, ``copy_thread`` and ``prune`` never touch another user's thread.
+"""Issue 38 §3: ``delete_thread``, ``copy_thread``, ``prune`` and ``delete_for_runs`` never touch another user's thread.
 
 A thread is a session: deleting it needs the right to delete the session, pruning it
-the right to delete (``"delete"``) or drive (``"keep_latest"``) it, copying it the
+the right to delete (``"delete"``) or drive (``"keep_latest"``) it, deleting a run's
+checkpoints the right to drive every thread the run wrote, copying it the
 right to view the source and to write the target, as over HTTP (``flowmem.access``,
 decision 0109). These methods take no config, so the caller is the saver's context
 user. A refused call raises ``AccessDeniedError`` and changes nothing; a thread that
@@ -131,3 +132,31 @@ def test_the_async_twins_refuse_alike(saver: FlowmemSaver) -> None:
             asyncio.run(call())
     assert _state(saver) == before
     assert saver.memory.store.get_session("bobs-copy") is None
+
+
+def _run(saver: FlowmemSaver, thread: str, run: str, user: str) -> None:
+    """One turn of ``user`` on ``thread`` made by the run ``run`` (its checkpoints carry the run id)."""
+    said = HumanMessage(f"{run} says", id=f"h-{run}")
+    graph(saver).invoke({"messages": [said]}, config(thread, user_id=user, run_id=run))
+
+
+@pytest.mark.parametrize("who", ["bob", None], ids=["another-user", "no-user"])
+def test_mem_9_another_user_may_not_delete_the_runs_of_the_thread(saver: FlowmemSaver, who: str | None) -> None:
+    alices(saver)
+    _run(saver, "alices", "run-a", "alice")
+    _run(saver, "bobs", "run-b", "bob")
+    before, his = _state(saver), _state(saver, "bobs", "bob")
+    assert saver.tables.run_threads(["run-a", "run-b"]) == ["alices", "bobs"]
+    caller = as_user(saver, who)
+    for runs in (["run-a"], ["run-b", "run-a"]):  # every thread judged before any is touched
+        with pytest.raises(AccessDeniedError, match="may not drive") as refused:
+            caller.delete_for_runs(runs)
+        assert refused.value.rule == "MEM-9"
+    with pytest.raises(AccessDeniedError):
+        asyncio.run(caller.adelete_for_runs(["run-a"]))
+    assert _state(saver) == before and _state(saver, "bobs", "bob") == his
+    as_user(saver, "bob").delete_for_runs(["run-b"])  # his own run
+    assert len(_state(saver, "bobs", "bob")) < len(his)
+    as_user(saver, "alice").delete_for_runs(["run-a"])  # the owner may
+    assert len(_state(saver)) < len(before) and SECRET in _state(saver)[0][1]
+

@@ -575,9 +575,20 @@ class FlowmemSaver(ThreadedSaver):
             self.tables.prune(acted, strategy == "keep_latest")
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Delete the checkpoints and writes these runs made."""
-        check_ids([str(r) for r in run_ids], "run_id")
-        self.tables.delete_for_runs([str(r) for r in run_ids])
+        """Delete the checkpoints and writes these runs made, on threads the saver's user may drive.
+
+        Every thread the runs wrote is judged before any is touched (``drive``, as
+        ``prune``'s ``keep_latest``: it removes history): one the saver's user may not
+        drive raises ``AccessDeniedError`` and nothing is deleted; a thread with no
+        session is skipped for a user (decision 0109).
+        """
+        runs = [str(r) for r in run_ids]
+        check_ids(runs, "run_id")
+        user = self._caller()
+        threads = self.tables.run_threads(runs)
+        acted = [t for t in threads if self.access.acts(t, "drive", user, "delete_for_runs")]
+        if acted:
+            self.tables.delete_for_runs(runs, acted)
         self.heads = LineHeads(self.heads.capacity)
 
     def get_next_version(self, current: str | None, channel: None) -> str:

@@ -14,7 +14,7 @@ them); nothing here imports LangGraph.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
@@ -165,8 +165,12 @@ class Checkpoints(Protocol):
         """
         ...
 
-    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Delete the checkpoints made by these runs, and their writes."""
+    def run_threads(self, run_ids: Sequence[str]) -> list[str]:
+        """The threads holding a checkpoint these runs made, sorted (who owns them is judged by the caller)."""
+        ...
+
+    def delete_for_runs(self, run_ids: Sequence[str], threads: Collection[str] | None = None) -> None:
+        """Delete the checkpoints made by these runs, and their writes: on ``threads`` only, when given."""
         ...
 
 

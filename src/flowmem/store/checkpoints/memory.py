@@ -8,7 +8,7 @@ go into the store's own buffers, so the session's buffer routes see them.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 
 from flowmem.core import Message
 from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard
@@ -254,11 +254,22 @@ class MemoryCheckpoints:
                         self._drop_checkpoint(key)
                 self._collect(tables, thread_id)
 
-    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Delete the checkpoints these runs made, their writes, and what only they referenced."""
+    def run_threads(self, run_ids: Sequence[str]) -> list[str]:
+        """The threads holding a checkpoint these runs made, sorted."""
+        runs = set(run_ids)
+        with self.store.locked():
+            return sorted({k[0] for k, c in self._checkpoints.items() if c.run_id in runs})
+
+    def delete_for_runs(self, run_ids: Sequence[str], threads: Collection[str] | None = None) -> None:
+        """Delete the checkpoints these runs made (on ``threads`` only, when given), their writes,
+        and what only they referenced."""
         runs = set(run_ids)
         with self.store.locked() as tables:
-            made = [k for k, c in self._checkpoints.items() if c.run_id in runs]
+            made = [
+                k
+                for k, c in self._checkpoints.items()
+                if c.run_id in runs and (threads is None or k[0] in threads)
+            ]
             for key in made:
                 self._drop_checkpoint(key)
             for thread_id in sorted({k[0] for k in made}):

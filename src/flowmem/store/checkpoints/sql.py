@@ -12,7 +12,7 @@ flowmem appends to the same buffer apply the rules on top of it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from flowmem.core import Message
@@ -294,12 +294,21 @@ class SqlCheckpoints:
 
             self.store.write_at(self._thread_lock(thread_id), work)
 
-    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Delete the checkpoints these runs made, their writes, and what only they referenced."""
+    def run_threads(self, run_ids: Sequence[str]) -> list[str]:
+        """The threads holding a checkpoint these runs made, sorted."""
+        threads: set[str] = set()
+        with self.store.connection() as conn:
+            for run_id in run_ids:
+                threads.update(str(row[0]) for row in self._run(conn, "cp_of_run", (run_id,)).fetchall())
+        return sorted(threads)
+
+    def delete_for_runs(self, run_ids: Sequence[str], threads: Collection[str] | None = None) -> None:
+        """Delete the checkpoints these runs made (on ``threads`` only, when given), their writes,
+        and what only they referenced."""
         for run_id in run_ids:
             with self.store.connection() as conn:
                 made = self._run(conn, "cp_of_run", (run_id,)).fetchall()
-            for thread_id in sorted({row[0] for row in made}):
+            for thread_id in sorted({row[0] for row in made if threads is None or row[0] in threads}):
 
                 def work(conn: Any, thread_id: str = thread_id, run_id: str = run_id) -> None:
                     for row in self._run(conn, "cp_of_run", (run_id,)).fetchall():
