@@ -50,7 +50,8 @@ async def stdio_session(
     database: str, user: str = "ana", env: dict[str, str] | None = None, args: tuple[str, ...] = ()
 ) -> AsyncIterator[ClientSession]:
     """A client session with a ``flowmem mcp --user USER`` child process over ``database``."""
-    command = [sys.executable, "-c", "from flowmem.cli import main; main()", "mcp", "--user", user, *args]
+    who = ["--user", user] if user else []  # none: the bridge ($FLOWMEM_URL) takes no --user
+    command = [sys.executable, "-c", "from flowmem.cli import main; main()", "mcp", *who, *args]
     params = StdioServerParameters(
         command=command[0], args=command[1:], env=env if env is not None else stdio_env(database)
     )

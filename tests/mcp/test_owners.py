@@ -7,12 +7,21 @@ request without a valid token is refused by the gate before any work (401).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
 
-from tests.mcp.conftest import Served, answer, error_text, http_session
+from tests.mcp.conftest import (
+    TOOLS,
+    Served,
+    answer,
+    error_text,
+    http_session,
+    stdio_env,
+    stdio_session,
+)
 
 HISTORY = [{"role": "user", "content": "ana's secret plan"}]
 
@@ -85,3 +94,27 @@ def test_a_request_without_a_valid_token_is_refused_before_any_work(served: Serv
         timeout=10,
     )
     assert ok.status_code == 200 and ok.json()["result"]["serverInfo"]["name"] == "flowmem"
+
+
+async def _bridged(served: Served, database: str) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    env = stdio_env(database, FLOWMEM_URL=served.url, FLOWMEM_TOKEN=served.tokens["bob"])
+    async with stdio_session(database, env=env, user="") as bridge:
+        seen["tools"] = {t.name for t in (await bridge.list_tools()).tools}
+        seen["remember"] = answer(await bridge.call_tool("remember", {"key": "via", "value": "bridge"}))
+        seen["error"] = error_text(await bridge.call_tool("read_session", {"session": "ana-private"}))
+    async with http_session(served.url, served.tokens["bob"]) as bob:
+        seen["bob"] = answer(await bob.call_tool("recall", {"key": "via"}))
+    async with http_session(served.url, served.tokens["ana"]) as ana:
+        seen["ana"] = answer(await ana.call_tool("recall", {"key": "via"}))
+    return seen
+
+
+def test_flowmem_mcp_with_a_server_url_acts_as_its_tokens_user_there(served: Served, tmp_path: Path) -> None:
+    seen = anyio.run(_bridged, served, f"sqlite:///{tmp_path}/unused.db")
+    assert seen["tools"] == TOOLS
+    assert seen["remember"]["stored"] is True
+    assert seen["error"].startswith("not_found:")  # ana's session, seen from bob's token
+    assert seen["bob"]["memories"] == [{"key": "via", "value": "bridge"}]
+    assert seen["ana"]["found"] is False
+    assert not (tmp_path / "unused.db").exists()  # the bridge stores nothing locally
