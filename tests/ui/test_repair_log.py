@@ -164,3 +164,22 @@ def test_a_mark_for_a_row_outside_the_rows_shown_is_not_drawn_on_another_row(pag
     listed = page.page.locator(f'#repair-log-list li[data-seq="{old["seq"]}"]')
     assert "#2 (not among the rows shown)" in (listed.text_content() or "")
     assert listed.locator("a").count() == 0
+
+
+def test_a_poll_reads_the_whole_log_only_when_it_or_the_rows_changed(page: Page) -> None:
+    inspector = page.inspector
+    sid = inspector.session("quiet log")
+    inspector.append(sid, [{"role": "user", "content": "nothing to repair"}])
+    whole: list[str] = []
+    probes: list[str] = []
+    page.page.on("request", lambda r: (whole if "limit=1000" in r.url else probes).append(r.url)
+                 if "/repairs" in r.url else None)
+    page.login("alice")
+    open_log(page, sid)
+    assert page.page.locator("#repair-log-empty").is_visible()
+    page.page.wait_for_timeout(3500)  # two polls (app.js's POLL_MS is 1.5 s)
+    assert len(whole) == 1 and len(probes) >= 2, (whole, probes)
+    inspector.append(sid, [call_turn("c_live"), {"role": "user", "content": "still there?"}])
+    page.page.wait_for_selector('#row-2 .badge.repair[data-kind="heal"]')
+    assert len(whole) == 2
+    assert page.page.locator("#repair-log-list li").count() == 1

@@ -61,7 +61,7 @@ class RepairLog {
     if (!rowsChanged && this.newest !== null) {
       const probe = await api(this.path({ limit: "1" }));
       if (!this.alive) return false;
-      if (probe.ok && ((probe.body.repairs || [])[0] || {}).seq === this.newest) return false;
+      if (probe.ok && ((listOf(probe.body.repairs)[0] || {}).seq ?? 0) === this.newest) return false;
     }
     const answer = await api(this.path({ limit: String(REPAIR_ALL) }));
     if (!this.alive) return false;
