@@ -219,3 +219,10 @@ def test_the_session_can_be_named_instead_of_the_transcripts(service: MemoryServ
     assert (result.session_id, result.key) == ("my-session", "cc")
     rows = service.load("session", "cc", ExecutionContext(session_id="my-session"), include_archived=True).messages
     assert to_anthropic(rows)[1] == BEFORE_COMPACTION + LIVE
+
+
+def test_a_subagents_own_file_imports_nothing_and_creates_no_session(service: MemoryService) -> None:
+    sidechain = b"".join(line + b"\n" for line in DATA.split(b"\n") if b'"isSidechain":true' in line)
+    result = import_claude_code(service, sidechain)
+    assert (result.session_id, result.lines_new, dict(result.skipped)) == (SESSION, 0, {"sidechain": 2})
+    assert service.store.get_session(SESSION) is None

@@ -176,6 +176,7 @@ def parse_transcript(data: bytes) -> Transcript:
     seen: set[str] = set()
     skipped: dict[str, int] = {}
     session: str | None = None
+    seen_session: str | None = None  # any entry's, for a file with no main conversation (a subagent's)
     boundary: dict[str, Any] | None = None
 
     def skip(reason: str) -> None:
@@ -202,6 +203,7 @@ def parse_transcript(data: bytes) -> Transcript:
         stamp = _epoch(obj, line)
         sid = _string(obj, "sessionId", line)
         message_id = _string(message, "id", line) if kind == "assistant" else None
+        seen_session = sid or seen_session
         if flags["isSidechain"]:
             skip("sidechain")
             continue
@@ -224,7 +226,7 @@ def parse_transcript(data: bytes) -> Transcript:
         entries.append(
             Entry(line, uuid, kind, message["content"], message_id, stamp, compact, flags["isMeta"])
         )
-    return Transcript(tuple(entries), session, len(raws), skipped)
+    return Transcript(tuple(entries), session or seen_session, len(raws), skipped)
 
 
 # --- rows -----------------------------------------------------------------------------------
