@@ -11,10 +11,12 @@ change while it polled (decision 0086).
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
+from urllib.parse import parse_qs, urlparse
 
-from tests.ui.conftest import Inspector, Page
+from tests.ui.conftest import XSS, Inspector, Page
 
 LOG_PAGE = 20  # the timeline's page (repairs.js's REPAIR_PAGE)
 SHOWN = 2000  # the rows a session view reads (app.js's MAX_ROWS)
@@ -183,3 +185,47 @@ def test_a_poll_reads_the_whole_log_only_when_it_or_the_rows_changed(page: Page)
     page.page.wait_for_selector('#row-2 .badge.repair[data-kind="heal"]')
     assert len(whole) == 2
     assert page.page.locator("#repair-log-list li").count() == 1
+
+
+def test_entries_of_every_kind_are_listed_as_text_and_only_rows_there_now_are_marked(page: Page) -> None:
+    """The kinds the log is growing (evict, compact, refuse…) and an unknown one, served in place of the log."""
+    inspector = page.inspector
+    sid = inspector.session("kinds")
+    inspector.append(sid, [{"role": "user", "content": "Look it up."}, call_turn("c_k"),
+                           {"role": "user", "content": "Hello?"}])  # the placeholder is #2
+    at = time.time()
+    entries = [
+        {"seq": 5, "at": at, "rule": "window", "kind": "evict", "call_ids": ["c_gone"], "count": 2,
+         "positions": [0, 1]},
+        {"seq": 4, "at": at, "rule": "compaction", "call_ids": [], "count": 3, "positions": [1],
+         "archived": [1, 3]},  # no kind: the rule's
+        {"seq": 3, "at": at, "rule": XSS, "kind": "teleport", "call_ids": [XSS], "count": 1, "positions": [2]},
+        {"seq": 2, "at": at, "rule": "buffer_full", "call_ids": [], "count": 1, "positions": []},
+        {"seq": 1, "at": at, "rule": "MEM-3", "kind": "heal", "call_ids": ["c_k"], "count": 1, "positions": [2]},
+    ]
+
+    def log(route: Any) -> None:
+        limit = int(parse_qs(urlparse(route.request.url).query)["limit"][0])
+        body = {"repairs": entries[:limit], "next_before": None, "resolved_scope_id": sid}
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
+
+    page.page.route("**/repairs?*", log)
+    page.login("alice")
+    open_log(page, sid)
+    page.page.wait_for_selector('#repair-log-list li[data-seq="1"]')
+    # only the heal is drawn: the eviction's rows and the compaction's are others now, the unknown kind's unknown
+    assert page.page.locator("#conversation .badge.repair").count() == 1
+    assert page.page.locator('#row-2 .badge.repair[data-kind="heal"]').count() == 1
+    item = {n: page.page.locator(f'#repair-log-list li[data-seq="{n}"]') for n in range(1, 6)}
+    assert [item[n].get_attribute("data-kind") for n in range(5, 0, -1)] == ["evict", "compact", "teleport", "", "heal"]
+    evicted = item[5].text_content() or ""
+    assert "evicted by the window" in evicted and "window" in evicted and "× 2" in evicted
+    assert "rows (where they were, before this change): #0, #1" in evicted
+    assert item[5].locator("a").count() == 0 and item[4].locator("a").count() == 0
+    assert "compacted" in (item[4].text_content() or "") and "archived as 1–3" in (item[4].text_content() or "")
+    unknown = item[3].text_content() or ""
+    assert "teleport" in unknown and unknown.count(XSS) == 2  # its rule and its call id, as text
+    assert item[2].locator("strong").text_content() == "buffer_full"
+    injected = page.page.evaluate("() => [window.__xss ?? null, document.querySelectorAll('img[src=\"x\"]').length]")
+    assert injected == [None, 0]
+    assert page.dialogs == []
