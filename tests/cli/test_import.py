@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -207,3 +209,17 @@ def test_overlapping_imports_of_one_session_take_turns_and_store_each_row_once(
     assert not failures
     assert _sent(url) == BEFORE_COMPACTION + LIVE  # without turns, both would store the new rows
     assert not overlapped.is_set()  # the second read came after the first import, not beside it
+
+
+def test_a_lock_file_planted_as_a_link_is_refused_and_nothing_is_imported(
+    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'flowmem.db'}"
+    monkeypatch.setattr(imports.tempfile, "gettempdir", lambda: str(tmp_path))
+    victim = tmp_path / "victim"
+    name = hashlib.sha256(f"{os.getuid()}\0{url}\0{SESSION}".encode()).hexdigest()[:24]
+    (tmp_path / f"flowmem-import-{name}.lock").symlink_to(victim)
+    ran = run_cli("import", "claude-code", str(FIXTURE), "--session", SESSION, "--database", url)
+    assert ran.code == 6 and "lock file" in ran.err
+    assert not victim.exists()
+    assert _sent(url) == []

@@ -75,12 +75,15 @@ def _one_import_at_a_time(database: str, session: str | None) -> Iterator[None]:
         return
     name = hashlib.sha256(f"{os.getuid()}\0{database}\0{session}".encode()).hexdigest()[:24]
     path = Path(tempfile.gettempdir()) / f"flowmem-import-{name}.lock"
-    with open(path, "a") as handle:
+    try:  # the caller's own file: never through a link another user planted
+        handle = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        raise FlowmemError(f"cannot open the import's lock file {path}: {exc.strerror or exc} (nothing was imported)") from exc
+    try:
         fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+        yield
+    finally:
+        os.close(handle)  # closing releases the lock
 
 
 @click.group("import")
