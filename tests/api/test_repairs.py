@@ -84,3 +84,24 @@ def test_every_entry_has_the_shape_a_display_renders_and_an_eviction_its_kind(ap
     assert all(set(entry) == shape for entry in entries)
     assert [(e["kind"], e["rule"], e["count"]) for e in entries] == [("evict", "window", 4), ("heal", "MEM-3", 1)]
     assert entries[0]["positions"] == [0, 1, 2, 3] and entries[0]["call_ids"] == ["c1"]
+
+
+def test_mem_5_a_whole_provider_read_that_drops_is_noted_once_a_page_is_not(api: Api) -> None:
+    orphan = {"role": "tool", "tool_call_id": "nobody", "content": "x"}
+    answered = [_call("c1"), {"role": "tool", "tool_call_id": "c1", "content": "r"}]
+    rows = [*answered, {"role": "user", "content": "q"}, orphan, {"role": "assistant", "content": "a"}]
+    api.call("POST", "/v1/buffers/user/chat", json={"messages": rows})
+    for _ in range(3):  # a page polling a broken buffer
+        read = api.call("GET", "/v1/buffers/user/chat", params={"format": "openai"})
+        assert read.status_code == 200 and read.json()["dropped"] == 1
+    paged = api.call("GET", "/v1/buffers/user/chat", params={"format": "openai", "last": 4})
+    assert paged.json()["dropped"] == 2  # c1's result without its call: the page's own cut
+    entries = api.call("GET", "/v1/buffers/user/chat/repairs").json()["repairs"]
+    assert [(e["kind"], e["rule"], e["count"]) for e in entries] == [("normalize", "MEM-5", 1)]
+    assert api.call("GET", "/v1/buffers/user/chat", params={"format": "openai"}).json()["count"] == 5
+
+
+def test_mem_5_a_read_that_drops_nothing_notes_nothing(api: Api) -> None:
+    api.call("POST", "/v1/buffers/user/chat", json={"messages": [{"role": "user", "content": "q"}]})
+    assert api.call("GET", "/v1/buffers/user/chat", params={"format": "openai"}).json()["dropped"] == 0
+    assert api.call("GET", "/v1/buffers/user/chat/repairs").json()["repairs"] == []

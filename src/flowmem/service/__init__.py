@@ -31,9 +31,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from flowmem import metrics
-from flowmem.core import AppendOutcome, Message, is_empty, prepare
+from flowmem.core import AppendOutcome, Message, Repair, is_empty, prepare
 from flowmem.errors import (
     AccessDeniedError,
+    BufferFullError,
     ConfigurationError,
 )
 from flowmem.limits import Limits
@@ -108,7 +109,7 @@ from flowmem.service.paged_reads import (  # re-exported: a paged load's read an
 from flowmem.service.paged_reads import (
     Segment as Segment,
 )
-from flowmem.service.repair_reads import RepairReads
+from flowmem.service.repair_reads import RepairReads, note_repair
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     SESSION_SCOPE,
@@ -464,16 +465,20 @@ class MemoryService(BufferReads, CompactionCalls, RepairReads):
 
         keyed = {} if idempotency is None else {"idempotency": idempotency.mapped(result)}
         with metrics.span("flowmem.append", scope=address.scope, key=address.key):
-            outcome = self.store.append(
-                address,
-                rows,
-                window,
-                self.lock_timeout,
-                snapshot=return_messages,
-                guard=guard,
-                max_bytes=self.limits.buffer_bytes,
-                **keyed,
-            )
+            try:
+                outcome = self.store.append(
+                    address,
+                    rows,
+                    window,
+                    self.lock_timeout,
+                    snapshot=return_messages,
+                    guard=guard,
+                    max_bytes=self.limits.buffer_bytes,
+                    **keyed,
+                )
+            except BufferFullError as exc:  # refused whole: noted in the buffer's log (0117)
+                note_repair(self.store, address, Repair(exc.code, (), len(rows)))
+                raise
         metrics.appended(
             outcome.appended, outcome.healed, outcome.replaced, outcome.deduplicated, outcome.count
         )

@@ -313,6 +313,7 @@ class Operation(Enum):
     COMPACT = "apply_compaction"  # one buffer's compaction transaction
     COMPACT_TO = "compact_to"  # one buffer's whole-history replacement, archiving it
     REPAIRS = "repairs"  # reads a page of one buffer's repair log (issue 37 §2)
+    NOTE_DROPPED = "note_dropped"  # a whole read's normalization drops, in the log (0117)
 
     @property
     def method(self) -> str:
@@ -329,6 +330,7 @@ class Operation(Enum):
             Operation.LOAD_ALL,
             Operation.COMPACT_PLAN,
             Operation.REPAIRS,
+            Operation.NOTE_DROPPED,  # the memory's own note of a read: viewing is enough
         )
 
     @property

@@ -129,9 +129,20 @@ def _all_pages(paged: PagedText, memory: MemoryService) -> BufferText:
     return BufferText(bodies, text.count, text.next_before, text.resolved_scope_id)
 
 
-def _provider_answer(paged: PagedText, memory: MemoryService, fmt: str) -> bytes:
-    """A provider-format read's answer: every page read, normalized, converted, rendered (blocking)."""
-    return render_pieces(_converted(_all_pages(paged, memory), fmt))
+def _provider_answer(paged: PagedText, memory: MemoryService, fmt: str) -> tuple[bytes, int]:
+    """A provider-format read's answer (every page read, normalized, converted, rendered) and its drops (blocking)."""
+    answer = _converted(_all_pages(paged, memory), fmt)
+    return render_pieces(answer), int(answer["dropped"])
+
+
+async def _note_dropped(call: MemoryCall, dropped: int) -> None:
+    """Note a whole read's normalization drops in the buffer's repair log (MEM-5; decision 0117).
+
+    Only a whole read: a page's drops may be the page's own cut (a result whose call
+    is on the page before). Nothing when nothing was dropped; never fails the read.
+    """
+    if dropped > 0:
+        await call.short(Operation.NOTE_DROPPED, dropped=dropped)
 
 
 @router.get(
@@ -196,9 +207,13 @@ async def load_buffer(
         content = render(_converted(neutral, format)) if format != "rows" else paged_answer.whole(neutral)
         return Response(content, headers=headers, media_type="application/json")
     services = call.caller.services
+    whole = last is None and before is None
     if format != "rows":
         if not paged.more and len(paged.text.bodies) <= STREAM_CHUNK:  # one page: on the loop
-            content = render(_converted(paged.text, format))
+            answer = _converted(paged.text, format)
+            content = render(answer)
+            if whole:
+                await _note_dropped(call, int(answer["dropped"]))
         else:  # more pages: read, converted and rendered off the event loop, page by page (0113)
             expect = paged.text.count if last is None and before is None else None
             stream = await services.pool.long(
@@ -208,7 +223,9 @@ async def load_buffer(
                 parts = provider_pages.parts(stream, services.memory, services.pool, render_pieces)
                 return paged_answer.PagedResponse(parts)
             # a read normalization repairs: normalized whole, two at a time (decision 0106)
-            content = await services.pool.long(_provider_answer, paged, services.memory, format)
+            content, dropped = await services.pool.long(_provider_answer, paged, services.memory, format)
+            if whole:
+                await _note_dropped(call, dropped)
         return Response(content, media_type="application/json")
     # a whole read must hold as many rows as the buffer counts: fewer is a damaged file
     # read short (a SQLite page whose cells no longer parse), never a short answer

@@ -75,6 +75,10 @@ class SqlRepairs:
         when the owner's quota refuses the entry (the transaction rolled back).
         """
         check_address(address)
+        with self.store.reading() as conn:  # a poll of the same drop: one read, no write
+            found = conn.execute(self.sql["repairs_newest@address"], tuple(address)).fetchone()
+        if found is not None and parse_entry(int(found[0]), str(found[1])).same_as(repair):
+            return False
 
         def work(conn: Any) -> bool:
             head = conn.execute(self.sql["header_get"], tuple(address)).fetchone()

@@ -25,6 +25,8 @@ def statements(p: str) -> dict[str, str]:
         "repairs_trim": f"""DELETE FROM buffer_repairs WHERE buffer_id = {p} AND seq <=
             (SELECT MAX(seq) FROM buffer_repairs WHERE buffer_id = {p}) - {p}""",
         "repairs_newest": f"SELECT seq, entry FROM buffer_repairs WHERE buffer_id = {p} ORDER BY seq DESC LIMIT 1",
+        "repairs_newest@address": f"""SELECT seq, entry FROM buffer_repairs WHERE buffer_id = {buffer}
+            ORDER BY seq DESC LIMIT 1""",
         "repairs_page": f"""SELECT seq, entry FROM buffer_repairs WHERE buffer_id = {buffer} AND seq < {p}
             ORDER BY seq DESC LIMIT {p}""",
         "repairs_drop": f"DELETE FROM buffer_repairs WHERE buffer_id = {p}",
