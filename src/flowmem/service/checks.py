@@ -11,14 +11,16 @@ import math
 
 from flowmem.core import Message, check_storable
 from flowmem.errors import (
+    ConfigurationError,
     FlowmemError,
     InvalidInputError,
     MessageTooLargeError,
     NotSerializableError,
     RecordTooLargeError,
+    ScopeRefusedError,
 )
 from flowmem.limits import raise_hint
-from flowmem.scope import NAME_MAX
+from flowmem.scope import NAME_MAX, ExecutionContext, usable_identity
 from flowmem.store.rows import dump_json, utf8_size
 
 MAX_KEY_LENGTH = NAME_MAX
@@ -87,6 +89,32 @@ def check_context_ids(context: object) -> None:
     """
     for field in CONTEXT_IDS:
         check_id_text(getattr(context, field, None), field)
+
+
+def context_user(context: object, adapter: str) -> str | None:
+    """The user an adapter built with ``context`` acts as (decision 0109), or None (built for no user).
+
+    Checks the context (an ``ExecutionContext`` or None, ids as ``check_context_ids``);
+    a ``user_id`` named but not usable raises ``ScopeRefusedError`` (MEM-6), never a
+    service that acts for every user.
+    """
+    if context is None:
+        return None
+    if not isinstance(context, ExecutionContext):
+        raise ConfigurationError(f"{adapter} context must be an ExecutionContext, got {context!r}")
+    check_context_ids(context)
+    if context.user_id is None:
+        return None
+    user = usable_identity(context.user_id)
+    if user is None:
+        raise ScopeRefusedError(
+            f"{adapter} refused its context: user id {context.user_id!r} is not usable (1-255 "
+            "characters, no whitespace, not a placeholder); give a user id, or no context for "
+            "an operator's",
+            rule="MEM-6",
+            argument="user_id",
+        )
+    return user
 
 
 def check_key(key: object) -> str:

@@ -17,6 +17,11 @@
   request sends it instead of dropping the call.
 - **State** with ``app:`` is shared by every user of the app, ``user:`` by the user's
   sessions of the app, ``temp:`` is never stored: as ADK's own services.
+- **Built for a user** (``context=ExecutionContext(user_id=…)``, decision 0109): the
+  service acts only as that user. ``list_sessions`` without a ``user_id`` (ADK's
+  "every user of the app", kept for a service built for no user: an operator's) lists
+  that user's sessions; any call naming another user raises ``AccessDeniedError``
+  (MEM-9) before anything is read or written.
 - **One history.** An append whose session object has not seen the latest stored
   event raises ADK's ``StaleSessionError`` and stores nothing, checked in the
   append's transaction (across processes) by the session's revision, or, for a
@@ -64,9 +69,9 @@ from flowmem.integrations.adk.events import (
     events_of,
     healed_event,
 )
-from flowmem.scope import ExecutionContext, Refusal
+from flowmem.scope import ExecutionContext, Refusal, usable_identity
 from flowmem.service import MemoryService, check_message_sizes, kinds, session_access
-from flowmem.service.checks import check_id_text, check_name
+from flowmem.service.checks import check_id_text, check_name, context_user
 from flowmem.store import Store, open_store
 from flowmem.store.adk import (
     DROPPED,
@@ -199,7 +204,9 @@ def _filtered(events: list[Event], config: GetSessionConfig | None) -> list[Even
 class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ignore]
     """ADK sessions in flowmem: sessions are flowmem sessions, events are buffer rows."""
 
-    def __init__(self, db: MemoryService | str) -> None:
+    def __init__(self, db: MemoryService | str, *, context: ExecutionContext | None = None) -> None:
+        """``db``: a database URL or a ``MemoryService``; ``context`` with a ``user_id``: act only as that user."""
+        self.user = context_user(context, "FlowmemSessionService")  # its ids checked as the API's
         self._owned: Store | None = None  # the store this service opened, closed by ``close``
         if isinstance(db, MemoryService):
             self.memory = db
@@ -229,10 +236,21 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
         user = self.memory.resolve(f"ADK {operation}", "user", EVENTS_KEY, context)
         if isinstance(user, Refusal):
             return user
+        self._own(user, operation)
         if session_id is None:
             return user, ""
         session = self.memory.resolve(f"ADK {operation}", "session", EVENTS_KEY, context)
         return session if isinstance(session, Refusal) else (user, session)
+
+    def _own(self, user: str, operation: str) -> None:
+        """AccessDeniedError (MEM-9) when a service built for a user is asked about another."""
+        if self.user is not None and user != self.user:
+            raise AccessDeniedError(
+                f"ADK {operation} refused: the call names user {user!r}, this service is user "
+                f"{self.user!r}'s (its context); nothing was read or changed",
+                rule="MEM-9",
+                argument="user_id",
+            )
 
     @staticmethod
     def _refused(refusal: Refusal, operation: str) -> ScopeRefusedError:
@@ -301,8 +319,12 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
     ) -> ListSessionsResponse:
-        """The app's sessions (of one user, or of all), oldest update first, without events."""
-        user = None
+        """The app's sessions (of one user, or of all), oldest update first, without events.
+
+        Without ``user_id``, a service built for a user lists that user's sessions (every
+        user's only for a service built for none).
+        """
+        user = self.user
         check_name(app_name, "app_name", empty=True)
         if user_id is not None:
             ids = self._ids("session list", app_name, user_id, None)
@@ -341,6 +363,8 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
         if event.partial:
             return event
         _checked(session.app_name, session.user_id, session.id)
+        if self.user is not None:
+            self._own(usable_identity(session.user_id) or str(session.user_id), "event append")
         key = (session.app_name, session.user_id, session.id)
         lock = self._locks.get(key)
         if lock is None:
