@@ -51,8 +51,11 @@ A read with ``refresh_ttl`` (default: ``TTLConfig["refresh_on_read"]``, else Tru
 moves the expiry of each item it returns to ``now + ttl`` if the item still holds
 what was read (``listing.touch_record``).
 
-**Not supported.** Vector search: there is no ``index``; a ``query`` is ignored and
-every ``score`` is None, as ``InMemoryStore`` without an index does.
+**Semantic search.** With ``index`` (LangGraph's ``IndexConfig``: ``dims``, ``embed``,
+``fields``, ``distance_type``) a put embeds the item's fields and keeps the vectors
+with its record (``flowmem.store.vectors``, in a recorded embedding space: ``space``),
+and a search with a ``query`` ranks by score (``semantic``, ``searching``). Without
+it, a ``query`` is ignored and every ``score`` is None, as ``InMemoryStore`` does.
 """
 
 from __future__ import annotations
@@ -171,7 +174,9 @@ class FlowmemStore(BaseStore):
     them and their TTLs, its limits bound a value). ``ttl``: LangGraph's
     ``TTLConfig`` (``default_ttl`` and ``refresh_on_read``; expired items are always
     omitted). ``user_labels``: the first labels of a user's namespaces. ``context``:
-    the node, pipeline and workflow a refusal's warning names.
+    the node, pipeline and workflow a refusal's warning names. ``index``: LangGraph's
+    ``IndexConfig`` for semantic search; ``space``: the name of its embedding model
+    (default: the embedder's; docs/langgraph-store.md, Embedding spaces).
     """
 
     supports_ttl = True

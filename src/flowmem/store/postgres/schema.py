@@ -235,6 +235,6 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 17 (issue 37 §2): the buffers' repair logs, counted against the owner's bytes quota
     repair_tables.MIGRATION,
     # 18 (issue 40): the records' embedding vectors and their spaces, counted against the
-    # owner's bytes quota and deleted with their record (idempotent: decision 0117)
+    # owner's bytes quota and deleted with their record (idempotent: decision 0120)
     vector_tables.MIGRATION,
 )

@@ -1,7 +1,7 @@
 """PostgreSQL's vector tables (their migration), statements, and ``PostgresVectors``.
 
 Vectors are ``bytea`` (float32, little-endian) scored by the portable exact scan:
-Debian 12 ships no pgvector, and the scan needs no extension (decision 0117). The
+Debian 12 ships no pgvector, and the scan needs no extension (decision 0120). The
 migration is idempotent (``IF NOT EXISTS``, ``OR REPLACE``). A record deleted or given
 another value loses its vectors in its own statement (a trigger on ``records``); a
 vector's bytes count against its record's owner's ``bytes`` quota in a trigger, as
