@@ -23,6 +23,11 @@
   saves the result; the save stores only what was not written ahead. A save that
   stores a tool call together with its result (the tool ran before its call was
   stored) logs one WARNING per store naming this fix.
+- **Built for a user** (``context=ExecutionContext(user_id=…)``, decision 0109): a
+  ``scope`` left out is that user; one naming another user raises ``AccessDeniedError``
+  (MEM-9) before anything is read or written; ``read_record`` finds only conversations
+  that user may view, ``delete_record`` deletes only its own. A store built for no
+  user keeps pydantic-ai's contract: no ``scope``, every conversation (an operator's).
 - **pydantic-ai's exceptions**: a conversation id whose session another owner holds
   raises ``ConversationOwnedElsewhere``, a ``ConversationConflict`` that is also
   flowmem's ``AccessDeniedError``.
@@ -69,7 +74,8 @@ from flowmem.integrations.pydantic_ai.rows import (
 )
 from flowmem.scope import ExecutionContext, Refusal, usable_identity
 from flowmem.service import MemoryService, kinds
-from flowmem.service.checks import check_id_text, check_name
+from flowmem.service.checks import check_id_text, check_name, context_user
+from flowmem.service.session_access import judge_session
 from flowmem.store import Store, open_store
 from flowmem.store.conversations import (
     LINE,
@@ -134,7 +140,12 @@ def _ran_before_stored(entries: Sequence[ConversationEntry]) -> list[str]:
 class FlowmemConversationStore(ConversationStore):
     """pydantic-ai conversations in flowmem: records beside the sessions, entries as buffer rows."""
 
-    def __init__(self, memory: MemoryService, *, owns: Store | None = None) -> None:
+    def __init__(
+        self, memory: MemoryService, *, owns: Store | None = None, context: ExecutionContext | None = None
+    ) -> None:
+        """``memory``: the service; ``owns``: a store to close with this one; ``context`` with a
+        ``user_id``: act only as that user (its ids checked as the API's)."""
+        self.user = context_user(context, "FlowmemConversationStore")
         if not isinstance(memory, MemoryService):
             raise TypeError(
                 "FlowmemConversationStore needs a flowmem.service.MemoryService, got "
@@ -147,13 +158,14 @@ class FlowmemConversationStore(ConversationStore):
         self._warned = False
 
     @classmethod
-    def from_url(cls, url: str) -> FlowmemConversationStore:
+    def from_url(cls, url: str, *, context: ExecutionContext | None = None) -> FlowmemConversationStore:
         """A store on the flowmem database at ``url`` (``sqlite:///app.db``, ``postgresql://…``).
 
         It owns the database connection: ``close()`` it when done.
         """
+        context_user(context, "FlowmemConversationStore")  # before the database is opened
         store = open_store(url)
-        return cls(MemoryService(store), owns=store)
+        return cls(MemoryService(store), owns=store, context=context)
 
     def close(self) -> None:
         """Close the database this store opened (``from_url``); a no-op otherwise."""
@@ -178,6 +190,25 @@ class FlowmemConversationStore(ConversationStore):
             )
         return found
 
+    def _scoped(self, scope: str | None, operation: str) -> str | None:
+        """The scope a call acts in: a user-bound store's user for None; AccessDeniedError for another user."""
+        if self.user is None:
+            return scope
+        if scope is None:
+            return self.user
+        if usable_identity(scope) != self.user:
+            raise AccessDeniedError(
+                f"pydantic-ai {operation} refused: scope {scope!r} is another user's, this store "
+                f"is user {self.user!r}'s (its context); nothing was read or changed",
+                rule="MEM-9",
+                argument="scope",
+            )
+        return self.user
+
+    def _may(self, conversation_id: str, action: str) -> bool:
+        """Whether a user-bound store may ``action`` the conversation's session (True for a store of no user)."""
+        return self.user is None or judge_session(self.memory, conversation_id, self.user, action).allowed
+
     @staticmethod
     def _owner(scope: str | None) -> str | None:
         if scope is None:
@@ -195,6 +226,8 @@ class FlowmemConversationStore(ConversationStore):
         """The record of a conversation, or None (also for an id MEM-13 refuses)."""
         if isinstance(self._session(conversation_id, "conversation read"), Refusal):
             return None
+        if self.user is not None and not await asyncio.to_thread(self._may, conversation_id, "view"):
+            return None  # another user's: a store built for a user does not have it
         stored = await asyncio.to_thread(self.tables.get, conversation_id)
         if stored is None:
             return None
@@ -209,8 +242,12 @@ class FlowmemConversationStore(ConversationStore):
     async def read_records(
         self, *, scope: str | None = None, limit: int | None = None
     ) -> Sequence[ConversationRecord]:
-        """The records, those of ``scope`` when given, newest ``updated_at`` first."""
+        """The records, those of ``scope`` when given, newest ``updated_at`` first.
+
+        A store built for a user lists that user's records only.
+        """
         check_id_text(scope, "scope")
+        scope = self._scoped(scope, "conversation list")
         stored = await asyncio.to_thread(self.tables.records, scope, limit)
         return [_record(found) for found in stored]
 
@@ -227,6 +264,8 @@ class FlowmemConversationStore(ConversationStore):
         (``flowmem.store.conversations.lines.write_lines``).
         """
         cid = self._writable(record.conversation_id, "conversation write")
+        if self.user is not None:  # a user-bound store's conversations are its user's
+            record = dataclasses.replace(record, scope=self._scoped(record.scope, "conversation write"))
         entries = list(new_entries)
         for entry_id in (record.head_id, *(e.id for e in entries), *(e.parent_id for e in entries)):
             if entry_id is not None:
@@ -307,6 +346,12 @@ class FlowmemConversationStore(ConversationStore):
         """Delete the conversation's session, entries included (decision 0042: its id stays deleted)."""
         if isinstance(self._session(conversation_id, "conversation delete"), Refusal):
             raise ConversationConflict(conversation_id)
+        verdict = None if self.user is None else judge_session(self.memory, conversation_id, self.user, "delete_session")
+        if verdict is not None and not verdict.allowed:
+            if not verdict.exists:
+                raise ConversationConflict(conversation_id)
+            denied = AccessDeniedError(verdict.reason, rule=verdict.rule, conversation_id=conversation_id)
+            raise ConversationOwnedElsewhere(conversation_id, denied)
         if not await asyncio.to_thread(self.tables.delete, conversation_id, expected_revision):
             raise ConversationConflict(conversation_id)
 
@@ -340,6 +385,7 @@ class FlowmemConversationStore(ConversationStore):
                 "write_ahead needs the pydantic_ai.conversation.Conversation the run continues "
                 f"(store.load(...) or Conversation(conversation_id=...)), got {type(conversation).__name__}"
             )
+        scope = self._scoped(scope, "write-ahead")
         self._owner(scope)
         return WriteAhead(self, conversation, scope)
 
