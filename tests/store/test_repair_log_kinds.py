@@ -20,7 +20,7 @@ from flowmem.core import Repair, prepare, result_id
 from flowmem.errors import QuotaExceededError
 from flowmem.service import MemoryService
 from flowmem.store import Address, Store, open_store
-from flowmem.store.base import Quotas
+from flowmem.store.base import Quotas, SessionRecord
 from flowmem.store.repairs import RepairEntry, entry_text, parse_entry
 
 CHAT = Address("user", "alice", "chat")
@@ -198,3 +198,19 @@ def test_a_shrinking_eviction_over_a_lowered_quota_is_logged_and_the_quota_holds
     with pytest.raises(QuotaExceededError):
         store.append(CHAT, prepare([_user("grows")], 3))
     assert store.count(CHAT) == 1 and len(_log(store)) == 1
+
+
+def test_every_kind_goes_with_a_deleted_session_and_an_erased_user_and_its_bytes_with_it(
+    store: Store,
+) -> None:
+    store.create_session(SessionRecord("s1", "", "alice", created_at=1.0, updated_at=1.0))
+    for address in (Address("session", "s1", "chat_history"), CHAT):
+        store.append(address, prepare([_user(f"turn {i} " * 20) for i in range(6)], 1), max_messages=5)
+        compaction.replace_all(store, address, prepare([_user("all of it")], 2), lambda row: None)
+        assert store.repairs.note(address, Repair("MEM-5", (), 1))  # type: ignore[attr-defined]
+        assert [e.kind for e in _log(store, address)] == ["normalize", "compact", "evict"]
+    store.delete_session("s1")
+    assert _log(store, Address("session", "s1", "chat_history")) == [] and len(_log(store)) == 3
+    assert _logged_bytes(store) == sum(map(_stored_bytes, _log(store)))
+    store.erase_user("alice")
+    assert _log(store) == [] and store.usage("alice").bytes == 0
