@@ -129,7 +129,8 @@ def _read(
 
 
 # the /health prober, run in a process of its own until its standard input closes:
-# prints each answer's wait in ms, as a JSON list
+# prints "ready" once it was answered (not counted), then each answer's wait in ms,
+# as a JSON list
 PROBE = """
 import json, sys, threading, time
 import httpx
@@ -137,6 +138,8 @@ done = threading.Event()
 threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
 waits = []
 with httpx.Client(base_url=sys.argv[1], timeout=60) as client:
+    client.get("/health")
+    print("ready", flush=True)
     while not done.is_set():
         started = time.perf_counter()
         client.get("/health")
@@ -152,11 +155,15 @@ def _niced(nice: int) -> Any:
 
 
 def _health(base: str, nice: int) -> subprocess.Popen[str]:
-    """Start asking ``/health`` every 20 ms, from a process of its own (close its stdin to stop)."""
-    return subprocess.Popen(
+    """Ask ``/health`` every 20 ms from a process of its own, once it is ready (close its stdin to stop)."""
+    prober = subprocess.Popen(
         [sys.executable, "-c", PROBE, base],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, preexec_fn=_niced(nice),
     )  # fmt: skip
+    assert prober.stdout is not None
+    if prober.stdout.readline().strip() != "ready":
+        raise SystemExit("the /health prober did not start")
+    return prober
 
 
 def _waits(prober: subprocess.Popen[str]) -> list[float]:
