@@ -58,8 +58,8 @@ def scan_raw(
     space: Space,
     start: str,
     values: bool,
-) -> list[ScanRow]:
-    """One page of the live vectors of ``(scope, scope_id)`` under ``prefix`` from ``start`` (whole records)."""
+) -> tuple[list[ScanRow], bool]:
+    """One page of the live vectors of ``(scope, scope_id)`` under ``prefix`` from ``start`` (whole records), and whether more may follow."""
     scope, scope_id = check_scope(scope), check_scope_id(scope_id)
     check_name(prefix, "prefix", empty=True, longest=None)
     return vectors(memory).scan(

@@ -3,7 +3,7 @@
 ``scan_items`` pages through the records of one scope id under a namespace's key
 prefix (``flowmem.store.listing``), keeps the items that match the filter and skips
 ``offset`` of them. ``ranked_items`` keeps the best ``offset + limit`` items by score
-(``semantic.rank``), reads each, and then, as ``InMemoryStore`` does, fills the page
+(``semantic.rank``, which reads their values with their vectors), and then, as ``InMemoryStore`` does, fills the page
 with the items that have no vector, in key order, after the scored ones: ``offset``
 counts through both, so pages never repeat (``InMemoryStore`` restarts the unscored
 items at every offset).
@@ -101,11 +101,9 @@ def ranked_items(
         now=float(memory.clock()), keep=keep, accept=accept if op.filter else None,
     )
     found: list[Hit] = []
-    for key, score in best[op.offset :]:
-        now = float(memory.clock())
-        listed = kinds.list_records_raw(memory, place.scope, place.scope_id, key, now=now, start=key, limit=1)
-        hit = item_of(place, listed[0], score) if listed and listed[0].key == key else None
-        if hit is not None:  # None: deleted since it was scored
+    for key, score, text in best[op.offset :]:
+        hit = item_of(place, ListedRecord(key, text, None), score)  # read with its vectors
+        if hit is not None:
             found.append(hit)
     if len(found) < op.limit and scored < keep:  # the unscored items follow
         offset = max(op.offset - scored, 0)

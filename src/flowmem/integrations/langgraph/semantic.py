@@ -139,11 +139,11 @@ def rank(
     now: float,
     keep: int,
     accept: Callable[[str, str | None], bool] | None,
-) -> tuple[list[tuple[str, float]], int, set[str] | None]:
-    """The best ``keep`` items under ``prefix`` by score, how many were scored, and their keys when few.
+) -> tuple[list[tuple[str, float, str | None]], int, set[str] | None]:
+    """The best ``keep`` items under ``prefix`` by score (key, score, value text), how many were scored, their keys when few.
 
-    ``accept(key, value_text)`` drops an item (a filter; a record that is not an item):
-    with it the scan reads the values too.
+    ``accept(key, value_text)`` drops an item (a filter; a record that is not an item).
+    The scan reads the values with the vectors: the items kept need no second read.
     """
     from flowmem.store.vectors.scoring import Ranking
 
@@ -152,14 +152,15 @@ def rank(
     start = prefix
     verdicts: dict[str, bool] = {}
     while True:
-        page = scan_raw(
+        page, more = scan_raw(
             memory, scope, scope_id, prefix, now=now, collection=COLLECTION, space=index.space,
-            start=start, values=accept is not None,
+            start=start, values=True,
         )
         if not page:
             break
         keys: list[str] = []
         blobs: list[bytes] = []
+        texts: list[str | None] = []
         for row in page:
             if accept is not None:
                 verdict = verdicts.get(row.key)
@@ -170,10 +171,13 @@ def rank(
                     continue
             keys.append(row.key)
             blobs.append(row.data)
-        ranking.feed(keys, blobs)
+            texts.append(row.text)
+        ranking.feed(keys, blobs, texts)
         if seen is not None:
             seen.update(keys)
             if len(seen) > max(SMALL, keep):
                 seen = None
+        if not more:
+            break
         start = successor(page[-1].key)
     return ranking.best(), ranking.fed, seen

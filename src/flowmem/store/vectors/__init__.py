@@ -191,11 +191,12 @@ class SupportsVectors(Protocol):
         start: str,
         values: bool,
         limit_bytes: int = SCAN_BYTES,
-    ) -> list[ScanRow]:
+    ) -> tuple[list[ScanRow], bool]:
         """One page of the live active-space vectors under ``prefix`` from key ``start``, whole records.
 
-        In key order (then field, ordinal); an empty page: no more. EmbeddingSpaceError
-        when the collection's active space is not ``space``.
+        In key order (then field, ordinal), and whether more may follow (ask again
+        after the page's last key). EmbeddingSpaceError when the collection's active
+        space is not ``space``.
         """
         ...
 

@@ -115,14 +115,14 @@ class MemoryVectors:
         start: str,
         values: bool,
         limit_bytes: int = SCAN_BYTES,
-    ) -> list[ScanRow]:
+    ) -> tuple[list[ScanRow], bool]:
         """The live active-space vectors under ``prefix`` from ``start``, in one page (the store is in memory)."""
         check_space(space)
         lower = max(start, prefix)
         with self.store.locked() as tables:
             active = self._spaces.get(collection, {}).get(ACTIVE)
             if active is None:
-                return []
+                return [], False
             if active[1] != space:
                 raise mismatch(collection, active[1], space, "search")
             found: list[tuple[str, str, int, str, bytes]] = []
@@ -138,7 +138,7 @@ class MemoryVectors:
                     if sid == active[0]:
                         found.append((address.key, field, ord_, text, data))
         found.sort(key=lambda row: row[:3])
-        return [ScanRow(key, text if values else None, data) for key, _, _, text, data in found]
+        return [ScanRow(key, text if values else None, data) for key, _, _, text, data in found], False
 
     def begin(self, collection: str, space: Space) -> Spaces:
         """Record ``space`` as the collection's next space (kept when it already is; replaced otherwise)."""

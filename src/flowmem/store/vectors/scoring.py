@@ -56,9 +56,15 @@ class Ranking:
         self._scores = np.zeros(0, dtype=np.float64)
         self._order = np.zeros(0, dtype=np.int64)
         self._keys: list[str] = []
+        self._texts: list[str | None] = []
 
-    def feed(self, keys: Sequence[str], blobs: Sequence[bytes]) -> None:
-        """Score rows of whole records (a record's rows together, never split across calls)."""
+    def feed(
+        self, keys: Sequence[str], blobs: Sequence[bytes], texts: Sequence[str | None] | None = None
+    ) -> None:
+        """Score rows of whole records (a record's rows together, never split across calls).
+
+        ``texts``: each row's record value, kept with the records kept.
+        """
         if not keys:
             return
         scores = score(self.query, blobs, self.distance)
@@ -69,6 +75,7 @@ class Ranking:
         self._scores = np.concatenate([self._scores, pooled])
         self._order = np.concatenate([self._order, order])
         self._keys.extend(keys[i] for i in starts)
+        self._texts.extend(texts[i] if texts is not None else None for i in starts)
         if len(self._keys) > 2 * self.keep + 1024:
             self._prune()
 
@@ -77,8 +84,9 @@ class Ranking:
         best.sort()  # back in feed order
         self._scores, self._order = self._scores[best], self._order[best]
         self._keys = [self._keys[i] for i in best]
+        self._texts = [self._texts[i] for i in best]
 
-    def best(self) -> list[tuple[str, float]]:
-        """The kept records, best first: (key, score)."""
+    def best(self) -> list[tuple[str, float, str | None]]:
+        """The kept records, best first: (key, score, value text when fed)."""
         ranked = np.lexsort((self._order, -self._scores))[: self.keep]
-        return [(self._keys[i], float(self._scores[i])) for i in ranked]
+        return [(self._keys[i], float(self._scores[i]), self._texts[i]) for i in ranked]

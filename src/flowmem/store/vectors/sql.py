@@ -136,7 +136,7 @@ class SqlVectors:
         start: str,
         values: bool,
         limit_bytes: int = SCAN_BYTES,
-    ) -> list[ScanRow]:
+    ) -> tuple[list[ScanRow], bool]:
         """One page of the live active-space vectors under ``prefix`` from ``start``, whole records."""
         check_address(Address(scope, scope_id, start or prefix or "_"))
         check_space(space)
@@ -146,7 +146,7 @@ class SqlVectors:
         with self.store.connection() as conn:
             spaces, ids = self._read_spaces(conn, collection, "vectors_spaces_read")
             if spaces.active is None:
-                return []
+                return [], False
             if spaces.active != space:
                 raise mismatch(collection, spaces.active, space, "search")
             while True:
@@ -161,7 +161,8 @@ class SqlVectors:
                 if len(kept) < len(rows) or len(rows) < limit or len({r[0] for r in rows}) > 1:
                     break
                 limit *= 2  # one record with more vectors than a page: read it whole
-        return [ScanRow(str(key), None if text is None else str(text), bytes(data)) for key, text, data in kept]
+        found = [ScanRow(str(key), None if text is None else str(text), bytes(data)) for key, text, data in kept]
+        return found, len(rows) == limit
 
     def begin(self, collection: str, space: Space) -> Spaces:
         """Record ``space`` as the collection's next space (kept when it already is; replaced otherwise)."""
