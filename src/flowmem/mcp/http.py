@@ -43,17 +43,21 @@ class MCPEndpoint:
     """The ASGI app served at ``/mcp`` and the lifespan its session manager needs."""
 
     def __init__(self, services: Services, run: Runner) -> None:
-        server = build_server(lambda ctx: Caller(principal_of(ctx), services, run))
+        self.server = build_server(lambda ctx: Caller(principal_of(ctx), services, run))
+        self._new_manager()
+
+    def _new_manager(self) -> None:
+        """A new session manager (one runs once: an app whose lifespan runs again needs another)."""
         # the gate and the REST API's own checks guard the host: the SDK's DNS-rebinding
         # check would refuse every Host but localhost
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
         # builds the session manager; its own Starlette app (routing, lifespan) is not used
-        server.streamable_http_app(json_response=True, stateless_http=True, transport_security=security)
-        self.server = server
+        self.server.streamable_http_app(json_response=True, stateless_http=True, transport_security=security)
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """Run the session manager (the app's lifespan holds it)."""
+        """Run a session manager while the app runs (its lifespan holds it)."""
+        self._new_manager()
         async with self.server.session_manager.run():
             yield
 

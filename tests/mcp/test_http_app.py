@@ -1,0 +1,40 @@
+"""``/mcp`` in the app: served through every run of the app's lifespan, absent without the SDK."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from fastapi.testclient import TestClient
+
+from flowmem.api.app import create_app
+from flowmem.auth import create_token
+from flowmem.store import MemoryStore
+
+INITIALIZE = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+}  # fmt: skip
+
+
+def test_mcp_is_served_each_time_the_apps_lifespan_runs() -> None:
+    store = MemoryStore()
+    token, _ = create_token(store, "ana")
+    app = create_app(store, purge_interval=None)
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+    for _ in range(2):  # a session manager runs once: each lifespan makes its own
+        with TestClient(app) as client:
+            answered = client.post("/mcp", json=INITIALIZE, headers=headers)
+            assert answered.status_code == 200, answered.text
+            assert answered.json()["result"]["serverInfo"]["name"] == "flowmem"
+
+
+def test_without_the_mcp_package_the_app_serves_no_mcp(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [m for m in sys.modules if m == "mcp" or m.startswith(("mcp.", "flowmem.mcp"))]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "mcp", None)  # `import mcp…` raises ModuleNotFoundError
+    store = MemoryStore()
+    token, _ = create_token(store, "ana")
+    with TestClient(create_app(store, purge_interval=None)) as client:
+        refused = client.post("/mcp", json=INITIALIZE, headers={"Authorization": f"Bearer {token}"})
+    assert refused.status_code == 404
