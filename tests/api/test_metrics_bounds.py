@@ -74,10 +74,18 @@ def _request(n: int) -> tuple[str, str, list[tuple[bytes, bytes]], str]:
     return method, path, headers, peer
 
 
-@pytest.fixture
-def flooded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[TestClient, str, Path]]:
-    """The app as ``serve`` runs it (metrics in a multiprocess directory), its reader token, the directory."""
-    url = f"sqlite:///{tmp_path / 'm.db'}"
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def flooded(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[TestClient, str, Path]]:
+    """The app as ``serve`` runs it (metrics in a multiprocess directory), its reader token, the directory.
+
+    On SQLite and PostgreSQL (issue 38's "Done when").
+    """
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'm.db'}"
+    else:
+        url = request.getfixturevalue("postgres_db_url")
     store = open_store(url)
     reader = create_token(store, None, {"metrics:read"})[0]
     store.close()
