@@ -28,20 +28,24 @@ def as_query(values: Sequence[float]) -> Any:
 
 
 def score(query: Any, blobs: Sequence[bytes], distance: str) -> Any:
-    """The score of each float32 vector in ``blobs`` against ``query`` (float64 array)."""
+    """The score of each float32 vector in ``blobs`` against ``query`` (float64 array).
+
+    float32 arithmetic (numpy's BLAS for the dot products): the scores agree with a
+    float64 computation to about 1e-6.
+    """
     matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), query.shape[0])
-    if distance == "l2":
-        diff = matrix - query
-        return -np.sqrt(np.einsum("ij,ij->i", diff, diff, dtype=np.float64))
     dots = (matrix @ query).astype(np.float64)
     if distance == "inner_product":
         return dots
-    norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64))
-    qnorm = float(np.sqrt(np.dot(query.astype(np.float64), query.astype(np.float64))))
+    squares = np.einsum("ij,ij->i", matrix, matrix).astype(np.float64)
+    qsquare = float(np.dot(query, query))
+    if distance == "l2":  # |m - q| from |m|^2 - 2 m.q + |q|^2, without a copy of the matrix
+        return -np.sqrt(np.maximum(squares - 2 * dots + qsquare, 0.0))
+    norms = np.sqrt(squares)
     out = np.zeros(len(blobs), dtype=np.float64)
     mask = norms != 0
-    if qnorm:
-        out[mask] = dots[mask] / (norms[mask] * qnorm)
+    if qsquare:
+        out[mask] = dots[mask] / (norms[mask] * np.sqrt(qsquare))
     return out
 
 

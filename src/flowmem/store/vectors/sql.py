@@ -161,7 +161,7 @@ class SqlVectors:
                 if len(kept) < len(rows) or len(rows) < limit or len({r[0] for r in rows}) > 1:
                     break
                 limit *= 2  # one record with more vectors than a page: read it whole
-        found = [ScanRow(str(key), None if text is None else str(text), bytes(data)) for key, text, data in kept]
+        found = [ScanRow(key, text, data if isinstance(data, bytes) else bytes(data)) for key, text, data in kept]
         return found, len(rows) == limit
 
     def begin(self, collection: str, space: Space) -> Spaces:
