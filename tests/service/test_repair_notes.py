@@ -1,4 +1,4 @@
-"""What the service notes in a buffer's repair log besides its writes (issue 37 §2, decision 0117).
+"""What the service notes in a buffer's repair log besides its writes (issue 37 §2, decision 0121).
 
 A write refused whole that names an existing buffer (``buffer_full``) and a whole
 read's normalization drops (MEM-5) are noted once while the newest entry says it; a

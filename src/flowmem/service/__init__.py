@@ -476,7 +476,7 @@ class MemoryService(BufferReads, CompactionCalls, RepairReads):
                     max_bytes=self.limits.buffer_bytes,
                     **keyed,
                 )
-            except BufferFullError as exc:  # refused whole: noted in the buffer's log (0117)
+            except BufferFullError as exc:  # refused whole: noted in the buffer's log (0121)
                 note_repair(self.store, address, Repair(exc.code, (), len(rows)))
                 raise
         metrics.appended(

@@ -5,7 +5,7 @@ the buffer does (``_resolve("load", …)``: viewing a session is enough; a refus
 returns no entries, MEM-7), and a family's first line reads its head line, as the
 buffer's read does (``read_key``).
 
-Two changes that write no row are noted in it (decision 0117), each in a small write
+Two changes that write no row are noted in it (decision 0121), each in a small write
 of its own, never failing the request that made it: ``note_dropped``, the entries a
 whole stored read's normalization dropped (MEM-5; asked by a caller who may read the
 buffer, since the memory reports what it did, not what the caller wrote), and

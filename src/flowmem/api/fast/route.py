@@ -313,7 +313,7 @@ class Operation(Enum):
     COMPACT = "apply_compaction"  # one buffer's compaction transaction
     COMPACT_TO = "compact_to"  # one buffer's whole-history replacement, archiving it
     REPAIRS = "repairs"  # reads a page of one buffer's repair log (issue 37 §2)
-    NOTE_DROPPED = "note_dropped"  # a whole read's normalization drops, in the log (0117)
+    NOTE_DROPPED = "note_dropped"  # a whole read's normalization drops, in the log (0121)
 
     @property
     def method(self) -> str:

@@ -136,7 +136,7 @@ def _provider_answer(paged: PagedText, memory: MemoryService, fmt: str) -> tuple
 
 
 async def _note_dropped(call: MemoryCall, dropped: int) -> None:
-    """Note a whole read's normalization drops in the buffer's repair log (MEM-5; decision 0117).
+    """Note a whole read's normalization drops in the buffer's repair log (MEM-5; decision 0121).
 
     Only a whole read: a page's drops may be the page's own cut (a result whose call
     is on the page before). Nothing when nothing was dropped; never fails the read.

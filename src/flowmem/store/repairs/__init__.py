@@ -36,7 +36,7 @@ back-ends call ``record`` from their append path with the core's
 compaction's transaction. A drop on a read and a refusal change no row: they are
 ``note``-d in a small transaction of their own, serialized with the buffer's writes,
 only on a buffer that exists and only when the newest entry does not already say the
-same (so polling a broken buffer does not grow its log; decision 0117). It keeps a
+same (so polling a broken buffer does not grow its log; decision 0121). It keeps a
 buffer's newest ``KEPT`` entries (older ones are deleted in the same write), its bytes
 count against the owner's quota (the ``bytes`` quota, as the buffer's), and it goes
 with its buffer: ``clear``, a session's deletion and a user's erasure delete it in

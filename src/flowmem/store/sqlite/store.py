@@ -187,7 +187,7 @@ def add_quota_function(conn: sqlite3.Connection, quotas: Callable[[], Quotas]) -
         return 0
 
     conn.create_function("flowmem_over_quota", 3, over_quota)
-    # the repair log's entries of a write that frees more than they take (decision 0117)
+    # the repair log's entries of a write that frees more than they take (decision 0121)
     conn.create_function("flowmem_quota_lift", 1, quota_lift)
 
 
