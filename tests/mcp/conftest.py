@@ -11,7 +11,7 @@ import json
 import os
 import sys
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from mcp.types import CallToolResult
 
 from flowmem.auth import create_token
 from flowmem.store import open_store
+from tests.conftest import fresh_schema
 from tests.served import flowmem_serve, serve_env
 
 TOOLS = {
@@ -108,11 +109,31 @@ def make_tokens(database: str) -> dict[str, str]:
         store.close()
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """One ``flowmem serve`` on a fresh SQLite file for the module."""
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+@contextmanager
+def database_of(request: pytest.FixtureRequest, root: Path) -> Iterator[str]:
+    """A fresh database of the request's backend: a SQLite file in ``root``, or a PostgreSQL schema."""
+    if request.param == "postgres":
+        with fresh_schema(request.getfixturevalue("postgres_url")) as url:
+            yield url
+    else:
+        yield f"sqlite:///{root}/mcp.db"
+
+
+@pytest.fixture(params=BACKENDS)
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh database for one test, on SQLite and on PostgreSQL."""
+    with database_of(request, tmp_path) as url:
+        yield url
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """One ``flowmem serve`` per module and backend (a SQLite file, a PostgreSQL schema)."""
     root: Path = tmp_path_factory.mktemp("mcp")
-    database = f"sqlite:///{root}/mcp.db"
-    tokens = make_tokens(database)
-    with flowmem_serve(["--database", database], root) as server:
-        yield Served(server.url, database, tokens)
+    with database_of(request, root) as database:
+        tokens = make_tokens(database)
+        with flowmem_serve(["--database", database], root) as server:
+            yield Served(server.url, database, tokens)

@@ -6,7 +6,6 @@ and still answers a good call after them; each refused write stored nothing.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -65,8 +64,8 @@ async def _calls(database: str) -> dict[str, Any]:
     return seen
 
 
-def test_every_bad_call_is_a_tool_error_that_says_what_to_do_and_changes_nothing(tmp_path: Path) -> None:
-    seen = anyio.run(_calls, f"sqlite:///{tmp_path}/bad.db")
+def test_every_bad_call_is_a_tool_error_that_says_what_to_do_and_changes_nothing(database: str) -> None:
+    seen = anyio.run(_calls, database)
     for (tool, arguments, says), (is_error, text) in zip(BAD_CALLS, seen["errors"], strict=True):
         assert is_error, (tool, arguments, text)
         assert says in text, (tool, arguments, text)

@@ -4,26 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 from mcp.client.session import ClientSession
 
 from tests.mcp.conftest import TOOLS, Served, answer, error_text, http_session, stdio_session
 
 Opener = Callable[[], AbstractAsyncContextManager[ClientSession]]
-
-
-@pytest.fixture(params=["stdio", "http"])
-def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
-    """A way to open a client session as ``ana``: a ``flowmem mcp`` child, or ``/mcp`` of the module's server."""
-    if request.param == "stdio":
-        database = f"sqlite:///{tmp_path}/stdio.db"
-        return lambda: stdio_session(database, "ana")
-    served: Served = request.getfixturevalue("served")
-    return lambda: http_session(served.url, served.tokens["ana"])
 
 
 async def scenario(session: ClientSession) -> dict[str, Any]:
@@ -85,8 +73,17 @@ async def _run(opener: Opener) -> dict[str, Any]:
         return await scenario(session)
 
 
-def test_every_tool_and_the_session_resource_answer_over_each_transport(opener: Opener) -> None:
-    seen = anyio.run(_run, opener)
+def test_every_tool_and_the_session_resource_answer_over_stdio(database: str) -> None:
+    """``flowmem mcp`` as a client's child process, on SQLite and PostgreSQL."""
+    _check(anyio.run(_run, lambda: stdio_session(database, "ana")))
+
+
+def test_every_tool_and_the_session_resource_answer_over_http(served: Served) -> None:
+    """``/mcp`` of a real ``flowmem serve``, on SQLite and PostgreSQL."""
+    _check(anyio.run(_run, lambda: http_session(served.url, served.tokens["ana"])))
+
+
+def _check(seen: dict[str, Any]) -> None:
     assert set(seen["tools"]) == TOOLS
     for tool in seen["tools"].values():
         assert tool.description and tool.input_schema["type"] == "object", tool.name
