@@ -34,7 +34,7 @@ def vectors_of(store: Store) -> SupportsVectors:
     elif postgres is not None and isinstance(store, postgres.PostgresStore):
         from flowmem.store.vectors import postgres as pg
 
-        found = SqlVectors(store, pg.SQL, pg.SQL_C)
+        found = SqlVectors(store, pg.SQL, pg.SQL_C, binary=True)
     else:
         return own_vectors(store)
     _VECTORS[store] = found

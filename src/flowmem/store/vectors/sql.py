@@ -61,14 +61,22 @@ class SqlVectors:
 
     ``collated``: the statements that compare keys ``COLLATE "C"``, used when the
     database's collation (``vectors_collation``, read once) is not C (PostgreSQL).
+    ``binary``: read scans in the driver's binary format (psycopg; measured 10 times
+    faster for bytea than its hex text).
     """
 
     def __init__(
-        self, store: SqlEngine[Any], sql: dict[str, str], collated: dict[str, str] | None = None
+        self,
+        store: SqlEngine[Any],
+        sql: dict[str, str],
+        collated: dict[str, str] | None = None,
+        binary: bool = False,
     ) -> None:
         self.store = store
         self.sql = sql
         self.collated = collated
+        # psycopg: a scan's results in the binary format (bytea as it is, not as hex text)
+        self.binary = {"binary": True} if binary else {}
         self._collation_is_c: bool | None = None if collated is not None else True
 
     def statement(self, name: str) -> str:
@@ -152,16 +160,19 @@ class SqlVectors:
             while True:
                 if end is None:
                     name = "vectors_scan_open"
-                    params: tuple[Any, ...] = (values, scope, scope_id, lower, ids[ACTIVE], now, limit)
+                    params: tuple[Any, ...] = (values, now, scope, scope_id, lower, ids[ACTIVE], limit)
                 else:
                     name = "vectors_scan"
-                    params = (values, scope, scope_id, lower, end, ids[ACTIVE], now, limit)
-                rows = conn.execute(self.statement(name), params).fetchall()
+                    params = (values, now, scope, scope_id, lower, end, ids[ACTIVE], limit)
+                rows = conn.execute(self.statement(name), params, **self.binary).fetchall()
                 kept = whole_records(rows, len(rows) == limit, lambda row: row[0])
                 if len(kept) < len(rows) or len(rows) < limit or len({r[0] for r in rows}) > 1:
                     break
                 limit *= 2  # one record with more vectors than a page: read it whole
-        found = [ScanRow(key, text, data if isinstance(data, bytes) else bytes(data)) for key, text, data in kept]
+        found = [
+            ScanRow(key, text or None, data if isinstance(data, bytes) else bytes(data))
+            for key, text, data in kept
+        ]
         return found, len(rows) == limit
 
     def begin(self, collection: str, space: Space) -> Spaces:
