@@ -154,7 +154,9 @@ class AppendOutcome:
     transaction left it, so ``count`` and ``rows`` always agree. What the rules did
     besides, for the metrics (``flowmem.metrics``): ``healed`` placeholders inserted
     (MEM-3), ``replaced`` placeholders a real result took the place of (MEM-10), and
-    ``deduplicated`` incoming rows dropped as already known (MEM-1, MEM-2).
+    ``deduplicated`` incoming rows dropped as already known (MEM-1, MEM-2). For the
+    buffer's repair log (``flowmem.store.repairs``): ``repairs``, one per rule that
+    acted (MEM-3, MEM-10, MEM-1, MEM-2), then the window's eviction, if any.
     """
 
     appended: int
@@ -169,8 +171,9 @@ class AppendOutcome:
     def logged(self) -> tuple[Repair, ...]:
         """The repairs a buffer's repair log keeps: none when the append changed no row.
 
-        An append whose every row was refused as a duplicate writes nothing, as before
-        the log (decision 0071: it commits nothing); its refusals are in its answer.
+        An append whose every row was refused as a duplicate, and that evicted
+        nothing, writes nothing, as before the log (decision 0071: it commits
+        nothing); its refusals are in its answer.
         """
         changed = self.appended or self.healed or self.replaced
         return self.repairs if changed or any(r.kind == "evict" for r in self.repairs) else ()
