@@ -32,11 +32,10 @@ def load_embedder(spec: str) -> Any:
 @click.option("--embed", "embed", required=True, help="The new embedder: provider:model (LangChain's init_embeddings) or package.module:object.")
 @click.option("--dims", type=click.IntRange(1, 65536), required=True, help="Its dimensions.")
 @click.option("--space", help="The new space's name (default: the embedder's).")
-@click.option("--field", "fields", multiple=True, help="Unused by the move (each vector keeps its field); kept for the index you will build.")
 @click.option("--batch", type=click.IntRange(1, 4096), default=64, show_default=True, help="Records per embedder call.")
 @database_option
 def reembed_command(
-    embed: str, dims: int, space: str | None, fields: tuple[str, ...], batch: int, database: str | None
+    embed: str, dims: int, space: str | None, batch: int, database: str | None
 ) -> None:
     """Re-embed every FlowmemStore vector of the database with a new model, then switch to it.
 
@@ -47,9 +46,7 @@ def reembed_command(
 
     store = open_database(database)
     try:
-        index: dict[str, Any] = {"dims": dims, "embed": load_embedder(embed)}
-        if fields:
-            index["fields"] = list(fields)
+        index: dict[str, Any] = {"dims": dims, "embed": load_embedder(embed)}  # each vector keeps its field
         with click.progressbar(length=0, label="re-embedding", show_pos=True) as bar:
 
             def progress(done: int, waiting: int) -> None:

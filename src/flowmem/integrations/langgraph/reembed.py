@@ -79,7 +79,8 @@ def reembed(
     kept = vectors(memory)
     spaces = kept.begin(COLLECTION, new.space)
     old = spaces.active
-    assert old is not None  # begin refuses a collection without vectors
+    if old is None:  # begin refuses a collection without vectors; a switch by another run since
+        raise ConflictError("the store has no active embedding space: nothing to re-embed")
     done = passes = 0
     while True:
         waiting = kept.switch(COLLECTION)
