@@ -38,3 +38,14 @@ def test_without_the_mcp_package_the_app_serves_no_mcp(monkeypatch: pytest.Monke
     with TestClient(create_app(store, purge_interval=None)) as client:
         refused = client.post("/mcp", json=INITIALIZE, headers={"Authorization": f"Bearer {token}"})
     assert refused.status_code == 404
+
+
+def test_building_the_mcp_server_leaves_the_hosts_logging_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK's server calls ``logging.basicConfig``: a root logger without handlers (a plain process) keeps none."""
+    import logging
+
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])  # as in a process nobody configured (pytest has its own)
+    monkeypatch.setattr(root, "level", logging.ERROR)
+    create_app(MemoryStore(), purge_interval=None)
+    assert root.handlers == [] and root.level == logging.ERROR

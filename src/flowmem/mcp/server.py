@@ -7,6 +7,7 @@ token's principal that the HTTP gate left on the request (``http``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -41,6 +42,10 @@ class FlowmemMCP(MCPServer[Any]):
     """An ``MCPServer`` whose resource listing names the caller's own sessions."""
 
     def __init__(self, caller_of: CallerOf) -> None:
+        # the SDK configures the root logger (``logging.basicConfig`` with its own handler):
+        # the host's logging (``flowmem serve``'s) is put back as it was
+        root = logging.getLogger()
+        handlers, level = list(root.handlers), root.level
         super().__init__(
             name="flowmem",
             title="flowmem memory",
@@ -48,6 +53,8 @@ class FlowmemMCP(MCPServer[Any]):
             instructions=INSTRUCTIONS,
             log_level="WARNING",
         )
+        root.handlers[:] = handlers
+        root.setLevel(level)
         self.caller_of = caller_of
 
     async def call_tool(
