@@ -153,9 +153,16 @@ class MemoryEngine(Engine[MemoryTables], Protocol):
         ...
 
     def stage_repairs(
-        self, tables: MemoryTables, address: Address, repairs: Sequence[Repair], growth: int = 0
+        self,
+        tables: MemoryTables,
+        address: Address,
+        repairs: Sequence[Repair],
+        growth: int = 0,
+        created: SessionRecord | None = None,
     ) -> Callable[[], None]:
         """Check ``repairs``' log entries (with ``growth`` more bytes) against the owner's quota.
+
+        The owner of a buffer the write creates is its session's (``created``: one the write makes).
 
         Returns the step that logs them, to run once the change they record is stored
         (nothing can fail in it); the quota's error, nothing changed, past the quota.

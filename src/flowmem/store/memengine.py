@@ -139,10 +139,19 @@ class MemoryEngineParts:
         self._drop_buffer(address)
 
     def stage_repairs(
-        self, tables: MemoryTables, address: Address, repairs: Sequence[Repair], growth: int = 0
+        self,
+        tables: MemoryTables,
+        address: Address,
+        repairs: Sequence[Repair],
+        growth: int = 0,
+        created: SessionRecord | None = None,
     ) -> Callable[[], None]:
-        """Check ``repairs``' log entries against the quota; the step that logs them (the lock held)."""
-        return self.repairs.staged(tables, address, self._buffer_owners.get(address), repairs, growth)
+        """Check ``repairs``' log entries against the quota; the step that logs them (the lock held).
+
+        A buffer this write creates counts against its session's owner (``created``: a
+        session the write makes), as ``set_buffer`` will.
+        """
+        return self.repairs.staged(tables, address, self._owner(address, created), repairs, growth)
 
     def charge(
         self,

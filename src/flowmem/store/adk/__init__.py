@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
-from flowmem.core import BufferEditor, Message, apply_append, is_healed, result_id
+from flowmem.core import BufferEditor, Message, Repair, apply_append, is_healed, result_id
 from flowmem.errors import ConflictError, NotFoundError, SessionStaleError
 from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard, capability
 
@@ -225,17 +225,22 @@ class TrackingEditor:
         self.inner.delete(position)
 
 
-def apply_rows(editor: BufferEditor, rows: Sequence[Message]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def apply_rows(
+    editor: BufferEditor, rows: Sequence[Message], logged: list[Repair] | None = None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Apply the buffer rules to ``rows`` one by one; return each row's fate and the calls healed.
 
     Implements MEM-1, MEM-2, MEM-3 and MEM-10 through ``apply_append`` itself (no
-    window): this only watches what it writes.
+    window): this only watches what it writes. ``logged`` gets what the buffer's
+    repair log keeps of each row's append (``AppendOutcome.logged``, issue 37 §2).
     """
     tracking = TrackingEditor(editor)
     fates: list[str] = []
     for row in rows:
         appended, replaced = len(tracking.appended), tracking.replaced
-        apply_append(tracking, [row])
+        outcome = apply_append(tracking, [row])
+        if logged is not None:
+            logged.extend(outcome.logged)
         if len(tracking.appended) > appended:
             fates.append(APPENDED)
         elif tracking.replaced > replaced:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from flowmem.core import Message
+from flowmem.core import Message, Repair
 from flowmem.store.adk import (
     AdkScopes,
     AdkSession,
@@ -119,13 +119,17 @@ class MemoryAdkSessions:
                 check_stale(stored, replace(seen, session_id=sid))
             size = tables.sizes.get(address, 0)
             editor = SizedListEditor(copy.deepcopy(tables.buffers.get(address, [])), size)
-            fates, healed = apply_rows(editor, rows)
+            logged: list[Repair] = []
+            fates, healed = apply_rows(editor, rows, logged)
             check_buffer_bytes(address, size, editor.bytes, event.max_bytes)
             written = EventWritten(fates, healed, AdkScopes(copy.deepcopy(stored)))
             if not written.stored:
                 return written
+            # the repair log's entries (issue 37 §2), checked against the quota with the rows
+            log = self.store.stage_repairs(tables, address, logged, editor.bytes - size)
             # counted against the owner's quotas (the quota may refuse it: nothing written)
             self.store.set_buffer(tables, address, editor.rows, editor.bytes)
+            log()
             after = replace(
                 stored,
                 state=merged(stored.state, deltas[0]),

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from flowmem.core import Message
+from flowmem.core import Message, Repair
 from flowmem.errors import StoreBusyError
 from flowmem.store.adk import (
     AdkScopes,
@@ -137,12 +137,14 @@ class SqlAdkSessions:
                 check_stale(stored, replace(seen, session_id=sid))
             self.store.hold_buffer(conn, address)
             editor = SqlBufferEditor(self.store.runner(conn), address)
-            fates, healed = apply_rows(editor, event.rows)
+            logged: list[Repair] = []
+            fates, healed = apply_rows(editor, event.rows, logged)
             check_buffer_bytes(address, editor.bytes_before, editor.bytes, event.max_bytes)
             editor.flush()
             written = EventWritten(fates, healed, AdkScopes(stored))
             if not written.stored:
                 return written
+            self.store.record_repairs(conn, editor.buffer_id, logged)  # issue 37 §2
             app_state = self._update_app(conn, app_name, event.app_delta)
             user_state = self._update_user(conn, app_name, user_id, event.user_delta)
             after = replace(

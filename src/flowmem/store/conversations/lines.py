@@ -20,8 +20,11 @@ from flowmem.core import (
     Dangling,
     Message,
     PositionedRow,
+    Repair,
     apply_append,
+    is_healed,
     prepare,
+    result_id,
 )
 from flowmem.store.conversations import (
     HEALED_SUFFIX,
@@ -91,6 +94,10 @@ class LineTx(Protocol):
 
     def index(self, entry_id: str, key: str, position: int, rows: bool) -> None:
         """Record where an entry ends (``rows`` False: it holds no row, it ends where the line did)."""
+        ...
+
+    def log(self, key: str, repairs: Sequence[Repair]) -> None:
+        """Log what the buffer rules repaired in line ``key`` (MEM-3, MEM-10) with the write."""
         ...
 
 
@@ -270,7 +277,10 @@ def write_lines(tx: LineTx, write: ConversationWrite) -> bool:
     Implements MEM-1, MEM-2 and MEM-3 for a conversation's saves, through
     ``apply_append``: a result for a call already answered, or a response whose every
     call is known, adds no row (the entry then ends where the line did), and a user
-    prompt heals the calls left unanswered, except those a paused run waits on.
+    prompt heals the calls left unanswered, except those a paused run waits on. What
+    the rules repaired in the line (``AppendOutcome.logged``) goes to ``tx.log``, with
+    a MEM-3 entry for the placeholders an entry brings that the line did not hold (the
+    pydantic-ai store heals a loaded history: its placeholders arrive as rows).
     """
     parent, entries = write.parent, list(write.entries)
     if parent is None:
@@ -295,14 +305,24 @@ def write_lines(tx: LineTx, write: ConversationWrite) -> bool:
             key = f"{LINE}#{entries[0].entry_id}"
             _copy(tx, place, key, parent)
     editor = Tagging(tx, key, write.waiting)
+    repairs: list[Repair] = []
     for entry in entries:
         editor.entry, editor.kept = entry.entry_id, []
+        adopted: list[str] = []  # placeholders the adapter wrote (a loaded history healed)
         for row in prepare([dict(r) for r in entry.rows]):
-            apply_append(editor, [_resolved(tx, key, row)])
+            resolved = _resolved(tx, key, row)
+            outcome = apply_append(editor, [resolved])
+            repairs.extend(outcome.logged)
+            if outcome.appended and is_healed(resolved) and (cid := result_id(resolved)):
+                adopted.append(cid)  # new to the line: MEM-1 drops one it already holds
+        if adopted:
+            repairs.append(Repair("MEM-3", tuple(adopted), len(adopted)))
         if editor.kept:
             tx.index(entry.entry_id, key, max(editor.kept), True)
         else:
             tx.index(entry.entry_id, key, _end(tx, key), False)
+    if repairs:  # the line's repair log, in the write's transaction (issue 37 §2)
+        tx.log(key, repairs)
     return True
 
 

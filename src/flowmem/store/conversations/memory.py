@@ -9,8 +9,9 @@ the entry whose row ended the line when it was stored.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 
-from flowmem.core import IndexedListEditor, Message, call_ids, result_id
+from flowmem.core import IndexedListEditor, Message, Repair, call_ids, result_id
 from flowmem.store.base import SESSION_SCOPE, Address, SessionRecord, WriteGuard, quota_owner
 from flowmem.store.conversations import (
     LINE,
@@ -45,6 +46,7 @@ class MemoryLineTx:
         self.tables = tables
         self.conversation_id = conversation_id
         self.editors: dict[str, _ListLine] = {}
+        self.repairs: dict[str, list[Repair]] = {}  # logged by ``commit`` with the lines
         self.aliases: dict[tuple[str, str], tuple[str, str | None]] = {}
 
     def _rows(self, conversation_id: str, key: str) -> list[Message]:
@@ -127,6 +129,10 @@ class MemoryLineTx:
         anchor = entry_of(line[position]) if position > START else None
         self.aliases[(self.conversation_id, entry_id)] = (key, anchor)
 
+    def log(self, key: str, repairs: Sequence[Repair]) -> None:
+        """Keep the line's repairs for ``commit`` to log with the lines."""
+        self.repairs.setdefault(key, []).extend(repairs)
+
     def commit(self, created: SessionRecord | None) -> None:
         """Write the changed lines and aliases into the store (its lock held), with the claimed session.
 
@@ -143,9 +149,18 @@ class MemoryLineTx:
         owner = quota_owner(SESSION_SCOPE, self.conversation_id, None if session is None else session.owner)
         new = sum(address not in tables.buffers for _, address, _, _ in lines)
         store.charge(tables, owner, sum(line[0] for line in lines), new, 0, count=False)
+        growth = sum(line[0] for line in lines)
+        logs = [  # the lines' repair logs (issue 37 §2), checked with the rows, then added with them
+            store.stage_repairs(
+                tables, Address(SESSION_SCOPE, self.conversation_id, key), repairs, growth, created
+            )
+            for key, repairs in self.repairs.items()
+        ]
         store.store_session(tables, created)
         for _, address, rows, size in sorted(lines, key=lambda line: line[0]):  # shrinking first
             store.set_buffer(tables, address, rows, size)
+        for log in logs:
+            log()
         self.owner.aliases.update(self.aliases)
 
 

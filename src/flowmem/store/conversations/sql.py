@@ -9,10 +9,10 @@ record commit together, or nothing does.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from flowmem.core import Message
+from flowmem.core import Message, Repair
 from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard
 from flowmem.store.conversations import (
     LINE,
@@ -62,6 +62,7 @@ class _SqlTx:
         self.conversation_id = conversation_id
         self.runner = runner
         self.editors: dict[str, _LineEditor] = {}
+        self.repairs: dict[str, list[Repair]] = {}  # logged once the lines are flushed
 
     def _run(self, name: str, params: tuple[Any, ...]) -> Any:
         return self.conn.execute(self.sql[name], params)
@@ -112,6 +113,10 @@ class _SqlTx:
         """Record where the entry ends."""
         self._run("pa_entry_put", (entry_id, self.conversation_id, key, position))
 
+    def log(self, key: str, repairs: Sequence[Repair]) -> None:
+        """Keep the line's repairs for ``SqlConversations.write`` to log after the flush."""
+        self.repairs.setdefault(key, []).extend(repairs)
+
 
 class SqlConversations:
     """Conversation records in ``pa_conversations``, entries in session buffers and ``pa_entries``."""
@@ -156,6 +161,8 @@ class SqlConversations:
             if not write_lines(tx, write):
                 raise _Refused
             tx.flush()
+            for key, repairs in tx.repairs.items():  # the lines' repair logs (issue 37 §2)
+                self.store.record_repairs(conn, tx.editors[key].buffer_id, repairs)
             params = (record.conversation_id, record.revision, record.scope, record.updated, body)
             self._run(conn, "pa_put", params)
 
