@@ -18,11 +18,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from flowmem.store.checkpoints.repairs import HEALED_ID_PREFIX as HEALED_ID_PREFIX  # one definition
+
 Key = tuple[str, str, str]
 """(thread id, checkpoint namespace, checkpoint id)."""
-
-HEALED_ID_PREFIX = "flowmem-healed-"
-"""A MEM-3 placeholder's message id: the call id after this prefix (``healing``)."""
 
 
 def parent_checkpoint(conf: Mapping[str, Any]) -> tuple[str, str] | None:

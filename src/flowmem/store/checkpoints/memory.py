@@ -8,10 +8,10 @@ go into the store's own buffers, so the session's buffer routes see them.
 from __future__ import annotations
 
 import copy
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 
-from flowmem.core import Message
-from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard
+from flowmem.core import Message, result_id
+from flowmem.store.base import SESSION_SCOPE, Address, SessionRecord, WriteGuard
 from flowmem.store.checkpoints import (
     LINE_PREFIX,
     Head,
@@ -23,6 +23,7 @@ from flowmem.store.checkpoints import (
     forked,
     line_moved,
 )
+from flowmem.store.checkpoints.repairs import answered_ids, line_repairs
 from flowmem.store.checkpoints.sql import line_of
 from flowmem.store.engine import MemoryEngine, MemoryTables
 from flowmem.store.rows import dump_json, utf8_size
@@ -74,6 +75,23 @@ class MemoryCheckpoints:
         grown = buffer + copy.deepcopy(list(rows))  # a new list: a paged read's snapshot stays
         self.store.set_buffer(tables, address, grown, tables.sizes.get(address, 0) + size)
 
+    def _stage_repairs(
+        self, tables: MemoryTables, thread_id: str, line: LineAppend, claimed: SessionRecord | None
+    ) -> Callable[[], None]:
+        """What ``line``'s rows repair, checked against the quota: the step that logs it."""
+        wanted = answered_ids(line.rows)
+        held: dict[str, list[tuple[str, Message]]] = {cid: [] for cid in wanted}
+        if wanted:
+            for address in self._lines(tables, thread_id):
+                for row in tables.buffers[address]:
+                    cid = result_id(row)
+                    if cid in held:
+                        held[cid].append((address.key, row))
+        repairs = line_repairs(line.key, line.rows, held) if held else ()
+        growth = sum(utf8_size(dump_json(row, "message")) for row in line.rows)
+        address = Address(SESSION_SCOPE, thread_id, line.key)
+        return self.store.stage_repairs(tables, address, repairs, growth, claimed)
+
     # --- writes --------------------------------------------------------------------------
     def put_checkpoint(
         self,
@@ -101,9 +119,12 @@ class MemoryCheckpoints:
                 if held != line.expect:
                     raise line_moved(line.key, held, line.expect)
             self._check_quotas(tables, cp.thread_id, lines, guard)
+            logs = [self._stage_repairs(tables, cp.thread_id, line, claimed) for line in lines]
             self.store.store_session(tables, claimed)
             for line in lines:
                 self._append_rows(tables, cp.thread_id, line.key, line.rows)
+            for log in logs:  # the lines' repair logs (issue 37 §2), with their rows
+                log()
             for blob in blobs:
                 self._blobs.setdefault((cp.thread_id, cp.ns, blob.channel, blob.version), blob.value)
             self._checkpoints[(cp.thread_id, cp.ns, cp.checkpoint_id)] = cp

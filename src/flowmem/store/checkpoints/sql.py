@@ -15,7 +15,7 @@ import json
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
-from flowmem.core import Message
+from flowmem.core import Message, Repair
 from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard
 from flowmem.store.checkpoints import (
     LINE_PREFIX,
@@ -29,7 +29,8 @@ from flowmem.store.checkpoints import (
     forked,
     line_moved,
 )
-from flowmem.store.editor import SqlBufferEditor, load_rows
+from flowmem.store.checkpoints.repairs import answered_ids, line_repairs
+from flowmem.store.editor import SqlBufferEditor, load_row, load_rows
 from flowmem.store.engine import SqlEngine
 from flowmem.store.rows import stored_json
 
@@ -112,9 +113,11 @@ class SqlCheckpoints:
                 editor = SqlBufferEditor(runner, Address(SESSION_SCOPE, cp.thread_id, line.key))
                 if editor.count() != line.expect:
                     raise line_moved(line.key, editor.count(), line.expect)
+                repairs = self._repairs(conn, cp.thread_id, line)
                 for row in line.rows:
                     editor.append_row(row)
                 editor.flush()
+                self.store.record_repairs(conn, editor.buffer_id, repairs)  # issue 37 §2
             for blob in blobs:
                 self._run(
                     conn,
@@ -137,6 +140,17 @@ class SqlCheckpoints:
             )
 
         self.store.write_at(self._thread_lock(cp.thread_id), work)
+
+    def _repairs(self, conn: Any, thread_id: str, line: LineAppend) -> tuple[Repair, ...]:
+        """What ``line``'s rows repair, from the thread's lines as they are (one query per call id answered)."""
+        held = {
+            cid: [
+                (str(key), load_row(body))
+                for key, body in self._run(conn, "line_answers", (thread_id, *line_range(), cid)).fetchall()
+            ]
+            for cid in answered_ids(line.rows)
+        }
+        return line_repairs(line.key, line.rows, held) if held else ()
 
     def put_writes(
         self,

@@ -85,4 +85,10 @@ def statements(p: str) -> dict[str, str]:
         "line_all": f"""SELECT body FROM buffer_rows WHERE buffer_id = {p} ORDER BY pos""",
         "line_buffers": f"""SELECT id, key FROM buffers WHERE scope = 'session' AND scope_id = {p}
             AND key >= {p} AND key < {p} ORDER BY key""",
+        # the rows answering a call id in a thread's lines (what a write's repairs compare with)
+        "line_answers": f"""SELECT b.key, r.body FROM buffers b
+            JOIN buffer_answers a ON a.buffer_id = b.id
+            JOIN buffer_rows r ON r.buffer_id = a.buffer_id AND r.pos = a.pos
+            WHERE b.scope = 'session' AND b.scope_id = {p} AND b.key >= {p} AND b.key < {p}
+            AND a.call_id = {p}""",
     }
