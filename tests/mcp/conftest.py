@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed")
@@ -23,10 +24,10 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed")
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import CallToolResult
 
 from flowmem.auth import create_token
+from flowmem.mcp.bridge import TIMEOUT
 from flowmem.store import open_store
 from tests.conftest import fresh_schema
 from tests.served import flowmem_serve, serve_env
@@ -65,7 +66,7 @@ async def stdio_session(
 @asynccontextmanager
 async def http_session(url: str, token: str) -> AsyncIterator[ClientSession]:
     """A client session with ``url``'s ``/mcp`` as ``token``."""
-    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=TIMEOUT)
     async with (
         http,
         streamable_http_client(f"{url}/mcp", http_client=http) as (read, write),

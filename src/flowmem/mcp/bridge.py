@@ -12,13 +12,16 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import httpx2
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 from flowmem import __version__
+
+TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+"""The SDK's own defaults: 30 s to connect and send, 300 s for an answer."""
 
 
 def endpoint_of(url: str) -> str:
@@ -59,7 +62,7 @@ def forwarding_server(remote: ClientSession, instructions: str | None) -> Server
 
 async def bridge(url: str, token: str) -> None:
     """Serve stdio until the client closes it, forwarding to ``url``'s ``/mcp`` as ``token``."""
-    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=TIMEOUT)
     async with (
         http,
         streamable_http_client(endpoint_of(url), http_client=http) as (read, write),
