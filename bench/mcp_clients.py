@@ -18,26 +18,25 @@ duplicates; written to ``bench/results/mcp_clients.json`` (``--json PATH``).
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import shutil
 import sys
+import tempfile
+import time
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
-# bench/http.py would shadow the standard library's http (the SDK's HTTP client needs it)
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
+    del sys.path[0]  # bench/http.py would shadow the standard library's http
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import shutil  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from collections import Counter  # noqa: E402
-from typing import Any  # noqa: E402
-
-import anyio  # noqa: E402
-from mcp.client.session import ClientSession  # noqa: E402
-from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-
+import anyio
+import report_json
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
 QUIET = open("/dev/null", "w")  # noqa: SIM115 (the servers' stderr, for the whole run)
 
@@ -112,39 +111,54 @@ async def run(params: StdioServerParameters, clients: int, rounds: int) -> dict[
     }
 
 
-def main() -> None:
-    """Run both servers under the same load; print and write the counts."""
+def main(argv: list[str]) -> int:
+    """Run both servers under the same load; print the counts, write the JSON; 1 when flowmem lost a write."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--reference-bin", default=None, help="an installed mcp-server-memory (else npx)")
-    parser.add_argument("--json", default=str(ROOT / "bench" / "results" / "mcp_clients.json"))
-    options = parser.parse_args()
+    parser.add_argument("--no-reference", action="store_true", help="flowmem mcp only")
+    report_json.add_arguments(parser, "mcp_clients", "2 clients, 2 rounds, flowmem mcp only")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.clients, args.rounds, args.no_reference = 2, 2, args.reference_bin is None
+    meta = report_json.environment(["mcp"])
     work = Path(tempfile.mkdtemp(prefix="mcp-bench-"))
-    found: dict[str, Any] = {}
+    database = work / "flowmem.db"
+    results: dict[str, Any] = {}
     flowmem = StdioServerParameters(
         command=sys.executable,
         args=["-c", "from flowmem.cli import main; main()", "mcp", "--user", "bench"],
-        env={"FLOWMEM_DATABASE_URL": f"sqlite:///{work}/flowmem.db", "PATH": "/usr/bin:/bin"},
+        env={"FLOWMEM_DATABASE_URL": f"sqlite:///{database}", "PATH": "/usr/bin:/bin"},
     )
-    found["flowmem mcp (SQLite)"] = anyio.run(run, flowmem, options.clients, options.rounds)
-    binary = options.reference_bin or shutil.which("npx")
-    if binary is None:
-        found["reference (server-memory)"] = {"skipped": "no npx and no --reference-bin"}
+    results["flowmem mcp (SQLite)"] = anyio.run(run, flowmem, args.clients, args.rounds)
+    durability = {"flowmem mcp (SQLite)": report_json.flowmem_sqlite_durability(database, "FULL")}
+    binary = args.reference_bin or shutil.which("npx")
+    if args.no_reference or binary is None:
+        results["reference (server-memory)"] = {"skipped": "--no-reference, or no npx and no --reference-bin"}
     else:
-        args = [] if options.reference_bin else ["-y", "@modelcontextprotocol/server-memory"]
+        options = [] if args.reference_bin else ["-y", "@modelcontextprotocol/server-memory"]
         reference = StdioServerParameters(
             command=binary,
-            args=args,
+            args=options,
             env={"MEMORY_FILE_PATH": str(work / "memory.jsonl"), "PATH": "/usr/local/bin:/usr/bin:/bin"},
         )
-        found["reference (server-memory)"] = anyio.run(run, reference, options.clients, options.rounds)
-    for name, result in found.items():
+        results["reference (server-memory)"] = anyio.run(run, reference, args.clients, args.rounds)
+        durability["reference (server-memory)"] = report_json.no_database(
+            "one JSON-lines file, written whole to a temporary file and renamed (no fsync)"
+        )
+    report_json.describe(meta, durability)
+    for name, result in results.items():
         print(f"{name}: {json.dumps(result)}")
-    Path(options.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(options.json).write_text(json.dumps(found, indent=1) + "\n", encoding="utf-8")
+    targets = report_json.Targets(args.quick)
+    ours = results["flowmem mcp (SQLite)"]
+    targets.check("flowmem mcp: writes lost", float(sum(ours["lost"].values())), 0, at_most=True)
+    targets.check("flowmem mcp: facts stored twice", float(ours["duplicates"]), 0, at_most=True)
+    targets.check("flowmem mcp: calls answered with an error", float(ours["errors"]), 0, at_most=True)
+    report_json.write(args.json, "mcp_clients", argv, meta, durability, targets.items, results, args.quick)
     shutil.rmtree(work, ignore_errors=True)
+    return 0 if args.quick or not targets.failed else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))
