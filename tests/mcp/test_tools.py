@@ -26,7 +26,10 @@ async def scenario(session: ClientSession) -> dict[str, Any]:
     seen["recall_text"] = answer(await call("recall", {"query": "TEAL"}))
     seen["recall_session"] = answer(await call("recall", {"key": "city", "session": "trip-1"}))
     seen["list"] = answer(await call("list_memories", {}))
-    seen["forget"] = answer(await call("forget", {"key": "color"}))
+    seen["forget"] = answer(await call("forget", {"key": "color", "request_id": "forget-1"}))
+    seen["forget_again"] = answer(await call("forget", {"key": "color", "request_id": "forget-1"}))
+    seen["forget_session"] = answer(await call("forget", {"key": "nothing", "session": "trip-1"}))
+    seen["forget_unknown"] = error_text(await call("forget", {"key": "k", "session": "never-made"}))
     seen["recall_gone"] = answer(await call("recall", {"key": "color"}))
     history = [
         {"role": "user", "content": "what is the weather in Lisbon?"},
@@ -93,6 +96,9 @@ def _check(seen: dict[str, Any]) -> None:
     assert seen["recall_session"]["memories"] == [{"key": "city", "value": "Lisbon"}]
     assert [m["key"] for m in seen["list"]["memories"]] == ["color"]  # the graph's records are not listed
     assert seen["forget"] == {"key": "color", "removed": True}
+    assert seen["forget_again"] == {"key": "color", "removed": True, "replayed": True}  # answered once
+    assert seen["forget_session"] == {"key": "nothing", "removed": False}
+    assert seen["forget_unknown"].startswith("not_found:")  # nothing created by a delete
     assert seen["recall_gone"] == {"found": False, "memories": []}
     assert seen["append"]["appended"] == 4 and seen["append"]["count"] == 4
     # MEM-1, MEM-2: the call and its result appended again are duplicates

@@ -84,6 +84,14 @@ class Caller:
         )
 
 
+    def session_drive(self, session_id: str) -> ExecutionContext:
+        """The context of a change to an existing session the principal may drive (a delete): nothing is created."""
+        context, _ = self.services.sessions.write_target(
+            self.principal, check_session_id(session_id), create=False, node_id=NODE_ID
+        )
+        return context
+
+
 def check_session_id(value: object) -> str:
     """A session id as text: a usable identity (1–255 characters, no whitespace), else InvalidInputError."""
     if not isinstance(value, str) or usable_identity(value) != value:

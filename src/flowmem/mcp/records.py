@@ -24,6 +24,7 @@ from flowmem.errors import InvalidInputError, ScopeRefusedError
 from flowmem.mcp.answers import ok, tool_errors
 from flowmem.mcp.caller import Caller
 from flowmem.mcp.keyed import check_request_id, fingerprint, once
+from flowmem.results import WriteResult
 from flowmem.scope import Refusal
 from flowmem.service import MemoryService
 from flowmem.service.checks import check_key
@@ -163,11 +164,16 @@ def forget(caller: Caller, key: str, session: str | None, request_id: str | None
     mark = fingerprint("forget", {"key": key, "session": session})
 
     def delete(idem: Idempotency | None) -> dict[str, Any]:
-        scope, context, _ = _scope(caller, session, write=False)
-        result = memory.delete(scope, name, context)
+        scope, context = ("session", caller.session_drive(session)) if session else ("user", caller.user_context())
+
+        def answer(result: WriteResult) -> dict[str, Any]:
+            return {"key": name, "removed": bool(result.removed)}
+
+        keyed = None if idem is None else idem.mapped(answer)
+        result = memory.delete(scope, name, context, idempotency=keyed)
         if result.refusal is not None:
             raise _refused(result.refusal)
-        return {"key": name, "removed": bool(result.removed)}
+        return answer(result)
 
     return once(memory, caller.user, rid, mark, delete)
 
