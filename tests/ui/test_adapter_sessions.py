@@ -119,6 +119,9 @@ def test_a_langgraph_thread_opens_before_its_heal_and_follows_it_to_the_new_line
     )
     page.page.wait_for_selector("#conversation .msg.healed")
     assert page.page.locator("#conversation .msg").count() == 5
+    # the heal is in the new line's repair log: marked on the placeholder, live
+    mark = page.page.wait_for_selector('#row-2 .badge.repair[data-kind="heal"]')
+    assert "call_w1" in (mark.text_content() or "")
     listed = page.page.locator("#buffer-list li")
     assert listed.count() == 2
     stale = page.page.locator('#buffer-list li[data-buffer="langgraph"]')
@@ -127,6 +130,8 @@ def test_a_langgraph_thread_opens_before_its_heal_and_follows_it_to_the_new_line
     page.page.reload()
     page.page.wait_for_selector("#conversation .msg.healed")
     assert (page.page.text_content("#buffer-shown") or "").startswith("langgraph#")
+    page.page.wait_for_selector('#row-2 .badge.repair[data-kind="heal"]')
+    assert page.page.locator("#repair-log-list li").count() == 1
 
 
 def test_another_buffer_of_the_session_opens_from_the_list(page: Page) -> None:
@@ -196,6 +201,12 @@ def adk_late(store: Any, sid: str, user: str) -> None:
 
 LATE = {"ui-agents-late": agents_late, "ui-langgraph-late": langgraph_late, "ui-adk-late": adk_late}
 ROW_KINDS = {"MEM-3": "heal", "MEM-10": "replace"}  # the entries whose positions are rows now
+# what each conversation's log holds of them, newest first: every adapter logs its heal,
+# and its late result's replacement (a LangGraph line: the result after the placeholder)
+LOGGED = {
+    **{sid: [("heal", "MEM-3")] for sid in WRITTEN},
+    **{sid: [("replace", "MEM-10"), ("heal", "MEM-3")] for sid in LATE},
+}
 
 
 @pytest.fixture(scope="module")
@@ -224,8 +235,8 @@ def _conversation_log(inspector: Inspector, sid: str) -> list[dict[str, Any]]:
 def test_an_adapter_sessions_repairs_are_marked_from_its_log_after_a_reload(
     page: Page, late: Inspector, sid: str
 ) -> None:
-    if sid.startswith("ui-agents"):
-        assert _conversation_log(late, sid), "the Agents SDK session appends through the rules: its heal is logged"
+    logged = [(e["kind"], e["rule"]) for e in _conversation_log(late, sid) if e["rule"] in ROW_KINDS]
+    assert logged == LOGGED[sid], "every adapter logs its heal and its late result (issue 37 §2)"
     page.login("alice")
     _open(page, sid)
     page.page.reload()
