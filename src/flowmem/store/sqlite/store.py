@@ -170,20 +170,25 @@ def add_quota_function(conn: sqlite3.Connection, quotas: Callable[[], Quotas]) -
     ``flowmem_over_quota(quota, owner, used)`` is 1 when ``used`` passes that quota;
     what it found is kept on a flowmem connection, for the error the trigger's
     abort becomes. Every connection that writes buffers or records needs it.
+    ``flowmem_quota_lift(1)`` stops checking the bytes quota on the connection until
+    ``flowmem_quota_lift(0)``: the repair log's entries of a write that frees more
+    than they take (decision 0121).
     """
+
+    lifted = [False]  # this connection's bytes quota is not checked (``flowmem_quota_lift``)
 
     def over_quota(quota: str, owner: str, used: int | None) -> int:
         limit = int(getattr(quotas(), quota, 0))
         if not limit or used is None or int(used) <= limit:
             return 0
-        if quota == "bytes" and getattr(conn, "quota_lifted", False):
+        if quota == "bytes" and lifted[0]:
             return 0
         if isinstance(conn, _Connection):
             conn.quota_refused = (quota, str(owner), limit)
         return 1
 
-    def quota_lift(lifted: int) -> int:
-        conn.quota_lifted = bool(lifted)  # type: ignore[attr-defined]
+    def quota_lift(flag: int) -> int:
+        lifted[0] = bool(flag)
         return 0
 
     conn.create_function("flowmem_over_quota", 3, over_quota)
@@ -198,7 +203,6 @@ class _Connection(sqlite3.Connection):
         super().__init__(*args, **kwargs)
         self.pragmas: dict[str, int | str] = {}
         self.quota_refused: tuple[str, str, int] | None = None  # what flowmem_over_quota found
-        self.quota_lifted = False  # the bytes quota is not checked (flowmem_quota_lift)
 
 
 def _close(conn: sqlite3.Connection) -> None:
