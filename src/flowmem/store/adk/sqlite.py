@@ -31,3 +31,9 @@ KEYED: tuple[str, ...] = (
 id; a session stored before keeps its id as its ADK id."""
 
 SQL: dict[str, str] = statements("?", "")
+
+# the schema's migrations this kind of data owns, by number (flowmem.store.migrations)
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    10: MIGRATION,  # Google ADK sessions, app state and user state (decision 0053)
+    16: KEYED,  # ADK sessions keyed by app, user and ADK id (issue 36, decision 0100)
+}

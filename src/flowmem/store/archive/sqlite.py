@@ -13,3 +13,8 @@ MIGRATION: tuple[str, ...] = (
 )
 
 SQL: dict[str, str] = {**statements("?"), "archive_page": SQLITE_PAGE}
+
+# the schema's migrations this kind of data owns, by number (flowmem.store.migrations)
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    14: MIGRATION,  # what compactions archived (issue 28 §2)
+}

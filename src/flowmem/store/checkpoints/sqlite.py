@@ -28,3 +28,8 @@ MIGRATION: tuple[str, ...] = (
 )
 
 SQL: dict[str, str] = statements("?")
+
+# the schema's migrations this kind of data owns, by number (flowmem.store.migrations)
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    7: MIGRATION,  # LangGraph checkpoints, channel values and pending writes (decision 0040)
+}

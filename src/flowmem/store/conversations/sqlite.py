@@ -18,3 +18,8 @@ MIGRATION: tuple[str, ...] = (
 )
 
 SQL: dict[str, str] = statements("?")
+
+# the schema's migrations this kind of data owns, by number (flowmem.store.migrations)
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    9: MIGRATION,  # pydantic-ai conversation records and where their entries end (decision 0051)
+}

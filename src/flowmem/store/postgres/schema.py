@@ -1,13 +1,12 @@
-"""PostgreSQL's schema: flowmem's migrations, in order (append-only)."""
+"""PostgreSQL's schema: flowmem's migrations, in order (append-only).
+
+The store's own tables are numbered here (``_OWN``); each kind of data numbers its
+own in its ``postgres.py``, and ``flowmem.store.migrations.collect`` joins them.
+"""
 
 from __future__ import annotations
 
-from flowmem.store.adk import postgres as adk_tables
-from flowmem.store.archive import postgres as archive_tables
-from flowmem.store.checkpoints import postgres as checkpoint_tables
-from flowmem.store.conversations import postgres as conversation_tables
-from flowmem.store.repairs import postgres as repair_tables
-from flowmem.store.vectors import postgres as vector_tables
+from flowmem.store.migrations import collect
 
 MIGRATION_LOCK = 0x666C6F776D656D  # advisory key serializing schema migrations ("flowmem")
 
@@ -16,8 +15,8 @@ _OWNER_OF = """CASE {t}.scope WHEN 'user' THEN {t}.scope_id
     WHEN 'session' THEN (SELECT owner FROM sessions WHERE sessions.id = {t}.scope_id) END"""
 
 # Append-only: never edit a released migration, add a new one.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
+_OWN: dict[int, tuple[str, ...]] = {
+    1: (
         """CREATE TABLE records (
             scope TEXT NOT NULL, scope_id TEXT NOT NULL, key TEXT NOT NULL,
             value TEXT NOT NULL, expires_at DOUBLE PRECISION,
@@ -58,15 +57,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             permissions TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL,
             revoked BOOLEAN NOT NULL DEFAULT FALSE, label TEXT NOT NULL DEFAULT '')""",
     ),
-    (  # 2: expired records are found by expiry (purge_expired)
+    2: (  # expired records are found by expiry (purge_expired)
         "CREATE INDEX records_expiry ON records (expires_at) WHERE expires_at IS NOT NULL",
     ),
-    (  # 3: the buffer header keeps the UTF-8 size of its rows (the buffer_bytes limit)
+    3: (  # the buffer header keeps the UTF-8 size of its rows (the buffer_bytes limit)
         "ALTER TABLE buffers ADD COLUMN bytes BIGINT NOT NULL DEFAULT 0",
         """UPDATE buffers SET bytes = COALESCE((SELECT SUM(octet_length(body))
             FROM buffer_rows WHERE buffer_rows.buffer_id = buffers.id), 0)""",
     ),
-    (  # 4: session-scope data written without a session record gets one, owned by nobody
+    4: (  # session-scope data written without a session record gets one, owned by nobody
         """INSERT INTO sessions (id, name, owner, status, agent, metadata, created_at, updated_at)
             SELECT scope_id, '', NULL, 'idle', NULL, '{}',
                 EXTRACT(EPOCH FROM now())::double precision,
@@ -75,7 +74,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
                 UNION SELECT scope_id FROM records WHERE scope = 'session') AS scoped
             WHERE scope_id NOT IN (SELECT id FROM sessions)""",
     ),
-    (  # 5: idempotency keys with the answer to repeat (docs/decisions/0031)
+    5: (  # idempotency keys with the answer to repeat (docs/decisions/0031)
         """CREATE TABLE idempotency_keys (
             owner TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL,
             status INTEGER NOT NULL, body TEXT NOT NULL, expires_at DOUBLE PRECISION,
@@ -83,19 +82,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_at)
             WHERE expires_at IS NOT NULL""",
     ),
-    (  # 6: every header write increments the version (known buffers, docs/decisions/0039)
+    6: (  # every header write increments the version (known buffers, docs/decisions/0039)
         "ALTER TABLE buffers ADD COLUMN version BIGINT NOT NULL DEFAULT 0",
     ),
-    # 7: LangGraph checkpoints, channel values and pending writes (docs/decisions/0040)
-    checkpoint_tables.MIGRATION,
-    (  # 8: a deleted session's id is remembered: no write brings it back (issue 24 §2)
+    8: (  # a deleted session's id is remembered: no write brings it back (issue 24 §2)
         "CREATE TABLE deleted_sessions (id TEXT PRIMARY KEY, deleted_at DOUBLE PRECISION NOT NULL)",
     ),
-    # 9: pydantic-ai conversation records and where their entries end (docs/decisions/0051)
-    conversation_tables.MIGRATION,
-    # 10: Google ADK sessions, app state and user state (docs/decisions/0053)
-    adk_tables.MIGRATION,
-    (  # 11: the call ids of turns a window evicted, the latest remembered (issue 24 §2)
+    11: (  # the call ids of turns a window evicted, the latest remembered (issue 24 §2)
         """CREATE TABLE buffer_evicted (
             buffer_id BIGINT NOT NULL, call_id TEXT NOT NULL, seq BIGINT NOT NULL,
             PRIMARY KEY (buffer_id, call_id))""",
@@ -104,7 +97,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 12: per-user quotas, counted in the write's own transaction (docs/decisions/0044):
     # whose quota each buffer and record counts against, what each user has, and the
     # triggers that keep the count; the quotas are the connection's flowmem.quota_* settings
-    (
+    12: (
         "ALTER TABLE buffers ADD COLUMN owner TEXT",
         "ALTER TABLE records ADD COLUMN owner TEXT",
         f"UPDATE buffers SET owner = {_OWNER_OF.format(t='buffers')}",
@@ -217,24 +210,17 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """CREATE TRIGGER records_usage_delete AFTER DELETE ON records FOR EACH ROW
             WHEN (OLD.owner IS NOT NULL) EXECUTE FUNCTION flowmem_record_dropped()""",
     ),
-    (  # 13: each row's tokens by the default counter and the buffer's total (issue 28 §1):
+    13: (  # each row's tokens by the default counter and the buffer's total (issue 28 §1):
         # NULL for a row or buffer stored before, counted when read; system rows found by index
         "ALTER TABLE buffer_rows ADD COLUMN tokens INTEGER",
         "ALTER TABLE buffers ADD COLUMN tokens BIGINT DEFAULT 0",
         "UPDATE buffers SET tokens = NULL WHERE count > 0",
         "CREATE INDEX buffer_rows_systems ON buffer_rows (buffer_id, pos) WHERE role = 'system'",
     ),
-    # 14 (issue 28 §2): what compactions archived
-    archive_tables.MIGRATION,
     # 15 (issue 26 §2): no
     # index of the non-tool rows, one entry and one WAL record fewer per message; a
     # result run's end is found on the primary key (docs/decisions/0068)
-    ("DROP INDEX IF EXISTS buffer_rows_turns",),
-    # 16 (issue 36, decision 0100): ADK sessions keyed by app, user and ADK id
-    adk_tables.KEYED,
-    # 17 (issue 37 §2): the buffers' repair logs, counted against the owner's bytes quota
-    repair_tables.MIGRATION,
-    # 18 (issue 40): the records' embedding vectors and their spaces, counted against the
-    # owner's bytes quota and deleted with their record (idempotent: decision 0120)
-    vector_tables.MIGRATION,
-)
+    15: ("DROP INDEX IF EXISTS buffer_rows_turns",),
+}
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = collect(_OWN, "postgres")

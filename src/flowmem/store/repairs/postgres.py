@@ -42,3 +42,8 @@ SQL: dict[str, str] = {
     "repairs_unlift": """SELECT set_config('flowmem.quota_bytes',
         COALESCE(current_setting('flowmem.quota_bytes_kept', true), ''), true)""",
 }
+
+# the schema's migrations this kind of data owns, by number (flowmem.store.migrations)
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    17: MIGRATION,  # the buffers' repair logs, counted against the owner's bytes quota (issue 37 §2)
+}

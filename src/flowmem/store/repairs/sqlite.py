@@ -33,3 +33,8 @@ SQL: dict[str, str] = {
     "repairs_lift": "SELECT flowmem_quota_lift(1)",
     "repairs_unlift": "SELECT flowmem_quota_lift(0)",
 }
+
+# the schema's migrations this kind of data owns, by number (flowmem.store.migrations)
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    17: MIGRATION,  # the buffers' repair logs, counted against the owner's bytes quota (issue 37 §2)
+}

@@ -1,25 +1,21 @@
 """The SQLite schema: ``MIGRATIONS``, applied in order and recorded in ``flowmem_schema``.
 
-Append-only: a released migration is never edited; a change is a new one (its
-number is its place in the tuple).
+Append-only: a released migration is never edited; a change is a new one. The
+store's own tables are numbered here (``_OWN``); each kind of data numbers its own
+in its ``sqlite.py``, and ``flowmem.store.migrations.collect`` joins them in order.
 """
 
 from __future__ import annotations
 
-from flowmem.store.adk import sqlite as adk_tables
-from flowmem.store.archive import sqlite as archive_tables
-from flowmem.store.checkpoints import sqlite as checkpoint_tables
-from flowmem.store.conversations import sqlite as conversation_tables
-from flowmem.store.repairs import sqlite as repair_tables
-from flowmem.store.vectors import sqlite as vector_tables
+from flowmem.store.migrations import collect
 
 # whose quota data at a scope counts against (flowmem.store.base.quota_owner, in SQL)
 _OWNER_OF = """CASE {t}.scope WHEN 'user' THEN {t}.scope_id
     WHEN 'session' THEN (SELECT owner FROM sessions WHERE sessions.id = {t}.scope_id) END"""
 
 # Append-only: never edit a released migration, add a new one.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
+_OWN: dict[int, tuple[str, ...]] = {
+    1: (
         """CREATE TABLE records (
             scope TEXT NOT NULL, scope_id TEXT NOT NULL, key TEXT NOT NULL,
             value TEXT NOT NULL, expires_at REAL,
@@ -61,15 +57,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             permissions TEXT NOT NULL, created_at REAL NOT NULL,
             revoked INTEGER NOT NULL DEFAULT 0, label TEXT NOT NULL DEFAULT '')""",
     ),
-    (  # 2: expired records are found by expiry (purge_expired)
+    2: (  # expired records are found by expiry (purge_expired)
         "CREATE INDEX records_expiry ON records (expires_at) WHERE expires_at IS NOT NULL",
     ),
-    (  # 3: the buffer header keeps the UTF-8 size of its rows (the buffer_bytes limit)
+    3: (  # the buffer header keeps the UTF-8 size of its rows (the buffer_bytes limit)
         "ALTER TABLE buffers ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0",
         """UPDATE buffers SET bytes = (SELECT COALESCE(SUM(length(CAST(body AS BLOB))), 0)
             FROM buffer_rows WHERE buffer_rows.buffer_id = buffers.id)""",
     ),
-    (  # 4: session-scope data written without a session record gets one, owned by nobody
+    4: (  # session-scope data written without a session record gets one, owned by nobody
         """INSERT INTO sessions (id, name, owner, status, agent, metadata, created_at, updated_at)
             SELECT scope_id, '', NULL, 'idle', NULL, '{}',
                 (julianday('now') - 2440587.5) * 86400.0, (julianday('now') - 2440587.5) * 86400.0
@@ -77,7 +73,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
                 UNION SELECT scope_id FROM records WHERE scope = 'session')
             WHERE scope_id NOT IN (SELECT id FROM sessions)""",
     ),
-    (  # 5: idempotency keys with the answer to repeat (docs/decisions/0031)
+    5: (  # idempotency keys with the answer to repeat (docs/decisions/0031)
         """CREATE TABLE idempotency_keys (
             owner TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL,
             status INTEGER NOT NULL, body TEXT NOT NULL, expires_at REAL,
@@ -85,19 +81,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_at)
             WHERE expires_at IS NOT NULL""",
     ),
-    (  # 6: every header write increments the version (as on PostgreSQL, decision 0039)
+    6: (  # every header write increments the version (as on PostgreSQL, decision 0039)
         "ALTER TABLE buffers ADD COLUMN version INTEGER NOT NULL DEFAULT 0",
     ),
-    # 7: LangGraph checkpoints, channel values and pending writes (docs/decisions/0040)
-    checkpoint_tables.MIGRATION,
-    (  # 8: a deleted session's id is remembered: no write brings it back (issue 24 §2)
+    8: (  # a deleted session's id is remembered: no write brings it back (issue 24 §2)
         "CREATE TABLE deleted_sessions (id TEXT PRIMARY KEY, deleted_at REAL NOT NULL)",
     ),
-    # 9: pydantic-ai conversation records and where their entries end (docs/decisions/0051)
-    conversation_tables.MIGRATION,
-    # 10: Google ADK sessions, app state and user state (docs/decisions/0053)
-    adk_tables.MIGRATION,
-    (  # 11: the call ids of turns a window evicted, the latest remembered (issue 24 §2)
+    11: (  # the call ids of turns a window evicted, the latest remembered (issue 24 §2)
         """CREATE TABLE buffer_evicted (
             buffer_id INTEGER NOT NULL, call_id TEXT NOT NULL, seq INTEGER NOT NULL,
             PRIMARY KEY (buffer_id, call_id)) WITHOUT ROWID""",
@@ -106,7 +96,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 12: per-user quotas, counted in the write's own transaction (docs/decisions/0044):
     # whose quota each buffer and record counts against, what each user has, and the
     # triggers that keep the count (flowmem_over_quota is the store's own function)
-    (
+    12: (
         "ALTER TABLE buffers ADD COLUMN owner TEXT",
         "ALTER TABLE records ADD COLUMN owner TEXT",
         # a number no other buffer ever had (a rowid is reused after the largest is deleted):
@@ -171,26 +161,19 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
                 records = records - 1 WHERE user_id = OLD.owner;
         END""",
     ),
-    (  # 13: each row's tokens by the default counter and the buffer's total (issue 28 §1):
+    13: (  # each row's tokens by the default counter and the buffer's total (issue 28 §1):
         # NULL for a row or buffer stored before, counted when read; system rows found by index
         "ALTER TABLE buffer_rows ADD COLUMN tokens INTEGER",
         "ALTER TABLE buffers ADD COLUMN tokens INTEGER DEFAULT 0",
         "UPDATE buffers SET tokens = NULL WHERE count > 0",
         "CREATE INDEX buffer_rows_systems ON buffer_rows (buffer_id, pos) WHERE role = 'system'",
     ),
-    # 14 (issue 28 §2): what compactions archived
-    archive_tables.MIGRATION,
     # 15 (issue 26 §3, decision 0094): a result run's end is found on the primary key, as
     # on PostgreSQL (decision 0068); every user and assistant row wrote this index too
-    ("DROP INDEX IF EXISTS buffer_rows_turns",),
-    # 16 (issue 36, decision 0100): ADK sessions keyed by app, user and ADK id
-    adk_tables.KEYED,
-    # 17 (issue 37 §2): the buffers' repair logs, counted against the owner's bytes quota
-    repair_tables.MIGRATION,
-    # 18 (issue 40): the records' embedding vectors and their spaces, counted against the
-    # owner's bytes quota and deleted with their record (idempotent: decision 0120)
-    vector_tables.MIGRATION,
-)
+    15: ("DROP INDEX IF EXISTS buffer_rows_turns",),
+}
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = collect(_OWN, "sqlite")
 
 
 __all__ = ["MIGRATIONS"]

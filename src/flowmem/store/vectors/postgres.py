@@ -64,3 +64,7 @@ SQL_C["vectors_spaces_locked"] = SQL["vectors_spaces_locked"]
 SQL["vectors_collation"] = """SELECT d.datcollate, to_jsonb(d) ->> 'datlocprovider'
     FROM pg_database d WHERE d.datname = current_database()"""
 
+# the schema's migrations this kind of data owns, by number (flowmem.store.migrations)
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    18: MIGRATION,  # the records' embedding vectors and their spaces (issue 40, decision 0120)
+}

@@ -45,3 +45,7 @@ SQL: dict[str, str] = statements("?")
 # a SQLite write transaction excludes every other writer: no row lock to take
 SQL["vectors_spaces_locked"] = SQL["vectors_spaces_read"] = SQL["vectors_spaces"]
 
+# the schema's migrations this kind of data owns, by number (flowmem.store.migrations)
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    18: MIGRATION,  # the records' embedding vectors and their spaces (issue 40, decision 0120)
+}
