@@ -160,6 +160,66 @@ def _boundary(obj: Mapping[str, Any], line: int) -> dict[str, Any]:
     return facts
 
 
+@dataclass
+class _Reading:
+    """What a transcript's lines gave so far, read one at a time by ``parse_transcript``."""
+
+    entries: list[Entry] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+    skipped: dict[str, int] = field(default_factory=dict)
+    session: str | None = None
+    seen_session: str | None = None  # any entry's, for a file with no main conversation (a subagent's)
+    boundary: dict[str, Any] | None = None
+
+    def skip(self, reason: str) -> None:
+        """Count a line passed over, by why."""
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+    def take(self, obj: Mapping[str, Any], line: int) -> None:
+        """Check one decoded line and keep it as an entry, or count why it is passed over."""
+        kind = obj.get("type")
+        if not isinstance(kind, str) or not kind:
+            raise _fail(line, f"'type' must be a non-empty string, got {kind!r}"[:300])
+        flags = _flags(obj, line)
+        if kind == "system" and obj.get("subtype") == "compact_boundary":
+            self.boundary = _boundary(obj, line)
+            self.skip("compact_boundary")
+            return
+        if kind not in _MESSAGE_TYPES:
+            self.skip(kind)
+            return
+        uuid = _string(obj, "uuid", line, required=True)
+        message = _message(obj, kind, line)
+        stamp = _epoch(obj, line)
+        sid = _string(obj, "sessionId", line)
+        message_id = _string(message, "id", line) if kind == "assistant" else None
+        self.seen_session = sid or self.seen_session
+        assert uuid is not None
+        reason = self._passed_over(flags, uuid, message)
+        if reason is not None:
+            self.skip(reason)
+            return
+        self.session = sid or self.session
+        compact = None
+        if flags["isCompactSummary"]:
+            compact = self.boundary or {}
+            self.boundary = None
+        self.entries.append(
+            Entry(line, uuid, kind, message["content"], message_id, stamp, compact, flags["isMeta"])
+        )
+
+    def _passed_over(self, flags: Mapping[str, bool], uuid: str, message: Mapping[str, Any]) -> str | None:
+        """Why a message line is not an entry (None: it is); a new uuid is remembered."""
+        if flags["isSidechain"]:
+            return "sidechain"
+        if flags["isApiErrorMessage"]:
+            return "api_error"
+        if uuid in self.seen:
+            return "repeated"
+        self.seen.add(uuid)
+        return "empty" if message["content"] in ("", []) else None
+
+
 def parse_transcript(data: bytes) -> Transcript:
     """Read and check a whole Claude Code transcript; TranscriptError names the first bad line.
 
@@ -172,61 +232,15 @@ def parse_transcript(data: bytes) -> Transcript:
     ends_clean = raws[-1] == b""
     if ends_clean:
         raws.pop()
-    entries: list[Entry] = []
-    seen: set[str] = set()
-    skipped: dict[str, int] = {}
-    session: str | None = None
-    seen_session: str | None = None  # any entry's, for a file with no main conversation (a subagent's)
-    boundary: dict[str, Any] | None = None
-
-    def skip(reason: str) -> None:
-        skipped[reason] = skipped.get(reason, 0) + 1
-
+    reading = _Reading()
     for index, raw in enumerate(raws):
         line = index + 1
         obj = _decode(raw, line, last=index == len(raws) - 1 and not ends_clean)
-        if obj is None:
-            continue
-        kind = obj.get("type")
-        if not isinstance(kind, str) or not kind:
-            raise _fail(line, f"'type' must be a non-empty string, got {kind!r}"[:300])
-        flags = _flags(obj, line)
-        if kind == "system" and obj.get("subtype") == "compact_boundary":
-            boundary = _boundary(obj, line)
-            skip("compact_boundary")
-            continue
-        if kind not in _MESSAGE_TYPES:
-            skip(kind)
-            continue
-        uuid = _string(obj, "uuid", line, required=True)
-        message = _message(obj, kind, line)
-        stamp = _epoch(obj, line)
-        sid = _string(obj, "sessionId", line)
-        message_id = _string(message, "id", line) if kind == "assistant" else None
-        seen_session = sid or seen_session
-        if flags["isSidechain"]:
-            skip("sidechain")
-            continue
-        if flags["isApiErrorMessage"]:
-            skip("api_error")
-            continue
-        assert uuid is not None
-        if uuid in seen:
-            skip("repeated")
-            continue
-        seen.add(uuid)
-        if message["content"] in ("", []):
-            skip("empty")
-            continue
-        session = sid or session
-        compact = None
-        if flags["isCompactSummary"]:
-            compact = boundary or {}
-            boundary = None
-        entries.append(
-            Entry(line, uuid, kind, message["content"], message_id, stamp, compact, flags["isMeta"])
-        )
-    return Transcript(tuple(entries), session or seen_session, len(raws), skipped)
+        if obj is not None:
+            reading.take(obj, line)
+    return Transcript(
+        tuple(reading.entries), reading.session or reading.seen_session, len(raws), reading.skipped
+    )
 
 
 # --- rows -----------------------------------------------------------------------------------
