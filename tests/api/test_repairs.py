@@ -105,3 +105,14 @@ def test_mem_5_a_read_that_drops_nothing_notes_nothing(api: Api) -> None:
     api.call("POST", "/v1/buffers/user/chat", json={"messages": [{"role": "user", "content": "q"}]})
     assert api.call("GET", "/v1/buffers/user/chat", params={"format": "openai"}).json()["dropped"] == 0
     assert api.call("GET", "/v1/buffers/user/chat/repairs").json()["repairs"] == []
+
+
+def test_mem_5_a_whole_read_of_several_pages_that_drops_is_noted(api: Api) -> None:
+    """A read normalization repairs is normalized whole over its pages (decision 0106): noted too."""
+    orphan = {"role": "tool", "tool_call_id": "nobody", "content": "x"}
+    rows = [{"role": "user" if i % 2 else "assistant", "content": f"m{i}"} for i in range(700)]
+    api.call("POST", "/v1/buffers/user/chat", json={"messages": [*rows[:350], orphan, *rows[350:]]})
+    read = api.call("GET", "/v1/buffers/user/chat", params={"format": "openai"})
+    assert read.status_code == 200 and read.json()["dropped"] == 1
+    entries = api.call("GET", "/v1/buffers/user/chat/repairs").json()["repairs"]
+    assert [(e["kind"], e["count"]) for e in entries] == [("normalize", 1)]
