@@ -5,7 +5,8 @@ thread (``MemoryService.load(..., paged=True)``, ``compaction_plan(..., paged=Tr
 which also renders the answer's fields (``rendered``); their rows are then written
 as ``flowmem.api.paged`` writes a plain read's: copied through as stored, a page at
 a time, each page read once the last one was taken by the connection
-(``MemoryService.read_segment``), all of the snapshot the first read saw. The bytes
+(``MemoryService.read_segment``, in a store thread through ``StorePool.page``: never
+on the event loop), all of the snapshot the first read saw. The bytes
 are those of the whole answer rendered at once (``render``). A read that fits in its
 first page is answered whole, with its length; a longer one is chunked and, as a
 plain read, cut short when the buffer is written during it (``PagedResponse``).

@@ -7,7 +7,8 @@ its answer took to send (sixteen readers of a 16 MiB buffer took a worker from 8
 one page of stored JSON text and the chunk made of it, whatever the buffer's size,
 and the next page is read only once the last chunk was taken by the connection
 (uvicorn waits while the socket's buffer is full), so a slow reader costs a page,
-not the buffer.
+not the buffer. The first page is read with the request's short call; the next ones
+in a store thread (``StorePool.page``, issue 38 §2), never on the event loop.
 
 Every page comes from the snapshot the first one saw, or not at all: a write to the
 buffer between two pages makes the next one refuse (``BufferChangedError``), and the
