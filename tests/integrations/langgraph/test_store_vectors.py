@@ -291,3 +291,38 @@ def test_an_expired_item_is_never_scored_and_its_vectors_go_with_the_purge(backi
     before = backing.usage("ana").bytes
     assert store.sweep_ttl() >= 1
     assert before - backing.usage("ana").bytes > DIMS * 4  # the record and its vector
+
+
+@pytest.mark.parametrize("distance", ["inner_product", "l2"])
+def test_other_distances_score_as_postgres_store_defines_them(backing: Store, distance: str) -> None:
+    index = {"dims": DIMS, "embed": CharacterEmbeddings(DIMS), "fields": ["text"], "distance_type": distance}
+    store = FlowmemStore(MemoryService(backing), index=index)  # type: ignore[arg-type]
+    texts = {"a": "apple pie", "b": "zebra", "c": "pineapple"}
+    for key, text in texts.items():
+        store.put(("d",), key, {"text": text})
+    embed = CharacterEmbeddings(DIMS)
+    query = embed.embed_query("apple")
+
+    def expected(text: str) -> float:
+        vector = embed.embed_query(text)
+        if distance == "inner_product":
+            return sum(a * b for a, b in zip(query, vector, strict=True))
+        return -math.sqrt(sum((a - b) ** 2 for a, b in zip(query, vector, strict=True)))
+
+    want = sorted(texts, key=lambda key: -expected(texts[key]))
+    hits = store.search(("d",), query="apple")
+    assert [hit.key for hit in hits] == want
+    assert [hit.score for hit in hits] == pytest.approx([expected(texts[k]) for k in want], abs=1e-5)
+
+
+def test_a_search_by_query_refreshes_the_ttl_of_what_it_returns(backing: Store) -> None:
+    now = [1_700_000_000.0]
+    service = MemoryService(backing, clock=lambda: now[0])
+    store = FlowmemStore(service, index={"dims": DIMS, "embed": CharacterEmbeddings(DIMS), "fields": ["text"]})
+    store.put(("n",), "k", {"text": "tea"}, ttl=1)
+    now[0] += 50
+    assert [hit.key for hit in store.search(("n",), query="tea")] == ["k"]  # expires at 110 s now
+    now[0] += 50
+    assert [hit.key for hit in store.search(("n",), query="tea", refresh_ttl=False)] == ["k"]
+    now[0] += 20
+    assert store.search(("n",), query="tea") == []
