@@ -37,17 +37,17 @@ fsync in both modes), ``writers`` (the writer queue), ``fileguard`` (sealed file
 
 from __future__ import annotations
 
-from flowmem.store.sqlite.queries import GUARDS, SQL
-from flowmem.store.sqlite.schema import MIGRATIONS
-from flowmem.store.sqlite.store import (
-    SqliteStore,
+from flowmem.store.sqlite.driver import (
+    _Connection as _Connection,  # bench/writers.py times its COMMITs
+)
+from flowmem.store.sqlite.driver import (
     add_quota_function,
     driver_error,
     parse_url,
 )
-from flowmem.store.sqlite.store import (
-    _Connection as _Connection,  # bench/writers.py times its COMMITs
-)
+from flowmem.store.sqlite.queries import GUARDS, SQL
+from flowmem.store.sqlite.schema import MIGRATIONS
+from flowmem.store.sqlite.store import SqliteStore
 
 __all__ = [
     "GUARDS",
