@@ -79,15 +79,15 @@ def line_repairs(
     healed: list[str] = []
     replaced: list[str] = []
     for row in rows:
-        cid = result_id(row)
-        if cid is None:
+        answers = result_id(row)
+        if answers is None:
             continue
         if is_placeholder(row):
-            if cid not in healed_before and cid not in healed:
-                healed.append(cid)
-            mine.add(cid)
-        elif cid in mine and cid not in settled and cid not in replaced:
-            replaced.append(cid)
+            if answers not in healed_before and answers not in healed:
+                healed.append(answers)
+            mine.add(answers)
+        elif answers in mine and answers not in settled and answers not in replaced:
+            replaced.append(answers)
     repairs = []
     if healed:
         repairs.append(Repair("MEM-3", tuple(healed), len(healed)))
