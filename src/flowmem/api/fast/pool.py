@@ -46,7 +46,8 @@ short calls. Since decision 0113 that long part only finds what the read answers
 are then written a page at a time, so a reader holds a page; a provider read that
 normalization must repair is still built whole here, two at a time. Their pages
 (and the pages of a plain read after its first) are read through ``page``: in a
-thread too, at most ``long_reads`` at once, never on the loop (issue 38 §2): a
+thread too, never on the loop, at most ``long_reads`` at once on a local store
+(issue 38 §2): a
 page read on the loop held it for the page's 512 rows, each row's step giving the
 interpreter lock to the threads that find cuts and waiting to get it back, while
 ``/health`` queued behind eight readers' pages.
@@ -183,17 +184,23 @@ class StorePool:
             return await self.in_thread(func, *args, **kwargs)
 
     async def page(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """A read-only ``func`` that reads a page of a long answer: in a thread, at most ``long_reads`` at once.
+        """A read-only ``func`` that reads a page of a long answer: in a thread, never on the event loop.
 
-        Never on the event loop, whatever the store; without waiting for durability
-        (``read``): a page of a paged read passes the version its first read saw,
-        which waited.
+        For a ``LocalCalls`` store at most ``long_reads`` at once, so that its other
+        threads stay free for the short calls that must wait for a lock; a network
+        store's calls all take a thread already and wait their turn in the pool's
+        queue (a bound of one there halved PostgreSQL's page reads). Without waiting
+        for durability (``read``): a page of a paged read passes the version its first
+        read saw, which waited.
         """
+        call = functools.partial(func, *args, **kwargs)
+        loop = asyncio.get_running_loop()
+        if self._local is None:
+            return await loop.run_in_executor(self._pool(), call)
         if self._pages is None:
             self._pages = asyncio.Semaphore(self.long_reads)
-        call = functools.partial(func, *args, **kwargs)
         async with self._pages:
-            return await asyncio.get_running_loop().run_in_executor(self._pool(), call)
+            return await loop.run_in_executor(self._pool(), call)
 
     async def durable(self) -> None:
         """Return once every write made so far is durable (group commit; at once when it is)."""
