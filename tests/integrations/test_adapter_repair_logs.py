@@ -74,7 +74,8 @@ def test_mem_10_an_adapters_late_result_is_logged_after_its_heal(store: Store, a
     build(store, "s1", "alice")
     rows, log = _conversation(store, "s1")
     assert [(e["kind"], e["call_ids"]) for e in log] == [("replace", [call]), ("heal", [call])]
-    assert any(result_id(row) == call and not is_placeholder(row) for row in rows)
+    (replacement,) = log[0]["positions"]  # the real result's row (LangGraph: after the placeholder)
+    assert result_id(rows[replacement]) == call and not is_placeholder(rows[replacement])
 
 
 def test_a_crashed_langgraph_thread_logs_nothing_until_its_heal(store: Store) -> None:

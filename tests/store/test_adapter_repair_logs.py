@@ -95,6 +95,8 @@ def test_mem_3_mem_10_a_langgraph_heal_and_its_late_result_are_logged_on_the_hea
     assert len(_log(store, _line("langgraph#cp2"))) == 1  # a step with no tool row logs nothing
     _put(store, "cp4", "cp3", LineAppend("langgraph#cp2", 5, [LATE]))
     assert _log(store, _line("langgraph#cp2")) == [("MEM-10", ["w1"], 1), ("MEM-3", ["w1"], 1)]
+    # the placeholder stays in the line: the replacement is the late row, the heal the placeholder
+    assert _positions(store, _line("langgraph#cp2")) == [[5], [2]]
     _put(store, "cp5", "cp4", LineAppend("langgraph#cp2", 6, [dict(LATE, content="again")]))
     assert len(_log(store, _line("langgraph#cp2"))) == 2  # the placeholder was superseded once
     assert _log(store, _line("langgraph")) == []

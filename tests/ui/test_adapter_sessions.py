@@ -280,3 +280,19 @@ def test_an_agents_sdk_late_result_is_marked_on_its_replacement_row_after_a_relo
     assert "sunny, late" in (page.page.text_content("#row-2") or "")
     page.page.locator("#repair-log").scroll_into_view_if_needed()
     page.shot("repair-agents")
+
+
+@pytest.mark.parametrize(("sid", "placeholder", "result"), [("ui-langgraph-late", 2, 5), ("ui-adk-late", 2, 2)])
+def test_a_late_result_is_marked_on_its_row_and_the_heal_on_the_placeholders_after_a_reload(
+    page: Page, late: Inspector, sid: str, placeholder: int, result: int
+) -> None:
+    page.login("alice")
+    _open(page, sid)
+    page.page.reload()
+    mark = page.page.wait_for_selector(f'#row-{result} .badge.repair[data-kind="replace"]')
+    assert "MEM-10" in (mark.text_content() or "")
+    assert page.page.locator(f'#row-{placeholder} .badge.repair[data-kind="heal"]').count() == 1
+    assert page.page.locator(f"#conversation .msg.healed#row-{result}").count() == 0  # the real result
+    if sid == "ui-langgraph-late":  # appended after the placeholder, which stays
+        assert "sunny, late" in (page.page.text_content(f"#row-{result}") or "")
+        assert page.page.locator(f"#conversation .msg.healed#row-{placeholder}").count() == 1

@@ -68,6 +68,7 @@ PAGE = 50
 PAGE_MAX = 1000
 
 WRITING_RULES = ("MEM-3", "MEM-10")  # the rules that write a row the entry points at
+REPLACING = "MEM-10"  # its row is the newest answering its call (a LangGraph line keeps the placeholder)
 
 
 @dataclass(frozen=True)

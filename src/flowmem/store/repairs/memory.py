@@ -19,6 +19,7 @@ from flowmem.store.engine import MemoryEngine, MemoryTables
 from flowmem.store.repairs import (
     KEPT,
     PAGE,
+    REPLACING,
     WRITING_RULES,
     RepairPage,
     check_paging,
@@ -116,9 +117,14 @@ class MemoryRepairs:
             entries = [parse_entry(seq, text) for seq, text in log[::-1][:limit]]
             if any(entry.rule in WRITING_RULES for entry in entries):
                 answers: dict[str, int] = {}
+                newest: dict[str, int] = {}  # a replacement's row (``REPLACING``)
                 for index, row in enumerate(tables.buffers.get(address, [])):
                     rid = result_id(row)
                     if rid is not None:
                         answers.setdefault(rid, index)
-                entries = [placed(entry, answers.get) for entry in entries]
+                        newest[rid] = index
+                entries = [
+                    placed(entry, (newest if entry.rule == REPLACING else answers).get)
+                    for entry in entries
+                ]
         return RepairPage(entries, len(log) > limit)

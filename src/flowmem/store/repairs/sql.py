@@ -11,7 +11,7 @@ refusal) in a small write of its own. ``page`` reads the entries and the rows th
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from typing import Any
 
@@ -23,6 +23,7 @@ from flowmem.store.engine import LAST_MAX, SqlEngine
 from flowmem.store.repairs import (
     KEPT,
     PAGE,
+    REPLACING,
     RepairPage,
     check_paging,
     entry_texts,
@@ -103,9 +104,16 @@ class SqlRepairs:
         with self.store.reading() as conn:
             found = conn.execute(self.sql["repairs_page"], (*address, below, limit + 1)).fetchall()
 
-            def index_of(call_id: str) -> int | None:
-                row = conn.execute(self.sql["repairs_row"], (*address, call_id)).fetchone()
-                return None if row is None else int(row[0])
+            def index_of(statement: str) -> Callable[[str], int | None]:
+                def find(call_id: str) -> int | None:
+                    row = conn.execute(self.sql[statement], (*address, call_id)).fetchone()
+                    return None if row is None else int(row[0])
 
-            entries = [placed(parse_entry(int(seq), str(text)), index_of) for seq, text in found[:limit]]
+                return find
+
+            first, last = index_of("repairs_row"), index_of("repairs_row_last")
+            entries = [
+                placed(entry, last if entry.rule == REPLACING else first)
+                for entry in (parse_entry(int(seq), str(text)) for seq, text in found[:limit])
+            ]
         return RepairPage(entries, len(found) > limit)

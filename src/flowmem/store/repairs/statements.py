@@ -18,6 +18,12 @@ def statements(p: str) -> dict[str, str]:
                 WHERE r.buffer_id = a.buffer_id AND r.pos < a.pos)
             FROM buffer_answers a WHERE a.buffer_id = {buffer} AND a.call_id = {p}
             ORDER BY a.pos LIMIT 1""",
+        # the index of the newest row answering it: a replacement's (decision 0123: a LangGraph
+        # line keeps the placeholder and appends the real result; elsewhere the same row)
+        "repairs_row_last": f"""SELECT (SELECT COUNT(*) FROM buffer_rows r
+                WHERE r.buffer_id = a.buffer_id AND r.pos < a.pos)
+            FROM buffer_answers a WHERE a.buffer_id = {buffer} AND a.call_id = {p}
+            ORDER BY a.pos DESC LIMIT 1""",
         # the next number of the buffer's log, never reused while the buffer lives
         "repairs_insert": f"""INSERT INTO buffer_repairs (buffer_id, seq, entry)
             SELECT {p}, COALESCE(MAX(seq), 0) + 1, {p} FROM buffer_repairs WHERE buffer_id = {p}""",
