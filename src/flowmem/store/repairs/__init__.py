@@ -21,8 +21,9 @@ An entry, as ``GET …/repairs`` answers it (``RepairEntry.to_dict``)::
   declared or answered; a compaction, a drop, a refusal: none).
 - ``count``: how many rows were inserted, replaced, refused, removed or dropped.
 - ``positions``: row indexes. A heal's or a replacement's are the indexes, in the
-  buffer as it is when read, of the rows it wrote (the rows answering its call ids;
-  none once they left the buffer). An eviction's and a compaction's are the indexes
+  buffer as it is when read, of the rows it wrote (the rows answering its call ids:
+  a heal's the first, a replacement's the newest — a LangGraph line keeps the
+  placeholder before the late result, decision 0123; none once they left the buffer). An eviction's and a compaction's are the indexes
   the removed rows had in the buffer just before they were removed (they have none
   after: the rows now at those indexes are others). A refused duplicate, a drop and a
   refusal have none.
