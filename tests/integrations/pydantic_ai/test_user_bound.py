@@ -85,3 +85,22 @@ def test_mem_6_a_context_user_that_is_not_usable_is_refused(flowmem_store: Flowm
     with pytest.raises(ScopeRefusedError) as refused:
         FlowmemConversationStore(flowmem_store.memory, context=ExecutionContext(user_id="None"))
     assert refused.value.details["rule"] == "MEM-6"
+
+
+def test_mem_9_a_store_built_for_a_user_reads_no_entry_of_another_users_conversation(
+    flowmem_store: FlowmemConversationStore, bobs: FlowmemConversationStore
+) -> None:
+    """Entries are read by id: an id of alice's conversation is unknown to bob's store (KeyError)."""
+    head = _run(flowmem_store.read_record("alices")).head_id  # type: ignore[union-attr]
+    assert head is not None
+    for read in (lambda: bobs.read_entry(head), lambda: bobs.read_history(head)):
+        with pytest.raises(KeyError):
+            _run(read())
+    alices = FlowmemConversationStore(flowmem_store.memory, context=ExecutionContext(user_id="alice"))
+    for store in (alices, flowmem_store):  # hers, and the operator's (pydantic-ai's contract)
+        history = _run(store.read_history(head))
+        assert SECRET in str(history[0].message)
+        assert _run(store.read_entry(head)).id == head
+    _save(bobs, "bobs", "bob here")
+    his = _run(bobs.read_record("bobs")).head_id  # type: ignore[union-attr]
+    assert _run(bobs.read_entry(his)).id == his

@@ -62,6 +62,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.run import AgentRunResult
 from pydantic_ai.usage import RunUsage
 
+from flowmem.core import Message
 from flowmem.errors import AccessDeniedError, InvalidInputError, ScopeRefusedError
 from flowmem.integrations.pydantic_ai.ahead import Ahead, WriteAhead
 from flowmem.integrations.pydantic_ai.answers import carries_results, once_per_call
@@ -369,13 +370,26 @@ class FlowmemConversationStore(ConversationStore):
         if head_id is None:
             return []
         check_name(head_id, "entry_id")
-        rows = await asyncio.to_thread(self.tables.history, head_id)
+        rows = await asyncio.to_thread(self._history, head_id)
         if rows is None:
             raise KeyError(head_id)
         entries = entries_of(rows)
         if limit is not None:
             entries = entries[len(entries) - limit :] if limit else []
         return entries
+
+    def _history(self, head_id: str) -> list[Message] | None:
+        """The rows an entry ends; a user-bound store reads it only in a conversation the user may view.
+
+        An entry of another user's conversation is unknown to it (KeyError to the
+        caller), as that conversation is (decision 0109).
+        """
+        if self.user is None:
+            return self.tables.history(head_id)
+        for conversation_id in self.tables.holders(head_id):
+            if self._may(conversation_id, "view"):
+                return self.tables.history(head_id, conversation_id)
+        return None
 
     # --- write-ahead (decision 0099) ----------------------------------------------------------
     def write_ahead(self, conversation: Conversation, *, scope: str | None = None) -> WriteAhead:

@@ -94,8 +94,16 @@ class Conversations(Protocol):
         """Delete the conversation's session (entries, lines, record) if its revision is ``expected``."""
         ...
 
-    def history(self, entry_id: str) -> list[Message] | None:
-        """The rows of the line an entry ends, up to and with it; None for an unknown entry."""
+    def history(self, entry_id: str, conversation_id: str | None = None) -> list[Message] | None:
+        """The rows of the line an entry ends, up to and with it; None for an unknown entry.
+
+        ``conversation_id``: the entry in that conversation only (a copied history puts
+        one entry in several); None: in the first holding it, by id.
+        """
+        ...
+
+    def holders(self, entry_id: str) -> list[str]:
+        """The conversations holding the entry, by id (a user-bound reader picks one it may view)."""
         ...
 
 

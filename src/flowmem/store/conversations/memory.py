@@ -216,16 +216,31 @@ class MemoryConversations:
                 self.drop(conversation_id)
             return True
 
-    def history(self, entry_id: str) -> list[Message] | None:
-        """The rows of the line the entry ends, up to it."""
+    def history(self, entry_id: str, conversation_id: str | None = None) -> list[Message] | None:
+        """The rows of the line the entry ends (in ``conversation_id`` when given), up to it."""
         with self.store.locked() as tables:
-            owners = {a.scope_id for a in tables.buffers if a.scope == SESSION_SCOPE}
-            owners.update(cid for cid, _ in self.aliases)
-            for cid in sorted(owners):
+            for cid in self._conversations(tables, conversation_id):
                 places = MemoryLineTx(self, tables, cid).places(entry_id, cid)
                 if places:
                     return MemoryLineTx(self, tables, cid).rows_upto(places[0])
         return None
+
+    def holders(self, entry_id: str) -> list[str]:
+        """The conversations holding the entry, by id."""
+        with self.store.locked() as tables:
+            return [
+                cid
+                for cid in self._conversations(tables, None)
+                if MemoryLineTx(self, tables, cid).places(entry_id, cid)
+            ]
+
+    def _conversations(self, tables: MemoryTables, only: str | None) -> list[str]:
+        """The conversations with a session buffer or an alias, by id (``only``: that one)."""
+        if only is not None:
+            return [only]
+        owners = {a.scope_id for a in tables.buffers if a.scope == SESSION_SCOPE}
+        owners.update(cid for cid, _ in self.aliases)
+        return sorted(owners)
 
     def drop(self, conversation_id: str) -> None:
         """Forget a conversation's record and aliases (its session's buffers go with the session)."""

@@ -188,13 +188,21 @@ class SqlConversations:
             return False
         return True
 
-    def history(self, entry_id: str) -> list[Message] | None:
-        """The rows of the line the entry ends, up to it: one query."""
+    def history(self, entry_id: str, conversation_id: str | None = None) -> list[Message] | None:
+        """The rows of the line the entry ends (in ``conversation_id`` when given), up to it: one query."""
         with self.store.connection() as conn:
-            rows = self._run(conn, "pa_history", (entry_id,)).fetchall()
-            if not rows and self._run(conn, "pa_entry_any", (entry_id,)).fetchone() is None:
-                return None
-        return load_rows(rows)
+            if conversation_id is None:
+                rows = self._run(conn, "pa_history", (entry_id,)).fetchall()
+                known = rows or self._run(conn, "pa_entry_any", (entry_id,)).fetchone() is not None
+            else:
+                rows = self._run(conn, "pa_history_in", (entry_id, conversation_id)).fetchall()
+                known = rows or self._run(conn, "pa_entry_in", (entry_id, conversation_id)).fetchone() is not None
+        return load_rows(rows) if known else None
+
+    def holders(self, entry_id: str) -> list[str]:
+        """The conversations holding the entry, by id."""
+        with self.store.connection() as conn:
+            return [str(row[0]) for row in self._run(conn, "pa_entry_holders", (entry_id,)).fetchall()]
 
     def drop(self, conn: Any, conversation_id: str) -> None:
         """Delete a conversation's record and entry index inside the caller's transaction."""

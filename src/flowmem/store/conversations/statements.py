@@ -41,6 +41,15 @@ def statements(p: str) -> dict[str, str]:
             SELECT r.body FROM e JOIN buffers AS b ON b.scope = 'session'
                 AND b.scope_id = e.conversation_id AND b.key = e.key
             JOIN buffer_rows AS r ON r.buffer_id = b.id AND r.pos <= e.pos ORDER BY r.pos""",
+        # the conversations an entry is in (a copied history puts it in several)
+        "pa_entry_holders": f"""SELECT DISTINCT conversation_id FROM pa_entries
+            WHERE entry_id = {p} ORDER BY conversation_id""",
+        # the history an entry ends in one conversation (a user-bound reader's, decision 0109)
+        "pa_history_in": f"""WITH e AS (SELECT conversation_id, key, pos FROM pa_entries
+                WHERE entry_id = {p} AND conversation_id = {p} ORDER BY key LIMIT 1)
+            SELECT r.body FROM e JOIN buffers AS b ON b.scope = 'session'
+                AND b.scope_id = e.conversation_id AND b.key = e.key
+            JOIN buffer_rows AS r ON r.buffer_id = b.id AND r.pos <= e.pos ORDER BY r.pos""",
         "pa_line_end": f"SELECT MAX(pos) FROM buffer_rows WHERE buffer_id = {line}",
         "pa_line_upto": f"""SELECT body FROM buffer_rows WHERE buffer_id = {line} AND pos <= {p}
             ORDER BY pos""",
