@@ -27,6 +27,7 @@ from flowmem.errors import EmbeddingSpaceError, QuotaExceededError
 from flowmem.integrations.langgraph import FlowmemStore
 from flowmem.service import MemoryService
 from flowmem.store import Quotas, Store, open_store
+from tests.conftest import fresh_schema
 from tests.integrations.langgraph.conftest import BACKENDS
 from tests.integrations.langgraph.embeddings import CharacterEmbeddings
 
@@ -194,15 +195,12 @@ def test_flowmem_store_ranks_as_in_memory_store_with_an_index(
 def test_flowmem_store_on_postgres_ranks_as_in_memory_store_with_an_index(
     postgres_url: str, ops: list[tuple[Any, ...]]
 ) -> None:
-    backing = open_store(postgres_url)
-    try:
-        backing.erase_user("ana")
-        for namespace in (("docs",), ("docs", "faq"), ("notes",)):
-            for key in "abcd":
-                FlowmemStore(MemoryService(backing)).delete(namespace, key)
-        check_oracle(vector_store(backing, ["text"]), ops)
-    finally:
-        backing.close()
+    with fresh_schema(postgres_url) as url:  # an empty schema per example
+        backing = open_store(url)
+        try:
+            check_oracle(vector_store(backing, ["text"]), ops)
+        finally:
+            backing.close()
 
 
 def check_oracle(store: FlowmemStore, ops: list[tuple[Any, ...]]) -> None:
@@ -326,3 +324,25 @@ def test_a_search_by_query_refreshes_the_ttl_of_what_it_returns(backing: Store) 
     assert [hit.key for hit in store.search(("n",), query="tea", refresh_ttl=False)] == ["k"]
     now[0] += 20
     assert store.search(("n",), query="tea") == []
+
+
+@pytest.mark.postgres
+def test_on_a_database_not_collated_c_keys_compare_by_code_point_and_rank_alike(postgres_db_url: str) -> None:
+    from flowmem.store.vectors.sql import SqlVectors
+    from flowmem.store.vectorstores import vectors_of
+
+    backing = open_store(postgres_db_url)
+    try:
+        store = vector_store(backing, ["text"])
+        for key, text in {"a": "tea", "b": "coffee", "é": "green tea", "z": "water"}.items():
+            store.put(("docs", "n"), key, {"text": text})
+        store.put(("docs!",), "x", {"text": "tea"})  # a key just past the prefix's range
+        plain = [(hit.key, hit.score) for hit in store.search(("docs",), query="tea")]
+        collated = vectors_of(backing)
+        assert isinstance(collated, SqlVectors)
+        collated._collation_is_c = False  # as on an en_US.UTF-8 or ICU database
+        assert collated.statement("vectors_scan") != collated.sql["vectors_scan"]
+        again = [(hit.key, hit.score) for hit in store.search(("docs",), query="tea")]
+        assert again == plain and "x" not in {key for key, _ in again}
+    finally:
+        backing.close()
