@@ -82,6 +82,7 @@ from flowmem.integrations.langgraph.lines import (
     reference,
     to_rows,
 )
+from flowmem.integrations.langgraph.thread_ops import ThreadOperations
 from flowmem.integrations.langgraph.threaded import ThreadedSaver
 from flowmem.integrations.langgraph.threads import (
     ThreadAccess,
@@ -90,7 +91,7 @@ from flowmem.integrations.langgraph.threads import (
     owned_configurable,
 )
 from flowmem.scope import ExecutionContext, Refusal
-from flowmem.service import MemoryService, kinds, session_access
+from flowmem.service import MemoryService, kinds
 from flowmem.service.checks import check_context_ids
 from flowmem.store import open_store
 from flowmem.store.checkpoints import (
@@ -133,7 +134,7 @@ def _configurable(config: RunnableConfig | None) -> Mapping[str, Any]:
     return (config or {}).get("configurable") or {}
 
 
-class FlowmemSaver(ThreadedSaver):
+class FlowmemSaver(ThreadOperations, ThreadedSaver):
     """LangGraph checkpoints in flowmem: threads are sessions, messages are buffer rows."""
 
     def __init__(
@@ -534,62 +535,6 @@ class FlowmemSaver(ThreadedSaver):
         ):
             return True  # stored already: no worker thread needed
         return await asyncio.to_thread(self.write_ahead, config)
-
-    # --- threads --------------------------------------------------------------------------
-    def delete_thread(self, thread_id: str) -> None:
-        """Delete a thread: its session, and with it every checkpoint, write and line."""
-        thread = self._writable({"configurable": {"thread_id": thread_id}}, "thread delete")
-        if not self.access.acts(thread, "delete_session", self._caller(), "thread delete"):
-            return  # no session: nothing the saver's user may touch
-        self.heads.forget(thread)
-        session_access.delete_session(self.memory, thread, self._caller())
-        self.tables.delete_thread(thread)  # rows written before the session existed
-
-    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Copy a thread's checkpoints, writes and lines to another thread (its session).
-
-        The saver's user must view the source; the target is written as that user's
-        (created owned by it; another owner's target raises ``AccessDeniedError``).
-        """
-        source = self._writable({"configurable": {"thread_id": source_thread_id}}, "thread copy")
-        target = self._writable({"configurable": {"thread_id": target_thread_id}}, "thread copy")
-        user = self._caller()
-        if not self.access.acts(source, "view", user, "thread copy"):
-            return  # no session: nothing the saver's user may read
-        context = replace(self.context or ExecutionContext(), session_id=target, user_id=user)
-        self.tables.copy_thread(source, target, self.memory.session_claim(target, context))
-
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """Keep only each namespace's latest checkpoint (``keep_latest``), or delete all (``delete``)."""
-        if strategy not in ("keep_latest", "delete"):
-            raise ValueError(f"prune strategy must be 'keep_latest' or 'delete', got {strategy!r}")
-        threads = [
-            self._writable({"configurable": {"thread_id": t}}, "thread prune") for t in thread_ids
-        ]
-        action = "drive" if strategy == "keep_latest" else "delete_session"
-        user = self._caller()
-        acted = [t for t in threads if self.access.acts(t, action, user, "thread prune")]
-        for thread in acted:  # every thread judged before any is touched
-            self.heads.forget(thread)
-        if acted:
-            self.tables.prune(acted, strategy == "keep_latest")
-
-    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Delete the checkpoints and writes these runs made, on threads the saver's user may drive.
-
-        Every thread the runs wrote is judged before any is touched (``drive``, as
-        ``prune``'s ``keep_latest``: it removes history): one the saver's user may not
-        drive raises ``AccessDeniedError`` and nothing is deleted; a thread with no
-        session is skipped for a user (decision 0109).
-        """
-        runs = [str(r) for r in run_ids]
-        check_ids(runs, "run_id")
-        user = self._caller()
-        threads = self.tables.run_threads(runs)
-        acted = [t for t in threads if self.access.acts(t, "drive", user, "delete_for_runs")]
-        if acted:
-            self.tables.delete_for_runs(runs, acted)
-        self.heads = LineHeads(self.heads.capacity)
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         """A version above ``current``, unique across branches: ``0000000007.9f3a61c2``.
