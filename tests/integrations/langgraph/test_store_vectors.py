@@ -346,3 +346,13 @@ def test_on_a_database_not_collated_c_keys_compare_by_code_point_and_rank_alike(
         assert again == plain and "x" not in {key for key, _ in again}
     finally:
         backing.close()
+
+
+def test_a_value_put_without_vectors_loses_the_old_ones(backing: Store) -> None:
+    store = vector_store(backing, ["text"])
+    store.put(("n",), "k", {"text": "tea"})
+    store.put(("n",), "j", {"text": "coffee"})
+    store.put(("n",), "k", {"text": "tea", "more": 1}, index=False)  # the old vector made from "tea" goes
+    plain = FlowmemStore(MemoryService(backing))  # a store without an index writes the record alone
+    plain.put(("n",), "j", {"text": "coffee", "more": 2})
+    assert [(hit.key, hit.score) for hit in store.search(("n",), query="tea")] == [("j", None), ("k", None)]
