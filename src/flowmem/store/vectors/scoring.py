@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 DISTANCES = ("cosine", "inner_product", "l2")
+CHUNK_BYTES = 2**20  # vectors scored together: small enough to stay in the CPU's cache
 
 
 def as_query(values: Sequence[float]) -> Any:
@@ -71,7 +72,10 @@ class Ranking:
         """
         if not keys:
             return
-        scores = score(self.query, blobs, self.distance)
+        # a chunk at a time: its copy, dot products and norms stay in the CPU's cache
+        step = max(1, CHUNK_BYTES // (4 * self.query.shape[0]))
+        parts = [score(self.query, blobs[i : i + step], self.distance) for i in range(0, len(blobs), step)]
+        scores = parts[0] if len(parts) == 1 else np.concatenate(parts)
         starts = [0] + [i for i in range(1, len(keys)) if keys[i] != keys[i - 1]]
         pooled = np.maximum.reduceat(scores, starts)
         order = np.arange(self.fed, self.fed + len(starts), dtype=np.int64)
