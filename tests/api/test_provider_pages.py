@@ -3,7 +3,8 @@
 Oracle: ``routes.memory._converted`` over every row at once (MEM-5 normalization,
 then ``write_document``). The paged form (``api.provider_pages``) reads the rows in
 pages of a few rows, as ``MemoryService.next_page`` serves them; a history
-normalization would repair is left to the whole path (``first_pass`` None).
+normalization would repair too (``RepairRows``: a late result read again by its
+cursor, as ``MemoryService.read_segment`` serves one row).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 from flowmem.api.provider_pages import first_pass
 from flowmem.api.render import render, render_pieces
 from flowmem.api.routes.memory import _converted
+from flowmem.core.normalize_pages import RepairRows
 from flowmem.results import BufferText
 from flowmem.service import PagedText
 from flowmem.store.base import Address, BodyPage
@@ -39,6 +41,11 @@ class Pages:
     def next_page(self, paged: PagedText, after: int) -> BodyPage:
         self.reads += 1
         return self.page(after)
+
+    def read_segment(self, read: Any, segment: Any, after: int | None = None) -> BodyPage:
+        """One row read again (a late result), as ``provider_pages`` asks for it."""
+        assert after is None and segment.before == segment.after + 2
+        return BodyPage((0, 1), len(self.bodies), [(segment.after + 1, self.bodies[segment.after + 1])], False, False)
 
     def first(self) -> PagedText:
         page = self.page(-1)
@@ -71,10 +78,7 @@ def test_mem_5_a_provider_read_page_by_page_is_the_whole_reads_bytes(
     paged = pages.first()
     whole = render(_converted(BufferText(bodies, len(bodies), None, "alice"), fmt))
     stream = first_pass(paged, pages, fmt, _converted, len(bodies), render_pieces)  # type: ignore[arg-type]
-    if stream is None:
-        event("normalized whole (repaired)")
-        return
-    event("page by page")
+    event("repaired page by page" if isinstance(stream.rows, RepairRows) else "page by page")
     parts = [stream.head(render_pieces), stream.step(pages)]  # type: ignore[arg-type]
     while stream.more:
         parts.append(stream.step(pages))  # type: ignore[arg-type]

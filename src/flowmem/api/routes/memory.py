@@ -54,7 +54,7 @@ from flowmem.formats import (
 from flowmem.results import REFUSED_KEY
 from flowmem.scope import Refusal
 from flowmem.service import BufferResult as ServiceBufferResult
-from flowmem.service import BufferText, MemoryService, PagedText
+from flowmem.service import BufferText, PagedText
 from flowmem.service.paged_reads import PagedRead
 
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
@@ -111,30 +111,6 @@ def _written(rows: list[Any], text: BufferText, fmt: str) -> dict[str, Any]:
     return answer
 
 
-def _all_pages(paged: PagedText, memory: MemoryService) -> BufferText:
-    """The whole read of a paged one, for a conversion that needs every row (a provider format).
-
-    Blocking: called in a store thread (``_provider_answer``).
-    """
-    text, after, more = paged.text, paged.after, paged.more
-    if not more or after is None:
-        return text
-    bodies = list(text.bodies)
-    while more and after is not None:
-        page = memory.next_page(paged, after)
-        if not page.bodies:
-            break
-        bodies += [body for _, body in page.bodies]
-        after, more = page.bodies[-1][0], page.more
-    return BufferText(bodies, text.count, text.next_before, text.resolved_scope_id)
-
-
-def _provider_answer(paged: PagedText, memory: MemoryService, fmt: str) -> tuple[bytes, int]:
-    """A provider-format read's answer (every page read, normalized, converted, rendered) and its drops (blocking)."""
-    answer = _converted(_all_pages(paged, memory), fmt)
-    return render_pieces(answer), int(answer["dropped"])
-
-
 async def _note_dropped(call: MemoryCall, dropped: int) -> None:
     """Note a whole read's normalization drops in the buffer's repair log (MEM-5; decision 0121).
 
@@ -189,8 +165,8 @@ async def load_buffer(
     one page per reader, and a write to the buffer during the read cuts the answer
     short (the connection closes before the body's end: read again). A provider
     format normalizes the rows read (a page asked with `last` on its own) and
-    converts them, written page by page too; rows normalization must repair are
-    built whole first. A token window and `archived=true` are streamed page by
+    converts them, written page by page too (repair included: a late result is
+    read again when its call's turn is written). A token window, in any format, and `archived=true` are streamed page by
     page as well. Page backwards with `last` = N, then `before` = the previous `next_before`.
     With `max_tokens`, a token window (docs/memory.md, "Token windows").
     """
@@ -215,17 +191,13 @@ async def load_buffer(
             if whole:
                 await _note_dropped(call, int(answer["dropped"]))
         else:  # more pages: read, converted and rendered off the event loop, page by page (0113)
-            expect = paged.text.count if last is None and before is None else None
+            expect = paged.text.count if whole else None
             stream = await services.pool.long(
                 provider_pages.first_pass, paged, services.memory, format, _converted, expect, render_pieces
             )
-            if stream is not None:
-                parts = provider_pages.parts(stream, services.memory, services.pool, render_pieces)
-                return paged_answer.PagedResponse(parts)
-            # a read normalization repairs: normalized whole, two at a time (decision 0106)
-            content, dropped = await services.pool.long(_provider_answer, paged, services.memory, format)
-            if whole:
-                await _note_dropped(call, dropped)
+            noted = partial(_note_dropped, call) if whole else None
+            parts = provider_pages.parts(stream, services.memory, services.pool, render_pieces, noted)
+            return paged_answer.PagedResponse(parts)
         return Response(content, media_type="application/json")
     # a whole read must hold as many rows as the buffer counts: fewer is a damaged file
     # read short (a SQLite page whose cells no longer parse), never a short answer
@@ -244,13 +216,22 @@ async def _window(
     if last is not None or before is not None:
         raise InvalidInputError("give max_tokens, or last and before: not both")
     first_role = FIRST_ROLE.get(fmt)
+    services = call.caller.services
     if fmt == "rows":  # paged: a reader holds a page (decision 0113)
-        services = call.caller.services
         then = partial(_paged_answer, services, _neutral_window)
-        return await call.in_thread(Operation.WINDOW, then, max_tokens=max_tokens, first_role=first_role, paged=True)
-    return await call.in_thread(
-        Operation.WINDOW, partial(_window_answer, fmt), max_tokens=max_tokens, first_role=first_role
-    )
+    else:  # a provider format: normalized and converted page by page too
+        then = partial(_provider_window, services, fmt)
+    return await call.in_thread(Operation.WINDOW, then, max_tokens=max_tokens, first_role=first_role, paged=True)
+
+
+def _provider_window(services: Services, fmt: str, read: PagedRead) -> Response:
+    """A window's answer in provider format ``fmt`` (in a store thread): whole when it fits in a page, else paged."""
+    if read.refusal is not None:
+        return _window_answer(fmt, ServiceBufferResult(refusal=read.refusal))
+    stream = provider_pages.window_pass(read, services.memory, fmt, _converted, render_pieces)
+    if not (len(read.segments) > 0 and read.first is not None and read.first.more):
+        return Response(stream.whole(render_pieces), media_type="application/json")
+    return paged_answer.PagedResponse(provider_pages.parts(stream, services.memory, services.pool, render_pieces))
 
 
 def _paged_answer(services: Services, neutral: Callable[[Refusal], Response], read: PagedRead) -> Response:
