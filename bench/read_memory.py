@@ -12,7 +12,9 @@ Reported (JSON on stdout, and to ``bench/results/read_memory.json``, ``--json PA
 with the date, machine and versions of ``bench/lib/report_json.py``; ``--quick``: a
 2 MiB buffer and 4 readers, a smoke run), for each read path of ``--paths`` (``all``:
 plain rows, ``?max_tokens=10^9``, ``/compact/plan?keep_tokens=600000``,
-``?archived=true``, ``?format=anthropic``, ``?format=openai``; issue 38 §2), each on
+``?archived=true``, ``?format=anthropic``, ``?format=openai``, ``?max_tokens=10^9&format=anthropic``,
+and ``?format=anthropic`` / ``openai`` of a second buffer, ``repair``, the same rows
+after an orphan result normalization drops; issue 38 §2), each on
 a fresh server over the same database: the resident set before the reads, the peak
 during them, the growth per reader, the answer's size, whether every reader got the
 same bytes, and the wait of ``/health`` (asked every 20 ms meanwhile: p50, p99,
@@ -80,13 +82,19 @@ def _token(src: Path, url: str) -> str:
     return done.stdout.strip()
 
 
-def _fill(client: httpx.Client, mib: int, row_bytes: int = 1000) -> int:
-    """Append messages of about ``row_bytes`` until the buffer holds ``mib`` MiB (or is full); return the count."""
+def _fill(client: httpx.Client, mib: int, row_bytes: int = 1000, key: str = "big") -> int:
+    """Append messages of about ``row_bytes`` until the buffer holds ``mib`` MiB (or is full); return the count.
+
+    Buffer ``repair`` starts with a result no call declared (an orphan, stored as
+    given): a provider read's normalization must repair it (it drops the orphan).
+    """
     filler = "x" * row_bytes
     total = count = 0
     while total < mib * MIB:
-        rows = [{"role": "user", "content": f"{count + n} {filler}"} for n in range(1000)]
-        answer = client.post("/v1/buffers/user/big", json={"messages": rows})
+        rows: list[dict[str, Any]] = [{"role": "user", "content": f"{count + n} {filler}"} for n in range(1000)]
+        if key == "repair" and count == 0:
+            rows[0] = {"role": "tool", "tool_call_id": "nobody", "content": "an orphan result"}
+        answer = client.post(f"/v1/buffers/user/{key}", json={"messages": rows})
         if answer.status_code == 409:  # buffer_full: the buffer limit (64 MiB) is reached
             break
         answer.raise_for_status()
@@ -103,6 +111,9 @@ PATHS: dict[str, tuple[str, dict[str, Any]]] = {
     "archived": ("/v1/buffers/user/big", {"archived": "true"}),
     "anthropic": ("/v1/buffers/user/big", {"format": "anthropic"}),
     "openai": ("/v1/buffers/user/big", {"format": "openai"}),
+    "window_anthropic": ("/v1/buffers/user/big", {"max_tokens": 10**9, "format": "anthropic"}),
+    "repaired_anthropic": ("/v1/buffers/user/repair", {"format": "anthropic"}),
+    "repaired_openai": ("/v1/buffers/user/repair", {"format": "openai"}),
 }
 
 
@@ -276,6 +287,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             headers = {"Authorization": f"Bearer {token}"}
             with httpx.Client(base_url=base, headers=headers, timeout=600) as client:
                 messages = _fill(client, args.mib, args.row_bytes)
+                if any(PATHS[name][0].endswith("/repair") for name in names):
+                    _fill(client, args.mib, args.row_bytes, "repair")
         finally:
             _stop(server)
         results = []
