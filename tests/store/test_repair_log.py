@@ -142,6 +142,20 @@ def test_mem_3_the_log_keeps_the_newest_entries_of_a_buffer_and_uncounts_the_res
     assert KEPT == 1000
 
 
+def test_mem_3_the_log_keeps_its_newest_kept_entries_in_the_write_that_passes_the_bound(
+    store: Store,
+) -> None:
+    """At the shipped bound the store trims in the entry's own statement (decision 0124: SQLite's trigger)."""
+    store.append(CHAT, prepare([_user("start")], 1))
+    for i in range(KEPT + 2):
+        store.append(CHAT, prepare([_call(f"c{i}"), _user(f"after c{i}")], 1))  # one heal, one entry
+    logged = _log(store)
+    assert len(logged) == KEPT and [e.seq for e in logged] == list(range(KEPT + 2, 2, -1))
+    assert logged[-1].call_ids == ["c2"]
+    rows = sum(len(b.encode()) for _, b in store.load_bodies(CHAT))
+    assert store.usage("alice").bytes - rows == sum(map(_entry_bytes, logged))
+
+
 def test_mem_3_the_log_counts_against_the_owners_bytes_quota(store: Store) -> None:
     store.append(CHAT, prepare([_call("c1")], 1))
     rows = store.usage("alice").bytes

@@ -203,9 +203,9 @@ class Pipeline:
 
 # The editor's writes the pipeline may send together (``Pipeline.run``): the tables
 # each reads and writes. ``call_insert`` reads ``buffer_calls`` too (its ON CONFLICT).
-# Not here (always sent alone): the shifts and unflips of a healing insert.
+# Not here (always sent alone): the shifts and unflips of a healing insert, and the repair
+# log's ``repairs_log`` (a WITH statement of its own, decision 0124).
 _ROWS, _CALLS, _ANSWERS, _HEADER = "buffer_rows", "buffer_calls", "buffer_answers", "buffers"
-_REPAIRS = "buffer_repairs"
 WRITES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     name: (frozenset(reads), frozenset(writes))
     for name, reads, writes in (
@@ -219,8 +219,6 @@ WRITES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         ("calls_answered", (_CALLS,), (_CALLS,)),
         ("calls_reopen", (_CALLS, _ANSWERS), (_CALLS,)),
         ("header_update", (_HEADER,), (_HEADER,)),
-        ("repairs_insert", (_REPAIRS,), (_REPAIRS,)),  # the repair log (issue 37 §2)
-        ("repairs_trim", (_REPAIRS,), (_REPAIRS,)),
     )
 }
 WRITES.update({f"{name}?": WRITES[name] for name in FORESEEABLE})

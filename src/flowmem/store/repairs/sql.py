@@ -2,8 +2,10 @@
 
 ``record`` runs inside the append's (or the compaction's) transaction, on the runner
 it writes with (a ``StatementRunner`` over its connection, or PostgreSQL's pipeline),
-after the rules ran and before the header is written: writes only, no read, so it adds
-no round trip to a pipelined append. The insert's quota trigger may refuse it, and the
+after the rules ran and after the header is written: writes only, no read, so it adds
+no round trip to a pipelined append. One statement an entry (decision 0124): on SQLite
+the insert, whose trigger counts it, checks the quota and trims the log; on PostgreSQL
+``repairs_log``, which does the same in the statement. The quota may refuse it, and the
 whole append rolls back. ``note`` logs a change that wrote no row (a drop on a read, a
 refusal) in a small write of its own. ``page`` reads the entries and the rows they wrote in one snapshot.
 """
@@ -39,7 +41,7 @@ class SqlRepairs:
     def __init__(self, store: SqlEngine[Any], kept: int = KEPT) -> None:
         self.store = store
         self.sql = store.statements
-        self.kept = kept  # the newest entries a buffer keeps
+        self.kept = kept  # the newest entries a buffer keeps (at most ``KEPT``: SQLite's trigger trims there)
 
     def record(self, db: SqlRunner, buffer_id: int, repairs: Sequence[Repair], freed: int = 0) -> None:
         """Log a write's repairs in its transaction (``db``), keeping the newest ``kept``.
@@ -55,12 +57,18 @@ class SqlRepairs:
             return
         texts = entry_texts(repairs, time.time())
         lifted = freed > 0 and sum(map(utf8_size, texts)) <= freed
+        if "repairs_log" in self.sql:  # PostgreSQL: an entry in one statement (decision 0124)
+            for text in texts:
+                db.run("repairs_log", (buffer_id, buffer_id, text, buffer_id, self.kept, buffer_id, not lifted))
+            return
+        # SQLite: the insert's triggers count the entry, check the quota and trim to ``KEPT``
         if lifted:
             db.run("repairs_lift", ())
         try:
             for text in texts:
-                db.run("repairs_insert", (buffer_id, text, buffer_id))
-            db.run("repairs_trim", (buffer_id, buffer_id, self.kept))
+                db.run("repairs_insert", (buffer_id, buffer_id, text))
+            if self.kept < KEPT:
+                db.run("repairs_trim", (buffer_id, buffer_id, self.kept))
         except BaseException:
             if lifted:  # never a connection left lifted (SQLite's lift is the connection's)
                 with suppress(Exception):

@@ -2,11 +2,14 @@
 
 The entries' bytes count against the buffer's owner's ``bytes`` quota in triggers, as
 the buffers' own do (decision 0044): counted on insert (refused past the quota, the
-write rolled back), uncounted on delete (a trim, the buffer's deletion).
+write rolled back), uncounted on delete (a trim, the buffer's deletion). Since
+migration 19 a trigger of the insert also trims the log to its newest ``KEPT`` entries
+(decision 0124): an entry is one statement.
 """
 
 from __future__ import annotations
 
+from flowmem.store.repairs import KEPT
 from flowmem.store.repairs.statements import statements
 
 _OWNER = "(SELECT owner FROM buffers WHERE id = {row}.buffer_id)"
@@ -27,6 +30,16 @@ MIGRATION: tuple[str, ...] = (
     END""",
 )
 
+# the trim in a trigger of the insert (decision 0124): an entry is one statement; the
+# trigger runs only when the entry's number puts older ones past ``KEPT`` (its WHEN: a
+# log under the bound pays nothing more); a store keeping fewer (``SqlRepairs.kept``)
+# trims again itself
+TRIM_IN_TRIGGER: tuple[str, ...] = (
+    f"""CREATE TRIGGER repairs_kept AFTER INSERT ON buffer_repairs WHEN NEW.seq > {KEPT} BEGIN
+        DELETE FROM buffer_repairs WHERE buffer_id = NEW.buffer_id AND seq <= NEW.seq - {KEPT};
+    END""",
+)
+
 SQL: dict[str, str] = {
     **statements("?"),
     # the bytes quota off on this connection until unlifted (``flowmem_quota_lift``)
@@ -37,4 +50,5 @@ SQL: dict[str, str] = {
 # the schema's migrations this kind of data owns, by number (flowmem.store.migrations)
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     17: MIGRATION,  # the buffers' repair logs, counted against the owner's bytes quota (issue 37 §2)
+    19: TRIM_IN_TRIGGER,  # the log's trim in a trigger of its insert: one statement an entry (decision 0124)
 }

@@ -25,8 +25,9 @@ def statements(p: str) -> dict[str, str]:
             FROM buffer_answers a WHERE a.buffer_id = {buffer} AND a.call_id = {p}
             ORDER BY a.pos DESC LIMIT 1""",
         # the next number of the buffer's log, never reused while the buffer lives
-        "repairs_insert": f"""INSERT INTO buffer_repairs (buffer_id, seq, entry)
-            SELECT {p}, COALESCE(MAX(seq), 0) + 1, {p} FROM buffer_repairs WHERE buffer_id = {p}""",
+        # (VALUES and a scalar subquery: SQLite's INSERT … SELECT from its own table costs more)
+        "repairs_insert": f"""INSERT INTO buffer_repairs (buffer_id, seq, entry) VALUES ({p},
+            (SELECT COALESCE(MAX(seq), 0) + 1 FROM buffer_repairs WHERE buffer_id = {p}), {p})""",
         # the newest ``kept`` entries stay
         "repairs_trim": f"""DELETE FROM buffer_repairs WHERE buffer_id = {p} AND seq <=
             (SELECT MAX(seq) FROM buffer_repairs WHERE buffer_id = {p}) - {p}""",
