@@ -86,8 +86,7 @@ SQL: dict[str, str] = {
     "usage_get": "SELECT bytes, buffers, records FROM user_usage WHERE user_id = %s",
     "usage_delete": "DELETE FROM user_usage WHERE user_id = %s",
     "quotas_set": """SELECT set_config('flowmem.quota_bytes', %s, false),
-        set_config('flowmem.quota_buffers', %s, false), set_config('flowmem.quota_records', %s, false),
-        set_config('flowmem.quota_bytes_kept', %s, false)""",  # what the repair log's unlift restores
+        set_config('flowmem.quota_buffers', %s, false), set_config('flowmem.quota_records', %s, false)""",
     # a paged read (page_bodies): one statement, one snapshot; the page is cut by size on the
     # server (octet_length reads no TOASTed body), so the client gets the page only
     "page_head": f"SELECT id, id, version, count FROM buffers WHERE {_ADDR}",

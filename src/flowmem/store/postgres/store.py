@@ -266,7 +266,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
     def _send_quotas(self, conn: psycopg.Connection[Any]) -> None:
         """Give the connection this store's quotas (session settings the quota triggers read)."""
         quotas = self._quotas
-        sizes = (str(quotas.bytes), str(quotas.buffers), str(quotas.records), str(quotas.bytes))
+        sizes = (str(quotas.bytes), str(quotas.buffers), str(quotas.records))
         conn.execute(SQL["quotas_set"], sizes)
         conn.__dict__[QUOTAS] = quotas
 
