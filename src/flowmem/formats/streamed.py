@@ -7,8 +7,8 @@ repaired on the way in, so normalization usually only moves system rows: when a
 first pass over every row (``Sendable``: the fast path's scan, ``fast._Scan``, over
 the system rows, then over the others, each fed on its own) finds nothing else it
 would change, the normalized rows are the system rows, then every other row, each
-built alone; any other buffer is not written here (``Sendable.rows`` says None)
-and is normalized whole by the caller.
+built alone; any other buffer (``Sendable.rows`` says None) is written by the
+caller with ``core.normalize_pages`` (the repair scan in two passes) instead of ``Rows``.
 
 The conversion then runs a page of rows at a time (``PageWriter``) with what it
 carries from one row to the next: the ids of the calls seen (their kinds, names,

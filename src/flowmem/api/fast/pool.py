@@ -43,8 +43,8 @@ format over several pages) runs through ``long``: in a thread, and at most
 others waiting their turn without a thread, so a thread is always left for the
 short calls. Since decision 0113 that long part only finds what the read answers
 (a window's cut, a plan's digest, whether a provider read needs repair): the rows
-are then written a page at a time, so a reader holds a page; a provider read that
-normalization must repair is still built whole here, two at a time. Their pages
+are then written a page at a time, so a reader holds a page (a provider read that
+normalization must repair too: decision 0113). Their pages
 (and the pages of a plain read after its first) are read through ``page``: in a
 thread too, never on the loop, at most ``long_reads`` at once on a local store
 (issue 38 §2): a
