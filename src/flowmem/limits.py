@@ -33,6 +33,10 @@ from flowmem.errors import ConfigurationError, IdempotencyKeyInvalidError, Quota
 KIB = 1024
 MIB = 1024 * KIB
 IDEMPOTENCY_KEY_MAX = 255  # characters of an Idempotency-Key (fixed)
+VECTORS_PER_RECORD = 64  # vectors one record written over HTTP may carry (fixed; decision 0125)
+VECTOR_DIMS = 4096  # dimensions of an embedding space written or searched over HTTP (fixed)
+SEARCH_LIMIT = 100  # records one vector search over HTTP returns at most (fixed)
+SEARCH_OFFSET = 10_000  # records a vector search over HTTP may skip (fixed: it keeps offset + limit)
 MIN_BODY_BYTES = 8 * MIB  # the HTTP body limit is never below this (a batch of small messages)
 BODY_ENVELOPE_BYTES = 1 * MIB  # a body's room beside its largest message: the other fields
 
@@ -222,6 +226,10 @@ __all__ = [
     "MIB",
     "MIN_BODY_BYTES",
     "QUOTA_FIELDS",
+    "SEARCH_LIMIT",
+    "SEARCH_OFFSET",
+    "VECTORS_PER_RECORD",
+    "VECTOR_DIMS",
     "Limits",
     "Quotas",
     "check_idempotency_key",

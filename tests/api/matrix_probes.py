@@ -121,14 +121,18 @@ def _buffer(method: str, suffix: str = "", **extra: Any) -> Build:
     return build
 
 
-def _record(method: str, **extra: Any) -> Build:
+def _record(method: str, suffix: str = "", **extra: Any) -> Build:
     def build(world: World, caller: str, aim: Aim) -> Request:
         kwargs: dict[str, Any] = {"params": {**aim.params(), **extra.get("query", {})}}
         if "json" in extra:
             kwargs["json"] = extra["json"]
-        return method, f"/v1/memory/{aim.scope}/{aim.record}", kwargs
+        return method, f"/v1/memory/{aim.scope}/{aim.record}{suffix}", kwargs
 
     return build
+
+
+def _vector_search(world: World, caller: str, aim: Aim) -> Request:
+    return "POST", f"/v1/memory/{aim.scope}/search", {"params": aim.params(), "json": {"space": VECTOR_SPACE, "vector": [1.0, 0.0]}}
 
 
 def _session(method: str, suffix: str = "", **kwargs: Any) -> Build:
@@ -195,6 +199,8 @@ BUFFER = "/v1/buffers/{scope}/{key}"
 MEMORY = "/v1/memory/{scope}/{key}"
 SESSION = "/v1/sessions/{session_id}"
 EDIT = {"role": "user", "content": "edited"}
+VECTOR_SPACE = {"name": "matrix", "dims": 2}
+VECTORS = {"value": "written", "space": VECTOR_SPACE, "vectors": [{"field": "$", "vector": [1.0, 0.0]}]}
 PROBES: tuple[Probe, ...] = (
     Probe("GET", "/health", "open", _fixed("GET", "/health"), shows=False),
     Probe("GET", "/health/store", "open", _fixed("GET", "/health/store"), shows=False),
@@ -223,6 +229,9 @@ PROBES: tuple[Probe, ...] = (
     Probe("POST", BUFFER + "/compact/replace", "scoped", _buffer("POST", "/compact/replace", json={"messages": [EDIT]}), action="drive", shows=False),
     Probe("PUT", MEMORY, "scoped", _record("PUT", json={"value": "written"}), action="drive", shows=False, creates=True),
     Probe("DELETE", MEMORY, "scoped", _record("DELETE"), action="drive", shows=False),
+    # vectors: the user and shared scopes only (a session's scope is 422, tests/api/test_vectors_http.py)
+    Probe("PUT", MEMORY + "/vectors", "scoped", _record("PUT", suffix="/vectors", json=VECTORS), action="drive", shows=False, scopes=("user", "global")),
+    Probe("POST", "/v1/memory/{scope}/search", "scoped", _vector_search, shows=False, scopes=("user", "global")),
     Probe("POST", "/v1/sessions", "create", _fixed("POST", "/v1/sessions", json={"name": "new"}), action="create", ok=201, shows=False),
     Probe("DELETE", SESSION, "session", _session("DELETE"), action="delete_session", ok=204, shows=False),
     Probe("POST", SESSION + "/turns", "session", _session("POST", "/turns", json={"content": "hi"}), action="drive", ok=202, shows=False),

@@ -40,6 +40,7 @@ from flowmem.api.routes import (
     sessions,
     stateless,
     users,
+    vectors,
 )
 from flowmem.api.routes.common import errors
 from flowmem.api.services import Services
@@ -205,6 +206,8 @@ def create_app(
     app.include_router(users.router)
     app.include_router(inspector.router)
     app.include_router(listing.router)
+    app.include_router(vectors.writes)
+    app.include_router(vectors.searches)
     install_ui(app)  # /ui, /docs offline, / -> /ui
     if sink is not None:
         app.include_router(metrics_router(sink))
