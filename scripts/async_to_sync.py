@@ -37,7 +37,11 @@ ROOT = Path(__file__).resolve().parent.parent
 CLIENT = ROOT / "src" / "flowmem" / "client"
 SOURCE = CLIENT / "aio.py"
 TARGET = CLIENT / "sync.py"
-PAIRS = ((SOURCE, TARGET), (CLIENT / "aio_compaction.py", CLIENT / "sync_compaction.py"))
+PAIRS = (
+    (SOURCE, TARGET),
+    (CLIENT / "aio_compaction.py", CLIENT / "sync_compaction.py"),
+    (CLIENT / "aio_vectors.py", CLIENT / "sync_vectors.py"),
+)
 COMMAND = "python scripts/async_to_sync.py"
 
 # async spelling -> sync spelling (in httpx, collections.abc, flowmem.memory and ours)
@@ -46,6 +50,8 @@ NAMES = {
     "AsyncClient": "Client",
     "AsyncCompactionCalls": "CompactionCalls",
     "aio_compaction": "sync_compaction",
+    "AsyncVectorCalls": "VectorCalls",
+    "aio_vectors": "sync_vectors",
     "AsyncIterator": "Iterator",
     "AsyncMemory": "Memory",
     "__aenter__": "__enter__",

@@ -19,6 +19,7 @@ import httpx
 
 from flowmem.client import calls
 from flowmem.client.aio_compaction import AsyncCompactionCalls
+from flowmem.client.aio_vectors import AsyncVectorCalls
 from flowmem.client.base import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_TIMEOUT,
@@ -63,7 +64,7 @@ from flowmem.scope import ExecutionContext, Refusal
 T = TypeVar("T")
 
 
-class AsyncClient(AsyncCompactionCalls):
+class AsyncClient(AsyncCompactionCalls, AsyncVectorCalls):
     """A flowmem server's API; implements ``flowmem.memory.AsyncMemory``.
 
     ``base_url`` defaults to ``$FLOWMEM_URL`` (else ``http://127.0.0.1:8765``) and

@@ -7,7 +7,7 @@ calls, so the two cannot drift apart.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
@@ -19,6 +19,7 @@ from flowmem.client.types import (
     NormalizeResult,
     RepairLog,
     ResetResult,
+    SearchResult,
     Session,
     SessionPage,
     StopResult,
@@ -351,6 +352,51 @@ def delete_record(scope: str, key: str, where: Where) -> Call[WriteResult]:
     """``DELETE /v1/memory/{scope}/{key}``."""
     path = _memory_path("memory", scope, key)
     return Call("DELETE", path, _write_result, params=where.params())
+
+
+def write_vectors(
+    scope: str,
+    key: str,
+    value: Any,
+    where: Where,
+    space: tuple[str, int],
+    vectors: Sequence[tuple[str, Sequence[float]]],
+    ttl: float | None = None,
+) -> Call[WriteResult]:
+    """``PUT /v1/memory/{scope}/{key}/vectors``: ``space`` is (name, dims), ``vectors`` (field, numbers)."""
+    body: dict[str, Any] = {
+        "value": value,
+        "space": {"name": space[0], "dims": space[1]},
+        "vectors": [{"field": path, "vector": list(numbers)} for path, numbers in vectors],
+    }
+    if ttl is not None:
+        body["ttl"] = ttl
+    path = _memory_path("memory", scope, key, "/vectors")
+    return Call("PUT", path, _write_result, params=where.params(), body=body, has_body=True)
+
+
+def search_records(
+    scope: str,
+    where: Where,
+    space: tuple[str, int],
+    vector: Sequence[float],
+    *,
+    distance: str = "cosine",
+    prefix: str = "",
+    limit: int = 10,
+    offset: int = 0,
+) -> Call[SearchResult]:
+    """``POST /v1/memory/{scope}/search``."""
+    body = {
+        "space": {"name": space[0], "dims": space[1]},
+        "vector": list(vector),
+        "distance": distance,
+        "prefix": prefix,
+        "limit": limit,
+        "offset": offset,
+    }
+    path = f"/v1/memory/{_segment(scope)}/search"
+    return Call("POST", path, SearchResult.from_json, params=where.params(), body=body, has_body=True)
 
 
 # --- users and the stateless functions ---------------------------------------------------

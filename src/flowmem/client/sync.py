@@ -28,6 +28,7 @@ from flowmem.client.calls import Call, Where
 from flowmem.client.retry import RetryPolicy
 from flowmem.client.scoping import check_user, no_session_yet, plan, session_id_of
 from flowmem.client.sync_compaction import CompactionCalls
+from flowmem.client.sync_vectors import VectorCalls
 from flowmem.client.types import (
     BufferRead,
     CheckResult,
@@ -57,7 +58,7 @@ from flowmem.scope import ExecutionContext, Refusal
 T = TypeVar("T")
 
 
-class Client(CompactionCalls):
+class Client(CompactionCalls, VectorCalls):
     """A flowmem server's API; implements ``flowmem.memory.Memory``.
 
     ``base_url`` defaults to ``$FLOWMEM_URL`` (else ``http://127.0.0.1:8765``) and

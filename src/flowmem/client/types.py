@@ -408,3 +408,32 @@ class RepairLog:
             next_before=data.get("next_before"),
             refused=refused if isinstance(refused, str) else None,
         )
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """A record a vector search found: its key, value and score (higher is closer)."""
+
+    key: str
+    value: Any
+    score: float
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """A vector search's answer (``POST /v1/memory/{scope}/search``): the records found, best first."""
+
+    data: list[SearchHit]
+    resolved_scope_id: str
+    refused: str | None = None
+    """The code of the scope's refusal (``no_user_id`` …), None when it did not refuse."""
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SearchResult:
+        """Build from the JSON answer."""
+        refused = data.get("refused")
+        return cls(
+            data=[SearchHit(str(h["key"]), h.get("value"), float(h["score"])) for h in data["data"]],
+            resolved_scope_id=data["resolved_scope_id"],
+            refused=refused if isinstance(refused, str) else None,
+        )
