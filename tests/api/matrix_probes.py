@@ -132,7 +132,7 @@ def _record(method: str, suffix: str = "", **extra: Any) -> Build:
 
 
 def _vector_search(world: World, caller: str, aim: Aim) -> Request:
-    return "POST", f"/v1/memory/{aim.scope}/search", {"params": aim.params(), "json": {"space": VECTOR_SPACE, "vector": [1.0, 0.0]}}
+    return "POST", f"/v1/search/{aim.scope}", {"params": aim.params(), "json": {"space": VECTOR_SPACE, "vector": [1.0, 0.0]}}
 
 
 def _session(method: str, suffix: str = "", **kwargs: Any) -> Build:
@@ -231,7 +231,7 @@ PROBES: tuple[Probe, ...] = (
     Probe("DELETE", MEMORY, "scoped", _record("DELETE"), action="drive", shows=False),
     # vectors: the user and shared scopes only (a session's scope is 422, tests/api/test_vectors_http.py)
     Probe("PUT", MEMORY + "/vectors", "scoped", _record("PUT", suffix="/vectors", json=VECTORS), action="drive", shows=False, scopes=("user", "global")),
-    Probe("POST", "/v1/memory/{scope}/search", "scoped", _vector_search, shows=False, scopes=("user", "global")),
+    Probe("POST", "/v1/search/{scope}", "scoped", _vector_search, shows=False, scopes=("user", "global")),
     Probe("POST", "/v1/sessions", "create", _fixed("POST", "/v1/sessions", json={"name": "new"}), action="create", ok=201, shows=False),
     Probe("DELETE", SESSION, "session", _session("DELETE"), action="delete_session", ok=204, shows=False),
     Probe("POST", SESSION + "/turns", "session", _session("POST", "/turns", json={"content": "hi"}), action="drive", ok=202, shows=False),

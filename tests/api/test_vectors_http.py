@@ -15,7 +15,7 @@ from tests.api.helpers import Api
 
 SPACE = {"name": "test:model", "dims": 8}
 WRITE = "/v1/memory/{scope}/{key}/vectors"
-SEARCH = "/v1/memory/{scope}/search"
+SEARCH = "/v1/search/{scope}"
 
 
 def _f32(values: list[float]) -> list[float]:

@@ -386,7 +386,7 @@ def search_records(
     limit: int = 10,
     offset: int = 0,
 ) -> Call[SearchResult]:
-    """``POST /v1/memory/{scope}/search``."""
+    """``POST /v1/search/{scope}``."""
     body = {
         "space": {"name": space[0], "dims": space[1]},
         "vector": list(vector),
@@ -395,7 +395,7 @@ def search_records(
         "limit": limit,
         "offset": offset,
     }
-    path = f"/v1/memory/{_segment(scope)}/search"
+    path = f"/v1/search/{_segment(scope)}"
     return Call("POST", path, SearchResult.from_json, params=where.params(), body=body, has_body=True)
 
 

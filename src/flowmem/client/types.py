@@ -421,7 +421,7 @@ class SearchHit:
 
 @dataclass(frozen=True)
 class SearchResult:
-    """A vector search's answer (``POST /v1/memory/{scope}/search``): the records found, best first."""
+    """A vector search's answer (``POST /v1/search/{scope}``): the records found, best first."""
 
     data: list[SearchHit]
     resolved_scope_id: str

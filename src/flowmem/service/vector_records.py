@@ -1,7 +1,7 @@
 """Records written with their vectors and searched by a query vector, for a caller's scope (issue 40 §5).
 
 What the HTTP API (``PUT /v1/memory/{scope}/{key}/vectors``, ``POST
-/v1/memory/{scope}/search``) and the client call, decision 0125: the caller brings
+/v1/search/{scope}``) and the client call, decision 0125: the caller brings
 the vectors (the server holds no model), in the collection ``"http"`` of the store's
 vectors (``flowmem.store.vectors``), whose first write records its embedding space.
 

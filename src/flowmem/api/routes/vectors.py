@@ -1,7 +1,7 @@
 """Records with their vectors over HTTP (issue 40 §5; decision 0125): write, and search by a query vector.
 
 ``PUT /v1/memory/{scope}/{key}/vectors`` writes a record and replaces its vectors in
-one transaction; ``POST /v1/memory/{scope}/search`` ranks the scope's records under
+one transaction; ``POST /v1/search/{scope}`` ranks the scope's records under
 a key prefix by their vectors' score against a query vector (the exact scan of
 ``FlowmemStore``'s). The caller embeds: the server holds no model and downloads
 nothing. The scope id comes from the caller as for every memory route
@@ -38,7 +38,7 @@ from flowmem.scope import NAME_MAX, SCOPES, Refusal
 from flowmem.service import vector_records
 
 writes = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
-searches = APIRouter(prefix="/v1/memory", tags=["memory"], route_class=KnownQueryRoute)
+searches = APIRouter(prefix="/v1/search", tags=["memory"], route_class=KnownQueryRoute)
 CALL = Depends(memory_call)
 SCOPE_ERRORS = (*AUTH_ERRORS, 403, 404, 422)
 ScopeId = Query(None, max_length=NAME_MAX)
@@ -51,7 +51,7 @@ class SpaceIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     name: str = Field(min_length=1, max_length=255, description="E.g. `openai:text-embedding-3-small`.")
-    dims: int = Field(description=f"1 to {VECTOR_DIMS}.")
+    dims: int = Field(ge=1, le=VECTOR_DIMS, description=f"1 to {VECTOR_DIMS}.")
 
 
 class VectorIn(BaseModel):
@@ -59,8 +59,10 @@ class VectorIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    field: str = Field(description="The field path it embeds (`$` for the whole value), 1 to 255 characters.")
-    vector: list[float] = Field(description="Finite numbers, as many as the space's `dims`.")
+    field: str = Field(
+        min_length=1, max_length=255, description="The field path it embeds (`$` for the whole value)."
+    )
+    vector: list[float] = Field(max_length=VECTOR_DIMS, description="Finite numbers, as many as the space's `dims`.")
 
 
 class VectorWrite(BaseModel):
@@ -71,7 +73,9 @@ class VectorWrite(BaseModel):
     value: Any = None
     ttl: float | None = Field(default=None, gt=0)
     space: SpaceIn
-    vectors: list[VectorIn] = Field(description=f"At most {VECTORS_PER_RECORD}; none: the record keeps none.")
+    vectors: list[VectorIn] = Field(
+        max_length=VECTORS_PER_RECORD, description=f"At most {VECTORS_PER_RECORD}; none: the record keeps none."
+    )
 
 
 class VectorSearch(BaseModel):
@@ -80,11 +84,13 @@ class VectorSearch(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     space: SpaceIn
-    vector: list[float] = Field(description="The query's embedding: the space's `dims` finite numbers.")
+    vector: list[float] = Field(
+        max_length=VECTOR_DIMS, description="The query's embedding: the space's `dims` finite numbers."
+    )
     distance: Literal["cosine", "inner_product", "l2"] = "cosine"
     prefix: str = Field(default="", max_length=NAME_MAX, description="Only keys starting with this.")
-    limit: int = Field(default=10, description=f"1 to {SEARCH_LIMIT}.")
-    offset: int = Field(default=0, description=f"Records skipped first: 0 to {SEARCH_OFFSET}.")
+    limit: int = Field(default=10, ge=1, le=SEARCH_LIMIT, description=f"1 to {SEARCH_LIMIT}.")
+    offset: int = Field(default=0, ge=0, le=SEARCH_OFFSET, description=f"Records skipped first: 0 to {SEARCH_OFFSET}.")
 
 
 class SearchHit(BaseModel):
@@ -159,7 +165,7 @@ def _search_as(caller: Caller, target: Target, body: VectorSearch) -> dict[str, 
 
 
 @searches.post(
-    "/{scope}/search",
+    "/{scope}",
     response_model=SearchResult,
     response_model_exclude_unset=True,  # ``refused`` only on a refusal
     responses=errors(*SCOPE_ERRORS, *BODY_ERRORS, 409),
