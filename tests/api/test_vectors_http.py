@@ -169,3 +169,17 @@ def test_an_oversized_value_is_413_and_neither_record_nor_vectors_are_stored(any
     assert answer.status_code == 413 and answer.json()["error"]["code"] == "record_too_large", answer.text
     assert any_api.call("GET", "/v1/memory/user/big", "alice").json()["found"] is False
     assert _search(any_api, [1.0] * 8).json()["data"] == []
+
+
+def test_a_shared_scopes_search_finds_only_the_records_of_the_id_it_names(api: Api) -> None:
+    for workflow, key in (("w1", "a"), ("w2", "b")):
+        written = _put_in(api, "workflow", key, {"workflow_id": workflow})
+        assert written.json()["resolved_scope_id"] == workflow, written.text
+    for workflow, key in (("w1", "a"), ("w2", "b")):
+        found = api.call("POST", SEARCH.format(scope="workflow"), "shared", params={"workflow_id": workflow}, json={"space": SPACE, "vector": [1.0] * 8})
+        assert [h["key"] for h in found.json()["data"]] == [key], found.text
+
+
+def _put_in(api: Api, scope: str, key: str, params: dict[str, str]) -> Any:
+    body = {"value": key, "space": SPACE, "vectors": [{"field": "$", "vector": [1.0] * 8}]}
+    return api.call("PUT", WRITE.format(scope=scope, key=key), "shared", params=params, json=body)

@@ -41,7 +41,12 @@ writes = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
 searches = APIRouter(prefix="/v1/search", tags=["memory"], route_class=KnownQueryRoute)
 CALL = Depends(memory_call)
 SCOPE_ERRORS = (*AUTH_ERRORS, 403, 404, 422)
-ScopeId = Query(None, max_length=NAME_MAX)
+
+
+def _scope_id() -> Any:
+    """A scope-id query parameter: one ``Query`` each (FastAPI keeps only the first of a shared one)."""
+    return Query(None, max_length=NAME_MAX)
+
 ScopeName = Path(description="The memory scope.", json_schema_extra={"enum": list(SCOPES)})
 
 
@@ -173,10 +178,10 @@ def _search_as(caller: Caller, target: Target, body: VectorSearch) -> dict[str, 
 async def search_records(
     body: VectorSearch,
     scope: str = ScopeName,
-    session_id: str | None = ScopeId,
-    workflow_id: str | None = ScopeId,
-    pipeline_id: str | None = ScopeId,
-    execution_id: str | None = ScopeId,
+    session_id: str | None = _scope_id(),
+    workflow_id: str | None = _scope_id(),
+    pipeline_id: str | None = _scope_id(),
+    execution_id: str | None = _scope_id(),
     caller: Caller = CALLER,
 ) -> dict[str, Any] | Response:
     """Search the records of a scope the caller may read by a query vector: `[{key, value, score}]`, best first.
