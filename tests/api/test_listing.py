@@ -80,3 +80,18 @@ def test_text_with_nul_is_refused(api: Api, name: str) -> None:
     answer = api.call("GET", "/v1/memory/user", "alice", params={name: "a\x00b"})
     assert answer.status_code == 422
     assert answer.json()["error"]["details"][0]["field"] == f"query.{name}"
+
+
+@pytest.mark.parametrize(
+    ("scope", "parameter"),
+    [("workflow", "workflow_id"), ("pipeline", "pipeline_id"), ("execution", "execution_id")],
+)
+def test_a_shared_scope_lists_the_records_of_the_id_it_names(api: Api, scope: str, parameter: str) -> None:
+    """Each scope id parameter is its own query parameter (a shared ``Query`` registered only the first)."""
+    for scope_id, key in (("one", "a"), ("two", "b")):
+        put = api.call("PUT", f"/v1/memory/{scope}/{key}", "shared", params={parameter: scope_id}, json={"value": key})
+        assert put.status_code == 200, put.text
+    listed = api.call("GET", f"/v1/memory/{scope}", "shared", params={parameter: "one"})
+    assert listed.status_code == 200, listed.text
+    assert [r["key"] for r in listed.json()["data"]] == ["a"]
+    assert listed.json()["resolved_scope_id"] == "one"

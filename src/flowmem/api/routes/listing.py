@@ -26,7 +26,10 @@ from flowmem.store.listing.records import successor
 
 router = APIRouter(prefix="/v1/memory", tags=["memory"], route_class=KnownQueryRoute)
 
-ScopeId = Query(None, max_length=NAME_MAX)
+def _scope_id() -> Any:
+    """A scope id query parameter; one object per parameter (FastAPI registers a shared one once)."""
+    return Query(None, max_length=NAME_MAX)
+
 # an unknown scope is ``unknown_scope`` (422) from ``check_scope``, as on the other memory routes
 ScopeName = Path(description="The memory scope.", json_schema_extra={"enum": list(SCOPES)})
 
@@ -78,10 +81,10 @@ async def list_records(
     prefix: str = Query("", max_length=NAME_MAX, description="Only keys starting with this."),
     start: str = Query("", max_length=NAME_MAX + 1, description="A `next_start`: continue there."),
     limit: int = Query(20, description="Page size, clamped to 1–100."),
-    session_id: str | None = ScopeId,
-    workflow_id: str | None = ScopeId,
-    pipeline_id: str | None = ScopeId,
-    execution_id: str | None = ScopeId,
+    session_id: str | None = _scope_id(),
+    workflow_id: str | None = _scope_id(),
+    pipeline_id: str | None = _scope_id(),
+    execution_id: str | None = _scope_id(),
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """List the live memory records of a scope the caller may read: keys and expiry, in key order.
