@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
-import os
 import random
-import signal
 import sqlite3
 import threading
 import time
@@ -22,6 +20,7 @@ from flowmem.core import call_ids, prepare, result_id
 from flowmem.errors import NotSerializableError, StoreLockedError
 from flowmem.store import Address, Store, open_store
 from flowmem.store.postgres import advisory_key
+from tests.store.killed import kill_a_writer
 
 KEY = Address("session", "s1", "chat")
 
@@ -393,20 +392,7 @@ def test_mem_12_sigkill_during_appends_loses_nothing_committed(tmp_path: Path) -
     committed: list[tuple[str, str]] = []
     healed_rounds = 0
     for round_no in range(20):
-        receiver, sender = FORK.Pipe(duplex=False)
-        child = FORK.Process(target=_append_until_killed, args=(path, round_no, sender))
-        child.start()
-        sender.close()
-        time.sleep(rng.uniform(0.05, 0.3))
-        os.kill(child.pid or 0, signal.SIGKILL)
-        child.join(30)
-        assert child.exitcode == -signal.SIGKILL
-        while receiver.poll():
-            try:
-                committed.append(receiver.recv())
-            except EOFError:
-                break
-        receiver.close()
+        committed += kill_a_writer(_append_until_killed, (path, round_no), rng, 0.3)
 
         store = open_store(f"sqlite:///{path}")
         try:

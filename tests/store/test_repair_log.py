@@ -7,10 +7,7 @@ owner's quota, and deleted with the buffer, its session and its user.
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import random
-import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -22,9 +19,9 @@ from flowmem.errors import InvalidInputError, QuotaExceededError
 from flowmem.store import Address, Idempotency, SessionRecord, Store, open_store
 from flowmem.store.base import Quotas
 from flowmem.store.repairs import KEPT, RepairEntry, entry_text
+from tests.store.killed import kill_a_writer
 
 CHAT = Address("user", "alice", "chat")
-FORK = multiprocessing.get_context("fork")
 
 
 def _call(cid: str) -> dict[str, Any]:
@@ -262,20 +259,7 @@ def test_mem_3_a_sigkilled_writer_leaves_exactly_the_committed_repairs(tmp_path:
     rng = random.Random(37)
     committed: list[str] = []
     for round_no in range(4):
-        receiver, sender = FORK.Pipe(duplex=False)
-        child = FORK.Process(target=_heal_until_killed, args=(path, round_no, sender))
-        child.start()
-        sender.close()
-        time.sleep(rng.uniform(0.05, 0.2))
-        os.kill(child.pid or 0, signal.SIGKILL)
-        child.join(30)
-        assert child.exitcode == -signal.SIGKILL
-        while receiver.poll():
-            try:
-                committed.append(receiver.recv())
-            except EOFError:
-                break
-        receiver.close()
+        committed += kill_a_writer(_heal_until_killed, (path, round_no), rng, 0.2)
     store = open_store(f"sqlite:///{path}")
     try:
         logged = [cid for e in _log(store) for cid in e.call_ids]
