@@ -46,7 +46,7 @@ def test_the_contracts_hold_on_the_sources(tree: Path) -> None:
     ("module", "cycle"),
     [
         ("api/lookup.py", "from flowmem.api import deps  # noqa: F401"),  # a leaf importing up
-        ("api/fast/pool.py", "from flowmem.api.fast import route  # noqa: F401"),  # the old cycle
+        ("api/pool.py", "from flowmem.api.fast import route  # noqa: F401"),  # the old cycle
         ("store/rows.py", "from flowmem.store import memory  # noqa: F401"),  # rows under backends
         ("store/postgres/queries.py", "from flowmem.store.postgres import store  # noqa: F401"),
         ("store/sqlite/schema.py", "from flowmem.store.sqlite import queries  # noqa: F401"),

@@ -3,7 +3,7 @@
 The HTTP app runs short store calls on its event loop in this mode (inside the
 ``LocalCalls`` capability's ``deferred()``, which also defers SQLite's fsync to the
 group commit) and runs a call that raised ``WouldBlock`` again in a worker thread
-(``flowmem.api.fast.pool``), so MEM-12's serialization and bounded wait still hold
+(``flowmem.api.pool``), so MEM-12's serialization and bounded wait still hold
 for it there.
 """
 

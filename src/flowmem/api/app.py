@@ -18,7 +18,7 @@ from starlette.routing import Route
 
 from flowmem import __version__
 from flowmem.api.errors import install_error_handlers, recent_store_fault, server_error_response
-from flowmem.api.fast.pool import StorePool
+from flowmem.api.pool import StorePool
 from flowmem.api.gate import BODY_TIMEOUT, GateMiddleware
 from flowmem.api.logs import RequestLogMiddleware
 from flowmem.api.lookup import TOKEN_CACHE_SIZE, TOKEN_CACHE_TTL, LookupCache

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from starlette.responses import Response
 
-from flowmem.api.fast.pool import StorePool
+from flowmem.api.pool import StorePool
 from flowmem.api.paged import PagedResponse, check_rows
 from flowmem.api.services import Services
 from flowmem.scope import Refusal

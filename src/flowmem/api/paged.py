@@ -27,7 +27,7 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from flowmem.api.errors import CORRUPT_HINT, record_store_fault
-from flowmem.api.fast.pool import StorePool
+from flowmem.api.pool import StorePool
 from flowmem.api.render import render
 from flowmem.errors import BufferChangedError, StoreCorruptError
 from flowmem.results import REFUSED_KEY, BufferText

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from flowmem import metrics
-from flowmem.api.fast.pool import StorePool
+from flowmem.api.pool import StorePool
 from flowmem.api.paged import check_rows
 from flowmem.core import Message
 from flowmem.core.normalize_pages import Keyed, RepairPlan, RepairRows

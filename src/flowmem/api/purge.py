@@ -14,7 +14,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from flowmem.api.fast.pool import StorePool
+from flowmem.api.pool import StorePool
 from flowmem.store.base import PURGE_BATCH, Store
 
 log = logging.getLogger("flowmem")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from flowmem.access import Principal
-from flowmem.api.fast.pool import StorePool
+from flowmem.api.pool import StorePool
 from flowmem.api.lookup import (
     SESSION_CACHE_SIZE,
     SESSION_CACHE_TTL,

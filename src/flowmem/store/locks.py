@@ -7,7 +7,7 @@ are ``FairLock``s, and so is the in-process half of SQLite's writer queue
 It also holds the *no-wait* mode: inside ``no_wait()`` a store call that would
 have to wait for a lock raises ``WouldBlock`` instead, before it changed
 anything. The HTTP app runs short store calls on its event loop that way and
-gives a call that would wait to a worker thread (``flowmem.api.fast.pool``).
+gives a call that would wait to a worker thread (``flowmem.api.pool``).
 """
 
 from __future__ import annotations

@@ -4,8 +4,7 @@ What may live here: code whose only reason to exist is the speed of the hot
 routes (an append per agent step), each piece next to the oracle test that proves
 it answers exactly as the plain way would. Rules (access, scopes, GR-MEM, limits)
 do not live here; they are called from here. ``flowmem.api.app`` only wires these
-pieces in (the pool into ``Services``, ``DirectRoute`` as the memory router's
-route class).
+pieces in (``DirectRoute`` as the memory router's route class).
 
 - ``route``: one memory request, read and answered by hand.
   ``DirectRoute`` is a route's handler without FastAPI's per-request solving
@@ -21,11 +20,9 @@ route class).
   ``scope_context`` their execution context. Oracles: the memory route tests
   (``tests/api/test_routes.py``: MEM-6, 7, 8, 13 over HTTP), which run the
   same operations through the same context.
-- ``pool``: ``StorePool``, where store calls run: a ``ShortCall`` on the event
-  loop when the store has ``LocalCalls``, everything else in threads, and group
-  commit's wait before any answer (decisions 0006, 0027). Oracles:
-  ``tests/api/fast/test_pool.py`` (loop or thread by the capability, a
-  ``WouldBlock`` runs again in a thread, no answer before its fsync, a failed fsync)
-  and ``tests/api/fast/test_inline_store.py`` (requests land exactly once when
-  another writer holds the file; the answer waits for the WAL fsync).
+The pool where store calls run (``StorePool``: a ``ShortCall`` on the event loop
+when the store has ``LocalCalls``, everything else in threads, group commit's
+wait before any answer) is not here: it is its own owner, ``flowmem.api.pool``,
+below this package and below the services that hand it out (issue 39 §5), with
+its oracles ``tests/api/test_pool.py`` and ``tests/api/fast/test_inline_store.py``.
 """

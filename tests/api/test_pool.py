@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager
 
 import pytest
 
-from flowmem.api.fast.pool import (
+from flowmem.api.pool import (
     LOCAL_STORE_CONCURRENCY,
     NETWORK_STORE_CONCURRENCY,
     StorePool,

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from flowmem.api.fast.pool import LONG_READS, StorePool
+from flowmem.api.pool import LONG_READS, StorePool
 
 
 @pytest.mark.parametrize(("size", "bound"), [(8, LONG_READS), (2, 1), (1, 1)])
