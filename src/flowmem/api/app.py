@@ -18,7 +18,6 @@ from starlette.routing import Route
 
 from flowmem import __version__
 from flowmem.api.errors import install_error_handlers, recent_store_fault, server_error_response
-from flowmem.api.pool import StorePool
 from flowmem.api.gate import BODY_TIMEOUT, GateMiddleware
 from flowmem.api.logs import RequestLogMiddleware
 from flowmem.api.lookup import TOKEN_CACHE_SIZE, TOKEN_CACHE_TTL, LookupCache
@@ -29,6 +28,7 @@ from flowmem.api.metrics import (
     tracing_from_env,
 )
 from flowmem.api.models import Health
+from flowmem.api.pool import StorePool
 from flowmem.api.purge import PURGE_INTERVAL, purge_expired_forever
 from flowmem.api.ratelimit import RateLimitMiddleware, RateLimits
 from flowmem.api.routes import (

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from starlette.responses import Response
 
-from flowmem.api.pool import StorePool
 from flowmem.api.paged import PagedResponse, check_rows
+from flowmem.api.pool import StorePool
 from flowmem.api.services import Services
 from flowmem.scope import Refusal
 from flowmem.service import MemoryService

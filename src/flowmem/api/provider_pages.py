@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from flowmem import metrics
-from flowmem.api.pool import StorePool
 from flowmem.api.paged import check_rows
+from flowmem.api.pool import StorePool
 from flowmem.core import Message
 from flowmem.core.normalize_pages import Keyed, RepairPlan, RepairRows
 from flowmem.errors import StoreCorruptError

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from flowmem.access import Principal
-from flowmem.api.pool import StorePool
 from flowmem.api.lookup import (
     SESSION_CACHE_SIZE,
     SESSION_CACHE_TTL,
@@ -13,6 +12,7 @@ from flowmem.api.lookup import (
     TOKEN_CACHE_TTL,
     LookupCache,
 )
+from flowmem.api.pool import StorePool
 from flowmem.service import MemoryService
 from flowmem.sessions import SessionService
 from flowmem.store.base import SessionRecord, Store
