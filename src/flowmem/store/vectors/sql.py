@@ -108,6 +108,9 @@ class SqlVectors:
             raise mismatch(collection, spaces.active or space, space, "put")
         return ids[ACTIVE]
 
+    def wrote(self, conn: Any, space_id: int, address: Address, vectors: Sequence[Vector]) -> None:
+        """A hook run in the transaction that inserted a record's vectors (``vectors.pgvector``'s copy)."""
+
     def put(
         self,
         address: Address,
@@ -129,6 +132,7 @@ class SqlVectors:
             for vector in checked:
                 params = (sid, vector.field, vector.ord, vector.data, *address)
                 conn.execute(self.statement("vectors_insert"), params)
+            self.wrote(conn, sid, address, checked)
 
         self.store.write(work)
 
@@ -229,6 +233,7 @@ class SqlVectors:
                 params = (ids[NEXT], vector.field, vector.ord, vector.data, *address, text)
                 if conn.execute(self.statement("vectors_fill"), params).rowcount == 0:
                     return False  # nothing written: the record changed (the transaction keeps nothing)
+            self.wrote(conn, ids[NEXT], address, checked)
             return True
 
         done: bool = self.store.write(work)
