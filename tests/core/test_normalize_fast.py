@@ -55,3 +55,18 @@ def test_mem_5_fast_steps_equal_the_plain_steps_on_a_late_result_and_a_crash() -
     rows, dropped = fast.steps_1_to_3(history)
     assert (rows, dropped) == steps._steps_1_to_3(history, keep_content=False)
     assert [row.get("tool_call_id") for row in rows] == [None, None, None, "b", "a", None, None, "c"]
+
+
+def test_mem_5_fast_steps_drop_a_result_whose_id_is_blank_or_zero_as_the_plain_steps_do() -> None:
+    """MEM-11: "", "0" and white space are no id: such a result is an orphan, even after a call."""
+    history: list[Any] = [
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "0"}, {"id": " "}, {"id": "k"}]},
+        {"role": "tool", "content": "zero", "tool_call_id": "0"},
+        {"role": "tool", "content": "blank", "tool_call_id": "  "},
+        {"role": "tool", "content": "empty", "tool_call_id": ""},
+        {"role": "tool", "content": "k", "tool_call_id": " k"},
+    ]
+    rows, dropped = fast.steps_1_to_3(history)
+    assert (rows, dropped) == steps._steps_1_to_3(history, keep_content=False)
+    assert dropped == 5
+    assert [row.get("tool_call_id") for row in rows] == [None, "k"]

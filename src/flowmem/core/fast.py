@@ -114,12 +114,12 @@ def steps_1_to_3(entries: list[Any]) -> tuple[list[Message], int]:
 
     Where the plain steps make three passes (flat rows, systems first, pairing)
     and a fourth to emit, this scan reads each entry once: step 1 as
-    ``_flat_row`` reads it; step 2 by setting system rows aside (they are put
-    first at the end, so they never split a turn from its results); step 3 as
-    ``_Pairing`` decides, emitting a result at once when it sits in its turn's
-    result run and keeping a late one aside. A turn whose run ends with calls
-    unanswered is noted; ``splice_missing`` then adds its late or synthetic
-    results after its run, as ``_close_run`` does.
+    ``_flat_row`` reads it; step 2 by setting system rows aside
+    (they are put first at the end, so they never split a turn from its results);
+    step 3 as ``_Pairing`` decides (``_declare_calls`` for a turn's calls), emitting
+    a result at once when it sits in its turn's result run and keeping a late one
+    aside. A turn whose run ends with calls unanswered is noted; ``splice_missing``
+    then adds its late or synthetic results after its run, as ``_close_run`` does.
     """
     dropped = 0
     systems: list[Message] = []
@@ -142,27 +142,21 @@ def steps_1_to_3(entries: list[Any]) -> tuple[list[Message], int]:
         content = entry.get("content")
         if type(content) is not str:
             content = coerce_content(content)
-
         if role == "tool":  # step 3: ``_Pairing.take_result``
-            rid = entry.get("tool_call_id")
-            if type(rid) is str:  # usable_call_id read inline for the common case
-                rid = rid.strip()
-                rid = rid if rid and rid != "0" else None
-            else:
-                rid = usable_call_id(given_result_id(entry))
-            turn = None if rid is None else declared_at.get(rid)
-            if rid is None or turn is None or turn == _ANSWERED:
+            rid = entry.get("tool_call_id")  # MEM-11's usable id, the common string read inline:
+            rid = rid.strip() if type(rid) is str else usable_call_id(given_result_id(entry))
+            turn = declared_at.get(rid)  # type: ignore[arg-type]  # "", "0", None: never declared
+            if turn is None or turn == _ANSWERED:
                 dropped += 1  # an orphan (no usable id, no earlier declaration) or a duplicate
                 continue
-            declared_at[rid] = _ANSWERED
+            declared_at[rid] = _ANSWERED  # type: ignore[index]  # a declared id: a str
             row: Message = {"role": role, "content": content, "tool_call_id": rid}
             if turn == run_turn:
                 out.append(row)
                 run_left -= 1
             else:
-                late[rid] = row
+                late[rid] = row  # type: ignore[index]
             continue
-
         row = {"role": role, "content": content}
         if role == "system":  # step 2
             systems.append(row)
@@ -172,18 +166,8 @@ def steps_1_to_3(entries: list[Any]) -> tuple[list[Message], int]:
             run_left = 0
         run_turn = -1
         if role == "assistant":  # step 3: ``_Pairing.declare_calls``
-            calls = given_calls(entry)
-            kept: list[Any] = []
-            ids: list[str] = []
-            if isinstance(calls, list):
-                for call in calls:
-                    cid = fast_entry_id(call)
-                    if cid is None or cid in declared_at:
-                        dropped += 1  # no usable id, or declared before: the first owns it
-                        continue
-                    declared_at[cid] = len(out)
-                    kept.append(call if type(call) is dict else dict(call))
-                    ids.append(cid)
+            kept, ids, refused = _declare_calls(given_calls(entry), declared_at, len(out))
+            dropped += refused
             if kept:
                 row["tool_calls"] = kept
                 run_turn, run_ids, run_left = len(out), ids, len(kept)
@@ -193,9 +177,44 @@ def steps_1_to_3(entries: list[Any]) -> tuple[list[Message], int]:
         out.append(row)
     if run_left:
         unfinished.append((len(out), run_ids))
+    return _assembled(systems, out, unfinished, late, declared_at), dropped
+
+
+def _assembled(
+    systems: list[Message],
+    out: list[Message],
+    unfinished: list[tuple[int, list[str]]],
+    late: dict[str, Message],
+    declared_at: dict[str, int],
+) -> list[Message]:
+    """The scan's rows: system rows first (step 2), each unfinished run closed (step 3)."""
     if unfinished:
         out = splice_missing(out, unfinished, late, declared_at)
-    return systems + out if systems else out, dropped
+    return systems + out if systems else out
+
+
+def _declare_calls(
+    calls: object, declared_at: dict[str, int], position: int
+) -> tuple[list[Any], list[str], int]:
+    """MEM-5 step 3 for a turn at ``position``: its kept calls, their ids, how many it drops.
+
+    A call without a usable id, or with one declared before (the first owns it), is
+    dropped; each kept id is noted in ``declared_at`` at the turn's position.
+    """
+    kept: list[Any] = []
+    ids: list[str] = []
+    if not isinstance(calls, list):
+        return kept, ids, 0
+    refused = 0
+    for call in calls:
+        cid = fast_entry_id(call)
+        if cid is None or cid in declared_at:
+            refused += 1
+            continue
+        declared_at[cid] = position
+        kept.append(call if type(call) is dict else dict(call))
+        ids.append(cid)
+    return kept, ids, refused
 
 
 def splice_missing(
