@@ -12,7 +12,7 @@ flowmem appends to the same buffer apply the rules on top of it.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from flowmem.core import Message, Repair
@@ -79,6 +79,7 @@ class SqlCheckpoints:
     def __init__(self, store: SqlEngine[Any]) -> None:
         self.store = store
         self.sql = store.statements
+        self._batches: bool | None = None  # whether its connections batch statements
 
     def _run(self, conn: Any, name: str, params: Sequence[Any]) -> Any:
         return conn.execute(self.sql[name], params)
@@ -101,19 +102,24 @@ class SqlCheckpoints:
         check_thread_text(cp.ns, "checkpoint_ns")
 
         def work(conn: Any) -> None:
+            # the reads first, the guard's check last: on PostgreSQL one round trip for all
+            latest = None if head is None else self._run(conn, "cp_latest_id", (cp.thread_id, cp.ns))
+            addresses = [Address(SESSION_SCOPE, cp.thread_id, line.key) for line in lines]
+            headers = [self._run(conn, "header_get", tuple(address)) for address in addresses]
+            answers = [self._answers(conn, cp.thread_id, line) for line in lines]
             if guard is not None:
                 self.store.check_guard(conn, guard)
-            if head is not None:
-                found = self._run(conn, "cp_latest_id", (cp.thread_id, cp.ns)).fetchone()
-                latest = None if found is None else found[0]
-                if latest != head.checkpoint_id:
-                    raise forked(cp.thread_id, latest, head.checkpoint_id)
+            if latest is not None and head is not None:
+                found = latest.fetchone()
+                latest_id = None if found is None else found[0]
+                if latest_id != head.checkpoint_id:
+                    raise forked(cp.thread_id, latest_id, head.checkpoint_id)
             runner = self.store.runner(conn)
-            for line in lines:
-                editor = SqlBufferEditor(runner, Address(SESSION_SCOPE, cp.thread_id, line.key))
+            for line, address, header, held in zip(lines, addresses, headers, answers, strict=True):
+                editor = SqlBufferEditor(runner, address, header.fetchone())
                 if editor.count() != line.expect:
                     raise line_moved(line.key, editor.count(), line.expect)
-                repairs = self._repairs(conn, cp.thread_id, line)
+                repairs = self._repairs(line, held)
                 for row in line.rows:
                     editor.append_row(row)
                 editor.flush()
@@ -139,16 +145,54 @@ class SqlCheckpoints:
                 ),
             )
 
-        self.store.write_at(self._thread_lock(cp.thread_id), work)
+        self._write(work, self._thread_lock(cp.thread_id))
 
-    def _repairs(self, conn: Any, thread_id: str, line: LineAppend) -> tuple[Repair, ...]:
-        """What ``line``'s rows repair, from the thread's lines as they are (one query per call id answered)."""
-        held = {
-            cid: [
-                (str(key), load_row(body))
-                for key, body in self._run(conn, "line_answers", (thread_id, *line_range(), cid)).fetchall()
-            ]
+    def _write(self, work: Callable[[Any], None], address: Address | None = None) -> None:
+        """Run ``work`` in one write transaction (serialized with ``address``'s appends, if given).
+
+        Where the driver batches statements (a connection with ``pipeline()``:
+        psycopg's pipeline mode on PostgreSQL) the statements up to the pipeline's
+        end are one implicit transaction, committed at its Sync (no ``BEGIN`` or
+        ``COMMIT``; the advisory lock is held until then): a statement waits for the
+        server only when its answer is read, so a write that sends its reads first
+        takes two round trips (decision 0126). An error rolls it back (``ROLLBACK``
+        before the Sync; a failed statement aborts the rest). Elsewhere (SQLite) the
+        store's own write transaction.
+        """
+        if not self._pipelines():
+            if address is None:
+                self.store.write(work)
+            else:
+                self.store.write_at(address, work)
+            return
+        with self.store.connection() as conn, conn.pipeline():
+            try:
+                if address is not None:
+                    self.store.hold_buffer(conn, address)
+                work(conn)
+            except BaseException:
+                conn.execute(self.sql["rollback"])
+                raise
+
+    def _pipelines(self) -> bool:
+        """Whether the store's connections batch statements (``pipeline()``), asked once."""
+        if self._batches is None:
+            with self.store.connection() as conn:
+                self._batches = callable(getattr(conn, "pipeline", None))
+        return self._batches
+
+    def _answers(self, conn: Any, thread_id: str, line: LineAppend) -> dict[str, Any]:
+        """The queries of the rows answering each call id ``line``'s rows answer, in the thread's lines."""
+        return {
+            cid: self._run(conn, "line_answers", (thread_id, *line_range(), cid))
             for cid in answered_ids(line.rows)
+        }
+
+    def _repairs(self, line: LineAppend, answers: Mapping[str, Any]) -> tuple[Repair, ...]:
+        """What ``line``'s rows repair, from what the thread's lines held (``_answers``)."""
+        held = {
+            cid: [(str(key), load_row(body)) for key, body in cursor.fetchall()]
+            for cid, cursor in answers.items()
         }
         return line_repairs(line.key, line.rows, held) if held else ()
 
@@ -184,7 +228,7 @@ class SqlCheckpoints:
                     ),
                 )
 
-        self.store.write(work)
+        self._write(work)
 
     def delete_writes(self, thread_id: str, ns: str, checkpoint_id: str) -> None:
         """Delete the pending writes stored under one checkpoint id."""
