@@ -29,8 +29,8 @@ pytestmark = pytest.mark.postgres
 pytest.importorskip("psycopg")
 
 from flowmem.store.postgres import PostgresStore, parse_url  # noqa: E402
+from flowmem.store.postgres.facts import known_of  # noqa: E402
 from flowmem.store.postgres.queries import SQL  # noqa: E402
-from flowmem.store.postgres.store import _known  # noqa: E402
 
 _keys = itertools.count()
 
@@ -57,7 +57,7 @@ def _truth(store: PostgresStore, address: Address) -> tuple[int, frozenset[str]]
 def _read_known(store: PostgresStore, address: Address) -> Known | None:
     """What ``buffer_known`` reads of the buffer now (the statement known_after spares)."""
     with store._connection() as conn:
-        return _known(conn.execute(SQL["buffer_known"], tuple(address)).fetchall())
+        return known_of(conn.execute(SQL["buffer_known"], tuple(address)).fetchall())
 
 
 STEPS = st.lists(

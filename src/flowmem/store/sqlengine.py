@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar, Generic, TypeVar
 
-from flowmem.store.base import Address, SessionRecord, WriteGuard
+from flowmem.errors import ConflictError, IdempotencyKeyInFlightError, StoreError
+from flowmem.store.base import Address, Idempotency, SessionRecord, WriteGuard
 from flowmem.store.engine import C, DbConnection
 from flowmem.store.rows import ensure_form, guard_failed, guard_form
 
@@ -210,6 +211,65 @@ class SqlEngineBase(ABC, Generic[C]):
         names = ("clear_rows", "clear_calls", "clear_answers", "clear_evicted", "archive_drop", "repairs_drop")
         for name in (*names, "clear_header"):
             conn.execute(self.SQL[name], (buffer_id,))
+
+    def _record_key(self, conn: C, idempotency: Idempotency | None, outcome: Any) -> None:
+        """Insert the write's idempotency key with its answer, in the caller's transaction.
+
+        IdempotencyKeyInFlightError (the caller rolls back: nothing written) when the
+        owner's key is recorded already; on PostgreSQL the insert first waits for a
+        transaction in flight that recorded it.
+        """
+        if idempotency is None:
+            return
+        status, body = idempotency.answer(outcome)
+        params = (idempotency.owner, idempotency.key, idempotency.fingerprint, status, body)
+        try:
+            conn.execute(self.SQL["idem_insert"], (*params, idempotency.expires_at))
+        except Exception as exc:
+            if self._is_unique_violation(exc):
+                raise IdempotencyKeyInFlightError("this idempotency key is recorded already") from None
+            raise
+
+    def _changed(self, name: str, params: Sequence[Any]) -> bool:
+        """Run one named write in autocommit; True when it touched a row."""
+        with self._connection() as conn:
+            return bool(conn.execute(self.SQL[name], params).rowcount > 0)
+
+    def _insert_new(
+        self,
+        name: str,
+        params: Sequence[Any],
+        what: str,
+        guard: WriteGuard | None = None,
+        idempotency: Idempotency | None = None,
+        outcome: Any = None,
+    ) -> None:
+        """Run one named insert; ConflictError naming ``what`` when its key exists.
+
+        With ``guard`` the insert is the statement ``name@kind`` that checks it (the
+        guard's error when it inserted nothing). With ``idempotency`` the insert and
+        the key (answering ``outcome``) are one transaction.
+        """
+        kind, checks = guard_form(guard)
+
+        def work(conn: C) -> None:
+            if not kind:
+                conn.execute(self.SQL[name], params)
+            elif conn.execute(self.SQL[f"{name}@{kind}"], (*params, *checks)).rowcount == 0:
+                raise self._guard_error(conn, guard)
+            self._record_key(conn, idempotency, outcome)
+
+        try:
+            if idempotency is None:
+                with self._connection() as conn:
+                    work(conn)
+            else:
+                self._write(work)
+        except StoreError as exc:
+            if self._is_unique_violation(exc.__cause__):
+                raise ConflictError(f"{what} already exists") from exc
+            raise
+
 
 
 __all__ = ["C", "DbConnection", "SqlEngineBase", "StatementRunner"]

@@ -5,13 +5,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
-import math
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 import psycopg.conninfo
@@ -19,10 +17,8 @@ import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from flowmem import metrics
-from flowmem.core import Answer, AppendOutcome, Message, apply_append, call_ids, result_id
+from flowmem.core import AppendOutcome, Message, apply_append
 from flowmem.errors import (
-    BufferChangedError,
-    ConfigurationError,
     IdempotencyKeyInFlightError,
     InvalidInputError,
     QuotaExceededError,
@@ -38,10 +34,7 @@ from flowmem.store.adk.sql import SqlAdkSessions
 from flowmem.store.archive.sql import SqlArchive
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
-    PAGE_CHARS,
-    PAGE_ROWS,
     Address,
-    BodyPage,
     Idempotency,
     Quotas,
     Store,
@@ -50,38 +43,40 @@ from flowmem.store.base import (
 )
 from flowmem.store.checkpoints.sql import SqlCheckpoints
 from flowmem.store.conversations.sql import SqlConversations
-from flowmem.store.editor import SqlBufferEditor, SqlRunner, load_rows
+from flowmem.store.editor import load_rows
 from flowmem.store.known import (
-    DEFAULT_KNOWN_BUFFERS,
-    MAX_KNOWN_OPEN,
-    Known,
     KnownBuffers,
     Unforeseen,
     foresee,
 )
 from flowmem.store.postgres.after import known_after
+from flowmem.store.postgres.connect import (
+    connect_options,
+    durability_warnings,
+    parse_url,
+    probe_server,
+    safe_url,
+)
+from flowmem.store.postgres.facts import asked_of, known_of, seeded_editor
 from flowmem.store.postgres.pipeline import QUOTAS, Pipeline, in_transaction
 from flowmem.store.postgres.queries import SQL
+from flowmem.store.postgres.reads import PostgresReads
 from flowmem.store.postgres.schema import MIGRATION_LOCK, MIGRATIONS
 from flowmem.store.repairs.sql import SqlRepairs
 from flowmem.store.rows import (
     check_address,
-    check_batch,
     check_buffer_bytes,
-    check_last,
     check_lock_timeout,
     check_rows,
     ensure_form,
     guard_form,
 )
-from flowmem.store.sqlbase import LAST_MAX, SqlStore
 
 log = logging.getLogger("flowmem")
 
 T = TypeVar("T")
 
 UNSERIALIZED_ATTEMPTS = 20  # retries of an unserialized append that collided with another
-POOL_PARAMS = ("pool_min", "pool_max", "connect_timeout_s", "known_buffers")
 
 _RETRYABLE = (
     psycopg.errors.UniqueViolation,
@@ -97,98 +92,7 @@ def advisory_key(address: Address) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-def parse_url(url: str) -> tuple[str, dict[str, float]]:
-    """Split flowmem's own parameters off a URL (``pool_min``, ``pool_max``,
-    ``connect_timeout_s``, ``known_buffers``: how many buffers' facts a store
-    remembers for one-round-trip appends, 0 = off, decision 0039)."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("postgresql", "postgres"):
-        raise ConfigurationError(f"not a postgresql URL: {url!r}")
-    kept: list[tuple[str, str]] = []
-    options: dict[str, float] = {
-        "pool_min": 1,
-        "pool_max": 10,
-        "connect_timeout_s": 10.0,
-        "known_buffers": DEFAULT_KNOWN_BUFFERS,
-    }
-    for name, value in parse_qsl(parts.query, keep_blank_values=True):
-        if name in POOL_PARAMS:
-            try:
-                options[name] = float(value)
-            except ValueError as exc:
-                raise ConfigurationError(f"{name} must be a number, got {value!r}") from exc
-        else:
-            kept.append((name, value))
-    if options["pool_min"] < 0 or options["pool_max"] < max(1, options["pool_min"]):
-        raise ConfigurationError("need 0 <= pool_min <= pool_max and pool_max >= 1")
-    if options["known_buffers"] < 0 or options["known_buffers"] != int(options["known_buffers"]):
-        raise ConfigurationError("known_buffers must be a whole number >= 0 (0: off)")
-    # quote, not quote_plus: libpq reads "+" literally (options=-ca%3D1%20-cb%3D2 must keep its space)
-    query = urlencode(kept, quote_via=quote)
-    conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, query, parts.fragment))
-    return conninfo, options
-
-
-def connect_options(conninfo: str, timeout: float) -> dict[str, Any]:
-    """libpq's ``connect_timeout`` from ``connect_timeout_s`` (whole seconds, at least 2), unless the URL sets it.
-
-    Without it libpq waits for the operating system's TCP timeout (minutes) on a
-    host that does not answer.
-    """
-    if "connect_timeout" in psycopg.conninfo.conninfo_to_dict(conninfo):
-        return {}
-    return {"connect_timeout": max(2, math.ceil(timeout))}
-
-
-def probe_server(conninfo: str, connect: dict[str, Any], url: str) -> None:
-    """Connect once before the pool opens: an unreachable server is one ``StoreUnavailableError`` at once.
-
-    The pool would retry in the background, logging each failure, until its
-    ``connect_timeout_s`` (10 s) ran out; a closed port or a wrong password is
-    known from the first attempt.
-    """
-    try:
-        conn = psycopg.connect(conninfo, autocommit=True, **connect)
-    except psycopg.Error as exc:
-        reason = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-        raise StoreUnavailableError(
-            f"cannot connect to PostgreSQL at {_safe(url)}: {reason}"
-        ) from None
-    try:
-        settings = {
-            name: str(conn.execute(f"SHOW {name}").fetchone()[0])  # type: ignore[index]
-            for name in ("fsync", "synchronous_commit", "full_page_writes")
-        }
-    except psycopg.Error:  # a server that hides its settings: nothing to say
-        settings = {}
-    finally:
-        conn.close()
-    for warning in durability_warnings(settings):
-        log.warning("PostgreSQL at %s: %s", _safe(url), warning)
-
-
-def durability_warnings(settings: dict[str, str]) -> list[str]:
-    """What the server's settings lose on a power loss or an OS crash (issue 38 §5; docs/security.md)."""
-    found = []
-    if settings.get("fsync") == "off":
-        found.append(
-            "fsync=off: a power loss or OS crash can leave the database damaged beyond "
-            "recovery; turn it on (postgresql.conf) unless the data is disposable"
-        )
-    if settings.get("full_page_writes") == "off":
-        found.append(
-            "full_page_writes=off: a power loss during a page write can leave a torn page "
-            "(a damaged table); turn it on unless the file system cannot tear pages"
-        )
-    if settings.get("synchronous_commit") == "off":
-        found.append(
-            "synchronous_commit=off: the writes of the last moments before a crash "
-            "(up to three times wal_writer_delay) are lost though they were acknowledged"
-        )
-    return found
-
-
-class PostgresStore(SqlStore[psycopg.Connection[Any]]):
+class PostgresStore(PostgresReads):
     """The ``Store`` protocol on a PostgreSQL database."""
 
     SQL = SQL
@@ -216,7 +120,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
             self._pool.open(wait=True, timeout=options["connect_timeout_s"])
         except PoolTimeout as exc:
             self._pool.close()
-            raise StoreUnavailableError(f"cannot connect to PostgreSQL at {_safe(url)}") from exc
+            raise StoreUnavailableError(f"cannot connect to PostgreSQL at {safe_url(url)}") from exc
         self._known = KnownBuffers(int(options["known_buffers"]))
         self.checkpoints = SqlCheckpoints(self)  # LangGraph's tables (docs/decisions/0040)
         self.conversations = SqlConversations(self)  # pydantic-ai's (docs/decisions/0051)
@@ -303,89 +207,6 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         """Take the address's advisory lock until the transaction ends (what appends take)."""
         conn.execute(SQL["advisory_lock"], (advisory_key(address),))
 
-    @contextmanager
-    def _reading(self) -> Iterator[psycopg.Connection[Any]]:
-        """Lend a connection inside one transaction, so several reads see one snapshot."""
-        with self._connection() as conn, conn.transaction():
-            yield conn
-
-    def _stream_batches(
-        self, conn: psycopg.Connection[Any], address: Address, batch: int
-    ) -> Iterator[list[tuple[str]]]:
-        """Yield bodies through a server-side cursor: the server sends ``batch`` rows at a time."""
-        with conn.cursor(name="flowmem_iter_rows") as cursor:
-            cursor.execute(SQL["load_all"], tuple(address))
-            while chunk := cursor.fetchmany(batch):
-                yield chunk
-
-    def page_bodies(
-        self,
-        address: Address,
-        *,
-        after: int | None = None,
-        before: int | None = None,
-        last: int | None = None,
-        version: tuple[int, int] | None = None,
-        rows: int = PAGE_ROWS,
-        chars: int = PAGE_CHARS,
-    ) -> BodyPage:
-        """One page of a paged read in one statement: one snapshot, one round trip.
-
-        The server cuts the page at ``chars`` bytes (``octet_length``), so only the
-        page crosses the network.
-        """
-        check_address(address)
-        for value in (after, before, last):
-            check_last(value)
-        check_batch(rows)
-        check_batch(chars)
-        high = LAST_MAX if before is None else min(before, LAST_MAX)
-        low = -1 if after is None else after
-        limit = 0 if last == 0 else rows + 1
-        page = (high, limit, rows, chars, *address)
-        with self._connection() as conn:
-            if last is None or last == 0:
-                found = conn.execute(SQL["page_read"], (low, *page)).fetchall()
-            else:
-                params = (high, min(last, LAST_MAX), low, *page)
-                found = conn.execute(SQL["page_read_last"], params).fetchall()
-        head = (int(found[0][0]), int(found[0][1])) if found else None
-        if version is not None and head != version:
-            raise BufferChangedError(
-                f"buffer {address.scope}/{address.scope_id}/{address.key} was written "
-                "since the first page of this read: read it again"
-            )
-        if not found or head is None:
-            return BodyPage(None, 0)
-        bodies = [(int(r[4]), str(r[5])) for r in found if r[4] is not None]
-        fetched = int(found[0][6] or 0)
-        older = last is not None and last > 0 and found[0][3] is not None
-        return BodyPage(head, int(found[0][2]), bodies, older, fetched > len(bodies))
-
-    def _load_last(
-        self, conn: psycopg.Connection[Any], address: Address, last: int
-    ) -> list[tuple[str]]:
-        """Return the last ``last`` bodies: the buffer id first, then an unprepared indexed read."""
-        head = conn.execute(SQL["header_get"], tuple(address)).fetchone()
-        if head is None:
-            return []
-        found: list[tuple[str]] = conn.execute(
-            SQL["load_last"], (head[0], last), prepare=False
-        ).fetchall()
-        return found
-
-    def _bodies_last(
-        self, conn: psycopg.Connection[Any], address: Address, before: int, last: int
-    ) -> list[tuple[int, str]]:
-        """Return the last ``last`` (pos, body) below ``before``: the buffer id first, unprepared."""
-        head = conn.execute(SQL["header_get"], tuple(address)).fetchone()
-        if head is None:
-            return []
-        found: list[tuple[int, str]] = conn.execute(
-            SQL["bodies_last_before"], (head[0], before, last), prepare=False
-        ).fetchall()
-        return found
-
     @staticmethod
     def _is_unique_violation(exc: BaseException | None) -> bool:
         """Return True for a duplicate primary or unique key."""
@@ -402,7 +223,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
 
         def work(conn: psycopg.Connection[Any]) -> None:
             conn.execute(SQL["advisory_lock"], (MIGRATION_LOCK,))
-            self._upgrade(conn, f"the database at {_safe(self.url)}")
+            self._upgrade(conn, f"the database at {safe_url(self.url)}")
 
         self._write(work)
 
@@ -545,7 +366,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         kind, checks = guard_form(guard)
         ensure = ensure_form(guard)
         lock = f"timed_lock@{kind}" if kind else "timed_lock"
-        ids, want_open = _asked(rows)
+        ids, want_open = asked_of(rows)
         try:
             with Pipeline(conn, SQL) as db:
                 if ensure is not None:  # a claimed session (decision 0032), before the lock
@@ -559,7 +380,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                 found = db.result(facts)
                 if not db.has_rows(locked):
                     raise _GuardFailed
-                editor = _editor(db, address, found[0] if found else None, ids, want_open)
+                editor = seeded_editor(db, address, found[0] if found else None, ids, want_open)
                 outcome = apply_append(editor, rows, max_messages)
                 check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)
                 editor.flush()
@@ -586,7 +407,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                 after = db.send("buffer_known", tuple(address)) if remember else None
                 db.finish()
                 if after is not None:
-                    self._known.remember(address, _known(db.result(after)))
+                    self._known.remember(address, known_of(db.result(after)))
                 if whole is not None:
                     outcome = replace(outcome, rows=load_rows(db.result(whole)))
             return outcome
@@ -626,7 +447,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         known = self._known.get(address)
         if known is None:
             return None
-        ids, heals = _asked(rows)
+        ids, heals = asked_of(rows)
         try:
             foreseen = foresee(known, address, rows, ids, heals, max_messages, max_bytes)
         except Unforeseen:
@@ -694,17 +515,6 @@ def _quota_refused(exc: psycopg.errors.RaiseException) -> QuotaExceededError | N
     return quota_exceeded(quota, exc.diag.message_hint or "", int(limit or 0))
 
 
-def _known(found: list[tuple[Any, ...]]) -> Known | None:
-    """What ``buffer_known`` read (None: no buffer there, or more open calls than are kept)."""
-    if not found:
-        return None
-    bid, version, count, last_major, size, open_ids = found[0]
-    if open_ids is not None and len(open_ids) > MAX_KNOWN_OPEN:
-        return None
-    head = (int(bid), int(version), int(count), int(last_major), int(size))
-    return Known(*head, frozenset(open_ids or ()))
-
-
 _PLAIN = ("timed_lock", "append_known")  # an unguarded append's lock and facts' check
 
 
@@ -712,70 +522,11 @@ class _GuardFailed(Exception):
     """The append's guard did not hold (its error is found after the rollback)."""
 
 
-def _asked(rows: list[Message]) -> tuple[list[str], bool]:
-    """The call ids the incoming rows name, and whether one is a user turn (it heals).
-
-    What the append's one facts query fetches ahead; a question it did not foresee
-    is asked by the editor as before, so this guesses cost, never results.
-    """
-    ids: dict[str, None] = {}
-    want_open = False
-    for row in rows:
-        for cid in call_ids(row):
-            ids[cid] = None
-        rid = result_id(row)
-        if rid is not None:
-            ids[rid] = None
-        want_open = want_open or row.get("role") == "user"
-    return list(ids), want_open
-
-
-def _editor(
-    db: SqlRunner,
-    address: Address,
-    facts: tuple[Any, ...] | None,
-    ids: list[str],
-    want_open: bool = False,
-) -> SqlBufferEditor:
-    """The append's editor, seeded with the row of ``append_facts`` (None: no buffer yet).
-
-    ``want_open``: the facts hold the open calls (NULL there is none open).
-    """
-    if facts is None:
-        editor = SqlBufferEditor(db, address, None)
-        editor.know(dict.fromkeys(ids, False), dict.fromkeys(ids), [], evicted=dict.fromkeys(ids, False))
-        return editor
-    editor = SqlBufferEditor(db, address, facts[:4])
-    declared = dict.fromkeys(ids, False)
-    answers: dict[str, Answer | None] = dict.fromkeys(ids)
-    evicted = dict.fromkeys(ids, False)
-    for cid, is_declared, pos, healed, was_evicted in facts[4] or ():
-        declared[cid] = bool(is_declared)
-        evicted[cid] = bool(was_evicted)
-        if pos is not None:
-            answers[cid] = Answer(int(pos), bool(healed))
-    open_calls = None
-    following: dict[int, int | None] = {}
-    if want_open:  # grouped by declaring turn: (its ids, its position, run end, next row)
-        found = facts[5] or ()
-        open_calls = [(str(cid), int(pos), int(end)) for ids, pos, end, _ in found for cid in ids]
-        following = {int(end): None if n is None else int(n) for _, _, end, n in found}
-    editor.know(declared, answers, open_calls, following, evicted)
-    return editor
-
-
-def _safe(url: str) -> str:
-    """Return ``url`` without its password, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rsplit("@", 1)[-1]
-    user = parts.username or ""
-    return urlunsplit((parts.scheme, f"{user}:***@{host}", parts.path, parts.query, ""))
-
-
 if TYPE_CHECKING:
 
     def _conforms(store: PostgresStore) -> Store:
         """Let mypy prove that ``PostgresStore`` implements the ``Store`` protocol."""
         return store
+
+
+__all__ = ["PostgresStore", "advisory_key", "durability_warnings", "parse_url"]

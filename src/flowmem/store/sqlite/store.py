@@ -14,17 +14,15 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext, suppress
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowmem import metrics
 from flowmem.core import AppendOutcome, Message
 from flowmem.errors import (
-    ConflictError,
     InvalidInputError,
     StoreError,
-    StoreReadOnlyError,
     StoreUnavailableError,
 )
 from flowmem.limits import quota_exceeded
@@ -55,6 +53,7 @@ from flowmem.store.rows import (
     guard_form,
 )
 from flowmem.store.sqlbase import SqlStore, no_database
+from flowmem.store.sqlite.backup import backup_to
 from flowmem.store.sqlite.driver import (
     _close,
     _Connection,
@@ -67,6 +66,7 @@ from flowmem.store.sqlite.driver import (
 )
 from flowmem.store.sqlite.fileguard import FileGuard
 from flowmem.store.sqlite.fsync import AUTO_CHECKPOINT, DeferredSync, SharedSync
+from flowmem.store.sqlite.pool import SqlitePool
 from flowmem.store.sqlite.queries import SQL
 from flowmem.store.sqlite.schema import MIGRATIONS
 from flowmem.store.sqlite.writers import release_writer_queue, writer_queue
@@ -75,7 +75,7 @@ log = logging.getLogger("flowmem")
 
 T = TypeVar("T")
 
-class SqliteStore(SqlStore[sqlite3.Connection]):
+class SqliteStore(SqlitePool, SqlStore[sqlite3.Connection]):
     """The ``Store`` protocol on one SQLite file."""
 
     SQL = SQL
@@ -125,92 +125,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             self.close()
             raise
 
-    # --- connections ---------------------------------------------------------------
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(
-            self.path,
-            timeout=DEFAULT_LOCK_TIMEOUT,
-            isolation_level=None,
-            check_same_thread=False,
-            factory=_Connection,
-        )
-        self._busy_timeout(conn, DEFAULT_LOCK_TIMEOUT)
-        add_quota_function(conn, lambda: self._quotas)
-        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
-        if mode is None or str(mode[0]).lower() != "wal":
-            conn.close()
-            raise StoreError(f"cannot put {self.path} in WAL mode (got {mode!r})")
-        self._pragma(conn, "synchronous", self.synchronous)
-        return conn
-
-    def _watch_files(self, sealed: str | None) -> None:
-        """Before a loan: act on ``-shm`` found sealed (or writable again), or wait for a retirement.
-
-        Sealed, the store takes only reads: its connections close (under the readers'
-        lock, so the last one does not checkpoint into the mapped ``-shm``) and new
-        ones open it read-only. Writable again, they close and reopen read-write.
-        Connections still on loan close when they come back; no new one opens before.
-        """
-        with self._pool_lock:
-            if (sealed is None) != (self._sealed is None):
-                self._retire(sealed)
-            if not self._draining:
-                return
-            if not waiting_allowed():
-                raise WouldBlock(f"connections to {self.path} are being reopened")
-            deadline = time.monotonic() + DEFAULT_LOCK_TIMEOUT
-            while self._draining:
-                if not self._drained.wait(max(deadline - time.monotonic(), 0.0)):
-                    raise StoreUnavailableError(
-                        f"{self.path}: connections opened before its files changed are still in use"
-                    )
-
-    def _retire(self, sealed: str | None) -> None:
-        """Start a new generation of connections (the pool lock held); close the idle ones."""
-        if sealed is not None and not self._files.hold_readers():
-            raise StoreReadOnlyError(f"{sealed} is immutable or append-only; retrying")
-        self._sealed = sealed
-        self._generation += 1
-        self._draining += self._lent
-        self._lent = 0
-        idle, self._idle = self._idle, []
-        for conn in idle:
-            _close(conn)
-        if sealed is not None:
-            log.warning(
-                "%s is immutable or append-only: %s takes only reads until it is writable again",
-                sealed,
-                self.path,
-            )
-        else:
-            log.warning("the files of %s are writable again: it takes writes", self.path)
-        self._settled()
-
-    def _settled(self) -> None:
-        """Once no connection of an earlier generation is open (the pool lock held)."""
-        if self._draining:
-            return
-        if self._sealed is None:
-            self._files.release_readers()
-
-    def _give_back(self, conn: sqlite3.Connection | None, generation: int) -> None:
-        """Return a loaned connection to the pool, or close it (closed store, earlier generation)."""
-        with self._pool_lock:
-            current = generation == self._generation
-            if current:
-                self._lent -= 1
-                if conn is not None and not self._closed:
-                    self._idle.append(conn)
-                    return
-            if conn is not None:
-                _close(conn)  # under the readers' lock when sealed: no checkpoint
-            if not current:
-                self._draining -= 1
-                self._settled()
-                self._drained.notify_all()
-            if self._closed and not self._lent and not self._draining:
-                self._files.release_readers()
-
+    # --- connections (the pool's own: ``SqlitePool``) ----------------------------------
     def _driver_error(self, conn: sqlite3.Connection, exc: sqlite3.Error) -> Exception:
         """The flowmem error of a driver error: a quota trigger's abort, else ``driver_error``."""
         if isinstance(conn, _Connection) and conn.quota_refused is not None:
@@ -320,25 +235,6 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
                 elif not own_fsync:
                     self._commits.changed()  # its shared fsync is due (a duplicate's is not)
             self._give_back(conn, generation)
-
-    @staticmethod
-    def _rollback(conn: sqlite3.Connection) -> None:
-        if conn.in_transaction:
-            with suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-
-    @staticmethod
-    def _pragma(conn: sqlite3.Connection, name: str, value: int | str) -> None:
-        """Set ``PRAGMA name = value`` on ``conn``, only when it changes (a pooled connection remembers)."""
-        known = conn.pragmas if isinstance(conn, _Connection) else {}
-        if known.get(name) != value:
-            conn.execute(f"PRAGMA {name} = {value}")
-            known[name] = value
-
-    @classmethod
-    def _busy_timeout(cls, conn: sqlite3.Connection, seconds: float) -> None:
-        """Set how long SQLite waits for a lock on ``conn`` (0 in no-wait mode)."""
-        cls._pragma(conn, "busy_timeout", max(int(seconds * 1000), 0) if waiting_allowed() else 0)
 
     # --- group commit (LocalCalls) ---------------------------------------------------------
     @contextmanager
@@ -613,36 +509,8 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
 
     # --- backup -----------------------------------------------------------------------------
     def backup(self, destination: str | os.PathLike[str]) -> int:
-        """Copy the database, consistent as of one moment, to a new file; return its size in bytes.
-
-        SQLite's online backup runs inside one read transaction, so writers go on
-        (WAL) and the copy holds every transaction committed before it started and
-        none after. It is written to a temporary file beside ``destination`` and
-        linked into place, so a failed backup leaves no partial file and an
-        existing file is never overwritten (ConflictError).
-        """
-        target = Path(destination)
-        if target.exists():
-            raise ConflictError(f"{target} exists; a backup never overwrites a file")
-        partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
-        try:
-            copy = sqlite3.connect(partial)
-            try:
-                with self._connection() as conn:
-                    conn.backup(copy)
-            finally:
-                copy.close()
-            os.link(partial, target)  # unlike a rename, fails when the target appeared meanwhile
-        except FileExistsError as exc:
-            raise ConflictError(f"{target} exists; a backup never overwrites a file") from exc
-        except OSError as exc:
-            raise StoreError(f"cannot write the backup {target}: {exc}") from exc
-        except sqlite3.Error as exc:
-            raise StoreError(f"backup of {self.path} failed: {exc}") from exc
-        finally:
-            with suppress(OSError):
-                partial.unlink()
-        return target.stat().st_size
+        """Copy the database, consistent as of one moment, to a new file; return its size (``backup_to``)."""
+        return backup_to(self._connection, self.path, destination)
 
     def database_bytes(self) -> int:
         """Bytes the database takes on disk: its file, its WAL and its shared-memory file."""

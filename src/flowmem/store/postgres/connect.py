@@ -1,0 +1,136 @@
+"""How ``PostgresStore`` reaches its server: flowmem's URL parameters, libpq's options, one probe.
+
+``parse_url`` splits flowmem's own parameters off a ``postgresql://`` URL,
+``connect_options`` bounds libpq's connection wait, ``probe_server`` connects once
+before the pool opens (one clean error when the server cannot be reached, and a
+warning for each setting that loses acknowledged writes: ``durability_warnings``),
+and ``safe_url`` hides the URL's password in messages.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+import psycopg
+import psycopg.conninfo
+
+from flowmem.errors import ConfigurationError, StoreUnavailableError
+from flowmem.store.known import DEFAULT_KNOWN_BUFFERS
+
+log = logging.getLogger("flowmem")
+
+POOL_PARAMS = ("pool_min", "pool_max", "connect_timeout_s", "known_buffers")
+
+
+def parse_url(url: str) -> tuple[str, dict[str, float]]:
+    """Split flowmem's own parameters off a URL (``pool_min``, ``pool_max``,
+    ``connect_timeout_s``, ``known_buffers``: how many buffers' facts a store
+    remembers for one-round-trip appends, 0 = off, decision 0039)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgresql", "postgres"):
+        raise ConfigurationError(f"not a postgresql URL: {url!r}")
+    kept: list[tuple[str, str]] = []
+    options: dict[str, float] = {
+        "pool_min": 1,
+        "pool_max": 10,
+        "connect_timeout_s": 10.0,
+        "known_buffers": DEFAULT_KNOWN_BUFFERS,
+    }
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if name in POOL_PARAMS:
+            try:
+                options[name] = float(value)
+            except ValueError as exc:
+                raise ConfigurationError(f"{name} must be a number, got {value!r}") from exc
+        else:
+            kept.append((name, value))
+    if options["pool_min"] < 0 or options["pool_max"] < max(1, options["pool_min"]):
+        raise ConfigurationError("need 0 <= pool_min <= pool_max and pool_max >= 1")
+    if options["known_buffers"] < 0 or options["known_buffers"] != int(options["known_buffers"]):
+        raise ConfigurationError("known_buffers must be a whole number >= 0 (0: off)")
+    # quote, not quote_plus: libpq reads "+" literally (options=-ca%3D1%20-cb%3D2 must keep its space)
+    query = urlencode(kept, quote_via=quote)
+    conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, query, parts.fragment))
+    return conninfo, options
+
+
+def connect_options(conninfo: str, timeout: float) -> dict[str, Any]:
+    """libpq's ``connect_timeout`` from ``connect_timeout_s`` (whole seconds, at least 2), unless the URL sets it.
+
+    Without it libpq waits for the operating system's TCP timeout (minutes) on a
+    host that does not answer.
+    """
+    if "connect_timeout" in psycopg.conninfo.conninfo_to_dict(conninfo):
+        return {}
+    return {"connect_timeout": max(2, math.ceil(timeout))}
+
+
+def probe_server(conninfo: str, connect: dict[str, Any], url: str) -> None:
+    """Connect once before the pool opens: an unreachable server is one ``StoreUnavailableError`` at once.
+
+    The pool would retry in the background, logging each failure, until its
+    ``connect_timeout_s`` (10 s) ran out; a closed port or a wrong password is
+    known from the first attempt.
+    """
+    try:
+        conn = psycopg.connect(conninfo, autocommit=True, **connect)
+    except psycopg.Error as exc:
+        reason = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        raise StoreUnavailableError(
+            f"cannot connect to PostgreSQL at {safe_url(url)}: {reason}"
+        ) from None
+    try:
+        settings = {
+            name: str(conn.execute(f"SHOW {name}").fetchone()[0])  # type: ignore[index]
+            for name in ("fsync", "synchronous_commit", "full_page_writes")
+        }
+    except psycopg.Error:  # a server that hides its settings: nothing to say
+        settings = {}
+    finally:
+        conn.close()
+    for warning in durability_warnings(settings):
+        log.warning("PostgreSQL at %s: %s", safe_url(url), warning)
+
+
+def durability_warnings(settings: dict[str, str]) -> list[str]:
+    """What the server's settings lose on a power loss or an OS crash (issue 38 §5; docs/security.md)."""
+    found = []
+    if settings.get("fsync") == "off":
+        found.append(
+            "fsync=off: a power loss or OS crash can leave the database damaged beyond "
+            "recovery; turn it on (postgresql.conf) unless the data is disposable"
+        )
+    if settings.get("full_page_writes") == "off":
+        found.append(
+            "full_page_writes=off: a power loss during a page write can leave a torn page "
+            "(a damaged table); turn it on unless the file system cannot tear pages"
+        )
+    if settings.get("synchronous_commit") == "off":
+        found.append(
+            "synchronous_commit=off: the writes of the last moments before a crash "
+            "(up to three times wal_writer_delay) are lost though they were acknowledged"
+        )
+    return found
+
+
+def safe_url(url: str) -> str:
+    """Return ``url`` without its password, for messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[-1]
+    user = parts.username or ""
+    return urlunsplit((parts.scheme, f"{user}:***@{host}", parts.path, parts.query, ""))
+
+
+__all__ = [
+    "POOL_PARAMS",
+    "connect_options",
+    "durability_warnings",
+    "parse_url",
+    "probe_server",
+    "safe_url",
+]

@@ -1,0 +1,82 @@
+"""What PostgreSQL's pipelined append asks ahead, and the editor its answer seeds.
+
+``asked_of``: the call ids the incoming rows name (the facts query fetches them in the
+lock's round trip); ``seeded_editor``: the append's ``SqlBufferEditor`` knowing those
+facts; ``known_of``: what ``buffer_known`` read, kept for the next one-round-trip
+append (decision 0039).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flowmem.core import Answer, Message, call_ids, result_id
+from flowmem.store.base import Address
+from flowmem.store.editor import SqlBufferEditor, SqlRunner
+from flowmem.store.known import MAX_KNOWN_OPEN, Known
+
+
+def known_of(found: list[tuple[Any, ...]]) -> Known | None:
+    """What ``buffer_known`` read (None: no buffer there, or more open calls than are kept)."""
+    if not found:
+        return None
+    bid, version, count, last_major, size, open_ids = found[0]
+    if open_ids is not None and len(open_ids) > MAX_KNOWN_OPEN:
+        return None
+    head = (int(bid), int(version), int(count), int(last_major), int(size))
+    return Known(*head, frozenset(open_ids or ()))
+
+
+def asked_of(rows: list[Message]) -> tuple[list[str], bool]:
+    """The call ids the incoming rows name, and whether one is a user turn (it heals).
+
+    What the append's one facts query fetches ahead; a question it did not foresee
+    is asked by the editor as before, so this guesses cost, never results.
+    """
+    ids: dict[str, None] = {}
+    want_open = False
+    for row in rows:
+        for cid in call_ids(row):
+            ids[cid] = None
+        rid = result_id(row)
+        if rid is not None:
+            ids[rid] = None
+        want_open = want_open or row.get("role") == "user"
+    return list(ids), want_open
+
+
+def seeded_editor(
+    db: SqlRunner,
+    address: Address,
+    facts: tuple[Any, ...] | None,
+    ids: list[str],
+    want_open: bool = False,
+) -> SqlBufferEditor:
+    """The append's editor, seeded with the row of ``append_facts`` (None: no buffer yet).
+
+    ``want_open``: the facts hold the open calls (NULL there is none open).
+    """
+    if facts is None:
+        editor = SqlBufferEditor(db, address, None)
+        editor.know(dict.fromkeys(ids, False), dict.fromkeys(ids), [], evicted=dict.fromkeys(ids, False))
+        return editor
+    editor = SqlBufferEditor(db, address, facts[:4])
+    declared = dict.fromkeys(ids, False)
+    answers: dict[str, Answer | None] = dict.fromkeys(ids)
+    evicted = dict.fromkeys(ids, False)
+    for cid, is_declared, pos, healed, was_evicted in facts[4] or ():
+        declared[cid] = bool(is_declared)
+        evicted[cid] = bool(was_evicted)
+        if pos is not None:
+            answers[cid] = Answer(int(pos), bool(healed))
+    open_calls = None
+    following: dict[int, int | None] = {}
+    if want_open:  # grouped by declaring turn: (its ids, its position, run end, next row)
+        found = facts[5] or ()
+        open_calls = [(str(cid), int(pos), int(end)) for ids, pos, end, _ in found for cid in ids]
+        following = {int(end): None if n is None else int(n) for _, _, end, n in found}
+    editor.know(declared, answers, open_calls, following, evicted)
+    return editor
+
+
+__all__ = ["asked_of", "known_of", "seeded_editor"]

@@ -1,0 +1,148 @@
+"""``SqlitePool``: ``SqliteStore``'s pool of connections and their generations.
+
+A base of ``flowmem.store.sqlite.store.SqliteStore``, which holds the state declared
+here: opening a connection (WAL, the URL's ``synchronous``, the quota function),
+lending and giving it back, and retiring every connection of a generation when the
+files are sealed or writable again (decisions/0046), plus the pragmas a loan sets.
+The loan itself (``SqliteStore._connection``) stays with the store.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from contextlib import suppress
+
+from flowmem.errors import StoreError, StoreReadOnlyError, StoreUnavailableError
+from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Quotas
+from flowmem.store.locks import WouldBlock, waiting_allowed
+from flowmem.store.sqlite.driver import _close, _Connection, add_quota_function
+from flowmem.store.sqlite.fileguard import FileGuard
+
+log = logging.getLogger("flowmem")
+
+
+class SqlitePool:
+    """Connections to one SQLite file: a pool per generation, retired when the files change."""
+
+    path: str
+    synchronous: str
+    _quotas: Quotas
+    _closed: bool
+    _idle: list[sqlite3.Connection]
+    _pool_lock: threading.Lock
+    _drained: threading.Condition  # a retirement's last loan came back
+    _files: FileGuard
+    _sealed: str | None  # while it names a file, the store takes only reads
+    _generation: int
+    _lent: int  # connections of this generation on loan
+    _draining: int  # connections of an earlier generation on loan
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path,
+            timeout=DEFAULT_LOCK_TIMEOUT,
+            isolation_level=None,
+            check_same_thread=False,
+            factory=_Connection,
+        )
+        self._busy_timeout(conn, DEFAULT_LOCK_TIMEOUT)
+        add_quota_function(conn, lambda: self._quotas)
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+        if mode is None or str(mode[0]).lower() != "wal":
+            conn.close()
+            raise StoreError(f"cannot put {self.path} in WAL mode (got {mode!r})")
+        self._pragma(conn, "synchronous", self.synchronous)
+        return conn
+
+    def _watch_files(self, sealed: str | None) -> None:
+        """Before a loan: act on ``-shm`` found sealed (or writable again), or wait for a retirement.
+
+        Sealed, the store takes only reads: its connections close (under the readers'
+        lock, so the last one does not checkpoint into the mapped ``-shm``) and new
+        ones open it read-only. Writable again, they close and reopen read-write.
+        Connections still on loan close when they come back; no new one opens before.
+        """
+        with self._pool_lock:
+            if (sealed is None) != (self._sealed is None):
+                self._retire(sealed)
+            if not self._draining:
+                return
+            if not waiting_allowed():
+                raise WouldBlock(f"connections to {self.path} are being reopened")
+            deadline = time.monotonic() + DEFAULT_LOCK_TIMEOUT
+            while self._draining:
+                if not self._drained.wait(max(deadline - time.monotonic(), 0.0)):
+                    raise StoreUnavailableError(
+                        f"{self.path}: connections opened before its files changed are still in use"
+                    )
+
+    def _retire(self, sealed: str | None) -> None:
+        """Start a new generation of connections (the pool lock held); close the idle ones."""
+        if sealed is not None and not self._files.hold_readers():
+            raise StoreReadOnlyError(f"{sealed} is immutable or append-only; retrying")
+        self._sealed = sealed
+        self._generation += 1
+        self._draining += self._lent
+        self._lent = 0
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            _close(conn)
+        if sealed is not None:
+            log.warning(
+                "%s is immutable or append-only: %s takes only reads until it is writable again",
+                sealed,
+                self.path,
+            )
+        else:
+            log.warning("the files of %s are writable again: it takes writes", self.path)
+        self._settled()
+
+    def _settled(self) -> None:
+        """Once no connection of an earlier generation is open (the pool lock held)."""
+        if self._draining:
+            return
+        if self._sealed is None:
+            self._files.release_readers()
+
+    def _give_back(self, conn: sqlite3.Connection | None, generation: int) -> None:
+        """Return a loaned connection to the pool, or close it (closed store, earlier generation)."""
+        with self._pool_lock:
+            current = generation == self._generation
+            if current:
+                self._lent -= 1
+                if conn is not None and not self._closed:
+                    self._idle.append(conn)
+                    return
+            if conn is not None:
+                _close(conn)  # under the readers' lock when sealed: no checkpoint
+            if not current:
+                self._draining -= 1
+                self._settled()
+                self._drained.notify_all()
+            if self._closed and not self._lent and not self._draining:
+                self._files.release_readers()
+
+    @staticmethod
+    def _rollback(conn: sqlite3.Connection) -> None:
+        if conn.in_transaction:
+            with suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+
+    @staticmethod
+    def _pragma(conn: sqlite3.Connection, name: str, value: int | str) -> None:
+        """Set ``PRAGMA name = value`` on ``conn``, only when it changes (a pooled connection remembers)."""
+        known = conn.pragmas if isinstance(conn, _Connection) else {}
+        if known.get(name) != value:
+            conn.execute(f"PRAGMA {name} = {value}")
+            known[name] = value
+
+    @classmethod
+    def _busy_timeout(cls, conn: sqlite3.Connection, seconds: float) -> None:
+        """Set how long SQLite waits for a lock on ``conn`` (0 in no-wait mode)."""
+        cls._pragma(conn, "busy_timeout", max(int(seconds * 1000), 0) if waiting_allowed() else 0)
+
+
+__all__ = ["SqlitePool"]
