@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
 import shutil
 import socket
@@ -144,6 +145,43 @@ def postgres_url() -> Iterator[str]:
         if os.environ.get("CI"):
             pytest.fail(f"{reason}: required in CI")
         pytest.skip(reason)
+    yield from _serve_postgres(bindir)
+
+
+def _pgserver_bindir() -> Path | None:
+    """The PostgreSQL binaries the ``pgserver`` wheel bundles (with pgvector), without importing it."""
+    spec = importlib.util.find_spec("pgserver")
+    if spec is None or spec.origin is None:
+        return None
+    found = Path(spec.origin).parent / "pginstall" / "bin"
+    return found if (found / "pg_ctl").exists() else None
+
+
+@pytest.fixture(scope="session")
+def pgvector_url() -> Iterator[str]:
+    """A throwaway PostgreSQL server with pgvector, from the ``pgserver`` wheel (dev extra): a superuser URL.
+
+    The ``vector`` extension is created in its ``public`` schema; ``fresh_schema``
+    gives a test its own schema on it. As root the binaries run as ``postgres``, as
+    the system server's do (pgserver itself would add a user and open the modes of
+    every directory above its files).
+    """
+    bindir = _pgserver_bindir()
+    if bindir is None:
+        reason = "no pgserver wheel (PostgreSQL with pgvector): pip install -e '.[dev]'"
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}: required in CI")
+        pytest.skip(reason)
+    for url in _serve_postgres(bindir):
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
+        yield url
+
+
+def _serve_postgres(bindir: Path) -> Iterator[str]:
+    """Run a throwaway server from ``bindir`` for as long as the generator is: its superuser URL."""
     base = Path(tempfile.mkdtemp(prefix="flowmem-pg-"))
     data, sockets, logfile = base / "data", base / "sock", base / "server.log"
     sockets.mkdir()

@@ -7,7 +7,7 @@ the value against its ``record_bytes`` limit, a TTL in seconds of its clock.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from flowmem.errors import InvalidInputError
@@ -65,3 +65,34 @@ def scan_raw(
     return vectors(memory).scan(
         scope, scope_id, prefix, now, collection, space, start=start, values=values
     )
+
+
+def nearest_raw(
+    memory: MemoryService,
+    scope: str,
+    scope_id: str,
+    prefix: str,
+    *,
+    now: float,
+    collection: str,
+    space: Space,
+    query: Sequence[float],
+    distance: str,
+    keep: int,
+    accept: Callable[[str, str | None], bool] | None = None,
+    ann: object = None,
+) -> tuple[list[tuple[str, float, str | None]], int] | None:
+    """The best ``keep`` records scored by the store's engine (pgvector), and how many; None where it scores none.
+
+    None: the caller runs the exact scan (``scan_raw`` and ``scoring.Ranking``).
+    ``ann``: the ``pgvector.AnnIndex`` a search may read (approximate).
+    """
+    scope, scope_id = check_scope(scope), check_scope_id(scope_id)
+    check_name(prefix, "prefix", empty=True, longest=None)
+    nearest = getattr(vectors(memory), "nearest", None)
+    if nearest is None:
+        return None
+    found: tuple[list[tuple[str, float, str | None]], int] | None = nearest(
+        scope, scope_id, prefix, now, collection, space, query, distance, keep=keep, accept=accept, ann=ann
+    )
+    return found

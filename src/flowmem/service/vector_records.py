@@ -15,7 +15,8 @@ vectors (``flowmem.store.vectors``), whose first write records its embedding spa
   floats, finite floats, at most ``VECTORS_PER_RECORD`` vectors of at most
   ``VECTOR_DIMS`` dimensions. A space other than the collection's stored one is
   ``EmbeddingSpaceError`` (409) naming both, from the kind of data's own check.
-- A search is the exact scan of ``FlowmemStore``'s (``scoring.Ranking``): the
+- A search is the exact scan of ``FlowmemStore``'s (``scoring.Ranking``), or
+  pgvector's exact ranking in SQL where the store has it (``nearest_raw``): the
   best ``offset + limit`` records under a key prefix, best first, ties in key order.
 """
 
@@ -31,7 +32,7 @@ from flowmem.errors import EmbeddingSpaceError, InvalidInputError
 from flowmem.limits import SEARCH_LIMIT, SEARCH_OFFSET, VECTOR_DIMS, VECTORS_PER_RECORD
 from flowmem.scope import ExecutionContext, Refusal, check_scope
 from flowmem.service.checks import check_key
-from flowmem.service.vector_kinds import put_with_vectors, scan_raw
+from flowmem.service.vector_kinds import nearest_raw, put_with_vectors, scan_raw
 from flowmem.store.base import SESSION_SCOPE, Address
 from flowmem.store.listing import successor
 from flowmem.store.vectors import Space, Vector, check_space, pack
@@ -190,10 +191,19 @@ def search(
     resolved = _vector_scope(memory, "search", scope, prefix, context)
     if isinstance(resolved, Refusal):
         return Searched([], "", resolved)
+    now, start = float(memory.clock()), prefix
+    try:
+        scored = nearest_raw(
+            memory, scope, resolved, prefix, now=now, collection=COLLECTION, space=space,
+            query=query, distance=distance, keep=offset + limit,
+        )
+    except EmbeddingSpaceError as error:
+        raise _refused(error, "search", "read") from None
+    if scored is not None:  # the store's engine scored them (pgvector)
+        return Searched(_found(scored[0][offset:]), resolved)
     from flowmem.store.vectors.scoring import Ranking  # numpy: only a search needs it
 
     ranking = Ranking(query, distance, offset + limit)
-    now, start = float(memory.clock()), prefix
     while True:
         try:
             page, more = scan_raw(
@@ -208,6 +218,8 @@ def search(
         if not more:
             break
         start = successor(page[-1].key)
-    best = ranking.best()[offset:]
-    found = [Found(key, None if text is None else json.loads(text), score) for key, score, text in best]
-    return Searched(found, resolved)
+    return Searched(_found(ranking.best()[offset:]), resolved)
+
+
+def _found(best: Sequence[tuple[str, float, str | None]]) -> list[Found]:
+    return [Found(key, None if text is None else json.loads(text), score) for key, score, text in best]

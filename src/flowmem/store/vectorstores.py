@@ -1,8 +1,9 @@
 """``vectors_of(store)``: the embedding vectors of any of the three back-ends' records (issue 40).
 
 ``MemoryStore`` keeps its own (``store.vectors``); a ``SqliteStore`` or
-``PostgresStore`` gets a ``SqlVectors`` over its engine with its dialect's statements,
-made once per store. Like ``flowmem.store.listing``, it sits above the back-ends and
+``PostgresStore`` gets a ``SqlVectors`` over its engine with its dialect's statements
+(``PgVectors`` on PostgreSQL: pgvector's scoring where the extension is), made once
+per store. Like ``flowmem.store.listing``, it sits above the back-ends and
 imports none of their drivers: a back-end module not imported yet made no store.
 """
 
@@ -33,8 +34,9 @@ def vectors_of(store: Store) -> SupportsVectors:
         found = SqlVectors(store, dialect.SQL)
     elif postgres is not None and isinstance(store, postgres.PostgresStore):
         from flowmem.store.vectors import postgres as pg
+        from flowmem.store.vectors.pgvector import PgVectors
 
-        found = SqlVectors(store, pg.SQL, pg.SQL_C, binary=True)
+        found = PgVectors(store, pg.SQL, pg.SQL_C)  # pgvector's scoring where the extension is
     else:
         return own_vectors(store)
     _VECTORS[store] = found

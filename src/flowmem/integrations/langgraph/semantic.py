@@ -3,13 +3,15 @@
 ``Index.of(config)`` reads ``dims``, ``embed`` (a LangChain ``Embeddings``, a sync or
 async function, or ``"provider:model"``: LangGraph's ``ensure_embeddings``), ``fields``
 (JSON paths, default ``["$"]``: LangGraph's ``tokenize_path`` / ``get_text_at_path``)
-and ``distance_type`` (``cosine``, ``inner_product``, ``l2``). Its embedding space is
+``distance_type`` (``cosine``, ``inner_product``, ``l2``) and ``ann_index_config``
+(an HNSW index where the store has pgvector: ``pgvector.AnnIndex``). Its embedding space is
 named by the caller (``space=``) or after the embedder (``space_name``), with ``dims``.
 
 A put embeds each text at the item's fields (the put's ``index`` list instead, or
 none for ``index=False``): a path that yields several texts gives one vector each.
-``rank`` scans the vectors of one scope id under a key prefix and keeps the best
-``offset + limit`` items (max over an item's vectors); the caller turns them into
+``rank`` has the store's engine score them (pgvector) or else scans the vectors of
+one scope id under a key prefix, and keeps the best ``offset + limit`` items (max
+over an item's vectors); the caller turns them into
 ``SearchItem``\\ s and fills the page with unscored items when they run out.
 """
 
@@ -24,9 +26,10 @@ from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, toke
 
 from flowmem.errors import ConfigurationError, InvalidInputError
 from flowmem.service import MemoryService
-from flowmem.service.vector_kinds import scan_raw
+from flowmem.service.vector_kinds import nearest_raw, scan_raw
 from flowmem.store.listing import successor
 from flowmem.store.vectors import Space, Vector, check_space, pack
+from flowmem.store.vectors.pgvector import AnnIndex
 
 COLLECTION = "langgraph"
 """The vectors' collection of every ``FlowmemStore``: one embedding space per flowmem store."""
@@ -57,13 +60,14 @@ class Index:
     space: Space
     fields: tuple[tuple[str, Any], ...]  # (path, its tokens, or "$")
     distance: str
+    ann: AnnIndex | None = None  # an HNSW index where the store has pgvector (ann_index_config)
 
     @classmethod
     def of(cls, config: Mapping[str, Any], space: str | None = None) -> Index:
         """The index of LangGraph's ``IndexConfig`` (ConfigurationError for a bad one)."""
         if not isinstance(config, Mapping):
             raise ConfigurationError(f"index must be a LangGraph IndexConfig dict, got {config!r}")
-        unknown = set(config) - {"dims", "embed", "fields", "distance_type"}
+        unknown = set(config) - {"dims", "embed", "fields", "distance_type", "ann_index_config"}
         if unknown:
             raise ConfigurationError(f"index has unknown keys {sorted(unknown)!r}")
         if "embed" not in config or config["embed"] is None:
@@ -86,6 +90,7 @@ class Index:
             named,
             tuple((path, "$" if path == "$" else tokenize_path(path)) for path in fields),
             str(distance),
+            AnnIndex.of(config.get("ann_index_config")),
         )
 
     def texts(self, value: Mapping[str, Any], index: Sequence[str] | bool | None) -> list[tuple[str, int, str]]:
@@ -145,6 +150,13 @@ def rank(
     ``accept(key, value_text)`` drops an item (a filter; a record that is not an item).
     The scan reads the values with the vectors: the items kept need no second read.
     """
+    scored = nearest_raw(
+        memory, scope, scope_id, prefix, now=now, collection=COLLECTION, space=index.space, query=query,
+        distance=index.distance, keep=keep, accept=accept, ann=index.ann,
+    )
+    if scored is not None:  # the store's engine scored them (pgvector)
+        best, fed = scored
+        return best, fed, {key for key, _, _ in best} if fed < keep else None
     from flowmem.store.vectors.scoring import Ranking
 
     ranking = Ranking(query, index.distance, keep)
