@@ -45,19 +45,44 @@ _HEAD, _SYSTEM, _ROW, _COUNTED, _UNCOUNTED = range(5)
 _BUDGET_MAX = 2**31  # a budget beyond any buffer: the first batch's arithmetic stays in 64 bits
 
 
-def read_tail(run: Run, address: Address, batch: int, budget: int = 0) -> Tail:
-    """Read ``address`` from its end with ``run`` (one statement per call, by name)."""
-    found = run("tail_first", (batch, TAIL_FIRST_MAX, min(budget, _BUDGET_MAX), *address))
+@dataclass(frozen=True)
+class _First:
+    """What the first statement of a read from the end found: the header, the system rows, the newest rows."""
+
+    count: int
+    tokens: int
+    systems: list[TailRow]
+    rows: list[tuple[Any, ...]]
+    stamp: tuple[Any, Any]
+    size: int
+
+    @property
+    def version(self) -> tuple[int, int]:
+        """The buffer's version as a paged read names it."""
+        return int(self.stamp[0]), int(self.stamp[1])
+
+
+def _first(run: Run, name: str, address: Address, batch: int, budget: int) -> _First | None:
+    """Run the first statement ``name`` of a read from the end (None: no buffer there)."""
+    found = run(name, (batch, TAIL_FIRST_MAX, min(budget, _BUDGET_MAX), *address))
     head = _head(found)
     if head is None:
-        return Tail(0, 0, [], iter(()))
-    count, total, stamp, size = int(head[1]), head[3], (head[4], head[5]), int(head[6])
+        return None
+    total, stamp = head[3], (head[4], head[5])
     systems = sorted(_rows_of(found, _SYSTEM), key=lambda r: r.cursor)
     first = [r for r in found if r[0] == _ROW]
     if total is None:
         total = _counted(run, address, stamp)
-    version = (int(stamp[0]), int(stamp[1]))
-    return Tail(count, int(total), systems, _newest(run, address, stamp, first, size, "tail_more", _rows_of), version)
+    return _First(int(head[1]), int(total), systems, first, stamp, int(head[6]))
+
+
+def read_tail(run: Run, address: Address, batch: int, budget: int = 0) -> Tail:
+    """Read ``address`` from its end with ``run`` (one statement per call, by name)."""
+    first = _first(run, "tail_first", address, batch, budget)
+    if first is None:
+        return Tail(0, 0, [], iter(()))
+    rows = _newest(run, address, first.stamp, first.rows, first.size, "tail_more", _rows_of)
+    return Tail(first.count, first.tokens, first.systems, rows, first.version)
 
 
 @dataclass(frozen=True)
@@ -104,17 +129,11 @@ def plain_facts(tail: Tail) -> FactsTail:
 
 def read_tail_facts(run: Run, address: Address, batch: int, budget: int = 0) -> FactsTail:
     """``read_tail`` with ``cut_first`` and ``cut_more``: the rows' facts, most from stored columns."""
-    found = run("cut_first", (batch, TAIL_FIRST_MAX, min(budget, _BUDGET_MAX), *address))
-    head = _head(found)
-    if head is None:
+    first = _first(run, "cut_first", address, batch, budget)
+    if first is None:
         return FactsTail(0, 0, [], iter(()))
-    count, total, stamp, size = int(head[1]), head[3], (head[4], head[5]), int(head[6])
-    systems = sorted(_rows_of(found, _SYSTEM), key=lambda r: r.cursor)
-    first = [r for r in found if r[0] == _ROW]
-    if total is None:
-        total = _counted(run, address, stamp)
-    version = (int(stamp[0]), int(stamp[1]))
-    return FactsTail(count, int(total), systems, _newest(run, address, stamp, first, size, "cut_more", _facts_of), version)
+    facts = _newest(run, address, first.stamp, first.rows, first.size, "cut_more", _facts_of)
+    return FactsTail(first.count, first.tokens, first.systems, facts, first.version)
 
 
 def _facts_of(found: list[tuple[Any, ...]], kind: int) -> list[tuple[int, RowFacts]]:

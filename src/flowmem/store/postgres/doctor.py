@@ -2,7 +2,8 @@
 
 Reading every row of every table makes PostgreSQL read every heap page: a damaged
 page raises ``data_corrupted`` (XX001) there. Every JSON text flowmem stores is
-decoded, and every buffer's row count compared with the rows it holds. Read only.
+decoded, and every buffer's row count compared with the rows it holds
+(``flowmem.store.doctor``). Read only.
 Issue 38 §5.
 """
 
@@ -13,23 +14,13 @@ from typing import Any
 
 import psycopg
 
-MAX_FINDINGS = 50
+from flowmem.store.doctor import COUNTS, TEXTS, miscounted, not_json
+
 TABLES = (
     "records", "buffers", "buffer_rows", "buffer_calls", "buffer_answers", "sessions",
     "transcript_seq", "transcripts", "tokens", "idempotency_keys", "deleted_sessions",
     "buffer_evicted", "user_usage",
 )  # fmt: skip
-TEXTS = {
-    "records": ("scope, scope_id, key", "value"),
-    "buffer_rows": ("buffer_id, pos", "body"),
-    "sessions": ("id", "metadata"),
-    "transcripts": ("session_id, seq", "body"),
-    "tokens": ("id", "permissions"),
-}
-COUNTS = (
-    "SELECT b.id, b.scope, b.key, b.count, "
-    "(SELECT count(*) FROM buffer_rows r WHERE r.buffer_id = b.id) FROM buffers b"
-)
 
 
 def check_connection(conn: psycopg.Connection[Any]) -> list[str]:
@@ -47,30 +38,15 @@ def check_connection(conn: psycopg.Connection[Any]) -> list[str]:
             with conn.transaction():
                 conn.execute(f"SELECT count(*) FROM (SELECT * FROM {table}) t").fetchone()
                 if table in TEXTS:
-                    findings += _texts(conn, table, *TEXTS[table])
+                    keys, column = TEXTS[table]
+                    rows = conn.execute(f"SELECT {keys}, {column} FROM {table}")
+                    findings += not_json(table, keys, column, rows, json.loads)
         except psycopg.Error as exc:
             findings.append(f"{table} cannot be read whole: {str(exc).strip()}")
     if {"buffers", "buffer_rows"} <= present:
         try:
             with conn.transaction():
-                findings += [
-                    f"buffer {scope}/{key} (id {buffer_id}) counts {count} rows but holds {held}"
-                    for buffer_id, scope, key, count, held in conn.execute(COUNTS)
-                    if count != held
-                ][:MAX_FINDINGS]
+                findings += miscounted(conn.execute(COUNTS))
         except psycopg.Error as exc:
             findings.append(f"the buffers' counts cannot be read: {str(exc).strip()}")
     return findings
-
-
-def _texts(conn: psycopg.Connection[Any], table: str, keys: str, column: str) -> list[str]:
-    found: list[str] = []
-    for row in conn.execute(f"SELECT {keys}, {column} FROM {table}"):
-        *key, text = row
-        try:
-            json.loads(text)
-        except ValueError:
-            if len(found) < MAX_FINDINGS:
-                where = ", ".join(f"{n.strip()}={v!r}" for n, v in zip(keys.split(","), key, strict=True))
-                found.append(f"{table} ({where}): {column} is not JSON")
-    return found
