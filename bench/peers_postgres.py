@@ -15,14 +15,18 @@ Not a test. One run, one PostgreSQL server, every system side by side:
   100, 1,000 and 2,000).
 
 The messages are bench/store.py's conversation (user, assistant calling a tool,
-the tool result, answer). Each buffer is filled to its length, then single
-appends are timed in interleaved rounds (every system, every length, one append
-each; the systems' order rotates from round to round), ``--repeats`` times
-(default 3); appends/s is reported as
-min / median / max over the repeats. flowmem ÷ langchain-postgres is judged at
-each length on the slowest repeat's ratio and on the p50 of single appends (issue
-26 §2: both >= 1.0). Then, one system at a time, the WAL each append writes
-(``pg_stat_wal``: records, full-page images, bytes; not in ``--quick``).
+the tool result, answer). Each run (``--repeats``, default 3) gives every system a
+database of its own, made fresh for that run (``CREATE DATABASE``; a user's disk sees
+new tables, not cleared and refilled ones), fills each buffer to its length, then
+times single appends in interleaved rounds (every system, every length, one append
+each; the systems' order rotates from round to round and from run to run), and drops
+the databases. appends/s is reported as min / median / max over the runs. flowmem ÷
+langchain-postgres (the plain append and the guarded one, what HTTP sends) is
+reported at each length as min / median / max of the per-run ratios, by rate and by
+the p50 of single appends, and judged on the minimum of each (issue 42 #3: >= 1.0).
+Then, one system at a time, the WAL each append writes (``pg_stat_wal``: records,
+full-page images, bytes; not in ``--quick``; ``bench/wal_postgres.py`` counts it per
+message kind with pg_waldump).
 
     python bench/peers_postgres.py                      # starts a throwaway server
     python bench/peers_postgres.py --postgres URL       # or use this one
@@ -49,6 +53,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 # Run as a script this folder is first on sys.path, where bench/http.py would shadow
 # the standard library's ``http`` (the peers import it). Drop it; the benches' shared
@@ -77,7 +82,8 @@ class Plan:
 
 QUICK = Plan((50, 200), (50,), 10)
 WAL_APPENDS = 200  # appends per system whose WAL is counted (after the timed rounds)
-WAL_SYSTEMS = ("flowmem PostgresStore", "flowmem PostgresStore guarded", "langchain-postgres")
+GUARDED = "flowmem PostgresStore guarded"
+WAL_SYSTEMS = ("flowmem PostgresStore", GUARDED, "langchain-postgres")
 STATS_FLUSHED_S = 11.0  # an idle backend reports its WAL counts within 10 s (PGSTAT_IDLE_INTERVAL)
 
 
@@ -309,92 +315,139 @@ class LangGraphPg(PgSystem):
 
 
 def build(
-    url: str, plan: Plan, repeats: int, peers: bool = True, only: str | None = None
+    fresh: Callable[[], str], plan: Plan, peers: bool = True, only: str | None = None
 ) -> list[PgSystem]:
-    """The systems of one run, flowmem first."""
-    n, graph, appends = plan.lengths, plan.langgraph_lengths, plan.rounds * repeats + WAL_APPENDS
-    makers: list[tuple[str, Callable[[], PgSystem]]] = [
-        ("flowmem", lambda: FlowmemPg("flowmem PostgresStore", url, n, appends)),
-        ("guarded", lambda: FlowmemPg("flowmem PostgresStore guarded", url, n, appends, "guarded")),
-        ("service", lambda: FlowmemPg("flowmem pg service default", url, n, appends, "service")),
+    """The systems of one run, flowmem first, each on a fresh database (``fresh()``: its URL)."""
+    n, graph, appends = plan.lengths, plan.langgraph_lengths, plan.rounds + WAL_APPENDS
+    makers: list[tuple[str, Callable[[str], PgSystem]]] = [
+        ("flowmem", lambda url: FlowmemPg("flowmem PostgresStore", url, n, appends)),
+        ("guarded", lambda url: FlowmemPg(GUARDED, url, n, appends, "guarded")),
+        (
+            "service",
+            lambda url: FlowmemPg("flowmem pg service default", url, n, appends, "service"),
+        ),
     ]
     if peers:
         makers += [
-            ("langchain", lambda: LangchainPostgres(url, n, appends)),
-            ("agents", lambda: AgentsAlchemy(url, n, appends)),
-            ("langgraph", lambda: LangGraphPg(url, graph, appends)),
+            ("langchain", lambda url: LangchainPostgres(url, n, appends)),
+            ("agents", lambda url: AgentsAlchemy(url, n, appends)),
+            ("langgraph", lambda url: LangGraphPg(url, graph, appends)),
         ]
     chosen = [make for key, make in makers if only is None or key in only.split(",")]
-    return [make() for make in chosen]
+    return [make(fresh()) for make in chosen]
 
 
-def run(systems: list[PgSystem], repeats: int, rounds: int) -> None:
-    """Fill every buffer, then ``repeats`` times time single appends in interleaved rounds."""
+def run(systems: list[PgSystem], rounds: int, shift: int = 0) -> None:
+    """Fill every buffer, then time single appends in interleaved rounds (one run).
+
+    ``shift``: where the rotation starts (the run's number: every run starts elsewhere).
+    """
     for system in systems:
         for length in system.lengths:
             system.fill(length)
     lengths = sorted({n for system in systems for n in system.lengths})
-    for _ in range(repeats):
-        for round_no in range(rounds):
-            # the order rotates every round: whoever runs right after the peers that
-            # allocate the most (LangGraph, the Agents SDK) pays their garbage
-            # collection, so every system takes every place equally often
-            turn = round_no % len(systems)
-            for length in lengths:
-                for system in systems[turn:] + systems[:turn]:
-                    if length in system.lengths and round_no % system.every == 0:
-                        system.timed_append(length)
-        for system in systems:
-            system.end_repeat()
+    for round_no in range(rounds):
+        # the order rotates every round: whoever runs right after the peers that
+        # allocate the most (LangGraph, the Agents SDK) pays their garbage
+        # collection, so every system takes every place equally often
+        turn = (round_no + shift) % len(systems)
+        for length in lengths:
+            for system in systems[turn:] + systems[:turn]:
+                if length in system.lengths and round_no % system.every == 0:
+                    system.timed_append(length)
+    for system in systems:
+        system.end_repeat()
 
 
-def ratios(ours: PgSystem, peer: PgSystem, n: int) -> tuple[list[float], float]:
-    """Each repeat's appends/s ratio at length ``n``, and the ratio of the p50 single appends.
+@dataclass
+class Runs:
+    """One system's figures over the runs: appends/s and every timed append, per run and length."""
 
-    The p50 ratio is the peer's median append time over ours, every append of the
-    run pooled: above 1.0 the typical append is faster, not only the total.
+    name: str
+    lengths: tuple[int, ...]
+    rates: dict[int, list[float]]
+    latencies: list[dict[int, list[float]]]
+
+    def add(self, system: PgSystem) -> None:
+        """Keep the run ``system`` made (its one repeat)."""
+        for n in self.lengths:
+            self.rates[n] += system.rates[n]
+        self.latencies += system.latencies
+
+
+def runs_of(system: PgSystem) -> Runs:
+    """An empty record for ``system``'s runs."""
+    return Runs(system.name, system.lengths, {n: [] for n in system.lengths}, [])
+
+
+def ratios(ours: Runs, peer: Runs, n: int) -> tuple[list[float], list[float], float]:
+    """At length ``n``: each run's appends/s ratio, each run's p50 ratio, and the pooled p50 ratio.
+
+    A p50 ratio is the peer's median append time over ours: above 1.0 the typical
+    append is faster, not only the total.
     """
     per_run = [a / b for a, b in zip(ours.rates[n], peer.rates[n], strict=True)]
+    p50s = [
+        statistics.median(theirs[n]) / statistics.median(mine[n])
+        for mine, theirs in zip(ours.latencies, peer.latencies, strict=True)
+    ]
     mine = statistics.median(t for run in ours.latencies for t in run[n])
     theirs = statistics.median(t for run in peer.latencies for t in run[n])
-    return per_run, theirs / mine
+    return per_run, p50s, theirs / mine
 
 
-def report(systems: list[PgSystem], targets: report_json.Targets) -> None:
-    """Print the table (min / median / max appends/s) and check the targets.
+def spread(values: list[float]) -> dict[str, float]:
+    """min / median / max."""
+    return {"min": min(values), "median": statistics.median(values), "max": max(values)}
 
-    flowmem ÷ langchain-postgres at each length: the smallest of the repeats'
-    ratios (issue 26 §2: >= 1.0, not only the median) and the p50 of single appends.
+
+def report(records: list[Runs], targets: report_json.Targets) -> dict[str, Any]:
+    """Print the table (min / median / max appends/s) and check the targets; return the ratios.
+
+    flowmem (plain and guarded) ÷ langchain-postgres at each length: min / median /
+    max of the per-run ratios, by rate and by p50; judged on the minimum of each
+    (issue 42 #3: >= 1.0 at every length).
     """
     print(f"\n{'system':32} {'length':>7} {'min':>8} {'median':>8} {'max':>8}  appends/s")
-    for system in systems:
-        for n in system.lengths:
-            r = system.rates[n]
+    for record in records:
+        for n in record.lengths:
+            r = record.rates[n]
             print(
-                f"{system.name:32} {n:7d} {min(r):8.0f} {statistics.median(r):8.0f} {max(r):8.0f}"
+                f"{record.name:32} {n:7d} {min(r):8.0f} {statistics.median(r):8.0f} {max(r):8.0f}"
             )
-    by_name = {system.name: system for system in systems}
+    by_name = {record.name: record for record in records}
     peer = by_name.get("langchain-postgres")
+    found: dict[str, Any] = {}
     if peer is None:
-        return
-    print("\nflowmem / langchain-postgres: each repeat's appends/s ratio [min median max]; p50")
-    for name in ("flowmem PostgresStore", "flowmem PostgresStore guarded"):
+        return found
+    runs = len(peer.latencies)
+    print("\nflowmem / langchain-postgres, per-run ratios [min median max]: by rate; by p50")
+    for name in ("flowmem PostgresStore", GUARDED):
+        ours = by_name.get(name)
+        if ours is None:
+            continue
+        found[name] = {}
+        for n in peer.lengths:
+            per_run, p50s, pooled = ratios(ours, peer, n)
+            found[name][str(n)] = {
+                "rate": spread(per_run),
+                "p50": spread(p50s),
+                "p50_pooled": pooled,
+            }
+            text = " ".join(f"{v:.2f}" for v in spread(per_run).values())
+            p50 = " ".join(f"{v:.2f}" for v in spread(p50s).values())
+            print(f"  {name} at {n:,}: rate [{text}]; p50 [{p50}] (pooled {pooled:.2f})")
+    print(f"\nTargets: flowmem / langchain-postgres >= 1.0, the minimum of {runs} runs")
+    for name in ("flowmem PostgresStore", GUARDED):
         ours = by_name.get(name)
         if ours is None:
             continue
         for n in peer.lengths:
-            per_run, p50 = ratios(ours, peer, n)
-            spread = " ".join(f"{r:.2f}" for r in (min(per_run), statistics.median(per_run), max(per_run)))
-            print(f"  {name} at {n:,}: [{spread}]; p50 {p50:.2f}")
-    print("\nTargets: flowmem / langchain-postgres >= 1.0, the slowest repeat and the p50")
-    ours = by_name.get("flowmem PostgresStore")
-    if ours is None:
-        return
-    for n in peer.lengths:
-        per_run, p50 = ratios(ours, peer, n)
-        label = f"flowmem PostgresStore / langchain-postgres appends/s at {n:,}"
-        targets.check(f"{label} (min of {len(per_run)} repeats)", min(per_run), 1.0)
-        targets.check(f"{label} (p50 of single appends)", p50, 1.0)
+            per_run, p50s, _ = ratios(ours, peer, n)
+            label = f"{name} / langchain-postgres at {n:,}"
+            targets.check(f"{label}: appends/s (min of {runs} runs)", min(per_run), 1.0)
+            targets.check(f"{label}: p50 of single appends (min of {runs} runs)", min(p50s), 1.0)
+    return found
 
 
 def wal_per_append(systems: list[PgSystem], url: str, appends: int) -> dict[str, dict[str, float]]:
@@ -477,28 +530,64 @@ def system_rates_reset(systems: list[PgSystem]) -> None:
 
 
 def measurements(
-    systems: list[PgSystem], plan: Plan, repeats: int, wal: dict[str, dict[str, float]]
+    records: list[Runs],
+    plan: Plan,
+    repeats: int,
+    wal: dict[str, dict[str, float]],
+    found: dict[str, Any],
 ) -> dict[str, Any]:
-    """Every repeat's appends/s per system and length, p50s and WAL (the JSON's own part)."""
+    """Every run's appends/s per system and length, p50s, the ratios and WAL (the JSON's own part)."""
     return {
         "repeats": repeats,
+        "fresh_database": "per run and per system (CREATE DATABASE)",
         "rounds": plan.rounds,
         "wal_per_append": wal,
+        "ratios_to_langchain_postgres": found,
         "p50_append_s": {
-            system.name: {
-                str(n): statistics.median(t for run in system.latencies for t in run[n])
-                for n in system.lengths
+            record.name: {
+                str(n): statistics.median(t for run in record.latencies for t in run[n])
+                for n in record.lengths
             }
-            for system in systems
+            for record in records
+        },
+        "p50_append_s_per_run": {
+            record.name: {
+                str(n): [statistics.median(run[n]) for run in record.latencies]
+                for n in record.lengths
+            }
+            for record in records
         },
         "appends_per_s": {
-            system.name: {
+            record.name: {
                 str(n): {"samples": rates, "median": statistics.median(rates)}
-                for n, rates in system.rates.items()
+                for n, rates in record.rates.items()
             }
-            for system in systems
+            for record in records
         },
     }
+
+
+@contextlib.contextmanager
+def fresh_databases(url: str) -> Iterator[Callable[[], str]]:
+    """Hand out URLs of new, empty databases on the server at ``url``; drop them all at the end."""
+    import psycopg
+
+    made: list[str] = []
+    with psycopg.connect(url, autocommit=True) as admin:
+
+        def fresh() -> str:
+            name = f"peers_{uuid.uuid4().hex[:12]}"
+            admin.execute(f"CREATE DATABASE {name}")
+            made.append(name)
+            parts = urlsplit(url)
+            return urlunsplit(parts._replace(path=f"/{name}"))
+
+        try:
+            yield fresh
+        finally:
+            for name in made:
+                with contextlib.suppress(psycopg.Error):
+                    admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -518,23 +607,29 @@ def main(argv: list[str] | None = None) -> int:
     meta = report_json.environment(PACKAGES)
     with pgserver.server(args.postgres, not args.postgres_nondurable) as (url, _):
         durability = {"PostgreSQL": pgserver.postgres_durability(url)}
-        print(f"PostgreSQL appends: one message per append, {repeats} repeats")
+        print(f"PostgreSQL appends: one message per append, {repeats} runs, fresh databases")
         report_json.describe(meta, durability)
-        systems = build(url, plan, repeats, not args.no_peers, args.only)
+        records: dict[str, Runs] = {}
         wal: dict[str, dict[str, float]] = {}
-        try:
-            run(systems, repeats, plan.rounds)
-            if not (args.no_wal or args.quick):
-                wal = wal_per_append(systems, url, WAL_APPENDS)
-        finally:
-            for system in systems:
-                system.close()
+        for number in range(repeats):
+            with fresh_databases(url) as fresh:
+                systems = build(fresh, plan, not args.no_peers, args.only)
+                try:
+                    run(systems, plan.rounds, number)
+                    last = number == repeats - 1
+                    if last and not (args.no_wal or args.quick):
+                        wal = wal_per_append(systems, url, WAL_APPENDS)
+                finally:
+                    for system in systems:
+                        system.close()
+                for system in systems:
+                    records.setdefault(system.name, runs_of(system)).add(system)
         targets = report_json.Targets(args.quick)
-        report(systems, targets)
+        found = report(list(records.values()), targets)
     failed = targets.failed
-    found = measurements(systems, plan, repeats, wal)
+    results = measurements(list(records.values()), plan, repeats, wal, found)
     report_json.write(
-        args.json, "peers_postgres", argv, meta, durability, targets.items, found, args.quick
+        args.json, "peers_postgres", argv, meta, durability, targets.items, results, args.quick
     )
     if args.quick:
         return 0

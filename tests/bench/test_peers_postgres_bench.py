@@ -34,12 +34,15 @@ def test_quick_run_starts_a_durable_server_and_says_so(tmp_path: Path) -> None:
     assert all(
         cell["samples"] and cell["median"] > 0 for cell in rates["langchain-postgres"].values()
     )
-    label = "flowmem PostgresStore / langchain-postgres appends/s at {}"
+    label = "flowmem PostgresStore / langchain-postgres at {}: {}"
     assert [t["label"] for t in found["targets"]] == [
-        f"{label.format(n)} ({judged})"
+        label.format(n, judged)
         for n in (50, 200)
-        for judged in ("min of 1 repeats", "p50 of single appends")
+        for judged in ("appends/s (min of 1 runs)", "p50 of single appends (min of 1 runs)")
     ]
+    assert found["fresh_database"] == "per run and per system (CREATE DATABASE)"
+    ratio = found["ratios_to_langchain_postgres"]["flowmem PostgresStore"]["50"]
+    assert set(ratio["rate"]) == {"min", "median", "max"} and ratio["p50"]["min"] > 0
     p50 = found["p50_append_s"]
     assert all(p50["langchain-postgres"][n] > 0 for n in ("50", "200"))
     assert found["wal_per_append"] == {}  # --quick counts no WAL
