@@ -11,6 +11,7 @@ from flowmem.store.checkpoints import postgres as checkpoint_tables
 from flowmem.store.conversations import postgres as conversation_tables
 from flowmem.store.known import MAX_KNOWN_OPEN
 from flowmem.store.repairs import postgres as repair_tables
+from flowmem.store.statements import guarded, merge
 
 _B = "buffer_id = %s"
 _ADDR = "scope = %s AND scope_id = %s AND key = %s"
@@ -264,28 +265,8 @@ _GUARDED: dict[str, str] = {
         WHERE {guard} ON CONFLICT (session_id) DO UPDATE
         SET last_seq = transcript_seq.last_seq + 1 RETURNING last_seq""",
 }
-SQL.update(
-    {
-        f"{name}@{kind}": text.format(guard=condition)
-        for name, text in _GUARDED.items()
-        for kind, condition in GUARDS.items()
-    }
-)
-if set(SQL) & set(checkpoint_tables.SQL):  # pragma: no cover - a naming mistake
-    raise RuntimeError(f"statement names used twice: {set(SQL) & set(checkpoint_tables.SQL)}")
-SQL.update(checkpoint_tables.SQL)
-if set(SQL) & set(conversation_tables.SQL):  # pragma: no cover - a naming mistake
-    raise RuntimeError(f"statement names used twice: {set(SQL) & set(conversation_tables.SQL)}")
-SQL.update(conversation_tables.SQL)
-if set(SQL) & set(adk_tables.SQL):  # pragma: no cover - a naming mistake
-    raise RuntimeError(f"statement names used twice: {set(SQL) & set(adk_tables.SQL)}")
-SQL.update(adk_tables.SQL)
-if set(SQL) & set(archive_tables.SQL):  # pragma: no cover - a naming mistake
-    raise RuntimeError(f"statement names used twice: {set(SQL) & set(archive_tables.SQL)}")
-SQL.update(archive_tables.SQL)
-if set(SQL) & set(repair_tables.SQL):  # pragma: no cover - a naming mistake
-    raise RuntimeError(f"statement names used twice: {set(SQL) & set(repair_tables.SQL)}")
-SQL.update(repair_tables.SQL)
+SQL.update(guarded(_GUARDED, GUARDS))
+merge(SQL, checkpoint_tables.SQL, conversation_tables.SQL, adk_tables.SQL, archive_tables.SQL, repair_tables.SQL)
 
 # What the append's editor will ask, in one statement run right after the lock
 # (its own statement: a statement's snapshot predates a lock it waits for):

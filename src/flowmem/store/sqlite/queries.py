@@ -11,6 +11,7 @@ from flowmem.store.archive import sqlite as archive_tables
 from flowmem.store.checkpoints import sqlite as checkpoint_tables
 from flowmem.store.conversations import sqlite as conversation_tables
 from flowmem.store.repairs import sqlite as repair_tables
+from flowmem.store.statements import guarded, merge
 
 _B = "buffer_id = ?"
 # a cut_* row's text, when SQL cannot give its facts, and an assistant row's call ids in order
@@ -234,28 +235,8 @@ _GUARDED: dict[str, str] = {
         WHERE {guard} ON CONFLICT (session_id) DO UPDATE SET last_seq = last_seq + 1
         RETURNING last_seq""",
 }
-SQL.update(
-    {
-        f"{name}@{kind}": text.format(guard=condition)
-        for name, text in _GUARDED.items()
-        for kind, condition in GUARDS.items()
-    }
-)
-if set(SQL) & set(checkpoint_tables.SQL):  # pragma: no cover - a naming mistake
-    raise RuntimeError(f"statement names used twice: {set(SQL) & set(checkpoint_tables.SQL)}")
-SQL.update(checkpoint_tables.SQL)
-if set(SQL) & set(conversation_tables.SQL):  # pragma: no cover - a naming mistake
-    raise RuntimeError(f"statement names used twice: {set(SQL) & set(conversation_tables.SQL)}")
-SQL.update(conversation_tables.SQL)
-if set(SQL) & set(adk_tables.SQL):  # pragma: no cover - a naming mistake
-    raise RuntimeError(f"statement names used twice: {set(SQL) & set(adk_tables.SQL)}")
-SQL.update(adk_tables.SQL)
-if set(SQL) & set(archive_tables.SQL):  # pragma: no cover - a naming mistake
-    raise RuntimeError(f"statement names used twice: {set(SQL) & set(archive_tables.SQL)}")
-SQL.update(archive_tables.SQL)
-if set(SQL) & set(repair_tables.SQL):  # pragma: no cover - a naming mistake
-    raise RuntimeError(f"statement names used twice: {set(SQL) & set(repair_tables.SQL)}")
-SQL.update(repair_tables.SQL)
+SQL.update(guarded(_GUARDED, GUARDS))
+merge(SQL, checkpoint_tables.SQL, conversation_tables.SQL, adk_tables.SQL, archive_tables.SQL, repair_tables.SQL)
 
 
 __all__ = ["GUARDS", "SQL"]
