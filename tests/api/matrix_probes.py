@@ -213,7 +213,7 @@ PROBES: tuple[Probe, ...] = (
     Probe("GET", BUFFER, "scoped", _buffer("GET", query={"archived": "true"}), variant="archived"),
     Probe("GET", BUFFER, "scoped", _buffer("GET", query={"format": "openai"}), variant="format=openai"),
     Probe("GET", BUFFER + "/compact/plan", "scoped", _buffer("GET", "/compact/plan", query={"keep_tokens": KEEP_TOKENS})),
-    # the seeded buffers were never repaired: an empty log (tests/api/test_repairs.py shows entries)
+    # the seeded buffers were never repaired: an empty log (tests/api/routes/test_repairs.py shows entries)
     Probe("GET", BUFFER + "/repairs", "scoped", _buffer("GET", "/repairs"), shows=False),
     Probe("GET", MEMORY, "scoped", _record("GET")),
     Probe("GET", "/v1/memory/{scope}", "scoped", _listing, shows=False, check=_lists_the_record),
@@ -229,7 +229,7 @@ PROBES: tuple[Probe, ...] = (
     Probe("POST", BUFFER + "/compact/replace", "scoped", _buffer("POST", "/compact/replace", json={"messages": [EDIT]}), action="drive", shows=False),
     Probe("PUT", MEMORY, "scoped", _record("PUT", json={"value": "written"}), action="drive", shows=False, creates=True),
     Probe("DELETE", MEMORY, "scoped", _record("DELETE"), action="drive", shows=False),
-    # vectors: the user and shared scopes only (a session's scope is 422, tests/api/test_vectors_http.py)
+    # vectors: the user and shared scopes only (a session's scope is 422, tests/api/routes/test_vectors.py)
     Probe("PUT", MEMORY + "/vectors", "scoped", _record("PUT", suffix="/vectors", json=VECTORS), action="drive", shows=False, scopes=("user", "global")),
     Probe("POST", "/v1/search/{scope}", "scoped", _vector_search, shows=False, scopes=("user", "global")),
     Probe("POST", "/v1/sessions", "create", _fixed("POST", "/v1/sessions", json={"name": "new"}), action="create", ok=201, shows=False),

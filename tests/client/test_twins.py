@@ -1,7 +1,7 @@
 """``Client`` and ``AsyncClient`` are twins: method by method the same, but for ``await`` (issue 25).
 
 The sync client is generated from the async one (scripts/async_to_sync.py, checked by
-tests/client/test_sync_generated.py); this test still compares them as classes: the
+tests/client/test_sync.py); this test still compares them as classes: the
 same public methods with the same signatures, and, once ``async``/``await`` and the
 iterator types are folded, the same body, but for the few methods whose I/O differs
 by nature (listed in ``DIFFERENT`` with the reason).

@@ -107,7 +107,7 @@ def steps_1_to_3(entries: list[Any]) -> tuple[list[Message], int]:
     """MEM-5 steps 1, 2 and 3 for ``normalize``'s default mode, fused into one scan.
 
     Implements MEM-5 steps 1 to 3 exactly as ``normalize._steps_1_to_3(entries,
-    keep_content=False)`` does. Oracle: tests/core/test_normalize_fast.py (hypothesis
+    keep_content=False)`` does. Oracle: tests/core/test_fast.py (hypothesis
     properties: the same rows and drop count). Kept for speed only: the plain steps
     cost the normalization parity with deepagents that issue 15 §5 requires
     (docs/decisions/0059 has the measurement).

@@ -12,7 +12,7 @@ Read this module beside the text of MEM-5 (spec/GR-MEM.md) and DESIGN.md §2b.
 
 The default mode runs steps 1 to 3 through ``fast.steps_1_to_3`` instead: the
 same steps fused into one scan, kept for speed only (docs/decisions/0059) and proven equal to the plain steps by property tests
-(tests/core/test_normalize_fast.py). Check the rule against the plain steps.
+(tests/core/test_fast.py). Check the rule against the plain steps.
 
 Pairing is positional (DESIGN.md §2b): a result answers a call only when it comes
 after the turn that first declared the call. Everything works on flat rows; the
