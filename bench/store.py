@@ -15,13 +15,19 @@ context names the session, which the first append creates), and with
 ``return_messages=True`` (``flowmem service +messages``: the whole buffer back after
 every append).
 
-Everything is measured ``--repeats`` times (default 3) in one run and reported as
-median (min–max):
+Everything is measured ``--repeats`` times (default 3), each a run on fresh files, and
+reported as median (min–max) (issue 42 §5):
 
-- appends/second at buffer lengths 100, 1,000 and 10,000 (a fresh buffer per length
-  and repeat, pre-filled in batches, then single appends timed in interleaved
-  rounds so machine noise and WAL checkpoints fall evenly on every system and
-  length); LangGraph at 100, 1,000 and 2,000;
+- appends/second and the p50 (and p99) of a single append at buffer lengths 100, 1,000
+  and 10,000 (``--big``: also 100,000): in each run every system at every length gets a
+  file of its own, made for that run (never a cleared and refilled one), filled in
+  batches, then single appends timed one at a time in rounds, every system once a
+  round with their order rotated by one each round, so disk and machine noise fall
+  evenly on all of them; LangGraph at 100, 1,000 and 2,000. The ratios flowmem ÷ peer
+  are taken per run (by rate, and the peer's p50 ÷ flowmem's) and reported as min /
+  median / max. ``--disk-writer MIB`` starts another process rewriting a file of that
+  size beside the databases, 1 MiB per write, each fsynced, while the runs append (the
+  user's disk shared); ``--dir`` chooses the disk (the run prints which);
 - the time to load the last 50 rows and the whole buffer at each length;
 - the memory of loading a large buffer (``MEMORY_ROWS`` messages; LangGraph fewer):
   the tracemalloc peak of the load call holding its result ("above baseline", the
@@ -53,18 +59,21 @@ Targets (issues 3 §6 and 15): appends/s at 10,000 rows >= 0.75 x at 100; >= 1.0
 SQLiteSession and SQLChatMessageHistory at every length, for the default call
 too; >= 20 x LangGraph+SqliteSaver at 2,000 rows; last-50 load at 10,000 within
 2 x at 100; peak append memory independent of length; load memory per message
-<= 1.0 x SQLiteSession (peak of the call holding its result). Issue 26 §3: the
-default call (session scope) >= 1.3 x SQLiteSession at every length at the minimum
-of the per-repeat ratios (both systems timed in the same rounds of a repeat).
+<= 1.0 x SQLiteSession (peak of the call holding its result). Issues 26 §3 and 42 §2:
+the default call (session scope) >= 1.3 x SQLiteSession by rate and >= 1.0 x at the
+p50 at every length, at the minimum of the per-run ratios.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import os
+import shutil
+import signal
 import sqlite3
 import statistics
 import subprocess
@@ -75,7 +84,7 @@ import tracemalloc
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 # Run as ``python bench/store.py``, this folder is first on sys.path, where a sibling
 # module (bench/http.py) would shadow the standard library's ``http`` that the peers'
@@ -89,6 +98,7 @@ import report_json
 import siblings
 
 from flowmem.core import prepare
+from flowmem.errors import ConflictError
 from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
 from flowmem.store import Address, SessionRecord, Store, WriteGuard, open_store
@@ -256,6 +266,74 @@ def _load_memory(fn: Callable[[], object]) -> tuple[int, int]:
     return peak, kept
 
 
+class Rows:
+    """flowmem's prepared messages, made once for every instance (prepared the same each time)."""
+
+    made: ClassVar[list[Any]] = []
+
+    def __getitem__(self, index: Any) -> Any:
+        end = (index.stop if isinstance(index, slice) else index) + 1
+        while len(self.made) < end:
+            self.made.append(prepare(turn(len(self.made)), 1_755_000_000 + len(self.made))[0])
+        return self.made[index]
+
+
+def sqlite_at(folder: Path) -> str:
+    """A flowmem SQLite URL for a fresh file in ``folder``."""
+    return f"sqlite:///{folder / 'flowmem.db'}"
+
+
+def disk_of(path: Path) -> str:
+    """The device, mount point and file system that hold ``path`` (/proc/mounts)."""
+    found = ("?", "?", "?")
+    with contextlib.suppress(OSError):
+        real = str(path.resolve())
+        for line in Path("/proc/mounts").read_text().splitlines():
+            device, mount, kind = line.split()[:3]
+            if (real == mount or real.startswith(mount.rstrip("/") + "/")) and len(mount) >= len(found[1]):
+                found = (device, mount, kind)
+    return f"{found[0]} mounted on {found[1]} ({found[2]})"
+
+
+_WRITER = """
+import os, signal, sys
+path, size = sys.argv[1], int(sys.argv[2]) << 20
+block, written = os.urandom(1 << 20), [0]
+signal.signal(signal.SIGTERM, lambda *_: (print(written[0]), sys.stdout.flush(), os._exit(0)))
+fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+while True:
+    os.pwrite(fd, block, written[0] % size)
+    os.fsync(fd)
+    written[0] += len(block)
+"""
+
+
+class DiskWriter:
+    """Another process writing to the databases' disk: a file of ``mib`` MiB rewritten, 1 MiB per fsync."""
+
+    def __init__(self, folder: Path, mib: int) -> None:
+        self.mib = mib
+        self.path = folder / "disk-writer.bin"
+        self.started = time.monotonic()
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(self.path), str(mib)], stdout=subprocess.PIPE, text=True
+        )
+
+    def stop(self) -> dict[str, Any]:
+        """Stop the writer; what it wrote (MiB/s over the run)."""
+        self.process.send_signal(signal.SIGTERM)
+        out, _ = self.process.communicate(timeout=30)
+        seconds = time.monotonic() - self.started
+        written = int(out.strip() or 0)
+        rate = written / 2**20 / seconds
+        label = (
+            f"another process rewrote a {self.mib} MiB file beside the databases, 1 MiB per "
+            f"write, each fsynced: {rate:,.1f} MiB/s over {seconds:,.0f} s"
+        )
+        self.path.unlink(missing_ok=True)
+        return {"file_mib": self.mib, "written_mib": written / 2**20, "seconds": seconds, "label": label}
+
+
 class Flowmem(System):
     """flowmem's store (SQLite file at its default durability, or PostgreSQL): the tuned call."""
 
@@ -274,13 +352,14 @@ class Flowmem(System):
         super().__init__(lengths)
         self.url = url
         self.store: Store = open_store(url)
-        self.rows = [prepare(turn(i), 1_755_000_000 + i)[0] for i in range(max(lengths) + 400)]
+        self.rows = Rows()
         self.used: set[Address] = set()
         self.guard: WriteGuard | None = None
         if guarded:
             from flowmem.auth import create_token
 
-            self.store.create_session(SessionRecord("bench", "bench", "bench"))
+            with contextlib.suppress(ConflictError):  # a server's session of an earlier run
+                self.store.create_session(SessionRecord("bench", "bench", "bench"))
             _, record = create_token(self.store, "bench")
             self.guard = WriteGuard(record.id, "bench")
 
@@ -292,17 +371,11 @@ class Flowmem(System):
 
     def fill(self, buffer: str, length: int) -> None:
         """Batches of 500 give the same buffer as single appends for these turns."""
-        key = self.address(buffer)
-        self.store.clear(key)
+        key = self.address(buffer)  # a fresh buffer on a fresh file (SQLite), never cleared
         for start in range(0, length, 500):
             end = min(start + 500, length)
-            rows = self.rows[start:end] if end <= len(self.rows) else self._rows(start, end)
-            self.store.append(key, rows)
+            self.store.append(key, self.rows[start:end])
         assert self.store.count(key) == length
-
-    @staticmethod
-    def _rows(start: int, end: int) -> list[Any]:
-        return [prepare(turn(i), 1_755_000_000 + i)[0] for i in range(start, end)]
 
     def append(self, buffer: str, i: int) -> None:
         """One message per append."""
@@ -348,9 +421,10 @@ class Flowmem(System):
         return report_json.flowmem_sqlite_durability(path, synchronous)
 
     def close(self) -> None:
-        """Drop the benchmark buffers and close the store."""
-        for key in self.used:
-            self.store.clear(key)
+        """Close the store (on a server, its benchmark buffers dropped first; a file is removed)."""
+        if self.group != "SQLite":
+            for key in self.used:
+                self.store.clear(key)
         self.store.close()
 
 
@@ -584,6 +658,8 @@ class Results:
         self.memory: dict[str, list[tuple[int, int]]] = {}  # probe -> [(peak, kept)]
         self.memory_rows: dict[str, int] = {}
         self.append_peak: dict[tuple[str, int], int] = {}
+        self.p50: dict[tuple[str, int], list[float]] = {}  # each run's median single append, s
+        self.p99: dict[tuple[str, int], list[float]] = {}
 
     @staticmethod
     def add(table: dict[Any, list[Any]], key: Any, value: Any) -> None:
@@ -596,39 +672,81 @@ def buffer_name(length: int, repeat: int) -> str:
     return f"r{repeat}-n{length}"
 
 
-def run(systems: list[System], repeats: int, rounds: int) -> Results:
-    """Measure every system ``repeats`` times: loads and interleaved appends, then memory.
+@dataclass(frozen=True)
+class Spec:
+    """A system to measure: the lengths it is measured at, and how to open it on fresh files."""
 
-    Each round appends one message to every system at every length, so fsync jitter
-    and other load on the machine fall on all of them alike.
+    name: str
+    lengths: tuple[int, ...]
+    make: Callable[[Path], System]  # a new instance whose files are in a fresh folder
+
+
+def quantile(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` (nearest rank)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def run(specs: list[Spec], repeats: int, rounds: int, base: Path) -> Results:
+    """Measure every system ``repeats`` times, each time on fresh files: loads, appends, then memory.
+
+    A run opens each system at each length on files of its own, made for that run (no
+    file is cleared and refilled), fills it, times its loads, then appends one
+    message per round to every system at every length, the systems' order rotated
+    by one each round, so disk and machine noise fall on all of them alike. Each
+    append is timed alone: a run's rate is appends / time, its p50 the median append.
     """
     results = Results()
-    lengths = sorted({n for system in systems for n in system.lengths})
+    lengths = sorted({n for spec in specs for n in spec.lengths})
     for repeat in range(repeats):
-        print(f"repeat {repeat + 1}/{repeats}: filling", flush=True)
-        for system in systems:
-            for length in system.lengths:
+        print(f"run {repeat + 1}/{repeats}: fresh files, filling", flush=True)
+        members: dict[int, list[System]] = {}
+        for length in lengths:
+            folder = base / f"run{repeat}-n{length}"
+            members[length] = []
+            for spec in specs:
+                if length not in spec.lengths:
+                    continue
+                (folder / spec.name.replace(" ", "-")).mkdir(parents=True)
+                system = spec.make(folder / spec.name.replace(" ", "-"))
+                members[length].append(system)
                 buffer = buffer_name(length, repeat)
                 system.fill(buffer, length)
                 if system.loads:
                     key = (system.name, length)
                     results.add(results.last50, key, _best(lambda s=system, b=buffer: s.last50(b)))  # type: ignore[misc]
                     results.add(results.whole, key, _best(lambda s=system, b=buffer: s.whole(b), 3))  # type: ignore[misc]
-        print(f"repeat {repeat + 1}/{repeats}: appending", flush=True)
-        done: dict[tuple[str, int], int] = {}
-        spent: dict[tuple[str, int], float] = {}
+        print(f"run {repeat + 1}/{repeats}: appending, the order rotated each round", flush=True)
+        times: dict[tuple[str, int], list[float]] = {}
         for round_no in range(rounds):
             for length in lengths:
-                for system in systems:
-                    if length in system.lengths and round_no % system.every == 0:
-                        key = (system.name, length)
-                        i = length + done.get(key, 0)
-                        started = time.perf_counter()
-                        system.append(buffer_name(length, repeat), i)
-                        spent[key] = spent.get(key, 0.0) + time.perf_counter() - started
-                        done[key] = done.get(key, 0) + 1
-        for key, count in done.items():
-            results.add(results.rate, key, count / spent[key])
+                group = members[length]
+                turn = round_no % len(group)
+                for system in group[turn:] + group[:turn]:
+                    if round_no % system.every:
+                        continue
+                    key = (system.name, length)
+                    found = times.setdefault(key, [])
+                    started = time.perf_counter()
+                    system.append(buffer_name(length, repeat), length + len(found))
+                    found.append(time.perf_counter() - started)
+        for key, found in times.items():
+            results.add(results.rate, key, len(found) / sum(found))
+            results.add(results.p50, key, quantile(found, 0.5))
+            results.add(results.p99, key, quantile(found, 0.99))
+        for length, group in members.items():
+            for system in group:
+                if repeat == repeats - 1 and isinstance(system, Flowmem) and system.role == "tuned":
+                    peak = system.append_peaks({length: buffer_name(length, repeat)}, rounds)
+                    results.append_peak[(system.name, length)] = peak[length]
+                system.close()
+        for length in lengths:
+            shutil.rmtree(base / f"run{repeat}-n{length}", ignore_errors=True)
+    return results
+
+
+def memory(systems: list[System], repeats: int, results: Results) -> None:
+    """The memory of a whole load of each system's large buffer (fresh files of their own)."""
     print("memory of a whole load", flush=True)
     for system in systems:
         if not system.memory_rows:
@@ -638,12 +756,6 @@ def run(systems: list[System], repeats: int, rounds: int) -> Results:
             for probe, fn in system.memory_probes("memory").items():
                 results.add(results.memory, probe, _load_memory(fn))
                 results.memory_rows[probe] = system.memory_rows
-    for system in systems:
-        if isinstance(system, Flowmem) and system.role == "tuned":
-            buffers = {n: buffer_name(n, repeats - 1) for n in system.lengths}
-            for length, peak in system.append_peaks(buffers, rounds).items():
-                results.append_peak[(system.name, length)] = peak
-    return results
 
 
 def spread(values: list[float], fmt: str = "{:,.0f}") -> str:
@@ -663,6 +775,38 @@ def per_repeat(results: Results, ours: str, theirs: str, length: int) -> list[fl
     """The ratio ``ours / theirs`` of appends/s in each repeat (both timed in its rounds)."""
     mine, peer = results.rate[(ours, length)], results.rate[(theirs, length)]
     return [a / b for a, b in zip(mine, peer, strict=True)]
+
+
+def p50_ratios(results: Results, ours: str, theirs: str, length: int) -> list[float]:
+    """Each run's ``theirs`` p50 / ``ours`` (above 1: our single append is faster)."""
+    mine, peer = results.p50[(ours, length)], results.p50[(theirs, length)]
+    return [b / a for a, b in zip(mine, peer, strict=True)]
+
+
+def ratios(results: Results, systems: list[System]) -> dict[str, Any]:
+    """Each flowmem call ÷ each peer of its group, per length: min, median, max of the per-run ratios."""
+    out: dict[str, Any] = {}
+    for ours in systems:
+        if ours.role == "peer":
+            continue
+        for peer in systems:
+            if peer.role != "peer" or peer.group != ours.group:
+                continue
+            for n in sorted(set(ours.lengths) & set(peer.lengths)):
+                if (ours.name, n) not in results.rate or (peer.name, n) not in results.rate:
+                    continue
+                entry = out.setdefault(f"{ours.name} / {peer.name}", {})
+                for what, found in (
+                    ("rate", per_repeat(results, ours.name, peer.name, n)),
+                    ("p50", p50_ratios(results, ours.name, peer.name, n)),
+                ):
+                    entry.setdefault(what, {})[str(n)] = {
+                        "min": min(found),
+                        "median": statistics.median(found),
+                        "max": max(found),
+                        "runs": found,
+                    }
+    return out
 
 
 def report(
@@ -706,6 +850,30 @@ def report(
                         mine += f" / {median(results.rate[(default.name, n)]) / median(theirs):.2f}"
                     cells.append(mine)
                 print(f"| {s.name} | " + " | ".join(cells) + " |")
+
+        print(f"\n## {group}: p50 of a single append, ms, median (min–max) of {repeats} runs\n")
+        print("| system | " + " | ".join(f"{n:,} rows" for n in lengths) + " |")
+        print("|---|" + "---:|" * len(lengths))
+        for s in members:
+            cells = [
+                spread([v * 1000 for v in results.p50[(s.name, n)]], "{:,.2f}")
+                if (s.name, n) in results.p50
+                else "—"
+                for n in lengths
+            ]
+            print(f"| {s.name} | " + " | ".join(cells) + " |")
+        found = ratios(results, members)
+        if found:
+            print(f"\n{group}: flowmem ÷ peer per run, min / median / max (rate; p50 = peer's ÷ ours)\n")
+            print("| flowmem ÷ peer | what | " + " | ".join(f"{n:,}" for n in lengths) + " |")
+            print("|---|---|" + "---:|" * len(lengths))
+            for pair, entry in found.items():
+                for what in ("rate", "p50"):
+                    cells = []
+                    for n in lengths:
+                        r = entry[what].get(str(n))
+                        cells.append("—" if r is None else f"{r['min']:.2f} / {r['median']:.2f} / {r['max']:.2f}")
+                    print(f"| {pair} | {what} | " + " | ".join(cells) + " |")
 
         print(f"\n## {group}: load time, ms, median (min–max) of {repeats} repeats\n")
         print("| system | read | " + " | ".join(f"{n:,} rows" for n in lengths) + " |")
@@ -770,11 +938,17 @@ def report(
                     target(f"flowmem default call / {peer_name} at {n:,}", ours / theirs, 1.0)
         agents = next((s for s in members if s.name == "agents SQLiteSession"), None)
         if default is not None and agents is not None:
-            # issue 26 §3: the repeat's own ratio (both measured in the same rounds), its minimum
+            # issues 26 §3 and 42 §2: each run's own ratios (both measured in its rounds, on
+            # fresh files), their minimum: by rate and at the p50 of single appends
             for n in tuned.lengths:
-                ratios = per_repeat(results, default.name, agents.name, n)
-                print(f"  default call / SQLiteSession at {n:,}, per repeat: {spread(ratios, '{:.2f}')}")
-                target(f"flowmem default call / SQLiteSession at {n:,}, min of repeats", min(ratios), 1.3)
+                by_rate = per_repeat(results, default.name, agents.name, n)
+                p50s = p50_ratios(results, default.name, agents.name, n)
+                print(
+                    f"  default call / SQLiteSession at {n:,}, per run: rate {spread(by_rate, '{:.2f}')},"
+                    f" p50 {spread(p50s, '{:.2f}')}"
+                )
+                target(f"flowmem default call / SQLiteSession at {n:,}, min of runs", min(by_rate), 1.3)
+                target(f"flowmem default call / SQLiteSession p50 at {n:,}, min of runs", min(p50s), 1.0)
         graph = next((s for s in members if s.name == "LangGraph SqliteSaver"), None)
         if graph is not None:
             # flowmem at LangGraph's longest (2,000 rows) lies between two of its lengths
@@ -827,6 +1001,8 @@ def measurements(results: Results, plan: Plan, repeats: int) -> dict[str, Any]:
             for probe, found in results.memory.items()
         },
         "append_peak_bytes": table(results.append_peak),
+        "append_p50_s": table(results.p50),
+        "append_p99_s": table(results.p99),
     }
 
 
@@ -866,6 +1042,18 @@ def main(argv: list[str] | None = None) -> int:
         choices=["normalization"],
         help="run one section only: normalization (bench/core.py's histories, vs deepagents)",
     )
+    parser.add_argument("--big", action="store_true", help="also at 100,000 rows (slow)")
+    parser.add_argument(
+        "--dir", default=None, help="where the fresh files are made (the disk measured; default: $TMPDIR)"
+    )
+    parser.add_argument(
+        "--disk-writer",
+        type=int,
+        default=0,
+        metavar="MIB",
+        help="while appending, another process rewrites a file of MIB MiB beside the databases, "
+        "1 MiB at a time, each write fsynced (0: none)",
+    )
     report_json.add_arguments(parser, "store", "tiny buffers, one repeat")
     args = parser.parse_args(argv)
     pgserver.check(parser, args.postgres_nondurable, args.postgres != "start" and args.postgres)
@@ -880,43 +1068,55 @@ def main(argv: list[str] | None = None) -> int:
     if args.only == "normalization":
         report_json.write(args.json, "store", argv, meta, {}, targets.items, found, args.quick)
         return 0 if args.quick or not targets.failed else 1
-    with tempfile.TemporaryDirectory(prefix="flowmem-bench-") as tmp:
+    lengths = plan.lengths + ((100_000,) if args.big and not args.quick else ())
+    graph = plan.langgraph_lengths
+    with tempfile.TemporaryDirectory(prefix="flowmem-bench-", dir=args.dir) as tmp:
         base = Path(tmp)
         print(f"flowmem store benchmark: one message per append, WAL + synchronous=FULL, in {tmp}")
-        sqlite_url = f"sqlite:///{base / 'flowmem.db'}"
-        lengths, graph = plan.lengths, plan.langgraph_lengths
-        systems: list[System] = [
-            Flowmem("flowmem SqliteStore", sqlite_url, lengths, args.guarded),
+        print(f"disk: {disk_of(base)}")
+        specs = [
+            Spec("flowmem SqliteStore", lengths, lambda f: Flowmem("flowmem SqliteStore", sqlite_at(f), lengths, args.guarded)),
             # the service as a user calls it (the default) and asking for the buffer back
-            FlowmemService("flowmem service", sqlite_url, lengths, asked=False),
-            FlowmemService("flowmem service +messages", sqlite_url, lengths, asked=True),
-        ]
+            Spec("flowmem service", lengths, lambda f: FlowmemService("flowmem service", sqlite_at(f), lengths, asked=False)),
+            Spec("flowmem service +messages", lengths, lambda f: FlowmemService("flowmem service +messages", sqlite_at(f), lengths, asked=True)),
+        ]  # fmt: skip
         if not args.no_peers:
-            systems.append(AgentsSession(base / "agents.db", lengths))
-            systems.append(LangChainSQL(base / "langchain.db", lengths))
-            systems.append(LangGraph(base / "langgraph.db", graph))
+            specs.append(Spec("agents SQLiteSession", lengths, lambda f: AgentsSession(f / "agents.db", lengths)))
+            specs.append(Spec("LangChain SQLChatMessageHistory", lengths, lambda f: LangChainSQL(f / "langchain.db", lengths)))
+            specs.append(Spec("LangGraph SqliteSaver", graph, lambda f: LangGraph(f / "langgraph.db", graph)))  # fmt: skip
         if args.postgres and args.postgres != "start":
-            pg = "PostgreSQL"
-            systems.append(
-                Flowmem("flowmem PostgresStore", args.postgres, lengths, args.guarded, group=pg)
-            )
-            systems.append(
-                FlowmemService("flowmem pg service", args.postgres, lengths, False, group=pg)
-            )
-        for system in systems:
-            system.memory_rows = min(system.memory_rows, plan.memory_rows)
+            pg, url = "PostgreSQL", args.postgres
+            specs.append(Spec("flowmem PostgresStore", lengths, lambda f: Flowmem("flowmem PostgresStore", url, lengths, args.guarded, group=pg)))
+            specs.append(Spec("flowmem pg service", lengths, lambda f: FlowmemService("flowmem pg service", url, lengths, False, group=pg)))  # fmt: skip
         if args.quick:  # the peers' imports make each gc.collect() of a measure cost 0.15 s
             gc.freeze()
+        writer = DiskWriter(base, args.disk_writer) if args.disk_writer else None
         try:
-            results = run(systems, repeats, plan.rounds)
+            results = run(specs, repeats, plan.rounds, base)
+        finally:
+            writing = writer.stop() if writer is not None else None
+        (base / "memory").mkdir()
+        systems: list[System] = []
+        for spec in specs:
+            (base / "memory" / spec.name.replace(" ", "-")).mkdir()
+            systems.append(spec.make(base / "memory" / spec.name.replace(" ", "-")))
+        try:
+            for system in systems:
+                system.memory_rows = min(system.memory_rows, plan.memory_rows)
+            memory(systems, repeats, results)
             durability = {system.name: system.database() for system in systems}
         finally:
             for system in systems:
                 system.close()
         print()
         report_json.describe(meta, durability)
+        if writing is not None:
+            print(f"concurrent disk writer: {writing['label']}")
         report(systems, results, repeats, targets)
+    found["disk"] = disk_of(Path(args.dir or tempfile.gettempdir()))
+    found["disk_writer"] = writing
     found.update(measurements(results, plan, repeats))
+    found["ratios"] = ratios(results, systems)
     failed = targets.failed
     if not args.quick:
         print("\nall targets met" if not failed else f"\nmissed: {', '.join(failed)}")
