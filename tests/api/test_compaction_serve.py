@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.api.test_serve import admin_token
+from tests.cli.test_serve import admin_token
 from tests.served import flowmem_serve
 from tests.store.test_archive import history
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.api.test_serve import admin_token
+from tests.cli.test_serve import admin_token
 from tests.served import flowmem_serve
 
 pytestmark = pytest.mark.slow

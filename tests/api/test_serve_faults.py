@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.api.test_serve import admin_token
+from tests.cli.test_serve import admin_token
 from tests.served import flowmem_serve, stop_serve
 from tests.store.test_faults import can_seal, sealed  # noqa: F401 (can_seal: a fixture)
 
