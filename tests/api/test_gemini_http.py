@@ -8,7 +8,7 @@ import pytest
 
 from tests.api.helpers import Api
 from tests.formats.sdk import assert_gemini
-from tests.formats.test_detect import LANGCHAIN, PYDANTIC_AI
+from tests.formats.test_unknown import LANGCHAIN, PYDANTIC_AI
 
 URL = "/v1/buffers/user/chat"
 INSTRUCTION = {"parts": [{"text": "Be brief."}]}

@@ -14,7 +14,7 @@ from flowmem.cli import cli
 from flowmem.cli.errors import exit_code_for
 from flowmem.errors import FormatMismatchError, UnknownFormatError
 from tests.formats.sdk import assert_gemini, assert_openai_chat
-from tests.formats.test_detect import LANGCHAIN, PYDANTIC_AI
+from tests.formats.test_unknown import LANGCHAIN, PYDANTIC_AI
 
 HI = [{"role": "user", "parts": [{"text": "hi"}]}]
 INTERRUPTED = {
