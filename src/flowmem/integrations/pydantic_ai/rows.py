@@ -50,6 +50,33 @@ HEALED_METADATA = {"healed": True, "pydantic_ai_synthesized_tool_return": True}
 """The metadata of a placeholder's ``ToolReturnPart`` (flowmem's mark, and pydantic-ai's)."""
 
 
+def message_json(message: ModelMessage) -> str:
+    """The message as ``ModelMessagesTypeAdapter`` writes it, kept beside its rows (decision 0131)."""
+    return ModelMessagesTypeAdapter.dump_json([message])[1:-1].decode()
+
+
+def messages_of(found: Sequence[tuple[str, str]], limit: int | None) -> list[ConversationEntry]:
+    """The entries of a history read as messages (newest first, one more than ``limit``), in order.
+
+    One ``validate_json`` of the joined array, as a JSON history is read; the entry
+    before the first kept (read past ``limit``) is its parent.
+    """
+    chosen = list(reversed(found))
+    parent: str | None = None
+    if limit is not None and len(chosen) > limit:
+        cut = len(chosen) - limit
+        parent, chosen = chosen[cut - 1][0], chosen[cut:]
+    if not chosen:
+        return []
+    joined = "[" + ",".join(message for _, message in chosen) + "]"
+    messages = ModelMessagesTypeAdapter.validate_json(joined)
+    entries: list[ConversationEntry] = []
+    for (entry_id, _), message in zip(chosen, messages, strict=True):
+        entries.append(ConversationEntry(id=entry_id, parent_id=parent, message=message))
+        parent = entry_id
+    return entries
+
+
 def _dump(message: ModelMessage) -> dict[str, Any]:
     dumped: dict[str, Any] = ModelMessagesTypeAdapter.dump_python([message], mode="json")[0]
     return dumped
@@ -274,6 +301,8 @@ __all__ = [
     "entries_of",
     "entry_rows",
     "is_result",
+    "message_json",
+    "messages_of",
     "placeholder_request",
     "unanswered_tail",
 ]

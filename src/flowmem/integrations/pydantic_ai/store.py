@@ -62,7 +62,6 @@ from pydantic_ai.messages import (
 from pydantic_ai.run import AgentRunResult
 from pydantic_ai.usage import RunUsage
 
-from flowmem.core import Message
 from flowmem.errors import AccessDeniedError, InvalidInputError, ScopeRefusedError
 from flowmem.integrations.pydantic_ai.ahead import Ahead, WriteAhead
 from flowmem.integrations.pydantic_ai.answers import carries_results, once_per_call
@@ -70,6 +69,8 @@ from flowmem.integrations.pydantic_ai.rows import (
     entries_of,
     entry_rows,
     is_result,
+    message_json,
+    messages_of,
     placeholder_request,
     unanswered_tail,
 )
@@ -121,6 +122,22 @@ def _deferred_ids(holder: ConversationRecord | Conversation | None) -> set[str]:
     if requests is None:
         return set()
     return {call.tool_call_id for call in [*requests.calls, *requests.approvals]}
+
+
+def _answers_stored(entries: Sequence[ConversationEntry]) -> bool:
+    """Whether a result in ``entries`` may answer a stored call: one no earlier entry of them declares.
+
+    Only then does ``once_per_call`` need the stored history: a call declared in the
+    entries is new (decision 0051), whatever the history says of its id.
+    """
+    declared: set[str] = set()
+    for entry in entries:
+        message: ModelMessage = entry.message
+        if isinstance(message, ModelResponse):
+            declared.update(p.tool_call_id for p in message.parts if isinstance(p, ToolCallPart))
+        elif any(is_result(p) and p.tool_call_id not in declared for p in message.parts):
+            return True
+    return False
 
 
 def _ran_before_stored(entries: Sequence[ConversationEntry]) -> list[str]:
@@ -304,7 +321,7 @@ class FlowmemConversationStore(ConversationStore):
             ),
             head=record.head_id,
             parent=entries[0].parent_id if entries else record.head_id,
-            entries=[NewEntry(entry.id, entry_rows(entry)) for entry in entries],
+            entries=[NewEntry(entry.id, entry_rows(entry), message_json(entry.message)) for entry in entries],
             source=record.forked_from if not entries else None,
             waiting=frozenset(waiting),
         )
@@ -322,8 +339,10 @@ class FlowmemConversationStore(ConversationStore):
     ) -> tuple[list[ConversationEntry], ConversationRecord]:
         """The entries without results of calls the stored line already answered (MEM-1, ``answers``)."""
         parent = entries[0].parent_id
-        rows = await asyncio.to_thread(self.tables.history, parent) if parent is not None else []
-        history = [entry.message for entry in entries_of(rows or [])]
+        history: list[ModelMessage] = []
+        if parent is not None and _answers_stored(entries):
+            found = await asyncio.to_thread(self._entries, parent, None)
+            history = [entry.message for entry in found or []]
         kept = once_per_call(history, entries)
         if len(kept) != len(entries) and record.head_id in {entry.id for entry in entries}:
             record = dataclasses.replace(record, head_id=kept[-1].id if kept else parent)
@@ -370,26 +389,35 @@ class FlowmemConversationStore(ConversationStore):
         if head_id is None:
             return []
         check_name(head_id, "entry_id")
-        rows = await asyncio.to_thread(self._history, head_id)
-        if rows is None:
+        entries = await asyncio.to_thread(self._entries, head_id, limit)
+        if entries is None:
             raise KeyError(head_id)
-        entries = entries_of(rows)
-        if limit is not None:
-            entries = entries[len(entries) - limit :] if limit else []
         return entries
 
-    def _history(self, head_id: str) -> list[Message] | None:
-        """The rows an entry ends; a user-bound store reads it only in a conversation the user may view.
+    def _entries(self, head_id: str, limit: int | None) -> list[ConversationEntry] | None:
+        """The entries up to ``head_id`` (the last ``limit``); None for an entry the store does not have.
 
-        An entry of another user's conversation is unknown to it (KeyError to the
-        caller), as that conversation is (decision 0109).
+        A user-bound store reads it only in a conversation the user may view: an entry
+        of another user's conversation is unknown to it (KeyError to the caller), as
+        that conversation is (decision 0109). The messages kept beside the rows are
+        read when the line holds them whole, else the rows (decision 0131).
         """
         if self.user is None:
-            return self.tables.history(head_id)
-        for conversation_id in self.tables.holders(head_id):
-            if self._may(conversation_id, "view"):
-                return self.tables.history(head_id, conversation_id)
-        return None
+            found: str | None = None
+        else:
+            found = next((c for c in self.tables.holders(head_id) if self._may(c, "view")), None)
+            if found is None:
+                return None
+        if limit == 0:
+            return [] if self.tables.history(head_id, found) is not None else None
+        messages = self.tables.messages(head_id, found, limit)
+        if messages is not None:
+            return messages_of(messages, limit)
+        rows = self.tables.history(head_id, found)
+        if rows is None:
+            return None
+        entries = entries_of(rows)
+        return entries if limit is None else entries[len(entries) - limit :]
 
     # --- write-ahead (decision 0099) ----------------------------------------------------------
     def write_ahead(self, conversation: Conversation, *, scope: str | None = None) -> WriteAhead:

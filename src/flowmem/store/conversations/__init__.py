@@ -45,10 +45,16 @@ class StoredConversation:
 
 @dataclass(frozen=True)
 class NewEntry:
-    """An entry to store: its id and the rows its message becomes (call ids not yet resolved)."""
+    """An entry to store: its id, the rows its message becomes (call ids not yet resolved), its message.
+
+    ``message``: the message as its framework's JSON (pydantic-ai's), kept beside the
+    rows when they are all stored as given, so a history is read without rebuilding
+    each message from its rows (decision 0131); None: read from the rows.
+    """
 
     entry_id: str
     rows: Sequence[Message]
+    message: str | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,17 @@ class Conversations(Protocol):
 
     def holders(self, entry_id: str) -> list[str]:
         """The conversations holding the entry, by id (a user-bound reader picks one it may view)."""
+        ...
+
+    def messages(
+        self, entry_id: str, conversation_id: str | None = None, limit: int | None = None
+    ) -> list[tuple[str, str]] | None:
+        """The last ``limit`` + 1 entries (id, message JSON) of the history ``entry_id`` ends, newest first.
+
+        None when the store cannot tell them without the rows (``history``): a line some
+        write changed other than by appending whole entries, or a backend that keeps no
+        messages (decision 0131). ``conversation_id`` as in ``history``.
+        """
         ...
 
 

@@ -92,8 +92,22 @@ class LineTx(Protocol):
         """The calls declared in line ``key`` as ``call_id`` or ``call_id@<run>``, by position."""
         ...
 
-    def index(self, entry_id: str, key: str, position: int, rows: bool) -> None:
-        """Record where an entry ends (``rows`` False: it holds no row, it ends where the line did)."""
+    def index(
+        self, entry_id: str, key: str, position: int, rows: bool, message: str | None = None
+    ) -> None:
+        """Record where an entry ends (``rows`` False: it holds no row, it ends where the line did).
+
+        ``message``: the entry's message JSON, given when its rows were all stored as written.
+        """
+        ...
+
+    def written(self, key: str, whole: bool, empty: bool) -> None:
+        """Say which line the write appended to and how (decision 0131).
+
+        ``whole``: every entry the write added holds all its rows as given, with its
+        message, or no row, and no other row changed (nothing copied, inserted, replaced);
+        ``empty``: the line held no row before the write.
+        """
         ...
 
     def log(self, key: str, repairs: Sequence[Repair]) -> None:
@@ -157,6 +171,7 @@ class Tagging:
         self.waiting = waiting
         self.entry: str | None = None
         self.kept: list[int] = []
+        self.altered = False  # a row inserted, replaced or deleted: the line's messages are not whole
 
     def count(self) -> int:
         """The line's row count."""
@@ -198,6 +213,7 @@ class Tagging:
 
     def insert_after(self, position: int, rows: Sequence[Message]) -> None:
         """Insert healed placeholders, each named after the entry that declared its call."""
+        self.altered = True
         named: list[Message] = []
         for row in rows:
             call = row.get("metadata", {}).get("tool_call_id")
@@ -217,12 +233,14 @@ class Tagging:
 
     def replace(self, position: int, row: Message) -> None:
         """Replace a placeholder with a real result (MEM-10), noting it for the current entry."""
+        self.altered = True
         self.inner.replace(position, row)
         if entry_of(row) == self.entry:
             self.kept.append(position)
 
     def delete(self, position: int) -> None:
         """Delete a row (the window; conversations have none)."""
+        self.altered = True
         self.inner.delete(position)
 
 
@@ -283,6 +301,7 @@ def write_lines(tx: LineTx, write: ConversationWrite) -> bool:
     pydantic-ai store heals a loaded history: its placeholders arrive as rows).
     """
     parent, entries = write.parent, list(write.entries)
+    copied = False
     if parent is None:
         if not entries:
             return True
@@ -297,6 +316,7 @@ def write_lines(tx: LineTx, write: ConversationWrite) -> bool:
                 return False
             key = LINE if tx.line_end(LINE) is None else f"{LINE}#{parent}"
             _copy(tx, source, key, parent)
+            copied = True
         elif not entries:
             return True
         elif place.position == _end(tx, place.key):
@@ -304,7 +324,10 @@ def write_lines(tx: LineTx, write: ConversationWrite) -> bool:
         else:
             key = f"{LINE}#{entries[0].entry_id}"
             _copy(tx, place, key, parent)
+            copied = True
+    empty = not copied and tx.line_end(key) is None
     editor = Tagging(tx, key, write.waiting)
+    whole = not copied
     repairs: list[Repair] = []
     for entry in entries:
         editor.entry, editor.kept = entry.entry_id, []
@@ -318,11 +341,16 @@ def write_lines(tx: LineTx, write: ConversationWrite) -> bool:
         if adopted:
             repairs.append(Repair("MEM-3", tuple(adopted), len(adopted)))
         if editor.kept:
-            tx.index(entry.entry_id, key, max(editor.kept), True)
+            # the message read as written only when every row of it is, and nothing else changed
+            complete = len(editor.kept) == len(entry.rows) and entry.message is not None
+            whole = whole and complete and not editor.altered
+            message = entry.message if complete and not editor.altered else None
+            tx.index(entry.entry_id, key, max(editor.kept), True, message)
         else:
             tx.index(entry.entry_id, key, _end(tx, key), False)
     if repairs:  # the line's repair log, in the write's transaction (issue 37 §2)
         tx.log(key, repairs)
+    tx.written(key, whole and not editor.altered, empty)
     return True
 
 

@@ -121,8 +121,13 @@ class MemoryLineTx:
                     )
         return found
 
-    def index(self, entry_id: str, key: str, position: int, rows: bool) -> None:
-        """Remember an entry that holds no row by the entry before it."""
+    def written(self, key: str, whole: bool, empty: bool) -> None:
+        """Nothing to keep: ``memory://`` reads every history from its rows (decision 0131)."""
+
+    def index(
+        self, entry_id: str, key: str, position: int, rows: bool, message: str | None = None
+    ) -> None:
+        """Remember an entry that holds no row by the entry before it (the message is not kept)."""
         if rows:
             return
         line = self._rows(self.conversation_id, key)
@@ -223,6 +228,12 @@ class MemoryConversations:
                 places = MemoryLineTx(self, tables, cid).places(entry_id, cid)
                 if places:
                     return MemoryLineTx(self, tables, cid).rows_upto(places[0])
+        return None
+
+    def messages(
+        self, entry_id: str, conversation_id: str | None = None, limit: int | None = None
+    ) -> list[tuple[str, str]] | None:
+        """None: ``memory://`` keeps no messages beside the rows, its histories are read from them."""
         return None
 
     def holders(self, entry_id: str) -> list[str]:

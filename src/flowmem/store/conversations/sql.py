@@ -63,6 +63,7 @@ class _SqlTx:
         self.runner = runner
         self.editors: dict[str, _LineEditor] = {}
         self.repairs: dict[str, list[Repair]] = {}  # logged once the lines are flushed
+        self.line: tuple[str, bool, bool] | None = None  # (key, whole, empty) of the line written
 
     def _run(self, name: str, params: tuple[Any, ...]) -> Any:
         return self.conn.execute(self.sql[name], params)
@@ -109,9 +110,17 @@ class _SqlTx:
             found.append(Declaration(cid, int(pos), bool(answered), run_of(row), entry_of(row)))
         return found
 
-    def index(self, entry_id: str, key: str, position: int, rows: bool) -> None:
-        """Record where the entry ends."""
+    def index(
+        self, entry_id: str, key: str, position: int, rows: bool, message: str | None = None
+    ) -> None:
+        """Record where the entry ends, and its message when given (``pa_messages``)."""
         self._run("pa_entry_put", (entry_id, self.conversation_id, key, position))
+        if message is not None:
+            self._run("pa_message_put", (self.conversation_id, key, position, entry_id, message))
+
+    def written(self, key: str, whole: bool, empty: bool) -> None:
+        """Keep the line written and how, for ``SqlConversations.write``'s line stamp."""
+        self.line = (key, whole, empty)
 
     def log(self, key: str, repairs: Sequence[Repair]) -> None:
         """Keep the line's repairs for ``SqlConversations.write`` to log after the flush."""
@@ -154,7 +163,7 @@ class SqlConversations:
         def work(conn: Any) -> None:
             if guard is not None:
                 self.store.check_guard(conn, guard)
-            found = self._run(conn, "pa_revision", (record.conversation_id,)).fetchone()
+            found = self._run(conn, "pa_revision_line", (record.conversation_id,)).fetchone()
             if (None if found is None else found[0]) != expected:
                 raise _Refused
             tx = _SqlTx(conn, self.sql, self.store.runner(conn), record.conversation_id)
@@ -163,14 +172,54 @@ class SqlConversations:
             tx.flush()
             for key, repairs in tx.repairs.items():  # the lines' repair logs (issue 37 §2)
                 self.store.record_repairs(conn, tx.editors[key].buffer_id, repairs)
+            line = self._line(conn, record.conversation_id, found, tx.line)
             params = (record.conversation_id, record.revision, record.scope, record.updated, body)
-            self._run(conn, "pa_put", params)
+            self._run(conn, "pa_put", (*params, *line))
 
         try:
             self.store.write_at(self._lock(record.conversation_id), work)
         except _Refused:
             return False
         return True
+
+    def _line(
+        self, conn: Any, conversation_id: str, found: Any, written: tuple[str, bool, bool] | None
+    ) -> tuple[Any, Any, Any]:
+        """The record's line stamp after a write: the line whose messages pa_entries holds whole.
+
+        The line written, as its buffer is now, when the write kept its messages whole
+        and the line was empty or whole before; the stamp as it was when no line was
+        written; none otherwise (its history is then read from the rows, decision 0131).
+        """
+        before = (None, None, None) if found is None else (found[1], found[2], found[3])
+        if written is None:
+            return before
+        key, whole, empty = written
+        if not whole or not (empty or (found is not None and found[1] == key and found[4])):
+            return (None, None, None)
+        stamp = self._run(conn, "pa_line_stamp", (conversation_id, key)).fetchone()
+        return (None, None, None) if stamp is None else (key, int(stamp[0]), int(stamp[1]))
+
+    def messages(
+        self, entry_id: str, conversation_id: str | None = None, limit: int | None = None
+    ) -> list[tuple[str, str]] | None:
+        """The last ``limit`` + 1 messages of the history an entry ends, newest first (decision 0131).
+
+        Two queries: where the history is and whether its messages are whole, then them.
+        """
+        bound = UNLIMITED if limit is None else limit + 1
+        with self.store.connection() as conn:
+            if conversation_id is None:
+                place = self._run(conn, "pa_messages_line", (entry_id,)).fetchone()
+            else:
+                place = self._run(conn, "pa_messages_line_in", (entry_id, conversation_id)).fetchone()
+            if place is None or not place[3]:
+                return None
+            rows = self._run(conn, "pa_messages", (place[0], place[1], place[2], bound)).fetchall()
+        found = [(str(e), str(m)) for e, m in rows]
+        if not found or len({e for e, _ in found}) != len(found):
+            return None  # an entry written twice in the line: its rows say which is right
+        return found
 
     def delete(self, conversation_id: str, expected: str) -> bool:
         """Delete the conversation's session in one transaction when its revision is ``expected``."""

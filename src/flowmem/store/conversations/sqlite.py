@@ -17,9 +17,26 @@ MIGRATION: tuple[str, ...] = (
     "CREATE INDEX pa_entries_conversation ON pa_entries (conversation_id)",
 )
 
-SQL: dict[str, str] = statements("?")
+# each entry's message as pydantic-ai's JSON, in line order (a rowid table: a history is
+# one range read), and the line whose messages it holds whole (decision 0131); a
+# conversation's messages go with its record
+UPGRADE: tuple[str, ...] = (
+    "ALTER TABLE pa_conversations ADD COLUMN line_key TEXT",
+    "ALTER TABLE pa_conversations ADD COLUMN line_stamp INTEGER",
+    "ALTER TABLE pa_conversations ADD COLUMN line_version INTEGER",
+    """CREATE TABLE pa_messages (
+        conversation_id TEXT NOT NULL, key TEXT NOT NULL, pos INTEGER NOT NULL,
+        entry_id TEXT NOT NULL, message TEXT NOT NULL,
+        PRIMARY KEY (conversation_id, key, pos))""",
+    """CREATE TRIGGER pa_messages_drop AFTER DELETE ON pa_conversations BEGIN
+        DELETE FROM pa_messages WHERE conversation_id = OLD.conversation_id;
+    END""",
+)
+
+SQL: dict[str, str] = statements("?", "born")
 
 # the schema's migrations this kind of data owns, by number (flowmem.store.migrations)
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     9: MIGRATION,  # pydantic-ai conversation records and where their entries end (decision 0051)
+    20: UPGRADE,  # each entry's message as pydantic-ai's JSON, and the line they make whole (decision 0131)
 }

@@ -9,27 +9,52 @@ from __future__ import annotations
 _LINE = "(SELECT id FROM buffers WHERE scope = 'session' AND scope_id = {p} AND key = {p})"
 
 
-def statements(p: str) -> dict[str, str]:
-    """The conversation statements with placeholder ``p`` (``?`` or ``%s``)."""
+def statements(p: str, stamp: str) -> dict[str, str]:
+    """The conversation statements with placeholder ``p`` (``?`` or ``%s``).
+
+    ``stamp``: the ``buffers`` column no other buffer ever had (SQLite's ``born``,
+    PostgreSQL's ``id``), which with ``version`` says a line is unchanged.
+    """
     line = _LINE.format(p=p)
+    # the line an entry ends (the first holding it), and whether pa_messages holds its
+    # entries' messages whole: the record's line stamp is the line's buffer as it is now
+    whole = f"""SELECT e.conversation_id, e.key, e.pos, CASE WHEN b.{stamp} = c.line_stamp
+                AND b.version = c.line_version THEN 1 ELSE 0 END
+            FROM e JOIN pa_conversations AS c ON c.conversation_id = e.conversation_id
+                AND c.line_key = e.key
+            JOIN buffers AS b ON b.scope = 'session' AND b.scope_id = e.conversation_id
+                AND b.key = e.key"""
     return {
         "pa_get": f"""SELECT conversation_id, revision, scope, updated, record
             FROM pa_conversations WHERE conversation_id = {p}""",
         "pa_revision": f"SELECT revision FROM pa_conversations WHERE conversation_id = {p}",
+        # the revision, the line whose messages pa_entries holds, and whether it is unchanged
+        "pa_revision_line": f"""SELECT c.revision, c.line_key, c.line_stamp, c.line_version,
+                CASE WHEN b.{stamp} = c.line_stamp AND b.version = c.line_version THEN 1 ELSE 0 END
+            FROM pa_conversations AS c LEFT JOIN buffers AS b ON b.scope = 'session'
+                AND b.scope_id = c.conversation_id AND b.key = c.line_key
+            WHERE c.conversation_id = {p}""",
+        "pa_line_stamp": f"""SELECT {stamp}, version FROM buffers
+            WHERE scope = 'session' AND scope_id = {p} AND key = {p}""",
         "pa_list_all": f"""SELECT conversation_id, revision, scope, updated, record
             FROM pa_conversations ORDER BY updated DESC, conversation_id DESC LIMIT {p}""",
         "pa_list_scope": f"""SELECT conversation_id, revision, scope, updated, record
             FROM pa_conversations WHERE scope = {p}
             ORDER BY updated DESC, conversation_id DESC LIMIT {p}""",
-        "pa_put": f"""INSERT INTO pa_conversations (conversation_id, revision, scope, updated, record)
-            VALUES ({p}, {p}, {p}, {p}, {p}) ON CONFLICT (conversation_id) DO UPDATE SET
+        "pa_put": f"""INSERT INTO pa_conversations (conversation_id, revision, scope, updated, record,
+                line_key, line_stamp, line_version)
+            VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}) ON CONFLICT (conversation_id) DO UPDATE SET
             revision = excluded.revision, scope = excluded.scope, updated = excluded.updated,
-            record = excluded.record""",
+            record = excluded.record, line_key = excluded.line_key,
+            line_stamp = excluded.line_stamp, line_version = excluded.line_version""",
         "pa_drop": f"DELETE FROM pa_conversations WHERE conversation_id = {p}",
         "pa_entries_drop": f"DELETE FROM pa_entries WHERE conversation_id = {p}",
         "pa_entry_put": f"""INSERT INTO pa_entries (entry_id, conversation_id, key, pos)
             VALUES ({p}, {p}, {p}, {p}) ON CONFLICT (entry_id, conversation_id, key)
             DO UPDATE SET pos = excluded.pos""",
+        "pa_message_put": f"""INSERT INTO pa_messages (conversation_id, key, pos, entry_id, message)
+            VALUES ({p}, {p}, {p}, {p}, {p}) ON CONFLICT (conversation_id, key, pos)
+            DO UPDATE SET entry_id = excluded.entry_id, message = excluded.message""",
         # an entry of one conversation: the line it ends last in (the newest copy)
         "pa_entry_in": f"""SELECT key, pos FROM pa_entries
             WHERE entry_id = {p} AND conversation_id = {p} ORDER BY key LIMIT 1""",
@@ -50,6 +75,14 @@ def statements(p: str) -> dict[str, str]:
             SELECT r.body FROM e JOIN buffers AS b ON b.scope = 'session'
                 AND b.scope_id = e.conversation_id AND b.key = e.key
             JOIN buffer_rows AS r ON r.buffer_id = b.id AND r.pos <= e.pos ORDER BY r.pos""",
+        # where the history an entry ends is, and whether its messages are whole (decision 0131)
+        "pa_messages_line": f"""WITH e AS (SELECT conversation_id, key, pos FROM pa_entries
+                WHERE entry_id = {p} ORDER BY conversation_id, key LIMIT 1) {whole}""",
+        "pa_messages_line_in": f"""WITH e AS (SELECT conversation_id, key, pos FROM pa_entries
+                WHERE entry_id = {p} AND conversation_id = {p} ORDER BY key LIMIT 1) {whole}""",
+        # the last messages of a line up to a position, newest first
+        "pa_messages": f"""SELECT entry_id, message FROM pa_messages
+            WHERE conversation_id = {p} AND key = {p} AND pos <= {p} ORDER BY pos DESC LIMIT {p}""",
         "pa_line_end": f"SELECT MAX(pos) FROM buffer_rows WHERE buffer_id = {line}",
         "pa_line_upto": f"""SELECT body FROM buffer_rows WHERE buffer_id = {line} AND pos <= {p}
             ORDER BY pos""",
