@@ -183,7 +183,10 @@ def test_append_round_trips_stay_within_the_documented_numbers(
         # the lock first, no BEGIN/COMMIT statements
         assert "pg_advisory_xact_lock" in statements[0], statements
         assert not any(s.endswith(("BEGIN", "COMMIT")) for s in statements), statements
-    # the guard is fused into the lock statement: no statement of its own (decision 0014)
-    lock = found["plain user message"][1][0]
+    # no statement of its own: the lock holds the guard's keys, the next statement
+    # checks it under them (decisions 0014, 0127); no row of tokens or sessions locked
+    lock, check = found["plain user message"][1][:2]
     assert "pg_advisory_xact_lock" in lock
-    assert ("FROM tokens" in lock) is guarded
+    assert ("pg_advisory_xact_lock_shared" in lock) is guarded
+    assert "FROM tokens" not in lock and ("FROM tokens" in check) is guarded
+    assert not any("FOR SHARE" in s or "FOR KEY SHARE" in s for _, stated in found.values() for s in stated)

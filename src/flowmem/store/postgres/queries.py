@@ -13,6 +13,11 @@ from flowmem.store.known import MAX_KNOWN_OPEN
 from flowmem.store.repairs import postgres as repair_tables
 from flowmem.store.statements import guarded, merge
 
+# the advisory lock keys of a token and a session (their ids hashed: a collision only
+# makes a revocation or a delete wait for one more append); see HELD below
+TOKEN_KEYS, SESSION_KEYS = 0x666D7401, 0x666D7302
+_HOLD_TOKEN = f"pg_advisory_xact_lock({TOKEN_KEYS}, hashtext(id))"
+_HOLD_SESSION = f"pg_advisory_xact_lock({SESSION_KEYS}, hashtext(id))"
 _B = "buffer_id = %s"
 _ADDR = "scope = %s AND scope_id = %s AND key = %s"
 SQL: dict[str, str] = {
@@ -141,7 +146,7 @@ SQL |= {
     "scope_buffers": "SELECT id, key FROM buffers WHERE scope = %s AND scope_id = %s ORDER BY id",
     "scope_records_delete": "DELETE FROM records WHERE scope = %s AND scope_id = %s",
     "sessions_of_owner": "SELECT id, status FROM sessions WHERE owner = %s ORDER BY id FOR UPDATE",
-    "tokens_of_user_delete": "DELETE FROM tokens WHERE user_id = %s",
+    "tokens_of_user_delete": f"DELETE FROM tokens WHERE user_id = %s AND {_HOLD_TOKEN} IS NOT NULL",
     "records_purge": """DELETE FROM records WHERE expires_at <= %s AND (scope, scope_id, key) IN
         (SELECT scope, scope_id, key FROM records WHERE expires_at <= %s LIMIT %s)""",
     # idempotency keys (docs/decisions/0031); a second insert of one key is a unique violation
@@ -176,7 +181,7 @@ SQL |= {
     "session_status_guard": "SELECT status FROM sessions WHERE id = %s FOR SHARE",
     "session_status_cas": """UPDATE sessions SET status = %s WHERE id = %s
         AND (%s::text[] IS NULL OR status = ANY(%s::text[]))""",
-    "session_delete": "DELETE FROM sessions WHERE id = %s RETURNING status",
+    "session_delete": f"DELETE FROM sessions WHERE id = %s AND {_HOLD_SESSION} IS NOT NULL RETURNING status",
     "transcript_seq_delete": "DELETE FROM transcript_seq WHERE session_id = %s",
     "transcript_insert": "INSERT INTO transcripts (session_id, seq, body) VALUES (%s, %s, %s)",
     "transcript_page_asc": """SELECT seq, body FROM transcripts WHERE session_id = %s AND seq > %s
@@ -192,7 +197,8 @@ SQL |= {
         FROM tokens WHERE token_hash = %s""",
     "tokens_all": """SELECT id, token_hash, user_id, permissions, created_at, revoked, label
         FROM tokens ORDER BY created_at, id""",
-    "token_revoke": "UPDATE tokens SET revoked = TRUE WHERE id = %s",
+    # each takes the exclusive form of the lock an append holds shared (see HELD below)
+    "token_revoke": f"UPDATE tokens SET revoked = TRUE WHERE id = %s AND {_HOLD_TOKEN} IS NOT NULL",
     "schema_table": """CREATE TABLE IF NOT EXISTS flowmem_schema (
         version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)""",
     "schema_version": "SELECT COALESCE(MAX(version), 0) FROM flowmem_schema",
@@ -248,19 +254,10 @@ _GUARDED: dict[str, str] = {
     "session_insert": """INSERT INTO sessions (id, name, owner, status, agent, metadata,
         created_at, updated_at) SELECT %s, %s, %s, %s, %s, %s, %s::double precision,
         %s::double precision WHERE {guard}""",
-    # the append's lock statement: the guard's row locks, then the advisory lock
-    "timed_lock": """SELECT pg_advisory_xact_lock(%s)
-        FROM (SELECT set_config('lock_timeout', %s, true),
-            set_config('plan_cache_mode', 'force_generic_plan', true)) AS bound WHERE {guard}""",
     "record_put": """INSERT INTO records (scope, scope_id, key, value, expires_at)
         SELECT %s, %s, %s, %s, %s::double precision WHERE {guard}
         ON CONFLICT (scope, scope_id, key) DO UPDATE
         SET value = excluded.value, expires_at = excluded.expires_at""",
-    # the lock statement of a guarded append on known facts: a row, and flowmem.guarded
-    # set for the transaction, only when the guard holds (``append_known@guarded``)
-    "timed_lock_known": """SELECT pg_advisory_xact_lock(%s), set_config('flowmem.guarded', 'on', true)
-        FROM (SELECT set_config('lock_timeout', %s, true),
-            set_config('plan_cache_mode', 'force_generic_plan', true)) AS bound WHERE {guard}""",
     "transcript_seq_next": """INSERT INTO transcript_seq (session_id, last_seq) SELECT %s, 1
         WHERE {guard} ON CONFLICT (session_id) DO UPDATE
         SET last_seq = transcript_seq.last_seq + 1 RETURNING last_seq""",
@@ -308,6 +305,7 @@ _FACT_OPEN = """CASE WHEN EXISTS (SELECT 1 FROM buffer_calls x WHERE x.buffer_id
         FROM (SELECT o.declared_pos, array_agg(o.call_id ORDER BY o.ord) AS ids
             FROM buffer_calls o WHERE o.buffer_id = b.id AND NOT o.answered
             GROUP BY o.declared_pos) AS t) AS g), '[]') END"""
+_FACTS = ("append_facts", "append_facts@ids", "append_facts@open", "append_facts@ids+open")
 for _ids, _open, _suffix in (
     (False, False, ""),
     (True, False, "@ids"),
@@ -351,12 +349,6 @@ SQL["append_known"] = """SELECT set_config('flowmem.known', (
         AND NOT EXISTS (SELECT 1 FROM buffer_answers a WHERE a.buffer_id = %s AND a.call_id = i.id)
         AND NOT EXISTS (SELECT 1 FROM buffer_evicted v WHERE v.buffer_id = %s AND v.call_id = i.id))
     FROM unnest(%s::text[]) AS i(id)), TRUE))::text, true)"""
-# a guarded append's: its guard held too (its lock statement said so, or nothing is written)
-SQL["append_known@guarded"] = SQL["append_known"].replace(
-    "TRUE))::text", "TRUE) AND COALESCE(current_setting('flowmem.guarded', true) = 'on', FALSE))::text"
-)
-if SQL["append_known@guarded"] == SQL["append_known"]:  # pragma: no cover - an edit missed it
-    raise RuntimeError("append_known@guarded does not check the guard")
 SQL["row_insert?"] = f"""INSERT INTO buffer_rows (buffer_id, pos, role, body, tokens)
     SELECT %s::bigint, %s::bigint, %s::text, %s::text, %s::integer WHERE {_KNOWN}"""
 SQL["call_insert?"] = f"""INSERT INTO buffer_calls (buffer_id, call_id, declared_pos, ord, answered)
@@ -367,3 +359,35 @@ SQL["answer_insert?"] = f"""INSERT INTO buffer_answers (buffer_id, call_id, pos,
     SELECT %s::bigint, %s::text, %s::bigint, %s::boolean WHERE {_KNOWN}"""
 SQL["calls_answered?"] = f"{SQL['calls_answered']} AND {_KNOWN}"
 SQL["header_update?"] = f"{SQL['header_update']} AND {_KNOWN}"
+
+# A guarded append holds its guard with advisory locks, not row locks (decision 0127):
+# a row lock (the token FOR SHARE, the session FOR KEY SHARE) writes a WAL record and
+# dirties its page on every append (two records, 108 bytes; a token shared by
+# concurrent appends becomes a MultiXact). The lock statement takes the token's and
+# the session's keys in shared mode, in that order, then the buffer's (the order of
+# docs/decisions/0014); a revocation, an erasure's token delete and a session delete
+# take the same key exclusively (``token_revoke``, ``tokens_of_user_delete``,
+# ``session_delete``), so each waits for the appends holding it, and an append that
+# comes later waits for them. The guard is checked in the next statement, whose
+# snapshot is taken once the locks are held: the facts (``append_facts…@kind``: its
+# first column) or, on known facts, the verdict (``append_known@kind``: in the
+# verdict, and its second column). The other guarded writes keep their row locks.
+HELD: dict[str, str] = {
+    "token": f"pg_advisory_xact_lock_shared({TOKEN_KEYS}, hashtext(%s::text))",
+    "session": f"pg_advisory_xact_lock_shared({SESSION_KEYS}, hashtext(%s::text))",
+}
+HELD["both"] = f"{HELD['token']}, {HELD['session']}"  # evaluated in order: the token first
+for _held, _holds in HELD.items():
+    SQL[f"timed_lock_held@{_held}"] = f"""SELECT pg_advisory_xact_lock(%s)
+        FROM (SELECT set_config('lock_timeout', %s, true),
+            set_config('plan_cache_mode', 'force_generic_plan', true), {_holds}) AS bound"""
+for _kind, _guard in GUARDS.items():
+    _checked = _guard.replace(" FOR KEY SHARE", "").replace(" FOR SHARE", "")
+    for _facts in _FACTS:
+        SQL[f"{_facts}@{_kind}"] = f"""SELECT g.ok, f.* FROM (SELECT {_checked} AS ok) AS g
+            LEFT JOIN LATERAL ({SQL[_facts]}) AS f ON TRUE"""
+    SQL[f"append_known@{_kind}"] = SQL["append_known"].replace(
+        "TRUE))::text, true)", "TRUE) AND g.ok)::text, true), g.ok"
+    ) + f" FROM (SELECT {_checked} AS ok) AS g"
+    if SQL[f"append_known@{_kind}"].count("g.ok") != 2:  # pragma: no cover - an edit missed it
+        raise RuntimeError(f"append_known@{_kind} does not check the guard")

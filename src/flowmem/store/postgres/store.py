@@ -365,21 +365,23 @@ class PostgresStore(PostgresReads):
         """
         kind, checks = guard_form(guard)
         ensure = ensure_form(guard)
-        lock = f"timed_lock@{kind}" if kind else "timed_lock"
+        lock, held = held_lock(guard)
         ids, want_open = asked_of(rows)
         try:
             with Pipeline(conn, SQL) as db:
                 if ensure is not None:  # a claimed session (decision 0032), before the lock
                     db.send(*ensure)
-                locked = db.send(lock, (advisory_key(address), timeout, *checks))
+                db.send(lock, (advisory_key(address), timeout, *held))
                 shape = ("@ids" if ids else "@") + ("+open" if want_open else "")
-                facts = db.send(
-                    "append_facts" + {"@": "", "@+open": "@open"}.get(shape, shape),
-                    (ids, *address) if ids else tuple(address),
-                )
+                name = "append_facts" + {"@": "", "@+open": "@open"}.get(shape, shape)
+                params = (ids, *address) if ids else tuple(address)
+                # guarded: the guard is checked here, under the locks (decision 0127)
+                facts = db.send(f"{name}@{kind}", (*checks, *params)) if kind else db.send(name, params)
                 found = db.result(facts)
-                if not db.has_rows(locked):
-                    raise _GuardFailed
+                if kind:
+                    if not found[0][0]:
+                        raise _GuardFailed
+                    found = [found[0][1:]] if found[0][1] is not None else []
                 editor = seeded_editor(db, address, found[0] if found else None, ids, want_open)
                 outcome = apply_append(editor, rows, max_messages)
                 check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)
@@ -454,21 +456,23 @@ class PostgresStore(PostgresReads):
             return None
         try:
             kind, checks = guard_form(guard)
-            lock, check = ("timed_lock_known@" + kind, "append_known@guarded") if kind else _PLAIN
+            check = f"append_known@{kind}" if kind else "append_known"
+            lock, holds = held_lock(guard)
             ensure = ensure_form(guard)
             with Pipeline(conn, SQL) as db:
                 if ensure is not None:  # a claimed session (decision 0032), before the lock
                     db.send(*ensure)
-                locked = db.send(lock, (advisory_key(address), timeout, *checks))
+                db.send(lock, (advisory_key(address), timeout, *holds))
                 bid = known.buffer_id
                 head = (known.version, known.count, known.last_major, known.bytes)
-                held = db.send(check, (bid, *head, bid, bid, bid, foreseen.fresh))
+                held = db.send(check, (bid, *head, bid, bid, bid, foreseen.fresh, *checks))
                 for name, params in foreseen.writes:
                     db.run(f"{name}?", params)
                 db.finish()
-                if kind and not db.has_rows(locked):  # nothing was written
+                verdict = db.result(held)
+                if kind and not verdict[0][1]:  # the guard failed: nothing was written
                     raise self._guard_error(conn, guard)
-                if db.result(held) == [("true",)]:
+                if verdict[0][0] == "true":
                     self._known.remember(address, known_after(known, foreseen.writes))
                     return foreseen.outcome
                 self._known.remember(address, None)
@@ -515,7 +519,19 @@ def _quota_refused(exc: psycopg.errors.RaiseException) -> QuotaExceededError | N
     return quota_exceeded(quota, exc.diag.message_hint or "", int(limit or 0))
 
 
-_PLAIN = ("timed_lock", "append_known")  # an unguarded append's lock and facts' check
+def held_lock(guard: WriteGuard | None) -> tuple[str, tuple[Any, ...]]:
+    """The append's lock statement and its guard's ids: the token's and the session's keys held shared.
+
+    Decision 0127: the guard is held by advisory locks taken before the buffer's (the
+    token first, then the session), checked by the next statement.
+    """
+    token = None if guard is None else guard.token_id
+    session = None if guard is None else guard.session_id
+    held = tuple(i for i in (token, session) if i is not None)
+    if not held:
+        return "timed_lock", ()
+    kind = "both" if len(held) == 2 else ("token" if token is not None else "session")
+    return f"timed_lock_held@{kind}", held
 
 
 class _GuardFailed(Exception):
