@@ -134,7 +134,7 @@ class Limits:
 
     def to_env(self) -> dict[str, str]:
         """The environment variables that reproduce these limits (for worker processes)."""
-        return {variable: str(getattr(self, name)) for name, variable in ENV.items()}
+        return env_of(self, ENV)
 
 
 ENV: dict[str, str] = {
@@ -198,6 +198,14 @@ def env_values(
         except ValueError:
             raise ConfigurationError(f"${variable} must be {kind}, got {raw!r}") from None
     return values
+
+
+def env_of(settings: object, variables: Mapping[str, str]) -> dict[str, str]:
+    """The variables of ``variables`` (field -> variable name) that reproduce ``settings``' fields.
+
+    ``env_values`` reads them back: a worker process is configured as its parent.
+    """
+    return {variable: str(getattr(settings, name)) for name, variable in variables.items()}
 
 
 def check_idempotency_key(value: object) -> str:

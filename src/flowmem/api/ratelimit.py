@@ -56,7 +56,7 @@ from flowmem.errors import (
     ConfigurationError,
     RateLimitedError,
 )
-from flowmem.limits import env_values
+from flowmem.limits import env_of, env_values
 
 MAX_KEYS = 100_000  # buckets kept per table; the least recently used beyond it are forgotten
 MAX_TRUSTED = 100_000  # tokens a worker remembers as accepted (16-byte hashes, least recent dropped)
@@ -105,7 +105,7 @@ class RateLimits:
 
     def to_env(self) -> dict[str, str]:
         """The environment variables that reproduce these limits (for worker processes)."""
-        return {variable: str(getattr(self, name)) for name, variable in ENV.items()}
+        return env_of(self, ENV)
 
 
 ENV: dict[str, str] = {

@@ -359,11 +359,23 @@ class MemoryService(BufferReads, CompactionCalls, RepairReads):
         idempotency: Idempotency | None = None,
     ) -> WriteResult:
         """Delete a record; a refusal reports failure and deletes nothing (MEM-7)."""
+        return self._removal("delete", scope, key, context, self.delete_raw, idempotency)
+
+    def _removal(
+        self,
+        operation: str,
+        scope: str,
+        key: str,
+        context: ExecutionContext | None,
+        raw: Callable[..., WriteResult],
+        idempotency: Idempotency | None,
+    ) -> WriteResult:
+        """A delete or a clear at the resolved scope id (``raw``); a refusal removes nothing (MEM-7)."""
         name = check_key(key)
-        resolved = self._resolve("delete", scope, name, context)
+        resolved = self._resolve(operation, scope, name, context)
         if isinstance(resolved, Refusal):
             return WriteResult(success=False, refusal=resolved)
-        return self.delete_raw(scope, resolved, name, idempotency=idempotency)
+        return raw(scope, resolved, name, idempotency=idempotency)
 
     def delete_raw(
         self, scope: str, scope_id: str, key: str, *, idempotency: Idempotency | None = None
@@ -497,11 +509,7 @@ class MemoryService(BufferReads, CompactionCalls, RepairReads):
         A buffer in the ``session`` scope of a session running a turn is not cleared:
         ConflictError, checked atomically with the clear (``Store.clear``).
         """
-        name = check_key(key)
-        resolved = self._resolve("clear", scope, name, context)
-        if isinstance(resolved, Refusal):
-            return WriteResult(success=False, refusal=resolved)
-        return self.clear_raw(scope, resolved, name, idempotency=idempotency)
+        return self._removal("clear", scope, key, context, self.clear_raw, idempotency)
 
     def clear_raw(
         self, scope: str, scope_id: str, key: str, *, idempotency: Idempotency | None = None

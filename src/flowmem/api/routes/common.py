@@ -34,6 +34,25 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 BODY_ERRORS = (400, 408, 413, 415, 422)
 AUTH_ERRORS = (401, 429)
+SCOPE_ERRORS = (*AUTH_ERRORS, 403, 404, 422)
+"""What a route on a scope's data may answer whatever it does: the token's, the access rules', the address's."""
+
+
+def scoped(model: type, *statuses: int, openapi: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The declaration of a route on a scope's data: its answer ``model``, its errors, its OpenAPI extra.
+
+    The model's unset fields are left out, so ``refused`` is there only on a refusal;
+    the errors are ``SCOPE_ERRORS`` and ``statuses``; ``openapi``: the parameters the
+    route reads by hand (``TARGET_OPENAPI``, ``WRITE_OPENAPI``).
+    """
+    declared: dict[str, Any] = {
+        "response_model": model,
+        "response_model_exclude_unset": True,
+        "responses": errors(*SCOPE_ERRORS, *statuses),
+    }
+    if openapi is not None:
+        declared["openapi_extra"] = openapi
+    return declared
 
 
 def clamp_limit(limit: int | None) -> int:

@@ -36,7 +36,7 @@ from flowmem.api.fast.route import (
 )
 from flowmem.api.models import REFUSED, CompactionReplace
 from flowmem.api.render import render_pieces
-from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
+from flowmem.api.routes.common import BODY_ERRORS, scoped
 from flowmem.api.routes.incoming import rows_of
 from flowmem.api.services import Services
 from flowmem.results import CompactionPlanResult
@@ -45,7 +45,6 @@ from flowmem.service.paged_reads import PagedRead
 
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
 CALL = Depends(memory_call)
-SCOPE_ERRORS = (*AUTH_ERRORS, 403, 404, 422)
 
 
 class CompactionPlanRead(BaseModel):
@@ -92,10 +91,7 @@ class CompactionDone(BaseModel):
 
 @router.get(
     "/buffers/{scope}/{key}/compact/plan",
-    response_model=CompactionPlanRead,
-    response_model_exclude_unset=True,
-    responses=errors(*SCOPE_ERRORS),
-    openapi_extra=TARGET_OPENAPI,
+    **scoped(CompactionPlanRead, openapi=TARGET_OPENAPI),
 )
 async def compaction_plan(
     keep_tokens: int = Query(
@@ -125,10 +121,7 @@ def _neutral_plan(refusal: Refusal) -> Response:
 
 @router.post(
     "/buffers/{scope}/{key}/compact",
-    response_model=CompactionDone,
-    response_model_exclude_unset=True,
-    responses=errors(*SCOPE_ERRORS, *BODY_ERRORS, 409),
-    openapi_extra=WRITE_OPENAPI,
+    **scoped(CompactionDone, *BODY_ERRORS, 409, openapi=WRITE_OPENAPI),
 )
 async def apply_compaction(
     body: CompactionApply, call: MemoryCall = CALL
@@ -144,10 +137,7 @@ async def apply_compaction(
 
 @router.post(
     "/buffers/{scope}/{key}/compact/replace",
-    response_model=CompactionDone,
-    response_model_exclude_unset=True,
-    responses=errors(*SCOPE_ERRORS, *BODY_ERRORS, 409),
-    openapi_extra=WRITE_OPENAPI,
+    **scoped(CompactionDone, *BODY_ERRORS, 409, openapi=WRITE_OPENAPI),
 )
 async def replace_compacted(
     body: CompactionReplace, call: MemoryCall = CALL

@@ -18,7 +18,7 @@ from flowmem.access import Principal
 from flowmem.api.deps import CALLER, Caller
 from flowmem.api.fast.route import Target, scope_context
 from flowmem.api.query import KnownQueryRoute
-from flowmem.api.routes.common import AUTH_ERRORS, clamp_limit, errors, query_text
+from flowmem.api.routes.common import clamp_limit, query_text, scoped
 from flowmem.api.services import Services
 from flowmem.scope import NAME_MAX, SCOPES, Refusal
 from flowmem.store.listing import listing_of
@@ -72,9 +72,7 @@ def list_keys(
 
 @router.get(
     "/{scope}",
-    response_model=RecordList,
-    response_model_exclude_unset=True,  # ``refused`` only on a refusal
-    responses=errors(*AUTH_ERRORS, 403, 404, 422),
+    **scoped(RecordList),
 )
 async def list_records(
     scope: str = ScopeName,

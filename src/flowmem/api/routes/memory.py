@@ -42,7 +42,7 @@ from flowmem.api.models import (
     WriteResult,
 )
 from flowmem.api.render import render_pieces
-from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
+from flowmem.api.routes.common import BODY_ERRORS, scoped
 from flowmem.api.routes.incoming import rows_of
 from flowmem.api.services import Services
 from flowmem.core import check_storable, normalize
@@ -59,7 +59,6 @@ from flowmem.service.paged_reads import PagedRead
 
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
 
-SCOPE_ERRORS = (*AUTH_ERRORS, 403, 404, 422)
 CALL = Depends(memory_call)
 
 
@@ -123,10 +122,7 @@ async def _note_dropped(call: MemoryCall, dropped: int) -> None:
 
 @router.get(
     "/buffers/{scope}/{key}",
-    response_model=BufferRead,
-    response_model_exclude_unset=True,  # ``refused`` only on a refusal
-    responses=errors(*SCOPE_ERRORS),
-    openapi_extra=TARGET_OPENAPI,
+    **scoped(BufferRead, openapi=TARGET_OPENAPI),
 )
 async def load_buffer(
     last: int | None = Query(
@@ -275,10 +271,7 @@ async def _with_archive(call: MemoryCall, last: Any, before: Any, fmt: str) -> R
 
 @router.post(
     "/buffers/{scope}/{key}",
-    response_model=BufferResult,
-    response_model_exclude_unset=True,  # ``refused`` only on a refusal
-    responses=errors(*SCOPE_ERRORS, *BODY_ERRORS, 409),
-    openapi_extra=WRITE_OPENAPI,
+    **scoped(BufferResult, *BODY_ERRORS, 409, openapi=WRITE_OPENAPI),
 )
 async def append_buffer(
     body: BufferAppend,
@@ -302,10 +295,7 @@ async def append_buffer(
 
 @router.delete(
     "/buffers/{scope}/{key}",
-    response_model=WriteResult,
-    response_model_exclude_unset=True,  # ``refused`` only on a refusal
-    responses=errors(*SCOPE_ERRORS, 409),
-    openapi_extra=WRITE_OPENAPI,
+    **scoped(WriteResult, 409, openapi=WRITE_OPENAPI),
 )
 async def clear_buffer(call: MemoryCall = CALL) -> dict[str, Any] | Response:
     """Delete every message of a buffer."""
@@ -314,10 +304,7 @@ async def clear_buffer(call: MemoryCall = CALL) -> dict[str, Any] | Response:
 
 @router.delete(
     "/buffers/{scope}/{key}/last",
-    response_model=PopResult,
-    response_model_exclude_unset=True,  # ``refused`` only on a refusal
-    responses=errors(*SCOPE_ERRORS, 409),
-    openapi_extra=WRITE_OPENAPI,
+    **scoped(PopResult, 409, openapi=WRITE_OPENAPI),
 )
 async def pop_buffer(call: MemoryCall = CALL) -> dict[str, Any] | Response:
     """Remove and return a buffer's last message (the Agents SDK's `pop_item`).
@@ -347,10 +334,7 @@ def _parse_default(text: str | None) -> Any:
 
 @router.get(
     "/memory/{scope}/{key}",
-    response_model=ReadResult,
-    response_model_exclude_unset=True,  # ``refused`` only on a refusal
-    responses=errors(*SCOPE_ERRORS),
-    openapi_extra=TARGET_OPENAPI,
+    **scoped(ReadResult, openapi=TARGET_OPENAPI),
 )
 async def read_record(
     default: str | None = Query(
@@ -368,10 +352,7 @@ async def read_record(
 
 @router.put(
     "/memory/{scope}/{key}",
-    response_model=WriteResult,
-    response_model_exclude_unset=True,  # ``refused`` only on a refusal
-    responses=errors(*SCOPE_ERRORS, *BODY_ERRORS, 409),
-    openapi_extra=WRITE_OPENAPI,
+    **scoped(WriteResult, *BODY_ERRORS, 409, openapi=WRITE_OPENAPI),
 )
 async def write_record(body: MemoryWrite, call: MemoryCall = CALL) -> dict[str, Any] | Response:
     """Write a memory record (any JSON value) with an optional TTL in seconds."""
@@ -380,10 +361,7 @@ async def write_record(body: MemoryWrite, call: MemoryCall = CALL) -> dict[str, 
 
 @router.delete(
     "/memory/{scope}/{key}",
-    response_model=WriteResult,
-    response_model_exclude_unset=True,  # ``refused`` only on a refusal
-    responses=errors(*SCOPE_ERRORS, 409),
-    openapi_extra=WRITE_OPENAPI,
+    **scoped(WriteResult, 409, openapi=WRITE_OPENAPI),
 )
 async def delete_record(call: MemoryCall = CALL) -> dict[str, Any] | Response:
     """Delete a memory record."""

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from flowmem.api.fast.route import TARGET_OPENAPI, DirectRoute, MemoryCall, Operation, memory_call
 from flowmem.api.models import REFUSED
-from flowmem.api.routes.common import AUTH_ERRORS, errors
+from flowmem.api.routes.common import scoped
 from flowmem.store.repairs import PAGE, PAGE_MAX
 
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
@@ -61,10 +61,7 @@ class RepairLogRead(BaseModel):
 
 @router.get(
     "/buffers/{scope}/{key}/repairs",
-    response_model=RepairLogRead,
-    response_model_exclude_unset=True,
-    responses=errors(*AUTH_ERRORS, 403, 404, 422),
-    openapi_extra=TARGET_OPENAPI,
+    **scoped(RepairLogRead, openapi=TARGET_OPENAPI),
 )
 async def read_repairs(
     before: int | None = Query(

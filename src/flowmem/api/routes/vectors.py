@@ -31,7 +31,7 @@ from flowmem.api.fast.route import (
 )
 from flowmem.api.models import REFUSED, WriteResult
 from flowmem.api.query import KnownQueryRoute
-from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
+from flowmem.api.routes.common import BODY_ERRORS, scoped
 from flowmem.api.services import Services
 from flowmem.limits import SEARCH_LIMIT, SEARCH_OFFSET, VECTOR_DIMS, VECTORS_PER_RECORD
 from flowmem.scope import NAME_MAX, SCOPES, Refusal
@@ -40,7 +40,6 @@ from flowmem.service import vector_records
 writes = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
 searches = APIRouter(prefix="/v1/search", tags=["memory"], route_class=KnownQueryRoute)
 CALL = Depends(memory_call)
-SCOPE_ERRORS = (*AUTH_ERRORS, 403, 404, 422)
 
 
 def _scope_id() -> Any:
@@ -130,10 +129,7 @@ def _written(principal: Principal, services: Services, target: Target, body: Vec
 
 @writes.put(
     "/memory/{scope}/{key}/vectors",
-    response_model=WriteResult,
-    response_model_exclude_unset=True,  # ``refused`` only on a refusal
-    responses=errors(*SCOPE_ERRORS, *BODY_ERRORS, 409),
-    openapi_extra=TARGET_OPENAPI,
+    **scoped(WriteResult, *BODY_ERRORS, 409, openapi=TARGET_OPENAPI),
 )
 async def write_with_vectors(body: VectorWrite, call: MemoryCall = CALL) -> dict[str, Any] | Response:
     """Write a memory record with its vectors, replacing the record's vectors, in one transaction.
@@ -171,9 +167,7 @@ def _search_as(caller: Caller, target: Target, body: VectorSearch) -> dict[str, 
 
 @searches.post(
     "/{scope}",
-    response_model=SearchResult,
-    response_model_exclude_unset=True,  # ``refused`` only on a refusal
-    responses=errors(*SCOPE_ERRORS, *BODY_ERRORS, 409),
+    **scoped(SearchResult, *BODY_ERRORS, 409),
 )
 async def search_records(
     body: VectorSearch,
