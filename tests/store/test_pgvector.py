@@ -4,8 +4,8 @@ The ranking in SQL equals the exact scan's (``scoring.Ranking``) for the three
 distances, zero vectors, expired records, key ranges and filters; the copy of the
 vectors follows them (deleted with their record, rewritten with a put, moved with a
 switch of spaces, made for vectors stored before); an HNSW index is built when asked
-and read by the planner; and without the extension (Debian's server) ``nearest``
-answers None, so the exact scan answers.
+and read by the planner; and without the extension (Debian's server) ``nearest`` is
+the exact scan's (from its cache, or None and the caller scans page by page).
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ import pytest
 
 from flowmem.errors import ConfigurationError, EmbeddingSpaceError
 from flowmem.store import Address, Store, open_store
+from flowmem.store.listing import successor
 from flowmem.store.vectors import Space, Vector
+from flowmem.store.vectors.cache import SnapshotCache
 from flowmem.store.vectors.pgvector import TABLE, AnnIndex, PgVectors, copy_row, literal, ranked_sql
 from flowmem.store.vectors.scoring import Ranking
 from flowmem.store.vectorstores import vectors_of
@@ -69,7 +71,7 @@ def exact(store: Store, query: list[float], distance: str, keep: int, prefix: st
         ranking.feed([r.key for r in page], [r.data for r in page], [r.text for r in page])
         if not more or not page:
             return ranking.best()
-        start = page[-1].key + "\x00"
+        start = successor(page[-1].key)
 
 
 def assert_same(got: list[Any], want: list[Any]) -> None:
@@ -214,11 +216,15 @@ def test_copy_rows_hold_the_float32s_exactly() -> None:
     assert row.endswith(struct.pack(">hh3f", 3, 0, *struct.unpack("<3f", data)))
 
 
-def test_without_the_extension_nearest_answers_none(postgres_db_url: str) -> None:
+def test_without_the_extension_nearest_is_the_exact_scan_s_cache_or_none(postgres_db_url: str) -> None:
     opened = open_store(postgres_db_url)
     try:
         vectors = pg(opened)
         vectors.put(Address("user", "u1", "a"), '"a"', None, COLLECTION, SPACE, [vector([1.0] * 8)])
+        found = vectors.nearest("user", "u1", "", 0.0, COLLECTION, SPACE, [1.0] * 8, "cosine", keep=1)
+        assert found is not None and found[1] == 1  # the exact scan, from the cache
+        assert [(k, round(score, 6), text) for k, score, text in found[0]] == [("a", 1.0, '"a"')]
+        vectors.cache = SnapshotCache(0)  # no cache: the caller scans page by page
         assert vectors.nearest("user", "u1", "", 0.0, COLLECTION, SPACE, [1.0] * 8, "cosine", keep=1) is None
     finally:
         opened.close()

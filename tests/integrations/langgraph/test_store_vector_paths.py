@@ -8,7 +8,7 @@ prefix, filter, limit, offset) must give the same items in the same order as the
 reference, up to swaps between items whose scores differ by less than float32's
 error, with the same scores (1e-5). The reference is ``InMemoryStore`` for cosine
 (its only distance) and a float64 computation of the same embeddings for L2 and
-inner product. sqlite-vec is no path of flowmem's (decision 0126).
+inner product. sqlite-vec: decision 0132.
 """
 
 from __future__ import annotations
