@@ -164,7 +164,8 @@ def pgvector_url() -> Iterator[str]:
     The ``vector`` extension is created in its ``public`` schema; ``fresh_schema``
     gives a test its own schema on it. As root the binaries run as ``postgres``, as
     the system server's do (pgserver itself would add a user and open the modes of
-    every directory above its files).
+    every directory above its files), from a copy when ``postgres`` cannot reach the
+    venv (a checkout in a private home directory).
     """
     bindir = _pgserver_bindir()
     if bindir is None:
@@ -172,12 +173,26 @@ def pgvector_url() -> Iterator[str]:
         if os.environ.get("CI"):
             pytest.fail(f"{reason}: required in CI")
         pytest.skip(reason)
-    for url in _serve_postgres(bindir):
-        import psycopg
+    copied = None
+    reachable = subprocess.run(_as_postgres(["test", "-x", str(bindir / "postgres")]), capture_output=True)
+    if reachable.returncode != 0:  # a checkout under a private home: postgres cannot reach the venv
+        copied = Path(tempfile.mkdtemp(prefix="flowmem-pginstall-"))
+        copied.chmod(0o755)
+        wheel = bindir.parent.parent.parent  # site-packages: pgserver/pginstall and pgserver.libs
+        shutil.copytree(wheel / "pgserver" / "pginstall", copied / "pgserver" / "pginstall")
+        if (wheel / "pgserver.libs").is_dir():  # libpq, found through the binaries' $ORIGIN rpath
+            shutil.copytree(wheel / "pgserver.libs", copied / "pgserver.libs")
+        bindir = copied / "pgserver" / "pginstall" / "bin"
+    try:
+        for url in _serve_postgres(bindir):
+            import psycopg
 
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
-        yield url
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
+            yield url
+    finally:
+        if copied is not None:
+            shutil.rmtree(copied, ignore_errors=True)
 
 
 def _serve_postgres(bindir: Path) -> Iterator[str]:
