@@ -11,7 +11,7 @@ lines replace it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -62,6 +62,7 @@ from flowmem.results import (
 from flowmem.scope import ExecutionContext, Refusal
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 class AsyncClient(AsyncCompactionCalls, AsyncVectorCalls):
@@ -421,6 +422,26 @@ class AsyncClient(AsyncCompactionCalls, AsyncVectorCalls):
             check_user(target.user_id, await self.user_id())
         return target.where
 
+    async def _scoped(
+        self,
+        call: Call[T],
+        scope: str,
+        where: Where,
+        absent: Callable[[str], R],
+        idempotency_key: str | None = None,
+    ) -> T | R:
+        """Send a memory protocol call; ``absent(session_id)`` when its session does not exist yet.
+
+        The service answers a ``session`` scope whose session no write has created yet
+        as an empty one (nothing found, nothing removed); the server answers 404.
+        """
+        try:
+            return await self.call(call, idempotency_key=idempotency_key)
+        except NotFoundError:
+            if not no_session_yet(scope):
+                raise
+            return absent(session_id_of(where))
+
     async def read(
         self, scope: str, key: str, context: ExecutionContext | None, default: Any = None
     ) -> ReadResult:
@@ -428,12 +449,10 @@ class AsyncClient(AsyncCompactionCalls, AsyncVectorCalls):
         where = await self._plan("read", scope, key, context)
         if isinstance(where, Refusal):
             return ReadResult(value=default, found=False, refusal=where)
-        try:
-            return await self.call(calls.read_record(scope, key, where, default))
-        except NotFoundError:
-            if not no_session_yet(scope):
-                raise
-            return ReadResult(value=default, found=False, resolved_scope_id=session_id_of(where))
+        read = calls.read_record(scope, key, where, default)
+        return await self._scoped(
+            read, scope, where, lambda sid: ReadResult(value=default, found=False, resolved_scope_id=sid)
+        )
 
     async def write(
         self,
@@ -458,12 +477,8 @@ class AsyncClient(AsyncCompactionCalls, AsyncVectorCalls):
         where = await self._plan("delete", scope, key, context, idempotency_key)
         if isinstance(where, Refusal):
             return WriteResult(success=False, refusal=where)
-        try:
-            return await self.call(calls.delete_record(scope, key, where), idempotency_key=idempotency_key)
-        except NotFoundError:
-            if not no_session_yet(scope):
-                raise
-            return WriteResult(success=True, resolved_scope_id=session_id_of(where))
+        delete = calls.delete_record(scope, key, where)
+        return await self._scoped(delete, scope, where, _nothing_removed, idempotency_key)
 
     async def append(
         self,
@@ -503,15 +518,10 @@ class AsyncClient(AsyncCompactionCalls, AsyncVectorCalls):
         where = await self._plan("load", scope, key, context)
         if isinstance(where, Refusal):
             return BufferResult(refusal=where)
-        try:
-            load = calls.load_buffer(
-                scope, key, where, last, max_tokens=max_tokens, archived=include_archived
-            )
-            read = await self.call(load)
-        except NotFoundError:
-            if not no_session_yet(scope):
-                raise
-            return BufferResult(resolved_scope_id=session_id_of(where))
+        load = calls.load_buffer(scope, key, where, last, max_tokens=max_tokens, archived=include_archived)
+        read = await self._scoped(load, scope, where, lambda sid: BufferResult(resolved_scope_id=sid))
+        if isinstance(read, BufferResult):
+            return read
         return BufferResult(
             messages=read.messages,
             count=read.count,
@@ -527,12 +537,8 @@ class AsyncClient(AsyncCompactionCalls, AsyncVectorCalls):
         where = await self._plan("clear", scope, key, context, idempotency_key)
         if isinstance(where, Refusal):
             return WriteResult(success=False, refusal=where)
-        try:
-            return await self.call(calls.clear_buffer(scope, key, where), idempotency_key=idempotency_key)
-        except NotFoundError:
-            if not no_session_yet(scope):
-                raise
-            return WriteResult(success=True, resolved_scope_id=session_id_of(where))
+        clear = calls.clear_buffer(scope, key, where)
+        return await self._scoped(clear, scope, where, _nothing_removed, idempotency_key)
 
     async def pop_last(
         self, scope: str, key: str, context: ExecutionContext | None, *, idempotency_key: str | None = None
@@ -541,12 +547,15 @@ class AsyncClient(AsyncCompactionCalls, AsyncVectorCalls):
         where = await self._plan("pop", scope, key, context, idempotency_key)
         if isinstance(where, Refusal):
             return PopResult(refusal=where)
-        try:
-            return await self.call(calls.pop_buffer(scope, key, where), idempotency_key=idempotency_key)
-        except NotFoundError:
-            if not no_session_yet(scope):
-                raise
-            return PopResult(success=True, resolved_scope_id=session_id_of(where))
+        pop = calls.pop_buffer(scope, key, where)
+        return await self._scoped(
+            pop, scope, where, lambda sid: PopResult(success=True, resolved_scope_id=sid), idempotency_key
+        )
+
+
+def _nothing_removed(session_id: str) -> WriteResult:
+    """A delete or clear in a session no write has created yet: done, nothing removed."""
+    return WriteResult(success=True, resolved_scope_id=session_id)
 
 
 if TYPE_CHECKING:  # mypy checks that ``AsyncClient`` has every operation of ``AsyncMemory``

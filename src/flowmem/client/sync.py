@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -56,6 +56,7 @@ from flowmem.results import (
 from flowmem.scope import ExecutionContext, Refusal
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 class Client(CompactionCalls, VectorCalls):
@@ -411,6 +412,26 @@ class Client(CompactionCalls, VectorCalls):
             check_user(target.user_id, self.user_id())
         return target.where
 
+    def _scoped(
+        self,
+        call: Call[T],
+        scope: str,
+        where: Where,
+        absent: Callable[[str], R],
+        idempotency_key: str | None = None,
+    ) -> T | R:
+        """Send a memory protocol call; ``absent(session_id)`` when its session does not exist yet.
+
+        The service answers a ``session`` scope whose session no write has created yet
+        as an empty one (nothing found, nothing removed); the server answers 404.
+        """
+        try:
+            return self.call(call, idempotency_key=idempotency_key)
+        except NotFoundError:
+            if not no_session_yet(scope):
+                raise
+            return absent(session_id_of(where))
+
     def read(
         self, scope: str, key: str, context: ExecutionContext | None, default: Any = None
     ) -> ReadResult:
@@ -418,12 +439,10 @@ class Client(CompactionCalls, VectorCalls):
         where = self._plan("read", scope, key, context)
         if isinstance(where, Refusal):
             return ReadResult(value=default, found=False, refusal=where)
-        try:
-            return self.call(calls.read_record(scope, key, where, default))
-        except NotFoundError:
-            if not no_session_yet(scope):
-                raise
-            return ReadResult(value=default, found=False, resolved_scope_id=session_id_of(where))
+        read = calls.read_record(scope, key, where, default)
+        return self._scoped(
+            read, scope, where, lambda sid: ReadResult(value=default, found=False, resolved_scope_id=sid)
+        )
 
     def write(
         self,
@@ -448,12 +467,8 @@ class Client(CompactionCalls, VectorCalls):
         where = self._plan("delete", scope, key, context, idempotency_key)
         if isinstance(where, Refusal):
             return WriteResult(success=False, refusal=where)
-        try:
-            return self.call(calls.delete_record(scope, key, where), idempotency_key=idempotency_key)
-        except NotFoundError:
-            if not no_session_yet(scope):
-                raise
-            return WriteResult(success=True, resolved_scope_id=session_id_of(where))
+        delete = calls.delete_record(scope, key, where)
+        return self._scoped(delete, scope, where, _nothing_removed, idempotency_key)
 
     def append(
         self,
@@ -493,15 +508,10 @@ class Client(CompactionCalls, VectorCalls):
         where = self._plan("load", scope, key, context)
         if isinstance(where, Refusal):
             return BufferResult(refusal=where)
-        try:
-            load = calls.load_buffer(
-                scope, key, where, last, max_tokens=max_tokens, archived=include_archived
-            )
-            read = self.call(load)
-        except NotFoundError:
-            if not no_session_yet(scope):
-                raise
-            return BufferResult(resolved_scope_id=session_id_of(where))
+        load = calls.load_buffer(scope, key, where, last, max_tokens=max_tokens, archived=include_archived)
+        read = self._scoped(load, scope, where, lambda sid: BufferResult(resolved_scope_id=sid))
+        if isinstance(read, BufferResult):
+            return read
         return BufferResult(
             messages=read.messages,
             count=read.count,
@@ -517,12 +527,8 @@ class Client(CompactionCalls, VectorCalls):
         where = self._plan("clear", scope, key, context, idempotency_key)
         if isinstance(where, Refusal):
             return WriteResult(success=False, refusal=where)
-        try:
-            return self.call(calls.clear_buffer(scope, key, where), idempotency_key=idempotency_key)
-        except NotFoundError:
-            if not no_session_yet(scope):
-                raise
-            return WriteResult(success=True, resolved_scope_id=session_id_of(where))
+        clear = calls.clear_buffer(scope, key, where)
+        return self._scoped(clear, scope, where, _nothing_removed, idempotency_key)
 
     def pop_last(
         self, scope: str, key: str, context: ExecutionContext | None, *, idempotency_key: str | None = None
@@ -531,12 +537,15 @@ class Client(CompactionCalls, VectorCalls):
         where = self._plan("pop", scope, key, context, idempotency_key)
         if isinstance(where, Refusal):
             return PopResult(refusal=where)
-        try:
-            return self.call(calls.pop_buffer(scope, key, where), idempotency_key=idempotency_key)
-        except NotFoundError:
-            if not no_session_yet(scope):
-                raise
-            return PopResult(success=True, resolved_scope_id=session_id_of(where))
+        pop = calls.pop_buffer(scope, key, where)
+        return self._scoped(
+            pop, scope, where, lambda sid: PopResult(success=True, resolved_scope_id=sid), idempotency_key
+        )
+
+
+def _nothing_removed(session_id: str) -> WriteResult:
+    """A delete or clear in a session no write has created yet: done, nothing removed."""
+    return WriteResult(success=True, resolved_scope_id=session_id)
 
 
 if TYPE_CHECKING:  # mypy checks that ``Client`` has every operation of ``Memory``
