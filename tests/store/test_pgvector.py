@@ -228,3 +228,22 @@ def test_without_the_extension_nearest_is_the_exact_scan_s_cache_or_none(postgre
         assert vectors.nearest("user", "u1", "", 0.0, COLLECTION, SPACE, [1.0] * 8, "cosine", keep=1) is None
     finally:
         opened.close()
+
+
+def test_a_move_to_another_space_moves_the_copy(store: Store) -> None:
+    put(store, "a", [1.0] * 8)
+    put(store, "b", [0.5, 1.0] * 4)
+    moved = Space("new-model", 4)
+    vectors = pg(store)
+    vectors.begin(COLLECTION, moved)
+    for pending in vectors.pending(COLLECTION, None, 10):
+        row = [1.0, 0.0, 0.0, 0.0] if pending.address.key == "a" else [0.0, 1.0, 0.0, 0.0]
+        assert vectors.fill(pending.address, pending.text, COLLECTION, [vector(row, "f0")])
+    assert vectors.switch(COLLECTION) == 0
+    with store.connection() as conn:  # type: ignore[attr-defined]
+        spaces = conn.execute(f"SELECT DISTINCT space FROM {TABLE}").fetchall()
+    assert len(spaces) == 1 and copies(store) == [("a", "f0"), ("b", "f0")]
+    got = vectors.nearest("user", "u1", "", 0.0, COLLECTION, moved, [0.0, 1.0, 0.0, 0.0], "cosine", keep=2)
+    assert got is not None and [k for k, _, _ in got[0]] == ["b", "a"]
+    with pytest.raises(EmbeddingSpaceError):
+        vectors.nearest("user", "u1", "", 0.0, COLLECTION, SPACE, [1.0] * 8, "cosine", keep=1)
