@@ -28,7 +28,6 @@ import shutil
 import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -91,7 +90,7 @@ def fill(vectors: SqlVectors, data: np.ndarray, space: Space) -> float:
 
 def exact_scan(vectors: SqlVectors, space: Space, query: np.ndarray) -> list[str]:
     """flowmem's exact scan: pages of vectors scored with numpy."""
-    ranking = Ranking(query, "cosine", KEEP)
+    ranking = Ranking(query.tolist(), "cosine", KEEP)
     start = ""
     while True:
         page, more = vectors.scan("user", "u1", "", 0.0, COLLECTION, space, start=start, values=True)
@@ -104,8 +103,8 @@ def exact_scan(vectors: SqlVectors, space: Space, query: np.ndarray) -> list[str
 def sqlite_vec_search(path: Path) -> tuple[Callable[[np.ndarray], list[str]] | None, str]:
     """sqlite-vec's C scoring over the same rows, on an apsw connection; None and why when it cannot load."""
     try:
-        import apsw  # type: ignore[import-not-found]
-        import sqlite_vec  # type: ignore[import-not-found]
+        import apsw
+        import sqlite_vec
     except ImportError as missing:
         return None, f"not measured: {missing}"
     conn = apsw.Connection(f"file:{path}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
@@ -215,4 +214,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

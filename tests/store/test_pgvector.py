@@ -153,7 +153,7 @@ def test_vectors_stored_before_the_copy_are_copied_at_first_use(store: Store) ->
     put(store, "b", [0.5, 1.0] * 4)
     with store.connection() as conn:  # type: ignore[attr-defined]
         conn.execute(f"DELETE FROM {TABLE}")
-    fresh = PgVectors(store, pg(store).sql, pg(store).collated or {})  # another process's
+    fresh = PgVectors(pg(store).store, pg(store).sql, pg(store).collated or {})  # another process's
     got = fresh.nearest("user", "u1", "", 0.0, COLLECTION, SPACE, [0.5, 1.0] * 4, "cosine", keep=2)
     assert got is not None and [k for k, _, _ in got[0]] == ["b", "a"]
     assert copies(store) == [("a", "f0"), ("b", "f0")]

@@ -57,7 +57,7 @@ def items(seed: int, count: int) -> list[tuple[tuple[str, ...], str, dict[str, A
     A title is never its item's text: ``InMemoryStore`` fails an item whose two fields hold one text.
     """
     rng = random.Random(seed)
-    found = []
+    found: list[tuple[tuple[str, ...], str, dict[str, Any]]] = []
     for i in range(count):
         namespace = ("docs", rng.choice(["en", "fr"]))
         text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 4)))
