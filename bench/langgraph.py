@@ -100,6 +100,7 @@ sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 
 import pgserver
 import report_json
+import round_trips
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, messages_to_dict
 from langgraph.graph import END, START, MessagesState, StateGraph
 
@@ -370,9 +371,11 @@ class Sqlite(Saver):
             os.unlink(found)
 
 
-def schema_url(url: str, schema: str) -> str:
-    """``url`` whose connections see only ``schema`` (``search_path``)."""
-    return f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
+def database_url(url: str, database: str) -> str:
+    """``url`` naming another database of the same server."""
+    head, _, tail = url.partition("?")
+    base = head.rsplit("/", 1)[0]
+    return f"{base}/{database}" + (f"?{tail}" if tail else "")
 
 
 class OnPostgres(Saver):
@@ -391,32 +394,33 @@ class OnPostgres(Saver):
     def make(self, repeat: int) -> Any:
         import psycopg
 
+        # a fresh database per saver and repeat (issue 42 #5), dropped at the repeat's end
         self.schema = f"lgbench_{uuid.uuid4().hex[:8]}_r{repeat}"
         with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute(f"CREATE SCHEMA {self.schema}")
+            conn.execute(f"CREATE DATABASE {self.schema}")
         self.stack.callback(self.drop)
-        return self.connect(schema_url(self.url, self.schema))
+        return self.connect(database_url(self.url, self.schema))
 
     def connect(self, url: str) -> Any:
         """The checkpointer on ``url`` (closed by ``self.stack``)."""
         raise NotImplementedError
 
     def drop(self) -> None:
-        """Drop the repeat's schema."""
+        """Drop the repeat's database."""
         import psycopg
 
         with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
+            conn.execute(f"DROP DATABASE IF EXISTS {self.schema} WITH (FORCE)")
 
     def size(self) -> tuple[int | None, dict[str, int]]:
         import psycopg
 
-        with psycopg.connect(self.url, autocommit=True) as conn:
+        url = database_url(self.url, self.schema)
+        with psycopg.connect(url, autocommit=True) as conn:
             rows = conn.execute(
                 "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c "
                 "JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'm') ORDER BY 2 DESC",
-                (self.schema,),
+                "WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'm') ORDER BY 2 DESC",
             ).fetchall()
         parts = {str(name): int(size) for name, size in rows}
         return sum(parts.values()), parts
@@ -496,6 +500,7 @@ class Results:
         self.durability: dict[str, dict[str, Any]] = {}  # saver -> its storage's durability
         self.json_bytes = 0
         self.langchain_json_bytes = 0
+        self.trips: dict[str, float] = {}  # saver -> round trips per step (PostgreSQL)
 
     @staticmethod
     def add(table: dict[Any, list[Any]], key: Any, value: Any) -> None:
@@ -612,6 +617,21 @@ def run(
     return results
 
 
+def count_trips(savers: list[Saver], results: Results) -> None:
+    """Round trips per step of each PostgreSQL saver: one segment of a new thread, counted."""
+    for saver in savers:
+        if saver.group != "PostgreSQL":
+            continue
+        saver.open(0)
+        try:
+            segment(saver, "round-trips", 0, measured=False)  # the thread's first write
+            with round_trips.counting() as counter:
+                segment(saver, "round-trips", SEGMENT, measured=False)
+            results.trips[saver.name] = counter.trips / SEGMENT
+        finally:
+            saver.close()
+
+
 def estimate_segment(results: Results, name: str, length: int) -> float:
     """Seconds one segment at ``length`` should take: the longest measured, scaled linearly."""
     known = [(n, median(t)) for (s, n), t in results.step.items() if s == name and n < length]
@@ -676,15 +696,25 @@ def report(
     if any(how == "prefilled" for how in results.how.values()):
         print(f"\n† pre-filled to L − {SEGMENT} messages by one update_state, then {SEGMENT} steps")
 
-    print("\nFlowmemSaver ÷ peer, speed per step (peer step time ÷ FlowmemSaver's), medians:\n")
+    print(
+        "\nFlowmemSaver ÷ peer, speed per step (peer step time ÷ FlowmemSaver's in the same "
+        "run), median [min–max] of the runs' ratios:\n"
+    )
     print(f"| FlowmemSaver | peer | {header} |")
     print(f"|---|---|{rule}")
     for ours, peer in _pairs(savers):
         cells = []
         for n in lengths:
-            ratio = _ratio(results, ours.name, peer.name, n)
-            cells.append("—" if ratio is None else f"{ratio:,.1f}×")
+            ratios = _run_ratios(results, ours.name, peer.name, n)
+            if not ratios:
+                cells.append("—")
+                continue
+            cells.append(f"{median(ratios):,.2f}× [{min(ratios):,.2f}–{max(ratios):,.2f}]")
         print(f"| {ours.name} | {peer.name} | " + " | ".join(cells) + " |")
+    if results.trips:
+        print("\nRound trips per step (a segment of a new thread, counted; PostgreSQL):\n")
+        for name, trips in results.trips.items():
+            print(f"- {name}: {trips:.2f}")
 
     if any(s.baseline for s in savers):
         print(
@@ -794,6 +824,12 @@ def _ratio(results: Results, ours: str, peer: str, n: int) -> float | None:
     return median(theirs) / median(mine)
 
 
+def _run_ratios(results: Results, ours: str, peer: str, n: int) -> list[float]:
+    """The ratio peer ÷ ours of each run (repeat): both measured in it, side by side."""
+    mine, theirs = results.step.get((ours, n), []), results.step.get((peer, n), [])
+    return [t / m for m, t in zip(mine, theirs, strict=False) if m]
+
+
 def evaluate(
     savers: list[Saver], results: Results, lengths: tuple[int, ...]
 ) -> list[dict[str, Any]]:
@@ -861,6 +897,21 @@ def evaluate(
         1,
         False,
     )
+    if POSTGRES_SAVER in names and FLOWMEM_PG in names:
+        at_first = _run_ratios(results, FLOWMEM_PG, POSTGRES_SAVER, first)
+        target(
+            f"{FLOWMEM_PG} ÷ {POSTGRES_SAVER} per step at {first:,}, the slowest run (× , issue 42 #4)",
+            min(at_first) if at_first else None,
+            1,
+            False,
+        )
+        for n in lengths[1:]:  # LangGraph's own step grows (add_messages): the saver's must not
+            target(
+                f"{FLOWMEM_PG} own cost (step − {GRAPH_ALONE}) at {n:,} ÷ at {first:,} (flat, issue 42 #4)",
+                over(_own(results, FLOWMEM_PG, n), _own(results, FLOWMEM_PG, first)),
+                1.25,
+                True,
+            )
     if POSTGRES_SAVER in names:
         for n in (2_000, 10_000):
             target(
@@ -915,10 +966,18 @@ def measurements(savers: list[Saver], results: Results, lengths: tuple[int, ...]
             if sizes:
                 cell["storage_bytes"] = sizes
             entry["lengths"][str(n)] = cell
+        if s.name in results.trips:
+            entry["round_trips_per_step"] = results.trips[s.name]
         if s.name in results.size:
             entry["storage_bytes"] = results.size[s.name]
             entry["storage_parts"] = results.parts.get(s.name, {})
         out["savers"][s.name] = entry
+    out["ratios"] = {
+        f"{ours.name} ÷ {peer.name}": {
+            str(n): _run_ratios(results, ours.name, peer.name, n) for n in lengths
+        }
+        for ours, peer in _pairs(savers)
+    }
     return out
 
 
@@ -953,10 +1012,18 @@ def main(argv: list[str] | None = None) -> int:
         "--only",
         help="comma list of savers to run: alone,flowmem,inmemory,sqlite,postgres (default: all)",
     )
+    parser.add_argument(
+        "--lengths",
+        help="comma list of thread lengths, multiples of 100 (default 100,1000,2000,10000)",
+    )
     report_json.add_arguments(parser, "langgraph", "100 and 1,000 messages, one repeat")
     args = parser.parse_args(argv)
     pgserver.check(parser, args.postgres_nondurable, args.postgres != "start" and args.postgres)
     lengths = QUICK_LENGTHS if args.quick else LENGTHS
+    if args.lengths:
+        lengths = tuple(sorted(int(n) for n in args.lengths.split(",")))
+        if any(n <= 0 or n % SEGMENT for n in lengths):
+            parser.error(f"--lengths: positive multiples of {SEGMENT}")
     repeats = 1 if args.quick else max(1, args.repeats)
     peer_top = min(args.max_peer_length, max(lengths))
     with contextlib.ExitStack() as stack:
@@ -988,6 +1055,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         load = os.getloadavg()[0]
         results = run(savers, lengths, repeats, not args.no_prefill, args.budget)
+        count_trips(savers, results)
         meta["load"] = f"{load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end (1-minute)"
         targets = report(savers, results, lengths, meta, args.quick)
         for t in targets:

@@ -59,8 +59,8 @@ def test_a_kind_of_data_reaching_into_its_back_end_fails_the_lint() -> None:
     source = KIND.read_text(encoding="utf-8")
     assert _ruff(source, KIND).returncode == 0, "the kind of data as it stands passes"
     reach = source.replace(
-        "self.store.write_at(self._thread_lock(cp.thread_id), work)",
-        "self.store._write_serialized(self._thread_lock(cp.thread_id), work)  # type: ignore",
+        "self.store.write_at(address, run)",
+        "self.store._write_serialized(address, run)  # type: ignore",
         1,
     )
     assert reach != source

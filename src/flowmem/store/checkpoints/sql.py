@@ -29,6 +29,7 @@ from flowmem.store.checkpoints import (
     forked,
     line_moved,
 )
+from flowmem.store.checkpoints.batch import Asked, Batch, StatementBatch
 from flowmem.store.checkpoints.repairs import answered_ids, line_repairs
 from flowmem.store.editor import SqlBufferEditor, load_row, load_rows
 from flowmem.store.engine import SqlEngine
@@ -79,7 +80,6 @@ class SqlCheckpoints:
     def __init__(self, store: SqlEngine[Any]) -> None:
         self.store = store
         self.sql = store.statements
-        self._batches: bool | None = None  # whether its connections batch statements
 
     def _run(self, conn: Any, name: str, params: Sequence[Any]) -> Any:
         return conn.execute(self.sql[name], params)
@@ -101,37 +101,30 @@ class SqlCheckpoints:
         check_thread_text(cp.thread_id, "thread_id")
         check_thread_text(cp.ns, "checkpoint_ns")
 
-        def work(conn: Any) -> None:
-            # the reads first, the guard's check last: on PostgreSQL one round trip for all
-            latest = None if head is None else self._run(conn, "cp_latest_id", (cp.thread_id, cp.ns))
+        def work(batch: Batch) -> None:
+            # every read first, then the guard's answer: on PostgreSQL one round trip for all
+            latest = None if head is None else batch.ask("cp_latest_id", (cp.thread_id, cp.ns))
             addresses = [Address(SESSION_SCOPE, cp.thread_id, line.key) for line in lines]
-            headers = [self._run(conn, "header_get", tuple(address)) for address in addresses]
-            answers = [self._answers(conn, cp.thread_id, line) for line in lines]
-            if guard is not None:
-                self.store.check_guard(conn, guard)
+            headers = [batch.ask("header_get", tuple(address)) for address in addresses]
+            answers = [self._answers(batch, cp.thread_id, line) for line in lines]
+            batch.checked()
             if latest is not None and head is not None:
-                found = latest.fetchone()
+                found = latest.one()
                 latest_id = None if found is None else found[0]
                 if latest_id != head.checkpoint_id:
                     raise forked(cp.thread_id, latest_id, head.checkpoint_id)
-            runner = self.store.runner(conn)
             for line, address, header, held in zip(lines, addresses, headers, answers, strict=True):
-                editor = SqlBufferEditor(runner, address, header.fetchone())
+                editor = SqlBufferEditor(batch.runner, address, header.one())
                 if editor.count() != line.expect:
                     raise line_moved(line.key, editor.count(), line.expect)
                 repairs = self._repairs(line, held)
                 for row in line.rows:
                     editor.append_row(row)
                 editor.flush()
-                self.store.record_repairs(conn, editor.buffer_id, repairs)  # issue 37 §2
+                batch.record_repairs(editor.buffer_id, repairs)  # issue 37 §2
             for blob in blobs:
-                self._run(
-                    conn,
-                    "blob_insert",
-                    (cp.thread_id, cp.ns, blob.channel, blob.version, *blob.value),
-                )
-            self._run(
-                conn,
+                batch.run("blob_insert", (cp.thread_id, cp.ns, blob.channel, blob.version, *blob.value))
+            batch.run(
                 "cp_insert",
                 (
                     cp.thread_id,
@@ -145,54 +138,38 @@ class SqlCheckpoints:
                 ),
             )
 
-        self._write(work, self._thread_lock(cp.thread_id))
+        self._write(work, guard, self._thread_lock(cp.thread_id))
 
-    def _write(self, work: Callable[[Any], None], address: Address | None = None) -> None:
-        """Run ``work`` in one write transaction (serialized with ``address``'s appends, if given).
+    def _write(
+        self, work: Callable[[Batch], None], guard: WriteGuard | None, address: Address | None = None
+    ) -> None:
+        """Run ``work`` in one write transaction, serialized with ``address``'s appends if given.
 
-        Where the driver batches statements (a connection with ``pipeline()``:
-        psycopg's pipeline mode on PostgreSQL) the statements up to the pipeline's
-        end are one implicit transaction, committed at its Sync (no ``BEGIN`` or
-        ``COMMIT``; the advisory lock is held until then): a statement waits for the
-        server only when its answer is read, so a write that sends its reads first
-        takes two round trips (decision 0126). An error rolls it back (``ROLLBACK``
-        before the Sync; a failed statement aborts the rest). Elsewhere (SQLite) the
-        store's own write transaction.
+        The guard is checked (its session claimed) before ``work``'s statements run.
+        Here each statement runs at once in the store's write transaction (SQLite);
+        PostgreSQL's ``PostgresCheckpoints`` sends them in a pipeline (decision 0126).
         """
-        if not self._pipelines():
-            if address is None:
-                self.store.write(work)
-            else:
-                self.store.write_at(address, work)
-            return
-        with self.store.connection() as conn, conn.pipeline():
-            try:
-                if address is not None:
-                    self.store.hold_buffer(conn, address)
-                work(conn)
-            except BaseException:
-                conn.execute(self.sql["rollback"])
-                raise
 
-    def _pipelines(self) -> bool:
-        """Whether the store's connections batch statements (``pipeline()``), asked once."""
-        if self._batches is None:
-            with self.store.connection() as conn:
-                self._batches = callable(getattr(conn, "pipeline", None))
-        return self._batches
+        def run(conn: Any) -> None:
+            work(StatementBatch(self.store, conn, guard))
 
-    def _answers(self, conn: Any, thread_id: str, line: LineAppend) -> dict[str, Any]:
-        """The queries of the rows answering each call id ``line``'s rows answer, in the thread's lines."""
+        if address is None:
+            self.store.write(run)
+        else:
+            self.store.write_at(address, run)
+
+    def _answers(self, batch: Batch, thread_id: str, line: LineAppend) -> dict[str, Asked]:
+        """The reads of the rows answering each call id ``line``'s rows answer, in the thread's lines."""
         return {
-            cid: self._run(conn, "line_answers", (thread_id, *line_range(), cid))
+            cid: batch.ask("line_answers", (thread_id, *line_range(), cid))
             for cid in answered_ids(line.rows)
         }
 
-    def _repairs(self, line: LineAppend, answers: Mapping[str, Any]) -> tuple[Repair, ...]:
+    def _repairs(self, line: LineAppend, answers: Mapping[str, Asked]) -> tuple[Repair, ...]:
         """What ``line``'s rows repair, from what the thread's lines held (``_answers``)."""
         held = {
-            cid: [(str(key), load_row(body)) for key, body in cursor.fetchall()]
-            for cid, cursor in answers.items()
+            cid: [(str(key), load_row(body)) for key, body in asked.rows()]
+            for cid, asked in answers.items()
         }
         return line_repairs(line.key, line.rows, held) if held else ()
 
@@ -208,13 +185,10 @@ class SqlCheckpoints:
         check_thread_text(thread_id, "thread_id")
         check_thread_text(ns, "checkpoint_ns")
 
-        def work(conn: Any) -> None:
-            if guard is not None:
-                self.store.check_guard(conn, guard)
+        def work(batch: Batch) -> None:
             for write in writes:
                 name = "write_upsert" if write.idx < 0 else "write_insert"
-                self._run(
-                    conn,
+                batch.run(
                     name,
                     (
                         thread_id,
@@ -227,8 +201,9 @@ class SqlCheckpoints:
                         write.task_path,
                     ),
                 )
+            batch.checked()
 
-        self._write(work)
+        self._write(work, guard)
 
     def delete_writes(self, thread_id: str, ns: str, checkpoint_id: str) -> None:
         """Delete the pending writes stored under one checkpoint id."""

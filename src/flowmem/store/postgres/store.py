@@ -41,7 +41,6 @@ from flowmem.store.base import (
     Usage,
     WriteGuard,
 )
-from flowmem.store.checkpoints.sql import SqlCheckpoints
 from flowmem.store.conversations.sql import SqlConversations
 from flowmem.store.editor import load_rows
 from flowmem.store.known import (
@@ -50,6 +49,7 @@ from flowmem.store.known import (
     foresee,
 )
 from flowmem.store.postgres.after import known_after
+from flowmem.store.postgres.checkpoints import PostgresCheckpoints
 from flowmem.store.postgres.connect import (
     connect_options,
     durability_warnings,
@@ -122,10 +122,11 @@ class PostgresStore(PostgresReads):
             self._pool.close()
             raise StoreUnavailableError(f"cannot connect to PostgreSQL at {safe_url(url)}") from exc
         self._known = KnownBuffers(int(options["known_buffers"]))
-        self.checkpoints = SqlCheckpoints(self)  # LangGraph's tables (docs/decisions/0040)
         self.conversations = SqlConversations(self)  # pydantic-ai's (docs/decisions/0051)
         self.archive = SqlArchive(self)  # what compactions archived (docs/decisions/0083)
         self.repairs = SqlRepairs(self)  # what the append rules repaired (issue 37 §2)
+        # LangGraph's tables (docs/decisions/0040), written in a pipeline (0126)
+        self.checkpoints = PostgresCheckpoints(self, self.repairs, advisory_key, self._guard_error)
         self.adk = SqlAdkSessions(self)  # Google ADK's sessions and states (decision 0053)
         try:
             self._migrate()
