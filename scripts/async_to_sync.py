@@ -41,6 +41,7 @@ PAIRS = (
     (SOURCE, TARGET),
     (CLIENT / "aio_compaction.py", CLIENT / "sync_compaction.py"),
     (CLIENT / "aio_vectors.py", CLIENT / "sync_vectors.py"),
+    (CLIENT / "aio_scoped.py", CLIENT / "sync_scoped.py"),
 )
 COMMAND = "python scripts/async_to_sync.py"
 
@@ -52,6 +53,8 @@ NAMES = {
     "aio_compaction": "sync_compaction",
     "AsyncVectorCalls": "VectorCalls",
     "aio_vectors": "sync_vectors",
+    "AsyncScopedCalls": "ScopedCalls",
+    "aio_scoped": "sync_scoped",
     "AsyncIterator": "Iterator",
     "AsyncMemory": "Memory",
     "__aenter__": "__enter__",

@@ -11,11 +11,11 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from flowmem.client import calls
+from flowmem.client.aio_scoped import AsyncScopedCalls
 from flowmem.client.base import COMPACT_ATTEMPTS
-from flowmem.client.calls import Call, Where
 from flowmem.core import Message
 from flowmem.errors import CompactionStaleError
 from flowmem.results import CompactionPlanResult, CompactResult
@@ -24,21 +24,8 @@ from flowmem.scope import ExecutionContext, Refusal
 T = TypeVar("T")
 
 
-class AsyncCompactionCalls:
+class AsyncCompactionCalls(AsyncScopedCalls):
     """The compaction calls of ``AsyncClient``, over its ``call`` and ``_plan``."""
-
-    if TYPE_CHECKING:
-
-        async def call(self, call: Call[T], *, idempotency_key: str | None = None) -> T: ...
-
-        async def _plan(
-            self,
-            operation: str,
-            scope: str,
-            key: str,
-            context: ExecutionContext | None,
-            idempotency_key: str | None = None,
-        ) -> Where | Refusal: ...
 
     async def compaction_plan(
         self, scope: str, key: str, context: ExecutionContext | None, keep_tokens: int

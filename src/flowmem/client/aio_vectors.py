@@ -9,22 +9,19 @@ the server holds no model (decision 0125).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from flowmem.client import calls
-from flowmem.client.calls import Call, Where
+from flowmem.client.aio_scoped import AsyncScopedCalls
+from flowmem.client.calls import Where
 from flowmem.client.types import SearchResult
 from flowmem.results import WriteResult
 
 T = TypeVar("T")
 
 
-class AsyncVectorCalls:
+class AsyncVectorCalls(AsyncScopedCalls):
     """The vector calls of ``AsyncClient``, over its ``call``."""
-
-    if TYPE_CHECKING:
-
-        async def call(self, call: Call[T], *, idempotency_key: str | None = None) -> T: ...
 
     async def write_vectors(
         self,

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -15,7 +15,6 @@ from flowmem.client import calls
 from flowmem.client.base import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_TIMEOUT,
-    WHOAMI_KEY,
     Refused,
     explained,
     read_answer,
@@ -26,7 +25,6 @@ from flowmem.client.base import (
 )
 from flowmem.client.calls import Call, Where
 from flowmem.client.retry import RetryPolicy
-from flowmem.client.scoping import check_user, no_session_yet, plan, session_id_of
 from flowmem.client.sync_compaction import CompactionCalls
 from flowmem.client.sync_vectors import VectorCalls
 from flowmem.client.types import (
@@ -44,8 +42,6 @@ from flowmem.client.types import (
     TurnResult,
     UserErasure,
 )
-from flowmem.errors import NotFoundError
-from flowmem.limits import check_idempotency_key
 from flowmem.memory import Memory
 from flowmem.results import (
     BufferResult,
@@ -388,50 +384,6 @@ class Client(CompactionCalls, VectorCalls):
         return self.call(calls.check(payload, format))
 
     # --- the Memory protocol (flowmem.memory): the service's signatures ----------------
-    def user_id(self) -> str:
-        """The user id the token acts as (``""`` for a service token); asked once, then kept."""
-        if self._user is None:
-            read = self.call(calls.load_buffer("user", WHOAMI_KEY, Where(), last=0))
-            self._user = read.resolved_scope_id
-        return self._user
-
-    def _plan(
-        self,
-        operation: str,
-        scope: str,
-        key: str,
-        context: ExecutionContext | None,
-        idempotency_key: str | None = None,
-    ) -> Where | Refusal:
-        if idempotency_key is not None:  # refused before the user look-up is sent
-            check_idempotency_key(idempotency_key)
-        target = plan(operation, scope, key, context)
-        if isinstance(target, Refusal):
-            return target
-        if target.user_id is not None:
-            check_user(target.user_id, self.user_id())
-        return target.where
-
-    def _scoped(
-        self,
-        call: Call[T],
-        scope: str,
-        where: Where,
-        absent: Callable[[str], R],
-        idempotency_key: str | None = None,
-    ) -> T | R:
-        """Send a memory protocol call; ``absent(session_id)`` when its session does not exist yet.
-
-        The service answers a ``session`` scope whose session no write has created yet
-        as an empty one (nothing found, nothing removed); the server answers 404.
-        """
-        try:
-            return self.call(call, idempotency_key=idempotency_key)
-        except NotFoundError:
-            if not no_session_yet(scope):
-                raise
-            return absent(session_id_of(where))
-
     def read(
         self, scope: str, key: str, context: ExecutionContext | None, default: Any = None
     ) -> ReadResult:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from flowmem.client import calls
 from flowmem.client.base import COMPACT_ATTEMPTS
-from flowmem.client.calls import Call, Where
+from flowmem.client.sync_scoped import ScopedCalls
 from flowmem.core import Message
 from flowmem.errors import CompactionStaleError
 from flowmem.results import CompactionPlanResult, CompactResult
@@ -19,21 +19,8 @@ from flowmem.scope import ExecutionContext, Refusal
 T = TypeVar("T")
 
 
-class CompactionCalls:
+class CompactionCalls(ScopedCalls):
     """The compaction calls of ``Client``, over its ``call`` and ``_plan``."""
-
-    if TYPE_CHECKING:
-
-        def call(self, call: Call[T], *, idempotency_key: str | None = None) -> T: ...
-
-        def _plan(
-            self,
-            operation: str,
-            scope: str,
-            key: str,
-            context: ExecutionContext | None,
-            idempotency_key: str | None = None,
-        ) -> Where | Refusal: ...
 
     def compaction_plan(
         self, scope: str, key: str, context: ExecutionContext | None, keep_tokens: int

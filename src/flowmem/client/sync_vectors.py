@@ -5,22 +5,19 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from flowmem.client import calls
-from flowmem.client.calls import Call, Where
+from flowmem.client.calls import Where
+from flowmem.client.sync_scoped import ScopedCalls
 from flowmem.client.types import SearchResult
 from flowmem.results import WriteResult
 
 T = TypeVar("T")
 
 
-class VectorCalls:
+class VectorCalls(ScopedCalls):
     """The vector calls of ``Client``, over its ``call``."""
-
-    if TYPE_CHECKING:
-
-        def call(self, call: Call[T], *, idempotency_key: str | None = None) -> T: ...
 
     def write_vectors(
         self,

@@ -22,7 +22,8 @@ from flowmem.service import paged_reads
 from flowmem.service.checks import check_count, check_key, check_scope_id, window_args
 from flowmem.service.conversation import read_key
 from flowmem.service.paged_reads import PagedRead, Segment
-from flowmem.store.base import Address, BodyPage, Store
+from flowmem.service.part import ServicePart
+from flowmem.store.base import Address, BodyPage
 from flowmem.store.rows import check_batch
 from flowmem.store.window import read_window
 
@@ -45,16 +46,10 @@ class PagedText:
     more: bool = False
 
 
-class BufferReads:
+class BufferReads(ServicePart):
     """``MemoryService``'s buffer reads; the service gives them its store and scope resolution."""
 
-    store: Store
-
     if TYPE_CHECKING:
-
-        def _resolve(
-            self, operation: str, scope: object, key: str, context: ExecutionContext | None
-        ) -> str | Refusal: ...
 
         def _with_archive(self, address: Address, last: int | None) -> BufferResult: ...
 

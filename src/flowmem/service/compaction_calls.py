@@ -20,20 +20,16 @@ from flowmem.results import BufferResult, CompactionPlanResult, CompactResult
 from flowmem.scope import ExecutionContext, Refusal, check_scope
 from flowmem.service.checks import check_count, check_key, check_message_sizes, check_scope_id
 from flowmem.service.paged_reads import PagedRead, plan_read
-from flowmem.store.base import Address, Store
+from flowmem.service.part import ServicePart
+from flowmem.store.base import Address
 
 
-class CompactionCalls:
+class CompactionCalls(ServicePart):
     """``MemoryService``'s compaction methods; the service gives them its store, limits and scope resolution."""
 
-    store: Store
     limits: Limits
 
     if TYPE_CHECKING:
-
-        def _resolve(
-            self, operation: str, scope: object, key: str, context: ExecutionContext | None
-        ) -> str | Refusal: ...
 
         def _now(self) -> float: ...
 

@@ -17,7 +17,6 @@ that does not exist, or when the buffer's newest entry says the same already.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from flowmem.core import Repair
 from flowmem.errors import ConfigurationError, StoreError
@@ -25,6 +24,7 @@ from flowmem.results import RepairLogResult
 from flowmem.scope import ExecutionContext, Refusal, check_scope
 from flowmem.service.checks import check_key, check_scope_id
 from flowmem.service.conversation import read_key
+from flowmem.service.part import ServicePart
 from flowmem.store.base import Address, Store
 from flowmem.store.repairs import PAGE, SupportsRepairs, check_paging
 
@@ -48,16 +48,8 @@ def note_repair(store: Store, address: Address, repair: Repair) -> bool:
         return False
 
 
-class RepairReads:
+class RepairReads(ServicePart):
     """``MemoryService``'s read of the repair log; the service gives it its store and scope resolution."""
-
-    store: Store
-
-    if TYPE_CHECKING:
-
-        def _resolve(
-            self, operation: str, scope: object, key: str, context: ExecutionContext | None
-        ) -> str | Refusal: ...
 
     def repairs(
         self,

@@ -1,0 +1,81 @@
+# sync: """What the sync client's calls share: ``call``, and the plan of a memory protocol call (``Client`` inherits it)."""
+"""What the async client's calls share: ``call``, and the plan of a memory protocol call.
+
+``AsyncClient`` and the calls it inherits (``AsyncCompactionCalls``,
+``AsyncVectorCalls``) are ``AsyncScopedCalls``: the client sends every call through its
+``call``; a memory protocol call (``read``, ``append``, ``compaction_plan`` …) resolves
+its scope first (``_plan``: the user the token acts as, asked once) and answers the
+service's empty result where the server has no session yet (``_scoped``).
+``flowmem.client.sync_scoped`` is generated from this module by
+``scripts/async_to_sync.py``, as ``sync.py`` is from ``aio.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+from flowmem.client import calls
+from flowmem.client.base import WHOAMI_KEY
+from flowmem.client.calls import Call, Where
+from flowmem.client.scoping import check_user, no_session_yet, plan, session_id_of
+from flowmem.errors import NotFoundError
+from flowmem.limits import check_idempotency_key
+from flowmem.scope import ExecutionContext, Refusal
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class AsyncScopedCalls:
+    """The client's ``call`` (``AsyncClient`` defines it), the user it acts as, a memory call's plan."""
+
+    _user: str | None
+
+    if TYPE_CHECKING:
+
+        async def call(self, call: Call[T], *, idempotency_key: str | None = None) -> T: ...
+
+    async def user_id(self) -> str:
+        """The user id the token acts as (``""`` for a service token); asked once, then kept."""
+        if self._user is None:
+            read = await self.call(calls.load_buffer("user", WHOAMI_KEY, Where(), last=0))
+            self._user = read.resolved_scope_id
+        return self._user
+
+    async def _plan(
+        self,
+        operation: str,
+        scope: str,
+        key: str,
+        context: ExecutionContext | None,
+        idempotency_key: str | None = None,
+    ) -> Where | Refusal:
+        if idempotency_key is not None:  # refused before the user look-up is sent
+            check_idempotency_key(idempotency_key)
+        target = plan(operation, scope, key, context)
+        if isinstance(target, Refusal):
+            return target
+        if target.user_id is not None:
+            check_user(target.user_id, await self.user_id())
+        return target.where
+
+    async def _scoped(
+        self,
+        call: Call[T],
+        scope: str,
+        where: Where,
+        absent: Callable[[str], R],
+        idempotency_key: str | None = None,
+    ) -> T | R:
+        """Send a memory protocol call; ``absent(session_id)`` when its session does not exist yet.
+
+        The service answers a ``session`` scope whose session no write has created yet
+        as an empty one (nothing found, nothing removed); the server answers 404.
+        """
+        try:
+            return await self.call(call, idempotency_key=idempotency_key)
+        except NotFoundError:
+            if not no_session_yet(scope):
+                raise
+            return absent(session_id_of(where))
