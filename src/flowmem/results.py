@@ -18,6 +18,11 @@ REFUSED_KEY = "refused"
 """The JSON key of a refusal's code, present only on a refused call (decision 0047)."""
 
 
+def fields_of(value: Any) -> dict[str, Any]:
+    """A dataclass's fields by name, in their order, as they are (``dataclasses.asdict`` copies deeply)."""
+    return {item.name: getattr(value, item.name) for item in fields(value)}
+
+
 class Refusable:
     """What every result of a scoped call has: ``refused``, the code of its refusal or None."""
 
@@ -105,13 +110,7 @@ class TokenWindow:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the five fields."""
-        return {
-            "budget": self.budget,
-            "tokens": self.tokens,
-            "start": self.start,
-            "cut_messages": self.cut_messages,
-            "cut_tokens": self.cut_tokens,
-        }
+        return fields_of(self)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from flowmem.results import (
     PopResult,
     ReadResult,
     WriteResult,
+    fields_of,
 )
 from flowmem.scope import Refusal
 
@@ -221,13 +222,8 @@ class Where:
     execution_id: str | None = None
 
     def params(self) -> dict[str, Any]:
-        """Return the parameters that are set."""
-        return {
-            "session_id": self.session_id,
-            "workflow_id": self.workflow_id,
-            "pipeline_id": self.pipeline_id,
-            "execution_id": self.execution_id,
-        }
+        """Return the four parameters (``Call.query`` leaves out those that are None)."""
+        return fields_of(self)
 
 
 def _memory_path(kind: str, scope: str, key: str, tail: str = "") -> str:

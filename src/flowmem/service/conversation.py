@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from flowmem.errors import ConfigurationError
+from flowmem.results import fields_of
 from flowmem.store.base import SESSION_SCOPE
 from flowmem.store.heads import (
     CONVERSATION_LINE,
@@ -58,7 +59,7 @@ class Conversation:
 
     def to_dict(self) -> dict[str, object]:
         """The JSON object the API serves."""
-        return {"buffer": self.buffer, "messages": self.messages, "found_by": self.found_by}
+        return fields_of(self)
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class ListedBuffer:
 
     def to_dict(self) -> dict[str, object]:
         """The JSON object the API serves."""
-        return {"name": self.name, "messages": self.messages, "stale": self.stale}
+        return fields_of(self)
 
 
 @dataclass(frozen=True)
