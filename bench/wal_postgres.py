@@ -280,25 +280,33 @@ def measure(
             dboid = int(
                 one(probe, "SELECT oid FROM pg_database WHERE datname = current_database()")
             )
+            # the first segment by name: pg_waldump -p alone reads the segment size from
+            # whichever file it finds first, which may be a preallocated empty one
+            first = ""
+            if appends:
+                first = str(one(probe, f"SELECT pg_walfile_name('{_lsn_text(appends[0].start)}')"))
     finally:
         system.close()
-    waldump(appends, wal_dir, names, dboid)
+    waldump(appends, os.path.join(wal_dir, first), names, dboid)
     admin.execute(f"DROP DATABASE {database}")
     return appends
 
 
-def waldump(appends: list[Append], wal_dir: str, names: dict[int, str], dboid: int) -> None:
-    """Give each append the records pg_waldump finds in its range."""
+def waldump(appends: list[Append], first: str, names: dict[int, str], dboid: int) -> None:
+    """Give each append the records pg_waldump finds in its range (``first``: its first segment's path)."""
     if not appends:
         return
     start, end = appends[0].start, appends[-1].end
     binary = str(pgserver.bindir() / "pg_waldump")
-    out = subprocess.run(
-        [binary, "-p", wal_dir, "-s", _lsn_text(start), "-e", _lsn_text(end)],
+    done = subprocess.run(
+        [binary, "-s", _lsn_text(start), "-e", _lsn_text(end), first],
         capture_output=True,
         text=True,
         check=False,
-    ).stdout
+    )
+    out = done.stdout
+    if not out.strip():  # nothing read: say why rather than count zero
+        raise SystemExit(f"pg_waldump read nothing from {first}: {done.stderr.strip()}")
     starts = [a.start for a in appends]
     import bisect
 

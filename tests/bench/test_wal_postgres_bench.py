@@ -1,0 +1,39 @@
+"""Smoke test of ``bench/wal_postgres.py --quick``: WAL per append counted on a durable throwaway server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.bench.smoke import assert_common, run_bench, server_binaries
+
+
+def test_quick_run_counts_each_kind_of_append_on_a_durable_server(tmp_path: Path) -> None:
+    if not server_binaries():
+        pytest.skip("no PostgreSQL server binaries (apt-get install postgresql)")
+    found, printed = run_bench(
+        "wal_postgres", tmp_path / "wal.json", "--only", "flowmem store,langchain-postgres"
+    )
+
+    assert_common(found, "wal_postgres", printed)
+    entry = found["durability"]["PostgreSQL"]
+    assert (entry["fsync"], entry["synchronous_commit"], entry["full_page_writes"]) == (
+        "on",
+        "on",
+        "on",
+    )
+    wal = found["wal_per_append"]
+    assert set(wal) == {"flowmem store", "langchain-postgres"}
+    kinds = ("user", "assistant call", "tool result", "assistant text", "heal", "conversation")
+    for system in wal.values():
+        assert set(system) == set(kinds)
+        for kind in kinds:
+            # every append commits: at least its row, its key and the commit record
+            assert system[kind]["records"]["min"] >= 3, kind
+            assert system[kind]["bytes"]["min"] > system[kind]["bytes_without_images"]["min"] * 0.5
+    # a tool call writes its call index too: more than a plain message, in both counts
+    ours = wal["flowmem store"]
+    assert ours["assistant call"]["records"]["min"] > ours["assistant text"]["records"]["max"]
+    labels = [t["label"] for t in found["targets"]]
+    assert "flowmem store conversation: WAL bytes / langchain-postgres's" in labels
