@@ -4,8 +4,9 @@
 When the database has the ``vector`` extension (``CREATE EXTENSION vector``, once, by
 an administrator: flowmem creates no extension), it keeps a copy of every vector as a
 pgvector ``vector`` in ``record_vectors_pgvector`` and ``nearest`` scores in SQL with
-pgvector's operators; without it ``nearest`` answers None and the caller runs the
-portable exact scan (``scoring.Ranking``). Decision 0126 says why it is built this way.
+pgvector's operators; without it ``nearest`` is ``SqlVectors.nearest``: the portable
+exact scan from this process's cache (``cache.py``), or None and the caller runs it
+page by page (``scoring.Ranking``). Decision 0132 says why it is built this way.
 
 - **The copy.** One row per row of ``record_vectors`` (same key), written in the
   transaction that wrote the vectors (``SqlVectors.wrote``, a binary COPY) and deleted
@@ -317,7 +318,9 @@ class PgVectors(SqlVectors):
         accept: Callable[[str, str | None], bool] | None = None,
         ann: AnnIndex | None = None,
     ) -> tuple[list[Ranked], int] | None:
-        """The best ``keep`` accepted records by score (key, score, value text) and how many; None without pgvector.
+        """The best ``keep`` accepted records by score (key, score, value text) and how many.
+
+        Without pgvector, ``SqlVectors.nearest``'s: the exact scan's cache, or None.
 
         ``accept(key, value_text)`` drops a record (a filter). Fewer than ``keep``
         means every accepted record with a vector is in the answer. EmbeddingSpaceError
@@ -328,8 +331,10 @@ class PgVectors(SqlVectors):
         if distance not in OPERATORS:
             raise ConfigurationError(f"distance must be one of {sorted(OPERATORS)}, got {distance!r}")
         ext = self.ready()
-        if ext is None:
-            return None
+        if ext is None:  # the exact scan, from this process's cache where it holds the scope
+            return super().nearest(
+                scope, scope_id, prefix, now, collection, space, query, distance, keep=keep, accept=accept
+            )
         with self.store.connection() as conn:
             spaces, ids = self._read_spaces(conn, collection, "vectors_spaces_read")
         if spaces.active is None or keep <= 0:
@@ -353,10 +358,13 @@ class PgVectors(SqlVectors):
             if len(rows) == keep:  # else a small or filtered scope: the exact scan finds them all
                 return [(str(k), float(score), text) for k, text, score in rows], keep
         sql = ranked_sql(ext, distance, sid, key=key, bounded=end is not None, ann=None, limit=accept is None)
-        with self.store.connection() as conn, conn.transaction():
-            with conn.cursor(name="flowmem_nearest") as cursor:  # server-side: read while accepted
-                cursor.execute(sql, params)
-                return take(lambda: cursor.fetchmany(FETCH), keep, accept)
+        with (
+            self.store.connection() as conn,
+            conn.transaction(),
+            conn.cursor(name="flowmem_nearest") as cursor,  # server-side: read while accepted
+        ):
+            cursor.execute(sql, params)
+            return take(lambda: cursor.fetchmany(FETCH), keep, accept)
 
 
 __all__ = ["AnnIndex", "PgVectors", "copy_row", "literal", "ranked_sql", "take"]

@@ -14,10 +14,12 @@ only by a search that has a query.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+
+from flowmem.store.vectors.cache import Snapshot
 
 DISTANCES = ("cosine", "inner_product", "l2")
 CHUNK_BYTES = 2**20  # vectors scored together: small enough to stay in the CPU's cache
@@ -35,15 +37,26 @@ def score(query: Any, blobs: Sequence[bytes], distance: str) -> Any:
     float64 computation to about 1e-6.
     """
     matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), query.shape[0])
+    return score_matrix(query, matrix, distance)
+
+
+def squares_of(matrix: Any) -> Any:
+    """Each row's squared norm (float32 arithmetic, as float64)."""
+    return np.einsum("ij,ij->i", matrix, matrix).astype(np.float64)
+
+
+def score_matrix(query: Any, matrix: Any, distance: str, squares: Any = None) -> Any:
+    """``score`` of the rows of a float32 ``matrix``; ``squares``: their squared norms, when known."""
     dots = (matrix @ query).astype(np.float64)
     if distance == "inner_product":
         return dots
-    squares = np.einsum("ij,ij->i", matrix, matrix).astype(np.float64)
+    if squares is None:
+        squares = squares_of(matrix)
     qsquare = float(np.dot(query, query))
     if distance == "l2":  # |m - q| from |m|^2 - 2 m.q + |q|^2, without a copy of the matrix
         return -np.sqrt(np.maximum(squares - 2 * dots + qsquare, 0.0))
     norms = np.sqrt(squares)
-    out = np.zeros(len(blobs), dtype=np.float64)
+    out = np.zeros(len(dots), dtype=np.float64)
     mask = norms != 0
     if qsquare:
         out[mask] = dots[mask] / (norms[mask] * np.sqrt(qsquare))
@@ -98,3 +111,45 @@ class Ranking:
         """The kept records, best first: (key, score, value text when fed)."""
         ranked = np.lexsort((self._order, -self._scores))[: self.keep]
         return [(self._keys[i], float(self._scores[i]), self._texts[i]) for i in ranked]
+
+
+def rank_snapshot(
+    snapshot: Snapshot,
+    query: Sequence[float],
+    distance: str,
+    keep: int,
+    now: float,
+    accept: Callable[[str, str | None], bool] | None = None,
+) -> tuple[list[tuple[str, float, str | None]], int]:
+    """A snapshot's best ``keep`` records live at ``now`` (and accepted), as ``Ranking.best``, and how many.
+
+    The same scores as the scan's (a record's best vector), ties in key order; the
+    matrix is read in place (no copy), its squared norms made once per snapshot.
+    """
+    if not snapshot.keys or keep <= 0:
+        return [], 0
+    vector = as_query(query)
+    matrix = np.frombuffer(snapshot.data, dtype="<f4").reshape(snapshot.rows, snapshot.dims)
+    memo = snapshot.memo
+    if "starts" not in memo:
+        memo["starts"] = np.asarray(snapshot.starts, dtype=np.int64)
+        memo["expires"] = np.asarray([np.inf if e is None else e for e in snapshot.expires], dtype=np.float64)
+    if distance != "inner_product" and "squares" not in memo:
+        step = max(1, CHUNK_BYTES // (4 * snapshot.dims))
+        memo["squares"] = np.concatenate([squares_of(matrix[i : i + step]) for i in range(0, snapshot.rows, step)])
+    scores = score_matrix(vector, matrix, distance, memo.get("squares"))
+    pooled = np.maximum.reduceat(scores, memo["starts"])
+    live = memo["expires"] > now
+    if accept is not None:
+        texts, keys = snapshot.texts, snapshot.keys
+        for i in np.flatnonzero(live).tolist():
+            live[i] = accept(keys[i], texts[i])
+    chosen = np.flatnonzero(live)
+    values = pooled[chosen]
+    if len(chosen) > keep:  # every record scoring at least the keep-th best: ties at the edge too
+        edge = np.partition(values, len(values) - keep)[len(values) - keep]
+        close = values >= edge
+        chosen, values = chosen[close], values[close]
+    best = chosen[np.lexsort((chosen, -values))[:keep]]
+    found = [(snapshot.keys[i], float(pooled[i]), snapshot.texts[i]) for i in best.tolist()]
+    return found, int(live.sum())

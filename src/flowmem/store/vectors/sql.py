@@ -8,7 +8,7 @@ its space is checked in it, so a switch cannot slip between the check and the wr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from flowmem.errors import ConflictError, InvalidInputError
@@ -28,6 +28,7 @@ from flowmem.store.vectors import (
     check_vectors,
     mismatch,
 )
+from flowmem.store.vectors.cache import SnapshotCache, limit_from_env
 
 
 def _spaces(rows: list[Any]) -> tuple[Spaces, dict[str, int]]:
@@ -78,6 +79,7 @@ class SqlVectors:
         # psycopg: a scan's results in the binary format (bytea as it is, not as hex text)
         self.binary = {"binary": True} if binary else {}
         self._collation_is_c: bool | None = None if collated is not None else True
+        self.cache = SnapshotCache(limit_from_env())  # cached.py: this process's snapshots
 
     def statement(self, name: str) -> str:
         """The text of the named statement for this store."""
@@ -92,6 +94,10 @@ class SqlVectors:
 
     def _read_spaces(self, conn: Any, collection: str, name: str) -> tuple[Spaces, dict[str, int]]:
         return _spaces(conn.execute(self.statement(name), (collection,)).fetchall())
+
+    def read_spaces(self, conn: Any, collection: str) -> tuple[Spaces, dict[str, int]]:
+        """The collection's spaces and their ids, read on ``conn`` without a lock."""
+        return self._read_spaces(conn, collection, "vectors_spaces_read")
 
     def spaces(self, collection: str) -> Spaces:
         """The collection's active and next spaces."""
@@ -161,13 +167,11 @@ class SqlVectors:
                 return [], False
             if spaces.active != space:
                 raise mismatch(collection, spaces.active, space, "search")
+            self.prepare_read(conn)
             while True:
-                if end is None:
-                    name = "vectors_scan_open"
-                    params: tuple[Any, ...] = (values, now, scope, scope_id, lower, ids[ACTIVE], limit)
-                else:
-                    name = "vectors_scan"
-                    params = (values, now, scope, scope_id, lower, end, ids[ACTIVE], limit)
+                bounds = (lower,) if end is None else (lower, end)
+                params = (values, scope, scope_id, *bounds, ids[ACTIVE], now, limit)
+                name = "vectors_scan_open" if end is None else "vectors_scan"
                 rows = conn.execute(self.statement(name), params, **self.binary).fetchall()
                 kept = whole_records(rows, len(rows) == limit, lambda row: row[0])
                 if len(kept) < len(rows) or len(rows) < limit or len({r[0] for r in rows}) > 1:
@@ -178,6 +182,36 @@ class SqlVectors:
             for key, text, data in kept
         ]
         return found, len(rows) == limit
+
+    def prepare_read(self, conn: Any) -> None:
+        """Set up ``conn`` for a read of many vectors (SQLite: map the file; its statement ``vectors_read_setup``)."""
+        setup = self.sql.get("vectors_read_setup")
+        if setup is not None:
+            conn.execute(setup)
+
+    def nearest(
+        self,
+        scope: str,
+        scope_id: str,
+        prefix: str,
+        now: float,
+        collection: str,
+        space: Space,
+        query: Sequence[float],
+        distance: str,
+        *,
+        keep: int,
+        accept: Callable[[str, str | None], bool] | None = None,
+        ann: Any = None,
+    ) -> tuple[list[tuple[str, float, str | None]], int] | None:
+        """The exact scan's best ``keep`` records and how many were scored, from this process's cache.
+
+        None when the scope is not cached and cannot be (no cache, larger than its
+        bound): the caller scans page by page. ``ann`` is pgvector's (none here).
+        """
+        from flowmem.store.vectors.cached import nearest
+
+        return nearest(self, scope, scope_id, prefix, now, collection, space, query, distance, keep, accept)
 
     def begin(self, collection: str, space: Space) -> Spaces:
         """Record ``space`` as the collection's next space (kept when it already is; replaced otherwise)."""

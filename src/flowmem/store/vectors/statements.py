@@ -9,21 +9,32 @@ order, as ``flowmem.store.listing`` reads records).
 from __future__ import annotations
 
 _RECORD = "r.scope = v.scope AND r.scope_id = v.scope_id AND r.key = v.key"
-# A vector's record is read by a correlated subquery, not a join: a join's plan on a
-# table PostgreSQL has not analyzed yet can match on the scope alone (measured: 600 ms
-# for 1,000 vectors, against 10 ms); the subquery always looks the record up by its key.
+# On PostgreSQL a vector's record is read by a lateral subquery, not a join: a join's
+# plan on a table PostgreSQL has not analyzed yet can match on the scope alone
+# (measured: 600 ms for 1,000 vectors, against 10 ms); the subquery always looks the
+# record up by its key. SQLite's CROSS JOIN reads the vectors first, the same way.
 
 
-def statements(p: str, key: str = "v.key", lock: str = "") -> dict[str, str]:
-    """The vectors' statements with placeholder ``p``; ``lock``: the clause that locks space rows."""
-    outer = key.replace("v.key", "s.key")
-    scan = f"""SELECT s.key, s.value, s.vec FROM (
-        SELECT v.key AS key, v.field AS field, v.ord AS ord, v.vec AS vec,
-            (SELECT CASE WHEN {p} THEN r.value ELSE '' END FROM records r WHERE {_RECORD}
-                AND (r.expires_at IS NULL OR r.expires_at > {p})) AS value
-        FROM record_vectors v
-        WHERE v.scope = {p} AND v.scope_id = {p} AND {key} >= {p} {{end}} AND v.space = {p}) s
-        WHERE s.value IS NOT NULL ORDER BY {outer}, s.field, s.ord LIMIT {p}"""
+def statements(p: str, key: str = "v.key", lock: str = "", lateral: bool = False) -> dict[str, str]:
+    """The vectors' statements with placeholder ``p``; ``lock``: the clause that locks space rows.
+
+    ``lateral``: a scan reads each vector's record by a lateral subquery (PostgreSQL,
+    see above), else by a join SQLite drives from the vectors (``CROSS JOIN``).
+    """
+    if lateral:  # LIMIT 1: the subquery is not pulled up into a join
+        record = f"CROSS JOIN LATERAL (SELECT r.value, r.expires_at FROM records r WHERE {_RECORD} LIMIT 1) r"
+    else:
+        record = f"CROSS JOIN records r ON {_RECORD}"
+    # one read of the record per vector, in key order alone (a record's rows together:
+    # the primary key's order, which no sort has to restore)
+    scan = f"""SELECT v.key, CASE WHEN {p} THEN r.value ELSE '' END, v.vec
+        FROM record_vectors v {record}
+        WHERE v.scope = {p} AND v.scope_id = {p} AND {key} >= {p} {{end}} AND v.space = {p}
+        AND (r.expires_at IS NULL OR r.expires_at > {p}) ORDER BY {key} LIMIT {p}"""
+    # what a cached scan keeps (cache.py): every vector with its record's value and expiry
+    load = f"""SELECT v.key, r.value, r.expires_at, v.vec FROM record_vectors v {record}
+        WHERE v.scope = {p} AND v.scope_id = {p} AND {key} >= {p} {{end}} AND v.space = {p}
+        ORDER BY {key} LIMIT {p}"""
     insert = f"""INSERT INTO record_vectors (scope, scope_id, key, space, field, ord, owner, vec)
         SELECT scope, scope_id, key, {p}, {p}, {p}, owner, {p} FROM records
         WHERE scope = {p} AND scope_id = {p} AND key = {p}"""
@@ -41,6 +52,9 @@ def statements(p: str, key: str = "v.key", lock: str = "") -> dict[str, str]:
         "vectors_fill": f"{insert} AND value = {p}",
         "vectors_scan": scan.format(end=f"AND {key} < {p}"),
         "vectors_scan_open": scan.format(end=""),
+        "vectors_load": load.format(end=f"AND {key} < {p}"),
+        "vectors_load_open": load.format(end=""),
+        "vectors_generation": f"SELECT n FROM vector_generations WHERE collection = {p}",
         "vectors_pending": f"""SELECT s.scope, s.scope_id, s.key, s.field, s.ord, s.value FROM (
             SELECT v.scope AS scope, v.scope_id AS scope_id, v.key AS key, v.field AS field,
                 v.ord AS ord, (SELECT r.value FROM records r WHERE {_RECORD}) AS value
