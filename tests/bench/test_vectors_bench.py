@@ -1,5 +1,8 @@
 """Smoke test of ``bench/vectors.py --quick --no-sqlite-vec``: it runs, and its JSON has every store and round.
 
+flowmem's SQL stores are reported twice: with their vector cache and with it off
+(``-scan``), from the same fill.
+
 No timing is asserted (timed tests flake on a shared machine). ``--no-sqlite-vec``
 keeps the test from making the private venv that LangGraph's ``SqliteStore`` +
 sqlite-vec runs under (a registry download): the run says so and goes on without it.
@@ -30,15 +33,18 @@ def test_quick_run_reports_every_store_round_and_the_skipped_sqlite_vec(
     found, printed = run_bench("vectors", tmp_path / "vectors.json", *options)
     assert found["bench"] == "vectors" and found["quick"] is True
     assert found["not_run"] == {"sqlitestore": "not run: --no-sqlite-vec"}
-    assert "| sqlitestore | — | — | not run: --no-sqlite-vec | — |" in printed
+    assert "| sqlitestore | — | — | not run: --no-sqlite-vec | — | — |" in printed
     assert "sqlitestore_venv" not in found
     stores = set(found["results"])
-    assert stores == {*FLOWMEM, "inmemory", *(("flowmem-postgres",) if url else ())}
+    sql = ("flowmem-sqlite", *(("flowmem-postgres",) if url else ()))
+    scans = {f"{name}-scan" for name in sql}  # the same fill searched with the cache off
+    assert stores == {*FLOWMEM, "inmemory", *sql, *scans}
     for name, by_size in found["results"].items():
         entry = by_size["200"]
         assert entry["rounds"] == 2 and len(entry["puts_per_s_rounds"]) == 2, name
         assert len(entry["search_ms_runs"]) == 2 * 3, name
         assert entry["search_ms_min"] <= entry["search_ms_median"], name
+        assert len(entry["first_search_ms_rounds"]) == 2, name  # each round's first search, on its own
     assert found["durability"]["sqlite"]["durable"] is True
     for target in found["targets"]:
         assert target["met"] is None and target["bound"] is None  # nothing to judge against
