@@ -14,20 +14,18 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from flowmem.core import Message
-from flowmem.errors import BufferChangedError
 from flowmem.store.base import (
-    PAGE_CHARS,
-    PAGE_ROWS,
     Address,
     BodyPage,
     Idempotency,
     StoredAnswer,
     TokenRecord,
 )
+from flowmem.store.paging import PageAsk, PagedReads, check_version
 from flowmem.store.rows import check_address, check_batch, check_last, check_texts, dump_json
 
 
-class BufferReads:
+class BufferReads(PagedReads):
     """``MemoryStore``'s reads of its buffers: copies, pages and JSON texts of the rows."""
 
     _lock: threading.RLock
@@ -71,31 +69,13 @@ class BufferReads:
             start = 0 if last is None else max(end - last, 0)
             return [(index, dump_json(rows[index], "message")) for index in range(start, end)]
 
-    def page_bodies(
-        self,
-        address: Address,
-        *,
-        after: int | None = None,
-        before: int | None = None,
-        last: int | None = None,
-        version: tuple[int, int] | None = None,
-        rows: int = PAGE_ROWS,
-        chars: int = PAGE_CHARS,
-    ) -> BodyPage:
+    def _page(self, address: Address, ask: PageAsk) -> BodyPage:
         """One page of a paged read (``Store.page_bodies``); cursors are row indexes."""
-        check_address(address)
-        for value in (after, before, last):
-            check_last(value)
-        check_batch(rows)
-        check_batch(chars)
+        after, before, last, rows, chars = ask.after, ask.before, ask.last, ask.rows, ask.chars
         with self._lock:
             stored = self._buffers.get(address)
             found = None if stored is None else (0, self._versions.get(address, 0))
-            if version is not None and found != version:
-                raise BufferChangedError(
-                    f"buffer {address.scope}/{address.scope_id}/{address.key} was written "
-                    "since the first page of this read: read it again"
-                )
+            check_version(address, found, ask.version)
             if stored is None or found is None:
                 return BodyPage(None, 0)
             end = len(stored) if before is None else min(before, len(stored))

@@ -22,14 +22,11 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 from flowmem.core import AppendOutcome, Message, Repair, apply_append
 from flowmem.errors import (
-    BufferChangedError,
     DatabaseNotFoundError,
     SchemaTooNewError,
 )
 from flowmem.store import tail
 from flowmem.store.base import (
-    PAGE_CHARS,
-    PAGE_ROWS,
     PURGE_BATCH,
     TAIL_BATCH,
     Address,
@@ -41,6 +38,7 @@ from flowmem.store.base import (
 )
 from flowmem.store.editor import SqlBufferEditor, SqlRunner, load_rows
 from flowmem.store.engine import LAST_MAX, C, DbConnection
+from flowmem.store.paging import PageAsk, PagedReads, check_version
 from flowmem.store.rows import (
     check_address,
     check_batch,
@@ -79,7 +77,7 @@ def no_database(where: str) -> DatabaseNotFoundError:
     )
 
 
-class SqlStore(SqlSessions[C], SqlIdempotencyKeys[C], SqlTokens[C]):
+class SqlStore(SqlSessions[C], SqlIdempotencyKeys[C], SqlTokens[C], PagedReads):
     """The ``Store`` methods common to the SQL backends, over driver-specific hooks.
 
     A backend sets ``SQL`` (its statements, by name) and ``MIGRATIONS``, and implements
@@ -335,37 +333,19 @@ class SqlStore(SqlSessions[C], SqlIdempotencyKeys[C], SqlTokens[C]):
                 found = self._bodies_last(conn, address, high, min(last, LAST_MAX))
         return [(int(pos), str(body)) for pos, body in found]
 
-    def page_bodies(
-        self,
-        address: Address,
-        *,
-        after: int | None = None,
-        before: int | None = None,
-        last: int | None = None,
-        version: tuple[int, int] | None = None,
-        rows: int = PAGE_ROWS,
-        chars: int = PAGE_CHARS,
-    ) -> BodyPage:
+    def _page(self, address: Address, ask: PageAsk) -> BodyPage:
         """One page of a paged read (``Store.page_bodies``), read in one snapshot.
 
         The rows come one at a time from the statement: a page past ``chars``
         characters stops reading, so no more than the page (and one row) is fetched.
         """
-        check_address(address)
-        for value in (after, before, last):
-            check_last(value)
-        check_batch(rows)
-        check_batch(chars)
+        after, before, last, rows, chars = ask.after, ask.before, ask.last, ask.rows, ask.chars
         high = LAST_MAX if before is None else min(before, LAST_MAX)
         with self._snapshot() as conn:
             # (buffer id, a number no other buffer had, header version, count)
             head = conn.execute(self.SQL["page_head"], tuple(address)).fetchone()
             found = None if head is None else (int(head[1]), int(head[2]))
-            if version is not None and found != version:
-                raise BufferChangedError(
-                    f"buffer {address.scope}/{address.scope_id}/{address.key} was written "
-                    "since the first page of this read: read it again"
-                )
+            check_version(address, found, ask.version)
             if head is None or found is None:
                 return BodyPage(None, 0)
             low, older = -1 if after is None else after, False

@@ -41,6 +41,7 @@ from flowmem.store.rows import stored_json
 
 Run = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
 _T = TypeVar("_T")
+_R = TypeVar("_R")
 _HEAD, _SYSTEM, _ROW, _COUNTED, _UNCOUNTED = range(5)
 _BUDGET_MAX = 2**31  # a budget beyond any buffer: the first batch's arithmetic stays in 64 bits
 
@@ -78,11 +79,24 @@ def _first(run: Run, name: str, address: Address, batch: int, budget: int) -> _F
 
 def read_tail(run: Run, address: Address, batch: int, budget: int = 0) -> Tail:
     """Read ``address`` from its end with ``run`` (one statement per call, by name)."""
-    first = _first(run, "tail_first", address, batch, budget)
+    return _read(run, ("tail_first", "tail_more"), address, batch, budget, _rows_of, Tail)
+
+
+def _read(
+    run: Run,
+    names: tuple[str, str],
+    address: Address,
+    batch: int,
+    budget: int,
+    decode: Callable[[list[tuple[Any, ...]], int], list[_T]],
+    made: Callable[[int, int, list[TailRow], Iterator[_T], tuple[int, int] | None], _R],
+) -> _R:
+    """A read from the end: the first statement of ``names``, then the other's batches, ``decode``d."""
+    first = _first(run, names[0], address, batch, budget)
     if first is None:
-        return Tail(0, 0, [], iter(()))
-    rows = _newest(run, address, first.stamp, first.rows, first.size, "tail_more", _rows_of)
-    return Tail(first.count, first.tokens, first.systems, rows, first.version)
+        return made(0, 0, [], iter(()), None)
+    rows = _newest(run, address, first.stamp, first.rows, first.size, names[1], decode)
+    return made(first.count, first.tokens, first.systems, rows, first.version)
 
 
 @dataclass(frozen=True)
@@ -129,11 +143,7 @@ def plain_facts(tail: Tail) -> FactsTail:
 
 def read_tail_facts(run: Run, address: Address, batch: int, budget: int = 0) -> FactsTail:
     """``read_tail`` with ``cut_first`` and ``cut_more``: the rows' facts, most from stored columns."""
-    first = _first(run, "cut_first", address, batch, budget)
-    if first is None:
-        return FactsTail(0, 0, [], iter(()))
-    facts = _newest(run, address, first.stamp, first.rows, first.size, "cut_more", _facts_of)
-    return FactsTail(first.count, first.tokens, first.systems, facts, first.version)
+    return _read(run, ("cut_first", "cut_more"), address, batch, budget, _facts_of, FactsTail)
 
 
 def _facts_of(found: list[tuple[Any, ...]], kind: int) -> list[tuple[int, RowFacts]]:

@@ -18,12 +18,14 @@ erasure delete it in their transaction (each backend's ``_drop_buffer``).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from flowmem.core import Message
 from flowmem.store.base import PAGE_CHARS, PAGE_ROWS, Address, BodyPage
+from flowmem.store.paging import PageAsk, checked_page
 
 SummaryMaker = Callable[[int, int], list[Message]]
 """Makes the rows that take the archived rows' place (one summary, or a compacted history)
@@ -89,3 +91,23 @@ class SupportsArchive(Protocol):
         rows' pages of one read are one snapshot or refused (BufferChangedError).
         """
         ...
+
+
+class ArchivePages(ABC):
+    """``SupportsArchive.page`` written once for every back-end: the arguments checked, then its ``_page``."""
+
+    def page(
+        self,
+        address: Address,
+        *,
+        after: int | None = None,
+        version: tuple[int, int] | None = None,
+        rows: int = PAGE_ROWS,
+        chars: int = PAGE_CHARS,
+    ) -> BodyPage:
+        """One page of the archived rows' texts, those numbered above ``after`` (``SupportsArchive.page``)."""
+        return self._page(address, checked_page(address, after, version=version, rows=rows, chars=chars))
+
+    @abstractmethod
+    def _page(self, address: Address, ask: PageAsk) -> BodyPage:
+        """Read the page ``ask`` names of the buffer's archive (its arguments checked)."""

@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from flowmem.core import CallIndex, Message, Repair, call_ids
 from flowmem.core.compaction import prefix_digest
 from flowmem.core.repairs import COMPACTION
-from flowmem.errors import BufferChangedError
-from flowmem.store.archive import EVERY_ROW, Archived, SummaryMaker, WithArchive
-from flowmem.store.base import PAGE_CHARS, PAGE_ROWS, Address, BodyPage
+from flowmem.store.archive import EVERY_ROW, Archived, ArchivePages, SummaryMaker, WithArchive
+from flowmem.store.base import Address, BodyPage
 from flowmem.store.editor import SizedListEditor
 from flowmem.store.engine import MemoryEngine
-from flowmem.store.rows import check_address, check_batch, check_last, dump_json, utf8_size
+from flowmem.store.paging import PageAsk, check_version
+from flowmem.store.rows import check_address, dump_json, utf8_size
 
 
 class ArchivedListEditor(SizedListEditor):
@@ -41,7 +41,7 @@ class ArchivedListEditor(SizedListEditor):
         return call_id in self.archived or super().was_evicted(call_id)
 
 
-class MemoryArchive:
+class MemoryArchive(ArchivePages):
     """The archives of a ``MemoryStore``'s buffers, guarded by its locks."""
 
     def __init__(self, store: MemoryEngine) -> None:
@@ -107,28 +107,13 @@ class MemoryArchive:
             archived = list(self._rows.get(address, []))
             return WithArchive(archived, [dump_json(row, "message") for row in live])
 
-    def page(
-        self,
-        address: Address,
-        *,
-        after: int | None = None,
-        version: tuple[int, int] | None = None,
-        rows: int = PAGE_ROWS,
-        chars: int = PAGE_CHARS,
-    ) -> BodyPage:
+    def _page(self, address: Address, ask: PageAsk) -> BodyPage:
         """One page of the archived rows (``SupportsArchive.page``); numbered from 1, as SQL's."""
-        check_address(address)
-        check_last(after)
-        check_batch(rows)
-        check_batch(chars)
+        after, rows, chars = ask.after, ask.rows, ask.chars
         with self.store.locked() as tables:
             live = tables.buffers.get(address)
             found = None if live is None else (0, tables.versions.get(address, 0))
-            if version is not None and found != version:
-                raise BufferChangedError(
-                    f"buffer {address.scope}/{address.scope_id}/{address.key} was written "
-                    "since the first page of this read: read it again"
-                )
+            check_version(address, found, ask.version)
             if live is None or found is None:
                 return BodyPage(None, 0)
             archived = self._rows.get(address, [])

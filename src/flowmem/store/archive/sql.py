@@ -14,12 +14,12 @@ from flowmem.core import Repair
 from flowmem.core.compaction import prefix_digest
 from flowmem.core.repairs import COMPACTION
 from flowmem.core.tokens import estimate_tokens
-from flowmem.errors import BufferChangedError
-from flowmem.store.archive import EVERY_ROW, Archived, SummaryMaker, WithArchive
-from flowmem.store.base import PAGE_CHARS, PAGE_ROWS, Address, BodyPage
+from flowmem.store.archive import EVERY_ROW, Archived, ArchivePages, SummaryMaker, WithArchive
+from flowmem.store.base import Address, BodyPage
 from flowmem.store.editor import SqlBufferEditor
 from flowmem.store.engine import LAST_MAX, SqlEngine
-from flowmem.store.rows import check_address, check_batch, check_last, stored_json, utf8_size
+from flowmem.store.paging import PageAsk, check_version
+from flowmem.store.rows import check_address, stored_json, utf8_size
 
 
 class _ArchiveEditor(SqlBufferEditor):
@@ -38,7 +38,7 @@ class _ArchiveEditor(SqlBufferEditor):
         self._dirty = True
 
 
-class SqlArchive:
+class SqlArchive(ArchivePages):
     """``SupportsArchive`` over a ``SqlStore``'s connection and transactions."""
 
     def __init__(self, store: SqlEngine[Any]) -> None:
@@ -100,20 +100,9 @@ class SqlArchive:
         archived = [str(body) for part, body in found if int(part) == 0]
         return WithArchive(archived, [str(body) for part, body in found if int(part) == 1])
 
-    def page(
-        self,
-        address: Address,
-        *,
-        after: int | None = None,
-        version: tuple[int, int] | None = None,
-        rows: int = PAGE_ROWS,
-        chars: int = PAGE_CHARS,
-    ) -> BodyPage:
+    def _page(self, address: Address, ask: PageAsk) -> BodyPage:
         """One page of the archived rows (``SupportsArchive.page``): one statement, one snapshot."""
-        check_address(address)
-        check_last(after)
-        check_batch(rows)
-        check_batch(chars)
+        after, rows, chars = ask.after, ask.rows, ask.chars
         low = -1 if after is None else min(after, LAST_MAX)
         sized = "archive_page_sized" in self.sql  # PostgreSQL: the page cut by size on the server
         name = "archive_page_sized" if sized else "archive_page"
@@ -132,9 +121,5 @@ class SqlArchive:
                 bodies.append((int(seq), str(body)))
                 size += len(body)
                 more = fetched is not None and int(fetched) > len(bodies)
-        if version is not None and head != version:
-            raise BufferChangedError(
-                f"buffer {address.scope}/{address.scope_id}/{address.key} was written "
-                "since the first page of this read: read it again"
-            )
+        check_version(address, head, ask.version)
         return BodyPage(head, count, bodies, False, more)

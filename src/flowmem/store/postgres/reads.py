@@ -14,10 +14,9 @@ from typing import Any
 
 import psycopg
 
-from flowmem.errors import BufferChangedError
-from flowmem.store.base import PAGE_CHARS, PAGE_ROWS, Address, BodyPage
+from flowmem.store.base import Address, BodyPage
+from flowmem.store.paging import PageAsk, check_version
 from flowmem.store.postgres.queries import SQL
-from flowmem.store.rows import check_address, check_batch, check_last
 from flowmem.store.sqlbase import LAST_MAX, SqlStore
 
 
@@ -39,27 +38,13 @@ class PostgresReads(SqlStore[psycopg.Connection[Any]]):
             while chunk := cursor.fetchmany(batch):
                 yield chunk
 
-    def page_bodies(
-        self,
-        address: Address,
-        *,
-        after: int | None = None,
-        before: int | None = None,
-        last: int | None = None,
-        version: tuple[int, int] | None = None,
-        rows: int = PAGE_ROWS,
-        chars: int = PAGE_CHARS,
-    ) -> BodyPage:
+    def _page(self, address: Address, ask: PageAsk) -> BodyPage:
         """One page of a paged read in one statement: one snapshot, one round trip.
 
         The server cuts the page at ``chars`` bytes (``octet_length``), so only the
         page crosses the network.
         """
-        check_address(address)
-        for value in (after, before, last):
-            check_last(value)
-        check_batch(rows)
-        check_batch(chars)
+        after, before, last, rows, chars = ask.after, ask.before, ask.last, ask.rows, ask.chars
         high = LAST_MAX if before is None else min(before, LAST_MAX)
         low = -1 if after is None else after
         limit = 0 if last == 0 else rows + 1
@@ -71,11 +56,7 @@ class PostgresReads(SqlStore[psycopg.Connection[Any]]):
                 params = (high, min(last, LAST_MAX), low, *page)
                 found = conn.execute(SQL["page_read_last"], params).fetchall()
         head = (int(found[0][0]), int(found[0][1])) if found else None
-        if version is not None and head != version:
-            raise BufferChangedError(
-                f"buffer {address.scope}/{address.scope_id}/{address.key} was written "
-                "since the first page of this read: read it again"
-            )
+        check_version(address, head, ask.version)
         if not found or head is None:
             return BodyPage(None, 0)
         bodies = [(int(r[4]), str(r[5])) for r in found if r[4] is not None]

@@ -39,8 +39,8 @@ def check_file(path: str) -> list[str]:
         tables = {_text(name) for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         for table, (keys, column) in TEXTS.items():
             if table in tables:
-                rows = conn.execute(f"SELECT {keys}, CAST({column} AS BLOB) FROM {table}")
-                findings += not_json(table, keys, column, rows, _json, "UTF-8 JSON", _text)
+                texts = conn.execute(f"SELECT {keys}, CAST({column} AS BLOB) FROM {table}")
+                findings += not_json(table, keys, column, texts, _json, "UTF-8 JSON", _text)
         if {"buffers", "buffer_rows"} <= tables:
             findings += miscounted(conn.execute(COUNTS), _text)
     except sqlite3.Error as exc:

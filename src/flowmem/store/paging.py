@@ -1,0 +1,81 @@
+"""A paged read's arguments, checked once for every back-end, and the version check each page makes.
+
+``Store.page_bodies`` (and the archive's ``page``) take the same cursors and sizes on
+every back-end: ``checked_page`` refuses bad ones (InvalidInputError, nothing read)
+and hands the back-end a ``PageAsk``; ``PagedReads`` is ``page_bodies`` written once
+over each back-end's ``_page``; ``check_version`` is the refusal of a page whose
+buffer was written since the read's first page (BufferChangedError).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+from flowmem.errors import BufferChangedError
+from flowmem.store.base import PAGE_CHARS, PAGE_ROWS, Address, BodyPage
+from flowmem.store.rows import check_address, check_batch, check_last
+
+
+@dataclass(frozen=True)
+class PageAsk:
+    """What one page of a paged read asks for, checked (``checked_page``)."""
+
+    after: int | None  # the cursor the page starts above (None: from the first row)
+    before: int | None  # the cursor the page stays below (None: to the last row)
+    last: int | None  # only the last ``last`` rows below ``before`` (None: all)
+    version: tuple[int, int] | None  # the buffer's version the first page read (None: this is it)
+    rows: int  # at most this many rows
+    chars: int  # ending once the page holds this many characters (one row at least)
+
+
+def checked_page(
+    address: Address,
+    after: int | None = None,
+    before: int | None = None,
+    last: int | None = None,
+    version: tuple[int, int] | None = None,
+    rows: int = PAGE_ROWS,
+    chars: int = PAGE_CHARS,
+) -> PageAsk:
+    """The page asked for; InvalidInputError for a bad address, cursor or size."""
+    check_address(address)
+    for value in (after, before, last):
+        check_last(value)
+    check_batch(rows)
+    check_batch(chars)
+    return PageAsk(after, before, last, version, rows, chars)
+
+
+def check_version(address: Address, found: tuple[int, int] | None, version: tuple[int, int] | None) -> None:
+    """BufferChangedError when the buffer's version ``found`` is not the ``version`` the read's first page read."""
+    if version is not None and found != version:
+        raise BufferChangedError(
+            f"buffer {address.scope}/{address.scope_id}/{address.key} was written "
+            "since the first page of this read: read it again"
+        )
+
+
+class PagedReads(ABC):
+    """``Store.page_bodies`` written once: the arguments checked, then the back-end's ``_page``."""
+
+    def page_bodies(
+        self,
+        address: Address,
+        *,
+        after: int | None = None,
+        before: int | None = None,
+        last: int | None = None,
+        version: tuple[int, int] | None = None,
+        rows: int = PAGE_ROWS,
+        chars: int = PAGE_CHARS,
+    ) -> BodyPage:
+        """One page of a paged read (``Store.page_bodies``), read in one snapshot."""
+        return self._page(address, checked_page(address, after, before, last, version, rows, chars))
+
+    @abstractmethod
+    def _page(self, address: Address, ask: PageAsk) -> BodyPage:
+        """Read the page ``ask`` names of the buffer at ``address`` (its arguments checked)."""
+
+
+__all__ = ["PageAsk", "PagedReads", "check_version", "checked_page"]
