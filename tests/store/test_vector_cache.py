@@ -243,7 +243,7 @@ def test_a_search_in_another_space_is_refused_from_the_cache_too(store: Store) -
 
 def test_the_least_recently_used_snapshot_goes_first() -> None:
     def snapshot(generation: int) -> Snapshot:
-        return Snapshot(generation, 1, 2, ["k"], [None], [None], [0], bytearray(8))
+        return Snapshot(generation, 1, 2, ["k"], [None], [None], [0], [bytes(8)])
 
     size = snapshot(0).nbytes
     cache = SnapshotCache(2 * size)

@@ -60,9 +60,10 @@ class Snapshot:
     """A scope's vectors as a scan read them, at one generation of its collection.
 
     Records in key order: ``keys``, ``texts`` (their value text), ``expires`` (None:
-    never); ``starts[i]`` is the first row of record ``i`` in ``data`` (float32 rows of
-    ``dims``, a record's rows together). ``memo``: what scoring derives from the rows
-    once (their squared norms), kept with them.
+    never); ``starts[i]`` is the first row of record ``i`` in the rows: float32 rows of
+    ``dims`` in ``blocks`` (the pages as read, whole rows each: no copy into one buffer),
+    a record's rows together. ``memo``: what scoring derives from the rows once (their
+    squared norms), kept with them.
     """
 
     generation: int
@@ -72,19 +73,19 @@ class Snapshot:
     texts: list[str | None]
     expires: list[float | None]
     starts: list[int]
-    data: bytearray
+    blocks: list[bytes]
     memo: dict[str, Any] = field(default_factory=dict)
 
     @property
     def rows(self) -> int:
         """The number of vectors."""
-        return len(self.data) // (4 * self.dims)
+        return sum(len(block) for block in self.blocks) // (4 * self.dims)
 
     @property
     def nbytes(self) -> int:
         """What the snapshot holds, about: its vectors (and their norms), keys and texts."""
         texts = sum(len(t) for t in self.texts if t is not None) + sum(len(k) for k in self.keys)
-        return len(self.data) + 8 * self.rows + texts + RECORD_OVERHEAD * len(self.keys)
+        return 4 * self.dims * self.rows + 8 * self.rows + texts + RECORD_OVERHEAD * len(self.keys)
 
 
 class SnapshotCache:

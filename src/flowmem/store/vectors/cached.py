@@ -79,7 +79,7 @@ def load(
     _, scope, scope_id, prefix = key
     limit = max(1, SCAN_BYTES // (space.dims * 4))
     end = prefix_end(prefix)
-    snapshot = Snapshot(seen, space_id, space.dims, [], [], [], [], bytearray())
+    snapshot = Snapshot(seen, space_id, space.dims, [], [], [], [], [])
     held, rows_read, lower = 0, 0, prefix
     with vectors.store.connection() as conn:
         vectors.prepare_read(conn)
@@ -107,8 +107,8 @@ def load(
                     snapshot.starts.append(rows_read)
                     held += RECORD_OVERHEAD + len(record_key) + (len(text) if text is not None else 0)
                 rows_read += 1
-            snapshot.data += b"".join(row[3] for row in kept)
-            if held + len(snapshot.data) + 8 * rows_read > bound:
+            snapshot.blocks.append(b"".join(row[3] for row in kept))
+            if held + 4 * space.dims * rows_read + 8 * rows_read > bound:
                 return None
             if not full:
                 return snapshot

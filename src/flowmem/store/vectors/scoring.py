@@ -124,20 +124,24 @@ def rank_snapshot(
     """A snapshot's best ``keep`` records live at ``now`` (and accepted), as ``Ranking.best``, and how many.
 
     The same scores as the scan's (a record's best vector), ties in key order; the
-    matrix is read in place (no copy), its squared norms made once per snapshot.
+    pages' rows are read in place (no copy), their squared norms made once per snapshot.
     """
     if not snapshot.keys or keep <= 0:
         return [], 0
     vector = as_query(query)
-    matrix = np.frombuffer(snapshot.data, dtype="<f4").reshape(snapshot.rows, snapshot.dims)
     memo = snapshot.memo
     if "starts" not in memo:
         memo["starts"] = np.asarray(snapshot.starts, dtype=np.int64)
         memo["expires"] = np.asarray([np.inf if e is None else e for e in snapshot.expires], dtype=np.float64)
+        memo["matrices"] = [np.frombuffer(b, dtype="<f4").reshape(-1, snapshot.dims) for b in snapshot.blocks if b]
     if distance != "inner_product" and "squares" not in memo:
         step = max(1, CHUNK_BYTES // (4 * snapshot.dims))
-        memo["squares"] = np.concatenate([squares_of(matrix[i : i + step]) for i in range(0, snapshot.rows, step)])
-    scores = score_matrix(vector, matrix, distance, memo.get("squares"))
+        memo["squares"] = [
+            np.concatenate([squares_of(m[i : i + step]) for i in range(0, len(m), step)]) for m in memo["matrices"]
+        ]
+    squares = memo.get("squares") or [None] * len(memo["matrices"])
+    parts = [score_matrix(vector, m, distance, q) for m, q in zip(memo["matrices"], squares, strict=True)]
+    scores = parts[0] if len(parts) == 1 else np.concatenate(parts)
     pooled = np.maximum.reduceat(scores, memo["starts"])
     live = memo["expires"] > now
     if accept is not None:
