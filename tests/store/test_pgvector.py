@@ -247,3 +247,19 @@ def test_a_move_to_another_space_moves_the_copy(store: Store) -> None:
     assert got is not None and [k for k, _, _ in got[0]] == ["b", "a"]
     with pytest.raises(EmbeddingSpaceError):
         vectors.nearest("user", "u1", "", 0.0, COLLECTION, SPACE, [1.0] * 8, "cosine", keep=1)
+
+
+def test_the_hnsw_index_of_a_space_moved_away_is_dropped(store: Store) -> None:
+    put(store, "a", [1.0] * 8)
+    vectors = pg(store)
+    assert vectors.nearest("user", "u1", "", 0.0, COLLECTION, SPACE, [1.0] * 8, "l2", keep=1, ann=AnnIndex())
+    moved = Space("new-model", 4)
+    vectors.begin(COLLECTION, moved)
+    for pending in vectors.pending(COLLECTION, None, 10):
+        assert vectors.fill(pending.address, pending.text, COLLECTION, [vector([1.0, 0.0, 0.0, 0.0], "f0")])
+    assert vectors.switch(COLLECTION) == 0
+    assert vectors.nearest("user", "u1", "", 0.0, COLLECTION, moved, [1.0, 0, 0, 0], "l2", keep=1, ann=AnnIndex())
+    with store.connection() as conn:  # type: ignore[attr-defined]
+        names = [r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = %s", (TABLE,))]
+        new_id = conn.execute("SELECT id FROM vector_spaces WHERE collection = %s", (COLLECTION,)).fetchone()[0]
+    assert sorted(n for n in names if "_hnsw_" in n) == [f"{TABLE}_hnsw_{new_id}_l2"]

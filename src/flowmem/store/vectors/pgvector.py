@@ -212,7 +212,10 @@ class PgVectors(SqlVectors):
             ).fetchone()
         if row is not None:
             ext = quote(str(row[0]))
-            self.store.write(lambda conn: self._create(conn, ext))
+            with self.store.connection() as conn:
+                exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (TABLE,)).fetchone()[0]
+            if not exists:  # the first process to use it creates it (under an advisory lock)
+                self.store.write(lambda conn: self._create(conn, ext))
             while self.store.write(lambda conn: self._copy_missing(conn)):
                 pass
             self._version = tuple(int(part) for part in str(row[1]).split(".") if part.isdigit())
@@ -295,6 +298,7 @@ class PgVectors(SqlVectors):
         if name not in self._indexes:
             ext = self._ext
             with self.store.connection() as conn:  # CONCURRENTLY: puts go on while it builds
+                self._drop_stale_indexes(conn)
                 conn.execute(
                     f"""CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {TABLE} USING hnsw
                     ((embedding::{ext}.{kind}({space.dims})) {ext}.{kind}_{OPCLASSES[distance]})
@@ -302,6 +306,20 @@ class PgVectors(SqlVectors):
                 )
             self._indexes.add(name)
         return kind, space.dims
+
+    @staticmethod
+    def _drop_stale_indexes(conn: Any) -> None:
+        """Drop the HNSW indexes of spaces that are gone (a move's old space: its rows were deleted)."""
+        live = {int(row[0]) for row in conn.execute("SELECT id FROM vector_spaces").fetchall()}
+        names = conn.execute(
+            """SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+            WHERE i.indrelid = to_regclass(%s) AND c.relname LIKE %s""",
+            (TABLE, f"{TABLE}_hnsw_%"),
+        ).fetchall()
+        for (name,) in names:
+            space_id = str(name)[len(TABLE) + len("_hnsw_") :].split("_", 1)[0]
+            if space_id.isdigit() and int(space_id) not in live:
+                conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {quote(str(name))}")
 
     def nearest(
         self,
