@@ -18,6 +18,7 @@ psycopg = pytest.importorskip("psycopg")
 from flowmem.store.postgres import MIGRATIONS, PostgresStore  # noqa: E402
 from tests.store.runs import half_answered  # noqa: E402
 from tests.store.test_postgres_facts_plans import pages  # noqa: E402
+from tests.store.undo_kept import undo_kept  # noqa: E402
 
 
 def test_healing_reads_a_turns_run_once_not_once_per_open_call(postgres_db_url: str) -> None:
@@ -55,6 +56,7 @@ def test_a_database_from_before_loses_the_index_and_keeps_its_rows(postgres_db_u
         conn.execute(
             "CREATE INDEX buffer_rows_turns ON buffer_rows (buffer_id, pos) WHERE role <> 'tool'"
         )
+        undo_kept(conn, sqlite=False)  # the adapters' kept JSON (decisions 0131, 0133) undone
         conn.execute("DROP TABLE buffer_repairs")  # migration 17 (the repair log) undone
         conn.execute("DROP FUNCTION flowmem_repairs_usage()")
         conn.execute("DROP INDEX adk_sessions_key")  # and migration 16 (ADK keys) undone

@@ -29,9 +29,11 @@ from flowmem.store import postgres as pg_backend
 from flowmem.store import sqlite as sqlite_backend
 from flowmem.store.adk import sqlite as adk_sqlite
 from flowmem.store.archive import sqlite as archive_sqlite
+from flowmem.store.conversations import sqlite as conversations_sqlite
 from flowmem.store.repairs import sqlite as repairs_sqlite
 from flowmem.store.sqlite import SqliteStore, parse_url
 from flowmem.store.vectors import sqlite as vectors_sqlite
+from tests.store.undo_kept import undo_kept
 
 KEY = Address("global", "", "k")
 
@@ -255,6 +257,19 @@ def _drop_vectors(url: str) -> None:
         _sql(url, "DROP FUNCTION IF EXISTS flowmem_vectors_usage()")
 
 
+def _drop_kept(url: str) -> None:
+    """Undo the adapters' kept JSON (decisions 0131, 0133): pydantic-ai's messages, ADK's events."""
+    if url.startswith("sqlite"):
+        conn = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
+        undo_kept(conn, sqlite=True)
+        conn.close()
+        return
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as pg:
+        undo_kept(pg, sqlite=False)
+
+
 # the archive's migration number, wherever it stands (issue 28's migrations are numbered at merge)
 _ARCHIVE = sqlite_backend.MIGRATIONS.index(archive_sqlite.MIGRATION) + 1
 
@@ -269,6 +284,7 @@ _UNDO = {
     sqlite_backend.MIGRATIONS.index(adk_sqlite.KEYED) + 1: _drop_adk_keys,
     sqlite_backend.MIGRATIONS.index(repairs_sqlite.MIGRATION) + 1: _drop_repairs,
     sqlite_backend.MIGRATIONS.index(vectors_sqlite.MIGRATION) + 1: _drop_vectors,
+    sqlite_backend.MIGRATIONS.index(conversations_sqlite.UPGRADE) + 1: _drop_kept,
 }
 
 

@@ -30,6 +30,7 @@ from flowmem.store.adk import EVENTS_KEY
 from flowmem.store.adk import sqlite as adk_sqlite
 from flowmem.store.sqlite.schema import MIGRATIONS
 from tests.integrations.adk.events import answer, call, result, user
+from tests.store.undo_kept import undo_kept
 
 APP = "shop"
 
@@ -54,12 +55,14 @@ def _undo_keys(url: str) -> None:
     )
     if url.startswith("sqlite"):
         with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+            undo_kept(conn, sqlite=True)  # the kept JSON (decisions 0131, 0133) first
             for statement in statements:
                 conn.execute(statement)
         return
     import psycopg
 
     with psycopg.connect(url) as conn:
+        undo_kept(conn, sqlite=False)
         for statement in statements:
             conn.execute(statement)
 
