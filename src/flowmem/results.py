@@ -16,6 +16,8 @@ from flowmem.scope import Refusal
 
 REFUSED_KEY = "refused"
 """The JSON key of a refusal's code, present only on a refused call (decision 0047)."""
+UNANSWERED = frozenset({"refusal", "replayed"})
+"""The fields of a result its JSON answer does not hold: the refusal (answered as its code), the client's ``replayed``."""
 
 
 def fields_of(value: Any) -> dict[str, Any]:
@@ -44,6 +46,12 @@ class Refusable:
             answer[REFUSED_KEY] = refusal.code
         return answer
 
+    def _answer(self) -> dict[str, Any]:
+        """The JSON answer: every field but ``refusal`` and the client's ``replayed``; ``refused`` on a refusal."""
+        return self._with_refused(
+            {name: value for name, value in fields_of(self).items() if name not in UNANSWERED}
+        )
+
 
 @dataclass(frozen=True)
 class ReadResult(Refusable):
@@ -56,13 +64,7 @@ class ReadResult(Refusable):
 
     def to_dict(self) -> dict[str, Any]:
         """Return ``value``, ``found`` and ``resolved_scope_id`` (``refused`` too on a refusal)."""
-        return self._with_refused(
-            {
-                "value": self.value,
-                "found": self.found,
-                "resolved_scope_id": self.resolved_scope_id,
-            }
-        )
+        return self._answer()
 
 
 @dataclass(frozen=True)
@@ -83,13 +85,7 @@ class WriteResult(Refusable):
 
     def to_dict(self) -> dict[str, Any]:
         """Return ``success``, ``resolved_scope_id`` and ``removed`` (``refused`` too on a refusal)."""
-        return self._with_refused(
-            {
-                "success": self.success,
-                "resolved_scope_id": self.resolved_scope_id,
-                "removed": self.removed,
-            }
-        )
+        return self._answer()
 
 
 @dataclass(frozen=True)
@@ -165,14 +161,7 @@ class BufferPage(Refusable):
 
     def to_dict(self) -> dict[str, Any]:
         """Return ``messages``, ``count``, ``next_before`` and ``resolved_scope_id`` (``refused`` on a refusal)."""
-        return self._with_refused(
-            {
-                "messages": self.messages,
-                "count": self.count,
-                "next_before": self.next_before,
-                "resolved_scope_id": self.resolved_scope_id,
-            }
-        )
+        return self._answer()
 
 
 @dataclass(frozen=True)
@@ -231,14 +220,7 @@ class PopResult(Refusable):
 
     def to_dict(self) -> dict[str, Any]:
         """Return ``message``, ``success``, ``resolved_scope_id`` and ``removed`` (and ``refused``)."""
-        return self._with_refused(
-            {
-                "message": self.message,
-                "success": self.success,
-                "resolved_scope_id": self.resolved_scope_id,
-                "removed": self.removed,
-            }
-        )
+        return self._answer()
 
 
 def _reported(result: Any) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from flowmem.client.types import (
 )
 from flowmem.results import (
     REFUSED_KEY,
+    UNANSWERED,
     BufferResult,
     CompactionPlanResult,
     CompactResult,
@@ -41,6 +42,7 @@ from flowmem.results import (
 from flowmem.scope import Refusal
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 IDEMPOTENCY_HEADER = "Idempotency-Key"
@@ -87,43 +89,34 @@ def refusal_of(data: dict[str, Any]) -> Refusal | None:
     return Refusal.from_code(code) if isinstance(code, str) else None
 
 
+def _answered(result: type[R], data: dict[str, Any], **absent: Any) -> R:
+    """A result from its JSON answer (``to_dict``'s); ``absent``: defaults of the fields it may leave out.
+
+    Every other field it answers is required; the refusal is read from ``refused``.
+    """
+    values = {
+        item.name: data.get(item.name, absent[item.name]) if item.name in absent else data[item.name]
+        for item in fields(result)  # type: ignore[arg-type]
+        if item.name not in UNANSWERED and item.name != "window"
+    }
+    values["refusal"] = refusal_of(data)
+    return result(**values)
+
+
 def _buffer_result(data: dict[str, Any]) -> BufferResult:
-    return BufferResult(
-        messages=data["messages"],
-        count=data["count"],
-        appended=data["appended"],
-        appended_any=data["appended_any"],
-        resolved_scope_id=data["resolved_scope_id"],
-        refusal=refusal_of(data),
-    )
+    return _answered(BufferResult, data)
 
 
 def _write_result(data: dict[str, Any]) -> WriteResult:
-    return WriteResult(
-        success=data["success"],
-        resolved_scope_id=data["resolved_scope_id"],
-        removed=data.get("removed", 0),
-        refusal=refusal_of(data),
-    )
+    return _answered(WriteResult, data, removed=0)
 
 
 def _read_result(data: dict[str, Any]) -> ReadResult:
-    return ReadResult(
-        value=data["value"],
-        found=data["found"],
-        resolved_scope_id=data["resolved_scope_id"],
-        refusal=refusal_of(data),
-    )
+    return _answered(ReadResult, data)
 
 
 def _pop_result(data: dict[str, Any]) -> PopResult:
-    return PopResult(
-        message=data["message"],
-        success=data["success"],
-        resolved_scope_id=data["resolved_scope_id"],
-        removed=data.get("removed", 0),
-        refusal=refusal_of(data),
-    )
+    return _answered(PopResult, data, removed=0)
 
 
 # --- health ------------------------------------------------------------------------------
