@@ -263,3 +263,15 @@ def test_the_hnsw_index_of_a_space_moved_away_is_dropped(store: Store) -> None:
         names = [r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = %s", (TABLE,))]
         new_id = conn.execute("SELECT id FROM vector_spaces WHERE collection = %s", (COLLECTION,)).fetchone()[0]
     assert sorted(n for n in names if "_hnsw_" in n) == [f"{TABLE}_hnsw_{new_id}_l2"]
+
+
+def test_the_copy_is_purged_with_its_expired_record_and_erased_with_its_user(store: Store) -> None:
+    put(store, "gone", [1.0] * 8, expires_at=10.0)
+    put(store, "kept", [1.0] * 8)
+    store.purge_expired(20.0)
+    assert copies(store) == [("kept", "f0")]
+    pg(store).put(Address("user", "u2", "other"), '"o"', None, COLLECTION, SPACE, [vector([1.0] * 8)])
+    store.erase_user("u1")
+    with store.connection() as conn:  # type: ignore[attr-defined]
+        left = conn.execute(f"SELECT scope_id, key FROM {TABLE}").fetchall()
+    assert [tuple(row) for row in left] == [("u2", "other")]
