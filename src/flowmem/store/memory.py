@@ -66,10 +66,11 @@ from flowmem.store.rows import (
     to_json,
     utf8_size,
 )
+from flowmem.store.transcripts import TranscriptPages
 from flowmem.store.vectors.memory import MemoryVectors
 
 
-class MemoryStore(MemoryEngineParts, BufferReads, IdempotencyKeys, Tokens):
+class MemoryStore(MemoryEngineParts, BufferReads, IdempotencyKeys, Tokens, TranscriptPages):
     """The reference ``Store``: everything in dicts, guarded by locks.
 
     It has the ``LocalCalls`` capability with nothing to sync: its data lives in
@@ -486,22 +487,12 @@ class MemoryStore(MemoryEngineParts, BufferReads, IdempotencyKeys, Tokens):
             self._transcripts.setdefault(session_id, []).append(item)
             return item
 
-    def list_transcript(
-        self,
-        session_id: str,
-        since: int | None = None,
-        before: int | None = None,
-        limit: int = 20,
-        newest_first: bool = False,
+    def _transcript_page(
+        self, session_id: str, low: int, high: int, limit: int, newest_first: bool
     ) -> tuple[list[TranscriptMessage], bool]:
-        """Return a page of transcript rows by sequence cursor and whether more exist."""
-        check_page(limit)
+        """A page of transcript rows (``TranscriptPages.list_transcript``), copies."""
         with self._lock:
-            rows = [
-                m
-                for m in self._transcripts.get(session_id, [])
-                if (since is None or m.seq > since) and (before is None or m.seq < before)
-            ]
+            rows = [m for m in self._transcripts.get(session_id, []) if low < m.seq < high]
         if newest_first:
             rows.reverse()
         return copy.deepcopy(rows[:limit]), len(rows) > limit

@@ -1,8 +1,8 @@
 """A paged read's arguments, checked once for every back-end, and the version check each page makes.
 
 ``Store.page_bodies`` (and the archive's ``page``) take the same cursors and sizes on
-every back-end: ``checked_page`` refuses bad ones (InvalidInputError, nothing read)
-and hands the back-end a ``PageAsk``; ``PagedReads`` is ``page_bodies`` written once
+every back-end: a ``PageAsk`` refuses bad ones (InvalidInputError, nothing read)
+and is what the back-end reads; ``PagedReads`` is ``page_bodies`` written once
 over each back-end's ``_page``; ``check_version`` is the refusal of a page whose
 buffer was written since the read's first page (BufferChangedError).
 """
@@ -19,7 +19,7 @@ from flowmem.store.rows import check_address, check_batch, check_last
 
 @dataclass(frozen=True)
 class PageAsk:
-    """What one page of a paged read asks for, checked (``checked_page``)."""
+    """What one page of a paged read asks for; InvalidInputError, nothing read, for a bad cursor or size."""
 
     after: int | None  # the cursor the page starts above (None: from the first row)
     before: int | None  # the cursor the page stays below (None: to the last row)
@@ -28,23 +28,11 @@ class PageAsk:
     rows: int  # at most this many rows
     chars: int  # ending once the page holds this many characters (one row at least)
 
-
-def checked_page(
-    address: Address,
-    after: int | None = None,
-    before: int | None = None,
-    last: int | None = None,
-    version: tuple[int, int] | None = None,
-    rows: int = PAGE_ROWS,
-    chars: int = PAGE_CHARS,
-) -> PageAsk:
-    """The page asked for; InvalidInputError for a bad address, cursor or size."""
-    check_address(address)
-    for value in (after, before, last):
-        check_last(value)
-    check_batch(rows)
-    check_batch(chars)
-    return PageAsk(after, before, last, version, rows, chars)
+    def __post_init__(self) -> None:
+        for value in (self.after, self.before, self.last):
+            check_last(value)
+        check_batch(self.rows)
+        check_batch(self.chars)
 
 
 def check_version(address: Address, found: tuple[int, int] | None, version: tuple[int, int] | None) -> None:
@@ -71,11 +59,12 @@ class PagedReads(ABC):
         chars: int = PAGE_CHARS,
     ) -> BodyPage:
         """One page of a paged read (``Store.page_bodies``), read in one snapshot."""
-        return self._page(address, checked_page(address, after, before, last, version, rows, chars))
+        check_address(address)
+        return self._page(address, PageAsk(after, before, last, version, rows, chars))
 
     @abstractmethod
     def _page(self, address: Address, ask: PageAsk) -> BodyPage:
         """Read the page ``ask`` names of the buffer at ``address`` (its arguments checked)."""
 
 
-__all__ = ["PageAsk", "PagedReads", "check_version", "checked_page"]
+__all__ = ["PageAsk", "PagedReads", "check_version"]

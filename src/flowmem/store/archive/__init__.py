@@ -25,7 +25,8 @@ from typing import Protocol, runtime_checkable
 
 from flowmem.core import Message
 from flowmem.store.base import PAGE_CHARS, PAGE_ROWS, Address, BodyPage
-from flowmem.store.paging import PageAsk, checked_page
+from flowmem.store.paging import PageAsk
+from flowmem.store.rows import check_address
 
 SummaryMaker = Callable[[int, int], list[Message]]
 """Makes the rows that take the archived rows' place (one summary, or a compacted history)
@@ -106,7 +107,8 @@ class ArchivePages(ABC):
         chars: int = PAGE_CHARS,
     ) -> BodyPage:
         """One page of the archived rows' texts, those numbered above ``after`` (``SupportsArchive.page``)."""
-        return self._page(address, checked_page(address, after, version=version, rows=rows, chars=chars))
+        check_address(address)
+        return self._page(address, PageAsk(after, None, None, version, rows, chars))
 
     @abstractmethod
     def _page(self, address: Address, ask: PageAsk) -> BodyPage:
