@@ -13,6 +13,44 @@ from flowmem.store.migrations import collect
 _OWNER_OF = """CASE {t}.scope WHEN 'user' THEN {t}.scope_id
     WHEN 'session' THEN (SELECT owner FROM sessions WHERE sessions.id = {t}.scope_id) END"""
 
+# an owner's bytes since migration 22: what ``user_usage`` counts (records, vectors) and
+# their buffers' rows and repair logs, summed from the headers (``usage_get`` too)
+_BYTES_USED = """{u}.bytes + (SELECT COALESCE(SUM(b.bytes + b.log_bytes), 0) FROM buffers AS b
+    WHERE b.owner = {u}.user_id)"""
+# the same, summed only when a bytes quota is set (else NULL: flowmem_over_quota says no)
+_BYTES_CHECKED = "CASE WHEN flowmem_quota_set('bytes') THEN " + _BYTES_USED + " END"
+
+# a declaration made unanswered (``when``) or no longer (migration 22): the header's list
+_OPEN_ADD = """UPDATE buffers SET unanswered = json_insert(unanswered, '$[#]',
+                json_array({row}.call_id, {row}.declared_pos, {row}.ord))
+            WHERE id = {row}.buffer_id AND {when}"""
+# the first one (calls are answered and healed in the order they were declared) is taken off
+# at once, any other by rebuilding the list: an answer never reads the whole list row by row
+_OPEN_DROP = """UPDATE buffers SET unanswered = CASE
+                WHEN json_extract(unanswered, '$[0][0]') IS {row}.call_id
+                    AND json_extract(unanswered, '$[0][1]') IS {row}.declared_pos
+                THEN json_remove(unanswered, '$[0]')
+                ELSE (SELECT json_group_array(json(value)) FROM json_each(buffers.unanswered)
+                    WHERE json_extract(value, '$[0]') IS NOT {row}.call_id
+                        OR json_extract(value, '$[1]') IS NOT {row}.declared_pos) END
+            WHERE id = {row}.buffer_id AND unanswered <> '[]'"""
+# an answer's call id off the list: at once when it is the first and only there (``instr``
+# of its quoted id in the rest may find a false match, never miss one: then the rebuild)
+_OPEN_ANSWERED = """UPDATE buffers SET unanswered = CASE
+                WHEN json_extract(unanswered, '$[0][0]') IS NEW.call_id
+                    AND instr(json_remove(unanswered, '$[0]'), json_quote(NEW.call_id)) = 0
+                THEN json_remove(unanswered, '$[0]')
+                ELSE (SELECT json_group_array(json(value)) FROM json_each(buffers.unanswered)
+                    WHERE json_extract(value, '$[0]') IS NOT NEW.call_id) END
+            WHERE id = NEW.buffer_id AND unanswered <> '[]'"""
+# a call id no row answers any more: its declarations back on the list
+_OPEN_REOPENED = """UPDATE buffers SET unanswered = (SELECT json_group_array(json(v)) FROM (
+                    SELECT value AS v FROM json_each(buffers.unanswered)
+                    UNION ALL SELECT json_array(c.call_id, c.declared_pos, c.ord) FROM buffer_calls AS c
+                        WHERE c.buffer_id = OLD.buffer_id AND c.call_id = OLD.call_id))
+            WHERE id = OLD.buffer_id AND EXISTS (SELECT 1 FROM buffer_calls AS c
+                WHERE c.buffer_id = OLD.buffer_id AND c.call_id = OLD.call_id)"""
+
 # Append-only: never edit a released migration, add a new one.
 _OWN: dict[int, tuple[str, ...]] = {
     1: (
@@ -171,9 +209,137 @@ _OWN: dict[int, tuple[str, ...]] = {
     # 15 (issue 26 §3, decision 0094): a result run's end is found on the primary key, as
     # on PostgreSQL (decision 0068); every user and assistant row wrote this index too
     15: ("DROP INDEX IF EXISTS buffer_rows_turns",),
+    # 22 (issues 42 §1 and 37 §2, decision 0129): an append writes no usage row.
+    # ``user_usage.bytes`` no longer holds the buffers' rows' and repair logs' bytes; an
+    # owner's bytes are it plus the sum over their buffers' headers (``buffers_owner``),
+    # summed only where a bytes quota is set (``flowmem_quota_set``); every trigger that
+    # checks the bytes quota checks that total
+    22: (
+        "CREATE INDEX buffers_owner ON buffers (owner) WHERE owner IS NOT NULL",
+        # the repair log's last number and its entries' bytes, in the header (issue 37 §2)
+        "ALTER TABLE buffers ADD COLUMN log_seq INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE buffers ADD COLUMN log_bytes INTEGER NOT NULL DEFAULT 0",
+        """UPDATE buffers SET
+                log_seq = (SELECT MAX(r.seq) FROM buffer_repairs AS r WHERE r.buffer_id = buffers.id),
+                log_bytes = (SELECT SUM(length(CAST(r.entry AS BLOB))) FROM buffer_repairs AS r
+                    WHERE r.buffer_id = buffers.id)
+            WHERE id IN (SELECT buffer_id FROM buffer_repairs)""",
+        """UPDATE user_usage SET bytes = bytes - (SELECT COALESCE(SUM(b.bytes + b.log_bytes), 0)
+            FROM buffers AS b WHERE b.owner = user_usage.user_id)""",
+        "DROP TRIGGER usage_buffer_insert",
+        f"""CREATE TRIGGER usage_buffer_insert AFTER INSERT ON buffers BEGIN
+            UPDATE buffer_births SET n = n + 1;
+            UPDATE buffers SET owner = {_OWNER_OF.format(t='NEW')},
+                born = (SELECT n FROM buffer_births) WHERE id = NEW.id;
+            INSERT INTO user_usage (user_id, bytes, buffers, records)
+                SELECT owner, 0, 1, 0 FROM buffers WHERE id = NEW.id AND owner IS NOT NULL
+                ON CONFLICT (user_id) DO UPDATE SET buffers = buffers + 1;
+            SELECT RAISE(ABORT, 'flowmem_quota') FROM buffers JOIN user_usage ON user_id = owner
+                WHERE id = NEW.id AND flowmem_over_quota('buffers', user_id, user_usage.buffers);
+        END""",
+        "DROP TRIGGER usage_buffer_bytes",
+        f"""CREATE TRIGGER usage_buffer_bytes AFTER UPDATE OF bytes, log_bytes ON buffers
+            WHEN NEW.owner IS NOT NULL AND NEW.bytes + NEW.log_bytes > OLD.bytes + OLD.log_bytes
+                AND flowmem_quota_set('bytes') BEGIN
+            SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage AS u WHERE u.user_id = NEW.owner
+                AND flowmem_over_quota('bytes', u.user_id, {_BYTES_USED.format(u='u')});
+        END""",
+        "DROP TRIGGER usage_buffer_delete",
+        """CREATE TRIGGER usage_buffer_delete AFTER DELETE ON buffers WHEN OLD.owner IS NOT NULL BEGIN
+            UPDATE user_usage SET buffers = buffers - 1 WHERE user_id = OLD.owner;
+        END""",
+        "DROP TRIGGER usage_record_insert",
+        f"""CREATE TRIGGER usage_record_insert AFTER INSERT ON records BEGIN
+            UPDATE records SET owner = {_OWNER_OF.format(t='NEW')}
+                WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key;
+            INSERT INTO user_usage (user_id, bytes, buffers, records)
+                SELECT owner, length(CAST(value AS BLOB)), 0, 1 FROM records
+                WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key
+                    AND owner IS NOT NULL
+                ON CONFLICT (user_id) DO UPDATE SET bytes = bytes + excluded.bytes, records = records + 1;
+            SELECT RAISE(ABORT, 'flowmem_quota') FROM records JOIN user_usage AS u ON u.user_id = owner
+                WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key
+                AND (flowmem_over_quota('records', u.user_id, u.records)
+                    OR flowmem_over_quota('bytes', u.user_id, {_BYTES_CHECKED.format(u='u')}));
+        END""",
+        "DROP TRIGGER usage_record_value",
+        f"""CREATE TRIGGER usage_record_value AFTER UPDATE OF value ON records
+            WHEN NEW.owner IS NOT NULL BEGIN
+            UPDATE user_usage SET bytes = bytes + length(CAST(NEW.value AS BLOB))
+                - length(CAST(OLD.value AS BLOB)) WHERE user_id = NEW.owner;
+            SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage AS u WHERE u.user_id = NEW.owner
+                AND length(CAST(NEW.value AS BLOB)) > length(CAST(OLD.value AS BLOB))
+                AND flowmem_over_quota('bytes', u.user_id, {_BYTES_CHECKED.format(u='u')});
+        END""",
+        # the kinds' triggers that check the bytes quota (repairs: 17, vectors: 18)
+        # a log entry numbers itself from the header and counts its bytes there (the header's
+        # own trigger checks the quota): no usage row, no lookup of the log's last number
+        "DROP TRIGGER usage_repairs_insert",
+        "DROP TRIGGER usage_repairs_delete",
+        """CREATE TRIGGER repairs_logged AFTER INSERT ON buffer_repairs BEGIN
+            UPDATE buffers SET log_seq = MAX(log_seq, NEW.seq),
+                log_bytes = log_bytes + length(CAST(NEW.entry AS BLOB)) WHERE id = NEW.buffer_id;
+        END""",
+        """CREATE TRIGGER repairs_dropped AFTER DELETE ON buffer_repairs BEGIN
+            UPDATE buffers SET log_bytes = log_bytes - length(CAST(OLD.entry AS BLOB))
+                WHERE id = OLD.buffer_id;
+        END""",
+        "DROP TRIGGER usage_vectors_insert",
+        f"""CREATE TRIGGER usage_vectors_insert AFTER INSERT ON record_vectors
+            WHEN NEW.owner IS NOT NULL BEGIN
+            UPDATE user_usage SET bytes = bytes + length(NEW.vec) WHERE user_id = NEW.owner;
+            SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage AS u
+                WHERE u.user_id = NEW.owner AND flowmem_over_quota('bytes', u.user_id, {_BYTES_CHECKED.format(u='u')});
+        END""",
+
+        # a declaration's call ids on its row (the order it declares them): a row's calls are
+        # found there, so no index by position is written; the unanswered declarations in the
+        # header (``unanswered``: [call id, position, order], kept by the triggers below from
+        # buffer_calls), which every append writes anyway: no partial index is written either
+        "ALTER TABLE buffer_rows ADD COLUMN calls TEXT",
+        """UPDATE buffer_rows SET calls = (SELECT json_group_array(call_id) FROM (SELECT c.call_id
+                FROM buffer_calls AS c WHERE c.buffer_id = buffer_rows.buffer_id
+                AND c.declared_pos = buffer_rows.pos ORDER BY c.ord))
+            WHERE role = 'assistant' AND EXISTS (SELECT 1 FROM buffer_calls AS c
+                WHERE c.buffer_id = buffer_rows.buffer_id AND c.declared_pos = buffer_rows.pos)""",
+        "ALTER TABLE buffers ADD COLUMN unanswered TEXT NOT NULL DEFAULT '[]'",
+        """UPDATE buffers SET unanswered = (SELECT json_group_array(json_array(call_id, declared_pos, ord))
+                FROM (SELECT c.call_id, c.declared_pos, c.ord FROM buffer_calls AS c
+                    WHERE c.buffer_id = buffers.id AND NOT EXISTS (SELECT 1 FROM buffer_answers AS a
+                        WHERE a.buffer_id = c.buffer_id AND a.call_id = c.call_id)
+                    ORDER BY c.declared_pos, c.ord))
+            WHERE id IN (SELECT buffer_id FROM buffer_calls WHERE answered = 0)""",
+        "DROP INDEX buffer_calls_pos",
+        "DROP INDEX buffer_calls_open",
+        f"""CREATE TRIGGER calls_declared AFTER INSERT ON buffer_calls BEGIN
+            UPDATE buffer_rows SET calls = json_insert(COALESCE(calls, '[]'), '$[#]', NEW.call_id)
+                WHERE buffer_id = NEW.buffer_id AND pos = NEW.declared_pos;
+            {_OPEN_ADD.format(row="NEW", when="NEW.answered = 0")};
+        END""",
+        f"""CREATE TRIGGER calls_undeclared AFTER DELETE ON buffer_calls BEGIN
+            {_OPEN_DROP.format(row="OLD")};
+        END""",
+        f"""CREATE TRIGGER calls_moved AFTER UPDATE OF declared_pos ON buffer_calls
+            WHEN NOT EXISTS (SELECT 1 FROM buffer_answers AS a
+                WHERE a.buffer_id = NEW.buffer_id AND a.call_id = NEW.call_id) BEGIN
+            {_OPEN_DROP.format(row="OLD")};
+            {_OPEN_ADD.format(row="NEW", when="1")};
+        END""",
+        # an answer takes its call off the list, the last answer's removal puts it back: the
+        # answered flag is no longer written (it says what held when the call was declared)
+        f"""CREATE TRIGGER answers_added AFTER INSERT ON buffer_answers BEGIN
+            {_OPEN_ANSWERED};
+        END""",
+        f"""CREATE TRIGGER answers_removed AFTER DELETE ON buffer_answers
+            WHEN NOT EXISTS (SELECT 1 FROM buffer_answers AS a
+                WHERE a.buffer_id = OLD.buffer_id AND a.call_id = OLD.call_id) BEGIN
+            {_OPEN_REOPENED};
+        END""",
+    ),
 }
 
+USAGE_SUMMED = _OWN[22]  # an append writes no usage row (issue 42 §1)
 MIGRATIONS: tuple[tuple[str, ...], ...] = collect(_OWN, "sqlite")
 
 
-__all__ = ["MIGRATIONS"]
+__all__ = ["MIGRATIONS", "USAGE_SUMMED"]
