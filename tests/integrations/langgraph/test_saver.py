@@ -257,6 +257,20 @@ def test_mem_9_another_users_thread_refuses_the_write(saver: FlowmemSaver) -> No
     assert len(_rows(saver, "alices")) == 2
 
 
+def test_mem_9_another_users_pending_writes_are_refused_and_not_stored(saver: FlowmemSaver) -> None:
+    _echo_graph(saver).invoke({"messages": [HumanMessage("hi", id="h")]}, _config("alices", user_id="alice"))
+    latest = saver.get_tuple(_config("alices", user_id="alice"))
+    assert latest is not None
+    asked = {**latest.config["configurable"], "user_id": "eve"}
+    with pytest.raises(AccessDeniedError, match="another owner"):
+        saver.put_writes({"configurable": asked}, [("messages", ["eve's"])], "task-eve")
+    again = saver.get_tuple(_config("alices", user_id="alice"))
+    assert again is not None and again.pending_writes == latest.pending_writes
+    saver.put_writes(latest.config, [("messages", ["alice's"])], "task-alice")  # the owner may
+    stored = saver.get_tuple(_config("alices", user_id="alice"))
+    assert stored is not None and ("task-alice", "messages", ["alice's"]) in stored.pending_writes
+
+
 @pytest.mark.parametrize("thread", ["0", "None", "null", " ", "-1"])
 def test_mem_13_an_unusable_thread_id_refuses_without_touching_storage(
     saver: FlowmemSaver, thread: str, caplog: pytest.LogCaptureFixture

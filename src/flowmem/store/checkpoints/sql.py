@@ -61,6 +61,24 @@ def versions_text(versions: Mapping[str, Any]) -> str:
     return json.dumps(dict(versions), sort_keys=True, separators=(",", ":"))
 
 
+def write_statement(
+    thread_id: str, ns: str, checkpoint_id: str, write: StoredWrite
+) -> tuple[str, tuple[Any, ...]]:
+    """The statement storing one pending write and its parameters (a negative index replaces)."""
+    name = "write_upsert" if write.idx < 0 else "write_insert"
+    params = (
+        thread_id,
+        ns,
+        checkpoint_id,
+        write.task_id,
+        write.idx,
+        write.channel,
+        *write.value,
+        write.task_path,
+    )
+    return name, params
+
+
 def line_of(blob_type: str, blob: bytes) -> str | None:
     """The line key a blob references, or None for a blob that holds its value."""
     if blob_type != ROWS_TYPE:
@@ -187,20 +205,7 @@ class SqlCheckpoints:
 
         def work(batch: Batch) -> None:
             for write in writes:
-                name = "write_upsert" if write.idx < 0 else "write_insert"
-                batch.run(
-                    name,
-                    (
-                        thread_id,
-                        ns,
-                        checkpoint_id,
-                        write.task_id,
-                        write.idx,
-                        write.channel,
-                        *write.value,
-                        write.task_path,
-                    ),
-                )
+                batch.run(*write_statement(thread_id, ns, checkpoint_id, write))
             batch.checked()
 
         self._write(work, guard)
@@ -376,4 +381,4 @@ class SqlCheckpoints:
                 self.store.drop_buffer(conn, int(buffer_id))
 
 
-__all__ = ["PAGE", "SqlCheckpoints", "line_of", "line_range", "versions_text"]
+__all__ = ["PAGE", "SqlCheckpoints", "line_of", "line_range", "versions_text", "write_statement"]
