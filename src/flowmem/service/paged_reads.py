@@ -14,26 +14,25 @@ holds a page (and a window's kept system rows), whatever the buffer's size.
 ``PagedRead`` carries the answer's other fields: ``head`` (written before
 ``messages``) and ``tail`` (after), and ``counted``, a field written last with
 the number of archived rows the pages held. The first page is read with the rest
-of the work, so a write racing it makes the read start again (``READ_ATTEMPTS``)
+of the work, so a write racing it makes the read start again
+(``flowmem.store.window.reread``: ``READ_ATTEMPTS`` times at most)
 rather than cut an answer short.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any
 
 from flowmem.compaction import archive_of
 from flowmem.core.compaction import CompactionPlan, is_summary, prefix_digest
-from flowmem.errors import BufferChangedError, StoreCorruptError
+from flowmem.errors import StoreCorruptError
 from flowmem.results import TokenWindow
 from flowmem.scope import Refusal
 from flowmem.store.base import Address, BodyPage, Store
 from flowmem.store.rows import stored_json
-from flowmem.store.window import READ_ATTEMPTS, read_cut
-
-T = TypeVar("T")
+from flowmem.store.window import read_cut, reread
 
 
 @dataclass(frozen=True)
@@ -86,17 +85,6 @@ def _with_first(store: Store, read: PagedRead) -> PagedRead:
     return replace(read, first=segment_page(store, read, read.segments[0]))
 
 
-def _attempts(work: Callable[[], T]) -> T:
-    """``work()``, again when the buffer was written while it read (at most ``READ_ATTEMPTS`` times)."""
-    for attempt in range(READ_ATTEMPTS):
-        try:
-            return work()
-        except BufferChangedError:
-            if attempt == READ_ATTEMPTS - 1:
-                raise
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
 def window_read(
     store: Store,
     address: Address,
@@ -129,7 +117,7 @@ def window_read(
         read = PagedRead(address, found.version, found.systems, segments, tail=tail)
         return _with_first(store, read)
 
-    return _attempts(work)
+    return reread(work)
 
 
 def plan_read(store: Store, address: Address, keep_tokens: int) -> PagedRead:
@@ -169,7 +157,7 @@ def plan_read(store: Store, address: Address, keep_tokens: int) -> PagedRead:
         prefix = (Segment(False, None, cut.start, start),)
         return _with_first(store, replace(read, segments=prefix, head={"plan": plan.plan_id}, tail=tail))
 
-    return _attempts(work)
+    return reread(work)
 
 
 def _checked_rows(
@@ -214,7 +202,7 @@ def archive_read(store: Store, address: Address) -> PagedRead:
         segments = (Segment(True), Segment(False, expect=first.count))
         return PagedRead(address, first.version, [], segments, {}, tail, "archived", first)
 
-    return _attempts(work)
+    return reread(work)
 
 
 __all__ = ["PagedRead", "Segment", "archive_read", "plan_read", "segment_page", "window_read"]

@@ -9,9 +9,9 @@ tokens are then not known without reading the whole buffer (``cut_tokens`` None)
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from flowmem.core import Message
 from flowmem.core.fast import fast_row_facts
@@ -24,6 +24,7 @@ from flowmem.store.rows import dump_json
 from flowmem.store.tail import FactsTail, SupportsTailFacts, plain_facts
 
 READ_ATTEMPTS = 3  # reads of a buffer written while it was read from its end
+T = TypeVar("T")
 
 
 def checked_count(counter: Counter, row: Mapping[str, Any]) -> int:
@@ -46,9 +47,14 @@ def read_window(
 
     WindowTooSmallError when the newest turn alone is over the budget (nothing cut silently).
     """
+    return reread(lambda: _read_once(store, address, budget, counter, keep_system, first_role))
+
+
+def reread(work: Callable[[], T]) -> T:
+    """``work()``, again when the buffer was written while it read (at most ``READ_ATTEMPTS`` times)."""
     for attempt in range(READ_ATTEMPTS):
         try:
-            return _read_once(store, address, budget, counter, keep_system, first_role)
+            return work()
         except BufferChangedError:
             if attempt == READ_ATTEMPTS - 1:
                 raise
