@@ -27,7 +27,7 @@ from flowmem.store import memory as memory_store
 from flowmem.store import sqlbase
 from flowmem.store.base import PAGE_ROWS, TAIL_BATCH_MAX
 from tests.api.helpers import Api
-from tests.api.test_long_read_pages import _rows
+from tests.api.test_long_reads import _rows
 
 FORMATS = ("openai", "responses", "anthropic", "gemini")
 HELD = max(PAGE_ROWS, TAIL_BATCH_MAX)
