@@ -31,6 +31,7 @@ from typing import Any
 
 from google.adk.events import Event
 from google.genai import types
+from pydantic import TypeAdapter
 
 from flowmem.core import HEALED_CONTENT, Message, is_healed, result_id
 
@@ -209,7 +210,22 @@ def events_of(rows: Iterable[Message]) -> list[Event]:
     return events
 
 
+EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
+
+
+def kept_json(rows: Sequence[Message]) -> str:
+    """The event one event's rows give back (``events_of``), as JSON: kept beside them (decision 0133)."""
+    event = events_of(rows)[0]
+    return event.model_dump_json(exclude_none=True)
+
+
+def events_of_json(texts: Sequence[str]) -> list[Event]:
+    """The events kept as JSON, in order: one ``validate_json`` of the joined array."""
+    return EVENTS.validate_json("[" + ",".join(texts) + "]") if texts else []
+
+
 __all__ = [
+    "EVENTS",
     "HEALED_MARK",
     "HEALED_PREFIX",
     "NO_CONTENT",
@@ -217,5 +233,7 @@ __all__ = [
     "call_name",
     "event_rows",
     "events_of",
+    "events_of_json",
     "healed_event",
+    "kept_json",
 ]

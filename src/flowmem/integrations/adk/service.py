@@ -67,7 +67,9 @@ from flowmem.integrations.adk.events import (
     call_name,
     event_rows,
     events_of,
+    events_of_json,
     healed_event,
+    kept_json,
 )
 from flowmem.scope import ExecutionContext, Refusal, usable_identity
 from flowmem.service import MemoryService, check_message_sizes, kinds, session_access
@@ -309,6 +311,14 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
         ids = self._ids("session read", app_name, user_id, session_id)
         if isinstance(ids, Refusal):
             return None
+        recent = None if config is None else config.num_recent_events
+        after = config.after_timestamp if config is not None and config.after_timestamp else None
+        if recent is None or recent >= 0:  # the events kept as JSON, filtered in SQL (decision 0133)
+            kept = await asyncio.to_thread(self.tables.read_kept, app_name, ids[0], ids[1], recent, after)
+            if kept is None:
+                return None
+            if kept is not False:
+                return _session(kept[0], events_of_json(kept[1]))
         rows = not (config is not None and config.num_recent_events == 0)
         found = await asyncio.to_thread(self.tables.read, app_name, ids[0], ids[1], rows)
         if found is None:
@@ -379,7 +389,9 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
         rows = prepare(event_rows(event.model_copy(update={"actions": actions}), uuid.uuid4().hex))
         check_message_sizes(rows, self.memory.limits.message_bytes)
         own, app, user = split_state(kept)
-        write = EventWrite(rows, event.id, event.timestamp, own, app, user, self.memory.limits.buffer_bytes)
+        write = EventWrite(
+            rows, event.id, event.timestamp, own, app, user, self.memory.limits.buffer_bytes, kept_json(rows)
+        )
         try:
             written = await asyncio.to_thread(
                 self.tables.append, session.app_name, session.user_id, session.id, _seen(session), write

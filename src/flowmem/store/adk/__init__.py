@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Any, Literal, Protocol, cast
 
 from flowmem.core import BufferEditor, Message, Repair, apply_append, is_healed, result_id
 from flowmem.errors import ConflictError, NotFoundError, SessionStaleError
@@ -88,6 +88,9 @@ class EventWrite:
     user_delta: Mapping[str, Any] = field(default_factory=dict)
     max_bytes: int = 0
     """The buffer's size limit (``limits.buffer_bytes``; 0 = none): BufferFullError past it."""
+    event: str | None = None
+    """The event as its rows give it back, as ADK's JSON: kept beside the rows when they are
+    all stored as given, so a session is read without rebuilding each event (decision 0133)."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,23 @@ class AdkSessions(Protocol):
     ) -> tuple[AdkScopes, list[Message]] | None:
         """The session ``session_id`` (an ADK id) of the app and user, with its states and its
         events' rows, as one moment; None when absent."""
+        ...
+
+    def read_kept(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        recent: int | None = None,
+        after: float | None = None,
+    ) -> tuple[AdkScopes, list[str]] | Literal[False] | None:
+        """The session, its states and its kept events' JSON, oldest first, as one moment.
+
+        ``after``: only events at or after this time; ``recent``: only the last so many
+        of those. None when the session is absent; False when its events are not all
+        kept (a healed or replaced row, another writer's, events stored before the
+        store kept them, or a backend that keeps none): read the rows (decision 0133).
+        """
         ...
 
     def list(

@@ -12,7 +12,7 @@ import copy
 import json
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 from flowmem.core import Message, Repair
 from flowmem.store.adk import (
@@ -151,6 +151,17 @@ class MemoryAdkSessions:
                 return None
             found = tables.buffers.get(events_address(session.id), []) if rows else []
             return self._scopes(session, {}, {}), copy.deepcopy(found)
+
+    def read_kept(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        recent: int | None = None,
+        after: float | None = None,
+    ) -> tuple[AdkScopes, list[str]] | Literal[False] | None:
+        """False: ``memory://`` keeps no events beside the rows, it reads them (decision 0133)."""
+        return False
 
     def list(
         self, app_name: str, user_id: str | None

@@ -31,10 +31,28 @@ KEYED: tuple[str, ...] = (
 """A later migration (decision 0100): sessions keyed as ADK keys them, by app, user and ADK
 id; a session stored before keeps its id as its ADK id."""
 
-SQL: dict[str, str] = statements("%s", " FOR UPDATE", ' COLLATE "C"')
+KEPT: tuple[str, ...] = (
+    "ALTER TABLE adk_sessions ADD COLUMN events_stamp BIGINT",
+    "ALTER TABLE adk_sessions ADD COLUMN events_version BIGINT",
+    """CREATE TABLE adk_events (
+        session_id TEXT NOT NULL, seq BIGINT NOT NULL, ts DOUBLE PRECISION NOT NULL,
+        event TEXT NOT NULL, PRIMARY KEY (session_id, seq))""",
+    """CREATE FUNCTION adk_events_drop() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        DELETE FROM adk_events WHERE session_id = OLD.id;
+        RETURN NULL;
+    END $$""",
+    """CREATE TRIGGER adk_events_drop AFTER DELETE ON adk_sessions
+        FOR EACH ROW EXECUTE FUNCTION adk_events_drop()""",
+)
+"""A later migration (decision 0133): each event as ADK's JSON, in the order stored, and the
+events buffer they hold whole; a session stored before has no stamp and is read from its rows."""
+
+SQL: dict[str, str] = statements("%s", " FOR UPDATE", ' COLLATE "C"', "id")
 
 # the schema's migrations this kind of data owns, by number (flowmem.store.migrations)
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     10: MIGRATION,  # Google ADK sessions, app state and user state (decision 0053)
     16: KEYED,  # ADK sessions keyed by app, user and ADK id (issue 36, decision 0100)
+    22: KEPT,  # each event as ADK's JSON beside its rows (issue 42 §4, decision 0133)
 }

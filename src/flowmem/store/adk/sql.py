@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 from flowmem.core import Message, Repair
 from flowmem.errors import StoreBusyError
 from flowmem.store.adk import (
+    APPENDED,
     AdkScopes,
     AdkSession,
     EventWrite,
@@ -37,6 +38,8 @@ from flowmem.store.engine import SqlEngine
 from flowmem.store.rows import check_buffer_bytes, check_texts, dump_json, stored_json
 
 READ_TRIES = 8  # reads of a session that moved while it was read, before StoreBusyError
+UNLIMITED = 2**62  # a LIMIT both backends take for "every row"
+EARLIEST = -1.0e300  # a time before every event's
 
 
 def _session(row: Sequence[Any]) -> AdkSession:
@@ -136,6 +139,7 @@ class SqlAdkSessions:
             if stored.id != sid:  # deleted and created again since the lookup
                 check_stale(stored, replace(seen, session_id=sid))
             self.store.hold_buffer(conn, address)
+            whole = self._whole_before(conn, sid)
             editor = SqlBufferEditor(self.store.runner(conn), address)
             logged: list[Repair] = []
             fates, healed = apply_rows(editor, event.rows, logged)
@@ -144,6 +148,7 @@ class SqlAdkSessions:
             written = EventWritten(fates, healed, AdkScopes(stored))
             if not written.stored:
                 return written
+            kept = whole and event.event is not None and not healed and set(fates) == {APPENDED}
             self.store.record_repairs(conn, editor.buffer_id, logged)  # issue 37 §2
             app_state = self._update_app(conn, app_name, event.app_delta)
             user_state = self._update_user(conn, app_name, user_id, event.user_delta)
@@ -160,9 +165,32 @@ class SqlAdkSessions:
                 "adk_session_update",
                 (state, after.revision, after.last_event, after.updated_at, sid),
             )
+            self._keep(conn, sid, after.revision, event if kept else None)
             return EventWritten(fates, healed, AdkScopes(after, app_state, user_state))
 
         return self.store.write_at(address, work, hold=False)
+
+    def _whole_before(self, conn: Any, sid: str) -> bool:
+        """Whether adk_events holds every event of the session's buffer before a write (decision 0133).
+
+        An empty (or absent) buffer holds none: events kept of rows since cleared are dropped.
+        """
+        found = self._run(conn, "adk_events_whole", (sid,)).fetchone()
+        if found is not None and found[0]:
+            return True
+        if found is None or found[1] is None or int(found[1]) == 0:
+            self._run(conn, "adk_events_clear", (sid,))
+            return True
+        return False
+
+    def _keep(self, conn: Any, sid: str, seq: int, event: EventWrite | None) -> None:
+        """Keep the event's JSON and stamp the buffer as whole, or unstamp it (decision 0133)."""
+        if event is None or event.event is None:
+            self._run(conn, "adk_events_mark", (None, None, sid))
+            return
+        self._run(conn, "adk_event_put", (sid, seq, event.timestamp, event.event))
+        stamp = self._run(conn, "adk_events_stamp", (sid,)).fetchone()
+        self._run(conn, "adk_events_mark", (int(stamp[0]), int(stamp[1]), sid))
 
     def _update_app(self, conn: Any, app_name: str, delta: Mapping[str, Any]) -> dict[str, Any]:
         if not delta:
@@ -209,6 +237,46 @@ class SqlAdkSessions:
                 again = self._run(conn, "adk_session_get", key).fetchone()
             if again is not None and (again[0], int(again[4])) == (session.id, session.revision):
                 return AdkScopes(session, app_state, user_state), load_rows(bodies)
+        raise StoreBusyError(
+            f"ADK session {session_id} kept changing while it was read ({READ_TRIES} tries)"
+        )
+
+    def read_kept(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        recent: int | None = None,
+        after: float | None = None,
+    ) -> tuple[AdkScopes, list[str]] | Literal[False] | None:
+        """The session, its states and its kept events' JSON as one moment (see ``AdkSessions``).
+
+        The events are one range read, ``after`` and ``recent`` applied in SQL; False
+        when the buffer is not whole (its rows are read instead, decision 0133).
+        """
+        key = (app_name, user_id, session_id)
+        bound = UNLIMITED if recent is None else recent
+        for _ in range(READ_TRIES):
+            with self.store.connection() as conn:
+                found = self._run(conn, "adk_session_get", key).fetchone()
+                session = None if found is None else _session(found)
+                if session is None or not matches(session, app_name, user_id):
+                    return None
+                whole = self._run(conn, "adk_events_whole", (session.id,)).fetchone()
+                if whole is None or not (whole[0] or not whole[1]):
+                    return False
+                texts = [
+                    str(row[0])
+                    for row in self._run(
+                        conn, "adk_events_read", (session.id, EARLIEST if after is None else after, bound)
+                    ).fetchall()
+                ] if whole[0] and bound else []
+                app_state = _state(self._run(conn, "adk_app_get", (app_name,)).fetchone())
+                user_state = _state(self._run(conn, "adk_user_get", (app_name, user_id)).fetchone())
+                again = self._run(conn, "adk_session_get", key).fetchone()
+            if again is not None and (again[0], int(again[4])) == (session.id, session.revision):
+                texts.reverse()
+                return AdkScopes(session, app_state, user_state), texts
         raise StoreBusyError(
             f"ADK session {session_id} kept changing while it was read ({READ_TRIES} tries)"
         )
