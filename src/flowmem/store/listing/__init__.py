@@ -137,31 +137,14 @@ def iter_records(
     """Every live record ``list_records`` would list, read ``batch`` at a time (each page its own read)."""
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise InvalidInputError(f"batch must be an integer >= 1, got {batch!r}")
-    page = list_records(
-        store,
-        scope,
-        scope_id,
-        prefix,
-        now=now,
-        after=after,
-        start=start,
-        limit=batch,
-        values=values,
-    )
-    while page:
+    while True:
+        page = list_records(
+            store, scope, scope_id, prefix, now=now, after=after, start=start, limit=batch, values=values
+        )
         yield from page
         if len(page) < batch:
             return
-        page = list_records(
-            store,
-            scope,
-            scope_id,
-            prefix,
-            now=now,
-            start=successor(page[-1].key),
-            limit=batch,
-            values=values,
-        )
+        after, start = None, successor(page[-1].key)  # the next page: from the key after the last
 
 
 def touch_record(store: Store, address: Address, text: str, expires_at: float, now: float) -> bool:
