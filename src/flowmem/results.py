@@ -46,7 +46,11 @@ class Refusable:
             answer[REFUSED_KEY] = refusal.code
         return answer
 
-    def _answer(self) -> dict[str, Any]:
+
+class Answered(Refusable):
+    """A result whose JSON answer is its fields: all but ``refusal`` (answered as ``refused``) and ``replayed``."""
+
+    def to_dict(self) -> dict[str, Any]:
         """The JSON answer: every field but ``refusal`` and the client's ``replayed``; ``refused`` on a refusal."""
         return self._with_refused(
             {name: value for name, value in fields_of(self).items() if name not in UNANSWERED}
@@ -54,7 +58,7 @@ class Refusable:
 
 
 @dataclass(frozen=True)
-class ReadResult(Refusable):
+class ReadResult(Answered):
     """What a memory read reports: the value (or the default), whether it was found."""
 
     value: Any = None
@@ -62,13 +66,9 @@ class ReadResult(Refusable):
     resolved_scope_id: str = ""
     refusal: Refusal | None = field(default=None, compare=False)
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return ``value``, ``found`` and ``resolved_scope_id`` (``refused`` too on a refusal)."""
-        return self._answer()
-
 
 @dataclass(frozen=True)
-class WriteResult(Refusable):
+class WriteResult(Answered):
     """What a write, delete or clear reports.
 
     ``success`` is False only on a refusal; ``removed`` is how many records (delete)
@@ -82,10 +82,6 @@ class WriteResult(Refusable):
     replayed: bool = field(default=False, compare=False)
     """``flowmem.client`` only: the server answered a repeated ``Idempotency-Key`` with
     its first answer (``Idempotent-Replayed``) and wrote nothing this time."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return ``success``, ``resolved_scope_id`` and ``removed`` (``refused`` too on a refusal)."""
-        return self._answer()
 
 
 @dataclass(frozen=True)
@@ -146,7 +142,7 @@ class BufferResult(Refusable):
 
 
 @dataclass(frozen=True)
-class BufferPage(Refusable):
+class BufferPage(Answered):
     """A page of a buffer: ``messages`` in order, the whole buffer's ``count``.
 
     ``next_before`` is the cursor to pass as ``before`` for the page of older rows
@@ -158,10 +154,6 @@ class BufferPage(Refusable):
     next_before: int | None = None
     resolved_scope_id: str = ""
     refusal: Refusal | None = field(default=None, compare=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return ``messages``, ``count``, ``next_before`` and ``resolved_scope_id`` (``refused`` on a refusal)."""
-        return self._answer()
 
 
 @dataclass(frozen=True)
@@ -203,7 +195,7 @@ class BufferRows(Refusable):
 
 
 @dataclass(frozen=True)
-class PopResult(Refusable):
+class PopResult(Answered):
     """What removing a buffer's last row reports: the row removed (None when empty or refused).
 
     ``success`` is False only on a refusal; ``removed`` is 1 when a row was removed.
@@ -218,18 +210,9 @@ class PopResult(Refusable):
     """``flowmem.client`` only: the server answered a repeated ``Idempotency-Key`` with
     its first answer (``Idempotent-Replayed``) and wrote nothing this time."""
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return ``message``, ``success``, ``resolved_scope_id`` and ``removed`` (and ``refused``)."""
-        return self._answer()
-
-
-def _reported(result: Any) -> dict[str, Any]:
-    """A result's fields as its JSON answer reports them (all but ``refusal``)."""
-    return {f.name: getattr(result, f.name) for f in fields(result) if f.name != "refusal"}
-
 
 @dataclass(frozen=True)
-class CompactionPlanResult(Refusable):
+class CompactionPlanResult(Answered):
     """The first step of a compaction (issue 28 §2): what it would archive, and the plan's id.
 
     ``messages``: the rows a summary would replace, in order (``archived`` of them,
@@ -246,13 +229,9 @@ class CompactionPlanResult(Refusable):
     resolved_scope_id: str = ""
     refusal: Refusal | None = field(default=None, compare=False)
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return every field but the refusal (``refused`` on a refusal)."""
-        return self._with_refused(_reported(self))
-
 
 @dataclass(frozen=True)
-class CompactResult(Refusable):
+class CompactResult(Answered):
     """What a compaction did: ``archived`` rows (archive numbers ``first``..``last``) replaced by ``summary``.
 
     ``compacted`` is False, and nothing changed, when nothing lay beyond the budget
@@ -273,13 +252,9 @@ class CompactResult(Refusable):
     resolved_scope_id: str = ""
     refusal: Refusal | None = field(default=None, compare=False)
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return every field but the refusal (``refused`` on a refusal)."""
-        return self._with_refused(_reported(self))
-
 
 @dataclass(frozen=True)
-class RepairLogResult(Refusable):
+class RepairLogResult(Answered):
     """A page of a buffer's repair log (issue 37 §2), newest first.
 
     ``repairs``: each entry's ``seq``, ``at`` (seconds since the epoch), ``rule``,
@@ -293,7 +268,3 @@ class RepairLogResult(Refusable):
     next_before: int | None = None
     resolved_scope_id: str = ""
     refusal: Refusal | None = field(default=None, compare=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return every field but the refusal (``refused`` on a refusal)."""
-        return self._with_refused(_reported(self))

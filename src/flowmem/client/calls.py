@@ -284,7 +284,7 @@ def repairs(
 
 
 def _reported(kind: Any) -> Callable[[dict[str, Any]], Any]:
-    """The reader of a result whose JSON answer is its fields (``results._reported``)."""
+    """The reader of a result whose JSON answer is its fields (``results.Answered``), each if present."""
 
     def read(data: dict[str, Any]) -> Any:
         names = {f.name for f in fields(kind)} - {"refusal"}
