@@ -168,3 +168,27 @@ def test_deleting_a_conversation_deletes_its_kept_messages(
     _run(durable_store.delete("c1"))
     with durable_store.memory.store.connection() as conn:  # type: ignore[attr-defined]
         assert conn.execute("SELECT COUNT(*) FROM pa_messages").fetchone()[0] == 0
+
+
+def test_a_save_from_a_record_another_store_replaced_since_is_a_conflict(durable_url: str) -> None:
+    """The record a store remembers stands in for a read only while it is the stored one."""
+    from pydantic_ai.conversation_store import ConversationConflict
+
+    mine, theirs = FlowmemConversationStore.from_url(durable_url), FlowmemConversationStore.from_url(durable_url)
+    try:
+        _run(mine.save(Conversation(conversation_id="c1", messages=[prompt("hi"), answer("a")])))
+        loaded = _run(mine.load("c1"))  # mine remembers the record at this revision
+        other = _run(theirs.load("c1"))
+        other.messages.append(prompt("theirs", 4))
+        _run(theirs.save(other))
+        loaded.messages.append(prompt("mine", 5))
+        with pytest.raises(ConversationConflict):
+            _run(mine.save(loaded))
+        stored = _run(mine.load("c1"))
+        assert stored.messages[-1] == round_tripped([prompt("theirs", 4)])[0]
+        stored.messages.append(prompt("again", 6))  # from the record read again: saved
+        _run(mine.save(stored))
+        assert _run(theirs.load("c1")).messages[-1] == round_tripped([prompt("again", 6)])[0]
+    finally:
+        mine.close()
+        theirs.close()

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, TypeGuard, cast
 
+from pydantic import ValidationError
 from pydantic_ai.conversation_store import ConversationEntry
 from pydantic_ai.messages import (
     ModelMessage,
@@ -51,8 +52,20 @@ HEALED_METADATA = {"healed": True, "pydantic_ai_synthesized_tool_return": True}
 
 
 def message_json(message: ModelMessage) -> str:
-    """The message as ``ModelMessagesTypeAdapter`` writes it, kept beside its rows (decision 0131)."""
-    return ModelMessagesTypeAdapter.dump_json([message])[1:-1].decode()
+    """The message as ``ModelMessagesTypeAdapter`` writes it, kept beside its rows (decision 0131).
+
+    Without its ``None`` fields (a third less to read back) when that reads back to the
+    very same JSON; whole otherwise.
+    """
+    full = ModelMessagesTypeAdapter.dump_json([message])
+    lean = ModelMessagesTypeAdapter.dump_json([message], exclude_none=True)
+    if lean != full:
+        try:
+            same = ModelMessagesTypeAdapter.dump_json(ModelMessagesTypeAdapter.validate_json(lean)) == full
+        except ValidationError:
+            same = False
+        lean = lean if same else full
+    return lean[1:-1].decode()
 
 
 def messages_of(found: Sequence[tuple[str, str]], limit: int | None) -> list[ConversationEntry]:
@@ -282,6 +295,8 @@ def unanswered_tail(
     if last is None:
         return None
     response = cast(ModelResponse, messages[last])
+    if not any(isinstance(p, ToolCallPart) and p.part_kind == "tool-call" for p in response.parts):
+        return None  # it declares no call: nothing to heal
     tail = [ConversationEntry(id=str(i), parent_id=None, message=m) for i, m in enumerate(messages[last:])]
     editor = _Resumed([row for entry in tail for row in entry_rows(entry)], waiting)
     heal(editor)

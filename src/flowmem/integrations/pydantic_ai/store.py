@@ -74,6 +74,7 @@ from flowmem.integrations.pydantic_ai.rows import (
     placeholder_request,
     unanswered_tail,
 )
+from flowmem.integrations.pydantic_ai.turns import LOADING, SAVING, KnownRecords, Loading, Saving
 from flowmem.scope import ExecutionContext, Refusal, usable_identity
 from flowmem.service import MemoryService, kinds
 from flowmem.service.checks import check_id_text, check_name, context_user
@@ -90,6 +91,7 @@ RECORD = TypeAdapter(ConversationRecord)
 log = logging.getLogger("flowmem.integrations.pydantic_ai")
 _CONTINUING: contextvars.ContextVar[Ahead | None] = contextvars.ContextVar("_CONTINUING", default=None)
 """The write-ahead a run's own save continues (set by ``save`` around pydantic-ai's save)."""
+
 
 
 class ConversationOwnedElsewhere(ConversationConflict, AccessDeniedError):
@@ -174,6 +176,7 @@ class FlowmemConversationStore(ConversationStore):
         self._owns = owns
         self._aheads: dict[str, Ahead] = {}
         self._warned = False
+        self._known = KnownRecords()
 
     @classmethod
     def from_url(cls, url: str, *, context: ExecutionContext | None = None) -> FlowmemConversationStore:
@@ -246,7 +249,14 @@ class FlowmemConversationStore(ConversationStore):
             return None
         if self.user is not None and not await asyncio.to_thread(self._may, conversation_id, "view"):
             return None  # another user's: a store built for a user does not have it
-        stored = await asyncio.to_thread(self.tables.get, conversation_id)
+        saving = SAVING.get()
+        if saving is not None and saving.conversation_id != conversation_id:
+            saving = None
+        stored = None if saving is None else self._known.at(conversation_id, saving.revision)
+        if stored is None:  # not the record the saved conversation was loaded at: read it
+            stored = await asyncio.to_thread(self._stored, conversation_id, LOADING.get())
+        if saving is not None:
+            saving.stored, saving.read = stored, True
         if stored is None:
             return None
         record = _record(stored)
@@ -256,6 +266,15 @@ class FlowmemConversationStore(ConversationStore):
             # revision the run was loaded at (decision 0099); write_record moves it on
             return None if ahead.base is None else dataclasses.replace(record, revision=ahead.base)
         return record
+
+    def _stored(self, conversation_id: str, loading: Loading | None) -> StoredConversation | None:
+        """The stored record; during a ``load``, its history too, kept in ``loading`` for ``read_history``."""
+        stored = self.tables.get(conversation_id)
+        self._known.remember(conversation_id, stored)
+        head = None if stored is None else stored.record.get("head_id")
+        if loading is not None and isinstance(head, str):
+            loading.head, loading.entries = head, self._entries(head, loading.limit)
+        return stored
 
     async def read_records(
         self, *, scope: str | None = None, limit: int | None = None
@@ -288,7 +307,11 @@ class FlowmemConversationStore(ConversationStore):
         for entry_id in (record.head_id, *(e.id for e in entries), *(e.parent_id for e in entries)):
             if entry_id is not None:
                 check_name(entry_id, "entry_id")
-        stored = await asyncio.to_thread(self.tables.get, cid)
+        saving = SAVING.get()
+        if saving is not None and saving.conversation_id == cid and saving.read:
+            stored = saving.stored  # the record this save's read_record gave
+        else:
+            stored = await asyncio.to_thread(self.tables.get, cid)
         ahead = _CONTINUING.get()
         if ahead is not None and (ahead.conversation_id != cid or expected_revision != ahead.base):
             ahead = None
@@ -332,7 +355,9 @@ class FlowmemConversationStore(ConversationStore):
         except AccessDeniedError as exc:
             raise ConversationOwnedElsewhere(record.conversation_id, exc) from exc
         if not written:
+            self._known.remember(cid, None)
             raise ConversationConflict(record.conversation_id)
+        self._known.remember(cid, write.record)
 
     async def _once_per_call(
         self, entries: list[ConversationEntry], record: ConversationRecord
@@ -372,6 +397,7 @@ class FlowmemConversationStore(ConversationStore):
                 raise ConversationConflict(conversation_id)
             denied = AccessDeniedError(verdict.reason, rule=verdict.rule, conversation_id=conversation_id)
             raise ConversationOwnedElsewhere(conversation_id, denied)
+        self._known.remember(conversation_id, None)
         if not await asyncio.to_thread(self.tables.delete, conversation_id, expected_revision):
             raise ConversationConflict(conversation_id)
 
@@ -389,6 +415,10 @@ class FlowmemConversationStore(ConversationStore):
         if head_id is None:
             return []
         check_name(head_id, "entry_id")
+        loading = LOADING.get()
+        if loading is not None and loading.head == head_id and loading.limit == limit and loading.entries is not None:
+            kept, loading.entries = loading.entries, None  # read with the record (``load``)
+            return kept
         entries = await asyncio.to_thread(self._entries, head_id, limit)
         if entries is None:
             raise KeyError(head_id)
@@ -458,13 +488,17 @@ class FlowmemConversationStore(ConversationStore):
         """pydantic-ai's ``save``; after a run's write-ahead, only what it did not store, from where it left the record."""
         held = conversation.conversation if isinstance(conversation, AgentRunResult) else conversation
         ahead = self._aheads.get(held.conversation_id)
-        if ahead is None or not ahead.continues(held):
-            return await super().save(conversation, scope=scope)
-        token = _CONTINUING.set(ahead)
+        saving = SAVING.set(Saving(held.conversation_id, held.revision))
         try:
-            await super().save(conversation, scope=scope)
+            if ahead is None or not ahead.continues(held):
+                return await super().save(conversation, scope=scope)
+            token = _CONTINUING.set(ahead)
+            try:
+                await super().save(conversation, scope=scope)
+            finally:
+                _CONTINUING.reset(token)
         finally:
-            _CONTINUING.reset(token)
+            SAVING.reset(saving)
         if self._aheads.get(held.conversation_id) is ahead:
             del self._aheads[held.conversation_id]
         return list(ahead.saved)
@@ -526,7 +560,11 @@ class FlowmemConversationStore(ConversationStore):
         (``deferred_tool_requests``), get MEM-3's placeholder after the loaded messages,
         where a new user prompt can follow; the next ``save`` stores it.
         """
-        conversation = await super().load(conversation_id, limit=limit, scope=scope)
+        token = LOADING.set(Loading(limit))
+        try:
+            conversation = await super().load(conversation_id, limit=limit, scope=scope)
+        finally:
+            LOADING.reset(token)
         if conversation is None:
             return None
         waiting = _deferred_ids(conversation)
