@@ -50,6 +50,7 @@ from flowmem.store.engine import MemoryTables
 from flowmem.store.locks import AddressLocks, no_wait
 from flowmem.store.memengine import MemoryEngineParts
 from flowmem.store.memtables import BufferReads, IdempotencyKeys, Tokens
+from flowmem.store.records import RecordWrites
 from flowmem.store.repairs.memory import MemoryRepairs
 from flowmem.store.rows import (
     check_address,
@@ -70,7 +71,9 @@ from flowmem.store.transcripts import TranscriptPages
 from flowmem.store.vectors.memory import MemoryVectors
 
 
-class MemoryStore(MemoryEngineParts, BufferReads, IdempotencyKeys, Tokens, TranscriptPages):
+class MemoryStore(
+    MemoryEngineParts, BufferReads, IdempotencyKeys, Tokens, TranscriptPages, RecordWrites
+):
     """The reference ``Store``: everything in dicts, guarded by locks.
 
     It has the ``LocalCalls`` capability with nothing to sync: its data lives in
@@ -174,21 +177,15 @@ class MemoryStore(MemoryEngineParts, BufferReads, IdempotencyKeys, Tokens, Trans
         with self._lock:
             return self._usage.get(user_id, Usage())
 
-    def put_record(
-        self,
-        address: Address,
-        value: Any,
-        expires_at: float | None,
-        guard: WriteGuard | None = None,
-        idempotency: Idempotency | None = None,
+    def _put_text(
+        self, address: Address, text: str, expires_at: float | None, guard: WriteGuard | None,
+        idempotency: Idempotency | None,
     ) -> None:
-        """Store a JSON value (NotSerializableError, nothing written, otherwise).
+        """Store a record's JSON text (``RecordWrites.put_record``).
 
         With ``guard``, only if it holds (checked under the lock the write takes);
         with ``idempotency``, its key is recorded under that lock too.
         """
-        check_address(address)
-        text = to_json(value)
         with self._lock:
             created = self._check_guard(guard)
             self._check_key(idempotency)
