@@ -34,8 +34,9 @@ COLLECTION = "test"
 
 
 @pytest.fixture
-def store(pgvector_url: str) -> Iterator[Store]:
-    """A PostgreSQL store in a fresh schema of a server that has pgvector."""
+def store(pgvector_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+    """A PostgreSQL store in a fresh schema of a server that has pgvector; no snapshot cache (the SQL path answers)."""
+    monkeypatch.setenv("FLOWMEM_VECTOR_CACHE_MB", "0")
     with fresh_schema(pgvector_url) as url:
         opened = open_store(url)
         try:
@@ -275,3 +276,28 @@ def test_the_copy_is_purged_with_its_expired_record_and_erased_with_its_user(sto
     with store.connection() as conn:  # type: ignore[attr-defined]
         left = conn.execute(f"SELECT scope_id, key FROM {TABLE}").fetchall()
     assert [tuple(row) for row in left] == [("u2", "other")]
+
+
+def test_with_the_cache_the_snapshot_answers_before_the_sql_ranking(
+    pgvector_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_sql(*args: Any, **kwargs: Any) -> str:
+        raise AssertionError("pgvector's SQL ranking ran")
+
+    monkeypatch.setattr("flowmem.store.vectors.pgvector.ranked_sql", no_sql)
+    for megabytes, sql_runs in (("64", False), ("0", True)):
+        monkeypatch.setenv("FLOWMEM_VECTOR_CACHE_MB", megabytes)
+        with fresh_schema(pgvector_url) as url:
+            opened = open_store(url)
+            try:
+                put(opened, "a", [1.0] * 8)
+                put(opened, "b", [0.5, 1.0] * 4)
+                args = ("user", "u1", "", 0.0, COLLECTION, SPACE, [0.5, 1.0] * 4, "cosine")
+                if sql_runs:
+                    with pytest.raises(AssertionError, match="SQL ranking ran"):
+                        pg(opened).nearest(*args, keep=2)
+                else:
+                    got = pg(opened).nearest(*args, keep=2)
+                    assert got is not None and [k for k, _, _ in got[0]] == ["b", "a"]
+            finally:
+                opened.close()

@@ -46,7 +46,9 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield f"sqlite:///{tmp_path}/paths.db"
     elif request.param == "postgres":
         yield str(request.getfixturevalue("postgres_db_url"))
-    else:
+    else:  # no snapshot cache: pgvector's SQL ranking answers (decision 0132)
+        monkeypatch = request.getfixturevalue("monkeypatch")
+        monkeypatch.setenv("FLOWMEM_VECTOR_CACHE_MB", "0")
         with fresh_schema(str(request.getfixturevalue("pgvector_url"))) as found:
             yield found
 
