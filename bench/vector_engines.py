@@ -110,7 +110,7 @@ def sqlite_vec_search(path: Path) -> tuple[Callable[[np.ndarray], list[str]] | N
     conn = apsw.Connection(f"file:{path}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
     conn.enable_load_extension(True)
     conn.load_extension(sqlite_vec.loadable_path())
-    sql = """SELECT v.key, MIN(vec_distance_cosine(v.vec, ?)) AS d FROM record_vectors v
+    sql = """SELECT v.key, MIN(COALESCE(vec_distance_cosine(v.vec, ?), 1.0)) AS d FROM record_vectors v
         WHERE v.scope = 'user' AND v.scope_id = 'u1' AND v.key >= '' AND EXISTS (SELECT 1 FROM records r
             WHERE r.scope = v.scope AND r.scope_id = v.scope_id AND r.key = v.key
             AND (r.expires_at IS NULL OR r.expires_at > 0))
@@ -122,15 +122,24 @@ def sqlite_vec_search(path: Path) -> tuple[Callable[[np.ndarray], list[str]] | N
     return search, f"apsw {apsw.apsw_version()}, SQLite {apsw.sqlite_lib_version()}, sqlite-vec {sqlite_vec.__version__}"
 
 
-def measure(engines: dict[str, Callable[[np.ndarray], list[str]]], queries: list[np.ndarray]) -> dict[str, Any]:
-    """Each engine's search times (ms), in turns rotated per query; the answers' agreement with the first."""
+def measure(
+    engines: dict[str, Callable[[np.ndarray], list[str]]],
+    queries: list[np.ndarray],
+    before: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """Each engine's search times (ms), in turns rotated per query; the answers' agreement with the first.
+
+    ``before(turn)``: run (untimed) before each engine's search of a turn.
+    """
     times: dict[str, list[float]] = {name: [] for name in engines}
     names = list(engines)
     agree: dict[str, int] = dict.fromkeys(names, 0)
     for turn, query in enumerate(queries):
         order = names[turn % len(names):] + names[: turn % len(names)]
         answers: dict[str, list[str]] = {}
-        for name in order:
+        for step, name in enumerate(order):
+            if before is not None:
+                before(turn * len(order) + step)
             start = time.perf_counter()
             answers[name] = engines[name](query)
             times[name].append((time.perf_counter() - start) * 1000)
@@ -152,6 +161,8 @@ def main() -> None:
     parser.add_argument("--data", choices=["gaussian", "clustered"], default="gaussian",
                         help="clustered: 100 centres, each item and query one of them plus noise (embeddings cluster)")
     parser.add_argument("--no-sqlite", action="store_true", help="PostgreSQL's engines only")
+    parser.add_argument("--writes", action="store_true",
+                        help="put one item before each query (untimed): a write between searches, as an agent's memory")
     parser.add_argument("--out", default="bench/results/vector_engines.json")
     args = parser.parse_args()
     rng = np.random.default_rng(40)
@@ -169,6 +180,10 @@ def main() -> None:
                               "python": platform.python_version(), "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     work = Path(tempfile.mkdtemp(prefix="flowmem-bench-vec-"))
     try:
+        def snapshot(vectors: SqlVectors, q: np.ndarray) -> list[str]:  # decision 0130's cache, not pgvector
+            found = SqlVectors.nearest(vectors, "user", "u1", "", 0.0, COLLECTION, space, q.tolist(), "cosine", keep=KEEP)
+            return exact_scan(vectors, space, q) if found is None else [key for key, _, _ in found[0]]
+
         sqlite_store = open_store(f"sqlite:///{work}/vectors.db")
         sqlite_vectors = vectors_of(sqlite_store)
         assert isinstance(sqlite_vectors, SqlVectors)
@@ -177,6 +192,7 @@ def main() -> None:
         if not args.no_sqlite:
             result["sqlite_put_per_s"] = fill(sqlite_vectors, data, space)
             engines["sqlite exact scan"] = lambda q: exact_scan(sqlite_vectors, space, q)
+            engines["sqlite exact scan's snapshot (decision 0130)"] = lambda q: snapshot(sqlite_vectors, q)
             vec, why = sqlite_vec_search(work / "vectors.db")
             result["sqlite_vec"] = why
             if vec is not None:
@@ -207,9 +223,17 @@ def main() -> None:
                 return [key for key, _, _ in found[0]]
 
             engines["postgres exact scan (bytea, numpy)"] = lambda q: exact_scan(pv, space, q)
+            engines["postgres exact scan's snapshot (decision 0130)"] = lambda q: snapshot(pv, q)
             engines["postgres pgvector exact (SQL)"] = lambda q: nearest(q, None)
             engines["postgres pgvector HNSW"] = lambda q: nearest(q, ann)
-            result["search"] = measure(engines, queries)
+            before: Callable[[int], None] | None = None
+            if args.writes:
+                def before(turn: int) -> None:
+                    for vectors in (pv, sqlite_vectors) if not args.no_sqlite else (pv,):
+                        vectors.put(Address("user", "u1", f"w{turn:06d}"), "{}", None, COLLECTION, space,
+                                    [Vector("$", 0, bytes(4 * args.dims))])  # zero: scores 0, ranks low
+            result["writes_between_searches"] = args.writes
+            result["search"] = measure(engines, queries, before)
             plain.close()
             withvec.close()
         sqlite_store.close()
