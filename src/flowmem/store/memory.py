@@ -50,7 +50,6 @@ from flowmem.store.engine import MemoryTables
 from flowmem.store.locks import AddressLocks, no_wait
 from flowmem.store.memengine import MemoryEngineParts
 from flowmem.store.memtables import BufferReads, IdempotencyKeys, Tokens
-from flowmem.store.records import RecordWrites
 from flowmem.store.repairs.memory import MemoryRepairs
 from flowmem.store.rows import (
     check_address,
@@ -71,9 +70,7 @@ from flowmem.store.transcripts import TranscriptPages
 from flowmem.store.vectors.memory import MemoryVectors
 
 
-class MemoryStore(
-    MemoryEngineParts, BufferReads, IdempotencyKeys, Tokens, TranscriptPages, RecordWrites
-):
+class MemoryStore(MemoryEngineParts, BufferReads, IdempotencyKeys, Tokens, TranscriptPages):
     """The reference ``Store``: everything in dicts, guarded by locks.
 
     It has the ``LocalCalls`` capability with nothing to sync: its data lives in
@@ -177,15 +174,21 @@ class MemoryStore(
         with self._lock:
             return self._usage.get(user_id, Usage())
 
-    def _put_text(
-        self, address: Address, text: str, expires_at: float | None, guard: WriteGuard | None,
-        idempotency: Idempotency | None,
+    def put_record(
+        self,
+        address: Address,
+        value: Any,
+        expires_at: float | None,
+        guard: WriteGuard | None = None,
+        idempotency: Idempotency | None = None,
     ) -> None:
-        """Store a record's JSON text (``RecordWrites.put_record``).
+        """Store a JSON value (NotSerializableError, nothing written, otherwise).
 
         With ``guard``, only if it holds (checked under the lock the write takes);
         with ``idempotency``, its key is recorded under that lock too.
         """
+        check_address(address)
+        text = to_json(value)
         with self._lock:
             created = self._check_guard(guard)
             self._check_key(idempotency)

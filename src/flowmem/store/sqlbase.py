@@ -39,7 +39,6 @@ from flowmem.store.base import (
 from flowmem.store.editor import SqlBufferEditor, SqlRunner, load_rows
 from flowmem.store.engine import LAST_MAX, C, DbConnection
 from flowmem.store.paging import PageAsk, PagedReads, check_version
-from flowmem.store.records import RecordWrites
 from flowmem.store.rows import (
     check_address,
     check_batch,
@@ -51,6 +50,7 @@ from flowmem.store.rows import (
     ensure_form,
     guard_form,
     stored_json,
+    to_json,
 )
 from flowmem.store.sqlengine import StatementRunner
 from flowmem.store.sqlsessions import SEQ_MAX, SqlSessions
@@ -77,7 +77,7 @@ def no_database(where: str) -> DatabaseNotFoundError:
     )
 
 
-class SqlStore(SqlSessions[C], SqlIdempotencyKeys[C], SqlTokens[C], PagedReads, RecordWrites):
+class SqlStore(SqlSessions[C], SqlIdempotencyKeys[C], SqlTokens[C], PagedReads):
     """The ``Store`` methods common to the SQL backends, over driver-specific hooks.
 
     A backend sets ``SQL`` (its statements, by name) and ``MIGRATIONS``, and implements
@@ -176,16 +176,22 @@ class SqlStore(SqlSessions[C], SqlIdempotencyKeys[C], SqlTokens[C], PagedReads, 
             return False, None
         return True, stored_json(row[0])
 
-    def _put_text(
-        self, address: Address, text: str, expires_at: float | None, guard: WriteGuard | None,
-        idempotency: Idempotency | None,
+    def put_record(
+        self,
+        address: Address,
+        value: Any,
+        expires_at: float | None,
+        guard: WriteGuard | None = None,
+        idempotency: Idempotency | None = None,
     ) -> None:
-        """Store a record's JSON text (``RecordWrites.put_record``).
+        """Store a JSON value (NotSerializableError, nothing written, otherwise).
 
         With ``guard`` the guard is part of the one statement that writes (it writes
         nothing when the guard fails; then the guard's error). With ``idempotency``
         the write and its key are one transaction.
         """
+        check_address(address)
+        text = to_json(value)
         kind, checks = guard_form(guard)
         claims = ensure_form(guard) is not None
         params = (*address, text, expires_at, *checks)
