@@ -163,8 +163,29 @@ class MemoryEngineParts:
         count: bool = True,
         check: bool = True,
     ) -> None:
-        """Count a change for ``owner``: the quota's error for growth past it (``MemoryEngine.charge``)."""
-        self._charge(owner, size, buffers, records, count, check)
+        """Count a change for ``owner`` (``MemoryEngine.charge``); QuotaExceededError, nothing counted, for growth past a quota.
+
+        ``count=False`` only checks; ``check=False`` only counts (a change checked before).
+        """
+        if owner is None:
+            return
+        used = self._usage.get(owner, Usage())
+        after = Usage(used.bytes + size, used.buffers + buffers, used.records + records)
+        quotas = self._quotas
+        for name, delta, value, limit in (
+            ("bytes", size, after.bytes, quotas.bytes),
+            ("buffers", buffers, after.buffers, quotas.buffers),
+            ("records", records, after.records, quotas.records),
+        ):
+            if check and delta > 0 and limit and value > limit:
+                raise quota_exceeded(name, owner, limit)
+        if not count:
+            return
+        if after == Usage():
+            self._usage.pop(owner, None)
+        else:
+            self._usage[owner] = after
+
 
     # --- the write guard (the lock held) -------------------------------------------------
     def _check_guard(self, guard: WriteGuard | None) -> SessionRecord | None:
@@ -236,45 +257,13 @@ class MemoryEngineParts:
                 session = created
         return quota_owner(address.scope, address.scope_id, None if session is None else session.owner)
 
-    def _charge(
-        self,
-        owner: str | None,
-        size: int,
-        buffers: int,
-        records: int,
-        count: bool = True,
-        check: bool = True,
-    ) -> None:
-        """Count a change for ``owner``; QuotaExceededError, nothing counted, for growth past a quota.
-
-        ``count=False`` only checks; ``check=False`` only counts (a change checked before).
-        """
-        if owner is None:
-            return
-        used = self._usage.get(owner, Usage())
-        after = Usage(used.bytes + size, used.buffers + buffers, used.records + records)
-        quotas = self._quotas
-        for name, delta, value, limit in (
-            ("bytes", size, after.bytes, quotas.bytes),
-            ("buffers", buffers, after.buffers, quotas.buffers),
-            ("records", records, after.records, quotas.records),
-        ):
-            if check and delta > 0 and limit and value > limit:
-                raise quota_exceeded(name, owner, limit)
-        if not count:
-            return
-        if after == Usage():
-            self._usage.pop(owner, None)
-        else:
-            self._usage[owner] = after
-
     def _set_buffer(
         self, address: Address, rows: list[Message], size: int, created: SessionRecord | None = None
     ) -> None:
         """Store a buffer's rows and size, counted against its owner's quotas (the last step)."""
         new = address not in self._buffers
         owner = self._owner(address, created)
-        self._charge(owner, size - self._sizes.get(address, 0), int(new), 0)
+        self.charge(self._tables, owner, size - self._sizes.get(address, 0), int(new), 0)
         self._buffers[address] = rows
         self._counts.pop(address, None)  # the caller that knows them sets them again
         self._indexes.pop(address, None)  # likewise the rows' call index (only the append)
@@ -287,7 +276,7 @@ class MemoryEngineParts:
         if address not in self._buffers:
             return
         size = self._sizes.get(address, 0) + self.repairs.drop(address)  # and its repair log
-        self._charge(self._buffer_owners.pop(address, None), -size, -1, 0)
+        self.charge(self._tables, self._buffer_owners.pop(address, None), -size, -1, 0)
         del self._buffers[address]
         self._counts.pop(address, None)
         self._indexes.pop(address, None)

@@ -151,7 +151,7 @@ class MemoryStore(MemoryEngineParts, BufferReads, IdempotencyKeys, Tokens, Trans
         before = 0 if old is None else utf8_size(old[0])
         # another value: the vectors made from the old one go (issue 40)
         vectors = self.vectors.held(address) if old is not None and old[0] != text else 0
-        self._charge(owner, utf8_size(text) - before - vectors, 0, int(old is None))
+        self.charge(self._tables, owner, utf8_size(text) - before - vectors, 0, int(old is None))
         if vectors:
             self.vectors.drop(address)
         self._records[address] = (text, expires_at)
@@ -162,7 +162,7 @@ class MemoryStore(MemoryEngineParts, BufferReads, IdempotencyKeys, Tokens, Trans
         old = self._records.pop(address, None)
         if old is not None:
             vectors = self.vectors.drop(address)  # and its vectors (issue 40)
-            self._charge(self._record_owners.pop(address, None), -utf8_size(old[0]) - vectors, 0, -1)
+            self.charge(self._tables, self._record_owners.pop(address, None), -utf8_size(old[0]) - vectors, 0, -1)
 
     def set_quotas(self, quotas: Quotas) -> None:
         """Enforce ``quotas`` on every later write."""
@@ -285,12 +285,12 @@ class MemoryStore(MemoryEngineParts, BufferReads, IdempotencyKeys, Tokens, Trans
                 grown = self.repairs.growth(address, logged)
                 new = int(address not in self._buffers)
                 owner = self._owner(address, created)
-                self._charge(owner, editor.bytes - size + grown, new, 0, count=False)
+                self.charge(self._tables, owner, editor.bytes - size + grown, new, 0, count=False)
             if snapshot:
                 outcome = replace(outcome, rows=copy.deepcopy(editor.rows))
             self._set_buffer(address, editor.rows, editor.bytes, created)
             if logged:  # nothing can fail from here: the buffer and its log are one step
-                self._charge(self._buffer_owners.get(address), grown, 0, 0, check=False)  # checked above
+                self.charge(self._tables, self._buffer_owners.get(address), grown, 0, 0, check=False)  # checked above
                 self.repairs.add(address, logged)
             self._indexes[address] = editor.call_index()
             if editor.tokens is not None:
