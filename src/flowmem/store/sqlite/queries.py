@@ -17,6 +17,26 @@ _B = "buffer_id = ?"
 # a cut_* row's text, when SQL cannot give its facts, and an assistant row's call ids in order
 _CUT_BODY = "CASE WHEN r.role = 'tool' OR r.tokens IS NULL OR NOT json_valid(r.body) THEN r.body END"
 _CUT_CALLS = "CASE WHEN r.role = 'assistant' THEN COALESCE(r.calls, '[]') END"  # migration 22
+# a read from the buffer's end, its first batch and the next ones: the header row, and each
+# stored row as ``{row}`` (read_tail's body and count; read_tail_facts' facts, ``_CUT_ROW``)
+_TAIL_FIRST = """WITH b AS (SELECT id, born, version, count, tokens, MAX(?, MIN(?,
+                CASE WHEN tokens > 0 THEN count * ? * 9 / (8 * tokens) + 8 ELSE 0 END)) AS take
+            FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?)
+        SELECT 0, b.count, NULL, b.tokens, b.born, b.version, b.take FROM b
+        UNION ALL SELECT * FROM (SELECT 1, r.pos, r.body, r.tokens, NULL, NULL, NULL
+            FROM buffer_rows r INDEXED BY buffer_rows_systems
+            WHERE r.buffer_id = (SELECT id FROM b) AND r.role = 'system' ORDER BY r.pos)
+        UNION ALL SELECT * FROM (SELECT 2, {row}
+            FROM buffer_rows r WHERE r.buffer_id = (SELECT id FROM b) ORDER BY r.pos DESC
+            LIMIT COALESCE((SELECT take FROM b), 0))"""
+_TAIL_MORE = """WITH b AS (SELECT id, born, version FROM buffers
+            WHERE scope = ? AND scope_id = ? AND key = ?)
+        SELECT 0, NULL, NULL, NULL, b.born, b.version, NULL FROM b
+        UNION ALL SELECT * FROM (SELECT 2, {row}
+            FROM buffer_rows r WHERE r.buffer_id = (SELECT id FROM b) AND r.pos < ? ORDER BY r.pos DESC LIMIT ?)"""
+_TAIL_ROW = "r.pos, r.body, r.tokens, NULL, NULL, NULL"
+_CUT_ROW = f"r.pos, {_CUT_BODY}, r.tokens, r.role, {_CUT_CALLS}, NULL"
+
 SQL: dict[str, str] = {
     "header_get": "SELECT id, count, last_major, bytes FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
     "header_insert": "INSERT INTO buffers (scope, scope_id, key) VALUES (?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
@@ -93,21 +113,8 @@ SQL: dict[str, str] = {
     # newest rows (2) in one statement; then older rows below a cursor, with the header
     # again, so that each batch is seen to be of the first one's buffer and version
     # (the first batch: the rows a token budget makes at the buffer's average, see tail.py)
-    "tail_first": """WITH b AS (SELECT id, born, version, count, tokens, MAX(?, MIN(?,
-                CASE WHEN tokens > 0 THEN count * ? * 9 / (8 * tokens) + 8 ELSE 0 END)) AS take
-            FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?)
-        SELECT 0, b.count, NULL, b.tokens, b.born, b.version, b.take FROM b
-        UNION ALL SELECT * FROM (SELECT 1, r.pos, r.body, r.tokens, NULL, NULL, NULL
-            FROM buffer_rows r INDEXED BY buffer_rows_systems
-            WHERE r.buffer_id = (SELECT id FROM b) AND r.role = 'system' ORDER BY r.pos)
-        UNION ALL SELECT * FROM (SELECT 2, r.pos, r.body, r.tokens, NULL, NULL, NULL
-            FROM buffer_rows r WHERE r.buffer_id = (SELECT id FROM b) ORDER BY r.pos DESC
-            LIMIT COALESCE((SELECT take FROM b), 0))""",
-    "tail_more": """WITH b AS (SELECT id, born, version FROM buffers
-            WHERE scope = ? AND scope_id = ? AND key = ?)
-        SELECT 0, NULL, NULL, NULL, b.born, b.version, NULL FROM b
-        UNION ALL SELECT * FROM (SELECT 2, r.pos, r.body, r.tokens, NULL, NULL, NULL
-            FROM buffer_rows r WHERE r.buffer_id = (SELECT id FROM b) AND r.pos < ? ORDER BY r.pos DESC LIMIT ?)""",
+    "tail_first": _TAIL_FIRST.format(row=_TAIL_ROW),
+    "tail_more": _TAIL_MORE.format(row=_TAIL_ROW),
     # a buffer stored before its rows were counted (migration 13): its tokens, counted
     "tail_uncounted": """WITH b AS (SELECT id, born, version FROM buffers
             WHERE scope = ? AND scope_id = ? AND key = ?)
@@ -119,21 +126,8 @@ SQL: dict[str, str] = {
     # read_tail's rows as a window's facts (read_tail_facts, issue 38 §2): the stored role and
     # count, an assistant row's call ids from buffer_calls; the text only when SQL cannot
     # give the facts (a tool row, an uncounted row, a text that is not JSON)
-    "cut_first": f"""WITH b AS (SELECT id, born, version, count, tokens, MAX(?, MIN(?,
-                CASE WHEN tokens > 0 THEN count * ? * 9 / (8 * tokens) + 8 ELSE 0 END)) AS take
-            FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?)
-        SELECT 0, b.count, NULL, b.tokens, b.born, b.version, b.take FROM b
-        UNION ALL SELECT * FROM (SELECT 1, r.pos, r.body, r.tokens, NULL, NULL, NULL
-            FROM buffer_rows r INDEXED BY buffer_rows_systems
-            WHERE r.buffer_id = (SELECT id FROM b) AND r.role = 'system' ORDER BY r.pos)
-        UNION ALL SELECT * FROM (SELECT 2, r.pos, {_CUT_BODY}, r.tokens, r.role, {_CUT_CALLS}, NULL
-            FROM buffer_rows r WHERE r.buffer_id = (SELECT id FROM b) ORDER BY r.pos DESC
-            LIMIT COALESCE((SELECT take FROM b), 0))""",
-    "cut_more": f"""WITH b AS (SELECT id, born, version FROM buffers
-            WHERE scope = ? AND scope_id = ? AND key = ?)
-        SELECT 0, NULL, NULL, NULL, b.born, b.version, NULL FROM b
-        UNION ALL SELECT * FROM (SELECT 2, r.pos, {_CUT_BODY}, r.tokens, r.role, {_CUT_CALLS}, NULL
-            FROM buffer_rows r WHERE r.buffer_id = (SELECT id FROM b) AND r.pos < ? ORDER BY r.pos DESC LIMIT ?)""",
+    "cut_first": _TAIL_FIRST.format(row=_CUT_ROW),
+    "cut_more": _TAIL_MORE.format(row=_CUT_ROW),
     "read_begin": "BEGIN",
     "read_end": "COMMIT",
     "clear_rows": f"DELETE FROM buffer_rows WHERE {_B}",
