@@ -3,8 +3,9 @@
 A round trip is a time the client blocked reading the server's answer (psycopg's
 wait for a readable socket), on the store's one connection. A step of
 ``StateGraph(MessagesState)`` stores the task's pending writes (one round trip: the
-inserts run only if the guard held) and a checkpoint with its one new line row (two:
-the reads with the guard, then the writes with the commit), whatever the thread's length.
+inserts run only if the guard held) and a checkpoint with its one new line row (one,
+on the facts the store remembers from its last write of the thread, checked by a
+verdict), whatever the thread's length.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from psycopg.waiting import Wait  # noqa: E402
 
 from flowmem.store.postgres import PostgresStore  # noqa: E402
 
-STEP_ROUND_TRIPS = 3  # docs/performance.md, "LangGraph"; PostgresSaver: 2
+STEP_ROUND_TRIPS = 2  # docs/performance.md, "LangGraph"; PostgresSaver: 2 too
 
 
 class Counting:
@@ -85,7 +86,7 @@ def _graph(saver: FlowmemSaver, steps: dict[str, int]) -> Any:
     return builder.compile(checkpointer=saver)
 
 
-def test_a_graph_step_on_postgresql_takes_three_round_trips_at_any_length(
+def test_a_graph_step_on_postgresql_takes_two_round_trips_at_any_length(
     counted: tuple[FlowmemSaver, Counting],
 ) -> None:
     saver, counter = counted

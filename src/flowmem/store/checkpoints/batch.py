@@ -16,13 +16,16 @@ pipeline, that is when the client first waits for them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from flowmem.core import Repair
 from flowmem.store.base import WriteGuard
 from flowmem.store.editor import SqlRunner
 from flowmem.store.engine import SqlEngine
+
+Header = tuple[int, int, int, int]
+"""A line's buffer header as a write leaves it: (buffer id, count, last major, bytes)."""
 
 
 class Asked(Protocol):
@@ -59,6 +62,15 @@ class Batch(Protocol):
 
     def record_repairs(self, buffer_id: int, repairs: Sequence[Repair]) -> None:
         """Log a line's repairs in its buffer's repair log, in this transaction."""
+        ...
+
+    def wrote(
+        self, thread_id: str, ns: str, headers: Mapping[str, Header], latest: str | None
+    ) -> None:
+        """What the write leaves, once committed: each line's header, the thread's latest checkpoint.
+
+        A header is (buffer id, count, last major, bytes); ``latest`` None: not known.
+        """
         ...
 
 
@@ -108,5 +120,10 @@ class StatementBatch:
         """Log the repairs through the store (``SqlEngine.record_repairs``)."""
         self.store.record_repairs(self.conn, buffer_id, repairs)
 
+    def wrote(
+        self, thread_id: str, ns: str, headers: Mapping[str, Header], latest: str | None
+    ) -> None:
+        """Nothing to remember: a statement costs no round trip here."""
 
-__all__ = ["Asked", "Batch", "Rows", "StatementBatch"]
+
+__all__ = ["Asked", "Batch", "Header", "Rows", "StatementBatch"]

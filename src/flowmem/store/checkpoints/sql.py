@@ -61,6 +61,20 @@ def versions_text(versions: Mapping[str, Any]) -> str:
     return json.dumps(dict(versions), sort_keys=True, separators=(",", ":"))
 
 
+def cp_params(cp: StoredCheckpoint) -> tuple[Any, ...]:
+    """The parameters of ``cp_insert`` for a checkpoint."""
+    return (
+        cp.thread_id,
+        cp.ns,
+        cp.checkpoint_id,
+        cp.parent_id,
+        *cp.checkpoint,
+        *cp.metadata,
+        cp.run_id,
+        versions_text(cp.versions),
+    )
+
+
 def write_statement(
     thread_id: str, ns: str, checkpoint_id: str, write: StoredWrite
 ) -> tuple[str, tuple[Any, ...]]:
@@ -131,8 +145,10 @@ class SqlCheckpoints:
                 latest_id = None if found is None else found[0]
                 if latest_id != head.checkpoint_id:
                     raise forked(cp.thread_id, latest_id, head.checkpoint_id)
+            written: dict[str, tuple[int, int, int, int]] = {}
             for line, address, header, held in zip(lines, addresses, headers, answers, strict=True):
-                editor = SqlBufferEditor(batch.runner, address, header.one())
+                found = header.one()
+                editor = SqlBufferEditor(batch.runner, address, found)
                 if editor.count() != line.expect:
                     raise line_moved(line.key, editor.count(), line.expect)
                 repairs = self._repairs(line, held)
@@ -140,21 +156,12 @@ class SqlCheckpoints:
                     editor.append_row(row)
                 editor.flush()
                 batch.record_repairs(editor.buffer_id, repairs)  # issue 37 §2
+                last = (0 if found is None else int(found[2])) + len(line.rows)
+                written[line.key] = (editor.buffer_id, editor.count(), last, editor.bytes)
+            batch.wrote(cp.thread_id, cp.ns, written, None if head is None else cp.checkpoint_id)
             for blob in blobs:
                 batch.run("blob_insert", (cp.thread_id, cp.ns, blob.channel, blob.version, *blob.value))
-            batch.run(
-                "cp_insert",
-                (
-                    cp.thread_id,
-                    cp.ns,
-                    cp.checkpoint_id,
-                    cp.parent_id,
-                    *cp.checkpoint,
-                    *cp.metadata,
-                    cp.run_id,
-                    versions_text(cp.versions),
-                ),
-            )
+            batch.run("cp_insert", cp_params(cp))
 
         self._write(work, guard, self._thread_lock(cp.thread_id))
 
@@ -381,4 +388,4 @@ class SqlCheckpoints:
                 self.store.drop_buffer(conn, int(buffer_id))
 
 
-__all__ = ["PAGE", "SqlCheckpoints", "line_of", "line_range", "versions_text", "write_statement"]
+__all__ = ["PAGE", "SqlCheckpoints", "cp_params", "line_of", "line_range", "versions_text", "write_statement"]

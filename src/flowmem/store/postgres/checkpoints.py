@@ -6,26 +6,39 @@ one implicit transaction committed at the Sync (no ``BEGIN`` or ``COMMIT``). The
 session claim, the guard and the thread's advisory lock come first (the lock order
 of decision 0014: the session's row, then the advisory lock), then every read; the
 guard's answer is the first round trip and brings the reads with it; the writes go
-with the Sync, the second. Pending writes under a guard take one (``put_writes``). A
-graph step (its pending writes and its checkpoint) takes three round trips where it
-took 17–18. Any error before the Sync rolls back everything (``ROLLBACK`` first); a
-failed guard raises its own error after.
+with the Sync, the second. On the facts this store remembers from its last write of
+the thread (``Remembered``) a checkpoint takes one: a verdict after the lock, every
+write run only if it holds, the reading path again when it did not. Pending writes
+under a guard take one (``put_writes``). A graph step (its pending writes and its
+checkpoint) takes two round trips, as ``PostgresSaver``, where it took 17–18. Any
+error before the Sync rolls back everything (``ROLLBACK`` first); a failed guard
+raises its own error after.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import psycopg
 
-from flowmem.core import Repair
-from flowmem.store.base import Address, WriteGuard
-from flowmem.store.checkpoints import StoredBlob, StoredWrite, check_thread_text
-from flowmem.store.checkpoints.batch import Asked, Batch
-from flowmem.store.checkpoints.sql import SqlCheckpoints, write_statement
-from flowmem.store.editor import SqlRunner
+from flowmem.core import Repair, call_ids, result_id
+from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard
+from flowmem.store.checkpoints import (
+    Head,
+    LineAppend,
+    StoredBlob,
+    StoredCheckpoint,
+    StoredWrite,
+    check_thread_text,
+)
+from flowmem.store.checkpoints.batch import Asked, Batch, Header
+from flowmem.store.checkpoints.sql import SqlCheckpoints, cp_params, write_statement
+from flowmem.store.editor import SqlBufferEditor, SqlRunner
 from flowmem.store.engine import SqlEngine
+from flowmem.store.known import FORESEEABLE, Unforeseen
 from flowmem.store.postgres.pipeline import Pipeline, in_transaction
 from flowmem.store.postgres.queries import GUARDS, SQL
 from flowmem.store.repairs.sql import SqlRepairs
@@ -47,14 +60,100 @@ _WRITES = {
 }
 if any(_VERDICT not in text for text in _WRITES.values()):  # pragma: no cover - statements changed
     raise RuntimeError("the pending writes' statements no longer take VALUES as expected")
+# A checkpoint on facts remembered from this store's last write of the thread (as an
+# append on known facts, decision 0039): after the lock, ``cp_known…`` checks that the
+# guard held, that the line's header is as remembered and that the thread's latest
+# checkpoint is the parent, and keeps the verdict in ``flowmem.known``; every write's
+# ``?`` variant runs only if it is true (``row_insert?`` and ``header_update?`` are the
+# append's). One round trip; a false verdict wrote nothing, and the write runs again
+# reading the facts (two).
+_KNOWN = "current_setting('flowmem.known')::boolean"
+_HEADER = "EXISTS (SELECT 1 FROM buffers WHERE id = %s AND count = %s AND last_major = %s AND bytes = %s)"
+_LATEST = """(SELECT checkpoint_id FROM lg_checkpoints WHERE thread_id = %s AND ns = %s
+    ORDER BY checkpoint_id DESC LIMIT 1) IS NOT DISTINCT FROM %s::text"""
+_VERDICTS = {
+    f"cp_known{'+guard' * guarded}{'+line' * line}{'+head' * head}": "SELECT set_config('flowmem.known', ("
+    + " AND ".join(
+        [_VERDICT] * guarded + [_HEADER] * line + [_LATEST] * head or ["TRUE"]
+    )
+    + ")::text, true)"
+    for guarded in (0, 1)
+    for line in (0, 1)
+    for head in (0, 1)
+}
+_CASTS = {
+    "blob_insert": ("text", "text", "text", "text", "text", "bytea"),
+    "cp_insert": ("text", "text", "text", "text", "text", "bytea", "text", "bytea", "text", "text"),
+}
+_FORESEEN = {
+    f"{name}?": SQL[name].replace(
+        "VALUES (" + ", ".join(["%s"] * len(casts)) + ")",
+        "SELECT " + ", ".join(f"%s::{cast}" for cast in casts) + f" WHERE {_KNOWN}",
+    )
+    for name, casts in _CASTS.items()
+}
+if any(_KNOWN not in text for text in _FORESEEN.values()):  # pragma: no cover - statements changed
+    raise RuntimeError("the checkpoint's statements no longer take VALUES as expected")
 STATEMENTS: dict[str, str] = {
     **SQL,
+    **_VERDICTS,
+    **_FORESEEN,
     **{f"{name}?": text for name, text in _WRITES.items()},
     **{
         f"cp_guard@{kind}": f"SELECT set_config('flowmem.cp_guard', ({condition})::text, true)"
         for kind, condition in GUARDS.items()
     },
 }
+
+
+class _Foreseen:
+    """The editor's runner on remembered facts: each write's ``?`` variant, no question."""
+
+    def __init__(self, db: Pipeline) -> None:
+        self.db = db
+
+    def one(self, name: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+        """A question: not on remembered facts."""
+        raise Unforeseen(name)
+
+    def all(self, name: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """A question: not on remembered facts."""
+        raise Unforeseen(name)
+
+    def run(self, name: str, params: Sequence[Any]) -> None:
+        """Queue the write, run only if the verdict is true."""
+        if name not in FORESEEABLE:
+            raise Unforeseen(name)
+        self.db.run(f"{name}?", params)
+
+
+class Remembered:
+    """Per thread, what this store's last committed checkpoint write left: line headers, latest id."""
+
+    def __init__(self, capacity: int = 256) -> None:
+        self.capacity = capacity
+        self._threads: OrderedDict[tuple[str, str], tuple[dict[str, Header], str | None]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, thread_id: str, ns: str) -> tuple[dict[str, Header], str | None] | None:
+        """The thread's remembered headers and latest checkpoint id, or None."""
+        with self._lock:
+            return self._threads.get((thread_id, ns))
+
+    def remember(
+        self, thread_id: str, ns: str, headers: Mapping[str, Header], latest: str | None
+    ) -> None:
+        """Remember what a committed write left (``latest`` None: not known)."""
+        with self._lock:
+            known, _ = self._threads.pop((thread_id, ns), ({}, None))
+            self._threads[(thread_id, ns)] = ({**known, **headers}, latest)
+            while len(self._threads) > self.capacity:
+                self._threads.popitem(last=False)
+
+    def forget(self, thread_id: str, ns: str) -> None:
+        """Forget a thread (a verdict found it changed)."""
+        with self._lock:
+            self._threads.pop((thread_id, ns), None)
 
 
 class _GuardFailed(Exception):
@@ -86,6 +185,7 @@ class PipelineBatch:
     ) -> None:
         self.db = db
         self.repairs = repairs
+        self.left: tuple[str, str, dict[str, Header], str | None] | None = None
         kind, checks = guard_form(guard)
         ensure = ensure_form(guard)
         if ensure is not None:  # a claimed session (decision 0032), before the guard
@@ -116,6 +216,12 @@ class PipelineBatch:
         """Queue the repair log's entries (``repairs_log``, one statement each)."""
         self.repairs.record(self.db, buffer_id, repairs)
 
+    def wrote(
+        self, thread_id: str, ns: str, headers: Mapping[str, Header], latest: str | None
+    ) -> None:
+        """Keep what the write leaves, for ``PostgresCheckpoints`` to remember once committed."""
+        self.left = (thread_id, ns, dict(headers), latest)
+
 
 class PostgresCheckpoints(SqlCheckpoints):
     """``SqlCheckpoints`` whose writes run in one pipeline each (decision 0126)."""
@@ -131,6 +237,84 @@ class PostgresCheckpoints(SqlCheckpoints):
         self.repairs = repairs
         self.lock_key = lock_key
         self.guard_error = guard_error
+        self.remembered = Remembered()
+
+    def put_checkpoint(
+        self,
+        checkpoint: StoredCheckpoint,
+        blobs: Sequence[StoredBlob],
+        lines: Sequence[LineAppend],
+        guard: WriteGuard | None = None,
+        head: Head | None = None,
+    ) -> None:
+        """Store a checkpoint: in one round trip on remembered facts, else in two (``SqlCheckpoints``)."""
+        if not self._foreseen(checkpoint, blobs, lines, guard, head):
+            super().put_checkpoint(checkpoint, blobs, lines, guard, head)
+
+    def _foreseen(
+        self,
+        cp: StoredCheckpoint,
+        blobs: Sequence[StoredBlob],
+        lines: Sequence[LineAppend],
+        guard: WriteGuard | None,
+        head: Head | None,
+    ) -> bool:
+        """The write on the facts this store remembers, checked by a verdict: True when it was stored."""
+        known = self.remembered.get(cp.thread_id, cp.ns)
+        if known is None or len(lines) > 1:
+            return False
+        headers, latest = known
+        if head is not None and (latest is None or latest != head.checkpoint_id):
+            return False
+        line = lines[0] if lines else None
+        header = None if line is None else headers.get(line.key)
+        if line is not None and (
+            header is None
+            or header[1] != line.expect
+            or any(call_ids(row) or result_id(row) is not None for row in line.rows)
+        ):
+            return False
+        check_thread_text(cp.thread_id, "thread_id")
+        check_thread_text(cp.ns, "checkpoint_ns")
+        kind, checks = guard_form(guard)
+        ensure = ensure_form(guard)
+        name = f"cp_known{'+guard' * bool(kind)}{'+line' * bool(line)}{'+head' * bool(head)}"
+        params: list[Any] = [] if header is None else list(header)
+        if head is not None:
+            params += [cp.thread_id, cp.ns, head.checkpoint_id]
+        left: dict[str, Header] = {}
+        with self.store.connection() as conn:
+            try:
+                with Pipeline(conn, STATEMENTS) as db:
+                    if ensure is not None:
+                        db.send(*ensure)
+                    if kind:
+                        db.send(f"cp_guard@{kind}", checks)
+                    db.send("advisory_lock", (self.lock_key(self._thread_lock(cp.thread_id)),))
+                    verdict = db.send(name, params)
+                    if line is not None and header is not None:
+                        address = Address(SESSION_SCOPE, cp.thread_id, line.key)
+                        editor = SqlBufferEditor(_Foreseen(db), address, header)
+                        for row in line.rows:
+                            editor.append_row(row)
+                        editor.flush()
+                        left[line.key] = (header[0], editor.count(), header[2] + len(line.rows), editor.bytes)
+                    for blob in blobs:
+                        db.run("blob_insert?", (cp.thread_id, cp.ns, blob.channel, blob.version, *blob.value))
+                    db.run("cp_insert?", cp_params(cp))
+                    db.finish()
+            except Unforeseen:
+                return False  # nothing was sent that commits: the pipeline rolled back
+            except BaseException:
+                self.remembered.forget(cp.thread_id, cp.ns)
+                if in_transaction(conn):
+                    conn.execute(SQL["rollback"])
+                raise
+        if db.result(verdict) != [("true",)]:  # nothing was written
+            self.remembered.forget(cp.thread_id, cp.ns)
+            return False
+        self.remembered.remember(cp.thread_id, cp.ns, left, None if head is None else cp.checkpoint_id)
+        return True
 
     def _write(
         self, work: Callable[[Batch], None], guard: WriteGuard | None, address: Address | None = None
@@ -144,6 +328,8 @@ class PostgresCheckpoints(SqlCheckpoints):
                     work(batch)
                     batch.checked()  # answered already when ``work`` asked for it
                     db.finish()
+                if batch.left is not None:
+                    self.remembered.remember(*batch.left)
             except BaseException as exc:
                 if in_transaction(conn):
                     conn.execute(SQL["rollback"])
