@@ -244,6 +244,17 @@ def _drop_repairs(url: str) -> None:
         _sql(url, "DROP FUNCTION flowmem_repairs_usage()")
 
 
+def _drop_generations(url: str) -> None:
+    """Undo the vectors' generations (migration 21, decision 0130): the table, its triggers, its function."""
+    if url.startswith("sqlite"):
+        _sql(url, "DROP TRIGGER IF EXISTS vector_generation_expiry")  # the others go with their tables
+        for trigger in ("space_add", "space_drop", "space_change", "insert", "delete", "change"):
+            _sql(url, f"DROP TRIGGER IF EXISTS vector_generation_{trigger}")
+    else:
+        _sql(url, "DROP FUNCTION IF EXISTS flowmem_vector_generation() CASCADE")  # its triggers with it
+    _sql(url, "DROP TABLE IF EXISTS vector_generations")
+
+
 def _drop_vectors(url: str) -> None:
     """Undo the vectors' migration (issue 40): their tables, the triggers on records, the functions."""
     if url.startswith("sqlite"):
@@ -294,6 +305,7 @@ _UNDO = {
     sqlite_backend.MIGRATIONS.index(adk_sqlite.KEYED) + 1: _drop_adk_keys,
     sqlite_backend.MIGRATIONS.index(repairs_sqlite.MIGRATION) + 1: _drop_repairs,
     sqlite_backend.MIGRATIONS.index(vectors_sqlite.MIGRATION) + 1: _drop_vectors,
+    sqlite_backend.MIGRATIONS.index(vectors_sqlite.GENERATIONS) + 1: _drop_generations,
     sqlite_backend.MIGRATIONS.index(conversations_sqlite.UPGRADE) + 1: _drop_kept,
     sqlite_backend.MIGRATIONS.index(USAGE_SUMMED) + 1: _drop_summed_usage,
 }
