@@ -194,7 +194,8 @@ class SupportsVectors(Protocol):
     ) -> tuple[list[ScanRow], bool]:
         """One page of the live active-space vectors under ``prefix`` from key ``start``, whole records.
 
-        In key order (then field, ordinal), and whether more may follow (ask again
+        In key order (a record's rows together, in no set order among them: a
+        record scores its best), and whether more may follow (ask again
         after the page's last key). EmbeddingSpaceError when the collection's active
         space is not ``space``.
         """
