@@ -49,3 +49,30 @@ def test_building_the_mcp_server_leaves_the_hosts_logging_as_it_was(monkeypatch:
     monkeypatch.setattr(root, "level", logging.ERROR)
     create_app(MemoryStore(), purge_interval=None)
     assert root.handlers == [] and root.level == logging.ERROR
+
+
+def _call(client: TestClient, token: str, tool: str, arguments: dict[str, object]) -> object:
+    """One ``tools/call`` to the app's ``/mcp`` (stateless: no session to open first); its structured answer."""
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+    body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+    answered = client.post("/mcp", json=body, headers=headers)
+    assert answered.status_code == 200, answered.text
+    result = answered.json()["result"]
+    assert not result.get("isError"), result
+    return result["structuredContent"]
+
+
+def test_two_apps_in_one_process_each_call_their_own_store() -> None:
+    """The tools are built once per process (``mcp.server._tools``): a call still acts on its own app's store."""
+    first, second = MemoryStore(), MemoryStore()
+    (first_token, _), (second_token, _) = create_token(first, "ana"), create_token(second, "ana")
+    with (
+        TestClient(create_app(first, purge_interval=None)) as one,
+        TestClient(create_app(second, purge_interval=None)) as two,
+    ):
+        _call(one, first_token, "remember", {"key": "city", "value": "Lisbon"})
+        _call(two, second_token, "remember", {"key": "city", "value": "Oslo"})
+        assert "Lisbon" in str(_call(one, first_token, "recall", {"key": "city"}))
+        assert "Oslo" in str(_call(two, second_token, "recall", {"key": "city"}))
+        assert "Oslo" not in str(_call(one, first_token, "recall", {"key": "city"}))
+        assert "Lisbon" not in str(_call(two, second_token, "recall", {"key": "city"}))

@@ -7,13 +7,15 @@ token's principal that the HTTP gate left on the request (``http``).
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import (
     CallToolResult,
     InputRequiredResult,
@@ -41,7 +43,7 @@ CallerOf = Callable[[Any], Caller]
 class FlowmemMCP(MCPServer[Any]):
     """An ``MCPServer`` whose resource listing names the caller's own sessions."""
 
-    def __init__(self, caller_of: CallerOf) -> None:
+    def __init__(self, caller_of: CallerOf, tools: Sequence[Tool] = ()) -> None:
         # the SDK configures the root logger (``logging.basicConfig`` with its own handler):
         # the host's logging (``flowmem serve``'s) is put back as it was
         root = logging.getLogger()
@@ -52,6 +54,7 @@ class FlowmemMCP(MCPServer[Any]):
             version=__version__,
             instructions=INSTRUCTIONS,
             log_level="WARNING",
+            tools=list(tools),
         )
         root.handlers[:] = handlers
         root.setLevel(level)
@@ -90,9 +93,27 @@ def request_of(ctx: Any) -> Any:
 
 def build_server(caller_of: CallerOf) -> FlowmemMCP:
     """The server with every tool (records, sessions, the knowledge graph) and the session resources."""
-    server = FlowmemMCP(caller_of)
-    records.register(server, caller_of)
-    session_tools.register(server, caller_of)
-    graph_tools.register(server, caller_of)
+    server = FlowmemMCP(caller_of, _tools())
     resources.register(server, caller_of)
     return server
+
+
+def _caller_of_the_server(ctx: Any) -> Caller:
+    """A tool call's ``Caller``, as the server the call came to finds it (its ``caller_of``)."""
+    server: FlowmemMCP = ctx.mcp_server
+    return server.caller_of(ctx)
+
+
+@functools.cache
+def _tools() -> tuple[Tool, ...]:
+    """Every tool, built once per process and shared by every server (``build_server``).
+
+    Building them (a pydantic model and a JSON schema per tool) was nine tenths of
+    ``create_app``'s time, paid again by every app a process made (each test's). A
+    shared tool asks the server of its call for the ``Caller`` (``ctx.mcp_server``),
+    so it acts for that server's transport and services alone.
+    """
+    prototype = FlowmemMCP(_caller_of_the_server)
+    for part in (records, session_tools, graph_tools):
+        part.register(prototype, _caller_of_the_server)
+    return tuple(prototype._tool_manager.list_tools())  # noqa: SLF001 (the SDK lists Tool objects only here)
