@@ -1044,6 +1044,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--big", action="store_true", help="also at 100,000 rows (slow)")
     parser.add_argument(
+        "--no-memory", action="store_true", help="skip the memory of a whole load (appends and loads only)"
+    )
+    parser.add_argument(
         "--dir", default=None, help="where the fresh files are made (the disk measured; default: $TMPDIR)"
     )
     parser.add_argument(
@@ -1102,7 +1105,7 @@ def main(argv: list[str] | None = None) -> int:
             systems.append(spec.make(base / "memory" / spec.name.replace(" ", "-")))
         try:
             for system in systems:
-                system.memory_rows = min(system.memory_rows, plan.memory_rows)
+                system.memory_rows = 0 if args.no_memory else min(system.memory_rows, plan.memory_rows)
             memory(systems, repeats, results)
             durability = {system.name: system.database() for system in systems}
         finally:
