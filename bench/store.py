@@ -515,7 +515,7 @@ class AgentsSession(System):
 
     def database(self) -> dict[str, Any]:
         """Read from the connection the sessions write with (this thread's)."""
-        session = next(iter(self.sessions.values()))
+        session = next(iter(self.sessions.values()), None) or self.session("durability")
         return report_json.sqlite_durability(session._get_connection())
 
     def close(self) -> None:
