@@ -28,6 +28,21 @@ from flowmem.errors import (
 )
 from flowmem.store.base import Address, SessionRecord, TokenRecord, WriteGuard
 
+MAX_CODE_POINT = "\U0010ffff"
+
+
+def successor(key: str) -> str:
+    """The smallest key after ``key`` (keys hold no NUL): where the page after ``key`` starts."""
+    return key + "\x01"
+
+
+def prefix_end(prefix: str) -> str | None:
+    """The smallest key after every key starting with ``prefix``; None when there is none."""
+    stripped = prefix.rstrip(MAX_CODE_POINT)
+    if not stripped:
+        return None
+    return stripped[:-1] + chr(ord(stripped[-1]) + 1)
+
 
 def check_address(address: Address) -> None:
     """Refuse an address whose parts are not storable strings without NUL characters."""

@@ -11,10 +11,11 @@ from typing import Any, Protocol, runtime_checkable
 
 from flowmem.errors import InvalidInputError
 from flowmem.store.base import Address
+from flowmem.store.rows import prefix_end as prefix_end  # re-exported: listing's pages
 from flowmem.store.rows import stored_json
+from flowmem.store.rows import successor as successor
 
 LIST_BATCH = 100  # records one page of ``iter_records`` reads at most
-MAX_CODE_POINT = "\U0010ffff"
 
 
 @dataclass(frozen=True)
@@ -55,14 +56,3 @@ class RecordListing(Protocol):
         ...
 
 
-def successor(key: str) -> str:
-    """The smallest key after ``key`` (keys hold no NUL): where the page after ``key`` starts."""
-    return key + "\x01"
-
-
-def prefix_end(prefix: str) -> str | None:
-    """The smallest key after every key starting with ``prefix``; None when there is none."""
-    stripped = prefix.rstrip(MAX_CODE_POINT)
-    if not stripped:
-        return None
-    return stripped[:-1] + chr(ord(stripped[-1]) + 1)

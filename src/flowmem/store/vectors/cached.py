@@ -11,13 +11,32 @@ generation changes, and its searches go page by page (None: the caller's scan).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from flowmem.store.base import Address
-from flowmem.store.rows import check_address
-from flowmem.store.vectors import ACTIVE, SCAN_BYTES, Space, check_space, mismatch
-from flowmem.store.vectors.cache import RECORD_OVERHEAD, CacheKey, Snapshot
-from flowmem.store.vectors.sql import SqlVectors, prefix_end
+from flowmem.store.rows import check_address, prefix_end
+from flowmem.store.vectors import ACTIVE, SCAN_BYTES, Space, Spaces, check_space, mismatch
+from flowmem.store.vectors.cache import RECORD_OVERHEAD, CacheKey, Snapshot, SnapshotCache
+
+
+class SqlVectors(Protocol):
+    """What the snapshot needs of ``sql.SqlVectors`` (a protocol: sql.py imports this module back)."""
+
+    cache: SnapshotCache
+    store: Any
+    binary: dict[str, Any]
+
+    def statement(self, name: str) -> str:
+        """The backend's statement ``name``."""
+        ...
+
+    def read_spaces(self, conn: Any, collection: str) -> tuple[Spaces, dict[str, int]]:
+        """The collection's spaces and their ids."""
+        ...
+
+    def prepare_read(self, conn: Any) -> None:
+        """Set up ``conn`` for a read of many vectors."""
+        ...
 
 Ranked = tuple[str, float, "str | None"]
 

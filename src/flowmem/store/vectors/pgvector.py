@@ -45,9 +45,9 @@ from typing import Any
 from flowmem.errors import ConfigurationError
 from flowmem.store.base import Address
 from flowmem.store.engine import SqlEngine
-from flowmem.store.rows import check_address
+from flowmem.store.rows import check_address, prefix_end
 from flowmem.store.vectors import ACTIVE, Space, Vector, check_space, mismatch, pack
-from flowmem.store.vectors.sql import SqlVectors, prefix_end
+from flowmem.store.vectors.sql import SqlVectors
 
 TABLE = "record_vectors_pgvector"
 LOCK = 0x666C6F776D656D76  # the advisory lock of the table's creation and its first copy

@@ -14,7 +14,7 @@ from typing import Any
 from flowmem.errors import ConflictError, InvalidInputError
 from flowmem.store.base import Address
 from flowmem.store.engine import SqlEngine
-from flowmem.store.rows import check_address
+from flowmem.store.rows import check_address, prefix_end
 from flowmem.store.vectors import (
     ACTIVE,
     NEXT,
@@ -49,12 +49,6 @@ def whole_records(rows: list[Any], full: bool, key_of: Any) -> list[Any]:
     while cut and key_of(rows[cut - 1]) == last:
         cut -= 1
     return rows[:cut] if cut else rows
-
-
-def prefix_end(prefix: str) -> str | None:
-    """The smallest key after every key starting with ``prefix``; None when there is none."""
-    stripped = prefix.rstrip(chr(0x10FFFF))
-    return stripped[:-1] + chr(ord(stripped[-1]) + 1) if stripped else None
 
 
 class SqlVectors:
