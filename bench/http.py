@@ -61,7 +61,8 @@ from typing import Any
 # the standard library's ``http``. Drop it; the benches' shared modules are in bench/lib.
 if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]
-sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+# first: the pgserver wheel (PostgreSQL binaries for the tests) is also named pgserver
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 
 import pgserver
 import report_json

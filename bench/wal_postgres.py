@@ -49,7 +49,8 @@ from typing import Any
 
 if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]  # bench/http.py would shadow the standard library's http
-sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+# first: the pgserver wheel (PostgreSQL binaries for the tests) is also named pgserver
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 
 import pgserver
 import report_json
