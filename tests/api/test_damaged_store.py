@@ -10,7 +10,9 @@ from fastapi.testclient import TestClient
 
 from flowmem.api import create_app
 from flowmem.auth import create_token
+from flowmem.limits import Quotas
 from flowmem.store import open_store
+from flowmem.store.sqlite.driver import add_quota_function
 from tests.store.damage import KEY, filled, flip_cells, flip_text, rows
 
 READ = "/v1/buffers/user/notes"
@@ -55,6 +57,7 @@ def test_a_stored_row_that_no_longer_parses_is_store_corrupt_not_a_500(
     if backend == "sqlite":
         store.close()
         conn = sqlite3.connect(tmp_path / "r.db")
+        add_quota_function(conn, Quotas)  # the store's own, for its triggers
         conn.execute(damaged)
         conn.commit()
         conn.close()
@@ -96,7 +99,7 @@ def test_a_damaged_record_session_transcript_or_token_text_is_store_corrupt_not_
     if backend == "sqlite":
         store.close()
         conn = sqlite3.connect(tmp_path / "r.db")
-        conn.create_function("flowmem_over_quota", 3, lambda *_: 0)  # the store's own, for its triggers
+        add_quota_function(conn, Quotas)  # the store's own, for its triggers
         conn.execute(damage)
         conn.commit()
         conn.close()
