@@ -25,7 +25,7 @@ PINNED = {
         "ed90898647e0", "6f927e2495dc", "7ddd1019fec8", "121eb212365f", "9480701786b0",
         "41d9995567bf", "37d6b01855a8", "b4f22e6231c9", "789293e84e62", "e8f1a442d379",
         "0d0e32492ab0", "5a2d5c3ce138", "3db5f93bb2b9", "b87053d6d593",
-        "dd203f30f9ee", "963de2e7cc32", "d4045826206e", "e732c681408c",
+        "dd203f30f9ee", "963de2e7cc32", "e732c681408c",
     ],
     "postgres": [
         "d6f5219190c3", "8c1ad368c30c", "095db5f24a78", "4e2254cbc80b", "dec67871625a",
@@ -45,7 +45,7 @@ KINDS = {  # which kind of data owns which numbers (the rest are the store's own
     "vectors": [18, 21],
 }
 OWN_NUMBERS = {  # a kind's migration numbered per dialect (the next free number of each)
-    "sqlite": {"adk": [10, 16, 23]},
+    "sqlite": {"adk": [10, 16, 22]},
     "postgres": {"adk": [10, 16, 22]},
 }
 

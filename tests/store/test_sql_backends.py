@@ -32,10 +32,8 @@ from flowmem.store.archive import sqlite as archive_sqlite
 from flowmem.store.conversations import sqlite as conversations_sqlite
 from flowmem.store.repairs import sqlite as repairs_sqlite
 from flowmem.store.sqlite import SqliteStore, parse_url
-from flowmem.store.sqlite.schema import USAGE_SUMMED
 from flowmem.store.vectors import sqlite as vectors_sqlite
 from tests.store.undo_kept import undo_kept
-from tests.store.undo_pages import undo_append_pages
 
 KEY = Address("global", "", "k")
 
@@ -270,14 +268,6 @@ def _drop_vectors(url: str) -> None:
         _sql(url, "DROP FUNCTION IF EXISTS flowmem_vectors_usage()")
 
 
-def _drop_summed_usage(url: str) -> None:
-    """Undo SQLite's migration 22 (issue 42 §1): the indexes, flags and counted usage of before."""
-    if url.startswith("sqlite"):
-        conn = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
-        undo_append_pages(conn)
-        conn.close()
-
-
 def _drop_kept(url: str) -> None:
     """Undo the adapters' kept JSON (decisions 0131, 0133): pydantic-ai's messages, ADK's events."""
     if url.startswith("sqlite"):
@@ -307,7 +297,6 @@ _UNDO = {
     sqlite_backend.MIGRATIONS.index(vectors_sqlite.MIGRATION) + 1: _drop_vectors,
     sqlite_backend.MIGRATIONS.index(vectors_sqlite.GENERATIONS) + 1: _drop_generations,
     sqlite_backend.MIGRATIONS.index(conversations_sqlite.UPGRADE) + 1: _drop_kept,
-    sqlite_backend.MIGRATIONS.index(USAGE_SUMMED) + 1: _drop_summed_usage,
 }
 
 

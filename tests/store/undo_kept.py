@@ -1,7 +1,7 @@
 """Undo the migrations that keep adapters' messages and events as JSON (decisions 0131, 0133).
 
 The upgrade tests take a database back to an older schema before opening it again;
-these give back what conversations' migration 20 and ADK's (SQLite 23, PostgreSQL 22)
+these give back what conversations' migration 20 and ADK's (SQLite 22, PostgreSQL 22)
 added. Each runs on an open DB-API connection (sqlite3, or psycopg in autocommit) and
 does nothing when its migration is not there.
 """

@@ -4,7 +4,7 @@ SQLite and PostgreSQL keep each event as ADK's JSON (``adk_events``) while the e
 buffer is only appended whole events; ``get_session`` reads them in one range read
 (``GetSessionConfig`` applied in SQL) and one ``validate_json``. A buffer changed any
 other way (a heal, a late result replacing a placeholder, another writer's row, events
-stored before migration 23/22) is read from its rows, as before.
+stored before migration 22) is read from its rows, as before.
 """
 
 from __future__ import annotations

@@ -31,7 +31,6 @@ from flowmem.store.adk import sqlite as adk_sqlite
 from flowmem.store.sqlite.schema import MIGRATIONS
 from tests.integrations.adk.events import answer, call, result, user
 from tests.store.undo_kept import undo_kept
-from tests.store.undo_pages import undo_append_pages
 
 APP = "shop"
 
@@ -57,7 +56,6 @@ def _undo_keys(url: str) -> None:
     if url.startswith("sqlite"):
         with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
             undo_kept(conn, sqlite=True)  # the kept JSON (decisions 0131, 0133) first
-            undo_append_pages(conn)  # then SQLite's migration 22 (decision 0129)
             for statement in statements:
                 conn.execute(statement)
         return

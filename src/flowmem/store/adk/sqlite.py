@@ -50,5 +50,5 @@ SQL: dict[str, str] = statements("?", "", "", "born")
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     10: MIGRATION,  # Google ADK sessions, app state and user state (decision 0053)
     16: KEYED,  # ADK sessions keyed by app, user and ADK id (issue 36, decision 0100)
-    23: KEPT,  # each event as ADK's JSON beside its rows (issue 42 §4, decision 0133)
+    22: KEPT,  # each event as ADK's JSON beside its rows (issue 42 §4, decision 0133)
 }

@@ -4,9 +4,7 @@ The entries' bytes count against the buffer's owner's ``bytes`` quota in trigger
 the buffers' own do (decision 0044): counted on insert (refused past the quota, the
 write rolled back), uncounted on delete (a trim, the buffer's deletion). Since
 migration 19 a trigger of the insert also trims the log to its newest ``KEPT`` entries
-(decision 0124): an entry is one statement. Since migration 22 (``sqlite/schema.py``,
-decision 0129) the log's last number and its bytes are in the buffer's header, set by
-the insert's and the delete's triggers; the header's own trigger checks the quota.
+(decision 0124): an entry is one statement.
 """
 
 from __future__ import annotations
@@ -44,10 +42,6 @@ TRIM_IN_TRIGGER: tuple[str, ...] = (
 
 SQL: dict[str, str] = {
     **statements("?"),
-    # since migration 22 the log's last number is in the buffer's header, which the
-    # insert's trigger moves on with the entry's bytes (issue 37 §2: no lookup of the log)
-    "repairs_insert": """INSERT INTO buffer_repairs (buffer_id, seq, entry) VALUES (?,
-        (SELECT log_seq + 1 FROM buffers WHERE id = ?), ?)""",
     # the bytes quota off on this connection until unlifted (``flowmem_quota_lift``)
     "repairs_lift": "SELECT flowmem_quota_lift(1)",
     "repairs_unlift": "SELECT flowmem_quota_lift(0)",

@@ -129,8 +129,7 @@ def add_quota_function(conn: sqlite3.Connection, quotas: Callable[[], Quotas]) -
     abort becomes. Every connection that writes buffers or records needs it.
     ``flowmem_quota_lift(1)`` stops checking the bytes quota on the connection until
     ``flowmem_quota_lift(0)``: the repair log's entries of a write that frees more
-    than they take (decision 0121). ``flowmem_quota_set(quota)`` is 1 when that quota
-    is set (migration 22: an owner's bytes are summed over their buffers only then).
+    than they take (decision 0121).
     """
 
     lifted = [False]  # this connection's bytes quota is not checked (``flowmem_quota_lift``)
@@ -149,14 +148,9 @@ def add_quota_function(conn: sqlite3.Connection, quotas: Callable[[], Quotas]) -
         lifted[0] = bool(flag)
         return 0
 
-    def quota_set(quota: str) -> int:
-        return 1 if int(getattr(quotas(), quota, 0)) else 0
-
     conn.create_function("flowmem_over_quota", 3, over_quota)
     # the repair log's entries of a write that frees more than they take (decision 0121)
     conn.create_function("flowmem_quota_lift", 1, quota_lift)
-    # whether a quota is set: the bytes quota's sum over an owner's buffers runs only then (migration 22)
-    conn.create_function("flowmem_quota_set", 1, quota_set, deterministic=False)
 
 
 class _Connection(sqlite3.Connection):

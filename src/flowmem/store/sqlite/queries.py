@@ -16,7 +16,9 @@ from flowmem.store.statements import guarded, merge
 _B = "buffer_id = ?"
 # a cut_* row's text, when SQL cannot give its facts, and an assistant row's call ids in order
 _CUT_BODY = "CASE WHEN r.role = 'tool' OR r.tokens IS NULL OR NOT json_valid(r.body) THEN r.body END"
-_CUT_CALLS = "CASE WHEN r.role = 'assistant' THEN COALESCE(r.calls, '[]') END"  # migration 22
+_CUT_CALLS = """CASE WHEN r.role = 'assistant' THEN (SELECT json_group_array(c.call_id) FROM
+    (SELECT call_id FROM buffer_calls c WHERE c.buffer_id = r.buffer_id AND c.declared_pos = r.pos
+        ORDER BY c.ord) c) END"""
 # a read from the buffer's end, its first batch and the next ones: the header row, and each
 # stored row as ``{row}`` (read_tail's body and count; read_tail_facts' facts, ``_CUT_ROW``)
 _TAIL_FIRST = """WITH b AS (SELECT id, born, version, count, tokens, MAX(?, MIN(?,
@@ -43,10 +45,7 @@ SQL: dict[str, str] = {
     "header_update": "UPDATE buffers SET count = ?, last_major = ?, bytes = ?, tokens = tokens + ?, version = version + 1 WHERE id = ?",
     "is_declared": f"SELECT 1 FROM buffer_calls WHERE {_B} AND call_id = ? LIMIT 1",
     "answer_of": f"SELECT pos, healed FROM buffer_answers WHERE {_B} AND call_id = ? ORDER BY pos LIMIT 1",
-    # the unanswered declarations, kept in the header by buffer_calls' triggers (migration 22)
-    "open_calls": """SELECT json_extract(o.value, '$[0]'), json_extract(o.value, '$[1]')
-        FROM buffers AS b, json_each(b.unanswered) AS o WHERE b.id = ?
-        ORDER BY json_extract(o.value, '$[1]'), json_extract(o.value, '$[2]')""",
+    "open_calls": f"SELECT call_id, declared_pos FROM buffer_calls WHERE {_B} AND answered = 0 ORDER BY declared_pos, ord",
     # the first non-tool row after the turn, on the primary key: the scan passes the
     # turn's result run and stops (decision 0094); the editor asks once per turn
     "run_end": f"""SELECT MAX(pos) FROM buffer_rows WHERE {_B} AND pos > ? AND pos < COALESCE(
@@ -60,22 +59,17 @@ SQL: dict[str, str] = {
     "rows_before": f"SELECT COUNT(*) FROM buffer_rows WHERE {_B} AND pos < ?",  # an index
     "max_before": f"SELECT MAX(pos) FROM buffer_rows WHERE {_B} AND pos > ? AND pos < ?",
     "row_insert": "INSERT INTO buffer_rows (buffer_id, pos, role, body, tokens) VALUES (?, ?, ?, ?, ?)",
-    # its calls again from its new declarations (buffer_calls' insert trigger, migration 22)
-    "row_update": f"UPDATE buffer_rows SET role = ?, body = ?, tokens = ?, calls = NULL WHERE {_B} AND pos = ?",
+    "row_update": f"UPDATE buffer_rows SET role = ?, body = ?, tokens = ? WHERE {_B} AND pos = ?",
     "row_delete": f"DELETE FROM buffer_rows WHERE {_B} AND pos = ?",
     "call_insert": f"""INSERT INTO buffer_calls (buffer_id, call_id, declared_pos, ord, answered)
         VALUES (?, ?, ?, ?, EXISTS (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = ?))
         ON CONFLICT DO NOTHING""",
-    # the row's declarations, by the call ids on the row (no index by position: migration 22)
-    "calls_delete": """DELETE FROM buffer_calls WHERE buffer_id = ?1 AND declared_pos = ?2
-        AND call_id IN (SELECT value FROM json_each((SELECT calls FROM buffer_rows
-            WHERE buffer_id = ?1 AND pos = ?2)))""",
+    "calls_delete": f"DELETE FROM buffer_calls WHERE {_B} AND declared_pos = ?",
     "answer_insert": "INSERT INTO buffer_answers (buffer_id, call_id, pos, healed) VALUES (?, ?, ?, ?)",
     "answer_delete": f"DELETE FROM buffer_answers WHERE {_B} AND call_id = ? AND pos = ?",
-    # no flag to write (migration 22): buffer_answers' triggers keep the header's list of
-    # unanswered calls, and whether a call is answered is whether an answer is stored
-    "calls_answered": "SELECT ?1, ?2 WHERE 0",
-    "calls_reopen": "SELECT ?1, ?2, ?3, ?4 WHERE 0",
+    "calls_answered": f"UPDATE buffer_calls SET answered = 1 WHERE {_B} AND call_id = ? AND answered = 0",
+    "calls_reopen": f"""UPDATE buffer_calls SET answered = 0 WHERE {_B} AND call_id = ? AND NOT EXISTS
+        (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = ?)""",
     "shift_rows": f"UPDATE buffer_rows SET pos = -(pos + ?) WHERE {_B} AND pos > ? AND pos < ?",
     "shift_calls": f"UPDATE buffer_calls SET declared_pos = -(declared_pos + ?) WHERE {_B} AND declared_pos > ? AND declared_pos < ?",
     "shift_answers": f"UPDATE buffer_answers SET pos = -(pos + ?) WHERE {_B} AND pos > ? AND pos < ?",
@@ -101,9 +95,7 @@ SQL: dict[str, str] = {
         (SELECT id FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?) AND pos < ?
         ORDER BY pos DESC LIMIT ?) AS tail ORDER BY pos""",
     "count": "SELECT count FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
-    # an owner's bytes: what user_usage counts, their buffers' rows and repair logs (migration 22)
-    "usage_get": """SELECT u.bytes + (SELECT COALESCE(SUM(b.bytes + b.log_bytes), 0) FROM buffers AS b
-        WHERE b.owner = u.user_id), u.buffers, u.records FROM user_usage AS u WHERE u.user_id = ?""",
+    "usage_get": "SELECT bytes, buffers, records FROM user_usage WHERE user_id = ?",
     "usage_delete": "DELETE FROM user_usage WHERE user_id = ?",
     # a paged read (page_bodies): the header, the (last+1)-th newest row below a cursor, a page
     "page_head": "SELECT id, born, version, count FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
