@@ -2,7 +2,7 @@
 
 ``counting()`` wraps psycopg's ``waiting.wait`` (what every ``Connection.wait`` calls)
 while it is active: a wait whose generator asks to read counts once, however many
-reads it then takes. The same measure as tests/store/test_postgres_round_trips.py.
+reads it then takes. The same measure as tests/store/round_trips.py (one connection).
 Load-independent, unlike a time: the benches report it beside their timings.
 """
 

@@ -23,9 +23,8 @@ pytestmark = pytest.mark.postgres
 
 psycopg = pytest.importorskip("psycopg")
 
-from psycopg.waiting import Wait  # noqa: E402
-
 from flowmem.store.postgres import PostgresStore  # noqa: E402
+from tests.store.round_trips import count_round_trips  # noqa: E402
 
 # The documented numbers (docs/performance.md, "Round trips per append"): an append
 # to an existing buffer, the message alone, with known buffers off (``known_buffers=0``):
@@ -77,24 +76,10 @@ class Counted:
 
     def _count_reads(self, conn: Any) -> None:
         """Count the waits that blocked on reading the server's answer (one per round trip)."""
-        wait = conn.wait
+        count_round_trips(conn, self._one_more)
 
-        def counting(gen: Any, *args: Any, **kwargs: Any) -> Any:
-            def wrapped() -> Any:
-                blocked = False
-                try:
-                    state = next(gen)
-                    while True:
-                        if state == Wait.R and not blocked:
-                            blocked = True
-                            self.reads += 1
-                        state = gen.send((yield state))
-                except StopIteration as done:
-                    return done.value
-
-            return wait(wrapped(), *args, **kwargs)
-
-        conn.wait = counting
+    def _one_more(self) -> None:
+        self.reads += 1
 
     def measure(self, work: Callable[[], object]) -> tuple[int, list[str]]:
         """Run ``work``; return its round trips and the statements the server logged for it."""

@@ -24,9 +24,8 @@ pytestmark = pytest.mark.postgres
 
 psycopg = pytest.importorskip("psycopg")
 
-from psycopg.waiting import Wait  # noqa: E402
-
 from flowmem.store.postgres import PostgresStore  # noqa: E402
+from tests.store.round_trips import count_round_trips  # noqa: E402
 
 STEP_ROUND_TRIPS = 2  # docs/performance.md, "LangGraph"; PostgresSaver: 2 too
 
@@ -39,24 +38,10 @@ class Counting:
 
     def install(self, conn: Any) -> None:
         """Count on ``conn`` from now on."""
-        wait = conn.wait
+        count_round_trips(conn, self._one_more)
 
-        def counting(gen: Any, *args: Any, **kwargs: Any) -> Any:
-            def wrapped() -> Any:
-                blocked = False
-                try:
-                    state = next(gen)
-                    while True:
-                        if state == Wait.R and not blocked:
-                            blocked = True
-                            self.reads += 1
-                        state = gen.send((yield state))
-                except StopIteration as done:
-                    return done.value
-
-            return wait(wrapped(), *args, **kwargs)
-
-        conn.wait = counting
+    def _one_more(self) -> None:
+        self.reads += 1
 
 
 @pytest.fixture
