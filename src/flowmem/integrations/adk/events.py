@@ -67,17 +67,48 @@ def _is_user_message(content: Mapping[str, Any], author: str) -> bool:
     return role == "user" or (role is None and author == "user")
 
 
+def _envelope(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The event's dump with its content's parts left out (they go in the rows)."""
+    envelope = dict(data)
+    content = data.get("content")
+    if content is not None:
+        envelope["content"] = {k: ([] if k == "parts" else v) for k, v in content.items()}
+    return envelope
+
+
+def _response_rows(parts: Sequence[Mapping[str, Any]]) -> list[tuple[list[int], dict[str, Any]]]:
+    """A ``tool`` row's part indices and metadata per ``function_response`` part (none without).
+
+    The event's other parts go with its first row.
+    """
+    responses = [i for i, p in enumerate(parts) if "function_response" in p]
+    others = [i for i in range(len(parts)) if i not in responses]
+    rows = []
+    for n, i in enumerate(responses):
+        answered = parts[i]["function_response"].get("id")
+        meta = {"tool_call_id": answered} if answered else {}
+        rows.append((sorted([i, *others]) if n == 0 else [i], meta))
+    return rows
+
+
+def _declared_calls(parts: Sequence[Mapping[str, Any]], waiting: set[str]) -> list[dict[str, Any]]:
+    """The ``function_call`` parts as ``metadata.tool_calls`` (MEM-2), long-running ones left out."""
+    return [
+        {"tool_call_id": call["id"], "name": call.get("name", ""), "args": call.get("args", {})}
+        for p in parts
+        if (call := p.get("function_call")) is not None and call.get("id") and call["id"] not in waiting
+    ]
+
+
 def event_rows(event: Event, token: str) -> list[Message]:
     """The rows an event is stored as; ``token`` names the event in every one of them."""
     data = _dump(event)
     content = data.get("content")
     parts: list[dict[str, Any]] = list(content.get("parts") or []) if content else []
-    envelope = copy.copy(data)
-    if content is not None:
-        envelope["content"] = {k: ([] if k == "parts" else v) for k, v in content.items()}
+    envelope = _envelope(data)
     stamp = int(event.timestamp)
 
-    def row(role: str, indices: list[int], **meta: Any) -> Message:
+    def row(role: str, indices: list[int], meta: dict[str, Any]) -> Message:
         adk = {"event": envelope, "parts": indices, "of": token}
         return {
             "role": role,
@@ -86,25 +117,14 @@ def event_rows(event: Event, token: str) -> list[Message]:
             "timestamp": stamp,
         }
 
-    responses = [i for i, p in enumerate(parts) if "function_response" in p]
+    responses = _response_rows(parts)
     if responses:
-        others = [i for i in range(len(parts)) if i not in responses]
-        rows = []
-        for n, i in enumerate(responses):
-            answered = parts[i]["function_response"].get("id")
-            meta = {} if not answered else {"tool_call_id": answered}
-            rows.append(row("tool", sorted([i, *others]) if n == 0 else [i], **meta))
-        return rows
+        return [row("tool", indices, meta) for indices, meta in responses]
     indices = list(range(len(parts)))
     if parts and _is_user_message(content or {}, event.author):
-        return [row("user", indices)]
-    waiting = set(event.long_running_tool_ids or ())
-    calls = [
-        {"tool_call_id": call["id"], "name": call.get("name", ""), "args": call.get("args", {})}
-        for p in parts
-        if (call := p.get("function_call")) is not None and call.get("id") and call["id"] not in waiting
-    ]
-    return [row("assistant", indices, **({"tool_calls": calls} if calls else {}))]
+        return [row("user", indices, {})]
+    calls = _declared_calls(parts, set(event.long_running_tool_ids or ()))
+    return [row("assistant", indices, {"tool_calls": calls} if calls else {})]
 
 
 def _parts_of(content: object) -> list[dict[str, Any]]:
