@@ -6,11 +6,17 @@ the kinds of data import them from either.
 
 from __future__ import annotations
 
+import importlib
+import sys
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from flowmem.core import Message
+from flowmem.errors import ConfigurationError
+
+T = TypeVar("T")
 
 DEFAULT_LOCK_TIMEOUT = 5.0  # seconds an append waits for its turn (MEM-12)
 PURGE_BATCH = 1000  # expired records one ``purge_expired`` call deletes at most (one transaction)
@@ -116,6 +122,52 @@ def capability(store: object, name: str, what: str) -> Any:
     if found is None:
         raise TypeError(f"{type(store).__name__} does not store {what}")
     return found
+
+
+BACKENDS: tuple[tuple[str, str], ...] = (
+    ("flowmem.store.memory", "MemoryStore"),
+    ("flowmem.store.sqlite", "SqliteStore"),
+    ("flowmem.store.postgres", "PostgresStore"),
+)
+"""The three back-ends: each one's module and store class."""
+
+
+def backend_of(store: object) -> str | None:
+    """The back-end whose store ``store`` is (``"memory"``, ``"sqlite"``, ``"postgres"``); None for another.
+
+    Imports nothing: a back-end module not imported yet cannot have made this store
+    (so no driver is ever imported here).
+    """
+    for module, name in BACKENDS:
+        found = sys.modules.get(module)
+        if found is not None and isinstance(store, getattr(found, name)):
+            return module.rsplit(".", 1)[1]
+    return None
+
+
+class PerBackend(Generic[T]):
+    """A kind of data's object for each store, made once per store (kept while the store lives).
+
+    ``classes``: the class that serves each back-end, ``"module:Class"`` by back-end
+    name (``backend_of``), imported on first use and made over the store. A store of
+    another back-end: ConfigurationError ``f"{type(store).__name__} {refusal}"``.
+    """
+
+    def __init__(self, classes: Mapping[str, str], refusal: str) -> None:
+        self.classes = dict(classes)
+        self.refusal = refusal
+        self.found: weakref.WeakKeyDictionary[Any, T] = weakref.WeakKeyDictionary()
+
+    def __call__(self, store: Any) -> T:
+        """The object of ``store``'s back-end over ``store`` (the same one on every call)."""
+        found = self.found.get(store)
+        if found is None:
+            path = self.classes.get(backend_of(store) or "")
+            if path is None:
+                raise ConfigurationError(f"{type(store).__name__} {self.refusal}")
+            module, name = path.split(":")
+            found = self.found[store] = getattr(importlib.import_module(module), name)(store)
+        return found
 
 
 def idempotency_owner(user_id: str | None, token_id: str | None) -> str:

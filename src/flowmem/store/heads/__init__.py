@@ -20,25 +20,22 @@ insertion order): comparable between buffers of one store only.
 
 from __future__ import annotations
 
-import sys
-import weakref
 from typing import Any
 
-from flowmem.errors import ConfigurationError
-from flowmem.store.heads.facts import (
-    CONVERSATION_LINE,
-    GRAPH_LINE,
-    MAX_SESSIONS,
-    BufferCount,
-    SessionBuffers,
-    check_sessions,
-    first_line,
-    head_id,
-    is_framework_line,
-    pick_place,
-)
+from flowmem.store.heads import facts
+from flowmem.store.heads.facts import *  # noqa: F403 (the facts are this package's names)
+from flowmem.store.heads.facts import SessionBuffers
+from flowmem.store.values import PerBackend
 
-_FOUND: weakref.WeakKeyDictionary[Any, SessionBuffers] = weakref.WeakKeyDictionary()
+_BUFFERS = PerBackend[SessionBuffers](
+    {
+        "memory": "flowmem.store.heads.memory:MemoryBuffers",
+        "sqlite": "flowmem.store.heads.sqlite:SqliteBuffers",
+        "postgres": "flowmem.store.heads.postgres:PostgresBuffers",
+    },
+    "cannot list a session's buffers: use a MemoryStore, SqliteStore or PostgresStore, or a "
+    "store implementing flowmem.store.heads.SessionBuffers",
+)
 
 
 def session_buffers_of(store: Any) -> SessionBuffers:
@@ -48,46 +45,7 @@ def session_buffers_of(store: Any) -> SessionBuffers:
     """
     if all(hasattr(store, name) for name in ("buffers", "newest", "graph_lines")):
         return store  # type: ignore[no-any-return]
-    found = _FOUND.get(store)
-    if found is None:
-        found = _FOUND[store] = _backend(store)
-    return found
+    return _BUFFERS(store)
 
 
-def _backend(store: Any) -> SessionBuffers:
-    from flowmem.store.memory import MemoryStore
-
-    if isinstance(store, MemoryStore):
-        from flowmem.store.heads.memory import MemoryBuffers
-
-        return MemoryBuffers(store)
-    # a module not imported yet cannot have made this store: never import a driver here
-    sqlite = sys.modules.get("flowmem.store.sqlite")
-    if sqlite is not None and isinstance(store, sqlite.SqliteStore):
-        from flowmem.store.heads.sqlite import SqliteBuffers
-
-        return SqliteBuffers(store)
-    postgres = sys.modules.get("flowmem.store.postgres")
-    if postgres is not None and isinstance(store, postgres.PostgresStore):
-        from flowmem.store.heads.postgres import PostgresBuffers
-
-        return PostgresBuffers(store)
-    raise ConfigurationError(
-        f"{type(store).__name__} cannot list a session's buffers: use a MemoryStore, "
-        "SqliteStore or PostgresStore, or a store implementing flowmem.store.heads.SessionBuffers"
-    )
-
-
-__all__ = [
-    "CONVERSATION_LINE",
-    "GRAPH_LINE",
-    "MAX_SESSIONS",
-    "BufferCount",
-    "SessionBuffers",
-    "check_sessions",
-    "first_line",
-    "head_id",
-    "is_framework_line",
-    "pick_place",
-    "session_buffers_of",
-]
+__all__ = [*facts.__all__, "session_buffers_of"]

@@ -25,12 +25,9 @@ so ``key + "\\x01"`` is the smallest key after ``key``: a cursor is an inclusive
 
 from __future__ import annotations
 
-import sys
-import weakref
 from collections.abc import Iterator
-from typing import Any
 
-from flowmem.errors import ConfigurationError, InvalidInputError
+from flowmem.errors import InvalidInputError
 from flowmem.store.base import Address, Store
 from flowmem.store.listing.records import (
     LIST_BATCH,
@@ -40,8 +37,17 @@ from flowmem.store.listing.records import (
     successor,
 )
 from flowmem.store.rows import check_address
+from flowmem.store.values import PerBackend
 
-_LISTINGS: weakref.WeakKeyDictionary[Any, RecordListing] = weakref.WeakKeyDictionary()
+_LISTINGS = PerBackend[RecordListing](
+    {
+        "memory": "flowmem.store.listing.memory:MemoryListing",
+        "sqlite": "flowmem.store.listing.sqlite:SqliteListing",
+        "postgres": "flowmem.store.listing.postgres:PostgresListing",
+    },
+    "cannot list its records: use a MemoryStore, SqliteStore or PostgresStore, or a store "
+    "implementing flowmem.store.listing.RecordListing",
+)
 
 
 def listing_of(store: Store) -> RecordListing:
@@ -51,36 +57,7 @@ def listing_of(store: Store) -> RecordListing:
     """
     if isinstance(store, RecordListing):
         return store
-    found = _LISTINGS.get(store)
-    if found is not None:
-        return found
-    listing = _backend_listing(store)
-    _LISTINGS[store] = listing
-    return listing
-
-
-def _backend_listing(store: Store) -> RecordListing:
-    from flowmem.store.memory import MemoryStore
-
-    if isinstance(store, MemoryStore):
-        from flowmem.store.listing.memory import MemoryListing
-
-        return MemoryListing(store)
-    # a module not imported yet cannot have made this store: never import a driver here
-    sqlite = sys.modules.get("flowmem.store.sqlite")
-    if sqlite is not None and isinstance(store, sqlite.SqliteStore):
-        from flowmem.store.listing.sqlite import SqliteListing
-
-        return SqliteListing(store)
-    postgres = sys.modules.get("flowmem.store.postgres")
-    if postgres is not None and isinstance(store, postgres.PostgresStore):
-        from flowmem.store.listing.postgres import PostgresListing
-
-        return PostgresListing(store)
-    raise ConfigurationError(
-        f"{type(store).__name__} cannot list its records: use a MemoryStore, SqliteStore "
-        "or PostgresStore, or a store implementing flowmem.store.listing.RecordListing"
-    )
+    return _LISTINGS(store)
 
 
 def _check_limit(limit: object) -> int:
