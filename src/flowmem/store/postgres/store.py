@@ -364,26 +364,11 @@ class PostgresStore(PostgresReads):
         before the error propagates (LockNotAvailable included). With ``remember``
         the writes are followed by ``buffer_known``, for the next append (0039).
         """
-        kind, checks = guard_form(guard)
-        ensure = ensure_form(guard)
-        lock, held = held_lock(guard)
         ids, want_open = asked_of(rows)
         try:
             with Pipeline(conn, SQL) as db:
-                if ensure is not None:  # a claimed session (decision 0032), before the lock
-                    db.send(*ensure)
-                db.send(lock, (advisory_key(address), timeout, *held))
-                shape = ("@ids" if ids else "@") + ("+open" if want_open else "")
-                name = "append_facts" + {"@": "", "@+open": "@open"}.get(shape, shape)
-                params = (ids, *address) if ids else tuple(address)
-                # guarded: the guard is checked here, under the locks (decision 0127)
-                facts = db.send(f"{name}@{kind}", (*checks, *params)) if kind else db.send(name, params)
-                found = db.result(facts)
-                if kind:
-                    if not found[0][0]:
-                        raise _GuardFailed
-                    found = [found[0][1:]] if found[0][1] is not None else []
-                editor = seeded_editor(db, address, found[0] if found else None, ids, want_open)
+                found = _locked_facts(db, address, guard, timeout, ids, want_open)
+                editor = seeded_editor(db, address, found, ids, want_open)
                 outcome = apply_append(editor, rows, max_messages)
                 check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)
                 editor.flush()
@@ -392,21 +377,7 @@ class PostgresStore(PostgresReads):
                     self.repairs.record(db, editor.buffer_id, outcome.logged, freed)
                 whole = db.send("load_all", tuple(address)) if snapshot else None
                 if idempotency is not None:  # the key and its answer, before the commit (0031)
-                    if whole is not None:  # the answer holds the buffer: one more round trip
-                        outcome = replace(outcome, rows=load_rows(db.result(whole)))
-                        whole = None
-                    status, body = idempotency.answer(outcome)
-                    db.send(
-                        "idem_insert",
-                        (
-                            idempotency.owner,
-                            idempotency.key,
-                            idempotency.fingerprint,
-                            status,
-                            body,
-                            idempotency.expires_at,
-                        ),
-                    )
+                    outcome, whole = _send_key(db, idempotency, outcome, whole)
                 after = db.send("buffer_known", tuple(address)) if remember else None
                 db.finish()
                 if after is not None:
@@ -533,6 +504,54 @@ def held_lock(guard: WriteGuard | None) -> tuple[str, tuple[Any, ...]]:
         return "timed_lock", ()
     kind = "both" if len(held) == 2 else ("token" if token is not None else "session")
     return f"timed_lock_held@{kind}", held
+
+
+def _locked_facts(
+    db: Pipeline,
+    address: Address,
+    guard: WriteGuard | None,
+    timeout: str,
+    ids: list[str],
+    want_open: bool,
+) -> tuple[Any, ...] | None:
+    """The append's first round trip: a claimed session, the lock, then the facts (or None: no header).
+
+    A claimed session (decision 0032) is created before the lock; a guarded append's
+    guard is checked by the facts query, under the locks (decision 0127): _GuardFailed
+    when it did not hold.
+    """
+    kind, checks = guard_form(guard)
+    ensure = ensure_form(guard)
+    lock, held = held_lock(guard)
+    if ensure is not None:
+        db.send(*ensure)
+    db.send(lock, (advisory_key(address), timeout, *held))
+    shape = ("@ids" if ids else "@") + ("+open" if want_open else "")
+    name = "append_facts" + {"@": "", "@+open": "@open"}.get(shape, shape)
+    params = (ids, *address) if ids else tuple(address)
+    if not kind:
+        found = db.result(db.send(name, params))
+        return found[0] if found else None
+    guarded = db.result(db.send(f"{name}@{kind}", (*checks, *params)))
+    if not guarded[0][0]:
+        raise _GuardFailed
+    return guarded[0][1:] if guarded[0][1] is not None else None
+
+
+def _send_key(
+    db: Pipeline, idempotency: Idempotency, outcome: AppendOutcome, whole: Any
+) -> tuple[AppendOutcome, Any]:
+    """Queue the idempotency key with its answer (decision 0031); the outcome and what is left to read.
+
+    When the answer holds the buffer (``whole``, a snapshot) it is read first: one more round trip.
+    """
+    if whole is not None:
+        outcome = replace(outcome, rows=load_rows(db.result(whole)))
+        whole = None
+    status, body = idempotency.answer(outcome)
+    key = (idempotency.owner, idempotency.key, idempotency.fingerprint, status, body)
+    db.send("idem_insert", (*key, idempotency.expires_at))
+    return outcome, whole
 
 
 class _GuardFailed(Exception):
