@@ -42,10 +42,8 @@ import contextvars
 import dataclasses
 import logging
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
-from pydantic import TypeAdapter
 from pydantic_ai import Agent
 from pydantic_ai.conversation import Conversation
 from pydantic_ai.conversation_store import (
@@ -67,27 +65,27 @@ from flowmem.integrations.pydantic_ai.ahead import Ahead, WriteAhead
 from flowmem.integrations.pydantic_ai.answers import carries_results, once_per_call
 from flowmem.integrations.pydantic_ai.rows import (
     entries_of,
-    entry_rows,
     is_result,
-    message_json,
     messages_of,
     placeholder_request,
     unanswered_tail,
 )
 from flowmem.integrations.pydantic_ai.turns import LOADING, SAVING, KnownRecords, Loading, Saving
+from flowmem.integrations.pydantic_ai.writes import (
+    check_entry_ids,
+    continued,
+    conversation_write,
+    deferred_ids,
+    ran_before_stored,
+    record_of,
+)
 from flowmem.scope import ExecutionContext, Refusal, usable_identity
 from flowmem.service import MemoryService, kinds
 from flowmem.service.checks import check_id_text, check_name, context_user
 from flowmem.service.session_access import judge_session
-from flowmem.store import Store, open_store
-from flowmem.store.conversations import (
-    LINE,
-    ConversationWrite,
-    NewEntry,
-    StoredConversation,
-)
+from flowmem.store import Store, WriteGuard, open_store
+from flowmem.store.conversations import LINE, ConversationWrite, StoredConversation
 
-RECORD = TypeAdapter(ConversationRecord)
 log = logging.getLogger("flowmem.integrations.pydantic_ai")
 _CONTINUING: contextvars.ContextVar[Ahead | None] = contextvars.ContextVar("_CONTINUING", default=None)
 """The write-ahead a run's own save continues (set by ``save`` around pydantic-ai's save)."""
@@ -110,22 +108,6 @@ class ConversationOwnedElsewhere(ConversationConflict, AccessDeniedError):
         self.rule = denied.rule
 
 
-def _micros(stamp: datetime) -> int:
-    return int(stamp.timestamp() * 1_000_000)
-
-
-def _record(stored: StoredConversation) -> ConversationRecord:
-    return RECORD.validate_python(dict(stored.record))
-
-
-def _deferred_ids(holder: ConversationRecord | Conversation | None) -> set[str]:
-    """The tool call ids a paused run waits on (``deferred_tool_requests``)."""
-    requests = None if holder is None else holder.deferred_tool_requests
-    if requests is None:
-        return set()
-    return {call.tool_call_id for call in [*requests.calls, *requests.approvals]}
-
-
 def _answers_stored(entries: Sequence[ConversationEntry]) -> bool:
     """Whether a result in ``entries`` may answer a stored call: one no earlier entry of them declares.
 
@@ -140,21 +122,6 @@ def _answers_stored(entries: Sequence[ConversationEntry]) -> bool:
         elif any(is_result(p) and p.tool_call_id not in declared for p in message.parts):
             return True
     return False
-
-
-def _ran_before_stored(entries: Sequence[ConversationEntry]) -> list[str]:
-    """The call ids one write stores with their results: their tools ran before the calls were stored."""
-    calls: set[str] = set()
-    answered: list[str] = []
-    for entry in entries:
-        message: ModelMessage = entry.message
-        if isinstance(message, ModelResponse):
-            calls.update(p.tool_call_id for p in message.parts if isinstance(p, ToolCallPart))
-            continue
-        answered.extend(
-            p.tool_call_id for p in message.parts if is_result(p) and p.tool_call_id in calls
-        )
-    return answered
 
 
 class FlowmemConversationStore(ConversationStore):
@@ -259,7 +226,7 @@ class FlowmemConversationStore(ConversationStore):
             saving.stored, saving.read = stored, True
         if stored is None:
             return None
-        record = _record(stored)
+        record = record_of(stored)
         ahead = _CONTINUING.get()
         if ahead is not None and ahead.conversation_id == conversation_id and ahead.revision == record.revision:
             # the run's own save, after its write-ahead: pydantic-ai checks it against the
@@ -286,7 +253,7 @@ class FlowmemConversationStore(ConversationStore):
         check_id_text(scope, "scope")
         scope = self._scoped(scope, "conversation list")
         stored = await asyncio.to_thread(self.tables.records, scope, limit)
-        return [_record(found) for found in stored]
+        return [record_of(found) for found in stored]
 
     async def write_record(
         self,
@@ -304,59 +271,54 @@ class FlowmemConversationStore(ConversationStore):
         if self.user is not None:  # a user-bound store's conversations are its user's
             record = dataclasses.replace(record, scope=self._scoped(record.scope, "conversation write"))
         entries = list(new_entries)
-        for entry_id in (record.head_id, *(e.id for e in entries), *(e.parent_id for e in entries)):
-            if entry_id is not None:
-                check_name(entry_id, "entry_id")
-        saving = SAVING.get()
-        if saving is not None and saving.conversation_id == cid and saving.read:
-            stored = saving.stored  # the record this save's read_record gave
-        else:
-            stored = await asyncio.to_thread(self.tables.get, cid)
+        check_entry_ids(record, entries)
+        stored = await self._stored_for_write(cid)
         ahead = _CONTINUING.get()
         if ahead is not None and (ahead.conversation_id != cid or expected_revision != ahead.base):
             ahead = None
         if ahead is not None:
-            entries = ahead.relinked(entries)
-            scope = record.scope if record.scope is not None or stored is None else stored.scope
-            record = dataclasses.replace(
-                record, head_id=entries[-1].id if entries else ahead.head, scope=scope
-            )
+            entries, record = continued(ahead, record, entries, stored)
             expected_revision = ahead.revision
-        elif answered := _ran_before_stored(entries):
+        elif answered := ran_before_stored(entries):
             self._warn_once(answered)
         if carries_results(entries):
             entries, record = await self._once_per_call(entries, record)
         if ahead is not None:
             ahead.saved = entries
+        guard = self._claim(cid, record)
+        write = conversation_write(cid, record, entries, stored)
+        await self._write(write, expected_revision, guard, record.conversation_id)
+
+    async def _stored_for_write(self, conversation_id: str) -> StoredConversation | None:
+        """The stored record a write replaces: the one this save's ``read_record`` gave, else read."""
+        saving = SAVING.get()
+        if saving is not None and saving.conversation_id == conversation_id and saving.read:
+            return saving.stored
+        return await asyncio.to_thread(self.tables.get, conversation_id)
+
+    def _claim(self, conversation_id: str, record: ConversationRecord) -> WriteGuard | None:
+        """The guard of the write, for the record's scope as owner; ConversationOwnedElsewhere (MEM-9)."""
         owner = self._owner(record.scope)
         try:
-            guard = self.memory.session_claim(cid, ExecutionContext(session_id=cid, user_id=owner))
+            context = ExecutionContext(session_id=conversation_id, user_id=owner)
+            return self.memory.session_claim(conversation_id, context)
         except AccessDeniedError as exc:
             raise ConversationOwnedElsewhere(record.conversation_id, exc) from exc
-        waiting = _deferred_ids(record) | _deferred_ids(None if stored is None else _record(stored))
-        write = ConversationWrite(
-            record=StoredConversation(
-                conversation_id=cid,
-                revision=record.revision,
-                scope=record.scope,
-                updated=_micros(record.updated_at),
-                record=RECORD.dump_python(record, mode="json"),
-            ),
-            head=record.head_id,
-            parent=entries[0].parent_id if entries else record.head_id,
-            entries=[NewEntry(entry.id, entry_rows(entry), message_json(entry.message)) for entry in entries],
-            source=record.forked_from if not entries else None,
-            waiting=frozenset(waiting),
-        )
+
+    async def _write(
+        self, write: ConversationWrite, expected_revision: str | None, guard: WriteGuard | None, named: str
+    ) -> None:
+        """Store ``write`` in one transaction; ConversationConflict when the record moved on since."""
+        cid = write.record.conversation_id
         try:
             written = await asyncio.to_thread(self.tables.write, write, expected_revision, guard)
         except ConversationConflict:
             raise
         except AccessDeniedError as exc:
-            raise ConversationOwnedElsewhere(record.conversation_id, exc) from exc
+            raise ConversationOwnedElsewhere(named, exc) from exc
         if not written:
             self._known.remember(cid, None)
-            raise ConversationConflict(record.conversation_id)
+            raise ConversationConflict(named)
         self._known.remember(cid, write.record)
 
     async def _once_per_call(
@@ -567,7 +529,7 @@ class FlowmemConversationStore(ConversationStore):
             LOADING.reset(token)
         if conversation is None:
             return None
-        waiting = _deferred_ids(conversation)
+        waiting = deferred_ids(conversation)
         tail = unanswered_tail(conversation.messages, waiting)
         if tail is not None:
             conversation.messages.append(placeholder_request(*tail))

@@ -1,0 +1,119 @@
+"""What one ``write_record`` of ``FlowmemConversationStore`` stores, worked out before the database is touched.
+
+The entry ids checked as the API checks names, a run's write-ahead continued (its
+entries relinked after what it wrote, decision 0099), the calls one write stores with
+their results (the write-ahead was not used), and the ``ConversationWrite`` itself:
+the record as stored, the entries as buffer rows and kept messages, and the calls a
+paused run waits on (never healed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from datetime import datetime
+
+from pydantic import TypeAdapter
+from pydantic_ai.conversation import Conversation
+from pydantic_ai.conversation_store import ConversationEntry, ConversationRecord
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+
+from flowmem.integrations.pydantic_ai.ahead import Ahead
+from flowmem.integrations.pydantic_ai.rows import entry_rows, is_result, message_json
+from flowmem.service.checks import check_name
+from flowmem.store.conversations import ConversationWrite, NewEntry, StoredConversation
+
+RECORD = TypeAdapter(ConversationRecord)
+
+
+def micros(stamp: datetime) -> int:
+    """A time as whole microseconds since the epoch (a record's ``updated``)."""
+    return int(stamp.timestamp() * 1_000_000)
+
+
+def record_of(stored: StoredConversation) -> ConversationRecord:
+    """The pydantic-ai record a stored one holds."""
+    return RECORD.validate_python(dict(stored.record))
+
+
+def deferred_ids(holder: ConversationRecord | Conversation | None) -> set[str]:
+    """The tool call ids a paused run waits on (``deferred_tool_requests``)."""
+    requests = None if holder is None else holder.deferred_tool_requests
+    if requests is None:
+        return set()
+    return {call.tool_call_id for call in [*requests.calls, *requests.approvals]}
+
+
+def ran_before_stored(entries: Sequence[ConversationEntry]) -> list[str]:
+    """The call ids one write stores with their results: their tools ran before the calls were stored."""
+    calls: set[str] = set()
+    answered: list[str] = []
+    for entry in entries:
+        message: ModelMessage = entry.message
+        if isinstance(message, ModelResponse):
+            calls.update(p.tool_call_id for p in message.parts if isinstance(p, ToolCallPart))
+            continue
+        answered.extend(
+            p.tool_call_id for p in message.parts if is_result(p) and p.tool_call_id in calls
+        )
+    return answered
+
+
+def check_entry_ids(record: ConversationRecord, entries: Sequence[ConversationEntry]) -> None:
+    """InvalidInputError for a head, entry or parent id that is not a usable name (as the API checks)."""
+    for entry_id in (record.head_id, *(e.id for e in entries), *(e.parent_id for e in entries)):
+        if entry_id is not None:
+            check_name(entry_id, "entry_id")
+
+
+def continued(
+    ahead: Ahead,
+    record: ConversationRecord,
+    entries: Sequence[ConversationEntry],
+    stored: StoredConversation | None,
+) -> tuple[list[ConversationEntry], ConversationRecord]:
+    """A run's own save after its write-ahead: the entries it did not write, after those it did.
+
+    The record's head moves to the last of them (or stays where the write-ahead left
+    it), and a record saved with no scope keeps the stored one's.
+    """
+    kept = ahead.relinked(list(entries))
+    scope = record.scope if record.scope is not None or stored is None else stored.scope
+    head = kept[-1].id if kept else ahead.head
+    return kept, dataclasses.replace(record, head_id=head, scope=scope)
+
+
+def conversation_write(
+    conversation_id: str,
+    record: ConversationRecord,
+    entries: Sequence[ConversationEntry],
+    stored: StoredConversation | None,
+) -> ConversationWrite:
+    """The write of ``record`` and its new ``entries`` (``stored``: the record it replaces, or None)."""
+    waiting = deferred_ids(record) | deferred_ids(None if stored is None else record_of(stored))
+    return ConversationWrite(
+        record=StoredConversation(
+            conversation_id=conversation_id,
+            revision=record.revision,
+            scope=record.scope,
+            updated=micros(record.updated_at),
+            record=RECORD.dump_python(record, mode="json"),
+        ),
+        head=record.head_id,
+        parent=entries[0].parent_id if entries else record.head_id,
+        entries=[NewEntry(entry.id, entry_rows(entry), message_json(entry.message)) for entry in entries],
+        source=record.forked_from if not entries else None,
+        waiting=frozenset(waiting),
+    )
+
+
+__all__ = [
+    "RECORD",
+    "check_entry_ids",
+    "continued",
+    "conversation_write",
+    "deferred_ids",
+    "micros",
+    "ran_before_stored",
+    "record_of",
+]
