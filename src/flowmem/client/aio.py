@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Mapping
+from functools import partial
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 import httpx
 
@@ -31,7 +32,7 @@ from flowmem.client.base import (
     unreachable,
     wait_after,
 )
-from flowmem.client.calls import Call, Where
+from flowmem.client.calls import Call, ScopeIds, Where
 from flowmem.client.retry import RetryPolicy
 from flowmem.client.types import (
     BufferRead,
@@ -55,7 +56,7 @@ from flowmem.results import (
     ReadResult,
     WriteResult,
 )
-from flowmem.scope import ExecutionContext, Refusal
+from flowmem.scope import ExecutionContext
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -237,6 +238,8 @@ class AsyncClient(AsyncCompactionCalls, AsyncVectorCalls):
         await self.call(calls.delete_message(session_id, seq), idempotency_key=idempotency_key)
 
     # --- buffers and records, addressed as the API addresses them ----------------------
+    # ``**ids``: the scope ids, ``session_id=`` for scope ``session``, ``workflow_id=``,
+    # ``pipeline_id=``, ``execution_id=`` for the shared scopes (``calls.ScopeIds``)
     async def append_buffer(
         self,
         scope: str,
@@ -247,20 +250,12 @@ class AsyncClient(AsyncCompactionCalls, AsyncVectorCalls):
         return_messages: bool = False,
         format: str = "rows",
         system: Any = None,
-        session_id: str | None = None,
-        workflow_id: str | None = None,
-        pipeline_id: str | None = None,
-        execution_id: str | None = None,
         idempotency_key: str | None = None,
+        **ids: Unpack[ScopeIds],
     ) -> BufferResult:
         """Append one message or a list (rows, or a provider's ``format``) to a buffer."""
-        where = Where(session_id, workflow_id, pipeline_id, execution_id)
-        return await self.call(
-            calls.append_buffer(
-                scope, key, messages, where, max_messages, return_messages, format, system
-            ),
-            idempotency_key=idempotency_key,
-        )
+        call = calls.append_buffer(scope, key, messages, Where(**ids), max_messages, return_messages, format, system)
+        return await self.call(call, idempotency_key=idempotency_key)
 
     async def load_buffer(
         self,
@@ -271,80 +266,36 @@ class AsyncClient(AsyncCompactionCalls, AsyncVectorCalls):
         before: int | None = None,
         format: str = "rows",
         max_tokens: int | None = None,
-        session_id: str | None = None,
-        workflow_id: str | None = None,
-        pipeline_id: str | None = None,
-        execution_id: str | None = None,
+        **ids: Unpack[ScopeIds],
     ) -> BufferRead:
         """Load a buffer: all of it, its ``last`` N, older than cursor ``before``; in ``format``.
 
         ``max_tokens``: the longest sendable suffix within that many tokens (``window``
         says what was cut; ``window_too_small`` when the newest turn alone is larger).
         """
-        where = Where(session_id, workflow_id, pipeline_id, execution_id)
-        call = calls.load_buffer(scope, key, where, last, before, format, max_tokens)
-        return await self.call(call)
+        return await self.call(calls.load_buffer(scope, key, Where(**ids), last, before, format, max_tokens))
 
     async def clear_buffer(
-        self,
-        scope: str,
-        key: str,
-        *,
-        session_id: str | None = None,
-        workflow_id: str | None = None,
-        pipeline_id: str | None = None,
-        execution_id: str | None = None,
-        idempotency_key: str | None = None,
+        self, scope: str, key: str, *, idempotency_key: str | None = None, **ids: Unpack[ScopeIds]
     ) -> WriteResult:
         """Delete every message of a buffer."""
-        where = Where(session_id, workflow_id, pipeline_id, execution_id)
-        return await self.call(calls.clear_buffer(scope, key, where), idempotency_key=idempotency_key)
+        return await self.call(calls.clear_buffer(scope, key, Where(**ids)), idempotency_key=idempotency_key)
 
     async def pop_buffer(
-        self,
-        scope: str,
-        key: str,
-        *,
-        session_id: str | None = None,
-        workflow_id: str | None = None,
-        pipeline_id: str | None = None,
-        execution_id: str | None = None,
-        idempotency_key: str | None = None,
+        self, scope: str, key: str, *, idempotency_key: str | None = None, **ids: Unpack[ScopeIds]
     ) -> PopResult:
         """Remove and return a buffer's last message (``message`` None when empty)."""
-        where = Where(session_id, workflow_id, pipeline_id, execution_id)
-        return await self.call(calls.pop_buffer(scope, key, where), idempotency_key=idempotency_key)
+        return await self.call(calls.pop_buffer(scope, key, Where(**ids)), idempotency_key=idempotency_key)
 
     async def repairs(
-        self,
-        scope: str,
-        key: str,
-        *,
-        before: int | None = None,
-        limit: int | None = None,
-        session_id: str | None = None,
-        workflow_id: str | None = None,
-        pipeline_id: str | None = None,
-        execution_id: str | None = None,
+        self, scope: str, key: str, *, before: int | None = None, limit: int | None = None, **ids: Unpack[ScopeIds]
     ) -> RepairLog:
         """A page of a buffer's repair log, newest first (``before``: the older page's cursor)."""
-        where = Where(session_id, workflow_id, pipeline_id, execution_id)
-        return await self.call(calls.repairs(scope, key, where, before, limit))
+        return await self.call(calls.repairs(scope, key, Where(**ids), before, limit))
 
-    async def read_record(
-        self,
-        scope: str,
-        key: str,
-        *,
-        default: Any = None,
-        session_id: str | None = None,
-        workflow_id: str | None = None,
-        pipeline_id: str | None = None,
-        execution_id: str | None = None,
-    ) -> ReadResult:
+    async def read_record(self, scope: str, key: str, *, default: Any = None, **ids: Unpack[ScopeIds]) -> ReadResult:
         """Read a memory record; ``default`` (``found=False``) when absent, expired or refused."""
-        where = Where(session_id, workflow_id, pipeline_id, execution_id)
-        return await self.call(calls.read_record(scope, key, where, default))
+        return await self.call(calls.read_record(scope, key, Where(**ids), default))
 
     async def write_record(
         self,
@@ -353,30 +304,18 @@ class AsyncClient(AsyncCompactionCalls, AsyncVectorCalls):
         value: Any,
         *,
         ttl: float | None = None,
-        session_id: str | None = None,
-        workflow_id: str | None = None,
-        pipeline_id: str | None = None,
-        execution_id: str | None = None,
         idempotency_key: str | None = None,
+        **ids: Unpack[ScopeIds],
     ) -> WriteResult:
         """Write a memory record (any JSON value), expiring after ``ttl`` seconds when given."""
-        where = Where(session_id, workflow_id, pipeline_id, execution_id)
-        return await self.call(calls.write_record(scope, key, value, where, ttl), idempotency_key=idempotency_key)
+        call = calls.write_record(scope, key, value, Where(**ids), ttl)
+        return await self.call(call, idempotency_key=idempotency_key)
 
     async def delete_record(
-        self,
-        scope: str,
-        key: str,
-        *,
-        session_id: str | None = None,
-        workflow_id: str | None = None,
-        pipeline_id: str | None = None,
-        execution_id: str | None = None,
-        idempotency_key: str | None = None,
+        self, scope: str, key: str, *, idempotency_key: str | None = None, **ids: Unpack[ScopeIds]
     ) -> WriteResult:
         """Delete a memory record (``removed`` is 1 when one existed)."""
-        where = Where(session_id, workflow_id, pipeline_id, execution_id)
-        return await self.call(calls.delete_record(scope, key, where), idempotency_key=idempotency_key)
+        return await self.call(calls.delete_record(scope, key, Where(**ids)), idempotency_key=idempotency_key)
 
     # --- users and the stateless functions ---------------------------------------------
     async def erase_user(self, user_id: str, *, idempotency_key: str | None = None) -> UserErasure:
@@ -394,17 +333,14 @@ class AsyncClient(AsyncCompactionCalls, AsyncVectorCalls):
         return await self.call(calls.check(payload, format))
 
     # --- the Memory protocol (flowmem.memory): the service's signatures ----------------
+    # each is ``_memory``: its scope planned, a refusal answered with the neutral result
     async def read(
         self, scope: str, key: str, context: ExecutionContext | None, default: Any = None
     ) -> ReadResult:
         """Read a memory record as ``MemoryService.read`` does; a refusal returns ``default``."""
-        where = await self._plan("read", scope, key, context)
-        if isinstance(where, Refusal):
-            return ReadResult(value=default, found=False, refusal=where)
-        read = calls.read_record(scope, key, where, default)
-        return await self._scoped(
-            read, scope, where, lambda sid: ReadResult(value=default, found=False, resolved_scope_id=sid)
-        )
+        read = partial(calls.read_record, scope, key, default=default)
+        absent = partial(_not_found, default)
+        return await self._memory("read", scope, key, context, read, partial(ReadResult, value=default), absent)
 
     async def write(
         self,
@@ -417,20 +353,15 @@ class AsyncClient(AsyncCompactionCalls, AsyncVectorCalls):
         idempotency_key: str | None = None,
     ) -> WriteResult:
         """Write a record as ``MemoryService.write`` does; a refusal reports failure."""
-        where = await self._plan("write", scope, key, context, idempotency_key)
-        if isinstance(where, Refusal):
-            return WriteResult(success=False, refusal=where)
-        return await self.call(calls.write_record(scope, key, value, where, ttl), idempotency_key=idempotency_key)
+        write = partial(calls.write_record, scope, key, value, ttl=ttl)
+        return await self._memory("write", scope, key, context, write, WriteResult, idempotency_key=idempotency_key)
 
     async def delete(
         self, scope: str, key: str, context: ExecutionContext | None, *, idempotency_key: str | None = None
     ) -> WriteResult:
         """Delete a record as ``MemoryService.delete`` does; a refusal deletes nothing."""
-        where = await self._plan("delete", scope, key, context, idempotency_key)
-        if isinstance(where, Refusal):
-            return WriteResult(success=False, refusal=where)
-        delete = calls.delete_record(scope, key, where)
-        return await self._scoped(delete, scope, where, _nothing_removed, idempotency_key)
+        delete = partial(calls.delete_record, scope, key)
+        return await self._memory("delete", scope, key, context, delete, WriteResult, _nothing_removed, idempotency_key)
 
     async def append(
         self,
@@ -444,13 +375,8 @@ class AsyncClient(AsyncCompactionCalls, AsyncVectorCalls):
         idempotency_key: str | None = None,
     ) -> BufferResult:
         """Append rows as ``MemoryService.append`` does; a refusal writes nothing (MEM-14)."""
-        where = await self._plan("append", scope, key, context, idempotency_key)
-        if isinstance(where, Refusal):
-            return BufferResult(refusal=where)
-        return await self.call(
-            calls.append_buffer(scope, key, messages, where, max_messages, return_messages),
-            idempotency_key=idempotency_key,
-        )
+        append = partial(calls.append_buffer, scope, key, messages, max_messages=max_messages, return_messages=return_messages)
+        return await self._memory("append", scope, key, context, append, BufferResult, idempotency_key=idempotency_key)
 
     async def load(
         self,
@@ -467,42 +393,38 @@ class AsyncClient(AsyncCompactionCalls, AsyncVectorCalls):
         ``include_archived``: the rows compactions archived first (the first
         ``len(messages) - count``), then the live rows.
         """
-        where = await self._plan("load", scope, key, context)
-        if isinstance(where, Refusal):
-            return BufferResult(refusal=where)
-        load = calls.load_buffer(scope, key, where, last, max_tokens=max_tokens, archived=include_archived)
-        read = await self._scoped(load, scope, where, lambda sid: BufferResult(resolved_scope_id=sid))
-        if isinstance(read, BufferResult):
-            return read
-        return BufferResult(
-            messages=read.messages,
-            count=read.count,
-            resolved_scope_id=read.resolved_scope_id,
-            refusal=None if read.refused is None else Refusal.from_code(read.refused),
-            window=read.window,
-        )
+        load = partial(calls.load_buffer, scope, key, last=last, max_tokens=max_tokens, archived=include_archived)
+        read = await self._memory("load", scope, key, context, load, BufferResult, _no_rows)
+        return read if isinstance(read, BufferResult) else read.as_result()
 
     async def clear(
         self, scope: str, key: str, context: ExecutionContext | None, *, idempotency_key: str | None = None
     ) -> WriteResult:
         """Clear a buffer as ``MemoryService.clear`` does; a refusal clears nothing."""
-        where = await self._plan("clear", scope, key, context, idempotency_key)
-        if isinstance(where, Refusal):
-            return WriteResult(success=False, refusal=where)
-        clear = calls.clear_buffer(scope, key, where)
-        return await self._scoped(clear, scope, where, _nothing_removed, idempotency_key)
+        clear = partial(calls.clear_buffer, scope, key)
+        return await self._memory("clear", scope, key, context, clear, WriteResult, _nothing_removed, idempotency_key)
 
     async def pop_last(
         self, scope: str, key: str, context: ExecutionContext | None, *, idempotency_key: str | None = None
     ) -> PopResult:
         """Remove a buffer's last row as ``MemoryService.pop_last`` does."""
-        where = await self._plan("pop", scope, key, context, idempotency_key)
-        if isinstance(where, Refusal):
-            return PopResult(refusal=where)
-        pop = calls.pop_buffer(scope, key, where)
-        return await self._scoped(
-            pop, scope, where, lambda sid: PopResult(success=True, resolved_scope_id=sid), idempotency_key
-        )
+        pop = partial(calls.pop_buffer, scope, key)
+        return await self._memory("pop", scope, key, context, pop, PopResult, _nothing_popped, idempotency_key)
+
+
+def _not_found(default: Any, session_id: str) -> ReadResult:
+    """A read in a session no write has created yet: ``default``, not found."""
+    return ReadResult(value=default, found=False, resolved_scope_id=session_id)
+
+
+def _no_rows(session_id: str) -> BufferResult:
+    """A load of a session no write has created yet: the empty buffer."""
+    return BufferResult(resolved_scope_id=session_id)
+
+
+def _nothing_popped(session_id: str) -> PopResult:
+    """A pop in a session no write has created yet: done, no row."""
+    return PopResult(success=True, resolved_scope_id=session_id)
 
 
 def _nothing_removed(session_id: str) -> WriteResult:

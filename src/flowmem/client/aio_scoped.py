@@ -5,7 +5,7 @@
 ``AsyncVectorCalls``) are ``AsyncScopedCalls``: the client sends every call through its
 ``call``; a memory protocol call (``read``, ``append``, ``compaction_plan`` …) resolves
 its scope first (``_plan``: the user the token acts as, asked once) and answers the
-service's empty result where the server has no session yet (``_scoped``).
+service's empty result where the server has no session yet (``_memory``).
 ``flowmem.client.sync_scoped`` is generated from this module by
 ``scripts/async_to_sync.py``, as ``sync.py`` is from ``aio.py``.
 """
@@ -60,22 +60,30 @@ class AsyncScopedCalls:
             check_user(target.user_id, await self.user_id())
         return target.where
 
-    async def _scoped(
+    async def _memory(
         self,
-        call: Call[T],
+        operation: str,
         scope: str,
-        where: Where,
-        absent: Callable[[str], R],
+        key: str,
+        context: ExecutionContext | None,
+        build: Callable[[Where], Call[T]],
+        neutral: Callable[..., R],
+        absent: Callable[[str], R] | None = None,
         idempotency_key: str | None = None,
     ) -> T | R:
-        """Send a memory protocol call; ``absent(session_id)`` when its session does not exist yet.
+        """A memory protocol call: its scope planned, then ``build(where)`` sent.
 
-        The service answers a ``session`` scope whose session no write has created yet
-        as an empty one (nothing found, nothing removed); the server answers 404.
+        A refusal sends nothing and returns ``neutral(refusal=…)`` (MEM-7, MEM-14). With
+        ``absent``, a ``session`` scope whose session no write has created yet answers
+        ``absent(session_id)``, as the service answers it (nothing found, nothing
+        removed), where the server answers 404.
         """
+        where = await self._plan(operation, scope, key, context, idempotency_key)
+        if isinstance(where, Refusal):
+            return neutral(refusal=where)
         try:
-            return await self.call(call, idempotency_key=idempotency_key)
+            return await self.call(build(where), idempotency_key=idempotency_key)
         except NotFoundError:
-            if not no_session_yet(scope):
+            if absent is None or not no_session_yet(scope):
                 raise
             return absent(session_id_of(where))

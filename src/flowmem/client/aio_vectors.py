@@ -9,11 +9,11 @@ the server holds no model (decision 0125).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import TypeVar, Unpack
 
 from flowmem.client import calls
 from flowmem.client.aio_scoped import AsyncScopedCalls
-from flowmem.client.calls import Where
+from flowmem.client.calls import FlowIds, Where
 from flowmem.client.types import SearchResult
 from flowmem.results import WriteResult
 
@@ -32,17 +32,14 @@ class AsyncVectorCalls(AsyncScopedCalls):
         space: tuple[str, int],
         vectors: Sequence[tuple[str, Sequence[float]]],
         ttl: float | None = None,
-        workflow_id: str | None = None,
-        pipeline_id: str | None = None,
-        execution_id: str | None = None,
+        **ids: Unpack[FlowIds],
     ) -> WriteResult:
         """Write a record with its vectors in one transaction: ``space`` is (name, dims), ``vectors`` (field, numbers).
 
         The record's vectors are replaced; another space than the store's raises
         ``EmbeddingSpaceError`` (409), nothing changed.
         """
-        where = Where(None, workflow_id, pipeline_id, execution_id)
-        return await self.call(calls.write_vectors(scope, key, value, where, space, vectors, ttl))
+        return await self.call(calls.write_vectors(scope, key, value, Where(**ids), space, vectors, ttl))
 
     async def search_records(
         self,
@@ -54,13 +51,10 @@ class AsyncVectorCalls(AsyncScopedCalls):
         prefix: str = "",
         limit: int = 10,
         offset: int = 0,
-        workflow_id: str | None = None,
-        pipeline_id: str | None = None,
-        execution_id: str | None = None,
+        **ids: Unpack[FlowIds],
     ) -> SearchResult:
         """The caller's records of ``scope`` under ``prefix`` ranked by their vectors against ``vector``, best first."""
-        where = Where(None, workflow_id, pipeline_id, execution_id)
         call = calls.search_records(
-            scope, where, space, vector, distance=distance, prefix=prefix, limit=limit, offset=offset
+            scope, Where(**ids), space, vector, distance=distance, prefix=prefix, limit=limit, offset=offset
         )
         return await self.call(call)

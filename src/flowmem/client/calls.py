@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar
 from urllib.parse import quote
 
 from flowmem.client.types import (
@@ -217,6 +217,20 @@ class Where:
     def params(self) -> dict[str, Any]:
         """Return the four parameters (``Call.query`` leaves out those that are None)."""
         return fields_of(self)
+
+
+class FlowIds(TypedDict, total=False):
+    """The shared scopes' ids as a client method's keywords (``workflow_id=`` …)."""
+
+    workflow_id: str | None
+    pipeline_id: str | None
+    execution_id: str | None
+
+
+class ScopeIds(FlowIds, total=False):
+    """Every scope id as a client method's keywords: ``Where``'s fields (``Where(**ids)``)."""
+
+    session_id: str | None
 
 
 def _memory_path(kind: str, scope: str, key: str, tail: str = "") -> str:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping
+from functools import partial
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 import httpx
 
@@ -23,7 +24,7 @@ from flowmem.client.base import (
     unreachable,
     wait_after,
 )
-from flowmem.client.calls import Call, Where
+from flowmem.client.calls import Call, ScopeIds, Where
 from flowmem.client.retry import RetryPolicy
 from flowmem.client.sync_compaction import CompactionCalls
 from flowmem.client.sync_vectors import VectorCalls
@@ -49,7 +50,7 @@ from flowmem.results import (
     ReadResult,
     WriteResult,
 )
-from flowmem.scope import ExecutionContext, Refusal
+from flowmem.scope import ExecutionContext
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -227,6 +228,8 @@ class Client(CompactionCalls, VectorCalls):
         self.call(calls.delete_message(session_id, seq), idempotency_key=idempotency_key)
 
     # --- buffers and records, addressed as the API addresses them ----------------------
+    # ``**ids``: the scope ids, ``session_id=`` for scope ``session``, ``workflow_id=``,
+    # ``pipeline_id=``, ``execution_id=`` for the shared scopes (``calls.ScopeIds``)
     def append_buffer(
         self,
         scope: str,
@@ -237,20 +240,12 @@ class Client(CompactionCalls, VectorCalls):
         return_messages: bool = False,
         format: str = "rows",
         system: Any = None,
-        session_id: str | None = None,
-        workflow_id: str | None = None,
-        pipeline_id: str | None = None,
-        execution_id: str | None = None,
         idempotency_key: str | None = None,
+        **ids: Unpack[ScopeIds],
     ) -> BufferResult:
         """Append one message or a list (rows, or a provider's ``format``) to a buffer."""
-        where = Where(session_id, workflow_id, pipeline_id, execution_id)
-        return self.call(
-            calls.append_buffer(
-                scope, key, messages, where, max_messages, return_messages, format, system
-            ),
-            idempotency_key=idempotency_key,
-        )
+        call = calls.append_buffer(scope, key, messages, Where(**ids), max_messages, return_messages, format, system)
+        return self.call(call, idempotency_key=idempotency_key)
 
     def load_buffer(
         self,
@@ -261,80 +256,36 @@ class Client(CompactionCalls, VectorCalls):
         before: int | None = None,
         format: str = "rows",
         max_tokens: int | None = None,
-        session_id: str | None = None,
-        workflow_id: str | None = None,
-        pipeline_id: str | None = None,
-        execution_id: str | None = None,
+        **ids: Unpack[ScopeIds],
     ) -> BufferRead:
         """Load a buffer: all of it, its ``last`` N, older than cursor ``before``; in ``format``.
 
         ``max_tokens``: the longest sendable suffix within that many tokens (``window``
         says what was cut; ``window_too_small`` when the newest turn alone is larger).
         """
-        where = Where(session_id, workflow_id, pipeline_id, execution_id)
-        call = calls.load_buffer(scope, key, where, last, before, format, max_tokens)
-        return self.call(call)
+        return self.call(calls.load_buffer(scope, key, Where(**ids), last, before, format, max_tokens))
 
     def clear_buffer(
-        self,
-        scope: str,
-        key: str,
-        *,
-        session_id: str | None = None,
-        workflow_id: str | None = None,
-        pipeline_id: str | None = None,
-        execution_id: str | None = None,
-        idempotency_key: str | None = None,
+        self, scope: str, key: str, *, idempotency_key: str | None = None, **ids: Unpack[ScopeIds]
     ) -> WriteResult:
         """Delete every message of a buffer."""
-        where = Where(session_id, workflow_id, pipeline_id, execution_id)
-        return self.call(calls.clear_buffer(scope, key, where), idempotency_key=idempotency_key)
+        return self.call(calls.clear_buffer(scope, key, Where(**ids)), idempotency_key=idempotency_key)
 
     def pop_buffer(
-        self,
-        scope: str,
-        key: str,
-        *,
-        session_id: str | None = None,
-        workflow_id: str | None = None,
-        pipeline_id: str | None = None,
-        execution_id: str | None = None,
-        idempotency_key: str | None = None,
+        self, scope: str, key: str, *, idempotency_key: str | None = None, **ids: Unpack[ScopeIds]
     ) -> PopResult:
         """Remove and return a buffer's last message (``message`` None when empty)."""
-        where = Where(session_id, workflow_id, pipeline_id, execution_id)
-        return self.call(calls.pop_buffer(scope, key, where), idempotency_key=idempotency_key)
+        return self.call(calls.pop_buffer(scope, key, Where(**ids)), idempotency_key=idempotency_key)
 
     def repairs(
-        self,
-        scope: str,
-        key: str,
-        *,
-        before: int | None = None,
-        limit: int | None = None,
-        session_id: str | None = None,
-        workflow_id: str | None = None,
-        pipeline_id: str | None = None,
-        execution_id: str | None = None,
+        self, scope: str, key: str, *, before: int | None = None, limit: int | None = None, **ids: Unpack[ScopeIds]
     ) -> RepairLog:
         """A page of a buffer's repair log, newest first (``before``: the older page's cursor)."""
-        where = Where(session_id, workflow_id, pipeline_id, execution_id)
-        return self.call(calls.repairs(scope, key, where, before, limit))
+        return self.call(calls.repairs(scope, key, Where(**ids), before, limit))
 
-    def read_record(
-        self,
-        scope: str,
-        key: str,
-        *,
-        default: Any = None,
-        session_id: str | None = None,
-        workflow_id: str | None = None,
-        pipeline_id: str | None = None,
-        execution_id: str | None = None,
-    ) -> ReadResult:
+    def read_record(self, scope: str, key: str, *, default: Any = None, **ids: Unpack[ScopeIds]) -> ReadResult:
         """Read a memory record; ``default`` (``found=False``) when absent, expired or refused."""
-        where = Where(session_id, workflow_id, pipeline_id, execution_id)
-        return self.call(calls.read_record(scope, key, where, default))
+        return self.call(calls.read_record(scope, key, Where(**ids), default))
 
     def write_record(
         self,
@@ -343,30 +294,18 @@ class Client(CompactionCalls, VectorCalls):
         value: Any,
         *,
         ttl: float | None = None,
-        session_id: str | None = None,
-        workflow_id: str | None = None,
-        pipeline_id: str | None = None,
-        execution_id: str | None = None,
         idempotency_key: str | None = None,
+        **ids: Unpack[ScopeIds],
     ) -> WriteResult:
         """Write a memory record (any JSON value), expiring after ``ttl`` seconds when given."""
-        where = Where(session_id, workflow_id, pipeline_id, execution_id)
-        return self.call(calls.write_record(scope, key, value, where, ttl), idempotency_key=idempotency_key)
+        call = calls.write_record(scope, key, value, Where(**ids), ttl)
+        return self.call(call, idempotency_key=idempotency_key)
 
     def delete_record(
-        self,
-        scope: str,
-        key: str,
-        *,
-        session_id: str | None = None,
-        workflow_id: str | None = None,
-        pipeline_id: str | None = None,
-        execution_id: str | None = None,
-        idempotency_key: str | None = None,
+        self, scope: str, key: str, *, idempotency_key: str | None = None, **ids: Unpack[ScopeIds]
     ) -> WriteResult:
         """Delete a memory record (``removed`` is 1 when one existed)."""
-        where = Where(session_id, workflow_id, pipeline_id, execution_id)
-        return self.call(calls.delete_record(scope, key, where), idempotency_key=idempotency_key)
+        return self.call(calls.delete_record(scope, key, Where(**ids)), idempotency_key=idempotency_key)
 
     # --- users and the stateless functions ---------------------------------------------
     def erase_user(self, user_id: str, *, idempotency_key: str | None = None) -> UserErasure:
@@ -384,17 +323,14 @@ class Client(CompactionCalls, VectorCalls):
         return self.call(calls.check(payload, format))
 
     # --- the Memory protocol (flowmem.memory): the service's signatures ----------------
+    # each is ``_memory``: its scope planned, a refusal answered with the neutral result
     def read(
         self, scope: str, key: str, context: ExecutionContext | None, default: Any = None
     ) -> ReadResult:
         """Read a memory record as ``MemoryService.read`` does; a refusal returns ``default``."""
-        where = self._plan("read", scope, key, context)
-        if isinstance(where, Refusal):
-            return ReadResult(value=default, found=False, refusal=where)
-        read = calls.read_record(scope, key, where, default)
-        return self._scoped(
-            read, scope, where, lambda sid: ReadResult(value=default, found=False, resolved_scope_id=sid)
-        )
+        read = partial(calls.read_record, scope, key, default=default)
+        absent = partial(_not_found, default)
+        return self._memory("read", scope, key, context, read, partial(ReadResult, value=default), absent)
 
     def write(
         self,
@@ -407,20 +343,15 @@ class Client(CompactionCalls, VectorCalls):
         idempotency_key: str | None = None,
     ) -> WriteResult:
         """Write a record as ``MemoryService.write`` does; a refusal reports failure."""
-        where = self._plan("write", scope, key, context, idempotency_key)
-        if isinstance(where, Refusal):
-            return WriteResult(success=False, refusal=where)
-        return self.call(calls.write_record(scope, key, value, where, ttl), idempotency_key=idempotency_key)
+        write = partial(calls.write_record, scope, key, value, ttl=ttl)
+        return self._memory("write", scope, key, context, write, WriteResult, idempotency_key=idempotency_key)
 
     def delete(
         self, scope: str, key: str, context: ExecutionContext | None, *, idempotency_key: str | None = None
     ) -> WriteResult:
         """Delete a record as ``MemoryService.delete`` does; a refusal deletes nothing."""
-        where = self._plan("delete", scope, key, context, idempotency_key)
-        if isinstance(where, Refusal):
-            return WriteResult(success=False, refusal=where)
-        delete = calls.delete_record(scope, key, where)
-        return self._scoped(delete, scope, where, _nothing_removed, idempotency_key)
+        delete = partial(calls.delete_record, scope, key)
+        return self._memory("delete", scope, key, context, delete, WriteResult, _nothing_removed, idempotency_key)
 
     def append(
         self,
@@ -434,13 +365,8 @@ class Client(CompactionCalls, VectorCalls):
         idempotency_key: str | None = None,
     ) -> BufferResult:
         """Append rows as ``MemoryService.append`` does; a refusal writes nothing (MEM-14)."""
-        where = self._plan("append", scope, key, context, idempotency_key)
-        if isinstance(where, Refusal):
-            return BufferResult(refusal=where)
-        return self.call(
-            calls.append_buffer(scope, key, messages, where, max_messages, return_messages),
-            idempotency_key=idempotency_key,
-        )
+        append = partial(calls.append_buffer, scope, key, messages, max_messages=max_messages, return_messages=return_messages)
+        return self._memory("append", scope, key, context, append, BufferResult, idempotency_key=idempotency_key)
 
     def load(
         self,
@@ -457,42 +383,38 @@ class Client(CompactionCalls, VectorCalls):
         ``include_archived``: the rows compactions archived first (the first
         ``len(messages) - count``), then the live rows.
         """
-        where = self._plan("load", scope, key, context)
-        if isinstance(where, Refusal):
-            return BufferResult(refusal=where)
-        load = calls.load_buffer(scope, key, where, last, max_tokens=max_tokens, archived=include_archived)
-        read = self._scoped(load, scope, where, lambda sid: BufferResult(resolved_scope_id=sid))
-        if isinstance(read, BufferResult):
-            return read
-        return BufferResult(
-            messages=read.messages,
-            count=read.count,
-            resolved_scope_id=read.resolved_scope_id,
-            refusal=None if read.refused is None else Refusal.from_code(read.refused),
-            window=read.window,
-        )
+        load = partial(calls.load_buffer, scope, key, last=last, max_tokens=max_tokens, archived=include_archived)
+        read = self._memory("load", scope, key, context, load, BufferResult, _no_rows)
+        return read if isinstance(read, BufferResult) else read.as_result()
 
     def clear(
         self, scope: str, key: str, context: ExecutionContext | None, *, idempotency_key: str | None = None
     ) -> WriteResult:
         """Clear a buffer as ``MemoryService.clear`` does; a refusal clears nothing."""
-        where = self._plan("clear", scope, key, context, idempotency_key)
-        if isinstance(where, Refusal):
-            return WriteResult(success=False, refusal=where)
-        clear = calls.clear_buffer(scope, key, where)
-        return self._scoped(clear, scope, where, _nothing_removed, idempotency_key)
+        clear = partial(calls.clear_buffer, scope, key)
+        return self._memory("clear", scope, key, context, clear, WriteResult, _nothing_removed, idempotency_key)
 
     def pop_last(
         self, scope: str, key: str, context: ExecutionContext | None, *, idempotency_key: str | None = None
     ) -> PopResult:
         """Remove a buffer's last row as ``MemoryService.pop_last`` does."""
-        where = self._plan("pop", scope, key, context, idempotency_key)
-        if isinstance(where, Refusal):
-            return PopResult(refusal=where)
-        pop = calls.pop_buffer(scope, key, where)
-        return self._scoped(
-            pop, scope, where, lambda sid: PopResult(success=True, resolved_scope_id=sid), idempotency_key
-        )
+        pop = partial(calls.pop_buffer, scope, key)
+        return self._memory("pop", scope, key, context, pop, PopResult, _nothing_popped, idempotency_key)
+
+
+def _not_found(default: Any, session_id: str) -> ReadResult:
+    """A read in a session no write has created yet: ``default``, not found."""
+    return ReadResult(value=default, found=False, resolved_scope_id=session_id)
+
+
+def _no_rows(session_id: str) -> BufferResult:
+    """A load of a session no write has created yet: the empty buffer."""
+    return BufferResult(resolved_scope_id=session_id)
+
+
+def _nothing_popped(session_id: str) -> PopResult:
+    """A pop in a session no write has created yet: done, no row."""
+    return PopResult(success=True, resolved_scope_id=session_id)
 
 
 def _nothing_removed(session_id: str) -> WriteResult:

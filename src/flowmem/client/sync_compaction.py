@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any, TypeVar
 
 from flowmem.client import calls
@@ -14,31 +15,27 @@ from flowmem.client.sync_scoped import ScopedCalls
 from flowmem.core import Message
 from flowmem.errors import CompactionStaleError
 from flowmem.results import CompactionPlanResult, CompactResult
-from flowmem.scope import ExecutionContext, Refusal
+from flowmem.scope import ExecutionContext
 
 T = TypeVar("T")
 
 
 class CompactionCalls(ScopedCalls):
-    """The compaction calls of ``Client``, over its ``call`` and ``_plan``."""
+    """The compaction calls of ``Client``, over its ``call`` and ``_memory``."""
 
     def compaction_plan(
         self, scope: str, key: str, context: ExecutionContext | None, keep_tokens: int
     ) -> CompactionPlanResult:
         """The first step of a compaction, as ``MemoryService.compaction_plan`` (a read)."""
-        where = self._plan("load", scope, key, context)
-        if isinstance(where, Refusal):
-            return CompactionPlanResult(refusal=where)
-        return self.call(calls.compaction_plan(scope, key, where, keep_tokens))
+        call = partial(calls.compaction_plan, scope, key, keep_tokens=keep_tokens)
+        return self._memory("load", scope, key, context, call, CompactionPlanResult)
 
     def apply_compaction(
         self, scope: str, key: str, context: ExecutionContext | None, plan: str, summary: Any
     ) -> CompactResult:
         """The second step, as ``MemoryService.apply_compaction`` (CompactionStaleError: plan again)."""
-        where = self._plan("compact", scope, key, context)
-        if isinstance(where, Refusal):
-            return CompactResult(refusal=where)
-        return self.call(calls.apply_compaction(scope, key, where, plan, summary))
+        call = partial(calls.apply_compaction, scope, key, plan=plan, summary=summary)
+        return self._memory("compact", scope, key, context, call, CompactResult)
 
     def compact_to(
         self, scope: str, key: str, context: ExecutionContext | None, messages: object
@@ -48,10 +45,8 @@ class CompactionCalls(ScopedCalls):
         Every stored row goes to the buffer's archive; CompactionStaleError, nothing
         changed, when the buffer was written meanwhile. A refusal sends nothing (MEM-14).
         """
-        where = self._plan("compact", scope, key, context)
-        if isinstance(where, Refusal):
-            return CompactResult(refusal=where)
-        return self.call(calls.compact_to(scope, key, where, messages))
+        call = partial(calls.compact_to, scope, key, messages=messages)
+        return self._memory("compact", scope, key, context, call, CompactResult)
 
     def compact(
         self,

@@ -52,22 +52,30 @@ class ScopedCalls:
             check_user(target.user_id, self.user_id())
         return target.where
 
-    def _scoped(
+    def _memory(
         self,
-        call: Call[T],
+        operation: str,
         scope: str,
-        where: Where,
-        absent: Callable[[str], R],
+        key: str,
+        context: ExecutionContext | None,
+        build: Callable[[Where], Call[T]],
+        neutral: Callable[..., R],
+        absent: Callable[[str], R] | None = None,
         idempotency_key: str | None = None,
     ) -> T | R:
-        """Send a memory protocol call; ``absent(session_id)`` when its session does not exist yet.
+        """A memory protocol call: its scope planned, then ``build(where)`` sent.
 
-        The service answers a ``session`` scope whose session no write has created yet
-        as an empty one (nothing found, nothing removed); the server answers 404.
+        A refusal sends nothing and returns ``neutral(refusal=…)`` (MEM-7, MEM-14). With
+        ``absent``, a ``session`` scope whose session no write has created yet answers
+        ``absent(session_id)``, as the service answers it (nothing found, nothing
+        removed), where the server answers 404.
         """
+        where = self._plan(operation, scope, key, context, idempotency_key)
+        if isinstance(where, Refusal):
+            return neutral(refusal=where)
         try:
-            return self.call(call, idempotency_key=idempotency_key)
+            return self.call(build(where), idempotency_key=idempotency_key)
         except NotFoundError:
-            if not no_session_yet(scope):
+            if absent is None or not no_session_yet(scope):
                 raise
             return absent(session_id_of(where))

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flowmem.core import Message
-from flowmem.results import TokenWindow
+from flowmem.results import BufferResult, TokenWindow
+from flowmem.scope import Refusal
 
 
 def _extra(data: dict[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
@@ -288,6 +289,16 @@ class BufferRead:
             not_carried=dict(data.get("not_carried") or {}),
             refused=refused if isinstance(refused, str) else None,
             window=TokenWindow(**window) if isinstance(window, dict) else None,
+        )
+
+    def as_result(self) -> BufferResult:
+        """The read as ``MemoryService.load`` answers it (the ``Memory`` protocol's ``load``)."""
+        return BufferResult(
+            messages=self.messages,
+            count=self.count,
+            resolved_scope_id=self.resolved_scope_id,
+            refusal=None if self.refused is None else Refusal.from_code(self.refused),
+            window=self.window,
         )
 
 
