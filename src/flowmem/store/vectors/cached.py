@@ -1,21 +1,16 @@
-"""``SqlVectors.nearest``: the exact scan scored from a snapshot this process keeps (cache.py).
+"""The snapshots ``SqlVectors.nearest`` scores (cache.py): a collection's generation, a scope's load.
 
-A search reads the collection's generation and spaces, takes the scope's snapshot
-made at that generation in that space, or loads one (every vector of the scope with
-its record's value and expiry, a page of at most ``SCAN_BYTES`` at a time), and scores
-it (``scoring.rank_snapshot``). A load is kept when the generation read after it is
-the one read before; a scope past the cache's bound is not loaded again before its
-generation changes, and its searches go page by page (None: the caller's scan).
+``load`` reads every vector of a scope with its record's value and expiry, a page of
+at most ``SCAN_BYTES`` at a time; ``generation`` tells whether anything was committed
+to the collection since (``SqlVectors.nearest`` keeps a load only when nothing was).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from flowmem.store.base import Address
-from flowmem.store.rows import check_address, prefix_end
-from flowmem.store.vectors import ACTIVE, SCAN_BYTES, Space, Spaces, check_space, mismatch
+from flowmem.store.rows import prefix_end
+from flowmem.store.vectors import SCAN_BYTES, Space, Spaces
 from flowmem.store.vectors.cache import RECORD_OVERHEAD, CacheKey, Snapshot, SnapshotCache
 
 
@@ -38,57 +33,11 @@ class SqlVectors(Protocol):
         """Set up ``conn`` for a read of many vectors."""
         ...
 
-Ranked = tuple[str, float, "str | None"]
-
 
 def generation(vectors: SqlVectors, conn: Any, collection: str) -> int:
     """The collection's generation (0 before its first space)."""
     row = conn.execute(vectors.statement("vectors_generation"), (collection,)).fetchone()
     return 0 if row is None else int(row[0])
-
-
-def nearest(
-    vectors: SqlVectors,
-    scope: str,
-    scope_id: str,
-    prefix: str,
-    now: float,
-    collection: str,
-    space: Space,
-    query: Sequence[float],
-    distance: str,
-    keep: int,
-    accept: Callable[[str, str | None], bool] | None,
-) -> tuple[list[Ranked], int] | None:
-    """The best ``keep`` live records under ``prefix`` and how many were scored; None when not cached."""
-    check_address(Address(scope, scope_id, prefix or "_"))
-    check_space(space)
-    cache = vectors.cache
-    if cache.limit <= 0:
-        return None
-    key: CacheKey = (collection, scope, scope_id, prefix)
-    with vectors.store.connection() as conn:
-        seen = generation(vectors, conn, collection)
-        spaces, ids = vectors.read_spaces(conn, collection)
-    if spaces.active is None:
-        return [], 0
-    if spaces.active != space:
-        raise mismatch(collection, spaces.active, space, "search")
-    cache.forget_before(collection, seen)
-    snapshot = cache.get(key, seen, ids[ACTIVE])
-    if snapshot is None:
-        if not cache.fits(key, seen):
-            return None
-        snapshot = load(vectors, key, seen, ids[ACTIVE], space, cache.limit)
-        if snapshot is None:
-            cache.too_big(key, seen)
-            return None
-        with vectors.store.connection() as conn:
-            if generation(vectors, conn, collection) == seen:  # nothing committed while it loaded
-                cache.put(key, snapshot)
-    from flowmem.store.vectors.scoring import rank_snapshot  # numpy: only a search needs it
-
-    return rank_snapshot(snapshot, query, distance, keep, now, accept)
 
 
 def load(
@@ -134,4 +83,4 @@ def load(
             lower = kept[-1][0] + "\x01"  # the smallest key after it (keys hold no NUL)
 
 
-__all__ = ["generation", "load", "nearest"]
+__all__ = ["generation", "load"]

@@ -264,23 +264,9 @@ class PgVectors(SqlVectors):
         if self._ext is not None and vectors:
             self._copy(conn, [copy_row(address, space_id, v.field, v.ord, v.data) for v in vectors])
 
-    def put(
-        self,
-        address: Address,
-        text: str,
-        expires_at: float | None,
-        collection: str,
-        space: Space,
-        vectors: Sequence[Vector],
-    ) -> None:
-        """``SqlVectors.put``, with the vectors' copy where the extension is."""
+    def prepare_write(self) -> None:
+        """Make the copy ready (``ready``) before a put or fill writes vectors, where the extension is."""
         self.ready()
-        super().put(address, text, expires_at, collection, space, vectors)
-
-    def fill(self, address: Address, text: str, collection: str, vectors: Sequence[Vector]) -> bool:
-        """``SqlVectors.fill``, with the vectors' copy where the extension is."""
-        self.ready()
-        return super().fill(address, text, collection, vectors)
 
     # --- searches -----------------------------------------------------------------------
     def _index(self, space_id: int, space: Space, distance: str, ann: AnnIndex) -> tuple[str, int]:

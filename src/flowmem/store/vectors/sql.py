@@ -28,7 +28,8 @@ from flowmem.store.vectors import (
     check_vectors,
     mismatch,
 )
-from flowmem.store.vectors.cache import SnapshotCache, limit_from_env
+from flowmem.store.vectors.cache import CacheKey, SnapshotCache, limit_from_env
+from flowmem.store.vectors.cached import generation, load
 
 
 def _spaces(rows: list[Any]) -> tuple[Spaces, dict[str, int]]:
@@ -108,6 +109,9 @@ class SqlVectors:
             raise mismatch(collection, spaces.active or space, space, "put")
         return ids[ACTIVE]
 
+    def prepare_write(self) -> None:
+        """A hook run before a put or fill writes vectors (``vectors.pgvector``'s copy made ready)."""
+
     def wrote(self, conn: Any, space_id: int, address: Address, vectors: Sequence[Vector]) -> None:
         """A hook run in the transaction that inserted a record's vectors (``vectors.pgvector``'s copy)."""
 
@@ -121,6 +125,7 @@ class SqlVectors:
         vectors: Sequence[Vector],
     ) -> None:
         """Write the record ``text`` and replace its vectors in one transaction (EmbeddingSpaceError first)."""
+        self.prepare_write()
         check_address(address)
         check_space(space)
         checked = check_vectors(vectors, space)
@@ -202,10 +207,41 @@ class SqlVectors:
 
         None when the scope is not cached and cannot be (no cache, larger than its
         bound): the caller scans page by page. ``ann`` is pgvector's (none here).
-        """
-        from flowmem.store.vectors.cached import nearest
 
-        return nearest(self, scope, scope_id, prefix, now, collection, space, query, distance, keep, accept)
+        A search reads the collection's generation and spaces, takes the scope's
+        snapshot made at that generation in that space, or loads one (``cached.load``),
+        and scores it (``scoring.rank_snapshot``). A load is kept when the generation
+        read after it is the one read before; a scope past the cache's bound is not
+        loaded again before its generation changes.
+        """
+        check_address(Address(scope, scope_id, prefix or "_"))
+        check_space(space)
+        cache = self.cache
+        if cache.limit <= 0:
+            return None
+        key: CacheKey = (collection, scope, scope_id, prefix)
+        with self.store.connection() as conn:
+            seen = generation(self, conn, collection)
+            spaces, ids = self.read_spaces(conn, collection)
+        if spaces.active is None:
+            return [], 0
+        if spaces.active != space:
+            raise mismatch(collection, spaces.active, space, "search")
+        cache.forget_before(collection, seen)
+        snapshot = cache.get(key, seen, ids[ACTIVE])
+        if snapshot is None:
+            if not cache.fits(key, seen):
+                return None
+            snapshot = load(self, key, seen, ids[ACTIVE], space, cache.limit)
+            if snapshot is None:
+                cache.too_big(key, seen)
+                return None
+            with self.store.connection() as conn:
+                if generation(self, conn, collection) == seen:  # nothing committed while it loaded
+                    cache.put(key, snapshot)
+        from flowmem.store.vectors.scoring import rank_snapshot  # numpy: only a search needs it
+
+        return rank_snapshot(snapshot, query, distance, keep, now, accept)
 
     def begin(self, collection: str, space: Space) -> Spaces:
         """Record ``space`` as the collection's next space (kept when it already is; replaced otherwise)."""
@@ -249,6 +285,7 @@ class SqlVectors:
 
     def fill(self, address: Address, text: str, collection: str, vectors: Sequence[Vector]) -> bool:
         """Write a record's next-space vectors if it still holds ``text``; False when it changed."""
+        self.prepare_write()
         check_address(address)
 
         def work(conn: Any) -> bool:
