@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from flowmem.store.adk.statements import statements
+from flowmem.store.adk.tables import KEYED, events_columns
 
 MIGRATION: tuple[str, ...] = (
     """CREATE TABLE adk_sessions (
@@ -22,17 +23,8 @@ MIGRATION: tuple[str, ...] = (
     "CREATE INDEX adk_user_states_user ON adk_user_states (user_id)",
 )
 
-KEYED: tuple[str, ...] = (
-    "ALTER TABLE adk_sessions ADD COLUMN adk_id TEXT",
-    "UPDATE adk_sessions SET adk_id = id",
-    "CREATE UNIQUE INDEX adk_sessions_key ON adk_sessions (app_name, user_id, adk_id)",
-)
-"""A later migration (decision 0100): sessions keyed as ADK keys them, by app, user and ADK
-id; a session stored before keeps its id as its ADK id."""
-
 KEPT: tuple[str, ...] = (
-    "ALTER TABLE adk_sessions ADD COLUMN events_stamp INTEGER",
-    "ALTER TABLE adk_sessions ADD COLUMN events_version INTEGER",
+    *events_columns("INTEGER"),
     """CREATE TABLE adk_events (
         session_id TEXT NOT NULL, seq INTEGER NOT NULL, ts REAL NOT NULL, event TEXT NOT NULL,
         PRIMARY KEY (session_id, seq))""",

@@ -3,31 +3,12 @@
 from __future__ import annotations
 
 from flowmem.store.conversations.statements import statements
+from flowmem.store.conversations.tables import line_tables, tables
 
-MIGRATION: tuple[str, ...] = (
-    """CREATE TABLE pa_conversations (
-        conversation_id TEXT PRIMARY KEY, revision TEXT NOT NULL, scope TEXT,
-        updated INTEGER NOT NULL, record TEXT NOT NULL) WITHOUT ROWID""",
-    "CREATE INDEX pa_conversations_scope ON pa_conversations (scope, updated)",
-    "CREATE INDEX pa_conversations_updated ON pa_conversations (updated)",
-    """CREATE TABLE pa_entries (
-        entry_id TEXT NOT NULL, conversation_id TEXT NOT NULL, key TEXT NOT NULL,
-        pos INTEGER NOT NULL,
-        PRIMARY KEY (entry_id, conversation_id, key)) WITHOUT ROWID""",
-    "CREATE INDEX pa_entries_conversation ON pa_entries (conversation_id)",
-)
+MIGRATION: tuple[str, ...] = tables("INTEGER", " WITHOUT ROWID")
 
-# each entry's message as pydantic-ai's JSON, in line order (a rowid table: a history is
-# one range read), and the line whose messages it holds whole (decision 0131); a
-# conversation's messages go with its record
 UPGRADE: tuple[str, ...] = (
-    "ALTER TABLE pa_conversations ADD COLUMN line_key TEXT",
-    "ALTER TABLE pa_conversations ADD COLUMN line_stamp INTEGER",
-    "ALTER TABLE pa_conversations ADD COLUMN line_version INTEGER",
-    """CREATE TABLE pa_messages (
-        conversation_id TEXT NOT NULL, key TEXT NOT NULL, pos INTEGER NOT NULL,
-        entry_id TEXT NOT NULL, message TEXT NOT NULL,
-        PRIMARY KEY (conversation_id, key, pos))""",
+    *line_tables("INTEGER"),
     """CREATE TRIGGER pa_messages_drop AFTER DELETE ON pa_conversations BEGIN
         DELETE FROM pa_messages WHERE conversation_id = OLD.conversation_id;
     END""",
