@@ -22,6 +22,7 @@ from flowmem.formats.documents import (
     read_document,
     read_payload,
     rows_list,
+    write_answer,
     write_document,
 )
 from flowmem.formats.gemini import from_gemini, to_gemini
@@ -49,5 +50,6 @@ __all__ = [
     "to_gemini",
     "to_openai",
     "to_responses",
+    "write_answer",
     "write_document",
 ]

@@ -90,6 +90,20 @@ def write_document(name: str, messages: object, dropped: dict[str, int] | None =
     return {"messages": out} if system is None else {"system": system, "messages": out}
 
 
+def write_answer(name: str, messages: object, dropped: dict[str, int] | None = None) -> dict[str, Any]:
+    """``write_document``'s value as the HTTP API answers it: the message list as ``messages``.
+
+    Anthropic's ``system`` or Gemini's ``system_instruction`` comes first (None when
+    the messages have none); the other formats answer ``messages`` alone.
+    """
+    written = write_document(name, messages, dropped)
+    if name == "anthropic":
+        return {"system": written.get("system"), "messages": written["messages"]}
+    if name == "gemini":
+        return {"system_instruction": written.get("system_instruction"), "messages": written["contents"]}
+    return {"messages": written}
+
+
 def rows_list(document: object, where: str = "payload") -> list[Any]:
     """Return the message list of a rows payload: a list, or ``{"messages": [...]}``."""
     if isinstance(document, Mapping) and isinstance(document.get("messages"), list):

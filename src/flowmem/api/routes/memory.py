@@ -47,10 +47,7 @@ from flowmem.api.routes.incoming import rows_of
 from flowmem.api.services import Services
 from flowmem.core import check_storable, normalize
 from flowmem.errors import InvalidInputError
-from flowmem.formats import (
-    FIRST_ROLE,
-    write_document,
-)
+from flowmem.formats import FIRST_ROLE, write_answer
 from flowmem.results import REFUSED_KEY
 from flowmem.scope import Refusal
 from flowmem.service import BufferResult as ServiceBufferResult
@@ -87,16 +84,8 @@ def _written(rows: list[Any], text: BufferText, fmt: str) -> dict[str, Any]:
     result = normalize(rows, keep_content=True)
     metrics.normalized(result.dropped)
     not_carried: dict[str, int] = {}
-    written = write_document(fmt, result.messages, not_carried)
-    answer: dict[str, Any] = {"format": fmt}
-    if fmt == "anthropic":
-        answer["system"] = written.get("system")
-        written = written["messages"]
-    elif fmt == "gemini":
-        answer["system_instruction"] = written.get("system_instruction")
-        written = written["contents"]
+    answer: dict[str, Any] = {"format": fmt, **write_answer(fmt, result.messages, not_carried)}
     answer.update(
-        messages=written,
         count=text.count,
         appended=0,
         appended_any=False,

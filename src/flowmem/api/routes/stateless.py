@@ -19,7 +19,7 @@ from flowmem.api.models import CheckOut, Format, NormalizeOut, Payload
 from flowmem.api.query import KnownQueryRoute
 from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, errors
 from flowmem.core import check_storable, normalize
-from flowmem.formats import check_payload, read_payload, write_document
+from flowmem.formats import check_payload, read_payload, write_answer
 
 router = APIRouter(prefix="/v1", tags=["stateless"], route_class=KnownQueryRoute)
 
@@ -67,14 +67,7 @@ async def normalize_messages(
         if target == "rows":
             answer["messages"] = result.messages
         else:
-            written = write_document(target, result.messages, not_carried)
-            if target == "anthropic":
-                answer["system"] = written.get("system")
-                written = written["messages"]
-            elif target == "gemini":
-                answer["system_instruction"] = written.get("system_instruction")
-                written = written["contents"]
-            answer["messages"] = written
+            answer.update(write_answer(target, result.messages, not_carried))
         answer["not_carried"] = not_carried
         return answer
 
