@@ -11,7 +11,7 @@ role, are recorded where the defaults would not give them back.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -328,16 +328,28 @@ def _call(block: Mapping[str, Any], ids: CallIds, index: int, where: str) -> dic
     return call_entry(cid, name, dict(args), "function", FMT, fields)
 
 
-def _model_row(parts: list[Any], ids: CallIds, where: str) -> Message:
-    content: list[dict[str, Any]] = []
-    calls: list[dict[str, Any]] = []
-    order = ""
+def _content_parts(
+    parts: list[Any], where: str, misplaced: str, belongs: str
+) -> Iterator[tuple[int, str, dict[str, Any], list[str]]]:
+    """Each part of a content: its index, where it stands, the part and its datum fields.
+
+    A ``misplaced`` part (the other role's function part) is refused: it belongs in a
+    ``belongs`` content.
+    """
     for n, raw in enumerate(parts):
         at = f"{where}.parts[{n}]"
         block = _part_map(raw, at)
         found = data_fields(block)
-        if "function_response" in found:
-            raise UnsupportedContentError(f"{at}: a function_response belongs in a user content", part="function_response")
+        if misplaced in found:
+            raise UnsupportedContentError(f"{at}: a {misplaced} belongs in a {belongs} content", part=misplaced)
+        yield n, at, block, found
+
+
+def _model_row(parts: list[Any], ids: CallIds, where: str) -> Message:
+    content: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] = []
+    order = ""
+    for n, at, block, found in _content_parts(parts, where, "function_response", "user"):
         if found == ["function_call"]:
             calls.append(_call(block, ids, n, at))
             order += "c"
@@ -402,12 +414,7 @@ def _tool_row(block: Mapping[str, Any], ids: CallIds, where: str) -> Message:
 def _user_rows(parts: list[Any], ids: CallIds, where: str) -> list[Message]:
     """Split a user content: each ``function_response`` is a tool row; the parts between make user rows."""
     rows: list[Message] = []
-    for n, raw in enumerate(parts):
-        at = f"{where}.parts[{n}]"
-        block = _part_map(raw, at)
-        found = data_fields(block)
-        if "function_call" in found:
-            raise UnsupportedContentError(f"{at}: a function_call belongs in a model content", part="function_call")
+    for _, at, block, found in _content_parts(parts, where, "function_call", "model"):
         if found == ["function_response"]:
             rows.append(_tool_row(block, ids, at))
         elif rows and rows[-1]["role"] == "user":
