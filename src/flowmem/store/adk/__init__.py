@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast
 
 from flowmem.core import BufferEditor, Message, Repair, apply_append, is_healed, result_id
+from flowmem.core.forwarding import ForwardingEditor
 from flowmem.errors import ConflictError, NotFoundError, SessionStaleError
 from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard, capability
 
@@ -179,7 +180,7 @@ class AdkSessions(Protocol):
         ...
 
 
-class TrackingEditor:
+class TrackingEditor(ForwardingEditor[BufferEditor]):
     """A ``BufferEditor`` that reports what the append rules did with each row.
 
     It forwards every question and write to the editor it wraps, and remembers the
@@ -188,61 +189,25 @@ class TrackingEditor:
     """
 
     def __init__(self, inner: BufferEditor) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.appended: list[Message] = []
         self.replaced = 0
         self.healed: list[str] = []
 
-    def count(self) -> int:
-        """Forwarded."""
-        return self.inner.count()
-
-    def is_declared(self, call_id: str) -> bool:
-        """Forwarded."""
-        return self.inner.is_declared(call_id)
-
-    def answer_of(self, call_id: str) -> Any:
-        """Forwarded."""
-        return self.inner.answer_of(call_id)
-
-    def dangling(self) -> Any:
-        """Forwarded."""
-        return self.inner.dangling()
-
-    def oldest(self) -> Any:
-        """Forwarded."""
-        return self.inner.oldest()
-
-    def index_of(self, position: int) -> int:
-        """Forwarded."""
-        return self.inner.index_of(position)
-
-    def was_evicted(self, call_id: str) -> bool:
-        """Forwarded."""
-        return self.inner.was_evicted(call_id)
-
-    def remember_evicted(self, call_ids: Sequence[str]) -> None:
-        """Forwarded."""
-        self.inner.remember_evicted(call_ids)
-
     def append_row(self, row: Message) -> None:
         """Forwarded; the row is remembered as appended."""
-        self.inner.append_row(row)
+        super().append_row(row)
         self.appended.append(row)
 
     def insert_after(self, position: int, rows: Sequence[Message]) -> None:
         """Forwarded; the healed placeholders' call ids are remembered."""
-        self.inner.insert_after(position, rows)
+        super().insert_after(position, rows)
         self.healed.extend(str(result_id(r)) for r in rows if is_healed(r))
 
     def replace(self, position: int, row: Message) -> None:
         """Forwarded; counted as a replacement."""
-        self.inner.replace(position, row)
+        super().replace(position, row)
         self.replaced += 1
-
-    def delete(self, position: int) -> None:
-        """Forwarded."""
-        self.inner.delete(position)
 
 
 def apply_rows(

@@ -10,9 +10,9 @@ rules (``SqlBufferEditor`` under ``apply_rows``), the states, the revision.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from flowmem.core import Message, Repair
 from flowmem.errors import StoreBusyError
@@ -36,6 +36,8 @@ from flowmem.store.base import WriteGuard
 from flowmem.store.editor import SqlBufferEditor, load_rows
 from flowmem.store.engine import SqlEngine
 from flowmem.store.rows import check_buffer_bytes, check_texts, dump_json, stored_json
+
+T = TypeVar("T")
 
 READ_TRIES = 8  # reads of a session that moved while it was read, before StoreBusyError
 UNLIMITED = 2**62  # a LIMIT both backends take for "every row"
@@ -215,31 +217,17 @@ class SqlAdkSessions:
     def read(
         self, app_name: str, user_id: str, session_id: str, rows: bool = True
     ) -> tuple[AdkScopes, list[Message]] | None:
-        """The session, its states and its events' rows as one moment; None when absent.
+        """The session, its states and its events' rows as one moment (``_moment``); None when absent."""
 
-        The session row is read before and after the rows: a write in between (its
-        revision moved) makes the read start again, so the revision a reader gets is
-        the one its rows belong to.
-        """
-        key = (app_name, user_id, session_id)
-        for _ in range(READ_TRIES):
-            with self.store.connection() as conn:
-                found = self._run(conn, "adk_session_get", key).fetchone()
-                session = None if found is None else _session(found)
-                if session is None or not matches(session, app_name, user_id):
-                    return None
-                address = events_address(session.id)
-                bodies = (
-                    conn.execute(self.sql["load_all"], tuple(address)).fetchall() if rows else []
-                )
-                app_state = _state(self._run(conn, "adk_app_get", (app_name,)).fetchone())
-                user_state = _state(self._run(conn, "adk_user_get", (app_name, user_id)).fetchone())
-                again = self._run(conn, "adk_session_get", key).fetchone()
-            if again is not None and (again[0], int(again[4])) == (session.id, session.revision):
-                return AdkScopes(session, app_state, user_state), load_rows(bodies)
-        raise StoreBusyError(
-            f"ADK session {session_id} kept changing while it was read ({READ_TRIES} tries)"
-        )
+        def bodies(conn: Any, session: AdkSession) -> list[Any]:
+            address = events_address(session.id)
+            return conn.execute(self.sql["load_all"], tuple(address)).fetchall() if rows else []
+
+        found = self._moment(app_name, user_id, session_id, bodies)
+        if not found:
+            return None
+        scopes, read = found
+        return scopes, load_rows(read)
 
     def read_kept(
         self,
@@ -254,29 +242,44 @@ class SqlAdkSessions:
         The events are one range read, ``after`` and ``recent`` applied in SQL; False
         when the buffer is not whole (its rows are read instead, decision 0133).
         """
-        key = (app_name, user_id, session_id)
         bound = UNLIMITED if recent is None else recent
+        since = EARLIEST if after is None else after
+
+        def texts(conn: Any, session: AdkSession) -> list[str] | Literal[False]:
+            whole = self._run(conn, "adk_events_whole", (session.id,)).fetchone()
+            if whole is None or not (whole[0] or not whole[1]):
+                return False
+            if not (whole[0] and bound):
+                return []
+            read = self._run(conn, "adk_events_read", (session.id, since, bound)).fetchall()
+            return [str(row[0]) for row in reversed(read)]
+
+        return self._moment(app_name, user_id, session_id, texts)
+
+    def _moment(
+        self, app_name: str, user_id: str, session_id: str, events: Callable[[Any, AdkSession], T | Literal[False]]
+    ) -> tuple[AdkScopes, T] | Literal[False] | None:
+        """The session, its states and what ``events`` reads of it, as one moment; None when absent.
+
+        False when ``events`` says so. The session row is read before and after the
+        rest: a write in between (its revision moved) makes the read start again, so
+        the revision a reader gets is the one its events belong to.
+        """
+        key = (app_name, user_id, session_id)
         for _ in range(READ_TRIES):
             with self.store.connection() as conn:
                 found = self._run(conn, "adk_session_get", key).fetchone()
                 session = None if found is None else _session(found)
                 if session is None or not matches(session, app_name, user_id):
                     return None
-                whole = self._run(conn, "adk_events_whole", (session.id,)).fetchone()
-                if whole is None or not (whole[0] or not whole[1]):
+                got = events(conn, session)
+                if got is False:
                     return False
-                texts = [
-                    str(row[0])
-                    for row in self._run(
-                        conn, "adk_events_read", (session.id, EARLIEST if after is None else after, bound)
-                    ).fetchall()
-                ] if whole[0] and bound else []
                 app_state = _state(self._run(conn, "adk_app_get", (app_name,)).fetchone())
                 user_state = _state(self._run(conn, "adk_user_get", (app_name, user_id)).fetchone())
                 again = self._run(conn, "adk_session_get", key).fetchone()
             if again is not None and (again[0], int(again[4])) == (session.id, session.revision):
-                texts.reverse()
-                return AdkScopes(session, app_state, user_state), texts
+                return AdkScopes(session, app_state, user_state), got
         raise StoreBusyError(
             f"ADK session {session_id} kept changing while it was read ({READ_TRIES} tries)"
         )

@@ -15,17 +15,16 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol
 
 from flowmem.core import (
-    Answer,
     BufferEditor,
     Dangling,
     Message,
-    PositionedRow,
     Repair,
     apply_append,
     is_healed,
     prepare,
     result_id,
 )
+from flowmem.core.forwarding import ForwardingEditor
 from flowmem.store.conversations import (
     HEALED_SUFFIX,
     LINE,
@@ -155,7 +154,7 @@ def is_waiting(call_id: str, waiting: frozenset[str]) -> bool:
     return call_id in waiting or any(call_id.startswith(w + QUALIFIER) for w in waiting)
 
 
-class Tagging:
+class Tagging(ForwardingEditor[LineEditor]):
     """The line's editor as the append rules see it.
 
     ``dangling`` leaves out the calls a paused run waits on (DeferredToolRequests: waiting,
@@ -165,45 +164,17 @@ class Tagging:
     """
 
     def __init__(self, tx: LineTx, key: str, waiting: frozenset[str]) -> None:
+        super().__init__(tx.editor(key))
         self.tx = tx
         self.key = key
-        self.inner = tx.editor(key)
         self.waiting = waiting
         self.entry: str | None = None
         self.kept: list[int] = []
         self.altered = False  # a row inserted, replaced or deleted: the line's messages are not whole
 
-    def count(self) -> int:
-        """The line's row count."""
-        return self.inner.count()
-
-    def is_declared(self, call_id: str) -> bool:
-        """Whether the line declares ``call_id``."""
-        return self.inner.is_declared(call_id)
-
-    def answer_of(self, call_id: str) -> Answer | None:
-        """The row answering ``call_id``."""
-        return self.inner.answer_of(call_id)
-
     def dangling(self) -> list[Dangling]:
         """The unanswered calls MEM-3 heals: every one but those a paused run waits on."""
         return [d for d in self.inner.dangling() if not is_waiting(d.call_id, self.waiting)]
-
-    def oldest(self) -> PositionedRow | None:
-        """The first row."""
-        return self.inner.oldest()
-
-    def index_of(self, position: int) -> int:
-        """The index of the row at ``position``."""
-        return self.inner.index_of(position)
-
-    def was_evicted(self, call_id: str) -> bool:
-        """Whether a turn the line's window evicted declared ``call_id``."""
-        return self.inner.was_evicted(call_id)
-
-    def remember_evicted(self, call_ids: Sequence[str]) -> None:
-        """Remember the call ids of an evicted turn (lines have no window: never called)."""
-        self.inner.remember_evicted(call_ids)
 
     def append_row(self, row: Message) -> None:
         """Append a row, noting it when it is the current entry's."""
