@@ -94,3 +94,15 @@ def test_as_a_pytest_plugin_memory_opens_the_chosen_engine(monkeypatch: pytest.M
         assert isinstance(store, private_sqlite.MemdbSqliteStore)
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("kind", ENGINES)
+def test_a_new_store_starts_from_the_migrated_template_at_the_current_schema(kind: str) -> None:
+    from flowmem.store.sqlite.schema import MIGRATIONS
+
+    store = private_sqlite.ENGINES[kind]()
+    try:
+        assert store.schema_version() == len(MIGRATIONS)
+        assert store.load(ADDRESS) == [] and store.count(ADDRESS) == 0
+    finally:
+        store.close()
