@@ -18,7 +18,7 @@ erasure delete it in their transaction (each backend's ``_drop_buffer``).
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -57,7 +57,11 @@ class WithArchive:
 
 @runtime_checkable
 class SupportsArchive(Protocol):
-    """Compaction into a buffer's archive, and reads of it (see the module docstring)."""
+    """Compaction into a buffer's archive, and reads of it (see the module docstring).
+
+    The back-ends' archives subclass it: ``page`` is written here once for every
+    back-end (the arguments checked), over each one's ``_page``.
+    """
 
     def compact(
         self, address: Address, kept: int, digest: str, summary: SummaryMaker
@@ -91,22 +95,6 @@ class SupportsArchive(Protocol):
         ``version`` and ``count`` are the buffer's, so the archive's pages and the live
         rows' pages of one read are one snapshot or refused (BufferChangedError).
         """
-        ...
-
-
-class ArchivePages(ABC):
-    """``SupportsArchive.page`` written once for every back-end: the arguments checked, then its ``_page``."""
-
-    def page(
-        self,
-        address: Address,
-        *,
-        after: int | None = None,
-        version: tuple[int, int] | None = None,
-        rows: int = PAGE_ROWS,
-        chars: int = PAGE_CHARS,
-    ) -> BodyPage:
-        """One page of the archived rows' texts, those numbered above ``after`` (``SupportsArchive.page``)."""
         check_address(address)
         return self._page(address, PageAsk(after, None, None, version, rows, chars))
 

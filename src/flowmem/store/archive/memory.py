@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from flowmem.core import CallIndex, Message, Repair, call_ids
 from flowmem.core.compaction import prefix_digest
 from flowmem.core.repairs import COMPACTION
-from flowmem.store.archive import EVERY_ROW, Archived, ArchivePages, SummaryMaker, WithArchive
+from flowmem.store.archive import EVERY_ROW, Archived, SummaryMaker, SupportsArchive, WithArchive
 from flowmem.store.base import Address, BodyPage
 from flowmem.store.editor import SizedListEditor
 from flowmem.store.engine import MemoryEngine
@@ -41,7 +41,7 @@ class ArchivedListEditor(SizedListEditor):
         return call_id in self.archived or super().was_evicted(call_id)
 
 
-class MemoryArchive(ArchivePages):
+class MemoryArchive(SupportsArchive):
     """The archives of a ``MemoryStore``'s buffers, guarded by its locks."""
 
     def __init__(self, store: MemoryEngine) -> None:

@@ -14,7 +14,7 @@ from flowmem.core import Repair
 from flowmem.core.compaction import prefix_digest
 from flowmem.core.repairs import COMPACTION
 from flowmem.core.tokens import estimate_tokens
-from flowmem.store.archive import EVERY_ROW, Archived, ArchivePages, SummaryMaker, WithArchive
+from flowmem.store.archive import EVERY_ROW, Archived, SummaryMaker, SupportsArchive, WithArchive
 from flowmem.store.base import Address, BodyPage
 from flowmem.store.editor import SqlBufferEditor
 from flowmem.store.engine import LAST_MAX, SqlEngine
@@ -38,7 +38,7 @@ class _ArchiveEditor(SqlBufferEditor):
         self._dirty = True
 
 
-class SqlArchive(ArchivePages):
+class SqlArchive(SupportsArchive):
     """``SupportsArchive`` over a ``SqlStore``'s connection and transactions."""
 
     def __init__(self, store: SqlEngine[Any]) -> None:
