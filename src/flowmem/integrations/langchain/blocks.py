@@ -6,6 +6,7 @@ Imported by ``flowmem.integrations.langchain``, which needs the ``langchain`` ex
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from flowmem.errors import InvalidMessageError
@@ -95,32 +96,22 @@ def _is_v1(block: Mapping[str, Any]) -> bool:
     return "source" not in block and "source_type" not in block
 
 
-def _read_v1_image(block: dict[str, Any]) -> tuple[dict[str, Any], Fields] | None:
-    if block.get("type") != "image" or not _is_v1(block):
+def _read_v1_source(kind: str, block: dict[str, Any]) -> tuple[dict[str, Any], Fields] | None:
+    """Read a v1 standard ``image`` or ``file`` block (``kind``): a url, base64 or file_id source.
+
+    A ``file`` block with a ``file`` member is OpenAI's (``openai_file``), not this form.
+    """
+    if block.get("type") != kind or not _is_v1(block) or (kind == "file" and "file" in block):
         return None
-    part = _source_part("image", block, "media_type")
+    part = _source_part(kind, block, "media_type")
     if part is None:
         return None
     used = ("type", "url", "file_id") if "data" not in part else ("type", "base64", "mime_type")
     return part, fields_but(block, *used)
 
 
-def _write_v1_image(part: dict[str, Any], fields: Fields) -> Any:
-    return {"type": "image", **_v1_source(part, "media_type"), **fields}
-
-
-def _read_v1_file(block: dict[str, Any]) -> tuple[dict[str, Any], Fields] | None:
-    if block.get("type") != "file" or not _is_v1(block) or "file" in block:
-        return None
-    part = _source_part("file", block, "media_type")
-    if part is None:
-        return None
-    used = ("type", "url", "file_id") if "data" not in part else ("type", "base64", "mime_type")
-    return part, fields_but(block, *used)
-
-
-def _write_v1_file(part: dict[str, Any], fields: Fields) -> Any:
-    return {"type": "file", **_v1_source(part, "media_type"), **fields}
+def _write_v1_source(kind: str, part: dict[str, Any], fields: Fields) -> Any:
+    return {"type": kind, **_v1_source(part, "media_type"), **fields}
 
 
 def _read_v1_audio(block: dict[str, Any]) -> tuple[dict[str, Any], Fields] | None:
@@ -366,8 +357,8 @@ def _write_responses_reasoning(part: dict[str, Any], fields: Fields) -> Any:
 # when the form is not the one named after the part's type (the v1 standard block).
 _FORMS: dict[str, tuple[_Reader, _Writer]] = {
     "text": (_read_text, _write_text),
-    "image": (_read_v1_image, _write_v1_image),
-    "file": (_read_v1_file, _write_v1_file),
+    "image": (partial(_read_v1_source, "image"), partial(_write_v1_source, "image")),
+    "file": (partial(_read_v1_source, "file"), partial(_write_v1_source, "file")),
     "audio": (_read_v1_audio, _write_v1_audio),
     "reasoning": (_read_v1_reasoning, _write_v1_reasoning),
     "v0": (_read_v0, _write_v0),
