@@ -190,6 +190,18 @@ class MemoryEngine(Engine[MemoryTables], Protocol):
         ...
 
 
+class SqlKind:
+    """A kind of data over a SQL back-end's engine: the engine, its dialect's statements by name, their runner."""
+
+    def __init__(self, store: SqlEngine[Any]) -> None:
+        self.store = store
+        self.sql = store.statements
+
+    def _run(self, conn: Any, name: str, params: Sequence[Any]) -> Any:
+        """Run the dialect's statement ``name`` with ``params`` on ``conn``; its cursor."""
+        return conn.execute(self.sql[name], params)
+
+
 __all__ = [
     "LAST_MAX",
     "C",
@@ -198,5 +210,6 @@ __all__ = [
     "MemoryEngine",
     "MemoryTables",
     "SqlEngine",
+    "SqlKind",
     "Tx",
 ]

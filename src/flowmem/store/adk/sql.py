@@ -34,7 +34,7 @@ from flowmem.store.adk import (
 )
 from flowmem.store.base import WriteGuard
 from flowmem.store.editor import SqlBufferEditor, load_rows
-from flowmem.store.engine import SqlEngine
+from flowmem.store.engine import SqlKind
 from flowmem.store.rows import check_buffer_bytes, check_texts, dump_json, stored_json
 
 T = TypeVar("T")
@@ -62,15 +62,8 @@ def _state(row: Sequence[Any] | None) -> dict[str, Any]:
     return {} if row is None else dict(stored_json(row[0]))
 
 
-class SqlAdkSessions:
+class SqlAdkSessions(SqlKind):
     """ADK sessions in a SQL store's ``adk_*`` tables, their events in its session buffers."""
-
-    def __init__(self, store: SqlEngine[Any]) -> None:
-        self.store = store
-        self.sql = store.statements
-
-    def _run(self, conn: Any, name: str, params: Sequence[Any]) -> Any:
-        return conn.execute(self.sql[name], params)
 
     # --- writes --------------------------------------------------------------------------
     def create(

@@ -17,7 +17,7 @@ from flowmem.core.tokens import estimate_tokens
 from flowmem.store.archive import EVERY_ROW, Archived, SummaryMaker, SupportsArchive, WithArchive
 from flowmem.store.base import Address, BodyPage
 from flowmem.store.editor import SqlBufferEditor
-from flowmem.store.engine import LAST_MAX, SqlEngine
+from flowmem.store.engine import LAST_MAX, SqlKind
 from flowmem.store.paging import PageAsk, check_version
 from flowmem.store.rows import check_address, stored_json, utf8_size
 
@@ -38,12 +38,8 @@ class _ArchiveEditor(SqlBufferEditor):
         self._dirty = True
 
 
-class SqlArchive(SupportsArchive):
+class SqlArchive(SqlKind, SupportsArchive):
     """``SupportsArchive`` over a ``SqlStore``'s connection and transactions."""
-
-    def __init__(self, store: SqlEngine[Any]) -> None:
-        self.store = store
-        self.sql = store.statements
 
     def compact(
         self, address: Address, kept: int, digest: str, summary: SummaryMaker

@@ -32,7 +32,7 @@ from flowmem.store.checkpoints import (
 from flowmem.store.checkpoints.batch import Asked, Batch, StatementBatch
 from flowmem.store.checkpoints.repairs import answered_ids, line_repairs
 from flowmem.store.editor import SqlBufferEditor, load_row, load_rows
-from flowmem.store.engine import SqlEngine
+from flowmem.store.engine import SqlKind
 from flowmem.store.rows import stored_json
 
 PAGE = 100  # checkpoints one ``list_checkpoints`` query fetches
@@ -106,15 +106,8 @@ def line_range() -> tuple[str, str]:
     return LINE_PREFIX, LINE_PREFIX + _TOP
 
 
-class SqlCheckpoints:
+class SqlCheckpoints(SqlKind):
     """Checkpoints in a SQL store's ``lg_*`` tables, messages in its session buffers."""
-
-    def __init__(self, store: SqlEngine[Any]) -> None:
-        self.store = store
-        self.sql = store.statements
-
-    def _run(self, conn: Any, name: str, params: Sequence[Any]) -> Any:
-        return conn.execute(self.sql[name], params)
 
     def _thread_lock(self, thread_id: str) -> Address:
         return Address(SESSION_SCOPE, thread_id, LINE_PREFIX)

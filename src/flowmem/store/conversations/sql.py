@@ -23,7 +23,7 @@ from flowmem.store.conversations import (
 )
 from flowmem.store.conversations.lines import QUALIFIER, Declaration, Place, write_lines
 from flowmem.store.editor import MINOR_BITS, SqlBufferEditor, SqlRunner, load_row, load_rows
-from flowmem.store.engine import SqlEngine
+from flowmem.store.engine import SqlKind
 from flowmem.store.rows import dump_json, stored_json
 
 UNLIMITED = 2**62  # a LIMIT both backends take for "every row"
@@ -127,15 +127,8 @@ class _SqlTx:
         self.repairs.setdefault(key, []).extend(repairs)
 
 
-class SqlConversations:
+class SqlConversations(SqlKind):
     """Conversation records in ``pa_conversations``, entries in session buffers and ``pa_entries``."""
-
-    def __init__(self, store: SqlEngine[Any]) -> None:
-        self.store = store
-        self.sql = store.statements
-
-    def _run(self, conn: Any, name: str, params: tuple[Any, ...]) -> Any:
-        return conn.execute(self.sql[name], params)
 
     def get(self, conversation_id: str) -> StoredConversation | None:
         """The stored record, or None."""
