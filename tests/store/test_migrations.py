@@ -46,7 +46,7 @@ KINDS = {  # which kind of data owns which numbers (the rest are the store's own
 }
 OWN_NUMBERS = {  # a kind's migration numbered per dialect (the next free number of each)
     "sqlite": {"adk": [10, 16, 22]},
-    "postgres": {"adk": [10, 16, 22]},
+    "postgres": {"adk": [10, 16, 22], "repairs": [17, 19, 23]},
 }
 
 

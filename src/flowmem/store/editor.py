@@ -308,9 +308,18 @@ class SqlBufferEditor:
         self._db.run("evicted_trim", (bid, bid, EVICTED_CALLS_KEPT))
         self._evicted.clear()  # the trim may have forgotten some: ask again
 
-    def flush(self) -> None:
-        """Write the header (count, last major, bytes) if it changed."""
-        if self._dirty and self._id is not None:
+    def flush(self, log_bytes: int = 0) -> None:
+        """Write the header (count, last major, bytes) if it changed.
+
+        ``log_bytes``: the bytes of the repair log's entries this write added, which the
+        header counts too (PostgreSQL, decision 0135: ``SqlRepairs.record`` with ``header``).
+        """
+        if log_bytes and self._id is not None:
+            logged = (self._count, self._last, self._bytes, self._tokens, log_bytes, self._id)
+            self._db.run("header_logged", logged)
+            self._tokens = 0
+            self._dirty = False
+        elif self._dirty and self._id is not None:
             params = (self._count, self._last, self._bytes, self._tokens, self._id)
             self._db.run("header_update", params)
             self._tokens = 0

@@ -64,8 +64,13 @@ LOAD_BATCH = 1000  # rows a whole-buffer ``load`` fetches and parses at a time
 class RepairLog(Protocol):
     """What an append tells the repair log (``flowmem.store.repairs.sql.SqlRepairs``)."""
 
-    def record(self, db: SqlRunner, buffer_id: int, repairs: Sequence[Repair], freed: int = 0) -> None:
-        """Log a write's repairs inside its transaction (nothing when there are none); ``freed``: bytes it freed."""
+    def record(
+        self, db: SqlRunner, buffer_id: int, repairs: Sequence[Repair], freed: int = 0, header: bool = False
+    ) -> int:
+        """Log a write's repairs inside its transaction (nothing when there are none); ``freed``: bytes it freed.
+
+        With ``header`` the bytes the caller's header update must add (0: none; PostgreSQL, decision 0135).
+        """
         ...
 
 

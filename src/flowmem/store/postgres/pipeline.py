@@ -203,9 +203,11 @@ class Pipeline:
 
 # The editor's writes the pipeline may send together (``Pipeline.run``): the tables
 # each reads and writes. ``call_insert`` reads ``buffer_calls`` too (its ON CONFLICT).
-# Not here (always sent alone): the shifts and unflips of a healing insert, and the repair
-# log's ``repairs_log`` (a WITH statement of its own, decision 0124).
+# Not here (always sent alone): the shifts and unflips of a healing insert. The repair log's
+# entries (``repairs_add``) go with the append's other writes, their bytes in the header's
+# update (``header_logged``; decision 0135).
 _ROWS, _CALLS, _ANSWERS, _HEADER = "buffer_rows", "buffer_calls", "buffer_answers", "buffers"
+_REPAIRS = "buffer_repairs"
 WRITES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     name: (frozenset(reads), frozenset(writes))
     for name, reads, writes in (
@@ -219,6 +221,8 @@ WRITES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         ("calls_answered", (_CALLS,), (_CALLS,)),
         ("calls_reopen", (_CALLS, _ANSWERS), (_CALLS,)),
         ("header_update", (_HEADER,), (_HEADER,)),
+        ("header_logged", (_HEADER,), (_HEADER,)),
+        ("repairs_add", (_REPAIRS,), (_REPAIRS,)),
     )
 }
 WRITES.update({f"{name}?": WRITES[name] for name in FORESEEABLE})

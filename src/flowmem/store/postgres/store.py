@@ -371,10 +371,11 @@ class PostgresStore(PostgresReads):
                 editor = seeded_editor(db, address, found, ids, want_open)
                 outcome = apply_append(editor, rows, max_messages)
                 check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)
-                editor.flush()
-                if outcome.logged:  # the repair log, in this transaction (issue 37 §2)
+                logged = 0  # the repair log, in this transaction (issue 37 §2): its bytes in the header (0135)
+                if outcome.logged:
                     freed = editor.bytes_before - editor.bytes
-                    self.repairs.record(db, editor.buffer_id, outcome.logged, freed)
+                    logged = self.repairs.record(db, editor.buffer_id, outcome.logged, freed, header=True)
+                editor.flush(logged or 0)
                 whole = db.send("load_all", tuple(address)) if snapshot else None
                 if idempotency is not None:  # the key and its answer, before the commit (0031)
                     outcome, whole = _send_key(db, idempotency, outcome, whole)

@@ -6,10 +6,19 @@ counted on insert (refused past the quota, the transaction rolled back), uncount
 delete (a trim, the buffer's deletion). Since migration 19 an entry is written by one
 statement, ``repairs_log``, that also counts it (and checks the quota) and trims the log:
 the insert's trigger is gone, the delete's stays (decision 0124).
+
+Since migration 23 (decision 0135) the log's bytes are the header's: ``buffers.log_bytes``
+is the size of the buffer's entries, and the header's usage trigger counts and checks its
+rows and its log together. An append writes its entries with ``repairs_add`` (no trigger
+under the bound, merged into the append's one write statement) and adds their bytes in
+the header's own update (``header_logged``); a trigger of the insert trims the log past
+``KEPT`` and takes the trimmed bytes off the header; the header's deletion uncounts the
+rest.
 """
 
 from __future__ import annotations
 
+from flowmem.store.repairs import KEPT
 from flowmem.store.repairs.statements import statements
 
 MIGRATION: tuple[str, ...] = (
@@ -45,25 +54,84 @@ COUNTED_BY_THE_INSERT: tuple[str, ...] = (
         FOR EACH ROW EXECUTE FUNCTION flowmem_repairs_usage()""",
 )
 
+# the log's bytes in the header, counted with its rows by the header's usage trigger
+# (decision 0135): no usage update, no quota function and no trim statement per entry
+IN_THE_HEADER: tuple[str, ...] = (
+    "ALTER TABLE buffers ADD COLUMN log_bytes BIGINT NOT NULL DEFAULT 0",
+    # the triggers below do not run yet (this update is not one of bytes): usage unchanged
+    """UPDATE buffers AS b SET log_bytes = s.size FROM (SELECT buffer_id, SUM(octet_length(entry)) AS size
+        FROM buffer_repairs GROUP BY buffer_id) AS s WHERE b.id = s.buffer_id""",
+    "DROP TRIGGER buffer_repairs_uncount ON buffer_repairs",
+    "DROP FUNCTION flowmem_repairs_usage()",
+    """CREATE OR REPLACE FUNCTION flowmem_buffer_grown() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE used user_usage%ROWTYPE; quota_limit BIGINT; grown BIGINT;
+        BEGIN
+            IF TG_OP = 'INSERT' THEN
+                used := flowmem_usage_add(NEW.owner, NEW.bytes + NEW.log_bytes, 1, 0);
+                PERFORM flowmem_quota_check(NEW.owner, 'buffers', used.buffers);
+                RETURN NULL;
+            END IF;
+            -- the append's own path, once per append: written out, no call
+            grown := (NEW.bytes + NEW.log_bytes) - (OLD.bytes + OLD.log_bytes);
+            UPDATE user_usage SET bytes = bytes + grown WHERE user_id = NEW.owner RETURNING * INTO used;
+            IF NOT FOUND THEN
+                used := flowmem_usage_add(NEW.owner, grown, 0, 0);
+            END IF;
+            IF grown > 0 THEN
+                quota_limit := NULLIF(current_setting('flowmem.quota_bytes', true), '')::BIGINT;
+                IF quota_limit > 0 AND used.bytes > quota_limit THEN
+                    RAISE EXCEPTION 'flowmem_quota'
+                        USING DETAIL = 'bytes ' || quota_limit, HINT = NEW.owner;
+                END IF;
+            END IF;
+            RETURN NULL;
+        END $$""",
+    """CREATE OR REPLACE FUNCTION flowmem_buffer_dropped() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM flowmem_usage_add(OLD.owner, -(OLD.bytes + OLD.log_bytes), -1, 0);
+            RETURN NULL;
+        END $$""",
+    "DROP TRIGGER buffers_usage_update ON buffers",
+    """CREATE TRIGGER buffers_usage_update AFTER UPDATE OF bytes, log_bytes ON buffers FOR EACH ROW
+        WHEN (NEW.owner IS NOT NULL AND NEW.bytes + NEW.log_bytes <> OLD.bytes + OLD.log_bytes)
+        EXECUTE FUNCTION flowmem_buffer_grown()""",
+    # the trim past ``KEPT``, in the entry's own statement (its WHEN: a log under the bound
+    # pays nothing); the trimmed bytes come off the header (and so off the owner's usage)
+    f"""CREATE FUNCTION flowmem_repairs_kept() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            WITH gone AS (DELETE FROM buffer_repairs WHERE buffer_id = NEW.buffer_id
+                AND seq <= NEW.seq - {KEPT} RETURNING octet_length(entry) AS size)
+            UPDATE buffers SET log_bytes = log_bytes - (SELECT COALESCE(SUM(size), 0) FROM gone)
+                WHERE id = NEW.buffer_id;
+            RETURN NULL;
+        END $$""",
+    f"""CREATE TRIGGER buffer_repairs_kept AFTER INSERT ON buffer_repairs FOR EACH ROW
+        WHEN (NEW.seq > {KEPT}) EXECUTE FUNCTION flowmem_repairs_kept()""",
+)
+
 SQL: dict[str, str] = {
     **statements("%s"),
-    # one entry in one statement (decision 0124): its number (the log's next), the
-    # insert, the trim to the newest ``kept`` (%s), the owner's usage counted, and the
-    # bytes quota checked unless lifted (the last %s false: a write that frees more than
-    # its entries take); the trim's rows are uncounted by the delete's trigger
-    "repairs_log": """WITH next AS (
-            SELECT COALESCE(MAX(seq), 0) + 1 AS seq FROM buffer_repairs WHERE buffer_id = %s),
-        added AS (INSERT INTO buffer_repairs (buffer_id, seq, entry) SELECT %s, seq, %s FROM next
-            RETURNING octet_length(entry) AS size),
-        trimmed AS (DELETE FROM buffer_repairs WHERE buffer_id = %s
-            AND seq <= (SELECT seq FROM next) - %s),
-        used AS (UPDATE user_usage AS u SET bytes = u.bytes + added.size FROM added, buffers AS b
-            WHERE b.id = %s AND u.user_id = b.owner RETURNING u.user_id, u.bytes)
-        SELECT flowmem_quota_check(user_id, 'bytes', bytes) FROM used WHERE %s""",
+    # since migration 23 (decision 0135): a write's entries, numbered after the log's newest
+    # (one statement for all; no trigger under ``KEPT``), their bytes added to the header by
+    # the write's own header update (``header_logged``) or, for a write with no header
+    # update of its own, by ``repairs_counted``
+    # (the entries' texts joined by newlines: a JSON text has none, and a text parameter
+    # costs the client a fraction of an array's)
+    "repairs_add": """INSERT INTO buffer_repairs (buffer_id, seq, entry)
+        SELECT %s, (SELECT COALESCE(MAX(seq), 0) FROM buffer_repairs WHERE buffer_id = %s) + t.n, t.entry
+        FROM unnest(string_to_array(%s::text, chr(10))) WITH ORDINALITY AS t(entry, n)""",
+    "header_logged": """UPDATE buffers SET count = %s, last_major = %s, bytes = %s, tokens = tokens + %s,
+        version = version + 1, log_bytes = log_bytes + %s WHERE id = %s""",
+    "repairs_counted": "UPDATE buffers SET log_bytes = log_bytes + %s WHERE id = %s",
+    # the newest ``kept`` entries stay (a store keeping fewer than ``KEPT``), their bytes off the header
+    "repairs_trim": """WITH gone AS (DELETE FROM buffer_repairs WHERE buffer_id = %s AND seq <=
+            (SELECT MAX(seq) FROM buffer_repairs WHERE buffer_id = %s) - %s RETURNING octet_length(entry) AS size)
+        UPDATE buffers SET log_bytes = log_bytes - (SELECT COALESCE(SUM(size), 0) FROM gone) WHERE id = %s""",
 }
 
 # the schema's migrations this kind of data owns, by number (flowmem.store.migrations)
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     17: MIGRATION,  # the buffers' repair logs, counted against the owner's bytes quota (issue 37 §2)
     19: COUNTED_BY_THE_INSERT,  # an entry's quota and trim in its insert: one statement (decision 0124)
+    23: IN_THE_HEADER,  # the log's bytes in the header, counted with its rows (decision 0135)
 }

@@ -2,11 +2,13 @@
 
 ``record`` runs inside the append's (or the compaction's) transaction, on the runner
 it writes with (a ``StatementRunner`` over its connection, or PostgreSQL's pipeline),
-after the rules ran and after the header is written: writes only, no read, so it adds
-no round trip to a pipelined append. One statement an entry (decision 0124): on SQLite
-the insert, whose trigger counts it, checks the quota and trims the log; on PostgreSQL
-``repairs_log``, which does the same in the statement. The quota may refuse it, and the
-whole append rolls back. ``note`` logs a change that wrote no row (a drop on a read, a
+writes only, no read, so it adds no round trip to a pipelined append. On SQLite, after
+the header is written, one statement an entry (decision 0124): the insert, whose trigger
+counts it, checks the quota and trims the log. On PostgreSQL (decision 0135) one insert
+for a write's entries, which the pipeline sends within the append's own write
+statement, and their bytes added by the header's update (the header's trigger counts
+and checks them with the rows'; a trigger of the insert trims past ``KEPT``). The quota
+may refuse it, and the whole append rolls back. ``note`` logs a change that wrote no row (a drop on a read, a
 refusal) in a small write of its own. ``page`` reads the entries and the rows they wrote in one snapshot.
 """
 
@@ -41,27 +43,42 @@ class SqlRepairs:
     def __init__(self, store: SqlEngine[Any], kept: int = KEPT) -> None:
         self.store = store
         self.sql = store.statements
-        self.kept = kept  # the newest entries a buffer keeps (at most ``KEPT``: SQLite's trigger trims there)
+        self.kept = kept  # the newest entries a buffer keeps (at most ``KEPT``: a trigger trims there)
+        # PostgreSQL since its migration 23: the log's bytes in the header (decision 0135)
+        self.counted_in_header = "header_logged" in self.sql
 
-    def record(self, db: SqlRunner, buffer_id: int, repairs: Sequence[Repair], freed: int = 0) -> None:
+    def record(
+        self, db: SqlRunner, buffer_id: int, repairs: Sequence[Repair], freed: int = 0, header: bool = False
+    ) -> int:
         """Log a write's repairs in its transaction (``db``), keeping the newest ``kept``.
 
         Implements the log of MEM-1, MEM-2, MEM-3 and MEM-10, of window evictions and of
-        compactions (issue 37 §2). Called after the write's rows and header: the
-        entries' quota trigger sees the rows' bytes as the write leaves them. ``freed``:
-        the bytes the write took off the buffer's rows; when the entries take no more,
-        the write does not grow the owner's usage and is never refused for its log (a
-        shrinking write never is): the bytes quota is lifted for the entries' inserts.
+        compactions (issue 37 §2). ``freed``: the bytes the write took off the buffer's
+        rows; when the entries take no more, the write does not grow the owner's usage and
+        is never refused for its log (a shrinking write never is).
+
+        On PostgreSQL (decision 0135) the entries' bytes are the header's ``log_bytes``,
+        counted and checked with the rows' by the header's trigger (so the lift is the
+        trigger's: it checks only a header that grew). With ``header`` the caller writes
+        the header after this call and adds the returned bytes in that update
+        (``SqlBufferEditor.flush``); else they are added here. On SQLite the entries'
+        insert trigger counts them and checks the quota, after the rows' header (lifted for
+        a write that frees more than they take), and this returns 0.
         """
         if not repairs:
-            return
+            return 0
         texts = entry_texts(repairs, time.time())
-        lifted = freed > 0 and sum(map(utf8_size, texts)) <= freed
-        if "repairs_log" in self.sql:  # PostgreSQL: an entry in one statement (decision 0124)
-            for text in texts:
-                db.run("repairs_log", (buffer_id, buffer_id, text, buffer_id, self.kept, buffer_id, not lifted))
-            return
+        if self.counted_in_header:
+            size = sum(map(utf8_size, texts))
+            db.run("repairs_add", (buffer_id, buffer_id, "\n".join(texts)))  # a JSON text has no newline
+            if self.kept < KEPT:
+                db.run("repairs_trim", (buffer_id, buffer_id, self.kept, buffer_id))
+            if header:
+                return size
+            db.run("repairs_counted", (size, buffer_id))
+            return 0
         # SQLite: the insert's triggers count the entry, check the quota and trim to ``KEPT``
+        lifted = freed > 0 and sum(map(utf8_size, texts)) <= freed
         if lifted:
             db.run("repairs_lift", ())
         try:
@@ -76,6 +93,7 @@ class SqlRepairs:
             raise
         if lifted:
             db.run("repairs_unlift", ())
+        return 0
 
     def note(self, address: Address, repair: Repair) -> bool:
         """Log a change that wrote no row in a transaction of its own, serialized with the buffer's writes.
