@@ -8,8 +8,8 @@ normalize, health, and a buffer read with its cursor and format fields.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, Self
 
 from flowmem.core import Message
 from flowmem.results import BufferResult, TokenWindow
@@ -20,21 +20,26 @@ def _extra(data: dict[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in known}
 
 
+class _Answer:
+    """An answer whose JSON is its fields, each required (but the client's ``replayed``)."""
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Self:
+        """Build from the JSON answer."""
+        names = (item.name for item in fields(cls))  # type: ignore[arg-type]
+        return cls(**{name: data[name] for name in names if name != "replayed"})
+
+
 @dataclass(frozen=True)
-class Health:
+class Health(_Answer):
     """``GET /health`` (liveness) or ``GET /health/store`` (readiness)."""
 
     status: str
     version: str
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Health:
-        """Build from the JSON answer."""
-        return cls(status=data["status"], version=data["version"])
-
 
 @dataclass(frozen=True)
-class SessionConversation:
+class SessionConversation(_Answer):
     """The buffer that holds a session's conversation now (``Session.conversation``).
 
     ``buffer``: its key in the ``session`` scope (``client.load("session", buffer,
@@ -46,11 +51,6 @@ class SessionConversation:
     buffer: str
     messages: int
     found_by: str
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> SessionConversation:
-        """Build from the JSON answer."""
-        return cls(buffer=data["buffer"], messages=data["messages"], found_by=data["found_by"])
 
 
 @dataclass(frozen=True)
@@ -198,7 +198,7 @@ class TurnResult:
 
 
 @dataclass(frozen=True)
-class StopResult:
+class StopResult(_Answer):
     """Whether a running turn was stopped, and the session's status."""
 
     stopped: bool
@@ -206,14 +206,9 @@ class StopResult:
     replayed: bool = field(default=False, compare=False)
     """The server answered a repeated ``Idempotency-Key`` with this first answer."""
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> StopResult:
-        """Build from the JSON answer."""
-        return cls(stopped=data["stopped"], status=data["status"])
-
 
 @dataclass(frozen=True)
-class ResetResult:
+class ResetResult(_Answer):
     """The session's conversation buffer was cleared; its status."""
 
     reset: bool
@@ -221,14 +216,9 @@ class ResetResult:
     replayed: bool = field(default=False, compare=False)
     """The server answered a repeated ``Idempotency-Key`` with this first answer."""
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ResetResult:
-        """Build from the JSON answer."""
-        return cls(reset=data["reset"], status=data["status"])
-
 
 @dataclass(frozen=True)
-class UserErasure:
+class UserErasure(_Answer):
     """What ``DELETE /v1/users/{user_id}`` deleted (``user_id`` None: not a usable identity)."""
 
     user_id: str | None
@@ -238,17 +228,6 @@ class UserErasure:
     tokens: int
     replayed: bool = field(default=False, compare=False)
     """The server answered a repeated ``Idempotency-Key`` with this first answer."""
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> UserErasure:
-        """Build from the JSON answer."""
-        return cls(
-            user_id=data["user_id"],
-            sessions=data["sessions"],
-            buffers=data["buffers"],
-            records=data["records"],
-            tokens=data["tokens"],
-        )
 
 
 @dataclass(frozen=True)
