@@ -234,11 +234,33 @@ def to_row(message: object, now: int | None = None) -> Message:
     """
     if not isinstance(message, Mapping):
         raise InvalidMessageError(f"a message must be an object, got {type(message).__name__}")
+    role = _checked_role(message)
+    meta = _row_metadata(message, role)
+    row: Message = {"role": role, "content": row_content(message.get("content")), "metadata": meta}
+    stamp = message.get("timestamp")
+    if isinstance(stamp, int) and not isinstance(stamp, bool):
+        row["timestamp"] = stamp
+    elif now is not None:
+        row["timestamp"] = now
+    return row
+
+
+def _checked_role(message: Mapping[str, Any]) -> str:
+    """Return a message's role; raise ``UnknownRoleError`` when it is missing or unknown."""
     role = message.get("role")
     if not isinstance(role, str) or role not in ROLES:
         raise UnknownRoleError(
             f"unknown message role {role!r}: expected one of {', '.join(ROLES)}", role=role
         )
+    return role
+
+
+def _row_metadata(message: Mapping[str, Any], role: str) -> dict[str, Any]:
+    """Return a row's metadata: the message's, its unknown top-level keys, and its call fields.
+
+    Top-level ``tool_calls`` (an assistant's) and ``tool_call_id`` (a tool's) move
+    under it; the tool call entries are copied (``_checked_calls``).
+    """
     raw_meta = message.get("metadata")
     if raw_meta is not None and not isinstance(raw_meta, Mapping):
         raise InvalidMessageError(
@@ -248,25 +270,17 @@ def to_row(message: object, now: int | None = None) -> Message:
     for key, value in message.items():
         if key not in _ROW_KEYS and key not in meta:
             meta[key] = value
-    if message.get("tool_calls") is not None and role == "assistant":
-        meta["tool_calls"] = message["tool_calls"]
-    if message.get("tool_call_id") is not None and role == "tool":
+    if role == "tool" and message.get("tool_call_id") is not None:
         meta["tool_call_id"] = message["tool_call_id"]
-    if role == "assistant" and "tool_calls" in meta:
+    if role != "assistant":
+        return meta
+    if message.get("tool_calls") is not None:
+        meta["tool_calls"] = message["tool_calls"]
+    if "tool_calls" in meta:
         calls = _checked_calls(meta.pop("tool_calls"))
         if calls is not None:
             meta["tool_calls"] = calls
-    row: Message = {
-        "role": role,
-        "content": row_content(message.get("content")),
-        "metadata": meta,
-    }
-    stamp = message.get("timestamp")
-    if isinstance(stamp, int) and not isinstance(stamp, bool):
-        row["timestamp"] = stamp
-    elif now is not None:
-        row["timestamp"] = now
-    return row
+    return meta
 
 
 def _checked_calls(calls: object) -> list[dict[str, Any]] | None:
