@@ -184,6 +184,38 @@ def test_results_per_call_are_linear(service: MemoryService) -> None:
     )
 
 
+def test_results_of_one_turn_s_calls_are_linear(service: MemoryService) -> None:
+    """A turn of n calls, then its n results in one append (SQLite lists the open calls in the header)."""
+    key = Fresh()
+
+    def run(n: int) -> Callable[[], Any]:
+        results = [{"role": "tool", "content": "r", "tool_call_id": f"c{i}"} for i in range(n)]
+
+        def answer() -> None:
+            name = key()
+            service.append("user", name, [_calls(n)], CONTEXT)
+            service.append("user", name, results, CONTEXT)
+
+        return answer
+
+    assert_linear("one turn's calls and their results", run, 1000)
+
+
+def test_a_heal_of_one_turn_s_calls_is_linear(service: MemoryService) -> None:
+    """A turn of n calls left open, then a user turn that heals them all (MEM-3)."""
+    key = Fresh()
+
+    def run(n: int) -> Callable[[], Any]:
+        def heal() -> None:
+            name = key()
+            service.append("user", name, [_calls(n)], CONTEXT)
+            service.append("user", name, [{"role": "user", "content": "next"}], CONTEXT)
+
+        return heal
+
+    assert_linear("a heal of one turn's calls", run, 1000)
+
+
 def test_an_append_does_not_grow_with_the_calls_in_the_buffer(service: MemoryService) -> None:
     """Ids per buffer: one more turn costs the same beside 1× or 4× the stored calls."""
     key = Fresh()

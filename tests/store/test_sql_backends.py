@@ -32,8 +32,10 @@ from flowmem.store.archive import sqlite as archive_sqlite
 from flowmem.store.conversations import sqlite as conversations_sqlite
 from flowmem.store.repairs import sqlite as repairs_sqlite
 from flowmem.store.sqlite import SqliteStore, parse_url
+from flowmem.store.sqlite.schema import LISTED_CALLS
 from flowmem.store.vectors import sqlite as vectors_sqlite
 from tests.store.undo_kept import undo_kept
+from tests.store.undo_listed import undo_listed_calls
 
 KEY = Address("global", "", "k")
 
@@ -281,6 +283,14 @@ def _drop_kept(url: str) -> None:
         undo_kept(pg, sqlite=False)
 
 
+def _drop_listed_calls(url: str) -> None:
+    """Undo SQLite's migration 23 (issue 42 §1): the call indexes, flags and counted usage of before."""
+    if url.startswith("sqlite"):
+        conn = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
+        undo_listed_calls(conn)
+        conn.close()
+
+
 # the archive's migration number, wherever it stands (issue 28's migrations are numbered at merge)
 _ARCHIVE = sqlite_backend.MIGRATIONS.index(archive_sqlite.MIGRATION) + 1
 
@@ -297,6 +307,7 @@ _UNDO = {
     sqlite_backend.MIGRATIONS.index(vectors_sqlite.MIGRATION) + 1: _drop_vectors,
     sqlite_backend.MIGRATIONS.index(vectors_sqlite.GENERATIONS) + 1: _drop_generations,
     sqlite_backend.MIGRATIONS.index(conversations_sqlite.UPGRADE) + 1: _drop_kept,
+    sqlite_backend.MIGRATIONS.index(LISTED_CALLS) + 1: _drop_listed_calls,
 }
 
 

@@ -16,6 +16,7 @@ from flowmem.store import Address
 from flowmem.store.sqlite import MIGRATIONS, SqliteStore
 from tests.store.runs import half_answered
 from tests.store.undo_kept import undo_kept
+from tests.store.undo_listed import undo_listed_calls
 
 
 def _indexes(path: Path) -> set[str]:
@@ -67,6 +68,7 @@ def test_a_database_from_before_loses_the_index_and_keeps_its_rows(tmp_path: Pat
         conn.execute(
             "CREATE INDEX buffer_rows_turns ON buffer_rows (buffer_id, pos) WHERE role <> 'tool'"
         )
+        undo_listed_calls(conn)  # SQLite's migration 23 (an append's pages) undone
         undo_kept(conn, sqlite=True)  # the adapters' kept JSON (decisions 0131, 0133) undone
         conn.execute("DROP TABLE buffer_repairs")  # migration 17 (the repair log) undone
         conn.execute("DROP INDEX adk_sessions_key")  # and migration 16 (ADK keys) undone

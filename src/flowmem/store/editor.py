@@ -17,10 +17,20 @@ declaration: call id, declaring pos, order in the turn, answered flag),
 ``buffer_answers`` (every tool row with a usable id: call id, pos, healed) and
 ``buffer_evicted`` (the call ids of turns the window evicted, numbered in the order
 they were remembered: the latest ``EVICTED_CALLS_KEPT`` are kept).
+
+Where a buffer's header has a fifth column (SQLite since its migration 23, decision
+0134), the backend *lists* its unanswered calls there instead of flagging and
+indexing them: the header's ``unanswered`` is a JSON list of ``[call id, declaring
+position, order]``, which this editor keeps in memory across its writes and writes
+once per flush, with the header; each row's call ids go with the row (``row_insert``'s
+and ``row_update``'s last parameter) and no answered flag is written. An append then
+writes its row, its header and, for a call or a result, the one entry that finds it
+by id (MEM-1): no index by position, no partial index of the open calls.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -97,6 +107,7 @@ class SqlBufferEditor:
     def __init__(self, db: SqlRunner, address: Address, head: Any = _ASK) -> None:
         self._db = db
         self._address = address
+        fresh = head is _ASK  # read here: a listed header's calls are as this transaction has them
         if head is _ASK:
             head = db.one("header_get", tuple(address))
         # known answers, kept exact across this editor's own writes (else dropped)
@@ -115,6 +126,12 @@ class SqlBufferEditor:
         self.bytes_before = self._bytes
         self._tokens = 0  # the default counter's tokens added since the last flush
         self._dirty = False
+        # a header that lists its open calls (five columns): their text as read (None: read
+        # it when needed, as a caller's header may predate its own writes), and the list
+        self._listing = head is not None and len(head) > 4
+        self._listed_text: str | None = str(head[4]) if self._listing and fresh else None
+        self._listed: dict[str, list[tuple[int, int]]] | None = None  # call id -> (pos, order)
+        self._listed_changed = False
 
     def know(
         self,
@@ -194,7 +211,8 @@ class SqlBufferEditor:
                     seen.add(call_id)
                     found.append(Dangling(call_id, run_end))
             return found
-        for call_id, declared in self._db.all("open_calls", (self._id,)):
+        declared_open = self._listed_calls() if self._listing else self._db.all("open_calls", (self._id,))
+        for call_id, declared in declared_open:
             if call_id in seen:
                 continue
             seen.add(call_id)
@@ -263,10 +281,13 @@ class SqlBufferEditor:
                 raise StoreError("too many rows inserted after one turn")
             for name in ("shift_rows", "shift_calls", "shift_answers"):
                 self._db.run(name, (need, bid, position, major_end))
-            for name in ("unflip_rows", "unflip_calls", "unflip_answers"):
+            # the declarations first: a listing backend finds them by the rows' call ids
+            for name in ("unflip_calls", "unflip_answers", "unflip_rows"):
                 self._db.run(name, (bid,))
             self._answers.clear()  # positions moved
             self._open = None
+            if self._listing:
+                self._shift_listed(position, major_end, need)
         elif position + need >= major_end:
             raise StoreError("too many rows inserted after one turn")
         for offset, row in enumerate(rows, start=1):
@@ -282,7 +303,7 @@ class SqlBufferEditor:
         self._unindex(bid, position, old)
         self._next.clear()
         tokens = estimate_tokens(row)
-        self._db.run("row_update", (row["role"], body, tokens, bid, position))
+        self._db.run("row_update", (row["role"], body, tokens, bid, position, *self._calls_of(row)))
         self._index(bid, position, row)
         self._bytes += utf8_size(body) - utf8_size(old_body)
         self._tokens += tokens - estimate_tokens(old)
@@ -320,8 +341,15 @@ class SqlBufferEditor:
             self._tokens = 0
             self._dirty = False
         elif self._dirty and self._id is not None:
-            params = (self._count, self._last, self._bytes, self._tokens, self._id)
-            self._db.run("header_update", params)
+            if self._listed_changed and self._listed is not None:
+                listed = sorted((pos, order, cid) for cid, at in self._listed.items() for pos, order in at)
+                text = json.dumps([[cid, pos, order] for pos, order, cid in listed], separators=(",", ":"))
+                params: tuple[Any, ...] = (self._count, self._last, self._bytes, self._tokens, text, self._id)
+                self._db.run("header_listed", params)
+                self._listed_changed = False
+            else:
+                params = (self._count, self._last, self._bytes, self._tokens, self._id)
+                self._db.run("header_update", params)
             self._tokens = 0
             self._dirty = False
 
@@ -345,9 +373,11 @@ class SqlBufferEditor:
             if made is None:
                 raise StoreError("could not create the buffer header")
             self._id = int(made[0])
-            if len(made) == 4:
+            if len(made) >= 4:
                 self._count, self._last, self._bytes = int(made[1]), int(made[2]), int(made[3])
                 self.bytes_before = self._bytes
+            if len(made) > 4:  # the header lists its open calls (and was read just now)
+                self._listing, self._listed_text, self._listed = True, str(made[4]), None
         return self._id
 
     def _row_at(self, bid: int, position: int) -> tuple[Message, str]:
@@ -360,20 +390,25 @@ class SqlBufferEditor:
         self._next.clear()
         body = dump_row(row)
         tokens = estimate_tokens(row)  # the default counter's count, stored with the row
-        self._db.run("row_insert", (bid, position, row["role"], body, tokens))
+        self._db.run("row_insert", (bid, position, row["role"], body, tokens, *self._calls_of(row)))
         self._bytes += utf8_size(body)
         self._tokens += tokens
         self._index(bid, position, row)
 
     def _index(self, bid: int, position: int, row: Message) -> None:
         for order, cid in enumerate(call_ids(row)):
+            if self._listing and self.answer_of(cid) is None:
+                self._list_call(cid, position, order)
             self._db.run("call_insert", (bid, cid, position, order, bid, cid))
             self._declared[cid] = True
             self._open = None
         rid = result_id(row)
         if rid is not None:
             self._db.run("answer_insert", (bid, rid, position, is_healed(row)))
-            self._db.run("calls_answered", (bid, rid))
+            if self._listing:
+                self._unlist(rid)
+            else:
+                self._db.run("calls_answered", (bid, rid))
             self._open = None
             if rid in self._answers:  # the first answer by position stays the answer
                 first = self._answers[rid]
@@ -387,13 +422,70 @@ class SqlBufferEditor:
             self._db.run("calls_delete", (bid, position))
             for cid in call_ids(row):
                 self._declared.pop(cid, None)
+                if self._listing:
+                    self._unlist(cid, position)
             self._open = None
         rid = result_id(row)
         if rid is not None:
             self._db.run("answer_delete", (bid, rid, position))
-            self._db.run("calls_reopen", (bid, rid, bid, rid))
             self._answers.pop(rid, None)
+            if not self._listing:
+                self._db.run("calls_reopen", (bid, rid, bid, rid))
+            elif self.answer_of(rid) is None:  # its last answer gone: its declarations are open again
+                for declared, order in self._db.all("declared_of", (bid, rid)):
+                    self._list_call(rid, int(declared), int(order))
             self._open = None
+
+    # --- a header that lists its open calls (decision 0134) ------------------------------
+    def _calls_of(self, row: Message) -> tuple[str | None, ...]:
+        """A listing backend's last row parameter: the row's call ids as JSON (None: none)."""
+        if not self._listing:
+            return ()
+        ids = call_ids(row)
+        return (json.dumps(ids, separators=(",", ":")) if ids else None,)
+
+    def _open_listed(self) -> dict[str, list[tuple[int, int]]]:
+        """The header's open calls, read once per editor: call id -> [(position, order)]."""
+        if self._listed is None:
+            text = self._listed_text
+            if text is None:
+                found = self._db.one("open_list", (self._ensure(),))
+                text = "[]" if found is None else str(found[0])
+            listed: dict[str, list[tuple[int, int]]] = {}
+            if text != "[]":
+                for cid, pos, order in json.loads(text):
+                    listed.setdefault(str(cid), []).append((int(pos), int(order)))
+            self._listed = listed
+        return self._listed
+
+    def _listed_calls(self) -> list[tuple[str, int]]:
+        """The header's open calls as (call id, declaring position), in position and call order."""
+        found = sorted((pos, order, cid) for cid, at in self._open_listed().items() for pos, order in at)
+        return [(cid, pos) for pos, _, cid in found]
+
+    def _list_call(self, call_id: str, position: int, order: int) -> None:
+        self._open_listed().setdefault(call_id, []).append((position, order))
+        self._listed_changed = True
+
+    def _unlist(self, call_id: str, position: int | None = None) -> None:
+        """Take ``call_id``'s declarations (only the one at ``position`` when given) off the list."""
+        listed = self._open_listed()
+        at = listed.get(call_id)
+        if at is None:
+            return
+        kept = [] if position is None else [(pos, order) for pos, order in at if pos != position]
+        if kept:
+            listed[call_id] = kept
+        else:
+            del listed[call_id]
+        self._listed_changed = True
+
+    def _shift_listed(self, position: int, major_end: int, need: int) -> None:
+        """Move the listed declarations between ``position`` and ``major_end`` on by ``need``."""
+        listed = self._open_listed()
+        for cid, at in listed.items():
+            listed[cid] = [(pos + need if position < pos < major_end else pos, order) for pos, order in at]
+        self._listed_changed = True
 
 
 def row_bytes(row: Message) -> int:

@@ -31,6 +31,7 @@ from flowmem.store.adk import sqlite as adk_sqlite
 from flowmem.store.sqlite.schema import MIGRATIONS
 from tests.integrations.adk.events import answer, call, result, user
 from tests.store.undo_kept import undo_kept
+from tests.store.undo_listed import undo_listed_calls
 
 APP = "shop"
 
@@ -56,6 +57,7 @@ def _undo_keys(url: str) -> None:
     if url.startswith("sqlite"):
         with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
             undo_kept(conn, sqlite=True)  # the kept JSON (decisions 0131, 0133) first
+            undo_listed_calls(conn)  # then SQLite's migration 23 (decision 0134)
             for statement in statements:
                 conn.execute(statement)
         return

@@ -86,7 +86,9 @@ def statements(p: str, stamp: str) -> dict[str, str]:
         "pa_line_end": f"SELECT MAX(pos) FROM buffer_rows WHERE buffer_id = {line}",
         "pa_line_upto": f"""SELECT body FROM buffer_rows WHERE buffer_id = {line} AND pos <= {p}
             ORDER BY pos""",
-        "pa_declarations": f"""SELECT c.call_id, c.declared_pos, c.answered, r.body
+        # answered: an answer is stored (SQLite writes no answered flag since its migration 23)
+        "pa_declarations": f"""SELECT c.call_id, c.declared_pos, EXISTS (SELECT 1 FROM buffer_answers AS a
+                WHERE a.buffer_id = c.buffer_id AND a.call_id = c.call_id), r.body
             FROM buffer_calls AS c JOIN buffer_rows AS r
                 ON r.buffer_id = c.buffer_id AND r.pos = c.declared_pos
             WHERE c.buffer_id = {line}

@@ -129,7 +129,8 @@ def add_quota_function(conn: sqlite3.Connection, quotas: Callable[[], Quotas]) -
     abort becomes. Every connection that writes buffers or records needs it.
     ``flowmem_quota_lift(1)`` stops checking the bytes quota on the connection until
     ``flowmem_quota_lift(0)``: the repair log's entries of a write that frees more
-    than they take (decision 0121).
+    than they take (decision 0121). ``flowmem_quota_set(quota)`` is 1 when that quota
+    is set: since migration 23 an owner's bytes are summed over their buffers only then.
     """
 
     lifted = [False]  # this connection's bytes quota is not checked (``flowmem_quota_lift``)
@@ -148,9 +149,14 @@ def add_quota_function(conn: sqlite3.Connection, quotas: Callable[[], Quotas]) -
         lifted[0] = bool(flag)
         return 0
 
+    def quota_set(quota: str) -> int:
+        return 1 if int(getattr(quotas(), quota, 0)) else 0
+
     conn.create_function("flowmem_over_quota", 3, over_quota)
     # the repair log's entries of a write that frees more than they take (decision 0121)
     conn.create_function("flowmem_quota_lift", 1, quota_lift)
+    # whether a quota is set: a bytes check sums the owner's buffers only then (migration 23)
+    conn.create_function("flowmem_quota_set", 1, quota_set)
 
 
 class _Connection(sqlite3.Connection):

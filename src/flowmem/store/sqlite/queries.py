@@ -16,9 +16,7 @@ from flowmem.store.statements import guarded, merge
 _B = "buffer_id = ?"
 # a cut_* row's text, when SQL cannot give its facts, and an assistant row's call ids in order
 _CUT_BODY = "CASE WHEN r.role = 'tool' OR r.tokens IS NULL OR NOT json_valid(r.body) THEN r.body END"
-_CUT_CALLS = """CASE WHEN r.role = 'assistant' THEN (SELECT json_group_array(c.call_id) FROM
-    (SELECT call_id FROM buffer_calls c WHERE c.buffer_id = r.buffer_id AND c.declared_pos = r.pos
-        ORDER BY c.ord) c) END"""
+_CUT_CALLS = "CASE WHEN r.role = 'assistant' THEN COALESCE(r.calls, '[]') END"  # on the row: migration 23
 # a read from the buffer's end, its first batch and the next ones: the header row, and each
 # stored row as ``{row}`` (read_tail's body and count; read_tail_facts' facts, ``_CUT_ROW``)
 _TAIL_FIRST = """WITH b AS (SELECT id, born, version, count, tokens, MAX(?, MIN(?,
@@ -36,16 +34,26 @@ _TAIL_MORE = """WITH b AS (SELECT id, born, version FROM buffers
         SELECT 0, NULL, NULL, NULL, b.born, b.version, NULL FROM b
         UNION ALL SELECT * FROM (SELECT 2, {row}
             FROM buffer_rows r WHERE r.buffer_id = (SELECT id FROM b) AND r.pos < ? ORDER BY r.pos DESC LIMIT ?)"""
+# the call ids on a buffer's rows (``where``: which rows), for the statements that find
+# declarations by the rows that make them (migration 23: no index of declarations by position)
+_ROW_CALLS = "buffer_rows AS r, json_each(r.calls) AS j WHERE r.buffer_id = {b} AND r.calls IS NOT NULL AND {where}"
 _TAIL_ROW = "r.pos, r.body, r.tokens, NULL, NULL, NULL"
 _CUT_ROW = f"r.pos, {_CUT_BODY}, r.tokens, r.role, {_CUT_CALLS}, NULL"
 
 SQL: dict[str, str] = {
-    "header_get": "SELECT id, count, last_major, bytes FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
-    "header_insert": "INSERT INTO buffers (scope, scope_id, key) VALUES (?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
+    # the header's fifth column lists its unanswered calls (migration 23, decision 0134):
+    # the editor keeps the list and writes it with the header when it changed
+    "header_get": """SELECT id, count, last_major, bytes, unanswered FROM buffers
+        WHERE scope = ? AND scope_id = ? AND key = ?""",
+    "header_insert": """INSERT INTO buffers (scope, scope_id, key) VALUES (?, ?, ?) ON CONFLICT DO NOTHING
+        RETURNING id, count, last_major, bytes, unanswered""",
     "header_update": "UPDATE buffers SET count = ?, last_major = ?, bytes = ?, tokens = tokens + ?, version = version + 1 WHERE id = ?",
+    "header_listed": """UPDATE buffers SET count = ?, last_major = ?, bytes = ?, tokens = tokens + ?,
+        unanswered = ?, version = version + 1 WHERE id = ?""",
+    "open_list": "SELECT unanswered FROM buffers WHERE id = ?",
+    "declared_of": f"SELECT declared_pos, ord FROM buffer_calls WHERE {_B} AND call_id = ?",
     "is_declared": f"SELECT 1 FROM buffer_calls WHERE {_B} AND call_id = ? LIMIT 1",
     "answer_of": f"SELECT pos, healed FROM buffer_answers WHERE {_B} AND call_id = ? ORDER BY pos LIMIT 1",
-    "open_calls": f"SELECT call_id, declared_pos FROM buffer_calls WHERE {_B} AND answered = 0 ORDER BY declared_pos, ord",
     # the first non-tool row after the turn, on the primary key: the scan passes the
     # turn's result run and stops (decision 0094); the editor asks once per turn
     "run_end": f"""SELECT MAX(pos) FROM buffer_rows WHERE {_B} AND pos > ? AND pos < COALESCE(
@@ -58,23 +66,29 @@ SQL: dict[str, str] = {
     "next_pos": f"SELECT MIN(pos) FROM buffer_rows WHERE {_B} AND pos > ?",
     "rows_before": f"SELECT COUNT(*) FROM buffer_rows WHERE {_B} AND pos < ?",  # an index
     "max_before": f"SELECT MAX(pos) FROM buffer_rows WHERE {_B} AND pos > ? AND pos < ?",
-    "row_insert": "INSERT INTO buffer_rows (buffer_id, pos, role, body, tokens) VALUES (?, ?, ?, ?, ?)",
-    "row_update": f"UPDATE buffer_rows SET role = ?, body = ?, tokens = ? WHERE {_B} AND pos = ?",
+    # the row's call ids with it (its last parameter, JSON or NULL: migration 23)
+    "row_insert": "INSERT INTO buffer_rows (buffer_id, pos, role, body, tokens, calls) VALUES (?, ?, ?, ?, ?, ?)",
+    "row_update": """UPDATE buffer_rows SET role = ?1, body = ?2, tokens = ?3, calls = ?6
+        WHERE buffer_id = ?4 AND pos = ?5""",
     "row_delete": f"DELETE FROM buffer_rows WHERE {_B} AND pos = ?",
     "call_insert": f"""INSERT INTO buffer_calls (buffer_id, call_id, declared_pos, ord, answered)
         VALUES (?, ?, ?, ?, EXISTS (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = ?))
         ON CONFLICT DO NOTHING""",
-    "calls_delete": f"DELETE FROM buffer_calls WHERE {_B} AND declared_pos = ?",
+    # a row's declarations, by the call ids on the row (no index by position: migration 23)
+    "calls_delete": f"""DELETE FROM buffer_calls WHERE buffer_id = ?1 AND declared_pos = ?2
+        AND call_id IN (SELECT j.value FROM {_ROW_CALLS.format(b="?1", where="r.pos = ?2")})""",
     "answer_insert": "INSERT INTO buffer_answers (buffer_id, call_id, pos, healed) VALUES (?, ?, ?, ?)",
     "answer_delete": f"DELETE FROM buffer_answers WHERE {_B} AND call_id = ? AND pos = ?",
-    "calls_answered": f"UPDATE buffer_calls SET answered = 1 WHERE {_B} AND call_id = ? AND answered = 0",
-    "calls_reopen": f"""UPDATE buffer_calls SET answered = 0 WHERE {_B} AND call_id = ? AND NOT EXISTS
-        (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = ?)""",
     "shift_rows": f"UPDATE buffer_rows SET pos = -(pos + ?) WHERE {_B} AND pos > ? AND pos < ?",
-    "shift_calls": f"UPDATE buffer_calls SET declared_pos = -(declared_pos + ?) WHERE {_B} AND declared_pos > ? AND declared_pos < ?",
+    # the moved rows' declarations, found by the rows' call ids (the rows moved first, to
+    # -(pos + need); back before the rows: the editor's order)
+    "shift_calls": f"""UPDATE buffer_calls SET declared_pos = -(declared_pos + ?1) WHERE buffer_id = ?2
+        AND declared_pos > ?3 AND declared_pos < ?4 AND call_id IN (SELECT j.value
+            FROM {_ROW_CALLS.format(b="?2", where="r.pos > -(?4 + ?1) AND r.pos < -(?3 + ?1)")})""",
     "shift_answers": f"UPDATE buffer_answers SET pos = -(pos + ?) WHERE {_B} AND pos > ? AND pos < ?",
     "unflip_rows": f"UPDATE buffer_rows SET pos = -pos WHERE {_B} AND pos < 0",
-    "unflip_calls": f"UPDATE buffer_calls SET declared_pos = -declared_pos WHERE {_B} AND declared_pos < 0",
+    "unflip_calls": f"""UPDATE buffer_calls SET declared_pos = -declared_pos WHERE buffer_id = ?1
+        AND declared_pos < 0 AND call_id IN (SELECT j.value FROM {_ROW_CALLS.format(b="?1", where="r.pos < 0")})""",
     "unflip_answers": f"UPDATE buffer_answers SET pos = -pos WHERE {_B} AND pos < 0",
     "was_evicted": f"SELECT 1 FROM buffer_evicted WHERE {_B} AND call_id = ?",
     "evicted_insert": f"""INSERT INTO buffer_evicted (buffer_id, call_id, seq) VALUES (?, ?,
@@ -95,7 +109,9 @@ SQL: dict[str, str] = {
         (SELECT id FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?) AND pos < ?
         ORDER BY pos DESC LIMIT ?) AS tail ORDER BY pos""",
     "count": "SELECT count FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
-    "usage_get": "SELECT bytes, buffers, records FROM user_usage WHERE user_id = ?",
+    # an owner's bytes: what user_usage counts and their buffers' rows (migration 23)
+    "usage_get": """SELECT u.bytes + (SELECT COALESCE(SUM(b.bytes), 0) FROM buffers AS b
+        WHERE b.owner = u.user_id), u.buffers, u.records FROM user_usage AS u WHERE u.user_id = ?""",
     "usage_delete": "DELETE FROM user_usage WHERE user_id = ?",
     # a paged read (page_bodies): the header, the (last+1)-th newest row below a cursor, a page
     "page_head": "SELECT id, born, version, count FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
@@ -116,7 +132,7 @@ SQL: dict[str, str] = {
         UNION ALL SELECT 4, r.pos, r.body, NULL, NULL, NULL, NULL FROM b, buffer_rows r
             WHERE r.buffer_id = b.id AND r.tokens IS NULL""",
     # read_tail's rows as a window's facts (read_tail_facts, issue 38 §2): the stored role and
-    # count, an assistant row's call ids from buffer_calls; the text only when SQL cannot
+    # count, an assistant row's call ids from the row (migration 23); the text only when SQL cannot
     # give the facts (a tool row, an uncounted row, a text that is not JSON)
     "cut_first": _TAIL_FIRST.format(row=_CUT_ROW),
     "cut_more": _TAIL_MORE.format(row=_CUT_ROW),

@@ -13,6 +13,14 @@ from flowmem.store.migrations import collect
 _OWNER_OF = """CASE {t}.scope WHEN 'user' THEN {t}.scope_id
     WHEN 'session' THEN (SELECT owner FROM sessions WHERE sessions.id = {t}.scope_id) END"""
 
+# an owner's bytes since migration 23: what ``user_usage`` counts (records, vectors, repair
+# logs) and the rows of their buffers, summed from the headers (``usage_get`` too)
+_BYTES_USED = """{u}.bytes + (SELECT COALESCE(SUM(b.bytes), 0) FROM buffers AS b
+    WHERE b.owner = {u}.user_id)"""
+# the same, summed only when a bytes quota is set (else NULL: flowmem_over_quota says no)
+_BYTES_CHECKED = "CASE WHEN flowmem_quota_set('bytes') THEN " + _BYTES_USED + " END"
+_REPAIRS_OWNER = "(SELECT owner FROM buffers WHERE id = NEW.buffer_id)"
+
 # Append-only: never edit a released migration, add a new one.
 _OWN: dict[int, tuple[str, ...]] = {
     1: (
@@ -171,9 +179,102 @@ _OWN: dict[int, tuple[str, ...]] = {
     # 15 (issue 26 §3, decision 0094): a result run's end is found on the primary key, as
     # on PostgreSQL (decision 0068); every user and assistant row wrote this index too
     15: ("DROP INDEX IF EXISTS buffer_rows_turns",),
+    # 23 (issue 42 §1, decision 0134): an append writes its row, its header and, for a call
+    # or a result, the one entry that finds it by id (MEM-1). No usage row per append:
+    # ``user_usage.bytes`` no longer holds the buffers' rows; an owner's bytes are it plus
+    # the sum over their buffers' headers (``buffers_owner``), summed by a quota trigger
+    # only where a bytes quota is set (``flowmem_quota_set``)
+    23: (
+        "CREATE INDEX buffers_owner ON buffers (owner) WHERE owner IS NOT NULL",
+        """UPDATE user_usage SET bytes = bytes - (SELECT COALESCE(SUM(b.bytes), 0)
+            FROM buffers AS b WHERE b.owner = user_usage.user_id)""",
+        "DROP TRIGGER usage_buffer_insert",
+        f"""CREATE TRIGGER usage_buffer_insert AFTER INSERT ON buffers BEGIN
+            UPDATE buffer_births SET n = n + 1;
+            UPDATE buffers SET owner = {_OWNER_OF.format(t='NEW')},
+                born = (SELECT n FROM buffer_births) WHERE id = NEW.id;
+            INSERT INTO user_usage (user_id, bytes, buffers, records)
+                SELECT owner, 0, 1, 0 FROM buffers WHERE id = NEW.id AND owner IS NOT NULL
+                ON CONFLICT (user_id) DO UPDATE SET buffers = buffers + 1;
+            SELECT RAISE(ABORT, 'flowmem_quota') FROM buffers JOIN user_usage ON user_id = owner
+                WHERE id = NEW.id AND flowmem_over_quota('buffers', user_id, user_usage.buffers);
+        END""",
+        "DROP TRIGGER usage_buffer_bytes",
+        f"""CREATE TRIGGER usage_buffer_bytes AFTER UPDATE OF bytes ON buffers
+            WHEN NEW.owner IS NOT NULL AND NEW.bytes > OLD.bytes AND flowmem_quota_set('bytes') BEGIN
+            SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage AS u WHERE u.user_id = NEW.owner
+                AND flowmem_over_quota('bytes', u.user_id, {_BYTES_USED.format(u='u')});
+        END""",
+        "DROP TRIGGER usage_buffer_delete",
+        """CREATE TRIGGER usage_buffer_delete AFTER DELETE ON buffers WHEN OLD.owner IS NOT NULL BEGIN
+            UPDATE user_usage SET buffers = buffers - 1 WHERE user_id = OLD.owner;
+        END""",
+        "DROP TRIGGER usage_record_insert",
+        f"""CREATE TRIGGER usage_record_insert AFTER INSERT ON records BEGIN
+            UPDATE records SET owner = {_OWNER_OF.format(t='NEW')}
+                WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key;
+            INSERT INTO user_usage (user_id, bytes, buffers, records)
+                SELECT owner, length(CAST(value AS BLOB)), 0, 1 FROM records
+                WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key
+                    AND owner IS NOT NULL
+                ON CONFLICT (user_id) DO UPDATE SET bytes = bytes + excluded.bytes, records = records + 1;
+            SELECT RAISE(ABORT, 'flowmem_quota') FROM records JOIN user_usage AS u ON u.user_id = owner
+                WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key
+                AND (flowmem_over_quota('records', u.user_id, u.records)
+                    OR flowmem_over_quota('bytes', u.user_id, {_BYTES_CHECKED.format(u='u')}));
+        END""",
+        "DROP TRIGGER usage_record_value",
+        f"""CREATE TRIGGER usage_record_value AFTER UPDATE OF value ON records
+            WHEN NEW.owner IS NOT NULL BEGIN
+            UPDATE user_usage SET bytes = bytes + length(CAST(NEW.value AS BLOB))
+                - length(CAST(OLD.value AS BLOB)) WHERE user_id = NEW.owner;
+            SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage AS u WHERE u.user_id = NEW.owner
+                AND length(CAST(NEW.value AS BLOB)) > length(CAST(OLD.value AS BLOB))
+                AND flowmem_over_quota('bytes', u.user_id, {_BYTES_CHECKED.format(u='u')});
+        END""",
+        # the kinds' triggers that check the bytes quota (repairs: 17, vectors: 18) check
+        # the same total; they count their own bytes in user_usage as before
+        "DROP TRIGGER usage_repairs_insert",
+        f"""CREATE TRIGGER usage_repairs_insert AFTER INSERT ON buffer_repairs BEGIN
+            UPDATE user_usage SET bytes = bytes + length(CAST(NEW.entry AS BLOB))
+                WHERE user_id = {_REPAIRS_OWNER};
+            SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage AS u WHERE u.user_id = {_REPAIRS_OWNER}
+                AND flowmem_over_quota('bytes', u.user_id, {_BYTES_CHECKED.format(u='u')});
+        END""",
+        "DROP TRIGGER usage_vectors_insert",
+        f"""CREATE TRIGGER usage_vectors_insert AFTER INSERT ON record_vectors
+            WHEN NEW.owner IS NOT NULL BEGIN
+            UPDATE user_usage SET bytes = bytes + length(NEW.vec) WHERE user_id = NEW.owner;
+            SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage AS u WHERE u.user_id = NEW.owner
+                AND flowmem_over_quota('bytes', u.user_id, {_BYTES_CHECKED.format(u='u')});
+        END""",
+        # a row's call ids on the row, written with it (``row_insert``): the window's facts
+        # read them there and a row's declarations are found by them, so no index of
+        # declarations by position is written. The unanswered declarations listed in the
+        # header ([call id, position, order], JSON), which the editor writes once per
+        # append with the header: no partial index, and no answered flag written (it says
+        # what held when the call was declared; whether a call is answered now is whether
+        # ``buffer_answers`` has its id)
+        "ALTER TABLE buffer_rows ADD COLUMN calls TEXT",
+        """UPDATE buffer_rows SET calls = (SELECT json_group_array(call_id) FROM (SELECT c.call_id
+                FROM buffer_calls AS c WHERE c.buffer_id = buffer_rows.buffer_id
+                AND c.declared_pos = buffer_rows.pos ORDER BY c.ord))
+            WHERE role = 'assistant' AND EXISTS (SELECT 1 FROM buffer_calls AS c
+                WHERE c.buffer_id = buffer_rows.buffer_id AND c.declared_pos = buffer_rows.pos)""",
+        "ALTER TABLE buffers ADD COLUMN unanswered TEXT NOT NULL DEFAULT '[]'",
+        """UPDATE buffers SET unanswered = (SELECT json_group_array(json_array(call_id, declared_pos, ord))
+                FROM (SELECT c.call_id, c.declared_pos, c.ord FROM buffer_calls AS c
+                    WHERE c.buffer_id = buffers.id AND NOT EXISTS (SELECT 1 FROM buffer_answers AS a
+                        WHERE a.buffer_id = c.buffer_id AND a.call_id = c.call_id)
+                    ORDER BY c.declared_pos, c.ord))
+            WHERE id IN (SELECT buffer_id FROM buffer_calls WHERE answered = 0)""",
+        "DROP INDEX buffer_calls_pos",
+        "DROP INDEX buffer_calls_open",
+    ),
 }
 
+LISTED_CALLS = _OWN[23]  # an append writes its row, its header and one index entry (issue 42 §1)
 MIGRATIONS: tuple[tuple[str, ...], ...] = collect(_OWN, "sqlite")
 
 
-__all__ = ["MIGRATIONS"]
+__all__ = ["LISTED_CALLS", "MIGRATIONS"]

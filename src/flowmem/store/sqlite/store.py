@@ -170,71 +170,100 @@ class SqliteStore(SqlitePool, SqlStore[sqlite3.Connection]):
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
-        """Lend a pooled connection; translate driver errors to ``StoreError``."""
+        """Lend a pooled connection; translate driver errors to ``StoreError``.
+
+        Four concerns, each its own method: whether a loan may start (``_may_lend``),
+        the pool (``_borrow``), how the loan's commits reach the disk (``_sync_mode``),
+        and what a driver error becomes (``_failed``); ``_returned`` settles the loan.
+        """
+        deferred = self._may_lend()
+        conn, generation = self._borrow()
+        own_fsync = self._sync_mode(conn, deferred)
+        changes = conn.total_changes
+        try:
+            yield conn
+            if self.group_commit.failed and own_fsync and conn.total_changes != changes:
+                self.group_commit.synced_by_itself()  # committed with SQLite's own fsync: the disk syncs
+        except (sqlite3.Error, OverflowError) as exc:
+            self._rollback(conn)
+            raise self._failed(conn, exc) from exc
+        except BaseException:
+            self._rollback(conn)
+            raise
+        finally:
+            self._returned(conn, generation, conn.total_changes != changes, deferred, own_fsync)
+
+    def _may_lend(self) -> bool:
+        """Refuse a loan of a closed store, or a deferred one after a failed fsync; True: deferred.
+
+        The files are asked first whether they were sealed (SIGBUS otherwise: decisions/0046).
+        """
         if self._closed:
             raise StoreError("the store is closed")
-        commits = self.group_commit
-        deferred = commits.deferred()
-        if deferred and commits.failed:
+        deferred = self.group_commit.deferred()
+        if deferred and self.group_commit.failed:
             # a write here would be answered before an fsync that is known to fail
             raise WouldBlock(f"the last fsync of {self.path} failed: writes sync by themselves")
-        sealed = self._files.sealed()  # before every loan: SIGBUS otherwise (decisions/0046)
+        sealed = self._files.sealed()
         if (sealed is None) != (self._sealed is None) or self._draining:
             self._watch_files(sealed)
+        return deferred
+
+    def _borrow(self) -> tuple[sqlite3.Connection, int]:
+        """A pooled connection (a new one when none is idle) and the pool generation it is of."""
         with self._pool_lock:
             conn = self._idle.pop() if self._idle else None
             generation = self._generation
             self._lent += 1
         try:
-            if conn is None:
-                conn = self._connect()
+            return (self._connect() if conn is None else conn), generation
         except sqlite3.Error as exc:
             self._give_back(None, generation)
             if _is_busy(exc) and not waiting_allowed():
                 raise WouldBlock(f"{self.path} is locked") from exc
-            raise driver_error(
-                exc, f"cannot open {self.path}", StoreUnavailableError, self.path
-            ) from exc
+            raise driver_error(exc, f"cannot open {self.path}", StoreUnavailableError, self.path) from exc
         except BaseException:
             self._give_back(None, generation)
             raise
-        # every loan starts from the default wait (0 in no-wait mode): a pooled
-        # connection must not keep the timeout its previous borrower set
+
+    def _sync_mode(self, conn: sqlite3.Connection, deferred: bool) -> bool:
+        """Set the loan's wait and durability pragmas; True when its commits fsync themselves.
+
+        Every loan starts from the default wait (0 in no-wait mode): a pooled connection
+        must not keep the timeout its previous borrower set. Else an fsync after commit,
+        shared with the threads that committed meanwhile; a writer alone in its process
+        and its process alone on the file has no one to share with: SQLite's own fsync
+        at commit saves the shared one's work (decision 0095).
+        """
         self._busy_timeout(conn, DEFAULT_LOCK_TIMEOUT)
-        # else an fsync after commit, shared with the threads that committed meanwhile; a
-        # writer alone in its process and its process alone on the file has no one to
-        # share with: SQLite's own fsync at commit saves the shared one's work (decision 0095)
         joined = self._commits.joined()
         own_fsync = not deferred and (not joined or self._alone_writer())
         if joined:
             self._commits.settled(own_fsync)
         self._pragma(conn, "synchronous", self.synchronous if own_fsync else "NORMAL")
         self._pragma(conn, "wal_autocheckpoint", 0 if deferred else AUTO_CHECKPOINT)
-        changes = conn.total_changes
-        try:
-            yield conn
-            if commits.failed and own_fsync and conn.total_changes != changes:
-                commits.synced_by_itself()  # committed with SQLite's own fsync: the disk syncs
-        except sqlite3.Error as exc:
-            self._rollback(conn)
-            if _is_busy(exc):
-                if not waiting_allowed():
-                    raise WouldBlock(f"{self.path} is locked") from exc
-                raise _locked(self.path, DEFAULT_LOCK_TIMEOUT) from exc
-            raise self._driver_error(conn, exc) from exc
-        except OverflowError as exc:  # an integer SQLite cannot hold (64-bit)
-            self._rollback(conn)
-            raise InvalidInputError(f"a number is out of range: {exc}") from exc
-        except BaseException:
-            self._rollback(conn)
-            raise
-        finally:
-            if conn.total_changes != changes:
-                if deferred:
-                    commits.wrote()
-                elif not own_fsync:
-                    self._commits.changed()  # its shared fsync is due (a duplicate's is not)
-            self._give_back(conn, generation)
+        return own_fsync
+
+    def _failed(self, conn: sqlite3.Connection, exc: sqlite3.Error | OverflowError) -> Exception:
+        """The flowmem error of a loan's driver error (its transaction already rolled back)."""
+        if isinstance(exc, OverflowError):  # an integer SQLite cannot hold (64-bit)
+            return InvalidInputError(f"a number is out of range: {exc}")
+        if _is_busy(exc):
+            if not waiting_allowed():
+                return WouldBlock(f"{self.path} is locked")
+            return _locked(self.path, DEFAULT_LOCK_TIMEOUT)
+        return self._driver_error(conn, exc)
+
+    def _returned(
+        self, conn: sqlite3.Connection, generation: int, changed: bool, deferred: bool, own_fsync: bool
+    ) -> None:
+        """Give the connection back; a loan that changed the file makes its fsync due."""
+        if changed:
+            if deferred:
+                self.group_commit.wrote()
+            elif not own_fsync:
+                self._commits.changed()  # its shared fsync is due (a duplicate's is not)
+        self._give_back(conn, generation)
 
     # --- group commit (LocalCalls) ---------------------------------------------------------
     @contextmanager
