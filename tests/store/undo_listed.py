@@ -1,4 +1,4 @@
-"""Undo SQLite's migration 23 (issue 42 §1, decision 0134): what a database had before it.
+"""Undo SQLite's migration 23 (issue 42 §1, decision 0137): what a database had before it.
 
 The upgrade tests take a database back to an older schema before opening it again;
 this gives back what migration 23 changed: the answered flags written again, the

@@ -19,7 +19,7 @@ declaration: call id, declaring pos, order in the turn, answered flag),
 they were remembered: the latest ``EVICTED_CALLS_KEPT`` are kept).
 
 Where a buffer's header has a fifth column (SQLite since its migration 23, decision
-0134), the backend *lists* its unanswered calls there instead of flagging and
+0137), the backend *lists* its unanswered calls there instead of flagging and
 indexing them: the header's ``unanswered`` is a JSON list of ``[call id, declaring
 position, order]``, which this editor keeps in memory across its writes and writes
 once per flush, with the header; each row's call ids go with the row (``row_insert``'s
@@ -436,7 +436,7 @@ class SqlBufferEditor:
                     self._list_call(rid, int(declared), int(order))
             self._open = None
 
-    # --- a header that lists its open calls (decision 0134) ------------------------------
+    # --- a header that lists its open calls (decision 0137) ------------------------------
     def _calls_of(self, row: Message) -> tuple[str | None, ...]:
         """A listing backend's last row parameter: the row's call ids as JSON (None: none)."""
         if not self._listing:

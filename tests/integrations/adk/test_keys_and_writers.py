@@ -57,7 +57,7 @@ def _undo_keys(url: str) -> None:
     if url.startswith("sqlite"):
         with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
             undo_kept(conn, sqlite=True)  # the kept JSON (decisions 0131, 0133) first
-            undo_listed_calls(conn)  # then SQLite's migration 23 (decision 0134)
+            undo_listed_calls(conn)  # then SQLite's migration 23 (decision 0137)
             for statement in statements:
                 conn.execute(statement)
         return

@@ -1,4 +1,4 @@
-"""SQLite's migration 23 (issue 42 §1, decision 0134): the pages an append writes.
+"""SQLite's migration 23 (issue 42 §1, decision 0137): the pages an append writes.
 
 An append writes its row, the buffer's header and, for a call or a result, the one
 index entry that finds it by id (MEM-1): no usage row (an owner's bytes are summed

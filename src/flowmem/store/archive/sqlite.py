@@ -15,7 +15,7 @@ MIGRATION: tuple[str, ...] = (
 SQL: dict[str, str] = {
     **statements("?"),
     "archive_page": SQLITE_PAGE,
-    # SQLite flags no answered call (its migration 23, decision 0134): the header lists the
+    # SQLite flags no answered call (its migration 23, decision 0137): the header lists the
     # open ones, listed again from the declarations left without an answer (?1 and ?3: the
     # flags PostgreSQL's statement sets and reads)
     "archive_reopen": """UPDATE buffers SET unanswered = (SELECT json_group_array(json_array(call_id,

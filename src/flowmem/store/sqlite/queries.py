@@ -41,7 +41,7 @@ _TAIL_ROW = "r.pos, r.body, r.tokens, NULL, NULL, NULL"
 _CUT_ROW = f"r.pos, {_CUT_BODY}, r.tokens, r.role, {_CUT_CALLS}, NULL"
 
 SQL: dict[str, str] = {
-    # the header's fifth column lists its unanswered calls (migration 23, decision 0134):
+    # the header's fifth column lists its unanswered calls (migration 23, decision 0137):
     # the editor keeps the list and writes it with the header when it changed
     "header_get": """SELECT id, count, last_major, bytes, unanswered FROM buffers
         WHERE scope = ? AND scope_id = ? AND key = ?""",

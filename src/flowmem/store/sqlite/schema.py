@@ -179,7 +179,7 @@ _OWN: dict[int, tuple[str, ...]] = {
     # 15 (issue 26 §3, decision 0094): a result run's end is found on the primary key, as
     # on PostgreSQL (decision 0068); every user and assistant row wrote this index too
     15: ("DROP INDEX IF EXISTS buffer_rows_turns",),
-    # 23 (issue 42 §1, decision 0134): an append writes its row, its header and, for a call
+    # 23 (issue 42 §1, decision 0137): an append writes its row, its header and, for a call
     # or a result, the one entry that finds it by id (MEM-1). No usage row per append:
     # ``user_usage.bytes`` no longer holds the buffers' rows; an owner's bytes are it plus
     # the sum over their buffers' headers (``buffers_owner``), summed by a quota trigger
