@@ -34,12 +34,14 @@ from __future__ import annotations
 
 import math
 import struct
+from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from flowmem.errors import ConfigurationError, EmbeddingSpaceError, InvalidInputError
 from flowmem.store.base import Address, Store
+from flowmem.store.rows import check_address
 
 ACTIVE = "active"
 NEXT = "next"
@@ -92,6 +94,17 @@ class Spaces:
 
     active: Space | None
     next: Space | None
+
+
+class Search(NamedTuple):
+    """What one scan reads: the live vectors of ``(scope, scope_id)`` under ``prefix`` at ``now``, in ``collection``'s ``space``."""
+
+    scope: str
+    scope_id: str
+    prefix: str
+    now: float
+    collection: str
+    space: Space
 
 
 def check_space(space: object) -> Space:
@@ -161,7 +174,11 @@ def mismatch(collection: str, stored: Space, asked: Space, doing: str) -> Embedd
 
 @runtime_checkable
 class SupportsVectors(Protocol):
-    """The vectors of a store's records (see the module docstring)."""
+    """The vectors of a store's records (see the module docstring).
+
+    The back-ends' vectors subclass it: ``scan`` is written here once (its arguments
+    checked), over each one's ``_scan``.
+    """
 
     def spaces(self, collection: str) -> Spaces:
         """The collection's active and next spaces."""
@@ -199,7 +216,14 @@ class SupportsVectors(Protocol):
         after the page's last key). EmbeddingSpaceError when the collection's active
         space is not ``space``.
         """
-        ...
+        check_address(Address(scope, scope_id, start or prefix or "_"))
+        check_space(space)
+        search = Search(scope, scope_id, prefix, now, collection, space)
+        return self._scan(search, max(start, prefix), values, limit_bytes)
+
+    @abstractmethod
+    def _scan(self, search: Search, lower: str, values: bool, limit_bytes: int) -> tuple[list[ScanRow], bool]:
+        """``scan``'s page from key ``lower``, its arguments checked: the back-end's read."""
 
     def begin(self, collection: str, space: Space) -> Spaces:
         """Record ``space`` as the collection's next space (kept when it already is; replaced otherwise)."""
@@ -239,6 +263,7 @@ __all__ = [
     "SCAN_BYTES",
     "Pending",
     "ScanRow",
+    "Search",
     "Space",
     "Spaces",
     "SupportsVectors",

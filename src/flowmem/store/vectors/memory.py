@@ -19,11 +19,12 @@ from flowmem.store.rows import check_address
 from flowmem.store.vectors import (
     ACTIVE,
     NEXT,
-    SCAN_BYTES,
     Pending,
     ScanRow,
+    Search,
     Space,
     Spaces,
+    SupportsVectors,
     Vector,
     check_space,
     check_vectors,
@@ -37,7 +38,7 @@ class _Records(Protocol):
     def put_record(self, address: Address, value: Any, expires_at: float | None) -> None: ...
 
 
-class MemoryVectors:
+class MemoryVectors(SupportsVectors):
     """Per record address, its vectors by (space id, field, ordinal); per collection, its spaces."""
 
     def __init__(self, store: MemoryEngine, records: _Records) -> None:
@@ -103,22 +104,9 @@ class MemoryVectors:
                 sid = active[0] if active is not None else self._add_space(collection, ACTIVE, space)
                 self._vectors[address] = {(sid, v.field, v.ord): v.data for v in checked}
 
-    def scan(
-        self,
-        scope: str,
-        scope_id: str,
-        prefix: str,
-        now: float,
-        collection: str,
-        space: Space,
-        *,
-        start: str,
-        values: bool,
-        limit_bytes: int = SCAN_BYTES,
-    ) -> tuple[list[ScanRow], bool]:
-        """The live active-space vectors under ``prefix`` from ``start``, in one page (the store is in memory)."""
-        check_space(space)
-        lower = max(start, prefix)
+    def _scan(self, search: Search, lower: str, values: bool, limit_bytes: int) -> tuple[list[ScanRow], bool]:
+        """The live active-space vectors from key ``lower``, in one page (the store is in memory)."""
+        scope, scope_id, prefix, now, collection, space = search
         with self.store.locked() as tables:
             active = self._spaces.get(collection, {}).get(ACTIVE)
             if active is None:

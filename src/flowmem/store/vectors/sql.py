@@ -18,11 +18,12 @@ from flowmem.store.rows import check_address, prefix_end
 from flowmem.store.vectors import (
     ACTIVE,
     NEXT,
-    SCAN_BYTES,
     Pending,
     ScanRow,
+    Search,
     Space,
     Spaces,
+    SupportsVectors,
     Vector,
     check_space,
     check_vectors,
@@ -52,7 +53,7 @@ def whole_records(rows: list[Any], full: bool, key_of: Any) -> list[Any]:
     return rows[:cut] if cut else rows
 
 
-class SqlVectors:
+class SqlVectors(SupportsVectors):
     """``SupportsVectors`` over a SQL store's engine and its backend's statements.
 
     ``collated``: the statements that compare keys ``COLLATE "C"``, used when the
@@ -141,25 +142,11 @@ class SqlVectors:
 
         self.store.write(work)
 
-    def scan(
-        self,
-        scope: str,
-        scope_id: str,
-        prefix: str,
-        now: float,
-        collection: str,
-        space: Space,
-        *,
-        start: str,
-        values: bool,
-        limit_bytes: int = SCAN_BYTES,
-    ) -> tuple[list[ScanRow], bool]:
-        """One page of the live active-space vectors under ``prefix`` from ``start``, whole records."""
-        check_address(Address(scope, scope_id, start or prefix or "_"))
-        check_space(space)
+    def _scan(self, search: Search, lower: str, values: bool, limit_bytes: int) -> tuple[list[ScanRow], bool]:
+        """One page of the live active-space vectors from key ``lower``, whole records."""
+        scope, scope_id, prefix, now, collection, space = search
         limit = max(1, limit_bytes // (space.dims * 4))
         end = prefix_end(prefix)
-        lower = max(start, prefix)
         with self.store.connection() as conn:
             spaces, ids = self._read_spaces(conn, collection, "vectors_spaces_read")
             if spaces.active is None:
