@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from flowmem.core.messages import call_ids, result_id
 from flowmem.errors import WindowTooSmallError
@@ -61,8 +61,11 @@ class Window:
     total: int
 
 
-class WindowScan:
-    """The window rules applied to rows fed newest first (see the module docstring)."""
+class RowScan:
+    """The window rules' state over rows fed newest first, and their loop: ``WindowScan``'s and ``CutScan``'s."""
+
+    remembers: ClassVar[bool] = False
+    """Whether every position fed and its tokens are kept (``WindowScan``: it lists the window's rows)."""
 
     def __init__(
         self,
@@ -77,56 +80,38 @@ class WindowScan:
         self.first_role = first_role
         self._systems = dict(systems or {}) if keep_system else {}
         self.cost = sum(self._systems.values())
-        self._tokens: dict[int, int] = {}
+        self._remembered: dict[int, int] | None = {} if self.remembers else None  # CutScan keeps no row
         self._pending: set[str] = set()
         self._first_role: str | None = None  # the role of the earliest non-system row fed
         self._best: int | None = None
+        self._best_cost = 0  # the cost when the best start was found: the window's tokens
+        self._best_fed = 0  # the rows fed when it was found: the suffix's length
+        self._fed = 0
         self._needed: int | None = None  # the cost of the smallest valid window
         self._next: int | None = None
         self.done = False
 
-    def feed(self, position: int, row: RowFacts) -> None:
-        """Take the row at ``position``, one below the last one fed."""
-        if self.done:
-            return
-        if self._next is not None and position > self._next:
-            raise ValueError(f"rows are fed newest first: expected a position below {self._next + 1}")
-        self._next = position - 1
-        system = row.role == "system"
-        self._tokens[position] = row.tokens
-        if not (system and self.keep_system):
-            self.cost += row.tokens
-        if row.answers is not None:
-            self._pending.add(row.answers)
-        self._pending.difference_update(row.calls)
-        if not system:
-            self._first_role = row.role
-        if self._valid_start(row):
-            if self._needed is None:
-                self._needed = self.cost
-            if self.cost <= self.budget:
-                self._best = position
-        if self.cost > self.budget and self._needed is not None:
-            self.done = True  # every earlier start costs at least as much
-
     def feed_rows(self, rows: Iterable[tuple[int, RowFacts]]) -> None:
-        """``feed`` each ``(position, row)`` in turn until ``done``: the same rules in one loop.
+        """Take each ``(position, row)`` in turn, newest first, until ``done``: the window rules in one loop.
 
-        A speed twin of calling ``feed`` per row (a window's hot path holds the scan's
-        state in locals). Oracle: ``tests/core/test_window.py``'s property that both end
-        in the same window, and the service's windows checked against ``fit``.
+        A speed twin of calling ``WindowScan.feed`` per row (a window's hot path holds the
+        scan's state in locals). Oracle: ``tests/core/test_window.py``'s property that both
+        end in the same window, ``tests/core/test_window_cut.py`` (``CutScan``, the same
+        window on every history), and the service's windows checked against ``fit``.
         """
         if self.done:
             return
-        budget, keep, wanted = self.budget, self.keep_system, self.first_role
-        tokens, pending = self._tokens, self._pending
+        budget, keep, wanted, pending, tokens = self.budget, self.keep_system, self.first_role, self._pending, self._remembered
         cost, best, needed, nxt, first = self.cost, self._best, self._needed, self._next, self._first_role
+        fed, best_cost, best_fed = self._fed, self._best_cost, self._best_fed
         try:
             for position, (role, count, calls, answers) in rows:
                 if nxt is not None and position > nxt:
                     raise ValueError(f"rows are fed newest first: expected a position below {nxt + 1}")
                 nxt = position - 1
-                tokens[position] = count
+                fed += 1
+                if tokens is not None:
+                    tokens[position] = count
                 kept_system = keep and role == "system"
                 if not kept_system:
                     cost += count
@@ -145,12 +130,49 @@ class WindowScan:
                     if needed is None:
                         needed = cost
                     if cost <= budget:
-                        best = position
+                        best, best_cost, best_fed = position, cost, fed
                 if cost > budget and needed is not None:
                     self.done = True  # every earlier start costs at least as much
                     break
         finally:
             self.cost, self._best, self._needed, self._next, self._first_role = cost, best, needed, nxt, first
+            self._fed, self._best_cost, self._best_fed = fed, best_cost, best_fed
+
+
+class WindowScan(RowScan):
+    """The window rules applied to rows fed newest first (see the module docstring)."""
+
+    remembers = True
+
+    @property
+    def _fed_tokens(self) -> dict[int, int]:
+        """Every position fed and its tokens (a ``WindowScan`` remembers them)."""
+        assert self._remembered is not None
+        return self._remembered
+
+    def feed(self, position: int, row: RowFacts) -> None:
+        """Take the row at ``position``, one below the last one fed."""
+        if self.done:
+            return
+        if self._next is not None and position > self._next:
+            raise ValueError(f"rows are fed newest first: expected a position below {self._next + 1}")
+        self._next = position - 1
+        system = row.role == "system"
+        self._fed_tokens[position] = row.tokens
+        if not (system and self.keep_system):
+            self.cost += row.tokens
+        if row.answers is not None:
+            self._pending.add(row.answers)
+        self._pending.difference_update(row.calls)
+        if not system:
+            self._first_role = row.role
+        if self._valid_start(row):
+            if self._needed is None:
+                self._needed = self.cost
+            if self.cost <= self.budget:
+                self._best = position
+        if self.cost > self.budget and self._needed is not None:
+            self.done = True  # every earlier start costs at least as much
 
     def _valid_start(self, row: RowFacts) -> bool:
         if self._pending or row.role == "tool":
@@ -174,11 +196,11 @@ class WindowScan:
             suffix: list[int] = []  # no non-system row to start on: the system rows alone
         else:
             best = self._best
-            suffix = sorted(p for p in self._tokens if p >= best)
+            suffix = sorted(p for p in self._fed_tokens if p >= best)
         first = suffix[0] if suffix else None
         before = tuple(p for p in sorted(self._systems) if first is None or p < first)
         kept = before + tuple(suffix)
-        tokens = sum(self._systems[p] for p in before) + sum(self._tokens[p] for p in suffix)
+        tokens = sum(self._systems[p] for p in before) + sum(self._fed_tokens[p] for p in suffix)
         cut = None if total_tokens is None else total_tokens - tokens
         return Window(total - len(suffix), kept, tokens, total - len(kept), cut, total)
 

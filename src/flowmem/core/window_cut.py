@@ -12,10 +12,9 @@ history, budget and option).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from flowmem.core.window import RowFacts, too_small
+from flowmem.core.window import RowScan, too_small
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,70 +38,12 @@ class Cut:
     total: int
 
 
-class CutScan:
-    """The window rules over rows fed newest first, remembering no row (see the module docstring)."""
+class CutScan(RowScan):
+    """The window rules over rows fed newest first, remembering no row (see the module docstring).
 
-    def __init__(
-        self,
-        budget: int,
-        systems: Mapping[int, int] | None = None,
-        keep_system: bool = True,
-        first_role: str | None = None,
-    ) -> None:
-        """Scan for ``budget`` tokens; ``systems``: every system row's position and tokens."""
-        self.budget = budget
-        self.keep_system = keep_system
-        self.first_role = first_role
-        self._systems = dict(systems or {}) if keep_system else {}
-        self.cost = sum(self._systems.values())
-        self._pending: set[str] = set()
-        self._first: str | None = None  # the role of the earliest non-system row fed
-        self._best: int | None = None
-        self._best_cost = 0  # the cost when the best start was found: the window's tokens
-        self._best_fed = 0  # the rows fed when it was found: the suffix's length
-        self._fed = 0
-        self._needed: int | None = None
-        self._next: int | None = None
-        self.done = False
-
-    def feed_rows(self, rows: Iterable[tuple[int, RowFacts]]) -> None:
-        """Take each ``(position, row)`` in turn, newest first, until ``done`` (``WindowScan.feed_rows``)."""
-        if self.done:
-            return
-        budget, keep, wanted, pending = self.budget, self.keep_system, self.first_role, self._pending
-        cost, best, needed, nxt, first = self.cost, self._best, self._needed, self._next, self._first
-        fed, best_cost, best_fed = self._fed, self._best_cost, self._best_fed
-        try:
-            for position, (role, count, calls, answers) in rows:
-                if nxt is not None and position > nxt:
-                    raise ValueError(f"rows are fed newest first: expected a position below {nxt + 1}")
-                nxt = position - 1
-                fed += 1
-                kept_system = keep and role == "system"
-                if not kept_system:
-                    cost += count
-                if answers is not None:
-                    pending.add(answers)
-                if calls:
-                    pending.difference_update(calls)
-                if role != "system":
-                    first = role
-                if (
-                    not pending
-                    and role != "tool"
-                    and not kept_system
-                    and (wanted is None or first in (None, wanted))
-                ):
-                    if needed is None:
-                        needed = cost
-                    if cost <= budget:
-                        best, best_cost, best_fed = position, cost, fed
-                if cost > budget and needed is not None:
-                    self.done = True  # every earlier start costs at least as much
-                    break
-        finally:
-            self.cost, self._best, self._needed, self._next, self._first = cost, best, needed, nxt, first
-            self._fed, self._best_cost, self._best_fed = fed, best_cost, best_fed
+    Its loop is ``RowScan.feed_rows``, ``WindowScan``'s: only the positions and tokens of
+    the rows fed are not kept.
+    """
 
     def cut(self, total: int, total_tokens: int | None) -> Cut:
         """The cut found once ``done`` or once the oldest row was fed (``WindowScan.window``'s).
