@@ -13,7 +13,8 @@ header stamp or version differs from the first's raises BufferChangedError.
 ``read_tail_facts`` (issue 38 §2) reads the same rows with ``cut_first`` and
 ``cut_more`` for a window's cut (``store.window.read_cut``): each row's window facts
 (``core.window.RowFacts``) from stored columns — its ``role``, its token count, the
-call ids ``buffer_calls`` indexes for it — so most rows need no JSON parse in Python
+call ids (on SQLite the row's own ``calls`` column since its migration 23, on
+PostgreSQL ``buffer_calls``) — so most rows need no JSON parse in Python
 (the interpreter lock the event loop waits for). A row comes with its text, parsed as
 ``read_tail``'s, when SQL cannot give its facts: a tool row (its answered id, which
 ``buffer_answers`` does not index by position), a row without a stored count, and a
