@@ -26,7 +26,7 @@ from flowmem.errors import (
     StoreCorruptError,
     TooManySessionsError,
 )
-from flowmem.store.base import Address, SessionRecord, TokenRecord, WriteGuard
+from flowmem.store.base import Address, SessionClaim, SessionRecord, TokenRecord, WriteGuard
 
 MAX_CODE_POINT = "\U0010ffff"
 
@@ -171,31 +171,47 @@ def guard_failed(
     if not token_valid:
         return AuthenticationError("invalid token")
     if deleted and owner is None:
-        sid = "" if guard is None else guard.session_id
-        return SessionDeletedError(
-            f"session {sid} was deleted: a write to it is refused and does not create it "
-            "again; use a new session id",
-            session_id=sid,
-        )
+        return _deleted_error("" if guard is None else guard.session_id)
     claim = None if guard is None else guard.claim
-    # a request's own session gone (deleted, perhaps made again) is 404 whoever owns it now
-    gone = claim is not None and not claim.create and bool(claim.created_at)
-    if claim is not None and owner is not None and not claim.any_owner and not gone and (
-        owner[0] != claim.owner
-    ):
-        if claim.conceal:  # the caller found no session: it must not learn of this one
-            return NotFoundError("no such session")
-        return AccessDeniedError(
-            f"session {guard.session_id if guard else ''} belongs to another owner than "
-            "the context's user",
-            rule="MEM-8",
-        )
-    if claim is not None and owner is None and claim.create and claim.limit and owned >= claim.limit:
+    if claim is None:
+        return NotFoundError("no such session")
+    sid = guard.session_id if guard is not None else None
+    if owner is not None and _held_by_another(claim, owner[0]):
+        return _another_owners_error(claim, sid)
+    if owner is None and claim.create and claim.limit and owned >= claim.limit:
         return TooManySessionsError(
             f"this user owns {owned} sessions, the limit is {claim.limit}: delete some first",
             limit=claim.limit,
         )
     return NotFoundError("no such session")
+
+
+def _deleted_error(session_id: str | None) -> SessionDeletedError:
+    """The error of a write to a deleted session: it is refused and does not create it again."""
+    return SessionDeletedError(
+        f"session {session_id} was deleted: a write to it is refused and does not create it "
+        "again; use a new session id",
+        session_id=session_id,
+    )
+
+
+def _held_by_another(claim: SessionClaim, found: str | None) -> bool:
+    """Whether a session found owned by ``found`` is another owner's than ``claim`` asks for."""
+    # a request's own session gone (deleted, perhaps made again) is 404 whoever owns it now
+    gone = not claim.create and bool(claim.created_at)
+    return not claim.any_owner and not gone and found != claim.owner
+
+
+def _another_owners_error(
+    claim: SessionClaim, session_id: str | None
+) -> NotFoundError | AccessDeniedError:
+    """Another owner's session: AccessDeniedError (MEM-8), NotFoundError for a concealing claim."""
+    if claim.conceal:  # the caller found no session: it must not learn of this one
+        return NotFoundError("no such session")
+    return AccessDeniedError(
+        f"session {session_id} belongs to another owner than the context's user",
+        rule="MEM-8",
+    )
 
 
 def check_not_running(session_id: str, status: str | None) -> None:
