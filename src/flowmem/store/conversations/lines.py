@@ -30,6 +30,7 @@ from flowmem.store.conversations import (
     LINE,
     META,
     ConversationWrite,
+    NewEntry,
     entry_of,
     run_of,
 )
@@ -271,58 +272,78 @@ def write_lines(tx: LineTx, write: ConversationWrite) -> bool:
     a MEM-3 entry for the placeholders an entry brings that the line did not hold (the
     pydantic-ai store heals a loaded history: its placeholders arrive as rows).
     """
-    parent, entries = write.parent, list(write.entries)
-    copied = False
-    if parent is None:
-        if not entries:
-            return True
-        key = LINE if tx.line_end(LINE) is None else f"{LINE}#{entries[0].entry_id}"
-    else:
-        place = locate(tx, parent, tx.conversation_id)
-        if place is None:
-            if write.source is None:
-                return False
-            source = locate(tx, parent, write.source)
-            if source is None:
-                return False
-            key = LINE if tx.line_end(LINE) is None else f"{LINE}#{parent}"
-            _copy(tx, source, key, parent)
-            copied = True
-        elif not entries:
-            return True
-        elif place.position == _end(tx, place.key):
-            key = place.key
-        else:
-            key = f"{LINE}#{entries[0].entry_id}"
-            _copy(tx, place, key, parent)
-            copied = True
+    entries = list(write.entries)
+    target = _line_for(tx, write, entries)
+    if not isinstance(target, tuple):
+        return target
+    key, copied = target
     empty = not copied and tx.line_end(key) is None
     editor = Tagging(tx, key, write.waiting)
     whole = not copied
     repairs: list[Repair] = []
     for entry in entries:
-        editor.entry, editor.kept = entry.entry_id, []
-        adopted: list[str] = []  # placeholders the adapter wrote (a loaded history healed)
-        for row in prepare([dict(r) for r in entry.rows]):
-            resolved = _resolved(tx, key, row)
-            outcome = apply_append(editor, [resolved])
-            repairs.extend(outcome.logged)
-            if outcome.appended and is_healed(resolved) and (cid := result_id(resolved)):
-                adopted.append(cid)  # new to the line: MEM-1 drops one it already holds
-        if adopted:
-            repairs.append(Repair("MEM-3", tuple(adopted), len(adopted)))
-        if editor.kept:
-            # the message read as written only when every row of it is, and nothing else changed
-            complete = len(editor.kept) == len(entry.rows) and entry.message is not None
-            whole = whole and complete and not editor.altered
-            message = entry.message if complete and not editor.altered else None
-            tx.index(entry.entry_id, key, max(editor.kept), True, message)
-        else:
-            tx.index(entry.entry_id, key, _end(tx, key), False)
+        repairs.extend(_append_entry(tx, editor, key, entry))
+        whole = _index_entry(tx, editor, key, entry) and whole
     if repairs:  # the line's repair log, in the write's transaction (issue 37 §2)
         tx.log(key, repairs)
     tx.written(key, whole and not editor.altered, empty)
     return True
+
+
+def _line_for(tx: LineTx, write: ConversationWrite, entries: Sequence[NewEntry]) -> tuple[str, bool] | bool:
+    """The line a write's entries go to and whether it was just copied (a branch, a fork).
+
+    Or, when there is nothing to write, what ``write_lines`` returns: True for no
+    entries, False for a parent that is not stored.
+    """
+    parent = write.parent
+    if parent is None:
+        if not entries:
+            return True
+        return (LINE if tx.line_end(LINE) is None else f"{LINE}#{entries[0].entry_id}"), False
+    place = locate(tx, parent, tx.conversation_id)
+    if place is None:  # a fork: the parent is in the source conversation
+        source = None if write.source is None else locate(tx, parent, write.source)
+        if source is None:
+            return False
+        key = LINE if tx.line_end(LINE) is None else f"{LINE}#{parent}"
+        _copy(tx, source, key, parent)
+        return key, True
+    if not entries:
+        return True
+    if place.position == _end(tx, place.key):
+        return place.key, False
+    key = f"{LINE}#{entries[0].entry_id}"  # a branch: a new line, the history up to the parent copied
+    _copy(tx, place, key, parent)
+    return key, True
+
+
+def _append_entry(tx: LineTx, editor: Tagging, key: str, entry: NewEntry) -> list[Repair]:
+    """Append an entry's rows through the buffer rules; the repairs they made in the line."""
+    editor.entry, editor.kept = entry.entry_id, []
+    repairs: list[Repair] = []
+    adopted: list[str] = []  # placeholders the adapter wrote (a loaded history healed)
+    for row in prepare([dict(r) for r in entry.rows]):
+        resolved = _resolved(tx, key, row)
+        outcome = apply_append(editor, [resolved])
+        repairs.extend(outcome.logged)
+        if outcome.appended and is_healed(resolved) and (cid := result_id(resolved)):
+            adopted.append(cid)  # new to the line: MEM-1 drops one it already holds
+    if adopted:
+        repairs.append(Repair("MEM-3", tuple(adopted), len(adopted)))
+    return repairs
+
+
+def _index_entry(tx: LineTx, editor: Tagging, key: str, entry: NewEntry) -> bool:
+    """Index where an entry ends; whether the line still holds it as written (its message kept)."""
+    if not editor.kept:  # it added no row: it ends where the line does
+        tx.index(entry.entry_id, key, _end(tx, key), False)
+        return True
+    # the message read as written only when every row of it is, and nothing else changed
+    complete = len(editor.kept) == len(entry.rows) and entry.message is not None
+    message = entry.message if complete and not editor.altered else None
+    tx.index(entry.entry_id, key, max(editor.kept), True, message)
+    return complete and not editor.altered
 
 
 def placeholder_owner(row: Message) -> str | None:
