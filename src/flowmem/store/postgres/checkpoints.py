@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 
@@ -223,6 +223,23 @@ class PipelineBatch:
         self.left = (thread_id, ns, dict(headers), latest)
 
 
+class _Known(NamedTuple):
+    """The remembered facts a foreseen checkpoint write goes on: its line and header (None: no line)."""
+
+    line: LineAppend | None
+    header: Header | None
+
+
+def _append_line(db: Pipeline, cp: StoredCheckpoint, line: LineAppend, header: Header) -> Header:
+    """Queue a line append's rows (run only when the verdict holds); the header it leaves."""
+    address = Address(SESSION_SCOPE, cp.thread_id, line.key)
+    editor = SqlBufferEditor(_Foreseen(db), address, header)
+    for row in line.rows:
+        editor.append_row(row)
+    editor.flush()
+    return (header[0], editor.count(), header[2] + len(line.rows), editor.bytes)
+
+
 class PostgresCheckpoints(SqlCheckpoints):
     """``SqlCheckpoints`` whose writes run in one pipeline each (decision 0126)."""
 
@@ -260,45 +277,18 @@ class PostgresCheckpoints(SqlCheckpoints):
         head: Head | None,
     ) -> bool:
         """The write on the facts this store remembers, checked by a verdict: True when it was stored."""
-        known = self.remembered.get(cp.thread_id, cp.ns)
-        if known is None or len(lines) > 1:
-            return False
-        headers, latest = known
-        if head is not None and (latest is None or latest != head.checkpoint_id):
-            return False
-        line = lines[0] if lines else None
-        header = None if line is None else headers.get(line.key)
-        if line is not None and (
-            header is None
-            or header[1] != line.expect
-            or any(call_ids(row) or result_id(row) is not None for row in line.rows)
-        ):
+        found = self._foreseeable(cp, lines, head)
+        if found is None:
             return False
         check_thread_text(cp.thread_id, "thread_id")
         check_thread_text(cp.ns, "checkpoint_ns")
-        kind, checks = guard_form(guard)
-        ensure = ensure_form(guard)
-        name = f"cp_known{'+guard' * bool(kind)}{'+line' * bool(line)}{'+head' * bool(head)}"
-        params: list[Any] = [] if header is None else list(header)
-        if head is not None:
-            params += [cp.thread_id, cp.ns, head.checkpoint_id]
         left: dict[str, Header] = {}
         with self.store.connection() as conn:
             try:
                 with Pipeline(conn, STATEMENTS) as db:
-                    if ensure is not None:
-                        db.send(*ensure)
-                    if kind:
-                        db.send(f"cp_guard@{kind}", checks)
-                    db.send("advisory_lock", (self.lock_key(self._thread_lock(cp.thread_id)),))
-                    verdict = db.send(name, params)
-                    if line is not None and header is not None:
-                        address = Address(SESSION_SCOPE, cp.thread_id, line.key)
-                        editor = SqlBufferEditor(_Foreseen(db), address, header)
-                        for row in line.rows:
-                            editor.append_row(row)
-                        editor.flush()
-                        left[line.key] = (header[0], editor.count(), header[2] + len(line.rows), editor.bytes)
+                    verdict = self._send_known(db, cp, found, guard, head)
+                    if found.line is not None and found.header is not None:
+                        left[found.line.key] = _append_line(db, cp, found.line, found.header)
                     for blob in blobs:
                         db.run("blob_insert?", (cp.thread_id, cp.ns, blob.channel, blob.version, *blob.value))
                     db.run("cp_insert?", cp_params(cp))
@@ -315,6 +305,54 @@ class PostgresCheckpoints(SqlCheckpoints):
             return False
         self.remembered.remember(cp.thread_id, cp.ns, left, None if head is None else cp.checkpoint_id)
         return True
+
+    def _foreseeable(
+        self, cp: StoredCheckpoint, lines: Sequence[LineAppend], head: Head | None
+    ) -> _Known | None:
+        """The remembered facts a checkpoint write can go on; None when they do not cover it.
+
+        They cover a write whose thread this store wrote last, with the head it left,
+        and at most one line append of rows that declare and answer no tool call, to
+        a line at the count it remembers.
+        """
+        known = self.remembered.get(cp.thread_id, cp.ns)
+        if known is None or len(lines) > 1:
+            return None
+        headers, latest = known
+        if head is not None and (latest is None or latest != head.checkpoint_id):
+            return None
+        if not lines:
+            return _Known(None, None)
+        line = lines[0]
+        header = headers.get(line.key)
+        if header is None or header[1] != line.expect:
+            return None
+        if any(call_ids(row) or result_id(row) is not None for row in line.rows):
+            return None
+        return _Known(line, header)
+
+    def _send_known(
+        self,
+        db: Pipeline,
+        cp: StoredCheckpoint,
+        known: _Known,
+        guard: WriteGuard | None,
+        head: Head | None,
+    ) -> int:
+        """Queue the claim, the guard, the thread's lock and the verdict on ``known``; the verdict's ticket."""
+        kind, checks = guard_form(guard)
+        ensure = ensure_form(guard)
+        line = known.line
+        name = f"cp_known{'+guard' * bool(kind)}{'+line' * bool(line)}{'+head' * bool(head)}"
+        params: list[Any] = [] if known.header is None else list(known.header)
+        if head is not None:
+            params += [cp.thread_id, cp.ns, head.checkpoint_id]
+        if ensure is not None:
+            db.send(*ensure)
+        if kind:
+            db.send(f"cp_guard@{kind}", checks)
+        db.send("advisory_lock", (self.lock_key(self._thread_lock(cp.thread_id)),))
+        return db.send(name, params)
 
     def _write(
         self, work: Callable[[Batch], None], guard: WriteGuard | None, address: Address | None = None
