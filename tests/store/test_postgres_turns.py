@@ -61,6 +61,8 @@ def test_a_database_from_before_loses_the_index_and_keeps_its_rows(postgres_db_u
         conn.execute("DROP FUNCTION flowmem_repairs_usage()")
         conn.execute("DROP INDEX adk_sessions_key")  # and migration 16 (ADK keys) undone
         conn.execute("ALTER TABLE adk_sessions DROP COLUMN adk_id")
+        conn.execute("DROP INDEX buffer_calls_moved")  # and migration 24 (decision 0139) undone
+        conn.execute("CREATE INDEX buffer_calls_pos ON buffer_calls (buffer_id, declared_pos)")
         conn.execute("DELETE FROM flowmem_schema WHERE version >= 15")
     assert "buffer_rows_turns" in _indexes(postgres_db_url)
     again = PostgresStore(postgres_db_url)

@@ -215,7 +215,7 @@ WRITES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         ("row_update", (_ROWS,), (_ROWS,)),
         ("row_delete", (_ROWS,), (_ROWS,)),
         ("call_insert", (_ANSWERS, _CALLS), (_CALLS,)),
-        ("calls_delete", (_CALLS,), (_CALLS,)),
+        ("calls_delete", (_CALLS, _ROWS), (_CALLS,)),  # the row's call ids (decision 0139)
         ("answer_insert", (), (_ANSWERS,)),
         ("answer_delete", (_ANSWERS,), (_ANSWERS,)),
         ("calls_answered", (_CALLS,), (_CALLS,)),

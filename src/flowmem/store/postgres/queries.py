@@ -20,6 +20,27 @@ _HOLD_TOKEN = f"pg_advisory_xact_lock({TOKEN_KEYS}, hashtext(id))"
 _HOLD_SESSION = f"pg_advisory_xact_lock({SESSION_KEYS}, hashtext(id))"
 _B = "buffer_id = %s"
 _ADDR = "scope = %s AND scope_id = %s AND key = %s"
+# Every string a stored row's body may give as one of its call ids, whatever
+# ``flowmem.core.call_ids`` took: each entry of ``tool_calls`` (top level and in
+# ``metadata``), its ``tool_call_id`` and ``id``, trimmed of what Python's ``str.strip``
+# trims (``usable_call_id``), with the row's position. More strings than ids is
+# harmless (a declaration matches on its position too); none is missed. ``where``
+# picks the rows (alias ``r``).
+_STRIPPED = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
+_ROW_IDS = f"""SELECT r.pos, btrim(e.value ->> k.name, '{_STRIPPED}') AS id FROM buffer_rows r
+    CROSS JOIN LATERAL (SELECT r.body::json AS j) AS m
+    CROSS JOIN LATERAL (SELECT m.j -> 'tool_calls' AS calls
+        UNION ALL SELECT m.j -> 'metadata' -> 'tool_calls') AS s
+    CROSS JOIN LATERAL json_array_elements(CASE WHEN json_typeof(s.calls) = 'array'
+        THEN s.calls END) AS e
+    CROSS JOIN (VALUES ('tool_call_id'), ('id')) AS k(name)
+    WHERE r.role = 'assistant' AND {{where}}"""
+# Those rows' declarations, each looked up on the whole primary key by a subplan (a
+# join could scan the buffer's calls under a generic plan with no statistics):
+# their ctids, for the statement's own WHERE. ``pos``: where the id's row declared it.
+_DECLARED = """ctid = ANY (ARRAY(SELECT (SELECT c.ctid FROM buffer_calls c
+    WHERE c.buffer_id = a.b AND c.call_id = d.id AND c.declared_pos = {pos})
+    FROM a CROSS JOIN LATERAL ({ids}) AS d))"""
 SQL: dict[str, str] = {
     "header_get": f"SELECT id, count, last_major, bytes FROM buffers WHERE {_ADDR}",
     "header_insert": "INSERT INTO buffers (scope, scope_id, key) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING RETURNING id",
@@ -46,16 +67,26 @@ SQL: dict[str, str] = {
     # writes one more WAL record per call (its confirmation)
     "call_insert": f"""INSERT INTO buffer_calls (buffer_id, call_id, declared_pos, ord, answered)
         VALUES (%s, %s, %s, %s, EXISTS (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = %s))""",
-    "calls_delete": f"DELETE FROM buffer_calls WHERE {_B} AND declared_pos = %s",
+    # a row's declarations, by the call ids its body names: no index of declarations by
+    # position (migration 24, decision 0139); each found on the primary key (_DECLARED)
+    "calls_delete": f"""WITH a AS (SELECT %s::bigint AS b, %s::bigint AS p)
+        DELETE FROM buffer_calls WHERE {_DECLARED.format(
+            pos="a.p", ids=_ROW_IDS.format(where="r.buffer_id = a.b AND r.pos = a.p"))}""",
     "answer_insert": "INSERT INTO buffer_answers (buffer_id, call_id, pos, healed) VALUES (%s, %s, %s, %s)",
     "answer_delete": f"DELETE FROM buffer_answers WHERE {_B} AND call_id = %s AND pos = %s",
     "calls_answered": f"UPDATE buffer_calls SET answered = TRUE WHERE {_B} AND call_id = %s AND NOT answered",
     "calls_reopen": f"""UPDATE buffer_calls SET answered = FALSE WHERE {_B} AND call_id = %s AND NOT EXISTS
         (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = %s)""",
     "shift_rows": f"UPDATE buffer_rows SET pos = -(pos + %s) WHERE {_B} AND pos > %s AND pos < %s",
-    "shift_calls": f"UPDATE buffer_calls SET declared_pos = -(declared_pos + %s) WHERE {_B} AND declared_pos > %s AND declared_pos < %s",
+    # the moved rows' declarations (the rows moved first, to -(pos + n)), by their call ids
+    "shift_calls": f"""WITH a AS (SELECT %s::bigint AS n, %s::bigint AS b, %s::bigint AS lo,
+            %s::bigint AS hi)
+        UPDATE buffer_calls SET declared_pos = -(declared_pos + (SELECT n FROM a))
+        WHERE {_DECLARED.format(pos="-d.pos - a.n", ids=_ROW_IDS.format(
+            where="r.buffer_id = a.b AND r.pos > -(a.hi + a.n) AND r.pos < -(a.lo + a.n)"))}""",
     "shift_answers": f"UPDATE buffer_answers SET pos = -(pos + %s) WHERE {_B} AND pos > %s AND pos < %s",
     "unflip_rows": f"UPDATE buffer_rows SET pos = -pos WHERE {_B} AND pos < 0",
+    # on the partial index of moved declarations (buffer_calls_moved: empty but mid-shift)
     "unflip_calls": f"UPDATE buffer_calls SET declared_pos = -declared_pos WHERE {_B} AND declared_pos < 0",
     "unflip_answers": f"UPDATE buffer_answers SET pos = -pos WHERE {_B} AND pos < 0",
     "was_evicted": f"SELECT 1 FROM buffer_evicted WHERE {_B} AND call_id = %s",

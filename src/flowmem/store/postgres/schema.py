@@ -221,6 +221,14 @@ _OWN: dict[int, tuple[str, ...]] = {
     # index of the non-tool rows, one entry and one WAL record fewer per message; a
     # result run's end is found on the primary key (docs/decisions/0068)
     15: ("DROP INDEX IF EXISTS buffer_rows_turns",),
+    # 24 (issue 42 §1, decision 0139): no index of declarations by position, one entry
+    # fewer for each declared call and for each answer's flip; a row's declarations are
+    # found by the call ids its body names (calls_delete, shift_calls), moved ones by a
+    # partial index that holds entries only in the middle of a shift
+    24: (
+        "CREATE INDEX IF NOT EXISTS buffer_calls_moved ON buffer_calls (buffer_id) WHERE declared_pos < 0",
+        "DROP INDEX IF EXISTS buffer_calls_pos",
+    ),
 }
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = collect(_OWN, "postgres")
