@@ -1,0 +1,1 @@
+"""Tests of the LangChain adapter's modules (``flowmem.integrations.langchain``), mirroring its files."""
