@@ -23,6 +23,7 @@ home: the defaults (``Quotas``), the settings (``ENV``) and the refusal
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
@@ -208,6 +209,18 @@ def env_of(settings: object, variables: Mapping[str, str]) -> dict[str, str]:
     return {variable: str(getattr(settings, name)) for name, variable in variables.items()}
 
 
+def check_non_negative(name: str, value: object) -> float:
+    """Return ``value`` when it is a finite number >= 0 (a bool is not one); else ConfigurationError naming ``name``."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise ConfigurationError(f"{name} must be a number >= 0, got {value!r}")
+    return value
+
+
 def check_idempotency_key(value: object) -> str:
     """Return ``value`` when it is 1 to 255 printable ASCII characters; else IdempotencyKeyInvalidError.
 
@@ -241,6 +254,7 @@ __all__ = [
     "Limits",
     "Quotas",
     "check_idempotency_key",
+    "check_non_negative",
     "env_values",
     "quota_exceeded",
     "raise_hint",

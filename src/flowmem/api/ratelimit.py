@@ -53,10 +53,9 @@ from flowmem.auth import bearer_token
 from flowmem.errors import (
     AuthenticationError,
     AuthRateLimitedError,
-    ConfigurationError,
     RateLimitedError,
 )
-from flowmem.limits import env_of, env_values
+from flowmem.limits import check_non_negative, env_of, env_values
 
 MAX_KEYS = 100_000  # buckets kept per table; the least recently used beyond it are forgotten
 MAX_TRUSTED = 100_000  # tokens a worker remembers as accepted (16-byte hashes, least recent dropped)
@@ -83,14 +82,7 @@ class RateLimits:
 
     def __post_init__(self) -> None:
         for item in fields(self):
-            value = getattr(self, item.name)
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not math.isfinite(value)
-                or value < 0
-            ):
-                raise ConfigurationError(f"{item.name} must be a number >= 0, got {value!r}")
+            check_non_negative(item.name, getattr(self, item.name))
 
     @classmethod
     def off(cls) -> RateLimits:

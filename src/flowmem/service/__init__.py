@@ -25,7 +25,6 @@ written; a refusal raises its typed error and changes nothing.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -37,7 +36,7 @@ from flowmem.errors import (
     BufferFullError,
     ConfigurationError,
 )
-from flowmem.limits import Limits
+from flowmem.limits import Limits, check_non_negative
 from flowmem.memory import Memory
 from flowmem.refusals import log_refusal
 from flowmem.results import (  # re-exported: they were defined here
@@ -142,13 +141,7 @@ class MemoryService(BufferReads, CompactionCalls, RepairReads):
         clock: Callable[[], float] = time.time,
         limits: Limits | None = None,
     ) -> None:
-        if (
-            isinstance(lock_timeout, bool)
-            or not isinstance(lock_timeout, (int, float))
-            or not math.isfinite(lock_timeout)
-            or lock_timeout < 0
-        ):
-            raise ConfigurationError(f"lock_timeout must be a number >= 0, got {lock_timeout!r}")
+        check_non_negative("lock_timeout", lock_timeout)
         if not callable(clock):
             raise ConfigurationError("clock must be a callable returning epoch seconds")
         if limits is not None and not isinstance(limits, Limits):
