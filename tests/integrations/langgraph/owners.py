@@ -1,6 +1,6 @@
 """Two users of one database for the LangGraph access tests: alice's thread holds ``SECRET``.
 
-Shared by ``test_read_access`` (reads, decision 0107) and ``test_thread_access``
+Shared by ``test_read_access`` (reads, decision 0107) and ``test_thread_ops``
 (delete, copy, prune, decision 0109); the ``saver`` fixture is in ``conftest.py``.
 """
 
