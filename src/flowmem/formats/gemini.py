@@ -224,6 +224,11 @@ def _place(out: list[dict[str, Any]], row: Message, parts: list[dict[str, Any]])
     if out and _joins(extra, out[-1], default):
         out[-1]["parts"].extend(parts)
         return
+    out.append(_new_content(extra, default, parts))
+
+
+def _new_content(extra: Mapping[str, Any], default: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The content a row's parts start: the role its hints name (none if they name None), else ``default``."""
     named, role = _role_hint(extra)
     content: dict[str, Any] = {}
     if not named:
@@ -233,7 +238,7 @@ def _place(out: list[dict[str, Any]], row: Message, parts: list[dict[str, Any]])
     content["parts"] = parts
     if extra.get(_CAMEL) is True:
         content[_CAMEL] = True
-    out.append(content)
+    return content
 
 
 def _finished(content: dict[str, Any]) -> dict[str, Any]:

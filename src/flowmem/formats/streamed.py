@@ -234,16 +234,7 @@ class PageWriter:
             self._merge(out, "parts", parts)
             return
         self._close(out)
-        named, hinted = gemini._role_hint(extra)
-        content: dict[str, Any] = {}
-        if not named:
-            content["role"] = default
-        elif hinted is not None:
-            content["role"] = hinted
-        content["parts"] = parts
-        if extra.get(gemini._CAMEL) is True:
-            content[gemini._CAMEL] = True
-        self._open = content
+        self._open = gemini._new_content(extra, default, parts)
 
 
 __all__ = ["PageWriter", "Rows", "Sendable"]
