@@ -205,6 +205,12 @@ _ROWS_MESSAGES: TypeAdapter[Any] = TypeAdapter(MessageIn | list[MessageIn])
 _PROVIDER_MESSAGES: TypeAdapter[Any] = TypeAdapter(dict[str, Any] | list[dict[str, Any]])
 _SYSTEM: TypeAdapter[Any] = TypeAdapter(str | list[dict[str, Any]])
 _SYSTEM_INSTRUCTION: TypeAdapter[Any] = TypeAdapter(str | dict[str, Any])
+# a provider's system field: the format that has it and what it holds (Anthropic's
+# top-level ``system``: a string or blocks; Gemini's ``system_instruction``: a string or a Content)
+_SYSTEM_FIELDS: dict[str, tuple[str, TypeAdapter[Any]]] = {
+    "system": ("anthropic", _SYSTEM),
+    "system_instruction": ("gemini", _SYSTEM_INSTRUCTION),
+}
 
 _PROVIDER_MESSAGE: dict[str, Any] = {
     "type": "object",
@@ -301,25 +307,17 @@ class FormattedMessages(BaseModel):
             return value
         return (_ROWS_MESSAGES if fmt == "rows" else _PROVIDER_MESSAGES).validate_python(value)
 
-    @field_validator("system")
+    @field_validator("system", "system_instruction")
     @classmethod
-    def _system_of_anthropic(cls, value: Any, info: ValidationInfo) -> Any:
-        """``system`` is Anthropic's top-level field: a string or blocks, with that format only."""
+    def _system_of_its_format(cls, value: Any, info: ValidationInfo) -> Any:
+        """A provider's system field, with its format only (``_SYSTEM_FIELDS``)."""
         if value is None:
             return None
-        if info.data.get("format") != "anthropic":
-            raise ValueError("system is taken only with format anthropic")
-        return _SYSTEM.validate_python(value)
-
-    @field_validator("system_instruction")
-    @classmethod
-    def _system_of_gemini(cls, value: Any, info: ValidationInfo) -> Any:
-        """``system_instruction`` is Gemini's: a string or a Content, with that format only."""
-        if value is None:
-            return None
-        if info.data.get("format") != "gemini":
-            raise ValueError("system_instruction is taken only with format gemini")
-        return _SYSTEM_INSTRUCTION.validate_python(value)
+        name = str(info.field_name)
+        fmt, adapter = _SYSTEM_FIELDS[name]
+        if info.data.get("format") != fmt:
+            raise ValueError(f"{name} is taken only with format {fmt}")
+        return adapter.validate_python(value)
 
 
 class BufferAppend(FormattedMessages):
