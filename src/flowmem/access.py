@@ -210,33 +210,34 @@ _WITHOUT_SESSION: dict[str, Callable[[Principal], Decision]] = {
 }
 
 
-def _view(principal: Principal, mine: bool) -> Decision:
+def _owner_or(mine: bool, granted: bool, allowed: str, denied: str) -> Decision:
+    """A session's owner may (MEM-9); anyone else when ``granted`` (``allowed``), else not (``denied``)."""
     if mine:
         return _allow("the principal owns the session", "MEM-9")
-    return _may(
+    return _may(granted, (allowed, "MEM-9"), (denied, "MEM-9"))
+
+
+def _view(principal: Principal, mine: bool) -> Decision:
+    return _owner_or(
+        mine,
         _views_any(principal),
-        ("the principal may view any session", "MEM-9"),
-        ("the principal neither owns nor may view this session", "MEM-9"),
+        "the principal may view any session",
+        "the principal neither owns nor may view this session",
     )
 
 
 def _drive(principal: Principal, mine: bool) -> Decision:
-    if mine:
-        return _allow("the principal owns the session", "MEM-9")
-    return _may(
+    return _owner_or(
+        mine,
         principal.has(PERM_DRIVE_ANY),
-        ("the principal may drive any session", "MEM-9"),
-        ("driving a session needs ownership or sessions:drive_any", "MEM-9"),
+        "the principal may drive any session",
+        "driving a session needs ownership or sessions:drive_any",
     )
 
 
 def _delete_session(principal: Principal, mine: bool) -> Decision:
-    if mine:
-        return _allow("the principal owns the session", "MEM-9")
-    return _may(
-        principal.is_admin,
-        ("the principal is an admin", "MEM-9"),
-        ("deleting a session needs ownership or admin", "MEM-9"),
+    return _owner_or(
+        mine, principal.is_admin, "the principal is an admin", "deleting a session needs ownership or admin"
     )
 
 
