@@ -1,0 +1,1 @@
+"""Tests of the adk kind of data (``flowmem.store.adk``), mirroring its package."""

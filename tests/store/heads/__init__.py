@@ -1,0 +1,1 @@
+"""Tests of the heads kind of data (``flowmem.store.heads``), mirroring its package."""

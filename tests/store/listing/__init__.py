@@ -1,0 +1,1 @@
+"""Tests of the listing kind of data (``flowmem.store.listing``), mirroring its package."""
