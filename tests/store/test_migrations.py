@@ -45,7 +45,7 @@ KINDS = {  # which kind of data owns which numbers (the rest are the store's own
     "vectors": [18, 21],
 }
 OWN_NUMBERS = {  # a kind's migration numbered per dialect (the next free number of each)
-    "sqlite": {"adk": [10, 16, 22]},
+    "sqlite": {"adk": [10, 16, 22], "repairs": [17, 19, 24]},
     "postgres": {"adk": [10, 16, 22], "repairs": [17, 19, 23]},
 }
 

@@ -1,6 +1,6 @@
-"""The repair log's bytes kept in the buffer's header on PostgreSQL (decision 0135), and a write's entries in one statement.
+"""The repair log's bytes kept in the buffer's header (decision 0135), and a write's entries in one statement.
 
-Since PostgreSQL's migration 23 ``buffers.log_bytes`` is the size of the buffer's log,
+Since PostgreSQL's migration 23 and SQLite's 24 ``buffers.log_bytes`` is the size of the buffer's log,
 counted with its rows by the header's usage trigger: it must equal the entries' bytes
 after every kind of write (an append's entries, a note, a compaction, a trim under a
 store's own bound, the trim past ``KEPT`` in the insert's trigger), and the owner's usage
@@ -10,6 +10,7 @@ newlines; every backend reads them back as they were logged.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from typing import Any
 
@@ -19,9 +20,11 @@ import pytest
 from flowmem.core import Repair, prepare
 from flowmem.service import MemoryService
 from flowmem.store import Address, Store, open_store
+from flowmem.store.base import Quotas
 from flowmem.store.postgres.schema import MIGRATIONS
 from flowmem.store.postgres.store import PostgresStore
 from flowmem.store.repairs import KEPT, RepairEntry, entry_text
+from flowmem.store.sqlite.driver import add_quota_function
 
 CHAT = Address("user", "alice", "chat")
 
@@ -42,13 +45,25 @@ def _log(store: Store, address: Address = CHAT) -> list[RepairEntry]:
     return store.repairs.page(address, limit=1000).entries  # type: ignore[attr-defined,no-any-return]
 
 
+def _query(url: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Run one statement on the store's database (SQLite's spelling made from PostgreSQL's); its rows."""
+    if url.startswith("sqlite"):
+        sql = sql.replace("%s", "?").replace("octet_length(r.entry)", "length(CAST(r.entry AS BLOB))")
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+            add_quota_function(conn, Quotas)  # the store's own trigger functions (no quota set)
+            return conn.execute(sql, params).fetchall()
+    with psycopg.connect(url, autocommit=True) as pg:
+        cursor = pg.execute(sql, params)
+        return cursor.fetchall() if cursor.description else []
+
+
 def _headers(url: str) -> list[tuple[int, int, int]]:
     """Each buffer's (id, log_bytes, the bytes of its entries in the table)."""
-    with psycopg.connect(url) as conn:
-        found = conn.execute(
-            """SELECT b.id, b.log_bytes, (SELECT COALESCE(SUM(octet_length(r.entry)), 0)
-                FROM buffer_repairs AS r WHERE r.buffer_id = b.id) FROM buffers AS b ORDER BY b.id"""
-        ).fetchall()
+    found = _query(
+        url,
+        """SELECT b.id, b.log_bytes, (SELECT COALESCE(SUM(octet_length(r.entry)), 0)
+            FROM buffer_repairs AS r WHERE r.buffer_id = b.id) FROM buffers AS b ORDER BY b.id""",
+    )
     return [(int(i), int(kept), int(table)) for i, kept, table in found]
 
 
@@ -56,62 +71,56 @@ def _check_counted(store: Store, url: str) -> None:
     """Every header's log_bytes is its log's bytes, and alice's usage is her buffers' rows' and logs' bytes."""
     headers = _headers(url)
     assert headers and all(kept == table for _, kept, table in headers), headers
-    with psycopg.connect(url) as conn:
-        rows = conn.execute(
-            """SELECT COALESCE(SUM(b.bytes + b.log_bytes), 0) FROM buffers AS b WHERE b.owner = 'alice'"""
-        ).fetchone()
-    assert rows is not None and store.usage("alice").bytes == int(rows[0])
+    (rows,) = _query(url, "SELECT COALESCE(SUM(b.bytes + b.log_bytes), 0) FROM buffers AS b WHERE b.owner = 'alice'")
+    assert store.usage("alice").bytes == int(rows[0])
 
 
-@pytest.mark.postgres
-def test_the_headers_log_bytes_are_the_log_s_bytes_after_every_kind_of_write(postgres_db_url: str) -> None:
-    store = open_store(postgres_db_url)
+def test_the_headers_log_bytes_are_the_log_s_bytes_after_every_kind_of_write(sql_url: str) -> None:
+    store = open_store(sql_url)
     try:
         store.append(CHAT, prepare([_user("hi"), _call("c1")], 1))
         store.append(CHAT, prepare([_user("next")], 2))  # a heal (MEM-3)
         store.append(CHAT, prepare([_result("c1", "late")], 3))  # a replacement (MEM-10)
-        _check_counted(store, postgres_db_url)
+        _check_counted(store, sql_url)
         store.append(CHAT, prepare([_user("more")], 4), max_messages=3)  # an eviction
         assert store.repairs.note(CHAT, Repair("MEM-5", (), 2))  # type: ignore[attr-defined]
-        _check_counted(store, postgres_db_url)
+        _check_counted(store, sql_url)
         service = MemoryService(store)
         service.append_raw("user", "alice", "chat", [_user(f"turn {i} " * 20) for i in range(6)])
         assert service.compact_raw("user", "alice", "chat", keep_tokens=60, summarize=lambda rows: "s").compacted
-        _check_counted(store, postgres_db_url)
+        _check_counted(store, sql_url)
         store.repairs.kept = 2  # type: ignore[attr-defined]
         store.append(CHAT, prepare([_call("c9"), _user("after c9")], 5))
         assert len(_log(store)) == 2
-        _check_counted(store, postgres_db_url)
+        _check_counted(store, sql_url)
         store.clear(CHAT)
         assert store.usage("alice").bytes == 0
     finally:
         store.close()
 
 
-@pytest.mark.postgres
-def test_the_trim_past_kept_takes_the_trimmed_bytes_off_the_header(postgres_db_url: str) -> None:
+def test_the_trim_past_kept_takes_the_trimmed_bytes_off_the_header(sql_url: str) -> None:
     """The insert's trigger trims past ``KEPT`` (a log under it pays nothing) and uncounts what it trimmed."""
-    store = open_store(postgres_db_url)
+    store = open_store(sql_url)
     try:
-        with psycopg.connect(postgres_db_url, autocommit=True) as conn:
-            buffer_id = conn.execute(
-                "INSERT INTO buffers (scope, scope_id, key) VALUES ('user', 'alice', 'chat') RETURNING id"
-            ).fetchone()[0]  # type: ignore[index]
-            # a log at its bound, as ``KEPT`` entries logged one by one would leave it (and counted)
-            text = entry_text(Repair("MEM-3", ("old",), 1, (), None, "heal"), 1.0)
-            conn.execute(
-                """INSERT INTO buffer_repairs (buffer_id, seq, entry)
-                    SELECT %s, n, %s FROM generate_series(1, %s) AS n""",
-                (buffer_id, text, KEPT),
-            )
-            conn.execute("UPDATE buffers SET log_bytes = %s WHERE id = %s", (KEPT * len(text), buffer_id))
-        assert store.usage("alice").bytes == KEPT * len(text)
+        store.append(CHAT, prepare([_user("start")], 1))
+        (buffer_id,) = _query(sql_url, "SELECT id FROM buffers")[0]
+        # a log at its bound, as ``KEPT`` entries logged one by one would leave it (and counted)
+        text = entry_text(Repair("MEM-3", ("old",), 1, (), None, "heal"), 1.0)
+        _query(
+            sql_url,
+            """WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %s)
+                INSERT INTO buffer_repairs (buffer_id, seq, entry) SELECT %s, i, %s FROM n""",
+            (KEPT, buffer_id, text),
+        )
+        _query(sql_url, "UPDATE buffers SET log_bytes = %s WHERE id = %s", (KEPT * len(text), buffer_id))
+        assert store.usage("alice").bytes == KEPT * len(text) + len(store.load_bodies(CHAT)[0][1])
         store.append(CHAT, prepare([_call("c1"), _user("after c1")], 1))  # one heal: entry KEPT + 1
         store.append(CHAT, prepare([_call("c2"), _user("after c2")], 1))
         logged = _log(store)
         assert len(logged) == KEPT and logged[0].seq == KEPT + 2 and logged[-1].seq == 3
         assert [e.call_ids for e in logged[:2]] == [["c2"], ["c1"]]
-        _check_counted(store, postgres_db_url)
+        _check_counted(store, sql_url)
     finally:
         store.close()
 

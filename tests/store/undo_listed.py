@@ -15,6 +15,7 @@ import sqlite3
 from flowmem.store.repairs import sqlite as repairs_sqlite
 from flowmem.store.sqlite import MIGRATIONS
 from flowmem.store.vectors import sqlite as vectors_sqlite
+from tests.store.undo_log_header import undo_log_in_header
 
 # the usage triggers migration 23 made anew, by the table each is on
 _USAGE_TRIGGERS = {
@@ -31,6 +32,7 @@ def _has(conn: sqlite3.Connection, kind: str, name: str) -> bool:
 
 def undo_listed_calls(conn: sqlite3.Connection) -> None:
     """Take the database on ``conn`` back to before SQLite's migration 23 (nothing when it lacks it)."""
+    undo_log_in_header(conn)  # migration 24 first (decision 0135)
     columns = {str(row[1]) for row in conn.execute("PRAGMA table_info(buffers)")}
     if "unanswered" not in columns:
         return

@@ -333,25 +333,23 @@ class SqlBufferEditor:
         """Write the header (count, last major, bytes) if it changed.
 
         ``log_bytes``: the bytes of the repair log's entries this write added, which the
-        header counts too (PostgreSQL, decision 0135: ``SqlRepairs.record`` with ``header``).
+        header counts too (decision 0135: ``SqlRepairs.record`` with ``header``).
         """
-        if log_bytes and self._id is not None:
-            logged = (self._count, self._last, self._bytes, self._tokens, log_bytes, self._id)
-            self._db.run("header_logged", logged)
-            self._tokens = 0
-            self._dirty = False
-        elif self._dirty and self._id is not None:
-            if self._listed_changed and self._listed is not None:
-                listed = sorted((pos, order, cid) for cid, at in self._listed.items() for pos, order in at)
-                text = json.dumps([[cid, pos, order] for pos, order, cid in listed], separators=(",", ":"))
-                params: tuple[Any, ...] = (self._count, self._last, self._bytes, self._tokens, text, self._id)
-                self._db.run("header_listed", params)
-                self._listed_changed = False
-            else:
-                params = (self._count, self._last, self._bytes, self._tokens, self._id)
-                self._db.run("header_update", params)
-            self._tokens = 0
-            self._dirty = False
+        if not (self._dirty or log_bytes) or self._id is None:
+            return
+        params: list[Any] = [self._count, self._last, self._bytes, self._tokens]
+        name = "header_update"
+        if self._listed_changed and self._listed is not None:
+            listed = sorted((pos, order, cid) for cid, at in self._listed.items() for pos, order in at)
+            params.append(json.dumps([[cid, pos, order] for pos, order, cid in listed], separators=(",", ":")))
+            name = "header_listed"
+            self._listed_changed = False
+        if log_bytes:
+            params.append(log_bytes)
+            name = "header_listed_logged" if name == "header_listed" else "header_logged"
+        self._db.run(name, (*params, self._id))
+        self._tokens = 0
+        self._dirty = False
 
     # --- helpers -------------------------------------------------------------------------
     def _end(self, name: str) -> PositionedRow | None:

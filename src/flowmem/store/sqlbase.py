@@ -64,12 +64,10 @@ LOAD_BATCH = 1000  # rows a whole-buffer ``load`` fetches and parses at a time
 class RepairLog(Protocol):
     """What an append tells the repair log (``flowmem.store.repairs.sql.SqlRepairs``)."""
 
-    def record(
-        self, db: SqlRunner, buffer_id: int, repairs: Sequence[Repair], freed: int = 0, header: bool = False
-    ) -> int:
-        """Log a write's repairs inside its transaction (nothing when there are none); ``freed``: bytes it freed.
+    def record(self, db: SqlRunner, buffer_id: int, repairs: Sequence[Repair], header: bool = False) -> int:
+        """Log a write's repairs inside its transaction (nothing when there are none).
 
-        With ``header`` the bytes the caller's header update must add (0: none; PostgreSQL, decision 0135).
+        With ``header``: the entries' bytes the caller's header update must add (decision 0135).
         """
         ...
 
@@ -132,10 +130,10 @@ class SqlStore(SqlSessions[C], SqlIdempotencyKeys[C], SqlTokens[C], PagedReads):
         address = editor.address
         outcome = apply_append(editor, rows, max_messages)
         check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)
-        editor.flush()
-        if outcome.logged:  # the repair log, in this transaction (issue 37 §2)
-            freed = editor.bytes_before - editor.bytes
-            self.repairs.record(self._runner(conn), editor.buffer_id, outcome.logged, freed)
+        logged = 0  # the repair log, in this transaction (issue 37 §2): its bytes in the header (0135)
+        if outcome.logged:
+            logged = self.repairs.record(self._runner(conn), editor.buffer_id, outcome.logged, header=True)
+        editor.flush(logged or 0)
         if snapshot:
             found = conn.execute(self.SQL["load_all"], tuple(address)).fetchall()
             outcome = replace(outcome, rows=load_rows(found))

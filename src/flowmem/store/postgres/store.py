@@ -373,8 +373,7 @@ class PostgresStore(PostgresReads):
                 check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)
                 logged = 0  # the repair log, in this transaction (issue 37 §2): its bytes in the header (0135)
                 if outcome.logged:
-                    freed = editor.bytes_before - editor.bytes
-                    logged = self.repairs.record(db, editor.buffer_id, outcome.logged, freed, header=True)
+                    logged = self.repairs.record(db, editor.buffer_id, outcome.logged, header=True)
                 editor.flush(logged or 0)
                 whole = db.send("load_all", tuple(address)) if snapshot else None
                 if idempotency is not None:  # the key and its answer, before the commit (0031)

@@ -57,12 +57,14 @@ COUNTED_BY_THE_INSERT: tuple[str, ...] = (
 # the log's bytes in the header, counted with its rows by the header's usage trigger
 # (decision 0135): no usage update, no quota function and no trim statement per entry
 IN_THE_HEADER: tuple[str, ...] = (
-    "ALTER TABLE buffers ADD COLUMN log_bytes BIGINT NOT NULL DEFAULT 0",
-    # the triggers below do not run yet (this update is not one of bytes): usage unchanged
-    """UPDATE buffers AS b SET log_bytes = s.size FROM (SELECT buffer_id, SUM(octet_length(entry)) AS size
-        FROM buffer_repairs GROUP BY buffer_id) AS s WHERE b.id = s.buffer_id""",
-    "DROP TRIGGER buffer_repairs_uncount ON buffer_repairs",
-    "DROP FUNCTION flowmem_repairs_usage()",
+    # idempotent, as the upgrade tests run it again on a schema taken back in parts
+    "ALTER TABLE buffers ADD COLUMN IF NOT EXISTS log_bytes BIGINT NOT NULL DEFAULT 0",
+    # the old trigger counts only ``bytes``: this update leaves the usage as it is
+    "DROP TRIGGER IF EXISTS buffers_usage_update ON buffers",
+    """UPDATE buffers AS b SET log_bytes = s.size FROM (SELECT b2.id, COALESCE((SELECT SUM(octet_length(r.entry))
+        FROM buffer_repairs AS r WHERE r.buffer_id = b2.id), 0) AS size FROM buffers AS b2) AS s
+        WHERE b.id = s.id AND b.log_bytes <> s.size""",
+    "DROP TRIGGER IF EXISTS buffer_repairs_uncount ON buffer_repairs",
     """CREATE OR REPLACE FUNCTION flowmem_buffer_grown() RETURNS trigger LANGUAGE plpgsql AS $$
         DECLARE used user_usage%ROWTYPE; quota_limit BIGINT; grown BIGINT;
         BEGIN
@@ -91,13 +93,12 @@ IN_THE_HEADER: tuple[str, ...] = (
             PERFORM flowmem_usage_add(OLD.owner, -(OLD.bytes + OLD.log_bytes), -1, 0);
             RETURN NULL;
         END $$""",
-    "DROP TRIGGER buffers_usage_update ON buffers",
     """CREATE TRIGGER buffers_usage_update AFTER UPDATE OF bytes, log_bytes ON buffers FOR EACH ROW
         WHEN (NEW.owner IS NOT NULL AND NEW.bytes + NEW.log_bytes <> OLD.bytes + OLD.log_bytes)
         EXECUTE FUNCTION flowmem_buffer_grown()""",
     # the trim past ``KEPT``, in the entry's own statement (its WHEN: a log under the bound
     # pays nothing); the trimmed bytes come off the header (and so off the owner's usage)
-    f"""CREATE FUNCTION flowmem_repairs_kept() RETURNS trigger LANGUAGE plpgsql AS $$
+    f"""CREATE OR REPLACE FUNCTION flowmem_repairs_kept() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
             WITH gone AS (DELETE FROM buffer_repairs WHERE buffer_id = NEW.buffer_id
                 AND seq <= NEW.seq - {KEPT} RETURNING octet_length(entry) AS size)
@@ -105,6 +106,7 @@ IN_THE_HEADER: tuple[str, ...] = (
                 WHERE id = NEW.buffer_id;
             RETURN NULL;
         END $$""",
+    "DROP TRIGGER IF EXISTS buffer_repairs_kept ON buffer_repairs",
     f"""CREATE TRIGGER buffer_repairs_kept AFTER INSERT ON buffer_repairs FOR EACH ROW
         WHEN (NEW.seq > {KEPT}) EXECUTE FUNCTION flowmem_repairs_kept()""",
 )
@@ -124,9 +126,10 @@ SQL: dict[str, str] = {
         version = version + 1, log_bytes = log_bytes + %s WHERE id = %s""",
     "repairs_counted": "UPDATE buffers SET log_bytes = log_bytes + %s WHERE id = %s",
     # the newest ``kept`` entries stay (a store keeping fewer than ``KEPT``), their bytes off the header
-    "repairs_trim": """WITH gone AS (DELETE FROM buffer_repairs WHERE buffer_id = %s AND seq <=
-            (SELECT MAX(seq) FROM buffer_repairs WHERE buffer_id = %s) - %s RETURNING octet_length(entry) AS size)
-        UPDATE buffers SET log_bytes = log_bytes - (SELECT COALESCE(SUM(size), 0) FROM gone) WHERE id = %s""",
+    "repairs_trim": """WITH p AS (SELECT %s::bigint AS b, %s::bigint AS k),
+        gone AS (DELETE FROM buffer_repairs AS r USING p WHERE r.buffer_id = p.b AND r.seq <=
+            (SELECT MAX(seq) FROM buffer_repairs WHERE buffer_id = p.b) - p.k RETURNING octet_length(r.entry) AS size)
+        UPDATE buffers SET log_bytes = log_bytes - (SELECT COALESCE(SUM(size), 0) FROM gone) FROM p WHERE id = p.b""",
 }
 
 # the schema's migrations this kind of data owns, by number (flowmem.store.migrations)

@@ -2,13 +2,12 @@
 
 ``record`` runs inside the append's (or the compaction's) transaction, on the runner
 it writes with (a ``StatementRunner`` over its connection, or PostgreSQL's pipeline),
-writes only, no read, so it adds no round trip to a pipelined append. On SQLite, after
-the header is written, one statement an entry (decision 0124): the insert, whose trigger
-counts it, checks the quota and trims the log. On PostgreSQL (decision 0135) one insert
-for a write's entries, which the pipeline sends within the append's own write
-statement, and their bytes added by the header's update (the header's trigger counts
-and checks them with the rows'; a trigger of the insert trims past ``KEPT``). The quota
-may refuse it, and the whole append rolls back. ``note`` logs a change that wrote no row (a drop on a read, a
+writes only, no read, so it adds no round trip to a pipelined append. Since decision
+0135 the log's bytes are the header's: an append's entries are inserted with no trigger
+under ``KEPT`` (on PostgreSQL one insert, which the pipeline sends within the append's
+own write statement) and their bytes added by the header's own update, whose trigger
+counts and checks them with the rows'; a trigger of the insert trims past ``KEPT``. The
+quota may refuse it, and the whole append rolls back. ``note`` logs a change that wrote no row (a drop on a read, a
 refusal) in a small write of its own. ``page`` reads the entries and the rows they wrote in one snapshot.
 """
 
@@ -16,7 +15,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from contextlib import suppress
 from typing import Any
 
 from flowmem.core import Repair
@@ -44,55 +42,35 @@ class SqlRepairs:
         self.store = store
         self.sql = store.statements
         self.kept = kept  # the newest entries a buffer keeps (at most ``KEPT``: a trigger trims there)
-        # PostgreSQL since its migration 23: the log's bytes in the header (decision 0135)
-        self.counted_in_header = "header_logged" in self.sql
+        self.joined = "repairs_trim_bytes" not in self.sql  # PostgreSQL: a write's entries in one statement
+        self.trims = ("repairs_trim",) if self.joined else ("repairs_trim_bytes", "repairs_trim")
 
-    def record(
-        self, db: SqlRunner, buffer_id: int, repairs: Sequence[Repair], freed: int = 0, header: bool = False
-    ) -> int:
+    def record(self, db: SqlRunner, buffer_id: int, repairs: Sequence[Repair], header: bool = False) -> int:
         """Log a write's repairs in its transaction (``db``), keeping the newest ``kept``.
 
         Implements the log of MEM-1, MEM-2, MEM-3 and MEM-10, of window evictions and of
-        compactions (issue 37 §2). ``freed``: the bytes the write took off the buffer's
-        rows; when the entries take no more, the write does not grow the owner's usage and
-        is never refused for its log (a shrinking write never is).
-
-        On PostgreSQL (decision 0135) the entries' bytes are the header's ``log_bytes``,
-        counted and checked with the rows' by the header's trigger (so the lift is the
-        trigger's: it checks only a header that grew). With ``header`` the caller writes
-        the header after this call and adds the returned bytes in that update
-        (``SqlBufferEditor.flush``); else they are added here. On SQLite the entries'
-        insert trigger counts them and checks the quota, after the rows' header (lifted for
-        a write that frees more than they take), and this returns 0.
+        compactions (issue 37 §2). The entries' bytes are the header's ``log_bytes``
+        (decision 0135), counted and checked with the rows' by the header's trigger: a
+        write that frees more than its entries take does not grow, and is never refused
+        for its log. With ``header`` the caller writes the header after this call and
+        adds the returned bytes in that update (``SqlBufferEditor.flush``); else they are
+        added here (``repairs_counted``) and this returns 0.
         """
         if not repairs:
             return 0
         texts = entry_texts(repairs, time.time())
-        if self.counted_in_header:
-            size = sum(map(utf8_size, texts))
-            db.run("repairs_add", (buffer_id, buffer_id, "\n".join(texts)))  # a JSON text has no newline
-            if self.kept < KEPT:
-                db.run("repairs_trim", (buffer_id, buffer_id, self.kept, buffer_id))
-            if header:
-                return size
-            db.run("repairs_counted", (size, buffer_id))
-            return 0
-        # SQLite: the insert's triggers count the entry, check the quota and trim to ``KEPT``
-        lifted = freed > 0 and sum(map(utf8_size, texts)) <= freed
-        if lifted:
-            db.run("repairs_lift", ())
-        try:
+        if self.joined:  # PostgreSQL: one insert for all (a JSON text has no newline)
+            db.run("repairs_add", (buffer_id, buffer_id, "\n".join(texts)))
+        else:
             for text in texts:
-                db.run("repairs_insert", (buffer_id, buffer_id, text))
-            if self.kept < KEPT:
-                db.run("repairs_trim", (buffer_id, buffer_id, self.kept))
-        except BaseException:
-            if lifted:  # never a connection left lifted (SQLite's lift is the connection's)
-                with suppress(Exception):
-                    db.run("repairs_unlift", ())
-            raise
-        if lifted:
-            db.run("repairs_unlift", ())
+                db.run("repairs_add", (buffer_id, buffer_id, text))
+        if self.kept < KEPT:  # the schema's trigger trims at ``KEPT``
+            for name in self.trims:
+                db.run(name, (buffer_id, self.kept))
+        size = sum(map(utf8_size, texts))
+        if header:
+            return size
+        db.run("repairs_counted", (size, buffer_id))
         return 0
 
     def note(self, address: Address, repair: Repair) -> bool:

@@ -5,6 +5,15 @@ the buffers' own do (decision 0044): counted on insert (refused past the quota, 
 write rolled back), uncounted on delete (a trim, the buffer's deletion). Since
 migration 19 a trigger of the insert also trims the log to its newest ``KEPT`` entries
 (decision 0124): an entry is one statement.
+
+Since migration 24 (decision 0135) the log's bytes are the header's, as its rows' are
+since migration 23 (decision 0137): ``buffers.log_bytes`` is the size of the buffer's
+entries, an owner's bytes are ``user_usage``'s plus their buffers' rows and logs, and
+the header's trigger checks the quota when the two together grew. An entry's insert has
+no trigger under ``KEPT`` (no usage row, no quota function); the append adds the
+entries' bytes in its own header update (``header_logged``), a write with no header
+update of its own with ``repairs_counted``; the trim past ``KEPT`` takes the trimmed
+bytes off the header; a deleted header takes its log's bytes with it.
 """
 
 from __future__ import annotations
@@ -13,6 +22,9 @@ from flowmem.store.repairs import KEPT
 from flowmem.store.repairs.statements import statements
 
 _OWNER = "(SELECT owner FROM buffers WHERE id = {row}.buffer_id)"
+# whose quota data at a scope counts against (as the schema's, migration 12)
+_OWNER_OF = """CASE {t}.scope WHEN 'user' THEN {t}.scope_id
+    WHEN 'session' THEN (SELECT owner FROM sessions WHERE sessions.id = {t}.scope_id) END"""
 
 MIGRATION: tuple[str, ...] = (
     """CREATE TABLE buffer_repairs (
@@ -40,15 +52,92 @@ TRIM_IN_TRIGGER: tuple[str, ...] = (
     END""",
 )
 
+# an owner's bytes since migration 24: user_usage's (records, vectors) and their buffers'
+# rows and logs, summed from the headers (``usage_get`` too); only when a bytes quota is set
+_BYTES_USED = """{u}.bytes + (SELECT COALESCE(SUM(b.bytes + b.log_bytes), 0) FROM buffers AS b
+    WHERE b.owner = {u}.user_id)"""
+_BYTES_CHECKED = "CASE WHEN flowmem_quota_set('bytes') THEN " + _BYTES_USED + " END"
+_ENTRY_BYTES = "length(CAST(entry AS BLOB))"
+
+# the log's bytes in the header, counted with its rows (decision 0135): the entries'
+# bytes leave ``user_usage`` for ``buffers.log_bytes``; every trigger that checks the
+# bytes quota sums them (the buffers' header, a record's write, a vector's insert)
+IN_THE_HEADER: tuple[str, ...] = (
+    "ALTER TABLE buffers ADD COLUMN log_bytes INTEGER NOT NULL DEFAULT 0",
+    f"""UPDATE buffers SET log_bytes = (SELECT COALESCE(SUM({_ENTRY_BYTES}), 0) FROM buffer_repairs
+        WHERE buffer_id = buffers.id) WHERE id IN (SELECT buffer_id FROM buffer_repairs)""",
+    """UPDATE user_usage SET bytes = bytes - (SELECT COALESCE(SUM(b.log_bytes), 0)
+        FROM buffers AS b WHERE b.owner = user_usage.user_id)""",
+    "DROP TRIGGER usage_repairs_insert",
+    "DROP TRIGGER usage_repairs_delete",
+    "DROP TRIGGER repairs_kept",
+    f"""CREATE TRIGGER repairs_kept AFTER INSERT ON buffer_repairs WHEN NEW.seq > {KEPT} BEGIN
+        UPDATE buffers SET log_bytes = log_bytes - (SELECT COALESCE(SUM({_ENTRY_BYTES}), 0)
+            FROM buffer_repairs WHERE buffer_id = NEW.buffer_id AND seq <= NEW.seq - {KEPT})
+            WHERE id = NEW.buffer_id;
+        DELETE FROM buffer_repairs WHERE buffer_id = NEW.buffer_id AND seq <= NEW.seq - {KEPT};
+    END""",
+    "DROP TRIGGER usage_buffer_bytes",
+    f"""CREATE TRIGGER usage_buffer_bytes AFTER UPDATE OF bytes, log_bytes ON buffers
+        WHEN NEW.owner IS NOT NULL AND NEW.bytes + NEW.log_bytes > OLD.bytes + OLD.log_bytes
+            AND flowmem_quota_set('bytes') BEGIN
+        SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage AS u WHERE u.user_id = NEW.owner
+            AND flowmem_over_quota('bytes', u.user_id, {_BYTES_USED.format(u='u')});
+    END""",
+    "DROP TRIGGER usage_record_insert",
+    f"""CREATE TRIGGER usage_record_insert AFTER INSERT ON records BEGIN
+        UPDATE records SET owner = {_OWNER_OF.format(t='NEW')}
+            WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key;
+        INSERT INTO user_usage (user_id, bytes, buffers, records)
+            SELECT owner, length(CAST(value AS BLOB)), 0, 1 FROM records
+            WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key
+                AND owner IS NOT NULL
+            ON CONFLICT (user_id) DO UPDATE SET bytes = bytes + excluded.bytes, records = records + 1;
+        SELECT RAISE(ABORT, 'flowmem_quota') FROM records JOIN user_usage AS u ON u.user_id = owner
+            WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key
+            AND (flowmem_over_quota('records', u.user_id, u.records)
+                OR flowmem_over_quota('bytes', u.user_id, {_BYTES_CHECKED.format(u='u')}));
+    END""",
+    "DROP TRIGGER usage_record_value",
+    f"""CREATE TRIGGER usage_record_value AFTER UPDATE OF value ON records
+        WHEN NEW.owner IS NOT NULL BEGIN
+        UPDATE user_usage SET bytes = bytes + length(CAST(NEW.value AS BLOB))
+            - length(CAST(OLD.value AS BLOB)) WHERE user_id = NEW.owner;
+        SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage AS u WHERE u.user_id = NEW.owner
+            AND length(CAST(NEW.value AS BLOB)) > length(CAST(OLD.value AS BLOB))
+            AND flowmem_over_quota('bytes', u.user_id, {_BYTES_CHECKED.format(u='u')});
+    END""",
+    "DROP TRIGGER usage_vectors_insert",
+    f"""CREATE TRIGGER usage_vectors_insert AFTER INSERT ON record_vectors
+        WHEN NEW.owner IS NOT NULL BEGIN
+        UPDATE user_usage SET bytes = bytes + length(NEW.vec) WHERE user_id = NEW.owner;
+        SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage AS u WHERE u.user_id = NEW.owner
+            AND flowmem_over_quota('bytes', u.user_id, {_BYTES_CHECKED.format(u='u')});
+    END""",
+)
+
 SQL: dict[str, str] = {
     **statements("?"),
-    # the bytes quota off on this connection until unlifted (``flowmem_quota_lift``)
-    "repairs_lift": "SELECT flowmem_quota_lift(1)",
-    "repairs_unlift": "SELECT flowmem_quota_lift(0)",
+    # since migration 24 (decision 0135): an entry (no trigger under ``KEPT``), its bytes
+    # added by the write's header update or, for a write with none of its own, by
+    # ``repairs_counted``; a store keeping fewer than ``KEPT`` trims again, bytes first
+    "repairs_add": """INSERT INTO buffer_repairs (buffer_id, seq, entry) VALUES (?,
+        (SELECT COALESCE(MAX(seq), 0) + 1 FROM buffer_repairs WHERE buffer_id = ?), ?)""",
+    "header_logged": """UPDATE buffers SET count = ?, last_major = ?, bytes = ?, tokens = tokens + ?,
+        log_bytes = log_bytes + ?, version = version + 1 WHERE id = ?""",
+    "header_listed_logged": """UPDATE buffers SET count = ?, last_major = ?, bytes = ?, tokens = tokens + ?,
+        unanswered = ?, log_bytes = log_bytes + ?, version = version + 1 WHERE id = ?""",
+    "repairs_counted": "UPDATE buffers SET log_bytes = log_bytes + ? WHERE id = ?",
+    "repairs_trim_bytes": f"""UPDATE buffers SET log_bytes = log_bytes - (SELECT COALESCE(SUM({_ENTRY_BYTES}), 0)
+        FROM buffer_repairs WHERE buffer_id = ?1 AND seq <=
+            (SELECT MAX(seq) FROM buffer_repairs WHERE buffer_id = ?1) - ?2) WHERE id = ?1""",
+    "repairs_trim": """DELETE FROM buffer_repairs WHERE buffer_id = ?1 AND seq <=
+        (SELECT MAX(seq) FROM buffer_repairs WHERE buffer_id = ?1) - ?2""",
 }
 
 # the schema's migrations this kind of data owns, by number (flowmem.store.migrations)
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     17: MIGRATION,  # the buffers' repair logs, counted against the owner's bytes quota (issue 37 §2)
     19: TRIM_IN_TRIGGER,  # the log's trim in a trigger of its insert: one statement an entry (decision 0124)
+    24: IN_THE_HEADER,  # the log's bytes in the header, counted with its rows (decision 0135)
 }

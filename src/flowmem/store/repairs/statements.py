@@ -24,13 +24,6 @@ def statements(p: str) -> dict[str, str]:
                 WHERE r.buffer_id = a.buffer_id AND r.pos < a.pos)
             FROM buffer_answers a WHERE a.buffer_id = {buffer} AND a.call_id = {p}
             ORDER BY a.pos DESC LIMIT 1""",
-        # the next number of the buffer's log, never reused while the buffer lives
-        # (VALUES and a scalar subquery: SQLite's INSERT … SELECT from its own table costs more)
-        "repairs_insert": f"""INSERT INTO buffer_repairs (buffer_id, seq, entry) VALUES ({p},
-            (SELECT COALESCE(MAX(seq), 0) + 1 FROM buffer_repairs WHERE buffer_id = {p}), {p})""",
-        # the newest ``kept`` entries stay
-        "repairs_trim": f"""DELETE FROM buffer_repairs WHERE buffer_id = {p} AND seq <=
-            (SELECT MAX(seq) FROM buffer_repairs WHERE buffer_id = {p}) - {p}""",
         "repairs_newest": f"SELECT seq, entry FROM buffer_repairs WHERE buffer_id = {p} ORDER BY seq DESC LIMIT 1",
         "repairs_newest@address": f"""SELECT seq, entry FROM buffer_repairs WHERE buffer_id = {buffer}
             ORDER BY seq DESC LIMIT 1""",

@@ -109,8 +109,8 @@ SQL: dict[str, str] = {
         (SELECT id FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?) AND pos < ?
         ORDER BY pos DESC LIMIT ?) AS tail ORDER BY pos""",
     "count": "SELECT count FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
-    # an owner's bytes: what user_usage counts and their buffers' rows (migration 23)
-    "usage_get": """SELECT u.bytes + (SELECT COALESCE(SUM(b.bytes), 0) FROM buffers AS b
+    # an owner's bytes: what user_usage counts and their buffers' rows (migration 23) and logs (24)
+    "usage_get": """SELECT u.bytes + (SELECT COALESCE(SUM(b.bytes + b.log_bytes), 0) FROM buffers AS b
         WHERE b.owner = u.user_id), u.buffers, u.records FROM user_usage AS u WHERE u.user_id = ?""",
     "usage_delete": "DELETE FROM user_usage WHERE user_id = ?",
     # a paged read (page_bodies): the header, the (last+1)-th newest row below a cursor, a page
