@@ -68,7 +68,7 @@ import asyncio  # noqa: E402
 from collections.abc import Iterable, Iterator, Mapping  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
 from dataclasses import dataclass, field, replace  # noqa: E402
-from typing import Any  # noqa: E402
+from typing import Any, TypedDict, Unpack  # noqa: E402
 
 from langgraph.store.base import (  # noqa: E402
     BaseStore,
@@ -167,6 +167,16 @@ class _Put:
 _Plan = _Get | _Search | _List | _Put
 
 
+class StoreOptions(TypedDict, total=False):
+    """``FlowmemStore``'s keyword options, which ``FlowmemStore.from_conn_string`` passes on."""
+
+    ttl: TTLConfig | None
+    user_labels: Iterable[str]
+    context: ExecutionContext | None
+    index: IndexConfig | None
+    space: str | None
+
+
 class FlowmemStore(BaseStore):
     """A LangGraph ``BaseStore`` whose items are flowmem memory records (module docstring).
 
@@ -220,23 +230,15 @@ class FlowmemStore(BaseStore):
     @classmethod
     @contextmanager
     def from_conn_string(
-        cls,
-        conn_string: str,
-        *,
-        ttl: TTLConfig | None = None,
-        user_labels: Iterable[str] = USER_LABELS,
-        context: ExecutionContext | None = None,
-        limits: Limits | None = None,
-        index: IndexConfig | None = None,
-        space: str | None = None,
+        cls, conn_string: str, *, limits: Limits | None = None, **options: Unpack[StoreOptions]
     ) -> Iterator[FlowmemStore]:
-        """Open a flowmem store by URL (``sqlite:///app.db``, ``postgresql://…``) and close it on exit."""
+        """Open a flowmem store by URL (``sqlite:///app.db``, ``postgresql://…``) and close it on exit.
+
+        ``limits``: the service's; ``options``: the store's, as ``FlowmemStore(memory, …)`` takes them.
+        """
         store = open_store(conn_string)
         try:
-            service = MemoryService(store, limits=limits)
-            yield cls(
-                service, ttl=ttl, user_labels=user_labels, context=context, index=index, space=space
-            )
+            yield cls(MemoryService(store, limits=limits), **options)
         finally:
             store.close()
 
