@@ -10,13 +10,14 @@ import pytest
 
 from flowmem.core import prepare
 from flowmem.store import Address
+from flowmem.store.sqlite.private import TMPFS
 from tests.bench.smoke import bench_lib
 
 private_sqlite = bench_lib("private_sqlite")
 ENGINES = sorted(private_sqlite.ENGINES)
 ADDRESS = Address("session", "s1", "chat")
 
-pytestmark = pytest.mark.skipif(not os.path.isdir(private_sqlite.TMPFS), reason="no /dev/shm")
+pytestmark = pytest.mark.skipif(not os.path.isdir(TMPFS), reason="no /dev/shm")
 
 
 @pytest.mark.parametrize("kind", ENGINES)
@@ -59,7 +60,7 @@ def test_memdb_keeps_no_database_on_a_file_system() -> None:
 def test_tmpfs_store_is_wal_without_fsync_in_ram() -> None:
     store = private_sqlite.TmpfsSqliteStore()
     try:
-        assert store.path.startswith(private_sqlite.TMPFS + "/")
+        assert store.path.startswith(TMPFS + "/")
         with store._connection() as conn:
             assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
             assert conn.execute("PRAGMA synchronous").fetchone()[0] == 0  # OFF

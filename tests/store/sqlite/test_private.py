@@ -1,0 +1,99 @@
+"""``PrivateSqliteStore`` (decision 0138): a database of its own in RAM, in WAL mode, gone when closed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from flowmem.core import prepare
+from flowmem.store import Address
+from flowmem.store.sqlite import private
+from flowmem.store.sqlite.private import PrivateSqliteStore
+from flowmem.store.sqlite.schema import MIGRATIONS
+
+A = Address("session", "s1", "chat")
+
+
+def user(text: str) -> list[dict[str, object]]:
+    """One user message, prepared as the store takes it."""
+    return prepare([{"role": "user", "content": text}], 1)
+
+
+def test_each_store_starts_empty_at_the_current_schema_and_keeps_its_own_rows() -> None:
+    first, second = PrivateSqliteStore(), PrivateSqliteStore()
+    try:
+        first.append(A, user("hi"))
+
+        assert first.schema_version() == second.schema_version() == len(MIGRATIONS)
+        assert [m["content"] for m in first.load(A)] == ["hi"]
+        assert second.load(A) == [] and first.directory != second.directory
+    finally:
+        first.close()
+        second.close()
+
+
+def test_closing_removes_the_database() -> None:
+    store = PrivateSqliteStore()
+    store.append(A, user("hi"))
+    directory = Path(store.directory)
+    assert (directory / "memory.db").is_file()
+
+    store.close()
+
+    assert not directory.exists()
+
+
+@pytest.mark.skipif(not os.path.isdir(private.TMPFS), reason="no tmpfs at /dev/shm")
+def test_the_database_is_in_ram_in_wal_mode_without_fsync() -> None:
+    store = PrivateSqliteStore()
+    try:
+        assert store.path.startswith(private.TMPFS + "/")
+        with store._connection() as conn:
+            assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+            assert conn.execute("PRAGMA synchronous").fetchone()[0] == 0  # OFF
+    finally:
+        store.close()
+
+
+def test_a_read_is_one_snapshot_while_a_writer_commits_without_waiting() -> None:
+    """What SQLite's own in-memory database cannot do (decision 0138): no WAL, the writer waits."""
+    store = PrivateSqliteStore()
+    try:
+        store.append(A, user("m0") + user("m1") + user("m2"))
+        rows = store.iter_rows(A, batch=1)
+        first = next(rows)
+        done = threading.Event()
+        writer = threading.Thread(target=lambda: (store.append(A, user("late")), done.set()))
+        writer.start()
+
+        assert done.wait(2.0), "the append waited for the open read"
+        assert [first["content"], *(r["content"] for r in rows)] == ["m0", "m1", "m2"]
+        writer.join()
+        assert store.count(A) == 4
+    finally:
+        store.close()
+
+
+def test_sweep_removes_what_a_gone_process_left_and_keeps_a_running_ones(tmp_path: Path) -> None:
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    left = tmp_path / f"{private.PREFIX}{gone.stdout.strip()}-abc"
+    mine = tmp_path / f"{private.PREFIX}{os.getpid()}-def"
+    other = tmp_path / "flowmem-something-else"
+    for directory in (left, mine, other):
+        directory.mkdir()
+        (directory / "memory.db").write_bytes(b"x")
+
+    removed = private.sweep(str(tmp_path))
+
+    assert removed == [str(left)]
+    assert not left.exists() and mine.exists() and other.exists()
