@@ -166,3 +166,23 @@ def test_a_database_from_before_keeps_its_declarations_and_loses_the_index_by_po
     assert [row["role"] for row in kept][-3:] == ["assistant", "tool", "user"]
     made, held = _stored(postgres_db_url, address)
     assert held == made
+
+
+def test_every_write_the_pipeline_may_merge_prepares_in_either_place(postgres_db_url: str) -> None:
+    """A held write runs as a WITH sub-statement or as the last one: each must be valid as both."""
+    from flowmem.store.postgres.pipeline import WRITES, _merged
+    from flowmem.store.postgres.queries import SQL
+
+    PostgresStore(postgres_db_url).close()  # the schema
+    failed = []
+    with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+        for name in sorted(WRITES):
+            for merged in (f"answer_insert+{name}", f"{name}+header_update"):
+                parts = _merged(merged, SQL).split("%s")
+                text = parts[0] + "".join(f"${n}{part}" for n, part in enumerate(parts[1:], 1))
+                try:
+                    conn.execute(f"PREPARE probe AS {text}")
+                    conn.execute("DEALLOCATE probe")
+                except psycopg.Error as exc:
+                    failed.append((merged, str(exc).splitlines()[0]))
+    assert failed == []

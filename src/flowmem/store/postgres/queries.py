@@ -37,10 +37,12 @@ _ROW_IDS = f"""SELECT r.pos, btrim(e.value ->> k.name, '{_STRIPPED}') AS id FROM
     WHERE r.role = 'assistant' AND {{where}}"""
 # Those rows' declarations, each looked up on the whole primary key by a subplan (a
 # join could scan the buffer's calls under a generic plan with no statistics):
-# their ctids, for the statement's own WHERE. ``pos``: where the id's row declared it.
+# their ctids, for the statement's own WHERE. ``pos``: where the id's row declared it;
+# ``a``: the parameters (a subquery in ``calls_delete``: a statement the pipeline may
+# merge into a WITH cannot begin with its own).
 _DECLARED = """ctid = ANY (ARRAY(SELECT (SELECT c.ctid FROM buffer_calls c
     WHERE c.buffer_id = a.b AND c.call_id = d.id AND c.declared_pos = {pos})
-    FROM a CROSS JOIN LATERAL ({ids}) AS d))"""
+    FROM {a} CROSS JOIN LATERAL ({ids}) AS d))"""
 SQL: dict[str, str] = {
     "header_get": f"SELECT id, count, last_major, bytes FROM buffers WHERE {_ADDR}",
     "header_insert": "INSERT INTO buffers (scope, scope_id, key) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING RETURNING id",
@@ -69,9 +71,9 @@ SQL: dict[str, str] = {
         VALUES (%s, %s, %s, %s, EXISTS (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = %s))""",
     # a row's declarations, by the call ids its body names: no index of declarations by
     # position (migration 24, decision 0139); each found on the primary key (_DECLARED)
-    "calls_delete": f"""WITH a AS (SELECT %s::bigint AS b, %s::bigint AS p)
-        DELETE FROM buffer_calls WHERE {_DECLARED.format(
-            pos="a.p", ids=_ROW_IDS.format(where="r.buffer_id = a.b AND r.pos = a.p"))}""",
+    "calls_delete": f"""DELETE FROM buffer_calls WHERE {_DECLARED.format(
+        pos="a.p", a="(SELECT %s::bigint AS b, %s::bigint AS p) AS a",
+        ids=_ROW_IDS.format(where="r.buffer_id = a.b AND r.pos = a.p"))}""",
     "answer_insert": "INSERT INTO buffer_answers (buffer_id, call_id, pos, healed) VALUES (%s, %s, %s, %s)",
     "answer_delete": f"DELETE FROM buffer_answers WHERE {_B} AND call_id = %s AND pos = %s",
     "calls_answered": f"UPDATE buffer_calls SET answered = TRUE WHERE {_B} AND call_id = %s AND NOT answered",
@@ -82,7 +84,7 @@ SQL: dict[str, str] = {
     "shift_calls": f"""WITH a AS (SELECT %s::bigint AS n, %s::bigint AS b, %s::bigint AS lo,
             %s::bigint AS hi)
         UPDATE buffer_calls SET declared_pos = -(declared_pos + (SELECT n FROM a))
-        WHERE {_DECLARED.format(pos="-d.pos - a.n", ids=_ROW_IDS.format(
+        WHERE {_DECLARED.format(pos="-d.pos - a.n", a="a", ids=_ROW_IDS.format(
             where="r.buffer_id = a.b AND r.pos > -(a.hi + a.n) AND r.pos < -(a.lo + a.n)"))}""",
     "shift_answers": f"UPDATE buffer_answers SET pos = -(pos + %s) WHERE {_B} AND pos > %s AND pos < %s",
     "unflip_rows": f"UPDATE buffer_rows SET pos = -pos WHERE {_B} AND pos < 0",
