@@ -57,17 +57,6 @@ def test_memdb_keeps_no_database_on_a_file_system() -> None:
         store.close()
 
 
-def test_tmpfs_store_is_wal_without_fsync_in_ram() -> None:
-    store = private_sqlite.TmpfsSqliteStore()
-    try:
-        assert store.path.startswith(TMPFS + "/")
-        with store._connection() as conn:
-            assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-            assert conn.execute("PRAGMA synchronous").fetchone()[0] == 0  # OFF
-    finally:
-        store.close()
-
-
 def test_memdb_pool_connections_share_one_database() -> None:
     store = private_sqlite.MemdbSqliteStore()
     seen: list[int] = []
