@@ -32,7 +32,9 @@
   raises ``ConversationOwnedElsewhere``, a ``ConversationConflict`` that is also
   flowmem's ``AccessDeniedError``.
 
-Every call runs the database work in a worker thread (``asyncio.to_thread``).
+Writes run in a worker thread (``asyncio.to_thread``); reads of a local store (SQLite,
+memory) on the caller's event loop, in a thread only when they would wait for a lock,
+and every read of PostgreSQL in a thread (``flowmem.service.local_reads``, decision 0140).
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ from flowmem.integrations.pydantic_ai.writes import (
 from flowmem.scope import ExecutionContext, Refusal, usable_identity
 from flowmem.service import MemoryService, kinds
 from flowmem.service.checks import check_id_text, check_name, context_user
+from flowmem.service.local_reads import local_read
 from flowmem.service.session_access import judge_session
 from flowmem.store import Store, WriteGuard, open_store
 from flowmem.store.conversations import LINE, ConversationWrite, StoredConversation
@@ -214,14 +217,14 @@ class FlowmemConversationStore(ConversationStore):
         """The record of a conversation, or None (also for an id MEM-13 refuses)."""
         if isinstance(self._session(conversation_id, "conversation read"), Refusal):
             return None
-        if self.user is not None and not await asyncio.to_thread(self._may, conversation_id, "view"):
+        if self.user is not None and not await local_read(self.memory, self._may, conversation_id, "view"):
             return None  # another user's: a store built for a user does not have it
         saving = SAVING.get()
         if saving is not None and saving.conversation_id != conversation_id:
             saving = None
         stored = None if saving is None else self._known.at(conversation_id, saving.revision)
         if stored is None:  # not the record the saved conversation was loaded at: read it
-            stored = await asyncio.to_thread(self._stored, conversation_id, LOADING.get())
+            stored = await local_read(self.memory, self._stored, conversation_id, LOADING.get())
         if saving is not None:
             saving.stored, saving.read = stored, True
         if stored is None:
@@ -252,7 +255,7 @@ class FlowmemConversationStore(ConversationStore):
         """
         check_id_text(scope, "scope")
         scope = self._scoped(scope, "conversation list")
-        stored = await asyncio.to_thread(self.tables.records, scope, limit)
+        stored = await local_read(self.memory, self.tables.records, scope, limit)
         return [record_of(found) for found in stored]
 
     async def write_record(
@@ -294,7 +297,7 @@ class FlowmemConversationStore(ConversationStore):
         saving = SAVING.get()
         if saving is not None and saving.conversation_id == conversation_id and saving.read:
             return saving.stored
-        return await asyncio.to_thread(self.tables.get, conversation_id)
+        return await local_read(self.memory, self.tables.get, conversation_id)
 
     def _claim(self, conversation_id: str, record: ConversationRecord) -> WriteGuard | None:
         """The guard of the write, for the record's scope as owner; ConversationOwnedElsewhere (MEM-9)."""
@@ -328,7 +331,7 @@ class FlowmemConversationStore(ConversationStore):
         parent = entries[0].parent_id
         history: list[ModelMessage] = []
         if parent is not None and _answers_stored(entries):
-            found = await asyncio.to_thread(self._entries, parent, None)
+            found = await local_read(self.memory, self._entries, parent, None)
             history = [entry.message for entry in found or []]
         kept = once_per_call(history, entries)
         if len(kept) != len(entries) and record.head_id in {entry.id for entry in entries}:
@@ -381,7 +384,7 @@ class FlowmemConversationStore(ConversationStore):
         if loading is not None and loading.head == head_id and loading.limit == limit and loading.entries is not None:
             kept, loading.entries = loading.entries, None  # read with the record (``load``)
             return kept
-        entries = await asyncio.to_thread(self._entries, head_id, limit)
+        entries = await local_read(self.memory, self._entries, head_id, limit)
         if entries is None:
             raise KeyError(head_id)
         return entries
