@@ -24,6 +24,14 @@ round on a shared machine), before and after, and the ratio after / before (the 
 allows at most 1.10 at the p50, and no cost for ``plain``). ``--sqlite-synchronous
 OFF --postgres-nondurable`` measures what the log's statements cost without the
 commit's flush (labelled NOT DURABLE).
+
+``--srcs NAME=DIR,NAME=DIR`` compares codes each measured seam against seam: every
+round runs each code in a fresh process (the order alternating, a fresh database each),
+both variants in turns, and the table gives per code the minimum p50 with the log off
+and on and their ratio, beside the median of the rounds' own ratios (decision 0135's
+before and after). ``--cpu`` adds each append's CPU, a measure the machine's load moves
+less than its time: the client thread's (``time.thread_time_ns``) plus, on PostgreSQL,
+the server backends' of the database (``/proc/<pid>/schedstat``: a server on this host).
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]
@@ -52,7 +61,31 @@ KINDS = ("plain", "heal", "duplicate", "evict")
 VARIANTS = ("before", "after")
 
 
-def _child(url: str, appends: int, variants: tuple[str, ...]) -> dict[str, dict[str, list[float]]]:
+def _backends(url: str) -> Any:
+    """On PostgreSQL, a function giving the CPU (ns) the database's client backends used so far; else None."""
+    if not url.startswith("postgres"):
+        return None
+    import psycopg
+
+    watch = psycopg.connect(url, autocommit=True)
+
+    def used() -> int:
+        pids = watch.execute(
+            """SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend'
+                AND datname = current_database() AND pid <> pg_backend_pid()"""
+        ).fetchall()
+        total = 0
+        for (pid,) in pids:
+            with open(f"/proc/{pid}/schedstat") as stat:  # time on a CPU, ns (a server on this host)
+                total += int(stat.read().split()[0])
+        return total
+
+    return used
+
+
+def _child(
+    url: str, appends: int, variants: tuple[str, ...], cpu: bool = False
+) -> dict[str, dict[str, list[float]]]:
     """Time the appends in this process (the code on its ``PYTHONPATH``), per variant.
 
     ``before``: the log's one write seam (``SqlRepairs.record``) a no-op; ``after``: as
@@ -69,15 +102,23 @@ def _child(url: str, appends: int, variants: tuple[str, ...]) -> dict[str, dict[
         return None
 
     run = uuid.uuid4().hex[:8]
-    found = {v: {kind: [] for kind in KINDS} for v in variants}
+    found: dict[str, dict[str, list[float]]] = {v: {kind: [] for kind in KINDS} for v in variants}
+    for v in variants:
+        found[v].update({f"cpu:{kind}": [] for kind in KINDS} if cpu else {})
+    backends = _backends(url) if cpu else None
     buffers = {v: {kind: Address("user", f"bench-{run}-{v}", kind) for kind in KINDS} for v in variants}
     duplicate = prepare({"role": "tool", "tool_call_id": "d1", "content": "done"}, 2)
 
     def timed(variant: str, kind: str, rows: list[dict[str, object]], window: int = 0) -> None:
         store.repairs.record = off if variant == "before" else seam  # type: ignore[attr-defined]
-        start = time.perf_counter()
+        served = backends() if backends else 0
+        start, used = time.perf_counter(), time.thread_time_ns()
         store.append(buffers[variant][kind], rows, max_messages=window)
-        found[variant][kind].append(time.perf_counter() - start)
+        used, took = time.thread_time_ns() - used, time.perf_counter() - start
+        found[variant][kind].append(took)
+        if cpu:
+            served = (backends() if backends else 0) - served
+            found[variant][f"cpu:{kind}"].append((used + served) / 1e9)
 
     try:
         for variant in variants:
@@ -102,17 +143,20 @@ def _child(url: str, appends: int, variants: tuple[str, ...]) -> dict[str, dict[
     return found
 
 
-def _measure(src: Path, url: str, appends: int, variants: tuple[str, ...]) -> dict[str, dict[str, float]]:
+def _measure(
+    src: Path, url: str, appends: int, variants: tuple[str, ...], cpu: bool = False
+) -> dict[str, dict[str, float]]:
     """The p50 (ms) of each append per variant, in a fresh process importing ``src``."""
     out = subprocess.run(
-        [sys.executable, __file__, "--child", url, "--appends", str(appends), "--variants", ",".join(variants)],
+        [sys.executable, __file__, "--child", url, "--appends", str(appends), "--variants", ",".join(variants)]
+        + (["--cpu"] if cpu else []),
         env={**os.environ, "PYTHONPATH": str(src)},
         check=True,
         capture_output=True,
         text=True,
     ).stdout
     found = json.loads(out)
-    return {v: {kind: statistics.median(found[v][kind]) * 1000 for kind in KINDS} for v in variants}
+    return {v: {kind: statistics.median(times) * 1000 for kind, times in found[v].items()} for v in variants}
 
 
 def _fresh_database(url: str, name: str) -> str:
@@ -124,6 +168,45 @@ def _fresh_database(url: str, name: str) -> str:
         conn.execute(f"CREATE DATABASE {name}")
     base, _, _ = url.partition("?")
     return f"{base.rsplit('/', 1)[0]}/{name}"
+
+
+def _compare(args: argparse.Namespace, pgserver: Any) -> int:
+    """``--srcs``: each code seam against seam, a fresh process and database per round, the order alternating."""
+    codes = [(name, Path(folder)) for name, _, folder in (item.partition("=") for item in args.srcs.split(","))]
+    found: dict[tuple[str, str], list[dict[str, dict[str, float]]]] = {}
+    with tempfile.TemporaryDirectory(prefix="flowmem-repairs-") as folder:
+        for backend in args.only.split(","):
+            context = pgserver.server(args.postgres, not args.postgres_nondurable) if backend == "postgres" else None
+            url = context.__enter__()[0] if context is not None else ""
+            try:
+                for repeat in range(args.repeats):
+                    for name, src in codes if repeat % 2 == 0 else codes[::-1]:
+                        where = _fresh_database(url, f"bench_repairs_{name}_{repeat}") if url else (
+                            f"sqlite:///{folder}/{name}-{repeat}.db?synchronous={args.sqlite_synchronous}"
+                        )
+                        p50s = _measure(src, where, args.appends, VARIANTS, args.cpu)
+                        found.setdefault((backend, name), []).append(p50s)
+                        load = os.getloadavg()[0]
+                        print(f"# {backend} {repeat + 1} {name} (load {load:.1f}): {p50s}", file=sys.stderr, flush=True)
+            finally:
+                if context is not None:
+                    context.__exit__(None, None, None)
+    durable = args.sqlite_synchronous.upper() == "FULL" and not args.postgres_nondurable
+    print(
+        f"Each code's append p50 (ms; cpu: CPU ms), log off / on in turns, {args.repeats} rounds of "
+        f"{args.appends} appends; SQLite synchronous={args.sqlite_synchronous.upper()}, PostgreSQL "
+        + ("given by URL" if args.postgres else "NON-DURABLE" if args.postgres_nondurable else "durable")
+        + ("" if durable else " (NOT DURABLE)")
+    )
+    print("| backend | code | append | off (min) | on (min) | ratio of the minima | median of the rounds' ratios |")
+    print("|---|---|---|---:|---:|---:|---:|")
+    for (backend, name), rounds in found.items():
+        for kind in rounds[0]["before"]:
+            off = min(r["before"][kind] for r in rounds)
+            on = min(r["after"][kind] for r in rounds)
+            ratios = statistics.median(r["after"][kind] / r["before"][kind] for r in rounds)
+            print(f"| {backend} | {name} | {kind} | {off:.3f} | {on:.3f} | {on / off:.2f} | {ratios:.2f} |")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,11 +226,15 @@ def main(argv: list[str] | None = None) -> int:
         default="FULL",
         help="the SQLite files' synchronous (below FULL: labelled NOT DURABLE; the statements' cost alone)",
     )
+    parser.add_argument("--srcs", help="NAME=DIR,NAME=DIR: codes compared, each seam against seam")
+    parser.add_argument("--cpu", action="store_true", help="also each append's CPU (client + PostgreSQL backends)")
     pgserver.add_arguments(parser, "a PostgreSQL URL (default: start a throwaway durable one)")
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(_child(args.child, args.appends, tuple(args.variants.split(",")))))
+        print(json.dumps(_child(args.child, args.appends, tuple(args.variants.split(",")), args.cpu)))
         return 0
+    if args.srcs:
+        return _compare(args, pgserver)
     after = Path(args.after_src)
     # one process per run: both variants in turns (the seam), or each code in its own
     runs: list[tuple[Path, tuple[str, ...]]] = (
