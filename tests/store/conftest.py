@@ -22,7 +22,7 @@ def open_backend(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> S
         return open_store("memory://")
     if kind == "sqlite":
         return open_store(f"sqlite:///{tmp_path / 'store.db'}")
-    url: str = request.getfixturevalue("postgres_db_url")
+    url: str = request.getfixturevalue("postgres_store_url")  # migrated already (tests/conftest.py)
     return open_store(url)
 
 
