@@ -39,7 +39,8 @@ class AsyncVectorCalls(AsyncScopedCalls):
         The record's vectors are replaced; another space than the store's raises
         ``EmbeddingSpaceError`` (409), nothing changed.
         """
-        return await self.call(calls.write_vectors(scope, key, value, Where(**ids), space, vectors, ttl))
+        # Where(None, ...): a session_id= keyword is a TypeError (vectors are kept for user and shared scopes)
+        return await self.call(calls.write_vectors(scope, key, value, Where(None, **ids), space, vectors, ttl))
 
     async def search_records(
         self,
@@ -55,6 +56,6 @@ class AsyncVectorCalls(AsyncScopedCalls):
     ) -> SearchResult:
         """The caller's records of ``scope`` under ``prefix`` ranked by their vectors against ``vector``, best first."""
         call = calls.search_records(
-            scope, Where(**ids), space, vector, distance=distance, prefix=prefix, limit=limit, offset=offset
+            scope, Where(None, **ids), space, vector, distance=distance, prefix=prefix, limit=limit, offset=offset
         )
         return await self.call(call)

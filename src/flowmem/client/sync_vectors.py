@@ -35,7 +35,8 @@ class VectorCalls(ScopedCalls):
         The record's vectors are replaced; another space than the store's raises
         ``EmbeddingSpaceError`` (409), nothing changed.
         """
-        return self.call(calls.write_vectors(scope, key, value, Where(**ids), space, vectors, ttl))
+        # Where(None, ...): a session_id= keyword is a TypeError (vectors are kept for user and shared scopes)
+        return self.call(calls.write_vectors(scope, key, value, Where(None, **ids), space, vectors, ttl))
 
     def search_records(
         self,
@@ -51,6 +52,6 @@ class VectorCalls(ScopedCalls):
     ) -> SearchResult:
         """The caller's records of ``scope`` under ``prefix`` ranked by their vectors against ``vector``, best first."""
         call = calls.search_records(
-            scope, Where(**ids), space, vector, distance=distance, prefix=prefix, limit=limit, offset=offset
+            scope, Where(None, **ids), space, vector, distance=distance, prefix=prefix, limit=limit, offset=offset
         )
         return self.call(call)
