@@ -11,7 +11,7 @@ import pytest
 
 from tests.cli.test_serve import admin_token
 from tests.served import flowmem_serve
-from tests.store.test_archive import history
+from tests.store.archive.test_archive import history
 
 
 def _race(base: str, headers: dict[str, str]) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from flowmem.service import MemoryService
 from flowmem.store import open_store
 from tests.cli.conftest import RunCli
-from tests.store.test_archive import KEY, history
+from tests.store.archive.test_archive import KEY, history
 
 SUMMARIZER = f"{sys.executable} -c \"import json,sys; print('summary of', len(json.load(sys.stdin)), 'rows')\""
 

@@ -11,7 +11,7 @@ from flowmem.errors import CompactionStaleError
 from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
 from tests.client.conftest import Server
-from tests.store.test_archive import history
+from tests.store.archive.test_archive import history
 
 ALICE = ExecutionContext(user_id="alice")
 

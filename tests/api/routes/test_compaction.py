@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.api.helpers import Api, snapshot
-from tests.store.test_archive import history
+from tests.store.archive.test_archive import history
 
 PLAN = "/v1/buffers/user/k/compact/plan"
 APPLY = "/v1/buffers/user/k/compact"

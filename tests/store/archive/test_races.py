@@ -13,7 +13,7 @@ from flowmem.core.compaction import SUMMARY_KEY
 from flowmem.errors import CompactionStaleError
 from flowmem.service import MemoryService
 from flowmem.store import Store, open_store
-from tests.store.test_archive import KEY, history, turn
+from tests.store.archive.test_archive import KEY, history, turn
 
 FORK = multiprocessing.get_context("fork")
 

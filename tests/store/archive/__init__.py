@@ -1,0 +1,1 @@
+"""Tests of the archive kind of data (``flowmem.store.archive``), mirroring its package."""
