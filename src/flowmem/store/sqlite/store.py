@@ -473,7 +473,7 @@ class SqliteStore(SqlitePool, SqlStore[sqlite3.Connection]):
         """The guard checked first; a claimed session created only when the check fails.
 
         The speed twin of ``SqlStore._check_guard`` (create, then check), which
-        tests/store/test_sqlite_guard_first.py keeps as its oracle: one statement per
+        tests/store/sqlite/test_guard_first.py keeps as its oracle: one statement per
         append to an existing session instead of two. Equal because SQLite's write
         transaction excludes every other writer, and a guard that holds names a
         session that exists, in which case the create inserts nothing.

@@ -4,7 +4,7 @@ The exact scan reads every vector of a scope from the database at each search; a
 ``Snapshot`` keeps what such a read found (each record's key, value text and expiry,
 its vectors as one float32 matrix) so that the next search scores it without reading
 the vectors again. It is a speed trick behind one seam (``SqlVectors.nearest``), and
-answers as the scan does (``tests/store/test_vector_cache.py``):
+answers as the scan does (``tests/store/vectors/test_cache.py``):
 
 - **Never stale.** Each collection has a *generation* (``vector_generations``), bumped
   by triggers in every transaction that changes what a scan reads: a vector written or
