@@ -97,3 +97,10 @@ def test_sweep_removes_what_a_gone_process_left_and_keeps_a_running_ones(tmp_pat
 
     assert removed == [str(left)]
     assert not left.exists() and mine.exists() and other.exists()
+
+
+def test_a_store_never_closed_is_removed_when_its_process_exits(tmp_path: Path) -> None:
+    code = "from flowmem.store.sqlite.private import PrivateSqliteStore as P; s = P(); print(s.directory)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+
+    assert not Path(done.stdout.strip()).exists()

@@ -5,9 +5,10 @@ on a private file in tmpfs (``/dev/shm``; where there is none, the system's temp
 directory), ``synchronous=OFF``, copied from a database migrated once per process
 (a copy opens in ~1.5 ms, a migration takes ~80 ms). Not SQLite's own in-memory
 database: without a write-ahead log a reader makes a writer wait, which the
-conformance suite refuses. Closing the store removes its directory; one left by a
-process killed before it closed names that process, and the first private store a
-later process opens removes it (``sweep``).
+conformance suite refuses. Closing the store removes its directory (the process's
+exit does, for a store never closed: a ``SqliteStore``'s pooled connections keep it
+from being collected); one left by a process killed before that names the process,
+and the first private store a later process opens removes it (``sweep``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 import shutil
 import tempfile
 import threading
+import weakref
 from pathlib import Path
 
 from flowmem.store.sqlite.store import SqliteStore
@@ -94,6 +96,8 @@ class PrivateSqliteStore(SqliteStore):
         except BaseException:
             shutil.rmtree(self.directory, ignore_errors=True)
             raise
+        # a store never closed is removed at exit (or if it is ever collected)
+        weakref.finalize(self, _remove_own, self.directory, os.getpid())
 
     def close(self) -> None:
         """Close the store and remove its database."""
