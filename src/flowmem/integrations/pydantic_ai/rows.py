@@ -44,6 +44,7 @@ from flowmem.core import (
     is_healed,
     result_id,
 )
+from flowmem.integrations.pydantic_ai.validated import Validated
 from flowmem.store.conversations import META, entry_of
 from flowmem.store.conversations.lines import placeholder_owner
 
@@ -68,11 +69,14 @@ def message_json(message: ModelMessage) -> str:
     return lean[1:-1].decode()
 
 
-def messages_of(found: Sequence[tuple[str, str]], limit: int | None) -> list[ConversationEntry]:
+def messages_of(
+    found: Sequence[tuple[str, str]], limit: int | None, validated: Validated | None = None
+) -> list[ConversationEntry]:
     """The entries of a history read as messages (newest first, one more than ``limit``), in order.
 
-    One ``validate_json`` of the joined array, as a JSON history is read; the entry
-    before the first kept (read past ``limit``) is its parent.
+    One ``validate_json`` of the joined array, as a JSON history is read; with
+    ``validated``, of the messages it did not validate before (decision 0141). The
+    entry before the first kept (read past ``limit``) is its parent.
     """
     chosen = list(reversed(found))
     parent: str | None = None
@@ -81,8 +85,10 @@ def messages_of(found: Sequence[tuple[str, str]], limit: int | None) -> list[Con
         parent, chosen = chosen[cut - 1][0], chosen[cut:]
     if not chosen:
         return []
-    joined = "[" + ",".join(message for _, message in chosen) + "]"
-    messages = ModelMessagesTypeAdapter.validate_json(joined)
+    if validated is not None:
+        messages = validated.messages(chosen)
+    else:
+        messages = ModelMessagesTypeAdapter.validate_json("[" + ",".join(m for _, m in chosen) + "]")
     entries: list[ConversationEntry] = []
     for (entry_id, _), message in zip(chosen, messages, strict=True):
         entries.append(ConversationEntry(id=entry_id, parent_id=parent, message=message))

@@ -73,6 +73,7 @@ from flowmem.integrations.pydantic_ai.rows import (
     unanswered_tail,
 )
 from flowmem.integrations.pydantic_ai.turns import LOADING, SAVING, KnownRecords, Loading, Saving
+from flowmem.integrations.pydantic_ai.validated import Validated
 from flowmem.integrations.pydantic_ai.writes import (
     check_entry_ids,
     continued,
@@ -147,6 +148,7 @@ class FlowmemConversationStore(ConversationStore):
         self._aheads: dict[str, Ahead] = {}
         self._warned = False
         self._known = KnownRecords()
+        self._validated = Validated()
 
     @classmethod
     def from_url(cls, url: str, *, context: ExecutionContext | None = None) -> FlowmemConversationStore:
@@ -407,7 +409,7 @@ class FlowmemConversationStore(ConversationStore):
             return [] if self.tables.history(head_id, found) is not None else None
         messages = self.tables.messages(head_id, found, limit)
         if messages is not None:
-            return messages_of(messages, limit)
+            return messages_of(messages, limit, self._validated if limit is None else None)
         rows = self.tables.history(head_id, found)
         if rows is None:
             return None
