@@ -16,12 +16,12 @@ BACKENDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postg
 
 @pytest.fixture(params=BACKENDS)
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A database URL of each backend (a fresh PostgreSQL schema per test)."""
+    """A database URL of each backend (a migrated, empty PostgreSQL schema per test)."""
     if request.param == "memory":
         return "memory://"
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path}/conversations.db"
-    url: str = request.getfixturevalue("postgres_db_url")
+    url: str = request.getfixturevalue("postgres_store_url")  # migrated already
     return url
 
 
@@ -30,7 +30,7 @@ def durable_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A database URL that outlives its process: SQLite, PostgreSQL."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path}/conversations.db"
-    url: str = request.getfixturevalue("postgres_db_url")
+    url: str = request.getfixturevalue("postgres_store_url")  # migrated already
     return url
 
 
@@ -38,5 +38,13 @@ def durable_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 def flowmem_store(store_url: str) -> Iterator[FlowmemConversationStore]:
     """A ``FlowmemConversationStore`` on each backend."""
     store = FlowmemConversationStore.from_url(store_url)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def durable_store(durable_url: str) -> Iterator[FlowmemConversationStore]:
+    """A ``FlowmemConversationStore`` on SQLite and PostgreSQL."""
+    store = FlowmemConversationStore.from_url(durable_url)
     yield store
     store.close()

@@ -69,13 +69,6 @@ def _grown(store: FlowmemConversationStore, cid: str) -> list[ModelMessage]:
     return history
 
 
-@pytest.fixture
-def durable_store(durable_url: str) -> Any:
-    store = FlowmemConversationStore.from_url(durable_url)
-    yield store
-    store.close()
-
-
 def test_a_history_read_from_its_kept_messages_is_the_one_its_rows_give(
     durable_store: FlowmemConversationStore,
 ) -> None:

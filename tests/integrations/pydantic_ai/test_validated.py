@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,25 +12,9 @@ from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, TextPar
 from flowmem.integrations.pydantic_ai.rows import message_json
 from flowmem.integrations.pydantic_ai.store import FlowmemConversationStore
 from flowmem.integrations.pydantic_ai.validated import MAX_SEGMENTS, Validated
-from tests.integrations.pydantic_ai.messages import (
-    answer,
-    call,
-    every_part_kind,
-    prompt,
-    result,
-    round_tripped,
-)
+from tests.integrations.pydantic_ai import messages as m
 
-
-def _run(made: Any) -> Any:
-    return asyncio.run(made)
-
-
-@pytest.fixture
-def durable_store(durable_url: str) -> Iterator[FlowmemConversationStore]:
-    store = FlowmemConversationStore.from_url(durable_url)
-    yield store
-    store.close()
+_run = asyncio.run
 
 
 @pytest.fixture
@@ -56,9 +39,9 @@ def _dumped(messages: list[ModelMessage]) -> bytes:
 def test_a_history_loaded_again_validates_only_the_messages_added_since(
     durable_store: FlowmemConversationStore, validated_counts: list[int]
 ) -> None:
-    history = every_part_kind()
+    history = m.every_part_kind()
     _run(durable_store.save(Conversation(conversation_id="c1", messages=list(history))))
-    expected = round_tripped(history)
+    expected = m.round_tripped(history)
     validated_counts.clear()
     first = _run(durable_store.load("c1"))
     assert first.messages == expected and _dumped(first.messages) == _dumped(expected)
@@ -67,12 +50,12 @@ def test_a_history_loaded_again_validates_only_the_messages_added_since(
     again = _run(durable_store.load("c1"))
     assert again.messages == expected and _dumped(again.messages) == _dumped(expected)
     assert validated_counts == []  # every message copied from what the first load validated
-    added: list[ModelMessage] = [prompt("q"), call("k"), result("k"), answer("a", 3)]
+    added: list[ModelMessage] = [m.prompt("q"), m.call("k"), m.result("k"), m.answer("a", 3)]
     again.messages.extend(added)
     _run(durable_store.save(again))
     validated_counts.clear()
     grown = _run(durable_store.load("c1"))
-    expected += round_tripped(added)
+    expected += m.round_tripped(added)
     assert grown.messages == expected and _dumped(grown.messages) == _dumped(expected)
     assert validated_counts[-1:] == [len(added)]
 
@@ -80,42 +63,42 @@ def test_a_history_loaded_again_validates_only_the_messages_added_since(
 def test_a_loaded_message_its_caller_changes_does_not_change_the_next_load(
     durable_store: FlowmemConversationStore,
 ) -> None:
-    history: list[ModelMessage] = [prompt("hi"), answer("hello")]
+    history: list[ModelMessage] = [m.prompt("hi"), m.answer("hello")]
     _run(durable_store.save(Conversation(conversation_id="c1", messages=list(history))))
     first = _run(durable_store.load("c1"))
     first.messages[1].parts[0].content = "changed by the caller"
     first.messages[1].parts.append(TextPart("and more"))
     again = _run(durable_store.load("c1"))
-    assert again.messages == round_tripped(history)
+    assert again.messages == m.round_tripped(history)
     assert again.messages[1] is not first.messages[1]
 
 
 def test_a_history_grown_past_the_segments_kept_still_loads_whole(
     durable_store: FlowmemConversationStore,
 ) -> None:
-    history: list[ModelMessage] = [prompt("start")]
+    history: list[ModelMessage] = [m.prompt("start")]
     _run(durable_store.save(Conversation(conversation_id="c1", messages=list(history))))
     for turn in range(MAX_SEGMENTS + 3):
         loaded = _run(durable_store.load("c1"))
-        assert loaded.messages == round_tripped(history)
-        added: list[ModelMessage] = [answer(f"a{turn}", 3 + turn), prompt(f"q{turn}", 4 + turn)]
+        assert loaded.messages == m.round_tripped(history)
+        added: list[ModelMessage] = [m.answer(f"a{turn}", 3 + turn), m.prompt(f"q{turn}", 4 + turn)]
         loaded.messages.extend(added)
         _run(durable_store.save(loaded))
         history += added
-    assert _run(durable_store.load("c1")).messages == round_tripped(history)
+    assert _run(durable_store.load("c1")).messages == m.round_tripped(history)
 
 
 def _chosen(messages: list[ModelMessage], prefix: str = "e") -> list[tuple[str, str]]:
-    return [(f"{prefix}{i}", message_json(m)) for i, m in enumerate(messages)]
+    return [(f"{prefix}{i}", message_json(message)) for i, message in enumerate(messages)]
 
 
 def test_messages_whose_kept_json_changed_are_validated_again(validated_counts: list[int]) -> None:
     validated = Validated()
-    before: list[ModelMessage] = [prompt("hi"), answer("hello"), answer("bye")]
-    after = [before[0], answer("hello, changed"), before[2]]  # same entry ids, another JSON
+    before: list[ModelMessage] = [m.prompt("hi"), m.answer("hello"), m.answer("bye")]
+    after = [before[0], m.answer("hello, changed"), before[2]]  # same entry ids, another JSON
     chosen, changed, elsewhere = _chosen(before), _chosen(after), _chosen(after, "other")
-    expected = round_tripped(after)
-    assert validated.messages(chosen) == round_tripped(before)
+    expected = m.round_tripped(after)
+    assert validated.messages(chosen) == m.round_tripped(before)
     validated_counts.clear()
     assert validated.messages(changed) == expected
     assert validated_counts == [len(after)]  # the kept segment no longer matches: all again
@@ -127,7 +110,8 @@ def test_messages_whose_kept_json_changed_are_validated_again(validated_counts: 
 def test_at_most_max_bytes_are_kept_the_least_recently_loaded_history_going_first(
     validated_counts: list[int],
 ) -> None:
-    one, two = _chosen([prompt("one " * 50), answer("x")], "a"), _chosen([prompt("two " * 50), answer("y")], "b")
+    one = _chosen([m.prompt("one " * 50), m.answer("x")], "a")
+    two = _chosen([m.prompt("two " * 50), m.answer("y")], "b")
     sizing = Validated()
     sizing.messages(one)
     validated = Validated(max_bytes=sizing.size + sizing.size // 2)  # room for one history
