@@ -39,7 +39,7 @@ import numpy as np
 
 from flowmem.store import Address, open_store
 from flowmem.store.listing import successor
-from flowmem.store.vectors import Space, Vector
+from flowmem.store.vectors import Search, Space, Vector
 from flowmem.store.vectors.pgvector import AnnIndex, PgVectors
 from flowmem.store.vectors.scoring import Ranking
 from flowmem.store.vectors.sql import SqlVectors
@@ -93,7 +93,7 @@ def exact_scan(vectors: SqlVectors, space: Space, query: np.ndarray) -> list[str
     ranking = Ranking(query.tolist(), "cosine", KEEP)
     start = ""
     while True:
-        page, more = vectors.scan("user", "u1", "", 0.0, COLLECTION, space, start=start, values=True)
+        page, more = vectors.scan(Search("user", "u1", "", 0.0, COLLECTION, space), start=start, values=True)
         ranking.feed([r.key for r in page], [r.data for r in page], [r.text for r in page])
         if not more or not page:
             return [key for key, _, _ in ranking.best()]
@@ -181,7 +181,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="flowmem-bench-vec-"))
     try:
         def snapshot(vectors: SqlVectors, q: np.ndarray) -> list[str]:  # decision 0130's cache, not pgvector
-            found = SqlVectors.nearest(vectors, "user", "u1", "", 0.0, COLLECTION, space, q.tolist(), "cosine", keep=KEEP)
+            found = SqlVectors.nearest(vectors, Search("user", "u1", "", 0.0, COLLECTION, space), q.tolist(), "cosine", keep=KEEP)
             return exact_scan(vectors, space, q) if found is None else [key for key, _, _ in found[0]]
 
         sqlite_store = open_store(f"sqlite:///{work}/vectors.db")
@@ -214,11 +214,11 @@ def main() -> None:
                 conn.execute("VACUUM ANALYZE")
             ann = AnnIndex()
             start = time.perf_counter()
-            pv.nearest("user", "u1", "", 0.0, COLLECTION, space, queries[0].tolist(), "cosine", keep=KEEP, ann=ann)
+            pv.nearest(Search("user", "u1", "", 0.0, COLLECTION, space), queries[0].tolist(), "cosine", keep=KEEP, ann=ann)
             result["hnsw_build_s"] = time.perf_counter() - start
 
             def nearest(q: np.ndarray, index: AnnIndex | None) -> list[str]:
-                found = pv.nearest("user", "u1", "", 0.0, COLLECTION, space, q.tolist(), "cosine", keep=KEEP, ann=index)
+                found = pv.nearest(Search("user", "u1", "", 0.0, COLLECTION, space), q.tolist(), "cosine", keep=KEEP, ann=index)
                 assert found is not None
                 return [key for key, _, _ in found[0]]
 

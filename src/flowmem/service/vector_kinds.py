@@ -15,7 +15,7 @@ from flowmem.scope import check_scope
 from flowmem.service.checks import check_key, check_name, check_record, check_scope_id, check_ttl
 from flowmem.store.base import SESSION_SCOPE, Address
 from flowmem.store.rows import to_json
-from flowmem.store.vectors import ScanRow, Space, SupportsVectors, Vector
+from flowmem.store.vectors import ScanRow, Search, Space, SupportsVectors, Vector
 from flowmem.store.vectorstores import vectors_of
 
 if TYPE_CHECKING:
@@ -47,52 +47,39 @@ def put_with_vectors(
     vectors(memory).put(checked, to_json(value), expires_at, collection, space, found)
 
 
-def scan_raw(
-    memory: MemoryService,
-    scope: str,
-    scope_id: str,
-    prefix: str,
-    *,
-    now: float,
-    collection: str,
-    space: Space,
-    start: str,
-    values: bool,
-) -> tuple[list[ScanRow], bool]:
-    """One page of the live vectors of ``(scope, scope_id)`` under ``prefix`` from ``start`` (whole records), and whether more may follow."""
-    scope, scope_id = check_scope(scope), check_scope_id(scope_id)
-    check_name(prefix, "prefix", empty=True, longest=None)
-    return vectors(memory).scan(
-        scope, scope_id, prefix, now, collection, space, start=start, values=values
-    )
+def _checked(search: Search) -> Search:
+    """``search`` with its scope, scope id and prefix checked as the service checks them."""
+    scope, scope_id = check_scope(search.scope), check_scope_id(search.scope_id)
+    check_name(search.prefix, "prefix", empty=True, longest=None)
+    return search._replace(scope=scope, scope_id=scope_id)
+
+
+def scan_raw(memory: MemoryService, search: Search, *, start: str, values: bool) -> tuple[list[ScanRow], bool]:
+    """One page of ``search``'s live vectors (a resolved scope id) from ``start``, whole records, and whether more may follow."""
+    checked = _checked(search)
+    return vectors(memory).scan(checked, start=start, values=values)
 
 
 def nearest_raw(
     memory: MemoryService,
-    scope: str,
-    scope_id: str,
-    prefix: str,
+    search: Search,
     *,
-    now: float,
-    collection: str,
-    space: Space,
     query: Sequence[float],
     distance: str,
     keep: int,
     accept: Callable[[str, str | None], bool] | None = None,
     ann: object = None,
 ) -> tuple[list[tuple[str, float, str | None]], int] | None:
-    """The best ``keep`` records scored by the store's engine (pgvector), and how many; None where it scores none.
+    """``search``'s best ``keep`` records scored by the store's engine (pgvector), and how many; None where it scores none.
 
     None: the caller runs the exact scan (``scan_raw`` and ``scoring.Ranking``).
     ``ann``: the ``pgvector.AnnIndex`` a search may read (approximate).
     """
-    scope, scope_id = check_scope(scope), check_scope_id(scope_id)
-    check_name(prefix, "prefix", empty=True, longest=None)
+    checked = _checked(search)
     nearest = getattr(vectors(memory), "nearest", None)
     if nearest is None:
         return None
     found: tuple[list[tuple[str, float, str | None]], int] | None = nearest(
-        scope, scope_id, prefix, now, collection, space, query, distance, keep=keep, accept=accept, ann=ann
+        checked, query, distance, keep=keep, accept=accept, ann=ann
     )
     return found

@@ -35,7 +35,7 @@ from flowmem.service.checks import check_key
 from flowmem.service.vector_kinds import nearest_raw, put_with_vectors, scan_raw
 from flowmem.store.base import SESSION_SCOPE, Address
 from flowmem.store.listing import successor
-from flowmem.store.vectors import Space, Vector, check_space, pack
+from flowmem.store.vectors import Search, Space, Vector, check_space, pack
 
 if TYPE_CHECKING:
     from flowmem.service import MemoryService
@@ -191,12 +191,9 @@ def search(
     resolved = _vector_scope(memory, "search", scope, prefix, context)
     if isinstance(resolved, Refusal):
         return Searched([], "", resolved)
-    now, start = float(memory.clock()), prefix
+    asked, start = Search(scope, resolved, prefix, float(memory.clock()), COLLECTION, space), prefix
     try:
-        scored = nearest_raw(
-            memory, scope, resolved, prefix, now=now, collection=COLLECTION, space=space,
-            query=query, distance=distance, keep=offset + limit,
-        )
+        scored = nearest_raw(memory, asked, query=query, distance=distance, keep=offset + limit)
     except EmbeddingSpaceError as error:
         raise _refused(error, "search", "read") from None
     if scored is not None:  # the store's engine scored them (pgvector)
@@ -206,10 +203,7 @@ def search(
     ranking = Ranking(query, distance, offset + limit)
     while True:
         try:
-            page, more = scan_raw(
-                memory, scope, resolved, prefix, now=now, collection=COLLECTION, space=space,
-                start=start, values=True,
-            )
+            page, more = scan_raw(memory, asked, start=start, values=True)
         except EmbeddingSpaceError as error:
             raise _refused(error, "search", "read") from None
         if not page:

@@ -28,7 +28,7 @@ from flowmem.errors import ConfigurationError, InvalidInputError
 from flowmem.service import MemoryService
 from flowmem.service.vector_kinds import nearest_raw, scan_raw
 from flowmem.store.listing import successor
-from flowmem.store.vectors import Space, Vector, check_space, pack
+from flowmem.store.vectors import Search, Space, Vector, check_space, pack
 from flowmem.store.vectors.pgvector import AnnIndex
 
 COLLECTION = "langgraph"
@@ -150,9 +150,9 @@ def rank(
     ``accept(key, value_text)`` drops an item (a filter; a record that is not an item).
     The scan reads the values with the vectors: the items kept need no second read.
     """
+    search = Search(scope, scope_id, prefix, now, COLLECTION, index.space)
     scored = nearest_raw(
-        memory, scope, scope_id, prefix, now=now, collection=COLLECTION, space=index.space, query=query,
-        distance=index.distance, keep=keep, accept=accept, ann=index.ann,
+        memory, search, query=query, distance=index.distance, keep=keep, accept=accept, ann=index.ann
     )
     if scored is not None:  # the store's engine scored them (pgvector)
         best, fed = scored
@@ -164,10 +164,7 @@ def rank(
     start = prefix
     verdicts: dict[str, bool] = {}
     while True:
-        page, more = scan_raw(
-            memory, scope, scope_id, prefix, now=now, collection=COLLECTION, space=index.space,
-            start=start, values=True,
-        )
+        page, more = scan_raw(memory, search, start=start, values=True)
         if not page:
             break
         keys: list[str] = []

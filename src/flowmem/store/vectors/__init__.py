@@ -97,7 +97,7 @@ class Spaces:
 
 
 class Search(NamedTuple):
-    """What one scan reads: the live vectors of ``(scope, scope_id)`` under ``prefix`` at ``now``, in ``collection``'s ``space``."""
+    """What one scan or search reads: the live vectors of ``(scope, scope_id)`` under ``prefix`` at ``now``, in ``collection``'s ``space``."""
 
     scope: str
     scope_id: str
@@ -119,6 +119,13 @@ def check_space(space: object) -> Space:
     if isinstance(dims, bool) or not isinstance(dims, int) or not 1 <= dims <= MAX_DIMS:
         raise InvalidInputError(f"dims must be an integer from 1 to {MAX_DIMS}, got {dims!r}")
     return space
+
+
+def check_search(search: Search, start: str = "") -> Search:
+    """``search`` when its scope id and ``start`` (or its prefix) make an address and its space is usable (InvalidInputError)."""
+    check_address(Address(search.scope, search.scope_id, start or search.prefix or "_"))
+    check_space(search.space)
+    return search
 
 
 def pack(values: Sequence[float], space: Space) -> bytes:
@@ -197,29 +204,17 @@ class SupportsVectors(Protocol):
         ...
 
     def scan(
-        self,
-        scope: str,
-        scope_id: str,
-        prefix: str,
-        now: float,
-        collection: str,
-        space: Space,
-        *,
-        start: str,
-        values: bool,
-        limit_bytes: int = SCAN_BYTES,
+        self, search: Search, *, start: str, values: bool, limit_bytes: int = SCAN_BYTES
     ) -> tuple[list[ScanRow], bool]:
-        """One page of the live active-space vectors under ``prefix`` from key ``start``, whole records.
+        """One page of ``search``'s live active-space vectors under its prefix from key ``start``, whole records.
 
         In key order (a record's rows together, in no set order among them: a
         record scores its best), and whether more may follow (ask again
         after the page's last key). EmbeddingSpaceError when the collection's active
-        space is not ``space``.
+        space is not the search's.
         """
-        check_address(Address(scope, scope_id, start or prefix or "_"))
-        check_space(space)
-        search = Search(scope, scope_id, prefix, now, collection, space)
-        return self._scan(search, max(start, prefix), values, limit_bytes)
+        check_search(search, start)
+        return self._scan(search, max(start, search.prefix), values, limit_bytes)
 
     @abstractmethod
     def _scan(self, search: Search, lower: str, values: bool, limit_bytes: int) -> tuple[list[ScanRow], bool]:
@@ -268,6 +263,7 @@ __all__ = [
     "Spaces",
     "SupportsVectors",
     "Vector",
+    "check_search",
     "check_space",
     "check_vectors",
     "mismatch",

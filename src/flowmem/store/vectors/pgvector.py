@@ -45,8 +45,8 @@ from typing import Any
 from flowmem.errors import ConfigurationError
 from flowmem.store.base import Address
 from flowmem.store.engine import SqlEngine
-from flowmem.store.rows import check_address, prefix_end
-from flowmem.store.vectors import ACTIVE, Space, Vector, check_space, mismatch, pack
+from flowmem.store.rows import prefix_end
+from flowmem.store.vectors import ACTIVE, Search, Space, Vector, check_search, mismatch, pack
 from flowmem.store.vectors.sql import SqlVectors
 
 TABLE = "record_vectors_pgvector"
@@ -312,12 +312,7 @@ class PgVectors(SqlVectors):
 
     def nearest(
         self,
-        scope: str,
-        scope_id: str,
-        prefix: str,
-        now: float,
-        collection: str,
-        space: Space,
+        search: Search,
         query: Sequence[float],
         distance: str,
         *,
@@ -325,7 +320,7 @@ class PgVectors(SqlVectors):
         accept: Callable[[str, str | None], bool] | None = None,
         ann: AnnIndex | None = None,
     ) -> tuple[list[Ranked], int] | None:
-        """The best ``keep`` accepted records by score (key, score, value text) and how many.
+        """The best ``keep`` accepted records of ``search`` by score (key, score, value text) and how many.
 
         In this order: the HNSW index when ``ann`` asks and there is no filter (when it
         fills the page); the exact scan's snapshot (``SqlVectors.nearest``, decision
@@ -334,17 +329,15 @@ class PgVectors(SqlVectors):
 
         ``accept(key, value_text)`` drops a record (a filter). Fewer than ``keep``
         means every accepted record with a vector is in the answer. EmbeddingSpaceError
-        when the collection's active space is not ``space``.
+        when the collection's active space is not the search's.
         """
-        check_address(Address(scope, scope_id, prefix or "_"))
-        check_space(space)
+        check_search(search)
         if distance not in OPERATORS:
             raise ConfigurationError(f"distance must be one of {sorted(OPERATORS)}, got {distance!r}")
         ext = self.ready()
         if ext is None:  # the exact scan, from this process's cache where it holds the scope
-            return super().nearest(
-                scope, scope_id, prefix, now, collection, space, query, distance, keep=keep, accept=accept
-            )
+            return super().nearest(search, query, distance, keep=keep, accept=accept)
+        scope, scope_id, prefix, now, collection, space = search
         with self.store.connection() as conn:
             spaces, ids = self._read_spaces(conn, collection, "vectors_spaces_read")
         if spaces.active is None or keep <= 0:
@@ -367,9 +360,8 @@ class PgVectors(SqlVectors):
                 rows = conn.execute(sql, params).fetchall()
             if len(rows) == keep:  # else a small or filtered scope: the exact scan finds them all
                 return [(str(k), float(score), text) for k, text, score in rows], keep
-        cached = super().nearest(  # the exact scan's snapshot, where this process can keep the scope
-            scope, scope_id, prefix, now, collection, space, query, distance, keep=keep, accept=accept
-        )
+        # the exact scan's snapshot, where this process can keep the scope
+        cached = super().nearest(search, query, distance, keep=keep, accept=accept)
         if cached is not None:
             return cached
         sql = ranked_sql(ext, distance, sid, key=key, bounded=end is not None, ann=None, limit=accept is None)

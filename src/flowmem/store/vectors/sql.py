@@ -25,6 +25,7 @@ from flowmem.store.vectors import (
     Spaces,
     SupportsVectors,
     Vector,
+    check_search,
     check_space,
     check_vectors,
     mismatch,
@@ -177,12 +178,7 @@ class SqlVectors(SupportsVectors):
 
     def nearest(
         self,
-        scope: str,
-        scope_id: str,
-        prefix: str,
-        now: float,
-        collection: str,
-        space: Space,
+        search: Search,
         query: Sequence[float],
         distance: str,
         *,
@@ -190,7 +186,7 @@ class SqlVectors(SupportsVectors):
         accept: Callable[[str, str | None], bool] | None = None,
         ann: Any = None,
     ) -> tuple[list[tuple[str, float, str | None]], int] | None:
-        """The exact scan's best ``keep`` records and how many were scored, from this process's cache.
+        """The exact scan's best ``keep`` records of ``search`` and how many were scored, from this process's cache.
 
         None when the scope is not cached and cannot be (no cache, larger than its
         bound): the caller scans page by page. ``ann`` is pgvector's (none here).
@@ -201,11 +197,11 @@ class SqlVectors(SupportsVectors):
         read after it is the one read before; a scope past the cache's bound is not
         loaded again before its generation changes.
         """
-        check_address(Address(scope, scope_id, prefix or "_"))
-        check_space(space)
+        check_search(search)
         cache = self.cache
         if cache.limit <= 0:
             return None
+        scope, scope_id, prefix, now, collection, space = search
         key: CacheKey = (collection, scope, scope_id, prefix)
         with self.store.connection() as conn:
             seen = generation(self, conn, collection)
