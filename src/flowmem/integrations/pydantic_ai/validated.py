@@ -37,10 +37,8 @@ class _Segment:
     ids: tuple[str, ...]
     texts: tuple[str, ...]
     blob: bytes
-
-    @property
-    def size(self) -> int:
-        return len(self.blob) + sum(len(text) for text in self.texts)
+    size: int
+    """Its texts' characters and its pickle's bytes."""
 
 
 def _pickled(ids: Sequence[str], texts: Sequence[str], messages: list[ModelMessage]) -> _Segment | None:
@@ -48,7 +46,7 @@ def _pickled(ids: Sequence[str], texts: Sequence[str], messages: list[ModelMessa
         blob = pickle.dumps(messages, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # a message pickle cannot copy: validated on every load, as before
         return None
-    return _Segment(tuple(ids), tuple(texts), blob)
+    return _Segment(tuple(ids), tuple(texts), blob, len(blob) + sum(len(text) for text in texts))
 
 
 def _share_instructions(messages: list[ModelMessage]) -> None:
