@@ -19,6 +19,7 @@ from flowmem.store import Store
 from flowmem.store.adk import AdkSession, EventWrite, Seen, adk_of, events_address
 from flowmem.store.base import SESSION_SCOPE, Address, Quotas, SessionClaim, WriteGuard
 from flowmem.store.checkpoints import (
+    CheckpointPut,
     LineAppend,
     LineMovedError,
     StoredCheckpoint,
@@ -70,7 +71,7 @@ HEALED = [_lc("user", "h0"), CALL, PLACEHOLDER, _lc("user", "h1")]
 
 def _put(store: Store, cid: str, parent: str | None, *lines: LineAppend) -> None:
     checkpoint = StoredCheckpoint("t1", "", cid, parent, ("json", b"{}"), ("json", b"{}"))
-    checkpoints_of(store).put_checkpoint(checkpoint, [], list(lines), _guard("t1"))
+    checkpoints_of(store).put_checkpoint(CheckpointPut(checkpoint, [], list(lines), _guard("t1")))
 
 
 def _line(key: str) -> Address:

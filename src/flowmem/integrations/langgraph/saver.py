@@ -97,6 +97,7 @@ from flowmem.store import open_store
 from flowmem.store.checkpoints import (
     LINE_PREFIX,
     ROWS_TYPE,
+    CheckpointPut,
     Head,
     LineAppend,
     StoredBlob,
@@ -300,7 +301,7 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
         for fresh in (False, True):
             blobs, lines, heads = self._plan(thread, ns, checkpoint["id"], values, new_versions, fresh)
             try:
-                self.tables.put_checkpoint(stored, blobs, lines, guard, head)
+                self.tables.put_checkpoint(CheckpointPut(stored, blobs, lines, guard, head))
             except ThreadForkedError:
                 with self.refused.holding(thread):  # no write of this run's lands after it
                     self.refused.add(thread, ns, checkpoint["id"], run)

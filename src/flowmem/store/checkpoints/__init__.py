@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Any, NamedTuple, Protocol, cast
 
 from flowmem.core import Message
 from flowmem.errors import InvalidInputError, LineMovedError, ThreadForkedError
@@ -81,17 +81,24 @@ class Head:
     checkpoint_id: str | None
 
 
+class CheckpointPut(NamedTuple):
+    """What one ``put_checkpoint`` stores in one transaction: a checkpoint, its new blobs, its lines' rows.
+
+    ``guard`` claims the session (``SessionClaim``); ``head``: the thread's latest
+    checkpoint the write expects (None: not checked).
+    """
+
+    checkpoint: StoredCheckpoint
+    blobs: Sequence[StoredBlob]
+    lines: Sequence[LineAppend]
+    guard: WriteGuard | None = None
+    head: Head | None = None
+
+
 class Checkpoints(Protocol):
     """Checkpoint tables of one store, and the lines (session buffers) their messages live in."""
 
-    def put_checkpoint(
-        self,
-        checkpoint: StoredCheckpoint,
-        blobs: Sequence[StoredBlob],
-        lines: Sequence[LineAppend],
-        guard: WriteGuard | None = None,
-        head: Head | None = None,
-    ) -> None:
+    def put_checkpoint(self, put: CheckpointPut) -> None:
         """Store a checkpoint, its new blobs and line rows in one transaction.
 
         ``head``: the thread's latest checkpoint in that namespace must be this one, else

@@ -14,7 +14,7 @@ from flowmem.core import Message, result_id
 from flowmem.store.base import SESSION_SCOPE, Address, SessionRecord, WriteGuard
 from flowmem.store.checkpoints import (
     LINE_PREFIX,
-    Head,
+    CheckpointPut,
     LineAppend,
     StoredBlob,
     StoredCheckpoint,
@@ -93,16 +93,9 @@ class MemoryCheckpoints:
         return self.store.stage_repairs(tables, address, repairs, growth, claimed)
 
     # --- writes --------------------------------------------------------------------------
-    def put_checkpoint(
-        self,
-        checkpoint: StoredCheckpoint,
-        blobs: Sequence[StoredBlob],
-        lines: Sequence[LineAppend],
-        guard: WriteGuard | None = None,
-        head: Head | None = None,
-    ) -> None:
+    def put_checkpoint(self, put: CheckpointPut) -> None:
         """Store a checkpoint, its new blobs and line rows at once (see ``Checkpoints``)."""
-        cp = checkpoint
+        cp, blobs, lines, guard, head = put
         check_thread_text(cp.thread_id, "thread_id")
         check_thread_text(cp.ns, "checkpoint_ns")
         with self.store.locked() as tables:

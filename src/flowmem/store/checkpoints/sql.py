@@ -20,7 +20,7 @@ from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard
 from flowmem.store.checkpoints import (
     LINE_PREFIX,
     ROWS_TYPE,
-    Head,
+    CheckpointPut,
     LineAppend,
     StoredBlob,
     StoredCheckpoint,
@@ -113,16 +113,9 @@ class SqlCheckpoints(SqlKind):
         return Address(SESSION_SCOPE, thread_id, LINE_PREFIX)
 
     # --- writes --------------------------------------------------------------------------
-    def put_checkpoint(
-        self,
-        checkpoint: StoredCheckpoint,
-        blobs: Sequence[StoredBlob],
-        lines: Sequence[LineAppend],
-        guard: WriteGuard | None = None,
-        head: Head | None = None,
-    ) -> None:
+    def put_checkpoint(self, put: CheckpointPut) -> None:
         """Store a checkpoint, its new blobs and line rows in one transaction (see ``Checkpoints``)."""
-        cp = checkpoint
+        cp, blobs, lines, guard, head = put
         check_thread_text(cp.thread_id, "thread_id")
         check_thread_text(cp.ns, "checkpoint_ns")
 

@@ -27,6 +27,7 @@ import psycopg
 from flowmem.core import Repair, call_ids, result_id
 from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard
 from flowmem.store.checkpoints import (
+    CheckpointPut,
     Head,
     LineAppend,
     StoredBlob,
@@ -256,27 +257,14 @@ class PostgresCheckpoints(SqlCheckpoints):
         self.guard_error = guard_error
         self.remembered = Remembered()
 
-    def put_checkpoint(
-        self,
-        checkpoint: StoredCheckpoint,
-        blobs: Sequence[StoredBlob],
-        lines: Sequence[LineAppend],
-        guard: WriteGuard | None = None,
-        head: Head | None = None,
-    ) -> None:
+    def put_checkpoint(self, put: CheckpointPut) -> None:
         """Store a checkpoint: in one round trip on remembered facts, else in two (``SqlCheckpoints``)."""
-        if not self._foreseen(checkpoint, blobs, lines, guard, head):
-            super().put_checkpoint(checkpoint, blobs, lines, guard, head)
+        if not self._foreseen(put):
+            super().put_checkpoint(put)
 
-    def _foreseen(
-        self,
-        cp: StoredCheckpoint,
-        blobs: Sequence[StoredBlob],
-        lines: Sequence[LineAppend],
-        guard: WriteGuard | None,
-        head: Head | None,
-    ) -> bool:
+    def _foreseen(self, put: CheckpointPut) -> bool:
         """The write on the facts this store remembers, checked by a verdict: True when it was stored."""
+        cp, blobs, lines, guard, head = put
         found = self._foreseeable(cp, lines, head)
         if found is None:
             return False
