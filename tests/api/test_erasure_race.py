@@ -14,7 +14,6 @@ token for the same user id reads nothing. docs/decisions/0014.
 from __future__ import annotations
 
 import sqlite3
-import sys
 import threading
 import time
 import uuid
@@ -29,7 +28,8 @@ from fastapi.testclient import TestClient
 from flowmem.api import create_app
 from flowmem.api.ratelimit import RateLimits
 from flowmem.auth import create_token
-from flowmem.store import Address, MemoryStore, SessionRecord, Store, open_store
+from flowmem.store import Address, SessionRecord, Store, open_store
+from flowmem.store.sqlite import SqliteStore
 
 ROUNDS = 20
 WRITERS = 8
@@ -51,8 +51,8 @@ class Backend:
 
     def counts(self, queries: dict[str, tuple[str, tuple[Any, ...]]]) -> dict[str, int]:
         """Run COUNT queries (``?`` placeholders) straight on the database, on one connection."""
-        if self.kind == "sqlite":
-            conn = sqlite3.connect(self.url.removeprefix("sqlite:///"))
+        if isinstance(self.store, SqliteStore):  # sqlite, and memory:// (a private SQLite file)
+            conn = sqlite3.connect(self.store.path)
             try:
                 return {k: int(conn.execute(q, p).fetchone()[0]) for k, (q, p) in queries.items()}
             finally:
@@ -88,35 +88,16 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
 def racing(backend: Backend) -> Iterator[Backend]:
     """The backend with the app over it (inline store calls where the store allows them)."""
     inline = backend.kind != "memory"  # memory: every call in a thread, so calls overlap
-    switch = sys.getswitchinterval()
-    if backend.kind == "memory":  # its check and write are a few bytecodes apart: switch often
-        sys.setswitchinterval(1e-6)
-    try:
-        app = create_app(
-            backend.store, purge_interval=None, inline_store=inline, rate_limits=NO_RATE_LIMITS
-        )
-        with TestClient(app) as client:
-            backend.client = client
-            yield backend
-    finally:
-        sys.setswitchinterval(switch)
+    app = create_app(
+        backend.store, purge_interval=None, inline_store=inline, rate_limits=NO_RATE_LIMITS
+    )
+    with TestClient(app) as client:
+        backend.client = client
+        yield backend
 
 
 def leftovers(backend: Backend, user_id: str | None, session_ids: list[str]) -> dict[str, int]:
     """Count every stored row of ``user_id``'s ``user`` scope and tokens, and of the sessions."""
-    if backend.kind == "memory":
-        store = backend.store
-        assert isinstance(store, MemoryStore)
-        gone = {("user", user_id)} | {("session", sid) for sid in session_ids}
-        return {
-            "buffers": sum(1 for a in store._buffers if a[:2] in gone),
-            "records": sum(1 for a in store._records if a[:2] in gone),
-            "sessions": sum(1 for sid in session_ids if sid in store._sessions),
-            "owned sessions": sum(1 for s in store._sessions.values() if s.owner == user_id),
-            "transcripts": sum(1 for sid in session_ids if store._transcripts.get(sid)),
-            "sequences": sum(1 for sid in session_ids if sid in store._next_seq),
-            "tokens": sum(1 for t in store._tokens.values() if t.user_id == user_id),
-        }
     marks = ",".join("?" for _ in session_ids)
     ids = tuple(session_ids)
     scopes = f"(scope = 'user' AND scope_id = ?) OR (scope = 'session' AND scope_id IN ({marks}))"

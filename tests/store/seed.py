@@ -1,16 +1,15 @@
 """Test helper: put rows into a buffer exactly as given, bypassing the append rules.
 
 Vectors start from buffers the rules would never build (a dangling call followed by
-a user turn, for instance), so they are written row by row: through the SQL editor
-inside one transaction, or straight into the memory store's list.
+a user turn, for instance), so they are written row by row through the SQL editor
+inside one transaction (``memory://`` is a SQLite store too).
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
-from flowmem.store import Address, MemoryStore, Store
+from flowmem.store import Address, Store
 from flowmem.store import sqlite as sqlite_backend
 from flowmem.store.editor import SqlBufferEditor
 from flowmem.store.sqlbase import StatementRunner
@@ -19,9 +18,6 @@ from flowmem.store.sqlbase import StatementRunner
 def seed(store: Store, address: Address, rows: list[dict[str, Any]]) -> None:
     """Write ``rows`` as the buffer's content (the buffer must be empty)."""
     assert store.count(address) == 0
-    if isinstance(store, MemoryStore):
-        store._buffers[address] = copy.deepcopy(rows)
-        return
     if isinstance(store, sqlite_backend.SqliteStore):
         with store._connection() as conn:
             conn.execute("BEGIN IMMEDIATE")

@@ -87,17 +87,33 @@ def test_a_cut_read_in_sql_is_the_cut_of_the_rows_parsed(
     assert read_cut(sqlite_store, address, budget, keep, first).cut == expected
 
 
+class WithoutSeam:
+    """A store seen without ``read_tail_facts`` (as PostgreSQL's is): its other calls pass through."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "read_tail_facts":
+            raise AttributeError(name)
+        return getattr(self.store, name)
+
+
 def test_only_a_store_that_reads_facts_in_sql_takes_the_seam(tmp_path: Path) -> None:
-    memory = open_store("memory://")
+    memory = open_store("memory://")  # SQLite on a private database (decision 0138)
     sqlite = open_store(f"sqlite:///{tmp_path / 'f.db'}")
+    plain = WithoutSeam(sqlite)
     try:
-        assert isinstance(sqlite, SupportsTailFacts) and not isinstance(memory, SupportsTailFacts)
+        assert isinstance(sqlite, SupportsTailFacts) and isinstance(memory, SupportsTailFacts)
+        assert not isinstance(plain, SupportsTailFacts)
         address = Address("session", "s", "chat")
-        for store in (memory, sqlite):
-            stored_append(store, address, [{"role": "user", "content": "hi"}])
+        stored_append(sqlite, address, [{"role": "user", "content": "hi"}])
+        stored_append(memory, address, [{"role": "user", "content": "hi"}])
+        for store in (memory, sqlite, plain):
             assert [f.role for _, f in tail_facts(store, address, 10).facts] == ["user"]
     finally:
         sqlite.close()
+        memory.close()
 
 
 def _damage(path: Path, statement: str) -> None:

@@ -21,10 +21,10 @@ def backup_command(destination: str, database: str | None) -> None:
     """
     store = open_database(database)
     try:
-        if not isinstance(store, SupportsBackup):
+        if not isinstance(store, SupportsBackup) or store.url.startswith("memory://"):
             raise InvalidInputError(
                 f"flowmem backup copies SQLite databases, not {redact(store.url)}: "
-                "back up PostgreSQL with pg_dump"
+                "back up PostgreSQL with pg_dump (memory:// keeps nothing past its process)"
             )
         size = store.backup(destination)
     finally:

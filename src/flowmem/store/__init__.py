@@ -66,7 +66,9 @@ def open_store(url: str, *, create: bool = True) -> Store:
     ``ConfigurationError`` naming it.
     """
     if url.startswith("memory://"):
-        return MemoryStore(url)
+        from flowmem.store.sqlite.private import PrivateSqliteStore  # type: ignore[import-not-found,unused-ignore]
+
+        return PrivateSqliteStore(url)  # type: ignore[no-any-return,unused-ignore]
     if url.startswith("sqlite://"):
         from flowmem.store.sqlite import SqliteStore  # type: ignore[import-not-found,unused-ignore]
 

@@ -9,7 +9,6 @@ import pytest
 
 from flowmem.errors import ConflictError, StoreError
 from flowmem.store import Address, open_store
-from flowmem.store.base import SupportsBackup
 from flowmem.store.sqlite import SqliteStore
 
 KEY = Address("global", "", "chat")
@@ -67,7 +66,3 @@ def test_backup_never_overwrites_and_leaves_no_partial_file(tmp_path: Path) -> N
         store.backup(tmp_path / "missing-dir" / "copy.db")
     assert sorted(p.name for p in tmp_path.iterdir() if "partial" in p.name) == []
     store.close()
-
-
-def test_only_sqlite_supports_backup() -> None:
-    assert not isinstance(open_store("memory://"), SupportsBackup)
