@@ -223,6 +223,7 @@ WRITES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         ("header_update", (_HEADER,), (_HEADER,)),
         ("header_logged", (_HEADER,), (_HEADER,)),
         ("repairs_add", (_REPAIRS,), (_REPAIRS,)),
+        ("repairs_add1", (_REPAIRS,), (_REPAIRS,)),
     )
 }
 WRITES.update({f"{name}?": WRITES[name] for name in FORESEEABLE})

@@ -122,6 +122,9 @@ SQL: dict[str, str] = {
     "repairs_add": """INSERT INTO buffer_repairs (buffer_id, seq, entry)
         SELECT %s, (SELECT COALESCE(MAX(seq), 0) FROM buffer_repairs WHERE buffer_id = %s) + t.n, t.entry
         FROM unnest(string_to_array(%s::text, chr(10))) WITH ORDINALITY AS t(entry, n)""",
+    # one entry (an append's usual one): VALUES, no function scan
+    "repairs_add1": """INSERT INTO buffer_repairs (buffer_id, seq, entry) VALUES (%s,
+        (SELECT COALESCE(MAX(seq), 0) + 1 FROM buffer_repairs WHERE buffer_id = %s), %s)""",
     "header_logged": """UPDATE buffers SET count = %s, last_major = %s, bytes = %s, tokens = tokens + %s,
         version = version + 1, log_bytes = log_bytes + %s WHERE id = %s""",
     "repairs_counted": "UPDATE buffers SET log_bytes = log_bytes + %s WHERE id = %s",

@@ -59,8 +59,10 @@ class SqlRepairs:
         if not repairs:
             return 0
         texts = entry_texts(repairs, time.time())
-        if self.joined:  # PostgreSQL: one insert for all (a JSON text has no newline)
+        if self.joined and len(texts) > 1:  # PostgreSQL: one insert for all (a JSON text has no newline)
             db.run("repairs_add", (buffer_id, buffer_id, "\n".join(texts)))
+        elif self.joined:
+            db.run("repairs_add1", (buffer_id, buffer_id, texts[0]))
         else:
             for text in texts:
                 db.run("repairs_add", (buffer_id, buffer_id, text))
