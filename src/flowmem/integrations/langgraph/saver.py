@@ -100,6 +100,7 @@ from flowmem.store.checkpoints import (
     CheckpointPut,
     Head,
     LineAppend,
+    PendingWrites,
     StoredBlob,
     StoredCheckpoint,
     StoredWrite,
@@ -384,7 +385,7 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
         ns, checkpoint_id = str(conf.get("checkpoint_ns", "")), conf["checkpoint_id"]
         with self.refused.holding(thread):
             self.refused.check(thread, ns, checkpoint_id, conf.get(HEAD_MARK))
-            self.tables.put_writes(thread, ns, checkpoint_id, stored, guard)
+            self.tables.put_writes(PendingWrites(thread, ns, checkpoint_id, stored, guard))
 
     # --- reads ----------------------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:

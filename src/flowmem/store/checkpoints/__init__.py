@@ -95,6 +95,16 @@ class CheckpointPut(NamedTuple):
     head: Head | None = None
 
 
+class PendingWrites(NamedTuple):
+    """What one ``put_writes`` stores: a checkpoint's pending writes, under ``guard`` (its session's claim)."""
+
+    thread_id: str
+    ns: str
+    checkpoint_id: str
+    writes: Sequence[StoredWrite]
+    guard: WriteGuard | None = None
+
+
 class Checkpoints(Protocol):
     """Checkpoint tables of one store, and the lines (session buffers) their messages live in."""
 
@@ -108,14 +118,7 @@ class Checkpoints(Protocol):
         """
         ...
 
-    def put_writes(
-        self,
-        thread_id: str,
-        ns: str,
-        checkpoint_id: str,
-        writes: Sequence[StoredWrite],
-        guard: WriteGuard | None = None,
-    ) -> None:
+    def put_writes(self, pending: PendingWrites) -> None:
         """Store pending writes; a write at an index >= 0 already stored is kept, < 0 replaced."""
         ...
 

@@ -16,6 +16,7 @@ from flowmem.store.checkpoints import (
     LINE_PREFIX,
     CheckpointPut,
     LineAppend,
+    PendingWrites,
     StoredBlob,
     StoredCheckpoint,
     StoredWrite,
@@ -122,15 +123,9 @@ class MemoryCheckpoints:
                 self._blobs.setdefault((cp.thread_id, cp.ns, blob.channel, blob.version), blob.value)
             self._checkpoints[(cp.thread_id, cp.ns, cp.checkpoint_id)] = cp
 
-    def put_writes(
-        self,
-        thread_id: str,
-        ns: str,
-        checkpoint_id: str,
-        writes: Sequence[StoredWrite],
-        guard: WriteGuard | None = None,
-    ) -> None:
+    def put_writes(self, pending: PendingWrites) -> None:
         """Store pending writes; an index >= 0 already stored is kept, a negative one replaced."""
+        thread_id, ns, checkpoint_id, writes, guard = pending
         check_thread_text(thread_id, "thread_id")
         check_thread_text(ns, "checkpoint_ns")
         with self.store.locked() as tables:

@@ -22,6 +22,7 @@ from flowmem.store.checkpoints import (
     ROWS_TYPE,
     CheckpointPut,
     LineAppend,
+    PendingWrites,
     StoredBlob,
     StoredCheckpoint,
     StoredWrite,
@@ -184,15 +185,9 @@ class SqlCheckpoints(SqlKind):
         }
         return line_repairs(line.key, line.rows, held) if held else ()
 
-    def put_writes(
-        self,
-        thread_id: str,
-        ns: str,
-        checkpoint_id: str,
-        writes: Sequence[StoredWrite],
-        guard: WriteGuard | None = None,
-    ) -> None:
+    def put_writes(self, pending: PendingWrites) -> None:
         """Store pending writes; an index >= 0 already stored is kept, a negative one replaced."""
+        thread_id, ns, checkpoint_id, writes, guard = pending
         check_thread_text(thread_id, "thread_id")
         check_thread_text(ns, "checkpoint_ns")
 

@@ -30,9 +30,9 @@ from flowmem.store.checkpoints import (
     CheckpointPut,
     Head,
     LineAppend,
+    PendingWrites,
     StoredBlob,
     StoredCheckpoint,
-    StoredWrite,
     check_thread_text,
 )
 from flowmem.store.checkpoints.batch import Asked, Batch, Header
@@ -363,18 +363,12 @@ class PostgresCheckpoints(SqlCheckpoints):
                     raise self.guard_error(conn, guard) from None
                 raise
 
-    def put_writes(
-        self,
-        thread_id: str,
-        ns: str,
-        checkpoint_id: str,
-        writes: Sequence[StoredWrite],
-        guard: WriteGuard | None = None,
-    ) -> None:
+    def put_writes(self, pending: PendingWrites) -> None:
         """Store pending writes in one round trip: under a guard, each insert runs only if it held."""
+        thread_id, ns, checkpoint_id, writes, guard = pending
         kind, checks = guard_form(guard)
         if not kind:
-            super().put_writes(thread_id, ns, checkpoint_id, writes, guard)
+            super().put_writes(pending)
             return
         check_thread_text(thread_id, "thread_id")
         check_thread_text(ns, "checkpoint_ns")
