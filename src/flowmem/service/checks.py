@@ -20,7 +20,7 @@ from flowmem.errors import (
     ScopeRefusedError,
 )
 from flowmem.limits import raise_hint
-from flowmem.scope import NAME_MAX, ExecutionContext, usable_identity
+from flowmem.scope import NAME_MAX, ExecutionContext, check_scope, usable_identity
 from flowmem.store.rows import dump_json, utf8_size
 
 MAX_KEY_LENGTH = NAME_MAX
@@ -199,6 +199,11 @@ def check_scope_id(scope_id: object) -> str:
         )
     check_storable(scope_id, "scope_id")
     return str(scope_id)
+
+
+def check_prefixed(scope: object, scope_id: object, prefix: object) -> tuple[str, str, str]:
+    """The checked (scope, scope id, key prefix) of a listing or a vector search: the prefix may be empty."""
+    return check_scope(scope), check_scope_id(scope_id), check_name(prefix, "prefix", empty=True, longest=None)
 
 
 def window_args(

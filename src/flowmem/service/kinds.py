@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from flowmem.scope import check_scope
-from flowmem.service.checks import check_key, check_name, check_scope_id
+from flowmem.service.checks import check_key, check_prefixed, check_scope_id
 from flowmem.store.adk import AdkSessions, adk_of
 from flowmem.store.base import Address
 from flowmem.store.checkpoints import Checkpoints, checkpoints_of
@@ -59,11 +59,6 @@ def check_listing(memory: MemoryService) -> None:
     listing_of(memory.store)
 
 
-def _prefix(scope: str, scope_id: str, prefix: str) -> tuple[str, str, str]:
-    """The checked (scope, scope id, key prefix) of a listing: the prefix may be empty."""
-    return check_scope(scope), check_scope_id(scope_id), check_name(prefix, "prefix", empty=True, longest=None)
-
-
 def list_records_raw(
     memory: MemoryService,
     scope: str,
@@ -76,7 +71,7 @@ def list_records_raw(
     values: bool = True,
 ) -> list[ListedRecord]:
     """One page of the live records of ``(scope, scope_id)`` whose key starts with ``prefix`` (no resolution)."""
-    scope, scope_id, prefix = _prefix(scope, scope_id, prefix)
+    scope, scope_id, prefix = check_prefixed(scope, scope_id, prefix)
     return list_records(
         memory.store, scope, scope_id, prefix, now=now, start=start, limit=limit, values=values
     )
@@ -92,7 +87,7 @@ def iter_records_raw(
     batch: int = LIST_BATCH,
 ) -> Iterator[ListedRecord]:
     """Every live record ``list_records_raw`` lists, read ``batch`` at a time (no resolution)."""
-    scope, scope_id, prefix = _prefix(scope, scope_id, prefix)
+    scope, scope_id, prefix = check_prefixed(scope, scope_id, prefix)
     return iter_records(memory.store, scope, scope_id, prefix, now=now, batch=batch)
 
 

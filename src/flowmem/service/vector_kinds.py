@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING
 
 from flowmem.errors import InvalidInputError
 from flowmem.scope import check_scope
-from flowmem.service.checks import check_key, check_name, check_record, check_scope_id, check_ttl
+from flowmem.service.checks import (
+    check_key,
+    check_prefixed,
+    check_record,
+    check_scope_id,
+    check_ttl,
+)
 from flowmem.store.base import SESSION_SCOPE, Address
 from flowmem.store.rows import to_json
 from flowmem.store.vectors import ScanRow, Search, Space, SupportsVectors, Vector
@@ -49,9 +55,8 @@ def put_with_vectors(
 
 def _checked(search: Search) -> Search:
     """``search`` with its scope, scope id and prefix checked as the service checks them."""
-    scope, scope_id = check_scope(search.scope), check_scope_id(search.scope_id)
-    check_name(search.prefix, "prefix", empty=True, longest=None)
-    return search._replace(scope=scope, scope_id=scope_id)
+    scope, scope_id, prefix = check_prefixed(search.scope, search.scope_id, search.prefix)
+    return search._replace(scope=scope, scope_id=scope_id, prefix=prefix)
 
 
 def scan_raw(memory: MemoryService, search: Search, *, start: str, values: bool) -> tuple[list[ScanRow], bool]:
