@@ -20,9 +20,8 @@ from flowmem.cli.database import database_option, open_database
 from flowmem.core import Message
 from flowmem.core.compaction import parse_plan_id
 from flowmem.errors import InvalidInputError, ModelError
-from flowmem.scope import check_scope
-from flowmem.service import MemoryService, check_key, check_scope_id
-from flowmem.store.base import Address
+from flowmem.service import MemoryService
+from flowmem.service.checks import checked_address
 
 SUMMARIZE_TIMEOUT = 600.0  # seconds a summarize command may take
 
@@ -82,7 +81,7 @@ def compact_command(
     session deleted or its user erased. Counts with the default token counter.
     Prints what was archived (or the plan) as JSON.
     """
-    Address(check_scope(scope), check_scope_id(scope_id), check_key(key))  # refused first
+    checked_address(scope, scope_id, key)  # refused first
     if plan_id is not None:
         if summary is None or command is not None or plan_only:
             raise InvalidInputError("--plan applies a plan with --summary TEXT (and nothing else)")

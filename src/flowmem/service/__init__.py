@@ -98,6 +98,7 @@ from flowmem.service.checks import (
 from flowmem.service.checks import (
     check_ttl as check_ttl,
 )
+from flowmem.service.checks import checked_address
 from flowmem.service.checks import (
     window_args as window_args,
 )
@@ -265,7 +266,7 @@ class MemoryService(BufferReads, CompactionCalls, RepairReads):
 
     def read_raw(self, scope: str, scope_id: str, key: str, default: Any = None) -> ReadResult:
         """Read a record at an explicit scope id (trusted callers; no resolution)."""
-        address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
+        address = checked_address(scope, scope_id, key)
         found, value = self.store.get_record(address, self._now())
         return ReadResult(
             value=value if found else default, found=found, resolved_scope_id=scope_id
@@ -330,7 +331,7 @@ class MemoryService(BufferReads, CompactionCalls, RepairReads):
         checked: bool = False,
     ) -> WriteResult:
         """Store ``value`` at the address; ``checked``: the caller ran ``check_record`` on it already."""
-        address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
+        address = checked_address(scope, scope_id, key)
         seconds = check_ttl(ttl)
         if not checked:
             check_record(value, self.limits.record_bytes)
@@ -374,7 +375,7 @@ class MemoryService(BufferReads, CompactionCalls, RepairReads):
         self, scope: str, scope_id: str, key: str, *, idempotency: Idempotency | None = None
     ) -> WriteResult:
         """Delete a record at an explicit scope id; ``removed`` is 1 when one existed."""
-        address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
+        address = checked_address(scope, scope_id, key)
 
         def result(existed: bool) -> WriteResult:
             return WriteResult(success=True, resolved_scope_id=scope_id, removed=int(existed))
@@ -437,7 +438,7 @@ class MemoryService(BufferReads, CompactionCalls, RepairReads):
         In the ``session`` scope the append creates its session when it does not
         exist (unowned; docs/decisions/0032).
         """
-        address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
+        address = checked_address(scope, scope_id, key)
         window = check_count(max_messages, "max_messages")
         rows = prepare(messages, int(self._now()))
         check_message_sizes(rows, self.limits.message_bytes)
@@ -512,7 +513,7 @@ class MemoryService(BufferReads, CompactionCalls, RepairReads):
         ConflictError, nothing cleared, for a ``session``-scope buffer whose session is
         running a turn (checked in the clearing transaction).
         """
-        address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
+        address = checked_address(scope, scope_id, key)
         guard = address.scope_id if address.scope == SESSION_SCOPE else None
 
         def result(removed: int) -> WriteResult:
@@ -539,7 +540,7 @@ class MemoryService(BufferReads, CompactionCalls, RepairReads):
 
     def pop_last_raw(self, scope: str, scope_id: str, key: str) -> PopResult:
         """Remove a buffer's last row at an explicit scope id (trusted callers; no resolution)."""
-        address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
+        address = checked_address(scope, scope_id, key)
         if not isinstance(self.store, SupportsPopLast):
             raise ConfigurationError(
                 f"{type(self.store).__name__} cannot remove a buffer's last row (pop_last)"

@@ -21,6 +21,7 @@ from flowmem.errors import (
 )
 from flowmem.limits import raise_hint
 from flowmem.scope import NAME_MAX, ExecutionContext, check_scope, usable_identity
+from flowmem.store.base import Address
 from flowmem.store.rows import dump_json, utf8_size
 
 MAX_KEY_LENGTH = NAME_MAX
@@ -199,6 +200,11 @@ def check_scope_id(scope_id: object) -> str:
         )
     check_storable(scope_id, "scope_id")
     return str(scope_id)
+
+
+def checked_address(scope: object, scope_id: object, key: object) -> Address:
+    """The address of a record or buffer at an explicit scope id, each part checked (scope, scope id, key)."""
+    return Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
 
 
 def check_prefixed(scope: object, scope_id: object, prefix: object) -> tuple[str, str, str]:

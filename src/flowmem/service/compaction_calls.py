@@ -18,7 +18,12 @@ from flowmem.errors import CompactionStaleError, InvalidInputError
 from flowmem.limits import Limits
 from flowmem.results import BufferResult, CompactionPlanResult, CompactResult
 from flowmem.scope import ExecutionContext, Refusal, check_scope
-from flowmem.service.checks import check_count, check_key, check_message_sizes, check_scope_id
+from flowmem.service.checks import (
+    check_count,
+    check_key,
+    check_message_sizes,
+    checked_address,
+)
 from flowmem.service.paged_reads import PagedRead, plan_read
 from flowmem.service.part import ServicePart
 from flowmem.store.base import Address
@@ -113,7 +118,7 @@ class CompactionCalls(ServicePart):
         counter: Counter | None = None,
     ) -> CompactionPlanResult:
         """``compaction_plan`` at an explicit scope id (trusted callers; no resolution)."""
-        address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
+        address = checked_address(scope, scope_id, key)
         budget = check_count(keep_tokens, "keep_tokens") or 0
         plan = compaction.read_plan(self.store, address, budget, compaction.counter_of(counter))
         total = 0 if plan is not None else self.store.count(address)
@@ -143,7 +148,7 @@ class CompactionCalls(ServicePart):
         self, scope: str, scope_id: str, key: str, plan: str, summary: object
     ) -> CompactResult:
         """``apply_compaction`` at an explicit scope id (trusted callers; no resolution)."""
-        address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
+        address = checked_address(scope, scope_id, key)
         kept, digest = parse_plan_id(plan)
         now = int(self._now())
         done = compaction.apply_plan(
@@ -200,7 +205,7 @@ class CompactionCalls(ServicePart):
         counter: Counter | None = None,
     ) -> CompactResult:
         """``compact`` at an explicit scope id (trusted callers; no resolution)."""
-        address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
+        address = checked_address(scope, scope_id, key)
         budget = check_count(keep_tokens, "keep_tokens") or 0
         return compaction.compact_at(
             self.store,

@@ -12,13 +12,7 @@ from typing import TYPE_CHECKING
 
 from flowmem.errors import InvalidInputError
 from flowmem.scope import check_scope
-from flowmem.service.checks import (
-    check_key,
-    check_prefixed,
-    check_record,
-    check_scope_id,
-    check_ttl,
-)
+from flowmem.service.checks import check_prefixed, check_record, check_ttl, checked_address
 from flowmem.store.base import SESSION_SCOPE, Address
 from flowmem.store.rows import to_json
 from flowmem.store.vectors import ScanRow, Search, Space, SupportsVectors, Vector
@@ -43,10 +37,10 @@ def put_with_vectors(
     found: Sequence[Vector],
 ) -> None:
     """Write a record (TTL in seconds) and replace its vectors in one transaction, at a resolved scope id."""
-    scope = check_scope(address.scope)
-    if scope == SESSION_SCOPE:  # a session's data needs its guard: no adapter writes vectors there
+    # a session's data needs its guard: no adapter writes vectors there
+    if check_scope(address.scope) == SESSION_SCOPE:
         raise InvalidInputError("vectors are kept for user and shared scopes, not a session's")
-    checked = Address(scope, check_scope_id(address.scope_id), check_key(address.key))
+    checked = checked_address(*address)
     seconds = check_ttl(ttl)
     check_record(value, memory.limits.record_bytes)
     expires_at = None if seconds is None else float(memory.clock()) + seconds
