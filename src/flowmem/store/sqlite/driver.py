@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+import weakref
 from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
@@ -134,6 +135,9 @@ def add_quota_function(conn: sqlite3.Connection, quotas: Callable[[], Quotas]) -
     """
 
     lifted = [False]  # this connection's bytes quota is not checked (``flowmem_quota_lift``)
+    # weakly: SQLite holds the function, which holding the connection would keep it
+    # (and its file) open forever once dropped without close()
+    flowmem_conn = weakref.ref(conn) if isinstance(conn, _Connection) else None
 
     def over_quota(quota: str, owner: str, used: int | None) -> int:
         limit = int(getattr(quotas(), quota, 0))
@@ -141,8 +145,9 @@ def add_quota_function(conn: sqlite3.Connection, quotas: Callable[[], Quotas]) -
             return 0
         if quota == "bytes" and lifted[0]:
             return 0
-        if isinstance(conn, _Connection):
-            conn.quota_refused = (quota, str(owner), limit)
+        found = flowmem_conn() if flowmem_conn is not None else None
+        if found is not None:
+            found.quota_refused = (quota, str(owner), limit)
         return 1
 
     def quota_lift(flag: int) -> int:

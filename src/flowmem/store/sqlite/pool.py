@@ -13,7 +13,10 @@ import logging
 import sqlite3
 import threading
 import time
+import weakref
+from collections.abc import Callable
 from contextlib import suppress
+from functools import partial
 
 from flowmem.errors import StoreError, StoreReadOnlyError, StoreUnavailableError
 from flowmem.store.base import DEFAULT_LOCK_TIMEOUT, Quotas
@@ -22,6 +25,16 @@ from flowmem.store.sqlite.driver import _close, _Connection, add_quota_function
 from flowmem.store.sqlite.fileguard import FileGuard
 
 log = logging.getLogger("flowmem")
+
+
+def _quotas_of(current: weakref.WeakMethod[Callable[[], Quotas]]) -> Quotas:
+    """The quotas of the pool's store; none once it is gone (a connection holds only a weak reference).
+
+    A strong one would keep every store never closed alive: its connections' quota
+    function would hold it (``memory://`` stores in tests, decision 0138).
+    """
+    found = current()
+    return Quotas() if found is None else found()
 
 
 class SqlitePool:
@@ -49,13 +62,16 @@ class SqlitePool:
             factory=_Connection,
         )
         self._busy_timeout(conn, DEFAULT_LOCK_TIMEOUT)
-        add_quota_function(conn, lambda: self._quotas)
+        add_quota_function(conn, partial(_quotas_of, weakref.WeakMethod(self._current_quotas)))
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
         if mode is None or str(mode[0]).lower() != "wal":
             conn.close()
             raise StoreError(f"cannot put {self.path} in WAL mode (got {mode!r})")
         self._pragma(conn, "synchronous", self.synchronous)
         return conn
+
+    def _current_quotas(self) -> Quotas:
+        return self._quotas
 
     def _watch_files(self, sealed: str | None) -> None:
         """Before a loan: act on ``-shm`` found sealed (or writable again), or wait for a retirement.

@@ -22,6 +22,7 @@ import weakref
 from pathlib import Path
 
 from flowmem.store.sqlite.store import SqliteStore
+from flowmem.store.sqlite.writers import release_writer_queue
 
 TMPFS = "/dev/shm"
 PREFIX = "flowmem-private-"  # then the process id, a dash, a random part
@@ -64,6 +65,13 @@ def _remove_own(directory: str, pid: int) -> None:
         shutil.rmtree(directory, ignore_errors=True)
 
 
+def _drop(directory: str, pid: int, database: str) -> None:
+    """A private store's end: its writer queue released (a store never closed holds one) and ``directory`` removed."""
+    if os.getpid() == pid:
+        release_writer_queue(database)
+    _remove_own(directory, pid)
+
+
 def template() -> str:
     """This process's database of the current schema, migrated on first use, removed at exit.
 
@@ -97,13 +105,15 @@ class PrivateSqliteStore(SqliteStore):
         except BaseException:
             shutil.rmtree(self.directory, ignore_errors=True)
             raise
-        # a store never closed is removed at exit (or if it is ever collected)
-        weakref.finalize(self, _remove_own, self.directory, os.getpid())
+        # a store never closed is removed when it is collected, or at exit
+        self._gone = weakref.finalize(
+            self, _drop, self.directory, os.getpid(), f"{self.directory}/memory.db"
+        )
 
     def close(self) -> None:
         """Close the store and remove its database."""
         super().close()
-        shutil.rmtree(self.directory, ignore_errors=True)
+        self._gone()
 
 
 __all__ = ["PrivateSqliteStore", "private_root", "sweep", "template"]
