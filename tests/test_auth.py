@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+from collections.abc import Iterator
 
 import pytest
 from click.testing import CliRunner
@@ -114,11 +116,23 @@ def test_bootstrap_only_on_empty_database() -> None:
     assert len(store.list_tokens()) == 1
 
 
+class KeptStore(MemoryStore):
+    """A ``memory://`` store every CLI command shares: the command's close() leaves it open."""
+
+    def close(self) -> None:
+        """Keep the store for the next command and the test's reads (the fixture closes it)."""
+
+    def close_for_good(self) -> None:
+        """Close the store (at the test's end)."""
+        super().close()
+
+
 @pytest.fixture
-def shared_store(monkeypatch: pytest.MonkeyPatch) -> MemoryStore:
-    store = MemoryStore()
+def shared_store(monkeypatch: pytest.MonkeyPatch) -> Iterator[MemoryStore]:
+    store = KeptStore()
     monkeypatch.setattr("flowmem.cli.database.open_store", lambda url, create=True: store)
-    return store
+    yield store
+    store.close_for_good()
 
 
 def test_cli_token_create_list_revoke(shared_store: MemoryStore) -> None:
@@ -187,13 +201,16 @@ def test_mem_6_tokens_for_nfc_and_nfd_name_one_user() -> None:
 
 
 def test_mem_6_a_token_stored_before_0016_acts_as_its_nfc_identity() -> None:
-    from dataclasses import replace
-
     store = MemoryStore()
     token, record = create_token(store, "x")
-    store._tokens[record.id] = replace(record, user_id="Jose\u0301")  # an NFD spelling
+
+    def stored_as(user_id: str) -> None:  # a row as written before 0016, past the API's rules
+        with sqlite3.connect(store.path) as conn:
+            conn.execute("UPDATE tokens SET user_id = ? WHERE id = ?", (user_id, record.id))
+
+    stored_as("Jose\u0301")  # an NFD spelling
     assert authenticate(store, token).identity == "Jos\u00e9"
-    store._tokens[record.id] = replace(record, user_id="None")  # a placeholder, then usable
+    stored_as("None")  # a placeholder, then usable
     assert authenticate(store, token).identity is None  # owns nothing now (MEM-9)
 
 

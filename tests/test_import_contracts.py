@@ -47,22 +47,22 @@ def test_the_contracts_hold_on_the_sources(tree: Path) -> None:
     [
         ("api/lookup.py", "from flowmem.api import deps  # noqa: F401"),  # a leaf importing up
         ("api/pool.py", "from flowmem.api.fast import route  # noqa: F401"),  # the old cycle
-        ("store/rows.py", "from flowmem.store import memory  # noqa: F401"),  # rows under backends
+        ("store/rows.py", "from flowmem.store import sqlite  # noqa: F401"),  # rows under backends
         ("store/postgres/queries.py", "from flowmem.store.postgres import store  # noqa: F401"),
         ("store/sqlite/schema.py", "from flowmem.store.sqlite import queries  # noqa: F401"),
         # a kind of data naming its back-end rather than the engine (issue 39 §1)
         ("store/checkpoints/sql.py", "from flowmem.store import sqlbase  # noqa: F401"),
-        ("store/archive/memory.py", "from flowmem.store import memory  # noqa: F401"),
+        ("store/archive/sql.py", "from flowmem.store import sqlite  # noqa: F401"),
         ("store/engine.py", "from flowmem.store import sqlengine  # noqa: F401"),  # under its users
     ],
     ids=[
         "leaf-imports-deps",
         "pool-imports-route",
-        "rows-import-memory",
+        "rows-import-sqlite",
         "pg-queries",
         "lite-schema",
         "kind-imports-sqlbase",
-        "kind-imports-memory",
+        "kind-imports-sqlite",
         "engine-imports-sqlengine",
     ],
 )

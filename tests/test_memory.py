@@ -21,7 +21,7 @@ from flowmem.integrations import InThread, async_memory_of
 from flowmem.memory import OPERATIONS, AsyncMemory, Memory
 from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
-from flowmem.store.memory import MemoryStore
+from flowmem.store import MemoryStore
 
 IMPLEMENTATIONS: list[tuple[type, type]] = [
     (MemoryService, Memory),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -395,7 +396,9 @@ def test_mem_6_erasing_a_user_erases_the_spellings_stored_before_0016(
     assert service.erase_user(ADMIN, "None") == (None, Erasure(records=1))
     assert service.erase_user(ADMIN, "007") == ("007", Erasure())  # "7" is another user
     assert store.get_record(Address("user", "7", "k"), 0) == (True, "seven's")
-    assert not any(a.scope_id in (nfc, nfd, "None") for a in store._records)
+    with sqlite3.connect(store.path) as conn:  # what is stored, read directly
+        kept = conn.execute("SELECT scope_id FROM records WHERE scope = 'user'").fetchall()
+    assert not any(scope_id in (nfc, nfd, "None") for (scope_id,) in kept)
 
 
 def test_unstorable_text_in_a_session_raises_invalid_text_and_stores_nothing(

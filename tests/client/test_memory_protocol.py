@@ -21,8 +21,7 @@ from flowmem.memory import OPERATIONS, AsyncMemory, Memory
 from flowmem.results import BufferResult, PopResult, ReadResult, WriteResult
 from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
-from flowmem.store import Address, open_store
-from flowmem.store.memory import MemoryStore
+from flowmem.store import Address, MemoryStore, open_store
 from tests.client.conftest import Server
 
 ALICE = ExecutionContext(user_id="alice", node_id="n1")

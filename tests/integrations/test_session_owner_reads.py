@@ -24,8 +24,7 @@ from flowmem.integrations.langchain import FlowmemChatMessageHistory
 from flowmem.integrations.openai_agents import FlowmemSession
 from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
-from flowmem.store import open_store
-from flowmem.store.memory import MemoryStore
+from flowmem.store import MemoryStore, open_store
 from tests.integrations.backends import REMOTES, remote_memory
 
 SECRET = "ALICE-SECRET"

@@ -18,6 +18,7 @@ from flowmem.nodes import create_node
 from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
 from flowmem.store import Address, MemoryStore
+from tests.store.seed import seed
 from tests.vectors import load_vectors
 
 STAMP = 1_234_567  # the clock of these tests; no vector uses this timestamp
@@ -26,11 +27,11 @@ ADDRESS = Address("session", "s-1", "chat_history")
 
 
 class SeededStore(MemoryStore):
-    """The reference store with a buffer preloaded exactly as a vector gives it."""
+    """A ``memory://`` store with a buffer preloaded exactly as a vector gives it."""
 
     def seed(self, address: Address, rows: list[Message]) -> None:
         """Put ``rows`` in the buffer as they are, bypassing the append rules."""
-        self._buffers[address] = copy.deepcopy(rows)
+        seed(self, address, [dict(row) for row in rows])
 
 
 def _params(operation: str, rules: tuple[str | None, ...] | None = None) -> list[Any]:

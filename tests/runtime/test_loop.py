@@ -7,6 +7,7 @@ by the next turn, a retried call) run on SQLite and a real PostgreSQL too
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +32,12 @@ from tests.runtime.helpers import (
     new_session,
 )
 from tests.store.conftest import BACKENDS, open_backend
+
+
+def stored(store: MemoryStore, count: str) -> int:
+    """A COUNT query on a memory:// store's private SQLite file (what it holds, read directly)."""
+    with sqlite3.connect(store.path) as conn:
+        return int(conn.execute(count).fetchone()[0])
 
 
 @pytest.fixture(params=BACKENDS)
@@ -384,7 +391,7 @@ def test_mem_8_on_an_unowned_session_the_user_scope_refuses(
     }
     assert results["n1"] == '{"success": false, "scope_id": ""}'
     assert results["n2"] == '{"found": false, "value": null, "scope_id": ""}'
-    assert not any(address.scope == "user" for address in store._records)
+    assert stored(store, "SELECT COUNT(*) FROM records WHERE scope = 'user'") == 0
     refusals = [r for r in caplog.records if "refused" in r.getMessage()]
     assert len(refusals) == 2
 
@@ -426,7 +433,7 @@ def test_mem_7_a_buffer_refusal_inside_a_turn_names_the_buffer_node(
     assert refusals
     assert {getattr(r, "flowmem_node", None) for r in refusals} == {"conversation_buffer"}
     assert all("at node 'conversation_buffer'" in r.getMessage() for r in refusals)
-    assert store._buffers == {}
+    assert stored(store, "SELECT COUNT(*) FROM buffers") == 0
 
 
 def test_mem_4_the_model_gets_the_system_prompt_then_the_history_in_order(

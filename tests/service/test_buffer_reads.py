@@ -26,8 +26,7 @@ from flowmem.core.window import fit, row_facts
 from flowmem.errors import InvalidInputError, WindowTooSmallError
 from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
-from flowmem.store import Store, open_store
-from flowmem.store.memory import MemoryStore
+from flowmem.store import MemoryStore, Store, open_store
 from tests.core.test_window import histories
 
 ALICE = ExecutionContext(user_id="alice")

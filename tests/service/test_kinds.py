@@ -39,9 +39,9 @@ class Partial:
 
 
 def test_each_kind_of_data_is_its_backends_over_the_services_store(memory: MemoryService) -> None:
-    assert type(kinds.adk_sessions(memory)).__module__ == "flowmem.store.adk.memory"
-    assert type(kinds.checkpoints(memory)).__module__ == "flowmem.store.checkpoints.memory"
-    assert type(kinds.conversations(memory)).__module__ == "flowmem.store.conversations.memory"
+    assert type(kinds.adk_sessions(memory)).__module__ == "flowmem.store.adk.sql"
+    assert type(kinds.checkpoints(memory)).__module__ == "flowmem.store.checkpoints.sql"
+    assert type(kinds.conversations(memory)).__module__ == "flowmem.store.conversations.sql"
 
 
 def test_a_store_without_a_kind_of_data_is_a_type_error() -> None:

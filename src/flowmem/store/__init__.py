@@ -2,9 +2,9 @@
 
 The rule of this package: a kind of data (``adk``, ``archive``, ``checkpoints``,
 ``conversations``, ``listing``, ``heads``) uses its back-end only through the engine,
-``flowmem.store.engine`` (``Engine``, ``SqlEngine``, ``MemoryEngine``), which each
-back-end implements once (``sqlengine.SqlEngineBase`` for SQLite and PostgreSQL,
-``memengine.MemoryEngineParts`` for ``memory://``). No module uses another object's
+``flowmem.store.engine`` (``Engine``, ``SqlEngine``), which the back-ends implement
+once (``sqlengine.SqlEngineBase`` for SQLite and PostgreSQL; ``memory://`` is SQLite
+on a private database in RAM, ``MemoryStore``, decision 0138). No module uses another object's
 private member (a name with a leading ``_``): ruff's ``SLF001`` fails ``make lint`` on
 one, and import-linter fails on a kind of data that imports a back-end
 (``pyproject.toml``; ``tests/store/test_engine.py``, ``tests/test_import_contracts.py``).
@@ -29,7 +29,6 @@ from flowmem.store.base import (
     WriteGuard,
     idempotency_owner,
 )
-from flowmem.store.memory import MemoryStore
 
 __all__ = [
     "DEFAULT_LOCK_TIMEOUT",
@@ -66,9 +65,7 @@ def open_store(url: str, *, create: bool = True) -> Store:
     ``ConfigurationError`` naming it.
     """
     if url.startswith("memory://"):
-        from flowmem.store.sqlite.private import PrivateSqliteStore  # type: ignore[import-not-found,unused-ignore]
-
-        return PrivateSqliteStore(url)  # type: ignore[no-any-return,unused-ignore]
+        return MemoryStore(url)
     if url.startswith("sqlite://"):
         from flowmem.store.sqlite import SqliteStore  # type: ignore[import-not-found,unused-ignore]
 
@@ -84,3 +81,7 @@ def open_store(url: str, *, create: bool = True) -> Store:
     raise ConfigurationError(
         f"unsupported store URL {url!r}: use memory://, sqlite:///path or postgresql://…"
     )
+
+
+# the store ``memory://`` opens: SQLite on a private database in RAM (decision 0138)
+from flowmem.store.sqlite.private import PrivateSqliteStore as MemoryStore  # noqa: E402

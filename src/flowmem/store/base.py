@@ -1,14 +1,15 @@
 """The storage protocol every backend implements, and the records it stores.
 
-Three backends implement ``Store``: ``MemoryStore`` (``memory.py``), ``SqliteStore``
-(``sqlite.py``) and ``PostgresStore`` (``postgres.py``); the two SQL ones share
+Two backends implement ``Store``: ``SqliteStore`` (``sqlite/``, and ``memory://``'s
+``MemoryStore``, SQLite on a private database in RAM, decision 0138) and
+``PostgresStore`` (``postgres/``); they share
 ``SqlStore`` (``sqlbase.py``) and ``SqlBufferEditor`` (``editor.py``), and every
 backend the row checks of ``rows.py``. SQL text lives only in ``sqlite.py`` and
 ``postgres.py``, and in the capabilities that have tables or queries of their own,
 each with a module per backend: ``checkpoints/`` (LangGraph's checkpoints,
 ``store.checkpoints``) and ``listing/`` (records listed by key prefix). The rules live only in ``flowmem.core``: an append runs
-``flowmem.core.apply_append`` over a ``flowmem.core.BufferEditor`` (a list for
-``MemoryStore``, indexed SQL queries for the others) inside one transaction
+``flowmem.core.apply_append`` over a ``flowmem.core.BufferEditor`` (indexed SQL
+queries) inside one transaction
 serialized per address, and the core decides.
 
 ``Store`` is about data only. How a caller may run a store's calls is a separate,
@@ -140,7 +141,7 @@ class BufferStore(Protocol):
 
         Only rows whose cursor is below ``before``, and of those the last ``last``,
         when given. A cursor is an integer that grows with a row's place in the
-        buffer (SQL: its stored position, stable while the row lives; memory: its index).
+        buffer (its stored position, stable while the row lives).
         """
         ...
 
@@ -384,8 +385,8 @@ class LocalCalls(Protocol):
 class SupportsPopLast(Protocol):
     """A buffer capability: remove the last row (the Agents SDK's ``pop_item``).
 
-    Every backend of today has it (``MemoryStore``, and ``SqliteStore`` and
-    ``PostgresStore`` through ``SqlStore``); it is a protocol of its own so that a
+    Every backend of today has it (``SqliteStore``, ``MemoryStore`` among them, and
+    ``PostgresStore``, through ``SqlStore``); it is a protocol of its own so that a
     store written outside flowmem may leave it out, and callers check for it.
     """
 

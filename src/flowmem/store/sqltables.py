@@ -1,8 +1,7 @@
 """The parts of ``SqlStore`` that keep a table of their own: idempotency keys and tokens.
 
-Bases of ``flowmem.store.sqlbase.SqlStore`` over ``SqlEngineBase``'s hooks, as
-``memtables`` are of ``MemoryStore``: its idempotency keys (``SqlIdempotencyKeys``)
-and its API tokens (``SqlTokens``). This module holds no SQL text: every statement is
+Bases of ``flowmem.store.sqlbase.SqlStore`` over ``SqlEngineBase``'s hooks: its
+idempotency keys (``SqlIdempotencyKeys``) and its API tokens (``SqlTokens``). This module holds no SQL text: every statement is
 named and looked up in the backend's ``SQL`` dict.
 """
 

@@ -125,7 +125,6 @@ def capability(store: object, name: str, what: str) -> Any:
 
 
 BACKENDS: tuple[tuple[str, str], ...] = (
-    ("flowmem.store.memory", "MemoryStore"),
     ("flowmem.store.sqlite", "SqliteStore"),
     ("flowmem.store.postgres", "PostgresStore"),
 )

@@ -29,7 +29,6 @@ from flowmem.store.values import PerBackend
 
 _BUFFERS = PerBackend[SessionBuffers](
     {
-        "memory": "flowmem.store.heads.memory:MemoryBuffers",
         "sqlite": "flowmem.store.heads.sqlite:SqliteBuffers",
         "postgres": "flowmem.store.heads.postgres:PostgresBuffers",
     },

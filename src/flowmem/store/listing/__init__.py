@@ -41,7 +41,6 @@ from flowmem.store.values import PerBackend
 
 _LISTINGS = PerBackend[RecordListing](
     {
-        "memory": "flowmem.store.listing.memory:MemoryListing",
         "sqlite": "flowmem.store.listing.sqlite:SqliteListing",
         "postgres": "flowmem.store.listing.postgres:PostgresListing",
     },
