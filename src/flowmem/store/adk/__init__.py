@@ -12,8 +12,8 @@ keeps beside them lives here: the session's own state and revision
 by every session of one user of an app (``adk_user_states``). Deleting the session
 deletes its row; erasing the user deletes the user's states too.
 
-``AdkSessions`` is the protocol every backend implements (``MemoryAdkSessions``,
-``SqlAdkSessions`` over SQLite and PostgreSQL); ``adk_of(store)`` gives a store's.
+``AdkSessions`` is the protocol every backend implements (``SqlAdkSessions`` over
+SQLite, ``memory://`` among them, and PostgreSQL); ``adk_of(store)`` gives a store's.
 States are JSON objects; rows are flowmem rows. Nothing here imports ADK.
 """
 
