@@ -23,7 +23,7 @@ import httpx
 from flowmem.access import Principal
 from flowmem.auth import create_token, revoke_token
 from flowmem.store import Address, Store
-from flowmem.store.checkpoints import checkpoints_of
+from flowmem.store.checkpoints import CheckpointFilter, checkpoints_of
 from tests.api.langgraph_thread import write_thread
 
 ANONYMOUS = "anonymous"
@@ -172,7 +172,7 @@ class World:
                 "chat": store.load(chat),
                 "archive": store.archive.read(chat),  # type: ignore[attr-defined]
                 "fact": store.get_record(Address("session", sid, FACT_KEY), now),
-                "checkpoints": [c.checkpoint_id for c in saver.list_checkpoints(sid, None, None, None)],
+                "checkpoints": [c.checkpoint_id for c in saver.list_checkpoints(CheckpointFilter(sid, None, None, None))],
             }
         for user, _ in PRINCIPALS.values():
             if user is not None:

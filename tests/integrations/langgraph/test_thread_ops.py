@@ -20,6 +20,7 @@ from langchain_core.messages import HumanMessage
 
 from flowmem.errors import AccessDeniedError
 from flowmem.integrations.langgraph.saver import FlowmemSaver
+from flowmem.store.checkpoints import CheckpointFilter
 from tests.integrations.langgraph.owners import SECRET, alices, as_user, config, contents, graph
 
 
@@ -78,7 +79,7 @@ def test_mem_9_another_user_may_not_copy_the_thread_out_nor_into_it(saver: Flowm
         saver.copy_thread("alices", "nobodys-copy")  # no user: nothing owned
     for target in ("bobs-copy", "nobodys-copy"):
         assert saver.memory.store.get_session(target) is None
-        assert list(saver.tables.list_checkpoints(target, None)) == []
+        assert list(saver.tables.list_checkpoints(CheckpointFilter(target, None))) == []
     with pytest.raises(AccessDeniedError):
         bob.copy_thread("bobs", "alices")  # his own thread over hers
     assert _state(saver) == before

@@ -23,7 +23,7 @@ from flowmem.api.query import KnownQueryRoute
 from flowmem.api.routes.common import AUTH_ERRORS, clamp_limit, errors, query_text
 from flowmem.api.routes.sessions import SessionId
 from flowmem.sessions import SessionService
-from flowmem.store.checkpoints import ROWS_TYPE, StoredCheckpoint, checkpoints_of
+from flowmem.store.checkpoints import ROWS_TYPE, CheckpointFilter, StoredCheckpoint, checkpoints_of
 
 router = APIRouter(prefix="/v1/sessions", tags=["inspector"], route_class=KnownQueryRoute)
 
@@ -99,7 +99,8 @@ def thread_checkpoints(
     session = sessions.get(principal, session_id)
     if getattr(sessions.store, "checkpoints", None) is None:
         return {"data": [], "has_more": False}
-    listed = checkpoints_of(sessions.store).list_checkpoints(session.id, None, None, before)
+    asked = CheckpointFilter(session.id, None, None, before)
+    listed = checkpoints_of(sessions.store).list_checkpoints(asked)
     page = list(islice(listed, limit + 1))
     data = [_checkpoint(sessions.store, c) for c in page[:limit]]
     return {"data": data, "has_more": len(page) > limit}

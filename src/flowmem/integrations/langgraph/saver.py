@@ -97,6 +97,7 @@ from flowmem.store import open_store
 from flowmem.store.checkpoints import (
     LINE_PREFIX,
     ROWS_TYPE,
+    CheckpointFilter,
     CheckpointPut,
     Head,
     LineAppend,
@@ -475,7 +476,7 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
             return
         found = 0
         viewable: dict[str, bool] = {} if thread is None else {thread: True}
-        for stored in self.tables.list_checkpoints(thread, ns, wanted, before_id):
+        for stored in self.tables.list_checkpoints(CheckpointFilter(thread, ns, wanted, before_id)):
             if stored.thread_id not in viewable:  # list(None): every thread, each judged once
                 viewable[stored.thread_id] = self._viewable(stored.thread_id, asked)
             if not viewable[stored.thread_id]:

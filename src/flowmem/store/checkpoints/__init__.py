@@ -105,6 +105,15 @@ class PendingWrites(NamedTuple):
     guard: WriteGuard | None = None
 
 
+class CheckpointFilter(NamedTuple):
+    """Which checkpoints ``list_checkpoints`` lists: a thread's, in a namespace, one id, before an id (None: any)."""
+
+    thread_id: str | None
+    ns: str | None
+    checkpoint_id: str | None = None
+    before: str | None = None
+
+
 class Checkpoints(Protocol):
     """Checkpoint tables of one store, and the lines (session buffers) their messages live in."""
 
@@ -132,13 +141,7 @@ class Checkpoints(Protocol):
         """The checkpoint with that id, or the thread's latest in ``ns`` when None."""
         ...
 
-    def list_checkpoints(
-        self,
-        thread_id: str | None,
-        ns: str | None,
-        checkpoint_id: str | None = None,
-        before: str | None = None,
-    ) -> Iterator[StoredCheckpoint]:
+    def list_checkpoints(self, asked: CheckpointFilter) -> Iterator[StoredCheckpoint]:
         """Checkpoints newest first, read in batches; None ``thread_id``/``ns``: every one."""
         ...
 

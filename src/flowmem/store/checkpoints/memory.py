@@ -14,6 +14,7 @@ from flowmem.core import Message, result_id
 from flowmem.store.base import SESSION_SCOPE, Address, SessionRecord, WriteGuard
 from flowmem.store.checkpoints import (
     LINE_PREFIX,
+    CheckpointFilter,
     CheckpointPut,
     LineAppend,
     PendingWrites,
@@ -151,14 +152,9 @@ class MemoryCheckpoints:
                 return self._latest(thread_id, ns)
             return self._checkpoints.get((thread_id, ns, checkpoint_id))
 
-    def list_checkpoints(
-        self,
-        thread_id: str | None,
-        ns: str | None,
-        checkpoint_id: str | None = None,
-        before: str | None = None,
-    ) -> Iterator[StoredCheckpoint]:
+    def list_checkpoints(self, asked: CheckpointFilter) -> Iterator[StoredCheckpoint]:
         """Checkpoints newest first (a snapshot taken at the call)."""
+        thread_id, ns, checkpoint_id, before = asked
         with self.store.locked():
             found = [
                 c

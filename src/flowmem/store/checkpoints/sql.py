@@ -20,6 +20,7 @@ from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard
 from flowmem.store.checkpoints import (
     LINE_PREFIX,
     ROWS_TYPE,
+    CheckpointFilter,
     CheckpointPut,
     LineAppend,
     PendingWrites,
@@ -216,14 +217,9 @@ class SqlCheckpoints(SqlKind):
                 row = self._run(conn, "cp_get", (thread_id, ns, checkpoint_id)).fetchone()
         return None if row is None else _checkpoint(row)
 
-    def list_checkpoints(
-        self,
-        thread_id: str | None,
-        ns: str | None,
-        checkpoint_id: str | None = None,
-        before: str | None = None,
-    ) -> Iterator[StoredCheckpoint]:
+    def list_checkpoints(self, asked: CheckpointFilter) -> Iterator[StoredCheckpoint]:
         """Checkpoints newest first, ``PAGE`` per query (keyset paging: each page is indexed)."""
+        thread_id, ns, checkpoint_id, before = asked
         bound = (_TOP, _TOP, _TOP)
         while True:
             params = (thread_id, thread_id, ns, ns, checkpoint_id, checkpoint_id, before, before)
