@@ -1,8 +1,8 @@
 """A buffer's archive: the rows a compaction took out of it, kept until the buffer goes (issue 28 §2).
 
 ``SupportsArchive`` is a store capability, as ``store.archive`` (like
-``store.checkpoints``): ``MemoryArchive`` (``memory.py``) and ``SqlArchive``
-(``sql.py``, its tables and statements in ``sqlite.py`` and ``postgres.py``). A
+``store.checkpoints``): ``SqlArchive`` (``sql.py``, its tables and statements in
+``sqlite.py`` and ``postgres.py``). A
 compaction (``compact``) runs in one transaction serialized with the buffer's
 appends: it reads the rows up to the plan's first kept row again, and only when
 their digest is the plan's (``flowmem.core.compaction``) does it move the rows
