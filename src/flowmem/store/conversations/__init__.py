@@ -9,8 +9,8 @@ for every history a branch or a rewrite started. Rows go in through the buffer r
 like any other and the session's buffer routes show it. ``pa_entries`` says where each
 entry ends (line and position), so a history is read in one query.
 
-``Conversations`` is the protocol every backend implements (``MemoryConversations``,
-``SqlConversations``); ``conversations_of(store)`` gives a store's. Entries and records
+``Conversations`` is the protocol every backend implements (``SqlConversations``);
+``conversations_of(store)`` gives a store's. Entries and records
 are plain JSON here: nothing under ``store/`` imports pydantic-ai.
 """
 
