@@ -43,9 +43,8 @@ count against the owner's quota (the ``bytes`` quota, as the buffer's), and it g
 with its buffer: ``clear``, a session's deletion and a user's erasure delete it in
 their transaction (each back-end's ``_drop_buffer``).
 
-``SupportsRepairs`` is a store capability, as ``store.repairs``: ``MemoryRepairs``
-(``memory.py``) and ``SqlRepairs`` (``sql.py``, the table and statements in
-``sqlite.py`` and ``postgres.py``).
+``SupportsRepairs`` is a store capability, as ``store.repairs``: ``SqlRepairs``
+(``sql.py``, the table and statements in ``sqlite.py`` and ``postgres.py``).
 """
 
 from __future__ import annotations
