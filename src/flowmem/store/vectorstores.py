@@ -1,7 +1,7 @@
-"""``vectors_of(store)``: the embedding vectors of any of the three back-ends' records (issue 40).
+"""``vectors_of(store)``: the embedding vectors of any back-end's records (issue 40).
 
-``MemoryStore`` keeps its own (``store.vectors``); a ``SqliteStore`` or
-``PostgresStore`` gets a ``SqlVectors`` over its engine with its dialect's statements
+A store may keep its own (``store.vectors``); a ``SqliteStore`` (``memory://``'s
+``MemoryStore`` among them) or ``PostgresStore`` gets a ``SqlVectors`` over its engine with its dialect's statements
 (``PgVectors`` on PostgreSQL: pgvector's scoring where the extension is), made once
 per store. Like ``flowmem.store.listing``, it sits above the back-ends and
 imports none of their drivers: a back-end module not imported yet made no store.

@@ -24,10 +24,9 @@ has at most one ``active`` space and, while ``flowmem reembed`` runs, one ``next
   makes the next space the active one atomically once nothing is pending (the old
   vectors are deleted in that transaction). Reads use the active space throughout.
 
-The implementations: ``MemoryVectors`` (``memory.py``, the memory store's own
-``vectors``) and ``SqlVectors`` (``sql.py``, with the tables and statements of
+The implementation: ``SqlVectors`` (``sql.py``, with the tables and statements of
 ``sqlite.py`` and ``postgres.py``), which ``flowmem.store.vectorstores.vectors_of``
-gives a SQL store.
+gives a SQL store (``memory://`` among them: SQLite on a private database, decision 0138).
 """
 
 from __future__ import annotations
@@ -240,8 +239,8 @@ class SupportsVectors(Protocol):
 def vectors_of(store: Store) -> SupportsVectors:
     """A store's own ``vectors``: ConfigurationError for a store that keeps none.
 
-    ``MemoryStore`` has its own; ``flowmem.store.vectorstores.vectors_of`` gives the SQL
-    back-ends theirs.
+    A store written outside flowmem may have its own; ``flowmem.store.vectorstores.vectors_of``
+    gives the SQL back-ends (``memory://`` among them) theirs.
     """
     own = getattr(store, "vectors", None)
     if isinstance(own, SupportsVectors):
