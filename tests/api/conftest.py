@@ -35,13 +35,13 @@ def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
 
 @pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def any_api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
-    """The app over each backend: memory, SQLite and PostgreSQL (a fresh schema)."""
+    """The app over each backend: memory, SQLite and PostgreSQL (a migrated, empty schema)."""
     if request.param == "memory":
         url = "memory://"
     elif request.param == "sqlite":
         url = f"sqlite:///{tmp_path}/api.db"
     else:
-        url = request.getfixturevalue("postgres_db_url")
+        url = request.getfixturevalue("postgres_store_url")  # migrated already
     with app_over(url) as app:
         yield app
 

@@ -35,7 +35,7 @@ def service(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[MemorySer
     elif request.param == "sqlite":
         url = f"sqlite:///{tmp_path / 'flowmem.db'}"
     else:
-        url = request.getfixturevalue("postgres_db_url")
+        url = request.getfixturevalue("postgres_store_url")  # migrated already
     store = open_store(url, create=True)
     try:
         yield MemoryService(store)

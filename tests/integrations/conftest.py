@@ -38,9 +38,9 @@ CLOCK = 1_700_000_000
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def flowmem_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A flowmem database of the test: a SQLite file, or a fresh PostgreSQL schema."""
+    """A flowmem database of the test: a SQLite file, or a migrated, empty PostgreSQL schema."""
     if request.param == "postgres":
-        url: str = request.getfixturevalue("postgres_db_url")
+        url: str = request.getfixturevalue("postgres_store_url")  # migrated already
         return url
     return f"sqlite:///{tmp_path}/flowmem.db"
 
