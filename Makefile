@@ -64,9 +64,12 @@ dist: $(BUILD_STAMP)
 ## single-threaded, the check takes the other core), then the whole test suite on every
 ## core (pytest-xdist 3.6+; --dist worksteal: an idle worker takes tests queued on a busy
 ## one, so the longest do not end the run on one worker), printing the slowest tests.
+## The tests run with bytecode caching on even where PYTHONDONTWRITEBYTECODE is set:
+## otherwise each worker, and each server, CLI and bench process the tests start, compiles
+## flowmem (and each worker assert-rewrites every test module) from source again.
 test: setup
 	$(MAKE) --no-print-directory -j2 --output-sync=target lint packaging
-	$(PY) -m pytest -q -n auto --dist worksteal --durations=15
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n auto --dist worksteal --durations=15
 
 bench: setup
 	$(PY) bench/core.py
