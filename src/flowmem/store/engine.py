@@ -12,9 +12,8 @@ each back-end implements it once (decision 0114):
 
 ``SqlEngine`` adds what a SQL back-end (SQLite, PostgreSQL) lends: a connection in
 autocommit, the dialect's statements by name and their runner, holding a buffer's
-lock inside a write, dropping a buffer or a session inside one. ``MemoryEngine`` is
-the ``memory://`` back-end's: its ``MemoryTables`` under its lock, and the steps that
-keep a buffer's size and its owner's quota true.
+lock inside a write, dropping a buffer or a session inside one. ``memory://`` is
+SQLite on a private database (decision 0138): there is no other engine.
 
 A kind of data never touches a back-end's private members (names with a leading
 ``_``): ruff's ``SLF001`` fails ``make lint`` on one (``pyproject.toml``).
@@ -24,10 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from flowmem.core import CallIndex, Message, Repair
+from flowmem.core import Repair
 from flowmem.store.base import Address, SessionRecord, WriteGuard
 from flowmem.store.editor import SqlRunner
 
@@ -59,8 +57,8 @@ class Engine(Protocol[Tx]):
     def check_guard(self, tx: Tx, guard: WriteGuard | None) -> SessionRecord | None:
         """Raise the guard's error unless it holds, inside the caller's write.
 
-        A SQL engine creates a claimed session in the transaction and returns None; the
-        memory engine returns it, for ``MemoryEngine.store_session`` once the write succeeds.
+        A SQL engine creates a claimed session in the transaction and returns None (an
+        engine that stored it only once the write succeeds would return it).
         """
         ...
 
@@ -109,87 +107,6 @@ class SqlEngine(Engine[C], Protocol[C]):
         ...
 
 
-@dataclass(eq=False)
-class MemoryTables:
-    """The ``memory://`` engine's data, lent under its lock; the store keeps the rest.
-
-    A kind of data reads the buffers here and changes one only through
-    ``MemoryEngine.set_buffer`` / ``drop_buffer``, which keep its size, version and
-    owner's quota true.
-    """
-
-    records: dict[Address, tuple[str, float | None]] = field(default_factory=dict)
-    buffers: dict[Address, list[Message]] = field(default_factory=dict)
-    # each buffer's call index as its last append left it; dropped by any other change
-    indexes: dict[Address, CallIndex] = field(default_factory=dict)
-    sizes: dict[Address, int] = field(default_factory=dict)  # UTF-8 bytes of each buffer's rows
-    versions: dict[Address, int] = field(default_factory=dict)  # a buffer's last change
-    sessions: dict[str, SessionRecord] = field(default_factory=dict)
-
-
-class MemoryEngine(Engine[MemoryTables], Protocol):
-    """The ``memory://`` back-end's engine: its tables under one lock."""
-
-    def locked(self) -> AbstractContextManager[MemoryTables]:
-        """Hold the engine's lock: what runs inside is one atomic step (reads and writes)."""
-        ...
-
-    def locked_at(self, address: Address) -> AbstractContextManager[MemoryTables]:
-        """``locked``, after the lock that serializes the appends to ``address``."""
-        ...
-
-    def store_session(self, tables: MemoryTables, created: SessionRecord | None) -> None:
-        """Store the session a guard's claim created, once the write has succeeded."""
-        ...
-
-    def set_buffer(
-        self, tables: MemoryTables, address: Address, rows: list[Message], size: int
-    ) -> None:
-        """Store a buffer's rows and size, counted against its owner's quotas."""
-        ...
-
-    def drop_buffer(self, tables: MemoryTables, address: Address) -> None:
-        """Delete a buffer, counted off its owner's usage."""
-        ...
-
-    def stage_repairs(
-        self,
-        tables: MemoryTables,
-        address: Address,
-        repairs: Sequence[Repair],
-        growth: int = 0,
-        created: SessionRecord | None = None,
-    ) -> Callable[[], None]:
-        """Check ``repairs``' log entries (with ``growth`` more bytes) against the owner's quota.
-
-        The owner of a buffer the write creates is its session's (``created``: one the write makes).
-
-        Returns the step that logs them, to run once the change they record is stored
-        (nothing can fail in it); the quota's error, nothing changed, past the quota.
-        """
-        ...
-
-    def charge(
-        self,
-        tables: MemoryTables,
-        owner: str | None,
-        size: int,
-        buffers: int,
-        records: int,
-        count: bool = True,
-        check: bool = True,
-    ) -> None:
-        """Count a change for ``owner``: the quota's error for growth past it.
-
-        ``count=False`` only checks; ``check=False`` only counts (a change checked before).
-        """
-        ...
-
-    def delete_session(self, session_id: str) -> bool:
-        """Delete a session and everything in its scope (the ``Store`` method)."""
-        ...
-
-
 class SqlKind:
     """A kind of data over a SQL back-end's engine: the engine, its dialect's statements by name, their runner."""
 
@@ -207,8 +124,6 @@ __all__ = [
     "C",
     "DbConnection",
     "Engine",
-    "MemoryEngine",
-    "MemoryTables",
     "SqlEngine",
     "SqlKind",
     "Tx",

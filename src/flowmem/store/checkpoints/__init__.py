@@ -6,8 +6,8 @@ delete, ``flowmem user erase``). A message channel's values are not stored here 
 as rows of the session's buffers (*lines*); its channel version here is a reference,
 ``(buffer key, row count)``, so a thread's messages are stored once, not once per step.
 
-``Checkpoints`` is the protocol every backend implements (``MemoryCheckpoints``,
-``SqlCheckpoints`` over SQLite and PostgreSQL); ``checkpoints_of(store)`` gives the one
+``Checkpoints`` is the protocol every backend implements (``SqlCheckpoints`` over
+SQLite, ``memory://`` among them, and PostgreSQL); ``checkpoints_of(store)`` gives the one
 of a store. Values are opaque bytes with a type tag (LangGraph's serializer decides
 them); nothing here imports LangGraph.
 """
