@@ -37,9 +37,7 @@ from typing import Any, Protocol
 from flowmem.core import (
     EVICTED_CALLS_KEPT,
     Answer,
-    CallIndex,
     Dangling,
-    IndexedListEditor,
     Message,
     PositionedRow,
     call_ids,
@@ -484,56 +482,3 @@ class SqlBufferEditor:
         for cid, at in listed.items():
             listed[cid] = [(pos + need if position < pos < major_end else pos, order) for pos, order in at]
         self._listed_changed = True
-
-
-def row_bytes(row: Message) -> int:
-    """Return the UTF-8 size of a row's compact JSON text, as the SQL stores count it."""
-    return utf8_size(dump_json(row, "message"))
-
-
-class SizedListEditor(IndexedListEditor):
-    """``IndexedListEditor`` that keeps the UTF-8 size of its rows' JSON up to date (``bytes``).
-
-    Given ``tokens`` (each row's default count, in order), it keeps that list in step
-    with the rows too (``MemoryStore`` stores it as the SQL stores store a column).
-    """
-
-    def __init__(
-        self,
-        rows: list[Message],
-        size: int,
-        evicted: Sequence[str] = (),
-        tokens: list[int] | None = None,
-        index: CallIndex | None = None,
-    ) -> None:
-        super().__init__(rows, evicted, index)
-        self.bytes = size
-        self.tokens = tokens
-
-    def append_row(self, row: Message) -> None:
-        """Add a row at the end."""
-        super().append_row(row)
-        self.bytes += row_bytes(row)
-        if self.tokens is not None:
-            self.tokens.append(estimate_tokens(row))
-
-    def insert_after(self, position: int, rows: Sequence[Message]) -> None:
-        """Insert rows directly after ``position``."""
-        super().insert_after(position, rows)
-        self.bytes += sum(row_bytes(row) for row in rows)
-        if self.tokens is not None:
-            self.tokens[position + 1 : position + 1] = [estimate_tokens(row) for row in rows]
-
-    def replace(self, position: int, row: Message) -> None:
-        """Replace the row at ``position``."""
-        self.bytes += row_bytes(row) - row_bytes(self.rows[position])
-        super().replace(position, row)
-        if self.tokens is not None:
-            self.tokens[position] = estimate_tokens(row)
-
-    def delete(self, position: int) -> None:
-        """Remove the row at ``position``."""
-        self.bytes -= row_bytes(self.rows[position])
-        super().delete(position)
-        if self.tokens is not None:
-            del self.tokens[position]
