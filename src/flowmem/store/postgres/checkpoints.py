@@ -214,7 +214,7 @@ class PipelineBatch:
             raise _GuardFailed
 
     def record_repairs(self, buffer_id: int, repairs: Sequence[Repair]) -> None:
-        """Queue the repair log's entries (``repairs_log``, one statement each)."""
+        """Queue the repair log's entries (``repairs_add`` and ``repairs_counted``, decision 0135)."""
         self.repairs.record(self.db, buffer_id, repairs)
 
     def wrote(
