@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, NamedTuple, TypeVar
@@ -155,18 +154,29 @@ class PerBackend(Generic[T]):
     def __init__(self, classes: Mapping[str, str], refusal: str) -> None:
         self.classes = dict(classes)
         self.refusal = refusal
-        self.found: weakref.WeakKeyDictionary[Any, T] = weakref.WeakKeyDictionary()
 
     def __call__(self, store: Any) -> T:
         """The object of ``store``'s back-end over ``store`` (the same one on every call)."""
-        found = self.found.get(store)
+        kept = per_store(store)
+        found: T | None = kept.get(self)
         if found is None:
             path = self.classes.get(backend_of(store) or "")
             if path is None:
                 raise ConfigurationError(f"{type(store).__name__} {self.refusal}")
             module, name = path.split(":")
-            found = self.found[store] = getattr(importlib.import_module(module), name)(store)
+            found = kept[self] = getattr(importlib.import_module(module), name)(store)
         return found
+
+
+def per_store(store: Any) -> dict[Any, Any]:
+    """The objects made once for ``store`` (its kinds' objects, by maker), kept on the store itself.
+
+    Kept there, not in a dict keyed weakly by the store: each object holds its store, so
+    such a dict's entry would keep the store alive forever (a store never closed, as
+    ``memory://`` stores in tests often are, would never be collected).
+    """
+    kept: dict[Any, Any] = vars(store).setdefault("flowmem_per_store", {})
+    return kept
 
 
 def idempotency_owner(user_id: str | None, token_id: str | None) -> str:

@@ -10,20 +10,18 @@ imports none of their drivers: a back-end module not imported yet made no store.
 from __future__ import annotations
 
 import sys
-import weakref
-from typing import Any
 
 from flowmem.store.base import Store
+from flowmem.store.values import per_store
 from flowmem.store.vectors import SupportsVectors
 from flowmem.store.vectors import vectors_of as own_vectors
 from flowmem.store.vectors.sql import SqlVectors
 
-_VECTORS: weakref.WeakKeyDictionary[Any, SupportsVectors] = weakref.WeakKeyDictionary()
-
 
 def vectors_of(store: Store) -> SupportsVectors:
     """The vectors of a store's records (ConfigurationError for a store that keeps none)."""
-    found = _VECTORS.get(store)
+    kept = per_store(store)
+    found: SupportsVectors | None = kept.get(vectors_of)
     if found is not None:
         return found
     sqlite = sys.modules.get("flowmem.store.sqlite")
@@ -39,7 +37,7 @@ def vectors_of(store: Store) -> SupportsVectors:
         found = PgVectors(store, pg.SQL, pg.SQL_C)  # pgvector's scoring where the extension is
     else:
         return own_vectors(store)
-    _VECTORS[store] = found
+    kept[vectors_of] = found
     return found
 
 

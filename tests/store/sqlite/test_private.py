@@ -137,3 +137,25 @@ def _fds() -> list[str]:
             continue
         found.append(fd)
     return found
+
+
+@pytest.mark.parametrize("kind", ["listing", "heads", "vectors"])
+def test_a_store_a_kind_of_data_was_made_for_is_still_collected(kind: str) -> None:
+    """A kind's object, made once per store, is kept on the store: it does not keep the store alive.
+
+    Before, a dict keyed weakly by the store held each object, which holds its store:
+    the entry kept the store (and its private database) alive until the process ended.
+    """
+    from flowmem.store.heads import session_buffers_of
+    from flowmem.store.listing import listing_of
+    from flowmem.store.vectorstores import vectors_of
+
+    make = {"listing": listing_of, "heads": session_buffers_of, "vectors": vectors_of}[kind]
+    store = PrivateSqliteStore()
+    made = make(store)
+    assert make(store) is made  # made once per store
+    directory, gone = store.directory, weakref.ref(store)
+    del store, made
+    gc.collect()
+    assert gone() is None
+    assert not Path(directory).exists()
