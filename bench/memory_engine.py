@@ -1,10 +1,13 @@
-"""Benchmark of ``memory://``'s engine: the Python one beside SQLite on a private database in RAM.
+"""Benchmark of ``memory://``'s engine beside SQLite on a private database in RAM (decision 0138).
 
 Issue 39 §3: should ``memory://`` become the SQLite engine on a private in-memory
 database (deleting the Python engine and its twins) or keep its Python engine? This
 runs the same user calls on three stores, each fresh per length and run:
 
-- ``python``: ``open_store("memory://")``, today's ``MemoryStore``;
+- ``memory://``: ``open_store("memory://")``. Until decision 0138 this was the Python
+  engine; since then it is ``PrivateSqliteStore`` (SQLite on a private WAL database on
+  tmpfs, from a database migrated once per process). To measure the Python engine the
+  decision compared, run this file from an export of ``b60b389`` (its last commit);
 - ``sqlite tmpfs``: ``SqliteStore`` in WAL mode on a private file in ``/dev/shm``,
   ``synchronous=OFF`` (``bench/lib/private_sqlite.py``);
 - ``sqlite memdb``: ``SqliteStore`` on SQLite's ``memdb`` VFS (no WAL).
@@ -18,13 +21,13 @@ LangGraph ``FlowmemSaver.put`` + ``get_tuple`` of a small checkpoint; and openin
 closing a new, empty store (what every test's fixture pays). Each call is
 timed one at a time in rounds, every store once a round with their order rotated,
 ``--repeats`` runs (fresh stores each); the table gives each call's minimum per run,
-then the median of those over runs (and the ratio to ``python``).
+then the median of those over runs (and the ratio to ``memory://``).
 
 ``--suite`` also times ``tests/store/test_conformance.py -k memory`` (the conformance
 suite's memory cases) with ``memory://`` on each engine (``private_sqlite`` as a pytest
 plugin), interleaved, and reports the pass/fail counts and the minimum wall time.
 
-Targets (the "reasonable factor" of decision 0134): each call on SQLite within 2x of
+Targets (the "reasonable factor" of decision 0138): each call on SQLite within 2x of
 the Python engine, and the suite passing. Results: ``bench/results/memory_engine.json``
 (``--json PATH``); ``--quick`` is a smoke run, never judged.
 """
@@ -59,7 +62,7 @@ from flowmem.store import Address, Store, open_store
 ROOT = Path(__file__).resolve().parents[1]
 LENGTHS = (100, 1_000, 10_000)
 ENGINES: dict[str, Callable[[], Store]] = {
-    "python": lambda: open_store("memory://"),
+    "memory://": lambda: open_store("memory://"),
     "sqlite tmpfs": private_sqlite.TmpfsSqliteStore,
     "sqlite memdb": private_sqlite.MemdbSqliteStore,
 }
@@ -201,7 +204,7 @@ def run_length(
 
 def run_suite(names: list[str], repeats: int) -> dict[str, Any]:
     """Time the conformance suite's memory cases with ``memory://`` on each engine, interleaved."""
-    plugin = {"python": None, "sqlite tmpfs": "tmpfs", "sqlite memdb": "memdb"}
+    plugin = {"memory://": None, "sqlite tmpfs": "tmpfs", "sqlite memdb": "memdb"}
     out: dict[str, Any] = {n: {"seconds": [], "summary": ""} for n in names}
     for r in range(repeats):
         for name in names[r % len(names) :] + names[: r % len(names)]:
@@ -235,17 +238,17 @@ def report(results: dict[str, Any], names: list[str]) -> str:
     lines = []
     for length, per_run in results["runs"].items():
         lines.append(
-            f"\n{int(length):,} messages — µs, median over runs of the min per run (÷ python)\n"
+            f"\n{int(length):,} messages — µs, median over runs of the min per run (÷ memory://)\n"
         )
         lines.append("| call | " + " | ".join(names) + " |")
         lines.append("|---|" + "---:|" * len(names))
         for call in CALLS:
-            base = statistics.median(run["python"][call] for run in per_run)
+            base = statistics.median(run["memory://"][call] for run in per_run)
             cells = []
             for name in names:
                 value = statistics.median(run[name][call] for run in per_run)
                 cells.append(
-                    f"{value * 1e6:,.0f}" + ("" if name == "python" else f" ({value / base:.1f}×)")
+                    f"{value * 1e6:,.0f}" + ("" if name == "memory://" else f" ({value / base:.1f}×)")
                 )
             lines.append(f"| {call} | " + " | ".join(cells) + " |")
     if "suite" in results:
@@ -265,12 +268,12 @@ def judge(results: dict[str, Any], targets: report_json.Targets) -> None:
         for name in ("sqlite tmpfs", "sqlite memdb"):
             ratios = [
                 statistics.median(run[name][call] for run in per_run)
-                / statistics.median(run["python"][call] for run in per_run)
+                / statistics.median(run["memory://"][call] for run in per_run)
                 for call in CALLS
                 if call != "open+close"
             ]
             targets.check(
-                f"{name} / python, slowest call at {int(length):,} (x)",
+                f"{name} / memory://, slowest call at {int(length):,} (x)",
                 max(ratios),
                 2.0,
                 at_most=True,

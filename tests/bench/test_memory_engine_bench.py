@@ -20,7 +20,7 @@ def test_quick_run_times_every_call_on_every_engine(tmp_path: Path) -> None:
     found, printed = run_bench("memory_engine", tmp_path / "memory_engine.json")
 
     assert_common(found, "memory_engine", printed)
-    assert found["engines"] == ["python", "sqlite tmpfs", "sqlite memdb"]
+    assert found["engines"] == ["memory://", "sqlite tmpfs", "sqlite memdb"]
     (run,) = found["runs"]["100"]
     for engine in found["engines"]:
         assert set(run[engine]) >= {
