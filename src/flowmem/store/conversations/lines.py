@@ -1,8 +1,8 @@
 """Where a conversation write's entries go, and the buffer rules they pass (written once).
 
 ``write_lines`` runs inside a backend's transaction against ``LineTx`` (the few questions
-and writes it needs: ``MemoryConversations`` answers them from lists, ``SqlConversations``
-with indexed queries). It picks the line (the end of the parent's line, else a new line
+and writes it needs; ``SqlConversations`` answers them with indexed queries, on every
+back-end since ``memory://`` is SQLite, decision 0138). It picks the line (the end of the parent's line, else a new line
 that copies the history up to the parent), resolves each row's tool call ids
 (``resolve_call``, ``resolve_return``: decision 0051) and appends the rows through
 ``flowmem.core.apply_append`` (MEM-1, MEM-2, MEM-3, MEM-10) behind ``Tagging``, which
