@@ -23,7 +23,6 @@ from flowmem.core import AppendOutcome
 from flowmem.formats import FIRST_ROLE
 from flowmem.results import BufferText
 from flowmem.service import MemoryService
-from flowmem.store import memory as memory_store
 from flowmem.store import sqlbase
 from flowmem.store.base import PAGE_ROWS, TAIL_BATCH_MAX
 from tests.api.helpers import Api
@@ -75,7 +74,6 @@ def buffers(any_api: Api, monkeypatch: pytest.MonkeyPatch) -> Api:
         answer = any_api.call("POST", "/v1/buffers/user/long", json={"messages": rows})
         assert answer.status_code == 200, answer.text
     with monkeypatch.context() as patch:
-        patch.setattr(memory_store, "apply_append", _as_given)
         patch.setattr(sqlbase, "apply_append", _as_given)
         try:
             from flowmem.store.postgres import store as postgres_store
