@@ -13,6 +13,7 @@ import sqlite3
 
 from flowmem.store.repairs import sqlite as repairs_sqlite
 from flowmem.store.sqlite.schema import LISTED_CALLS
+from tests.store.undo_reserved import undo_reserved
 
 # the triggers migration 24 made anew, and the tables they are on
 _TRIGGERS = {
@@ -29,6 +30,7 @@ def _has(conn: sqlite3.Connection, kind: str, name: str) -> bool:
 
 def undo_log_in_header(conn: sqlite3.Connection) -> None:
     """Take the database on ``conn`` back to before SQLite's migration 24 (nothing when it lacks it)."""
+    undo_reserved(conn)  # migration 25 first (the reservation, decision 0137)
     columns = {str(row[1]) for row in conn.execute("PRAGMA table_info(buffers)")}
     if "log_bytes" not in columns:
         return

@@ -21,7 +21,7 @@ from flowmem.core import prepare, result_id
 from flowmem.errors import QuotaExceededError
 from flowmem.store import Address, Quotas, SessionRecord
 from flowmem.store.repairs import sqlite as repairs_sqlite
-from flowmem.store.sqlite import SqliteStore
+from flowmem.store.sqlite import SqliteStore, reserved
 from flowmem.store.sqlite.schema import LISTED_CALLS
 from tests.store.runs import half_answered
 from tests.store.undo_listed import undo_listed_calls
@@ -131,8 +131,9 @@ def test_a_database_from_before_gets_its_calls_listed_and_its_usage_summed(tmp_p
     with sqlite3.connect(store.path, isolation_level=None) as conn:
         undo_listed_calls(conn)  # as before migration 23, with the old flags and indexes
         assert conn.execute("SELECT SUM(answered = 0) FROM buffer_calls").fetchone()[0] == 2
-        # migrations 23 and 24 (the log's bytes in the header, decision 0135) on it, as an upgrade runs them
-        for statement in (*LISTED_CALLS, *repairs_sqlite.IN_THE_HEADER):
+        # migrations 23, 24 (the log's bytes in the header, decision 0135) and 25 (the
+        # reservation, decision 0137) on it, as an upgrade runs them
+        for statement in (*LISTED_CALLS, *repairs_sqlite.IN_THE_HEADER, *reserved.MIGRATION):
             conn.execute(statement)
     again = SqliteStore(f"sqlite:///{store.path}")
     try:

@@ -11,6 +11,7 @@ from flowmem.store.archive import sqlite as archive_tables
 from flowmem.store.checkpoints import sqlite as checkpoint_tables
 from flowmem.store.conversations import sqlite as conversation_tables
 from flowmem.store.repairs import sqlite as repair_tables
+from flowmem.store.sqlite.reserved import EXACT_BYTES
 from flowmem.store.statements import guarded, merge
 
 _B = "buffer_id = ?"
@@ -109,9 +110,9 @@ SQL: dict[str, str] = {
         (SELECT id FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?) AND pos < ?
         ORDER BY pos DESC LIMIT ?) AS tail ORDER BY pos""",
     "count": "SELECT count FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",
-    # an owner's bytes: what user_usage counts and their buffers' rows (migration 23) and logs (24)
-    "usage_get": """SELECT u.bytes + (SELECT COALESCE(SUM(b.bytes + b.log_bytes), 0) FROM buffers AS b
-        WHERE b.owner = u.user_id), u.buffers, u.records FROM user_usage AS u WHERE u.user_id = ?""",
+    # an owner's bytes, exact: user_usage's upper bound less the buffers' unused reservations (migration 25)
+    "usage_get": f"""SELECT {EXACT_BYTES.format(u='u')}, u.buffers, u.records
+        FROM user_usage AS u WHERE u.user_id = ?""",
     "usage_delete": "DELETE FROM user_usage WHERE user_id = ?",
     # a paged read (page_bodies): the header, the (last+1)-th newest row below a cursor, a page
     "page_head": "SELECT id, born, version, count FROM buffers WHERE scope = ? AND scope_id = ? AND key = ?",

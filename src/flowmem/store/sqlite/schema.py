@@ -8,6 +8,7 @@ in its ``sqlite.py``, and ``flowmem.store.migrations.collect`` joins them in ord
 from __future__ import annotations
 
 from flowmem.store.migrations import collect
+from flowmem.store.sqlite import reserved
 
 # whose quota data at a scope counts against (flowmem.store.base.quota_owner, in SQL)
 _OWNER_OF = """CASE {t}.scope WHEN 'user' THEN {t}.scope_id
@@ -271,6 +272,10 @@ _OWN: dict[int, tuple[str, ...]] = {
         "DROP INDEX buffer_calls_pos",
         "DROP INDEX buffer_calls_open",
     ),
+    # 25 (decision 0137, "the reservation"): a buffer's bytes reserved in ``user_usage``
+    # with slack, so a growing append checks the bytes quota on one row and sums the
+    # owner's buffers only near the quota (``flowmem.store.sqlite.reserved``)
+    25: reserved.MIGRATION,
 }
 
 LISTED_CALLS = _OWN[23]  # an append writes its row, its header and one index entry (issue 42 §1)

@@ -1,0 +1,143 @@
+"""SQLite's migration 25 (decision 0137, "the reservation"): a buffer's bytes reserved in ``user_usage``.
+
+A growing append checks the bytes quota against ``user_usage.bytes``, an upper bound
+(the owner's other bytes and every buffer's reservation), and sums the owner's buffers
+only when that bound is over the quota: its cost does not grow with the owner's buffer
+count (counted in SQLite VM steps, not timed), a refusal is still exact, and the
+invariant holds after any writes and deletes.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from flowmem.core import prepare
+from flowmem.errors import QuotaExceededError
+from flowmem.store import Address, Quotas, SessionRecord
+from flowmem.store.sqlite import SqliteStore
+
+
+def _grow(store: SqliteStore, address: Address, text: str) -> None:
+    store.append(address, prepare({"role": "user", "content": text}, store.count(address) + 1))
+
+
+def _steps_of_append(store: SqliteStore, address: Address, text: str) -> int:
+    """How many SQLite VM instructions the append of ``text`` to ``address`` ran (triggers included)."""
+    steps = [0]
+
+    def count() -> int:
+        steps[0] += 1
+        return 0
+
+    with store._connection() as conn:  # the store's one writer connection
+        conn.set_progress_handler(count, 1)
+    try:
+        _grow(store, address, text)
+    finally:
+        with store._connection() as conn:
+            conn.set_progress_handler(None, 1)
+    assert steps[0] > 0  # the append ran on the connection counted
+    return steps[0]
+
+
+def test_a_growing_append_costs_the_same_with_2000_buffers_of_its_owner_under_a_bytes_quota(tmp_path: Path) -> None:
+    store = SqliteStore(f"sqlite:///{tmp_path}/many.db")
+    store.set_quotas(Quotas(bytes=1 << 30, buffers=10_000))
+    try:
+        for n in range(2000):
+            _grow(store, Address("user", "alice", f"b{n}"), "x")
+        _grow(store, Address("user", "bob", "b0"), "x")
+        _grow(store, Address("user", "carol", "b0"), "x")
+        for text in ("hello there", "y" * 20_000):  # inside the reservation, then past it (reserved again)
+            many = _steps_of_append(store, Address("user", "alice", "b0"), text)
+            one = _steps_of_append(store, Address("user", "bob", "b0"), text)
+            assert many <= one + 20, (text[:5], many, one)  # before: a sum over 2,000 headers each
+        assert store.usage("alice").bytes == store.usage("bob").bytes + 1999 * store.usage("carol").bytes
+    finally:
+        store.close()
+
+
+def test_a_write_that_fits_the_bytes_quota_exactly_passes_one_byte_more_is_refused(tmp_path: Path) -> None:
+    store = SqliteStore(f"sqlite:///{tmp_path}/edge.db")
+    try:
+        chats = [Address("user", "alice", f"c{n}") for n in range(5)]
+        for chat in chats:  # each reserves 16 KiB more than it holds
+            _grow(store, chat, "first")
+        before = store.usage("alice").bytes
+        _grow(store, chats[0], "the same message")
+        grown = store.usage("alice").bytes - before
+        store.set_quotas(Quotas(bytes=before + 2 * grown))  # far under the upper bound (5 x 16 KiB)
+        _grow(store, chats[1], "the same message")  # fits exactly
+        assert store.usage("alice").bytes == before + 2 * grown
+        store.set_quotas(Quotas(bytes=before + 3 * grown - 1))
+        with pytest.raises(QuotaExceededError):
+            _grow(store, chats[2], "the same message")  # one byte over
+        assert store.usage("alice").bytes == before + 2 * grown and store.count(chats[2]) == 1
+        store.set_quotas(Quotas(bytes=before + 3 * grown))
+        _grow(store, chats[2], "the same message")  # and with that byte, it fits
+        _grow(store, chats[3], "")  # a shrink or an empty growth of another is never refused
+        with pytest.raises(QuotaExceededError):
+            _grow(store, chats[4], "the same message")
+        store.clear(chats[0])
+        _grow(store, chats[4], "the same message")  # the cleared rows made room
+    finally:
+        store.close()
+
+
+def _check_invariant(store: SqliteStore) -> None:
+    """user_usage.bytes = records' bytes + Σ reserved; reserved covers each buffer; usage is exact."""
+    with sqlite3.connect(store.path) as conn:
+        (usage,) = conn.execute(
+            "SELECT COALESCE((SELECT bytes FROM user_usage WHERE user_id = 'alice'), 0)"
+        ).fetchone()
+        (records,) = conn.execute(
+            "SELECT COALESCE(SUM(length(CAST(value AS BLOB))), 0) FROM records WHERE owner = 'alice'"
+        ).fetchone()
+        reserved, used, short = conn.execute(
+            """SELECT COALESCE(SUM(reserved), 0), COALESCE(SUM(bytes + log_bytes), 0),
+                COALESCE(SUM(reserved < bytes + log_bytes), 0) FROM buffers WHERE owner = 'alice'"""
+        ).fetchone()
+    assert usage == records + reserved and short == 0
+    assert store.usage("alice").bytes == records + used
+
+
+_OP = st.tuples(st.sampled_from(["append", "append", "clear", "record", "session", "erase"]), st.integers(0, 3), st.integers(0, 9000))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(_OP, max_size=20), quota=st.sampled_from([0, 20_000, 60_000]))
+def test_the_reservations_add_up_after_any_writes_and_deletes(tmp_path: Path, ops: list[tuple[str, int, int]], quota: int) -> None:
+    path = tmp_path / f"inv-{uuid.uuid4().hex}.db"  # one database an example
+    store = SqliteStore(f"sqlite:///{path}")
+    store.set_quotas(Quotas(bytes=quota))
+    try:
+        session = 1
+        store.create_session(SessionRecord("s1", "s1", "alice"))
+        for op, which, size in ops:
+            address = Address("session", f"s{session}", f"b{which}") if which == 3 else Address("user", "alice", f"b{which}")
+            try:
+                if op == "append":
+                    _grow(store, address, "z" * size)
+                elif op == "clear":
+                    store.clear(address)
+                elif op == "record":
+                    store.put_record(Address("user", "alice", f"r{which}"), "v" * size, None)
+                elif op == "erase":
+                    store.erase_user("alice")  # every buffer, record and session of hers
+                    session += 1
+                    store.create_session(SessionRecord(f"s{session}", f"s{session}", "alice"))
+                else:
+                    assert store.delete_session(f"s{session}")  # its buffers go with it
+                    session += 1
+                    store.create_session(SessionRecord(f"s{session}", f"s{session}", "alice"))
+            except QuotaExceededError:
+                pass
+            _check_invariant(store)
+    finally:
+        store.close()
