@@ -23,6 +23,7 @@ from flowmem.errors import (
 from flowmem.scope import ExecutionContext, Refusal
 from flowmem.service import BufferResult, MemoryService, ReadResult, WriteResult
 from flowmem.store import Address, MemoryStore, Store, WriteGuard, open_store
+from tests.migrated import migrated_sqlite_url
 
 
 class ForbiddenStore:
@@ -60,9 +61,10 @@ STORE_KINDS = ["memory", "sqlite"]
 @pytest.fixture(params=STORE_KINDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     """Each cheap backend: the in-process reference and the SQLite file."""
-    opened = (
-        MemoryStore() if request.param == "memory" else open_store(f"sqlite:///{tmp_path}/m.db")
-    )
+    if request.param == "memory":
+        opened: Store = MemoryStore()
+    else:
+        opened = open_store(migrated_sqlite_url(tmp_path / "m.db"))  # migrated once per process
     yield opened
     opened.close()
 

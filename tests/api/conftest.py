@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from flowmem.api import create_app
 from flowmem.store import Store, open_store
 from tests.api.helpers import Api, make_tokens
+from tests.migrated import migrated_sqlite_url
 
 
 @contextmanager
@@ -29,7 +30,8 @@ def app_over(url: str) -> Iterator[Api]:
 @pytest.fixture(params=["memory", "sqlite"])
 def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
     """The app in process over a fresh store, with one token per test principal."""
-    with app_over("memory://" if request.param == "memory" else f"sqlite:///{tmp_path}/api.db") as app:
+    url = "memory://" if request.param == "memory" else migrated_sqlite_url(tmp_path / "api.db")
+    with app_over(url) as app:
         yield app
 
 
@@ -39,7 +41,7 @@ def any_api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
     if request.param == "memory":
         url = "memory://"
     elif request.param == "sqlite":
-        url = f"sqlite:///{tmp_path}/api.db"
+        url = migrated_sqlite_url(tmp_path / "api.db")  # migrated once per process
     else:
         url = request.getfixturevalue("postgres_store_url")  # migrated already
     with app_over(url) as app:

@@ -23,6 +23,7 @@ from flowmem.errors import ConfigurationError, NotFoundError
 from flowmem.sessions import SessionService
 from flowmem.store import Address, Store, open_store
 from flowmem.store.base import WriteGuard
+from tests.migrated import migrated_sqlite_url
 
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 TTL = 0.5  # the token cache's lifetime in these tests (seconds)
@@ -54,7 +55,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param == "postgres":
         url = request.getfixturevalue("postgres_db_url")
     else:
-        url = f"sqlite:///{tmp_path}/cache.db"
+        url = migrated_sqlite_url(tmp_path / "cache.db")  # migrated once per process
     opened: Store = open_store(url)
     yield opened
     opened.close()

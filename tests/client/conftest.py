@@ -23,6 +23,7 @@ from flowmem.api import create_app
 from flowmem.client import AsyncClient, Client, RetryPolicy
 from flowmem.store import Store, open_store
 from tests.api.helpers import make_tokens
+from tests.migrated import migrated_sqlite_url
 from tests.served import flowmem_serve
 
 FAST_RETRY = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05)
@@ -81,7 +82,7 @@ def in_process(store: Store, **app_options: Any) -> Iterator[Server]:
 @pytest.fixture(params=["memory", "sqlite"])
 def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
     """The app in process over a fresh MemoryStore or SQLite file."""
-    url = "memory://" if request.param == "memory" else f"sqlite:///{tmp_path}/client.db"
+    url = "memory://" if request.param == "memory" else migrated_sqlite_url(tmp_path / "client.db")
     store = open_store(url)
     try:
         yield from in_process(store)

@@ -31,6 +31,7 @@ from tests.integrations.backends import (
     remote_memory,
     start_adapter_server,
 )
+from tests.migrated import migrated_sqlite_url
 from tests.store.conftest import BACKENDS, open_backend
 
 CLOCK = 1_700_000_000
@@ -42,7 +43,7 @@ def flowmem_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "postgres":
         url: str = request.getfixturevalue("postgres_store_url")  # migrated already
         return url
-    return f"sqlite:///{tmp_path}/flowmem.db"
+    return migrated_sqlite_url(tmp_path / "flowmem.db")  # migrated once per process
 
 
 @pytest.fixture(scope="session")

@@ -22,6 +22,7 @@ from flowmem.store import Address, Store, open_store
 from flowmem.store.checkpoints.repairs import is_placeholder
 from tests.api.adapter_sessions import adk_session, pydantic_session
 from tests.api.langgraph_thread import crash_thread, heal_thread
+from tests.migrated import migrated_sqlite_url
 from tests.ui.test_adapter_sessions import adk_late, langgraph_late
 
 
@@ -30,7 +31,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     """A fresh store of each backend the adapters write to."""
     url = "memory://"
     if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'flowmem.db'}"
+        url = migrated_sqlite_url(tmp_path / "flowmem.db")  # migrated once per process
     elif request.param == "postgres":
         url = request.getfixturevalue("postgres_db_url")
     opened = open_store(url)

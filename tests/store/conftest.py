@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from flowmem.store import Store, open_store
+from tests.migrated import migrated_sqlite_url
 
 BACKENDS = [
     "memory",
@@ -21,7 +22,7 @@ def open_backend(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> S
     if kind == "memory":
         return open_store("memory://")
     if kind == "sqlite":
-        return open_store(f"sqlite:///{tmp_path / 'store.db'}")
+        return open_store(migrated_sqlite_url(tmp_path / "store.db"))  # migrated once per process
     url: str = request.getfixturevalue("postgres_store_url")  # migrated already (tests/conftest.py)
     return open_store(url)
 

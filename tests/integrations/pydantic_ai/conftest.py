@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("pydantic_ai.conversation_store")
 
 from flowmem.integrations.pydantic_ai.store import FlowmemConversationStore
+from tests.migrated import migrated_sqlite_url
 
 BACKENDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
@@ -20,7 +21,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "memory":
         return "memory://"
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/conversations.db"
+        return migrated_sqlite_url(tmp_path / "conversations.db")  # migrated once per process
     url: str = request.getfixturevalue("postgres_store_url")  # migrated already
     return url
 
@@ -29,7 +30,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 def durable_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A database URL that outlives its process: SQLite, PostgreSQL."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/conversations.db"
+        return migrated_sqlite_url(tmp_path / "conversations.db")  # migrated once per process
     url: str = request.getfixturevalue("postgres_store_url")  # migrated already
     return url
 
