@@ -53,7 +53,7 @@ The run prints the durability of every database it used (each SQLite file's jour
 mode and ``synchronous``, what a PostgreSQL server reports) and writes it, with every
 sample and the targets, to ``bench/results/store.json`` (``--json PATH``); the
 PostgreSQL peers' JSON is written beside it (``store-peers_postgres.json``) and
-included in it. ``--quick`` (tiny buffers, one repeat) is a smoke run, never judged.
+included in it. ``--quick`` (tiny buffers, one repeat, one timed load, 5 peak probes) is a smoke run, never judged.
 
 Targets (issues 3 §6 and 15): appends/s at 10,000 rows >= 0.75 x at 100; >= 1.0 x
 SQLiteSession and SQLChatMessageHistory at every length, for the default call
@@ -121,9 +121,11 @@ class Plan:
     memory_rows: int = MEMORY_ROWS  # at most, per system (LangGraph's own is smaller)
     normalization: tuple[int, ...] = (1_000, 10_000)  # history sizes of bench/core.py's section
     samples: int = 7  # CPU-time samples per normalization repeat (the best counts)
+    loads: tuple[int, int] = (5, 3)  # timed loads (last 50, whole) per repeat: the best counts
+    probes: int = MEMORY_PROBES  # single appends whose tracemalloc peak is taken per length
 
 
-QUICK = Plan((50, 200), (50, 200), 20, 1_000, (100, 1_000), 2)
+QUICK = Plan((50, 200), (50, 200), 20, 1_000, (100, 1_000), 2, (1, 1), 5)  # shape only, never judged
 
 
 def turn(i: int) -> dict[str, Any]:
@@ -404,12 +406,14 @@ class Flowmem(System):
         """A call loading ``key`` whole."""
         return lambda: self.store.load(key)
 
-    def append_peaks(self, buffers: dict[int, str], rounds: int) -> dict[int, int]:
+    def append_peaks(
+        self, buffers: dict[int, str], rounds: int, probes: int = MEMORY_PROBES
+    ) -> dict[int, int]:
         """Median tracemalloc peak of single appends to each length's buffer (after ``rounds``)."""
         peaks: dict[int, int] = {}
         for length, buffer in buffers.items():
             found = []
-            for i in range(length + rounds, length + rounds + MEMORY_PROBES):
+            for i in range(length + rounds, length + rounds + probes):
                 found.append(_peak(lambda i=i, b=buffer: self.append(b, i)))  # type: ignore[misc]
             peaks[length] = int(statistics.median(found))
         return peaks
@@ -688,7 +692,7 @@ def quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def run(specs: list[Spec], repeats: int, rounds: int, base: Path) -> Results:
+def run(specs: list[Spec], repeats: int, plan: Plan, base: Path) -> Results:
     """Measure every system ``repeats`` times, each time on fresh files: loads, appends, then memory.
 
     A run opens each system at each length on files of its own, made for that run (no
@@ -698,6 +702,7 @@ def run(specs: list[Spec], repeats: int, rounds: int, base: Path) -> Results:
     append is timed alone: a run's rate is appends / time, its p50 the median append.
     """
     results = Results()
+    rounds = plan.rounds
     lengths = sorted({n for spec in specs for n in spec.lengths})
     for repeat in range(repeats):
         print(f"run {repeat + 1}/{repeats}: fresh files, filling", flush=True)
@@ -715,8 +720,8 @@ def run(specs: list[Spec], repeats: int, rounds: int, base: Path) -> Results:
                 system.fill(buffer, length)
                 if system.loads:
                     key = (system.name, length)
-                    results.add(results.last50, key, _best(lambda s=system, b=buffer: s.last50(b)))  # type: ignore[misc]
-                    results.add(results.whole, key, _best(lambda s=system, b=buffer: s.whole(b), 3))  # type: ignore[misc]
+                    results.add(results.last50, key, _best(lambda s=system, b=buffer: s.last50(b), plan.loads[0]))  # type: ignore[misc]
+                    results.add(results.whole, key, _best(lambda s=system, b=buffer: s.whole(b), plan.loads[1]))  # type: ignore[misc]
         print(f"run {repeat + 1}/{repeats}: appending, the order rotated each round", flush=True)
         times: dict[tuple[str, int], list[float]] = {}
         for round_no in range(rounds):
@@ -738,7 +743,7 @@ def run(specs: list[Spec], repeats: int, rounds: int, base: Path) -> Results:
         for length, group in members.items():
             for system in group:
                 if repeat == repeats - 1 and isinstance(system, Flowmem) and system.role == "tuned":
-                    peak = system.append_peaks({length: buffer_name(length, repeat)}, rounds)
+                    peak = system.append_peaks({length: buffer_name(length, repeat)}, rounds, plan.probes)
                     results.append_peak[(system.name, length)] = peak[length]
                 system.close()
         for length in lengths:
@@ -1096,7 +1101,7 @@ def main(argv: list[str] | None = None) -> int:
             gc.freeze()
         writer = DiskWriter(base, args.disk_writer) if args.disk_writer else None
         try:
-            results = run(specs, repeats, plan.rounds, base)
+            results = run(specs, repeats, plan, base)
         finally:
             writing = writer.stop() if writer is not None else None
         (base / "memory").mkdir()
