@@ -346,3 +346,16 @@ def test_a_surrogate_pair_is_one_character_and_is_stored(api: Api) -> None:
     response = api.call("POST", APPEND, content=body, headers=JSON)
     assert response.status_code == 200, response.text
     assert response.json()["messages"][-1]["content"] == "😀 \\ud800"  # an escaped backslash
+
+
+@pytest.mark.parametrize("field", ["name", "agent"])
+def test_a_session_name_or_agent_with_nul_is_refused_as_its_schema_says(seeded: tuple[Api, str], field: str) -> None:
+    api, _ = seeded
+    schema = api.call("GET", "/openapi.json").json()["components"]["schemas"]["SessionCreate"]
+    assert schema["properties"][field].get("pattern") or any(
+        "pattern" in option for option in schema["properties"][field].get("anyOf", [])
+    )
+    response = refused(api, "POST", "/v1/sessions", json={field: "a\u0000b"})
+    assert response.status_code == 422
+    assert response.json()["error"]["code"] == "invalid_input"
+    assert field in response.text

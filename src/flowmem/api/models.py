@@ -66,13 +66,18 @@ class Pagination(BaseModel):
     has_more: bool
 
 
+NO_NUL = r"^[^\x00]*$"
+
+
 class SessionCreate(BaseModel):
     """A new session: the caller becomes its owner."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    name: str = Field(default="", max_length=200)
-    agent: str | None = Field(default=None, min_length=1, max_length=200)
+    # the schema says what flowmem.sessions refuses: text without NUL (a client generated
+    # from it must not send one and meet a 422)
+    name: str = Field(default="", max_length=200, pattern=NO_NUL)
+    agent: str | None = Field(default=None, min_length=1, max_length=200, pattern=NO_NUL)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
