@@ -15,6 +15,12 @@ from flowmem.store.sqlite.private import template
 
 
 def migrated_sqlite_url(path: Path | str) -> str:
-    """The URL of a new SQLite database at ``path``: a copy of the process's migrated template."""
-    shutil.copyfile(template(), path)
+    """The URL of a new SQLite database at ``path``: a copy of the process's migrated template.
+
+    Its folder is made as ``open_store`` makes it; a database already there is kept.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        shutil.copyfile(template(), path)
     return f"sqlite:///{path}"
