@@ -19,7 +19,7 @@ from flowmem.errors import InvalidInputError
 from flowmem.results import BufferPage, BufferResult, BufferRows, BufferText, TokenWindow
 from flowmem.scope import ExecutionContext, Refusal, check_scope
 from flowmem.service import paged_reads
-from flowmem.service.checks import check_count, check_key, check_scope_id, window_args
+from flowmem.service.checks import check_count, check_key, checked_address, window_args
 from flowmem.service.conversation import read_key
 from flowmem.service.paged_reads import PagedRead, Segment
 from flowmem.service.part import ServicePart
@@ -44,6 +44,16 @@ class PagedText:
     before: int | None = None
     after: int | None = None
     more: bool = False
+
+
+def _load_budget(
+    last: int | None, max_tokens: int | None, counter: Counter | None, first_role: str | None, include_archived: bool
+) -> int | None:
+    """A load's token budget (None: not a window), its arguments checked; a window with the archive is refused."""
+    window = window_args(last, max_tokens, counter, first_role)
+    if include_archived and window is not None:
+        raise InvalidInputError("include_archived reads the whole buffer: leave out max_tokens")
+    return window
 
 
 class BufferReads(ServicePart):
@@ -112,25 +122,38 @@ class BufferReads(ServicePart):
         """
         name = check_key(key)
         check_count(last, "last", optional=True)
-        window = window_args(last, max_tokens, counter, first_role)
-        if include_archived and window is not None:
-            raise InvalidInputError("include_archived reads the whole buffer: leave out max_tokens")
+        window = _load_budget(last, max_tokens, counter, first_role, include_archived)
         if paged and (counter is not None or (window is None and not include_archived)):
             raise InvalidInputError("a paged load is a token window or a read with the archive, counted by default")
-        resolved = self._resolve("load", scope, name, context)
-        if isinstance(resolved, Refusal):
-            return PagedRead(refusal=resolved) if paged else BufferResult(refusal=resolved)
-        name = read_key(self.store, scope, resolved, name)
+        address = self._read_address(scope, name, context)
+        if isinstance(address, Refusal):
+            return PagedRead(refusal=address) if paged else BufferResult(refusal=address)
         if paged:
-            address = Address(check_scope(scope), resolved, name)
             if window is not None:
                 return paged_reads.window_read(self.store, address, window, keep_system, first_role)
             if last is not None:
                 raise InvalidInputError("include_archived reads the whole buffer: leave out last", argument="last")
             return paged_reads.archive_read(self.store, address)
+        _, resolved, name = address
         if window is not None:
             return self.load_window_raw(scope, resolved, name, window, counter, keep_system, first_role)
         return self.load_raw(scope, resolved, name, last, include_archived=include_archived)
+
+    def _read_address(self, scope: str, key: str, context: ExecutionContext | None) -> Address | Refusal:
+        """Where a read of ``key`` (checked) reads: the resolved scope id and the key ``read_key`` names, or the refusal."""
+        resolved = self._resolve("load", scope, key, context)
+        if isinstance(resolved, Refusal):
+            return resolved
+        return Address(check_scope(scope), resolved, read_key(self.store, scope, resolved, key))
+
+    def _text_address(
+        self, scope: str, key: str, context: ExecutionContext | None, last: int | None, before: int | None
+    ) -> Address | Refusal:
+        """``_read_address`` of a read of stored texts, its page arguments ``last`` and ``before`` checked first."""
+        name = check_key(key)
+        check_count(last, "last", optional=True)
+        check_count(before, "before", optional=True)
+        return self._read_address(scope, name, context)
 
     def load_window_raw(
         self,
@@ -151,7 +174,7 @@ class BufferReads(ServicePart):
         what was cut. WindowTooSmallError (``window_too_small``, its ``needed`` tokens) when
         the newest turn alone does not fit: nothing is cut silently.
         """
-        address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
+        address = checked_address(scope, scope_id, key)
         budget = window_args(None, max_tokens, counter, first_role)
         assert budget is not None
         rows, cut = read_window(self.store, address, budget, counter, keep_system, first_role)
@@ -172,12 +195,10 @@ class BufferReads(ServicePart):
         include_archived: bool = False,
     ) -> BufferResult:
         """Load a buffer at an explicit scope id (trusted callers; no resolution)."""
-        window = window_args(last, max_tokens, counter, first_role)
-        if include_archived and window is not None:
-            raise InvalidInputError("include_archived reads the whole buffer: leave out max_tokens")
+        window = _load_budget(last, max_tokens, counter, first_role, include_archived)
         if window is not None:
             return self.load_window_raw(scope, scope_id, key, window, counter, keep_system, first_role)
-        address = Address(check_scope(scope), check_scope_id(scope_id), check_key(key))
+        address = checked_address(scope, scope_id, key)
         tail = check_count(last, "last", optional=True)
         if include_archived:
             return self._with_archive(address, tail)
@@ -196,11 +217,10 @@ class BufferReads(ServicePart):
         """
         name = check_key(key)
         check_batch(batch)
-        resolved = self._resolve("load", scope, name, context)
-        if isinstance(resolved, Refusal):
-            return BufferRows(refusal=resolved)
-        address = Address(check_scope(scope), resolved, read_key(self.store, scope, resolved, name))
-        return BufferRows(self.store.iter_rows(address, batch), resolved)
+        address = self._read_address(scope, name, context)
+        if isinstance(address, Refusal):
+            return BufferRows(refusal=address)
+        return BufferRows(self.store.iter_rows(address, batch), address.scope_id)
 
     def load_page(
         self,
@@ -235,16 +255,12 @@ class BufferReads(ServicePart):
         buffer's size. The next pages (``next_page``) are of the same snapshot or
         refused (BufferChangedError). A refusal returns no rows (MEM-7).
         """
-        name = check_key(key)
-        check_count(last, "last", optional=True)
-        check_count(before, "before", optional=True)
-        resolved = self._resolve("load", scope, name, context)
-        if isinstance(resolved, Refusal):
-            return PagedText(BufferText(refusal=resolved))
-        address = Address(check_scope(scope), resolved, read_key(self.store, scope, resolved, name))
+        address = self._text_address(scope, key, context, last, before)
+        if isinstance(address, Refusal):
+            return PagedText(BufferText(refusal=address))
         page = self.store.page_bodies(address, last=last, before=before)
         next_before = page.bodies[0][0] if page.older and page.bodies else None
-        text = BufferText([b for _, b in page.bodies], page.count, next_before, resolved)
+        text = BufferText([b for _, b in page.bodies], page.count, next_before, address.scope_id)
         after = page.bodies[-1][0] if page.bodies else None
         return PagedText(text, address, page.version, before, after, page.more)
 
@@ -277,13 +293,10 @@ class BufferReads(ServicePart):
         building Python objects. With ``last``, ``next_before`` is the cursor of the
         older rows when there are any. A refusal returns no rows (MEM-7).
         """
-        name = check_key(key)
-        check_count(last, "last", optional=True)
-        check_count(before, "before", optional=True)
-        resolved = self._resolve("load", scope, name, context)
-        if isinstance(resolved, Refusal):
-            return BufferText(refusal=resolved)
-        address = Address(check_scope(scope), resolved, read_key(self.store, scope, resolved, name))
+        address = self._text_address(scope, key, context, last, before)
+        if isinstance(address, Refusal):
+            return BufferText(refusal=address)
+        resolved = address.scope_id
         if last is None:
             found = self.store.load_bodies(address, None, before)
             count = len(found) if before is None else self.store.count(address)
