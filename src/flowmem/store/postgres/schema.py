@@ -7,12 +7,9 @@ own in its ``postgres.py``, and ``flowmem.store.migrations.collect`` joins them.
 from __future__ import annotations
 
 from flowmem.store.migrations import collect
+from flowmem.store.quotasql import OWNER_OF
 
 MIGRATION_LOCK = 0x666C6F776D656D  # advisory key serializing schema migrations ("flowmem")
-
-# whose quota data at a scope counts against (flowmem.store.base.quota_owner, in SQL)
-_OWNER_OF = """CASE {t}.scope WHEN 'user' THEN {t}.scope_id
-    WHEN 'session' THEN (SELECT owner FROM sessions WHERE sessions.id = {t}.scope_id) END"""
 
 # Append-only: never edit a released migration, add a new one.
 _OWN: dict[int, tuple[str, ...]] = {
@@ -100,8 +97,8 @@ _OWN: dict[int, tuple[str, ...]] = {
     12: (
         "ALTER TABLE buffers ADD COLUMN owner TEXT",
         "ALTER TABLE records ADD COLUMN owner TEXT",
-        f"UPDATE buffers SET owner = {_OWNER_OF.format(t='buffers')}",
-        f"UPDATE records SET owner = {_OWNER_OF.format(t='records')}",
+        f"UPDATE buffers SET owner = {OWNER_OF.format(t='buffers')}",
+        f"UPDATE records SET owner = {OWNER_OF.format(t='records')}",
         """CREATE TABLE user_usage (
             user_id TEXT PRIMARY KEY, bytes BIGINT NOT NULL DEFAULT 0,
             buffers BIGINT NOT NULL DEFAULT 0, records BIGINT NOT NULL DEFAULT 0)""",
@@ -121,7 +118,7 @@ _OWN: dict[int, tuple[str, ...]] = {
             END $$""",
         f"""CREATE FUNCTION flowmem_owner() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN
-                NEW.owner := {_OWNER_OF.format(t='NEW')};
+                NEW.owner := {OWNER_OF.format(t='NEW')};
                 RETURN NEW;
             END $$""",
         """CREATE TRIGGER buffers_owner BEFORE INSERT ON buffers

@@ -18,13 +18,11 @@ bytes off the header; a deleted header takes its log's bytes with it.
 
 from __future__ import annotations
 
+from flowmem.store import quotasql
 from flowmem.store.repairs import KEPT
 from flowmem.store.repairs.statements import statements
 
 _OWNER = "(SELECT owner FROM buffers WHERE id = {row}.buffer_id)"
-# whose quota data at a scope counts against (as the schema's, migration 12)
-_OWNER_OF = """CASE {t}.scope WHEN 'user' THEN {t}.scope_id
-    WHEN 'session' THEN (SELECT owner FROM sessions WHERE sessions.id = {t}.scope_id) END"""
 
 MIGRATION: tuple[str, ...] = (
     """CREATE TABLE buffer_repairs (
@@ -54,9 +52,8 @@ TRIM_IN_TRIGGER: tuple[str, ...] = (
 
 # an owner's bytes since migration 24: user_usage's (records, vectors) and their buffers'
 # rows and logs, summed from the headers (``usage_get`` too); only when a bytes quota is set
-_BYTES_USED = """{u}.bytes + (SELECT COALESCE(SUM(b.bytes + b.log_bytes), 0) FROM buffers AS b
-    WHERE b.owner = {u}.user_id)"""
-_BYTES_CHECKED = "CASE WHEN flowmem_quota_set('bytes') THEN " + _BYTES_USED + " END"
+_BYTES_USED = quotasql.bytes_used("b.bytes + b.log_bytes")
+_BYTES_CHECKED = quotasql.bytes_used("b.bytes + b.log_bytes", when_set=True)
 _ENTRY_BYTES = "length(CAST(entry AS BLOB))"
 
 # the log's bytes in the header, counted with its rows (decision 0135): the entries'
@@ -82,38 +79,14 @@ IN_THE_HEADER: tuple[str, ...] = (
         WHEN NEW.owner IS NOT NULL AND NEW.bytes + NEW.log_bytes > OLD.bytes + OLD.log_bytes
             AND flowmem_quota_set('bytes') BEGIN
         SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage AS u WHERE u.user_id = NEW.owner
-            AND flowmem_over_quota('bytes', u.user_id, {_BYTES_USED.format(u='u')});
+            AND flowmem_over_quota('bytes', u.user_id, {_BYTES_USED});
     END""",
     "DROP TRIGGER usage_record_insert",
-    f"""CREATE TRIGGER usage_record_insert AFTER INSERT ON records BEGIN
-        UPDATE records SET owner = {_OWNER_OF.format(t='NEW')}
-            WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key;
-        INSERT INTO user_usage (user_id, bytes, buffers, records)
-            SELECT owner, length(CAST(value AS BLOB)), 0, 1 FROM records
-            WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key
-                AND owner IS NOT NULL
-            ON CONFLICT (user_id) DO UPDATE SET bytes = bytes + excluded.bytes, records = records + 1;
-        SELECT RAISE(ABORT, 'flowmem_quota') FROM records JOIN user_usage AS u ON u.user_id = owner
-            WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key
-            AND (flowmem_over_quota('records', u.user_id, u.records)
-                OR flowmem_over_quota('bytes', u.user_id, {_BYTES_CHECKED.format(u='u')}));
-    END""",
+    quotasql.record_insert(_BYTES_CHECKED),
     "DROP TRIGGER usage_record_value",
-    f"""CREATE TRIGGER usage_record_value AFTER UPDATE OF value ON records
-        WHEN NEW.owner IS NOT NULL BEGIN
-        UPDATE user_usage SET bytes = bytes + length(CAST(NEW.value AS BLOB))
-            - length(CAST(OLD.value AS BLOB)) WHERE user_id = NEW.owner;
-        SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage AS u WHERE u.user_id = NEW.owner
-            AND length(CAST(NEW.value AS BLOB)) > length(CAST(OLD.value AS BLOB))
-            AND flowmem_over_quota('bytes', u.user_id, {_BYTES_CHECKED.format(u='u')});
-    END""",
+    quotasql.record_value(_BYTES_CHECKED),
     "DROP TRIGGER usage_vectors_insert",
-    f"""CREATE TRIGGER usage_vectors_insert AFTER INSERT ON record_vectors
-        WHEN NEW.owner IS NOT NULL BEGIN
-        UPDATE user_usage SET bytes = bytes + length(NEW.vec) WHERE user_id = NEW.owner;
-        SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage AS u WHERE u.user_id = NEW.owner
-            AND flowmem_over_quota('bytes', u.user_id, {_BYTES_CHECKED.format(u='u')});
-    END""",
+    quotasql.vectors_insert(_BYTES_CHECKED),
 )
 
 SQL: dict[str, str] = {

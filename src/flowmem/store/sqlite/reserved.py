@@ -22,13 +22,13 @@ unused reservations).
 
 from __future__ import annotations
 
+from flowmem.store import quotasql
+
 # slack of a new reservation: used + max(16 KiB, used / 8). 16 KiB is ~30-150 messages
 # of a small buffer (one usage-row write for them); used / 8 keeps a big buffer's
 # rewrites geometric (one per 12.5% growth) and its overcount bounded by 12.5%
 SLACK = "max(16384, ({used}) / 8)"
 _USED = "NEW.bytes + NEW.log_bytes"
-_OWNER_OF = """CASE {t}.scope WHEN 'user' THEN {t}.scope_id
-    WHEN 'session' THEN (SELECT owner FROM sessions WHERE sessions.id = {t}.scope_id) END"""
 
 
 def give_back(owners: str) -> str:
@@ -43,6 +43,7 @@ def give_back(owners: str) -> str:
         AND reserved > bytes + log_bytes"""
 
 
+_GREW = "length(CAST(NEW.value AS BLOB)) > length(CAST(OLD.value AS BLOB))"
 _RECORD = "SELECT owner FROM records WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key"
 
 MIGRATION: tuple[str, ...] = (
@@ -69,38 +70,12 @@ MIGRATION: tuple[str, ...] = (
         UPDATE user_usage SET buffers = buffers - 1, bytes = bytes - OLD.reserved WHERE user_id = OLD.owner;
     END""",
     "DROP TRIGGER usage_record_insert",
-    f"""CREATE TRIGGER usage_record_insert AFTER INSERT ON records BEGIN
-        UPDATE records SET owner = {_OWNER_OF.format(t='NEW')}
-            WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key;
-        INSERT INTO user_usage (user_id, bytes, buffers, records)
-            SELECT owner, length(CAST(value AS BLOB)), 0, 1 FROM records
-            WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key
-                AND owner IS NOT NULL
-            ON CONFLICT (user_id) DO UPDATE SET bytes = bytes + excluded.bytes, records = records + 1;
-        {give_back(_RECORD)};
-        SELECT RAISE(ABORT, 'flowmem_quota') FROM records JOIN user_usage AS u ON u.user_id = owner
-            WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key
-            AND (flowmem_over_quota('records', u.user_id, u.records)
-                OR flowmem_over_quota('bytes', u.user_id, u.bytes));
-    END""",
+    # the records' and vectors' triggers check the upper bound, after the give-back
+    quotasql.record_insert("u.bytes", give_back=give_back(_RECORD)),
     "DROP TRIGGER usage_record_value",
-    f"""CREATE TRIGGER usage_record_value AFTER UPDATE OF value ON records
-        WHEN NEW.owner IS NOT NULL BEGIN
-        UPDATE user_usage SET bytes = bytes + length(CAST(NEW.value AS BLOB))
-            - length(CAST(OLD.value AS BLOB)) WHERE user_id = NEW.owner;
-        {give_back("SELECT NEW.owner WHERE length(CAST(NEW.value AS BLOB)) > length(CAST(OLD.value AS BLOB))")};
-        SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage AS u WHERE u.user_id = NEW.owner
-            AND length(CAST(NEW.value AS BLOB)) > length(CAST(OLD.value AS BLOB))
-            AND flowmem_over_quota('bytes', u.user_id, u.bytes);
-    END""",
+    quotasql.record_value("u.bytes", give_back=give_back(f"SELECT NEW.owner WHERE {_GREW}")),
     "DROP TRIGGER usage_vectors_insert",
-    f"""CREATE TRIGGER usage_vectors_insert AFTER INSERT ON record_vectors
-        WHEN NEW.owner IS NOT NULL BEGIN
-        UPDATE user_usage SET bytes = bytes + length(NEW.vec) WHERE user_id = NEW.owner;
-        {give_back("NEW.owner")};
-        SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage AS u WHERE u.user_id = NEW.owner
-            AND flowmem_over_quota('bytes', u.user_id, u.bytes);
-    END""",
+    quotasql.vectors_insert("u.bytes", give_back=give_back("NEW.owner")),
 )
 
 # what ``usage_get`` reads: the exact bytes, ``user_usage.bytes`` less the unused reservations

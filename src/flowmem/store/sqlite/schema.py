@@ -7,19 +7,15 @@ in its ``sqlite.py``, and ``flowmem.store.migrations.collect`` joins them in ord
 
 from __future__ import annotations
 
+from flowmem.store import quotasql
 from flowmem.store.migrations import collect
 from flowmem.store.sqlite import reserved
 
-# whose quota data at a scope counts against (flowmem.store.base.quota_owner, in SQL)
-_OWNER_OF = """CASE {t}.scope WHEN 'user' THEN {t}.scope_id
-    WHEN 'session' THEN (SELECT owner FROM sessions WHERE sessions.id = {t}.scope_id) END"""
-
 # an owner's bytes since migration 23: what ``user_usage`` counts (records, vectors, repair
 # logs) and the rows of their buffers, summed from the headers (``usage_get`` too)
-_BYTES_USED = """{u}.bytes + (SELECT COALESCE(SUM(b.bytes), 0) FROM buffers AS b
-    WHERE b.owner = {u}.user_id)"""
+_BYTES_USED = quotasql.bytes_used("b.bytes")
 # the same, summed only when a bytes quota is set (else NULL: flowmem_over_quota says no)
-_BYTES_CHECKED = "CASE WHEN flowmem_quota_set('bytes') THEN " + _BYTES_USED + " END"
+_BYTES_CHECKED = quotasql.bytes_used("b.bytes", when_set=True)
 _REPAIRS_OWNER = "(SELECT owner FROM buffers WHERE id = NEW.buffer_id)"
 
 # Append-only: never edit a released migration, add a new one.
@@ -114,8 +110,8 @@ _OWN: dict[int, tuple[str, ...]] = {
         "UPDATE buffers SET born = id",
         "CREATE TABLE buffer_births (n INTEGER NOT NULL)",
         "INSERT INTO buffer_births (n) SELECT COALESCE(MAX(id), 0) FROM buffers",
-        f"UPDATE buffers SET owner = {_OWNER_OF.format(t='buffers')}",
-        f"UPDATE records SET owner = {_OWNER_OF.format(t='records')}",
+        f"UPDATE buffers SET owner = {quotasql.OWNER_OF.format(t='buffers')}",
+        f"UPDATE records SET owner = {quotasql.OWNER_OF.format(t='records')}",
         """CREATE TABLE user_usage (
             user_id TEXT PRIMARY KEY, bytes INTEGER NOT NULL DEFAULT 0,
             buffers INTEGER NOT NULL DEFAULT 0, records INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID""",
@@ -126,7 +122,7 @@ _OWN: dict[int, tuple[str, ...]] = {
                     WHERE owner IS NOT NULL) AS owned GROUP BY owner""",
         f"""CREATE TRIGGER usage_buffer_insert AFTER INSERT ON buffers BEGIN
             UPDATE buffer_births SET n = n + 1;
-            UPDATE buffers SET owner = {_OWNER_OF.format(t='NEW')},
+            UPDATE buffers SET owner = {quotasql.OWNER_OF.format(t='NEW')},
                 born = (SELECT n FROM buffer_births) WHERE id = NEW.id;
             INSERT INTO user_usage (user_id, bytes, buffers, records)
                 SELECT owner, bytes, 1, 0 FROM buffers WHERE id = NEW.id AND owner IS NOT NULL
@@ -144,19 +140,7 @@ _OWN: dict[int, tuple[str, ...]] = {
             UPDATE user_usage SET bytes = bytes - OLD.bytes, buffers = buffers - 1
                 WHERE user_id = OLD.owner;
         END""",
-        f"""CREATE TRIGGER usage_record_insert AFTER INSERT ON records BEGIN
-            UPDATE records SET owner = {_OWNER_OF.format(t='NEW')}
-                WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key;
-            INSERT INTO user_usage (user_id, bytes, buffers, records)
-                SELECT owner, length(CAST(value AS BLOB)), 0, 1 FROM records
-                WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key
-                    AND owner IS NOT NULL
-                ON CONFLICT (user_id) DO UPDATE SET bytes = bytes + excluded.bytes, records = records + 1;
-            SELECT RAISE(ABORT, 'flowmem_quota') FROM records JOIN user_usage ON user_id = owner
-                WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key
-                AND (flowmem_over_quota('records', user_id, user_usage.records)
-                    OR flowmem_over_quota('bytes', user_id, user_usage.bytes));
-        END""",
+        quotasql.record_insert(None, end=8),
         """CREATE TRIGGER usage_record_value AFTER UPDATE OF value ON records
             WHEN NEW.owner IS NOT NULL BEGIN
             UPDATE user_usage SET bytes = bytes + length(CAST(NEW.value AS BLOB))
@@ -192,7 +176,7 @@ _OWN: dict[int, tuple[str, ...]] = {
         "DROP TRIGGER usage_buffer_insert",
         f"""CREATE TRIGGER usage_buffer_insert AFTER INSERT ON buffers BEGIN
             UPDATE buffer_births SET n = n + 1;
-            UPDATE buffers SET owner = {_OWNER_OF.format(t='NEW')},
+            UPDATE buffers SET owner = {quotasql.OWNER_OF.format(t='NEW')},
                 born = (SELECT n FROM buffer_births) WHERE id = NEW.id;
             INSERT INTO user_usage (user_id, bytes, buffers, records)
                 SELECT owner, 0, 1, 0 FROM buffers WHERE id = NEW.id AND owner IS NOT NULL
@@ -204,35 +188,16 @@ _OWN: dict[int, tuple[str, ...]] = {
         f"""CREATE TRIGGER usage_buffer_bytes AFTER UPDATE OF bytes ON buffers
             WHEN NEW.owner IS NOT NULL AND NEW.bytes > OLD.bytes AND flowmem_quota_set('bytes') BEGIN
             SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage AS u WHERE u.user_id = NEW.owner
-                AND flowmem_over_quota('bytes', u.user_id, {_BYTES_USED.format(u='u')});
+                AND flowmem_over_quota('bytes', u.user_id, {_BYTES_USED});
         END""",
         "DROP TRIGGER usage_buffer_delete",
         """CREATE TRIGGER usage_buffer_delete AFTER DELETE ON buffers WHEN OLD.owner IS NOT NULL BEGIN
             UPDATE user_usage SET buffers = buffers - 1 WHERE user_id = OLD.owner;
         END""",
         "DROP TRIGGER usage_record_insert",
-        f"""CREATE TRIGGER usage_record_insert AFTER INSERT ON records BEGIN
-            UPDATE records SET owner = {_OWNER_OF.format(t='NEW')}
-                WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key;
-            INSERT INTO user_usage (user_id, bytes, buffers, records)
-                SELECT owner, length(CAST(value AS BLOB)), 0, 1 FROM records
-                WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key
-                    AND owner IS NOT NULL
-                ON CONFLICT (user_id) DO UPDATE SET bytes = bytes + excluded.bytes, records = records + 1;
-            SELECT RAISE(ABORT, 'flowmem_quota') FROM records JOIN user_usage AS u ON u.user_id = owner
-                WHERE scope = NEW.scope AND scope_id = NEW.scope_id AND key = NEW.key
-                AND (flowmem_over_quota('records', u.user_id, u.records)
-                    OR flowmem_over_quota('bytes', u.user_id, {_BYTES_CHECKED.format(u='u')}));
-        END""",
+        quotasql.record_insert(_BYTES_CHECKED, end=8),
         "DROP TRIGGER usage_record_value",
-        f"""CREATE TRIGGER usage_record_value AFTER UPDATE OF value ON records
-            WHEN NEW.owner IS NOT NULL BEGIN
-            UPDATE user_usage SET bytes = bytes + length(CAST(NEW.value AS BLOB))
-                - length(CAST(OLD.value AS BLOB)) WHERE user_id = NEW.owner;
-            SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage AS u WHERE u.user_id = NEW.owner
-                AND length(CAST(NEW.value AS BLOB)) > length(CAST(OLD.value AS BLOB))
-                AND flowmem_over_quota('bytes', u.user_id, {_BYTES_CHECKED.format(u='u')});
-        END""",
+        quotasql.record_value(_BYTES_CHECKED, end=8),
         # the kinds' triggers that check the bytes quota (repairs: 17, vectors: 18) check
         # the same total; they count their own bytes in user_usage as before
         "DROP TRIGGER usage_repairs_insert",
@@ -240,15 +205,10 @@ _OWN: dict[int, tuple[str, ...]] = {
             UPDATE user_usage SET bytes = bytes + length(CAST(NEW.entry AS BLOB))
                 WHERE user_id = {_REPAIRS_OWNER};
             SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage AS u WHERE u.user_id = {_REPAIRS_OWNER}
-                AND flowmem_over_quota('bytes', u.user_id, {_BYTES_CHECKED.format(u='u')});
+                AND flowmem_over_quota('bytes', u.user_id, {_BYTES_CHECKED});
         END""",
         "DROP TRIGGER usage_vectors_insert",
-        f"""CREATE TRIGGER usage_vectors_insert AFTER INSERT ON record_vectors
-            WHEN NEW.owner IS NOT NULL BEGIN
-            UPDATE user_usage SET bytes = bytes + length(NEW.vec) WHERE user_id = NEW.owner;
-            SELECT RAISE(ABORT, 'flowmem_quota') FROM user_usage AS u WHERE u.user_id = NEW.owner
-                AND flowmem_over_quota('bytes', u.user_id, {_BYTES_CHECKED.format(u='u')});
-        END""",
+        quotasql.vectors_insert(_BYTES_CHECKED, end=8),
         # a row's call ids on the row, written with it (``row_insert``): the window's facts
         # read them there and a row's declarations are found by them, so no index of
         # declarations by position is written. The unanswered declarations listed in the
