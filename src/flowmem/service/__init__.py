@@ -122,6 +122,15 @@ from flowmem.store.base import (
 )
 
 
+def _keyed(idempotency: Idempotency | None, convert: Callable[[Any], Any]) -> dict[str, Idempotency]:
+    """A store write's ``idempotency`` keyword, the key's answer made from ``convert(outcome)``.
+
+    Without a key, none: the store is called as before keys existed (a store a caller
+    wrapped may not take the keyword).
+    """
+    return {} if idempotency is None else {"idempotency": idempotency.mapped(convert)}
+
+
 class MemoryService(BufferReads, CompactionCalls, RepairReads):
     """Memory records and conversation buffers under resolved scopes, over one ``Store``.
 
@@ -337,11 +346,7 @@ class MemoryService(BufferReads, CompactionCalls, RepairReads):
             check_record(value, self.limits.record_bytes)
         expires_at = None if seconds is None else self._now() + seconds
         result = WriteResult(success=True, resolved_scope_id=scope_id)
-        if idempotency is None:  # the call as before keys existed (stores wrapped by callers)
-            self.store.put_record(address, value, expires_at, guard)
-        else:
-            keyed = idempotency.mapped(lambda _: result)
-            self.store.put_record(address, value, expires_at, guard, idempotency=keyed)
+        self.store.put_record(address, value, expires_at, guard, **_keyed(idempotency, lambda _: result))
         return result
 
     def delete(
@@ -380,9 +385,7 @@ class MemoryService(BufferReads, CompactionCalls, RepairReads):
         def result(existed: bool) -> WriteResult:
             return WriteResult(success=True, resolved_scope_id=scope_id, removed=int(existed))
 
-        if idempotency is None:
-            return result(self.store.delete_record(address))
-        return result(self.store.delete_record(address, idempotency=idempotency.mapped(result)))
+        return result(self.store.delete_record(address, **_keyed(idempotency, result)))
 
     # --- conversation buffers -----------------------------------------------------
     def append(
@@ -469,7 +472,6 @@ class MemoryService(BufferReads, CompactionCalls, RepairReads):
                 resolved_scope_id=address.scope_id,
             )
 
-        keyed = {} if idempotency is None else {"idempotency": idempotency.mapped(result)}
         with metrics.span("flowmem.append", scope=address.scope, key=address.key):
             try:
                 outcome = self.store.append(
@@ -480,7 +482,7 @@ class MemoryService(BufferReads, CompactionCalls, RepairReads):
                     snapshot=return_messages,
                     guard=guard,
                     max_bytes=self.limits.buffer_bytes,
-                    **keyed,
+                    **_keyed(idempotency, result),
                 )
             except BufferFullError as exc:  # refused whole: noted in the buffer's log (0121)
                 note_repair(self.store, address, Repair(exc.code, (), len(rows)))
@@ -519,10 +521,7 @@ class MemoryService(BufferReads, CompactionCalls, RepairReads):
         def result(removed: int) -> WriteResult:
             return WriteResult(success=True, resolved_scope_id=scope_id, removed=removed)
 
-        if idempotency is None:
-            return result(self.store.clear(address, guard_session=guard))
-        keyed = idempotency.mapped(result)
-        return result(self.store.clear(address, guard_session=guard, idempotency=keyed))
+        return result(self.store.clear(address, guard_session=guard, **_keyed(idempotency, result)))
 
     def pop_last(self, scope: str, key: str, context: ExecutionContext | None) -> PopResult:
         """Remove and return a buffer's last row (the Agents SDK's ``pop_item``).
