@@ -123,6 +123,24 @@ def capability(store: object, name: str, what: str) -> Any:
     return found
 
 
+class Capability(Generic[T]):
+    """A kind of data a store holds as its attribute ``name``: ``Capability[Protocol](name, what)(store)``.
+
+    The lookup of the kinds each back-end builds over itself (checkpoints,
+    conversations, ADK sessions), typed as the kind's protocol; a store without
+    the attribute: TypeError ``f"{type(store).__name__} does not store {what}"``.
+    """
+
+    def __init__(self, name: str, what: str) -> None:
+        self.name = name
+        self.what = what
+
+    def __call__(self, store: object) -> T:
+        """The store's ``name`` attribute; TypeError for a store that has none."""
+        found: T = capability(store, self.name, self.what)
+        return found
+
+
 BACKENDS: tuple[tuple[str, str], ...] = (
     ("flowmem.store.sqlite", "SqliteStore"),
     ("flowmem.store.postgres", "PostgresStore"),
@@ -146,17 +164,30 @@ def backend_of(store: object) -> str | None:
 class PerBackend(Generic[T]):
     """A kind of data's object for each store, made once per store (kept while the store lives).
 
-    ``classes``: the class that serves each back-end, ``"module:Class"`` by back-end
-    name (``backend_of``), imported on first use and made over the store. A store of
-    another back-end: ConfigurationError ``f"{type(store).__name__} {refusal}"``.
+    The kind is the package ``package`` (``flowmem.store.listing``), whose protocol is
+    ``protocol``: a store that is one itself (``own(store)``) serves as it is; for
+    the others each back-end's class is ``<package>.<backend>:<Backend><suffix>``
+    (``flowmem.store.listing.sqlite:SqliteListing``), imported on first use and made
+    over the store. A store of another back-end: ConfigurationError ``f"{type(store).__name__}
+    cannot {doing}: use a MemoryStore, SqliteStore or PostgresStore, or a store implementing
+    <package>.<protocol>"``.
     """
 
-    def __init__(self, classes: Mapping[str, str], refusal: str) -> None:
-        self.classes = dict(classes)
-        self.refusal = refusal
+    def __init__(
+        self, package: str, suffix: str, protocol: str, doing: str, own: Callable[[Any], bool]
+    ) -> None:
+        backends = [module.rsplit(".", 1)[1] for module, _ in BACKENDS]
+        self.classes = {name: f"{package}.{name}:{name.title()}{suffix}" for name in backends}
+        self.refusal = (
+            f"cannot {doing}: use a MemoryStore, SqliteStore or PostgresStore, or a store "
+            f"implementing {package}.{protocol}"
+        )
+        self.own = own
 
     def __call__(self, store: Any) -> T:
-        """The object of ``store``'s back-end over ``store`` (the same one on every call)."""
+        """The store itself when it is one, else the object of its back-end over it (the same one on every call)."""
+        if self.own(store):
+            return store  # type: ignore[no-any-return]
         kept = per_store(store)
         found: T | None = kept.get(self)
         if found is None:

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Literal, Protocol
 
 from flowmem.core import BufferEditor, Message, Repair, apply_append, is_healed, result_id
 from flowmem.core.forwarding import ForwardingEditor
 from flowmem.errors import ConflictError, NotFoundError, SessionStaleError
-from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard, capability
+from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard
+from flowmem.store.values import Capability
 
 EVENTS_KEY = "adk"
 """The key of the session buffer that holds an ADK session's events."""
@@ -312,9 +313,8 @@ def matches(session: AdkSession | None, app_name: str, user_id: str) -> bool:
     return session is not None and session.app_name == app_name and session.user_id == user_id
 
 
-def adk_of(store: Any) -> AdkSessions:
-    """The ``AdkSessions`` of a store; TypeError for a store that has none."""
-    return cast("AdkSessions", capability(store, "adk", "ADK sessions"))
+adk_of = Capability[AdkSessions]("adk", "ADK sessions")
+"""The ``AdkSessions`` of a store; TypeError for a store that has none."""
 
 
 __all__ = [

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol, cast
+from typing import Any, NamedTuple, Protocol
 
 from flowmem.core import Message
 from flowmem.errors import InvalidInputError, LineMovedError, ThreadForkedError
-from flowmem.store.base import WriteGuard, capability
+from flowmem.store.base import WriteGuard
+from flowmem.store.values import Capability
 
 ROWS_TYPE = "flowmem.rows"
 """The type tag of a channel value stored as rows of a session buffer (a line)."""
@@ -216,9 +217,8 @@ def check_thread_text(value: object, name: str) -> str:
     return value
 
 
-def checkpoints_of(store: Any) -> Checkpoints:
-    """The ``Checkpoints`` of a store; TypeError for a store that has none."""
-    return cast("Checkpoints", capability(store, "checkpoints", "checkpoints"))
+checkpoints_of = Capability[Checkpoints]("checkpoints", "checkpoints")
+"""The ``Checkpoints`` of a store; TypeError for a store that has none."""
 
 
 __all__ = [

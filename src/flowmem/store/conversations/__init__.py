@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 from flowmem.core import Message
-from flowmem.store.base import WriteGuard, capability
+from flowmem.store.base import WriteGuard
+from flowmem.store.values import Capability
 
 LINE = "pydantic_ai"
 """The first line's buffer key; a later line's is ``pydantic_ai#<its first entry id>``."""
@@ -139,9 +140,8 @@ def run_of(row: Mapping[str, Any]) -> str | None:
     return run if isinstance(run, str) else None
 
 
-def conversations_of(store: Any) -> Conversations:
-    """The ``Conversations`` of a store; TypeError for a store that has none."""
-    return cast("Conversations", capability(store, "conversations", "conversations"))
+conversations_of = Capability[Conversations]("conversations", "conversations")
+"""The ``Conversations`` of a store; TypeError for a store that has none."""
 
 
 __all__ = [

@@ -27,24 +27,18 @@ from flowmem.store.heads.facts import *  # noqa: F403 (the facts are this packag
 from flowmem.store.heads.facts import SessionBuffers
 from flowmem.store.values import PerBackend
 
-_BUFFERS = PerBackend[SessionBuffers](
-    {
-        "sqlite": "flowmem.store.heads.sqlite:SqliteBuffers",
-        "postgres": "flowmem.store.heads.postgres:PostgresBuffers",
-    },
-    "cannot list a session's buffers: use a MemoryStore, SqliteStore or PostgresStore, or a "
-    "store implementing flowmem.store.heads.SessionBuffers",
+
+def _is_own(store: Any) -> bool:
+    return all(hasattr(store, name) for name in ("buffers", "newest", "graph_lines"))
+
+
+session_buffers_of = PerBackend[SessionBuffers](
+    "flowmem.store.heads", "Buffers", "SessionBuffers", "list a session's buffers", _is_own
 )
+"""The ``SessionBuffers`` of a store: itself when it has one, else this package's for its backend.
 
-
-def session_buffers_of(store: Any) -> SessionBuffers:
-    """The ``SessionBuffers`` of a store: itself when it has one, else this package's for its backend.
-
-    ConfigurationError for a store of another kind.
-    """
-    if all(hasattr(store, name) for name in ("buffers", "newest", "graph_lines")):
-        return store  # type: ignore[no-any-return]
-    return _BUFFERS(store)
+ConfigurationError for a store of another kind.
+"""
 
 
 __all__ = [*facts.__all__, "session_buffers_of"]

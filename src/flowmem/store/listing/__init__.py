@@ -26,6 +26,7 @@ so ``key + "\\x01"`` is the smallest key after ``key``: a cursor is an inclusive
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from flowmem.errors import InvalidInputError
 from flowmem.store.base import Address, Store
@@ -39,24 +40,18 @@ from flowmem.store.listing.records import (
 from flowmem.store.rows import check_address
 from flowmem.store.values import PerBackend
 
-_LISTINGS = PerBackend[RecordListing](
-    {
-        "sqlite": "flowmem.store.listing.sqlite:SqliteListing",
-        "postgres": "flowmem.store.listing.postgres:PostgresListing",
-    },
-    "cannot list its records: use a MemoryStore, SqliteStore or PostgresStore, or a store "
-    "implementing flowmem.store.listing.RecordListing",
+
+def _is_own(store: Any) -> bool:
+    return isinstance(store, RecordListing)
+
+
+listing_of = PerBackend[RecordListing](
+    "flowmem.store.listing", "Listing", "RecordListing", "list its records", _is_own
 )
+"""The ``RecordListing`` of a store: itself when it has one, else this package's for its backend.
 
-
-def listing_of(store: Store) -> RecordListing:
-    """The ``RecordListing`` of a store: itself when it has one, else this package's for its backend.
-
-    ConfigurationError for a store of another kind.
-    """
-    if isinstance(store, RecordListing):
-        return store
-    return _LISTINGS(store)
+ConfigurationError for a store of another kind.
+"""
 
 
 def _check_limit(limit: object) -> int:
