@@ -16,7 +16,7 @@ import pytest
 from flowmem.core import result_id
 from flowmem.errors import QuotaExceededError, SessionStaleError
 from flowmem.store import Store
-from flowmem.store.adk import AdkSession, EventWrite, Seen, adk_of, events_address
+from flowmem.store.adk import AdkKey, AdkSession, EventWrite, Seen, adk_of, events_address
 from flowmem.store.base import SESSION_SCOPE, Address, Quotas, SessionClaim, WriteGuard
 from flowmem.store.checkpoints import (
     CheckpointPut,
@@ -151,7 +151,7 @@ def _event(n: int, row: dict[str, Any]) -> EventWrite:
 
 
 def _append(store: Store, n: int, row: dict[str, Any]) -> None:
-    adk_of(store).append("app", "alice", "s1", Seen(n - 1), _event(n, row))
+    adk_of(store).append(AdkKey("app", "alice", "s1"), Seen(n - 1), _event(n, row))
 
 
 ADK_CALL = {"role": "assistant", "content": "", "metadata": {"tool_calls": [{"tool_call_id": "c1", "name": "f"}]}}
@@ -175,7 +175,7 @@ def test_a_stale_or_refused_adk_event_logs_nothing(store: Store) -> None:
     _adk(store)
     _append(store, 1, ADK_CALL)
     with pytest.raises(SessionStaleError):
-        adk_of(store).append("app", "alice", "s1", Seen(0), _event(2, {"role": "user", "content": "x"}))
+        adk_of(store).append(AdkKey("app", "alice", "s1"), Seen(0), _event(2, {"role": "user", "content": "x"}))
     used = store.usage("alice")
     store.set_quotas(Quotas(bytes=used.bytes + 10))
     with pytest.raises(QuotaExceededError):

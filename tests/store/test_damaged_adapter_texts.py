@@ -18,7 +18,7 @@ import pytest
 from flowmem.errors import StoreCorruptError
 from flowmem.service.conversation import conversations
 from flowmem.store import Store, open_store
-from flowmem.store.adk import AdkSession, adk_of
+from flowmem.store.adk import AdkKey, AdkSession, adk_of
 from flowmem.store.base import SessionClaim, WriteGuard
 from flowmem.store.conversations import (
     ConversationWrite,
@@ -48,7 +48,7 @@ KINDS: dict[str, tuple[Callable[[Store], None], str, Callable[[Store], Any]]] = 
     "adk-session-state": (
         _adk_session,
         "UPDATE adk_sessions SET state = '{\"own\": '",
-        lambda s: adk_of(s).read("shop", "alice", "s1"),
+        lambda s: adk_of(s).read(AdkKey("shop", "alice", "s1")),
     ),
     "adk-user-state": (
         _adk_session,

@@ -23,6 +23,7 @@ from flowmem.integrations.adk import FlowmemSessionService
 from flowmem.integrations.adk.events import events_of
 from flowmem.scope import ExecutionContext
 from flowmem.store import open_store
+from flowmem.store.adk import AdkKey
 from tests.integrations.adk.events import answer, call, result, rich, state, user
 
 APP = "app"
@@ -51,7 +52,7 @@ def _read(service: FlowmemSessionService, sid: str = "s1", config: GetSessionCon
 
 
 def _from_rows(service: FlowmemSessionService, sid: str = "s1") -> list[Event]:
-    found = service.tables.read(APP, "ana", sid)
+    found = service.tables.read(AdkKey(APP, "ana", sid))
     assert found is not None
     return events_of(found[1])
 
@@ -65,7 +66,7 @@ def service(flowmem_url: str) -> Any:
 
 def test_a_session_read_from_its_kept_events_is_the_one_its_rows_give(service: FlowmemSessionService) -> None:
     written = _fill(service)
-    assert service.tables.read_kept(APP, "ana", "s1") is not False  # read without the rows
+    assert service.tables.read_kept(AdkKey(APP, "ana", "s1")) is not False  # read without the rows
     read = _read(service)
     assert _dumped(read.events) == _dumped(_from_rows(service)) == _dumped(written.events)
     assert read.state == written.state and read.last_update_time == written.last_update_time
@@ -102,16 +103,16 @@ def test_a_healed_session_is_read_from_its_rows(service: FlowmemSessionService) 
         return session
 
     written = _run(go())
-    assert service.tables.read_kept(APP, "ana", "s1") is False
+    assert service.tables.read_kept(AdkKey(APP, "ana", "s1")) is False
     assert _dumped(_read(service).events) == _dumped(written.events) == _dumped(_from_rows(service))
 
 
 def test_a_session_another_writer_appended_to_is_read_from_its_rows(service: FlowmemSessionService) -> None:
     written = _fill(service)
-    sid = service.tables.read(APP, "ana", "s1")[0].session.id  # type: ignore[index]
+    sid = service.tables.read(AdkKey(APP, "ana", "s1"))[0].session.id  # type: ignore[index]
     service.memory.append("session", "adk", [{"role": "user", "content": "from the buffer API"}],
                           ExecutionContext(session_id=sid, user_id="ana"))
-    assert service.tables.read_kept(APP, "ana", "s1") is False
+    assert service.tables.read_kept(AdkKey(APP, "ana", "s1")) is False
     assert _dumped(_read(service).events) == _dumped(written.events)
 
 
@@ -126,12 +127,12 @@ def test_a_session_stored_before_its_events_were_kept_reads_and_appends_from_its
             conn.execute("UPDATE adk_sessions SET events_stamp = NULL, events_version = NULL")
     finally:
         store.close()
-    assert service.tables.read_kept(APP, "ana", "s1") is False
+    assert service.tables.read_kept(AdkKey(APP, "ana", "s1")) is False
     session = _read(service)
     assert _dumped(session.events) == _dumped(written.events)
     later = answer("later", 9)
     _run(service.append_event(session, later))
-    assert service.tables.read_kept(APP, "ana", "s1") is False
+    assert service.tables.read_kept(AdkKey(APP, "ana", "s1")) is False
     assert _dumped(_read(service).events) == _dumped([*written.events, later])
 
 

@@ -80,6 +80,7 @@ from flowmem.store.adk import (
     EVENTS_KEY,
     REPLACED,
     TAKEN,
+    AdkKey,
     AdkScopes,
     AdkSession,
     EventWrite,
@@ -314,13 +315,13 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
         recent = None if config is None else config.num_recent_events
         after = config.after_timestamp if config is not None and config.after_timestamp else None
         if recent is None or recent >= 0:  # the events kept as JSON, filtered in SQL (decision 0133)
-            kept = await asyncio.to_thread(self.tables.read_kept, app_name, ids[0], ids[1], recent, after)
+            kept = await asyncio.to_thread(self.tables.read_kept, AdkKey(app_name, *ids), recent, after)
             if kept is None:
                 return None
             if kept is not False:
                 return _session(kept[0], events_of_json(kept[1]))
         rows = not (config is not None and config.num_recent_events == 0)
-        found = await asyncio.to_thread(self.tables.read, app_name, ids[0], ids[1], rows)
+        found = await asyncio.to_thread(self.tables.read, AdkKey(app_name, *ids), rows)
         if found is None:
             return None
         scopes, stored = found
@@ -351,7 +352,7 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
         ids = self._ids("session delete", app_name, user_id, session_id)
         if isinstance(ids, Refusal):
             return
-        found = await asyncio.to_thread(self.tables.read, app_name, ids[0], ids[1], False)
+        found = await asyncio.to_thread(self.tables.read, AdkKey(app_name, *ids), False)
         if found is not None:
             await asyncio.to_thread(session_access.delete_session, self.memory, found[0].session.id, ids[0])
 
@@ -394,7 +395,7 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
         )
         try:
             written = await asyncio.to_thread(
-                self.tables.append, session.app_name, session.user_id, session.id, _seen(session), write
+                self.tables.append, AdkKey(session.app_name, session.user_id, session.id), _seen(session), write
             )
         except SessionStaleError as exc:
             raise StaleSessionError(

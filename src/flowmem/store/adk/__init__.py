@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from flowmem.core import BufferEditor, Message, Repair, apply_append, is_healed, result_id
 from flowmem.core.forwarding import ForwardingEditor
@@ -33,6 +33,15 @@ EVENTS_KEY = "adk"
 """The key of the session buffer that holds an ADK session's events."""
 
 APPENDED, REPLACED, DROPPED = "appended", "replaced", "dropped"
+
+
+class AdkKey(NamedTuple):
+    """An ADK session's key as ADK gives it: its app, its user and its ADK session id."""
+
+    app_name: str
+    user_id: str
+    session_id: str
+    """The ADK session id (``AdkSession.adk_id``), not the flowmem one."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,11 @@ class AdkSession:
     def __post_init__(self) -> None:
         if not self.adk_id:
             object.__setattr__(self, "adk_id", self.id)
+
+    @property
+    def key(self) -> AdkKey:
+        """The session's ADK key: its app, user and ADK id."""
+        return AdkKey(self.app_name, self.user_id, self.adk_id)
 
 
 @dataclass(frozen=True)
@@ -130,20 +144,12 @@ class AdkSessions(Protocol):
         """
         ...
 
-    def read(
-        self, app_name: str, user_id: str, session_id: str, rows: bool = True
-    ) -> tuple[AdkScopes, list[Message]] | None:
-        """The session ``session_id`` (an ADK id) of the app and user, with its states and its
-        events' rows, as one moment; None when absent."""
+    def read(self, key: AdkKey, rows: bool = True) -> tuple[AdkScopes, list[Message]] | None:
+        """The session ``key`` names, with its states and its events' rows, as one moment; None when absent."""
         ...
 
     def read_kept(
-        self,
-        app_name: str,
-        user_id: str,
-        session_id: str,
-        recent: int | None = None,
-        after: float | None = None,
+        self, key: AdkKey, recent: int | None = None, after: float | None = None
     ) -> tuple[AdkScopes, list[str]] | Literal[False] | None:
         """The session, its states and its kept events' JSON, oldest first, as one moment.
 
@@ -163,13 +169,10 @@ class AdkSessions(Protocol):
         """
         ...
 
-    def append(
-        self, app_name: str, user_id: str, session_id: str, seen: Seen, event: EventWrite
-    ) -> EventWritten:
+    def append(self, key: AdkKey, seen: Seen, event: EventWrite) -> EventWritten:
         """Store one event's rows under the buffer rules, with its state deltas, in one transaction.
 
-        ``session_id`` is the ADK id. NotFoundError when the app and user have no such
-        session; SessionStaleError, nothing stored, when a write the caller has not seen
+        NotFoundError when the app and user have no session of the key's ADK id; SessionStaleError, nothing stored, when a write the caller has not seen
         was stored since ``seen``, or the session under the key is another one than
         ``seen.session_id`` (deleted and created again). The rows go through ``apply_append`` one by one (MEM-1,
         2, 3, 10); an event none of whose rows is stored changes nothing else.
@@ -276,11 +279,11 @@ def check_stale(session: AdkSession, seen: Seen) -> None:
         )
 
 
-def not_found(app_name: str, user_id: str, session_id: str) -> NotFoundError:
+def not_found(key: AdkKey) -> NotFoundError:
     """The refusal of a write to a session that is not this app's and user's."""
     return NotFoundError(
-        f"no ADK session {session_id!r} of app {app_name!r} and user {user_id!r}",
-        session_id=session_id,
+        f"no ADK session {key.session_id!r} of app {key.app_name!r} and user {key.user_id!r}",
+        session_id=key.session_id,
     )
 
 
@@ -308,9 +311,9 @@ def id_taken(session_id: str) -> ConflictError:
     )
 
 
-def matches(session: AdkSession | None, app_name: str, user_id: str) -> bool:
-    """True when a stored session is this app's and this user's."""
-    return session is not None and session.app_name == app_name and session.user_id == user_id
+def matches(session: AdkSession | None, key: AdkKey) -> bool:
+    """True when a stored session is the key's app's and user's."""
+    return session is not None and (session.app_name, session.user_id) == key[:2]
 
 
 adk_of = Capability[AdkSessions]("adk", "ADK sessions")
@@ -323,6 +326,7 @@ __all__ = [
     "EVENTS_KEY",
     "REPLACED",
     "TAKEN",
+    "AdkKey",
     "AdkScopes",
     "AdkSession",
     "AdkSessions",

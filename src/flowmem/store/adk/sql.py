@@ -18,6 +18,7 @@ from flowmem.core import Message, Repair
 from flowmem.errors import StoreBusyError
 from flowmem.store.adk import (
     APPENDED,
+    AdkKey,
     AdkScopes,
     AdkSession,
     EventWrite,
@@ -77,7 +78,7 @@ class SqlAdkSessions(SqlKind):
         check_texts(id=session.id, app_name=session.app_name, user_id=session.user_id)
         state = dump_json(dict(session.state), "session state")
 
-        key = (session.app_name, session.user_id, session.adk_id)
+        key = session.key
 
         def work(conn: Any) -> AdkScopes:
             if self._run(conn, "adk_session_get", key).fetchone() is not None:
@@ -106,30 +107,27 @@ class SqlAdkSessions(SqlKind):
 
         return self.store.write(work)
 
-    def append(
-        self, app_name: str, user_id: str, session_id: str, seen: Seen, event: EventWrite
-    ) -> EventWritten:
+    def append(self, key: AdkKey, seen: Seen, event: EventWrite) -> EventWritten:
         """Store one event's rows under the buffer rules, with its deltas (see ``AdkSessions``).
 
         The flowmem session is found by the ADK key first (its buffer's lock is what the
         write takes), then the key's row is locked: a session deleted and created again
         in between is another session, refused as stale.
         """
-        key = (app_name, user_id, session_id)
         for row in event.rows:
             dump_json(row, "message")  # NotSerializableError before any transaction
         with self.store.connection() as conn:
             found = self._run(conn, "adk_session_get", key).fetchone()
         if found is None:
-            raise not_found(app_name, user_id, session_id)
+            raise not_found(key)
         sid = str(found[0])
         address = events_address(sid)
 
         def work(conn: Any) -> EventWritten:
             found = self._run(conn, "adk_session_lock", key).fetchone()
             stored = None if found is None else _session(found)
-            if stored is None or not matches(stored, app_name, user_id):
-                raise not_found(app_name, user_id, session_id)
+            if stored is None or not matches(stored, key):
+                raise not_found(key)
             check_stale(stored, seen)
             if stored.id != sid:  # deleted and created again since the lookup
                 check_stale(stored, replace(seen, session_id=sid))
@@ -145,8 +143,8 @@ class SqlAdkSessions(SqlKind):
                 return written
             kept = whole and event.event is not None and not healed and set(fates) == {APPENDED}
             self.store.record_repairs(conn, editor.buffer_id, logged)  # issue 37 §2
-            app_state = self._update_app(conn, app_name, event.app_delta)
-            user_state = self._update_user(conn, app_name, user_id, event.user_delta)
+            app_state = self._update_app(conn, key.app_name, event.app_delta)
+            user_state = self._update_user(conn, key.app_name, key.user_id, event.user_delta)
             after = replace(
                 stored,
                 state=merged(stored.state, event.session_delta),
@@ -207,28 +205,21 @@ class SqlAdkSessions(SqlKind):
         return state
 
     # --- reads ----------------------------------------------------------------------------
-    def read(
-        self, app_name: str, user_id: str, session_id: str, rows: bool = True
-    ) -> tuple[AdkScopes, list[Message]] | None:
+    def read(self, key: AdkKey, rows: bool = True) -> tuple[AdkScopes, list[Message]] | None:
         """The session, its states and its events' rows as one moment (``_moment``); None when absent."""
 
         def bodies(conn: Any, session: AdkSession) -> list[Any]:
             address = events_address(session.id)
             return conn.execute(self.sql["load_all"], tuple(address)).fetchall() if rows else []
 
-        found = self._moment(app_name, user_id, session_id, bodies)
+        found = self._moment(key, bodies)
         if not found:
             return None
         scopes, read = found
         return scopes, load_rows(read)
 
     def read_kept(
-        self,
-        app_name: str,
-        user_id: str,
-        session_id: str,
-        recent: int | None = None,
-        after: float | None = None,
+        self, key: AdkKey, recent: int | None = None, after: float | None = None
     ) -> tuple[AdkScopes, list[str]] | Literal[False] | None:
         """The session, its states and its kept events' JSON as one moment (see ``AdkSessions``).
 
@@ -247,10 +238,10 @@ class SqlAdkSessions(SqlKind):
             read = self._run(conn, "adk_events_read", (session.id, since, bound)).fetchall()
             return [str(row[0]) for row in reversed(read)]
 
-        return self._moment(app_name, user_id, session_id, texts)
+        return self._moment(key, texts)
 
     def _moment(
-        self, app_name: str, user_id: str, session_id: str, events: Callable[[Any, AdkSession], T | Literal[False]]
+        self, key: AdkKey, events: Callable[[Any, AdkSession], T | Literal[False]]
     ) -> tuple[AdkScopes, T] | Literal[False] | None:
         """The session, its states and what ``events`` reads of it, as one moment; None when absent.
 
@@ -258,12 +249,12 @@ class SqlAdkSessions(SqlKind):
         rest: a write in between (its revision moved) makes the read start again, so
         the revision a reader gets is the one its events belong to.
         """
-        key = (app_name, user_id, session_id)
+        app_name, user_id, session_id = key
         for _ in range(READ_TRIES):
             with self.store.connection() as conn:
                 found = self._run(conn, "adk_session_get", key).fetchone()
                 session = None if found is None else _session(found)
-                if session is None or not matches(session, app_name, user_id):
+                if session is None or not matches(session, key):
                     return None
                 got = events(conn, session)
                 if got is False:
