@@ -17,11 +17,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 from starlette.responses import Response
 
+from flowmem.api.idempotency import REFUSED_HEADER
 from flowmem.api.paged import PagedResponse, check_rows
 from flowmem.api.pool import StorePool
+from flowmem.api.render import render_pieces
 from flowmem.api.services import Services
 from flowmem.scope import Refusal
 from flowmem.service import MemoryService
@@ -123,4 +127,19 @@ def answer(
     return PagedResponse(pages(read, parts, services.memory, services.pool))
 
 
-__all__ = ["Rendered", "answer", "pages", "rendered", "whole"]
+def answering(services: Services, neutral: Callable[[Refusal], Response]) -> Callable[[PagedRead], Response]:
+    """A route's ``answer`` to its paged read, its fields rendered a piece at a time (``render_pieces``)."""
+    return partial(answer, services=services, render=render_pieces, neutral=neutral)
+
+
+def refused(result: Callable[..., Any], **fields: Any) -> Callable[[Refusal], Response]:
+    """The answer of a refused paged read: the neutral ``result(refusal=...)`` with ``fields``, and which refusal (0047)."""
+
+    def neutral(refusal: Refusal) -> Response:
+        content = render_pieces({**result(refusal=refusal).to_dict(), **fields})
+        return Response(content, headers={REFUSED_HEADER: refusal.code}, media_type="application/json")
+
+    return neutral
+
+
+__all__ = ["Rendered", "answer", "answering", "pages", "refused", "rendered", "whole"]

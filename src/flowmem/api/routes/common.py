@@ -1,9 +1,12 @@
-"""What every route shares: error responses for OpenAPI and pagination helpers."""
+"""What every route shares: error responses for OpenAPI, the routes on a scope's data, pagination helpers."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from fastapi import APIRouter, Depends
+
+from flowmem.api.fast.route import DirectRoute, memory_call
 from flowmem.api.models import ErrorBody
 from flowmem.errors import InvalidInputError
 
@@ -53,6 +56,15 @@ def scoped(model: type, *statuses: int, openapi: dict[str, Any] | None = None) -
     if openapi is not None:
         declared["openapi_extra"] = openapi
     return declared
+
+
+def scoped_router() -> APIRouter:
+    """A router of routes on a scope's data under ``/v1`` (tag ``memory``), answered by the fast path (``DirectRoute``)."""
+    return APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
+
+
+CALL = Depends(memory_call)
+"""The ``MemoryCall`` parameter of a route of ``scoped_router``: its scope, key and caller, resolved once."""
 
 
 def clamp_limit(limit: int | None) -> int:

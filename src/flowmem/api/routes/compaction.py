@@ -17,10 +17,9 @@ row moves to the archive, as a planned compaction's do, instead of being cleared
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import Query
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,23 +27,15 @@ from flowmem.api import long_reads
 from flowmem.api.fast.route import (
     TARGET_OPENAPI,
     WRITE_OPENAPI,
-    DirectRoute,
     MemoryCall,
     Operation,
-    memory_call,
-    refused_response,
 )
 from flowmem.api.models import REFUSED, CompactionReplace
-from flowmem.api.render import render_pieces
-from flowmem.api.routes.common import BODY_ERRORS, scoped
+from flowmem.api.routes.common import BODY_ERRORS, CALL, scoped, scoped_router
 from flowmem.api.routes.incoming import rows_of
-from flowmem.api.services import Services
 from flowmem.results import CompactionPlanResult
-from flowmem.scope import Refusal
-from flowmem.service.paged_reads import PagedRead
 
-router = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
-CALL = Depends(memory_call)
+router = scoped_router()
 
 
 class CompactionPlanRead(BaseModel):
@@ -105,18 +96,12 @@ async def compaction_plan(
     the budget.
     """
     # its work grows with the buffer: off the event loop, its rows page by page (decision 0113)
-    then = partial(_plan_answer, call.caller.services)
+    then = long_reads.answering(call.caller.services, _NEUTRAL_PLAN)
     return await call.in_thread(Operation.COMPACT_PLAN, then, keep_tokens=keep_tokens, paged=True)
 
 
-def _plan_answer(services: Services, read: PagedRead) -> Response:
-    """A compaction plan's answer: its fields rendered here, in a store thread; its rows then page by page."""
-    return long_reads.answer(read, services, render_pieces, _neutral_plan)
-
-
-def _neutral_plan(refusal: Refusal) -> Response:
-    """A refused plan's answer: no plan, and which refusal (decision 0047)."""
-    return refused_response(CompactionPlanResult(refusal=refusal).to_dict(), refusal.code)
+_NEUTRAL_PLAN = long_reads.refused(CompactionPlanResult)
+"""A refused plan's answer: no plan, and which refusal (decision 0047)."""
 
 
 @router.post(

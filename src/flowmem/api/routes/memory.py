@@ -10,11 +10,10 @@ named ``Operation`` of the memory service (``MemoryCall.short``).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import Query
 from fastapi.responses import Response
 
 from flowmem import metrics
@@ -23,11 +22,8 @@ from flowmem.api import paged as paged_answer
 from flowmem.api.fast.route import (
     TARGET_OPENAPI,
     WRITE_OPENAPI,
-    DirectRoute,
     MemoryCall,
     Operation,
-    memory_call,
-    refused_response,
     render,
 )
 from flowmem.api.idempotency import REFUSED_HEADER
@@ -42,21 +38,18 @@ from flowmem.api.models import (
     WriteResult,
 )
 from flowmem.api.render import render_pieces
-from flowmem.api.routes.common import BODY_ERRORS, scoped
+from flowmem.api.routes.common import BODY_ERRORS, CALL, scoped, scoped_router
 from flowmem.api.routes.incoming import rows_of
 from flowmem.api.services import Services
 from flowmem.core import check_storable, normalize
 from flowmem.errors import InvalidInputError
 from flowmem.formats import FIRST_ROLE, write_answer
 from flowmem.results import REFUSED_KEY
-from flowmem.scope import Refusal
 from flowmem.service import BufferResult as ServiceBufferResult
 from flowmem.service import BufferText, PagedText
 from flowmem.service.paged_reads import PagedRead
 
-router = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
-
-CALL = Depends(memory_call)
+router = scoped_router()
 
 
 READ_FORMAT = Query(
@@ -203,7 +196,7 @@ async def _window(
     first_role = FIRST_ROLE.get(fmt)
     services = call.caller.services
     if fmt == "rows":  # paged: a reader holds a page (decision 0113)
-        then = partial(_paged_answer, services, _neutral_window)
+        then = long_reads.answering(services, _NEUTRAL_WINDOW)
     else:  # a provider format: normalized and converted page by page too
         then = partial(_provider_window, services, fmt)
     return await call.in_thread(Operation.WINDOW, then, max_tokens=max_tokens, first_role=first_role, paged=True)
@@ -219,20 +212,10 @@ def _provider_window(services: Services, fmt: str, read: PagedRead) -> Response:
     return paged_answer.PagedResponse(provider_pages.parts(stream, services.memory, services.pool, render_pieces))
 
 
-def _paged_answer(services: Services, neutral: Callable[[Refusal], Response], read: PagedRead) -> Response:
-    """A paged long read's answer: its fields rendered here, in a store thread; its rows then page by page."""
-    return long_reads.answer(read, services, render_pieces, neutral)
-
-
-def _neutral_window(refusal: Refusal) -> Response:
-    """A refused window's answer: the neutral read, and which refusal (decision 0047)."""
-    answer = {**ServiceBufferResult(refusal=refusal).to_dict(), "next_before": None}
-    return Response(render_pieces(answer), headers={REFUSED_HEADER: refusal.code}, media_type="application/json")
-
-
-def _neutral_archive(refusal: Refusal) -> Response:
-    """A refused read with the archive's answer: the neutral read, and which refusal."""
-    return refused_response(ServiceBufferResult(refusal=refusal).to_dict(), refusal.code)
+_NEUTRAL_WINDOW = long_reads.refused(ServiceBufferResult, next_before=None)
+"""A refused window's answer: the neutral read, and which refusal (decision 0047)."""
+_NEUTRAL_ARCHIVE = long_reads.refused(ServiceBufferResult)
+"""A refused read with the archive's answer: the neutral read, and which refusal."""
 
 
 def _window_answer(fmt: str, result: ServiceBufferResult) -> Response:
@@ -254,7 +237,7 @@ async def _with_archive(call: MemoryCall, last: Any, before: Any, fmt: str) -> R
             raise InvalidInputError(f"archived=true reads the whole buffer: leave out {name}", argument=name)
     if fmt != "rows":
         raise InvalidInputError("archived=true reads stored rows: leave out format", argument="format")
-    then = partial(_paged_answer, call.caller.services, _neutral_archive)
+    then = long_reads.answering(call.caller.services, _NEUTRAL_ARCHIVE)
     return await call.in_thread(Operation.LOAD_ALL, then, include_archived=True, paged=True)
 
 

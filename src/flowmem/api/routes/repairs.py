@@ -9,17 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import Query
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from flowmem.api.fast.route import TARGET_OPENAPI, DirectRoute, MemoryCall, Operation, memory_call
+from flowmem.api.fast.route import TARGET_OPENAPI, MemoryCall, Operation
 from flowmem.api.models import REFUSED
-from flowmem.api.routes.common import scoped
+from flowmem.api.routes.common import CALL, scoped, scoped_router
 from flowmem.store.repairs import PAGE, PAGE_MAX
 
-router = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
-CALL = Depends(memory_call)
+router = scoped_router()
 
 
 class RepairEntryRead(BaseModel):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,24 +22,21 @@ from flowmem.access import Principal
 from flowmem.api.deps import CALLER, Caller
 from flowmem.api.fast.route import (
     TARGET_OPENAPI,
-    DirectRoute,
     MemoryCall,
     Target,
-    memory_call,
     refused_response,
     scope_context,
 )
 from flowmem.api.models import REFUSED, WriteResult
 from flowmem.api.query import KnownQueryRoute
-from flowmem.api.routes.common import BODY_ERRORS, scoped
+from flowmem.api.routes.common import BODY_ERRORS, CALL, scoped, scoped_router
 from flowmem.api.services import Services
 from flowmem.limits import SEARCH_LIMIT, SEARCH_OFFSET, VECTOR_DIMS, VECTORS_PER_RECORD
 from flowmem.scope import NAME_MAX, SCOPES, Refusal
 from flowmem.service import vector_records
 
-writes = APIRouter(prefix="/v1", tags=["memory"], route_class=DirectRoute)
+writes = scoped_router()
 searches = APIRouter(prefix="/v1/search", tags=["memory"], route_class=KnownQueryRoute)
-CALL = Depends(memory_call)
 
 
 def _scope_id() -> Any:
