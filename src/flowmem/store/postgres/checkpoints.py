@@ -40,7 +40,7 @@ from flowmem.store.checkpoints.sql import SqlCheckpoints, cp_params, write_state
 from flowmem.store.editor import SqlBufferEditor, SqlRunner
 from flowmem.store.engine import SqlEngine
 from flowmem.store.known import FORESEEABLE, Unforeseen
-from flowmem.store.postgres.pipeline import Pipeline, in_transaction
+from flowmem.store.postgres.pipeline import GuardFailed, Pipeline, roll_back
 from flowmem.store.postgres.queries import GUARDS, SQL
 from flowmem.store.repairs.sql import SqlRepairs
 from flowmem.store.rows import ensure_form, guard_form
@@ -157,10 +157,6 @@ class Remembered:
             self._threads.pop((thread_id, ns), None)
 
 
-class _GuardFailed(Exception):
-    """The guard did not hold: nothing was written; the store says why after the rollback."""
-
-
 class _Queued:
     """An ``Asked`` read queued in the pipeline: its rows once answered."""
 
@@ -211,7 +207,7 @@ class PipelineBatch:
     def checked(self) -> None:
         """Wait for the guard's answer (and every read queued before it); raise unless it held."""
         if self._guard is not None and not self.db.has_rows(self._guard):
-            raise _GuardFailed
+            raise GuardFailed
 
     def record_repairs(self, buffer_id: int, repairs: Sequence[Repair]) -> None:
         """Queue the repair log's entries (``repairs_add`` and ``repairs_counted``, decision 0135)."""
@@ -285,8 +281,7 @@ class PostgresCheckpoints(SqlCheckpoints):
                 return False  # nothing was sent that commits: the pipeline rolled back
             except BaseException:
                 self.remembered.forget(cp.thread_id, cp.ns)
-                if in_transaction(conn):
-                    conn.execute(SQL["rollback"])
+                roll_back(conn)
                 raise
         if db.result(verdict) != [("true",)]:  # nothing was written
             self.remembered.forget(cp.thread_id, cp.ns)
@@ -357,9 +352,8 @@ class PostgresCheckpoints(SqlCheckpoints):
                 if batch.left is not None:
                     self.remembered.remember(*batch.left)
             except BaseException as exc:
-                if in_transaction(conn):
-                    conn.execute(SQL["rollback"])
-                if isinstance(exc, _GuardFailed):
+                roll_back(conn)
+                if isinstance(exc, GuardFailed):
                     raise self.guard_error(conn, guard) from None
                 raise
 
@@ -384,8 +378,7 @@ class PostgresCheckpoints(SqlCheckpoints):
                         db.send(f"{name}?", params)
                     db.finish()
             except BaseException:
-                if in_transaction(conn):
-                    conn.execute(SQL["rollback"])
+                roll_back(conn)
                 raise
             if db.result(verdict) != [("true",)]:  # nothing was written
                 raise self.guard_error(conn, guard)

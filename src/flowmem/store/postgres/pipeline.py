@@ -304,6 +304,16 @@ def in_transaction(conn: psycopg.Connection[Any]) -> bool:
     return conn.info.transaction_status != TransactionStatus.IDLE
 
 
+def roll_back(conn: psycopg.Connection[Any]) -> None:
+    """End the transaction a failed write left ``conn`` in, if it left one (open or aborted)."""
+    if in_transaction(conn):
+        conn.execute("ROLLBACK")
+
+
+class GuardFailed(Exception):
+    """A write's guard did not hold: nothing was written; its error is found after the rollback."""
+
+
 _NUMBERED: dict[str, bytes] = {}
 _NUMBERS: dict[str, int] = {}  # statement -> its number in prepared names (this process)
 _COUNT = itertools.count()

@@ -58,7 +58,7 @@ from flowmem.store.postgres.connect import (
     safe_url,
 )
 from flowmem.store.postgres.facts import asked_of, known_of, seeded_editor
-from flowmem.store.postgres.pipeline import QUOTAS, Pipeline, in_transaction
+from flowmem.store.postgres.pipeline import QUOTAS, GuardFailed, Pipeline, roll_back
 from flowmem.store.postgres.queries import SQL
 from flowmem.store.postgres.reads import PostgresReads
 from flowmem.store.postgres.schema import MIGRATION_LOCK, MIGRATIONS
@@ -337,8 +337,7 @@ class PostgresStore(PostgresReads):
                         raise self._guard_error(conn, guard)
                     conn.execute(SQL["commit"])
             except BaseException:
-                if in_transaction(conn):
-                    conn.execute(SQL["rollback"])
+                roll_back(conn)
                 raise
 
     def _pipelined(
@@ -386,9 +385,8 @@ class PostgresStore(PostgresReads):
                     outcome = replace(outcome, rows=load_rows(db.result(whole)))
             return outcome
         except BaseException as exc:
-            if in_transaction(conn):
-                conn.execute(SQL["rollback"])
-            if isinstance(exc, _GuardFailed):
+            roll_back(conn)
+            if isinstance(exc, GuardFailed):
                 raise self._guard_error(conn, guard) from None
             raise
 
@@ -450,8 +448,7 @@ class PostgresStore(PostgresReads):
                 self._known.remember(address, None)
         except BaseException:
             self._known.remember(address, None)
-            if in_transaction(conn):
-                conn.execute(SQL["rollback"])
+            roll_back(conn)
             raise
         return None
 
@@ -517,7 +514,7 @@ def _locked_facts(
     """The append's first round trip: a claimed session, the lock, then the facts (or None: no header).
 
     A claimed session (decision 0032) is created before the lock; a guarded append's
-    guard is checked by the facts query, under the locks (decision 0127): _GuardFailed
+    guard is checked by the facts query, under the locks (decision 0127): GuardFailed
     when it did not hold.
     """
     kind, checks = guard_form(guard)
@@ -534,7 +531,7 @@ def _locked_facts(
         return found[0] if found else None
     guarded = db.result(db.send(f"{name}@{kind}", (*checks, *params)))
     if not guarded[0][0]:
-        raise _GuardFailed
+        raise GuardFailed
     return guarded[0][1:] if guarded[0][1] is not None else None
 
 
@@ -552,10 +549,6 @@ def _send_key(
     key = (idempotency.owner, idempotency.key, idempotency.fingerprint, status, body)
     db.send("idem_insert", (*key, idempotency.expires_at))
     return outcome, whole
-
-
-class _GuardFailed(Exception):
-    """The append's guard did not hold (its error is found after the rollback)."""
 
 
 if TYPE_CHECKING:
