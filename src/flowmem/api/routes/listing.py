@@ -21,7 +21,7 @@ from flowmem.api.query import KnownQueryRoute
 from flowmem.api.routes.common import clamp_limit, query_text, scoped
 from flowmem.api.services import Services
 from flowmem.scope import NAME_MAX, SCOPES, Refusal
-from flowmem.store.listing import listing_of
+from flowmem.store.listing import ListPage, listing_of
 from flowmem.store.listing.records import successor
 
 router = APIRouter(prefix="/v1/memory", tags=["memory"], route_class=KnownQueryRoute)
@@ -60,7 +60,7 @@ def list_keys(
         return {"data": [], "next_start": None, "resolved_scope_id": "", "refused": resolved.code}
     now = float(services.memory.clock())
     found = listing_of(services.store).list_records(
-        target.scope, resolved, prefix, now, max(start, prefix), limit + 1, values=False
+        ListPage(target.scope, resolved, prefix, now, max(start, prefix), limit + 1, values=False)
     )
     page = found[:limit]
     return {

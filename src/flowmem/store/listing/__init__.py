@@ -33,6 +33,7 @@ from flowmem.store.base import Address, Store
 from flowmem.store.listing.records import (
     LIST_BATCH,
     ListedRecord,
+    ListPage,
     RecordListing,
     prefix_end,
     successor,
@@ -90,7 +91,8 @@ def list_records(
     end = prefix_end(prefix)
     if count == 0 or (end is not None and lower >= end):
         return []
-    return listing_of(store).list_records(scope, scope_id, prefix, float(now), lower, count, values)
+    page = ListPage(scope, scope_id, prefix, float(now), lower, count, values)
+    return listing_of(store).list_records(page)
 
 
 def iter_records(
@@ -132,6 +134,7 @@ def touch_record(store: Store, address: Address, text: str, expires_at: float, n
 
 __all__ = [
     "LIST_BATCH",
+    "ListPage",
     "ListedRecord",
     "RecordListing",
     "iter_records",

@@ -34,21 +34,29 @@ class ListedRecord:
         return stored_json(self.text)
 
 
+@dataclass(frozen=True)
+class ListPage:
+    """What one page of a listing reads: the live records of ``(scope, scope_id)`` at ``now``.
+
+    Those whose key starts with ``prefix`` and is >= ``start``, in key order, at most
+    ``limit`` of them; ``values=False`` reads keys only (``ListedRecord.text`` None).
+    """
+
+    scope: str
+    scope_id: str
+    prefix: str
+    now: float
+    start: str
+    limit: int
+    values: bool
+
+
 @runtime_checkable
 class RecordListing(Protocol):
     """A capability: list one scope id's live records by key prefix, and refresh an expiry."""
 
-    def list_records(
-        self,
-        scope: str,
-        scope_id: str,
-        prefix: str,
-        now: float,
-        start: str,
-        limit: int,
-        values: bool,
-    ) -> list[ListedRecord]:
-        """At most ``limit`` live records with key >= ``start`` starting with ``prefix``, in key order."""
+    def list_records(self, page: ListPage) -> list[ListedRecord]:
+        """The records ``page`` asks for: at most its ``limit``, in key order."""
         ...
 
     def touch_record(self, address: Address, text: str, expires_at: float, now: float) -> bool:

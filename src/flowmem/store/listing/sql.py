@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from flowmem.store.base import Address
 from flowmem.store.engine import SqlEngine
-from flowmem.store.listing.records import ListedRecord, prefix_end
+from flowmem.store.listing.records import ListedRecord, ListPage, prefix_end
 
 
 class SqlListing:
@@ -32,23 +32,12 @@ class SqlListing:
         """The text of the named statement for this store."""
         return self.SQL[name]
 
-    def list_records(
-        self,
-        scope: str,
-        scope_id: str,
-        prefix: str,
-        now: float,
-        start: str,
-        limit: int,
-        values: bool,
-    ) -> list[ListedRecord]:
-        """At most ``limit`` live records with key >= ``start`` starting with ``prefix``, in key order."""
-        end = prefix_end(prefix)
-        params: tuple[object, ...]
-        if end is None:
-            name, params = "list_open", (values, scope, scope_id, start, now, limit)
-        else:
-            name, params = "list", (values, scope, scope_id, start, end, now, limit)
+    def list_records(self, page: ListPage) -> list[ListedRecord]:
+        """The records ``page`` asks for: at most its ``limit``, in key order."""
+        end = prefix_end(page.prefix)
+        bounds = (page.start,) if end is None else (page.start, end)
+        name = "list_open" if end is None else "list"
+        params = (page.values, page.scope, page.scope_id, *bounds, page.now, page.limit)
         sql = self.statement(name)
         with self.store.connection() as conn:
             rows = conn.execute(sql, params).fetchall()
