@@ -34,10 +34,11 @@ from flowmem.store.rows import (
     stored_json,
 )
 from flowmem.store.sqlengine import SqlEngineBase
-from flowmem.store.transcripts import SEQ_MAX, TranscriptPages
+
+SEQ_MAX = 9223372036854775807  # the largest transcript sequence number (64-bit)
 
 
-class SqlSessions(SqlEngineBase[C], TranscriptPages):
+class SqlSessions(SqlEngineBase[C]):
     """Sessions, transcripts and erasure, common to the SQL backends."""
 
     # --- sessions ---------------------------------------------------------------------------
@@ -180,10 +181,18 @@ class SqlSessions(SqlEngineBase[C], TranscriptPages):
         seq = self._write(work)
         return TranscriptMessage(session_id, seq, stored_json(body))
 
-    def _transcript_page(
-        self, session_id: str, low: int, high: int, limit: int, newest_first: bool
+    def list_transcript(
+        self,
+        session_id: str,
+        since: int | None = None,
+        before: int | None = None,
+        limit: int = 20,
+        newest_first: bool = False,
     ) -> tuple[list[TranscriptMessage], bool]:
-        """A page of transcript rows (``TranscriptPages.list_transcript``): one statement."""
+        """A page of transcript rows numbered above ``since`` and below ``before``, and whether more exist: one statement."""
+        check_page(limit)
+        low = -1 if since is None else since
+        high = SEQ_MAX if before is None else before
         name = "transcript_page_desc" if newest_first else "transcript_page_asc"
         with self._connection() as conn:
             rows = conn.execute(self.SQL[name], (session_id, low, high, limit + 1)).fetchall()
