@@ -1,7 +1,9 @@
 """Write flowmem's sync client from its async one: ``client/sync.py`` from ``client/aio.py``.
 
-Each pair of ``PAIRS`` is generated the same way (``sync_compaction.py`` from
-``aio_compaction.py``, the compaction calls both clients inherit).
+Little is left to generate: the methods are declared once for both clients
+(``client/methods.py``, ``client/memory_methods.py``) and what a request, a retry or an
+operation of several calls is, is written once as steps (``client/steps.py``); ``aio.py``
+only performs those steps (sends, sleeps, awaits), and ``sync.py`` is that, not awaited.
 
     .venv/bin/python scripts/async_to_sync.py          # rewrite src/flowmem/client/sync.py
     .venv/bin/python scripts/async_to_sync.py --check  # exit 1 with the diff when it is stale
@@ -37,24 +39,14 @@ ROOT = Path(__file__).resolve().parent.parent
 CLIENT = ROOT / "src" / "flowmem" / "client"
 SOURCE = CLIENT / "aio.py"
 TARGET = CLIENT / "sync.py"
-PAIRS = (
-    (SOURCE, TARGET),
-    (CLIENT / "aio_compaction.py", CLIENT / "sync_compaction.py"),
-    (CLIENT / "aio_vectors.py", CLIENT / "sync_vectors.py"),
-    (CLIENT / "aio_scoped.py", CLIENT / "sync_scoped.py"),
-)
+PAIRS = ((SOURCE, TARGET),)
 COMMAND = "python scripts/async_to_sync.py"
 
 # async spelling -> sync spelling (in httpx, collections.abc, flowmem.memory and ours)
 NAMES = {
     "AsyncBaseTransport": "BaseTransport",
+    "AsyncBase": "SyncBase",
     "AsyncClient": "Client",
-    "AsyncCompactionCalls": "CompactionCalls",
-    "aio_compaction": "sync_compaction",
-    "AsyncVectorCalls": "VectorCalls",
-    "aio_vectors": "sync_vectors",
-    "AsyncScopedCalls": "ScopedCalls",
-    "aio_scoped": "sync_scoped",
     "AsyncIterator": "Iterator",
     "AsyncMemory": "Memory",
     "__aenter__": "__enter__",

@@ -35,15 +35,17 @@ def test_each_sync_module_is_what_its_async_module_generates(source: Path, targe
     assert diff == "", f"{target.name} is stale: run `{generator.COMMAND}`\n{diff}"
 
 
-def test_the_compaction_calls_are_generated_and_inherited_by_both_clients() -> None:
+def test_the_methods_are_declared_once_and_inherited_by_both_clients() -> None:
     from flowmem.client.aio import AsyncClient
-    from flowmem.client.aio_compaction import AsyncCompactionCalls
+    from flowmem.client.memory_methods import MemoryMethods
+    from flowmem.client.methods import ApiMethods
     from flowmem.client.sync import Client
-    from flowmem.client.sync_compaction import CompactionCalls
 
-    assert issubclass(AsyncClient, AsyncCompactionCalls) and issubclass(Client, CompactionCalls)
-    head = (generator.CLIENT / "sync_compaction.py").read_text(encoding="utf-8").splitlines()[0]
-    assert "Generated from src/flowmem/client/aio_compaction.py" in head
+    for declared in (ApiMethods, MemoryMethods):
+        assert issubclass(AsyncClient, declared) and issubclass(Client, declared)
+    generated = (generator.CLIENT / "sync.py").read_text(encoding="utf-8")
+    assert "def compact(" not in generated and "def append_buffer(" not in generated
+    assert [source.name for source, _ in generator.PAIRS] == ["aio.py"]
 
 
 def test_the_generated_file_says_it_is_generated_and_how_to_regenerate_it() -> None:
@@ -55,10 +57,10 @@ def test_the_generated_file_says_it_is_generated_and_how_to_regenerate_it() -> N
 def test_a_hand_edit_of_sync_py_fails_the_check_with_the_diff(tmp_path: Path) -> None:
     expected = generator.generate()
     edited = tmp_path / "sync.py"
-    edited.write_text(expected.replace("time.sleep(wait)", "time.sleep(wait * 2)", 1))
+    edited.write_text(expected.replace("time.sleep(step.seconds)", "time.sleep(step.seconds * 2)", 1))
     diff = generator.stale(expected, edited)
-    assert "-                time.sleep(wait * 2)" in diff
-    assert "+                time.sleep(wait)" in diff
+    assert "-            time.sleep(step.seconds * 2)" in diff
+    assert "+            time.sleep(step.seconds)" in diff
     edited.write_text(expected)
     assert generator.stale(expected, edited) == ""
 

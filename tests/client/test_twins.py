@@ -1,7 +1,8 @@
 """``Client`` and ``AsyncClient`` are twins: method by method the same, but for ``await`` (issue 25).
 
-The sync client is generated from the async one (scripts/async_to_sync.py, checked by
-tests/client/test_sync.py); this test still compares them as classes: the
+Their methods are declared once (``client/methods.py``, ``client/memory_methods.py``)
+and the rest of the sync client is generated from the async one (scripts/async_to_sync.py,
+checked by tests/client/test_sync.py); this test still compares them as classes: the
 same public methods with the same signatures, and, once ``async``/``await`` and the
 iterator types are folded, the same body, but for the few methods whose I/O differs
 by nature (listed in ``DIFFERENT`` with the reason).
@@ -24,8 +25,6 @@ DIFFERENT = {
     "close": "closes its own kind of httpx client",
     "iter_sessions": "a generator or an async generator",
     "iter_messages": "a generator or an async generator",
-    "call": "sleeps between retries with time.sleep or asyncio.sleep",
-    "compact": "awaits a summarizer that returns an awaitable",
 }
 _ASYNC_SPELLINGS = {"__aenter__": "__enter__", "__aexit__": "__exit__"}
 _ASYNC_NAMES = {
@@ -37,11 +36,11 @@ _ASYNC_NAMES = {
 
 
 def _members(cls: type) -> dict[str, object]:
-    """The class's own members and those of its flowmem bases (the compaction calls' mixin)."""
+    """The class's own members and those of its flowmem bases (the declared methods), as read on it."""
     found: dict[str, object] = {}
     for klass in reversed(cls.__mro__):
         if klass.__module__.startswith("flowmem.client."):
-            found.update(vars(klass))
+            found.update({name: getattr(cls, name) for name in vars(klass)})
     return found
 
 

@@ -130,6 +130,16 @@ def settings(
     )
 
 
+def http_options(settings: Settings) -> dict[str, Any]:
+    """The keywords an ``httpx.Client`` or ``httpx.AsyncClient`` is made with for ``settings``."""
+    return {
+        "base_url": settings.base_url,
+        "headers": settings.headers,
+        "timeout": settings.timeout,
+        "limits": settings.limits,
+    }
+
+
 @dataclass(frozen=True)
 class Request:
     """One logical request, the same on every attempt (its idempotency key included)."""
@@ -139,6 +149,12 @@ class Request:
     params: dict[str, str]
     headers: dict[str, str]
     content: bytes | None
+
+    def built(self, http: httpx.Client | httpx.AsyncClient) -> httpx.Request:
+        """The httpx request ``http`` sends for this one (its base URL, headers and timeout applied)."""
+        return http.build_request(
+            self.method, self.path, params=self.params, headers=self.headers, content=self.content
+        )
 
 
 def request_of(call: Call[Any], idempotency_key: str | None = None) -> Request:
@@ -308,6 +324,7 @@ __all__ = [
     "Request",
     "Settings",
     "explained",
+    "http_options",
     "read_answer",
     "request_of",
     "settings",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Generic, TypedDict, TypeVar
 from urllib.parse import quote
 
@@ -59,11 +59,22 @@ class Call(Generic[T]):
     params: dict[str, Any] = field(default_factory=dict)
     body: Any = None
     has_body: bool = False
+    idempotency_key: str | None = None
+    """The caller's ``Idempotency-Key`` for a write; None: a fresh random one."""
 
     @property
     def is_write(self) -> bool:
         """True for a request that changes something (it carries an ``Idempotency-Key``)."""
         return self.method in WRITE_METHODS
+
+    def keyed(self, idempotency_key: str | None) -> Call[T]:
+        """This call sent with ``idempotency_key`` (itself when None)."""
+        return self if idempotency_key is None else replace(self, idempotency_key=idempotency_key)
+
+    def then(self, convert: Callable[[T], R]) -> Call[R]:
+        """This call with its answer read, then passed through ``convert``."""
+        parse = self.parse
+        return replace(self, parse=lambda data: convert(parse(data)))  # type: ignore[arg-type, return-value]
 
     def query(self) -> dict[str, str]:
         """The query parameters that are set, as text (booleans as ``true``/``false``)."""
