@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Body, Path, Query, Response
@@ -44,6 +45,12 @@ SessionId = Path(
 )
 MESSAGE_BODY = Body(description="The replacement message (role, content…).")
 Seq = Path(ge=1, le=2**62, description="The message's sequence number in its session.")
+
+
+def session_write(*statuses: int, **declared: Any) -> dict[str, Any]:
+    """The declaration of a keyed write to one session: its errors (the token's, the access rules',
+    404, 409 and ``statuses``), the ``Idempotency-Key`` header (``OPENAPI``) and the ``declared`` rest."""
+    return {"responses": errors(*AUTH_ERRORS, 403, 404, 409, *statuses), "openapi_extra": OPENAPI, **declared}
 
 
 @router.post(
@@ -130,12 +137,7 @@ async def get_session(
     return await caller.in_store_thread(_detail, services.sessions, session_id)
 
 
-@router.delete(
-    "/{session_id}",
-    status_code=204,
-    responses=errors(*AUTH_ERRORS, 403, 404, 409, 422),
-    openapi_extra=OPENAPI,
-)
+@router.delete("/{session_id}", **session_write(422, status_code=204))
 async def delete_session(
     session_id: str = SessionId,
     caller: Caller = CALLER,
@@ -218,48 +220,37 @@ async def send_turn(
     return result
 
 
-@router.post(
-    "/{session_id}/stop",
-    response_model=StopResult,
-    responses=errors(*AUTH_ERRORS, 403, 404, 409, 422),
-    openapi_extra=OPENAPI,
+DriveAction = Callable[[SessionService, Principal, str], dict[str, Any]]
+
+
+def _drive_route(action: str, method: DriveAction, model: type, doc: str) -> None:
+    """Declare ``POST /{session_id}/{action}``: a drive action with no body, ``method`` of the session service."""
+
+    async def endpoint(session_id: str = SessionId, caller: Caller = CALLER) -> dict[str, Any] | Response:
+        sessions = caller.services.sessions
+        done: dict[str, Any] | Response = await claimed_once(caller, lambda p: method(sessions, p, session_id))
+        return done
+
+    endpoint.__doc__ = doc  # the operation's description
+    # the operation's id and summary are made from its name
+    declared = session_write(422, name=f"{action}_session", response_model=model)
+    router.add_api_route(f"/{{session_id}}/{action}", endpoint, methods=["POST"], **declared)
+
+
+DRIVE_ROUTES: tuple[tuple[str, DriveAction, type, str], ...] = (
+    ("stop", SessionService.stop, StopResult, "Stop the running turn (a drive action)."),
+    (
+        "reset",
+        SessionService.reset,
+        ResetResult,
+        "Clear the session's conversation buffer (a drive action); the transcript stays.",
+    ),
 )
-async def stop_session(
-    session_id: str = SessionId,
-    caller: Caller = CALLER,
-) -> dict[str, Any] | Response:
-    """Stop the running turn (a drive action)."""
-    services = caller.services
-    stopped: dict[str, Any] | Response = await claimed_once(
-        caller, lambda p: services.sessions.stop(p, session_id)
-    )
-    return stopped
+for _route in DRIVE_ROUTES:
+    _drive_route(*_route)
 
 
-@router.post(
-    "/{session_id}/reset",
-    response_model=ResetResult,
-    responses=errors(*AUTH_ERRORS, 403, 404, 409, 422),
-    openapi_extra=OPENAPI,
-)
-async def reset_session(
-    session_id: str = SessionId,
-    caller: Caller = CALLER,
-) -> dict[str, Any] | Response:
-    """Clear the session's conversation buffer (a drive action); the transcript stays."""
-    services = caller.services
-    reset: dict[str, Any] | Response = await claimed_once(
-        caller, lambda p: services.sessions.reset(p, session_id)
-    )
-    return reset
-
-
-@router.patch(
-    "/{session_id}/messages/{seq}",
-    response_model=TranscriptRow,
-    responses=errors(*AUTH_ERRORS, 403, 404, 409, *BODY_ERRORS),
-    openapi_extra=OPENAPI,
-)
+@router.patch("/{session_id}/messages/{seq}", **session_write(*BODY_ERRORS, response_model=TranscriptRow))
 async def edit_message(
     session_id: str = SessionId,
     seq: int = Seq,
@@ -276,12 +267,7 @@ async def edit_message(
     return edited
 
 
-@router.delete(
-    "/{session_id}/messages/{seq}",
-    status_code=204,
-    responses=errors(*AUTH_ERRORS, 403, 404, 409, 422),
-    openapi_extra=OPENAPI,
-)
+@router.delete("/{session_id}/messages/{seq}", **session_write(422, status_code=204))
 async def delete_message(
     session_id: str = SessionId,
     seq: int = Seq,
