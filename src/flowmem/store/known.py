@@ -94,11 +94,11 @@ class KnownBuffers:
             self._known[address] = known
 
 
-class _Recorder:
-    """A ``SqlRunner`` that answers no question and records the writes."""
+class Unasked:
+    """The questions of a ``SqlRunner`` on remembered facts: none is foreseen (``Unforeseen``).
 
-    def __init__(self) -> None:
-        self.writes: list[tuple[str, Sequence[Any]]] = []
+    A subclass says what becomes of the writes (its ``run``).
+    """
 
     def one(self, name: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
         """No question is foreseen."""
@@ -107,6 +107,13 @@ class _Recorder:
     def all(self, name: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         """No question is foreseen."""
         raise Unforeseen(name)
+
+
+class _Recorder(Unasked):
+    """A ``SqlRunner`` that answers no question and records the writes."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[str, Sequence[Any]]] = []
 
     def run(self, name: str, params: Sequence[Any]) -> None:
         """Record a foreseeable write; refuse any other."""
@@ -164,6 +171,7 @@ __all__ = [
     "Foreseen",
     "Known",
     "KnownBuffers",
+    "Unasked",
     "Unforeseen",
     "foresee",
 ]

@@ -39,7 +39,7 @@ from flowmem.store.checkpoints.batch import Asked, Batch, Header
 from flowmem.store.checkpoints.sql import SqlCheckpoints, cp_params, write_statement
 from flowmem.store.editor import SqlBufferEditor, SqlRunner
 from flowmem.store.engine import SqlEngine
-from flowmem.store.known import FORESEEABLE, Unforeseen
+from flowmem.store.known import FORESEEABLE, Unasked, Unforeseen
 from flowmem.store.postgres.pipeline import GuardFailed, Pipeline, roll_back
 from flowmem.store.postgres.queries import GUARDS, SQL
 from flowmem.store.repairs.sql import SqlRepairs
@@ -107,19 +107,11 @@ STATEMENTS: dict[str, str] = {
 }
 
 
-class _Foreseen:
+class _Foreseen(Unasked):
     """The editor's runner on remembered facts: each write's ``?`` variant, no question."""
 
     def __init__(self, db: Pipeline) -> None:
         self.db = db
-
-    def one(self, name: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
-        """A question: not on remembered facts."""
-        raise Unforeseen(name)
-
-    def all(self, name: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        """A question: not on remembered facts."""
-        raise Unforeseen(name)
 
     def run(self, name: str, params: Sequence[Any]) -> None:
         """Queue the write, run only if the verdict is true."""
