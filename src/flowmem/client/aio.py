@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
@@ -35,12 +34,9 @@ T = TypeVar("T")
 class AsyncClient(AsyncBase, ApiMethods, MemoryMethods):
     """A flowmem server's API; implements ``flowmem.memory.AsyncMemory``.
 
-    ``base_url`` defaults to ``$FLOWMEM_URL`` (else ``http://127.0.0.1:8765``) and
-    ``token`` to ``$FLOWMEM_TOKEN``. ``timeout`` bounds each attempt in seconds
-    (connecting at most 10 s); ``retry`` says which failures are tried again and how
-    long to wait (``RetryPolicy``; ``RetryPolicy.never()`` for none); one connection
-    pool of ``max_connections`` serves every call. ``transport`` replaces httpx's
-    (tests, proxies). Use it as a context manager (``async with``), or ``await close()`` it.
+    Made with ``binding.Base``'s arguments (``base_url``, ``token``, ``timeout``,
+    ``retry``, ``max_connections``, ``headers``, ``transport``). Use it as a context
+    manager (``async with``), or ``await close()`` it.
     """
 
     def _open(self, transport: httpx.AsyncBaseTransport | None) -> httpx.AsyncClient:
@@ -53,12 +49,7 @@ class AsyncClient(AsyncBase, ApiMethods, MemoryMethods):
     async def __aenter__(self) -> AsyncClient:
         return self
 
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *raised: object) -> None:
         await self.close()
 
     async def call(self, call: Call[T], *, idempotency_key: str | None = None) -> T:

@@ -130,14 +130,13 @@ def settings(
     )
 
 
+HTTP_OPTIONS = ("base_url", "headers", "timeout", "limits")
+"""The settings an ``httpx.Client`` or ``httpx.AsyncClient`` is made with, by their keyword."""
+
+
 def http_options(settings: Settings) -> dict[str, Any]:
     """The keywords an ``httpx.Client`` or ``httpx.AsyncClient`` is made with for ``settings``."""
-    return {
-        "base_url": settings.base_url,
-        "headers": settings.headers,
-        "timeout": settings.timeout,
-        "limits": settings.limits,
-    }
+    return {name: getattr(settings, name) for name in HTTP_OPTIONS}
 
 
 @dataclass(frozen=True)

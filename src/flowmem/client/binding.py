@@ -31,7 +31,15 @@ Http = TypeVar("Http")
 
 
 class Base(Generic[Transport, Http]):
-    """A client's settings, the user its token acts as (asked once) and its one connection pool."""
+    """A client's settings, the user its token acts as (asked once) and its one connection pool.
+
+    ``base_url`` defaults to ``$FLOWMEM_URL`` (else ``http://127.0.0.1:8765``) and
+    ``token`` to ``$FLOWMEM_TOKEN``. ``timeout`` bounds each attempt in seconds
+    (connecting at most 10 s); ``retry`` says which failures are tried again and how
+    long to wait (``RetryPolicy``; ``RetryPolicy.never()`` for none); one connection
+    pool of ``max_connections`` serves every call. ``transport`` replaces httpx's
+    (tests, proxies; an ``httpx.AsyncBaseTransport`` for ``AsyncClient``).
+    """
 
     settings: Settings
     _http: Http

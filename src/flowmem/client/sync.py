@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
@@ -25,12 +24,9 @@ T = TypeVar("T")
 class Client(SyncBase, ApiMethods, MemoryMethods):
     """A flowmem server's API; implements ``flowmem.memory.Memory``.
 
-    ``base_url`` defaults to ``$FLOWMEM_URL`` (else ``http://127.0.0.1:8765``) and
-    ``token`` to ``$FLOWMEM_TOKEN``. ``timeout`` bounds each attempt in seconds
-    (connecting at most 10 s); ``retry`` says which failures are tried again and how
-    long to wait (``RetryPolicy``; ``RetryPolicy.never()`` for none); one connection
-    pool of ``max_connections`` serves every call. ``transport`` replaces httpx's
-    (tests, proxies). Use it as a context manager (``with``), or ``close()`` it.
+    Made with ``binding.Base``'s arguments (``base_url``, ``token``, ``timeout``,
+    ``retry``, ``max_connections``, ``headers``, ``transport``). Use it as a context
+    manager (``with``), or ``close()`` it.
     """
 
     def _open(self, transport: httpx.BaseTransport | None) -> httpx.Client:
@@ -43,12 +39,7 @@ class Client(SyncBase, ApiMethods, MemoryMethods):
     def __enter__(self) -> Client:
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *raised: object) -> None:
         self.close()
 
     def call(self, call: Call[T], *, idempotency_key: str | None = None) -> T:
