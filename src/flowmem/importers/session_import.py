@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from flowmem.core import Message
 from flowmem.errors import CompactionStaleError, ScopeRefusedError
-from flowmem.results import BufferResult, CompactResult
+from flowmem.results import BufferResult, CompactResult, fields_of
 from flowmem.scope import ExecutionContext, Refusal
 from flowmem.store.base import SESSION_SCOPE
 
@@ -73,15 +73,7 @@ class ImportResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object ``flowmem import --json`` prints."""
-        return {
-            "session_id": self.session_id,
-            "key": self.key,
-            "lines_new": self.lines_new,
-            "rows_stored": self.rows_stored,
-            "compactions": self.compactions,
-            "count": self.count,
-            "skipped": dict(sorted(self.skipped.items())),
-        }
+        return {**fields_of(self), "skipped": dict(sorted(self.skipped.items()))}
 
 
 def stored_lines(rows: list[Message], source: str) -> set[str]:

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from flowmem.core import ROLES
 from flowmem.errors import ConfigurationError, FlowmemError, InvalidInputError, NodeError
+from flowmem.results import fields_of
 from flowmem.scope import SCOPES, ExecutionContext
 from flowmem.service import MAX_KEY_LENGTH, MemoryService
 
@@ -40,13 +41,7 @@ class Port:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the port as a plain dict (for a host engine's node catalogue)."""
-        return {
-            "name": self.name,
-            "type": self.type,
-            "required": self.required,
-            "default": self.default,
-            "description": self.description,
-        }
+        return {name: value for name, value in fields_of(self).items() if name != "nullable"}
 
 
 class Node:
