@@ -4,7 +4,9 @@
 in SQL; both dialects). The rest is SQLite's: the usage triggers of records and vectors,
 which migrations 23, 24 (``repairs/sqlite.py``) and 25 (``sqlite/reserved.py``) each
 rewrote with another measure of an owner's bytes (``bytes_used``) and, since 25, the
-statement that gives unused reservations back before the check (``give_back``).
+statement that gives unused reservations back before the check (``give_back``). And
+PostgreSQL's end of ``flowmem_buffer_grown``, which migrations 12 and 23
+(``repairs/postgres.py``) wrote with another growth (``pg_grown_end``).
 
 Released migrations are pinned by digest (``tests/store/test_migrations.py``): these
 functions give each migration its text byte for byte, its indentation included
@@ -59,6 +61,27 @@ _VECTORS_INSERT = """CREATE TRIGGER usage_vectors_insert AFTER INSERT ON record_
 END"""
 
 
+# flowmem_buffer_grown's end (PostgreSQL): the owner's first usage row, then the bytes quota
+# checked written out (flowmem_quota_check's test on the row just updated: no call per append)
+_PG_GROWN_END = """IF NOT FOUND THEN
+    used := flowmem_usage_add(NEW.owner, {grown}, 0, 0);
+END IF;
+IF {grew} THEN
+    quota_limit := NULLIF(current_setting('flowmem.quota_bytes', true), '')::BIGINT;
+    IF quota_limit > 0 AND used.bytes > quota_limit THEN
+        RAISE EXCEPTION 'flowmem_quota'
+            USING DETAIL = 'bytes ' || quota_limit, HINT = NEW.owner;
+    END IF;
+END IF;
+RETURN NULL;"""
+
+
+def _moved(template: str, pad: str) -> str:
+    """``template`` with every line after its first moved right by ``pad``."""
+    first, *rest = template.split("\n")
+    return "\n".join([first, *(pad + line for line in rest)])
+
+
 def bytes_used(summed: str, *, when_set: bool = False, u: str = "u") -> str:
     """An owner's bytes in SQL: ``{u}.bytes`` and ``summed`` over their buffers (``b``).
 
@@ -72,10 +95,8 @@ def bytes_used(summed: str, *, when_set: bool = False, u: str = "u") -> str:
 def _at(template: str, end: int, used: str, give_back: str, **values: str) -> str:
     """``template`` with its END at column ``end``, filled in (``give_back``: a statement or "")."""
     pad = " " * end
-    first, *rest = template.split("\n")
-    moved = "\n".join([first, *(pad + line for line in rest)])
     before = f"{give_back};\n{pad}    " if give_back else ""
-    return moved.format(bytes=used, give_back=before, **values)
+    return _moved(template, pad).format(bytes=used, give_back=before, **values)
 
 
 def record_insert(used: str | None, *, end: int = 4, give_back: str = "") -> str:
@@ -97,4 +118,19 @@ def vectors_insert(used: str, *, end: int = 4, give_back: str = "") -> str:
     return _at(_VECTORS_INSERT, end, used, give_back)
 
 
-__all__ = ["OWNER_OF", "bytes_used", "record_insert", "record_value", "vectors_insert"]
+def pg_grown_end(grown: str, grew: str, *, at: int) -> str:
+    """PostgreSQL's ``flowmem_buffer_grown`` from its usage row's update on: ``grown`` bytes, checked when ``grew``.
+
+    ``at``: the column its first line stands at in the migration.
+    """
+    return _moved(_PG_GROWN_END, " " * at).format(grown=grown, grew=grew)
+
+
+__all__ = [
+    "OWNER_OF",
+    "bytes_used",
+    "pg_grown_end",
+    "record_insert",
+    "record_value",
+    "vectors_insert",
+]

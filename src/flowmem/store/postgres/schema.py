@@ -7,7 +7,7 @@ own in its ``postgres.py``, and ``flowmem.store.migrations.collect`` joins them.
 from __future__ import annotations
 
 from flowmem.store.migrations import collect
-from flowmem.store.quotasql import OWNER_OF
+from flowmem.store.quotasql import OWNER_OF, pg_grown_end
 
 MIGRATION_LOCK = 0x666C6F776D656D  # advisory key serializing schema migrations ("flowmem")
 
@@ -143,7 +143,7 @@ _OWN: dict[int, tuple[str, ...]] = {
                 END IF;
                 RETURN used;
             END $$""",
-        """CREATE FUNCTION flowmem_buffer_grown() RETURNS trigger LANGUAGE plpgsql AS $$
+        f"""CREATE FUNCTION flowmem_buffer_grown() RETURNS trigger LANGUAGE plpgsql AS $$
             DECLARE used user_usage%ROWTYPE; quota_limit BIGINT;
             BEGIN
                 IF TG_OP = 'INSERT' THEN
@@ -154,17 +154,7 @@ _OWN: dict[int, tuple[str, ...]] = {
                 -- the append's own path, once per append: written out, no call
                 UPDATE user_usage SET bytes = bytes + (NEW.bytes - OLD.bytes)
                     WHERE user_id = NEW.owner RETURNING * INTO used;
-                IF NOT FOUND THEN
-                    used := flowmem_usage_add(NEW.owner, NEW.bytes - OLD.bytes, 0, 0);
-                END IF;
-                IF NEW.bytes > OLD.bytes THEN
-                    quota_limit := NULLIF(current_setting('flowmem.quota_bytes', true), '')::BIGINT;
-                    IF quota_limit > 0 AND used.bytes > quota_limit THEN
-                        RAISE EXCEPTION 'flowmem_quota'
-                            USING DETAIL = 'bytes ' || quota_limit, HINT = NEW.owner;
-                    END IF;
-                END IF;
-                RETURN NULL;
+                {pg_grown_end("NEW.bytes - OLD.bytes", "NEW.bytes > OLD.bytes", at=16)}
             END $$""",
         """CREATE FUNCTION flowmem_buffer_dropped() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN

@@ -18,6 +18,7 @@ rest.
 
 from __future__ import annotations
 
+from flowmem.store.quotasql import pg_grown_end
 from flowmem.store.repairs import KEPT
 from flowmem.store.repairs.statements import statements
 
@@ -65,7 +66,7 @@ IN_THE_HEADER: tuple[str, ...] = (
         FROM buffer_repairs AS r WHERE r.buffer_id = b2.id), 0) AS size FROM buffers AS b2) AS s
         WHERE b.id = s.id AND b.log_bytes <> s.size""",
     "DROP TRIGGER IF EXISTS buffer_repairs_uncount ON buffer_repairs",
-    """CREATE OR REPLACE FUNCTION flowmem_buffer_grown() RETURNS trigger LANGUAGE plpgsql AS $$
+    f"""CREATE OR REPLACE FUNCTION flowmem_buffer_grown() RETURNS trigger LANGUAGE plpgsql AS $$
         DECLARE used user_usage%ROWTYPE; quota_limit BIGINT; grown BIGINT;
         BEGIN
             IF TG_OP = 'INSERT' THEN
@@ -76,17 +77,7 @@ IN_THE_HEADER: tuple[str, ...] = (
             -- the append's own path, once per append: written out, no call
             grown := (NEW.bytes + NEW.log_bytes) - (OLD.bytes + OLD.log_bytes);
             UPDATE user_usage SET bytes = bytes + grown WHERE user_id = NEW.owner RETURNING * INTO used;
-            IF NOT FOUND THEN
-                used := flowmem_usage_add(NEW.owner, grown, 0, 0);
-            END IF;
-            IF grown > 0 THEN
-                quota_limit := NULLIF(current_setting('flowmem.quota_bytes', true), '')::BIGINT;
-                IF quota_limit > 0 AND used.bytes > quota_limit THEN
-                    RAISE EXCEPTION 'flowmem_quota'
-                        USING DETAIL = 'bytes ' || quota_limit, HINT = NEW.owner;
-                END IF;
-            END IF;
-            RETURN NULL;
+            {pg_grown_end("grown", "grown > 0", at=12)}
         END $$""",
     """CREATE OR REPLACE FUNCTION flowmem_buffer_dropped() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
