@@ -20,6 +20,15 @@ UNANSWERED = frozenset({"refusal", "replayed"})
 """The fields of a result its JSON answer does not hold: the refusal (answered as its code), the client's ``replayed``."""
 
 
+def replayed_field() -> bool:
+    """A write result's ``replayed``, not compared (``flowmem.client`` only).
+
+    True when the server answered a repeated ``Idempotency-Key`` with its first answer
+    (``Idempotent-Replayed``) and wrote nothing this time.
+    """
+    return field(default=False, compare=False)
+
+
 def fields_of(value: Any) -> dict[str, Any]:
     """A dataclass's fields by name, in their order, as they are (``dataclasses.asdict`` copies deeply)."""
     return {item.name: getattr(value, item.name) for item in fields(value)}
@@ -79,9 +88,7 @@ class WriteResult(Answered):
     resolved_scope_id: str = ""
     removed: int = 0
     refusal: Refusal | None = field(default=None, compare=False)
-    replayed: bool = field(default=False, compare=False)
-    """``flowmem.client`` only: the server answered a repeated ``Idempotency-Key`` with
-    its first answer (``Idempotent-Replayed``) and wrote nothing this time."""
+    replayed: bool = replayed_field()
 
 
 @dataclass(frozen=True)
@@ -122,9 +129,7 @@ class BufferResult(Refusable):
     appended_any: bool = False
     resolved_scope_id: str = ""
     refusal: Refusal | None = field(default=None, compare=False)
-    replayed: bool = field(default=False, compare=False)
-    """``flowmem.client`` only: the server answered a repeated ``Idempotency-Key`` with
-    its first answer (``Idempotent-Replayed``) and wrote nothing this time."""
+    replayed: bool = replayed_field()
     window: TokenWindow | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -206,9 +211,7 @@ class PopResult(Answered):
     resolved_scope_id: str = ""
     removed: int = 0
     refusal: Refusal | None = field(default=None, compare=False)
-    replayed: bool = field(default=False, compare=False)
-    """``flowmem.client`` only: the server answered a repeated ``Idempotency-Key`` with
-    its first answer (``Idempotent-Replayed``) and wrote nothing this time."""
+    replayed: bool = replayed_field()
 
 
 @dataclass(frozen=True)
