@@ -39,7 +39,7 @@ import numpy as np
 
 from flowmem.store import Address, open_store
 from flowmem.store.listing import successor
-from flowmem.store.vectors import Search, Space, Vector
+from flowmem.store.vectors import Nearest, Search, Space, Vector
 from flowmem.store.vectors.pgvector import AnnIndex, PgVectors
 from flowmem.store.vectors.scoring import Ranking
 from flowmem.store.vectors.sql import SqlVectors
@@ -181,7 +181,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="flowmem-bench-vec-"))
     try:
         def snapshot(vectors: SqlVectors, q: np.ndarray) -> list[str]:  # decision 0130's cache, not pgvector
-            found = SqlVectors.nearest(vectors, Search("user", "u1", "", 0.0, COLLECTION, space), q.tolist(), "cosine", keep=KEEP)
+            found = SqlVectors.nearest(vectors, Search("user", "u1", "", 0.0, COLLECTION, space), Nearest(q.tolist(), "cosine", keep=KEEP))
             return exact_scan(vectors, space, q) if found is None else [key for key, _, _ in found[0]]
 
         sqlite_store = open_store(f"sqlite:///{work}/vectors.db")
@@ -214,11 +214,11 @@ def main() -> None:
                 conn.execute("VACUUM ANALYZE")
             ann = AnnIndex()
             start = time.perf_counter()
-            pv.nearest(Search("user", "u1", "", 0.0, COLLECTION, space), queries[0].tolist(), "cosine", keep=KEEP, ann=ann)
+            pv.nearest(Search("user", "u1", "", 0.0, COLLECTION, space), Nearest(queries[0].tolist(), "cosine", keep=KEEP, ann=ann))
             result["hnsw_build_s"] = time.perf_counter() - start
 
             def nearest(q: np.ndarray, index: AnnIndex | None) -> list[str]:
-                found = pv.nearest(Search("user", "u1", "", 0.0, COLLECTION, space), q.tolist(), "cosine", keep=KEEP, ann=index)
+                found = pv.nearest(Search("user", "u1", "", 0.0, COLLECTION, space), Nearest(q.tolist(), "cosine", keep=KEEP, ann=index))
                 assert found is not None
                 return [key for key, _, _ in found[0]]
 

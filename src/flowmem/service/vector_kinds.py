@@ -15,7 +15,7 @@ from flowmem.scope import check_scope
 from flowmem.service.checks import check_prefixed, check_record, check_ttl, checked_address
 from flowmem.store.base import SESSION_SCOPE, Address
 from flowmem.store.rows import to_json
-from flowmem.store.vectors import ScanRow, Search, Space, SupportsVectors, Vector
+from flowmem.store.vectors import Nearest, ScanRow, Search, Space, SupportsVectors, Vector
 from flowmem.store.vectorstores import vectors_of
 
 if TYPE_CHECKING:
@@ -79,6 +79,6 @@ def nearest_raw(
     if nearest is None:
         return None
     found: tuple[list[tuple[str, float, str | None]], int] | None = nearest(
-        checked, query, distance, keep=keep, accept=accept, ann=ann
+        checked, Nearest(query, distance, keep, accept, ann)
     )
     return found

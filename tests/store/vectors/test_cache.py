@@ -23,7 +23,7 @@ import pytest
 
 from flowmem.errors import ConfigurationError, EmbeddingSpaceError
 from flowmem.store import Address, Store, open_store
-from flowmem.store.vectors import Search, Space, Vector
+from flowmem.store.vectors import Nearest, Search, Space, Vector
 from flowmem.store.vectors.cache import Snapshot, SnapshotCache, limit_from_env
 from flowmem.store.vectors.cached import generation
 from flowmem.store.vectors.scoring import Ranking
@@ -93,7 +93,7 @@ def cached(
 ) -> list[Any]:
     """The cached scan's ranking (``SqlVectors.nearest``: this process's snapshot)."""
     found = SqlVectors.nearest(
-        sql(store), Search(SCOPE, SCOPE_ID, prefix, now, COLLECTION, SPACE), query, distance, keep=keep, accept=accept
+        sql(store), Search(SCOPE, SCOPE_ID, prefix, now, COLLECTION, SPACE), Nearest(query, distance, keep=keep, accept=accept)
     )
     assert found is not None
     return found[0]
@@ -176,7 +176,7 @@ def test_a_record_expires_out_of_a_kept_snapshot_at_search_time(store: Store) ->
     snapshots = sql(store).cache.held
     assert [k for k, _, _ in cached(store, [1.0] * 8, "inner_product", 5, now=100.0)] == ["b"]
     assert sql(store).cache.held == snapshots  # the same snapshot, not another load
-    found = SqlVectors.nearest(sql(store), Search(SCOPE, SCOPE_ID, "", 100.0, COLLECTION, SPACE), [1.0] * 8, "cosine", keep=5)
+    found = SqlVectors.nearest(sql(store), Search(SCOPE, SCOPE_ID, "", 100.0, COLLECTION, SPACE), Nearest([1.0] * 8, "cosine", keep=5))
     assert found is not None and found[1] == 1  # one record scored: the expired one is not
     assert [(k, round(score, 6), text) for k, score, text in found[0]] == [("b", 1.0, '"b"')]
 
@@ -212,7 +212,7 @@ def test_an_erased_user_s_snapshot_leaves_memory_at_the_next_search_of_any_scope
     cached(store, [1.0] * 8, "cosine", 1)
     assert vectors.cache.held > 0
     store.erase_user(SCOPE_ID)
-    SqlVectors.nearest(vectors, Search(SCOPE, "u2", "", 0.0, COLLECTION, SPACE), [1.0] * 8, "cosine", keep=1)
+    SqlVectors.nearest(vectors, Search(SCOPE, "u2", "", 0.0, COLLECTION, SPACE), Nearest([1.0] * 8, "cosine", keep=1))
     assert vectors.cache.held == 0  # u1's snapshot went; u2 has no vectors: nothing kept
 
 
@@ -221,11 +221,11 @@ def test_a_scope_past_the_bound_is_left_to_the_page_by_page_scan(store: Store) -
         put(store, f"k{n:02d}", [float(n)] * 8)
     vectors = sql(store)
     vectors.cache = SnapshotCache(20 * 32)  # the vectors alone fill it: no room for their keys
-    args = (Search(SCOPE, SCOPE_ID, "", 0.0, COLLECTION, SPACE), [1.0] * 8, "inner_product")
-    assert SqlVectors.nearest(vectors, *args, keep=3) is None
+    args = (Search(SCOPE, SCOPE_ID, "", 0.0, COLLECTION, SPACE), Nearest([1.0] * 8, "inner_product", keep=3))
+    assert SqlVectors.nearest(vectors, *args) is None
     assert vectors.cache.held == 0
     vectors.cache = SnapshotCache(0)  # FLOWMEM_VECTOR_CACHE_MB=0: no cache
-    assert SqlVectors.nearest(vectors, *args, keep=3) is None
+    assert SqlVectors.nearest(vectors, *args) is None
     vectors.cache = SnapshotCache(2**20)
     assert [k for k, _, _ in cached(store, [1.0] * 8, "inner_product", 3)] == ["k19", "k18", "k17"]
     assert 0 < vectors.cache.held <= 2**20
@@ -236,7 +236,7 @@ def test_a_search_in_another_space_is_refused_from_the_cache_too(store: Store) -
     cached(store, [1.0] * 8, "cosine", 1)
     with pytest.raises(EmbeddingSpaceError) as raised:
         SqlVectors.nearest(
-            sql(store), Search(SCOPE, SCOPE_ID, "", 0.0, COLLECTION, Space("other", 8)), [1.0] * 8, "cosine", keep=1
+            sql(store), Search(SCOPE, SCOPE_ID, "", 0.0, COLLECTION, Space("other", 8)), Nearest([1.0] * 8, "cosine", keep=1)
         )
     assert "cache-test" in str(raised.value) and "other" in str(raised.value)
 

@@ -20,7 +20,7 @@ import pytest
 from flowmem.errors import ConfigurationError, EmbeddingSpaceError
 from flowmem.store import Address, Store, open_store
 from flowmem.store.listing import successor
-from flowmem.store.vectors import Search, Space, Vector
+from flowmem.store.vectors import Nearest, Search, Space, Vector
 from flowmem.store.vectors.cache import SnapshotCache
 from flowmem.store.vectors.pgvector import TABLE, AnnIndex, PgVectors, copy_row, literal, ranked_sql
 from flowmem.store.vectors.scoring import Ranking
@@ -98,7 +98,7 @@ def test_nearest_ranks_as_the_exact_scan_for_each_distance(store: Store, distanc
     put(store, "twin-b", [1.0] * SPACE.dims)  # a tie: key order
     for query in (randvec(rng), [1.0] * SPACE.dims, [0.0] * SPACE.dims):
         for keep in (1, 5, 100):
-            got = pg(store).nearest(Search("user", "u1", "", 0.0, COLLECTION, SPACE), query, distance, keep=keep)
+            got = pg(store).nearest(Search("user", "u1", "", 0.0, COLLECTION, SPACE), Nearest(query, distance, keep=keep))
             assert got is not None
             assert_same(got[0], exact(store, query, distance, keep))
             assert got[1] == min(keep, 63)
@@ -108,9 +108,9 @@ def test_nearest_skips_expired_records_and_keeps_to_the_prefix(store: Store) -> 
     put(store, "a/1", [1.0] * 8)
     put(store, "a/2", [1.0, 0.5] * 4, expires_at=50.0)
     put(store, "b/1", [1.0] * 8)
-    got = pg(store).nearest(Search("user", "u1", "a/", 100.0, COLLECTION, SPACE), [1.0] * 8, "cosine", keep=10)
+    got = pg(store).nearest(Search("user", "u1", "a/", 100.0, COLLECTION, SPACE), Nearest([1.0] * 8, "cosine", keep=10))
     assert got is not None and [k for k, _, _ in got[0]] == ["a/1"]
-    before = pg(store).nearest(Search("user", "u1", "a/", 10.0, COLLECTION, SPACE), [1.0] * 8, "cosine", keep=10)
+    before = pg(store).nearest(Search("user", "u1", "a/", 10.0, COLLECTION, SPACE), Nearest([1.0] * 8, "cosine", keep=10))
     assert before is not None and [k for k, _, _ in before[0]] == ["a/1", "a/2"]
 
 
@@ -121,7 +121,7 @@ def test_a_filtered_nearest_reads_past_the_refused_records(store: Store) -> None
     query = randvec(rng)
     want = [row for row in exact(store, query, "cosine", 700) if row[0].endswith("7")][:5]
     got = pg(store).nearest(
-        Search("user", "u1", "", 0.0, COLLECTION, SPACE), query, "cosine", keep=5, accept=lambda key, text: key.endswith("7")
+        Search("user", "u1", "", 0.0, COLLECTION, SPACE), Nearest(query, "cosine", keep=5, accept=lambda key, text: key.endswith("7"))
     )
     assert got is not None
     assert_same(got[0], want)
@@ -130,7 +130,7 @@ def test_a_filtered_nearest_reads_past_the_refused_records(store: Store) -> None
 def test_a_search_in_another_space_is_refused_naming_both(store: Store) -> None:
     put(store, "a", [1.0] * 8)
     with pytest.raises(EmbeddingSpaceError, match="other-model"):
-        pg(store).nearest(Search("user", "u1", "", 0.0, COLLECTION, Space("other-model", 8)), [1.0] * 8, "cosine", keep=1)
+        pg(store).nearest(Search("user", "u1", "", 0.0, COLLECTION, Space("other-model", 8)), Nearest([1.0] * 8, "cosine", keep=1))
 
 
 def copies(store: Store) -> list[tuple[str, str]]:
@@ -155,7 +155,7 @@ def test_vectors_stored_before_the_copy_are_copied_at_first_use(store: Store) ->
     with store.connection() as conn:  # type: ignore[attr-defined]
         conn.execute(f"DELETE FROM {TABLE}")
     fresh = PgVectors(pg(store).store, pg(store).sql, pg(store).collated or {})  # another process's
-    got = fresh.nearest(Search("user", "u1", "", 0.0, COLLECTION, SPACE), [0.5, 1.0] * 4, "cosine", keep=2)
+    got = fresh.nearest(Search("user", "u1", "", 0.0, COLLECTION, SPACE), Nearest([0.5, 1.0] * 4, "cosine", keep=2))
     assert got is not None and [k for k, _, _ in got[0]] == ["b", "a"]
     assert copies(store) == [("a", "f0"), ("b", "f0")]
 
@@ -166,7 +166,7 @@ def test_an_hnsw_index_is_built_when_asked_and_read_by_the_planner(store: Store)
         put(store, f"k{i:03d}", randvec(rng))
     query = randvec(rng)
     ann = AnnIndex(m=8, ef_construction=32)
-    got = pg(store).nearest(Search("user", "u1", "", 0.0, COLLECTION, SPACE), query, "l2", keep=5, ann=ann)
+    got = pg(store).nearest(Search("user", "u1", "", 0.0, COLLECTION, SPACE), Nearest(query, "l2", keep=5, ann=ann))
     assert got is not None and len(got[0]) == 5
     want = exact(store, query, "l2", 5)
     assert {k for k, _, _ in got[0]} & {k for k, _, _ in want}  # approximate, yet near
@@ -189,7 +189,7 @@ def test_an_hnsw_index_is_built_when_asked_and_read_by_the_planner(store: Store)
 def test_an_hnsw_search_that_finds_too_few_answers_exactly(store: Store) -> None:
     for i in range(3):
         put(store, f"k{i}", [float(i + 1)] * 8)
-    got = pg(store).nearest(Search("user", "u1", "", 0.0, COLLECTION, SPACE), [1.0] * 8, "l2", keep=10, ann=AnnIndex())
+    got = pg(store).nearest(Search("user", "u1", "", 0.0, COLLECTION, SPACE), Nearest([1.0] * 8, "l2", keep=10, ann=AnnIndex()))
     assert got is not None and [k for k, _, _ in got[0]] == ["k0", "k1", "k2"] and got[1] == 3
 
 
@@ -197,8 +197,8 @@ def test_an_hnsw_index_past_2000_dimensions_needs_halfvec(store: Store) -> None:
     big = Space("big", 2048)
     pg(store).put(Address("user", "u1", "a"), '"a"', None, COLLECTION, big, [vector([1.0] * 2048)])
     with pytest.raises(ConfigurationError, match="halfvec"):
-        pg(store).nearest(Search("user", "u1", "", 0.0, COLLECTION, big), [1.0] * 2048, "cosine", keep=1, ann=AnnIndex())
-    exact_answer = pg(store).nearest(Search("user", "u1", "", 0.0, COLLECTION, big), [1.0] * 2048, "cosine", keep=1)
+        pg(store).nearest(Search("user", "u1", "", 0.0, COLLECTION, big), Nearest([1.0] * 2048, "cosine", keep=1, ann=AnnIndex()))
+    exact_answer = pg(store).nearest(Search("user", "u1", "", 0.0, COLLECTION, big), Nearest([1.0] * 2048, "cosine", keep=1))
     assert exact_answer is not None and exact_answer[0][0][0] == "a"
 
 
@@ -222,11 +222,11 @@ def test_without_the_extension_nearest_is_the_exact_scan_s_cache_or_none(postgre
     try:
         vectors = pg(opened)
         vectors.put(Address("user", "u1", "a"), '"a"', None, COLLECTION, SPACE, [vector([1.0] * 8)])
-        found = vectors.nearest(Search("user", "u1", "", 0.0, COLLECTION, SPACE), [1.0] * 8, "cosine", keep=1)
+        found = vectors.nearest(Search("user", "u1", "", 0.0, COLLECTION, SPACE), Nearest([1.0] * 8, "cosine", keep=1))
         assert found is not None and found[1] == 1  # the exact scan, from the cache
         assert [(k, round(score, 6), text) for k, score, text in found[0]] == [("a", 1.0, '"a"')]
         vectors.cache = SnapshotCache(0)  # no cache: the caller scans page by page
-        assert vectors.nearest(Search("user", "u1", "", 0.0, COLLECTION, SPACE), [1.0] * 8, "cosine", keep=1) is None
+        assert vectors.nearest(Search("user", "u1", "", 0.0, COLLECTION, SPACE), Nearest([1.0] * 8, "cosine", keep=1)) is None
     finally:
         opened.close()
 
@@ -244,22 +244,22 @@ def test_a_move_to_another_space_moves_the_copy(store: Store) -> None:
     with store.connection() as conn:  # type: ignore[attr-defined]
         spaces = conn.execute(f"SELECT DISTINCT space FROM {TABLE}").fetchall()
     assert len(spaces) == 1 and copies(store) == [("a", "f0"), ("b", "f0")]
-    got = vectors.nearest(Search("user", "u1", "", 0.0, COLLECTION, moved), [0.0, 1.0, 0.0, 0.0], "cosine", keep=2)
+    got = vectors.nearest(Search("user", "u1", "", 0.0, COLLECTION, moved), Nearest([0.0, 1.0, 0.0, 0.0], "cosine", keep=2))
     assert got is not None and [k for k, _, _ in got[0]] == ["b", "a"]
     with pytest.raises(EmbeddingSpaceError):
-        vectors.nearest(Search("user", "u1", "", 0.0, COLLECTION, SPACE), [1.0] * 8, "cosine", keep=1)
+        vectors.nearest(Search("user", "u1", "", 0.0, COLLECTION, SPACE), Nearest([1.0] * 8, "cosine", keep=1))
 
 
 def test_the_hnsw_index_of_a_space_moved_away_is_dropped(store: Store) -> None:
     put(store, "a", [1.0] * 8)
     vectors = pg(store)
-    assert vectors.nearest(Search("user", "u1", "", 0.0, COLLECTION, SPACE), [1.0] * 8, "l2", keep=1, ann=AnnIndex())
+    assert vectors.nearest(Search("user", "u1", "", 0.0, COLLECTION, SPACE), Nearest([1.0] * 8, "l2", keep=1, ann=AnnIndex()))
     moved = Space("new-model", 4)
     vectors.begin(COLLECTION, moved)
     for pending in vectors.pending(COLLECTION, None, 10):
         assert vectors.fill(pending.address, pending.text, COLLECTION, [vector([1.0, 0.0, 0.0, 0.0], "f0")])
     assert vectors.switch(COLLECTION) == 0
-    assert vectors.nearest(Search("user", "u1", "", 0.0, COLLECTION, moved), [1.0, 0, 0, 0], "l2", keep=1, ann=AnnIndex())
+    assert vectors.nearest(Search("user", "u1", "", 0.0, COLLECTION, moved), Nearest([1.0, 0, 0, 0], "l2", keep=1, ann=AnnIndex()))
     with store.connection() as conn:  # type: ignore[attr-defined]
         names = [r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = %s", (TABLE,))]
         new_id = conn.execute("SELECT id FROM vector_spaces WHERE collection = %s", (COLLECTION,)).fetchone()[0]
@@ -292,12 +292,12 @@ def test_with_the_cache_the_snapshot_answers_before_the_sql_ranking(
             try:
                 put(opened, "a", [1.0] * 8)
                 put(opened, "b", [0.5, 1.0] * 4)
-                args = (Search("user", "u1", "", 0.0, COLLECTION, SPACE), [0.5, 1.0] * 4, "cosine")
+                args = (Search("user", "u1", "", 0.0, COLLECTION, SPACE), Nearest([0.5, 1.0] * 4, "cosine", keep=2))
                 if sql_runs:
                     with pytest.raises(AssertionError, match="SQL ranking ran"):
-                        pg(opened).nearest(*args, keep=2)
+                        pg(opened).nearest(*args)
                 else:
-                    got = pg(opened).nearest(*args, keep=2)
+                    got = pg(opened).nearest(*args)
                     assert got is not None and [k for k, _, _ in got[0]] == ["b", "a"]
             finally:
                 opened.close()

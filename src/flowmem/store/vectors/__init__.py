@@ -34,9 +34,9 @@ from __future__ import annotations
 import math
 import struct
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from flowmem.errors import ConfigurationError, EmbeddingSpaceError, InvalidInputError
 from flowmem.store.base import Address, Store
@@ -104,6 +104,21 @@ class Search(NamedTuple):
     now: float
     collection: str
     space: Space
+
+
+@dataclass(frozen=True)
+class Nearest:
+    """What a search by meaning ranks by: its query embedding, the distance, how many records it keeps.
+
+    ``accept(key, value_text)``: False drops a record (a filter; None: every record).
+    ``ann``: the approximate index the search may read (``pgvector.AnnIndex``; None: exact).
+    """
+
+    query: Sequence[float]
+    distance: str
+    keep: int
+    accept: Callable[[str, str | None], bool] | None = None
+    ann: Any = None
 
 
 def check_space(space: object) -> Space:
@@ -255,6 +270,7 @@ __all__ = [
     "ACTIVE",
     "NEXT",
     "SCAN_BYTES",
+    "Nearest",
     "Pending",
     "ScanRow",
     "Search",

@@ -46,7 +46,16 @@ from flowmem.errors import ConfigurationError
 from flowmem.store.base import Address
 from flowmem.store.engine import SqlEngine
 from flowmem.store.rows import prefix_end
-from flowmem.store.vectors import ACTIVE, Search, Space, Vector, check_search, mismatch, pack
+from flowmem.store.vectors import (
+    ACTIVE,
+    Nearest,
+    Search,
+    Space,
+    Vector,
+    check_search,
+    mismatch,
+    pack,
+)
 from flowmem.store.vectors.sql import SqlVectors
 
 TABLE = "record_vectors_pgvector"
@@ -310,33 +319,25 @@ class PgVectors(SqlVectors):
             if space_id.isdigit() and int(space_id) not in live:
                 conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {quote(str(name))}")
 
-    def nearest(
-        self,
-        search: Search,
-        query: Sequence[float],
-        distance: str,
-        *,
-        keep: int,
-        accept: Callable[[str, str | None], bool] | None = None,
-        ann: AnnIndex | None = None,
-    ) -> tuple[list[Ranked], int] | None:
-        """The best ``keep`` accepted records of ``search`` by score (key, score, value text) and how many.
+    def nearest(self, search: Search, ask: Nearest) -> tuple[list[Ranked], int] | None:
+        """The best ``ask.keep`` accepted records of ``search`` by score (key, score, value text) and how many.
 
-        In this order: the HNSW index when ``ann`` asks and there is no filter (when it
+        In this order: the HNSW index when ``ask.ann`` asks and there is no filter (when it
         fills the page); the exact scan's snapshot (``SqlVectors.nearest``, decision
         0130) where this process keeps the scope; pgvector's exact ranking in SQL.
         Without pgvector, ``SqlVectors.nearest``'s answer: the snapshot's, or None.
 
-        ``accept(key, value_text)`` drops a record (a filter). Fewer than ``keep``
+        ``ask.accept(key, value_text)`` drops a record (a filter). Fewer than ``keep``
         means every accepted record with a vector is in the answer. EmbeddingSpaceError
         when the collection's active space is not the search's.
         """
         check_search(search)
+        query, distance, keep, accept, ann = ask.query, ask.distance, ask.keep, ask.accept, ask.ann
         if distance not in OPERATORS:
             raise ConfigurationError(f"distance must be one of {sorted(OPERATORS)}, got {distance!r}")
         ext = self.ready()
         if ext is None:  # the exact scan, from this process's cache where it holds the scope
-            return super().nearest(search, query, distance, keep=keep, accept=accept)
+            return super().nearest(search, ask)
         scope, scope_id, prefix, now, collection, space = search
         with self.store.connection() as conn:
             spaces, ids = self._read_spaces(conn, collection, "vectors_spaces_read")
@@ -361,7 +362,7 @@ class PgVectors(SqlVectors):
             if len(rows) == keep:  # else a small or filtered scope: the exact scan finds them all
                 return [(str(k), float(score), text) for k, text, score in rows], keep
         # the exact scan's snapshot, where this process can keep the scope
-        cached = super().nearest(search, query, distance, keep=keep, accept=accept)
+        cached = super().nearest(search, ask)
         if cached is not None:
             return cached
         sql = ranked_sql(ext, distance, sid, key=key, bounded=end is not None, ann=None, limit=accept is None)

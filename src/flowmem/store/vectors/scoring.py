@@ -14,11 +14,12 @@ only by a search that has a query.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from flowmem.store.vectors import Nearest
 from flowmem.store.vectors.cache import Snapshot
 
 DISTANCES = ("cosine", "inner_product", "l2")
@@ -113,22 +114,16 @@ class Ranking:
         return [(self._keys[i], float(self._scores[i]), self._texts[i]) for i in ranked]
 
 
-def rank_snapshot(
-    snapshot: Snapshot,
-    query: Sequence[float],
-    distance: str,
-    keep: int,
-    now: float,
-    accept: Callable[[str, str | None], bool] | None = None,
-) -> tuple[list[tuple[str, float, str | None]], int]:
-    """A snapshot's best ``keep`` records live at ``now`` (and accepted), as ``Ranking.best``, and how many.
+def rank_snapshot(snapshot: Snapshot, ask: Nearest, now: float) -> tuple[list[tuple[str, float, str | None]], int]:
+    """A snapshot's best ``ask.keep`` records live at ``now`` (and accepted), as ``Ranking.best``, and how many.
 
     The same scores as the scan's (a record's best vector), ties in key order; the
     pages' rows are read in place (no copy), their squared norms made once per snapshot.
     """
+    distance, keep, accept = ask.distance, ask.keep, ask.accept
     if not snapshot.keys or keep <= 0:
         return [], 0
-    vector = as_query(query)
+    vector = as_query(ask.query)
     memo = snapshot.memo
     if "starts" not in memo:
         memo["starts"] = np.asarray(snapshot.starts, dtype=np.int64)

@@ -8,7 +8,7 @@ its space is checked in it, so a switch cannot slip between the check and the wr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from flowmem.errors import ConflictError, InvalidInputError
@@ -18,6 +18,7 @@ from flowmem.store.rows import check_address, prefix_end
 from flowmem.store.vectors import (
     ACTIVE,
     NEXT,
+    Nearest,
     Pending,
     ScanRow,
     Search,
@@ -176,20 +177,11 @@ class SqlVectors(SupportsVectors):
         if setup is not None:
             conn.execute(setup)
 
-    def nearest(
-        self,
-        search: Search,
-        query: Sequence[float],
-        distance: str,
-        *,
-        keep: int,
-        accept: Callable[[str, str | None], bool] | None = None,
-        ann: Any = None,
-    ) -> tuple[list[tuple[str, float, str | None]], int] | None:
-        """The exact scan's best ``keep`` records of ``search`` and how many were scored, from this process's cache.
+    def nearest(self, search: Search, ask: Nearest) -> tuple[list[tuple[str, float, str | None]], int] | None:
+        """The exact scan's best ``ask.keep`` records of ``search`` and how many were scored, from this process's cache.
 
         None when the scope is not cached and cannot be (no cache, larger than its
-        bound): the caller scans page by page. ``ann`` is pgvector's (none here).
+        bound): the caller scans page by page. ``ask.ann`` is pgvector's (none here).
 
         A search reads the collection's generation and spaces, takes the scope's
         snapshot made at that generation in that space, or loads one (``cached.load``),
@@ -224,7 +216,7 @@ class SqlVectors(SupportsVectors):
                     cache.put(key, snapshot)
         from flowmem.store.vectors.scoring import rank_snapshot  # numpy: only a search needs it
 
-        return rank_snapshot(snapshot, query, distance, keep, now, accept)
+        return rank_snapshot(snapshot, ask, now)
 
     def begin(self, collection: str, space: Space) -> Spaces:
         """Record ``space`` as the collection's next space (kept when it already is; replaced otherwise)."""
