@@ -134,15 +134,10 @@ class BufferResult(Refusable):
 
     def to_dict(self) -> dict[str, Any]:
         """Return the five reported fields (``window`` too for a token budget, ``refused`` on a refusal)."""
-        answer: dict[str, Any] = {
-            "messages": self.messages,
-            "count": self.count,
-            "appended": self.appended,
-            "appended_any": self.appended_any,
-            "resolved_scope_id": self.resolved_scope_id,
-        }
-        if self.window is not None:
-            answer["window"] = self.window.to_dict()
+        answer = {name: value for name, value in fields_of(self).items() if name not in UNANSWERED}
+        window = answer.pop("window")
+        if window is not None:
+            answer["window"] = window.to_dict()
         return self._with_refused(answer)
 
 

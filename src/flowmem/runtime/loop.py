@@ -21,6 +21,7 @@ from typing import Any
 
 from flowmem.core import Message, call_ids, is_healed, result_id, to_row
 from flowmem.errors import FlowmemError
+from flowmem.results import fields_of
 from flowmem.runtime.agent import Agent
 from flowmem.runtime.models import ModelReply, ToolCall
 from flowmem.runtime.state import RuntimeState
@@ -59,15 +60,9 @@ class TurnResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the result as a plain JSON-able dict."""
-        out: dict[str, Any] = {
-            "turn_id": self.turn_id,
-            "status": self.status,
-            "reason": self.reason,
-            "steps": self.steps,
-            "reply": self.reply,
-        }
-        if self.error is not None:
-            out["error"] = self.error
+        out = fields_of(self)
+        if self.error is None:
+            del out["error"]
         return out
 
 
