@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Query
 
 from flowmem.api.fast.route import DirectRoute, memory_call
 from flowmem.api.models import ErrorBody
@@ -65,6 +65,10 @@ def scoped_router() -> APIRouter:
 
 CALL = Depends(memory_call)
 """The ``MemoryCall`` parameter of a route of ``scoped_router``: its scope, key and caller, resolved once."""
+
+
+PAGE_SIZE = Query(DEFAULT_LIMIT, description=f"Page size, clamped to 1–{MAX_LIMIT}.")
+"""The ``limit`` query parameter of a paged list; the route clamps it (``clamp_limit``)."""
 
 
 def clamp_limit(limit: int | None) -> int:

@@ -20,8 +20,8 @@ from pydantic import BaseModel
 from flowmem.access import Principal, decide
 from flowmem.api.deps import CALLER, Caller
 from flowmem.api.query import KnownQueryRoute
-from flowmem.api.routes.common import AUTH_ERRORS, clamp_limit, errors, query_text
-from flowmem.api.routes.sessions import SessionId
+from flowmem.api.routes.common import PAGE_SIZE, clamp_limit, query_text
+from flowmem.api.routes.sessions import SessionId, session_read
 from flowmem.sessions import SessionService
 from flowmem.store.checkpoints import ROWS_TYPE, CheckpointFilter, StoredCheckpoint, checkpoints_of
 
@@ -106,9 +106,7 @@ def thread_checkpoints(
     return {"data": data, "has_more": len(page) > limit}
 
 
-@router.get(
-    "/{session_id}/access", response_model=SessionAccess, responses=errors(*AUTH_ERRORS, 404, 422)
-)
+@router.get("/{session_id}/access", **session_read(response_model=SessionAccess))
 async def get_access(session_id: str = SessionId, caller: Caller = CALLER) -> dict[str, bool]:
     """What the caller may do to a session it may view: `drive` (send a turn, stop, reset), `delete`, `edit_messages`.
 
@@ -118,14 +116,10 @@ async def get_access(session_id: str = SessionId, caller: Caller = CALLER) -> di
     return await caller.in_store_thread(session_access, services.sessions, session_id)
 
 
-@router.get(
-    "/{session_id}/checkpoints",
-    response_model=CheckpointPage,
-    responses=errors(*AUTH_ERRORS, 404, 422),
-)
+@router.get("/{session_id}/checkpoints", **session_read(response_model=CheckpointPage))
 async def list_checkpoints(
     session_id: str = SessionId,
-    limit: int = Query(20, description="Page size, clamped to 1–100."),
+    limit: int = PAGE_SIZE,
     before: str | None = Query(
         None, max_length=255, description="Only checkpoints older than this checkpoint id."
     ),

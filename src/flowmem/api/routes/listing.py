@@ -18,7 +18,7 @@ from flowmem.access import Principal
 from flowmem.api.deps import CALLER, Caller
 from flowmem.api.fast.route import Target, scope_context
 from flowmem.api.query import KnownQueryRoute
-from flowmem.api.routes.common import clamp_limit, query_text, scoped
+from flowmem.api.routes.common import PAGE_SIZE, clamp_limit, query_text, scoped
 from flowmem.api.services import Services
 from flowmem.scope import NAME_MAX, SCOPES, Refusal
 from flowmem.store.listing import ListPage, listing_of
@@ -78,7 +78,7 @@ async def list_records(
     scope: str = ScopeName,
     prefix: str = Query("", max_length=NAME_MAX, description="Only keys starting with this."),
     start: str = Query("", max_length=NAME_MAX + 1, description="A `next_start`: continue there."),
-    limit: int = Query(20, description="Page size, clamped to 1–100."),
+    limit: int = PAGE_SIZE,
     session_id: str | None = _scope_id(),
     workflow_id: str | None = _scope_id(),
     pipeline_id: str | None = _scope_id(),

@@ -25,7 +25,7 @@ from flowmem.api.models import (
     TurnResult,
 )
 from flowmem.api.query import KnownQueryRoute
-from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, clamp_limit, errors
+from flowmem.api.routes.common import AUTH_ERRORS, BODY_ERRORS, PAGE_SIZE, clamp_limit, errors
 from flowmem.service.conversation import Conversation, conversations, session_buffers
 from flowmem.sessions import SessionPage, SessionService, session_dict, transcript_dict
 from flowmem.store.base import Idempotency, SessionRecord, WriteGuard
@@ -45,6 +45,11 @@ SessionId = Path(
 )
 MESSAGE_BODY = Body(description="The replacement message (role, content…).")
 Seq = Path(ge=1, le=2**62, description="The message's sequence number in its session.")
+
+
+def session_read(**declared: Any) -> dict[str, Any]:
+    """The declaration of a read of one session the caller may view: its errors (the token's, 404, 422) and the ``declared`` rest."""
+    return {"responses": errors(*AUTH_ERRORS, 404, 422), **declared}
 
 
 def session_write(*statuses: int, **declared: Any) -> dict[str, Any]:
@@ -90,7 +95,7 @@ async def create_session(
 
 @router.get("", response_model=SessionList, responses=errors(*AUTH_ERRORS, 403, 422))
 async def list_sessions(
-    limit: int = Query(20, description="Page size, clamped to 1–100."),
+    limit: int = PAGE_SIZE,
     offset: int = Query(0, ge=0, le=2**62),
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
@@ -125,9 +130,7 @@ def _detail(principal: Principal, sessions: SessionService, session_id: str) -> 
     }
 
 
-@router.get(
-    "/{session_id}", response_model=SessionDetail, responses=errors(*AUTH_ERRORS, 404, 422)
-)
+@router.get("/{session_id}", **session_read(response_model=SessionDetail))
 async def get_session(
     session_id: str = SessionId,
     caller: Caller = CALLER,
@@ -153,18 +156,14 @@ async def delete_session(
     return deleted
 
 
-@router.get(
-    "/{session_id}/messages",
-    response_model=MessagePage,
-    responses=errors(*AUTH_ERRORS, 404, 422),
-)
+@router.get("/{session_id}/messages", **session_read(response_model=MessagePage))
 async def list_messages(
     session_id: str = SessionId,
     since: int | None = Query(None, ge=0, le=2**62, description="Only messages with seq > since."),
     before: int | None = Query(
         None, ge=0, le=2**62, description="Only messages with seq < before."
     ),
-    limit: int = Query(20, description="Page size, clamped to 1–100."),
+    limit: int = PAGE_SIZE,
     newest_first: bool = Query(False),
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
