@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Path, Query
 
-from flowmem.api.fast.route import DirectRoute, memory_call
+from flowmem.api.fast.route import DirectRoute, Target, memory_call
 from flowmem.api.models import ErrorBody
 from flowmem.errors import InvalidInputError
+from flowmem.scope import NAME_MAX, SCOPES
 
 MAX_LIMIT = 100
 DEFAULT_LIMIT = 20
@@ -65,6 +66,30 @@ def scoped_router() -> APIRouter:
 
 CALL = Depends(memory_call)
 """The ``MemoryCall`` parameter of a route of ``scoped_router``: its scope, key and caller, resolved once."""
+
+
+def _scope_id() -> Any:
+    """A scope-id query parameter: one ``Query`` each (FastAPI keeps only the first of a shared one)."""
+    return Query(None, max_length=NAME_MAX)
+
+
+# an unknown scope is ``unknown_scope`` (422) from ``check_scope``, as on the other memory routes
+ScopeName = Path(description="The memory scope.", json_schema_extra={"enum": list(SCOPES)})
+
+
+def query_target(
+    scope: str = ScopeName,
+    session_id: str | None = _scope_id(),
+    workflow_id: str | None = _scope_id(),
+    pipeline_id: str | None = _scope_id(),
+    execution_id: str | None = _scope_id(),
+) -> Target:
+    """The target of a route on a whole scope: its scope from the path, its scope ids from the query (no key)."""
+    return Target(scope, "", session_id, workflow_id, pipeline_id, execution_id)
+
+
+QUERY_TARGET = Depends(query_target)
+"""The ``Target`` parameter of a route on a whole scope (``query_target``)."""
 
 
 PAGE_SIZE = Query(DEFAULT_LIMIT, description=f"Page size, clamped to 1–{MAX_LIMIT}.")

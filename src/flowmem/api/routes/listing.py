@@ -11,27 +11,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Query
 from pydantic import BaseModel
 
 from flowmem.access import Principal
 from flowmem.api.deps import CALLER, Caller
 from flowmem.api.fast.route import Target, scope_context
 from flowmem.api.query import KnownQueryRoute
-from flowmem.api.routes.common import PAGE_SIZE, clamp_limit, query_text, scoped
+from flowmem.api.routes.common import PAGE_SIZE, QUERY_TARGET, clamp_limit, query_text, scoped
 from flowmem.api.services import Services
-from flowmem.scope import NAME_MAX, SCOPES, Refusal
+from flowmem.scope import NAME_MAX, Refusal
 from flowmem.store.listing import ListPage, listing_of
 from flowmem.store.listing.records import successor
 
 router = APIRouter(prefix="/v1/memory", tags=["memory"], route_class=KnownQueryRoute)
-
-def _scope_id() -> Any:
-    """A scope id query parameter; one object per parameter (FastAPI registers a shared one once)."""
-    return Query(None, max_length=NAME_MAX)
-
-# an unknown scope is ``unknown_scope`` (422) from ``check_scope``, as on the other memory routes
-ScopeName = Path(description="The memory scope.", json_schema_extra={"enum": list(SCOPES)})
 
 
 class ListedKey(BaseModel):
@@ -75,14 +68,10 @@ def list_keys(
     **scoped(RecordList),
 )
 async def list_records(
-    scope: str = ScopeName,
+    target: Target = QUERY_TARGET,
     prefix: str = Query("", max_length=NAME_MAX, description="Only keys starting with this."),
     start: str = Query("", max_length=NAME_MAX + 1, description="A `next_start`: continue there."),
     limit: int = PAGE_SIZE,
-    session_id: str | None = _scope_id(),
-    workflow_id: str | None = _scope_id(),
-    pipeline_id: str | None = _scope_id(),
-    execution_id: str | None = _scope_id(),
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
     """List the live memory records of a scope the caller may read: keys and expiry, in key order.
@@ -91,7 +80,6 @@ async def list_records(
     `session`, the shared scopes' ids and `memory:shared` for those); a refused
     scope lists nothing and names the refusal in `refused`.
     """
-    target = Target(scope, "", session_id, workflow_id, pipeline_id, execution_id)
     prefix, start = query_text(prefix, "prefix"), query_text(start, "start")
     return await caller.in_store_thread(
         list_keys, caller.services, target, prefix, start, clamp_limit(limit)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,21 +29,15 @@ from flowmem.api.fast.route import (
 )
 from flowmem.api.models import REFUSED, WriteResult
 from flowmem.api.query import KnownQueryRoute
-from flowmem.api.routes.common import BODY_ERRORS, CALL, scoped, scoped_router
+from flowmem.api.routes.common import BODY_ERRORS, CALL, QUERY_TARGET, scoped, scoped_router
 from flowmem.api.services import Services
 from flowmem.limits import SEARCH_LIMIT, SEARCH_OFFSET, VECTOR_DIMS, VECTORS_PER_RECORD
-from flowmem.scope import NAME_MAX, SCOPES, Refusal
+from flowmem.scope import NAME_MAX, Refusal
 from flowmem.service import vector_records
 
 writes = scoped_router()
 searches = APIRouter(prefix="/v1/search", tags=["memory"], route_class=KnownQueryRoute)
 
-
-def _scope_id() -> Any:
-    """A scope-id query parameter: one ``Query`` each (FastAPI keeps only the first of a shared one)."""
-    return Query(None, max_length=NAME_MAX)
-
-ScopeName = Path(description="The memory scope.", json_schema_extra={"enum": list(SCOPES)})
 
 
 class SpaceIn(BaseModel):
@@ -168,11 +162,7 @@ def _search_as(caller: Caller, target: Target, body: VectorSearch) -> dict[str, 
 )
 async def search_records(
     body: VectorSearch,
-    scope: str = ScopeName,
-    session_id: str | None = _scope_id(),
-    workflow_id: str | None = _scope_id(),
-    pipeline_id: str | None = _scope_id(),
-    execution_id: str | None = _scope_id(),
+    target: Target = QUERY_TARGET,
     caller: Caller = CALLER,
 ) -> dict[str, Any] | Response:
     """Search the records of a scope the caller may read by a query vector: `[{key, value, score}]`, best first.
@@ -182,7 +172,6 @@ async def search_records(
     than the stored one is 409 `embedding_space_mismatch`; a store with no vectors
     yet finds nothing.
     """
-    target = Target(scope, "", session_id, workflow_id, pipeline_id, execution_id)
     # a scan that grows with the scope's vectors: the pool's long reads, at most ``long_reads`` at once
     answer = await caller.services.pool.long(_search_as, caller, target, body)
     if "refused" in answer:
