@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from flowmem.core import Message
@@ -29,9 +30,15 @@ def replayed_field() -> bool:
     return field(default=False, compare=False)
 
 
+@cache
+def _names(kind: type) -> tuple[str, ...]:
+    """A dataclass's field names, in their order (read once per class)."""
+    return tuple(item.name for item in fields(kind))
+
+
 def fields_of(value: Any) -> dict[str, Any]:
     """A dataclass's fields by name, in their order, as they are (``dataclasses.asdict`` copies deeply)."""
-    return {item.name: getattr(value, item.name) for item in fields(value)}
+    return {name: getattr(value, name) for name in _names(type(value))}
 
 
 class Refusable:
@@ -133,11 +140,19 @@ class BufferResult(Refusable):
     window: TokenWindow | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the five reported fields (``window`` too for a token budget, ``refused`` on a refusal)."""
-        answer = {name: value for name, value in fields_of(self).items() if name not in UNANSWERED}
-        window = answer.pop("window")
-        if window is not None:
-            answer["window"] = window.to_dict()
+        """Return the five reported fields (``window`` too for a token budget, ``refused`` on a refusal).
+
+        Spelled out, not read with ``fields_of``: every append's answer is made here.
+        """
+        answer: dict[str, Any] = {
+            "messages": self.messages,
+            "count": self.count,
+            "appended": self.appended,
+            "appended_any": self.appended_any,
+            "resolved_scope_id": self.resolved_scope_id,
+        }
+        if self.window is not None:
+            answer["window"] = self.window.to_dict()
         return self._with_refused(answer)
 
 
