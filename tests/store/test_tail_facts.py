@@ -22,7 +22,7 @@ from flowmem.errors import StoreCorruptError, WindowTooSmallError
 from flowmem.store import Address, open_store
 from flowmem.store.sqlite.store import SqliteStore
 from flowmem.store.tail import FactsTail, SupportsTailFacts, plain_facts
-from flowmem.store.window import read_cut, tail_facts
+from flowmem.store.window import WindowAsk, read_cut, tail_facts
 from tests.core.test_window import histories
 from tests.store.test_conformance import stored_append
 
@@ -81,10 +81,10 @@ def test_a_cut_read_in_sql_is_the_cut_of_the_rows_parsed(
         expected = scan.cut(plain.count, plain.tokens)
     except WindowTooSmallError as refused:
         with pytest.raises(WindowTooSmallError) as also:
-            read_cut(sqlite_store, address, budget, keep, first)
+            read_cut(sqlite_store, address, WindowAsk(budget, keep, first))
         assert str(also.value) == str(refused)
         return
-    assert read_cut(sqlite_store, address, budget, keep, first).cut == expected
+    assert read_cut(sqlite_store, address, WindowAsk(budget, keep, first)).cut == expected
 
 
 class WithoutSeam:

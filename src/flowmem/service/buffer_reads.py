@@ -25,7 +25,7 @@ from flowmem.service.paged_reads import PagedRead, Segment
 from flowmem.service.part import ServicePart
 from flowmem.store.base import Address, BodyPage
 from flowmem.store.rows import check_batch
-from flowmem.store.window import read_window
+from flowmem.store.window import WindowAsk, read_window
 
 
 @dataclass(frozen=True)
@@ -177,7 +177,7 @@ class BufferReads(ServicePart):
         address = checked_address(scope, scope_id, key)
         budget = window_args(None, max_tokens, counter, first_role)
         assert budget is not None
-        rows, cut = read_window(self.store, address, budget, counter, keep_system, first_role)
+        rows, cut = read_window(self.store, address, WindowAsk(budget, keep_system, first_role), counter)
         window = TokenWindow(budget, cut.tokens, cut.start, cut.cut_messages, cut.cut_tokens)
         return BufferResult(messages=rows, count=cut.total, resolved_scope_id=scope_id, window=window)
 

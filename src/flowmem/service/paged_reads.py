@@ -32,7 +32,7 @@ from flowmem.results import TokenWindow
 from flowmem.scope import Refusal
 from flowmem.store.base import Address, BodyPage, Store
 from flowmem.store.rows import stored_json
-from flowmem.store.window import read_cut, reread
+from flowmem.store.window import WindowAsk, read_cut, reread
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def window_read(
     """
 
     def work() -> PagedRead:
-        found = read_cut(store, address, budget, keep_system, first_role)
+        found = read_cut(store, address, WindowAsk(budget, keep_system, first_role))
         cut = found.cut
         window = TokenWindow(budget, cut.tokens, cut.start_index, cut.cut_messages, cut.cut_tokens)
         segments: tuple[Segment, ...] = ()
@@ -129,7 +129,7 @@ def plan_read(store: Store, address: Address, keep_tokens: int) -> PagedRead:
     """
 
     def work() -> PagedRead:
-        found = read_cut(store, address, keep_tokens, keep_system=False)
+        found = read_cut(store, address, WindowAsk(keep_tokens, keep_system=False))
         cut = found.cut
         start = cut.start_index
         nothing = PagedRead(

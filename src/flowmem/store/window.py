@@ -35,19 +35,27 @@ def checked_count(counter: Counter, row: Mapping[str, Any]) -> int:
     return tokens
 
 
+@dataclass(frozen=True)
+class WindowAsk:
+    """What a token window asks of the window rules (``flowmem.core.window``).
+
+    At most ``budget`` tokens; the system rows kept and counted unless ``keep_system``
+    is False; with ``first_role``, the first non-system row has that role.
+    """
+
+    budget: int
+    keep_system: bool = True
+    first_role: str | None = None
+
+
 def read_window(
-    store: BufferStore,
-    address: Address,
-    budget: int,
-    counter: Counter | None = None,
-    keep_system: bool = True,
-    first_role: str | None = None,
+    store: BufferStore, address: Address, ask: WindowAsk, counter: Counter | None = None
 ) -> tuple[list[Message], Window]:
-    """Return the rows of the longest sendable suffix within ``budget`` tokens, and the window.
+    """Return the rows of the longest sendable suffix within ``ask.budget`` tokens, and the window.
 
     WindowTooSmallError when the newest turn alone is over the budget (nothing cut silently).
     """
-    return reread(lambda: _read_once(store, address, budget, counter, keep_system, first_role))
+    return reread(lambda: _read_once(store, address, ask, counter))
 
 
 def reread(work: Callable[[], T]) -> T:
@@ -62,14 +70,9 @@ def reread(work: Callable[[], T]) -> T:
 
 
 def _read_once(
-    store: BufferStore,
-    address: Address,
-    budget: int,
-    counter: Counter | None,
-    keep_system: bool,
-    first_role: str | None,
+    store: BufferStore, address: Address, ask: WindowAsk, counter: Counter | None
 ) -> tuple[list[Message], Window]:
-    tail = store.read_tail(address, TAIL_BATCH, budget)
+    tail = store.read_tail(address, TAIL_BATCH, ask.budget)
 
     def tokens(item: TailRow) -> int:
         return item.tokens if counter is None else checked_count(counter, item.row)
@@ -77,7 +80,7 @@ def _read_once(
     try:
         read: dict[int, Message] = {item.cursor: item.row for item in tail.systems}
         systems = {item.cursor: tokens(item) for item in tail.systems}
-        scan = WindowScan(budget, systems, keep_system, first_role)
+        scan = WindowScan(ask.budget, systems, ask.keep_system, ask.first_role)
 
         def facts() -> Iterator[tuple[int, RowFacts]]:  # the hot loop: a row's work, no more
             for cursor, row, stored in tail.rows:
@@ -121,24 +124,18 @@ class CutRead:
     systems: list[str]
 
 
-def read_cut(
-    store: BufferStore,
-    address: Address,
-    budget: int,
-    keep_system: bool = True,
-    first_role: str | None = None,
-) -> CutRead:
-    """Where the window of ``budget`` tokens starts (the default counter), reading facts only.
+def read_cut(store: BufferStore, address: Address, ask: WindowAsk) -> CutRead:
+    """Where the window ``ask`` asks for starts (the default counter), reading facts only.
 
     The rows are read from the buffer's end a batch at a time, as ``read_window``
     reads them, and none is kept: what the window rules need of each (its role,
     ids and stored tokens, ``tail_facts``) goes into a ``CutScan``. WindowTooSmallError as
     ``read_window``; BufferChangedError when the buffer was written during the read.
     """
-    tail = tail_facts(store, address, budget)
+    tail = tail_facts(store, address, ask.budget)
     try:
         systems = {item.cursor: item.tokens for item in tail.systems}
-        scan = CutScan(budget, systems, keep_system, first_role)
+        scan = CutScan(ask.budget, systems, ask.keep_system, ask.first_role)
         scan.feed_rows(tail.facts)
     finally:
         tail.close()
