@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from flowmem.api import long_reads
 from flowmem.api.routes import compaction as compaction_routes
 from flowmem.api.routes import memory as memory_routes
 from flowmem.service import MemoryService
@@ -48,7 +49,8 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[bool]]:
     for name in ("load", "compaction_plan", "next_page", "read_segment"):
         watch(MemoryService, name)
     watch(memory_routes, "_converted")  # normalize and convert to a provider's format
-    for module in (memory_routes, compaction_routes):  # the answer's JSON, whole or in pieces
+    # the answer's JSON, whole or in pieces: a route's own, a paged long read's (long_reads)
+    for module in (memory_routes, compaction_routes, long_reads):
         watch(module, "render")
         watch(module, "render_pieces", "render")
     return found
