@@ -118,6 +118,10 @@ class BufferEditor(Protocol):
         ...
 
 
+REPORTED = ("messages", "count", "appended", "appended_any")
+"""What an append reports (MEM-14), by ``AppendResult``'s names, in the order it reports them."""
+
+
 @dataclass(frozen=True)
 class AppendResult:
     """What an append reports (MEM-14): the buffer after it and how much was new.
@@ -137,13 +141,8 @@ class AppendResult:
         return self.appended > 0
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the four reported fields as a plain dict."""
-        return {
-            "messages": self.messages,
-            "count": self.count,
-            "appended": self.appended,
-            "appended_any": self.appended_any,
-        }
+        """Return the four reported fields (``REPORTED``) as a plain dict."""
+        return {name: getattr(self, name) for name in REPORTED}
 
 
 @dataclass(frozen=True)
