@@ -4,7 +4,9 @@ A growing append checks the bytes quota against ``user_usage.bytes``, an upper b
 (the owner's other bytes and every buffer's reservation), and sums the owner's buffers
 only when that bound is over the quota: its cost does not grow with the owner's buffer
 count (counted in SQLite VM steps, not timed), a refusal is still exact, and the
-invariant holds after any writes and deletes.
+invariant holds after any writes and deletes. Since migration 26 (decision 0144) the
+growth trigger's body runs only when it has work: an append growing inside its
+reservation under the quota pays its ``WHEN`` alone.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from hypothesis import strategies as st
 from flowmem.core import prepare
 from flowmem.errors import QuotaExceededError
 from flowmem.store import Address, Quotas, SessionRecord
-from flowmem.store.sqlite import SqliteStore
+from flowmem.store.sqlite import SqliteStore, reserved
 
 
 def _grow(store: SqliteStore, address: Address, text: str) -> None:
@@ -61,6 +63,49 @@ def test_a_growing_append_costs_the_same_with_2000_buffers_of_its_owner_under_a_
         assert store.usage("alice").bytes == store.usage("bob").bytes + 1999 * store.usage("carol").bytes
     finally:
         store.close()
+
+
+def test_a_growing_append_inside_its_reservation_under_the_quota_pays_the_growth_triggers_when_alone(
+    tmp_path: Path,
+) -> None:
+    store = SqliteStore(f"sqlite:///{tmp_path}/gated.db")
+    store.set_quotas(Quotas(bytes=1 << 30))
+    chat = Address("user", "alice", "chat")
+    try:
+        _grow(store, chat, "first")  # reserves 16 KiB more than it holds
+        _steps_of_append(store, chat, "warm")
+        gated = _steps_of_append(store, chat, "hello there")
+        with sqlite3.connect(store.path) as conn:
+            conn.execute("DROP TRIGGER usage_buffer_bytes")
+        _steps_of_append(store, chat, "warm")  # the schema read again
+        unchecked = _steps_of_append(store, chat, "hello there")
+        # the WHEN (the growth, the reservation, the usage row's one read): 49 steps; its
+        # body (a reservation, a give-back and a check that change nothing here) ran 35 more
+        assert 0 < gated - unchecked <= 60, (gated, unchecked)
+    finally:
+        store.close()
+
+
+def test_a_database_at_migration_25_gets_the_gated_growth_trigger(tmp_path: Path) -> None:
+    store = SqliteStore(f"sqlite:///{tmp_path}/older.db")
+    chat = Address("user", "alice", "chat")
+    _grow(store, chat, "first")
+    store.close()
+    with sqlite3.connect(store.path) as conn:  # back to migration 25's trigger
+        conn.execute("DROP TRIGGER usage_buffer_bytes")
+        conn.execute(next(s for s in reserved.MIGRATION if s.startswith("CREATE TRIGGER usage_buffer_bytes")))
+        conn.execute("DELETE FROM flowmem_schema WHERE version = 26")
+    again = SqliteStore(f"sqlite:///{store.path}")
+    try:
+        with sqlite3.connect(store.path) as conn:
+            (text,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'usage_buffer_bytes'").fetchone()
+        assert text == reserved.GATED[1] and again.schema_version() == 26
+        again.set_quotas(Quotas(bytes=again.usage("alice").bytes + 5))
+        with pytest.raises(QuotaExceededError):  # inside its reservation, the lowered quota still refuses
+            _grow(again, chat, "more than five bytes")
+        assert again.count(chat) == 1
+    finally:
+        again.close()
 
 
 def test_a_write_that_fits_the_bytes_quota_exactly_passes_one_byte_more_is_refused(tmp_path: Path) -> None:

@@ -131,9 +131,10 @@ def test_a_database_from_before_gets_its_calls_listed_and_its_usage_summed(tmp_p
     with sqlite3.connect(store.path, isolation_level=None) as conn:
         undo_listed_calls(conn)  # as before migration 23, with the old flags and indexes
         assert conn.execute("SELECT SUM(answered = 0) FROM buffer_calls").fetchone()[0] == 2
-        # migrations 23, 24 (the log's bytes in the header, decision 0135) and 25 (the
-        # reservation, decision 0137) on it, as an upgrade runs them
-        for statement in (*LISTED_CALLS, *repairs_sqlite.IN_THE_HEADER, *reserved.MIGRATION):
+        # migrations 23, 24 (the log's bytes in the header, decision 0135), 25 (the
+        # reservation, decision 0137) and 26 (its growth trigger gated, decision 0144) on
+        # it, as an upgrade runs them
+        for statement in (*LISTED_CALLS, *repairs_sqlite.IN_THE_HEADER, *reserved.MIGRATION, *reserved.GATED):
             conn.execute(statement)
     again = SqliteStore(f"sqlite:///{store.path}")
     try:

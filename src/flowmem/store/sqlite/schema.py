@@ -236,6 +236,9 @@ _OWN: dict[int, tuple[str, ...]] = {
     # with slack, so a growing append checks the bytes quota on one row and sums the
     # owner's buffers only near the quota (``flowmem.store.sqlite.reserved``)
     25: reserved.MIGRATION,
+    # 26 (decision 0144): the growth trigger's body only when it has work (a new
+    # reservation, or the upper bound over the bytes quota): ``reserved.GATED``
+    26: reserved.GATED,
 }
 
 LISTED_CALLS = _OWN[23]  # an append writes its row, its header and one index entry (issue 42 §1)
