@@ -44,6 +44,7 @@ from flowmem.core import (
     is_healed,
     result_id,
 )
+from flowmem.integrations.pydantic_ai.entries import entry
 from flowmem.integrations.pydantic_ai.validated import Validated
 from flowmem.store.conversations import META, entry_of
 from flowmem.store.conversations.lines import placeholder_owner
@@ -91,7 +92,7 @@ def messages_of(
         messages = ModelMessagesTypeAdapter.validate_json("[" + ",".join(m for _, m in chosen) + "]")
     entries: list[ConversationEntry] = []
     for (entry_id, _), message in zip(chosen, messages, strict=True):
-        entries.append(ConversationEntry(id=entry_id, parent_id=parent, message=message))
+        entries.append(entry(entry_id, parent, message))
         parent = entry_id
     return entries
 
@@ -132,10 +133,13 @@ def _seconds(stamp: datetime | None) -> int | None:
     return None if stamp is None else int(stamp.timestamp())
 
 
-def entry_rows(entry: ConversationEntry) -> list[Message]:
-    """The rows an entry's message becomes (tool call ids as pydantic-ai gave them)."""
+def entry_rows(entry: ConversationEntry, dumped: dict[str, Any] | None = None) -> list[Message]:
+    """The rows an entry's message becomes (tool call ids as pydantic-ai gave them).
+
+    ``dumped``: the message's JSON-mode dump when the caller has it (``dumps.message_dumps``).
+    """
     message = entry.message
-    dumped = _dump(message)
+    dumped = _dump(message) if dumped is None else dict(dumped)
     parts: list[dict[str, Any]] = dumped.pop("parts")
     stamp = _seconds(message.timestamp)
 

@@ -19,7 +19,8 @@ from pydantic_ai.conversation_store import ConversationEntry, ConversationRecord
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 
 from flowmem.integrations.pydantic_ai.ahead import Ahead
-from flowmem.integrations.pydantic_ai.rows import entry_rows, is_result, message_json
+from flowmem.integrations.pydantic_ai.dumps import message_dumps
+from flowmem.integrations.pydantic_ai.rows import entry_rows, is_result
 from flowmem.service.checks import check_name
 from flowmem.store.conversations import ConversationWrite, NewEntry, StoredConversation
 
@@ -83,6 +84,12 @@ def continued(
     return kept, dataclasses.replace(record, head_id=head, scope=scope)
 
 
+def _new_entry(entry: ConversationEntry) -> NewEntry:
+    """The entry as buffer rows and its kept JSON, from one dump of its message (decision 0143)."""
+    dumped, text = message_dumps(entry.message)
+    return NewEntry(entry.id, entry_rows(entry, dumped), text)
+
+
 def conversation_write(
     conversation_id: str,
     record: ConversationRecord,
@@ -90,7 +97,9 @@ def conversation_write(
     stored: StoredConversation | None,
 ) -> ConversationWrite:
     """The write of ``record`` and its new ``entries`` (``stored``: the record it replaces, or None)."""
-    waiting = deferred_ids(record) | deferred_ids(None if stored is None else record_of(stored))
+    waiting = deferred_ids(record)
+    if stored is not None and stored.record.get("deferred_tool_requests") is not None:
+        waiting |= deferred_ids(record_of(stored))  # validated only when it holds any
     return ConversationWrite(
         record=StoredConversation(
             conversation_id=conversation_id,
@@ -101,7 +110,7 @@ def conversation_write(
         ),
         head=record.head_id,
         parent=entries[0].parent_id if entries else record.head_id,
-        entries=[NewEntry(entry.id, entry_rows(entry), message_json(entry.message)) for entry in entries],
+        entries=[_new_entry(entry) for entry in entries],
         source=record.forked_from if not entries else None,
         waiting=frozenset(waiting),
     )

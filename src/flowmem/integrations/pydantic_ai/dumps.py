@@ -1,0 +1,55 @@
+"""A message a save stores, serialized once: the dict its rows hold and the JSON kept beside them (decision 0143).
+
+``rows.message_json`` is the plain way to the kept JSON (decision 0131): pydantic-ai's
+JSON without its ``None`` fields when that reads back to the very same JSON, whole
+otherwise; with ``rows.entry_rows``' own dump, it serializes a message with
+``ModelMessagesTypeAdapter`` four times and validates it once. ``message_dumps`` gives
+the same two results from one JSON-mode dump (``dump_python(mode="json")``, which the
+rows need anyway): the JSON of that dump without its ``None`` values
+(``pydantic_core.to_json``, no schema, no Python serializers), checked to read back to
+the same dump. Where that check fails (a ``None`` inside a message's own data, such
+as a tool call's arguments, which ``exclude_none`` keeps), it falls back to the plain
+way's JSON, so the text kept is ``message_json``'s (tested on every part kind).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+from pydantic_core import to_json
+
+_ADAPTER = ModelMessagesTypeAdapter
+
+
+def _without_none(value: Any) -> Any:
+    """``value`` (JSON-mode data) without the ``None`` values of its objects, at every depth."""
+    if type(value) is dict:
+        return {key: _without_none(item) for key, item in value.items() if item is not None}
+    if type(value) is list:
+        return [_without_none(item) for item in value]
+    return value
+
+
+def _reads_back(text: bytes, dumped: bytes) -> bool:
+    """Whether the message JSON ``text`` validates to a message whose JSON-mode dump is ``dumped``."""
+    try:
+        again = _ADAPTER.dump_python(_ADAPTER.validate_json(b"[" + text + b"]"), mode="json")
+    except ValidationError:
+        return False
+    return to_json(again[0]) == dumped
+
+
+def message_dumps(message: ModelMessage) -> tuple[dict[str, Any], str]:
+    """The message's JSON-mode dump (for its rows) and the JSON kept beside them, as ``message_json`` gives it."""
+    dumped: dict[str, Any] = _ADAPTER.dump_python([message], mode="json")[0]
+    full = to_json(dumped)
+    lean = to_json(_without_none(dumped))
+    if lean == full or _reads_back(lean, full):
+        return dumped, lean.decode()
+    exact = _ADAPTER.dump_json([message], exclude_none=True)[1:-1]  # keeps None inside a message's data
+    return dumped, (exact if exact != lean and _reads_back(exact, full) else full).decode()
+
+
+__all__ = ["message_dumps"]
