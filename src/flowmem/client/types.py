@@ -8,11 +8,12 @@ normalize, health, and a buffer read with its cursor and format fields.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Self
 
 from flowmem.core import Message
-from flowmem.results import BufferResult, TokenWindow
+from flowmem.results import BufferResult, TokenWindow, replayed_field
 from flowmem.scope import Refusal
 
 
@@ -20,14 +21,53 @@ def _extra(data: dict[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in known}
 
 
+def reads(convert: Callable[[Any], Any]) -> dict[str, Any]:
+    """The metadata of a field whose JSON value ``_Answer.from_json`` passes through ``convert``."""
+    return {"read": convert}
+
+
+def _list_of(kind: Any) -> Callable[[list[Any]], list[Any]]:
+    """The reader of a JSON list of ``kind`` answers."""
+    return lambda items: [kind.from_json(item) for item in items]
+
+
+def _code(value: Any) -> str | None:
+    """A refusal's code, as the answer's ``refused`` names it (None unless text)."""
+    return value if isinstance(value, str) else None
+
+
+def _window(cut: Any) -> TokenWindow | None:
+    """What a token window cut, from its JSON object (None for anything else)."""
+    return TokenWindow(**cut) if isinstance(cut, dict) else None
+
+
+def _span(pair: Any) -> tuple[int, int] | None:
+    """A compaction's (first, last) archive numbers (None when the answer gives none)."""
+    return (int(pair[0]), int(pair[1])) if pair else None
+
+
 class _Answer:
-    """An answer whose JSON is its fields, each required (but the client's ``replayed``)."""
+    """An answer whose JSON is its fields (but the client's ``replayed``).
+
+    A field without a default is required (KeyError when the answer lacks it); one
+    with a default takes it when the answer leaves the field out or gives ``null``.
+    A field with ``reads(convert)`` as its metadata is passed through ``convert``.
+    """
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Self:
         """Build from the JSON answer."""
-        names = (item.name for item in fields(cls))  # type: ignore[arg-type]
-        return cls(**{name: data[name] for name in names if name != "replayed"})
+        values: dict[str, Any] = {}
+        for item in fields(cls):  # type: ignore[arg-type]
+            if item.name == "replayed":
+                continue
+            if item.default is MISSING and item.default_factory is MISSING:
+                value = data[item.name]
+            elif (value := data.get(item.name)) is None:
+                continue
+            convert = item.metadata.get("read")
+            values[item.name] = value if convert is None else convert(value)
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -54,21 +94,16 @@ class SessionConversation(_Answer):
 
 
 @dataclass(frozen=True)
-class SessionBuffer:
+class SessionBuffer(_Answer):
     """One buffer of a session (``Session.buffers``); ``stale``: a line its thread left (history)."""
 
     name: str
     messages: int
-    stale: bool = False
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> SessionBuffer:
-        """Build from the JSON answer."""
-        return cls(name=data["name"], messages=data["messages"], stale=bool(data.get("stale")))
+    stale: bool = field(metadata=reads(bool), default=False)
 
 
 @dataclass(frozen=True)
-class Session:
+class Session(_Answer):
     """A session: its id (a UUID), owner, status, metadata and where its conversation is.
 
     ``conversation`` is None only from a server older than issue 37; ``buffers`` (every
@@ -81,40 +116,20 @@ class Session:
     owner: str | None
     status: str
     agent: str | None
-    metadata: dict[str, Any]
+    metadata: dict[str, Any] = field(metadata=reads(dict))
     created_at: float
     updated_at: float
-    replayed: bool = field(default=False, compare=False)
-    """The server answered a repeated ``Idempotency-Key`` with this first answer."""
-    conversation: SessionConversation | None = None
-    buffers: list[SessionBuffer] | None = None
-    buffers_more: bool = False
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Session:
-        """Build from the JSON answer."""
-        conversation = data.get("conversation")
-        buffers = data.get("buffers")
-        return cls(
-            id=data["id"],
-            name=data["name"],
-            owner=data["owner"],
-            status=data["status"],
-            agent=data["agent"],
-            metadata=dict(data["metadata"]),
-            created_at=data["created_at"],
-            updated_at=data["updated_at"],
-            conversation=None if conversation is None else SessionConversation.from_json(conversation),
-            buffers=None if buffers is None else [SessionBuffer.from_json(b) for b in buffers],
-            buffers_more=bool(data.get("buffers_more", False)),
-        )
+    replayed: bool = replayed_field()
+    conversation: SessionConversation | None = field(metadata=reads(SessionConversation.from_json), default=None)
+    buffers: list[SessionBuffer] | None = field(metadata=reads(_list_of(SessionBuffer)), default=None)
+    buffers_more: bool = field(metadata=reads(bool), default=False)
 
 
 @dataclass(frozen=True)
-class SessionPage:
+class SessionPage(_Answer):
     """A page of ``GET /v1/sessions``: the sessions and the pagination envelope."""
 
-    data: list[Session]
+    data: list[Session] = field(metadata=reads(_list_of(Session)))
     total: int
     limit: int
     offset: int
@@ -122,59 +137,30 @@ class SessionPage:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SessionPage:
-        """Build from the JSON answer."""
-        page = data["pagination"]
-        return cls(
-            data=[Session.from_json(s) for s in data["data"]],
-            total=page["total"],
-            limit=page["limit"],
-            offset=page["offset"],
-            has_more=page["has_more"],
-        )
+        """Build from the JSON answer (the page's numbers are in its ``pagination``)."""
+        return super().from_json({**data["pagination"], "data": data["data"]})
 
 
 @dataclass(frozen=True)
-class TranscriptRow:
+class TranscriptRow(_Answer):
     """A transcript message: its sequence number, role, content (text or parts)."""
 
     seq: int
     role: str
     content: str | list[dict[str, Any]]
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(metadata=reads(dict), default_factory=dict)
     timestamp: int | None = None
-    replayed: bool = field(default=False, compare=False)
-    """The server answered a repeated ``Idempotency-Key`` with this first answer."""
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TranscriptRow:
-        """Build from the JSON answer."""
-        return cls(
-            seq=data["seq"],
-            role=data["role"],
-            content=data["content"],
-            metadata=dict(data.get("metadata") or {}),
-            timestamp=data.get("timestamp"),
-        )
+    replayed: bool = replayed_field()
 
 
 @dataclass(frozen=True)
-class TranscriptPage:
+class TranscriptPage(_Answer):
     """A page of ``GET /v1/sessions/{id}/messages`` with its cursors."""
 
-    data: list[TranscriptRow]
+    data: list[TranscriptRow] = field(metadata=reads(_list_of(TranscriptRow)))
     has_more: bool
-    next_since: int | None
-    next_before: int | None
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TranscriptPage:
-        """Build from the JSON answer."""
-        return cls(
-            data=[TranscriptRow.from_json(r) for r in data["data"]],
-            has_more=data["has_more"],
-            next_since=data.get("next_since"),
-            next_before=data.get("next_before"),
-        )
+    next_since: int | None = None
+    next_before: int | None = None
 
 
 @dataclass(frozen=True)
@@ -184,8 +170,7 @@ class TurnResult:
     turn_id: str
     status: str
     extra: dict[str, Any] = field(default_factory=dict)
-    replayed: bool = field(default=False, compare=False)
-    """The server answered a repeated ``Idempotency-Key`` with this first answer."""
+    replayed: bool = replayed_field()
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TurnResult:
@@ -203,8 +188,7 @@ class StopResult(_Answer):
 
     stopped: bool
     status: str
-    replayed: bool = field(default=False, compare=False)
-    """The server answered a repeated ``Idempotency-Key`` with this first answer."""
+    replayed: bool = replayed_field()
 
 
 @dataclass(frozen=True)
@@ -213,8 +197,7 @@ class ResetResult(_Answer):
 
     reset: bool
     status: str
-    replayed: bool = field(default=False, compare=False)
-    """The server answered a repeated ``Idempotency-Key`` with this first answer."""
+    replayed: bool = replayed_field()
 
 
 @dataclass(frozen=True)
@@ -226,12 +209,11 @@ class UserErasure(_Answer):
     buffers: int
     records: int
     tokens: int
-    replayed: bool = field(default=False, compare=False)
-    """The server answered a repeated ``Idempotency-Key`` with this first answer."""
+    replayed: bool = replayed_field()
 
 
 @dataclass(frozen=True)
-class BufferRead:
+class BufferRead(_Answer):
     """A buffer read (``GET /v1/buffers/{scope}/{key}``): rows or a provider's messages.
 
     ``count`` is the whole buffer's; ``next_before`` the cursor of the older page
@@ -243,32 +225,14 @@ class BufferRead:
     count: int
     resolved_scope_id: str
     next_before: int | None = None
-    format: str = "rows"
+    format: str = field(metadata=reads(lambda name: name or "rows"), default="rows")  # "" too
     system: str | list[dict[str, Any]] | None = None
     dropped: int = 0
-    not_carried: dict[str, int] = field(default_factory=dict)
-    refused: str | None = None
+    not_carried: dict[str, int] = field(metadata=reads(dict), default_factory=dict)
+    refused: str | None = field(metadata=reads(_code), default=None)
     """The code of the scope's refusal (``no_session_id`` …; decision 0047), None when it did not refuse."""
-    window: TokenWindow | None = None
+    window: TokenWindow | None = field(metadata=reads(_window), default=None)
     """With ``max_tokens``: what the token window cut."""
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> BufferRead:
-        """Build from the JSON answer."""
-        refused = data.get("refused")
-        window = data.get("window")
-        return cls(
-            messages=data["messages"],
-            count=data["count"],
-            resolved_scope_id=data["resolved_scope_id"],
-            next_before=data.get("next_before"),
-            format=data.get("format") or "rows",
-            system=data.get("system"),
-            dropped=data.get("dropped") or 0,
-            not_carried=dict(data.get("not_carried") or {}),
-            refused=refused if isinstance(refused, str) else None,
-            window=TokenWindow(**window) if isinstance(window, dict) else None,
-        )
 
     def as_result(self) -> BufferResult:
         """The read as ``MemoryService.load`` answers it (the ``Memory`` protocol's ``load``)."""
@@ -282,31 +246,19 @@ class BufferRead:
 
 
 @dataclass(frozen=True)
-class NormalizeResult:
+class NormalizeResult(_Answer):
     """``POST /v1/normalize``: the history normalized, in format ``to``."""
 
     format: str
     to: str
     messages: list[dict[str, Any]]
     dropped: int
-    not_carried: dict[str, int]
+    not_carried: dict[str, int] = field(metadata=reads(dict), default_factory=dict)
     system: str | list[dict[str, Any]] | None = None
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> NormalizeResult:
-        """Build from the JSON answer."""
-        return cls(
-            format=data["format"],
-            to=data["to"],
-            messages=data["messages"],
-            dropped=data["dropped"],
-            not_carried=dict(data.get("not_carried") or {}),
-            system=data.get("system"),
-        )
 
 
 @dataclass(frozen=True)
-class Violation:
+class Violation(_Answer):
     """One thing a provider would reject: the message index and a stable code."""
 
     index: int
@@ -315,28 +267,16 @@ class Violation:
 
 
 @dataclass(frozen=True)
-class CheckResult:
+class CheckResult(_Answer):
     """``POST /v1/check``: whether the history is sendable, and what is not."""
 
     format: str
     sendable: bool
-    violations: list[Violation]
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> CheckResult:
-        """Build from the JSON answer."""
-        return cls(
-            format=data["format"],
-            sendable=data["sendable"],
-            violations=[
-                Violation(index=v["index"], code=v["code"], message=v["message"])
-                for v in data["violations"]
-            ],
-        )
+    violations: list[Violation] = field(metadata=reads(_list_of(Violation)))
 
 
 @dataclass(frozen=True)
-class RepairEntry:
+class RepairEntry(_Answer):
     """One change the memory made to a buffer besides adding rows (issue 37 §2).
 
     ``rule``: ``MEM-3`` (placeholders inserted), ``MEM-10`` (placeholders replaced),
@@ -353,51 +293,25 @@ class RepairEntry:
     seq: int
     at: float
     rule: str
-    call_ids: list[str]
+    call_ids: list[str] = field(metadata=reads(list))
     count: int
-    positions: list[int]
-    kind: str = ""
-    archived: tuple[int, int] | None = None
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RepairEntry:
-        """Build from one entry of the JSON answer (a server without kinds: none)."""
-        archived = data.get("archived")
-        return cls(
-            seq=data["seq"],
-            at=data["at"],
-            rule=data["rule"],
-            call_ids=list(data["call_ids"]),
-            count=data["count"],
-            positions=list(data.get("positions") or []),
-            kind=str(data.get("kind") or ""),
-            archived=None if not archived else (int(archived[0]), int(archived[1])),
-        )
+    positions: list[int] = field(metadata=reads(list), default_factory=list)
+    kind: str = field(metadata=reads(str), default="")
+    archived: tuple[int, int] | None = field(metadata=reads(_span), default=None)
 
 
 @dataclass(frozen=True)
-class RepairLog:
+class RepairLog(_Answer):
     """A page of a buffer's repair log (``GET …/repairs``), newest first.
 
     ``next_before``: pass it as ``before`` for the older page (None: none).
     """
 
-    repairs: list[RepairEntry]
+    repairs: list[RepairEntry] = field(metadata=reads(_list_of(RepairEntry)))
     resolved_scope_id: str
     next_before: int | None = None
-    refused: str | None = None
+    refused: str | None = field(metadata=reads(_code), default=None)
     """The code of the scope's refusal (``no_session_id`` …), None when it did not refuse."""
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RepairLog:
-        """Build from the JSON answer."""
-        refused = data.get("refused")
-        return cls(
-            repairs=[RepairEntry.from_json(entry) for entry in data["repairs"]],
-            resolved_scope_id=data["resolved_scope_id"],
-            next_before=data.get("next_before"),
-            refused=refused if isinstance(refused, str) else None,
-        )
 
 
 @dataclass(frozen=True)
@@ -409,21 +323,16 @@ class SearchHit:
     score: float
 
 
+def _hits(found: list[dict[str, Any]]) -> list[SearchHit]:
+    """The hits of a search's answer (a hit without a value: None)."""
+    return [SearchHit(str(hit["key"]), hit.get("value"), float(hit["score"])) for hit in found]
+
+
 @dataclass(frozen=True)
-class SearchResult:
+class SearchResult(_Answer):
     """A vector search's answer (``POST /v1/search/{scope}``): the records found, best first."""
 
-    data: list[SearchHit]
+    data: list[SearchHit] = field(metadata=reads(_hits))
     resolved_scope_id: str
-    refused: str | None = None
+    refused: str | None = field(metadata=reads(_code), default=None)
     """The code of the scope's refusal (``no_user_id`` …), None when it did not refuse."""
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> SearchResult:
-        """Build from the JSON answer."""
-        refused = data.get("refused")
-        return cls(
-            data=[SearchHit(str(h["key"]), h.get("value"), float(h["score"])) for h in data["data"]],
-            resolved_scope_id=data["resolved_scope_id"],
-            refused=refused if isinstance(refused, str) else None,
-        )
