@@ -38,7 +38,7 @@ def _names(kind: type) -> tuple[str, ...]:
 
 def fields_of(value: Any) -> dict[str, Any]:
     """A dataclass's fields by name, in their order, as they are (``dataclasses.asdict`` copies deeply)."""
-    return {name: getattr(value, name) for name in _names(type(value))}
+    return {name: getattr(value, name) for name in _names(value.__class__)}
 
 
 class Refusable:
