@@ -72,16 +72,16 @@ dist: $(BUILD_STAMP)
 	rm -rf dist
 	$(PY) -m build --outdir dist .
 
-## The README's second command: lint, types and the packaging check side by side (mypy is
-## single-threaded, the check takes the other core), then the whole test suite on every
-## core (pytest-xdist 3.6+; --dist worksteal: an idle worker takes tests queued on a busy
-## one, so the longest do not end the run on one worker), printing the slowest tests.
+## The README's second command: the whole test suite on every core (pytest-xdist 3.6+;
+## --dist worksteal: an idle worker takes tests queued on a busy one, so the longest do not
+## end the run on one worker), printing the slowest tests, and beside it lint, types and
+## the packaging check (mostly waiting on builds, installs and servers: they take what the
+## suite's workers leave), whose output follows the suite's (scripts/make_test.sh).
 ## The tests run with bytecode caching on even where PYTHONDONTWRITEBYTECODE is set:
 ## otherwise each worker, and each server, CLI and bench process the tests start, compiles
 ## flowmem (and each worker assert-rewrites every test module) from source again.
 test: setup
-	$(MAKE) --no-print-directory -j2 --output-sync=target lint packaging
-	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n auto --dist worksteal --durations=15
+	bash scripts/make_test.sh $(PY) $(MAKE)
 
 bench: setup
 	$(PY) bench/core.py

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# `make test`: lint and the packaging check beside the whole test suite, not before it.
+#
+# The packaging check mostly waits (builds, installs, servers starting: ~70 s of CPU in
+# ~190 s), so running it and lint before the suite left a core idle for minutes; beside
+# the suite they take what the suite's workers leave. Their output is kept and printed
+# after the suite's, as one block per target, then the suite's closing line once more,
+# so the run's last line is pytest's count. Exit 1 when either part failed.
+#
+# Usage (from the Makefile): scripts/make_test.sh PYTHON [MAKE]
+set -uo pipefail
+
+python=$1
+make=${2:-make}
+checks_log=$(mktemp)
+suite_log=$(mktemp)
+trap 'rm -f "$checks_log" "$suite_log"' EXIT
+
+"$make" --no-print-directory -j2 --output-sync=target lint packaging >"$checks_log" 2>&1 &
+checks=$!
+
+# bytecode caching on even where PYTHONDONTWRITEBYTECODE is set (see the Makefile)
+PYTHONDONTWRITEBYTECODE= "$python" -m pytest -q -n auto --dist worksteal --durations=15 | tee "$suite_log"
+suite=${PIPESTATUS[0]}
+
+wait "$checks"
+checked=$?
+echo
+echo "---- lint and the packaging check (run beside the suite): exit $checked"
+cat "$checks_log"
+echo "---- the test suite: exit $suite"
+tail -n 1 "$suite_log"
+[ "$suite" -eq 0 ] && [ "$checked" -eq 0 ]
