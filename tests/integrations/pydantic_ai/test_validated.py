@@ -37,27 +37,49 @@ def _dumped(messages: list[ModelMessage]) -> bytes:
 
 
 def test_a_history_loaded_again_validates_only_the_messages_added_since(
-    durable_store: FlowmemConversationStore, validated_counts: list[int]
+    durable_url: str, durable_store: FlowmemConversationStore, validated_counts: list[int]
 ) -> None:
     history = m.every_part_kind()
     _run(durable_store.save(Conversation(conversation_id="c1", messages=list(history))))
     expected = m.round_tripped(history)
     validated_counts.clear()
     first = _run(durable_store.load("c1"))
-    assert first.messages == expected and _dumped(first.messages) == _dumped(expected)
     assert validated_counts == [len(history)]
+    assert first.messages == expected and _dumped(first.messages) == _dumped(expected)
     validated_counts.clear()
     again = _run(durable_store.load("c1"))
-    assert again.messages == expected and _dumped(again.messages) == _dumped(expected)
     assert validated_counts == []  # every message copied from what the first load validated
-    added: list[ModelMessage] = [m.prompt("q"), m.call("k"), m.result("k"), m.answer("a", 3)]
-    again.messages.extend(added)
-    _run(durable_store.save(again))
+    assert again.messages == expected and _dumped(again.messages) == _dumped(expected)
+    other = FlowmemConversationStore.from_url(durable_url)  # another writer: another process's store
+    try:
+        elsewhere = _run(other.load("c1"))
+        added: list[ModelMessage] = [m.prompt("q"), m.call("k"), m.result("k"), m.answer("a", 3)]
+        elsewhere.messages.extend(added)
+        _run(other.save(elsewhere))
+    finally:
+        other.close()
+    expected += m.round_tripped(added)
     validated_counts.clear()
     grown = _run(durable_store.load("c1"))
-    expected += m.round_tripped(added)
+    assert validated_counts == [len(added)]  # only what the other writer added
     assert grown.messages == expected and _dumped(grown.messages) == _dumped(expected)
-    assert validated_counts[-1:] == [len(added)]
+
+
+def test_messages_a_store_saved_are_not_validated_by_its_next_load(
+    durable_store: FlowmemConversationStore, validated_counts: list[int]
+) -> None:
+    history = m.every_part_kind()
+    _run(durable_store.save(Conversation(conversation_id="c1", messages=list(history))))
+    loaded = _run(durable_store.load("c1"))
+    added: list[ModelMessage] = [m.prompt("q"), m.call("k"), m.result("k"), m.answer("a", 3)]
+    loaded.messages.extend(added)
+    _run(durable_store.save(loaded))  # validates each message it keeps the lean JSON of (decision 0143)
+    validated_counts.clear()
+    grown = _run(durable_store.load("c1"))
+    assert validated_counts == []  # what the save validated is copied
+    expected = m.round_tripped(history) + m.round_tripped(added)
+    assert grown.messages == expected and _dumped(grown.messages) == _dumped(expected)
+    assert all(a is not b for a, b in zip(grown.messages, loaded.messages, strict=True))  # copies
 
 
 def test_a_loaded_message_its_caller_changes_does_not_change_the_next_load(

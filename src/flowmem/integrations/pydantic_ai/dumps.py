@@ -32,24 +32,29 @@ def _without_none(value: Any) -> Any:
     return value
 
 
-def _reads_back(text: bytes, dumped: bytes) -> bool:
-    """Whether the message JSON ``text`` validates to a message whose JSON-mode dump is ``dumped``."""
+def _read_back(text: bytes, dumped: bytes) -> ModelMessage | None:
+    """The message the JSON ``text`` validates to when its JSON-mode dump is ``dumped``, else None."""
     try:
-        again = _ADAPTER.dump_python(_ADAPTER.validate_json(b"[" + text + b"]"), mode="json")
+        again = _ADAPTER.validate_json(b"[" + text + b"]")
     except ValidationError:
-        return False
-    return to_json(again[0]) == dumped
+        return None
+    return again[0] if to_json(_ADAPTER.dump_python(again, mode="json")[0]) == dumped else None
 
 
-def message_dumps(message: ModelMessage) -> tuple[dict[str, Any], str]:
-    """The message's JSON-mode dump (for its rows) and the JSON kept beside them, as ``message_json`` gives it."""
+def message_dumps(message: ModelMessage) -> tuple[dict[str, Any], str, ModelMessage | None]:
+    """The message's JSON-mode dump (for its rows), the JSON kept beside them as ``message_json`` gives it,
+    and the message that JSON validates to when this checked it (None otherwise)."""
     dumped: dict[str, Any] = _ADAPTER.dump_python([message], mode="json")[0]
     full = to_json(dumped)
     lean = to_json(_without_none(dumped))
-    if lean == full or _reads_back(lean, full):
-        return dumped, lean.decode()
+    if lean == full:
+        return dumped, lean.decode(), None
+    read = _read_back(lean, full)
+    if read is not None:
+        return dumped, lean.decode(), read
     exact = _ADAPTER.dump_json([message], exclude_none=True)[1:-1]  # keeps None inside a message's data
-    return dumped, (exact if exact != lean and _reads_back(exact, full) else full).decode()
+    read = None if exact == lean else _read_back(exact, full)
+    return dumped, (full if read is None else exact).decode(), read
 
 
 __all__ = ["message_dumps"]

@@ -75,6 +75,7 @@ from flowmem.integrations.pydantic_ai.rows import (
 from flowmem.integrations.pydantic_ai.turns import LOADING, SAVING, KnownRecords, Loading, Saving
 from flowmem.integrations.pydantic_ai.validated import Validated
 from flowmem.integrations.pydantic_ai.writes import (
+    Read,
     check_entry_ids,
     continued,
     conversation_write,
@@ -291,8 +292,11 @@ class FlowmemConversationStore(ConversationStore):
         if ahead is not None:
             ahead.saved = entries
         guard = self._claim(cid, record)
-        write = conversation_write(cid, record, entries, stored)
+        read: list[Read] = []
+        write = conversation_write(cid, record, entries, stored, read)
         await self._write(write, expected_revision, guard, record.conversation_id)
+        if entries:  # what the save validated: the next load copies it (decision 0143)
+            self._validated.extend(entries[0].parent_id, read)
 
     async def _stored_for_write(self, conversation_id: str) -> StoredConversation | None:
         """The stored record a write replaces: the one this save's ``read_record`` gave, else read."""

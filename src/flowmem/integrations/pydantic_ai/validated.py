@@ -8,8 +8,10 @@ validated messages pickled. A load takes the longest run of leading segments who
 and texts are exactly the ones read now, unpickles them (a fresh copy each time: the
 caller may change what it gets, pickle restores each object's state as validation left
 it, about 2.7 times faster than validating), validates the rest in one
-``validate_json`` and keeps it as a new segment. Only bytes pickled here, in this
-process, are ever unpickled. Past ``MAX_SEGMENTS`` the segments are merged into one.
+``validate_json`` and keeps it as a new segment. A save adds the messages it wrote
+after a kept history as a segment too, when it validated each from the very text it
+stored (``extend``, decision 0143): the next load then validates nothing. Only bytes
+pickled here, in this process, are ever unpickled. Past ``MAX_SEGMENTS`` the segments are merged into one.
 At most ``max_bytes`` (texts and pickles) are kept, the least recently loaded histories
 going first; a history larger than that is not kept.
 """
@@ -63,6 +65,7 @@ class Validated:
     def __init__(self, max_bytes: int = MAX_BYTES) -> None:
         self.max_bytes = max_bytes
         self._lines: OrderedDict[str, list[_Segment]] = OrderedDict()
+        self._tails: dict[str, str] = {}  # the last entry id of each history kept, to its key
         self._bytes = 0
         self._lock = threading.Lock()  # loads of PostgreSQL run in worker threads
 
@@ -96,10 +99,32 @@ class Validated:
         self._keep(key, kept)
         return _shared(messages)
 
+    def extend(self, parent: str | None, written: Sequence[tuple[str, str, ModelMessage | None]]) -> None:
+        """Keep messages a save wrote after ``parent`` (id, JSON text, what it validates to) as a new segment.
+
+        Only after a kept history ending at ``parent``, and only when every message was
+        validated from its very text; a load still matches the segment by ids and texts.
+        """
+        if parent is None or not written or any(message is None for _, _, message in written):
+            return
+        with self._lock:
+            key = self._tails.get(parent)
+        if key is None:
+            return
+        segments = self._take(key)
+        if not segments or segments[-1].ids[-1] != parent or len(segments) >= MAX_SEGMENTS:
+            self._keep(key, segments)
+            return
+        messages = [message for _, _, message in written if message is not None]
+        made = _pickled([entry_id for entry_id, _, _ in written], [text for _, text, _ in written], messages)
+        self._keep(key, segments if made is None else [*segments, made])
+
     def _take(self, key: str) -> list[_Segment]:
         with self._lock:
             segments = self._lines.pop(key, [])
             self._bytes -= sum(segment.size for segment in segments)
+            if segments:
+                self._untail(key, segments)
         return segments
 
     def _keep(self, key: str, segments: list[_Segment]) -> None:
@@ -109,10 +134,20 @@ class Validated:
         with self._lock:
             replaced = self._lines.pop(key, [])  # a concurrent load of the same history kept it
             self._bytes += size - sum(segment.size for segment in replaced)
+            if replaced:
+                self._untail(key, replaced)
             self._lines[key] = segments
+            self._tails[segments[-1].ids[-1]] = key
             while self._bytes > self.max_bytes:
-                _, dropped = self._lines.popitem(last=False)
+                gone, dropped = self._lines.popitem(last=False)
                 self._bytes -= sum(segment.size for segment in dropped)
+                self._untail(gone, dropped)
+
+    def _untail(self, key: str, segments: list[_Segment]) -> None:
+        """Forget where the history ``key`` kept as ``segments`` ended (the lock held)."""
+        tail = segments[-1].ids[-1]
+        if self._tails.get(tail) == key:
+            del self._tails[tail]
 
     @property
     def size(self) -> int:

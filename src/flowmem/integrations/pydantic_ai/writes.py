@@ -84,9 +84,14 @@ def continued(
     return kept, dataclasses.replace(record, head_id=head, scope=scope)
 
 
-def _new_entry(entry: ConversationEntry) -> NewEntry:
+Read = tuple[str, str, ModelMessage | None]
+"""An entry written: its id, its kept JSON, and what that JSON validates to when the save checked it."""
+
+
+def _new_entry(entry: ConversationEntry, read: list[Read]) -> NewEntry:
     """The entry as buffer rows and its kept JSON, from one dump of its message (decision 0143)."""
-    dumped, text = message_dumps(entry.message)
+    dumped, text, message = message_dumps(entry.message)
+    read.append((entry.id, text, message))
     return NewEntry(entry.id, entry_rows(entry, dumped), text)
 
 
@@ -95,8 +100,12 @@ def conversation_write(
     record: ConversationRecord,
     entries: Sequence[ConversationEntry],
     stored: StoredConversation | None,
+    read: list[Read] | None = None,
 ) -> ConversationWrite:
-    """The write of ``record`` and its new ``entries`` (``stored``: the record it replaces, or None)."""
+    """The write of ``record`` and its new ``entries`` (``stored``: the record it replaces, or None).
+
+    ``read`` gets each entry's id, kept JSON and the message it validates to (``Read``).
+    """
     waiting = deferred_ids(record)
     if stored is not None and stored.record.get("deferred_tool_requests") is not None:
         waiting |= deferred_ids(record_of(stored))  # validated only when it holds any
@@ -110,7 +119,7 @@ def conversation_write(
         ),
         head=record.head_id,
         parent=entries[0].parent_id if entries else record.head_id,
-        entries=[_new_entry(entry) for entry in entries],
+        entries=[_new_entry(entry, [] if read is None else read) for entry in entries],
         source=record.forked_from if not entries else None,
         waiting=frozenset(waiting),
     )
@@ -118,6 +127,7 @@ def conversation_write(
 
 __all__ = [
     "RECORD",
+    "Read",
     "check_entry_ids",
     "continued",
     "conversation_write",
