@@ -1,4 +1,4 @@
-"""A message a save stores is serialized once, and gives what the plain way gives (decision 0143)."""
+"""A message a save stores is serialized once, and gives what the plain way gives (decision 0145)."""
 
 from __future__ import annotations
 

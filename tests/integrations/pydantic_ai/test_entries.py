@@ -1,4 +1,4 @@
-"""A load's entries are made without ConversationEntry's frozen __init__, equal to the ones it makes (decision 0143)."""
+"""A load's entries are made without ConversationEntry's frozen __init__, equal to the ones it makes (decision 0145)."""
 
 from __future__ import annotations
 

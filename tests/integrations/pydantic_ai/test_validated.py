@@ -73,7 +73,7 @@ def test_messages_a_store_saved_are_not_validated_by_its_next_load(
     loaded = _run(durable_store.load("c1"))
     added: list[ModelMessage] = [m.prompt("q"), m.call("k"), m.result("k"), m.answer("a", 3)]
     loaded.messages.extend(added)
-    _run(durable_store.save(loaded))  # validates each message it keeps the lean JSON of (decision 0143)
+    _run(durable_store.save(loaded))  # validates each message it keeps the lean JSON of (decision 0145)
     validated_counts.clear()
     grown = _run(durable_store.load("c1"))
     assert validated_counts == []  # what the save validated is copied

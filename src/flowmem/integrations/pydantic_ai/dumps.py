@@ -1,4 +1,4 @@
-"""A message a save stores, serialized once: the dict its rows hold and the JSON kept beside them (decision 0143).
+"""A message a save stores, serialized once: the dict its rows hold and the JSON kept beside them (decision 0145).
 
 ``rows.message_json`` is the plain way to the kept JSON (decision 0131): pydantic-ai's
 JSON without its ``None`` fields when that reads back to the very same JSON, whole

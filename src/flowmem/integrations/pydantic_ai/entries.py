@@ -1,4 +1,4 @@
-"""``ConversationEntry``s made for a load without the frozen dataclass's ``__init__`` (decision 0143).
+"""``ConversationEntry``s made for a load without the frozen dataclass's ``__init__`` (decision 0145).
 
 A load hands pydantic-ai one ``ConversationEntry`` per message. Its frozen
 ``__init__`` sets each field through ``object.__setattr__``, a third of the time a

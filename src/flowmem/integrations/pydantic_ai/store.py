@@ -295,7 +295,7 @@ class FlowmemConversationStore(ConversationStore):
         read: list[Read] = []
         write = conversation_write(cid, record, entries, stored, read)
         await self._write(write, expected_revision, guard, record.conversation_id)
-        if entries:  # what the save validated: the next load copies it (decision 0143)
+        if entries:  # what the save validated: the next load copies it (decision 0145)
             self._validated.extend(entries[0].parent_id, read)
 
     async def _stored_for_write(self, conversation_id: str) -> StoredConversation | None:

@@ -10,7 +10,7 @@ caller may change what it gets, pickle restores each object's state as validatio
 it, about 2.7 times faster than validating), validates the rest in one
 ``validate_json`` and keeps it as a new segment. A save adds the messages it wrote
 after a kept history as a segment too, when it validated each from the very text it
-stored (``extend``, decision 0143): the next load then validates nothing. Only bytes
+stored (``extend``, decision 0145): the next load then validates nothing. Only bytes
 pickled here, in this process, are ever unpickled. Past ``MAX_SEGMENTS`` the segments are merged into one.
 At most ``max_bytes`` (texts and pickles) are kept, the least recently loaded histories
 going first; a history larger than that is not kept.

@@ -89,7 +89,7 @@ Read = tuple[str, str, ModelMessage | None]
 
 
 def _new_entry(entry: ConversationEntry, read: list[Read]) -> NewEntry:
-    """The entry as buffer rows and its kept JSON, from one dump of its message (decision 0143)."""
+    """The entry as buffer rows and its kept JSON, from one dump of its message (decision 0145)."""
     dumped, text, message = message_dumps(entry.message)
     read.append((entry.id, text, message))
     return NewEntry(entry.id, entry_rows(entry, dumped), text)
