@@ -220,20 +220,14 @@ def erase_user_data(store: Store, user_id: object) -> tuple[str | None, Erasure]
     return usable_identity(user_id), total
 
 
+@dataclass(eq=False)
 class SessionService:
     """Sessions, transcripts and turns, each operation checked by ``access.decide`` first."""
 
-    def __init__(
-        self,
-        store: Store,
-        memory: MemoryService,
-        runner: TurnRunner | None = None,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.store = store
-        self.memory = memory
-        self.runner = runner
-        self.clock = clock
+    store: Store
+    memory: MemoryService
+    runner: TurnRunner | None = None
+    clock: Callable[[], float] = time.time
 
     # --- loading and deciding ---------------------------------------------------
     def load(self, principal: Principal, session_id: object, action: str = "view") -> SessionRecord:
