@@ -68,7 +68,7 @@ import asyncio  # noqa: E402
 from collections.abc import Iterable, Iterator, Mapping  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
 from dataclasses import dataclass, field, replace  # noqa: E402
-from typing import Any, TypedDict, Unpack  # noqa: E402
+from typing import Any, Generic, TypedDict, TypeVar, Unpack  # noqa: E402
 
 from langgraph.store.base import (  # noqa: E402
     BaseStore,
@@ -133,6 +133,8 @@ NAMESPACE_BATCH = 32  # keys one page of list_namespaces reads (it skips whole n
 
 
 # --- planned operations (validated and resolved before any storage is touched) -------------
+ScanOp = TypeVar("ScanOp", SearchOp, ListNamespacesOp)
+
 @dataclass(frozen=True)
 class _Get:
     op: GetOp
@@ -141,17 +143,20 @@ class _Get:
 
 
 @dataclass(frozen=True)
-class _Search:
-    op: SearchOp
+class _Under(Generic[ScanOp]):
+    """An operation over the records under a key prefix (a search, a namespace listing)."""
+
+    op: ScanOp
     place: Place | None
     prefix: str  # the record key prefix
 
 
-@dataclass(frozen=True)
-class _List:
-    op: ListNamespacesOp
-    place: Place | None
-    prefix: str
+class _Search(_Under[SearchOp]):
+    """A search of the records under the prefix."""
+
+
+class _List(_Under[ListNamespacesOp]):
+    """A listing of the namespaces under the prefix."""
 
 
 @dataclass(frozen=True)
