@@ -29,16 +29,24 @@ wake-ups a loaded machine delays, where the peers run in the caller's thread.
 Targets (issue 42 §4): at every length the turn ≥ 1.0× the JSON file and ≥ 1.0× the
 JSON-in-SQLite row, and the load ≥ 1.0× ``validate_json`` of the file, at the minimum
 of the runs.
+
+``--srcs NAME=DIR,NAME=DIR`` compares codes (``before=/tmp/old/src,after=src``) in one
+run: each round runs this bench once per code, each in a fresh process importing
+flowmem from its ``DIR`` (``PYTHONPATH``), the codes' order alternating round by round
+(``--rounds``, default 2); the table gives each code's per-run ratios round by round,
+side by side, and the JSON every child's measurements.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -265,14 +273,55 @@ def spread(values: list[float]) -> dict[str, float]:
     return {"min": min(values), "median": statistics.median(values), "max": max(values)}
 
 
+RATIOS = (
+    "turn_vs_json_file", "turn_vs_json_sqlite_row", "load_vs_validate_json",
+    "turn_cpu_vs_json_file", "load_cpu_vs_validate_json",
+)
+
+
+def compare(args: argparse.Namespace, argv: list[str]) -> int:
+    """``--srcs``: this bench once per code and round, each in a fresh process on its code, the order alternating."""
+    codes = [(name, folder) for name, _, folder in (item.partition("=") for item in args.srcs.split(","))]
+    passed = ["--lengths", *map(str, args.lengths), "--runs", str(args.runs), "--turns", str(args.turns)]
+    found: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in codes}
+    with tempfile.TemporaryDirectory(prefix="bench-pa-srcs-") as tmp:
+        for round_ in range(args.rounds):
+            for name, folder in codes if round_ % 2 == 0 else codes[::-1]:
+                out = Path(tmp) / f"{name}-{round_}.json"
+                load = os.getloadavg()[0]
+                command = [sys.executable, os.path.abspath(__file__), *passed, "--json", str(out)]
+                command += ["--quick"] if args.quick else []
+                subprocess.run(command, env={**os.environ, "PYTHONPATH": folder}, check=True, capture_output=True)
+                found[name].append({"load_at_start": load, **json.loads(out.read_text())})
+                print(f"# round {round_ + 1}: {name} (load {load:.1f})", file=sys.stderr, flush=True)
+    first = found[codes[0][0]][0]
+    print(f"Per-run ratios, min / median / max, round by round ({args.rounds} rounds, order alternating):")
+    for length in first["lengths"]:
+        for label in RATIOS:
+            cells = []
+            for name, _ in codes:
+                spreads = [r["lengths"][length]["ratios"][label] for r in found[name]]
+                cells.append(f"{name} " + "; ".join(f"{s['min']:.2f}/{s['median']:.2f}/{s['max']:.2f}" for s in spreads))
+            print(f"  {label:26} {length:>5}   " + "   ".join(cells))
+    codes_json = {name: {"src": folder, "rounds": found[name]} for name, folder in codes}
+    meta = report_json.environment(["pydantic-ai-slim", "pydantic"])
+    results = {"codes": codes_json}
+    report_json.write(args.json, BENCH, argv, meta, first["durability"], [], results, args.quick)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     """Run the bench, print the table, write the JSON."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lengths", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--turns", type=int, default=9)
+    parser.add_argument("--srcs", help="NAME=DIR,NAME=DIR: codes compared in one run, each in its own processes")
+    parser.add_argument("--rounds", type=int, default=2, help="with --srcs: runs of each code, the order alternating")
     report_json.add_arguments(parser, BENCH, "20 messages, 2 runs of 3 turns")
     args = parser.parse_args(argv)
+    if args.srcs:
+        return compare(args, argv)
     # the fill saves whole turns, calls with their results, in one save: the store warns
     # once that such tools ran before their calls were stored (decision 0099); not a turn's cost
     logging.getLogger("flowmem.integrations.pydantic_ai").setLevel(logging.ERROR)
