@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.bench.smoke import run_bench
+from tests.bench.smoke import BENCH, run_bench
 
 pytest.importorskip("pydantic_ai.conversation_store")
 
@@ -24,3 +27,45 @@ def test_quick_run_times_each_system_s_turns_and_writes_the_ratios(tmp_path: Pat
     for ratio in length["ratios"].values():
         assert len(ratio["per_run"]) == 2 and ratio["min"] <= ratio["median"] <= ratio["max"]
     assert "turn_vs_json_file" in printed
+
+
+def _bench_module() -> Any:
+    """bench/pa_conversations.py, loaded by path (its own sys.path setup finds bench/lib)."""
+    spec = importlib.util.spec_from_file_location("bench_pa_conversations", BENCH / "pa_conversations.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_srcs_runs_each_code_in_its_own_process_the_order_alternating(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bench = _bench_module()
+    ran: list[tuple[str, str]] = []
+    real_run = bench.subprocess.run
+
+    def child(command: list[str], env: dict[str, str] | None = None, **kwargs: Any) -> Any:
+        if "--json" not in command:  # not a child bench (the commit's lookup)
+            return real_run(command, **kwargs)
+        assert env is not None
+        out = Path(command[command.index("--json") + 1])
+        ran.append((env["PYTHONPATH"], out.name))
+        ratio = len(ran) / 10  # each child's own figures, to find them in the table
+        spread = {"per_run": [ratio], "min": ratio, "median": ratio, "max": ratio}
+        found = {"durability": {"flowmem": {"backend": "sqlite", "durable": True}},
+                 "lengths": {"20": {"ratios": {label: spread for label in bench.RATIOS}}}}
+        out.write_text(json.dumps(found))
+
+    monkeypatch.setattr(bench.subprocess, "run", child)
+    out = tmp_path / "srcs.json"
+    argv = ["--srcs", "old=/tmp/old,new=/tmp/new", "--rounds", "3", "--quick", "--json", str(out)]
+    assert bench.main(argv) == 0
+    assert [src for src, _ in ran] == ["/tmp/old", "/tmp/new", "/tmp/new", "/tmp/old", "/tmp/old", "/tmp/new"]
+    found = json.loads(out.read_text())
+    assert [r["lengths"]["20"]["ratios"]["turn_vs_json_file"]["min"] for r in found["codes"]["new"]["rounds"]] == [
+        0.2, 0.3, 0.6
+    ]
+    assert found["codes"]["old"]["src"] == "/tmp/old"
+    printed = capsys.readouterr().out
+    assert "old 0.10/0.10/0.10; 0.40/0.40/0.40; 0.50/0.50/0.50" in printed
