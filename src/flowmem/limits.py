@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import math
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Self
 
 from flowmem.errors import ConfigurationError, IdempotencyKeyInvalidError, QuotaExceededError
 
@@ -75,8 +76,49 @@ QUOTA_FIELDS: dict[str, str] = {"bytes": "user_bytes", "buffers": "user_buffers"
 _QUOTAS = Quotas()
 
 
+ENV: dict[str, str] = {
+    "message_bytes": "FLOWMEM_MAX_MESSAGE_BYTES",
+    "buffer_bytes": "FLOWMEM_MAX_BUFFER_BYTES",
+    "record_bytes": "FLOWMEM_MAX_RECORD_BYTES",
+    "session_metadata_bytes": "FLOWMEM_MAX_SESSION_METADATA_BYTES",
+    "sessions_per_user": "FLOWMEM_MAX_SESSIONS_PER_USER",
+    "idempotency_seconds": "FLOWMEM_IDEMPOTENCY_SECONDS",
+    "user_bytes": "FLOWMEM_MAX_USER_BYTES",
+    "user_buffers": "FLOWMEM_MAX_USER_BUFFERS",
+    "user_records": "FLOWMEM_MAX_USER_RECORDS",
+}
+"""The environment variable that sets each ``Limits`` field (``Limits.from_env``)."""
+
+
+class EnvSettings(ABC):
+    """Frozen settings whose fields the environment sets: the variable ``ENV_VARIABLES`` names for each.
+
+    The one reading of such settings (``Limits``, ``flowmem.api.ratelimit.RateLimits``):
+    ``from_env`` in the server and the CLI, ``to_env`` for the worker processes.
+    """
+
+    ENV_VARIABLES: ClassVar[Mapping[str, str]]
+    """field -> the variable that sets it"""
+    ENV_KIND: ClassVar[str]
+    """What a set variable must be, as a refusal says it (``parse_env`` reads it)."""
+
+    @staticmethod
+    @abstractmethod
+    def parse_env(raw: str) -> Any:
+        """The value of a set variable's text ``raw`` (ValueError when it is not ``ENV_KIND``)."""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Self:
+        """The defaults, overridden by each ``ENV_VARIABLES`` variable that is set (``ENV_KIND``)."""
+        return cls(**env_values(cls.ENV_VARIABLES, environ, cls.parse_env, cls.ENV_KIND))
+
+    def to_env(self) -> dict[str, str]:
+        """The environment variables that reproduce these settings (for worker processes)."""
+        return env_of(self, self.ENV_VARIABLES)
+
+
 @dataclass(frozen=True)
-class Limits:
+class Limits(EnvSettings):
     """What one write may store, and one user keep (``user_*``); every field is a maximum, 0 = unlimited."""
 
     message_bytes: int = 50 * MIB
@@ -100,6 +142,14 @@ class Limits:
     """Per-user quota: buffers one user has (its ``user`` scope and its sessions' scopes)."""
     user_records: int = _QUOTAS.records
     """Per-user quota: memory records one user has."""
+
+    ENV_VARIABLES: ClassVar[Mapping[str, str]] = ENV
+    ENV_KIND: ClassVar[str] = "an integer"
+
+    @staticmethod
+    def parse_env(raw: str) -> int:
+        """An integer (surrounding blanks aside); a refusal of a negative one is ``__post_init__``'s."""
+        return int(raw.strip())
 
     def __post_init__(self) -> None:
         for item in fields(self):
@@ -128,27 +178,6 @@ class Limits:
         """Every limit off (trusted, in-process use such as tests and benchmarks)."""
         return cls(**{item.name: 0 for item in fields(cls)})
 
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Limits:
-        """The defaults, overridden by each ``ENV`` variable that is set (an integer >= 0)."""
-        return replace(cls(), **env_values(ENV, environ, lambda raw: int(raw.strip()), "an integer"))
-
-    def to_env(self) -> dict[str, str]:
-        """The environment variables that reproduce these limits (for worker processes)."""
-        return env_of(self, ENV)
-
-
-ENV: dict[str, str] = {
-    "message_bytes": "FLOWMEM_MAX_MESSAGE_BYTES",
-    "buffer_bytes": "FLOWMEM_MAX_BUFFER_BYTES",
-    "record_bytes": "FLOWMEM_MAX_RECORD_BYTES",
-    "session_metadata_bytes": "FLOWMEM_MAX_SESSION_METADATA_BYTES",
-    "sessions_per_user": "FLOWMEM_MAX_SESSIONS_PER_USER",
-    "idempotency_seconds": "FLOWMEM_IDEMPOTENCY_SECONDS",
-    "user_bytes": "FLOWMEM_MAX_USER_BYTES",
-    "user_buffers": "FLOWMEM_MAX_USER_BUFFERS",
-    "user_records": "FLOWMEM_MAX_USER_RECORDS",
-}
 
 
 def raise_hint(name: str) -> str:
@@ -251,6 +280,7 @@ __all__ = [
     "SEARCH_OFFSET",
     "VECTORS_PER_RECORD",
     "VECTOR_DIMS",
+    "EnvSettings",
     "Limits",
     "Quotas",
     "check_idempotency_key",

@@ -42,8 +42,8 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -55,7 +55,7 @@ from flowmem.errors import (
     AuthRateLimitedError,
     RateLimitedError,
 )
-from flowmem.limits import check_non_negative, env_of, env_values
+from flowmem.limits import EnvSettings, check_non_negative
 
 MAX_KEYS = 100_000  # buckets kept per table; the least recently used beyond it are forgotten
 MAX_TRUSTED = 100_000  # tokens a worker remembers as accepted (16-byte hashes, least recent dropped)
@@ -66,8 +66,17 @@ GUESS_SLOTS = 4  # unknown tokens of one guessing address waiting at once; one m
 MAX_WAITING = 1_000  # unknown tokens of guessing addresses waiting at once in a worker
 
 
+ENV: dict[str, str] = {
+    "requests_per_second": "FLOWMEM_RATE_LIMIT",
+    "burst": "FLOWMEM_RATE_BURST",
+    "auth_failures": "FLOWMEM_AUTH_FAILURES",
+    "auth_failures_per_minute": "FLOWMEM_AUTH_FAILURES_PER_MINUTE",
+}
+"""The environment variable that sets each ``RateLimits`` field (``RateLimits.from_env``)."""
+
+
 @dataclass(frozen=True)
-class RateLimits:
+class RateLimits(EnvSettings):
     """Request rates one worker accepts; 0 turns a limit off."""
 
     requests_per_second: float = 100.0
@@ -89,23 +98,13 @@ class RateLimits:
         """No rate limit at all."""
         return cls(0, 0, 0, 0)
 
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> RateLimits:
-        """The defaults, overridden by each ``ENV`` variable that is set."""
-        changes = env_values(ENV, environ, lambda raw: float(raw) if "." in raw else int(raw), "a number")
-        return replace(cls(), **changes)
+    ENV_VARIABLES: ClassVar[Mapping[str, str]] = ENV
+    ENV_KIND: ClassVar[str] = "a number"
 
-    def to_env(self) -> dict[str, str]:
-        """The environment variables that reproduce these limits (for worker processes)."""
-        return env_of(self, ENV)
-
-
-ENV: dict[str, str] = {
-    "requests_per_second": "FLOWMEM_RATE_LIMIT",
-    "burst": "FLOWMEM_RATE_BURST",
-    "auth_failures": "FLOWMEM_AUTH_FAILURES",
-    "auth_failures_per_minute": "FLOWMEM_AUTH_FAILURES_PER_MINUTE",
-}
+    @staticmethod
+    def parse_env(raw: str) -> float | int:
+        """A number: a float when it has a decimal point, else an integer."""
+        return float(raw) if "." in raw else int(raw)
 
 
 class Buckets:
