@@ -62,7 +62,7 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 
-from flowmem.errors import LineMovedError, ScopeRefusedError, ThreadForkedError
+from flowmem.errors import LineMovedError, ThreadForkedError
 from flowmem.integrations.langgraph.durable import (
     HEALED_ID_PREFIX,
     DurableCheckpoints,
@@ -90,6 +90,7 @@ from flowmem.integrations.langgraph.threads import (
     check_ids,
     owned_configurable,
 )
+from flowmem.integrations.refusals import usable_session
 from flowmem.scope import ExecutionContext, Refusal
 from flowmem.service import MemoryService, kinds
 from flowmem.service.checks import check_context_ids
@@ -212,14 +213,9 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
 
     def _writable(self, config: RunnableConfig, operation: str) -> str:
         thread = self._thread(config, operation)
-        if isinstance(thread, Refusal):
-            raise ScopeRefusedError(
-                f"LangGraph {operation} refused: {thread.sentence} Give the thread a usable "
-                "session id (config['configurable']['thread_id']); nothing was stored",
-                rule="MEM-13",
-                argument="thread_id",
-            )
-        return thread
+        return usable_session(
+            thread, f"LangGraph {operation}", "thread", "thread_id", "config['configurable']['thread_id']"
+        )
 
     # --- put -----------------------------------------------------------------------------
     def put(

@@ -62,7 +62,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.run import AgentRunResult
 from pydantic_ai.usage import RunUsage
 
-from flowmem.errors import AccessDeniedError, InvalidInputError, ScopeRefusedError
+from flowmem.errors import AccessDeniedError, InvalidInputError
 from flowmem.integrations.pydantic_ai.ahead import Ahead, WriteAhead
 from flowmem.integrations.pydantic_ai.answers import carries_results, once_per_call
 from flowmem.integrations.pydantic_ai.rows import (
@@ -83,6 +83,7 @@ from flowmem.integrations.pydantic_ai.writes import (
     ran_before_stored,
     record_of,
 )
+from flowmem.integrations.refusals import usable_session
 from flowmem.scope import ExecutionContext, Refusal, usable_identity
 from flowmem.service import MemoryService, kinds
 from flowmem.service.checks import check_id_text, check_name, context_user
@@ -175,14 +176,7 @@ class FlowmemConversationStore(ConversationStore):
 
     def _writable(self, conversation_id: str, operation: str) -> str:
         found = self._session(conversation_id, operation)
-        if isinstance(found, Refusal):
-            raise ScopeRefusedError(
-                f"pydantic-ai {operation} refused: {found.sentence} Give the conversation a "
-                "usable session id (conversation_id); nothing was stored",
-                rule="MEM-13",
-                argument="conversation_id",
-            )
-        return found
+        return usable_session(found, f"pydantic-ai {operation}", "conversation", "conversation_id")
 
     def _scoped(self, scope: str | None, operation: str) -> str | None:
         """The scope a call acts in: a user-bound store's user for None; AccessDeniedError for another user."""
