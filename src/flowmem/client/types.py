@@ -58,16 +58,29 @@ class _Answer:
     def from_json(cls, data: dict[str, Any]) -> Self:
         """Build from the JSON answer."""
         values: dict[str, Any] = {}
-        for item in fields(cls):  # type: ignore[arg-type]
-            if item.name == "replayed":
+        for name, required, convert in _reading(cls):
+            if required:
+                value = data[name]
+            elif (value := data.get(name)) is None:
                 continue
-            if item.default is MISSING and item.default_factory is MISSING:
-                value = data[item.name]
-            elif (value := data.get(item.name)) is None:
-                continue
-            convert = item.metadata.get("read")
-            values[item.name] = value if convert is None else convert(value)
+            values[name] = value if convert is None else convert(value)
         return cls(**values)
+
+
+_Reading = tuple[tuple[str, bool, Callable[[Any], Any] | None], ...]
+_READINGS: dict[type, _Reading] = {}
+
+
+def _reading(kind: type) -> _Reading:
+    """How ``_Answer.from_json`` reads each field of ``kind``: its name, whether required, its converter."""
+    found = _READINGS.get(kind)
+    if found is None:
+        found = _READINGS[kind] = tuple(
+            (item.name, item.default is MISSING and item.default_factory is MISSING, item.metadata.get("read"))
+            for item in fields(kind)
+            if item.name != "replayed"
+        )
+    return found
 
 
 @dataclass(frozen=True)
