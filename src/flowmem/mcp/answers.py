@@ -11,12 +11,15 @@ import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, ParamSpec
+from typing import TYPE_CHECKING, Any, ParamSpec
 
 from mcp.types import CallToolResult, TextContent
 from pydantic import ValidationError
 
 from flowmem.errors import FlowmemError, StoreError
+
+if TYPE_CHECKING:
+    from flowmem.mcp.caller import Caller
 
 log = logging.getLogger("flowmem.mcp")
 
@@ -52,6 +55,11 @@ def ok(structured: dict[str, Any], text: Any = None) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=body)], structured_content=structured
     )
+
+
+async def answered(caller: Caller, work: Callable[[Caller], Any]) -> CallToolResult:
+    """``ok`` of what ``work(caller)`` returns, run as ``caller`` (``Caller.call``: in a thread)."""
+    return ok(await caller.call(lambda: work(caller)))
 
 
 def failed(message: str) -> CallToolResult:

@@ -21,7 +21,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from flowmem.errors import InvalidInputError, ScopeRefusedError
-from flowmem.mcp.answers import ok, tool_errors
+from flowmem.mcp.answers import answered, tool_errors
 from flowmem.mcp.caller import Caller
 from flowmem.mcp.keyed import check_request_id, fingerprint, once
 from flowmem.results import WriteResult
@@ -191,8 +191,7 @@ def register(server: MCPServer, caller_of: Callable[[Any], Caller]) -> None:
         request_id: RequestId = None,
     ) -> CallToolResult:
         """Remember a fact under a key, in your user memory (every session sees it) or in one session's."""
-        caller = caller_of(ctx)
-        return ok(await caller.call(lambda: remember(caller, key, value, session, ttl_seconds, request_id)))
+        return await answered(caller_of(ctx), lambda caller: remember(caller, key, value, session, ttl_seconds, request_id))
 
     @server.tool(name="recall", annotations=ToolAnnotations(read_only_hint=True))
     @tool_errors
@@ -205,8 +204,7 @@ def register(server: MCPServer, caller_of: Callable[[Any], Caller]) -> None:
         limit: Annotated[int, Field(ge=1, le=LIST_LIMIT, description="The most memories returned.")] = 20,
     ) -> CallToolResult:
         """Recall memories: one by its key, or those whose key or value contains the query text."""
-        caller = caller_of(ctx)
-        return ok(await caller.call(lambda: recall(caller, key, query, session, mode, limit)))
+        return await answered(caller_of(ctx), lambda caller: recall(caller, key, query, session, mode, limit))
 
     @server.tool(name="list_memories", annotations=ToolAnnotations(read_only_hint=True))
     @tool_errors
@@ -218,8 +216,7 @@ def register(server: MCPServer, caller_of: Callable[[Any], Caller]) -> None:
         limit: Annotated[int, Field(ge=1, le=LIST_LIMIT)] = 50,
     ) -> CallToolResult:
         """List your memories (keys and values) in key order, a page at a time."""
-        caller = caller_of(ctx)
-        return ok(await caller.call(lambda: list_memories(caller, session, prefix, start, limit)))
+        return await answered(caller_of(ctx), lambda caller: list_memories(caller, session, prefix, start, limit))
 
     @server.tool(name="forget", annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True))
     @tool_errors
@@ -230,7 +227,6 @@ def register(server: MCPServer, caller_of: Callable[[Any], Caller]) -> None:
         request_id: RequestId = None,
     ) -> CallToolResult:
         """Forget (delete) the memory under a key."""
-        caller = caller_of(ctx)
-        return ok(await caller.call(lambda: forget(caller, key, session, request_id)))
+        return await answered(caller_of(ctx), lambda caller: forget(caller, key, session, request_id))
 
     del remember_memory, recall_memory, list_memories_tool, forget_memory

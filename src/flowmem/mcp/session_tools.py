@@ -11,7 +11,7 @@ from pydantic import Field
 
 from flowmem.formats import DETECTED
 from flowmem.mcp import sessions
-from flowmem.mcp.answers import ok, tool_errors
+from flowmem.mcp.answers import answered, tool_errors
 from flowmem.mcp.caller import Caller
 from flowmem.mcp.records import RequestId
 
@@ -39,8 +39,7 @@ def register(server: MCPServer, caller_of: Callable[[Any], Caller]) -> None:
         until: Time = None,
     ) -> CallToolResult:
         """List your past sessions, newest first (optionally only those active between since and until)."""
-        caller = caller_of(ctx)
-        return ok(await caller.call(lambda: sessions.list_sessions(caller, limit, offset, since, until)))
+        return await answered(caller_of(ctx), lambda caller: sessions.list_sessions(caller, limit, offset, since, until))
 
     @server.tool(name="search_sessions", annotations=READ)
     @tool_errors
@@ -52,8 +51,7 @@ def register(server: MCPServer, caller_of: Callable[[Any], Caller]) -> None:
         limit: Annotated[int, Field(ge=1, le=50, description="The most sessions returned.")] = 10,
     ) -> CallToolResult:
         """Find your past sessions whose messages contain some text; each with the matching messages."""
-        caller = caller_of(ctx)
-        return ok(await caller.call(lambda: sessions.search_sessions(caller, query, since, until, limit)))
+        return await answered(caller_of(ctx), lambda caller: sessions.search_sessions(caller, query, since, until, limit))
 
     @server.tool(name="read_session", annotations=READ)
     @tool_errors
@@ -65,8 +63,7 @@ def register(server: MCPServer, caller_of: Callable[[Any], Caller]) -> None:
         ] = 4000,
     ) -> CallToolResult:
         """Read the most recent part of a session that fits a token budget (a tool call always with its result)."""
-        caller = caller_of(ctx)
-        return ok(await caller.call(lambda: sessions.read_session(caller, session, max_tokens)))
+        return await answered(caller_of(ctx), lambda caller: sessions.read_session(caller, session, max_tokens))
 
     @server.tool(
         name="append_messages",
@@ -85,8 +82,7 @@ def register(server: MCPServer, caller_of: Callable[[Any], Caller]) -> None:
         request_id: RequestId = None,
     ) -> CallToolResult:
         """Append messages to a session (a new id starts one). A tool result or a turn appended twice is kept once."""
-        caller = caller_of(ctx)
-        return ok(await caller.call(lambda: sessions.append_messages(caller, session, messages, request_id)))
+        return await answered(caller_of(ctx), lambda caller: sessions.append_messages(caller, session, messages, request_id))
 
     @server.tool(name="check_messages", annotations=READ)
     @tool_errors
@@ -102,7 +98,6 @@ def register(server: MCPServer, caller_of: Callable[[Any], Caller]) -> None:
         ] = None,
     ) -> CallToolResult:
         """Check a history for what a provider would refuse (an unanswered tool call, a misplaced result…)."""
-        caller = caller_of(ctx)
-        return ok(await caller.call(lambda: sessions.check_messages(messages, format)))
+        return await answered(caller_of(ctx), lambda caller: sessions.check_messages(messages, format))
 
     del list_sessions, search_sessions, read_session, append_messages, check_messages
