@@ -83,6 +83,11 @@ def check_forwarded_allow_ips(value: str) -> str:
     return ",".join(items)
 
 
+def env_option(*names: str, envvar: str, **options: Any) -> Callable[[F], F]:
+    """``click.option`` of an option ``envvar`` also sets, ``--help`` showing the variable and the default."""
+    return click.option(*names, envvar=envvar, show_envvar=True, show_default=True, **options)
+
+
 def _limit_options(command: F) -> F:
     """The stored-size and request-rate options; each also read from its environment variable."""
     defaults = Limits()
@@ -98,26 +103,22 @@ def _limit_options(command: F) -> F:
         ("user_records", "Per-user quota: memory records one user has."),
     ]
     options = [
-        click.option(
+        env_option(
             f"--max-{name.replace('_', '-')}",
             name,
             default=getattr(defaults, name),
-            show_default=True,
             envvar=LIMIT_ENV[name],
-            show_envvar=True,
             type=click.IntRange(0),
             help=f"{text} 0 = unlimited.",
         )
         for name, text in sizes
     ]
     options.append(
-        click.option(
+        env_option(
             "--idempotency-seconds",
             "idempotency_seconds",
             default=defaults.idempotency_seconds,
-            show_default=True,
             envvar=LIMIT_ENV["idempotency_seconds"],
-            show_envvar=True,
             type=click.IntRange(0),
             help="Seconds an Idempotency-Key and its answer are kept. 0 = until the user is erased.",
         )
@@ -134,13 +135,11 @@ def _limit_options(command: F) -> F:
          "How fast a client address earns back bad-token allowances."),
     ]  # fmt: skip
     options += [
-        click.option(
+        env_option(
             flag,
             name,
             default=getattr(rates, name),
-            show_default=True,
             envvar=RATE_ENV[name],
-            show_envvar=True,
             type=kind,
             help=text,
         )
@@ -343,61 +342,49 @@ def announce(created: Bootstrap | None, has_admin: bool, url: str, host: str, po
     help="On SQLite, make the memory routes' store calls on the event loop, sharing WAL "
     "fsyncs between writes (group commit). --no-inline-store puts every call in a thread.",
 )
-@click.option(
+@env_option(
     "--limit-concurrency",
     default=DEFAULT_LIMIT_CONCURRENCY,
-    show_default=True,
     envvar="FLOWMEM_LIMIT_CONCURRENCY",
-    show_envvar=True,
     type=click.IntRange(1),
     help="Open connections per worker: requests past it get 503, connections past it "
     "are closed at once.",
 )
-@click.option(
+@env_option(
     "--timeout-keep-alive",
     default=DEFAULT_KEEP_ALIVE,
-    show_default=True,
     envvar="FLOWMEM_KEEP_ALIVE",
-    show_envvar=True,
     type=click.IntRange(1, 3600),
     help="Seconds an idle keep-alive connection stays open.",
 )
-@click.option(
+@env_option(
     "--header-timeout",
     default=DEFAULT_HEADER_TIMEOUT,
-    show_default=True,
     envvar=HEADER_TIMEOUT_ENV,
-    show_envvar=True,
     type=FiniteFloatRange(0),
     help="Seconds a request's headers may take to arrive (the connection is closed after). "
     "0 = no bound.",
 )
-@click.option(
+@env_option(
     "--body-timeout",
     default=BODY_TIMEOUT,
-    show_default=True,
     envvar=BODY_TIMEOUT_ENV,
-    show_envvar=True,
     type=FiniteFloatRange(0),
     help="Seconds a request's body may take to arrive (408 after). 0 = no bound.",
 )
-@click.option(
+@env_option(
     "--token-cache-ttl",
     default=TOKEN_CACHE_TTL,
-    show_default=True,
     envvar=TOKEN_CACHE_TTL_ENV,
-    show_envvar=True,
     type=FiniteFloatRange(0, 3600),
     help="Seconds a worker answers memory reads (/v1/buffers, /v1/memory) for a token it "
     "looked up, without looking it up again: a revocation by another process is seen "
     "within this time (writes check their token at once). 0 = look it up every time.",
 )
-@click.option(
+@env_option(
     "--forwarded-allow-ips",
     default="",
-    show_default=True,
     envvar=FORWARDED_ALLOW_IPS_ENV,
-    show_envvar=True,
     help="Addresses (or networks, comma-separated; * for any) of the reverse proxies whose "
     "X-Forwarded-For / X-Forwarded-Proto are trusted. Default: none, the client address is "
     "the connection's peer.",
