@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from flowmem.api import create_app
 from flowmem.store import Store, open_store
 from tests.api.helpers import Api, make_tokens
+from tests.conftest import fresh_schema
 from tests.migrated import migrated_sqlite_url
 
 
@@ -46,6 +47,18 @@ def any_api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
         url = request.getfixturevalue("postgres_store_url")  # migrated already
     with app_over(url) as app:
         yield app
+
+
+@pytest.fixture(scope="module", params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def module_any_api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    """``any_api`` shared by a module's tests: for tests that only read what a module fixture wrote once."""
+    if request.param == "postgres":  # a bare schema of its own, migrated by opening the store
+        with fresh_schema(request.getfixturevalue("postgres_url")) as url, app_over(url) as app:
+            yield app
+    else:
+        url = "memory://" if request.param == "memory" else migrated_sqlite_url(tmp_path_factory.mktemp("api") / "api.db")
+        with app_over(url) as app:
+            yield app
 
 
 @pytest.fixture

@@ -48,9 +48,13 @@ def _rows(start: int, count: int) -> list[dict[str, Any]]:
     return rows
 
 
-@pytest.fixture
-def long_buffer(any_api: Api) -> Api:
-    """``ROWS`` rows, the oldest 600 of them compacted into the archive."""
+@pytest.fixture(scope="module")
+def long_buffer(module_any_api: Api) -> Api:
+    """``ROWS`` rows, the oldest 600 of them compacted into the archive.
+
+    Written once per backend and module (~0.4 s of CPU): the tests only read it.
+    """
+    any_api = module_any_api
     for start in range(0, ROWS, 1000):
         rows = _rows(start, min(1000, ROWS - start))
         answer = any_api.call("POST", "/v1/buffers/user/long", json={"messages": rows})

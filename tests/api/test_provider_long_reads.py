@@ -13,7 +13,7 @@ whole-list normalization: the most rows any one of them took.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
@@ -25,11 +25,8 @@ from flowmem.results import BufferText
 from flowmem.service import MemoryService
 from flowmem.store import sqlbase
 from flowmem.store.base import PAGE_ROWS, TAIL_BATCH_MAX
-from tests.api.conftest import app_over
 from tests.api.helpers import Api
 from tests.api.test_long_reads import _rows
-from tests.conftest import fresh_schema
-from tests.migrated import migrated_sqlite_url
 
 FORMATS = ("openai", "responses", "anthropic", "gemini")
 HELD = max(PAGE_ROWS, TAIL_BATCH_MAX)
@@ -69,26 +66,13 @@ def _as_given(editor: Any, rows: Iterable[Any], max_messages: int = 0) -> Append
     return AppendOutcome(appended=editor.count(), count=editor.count())
 
 
-@pytest.fixture(scope="module", params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def any_api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
-    """The app over each backend, once per module: its tests only read the two buffers ``buffers`` fills."""
-    if request.param == "memory":
-        with app_over("memory://") as app:
-            yield app
-    elif request.param == "sqlite":
-        with app_over(migrated_sqlite_url(tmp_path_factory.mktemp("api") / "api.db")) as app:
-            yield app
-    else:
-        with fresh_schema(request.getfixturevalue("postgres_url")) as url, app_over(url) as app:
-            yield app
-
-
 @pytest.fixture(scope="module")
-def buffers(any_api: Api) -> Api:
+def buffers(module_any_api: Api) -> Api:
     """``long``: stored rows as appended; ``damaged``: rows normalization repairs, stored as given.
 
     Filled once per backend and module (5,200 rows, ~0.5 s of CPU): the tests only read them.
     """
+    any_api = module_any_api
     for start in range(0, ROWS, 1000):
         rows = _rows(start, min(1000, ROWS - start))
         answer = any_api.call("POST", "/v1/buffers/user/long", json={"messages": rows})
