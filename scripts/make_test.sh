@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make test`: lint and the packaging check beside the whole test suite, not before it.
+# `make test`: lint and the packaging check beside the whole test suite, not before it (decision 0146).
 #
 # The packaging check mostly waits (builds, installs, servers starting: ~70 s of CPU in
 # ~190 s), so running it and lint before the suite left a core idle for minutes; beside
