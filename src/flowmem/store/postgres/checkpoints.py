@@ -40,7 +40,7 @@ from flowmem.store.checkpoints.sql import SqlCheckpoints, cp_params, write_state
 from flowmem.store.editor import SqlBufferEditor, SqlRunner
 from flowmem.store.engine import SqlEngine
 from flowmem.store.known import FORESEEABLE, Unasked, Unforeseen
-from flowmem.store.postgres.pipeline import GuardFailed, Pipeline, roll_back
+from flowmem.store.postgres.pipeline import GuardFailed, Pipeline, prepared_again, roll_back
 from flowmem.store.postgres.queries import GUARDS, SQL
 from flowmem.store.repairs.sql import SqlRepairs
 from flowmem.store.rows import ensure_form, guard_form
@@ -258,23 +258,40 @@ class PostgresCheckpoints(SqlCheckpoints):
             return False
         check_thread_text(cp.thread_id, "thread_id")
         check_thread_text(cp.ns, "checkpoint_ns")
-        left: dict[str, Header] = {}
         with self.store.connection() as conn:
             try:
-                with Pipeline(conn, STATEMENTS) as db:
-                    verdict = self._send_known(db, cp, found, guard, head)
-                    if found.line is not None and found.header is not None:
-                        left[found.line.key] = _append_line(db, cp, found.line, found.header)
-                    for blob in blobs:
-                        db.run("blob_insert?", (cp.thread_id, cp.ns, blob.channel, blob.version, *blob.value))
-                    db.run("cp_insert?", cp_params(cp))
-                    db.finish()
-            except Unforeseen:
-                return False  # nothing was sent that commits: the pipeline rolled back
-            except BaseException:
-                self.remembered.forget(cp.thread_id, cp.ns)
-                roll_back(conn)
-                raise
+                return self._foreseen_on(conn, cp, found, blobs, guard, head)
+            except psycopg.errors.InvalidSqlStatementName:
+                # the server forgot the prepared statements: nothing committed, the
+                # facts are forgotten and the unforeseen path prepares them anew
+                return False
+
+    def _foreseen_on(
+        self,
+        conn: psycopg.Connection[Any],
+        cp: StoredCheckpoint,
+        found: _Known,
+        blobs: Sequence[StoredBlob],
+        guard: WriteGuard | None,
+        head: Head | None,
+    ) -> bool:
+        """``_foreseen``'s pipeline on one connection: True when it stored the write."""
+        left: dict[str, Header] = {}
+        try:
+            with Pipeline(conn, STATEMENTS) as db:
+                verdict = self._send_known(db, cp, found, guard, head)
+                if found.line is not None and found.header is not None:
+                    left[found.line.key] = _append_line(db, cp, found.line, found.header)
+                for blob in blobs:
+                    db.run("blob_insert?", (cp.thread_id, cp.ns, blob.channel, blob.version, *blob.value))
+                db.run("cp_insert?", cp_params(cp))
+                db.finish()
+        except Unforeseen:
+            return False  # nothing was sent that commits: the pipeline rolled back
+        except BaseException:
+            self.remembered.forget(cp.thread_id, cp.ns)
+            roll_back(conn)
+            raise
         if db.result(verdict) != [("true",)]:  # nothing was written
             self.remembered.forget(cp.thread_id, cp.ns)
             return False
@@ -335,61 +352,85 @@ class PostgresCheckpoints(SqlCheckpoints):
         """Run ``work``'s statements in one pipeline: one implicit transaction, committed at the Sync."""
         lock = None if address is None else self.lock_key(address)
         with self.store.connection() as conn:
-            try:
-                with Pipeline(conn, STATEMENTS) as db:
-                    batch = PipelineBatch(db, self.repairs, guard, lock)
-                    work(batch)
-                    batch.checked()  # answered already when ``work`` asked for it
-                    db.finish()
-                if batch.left is not None:
-                    self.remembered.remember(*batch.left)
-            except BaseException as exc:
-                roll_back(conn)
-                if isinstance(exc, GuardFailed):
-                    raise self.guard_error(conn, guard) from None
-                raise
+            prepared_again(lambda: self._write_on(conn, work, guard, lock))
+
+    def _write_on(
+        self,
+        conn: psycopg.Connection[Any],
+        work: Callable[[Batch], None],
+        guard: WriteGuard | None,
+        lock: int | None,
+    ) -> None:
+        """``_write``'s pipeline on one connection."""
+        try:
+            with Pipeline(conn, STATEMENTS) as db:
+                batch = PipelineBatch(db, self.repairs, guard, lock)
+                work(batch)
+                batch.checked()  # answered already when ``work`` asked for it
+                db.finish()
+            if batch.left is not None:
+                self.remembered.remember(*batch.left)
+        except BaseException as exc:
+            roll_back(conn)
+            if isinstance(exc, GuardFailed):
+                raise self.guard_error(conn, guard) from None
+            raise
 
     def put_writes(self, pending: PendingWrites) -> None:
         """Store pending writes in one round trip: under a guard, each insert runs only if it held."""
-        thread_id, ns, checkpoint_id, writes, guard = pending
-        kind, checks = guard_form(guard)
+        kind, checks = guard_form(pending.guard)
         if not kind:
             super().put_writes(pending)
             return
-        check_thread_text(thread_id, "thread_id")
-        check_thread_text(ns, "checkpoint_ns")
-        ensure = ensure_form(guard)
+        check_thread_text(pending.thread_id, "thread_id")
+        check_thread_text(pending.ns, "checkpoint_ns")
         with self.store.connection() as conn:
-            try:
-                with Pipeline(conn, STATEMENTS) as db:
-                    if ensure is not None:  # a claimed session (decision 0032), before the guard
-                        db.send(*ensure)
-                    verdict = db.send(f"cp_guard@{kind}", checks)
-                    for write in writes:
-                        name, params = write_statement(thread_id, ns, checkpoint_id, write)
-                        db.send(f"{name}?", params)
-                    db.finish()
-            except BaseException:
-                roll_back(conn)
-                raise
-            if db.result(verdict) != [("true",)]:  # nothing was written
-                raise self.guard_error(conn, guard)
+            prepared_again(lambda: self._put_writes_on(conn, pending, kind, checks))
+
+    def _put_writes_on(
+        self, conn: psycopg.Connection[Any], pending: PendingWrites, kind: str, checks: Sequence[Any]
+    ) -> None:
+        """``put_writes``'s pipeline under a guard on one connection."""
+        thread_id, ns, checkpoint_id, writes, guard = pending
+        ensure = ensure_form(guard)
+        try:
+            with Pipeline(conn, STATEMENTS) as db:
+                if ensure is not None:  # a claimed session (decision 0032), before the guard
+                    db.send(*ensure)
+                verdict = db.send(f"cp_guard@{kind}", checks)
+                for write in writes:
+                    name, params = write_statement(thread_id, ns, checkpoint_id, write)
+                    db.send(f"{name}?", params)
+                db.finish()
+        except BaseException:
+            roll_back(conn)
+            raise
+        if db.result(verdict) != [("true",)]:  # nothing was written
+            raise self.guard_error(conn, guard)
 
     def get_blobs(self, thread_id: str, ns: str, versions: Mapping[str, str]) -> list[StoredBlob]:
         """The blobs of these channel versions that exist, asked together: one round trip."""
-        with self.store.connection() as conn, Pipeline(conn, STATEMENTS) as db:
-            asked = [
-                (channel, version, db.send("blob_get", (thread_id, ns, channel, version)))
-                for channel, version in versions.items()
-            ]
-            db.finish()
-        found = []
-        for channel, version, ticket in asked:
-            rows = db.result(ticket)
-            if rows:
-                kind, blob = rows[0]
-                found.append(StoredBlob(channel, version, (kind, bytes(blob))))
-        return found
+        with self.store.connection() as conn:
+            return prepared_again(lambda: _blobs_on(conn, thread_id, ns, versions))
+
+
+def _blobs_on(
+    conn: psycopg.Connection[Any], thread_id: str, ns: str, versions: Mapping[str, str]
+) -> list[StoredBlob]:
+    """``get_blobs``'s pipeline on one connection."""
+    with Pipeline(conn, STATEMENTS) as db:
+        asked = [
+            (channel, version, db.send("blob_get", (thread_id, ns, channel, version)))
+            for channel, version in versions.items()
+        ]
+        db.finish()
+    found = []
+    for channel, version, ticket in asked:
+        rows = db.result(ticket)
+        if rows:
+            kind, blob = rows[0]
+            found.append(StoredBlob(channel, version, (kind, bytes(blob))))
+    return found
 
 
 __all__ = ["PipelineBatch", "PostgresCheckpoints"]

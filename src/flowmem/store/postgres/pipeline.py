@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import psycopg
 import psycopg.errors
@@ -308,6 +308,25 @@ def roll_back(conn: psycopg.Connection[Any]) -> None:
     """End the transaction a failed write left ``conn`` in, if it left one (open or aborted)."""
     if in_transaction(conn):
         conn.execute("ROLLBACK")
+
+
+T = TypeVar("T")
+
+
+def prepared_again(run: Callable[[], T]) -> T:
+    """Run ``run``, and once more when the server had forgotten the pipeline's statements.
+
+    The server forgets them on ``DISCARD ALL`` or ``DEALLOCATE ALL``, and psycopg
+    sends ``DEALLOCATE ALL`` itself when a connection that auto-prepared its own
+    queries rolls back. The statement that found its name gone aborted the
+    pipeline's one transaction, so nothing of the first run committed, and
+    ``Prepared.forget`` named the statements anew: the second run prepares them.
+    ``run`` must hold the connection across both runs (call this inside its loan).
+    """
+    try:
+        return run()
+    except psycopg.errors.InvalidSqlStatementName:
+        return run()
 
 
 class GuardFailed(Exception):

@@ -1,0 +1,87 @@
+"""PostgreSQL's pipelined checkpoint writes (decision 0126) when the server forgot their statements.
+
+The pipeline prepares its statements once per connection under its own names. The
+server forgets them on ``DISCARD ALL`` or ``DEALLOCATE ALL``, and psycopg sends
+``DEALLOCATE ALL`` by itself when a connection that auto-prepared its own queries
+rolls back or drops something. The append prepared anew and tried again; a
+LangGraph step's writes raised ``InvalidSqlStatementName`` to the graph instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
+
+from flowmem.integrations.langgraph.saver import FlowmemSaver
+from flowmem.service import MemoryService
+
+pytestmark = pytest.mark.postgres
+
+psycopg = pytest.importorskip("psycopg")
+
+from flowmem.store.postgres import PostgresStore  # noqa: E402
+
+CONFIG = {"configurable": {"thread_id": "t-forgot"}}
+
+
+@pytest.fixture
+def one_conn(postgres_db_url: str) -> Iterator[PostgresStore]:
+    """A store with exactly one pooled connection, so every call reuses it."""
+    store = PostgresStore(f"{postgres_db_url}&pool_min=1&pool_max=1")
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _graph(saver: FlowmemSaver) -> Any:
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage("a reply", id=f"ai-{len(state['messages'])}")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", agent)
+    builder.add_edge(START, "agent")
+    builder.add_edge("agent", END)
+    return builder.compile(checkpointer=saver)
+
+
+def _texts(graph: Any) -> list[str]:
+    return [m.content for m in graph.get_state(CONFIG).values["messages"]]
+
+
+def _turn(graph: Any, n: int) -> None:
+    graph.invoke({"messages": [HumanMessage(f"turn {n}", id=f"h-{n}")]}, CONFIG)
+
+
+def test_a_graph_step_prepares_again_after_the_server_forgets_the_statements(
+    one_conn: PostgresStore,
+) -> None:
+    graph = _graph(FlowmemSaver(MemoryService(one_conn)))
+    _turn(graph, 1)
+    _turn(graph, 2)  # the step's writes run on remembered facts: every statement prepared
+    with one_conn.connection() as conn:
+        conn.execute("DEALLOCATE ALL")
+    _turn(graph, 3)
+    _turn(graph, 4)
+    assert _texts(graph) == [t for n in (1, 2, 3, 4) for t in (f"turn {n}", "a reply")]
+
+
+def test_a_graph_step_survives_psycopgs_own_deallocate_after_a_rollback(
+    one_conn: PostgresStore,
+) -> None:
+    graph = _graph(FlowmemSaver(MemoryService(one_conn)))
+    _turn(graph, 1)
+    _turn(graph, 2)
+    with one_conn.connection() as conn:
+        for _ in range(6):  # past psycopg's prepare_threshold: it prepares this query
+            conn.execute("SELECT 1 WHERE %s", (True,))
+        conn.execute("BEGIN")
+        conn.execute("ROLLBACK")  # psycopg clears its cache: DEALLOCATE ALL on the server
+        left = conn.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()
+    assert left == (0,)  # the server forgot flowmem's statements too
+    _turn(graph, 3)
+    assert _texts(graph) == [t for n in (1, 2, 3) for t in (f"turn {n}", "a reply")]
