@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from flowmem.api import create_app
+from flowmem.api.ratelimit import RateLimits
 from flowmem.store import Store, open_store
 from tests.api.helpers import Api, make_tokens
 from tests.conftest import fresh_schema
@@ -67,4 +68,17 @@ def memory_api() -> Iterator[Api]:
     store: Store = open_store("memory://")
     tokens = make_tokens(store)
     with TestClient(create_app(store), raise_server_exceptions=False) as client:
+        yield Api(client, store, tokens)
+
+
+@pytest.fixture(scope="module")
+def module_stateless_api() -> Iterator[Api]:
+    """``memory_api`` shared by a module's tests of the stateless routes (``/v1/check``, ``/v1/normalize``).
+
+    Those routes read nothing stored and write nothing, so no test sees another's
+    requests; rate limits off, since a module's requests in a row are not one caller's burst.
+    """
+    store: Store = open_store("memory://")
+    tokens = make_tokens(store)
+    with TestClient(create_app(store, rate_limits=RateLimits.off()), raise_server_exceptions=False) as client:
         yield Api(client, store, tokens)

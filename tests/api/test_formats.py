@@ -244,54 +244,54 @@ def test_a_provider_format_read_is_refused_on_an_unknown_format(api: Api) -> Non
 
 
 @pytest.mark.parametrize("path", FILES, ids=IDS)
-def test_check_detects_each_provider_payload(memory_api: Api, path: Path) -> None:
+def test_check_detects_each_provider_payload(module_stateless_api: Api, path: Path) -> None:
     entry = load(path)
     payload = entry["payload"]
-    answer = memory_api.call("POST", "/v1/check", json=payload).json()
+    answer = module_stateless_api.call("POST", "/v1/check", json=payload).json()
     assert answer["format"] == detect_format(payload)
     assert answer["format"] in (entry["provider"], "rows")
     assert [v["code"] for v in answer["violations"]] == entry["violations"]
     assert answer["sendable"] is entry["sendable"]
-    given = memory_api.call("POST", "/v1/check", params={"format": entry["provider"]}, json=payload)
+    given = module_stateless_api.call("POST", "/v1/check", params={"format": entry["provider"]}, json=payload)
     assert given.json()["format"] == entry["provider"]
     assert [v["code"] for v in given.json()["violations"]] == entry["violations"]
 
 
 @pytest.mark.parametrize("path", FILES, ids=IDS)
 def test_normalize_detects_each_provider_payload_and_answers_it_normalized(
-    memory_api: Api, path: Path
+    module_stateless_api: Api, path: Path
 ) -> None:
     entry = load(path)
     provider, payload = entry["provider"], entry["payload"]
-    response = memory_api.call("POST", "/v1/normalize", params={"format": provider}, json=payload)
+    response = module_stateless_api.call("POST", "/v1/normalize", params={"format": provider}, json=payload)
     assert response.status_code == 200, response.text
     answer = response.json()
     assert (answer["format"], answer["to"], answer["not_carried"]) == (provider, provider, {})
     got = written(provider, answer)
     expected = history(payload, provider) if entry["sendable"] else normalized_payload(provider, payload)
     assert got == expected
-    detected = memory_api.call("POST", "/v1/normalize", json=payload).json()
+    detected = module_stateless_api.call("POST", "/v1/normalize", json=payload).json()
     assert detected["format"] == detect_format(payload)
 
 
-def test_the_three_providers_are_detected_from_bare_message_lists(memory_api: Api) -> None:
+def test_the_three_providers_are_detected_from_bare_message_lists(module_stateless_api: Api) -> None:
     bodies = {
         "anthropic": [{"role": "user", "content": "hi"}, TOOL_USE],
         "responses": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
         "openai": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}]}],
     }  # fmt: skip
     for fmt, body in bodies.items():
-        assert memory_api.call("POST", "/v1/check", json=body).json()["format"] == fmt
-        assert memory_api.call("POST", "/v1/normalize", json=body).json()["format"] == fmt
+        assert module_stateless_api.call("POST", "/v1/check", json=body).json()["format"] == fmt
+        assert module_stateless_api.call("POST", "/v1/normalize", json=body).json()["format"] == fmt
 
 
-def test_normalize_to_another_format_reports_what_it_left_out(memory_api: Api) -> None:
+def test_normalize_to_another_format_reports_what_it_left_out(module_stateless_api: Api) -> None:
     payload = load(THINKING)["payload"]
-    answer = memory_api.call("POST", "/v1/normalize", params={"to": "openai"}, json=payload).json()
+    answer = module_stateless_api.call("POST", "/v1/normalize", params={"to": "openai"}, json=payload).json()
     assert (answer["format"], answer["to"]) == ("anthropic", "openai")
     assert answer["not_carried"]["reasoning"] >= 1
     assert "system" not in answer or answer["system"] is None
-    rows = memory_api.call("POST", "/v1/normalize", params={"to": "rows"}, json=payload).json()
+    rows = module_stateless_api.call("POST", "/v1/normalize", params={"to": "rows"}, json=payload).json()
     assert rows["to"] == "rows" and rows["not_carried"] == {}
     assert any(isinstance(m["content"], list) for m in rows["messages"])  # parts kept
 
@@ -299,24 +299,24 @@ def test_normalize_to_another_format_reports_what_it_left_out(memory_api: Api) -
 @pytest.mark.parametrize("route", ["/v1/check", "/v1/normalize"])
 @pytest.mark.parametrize("fmt", ["rows", "openai", "responses"])
 def test_a_payload_read_as_a_format_it_plainly_is_not_is_refused(
-    memory_api: Api, route: str, fmt: str
+    module_stateless_api: Api, route: str, fmt: str
 ) -> None:
     payload = load(THINKING)["payload"]  # an Anthropic request body
-    response = memory_api.call("POST", route, params={"format": fmt}, json=payload)
+    response = module_stateless_api.call("POST", route, params={"format": fmt}, json=payload)
     assert response.status_code == 422, response.text
     assert response.json()["error"]["code"] == "format_mismatch"
 
 
-def test_an_ambiguous_payload_is_read_in_the_format_given(memory_api: Api) -> None:
+def test_an_ambiguous_payload_is_read_in_the_format_given(module_stateless_api: Api) -> None:
     """A developer message fits OpenAI Chat and Responses: either may be asked for."""
     payload = [{"role": "developer", "content": "be brief"}, {"role": "user", "content": "hi"}]
     for fmt in ("openai", "responses"):
-        response = memory_api.call("POST", "/v1/normalize", params={"format": fmt}, json=payload)
+        response = module_stateless_api.call("POST", "/v1/normalize", params={"format": fmt}, json=payload)
         assert response.status_code == 200, response.text
         assert response.json()["messages"] == payload
 
 
-def test_check_reports_each_violation_at_its_own_position_in_the_payload(memory_api: Api) -> None:
+def test_check_reports_each_violation_at_its_own_position_in_the_payload(module_stateless_api: Api) -> None:
     """Issue 24 §5: a Responses ``call_y`` at item 5 was reported at index 4 (a flowmem row)."""
     items = [
         {"role": "user", "content": "Weather in Lisbon?"},
@@ -326,7 +326,7 @@ def test_check_reports_each_violation_at_its_own_position_in_the_payload(memory_
         {"role": "user", "content": "And Porto?"},
         {"type": "function_call_output", "call_id": "call_y", "output": "stray"},
     ]
-    answer = memory_api.call("POST", "/v1/check", params={"format": "responses"}, json=items).json()
+    answer = module_stateless_api.call("POST", "/v1/check", params={"format": "responses"}, json=items).json()
     assert [(v["index"], v["code"]) for v in answer["violations"]] == [(5, "orphan_result")]
     anthropic = {
         "system": "Be brief.",
@@ -335,23 +335,23 @@ def test_check_reports_each_violation_at_its_own_position_in_the_payload(memory_
             {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}]},
         ],
     }
-    answer = memory_api.call("POST", "/v1/check", json=anthropic).json()
+    answer = module_stateless_api.call("POST", "/v1/check", json=anthropic).json()
     assert (answer["format"], [(v["index"], v["code"]) for v in answer["violations"]]) == (
         "anthropic",
         [(1, "unanswered_call")],
     )
 
 
-def test_check_judges_a_mid_conversation_system_message_as_each_provider_does(memory_api: Api) -> None:
+def test_check_judges_a_mid_conversation_system_message_as_each_provider_does(module_stateless_api: Api) -> None:
     late = [
         {"role": "user", "content": "Weather?"},
         {"role": "system", "content": "Answer in French."},
         {"role": "user", "content": "Et demain ?"},
     ]
     for fmt in ("openai", "responses"):
-        answer = memory_api.call("POST", "/v1/check", params={"format": fmt}, json=late).json()
+        answer = module_stateless_api.call("POST", "/v1/check", params={"format": fmt}, json=late).json()
         assert answer["sendable"] is True, (fmt, answer)
-    rows = memory_api.call("POST", "/v1/check", params={"format": "rows"}, json=late).json()
+    rows = module_stateless_api.call("POST", "/v1/check", params={"format": "rows"}, json=late).json()
     assert [(v["index"], v["code"]) for v in rows["violations"]] == [(1, "system_after_non_system")]
-    anthropic = memory_api.call("POST", "/v1/check", params={"format": "anthropic"}, json=late).json()
+    anthropic = module_stateless_api.call("POST", "/v1/check", params={"format": "anthropic"}, json=late).json()
     assert [(v["index"], v["code"]) for v in anthropic["violations"]] == [(1, "misplaced_system_message")]
