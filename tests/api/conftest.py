@@ -73,10 +73,10 @@ def memory_api() -> Iterator[Api]:
 
 @pytest.fixture(scope="module")
 def module_stateless_api() -> Iterator[Api]:
-    """``memory_api`` shared by a module's tests of the stateless routes (``/v1/check``, ``/v1/normalize``).
+    """``memory_api`` shared by a module's tests of what reads and writes nothing stored.
 
-    Those routes read nothing stored and write nothing, so no test sees another's
-    requests; rate limits off, since a module's requests in a row are not one caller's burst.
+    ``/v1/check``, ``/v1/normalize`` and the OpenAPI document: no test sees another's
+    requests there; rate limits off, since a module's requests in a row are not one caller's burst.
     """
     store: Store = open_store("memory://")
     tokens = make_tokens(store)

@@ -51,20 +51,20 @@ def test_mem_1_mem_2_an_id_less_payload_sent_again_adds_no_second_call_or_result
     assert [r["role"] for r in rows] == ["user", "assistant", "tool", "assistant", "user", "assistant"]
 
 
-def test_check_and_normalize_detect_gemini(memory_api: Api) -> None:
+def test_check_and_normalize_detect_gemini(module_stateless_api: Api) -> None:
     payload = {"model": "gemini-2.5-flash", "system_instruction": INSTRUCTION, "contents": CONTENTS}
-    check = memory_api.call("POST", "/v1/check", json=payload).json()
+    check = module_stateless_api.call("POST", "/v1/check", json=payload).json()
     assert (check["format"], check["sendable"]) == ("gemini", True)
-    bare = memory_api.call("POST", "/v1/check", json=[{"role": "user", "parts": [{"text": "hi"}]}]).json()
+    bare = module_stateless_api.call("POST", "/v1/check", json=[{"role": "user", "parts": [{"text": "hi"}]}]).json()
     assert bare["format"] == "gemini"
-    answer = memory_api.call("POST", "/v1/normalize", json=payload).json()
+    answer = module_stateless_api.call("POST", "/v1/normalize", json=payload).json()
     assert (answer["format"], answer["to"], answer["dropped"]) == ("gemini", "gemini", 0)
     assert (answer["system_instruction"], answer["messages"]) == (INSTRUCTION, CONTENTS)
-    rows = memory_api.call("POST", "/v1/normalize", params={"to": "rows"}, json=payload).json()
+    rows = module_stateless_api.call("POST", "/v1/normalize", params={"to": "rows"}, json=payload).json()
     assert rows["messages"][1]["content"][0] == {"type": "text", "text": "Weather in Lisbon?"}
-    anthropic = memory_api.call("POST", "/v1/normalize", params={"to": "anthropic"}, json=payload).json()
+    anthropic = module_stateless_api.call("POST", "/v1/normalize", params={"to": "anthropic"}, json=payload).json()
     assert anthropic["system"] == "Be brief." and anthropic["not_carried"] == {"reasoning": 1}
-    other = memory_api.call("POST", "/v1/normalize", params={"to": "gemini"}, json=[
+    other = module_stateless_api.call("POST", "/v1/normalize", params={"to": "gemini"}, json=[
         {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]).json()  # fmt: skip
     assert other["messages"] == [{"role": "user", "parts": [{"text": "hi"}]},
                                  {"role": "model", "parts": [{"text": "hello"}]}]  # fmt: skip
@@ -75,11 +75,11 @@ def test_check_and_normalize_detect_gemini(memory_api: Api) -> None:
 @pytest.mark.parametrize("payload", list(UNREADABLE.values()), ids=list(UNREADABLE))
 @pytest.mark.parametrize("fmt", [None, "rows", "gemini", "responses"])
 def test_a_payload_in_no_known_format_is_refused_unknown_format(
-    memory_api: Api, route: str, payload: object, fmt: str | None
+    module_stateless_api: Api, route: str, payload: object, fmt: str | None
 ) -> None:
     """Issue 27 §3: a pydantic-ai dump normalized to ``[]`` with 200."""
     params = {} if fmt is None else {"format": fmt}
-    response = memory_api.call("POST", route, params=params, json=payload)
+    response = module_stateless_api.call("POST", route, params=params, json=payload)
     assert response.status_code == 422, response.text
     error = response.json()["error"]
     assert error["code"] == "unknown_format"
@@ -110,8 +110,8 @@ def test_an_invalid_gemini_append_is_refused_and_writes_nothing(api: Api, body: 
     assert api.call("GET", URL).json() == before
 
 
-def test_the_openapi_schema_offers_gemini(memory_api: Api) -> None:
-    schema = memory_api.client.get("/openapi.json").json()
+def test_the_openapi_schema_offers_gemini(module_stateless_api: Api) -> None:
+    schema = module_stateless_api.client.get("/openapi.json").json()
     append = schema["components"]["schemas"]["BufferAppend"]
     gemini = next(v for v in append["oneOf"] if v["properties"]["format"]["enum"] == ["gemini"])
     assert "system_instruction" in gemini["properties"]
