@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -62,13 +63,27 @@ def module_any_api(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
             yield app
 
 
+@contextmanager
+def memory_app(**options: Any) -> Iterator[Api]:
+    """The app in process over a fresh MemoryStore (``create_app`` given ``options``)."""
+    store: Store = open_store("memory://")
+    tokens = make_tokens(store)
+    with TestClient(create_app(store, **options), raise_server_exceptions=False) as client:
+        yield Api(client, store, tokens)
+
+
 @pytest.fixture
 def memory_api() -> Iterator[Api]:
     """The app over a MemoryStore only (for the slower or backend-independent tests)."""
-    store: Store = open_store("memory://")
-    tokens = make_tokens(store)
-    with TestClient(create_app(store), raise_server_exceptions=False) as client:
-        yield Api(client, store, tokens)
+    with memory_app() as app:
+        yield app
+
+
+@pytest.fixture(scope="module")
+def module_memory_api() -> Iterator[Api]:
+    """``memory_api`` shared by a module's tests: for tests whose requests change nothing stored."""
+    with memory_app() as app:
+        yield app
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +93,5 @@ def module_stateless_api() -> Iterator[Api]:
     ``/v1/check``, ``/v1/normalize`` and the OpenAPI document: no test sees another's
     requests there; rate limits off, since a module's requests in a row are not one caller's burst.
     """
-    store: Store = open_store("memory://")
-    tokens = make_tokens(store)
-    with TestClient(create_app(store, rate_limits=RateLimits.off()), raise_server_exceptions=False) as client:
-        yield Api(client, store, tokens)
+    with memory_app(rate_limits=RateLimits.off()) as app:
+        yield app

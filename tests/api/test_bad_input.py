@@ -20,18 +20,29 @@ def nested(depth: int) -> str:
     return '{"messages":' + "[" * (depth - 1) + "]" * (depth - 1) + "}"
 
 
-@pytest.fixture
-def seeded(memory_api: Api) -> Iterator[tuple[Api, str]]:
-    """An app with some data in it: a session of alice's with one turn, and a buffer.
-
-    The limits run before any route, so one backend suffices here; the route tests
-    (``test_routes.py``) run on MemoryStore and SQLite both.
-    """
-    api = memory_api
+def seed(api: Api) -> str:
+    """Put some data in ``api``'s store: a session of alice's with one turn, and a buffer; its id."""
     sid = api.session("alice")
     api.call("POST", f"/v1/sessions/{sid}/turns", json={"content": "hello"})
     api.call("POST", APPEND, json={"messages": {"role": "user", "content": "kept"}})
-    yield api, sid
+    return sid
+
+
+@pytest.fixture(scope="module")
+def seeded(module_memory_api: Api) -> tuple[Api, str]:
+    """An app with some data in it, shared by the module's tests whose requests are all refused.
+
+    Each of those asserts that its refusals changed nothing stored (``refused``), so none
+    sees another's. The limits run before any route, so one backend suffices here; the
+    route tests (``test_routes.py``) run on MemoryStore and SQLite both.
+    """
+    return module_memory_api, seed(module_memory_api)
+
+
+@pytest.fixture
+def fresh_seeded(memory_api: Api) -> tuple[Api, str]:
+    """``seeded`` of the test's own: for a test that writes, or whose refusals count as failed sign-ins."""
+    return memory_api, seed(memory_api)
 
 
 def refused(api: Api, method: str, url: str, who: str | None = "alice", **kwargs: Any) -> Any:
@@ -227,8 +238,8 @@ def test_another_users_session_id(seeded: tuple[Api, str]) -> None:
     assert response.status_code == 404
 
 
-def test_revoked_token(seeded: tuple[Api, str]) -> None:
-    api, sid = seeded
+def test_revoked_token(fresh_seeded: tuple[Api, str]) -> None:
+    api, sid = fresh_seeded
     for method, url, body in [
         ("GET", f"/v1/sessions/{sid}", None),
         ("POST", APPEND, {"messages": {"role": "user", "content": "x"}}),
@@ -260,8 +271,8 @@ def test_repeated_query_parameter(seeded: tuple[Api, str]) -> None:
 
 
 @pytest.mark.parametrize("who", ["revoked", None])
-def test_unauthenticated_learns_only_401(seeded: tuple[Api, str], who: str | None) -> None:
-    api, sid = seeded
+def test_unauthenticated_learns_only_401(fresh_seeded: tuple[Api, str], who: str | None) -> None:
+    api, sid = fresh_seeded
     headers = {} if who else {"Authorization": "Bearer fm_unknown"}
     for method, url, body in [
         ("POST", APPEND, {"messages": "not a list"}),
@@ -277,9 +288,9 @@ def test_unauthenticated_learns_only_401(seeded: tuple[Api, str], who: str | Non
 
 
 def test_an_integral_number_with_a_fraction_is_the_integer_it_is(
-    seeded: tuple[Api, str],
+    fresh_seeded: tuple[Api, str],
 ) -> None:
-    api, _ = seeded
+    api, _ = fresh_seeded
     body = {"messages": {"role": "user", "content": "windowed"}, "max_messages": 3.0}
     ok = api.call("POST", APPEND, json=body)
     assert ok.status_code == 200, ok.text
