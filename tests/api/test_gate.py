@@ -191,6 +191,17 @@ def test_adversarial_body_costs_at_most_ten_benign_ones(kind: str, size: int) ->
 # --- the event loop keeps answering while a big body is gated -------------------------------
 
 
+async def _probe_health(
+    client: httpx.AsyncClient, done: asyncio.Event, latencies: list[float]
+) -> None:
+    """Ask /health again and again until ``done``, recording each answer's latency."""
+    while not done.is_set():
+        started = time.perf_counter()
+        assert (await client.get("/health")).status_code == 200
+        latencies.append(time.perf_counter() - started)
+        await asyncio.sleep(0)
+
+
 async def _while_posting(
     client: httpx.AsyncClient, method: str, url: str, body: bytes, token: str
 ) -> tuple[int, float, list[float]]:
@@ -198,14 +209,7 @@ async def _while_posting(
     latencies: list[float] = []
     done = asyncio.Event()
 
-    async def probe() -> None:
-        while not done.is_set():
-            started = time.perf_counter()
-            assert (await client.get("/health")).status_code == 200
-            latencies.append(time.perf_counter() - started)
-            await asyncio.sleep(0)
-
-    prober = asyncio.create_task(probe())
+    prober = asyncio.create_task(_probe_health(client, done, latencies))
     await asyncio.sleep(0)
     headers = {"Authorization": f"Bearer {token}", "Content-Type": JSON_TYPE}
     started = time.perf_counter()
@@ -266,13 +270,6 @@ async def _loop_passes_while_posting(
     passes: list[float] = []
     done = asyncio.Event()
 
-    async def probe() -> None:
-        while not done.is_set():
-            started = time.perf_counter()
-            assert (await client.get("/health")).status_code == 200
-            latencies.append(time.perf_counter() - started)
-            await asyncio.sleep(0)
-
     async def count_passes() -> None:
         while not done.is_set():
             started = time.thread_time()
@@ -284,7 +281,10 @@ async def _loop_passes_while_posting(
     # (once per app, up to ~0.1 s of CPU): done here first, it is not the body's work
     await client.get("/health")
     await client.post(url, content=b'{"messages": []}', headers=headers)
-    tasks = [asyncio.create_task(probe()), asyncio.create_task(count_passes())]
+    tasks = [
+        asyncio.create_task(_probe_health(client, done, latencies)),
+        asyncio.create_task(count_passes()),
+    ]
     await asyncio.sleep(0)
     response = await client.post(url, content=body, headers=headers)
     done.set()

@@ -9,7 +9,6 @@ LangGraph step's writes raised ``InvalidSqlStatementName`` to the graph instead.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,16 +25,6 @@ psycopg = pytest.importorskip("psycopg")
 from flowmem.store.postgres import PostgresStore  # noqa: E402
 
 CONFIG = {"configurable": {"thread_id": "t-forgot"}}
-
-
-@pytest.fixture
-def one_conn(postgres_db_url: str) -> Iterator[PostgresStore]:
-    """A store with exactly one pooled connection, so every call reuses it."""
-    store = PostgresStore(f"{postgres_db_url}&pool_min=1&pool_max=1")
-    try:
-        yield store
-    finally:
-        store.close()
 
 
 def _graph(saver: FlowmemSaver) -> Any:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,16 +21,6 @@ from flowmem.store.postgres import PostgresStore  # noqa: E402
 from flowmem.store.postgres.pipeline import Prepared, prepared_of  # noqa: E402
 
 A = Address("session", "s1", "chat")
-
-
-@pytest.fixture
-def one_conn(postgres_db_url: str) -> Iterator[PostgresStore]:
-    """A store with exactly one pooled connection, so every call reuses it."""
-    store = PostgresStore(f"{postgres_db_url}&pool_min=1&pool_max=1")
-    try:
-        yield store
-    finally:
-        store.close()
 
 
 def _user(text: str, at: int = 1) -> list[Any]:
