@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from flowmem.core import Message, normalize, usable_call_id
@@ -269,6 +269,32 @@ def put_extra(obj: dict[str, Any], fmt: str, fields: Mapping[str, Any]) -> dict[
 def provider_part(fmt: str, block: Any) -> dict[str, Any]:
     """Return a ``provider`` part keeping ``block`` of format ``fmt`` verbatim."""
     return {"type": "provider", "provider": fmt, "block": block}
+
+
+def unread(block: Mapping[str, Any], consumed: Container[str]) -> dict[str, Any]:
+    """Return the fields of ``block`` that are not in ``consumed``."""
+    return {key: value for key, value in block.items() if key not in consumed}
+
+
+def lossless_part(
+    fmt: str,
+    block: Mapping[str, Any],
+    read: tuple[dict[str, Any], Any] | None,
+    write: Callable[[dict[str, Any]], object],
+    rest: Callable[[Mapping[str, Any], Any], Mapping[str, Any]] = unread,
+) -> dict[str, Any]:
+    """Return the neutral part read from ``block`` when it writes back to ``block`` exactly, else a provider part.
+
+    ``read`` is the part and what of ``block`` it consumed (None: no part models the
+    block); what ``rest(block, consumed)`` leaves goes to the part's ``extra[fmt]``.
+    A block that ``write`` does not give back exactly is kept verbatim (``provider_part``).
+    """
+    if read is not None:
+        part, consumed = read
+        put_extra(part, fmt, rest(block, consumed))
+        if write(part) == dict(block):
+            return part
+    return provider_part(fmt, dict(block))
 
 
 def is_provider_part(part: Mapping[str, Any], fmt: str) -> bool:

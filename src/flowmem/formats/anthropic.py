@@ -15,10 +15,10 @@ from flowmem.formats._common import (
     input_object,
     is_provider_part,
     kept_whole,
+    lossless_part,
     note,
     object_list,
     part_kind,
-    provider_part,
     put_extra,
     read_entry,
     read_parts,
@@ -106,31 +106,25 @@ def _part_from_anthropic(block: Mapping[str, Any], where: str = "block") -> dict
     """Return the neutral part of an Anthropic block (a provider part when not modeled exactly)."""
     _checked(block, where)
     kind = block["type"]
-    part: dict[str, Any] | None = None
-    consumed: set[str] = {"type"}
+    found: tuple[dict[str, Any], set[str]] | None = None
     if kind == "text" and isinstance(block.get("text"), str):
-        part, consumed = {"type": "text", "text": block["text"]}, {"type", "text"}
+        found = {"type": "text", "text": block["text"]}, {"type", "text"}
     elif kind in ("image", "document") and isinstance(block.get("source"), Mapping):
         source = block["source"]
-        part = {"type": "image" if kind == "image" else "file"}
+        part: dict[str, Any] = {"type": "image" if kind == "image" else "file"}
         if source.get("type") == "base64":
             part["data"], part["media_type"] = source.get("data"), source.get("media_type")
         elif source.get("type") == "url":
             part["url"] = source.get("url")
         elif source.get("type") == "file":
             part["file_id"] = source.get("file_id")
-        consumed = {"type", "source"}
+        found = part, {"type", "source"}
     elif kind == "thinking":
-        part = {"type": "reasoning", "provider": FMT, "text": block.get("thinking"), "signature": block.get("signature")}
-        consumed = {"type", "thinking", "signature"}
+        thinking = {"type": "reasoning", "provider": FMT, "text": block.get("thinking"), "signature": block.get("signature")}
+        found = thinking, {"type", "thinking", "signature"}
     elif kind == "redacted_thinking":
-        part = {"type": "reasoning", "provider": FMT, "redacted_data": block.get("data")}
-        consumed = {"type", "data"}
-    if part is not None:
-        put_extra(part, FMT, {k: v for k, v in block.items() if k not in consumed})
-        if _part_to_anthropic(part) == dict(block):
-            return part
-    return provider_part(FMT, dict(block))
+        found = {"type": "reasoning", "provider": FMT, "redacted_data": block.get("data")}, {"type", "data"}
+    return lossless_part(FMT, block, found, _part_to_anthropic)
 
 
 def _blocks(content: Any, dropped: dict[str, int] | None) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from flowmem.errors import InvalidMessageError, UnsupportedContentError
-from flowmem.formats._common import extra_of, fields_of, is_provider_part, provider_part, put_extra
+from flowmem.formats._common import extra_of, fields_of, is_provider_part, lossless_part
 
 FMT = "gemini"
 
@@ -246,27 +246,21 @@ def part_from_gemini(block: Mapping[str, Any], where: str = "part") -> dict[str,
         raise UnsupportedContentError(f"{where}: a part must be an object", part=type(block).__name__)
     if "text" in block and not isinstance(block["text"], str):
         raise UnsupportedContentError(f"{where}: text must be a string", part="text")
-    found = data_fields(block)
-    part: dict[str, Any] | None = None
-    consumed: dict[str, Any] = {}
-    if found == ["text"]:
+    fields = data_fields(block)
+    read: tuple[dict[str, Any], dict[str, Any]] | None = None
+    if fields == ["text"]:
         if block.get("thought") is True:
             part = {"type": "reasoning", "provider": FMT, "text": block["text"]}
-            consumed = {"text": True, "thought": True}
+            consumed: dict[str, Any] = {"text": True, "thought": True}
             if isinstance(block.get("thought_signature"), str):
                 part["signature"] = block["thought_signature"]
                 consumed["thought_signature"] = True
+            read = part, consumed
         else:
-            part, consumed = {"type": "text", "text": block["text"]}, {"text": True}
-    elif found in (["inline_data"], ["file_data"]):
-        media = _media_from_gemini(block, found[0])
-        if media is not None:
-            part, consumed = media
-    if part is not None:
-        put_extra(part, FMT, remainder(block, consumed))
-        if part_to_gemini(part) == dict(block):
-            return part
-    return provider_part(FMT, dict(block))
+            read = {"type": "text", "text": block["text"]}, {"text": True}
+    elif fields in (["inline_data"], ["file_data"]):
+        read = _media_from_gemini(block, fields[0])
+    return lossless_part(FMT, block, read, part_to_gemini, remainder)
 
 
 def require_name(value: object, where: str) -> str:

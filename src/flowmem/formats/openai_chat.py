@@ -19,6 +19,7 @@ from flowmem.formats._common import (
     fields_of,
     is_provider_part,
     kept_whole,
+    lossless_part,
     note,
     object_list,
     parse_arguments,
@@ -192,12 +193,7 @@ def _part_from_openai(block: Mapping[str, Any], role: str, where: str = "part") 
     _checked(block, where)
     read = _PART_FROM.get(block["type"])
     found = None if read is None else read(block)
-    if found is not None:
-        part, consumed = found
-        put_extra(part, FMT, {k: v for k, v in block.items() if k not in consumed})
-        if _part_to_openai(part, role) == dict(block):
-            return part
-    return provider_part(FMT, dict(block))
+    return lossless_part(FMT, block, found, lambda part: _part_to_openai(part, role))
 
 
 # --- rows → messages ---------------------------------------------------------------------

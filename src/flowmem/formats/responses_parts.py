@@ -11,12 +11,11 @@ from flowmem.formats._common import (
     extra_of,
     fields_of,
     is_provider_part,
+    lossless_part,
     note,
     object_list,
     parse_data_url,
     part_kind,
-    provider_part,
-    put_extra,
     read_parts,
 )
 
@@ -165,12 +164,8 @@ def part_from_responses(block: Mapping[str, Any], role: str, where: str = "part"
     if kind in ("input_text", "output_text") and not isinstance(block.get("text"), str):
         raise UnsupportedContentError(f"{where}: {kind} part without text", part=kind)
     read = _PART_FROM.get(kind)
-    if read is not None:
-        part, consumed = read(block, role)
-        put_extra(part, FMT, {k: v for k, v in block.items() if k not in consumed})
-        if part_to_responses(part, role) == dict(block):
-            return part
-    return provider_part(FMT, dict(block))
+    found = None if read is None else read(block, role)
+    return lossless_part(FMT, block, found, lambda part: part_to_responses(part, role))
 
 
 def content_to_responses(content: Any, role: str, dropped: dict[str, int] | None) -> Any:
@@ -204,6 +199,7 @@ def reasoning_part(item: Mapping[str, Any]) -> dict[str, Any]:
     """Return a ``reasoning`` item as a reasoning part (a provider part when not modeled exactly)."""
     summary = item.get("summary")
     texts = [s.get("text") for s in summary] if isinstance(summary, list) else None
+    found = None
     if (
         texts is not None
         and all(isinstance(s, Mapping) and set(s) == {"text", "type"} and s.get("type") == "summary_text" for s in summary or [])
@@ -212,11 +208,8 @@ def reasoning_part(item: Mapping[str, Any]) -> dict[str, Any]:
         part: dict[str, Any] = {"type": "reasoning", "provider": FMT, "summary": texts}
         if isinstance(item.get("encrypted_content"), str):
             part["encrypted_content"] = item["encrypted_content"]
-        consumed = {"type", "summary"} | ({"encrypted_content"} if "encrypted_content" in part else set())
-        put_extra(part, FMT, {k: v for k, v in item.items() if k not in consumed})
-        if item_of_part(part) == dict(item):
-            return part
-    return provider_part(FMT, dict(item))
+        found = part, {"type", "summary"} | ({"encrypted_content"} if "encrypted_content" in part else set())
+    return lossless_part(FMT, item, found, item_of_part)
 
 
 def item_of_part(part: Mapping[str, Any]) -> dict[str, Any] | None:
