@@ -15,9 +15,10 @@ SQL text (DESIGN.md §6): every statement is named and looked up in the backend'
 from __future__ import annotations
 
 import time
+from abc import abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol, TypeVar
 
 from flowmem.core import AppendOutcome, Message, Repair, apply_append
@@ -27,6 +28,7 @@ from flowmem.errors import (
 )
 from flowmem.store import tail
 from flowmem.store.base import (
+    DEFAULT_LOCK_TIMEOUT,
     PURGE_BATCH,
     TAIL_BATCH,
     Address,
@@ -34,6 +36,7 @@ from flowmem.store.base import (
     Idempotency,
     Quotas,
     Tail,
+    Usage,
     WriteGuard,
 )
 from flowmem.store.editor import SqlBufferEditor, SqlRunner, load_rows
@@ -44,8 +47,10 @@ from flowmem.store.rows import (
     check_batch,
     check_buffer_bytes,
     check_last,
+    check_lock_timeout,
     check_not_running,
     check_page,
+    check_rows,
     decode_rows,
     ensure_form,
     guard_form,
@@ -59,6 +64,20 @@ from flowmem.store.sqltables import SqlIdempotencyKeys, SqlTokens
 T = TypeVar("T")
 
 LOAD_BATCH = 1000  # rows a whole-buffer ``load`` fetches and parses at a time
+
+
+@dataclass(frozen=True)
+class AppendAsk:
+    """An append as ``SqlStore.append`` checked it: what the back-end's ``_append`` runs."""
+
+    address: Address
+    rows: list[Message]
+    max_messages: int
+    lock_timeout: float  # how long the append waits to be serialized (MEM-12)
+    snapshot: bool
+    guard: WriteGuard | None
+    max_bytes: int
+    idempotency: Idempotency | None
 
 
 class RepairLog(Protocol):
@@ -85,7 +104,7 @@ class SqlStore(SqlSessions[C], SqlIdempotencyKeys[C], SqlTokens[C], PagedReads):
 
     A backend sets ``SQL`` (its statements, by name) and ``MIGRATIONS``, and implements
     the hooks ``SqlEngineBase`` declares: ``_connection``, ``_write``,
-    ``_write_serialized`` and ``_is_unique_violation``; it may override
+    ``_write_serialized``, ``_is_unique_violation`` and ``_append``; it may override
     ``_hold_buffer``, ``_reading``, ``_load_last``, ``_stream_batches`` and
     ``_check_session_id``.
     """
@@ -98,6 +117,49 @@ class SqlStore(SqlSessions[C], SqlIdempotencyKeys[C], SqlTokens[C], PagedReads):
     def record_repairs(self, conn: C, buffer_id: int, repairs: Sequence[Repair]) -> None:
         """Log ``repairs`` in the buffer's repair log inside the caller's write (``store.repairs``)."""
         self.repairs.record(self._runner(conn), buffer_id, repairs)
+
+    def set_quotas(self, quotas: Quotas) -> None:
+        """Enforce ``quotas`` on every later write through this store (its connections are told)."""
+        self._quotas = quotas
+
+    def usage(self, user_id: str) -> Usage:
+        """Return what the triggers counted for ``user_id``."""
+        with self._connection() as conn:
+            row = conn.execute(self.SQL["usage_get"], (user_id,)).fetchone()
+        return Usage() if row is None else Usage(int(row[0]), int(row[1]), int(row[2]))
+
+    # --- conversation buffers -----------------------------------------------------------
+    def append(
+        self,
+        address: Address,
+        rows: list[Message],
+        max_messages: int = 0,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        snapshot: bool = False,
+        guard: WriteGuard | None = None,
+        max_bytes: int = 0,
+        idempotency: Idempotency | None = None,
+    ) -> AppendOutcome:
+        """Run the core append rules on the stored buffer in one transaction (``Store.append``).
+
+        The arguments are checked here; the back-end's ``_append`` serializes the
+        append per address and runs it (MEM-12).
+        """
+        check_address(address)
+        check_rows(rows)
+        bound = check_lock_timeout(lock_timeout)
+        return self._append(AppendAsk(address, rows, max_messages, bound, snapshot, guard, max_bytes, idempotency))
+
+    @abstractmethod
+    def _append(self, ask: AppendAsk) -> AppendOutcome:
+        """Run a checked append in one transaction, serialized per address (MEM-12)."""
+
+    def _append_in(self, conn: C, ask: AppendAsk) -> AppendOutcome:
+        """An append inside the caller's open transaction: its guard, the rules, its key (no commit)."""
+        self._check_guard(conn, ask.guard)
+        outcome = self._apply_append(conn, ask.address, ask.rows, ask.max_messages, ask.snapshot, ask.max_bytes)
+        self._record_key(conn, ask.idempotency, outcome)
+        return outcome
 
     # --- shared helpers -----------------------------------------------------------------
     def _apply_append(

@@ -17,7 +17,7 @@ import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from flowmem import metrics
-from flowmem.core import AppendOutcome, Message, apply_append
+from flowmem.core import AppendOutcome, apply_append
 from flowmem.errors import (
     IdempotencyKeyInFlightError,
     InvalidInputError,
@@ -33,12 +33,9 @@ from flowmem.limits import quota_exceeded
 from flowmem.store.adk.sql import SqlAdkSessions
 from flowmem.store.archive.sql import SqlArchive
 from flowmem.store.base import (
-    DEFAULT_LOCK_TIMEOUT,
     Address,
     Idempotency,
-    Quotas,
     Store,
-    Usage,
     WriteGuard,
 )
 from flowmem.store.conversations.sql import SqlConversations
@@ -64,13 +61,11 @@ from flowmem.store.postgres.reads import PostgresReads
 from flowmem.store.postgres.schema import MIGRATION_LOCK, MIGRATIONS
 from flowmem.store.repairs.sql import SqlRepairs
 from flowmem.store.rows import (
-    check_address,
     check_buffer_bytes,
-    check_lock_timeout,
-    check_rows,
     ensure_form,
     guard_form,
 )
+from flowmem.store.sqlbase import AppendAsk
 
 log = logging.getLogger("flowmem")
 
@@ -175,16 +170,6 @@ class PostgresStore(PostgresReads):
         conn.execute(SQL["quotas_set"], sizes)
         conn.__dict__[QUOTAS] = quotas
 
-    def set_quotas(self, quotas: Quotas) -> None:
-        """Enforce ``quotas`` on every later write through this store (each connection is told once)."""
-        self._quotas = quotas
-
-    def usage(self, user_id: str) -> Usage:
-        """Return what the triggers counted for ``user_id``."""
-        with self._connection() as conn:
-            row = conn.execute(SQL["usage_get"], (user_id,)).fetchone()
-        return Usage() if row is None else Usage(int(row[0]), int(row[1]), int(row[2]))
-
     def _write(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         """Run ``work`` in one transaction."""
         with self._connection() as conn, conn.transaction():
@@ -229,18 +214,8 @@ class PostgresStore(PostgresReads):
         self._write(work)
 
     # --- conversation buffers --------------------------------------------------------------
-    def append(
-        self,
-        address: Address,
-        rows: list[Message],
-        max_messages: int = 0,
-        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-        snapshot: bool = False,
-        guard: WriteGuard | None = None,
-        max_bytes: int = 0,
-        idempotency: Idempotency | None = None,
-    ) -> AppendOutcome:
-        """Run the core append rules on the stored buffer in one transaction.
+    def _append(self, ask: AppendAsk) -> AppendOutcome:
+        """Run the core append rules on the stored buffer in one transaction (``SqlStore.append``).
 
         With ``snapshot`` the whole buffer is read back inside that transaction.
         With ``guard`` the statement taking the lock checks it first and locks its
@@ -256,33 +231,17 @@ class PostgresStore(PostgresReads):
         after exactly one WARNING, retrying if it collides with another writer.
         Different addresses take different locks and never wait for each other.
         """
-        check_address(address)
-        check_rows(rows)
-        lock_timeout = check_lock_timeout(lock_timeout)
-        timeout = f"{max(int(lock_timeout * 1000), 1)}ms"
-        remember = idempotency is None and self._known.size > 0
+        timeout = f"{max(int(ask.lock_timeout * 1000), 1)}ms"
+        remember = ask.idempotency is None and self._known.size > 0
         with self._connection() as conn:
             try:
                 for attempt in range(2):
                     try:
-                        if remember and not snapshot:
-                            known = self._known_append(
-                                conn, address, rows, max_messages, max_bytes, timeout, guard
-                            )
+                        if remember and not ask.snapshot:
+                            known = self._known_append(conn, ask, timeout)
                             if known is not None:
                                 return known
-                        return self._pipelined(
-                            conn,
-                            address,
-                            rows,
-                            max_messages,
-                            snapshot,
-                            max_bytes,
-                            guard,
-                            timeout,
-                            idempotency,
-                            remember,
-                        )
+                        return self._pipelined(conn, ask, timeout, remember)
                     except psycopg.errors.InvalidSqlStatementName:
                         # the server forgot the prepared statements (DISCARD ALL): the
                         # pipeline named them anew for the next attempt (Prepared.forget)
@@ -298,18 +257,13 @@ class PostgresStore(PostgresReads):
                 metrics.lock_timed_out("postgres")
                 log.warning(
                     "append to %s/%s/%s waited %.1fs for its turn; proceeding unserialized",
-                    *address,
-                    lock_timeout,
+                    *ask.address,
+                    ask.lock_timeout,
                 )
             for attempt in range(UNSERIALIZED_ATTEMPTS):
                 try:
                     with conn.transaction():
-                        self._check_guard(conn, guard)
-                        outcome = self._apply_append(
-                            conn, address, rows, max_messages, snapshot, max_bytes
-                        )
-                        self._record_key(conn, idempotency, outcome)
-                        return outcome
+                        return self._append_in(conn, ask)
                 except _RETRYABLE as exc:
                     if attempt == UNSERIALIZED_ATTEMPTS - 1:
                         raise StoreBusyError(
@@ -341,17 +295,7 @@ class PostgresStore(PostgresReads):
                 raise
 
     def _pipelined(
-        self,
-        conn: psycopg.Connection[Any],
-        address: Address,
-        rows: list[Message],
-        max_messages: int,
-        snapshot: bool,
-        max_bytes: int,
-        guard: WriteGuard | None,
-        timeout: str,
-        idempotency: Idempotency | None = None,
-        remember: bool = False,
+        self, conn: psycopg.Connection[Any], ask: AppendAsk, timeout: str, remember: bool = False
     ) -> AppendOutcome:
         """The serialized append in two round trips (decisions 0024 and 0028).
 
@@ -363,18 +307,19 @@ class PostgresStore(PostgresReads):
         before the error propagates (LockNotAvailable included). With ``remember``
         the writes are followed by ``buffer_known``, for the next append (0039).
         """
-        ids, want_open = asked_of(rows)
+        address, guard, idempotency = ask.address, ask.guard, ask.idempotency
+        ids, want_open = asked_of(ask.rows)
         try:
             with Pipeline(conn, SQL) as db:
                 found = _locked_facts(db, address, guard, timeout, ids, want_open)
                 editor = seeded_editor(db, address, found, ids, want_open)
-                outcome = apply_append(editor, rows, max_messages)
-                check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)
+                outcome = apply_append(editor, ask.rows, ask.max_messages)
+                check_buffer_bytes(address, editor.bytes_before, editor.bytes, ask.max_bytes)
                 logged = 0  # the repair log, in this transaction (issue 37 §2): its bytes in the header (0135)
                 if outcome.logged:
                     logged = self.repairs.record(db, editor.buffer_id, outcome.logged, header=True)
                 editor.flush(logged or 0)
-                whole = db.send("load_all", tuple(address)) if snapshot else None
+                whole = db.send("load_all", tuple(address)) if ask.snapshot else None
                 if idempotency is not None:  # the key and its answer, before the commit (0031)
                     outcome, whole = _send_key(db, idempotency, outcome, whole)
                 after = db.send("buffer_known", tuple(address)) if remember else None
@@ -390,16 +335,7 @@ class PostgresStore(PostgresReads):
                 raise self._guard_error(conn, guard) from None
             raise
 
-    def _known_append(
-        self,
-        conn: psycopg.Connection[Any],
-        address: Address,
-        rows: list[Message],
-        max_messages: int,
-        max_bytes: int,
-        timeout: str,
-        guard: WriteGuard | None = None,
-    ) -> AppendOutcome | None:
+    def _known_append(self, conn: psycopg.Connection[Any], ask: AppendAsk, timeout: str) -> AppendOutcome | None:
         """The append in one round trip, decided on what this store knows (decision 0039).
 
         With ``guard`` the lock statement checks it and locks its rows first, after
@@ -416,12 +352,13 @@ class PostgresStore(PostgresReads):
         no longer held (then nothing was written and nothing is known any more):
         the caller appends as before, reading the facts, which it remembers.
         """
+        address, guard = ask.address, ask.guard
         known = self._known.get(address)
         if known is None:
             return None
-        ids, heals = asked_of(rows)
+        ids, heals = asked_of(ask.rows)
         try:
-            foreseen = foresee(known, address, rows, ids, heals, max_messages, max_bytes)
+            foreseen = foresee(known, address, ask.rows, ids, heals, ask.max_messages, ask.max_bytes)
         except Unforeseen:
             return None
         try:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowmem import metrics
-from flowmem.core import AppendOutcome, Message
+from flowmem.core import AppendOutcome
 from flowmem.errors import (
     InvalidInputError,
     StoreError,
@@ -33,11 +33,8 @@ from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
     TAIL_BATCH,
     Address,
-    Idempotency,
     LocalCalls,
-    Quotas,
     Store,
-    Usage,
     WriteGuard,
 )
 from flowmem.store.checkpoints.sql import SqlCheckpoints
@@ -48,11 +45,9 @@ from flowmem.store.rows import (
     check_address,
     check_batch,
     check_last,
-    check_lock_timeout,
-    check_rows,
     guard_form,
 )
-from flowmem.store.sqlbase import SqlStore, no_database
+from flowmem.store.sqlbase import AppendAsk, SqlStore, no_database
 from flowmem.store.sqlite.backup import backup_to
 from flowmem.store.sqlite.driver import (
     _close,
@@ -133,16 +128,6 @@ class SqliteStore(SqlitePool, SqlStore[sqlite3.Connection]):
             if isinstance(exc, sqlite3.IntegrityError) and "flowmem_quota" in str(exc):
                 return quota_exceeded(*refused)
         return driver_error(exc, self.path, database=self.path)
-
-    def set_quotas(self, quotas: Quotas) -> None:
-        """Enforce ``quotas`` on every later write through this store (each connection reads them)."""
-        self._quotas = quotas
-
-    def usage(self, user_id: str) -> Usage:
-        """Return what the triggers counted for ``user_id``."""
-        with self._connection() as conn:
-            row = conn.execute(SQL["usage_get"], (user_id,)).fetchone()
-        return Usage() if row is None else Usage(int(row[0]), int(row[1]), int(row[2]))
 
     def read_tail_facts(self, address: Address, batch: int = TAIL_BATCH, budget: int = 0) -> tail.FactsTail:
         """``read_tail``'s rows as a window's facts, most from stored columns (``tail.read_tail_facts``)."""
@@ -359,18 +344,8 @@ class SqliteStore(SqlitePool, SqlStore[sqlite3.Connection]):
         return int(row[0]) if row else 0
 
     # --- conversation buffers --------------------------------------------------------------
-    def append(
-        self,
-        address: Address,
-        rows: list[Message],
-        max_messages: int = 0,
-        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-        snapshot: bool = False,
-        guard: WriteGuard | None = None,
-        max_bytes: int = 0,
-        idempotency: Idempotency | None = None,
-    ) -> AppendOutcome:
-        """Run the core append rules on the stored buffer in one transaction.
+    def _append(self, ask: AppendAsk) -> AppendOutcome:
+        """Run the core append rules on the stored buffer in one transaction (``SqlStore.append``).
 
         With ``snapshot`` the whole buffer is read back inside that transaction; with
         ``guard`` the transaction checks it first (its error, nothing appended); with
@@ -388,58 +363,25 @@ class SqliteStore(SqlitePool, SqlStore[sqlite3.Connection]):
         rolls it back. An append that stored nothing (every message a duplicate)
         rolls back and waits for no fsync (decision 0071).
         """
-        check_address(address)
-        check_rows(rows)
-        bound = lock_timeout = check_lock_timeout(lock_timeout)
         started = time.monotonic()
-        with self._locks.hold(address, lock_timeout) as taken:
+        with self._locks.hold(ask.address, ask.lock_timeout) as taken:
             if not taken:  # AddressLocks warned
                 with self._connection() as conn:
-                    return self._append_unserialized(
-                        conn,
-                        address,
-                        rows,
-                        max_messages,
-                        snapshot,
-                        guard,
-                        max_bytes,
-                        idempotency,
-                        lock_timeout,
-                    )
+                    return self._append_unserialized(conn, ask)
             # on disk (a shared fsync: decisions/0029) before the address is let go
             with self._commits.commit() if self._grouped() else nullcontext():
-                return self._append_in_turn(
-                    address,
-                    rows,
-                    max_messages,
-                    snapshot,
-                    guard,
-                    max_bytes,
-                    bound,
-                    started,
-                    idempotency,
-                )
+                return self._append_in_turn(ask, started)
 
-    def _append_in_turn(
-        self,
-        address: Address,
-        rows: list[Message],
-        max_messages: int,
-        snapshot: bool,
-        guard: WriteGuard | None,
-        max_bytes: int,
-        bound: float,
-        started: float,
-        idempotency: Idempotency | None = None,
-    ) -> AppendOutcome:
-        """The rest of ``append`` once the address is held: the file's turn, then its write lock."""
+    def _append_in_turn(self, ask: AppendAsk, started: float) -> AppendOutcome:
+        """The rest of ``_append`` once the address is held: the file's turn, then its write lock."""
+        bound = ask.lock_timeout
         with self._queue.hold(_left(bound, started)) as turn, self._connection() as conn:
             if not turn:
                 metrics.lock_timed_out("sqlite")
                 log.warning(
                     "append to %s/%s/%s waited %.1fs for its turn to write %s; "
                     "proceeding unserialized",
-                    *address,
+                    *ask.address,
                     bound,
                     self.path,
                 )
@@ -459,15 +401,11 @@ class SqliteStore(SqlitePool, SqlStore[sqlite3.Connection]):
                     # process), and without that lock nothing can be written
                     raise _locked(self.path, bound) from exc
                 changes = conn.total_changes
-                self._check_guard(conn, guard)
-                outcome = self._apply_append(conn, address, rows, max_messages, snapshot, max_bytes)
-                self._record_key(conn, idempotency, outcome)
+                outcome = self._append_in(conn, ask)
                 # an append that stored nothing (every message a duplicate) commits nothing
                 conn.execute("COMMIT" if conn.total_changes != changes else "ROLLBACK")
                 return outcome
-            return self._append_unserialized(
-                conn, address, rows, max_messages, snapshot, guard, max_bytes, idempotency, bound
-            )
+            return self._append_unserialized(conn, ask)
 
     def _check_guard(self, conn: sqlite3.Connection, guard: WriteGuard | None) -> None:
         """The guard checked first; a claimed session created only when the check fails.
@@ -483,34 +421,19 @@ class SqliteStore(SqlitePool, SqlStore[sqlite3.Connection]):
             return
         super()._check_guard(conn, guard)
 
-    def _append_unserialized(
-        self,
-        conn: sqlite3.Connection,
-        address: Address,
-        rows: list[Message],
-        max_messages: int,
-        snapshot: bool,
-        guard: WriteGuard | None,
-        max_bytes: int = 0,
-        idempotency: Idempotency | None = None,
-        bound: float = DEFAULT_LOCK_TIMEOUT,
-    ) -> AppendOutcome:
-        """Retry a plain ``BEGIN`` transaction on busy until it commits, for at most ``bound`` s.
+    def _append_unserialized(self, conn: sqlite3.Connection, ask: AppendAsk) -> AppendOutcome:
+        """Retry a plain ``BEGIN`` transaction on busy until it commits, for at most the append's bound.
 
         Past it ``StoreLockedError``, nothing written. The guard is read in the same
         transaction: SQLite refuses to commit a transaction that read before another
         writer committed (busy, retried).
         """
-        give_up = time.monotonic() + bound
+        give_up = time.monotonic() + ask.lock_timeout
         self._busy_timeout(conn, 0.05)
         while True:
             try:
                 conn.execute("BEGIN")
-                self._check_guard(conn, guard)
-                outcome = self._apply_append(
-                    conn, address, rows, max_messages, snapshot, max_bytes
-                )
-                self._record_key(conn, idempotency, outcome)
+                outcome = self._append_in(conn, ask)
                 conn.execute("COMMIT")
                 return outcome
             except sqlite3.Error as exc:
@@ -518,7 +441,7 @@ class SqliteStore(SqlitePool, SqlStore[sqlite3.Connection]):
                 if not _is_busy(exc):
                     raise
                 if time.monotonic() > give_up:
-                    raise _locked(self.path, bound) from exc
+                    raise _locked(self.path, ask.lock_timeout) from exc
                 time.sleep(0.01)
 
     # --- sessions ---------------------------------------------------------------------------
