@@ -5,12 +5,17 @@
 ``open_nodes`` take the arguments ``@modelcontextprotocol/server-memory`` takes and
 answer as it answers (its text: the JSON it writes; its structured content: the
 object its output schema names), so a client configured for it works unchanged.
-The graph is the caller's own (``flowmem.mcp.graph``).
+The graph is the caller's own (``flowmem.mcp.graph``). Each tool is a row of
+``TOOLS``: one argument (or none), one operation on the graph, one of three answers
+(what was added, a success message, the graph found); ``register`` makes of each row
+the function the SDK reads (signed ``(argument, ctx)``, named and documented as the row).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -43,10 +48,6 @@ class Relation(BaseModel):
     to: str = Field(description="The name of the entity where the relation ends")
     relationType: str = Field(description="The type of the relation")
 
-    def plain(self) -> dict[str, str]:
-        """``{from, to, relationType}``."""
-        return {"from": self.from_, "to": self.to, "relationType": self.relationType}
-
 
 class Addition(BaseModel):
     """Observations to add to one entity."""
@@ -62,8 +63,92 @@ class Deletion(BaseModel):
     observations: list[str] = Field(description="An array of observations to delete")
 
 
-def _done(message: str) -> CallToolResult:
-    return ok({"success": True, "message": message}, message)
+EntityNames = Annotated[list[str], Field(description="An array of entity names to delete")]
+NodeNames = Annotated[list[str], Field(description="An array of entity names to retrieve")]
+Relations = Annotated[list[Relation], Field(description="An array of relations to delete")]
+Query = Annotated[str, Field(description="The search query to match against entity names, types, and observation content")]
+
+Answer = Callable[[Any], CallToolResult]
+
+
+def _listed(key: str) -> Answer:
+    """The answer of a tool that adds: ``{key: what was added}``, the added items as the text."""
+    return lambda added: ok({key: added}, added)
+
+
+def _done(message: str) -> Answer:
+    """The answer of a tool that deletes: success and ``message``."""
+    return lambda _: ok({"success": True, "message": message}, message)
+
+
+@dataclass(frozen=True)
+class GraphTool:
+    """One tool: its name and description, its hints, its one argument (or none), its work and its answer.
+
+    Its title is its name's words capitalized (``Create Entities``). ``work`` gets the
+    caller's graph and the argument as plain JSON (a model as the object a client
+    sends: ``from``, not ``from_``) and runs in the caller's thread; ``answer`` makes
+    the tool's result of what it returned.
+    """
+
+    name: str
+    description: str
+    annotations: ToolAnnotations
+    argument: tuple[str, Any] | None
+    work: Callable[[GraphStore, Any], Any]
+    answer: Answer
+
+    @property
+    def title(self) -> str:
+        """``create_entities`` -> ``Create Entities``."""
+        return self.name.replace("_", " ").title()
+
+
+TOOLS = (
+    GraphTool("create_entities", "Create multiple new entities in the knowledge graph",
+              ADD, ("entities", list[Entity]), GraphStore.create_entities, _listed("entities")),
+    GraphTool("create_relations", "Create multiple new relations between entities in the knowledge graph. Relations should be in active voice",
+              ADD, ("relations", list[Relation]), GraphStore.create_relations, _listed("relations")),
+    GraphTool("add_observations", "Add new observations to existing entities in the knowledge graph",
+              ADD, ("observations", list[Addition]), GraphStore.add_observations, _listed("results")),
+    GraphTool("delete_entities", "Delete multiple entities and their associated relations from the knowledge graph",
+              DELETE, ("entityNames", EntityNames), GraphStore.delete_entities, _done("Entities deleted successfully")),
+    GraphTool("delete_observations", "Delete specific observations from entities in the knowledge graph",
+              DELETE, ("deletions", list[Deletion]), GraphStore.delete_observations, _done("Observations deleted successfully")),
+    GraphTool("delete_relations", "Delete multiple relations from the knowledge graph",
+              DELETE, ("relations", Relations), GraphStore.delete_relations, _done("Relations deleted successfully")),
+    GraphTool("read_graph", "Read the entire knowledge graph",
+              READ, None, lambda graph, _: graph.read().to_dict(), ok),
+    GraphTool("search_nodes", "Search for nodes in the knowledge graph based on a query",
+              READ, ("query", Query), lambda graph, query: graph.search(query).to_dict(), ok),
+    GraphTool("open_nodes", "Open specific nodes in the knowledge graph by their names",
+              READ, ("names", NodeNames), lambda graph, names: graph.open(names).to_dict(), ok),
+)
+"""The nine tools, in the reference server's order."""
+
+
+def _plain(value: Any) -> Any:
+    """An argument as JSON: each model of a list as the object a client sends (by alias)."""
+    if isinstance(value, list):
+        return [item.model_dump(by_alias=True) if isinstance(item, BaseModel) else item for item in value]
+    return value
+
+
+def _function(tool: GraphTool, on_graph: Callable[[Context, Callable[[GraphStore], Any]], Awaitable[Any]]) -> Any:
+    """The tool's function as the SDK reads it: ``(argument, ctx)`` signed, named and documented as ``tool`` says."""
+
+    async def run(ctx: Context, **given: Any) -> CallToolResult:
+        argument = _plain(given[tool.argument[0]]) if tool.argument else None
+        return tool.answer(await on_graph(ctx, lambda graph: tool.work(graph, argument)))
+
+    declared = [tool.argument] if tool.argument else []
+    declared.append(("ctx", Context))
+    parameters = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=kind) for name, kind in declared]
+    run.__signature__ = inspect.Signature(parameters, return_annotation=CallToolResult)  # type: ignore[attr-defined]
+    run.__annotations__ = {**dict(declared), "return": CallToolResult}
+    run.__name__ = run.__qualname__ = tool.name
+    run.__doc__ = tool.description
+    return run
 
 
 def register(server: MCPServer, caller_of: Callable[[Any], Caller]) -> None:
@@ -73,87 +158,6 @@ def register(server: MCPServer, caller_of: Callable[[Any], Caller]) -> None:
         caller = caller_of(ctx)
         return await caller.call(lambda: work(GraphStore(caller)))
 
-    @server.tool(name="create_entities", title="Create Entities", annotations=ADD)
-    @tool_errors
-    async def create_entities(entities: list[Entity], ctx: Context) -> CallToolResult:
-        """Create multiple new entities in the knowledge graph"""
-        plain = [e.model_dump() for e in entities]
-        created = await on_graph(ctx, lambda g: g.create_entities(plain))
-        return ok({"entities": created}, created)
-
-    @server.tool(name="create_relations", title="Create Relations", annotations=ADD)
-    @tool_errors
-    async def create_relations(relations: list[Relation], ctx: Context) -> CallToolResult:
-        """Create multiple new relations between entities in the knowledge graph. Relations should be in active voice"""
-        plain = [r.plain() for r in relations]
-        created = await on_graph(ctx, lambda g: g.create_relations(plain))
-        return ok({"relations": created}, created)
-
-    @server.tool(name="add_observations", title="Add Observations", annotations=ADD)
-    @tool_errors
-    async def add_observations(observations: list[Addition], ctx: Context) -> CallToolResult:
-        """Add new observations to existing entities in the knowledge graph"""
-        plain = [o.model_dump() for o in observations]
-        results = await on_graph(ctx, lambda g: g.add_observations(plain))
-        return ok({"results": results}, results)
-
-    @server.tool(name="delete_entities", title="Delete Entities", annotations=DELETE)
-    @tool_errors
-    async def delete_entities(
-        entityNames: Annotated[list[str], Field(description="An array of entity names to delete")],
-        ctx: Context,
-    ) -> CallToolResult:
-        """Delete multiple entities and their associated relations from the knowledge graph"""
-        await on_graph(ctx, lambda g: g.delete_entities(entityNames))
-        return _done("Entities deleted successfully")
-
-    @server.tool(name="delete_observations", title="Delete Observations", annotations=DELETE)
-    @tool_errors
-    async def delete_observations(deletions: list[Deletion], ctx: Context) -> CallToolResult:
-        """Delete specific observations from entities in the knowledge graph"""
-        plain = [d.model_dump() for d in deletions]
-        await on_graph(ctx, lambda g: g.delete_observations(plain))
-        return _done("Observations deleted successfully")
-
-    @server.tool(name="delete_relations", title="Delete Relations", annotations=DELETE)
-    @tool_errors
-    async def delete_relations(
-        relations: Annotated[list[Relation], Field(description="An array of relations to delete")],
-        ctx: Context,
-    ) -> CallToolResult:
-        """Delete multiple relations from the knowledge graph"""
-        plain = [r.plain() for r in relations]
-        await on_graph(ctx, lambda g: g.delete_relations(plain))
-        return _done("Relations deleted successfully")
-
-    @server.tool(name="read_graph", title="Read Graph", annotations=READ)
-    @tool_errors
-    async def read_graph(ctx: Context) -> CallToolResult:
-        """Read the entire knowledge graph"""
-        graph = await on_graph(ctx, lambda g: g.read().to_dict())
-        return ok(graph)
-
-    @server.tool(name="search_nodes", title="Search Nodes", annotations=READ)
-    @tool_errors
-    async def search_nodes(
-        query: Annotated[
-            str, Field(description="The search query to match against entity names, types, and observation content")
-        ],
-        ctx: Context,
-    ) -> CallToolResult:
-        """Search for nodes in the knowledge graph based on a query"""
-        graph = await on_graph(ctx, lambda g: g.search(query).to_dict())
-        return ok(graph)
-
-    @server.tool(name="open_nodes", title="Open Nodes", annotations=READ)
-    @tool_errors
-    async def open_nodes(
-        names: Annotated[list[str], Field(description="An array of entity names to retrieve")],
-        ctx: Context,
-    ) -> CallToolResult:
-        """Open specific nodes in the knowledge graph by their names"""
-        graph = await on_graph(ctx, lambda g: g.open(names).to_dict())
-        return ok(graph)
-
-    del create_entities, create_relations, add_observations, delete_entities
-    del delete_observations, delete_relations, read_graph, search_nodes, open_nodes
+    for tool in TOOLS:
+        add = server.tool(name=tool.name, title=tool.title, annotations=tool.annotations)
+        add(tool_errors(_function(tool, on_graph)))
