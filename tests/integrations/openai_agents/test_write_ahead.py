@@ -10,6 +10,7 @@ each test in process (memory, SQLite), over a ``Client`` of a real server and ov
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,11 +77,15 @@ def _rows(session: FlowmemSession) -> list[dict[str, Any]]:
     return sync_of(session.service).load(session.scope, session.key, session.context).messages
 
 
-def _agent(model: ScriptedModel, seen: list[list[Any]], session: Any) -> Agent[Any]:
-    """An agent whose ``weather`` tool records what its session holds when it starts."""
+def _agent(
+    model: ScriptedModel, seen: list[list[Any]], session: Any, ran: asyncio.Event | None = None
+) -> Agent[Any]:
+    """An agent whose ``weather`` tool records what its session holds when it starts (then sets ``ran``)."""
 
     async def weather(city: str) -> str:
         seen.append(as_json(await session.get_items()))
+        if ran is not None:
+            ran.set()
         return {"Lisbon": "18C", "Porto": "21C"}.get(city, "unknown")
 
     tool = function_tool(weather, name_override="weather")
@@ -342,16 +347,21 @@ def test_mem_3_a_tool_run_before_a_tripped_input_guardrail_keeps_its_call(
 
     The SDK's own session keeps only the question: the next model input never shows a
     tool ran. flowmem stored the call before the tool started, so the next user message
-    heals it (MEM-3): a deliberate difference (docs/integrations.md).
+    heals it (MEM-3): a deliberate difference (docs/integrations.md). The guardrail
+    decides once the tool has run, not after a fixed delay: a guardrail that trips first
+    cancels the step before its tool (a loaded machine took over 50 ms to reach it).
     """
-
-    async def refuse(context: Any, agent: Any, given: Any) -> GuardrailFunctionOutput:
-        await asyncio.sleep(0.05)
-        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=True)
 
     def run(session: Any) -> tuple[list[list[Any]], list[Any]]:
         seen: list[list[Any]] = []
-        agent = _agent(_one_call_script(), seen, session)
+        ran = asyncio.Event()
+
+        async def refuse(context: Any, agent: Any, given: Any) -> GuardrailFunctionOutput:
+            with contextlib.suppress(TimeoutError):  # a tool that never runs fails the test below
+                await asyncio.wait_for(ran.wait(), timeout=60)
+            return GuardrailFunctionOutput(output_info=None, tripwire_triggered=True)
+
+        agent = _agent(_one_call_script(), seen, session, ran)
         agent.input_guardrails = [InputGuardrail(guardrail_function=refuse)]
         with pytest.raises(InputGuardrailTripwireTriggered):
             asyncio.run(Runner.run(agent, QUESTION, session=session, hooks=hooks_of(session)))
