@@ -471,16 +471,22 @@ def serve_command(
         err=True,
     )
     sys.stdout.flush()
-    options = _uvicorn_options(
-        app,
-        host=host,
-        port=port,
-        access_log=access_log,
-        graceful_timeout=graceful_timeout,
-        limit_concurrency=limit_concurrency,
-        timeout_keep_alive=timeout_keep_alive,
-        proxies=proxies,
-    )
+    options: dict[str, Any] = {  # uvicorn's settings (the target and the worker count apart)
+        "factory": app is None,
+        "host": host,
+        "port": port,
+        "log_config": log_config(access_log),
+        "access_log": False,
+        "timeout_graceful_shutdown": graceful_timeout,
+        "http": PROTOCOL,  # TCP_NODELAY and the header timeout on every connection
+        "server_header": False,
+        "limit_concurrency": limit_concurrency,
+        "timeout_keep_alive": timeout_keep_alive,
+        "h11_max_incomplete_event_size": HEAD_LIMIT,  # 431 past it (flowmem.api.tcp)
+        # forwarded headers only from the proxies named (never uvicorn's loopback default)
+        "proxy_headers": bool(proxies),
+        "forwarded_allow_ips": proxies,
+    }
     target = app if app is not None else "flowmem.api.app:app_from_env"
     # the workers' metrics files: a new private directory, removed when the server stops
     with metrics_directory(metrics and app is None):
@@ -502,36 +508,6 @@ def _export_worker_settings(url: str, store_concurrency: int | None, inline_stor
     else:
         os.environ["FLOWMEM_STORE_CONCURRENCY"] = str(store_concurrency)
     os.environ["FLOWMEM_INLINE_STORE"] = "1" if inline_store else "0"
-
-
-def _uvicorn_options(
-    app: Any,
-    *,
-    host: str,
-    port: int,
-    access_log: bool,
-    graceful_timeout: int,
-    limit_concurrency: int,
-    timeout_keep_alive: int,
-    proxies: str,
-) -> dict[str, Any]:
-    """uvicorn's settings for the server (without its target and worker count)."""
-    return {
-        "factory": app is None,
-        "host": host,
-        "port": port,
-        "log_config": log_config(access_log),
-        "access_log": False,
-        "timeout_graceful_shutdown": graceful_timeout,
-        "http": PROTOCOL,  # TCP_NODELAY and the header timeout on every connection
-        "server_header": False,
-        "limit_concurrency": limit_concurrency,
-        "timeout_keep_alive": timeout_keep_alive,
-        "h11_max_incomplete_event_size": HEAD_LIMIT,  # 431 past it (flowmem.api.tcp)
-        # forwarded headers only from the proxies named (never uvicorn's loopback default)
-        "proxy_headers": bool(proxies),
-        "forwarded_allow_ips": proxies,
-    }
 
 
 def _run(target: Any, workers: int, options: dict[str, Any]) -> None:
