@@ -17,7 +17,13 @@ from flowmem.scope import ExecutionContext
 MESSAGES_OUT = Port("messages", "messages", description="the resulting message list")
 
 
-class ConversationNormalize(Node):
+class RuleNode(Node):
+    """A node that runs a pure core rule: nothing to resolve or store, so no ``MemoryService``."""
+
+    uses_memory: ClassVar[bool] = False
+
+
+class ConversationNormalize(RuleNode):
     """``conversation_normalize``: make a message list sendable to a provider (MEM-5).
 
     Input: ``messages`` (a list; unwired = empty). Outputs: ``messages`` (flat rows:
@@ -28,7 +34,6 @@ class ConversationNormalize(Node):
     type_id: ClassVar[str] = "conversation_normalize"
     label: ClassVar[str] = "Conversation normalize"
     description: ClassVar[str] = "Normalize a conversation so a provider accepts it."
-    uses_memory: ClassVar[bool] = False
     inputs: ClassVar[tuple[Port, ...]] = (
         Port("messages", "messages", description="the message list to normalize"),
     )
@@ -43,7 +48,7 @@ class ConversationNormalize(Node):
         return {"messages": result.messages, "dropped": result.dropped}
 
 
-class TextToMessage(Node):
+class TextToMessage(RuleNode):
     """``text_to_message``: turn a text value and a role into one message (MEM-16).
 
     Inputs: ``text`` (any value; coerced as normalization coerces content), ``role``
@@ -56,7 +61,6 @@ class TextToMessage(Node):
     type_id: ClassVar[str] = "text_to_message"
     label: ClassVar[str] = "Text to message"
     description: ClassVar[str] = "Turn text and a role into a message."
-    uses_memory: ClassVar[bool] = False
     inputs: ClassVar[tuple[Port, ...]] = (
         Port("text", "any", description="the content"),
         Port("role", "any", description="the role; an unknown one becomes user"),
@@ -75,7 +79,7 @@ class TextToMessage(Node):
         return {"messages": result.messages, "message": result.message}
 
 
-class MessageAssemble(Node):
+class MessageAssemble(RuleNode):
     """``message_assemble``: flatten declared message inputs into one list (MEM-4).
 
     Config: ``inputs``, the ordered list of input port names (each unique). The
@@ -88,7 +92,6 @@ class MessageAssemble(Node):
     type_id: ClassVar[str] = "message_assemble"
     label: ClassVar[str] = "Message assemble"
     description: ClassVar[str] = "Concatenate message inputs in declared port order."
-    uses_memory: ClassVar[bool] = False
     extra_config: ClassVar[tuple[str, ...]] = ("inputs",)
     outputs: ClassVar[tuple[Port, ...]] = (MESSAGES_OUT,)
 
