@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from flowmem.core import Message, normalize, usable_call_id
@@ -162,6 +162,17 @@ def require_list(value: object, what: str) -> list[Any]:
             hint = f" (one SDK object: pass a list of them, [{type(value).__name__.lower()}])"
         raise InvalidInputError(f"{what} must be a list, got {type(value).__name__}{hint}")
     return list(value)
+
+
+def entries(value: object, what: str, noun: str) -> Iterator[tuple[int, str, Mapping[str, Any]]]:
+    """Each entry of the list ``value`` (``what``) as an object, with its index and where it is (``<noun> <index>``).
+
+    ``InvalidInputError`` when ``value`` is not a list (``require_list``);
+    ``InvalidMessageError`` naming the entry when it is not an object (``require_map``).
+    """
+    for index, raw in enumerate(require_list(value, what)):
+        where = f"{noun} {index}"
+        yield index, where, require_map(raw, where)
 
 
 def sdk_dump(value: object) -> object:

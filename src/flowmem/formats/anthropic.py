@@ -10,6 +10,7 @@ from flowmem.errors import InvalidMessageError, UnknownRoleError, UnsupportedCon
 from flowmem.formats._common import (
     HINT,
     call_entry,
+    entries,
     extra_of,
     fields_of,
     input_object,
@@ -22,8 +23,6 @@ from flowmem.formats._common import (
     put_extra,
     read_entry,
     read_parts,
-    require_list,
-    require_map,
     required_call_id,
     whole,
 )
@@ -370,9 +369,7 @@ def from_anthropic(
             rows.append({"role": "system", "content": content})
             if origins is not None:
                 origins.add(OUTSIDE)
-    for index, raw in enumerate(require_list(messages, "messages")):
-        where = f"message {index}"
-        message: Mapping[str, Any] = require_map(raw, where)
+    for index, where, message in entries(messages, "messages", "message"):
         made = len(rows)
         role = message.get("role")
         if role not in ("user", "assistant", "system"):

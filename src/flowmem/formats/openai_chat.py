@@ -14,6 +14,7 @@ from flowmem.formats._common import (
     arguments_text,
     call_entry,
     data_url,
+    entries,
     exact_arguments,
     extra_of,
     fields_of,
@@ -503,9 +504,7 @@ def from_openai(messages: object, *, origins: Origins | None = None) -> list[Mes
     ``origins``, when given, gets each row's message position (one row a message).
     """
     rows: list[Message] = []
-    for index, raw in enumerate(require_list(messages, "messages")):
-        where = f"message {index}"
-        message = require_map(raw, where)
+    for index, where, message in entries(messages, "messages", "message"):
         if origins is not None:
             origins.add(index)
         role = message.get("role")

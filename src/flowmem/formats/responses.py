@@ -9,6 +9,7 @@ from flowmem.core import Message, entry_id
 from flowmem.errors import UnknownRoleError
 from flowmem.formats._common import (
     HINT,
+    entries,
     extra_of,
     fields_of,
     is_provider_part,
@@ -18,8 +19,6 @@ from flowmem.formats._common import (
     provider_part,
     put_extra,
     read_parts,
-    require_list,
-    require_map,
 )
 from flowmem.formats.fast import provider_rows
 from flowmem.formats.origins import Origins
@@ -351,9 +350,7 @@ def from_responses(
     (a model turn's first item) and the position of each of its calls.
     """
     reader = _Reader()
-    for index, raw in enumerate(require_list(items, "items")):
-        where = f"item {index}"
-        item = require_map(raw, where)
+    for index, where, item in entries(items, "items", "item"):
         kind = item.get("type", "message" if "role" in item else "item_reference" if "id" in item else None)
         if kind not in ignore_types:
             reader.read(item, kind, index, where)
