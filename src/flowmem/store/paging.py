@@ -1,20 +1,19 @@
 """A paged read's arguments, checked once for every back-end, and the version check each page makes.
 
-``Store.page_bodies`` (and the archive's ``page``) take the same cursors and sizes on
-every back-end: a ``PageAsk`` refuses bad ones (InvalidInputError, nothing read)
-and is what the back-end reads; ``PagedReads`` is ``page_bodies`` written once
-over each back-end's ``_page``; ``check_version`` is the refusal of a page whose
-buffer was written since the read's first page (BufferChangedError).
+``Store.page_bodies`` (``SqlStore.page_bodies``) and the archive's ``page`` take the
+same cursors and sizes on every back-end: a ``PageAsk`` refuses bad ones
+(InvalidInputError, nothing read) and is what the back-end's ``_page`` reads;
+``check_version`` is the refusal of a page whose buffer was written since the read's
+first page (BufferChangedError).
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from flowmem.errors import BufferChangedError
-from flowmem.store.base import PAGE_CHARS, PAGE_ROWS, Address, BodyPage
-from flowmem.store.rows import check_address, check_batch, check_last
+from flowmem.store.base import Address
+from flowmem.store.rows import check_batch, check_last
 
 
 @dataclass(frozen=True)
@@ -44,27 +43,4 @@ def check_version(address: Address, found: tuple[int, int] | None, version: tupl
         )
 
 
-class PagedReads(ABC):
-    """``Store.page_bodies`` written once: the arguments checked, then the back-end's ``_page``."""
-
-    def page_bodies(
-        self,
-        address: Address,
-        *,
-        after: int | None = None,
-        before: int | None = None,
-        last: int | None = None,
-        version: tuple[int, int] | None = None,
-        rows: int = PAGE_ROWS,
-        chars: int = PAGE_CHARS,
-    ) -> BodyPage:
-        """One page of a paged read (``Store.page_bodies``), read in one snapshot."""
-        check_address(address)
-        return self._page(address, PageAsk(after, before, last, version, rows, chars))
-
-    @abstractmethod
-    def _page(self, address: Address, ask: PageAsk) -> BodyPage:
-        """Read the page ``ask`` names of the buffer at ``address`` (its arguments checked)."""
-
-
-__all__ = ["PageAsk", "PagedReads", "check_version"]
+__all__ = ["PageAsk", "check_version"]

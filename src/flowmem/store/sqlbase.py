@@ -29,6 +29,8 @@ from flowmem.errors import (
 from flowmem.store import tail
 from flowmem.store.base import (
     DEFAULT_LOCK_TIMEOUT,
+    PAGE_CHARS,
+    PAGE_ROWS,
     PURGE_BATCH,
     TAIL_BATCH,
     Address,
@@ -41,7 +43,7 @@ from flowmem.store.base import (
 )
 from flowmem.store.editor import SqlBufferEditor, SqlRunner, load_rows
 from flowmem.store.engine import LAST_MAX, C, DbConnection
-from flowmem.store.paging import PageAsk, PagedReads, check_version
+from flowmem.store.paging import PageAsk, check_version
 from flowmem.store.rows import (
     check_address,
     check_batch,
@@ -101,7 +103,7 @@ def no_database(where: str) -> DatabaseNotFoundError:
     )
 
 
-class SqlStore(SqlSessions[C], SqlIdempotencyKeys[C], SqlTokens[C], PagedReads):
+class SqlStore(SqlSessions[C], SqlIdempotencyKeys[C], SqlTokens[C]):
     """The ``Store`` methods common to the SQL backends, over driver-specific hooks.
 
     A backend sets ``SQL`` (its statements, by name) and ``MIGRATIONS``, and implements
@@ -399,6 +401,21 @@ class SqlStore(SqlSessions[C], SqlIdempotencyKeys[C], SqlTokens[C], PagedReads):
             else:
                 found = self._bodies_last(conn, address, high, min(last, LAST_MAX))
         return [(int(pos), str(body)) for pos, body in found]
+
+    def page_bodies(
+        self,
+        address: Address,
+        *,
+        after: int | None = None,
+        before: int | None = None,
+        last: int | None = None,
+        version: tuple[int, int] | None = None,
+        rows: int = PAGE_ROWS,
+        chars: int = PAGE_CHARS,
+    ) -> BodyPage:
+        """One page of a paged read (``Store.page_bodies``): the arguments checked (``PageAsk``), then ``_page``."""
+        check_address(address)
+        return self._page(address, PageAsk(after, before, last, version, rows, chars))
 
     def _page(self, address: Address, ask: PageAsk) -> BodyPage:
         """One page of a paged read (``Store.page_bodies``), read in one snapshot.
