@@ -164,14 +164,15 @@ def require_list(value: object, what: str) -> list[Any]:
     return list(value)
 
 
-def entries(value: object, what: str, noun: str) -> Iterator[tuple[int, str, Mapping[str, Any]]]:
-    """Each entry of the list ``value`` (``what``) as an object, with its index and where it is (``<noun> <index>``).
+def entries(value: object, what: str, noun: str = "") -> Iterator[tuple[int, str, Mapping[str, Any]]]:
+    """Each entry of the list ``value`` (``what``) as an object, with its index and where it is.
 
-    ``InvalidInputError`` when ``value`` is not a list (``require_list``);
+    Where it is: ``<noun> <index>`` (``message 3``), or ``<what>[<index>]`` without a
+    noun. ``InvalidInputError`` when ``value`` is not a list (``require_list``);
     ``InvalidMessageError`` naming the entry when it is not an object (``require_map``).
     """
     for index, raw in enumerate(require_list(value, what)):
-        where = f"{noun} {index}"
+        where = f"{noun} {index}" if noun else f"{what}[{index}]"
         yield index, where, require_map(raw, where)
 
 

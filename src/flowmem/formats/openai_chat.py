@@ -31,7 +31,6 @@ from flowmem.formats._common import (
     put_extra,
     read_entry,
     read_parts,
-    require_list,
     require_map,
     required_call_id,
     whole,
@@ -388,8 +387,7 @@ def rows_to_openai(rows: list[Message], dropped: dict[str, int] | None = None) -
 # --- messages → rows ---------------------------------------------------------------------
 
 
-def _from_call(call: object, where: str) -> dict[str, Any]:
-    entry = require_map(call, where)
+def _from_call(entry: Mapping[str, Any], where: str) -> dict[str, Any]:
     kind = entry.get("type", "function")
     cid = required_call_id(entry.get("id"), where)
     if kind == "custom":
@@ -463,10 +461,7 @@ def _from_assistant(message: Mapping[str, Any], where: str) -> Message:
     row: Message = {"role": "assistant", "content": content}
     calls = message.get("tool_calls")
     if calls:
-        row["tool_calls"] = [
-            _from_call(call, f"{where}.tool_calls[{n}]")
-            for n, call in enumerate(require_list(calls, f"{where}.tool_calls"))
-        ]
+        row["tool_calls"] = [_from_call(entry, at) for _, at, entry in entries(calls, f"{where}.tool_calls")]
     modeled |= {"role", "content", "tool_calls"}
     fields = {k: v for k, v in message.items() if k not in modeled}
     if calls == []:
