@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from flowmem.core import usable_call_id
-from flowmem.errors import InvalidMessageError
+from flowmem.errors import InvalidInputError, InvalidMessageError
 from flowmem.formats import from_anthropic, from_openai, from_responses
-from flowmem.formats._common import required_call_id
+from flowmem.formats._common import entries, lossless_part, provider_part, required_call_id
 
 ID_VALUES = st.one_of(
     st.none(),
@@ -82,3 +82,35 @@ def test_mem_11_from_x_keeps_a_usable_id_trimmed(
     row = rows[0]
     found = row["tool_calls"][0]["tool_call_id"] if row["role"] == "assistant" else row["tool_call_id"]
     assert found == "c1"
+
+
+def test_entries_names_each_entry_by_its_noun_or_by_its_index_in_the_list() -> None:
+    listed = [(index, where) for index, where, _ in entries([{}, {"a": 1}], "messages", "message")]
+    assert listed == [(0, "message 0"), (1, "message 1")]
+    assert [where for _, where, _ in entries([{}], "m.tool_calls")] == ["m.tool_calls[0]"]
+
+
+def test_entries_refuses_a_value_that_is_not_a_list_and_an_entry_that_is_not_an_object() -> None:
+    with pytest.raises(InvalidInputError, match="messages must be a list"):
+        list(entries({"role": "user"}, "messages", "message"))
+    with pytest.raises(InvalidMessageError, match="message 1: must be an object"):
+        list(entries([{}, "hi"], "messages", "message"))
+
+
+def test_lossless_part_keeps_a_part_that_writes_back_exactly_with_its_unread_fields_in_extra() -> None:
+    block = {"type": "text", "text": "hi", "cache": 1}
+    part = lossless_part("f", block, ({"type": "text", "text": "hi"}, {"type", "text"}), _written)
+    assert part == {"type": "text", "text": "hi", "extra": {"f": {"cache": 1}}}
+
+
+def test_lossless_part_keeps_the_block_verbatim_when_no_part_reads_it_or_it_does_not_write_back() -> None:
+    block = {"type": "text", "text": "hi"}
+    assert lossless_part("f", block, None, _written) == provider_part("f", block)
+    assert lossless_part("f", block, ({"type": "text", "text": "?"}, {"type", "text"}), _written) == provider_part(
+        "f", block
+    )
+
+
+def _written(part: dict[str, Any]) -> dict[str, Any]:
+    """The block a text part writes: its text, and its ``extra.f`` fields."""
+    return {"type": "text", "text": part["text"], **part.get("extra", {}).get("f", {})}
