@@ -16,10 +16,13 @@ from typing import Any
 import anyio
 from mcp.client.stdio import StdioServerParameters
 
+from flowmem.mcp.graph_tools import TOOLS
+from flowmem.mcp.server import _tools
 from tests.mcp.conftest import stdio_env
 from tests.mcp.reference import DATA, SCRIPT, run_script
 
 REFERENCE = json.loads(DATA.read_text(encoding="utf-8"))
+GRAPH_TOOLS = [tool.name for tool in TOOLS]
 
 
 def shape(schema: Any, defs: dict[str, Any] | None = None) -> Any:
@@ -61,3 +64,16 @@ def _played(tmp_path: Path) -> dict[str, Any]:
         params = StdioServerParameters(command=command[0], args=command[1:], env=stdio_env(database))
         _CACHE["played"] = anyio.run(run_script, params)
     return _CACHE["played"]
+
+
+def test_each_graph_tool_is_titled_by_its_name_and_hinted_by_what_it_does() -> None:
+    tools = {tool.name: tool for tool in _tools() if tool.name in GRAPH_TOOLS}
+    assert {name: tool.title for name, tool in tools.items()} == {
+        name: name.replace("_", " ").title() for name in GRAPH_TOOLS
+    }
+    assert tools["open_nodes"].title == "Open Nodes"
+    for name, tool in tools.items():
+        hints = tool.annotations
+        assert hints is not None
+        assert hints.read_only_hint is (name in ("read_graph", "search_nodes", "open_nodes")), name
+        assert hints.destructive_hint is name.startswith("delete_"), name
