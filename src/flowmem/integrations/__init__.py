@@ -14,12 +14,12 @@ They never import ``flowmem.client``.
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
+from flowmem.integrations.in_order import InOrder
 from flowmem.memory import OPERATIONS, AsyncMemory, Memory
 
 
@@ -80,21 +80,24 @@ def async_memory_of(memory: Memory | AsyncMemory, adapter: str) -> AsyncMemory:
 class InThread:
     """An ``AsyncMemory`` over a synchronous ``Memory``: each call runs in a worker thread.
 
-    ``asyncio.to_thread`` keeps the event loop free while the call (a store write,
-    an HTTP request) is in flight. Its operations are not written out: each is made
+    A worker thread keeps the event loop free while the call (a store write, an HTTP
+    request) is in flight. The calls run one at a time in the order made
+    (``InOrder``, decision 0152): a call whose caller was cancelled while it ran ends
+    before the next one starts. Its operations are not written out: each is made
     from ``AsyncMemory``'s own (``_in_thread``, one per name of ``OPERATIONS``), so
     a new operation of the protocol is one here too (decision 0060).
     """
 
     def __init__(self, memory: Memory) -> None:
         self.memory = memory
+        self._calls = InOrder()
 
 
 def _in_thread(name: str) -> Callable[..., Awaitable[Any]]:
     """``Memory.<name>`` in a worker thread, with ``AsyncMemory.<name>``'s signature."""
 
     async def operation(self: InThread, *args: Any, **kwargs: Any) -> Any:
-        return await asyncio.to_thread(getattr(self.memory, name), *args, **kwargs)
+        return await self._calls.run(getattr(self.memory, name), *args, **kwargs)
 
     operation.__name__ = name
     operation.__qualname__ = f"{InThread.__name__}.{name}"

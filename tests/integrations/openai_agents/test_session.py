@@ -22,6 +22,7 @@ from agents.memory.session import Session
 
 from flowmem.core import HEALED_CONTENT, check_sendable
 from flowmem.errors import ConfigurationError, InvalidMessageError
+from flowmem.integrations.in_order import InOrder
 from flowmem.integrations.openai_agents import FlowmemSession, FlowmemSessionSettings
 from flowmem.memory import AsyncMemory, Memory
 from flowmem.service import MemoryService
@@ -462,7 +463,7 @@ def test_pop_item_on_a_store_without_pop_last_is_a_typed_error() -> None:
 
 
 def _no_thread(*args: Any, **kwargs: Any) -> Any:
-    raise AssertionError("asyncio.to_thread was called")
+    raise AssertionError("a worker thread was asked for (asyncio.to_thread, InOrder.run)")
 
 
 def _one_of_each(session: FlowmemSession) -> list[Any]:
@@ -489,6 +490,7 @@ def test_an_async_memory_is_awaited_on_the_loop_without_a_thread(
     session = FlowmemSession("s1", awaited)
     assert session.memory is awaited  # decided at construction: no adapter in between
     monkeypatch.setattr(asyncio, "to_thread", _no_thread)
+    monkeypatch.setattr(InOrder, "run", _no_thread)  # InThread's calls (decision 0152)
     got = _one_of_each(session)
     assert got[0] == [USER_PORTO, CALL_ITEM, OUTPUT_ITEM] and got[2] == OUTPUT_ITEM
     model = ScriptedModel([[text("21C in Porto.")]])
@@ -497,7 +499,7 @@ def test_an_async_memory_is_awaited_on_the_loop_without_a_thread(
     assert done.final_output == "21C in Porto." and len(_rows(session)) == 2
     # the same session over a synchronous memory does go through a worker thread
     threaded = FlowmemSession("s1", remote_memory(request, kind="remote"))
-    with pytest.raises(AssertionError, match="to_thread"):
+    with pytest.raises(AssertionError, match="worker thread"):
         asyncio.run(threaded.get_items())
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -382,3 +383,58 @@ def test_mem_3_a_tool_run_before_a_tripped_input_guardrail_keeps_its_call(
         "message",
     ]
     assert [i.get("type", i.get("role")) for i in sdk] == ["user", "user", "message"]
+
+
+class _HeldTurn(MemoryService):
+    """A ``MemoryService`` whose append of a model turn waits for ``release`` (the seam)."""
+
+    def __init__(self) -> None:
+        super().__init__(MemoryStore())
+        self.turn_entered = threading.Event()
+        self.other_started = threading.Event()
+        self.release = threading.Event()
+
+    def append(self, scope: str, key: str, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        """Hold a model turn's append until released; note any other append that starts meanwhile."""
+        if any(m.get("role") == "assistant" for m in messages):
+            self.turn_entered.set()
+            self.release.wait(30)
+        elif self.turn_entered.is_set():
+            self.other_started.set()
+        return super().append(scope, key, messages, *args, **kwargs)
+
+
+def test_mem_3_a_write_ahead_whose_run_was_cancelled_is_stored_before_the_next_message() -> None:
+    """The run is cancelled (a tripped guardrail, a timeout) while its call is being stored ahead.
+
+    The write goes on in its thread; the next user message waits for it, so the call
+    precedes the message and is answered as interrupted (MEM-3) rather than stored after
+    the message it never belonged to.
+    """
+    service = _HeldTurn()
+    session = FlowmemSession("s1", service)
+    hooks = FlowmemRunHooks(session)
+    ctx: RunContextWrapper[Any] = RunContextWrapper(context=None)
+
+    async def scenario() -> None:
+        await session.add_items([{"role": "user", "content": QUESTION}])
+        await hooks.on_llm_end(ctx, None, _response(call("c1", "weather", city="Lisbon")))
+        step = asyncio.create_task(hooks.on_tool_start(ctx, None, None))
+        await asyncio.to_thread(service.turn_entered.wait, 30)
+        step.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await step
+        again = asyncio.create_task(session.add_items([{"role": "user", "content": AGAIN}]))
+        await asyncio.to_thread(service.other_started.wait, 0.5)  # it must not start meanwhile
+        service.release.set()
+        await again
+
+    asyncio.run(scenario())
+    assert [r["role"] for r in _rows(session)] == ["user", "assistant", "tool", "user"]
+    items = as_json(asyncio.run(session.get_items()))
+    assert [i.get("type", i.get("role")) for i in items] == [
+        "user",
+        "function_call",
+        "function_call_output",
+        "user",
+    ]

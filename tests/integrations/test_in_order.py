@@ -1,0 +1,150 @@
+"""``InOrder`` under ``InThread``: a synchronous memory's calls in worker threads, one at a time, in order.
+
+A worker thread cannot be stopped: a caller cancelled while its call runs (a tripped
+guardrail, a timeout around the run) leaves the call going. The calls made after it
+must not overtake it, or a session's next message is stored before the model turn that
+came first. ``Gate`` is the seam: its append of ``"first"`` holds until the test lets it
+go, and it records when each append starts and ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from typing import Any
+
+import pytest
+
+from flowmem.integrations import InThread
+from flowmem.scope import ExecutionContext
+from flowmem.service import MemoryService
+from flowmem.store import MemoryStore
+
+CONTEXT = ExecutionContext(user_id="alice")
+OVERTAKE_SECONDS = 0.5
+"""How long a test gives a later call to start while the first one is held (it must not)."""
+
+
+class Gate(MemoryService):
+    """A ``MemoryService`` whose append of ``"first"`` waits for ``release``; every append logged."""
+
+    def __init__(self) -> None:
+        super().__init__(MemoryStore())
+        self.events: list[tuple[str, str]] = []
+        self.first_entered = threading.Event()
+        self.other_started = threading.Event()
+        self.release = threading.Event()
+
+    def append(self, scope: str, key: str, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        """Log the append's start and end; hold ``"first"`` until released."""
+        content = messages[0]["content"]
+        self.events.append(("start", content))
+        if content == "first":
+            self.first_entered.set()
+            self.release.wait(30)
+        else:
+            self.other_started.set()
+        if content == "boom":
+            self.events.append(("end", content))
+            raise ValueError("boom")
+        try:
+            return super().append(scope, key, messages, *args, **kwargs)
+        finally:
+            self.events.append(("end", content))
+
+
+def _append(memory: InThread, content: str) -> Any:
+    return memory.append("user", "chat", [{"role": "user", "content": content}], CONTEXT)
+
+
+async def _cancel_the_held_first(memory: InThread, gate: Gate) -> None:
+    """Start the append of ``"first"``, and cancel its caller once its thread holds it."""
+    first = asyncio.create_task(_append(memory, "first"))
+    await asyncio.to_thread(gate.first_entered.wait, 30)
+    first.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await first
+
+
+async def _release_when_overtaken_or_after_a_while(gate: Gate) -> None:
+    await asyncio.to_thread(gate.other_started.wait, OVERTAKE_SECONDS)
+    gate.release.set()
+
+
+def _stored(gate: Gate) -> list[str]:
+    return [m["content"] for m in gate.load("user", "chat", CONTEXT).messages]
+
+
+def test_a_call_whose_caller_was_cancelled_ends_before_the_next_call_starts() -> None:
+    gate = Gate()
+    memory = InThread(gate)
+
+    async def scenario() -> None:
+        await _cancel_the_held_first(memory, gate)
+        second = asyncio.create_task(_append(memory, "second"))
+        await _release_when_overtaken_or_after_a_while(gate)
+        await second
+
+    asyncio.run(scenario())
+    assert gate.events == [("start", "first"), ("end", "first"), ("start", "second"), ("end", "second")]
+    assert _stored(gate) == ["first", "second"]  # the cancelled caller's call went through, first
+
+
+def test_a_call_cancelled_before_its_turn_never_runs_and_holds_up_nothing() -> None:
+    gate = Gate()
+    memory = InThread(gate)
+
+    async def scenario() -> None:
+        await _cancel_the_held_first(memory, gate)
+        waiting = asyncio.create_task(_append(memory, "dropped"))
+        await asyncio.sleep(0)  # its call is queued behind the first
+        waiting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+        third = asyncio.create_task(_append(memory, "third"))
+        await _release_when_overtaken_or_after_a_while(gate)
+        await third
+
+    asyncio.run(scenario())
+    assert gate.events == [("start", "first"), ("end", "first"), ("start", "third"), ("end", "third")]
+    assert _stored(gate) == ["first", "third"]
+
+
+def test_a_failed_call_raises_to_its_caller_and_the_next_call_runs() -> None:
+    gate = Gate()
+    memory = InThread(gate)
+    gate.release.set()
+
+    async def scenario() -> Any:
+        with pytest.raises(ValueError, match="boom"):
+            await _append(memory, "boom")
+        return await _append(memory, "after")
+
+    assert asyncio.run(scenario()).appended == 1
+    assert _stored(gate) == ["after"]
+
+
+def test_calls_made_from_two_event_loops_in_turn_each_answer() -> None:
+    """``Runner.run_sync`` makes a loop per run: one memory serves them one after another."""
+    gate = Gate()
+    memory = InThread(gate)
+    gate.release.set()
+    asyncio.run(_append(memory, "one"))
+    asyncio.run(_append(memory, "two"))
+    assert _stored(gate) == ["one", "two"]
+
+
+def test_a_call_on_a_loop_whose_threads_are_shut_down_raises_instead_of_waiting() -> None:
+    gate = Gate()
+    memory = InThread(gate)
+    gate.release.set()
+
+    async def after_shutdown() -> Any:
+        await asyncio.get_running_loop().shutdown_default_executor()
+        return await _append(memory, "late")
+
+    with pytest.raises(RuntimeError, match="shutdown"):
+        asyncio.run(after_shutdown())
+    asyncio.run(_append(memory, "next"))  # the next loop's call is not held up by the failed one
+    assert _stored(gate) == ["next"]
