@@ -12,6 +12,7 @@ import sqlite3
 
 from flowmem.store.repairs import sqlite as repairs_sqlite
 from flowmem.store.sqlite.schema import LISTED_CALLS
+from tests.store.undo_held import undo_held
 
 # the triggers migration 25 made anew, and the tables they are on
 _TRIGGERS = {
@@ -27,6 +28,7 @@ def _has(conn: sqlite3.Connection, kind: str, name: str) -> bool:
 
 def undo_reserved(conn: sqlite3.Connection) -> None:
     """Take the database on ``conn`` back to before SQLite's migration 25 (nothing when it lacks it)."""
+    undo_held(conn)  # migration 27 first (decision 0148)
     columns = {str(row[1]) for row in conn.execute("PRAGMA table_info(buffers)")}
     if "reserved" not in columns:
         return

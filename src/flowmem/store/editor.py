@@ -327,13 +327,14 @@ class SqlBufferEditor:
         self._db.run("evicted_trim", (bid, bid, EVICTED_CALLS_KEPT))
         self._evicted.clear()  # the trim may have forgotten some: ask again
 
-    def flush(self, log_bytes: int = 0) -> None:
+    def flush(self, logged: tuple[object, ...] = ()) -> None:
         """Write the header (count, last major, bytes) if it changed.
 
-        ``log_bytes``: the bytes of the repair log's entries this write added, which the
-        header counts too (decision 0135: ``SqlRepairs.record`` with ``header``).
+        ``logged``: what ``SqlRepairs.record`` with ``header`` returned for this write's
+        repair log entries, added in the same update: their bytes, which the header counts
+        too (decision 0135), and on SQLite the entries themselves (decision 0148).
         """
-        if not (self._dirty or log_bytes) or self._id is None:
+        if not (self._dirty or logged) or self._id is None:
             return
         params: list[Any] = [self._count, self._last, self._bytes, self._tokens]
         name = "header_update"
@@ -342,8 +343,8 @@ class SqlBufferEditor:
             params.append(json.dumps([[cid, pos, order] for pos, order, cid in listed], separators=(",", ":")))
             name = "header_listed"
             self._listed_changed = False
-        if log_bytes:
-            params.append(log_bytes)
+        if logged:
+            params.extend(logged)
             name = "header_listed_logged" if name == "header_listed" else "header_logged"
         self._db.run(name, (*params, self._id))
         self._tokens = 0

@@ -87,10 +87,13 @@ class AppendAsk(NamedTuple):
 class RepairLog(Protocol):
     """What an append tells the repair log (``flowmem.store.repairs.sql.SqlRepairs``)."""
 
-    def record(self, db: SqlRunner, buffer_id: int, repairs: Sequence[Repair], header: bool = False) -> int:
+    def record(
+        self, db: SqlRunner, buffer_id: int, repairs: Sequence[Repair], header: bool = False
+    ) -> tuple[object, ...]:
         """Log a write's repairs inside its transaction (nothing when there are none).
 
-        With ``header``: the entries' bytes the caller's header update must add (decision 0135).
+        With ``header``: what the caller's header update must add (``SqlBufferEditor.flush``):
+        the entries' bytes (decision 0135) and the entries themselves (decision 0148).
         """
         ...
 
@@ -196,10 +199,10 @@ class SqlStore(SqlSessions[C], SqlIdempotencyKeys[C], SqlTokens[C]):
         address = editor.address
         outcome = apply_append(editor, rows, max_messages)
         check_buffer_bytes(address, editor.bytes_before, editor.bytes, max_bytes)
-        logged = 0  # the repair log, in this transaction (issue 37 §2): its bytes in the header (0135)
+        logged: tuple[object, ...] = ()  # the repair log, in this transaction (issue 37 §2): into the header (0148)
         if outcome.logged:
             logged = self.repairs.record(self._runner(conn), editor.buffer_id, outcome.logged, header=True)
-        editor.flush(logged or 0)
+        editor.flush(logged)
         if snapshot:
             found = conn.execute(self.SQL["load_all"], tuple(address)).fetchall()
             outcome = replace(outcome, rows=load_rows(found))

@@ -23,6 +23,8 @@ from flowmem.core import prepare
 from flowmem.errors import QuotaExceededError
 from flowmem.store import Address, Quotas, SessionRecord
 from flowmem.store.sqlite import SqliteStore, reserved
+from flowmem.store.sqlite.schema import MIGRATIONS
+from tests.store.undo_held import undo_held
 
 
 def _grow(store: SqliteStore, address: Address, text: str) -> None:
@@ -92,14 +94,15 @@ def test_a_database_at_migration_25_gets_the_gated_growth_trigger(tmp_path: Path
     _grow(store, chat, "first")
     store.close()
     with sqlite3.connect(store.path) as conn:  # back to migration 25's trigger
+        undo_held(conn)  # and before migration 27 (decision 0148)
         conn.execute("DROP TRIGGER usage_buffer_bytes")
         conn.execute(next(s for s in reserved.MIGRATION if s.startswith("CREATE TRIGGER usage_buffer_bytes")))
-        conn.execute("DELETE FROM flowmem_schema WHERE version = 26")
+        conn.execute("DELETE FROM flowmem_schema WHERE version >= 26")
     again = SqliteStore(f"sqlite:///{store.path}")
     try:
         with sqlite3.connect(store.path) as conn:
             (text,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'usage_buffer_bytes'").fetchone()
-        assert text == reserved.GATED[1] and again.schema_version() == 26
+        assert text == reserved.GATED[1] and again.schema_version() == len(MIGRATIONS)
         again.set_quotas(Quotas(bytes=again.usage("alice").bytes + 5))
         with pytest.raises(QuotaExceededError):  # inside its reservation, the lowered quota still refuses
             _grow(again, chat, "more than five bytes")

@@ -132,9 +132,10 @@ def test_a_database_from_before_gets_its_calls_listed_and_its_usage_summed(tmp_p
         undo_listed_calls(conn)  # as before migration 23, with the old flags and indexes
         assert conn.execute("SELECT SUM(answered = 0) FROM buffer_calls").fetchone()[0] == 2
         # migrations 23, 24 (the log's bytes in the header, decision 0135), 25 (the
-        # reservation, decision 0137) and 26 (its growth trigger gated, decision 0144) on
-        # it, as an upgrade runs them
-        for statement in (*LISTED_CALLS, *repairs_sqlite.IN_THE_HEADER, *reserved.MIGRATION, *reserved.GATED):
+        # reservation, decision 0137), 26 (its growth trigger gated, decision 0144) and 27
+        # (the newest entries held in the header, decision 0148) on it, as an upgrade runs them
+        upgrade = (*LISTED_CALLS, *repairs_sqlite.IN_THE_HEADER, *reserved.MIGRATION, *reserved.GATED)
+        for statement in (*upgrade, *repairs_sqlite.HELD):
             conn.execute(statement)
     again = SqliteStore(f"sqlite:///{store.path}")
     try:

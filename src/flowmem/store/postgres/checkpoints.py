@@ -202,7 +202,7 @@ class PipelineBatch:
             raise GuardFailed
 
     def record_repairs(self, buffer_id: int, repairs: Sequence[Repair]) -> None:
-        """Queue the repair log's entries (``repairs_add`` and ``repairs_counted``, decision 0135)."""
+        """Queue the repair log's entries (``repairs_counted``: into the header, decision 0148)."""
         self.repairs.record(self.db, buffer_id, repairs)
 
     def wrote(

@@ -204,10 +204,9 @@ class Pipeline:
 # The editor's writes the pipeline may send together (``Pipeline.run``): the tables
 # each reads and writes. ``call_insert`` reads ``buffer_calls`` too (its ON CONFLICT).
 # Not here (always sent alone): the shifts and unflips of a healing insert. The repair log's
-# entries (``repairs_add``) go with the append's other writes, their bytes in the header's
-# update (``header_logged``; decision 0135).
+# entries go in the header's update (``header_logged``: their bytes, decision 0135, and the
+# entries themselves, decision 0148; a trigger of it moves them to ``buffer_repairs``).
 _ROWS, _CALLS, _ANSWERS, _HEADER = "buffer_rows", "buffer_calls", "buffer_answers", "buffers"
-_REPAIRS = "buffer_repairs"
 WRITES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     name: (frozenset(reads), frozenset(writes))
     for name, reads, writes in (
@@ -222,8 +221,6 @@ WRITES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         ("calls_reopen", (_CALLS, _ANSWERS), (_CALLS,)),
         ("header_update", (_HEADER,), (_HEADER,)),
         ("header_logged", (_HEADER,), (_HEADER,)),
-        ("repairs_add", (_REPAIRS,), (_REPAIRS,)),
-        ("repairs_add1", (_REPAIRS,), (_REPAIRS,)),
     )
 }
 WRITES.update({f"{name}?": WRITES[name] for name in FORESEEABLE})

@@ -315,10 +315,10 @@ class PostgresStore(PostgresReads):
                 editor = seeded_editor(db, address, found, ids, want_open)
                 outcome = apply_append(editor, ask.rows, ask.max_messages)
                 check_buffer_bytes(address, editor.bytes_before, editor.bytes, ask.max_bytes)
-                logged = 0  # the repair log, in this transaction (issue 37 §2): its bytes in the header (0135)
+                logged: tuple[object, ...] = ()  # the repair log, in this transaction (issue 37 §2): into the header (0148)
                 if outcome.logged:
                     logged = self.repairs.record(db, editor.buffer_id, outcome.logged, header=True)
-                editor.flush(logged or 0)
+                editor.flush(logged)
                 whole = db.send("load_all", tuple(address)) if ask.snapshot else None
                 if idempotency is not None:  # the key and its answer, before the commit (0031)
                     outcome, whole = _send_key(db, idempotency, outcome, whole)

@@ -37,7 +37,9 @@ back-ends call ``record`` from their append path with the core's
 compaction's transaction. A drop on a read and a refusal change no row: they are
 ``note``-d in a small transaction of their own, serialized with the buffer's writes,
 only on a buffer that exists and only when the newest entry does not already say the
-same (so polling a broken buffer does not grow its log; decision 0121). It keeps a
+same (so polling a broken buffer does not grow its log; decision 0121). On SQLite and
+PostgreSQL a buffer's newest entries are held in its header row, which the write updates
+anyway, and move to the log's table in batches (decision 0148; reads merge both). It keeps a
 buffer's newest ``KEPT`` entries (older ones are deleted in the same write), its bytes
 count against the owner's quota (the ``bytes`` quota, as the buffer's), and it goes
 with its buffer: ``clear``, a session's deletion and a user's erasure delete it in
@@ -54,7 +56,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from json.encoder import encode_basestring as _string
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from flowmem.core import Repair, kind_of
 from flowmem.errors import InvalidInputError
@@ -187,7 +189,23 @@ def check_paging(before: int | None, limit: int) -> None:
 
 def parse_entry(seq: int, text: str) -> RepairEntry:
     """An entry from its stored JSON text (one stored before kinds existed: its kind derived)."""
-    data = stored_json(text)
+    return entry_of(seq, stored_json(text))
+
+
+def held_entries(held: str, newest_kept: int) -> list[RepairEntry]:
+    """The entries a header holds (``log_held``: texts newest first, each after a comma), oldest first.
+
+    They are numbered after ``newest_kept``, the newest entry's number in the table
+    (0 for none): the header holds the log's newest entries (decision 0148).
+    """
+    if not held:
+        return []
+    found = stored_json(f"[{held[1:]}]")
+    return [entry_of(newest_kept + n, data) for n, data in enumerate(reversed(found), start=1)]
+
+
+def entry_of(seq: int, data: dict[str, Any]) -> RepairEntry:
+    """An entry from its stored JSON, parsed (``parse_entry``)."""
     archived = data.get("archived")
     return RepairEntry(
         seq,

@@ -14,6 +14,12 @@ under the bound, merged into the append's one write statement) and adds their by
 the header's own update (``header_logged``); a trigger of the insert trims the log past
 ``KEPT`` and takes the trimmed bytes off the header; the header's deletion uncounts the
 rest.
+
+Since migration 25 (decision 0148) the newest entries are held in the header row, as on
+SQLite (``log_held``, newest first and the row's last column, so a HOT update's WAL record
+leaves the older ones out; ``log_count``): an entry is no insert, no index entry and no
+trigger; a trigger of the header's update moves them to the table in batches and trims
+past ``KEPT``.
 """
 
 from __future__ import annotations
@@ -102,28 +108,67 @@ IN_THE_HEADER: tuple[str, ...] = (
         WHEN (NEW.seq > {KEPT}) EXECUTE FUNCTION flowmem_repairs_kept()""",
 )
 
+HELD_CHARS = 1500
+"""The held entries' text a header keeps before they move to the table (decision 0148; SQLite's too)."""
+
+# the newest entries held in the header row (decision 0148), as on SQLite: an append that
+# logs adds its entries' text, bytes and number to the header's own update; a trigger of
+# that update moves them to the table once they pass ``HELD_CHARS`` or the log passes
+# ``KEPT``, and then trims to the newest ``KEPT`` (the insert's trim trigger goes)
+HELD: tuple[str, ...] = (
+    # the held text last, and newest first: an update that adds an entry leaves the older
+    # ones as the tuple's unchanged end, which the WAL record of a HOT update leaves out
+    "ALTER TABLE buffers ADD COLUMN IF NOT EXISTS log_count BIGINT NOT NULL DEFAULT 0",
+    "ALTER TABLE buffers ADD COLUMN IF NOT EXISTS log_held TEXT NOT NULL DEFAULT ''",
+    # every entry a log holds (idempotent, as the upgrade tests run it again: the held ones too)
+    """UPDATE buffers AS b SET log_count = (SELECT COUNT(*) FROM buffer_repairs AS r WHERE r.buffer_id = b.id)
+        + json_array_length(('[' || substr(b.log_held, 2) || ']')::json) WHERE b.log_bytes > 0""",
+    "DROP TRIGGER IF EXISTS buffer_repairs_kept ON buffer_repairs",
+    "DROP FUNCTION IF EXISTS flowmem_repairs_kept()",
+    """CREATE OR REPLACE FUNCTION flowmem_repairs_spill(which BIGINT, kept BIGINT) RETURNS void
+        LANGUAGE plpgsql AS $$
+        DECLARE base BIGINT; moved BIGINT;
+        BEGIN
+            SELECT COALESCE(MAX(seq), 0) INTO base FROM buffer_repairs WHERE buffer_id = which;
+            SELECT json_array_length(('[' || substr(log_held, 2) || ']')::json) INTO moved
+                FROM buffers WHERE id = which;
+            INSERT INTO buffer_repairs (buffer_id, seq, entry)
+                SELECT which, base + moved + 1 - h.n, h.e::text FROM buffers AS b,
+                    json_array_elements(('[' || substr(b.log_held, 2) || ']')::json) WITH ORDINALITY AS h(e, n)
+                WHERE b.id = which;
+            WITH gone AS (DELETE FROM buffer_repairs WHERE buffer_id = which AND seq <= base + moved - kept
+                RETURNING octet_length(entry) AS size)
+            UPDATE buffers SET log_held = '', log_count = LEAST(log_count, kept),
+                log_bytes = log_bytes - (SELECT COALESCE(SUM(size), 0) FROM gone) WHERE id = which;
+        END $$""",
+    f"""CREATE OR REPLACE FUNCTION flowmem_repairs_held() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM flowmem_repairs_spill(NEW.id, {KEPT});
+            RETURN NULL;
+        END $$""",
+    "DROP TRIGGER IF EXISTS buffers_repairs_held ON buffers",
+    f"""CREATE TRIGGER buffers_repairs_held AFTER UPDATE OF log_held ON buffers FOR EACH ROW
+        WHEN (length(NEW.log_held) > {HELD_CHARS} OR NEW.log_count > {KEPT})
+        EXECUTE FUNCTION flowmem_repairs_held()""",
+)
+
+_HELD_READ = "b.log_held, (SELECT COALESCE(MAX(seq), 0) FROM buffer_repairs WHERE buffer_id = b.id)"
+
 SQL: dict[str, str] = {
     **statements("%s"),
-    # since migration 23 (decision 0135): a write's entries, numbered after the log's newest
-    # (one statement for all; no trigger under ``KEPT``), their bytes added to the header by
-    # the write's own header update (``header_logged``) or, for a write with no header
-    # update of its own, by ``repairs_counted``
-    # (the entries' texts joined by newlines: a JSON text has none, and a text parameter
-    # costs the client a fraction of an array's)
-    "repairs_add": """INSERT INTO buffer_repairs (buffer_id, seq, entry)
-        SELECT %s, (SELECT COALESCE(MAX(seq), 0) FROM buffer_repairs WHERE buffer_id = %s) + t.n, t.entry
-        FROM unnest(string_to_array(%s::text, chr(10))) WITH ORDINALITY AS t(entry, n)""",
-    # one entry (an append's usual one): VALUES, no function scan
-    "repairs_add1": """INSERT INTO buffer_repairs (buffer_id, seq, entry) VALUES (%s,
-        (SELECT COALESCE(MAX(seq), 0) + 1 FROM buffer_repairs WHERE buffer_id = %s), %s)""",
+    # since migration 25 (decision 0148): a write's entries held in its header's own update
+    # (``header_logged``) or in ``repairs_counted``: their bytes, their texts before the
+    # held ones (newest first, each after a comma) and their number
     "header_logged": """UPDATE buffers SET count = %s, last_major = %s, bytes = %s, tokens = tokens + %s,
-        version = version + 1, log_bytes = log_bytes + %s WHERE id = %s""",
-    "repairs_counted": "UPDATE buffers SET log_bytes = log_bytes + %s WHERE id = %s",
-    # the newest ``kept`` entries stay (a store keeping fewer than ``KEPT``), their bytes off the header
-    "repairs_trim": """WITH p AS (SELECT %s::bigint AS b, %s::bigint AS k),
-        gone AS (DELETE FROM buffer_repairs AS r USING p WHERE r.buffer_id = p.b AND r.seq <=
-            (SELECT MAX(seq) FROM buffer_repairs WHERE buffer_id = p.b) - p.k RETURNING octet_length(r.entry) AS size)
-        UPDATE buffers SET log_bytes = log_bytes - (SELECT COALESCE(SUM(size), 0) FROM gone) FROM p WHERE id = p.b""",
+        version = version + 1, log_bytes = log_bytes + %s, log_held = %s || log_held,
+        log_count = log_count + %s WHERE id = %s""",
+    "repairs_counted": """UPDATE buffers SET log_bytes = log_bytes + %s, log_held = %s || log_held,
+        log_count = log_count + %s WHERE id = %s""",
+    # a store keeping fewer than ``KEPT``: the held entries moved and the log trimmed now
+    "repairs_spill_kept": "SELECT flowmem_repairs_spill(%s::bigint, %s::bigint)",
+    "repairs_held": f"SELECT {_HELD_READ} FROM buffers AS b WHERE b.id = %s",
+    "repairs_held@address": f"""SELECT {_HELD_READ} FROM buffers AS b
+        WHERE b.scope = %s AND b.scope_id = %s AND b.key = %s""",
 }
 
 # the schema's migrations this kind of data owns, by number (flowmem.store.migrations)
@@ -131,4 +176,5 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     17: MIGRATION,  # the buffers' repair logs, counted against the owner's bytes quota (issue 37 §2)
     19: COUNTED_BY_THE_INSERT,  # an entry's quota and trim in its insert: one statement (decision 0124)
     23: IN_THE_HEADER,  # the log's bytes in the header, counted with its rows (decision 0135)
+    25: HELD,  # the newest entries held in the header, moved to the table in batches (decision 0148)
 }

@@ -14,6 +14,13 @@ no trigger under ``KEPT`` (no usage row, no quota function); the append adds the
 entries' bytes in its own header update (``header_logged``), a write with no header
 update of its own with ``repairs_counted``; the trim past ``KEPT`` takes the trimmed
 bytes off the header; a deleted header takes its log's bytes with it.
+
+Since migration 27 (decision 0148) the newest entries are held in the header row
+(``log_held``: their texts newest first, each after a comma; ``log_count``: every entry the
+log holds), written by the append's own header update: the page an entry used to add to
+the commit (the log table's leaf) is written only when a trigger of that update moves the
+held entries to the table, past ``HELD_CHARS`` or past ``KEPT`` (then trimming, as the
+insert's trigger did before).
 """
 
 from __future__ import annotations
@@ -89,23 +96,76 @@ IN_THE_HEADER: tuple[str, ...] = (
     quotasql.vectors_insert(_BYTES_CHECKED),
 )
 
+HELD_CHARS = 1500
+"""The held entries' text a header keeps before they move to the table (decision 0148): about a dozen entries."""
+
+
+def spill(buffer_id: str, kept: str) -> tuple[str, str, str]:
+    """Move a header's held entries to the table, numbered after its newest, and keep the newest ``kept``.
+
+    Three statements (for the trigger's body and for a store keeping fewer than ``KEPT``):
+    the held entries inserted (newest first in ``log_held``; ``json_each`` gives each
+    entry's text back byte for byte: tests/store/test_repair_log_text.py), the header's
+    held text emptied with its count capped at ``kept`` and the trimmed bytes taken off,
+    the trimmed entries deleted.
+    """
+    past = f"(SELECT MAX(seq) FROM buffer_repairs WHERE buffer_id = {buffer_id}) - {kept}"
+    held = f"('[' || substr((SELECT log_held FROM buffers WHERE id = {buffer_id}), 2) || ']')"
+    return (
+        f"""INSERT INTO buffer_repairs (buffer_id, seq, entry)
+            SELECT {buffer_id}, n.base + json_array_length({held}) - h.key, h.value FROM json_each({held}) AS h,
+                (SELECT COALESCE(MAX(seq), 0) AS base FROM buffer_repairs WHERE buffer_id = {buffer_id}) AS n""",
+        f"""UPDATE buffers SET log_held = '', log_count = min(log_count, {kept}),
+            log_bytes = log_bytes - (SELECT COALESCE(SUM({_ENTRY_BYTES}), 0) FROM buffer_repairs
+                WHERE buffer_id = {buffer_id} AND seq <= {past}) WHERE id = {buffer_id}""",
+        f"DELETE FROM buffer_repairs WHERE buffer_id = {buffer_id} AND seq <= {past}",
+    )
+
+
+_BODY = ";\n        ".join(spill("NEW.id", str(KEPT)))
+
+# the newest entries held in the header row (decision 0148): an append that logs writes
+# its entries' text into the header's own update (``log_held``, a page the append writes
+# anyway), with their bytes and number (``log_count``, every entry the log holds); a
+# trigger of that update moves them to the table once they pass ``HELD_CHARS`` or the
+# log passes ``KEPT`` (then it also trims to the newest ``KEPT``): the insert's trim
+# trigger goes. Reads merge the held entries, numbered after the table's newest.
+HELD: tuple[str, ...] = (
+    "ALTER TABLE buffers ADD COLUMN log_count INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE buffers ADD COLUMN log_held TEXT NOT NULL DEFAULT ''",
+    """UPDATE buffers SET log_count = (SELECT COUNT(*) FROM buffer_repairs WHERE buffer_id = buffers.id)
+        WHERE id IN (SELECT buffer_id FROM buffer_repairs)""",
+    "DROP TRIGGER repairs_kept",
+    f"""CREATE TRIGGER repairs_held AFTER UPDATE OF log_held ON buffers
+        WHEN length(NEW.log_held) > {HELD_CHARS} OR NEW.log_count > {KEPT} BEGIN
+        {_BODY};
+    END""",
+)
+
+_SPILL = spill("?1", "?2")
+_HELD_READ = "b.log_held, (SELECT COALESCE(MAX(seq), 0) FROM buffer_repairs WHERE buffer_id = b.id)"
+
 SQL: dict[str, str] = {
     **statements("?"),
-    # since migration 24 (decision 0135): an entry (no trigger under ``KEPT``), its bytes
-    # added by the write's header update or, for a write with none of its own, by
-    # ``repairs_counted``; a store keeping fewer than ``KEPT`` trims again, bytes first
-    "repairs_add": """INSERT INTO buffer_repairs (buffer_id, seq, entry) VALUES (?,
-        (SELECT COALESCE(MAX(seq), 0) + 1 FROM buffer_repairs WHERE buffer_id = ?), ?)""",
+    # since migration 27 (decision 0148): a write's entries held in its header's own update
+    # (``header_logged``) or, for a write with none of its own, in ``repairs_counted``: their
+    # bytes, their texts before the held ones (newest first, each after a comma) and their number
     "header_logged": """UPDATE buffers SET count = ?, last_major = ?, bytes = ?, tokens = tokens + ?,
-        log_bytes = log_bytes + ?, version = version + 1 WHERE id = ?""",
+        log_bytes = log_bytes + ?, log_held = ? || log_held, log_count = log_count + ?, version = version + 1
+        WHERE id = ?""",
     "header_listed_logged": """UPDATE buffers SET count = ?, last_major = ?, bytes = ?, tokens = tokens + ?,
-        unanswered = ?, log_bytes = log_bytes + ?, version = version + 1 WHERE id = ?""",
-    "repairs_counted": "UPDATE buffers SET log_bytes = log_bytes + ? WHERE id = ?",
-    "repairs_trim_bytes": f"""UPDATE buffers SET log_bytes = log_bytes - (SELECT COALESCE(SUM({_ENTRY_BYTES}), 0)
-        FROM buffer_repairs WHERE buffer_id = ?1 AND seq <=
-            (SELECT MAX(seq) FROM buffer_repairs WHERE buffer_id = ?1) - ?2) WHERE id = ?1""",
-    "repairs_trim": """DELETE FROM buffer_repairs WHERE buffer_id = ?1 AND seq <=
-        (SELECT MAX(seq) FROM buffer_repairs WHERE buffer_id = ?1) - ?2""",
+        unanswered = ?, log_bytes = log_bytes + ?, log_held = ? || log_held, log_count = log_count + ?,
+        version = version + 1 WHERE id = ?""",
+    "repairs_counted": """UPDATE buffers SET log_bytes = log_bytes + ?, log_held = ? || log_held,
+        log_count = log_count + ? WHERE id = ?""",
+    # a store keeping fewer than ``KEPT``: the held entries moved and the log trimmed now
+    "repairs_spill": _SPILL[0],
+    "repairs_spill_header": _SPILL[1],
+    "repairs_spill_trim": _SPILL[2],
+    # the held entries and the table's newest number (the held ones follow it)
+    "repairs_held": f"SELECT {_HELD_READ} FROM buffers AS b WHERE b.id = ?",
+    "repairs_held@address": f"""SELECT {_HELD_READ} FROM buffers AS b
+        WHERE b.scope = ? AND b.scope_id = ? AND b.key = ?""",
 }
 
 # the schema's migrations this kind of data owns, by number (flowmem.store.migrations)
@@ -113,4 +173,5 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     17: MIGRATION,  # the buffers' repair logs, counted against the owner's bytes quota (issue 37 §2)
     19: TRIM_IN_TRIGGER,  # the log's trim in a trigger of its insert: one statement an entry (decision 0124)
     24: IN_THE_HEADER,  # the log's bytes in the header, counted with its rows (decision 0135)
+    27: HELD,  # the newest entries held in the header, moved to the table in batches (decision 0148)
 }
