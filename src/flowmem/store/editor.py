@@ -176,12 +176,16 @@ class SqlBufferEditor:
 
     def is_declared(self, call_id: str) -> bool:
         """Return True when some assistant row declares ``call_id`` (calls index)."""
+        return self._knows(self._declared, "is_declared", call_id)
+
+    def _knows(self, seen: dict[str, bool], statement: str, call_id: str) -> bool:
+        """Whether ``statement`` finds a row for ``call_id``: what this editor has ``seen``, else the query."""
         if self._id is None:
             return False
-        known = self._declared.get(call_id)
+        known = seen.get(call_id)
         if known is not None:
             return known
-        return self._db.one("is_declared", (self._id, call_id)) is not None
+        return self._db.one(statement, (self._id, call_id)) is not None
 
     def answer_of(self, call_id: str) -> Answer | None:
         """Return the first row answering ``call_id`` anywhere in the buffer (answers index)."""
@@ -234,12 +238,7 @@ class SqlBufferEditor:
 
     def was_evicted(self, call_id: str) -> bool:
         """Return True when ``call_id`` is among the remembered ids of evicted turns."""
-        if self._id is None:
-            return False
-        known = self._evicted.get(call_id)
-        if known is not None:
-            return known
-        return self._db.one("was_evicted", (self._id, call_id)) is not None
+        return self._knows(self._evicted, "was_evicted", call_id)
 
     def newest(self) -> PositionedRow | None:
         """Return the last row with its position (for ``pop_last``)."""
