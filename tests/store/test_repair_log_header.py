@@ -123,7 +123,7 @@ def test_the_headers_log_bytes_are_the_log_s_bytes_after_every_kind_of_write(sql
 
 
 def test_the_trim_past_kept_takes_the_trimmed_bytes_off_the_header(sql_url: str) -> None:
-    """The insert's trigger trims past ``KEPT`` (a log under it pays nothing) and uncounts what it trimmed."""
+    """Past ``KEPT`` the header's trigger trims the oldest, held entries moving or not, and uncounts them (0148)."""
     store = open_store(sql_url)
     try:
         store.append(CHAT, prepare([_user("start")], 1))
@@ -145,9 +145,26 @@ def test_the_trim_past_kept_takes_the_trimmed_bytes_off_the_header(sql_url: str)
         logged = _log(store)
         assert len(logged) == KEPT and logged[0].seq == KEPT + 2 and logged[-1].seq == 3
         assert [e.call_ids for e in logged[:2]] == [["c2"], ["c1"]]
+        assert _in_table(sql_url) == KEPT - 2 and _held_text(sql_url)  # trimmed with no move: exactly KEPT
         _check_counted(store, sql_url)
+        n = 3
+        while _held_text(sql_url):  # until the held entries move
+            store.append(CHAT, prepare([_call(f"c{n}"), _user(f"after c{n}")], 1))
+            n += 1
+        logged = _log(store)
+        assert _in_table(sql_url) == len(logged) == KEPT and logged[0].seq == KEPT + n - 1
+        assert [e.call_ids for e in logged[: n - 1]] == [[f"c{i}"] for i in range(n - 1, 0, -1)]
+        _check_counted(store, sql_url)
+        rows = sum(len(b.encode()) for _, b in store.load_bodies(CHAT))
+        assert store.usage("alice").bytes - rows == sum(len(entry_text(_stored(e), e.at).encode()) for e in logged)
     finally:
         store.close()
+
+
+def _stored(entry: RepairEntry) -> Repair:
+    """The repair an entry was logged from (a heal's positions are read, not stored)."""
+    stored = tuple(entry.positions) if entry.kind in ("evict", "compact") else ()
+    return Repair(entry.rule, tuple(entry.call_ids), entry.count, stored, entry.archived, entry.kind)
 
 
 @pytest.mark.postgres

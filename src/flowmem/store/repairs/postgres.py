@@ -113,8 +113,8 @@ HELD_CHARS = 1500
 
 # the newest entries held in the header row (decision 0148), as on SQLite: an append that
 # logs adds its entries' text, bytes and number to the header's own update; a trigger of
-# that update moves them to the table once they pass ``HELD_CHARS`` or the log passes
-# ``KEPT``, and then trims to the newest ``KEPT`` (the insert's trim trigger goes)
+# that update moves them to the table once they pass ``HELD_CHARS`` (and trims), and trims
+# the log to the newest ``KEPT`` once it passes it (the insert's trim trigger goes)
 HELD: tuple[str, ...] = (
     # the held text last, and newest first: an update that adds an entry leaves the older
     # ones as the tuple's unchanged end, which the WAL record of a HOT update leaves out
@@ -143,7 +143,15 @@ HELD: tuple[str, ...] = (
         END $$""",
     f"""CREATE OR REPLACE FUNCTION flowmem_repairs_held() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-            PERFORM flowmem_repairs_spill(NEW.id, {KEPT});
+            IF length(NEW.log_held) > {HELD_CHARS} THEN  -- the held entries move, the log is trimmed
+                PERFORM flowmem_repairs_spill(NEW.id, {KEPT});
+            ELSE  -- a log past its bound: its oldest entries (the table's) go, their bytes off the header
+                WITH gone AS (DELETE FROM buffer_repairs WHERE buffer_id = NEW.id AND seq <
+                    (SELECT MIN(seq) FROM buffer_repairs WHERE buffer_id = NEW.id) + NEW.log_count - {KEPT}
+                    RETURNING octet_length(entry) AS size)
+                UPDATE buffers SET log_count = {KEPT},
+                    log_bytes = log_bytes - (SELECT COALESCE(SUM(size), 0) FROM gone) WHERE id = NEW.id;
+            END IF;
             RETURN NULL;
         END $$""",
     "DROP TRIGGER IF EXISTS buffers_repairs_held ON buffers",

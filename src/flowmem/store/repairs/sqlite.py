@@ -19,7 +19,7 @@ Since migration 27 (decision 0148) the newest entries are held in the header row
 (``log_held``: their texts newest first, each after a comma; ``log_count``: every entry the
 log holds), written by the append's own header update: the page an entry used to add to
 the commit (the log table's leaf) is written only when a trigger of that update moves the
-held entries to the table, past ``HELD_CHARS`` or past ``KEPT`` (then trimming, as the
+held entries to the table, past ``HELD_CHARS``, or trims the log past ``KEPT`` (as the
 insert's trigger did before).
 """
 
@@ -103,9 +103,9 @@ HELD_CHARS = 1500
 def spill(buffer_id: str, kept: str) -> tuple[str, str, str]:
     """Move a header's held entries to the table, numbered after its newest, and keep the newest ``kept``.
 
-    Three statements (for the trigger's body and for a store keeping fewer than ``KEPT``):
+    Three statements (for a store keeping fewer than ``KEPT``, and the undo of the upgrade tests):
     the held entries inserted (newest first in ``log_held``; ``json_each`` gives each
-    entry's text back byte for byte: tests/store/test_repair_log_text.py), the header's
+    entry's text back byte for byte: tests/store/test_repair_log_header.py), the header's
     held text emptied with its count capped at ``kept`` and the trimmed bytes taken off,
     the trimmed entries deleted.
     """
@@ -122,14 +122,37 @@ def spill(buffer_id: str, kept: str) -> tuple[str, str, str]:
     )
 
 
-_BODY = ";\n        ".join(spill("NEW.id", str(KEPT)))
+def _kept_in_trigger() -> str:
+    """The body of the header's trigger: the held entries moved past ``HELD_CHARS``, the log trimmed past ``KEPT``.
+
+    The move (the first statement, only when the held text is over ``HELD_CHARS``) inserts
+    them numbered after the table's newest; the trim takes the ``log_count - KEPT`` oldest
+    entries off (the table's: the held ones are the newest), their bytes off the header.
+    A log past its bound (a windowed buffer's, logging each eviction) pays the trim per
+    entry, as the insert's trigger made it pay before, and no move.
+    """
+    held = "('[' || substr(NEW.log_held, 2) || ']')"
+    oldest = f"(SELECT MIN(seq) FROM buffer_repairs WHERE buffer_id = NEW.id) + NEW.log_count - {KEPT}"
+    return ";\n        ".join((
+        f"""INSERT INTO buffer_repairs (buffer_id, seq, entry)
+            SELECT NEW.id, n.base + json_array_length({held}) - h.key, h.value FROM json_each({held}) AS h,
+                (SELECT COALESCE(MAX(seq), 0) AS base FROM buffer_repairs WHERE buffer_id = NEW.id) AS n
+            WHERE length(NEW.log_held) > {HELD_CHARS}""",
+        f"""UPDATE buffers SET log_held = CASE WHEN length(log_held) > {HELD_CHARS} THEN '' ELSE log_held END,
+            log_count = min(log_count, {KEPT}), log_bytes = log_bytes - (SELECT COALESCE(SUM({_ENTRY_BYTES}), 0)
+                FROM buffer_repairs WHERE buffer_id = NEW.id AND seq < {oldest}) WHERE id = NEW.id""",
+        f"DELETE FROM buffer_repairs WHERE buffer_id = NEW.id AND seq < {oldest}",
+    ))
+
+
+_BODY = _kept_in_trigger()
 
 # the newest entries held in the header row (decision 0148): an append that logs writes
 # its entries' text into the header's own update (``log_held``, a page the append writes
 # anyway), with their bytes and number (``log_count``, every entry the log holds); a
-# trigger of that update moves them to the table once they pass ``HELD_CHARS`` or the
-# log passes ``KEPT`` (then it also trims to the newest ``KEPT``): the insert's trim
-# trigger goes. Reads merge the held entries, numbered after the table's newest.
+# trigger of that update moves them to the table once they pass ``HELD_CHARS`` and trims
+# the log to the newest ``KEPT`` once it passes it: the insert's trim trigger goes. Reads
+# merge the held entries, numbered after the table's newest.
 HELD: tuple[str, ...] = (
     "ALTER TABLE buffers ADD COLUMN log_count INTEGER NOT NULL DEFAULT 0",
     "ALTER TABLE buffers ADD COLUMN log_held TEXT NOT NULL DEFAULT ''",
