@@ -174,6 +174,7 @@ def _compare(args: argparse.Namespace, pgserver: Any) -> int:
     """``--srcs``: each code seam against seam, a fresh process and database per round, the order alternating."""
     codes = [(name, Path(folder)) for name, _, folder in (item.partition("=") for item in args.srcs.split(","))]
     found: dict[tuple[str, str], list[dict[str, dict[str, float]]]] = {}
+    loads: list[float] = []  # the load average after each round
     with tempfile.TemporaryDirectory(prefix="flowmem-repairs-") as folder:
         for backend in args.only.split(","):
             context = pgserver.server(args.postgres, not args.postgres_nondurable) if backend == "postgres" else None
@@ -187,11 +188,19 @@ def _compare(args: argparse.Namespace, pgserver: Any) -> int:
                         p50s = _measure(src, where, args.appends, VARIANTS, args.cpu)
                         found.setdefault((backend, name), []).append(p50s)
                         load = os.getloadavg()[0]
+                        loads.append(round(load, 2))
                         print(f"# {backend} {repeat + 1} {name} (load {load:.1f}): {p50s}", file=sys.stderr, flush=True)
             finally:
                 if context is not None:
                     context.__exit__(None, None, None)
     durable = args.sqlite_synchronous.upper() == "FULL" and not args.postgres_nondurable
+    if args.json:  # every round's p50s (ms), per backend and code, and how they were taken
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps({
+            "command": sys.argv, "durable": durable, "appends": args.appends, "repeats": args.repeats,
+            "sqlite_synchronous": args.sqlite_synchronous.upper(), "postgres_nondurable": args.postgres_nondurable,
+            "loads": loads, "rounds": {f"{backend} {name}": rounds for (backend, name), rounds in found.items()},
+        }, indent=1))
     print(
         f"Each code's append p50 (ms; cpu: CPU ms), log off / on in turns, {args.repeats} rounds of "
         f"{args.appends} appends; SQLite synchronous={args.sqlite_synchronous.upper()}, PostgreSQL "
@@ -228,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--srcs", help="NAME=DIR,NAME=DIR: codes compared, each seam against seam")
     parser.add_argument("--cpu", action="store_true", help="also each append's CPU (client + PostgreSQL backends)")
+    parser.add_argument("--json", help="with --srcs: write every round's p50s to this file (e.g. bench/results/...)")
     pgserver.add_arguments(parser, "a PostgreSQL URL (default: start a throwaway durable one)")
     args = parser.parse_args(argv)
     if args.child:
