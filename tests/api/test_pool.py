@@ -165,6 +165,8 @@ class SlowSyncStore:
         self.written = 0
         self.synced = 0
         self.syncs = 0
+        self.syncing = threading.Event()
+        """Set once a sync has taken its ``upto`` (the writes it covers are decided)."""
         self.release = threading.Event()
         self.fail: Exception | None = None
 
@@ -180,6 +182,7 @@ class SlowSyncStore:
     def sync(self) -> int:
         upto = self.written
         self.syncs += 1
+        self.syncing.set()
         self.release.wait(5)
         if self.fail is not None:
             raise self.fail
@@ -201,10 +204,13 @@ def test_no_result_before_its_write_is_synced_and_one_sync_serves_many() -> None
 
     async def main() -> None:
         first = asyncio.ensure_future(pool._loop_first(store.write))
-        await asyncio.sleep(0.05)
+        # the first sync has taken its writes (a fixed 50 ms was not always enough under load)
+        assert await asyncio.to_thread(store.syncing.wait, 30)
         assert not first.done()  # written, but not synced: no result yet
         others = [asyncio.ensure_future(pool._loop_first(store.write)) for _ in range(5)]
-        await asyncio.sleep(0.05)
+        for _ in range(100):  # they write on the loop, then wait for a sync
+            await asyncio.sleep(0)
+        assert store.written == 6 and not any(other.done() for other in others)
         store.release.set()
         await asyncio.gather(first, *others)
 
