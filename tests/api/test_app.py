@@ -9,6 +9,7 @@ import pydantic
 import pytest
 from fastapi.testclient import TestClient
 
+from flowmem import metrics
 from flowmem.api import create_app
 from flowmem.api.app import ROUTERS
 from flowmem.api.ratelimit import RateLimits
@@ -38,11 +39,13 @@ def test_every_app_serves_the_routers_route_objects_themselves() -> None:
     store = open_store("memory://")
     first = create_app(store, purge_interval=None)
     second = create_app(store, purge_interval=None, metrics=True)
-    for router in ROUTERS:
-        for route in router.routes:
-            assert any(served is route for served in first.routes), route
-            assert any(served is route for served in second.routes), route
+    with TestClient(second):  # its lifespan's end uninstalls the metrics sink the app installed
+        for router in ROUTERS:
+            for route in router.routes:
+                assert any(served is route for served in first.routes), route
+                assert any(served is route for served in second.routes), route
     store.close()
+    assert metrics.installed() is None
 
 
 def test_a_new_apps_first_requests_build_no_pydantic_type_adapter(monkeypatch: pytest.MonkeyPatch) -> None:
