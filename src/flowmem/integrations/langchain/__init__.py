@@ -32,10 +32,10 @@ The history is here; the conversions are ``messages.py`` (messages and rows) ove
 from __future__ import annotations
 
 from flowmem.integrations import memory_of, require
+from flowmem.integrations.in_order import InOrder
 
 require("langchain_core", "langchain")
 
-import asyncio  # noqa: E402
 import logging  # noqa: E402
 import sys  # noqa: E402
 import threading  # noqa: E402
@@ -78,6 +78,15 @@ _UNSTORED: weakref.WeakKeyDictionary[Memory, dict[tuple[Any, ...], list[BaseMess
 _UNSTORED_LOCK = threading.Lock()
 MAX_UNSTORED_MESSAGES = 1000
 """At most this many messages wait per history; a failed write beyond it is only raised."""
+
+# The async forms' calls of each history, per memory and buffer, in one queue (decision
+# 0152): a write whose caller was cancelled goes on in its thread, and the next call of
+# the same history, from this object or another made for the same buffer (LangChain's
+# ``RunnableWithMessageHistory`` makes one per run), starts after it ended. A queue lives
+# while a history holds it or a call of it runs.
+_QUEUES: weakref.WeakKeyDictionary[Memory, weakref.WeakValueDictionary[tuple[Any, ...], InOrder]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 class FlowmemChatMessageHistory(BaseChatMessageHistory):
@@ -130,6 +139,18 @@ class FlowmemChatMessageHistory(BaseChatMessageHistory):
         self.max_tokens = max_tokens
         self.last_result: BufferResult | None = None
         self.last_window: TokenWindow | None = None
+        self._in_order: InOrder | None = None
+
+    def _calls(self) -> InOrder:
+        """The queue the async forms run this history's calls in (one per memory and buffer)."""
+        address = self._address()
+        with _UNSTORED_LOCK:
+            queues = _QUEUES.setdefault(self.service, weakref.WeakValueDictionary())
+            calls = queues.get(address)
+            if calls is None:
+                calls = queues[address] = InOrder()
+        self._in_order = calls  # held while this history lives
+        return calls
 
     def _address(self) -> tuple[Any, ...]:
         ctx = self.context
@@ -254,17 +275,17 @@ class FlowmemChatMessageHistory(BaseChatMessageHistory):
         self.service.clear(self.scope, self.key, self.context)
 
     async def aget_messages(self) -> list[BaseMessage]:
-        """Async ``messages`` (the store call runs in a worker thread)."""
+        """Async ``messages`` (in a worker thread, after this history's earlier calls ended)."""
         warn_if_plain_runnable(sys._getframe(1))
-        return await asyncio.to_thread(lambda: self.messages)
+        return await self._calls().run(lambda: self.messages)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
-        """Async ``add_messages`` (the store call runs in a worker thread)."""
-        await asyncio.to_thread(self.add_messages, list(messages))
+        """Async ``add_messages`` (in a worker thread, after this history's earlier calls ended)."""
+        await self._calls().run(self.add_messages, list(messages))
 
     async def aclear(self) -> None:
-        """Async ``clear`` (the store call runs in a worker thread)."""
-        await asyncio.to_thread(self.clear)
+        """Async ``clear`` (in a worker thread, after this history's earlier calls ended)."""
+        await self._calls().run(self.clear)
 
 
 def _refuse_edits(batch: Sequence[BaseMessage]) -> None:
