@@ -17,10 +17,10 @@ import pytest
 
 pytest.importorskip("langchain_core")
 
-from langchain_core.messages import AIMessage, HumanMessage  # noqa: E402
+from langchain_core.messages import AIMessage, HumanMessage
 
-from flowmem.integrations.langchain import FlowmemChatMessageHistory  # noqa: E402
-from tests.integrations.test_in_order import OVERTAKE_SECONDS, Gate  # noqa: E402
+from flowmem.integrations.langchain import FlowmemChatMessageHistory
+from tests.integrations.test_in_order import OVERTAKE_SECONDS, Gate
 
 
 def _history(gate: Gate, session: str = "s1") -> FlowmemChatMessageHistory:
@@ -60,7 +60,12 @@ def test_mem_3_a_write_whose_caller_was_cancelled_is_stored_before_the_next_one(
         await second
 
     asyncio.run(scenario())
-    assert gate.events == [("start", "first"), ("end", "first"), ("start", "second"), ("end", "second")]
+    assert gate.events == [
+        ("start", "first"),
+        ("end", "first"),
+        ("start", "second"),
+        ("end", "second"),
+    ]
     assert _contents(history) == ["first", "second"]
 
 
@@ -74,7 +79,9 @@ def test_a_read_after_a_cancelled_write_sees_it_and_other_buffers_are_not_held_u
         await other.aadd_messages([HumanMessage("elsewhere")])  # another buffer: not queued behind
         assert not gate.release.is_set()
         reading = asyncio.create_task(history.aget_messages())
-        await asyncio.sleep(OVERTAKE_SECONDS)  # time for the read to overtake the write (it must not)
+        await asyncio.sleep(
+            OVERTAKE_SECONDS
+        )  # time for the read to overtake the write (it must not)
         gate.release.set()
         return [m.content for m in await reading], [m.content for m in await other.aget_messages()]
 

@@ -84,9 +84,9 @@ MAX_UNSTORED_MESSAGES = 1000
 # the same history, from this object or another made for the same buffer (LangChain's
 # ``RunnableWithMessageHistory`` makes one per run), starts after it ended. A queue lives
 # while a history holds it or a call of it runs.
-_QUEUES: weakref.WeakKeyDictionary[Memory, weakref.WeakValueDictionary[tuple[Any, ...], InOrder]] = (
-    weakref.WeakKeyDictionary()
-)
+_QUEUES: weakref.WeakKeyDictionary[
+    Memory, weakref.WeakValueDictionary[tuple[Any, ...], InOrder]
+] = weakref.WeakKeyDictionary()
 
 
 class FlowmemChatMessageHistory(BaseChatMessageHistory):
