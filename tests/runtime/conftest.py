@@ -7,6 +7,14 @@ from collections.abc import Iterator
 import pytest
 
 from tests.runtime.fake_provider import FakeProvider
+from tests.runtime.helpers import close_opened
+
+
+@pytest.fixture(autouse=True)
+def _close_opened() -> Iterator[None]:
+    """Close what a test opened (``make_runner``'s runners, ``opened``), so no model client outlives it."""
+    yield
+    close_opened()
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from flowmem.core import check_sendable, normalize
 from flowmem.runtime.agent import Agent, MemorySpec
@@ -17,7 +17,10 @@ from flowmem.runtime.tools import ToolContext, ToolRegistry
 from flowmem.service import MemoryService
 from flowmem.store.base import Address, SessionRecord, Store
 
+T = TypeVar("T")
 SYSTEM = "You are a careful assistant."
+OPENED: list[Any] = []
+"""What a test opened through ``opened`` (every ``make_runner`` runner): ``close_opened`` closes it."""
 NUMBERS = {
     "type": "object",
     "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
@@ -113,7 +116,7 @@ def make_runner(
     model = OpenAIChatModel("fake-model", base_url, "sk-test", max_retries=0, timeout=10)
     agent = Agent("helper", model, SYSTEM, tools, memory or MemorySpec(), max_steps=max_steps)
     service = MemoryService(store, clock=clock)
-    return AgentRunner(
+    runner = AgentRunner(
         store,
         service,
         [agent],
@@ -121,6 +124,19 @@ def make_runner(
         clock=clock,
         on_event=events.append if events is not None else None,
     )
+    return opened(runner)
+
+
+def opened(thing: T) -> T:
+    """Return ``thing`` (a runner, a model: anything with ``close()``), closed when the test ends."""
+    OPENED.append(thing)
+    return thing
+
+
+def close_opened() -> None:
+    """Close what the test opened, last first (a runner: its turns stopped, its model's client closed)."""
+    while OPENED:
+        OPENED.pop().close()
 
 
 def buffer(store: Store, session: SessionRecord, key: str = "chat_history") -> list[dict[str, Any]]:

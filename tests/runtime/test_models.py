@@ -11,6 +11,7 @@ import pytest
 from flowmem.errors import ConfigurationError, ModelError
 from flowmem.runtime.models import Crash, ModelReply, OpenAIChatModel, ScriptedModel, ToolCall
 from tests.runtime.fake_provider import FakeProvider, calls, failure, provider_violations, text
+from tests.runtime.helpers import opened
 
 HISTORY = [
     {"role": "system", "content": "Be brief."},
@@ -33,7 +34,7 @@ def model_for(provider: FakeProvider, **kwargs: object) -> tuple[OpenAIChatModel
         sleep=delays.append,
         **kwargs,  # type: ignore[arg-type]
     )
-    return model, delays
+    return opened(model), delays
 
 
 def test_text_reply_and_request_shape(fake_provider: FakeProvider) -> None:
@@ -124,8 +125,8 @@ def test_an_unsendable_history_is_normalized_before_it_is_sent(fake_provider: Fa
 
 def test_unreachable_provider_is_a_model_error() -> None:
     delays: list[float] = []
-    model = OpenAIChatModel(
-        "m", "http://127.0.0.1:9/v1", sleep=delays.append, max_retries=1, timeout=2
+    model = opened(
+        OpenAIChatModel("m", "http://127.0.0.1:9/v1", sleep=delays.append, max_retries=1, timeout=2)
     )
     with pytest.raises(ModelError) as caught:
         model.complete(HISTORY[:2], [])
@@ -138,7 +139,7 @@ def test_configuration_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("FLOWMEM_MODEL_BASE_URL", "http://127.0.0.1:1/v1/")
     monkeypatch.delenv("FLOWMEM_API_KEY", raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
-    model = OpenAIChatModel()
+    model = opened(OpenAIChatModel())
     assert (model.model, model.base_url, model.api_key) == (
         "env-model",
         "http://127.0.0.1:1/v1",

@@ -168,7 +168,10 @@ def chat_command(
                 f"[yellow]{len(pending)} tool call(s) of an interrupted turn have no result; "
                 "your next message heals them (MEM-3).[/]"
             )
-        _repl(console, runner, store, session, address)
+        try:
+            _repl(console, runner, store, session, address)
+        finally:
+            runner.close()  # its turns stopped, the model's HTTP client closed
     finally:
         store.close()
 

@@ -359,10 +359,27 @@ class AgentRunner:
         return True
 
     def close(self, timeout: float = 10.0) -> None:
-        """Stop every running turn and wait for their threads."""
+        """Stop every running turn, wait for their threads, then close the agents' models.
+
+        A model with a ``close()`` (``OpenAIChatModel``: its HTTP client and sockets) is
+        closed once no turn of this runner runs; while one still runs after ``timeout``
+        seconds, the models stay open for it.
+        """
         with self._lock:
             turns = list(self._running.values())
         for turn in turns:
             turn.stop.set()
         for turn in turns:
             turn.done.wait(timeout)
+        if all(turn.done.is_set() for turn in turns):
+            _close_models(self.agents.values())
+
+
+def _close_models(agents: Iterable[Agent]) -> None:
+    """Close each distinct model of ``agents`` that has a ``close()`` (once, however many share it)."""
+    closed: set[int] = set()
+    for agent in agents:
+        close = getattr(agent.model, "close", None)
+        if callable(close) and id(agent.model) not in closed:
+            closed.add(id(agent.model))
+            close()
