@@ -92,6 +92,14 @@ class InThread:
         self.memory = memory
         self._calls = InOrder()
 
+    async def call(self, func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """Return ``func(*args, **kwargs)`` run in a worker thread after this memory's earlier calls ended.
+
+        For a call of the memory outside ``OPERATIONS`` (a ``compact_to``): it takes its
+        turn in the same queue as the operations (decision 0152).
+        """
+        return await self._calls.run(func, *args, **kwargs)
+
 
 def _in_thread(name: str) -> Callable[..., Awaitable[Any]]:
     """``Memory.<name>`` in a worker thread, with ``AsyncMemory.<name>``'s signature."""

@@ -11,23 +11,22 @@ With ``FlowmemRunHooks`` a run stores each model response before its tools start
 (``write_ahead``; decision 0098).
 
 The SDK's session is async. Given a synchronous ``Memory`` (a ``MemoryService``, a
-``Client``), every call runs in a worker thread (``asyncio.to_thread``); given an
-``AsyncMemory`` (an ``AsyncClient``), every call is awaited on the caller's event
-loop, no thread. Which one is decided once, at construction
+``Client``), every call runs in a worker thread, one at a time in the order made
+(``InThread``, decision 0152); given an ``AsyncMemory`` (an ``AsyncClient``), every
+call is awaited on the caller's event loop, no thread. Which one is decided once, at construction
 (``flowmem.integrations.async_memory_of``); the session's methods have one code
 path for both (decision 0036, docs/integrations.md).
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any, cast
 
 from agents.memory.session_settings import SessionSettings, resolve_session_limit
 
 from flowmem.core import Message, normalize
 from flowmem.formats import from_responses, row_to_items
-from flowmem.integrations import async_memory_of, is_async_memory
+from flowmem.integrations import InThread, async_memory_of, is_async_memory
 from flowmem.integrations.openai_agents.items import items_of, output_item, repaired_items
 from flowmem.integrations.openai_agents.settings import session_settings_of
 from flowmem.integrations.openai_agents.write_ahead import (
@@ -238,7 +237,8 @@ class FlowmemSession:
         if is_async_memory(self.service, "FlowmemSession"):
             done = await compact_to(self.scope, self.key, self.context, rows)
         else:
-            done = await asyncio.to_thread(compact_to, self.scope, self.key, self.context, rows)
+            # in the session's queue: after a write whose run was cancelled (decision 0152)
+            done = await cast("InThread", self.memory).call(compact_to, self.scope, self.key, self.context, rows)
         return done.refusal is None
 
     async def clear_session(self, *, wrapper: RunContextWrapper[Any] | None = None) -> None:
