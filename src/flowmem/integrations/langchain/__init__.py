@@ -277,7 +277,8 @@ class FlowmemChatMessageHistory(BaseChatMessageHistory):
     async def aget_messages(self) -> list[BaseMessage]:
         """Async ``messages`` (in a worker thread, after this history's earlier calls ended)."""
         warn_if_plain_runnable(sys._getframe(1))
-        return await self._calls().run(lambda: self.messages)
+        messages: list[BaseMessage] = await self._calls().run(lambda: self.messages)
+        return messages
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Async ``add_messages`` (in a worker thread, after this history's earlier calls ended)."""
