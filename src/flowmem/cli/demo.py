@@ -61,22 +61,30 @@ def _verdict(rows: list[dict[str, Any]]) -> str:
 
 def _run_child(console: Console, db: Path, session: SessionRecord, workdir: Path) -> int:
     """Start the child, wait until the slow tool runs, SIGKILL it; return its pid."""
-    child = subprocess.Popen(
-        [sys.executable, "-m", "flowmem.runtime.demo", str(db), session.id, str(workdir)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    marker = workdir / "forecast.started"
-    deadline = time.monotonic() + CHILD_TIMEOUT
-    while not marker.exists():
-        if child.poll() is not None or time.monotonic() > deadline:
-            child.kill()
-            _, err = child.communicate()
-            raise click.ClickException(f"the demo child did not reach the tool call: {err[-2000:]}")
-        time.sleep(0.02)
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait()
+    # stderr goes to a file, not a pipe: nobody reads a pipe while the child runs (a full one
+    # would stall it), and the file is closed here whichever way the child ends
+    errors = workdir / "child.stderr"
+    with (
+        errors.open("w", encoding="utf-8") as err_file,
+        subprocess.Popen(
+            [sys.executable, "-m", "flowmem.runtime.demo", str(db), session.id, str(workdir)],
+            stdout=subprocess.DEVNULL,
+            stderr=err_file,
+        ) as child,
+    ):
+        marker = workdir / "forecast.started"
+        deadline = time.monotonic() + CHILD_TIMEOUT
+        while not marker.exists():
+            if child.poll() is not None or time.monotonic() > deadline:
+                child.kill()
+                child.wait()
+                err = errors.read_text(encoding="utf-8", errors="replace")
+                raise click.ClickException(
+                    f"the demo child did not reach the tool call: {err[-2000:]}"
+                )
+            time.sleep(0.02)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
     console.print(
         f"   killed the child (pid {child.pid}) with [bold red]SIGKILL[/] while "
         f"[cyan]forecast[/] ({agent_demo.FORECAST_CALL.id}) was running: exit {child.returncode}"
