@@ -90,22 +90,16 @@ class InThread:
 
     def __init__(self, memory: Memory) -> None:
         self.memory = memory
-        self._calls = InOrder()
-
-    async def call(self, func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-        """Return ``func(*args, **kwargs)`` run in a worker thread after this memory's earlier calls ended.
-
-        For a call of the memory outside ``OPERATIONS`` (a ``compact_to``): it takes its
-        turn in the same queue as the operations (decision 0152).
-        """
-        return await self._calls.run(func, *args, **kwargs)
+        # the queue of this memory's calls; a call outside ``OPERATIONS`` (a session's
+        # ``compact_to``) takes its turn in it too: ``await in_thread.calls.run(f, ...)``
+        self.calls = InOrder()
 
 
 def _in_thread(name: str) -> Callable[..., Awaitable[Any]]:
     """``Memory.<name>`` in a worker thread, with ``AsyncMemory.<name>``'s signature."""
 
     async def operation(self: InThread, *args: Any, **kwargs: Any) -> Any:
-        return await self._calls.run(getattr(self.memory, name), *args, **kwargs)
+        return await self.calls.run(getattr(self.memory, name), *args, **kwargs)
 
     operation.__name__ = name
     operation.__qualname__ = f"{InThread.__name__}.{name}"

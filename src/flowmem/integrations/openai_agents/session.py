@@ -238,7 +238,9 @@ class FlowmemSession:
             done = await compact_to(self.scope, self.key, self.context, rows)
         else:
             # in the session's queue: after a write whose run was cancelled (decision 0152)
-            done = await cast("InThread", self.memory).call(compact_to, self.scope, self.key, self.context, rows)
+            done = await cast("InThread", self.memory).calls.run(
+                compact_to, self.scope, self.key, self.context, rows
+            )
         return done.refusal is None
 
     async def clear_session(self, *, wrapper: RunContextWrapper[Any] | None = None) -> None:
