@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+from collections.abc import Coroutine
 from typing import Any
 
 import pytest
@@ -58,16 +59,17 @@ def _append(memory: InThread, content: str) -> Any:
     return memory.append("user", "chat", [{"role": "user", "content": content}], CONTEXT)
 
 
-async def _cancel_the_held_first(memory: InThread, gate: Gate) -> None:
-    """Start the append of ``"first"``, and cancel its caller once its thread holds it."""
-    first = asyncio.create_task(_append(memory, "first"))
+async def cancel_once_held(write: Coroutine[Any, Any, Any], gate: Gate) -> None:
+    """Start ``write`` (the gate's first append), and cancel its caller once its thread holds it."""
+    first = asyncio.create_task(write)
     await asyncio.to_thread(gate.first_entered.wait, 30)
     first.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await first
 
 
-async def _release_when_overtaken_or_after_a_while(gate: Gate) -> None:
+async def release_when_overtaken_or_after_a_while(gate: Gate) -> None:
+    """Let the held append go once another call started, or after ``OVERTAKE_SECONDS``."""
     await asyncio.to_thread(gate.other_started.wait, OVERTAKE_SECONDS)
     gate.release.set()
 
@@ -81,13 +83,18 @@ def test_a_call_whose_caller_was_cancelled_ends_before_the_next_call_starts() ->
     memory = InThread(gate)
 
     async def scenario() -> None:
-        await _cancel_the_held_first(memory, gate)
+        await cancel_once_held(_append(memory, "first"), gate)
         second = asyncio.create_task(_append(memory, "second"))
-        await _release_when_overtaken_or_after_a_while(gate)
+        await release_when_overtaken_or_after_a_while(gate)
         await second
 
     asyncio.run(scenario())
-    assert gate.events == [("start", "first"), ("end", "first"), ("start", "second"), ("end", "second")]
+    assert gate.events == [
+        ("start", "first"),
+        ("end", "first"),
+        ("start", "second"),
+        ("end", "second"),
+    ]
     assert _stored(gate) == ["first", "second"]  # the cancelled caller's call went through, first
 
 
@@ -96,18 +103,23 @@ def test_a_call_cancelled_before_its_turn_never_runs_and_holds_up_nothing() -> N
     memory = InThread(gate)
 
     async def scenario() -> None:
-        await _cancel_the_held_first(memory, gate)
+        await cancel_once_held(_append(memory, "first"), gate)
         waiting = asyncio.create_task(_append(memory, "dropped"))
         await asyncio.sleep(0)  # its call is queued behind the first
         waiting.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await waiting
         third = asyncio.create_task(_append(memory, "third"))
-        await _release_when_overtaken_or_after_a_while(gate)
+        await release_when_overtaken_or_after_a_while(gate)
         await third
 
     asyncio.run(scenario())
-    assert gate.events == [("start", "first"), ("end", "first"), ("start", "third"), ("end", "third")]
+    assert gate.events == [
+        ("start", "first"),
+        ("end", "first"),
+        ("start", "third"),
+        ("end", "third"),
+    ]
     assert _stored(gate) == ["first", "third"]
 
 

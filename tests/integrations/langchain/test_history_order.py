@@ -10,7 +10,6 @@ makes for the next run, must not be stored before it. ``Gate``
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any
 
 import pytest
@@ -20,7 +19,12 @@ pytest.importorskip("langchain_core")
 from langchain_core.messages import AIMessage, HumanMessage
 
 from flowmem.integrations.langchain import FlowmemChatMessageHistory
-from tests.integrations.test_in_order import OVERTAKE_SECONDS, Gate
+from tests.integrations.test_in_order import (
+    OVERTAKE_SECONDS,
+    Gate,
+    cancel_once_held,
+    release_when_overtaken_or_after_a_while,
+)
 
 
 def _history(gate: Gate, session: str = "s1") -> FlowmemChatMessageHistory:
@@ -29,16 +33,7 @@ def _history(gate: Gate, session: str = "s1") -> FlowmemChatMessageHistory:
 
 async def _cancel_the_held_first(history: FlowmemChatMessageHistory, gate: Gate) -> None:
     """Start the write of ``"first"``, and cancel its caller once its thread holds it."""
-    first = asyncio.create_task(history.aadd_messages([HumanMessage("first")]))
-    await asyncio.to_thread(gate.first_entered.wait, 30)
-    first.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await first
-
-
-async def _release_when_overtaken_or_after_a_while(gate: Gate) -> None:
-    await asyncio.to_thread(gate.other_started.wait, OVERTAKE_SECONDS)
-    gate.release.set()
+    await cancel_once_held(history.aadd_messages([HumanMessage("first")]), gate)
 
 
 def _contents(history: FlowmemChatMessageHistory) -> list[Any]:
@@ -56,7 +51,7 @@ def test_mem_3_a_write_whose_caller_was_cancelled_is_stored_before_the_next_one(
     async def scenario() -> None:
         await _cancel_the_held_first(history, gate)
         second = asyncio.create_task(later.aadd_messages([AIMessage("second")]))
-        await _release_when_overtaken_or_after_a_while(gate)
+        await release_when_overtaken_or_after_a_while(gate)
         await second
 
     asyncio.run(scenario())
@@ -79,9 +74,8 @@ def test_a_read_after_a_cancelled_write_sees_it_and_other_buffers_are_not_held_u
         await other.aadd_messages([HumanMessage("elsewhere")])  # another buffer: not queued behind
         assert not gate.release.is_set()
         reading = asyncio.create_task(history.aget_messages())
-        await asyncio.sleep(
-            OVERTAKE_SECONDS
-        )  # time for the read to overtake the write (it must not)
+        # time for the read to overtake the write (it must not)
+        await asyncio.sleep(OVERTAKE_SECONDS)
         gate.release.set()
         return [m.content for m in await reading], [m.content for m in await other.aget_messages()]
 
