@@ -167,25 +167,31 @@ def _stored(entry: RepairEntry) -> Repair:
     return Repair(entry.rule, tuple(entry.call_ids), entry.count, stored, entry.archived, entry.kind)
 
 
+def _postgres_log_of_two_at(conn: psycopg.Connection[Any], version: int, text: str) -> int:
+    """A PostgreSQL database at migration ``version`` with one buffer whose log holds ``text`` twice."""
+    conn.execute(PostgresStore.SQL["schema_table"])
+    for number, statements in enumerate(MIGRATIONS[:version], start=1):
+        for statement in statements:
+            conn.execute(statement)
+        conn.execute(PostgresStore.SQL["schema_insert"], (number, time.time()))
+    buffer_id = conn.execute(
+        "INSERT INTO buffers (scope, scope_id, key) VALUES ('user', 'alice', 'chat') RETURNING id"
+    ).fetchone()[0]  # type: ignore[index]
+    conn.execute(
+        "INSERT INTO buffer_repairs (buffer_id, seq, entry) VALUES (%s, 1, %s), (%s, 2, %s)",
+        (buffer_id, text, buffer_id, text),
+    )
+    return int(buffer_id)
+
+
 @pytest.mark.postgres
 def test_an_upgrade_counts_an_existing_log_in_its_header_and_leaves_the_usage_as_it_was(
     postgres_db_url: str,
 ) -> None:
     text = entry_text(Repair("MEM-3", ("c1",), 1, (), None, "heal"), 1.0)
     with psycopg.connect(postgres_db_url) as conn:
-        conn.execute(PostgresStore.SQL["schema_table"])
-        for version, statements in enumerate(MIGRATIONS[:22], start=1):
-            for statement in statements:
-                conn.execute(statement)
-            conn.execute(PostgresStore.SQL["schema_insert"], (version, time.time()))
-        buffer_id = conn.execute(
-            "INSERT INTO buffers (scope, scope_id, key) VALUES ('user', 'alice', 'chat') RETURNING id"
-        ).fetchone()[0]  # type: ignore[index]
         # as migration 19's ``repairs_log`` wrote them: the entries, their bytes in the usage
-        conn.execute(
-            "INSERT INTO buffer_repairs (buffer_id, seq, entry) VALUES (%s, 1, %s), (%s, 2, %s)",
-            (buffer_id, text, buffer_id, text),
-        )
+        buffer_id = _postgres_log_of_two_at(conn, 22, text)
         conn.execute("UPDATE user_usage SET bytes = bytes + %s WHERE user_id = 'alice'", (2 * len(text),))
     store = open_store(postgres_db_url)
     try:
@@ -324,18 +330,7 @@ def test_a_postgresql_log_at_migration_24_keeps_its_entries_and_numbers_after_th
 ) -> None:
     text = entry_text(Repair("MEM-3", ("c1",), 1, (), None, "heal"), 1.0)
     with psycopg.connect(postgres_db_url) as conn:
-        conn.execute(PostgresStore.SQL["schema_table"])
-        for version, statements in enumerate(MIGRATIONS[:24], start=1):
-            for statement in statements:
-                conn.execute(statement)
-            conn.execute(PostgresStore.SQL["schema_insert"], (version, time.time()))
-        buffer_id = conn.execute(
-            "INSERT INTO buffers (scope, scope_id, key) VALUES ('user', 'alice', 'chat') RETURNING id"
-        ).fetchone()[0]  # type: ignore[index]
-        conn.execute(
-            "INSERT INTO buffer_repairs (buffer_id, seq, entry) VALUES (%s, 1, %s), (%s, 2, %s)",
-            (buffer_id, text, buffer_id, text),
-        )
+        buffer_id = _postgres_log_of_two_at(conn, 24, text)
         conn.execute("UPDATE buffers SET log_bytes = %s WHERE id = %s", (2 * len(text), buffer_id))
     store = open_store(postgres_db_url)
     try:
