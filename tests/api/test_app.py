@@ -89,3 +89,46 @@ def test_apps_with_different_settings_answer_each_by_its_own_after_sharing_the_r
     # each app knows its own tokens only
     stranger = plain.call("GET", "/v1/memory/user/r", headers={"Authorization": f"Bearer {small.tokens['bob']}"})
     assert stranger.status_code == 401
+
+
+class _Runner:
+    """A ``TurnRunner`` that counts its ``close`` calls (``AgentRunner.close`` closes its models' HTTP clients)."""
+
+    def __init__(self) -> None:
+        self.closed = 0
+
+    def start_turn(self, session: Any, content: str, *, wait: bool) -> dict[str, Any]:
+        """Never called here."""
+        raise NotImplementedError
+
+    def stop(self, session: Any) -> bool:
+        """Never called here."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Count the call."""
+        self.closed += 1
+
+
+def test_the_runner_its_factory_built_is_closed_once_when_the_app_stops() -> None:
+    store = open_store("memory://")
+    built: list[_Runner] = []
+
+    def factory(*_: Any) -> _Runner:
+        built.append(_Runner())
+        return built[-1]
+
+    with TestClient(create_app(store, purge_interval=None, runner_factory=factory)) as client:
+        assert client.get("/health").status_code == 200
+        assert built[0].closed == 0  # open while the app serves
+    store.close()
+    assert [runner.closed for runner in built] == [1]
+
+
+def test_a_runner_given_to_the_app_stays_open_when_it_stops() -> None:
+    store = open_store("memory://")
+    given = _Runner()
+    with TestClient(create_app(store, purge_interval=None, runner=given)):
+        pass
+    store.close()
+    assert given.closed == 0  # the caller's to close, as a store it gave

@@ -136,7 +136,9 @@ def create_app(
 
     A store the app opened itself is closed at shutdown. ``runner`` (or
     ``runner_factory(store, memory)``) runs model turns; without one a turn only
-    records the user message. With ``inline_store`` (the default) the memory and
+    records the user message. The runner ``runner_factory`` built is closed at
+    shutdown, before the store (its ``close()``: its turns stopped, its models' HTTP
+    clients closed); a ``runner`` given stays open, its owner's to close. With ``inline_store`` (the default) the memory and
     buffer routes make their store call on the event loop when the store's calls
     have the ``LocalCalls`` capability (SQLite, memory); see ``flowmem.api.fast``.
     ``freeze_gc`` (what ``flowmem serve`` uses) moves every object alive at startup
@@ -176,8 +178,9 @@ def create_app(
     extra: dict[str, Any] = {} if clock is None else {"clock": clock}
     # the service gives the per-user quotas to the store, which counts them in each write
     memory_service = MemoryService(store, lock_timeout=lock_timeout, limits=limits, **extra)
+    built: TurnRunner | None = None  # the runner the app made, closed at shutdown (a given one is not)
     if runner is None and runner_factory is not None:
-        runner = runner_factory(store, memory_service)
+        runner = built = runner_factory(store, memory_service)
     session_service = SessionService(store, memory_service, runner, **extra)
     services = Services(
         store=store,
@@ -206,6 +209,9 @@ def create_app(
             purging.cancel()
             with suppress(asyncio.CancelledError):
                 await purging
+        closing = getattr(built, "close", None)
+        if callable(closing):  # its turns stopped, then its models' HTTP clients (AgentRunner.close)
+            await asyncio.to_thread(closing)
         services.pool.close()  # store work already started finishes before the store closes
         if sink is not None:
             sink.close()
