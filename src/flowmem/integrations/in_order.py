@@ -14,20 +14,40 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import logging
 import threading
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
+log = logging.getLogger(__name__)
+
+
+class _Call:
+    """One queued call: its future, the call, and who must hear of its failure (``InOrder.write``)."""
+
+    __slots__ = ("call", "done", "failed", "left", "what")
+
+    def __init__(self, done: Future[Any], call: Callable[[], Any], what: str | None) -> None:
+        self.done, self.call, self.what = done, call, what
+        self.left = False  # its caller was cancelled while it ran
+        self.failed = False  # it raised
+
 
 class InOrder:
     """One queue of calls, run one at a time in a worker thread of the caller's loop, in order."""
 
     def __init__(self) -> None:
-        self._queue: deque[tuple[Future[Any], Callable[[], Any]]] = deque()
+        self._queue: deque[_Call] = deque()
         self._lock = threading.Lock()
         self._draining = False
+        self._drainer: int | None = None  # the thread running the queue, while one does
+
+    @property
+    def busy(self) -> bool:
+        """Whether a call is queued or running: a read made now would not see what it writes."""
+        return self._draining
 
     async def run(self, func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """Return ``func(*args, **kwargs)`` run in a worker thread once every earlier call has ended.
@@ -36,41 +56,102 @@ class InOrder:
         order: cancelled while queued, the call is dropped; cancelled while running,
         it goes on and the next call waits for it.
         """
+        return await self._run(None, func, args, kwargs)
+
+    async def write(self, what: str, func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """``run`` for a write: if its caller is cancelled while it runs and it then fails, log it.
+
+        The caller that would have seen the failure (a revision refusal, a store error)
+        is gone, so the write's loss is logged at ERROR on this module's logger, naming
+        ``what`` (the write and what it carried) and the error, once.
+        """
+        return await self._run(what, func, args, kwargs)
+
+    async def _run(self, what: str | None, func: Callable[..., Any], args: Any, kwargs: Any) -> Any:
         call = functools.partial(contextvars.copy_context().run, func, *args, **kwargs)
-        done: Future[Any] = Future()
+        entry = _Call(Future(), call, what)
         with self._lock:
-            self._queue.append((done, call))
+            self._queue.append(entry)
             start, self._draining = not self._draining, True
         if start:
             try:
                 asyncio.get_running_loop().run_in_executor(None, self._drain)
             except RuntimeError as exc:  # the loop's executor is shut down: fail what waits, not hang
                 self._fail_queued(exc)
-        return await asyncio.wrap_future(done)  # cancelling it cancels ``done`` unless running
+        try:
+            return await asyncio.wrap_future(entry.done)  # cancelling it cancels ``done`` unless running
+        except asyncio.CancelledError:
+            with self._lock:
+                entry.left = True
+                failed = entry.failed  # it failed before the caller could hear of it
+            if failed:
+                _report(entry, entry.done.exception())
+            raise
+
+    def run_here(self, func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """Return ``func(*args, **kwargs)`` for a synchronous caller, after the calls made before it.
+
+        Nothing queued or running (or called from inside a queued call): it runs here at
+        once. Else it joins the queue, the thread running the queue runs it in its turn,
+        and this thread waits for it: a write whose async caller left while it ran is
+        not overtaken by a synchronous call made after.
+        """
+        with self._lock:
+            if not self._draining or self._drainer == threading.get_ident():
+                entry = None
+            else:
+                call = functools.partial(contextvars.copy_context().run, func, *args, **kwargs)
+                entry = _Call(Future(), call, None)
+                self._queue.append(entry)
+        if entry is None:
+            return func(*args, **kwargs)
+        return entry.done.result()
 
     def _fail_queued(self, exc: BaseException) -> None:
         """Raise ``exc`` to every queued call: no thread will run them."""
         with self._lock:
             queued, self._draining = list(self._queue), False
             self._queue.clear()
-        for waiting, _ in queued:
-            if waiting.set_running_or_notify_cancel():
-                waiting.set_exception(exc)
+        for waiting in queued:
+            if waiting.done.set_running_or_notify_cancel():
+                waiting.done.set_exception(exc)
 
     def _drain(self) -> None:
         """Run the queued calls until none is left (one worker thread at a time)."""
+        self._drainer = threading.get_ident()
         while True:
             with self._lock:
                 if not self._queue:
-                    self._draining = False
+                    self._draining, self._drainer = False, None
                     return
-                done, call = self._queue.popleft()
-            if not done.set_running_or_notify_cancel():
+                entry = self._queue.popleft()
+            if not entry.done.set_running_or_notify_cancel():
                 continue  # its caller left before it started
             try:
-                done.set_result(call())
+                result = entry.call()
             except BaseException as exc:  # the caller's to raise, whatever it is
-                done.set_exception(exc)
+                with self._lock:
+                    entry.failed = True
+                    left = entry.left
+                entry.done.set_exception(exc)
+                if left:
+                    _report(entry, exc)
+            else:
+                entry.done.set_result(result)
+
+
+def _report(entry: _Call, exc: BaseException | None) -> None:
+    """Log a write whose caller left while it ran and that then failed: no one else hears of it."""
+    if entry.what is None:
+        return
+    log.error(
+        "%s: its caller was cancelled while it ran, and it then failed (%s: %s), so it was "
+        "not stored and no caller was told; what it carried is lost unless the caller writes "
+        "it again",
+        entry.what,
+        type(exc).__name__,
+        exc,
+    )
 
 
 __all__ = ["InOrder"]

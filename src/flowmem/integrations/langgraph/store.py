@@ -8,6 +8,10 @@ of labels. ``FlowmemStore(memory)`` keeps each item as one flowmem memory record
 TTLs, sync and async (``abatch`` runs the work in a worker thread). Decision 0041 and
 docs/langgraph-store.md say why each choice below was made.
 
+**Order.** A store's batches run one at a time in the order made, as LangGraph's async
+stores run theirs (``InOrder``, decision 0156): one whose caller was cancelled while it
+ran ends before the next starts; one cancelled before its turn is never made.
+
 **Namespaces → scopes.**
 
 - A namespace whose first label is one of ``user_labels`` (default ``("users",)``) is
@@ -91,6 +95,7 @@ from flowmem.errors import (  # noqa: E402
     InvalidInputError,
     ScopeRefusedError,
 )
+from flowmem.integrations.in_order import InOrder  # noqa: E402
 from flowmem.integrations.langgraph.envelope import Envelope, timestamp  # noqa: E402
 from flowmem.integrations.langgraph.namespaces import (  # noqa: E402
     FORMAT,
@@ -231,6 +236,7 @@ class FlowmemStore(BaseStore):
         self.user_labels = frozenset(labels)
         self.context = context if context is not None else ExecutionContext()
         self.index_config = index
+        self._calls = InOrder()  # every batch of this store, one at a time in the order made
 
     @classmethod
     @contextmanager
@@ -260,10 +266,10 @@ class FlowmemStore(BaseStore):
         anything is read or written.
         """
         plans = [self._plan(op) for op in list(ops)]
-        return self._run(plans, self._embed(plans))
+        return self._calls.run_here(self._run, plans, self._embed(plans))  # after an abatch still running
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """``batch`` with the embedder awaited and the storage work in a worker thread."""
+        """``batch`` with the embedder awaited and the storage work in a worker thread, in the order made."""
         plans = await asyncio.to_thread(lambda: [self._plan(op) for op in list(ops)])
         queries, documents = self._to_embed(plans)
         embedded: dict[str, Any] = {}
@@ -271,7 +277,10 @@ class FlowmemStore(BaseStore):
             embedded = await self.index.aembed_documents(documents)
             for query in queries:
                 embedded[query] = await self.index.embeddings.aembed_query(query)
-        return await asyncio.to_thread(self._run, plans, embedded)
+        puts = [plan for plan in plans if isinstance(plan, _Put)]
+        if not puts:
+            return await self._calls.run(self._run, plans, embedded)
+        return await self._calls.write(_writing(puts), self._run, plans, embedded)
 
     def _to_embed(self, plans: list[_Plan]) -> tuple[list[str], list[str]]:
         """The search queries and the put texts a batch embeds."""
@@ -560,6 +569,16 @@ class FlowmemStore(BaseStore):
         put_with_vectors(
             self.memory, address, envelope.stored(), seconds, COLLECTION, self.index.space, found
         )
+
+
+def _writing(puts: list[_Put]) -> str:
+    """What a batch's writes carry, for the log when they fail with no caller left to tell."""
+    named = [
+        f"{'put' if put.value is not None else 'delete'} {tuple(put.op.namespace)!r} {put.op.key!r}"
+        for put in puts[:5]
+    ]
+    more = f" and {len(puts) - 5} more" if len(puts) > 5 else ""
+    return f"LangGraph FlowmemStore.abatch ({', '.join(named)}{more})"
 
 
 __all__ = [
