@@ -138,7 +138,8 @@ def create_app(
     ``runner_factory(store, memory)``) runs model turns; without one a turn only
     records the user message. The runner ``runner_factory`` built is closed at
     shutdown, before the store (its ``close()``: its turns stopped, its models' HTTP
-    clients closed); a ``runner`` given stays open, its owner's to close. With ``inline_store`` (the default) the memory and
+    clients closed); a ``runner`` given stays open, its owner's to close.
+    With ``inline_store`` (the default) the memory and
     buffer routes make their store call on the event loop when the store's calls
     have the ``LocalCalls`` capability (SQLite, memory); see ``flowmem.api.fast``.
     ``freeze_gc`` (what ``flowmem serve`` uses) moves every object alive at startup
@@ -209,9 +210,7 @@ def create_app(
             purging.cancel()
             with suppress(asyncio.CancelledError):
                 await purging
-        closing = getattr(built, "close", None)
-        if callable(closing):  # its turns stopped, then its models' HTTP clients (AgentRunner.close)
-            await asyncio.to_thread(closing)
+        await _close_runner(built)
         services.pool.close()  # store work already started finishes before the store closes
         if sink is not None:
             sink.close()
@@ -285,6 +284,13 @@ def mcp_endpoint(services: Services) -> Any:
             raise
         return None
     return MCPEndpoint(ToolServices(services.memory, services.sessions), services.pool.in_thread)
+
+
+async def _close_runner(runner: object) -> None:
+    """Close a runner the app built, if it has a ``close()`` (``AgentRunner``: its turns, then its models' clients)."""
+    closing = getattr(runner, "close", None)
+    if callable(closing):
+        await asyncio.to_thread(closing)
 
 
 def runtime_runner(store: Store, memory: MemoryService) -> TurnRunner | None:
