@@ -64,6 +64,7 @@ from flowmem.store.sqlite.fsync import AUTO_CHECKPOINT, DeferredSync, SharedSync
 from flowmem.store.sqlite.pool import SqlitePool
 from flowmem.store.sqlite.queries import SQL
 from flowmem.store.sqlite.schema import MIGRATIONS
+from flowmem.store.sqlite.walroom import WalRoom
 from flowmem.store.sqlite.writers import release_writer_queue, writer_queue
 
 log = logging.getLogger("flowmem")
@@ -102,6 +103,8 @@ class SqliteStore(SqlitePool, SqlStore[sqlite3.Connection]):
         self._draining = 0  # connections of an earlier generation on loan
         self.group_commit = DeferredSync(self.path, self.synchronous)  # decisions/0027
         self._commits = SharedSync(self.sync)  # threads' writes share an fsync (decisions/0029)
+        # room made ahead in the WAL, so a commit's fsync does not grow it (decision 0154)
+        self.wal_room = WalRoom(self.path, self.group_commit.enabled, AUTO_CHECKPOINT)
         try:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -116,6 +119,9 @@ class SqliteStore(SqlitePool, SqlStore[sqlite3.Connection]):
         try:
             with self._connection() as conn:
                 self._migrate(conn)
+                if self.wal_room.enabled:
+                    page = int(conn.execute("PRAGMA page_size").fetchone()[0])
+                    self.wal_room.set_page_size(page, AUTO_CHECKPOINT)
         except BaseException:
             self.close()
             raise
@@ -302,6 +308,7 @@ class SqliteStore(SqlitePool, SqlStore[sqlite3.Connection]):
         ):
             self._busy_timeout(conn, _left(DEFAULT_LOCK_TIMEOUT, started))
             conn.execute("BEGIN IMMEDIATE")
+            self.wal_room.make()  # the WAL's write lock is held
             result = work(conn)
             conn.execute("COMMIT")
             return result
@@ -400,6 +407,7 @@ class SqliteStore(SqlitePool, SqlStore[sqlite3.Connection]):
                     # the turn is ours: the lock's holder is outside the queue (another
                     # process), and without that lock nothing can be written
                     raise _locked(self.path, bound) from exc
+                self.wal_room.make()  # the WAL's write lock is held
                 changes = conn.total_changes
                 outcome = self._append_in(conn, ask)
                 # an append that stored nothing (every message a duplicate) commits nothing

@@ -1,0 +1,93 @@
+"""Room in the write-ahead log ahead of its writes, so a commit's fsync does not grow the file (decision 0154).
+
+SQLite appends each commit's frames at the end of ``<database>-wal``. Until the log
+is first checkpointed and restarted from its beginning (at about ``AUTO_CHECKPOINT``
+pages), and again after every close (SQLite deletes the log when the last connection
+closes), each commit makes the file longer, and ``fdatasync`` must then also commit
+the file's new size and blocks to the file system's journal, which every process
+writing to the disk shares. A log rewritten in place syncs its data only (PostgreSQL
+zero-fills its WAL segments before use for the same reason).
+
+``WalRoom.make`` is called inside a write transaction, with the log's write lock
+held, so no connection of any process writes frames meanwhile: once the log is past
+``BUSY`` bytes (a store that writes, not one a test opens for a few rows), and SQLite
+has written up to the end of the room made before, it writes ``CHUNK`` bytes of
+zeros after the file's end, at most up to the size the checkpoint keeps the log at.
+The commit's own fsync makes them durable with it. Zeros are never a frame: a frame
+must carry the header's salt and checksum, so SQLite's recovery stops at the first
+zero frame, as it does at the stale frames of a restarted log. Only past the file's
+end is written, never a byte SQLite wrote. Off (``enabled=False``, the plain
+version tests compare with) where commits do not fsync (``synchronous`` below
+``FULL``): there is nothing to save.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+log = logging.getLogger("flowmem")
+
+WAL_HEADER = 32  # bytes before the first frame
+FRAME_HEADER = 24  # bytes before each frame's page
+BUSY = 512 * 1024  # a log this long gets room made ahead (the migrations alone write about 290 KiB)
+CHUNK = 1 << 20  # bytes of room made at a time
+_ZEROS = bytes(256 * 1024)  # written at most this much per call
+
+
+class WalRoom:
+    """The room made ahead in one database's write-ahead log (per store)."""
+
+    def __init__(self, database: str, enabled: bool, frames: int, page_size: int = 4096) -> None:
+        """``frames``: the log's length, in pages, at which a commit checkpoints (room is made up to it)."""
+        self.wal = f"{database}-wal"
+        self.enabled = enabled
+        self.limit = 0
+        self.set_page_size(page_size, frames)
+        self._mark = 0  # the file's size after the room last made (0: none made)
+        self.made = 0  # how many times room was made (a count the tests and benches read)
+
+    def set_page_size(self, page_size: int, frames: int) -> None:
+        """Size the room for the database's page size (read once the schema exists)."""
+        self.limit = WAL_HEADER + (frames + 32) * (page_size + FRAME_HEADER)
+
+    def make(self) -> int:
+        """Inside a write transaction: make room past the log's end when it is used up; the bytes added.
+
+        A failed write (the disk full, say) only stops making room: SQLite grows
+        the log itself, as without it, and reports its own error when it cannot.
+        """
+        if not self.enabled:
+            return 0
+        try:
+            size = os.stat(self.wal).st_size
+        except OSError:  # no log yet: SQLite creates it at the first commit
+            return 0
+        if size < self._mark:  # the log was truncated or deleted since: start again
+            self._mark = 0
+        if size < BUSY or size >= self.limit or (self._mark and size <= self._mark):
+            return 0
+        return self._extend(size, min(self.limit, size + CHUNK))
+
+    def _extend(self, size: int, end: int) -> int:
+        """Write zeros from ``size`` (the file's end) to ``end``; the bytes written."""
+        written = 0
+        try:
+            fd = os.open(self.wal, os.O_WRONLY | os.O_CLOEXEC)
+        except OSError as exc:
+            log.debug("no room made in %s: %s", self.wal, exc)
+            return 0
+        try:
+            while size + written < end:
+                block = _ZEROS[: min(len(_ZEROS), end - size - written)]
+                written += os.pwrite(fd, block, size + written)
+        except OSError as exc:
+            log.debug("room made in %s stopped at %d bytes: %s", self.wal, written, exc)
+        finally:
+            os.close(fd)
+        self._mark = size + written
+        self.made += 1
+        return written
+
+
+__all__ = ["BUSY", "CHUNK", "WalRoom"]
