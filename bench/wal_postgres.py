@@ -87,6 +87,7 @@ class Append:
     bytes: int = 0  # the records' total length (with their page images)
     image_bytes: int = 0  # of which full-page images
     parts: Counter[str] = field(default_factory=Counter)  # "rmgr op table" -> records
+    part_bytes: Counter[str] = field(default_factory=Counter)  # "rmgr op table" -> their bytes
 
 
 class System:
@@ -332,7 +333,9 @@ def waldump(appends: list[Append], first: str, names: dict[int, str], dboid: int
         table = names.get(int(rel.group(1)), "?") if rel else ""
         if rel and f"/{dboid}/" not in rel.group(0) and table == "?":
             table = "(shared)"
-        append.parts[f"{found['rmgr']} {op} {table}".strip()] += 1
+        part = f"{found['rmgr']} {op} {table}".strip()
+        append.parts[part] += 1
+        append.part_bytes[part] += total
 
 
 def _lsn_text(value: int) -> str:
@@ -349,8 +352,10 @@ def summary(appends: list[Append]) -> dict[str, dict[str, Any]]:
     for kind, group in by_kind.items():
         n = len(group)
         parts: Counter[str] = Counter()
+        part_bytes: Counter[str] = Counter()
         for append in group:
             parts.update(append.parts)
+            part_bytes.update(append.part_bytes)
         found[kind] = {
             "appends": n,
             "records": sum(a.records for a in group) / n,
@@ -359,6 +364,7 @@ def summary(appends: list[Append]) -> dict[str, dict[str, Any]]:
             "bytes_without_images": sum(a.bytes - a.image_bytes for a in group) / n,
             "lsn_bytes": sum(a.end - a.start for a in group) / n,
             "parts": {k: v / n for k, v in sorted(parts.items())},
+            "part_bytes": {k: v / n for k, v in sorted(part_bytes.items())},
         }
     return found
 
@@ -372,7 +378,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fill", type=int, default=100, help="messages before the counted ones")
     parser.add_argument("--appends", type=int, default=400, help="counted appends per scenario")
     parser.add_argument("--only", default=None, help="comma list of systems (default: all)")
-    parser.add_argument("--detail", action="store_true", help="print each kind's records by table")
+    parser.add_argument(
+        "--detail",
+        action="store_true",
+        help="print each kind's records by table (their number and bytes per append)",
+    )
     report_json.add_arguments(parser, "wal_postgres", "tiny sizes, one run")
     args = parser.parse_args(argv)
     runs, fill, count = (1, 20, 40) if args.quick else (max(1, args.runs), args.fill, args.appends)
@@ -444,15 +454,17 @@ def tables(
                 for figure in ("records", "fpi", "bytes", "bytes_without_images", "lsn_bytes")
             }
             entry["parts"] = runs[0]["parts"]
+            entry["part_bytes"] = runs[0]["part_bytes"]
             results[name][kind] = entry
-            med = {k: v["median"] for k, v in entry.items() if k != "parts"}
+            med = {k: v["median"] for k, v in entry.items() if k not in ("parts", "part_bytes")}
             print(
                 f"{name:20} {kind:15} {med['records']:8.2f} {med['fpi']:6.3f} {med['bytes']:7.0f} "
                 f"{med['bytes_without_images']:7.0f}  ({entry['bytes']['min']:.0f}-{entry['bytes']['max']:.0f})"
             )
             if detail:
                 for part, n in entry["parts"].items():
-                    print(f"{'':38} {n:6.2f}  {part}")
+                    size = entry["part_bytes"][part]
+                    print(f"{'':38} {n:6.2f} {size:7.1f}  {part}")
     return results
 
 

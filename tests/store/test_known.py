@@ -10,7 +10,15 @@ from flowmem.core import Message, prepare
 from flowmem.store import Address
 from flowmem.store.known import Known, KnownBuffers, Unforeseen, foresee
 
-KNOWN = Known(buffer_id=1, version=3, count=2, last_major=2, bytes=100, open=frozenset({"c1"}))
+KNOWN = Known(
+    buffer_id=1,
+    version=3,
+    count=2,
+    last_major=2,
+    bytes=100,
+    open=frozenset({"c1"}),
+    listed='[["c1",2097152,0]]',
+)
 ADDRESS = Address("global", "", "b")
 
 
@@ -29,18 +37,21 @@ def test_foresee_a_result_for_an_open_call_assumes_nothing_new() -> None:
         0,
     )
     assert (seen.outcome.appended, seen.outcome.count, seen.fresh) == (1, 3, [])
-    assert [name for name, _ in seen.writes] == [
-        "row_insert",
-        "answer_insert",
-        "calls_answered",
-        "header_update",
-    ]
+    # no flag flipped: the answer takes the call off the header's list (decision 0153)
+    assert [name for name, _ in seen.writes] == ["row_insert", "answer_insert", "header_listed"]
+    assert seen.writes[-1][1][4] == "[]"
 
 
 def test_foresee_new_call_ids_are_assumed_new_for_the_server_to_check() -> None:
     turn = {"role": "assistant", "content": "", "tool_calls": [{"id": "c9", "name": "f"}]}
     seen = foresee(KNOWN, ADDRESS, _rows(turn), ["c9"], False, 0, 0)
     assert seen.fresh == ["c9"] and seen.outcome.appended == 1
+    name, params = seen.writes[-1]  # the new call listed after the known one, with the header
+    assert (name, params[:3], params[4:]) == (
+        "header_listed",
+        (3, 3, 100 + len(seen.writes[0][1][3])),
+        ('[["c1",2097152,0],["c9",3145728,0]]', 1),
+    )
 
 
 @pytest.mark.parametrize(

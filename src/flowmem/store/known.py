@@ -40,7 +40,7 @@ MAX_KNOWN_OPEN = 64
 # the editor's writes an append of known facts may make (each has a variant that
 # runs only when the facts held); anything else is not foreseen
 FORESEEABLE = frozenset(
-    {"row_insert", "call_insert", "answer_insert", "calls_answered", "header_update"}
+    {"row_insert", "call_insert", "answer_insert", "header_update", "header_listed"}
 )
 
 
@@ -50,7 +50,11 @@ class Unforeseen(Exception):
 
 @dataclass(frozen=True)
 class Known:
-    """A buffer's header and unanswered call ids, as they were when this process last saw them."""
+    """A buffer's header and unanswered call ids, as they were when this process last saw them.
+
+    ``listed``: the header's list of them as stored (``[[call id, position, order], …]``,
+    JSON; decision 0153), which the editor changes and writes with the header.
+    """
 
     buffer_id: int
     version: int
@@ -58,6 +62,7 @@ class Known:
     last_major: int
     bytes: int
     open: frozenset[str]
+    listed: str = "[]"
 
 
 @dataclass(frozen=True)
@@ -110,10 +115,17 @@ class Unasked:
 
 
 class _Recorder(Unasked):
-    """A ``SqlRunner`` that answers no question and records the writes."""
+    """A ``SqlRunner`` that answers no question but the header's list of open calls, and records the writes."""
 
-    def __init__(self) -> None:
+    def __init__(self, listed: str) -> None:
         self.writes: list[tuple[str, Sequence[Any]]] = []
+        self.listed = listed
+
+    def one(self, name: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+        """The known list of open calls (checked by the header's version); no other question."""
+        if name == "open_list":
+            return (self.listed,)
+        raise Unforeseen(name)
 
     def run(self, name: str, params: Sequence[Any]) -> None:
         """Record a foreseeable write; refuse any other."""
@@ -142,8 +154,8 @@ def foresee(
     """
     if heals and known.open:
         raise Unforeseen("open calls to heal")
-    recorder = _Recorder()
-    head = (known.buffer_id, known.count, known.last_major, known.bytes)
+    recorder = _Recorder(known.listed)
+    head = (known.buffer_id, known.count, known.last_major, known.bytes, known.listed)
     editor = SqlBufferEditor(recorder, address, head)
     # no id is taken as evicted: for an open id it would change nothing (it is
     # declared), and a fresh one is checked by the server before any write

@@ -13,6 +13,7 @@ since the facts held.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,22 +24,26 @@ def known_after(known: Known, writes: Sequence[tuple[str, Sequence[Any]]]) -> Kn
     """The buffer's facts after ``writes`` ran on a buffer whose facts were ``known``.
 
     ``header_update`` sets count, last major and bytes and increments the version;
-    a declared call (``call_insert``) is open unless an answer to its id is among the
-    writes (``answer_insert``: the call's insert or ``calls_answered`` marks it, in
-    either order); an answered open call closes. None: more open calls than kept.
+    ``header_listed`` does too and sets the header's list of unanswered calls (its
+    fifth parameter, decision 0153), which the open calls are read from. None: more
+    open calls than kept.
     """
     version, count, last_major, size = known.version, known.count, known.last_major, known.bytes
-    declared: list[str] = []
-    answered: set[str] = set()
+    listed, still_open = known.listed, known.open
     for name, params in writes:
-        if name == "header_update":
+        if name in ("header_update", "header_listed"):
             count, last_major, size = int(params[0]), int(params[1]), int(params[2])
             version += 1
-        elif name == "call_insert":
-            declared.append(str(params[1]))
-        elif name == "answer_insert":
-            answered.add(str(params[1]))
-    still_open = (known.open | frozenset(declared)) - answered
+        if name == "header_listed":
+            listed = str(params[4])
+            still_open = open_of(listed)
     if len(still_open) > MAX_KNOWN_OPEN:
         return None
-    return Known(known.buffer_id, version, count, last_major, size, still_open)
+    return Known(known.buffer_id, version, count, last_major, size, still_open, listed)
+
+
+def open_of(listed: str) -> frozenset[str]:
+    """The call ids a header's list of unanswered calls names (``[[call id, position, order], …]``)."""
+    if listed == "[]":
+        return frozenset()
+    return frozenset(str(entry[0]) for entry in json.loads(listed))

@@ -222,7 +222,9 @@ class _Known(NamedTuple):
 def _append_line(db: Pipeline, cp: StoredCheckpoint, line: LineAppend, header: Header) -> Header:
     """Queue a line append's rows (run only when the verdict holds); the header it leaves."""
     address = Address(SESSION_SCOPE, cp.thread_id, line.key)
-    editor = SqlBufferEditor(_Foreseen(db), address, header)
+    # a header that lists its open calls (decision 0153), the list left unread: these
+    # rows declare and answer no call (``_foreseeable``), so it is neither read nor written
+    editor = SqlBufferEditor(_Foreseen(db), address, (*header, None))
     for row in line.rows:
         editor.append_row(row)
     editor.flush()

@@ -8,23 +8,52 @@ append (decision 0039).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from flowmem.core import Answer, Message, call_ids, result_id
 from flowmem.store.base import Address
 from flowmem.store.editor import SqlBufferEditor, SqlRunner
 from flowmem.store.known import MAX_KNOWN_OPEN, Known
+from flowmem.store.postgres.after import open_of
 
 
 def known_of(found: list[tuple[Any, ...]]) -> Known | None:
     """What ``buffer_known`` read (None: no buffer there, or more open calls than are kept)."""
     if not found:
         return None
-    bid, version, count, last_major, size, open_ids = found[0]
-    if open_ids is not None and len(open_ids) > MAX_KNOWN_OPEN:
+    bid, version, count, last_major, size, listed = found[0]
+    open_ids = open_of(str(listed))
+    if len(open_ids) > MAX_KNOWN_OPEN:
         return None
     head = (int(bid), int(version), int(count), int(last_major), int(size))
-    return Known(*head, frozenset(open_ids or ()))
+    return Known(*head, open_ids, str(listed))
+
+
+class _Listed:
+    """The append's runner for its editor: the header's list of open calls as the facts read it.
+
+    The facts are read after the lock, in the append's transaction, and the editor asks
+    for the list once (before any write of its own to it): no round trip for it.
+    """
+
+    def __init__(self, db: SqlRunner, listed: str) -> None:
+        self.db = db
+        self.listed = listed
+
+    def one(self, name: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+        """The list as read with the facts; any other statement run."""
+        if name == "open_list":
+            return (self.listed,)
+        return self.db.one(name, params)
+
+    def all(self, name: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """Run a statement and return every row."""
+        return self.db.all(name, params)
+
+    def run(self, name: str, params: Sequence[Any]) -> None:
+        """Run (queue) a write."""
+        self.db.run(name, params)
 
 
 def asked_of(rows: list[Message]) -> tuple[list[str], bool]:
@@ -60,11 +89,11 @@ def seeded_editor(
         editor = SqlBufferEditor(db, address, None)
         editor.know(dict.fromkeys(ids, False), dict.fromkeys(ids), [], evicted=dict.fromkeys(ids, False))
         return editor
-    editor = SqlBufferEditor(db, address, facts[:4])
+    editor = SqlBufferEditor(_Listed(db, str(facts[4])), address, facts[:5])
     declared = dict.fromkeys(ids, False)
     answers: dict[str, Answer | None] = dict.fromkeys(ids)
     evicted = dict.fromkeys(ids, False)
-    for cid, is_declared, pos, healed, was_evicted in facts[4] or ():
+    for cid, is_declared, pos, healed, was_evicted in facts[5] or ():
         declared[cid] = bool(is_declared)
         evicted[cid] = bool(was_evicted)
         if pos is not None:
@@ -72,7 +101,7 @@ def seeded_editor(
     open_calls = None
     following: dict[int, int | None] = {}
     if want_open:  # grouped by declaring turn: (its ids, its position, run end, next row)
-        found = facts[5] or ()
+        found = facts[6] or ()
         open_calls = [(str(cid), int(pos), int(end)) for ids, pos, end, _ in found for cid in ids]
         following = {int(end): None if n is None else int(n) for _, _, end, n in found}
     editor.know(declared, answers, open_calls, following, evicted)

@@ -217,10 +217,10 @@ WRITES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         ("calls_delete", (_CALLS, _ROWS), (_CALLS,)),  # the row's call ids (decision 0139)
         ("answer_insert", (), (_ANSWERS,)),
         ("answer_delete", (_ANSWERS,), (_ANSWERS,)),
-        ("calls_answered", (_CALLS,), (_CALLS,)),
-        ("calls_reopen", (_CALLS, _ANSWERS), (_CALLS,)),
         ("header_update", (_HEADER,), (_HEADER,)),
+        ("header_listed", (_HEADER,), (_HEADER,)),  # with its list of open calls (decision 0153)
         ("header_logged", (_HEADER,), (_HEADER,)),
+        ("header_listed_logged", (_HEADER,), (_HEADER,)),
     )
 }
 WRITES.update({f"{name}?": WRITES[name] for name in FORESEEABLE})

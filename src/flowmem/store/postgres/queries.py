@@ -9,7 +9,6 @@ from flowmem.store.adk import postgres as adk_tables
 from flowmem.store.archive import postgres as archive_tables
 from flowmem.store.checkpoints import postgres as checkpoint_tables
 from flowmem.store.conversations import postgres as conversation_tables
-from flowmem.store.known import MAX_KNOWN_OPEN
 from flowmem.store.repairs import postgres as repair_tables
 from flowmem.store.statements import guarded, merge
 
@@ -44,12 +43,18 @@ _DECLARED = """ctid = ANY (ARRAY(SELECT (SELECT c.ctid FROM buffer_calls c
     WHERE c.buffer_id = a.b AND c.call_id = d.id AND c.declared_pos = {pos})
     FROM {a} CROSS JOIN LATERAL ({ids}) AS d))"""
 SQL: dict[str, str] = {
-    "header_get": f"SELECT id, count, last_major, bytes FROM buffers WHERE {_ADDR}",
-    "header_insert": "INSERT INTO buffers (scope, scope_id, key) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING RETURNING id",
+    # the header's fifth column lists its unanswered calls (migration 26, decision 0153, as
+    # SQLite's 23): the editor keeps the list and writes it with the header when it changed
+    "header_get": f"SELECT id, count, last_major, bytes, unanswered FROM buffers WHERE {_ADDR}",
+    "header_insert": """INSERT INTO buffers (scope, scope_id, key) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING
+        RETURNING id, count, last_major, bytes, unanswered""",
     "header_update": "UPDATE buffers SET count = %s, last_major = %s, bytes = %s, tokens = tokens + %s, version = version + 1 WHERE id = %s",
+    "header_listed": """UPDATE buffers SET count = %s, last_major = %s, bytes = %s, tokens = tokens + %s,
+        unanswered = %s, version = version + 1 WHERE id = %s""",
+    "open_list": "SELECT unanswered FROM buffers WHERE id = %s",
+    "declared_of": f"SELECT declared_pos, ord FROM buffer_calls WHERE {_B} AND call_id = %s",
     "is_declared": f"SELECT 1 FROM buffer_calls WHERE {_B} AND call_id = %s LIMIT 1",
     "answer_of": f"SELECT pos, healed FROM buffer_answers WHERE {_B} AND call_id = %s ORDER BY pos LIMIT 1",
-    "open_calls": f"SELECT call_id, declared_pos FROM buffer_calls WHERE {_B} AND NOT answered ORDER BY declared_pos, ord",
     # the first non-tool row after the declaring turn, on the primary key: the scan
     # stops there, past the run's tool rows only (decision 0068)
     "run_end": f"""SELECT MAX(pos) FROM buffer_rows WHERE {_B} AND pos > %s AND pos < COALESCE(
@@ -61,8 +66,13 @@ SQL: dict[str, str] = {
     "next_pos": f"SELECT MIN(pos) FROM buffer_rows WHERE {_B} AND pos > %s",
     "rows_before": f"SELECT COUNT(*) FROM buffer_rows WHERE {_B} AND pos < %s",  # an index
     "max_before": f"SELECT MAX(pos) FROM buffer_rows WHERE {_B} AND pos > %s AND pos < %s",
-    "row_insert": "INSERT INTO buffer_rows (buffer_id, pos, role, body, tokens) VALUES (%s, %s, %s, %s, %s)",
-    "row_update": f"UPDATE buffer_rows SET role = %s, body = %s, tokens = %s WHERE {_B} AND pos = %s",
+    # the listing editor gives a row's call ids with it (its last parameter, as on SQLite),
+    # which PostgreSQL does not store: it finds a row's declarations by the call ids its
+    # body names (decision 0139), and each call row is the smaller for it (decision 0153)
+    "row_insert": """INSERT INTO buffer_rows (buffer_id, pos, role, body, tokens)
+        SELECT %s::bigint, %s::bigint, %s::text, %s::text, %s::integer FROM (VALUES (%s::text)) AS unstored(calls)""",
+    "row_update": """UPDATE buffer_rows SET role = %s, body = %s, tokens = %s
+        FROM (VALUES (%s::bigint, %s::bigint, %s::text)) AS a(b, p, calls) WHERE buffer_id = a.b AND pos = a.p""",
     "row_delete": f"DELETE FROM buffer_rows WHERE {_B} AND pos = %s",
     # no ON CONFLICT: a turn's call ids are distinct (core.call_ids) and a row's old
     # declarations are deleted before it is re-indexed, and a speculative insertion
@@ -76,9 +86,6 @@ SQL: dict[str, str] = {
         ids=_ROW_IDS.format(where="r.buffer_id = a.b AND r.pos = a.p"))}""",
     "answer_insert": "INSERT INTO buffer_answers (buffer_id, call_id, pos, healed) VALUES (%s, %s, %s, %s)",
     "answer_delete": f"DELETE FROM buffer_answers WHERE {_B} AND call_id = %s AND pos = %s",
-    "calls_answered": f"UPDATE buffer_calls SET answered = TRUE WHERE {_B} AND call_id = %s AND NOT answered",
-    "calls_reopen": f"""UPDATE buffer_calls SET answered = FALSE WHERE {_B} AND call_id = %s AND NOT EXISTS
-        (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = %s)""",
     "shift_rows": f"UPDATE buffer_rows SET pos = -(pos + %s) WHERE {_B} AND pos > %s AND pos < %s",
     # the moved rows' declarations (the rows moved first, to -(pos + n)), by their call ids
     "shift_calls": f"""WITH a AS (SELECT %s::bigint AS n, %s::bigint AS b, %s::bigint AS lo,
@@ -313,10 +320,9 @@ merge(SQL, checkpoint_tables.SQL, conversation_tables.SQL, adk_tables.SQL, archi
 # every plan the server may pick stays O(1) in the buffer's length
 # (docs/decisions/0033): a lookup per id is a subquery in the select list (a
 # subplan on the (buffer_id, call_id) key, never turned into a join that scans
-# the buffer's calls), and the open calls are scanned only when an EXISTS (a
-# first-row index scan) finds one: a bitmap scan of the partial index visits every
-# call the buffer ever had until VACUUM (an answered call's old row version stays
-# in the index). No open call gives NULL, not '[]': no JSON to parse. The open
+# the buffer's calls), and the open calls are the header's list (``unanswered``,
+# migration 26, decision 0153: no index of them), read only when it is not empty.
+# No open call gives NULL, not '[]': no JSON to parse. The open
 # calls come grouped by declaring turn (its ids in order, its position, its run's
 # end, the row after it): a run's end is found once per turn, on the primary key,
 # past that run's tool rows (decision 0068), not once per open call.
@@ -326,8 +332,7 @@ _FACT_IDS = """(SELECT json_agg(json_build_array(i.id,
         EXISTS (SELECT 1 FROM buffer_evicted v WHERE v.buffer_id = b.id AND v.call_id = i.id)))
     FROM unnest(%s::text[]) AS i(id) LEFT JOIN LATERAL (SELECT pos, healed FROM buffer_answers
         WHERE buffer_id = b.id AND call_id = i.id ORDER BY pos LIMIT 1) AS a ON TRUE)"""
-_FACT_OPEN = """CASE WHEN EXISTS (SELECT 1 FROM buffer_calls x WHERE x.buffer_id = b.id
-        AND NOT x.answered) THEN COALESCE((SELECT json_agg(json_build_array(g.ids,
+_FACT_OPEN = """CASE WHEN b.unanswered <> '[]' THEN (SELECT json_agg(json_build_array(g.ids,
         g.declared_pos, g.run_end, (SELECT MIN(n.pos) FROM buffer_rows n
             WHERE n.buffer_id = b.id AND n.pos > g.run_end)) ORDER BY g.declared_pos)
         FROM (SELECT t.declared_pos, t.ids, COALESCE((SELECT MAX(r.pos)
@@ -335,9 +340,10 @@ _FACT_OPEN = """CASE WHEN EXISTS (SELECT 1 FROM buffer_calls x WHERE x.buffer_id
             AND r.pos < COALESCE((SELECT s.pos FROM buffer_rows s
             WHERE s.buffer_id = b.id AND s.pos > t.declared_pos AND s.role <> 'tool'
             ORDER BY s.pos LIMIT 1), 9223372036854775807)), t.declared_pos) AS run_end
-        FROM (SELECT o.declared_pos, array_agg(o.call_id ORDER BY o.ord) AS ids
-            FROM buffer_calls o WHERE o.buffer_id = b.id AND NOT o.answered
-            GROUP BY o.declared_pos) AS t) AS g), '[]') END"""
+        FROM (SELECT (o.e ->> 1)::bigint AS declared_pos,
+                array_agg(o.e ->> 0 ORDER BY (o.e ->> 2)::integer) AS ids
+            FROM json_array_elements(b.unanswered::json) AS o(e)
+            GROUP BY (o.e ->> 1)::bigint) AS t) AS g) END"""
 _FACTS = ("append_facts", "append_facts@ids", "append_facts@open", "append_facts@ids+open")
 for _ids, _open, _suffix in (
     (False, False, ""),
@@ -346,7 +352,7 @@ for _ids, _open, _suffix in (
     (True, True, "@ids+open"),
 ):
     SQL[f"append_facts{_suffix}"] = (
-        "SELECT b.id, b.count, b.last_major, b.bytes, "
+        "SELECT b.id, b.count, b.last_major, b.bytes, b.unanswered, "
         + (_FACT_IDS if _ids else "NULL")
         + ", "
         + (_FACT_OPEN if _open else "NULL")
@@ -361,19 +367,13 @@ for _ids, _open, _suffix in (
 # new neither declared nor answered (a subplan per id, as in the facts above). Each
 # write's ``?`` variant runs only when the verdict is true; parameters keep their
 # types in the SELECT forms by casts. ``buffer_known`` reads what the next append may
-# assume: the header and the ids of the unanswered calls, scanned only when an
-# EXISTS finds one and no further than one past MAX_KNOWN_OPEN declarations (a
-# buffer with more is not remembered). The plain path runs it after its writes;
+# assume: the header with its list of unanswered calls (a buffer with more than
+# MAX_KNOWN_OPEN of them is not remembered). The plain path runs it after its writes;
 # after a true verdict the store works the same out from the writes it sent
 # (``store.postgres.after.known_after``, decision 0066), with no statement; after a
 # false one nothing was written and the plain path appends (and reads it).
 _KNOWN = "current_setting('flowmem.known')::boolean"
-_KNOWN_OPEN = f"""CASE WHEN EXISTS (SELECT 1 FROM buffer_calls x WHERE x.buffer_id = b.id
-        AND NOT x.answered)
-    THEN (SELECT array_agg(o.call_id) FROM (SELECT call_id FROM buffer_calls
-        WHERE buffer_id = b.id AND NOT answered LIMIT {MAX_KNOWN_OPEN + 1}) AS o) END"""
-SQL["buffer_known"] = f"""SELECT b.id, b.version, b.count, b.last_major, b.bytes,
-    {_KNOWN_OPEN} FROM buffers b WHERE {_ADDR}"""
+SQL["buffer_known"] = f"SELECT b.id, b.version, b.count, b.last_major, b.bytes, b.unanswered FROM buffers b WHERE {_ADDR}"
 SQL["append_known"] = """SELECT set_config('flowmem.known', (
     EXISTS (SELECT 1 FROM buffers WHERE id = %s AND version = %s
         AND count = %s AND last_major = %s AND bytes = %s)
@@ -382,16 +382,15 @@ SQL["append_known"] = """SELECT set_config('flowmem.known', (
         AND NOT EXISTS (SELECT 1 FROM buffer_answers a WHERE a.buffer_id = %s AND a.call_id = i.id)
         AND NOT EXISTS (SELECT 1 FROM buffer_evicted v WHERE v.buffer_id = %s AND v.call_id = i.id))
     FROM unnest(%s::text[]) AS i(id)), TRUE))::text, true)"""
-SQL["row_insert?"] = f"""INSERT INTO buffer_rows (buffer_id, pos, role, body, tokens)
-    SELECT %s::bigint, %s::bigint, %s::text, %s::text, %s::integer WHERE {_KNOWN}"""
+SQL["row_insert?"] = f"{SQL['row_insert']} WHERE {_KNOWN}"
 SQL["call_insert?"] = f"""INSERT INTO buffer_calls (buffer_id, call_id, declared_pos, ord, answered)
     SELECT %s::bigint, %s::text, %s::bigint, %s::integer,
         EXISTS (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = %s)
     WHERE {_KNOWN}"""
 SQL["answer_insert?"] = f"""INSERT INTO buffer_answers (buffer_id, call_id, pos, healed)
     SELECT %s::bigint, %s::text, %s::bigint, %s::boolean WHERE {_KNOWN}"""
-SQL["calls_answered?"] = f"{SQL['calls_answered']} AND {_KNOWN}"
 SQL["header_update?"] = f"{SQL['header_update']} AND {_KNOWN}"
+SQL["header_listed?"] = f"{SQL['header_listed']} AND {_KNOWN}"
 
 # A guarded append holds its guard with advisory locks, not row locks (decision 0127):
 # a row lock (the token FOR SHARE, the session FOR KEY SHARE) writes a WAL record and

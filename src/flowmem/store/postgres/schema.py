@@ -8,8 +8,37 @@ from __future__ import annotations
 
 from flowmem.store.migrations import collect
 from flowmem.store.quotasql import OWNER_OF, pg_grown_end
+from flowmem.store.repairs import KEPT
+from flowmem.store.repairs.postgres import HELD_CHARS
 
 MIGRATION_LOCK = 0x666C6F776D656D  # advisory key serializing schema migrations ("flowmem")
+
+# 26 (issue 42 §1, decision 0153, as SQLite's 23, decision 0137): the unanswered
+# declarations listed in the header ([call id, position, order], JSON), which the
+# editor writes once per append with the header's own update: no partial index of
+# open calls and no answered flag flipped on a result (it says what held when the call
+# was declared; whether a call is answered now is whether ``buffer_answers`` has its
+# id). The list goes before the held repair log entries in the row (their column is
+# written anew after it, the old one dropped): a HOT update's WAL record carries the
+# changed middle of the tuple, which then ends at the list, not after the held log
+LISTED_CALLS: tuple[str, ...] = (
+    "DROP TRIGGER IF EXISTS buffers_repairs_held ON buffers",
+    # idempotent, as the upgrade tests run it again on a schema taken back in parts
+    "ALTER TABLE buffers ADD COLUMN IF NOT EXISTS unanswered TEXT NOT NULL DEFAULT '[]'",
+    "ALTER TABLE buffers ADD COLUMN IF NOT EXISTS log_newest TEXT NOT NULL DEFAULT ''",
+    "UPDATE buffers SET log_newest = log_held WHERE log_held <> ''",
+    "ALTER TABLE buffers DROP COLUMN log_held",
+    "ALTER TABLE buffers RENAME COLUMN log_newest TO log_held",
+    f"""CREATE TRIGGER buffers_repairs_held AFTER UPDATE OF log_held ON buffers FOR EACH ROW
+        WHEN (length(NEW.log_held) > {HELD_CHARS} OR NEW.log_count > {KEPT})
+        EXECUTE FUNCTION flowmem_repairs_held()""",
+    """UPDATE buffers AS b SET unanswered = o.listed FROM (SELECT c.buffer_id,
+            json_agg(json_build_array(c.call_id, c.declared_pos, c.ord) ORDER BY c.declared_pos, c.ord)::text AS listed
+        FROM buffer_calls AS c WHERE NOT EXISTS (SELECT 1 FROM buffer_answers AS a
+            WHERE a.buffer_id = c.buffer_id AND a.call_id = c.call_id) GROUP BY c.buffer_id) AS o
+        WHERE b.id = o.buffer_id""",
+    "DROP INDEX IF EXISTS buffer_calls_open",
+)
 
 # Append-only: never edit a released migration, add a new one.
 _OWN: dict[int, tuple[str, ...]] = {
@@ -216,6 +245,7 @@ _OWN: dict[int, tuple[str, ...]] = {
         "CREATE INDEX IF NOT EXISTS buffer_calls_moved ON buffer_calls (buffer_id) WHERE declared_pos < 0",
         "DROP INDEX IF EXISTS buffer_calls_pos",
     ),
+    26: LISTED_CALLS,
 }
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = collect(_OWN, "postgres")

@@ -170,6 +170,10 @@ SQL: dict[str, str] = {
     "header_logged": """UPDATE buffers SET count = %s, last_major = %s, bytes = %s, tokens = tokens + %s,
         version = version + 1, log_bytes = log_bytes + %s, log_held = %s || log_held,
         log_count = log_count + %s WHERE id = %s""",
+    # the same with the header's list of unanswered calls (migration 26, decision 0153)
+    "header_listed_logged": """UPDATE buffers SET count = %s, last_major = %s, bytes = %s, tokens = tokens + %s,
+        unanswered = %s, version = version + 1, log_bytes = log_bytes + %s, log_held = %s || log_held,
+        log_count = log_count + %s WHERE id = %s""",
     "repairs_counted": """UPDATE buffers SET log_bytes = log_bytes + %s, log_held = %s || log_held,
         log_count = log_count + %s WHERE id = %s""",
     # a store keeping fewer than ``KEPT``: the held entries moved and the log trimmed now
