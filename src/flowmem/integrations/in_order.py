@@ -16,8 +16,9 @@ import contextvars
 import functools
 import logging
 import threading
+import weakref
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from typing import Any
 
@@ -140,6 +141,27 @@ class InOrder:
                 entry.done.set_result(result)
 
 
+class Queues:
+    """One ``InOrder`` per key (a session, a conversation), kept while a call of it waits or runs, or one is held."""
+
+    def __init__(self) -> None:
+        self._queues: weakref.WeakValueDictionary[Hashable, InOrder] = weakref.WeakValueDictionary()
+        self._lock = threading.Lock()
+
+    def of(self, key: Hashable) -> InOrder:
+        """The key's queue, made on first use."""
+        with self._lock:
+            queue = self._queues.get(key)
+            if queue is None:
+                queue = self._queues[key] = InOrder()
+            return queue
+
+    def busy(self, key: Hashable) -> bool:
+        """Whether a call of the key is queued or running: a read made now would not see what it writes."""
+        queue = self._queues.get(key)
+        return queue is not None and queue.busy
+
+
 def _report(entry: _Call, exc: BaseException | None) -> None:
     """Log a write whose caller left while it ran and that then failed: no one else hears of it."""
     if entry.what is None:
@@ -154,4 +176,4 @@ def _report(entry: _Call, exc: BaseException | None) -> None:
     )
 
 
-__all__ = ["InOrder"]
+__all__ = ["InOrder", "Queues"]

@@ -28,7 +28,11 @@
   session object that did not come from this service, by its events (never by
   time); appends of one session take turns.
 
-The store calls run in a worker thread (``asyncio.to_thread``).
+The store calls run in a worker thread; a session's one at a time, in the order made
+(``InOrder``, decision 0156): an append whose run was cancelled while it was being
+stored ends before the session's next read or write, so the next run sees it instead
+of making it stale, and one cancelled before its turn is never made. An append that
+fails with no caller left (refused stale by another writer) is logged at ERROR.
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ from flowmem.integrations.adk.events import (
     healed_event,
     kept_json,
 )
+from flowmem.integrations.in_order import InOrder, Queues
 from flowmem.scope import ExecutionContext, Refusal, usable_identity
 from flowmem.service import MemoryService, check_message_sizes, kinds, session_access
 from flowmem.service.checks import check_id_text, check_name, context_user
@@ -225,6 +230,11 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
         self._locks: weakref.WeakValueDictionary[tuple[str, str, str], asyncio.Lock] = (
             weakref.WeakValueDictionary()
         )
+        self._queues = Queues()  # per session: its store calls, one at a time in the order made
+
+    def _calls(self, app_name: str, user_id: str, session_id: str) -> InOrder:
+        """The session's queue (decision 0156)."""
+        return self._queues.of((app_name, user_id, session_id))
 
     # --- identities ----------------------------------------------------------------------
     def _ids(
@@ -292,7 +302,8 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
             context = ExecutionContext(user_id=user, session_id=flowmem_id)
             guard = self.memory.session_claim(flowmem_id, context)
             try:
-                scopes = await asyncio.to_thread(self.tables.create, record, app, of_user, guard)
+                calls = self._calls(app_name, user_id, sid)
+                scopes = await calls.run(self.tables.create, record, app, of_user, guard)
             except (ConflictError, AccessDeniedError, SessionDeletedError) as exc:
                 if flowmem_id == sid and _taken(exc):
                     continue
@@ -312,16 +323,17 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
         ids = self._ids("session read", app_name, user_id, session_id)
         if isinstance(ids, Refusal):
             return None
+        calls = self._calls(app_name, user_id, session_id)
         recent = None if config is None else config.num_recent_events
         after = config.after_timestamp if config is not None and config.after_timestamp else None
         if recent is None or recent >= 0:  # the events kept as JSON, filtered in SQL (decision 0133)
-            kept = await asyncio.to_thread(self.tables.read_kept, AdkKey(app_name, *ids), recent, after)
+            kept = await calls.run(self.tables.read_kept, AdkKey(app_name, *ids), recent, after)
             if kept is None:
                 return None
             if kept is not False:
                 return _session(kept[0], events_of_json(kept[1]))
         rows = not (config is not None and config.num_recent_events == 0)
-        found = await asyncio.to_thread(self.tables.read, AdkKey(app_name, *ids), rows)
+        found = await calls.run(self.tables.read, AdkKey(app_name, *ids), rows)
         if found is None:
             return None
         scopes, stored = found
@@ -352,9 +364,11 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
         ids = self._ids("session delete", app_name, user_id, session_id)
         if isinstance(ids, Refusal):
             return
-        found = await asyncio.to_thread(self.tables.read, AdkKey(app_name, *ids), False)
+        calls = self._calls(app_name, user_id, session_id)
+        found = await calls.run(self.tables.read, AdkKey(app_name, *ids), False)
         if found is not None:
-            await asyncio.to_thread(session_access.delete_session, self.memory, found[0].session.id, ids[0])
+            what = f"ADK delete_session of session {session_id!r} (app {app_name!r}, user {user_id!r})"
+            await calls.write(what, session_access.delete_session, self.memory, found[0].session.id, ids[0])
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         """The user's state in the app, keys without their ``user:`` prefix."""
@@ -394,8 +408,13 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
             rows, event.id, event.timestamp, own, app, user, self.memory.limits.buffer_bytes, kept_json(rows)
         )
         try:
-            written = await asyncio.to_thread(
-                self.tables.append, AdkKey(session.app_name, session.user_id, session.id), _seen(session), write
+            written = await self._calls(session.app_name, session.user_id, session.id).write(
+                f"ADK append_event of event {event.id} (author {event.author!r}) to session "
+                f"{session.id!r} (app {session.app_name!r}, user {session.user_id!r})",
+                self.tables.append,
+                AdkKey(session.app_name, session.user_id, session.id),
+                _seen(session),
+                write,
             )
         except SessionStaleError as exc:
             raise StaleSessionError(
