@@ -27,7 +27,9 @@ reported as median (min–max) (issue 42 §5):
   are taken per run (by rate, and the peer's p50 ÷ flowmem's) and reported as min /
   median / max. ``--disk-writer MIB`` starts another process rewriting a file of that
   size beside the databases, 1 MiB per write, each fsynced, while the runs append (the
-  user's disk shared); ``--dir`` chooses the disk (the run prints which);
+  user's disk shared); ``--dir`` chooses the disk (the run prints which); ``--plain-wal``
+  adds the default call on a store that makes no room ahead in its WAL (flowmem before
+  decision 0154), measured in the same rounds;
 - the time to load the last 50 rows and the whole buffer at each length;
 - the memory of loading a large buffer (``MEMORY_ROWS`` messages; LangGraph fewer):
   the tracemalloc peak of the load call holding its result ("above baseline", the
@@ -447,10 +449,19 @@ class FlowmemService(Flowmem):
     memory_rows = 0
 
     def __init__(
-        self, name: str, url: str, lengths: tuple[int, ...], asked: bool, group: str = "SQLite"
+        self,
+        name: str,
+        url: str,
+        lengths: tuple[int, ...],
+        asked: bool,
+        group: str = "SQLite",
+        plain_wal: bool = False,
     ) -> None:
         super().__init__(name, url, lengths, group=group)
         self.role = "default" if not asked else "default+messages"
+        if plain_wal:  # SQLite's log grown by every commit: flowmem before decision 0154
+            self.store.wal_room.enabled = False  # type: ignore[attr-defined]
+            self.role = "default, plain WAL"
         self.service = MemoryService(self.store)
         self.contexts: dict[str, ExecutionContext] = {}
         self.extra: dict[str, Any] = {"return_messages": True} if asked else {}
@@ -1056,6 +1067,11 @@ def main(argv: list[str] | None = None) -> int:
         "--dir", default=None, help="where the fresh files are made (the disk measured; default: $TMPDIR)"
     )
     parser.add_argument(
+        "--plain-wal",
+        action="store_true",
+        help="also the default call with SQLite's log grown by every commit (no room made ahead: decision 0154)",
+    )
+    parser.add_argument(
         "--disk-writer",
         type=int,
         default=0,
@@ -1089,6 +1105,8 @@ def main(argv: list[str] | None = None) -> int:
             Spec("flowmem service", lengths, lambda f: FlowmemService("flowmem service", sqlite_at(f), lengths, asked=False)),
             Spec("flowmem service +messages", lengths, lambda f: FlowmemService("flowmem service +messages", sqlite_at(f), lengths, asked=True)),
         ]  # fmt: skip
+        if args.plain_wal:  # the default call without the room made ahead in the WAL, side by side
+            specs.append(Spec("flowmem service plain WAL", lengths, lambda f: FlowmemService("flowmem service plain WAL", sqlite_at(f), lengths, asked=False, plain_wal=True)))  # fmt: skip
         if not args.no_peers:
             specs.append(Spec("agents SQLiteSession", lengths, lambda f: AgentsSession(f / "agents.db", lengths)))
             specs.append(Spec("LangChain SQLChatMessageHistory", lengths, lambda f: LangChainSQL(f / "langchain.db", lengths)))
