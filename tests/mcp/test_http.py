@@ -47,7 +47,11 @@ def test_building_the_mcp_server_leaves_the_hosts_logging_as_it_was(monkeypatch:
     root = logging.getLogger()
     monkeypatch.setattr(root, "handlers", [])  # as in a process nobody configured (pytest has its own)
     monkeypatch.setattr(root, "level", logging.ERROR)
-    create_app(MemoryStore(), purge_interval=None)
+    store = MemoryStore()
+    token, _ = create_token(store, "ana")
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+    with TestClient(create_app(store, purge_interval=None)) as client:  # the first /mcp request builds it
+        assert client.post("/mcp", json=INITIALIZE, headers=headers).status_code == 200
     assert root.handlers == [] and root.level == logging.ERROR
 
 

@@ -203,7 +203,7 @@ def create_app(
             purge = purge_expired_forever(services.pool, store, clock or time.time, purge_interval)
             purging = asyncio.create_task(purge)
         async with AsyncExitStack() as serving:
-            if mcp is not None:  # /mcp's session manager runs while the app does
+            if mcp is not None:  # /mcp's session manager runs in it once a request starts it
                 await serving.enter_async_context(mcp.running())
             yield
         if purging is not None:
@@ -274,16 +274,15 @@ def mcp_endpoint(services: Services) -> Any:
     """The ``/mcp`` endpoint over the app's services, or None when the ``mcp`` package is not installed.
 
     Its tools act as the principal the request gate found for the Bearer token, and
-    run their store work in the app's store threads (``flowmem.mcp.http``).
+    run their store work in the app's store threads (``flowmem.mcp.http``). The SDK is
+    imported by the first request to ``/mcp`` (``flowmem.mcp.on_demand``, decision 0157).
     """
-    try:
-        from flowmem.mcp.caller import Services as ToolServices
-        from flowmem.mcp.http import MCPEndpoint
-    except ImportError as exc:
-        if exc.name is None or exc.name.startswith("flowmem"):
-            raise
+    from flowmem.mcp.caller import Services as ToolServices
+    from flowmem.mcp.on_demand import OnDemandMCP, sdk_installed
+
+    if not sdk_installed():
         return None
-    return MCPEndpoint(ToolServices(services.memory, services.sessions), services.pool.in_thread)
+    return OnDemandMCP(ToolServices(services.memory, services.sessions), services.pool.in_thread)
 
 
 async def _close_runner(runner: object) -> None:
