@@ -32,19 +32,22 @@
   raises ``ConversationOwnedElsewhere``, a ``ConversationConflict`` that is also
   flowmem's ``AccessDeniedError``.
 
-Writes run in a worker thread (``asyncio.to_thread``); reads of a local store (SQLite,
-memory) on the caller's event loop, in a thread only when they would wait for a lock,
-and every read of PostgreSQL in a thread (``flowmem.service.local_reads``, decision 0140).
+Writes run in a worker thread, a conversation's one at a time in the order made
+(``InOrder``, decision 0156): a save whose run was cancelled while it was stored ends
+before the conversation's next write, and a read made meanwhile waits for it; one
+cancelled before its turn is never made; one refused with no caller left is logged at
+ERROR. Reads of a local store (SQLite, memory) run on the caller's event loop, in a
+thread only when they would wait for a lock, and every read of PostgreSQL in a thread
+(``flowmem.service.local_reads``, decision 0140).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import dataclasses
 import logging
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from pydantic_ai import Agent
 from pydantic_ai.conversation import Conversation
@@ -63,6 +66,7 @@ from pydantic_ai.run import AgentRunResult
 from pydantic_ai.usage import RunUsage
 
 from flowmem.errors import AccessDeniedError, InvalidInputError
+from flowmem.integrations.in_order import Queues
 from flowmem.integrations.pydantic_ai.ahead import Ahead, WriteAhead
 from flowmem.integrations.pydantic_ai.answers import carries_results, once_per_call
 from flowmem.integrations.pydantic_ai.rows import (
@@ -92,6 +96,7 @@ from flowmem.service.session_access import judge_session
 from flowmem.store import Store, WriteGuard, open_store
 from flowmem.store.conversations import LINE, ConversationWrite, StoredConversation
 
+T = TypeVar("T")
 log = logging.getLogger("flowmem.integrations.pydantic_ai")
 _CONTINUING: contextvars.ContextVar[Ahead | None] = contextvars.ContextVar("_CONTINUING", default=None)
 """The write-ahead a run's own save continues (set by ``save`` around pydantic-ai's save)."""
@@ -151,6 +156,7 @@ class FlowmemConversationStore(ConversationStore):
         self._warned = False
         self._known = KnownRecords()
         self._validated = Validated()
+        self._queues = Queues()  # per conversation: its writes, one at a time in the order made
 
     @classmethod
     def from_url(cls, url: str, *, context: ExecutionContext | None = None) -> FlowmemConversationStore:
@@ -212,7 +218,8 @@ class FlowmemConversationStore(ConversationStore):
     # --- the five primitives -----------------------------------------------------------------
     async def read_record(self, conversation_id: str) -> ConversationRecord | None:
         """The record of a conversation, or None (also for an id MEM-13 refuses)."""
-        if isinstance(self._session(conversation_id, "conversation read"), Refusal):
+        sid = self._session(conversation_id, "conversation read")
+        if isinstance(sid, Refusal):
             return None
         if self.user is not None and not await local_read(self.memory, self._may, conversation_id, "view"):
             return None  # another user's: a store built for a user does not have it
@@ -221,7 +228,7 @@ class FlowmemConversationStore(ConversationStore):
             saving = None
         stored = None if saving is None else self._known.at(conversation_id, saving.revision)
         if stored is None:  # not the record the saved conversation was loaded at: read it
-            stored = await local_read(self.memory, self._stored, conversation_id, LOADING.get())
+            stored = await self._read_in_turn(sid, self._stored, conversation_id, LOADING.get())
         if saving is not None:
             saving.stored, saving.read = stored, True
         if stored is None:
@@ -297,7 +304,14 @@ class FlowmemConversationStore(ConversationStore):
         saving = SAVING.get()
         if saving is not None and saving.conversation_id == conversation_id and saving.read:
             return saving.stored
-        return await local_read(self.memory, self.tables.get, conversation_id)
+        return await self._read_in_turn(conversation_id, self.tables.get, conversation_id)
+
+    async def _read_in_turn(self, conversation_id: str, read: Callable[..., T], *args: Any) -> T:
+        """``local_read``, or in the conversation's turn while a write of it waits or runs."""
+        if self._queues.busy(conversation_id):
+            result: T = await self._queues.of(conversation_id).run(read, *args)
+            return result
+        return await local_read(self.memory, read, *args)
 
     def _claim(self, conversation_id: str, record: ConversationRecord) -> WriteGuard | None:
         """The guard of the write, for the record's scope as owner; ConversationOwnedElsewhere (MEM-9)."""
@@ -311,18 +325,28 @@ class FlowmemConversationStore(ConversationStore):
     async def _write(
         self, write: ConversationWrite, expected_revision: str | None, guard: WriteGuard | None, named: str
     ) -> None:
-        """Store ``write`` in one transaction; ConversationConflict when the record moved on since."""
+        """Store ``write`` in one transaction, in the conversation's turn; ConversationConflict when stale."""
         cid = write.record.conversation_id
+        what = f"pydantic-ai write of conversation {named!r} ({len(write.entries)} new entries)"
         try:
-            written = await asyncio.to_thread(self.tables.write, write, expected_revision, guard)
+            await self._queues.of(cid).write(what, self._write_now, write, expected_revision, guard, named)
+        except ConversationConflict:
+            self._known.remember(cid, None)
+            raise
+        self._known.remember(cid, write.record)
+
+    def _write_now(
+        self, write: ConversationWrite, expected_revision: str | None, guard: WriteGuard | None, named: str
+    ) -> None:
+        """Store ``write``; a refusal raised here, where a write whose caller left is logged."""
+        try:
+            written = self.tables.write(write, expected_revision, guard)
         except ConversationConflict:
             raise
         except AccessDeniedError as exc:
             raise ConversationOwnedElsewhere(named, exc) from exc
         if not written:
-            self._known.remember(cid, None)
             raise ConversationConflict(named)
-        self._known.remember(cid, write.record)
 
     async def _once_per_call(
         self, entries: list[ConversationEntry], record: ConversationRecord
@@ -354,7 +378,8 @@ class FlowmemConversationStore(ConversationStore):
 
     async def delete_record(self, conversation_id: str, *, expected_revision: str) -> None:
         """Delete the conversation's session, entries included (decision 0042: its id stays deleted)."""
-        if isinstance(self._session(conversation_id, "conversation delete"), Refusal):
+        sid = self._session(conversation_id, "conversation delete")
+        if isinstance(sid, Refusal):
             raise ConversationConflict(conversation_id)
         verdict = None if self.user is None else judge_session(self.memory, conversation_id, self.user, "delete_session")
         if verdict is not None and not verdict.allowed:
@@ -363,7 +388,12 @@ class FlowmemConversationStore(ConversationStore):
             denied = AccessDeniedError(verdict.reason, rule=verdict.rule, conversation_id=conversation_id)
             raise ConversationOwnedElsewhere(conversation_id, denied)
         self._known.remember(conversation_id, None)
-        if not await asyncio.to_thread(self.tables.delete, conversation_id, expected_revision):
+        what = f"pydantic-ai delete of conversation {conversation_id!r}"
+        await self._queues.of(sid).write(what, self._delete_now, conversation_id, expected_revision)
+
+    def _delete_now(self, conversation_id: str, expected_revision: str) -> None:
+        """Delete the conversation; ConversationConflict when it moved on (raised here, as ``_write_now``)."""
+        if not self.tables.delete(conversation_id, expected_revision):
             raise ConversationConflict(conversation_id)
 
     async def read_entry(self, entry_id: str) -> ConversationEntry:
