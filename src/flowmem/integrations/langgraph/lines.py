@@ -21,7 +21,7 @@ import json
 import operator
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +46,18 @@ def is_message_list(value: object) -> bool:
         and bool(value)
         and all(isinstance(item, BaseMessage) for item in value)
     )
+
+
+def message_lists(values: Mapping[str, Any], lines: Collection[str]) -> list[list[BaseMessage]]:
+    """The message lists among a checkpoint's channel values, in the values' order.
+
+    ``lines``: the channels the same ``put`` just stored as lines, proven message lists
+    there (their stored prefix by identity, the rest by ``is_message_list``); they are not
+    scanned again, which at 2,000 messages cost 0.5 ms a step (``isinstance`` through
+    pydantic's ABC metaclass). Equal to ``[v for v in values.values() if is_message_list(v)]``
+    (tests/integrations/langgraph/test_lines.py).
+    """
+    return [v for c, v in values.items() if c in lines or is_message_list(v)]
 
 
 def base_key(ns: str, channel: str) -> str:
@@ -143,7 +155,8 @@ class LineHead:
         """True when ``messages`` starts with exactly this line's message objects."""
         if len(messages) < self.count:
             return False
-        return all(map(operator.is_, messages[: self.count], self.messages))
+        # map stops at the shorter iterable, ``self.messages``: no slice of the list copied
+        return all(map(operator.is_, self.messages, messages))
 
 
 class LineHeads:

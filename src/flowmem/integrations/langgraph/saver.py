@@ -45,7 +45,7 @@ import random
 import time
 import uuid
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
@@ -79,6 +79,7 @@ from flowmem.integrations.langgraph.lines import (
     dereference,
     from_rows,
     is_message_list,
+    message_lists,
     reference,
     to_rows,
 )
@@ -235,12 +236,11 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
         ns = str(conf.get("checkpoint_ns", ""))
         key: Key = (thread, ns, checkpoint["id"])
         try:
-            stored = self._put(thread, config, checkpoint, metadata, new_versions)
+            stored, lines = self._put(thread, config, checkpoint, metadata, new_versions)
         except BaseException as exc:
             self.durable.failed(key, exc)
             raise
-        values = checkpoint["channel_values"]
-        lists = [v for v in values.values() if is_message_list(v)]
+        lists = message_lists(checkpoint["channel_values"], lines)
         self.durable.stored(key, frozenset().union(*(open_calls(v) for v in lists)))
         parent = conf.get("checkpoint_id")
         if (
@@ -263,7 +263,8 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
-    ) -> RunnableConfig:
+    ) -> tuple[RunnableConfig, Collection[str]]:
+        """Write the checkpoint; with the channels it stored as lines (message lists)."""
         conf = _configurable(config)
         ns = str(conf.get("checkpoint_ns", ""))
         parent = conf.get("checkpoint_id")
@@ -313,7 +314,7 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
             for channel, line_head in heads.items():
                 self.heads.remember(thread, ns, channel, line_head)
             break
-        return {"configurable": owned_configurable(conf, thread, ns, checkpoint["id"])}
+        return {"configurable": owned_configurable(conf, thread, ns, checkpoint["id"])}, heads.keys()
 
     def _plan(
         self,
