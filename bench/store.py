@@ -235,6 +235,10 @@ class System:
         """The durability of the database it writes, as read from it (report_json's entry)."""
         raise NotImplementedError
 
+    def wal(self) -> str | None:
+        """The SQLite write-ahead log it writes (None: none), whose size changes are counted."""
+        return None
+
     def close(self) -> None:
         """Release files and connections."""
 
@@ -427,6 +431,10 @@ class Flowmem(System):
         path, synchronous = self.store.path, self.store.synchronous  # type: ignore[attr-defined]
         return report_json.flowmem_sqlite_durability(path, synchronous)
 
+    def wal(self) -> str | None:
+        """The SQLite file's log (a PostgreSQL store has none here)."""
+        return None if self.group != "SQLite" else f"{self.store.path}-wal"  # type: ignore[attr-defined]
+
     def close(self) -> None:
         """Close the store (on a server, its benchmark buffers dropped first; a file is removed)."""
         if self.group != "SQLite":
@@ -500,6 +508,7 @@ class AgentsSession(System):
 
         super().__init__(lengths)
         self.factory = lambda buffer: FullSyncSession(f"bench-{buffer}", db_path=path)
+        self.path = path
         self.loop = asyncio.new_event_loop()
         self.sessions: dict[str, Any] = {}
 
@@ -528,6 +537,10 @@ class AgentsSession(System):
     def whole(self, buffer: str) -> object:
         """``get_items()``."""
         return self.loop.run_until_complete(self.session(buffer).get_items())
+
+    def wal(self) -> str | None:
+        """Its file's log."""
+        return f"{self.path}-wal"
 
     def database(self) -> dict[str, Any]:
         """Read from the connection the sessions write with (this thread's)."""
@@ -676,6 +689,8 @@ class Results:
         self.append_peak: dict[tuple[str, int], int] = {}
         self.p50: dict[tuple[str, int], list[float]] = {}  # each run's median single append, s
         self.p99: dict[tuple[str, int], list[float]] = {}
+        self.wal_grew: dict[tuple[str, int], list[int]] = {}  # each run's appends that grew the WAL file
+        self.appended: dict[tuple[str, int], int] = {}  # single appends timed per run
 
     @staticmethod
     def add(table: dict[Any, list[Any]], key: Any, value: Any) -> None:
@@ -701,6 +716,14 @@ def quantile(values: list[float], q: float) -> float:
     """The ``q`` quantile of ``values`` (nearest rank)."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def _size(path: str | None) -> int:
+    """The size of the file at ``path`` (0: none)."""
+    try:
+        return os.path.getsize(path) if path else 0
+    except OSError:
+        return 0
 
 
 def run(specs: list[Spec], repeats: int, plan: Plan, base: Path) -> Results:
@@ -735,6 +758,8 @@ def run(specs: list[Spec], repeats: int, plan: Plan, base: Path) -> Results:
                     results.add(results.whole, key, _best(lambda s=system, b=buffer: s.whole(b), plan.loads[1]))  # type: ignore[misc]
         print(f"run {repeat + 1}/{repeats}: appending, the order rotated each round", flush=True)
         times: dict[tuple[str, int], list[float]] = {}
+        grew: dict[tuple[str, int], int] = {}  # appends whose commit changed the WAL file's size
+        sizes = {(s.name, n): _size(s.wal()) for n, group in members.items() for s in group if s.wal()}
         for round_no in range(rounds):
             for length in lengths:
                 group = members[length]
@@ -747,10 +772,17 @@ def run(specs: list[Spec], repeats: int, plan: Plan, base: Path) -> Results:
                     started = time.perf_counter()
                     system.append(buffer_name(length, repeat), length + len(found))
                     found.append(time.perf_counter() - started)
+                    if key in sizes:  # after the timed append: a stat, not timed
+                        size = _size(system.wal())
+                        grew[key] = grew.get(key, 0) + (size != sizes[key])
+                        sizes[key] = size
         for key, found in times.items():
             results.add(results.rate, key, len(found) / sum(found))
             results.add(results.p50, key, quantile(found, 0.5))
             results.add(results.p99, key, quantile(found, 0.99))
+            results.appended[key] = len(found)
+            if key in grew:
+                results.add(results.wal_grew, key, grew[key])
         for length, group in members.items():
             for system in group:
                 if repeat == repeats - 1 and isinstance(system, Flowmem) and system.role == "tuned":
@@ -879,6 +911,21 @@ def report(
                 for n in lengths
             ]
             print(f"| {s.name} | " + " | ".join(cells) + " |")
+        if any((s.name, n) in results.wal_grew for s in members for n in lengths):
+            print(
+                f"\n## {group}: single appends whose commit changed the WAL file's size, of each run's, "
+                f"median (min–max) of {repeats} runs (a count: the load does not move it)\n"
+            )
+            print("| system | " + " | ".join(f"{n:,} rows" for n in lengths) + " |")
+            print("|---|" + "---:|" * len(lengths))
+            for s in members:
+                cells = [
+                    f"{spread([float(v) for v in results.wal_grew[(s.name, n)]])} of {results.appended[(s.name, n)]}"
+                    if (s.name, n) in results.wal_grew
+                    else "—"
+                    for n in lengths
+                ]
+                print(f"| {s.name} | " + " | ".join(cells) + " |")
         found = ratios(results, members)
         if found:
             print(f"\n{group}: flowmem ÷ peer per run, min / median / max (rate; p50 = peer's ÷ ours)\n")
@@ -1020,6 +1067,7 @@ def measurements(results: Results, plan: Plan, repeats: int) -> dict[str, Any]:
         "append_peak_bytes": table(results.append_peak),
         "append_p50_s": table(results.p50),
         "append_p99_s": table(results.p99),
+        "wal_size_changes": table(results.wal_grew),  # per run: appends whose commit changed it
     }
 
 
