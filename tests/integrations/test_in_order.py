@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
 from flowmem.integrations import InThread
+from flowmem.integrations.in_order import InOrder, Queues
 from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
 from flowmem.store import MemoryStore
@@ -160,3 +163,75 @@ def test_a_call_on_a_loop_whose_threads_are_shut_down_raises_instead_of_waiting(
         asyncio.run(after_shutdown())
     asyncio.run(_append(memory, "next"))  # the next loop's call is not held up by the failed one
     assert _stored(gate) == ["next"]
+
+
+@pytest.mark.timeout(60)  # before: a deadlock (the caller waits for a worker that waits for its thread)
+def test_a_synchronous_call_made_while_the_queue_waits_for_a_worker_runs_the_queue_itself() -> None:
+    """Every executor thread may be a synchronous caller waiting its turn: the queue's worker
+    could then never start. The waiting caller runs the queue (the earlier call first)."""
+    queue = InOrder()
+    ran: list[str] = []
+    may_call = threading.Event()
+
+    def sync_caller() -> str:  # occupies the executor's one thread, then calls in
+        may_call.wait(30)
+        return str(queue.run_here(lambda: ran.append("sync") or "sync"))
+
+    async def scenario() -> list[Any]:
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(ThreadPoolExecutor(max_workers=1))
+        waiting = loop.run_in_executor(None, sync_caller)
+        earlier = asyncio.create_task(queue.run(lambda: ran.append("async") or "async"))
+        await asyncio.sleep(0)  # queued; its worker is behind ``sync_caller`` in the executor
+        assert queue.busy
+        may_call.set()
+        return list(await asyncio.wait_for(asyncio.gather(earlier, waiting), 10))
+
+    assert asyncio.run(scenario()) == ["async", "sync"]
+    assert ran == ["async", "sync"]
+    assert not queue.busy
+
+
+def test_a_synchronous_call_with_nothing_queued_runs_in_its_own_thread_at_once() -> None:
+    queue = InOrder()
+    assert queue.run_here(threading.get_ident) == threading.get_ident()
+
+
+def test_a_write_that_fails_after_its_caller_left_is_logged_once_a_read_is_not(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    queue = InOrder()
+    entered, release = threading.Event(), threading.Event()
+
+    def refused(what: str) -> None:
+        entered.set()
+        release.wait(30)
+        raise ValueError(f"{what} refused")
+
+    async def cancelled_while_running(call: Coroutine[Any, Any, Any]) -> None:
+        entered.clear()
+        task = asyncio.create_task(call)
+        await asyncio.to_thread(entered.wait, 30)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        release.set()
+        await queue.run(lambda: None)  # after it ended
+        release.clear()
+
+    async def scenario() -> None:
+        await cancelled_while_running(queue.write("the write of x", refused, "x"))
+        await cancelled_while_running(queue.run(refused, "a read"))
+
+    with caplog.at_level(logging.ERROR, logger="flowmem"):
+        asyncio.run(scenario())
+    lost = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(lost) == 1, caplog.text
+    assert lost[0].startswith("the write of x: its caller was cancelled") and "ValueError: x refused" in lost[0]
+
+
+def test_queues_keeps_one_queue_per_key_while_it_is_held() -> None:
+    queues = Queues()
+    first = queues.of("a")
+    assert queues.of("a") is first and queues.of("b") is not first
+    assert not queues.busy("a") and not queues.busy("never used")

@@ -93,24 +93,34 @@ class InOrder:
         """Return ``func(*args, **kwargs)`` for a synchronous caller, after the calls made before it.
 
         Nothing queued or running (or called from inside a queued call): it runs here at
-        once. Else it joins the queue, the thread running the queue runs it in its turn,
-        and this thread waits for it: a write whose async caller left while it ran is
-        not overtaken by a synchronous call made after.
+        once. Else it joins the queue and waits for its turn: a write whose async caller
+        left while it ran is not overtaken by a synchronous call made after. When the
+        queue's worker thread has not started yet (the executor's threads may all be
+        callers waiting here), this thread runs the queue itself, to its end.
         """
+        me = threading.get_ident()
         with self._lock:
-            if not self._draining or self._drainer == threading.get_ident():
+            steal = False
+            if not self._draining or self._drainer == me:
                 entry = None
             else:
                 call = functools.partial(contextvars.copy_context().run, func, *args, **kwargs)
                 entry = _Call(Future(), call, None)
                 self._queue.append(entry)
+                steal = self._drainer is None
+                if steal:
+                    self._drainer = me
         if entry is None:
             return func(*args, **kwargs)
+        if steal:
+            self._run_queue()
         return entry.done.result()
 
     def _fail_queued(self, exc: BaseException) -> None:
-        """Raise ``exc`` to every queued call: no thread will run them."""
+        """Raise ``exc`` to every queued call: no thread will run them (unless one claimed the queue)."""
         with self._lock:
+            if self._drainer is not None:
+                return  # a synchronous caller runs the queue (``run_here``)
             queued, self._draining = list(self._queue), False
             self._queue.clear()
         for waiting in queued:
@@ -118,8 +128,15 @@ class InOrder:
                 waiting.done.set_exception(exc)
 
     def _drain(self) -> None:
-        """Run the queued calls until none is left (one worker thread at a time)."""
-        self._drainer = threading.get_ident()
+        """Run the queued calls until none is left, unless a thread runs them already (``run_here``)."""
+        with self._lock:
+            if self._drainer is not None:
+                return  # that thread runs the queue to its end
+            self._drainer = threading.get_ident()
+        self._run_queue()
+
+    def _run_queue(self) -> None:
+        """Run the queued calls until none is left (one thread at a time: the one that claimed it)."""
         while True:
             with self._lock:
                 if not self._queue:
