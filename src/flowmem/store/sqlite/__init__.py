@@ -32,7 +32,8 @@ dying of SIGBUS in SQLite's mapped ``-shm``, until the files are writable again.
 The modules, each importing only those listed after it (an import-linter contract):
 ``store`` (``SqliteStore``, its connections and driver errors), ``fsync`` (the WAL
 fsync in both modes), ``writers`` (the writer queue), ``fileguard`` (sealed files),
-``queries`` (``SQL``), ``schema`` (``MIGRATIONS``).
+``walroom`` (room made ahead in the WAL, so a commit's fsync does not grow it:
+docs/decisions/0154), ``queries`` (``SQL``), ``schema`` (``MIGRATIONS``).
 """
 
 from __future__ import annotations
