@@ -235,3 +235,35 @@ def test_queues_keeps_one_queue_per_key_while_it_is_held() -> None:
     first = queues.of("a")
     assert queues.of("a") is first and queues.of("b") is not first
     assert not queues.busy("a") and not queues.busy("never used")
+
+
+class RefusingGate(Gate):
+    """A ``Gate`` whose held append of ``"first"`` fails once released (a store's refusal)."""
+
+    def append(self, scope: str, key: str, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        """Hold ``"first"`` until released, then raise; append anything else."""
+        if messages[0]["content"] == "first":
+            self.first_entered.set()
+            self.release.wait(30)
+            raise ValueError("refused by the test")
+        return super().append(scope, key, messages, *args, **kwargs)
+
+
+def test_an_append_that_fails_after_its_caller_was_cancelled_is_logged_with_what_it_carried(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    gate = RefusingGate()
+    memory = InThread(gate)
+
+    async def scenario() -> None:
+        await cancel_once_held(_append(memory, "first"), gate)
+        gate.release.set()
+        await _append(memory, "after")  # after the refused one ended
+        await memory.load("user", "chat", CONTEXT)  # a read: never logged
+
+    with caplog.at_level(logging.ERROR, logger="flowmem"):
+        asyncio.run(scenario())
+    lost = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(lost) == 1, caplog.text
+    assert lost[0].startswith("flowmem append of 'user' 'chat', 1 message(s)") and "ValueError" in lost[0]
+    assert _stored(gate) == ["after"]

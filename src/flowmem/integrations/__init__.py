@@ -95,10 +95,24 @@ class InThread:
         self.calls = InOrder()
 
 
+WRITES = frozenset({"write", "delete", "append", "clear", "pop_last"})
+"""The operations that change what is stored: one that fails after its caller left is logged (decision 0156)."""
+
+
+def _writing(name: str, args: tuple[Any, ...]) -> str:
+    """What a write carries, for the log when it fails with no caller left: its scope, key and messages."""
+    where = " ".join(repr(arg) for arg in args[:2])
+    messages = args[2] if name == "append" and len(args) > 2 else None
+    carried = f", {len(messages)} message(s)" if isinstance(messages, list | tuple) else ""
+    return f"flowmem {name} of {where}{carried} (an async adapter's call in a worker thread)"
+
+
 def _in_thread(name: str) -> Callable[..., Awaitable[Any]]:
     """``Memory.<name>`` in a worker thread, with ``AsyncMemory.<name>``'s signature."""
 
     async def operation(self: InThread, *args: Any, **kwargs: Any) -> Any:
+        if name in WRITES:
+            return await self.calls.write(_writing(name, args), getattr(self.memory, name), *args, **kwargs)
         return await self.calls.run(getattr(self.memory, name), *args, **kwargs)
 
     operation.__name__ = name
