@@ -75,6 +75,7 @@ from flowmem.integrations.adk.events import (
     healed_event,
     kept_json,
 )
+from flowmem.integrations.adk.kept import kept_events, whole_session
 from flowmem.integrations.in_order import InOrder, Queues
 from flowmem.scope import ExecutionContext, Refusal, usable_identity
 from flowmem.service import MemoryService, check_message_sizes, kinds, session_access
@@ -231,6 +232,7 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
             weakref.WeakValueDictionary()
         )
         self._queues = Queues()  # per session: its store calls, one at a time in the order made
+        self._copies = kept_events()  # whole sessions validated, copied on the next read (decision 0155)
 
     def _calls(self, app_name: str, user_id: str, session_id: str) -> InOrder:
         """The session's queue (decision 0156)."""
@@ -331,6 +333,8 @@ class FlowmemSessionService(BaseSessionService):  # type: ignore[misc, unused-ig
             if kept is None:
                 return None
             if kept is not False:
+                if recent is None and after is None:  # the whole session: its kept copy
+                    return _session(kept[0], whole_session(self._copies, AdkKey(app_name, *ids), kept[1]))
                 return _session(kept[0], events_of_json(kept[1]))
         rows = not (config is not None and config.num_recent_events == 0)
         found = await calls.run(self.tables.read, AdkKey(app_name, *ids), rows)
