@@ -153,8 +153,10 @@ def _drop_quotas(url: str) -> None:
             ("buffers_usage_insert", "buffers"), ("buffers_usage_update", "buffers"),
             ("buffers_usage_delete", "buffers"), ("records_usage_insert", "records"),
             ("records_usage_update", "records"), ("records_usage_delete", "records"),
+            # since migration 27 (decision 0153): the reservation's, in buffers_usage_update's place
+            ("buffers_reserve", "buffers"), ("buffers_reserve_new", "buffers"),
         ):  # fmt: skip
-            _sql(url, f"DROP TRIGGER {trigger} ON {table}")
+            _sql(url, f"DROP TRIGGER IF EXISTS {trigger} ON {table}")
         for function in (
             "flowmem_quota_check(TEXT, TEXT, BIGINT)", "flowmem_owner()",
             "flowmem_buffer_grown()", "flowmem_buffer_dropped()",

@@ -9,6 +9,7 @@ from flowmem.store.adk import postgres as adk_tables
 from flowmem.store.archive import postgres as archive_tables
 from flowmem.store.checkpoints import postgres as checkpoint_tables
 from flowmem.store.conversations import postgres as conversation_tables
+from flowmem.store.postgres.reserved import EXACT_BYTES
 from flowmem.store.repairs import postgres as repair_tables
 from flowmem.store.statements import guarded, merge
 
@@ -129,7 +130,9 @@ SQL: dict[str, str] = {
         WHERE buffer_id = %s AND pos < %s ORDER BY pos DESC LIMIT %s) AS tail ORDER BY pos""",
     "count": f"SELECT count FROM buffers WHERE {_ADDR}",
     "database_bytes": "SELECT pg_database_size(current_database())",
-    "usage_get": "SELECT bytes, buffers, records FROM user_usage WHERE user_id = %s",
+    # an owner's bytes, exact: user_usage's upper bound less the buffers' unused reservations (migration 27)
+    "usage_get": f"""SELECT {EXACT_BYTES.format(u='u')}, u.buffers, u.records
+        FROM user_usage AS u WHERE u.user_id = %s""",
     "usage_delete": "DELETE FROM user_usage WHERE user_id = %s",
     "quotas_set": """SELECT set_config('flowmem.quota_bytes', %s, false),
         set_config('flowmem.quota_buffers', %s, false), set_config('flowmem.quota_records', %s, false)""",

@@ -7,6 +7,7 @@ own in its ``postgres.py``, and ``flowmem.store.migrations.collect`` joins them.
 from __future__ import annotations
 
 from flowmem.store.migrations import collect
+from flowmem.store.postgres import reserved
 from flowmem.store.quotasql import OWNER_OF, pg_grown_end
 from flowmem.store.repairs import KEPT
 from flowmem.store.repairs.postgres import HELD_CHARS
@@ -246,6 +247,11 @@ _OWN: dict[int, tuple[str, ...]] = {
         "DROP INDEX IF EXISTS buffer_calls_pos",
     ),
     26: LISTED_CALLS,
+    # 27 (issue 42 §1/§3, decision 0153, as SQLite's 25): a buffer's bytes reserved in
+    # ``user_usage`` with slack, so a growing append checks the bytes quota on one row read
+    # and writes the owner's usage row only when its reservation runs out
+    # (``flowmem.store.postgres.reserved``)
+    27: reserved.MIGRATION,
 }
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = collect(_OWN, "postgres")

@@ -1,0 +1,204 @@
+"""PostgreSQL's migration 27 (decision 0153, as SQLite's 25): a buffer's bytes reserved in ``user_usage``.
+
+A growing append inside its reservation writes no usage row (its version stays the
+same); the bytes quota is checked against the upper bound and, past it, the unused
+reservations are given back so that a refusal is exact; the invariant holds after any
+writes and deletes; an upgrade from migration 26 reserves each owned buffer's bytes
+exactly and leaves every usage as it was.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from flowmem.core import prepare
+from flowmem.errors import QuotaExceededError
+from flowmem.store import Address, Quotas, SessionRecord
+from flowmem.store.base import Usage
+
+psycopg = pytest.importorskip("psycopg")
+
+from flowmem.store.postgres import MIGRATIONS, PostgresStore  # noqa: E402
+
+pytestmark = pytest.mark.postgres
+
+
+def _grow(store: PostgresStore, address: Address, text: str) -> None:
+    store.append(address, prepare({"role": "user", "content": text}, store.count(address) + 1))
+
+
+def _usage_version(url: str, who: str) -> Any:
+    """The usage row's version (``xmin``): a new one for every write of the row."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        found = conn.execute(
+            "SELECT xmin::text FROM user_usage WHERE user_id = %s", (who,)
+        ).fetchone()
+    return None if found is None else found[0]
+
+
+def test_a_growing_append_inside_its_reservation_writes_no_usage_row(postgres_db_url: str) -> None:
+    store = PostgresStore(postgres_db_url)
+    chat = Address("user", "alice", "chat")
+    try:
+        for quotas in (Quotas(), Quotas.off()):  # the bytes quota checked on a read, or not at all
+            store.set_quotas(quotas)
+            _grow(store, chat, "first")  # reserves 16 KiB more than it holds (the first time)
+            version = _usage_version(postgres_db_url, "alice")
+            for n in range(20):
+                _grow(store, chat, f"message {n}")
+            assert _usage_version(postgres_db_url, "alice") == version
+        _grow(store, chat, "x" * 20_000)  # past the reservation: reserved again, the row written
+        assert _usage_version(postgres_db_url, "alice") != version
+        rows = store.load(chat)
+        assert store.usage("alice").bytes == sum(
+            len(store.load_bodies(chat)[i][1]) for i in range(len(rows))
+        )
+    finally:
+        store.close()
+
+
+def test_a_write_that_fits_the_bytes_quota_exactly_passes_one_byte_more_is_refused(
+    postgres_db_url: str,
+) -> None:
+    store = PostgresStore(postgres_db_url)
+    try:
+        chats = [Address("user", "alice", f"c{n}") for n in range(5)]
+        for chat in chats:  # each reserves 16 KiB more than it holds
+            _grow(store, chat, "first")
+        before = store.usage("alice").bytes
+        _grow(store, chats[0], "the same message")
+        grown = store.usage("alice").bytes - before
+        store.set_quotas(Quotas(bytes=before + 2 * grown))  # far under the upper bound (5 x 16 KiB)
+        _grow(store, chats[1], "the same message")  # fits exactly
+        assert store.usage("alice").bytes == before + 2 * grown
+        store.set_quotas(Quotas(bytes=before + 3 * grown - 1))
+        with pytest.raises(QuotaExceededError):
+            _grow(store, chats[2], "the same message")  # one byte over
+        assert store.usage("alice").bytes == before + 2 * grown and store.count(chats[2]) == 1
+        store.set_quotas(Quotas(bytes=before + 3 * grown))
+        _grow(store, chats[2], "the same message")  # and with that byte, it fits
+        _grow(store, chats[3], "")  # a growth of nothing is never refused
+        with pytest.raises(QuotaExceededError):
+            _grow(store, chats[4], "the same message")
+        with pytest.raises(QuotaExceededError):  # a record's check gives back the same way
+            store.put_record(Address("user", "alice", "note"), "n" * grown, None)
+        store.clear(chats[0])
+        _grow(store, chats[4], "the same message")  # the cleared rows made room
+        store.put_record(Address("user", "alice", "note"), "n", None)
+    finally:
+        store.close()
+
+
+def _check_invariant(url: str, store: PostgresStore) -> None:
+    """user_usage.bytes = records' bytes + Σ reserved; reserved covers each buffer; usage is exact."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        (usage,) = conn.execute(
+            "SELECT COALESCE((SELECT bytes FROM user_usage WHERE user_id = 'alice'), 0)"
+        ).fetchone()  # type: ignore[misc]
+        (records,) = conn.execute(
+            "SELECT COALESCE(SUM(octet_length(value)), 0) FROM records WHERE owner = 'alice'"
+        ).fetchone()  # type: ignore[misc]
+        reserved, used, short = conn.execute(
+            """SELECT COALESCE(SUM(reserved), 0), COALESCE(SUM(bytes + log_bytes), 0),
+                COUNT(*) FILTER (WHERE reserved < bytes + log_bytes) FROM buffers WHERE owner = 'alice'"""
+        ).fetchone()  # type: ignore[misc]
+    assert usage == records + reserved and short == 0
+    assert store.usage("alice").bytes == records + used
+
+
+_OP = st.tuples(
+    st.sampled_from(["append", "append", "clear", "record", "session", "erase"]),
+    st.integers(0, 3),
+    st.integers(0, 9000),
+)
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=st.lists(_OP, max_size=16), quota=st.sampled_from([0, 20_000, 60_000]))
+def test_the_reservations_add_up_after_any_writes_and_deletes(
+    postgres_db_url: str, ops: list[tuple[str, int, int]], quota: int
+) -> None:
+    store = PostgresStore(postgres_db_url)
+    tag = uuid.uuid4().hex[:8]  # one database for every example: sessions named apart
+    store.erase_user("alice")
+    store.set_quotas(Quotas(bytes=quota))
+    try:
+        session = 1
+        store.create_session(SessionRecord(f"{tag}-1", "s1", "alice"))
+        for op, which, size in ops:
+            if which == 3:
+                address = Address("session", f"{tag}-{session}", f"b{which}")
+            else:
+                address = Address("user", "alice", f"b{which}")
+            try:
+                if op == "append":
+                    _grow(store, address, "z" * size)
+                elif op == "clear":
+                    store.clear(address)
+                elif op == "record":
+                    store.put_record(Address("user", "alice", f"r{which}"), "v" * size, None)
+                elif op == "erase":
+                    store.erase_user("alice")  # every buffer, record and session of hers
+                    session += 1
+                    store.create_session(SessionRecord(f"{tag}-{session}", "s", "alice"))
+                else:
+                    assert store.delete_session(f"{tag}-{session}")  # its buffers go with it
+                    session += 1
+                    store.create_session(SessionRecord(f"{tag}-{session}", "s", "alice"))
+            except QuotaExceededError:
+                pass
+            _check_invariant(postgres_db_url, store)
+    finally:
+        store.close()
+
+
+def test_an_upgrade_from_26_reserves_each_owned_buffer_exactly_and_keeps_the_usage(
+    postgres_db_url: str,
+) -> None:
+    with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+        conn.execute(PostgresStore.SQL["schema_table"])
+        for number, statements in enumerate(MIGRATIONS[:26], start=1):
+            for statement in statements:
+                conn.execute(statement)
+            conn.execute(PostgresStore.SQL["schema_insert"], (number, time.time()))
+        # as migration 26's triggers counted them: the buffers' bytes and the record's, exactly
+        for key, size in (("a", 300), ("b", 5000)):
+            bid = conn.execute(
+                "INSERT INTO buffers (scope, scope_id, key) VALUES ('user', 'alice', %s) RETURNING id",
+                (key,),
+            ).fetchone()[0]  # type: ignore[index]
+            conn.execute(
+                "UPDATE buffers SET bytes = %s, count = 1, last_major = 1 WHERE id = %s",
+                (size, bid),
+            )
+        conn.execute(
+            "INSERT INTO records (scope, scope_id, key, value) VALUES ('user', 'alice', 'r', '\"v\"')"
+        )
+        before = conn.execute(
+            "SELECT bytes, buffers, records FROM user_usage WHERE user_id = 'alice'"
+        ).fetchone()
+    assert before == (5303, 2, 1)
+    store = PostgresStore(postgres_db_url)
+    try:
+        assert store.schema_version() == len(MIGRATIONS)
+        assert store.usage("alice") == Usage(*before)
+        _check_invariant(postgres_db_url, store)
+        with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+            short = conn.execute(
+                "SELECT COUNT(*) FROM buffers WHERE reserved <> bytes + log_bytes"
+            ).fetchone()
+        assert short == (0,)
+        store.set_quotas(Quotas(bytes=5303 + 100))
+        with pytest.raises(QuotaExceededError):
+            _grow(store, Address("user", "alice", "a"), "x" * 100)
+        _check_invariant(postgres_db_url, store)
+    finally:
+        store.close()
