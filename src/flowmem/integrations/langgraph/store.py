@@ -266,7 +266,8 @@ class FlowmemStore(BaseStore):
         anything is read or written.
         """
         plans = [self._plan(op) for op in list(ops)]
-        return self._calls.run_here(self._run, plans, self._embed(plans))  # after an abatch still running
+        results: list[Result] = self._calls.run_here(self._run, plans, self._embed(plans))  # after an abatch
+        return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """``batch`` with the embedder awaited and the storage work in a worker thread, in the order made."""
@@ -279,8 +280,10 @@ class FlowmemStore(BaseStore):
                 embedded[query] = await self.index.embeddings.aembed_query(query)
         puts = [plan for plan in plans if isinstance(plan, _Put)]
         if not puts:
-            return await self._calls.run(self._run, plans, embedded)
-        return await self._calls.write(_writing(puts), self._run, plans, embedded)
+            results: list[Result] = await self._calls.run(self._run, plans, embedded)
+        else:
+            results = await self._calls.write(_writing(puts), self._run, plans, embedded)
+        return results
 
     def _to_embed(self, plans: list[_Plan]) -> tuple[list[str], list[str]]:
         """The search queries and the put texts a batch embeds."""
