@@ -44,6 +44,7 @@ _LOG_COLUMNS = (
     ("log_count", "BIGINT NOT NULL DEFAULT 0"),
     ("log_held", "TEXT NOT NULL DEFAULT ''"),
 )
+_MOVED = ("owner", *(name for name, _ in _LOG_COLUMNS))  # the columns migration 27 writes anew
 
 # slack of a new reservation, SQLite's: used + max(16 KiB, used / 8)
 SLACK = "GREATEST(16384, {used} / 8)"
@@ -103,21 +104,30 @@ MIGRATION: tuple[str, ...] = (
     "DROP TRIGGER IF EXISTS buffers_usage_update ON buffers",
     "DROP TRIGGER IF EXISTS buffers_reserve ON buffers",
     "DROP TRIGGER IF EXISTS buffers_repairs_held ON buffers",
+    "DROP TRIGGER IF EXISTS buffers_usage_insert ON buffers",
+    "DROP TRIGGER IF EXISTS buffers_usage_delete ON buffers",
+    # the owner and the repair log's columns written anew after the list of open calls,
+    # the reservation among them (the old ones dropped): a HOT update's WAL record carries
+    # the tuple's changed middle, so what most appends change (count … tokens, the list of
+    # open calls) comes first, then what they leave (the owner, the reservation, the log's
+    # bytes and count), then the held log, which a logging append prepends to (its older
+    # entries: the tuple's unchanged end). The owner was in that middle: 8-16 bytes an append
+    "ALTER TABLE buffers ADD COLUMN IF NOT EXISTS owner_moved TEXT",
     "ALTER TABLE buffers ADD COLUMN IF NOT EXISTS reserved BIGINT NOT NULL DEFAULT 0",
-    # the repair log's columns written anew after the reservation (the old ones dropped):
-    # a HOT update's WAL record carries the tuple's changed middle, so what most appends
-    # change (count … tokens, the list of open calls) comes first, then what they leave
-    # (the reservation, the log's bytes and count), then the held log, which a logging
-    # append prepends to (its older entries: the tuple's unchanged end)
     *(
         f"ALTER TABLE buffers ADD COLUMN IF NOT EXISTS {name}_moved {kind}"
         for name, kind in _LOG_COLUMNS
     ),
     # the usage rows count each owned header's bytes exactly already (migration 12's trigger)
-    f"""UPDATE buffers SET {", ".join(f"{name}_moved = {name}" for name, _ in _LOG_COLUMNS)},
+    f"""UPDATE buffers SET owner_moved = owner, {", ".join(f"{name}_moved = {name}" for name in _MOVED[1:])},
         reserved = CASE WHEN owner IS NULL THEN 0 ELSE bytes + log_bytes END""",
-    *(f"ALTER TABLE buffers DROP COLUMN {name}" for name, _ in _LOG_COLUMNS),
-    *(f"ALTER TABLE buffers RENAME COLUMN {name}_moved TO {name}" for name, _ in _LOG_COLUMNS),
+    *(f"ALTER TABLE buffers DROP COLUMN {name}" for name in _MOVED),
+    *(f"ALTER TABLE buffers RENAME COLUMN {name}_moved TO {name}" for name in _MOVED),
+    # migration 12's triggers of the owner's buffer count, on the owner's new column
+    """CREATE TRIGGER buffers_usage_insert AFTER INSERT ON buffers FOR EACH ROW
+        WHEN (NEW.owner IS NOT NULL) EXECUTE FUNCTION flowmem_buffer_grown()""",
+    """CREATE TRIGGER buffers_usage_delete AFTER DELETE ON buffers FOR EACH ROW
+        WHEN (OLD.owner IS NOT NULL) EXECUTE FUNCTION flowmem_buffer_dropped()""",
     f"""CREATE TRIGGER buffers_repairs_held AFTER UPDATE OF log_held ON buffers FOR EACH ROW
         WHEN (length(NEW.log_held) > {HELD_CHARS} OR NEW.log_count > {KEPT})
         EXECUTE FUNCTION flowmem_repairs_held()""",
