@@ -92,7 +92,7 @@ def _at_25(conn: psycopg.Connection[Any], rows: list[dict[str, Any]]) -> None:
     )
 
 
-def test_an_upgrade_from_25_lists_the_open_calls_and_keeps_every_answer_heal_and_placeholder(
+def test_mem_3_an_upgrade_from_25_lists_the_open_calls_and_keeps_every_answer_heal_and_placeholder(
     postgres_db_url: str,
 ) -> None:
     stored = append([], prepare(BEFORE, 1)).messages  # the healed placeholder of c_heal among them
@@ -144,7 +144,9 @@ def test_an_upgrade_from_25_lists_the_open_calls_and_keeps_every_answer_heal_and
         store.close()
 
 
-def test_a_call_answered_and_unanswered_again_is_listed_again(postgres_db_url: str) -> None:
+def test_mem_3_a_call_answered_and_unanswered_again_is_listed_again_and_healed(
+    postgres_db_url: str,
+) -> None:
     """A result's removal (the last row popped) puts its call's declaration back on the list."""
     store = PostgresStore(postgres_db_url)
     try:
