@@ -19,7 +19,8 @@ declaration: call id, declaring pos, order in the turn, answered flag),
 they were remembered: the latest ``EVICTED_CALLS_KEPT`` are kept).
 
 Where a buffer's header has a fifth column (SQLite since its migration 23, decision
-0137), the backend *lists* its unanswered calls there instead of flagging and
+0137; PostgreSQL since its 26, decision 0153, which takes a row's call ids without
+storing them), the backend *lists* its unanswered calls there instead of flagging and
 indexing them: the header's ``unanswered`` is a JSON list of ``[call id, declaring
 position, order]``, which this editor keeps in memory across its writes and writes
 once per flush, with the header; each row's call ids go with the row (``row_insert``'s
