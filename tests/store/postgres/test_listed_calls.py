@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from flowmem.core import append, call_ids, is_healed, prepare, result_id
 from flowmem.core.tokens import estimate_tokens
@@ -167,5 +170,64 @@ def test_mem_3_a_call_answered_and_unanswered_again_is_listed_again_and_healed(
             ("tool", True),
             ("user", False),
         ]
+    finally:
+        store.close()
+
+
+_MESSAGE = st.one_of(
+    st.builds(lambda t: {"role": "user", "content": t}, st.sampled_from(["q", "again"])),
+    st.builds(
+        lambda ids: {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": i, "function": {"name": "f", "arguments": "{}"}} for i in ids],
+        },
+        st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=1, max_size=2, unique=True),
+    ),
+    st.builds(
+        lambda i: {"role": "tool", "content": "r", "tool_call_id": i},
+        st.sampled_from(["a", "b", "c", "d", "e"]),
+    ),
+    st.builds(lambda t: {"role": "assistant", "content": t}, st.just("answer")),
+)
+
+
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    appends=st.lists(st.lists(_MESSAGE, min_size=1, max_size=3), min_size=1, max_size=12),
+    window=st.sampled_from([0, 0, 4]),
+)
+def test_mem_3_the_header_lists_exactly_the_declarations_without_an_answer(
+    postgres_db_url: str, appends: list[list[dict[str, Any]]], window: int
+) -> None:
+    """After any appends (heals, duplicates, a window's evictions) the list is the open declarations, and the buffer the pure append's."""
+    store = PostgresStore(postgres_db_url)
+    address = Address(
+        "user", "alice", f"prop-{uuid.uuid4().hex[:8]}"
+    )  # one database for every example
+    try:
+        expected: list[dict[str, Any]] = []
+        evicted: tuple[str, ...] = ()
+        for n, messages in enumerate(appends, start=1):
+            rows = prepare(messages, n)
+            store.append(address, rows, max_messages=window)
+            done = append(expected, rows, max_messages=window, evicted=evicted)
+            expected, evicted = done.messages, done.evicted
+            with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+                listed = conn.execute(
+                    "SELECT id, unanswered FROM buffers WHERE scope = %s AND scope_id = %s AND key = %s",
+                    tuple(address),
+                ).fetchone()
+                assert listed is not None
+                open_calls = conn.execute(
+                    """SELECT c.call_id, c.declared_pos, c.ord FROM buffer_calls AS c
+                    WHERE c.buffer_id = %s AND NOT EXISTS (SELECT 1 FROM buffer_answers AS a
+                        WHERE a.buffer_id = c.buffer_id AND a.call_id = c.call_id)""",
+                    (listed[0],),
+                ).fetchall()
+            assert sorted(tuple(e) for e in json.loads(listed[1])) == sorted(open_calls)
+            assert store.load(address) == expected
     finally:
         store.close()
