@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Mapping
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, TypedDict, cast
 
 import pytest
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
@@ -76,9 +77,10 @@ def test_message_lists_is_the_plain_scan_on_every_put_of_a_graph(
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", _route, ["agent", END])
     graph = builder.compile(checkpointer=saver)
-    config = {"configurable": {"thread_id": "lines-seam"}}
+    config: RunnableConfig = {"configurable": {"thread_id": "lines-seam"}}
     for turn in range(3):
-        graph.invoke({"messages": [HumanMessage(f"q{turn}", id=f"q-{turn}")], "n": 0}, config)
+        start = cast(State, {"messages": [HumanMessage(f"q{turn}", id=f"q-{turn}")], "n": 0})
+        graph.invoke(start, config)
     graph.update_state(config, {"tags": ["edited"]})  # a put whose message lists were not written
     assert len(compared) > 20 and 0 in compared and 2 in compared
 
@@ -105,9 +107,9 @@ def _extended_by_plain(head: LineHead, messages: list[Any]) -> bool:
 
 def test_line_head_extended_by_answers_as_the_sliced_comparison() -> None:
     """Identity of the stored prefix, checked without a slice: the same answer in every case."""
-    base = [HumanMessage(f"m{i}", id=f"m{i}") for i in range(5)]
+    base: list[BaseMessage] = [HumanMessage(f"m{i}", id=f"m{i}") for i in range(5)]
     head = LineHead("k", 5, tuple(base))
-    cases = [
+    cases: list[list[BaseMessage]] = [
         base,
         [*base, AIMessage("new", id="new")],
         base[:4],
