@@ -18,7 +18,7 @@ import logging
 import threading
 import weakref
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import Future
 from typing import Any
 
@@ -177,6 +177,22 @@ class Queues:
         """Whether a call of the key is queued or running: a read made now would not see what it writes."""
         queue = self._queues.get(key)
         return queue is not None and queue.busy
+
+    async def after(self, keys: Iterable[Hashable]) -> None:
+        """Return once every call made before on any of ``keys`` has ended (at once when none is busy).
+
+        For a call that touches several keys (a LangGraph copy or prune of threads): it
+        starts after what was made before on each; calls made after it on those keys
+        are not held for it.
+        """
+        for key in keys:
+            queue = self._queues.get(key)
+            if queue is not None and queue.busy:
+                await queue.run(_nothing)
+
+
+def _nothing() -> None:
+    """A call that does nothing: its turn is the point (``Queues.after``)."""
 
 
 def _report(entry: _Call, exc: BaseException | None) -> None:
