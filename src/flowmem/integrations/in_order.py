@@ -178,17 +178,21 @@ class Queues:
         queue = self._queues.get(key)
         return queue is not None and queue.busy
 
-    async def after(self, keys: Iterable[Hashable]) -> None:
-        """Return once every call made before on any of ``keys`` has ended (at once when none is busy).
+    async def after(self, keys: Iterable[Hashable] | None = None) -> None:
+        """Return once every call made before on any of ``keys`` (None: on any key) has ended.
 
-        For a call that touches several keys (a LangGraph copy or prune of threads): it
+        For a call that touches several keys (a LangGraph copy or prune of threads, a
+        delete of runs whose threads are not known until their late writes land): it
         starts after what was made before on each; calls made after it on those keys
-        are not held for it.
+        are not held for it. At once when none of them is busy.
         """
-        for key in keys:
-            queue = self._queues.get(key)
-            if queue is not None and queue.busy:
-                await queue.run(_nothing)
+        with self._lock:
+            if keys is None:
+                queues = [q for q in self._queues.values() if q.busy]
+            else:
+                queues = [q for q in (self._queues.get(k) for k in keys) if q is not None and q.busy]
+        for queue in queues:
+            await queue.run(_nothing)
 
 
 def _nothing() -> None:

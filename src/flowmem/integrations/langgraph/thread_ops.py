@@ -73,12 +73,6 @@ class ThreadOperations:
         if acted:
             self.tables.prune(acted, strategy == "keep_latest")
 
-    def run_threads_of(self, run_ids: Sequence[str]) -> list[str]:
-        """The threads holding a checkpoint these runs made (ids checked first), whoever owns them."""
-        runs = [str(r) for r in run_ids]
-        check_ids(runs, "run_id")
-        return self.tables.run_threads(runs)
-
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints and writes these runs made, on threads the saver's user may drive.
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Hashable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -38,10 +38,6 @@ def thread_of(config: RunnableConfig | None) -> Hashable:
 
 class ThreadedSaver(BaseCheckpointSaver[str]):
     """The async methods of a checkpointer as its sync ones in worker threads, one thread's at a time."""
-
-    if TYPE_CHECKING:
-
-        def run_threads_of(self, run_ids: Sequence[str]) -> Sequence[str]: ...
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -128,15 +124,14 @@ class ThreadedSaver(BaseCheckpointSaver[str]):
         )
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """``delete_for_runs`` once the calls made before it on the runs' threads ended.
+        """``delete_for_runs`` once every call of the saver's threads made before it ended.
 
         A run cancelled while its checkpoint was being stored (LangGraph's rollback of a
-        run) has that checkpoint deleted too, not left to land after the delete.
+        run) has that checkpoint deleted too, not left to land after the delete, on
+        whichever thread it is.
         """
-        writes = InOrder()
-        threads = await writes.run(self.run_threads_of, run_ids)
-        await self._threads.after(threads)
-        await writes.write(f"LangGraph delete of runs {list(run_ids)!r}", self.delete_for_runs, run_ids)
+        await self._threads.after()
+        await InOrder().write(f"LangGraph delete of runs {list(run_ids)!r}", self.delete_for_runs, run_ids)
 
 
 __all__ = ["ThreadedSaver", "thread_of"]
