@@ -51,6 +51,9 @@ from flowmem.store.base import Address
 from flowmem.store.rows import dump_json, stored_json, utf8_size
 
 MINOR_BITS = 20
+# ``json.dumps(..., separators=(",", ":"))``'s text, its encoder made once: ``dumps`` makes
+# one per call when given an argument (about 3 us of each of the listing writes' calls)
+_compact = json.JSONEncoder(separators=(",", ":")).encode
 
 
 class SqlRunner(Protocol):
@@ -340,7 +343,7 @@ class SqlBufferEditor:
         name = "header_update"
         if self._listed_changed and self._listed is not None:
             listed = sorted((pos, order, cid) for cid, at in self._listed.items() for pos, order in at)
-            params.append(json.dumps([[cid, pos, order] for pos, order, cid in listed], separators=(",", ":")))
+            params.append(_compact([[cid, pos, order] for pos, order, cid in listed]))
             name = "header_listed"
             self._listed_changed = False
         if logged:
@@ -439,7 +442,7 @@ class SqlBufferEditor:
         if not self._listing:
             return ()
         ids = call_ids(row)
-        return (json.dumps(ids, separators=(",", ":")) if ids else None,)
+        return (_compact(ids) if ids else None,)
 
     def _open_listed(self) -> dict[str, list[tuple[int, int]]]:
         """The header's open calls, read once per editor: call id -> [(position, order)]."""
