@@ -54,7 +54,9 @@ noise falls on all alike), reported as median (min–max):
   and its own CPU, the process's CPU time per step (every thread, so the saver's
   background writes too; not the server's) less the graph alone's, which the
   machine's load and the other savers' server work add little to (issue 42 §4's
-  "flat", judged on both);
+  "flat", judged on both); and the saver's CPU less a *null saver*'s (a checkpointer
+  keeping LangGraph's checkpoint object, no copy: LangGraph's own checkpointing work,
+  which grows with the thread for every saver; ``--only null`` selects it);
 - reading the latest checkpoint: ``saver.get_tuple(config)`` and
   ``graph.get_state(config)`` on the saver that wrote the thread (best of 5), and for
   FlowmemSaver also *cold*: the first ``get_tuple`` of a new ``FlowmemSaver`` on the
@@ -123,6 +125,7 @@ SEGMENT = 100  # steps per invoke; step time at L = the segment ending at L ÷ S
 STORAGE_AT = 2_000  # the storage is measured when the grown thread reaches this (or its longest)
 READS = 5  # warm reads per length (best of); a cold read is timed once per repeat
 GRAPH_ALONE = "graph alone (no checkpointer)"
+NULL_SAVER = "null saver (LangGraph's checkpointing alone)"
 FLOWMEM_SQLITE = "FlowmemSaver SQLite"
 FLOWMEM_PG = "FlowmemSaver PostgreSQL"
 INMEMORY = "InMemorySaver"
@@ -308,6 +311,41 @@ class GraphAlone(Saver):
 
     def make(self, repeat: int) -> Any:
         return None
+
+
+class NullSaver(Saver):
+    """A checkpointer that keeps the latest checkpoint object as LangGraph hands it: no copy, no bytes.
+
+    Its step is LangGraph's own work of a step with a checkpointer (the checkpoint made,
+    its channels copied, the background put scheduled), which every saver pays and which
+    grows with the thread; a saver's CPU less this one's is what the saver itself does.
+    """
+
+    name = NULL_SAVER
+    group = "memory"
+    durability = "none (the checkpoint object kept)"
+
+    def make(self, repeat: int) -> Any:
+        from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+
+        class Null(BaseCheckpointSaver):  # type: ignore[type-arg]
+            def __init__(self) -> None:
+                super().__init__()
+                self.last: dict[str, Any] = {}
+
+            def get_tuple(self, config: Any) -> Any:
+                return self.last.get(config["configurable"]["thread_id"])
+
+            def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+                made = {"configurable": {**config["configurable"], "checkpoint_id": checkpoint["id"]}}
+                thread = config["configurable"]["thread_id"]
+                self.last[thread] = CheckpointTuple(made, checkpoint, metadata, config, [])
+                return made
+
+            def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+                return None
+
+        return Null()
 
 
 class InMemory(Saver):
@@ -765,6 +803,21 @@ def report(
             growth = "—" if own[0] is None or own[-1] is None else f"{own[-1] / own[0]:,.1f}"
             print(f"| {s.name} | " + " | ".join(cells) + f" | {growth} |")
 
+    if any(s.name == NULL_SAVER for s in savers):
+        print(
+            f"\nThe saver's own CPU: the process's CPU per step − the {NULL_SAVER}'s "
+            "(LangGraph's checkpointing work taken out), ms per step (medians):\n"
+        )
+        print(f"| saver | {header} | {lengths[-1]:,} ÷ {lengths[0]:,} |")
+        print(f"|---|{rule}---:|")
+        for s in savers:
+            if s.baseline or s.name == NULL_SAVER:
+                continue
+            own = [_own(results, s.name, n, results.cpu, NULL_SAVER) for n in lengths]
+            cells = ["—" if v is None else f"{v * 1000:,.3f}" for v in own]
+            growth = "—" if own[0] is None or own[-1] is None else f"{own[-1] / own[0]:,.1f}"
+            print(f"| {s.name} | " + " | ".join(cells) + f" | {growth} |")
+
     print(f"\n## Reading the latest checkpoint, ms, median (min–max) of {repeats}\n")
     print(f"| saver | read | {header} | {lengths[-1]:,} ÷ {lengths[0]:,} |")
     print(f"|---|---|{rule}---:|")
@@ -839,16 +892,23 @@ def _pairs(savers: list[Saver]) -> list[tuple[Saver, Saver]]:
         for ours in savers
         if ours.flowmem
         for peer in savers
-        if not peer.flowmem and not peer.baseline and peer.group in (ours.group, "memory")
+        if not peer.flowmem
+        and not peer.baseline
+        and peer.name != NULL_SAVER
+        and peer.group in (ours.group, "memory")
     ]
 
 
 def _own(
-    results: Results, name: str, n: int, table: dict[tuple[str, int], list[float]] | None = None
+    results: Results,
+    name: str,
+    n: int,
+    table: dict[tuple[str, int], list[float]] | None = None,
+    base: str = GRAPH_ALONE,
 ) -> float | None:
-    """Median step time (or ``table``'s: CPU) minus the graph alone's at ``n`` (seconds), None when either is missing."""
+    """Median step time (or ``table``'s: CPU) minus ``base``'s at ``n`` (seconds), None when either is missing."""
     table = results.step if table is None else table
-    mine, alone = table.get((name, n)), table.get((GRAPH_ALONE, n))
+    mine, alone = table.get((name, n)), table.get((base, n))
     if not mine or not alone:
         return None
     return median(mine) - median(alone)
@@ -954,6 +1014,15 @@ def evaluate(
                 over(
                     _own(results, FLOWMEM_PG, n, results.cpu),
                     _own(results, FLOWMEM_PG, first, results.cpu),
+                ),
+                1.25,
+                True,
+            )
+            target(  # LangGraph's own checkpointing work (the null saver's) grows; the saver's must not
+                f"{FLOWMEM_PG} CPU per step − the {NULL_SAVER}'s at {n:,} ÷ at {first:,} (flat, issue 42 #4)",
+                over(
+                    _own(results, FLOWMEM_PG, n, results.cpu, NULL_SAVER),
+                    _own(results, FLOWMEM_PG, first, results.cpu, NULL_SAVER),
                 ),
                 1.25,
                 True,
@@ -1080,6 +1149,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="flowmem-bench-lg-")))
         savers: list[Saver] = [
             GraphAlone(0),
+            NullSaver(max(lengths)),
             FlowmemSqlite(tmp, max(lengths)),
             InMemory(peer_top),
             Sqlite(tmp, peer_top),
@@ -1093,6 +1163,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.only:
             keys = {FLOWMEM_SQLITE: "flowmem", FLOWMEM_PG: "flowmem", INMEMORY: "inmemory"}
             keys[GRAPH_ALONE] = "alone"
+            keys[NULL_SAVER] = "null"
             keys |= {SQLITE_SAVER: "sqlite", POSTGRES_SAVER: "postgres"}
             chosen = set(args.only.split(","))
             savers = [s for s in savers if keys[s.name] in chosen]

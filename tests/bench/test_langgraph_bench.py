@@ -19,6 +19,7 @@ from tests.bench.smoke import assert_wal_full
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "langgraph.py"
 GRAPH_ALONE = "graph alone (no checkpointer)"
+NULL_SAVER = "null saver (LangGraph's checkpointing alone)"
 SQLITE_SAVERS = {"FlowmemSaver SQLite", "InMemorySaver", "SqliteSaver"}
 POSTGRES_SAVERS = {"FlowmemSaver PostgreSQL", "PostgresSaver"}
 FLOWMEM_SAVERS = {"FlowmemSaver SQLite", "FlowmemSaver PostgreSQL"}
@@ -42,7 +43,7 @@ def test_quick_run_reports_every_saver_and_length(
     found = json.loads(out.read_text())
     expected = SQLITE_SAVERS | (POSTGRES_SAVERS if url is not None else set())
     durability = found["durability"]  # each saver's storage, as it reports it
-    assert set(durability) == expected | {GRAPH_ALONE}
+    assert set(durability) == expected | {GRAPH_ALONE, NULL_SAVER}
     for name in ("FlowmemSaver SQLite", "SqliteSaver"):
         assert_wal_full(durability[name], name)
     assert durability["InMemorySaver"]["backend"] == "none"
@@ -50,11 +51,14 @@ def test_quick_run_reports_every_saver_and_length(
         assert durability[name]["fsync"] == "off" and "NON-DURABLE" in durability[name]["label"]
     for entry in durability.values():
         assert "durability: " in done.stdout and entry["label"] in done.stdout
-    assert set(found["savers"]) == expected | {GRAPH_ALONE}
+    assert set(found["savers"]) == expected | {GRAPH_ALONE, NULL_SAVER}
     alone = found["savers"].pop(GRAPH_ALONE)  # the floor: a step time per length, nothing stored
+    null = found["savers"].pop(NULL_SAVER)  # LangGraph's checkpointing alone: grown, nothing stored
     for length in LENGTHS:
         assert alone["lengths"][length]["how"] == "graph alone"
         assert alone["lengths"][length]["step_s_median"] > 0
+        assert null["lengths"][length]["how"] == "grown"
+        assert null["lengths"][length]["cpu_s_median"] > 0
     assert found["lengths"] == [100, 300]
     assert found["messages_json_bytes"] > 0
     for name, saver in found["savers"].items():
