@@ -237,6 +237,39 @@ def test_queues_keeps_one_queue_per_key_while_it_is_held() -> None:
     assert not queues.busy("a") and not queues.busy("never used")
 
 
+def test_queues_after_waits_for_the_calls_made_before_on_its_keys_and_no_others() -> None:
+    queues = Queues()
+    held = threading.Event()
+    ended: list[str] = []
+
+    def hold() -> None:
+        held.wait(30)
+        ended.append("held")
+
+    async def scenario() -> list[str]:
+        holding = asyncio.create_task(queues.of("a").run(hold))
+        await asyncio.sleep(0)  # its call is queued
+        await queues.after(["b", "never used"])  # not busy: at once
+        order = ["after b"]
+        named, every = asyncio.create_task(queues.after(["a"])), asyncio.create_task(queues.after())
+        await asyncio.wait({named, every}, timeout=OVERTAKE_SECONDS)
+        order.append(f"waited {named.done()} {every.done()}")
+        held.set()
+        await named
+        order.append(f"after a, {ended}")
+        await every
+        order.append(f"after all, {ended}")
+        await holding
+        return order
+
+    assert asyncio.run(scenario()) == [
+        "after b",
+        "waited False False",
+        "after a, ['held']",
+        "after all, ['held']",
+    ]
+
+
 class RefusingGate(Gate):
     """A ``Gate`` whose held append of ``"first"`` fails once released (a store's refusal)."""
 

@@ -25,16 +25,16 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from langchain_core.messages import AIMessage, HumanMessage  # noqa: E402
-from langgraph.checkpoint.base import Checkpoint, empty_checkpoint  # noqa: E402
-from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.base import Checkpoint, empty_checkpoint
+from langgraph.graph import END, START, MessagesState, StateGraph
 
-from flowmem.errors import ConflictError  # noqa: E402
-from flowmem.integrations.langgraph.saver import FlowmemSaver  # noqa: E402
-from flowmem.service import MemoryService  # noqa: E402
-from flowmem.store import open_store  # noqa: E402
-from flowmem.store.checkpoints import CheckpointPut, PendingWrites  # noqa: E402
-from tests.integrations.test_in_order import OVERTAKE_SECONDS  # noqa: E402
+from flowmem.errors import ConflictError
+from flowmem.integrations.langgraph.saver import FlowmemSaver
+from flowmem.service import MemoryService
+from flowmem.store import open_store
+from flowmem.store.checkpoints import CheckpointPut, PendingWrites
+from tests.integrations.test_in_order import OVERTAKE_SECONDS
 
 THREAD = "t1"
 
@@ -147,7 +147,7 @@ def _cancelled_answer_then_next_run(others_wait: bool) -> tuple[Any, list[str], 
         gate.release.set()
         try:
             return await following
-        except Exception as exc:  # noqa: BLE001 - what the test reports
+        except Exception as exc:
             return exc
 
     outcome = asyncio.run(scenario())

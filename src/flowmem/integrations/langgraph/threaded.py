@@ -14,7 +14,6 @@ caller left is logged at ERROR (``InOrder.write``). Different threads stay concu
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Hashable, Sequence
 from typing import Any
 
