@@ -33,8 +33,9 @@
   LangGraph's replay (``invoke(None, snapshot.config)``) and fork
   (``update_state(snapshot.config, …)``) write as the same user.
 
-The async methods run the same work in a worker thread (``threaded.ThreadedSaver``), so
-the event loop never waits on the database.
+The async methods run the same work in worker threads (``threaded.ThreadedSaver``), so
+the event loop never waits on the database, one thread's calls at a time in the order
+made: a run cancelled while its checkpoint was stored is read by the next (decision 0156).
 """
 
 from __future__ import annotations
