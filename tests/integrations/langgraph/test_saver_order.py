@@ -54,7 +54,7 @@ class TablesGate:
         self.entered, self.release, self.ended = threading.Event(), threading.Event(), threading.Event()
         self.other_started = threading.Event()
         self.others_wait = self.refuse = False
-        saver.tables = self  # type: ignore[assignment]
+        saver.tables = self
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

@@ -48,7 +48,8 @@ class ThreadedSaver(BaseCheckpointSaver[str]):
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """``get_tuple`` in a worker thread, after the thread's calls made before it."""
-        return await self._turn(thread_of(config)).run(self.get_tuple, config)
+        found: CheckpointTuple | None = await self._turn(thread_of(config)).run(self.get_tuple, config)
+        return found
 
     async def alist(
         self,
@@ -63,7 +64,7 @@ class ThreadedSaver(BaseCheckpointSaver[str]):
         turn = self._turn(thread_of(config))
         done = object()
         while (item := await turn.run(next, found, done)) is not done:
-            yield item  # type: ignore[misc]
+            yield item
 
     async def aput(
         self,
