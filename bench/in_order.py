@@ -6,6 +6,8 @@ their order rotated:
 
 - LangGraph ``FlowmemStore``: ``aput`` then ``aget`` of one item, one after the other
   (``sequential``), and four ``aget`` beside one ``aput`` (``five at once``);
+- LangGraph ``FlowmemSaver``: one ``ainvoke`` of a one-node graph (a read, three
+  checkpoints, two tasks' writes), alone and four threads' at once, per run;
 - Google ADK ``FlowmemSessionService``: ``append_event`` then ``get_session``;
 - pydantic-ai ``FlowmemConversationStore``: ``load`` then ``save`` of one turn.
 
@@ -35,10 +37,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib
 import report_json
 from google.adk.events import Event
 from google.genai import types
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
 from pydantic_ai.conversation import Conversation
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 
 from flowmem.integrations.adk import FlowmemSessionService
+from flowmem.integrations.langgraph.saver import FlowmemSaver
 from flowmem.integrations.langgraph.store import FlowmemStore
 from flowmem.integrations.pydantic_ai.store import FlowmemConversationStore
 from flowmem.service import MemoryService
@@ -105,6 +110,32 @@ def langgraph(tmp: str) -> list[Case]:
         await asyncio.gather(*reads, store.aput(("docs",), "p", {"i": i}))
 
     return [Case("langgraph store, sequential", 2, sequential), Case("langgraph store, five at once", 5, five)]
+
+
+def saver(tmp: str) -> list[Case]:
+    """The LangGraph saver: one ``ainvoke`` of a one-node graph, alone and four threads at once."""
+    graphs = {}
+    for variant in ("before", "after"):
+        checkpointer = FlowmemSaver(MemoryService(open_store(f"sqlite:///{tmp}/saver-{variant}.db")))
+        if variant == "before":
+            checkpointer._threads = ToThreadQueues()  # type: ignore[assignment]
+        graph = StateGraph(MessagesState)
+        graph.add_node("answer", lambda state: {"messages": [AIMessage("noted")]})
+        graph.add_edge(START, "answer")
+        graph.add_edge("answer", END)
+        graphs[variant] = graph.compile(checkpointer=checkpointer)
+
+    def ask(variant: str, thread: str, i: int) -> Awaitable[Any]:
+        config: Any = {"configurable": {"thread_id": thread}}
+        return graphs[variant].ainvoke({"messages": [HumanMessage(f"message {i}")]}, config)
+
+    async def alone(variant: str, i: int) -> None:
+        await ask(variant, f"t{i % 20}", i)  # 20 threads: each stays short
+
+    async def four(variant: str, i: int) -> None:
+        await asyncio.gather(*(ask(variant, f"p{i % 5}-{j}", i) for j in range(4)))
+
+    return [Case("langgraph saver, a run (per run)", 1, alone), Case("langgraph saver, 4 runs at once", 4, four)]
 
 
 def adk(tmp: str) -> list[Case]:
@@ -183,7 +214,7 @@ def main(argv: list[str]) -> int:
         args.rounds, args.steps = 3, 10
     meta = report_json.environment(["langgraph", "google-adk", "pydantic-ai-slim"])
     with tempfile.TemporaryDirectory() as tmp:
-        cases = [*langgraph(tmp), *adk(tmp), *pydantic_ai(tmp)]  # each database opened by flowmem
+        cases = [*langgraph(tmp), *saver(tmp), *adk(tmp), *pydantic_ai(tmp)]  # each database opened by flowmem
         durability = {"flowmem/sqlite": report_json.flowmem_sqlite_durability(f"{tmp}/lg-after.db", "FULL")}
         report_json.describe(meta, durability)
         timings: dict[str, dict[str, list[float]]] = {c.name: {"before": [], "after": []} for c in cases}

@@ -20,6 +20,8 @@ def test_quick_run_times_each_adapter_before_and_after_and_counts_thread_hops(tm
     assert set(found["cases"]) == {
         "langgraph store, sequential",
         "langgraph store, five at once",
+        "langgraph saver, a run (per run)",
+        "langgraph saver, 4 runs at once",
         "adk append_event + get_session",
         "pydantic-ai load + save",
     }
