@@ -187,3 +187,26 @@ def test_room_is_made_only_where_commits_fsync(
         assert store.wal_room.enabled is made
     finally:
         store.close()
+
+
+@pytest.mark.usefixtures("small_room")
+def test_deferred_writes_make_room_and_the_shared_sync_covers_it(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path}/deferred.db")
+    plain = open_store(f"sqlite:///{tmp_path}/plain.db")
+    assert isinstance(store, SqliteStore) and isinstance(plain, SqliteStore)
+    plain.wal_room.enabled = False
+    try:
+        with store.deferred():  # the HTTP app's writes: committed without their own fsync
+            for i in range(200):
+                store.append(KEY, prepare(_turn(i), 1_755_000_000 + i))
+        for i in range(200):
+            plain.append(KEY, prepare(_turn(i), 1_755_000_000 + i))
+        assert store.sync_barrier() is not None
+        store.sync()
+        assert store.sync_barrier() is None
+        assert store.wal_room.made > 0
+        assert store.load(KEY) == plain.load(KEY)
+    finally:
+        store.close()
+        plain.close()
+    assert _integrity(f"{tmp_path}/deferred.db") == "ok"
