@@ -73,7 +73,7 @@ class WalRoom:
         """Write zeros from ``size`` (the file's end) to ``end``; the bytes written."""
         written = 0
         try:
-            fd = os.open(self.wal, os.O_WRONLY | os.O_CLOEXEC)
+            fd = os.open(self.wal, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))  # 0: not POSIX
         except OSError as exc:
             log.debug("no room made in %s: %s", self.wal, exc)
             return 0
