@@ -32,7 +32,7 @@ WAL_HEADER = 32  # bytes before the first frame
 FRAME_HEADER = 24  # bytes before each frame's page
 BUSY = 512 * 1024  # a log this long gets room made ahead (the migrations alone write about 290 KiB)
 CHUNK = 1 << 20  # bytes of room made at a time
-_ZEROS = bytes(256 * 1024)  # written at most this much per call
+_BLOCK = 256 * 1024  # zeros written by one call at most (made when room is made, not at import)
 
 
 class WalRoom:
@@ -78,9 +78,9 @@ class WalRoom:
             log.debug("no room made in %s: %s", self.wal, exc)
             return 0
         try:
+            zeros = bytes(min(_BLOCK, end - size))
             while size + written < end:
-                block = _ZEROS[: min(len(_ZEROS), end - size - written)]
-                written += os.pwrite(fd, block, size + written)
+                written += os.pwrite(fd, zeros[: end - size - written], size + written)
         except OSError as exc:
             log.debug("room made in %s stopped at %d bytes: %s", self.wal, written, exc)
         finally:
