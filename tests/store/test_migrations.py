@@ -34,6 +34,7 @@ PINNED = {
         "1eaca6e10d4c", "c2a824c04838", "219506251910", "45697e92ac3c", "e8f1a442d379",
         "0d0e32492ab0", "206b92405db3", "c39f184817f1", "4cd675d1f235",
         "d38be646071b", "b8afad6dafeb", "383dc10d803f",
+        "7b0a07161f01", "5a43b610c065", "687fc495a7af", "4c9912efd8fb", "d74db5accbc7",
     ],
 }  # fmt: skip
 
