@@ -17,7 +17,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flowmem.core import prepare
 from flowmem.errors import QuotaExceededError
 from flowmem.store import Address, Quotas, SessionRecord
 from flowmem.store.base import Usage
@@ -25,12 +24,9 @@ from flowmem.store.base import Usage
 psycopg = pytest.importorskip("psycopg")
 
 from flowmem.store.postgres import MIGRATIONS, PostgresStore  # noqa: E402
+from tests.store.reserved_cases import exact_fit_then_one_byte_over, grow  # noqa: E402
 
 pytestmark = pytest.mark.postgres
-
-
-def _grow(store: PostgresStore, address: Address, text: str) -> None:
-    store.append(address, prepare({"role": "user", "content": text}, store.count(address) + 1))
 
 
 def _usage_version(url: str, who: str) -> Any:
@@ -48,12 +44,12 @@ def test_a_growing_append_inside_its_reservation_writes_no_usage_row(postgres_db
     try:
         for quotas in (Quotas(), Quotas.off()):  # the bytes quota checked on a read, or not at all
             store.set_quotas(quotas)
-            _grow(store, chat, "first")  # reserves 16 KiB more than it holds (the first time)
+            grow(store, chat, "first")  # reserves 16 KiB more than it holds (the first time)
             version = _usage_version(postgres_db_url, "alice")
             for n in range(20):
-                _grow(store, chat, f"message {n}")
+                grow(store, chat, f"message {n}")
             assert _usage_version(postgres_db_url, "alice") == version
-        _grow(store, chat, "x" * 20_000)  # past the reservation: reserved again, the row written
+        grow(store, chat, "x" * 20_000)  # past the reservation: reserved again, the row written
         assert _usage_version(postgres_db_url, "alice") != version
         rows = store.load(chat)
         assert store.usage("alice").bytes == sum(
@@ -67,29 +63,13 @@ def test_a_write_that_fits_the_bytes_quota_exactly_passes_one_byte_more_is_refus
     postgres_db_url: str,
 ) -> None:
     store = PostgresStore(postgres_db_url)
-    try:
-        chats = [Address("user", "alice", f"c{n}") for n in range(5)]
-        for chat in chats:  # each reserves 16 KiB more than it holds
-            _grow(store, chat, "first")
-        before = store.usage("alice").bytes
-        _grow(store, chats[0], "the same message")
-        grown = store.usage("alice").bytes - before
-        store.set_quotas(Quotas(bytes=before + 2 * grown))  # far under the upper bound (5 x 16 KiB)
-        _grow(store, chats[1], "the same message")  # fits exactly
-        assert store.usage("alice").bytes == before + 2 * grown
-        store.set_quotas(Quotas(bytes=before + 3 * grown - 1))
-        with pytest.raises(QuotaExceededError):
-            _grow(store, chats[2], "the same message")  # one byte over
-        assert store.usage("alice").bytes == before + 2 * grown and store.count(chats[2]) == 1
-        store.set_quotas(Quotas(bytes=before + 3 * grown))
-        _grow(store, chats[2], "the same message")  # and with that byte, it fits
-        _grow(store, chats[3], "")  # a growth of nothing is never refused
-        with pytest.raises(QuotaExceededError):
-            _grow(store, chats[4], "the same message")
+
+    def records_give_back_the_same_way(grown: int) -> None:
         with pytest.raises(QuotaExceededError):  # a record's check gives back the same way
             store.put_record(Address("user", "alice", "note"), "n" * grown, None)
-        store.clear(chats[0])
-        _grow(store, chats[4], "the same message")  # the cleared rows made room
+
+    try:
+        exact_fit_then_one_byte_over(store, records_give_back_the_same_way)
         store.put_record(Address("user", "alice", "note"), "n", None)
     finally:
         store.close()
@@ -140,7 +120,7 @@ def test_the_reservations_add_up_after_any_writes_and_deletes(
                 address = Address("user", "alice", f"b{which}")
             try:
                 if op == "append":
-                    _grow(store, address, "z" * size)
+                    grow(store, address, "z" * size)
                 elif op == "clear":
                     store.clear(address)
                 elif op == "record":
@@ -198,7 +178,7 @@ def test_an_upgrade_from_26_reserves_each_owned_buffer_exactly_and_keeps_the_usa
         assert short == (0,)
         store.set_quotas(Quotas(bytes=5303 + 100))
         with pytest.raises(QuotaExceededError):
-            _grow(store, Address("user", "alice", "a"), "x" * 100)
+            grow(store, Address("user", "alice", "a"), "x" * 100)
         _check_invariant(postgres_db_url, store)
     finally:
         store.close()

@@ -19,16 +19,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flowmem.core import prepare
 from flowmem.errors import QuotaExceededError
 from flowmem.store import Address, Quotas, SessionRecord
 from flowmem.store.sqlite import SqliteStore, reserved
 from flowmem.store.sqlite.schema import MIGRATIONS
+from tests.store.reserved_cases import exact_fit_then_one_byte_over, grow
 from tests.store.undo_held import undo_held
-
-
-def _grow(store: SqliteStore, address: Address, text: str) -> None:
-    store.append(address, prepare({"role": "user", "content": text}, store.count(address) + 1))
 
 
 def _steps_of_append(store: SqliteStore, address: Address, text: str) -> int:
@@ -42,7 +38,7 @@ def _steps_of_append(store: SqliteStore, address: Address, text: str) -> int:
     with store._connection() as conn:  # the store's one writer connection
         conn.set_progress_handler(count, 1)
     try:
-        _grow(store, address, text)
+        grow(store, address, text)
     finally:
         with store._connection() as conn:
             conn.set_progress_handler(None, 1)
@@ -55,9 +51,9 @@ def test_a_growing_append_costs_the_same_with_2000_buffers_of_its_owner_under_a_
     store.set_quotas(Quotas(bytes=1 << 30, buffers=10_000))
     try:
         for n in range(2000):
-            _grow(store, Address("user", "alice", f"b{n}"), "x")
-        _grow(store, Address("user", "bob", "b0"), "x")
-        _grow(store, Address("user", "carol", "b0"), "x")
+            grow(store, Address("user", "alice", f"b{n}"), "x")
+        grow(store, Address("user", "bob", "b0"), "x")
+        grow(store, Address("user", "carol", "b0"), "x")
         for text in ("hello there", "y" * 20_000):  # inside the reservation, then past it (reserved again)
             many = _steps_of_append(store, Address("user", "alice", "b0"), text)
             one = _steps_of_append(store, Address("user", "bob", "b0"), text)
@@ -74,7 +70,7 @@ def test_a_growing_append_inside_its_reservation_under_the_quota_pays_the_growth
     store.set_quotas(Quotas(bytes=1 << 30))
     chat = Address("user", "alice", "chat")
     try:
-        _grow(store, chat, "first")  # reserves 16 KiB more than it holds
+        grow(store, chat, "first")  # reserves 16 KiB more than it holds
         _steps_of_append(store, chat, "warm")
         gated = _steps_of_append(store, chat, "hello there")
         with sqlite3.connect(store.path) as conn:
@@ -91,7 +87,7 @@ def test_a_growing_append_inside_its_reservation_under_the_quota_pays_the_growth
 def test_a_database_at_migration_25_gets_the_gated_growth_trigger(tmp_path: Path) -> None:
     store = SqliteStore(f"sqlite:///{tmp_path}/older.db")
     chat = Address("user", "alice", "chat")
-    _grow(store, chat, "first")
+    grow(store, chat, "first")
     store.close()
     with sqlite3.connect(store.path) as conn:  # back to migration 25's trigger
         undo_held(conn)  # and before migration 27 (decision 0148)
@@ -105,7 +101,7 @@ def test_a_database_at_migration_25_gets_the_gated_growth_trigger(tmp_path: Path
         assert text == reserved.GATED[1] and again.schema_version() == len(MIGRATIONS)
         again.set_quotas(Quotas(bytes=again.usage("alice").bytes + 5))
         with pytest.raises(QuotaExceededError):  # inside its reservation, the lowered quota still refuses
-            _grow(again, chat, "more than five bytes")
+            grow(again, chat, "more than five bytes")
         assert again.count(chat) == 1
     finally:
         again.close()
@@ -114,26 +110,7 @@ def test_a_database_at_migration_25_gets_the_gated_growth_trigger(tmp_path: Path
 def test_a_write_that_fits_the_bytes_quota_exactly_passes_one_byte_more_is_refused(tmp_path: Path) -> None:
     store = SqliteStore(f"sqlite:///{tmp_path}/edge.db")
     try:
-        chats = [Address("user", "alice", f"c{n}") for n in range(5)]
-        for chat in chats:  # each reserves 16 KiB more than it holds
-            _grow(store, chat, "first")
-        before = store.usage("alice").bytes
-        _grow(store, chats[0], "the same message")
-        grown = store.usage("alice").bytes - before
-        store.set_quotas(Quotas(bytes=before + 2 * grown))  # far under the upper bound (5 x 16 KiB)
-        _grow(store, chats[1], "the same message")  # fits exactly
-        assert store.usage("alice").bytes == before + 2 * grown
-        store.set_quotas(Quotas(bytes=before + 3 * grown - 1))
-        with pytest.raises(QuotaExceededError):
-            _grow(store, chats[2], "the same message")  # one byte over
-        assert store.usage("alice").bytes == before + 2 * grown and store.count(chats[2]) == 1
-        store.set_quotas(Quotas(bytes=before + 3 * grown))
-        _grow(store, chats[2], "the same message")  # and with that byte, it fits
-        _grow(store, chats[3], "")  # a shrink or an empty growth of another is never refused
-        with pytest.raises(QuotaExceededError):
-            _grow(store, chats[4], "the same message")
-        store.clear(chats[0])
-        _grow(store, chats[4], "the same message")  # the cleared rows made room
+        exact_fit_then_one_byte_over(store)
     finally:
         store.close()
 
@@ -171,7 +148,7 @@ def test_the_reservations_add_up_after_any_writes_and_deletes(tmp_path: Path, op
             address = Address("session", f"s{session}", f"b{which}") if which == 3 else Address("user", "alice", f"b{which}")
             try:
                 if op == "append":
-                    _grow(store, address, "z" * size)
+                    grow(store, address, "z" * size)
                 elif op == "clear":
                     store.clear(address)
                 elif op == "record":
