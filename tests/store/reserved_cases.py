@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from hypothesis import strategies as st
 
 from flowmem.core import prepare
 from flowmem.errors import QuotaExceededError
-from flowmem.store import Address, Quotas
+from flowmem.store import Address, Quotas, SessionRecord
 from flowmem.store.base import Store
 
 
@@ -45,3 +46,40 @@ def exact_fit_then_one_byte_over(store: Store, when_full: Callable[[int], None] 
         when_full(grown)
     store.clear(chats[0])
     grow(store, chats[4], "the same message")  # the cleared rows made room
+
+
+OP = st.tuples(
+    st.sampled_from(["append", "append", "clear", "record", "session", "erase"]),
+    st.integers(0, 3),
+    st.integers(0, 9000),
+)
+
+
+def run_ops(
+    store: Store, ops: list[tuple[str, int, int]], prefix: str, check: Callable[[], None]
+) -> None:
+    """Apply random writes and deletes of alice's (sessions named ``prefix`` + n), ``check`` after each."""
+    session = 1
+    store.create_session(SessionRecord(f"{prefix}1", f"{prefix}1", "alice"))
+    for op, which, size in ops:
+        if which == 3:
+            address = Address("session", f"{prefix}{session}", f"b{which}")
+        else:
+            address = Address("user", "alice", f"b{which}")
+        try:
+            if op == "append":
+                grow(store, address, "z" * size)
+            elif op == "clear":
+                store.clear(address)
+            elif op == "record":
+                store.put_record(Address("user", "alice", f"r{which}"), "v" * size, None)
+            else:
+                if op == "erase":
+                    store.erase_user("alice")  # every buffer, record and session of hers
+                else:
+                    assert store.delete_session(f"{prefix}{session}")  # its buffers go with it
+                session += 1
+                store.create_session(SessionRecord(f"{prefix}{session}", f"{prefix}{session}", "alice"))
+        except QuotaExceededError:
+            pass
+        check()

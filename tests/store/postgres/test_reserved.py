@@ -18,13 +18,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flowmem.errors import QuotaExceededError
-from flowmem.store import Address, Quotas, SessionRecord
+from flowmem.store import Address, Quotas
 from flowmem.store.base import Usage
 
 psycopg = pytest.importorskip("psycopg")
 
 from flowmem.store.postgres import MIGRATIONS, PostgresStore  # noqa: E402
-from tests.store.reserved_cases import exact_fit_then_one_byte_over, grow  # noqa: E402
+from tests.store.reserved_cases import OP, exact_fit_then_one_byte_over, grow, run_ops  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -92,17 +92,10 @@ def _check_invariant(url: str, store: PostgresStore) -> None:
     assert store.usage("alice").bytes == records + used
 
 
-_OP = st.tuples(
-    st.sampled_from(["append", "append", "clear", "record", "session", "erase"]),
-    st.integers(0, 3),
-    st.integers(0, 9000),
-)
-
-
 @settings(
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(ops=st.lists(_OP, max_size=16), quota=st.sampled_from([0, 20_000, 60_000]))
+@given(ops=st.lists(OP, max_size=16), quota=st.sampled_from([0, 20_000, 60_000]))
 def test_the_reservations_add_up_after_any_writes_and_deletes(
     postgres_db_url: str, ops: list[tuple[str, int, int]], quota: int
 ) -> None:
@@ -111,31 +104,7 @@ def test_the_reservations_add_up_after_any_writes_and_deletes(
     store.erase_user("alice")
     store.set_quotas(Quotas(bytes=quota))
     try:
-        session = 1
-        store.create_session(SessionRecord(f"{tag}-1", "s1", "alice"))
-        for op, which, size in ops:
-            if which == 3:
-                address = Address("session", f"{tag}-{session}", f"b{which}")
-            else:
-                address = Address("user", "alice", f"b{which}")
-            try:
-                if op == "append":
-                    grow(store, address, "z" * size)
-                elif op == "clear":
-                    store.clear(address)
-                elif op == "record":
-                    store.put_record(Address("user", "alice", f"r{which}"), "v" * size, None)
-                elif op == "erase":
-                    store.erase_user("alice")  # every buffer, record and session of hers
-                    session += 1
-                    store.create_session(SessionRecord(f"{tag}-{session}", "s", "alice"))
-                else:
-                    assert store.delete_session(f"{tag}-{session}")  # its buffers go with it
-                    session += 1
-                    store.create_session(SessionRecord(f"{tag}-{session}", "s", "alice"))
-            except QuotaExceededError:
-                pass
-            _check_invariant(postgres_db_url, store)
+        run_ops(store, ops, f"{tag}-", lambda: _check_invariant(postgres_db_url, store))
     finally:
         store.close()
 

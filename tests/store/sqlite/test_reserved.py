@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flowmem.errors import QuotaExceededError
-from flowmem.store import Address, Quotas, SessionRecord
+from flowmem.store import Address, Quotas
 from flowmem.store.sqlite import SqliteStore, reserved
 from flowmem.store.sqlite.schema import MIGRATIONS
-from tests.store.reserved_cases import exact_fit_then_one_byte_over, grow
+from tests.store.reserved_cases import OP, exact_fit_then_one_byte_over, grow, run_ops
 from tests.store.undo_held import undo_held
 
 
@@ -132,37 +132,13 @@ def _check_invariant(store: SqliteStore) -> None:
     assert store.usage("alice").bytes == records + used
 
 
-_OP = st.tuples(st.sampled_from(["append", "append", "clear", "record", "session", "erase"]), st.integers(0, 3), st.integers(0, 9000))
-
-
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ops=st.lists(_OP, max_size=20), quota=st.sampled_from([0, 20_000, 60_000]))
+@given(ops=st.lists(OP, max_size=20), quota=st.sampled_from([0, 20_000, 60_000]))
 def test_the_reservations_add_up_after_any_writes_and_deletes(tmp_path: Path, ops: list[tuple[str, int, int]], quota: int) -> None:
     path = tmp_path / f"inv-{uuid.uuid4().hex}.db"  # one database an example
     store = SqliteStore(f"sqlite:///{path}")
     store.set_quotas(Quotas(bytes=quota))
     try:
-        session = 1
-        store.create_session(SessionRecord("s1", "s1", "alice"))
-        for op, which, size in ops:
-            address = Address("session", f"s{session}", f"b{which}") if which == 3 else Address("user", "alice", f"b{which}")
-            try:
-                if op == "append":
-                    grow(store, address, "z" * size)
-                elif op == "clear":
-                    store.clear(address)
-                elif op == "record":
-                    store.put_record(Address("user", "alice", f"r{which}"), "v" * size, None)
-                elif op == "erase":
-                    store.erase_user("alice")  # every buffer, record and session of hers
-                    session += 1
-                    store.create_session(SessionRecord(f"s{session}", f"s{session}", "alice"))
-                else:
-                    assert store.delete_session(f"s{session}")  # its buffers go with it
-                    session += 1
-                    store.create_session(SessionRecord(f"s{session}", f"s{session}", "alice"))
-            except QuotaExceededError:
-                pass
-            _check_invariant(store)
+        run_ops(store, ops, "s", lambda: _check_invariant(store))
     finally:
         store.close()
