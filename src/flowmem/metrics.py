@@ -13,8 +13,7 @@ no-op until ``enable_tracing`` is given a tracer.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
 # What each refusing scope's refusal is under GR-MEM.
@@ -152,12 +151,16 @@ def enable_tracing(tracer: Any) -> None:
     _tracer = tracer
 
 
-@contextmanager
-def span(name: str, **attributes: Any) -> Iterator[Any]:
-    """An OpenTelemetry span named ``name`` around the block, or nothing when tracing is off."""
+_NO_SPAN = nullcontext()  # reusable: its ``__enter__`` returns None
+
+
+def span(name: str, **attributes: Any) -> AbstractContextManager[Any]:
+    """An OpenTelemetry span named ``name`` around the block, or nothing when tracing is off.
+
+    Off, one shared ``nullcontext`` (no generator made per append, decision 0161).
+    """
     tracer = _tracer
     if tracer is None:
-        yield None
-        return
-    with tracer.start_as_current_span(name, attributes=attributes) as current:
-        yield current
+        return _NO_SPAN
+    found: AbstractContextManager[Any] = tracer.start_as_current_span(name, attributes=attributes)
+    return found

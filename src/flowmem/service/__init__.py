@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from flowmem import metrics
-from flowmem.core import AppendOutcome, Message, Repair, is_empty, prepare
+from flowmem.core import AppendOutcome, Message, Repair, is_empty
 from flowmem.errors import (
     AccessDeniedError,
     BufferFullError,
@@ -98,7 +98,7 @@ from flowmem.service.checks import (
 from flowmem.service.checks import (
     check_ttl as check_ttl,
 )
-from flowmem.service.checks import checked_address
+from flowmem.service.checks import checked_address, prepared
 from flowmem.service.checks import (
     window_args as window_args,
 )
@@ -235,6 +235,7 @@ class MemoryService(BufferReads, CompactionCalls, RepairReads):
         context: ExecutionContext | None,
         *,
         raw: bool = False,
+        usable: bool = False,
     ) -> WriteGuard | None:
         """Return the guard of a write: for the ``session`` scope, one that claims its session.
 
@@ -246,11 +247,11 @@ class MemoryService(BufferReads, CompactionCalls, RepairReads):
         write (a trusted caller with its own scope id) creates an unowned session and
         accepts any owner. A caller's guard that names its session already (the HTTP
         API, the runtime) is kept as it is; an id that is not a usable identity
-        claims nothing.
+        claims nothing; ``usable``: ``scope_id`` is ``resolve_scope``'s, a usable identity's text.
         """
         if scope != SESSION_SCOPE or (guard is not None and guard.session_id is not None):
             return guard
-        if usable_identity(scope_id) != scope_id:
+        if not usable and usable_identity(scope_id) != scope_id:
             return guard
         owner = None if raw or context is None else usable_identity(context.user_id)
         claim = SessionClaim(
@@ -415,12 +416,12 @@ class MemoryService(BufferReads, CompactionCalls, RepairReads):
         """
         name = check_key(key)
         window = check_count(max_messages, "max_messages")
-        rows = prepare(messages, int(self._now()))
+        rows = prepared(messages, int(self._now()))
         check_message_sizes(rows, self.limits.message_bytes)
         resolved = self._resolve("append", scope, name, context)
         if isinstance(resolved, Refusal):
             return BufferResult(refusal=resolved)
-        guard = self._session_guard(scope, resolved, guard, context)
+        guard = self._session_guard(scope, resolved, guard, context, usable=True)
         address = Address(check_scope(scope), resolved, name)
         return self._append_rows(address, rows, window or 0, return_messages, guard, idempotency)
 
@@ -443,7 +444,7 @@ class MemoryService(BufferReads, CompactionCalls, RepairReads):
         """
         address = checked_address(scope, scope_id, key)
         window = check_count(max_messages, "max_messages")
-        rows = prepare(messages, int(self._now()))
+        rows = prepared(messages, int(self._now()))
         check_message_sizes(rows, self.limits.message_bytes)
         guard = self._session_guard(address.scope, address.scope_id, guard, None, raw=True)
         return self._append_rows(address, rows, window or 0, return_messages, guard, idempotency)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 
 from flowmem.core import Message, check_storable
+from flowmem.core.append import incoming_list
+from flowmem.core.messages import to_row
 from flowmem.errors import (
     ConfigurationError,
     FlowmemError,
@@ -22,7 +24,7 @@ from flowmem.errors import (
 from flowmem.limits import raise_hint
 from flowmem.scope import NAME_MAX, ExecutionContext, check_scope, usable_identity
 from flowmem.store.base import Address
-from flowmem.store.rows import dump_json, utf8_size
+from flowmem.store.rows import DumpedRow, dump_json, dumped_rows, utf8_size
 
 MAX_KEY_LENGTH = NAME_MAX
 _MESSAGE_HINT = raise_hint("message_bytes")  # how a refusal says to raise the limit
@@ -187,9 +189,19 @@ def check_message_sizes(rows: list[Message], limit: int) -> None:
     if not limit:
         return
     for index, row in enumerate(rows):
-        text = dump_json(row, "message")
+        text = row.text if type(row) is DumpedRow else dump_json(row, "message")
         what = f"message {index}"
         check_size(text, limit, MessageTooLargeError, what, _MESSAGE_HINT, argument="messages")
+
+
+def prepared(messages: object, now: int) -> list[Message]:
+    """``prepare(messages, now)``'s rows, each serialized once with its text (``DumpedRow``).
+
+    The same rows and the same errors as ``prepare`` (decision 0161): the text proves a
+    row storable instead of a second walk, and ``check_message_sizes`` and the stores
+    use it instead of serializing the row again.
+    """
+    return dumped_rows([to_row(message, now) for message in incoming_list(messages)])
 
 
 def check_scope_id(scope_id: object) -> str:
@@ -243,5 +255,6 @@ __all__ = [
     "check_scope_id",
     "check_size",
     "check_ttl",
+    "prepared",
     "window_args",
 ]

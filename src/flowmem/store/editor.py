@@ -48,7 +48,7 @@ from flowmem.core import (
 from flowmem.core.tokens import estimate_tokens
 from flowmem.errors import StoreError
 from flowmem.store.base import Address
-from flowmem.store.rows import dump_json, stored_json, utf8_size
+from flowmem.store.rows import DumpedRow, dump_json, stored_json, utf8_size
 
 MINOR_BITS = 20
 # ``json.dumps(..., separators=(",", ":"))``'s text, its encoder made once: ``dumps`` makes
@@ -73,7 +73,12 @@ class SqlRunner(Protocol):
 
 
 def dump_row(row: Message) -> str:
-    """Serialize a stored row to JSON text; NotSerializableError when it cannot be."""
+    """Serialize a stored row to JSON text; NotSerializableError when it cannot be.
+
+    A ``DumpedRow`` (the service's prepared rows, decision 0161) already holds it.
+    """
+    if type(row) is DumpedRow:
+        return row.text
     return dump_json(row, "message")
 
 

@@ -58,7 +58,12 @@ def check_address(address: Address) -> None:
 
 
 def check_rows(rows: Any) -> None:
-    """Refuse rows holding text that cannot be stored (``InvalidTextError``), before any lock."""
+    """Refuse rows holding text that cannot be stored (``InvalidTextError``), before any lock.
+
+    Rows that are all ``DumpedRow`` were checked when their text was made (``dumped_rows``).
+    """
+    if isinstance(rows, list) and rows and type(rows[0]) is DumpedRow and all(type(row) is DumpedRow for row in rows):
+        return
     check_storable(rows, "messages")
 
 
@@ -259,6 +264,48 @@ def dump_json(value: Any, what: str, compact: bool = True) -> str:
     if not storable_text(text):
         check_storable(value, what.replace(" ", "_"))  # raises, naming the field
     return text
+
+
+class DumpedRow(dict):  # type: ignore[type-arg]
+    """A prepared row with its stored JSON text, made once (``dumped_rows``; decision 0161).
+
+    It is the row (a ``dict``, written and read as any row) and ``text`` is exactly what
+    ``dump_json(row, "message")`` returns for it, proven storable. The stores write
+    ``text`` instead of serializing the row again (``flowmem.store.editor.dump_row``)
+    and skip its storability walk (``check_rows``). Made only by ``dumped_rows`` from a
+    row nobody else holds; a copy (``dict(row)``) is a plain row again.
+    """
+
+    __slots__ = ("text",)
+
+    text: str
+
+
+def dumped_rows(rows: list[Message]) -> list[Message]:
+    """Each prepared row with its JSON text (``DumpedRow``), or the plain checks' error.
+
+    One serialization a row proves it JSON and storable (a lone surrogate shows in the
+    text as itself). The errors are the plain path's, in its order: ``InvalidTextError``
+    naming the field as ``check_storable(rows, "messages")`` does, then
+    ``NotSerializableError`` as ``dump_json(row, "message")`` does.
+    """
+    made: list[Message] = []
+    for row in rows:
+        try:
+            text: str = _COMPACT.encode(row)
+        except (TypeError, ValueError, RecursionError):
+            break
+        if not storable_text(text):
+            break
+        dumped = DumpedRow(row)
+        dumped.text = text
+        made.append(dumped)
+    else:
+        return made
+    check_storable(rows, "messages")
+    for row in rows:
+        dump_json(row, "message")
+    return list(rows)  # the checks passed after all: the plain rows, which the store checks again
 
 
 def utf8_size(text: str) -> int:
