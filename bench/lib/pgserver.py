@@ -83,11 +83,12 @@ def server_options(port: int, sockets: Path, durable: bool, max_connections: int
 
 @contextmanager
 def throwaway_postgres(
-    durable: bool = True, max_connections: int = 200
+    durable: bool = True, max_connections: int = 200, settings: tuple[str, ...] = ()
 ) -> Iterator[tuple[str, int]]:
     """Start a PostgreSQL server in a temporary folder; yield (superuser URL, server pid).
 
-    Durable unless asked (see the module). ``initdb --no-sync`` only skips flushing
+    Durable unless asked (see the module). ``settings``: more ``name=value`` for the
+    server (``-c``), as a bench's own measures need (``pg_stat_statements``). ``initdb --no-sync`` only skips flushing
     the new data directory, which the run throws away. As root the server runs as
     the ``postgres`` user. Stopped (fast) and removed at the end.
     """
@@ -111,6 +112,7 @@ def throwaway_postgres(
         )
         port = free_port()
         options = server_options(port, sockets, durable, max_connections)
+        options += "".join(f" -c {setting}" for setting in settings)
         subprocess.run(
             [*as_pg, pg_ctl, "-D", str(data), "-l", str(log), "-w", "-o", options, "start"],
             check=True,
