@@ -13,13 +13,15 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Coroutine
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
 from flowmem.integrations import InThread
+from flowmem.integrations import in_order
 from flowmem.integrations.in_order import InOrder, Queues
 from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
@@ -268,6 +270,47 @@ def test_queues_after_waits_for_the_calls_made_before_on_its_keys_and_no_others(
         "after a, ['held']",
         "after all, ['held']",
     ]
+
+
+class SlowToSettle(Future[Any]):
+    """A future whose setter keeps its thread a while after waking the waiter (a worker descheduled)."""
+
+    def set_result(self, result: Any) -> None:
+        """Set the result, then hold the setting thread."""
+        super().set_result(result)
+        time.sleep(0.2)
+
+    def set_exception(self, exception: BaseException | None) -> None:
+        """Set the exception, then hold the setting thread."""
+        super().set_exception(exception)
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_a_queue_is_idle_once_its_last_call_answered_so_the_next_read_needs_no_thread(
+    monkeypatch: pytest.MonkeyPatch, fails: bool
+) -> None:
+    """A caller resumed by its call's answer finds the queue idle, however late its worker runs on.
+
+    An adapter reads in a queue's turn while it is busy (a thread hop); a worker slow to
+    mark it idle after answering made the caller's next read hop for nothing.
+    """
+    monkeypatch.setattr(in_order, "Future", SlowToSettle)
+
+    def call() -> None:
+        if fails:
+            raise ValueError("refused by the test")
+
+    async def scenario() -> list[bool]:
+        queues = Queues()
+        seen = []
+        for _ in range(3):
+            with contextlib.suppress(ValueError):
+                await queues.of("a").write("a write", call)
+            seen.append(queues.busy("a"))
+        return seen
+
+    assert asyncio.run(scenario()) == [False, False, False]
 
 
 class RefusingGate(Gate):

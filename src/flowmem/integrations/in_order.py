@@ -136,26 +136,42 @@ class InOrder:
         self._run_queue()
 
     def _run_queue(self) -> None:
-        """Run the queued calls until none is left (one thread at a time: the one that claimed it)."""
+        """Run the queued calls until none is left (one thread at a time: the one that claimed it).
+
+        The queue is marked idle before the last call's caller is woken, so a read that
+        caller makes next sees ``busy`` False and runs where it is, instead of joining a
+        queue whose worker has not yet been scheduled to see it empty (a thread hop).
+        """
+        with self._lock:
+            if not self._queue:
+                self._draining, self._drainer = False, None
+                return
+            entry = self._queue.popleft()
         while True:
+            ran = entry.done.set_running_or_notify_cancel()  # False: its caller left before it started
+            failure: BaseException | None = None
+            result: Any = None
+            if ran:
+                try:
+                    result = entry.call()
+                except BaseException as exc:  # the caller's to raise, whatever it is
+                    failure = exc
             with self._lock:
-                if not self._queue:
-                    self._draining, self._drainer = False, None
-                    return
-                entry = self._queue.popleft()
-            if not entry.done.set_running_or_notify_cancel():
-                continue  # its caller left before it started
-            try:
-                result = entry.call()
-            except BaseException as exc:  # the caller's to raise, whatever it is
-                with self._lock:
+                left = entry.left
+                if failure is not None:
                     entry.failed = True
-                    left = entry.left
-                entry.done.set_exception(exc)
+                following = self._queue.popleft() if self._queue else None
+                if following is None:
+                    self._draining, self._drainer = False, None
+            if failure is not None:
+                entry.done.set_exception(failure)
                 if left:
-                    _report(entry, exc)
-            else:
+                    _report(entry, failure)
+            elif ran:
                 entry.done.set_result(result)
+            if following is None:
+                return
+            entry = following
 
 
 class Queues:
