@@ -45,6 +45,13 @@ def turn(i: int) -> dict[str, Any]:
 
 def params_of(conn: Any, name: str, address: Address, ids: list[str]) -> list[Any]:
     """The parameters of a facts statement for ``address`` and the call ids ``ids``."""
+    if name == "append_known_head":  # the header's id and version alone (no id assumed new)
+        head = conn.execute(
+            "SELECT id, version, count, last_major, bytes FROM buffers"
+            " WHERE scope = %s AND scope_id = %s AND key = %s",
+            tuple(address),
+        ).fetchone()
+        return list(head)
     if name == "append_known":  # the header's id and version, and the ids assumed new
         # (the id once per index they must be absent from: calls, answers, evicted ids)
         head = conn.execute(
@@ -83,6 +90,7 @@ def pages(conn: Any, name: str, address: Address, ids: list[str]) -> int:
         "append_facts@ids+open",
         # an append on known facts: its check, and the facts for the next (decision 0039)
         "append_known",
+        "append_known_head",
         "buffer_known",
     ],
 )

@@ -141,6 +141,38 @@ def test_a_stale_fact_writes_nothing_and_the_append_is_still_right(
     assert now is not None and now.version > stale.version and now.open == {"c2"}
 
 
+def test_an_append_that_assumes_no_new_id_checks_the_header_alone_and_a_stale_one_writes_nothing(
+    two: tuple[PostgresStore, PostgresStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Decision 0158: ``append_known_head`` (no subplan per id) unless an id is assumed new."""
+    from flowmem.store.postgres.pipeline import Pipeline
+
+    sent: list[str] = []
+    send = Pipeline._send
+
+    def recorded(self: Pipeline, name: str, params: Any) -> int:
+        sent.append(name)
+        return send(self, name, params)
+
+    monkeypatch.setattr(Pipeline, "_send", recorded)
+    first, second = two
+    address = Address("global", "", "head")
+    first.append(address, prepare({"role": "user", "content": "q"}, 1))
+    calls = [{"id": "c1", "name": "f"}]
+    sent.clear()
+    first.append(address, prepare({"role": "assistant", "content": "", "tool_calls": calls}, 1))
+    assert "append_known" in sent  # c1 assumed new: checked absent
+    sent.clear()
+    first.append(address, prepare({"role": "tool", "content": "r", "tool_call_id": "c1"}, 1))
+    assert "append_known_head" in sent and "append_known" not in sent
+    second.append(address, prepare({"role": "assistant", "content": "a"}, 1))
+    sent.clear()  # first's header is stale: its check fails, nothing written, the plain path appends
+    got = first.append(address, prepare({"role": "user", "content": "q2"}, 1))
+    assert "append_known_head" in sent and any(name.startswith("append_facts") for name in sent)
+    assert (got.appended, got.count) == (1, 5)
+    assert [m["content"] for m in first.load(address)] == ["q", "", "r", "a", "q2"]
+
+
 def test_a_writer_that_leaves_the_version_alone_is_still_seen(
     two: tuple[PostgresStore, PostgresStore],
 ) -> None:

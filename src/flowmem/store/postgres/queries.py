@@ -385,6 +385,11 @@ SQL["append_known"] = """SELECT set_config('flowmem.known', (
         AND NOT EXISTS (SELECT 1 FROM buffer_answers a WHERE a.buffer_id = %s AND a.call_id = i.id)
         AND NOT EXISTS (SELECT 1 FROM buffer_evicted v WHERE v.buffer_id = %s AND v.call_id = i.id))
     FROM unnest(%s::text[]) AS i(id)), TRUE))::text, true)"""
+# the same when no id is assumed new (a message without calls, a result of a listed call:
+# most appends): the header's check alone, no subplan per id to start (decision 0158)
+_KNOWN_HEAD = """EXISTS (SELECT 1 FROM buffers WHERE id = %s AND version = %s
+        AND count = %s AND last_major = %s AND bytes = %s)"""
+SQL["append_known_head"] = f"SELECT set_config('flowmem.known', {_KNOWN_HEAD}::text, true)"
 SQL["row_insert?"] = f"{SQL['row_insert']} WHERE {_KNOWN}"
 SQL["call_insert?"] = f"""INSERT INTO buffer_calls (buffer_id, call_id, declared_pos, ord, answered)
     SELECT %s::bigint, %s::text, %s::bigint, %s::integer,
@@ -421,6 +426,8 @@ for _kind, _guard in GUARDS.items():
     for _facts in _FACTS:
         SQL[f"{_facts}@{_kind}"] = f"""SELECT g.ok, f.* FROM (SELECT {_checked} AS ok) AS g
             LEFT JOIN LATERAL ({SQL[_facts]}) AS f ON TRUE"""
+    SQL[f"append_known_head@{_kind}"] = f"""SELECT set_config('flowmem.known',
+        ({_KNOWN_HEAD} AND g.ok)::text, true), g.ok FROM (SELECT {_checked} AS ok) AS g"""
     SQL[f"append_known@{_kind}"] = SQL["append_known"].replace(
         "TRUE))::text, true)", "TRUE) AND g.ok)::text, true), g.ok"
     ) + f" FROM (SELECT {_checked} AS ok) AS g"

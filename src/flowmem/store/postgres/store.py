@@ -363,7 +363,9 @@ class PostgresStore(PostgresReads):
             return None
         try:
             kind, checks = guard_form(guard)
-            check = f"append_known@{kind}" if kind else "append_known"
+            # no id assumed new: the header's check alone (decision 0158)
+            check = "append_known" if foreseen.fresh else "append_known_head"
+            check = f"{check}@{kind}" if kind else check
             lock, holds = held_lock(guard)
             ensure = ensure_form(guard)
             with Pipeline(conn, SQL) as db:
@@ -372,7 +374,8 @@ class PostgresStore(PostgresReads):
                 db.send(lock, (advisory_key(address), timeout, *holds))
                 bid = known.buffer_id
                 head = (known.version, known.count, known.last_major, known.bytes)
-                held = db.send(check, (bid, *head, bid, bid, bid, foreseen.fresh, *checks))
+                fresh = (bid, bid, bid, foreseen.fresh) if foreseen.fresh else ()
+                held = db.send(check, (bid, *head, *fresh, *checks))
                 for name, params in foreseen.writes:
                     db.run(f"{name}?", params)
                 db.finish()
