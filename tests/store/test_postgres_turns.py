@@ -18,6 +18,7 @@ psycopg = pytest.importorskip("psycopg")
 from flowmem.store.postgres import MIGRATIONS, PostgresStore  # noqa: E402
 from tests.store.runs import half_answered  # noqa: E402
 from tests.store.test_postgres_facts_plans import pages  # noqa: E402
+from tests.store.undo_call_ids import undo_call_ids  # noqa: E402
 from tests.store.undo_kept import undo_kept  # noqa: E402
 
 
@@ -61,6 +62,7 @@ def test_a_database_from_before_loses_the_index_and_keeps_its_rows(postgres_db_u
         conn.execute("DROP FUNCTION flowmem_repairs_usage()")
         conn.execute("DROP INDEX adk_sessions_key")  # and migration 16 (ADK keys) undone
         conn.execute("ALTER TABLE adk_sessions DROP COLUMN adk_id")
+        undo_call_ids(conn)  # and migration 28 (decision 0159)
         conn.execute("DROP INDEX buffer_calls_moved")  # and migration 24 (decision 0139) undone
         conn.execute("CREATE INDEX buffer_calls_pos ON buffer_calls (buffer_id, declared_pos)")
         conn.execute("DELETE FROM flowmem_schema WHERE version >= 15")

@@ -30,10 +30,12 @@ from flowmem.store import sqlite as sqlite_backend
 from flowmem.store.adk import sqlite as adk_sqlite
 from flowmem.store.archive import sqlite as archive_sqlite
 from flowmem.store.conversations import sqlite as conversations_sqlite
+from flowmem.store.postgres import callids
 from flowmem.store.repairs import sqlite as repairs_sqlite
 from flowmem.store.sqlite import SqliteStore, parse_url
 from flowmem.store.sqlite.schema import LISTED_CALLS
 from flowmem.store.vectors import sqlite as vectors_sqlite
+from tests.store.undo_call_ids import undo_call_ids
 from tests.store.undo_kept import undo_kept
 from tests.store.undo_listed import undo_listed_calls
 
@@ -313,8 +315,22 @@ _UNDO = {
 }
 
 
+def _drop_call_ids(url: str) -> None:
+    """Undo PostgreSQL's migration 28 (decision 0159): the declarations' and answers' tables again."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as pg:
+        undo_call_ids(pg)
+
+
+# PostgreSQL's own migrations after the shared ones, by number: undone first
+_CALL_IDS = pg_backend.MIGRATIONS.index(callids.MIGRATION) + 1
+
+
 def _undo_from(url: str, version: int) -> None:
     """Undo every migration from ``version`` on, the newest first (what an older schema lacks)."""
+    if not url.startswith("sqlite") and version <= _CALL_IDS:
+        _drop_call_ids(url)
     for number in sorted(_UNDO, reverse=True):
         if number >= version:
             _UNDO[number](url)

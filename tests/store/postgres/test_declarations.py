@@ -24,6 +24,7 @@ psycopg = pytest.importorskip("psycopg")
 from flowmem.store.editor import load_row  # noqa: E402
 from flowmem.store.postgres import MIGRATIONS, PostgresStore  # noqa: E402
 from tests.store.test_postgres_facts_plans import turn  # noqa: E402
+from tests.store.undo_call_ids import undo_call_ids  # noqa: E402
 
 # ids as a caller may spell them: padded with what str.strip trims (not only spaces),
 # a number, under either key, at the top level or in the metadata
@@ -139,6 +140,7 @@ def test_a_database_from_before_keeps_its_declarations_and_loses_the_index_by_po
     finally:
         store.close()
     with psycopg.connect(postgres_db_url, autocommit=True) as conn:  # as migration 23 left it
+        undo_call_ids(conn)  # migration 28 (decision 0159) first
         conn.execute("DROP INDEX buffer_calls_moved")
         conn.execute("CREATE INDEX buffer_calls_pos ON buffer_calls (buffer_id, declared_pos)")
         conn.execute("DELETE FROM flowmem_schema WHERE version >= 24")
@@ -157,13 +159,14 @@ def test_a_database_from_before_keeps_its_declarations_and_loses_the_index_by_po
         indexes = {
             str(r[0])
             for r in conn.execute(
-                "SELECT indexname FROM pg_indexes WHERE tablename = 'buffer_calls'"
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'buffer_call_ids'"
                 " AND schemaname = current_schema()"
             ).fetchall()
         }
     assert [cid for cid, _, answered in before] == ["call_0", "call_1"] and before[1][2] is False
-    # and since migration 26 (decision 0153) no index of the open calls: the header lists them
-    assert indexes == {"buffer_calls_pkey", "buffer_calls_moved"}
+    # and since migration 26 (decision 0153) no index of the open calls: the header lists them;
+    # since 28 (decision 0159) the declarations are rows of buffer_call_ids, found by call id
+    assert indexes == {"buffer_call_ids_key", "buffer_call_ids_moved"}
     assert [row["role"] for row in kept][-3:] == ["assistant", "tool", "user"]
     made, held = _stored(postgres_db_url, address)
     assert held == made

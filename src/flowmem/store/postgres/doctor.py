@@ -17,7 +17,7 @@ import psycopg
 from flowmem.store.doctor import COUNTS, TEXTS, miscounted, not_json
 
 TABLES = (
-    "records", "buffers", "buffer_rows", "buffer_calls", "buffer_answers", "sessions",
+    "records", "buffers", "buffer_rows", "buffer_call_ids", "buffer_calls", "buffer_answers", "sessions",
     "transcript_seq", "transcripts", "tokens", "idempotency_keys", "deleted_sessions",
     "buffer_evicted", "user_usage",
 )  # fmt: skip

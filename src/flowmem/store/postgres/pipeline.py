@@ -206,7 +206,10 @@ class Pipeline:
 # Not here (always sent alone): the shifts and unflips of a healing insert. The repair log's
 # entries go in the header's update (``header_logged``: their bytes, decision 0135, and the
 # entries themselves, decision 0148; a trigger of it moves them to ``buffer_repairs``).
-_ROWS, _CALLS, _ANSWERS, _HEADER = "buffer_rows", "buffer_calls", "buffer_answers", "buffers"
+# Declarations and answers are rows of one table since migration 28 (decision 0159: an
+# answer is set on its declaration's row), so their writes never share a statement.
+_ROWS, _CALLS, _HEADER = "buffer_rows", "buffer_call_ids", "buffers"
+_ANSWERS = _CALLS
 WRITES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     name: (frozenset(reads), frozenset(writes))
     for name, reads, writes in (

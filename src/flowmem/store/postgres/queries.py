@@ -40,8 +40,10 @@ _ROW_IDS = f"""SELECT r.pos, btrim(e.value ->> k.name, '{_STRIPPED}') AS id FROM
 # their ctids, for the statement's own WHERE. ``pos``: where the id's row declared it;
 # ``a``: the parameters (a subquery in ``calls_delete``: a statement the pipeline may
 # merge into a WITH cannot begin with its own).
-_DECLARED = """ctid = ANY (ARRAY(SELECT (SELECT c.ctid FROM buffer_calls c
-    WHERE c.buffer_id = a.b AND c.call_id = d.id AND c.declared_pos = {pos})
+# Since migration 28 (decision 0159) the declarations are rows of ``buffer_call_ids``
+# (``buffer_calls`` is a view of it, ``row_at`` its rows' ctids): ``at`` names the column.
+_DECLARED = """{at} = ANY (ARRAY(SELECT (SELECT c.ctid FROM buffer_call_ids c
+    WHERE c.buffer_id = a.b AND c.call_id = d.id AND c.declared_pos = {pos} AND c.ord IS NOT NULL)
     FROM {a} CROSS JOIN LATERAL ({ids}) AS d))"""
 SQL: dict[str, str] = {
     # the header's fifth column lists its unanswered calls (migration 26, decision 0153, as
@@ -78,27 +80,35 @@ SQL: dict[str, str] = {
     # no ON CONFLICT: a turn's call ids are distinct (core.call_ids) and a row's old
     # declarations are deleted before it is re-indexed, and a speculative insertion
     # writes one more WAL record per call (its confirmation)
-    "call_insert": f"""INSERT INTO buffer_calls (buffer_id, call_id, declared_pos, ord, answered)
+    # into the table (migration 28, decision 0159): a declaration's row; the view's
+    # trigger (``callids``) would do the same at the cost of a function call
+    "call_insert": f"""INSERT INTO buffer_call_ids (buffer_id, call_id, declared_pos, ord, answered)
         VALUES (%s, %s, %s, %s, EXISTS (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = %s))""",
     # a row's declarations, by the call ids its body names: no index of declarations by
     # position (migration 24, decision 0139); each found on the primary key (_DECLARED)
-    "calls_delete": f"""DELETE FROM buffer_calls WHERE {_DECLARED.format(
+    # through the view: its trigger keeps a row that holds an answer (decision 0159)
+    "calls_delete": f"""DELETE FROM buffer_calls WHERE {_DECLARED.format(at="row_at",
         pos="a.p", a="(SELECT %s::bigint AS b, %s::bigint AS p) AS a",
         ids=_ROW_IDS.format(where="r.buffer_id = a.b AND r.pos = a.p"))}""",
+    # through the view: its trigger sets the answer on a row of its call id that has
+    # none (a HOT update), else inserts one (migration 28, decision 0159)
     "answer_insert": "INSERT INTO buffer_answers (buffer_id, call_id, pos, healed) VALUES (%s, %s, %s, %s)",
     "answer_delete": f"DELETE FROM buffer_answers WHERE {_B} AND call_id = %s AND pos = %s",
     "shift_rows": f"UPDATE buffer_rows SET pos = -(pos + %s) WHERE {_B} AND pos > %s AND pos < %s",
     # the moved rows' declarations (the rows moved first, to -(pos + n)), by their call ids
     "shift_calls": f"""WITH a AS (SELECT %s::bigint AS n, %s::bigint AS b, %s::bigint AS lo,
             %s::bigint AS hi)
-        UPDATE buffer_calls SET declared_pos = -(declared_pos + (SELECT n FROM a))
-        WHERE {_DECLARED.format(pos="-d.pos - a.n", a="a", ids=_ROW_IDS.format(
+        UPDATE buffer_call_ids SET declared_pos = -(declared_pos + (SELECT n FROM a))
+        WHERE {_DECLARED.format(at="ctid", pos="-d.pos - a.n", a="a", ids=_ROW_IDS.format(
             where="r.buffer_id = a.b AND r.pos > -(a.hi + a.n) AND r.pos < -(a.lo + a.n)"))}""",
-    "shift_answers": f"UPDATE buffer_answers SET pos = -(pos + %s) WHERE {_B} AND pos > %s AND pos < %s",
+    "shift_answers": f"""UPDATE buffer_call_ids SET answer_pos = -(answer_pos + %s)
+        WHERE {_B} AND answer_pos > %s AND answer_pos < %s""",
     "unflip_rows": f"UPDATE buffer_rows SET pos = -pos WHERE {_B} AND pos < 0",
-    # on the partial index of moved declarations (buffer_calls_moved: empty but mid-shift)
-    "unflip_calls": f"UPDATE buffer_calls SET declared_pos = -declared_pos WHERE {_B} AND declared_pos < 0",
-    "unflip_answers": f"UPDATE buffer_answers SET pos = -pos WHERE {_B} AND pos < 0",
+    # the declarations on the partial index of moved ones (buffer_call_ids_moved: empty but
+    # mid-shift); the answers on the buffer's rows of the table, as the shift finds them (an
+    # index on their position would make each answer's update a new row version, not HOT)
+    "unflip_calls": f"UPDATE buffer_call_ids SET declared_pos = -declared_pos WHERE {_B} AND declared_pos < 0",
+    "unflip_answers": f"UPDATE buffer_call_ids SET answer_pos = -answer_pos WHERE {_B} AND answer_pos < 0",
     "was_evicted": f"SELECT 1 FROM buffer_evicted WHERE {_B} AND call_id = %s",
     "evicted_insert": f"""INSERT INTO buffer_evicted (buffer_id, call_id, seq) VALUES (%s, %s,
         (SELECT COALESCE(MAX(seq), 0) + 1 FROM buffer_evicted WHERE {_B}))
@@ -182,8 +192,9 @@ SQL |= {
         UNION ALL SELECT 4, r.pos, r.body, NULL, NULL, NULL, NULL FROM b, buffer_rows r
             WHERE r.buffer_id = b.id AND r.tokens IS NULL""",
     "clear_rows": f"DELETE FROM buffer_rows WHERE {_B}",
-    "clear_calls": f"DELETE FROM buffer_calls WHERE {_B}",
-    "clear_answers": f"DELETE FROM buffer_answers WHERE {_B}",
+    # a buffer's declarations and answers are one table's rows (migration 28): the second finds none left
+    "clear_calls": f"DELETE FROM buffer_call_ids WHERE {_B}",
+    "clear_answers": f"DELETE FROM buffer_call_ids WHERE {_B}",
     "clear_evicted": f"DELETE FROM buffer_evicted WHERE {_B}",
     "clear_header": "DELETE FROM buffers WHERE id = %s",
     "scope_buffers": "SELECT id, key FROM buffers WHERE scope = %s AND scope_id = %s ORDER BY id",
@@ -391,7 +402,7 @@ _KNOWN_HEAD = """EXISTS (SELECT 1 FROM buffers WHERE id = %s AND version = %s
         AND count = %s AND last_major = %s AND bytes = %s)"""
 SQL["append_known_head"] = f"SELECT set_config('flowmem.known', {_KNOWN_HEAD}::text, true)"
 SQL["row_insert?"] = f"{SQL['row_insert']} WHERE {_KNOWN}"
-SQL["call_insert?"] = f"""INSERT INTO buffer_calls (buffer_id, call_id, declared_pos, ord, answered)
+SQL["call_insert?"] = f"""INSERT INTO buffer_call_ids (buffer_id, call_id, declared_pos, ord, answered)
     SELECT %s::bigint, %s::text, %s::bigint, %s::integer,
         EXISTS (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = %s)
     WHERE {_KNOWN}"""

@@ -7,7 +7,7 @@ own in its ``postgres.py``, and ``flowmem.store.migrations.collect`` joins them.
 from __future__ import annotations
 
 from flowmem.store.migrations import collect
-from flowmem.store.postgres import reserved
+from flowmem.store.postgres import callids, reserved
 from flowmem.store.quotasql import OWNER_OF, pg_grown_end
 from flowmem.store.repairs import KEPT
 from flowmem.store.repairs.postgres import HELD_CHARS
@@ -252,6 +252,10 @@ _OWN: dict[int, tuple[str, ...]] = {
     # and writes the owner's usage row only when its reservation runs out
     # (``flowmem.store.postgres.reserved``)
     27: reserved.MIGRATION,
+    # 28 (issue 42 §1, decision 0159): a call's declaration and its answer in one row of
+    # ``buffer_call_ids`` (``buffer_calls`` and ``buffer_answers`` its views): an answer is a
+    # HOT update of its declaration's row, not a row and a key (``flowmem.store.postgres.callids``)
+    28: callids.MIGRATION,
 }
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = collect(_OWN, "postgres")

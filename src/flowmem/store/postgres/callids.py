@@ -1,0 +1,113 @@
+"""PostgreSQL's migration 28: a call's declaration and its answer in one row (decision 0159).
+
+Until this migration a declared call wrote a ``buffer_calls`` row and its key, and its
+result a ``buffer_answers`` row and its key: two heap rows and two index entries per
+call and answer (issue 42 §1: about 190 bytes of WAL each). Since it both live in
+``buffer_call_ids``, one row per call id's declaration and/or answer, found by one
+non-unique index on ``(buffer_id, call_id)``:
+
+- a declaration inserts a row (``declared_pos``, ``ord``, ``answered``; no answer); a row
+  holds a declaration while its ``ord`` is set;
+- an answer is set on a row of its call id that has none (a HOT update: its columns are
+  in no index, about 110 bytes fewer than a row and a key), else it inserts a row of its
+  own (an answer whose call is not declared, or a second answer);
+- a declaration's deletion clears ``ord`` and ``answered`` of a row that holds an answer
+  (a HOT update; the answer stays: a window evicts the turn first and its results after),
+  else deletes the row; an answer's deletion likewise.
+
+No index reads a column these updates write (``buffer_call_ids_moved``, the partial index
+of a healing insert's moved declarations, reads ``declared_pos`` only), so they are HOT.
+
+``buffer_calls`` and ``buffer_answers`` are views of it with the old tables' columns, so
+every statement that reads them reads them as before; their writes go through one
+``INSTEAD OF`` trigger that does the above (``flowmem_call_ids_write``). The statements
+that need the table itself (a row's declarations found by ``ctid``, the shifts and the
+unflips of a healing insert, a clear) are ``SQL`` here, in ``postgres/queries.py``'s place.
+"""
+
+from __future__ import annotations
+
+# one row per call id's declaration and/or answer; the old tables' rows copied as they
+# are (a declaration's row, an answer's row: pairing them is not needed, only their
+# later writes pair), then the old tables become views of it
+MIGRATION: tuple[str, ...] = (
+    """CREATE TABLE buffer_call_ids (
+        buffer_id BIGINT NOT NULL, call_id TEXT NOT NULL,
+        declared_pos BIGINT, ord INTEGER, answered BOOLEAN,
+        answer_pos BIGINT, healed BOOLEAN)""",
+    """INSERT INTO buffer_call_ids (buffer_id, call_id, declared_pos, ord, answered)
+        SELECT buffer_id, call_id, declared_pos, ord, answered FROM buffer_calls""",
+    """INSERT INTO buffer_call_ids (buffer_id, call_id, answer_pos, healed)
+        SELECT buffer_id, call_id, pos, healed FROM buffer_answers""",
+    "DROP TABLE buffer_calls",
+    "DROP TABLE buffer_answers",
+    "CREATE INDEX buffer_call_ids_key ON buffer_call_ids (buffer_id, call_id)",
+    # entries only in the middle of a healing insert's shift (as migration 24's); not on
+    # the answers' positions: a column an index reads (its predicate too) makes every
+    # answer's update a new row version with a new key entry, not a HOT update
+    "CREATE INDEX buffer_call_ids_moved ON buffer_call_ids (buffer_id) WHERE declared_pos < 0",
+    # ``row_at``: the row's ctid, which a statement deleting declarations found by the
+    # table's key names (``calls_delete``: one TID scan, whatever the plan)
+    """CREATE VIEW buffer_calls AS SELECT buffer_id, call_id, declared_pos, ord, answered,
+        ctid AS row_at FROM buffer_call_ids WHERE ord IS NOT NULL""",
+    """CREATE VIEW buffer_answers AS SELECT buffer_id, call_id, answer_pos AS pos, healed
+        FROM buffer_call_ids WHERE answer_pos IS NOT NULL""",
+    # each row of a view written is one row's columns of the table: a declaration by its
+    # (buffer, call id, position), an answer by its (buffer, call id, position)
+    """CREATE FUNCTION flowmem_call_ids_write() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_TABLE_NAME = 'buffer_calls' THEN
+                IF TG_OP = 'INSERT' THEN
+                    INSERT INTO buffer_call_ids (buffer_id, call_id, declared_pos, ord, answered)
+                        VALUES (NEW.buffer_id, NEW.call_id, NEW.declared_pos, NEW.ord, NEW.answered);
+                    RETURN NEW;
+                END IF;
+                IF TG_OP = 'UPDATE' THEN
+                    UPDATE buffer_call_ids SET buffer_id = NEW.buffer_id, call_id = NEW.call_id,
+                        declared_pos = NEW.declared_pos, ord = NEW.ord, answered = NEW.answered
+                        WHERE ctid = (SELECT ctid FROM buffer_call_ids WHERE buffer_id = OLD.buffer_id
+                            AND call_id = OLD.call_id AND declared_pos = OLD.declared_pos AND ord IS NOT NULL LIMIT 1);
+                    RETURN NEW;
+                END IF;
+                DELETE FROM buffer_call_ids WHERE ctid = (SELECT ctid FROM buffer_call_ids
+                    WHERE buffer_id = OLD.buffer_id AND call_id = OLD.call_id
+                    AND declared_pos = OLD.declared_pos AND ord IS NOT NULL LIMIT 1) AND answer_pos IS NULL;
+                IF NOT FOUND THEN
+                    UPDATE buffer_call_ids SET ord = NULL, answered = NULL
+                        WHERE ctid = (SELECT ctid FROM buffer_call_ids WHERE buffer_id = OLD.buffer_id
+                            AND call_id = OLD.call_id AND declared_pos = OLD.declared_pos AND ord IS NOT NULL LIMIT 1);
+                END IF;
+                RETURN OLD;
+            END IF;
+            IF TG_OP = 'INSERT' THEN
+                UPDATE buffer_call_ids SET answer_pos = NEW.pos, healed = NEW.healed
+                    WHERE ctid = (SELECT ctid FROM buffer_call_ids WHERE buffer_id = NEW.buffer_id
+                        AND call_id = NEW.call_id AND answer_pos IS NULL LIMIT 1);
+                IF NOT FOUND THEN
+                    INSERT INTO buffer_call_ids (buffer_id, call_id, answer_pos, healed)
+                        VALUES (NEW.buffer_id, NEW.call_id, NEW.pos, NEW.healed);
+                END IF;
+                RETURN NEW;
+            END IF;
+            IF TG_OP = 'UPDATE' THEN
+                UPDATE buffer_call_ids SET buffer_id = NEW.buffer_id, call_id = NEW.call_id,
+                    answer_pos = NEW.pos, healed = NEW.healed
+                    WHERE ctid = (SELECT ctid FROM buffer_call_ids WHERE buffer_id = OLD.buffer_id
+                        AND call_id = OLD.call_id AND answer_pos = OLD.pos LIMIT 1);
+                RETURN NEW;
+            END IF;
+            DELETE FROM buffer_call_ids WHERE ctid = (SELECT ctid FROM buffer_call_ids
+                WHERE buffer_id = OLD.buffer_id AND call_id = OLD.call_id AND answer_pos = OLD.pos
+                LIMIT 1) AND ord IS NULL;
+            IF NOT FOUND THEN
+                UPDATE buffer_call_ids SET answer_pos = NULL, healed = NULL
+                    WHERE ctid = (SELECT ctid FROM buffer_call_ids WHERE buffer_id = OLD.buffer_id
+                        AND call_id = OLD.call_id AND answer_pos = OLD.pos LIMIT 1);
+            END IF;
+            RETURN OLD;
+        END $$""",
+    """CREATE TRIGGER buffer_calls_write INSTEAD OF INSERT OR UPDATE OR DELETE ON buffer_calls
+        FOR EACH ROW EXECUTE FUNCTION flowmem_call_ids_write()""",
+    """CREATE TRIGGER buffer_answers_write INSTEAD OF INSERT OR UPDATE OR DELETE ON buffer_answers
+        FOR EACH ROW EXECUTE FUNCTION flowmem_call_ids_write()""",
+)

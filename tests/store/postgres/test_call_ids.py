@@ -1,0 +1,168 @@
+"""PostgreSQL's migration 28 (decision 0159): a call's declaration and its answer in one row.
+
+An answer is set on a row of its call id that has none (one row per call and answer,
+no row and key of its own); a declaration's deletion keeps the answer its row holds;
+an upgrade from migration 27 keeps every declaration, answer, healed call and
+placeholder. The rules (MEM-1, MEM-2, MEM-3, MEM-10, the window) are checked against
+the pure ``append``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from flowmem.core import append, is_healed, prepare, result_id
+from flowmem.store import Address
+
+psycopg = pytest.importorskip("psycopg")
+
+from flowmem.store.postgres import MIGRATIONS, PostgresStore  # noqa: E402
+from tests.store.postgres.test_listed_calls import BEFORE, _call  # noqa: E402
+from tests.store.undo_call_ids import undo_call_ids  # noqa: E402
+
+pytestmark = pytest.mark.postgres
+
+ADDRESS = Address("user", "alice", "chat")
+_CALLS = "SELECT call_id, declared_pos, ord, answered FROM buffer_calls ORDER BY 1, 2"
+_ANSWERS = "SELECT call_id, pos, healed FROM buffer_answers ORDER BY 1, 2"
+
+
+def _result(cid: str, text: str = "r") -> dict[str, Any]:
+    return {"role": "tool", "content": text, "tool_call_id": cid}
+
+
+def _table(url: str) -> list[tuple[Any, ...]]:
+    """The rows of ``buffer_call_ids``: (call id, holds a declaration, holds an answer)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute(
+            """SELECT call_id, ord IS NOT NULL, answer_pos IS NOT NULL FROM buffer_call_ids
+            ORDER BY 1, 2, 3"""
+        ).fetchall()
+
+
+def _step(
+    store: PostgresStore,
+    expected: list[dict[str, Any]],
+    message: dict[str, Any],
+    at: int,
+    window: int = 0,
+) -> list[dict[str, Any]]:
+    """Append one message to the store and to the pure buffer; the two must be equal."""
+    rows = prepare([message], at)
+    store.append(ADDRESS, rows, max_messages=window)
+    expected = append(expected, rows, max_messages=window).messages
+    assert store.load(ADDRESS) == expected
+    return expected
+
+
+def test_mem_1_a_result_is_set_on_its_declarations_row_and_a_second_result_is_dropped(
+    postgres_db_url: str,
+) -> None:
+    store = PostgresStore(postgres_db_url)
+    try:
+        expected = _step(store, [], _call("c1"), 1)
+        expected = _step(store, expected, _result("c1"), 2)
+        assert _table(postgres_db_url) == [("c1", True, True)]  # one row: no answer row and key
+        expected = _step(store, expected, _result("c1", "again"), 3)  # MEM-1
+        assert [r["content"] for r in expected if r["role"] == "tool"] == ["r"]
+        assert _table(postgres_db_url) == [("c1", True, True)]
+        assert store.check_integrity() == []
+    finally:
+        store.close()
+
+
+def test_mem_2_a_result_before_its_call_keeps_a_row_of_its_own_and_the_turn_again_is_refused(
+    postgres_db_url: str,
+) -> None:
+    store = PostgresStore(postgres_db_url)
+    try:
+        expected = _step(store, [], {"role": "user", "content": "u"}, 1)
+        expected = _step(
+            store, expected, _result("early"), 2
+        )  # no declaration yet: a row of its own
+        expected = _step(store, expected, _call("early"), 3)
+        assert _table(postgres_db_url) == [("early", False, True), ("early", True, False)]
+        expected = _step(store, expected, _call("early"), 4)  # MEM-2: declared already
+        expected = _step(store, expected, {"role": "user", "content": "v"}, 5)  # nothing to heal
+        assert [r["role"] for r in expected] == ["user", "tool", "assistant", "user"]
+    finally:
+        store.close()
+
+
+def test_mem_3_a_window_evicting_an_answered_turn_keeps_its_answer_until_it_goes_too(
+    postgres_db_url: str,
+) -> None:
+    """The turn goes first (its row keeps the answer), then its result: no row is left behind."""
+    store = PostgresStore(postgres_db_url)
+    try:
+        expected: list[dict[str, Any]] = []
+        at = 0
+        for n in range(6):
+            for message in (
+                {"role": "user", "content": f"q{n}"},
+                _call(f"c{n}"),
+                _result(f"c{n}"),
+                {"role": "assistant", "content": f"a{n}"},
+            ):
+                at += 1
+                expected = _step(store, expected, message, at, window=5)
+        # an open call, healed by the next user turn (MEM-3), then evicted with its placeholder
+        for message in (
+            _call("open"),
+            {"role": "user", "content": "next"},
+            {"role": "user", "content": "x"},
+        ):
+            at += 1
+            expected = _step(store, expected, message, at, window=3)
+        kept = {r.get("tool_call_id") for r in expected if r["role"] == "tool"}
+        assert {row[0] for row in _table(postgres_db_url)} == kept - {None}
+        assert store.check_integrity() == []
+    finally:
+        store.close()
+
+
+def test_mem_3_an_upgrade_from_27_keeps_every_declaration_answer_healed_call_and_placeholder(
+    postgres_db_url: str,
+) -> None:
+    stored = append([], prepare(BEFORE, 1)).messages  # the healed placeholder of c_heal among them
+    assert [result_id(r) for r in stored if is_healed(r)] == ["c_heal"]
+    store = PostgresStore(postgres_db_url)
+    try:
+        store.append(ADDRESS, prepare(BEFORE, 1))
+    finally:
+        store.close()
+    with psycopg.connect(postgres_db_url, autocommit=True) as conn:  # as migration 27 left it
+        undo_call_ids(conn)
+        conn.execute("DELETE FROM flowmem_schema WHERE version >= 28")
+        calls, answers = conn.execute(_CALLS).fetchall(), conn.execute(_ANSWERS).fetchall()
+    assert [c[0] for c in calls] == ["c_ans", "c_heal", "c_open", "c_two"]
+    assert [(a[0], a[2]) for a in answers] == [("c_ans", False), ("c_heal", True)]
+    store = PostgresStore(postgres_db_url)
+    try:
+        assert store.schema_version() == len(MIGRATIONS)
+        with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+            assert conn.execute(_CALLS).fetchall() == calls
+            assert conn.execute(_ANSWERS).fetchall() == answers
+        assert store.load(ADDRESS) == stored
+        # the rules on the upgraded rows: a duplicate result dropped (MEM-1), the placeholder
+        # replaced by the real result (MEM-10), a duplicate turn refused (MEM-2), an open call
+        # answered, the other healed by a user turn (MEM-3), then a window evicting them
+        expected = stored
+        later = [
+            _result("c_ans", "again"),
+            _result("c_heal", "late"),
+            _call("c_ans"),
+            _result("c_two", "two"),
+            {"role": "user", "content": "and now?"},
+        ]
+        for n, message in enumerate(later, start=2):
+            expected = _step(store, expected, message, n)
+        assert [result_id(r) for r in expected if is_healed(r)] == ["c_open"]
+        expected = _step(store, expected, {"role": "user", "content": "last"}, 9, window=4)
+        assert store.check_integrity() == []
+        kept = {r.get("tool_call_id") for r in expected if r["role"] == "tool"}
+        assert {row[0] for row in _table(postgres_db_url)} == kept - {None}
+    finally:
+        store.close()
