@@ -20,8 +20,7 @@ from typing import Any
 
 import pytest
 
-from flowmem.integrations import InThread
-from flowmem.integrations import in_order
+from flowmem.integrations import InThread, in_order
 from flowmem.integrations.in_order import InOrder, Queues
 from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService

@@ -34,11 +34,40 @@ class _Refused(Exception):
 
 
 class _LineEditor(SqlBufferEditor):
-    """``SqlBufferEditor`` that says where its last append went."""
+    """``SqlBufferEditor`` that says where its last append went, and keeps its line's end known.
+
+    ``ends``: the transaction's known line ends (``_SqlTx.line_end``), by key: an
+    append puts the line's end at its row (a new major, past every row); any other
+    write makes it unknown again (asked once more).
+    """
+
+    def __init__(self, db: SqlRunner, address: Address, ends: dict[str, int | None]) -> None:
+        super().__init__(db, address)
+        self.ends = ends
 
     def last_position(self) -> int:
         """The position ``append_row`` wrote last (the last major, minor 0)."""
         return self._last << MINOR_BITS
+
+    def append_row(self, row: Message) -> None:
+        """Append, the line's end now that row."""
+        super().append_row(row)
+        self.ends[self.address.key] = self.last_position()
+
+    def insert_after(self, position: int, rows: Sequence[Message]) -> None:
+        """Insert, the line's end asked again."""
+        self.ends.pop(self.address.key, None)
+        super().insert_after(position, rows)
+
+    def replace(self, position: int, row: Message) -> None:
+        """Replace (the line's end unchanged, asked again all the same)."""
+        self.ends.pop(self.address.key, None)
+        super().replace(position, row)
+
+    def delete(self, position: int) -> None:
+        """Delete, the line's end asked again."""
+        self.ends.pop(self.address.key, None)
+        super().delete(position)
 
 
 def _stored(row: Any) -> StoredConversation:
@@ -52,7 +81,13 @@ def _stored(row: Any) -> StoredConversation:
 
 
 class _SqlTx:
-    """``LineTx`` inside one open write transaction."""
+    """``LineTx`` inside one open write transaction.
+
+    Its reads (``places``, ``line_end``, ``rows_upto``, ``declarations``) read rows,
+    calls, answers and entries, which the line editors write at once; only a buffer's
+    header waits for ``flush``, and none of them reads it, so none flushes. A line's end
+    is read once per transaction and kept by its editor's appends (``_LineEditor``).
+    """
 
     def __init__(
         self, conn: Any, sql: Mapping[str, str], runner: SqlRunner, conversation_id: str
@@ -64,6 +99,7 @@ class _SqlTx:
         self.editors: dict[str, _LineEditor] = {}
         self.repairs: dict[str, list[Repair]] = {}  # logged once the lines are flushed
         self.line: tuple[str, bool, bool] | None = None  # (key, whole, empty) of the line written
+        self.ends: dict[str, int | None] = {}  # each line's end as known in this transaction
 
     def _run(self, name: str, params: tuple[Any, ...]) -> Any:
         return self.conn.execute(self.sql[name], params)
@@ -75,19 +111,20 @@ class _SqlTx:
 
     def places(self, entry_id: str, conversation_id: str) -> list[Place]:
         """Where the entry ends in each of the conversation's lines (``pa_entries``)."""
-        self.flush()
         rows = self._run("pa_entry_in", (entry_id, conversation_id)).fetchall()
         return [Place(conversation_id, key, int(pos)) for key, pos in rows]
 
     def line_end(self, key: str) -> int | None:
-        """The position of the line's last row."""
-        self.flush()
+        """The position of the line's last row (read once, then kept by the line's appends)."""
+        if key in self.ends:
+            return self.ends[key]
         row = self._run("pa_line_end", (self.conversation_id, key)).fetchone()
-        return None if row is None or row[0] is None else int(row[0])
+        end = None if row is None or row[0] is None else int(row[0])
+        self.ends[key] = end
+        return end
 
     def rows_upto(self, place: Place) -> list[Message]:
         """The line's rows up to ``place``."""
-        self.flush()
         params = (place.conversation_id, place.key, place.position)
         return load_rows(self._run("pa_line_upto", params).fetchall())
 
@@ -95,13 +132,12 @@ class _SqlTx:
         """The line's buffer editor (one per key for the transaction)."""
         if key not in self.editors:
             self.editors[key] = _LineEditor(
-                self.runner, Address(SESSION_SCOPE, self.conversation_id, key)
+                self.runner, Address(SESSION_SCOPE, self.conversation_id, key), self.ends
             )
         return self.editors[key]
 
     def declarations(self, key: str, call_id: str) -> list[Declaration]:
         """Declarations of ``call_id``, plain or qualified, from the line's call index."""
-        self.flush()
         prefix = call_id + QUALIFIER
         params = (self.conversation_id, key, call_id, len(prefix), prefix)
         found = []
