@@ -4,8 +4,56 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 
 from flowmem.errors import ThreadForkedError
+
+
+class Turns:
+    """Shared holds (writes) beside exclusive ones (refusals): one stripe of ``RefusedCheckpoints``.
+
+    Writes hold it together, so a checkpoint's check never waits for a task's pending
+    writes being committed (decision 0160); a refusal waits until no write holds it, and
+    writes that come after wait for the refusal (it goes first: none starves it).
+    """
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition(threading.Lock())
+        self._writes = 0
+        self._refusing = False
+        self._waiting = 0  # refusals waiting for the writes to end
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the stripe beside other writes, after any refusal made or waiting."""
+        with self._changed:
+            while self._refusing or self._waiting:
+                self._changed.wait()
+            self._writes += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._writes -= 1
+                if not self._writes:
+                    self._changed.notify_all()
+
+    @contextmanager
+    def refusing(self) -> Iterator[None]:
+        """Hold the stripe alone: no write holds it meanwhile."""
+        with self._changed:
+            self._waiting += 1
+            while self._refusing or self._writes:
+                self._changed.wait()
+            self._waiting -= 1
+            self._refusing = True
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._refusing = False
+                self._changed.notify_all()
 
 
 class RefusedCheckpoints:
@@ -14,29 +62,44 @@ class RefusedCheckpoints:
     LangGraph saves a run's task writes in the background, beside its checkpoints; a
     run whose checkpoint was refused keeps running until it exits. Its writes for a
     refused checkpoint are refused too, and those that landed first are deleted with
-    the refusal, under the thread's stripe lock, so none is left behind.
+    the refusal, under the thread's stripe held alone (``refusing``), so none is left
+    behind: a write checks and stores under the stripe held beside other writes
+    (``writing``), which a refusal waits for.
     """
 
     def __init__(self, capacity: int = 4096, stripes: int = 64) -> None:
         self.capacity = capacity
         self._ids: OrderedDict[tuple[str, ...], None] = OrderedDict()
-        self._locks = [threading.Lock() for _ in range(stripes)]
+        self._lock = threading.Lock()  # the ids, between stripes
+        self._stripes = [Turns() for _ in range(stripes)]
 
-    def holding(self, thread_id: str) -> threading.Lock:
-        """The lock a thread's writes and refusals take turns under."""
-        return self._locks[hash(thread_id) % len(self._locks)]
+    def _stripe(self, thread_id: str) -> Turns:
+        return self._stripes[hash(thread_id) % len(self._stripes)]
+
+    def writing(self, thread_id: str) -> AbstractContextManager[None]:
+        """Hold the thread's stripe for a write's check (and its storing): beside other writes."""
+        return self._stripe(thread_id).writing()
+
+    def refusing(self, thread_id: str) -> AbstractContextManager[None]:
+        """Hold the thread's stripe for a refusal: alone."""
+        return self._stripe(thread_id).refusing()
 
     def add(self, thread_id: str, ns: str, checkpoint_id: str, run: object) -> None:
-        """Remember a refused checkpoint and the run it belongs to (its stripe lock held)."""
-        self._ids[(thread_id, ns, checkpoint_id)] = None
-        if run:
-            self._ids[(thread_id, str(run))] = None
-        while len(self._ids) > self.capacity:
-            self._ids.popitem(last=False)
+        """Remember a refused checkpoint and the run it belongs to (its stripe held by ``refusing``)."""
+        with self._lock:
+            self._ids[(thread_id, ns, checkpoint_id)] = None
+            if run:
+                self._ids[(thread_id, str(run))] = None
+            while len(self._ids) > self.capacity:
+                self._ids.popitem(last=False)
 
     def check(self, thread_id: str, ns: str, checkpoint_id: str, run: object) -> None:
-        """Raise ``ThreadForkedError`` for a write of a refused run or checkpoint (lock held)."""
-        if (thread_id, ns, checkpoint_id) in self._ids or (run and (thread_id, str(run)) in self._ids):
+        """Raise ``ThreadForkedError`` for a write of a refused run or checkpoint (stripe held by ``writing``)."""
+        with self._lock:
+            refused = (thread_id, ns, checkpoint_id) in self._ids or (
+                bool(run) and (thread_id, str(run)) in self._ids
+            )
+        if refused:
             raise ThreadForkedError(
                 f"thread {thread_id!r}: this run's checkpoint was refused (another writer moved "
                 "the thread); nothing more of it is stored. Run the turn again on "
@@ -45,4 +108,4 @@ class RefusedCheckpoints:
             )
 
 
-__all__ = ["RefusedCheckpoints"]
+__all__ = ["RefusedCheckpoints", "Turns"]

@@ -296,14 +296,14 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
         guard = self.memory.session_claim(thread, self._context(conf))
         head = Head(parent) if protect else None
         run = conf.get(HEAD_MARK)
-        with self.refused.holding(thread):
+        with self.refused.writing(thread):
             self.refused.check(thread, ns, checkpoint["id"], run)
         for fresh in (False, True):
             blobs, lines, heads = self._plan(thread, ns, checkpoint["id"], values, new_versions, fresh)
             try:
                 self.tables.put_checkpoint(CheckpointPut(stored, blobs, lines, guard, head))
             except ThreadForkedError:
-                with self.refused.holding(thread):  # no write of this run's lands after it
+                with self.refused.refusing(thread):  # no write of this run's lands after it
                     self.refused.add(thread, ns, checkpoint["id"], run)
                     self.tables.delete_writes(thread, ns, checkpoint["id"])
                 raise
@@ -382,7 +382,7 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
         ]
         guard = self.memory.session_claim(thread, self._context(conf))
         ns, checkpoint_id = str(conf.get("checkpoint_ns", "")), conf["checkpoint_id"]
-        with self.refused.holding(thread):
+        with self.refused.writing(thread):  # beside the checkpoint's check; a refusal waits
             self.refused.check(thread, ns, checkpoint_id, conf.get(HEAD_MARK))
             self.tables.put_writes(PendingWrites(thread, ns, checkpoint_id, stored, guard))
 
