@@ -7,7 +7,7 @@ own in its ``postgres.py``, and ``flowmem.store.migrations.collect`` joins them.
 from __future__ import annotations
 
 from flowmem.store.migrations import collect
-from flowmem.store.postgres import callids, reserved
+from flowmem.store.postgres import callids, granted, reserved
 from flowmem.store.quotasql import OWNER_OF, pg_grown_end
 from flowmem.store.repairs import KEPT
 from flowmem.store.repairs.postgres import HELD_CHARS
@@ -256,6 +256,10 @@ _OWN: dict[int, tuple[str, ...]] = {
     # ``buffer_call_ids`` (``buffer_calls`` and ``buffer_answers`` its views): an answer is a
     # HOT update of its declaration's row, not a row and a key (``flowmem.store.postgres.callids``)
     28: callids.MIGRATION,
+    # 29 (issue 42 §3, decision 0158): the bytes quota checked when a reservation is granted
+    # and when the quota in force changes, not on every growth; the reservation trigger's
+    # condition without a cast (``flowmem.store.postgres.granted``)
+    29: granted.MIGRATION,
 }
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = collect(_OWN, "postgres")
