@@ -30,6 +30,7 @@ from flowmem.store.adk import EVENTS_KEY
 from flowmem.store.adk import sqlite as adk_sqlite
 from flowmem.store.sqlite.schema import MIGRATIONS
 from tests.integrations.adk.events import answer, call, result, user
+from tests.store.undo_call_ids import undo_call_ids
 from tests.store.undo_kept import undo_kept
 from tests.store.undo_listed import undo_listed_calls
 
@@ -64,6 +65,7 @@ def _undo_keys(url: str) -> None:
     import psycopg
 
     with psycopg.connect(url) as conn:
+        undo_call_ids(conn)  # PostgreSQL's migration 28 (decision 0159) first
         undo_kept(conn, sqlite=False)
         for statement in statements:
             conn.execute(statement)
