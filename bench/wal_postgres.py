@@ -27,6 +27,7 @@ stores the same two messages as they come).
 
     python bench/wal_postgres.py                 # a throwaway server, 3 runs
     python bench/wal_postgres.py --detail        # and what each kind of append writes, by table
+    python bench/wal_postgres.py --window 40     # flowmem's buffer windowed: evicting as it appends
     python bench/wal_postgres.py --quick         # a smoke run
 
 Target (issue 42 #1): flowmem's WAL bytes per append at most langchain-postgres's
@@ -114,12 +115,13 @@ class System:
 class Flowmem(System):
     """flowmem's ``Store.append`` (plain or guarded) or ``MemoryService.append``."""
 
-    def __init__(self, url: str, mode: str) -> None:
+    def __init__(self, url: str, mode: str, window: int = 0) -> None:
         from flowmem.store import open_store
 
         super().__init__(url)
         self.name = f"flowmem {mode}"
         self.mode = mode
+        self.window = window  # max_messages of every append (0: no window)
         self.store = open_store(url)
         self.guard: Any = None
         self.key: Any = None
@@ -149,10 +151,10 @@ class Flowmem(System):
         from flowmem.core import prepare
 
         if self.mode == "service":
-            self.service.append("user", self.key.key, message, self.context)
+            self.service.append("user", self.key.key, message, self.context, self.window)
             return
         row = prepare(message, 1_755_000_000 + i)[0]
-        self.store.append(self.key, [row], guard=self.guard)
+        self.store.append(self.key, [row], guard=self.guard, max_messages=self.window)
 
     def close(self) -> None:
         """Close the store."""
@@ -237,21 +239,28 @@ def one(conn: Any, query: str) -> Any:
     return None if row is None else row[0]
 
 
-def make(name: str, url: str) -> System:
-    """The system called ``name`` on the database at ``url``."""
+def make(name: str, url: str, window: int = 0) -> System:
+    """The system called ``name`` on the database at ``url`` (flowmem's appends with ``window``)."""
     if name == "langchain-postgres":
         return LangchainPostgres(url)
-    return Flowmem(url, name.split()[1])
+    return Flowmem(url, name.split()[1], window)
 
 
 def measure(
-    admin: Any, base_url: str, name: str, scenario: str, fill: int, count: int, wal_dir: str
+    admin: Any,
+    base_url: str,
+    name: str,
+    scenario: str,
+    fill: int,
+    count: int,
+    wal_dir: str,
+    window: int = 0,
 ) -> list[Append]:
     """One system, one scenario, on a fresh database: each counted append's WAL."""
     database = f"wal_{uuid.uuid4().hex[:10]}"
     admin.execute(f"CREATE DATABASE {database}")
     url = base_url.rsplit("/", 1)[0] + f"/{database}"
-    system = make(name, url)
+    system = make(name, url, window)
     appends: list[Append] = []
     try:
         import psycopg
@@ -284,24 +293,29 @@ def measure(
             )
             # the first segment by name: pg_waldump -p alone reads the segment size from
             # whichever file it finds first, which may be a preallocated empty one
-            first = ""
+            first = last = ""
             if appends:
                 first = str(one(probe, f"SELECT pg_walfile_name('{_lsn_text(appends[0].start)}')"))
+                # and the last one's: a run may cross segments (a windowed buffer writes more)
+                last = str(one(probe, f"SELECT pg_walfile_name('{_lsn_text(appends[-1].end)}')"))
     finally:
         system.close()
-    waldump(appends, os.path.join(wal_dir, first), names, dboid)
+    waldump(appends, os.path.join(wal_dir, first), names, dboid, os.path.join(wal_dir, last))
     admin.execute(f"DROP DATABASE {database}")
     return appends
 
 
-def waldump(appends: list[Append], first: str, names: dict[int, str], dboid: int) -> None:
-    """Give each append the records pg_waldump finds in its range (``first``: its first segment's path)."""
+def waldump(
+    appends: list[Append], first: str, names: dict[int, str], dboid: int, last: str = ""
+) -> None:
+    """Give each append the records pg_waldump finds in its range (``first``, ``last``: its segments' paths)."""
     if not appends:
         return
     start, end = appends[0].start, appends[-1].end
     binary = str(pgserver.bindir() / "pg_waldump")
     done = subprocess.run(
-        [binary, "-s", _lsn_text(start), "-e", _lsn_text(end), first],
+        [binary, "-s", _lsn_text(start), "-e", _lsn_text(end), first]
+        + ([last] if last and last != first else []),
         capture_output=True,
         text=True,
         check=False,
@@ -383,6 +397,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="print each kind's records by table (their number and bytes per append)",
     )
+    parser.add_argument(
+        "--window",
+        type=int,
+        default=0,
+        help="flowmem's appends with max_messages (a windowed buffer, evicting as it goes; "
+        "langchain-postgres keeps every message); default 0: no window",
+    )
     report_json.add_arguments(parser, "wal_postgres", "tiny sizes, one run")
     args = parser.parse_args(argv)
     runs, fill, count = (1, 20, 40) if args.quick else (max(1, args.runs), args.fill, args.appends)
@@ -395,7 +416,10 @@ def main(argv: list[str] | None = None) -> int:
 
     with pgserver.server(None, not args.postgres_nondurable) as (url, _):
         durability = {"PostgreSQL": pgserver.postgres_durability(url)}
-        print(f"WAL per append on PostgreSQL: {runs} runs, fill {fill}, {count} counted appends")
+        windowed = f", flowmem's window {args.window} messages" if args.window else ""
+        print(
+            f"WAL per append on PostgreSQL: {runs} runs, fill {fill}, {count} counted appends{windowed}"
+        )
         report_json.describe(meta, durability)
         with psycopg.connect(url, autocommit=True) as admin:
             admin.execute("ALTER SYSTEM SET autovacuum = off")
@@ -405,7 +429,9 @@ def main(argv: list[str] | None = None) -> int:
                 turn = run % len(chosen)
                 for name in chosen[turn:] + chosen[:turn]:
                     for scenario in SCENARIOS:
-                        found = measure(admin, url, name, scenario, fill, count, wal_dir)
+                        found = measure(
+                            admin, url, name, scenario, fill, count, wal_dir, args.window
+                        )
                         kinds = summary(found)
                         if scenario == "conversation":  # every append of it: the mean message
                             every = [replace(a, kind="conversation") for a in found]
@@ -421,7 +447,13 @@ def main(argv: list[str] | None = None) -> int:
         meta,
         durability,
         targets.items,
-        {"runs": runs, "fill": fill, "appends": count, "wal_per_append": results},
+        {
+            "runs": runs,
+            "fill": fill,
+            "appends": count,
+            "window": args.window,
+            "wal_per_append": results,
+        },
         args.quick,
     )
     if args.quick:
