@@ -50,6 +50,8 @@ class Inspector:
     logs: list[Path] = field(default_factory=list)
     """The server's stdout and stderr files (its request log, with ``--access-log``)."""
     ids: dict[str, str] = field(default_factory=dict)
+    created: list[tuple[str, str]] = field(default_factory=list)
+    """The sessions a test made (id, owner): the ``page`` fixture deletes them after the test."""
 
     def call(self, method: str, path: str, who: str = "alice", **kwargs: Any) -> httpx.Response:
         """Send a request to the server as ``who``."""
@@ -61,7 +63,19 @@ class Inspector:
         answer = self.call("POST", "/v1/sessions", who, json={"name": name})
         assert answer.status_code == 201, answer.text
         sid: str = answer.json()["id"]
+        self.created.append((sid, who))
         return sid
+
+    def forget_created(self) -> None:
+        """Delete the sessions made since the seed, so the next test sees the seeded server.
+
+        The server lives for a module, and ``--dist worksteal`` may run a module's
+        tests out of their order in one worker (a stolen batch before tests it ran).
+        """
+        while self.created:
+            sid, who = self.created.pop()
+            answer = self.call("DELETE", f"/v1/sessions/{sid}", who)
+            assert answer.status_code == 204, answer.text
 
     def append(self, session_id: str, messages: list[dict[str, Any]], who: str = "alice") -> None:
         """Append rows to a session's conversation buffer as ``who``."""
@@ -177,6 +191,7 @@ def inspector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Inspector]:
     with flowmem_serve(["--database", database, "--access-log"], root) as served:
         found = Inspector(served.url, tokens, database, [served.out, served.err])
         seed(found)
+        found.created.clear()  # the seed stays for the module
         yield found
 
 
@@ -253,3 +268,4 @@ def page(browser: Any, inspector: Inspector) -> Iterator[Page]:
     opened.on("dialog", dismiss)
     yield Page(opened, outside, dialogs, inspector)
     context.close()
+    inspector.forget_created()

@@ -174,8 +174,12 @@ def test_a_viewer_sees_no_drive_action_and_a_forced_one_is_refused(page: Page) -
 
 
 def test_the_owner_drives_the_session_and_the_turn_appears(page: Page) -> None:
+    inspector = page.inspector
+    sid = inspector.session("driven")  # not a seeded one: the other tests count the seed's rows
+    inspector.append(sid, [{"role": "user", "content": "What is the weather?"}])
     page.login("alice")
-    open_session(page, "healed")
+    page.page.goto(f"{inspector.url}/ui#/session/{sid}")
+    page.page.wait_for_selector("#conversation .msg")
     before = page.page.locator("#conversation .msg").count()
     page.page.fill("#turn-content", "And tomorrow?")
     page.page.click("#send-turn")
