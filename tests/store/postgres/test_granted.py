@@ -1,6 +1,8 @@
 """PostgreSQL's migration 29 (decision 0158): the bytes quota checked when a reservation is granted.
 
-A growth inside a reservation checked against the quota in force calls no function;
+A growth inside a reservation checked against the quota in force reads no usage row
+(since migration 30 the function runs and returns at once: its condition, not the
+trigger's ``WHEN``, which PostgreSQL prepares in every header update);
 a quota other than the one a reservation was checked against (lowered, raised, set
 where there was none) is checked at the next growth, on the same terms as before
 (the upper bound, then the exact bytes); an upgrade from migration 28 keeps every row
@@ -28,30 +30,25 @@ pytestmark = pytest.mark.postgres
 CHAT = Address("user", "alice", "chat")
 
 
-def _reserve_calls(url: str, store: PostgresStore) -> int:
-    """How many times ``flowmem_buffer_reserve`` ran on ``store``'s connections (closes it).
+def _usage_reads(url: str, store: PostgresStore, at_least: int) -> int:
+    """The scans of ``user_usage`` so far (closes ``store``), once they number ``at_least``.
 
-    Its backends report their function counts as they exit; polled until the count is in.
+    A backend reports its table counts as it exits; polled until the count is in.
     """
     store.close()
     schema = url.rsplit("search_path%3D", 1)[1]
     deadline = time.monotonic() + 10
     while True:
         with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("SELECT pg_stat_clear_snapshot()")
             found = conn.execute(
-                """SELECT calls FROM pg_stat_user_functions
-                    WHERE schemaname = %s AND funcname = 'flowmem_buffer_reserve'""",
+                """SELECT COALESCE(idx_scan, 0) + COALESCE(seq_scan, 0) FROM pg_stat_user_tables
+                    WHERE schemaname = %s AND relname = 'user_usage'""",
                 (schema,),
             ).fetchone()
-        if found is not None or time.monotonic() > deadline:
-            return 0 if found is None else int(found[0])
+        reads = 0 if found is None else int(found[0])
+        if reads >= at_least or time.monotonic() > deadline:
+            return reads
         time.sleep(0.1)
-
-
-def _counted(url: str) -> str:
-    """``url`` with the functions' calls counted on its connections (``track_functions``)."""
-    return url.replace("?options=", "?options=-ctrack_functions%3Dpl%20", 1)
 
 
 def _reserved_under(url: str) -> list[tuple[Any, ...]]:
@@ -59,16 +56,17 @@ def _reserved_under(url: str) -> list[tuple[Any, ...]]:
         return conn.execute("SELECT key, reserved_under FROM buffers ORDER BY key").fetchall()
 
 
-def test_a_growth_inside_a_reservation_checked_under_the_quota_in_force_calls_no_function(
+def test_a_growth_inside_a_reservation_checked_under_the_quota_in_force_reads_no_usage_row(
     postgres_db_url: str,
 ) -> None:
-    store = PostgresStore(_counted(postgres_db_url))
-    grow(
-        store, CHAT, "first"
-    )  # reserves 16 KiB more than it holds, checked under the default quota
+    store = PostgresStore(postgres_db_url)
+    grow(store, CHAT, "first")  # reserves 16 KiB more than it holds, checked under the default quota
+    before = _usage_reads(postgres_db_url, store, 1)
+    store = PostgresStore(postgres_db_url)
     for n in range(20):
         grow(store, CHAT, f"message {n}")
-    assert _reserve_calls(postgres_db_url, store) == 1
+    grow(store, CHAT, "x" * 20_000)  # past the reservation: the usage row written (and read) once
+    assert _usage_reads(postgres_db_url, store, before + 1) - before == 1
     assert _reserved_under(postgres_db_url) == [("chat", str(Quotas().bytes))]
 
 

@@ -77,4 +77,32 @@ MIGRATION: tuple[str, ...] = (
         EXECUTE FUNCTION flowmem_buffer_reserve()""",
 )
 
-__all__ = ["MIGRATION"]
+# 30 (decision 0158): migration 29's condition moved into the function, the trigger's own
+# ``WHEN`` left with the owner alone. PostgreSQL reads a trigger's condition from its
+# stored text and prepares it in every statement that updates the trigger's columns,
+# every append's header update (29's: about 10 µs of server CPU, owned buffer or not);
+# a PL/pgSQL function's expressions are prepared once per session, so an owned buffer's
+# growth inside its checked reservation costs less as a call that returns at once than
+# as that condition (measured: ``bench/pg_append_cpu.py``, docs/performance.md)
+_GATED = _RESERVE.replace(
+    """    BEGIN
+        quota_limit := NULLIF(under, '')::BIGINT;""",
+    f"""    BEGIN
+        -- migration 29's condition: an owned buffer's growth past its reservation or under
+        -- another quota than its last check's (an unset quota is none: nothing to check)
+        IF used <= OLD.bytes + OLD.log_bytes OR (used <= kept AND under IN (NEW.reserved_under, '')) THEN
+            RETURN NULL;
+        END IF;
+        quota_limit := NULLIF(under, '')::BIGINT;""",
+)
+if _GATED == _RESERVE:  # pragma: no cover - an edit of _RESERVE missed the anchor
+    raise RuntimeError("migration 30's function lost its gate")
+
+GATED: tuple[str, ...] = (
+    "DROP TRIGGER IF EXISTS buffers_reserve ON buffers",
+    _GATED,
+    """CREATE TRIGGER buffers_reserve AFTER UPDATE OF bytes, log_bytes ON buffers FOR EACH ROW
+        WHEN (NEW.owner IS NOT NULL) EXECUTE FUNCTION flowmem_buffer_reserve()""",
+)
+
+__all__ = ["GATED", "MIGRATION"]

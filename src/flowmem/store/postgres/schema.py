@@ -260,6 +260,9 @@ _OWN: dict[int, tuple[str, ...]] = {
     # and when the quota in force changes, not on every growth; the reservation trigger's
     # condition without a cast (``flowmem.store.postgres.granted``)
     29: granted.MIGRATION,
+    # 30 (decision 0158): 29's condition in the function, the trigger's WHEN the owner alone
+    # (a trigger's condition is prepared in every header update, a function's once a session)
+    30: granted.GATED,
 }
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = collect(_OWN, "postgres")
