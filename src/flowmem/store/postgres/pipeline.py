@@ -218,7 +218,7 @@ WRITES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         ("row_delete", (_ROWS,), (_ROWS,)),
         ("call_insert", (_ANSWERS, _CALLS), (_CALLS,)),
         ("calls_delete", (_CALLS, _ROWS), (_CALLS,)),  # the row's call ids (decision 0139)
-        ("answer_insert", (), (_ANSWERS,)),
+        ("answer_insert", (_ANSWERS,), (_ANSWERS,)),  # a row without an answer (decision 0164)
         ("answer_delete", (_ANSWERS,), (_ANSWERS,)),
         ("header_update", (_HEADER,), (_HEADER,)),
         ("header_listed", (_HEADER,), (_HEADER,)),  # with its list of open calls (decision 0153)
@@ -234,8 +234,27 @@ def _merged(name: str, sql: dict[str, str]) -> str:
     *first, last = name.split("+")
     if not first:
         return sql[last]
-    ctes = ", ".join(f"w{n} AS ({sql[part]})" for n, part in enumerate(first))
-    return f"WITH {ctes} {sql[last]}"
+    ctes: list[str] = []
+    for n, part in enumerate(first):
+        own, text = _lifted(part, sql)
+        ctes += [*own, f"w{n} AS ({text})"]
+    own, text = _lifted(last, sql)
+    return f"WITH {', '.join([*ctes, *own])} {text}"
+
+
+def _lifted(part: str, sql: dict[str, str]) -> tuple[list[str], str]:
+    """A part's own ``WITH`` list (``sql[part + "/with"]``, lifted to the top) and the rest.
+
+    A WITH holding an update cannot be nested in another's sub-statement
+    (``answer_insert``, decision 0164); its parameters stay in the merged text's order.
+    """
+    own = sql.get(f"{part}/with")
+    if own is None:
+        return [], sql[part]
+    text = sql[part]
+    if not text.startswith(f"WITH {own} "):
+        raise StoreError(f"statement {part} does not begin with its own WITH list")
+    return [own], text[len(own) + 6 :]
 
 
 class Prepared:

@@ -45,6 +45,22 @@ _ROW_IDS = f"""SELECT r.pos, btrim(e.value ->> k.name, '{_STRIPPED}') AS id FROM
 _DECLARED = """{at} = ANY (ARRAY(SELECT (SELECT c.ctid FROM buffer_call_ids c
     WHERE c.buffer_id = a.b AND c.call_id = d.id AND c.declared_pos = {pos} AND c.ord IS NOT NULL)
     FROM {a} CROSS JOIN LATERAL ({ids}) AS d))"""
+# An answer, into the table (decision 0164): set on a row of its call id that holds none
+# (a HOT update), else a row of its own (a result before its call, a second answer) —
+# what the view's trigger does (migration 28, decision 0159) without a PL/pgSQL call.
+# The update and the insert are parts of one statement: both see its snapshot, where a
+# row without an answer exists for exactly one of them. The parameters once, in
+# ``answer_v`` (``{known}``: the known path's verdict, none on the plain one). The
+# pipeline merges it with other writes by lifting ``answer_v`` and ``answer_set`` to
+# the merged statement's top (``SQL["answer_insert/with"]``, pipeline.py's ``_merged``):
+# a WITH holding an update cannot be nested.
+_ANSWER_WITH = """answer_v AS (SELECT %s::bigint AS b, %s::text AS c, %s::bigint AS p, %s::boolean AS h{known}),
+    answer_set AS (UPDATE buffer_call_ids SET answer_pos = (SELECT p FROM answer_v),
+        healed = (SELECT h FROM answer_v) WHERE ctid = (SELECT i.ctid FROM buffer_call_ids i, answer_v v
+            WHERE i.buffer_id = v.b AND i.call_id = v.c AND i.answer_pos IS NULL LIMIT 1))"""
+_ANSWER = "WITH " + _ANSWER_WITH + """ INSERT INTO buffer_call_ids (buffer_id, call_id, answer_pos, healed)
+    SELECT v.b, v.c, v.p, v.h FROM answer_v v WHERE NOT EXISTS (SELECT 1 FROM buffer_call_ids i
+        WHERE i.buffer_id = v.b AND i.call_id = v.c AND i.answer_pos IS NULL)"""
 SQL: dict[str, str] = {
     # the header's fifth column lists its unanswered calls (migration 26, decision 0153, as
     # SQLite's 23): the editor keeps the list and writes it with the header when it changed
@@ -90,9 +106,7 @@ SQL: dict[str, str] = {
     "calls_delete": f"""DELETE FROM buffer_calls WHERE {_DECLARED.format(at="row_at",
         pos="a.p", a="(SELECT %s::bigint AS b, %s::bigint AS p) AS a",
         ids=_ROW_IDS.format(where="r.buffer_id = a.b AND r.pos = a.p"))}""",
-    # through the view: its trigger sets the answer on a row of its call id that has
-    # none (a HOT update), else inserts one (migration 28, decision 0159)
-    "answer_insert": "INSERT INTO buffer_answers (buffer_id, call_id, pos, healed) VALUES (%s, %s, %s, %s)",
+    # "answer_insert": below (_ANSWER), written into the table, not through the view
     "answer_delete": f"DELETE FROM buffer_answers WHERE {_B} AND call_id = %s AND pos = %s",
     "shift_rows": f"UPDATE buffer_rows SET pos = -(pos + %s) WHERE {_B} AND pos > %s AND pos < %s",
     # the moved rows' declarations (the rows moved first, to -(pos + n)), by their call ids
@@ -406,8 +420,10 @@ SQL["call_insert?"] = f"""INSERT INTO buffer_call_ids (buffer_id, call_id, decla
     SELECT %s::bigint, %s::text, %s::bigint, %s::integer,
         EXISTS (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = %s)
     WHERE {_KNOWN}"""
-SQL["answer_insert?"] = f"""INSERT INTO buffer_answers (buffer_id, call_id, pos, healed)
-    SELECT %s::bigint, %s::text, %s::bigint, %s::boolean WHERE {_KNOWN}"""
+SQL["answer_insert"] = _ANSWER.format(known="")
+SQL["answer_insert/with"] = _ANSWER_WITH.format(known="")
+SQL["answer_insert?"] = _ANSWER.format(known=f" WHERE {_KNOWN}")
+SQL["answer_insert?/with"] = _ANSWER_WITH.format(known=f" WHERE {_KNOWN}")
 SQL["header_update?"] = f"{SQL['header_update']} AND {_KNOWN}"
 SQL["header_listed?"] = f"{SQL['header_listed']} AND {_KNOWN}"
 
