@@ -87,7 +87,7 @@ MIGRATION: tuple[str, ...] = (
 _GATED = _RESERVE.replace(
     """    BEGIN
         quota_limit := NULLIF(under, '')::BIGINT;""",
-    f"""    BEGIN
+    """    BEGIN
         -- migration 29's condition: an owned buffer's growth past its reservation or under
         -- another quota than its last check's (an unset quota is none: nothing to check)
         IF used <= OLD.bytes + OLD.log_bytes OR (used <= kept AND under IN (NEW.reserved_under, '')) THEN
