@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -230,31 +231,52 @@ WRITES.update({f"{name}?": WRITES[name] for name in FORESEEABLE})
 
 
 def _merged(name: str, sql: dict[str, str]) -> str:
-    """The statement running held writes ``a+b+c`` together: ``WITH`` for all but the last."""
-    *first, last = name.split("+")
-    if not first:
-        return sql[last]
+    """The statement running held writes ``a+b+c`` together: ``WITH`` for all but the last.
+
+    Its parameters numbered (``$1``…): each part's in turn (``_part``).
+    """
+    *first, last = [name] if name in sql else name.split("+")  # a name may hold a + itself
     ctes: list[str] = []
+    taken = 0  # the parameters of the parts before
     for n, part in enumerate(first):
-        own, text = _lifted(part, sql)
+        own, text, taken = _part(part, sql, taken)
         ctes += [*own, f"w{n} AS ({text})"]
-    own, text = _lifted(last, sql)
-    return f"WITH {', '.join([*ctes, *own])} {text}"
+    own, text, _ = _part(last, sql, taken)
+    ctes += own
+    return f"WITH {', '.join(ctes)} {text}" if ctes else text
 
 
-def _lifted(part: str, sql: dict[str, str]) -> tuple[list[str], str]:
-    """A part's own ``WITH`` list (``sql[part + "/with"]``, lifted to the top) and the rest.
+def _part(part: str, sql: dict[str, str], taken: int) -> tuple[list[str], str, int]:
+    """A part's own ``WITH`` list, the rest, numbered after ``taken`` parameters, and the count so far.
 
-    A WITH holding an update cannot be nested in another's sub-statement
-    (``answer_insert``, decision 0164); its parameters stay in the merged text's order.
+    Its own list (``sql[part + "/with"]``) goes to the merged statement's top: a WITH
+    holding an update cannot be nested in a sub-statement (decision 0164). A part's
+    parameters are its ``%s`` in order or, where it has none, ``%1``…``%N``: each of
+    them used as often as the statement needs (``answer_insert``, decision 0164).
     """
     own = sql.get(f"{part}/with")
-    if own is None:
-        return [], sql[part]
     text = sql[part]
-    if not text.startswith(f"WITH {own} "):
-        raise StoreError(f"statement {part} does not begin with its own WITH list")
-    return [own], text[len(own) + 6 :]
+    if own is not None:
+        if not text.startswith(f"WITH {own} "):
+            raise StoreError(f"statement {part} does not begin with its own WITH list")
+        text = text[len(own) + 6 :]
+    pieces = [own, text] if own is not None else [text]
+    whole = " ".join(pieces)
+    if "%s" in whole:
+        count = whole.count("%s")
+        numbers = iter(range(taken + 1, taken + count + 1))
+        pieces = [
+            "".join(f"${next(numbers)}{rest}" if n else rest for n, rest in enumerate(p.split("%s")))
+            for p in pieces
+        ]
+    else:
+        count = max((int(found) for found in _REFERENCE.findall(whole)), default=0)
+        pieces = [_REFERENCE.sub(lambda m: f"${taken + int(m.group(1))}", p) for p in pieces]
+    *own_list, rest = pieces
+    return own_list, rest, taken + count
+
+
+_REFERENCE = re.compile(r"%([1-9][0-9]*)")
 
 
 class Prepared:
@@ -276,7 +298,7 @@ class Prepared:
         Every statement but the lock and the facts query may write (``header_insert``
         may: it is sent like a write).
         """
-        text = _numbered(name, sql[name] if name in sql else _merged(name, sql))
+        text = _numbered(name, _merged(name, sql))
         writes = not name.startswith(("timed_lock", "append_facts", "append_known", "buffer_known"))
         found = self.statements[name] = (self.name(name), text, writes)
         return found

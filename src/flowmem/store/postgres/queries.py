@@ -42,25 +42,46 @@ _ROW_IDS = f"""SELECT r.pos, btrim(e.value ->> k.name, '{_STRIPPED}') AS id FROM
 # merge into a WITH cannot begin with its own).
 # Since migration 28 (decision 0159) the declarations are rows of ``buffer_call_ids``
 # (``buffer_calls`` is a view of it, ``row_at`` its rows' ctids): ``at`` names the column.
-_DECLARED = """{at} = ANY (ARRAY(SELECT (SELECT c.ctid FROM buffer_call_ids c
+_DECLARED_AT = """SELECT (SELECT c.ctid FROM buffer_call_ids c
     WHERE c.buffer_id = a.b AND c.call_id = d.id AND c.declared_pos = {pos} AND c.ord IS NOT NULL)
-    FROM {a} CROSS JOIN LATERAL ({ids}) AS d))"""
+    FROM {a} CROSS JOIN LATERAL ({ids}) AS d"""
+_DECLARED = "{at} = ANY (ARRAY(" + _DECLARED_AT + "))"
 # An answer, into the table (decision 0164): set on a row of its call id that holds none
 # (a HOT update), else a row of its own (a result before its call, a second answer) —
-# what the view's trigger does (migration 28, decision 0159) without a PL/pgSQL call.
-# The update and the insert are parts of one statement: both see its snapshot, where a
-# row without an answer exists for exactly one of them. The parameters once, in
-# ``answer_v`` (``{known}``: the known path's verdict, none on the plain one). The
-# pipeline merges it with other writes by lifting ``answer_v`` and ``answer_set`` to
-# the merged statement's top (``SQL["answer_insert/with"]``, pipeline.py's ``_merged``):
-# a WITH holding an update cannot be nested.
-_ANSWER_WITH = """answer_v AS (SELECT %s::bigint AS b, %s::text AS c, %s::bigint AS p, %s::boolean AS h{known}),
-    answer_set AS (UPDATE buffer_call_ids SET answer_pos = (SELECT p FROM answer_v),
-        healed = (SELECT h FROM answer_v) WHERE ctid = (SELECT i.ctid FROM buffer_call_ids i, answer_v v
-            WHERE i.buffer_id = v.b AND i.call_id = v.c AND i.answer_pos IS NULL LIMIT 1))"""
+# what the view's trigger does (migration 28, decision 0159) without a PL/pgSQL call. The
+# update returns its row; the insert runs when it returned none (the same statement).
+# ``%1``…``%4``: the editor's (buffer, call id, position, healed), each used twice
+# (pipeline.py's ``_part``); ``{known}``: the known path's verdict. The pipeline merges
+# it with other writes by lifting ``answer_set`` to the merged statement's top
+# (``SQL["answer_insert/with"]``): a WITH holding an update cannot be nested.
+_ANSWER_WITH = """answer_set AS (UPDATE buffer_call_ids SET answer_pos = %3::bigint, healed = %4::boolean
+        WHERE ctid = (SELECT ctid FROM buffer_call_ids WHERE buffer_id = %1::bigint
+            AND call_id = %2::text AND answer_pos IS NULL LIMIT 1){known} RETURNING 1)"""
 _ANSWER = "WITH " + _ANSWER_WITH + """ INSERT INTO buffer_call_ids (buffer_id, call_id, answer_pos, healed)
-    SELECT v.b, v.c, v.p, v.h FROM answer_v v WHERE NOT EXISTS (SELECT 1 FROM buffer_call_ids i
-        WHERE i.buffer_id = v.b AND i.call_id = v.c AND i.answer_pos IS NULL)"""
+    SELECT %1::bigint, %2::text, %3::bigint, %4::boolean WHERE NOT EXISTS (SELECT 1 FROM answer_set){known}"""
+# A row's declarations gone (an eviction, a row replaced), into the table (decision
+# 0164): a row that holds an answer keeps it (its ``ord`` and ``answered`` cleared, a HOT
+# update), another is deleted; found by the call ids the row's body names, each on the
+# key (_DECLARED: no index of declarations by position, migration 24, decision 0139), once.
+# An answer gone likewise (its row kept while it holds a declaration). The delete and the
+# update run on one snapshot and take complementary rows. As the answer's statement, the
+# pipeline lifts the WITH list (``/with``).
+_GONE_WITH = {
+    "calls_delete": f"""calls_at AS (SELECT ARRAY({_DECLARED_AT.format(
+        pos="a.p", a="(SELECT %s::bigint AS b, %s::bigint AS p) AS a",
+        ids=_ROW_IDS.format(where="r.buffer_id = a.b AND r.pos = a.p"))}) AS ats),
+    calls_drop AS (DELETE FROM buffer_call_ids WHERE ctid = ANY ((SELECT ats FROM calls_at)::tid[])
+        AND answer_pos IS NULL)""",
+    "answer_delete": f"""answer_at AS (SELECT ctid AS at, ord IS NULL AS alone FROM buffer_call_ids
+        WHERE {_B} AND call_id = %s AND answer_pos = %s LIMIT 1),
+    answer_drop AS (DELETE FROM buffer_call_ids WHERE ctid = (SELECT at FROM answer_at WHERE alone))""",
+}
+_GONE = {
+    "calls_delete": """UPDATE buffer_call_ids SET ord = NULL, answered = NULL
+        WHERE ctid = ANY ((SELECT ats FROM calls_at)::tid[]) AND answer_pos IS NOT NULL""",
+    "answer_delete": """UPDATE buffer_call_ids SET answer_pos = NULL, healed = NULL
+        WHERE ctid = (SELECT at FROM answer_at WHERE NOT alone)""",
+}
 SQL: dict[str, str] = {
     # the header's fifth column lists its unanswered calls (migration 26, decision 0153, as
     # SQLite's 23): the editor keeps the list and writes it with the header when it changed
@@ -100,14 +121,8 @@ SQL: dict[str, str] = {
     # trigger (``callids``) would do the same at the cost of a function call
     "call_insert": f"""INSERT INTO buffer_call_ids (buffer_id, call_id, declared_pos, ord, answered)
         VALUES (%s, %s, %s, %s, EXISTS (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = %s))""",
-    # a row's declarations, by the call ids its body names: no index of declarations by
-    # position (migration 24, decision 0139); each found on the primary key (_DECLARED)
-    # through the view: its trigger keeps a row that holds an answer (decision 0159)
-    "calls_delete": f"""DELETE FROM buffer_calls WHERE {_DECLARED.format(at="row_at",
-        pos="a.p", a="(SELECT %s::bigint AS b, %s::bigint AS p) AS a",
-        ids=_ROW_IDS.format(where="r.buffer_id = a.b AND r.pos = a.p"))}""",
+    # "calls_delete", "answer_delete": below (_GONE), into the table (decision 0164)
     # "answer_insert": below (_ANSWER), written into the table, not through the view
-    "answer_delete": f"DELETE FROM buffer_answers WHERE {_B} AND call_id = %s AND pos = %s",
     "shift_rows": f"UPDATE buffer_rows SET pos = -(pos + %s) WHERE {_B} AND pos > %s AND pos < %s",
     # the moved rows' declarations (the rows moved first, to -(pos + n)), by their call ids
     "shift_calls": f"""WITH a AS (SELECT %s::bigint AS n, %s::bigint AS b, %s::bigint AS lo,
@@ -420,10 +435,12 @@ SQL["call_insert?"] = f"""INSERT INTO buffer_call_ids (buffer_id, call_id, decla
     SELECT %s::bigint, %s::text, %s::bigint, %s::integer,
         EXISTS (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = %s)
     WHERE {_KNOWN}"""
+for _gone, _with in _GONE_WITH.items():
+    SQL[_gone], SQL[f"{_gone}/with"] = f"WITH {_with} {_GONE[_gone]}", _with
 SQL["answer_insert"] = _ANSWER.format(known="")
 SQL["answer_insert/with"] = _ANSWER_WITH.format(known="")
-SQL["answer_insert?"] = _ANSWER.format(known=f" WHERE {_KNOWN}")
-SQL["answer_insert?/with"] = _ANSWER_WITH.format(known=f" WHERE {_KNOWN}")
+SQL["answer_insert?"] = _ANSWER.format(known=f" AND {_KNOWN}")
+SQL["answer_insert?/with"] = _ANSWER_WITH.format(known=f" AND {_KNOWN}")
 SQL["header_update?"] = f"{SQL['header_update']} AND {_KNOWN}"
 SQL["header_listed?"] = f"{SQL['header_listed']} AND {_KNOWN}"
 

@@ -1,15 +1,17 @@
-"""PostgreSQL's append writes an answer into ``buffer_call_ids``, not through its view (decision 0164).
+"""PostgreSQL's append writes ``buffer_call_ids`` itself, not through its views (decision 0164).
 
-Since migration 28 (decision 0159) ``buffer_answers`` is a view whose writes run a
-PL/pgSQL ``INSTEAD OF`` trigger; an append's answer (a result, a healing insert's
-placeholder) is now one plain statement: set on a row of its call id without an
-answer, else a row of its own. With the view's trigger dropped every append below
-still works and leaves what the pure ``append`` gives (before decision 0164 the first
-result failed: a view without an ``INSTEAD OF INSERT`` trigger takes no insert).
+Since migration 28 (decision 0159) ``buffer_calls`` and ``buffer_answers`` are views
+whose writes run a PL/pgSQL ``INSTEAD OF`` trigger; an append's answer (a result, a
+healing insert's placeholder) and its deletions (a declaration's or an answer's: a
+row replaced, a window's eviction) are now plain statements on the table. With the
+views' triggers dropped every append below still works and leaves what the pure
+``append`` gives (before decision 0164 a result was stored as a row of its own, the
+simple view taking the insert, and a deletion failed).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,6 +28,7 @@ from tests.store.postgres.test_listed_calls import _call  # noqa: E402
 pytestmark = pytest.mark.postgres
 
 ADDRESS = Address("user", "alice", "chat")
+_CLOCK = itertools.count(1)  # each message's time: later than the one before
 
 
 def _result(cid: str, text: str = "r") -> dict[str, Any]:
@@ -43,23 +46,30 @@ def _table(url: str) -> list[tuple[Any, ...]]:
 
 @pytest.fixture
 def store(postgres_db_url: str) -> Iterator[PostgresStore]:
-    """A store whose ``buffer_answers`` view takes no write: its trigger dropped."""
+    """A store whose views of ``buffer_call_ids`` have no trigger: dropped."""
     made = PostgresStore(postgres_db_url)
     with psycopg.connect(postgres_db_url, autocommit=True) as conn:
         conn.execute("DROP TRIGGER buffer_answers_write ON buffer_answers")
+        conn.execute("DROP TRIGGER buffer_calls_write ON buffer_calls")
     try:
         yield made
     finally:
         made.close()
 
 
-def _steps(store: PostgresStore, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _steps(
+    store: PostgresStore,
+    messages: list[dict[str, Any]],
+    window: int = 0,
+    expected: list[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
     """Append each message to the store and to the pure buffer; the two must be equal."""
-    expected: list[dict[str, Any]] = []
-    for at, message in enumerate(messages, 1):
+    expected = expected or []
+    for message in messages:
+        at = next(_CLOCK)
         rows = prepare([message], at)
-        store.append(ADDRESS, rows)
-        expected = append(expected, rows).messages
+        store.append(ADDRESS, rows, max_messages=window)
+        expected = append(expected, rows, max_messages=window).messages
         assert store.load(ADDRESS) == expected
     return expected
 
@@ -86,4 +96,35 @@ def test_mem_3_a_healing_inserts_placeholder_is_set_on_its_calls_row_without_the
     kept = _steps(store, [_call("open"), {"role": "user", "content": "next"}])
     assert [row["role"] for row in kept] == ["assistant", "tool", "user"]
     assert _table(postgres_db_url) == [("open", True, True, True)]
+    assert store.check_integrity() == []
+
+
+def test_mem_3_a_late_result_replaces_its_placeholder_without_the_views_triggers(
+    store: PostgresStore, postgres_db_url: str
+) -> None:
+    late = _steps(
+        store, [_call("open"), {"role": "user", "content": "next"}, _result("open", "late")]
+    )
+    assert [row.get("content") for row in late if row["role"] == "tool"] == ["late"]
+    assert _table(postgres_db_url) == [("open", True, True, False)]
+    assert store.check_integrity() == []
+
+
+def test_a_window_evicts_turns_and_results_without_the_views_triggers(
+    store: PostgresStore, postgres_db_url: str
+) -> None:
+    """The turn goes first (its row keeps the answer), then its result: no row is left behind."""
+    messages: list[dict[str, Any]] = []
+    for n in range(5):
+        messages += [
+            {"role": "user", "content": f"q{n}"},
+            _call(f"c{n}"),
+            _result(f"c{n}"),
+            {"role": "assistant", "content": f"a{n}"},
+        ]
+    kept = _steps(store, messages, window=3)
+    assert [row["role"] for row in kept] == ["assistant", "tool", "assistant"]
+    assert _table(postgres_db_url) == [("c4", True, True, False)]
+    _steps(store, [{"role": "user", "content": "x"}] * 3, window=2, expected=kept)
+    assert _table(postgres_db_url) == []
     assert store.check_integrity() == []
