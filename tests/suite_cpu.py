@@ -1,0 +1,104 @@
+"""Each test's CPU, in its pytest process and in the processes it reaped, per worker (decision 0162).
+
+A pytest plugin: ``FLOWMEM_SUITE_CPU=PREFIX pytest -p tests.suite_cpu ...`` writes
+``PREFIX.<worker>.json`` per process (``main`` without xdist): the process's CPU at the
+start, after collection and at the end, and per test (node id, own CPU, reaped
+children's CPU, wall). A child's CPU counts when it is reaped, so a server a
+module-scoped fixture stops counts in the test that ends the module; processes that
+are not the test process's children (PostgreSQL's daemonized servers) never count.
+``python -m tests.suite_cpu PREFIX`` prints the totals, per directory and per file.
+"""
+
+from __future__ import annotations
+
+import collections
+import glob
+import json
+import os
+import resource
+import sys
+import time
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+ENV = "FLOWMEM_SUITE_CPU"
+_state: dict[str, Any] = {"rows": []}
+
+
+def _cpu() -> tuple[float, float]:
+    mine = resource.getrusage(resource.RUSAGE_SELF)
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return mine.ru_utime + mine.ru_stime, reaped.ru_utime + reaped.ru_stime
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Note the process's CPU before collection."""
+    _state["start"] = _cpu()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Note the process's CPU after collection."""
+    _state["collected"] = _cpu()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
+    """Note a test's CPU (setup, call and teardown), its reaped children's and its wall time."""
+    before, wall = _cpu(), time.monotonic()
+    yield
+    after = _cpu()
+    _state["rows"].append((item.nodeid, after[0] - before[0], after[1] - before[1], time.monotonic() - wall))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Write ``$FLOWMEM_SUITE_CPU.<worker>.json`` when the variable is set."""
+    prefix = os.environ.get(ENV)
+    if not prefix:
+        return
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    with open(f"{prefix}.{worker}.json", "w", encoding="utf-8") as out:
+        json.dump({**_state, "end": _cpu()}, out)
+
+
+def report(prefix: str, files: int = 30) -> str:
+    """The totals of the JSON files of ``prefix``, per directory and for the costliest files."""
+    rows: list[list[Any]] = []
+    collection = total = 0.0
+    for name in sorted(glob.glob(f"{prefix}.*.json")):
+        with open(name, encoding="utf-8") as found:
+            one = json.load(found)
+        rows += one["rows"]
+        if name.endswith(".main.json"):  # the run's first process: its reaped children are the workers
+            total = sum(one["end"])
+        elif not os.path.exists(f"{prefix}.main.json"):
+            total += sum(one["end"])
+        if one.get("collected"):
+            collection += sum(one["collected"]) - sum(one["start"])
+    own, reaped = sum(r[1] for r in rows), sum(r[2] for r in rows)
+    lines = [
+        f"the run: {total:.1f} s of CPU (every reaped process), collection {collection:.1f} s in the workers,"
+        f" {len(rows)} tests: {own:.1f} s their own, {reaped:.1f} s the processes they reaped"
+    ]
+    by_dir: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0, 0])
+    by_file: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0, 0, 0.0])
+    for nodeid, mine, children, wall in rows:
+        path = nodeid.split("::")[0]
+        parts = path.split("/")
+        for key, into in ((("/".join(parts[:2]) if len(parts) > 2 else path), by_dir), (path, by_file)):
+            into[key][0] += mine
+            into[key][1] += children
+            into[key][2] += 1
+        by_file[path][3] += wall
+    for key, (mine, children, n) in sorted(by_dir.items(), key=lambda kv: -(kv[1][0] + kv[1][1])):
+        lines.append(f"{key:45s} {mine + children:7.1f} s (own {mine:6.1f}, children {children:6.1f}) {n:5d} tests")
+    lines.append("")
+    ranked = sorted(by_file.items(), key=lambda kv: -(kv[1][0] + kv[1][1]))
+    for key, (mine, children, n, wall) in ranked[:files]:
+        lines.append(f"{key:62s} {mine + children:6.1f} s (own {mine:5.1f}, children {children:5.1f}) {n:4d} tests, wall {wall:.1f} s")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(report(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 30))

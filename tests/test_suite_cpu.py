@@ -1,0 +1,43 @@
+"""tests/suite_cpu.py notes each test's own CPU and its reaped children's, and reports them per file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.suite_cpu import ENV, report
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = """
+import subprocess, sys, time
+
+def test_spins_itself():
+    end = time.process_time() + 0.3
+    while time.process_time() < end:
+        pass
+
+def test_a_child_spins():
+    subprocess.run([sys.executable, "-c", "import time\\nend = time.process_time() + 0.3\\nwhile time.process_time() < end: pass"], check=True)
+"""
+
+
+def test_each_test_s_own_and_children_s_cpu_is_noted_and_reported(tmp_path: Path) -> None:
+    (tmp_path / "test_sample.py").write_text(SAMPLE)
+    prefix = tmp_path / "cpu"
+    env = {**os.environ, ENV: str(prefix), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "tests.suite_cpu", "-p", "no:cacheprovider",
+         "-p", "no:xdist", "-p", "no:randomly", "-c", os.devnull, "--rootdir", str(tmp_path), str(tmp_path)],
+        capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    found = json.loads((tmp_path / "cpu.main.json").read_text())
+    rows = {row[0].split("::")[1]: row for row in found["rows"]}
+    assert rows["test_spins_itself"][1] >= 0.25 and rows["test_spins_itself"][2] < 0.1
+    assert rows["test_a_child_spins"][2] >= 0.25
+    assert sum(found["collected"]) >= sum(found["start"])
+    text = report(str(prefix))
+    assert "2 tests" in text and "test_sample.py" in text
