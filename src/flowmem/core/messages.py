@@ -57,7 +57,8 @@ def usable_call_id(value: object) -> str | None:
 
 def _metadata(message: Mapping[str, Any]) -> Mapping[str, Any]:
     meta = message.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
+    # ``dict`` first: a C check that ends the test, where ``Mapping``'s runs Python (abc)
+    return meta if isinstance(meta, (dict, Mapping)) else {}
 
 
 def raw_tool_calls(message: Mapping[str, Any]) -> list[Any]:
@@ -73,7 +74,7 @@ def entry_id(call: object) -> str | None:
 
     Implements MEM-11: the one definition of a call's id, read under either spelling.
     """
-    if not isinstance(call, Mapping):
+    if not isinstance(call, (dict, Mapping)):
         return None
     first = usable_call_id(call.get("tool_call_id"))
     return first if first is not None else usable_call_id(call.get("id"))
@@ -104,7 +105,7 @@ def call_ids(message: Mapping[str, Any]) -> list[str]:
     read declared ids through this function (and ``entry_id``), so they cannot disagree.
     Non-assistant messages declare nothing.
     """
-    if not isinstance(message, Mapping) or message.get("role") != "assistant":
+    if not isinstance(message, (dict, Mapping)) or message.get("role") != "assistant":
         return []
     # a dict keeps the first occurrence's order and tests membership in O(1): a
     # turn declaring n calls costs O(n), not O(n²) (issue 24 §1)
@@ -118,7 +119,7 @@ def call_ids(message: Mapping[str, Any]) -> list[str]:
 
 def result_id(message: Mapping[str, Any]) -> str | None:
     """Return the usable tool call id a ``tool`` row answers (top level first, else metadata)."""
-    if not isinstance(message, Mapping) or message.get("role") != "tool":
+    if not isinstance(message, (dict, Mapping)) or message.get("role") != "tool":
         return None
     found = usable_call_id(message.get("tool_call_id"))
     if found is None:

@@ -309,8 +309,9 @@ class SqlBufferEditor:
         self._unindex(bid, position, old)
         self._next.clear()
         tokens = estimate_tokens(row)
-        self._db.run("row_update", (row["role"], body, tokens, bid, position, *self._calls_of(row)))
-        self._index(bid, position, row)
+        ids = call_ids(row)
+        self._db.run("row_update", (row["role"], body, tokens, bid, position, *self._calls_of(ids)))
+        self._index(bid, position, row, ids)
         self._bytes += utf8_size(body) - utf8_size(old_body)
         self._tokens += tokens - estimate_tokens(old)
         self._dirty = True
@@ -395,13 +396,15 @@ class SqlBufferEditor:
         self._next.clear()
         body = dump_row(row)
         tokens = estimate_tokens(row)  # the default counter's count, stored with the row
-        self._db.run("row_insert", (bid, position, row["role"], body, tokens, *self._calls_of(row)))
+        ids = call_ids(row)  # read once for the row's parameter and its index
+        self._db.run("row_insert", (bid, position, row["role"], body, tokens, *self._calls_of(ids)))
         self._bytes += utf8_size(body)
         self._tokens += tokens
-        self._index(bid, position, row)
+        self._index(bid, position, row, ids)
 
-    def _index(self, bid: int, position: int, row: Message) -> None:
-        for order, cid in enumerate(call_ids(row)):
+    def _index(self, bid: int, position: int, row: Message, ids: list[str]) -> None:
+        """Index ``row``'s declarations (``ids``: its ``call_ids``) and its answer."""
+        for order, cid in enumerate(ids):
             if self._listing and self.answer_of(cid) is None:
                 self._list_call(cid, position, order)
             self._db.run("call_insert", (bid, cid, position, order, bid, cid))
@@ -442,11 +445,10 @@ class SqlBufferEditor:
             self._open = None
 
     # --- a header that lists its open calls (decision 0137) ------------------------------
-    def _calls_of(self, row: Message) -> tuple[str | None, ...]:
-        """A listing backend's last row parameter: the row's call ids as JSON (None: none)."""
+    def _calls_of(self, ids: list[str]) -> tuple[str | None, ...]:
+        """A listing backend's last row parameter: the row's call ids (``ids``) as JSON (None: none)."""
         if not self._listing:
             return ()
-        ids = call_ids(row)
         return (_compact(ids) if ids else None,)
 
     def _open_listed(self) -> dict[str, list[tuple[int, int]]]:
