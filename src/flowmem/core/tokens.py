@@ -188,7 +188,7 @@ def _content_tokens(content: object, text: TextCounter) -> int:
 
 def _calls(row: Mapping[str, Any]) -> list[Any]:
     calls = row.get("tool_calls")
-    if calls is None and isinstance(row.get("metadata"), Mapping):
+    if calls is None and isinstance(row.get("metadata"), (dict, Mapping)):  # dict: no abc call
         calls = row["metadata"].get("tool_calls")
     return calls if isinstance(calls, list) else []
 
@@ -203,9 +203,9 @@ def count_tokens(row: Mapping[str, Any], text: TextCounter) -> int:
     total = ROW_TOKENS + _content_tokens(row.get("content"), text)
     for call in _calls(row):
         total += CALL_TOKENS
-        if isinstance(call, Mapping):
+        if isinstance(call, (dict, Mapping)):
             function = call.get("function")
-            if isinstance(function, Mapping):
+            if isinstance(function, (dict, Mapping)):
                 call = {**call, **function}
             for key in ("name", "arguments", "args", "input"):
                 value = call.get(key)

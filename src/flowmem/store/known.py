@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from flowmem.core import AppendOutcome, Message, apply_append
 from flowmem.errors import BufferFullError
@@ -65,9 +65,11 @@ class Known:
     listed: str = "[]"
 
 
-@dataclass(frozen=True)
-class Foreseen:
-    """An append decided on known facts: its outcome, its writes, and the ids assumed new."""
+class Foreseen(NamedTuple):
+    """An append decided on known facts: its outcome, its writes, and the ids assumed new.
+
+    A tuple, not a frozen dataclass: made on every append on known facts (decision 0163).
+    """
 
     outcome: AppendOutcome
     writes: list[tuple[str, Sequence[Any]]]
