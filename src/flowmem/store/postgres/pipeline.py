@@ -249,17 +249,14 @@ def _merged(name: str, sql: dict[str, str]) -> str:
 def _part(part: str, sql: dict[str, str], taken: int) -> tuple[list[str], str, int]:
     """A part's own ``WITH`` list, the rest, numbered after ``taken`` parameters, and the count so far.
 
-    Its own list (``sql[part + "/with"]``) goes to the merged statement's top: a WITH
-    holding an update cannot be nested in a sub-statement (decision 0164). A part's
-    parameters are its ``%s`` in order or, where it has none, ``%1``…``%N``: each of
-    them used as often as the statement needs (``answer_insert``, decision 0164).
+    A part with a list of its own (``sql[part + "/with"]``, the rest ``sql[part +
+    "/main"]``; ``sql[part]`` is the whole for other runners) has it lifted to the
+    merged statement's top: a WITH holding an update cannot be nested in a
+    sub-statement (decision 0164). A part's parameters are its ``%s`` in order or,
+    where it has none, ``%1``…``%N``: each used as often as the statement needs.
     """
     own = sql.get(f"{part}/with")
-    text = sql[part]
-    if own is not None:
-        if not text.startswith(f"WITH {own} "):
-            raise StoreError(f"statement {part} does not begin with its own WITH list")
-        text = text[len(own) + 6 :]
+    text = sql[part] if own is None else sql[f"{part}/main"]
     pieces = [own, text] if own is not None else [text]
     whole = " ".join(pieces)
     if "%s" in whole:

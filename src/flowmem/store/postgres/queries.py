@@ -50,15 +50,20 @@ _DECLARED = "{at} = ANY (ARRAY(" + _DECLARED_AT + "))"
 # (a HOT update), else a row of its own (a result before its call, a second answer) —
 # what the view's trigger does (migration 28, decision 0159) without a PL/pgSQL call. The
 # update returns its row; the insert runs when it returned none (the same statement).
-# ``%1``…``%4``: the editor's (buffer, call id, position, healed), each used twice
-# (pipeline.py's ``_part``); ``{known}``: the known path's verdict. The pipeline merges
-# it with other writes by lifting ``answer_set`` to the merged statement's top
-# (``SQL["answer_insert/with"]``): a WITH holding an update cannot be nested.
-_ANSWER_WITH = """answer_set AS (UPDATE buffer_call_ids SET answer_pos = %3::bigint, healed = %4::boolean
-        WHERE ctid = (SELECT ctid FROM buffer_call_ids WHERE buffer_id = %1::bigint
-            AND call_id = %2::text AND answer_pos IS NULL LIMIT 1){known} RETURNING 1)"""
-_ANSWER = "WITH " + _ANSWER_WITH + """ INSERT INTO buffer_call_ids (buffer_id, call_id, answer_pos, healed)
-    SELECT %1::bigint, %2::text, %3::bigint, %4::boolean WHERE NOT EXISTS (SELECT 1 FROM answer_set){known}"""
+# The pipeline's form: ``answer_set`` lifted to the merged statement's top (a WITH holding
+# an update cannot be nested) and ``%1``…``%4``, the editor's (buffer, call id, position,
+# healed), each used twice (pipeline.py's ``_part``); other runners' (psycopg's ``%s``,
+# off the append: the ADK's heal) reads them once from a CTE. ``{known}``: the known
+# path's verdict.
+_ANSWER_SET = """answer_set AS (UPDATE buffer_call_ids SET answer_pos = {p}, healed = {h}
+        WHERE ctid = (SELECT ctid FROM buffer_call_ids WHERE buffer_id = {b}
+            AND call_id = {c} AND answer_pos IS NULL LIMIT 1){known} RETURNING 1)"""
+_ANSWER_ADD = """INSERT INTO buffer_call_ids (buffer_id, call_id, answer_pos, healed)
+    SELECT {b}, {c}, {p}, {h}{source} WHERE NOT EXISTS (SELECT 1 FROM answer_set){known}"""
+_NUMBERED = {"b": "%1::bigint", "c": "%2::text", "p": "%3::bigint", "h": "%4::boolean", "source": ""}
+_READ = {name: f"(SELECT {name} FROM answer_v)" for name in "bcph"}
+_ROW_V = {name: f"v.{name}" for name in "bcph"}
+_ANSWER_V = "answer_v AS (SELECT %s::bigint AS b, %s::text AS c, %s::bigint AS p, %s::boolean AS h)"
 # A row's declarations gone (an eviction, a row replaced), into the table (decision
 # 0164): a row that holds an answer keeps it (its ``ord`` and ``answered`` cleared, a HOT
 # update), another is deleted; found by the call ids the row's body names, each on the
@@ -437,10 +442,12 @@ SQL["call_insert?"] = f"""INSERT INTO buffer_call_ids (buffer_id, call_id, decla
     WHERE {_KNOWN}"""
 for _gone, _with in _GONE_WITH.items():
     SQL[_gone], SQL[f"{_gone}/with"] = f"WITH {_with} {_GONE[_gone]}", _with
-SQL["answer_insert"] = _ANSWER.format(known="")
-SQL["answer_insert/with"] = _ANSWER_WITH.format(known="")
-SQL["answer_insert?"] = _ANSWER.format(known=f" AND {_KNOWN}")
-SQL["answer_insert?/with"] = _ANSWER_WITH.format(known=f" AND {_KNOWN}")
+    SQL[f"{_gone}/main"] = _GONE[_gone]
+for _name, _known in (("answer_insert", ""), ("answer_insert?", f" AND {_KNOWN}")):
+    SQL[f"{_name}/with"] = _ANSWER_SET.format(**_NUMBERED, known=_known)
+    SQL[f"{_name}/main"] = _ANSWER_ADD.format(**_NUMBERED, known=_known)
+    SQL[_name] = f"""WITH {_ANSWER_V}, {_ANSWER_SET.format(**_READ, known=_known)} {
+        _ANSWER_ADD.format(**_ROW_V, source=" FROM answer_v v", known=_known)}"""
 SQL["header_update?"] = f"{SQL['header_update']} AND {_KNOWN}"
 SQL["header_listed?"] = f"{SQL['header_listed']} AND {_KNOWN}"
 
