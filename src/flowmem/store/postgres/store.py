@@ -142,7 +142,8 @@ class PostgresStore(PostgresReads):
         """
         try:
             with self._pool.connection() as conn:
-                if conn.__dict__.get(QUOTAS) != self._quotas:
+                given = conn.__dict__.get(QUOTAS)  # the same object mostly: no dataclass __eq__
+                if given is not self._quotas and given != self._quotas:
                     self._send_quotas(conn)
                 yield conn
         except psycopg.errors.RaiseException as exc:
