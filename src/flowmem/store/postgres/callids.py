@@ -23,6 +23,9 @@ every statement that reads them reads them as before; their writes go through on
 ``INSTEAD OF`` trigger that does the above (``flowmem_call_ids_write``). The statements
 that need the table itself (a row's declarations found by ``ctid``, the shifts and the
 unflips of a healing insert, a clear) are ``SQL`` here, in ``postgres/queries.py``'s place.
+Since decision 0164 an append's writes (an answer, a declaration's or an answer's
+deletion) are plain statements on the table too, no PL/pgSQL; the trigger serves the
+archive's writes.
 """
 
 from __future__ import annotations
