@@ -128,3 +128,15 @@ def test_a_window_evicts_turns_and_results_without_the_views_triggers(
     _steps(store, [{"role": "user", "content": "x"}] * 3, window=2, expected=kept)
     assert _table(postgres_db_url) == []
     assert store.check_integrity() == []
+
+
+def test_a_merged_answer_reads_its_own_parameters_after_the_parts_before_it() -> None:
+    """``%1``…``%4`` of the answer's statement are numbered after the row's six, each used twice."""
+    from flowmem.store.postgres.pipeline import _merged
+    from flowmem.store.postgres.queries import SQL
+
+    text = _merged("row_insert+answer_insert+header_update", SQL)
+    assert "%" not in text
+    assert text.index("answer_set AS (") < text.index("w1 AS (")  # its own WITH lifted first
+    assert [text.count(f"${n}::") for n in range(7, 11)] == [2, 2, 2, 2]
+    assert "$11" in text and "$16" not in text  # the header's five after them
