@@ -72,7 +72,8 @@ dist: $(BUILD_STAMP)
 	rm -rf dist
 	$(PY) -m build --outdir dist .
 
-## The README's second command: the whole test suite on every core (pytest-xdist 3.6+;
+## The README's second command: the whole test suite on every core and one worker more,
+## as its tests often wait (decision 0162; pytest-xdist 3.6+;
 ## --dist worksteal: an idle worker takes tests queued on a busy one, so the longest do not
 ## end the run on one worker), printing the slowest tests, and beside it lint, types and
 ## the packaging check (mostly waiting on builds, installs and servers: they take what the

@@ -19,8 +19,12 @@ trap 'rm -f "$checks_log" "$suite_log"' EXIT
 "$make" --no-print-directory -j2 --output-sync=target lint packaging >"$checks_log" 2>&1 &
 checks=$!
 
+# one worker more than the cores: the suite's tests wait (servers starting, processes
+# killed and started again), and on 2 cores two workers left 135 core-seconds idle where
+# three leave 23 (decision 0162, measured by scripts/suite_demand.py)
+workers=$(( $(nproc) + 1 ))
 # bytecode caching on even where PYTHONDONTWRITEBYTECODE is set (see the Makefile)
-PYTHONDONTWRITEBYTECODE= "$python" -m pytest -q -n auto --dist worksteal --durations=15 | tee "$suite_log"
+PYTHONDONTWRITEBYTECODE= "$python" -m pytest -q -n "$workers" --dist worksteal --durations=15 | tee "$suite_log"
 suite=${PIPESTATUS[0]}
 
 wait "$checks"

@@ -27,7 +27,8 @@ def test_a_child_spins():
 def test_each_test_s_own_and_children_s_cpu_is_noted_and_reported(tmp_path: Path) -> None:
     (tmp_path / "test_sample.py").write_text(SAMPLE)
     prefix = tmp_path / "cpu"
-    env = {**os.environ, ENV: str(prefix), "PYTHONPATH": str(ROOT)}
+    outer = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", ENV))}  # an xdist worker's
+    env = {**outer, ENV: str(prefix), "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "tests.suite_cpu", "-p", "no:cacheprovider",
          "-p", "no:xdist", "-p", "no:randomly", "-c", os.devnull, "--rootdir", str(tmp_path), str(tmp_path)],
