@@ -1,8 +1,9 @@
 """Where a PostgreSQL append's CPU goes: flowmem's plain and guarded appends beside langchain-postgres.
 
-Not a test. One throwaway server (non-durable by default: ``fsync``,
+Not a test. One throwaway server (durable by default, as initdb sets it and as every
+bench starts one, docs/decisions/0057; ``--postgres-nondurable`` turns ``fsync``,
 ``synchronous_commit`` and ``full_page_writes`` off, so the commit's flush does not
-hide the CPU; ``--durable`` for initdb's settings), with ``pg_stat_statements``
+hide the CPU, and the output says NON-DURABLE), with ``pg_stat_statements``
 (``track=top``) and ``track_functions=pl`` loaded for the counts. Every system gets a
 database of its own (bench/peers_postgres.py's systems: ``Store.append`` of one
 message, the same with the HTTP API's ``WriteGuard``, and
@@ -20,8 +21,8 @@ mean server execution time (``pg_stat_statements``), the trigger functions' time
 blocked on the server's answer, bench/lib/round_trips.py). ``--profile N`` prints a
 cProfile of N appends of each flowmem system (tottime).
 
-    python bench/pg_append_cpu.py                 # non-durable, 1,000-row buffers
-    python bench/pg_append_cpu.py --durable       # initdb's settings: the flush counted
+    python bench/pg_append_cpu.py --postgres-nondurable   # the CPU alone, 1,000-row buffers
+    python bench/pg_append_cpu.py                         # initdb's settings: the flush counted
 """
 
 from __future__ import annotations
@@ -184,7 +185,10 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--durable", action="store_true", help="initdb's settings (default: non-durable)"
+        "--postgres-nondurable",
+        action="store_true",
+        help="fsync, synchronous_commit and full_page_writes off (the output says NON-DURABLE);"
+        " default: durable, as initdb sets it",
     )
     parser.add_argument(
         "--length", type=int, default=1_000, help="rows in each buffer before timing"
@@ -203,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     appends = args.batches * args.batch + args.counted + args.profile + 100
     plan = _PEERS.Plan((args.length,), (args.length,), appends)
     meta = report_json.environment(_PEERS.PACKAGES)
-    with pgserver.throwaway_postgres(args.durable, settings=SETTINGS) as (url, _):
+    with pgserver.throwaway_postgres(not args.postgres_nondurable, settings=SETTINGS) as (url, _):
         durability = {"PostgreSQL": pgserver.postgres_durability(url)}
         report_json.describe(meta, durability)
         with psycopg.connect(url, autocommit=True) as admin:
