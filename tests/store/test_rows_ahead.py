@@ -123,3 +123,25 @@ def test_an_append_of_dumped_ahead_rows_stores_the_plain_rows(store: Store) -> N
     loaded = store.load(address)
     assert loaded == [*rows, rows[0]]
     assert all(type(row) is dict for row in loaded)  # what the store reads back is plain
+
+
+def test_a_postgresql_append_hands_its_rules_rows_serialized_ahead_and_sqlite_the_rows_as_given(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flowmem.store.postgres import PostgresStore
+
+    seen: list[list[Any]] = []
+    plain_append = type(store)._append
+
+    def recording(self: Any, ask: Any) -> Any:
+        seen.append(list(ask.rows))
+        return plain_append(self, ask)
+
+    monkeypatch.setattr(type(store), "_append", recording)
+    rows = [{"role": "user", "content": "hi"}]
+    store.append(("session", "s", "ahead-seam"), rows)
+    if isinstance(store, PostgresStore):  # the seam (``_rows_ahead``) wired in (decision 0163)
+        assert [type(row) for row in seen[0]] == [DumpedRow]
+        assert seen[0] == rows
+    else:
+        assert seen == [rows]

@@ -17,7 +17,7 @@ import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from flowmem import metrics
-from flowmem.core import AppendOutcome, Message, apply_append
+from flowmem.core import AppendOutcome, apply_append
 from flowmem.errors import (
     IdempotencyKeyInFlightError,
     InvalidInputError,
@@ -33,7 +33,6 @@ from flowmem.limits import quota_exceeded
 from flowmem.store.adk.sql import SqlAdkSessions
 from flowmem.store.archive.sql import SqlArchive
 from flowmem.store.base import (
-    DEFAULT_LOCK_TIMEOUT,
     Address,
     Idempotency,
     Store,
@@ -217,21 +216,9 @@ class PostgresStore(PostgresReads):
         self._write(work)
 
     # --- conversation buffers --------------------------------------------------------------
-    def append(
-        self,
-        address: Address,
-        rows: list[Message],
-        max_messages: int = 0,
-        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-        snapshot: bool = False,
-        guard: WriteGuard | None = None,
-        max_bytes: int = 0,
-        idempotency: Idempotency | None = None,
-    ) -> AppendOutcome:
-        """``SqlStore.append`` with each row serialized once, before the lock (decision 0163)."""
-        return super().append(
-            address, dumped_ahead(rows), max_messages, lock_timeout, snapshot, guard, max_bytes, idempotency
-        )
+    def _rows_ahead(self, rows: Any) -> Any:
+        """Each row serialized once, before the lock (``dumped_ahead``, decision 0163)."""
+        return dumped_ahead(rows)
 
     def _append(self, ask: AppendAsk) -> AppendOutcome:
         """Run the core append rules on the stored buffer in one transaction (``SqlStore.append``).
