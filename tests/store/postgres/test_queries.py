@@ -23,16 +23,13 @@ psycopg = pytest.importorskip("psycopg")
 
 from flowmem.store import Address  # noqa: E402
 from flowmem.store.postgres import PostgresStore  # noqa: E402
+from tests.store.postgres.test_call_ids import _result  # noqa: E402
 from tests.store.postgres.test_listed_calls import _call  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
 ADDRESS = Address("user", "alice", "chat")
 _CLOCK = itertools.count(1)  # each message's time: later than the one before
-
-
-def _result(cid: str, text: str = "r") -> dict[str, Any]:
-    return {"role": "tool", "content": text, "tool_call_id": cid}
 
 
 def _table(url: str) -> list[tuple[Any, ...]]:
