@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import psycopg
 import psycopg.conninfo
 import psycopg.errors
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import PoolTimeout
 
 from flowmem import metrics
 from flowmem.core import AppendOutcome, apply_append
@@ -48,6 +48,7 @@ from flowmem.store.known import (
 from flowmem.store.postgres.after import known_after
 from flowmem.store.postgres.checkpoints import PostgresCheckpoints
 from flowmem.store.postgres.connect import (
+    HotPool,
     connect_options,
     durability_warnings,
     parse_url,
@@ -103,7 +104,7 @@ class PostgresStore(PostgresReads):
         conninfo, options = parse_url(url)
         connect = connect_options(conninfo, options["connect_timeout_s"])
         probe_server(conninfo, connect, url)  # one clean error, at once, when it cannot be reached
-        self._pool = ConnectionPool(
+        self._pool = HotPool(  # a loan per statement or transaction, one at hand (decision 0167)
             conninfo,
             min_size=int(options["pool_min"]),
             max_size=int(options["pool_max"]),
