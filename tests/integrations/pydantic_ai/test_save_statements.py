@@ -1,4 +1,5 @@
-"""What one pydantic-ai save runs on SQLite, counted (issue 42 §4): the line's end read once, the header written once.
+"""What one pydantic-ai save runs on SQLite, counted (issue 42 §4): the line's end read once, the header written once,
+the entries' places and messages in one statement each, the record and its line stamp in one.
 
 A save of one turn (a prompt, a tool call, its result, the answer) after a history
 of 100 messages: the statements its store's connections run are counted (each
@@ -9,6 +10,11 @@ each read of the transaction having flushed the header first. The reads of a sav
 read rows, calls, answers and entries, which the editor writes at once, never the
 header; the line's end is kept by the line's own appends. The history stored is the
 same (the conformance and rule suites), and so is each entry's place.
+
+Decision 0171: 34 -> 27. Each entry's place (``pa_entries``) and message
+(``pa_messages``) were one statement an entry; they are held back and written as one
+multi-row statement each when the transaction flushes (or before a read of the places),
+and the record is written with its line stamp read in the same statement.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from flowmem.integrations.pydantic_ai.store import FlowmemConversationStore
 from flowmem.store.sqlite import driver
 from tests.integrations.pydantic_ai.messages import answer, call, prompt, result
 
-SAVE_STATEMENTS = 34
+SAVE_STATEMENTS = 27
 """At most this many statements a save of one turn runs, its transaction and the connection loan's pragmas included."""
 
 
@@ -79,6 +85,39 @@ def test_a_save_of_one_turn_reads_the_line_end_once_and_writes_the_header_once(
     assert len([s for s in statements if "MAX(pos) FROM buffer_rows" in s]) == 1
     assert len([s for s in statements if s.startswith("UPDATE buffers SET count")]) == 1
     assert len(statements) <= SAVE_STATEMENTS, "\n".join(statements)
+
+
+def test_a_save_writes_its_entries_places_and_messages_in_one_statement_each(
+    tmp_path: Path, traced: list[str]
+) -> None:
+    """Four entries: one INSERT into pa_entries and one into pa_messages, and no line stamp read of its own."""
+
+    async def scenario() -> tuple[list[str], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        store = FlowmemConversationStore.from_url(f"sqlite:///{tmp_path / 'pa.db'}")
+        try:
+            history = [m for i in range(3) for m in _turn(i)]
+            await store.save(Conversation(conversation_id="c1", messages=history))
+            conversation = await store.load("c1")
+            assert conversation is not None
+            conversation.messages.extend(_turn(3))
+            traced.clear()
+            await store.save(conversation)
+            saved = list(traced)
+            with store.memory.store.connection() as conn:  # type: ignore[attr-defined]
+                places = conn.execute("SELECT entry_id, key, pos FROM pa_entries ORDER BY pos").fetchall()
+                kept = conn.execute("SELECT key, pos, entry_id FROM pa_messages ORDER BY pos").fetchall()
+            again = await store.load("c1")
+            assert again is not None and again.messages == [*history, *_turn(3)]
+            return saved, places, kept
+        finally:
+            store.close()
+
+    statements, places, kept = asyncio.run(scenario())
+    assert len([s for s in statements if s.startswith("INSERT INTO pa_entries")]) == 1
+    assert len([s for s in statements if s.startswith("INSERT INTO pa_messages")]) == 1
+    assert [s for s in statements if s.startswith("SELECT born, version FROM buffers")] == []
+    assert len(places) == len(kept) == 16  # every entry placed, every message kept, once
+    assert [p[2] for p in places] == [k[1] for k in kept]
 
 
 def test_an_entry_that_adds_no_row_ends_where_the_line_does_after_this_saves_appends(

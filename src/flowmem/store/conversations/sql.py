@@ -22,11 +22,14 @@ from flowmem.store.conversations import (
     run_of,
 )
 from flowmem.store.conversations.lines import QUALIFIER, Declaration, Place, write_lines
+from flowmem.store.conversations.statements import many
 from flowmem.store.editor import MINOR_BITS, SqlBufferEditor, SqlRunner, load_row, load_rows
 from flowmem.store.engine import SqlKind
 from flowmem.store.rows import dump_json, stored_json
 
 UNLIMITED = 2**62  # a LIMIT both backends take for "every row"
+ROWS_PER_STATEMENT = 200
+"""At most this many entries' places (or messages) one held-back write puts in one statement (decision 0171)."""
 
 
 class _Refused(Exception):
@@ -87,6 +90,11 @@ class _SqlTx:
     calls, answers and entries, which the line editors write at once; only a buffer's
     header waits for ``flush``, and none of them reads it, so none flushes. A line's end
     is read once per transaction and kept by its editor's appends (``_LineEditor``).
+
+    Where entries end and their messages (``index``) are held back, by their tables'
+    keys (a later index of the same key replacing the earlier, as a second upsert
+    would), and written at ``flush`` as one multi-row statement per table
+    (``ROWS_PER_STATEMENT`` rows at most), or before ``places`` reads them (decision 0171).
     """
 
     def __init__(
@@ -100,17 +108,32 @@ class _SqlTx:
         self.repairs: dict[str, list[Repair]] = {}  # logged once the lines are flushed
         self.line: tuple[str, bool, bool] | None = None  # (key, whole, empty) of the line written
         self.ends: dict[str, int | None] = {}  # each line's end as known in this transaction
+        self.placed: dict[tuple[str, str], tuple[Any, ...]] = {}  # pa_entries rows held back, by key
+        self.kept: dict[tuple[str, int], tuple[Any, ...]] = {}  # pa_messages rows held back, by key
 
     def _run(self, name: str, params: tuple[Any, ...]) -> Any:
         return self.conn.execute(self.sql[name], params)
 
     def flush(self) -> None:
-        """Write what the line editors hold back."""
+        """Write what the line editors hold back, then the entries' places and messages."""
         for editor in self.editors.values():
             editor.flush()
+        self._put_index()
+
+    def _put_index(self) -> None:
+        """Write the held-back ``pa_entries`` and ``pa_messages`` rows, one statement per table (and chunk)."""
+        for name, held in (("pa_entry_put", self.placed), ("pa_message_put", self.kept)):
+            rows = list(held.values())
+            held.clear()
+            for start in range(0, len(rows), ROWS_PER_STATEMENT):
+                chunk = rows[start : start + ROWS_PER_STATEMENT]
+                params = tuple(value for row in chunk for value in row)
+                self.conn.execute(many(self.sql[name], len(chunk)), params)
 
     def places(self, entry_id: str, conversation_id: str) -> list[Place]:
-        """Where the entry ends in each of the conversation's lines (``pa_entries``)."""
+        """Where the entry ends in each of the conversation's lines (``pa_entries``, what is held back written first)."""
+        if self.placed:
+            self._put_index()
         rows = self._run("pa_entry_in", (entry_id, conversation_id)).fetchall()
         return [Place(conversation_id, key, int(pos)) for key, pos in rows]
 
@@ -149,10 +172,10 @@ class _SqlTx:
     def index(
         self, entry_id: str, key: str, position: int, rows: bool, message: str | None = None
     ) -> None:
-        """Record where the entry ends, and its message when given (``pa_messages``)."""
-        self._run("pa_entry_put", (entry_id, self.conversation_id, key, position))
+        """Record where the entry ends, and its message when given (``pa_messages``); written at ``flush``."""
+        self.placed[(entry_id, key)] = (entry_id, self.conversation_id, key, position)
         if message is not None:
-            self._run("pa_message_put", (self.conversation_id, key, position, entry_id, message))
+            self.kept[(key, position)] = (self.conversation_id, key, position, entry_id, message)
 
     def written(self, key: str, whole: bool, empty: bool) -> None:
         """Keep the line written and how, for ``SqlConversations.write``'s line stamp."""
@@ -201,9 +224,12 @@ class SqlConversations(SqlKind):
             tx.flush()
             for key, repairs in tx.repairs.items():  # the lines' repair logs (issue 37 §2)
                 self.store.record_repairs(conn, tx.editors[key].buffer_id, repairs)
-            line = self._line(conn, record.conversation_id, found, tx.line)
             params = (record.conversation_id, record.revision, record.scope, record.updated, body)
-            self._run(conn, "pa_put", (*params, *line))
+            line = self._line(found, tx.line)
+            if isinstance(line, str):  # stamped with the line as it is now, in the same statement
+                self._run(conn, "pa_put_line", (*params, record.conversation_id, line))
+            else:
+                self._run(conn, "pa_put", (*params, *line))
 
         try:
             self.store.write_at(self._lock(record.conversation_id), work)
@@ -211,14 +237,15 @@ class SqlConversations(SqlKind):
             return False
         return True
 
-    def _line(
-        self, conn: Any, conversation_id: str, found: Any, written: tuple[str, bool, bool] | None
-    ) -> tuple[Any, Any, Any]:
+    @staticmethod
+    def _line(found: Any, written: tuple[str, bool, bool] | None) -> tuple[Any, Any, Any] | str:
         """The record's line stamp after a write: the line whose messages pa_entries holds whole.
 
         The line written, as its buffer is now, when the write kept its messages whole
-        and the line was empty or whole before; the stamp as it was when no line was
-        written; none otherwise (its history is then read from the rows, decision 0131).
+        and the line was empty or whole before: its key, the stamp read by the record's
+        own write (``pa_put_line``, decision 0171; none when the line has no buffer); the
+        stamp as it was when no line was written; none otherwise (its history is then
+        read from the rows, decision 0131).
         """
         before = (None, None, None) if found is None else (found[1], found[2], found[3])
         if written is None:
@@ -226,8 +253,7 @@ class SqlConversations(SqlKind):
         key, whole, empty = written
         if not whole or not (empty or (found is not None and found[1] == key and found[4])):
             return (None, None, None)
-        stamp = self._run(conn, "pa_line_stamp", (conversation_id, key)).fetchone()
-        return (None, None, None) if stamp is None else (key, int(stamp[0]), int(stamp[1]))
+        return key
 
     def messages(
         self, entry_id: str, conversation_id: str | None = None, limit: int | None = None

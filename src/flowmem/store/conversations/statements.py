@@ -1,10 +1,14 @@
 """The conversation statements, written once and spelled per backend (the placeholder).
 
 ``statements`` is called by ``conversations.sqlite`` and ``conversations.postgres``;
-nothing else reads it.
+nothing else reads it. ``many`` spells one of its single-row inserts for several rows
+(``conversations.sql``, decision 0171).
 """
 
 from __future__ import annotations
+
+import re
+from functools import lru_cache
 
 _LINE = "(SELECT id FROM buffers WHERE scope = 'session' AND scope_id = {p} AND key = {p})"
 
@@ -34,8 +38,6 @@ def statements(p: str, stamp: str) -> dict[str, str]:
             FROM pa_conversations AS c LEFT JOIN buffers AS b ON b.scope = 'session'
                 AND b.scope_id = c.conversation_id AND b.key = c.line_key
             WHERE c.conversation_id = {p}""",
-        "pa_line_stamp": f"""SELECT {stamp}, version FROM buffers
-            WHERE scope = 'session' AND scope_id = {p} AND key = {p}""",
         "pa_list_all": f"""SELECT conversation_id, revision, scope, updated, record
             FROM pa_conversations ORDER BY updated DESC, conversation_id DESC LIMIT {p}""",
         "pa_list_scope": f"""SELECT conversation_id, revision, scope, updated, record
@@ -44,6 +46,17 @@ def statements(p: str, stamp: str) -> dict[str, str]:
         "pa_put": f"""INSERT INTO pa_conversations (conversation_id, revision, scope, updated, record,
                 line_key, line_stamp, line_version)
             VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}) ON CONFLICT (conversation_id) DO UPDATE SET
+            revision = excluded.revision, scope = excluded.scope, updated = excluded.updated,
+            record = excluded.record, line_key = excluded.line_key,
+            line_stamp = excluded.line_stamp, line_version = excluded.line_version""",
+        # the record with the stamp of its line as the line is now (decision 0171): the line's
+        # key, stamp and version, or none of them when the line has no buffer
+        "pa_put_line": f"""INSERT INTO pa_conversations (conversation_id, revision, scope, updated, record,
+                line_key, line_stamp, line_version)
+            SELECT {p}, {p}, {p}, {p}, {p}, b.key, b.{stamp}, b.version
+            FROM (SELECT 1 AS one) AS o LEFT JOIN buffers AS b ON b.scope = 'session'
+                AND b.scope_id = {p} AND b.key = {p}
+            WHERE true ON CONFLICT (conversation_id) DO UPDATE SET
             revision = excluded.revision, scope = excluded.scope, updated = excluded.updated,
             record = excluded.record, line_key = excluded.line_key,
             line_stamp = excluded.line_stamp, line_version = excluded.line_version""",
@@ -95,3 +108,20 @@ def statements(p: str, stamp: str) -> dict[str, str]:
                 AND (c.call_id = {p} OR substr(c.call_id, 1, {p}) = {p})
             ORDER BY c.declared_pos""",
     }
+
+
+_VALUES = re.compile(r"VALUES (\([^()]*\))")
+
+
+@lru_cache(maxsize=256)
+def many(sql: str, count: int) -> str:
+    """``sql``, an ``INSERT … VALUES (…)`` of one row, taking ``count`` rows in one statement (decision 0171).
+
+    The one ``VALUES`` group repeated ``count`` times, the rest (its ``ON CONFLICT``)
+    as it was; the parameters are the rows' one after another.
+    """
+    found = _VALUES.search(sql)
+    if found is None or count < 1:
+        raise ValueError("many() takes an INSERT with one VALUES group and a count of at least 1")
+    group = found.group(1)
+    return sql[: found.start(1)] + ", ".join([group] * count) + sql[found.end(1) :]
