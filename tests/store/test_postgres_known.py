@@ -161,14 +161,17 @@ def test_an_append_that_assumes_no_new_id_checks_the_header_alone_and_a_stale_on
     calls = [{"id": "c1", "name": "f"}]
     sent.clear()
     first.append(address, prepare({"role": "assistant", "content": "", "tool_calls": calls}, 1))
-    assert "append_known" in sent  # c1 assumed new: checked absent
+    # the check folded into the writes' first statement (decision 0165)
+    assert any(name.startswith("known_check+") for name in sent)  # c1 assumed new: checked absent
     sent.clear()
     first.append(address, prepare({"role": "tool", "content": "r", "tool_call_id": "c1"}, 1))
-    assert "append_known_head" in sent and "append_known" not in sent
+    assert any(name.startswith("known_check_head+") for name in sent)
+    assert not any(name.startswith("known_check+") for name in sent)
     second.append(address, prepare({"role": "assistant", "content": "a"}, 1))
     sent.clear()  # first's header is stale: its check fails, nothing written, the plain path appends
     got = first.append(address, prepare({"role": "user", "content": "q2"}, 1))
-    assert "append_known_head" in sent and any(name.startswith("append_facts") for name in sent)
+    assert any(name.startswith("known_check_head+") for name in sent)
+    assert any(name.startswith("append_facts") for name in sent)
     assert (got.appended, got.count) == (1, 5)
     assert [m["content"] for m in first.load(address)] == ["q", "", "r", "a", "q2"]
 

@@ -39,13 +39,14 @@ DOCUMENTED = {
 }
 # On what the store knows of the buffer from its own last append (decision 0039),
 # guarded (the HTTP API's appends, decision 0067) or not: the lock (with the guard),
-# the facts' check and the writes in one round trip; what the next append may assume
+# then the facts' check and the writes in one statement (decision 0165; a later write
+# of the same table in a statement of its own), one round trip; what the next append may assume
 # is worked out from the writes (decision 0066). Healing needs the open calls'
 # positions: two, as above, plus the read for the next append.
 DOCUMENTED_KNOWN = {
-    "plain user message": (1, 3),
-    "assistant turn with two calls": (1, 4),
-    "tool result": (1, 3),
+    "plain user message": (1, 2),
+    "assistant turn with two calls": (1, 3),
+    "tool result": (1, 2),
     "user turn that heals one call": (2, 6),  # + 1: the repair log (as above)
 }
 

@@ -16,6 +16,7 @@ from flowmem.store.base import Address
 from flowmem.store.editor import SqlBufferEditor, SqlRunner
 from flowmem.store.known import MAX_KNOWN_OPEN, Known
 from flowmem.store.postgres.after import open_of
+from flowmem.store.postgres.pipeline import WRITES
 
 
 def known_of(found: list[tuple[Any, ...]]) -> Known | None:
@@ -108,4 +109,48 @@ def seeded_editor(
     return editor
 
 
-__all__ = ["asked_of", "known_of", "seeded_editor"]
+def known_statements(
+    check: str, checked: Sequence[Any], writes: Sequence[tuple[str, Sequence[Any]]]
+) -> list[tuple[str, tuple[Any, ...]]]:
+    """The statements of an append on known facts after its lock: the check folded into the writes.
+
+    Decision 0165: the writes' ``?`` variants grouped as ``Pipeline.run`` would send
+    them (``_grouped``); the first statement is ``known_check…`` (the check, a
+    CTE), its group and ``known_verdict`` (its rows: the verdict and the guard's);
+    each later one ``known_again`` (the verdict the check set) and its group.
+    ``check``: ``known_check`` or one of its variants; ``checked``: its parameters.
+    """
+    groups = _grouped(writes)
+    first, *later = groups
+    params: list[Any] = [*checked]
+    for _, given in first:
+        params.extend(given)
+    names = "+".join([check, *(f"{name}?" for name, _ in first), "known_verdict"])
+    statements = [(names, tuple(params))]
+    for group in later:
+        names = "+".join(["known_again", *(f"{name}?" for name, _ in group)])
+        statements.append((names, tuple(value for _, given in group for value in given)))
+    return statements
+
+
+def _grouped(writes: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple[str, Sequence[Any]]]]:
+    """The writes in the statements ``Pipeline.run`` would send them in (``WRITES``' rule).
+
+    A write starts a statement of its own when it touches a table an earlier one of the
+    statement writes, or writes one an earlier one reads.
+    """
+    groups: list[list[tuple[str, Sequence[Any]]]] = [[]]
+    reads: frozenset[str] = frozenset()
+    wrote: frozenset[str] = frozenset()
+    for name, params in writes:
+        touched_reads, touched_writes = WRITES[f"{name}?"]
+        if (touched_reads | touched_writes) & wrote or touched_writes & reads:
+            groups.append([])
+            reads, wrote = frozenset(), frozenset()
+        groups[-1].append((name, params))
+        reads |= touched_reads
+        wrote |= touched_writes
+    return groups
+
+
+__all__ = ["asked_of", "known_of", "known_statements", "seeded_editor"]

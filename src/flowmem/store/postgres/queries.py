@@ -420,21 +420,36 @@ for _ids, _open, _suffix in (
 # after a true verdict the store works the same out from the writes it sent
 # (``store.postgres.after.known_after``, decision 0066), with no statement; after a
 # false one nothing was written and the plain path appends (and reads it).
-_KNOWN = "current_setting('flowmem.known')::boolean"
+#
+# Since decision 0165 the check is no statement of its own: it is the first part of
+# the writes' first statement (``known_check…``: the check as a CTE ``known``, its
+# verdict ``v`` and its guard's ``ok``, read back by the last part, ``known_verdict``),
+# and every write's ``?`` variant reads ``known``. The check keeps its statement's
+# snapshot, taken after the lock's statement (a statement's snapshot predates a lock
+# it waits for), and the writes of that statement run on the same snapshot, so they
+# read what the check read. The check also sets ``flowmem.known`` for the rest of the
+# transaction: the writes the pipeline sends as a later statement (two writes of one
+# table, ``pipeline.WRITES``) read it there (``known_again``: ``known`` from the setting).
+_KNOWN = "(SELECT v FROM known)"
 SQL["buffer_known"] = f"SELECT b.id, b.version, b.count, b.last_major, b.bytes, b.unanswered FROM buffers b WHERE {_ADDR}"
-SQL["append_known"] = """SELECT set_config('flowmem.known', (
-    EXISTS (SELECT 1 FROM buffers WHERE id = %s AND version = %s
-        AND count = %s AND last_major = %s AND bytes = %s)
-    AND COALESCE((SELECT bool_and(
+# no id assumed new (a message without calls, a result of a listed call: most appends):
+# the header's check alone, no subplan per id to start (decision 0158)
+_KNOWN_HEAD = """EXISTS (SELECT 1 FROM buffers WHERE id = %s AND version = %s
+        AND count = %s AND last_major = %s AND bytes = %s)"""
+_KNOWN_FRESH = """COALESCE((SELECT bool_and(
         NOT EXISTS (SELECT 1 FROM buffer_calls c WHERE c.buffer_id = %s AND c.call_id = i.id)
         AND NOT EXISTS (SELECT 1 FROM buffer_answers a WHERE a.buffer_id = %s AND a.call_id = i.id)
         AND NOT EXISTS (SELECT 1 FROM buffer_evicted v WHERE v.buffer_id = %s AND v.call_id = i.id))
-    FROM unnest(%s::text[]) AS i(id)), TRUE))::text, true)"""
-# the same when no id is assumed new (a message without calls, a result of a listed call:
-# most appends): the header's check alone, no subplan per id to start (decision 0158)
-_KNOWN_HEAD = """EXISTS (SELECT 1 FROM buffers WHERE id = %s AND version = %s
-        AND count = %s AND last_major = %s AND bytes = %s)"""
-SQL["append_known_head"] = f"SELECT set_config('flowmem.known', {_KNOWN_HEAD}::text, true)"
+    FROM unnest(%s::text[]) AS i(id)), TRUE)"""
+# the check alone, as a statement (its parts' plans are tested on their own: the pages
+# they touch, tests/store/test_postgres_facts_plans.py); a guarded one's ``ok`` is its guard
+_VERDICT = (
+    "SELECT set_config('flowmem.known', ({held})::text, true)::boolean AS v, {ok} AS ok{source}"
+)
+SQL["append_known"] = _VERDICT.format(
+    held=f"{_KNOWN_HEAD} AND {_KNOWN_FRESH}", ok="TRUE", source=""
+)
+SQL["append_known_head"] = _VERDICT.format(held=_KNOWN_HEAD, ok="TRUE", source="")
 SQL["row_insert?"] = f"{SQL['row_insert']} WHERE {_KNOWN}"
 SQL["call_insert?"] = f"""INSERT INTO buffer_call_ids (buffer_id, call_id, declared_pos, ord, answered)
     SELECT %s::bigint, %s::text, %s::bigint, %s::integer,
@@ -477,10 +492,28 @@ for _kind, _guard in GUARDS.items():
     for _facts in _FACTS:
         SQL[f"{_facts}@{_kind}"] = f"""SELECT g.ok, f.* FROM (SELECT {_checked} AS ok) AS g
             LEFT JOIN LATERAL ({SQL[_facts]}) AS f ON TRUE"""
-    SQL[f"append_known_head@{_kind}"] = f"""SELECT set_config('flowmem.known',
-        ({_KNOWN_HEAD} AND g.ok)::text, true), g.ok FROM (SELECT {_checked} AS ok) AS g"""
-    SQL[f"append_known@{_kind}"] = SQL["append_known"].replace(
-        "TRUE))::text, true)", "TRUE) AND g.ok)::text, true), g.ok"
-    ) + f" FROM (SELECT {_checked} AS ok) AS g"
-    if SQL[f"append_known@{_kind}"].count("g.ok") != 2:  # pragma: no cover - an edit missed it
-        raise RuntimeError(f"append_known@{_kind} does not check the guard")
+    _source = f" FROM (SELECT {_checked} AS ok) AS g"
+    SQL[f"append_known_head@{_kind}"] = _VERDICT.format(
+        held=f"{_KNOWN_HEAD} AND g.ok", ok="g.ok", source=_source
+    )
+    SQL[f"append_known@{_kind}"] = _VERDICT.format(
+        held=f"{_KNOWN_HEAD} AND {_KNOWN_FRESH} AND g.ok", ok="g.ok", source=_source
+    )
+# The check as the first part of the writes' statement (decision 0165, see above): its
+# CTE ``known`` lifted to the statement's top by the pipeline (``/with``); its own part
+# (``/main``) is read by no one (a CTE no part reads is not planned). ``known_verdict``:
+# the statement's last part, its rows the verdict and the guard's. ``known_again``: the
+# first part of the writes' later statements, the verdict as the check set it.
+for _check in [name for name in SQL if name.startswith(("append_known@", "append_known_head"))] + [
+    "append_known"
+]:
+    _part_name = "known_check" + _check.removeprefix("append_known")
+    SQL[_part_name] = f"WITH known AS MATERIALIZED ({SQL[_check]}) SELECT v, ok FROM known"
+    SQL[f"{_part_name}/with"] = f"known AS MATERIALIZED ({SQL[_check]})"
+    SQL[f"{_part_name}/main"] = "SELECT v, ok FROM known"
+SQL["known_verdict"] = "SELECT v, ok FROM known"
+SQL["known_again/with"] = (
+    "known AS MATERIALIZED (SELECT current_setting('flowmem.known')::boolean AS v, TRUE AS ok)"
+)
+SQL["known_again/main"] = "SELECT v, ok FROM known"
+SQL["known_again"] = f"WITH {SQL['known_again/with']} {SQL['known_again/main']}"

@@ -55,7 +55,7 @@ from flowmem.store.postgres.connect import (
     probe_server,
     safe_url,
 )
-from flowmem.store.postgres.facts import asked_of, known_of, seeded_editor
+from flowmem.store.postgres.facts import asked_of, known_of, known_statements, seeded_editor
 from flowmem.store.postgres.pipeline import QUOTAS, GuardFailed, Pipeline, roll_back
 from flowmem.store.postgres.queries import SQL
 from flowmem.store.postgres.reads import PostgresReads
@@ -370,26 +370,28 @@ class PostgresStore(PostgresReads):
             return None
         try:
             kind, checks = guard_form(guard)
-            # no id assumed new: the header's check alone (decision 0158)
-            check = "append_known" if foreseen.fresh else "append_known_head"
+            # no id assumed new: the header's check alone (decision 0158); the check
+            # folded into the writes' first statement (decision 0165)
+            check = "known_check" if foreseen.fresh else "known_check_head"
             check = f"{check}@{kind}" if kind else check
             lock, holds = held_lock(guard)
             ensure = ensure_form(guard)
+            bid = known.buffer_id
+            head = (known.version, known.count, known.last_major, known.bytes)
+            fresh = (bid, bid, bid, foreseen.fresh) if foreseen.fresh else ()
+            statements = known_statements(check, (bid, *head, *fresh, *checks), foreseen.writes)
             with Pipeline(conn, SQL) as db:
                 if ensure is not None:  # a claimed session (decision 0032), before the lock
                     db.send(*ensure)
                 db.send(lock, (advisory_key(address), timeout, *holds))
-                bid = known.buffer_id
-                head = (known.version, known.count, known.last_major, known.bytes)
-                fresh = (bid, bid, bid, foreseen.fresh) if foreseen.fresh else ()
-                held = db.send(check, (bid, *head, *fresh, *checks))
-                for name, params in foreseen.writes:
-                    db.run(f"{name}?", params)
+                held = db.send(*statements[0])
+                for statement in statements[1:]:
+                    db.send(*statement)
                 db.finish()
                 verdict = db.result(held)
                 if kind and not verdict[0][1]:  # the guard failed: nothing was written
                     raise self._guard_error(conn, guard)
-                if verdict[0][0] == "true":
+                if verdict[0][0]:
                     self._known.remember(address, known_after(known, foreseen.writes))
                     return foreseen.outcome
                 self._known.remember(address, None)
