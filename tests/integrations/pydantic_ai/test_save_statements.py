@@ -104,11 +104,12 @@ def test_a_save_writes_its_entries_places_and_messages_in_one_statement_each(
             await store.save(conversation)
             saved = list(traced)
             with store.memory.store.connection() as conn:  # type: ignore[attr-defined]
-                places = conn.execute("SELECT entry_id, key, pos FROM pa_entries ORDER BY pos").fetchall()
-                kept = conn.execute("SELECT key, pos, entry_id FROM pa_messages ORDER BY pos").fetchall()
+                places = conn.execute("SELECT entry_id, key, pos FROM pa_entries ORDER BY pos")
+                kept = conn.execute("SELECT key, pos, entry_id FROM pa_messages ORDER BY pos")
+                found = places.fetchall(), kept.fetchall()
             again = await store.load("c1")
             assert again is not None and again.messages == [*history, *_turn(3)]
-            return saved, places, kept
+            return saved, *found
         finally:
             store.close()
 

@@ -11,6 +11,7 @@ keeps deferred calls out of healing and names the placeholders healing inserts.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol
 
@@ -20,9 +21,11 @@ from flowmem.core import (
     Message,
     Repair,
     apply_append,
+    check_storable,
     is_healed,
-    prepare,
     result_id,
+    storable_text,
+    to_row,
 )
 from flowmem.core.forwarding import ForwardingEditor
 from flowmem.store.conversations import (
@@ -318,12 +321,42 @@ def _line_for(tx: LineTx, write: ConversationWrite, entries: Sequence[NewEntry])
     return key, True
 
 
+def storable_json(rows: Sequence[Message]) -> bool:
+    """True when ``rows`` serialize as JSON and every string and key of them is storable (one C pass).
+
+    ``json.dumps(..., ensure_ascii=False)`` writes every string and string key as it
+    is (escaping only ASCII), so its text holds a surrogate exactly when one of them
+    does. False also when the rows do not serialize (a value JSON has no spelling for,
+    a mapping that is not a ``dict``): ``check_storable`` decides those.
+    """
+    try:
+        text = json.dumps(rows, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return storable_text(text)
+
+
+def prepared(rows: Sequence[Message]) -> list[Message]:
+    """``flowmem.core.prepare`` of an entry's rows, its storability proven by their JSON text (decision 0171).
+
+    The same rows (``to_row`` of each), and the same refusal: rows ``storable_json``
+    does not clear are walked by ``check_storable``, which raises ``InvalidTextError``
+    naming the first text that cannot be stored, as ``prepare`` does. The walk looks
+    at each string in Python (about 40 us a row of a pydantic-ai message); the text is
+    one C call.
+    """
+    made = [to_row(dict(row)) for row in rows]
+    if not storable_json(made):
+        check_storable(made, "messages")
+    return made
+
+
 def _append_entry(tx: LineTx, editor: Tagging, key: str, entry: NewEntry) -> list[Repair]:
     """Append an entry's rows through the buffer rules; the repairs they made in the line."""
     editor.entry, editor.kept = entry.entry_id, []
     repairs: list[Repair] = []
     adopted: list[str] = []  # placeholders the adapter wrote (a loaded history healed)
-    for row in prepare([dict(r) for r in entry.rows]):
+    for row in prepared(entry.rows):
         resolved = _resolved(tx, key, row)
         outcome = apply_append(editor, [resolved])
         repairs.extend(outcome.logged)
@@ -365,8 +398,10 @@ __all__ = [
     "Tagging",
     "is_waiting",
     "locate",
+    "prepared",
     "qualified",
     "resolve_call",
     "resolve_return",
+    "storable_json",
     "write_lines",
 ]

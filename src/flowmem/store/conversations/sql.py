@@ -108,8 +108,8 @@ class _SqlTx:
         self.repairs: dict[str, list[Repair]] = {}  # logged once the lines are flushed
         self.line: tuple[str, bool, bool] | None = None  # (key, whole, empty) of the line written
         self.ends: dict[str, int | None] = {}  # each line's end as known in this transaction
-        self.placed: dict[tuple[str, str], tuple[Any, ...]] = {}  # pa_entries rows held back, by key
-        self.kept: dict[tuple[str, int], tuple[Any, ...]] = {}  # pa_messages rows held back, by key
+        self.placed: dict[tuple[str, str], tuple[Any, ...]] = {}  # pa_entries rows held back
+        self.kept: dict[tuple[str, int], tuple[Any, ...]] = {}  # pa_messages rows held back
 
     def _run(self, name: str, params: tuple[Any, ...]) -> Any:
         return self.conn.execute(self.sql[name], params)
