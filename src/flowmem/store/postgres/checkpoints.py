@@ -95,10 +95,21 @@ _FORESEEN = {
 }
 if any(_KNOWN not in text for text in _FORESEEN.values()):  # pragma: no cover - statements changed
     raise RuntimeError("the checkpoint's statements no longer take VALUES as expected")
+# The append's own ``?`` variants read their verdict from the ``known`` CTE their
+# statement starts with (decision 0165); a checkpoint's verdict is a statement of its
+# own (``cp_known…``), kept in ``flowmem.known``: the buffer writes a checkpoint makes
+# read it from there.
+_APPENDS_KNOWN = "(SELECT v FROM known)"
+_LINE_WRITES = {
+    f"{name}?": SQL[f"{name}?"].replace(_APPENDS_KNOWN, _KNOWN)
+    for name in FORESEEABLE
+    if _APPENDS_KNOWN in SQL.get(f"{name}?", "")
+}
 STATEMENTS: dict[str, str] = {
     **SQL,
     **_VERDICTS,
     **_FORESEEN,
+    **_LINE_WRITES,
     **{f"{name}?": text for name, text in _WRITES.items()},
     **{
         f"cp_guard@{kind}": f"SELECT set_config('flowmem.cp_guard', ({condition})::text, true)"
