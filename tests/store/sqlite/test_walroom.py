@@ -2,7 +2,8 @@
 
 ``SqliteStore.wal_room`` is the seam: ``enabled=False`` is the plain version, which
 lets SQLite grow the log at every commit. The sizes are made small here
-(``BUSY``, ``CHUNK``) so a few appends cross them.
+(``BUSY``, ``CHUNK``) so a few appends cross them. Since decision 0169 room is made
+from a store's first write, ``FIRST`` bytes then twice the last room up to ``CHUNK``.
 """
 
 from __future__ import annotations
@@ -135,14 +136,14 @@ def test_room_is_made_only_past_the_files_end_and_up_to_the_limit(tmp_path: Path
     body = os.urandom(walroom.BUSY + 100)
     wal.write_bytes(body)
     room = WalRoom(str(tmp_path / "x.db"), enabled=True, frames=1000)
-    assert room.make() == walroom.CHUNK
+    assert room.make() == walroom.FIRST
     after = wal.read_bytes()
     assert after[: len(body)] == body
-    assert after[len(body) :] == bytes(walroom.CHUNK)
+    assert after[len(body) :] == bytes(walroom.FIRST)
     assert room.make() == 0  # the room is not used up: nothing more
     with wal.open("ab") as grown:  # SQLite wrote past the room's end
         grown.write(b"f" * 10)
-    assert room.make() == walroom.CHUNK
+    assert room.make() == 2 * walroom.FIRST  # each room twice the last (decision 0169)
     assert wal.read_bytes()[: len(after) + 10] == after + b"f" * 10
     assert room.made == 2
     near = tmp_path / "y.db-wal"  # a log one chunk short of the limit: room up to the limit only
@@ -171,8 +172,41 @@ def test_room_is_made_again_after_the_log_was_truncated(tmp_path: Path) -> None:
     wal.write_bytes(b"")  # wal_checkpoint(TRUNCATE), or the log deleted at the last close
     assert room.make() == 0
     wal.write_bytes(bytes(walroom.BUSY + 1))
-    assert room.make() > 0
+    assert room.make() == walroom.FIRST  # a new log's room starts small again
     assert room.made == 2
+
+
+def test_rooms_double_up_to_a_chunk(tmp_path: Path) -> None:
+    wal = tmp_path / "x.db-wal"
+    wal.write_bytes(bytes(walroom.BUSY))
+    room = WalRoom(str(tmp_path / "x.db"), enabled=True, frames=100_000)
+    made = []
+    for _ in range(7):
+        made.append(room.make())
+        with wal.open("ab") as grown:  # SQLite wrote past each room's end
+            grown.write(b"f")
+    first = walroom.FIRST
+    assert made == [first, 2 * first, 4 * first, 8 * first] + [walroom.CHUNK] * 3
+
+
+def test_a_fresh_stores_log_changes_size_about_twice_a_room(tmp_path: Path) -> None:
+    """Decision 0169: room from the first write, doubling; before it, 30 of 120 commits grew the log.
+
+    With decision 0154's threshold (no room below 512 KiB) a fresh store's log, about
+    290 KiB after its migrations, grew at every commit until it passed 512 KiB. Now a
+    room is made at once: the log changes size when room is made and when SQLite
+    writes past the room's end (``make`` sees the room used up by the file's size).
+    """
+    store = open_store(f"sqlite:///{tmp_path}/fresh.db")
+    try:
+        assert isinstance(store, SqliteStore)
+        changed = _wal_sizes(store, 120)
+        assert changed <= 12
+        assert store.wal_room.made >= 3
+        assert changed <= 2 * store.wal_room.made + 1
+    finally:
+        store.close()
+    assert _integrity(f"{tmp_path}/fresh.db") == "ok"
 
 
 @pytest.mark.parametrize(

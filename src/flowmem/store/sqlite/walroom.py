@@ -9,10 +9,13 @@ writing to the disk shares. A log rewritten in place syncs its data only (Postgr
 zero-fills its WAL segments before use for the same reason).
 
 ``WalRoom.make`` is called inside a write transaction, with the log's write lock
-held, so no connection of any process writes frames meanwhile: once the log is past
-``BUSY`` bytes (a store that writes, not one a test opens for a few rows), and SQLite
-has written up to the end of the room made before, it writes ``CHUNK`` bytes of
-zeros after the file's end, at most up to the size the checkpoint keeps the log at.
+held, so no connection of any process writes frames meanwhile: once the log holds
+its header (``BUSY``) and SQLite has written up to the end of the room made before,
+it writes zeros after the file's end, at most up to the size the checkpoint keeps the
+log at: ``FIRST`` bytes the first time, twice the last room each time after, up to
+``CHUNK`` (decision 0169: a store that writes a few rows pays 64 KiB once; one that
+keeps writing changes its log's size about 7 times on the way to the limit instead
+of at every commit until it passed 512 KiB, decision 0154's threshold).
 The commit's own fsync makes them durable with it. Zeros are never a frame: a frame
 must carry the header's salt and checksum, so SQLite's recovery stops at the first
 zero frame, as it does at the stale frames of a restarted log. Only past the file's
@@ -30,8 +33,9 @@ log = logging.getLogger("flowmem")
 
 WAL_HEADER = 32  # bytes before the first frame
 FRAME_HEADER = 24  # bytes before each frame's page
-BUSY = 512 * 1024  # a log this long gets room made ahead (the migrations alone write about 290 KiB)
-CHUNK = 1 << 20  # bytes of room made at a time
+BUSY = WAL_HEADER  # a log this long gets room made ahead: one SQLite has written (decision 0169)
+FIRST = 64 * 1024  # bytes of room made the first time (and again after the log was truncated)
+CHUNK = 1 << 20  # bytes of room made at a time at most: each room twice the last, up to this
 _BLOCK = 256 * 1024  # zeros written by one call at most (made when room is made, not at import)
 
 
@@ -45,6 +49,7 @@ class WalRoom:
         self.limit = 0
         self.set_page_size(page_size, frames)
         self._mark = 0  # the file's size after the room last made (0: none made)
+        self._step = FIRST  # the next room's size (doubled after each, up to ``CHUNK``)
         self.made = 0  # how many times room was made (a count the tests and benches read)
 
     def set_page_size(self, page_size: int, frames: int) -> None:
@@ -64,10 +69,12 @@ class WalRoom:
         except OSError:  # no log yet: SQLite creates it at the first commit
             return 0
         if size < self._mark:  # the log was truncated or deleted since: start again
-            self._mark = 0
+            self._mark, self._step = 0, FIRST
         if size < BUSY or size >= self.limit or (self._mark and size <= self._mark):
             return 0
-        return self._extend(size, min(self.limit, size + CHUNK))
+        step = min(self._step, CHUNK)
+        self._step = min(step * 2, CHUNK)
+        return self._extend(size, min(self.limit, size + step))
 
     def _extend(self, size: int, end: int) -> int:
         """Write zeros from ``size`` (the file's end) to ``end``; the bytes written."""
@@ -90,4 +97,4 @@ class WalRoom:
         return written
 
 
-__all__ = ["BUSY", "CHUNK", "WalRoom"]
+__all__ = ["BUSY", "CHUNK", "FIRST", "WalRoom"]
