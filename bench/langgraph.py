@@ -57,6 +57,13 @@ noise falls on all alike), reported as median (min–max):
   "flat", judged on both); and the saver's CPU less a *null saver*'s (a checkpointer
   keeping LangGraph's checkpoint object, no copy: LangGraph's own checkpointing work,
   which grows with the thread for every saver; ``--only null`` selects it);
+- the saver's *calls' own CPU*: the thread CPU time (``time.thread_time``) spent inside
+  the checkpointer's own ``put``, ``put_writes`` and ``get_tuple`` calls, summed over a
+  segment's calls (each in the thread that makes it: LangGraph's background writers
+  too) ÷ its steps. It leaves out LangGraph's loop and the other threads, so it does
+  not move with them; its ratio at each length ÷ at the first is taken per run and
+  reported as min / median / max over the runs (issue 42 §4's "flat", decision 0172;
+  the server's CPU and work a call hands to another thread are not in it);
 - reading the latest checkpoint: ``saver.get_tuple(config)`` and
   ``graph.get_state(config)`` on the saver that wrote the thread (best of 5), and for
   FlowmemSaver also *cold*: the first ``get_tuple`` of a new ``FlowmemSaver`` on the
@@ -195,6 +202,53 @@ def langchain_json_size(messages: list[BaseMessage]) -> int:
 
 
 # --- savers -----------------------------------------------------------------------------
+CLOCKED = ("put", "put_writes", "get_tuple")
+"""The checkpointer calls whose own thread CPU ``CallClock`` sums."""
+
+
+class CallClock:
+    """The thread CPU time spent inside a checkpointer's ``CLOCKED`` calls, summed across threads.
+
+    Each call is wrapped on the instance: the time is ``time.thread_time`` in the thread
+    that makes the call, from its start to its return, so LangGraph's own loop and other
+    threads' work are not in it (a call that hands work to another thread and waits
+    counts only its own thread's part). A call made inside another clocked call (a
+    ``put`` that reads with ``get_tuple``) is counted once, by the outer one.
+    """
+
+    def __init__(self, checkpointer: Any) -> None:
+        import threading
+
+        self._lock = threading.Lock()
+        self._inside = threading.local()
+        self.seconds = 0.0
+        self.calls = 0
+        for name in CLOCKED:
+            setattr(checkpointer, name, self._clocked(getattr(checkpointer, name)))
+
+    def _clocked(self, call: Callable[..., Any]) -> Callable[..., Any]:
+        def clocked(*args: Any, **kwargs: Any) -> Any:
+            if getattr(self._inside, "depth", 0):
+                return call(*args, **kwargs)
+            self._inside.depth = 1
+            started = time.thread_time()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                spent = time.thread_time() - started
+                self._inside.depth = 0
+                with self._lock:
+                    self.seconds += spent
+                    self.calls += 1
+
+        return clocked
+
+    def reset(self) -> None:
+        """Start summing again from zero."""
+        with self._lock:
+            self.seconds, self.calls = 0.0, 0
+
+
 class Saver:
     """One checkpointer under test, on fresh storage per repeat.
 
@@ -215,10 +269,13 @@ class Saver:
         self.checkpointer: Any = None
         self.graph: Any = None
         self.cpu = 0.0  # the process's CPU seconds of the last timed invoke
+        self.clock: CallClock | None = None  # the thread CPU inside its own calls
+        self.calls_cpu: float | None = None  # the clock's seconds over the last timed invoke
 
     def open(self, repeat: int) -> None:
-        """Make the checkpointer on fresh storage and compile the graph on it."""
+        """Make the checkpointer on fresh storage, clock its calls and compile the graph on it."""
         self.checkpointer = self.make(repeat)
+        self.clock = None if self.checkpointer is None else CallClock(self.checkpointer)
         self.graph = build_graph(self.checkpointer)
 
     def make(self, repeat: int) -> Any:
@@ -515,15 +572,19 @@ def segment(saver: Saver, thread: str, start: int, measured: bool = True) -> flo
     """One invoke: the user turn ``start`` and the node's steps up to ``start + SEGMENT``.
 
     Returns the wall time; the process's CPU time of the invoke (every thread: the
-    saver's background writes too) goes to ``saver.cpu``.
+    saver's background writes too) goes to ``saver.cpu``, the thread CPU inside the
+    checkpointer's own calls (``CallClock``) to ``saver.calls_cpu``.
     """
     if measured:
         gc.collect()  # the garbage of the savers before falls on nobody
+    if saver.clock is not None:
+        saver.clock.reset()
     cpu = time.process_time()
     started = time.perf_counter()
     saver.graph.invoke({"messages": [message(start)]}, config(thread))
     spent = time.perf_counter() - started
     saver.cpu = time.process_time() - cpu
+    saver.calls_cpu = None if saver.clock is None else saver.clock.seconds
     return spent
 
 
@@ -543,6 +604,7 @@ class Results:
     def __init__(self) -> None:
         self.step: dict[tuple[str, int], list[float]] = {}
         self.cpu: dict[tuple[str, int], list[float]] = {}  # the process's CPU per step
+        self.calls: dict[tuple[str, int], list[float]] = {}  # thread CPU in its calls, per step
         self.how: dict[tuple[str, int], str] = {}  # "grown", "prefilled", "skipped (…)"
         self.reads: dict[tuple[str, str, int], list[float]] = {}
         self.size: dict[str, list[int]] = {}
@@ -623,6 +685,8 @@ def run(
                     if end in lengths:
                         results.add(results.step, (saver.name, end), spent / SEGMENT)
                         results.add(results.cpu, (saver.name, end), saver.cpu / SEGMENT)
+                        if saver.calls_cpu is not None:
+                            results.add(results.calls, (saver.name, end), saver.calls_cpu / SEGMENT)
                         results.how[(saver.name, end)] = "grown"
                         measure_reads(saver, thread, end, results)
                     if end in lengths or end == storage_at:  # not timed: after the segment
@@ -660,6 +724,8 @@ def run(
                     spent = prefilled(saver, f"prefilled-r{repeat}-{length}", length)
                     results.add(results.step, key, spent / SEGMENT)
                     results.add(results.cpu, key, saver.cpu / SEGMENT)
+                    if saver.calls_cpu is not None:
+                        results.add(results.calls, key, saver.calls_cpu / SEGMENT)
                     results.how[key] = "prefilled"
                     measure_reads(saver, f"prefilled-r{repeat}-{length}", length, results)
                     print(
@@ -818,6 +884,28 @@ def report(
             growth = "—" if own[0] is None or own[-1] is None else f"{own[-1] / own[0]:,.1f}"
             print(f"| {s.name} | " + " | ".join(cells) + f" | {growth} |")
 
+    if results.calls:
+        print(
+            "\nThe saver's calls' own CPU: thread CPU inside its put, put_writes and get_tuple "
+            f"calls, ms per step, median (min–max) of {repeats}; and each run's at L ÷ at "
+            f"{lengths[0]:,}, min / median / max of the runs (decision 0172):\n"
+        )
+        print(f"| saver | {header} | " + " | ".join(f"{n:,} ÷ {lengths[0]:,}" for n in lengths[1:]) + " |")
+        print(f"|---|{rule}" + "---:|" * (len(lengths) - 1))
+        for s in savers:
+            if (s.name, lengths[0]) not in results.calls:
+                continue
+            cells = []
+            for n in lengths:
+                found = results.calls.get((s.name, n))
+                cells.append(spread([t * 1000 for t in found], "{:,.3f}") if found else "—")
+            for n in lengths[1:]:
+                ratios = _calls_ratios(results, s.name, n, lengths[0])
+                cells.append(
+                    f"{min(ratios):,.2f} / {median(ratios):,.2f} / {max(ratios):,.2f}" if ratios else "—"
+                )
+            print(f"| {s.name} | " + " | ".join(cells) + " |")
+
     print(f"\n## Reading the latest checkpoint, ms, median (min–max) of {repeats}\n")
     print(f"| saver | read | {header} | {lengths[-1]:,} ÷ {lengths[0]:,} |")
     print(f"|---|---|{rule}---:|")
@@ -912,6 +1000,12 @@ def _own(
     if not mine or not alone:
         return None
     return median(mine) - median(alone)
+
+
+def _calls_ratios(results: Results, name: str, n: int, first: int) -> list[float]:
+    """Each run's calls' own CPU per step at ``n`` ÷ at ``first`` (the same run's thread, grown or pre-filled)."""
+    at_n, at_first = results.calls.get((name, n), []), results.calls.get((name, first), [])
+    return [a / b for a, b in zip(at_n, at_first, strict=False) if b]
 
 
 def _ratio(results: Results, ours: str, peer: str, n: int) -> float | None:
@@ -1027,6 +1121,14 @@ def evaluate(
                 1.25,
                 True,
             )
+            ratios = _calls_ratios(results, FLOWMEM_PG, n, first)
+            target(  # the saver's own calls alone, run by run: the steady measure (decision 0172)
+                f"{FLOWMEM_PG} calls' own thread CPU per step at {n:,} ÷ at {first:,}, the largest "
+                "of the runs' ratios (flat, issue 42 #4)",
+                max(ratios) if ratios else None,
+                1.25,
+                True,
+            )
     if POSTGRES_SAVER in names:
         for n in (2_000, 10_000):
             target(
@@ -1076,6 +1178,12 @@ def measurements(savers: list[Saver], results: Results, lengths: tuple[int, ...]
             if cpu:
                 cell["cpu_s"] = cpu
                 cell["cpu_s_median"] = median(cpu)
+            calls = results.calls.get((s.name, n))
+            if calls:
+                cell["calls_cpu_s"] = calls
+                cell["calls_cpu_s_median"] = median(calls)
+                if n != lengths[0]:
+                    cell["calls_cpu_ratio_per_run"] = _calls_ratios(results, s.name, n, lengths[0])
             for read in ("get_tuple", "get_state", "get_tuple cold"):
                 samples = results.reads.get((s.name, read, n))
                 if samples:
