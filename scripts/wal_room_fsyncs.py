@@ -12,7 +12,14 @@ commits that changed the WAL file's size, and the fdatasyncs' p50, mean and p90.
 ``--disk-writer MIB``: another process rewrites a file of that size beside the
 databases, 1 MiB per fsynced write (``bench/store.py``'s).
 
-    .venv/bin/python scripts/wal_room_fsyncs.py --length 100 --appends 300 [--disk-writer 256]
+``--syscalls`` (decision 0169) also traces every write, read, lock and stat of each
+system's files during the counted appends (not the fill) and prints, per system and
+file (the database, ``-wal``, ``-shm``, flowmem's ``-writers``), the calls and bytes
+per append and the time in each: the WAL's frames apart from the room's zeros, the
+checkpoints' copies into the database and their fsyncs. Counts, which the load does
+not move; the times under strace are only relative.
+
+    .venv/bin/python scripts/wal_room_fsyncs.py --length 100 --appends 300 [--disk-writer 256] [--syscalls]
 """
 
 from __future__ import annotations
@@ -26,10 +33,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter, defaultdict
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 SYSTEMS = ("room made", "plain WAL", "agents SQLiteSession")
+TRACED = "fdatasync,openat"
+ALL_CALLS = "fdatasync,fsync,openat,pwrite64,pread64,ftruncate,fcntl,newfstatat,statx,getppid"
 
 
 def _measure(length: int, appends: int, folder: Path, writer_mib: int) -> None:
@@ -52,6 +62,7 @@ def _measure(length: int, appends: int, folder: Path, writer_mib: int) -> None:
         system.fill("b", length)
         systems.append((name, system))
     writer = store.DiskWriter(folder, writer_mib) if writer_mib else None
+    os.getppid()  # the counted appends start here (``--syscalls`` reads the trace from it)
     times: dict[str, list[float]] = {name: [] for name in SYSTEMS}
     changed = dict.fromkeys(SYSTEMS, 0)
     sizes = {name: os.path.getsize(system.wal()) for name, system in systems}
@@ -93,6 +104,77 @@ def _fdatasyncs(trace: str, wals: dict[str, str]) -> dict[str, list[float]]:
     return found
 
 
+_CALL = re.compile(r"(\d+)\s+(\w+)\((.*)\)\s+= (-?\d+)(?: \w+ \(.*?\))? <([\d.]+)>")
+
+
+def _file_of(path: str, folders: dict[str, str]) -> tuple[str, str] | None:
+    """(system, file) of a path inside a system's folder: ``db``, ``-wal``, ``-shm``, ``-writers``."""
+    for name, folder in folders.items():
+        if path.startswith(folder + "/"):
+            base = path.rsplit("/", 1)[-1]
+            return name, ("db" if "-" not in base else "-" + base.rsplit("-", 1)[-1])
+    return None
+
+
+def _syscalls(trace: str, folders: dict[str, str]) -> dict[tuple[str, str, str], list[float]]:
+    """Per (system, file, call): [calls, bytes, seconds] after the child's ``getppid`` mark.
+
+    A write of more than a frame to ``-wal`` is the room's zeros (SQLite writes a frame's
+    header and its page apart), counted as ``pwrite64 (room)``.
+    """
+    fds: dict[tuple[str, str], tuple[str, str]] = {}
+    found: dict[tuple[str, str, str], list[float]] = defaultdict(lambda: [0, 0, 0.0])
+    started = False
+    for line in Path(trace).read_text().splitlines():
+        got = _CALL.match(line)
+        if not got:
+            continue
+        pid, call, args, ret, took = got.groups()
+        if call == "getppid":
+            started = True
+            continue
+        if call == "openat":
+            path = re.search(r'"([^"]+)"', args)
+            owner = _file_of(path.group(1), folders) if path else None
+            if owner is not None and int(ret) >= 0:
+                fds[(pid, ret)] = owner
+            continue
+        if not started:
+            continue
+        if call in ("newfstatat", "statx"):
+            path = re.search(r'"([^"]+)"', args)
+            owner = _file_of(path.group(1), folders) if path else None
+        else:
+            owner = fds.get((pid, args.split(",", 1)[0]))
+        if owner is None:
+            continue
+        size = max(int(ret), 0) if call in ("pwrite64", "pread64") else 0
+        if call == "pwrite64" and owner[1] == "-wal" and size > 65536 + 24:
+            call = "pwrite64 (room)"
+        entry = found[(owner[0], owner[1], call)]
+        entry[0] += 1
+        entry[1] += size
+        entry[2] += float(took)
+    return found
+
+
+def _print_syscalls(found: dict[tuple[str, str, str], list[float]], appends: int) -> None:
+    """The table of ``--syscalls``: per system, file and call, per counted append."""
+    print("\nsystem calls per append, by file (strace -f -T; the fill not counted)\n")
+    print("| system | file | call | per append | KiB per append | ms per append |")
+    print("|---|---|---|---:|---:|---:|")
+    totals: Counter[str] = Counter()
+    for (name, file, call), (count, size, took) in sorted(found.items()):
+        totals[name] += count
+        print(
+            f"| {name} | {file} | {call} | {count / appends:.2f} | "
+            f"{size / appends / 1024:.2f} | {took * 1e3 / appends:.3f} |"
+        )
+    for name, count in totals.items():
+        print(f"- {name}: {count / appends:.1f} calls on its files per append")
+    print("(one newfstatat of each -wal per append is this script's own size check)")
+
+
 def main() -> int:
     """Run the measure under strace and print its table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -103,6 +185,9 @@ def main() -> int:
     parser.add_argument("--disk-writer", type=int, default=0, metavar="MIB")
     parser.add_argument(
         "--dir", default=None, help="where the fresh files are made (default: $TMPDIR)"
+    )
+    parser.add_argument(
+        "--syscalls", action="store_true", help="also every call on each system's files"
     )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -124,7 +209,16 @@ def main() -> int:
         ]
         command += ["--disk-writer", str(args.disk_writer), "--child", str(folder)]
         done = subprocess.run(
-            ["strace", "-f", "-T", "-e", "trace=fdatasync,openat", "-o", str(trace), *command],
+            [
+                "strace",
+                "-f",
+                "-T",
+                "-e",
+                f"trace={ALL_CALLS if args.syscalls else TRACED}",
+                "-o",
+                str(trace),
+                *command,
+            ],
             capture_output=True,
             text=True,
             check=True,
@@ -149,6 +243,9 @@ def main() -> int:
                 f"| {name} | {rate} | {p50} | {changed} of {count} | {statistics.median(found):.3f} | "
                 f"{statistics.mean(found):.3f} | {p90:.3f} |"
             )
+        if args.syscalls:
+            folders = {row[1]: row[2].rsplit("/", 1)[0] for row in rows}
+            _print_syscalls(_syscalls(str(trace), folders), args.appends)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return 0
