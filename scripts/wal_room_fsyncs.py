@@ -19,6 +19,11 @@ per append and the time in each: the WAL's frames apart from the room's zeros, t
 checkpoints' copies into the database and their fsyncs. Counts, which the load does
 not move; the times under strace are only relative.
 
+``--flush-sizes N`` measures the disk alone, no database: ``N`` rounds of one
+``fdatasync`` after rewriting 1, 2, 3, 4 and 8 frames' bytes in place in a file
+already on disk (the sizes interleaved, the order rotated), beside the writer when
+``--disk-writer`` is given: whether a commit of fewer pages flushes sooner.
+
     .venv/bin/python scripts/wal_room_fsyncs.py --length 100 --appends 300 [--disk-writer 256] [--syscalls]
 """
 
@@ -102,6 +107,44 @@ def _fdatasyncs(trace: str, wals: dict[str, str]) -> dict[str, list[float]]:
         if got and (got.group(1), got.group(2)) in opened:
             found[opened[(got.group(1), got.group(2))]].append(float(got.group(3)) * 1e3)
     return found
+
+
+def _flush_sizes(rounds: int, folder: Path, writer_mib: int) -> None:
+    """Print the fdatasync times after rewriting k frames in place, k interleaved (``--flush-sizes``)."""
+    sys.path.insert(0, str(BENCH / "lib"))
+    import siblings
+
+    store = siblings.load("store")
+    frames = (1, 2, 3, 4, 8)
+    path = folder / "frames.bin"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    os.pwrite(fd, bytes(4 << 20), 0)
+    os.fsync(fd)
+    writer = store.DiskWriter(folder, writer_mib) if writer_mib else None
+    times: dict[int, list[float]] = {k: [] for k in frames}
+    offset = 0
+    try:
+        for i in range(rounds):
+            for k in frames[i % len(frames) :] + frames[: i % len(frames)]:
+                data = os.urandom(4120 * k)  # a frame: 24 bytes of header and a 4 KiB page
+                os.pwrite(fd, data, offset % (3 << 20))
+                offset += len(data)
+                started = time.perf_counter()
+                os.fdatasync(fd)
+                times[k].append(time.perf_counter() - started)
+    finally:
+        os.close(fd)
+        if writer is not None:
+            print(f"disk writer: {writer.stop()['label']}")
+    print(f"fdatasync after rewriting k frames in place, {rounds} rounds interleaved")
+    print("| frames | bytes | p50 ms | mean | p90 |")
+    print("|---:|---:|---:|---:|---:|")
+    for k, found in times.items():
+        found.sort()
+        print(
+            f"| {k} | {4120 * k:,} | {statistics.median(found) * 1e3:.3f} | "
+            f"{statistics.fmean(found) * 1e3:.3f} | {found[int(len(found) * 0.9)] * 1e3:.3f} |"
+        )
 
 
 _CALL = re.compile(r"(\d+)\s+(\w+)\((.*)\)\s+= (-?\d+)(?: \w+ \(.*?\))? <([\d.]+)>")
@@ -189,8 +232,18 @@ def main() -> int:
     parser.add_argument(
         "--syscalls", action="store_true", help="also every call on each system's files"
     )
+    parser.add_argument(
+        "--flush-sizes", type=int, default=0, metavar="N", help="the disk alone: N rounds"
+    )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.flush_sizes:
+        folder = Path(tempfile.mkdtemp(prefix="flowmem-flush-", dir=args.dir))
+        try:
+            _flush_sizes(args.flush_sizes, folder, args.disk_writer)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return 0
     if args.child:
         _measure(args.length, args.appends, Path(args.child), args.disk_writer)
         return 0
