@@ -57,6 +57,9 @@ noise falls on all alike), reported as median (min–max):
   "flat", judged on both); and the saver's CPU less a *null saver*'s (a checkpointer
   keeping LangGraph's checkpoint object, no copy: LangGraph's own checkpointing work,
   which grows with the thread for every saver; ``--only null`` selects it);
+- before each repeat's measures every saver runs one untimed segment on a thread of its
+  own (``--no-warm``: not), so the first length is not also the saver's first use (its
+  pool's connections, the server's prepared statements, first-call caches);
 - the saver's *calls' own CPU*: the thread CPU time (``time.thread_time``) spent inside
   the checkpointer's own ``put``, ``put_writes`` and ``get_tuple`` calls, summed over a
   segment's calls (each in the thread that makes it: LangGraph's background writers
@@ -656,9 +659,18 @@ def measure_reads(saver: Saver, thread: str, length: int, results: Results) -> N
 
 
 def run(
-    savers: list[Saver], lengths: tuple[int, ...], repeats: int, prefill: bool, budget: float
+    savers: list[Saver],
+    lengths: tuple[int, ...],
+    repeats: int,
+    prefill: bool,
+    budget: float,
+    warm: bool = True,
 ) -> Results:
-    """Grow every saver's thread segment by segment, then the pre-filled lengths; per repeat."""
+    """Grow every saver's thread segment by segment, then the pre-filled lengths; per repeat.
+
+    ``warm``: each saver first runs one untimed segment on a thread of its own, so the
+    first measured length is not also the saver's first use (decision 0172).
+    """
     results = Results()
     results.storage_at = storage_at = min(STORAGE_AT, max(lengths))
     grown = [message(i) for i in range(storage_at)]
@@ -673,6 +685,10 @@ def run(
                 saver.durability = entry["label"]
             print("\n".join(report_json.durability_lines(results.durability)), flush=True)
         try:
+            if warm:  # the pool's connections, prepared statements, caches: not the first length's cost
+                for saver in savers:
+                    if not saver.baseline:
+                        segment(saver, f"warm-r{repeat}", 0, measured=False)
             thread = f"grown-r{repeat}"
             top = max(lengths)
             started = time.perf_counter()
@@ -1230,6 +1246,11 @@ def main(argv: list[str] | None = None) -> int:
         "--no-prefill", action="store_true", help="skip a peer's lengths past --max-peer-length"
     )
     parser.add_argument(
+        "--no-warm",
+        action="store_true",
+        help="measure the first length on each saver's first use (no untimed segment first)",
+    )
+    parser.add_argument(
         "--budget",
         type=float,
         default=300.0,
@@ -1283,7 +1304,7 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         load = os.getloadavg()[0]
-        results = run(savers, lengths, repeats, not args.no_prefill, args.budget)
+        results = run(savers, lengths, repeats, not args.no_prefill, args.budget, not args.no_warm)
         count_trips(savers, results)
         meta["load"] = f"{load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end (1-minute)"
         targets = report(savers, results, lengths, meta, args.quick)
