@@ -284,8 +284,7 @@ def _append_assistant(editor: BufferEditor, row: Message, tally: Tally) -> None:
 
 
 def _append_one(editor: BufferEditor, row: Message, tally: Tally) -> None:
-    if is_empty(row):
-        return
+    """Apply the rules to one row that is not empty (``is_empty``: the caller skipped those)."""
     role = row["role"]
     if role == "tool":
         _append_tool(editor, row, tally)
@@ -355,11 +354,11 @@ def apply_append(
     """
     if isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 0:
         raise InvalidInputError(f"max_messages must be an integer >= 0, got {max_messages!r}")
-    rows = list(rows)
-    if all(is_empty(row) for row in rows):
+    kept = [row for row in rows if not is_empty(row)]  # each row tested once: they are skipped
+    if not kept:
         return AppendOutcome(appended=0, count=editor.count())
     tally = Tally()
-    for row in rows:
+    for row in kept:
         _append_one(editor, row, tally)
     tally.evicted = evict(editor, max_messages)
     return AppendOutcome(

@@ -76,8 +76,13 @@ def entry_id(call: object) -> str | None:
     """
     if not isinstance(call, (dict, Mapping)):
         return None
-    first = usable_call_id(call.get("tool_call_id"))
-    return first if first is not None else usable_call_id(call.get("id"))
+    first = call.get("tool_call_id")  # None is not usable: no call to say so
+    if first is not None:
+        first = usable_call_id(first)
+        if first is not None:
+            return first
+    second = call.get("id")
+    return None if second is None else usable_call_id(second)
 
 
 def given_result_id(entry: Mapping[str, Any]) -> Any:
@@ -107,10 +112,15 @@ def call_ids(message: Mapping[str, Any]) -> list[str]:
     """
     if not isinstance(message, (dict, Mapping)) or message.get("role") != "assistant":
         return []
+    calls = message.get("tool_calls")  # as ``raw_tool_calls`` reads them, without its copy
+    if calls is None:
+        calls = _metadata(message).get("tool_calls")
+    if not isinstance(calls, list) or not calls:
+        return []
     # a dict keeps the first occurrence's order and tests membership in O(1): a
     # turn declaring n calls costs O(n), not O(n²) (issue 24 §1)
     seen: dict[str, None] = {}
-    for call in raw_tool_calls(message):
+    for call in calls:
         cid = entry_id(call)
         if cid is not None:
             seen.setdefault(cid, None)
@@ -121,9 +131,11 @@ def result_id(message: Mapping[str, Any]) -> str | None:
     """Return the usable tool call id a ``tool`` row answers (top level first, else metadata)."""
     if not isinstance(message, (dict, Mapping)) or message.get("role") != "tool":
         return None
-    found = usable_call_id(message.get("tool_call_id"))
+    given = message.get("tool_call_id")  # None is not usable: no call to say so
+    found = None if given is None else usable_call_id(given)
     if found is None:
-        found = usable_call_id(_metadata(message).get("tool_call_id"))
+        given = _metadata(message).get("tool_call_id")
+        found = None if given is None else usable_call_id(given)
     return found
 
 

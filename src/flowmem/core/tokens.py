@@ -48,6 +48,8 @@ _HEADER_BYTES = 64 * 1024  # an image's size is in its first bytes: decode no mo
 
 def text_tokens(text: str) -> int:
     """Estimated tokens of a text: a token per four UTF-8 bytes, rounded up."""
+    if text.isascii():  # a byte a character: no encoding (ceil(n / 4) in integers)
+        return (len(text) + 3) // 4
     return math.ceil(len(text.encode("utf-8", "surrogatepass")) / 4)
 
 
