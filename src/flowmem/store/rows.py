@@ -48,6 +48,11 @@ def check_address(address: Address) -> None:
     """Refuse an address whose parts are not storable strings without NUL characters."""
     if len(address) != 3:
         raise InvalidInputError(f"an address is (scope, scope_id, key), got {address!r}")
+    for part in address:  # ASCII strings without NUL pass at once; anything else is checked below
+        if type(part) is not str or "\x00" in part or not part.isascii():
+            break
+    else:
+        return
     for name, part in zip(("scope", "scope_id", "key"), address, strict=True):
         if not isinstance(part, str):
             raise InvalidInputError(f"address parts must be strings, got {part!r}")
@@ -62,8 +67,12 @@ def check_rows(rows: Any) -> None:
 
     Rows that are all ``DumpedRow`` were checked when their text was made (``dumped_rows``).
     """
-    if isinstance(rows, list) and rows and type(rows[0]) is DumpedRow and all(type(row) is DumpedRow for row in rows):
-        return
+    if isinstance(rows, list) and rows:
+        for row in rows:
+            if type(row) is not DumpedRow:
+                break
+        else:
+            return
     check_storable(rows, "messages")
 
 
@@ -90,6 +99,8 @@ def check_batch(batch: int) -> None:
 
 def check_lock_timeout(seconds: float) -> float:
     """Return a lock timeout as seconds >= 0; InvalidInputError for a non-number or NaN."""
+    if type(seconds) is float and 0.0 <= seconds <= 86400.0:  # in bounds already (not NaN)
+        return seconds
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds != seconds:
         raise InvalidInputError(f"lock_timeout must be a number of seconds, got {seconds!r}")
     return min(max(float(seconds), 0.0), 86400.0)
