@@ -22,11 +22,11 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 import psycopg.conninfo
-from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool
 
 from flowmem.errors import ConfigurationError, StoreUnavailableError
 from flowmem.store.known import DEFAULT_KNOWN_BUFFERS
+from flowmem.store.postgres.pipeline import is_idle
 
 log = logging.getLogger("flowmem")
 
@@ -135,7 +135,6 @@ def safe_url(url: str) -> str:
 
 
 HOT_KEPT = 2  # connections a HotPool keeps at hand, at most (and at most its max_size)
-_IDLE = TransactionStatus.IDLE
 
 
 class HotPool(ConnectionPool[psycopg.Connection[Any]]):
@@ -196,7 +195,7 @@ class HotPool(ConnectionPool[psycopg.Connection[Any]]):
     def _give_back(self, conn: psycopg.Connection[Any]) -> None:
         """Keep ``conn`` at hand when it is idle, fresh and no one waits; else ``putconn`` it."""
         if (
-            conn.pgconn.transaction_status == _IDLE
+            is_idle(conn)
             and conn._expire_at > monotonic()  # noqa: SLF001 (psycopg_pool's, set on every connection)
             and conn._created_at > self._drained_at  # noqa: SLF001
         ):

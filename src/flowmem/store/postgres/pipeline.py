@@ -91,7 +91,8 @@ class Pipeline:
 
     def send(self, name: str, params: Sequence[Any]) -> int:
         """Queue the named statement (after the held writes); return its ticket (no waiting)."""
-        self._release()
+        if self.held:
+            self._release()
         return self._send(name, params)
 
     def _send(self, name: str, params: Sequence[Any]) -> int:
@@ -123,18 +124,22 @@ class Pipeline:
     def _answer(self, ticket: int) -> PGresult:
         if ticket >= len(self.fetched):
             self.pgconn.send_flush_request()
-            self.fetched += self.conn.wait(_fetch(self.pgconn, self._pending()))
-            self._settle()
+            self.fetched += self.conn.wait(_fetch(self.pgconn, self.sent - len(self.fetched)))
+            if self.preparing:
+                self._settle()
             self._raise_first()
         return self.fetched[ticket][-1]
 
     def finish(self) -> None:
         """Send the rest with a Sync and wait for every answer; the first error raises."""
-        self._release()
-        self.pgconn.pipeline_sync()
-        self.fetched += self.conn.wait(_fetch(self.pgconn, self._pending(), sync=True))
-        self.pgconn.exit_pipeline_mode()
-        self._settle()
+        if self.held:
+            self._release()
+        pgconn = self.pgconn
+        pgconn.pipeline_sync()
+        self.fetched += self.conn.wait(_fetch(pgconn, self.sent - len(self.fetched), sync=True))
+        pgconn.exit_pipeline_mode()
+        if self.preparing:
+            self._settle()
         self._raise_first()
 
     def _pending(self) -> int:
@@ -340,6 +345,14 @@ def prepared_of(conn: psycopg.Connection[Any]) -> Prepared:
 def in_transaction(conn: psycopg.Connection[Any]) -> bool:
     """Whether ``conn`` is inside a transaction (an open one or one an error aborted)."""
     return conn.info.transaction_status != TransactionStatus.IDLE
+
+
+def is_idle(conn: psycopg.Connection[Any]) -> bool:
+    """Whether ``conn`` works and is in no transaction (libpq's own status: no ``ConnectionInfo`` made)."""
+    return conn.pgconn.transaction_status == _IDLE
+
+
+_IDLE = TransactionStatus.IDLE
 
 
 def roll_back(conn: psycopg.Connection[Any]) -> None:
