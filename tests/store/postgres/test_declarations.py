@@ -176,7 +176,8 @@ def test_every_write_the_pipeline_may_merge_prepares_in_either_place(postgres_db
     """A held write runs as a WITH sub-statement or as the last one: each must be valid as both.
 
     Pairs the pipeline never merges (one writes a table the other touches: ``Pipeline.run``)
-    are not made; two answers' own WITH lists would share their names (decision 0164).
+    are not made; two answers' own WITH lists would share their names (decision 0164). A
+    known path's ``?`` write follows the check's ``known`` CTE (``known_again``'s here).
     """
     from flowmem.store.postgres.pipeline import WRITES, _merged
     from flowmem.store.postgres.queries import SQL
@@ -189,6 +190,8 @@ def test_every_write_the_pipeline_may_merge_prepares_in_either_place(postgres_db
                 first, last = (WRITES[part] for part in merged.split("+"))
                 if first[1] & (last[0] | last[1]) or last[1] & first[0]:
                     continue  # never merged
+                if "?" in merged:  # the known path's writes read its check's ``known`` (decision 0165)
+                    merged = f"known_again+{merged}"
                 parts = _merged(merged, SQL).split("%s")
                 text = parts[0] + "".join(f"${n}{part}" for n, part in enumerate(parts[1:], 1))
                 try:
