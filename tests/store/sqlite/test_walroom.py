@@ -189,21 +189,42 @@ def test_rooms_double_up_to_a_chunk(tmp_path: Path) -> None:
     assert made == [first, 2 * first, 4 * first, 8 * first] + [walroom.CHUNK] * 3
 
 
-def test_a_fresh_stores_log_changes_size_about_twice_a_room(tmp_path: Path) -> None:
-    """Decision 0169: room from the first write, doubling; before it, 30 of 120 commits grew the log.
+def test_the_next_room_is_made_once_frames_reach_the_middle_of_the_last(tmp_path: Path) -> None:
+    wal = tmp_path / "x.db-wal"
+    wal.write_bytes(bytes(walroom.BUSY))
+    room = WalRoom(str(tmp_path / "x.db"), enabled=True, frames=100_000)
+    assert room.make() == walroom.FIRST
+    end = wal.stat().st_size
+    frame = 4096 + walroom.FRAME_HEADER
+    middle = walroom.BUSY + walroom.FIRST // 2
+    with wal.open("r+b") as log:  # SQLite's frames written into the room, short of its middle
+        log.seek(walroom.WAL_HEADER + (middle - walroom.WAL_HEADER) // frame * frame)
+        log.write((7).to_bytes(4, "big") + b"f" * 20)
+    assert room.make() == 0
+    assert wal.stat().st_size == end
+    with wal.open("r+b") as log:  # a frame at or past the middle: the next room, before the end
+        log.seek(walroom.WAL_HEADER + -(-(middle - walroom.WAL_HEADER) // frame) * frame)
+        log.write((8).to_bytes(4, "big") + b"f" * 20)
+    assert room.make() == 2 * walroom.FIRST
+    assert wal.stat().st_size == end + 2 * walroom.FIRST
+    room.close()
+
+
+def test_a_fresh_stores_log_changes_size_about_once_a_room(tmp_path: Path) -> None:
+    """Decision 0169: room from the first write, doubling, the next made at the last's middle.
 
     With decision 0154's threshold (no room below 512 KiB) a fresh store's log, about
-    290 KiB after its migrations, grew at every commit until it passed 512 KiB. Now a
-    room is made at once: the log changes size when room is made and when SQLite
-    writes past the room's end (``make`` sees the room used up by the file's size).
+    290 KiB after its migrations, grew at every commit until it passed 512 KiB: 30 of
+    120 appends changed its size. Then made from the first write, but only after a
+    commit had grown the file past the room: twice a room (9). Now once a room.
     """
     store = open_store(f"sqlite:///{tmp_path}/fresh.db")
     try:
         assert isinstance(store, SqliteStore)
         changed = _wal_sizes(store, 120)
-        assert changed <= 12
+        assert changed <= 7
         assert store.wal_room.made >= 3
-        assert changed <= 2 * store.wal_room.made + 1
+        assert changed <= store.wal_room.made + 1
     finally:
         store.close()
     assert _integrity(f"{tmp_path}/fresh.db") == "ok"

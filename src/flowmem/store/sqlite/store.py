@@ -483,6 +483,7 @@ class SqliteStore(SqlitePool, SqlStore[sqlite3.Connection]):
         While the files are sealed the readers' lock is held until the last one
         closed, so none checkpoints into the mapped ``-shm`` (decisions/0046).
         """
+        self.wal_room.close()  # before the connections: the last one's close deletes the log
         with self._pool_lock:
             self._closed = True
             idle, self._idle = self._idle, []
