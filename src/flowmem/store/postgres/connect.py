@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
-import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from time import monotonic
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
@@ -163,22 +160,12 @@ class HotPool(ConnectionPool[psycopg.Connection[Any]]):
         self._asking = 0  # lends in ``getconn`` now: a connection given back goes to them
         self._hot_closed = False
 
-    @contextmanager
-    def connection(self, timeout: float | None = None) -> Iterator[psycopg.Connection[Any]]:
-        """Lend a connection: one at hand, else the pool's; give it back at the end (see the class)."""
-        try:
-            conn = self._hot.pop()
-        except IndexError:
-            conn = self._lend(timeout)
-        try:
-            yield conn
-        except BaseException:
-            try:  # the plain path's exit: a rollback (its own failure only logged), then the pool
-                conn.__exit__(*sys.exc_info())
-            finally:
-                self.putconn(conn)
-            raise
-        self._give_back(conn)
+    def connection(self, timeout: float | None = None) -> _Loan:  # type: ignore[override]
+        """Lend a connection: one at hand, else the pool's; give it back at the end (see the class).
+
+        A context manager object, not a generator's: no generator resumed twice a loan.
+        """
+        return _Loan(self, timeout)
 
     def _lend(self, timeout: float | None) -> psycopg.Connection[Any]:
         """A connection from the pool itself (``getconn``), or one given back meanwhile."""
@@ -208,6 +195,18 @@ class HotPool(ConnectionPool[psycopg.Connection[Any]]):
         finally:
             self.putconn(conn)
 
+    def _end_loan(
+        self, conn: psycopg.Connection[Any], kind: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> None:
+        """A loan's end: given back (``_give_back``), or after an error as the plain path ends it."""
+        if kind is None:
+            self._give_back(conn)
+            return
+        try:  # the plain path's exit: a rollback (its own failure only logged), then the pool
+            conn.__exit__(kind, exc, tb)
+        finally:
+            self.putconn(conn)
+
     def drain(self) -> None:
         """As ``ConnectionPool.drain``, the connections at hand included."""
         with self._hot_lock:
@@ -224,6 +223,30 @@ class HotPool(ConnectionPool[psycopg.Connection[Any]]):
         for conn in kept:
             self.putconn(conn)
         super().close(timeout)
+
+
+class _Loan:
+    """``HotPool.connection()``: the connection on entry, given back on exit."""
+
+    __slots__ = ("conn", "pool", "timeout")
+
+    def __init__(self, pool: HotPool, timeout: float | None) -> None:
+        self.pool = pool
+        self.timeout = timeout
+        self.conn: psycopg.Connection[Any] | None = None
+
+    def __enter__(self) -> psycopg.Connection[Any]:
+        try:
+            conn = self.pool._hot.pop()  # noqa: SLF001 (the pool's own loan)
+        except IndexError:
+            conn = self.pool._lend(self.timeout)  # noqa: SLF001
+        self.conn = conn
+        return conn
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            self.pool._end_loan(conn, kind, exc, tb)  # noqa: SLF001
 
 
 __all__ = [
