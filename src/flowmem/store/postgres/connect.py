@@ -196,7 +196,11 @@ class HotPool(ConnectionPool[psycopg.Connection[Any]]):
             self.putconn(conn)
 
     def _end_loan(
-        self, conn: psycopg.Connection[Any], kind: type[BaseException] | None, exc: BaseException | None, tb: Any
+        self,
+        conn: psycopg.Connection[Any],
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: Any,
     ) -> None:
         """A loan's end: given back (``_give_back``), or after an error as the plain path ends it."""
         if kind is None:
@@ -243,7 +247,9 @@ class _Loan:
         self.conn = conn
         return conn
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> None:
         conn, self.conn = self.conn, None
         if conn is not None:
             self.pool._end_loan(conn, kind, exc, tb)  # noqa: SLF001
