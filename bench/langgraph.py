@@ -63,7 +63,8 @@ noise falls on all alike), reported as median (min–max):
 - the saver's *calls' own CPU*: the thread CPU time (``time.thread_time``) spent inside
   the checkpointer's own ``put``, ``put_writes`` and ``get_tuple`` calls, summed over a
   segment's calls (each in the thread that makes it: LangGraph's background writers
-  too) ÷ its steps. It leaves out LangGraph's loop and the other threads, so it does
+  too) ÷ its steps, less the garbage collector's passes those calls happened to start
+  (they scan the whole heap, LangGraph's state of the thread included: reported apart). It leaves out LangGraph's loop and the other threads, so it does
   not move with them; its ratio at each length ÷ at the first is taken per run and
   reported as min / median / max over the runs (issue 42 §4's "flat", decision 0172;
   the server's CPU and work a call hands to another thread are not in it);
@@ -217,6 +218,11 @@ class CallClock:
     threads' work are not in it (a call that hands work to another thread and waits
     counts only its own thread's part). A call made inside another clocked call (a
     ``put`` that reads with ``get_tuple``) is counted once, by the outer one.
+
+    The garbage collector's passes that a call's allocations happen to start run in the
+    call's thread and scan the whole process's heap, which LangGraph's state of the
+    thread makes grow with it: their time inside calls is summed apart (``gc_seconds``,
+    through ``gc.callbacks``) and ``own`` is the calls' time less it (decision 0172).
     """
 
     def __init__(self, checkpointer: Any) -> None:
@@ -225,9 +231,23 @@ class CallClock:
         self._lock = threading.Lock()
         self._inside = threading.local()
         self.seconds = 0.0
+        self.gc_seconds = 0.0
         self.calls = 0
         for name in CLOCKED:
             setattr(checkpointer, name, self._clocked(getattr(checkpointer, name)))
+        gc.callbacks.append(self._collected)
+
+    def _collected(self, phase: str, info: dict[str, Any]) -> None:
+        """``gc.callbacks``: the time of a pass made inside a clocked call of this thread."""
+        if not getattr(self._inside, "depth", 0):
+            return
+        if phase == "start":
+            self._inside.gc_started = time.thread_time()
+        elif phase == "stop" and getattr(self._inside, "gc_started", None) is not None:
+            spent = time.thread_time() - self._inside.gc_started
+            self._inside.gc_started = None
+            with self._lock:
+                self.gc_seconds += spent
 
     def _clocked(self, call: Callable[..., Any]) -> Callable[..., Any]:
         def clocked(*args: Any, **kwargs: Any) -> Any:
@@ -246,10 +266,20 @@ class CallClock:
 
         return clocked
 
+    @property
+    def own(self) -> float:
+        """The calls' thread CPU less the collector's passes inside them (seconds)."""
+        return self.seconds - self.gc_seconds
+
     def reset(self) -> None:
         """Start summing again from zero."""
         with self._lock:
-            self.seconds, self.calls = 0.0, 0
+            self.seconds, self.gc_seconds, self.calls = 0.0, 0.0, 0
+
+    def close(self) -> None:
+        """Stop watching the collector."""
+        if self._collected in gc.callbacks:
+            gc.callbacks.remove(self._collected)
 
 
 class Saver:
@@ -273,7 +303,8 @@ class Saver:
         self.graph: Any = None
         self.cpu = 0.0  # the process's CPU seconds of the last timed invoke
         self.clock: CallClock | None = None  # the thread CPU inside its own calls
-        self.calls_cpu: float | None = None  # the clock's seconds over the last timed invoke
+        self.calls_cpu: float | None = None  # the clock's own seconds over the last timed invoke
+        self.calls_gc: float | None = None  # the collector's seconds inside its calls, the same invoke
 
     def open(self, repeat: int) -> None:
         """Make the checkpointer on fresh storage, clock its calls and compile the graph on it."""
@@ -299,8 +330,10 @@ class Saver:
 
     def close(self) -> None:
         """Close connections and remove the repeat's storage."""
+        if self.clock is not None:
+            self.clock.close()
         self.stack.close()
-        self.checkpointer = self.graph = None
+        self.checkpointer = self.graph = self.clock = None
 
 
 def sqlite_size(path: Path) -> tuple[int, dict[str, int]]:
@@ -576,7 +609,8 @@ def segment(saver: Saver, thread: str, start: int, measured: bool = True) -> flo
 
     Returns the wall time; the process's CPU time of the invoke (every thread: the
     saver's background writes too) goes to ``saver.cpu``, the thread CPU inside the
-    checkpointer's own calls (``CallClock``) to ``saver.calls_cpu``.
+    checkpointer's own calls less the collector's passes in them (``CallClock``) to
+    ``saver.calls_cpu``, those passes' to ``saver.calls_gc``.
     """
     if measured:
         gc.collect()  # the garbage of the savers before falls on nobody
@@ -587,7 +621,8 @@ def segment(saver: Saver, thread: str, start: int, measured: bool = True) -> flo
     saver.graph.invoke({"messages": [message(start)]}, config(thread))
     spent = time.perf_counter() - started
     saver.cpu = time.process_time() - cpu
-    saver.calls_cpu = None if saver.clock is None else saver.clock.seconds
+    saver.calls_cpu = None if saver.clock is None else saver.clock.own
+    saver.calls_gc = None if saver.clock is None else saver.clock.gc_seconds
     return spent
 
 
@@ -608,6 +643,7 @@ class Results:
         self.step: dict[tuple[str, int], list[float]] = {}
         self.cpu: dict[tuple[str, int], list[float]] = {}  # the process's CPU per step
         self.calls: dict[tuple[str, int], list[float]] = {}  # thread CPU in its calls, per step
+        self.calls_gc: dict[tuple[str, int], list[float]] = {}  # the collector's part of it
         self.how: dict[tuple[str, int], str] = {}  # "grown", "prefilled", "skipped (…)"
         self.reads: dict[tuple[str, str, int], list[float]] = {}
         self.size: dict[str, list[int]] = {}
@@ -701,8 +737,9 @@ def run(
                     if end in lengths:
                         results.add(results.step, (saver.name, end), spent / SEGMENT)
                         results.add(results.cpu, (saver.name, end), saver.cpu / SEGMENT)
-                        if saver.calls_cpu is not None:
+                        if saver.calls_cpu is not None and saver.calls_gc is not None:
                             results.add(results.calls, (saver.name, end), saver.calls_cpu / SEGMENT)
+                            results.add(results.calls_gc, (saver.name, end), saver.calls_gc / SEGMENT)
                         results.how[(saver.name, end)] = "grown"
                         measure_reads(saver, thread, end, results)
                     if end in lengths or end == storage_at:  # not timed: after the segment
@@ -740,8 +777,9 @@ def run(
                     spent = prefilled(saver, f"prefilled-r{repeat}-{length}", length)
                     results.add(results.step, key, spent / SEGMENT)
                     results.add(results.cpu, key, saver.cpu / SEGMENT)
-                    if saver.calls_cpu is not None:
+                    if saver.calls_cpu is not None and saver.calls_gc is not None:
                         results.add(results.calls, key, saver.calls_cpu / SEGMENT)
+                        results.add(results.calls_gc, key, saver.calls_gc / SEGMENT)
                     results.how[key] = "prefilled"
                     measure_reads(saver, f"prefilled-r{repeat}-{length}", length, results)
                     print(
@@ -903,11 +941,15 @@ def report(
     if results.calls:
         print(
             "\nThe saver's calls' own CPU: thread CPU inside its put, put_writes and get_tuple "
-            f"calls, ms per step, median (min–max) of {repeats}; and each run's at L ÷ at "
-            f"{lengths[0]:,}, min / median / max of the runs (decision 0172):\n"
+            "calls less the garbage collector's passes in them, ms per step, median (min–max) "
+            f"of {repeats}; each run's at L ÷ at {lengths[0]:,}, min / median / max of the "
+            "runs; and the collector's passes inside the calls, ms per step, medians "
+            "(decision 0172):\n"
         )
-        print(f"| saver | {header} | " + " | ".join(f"{n:,} ÷ {lengths[0]:,}" for n in lengths[1:]) + " |")
-        print(f"|---|{rule}" + "---:|" * (len(lengths) - 1))
+        ratio_heads = " | ".join(f"{n:,} ÷ {lengths[0]:,}" for n in lengths[1:])
+        gc_heads = " | ".join(f"gc at {n:,}" for n in lengths)
+        print(f"| saver | {header} | {ratio_heads} | {gc_heads} |")
+        print(f"|---|{rule}" + "---:|" * (2 * len(lengths) - 1))
         for s in savers:
             if (s.name, lengths[0]) not in results.calls:
                 continue
@@ -920,6 +962,9 @@ def report(
                 cells.append(
                     f"{min(ratios):,.2f} / {median(ratios):,.2f} / {max(ratios):,.2f}" if ratios else "—"
                 )
+            for n in lengths:
+                passes = results.calls_gc.get((s.name, n))
+                cells.append(f"{median(passes) * 1000:,.3f}" if passes else "—")
             print(f"| {s.name} | " + " | ".join(cells) + " |")
 
     print(f"\n## Reading the latest checkpoint, ms, median (min–max) of {repeats}\n")
@@ -1139,8 +1184,8 @@ def evaluate(
             )
             ratios = _calls_ratios(results, FLOWMEM_PG, n, first)
             target(  # the saver's own calls alone, run by run: the steady measure (decision 0172)
-                f"{FLOWMEM_PG} calls' own thread CPU per step at {n:,} ÷ at {first:,}, the largest "
-                "of the runs' ratios (flat, issue 42 #4)",
+                f"{FLOWMEM_PG} calls' own thread CPU per step (less the collector's passes) at "
+                f"{n:,} ÷ at {first:,}, the largest of the runs' ratios (flat, issue 42 #4)",
                 max(ratios) if ratios else None,
                 1.25,
                 True,
@@ -1198,6 +1243,7 @@ def measurements(savers: list[Saver], results: Results, lengths: tuple[int, ...]
             if calls:
                 cell["calls_cpu_s"] = calls
                 cell["calls_cpu_s_median"] = median(calls)
+                cell["calls_gc_s"] = results.calls_gc.get((s.name, n), [])
                 if n != lengths[0]:
                     cell["calls_cpu_ratio_per_run"] = _calls_ratios(results, s.name, n, lengths[0])
             for read in ("get_tuple", "get_state", "get_tuple cold"):
