@@ -8,6 +8,7 @@ from a store's first write, ``FIRST`` bytes then twice the last room up to ``CHU
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 import sqlite3
@@ -208,6 +209,25 @@ def test_the_next_room_is_made_once_frames_reach_the_middle_of_the_last(tmp_path
     assert room.make() == 2 * walroom.FIRST
     assert wal.stat().st_size == end + 2 * walroom.FIRST
     room.close()
+
+
+def test_the_logs_descriptor_kept_for_the_probe_is_closed_with_the_room(tmp_path: Path) -> None:
+    wal = tmp_path / "x.db-wal"
+    wal.write_bytes(bytes(walroom.BUSY))
+    closed = WalRoom(str(tmp_path / "x.db"), enabled=True, frames=1000)
+    assert closed.make() > 0
+    kept = closed._fd
+    os.fstat(kept)  # open
+    closed.close()
+    with pytest.raises(OSError):
+        os.fstat(kept)
+    dropped = WalRoom(str(tmp_path / "x.db"), enabled=True, frames=1000)
+    assert dropped.make() > 0
+    kept = dropped._fd
+    del dropped  # a store never closed: its room's descriptor goes with it
+    gc.collect()
+    with pytest.raises(OSError):
+        os.fstat(kept)
 
 
 def test_a_fresh_stores_log_changes_size_about_once_a_room(tmp_path: Path) -> None:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import weakref
 
 log = logging.getLogger("flowmem")
 
@@ -42,6 +43,12 @@ BUSY = WAL_HEADER  # a log this long gets room made ahead: one SQLite has writte
 FIRST = 64 * 1024  # bytes of room made the first time (and again after the log was truncated)
 CHUNK = 1 << 20  # bytes of room made at a time at most: each room twice the last, up to this
 _BLOCK = 256 * 1024  # zeros written by one call at most (made when room is made, not at import)
+
+
+def _close_quietly(fd: int) -> None:
+    """Close a descriptor of the log (``WalRoom.close``, or a room dropped without it)."""
+    with contextlib.suppress(OSError):
+        os.close(fd)
 
 
 class WalRoom:
@@ -57,6 +64,8 @@ class WalRoom:
         self._mark = 0  # the file's size after the room last made (0: none made)
         self._probe = 0  # where a frame in the last room says it is half used (0: nowhere)
         self._fd = -1  # the log, open since room was last made (read at ``_probe``)
+        # closes ``_fd`` when the room is collected without ``close`` (a store never closed)
+        self._closing: weakref.finalize[[int], WalRoom] | None = None
         self._step = FIRST  # the next room's size (doubled after each, up to ``CHUNK``)
         self.made = 0  # how many times room was made (a count the tests and benches read)
 
@@ -113,7 +122,9 @@ class WalRoom:
         except OSError as exc:
             log.debug("room made in %s stopped at %d bytes: %s", self.wal, written, exc)
         # kept to read ``_probe``: closed at the next room, a truncation, the store's close
+        # (or when the room is collected: a store dropped without ``close``)
         self._fd = fd
+        self._closing = weakref.finalize(self, _close_quietly, fd)
         self._mark = size + written
         # the first frame's slot at or past the room's middle (frames follow the log's header)
         middle = size + written // 2 - WAL_HEADER
@@ -124,10 +135,9 @@ class WalRoom:
 
     def close(self) -> None:
         """Close the log's descriptor kept since room was made (the log holds no POSIX lock of SQLite's)."""
-        if self._fd >= 0:
-            fd, self._fd = self._fd, -1
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        if self._closing is not None:
+            closing, self._closing, self._fd = self._closing, None, -1
+            closing()
 
 
 __all__ = ["BUSY", "CHUNK", "FIRST", "WalRoom"]
