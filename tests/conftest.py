@@ -9,6 +9,7 @@ import shutil
 import socket
 import ssl
 import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -255,11 +256,38 @@ def _serve_postgres(bindir: Path) -> Iterator[str]:
         pytest.fail(f"could not start PostgreSQL: {exc.stderr!r}\n{log}")
     finally:
         if started:
+            _note_server_cpu(data)
             subprocess.run(
                 _as_postgres([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]),
                 capture_output=True,
             )
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _proc_cpu(pid: str) -> tuple[int, float]:
+    """A process's parent pid and its CPU seconds, its reaped children's included (``/proc``)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return int(fields[1]), sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def _note_server_cpu(data: Path) -> None:
+    """Note a server's CPU (its postmaster, the backends it reaped and the live ones) for tests/suite_cpu.py."""
+    suite_cpu = sys.modules.get("tests.suite_cpu")
+    if suite_cpu is None:  # the plugin is not loaded: nothing to note
+        return
+    try:
+        postmaster = (data / "postmaster.pid").read_text().split()[0]
+        total = _proc_cpu(postmaster)[1]
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and entry != postmaster:
+                with suppress(OSError):
+                    parent, cpu = _proc_cpu(entry)
+                    if str(parent) == postmaster:
+                        total += cpu
+    except (OSError, IndexError):
+        return
+    suite_cpu.note_postgres(str(data), total)
 
 
 @contextmanager

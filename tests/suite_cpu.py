@@ -5,7 +5,9 @@ A pytest plugin: ``FLOWMEM_SUITE_CPU=PREFIX pytest -p tests.suite_cpu ...`` writ
 start, after collection and at the end, and per test (node id, own CPU, reaped
 children's CPU, wall). A child's CPU counts when it is reaped, so a server a
 module-scoped fixture stops counts in the test that ends the module; processes that
-are not the test process's children (PostgreSQL's daemonized servers) never count.
+are not the test process's children (PostgreSQL's daemonized servers) never count in a
+test: tests/conftest.py notes each throwaway server's CPU (its postmaster and backends)
+when it stops, under ``postgres``.
 ``python -m tests.suite_cpu PREFIX`` prints the totals, per directory and per file.
 """
 
@@ -24,7 +26,12 @@ from typing import Any
 import pytest
 
 ENV = "FLOWMEM_SUITE_CPU"
-_state: dict[str, Any] = {"rows": []}
+_state: dict[str, Any] = {"rows": [], "postgres": {}}
+
+
+def note_postgres(server: str, seconds: float) -> None:
+    """Note the CPU of a throwaway PostgreSQL server this process started (tests/conftest.py)."""
+    _state["postgres"][server] = seconds
 
 
 def _cpu() -> tuple[float, float]:
@@ -65,7 +72,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def report(prefix: str, files: int = 30) -> str:
     """The totals of the JSON files of ``prefix``, per directory and for the costliest files."""
     rows: list[list[Any]] = []
-    collection = total = 0.0
+    collection = total = postgres = 0.0
     for name in sorted(glob.glob(f"{prefix}.*.json")):
         with open(name, encoding="utf-8") as found:
             one = json.load(found)
@@ -76,10 +83,12 @@ def report(prefix: str, files: int = 30) -> str:
             total += sum(one["end"])
         if one.get("collected"):
             collection += sum(one["collected"]) - sum(one["start"])
+        postgres += sum(one.get("postgres", {}).values())
     own, reaped = sum(r[1] for r in rows), sum(r[2] for r in rows)
     lines = [
         f"the run: {total:.1f} s of CPU (every reaped process), collection {collection:.1f} s in the workers,"
-        f" {len(rows)} tests: {own:.1f} s their own, {reaped:.1f} s the processes they reaped"
+        f" {len(rows)} tests: {own:.1f} s their own, {reaped:.1f} s the processes they reaped;"
+        f" PostgreSQL's throwaway servers {postgres:.1f} s besides"
     ]
     by_dir: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0, 0])
     by_file: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0, 0, 0.0])

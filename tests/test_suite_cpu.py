@@ -42,3 +42,31 @@ def test_each_test_s_own_and_children_s_cpu_is_noted_and_reported(tmp_path: Path
     assert sum(found["collected"]) >= sum(found["start"])
     text = report(str(prefix))
     assert "2 tests" in text and "test_sample.py" in text
+
+
+def test_a_throwaway_postgres_server_s_cpu_is_noted_and_reported(tmp_path: Path) -> None:
+    prefix = tmp_path / "cpu"
+    (tmp_path / "cpu.gw0.json").write_text(
+        json.dumps({"rows": [], "start": [0, 0], "collected": [0, 0], "end": [1, 0], "postgres": {"a": 2.5}})
+    )
+    (tmp_path / "cpu.gw1.json").write_text(
+        json.dumps({"rows": [], "start": [0, 0], "collected": [0, 0], "end": [1, 0], "postgres": {"b": 1.0}})
+    )
+    assert "PostgreSQL's throwaway servers 3.5 s" in report(str(prefix))
+
+
+def test_the_postgres_fixture_notes_its_server_s_cpu_when_the_plugin_is_loaded(tmp_path: Path) -> None:
+    sample = "def test_uses_the_server(postgres_url):\n    import psycopg\n    psycopg.connect(postgres_url).close()\n"
+    (tmp_path / "test_pg_sample.py").write_text(sample)
+    (tmp_path / "conftest.py").write_text("from tests.conftest import postgres_url  # noqa: F401\n")
+    prefix = tmp_path / "cpu"
+    outer = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", ENV))}
+    env = {**outer, ENV: str(prefix), "PYTHONPATH": str(ROOT), "CI": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "tests.suite_cpu", "-p", "no:cacheprovider",
+         "-p", "no:xdist", "-p", "no:randomly", "-c", os.devnull, "--rootdir", str(tmp_path), str(tmp_path)],
+        capture_output=True, text=True, timeout=180, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    noted = json.loads((tmp_path / "cpu.main.json").read_text())["postgres"]
+    assert len(noted) == 1 and 0 < next(iter(noted.values())) < 60
