@@ -133,3 +133,56 @@ def test_check_rows_decides_as_its_plain_twin(rows: Any) -> None:
 def test_a_row_after_dumped_ones_is_still_checked() -> None:
     with pytest.raises(InvalidInputError):
         check_rows([_dumped({"content": "a"}), {"content": "\udc80"}])
+
+
+JSONISH = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(),
+        st.text(max_size=4),
+        st.sampled_from(["\udc80", "\u2028", "é", '"', "\\"]),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.lists(inner, max_size=2).map(tuple),
+        st.dictionaries(
+            st.one_of(st.text(max_size=3), st.integers(), st.floats(), st.booleans(), st.none()),
+            inner,
+            max_size=3,
+        ),
+        st.sets(st.integers(), max_size=1),
+    ),
+    max_leaves=10,
+)
+
+
+def _encoded(encode: Any, row: Any) -> tuple[str, str]:
+    try:
+        return "ok", encode(row)
+    except (TypeError, ValueError, RecursionError):
+        return "failed", ""
+
+
+@settings(max_examples=800)
+@given(st.dictionaries(st.text(max_size=3), JSONISH, max_size=4))
+@example({"content": float("nan")})
+@example({"content": {1: "a", 2.5: "b", False: "c", None: "d"}})
+@example({"content": {(1,): "tuple key"}})
+def test_the_rows_encoder_built_once_writes_what_the_compact_encoder_writes(
+    row: dict[str, Any],
+) -> None:
+    from flowmem.store import rows
+
+    fast = _encoded(lambda r: "".join(rows._ROW_CHUNKS(r, 0)), row)
+    assert fast == _encoded(rows._COMPACT.encode, row)
+
+
+def test_a_cyclic_row_is_handed_to_the_plain_checks_as_given() -> None:
+    from flowmem.store.rows import dumped_ahead
+
+    row: dict[str, Any] = {"role": "user", "content": "a"}
+    row["metadata"] = {"self": row}
+    given_rows = [row]
+    assert dumped_ahead(given_rows) is given_rows

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from flowmem.core.messages import ROLES, Message
@@ -262,6 +262,27 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(","
 _SPACED = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 
+def _row_encoder() -> Callable[[Any, int], Sequence[str]]:
+    """``_COMPACT``'s C encoder, built once: ``"".join(it(row, 0))`` is ``_COMPACT.encode(row)`` for a dict.
+
+    ``JSONEncoder.encode`` runs two Python frames and builds this encoder on every call
+    (decision 0168). Built once it has no circular check (``markers``: a shared table
+    would be shared by threads), so a cyclic row ends in ``RecursionError`` where
+    ``_COMPACT`` says ``ValueError``: both are a failed fast path, which the callers
+    hand to the plain checks. Without the C encoder: ``_COMPACT.encode`` itself.
+    """
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover (CPython has it)
+        return lambda row, _: (_COMPACT.encode(row),)
+    encoder: Callable[[Any, int], Sequence[str]] = make(
+        None, _COMPACT.default, json.encoder.encode_basestring, None, ":", ",", False, False, False
+    )
+    return encoder
+
+
+_ROW_CHUNKS = _row_encoder()
+
+
 def dump_json(value: Any, what: str, compact: bool = True) -> str:
     """Serialize ``value`` strictly (compact unless told).
 
@@ -303,7 +324,7 @@ def dumped_rows(rows: list[Message]) -> list[Message]:
     made: list[Message] = []
     for row in rows:
         try:
-            text: str = _COMPACT.encode(row)
+            text: str = "".join(_ROW_CHUNKS(row, 0))
         except (TypeError, ValueError, RecursionError):
             break
         if not storable_text(text):
@@ -340,7 +361,7 @@ def dumped_ahead(rows: Any) -> Any:
         if kind is not dict:
             return rows
         try:
-            text: str = _COMPACT.encode(row)
+            text: str = "".join(_ROW_CHUNKS(row, 0))
         except (TypeError, ValueError, RecursionError):
             return rows
         if not storable_text(text):
