@@ -308,8 +308,10 @@ class SqliteStore(SqlitePool, SqlStore[sqlite3.Connection]):
         ):
             self._busy_timeout(conn, _left(DEFAULT_LOCK_TIMEOUT, started))
             conn.execute("BEGIN IMMEDIATE")
-            self.wal_room.make()  # the WAL's write lock is held
+            changes = conn.total_changes
             result = work(conn)
+            if conn.total_changes != changes:  # a commit that writes frames (decision 0169)
+                self.wal_room.make()  # the WAL's write lock is held
             conn.execute("COMMIT")
             return result
 
@@ -407,11 +409,15 @@ class SqliteStore(SqlitePool, SqlStore[sqlite3.Connection]):
                     # the turn is ours: the lock's holder is outside the queue (another
                     # process), and without that lock nothing can be written
                     raise _locked(self.path, bound) from exc
-                self.wal_room.make()  # the WAL's write lock is held
                 changes = conn.total_changes
                 outcome = self._append_in(conn, ask)
-                # an append that stored nothing (every message a duplicate) commits nothing
-                conn.execute("COMMIT" if conn.total_changes != changes else "ROLLBACK")
+                # an append that stored nothing (every message a duplicate) commits nothing,
+                # and makes no room: it writes nothing (decisions 0071, 0169)
+                if conn.total_changes == changes:
+                    conn.execute("ROLLBACK")
+                    return outcome
+                self.wal_room.make()  # the WAL's write lock is held
+                conn.execute("COMMIT")
                 return outcome
             return self._append_unserialized(conn, ask)
 
