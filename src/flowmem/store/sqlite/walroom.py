@@ -9,7 +9,9 @@ writing to the disk shares. A log rewritten in place syncs its data only (Postgr
 zero-fills its WAL segments before use for the same reason).
 
 ``WalRoom.make`` is called inside a write transaction, with the log's write lock
-held, so no connection of any process writes frames meanwhile: once the log holds
+held, so no connection of any process writes frames meanwhile, just before the commit
+of one that changed rows (a transaction that commits nothing writes nothing, decision
+0071): once the log holds
 its header (``BUSY``) and SQLite has written up to the end of the room made before,
 it writes zeros after the file's end, at most up to the size the checkpoint keeps the
 log at: ``FIRST`` bytes the first time, twice the last room each time after, up to
