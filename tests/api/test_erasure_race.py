@@ -77,7 +77,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
     elif request.param == "sqlite":
         url = f"sqlite:///{tmp_path / 'race.db'}"
     else:
-        url = request.getfixturevalue("postgres_db_url")
+        url = request.getfixturevalue("postgres_store_url")  # migrated already, no rows
     store = open_store(url)
     admin, _ = create_token(store, "root", {"admin"})
     yield Backend(request.param, store, url, admin)

@@ -28,11 +28,11 @@ WEB_SEARCH = Path(__file__).parents[1] / "corpus" / "responses" / "web_search_ca
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def db_api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
-    """The app over SQLite and over PostgreSQL (a fresh schema)."""
+    """The app over SQLite and over PostgreSQL (a migrated schema of its own, no rows)."""
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path}/api.db"
     else:
-        url = request.getfixturevalue("postgres_db_url")
+        url = request.getfixturevalue("postgres_store_url")  # migrated already, no rows
     with app_over(url) as app:
         yield app
 

@@ -53,7 +53,7 @@ class Counting:
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     """A fresh store on each backend that two workers can share."""
     if request.param == "postgres":
-        url = request.getfixturevalue("postgres_db_url")
+        url = request.getfixturevalue("postgres_store_url")  # migrated already, no rows
     else:
         url = migrated_sqlite_url(tmp_path / "cache.db")  # migrated once per process
     opened: Store = open_store(url)

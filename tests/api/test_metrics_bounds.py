@@ -85,7 +85,7 @@ def flooded(
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path / 'm.db'}"
     else:
-        url = request.getfixturevalue("postgres_db_url")
+        url = request.getfixturevalue("postgres_store_url")  # migrated already, no rows
     store = open_store(url)
     reader = create_token(store, None, {"metrics:read"})[0]
     store.close()

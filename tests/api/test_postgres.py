@@ -16,8 +16,8 @@ pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture
-def pg_api(postgres_db_url: str) -> Iterator[Api]:
-    store: Store = open_store(postgres_db_url)
+def pg_api(postgres_store_url: str) -> Iterator[Api]:
+    store: Store = open_store(postgres_store_url)  # a schema migrated already, no rows
     tokens = make_tokens(store)
     with TestClient(create_app(store), raise_server_exceptions=False) as client:
         yield Api(client, store, tokens)
