@@ -9,9 +9,12 @@ does that: both placeholders are the entry ``<response>~healed``.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from flowmem.store import Store
+import pytest
+
+from flowmem.store import Store, open_store
 from flowmem.store.base import SESSION_SCOPE, Address, SessionClaim, WriteGuard
 from flowmem.store.conversations import (
     HEALED_SUFFIX,
@@ -22,7 +25,9 @@ from flowmem.store.conversations import (
     StoredConversation,
     conversations_of,
 )
+from flowmem.store.conversations import sql as sql_module
 from flowmem.store.conversations.statements import many
+from tests.migrated import migrated_sqlite_url
 
 
 def _row(role: str, entry: str, **meta: Any) -> dict[str, Any]:
@@ -61,3 +66,68 @@ def test_many_repeats_the_one_values_group_and_keeps_the_rest() -> None:
     assert many(sql, 3) == (
         "INSERT INTO t (a, b) VALUES (?, ?), (?, ?), (?, ?) ON CONFLICT (a) DO UPDATE SET b = excluded.b"
     )
+
+
+def _writes() -> list[tuple[ConversationWrite, str | None]]:
+    """Three writes: a heal of two calls, a branch from the middle (its history copied), more after it."""
+    calls = [{"tool_call_id": "c1", "name": "f"}, {"tool_call_id": "c2", "name": "f"}]
+
+    def rec(revision: str, head: str) -> StoredConversation:
+        return StoredConversation("c1", revision, None, 1, {"head_id": head})
+
+    first = [
+        NewEntry("e1", [_row("user", "e1")], '{"m":"e1"}'),
+        NewEntry("e2", [_row("assistant", "e2", tool_calls=calls)], '{"m":"e2"}'),
+        NewEntry("e3", [_row("user", "e3")], '{"m":"e3"}'),
+        NewEntry("e4", [_row("assistant", "e4")], '{"m":"e4"}'),
+    ]
+    branch = [NewEntry("b1", [_row("user", "b1")], '{"m":"b1"}')]
+    after = [NewEntry(f"b{i}", [_row("user", f"b{i}")], f'{{"m":"b{i}"}}') for i in range(2, 6)]
+    return [
+        (ConversationWrite(rec("r1", "e4"), "e4", None, first), None),
+        (ConversationWrite(rec("r2", "b1"), "b1", "e1", branch), "r1"),
+        (ConversationWrite(rec("r3", "b5"), "b5", "b1", after), "r2"),
+    ]
+
+
+def _tables(store: Store) -> tuple[list[Any], ...]:
+    with store.connection() as conn:  # type: ignore[attr-defined]
+        return tuple(
+            [tuple(row) for row in conn.execute(sql).fetchall()]
+            for sql in (
+                "SELECT entry_id, conversation_id, key, pos FROM pa_entries ORDER BY 1, 2, 3",
+                "SELECT conversation_id, key, pos, entry_id, message FROM pa_messages ORDER BY 1, 2, 3",
+                "SELECT conversation_id, revision, line_key, line_version FROM pa_conversations",
+            )
+        )
+
+
+def _written(store: Store) -> tuple[list[Any], ...]:
+    guard = WriteGuard(None, "c1", SessionClaim(owner=None, create=True, created_at=1.0))
+    for write, expected in _writes():
+        assert conversations_of(store).write(write, expected, guard)
+    return _tables(store)
+
+
+def test_held_back_places_and_messages_equal_the_plain_writes_entry_by_entry(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tables after a heal, a branch and appends: as the plain path (each index written at once) leaves them."""
+    monkeypatch.setattr(sql_module, "ROWS_PER_STATEMENT", 2)  # chunks too
+    held = _written(store)
+
+    def index_now(
+        tx: Any, entry_id: str, key: str, position: int, rows: bool, message: str | None = None
+    ) -> None:
+        tx._run("pa_entry_put", (entry_id, tx.conversation_id, key, position))
+        if message is not None:
+            tx._run("pa_message_put", (tx.conversation_id, key, position, entry_id, message))
+
+    monkeypatch.setattr(sql_module._SqlTx, "index", index_now)
+    plain_store = open_store(migrated_sqlite_url(tmp_path / "plain.db"))
+    try:
+        plain = _written(plain_store)
+    finally:
+        plain_store.close()
+    assert held == plain
+    assert len(held[0]) > 10 and len(held[1]) > 5  # the branch's copied history included
