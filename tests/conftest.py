@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import glob
 import importlib.util
 import os
@@ -66,6 +67,32 @@ def disk_tmp_path() -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------
+# The garbage collector and what a test process collects (decision 0173).
+#
+# Collecting imports every test module and the SDKs they import: millions of objects,
+# made in one go and alive until the process ends, which the cyclic collector would
+# scan again and again, as they are made, in the tests' full collections and in the
+# interpreter's at exit (~5 s of CPU per process there alone). The collector is off from
+# pytest's configuration until the test loop starts (in an xdist controller as in each
+# worker); then one full collection, the survivors frozen (``gc.freeze``: kept out of
+# every later collection, as ``flowmem serve`` does with its own start, decision 0006),
+# and the collector on again for every test, as before: what the tests make is
+# collected as the product's is.
+# ---------------------------------------------------------------------------------------
+def pytest_configure(config: pytest.Config) -> None:
+    """Turn the cyclic garbage collector off for the collection (on again in ``pytest_runtestloop``)."""
+    gc.disable()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """Before the first test: collect once, freeze what the collection left, turn the collector on."""
+    gc.collect()
+    gc.freeze()
+    gc.enable()
 
 
 # ---------------------------------------------------------------------------------------
