@@ -116,7 +116,7 @@ def test_a_writer_killed_in_the_room_it_made_loses_no_committed_append(
 ) -> None:
     url = f"sqlite:///{tmp_path}/killed.db"
     open_store(url).close()
-    said = kill_a_writer(_append_and_say, (url,), random.Random(seed), 0.6)
+    said = kill_a_writer(_append_and_say, (url,), random.Random(seed), 0.6, first=True)
     assert said, "the writer committed nothing before it was killed"
     wal = Path(f"{tmp_path}/killed.db-wal")
     assert wal.stat().st_size > 16 * 1024  # the log the kill left, zeros past its frames
