@@ -16,7 +16,7 @@ from flowmem.store.base import Address
 from flowmem.store.editor import SqlBufferEditor, SqlRunner
 from flowmem.store.known import MAX_KNOWN_OPEN, Known
 from flowmem.store.postgres.after import open_of
-from flowmem.store.postgres.pipeline import WRITES
+from flowmem.store.postgres.pipeline import WRITES, splits
 
 
 def known_of(found: list[tuple[Any, ...]]) -> Known | None:
@@ -143,13 +143,13 @@ def _grouped(writes: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple[str
     reads: frozenset[str] = frozenset()
     wrote: frozenset[str] = frozenset()
     for name, params in writes:
-        touched_reads, touched_writes = WRITES[f"{name}?"]
-        if (touched_reads | touched_writes) & wrote or touched_writes & reads:
+        touched = WRITES[f"{name}?"]
+        if splits(touched, reads, wrote):
             groups.append([])
             reads, wrote = frozenset(), frozenset()
         groups[-1].append((name, params))
-        reads |= touched_reads
-        wrote |= touched_writes
+        reads |= touched[0]
+        wrote |= touched[1]
     return groups
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 from typing import Any, TypeVar
 
 import psycopg
@@ -191,13 +191,12 @@ class Pipeline:
         if touched is None:
             self.send(name, params)
             return
-        reads, writes = touched
-        if (reads | writes) & self.held_writes or writes & self.held_reads:
+        if splits(touched, self.held_reads, self.held_writes):
             self._release()
         self.held.append(name)
         self.held_params.extend(params)
-        self.held_reads |= reads
-        self.held_writes |= writes
+        self.held_reads |= touched[0]
+        self.held_writes |= touched[1]
 
     def _release(self) -> None:
         """Send the held writes, as one statement."""
@@ -205,6 +204,18 @@ class Pipeline:
             self._send("+".join(self.held), self.held_params)
             self.held, self.held_params = [], []
             self.held_reads, self.held_writes = set(), set()
+
+
+def splits(
+    touched: tuple[frozenset[str], frozenset[str]], held_reads: Set[str], held_writes: Set[str]
+) -> bool:
+    """Whether a write (``touched``: the tables it reads and writes) starts a statement of its own.
+
+    It does when it touches a table the held writes write, or writes one they read:
+    ``Pipeline.run``'s rule, and ``facts.known_statements``' (decision 0165).
+    """
+    reads, writes = touched
+    return bool((reads | writes) & held_writes or writes & held_reads)
 
 
 # The editor's writes the pipeline may send together (``Pipeline.run``): the tables
