@@ -1,8 +1,10 @@
-"""``flowmem.store.conversations.lines``: an entry's rows prepared as ``flowmem.core.prepare`` does (decision 0171).
+"""``flowmem.store.conversations.lines``: an entry's rows prepared as ``flowmem.core.prepare`` does (decisions 0171, 0166).
 
 ``prepared`` proves an entry's rows storable from their JSON text (one C pass)
 instead of walking every string in Python, and walks them only when the text does
 not clear them: the same rows and the same refusal as ``prepare``, for any input.
+The text is each row's own, made by the encoder the editor writes with (``DumpedRow``),
+so a write serializes each row once (decision 0166).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from hypothesis import strategies as st
 
 from flowmem.core import prepare
 from flowmem.errors import FlowmemError, InvalidTextError
-from flowmem.store import Store
+from flowmem.store import Store, editor
 from flowmem.store.base import SESSION_SCOPE, Address, SessionClaim, WriteGuard
 from flowmem.store.conversations import (
     LINE,
@@ -28,7 +30,8 @@ from flowmem.store.conversations import (
     conversations_of,
     lines,
 )
-from flowmem.store.conversations.lines import prepared, storable_json
+from flowmem.store.conversations.lines import prepared
+from flowmem.store.rows import DumpedRow, dump_json
 
 _TEXT = st.text(
     alphabet=st.one_of(
@@ -78,22 +81,29 @@ def test_prepared_gives_what_prepare_gives_rows_or_refusal(rows: list[dict[str, 
     assert _outcome(prepared, rows) == plain
 
 
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        ({"a": "plain"}, True),
-        ({"a": "é and 日本"}, True),
-        ({"a": "lone \ud800"}, False),
-        ({"lone \udfff": 1}, False),
-        ({"a": [{"b": ("x", "\udc80")}]}, False),
-        ({"a": {1, 2}}, False),  # not JSON: the walk decides
-        ({"a": MappingProxyType({"b": "c"})}, False),  # not a dict: the walk decides
-    ],
-)
-def test_storable_json_clears_only_json_whose_every_text_is_storable(
-    value: Any, expected: bool
+def _text(row: dict[str, Any]) -> str | None:
+    """What the editor writes for ``row`` (``dump_json``), None when it refuses it."""
+    try:
+        return dump_json(dict(row), "message")
+    except FlowmemError:
+        return None
+
+
+@settings(max_examples=400, deadline=None)
+@given(_ROWS)
+def test_prepared_rows_carry_the_very_text_the_editor_would_write(
+    rows: list[dict[str, Any]],
 ) -> None:
-    assert storable_json([value]) is expected
+    try:
+        made = prepared(rows)
+    except FlowmemError:
+        return  # refused as prepare refuses (the test above)
+    texts = [_text(row) for row in made]
+    if all(text is not None for text in texts):
+        assert [type(row) for row in made] == [DumpedRow] * len(made)
+        assert [row.text for row in made if isinstance(row, DumpedRow)] == texts
+    else:  # a row JSON cannot spell: every row plain, the editor decides as before
+        assert [type(row) for row in made] == [dict] * len(made)
 
 
 def _walks(monkeypatch: pytest.MonkeyPatch) -> list[object]:
@@ -137,3 +147,20 @@ def test_a_write_of_a_lone_surrogate_is_refused_by_the_walk_and_stores_nothing(
     assert refused.value.details["field"] == "messages.0.content"
     assert conversations_of(store).get("c1") is None
     assert store.load(Address(SESSION_SCOPE, "c1", LINE)) == []
+
+
+def test_a_write_serializes_each_row_once(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The row's text made by ``prepared`` is what the editor writes: it serializes no row again."""
+    again: list[object] = []
+    real = editor.dump_json
+
+    def counted(value: object, what: str, compact: bool = True) -> str:
+        again.append(value)
+        return real(value, what, compact)
+
+    monkeypatch.setattr(editor, "dump_json", counted)
+    assert _write(store, "e1", "hello, 日本")
+    assert again == []
+    stored = store.load(Address(SESSION_SCOPE, "c1", LINE))
+    assert [r["content"] for r in stored] == ["hello, 日本"]
+    assert stored[0]["metadata"]["pydantic_ai"] == {"entry": "e1"}

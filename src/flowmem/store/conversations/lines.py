@@ -11,7 +11,6 @@ keeps deferred calls out of healing and names the placeholders healing inserts.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol
 
@@ -24,7 +23,6 @@ from flowmem.core import (
     check_storable,
     is_healed,
     result_id,
-    storable_text,
     to_row,
 )
 from flowmem.core.forwarding import ForwardingEditor
@@ -37,6 +35,7 @@ from flowmem.store.conversations import (
     entry_of,
     run_of,
 )
+from flowmem.store.rows import dumped_ahead
 
 QUALIFIER = "@"
 """A call id a later run repeats is stored as ``<id>@<run id>`` (decision 0051)."""
@@ -174,7 +173,9 @@ class Tagging(ForwardingEditor[LineEditor]):
         self.waiting = waiting
         self.entry: str | None = None
         self.kept: list[int] = []
-        self.altered = False  # a row inserted, replaced or deleted: the line's messages are not whole
+        self.altered = (
+            False  # a row inserted, replaced or deleted: the line's messages are not whole
+        )
 
     def dangling(self) -> list[Dangling]:
         """The unanswered calls MEM-3 heals: every one but those a paused run waits on."""
@@ -220,19 +221,37 @@ class Tagging(ForwardingEditor[LineEditor]):
 
 
 def _resolved(tx: LineTx, key: str, row: Message) -> Message:
-    """``row`` with its tool call ids as the line stores them."""
+    """``row`` with its tool call ids as the line stores them: ``row`` itself when none changed (decision 0166).
+
+    A row given back as it came keeps its JSON text (a ``DumpedRow`` from ``prepared``),
+    which the editor then writes instead of serializing the row again; a row whose ids
+    the line qualifies is a new plain row, serialized by the editor as before.
+    """
     run = run_of(row)
-    meta = dict(row["metadata"])
+    meta = row["metadata"]
     if row["role"] == "assistant" and meta.get("tool_calls"):
         calls = []
+        changed = False
         for call in meta["tool_calls"]:
-            raw = str(call["tool_call_id"])
-            calls.append({**call, "tool_call_id": resolve_call(tx.declarations(key, raw), raw, run)})
-        meta["tool_calls"] = calls
-    elif row["role"] == "tool" and meta.get("tool_call_id") is not None:
-        raw = str(meta["tool_call_id"])
-        meta["tool_call_id"] = resolve_return(tx.declarations(key, raw), raw, run)
-    return {**row, "metadata": meta}
+            given = call["tool_call_id"]
+            stored = resolve_call(tx.declarations(key, str(given)), str(given), run)
+            changed = changed or not _same_id(given, stored)
+            calls.append({**call, "tool_call_id": stored})
+        if not changed:
+            return row
+        return {**row, "metadata": {**meta, "tool_calls": calls}}
+    if row["role"] == "tool" and meta.get("tool_call_id") is not None:
+        given = meta["tool_call_id"]
+        stored = resolve_return(tx.declarations(key, str(given)), str(given), run)
+        if _same_id(given, stored):
+            return row
+        return {**row, "metadata": {**meta, "tool_call_id": stored}}
+    return row
+
+
+def _same_id(given: object, stored: str) -> bool:
+    """Whether the id a row holds is the very string the line stores (so the row's JSON is unchanged)."""
+    return type(given) is str and given == stored
 
 
 def _end(tx: LineTx, key: str) -> int:
@@ -293,7 +312,9 @@ def write_lines(tx: LineTx, write: ConversationWrite) -> bool:
     return True
 
 
-def _line_for(tx: LineTx, write: ConversationWrite, entries: Sequence[NewEntry]) -> tuple[str, bool] | bool:
+def _line_for(
+    tx: LineTx, write: ConversationWrite, entries: Sequence[NewEntry]
+) -> tuple[str, bool] | bool:
     """The line a write's entries go to and whether it was just copied (a branch, a fork).
 
     Or, when there is nothing to write, what ``write_lines`` returns: True for no
@@ -316,39 +337,30 @@ def _line_for(tx: LineTx, write: ConversationWrite, entries: Sequence[NewEntry])
         return True
     if place.position == _end(tx, place.key):
         return place.key, False
-    key = f"{LINE}#{entries[0].entry_id}"  # a branch: a new line, the history up to the parent copied
+    key = (
+        f"{LINE}#{entries[0].entry_id}"  # a branch: a new line, the history up to the parent copied
+    )
     _copy(tx, place, key, parent)
     return key, True
 
 
-def storable_json(rows: Sequence[Message]) -> bool:
-    """True when ``rows`` serialize as JSON and every string and key of them is storable (one C pass).
-
-    ``json.dumps(..., ensure_ascii=False)`` writes every string and string key as it
-    is (escaping only ASCII), so its text holds a surrogate exactly when one of them
-    does. False also when the rows do not serialize (a value JSON has no spelling for,
-    a mapping that is not a ``dict``): ``check_storable`` decides those.
-    """
-    try:
-        text = json.dumps(rows, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
-        return False
-    return storable_text(text)
-
-
 def prepared(rows: Sequence[Message]) -> list[Message]:
-    """``flowmem.core.prepare`` of an entry's rows, its storability proven by their JSON text (decision 0171).
+    """``flowmem.core.prepare`` of an entry's rows, each with its JSON text made once (decisions 0171, 0166).
 
-    The same rows (``to_row`` of each), and the same refusal: rows ``storable_json``
-    does not clear are walked by ``check_storable``, which raises ``InvalidTextError``
-    naming the first text that cannot be stored, as ``prepare`` does. The walk looks
-    at each string in Python (about 40 us a row of a pydantic-ai message); the text is
-    one C call.
+    The same rows (``to_row`` of each), and the same refusal. Each row is serialized
+    once, by the encoder the editor writes with (``flowmem.store.rows.dumped_ahead``):
+    its text holds a lone surrogate exactly when one of its strings or keys does, so a
+    ``DumpedRow`` is proven storable and the editor writes its text instead of
+    serializing it again. Rows that do not all serialize to storable text are walked by
+    ``check_storable``, which raises ``InvalidTextError`` naming the first text that
+    cannot be stored, as ``prepare`` does, and are returned plain (the editor decides
+    what is not JSON, as before).
     """
     made = [to_row(dict(row)) for row in rows]
-    if not storable_json(made):
+    dumped: list[Message] = dumped_ahead(made)
+    if dumped is made:
         check_storable(made, "messages")
-    return made
+    return dumped
 
 
 def _append_entry(tx: LineTx, editor: Tagging, key: str, entry: NewEntry) -> list[Repair]:
@@ -402,6 +414,5 @@ __all__ = [
     "qualified",
     "resolve_call",
     "resolve_return",
-    "storable_json",
     "write_lines",
 ]
