@@ -12,12 +12,12 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture
-def one_conn(postgres_db_url: str) -> Iterator[PostgresStore]:
+def one_conn(postgres_store_url: str) -> Iterator[PostgresStore]:
     """A store with exactly one pooled connection, so every call reuses it."""
     pytest.importorskip("psycopg")
     from flowmem.store.postgres import PostgresStore
 
-    store = PostgresStore(f"{postgres_db_url}&pool_min=1&pool_max=1")
+    store = PostgresStore(f"{postgres_store_url}&pool_min=1&pool_max=1")
     try:
         yield store
     finally:

@@ -58,32 +58,32 @@ def _step(
 
 
 def test_mem_1_a_result_is_set_on_its_declarations_row_and_a_second_result_is_dropped(
-    postgres_db_url: str,
+    postgres_store_url: str,
 ) -> None:
-    store = PostgresStore(postgres_db_url)
+    store = PostgresStore(postgres_store_url)
     try:
         expected = _step(store, [], _call("c1"), 1)
         expected = _step(store, expected, _result("c1"), 2)
-        assert _table(postgres_db_url) == [("c1", True, True)]  # one row: no answer row and key
+        assert _table(postgres_store_url) == [("c1", True, True)]  # one row: no answer row and key
         expected = _step(store, expected, _result("c1", "again"), 3)  # MEM-1
         assert [r["content"] for r in expected if r["role"] == "tool"] == ["r"]
-        assert _table(postgres_db_url) == [("c1", True, True)]
+        assert _table(postgres_store_url) == [("c1", True, True)]
         assert store.check_integrity() == []
     finally:
         store.close()
 
 
 def test_mem_2_a_result_before_its_call_keeps_a_row_of_its_own_and_the_turn_again_is_refused(
-    postgres_db_url: str,
+    postgres_store_url: str,
 ) -> None:
-    store = PostgresStore(postgres_db_url)
+    store = PostgresStore(postgres_store_url)
     try:
         expected = _step(store, [], {"role": "user", "content": "u"}, 1)
         expected = _step(
             store, expected, _result("early"), 2
         )  # no declaration yet: a row of its own
         expected = _step(store, expected, _call("early"), 3)
-        assert _table(postgres_db_url) == [("early", False, True), ("early", True, False)]
+        assert _table(postgres_store_url) == [("early", False, True), ("early", True, False)]
         expected = _step(store, expected, _call("early"), 4)  # MEM-2: declared already
         expected = _step(store, expected, {"role": "user", "content": "v"}, 5)  # nothing to heal
         assert [r["role"] for r in expected] == ["user", "tool", "assistant", "user"]
@@ -92,10 +92,10 @@ def test_mem_2_a_result_before_its_call_keeps_a_row_of_its_own_and_the_turn_agai
 
 
 def test_mem_3_a_window_evicting_an_answered_turn_keeps_its_answer_until_it_goes_too(
-    postgres_db_url: str,
+    postgres_store_url: str,
 ) -> None:
     """The turn goes first (its row keeps the answer), then its result: no row is left behind."""
-    store = PostgresStore(postgres_db_url)
+    store = PostgresStore(postgres_store_url)
     try:
         expected: list[dict[str, Any]] = []
         at = 0
@@ -117,7 +117,7 @@ def test_mem_3_a_window_evicting_an_answered_turn_keeps_its_answer_until_it_goes
             at += 1
             expected = _step(store, expected, message, at, window=3)
         kept = {r.get("tool_call_id") for r in expected if r["role"] == "tool"}
-        assert {row[0] for row in _table(postgres_db_url)} == kept - {None}
+        assert {row[0] for row in _table(postgres_store_url)} == kept - {None}
         assert store.check_integrity() == []
     finally:
         store.close()

@@ -59,26 +59,26 @@ def _stored(url: str, address: Address) -> tuple[set[tuple[str, int]], set[tuple
 
 
 def test_mem_11_an_evicted_turn_takes_its_declarations_whatever_the_spelling_of_its_ids(
-    postgres_db_url: str,
+    postgres_store_url: str,
 ) -> None:
     """A window evicts old turns: the calls left declared are exactly the stored rows' ids."""
-    store = PostgresStore(postgres_db_url)
+    store = PostgresStore(postgres_store_url)
     address = Address("user", "u", "spelled")
     try:
         for n in range(30):
             rows = [{"role": "user", "content": f"q{n}"}, _assistant(n)]
             store.append(address, prepare(rows, 1_755_000_000 + n), max_messages=9)
-        made, held = _stored(postgres_db_url, address)
+        made, held = _stored(postgres_store_url, address)
     finally:
         store.close()
     assert made and held == made
 
 
 def test_a_row_s_declarations_are_found_in_as_many_pages_on_a_long_buffer_as_on_a_short_one(
-    postgres_db_url: str,
+    postgres_store_url: str,
 ) -> None:
     """Generic plans, no statistics: deleting a row's declarations reads by id, not the buffer's calls."""
-    store = PostgresStore(postgres_db_url)
+    store = PostgresStore(postgres_store_url)
     try:
         rows = [prepare(turn(i), 1_755_000_000 + i)[0] for i in range(4_000)]
         short, long = Address("user", "u", "short"), Address("user", "u", "long")
@@ -87,7 +87,7 @@ def test_a_row_s_declarations_are_found_in_as_many_pages_on_a_long_buffer_as_on_
             store.append(long, rows[start : start + 500])
     finally:
         store.close()
-    with psycopg.connect(postgres_db_url) as conn:
+    with psycopg.connect(postgres_store_url) as conn:
         conn.execute("SET plan_cache_mode = force_generic_plan")
         few, many = _delete_pages(conn, short), _delete_pages(conn, long)
         conn.rollback()
@@ -172,7 +172,7 @@ def test_a_database_from_before_keeps_its_declarations_and_loses_the_index_by_po
     assert held == made
 
 
-def test_every_write_the_pipeline_may_merge_prepares_in_either_place(postgres_db_url: str) -> None:
+def test_every_write_the_pipeline_may_merge_prepares_in_either_place(postgres_store_url: str) -> None:
     """A held write runs as a WITH sub-statement or as the last one: each must be valid as both.
 
     Pairs the pipeline never merges (one writes a table the other touches: ``Pipeline.run``)
@@ -182,9 +182,9 @@ def test_every_write_the_pipeline_may_merge_prepares_in_either_place(postgres_db
     from flowmem.store.postgres.pipeline import WRITES, _merged
     from flowmem.store.postgres.queries import SQL
 
-    PostgresStore(postgres_db_url).close()  # the schema
+    PostgresStore(postgres_store_url).close()  # the schema
     failed = []
-    with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+    with psycopg.connect(postgres_store_url, autocommit=True) as conn:
         for name in sorted(WRITES):
             for merged in (f"answer_insert+{name}", f"{name}+header_update"):
                 first, last = (WRITES[part] for part in merged.split("+"))

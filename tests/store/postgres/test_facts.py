@@ -85,9 +85,9 @@ def test_every_check_and_write_has_its_part_form() -> None:
 
 
 @pytest.fixture
-def two(postgres_db_url: str) -> Iterator[tuple[PostgresStore, PostgresStore]]:
+def two(postgres_store_url: str) -> Iterator[tuple[PostgresStore, PostgresStore]]:
     """Two stores (two processes) on one database."""
-    first, second = PostgresStore(postgres_db_url), PostgresStore(postgres_db_url)
+    first, second = PostgresStore(postgres_store_url), PostgresStore(postgres_store_url)
     try:
         yield first, second
     finally:
@@ -160,7 +160,7 @@ def test_writes_split_over_two_statements_all_land_when_the_facts_held(
 
 
 def test_writes_split_over_two_statements_write_nothing_when_a_fact_went_stale(
-    two: tuple[PostgresStore, PostgresStore], sent: list[str], postgres_db_url: str
+    two: tuple[PostgresStore, PostgresStore], sent: list[str], postgres_store_url: str
 ) -> None:
     """Another process declared c2: the check fails, neither statement writes; the plain path appends."""
     first, second = two
@@ -176,7 +176,7 @@ def test_writes_split_over_two_statements_write_nothing_when_a_fact_went_stale(
     assert sent[1].startswith("known_check+") and sent[2].startswith("known_again+"), sent
     assert any(name.startswith("append_facts") for name in sent[3:]), sent  # the plain path
     # the same appends by a store that knows nothing (the plain path alone): the same buffer
-    plain = PostgresStore(f"{postgres_db_url}&known_buffers=0")
+    plain = PostgresStore(f"{postgres_store_url}&known_buffers=0")
     try:
         oracle = Address("global", "", "split-stale-plain")
         plain.append(oracle, prepare({"role": "user", "content": "q"}, 1))

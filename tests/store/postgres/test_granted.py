@@ -57,23 +57,23 @@ def _reserved_under(url: str) -> list[tuple[Any, ...]]:
 
 
 def test_a_growth_inside_a_reservation_checked_under_the_quota_in_force_reads_no_usage_row(
-    postgres_db_url: str,
+    postgres_store_url: str,
 ) -> None:
-    store = PostgresStore(postgres_db_url)
+    store = PostgresStore(postgres_store_url)
     grow(store, CHAT, "first")  # reserves 16 KiB more than it holds, checked under the default quota
-    before = _usage_reads(postgres_db_url, store, 1)
-    store = PostgresStore(postgres_db_url)
+    before = _usage_reads(postgres_store_url, store, 1)
+    store = PostgresStore(postgres_store_url)
     for n in range(20):
         grow(store, CHAT, f"message {n}")
     grow(store, CHAT, "x" * 20_000)  # past the reservation: the usage row written (and read) once
-    assert _usage_reads(postgres_db_url, store, before + 1) - before == 1
-    assert _reserved_under(postgres_db_url) == [("chat", str(Quotas().bytes))]
+    assert _usage_reads(postgres_store_url, store, before + 1) - before == 1
+    assert _reserved_under(postgres_store_url) == [("chat", str(Quotas().bytes))]
 
 
 def test_a_lowered_quota_refuses_a_growth_inside_its_reservation_on_the_exact_bytes(
-    postgres_db_url: str,
+    postgres_store_url: str,
 ) -> None:
-    store = PostgresStore(postgres_db_url)
+    store = PostgresStore(postgres_store_url)
     try:
         grow(store, CHAT, "first")  # checked under 1 GiB, 16 KiB of slack reserved
         used = store.usage("alice").bytes
@@ -93,9 +93,9 @@ def test_a_lowered_quota_refuses_a_growth_inside_its_reservation_on_the_exact_by
 
 
 def test_a_quota_set_after_reservations_made_without_one_is_checked_at_the_next_growth(
-    postgres_db_url: str,
+    postgres_store_url: str,
 ) -> None:
-    store = PostgresStore(postgres_db_url)
+    store = PostgresStore(postgres_store_url)
     try:
         store.set_quotas(Quotas.off())
         grow(store, CHAT, "first")  # reserved with slack, no quota to check
@@ -111,8 +111,8 @@ def test_a_quota_set_after_reservations_made_without_one_is_checked_at_the_next_
         store.close()
 
 
-def test_a_shrink_under_another_quota_is_never_refused(postgres_db_url: str) -> None:
-    store = PostgresStore(postgres_db_url)
+def test_a_shrink_under_another_quota_is_never_refused(postgres_store_url: str) -> None:
+    store = PostgresStore(postgres_store_url)
     try:
         for n in range(4):
             grow(store, CHAT, f"message {n}")

@@ -28,10 +28,10 @@ HELD = "SELECT pg_advisory_xact_lock_shared(%s, hashtext(%s))"
 
 
 @pytest.fixture(params=["known", "plain"])
-def store(request: pytest.FixtureRequest, postgres_db_url: str) -> Iterator[PostgresStore]:
+def store(request: pytest.FixtureRequest, postgres_store_url: str) -> Iterator[PostgresStore]:
     """A store appending on known facts (one round trip) or always reading them (known_buffers=0)."""
     off = "&known_buffers=0" if request.param == "plain" else ""
-    opened = PostgresStore(f"{postgres_db_url}{off}")
+    opened = PostgresStore(f"{postgres_store_url}{off}")
     yield opened
     opened.close()
 
@@ -54,10 +54,10 @@ def _waits(work: threading.Thread) -> bool:
 
 
 def test_a_revocation_waits_for_an_append_holding_its_token(
-    store: PostgresStore, postgres_db_url: str
+    store: PostgresStore, postgres_store_url: str
 ) -> None:
     guard, _ = _guarded(store, "s-revoke-waits")
-    with psycopg.connect(postgres_db_url) as append:  # an append between its lock and its commit
+    with psycopg.connect(postgres_store_url) as append:  # an append between its lock and its commit
         append.execute(HELD, (TOKEN_KEYS, guard.token_id))
         revoking = threading.Thread(target=store.revoke_token, args=(guard.token_id,))
         assert _waits(revoking)
@@ -68,10 +68,10 @@ def test_a_revocation_waits_for_an_append_holding_its_token(
 
 
 def test_a_session_delete_waits_for_an_append_holding_its_session(
-    store: PostgresStore, postgres_db_url: str
+    store: PostgresStore, postgres_store_url: str
 ) -> None:
     guard, _ = _guarded(store, "s-delete-waits")
-    with psycopg.connect(postgres_db_url) as append:
+    with psycopg.connect(postgres_store_url) as append:
         append.execute(HELD, (SESSION_KEYS, guard.session_id))
         deleting = threading.Thread(target=store.delete_session, args=(guard.session_id,))
         assert _waits(deleting)
@@ -81,7 +81,7 @@ def test_a_session_delete_waits_for_an_append_holding_its_session(
 
 
 def test_an_append_waits_for_a_revocation_in_progress_and_is_refused(
-    store: PostgresStore, postgres_db_url: str
+    store: PostgresStore, postgres_store_url: str
 ) -> None:
     guard, address = _guarded(store, "s-append-waits")
     refused: list[BaseException] = []
@@ -92,7 +92,7 @@ def test_an_append_waits_for_a_revocation_in_progress_and_is_refused(
         except AuthenticationError as exc:
             refused.append(exc)
 
-    with psycopg.connect(postgres_db_url) as revoker:  # the revocation, not committed yet
+    with psycopg.connect(postgres_store_url) as revoker:  # the revocation, not committed yet
         assert revoker.execute(SQL["token_revoke"], (guard.token_id,)).rowcount == 1
         appending = threading.Thread(target=late)
         assert _waits(appending)
@@ -102,7 +102,7 @@ def test_an_append_waits_for_a_revocation_in_progress_and_is_refused(
 
 
 def test_an_append_waits_for_a_session_delete_in_progress_and_is_refused(
-    store: PostgresStore, postgres_db_url: str
+    store: PostgresStore, postgres_store_url: str
 ) -> None:
     guard, address = _guarded(store, "s-append-waits-delete")
     refused: list[BaseException] = []
@@ -113,7 +113,7 @@ def test_an_append_waits_for_a_session_delete_in_progress_and_is_refused(
         except NotFoundError as exc:
             refused.append(exc)
 
-    with psycopg.connect(postgres_db_url) as deleter:  # the delete's first statement, not committed
+    with psycopg.connect(postgres_store_url) as deleter:  # the delete's first statement, not committed
         assert deleter.execute(SQL["session_delete"], (guard.session_id,)).fetchone() is not None
         appending = threading.Thread(target=late)
         assert _waits(appending)

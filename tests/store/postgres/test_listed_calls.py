@@ -148,19 +148,19 @@ def test_mem_3_an_upgrade_from_25_lists_the_open_calls_and_keeps_every_answer_he
 
 
 def test_mem_3_a_call_answered_and_unanswered_again_is_listed_again_and_healed(
-    postgres_db_url: str,
+    postgres_store_url: str,
 ) -> None:
     """A result's removal (the last row popped) puts its call's declaration back on the list."""
-    store = PostgresStore(postgres_db_url)
+    store = PostgresStore(postgres_store_url)
     try:
         store.append(
             ADDRESS,
             prepare([_call("c1"), {"role": "tool", "content": "r", "tool_call_id": "c1"}], 1),
         )
-        with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+        with psycopg.connect(postgres_store_url, autocommit=True) as conn:
             assert conn.execute("SELECT unanswered FROM buffers").fetchone()[0] == "[]"  # type: ignore[index]
         store.pop_last(ADDRESS)
-        with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+        with psycopg.connect(postgres_store_url, autocommit=True) as conn:
             listed = json.loads(conn.execute("SELECT unanswered FROM buffers").fetchone()[0])  # type: ignore[index]
         assert listed == [["c1", 1 << MINOR_BITS, 0]]
         store.append(ADDRESS, prepare([{"role": "user", "content": "u"}], 2))  # heals it (MEM-3)
@@ -200,10 +200,10 @@ _MESSAGE = st.one_of(
     window=st.sampled_from([0, 0, 4]),
 )
 def test_mem_3_the_header_lists_exactly_the_declarations_without_an_answer(
-    postgres_db_url: str, appends: list[list[dict[str, Any]]], window: int
+    postgres_store_url: str, appends: list[list[dict[str, Any]]], window: int
 ) -> None:
     """After any appends (heals, duplicates, a window's evictions) the list is the open declarations, and the buffer the pure append's."""
-    store = PostgresStore(postgres_db_url)
+    store = PostgresStore(postgres_store_url)
     address = Address(
         "user", "alice", f"prop-{uuid.uuid4().hex[:8]}"
     )  # one database for every example
@@ -215,7 +215,7 @@ def test_mem_3_the_header_lists_exactly_the_declarations_without_an_answer(
             store.append(address, rows, max_messages=window)
             done = append(expected, rows, max_messages=window, evicted=evicted)
             expected, evicted = done.messages, done.evicted
-            with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+            with psycopg.connect(postgres_store_url, autocommit=True) as conn:
                 listed = conn.execute(
                     "SELECT id, unanswered FROM buffers WHERE scope = %s AND scope_id = %s AND key = %s",
                     tuple(address),

@@ -75,7 +75,7 @@ def test_failed_appends_write_nothing_and_leave_the_connection_idle(
 
 
 def test_a_prepare_the_server_skipped_is_sent_again(
-    one_conn: PostgresStore, postgres_db_url: str, caplog: pytest.LogCaptureFixture
+    one_conn: PostgresStore, postgres_store_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A lock timeout aborts the first pipeline before the facts query is prepared.
 
@@ -84,7 +84,7 @@ def test_a_prepare_the_server_skipped_is_sent_again(
     """
     from flowmem.store.postgres import advisory_key
 
-    with psycopg.connect(postgres_db_url, autocommit=True) as holder:
+    with psycopg.connect(postgres_store_url, autocommit=True) as holder:
         holder.execute("BEGIN")
         holder.execute("SELECT pg_advisory_xact_lock(%s)", (advisory_key(A),))
         with caplog.at_level(logging.WARNING, logger="flowmem"):

@@ -38,19 +38,19 @@ def _usage_version(url: str, who: str) -> Any:
     return None if found is None else found[0]
 
 
-def test_a_growing_append_inside_its_reservation_writes_no_usage_row(postgres_db_url: str) -> None:
-    store = PostgresStore(postgres_db_url)
+def test_a_growing_append_inside_its_reservation_writes_no_usage_row(postgres_store_url: str) -> None:
+    store = PostgresStore(postgres_store_url)
     chat = Address("user", "alice", "chat")
     try:
         for quotas in (Quotas(), Quotas.off()):  # the bytes quota checked on a read, or not at all
             store.set_quotas(quotas)
             grow(store, chat, "first")  # reserves 16 KiB more than it holds (the first time)
-            version = _usage_version(postgres_db_url, "alice")
+            version = _usage_version(postgres_store_url, "alice")
             for n in range(20):
                 grow(store, chat, f"message {n}")
-            assert _usage_version(postgres_db_url, "alice") == version
+            assert _usage_version(postgres_store_url, "alice") == version
         grow(store, chat, "x" * 20_000)  # past the reservation: reserved again, the row written
-        assert _usage_version(postgres_db_url, "alice") != version
+        assert _usage_version(postgres_store_url, "alice") != version
         rows = store.load(chat)
         assert store.usage("alice").bytes == sum(
             len(store.load_bodies(chat)[i][1]) for i in range(len(rows))
@@ -60,9 +60,9 @@ def test_a_growing_append_inside_its_reservation_writes_no_usage_row(postgres_db
 
 
 def test_a_write_that_fits_the_bytes_quota_exactly_passes_one_byte_more_is_refused(
-    postgres_db_url: str,
+    postgres_store_url: str,
 ) -> None:
-    store = PostgresStore(postgres_db_url)
+    store = PostgresStore(postgres_store_url)
 
     def records_give_back_the_same_way(grown: int) -> None:
         with pytest.raises(QuotaExceededError):  # a record's check gives back the same way
@@ -97,14 +97,14 @@ def _check_invariant(url: str, store: PostgresStore) -> None:
 )
 @given(ops=st.lists(OP, max_size=16), quota=st.sampled_from([0, 20_000, 60_000]))
 def test_the_reservations_add_up_after_any_writes_and_deletes(
-    postgres_db_url: str, ops: list[tuple[str, int, int]], quota: int
+    postgres_store_url: str, ops: list[tuple[str, int, int]], quota: int
 ) -> None:
-    store = PostgresStore(postgres_db_url)
+    store = PostgresStore(postgres_store_url)
     tag = uuid.uuid4().hex[:8]  # one database for every example: sessions named apart
     store.erase_user("alice")
     store.set_quotas(Quotas(bytes=quota))
     try:
-        run_ops(store, ops, f"{tag}-", lambda: _check_invariant(postgres_db_url, store))
+        run_ops(store, ops, f"{tag}-", lambda: _check_invariant(postgres_store_url, store))
     finally:
         store.close()
 
