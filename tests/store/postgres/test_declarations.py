@@ -172,7 +172,9 @@ def test_a_database_from_before_keeps_its_declarations_and_loses_the_index_by_po
     assert held == made
 
 
-def test_every_write_the_pipeline_may_merge_prepares_in_either_place(postgres_store_url: str) -> None:
+def test_every_write_the_pipeline_may_merge_prepares_in_either_place(
+    postgres_store_url: str,
+) -> None:
     """A held write runs as a WITH sub-statement or as the last one: each must be valid as both.
 
     Pairs the pipeline never merges (one writes a table the other touches: ``Pipeline.run``)
@@ -190,7 +192,9 @@ def test_every_write_the_pipeline_may_merge_prepares_in_either_place(postgres_st
                 first, last = (WRITES[part] for part in merged.split("+"))
                 if first[1] & (last[0] | last[1]) or last[1] & first[0]:
                     continue  # never merged
-                if "?" in merged:  # the known path's writes read its check's ``known`` (decision 0165)
+                if (
+                    "?" in merged
+                ):  # the known path's writes read its check's ``known`` (decision 0165)
                     merged = f"known_again+{merged}"
                 parts = _merged(merged, SQL).split("%s")
                 text = parts[0] + "".join(f"${n}{part}" for n, part in enumerate(parts[1:], 1))

@@ -60,7 +60,9 @@ def test_a_growth_inside_a_reservation_checked_under_the_quota_in_force_reads_no
     postgres_store_url: str,
 ) -> None:
     store = PostgresStore(postgres_store_url)
-    grow(store, CHAT, "first")  # reserves 16 KiB more than it holds, checked under the default quota
+    grow(
+        store, CHAT, "first"
+    )  # reserves 16 KiB more than it holds, checked under the default quota
     before = _usage_reads(postgres_store_url, store, 1)
     store = PostgresStore(postgres_store_url)
     for n in range(20):

@@ -113,7 +113,9 @@ def test_an_append_waits_for_a_session_delete_in_progress_and_is_refused(
         except NotFoundError as exc:
             refused.append(exc)
 
-    with psycopg.connect(postgres_store_url) as deleter:  # the delete's first statement, not committed
+    with psycopg.connect(
+        postgres_store_url
+    ) as deleter:  # the delete's first statement, not committed
         assert deleter.execute(SQL["session_delete"], (guard.session_id,)).fetchone() is not None
         appending = threading.Thread(target=late)
         assert _waits(appending)

@@ -38,7 +38,9 @@ def _usage_version(url: str, who: str) -> Any:
     return None if found is None else found[0]
 
 
-def test_a_growing_append_inside_its_reservation_writes_no_usage_row(postgres_store_url: str) -> None:
+def test_a_growing_append_inside_its_reservation_writes_no_usage_row(
+    postgres_store_url: str,
+) -> None:
     store = PostgresStore(postgres_store_url)
     chat = Address("user", "alice", "chat")
     try:
