@@ -310,14 +310,14 @@ def test_mem_12_sqlite_file_locked_by_another_process_is_refused_within_the_boun
 @pytest.mark.slow
 @pytest.mark.postgres
 def test_mem_12_postgres_lock_timeout_proceeds_warns_once_and_releases(
-    postgres_db_url: str, caplog: pytest.LogCaptureFixture
+    postgres_store_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     import psycopg
 
-    store = open_store(postgres_db_url)
+    store = open_store(postgres_store_url)
     ready, release = FORK.Event(), FORK.Event()
     holder = FORK.Process(
-        target=_hold_pg_lock, args=(postgres_db_url, advisory_key(KEY), ready, release, 30.0)
+        target=_hold_pg_lock, args=(postgres_store_url, advisory_key(KEY), ready, release, 30.0)
     )
     holder.start()
     try:
@@ -329,7 +329,7 @@ def test_mem_12_postgres_lock_timeout_proceeds_warns_once_and_releases(
         store.append(other, prepare({"role": "user", "content": "x"}, 1), lock_timeout=0.2)
         assert _warnings(caplog) == []
         # the only advisory lock left is the holder's: the appends kept none
-        with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+        with psycopg.connect(postgres_store_url, autocommit=True) as conn:
             held = conn.execute(
                 "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
             ).fetchone()
@@ -339,7 +339,7 @@ def test_mem_12_postgres_lock_timeout_proceeds_warns_once_and_releases(
         holder.join(30)
     assert holder.exitcode == 0
     assert [r["content"] for r in store.load(KEY)] == ["hi"]
-    assert _pg_lock_is_free(postgres_db_url, advisory_key(KEY))
+    assert _pg_lock_is_free(postgres_store_url, advisory_key(KEY))
     _append_again_without_warning(store, caplog)
     store.close()
 

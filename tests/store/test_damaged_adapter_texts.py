@@ -74,7 +74,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'damaged.db'}"
     else:
-        yield request.getfixturevalue("postgres_db_url")
+        yield request.getfixturevalue("postgres_store_url")
 
 
 def _damage(store: Store, url: str, sql: str) -> None:

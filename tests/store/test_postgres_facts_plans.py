@@ -95,10 +95,10 @@ def pages(conn: Any, name: str, address: Address, ids: list[str]) -> int:
     ],
 )
 def test_append_facts_touch_as_many_pages_on_a_long_buffer_as_on_a_short_one(
-    postgres_db_url: str, variant: str
+    postgres_store_url: str, variant: str
 ) -> None:
     """No statistics, generic plans, every call answered: pages touched do not grow."""
-    store = PostgresStore(postgres_db_url)
+    store = PostgresStore(postgres_store_url)
     try:
         rows = [prepare(turn(i), 1_755_000_000 + i)[0] for i in range(LONG)]
         short, long = Address("user", "u", "short"), Address("user", "u", "long")
@@ -107,7 +107,7 @@ def test_append_facts_touch_as_many_pages_on_a_long_buffer_as_on_a_short_one(
             store.append(long, rows[start : start + 500])
     finally:
         store.close()
-    with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+    with psycopg.connect(postgres_store_url, autocommit=True) as conn:
         conn.execute("SET plan_cache_mode = force_generic_plan")
         few = pages(conn, variant, short, ["call_3"])
         many = pages(conn, variant, long, ["call_3"])

@@ -36,9 +36,9 @@ _keys = itertools.count()
 
 
 @pytest.fixture
-def two(postgres_db_url: str) -> Iterator[tuple[PostgresStore, PostgresStore]]:
+def two(postgres_store_url: str) -> Iterator[tuple[PostgresStore, PostgresStore]]:
     """Two stores on one database, as two processes (each knows only its own appends)."""
-    first, second = PostgresStore(postgres_db_url), PostgresStore(postgres_db_url)
+    first, second = PostgresStore(postgres_store_url), PostgresStore(postgres_store_url)
     try:
         yield first, second
     finally:
@@ -220,8 +220,8 @@ def test_a_buffer_with_more_open_calls_than_kept_is_not_remembered(
     assert store._known.get(address) is not None and not store._known.get(address).open
 
 
-def test_known_buffers_off_remembers_nothing(postgres_db_url: str) -> None:
-    store = PostgresStore(f"{postgres_db_url}&known_buffers=0")
+def test_known_buffers_off_remembers_nothing(postgres_store_url: str) -> None:
+    store = PostgresStore(f"{postgres_store_url}&known_buffers=0")
     try:
         address = Address("global", "", "off")
         store.append(address, prepare({"role": "user", "content": "q"}, 1))

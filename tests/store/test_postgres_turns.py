@@ -22,16 +22,16 @@ from tests.store.undo_call_ids import undo_call_ids  # noqa: E402
 from tests.store.undo_kept import undo_kept  # noqa: E402
 
 
-def test_healing_reads_a_turns_run_once_not_once_per_open_call(postgres_db_url: str) -> None:
+def test_healing_reads_a_turns_run_once_not_once_per_open_call(postgres_store_url: str) -> None:
     """Ten times the calls, half answered: the pages grow with the run, not with run × open calls."""
-    store = PostgresStore(postgres_db_url)
+    store = PostgresStore(postgres_store_url)
     few, many = Address("user", "u", "few-open"), Address("user", "u", "many-open")
     try:
         half_answered(store, few, 100)
         half_answered(store, many, 1_000)
     finally:
         store.close()
-    with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+    with psycopg.connect(postgres_store_url, autocommit=True) as conn:
         conn.execute("SET plan_cache_mode = force_generic_plan")
         small = pages(conn, "append_facts@open", few, [])
         large = pages(conn, "append_facts@open", many, [])

@@ -427,16 +427,16 @@ def test_duplicate_token_id_or_hash_conflicts_and_revoked_round_trips(sql_url: s
 
 
 @pytest.mark.postgres
-def test_postgres_session_delete_waits_for_an_append_in_flight(postgres_db_url: str) -> None:
+def test_postgres_session_delete_waits_for_an_append_in_flight(postgres_store_url: str) -> None:
     import psycopg
 
-    store = open_store(postgres_db_url)
+    store = open_store(postgres_store_url)
     sid = "00000000-0000-0000-0000-0000000000d1"
     address = Address("session", sid, "chat_history")
     store.create_session(SessionRecord(id=sid, name="n", owner="alice"))
     store.append(address, prepare({"role": "user", "content": "q"}, 1))
-    buffer_id = _scalar(postgres_db_url, "SELECT id FROM buffers")
-    with psycopg.connect(postgres_db_url) as appender:  # an append holding its turn
+    buffer_id = _scalar(postgres_store_url, "SELECT id FROM buffers")
+    with psycopg.connect(postgres_store_url) as appender:  # an append holding its turn
         appender.execute("SELECT pg_advisory_xact_lock(%s)", (pg_backend.advisory_key(address),))
         deleting = threading.Thread(target=store.delete_session, args=(sid,))
         deleting.start()
@@ -449,12 +449,12 @@ def test_postgres_session_delete_waits_for_an_append_in_flight(postgres_db_url: 
         appender.commit()
     deleting.join(10)
     store.close()
-    assert _scalar(postgres_db_url, "SELECT COUNT(*) FROM buffer_rows") == 0  # no orphan row
+    assert _scalar(postgres_store_url, "SELECT COUNT(*) FROM buffer_rows") == 0  # no orphan row
 
 
 @pytest.mark.postgres
-def test_postgres_refuses_a_nul_session_id_in_the_transcript(postgres_db_url: str) -> None:
-    store = open_store(postgres_db_url)
+def test_postgres_refuses_a_nul_session_id_in_the_transcript(postgres_store_url: str) -> None:
+    store = open_store(postgres_store_url)
     with pytest.raises(InvalidInputError, match="NUL"):
         store.add_transcript("a\x00b", {"role": "user", "content": "x", "metadata": {}})
     store.close()

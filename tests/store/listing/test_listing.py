@@ -137,11 +137,11 @@ def test_prefix_end_is_the_first_key_after_the_prefix() -> None:
 
 
 @pytest.mark.postgres
-def test_postgresql_orders_by_code_point_in_any_collation(postgres_db_url: str) -> None:
+def test_postgresql_orders_by_code_point_in_any_collation(postgres_store_url: str) -> None:
     from flowmem.store import open_store
     from flowmem.store.listing.postgres import PostgresListing
 
-    store = open_store(postgres_db_url)
+    store = open_store(postgres_store_url)
     try:
         _fill(store)
         listing = listing_of(store)

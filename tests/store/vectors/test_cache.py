@@ -40,7 +40,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh database of each SQL backend."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path}/cache.db"
-    return str(request.getfixturevalue("postgres_db_url"))
+    return str(request.getfixturevalue("postgres_store_url"))
 
 
 @pytest.fixture
