@@ -44,3 +44,18 @@ def sql_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"sqlite:///{tmp_path / 'store.db'}"
     url: str = request.getfixturevalue("postgres_db_url")
     return url
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def sql_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """``sql_url`` for tests that only open a store: PostgreSQL's schema already migrated.
+
+    SQLite's database is the same fresh file as ``sql_url``'s; PostgreSQL's is a pooled
+    schema holding every migration and no rows (``postgres_store_url``, tests/conftest.py)
+    instead of a bare one that the first open migrates. Tests of the migrations or of
+    what opening a store creates keep ``sql_url``.
+    """
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    url: str = request.getfixturevalue("postgres_store_url")
+    return url

@@ -110,16 +110,16 @@ def test_mem_12_eight_threads_one_key(store: Store) -> None:
 
 
 @pytest.mark.slow
-def test_mem_12_four_processes_one_key(sql_url: str) -> None:
+def test_mem_12_four_processes_one_key(sql_store_url: str) -> None:
     workers, steps = 4, 200
-    open_store(sql_url).close()  # schema first, so the children only append
-    children = [FORK.Process(target=_run_script, args=(sql_url, w, steps)) for w in range(workers)]
+    open_store(sql_store_url).close()  # schema first, so the children only append
+    children = [FORK.Process(target=_run_script, args=(sql_store_url, w, steps)) for w in range(workers)]
     for child in children:
         child.start()
     for child in children:
         child.join(120)
     assert [child.exitcode for child in children] == [0] * workers
-    store = open_store(sql_url)
+    store = open_store(sql_store_url)
     try:
         store.append(KEY, prepare({"role": "user", "content": "final"}, 1))
         rows = store.load(KEY)
@@ -130,9 +130,9 @@ def test_mem_12_four_processes_one_key(sql_url: str) -> None:
 
 
 @pytest.mark.slow
-def test_mem_12_readers_never_see_a_partial_append(sql_url: str) -> None:
+def test_mem_12_readers_never_see_a_partial_append(sql_store_url: str) -> None:
     """Each append is one three-row batch; every load shows whole batches only."""
-    store = open_store(sql_url)
+    store = open_store(sql_store_url)
     keys = [Address("user", "1", "a"), Address("user", "2", "b")]
     done = threading.Event()
     problems: list[str] = []

@@ -101,9 +101,9 @@ def test_session_data_counts_against_its_owner_and_leaves_with_the_session(store
     assert store.usage("alice") == Usage()
 
 
-def test_concurrent_writers_on_two_store_objects_never_pass_the_quota(sql_url: str) -> None:
+def test_concurrent_writers_on_two_store_objects_never_pass_the_quota(sql_store_url: str) -> None:
     """Two processes' stores over one database (here two store objects): one count, exact."""
-    stores = [open_store(sql_url), open_store(sql_url)]
+    stores = [open_store(sql_store_url), open_store(sql_store_url)]
     quota = 20 * _size(_row("w" * 100))
     try:
         for opened in stores:

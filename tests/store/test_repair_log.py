@@ -209,8 +209,8 @@ def _failing(outcome: Any) -> tuple[int, str]:
     raise RuntimeError("injected after the log's write, before the commit")
 
 
-def test_mem_3_a_repair_whose_transaction_fails_is_not_in_the_log(sql_url: str) -> None:
-    store = open_store(sql_url)
+def test_mem_3_a_repair_whose_transaction_fails_is_not_in_the_log(sql_store_url: str) -> None:
+    store = open_store(sql_store_url)
     try:
         store.append(CHAT, prepare([_user("hi"), _call("c1")], 1))
         rows = store.load(CHAT)
@@ -227,13 +227,13 @@ def test_mem_3_a_repair_whose_transaction_fails_is_not_in_the_log(sql_url: str) 
         store.close()
 
 
-def test_mem_3_the_log_survives_reopening_the_store(sql_url: str) -> None:
-    store = open_store(sql_url)
+def test_mem_3_the_log_survives_reopening_the_store(sql_store_url: str) -> None:
+    store = open_store(sql_store_url)
     _heal(store, "c1")
     store.append(CHAT, prepare([_result("c1", "late")], 2))
     logged = _log(store)
     store.close()
-    again = open_store(sql_url)
+    again = open_store(sql_store_url)
     try:
         assert _log(again) == logged and [e.rule for e in logged] == ["MEM-10", "MEM-3"]
     finally:

@@ -98,63 +98,63 @@ def _check_counted(store: Store, url: str) -> None:
     assert store.usage("alice").bytes == int(rows[0])
 
 
-def test_the_headers_log_bytes_are_the_log_s_bytes_after_every_kind_of_write(sql_url: str) -> None:
-    store = open_store(sql_url)
+def test_the_headers_log_bytes_are_the_log_s_bytes_after_every_kind_of_write(sql_store_url: str) -> None:
+    store = open_store(sql_store_url)
     try:
         store.append(CHAT, prepare([_user("hi"), _call("c1")], 1))
         store.append(CHAT, prepare([_user("next")], 2))  # a heal (MEM-3)
         store.append(CHAT, prepare([_result("c1", "late")], 3))  # a replacement (MEM-10)
-        _check_counted(store, sql_url)
+        _check_counted(store, sql_store_url)
         store.append(CHAT, prepare([_user("more")], 4), max_messages=3)  # an eviction
         assert store.repairs.note(CHAT, Repair("MEM-5", (), 2))  # type: ignore[attr-defined]
-        _check_counted(store, sql_url)
+        _check_counted(store, sql_store_url)
         service = MemoryService(store)
         service.append_raw("user", "alice", "chat", [_user(f"turn {i} " * 20) for i in range(6)])
         assert service.compact_raw("user", "alice", "chat", keep_tokens=60, summarize=lambda rows: "s").compacted
-        _check_counted(store, sql_url)
+        _check_counted(store, sql_store_url)
         store.repairs.kept = 2  # type: ignore[attr-defined]
         store.append(CHAT, prepare([_call("c9"), _user("after c9")], 5))
         assert len(_log(store)) == 2
-        _check_counted(store, sql_url)
+        _check_counted(store, sql_store_url)
         store.clear(CHAT)
         assert store.usage("alice").bytes == 0
     finally:
         store.close()
 
 
-def test_the_trim_past_kept_takes_the_trimmed_bytes_off_the_header(sql_url: str) -> None:
+def test_the_trim_past_kept_takes_the_trimmed_bytes_off_the_header(sql_store_url: str) -> None:
     """Past ``KEPT`` the header's trigger trims the oldest, held entries moving or not, and uncounts them (0148)."""
-    store = open_store(sql_url)
+    store = open_store(sql_store_url)
     try:
         store.append(CHAT, prepare([_user("start")], 1))
-        (buffer_id,) = _query(sql_url, "SELECT id FROM buffers")[0]
+        (buffer_id,) = _query(sql_store_url, "SELECT id FROM buffers")[0]
         # a log at its bound, as ``KEPT`` entries logged one by one would leave it (and counted)
         text = entry_text(Repair("MEM-3", ("old",), 1, (), None, "heal"), 1.0)
         _query(
-            sql_url,
+            sql_store_url,
             """WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %s)
                 INSERT INTO buffer_repairs (buffer_id, seq, entry) SELECT %s, i, %s FROM n""",
             (KEPT, buffer_id, text),
         )
-        _query(sql_url, "UPDATE buffers SET log_bytes = %s WHERE id = %s", (KEPT * len(text), buffer_id))
+        _query(sql_store_url, "UPDATE buffers SET log_bytes = %s WHERE id = %s", (KEPT * len(text), buffer_id))
         # and its number (decision 0148), which decides the trim
-        _query(sql_url, "UPDATE buffers SET log_count = %s WHERE id = %s", (KEPT, buffer_id))
+        _query(sql_store_url, "UPDATE buffers SET log_count = %s WHERE id = %s", (KEPT, buffer_id))
         assert store.usage("alice").bytes == KEPT * len(text) + len(store.load_bodies(CHAT)[0][1])
         store.append(CHAT, prepare([_call("c1"), _user("after c1")], 1))  # one heal: entry KEPT + 1
         store.append(CHAT, prepare([_call("c2"), _user("after c2")], 1))
         logged = _log(store)
         assert len(logged) == KEPT and logged[0].seq == KEPT + 2 and logged[-1].seq == 3
         assert [e.call_ids for e in logged[:2]] == [["c2"], ["c1"]]
-        assert _in_table(sql_url) == KEPT - 2 and _held_text(sql_url)  # trimmed with no move: exactly KEPT
-        _check_counted(store, sql_url)
+        assert _in_table(sql_store_url) == KEPT - 2 and _held_text(sql_store_url)  # trimmed with no move: exactly KEPT
+        _check_counted(store, sql_store_url)
         n = 3
-        while _held_text(sql_url):  # until the held entries move
+        while _held_text(sql_store_url):  # until the held entries move
             store.append(CHAT, prepare([_call(f"c{n}"), _user(f"after c{n}")], 1))
             n += 1
         logged = _log(store)
-        assert _in_table(sql_url) == len(logged) == KEPT and logged[0].seq == KEPT + n - 1
+        assert _in_table(sql_store_url) == len(logged) == KEPT and logged[0].seq == KEPT + n - 1
         assert [e.call_ids for e in logged[: n - 1]] == [[f"c{i}"] for i in range(n - 1, 0, -1)]
-        _check_counted(store, sql_url)
+        _check_counted(store, sql_store_url)
         rows = sum(len(b.encode()) for _, b in store.load_bodies(CHAT))
         assert store.usage("alice").bytes - rows == sum(len(entry_text(_stored(e), e.at).encode()) for e in logged)
     finally:
@@ -237,38 +237,38 @@ def _in_table(url: str) -> int:
     return int(found[0])
 
 
-def test_the_newest_entries_are_held_in_the_header_and_move_to_the_table_in_batches(sql_url: str) -> None:
+def test_the_newest_entries_are_held_in_the_header_and_move_to_the_table_in_batches(sql_store_url: str) -> None:
     """A logging append writes its entry into the header; past ``HELD_CHARS`` they move, numbered, byte for byte."""
     odd = ["c\n1 \u2028\t\"x\" \u00e9\U0001f600 \\", "plain"]
-    store = open_store(sql_url)
+    store = open_store(sql_store_url)
     try:
         store.append(CHAT, prepare([_user("start")], 1))
         healed: list[list[str]] = []
-        while _in_table(sql_url) == 0:
+        while _in_table(sql_store_url) == 0:
             assert len(healed) < 100, "the held entries never moved to the table"
             ids = [f"{odd[len(healed) % 2]}{len(healed)}"]
             store.append(CHAT, prepare([_call(*ids), _user(f"after {len(healed)}")], 1))  # one heal
             healed.append(ids)
-            assert len(_held_text(sql_url)) <= repairs_sqlite.HELD_CHARS
-            if _in_table(sql_url) == 0:
-                assert _held_text(sql_url).count('"rule":"MEM-3"') == len(healed)
-            _check_counted(store, sql_url)
-        assert _held_text(sql_url) == "" and _in_table(sql_url) == len(healed) > 3
+            assert len(_held_text(sql_store_url)) <= repairs_sqlite.HELD_CHARS
+            if _in_table(sql_store_url) == 0:
+                assert _held_text(sql_store_url).count('"rule":"MEM-3"') == len(healed)
+            _check_counted(store, sql_store_url)
+        assert _held_text(sql_store_url) == "" and _in_table(sql_store_url) == len(healed) > 3
         store.append(CHAT, prepare([_call("c-last"), _user("after last")], 1))  # held again, after the moved ones
         logged = _log(store)
         assert [e.seq for e in logged] == list(range(len(healed) + 1, 0, -1))
         assert [e.call_ids for e in reversed(logged)] == [*healed, ["c-last"]]
-        _check_counted(store, sql_url)
+        _check_counted(store, sql_store_url)
     finally:
         store.close()
 
 
-def test_a_page_of_the_log_runs_on_from_the_held_entries_to_the_table_s(sql_url: str) -> None:
-    store = open_store(sql_url)
+def test_a_page_of_the_log_runs_on_from_the_held_entries_to_the_table_s(sql_store_url: str) -> None:
+    store = open_store(sql_store_url)
     try:
         store.append(CHAT, prepare([_user("start")], 1))
         n = 0
-        while _in_table(sql_url) == 0 or _held_text(sql_url).count("MEM-3") < 3:
+        while _in_table(sql_store_url) == 0 or _held_text(sql_store_url).count("MEM-3") < 3:
             store.append(CHAT, prepare([_call(f"c{n}"), _user(f"after {n}")], 1))
             n += 1
         seen, before, more = [], None, True
@@ -282,20 +282,20 @@ def test_a_page_of_the_log_runs_on_from_the_held_entries_to_the_table_s(sql_url:
         store.close()
 
 
-def test_a_note_is_not_repeated_whether_the_newest_entry_is_held_or_in_the_table(sql_url: str) -> None:
-    store = open_store(sql_url)
+def test_a_note_is_not_repeated_whether_the_newest_entry_is_held_or_in_the_table(sql_store_url: str) -> None:
+    store = open_store(sql_store_url)
     drop = Repair("MEM-5", (), 2)
     try:
         store.append(CHAT, prepare([_user("start")], 1))
         assert store.repairs.note(CHAT, drop)  # type: ignore[attr-defined]
         assert not store.repairs.note(CHAT, drop)  # type: ignore[attr-defined]  # the newest, held
         n = 0
-        while _in_table(sql_url) == 0:
+        while _in_table(sql_store_url) == 0:
             store.append(CHAT, prepare([_call(f"c{n}"), _user(f"after {n}")], 1))
             n += 1
         assert store.repairs.note(CHAT, drop)  # type: ignore[attr-defined]
-        _query(sql_url, "UPDATE buffers SET log_held = '', log_count = log_count - 1")  # as if it had moved
-        _query(sql_url, "INSERT INTO buffer_repairs (buffer_id, seq, entry) SELECT id, %s, %s FROM buffers", (n + 2, entry_text(drop, 1.0)))
+        _query(sql_store_url, "UPDATE buffers SET log_held = '', log_count = log_count - 1")  # as if it had moved
+        _query(sql_store_url, "INSERT INTO buffer_repairs (buffer_id, seq, entry) SELECT id, %s, %s FROM buffers", (n + 2, entry_text(drop, 1.0)))
         assert not store.repairs.note(CHAT, drop)  # type: ignore[attr-defined]  # the newest, in the table
         assert [e.rule for e in _log(store)][:2] == ["MEM-5", "MEM-3"]
     finally:

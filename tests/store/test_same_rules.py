@@ -211,12 +211,12 @@ OPS = st.lists(
 
 @SETTINGS
 @given(ops=OPS)
-def test_mem_3_sql_editor_answers_like_list_editor(sql_url: str, ops: list[Any]) -> None:
+def test_mem_3_sql_editor_answers_like_list_editor(sql_store_url: str, ops: list[Any]) -> None:
     """Every BufferEditor answer of the SQL editor equals ListEditor's, edit after edit."""
-    kind = "sqlite" if sql_url.startswith("sqlite") else "postgres"
-    open_store(sql_url).close()  # creates the schema
+    kind = "sqlite" if sql_store_url.startswith("sqlite") else "postgres"
+    open_store(sql_store_url).close()  # creates the schema
     reference = ListEditor([])
-    with _sql_editor(kind, sql_url) as (editor, positions):
+    with _sql_editor(kind, sql_store_url) as (editor, positions):
         for op in ops:
             where = positions()
             if op[0] == "append":
@@ -254,15 +254,15 @@ def test_mem_3_sql_editor_answers_like_list_editor(sql_url: str, ops: list[Any])
 
 
 @pytest.mark.parametrize("gap", [1, 2, 3])
-def test_mem_3_insert_after_mid_turn_shifts_only_that_turn(sql_url: str, gap: int) -> None:
+def test_mem_3_insert_after_mid_turn_shifts_only_that_turn(sql_store_url: str, gap: int) -> None:
     """An insert before rows of the same turn shifts them; later turns keep their positions."""
-    kind = "sqlite" if sql_url.startswith("sqlite") else "postgres"
-    open_store(sql_url).close()
+    kind = "sqlite" if sql_store_url.startswith("sqlite") else "postgres"
+    open_store(sql_store_url).close()
     turn = {"role": "assistant", "content": "", "metadata": {"tool_calls": [{"id": "a"}]}}
     tool = {"role": "tool", "content": "r", "metadata": {"tool_call_id": "a"}}
     later = {"role": "user", "content": "later", "metadata": {}}
     new = [{"role": "system", "content": f"n{i}", "metadata": {}} for i in range(gap)]
-    with _sql_editor(kind, sql_url) as (editor, positions):
+    with _sql_editor(kind, sql_store_url) as (editor, positions):
         editor.append_row(turn)
         editor.insert_after(positions()[0], [tool])
         editor.append_row(later)

@@ -71,8 +71,8 @@ def _scalar(url: str, query: str) -> int:
         return int(found[0]) if found else 0
 
 
-def test_deleting_a_session_leaves_no_row_behind(sql_url: str) -> None:
-    store = open_store(sql_url)
+def test_deleting_a_session_leaves_no_row_behind(sql_store_url: str) -> None:
+    store = open_store(sql_store_url)
     sid = "00000000-0000-0000-0000-0000000000c1"
     store.create_session(SessionRecord(id=sid, name="n", owner="alice"))
     store.add_transcript(sid, {"role": "user", "content": "x", "metadata": {}})
@@ -87,11 +87,11 @@ def test_deleting_a_session_leaves_no_row_behind(sql_url: str) -> None:
         "sessions", "transcripts", "transcript_seq", "records",
         "buffers", "buffer_rows", "buffer_calls", "buffer_answers",
     ):  # fmt: skip
-        assert _scalar(sql_url, f"SELECT COUNT(*) FROM {table}") == 0, table
+        assert _scalar(sql_store_url, f"SELECT COUNT(*) FROM {table}") == 0, table
 
 
-def test_erasing_a_user_leaves_no_row_behind(sql_url: str) -> None:
-    store = open_store(sql_url)
+def test_erasing_a_user_leaves_no_row_behind(sql_store_url: str) -> None:
+    store = open_store(sql_store_url)
     sid = "00000000-0000-0000-0000-0000000000c2"
     store.create_session(SessionRecord(id=sid, name="n", owner="alice"))
     store.add_transcript(sid, {"role": "user", "content": "x", "metadata": {}})
@@ -105,7 +105,7 @@ def test_erasing_a_user_leaves_no_row_behind(sql_url: str) -> None:
         "sessions", "transcripts", "transcript_seq", "records",
         "buffers", "buffer_rows", "buffer_calls", "buffer_answers", "tokens", "user_usage",
     ):  # fmt: skip
-        assert _scalar(sql_url, f"SELECT COUNT(*) FROM {table}") == 0, table
+        assert _scalar(sql_store_url, f"SELECT COUNT(*) FROM {table}") == 0, table
 
 
 def _call_and_answer() -> list[dict[str, object]]:
@@ -413,8 +413,8 @@ def test_driver_errors_never_leak(sql_url: str) -> None:
     store.close()
 
 
-def test_duplicate_token_id_or_hash_conflicts_and_revoked_round_trips(sql_url: str) -> None:
-    store = open_store(sql_url)
+def test_duplicate_token_id_or_hash_conflicts_and_revoked_round_trips(sql_store_url: str) -> None:
+    store = open_store(sql_store_url)
     token = TokenRecord("t1", "h1", "alice", frozenset({"read"}), 1.0, revoked=True, label="x")
     store.create_token(token)
     assert store.token_by_hash("h1") == token
@@ -783,9 +783,9 @@ def test_a_version_11_database_gets_its_usage_counted(sql_url: str) -> None:
         again.close()
 
 
-def test_the_database_size_is_reported_and_grows_with_what_is_stored(sql_url: str) -> None:
+def test_the_database_size_is_reported_and_grows_with_what_is_stored(sql_store_url: str) -> None:
     """``database_bytes`` (the metrics' ``flowmem_database_bytes`` gauge) on each SQL backend."""
-    store = open_store(sql_url)
+    store = open_store(sql_store_url)
     try:
         empty = store.database_bytes()  # type: ignore[attr-defined]
         assert empty > 0

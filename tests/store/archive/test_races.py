@@ -106,14 +106,18 @@ def _compact_in_child(url: str, done: Any) -> None:
 
 
 @pytest.mark.slow
-def test_mem_12_two_processes_compacting_one_buffer_archive_a_prefix_once(sql_url: str) -> None:
-    store = open_store(sql_url)
+def test_mem_12_two_processes_compacting_one_buffer_archive_a_prefix_once(
+    sql_store_url: str,
+) -> None:
+    store = open_store(sql_store_url)
     try:
         service = MemoryService(store)
         service.append_raw("user", "u1", KEY, history(6))
         before = service.load_raw("user", "u1", KEY).messages
         done = FORK.Queue()
-        children = [FORK.Process(target=_compact_in_child, args=(sql_url, done)) for _ in range(2)]
+        children = [
+            FORK.Process(target=_compact_in_child, args=(sql_store_url, done)) for _ in range(2)
+        ]
         for child in children:
             child.start()
         for child in children:
