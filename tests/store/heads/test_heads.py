@@ -58,9 +58,9 @@ def test_more_sessions_than_a_page_at_once_are_refused(store: Store) -> None:
 
 
 @pytest.fixture
-def sql_store(sql_url: str) -> Iterator[Store]:
+def sql_store(sql_store_url: str) -> Iterator[Store]:
     """A SQLite or PostgreSQL store."""
-    opened = open_store(sql_url)
+    opened = open_store(sql_store_url)
     try:
         yield opened
     finally:

@@ -217,8 +217,8 @@ def test_copy_rows_hold_the_float32s_exactly() -> None:
     assert row.endswith(struct.pack(">hh3f", 3, 0, *struct.unpack("<3f", data)))
 
 
-def test_without_the_extension_nearest_is_the_exact_scan_s_cache_or_none(postgres_db_url: str) -> None:
-    opened = open_store(postgres_db_url)
+def test_without_the_extension_nearest_is_the_exact_scan_s_cache_or_none(postgres_store_url: str) -> None:
+    opened = open_store(postgres_store_url)
     try:
         vectors = pg(opened)
         vectors.put(Address("user", "u1", "a"), '"a"', None, COLLECTION, SPACE, [vector([1.0] * 8)])
