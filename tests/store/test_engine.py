@@ -95,8 +95,8 @@ def test_each_backend_commits_a_write_at_an_address(store: Store) -> None:
     assert [row["content"] for row in store.load(address)] == ["kept", "too"]
 
 
-def test_a_sql_write_that_raises_changes_nothing(sql_url: str) -> None:
-    store = open_store(sql_url)
+def test_a_sql_write_that_raises_changes_nothing(sql_store_url: str) -> None:
+    store = open_store(sql_store_url)
     engine: Any = store
     address = Address(SESSION_SCOPE, "s-engine", "chat")
     store.create_session(SessionRecord("s-engine", "", None))
