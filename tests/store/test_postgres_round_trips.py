@@ -115,14 +115,14 @@ class Counted:
 
 
 @pytest.fixture(params=["known", "unknown"])
-def counted(postgres_db_url: str, request: pytest.FixtureRequest) -> Iterator[Counted]:
+def counted(postgres_store_url: str, request: pytest.FixtureRequest) -> Iterator[Counted]:
     """A counted store on a fresh schema of the test server (known buffers on, then off)."""
-    with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+    with psycopg.connect(postgres_store_url, autocommit=True) as conn:
         data = Path(conn.execute("SHOW data_directory").fetchone()[0])
     log = data.parent / "server.log"  # where tests/conftest.py starts the server logging
     if not log.exists():
         pytest.skip(f"no server log at {log}")
-    made = Counted(postgres_db_url, log, known=request.param == "known")
+    made = Counted(postgres_store_url, log, known=request.param == "known")
     try:
         yield made
     finally:
