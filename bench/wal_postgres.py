@@ -25,10 +25,22 @@ the tool's result, answer; each kind reported apart, and ``conversation``: their
 then a user turn, which flowmem heals with a placeholder result, MEM-3; langchain
 stores the same two messages as they come).
 
+What a user's disk sees: the bytes counted are the records' total length with their
+full-page images (``bytes``; ``no-img`` without them). Each fresh database is
+``VACUUM``ed once its system has made its tables and before the fill: the catalog rows
+the migrations left dead are pruned there, as a server's autovacuum would, not by the
+first counted append that reads them. The default server checkpoints every 5 minutes
+(``checkpoint_timeout``), so an append pays a full-page image for each page it is the
+first to touch since the last checkpoint: ``--checkpoint-every N`` makes that happen
+every ``N`` counted appends (the default, 0: one checkpoint before the first counted
+append only); ``--checkpoint-every 1`` is a busy server where each conversation gets
+one append per checkpoint. ``--detail`` gives each table's full-page images.
+
     python bench/wal_postgres.py                 # a throwaway server, 3 runs
     python bench/wal_postgres.py --detail        # and what each kind of append writes, by table
     python bench/wal_postgres.py --window 40     # flowmem's buffer windowed: evicting as it appends
     python bench/wal_postgres.py --quick         # a smoke run
+    python bench/wal_postgres.py --fill 1000 --checkpoint-every 20   # a longer buffer, checkpoints during the run
 
 Target (issue 42 #1): flowmem's WAL bytes per append at most langchain-postgres's
 for the same message, each kind, at the minimum of the runs.
@@ -88,6 +100,9 @@ class Append:
     bytes: int = 0  # the records' total length (with their page images)
     image_bytes: int = 0  # of which full-page images
     parts: Counter[str] = field(default_factory=Counter)  # "rmgr op table" -> records
+    part_images: Counter[str] = field(
+        default_factory=Counter
+    )  # "rmgr op table" -> full-page images
     part_bytes: Counter[str] = field(default_factory=Counter)  # "rmgr op table" -> their bytes
 
 
@@ -255,8 +270,13 @@ def measure(
     count: int,
     wal_dir: str,
     window: int = 0,
+    checkpoint_every: int = 0,
 ) -> list[Append]:
-    """One system, one scenario, on a fresh database: each counted append's WAL."""
+    """One system, one scenario, on a fresh database: each counted append's WAL.
+
+    ``checkpoint_every``: a CHECKPOINT before every that many counted appends (0: before
+    the first only).
+    """
     database = f"wal_{uuid.uuid4().hex[:10]}"
     admin.execute(f"CREATE DATABASE {database}")
     url = base_url.rsplit("/", 1)[0] + f"/{database}"
@@ -271,9 +291,15 @@ def measure(
                 return lsn_int(str(one(probe, "SELECT pg_current_wal_insert_lsn()::text")))
 
             system.start(scenario)
+            # the catalog rows the system's migrations left dead, pruned now (autovacuum's
+            # work on a user's server), not by the first append that reads their pages
+            probe.execute("VACUUM")
             steps = SCENARIOS[scenario](fill, count)
             for i, (kind, message) in enumerate(steps):
-                if kind and not appends:  # the first counted append: equal page images for all
+                # the first counted append: equal page images for all; then every N
+                if kind and (
+                    not appends or (checkpoint_every and len(appends) % checkpoint_every == 0)
+                ):
                     probe.execute("CHECKPOINT")
                 if not kind:
                     system.append(message, i)
@@ -338,8 +364,9 @@ def waldump(
         total, rec = int(found["tot"]), int(found["rec"])
         append.records += 1
         append.bytes += total
-        if "FPW" in line:
-            append.fpi += line.count("FPW")
+        images = line.count("FPW")
+        if images:
+            append.fpi += images
             append.image_bytes += total - rec
         desc = found["desc"]
         op = desc.split(" ", 1)[0].rstrip(":")
@@ -350,6 +377,7 @@ def waldump(
         part = f"{found['rmgr']} {op} {table}".strip()
         append.parts[part] += 1
         append.part_bytes[part] += total
+        append.part_images[part] += images
 
 
 def _lsn_text(value: int) -> str:
@@ -367,9 +395,11 @@ def summary(appends: list[Append]) -> dict[str, dict[str, Any]]:
         n = len(group)
         parts: Counter[str] = Counter()
         part_bytes: Counter[str] = Counter()
+        part_images: Counter[str] = Counter()
         for append in group:
             parts.update(append.parts)
             part_bytes.update(append.part_bytes)
+            part_images.update(append.part_images)
         found[kind] = {
             "appends": n,
             "records": sum(a.records for a in group) / n,
@@ -379,6 +409,7 @@ def summary(appends: list[Append]) -> dict[str, dict[str, Any]]:
             "lsn_bytes": sum(a.end - a.start for a in group) / n,
             "parts": {k: v / n for k, v in sorted(parts.items())},
             "part_bytes": {k: v / n for k, v in sorted(part_bytes.items())},
+            "part_images": {k: v / n for k, v in sorted(part_images.items())},
         }
     return found
 
@@ -404,6 +435,13 @@ def main(argv: list[str] | None = None) -> int:
         help="flowmem's appends with max_messages (a windowed buffer, evicting as it goes; "
         "langchain-postgres keeps every message); default 0: no window",
     )
+    parser.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=0,
+        help="a CHECKPOINT before every N counted appends, as a server's checkpoints fall during "
+        "a longer run (default 0: one, before the first counted append)",
+    )
     report_json.add_arguments(parser, "wal_postgres", "tiny sizes, one run")
     args = parser.parse_args(argv)
     runs, fill, count = (1, 20, 40) if args.quick else (max(1, args.runs), args.fill, args.appends)
@@ -417,6 +455,8 @@ def main(argv: list[str] | None = None) -> int:
     with pgserver.server(None, not args.postgres_nondurable) as (url, _):
         durability = {"PostgreSQL": pgserver.postgres_durability(url)}
         windowed = f", flowmem's window {args.window} messages" if args.window else ""
+        if args.checkpoint_every:
+            windowed += f", a checkpoint every {args.checkpoint_every} counted appends"
         print(
             f"WAL per append on PostgreSQL: {runs} runs, fill {fill}, {count} counted appends{windowed}"
         )
@@ -430,7 +470,15 @@ def main(argv: list[str] | None = None) -> int:
                 for name in chosen[turn:] + chosen[:turn]:
                     for scenario in SCENARIOS:
                         found = measure(
-                            admin, url, name, scenario, fill, count, wal_dir, args.window
+                            admin,
+                            url,
+                            name,
+                            scenario,
+                            fill,
+                            count,
+                            wal_dir,
+                            args.window,
+                            args.checkpoint_every,
                         )
                         kinds = summary(found)
                         if scenario == "conversation":  # every append of it: the mean message
@@ -452,6 +500,7 @@ def main(argv: list[str] | None = None) -> int:
             "fill": fill,
             "appends": count,
             "window": args.window,
+            "checkpoint_every": args.checkpoint_every,
             "wal_per_append": results,
         },
         args.quick,
@@ -487,8 +536,13 @@ def tables(
             }
             entry["parts"] = runs[0]["parts"]
             entry["part_bytes"] = runs[0]["part_bytes"]
+            entry["part_images"] = runs[0].get("part_images", {})
             results[name][kind] = entry
-            med = {k: v["median"] for k, v in entry.items() if k not in ("parts", "part_bytes")}
+            med = {
+                k: v["median"]
+                for k, v in entry.items()
+                if k not in ("parts", "part_bytes", "part_images")
+            }
             print(
                 f"{name:20} {kind:15} {med['records']:8.2f} {med['fpi']:6.3f} {med['bytes']:7.0f} "
                 f"{med['bytes_without_images']:7.0f}  ({entry['bytes']['min']:.0f}-{entry['bytes']['max']:.0f})"
@@ -496,7 +550,9 @@ def tables(
             if detail:
                 for part, n in entry["parts"].items():
                     size = entry["part_bytes"][part]
-                    print(f"{'':38} {n:6.2f} {size:7.1f}  {part}")
+                    images = entry["part_images"].get(part, 0)
+                    fpi = f"  ({images:.3f} full-page images)" if images else ""
+                    print(f"{'':38} {n:6.2f} {size:7.1f}  {part}{fpi}")
     return results
 
 
