@@ -96,6 +96,25 @@ def pytest_runtestloop(session: pytest.Session) -> None:
 
 
 # ---------------------------------------------------------------------------------------
+# An xdist run starts the modules of the longest tests first (decision 0179).
+#
+# Each worker runs its share in the collection's order and a test cannot be split, so a
+# long test started late keeps the run going on one core at its end. In an xdist worker
+# the collection is ordered by tests/longest_first.py: the modules of the longest tests
+# of a recorded run (tests/longest_tests.json) first, each whole and in its order, then
+# every other module as collected. The same tests run; one process keeps pytest's order.
+# ---------------------------------------------------------------------------------------
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In an xdist worker, order the collection by ``longest_first`` (the longest recorded tests' modules first)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    from tests.longest_first import longest_first, recorded
+
+    items[:] = longest_first(items, recorded())
+
+
+# ---------------------------------------------------------------------------------------
 # One TLS context for the httpx clients of a test process (issue 24 §6).
 #
 # httpx builds a TLS context from certifi's CA bundle for every client it makes (50-300
@@ -202,7 +221,9 @@ def pgvector_url() -> Iterator[str]:
             pytest.fail(f"{reason}: required in CI")
         pytest.skip(reason)
     copied = None
-    reachable = subprocess.run(_as_postgres(["test", "-x", str(bindir / "postgres")]), capture_output=True)
+    reachable = subprocess.run(
+        _as_postgres(["test", "-x", str(bindir / "postgres")]), capture_output=True
+    )
     if reachable.returncode != 0:  # a checkout under a private home: postgres cannot reach the venv
         copied = Path(tempfile.mkdtemp(prefix="flowmem-pginstall-"))
         copied.chmod(0o755)
@@ -368,9 +389,13 @@ def _watch_ddl(conn: Any) -> None:
     """Install (once per server) the event trigger noting DDL in the pooled schemas."""
     conn.execute("SELECT pg_advisory_lock(72310)")  # the test processes share the server
     try:
-        if conn.execute("SELECT 1 FROM pg_event_trigger WHERE evtname = 'flowmem_tests_ddl'").fetchone():
+        if conn.execute(
+            "SELECT 1 FROM pg_event_trigger WHERE evtname = 'flowmem_tests_ddl'"
+        ).fetchone():
             return
-        conn.execute("CREATE TABLE IF NOT EXISTS public.flowmem_tests_ddl (schema_name TEXT NOT NULL)")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS public.flowmem_tests_ddl (schema_name TEXT NOT NULL)"
+        )
         conn.execute(
             """CREATE OR REPLACE FUNCTION public.flowmem_tests_note_ddl() RETURNS event_trigger
             LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$

@@ -3,12 +3,15 @@
 A pytest plugin: ``FLOWMEM_SUITE_CPU=PREFIX pytest -p tests.suite_cpu ...`` writes
 ``PREFIX.<worker>.json`` per process (``main`` without xdist): the process's CPU at the
 start, after collection and at the end, and per test (node id, own CPU, reaped
-children's CPU, wall). A child's CPU counts when it is reaped, so a server a
+children's CPU, wall, and when it started: seconds since the epoch). A child's CPU counts when it is reaped, so a server a
 module-scoped fixture stops counts in the test that ends the module; processes that
 are not the test process's children (PostgreSQL's daemonized servers) never count in a
 test: tests/conftest.py notes each throwaway server's CPU (its postmaster and backends)
 when it stops, under ``postgres``.
-``python -m tests.suite_cpu PREFIX`` prints the totals, per directory and per file.
+``python -m tests.suite_cpu PREFIX`` prints the totals, per directory and per file, and
+when each worker ran its last test (the run's tail: a worker done early leaves its core to
+the others, or idle); ``python -m tests.suite_cpu PREFIX --durations FILE`` writes the
+longest test of each module to FILE, which tests/longest_first.py orders the collection by.
 """
 
 from __future__ import annotations
@@ -51,12 +54,16 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
+def pytest_runtest_protocol(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, None, None]:
     """Note a test's CPU (setup, call and teardown), its reaped children's and its wall time."""
-    before, wall = _cpu(), time.monotonic()
+    before, wall, started = _cpu(), time.monotonic(), time.time()
     yield
     after = _cpu()
-    _state["rows"].append((item.nodeid, after[0] - before[0], after[1] - before[1], time.monotonic() - wall))
+    _state["rows"].append(
+        (item.nodeid, after[0] - before[0], after[1] - before[1], time.monotonic() - wall, started)
+    )
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -72,12 +79,18 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def report(prefix: str, files: int = 30) -> str:
     """The totals of the JSON files of ``prefix``, per directory and for the costliest files."""
     rows: list[list[Any]] = []
+    ends: dict[str, float] = {}  # each worker's last test's end (rows noting their start)
     collection = total = postgres = 0.0
     for name in sorted(glob.glob(f"{prefix}.*.json")):
         with open(name, encoding="utf-8") as found:
             one = json.load(found)
         rows += one["rows"]
-        if name.endswith(".main.json"):  # the run's first process: its reaped children are the workers
+        timed = [row for row in one["rows"] if len(row) > 4]
+        if timed:
+            ends[name[len(prefix) + 1 : -len(".json")]] = max(row[4] + row[3] for row in timed)
+        if name.endswith(
+            ".main.json"
+        ):  # the run's first process: its reaped children are the workers
             total = sum(one["end"])
         elif not os.path.exists(f"{prefix}.main.json"):
             total += sum(one["end"])
@@ -92,22 +105,58 @@ def report(prefix: str, files: int = 30) -> str:
     ]
     by_dir: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0, 0])
     by_file: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0, 0, 0.0])
-    for nodeid, mine, children, wall in rows:
+    for nodeid, mine, children, wall, *_ in rows:
         path = nodeid.split("::")[0]
         parts = path.split("/")
-        for key, into in ((("/".join(parts[:2]) if len(parts) > 2 else path), by_dir), (path, by_file)):
+        for key, into in (
+            (("/".join(parts[:2]) if len(parts) > 2 else path), by_dir),
+            (path, by_file),
+        ):
             into[key][0] += mine
             into[key][1] += children
             into[key][2] += 1
         by_file[path][3] += wall
     for key, (mine, children, n) in sorted(by_dir.items(), key=lambda kv: -(kv[1][0] + kv[1][1])):
-        lines.append(f"{key:45s} {mine + children:7.1f} s (own {mine:6.1f}, children {children:6.1f}) {n:5d} tests")
+        lines.append(
+            f"{key:45s} {mine + children:7.1f} s (own {mine:6.1f}, children {children:6.1f}) {n:5d} tests"
+        )
     lines.append("")
     ranked = sorted(by_file.items(), key=lambda kv: -(kv[1][0] + kv[1][1]))
     for key, (mine, children, n, wall) in ranked[:files]:
-        lines.append(f"{key:62s} {mine + children:6.1f} s (own {mine:5.1f}, children {children:5.1f}) {n:4d} tests, wall {wall:.1f} s")
+        lines.append(
+            f"{key:62s} {mine + children:6.1f} s (own {mine:5.1f}, children {children:5.1f}) {n:4d} tests, wall {wall:.1f} s"
+        )
+    if ends:
+        first = min(row[4] for row in rows if len(row) > 4)
+        last = max(ends.values())
+        lines += [
+            "",
+            f"the tests ran {last - first:.1f} s; each worker's last test ended, before the last one's end:",
+        ]
+        lines += [f"  {worker}: {last - end:.1f} s before" for worker, end in sorted(ends.items())]
     return "\n".join(lines)
 
 
+def longest_by_module(prefix: str, at_least: float = 1.0) -> dict[str, float]:
+    """The wall seconds of each module's longest test (setup and teardown included), those of ``at_least`` or more."""
+    longest: dict[str, float] = {}
+    for name in glob.glob(f"{prefix}.*.json"):
+        with open(name, encoding="utf-8") as found:
+            for nodeid, _, _, wall, *_ in json.load(found)["rows"]:
+                module = nodeid.split("::")[0]
+                longest[module] = max(longest.get(module, 0.0), wall)
+    return {module: round(wall, 1) for module, wall in sorted(longest.items()) if wall >= at_least}
+
+
+def main(argv: list[str]) -> None:
+    """``PREFIX [FILES]``: print the report; ``PREFIX --durations FILE``: write each module's longest test."""
+    if len(argv) == 3 and argv[1] == "--durations":
+        with open(argv[2], "w", encoding="utf-8") as out:
+            json.dump(longest_by_module(argv[0]), out, indent=0)
+            out.write("\n")
+        return
+    print(report(argv[0], int(argv[1]) if len(argv) > 1 else 30))
+
+
 if __name__ == "__main__":
-    print(report(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 30))
+    main(sys.argv[1:])

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.suite_cpu import ENV, report
+from tests.suite_cpu import ENV, longest_by_module, main, report
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = """
@@ -27,7 +27,9 @@ def test_a_child_spins():
 def test_each_test_s_own_and_children_s_cpu_is_noted_and_reported(tmp_path: Path) -> None:
     (tmp_path / "test_sample.py").write_text(SAMPLE)
     prefix = tmp_path / "cpu"
-    outer = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", ENV))}  # an xdist worker's
+    outer = {
+        k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", ENV))
+    }  # an xdist worker's
     env = {**outer, ENV: str(prefix), "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "tests.suite_cpu", "-p", "no:cacheprovider",
@@ -39,6 +41,10 @@ def test_each_test_s_own_and_children_s_cpu_is_noted_and_reported(tmp_path: Path
     rows = {row[0].split("::")[1]: row for row in found["rows"]}
     assert rows["test_spins_itself"][1] >= 0.25 and rows["test_spins_itself"][2] < 0.1
     assert rows["test_a_child_spins"][2] >= 0.25
+    assert rows["test_spins_itself"][4] < rows["test_a_child_spins"][4]  # when each started
+    assert (
+        rows["test_a_child_spins"][4] - rows["test_spins_itself"][4] >= rows["test_spins_itself"][3]
+    )
     assert sum(found["collected"]) >= sum(found["start"])
     text = report(str(prefix))
     assert "2 tests" in text and "test_sample.py" in text
@@ -47,15 +53,33 @@ def test_each_test_s_own_and_children_s_cpu_is_noted_and_reported(tmp_path: Path
 def test_a_throwaway_postgres_server_s_cpu_is_noted_and_reported(tmp_path: Path) -> None:
     prefix = tmp_path / "cpu"
     (tmp_path / "cpu.gw0.json").write_text(
-        json.dumps({"rows": [], "start": [0, 0], "collected": [0, 0], "end": [1, 0], "postgres": {"a": 2.5}})
+        json.dumps(
+            {
+                "rows": [],
+                "start": [0, 0],
+                "collected": [0, 0],
+                "end": [1, 0],
+                "postgres": {"a": 2.5},
+            }
+        )
     )
     (tmp_path / "cpu.gw1.json").write_text(
-        json.dumps({"rows": [], "start": [0, 0], "collected": [0, 0], "end": [1, 0], "postgres": {"b": 1.0}})
+        json.dumps(
+            {
+                "rows": [],
+                "start": [0, 0],
+                "collected": [0, 0],
+                "end": [1, 0],
+                "postgres": {"b": 1.0},
+            }
+        )
     )
     assert "PostgreSQL's throwaway servers 3.5 s" in report(str(prefix))
 
 
-def test_the_postgres_fixture_notes_its_server_s_cpu_when_the_plugin_is_loaded(tmp_path: Path) -> None:
+def test_the_postgres_fixture_notes_its_server_s_cpu_when_the_plugin_is_loaded(
+    tmp_path: Path,
+) -> None:
     sample = "def test_uses_the_server(postgres_url):\n    import psycopg\n    psycopg.connect(postgres_url).close()\n"
     (tmp_path / "test_pg_sample.py").write_text(sample)
     (tmp_path / "conftest.py").write_text("from tests.conftest import postgres_url  # noqa: F401\n")
@@ -70,3 +94,29 @@ def test_the_postgres_fixture_notes_its_server_s_cpu_when_the_plugin_is_loaded(t
     assert done.returncode == 0, done.stdout + done.stderr
     noted = json.loads((tmp_path / "cpu.main.json").read_text())["postgres"]
     assert len(noted) == 1 and 0 < next(iter(noted.values())) < 60
+
+
+def test_each_worker_s_end_and_each_module_s_longest_test_are_reported(tmp_path: Path) -> None:
+    prefix = tmp_path / "cpu"
+    gw0 = [
+        ["tests/a.py::t1", 1, 0, 4.0, 100.0],
+        ["tests/a.py::t2", 1, 0, 0.5, 104.0],
+        ["tests/b.py::t", 1, 0, 0.2, 105.0],
+    ]
+    gw1 = [["tests/c.py::t", 1, 0, 12.0, 100.5], ["tests/b.py::u", 1, 0, 1.5, 112.5]]
+    for worker, rows in (("gw0", gw0), ("gw1", gw1)):
+        (tmp_path / f"cpu.{worker}.json").write_text(
+            json.dumps(
+                {"rows": rows, "start": [0, 0], "collected": [0, 0], "end": [1, 0], "postgres": {}}
+            )
+        )
+    text = report(str(prefix))
+    assert "the tests ran 14.0 s" in text
+    assert "gw0: 8.8 s before" in text and "gw1: 0.0 s before" in text
+    assert longest_by_module(str(prefix)) == {
+        "tests/a.py": 4.0,
+        "tests/b.py": 1.5,
+        "tests/c.py": 12.0,
+    }
+    main([str(prefix), "--durations", str(tmp_path / "longest.json")])
+    assert json.loads((tmp_path / "longest.json").read_text()) == longest_by_module(str(prefix))
