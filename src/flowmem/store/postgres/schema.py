@@ -41,6 +41,16 @@ LISTED_CALLS: tuple[str, ...] = (
     "DROP INDEX IF EXISTS buffer_calls_open",
 )
 
+# 31 (issue 42 §1, decision 0175): the headers' pages keep half their room for updates. A
+# header's update is HOT (one WAL record, no index entry) only when its new version fits on
+# its page, and one holding its repair log (decision 0148) is up to ~2 KB a version; at the
+# default fillfactor a page's dead versions are pruned only once less than a tenth of it is
+# free, so a heal's next version often went to a new page with an entry in each of the
+# header's three indexes (and their full-page images after a checkpoint). At 50 the page is
+# pruned once half of it is used. No rewrite: the pruning threshold holds for every page at
+# once, the room left at insertion for pages filled from now on
+HEADER_ROOM: tuple[str, ...] = ("ALTER TABLE buffers SET (fillfactor = 50)",)
+
 # Append-only: never edit a released migration, add a new one.
 _OWN: dict[int, tuple[str, ...]] = {
     1: (
@@ -263,6 +273,7 @@ _OWN: dict[int, tuple[str, ...]] = {
     # 30 (decision 0158): 29's condition in the function, the trigger's WHEN the owner alone
     # (a trigger's condition is prepared in every header update, a function's once a session)
     30: granted.GATED,
+    31: HEADER_ROOM,
 }
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = collect(_OWN, "postgres")
