@@ -37,8 +37,8 @@ def _validate(texts: Sequence[str]) -> list[ModelMessage]:
 class Validated(KeptCopies[ModelMessage]):
     """The histories this store validated, per first entry id, as pickled segments (at most ``max_bytes``)."""
 
-    def __init__(self, max_bytes: int = MAX_BYTES) -> None:
-        super().__init__(_validate, _share_instructions, max_bytes)
+    def __init__(self, max_bytes: int = MAX_BYTES, plans: bool = True) -> None:
+        super().__init__(_validate, _share_instructions, max_bytes, plans)
 
     def messages(self, chosen: Sequence[tuple[str, str]]) -> list[ModelMessage]:
         """The messages of ``chosen`` (entry id and JSON text, oldest first), as ``validate_json`` gives them."""
