@@ -691,6 +691,7 @@ class Results:
         self.p99: dict[tuple[str, int], list[float]] = {}
         self.wal_grew: dict[tuple[str, int], list[int]] = {}  # each run's appends that grew the WAL file
         self.appended: dict[tuple[str, int], int] = {}  # single appends timed per run
+        self.times: dict[tuple[str, int], list[list[float]]] = {}  # each run's single appends, s, in order
 
     @staticmethod
     def add(table: dict[Any, list[Any]], key: Any, value: Any) -> None:
@@ -781,6 +782,7 @@ def run(specs: list[Spec], repeats: int, plan: Plan, base: Path) -> Results:
             results.add(results.p50, key, quantile(found, 0.5))
             results.add(results.p99, key, quantile(found, 0.99))
             results.appended[key] = len(found)
+            results.add(results.times, key, [round(t, 7) for t in found])
             if key in grew:
                 results.add(results.wal_grew, key, grew[key])
         for length, group in members.items():
@@ -1068,6 +1070,9 @@ def measurements(results: Results, plan: Plan, repeats: int) -> dict[str, Any]:
         "append_p50_s": table(results.p50),
         "append_p99_s": table(results.p99),
         "wal_size_changes": table(results.wal_grew),  # per run: appends whose commit changed it
+        # per run: every single append's seconds, in the order made (a fresh file's first
+        # appends against its later ones: the room made in its log, its first checkpoint)
+        "append_s": table(results.times),
     }
 
 
