@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sqlite3
 import statistics
@@ -141,16 +142,21 @@ class Wal:
             for i in range(count)
         ]
 
-    def owners(self, pages: set[int]) -> dict[int, str]:
-        """The table or index each page belongs to (``dbstat``; page 1 is the schema's)."""
+    def owners(self, pages: set[int]) -> dict[int, tuple[str, str]]:
+        """The table or index each page belongs to and its kind, ``leaf`` or ``interior`` (``dbstat``).
+
+        Page 1 is the schema's: SQLite writes it when a commit takes a new page (the
+        database's size is in its header).
+        """
         if not pages:
             return {}
         marks = ",".join(str(p) for p in sorted(pages))
         found = self.conn.execute(
-            f"SELECT pageno, name FROM dbstat WHERE pageno IN ({marks})"
+            f"SELECT pageno, name, pagetype FROM dbstat WHERE pageno IN ({marks})"
         ).fetchall()
-        names = {int(p): str(n) for p, n in found}
-        return {p: names.get(p, "freelist or new") for p in pages}
+        names = {int(p): (str(n), "leaf" if t == "leaf" else "interior") for p, n, t in found}
+        names[1] = ("page 1 (the file's size)", "leaf")
+        return {p: names.get(p, ("freelist or new", "leaf")) for p in pages}
 
     def close(self) -> None:
         """Close the side connection."""
@@ -229,12 +235,19 @@ class AgentsSession:
 
 
 def count(system: Any, length: int, cycles: int) -> dict[str, Any]:
-    """Fill the system's fresh file, then count the frames of each counted append."""
+    """Fill the system's fresh file, then count the frames of each counted append.
+
+    Beside each table's pages: its ``interior`` pages (the levels above the leaves)
+    and ``rebalanced``, the appends that wrote more than one leaf of it (SQLite moved
+    cells between a leaf and its siblings: an insert that did not fit its leaf).
+    """
     fill, counted = script(length, cycles)
     system.fill(fill)
     wal = Wal(system.path)
     pages: dict[str, list[int]] = {k: [] for k in KINDS}
     tables: dict[str, dict[str, int]] = {k: {} for k in KINDS}
+    interior: dict[str, dict[str, int]] = {k: {} for k in KINDS}
+    rebalanced: dict[str, dict[str, int]] = {k: {} for k in KINDS}
     try:
         for kind, n, _ in counted:
             wal.empty()
@@ -242,12 +255,160 @@ def count(system: Any, length: int, cycles: int) -> dict[str, Any]:
             written = wal.frames()
             pages[kind].append(len(written))
             owners = wal.owners(set(written))
+            leaves: dict[str, int] = {}
             for page in written:
-                tables[kind][owners[page]] = tables[kind].get(owners[page], 0) + 1
+                name, level = owners[page]
+                tables[kind][name] = tables[kind].get(name, 0) + 1
+                if level == "interior":
+                    interior[kind][name] = interior[kind].get(name, 0) + 1
+                else:
+                    leaves[name] = leaves.get(name, 0) + 1
+            for name, found in leaves.items():
+                if found > 1:
+                    rebalanced[kind][name] = rebalanced[kind].get(name, 0) + 1
         durability = report_json.sqlite_durability(system.path, "FULL")
     finally:
         wal.close()
-    return {"pages": pages, "tables": tables, "durability": durability}
+    return {
+        "pages": pages,
+        "tables": tables,
+        "interior": interior,
+        "rebalanced": rebalanced,
+        "durability": durability,
+    }
+
+
+def _tree(entry: dict[str, Any], kind: str, table: str, written: int, appends: int) -> str:
+    """One table's pages per append, with its interior pages and how often its leaves were rebalanced."""
+    text = f"{table} {written / appends:.2f}"
+    inner = entry["interior"][kind].get(table, 0)
+    moved = entry["rebalanced"][kind].get(table, 0)
+    if inner or moved:
+        text += f" (interior {inner / appends:.2f}, rebalanced {moved / appends:.0%})"
+    return text
+
+
+LAYOUTS = (
+    "today",
+    "header in the rows' tree",
+    "declarations indexed at their answer",
+    "rowid rows",
+)
+
+
+def layouts(path: Path, length: int, cycles: int) -> dict[str, dict[str, float]]:
+    """Pages per append by kind in model layouts of flowmem's tables (``--layouts``).
+
+    Not flowmem's code: its stored rows (read back from ``path``, the store's file after
+    the count, in position order), its header as one text of the same size, and its
+    call ids, replayed into plain tables on a fresh file, the fill in one transaction,
+    then each counted append alone after a ``wal_checkpoint(TRUNCATE)``, as ``count``
+    does. ``today`` is flowmem's layout (the rows WITHOUT ROWID keyed by buffer and
+    position, the header a row of its own table, a declaration and an answer an entry
+    each in their own tables): it writes the pages the store wrote, which is the
+    model's check. The others change one thing each: the header a row at the end of
+    the buffer's rows (its own key, after every position), a declaration indexed only
+    when answered (one entry holding both; an open call is in the header already), the
+    rows a rowid table keyed by position (one buffer in the file).
+    """
+    real = sqlite3.connect(str(path))
+    try:
+        stored = real.execute(
+            "SELECT pos, role, body, tokens, calls FROM buffer_rows ORDER BY pos"
+        ).fetchall()
+        head = json.dumps([str(v) for v in real.execute("SELECT * FROM buffers").fetchone()])
+    finally:
+        real.close()
+    _, counted = script(length, cycles)
+    first = len(stored) - len(counted) - cycles  # a heal writes its placeholder too
+    found: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="flowmem-layouts-") as tmp:
+        for layout in LAYOUTS:
+            found[layout] = _layout(Path(tmp) / "model.db", layout, stored, first, counted, head)
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{tmp}/model.db{suffix}").unlink(missing_ok=True)
+    return found
+
+
+def _layout(
+    path: Path,
+    layout: str,
+    stored: list[tuple[Any, ...]],
+    first: int,
+    counted: list[tuple[str, int, bool]],
+    head: str,
+) -> dict[str, float]:
+    """One model layout's pages per append by kind (``layouts``)."""
+    conn = sqlite3.connect(str(path), isolation_level=None)
+    conn.execute("PRAGMA journal_mode=wal")
+    rowid, inside, at_answer = (layout == LAYOUTS[3], layout == LAYOUTS[1], layout == LAYOUTS[2])
+    if rowid:
+        conn.execute("CREATE TABLE r (pos INTEGER PRIMARY KEY, b, role, body, tokens, calls)")
+    else:
+        conn.execute(
+            "CREATE TABLE r (b, pos, role, body, tokens, calls, PRIMARY KEY (b, pos)) WITHOUT ROWID"
+        )
+    conn.execute("CREATE TABLE h (id INTEGER PRIMARY KEY, head)")
+    conn.execute(
+        "CREATE TABLE c (b, cid, pos, ord, answered, PRIMARY KEY (b, cid, pos)) WITHOUT ROWID"
+    )
+    conn.execute("CREATE TABLE a (b, cid, pos, healed, PRIMARY KEY (b, cid, pos)) WITHOUT ROWID")
+    conn.execute("INSERT INTO h VALUES (1, ?)", (head,))
+    declared: dict[str, int] = {}
+
+    def write(pos: int, role: str, body: str, tokens: Any, calls: Any, counted: bool) -> None:
+        if rowid:
+            conn.execute(
+                "INSERT INTO r VALUES (?, 1, ?, ?, ?, ?)", (pos, role, body, tokens, calls)
+            )
+        else:
+            conn.execute(
+                "INSERT INTO r VALUES (1, ?, ?, ?, ?, ?)", (pos, role, body, tokens, calls)
+            )
+        for order, cid in enumerate(json.loads(calls) if calls else ()):
+            declared[cid] = pos
+            if not at_answer or not counted:
+                conn.execute("INSERT INTO c VALUES (1, ?, ?, ?, 0)", (cid, pos, order))
+        if role == "tool":
+            cid = json.loads(body)["metadata"]["tool_call_id"]
+            if (
+                at_answer and counted and cid in declared
+            ):  # one entry: the declaration and its answer
+                conn.execute("INSERT INTO c VALUES (1, ?, ?, 0, ?)", (cid, declared[cid], pos))
+            else:
+                conn.execute("INSERT INTO a VALUES (1, ?, ?, 0)", (cid, pos))
+
+    def header(pos: int) -> None:
+        if inside:  # the counters an append changes (count, last major, bytes, tokens, version)
+            counters = json.dumps([pos >> 20, pos >> 20, pos * 3, pos // 4, pos])
+            conn.execute(
+                "INSERT OR REPLACE INTO r VALUES (1, ?, 'h', ?, 0, NULL)", (1 << 62, counters)
+            )
+        else:
+            conn.execute("UPDATE h SET head = ? WHERE id = 1", (head + str(pos),))
+
+    conn.execute("BEGIN")
+    for row in stored[:first]:
+        write(*row, False)
+    header(stored[first - 1][0])
+    conn.execute("COMMIT")
+    pages: dict[str, list[int]] = {k: [] for k in KINDS}
+    at = first
+    wal = Path(f"{path}-wal")
+    for kind, _, _ in counted:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        rows = stored[at : at + (2 if kind == "heal" else 1)]
+        at += len(rows)
+        conn.execute("BEGIN")
+        for row in rows:
+            write(*row, True)
+        header(rows[-1][0])
+        conn.execute("COMMIT")
+        pages[kind].append((wal.stat().st_size - WAL_HEADER) // (4096 + FRAME_HEADER))
+    conn.close()
+    means = {k: statistics.fmean(v) for k, v in pages.items()}
+    means["turn"] = statistics.fmean(means[k] for k in TURN)
+    return means
 
 
 def summary(pages: list[int]) -> dict[str, float]:
@@ -261,6 +422,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--length", type=int, default=1_000, help="messages filled before counting")
     parser.add_argument("--cycles", type=int, default=20, help="counted appends of each kind")
+    parser.add_argument(
+        "--layouts",
+        action="store_true",
+        help="also the pages flowmem's rows would write in model layouts (decision 0178)",
+    )
     report_json.add_arguments(parser, "wal_pages", "--length 100 --cycles 3")
     args = parser.parse_args(argv)
     length, cycles = (100, 3) if args.quick else (args.length, args.cycles)
@@ -279,6 +445,8 @@ def main(argv: list[str] | None = None) -> int:
                 found[name] = count(system, length, cycles)
             finally:
                 system.close()
+            if name == "flowmem store" and args.layouts:
+                modelled = layouts(system.path, length, cycles)
     durability = {name: entry.pop("durability") for name, entry in found.items()}
     report_json.describe(meta, durability)
     print(
@@ -300,21 +468,45 @@ def main(argv: list[str] | None = None) -> int:
         for kind in KINDS:
             n = len(entry["pages"][kind])
             parts = sorted(entry["tables"][kind].items(), key=lambda kv: -kv[1])
-            print(f"- {name}, {kind}: " + ", ".join(f"{t} {c / n:.2f}" for t, c in parts))
-    print("\nflowmem ÷ SQLiteSession, pages per append by kind (not targets: a call or a result names")
+            print(f"- {name}, {kind}: " + ", ".join(_tree(entry, kind, t, c, n) for t, c in parts))
+    print(
+        "\nflowmem ÷ SQLiteSession, pages per append by kind (not targets: a call or a result names"
+    )
     print("a call id in an index of its own, a heal writes two rows and a log entry)")
     theirs = found["agents SQLiteSession"]["summary"]
     for name in ("flowmem store", "flowmem service"):
         mine = found[name]["summary"]
-        print(f"- {name}: " + ", ".join(f"{k} {mine[k]['mean'] / theirs[k]['mean']:.2f}" for k in KINDS))
-    print(f"\nTargets (issue 42 §1): pages per message of a conversation ({', '.join(TURN)}, one each)")
+        print(
+            f"- {name}: "
+            + ", ".join(f"{k} {mine[k]['mean'] / theirs[k]['mean']:.2f}" for k in KINDS)
+        )
+    print(
+        f"\nTargets (issue 42 §1): pages per message of a conversation ({', '.join(TURN)}, one each)"
+    )
     for entry in found.values():
-        entry["summary"]["turn"] = {"mean": statistics.fmean(entry["summary"][k]["mean"] for k in TURN)}
+        entry["summary"]["turn"] = {
+            "mean": statistics.fmean(entry["summary"][k]["mean"] for k in TURN)
+        }
     for name in ("flowmem store", "flowmem service"):
         mine = found[name]["summary"]["turn"]["mean"]
-        label = f"{name} / SQLiteSession pages per message ({mine:.2f} / {theirs['turn']['mean']:.2f})"
+        label = (
+            f"{name} / SQLiteSession pages per message ({mine:.2f} / {theirs['turn']['mean']:.2f})"
+        )
         targets.check(label, mine / theirs["turn"]["mean"], 1.0, True)
-    plan = {"length": length, "cycles": cycles}
+    if args.layouts:
+        print(
+            "\nModel layouts (--layouts): flowmem's rows replayed into plain tables, pages per message"
+        )
+        print(
+            f"of a conversation ({', '.join(TURN)}); 'today' is checked against the store's count\n"
+        )
+        for layout, means in modelled.items():
+            kinds = ", ".join(f"{k} {means[k]:.2f}" for k in KINDS)
+            print(f"- {layout}: {means['turn']:.2f} ({kinds})")
+        print(f"- the store's own count: {found['flowmem store']['summary']['turn']['mean']:.2f}")
+    plan: dict[str, Any] = {"length": length, "cycles": cycles}
+    if args.layouts:
+        plan["layouts"] = modelled
     report_json.write(
         args.json,
         "wal_pages",
