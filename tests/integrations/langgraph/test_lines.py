@@ -8,17 +8,28 @@ must answer exactly what the plain code answers.
 from __future__ import annotations
 
 import operator
+import struct
+import sys
 from collections.abc import Mapping
 from typing import Annotated, Any, TypedDict, cast
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
 from flowmem.integrations.langgraph import saver as saver_module
-from flowmem.integrations.langgraph.lines import LineHead, is_message_list, message_lists
+from flowmem.integrations.langgraph.lines import (
+    ADDRESSES,
+    LineHead,
+    addresses,
+    is_message_list,
+    message_lists,
+)
 from flowmem.integrations.langgraph.saver import FlowmemSaver
 
 
@@ -63,12 +74,17 @@ def test_message_lists_is_the_plain_scan_on_every_put_of_a_graph(
 ) -> None:
     """Each put's message lists (the open calls' input) are the plain scan's, object by object."""
     compared: list[int] = []
+    by_head: list[str] = []  # list channels outside ``lines`` a remembered head answered
 
-    def checked(values: Mapping[str, Any], lines: Any) -> list[Any]:
-        got = message_lists(values, lines)
+    def checked(values: Mapping[str, Any], lines: Any, head_of: Any = None) -> list[Any]:
+        got = message_lists(values, lines, head_of)
         plain = _plain(values)
         assert len(got) == len(plain) and all(map(operator.is_, got, plain))
         compared.append(len(lines))
+        for channel, value in values.items():
+            head = None if head_of is None or channel in lines else head_of(channel)
+            if head is not None and isinstance(value, list) and head.extended_by(value):
+                by_head.append(channel)
         return got
 
     monkeypatch.setattr(saver_module, "message_lists", checked)
@@ -83,6 +99,8 @@ def test_message_lists_is_the_plain_scan_on_every_put_of_a_graph(
         graph.invoke(start, config)
     graph.update_state(config, {"tags": ["edited"]})  # a put whose message lists were not written
     assert len(compared) > 20 and 0 in compared and 2 in compared
+    # each invoke's input checkpoint and the edit hold lists read back, not written: heads answer
+    assert by_head.count("messages") >= 3 and "notes" in by_head
 
 
 def test_message_lists_counts_a_line_channel_without_scanning_it() -> None:
@@ -121,3 +139,130 @@ def test_line_head_extended_by_answers_as_the_sliced_comparison() -> None:
     for messages in cases:
         assert head.extended_by(messages) == _extended_by_plain(head, messages)
     assert head.extended_by(cases[1]) and not head.extended_by(cases[4])
+
+
+# --- the stored prefix's identities compared as addresses (decision 0177) -----------------
+_POOL = [HumanMessage(f"m{i}", id=f"m{i}") for i in range(6)]
+
+
+def _edited(base: list[BaseMessage], edits: list[tuple[str, int]]) -> list[Any]:
+    """``base`` after ``edits``: what a reducer, a fork or a rewrite may hand the next put."""
+    out: list[Any] = list(base)
+    for kind, at in edits:
+        i = at % (len(out) + 1)
+        if kind == "append":
+            out.append(AIMessage(f"new {at}", id=f"new-{at}"))
+        elif kind == "copy" and out and isinstance(out[i % len(out)], BaseMessage):
+            out[i % len(out)] = out[i % len(out)].model_copy()  # equal, not the stored object
+        elif kind == "same" and out:  # a pool message put back, maybe elsewhere
+            out[i % len(out)] = _POOL[at % len(_POOL)]
+        elif kind == "remove" and out:
+            del out[i % len(out)]
+        elif kind == "swap" and len(out) > 1:
+            j = i % len(out)
+            out[j - 1], out[j] = out[j], out[j - 1]
+        elif kind == "truncate":
+            del out[i:]
+        elif kind == "other":  # not a message at all
+            out.insert(i, "text")
+    return out
+
+
+_EDITS = st.lists(
+    st.tuples(
+        st.sampled_from(["append", "copy", "same", "remove", "swap", "truncate", "other"]),
+        st.integers(0, 40),
+    ),
+    max_size=6,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(_POOL), max_size=8),
+    _EDITS,
+)
+def test_extended_by_is_the_identity_of_each_stored_message(
+    stored: list[BaseMessage], edits: list[tuple[str, int]]
+) -> None:
+    """The addresses' answer is ``is`` one by one, for a list, a tuple and addresses given."""
+    head = LineHead("k", len(stored), tuple(stored))
+    messages = _edited(stored, edits)
+    expected = _extended_by_plain(head, messages)
+    objects = tuple(messages)
+    assert head.extended_by(messages) == expected
+    assert head.extended_by(objects) == expected
+    assert head.extended_by(objects, addresses(objects)) == expected
+
+
+def test_a_line_heads_identities_are_its_messages_addresses_on_cpython() -> None:
+    """CPython reads the addresses (no walk of ``is``), one word per message, as ``id`` gives them."""
+    messages = tuple(_POOL)
+    head = LineHead("k", len(messages), messages)
+    assert ADDRESSES is (sys.implementation.name == "cpython")
+    if ADDRESSES:
+        assert head.addresses == struct.pack(f"{len(messages)}P", *map(id, messages))
+    assert addresses(cast(Any, list(messages))) is None  # only a tuple, which holds its items
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(_POOL), min_size=1, max_size=6),
+    _EDITS,
+    st.booleans(),
+    st.lists(st.sampled_from(["text", 1, None]), max_size=2),
+)
+def test_message_lists_with_heads_is_the_plain_scan(
+    stored: list[BaseMessage], edits: list[tuple[str, int]], proven: bool, tags: list[Any]
+) -> None:
+    """A head answers for the prefix it proved; the rest, and every other channel, are scanned.
+
+    A head not proven to hold messages only (one read back with something else in it)
+    answers for nothing."""
+    held: list[Any] = list(stored) if proven else [*stored, "text"]
+    head = LineHead("k", len(held), tuple(held), all_messages=proven)
+    values = {"messages": _edited(held, edits), "tags": tags, "n": 1, "other": list(held)}
+    heads = {"messages": head, "other": head, "tags": head}
+    got = message_lists(values, (), heads.get)
+    plain = _plain(values)
+    assert len(got) == len(plain) and all(map(operator.is_, got, plain))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_EDITS, min_size=1, max_size=5))
+def test_a_rewritten_or_forked_list_starts_a_new_line_and_reads_back_exactly(
+    rounds: list[list[tuple[str, int]]],
+) -> None:
+    """Put after put, each edited from the last: a list that does not start with the stored
+    objects (an equal copy, a removal, a swap) is never appended to their line, and every
+    checkpoint reads back its own list, from this saver and from a fresh one."""
+    from flowmem.service import MemoryService
+    from flowmem.store import open_store
+
+    store = open_store("memory://")
+    saver = FlowmemSaver(MemoryService(store))
+    config: RunnableConfig = {"configurable": {"thread_id": "rewritten", "checkpoint_ns": ""}}
+    current: list[Any] = [HumanMessage("q", id="q")]
+    written: list[tuple[RunnableConfig, list[Any]]] = []
+    for version, edits in enumerate([[], *rounds], start=1):
+        current = [m for m in _edited(current, edits) if isinstance(m, BaseMessage)]
+        known = saver.heads.get("rewritten", "", "messages")
+        checkpoint = empty_checkpoint()
+        checkpoint["channel_values"] = {"messages": current}
+        checkpoint["channel_versions"] = {"messages": version}
+        config = saver.put(
+            config, checkpoint, {"source": "update", "step": version}, {"messages": version}
+        )
+        written.append((config, list(current)))
+        head = saver.heads.get("rewritten", "", "messages")
+        if current:
+            assert head is not None and head.count == len(current)
+            if known is not None:  # the same line exactly when it starts with the stored objects
+                assert (head.key == known.key) == _extended_by_plain(known, current)
+    fresh = FlowmemSaver(MemoryService(store))
+    for config_at, messages in written:
+        for reader in (saver, fresh):
+            found = reader.get_tuple(config_at)
+            assert found is not None
+            assert found.checkpoint["channel_values"].get("messages", []) == messages
+    store.close()

@@ -3,9 +3,10 @@
 Counted, not timed: the Python function calls a step's ``put`` and ``put_writes`` make
 (``sys.setprofile`` in the thread that runs them), at about 50 and at about 600
 messages (their medians, within a few calls a pool's or a pipeline's wait makes or
-not). Only the first checkpoint of an invoke scans the whole message list (its
-input is new to the saver: ``is_message_list``); every later step compares the stored
-prefix by identity in C (``LineHead.extended_by``) and makes the same calls at any length.
+not). Every step compares the stored prefix by identity in C (``LineHead.extended_by``)
+and makes the same calls at any length; so does an invoke's first checkpoint, whose
+list is the one its read returned: the remembered head answers for it, where it was
+scanned whole (``is_message_list``: one generator step per message, decision 0177).
 """
 
 from __future__ import annotations
@@ -110,13 +111,15 @@ def test_a_step_makes_the_same_python_calls_at_50_and_at_600_messages_on_postgre
     counts = CallCounts()
     counts.wrap(saver)
     measured: dict[int, tuple[list[int], list[int]]] = {}
+    firsts: dict[int, list[int]] = {}
     for start in range(0, 600 + SEGMENT, SEGMENT):
         counts.clear()
         _segment(graph, steps, start, config)
         if start in (50, 600):
             # the invoke's input checkpoint (step -1) and its first step's see the new
-            # human message: left out, the steps after compared
+            # human message: compared apart, each with its own at the other length
             measured[start] = (sorted(counts.puts[2:]), sorted(counts.writes[1:]))
+            firsts[start] = counts.puts[:2]
     short_puts, short_writes = measured[50]
     long_puts, long_writes = measured[600]
     assert len(long_puts) == len(short_puts) >= SEGMENT - 3
@@ -124,3 +127,6 @@ def test_a_step_makes_the_same_python_calls_at_50_and_at_600_messages_on_postgre
     # of the thread would add 550
     assert statistics.median(long_puts) - statistics.median(short_puts) <= SLACK
     assert statistics.median(long_writes) - statistics.median(short_writes) <= SLACK
+    # the input checkpoint's list is the one the invoke's read returned: not scanned again
+    for short, long in zip(firsts[50], firsts[600], strict=True):
+        assert long - short <= SLACK, (firsts[50], firsts[600])

@@ -75,6 +75,7 @@ from flowmem.integrations.langgraph.forks import RefusedCheckpoints
 from flowmem.integrations.langgraph.lines import (
     LineHead,
     LineHeads,
+    addresses,
     base_key,
     branch_key,
     dereference,
@@ -126,12 +127,12 @@ DURABILITY = "__pregel_durability"
 absent: ``"async"``, LangGraph's default."""
 UNGUARDED = (
     "FlowmemSaver: thread {thread!r} ran tools without waiting for the checkpoint holding "
-    "their calls to be stored (LangGraph's default durability \"async\" saves it while the "
+    'their calls to be stored (LangGraph\'s default durability "async" saves it while the '
     "tools run; no write-ahead): a crash there loses the call and maybe the question. Add FlowmemHealing() to create_agent's "
     "middleware, ToolNode(tools, wrap_tool_call=write_ahead_tool, "
     "awrap_tool_call=awrite_ahead_tool) to a graph of your own or the prebuilt ReAct agent, "
     "write_ahead(config) to a node of your own that runs tools, or run with "
-    "durability=\"sync\" (docs/integrations.md, LangGraph durability)"
+    'durability="sync" (docs/integrations.md, LangGraph durability)'
 )
 """The once-per-saver warning of a run whose tools did not wait for their call."""
 
@@ -216,7 +217,11 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
     def _writable(self, config: RunnableConfig, operation: str) -> str:
         thread = self._thread(config, operation)
         return usable_session(
-            thread, f"LangGraph {operation}", "thread", "thread_id", "config['configurable']['thread_id']"
+            thread,
+            f"LangGraph {operation}",
+            "thread",
+            "thread_id",
+            "config['configurable']['thread_id']",
         )
 
     # --- put -----------------------------------------------------------------------------
@@ -241,7 +246,9 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
         except BaseException as exc:
             self.durable.failed(key, exc)
             raise
-        lists = message_lists(checkpoint["channel_values"], lines)
+        lists = message_lists(
+            checkpoint["channel_values"], lines, lambda channel: self.heads.get(thread, ns, channel)
+        )
         self.durable.stored(key, frozenset().union(*(open_calls(v) for v in lists)))
         parent = conf.get("checkpoint_id")
         if (
@@ -299,7 +306,9 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
         with self.refused.writing(thread):
             self.refused.check(thread, ns, checkpoint["id"], run)
         for fresh in (False, True):
-            blobs, lines, heads = self._plan(thread, ns, checkpoint["id"], values, new_versions, fresh)
+            blobs, lines, heads = self._plan(
+                thread, ns, checkpoint["id"], values, new_versions, fresh
+            )
             try:
                 self.tables.put_checkpoint(CheckpointPut(stored, blobs, lines, guard, head))
             except ThreadForkedError:
@@ -315,7 +324,9 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
             for channel, line_head in heads.items():
                 self.heads.remember(thread, ns, channel, line_head)
             break
-        return {"configurable": owned_configurable(conf, thread, ns, checkpoint["id"])}, heads.keys()
+        return {
+            "configurable": owned_configurable(conf, thread, ns, checkpoint["id"])
+        }, heads.keys()
 
     def _plan(
         self,
@@ -339,10 +350,16 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
                 blobs.append(StoredBlob(channel, str(version), _EMPTY))
                 continue
             value = values[channel]
+            if not isinstance(value, list):  # not a message list: a blob
+                blobs.append(StoredBlob(channel, str(version), self.serde.dumps_typed(value)))
+                continue
             known = None if fresh else self.heads.get(thread, ns, channel)
-            if known is not None and isinstance(value, list) and known.extended_by(value):
+            # the list as it is now, kept as the next head; its addresses read once (decision 0177)
+            objects = tuple(value)
+            read = addresses(objects)
+            if known is not None and known.extended_by(objects, read):
                 # the stored prefix is the very objects written before: check only the rest
-                new = value[known.count :]
+                new: Sequence[Any] = list(objects[known.count :])
                 if not is_message_list(new) and new:
                     blobs.append(StoredBlob(channel, str(version), self.serde.dumps_typed(value)))
                     continue
@@ -355,11 +372,11 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
                 key = base
                 if fresh or self.tables.line_count(thread, base):
                     key = branch_key(base, checkpoint_id)
-                expect, new = 0, value
+                expect, new = 0, objects
             if new:
                 lines.append(LineAppend(key, expect, to_rows(new, self.serde, now)))
-            blobs.append(StoredBlob(channel, str(version), reference(key, len(value))))
-            heads[channel] = LineHead(key, len(value), tuple(value))
+            blobs.append(StoredBlob(channel, str(version), reference(key, len(objects))))
+            heads[channel] = LineHead(key, len(objects), objects, read)
         return blobs, lines, heads
 
     def put_writes(
@@ -376,7 +393,11 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
         check_ids([task_path, *(channel for channel, _ in writes)], "channel", longest=None)
         stored = [
             StoredWrite(
-                task_id, WRITES_IDX_MAP.get(channel, idx), channel, self.serde.dumps_typed(value), task_path
+                task_id,
+                WRITES_IDX_MAP.get(channel, idx),
+                channel,
+                self.serde.dumps_typed(value),
+                task_path,
             )
             for idx, (channel, value) in enumerate(writes)
         ]
@@ -433,7 +454,9 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
             checkpoint={**checkpoint, "channel_values": values},  # type: ignore[typeddict-item]
             metadata=self.serde.loads_typed(stored.metadata) if metadata is None else metadata,
             parent_config=parent,  # type: ignore[arg-type]
-            pending_writes=[(w.task_id, w.channel, self.serde.loads_typed(w.value)) for w in writes],
+            pending_writes=[
+                (w.task_id, w.channel, self.serde.loads_typed(w.value)) for w in writes
+            ],
         )
 
     def _line(self, thread: str, ns: str, channel: str, blob: bytes) -> list[Any]:
@@ -443,7 +466,8 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
         if known is not None and known.key == key and known.count == count:
             return list(known.messages)  # lines only grow: the same rows, already read
         messages = from_rows(self.tables.line_rows(thread, key, count), self.serde)
-        self.heads.remember(thread, ns, channel, LineHead(key, count, tuple(messages)))
+        head = LineHead(key, count, tuple(messages), all_messages=is_message_list(messages))
+        self.heads.remember(thread, ns, channel, head)
         return messages
 
     def list(
@@ -531,8 +555,10 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
         conf = _configurable(config)
         parent = parent_checkpoint(conf)
         thread = conf.get("thread_id")
-        if parent is not None and thread is not None and self.durable.is_stored(
-            (str(thread), *parent)
+        if (
+            parent is not None
+            and thread is not None
+            and self.durable.is_stored((str(thread), *parent))
         ):
             return True  # stored already: no worker thread needed
         return await asyncio.to_thread(self.write_ahead, config)
@@ -551,5 +577,6 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
         else:
             number = int(str(current).split(".")[0])
         return f"{number + 1:010}.{random.getrandbits(32):08x}"
+
 
 __all__ = ["HEAD_MARK", "FlowmemSaver", "parent_checkpoint"]
