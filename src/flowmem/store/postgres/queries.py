@@ -492,7 +492,10 @@ for _kind, _guard in GUARDS.items():
     for _facts in _FACTS:
         SQL[f"{_facts}@{_kind}"] = f"""SELECT g.ok, f.* FROM (SELECT {_checked} AS ok) AS g
             LEFT JOIN LATERAL ({SQL[_facts]}) AS f ON TRUE"""
-    _source = f" FROM (SELECT {_checked} AS ok) AS g"
+    # OFFSET 0: the subquery is not pulled up into the verdict, which reads g.ok twice (in v
+    # and as ok): pulled up, each read was a copy of the check, tokens and sessions read twice
+    # (decision 0174; tests/store/postgres/test_guard_once.py)
+    _source = f" FROM (SELECT {_checked} AS ok OFFSET 0) AS g"
     SQL[f"append_known_head@{_kind}"] = _VERDICT.format(
         held=f"{_KNOWN_HEAD} AND g.ok", ok="g.ok", source=_source
     )
