@@ -692,6 +692,7 @@ class Results:
         self.wal_grew: dict[tuple[str, int], list[int]] = {}  # each run's appends that grew the WAL file
         self.appended: dict[tuple[str, int], int] = {}  # single appends timed per run
         self.times: dict[tuple[str, int], list[list[float]]] = {}  # each run's single appends, s, in order
+        self.grew_at: dict[tuple[str, int], list[list[int]]] = {}  # each run's appends (index) that grew it
 
     @staticmethod
     def add(table: dict[Any, list[Any]], key: Any, value: Any) -> None:
@@ -760,6 +761,7 @@ def run(specs: list[Spec], repeats: int, plan: Plan, base: Path) -> Results:
         print(f"run {repeat + 1}/{repeats}: appending, the order rotated each round", flush=True)
         times: dict[tuple[str, int], list[float]] = {}
         grew: dict[tuple[str, int], int] = {}  # appends whose commit changed the WAL file's size
+        grew_at: dict[tuple[str, int], list[int]] = {}  # which appends (their index in ``times``)
         sizes = {(s.name, n): _size(s.wal()) for n, group in members.items() for s in group if s.wal()}
         for round_no in range(rounds):
             for length in lengths:
@@ -776,6 +778,8 @@ def run(specs: list[Spec], repeats: int, plan: Plan, base: Path) -> Results:
                     if key in sizes:  # after the timed append: a stat, not timed
                         size = _size(system.wal())
                         grew[key] = grew.get(key, 0) + (size != sizes[key])
+                        if size != sizes[key]:
+                            grew_at.setdefault(key, []).append(len(found) - 1)
                         sizes[key] = size
         for key, found in times.items():
             results.add(results.rate, key, len(found) / sum(found))
@@ -785,6 +789,7 @@ def run(specs: list[Spec], repeats: int, plan: Plan, base: Path) -> Results:
             results.add(results.times, key, [round(t, 7) for t in found])
             if key in grew:
                 results.add(results.wal_grew, key, grew[key])
+                results.add(results.grew_at, key, grew_at.get(key, []))
         for length, group in members.items():
             for system in group:
                 if repeat == repeats - 1 and isinstance(system, Flowmem) and system.role == "tuned":
@@ -1073,6 +1078,7 @@ def measurements(results: Results, plan: Plan, repeats: int) -> dict[str, Any]:
         # per run: every single append's seconds, in the order made (a fresh file's first
         # appends against its later ones: the room made in its log, its first checkpoint)
         "append_s": table(results.times),
+        "wal_size_changed_at": table(results.grew_at),  # per run: those appends' indexes in append_s
     }
 
 
