@@ -131,3 +131,38 @@ def test_held_back_places_and_messages_equal_the_plain_writes_entry_by_entry(
         plain_store.close()
     assert held == plain
     assert len(held[0]) > 10 and len(held[1]) > 5  # the branch's copied history included
+
+
+def test_loaded_is_get_and_the_heads_messages(store: Store) -> None:
+    """``loaded`` (one read, decision 0176) gives what ``get`` and ``messages`` of the record's head give."""
+    tables = conversations_of(store)
+    limits = [None, 0, 1, 3, 100]
+
+    def plain(cid: str, limit: int | None) -> tuple[Any, Any]:
+        stored = tables.get(cid)
+        head = None if stored is None else stored.record.get("head_id")
+        return stored, None if not isinstance(head, str) else tables.messages(head, None, limit)
+
+    def same(cid: str) -> list[Any]:
+        found = [tables.loaded(cid, limit) for limit in limits]
+        assert found == [plain(cid, limit) for limit in limits]
+        return found
+
+    assert same("c1") == [(None, None)] * len(limits)
+    guard = WriteGuard(None, "c1", SessionClaim(owner=None, create=True, created_at=1.0))
+    headless = StoredConversation("c1", "r0", None, 1, {"head_id": None})
+    assert tables.write(ConversationWrite(headless, None, None, ()), None, guard)
+    assert same("c1") == [(tables.get("c1"), None)] * len(limits)
+    expected = "r0"
+    for write, _ in _writes():  # a heal (its line read from rows), a branch, appends to it
+        assert tables.write(write, expected, guard)
+        expected = write.record.revision
+        found = same("c1")
+        assert found[0][0] is not None and found[0][1] is None
+    whole = [NewEntry(f"w{i}", [_row("user", f"w{i}")], f'{{"m":"w{i}"}}') for i in range(5)]
+    record = StoredConversation("c2", "s1", None, 1, {"head_id": "w4"})
+    guard = WriteGuard(None, "c2", SessionClaim(owner=None, create=True, created_at=1.0))
+    assert tables.write(ConversationWrite(record, "w4", None, whole), None, guard)
+    found = same("c2")
+    assert found[0][1] == [(f"w{i}", f'{{"m":"w{i}"}}') for i in reversed(range(5))]
+    assert [len(messages or []) for _, messages in found] == [5, 1, 2, 4, 5]

@@ -103,6 +103,13 @@ _CONTINUING: contextvars.ContextVar[Ahead | None] = contextvars.ContextVar("_CON
 
 
 
+class _Unread:
+    """A history's messages not read yet (``_entries`` reads them)."""
+
+
+UNREAD = _Unread()
+
+
 class ConversationOwnedElsewhere(ConversationConflict, AccessDeniedError):
     """The conversation id is a session another owner holds (MEM-9): pydantic-ai's conflict, flowmem's denial."""
 
@@ -242,12 +249,21 @@ class FlowmemConversationStore(ConversationStore):
         return record
 
     def _stored(self, conversation_id: str, loading: Loading | None) -> StoredConversation | None:
-        """The stored record; during a ``load``, its history too, kept in ``loading`` for ``read_history``."""
-        stored = self.tables.get(conversation_id)
+        """The stored record; during a ``load``, its history too, kept in ``loading`` for ``read_history``.
+
+        A load of a store built for no user reads the record and its history's messages
+        in one read (``Conversations.loaded``, decision 0176); ``_entries`` would read
+        those messages the same way, on a connection of its own.
+        """
+        messages: list[tuple[str, str]] | _Unread | None = UNREAD
+        if loading is None or self.user is not None or loading.limit == 0:
+            stored = self.tables.get(conversation_id)
+        else:
+            stored, messages = self.tables.loaded(conversation_id, loading.limit)
         self._known.remember(conversation_id, stored)
         head = None if stored is None else stored.record.get("head_id")
         if loading is not None and isinstance(head, str):
-            loading.head, loading.entries = head, self._entries(head, loading.limit)
+            loading.head, loading.entries = head, self._entries(head, loading.limit, messages)
         return stored
 
     async def read_records(
@@ -419,13 +435,17 @@ class FlowmemConversationStore(ConversationStore):
             raise KeyError(head_id)
         return entries
 
-    def _entries(self, head_id: str, limit: int | None) -> list[ConversationEntry] | None:
+    def _entries(
+        self, head_id: str, limit: int | None, read: list[tuple[str, str]] | _Unread | None = UNREAD
+    ) -> list[ConversationEntry] | None:
         """The entries up to ``head_id`` (the last ``limit``); None for an entry the store does not have.
 
         A user-bound store reads it only in a conversation the user may view: an entry
         of another user's conversation is unknown to it (KeyError to the caller), as
         that conversation is (decision 0109). The messages kept beside the rows are
-        read when the line holds them whole, else the rows (decision 0131).
+        read when the line holds them whole, else the rows (decision 0131). ``read``:
+        those messages as ``Conversations.loaded`` read them with the record (a store
+        built for no user, ``limit`` not 0), else ``UNREAD``.
         """
         if self.user is None:
             found: str | None = None
@@ -435,7 +455,7 @@ class FlowmemConversationStore(ConversationStore):
                 return None
         if limit == 0:
             return [] if self.tables.history(head_id, found) is not None else None
-        messages = self.tables.messages(head_id, found, limit)
+        messages = self.tables.messages(head_id, found, limit) if isinstance(read, _Unread) else read
         if messages is not None:
             return messages_of(messages, limit, self._validated if limit is None else None)
         rows = self.tables.history(head_id, found)

@@ -124,6 +124,15 @@ class Conversations(Protocol):
         """
         ...
 
+    def loaded(
+        self, conversation_id: str, limit: int | None = None
+    ) -> tuple[StoredConversation | None, list[tuple[str, str]] | None]:
+        """``get`` and, for the record's head, ``messages(head, None, limit)`` in one read (a load's two).
+
+        The messages are None when there is no record or it has no head.
+        """
+        ...
+
 
 def entry_of(row: Mapping[str, Any]) -> str | None:
     """The entry id a row belongs to, or None for a row no conversation wrote."""

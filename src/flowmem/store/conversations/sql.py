@@ -262,15 +262,39 @@ class SqlConversations(SqlKind):
 
         Two queries: where the history is and whether its messages are whole, then them.
         """
-        bound = UNLIMITED if limit is None else limit + 1
         with self.store.connection() as conn:
-            if conversation_id is None:
-                place = self._run(conn, "pa_messages_line", (entry_id,)).fetchone()
-            else:
-                place = self._run(conn, "pa_messages_line_in", (entry_id, conversation_id)).fetchone()
-            if place is None or not place[3]:
-                return None
-            rows = self._run(conn, "pa_messages", (place[0], place[1], place[2], bound)).fetchall()
+            return self._messages(conn, entry_id, conversation_id, limit)
+
+    def loaded(
+        self, conversation_id: str, limit: int | None = None
+    ) -> tuple[StoredConversation | None, list[tuple[str, str]] | None]:
+        """``get`` and, for the record's head, ``messages(head, None, limit)``, on one connection (decision 0176).
+
+        The messages are None when there is no record or it has no head, else as
+        ``messages`` gives them.
+        """
+        with self.store.connection() as conn:
+            row = self._run(conn, "pa_get", (conversation_id,)).fetchone()
+            if row is None:
+                return None, None
+            stored = _stored(row)
+            head = stored.record.get("head_id")
+            if not isinstance(head, str):
+                return stored, None
+            return stored, self._messages(conn, head, None, limit)
+
+    def _messages(
+        self, conn: Any, entry_id: str, conversation_id: str | None, limit: int | None
+    ) -> list[tuple[str, str]] | None:
+        """``messages`` on the caller's connection."""
+        bound = UNLIMITED if limit is None else limit + 1
+        if conversation_id is None:
+            place = self._run(conn, "pa_messages_line", (entry_id,)).fetchone()
+        else:
+            place = self._run(conn, "pa_messages_line_in", (entry_id, conversation_id)).fetchone()
+        if place is None or not place[3]:
+            return None
+        rows = self._run(conn, "pa_messages", (place[0], place[1], place[2], bound)).fetchall()
         found = [(str(e), str(m)) for e, m in rows]
         if not found or len({e for e, _ in found}) != len(found):
             return None  # an entry written twice in the line: its rows say which is right
