@@ -306,7 +306,10 @@ def test_kept_copies_read_the_same_planned_or_pickled(steps: list[tuple[str, int
         assert all(copies.objects(chosen)[0].name == "n0.0" for copies in both)
 
 
-def test_a_planned_history_is_copied_without_pickle(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_history_is_planned_when_read_again_then_copied_without_pickle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Validated and pickled at its first read (as before), planned from one unpickled copy at the next."""
     history = m.round_tripped([m.prompt("hi"), m.call("c1"), m.result("c1"), m.answer("done")])
     texts = [
         (f"e{i}", ModelMessagesTypeAdapter.dump_json([msg])[1:-1].decode())
@@ -315,14 +318,54 @@ def test_a_planned_history_is_copied_without_pickle(monkeypatch: pytest.MonkeyPa
     copies = KeptCopies(
         lambda found: ModelMessagesTypeAdapter.validate_json("[" + ",".join(found) + "]")
     )
-    copies.objects(texts)
     loads: list[bytes] = []
-    real = pickle.loads
+    dumps: list[object] = []
+    real_loads, real_dumps = pickle.loads, pickle.dumps
 
-    def counted(blob: bytes, *args: Any, **kwargs: Any) -> Any:
+    def counted_loads(blob: bytes, *args: Any, **kwargs: Any) -> Any:
         loads.append(blob)
-        return real(blob, *args, **kwargs)
+        return real_loads(blob, *args, **kwargs)
 
-    monkeypatch.setattr(pickle, "loads", counted)
+    def counted_dumps(obj: object, *args: Any, **kwargs: Any) -> bytes:
+        dumps.append(obj)
+        return real_dumps(obj, *args, **kwargs)
+
+    monkeypatch.setattr(pickle, "loads", counted_loads)
+    monkeypatch.setattr(pickle, "dumps", counted_dumps)
     assert copies.objects(texts) == history
-    assert loads == []
+    assert (len(dumps), len(loads)) == (1, 0)  # validated, kept pickled
+    assert copies.objects(texts) == history
+    assert (len(dumps), len(loads)) == (1, 1)  # read again: unpickled once, planned
+    for _ in range(3):
+        assert copies.objects(texts) == history
+    assert (len(dumps), len(loads)) == (1, 1)  # copied by the plan
+
+
+def test_writes_past_the_segments_kept_are_joined_when_planned() -> None:
+    """Extends past ``MAX_SEGMENTS`` join planned segments into one, so reads validate nothing."""
+    validated: dict[bool, list[int]] = {True: [], False: []}
+
+    def counting(plans: bool) -> KeptCopies[Item]:
+        def counted(texts: Sequence[str]) -> list[Item]:
+            validated[plans].append(len(texts))
+            return _validate(texts)
+
+        return KeptCopies(counted, plans=plans)
+
+    both = [counting(True), counting(False)]
+    chosen = [(f"h#{i}", _text(i, 0, False)) for i in range(3)]
+    for copies in both:
+        copies.objects(chosen)
+        copies.objects(chosen)
+    grown = list(chosen)
+    for turn in range(2 * MAX_SEGMENTS):
+        added = [(f"h#{len(grown)}", _text(len(grown), turn, False))]
+        for copies in both:
+            copies.extend(grown[-1][0], [(i, t, _validate([t])[0]) for i, t in added])
+        grown += added
+        planned_read, pickled_read = (copies.objects(grown) for copies in both)
+        assert planned_read == pickled_read == _validate([t for _, t in grown])
+    assert validated[True] == [3]  # the first read only: every extend kept, joined past the bound
+    assert (
+        len(validated[False]) > 1
+    )  # the pickled path drops extends past the bound and validates them

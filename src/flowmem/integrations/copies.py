@@ -155,9 +155,11 @@ class _Planner:
 
     def _inner(self, items: Any) -> tuple[tuple[Any, tuple[Any, ...]], ...]:
         """The nodes of the values among ``items`` (key, value) that are not immutable, by key."""
-        atoms = _ATOMS
+        atoms, zones = _ATOMS, _ZONES
         found = []
         for key, item in [(key, item) for key, item in items if type(item) not in atoms]:
+            if type(item) is datetime and (item.tzinfo is None or type(item.tzinfo) in zones):
+                continue  # shared, as ``node`` would say, without the call
             inner = self.node(item)
             if inner is not None:
                 found.append((key, inner))
@@ -198,10 +200,15 @@ def planned(objects: Sequence[Any]) -> Plan | None:
     is made from them.
     """
     planner = _Planner()
+    enabled = gc.isenabled()
+    gc.disable()  # the walk allocates a node per mutable object and frees nothing (as ``Plan.copy``)
     try:
         nodes = tuple(planner.node(obj) for obj in objects)
     except (_Unplanned, RecursionError):
         return None
+    finally:
+        if enabled:
+            gc.enable()
     return Plan(tuple(objects), nodes, planner.size + sum(map(sys.getsizeof, objects)))
 
 
@@ -215,6 +222,8 @@ class _Segment:
     plan: Plan | None
     size: int
     """Its texts' characters and its pickle's bytes (or its plan's objects' sizes)."""
+    tried: bool = False
+    """Whether it was planned, or found not to be plannable (``KeptCopies.objects``)."""
 
     def copy(self) -> list[Any]:
         """A fresh copy of its objects."""
@@ -229,7 +238,7 @@ def _kept(
     chars = sum(len(text) for text in texts)
     plan = planned(objects) if plans else None
     if plan is not None:
-        return _Segment(tuple(ids), tuple(texts), None, plan, plan.size + chars)
+        return _Segment(tuple(ids), tuple(texts), None, plan, plan.size + chars, True)
     try:
         blob = pickle.dumps(objects, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # an object pickle cannot copy: validated on every read, as before
@@ -237,22 +246,37 @@ def _kept(
     return _Segment(tuple(ids), tuple(texts), blob, None, len(blob) + chars)
 
 
+def _joined(segments: list[_Segment]) -> _Segment | None:
+    """The segments as one, their plans joined, when every one is planned; else None."""
+    plans = [segment.plan for segment in segments]
+    if not all(plan is not None for plan in plans):
+        return None
+    joined = cast("list[Plan]", plans)
+    plan = Plan(
+        tuple(obj for one in joined for obj in one.objects),
+        tuple(node for one in joined for node in one.nodes),
+        sum(one.size for one in joined),
+    )
+    ids = tuple(entry_id for segment in segments for entry_id in segment.ids)
+    texts = tuple(text for segment in segments for text in segment.texts)
+    return _Segment(ids, texts, None, plan, plan.size + sum(map(len, texts)), True)
+
+
 def _merged(
     segments: list[_Segment], ids: list[str], texts: list[str], found: list[Any]
 ) -> _Segment | None:
-    """One segment of them all: their plans joined when every one is planned, else ``found`` (not yet handed out) pickled."""
-    plans = [segment.plan for segment in segments]
-    if all(plan is not None for plan in plans):
-        joined = cast("list[Plan]", plans)
-        plan = Plan(
-            tuple(obj for one in joined for obj in one.objects),
-            tuple(node for one in joined for node in one.nodes),
-            sum(one.size for one in joined),
-        )
-        return _Segment(
-            tuple(ids), tuple(texts), None, plan, plan.size + sum(len(text) for text in texts)
-        )
-    return _kept(ids, texts, found, False)
+    """One segment of them all: ``_joined``, else ``found`` (not yet handed out) pickled."""
+    return _joined(segments) or _kept(ids, texts, found, False)
+
+
+def _replanned(segment: _Segment) -> tuple[_Segment, list[Any]]:
+    """A pickled segment read again, planned from one copy (kept) when it can be; and a copy to hand out."""
+    objects = unpickled(cast("bytes", segment.blob))
+    plan = planned(objects)
+    if plan is None:
+        return dataclasses.replace(segment, tried=True), objects
+    chars = sum(map(len, segment.texts))
+    return _Segment(segment.ids, segment.texts, None, plan, plan.size + chars, True), plan.copy()
 
 
 def unpickled(blob: bytes) -> list[Any]:
@@ -318,18 +342,19 @@ class KeptCopies(Generic[T]):
                 texts[len(found) : end]
             ):
                 break
-            found.extend(segment.copy())
+            if self.plans and not segment.tried:  # read again: planned now (decision 0176)
+                segment, copy = _replanned(segment)
+                found.extend(copy)
+            else:
+                found.extend(segment.copy())
             kept.append(segment)
         start = len(found)
         if start < len(chosen):
             new = self.validate(texts[start:])
-            made = _kept(ids[start:], texts[start:], new, self.plans)
+            made = _kept(ids[start:], texts[start:], new, False)  # planned if it is read again
+            found.extend(new)
             if made is None:
-                found.extend(new)
                 return self.finish(found)
-            found.extend(
-                new if made.plan is None else made.plan.copy()
-            )  # a planned segment owns ``new``
             kept.append(made)
         if len(kept) > MAX_SEGMENTS:
             merged = _merged(kept, ids, texts, found)
@@ -350,7 +375,7 @@ class KeptCopies(Generic[T]):
         if key is None:
             return
         segments = self._take(key)
-        if not segments or segments[-1].ids[-1] != parent or len(segments) >= MAX_SEGMENTS:
+        if not segments or segments[-1].ids[-1] != parent:
             self._keep(key, segments)
             return
         objects = [made for _, _, made in written if made is not None]
@@ -360,7 +385,11 @@ class KeptCopies(Generic[T]):
             objects,
             self.plans,
         )
-        self._keep(key, segments if segment is None else [*segments, segment])
+        grown = segments if segment is None else [*segments, segment]
+        if len(grown) > MAX_SEGMENTS:  # joined when all are planned, else not kept (a read merges)
+            joined = _joined(grown)
+            grown = segments if joined is None else [joined]
+        self._keep(key, grown)
 
     def _take(self, key: str) -> list[_Segment]:
         with self._lock:
