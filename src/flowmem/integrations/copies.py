@@ -14,15 +14,18 @@ here, in this process, are ever unpickled. Past ``MAX_SEGMENTS`` the segments ar
 merged into one. At most ``max_bytes`` (texts and pickles) are kept, the least
 recently read histories going first; a history larger than that is not kept.
 
-A segment whose objects are plain data (``planned``: dataclass instances, ``list``,
-``dict`` and immutable values, no object reached twice) is kept as the objects
-themselves, never handed out, with a *plan* of where their mutable parts are; a read
-copies them by that plan (``Plan.copy``): each dataclass instance, list and dict made
-anew as pickle makes it (``object.__new__`` and its ``__dict__`` filled, no
-``__init__``), the immutable values (strings, numbers, times) shared, about 2.6 times
-faster than unpickling at 100 pydantic-ai messages (decision 0176). Any other object
-(a pydantic model, a set, a class with its own pickling) keeps the segment pickled.
-Such a segment's size is the ``sys.getsizeof`` of every object it holds.
+A segment read again whose objects are plain data (``planned``: dataclass instances,
+``list``, ``dict`` and immutable values, no object reached twice) is then kept as the
+objects themselves (the copy unpickled for that read), never handed out, with a *plan*
+of where their mutable parts are; later reads copy them by that plan (``Plan.copy``):
+each dataclass instance, list and dict made anew as pickle makes it (``object.__new__``
+and its ``__dict__`` filled, no ``__init__``), the immutable values (strings, numbers,
+times) shared, about 2.3 times faster than unpickling at 100 pydantic-ai messages
+(decision 0176). A write's segment (``extend``) is planned at once; planned segments
+past ``MAX_SEGMENTS`` are joined. A first read keeps its segment pickled (a process
+that reads a history once pays no plan). Any other object (a pydantic model, a set, a
+class with its own pickling) keeps the segment pickled. A planned segment's size is the
+``sys.getsizeof`` of every object it reaches (about 2.8 times its pickle's bytes).
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ and validating the rest in one ``ModelMessagesTypeAdapter.validate_json``. A sav
 the messages it wrote after a kept history as a segment too, when it validated each
 from the very text it stored (``extend``, decision 0145): the next load then validates
 nothing. Requests with equal ``instructions`` share one string again across segments,
-as one ``validate_json`` shares them.
+as one ``validate_json`` shares them. Segments read again are copied by a plan instead
+of unpickled (``copies.planned``, decision 0176; ``plans=False``: always pickled).
 """
 
 from __future__ import annotations
