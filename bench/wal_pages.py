@@ -305,8 +305,8 @@ def layouts(path: Path, length: int, cycles: int) -> dict[str, dict[str, float]]
     then each counted append alone after a ``wal_checkpoint(TRUNCATE)``, as ``count``
     does. ``today`` is flowmem's layout (the rows WITHOUT ROWID keyed by buffer and
     position, the header a row of its own table, a declaration and an answer an entry
-    each in their own tables): it writes the pages the store wrote, which is the
-    model's check. The others change one thing each: the header a row at the end of
+    each in their own tables): for the conversation's messages it writes the pages the
+    store wrote, which is the model's check (a heal's repair-log entry is not modelled). The others change one thing each: the header a row at the end of
     the buffer's rows (its own key, after every position), a declaration indexed only
     when answered (one entry holding both; an open call is in the header already), the
     rows a rowid table keyed by position (one buffer in the file).

@@ -37,6 +37,6 @@ def test_quick_run_counts_pages_by_table_and_level_and_models_the_layouts(tmp_pa
         "rowid rows",
     }
     store = found["systems"]["flowmem store"]["summary"]
-    for kind in ("user", "tool call", "tool result", "answer", "heal"):  # the model's check
+    for kind in ("user", "tool call", "tool result", "answer"):  # the model's check
         assert layouts["today"][kind] == store[kind]["mean"], kind
     assert "Model layouts (--layouts)" in printed
