@@ -65,6 +65,16 @@ class Reducing:
         return (Reducing, (self.a,))
 
 
+@dataclass
+class Answering:
+    """A ``__getattr__`` pickle's lookups could reach: not planned."""
+
+    a: Any
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(name)
+
+
 class NotData:
     """Not a dataclass: not planned."""
 
@@ -101,6 +111,7 @@ def _graphs(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
         st.builds(Checked, children),
         st.builds(Slotted, children),
         st.builds(Reducing, children),
+        st.builds(Answering, children),
         st.builds(NotData, children),
         st.tuples(children),
         st.frozensets(st.integers(), max_size=2),

@@ -71,7 +71,8 @@ def _plain_class(cls: type) -> bool:
     """Whether pickle copies an instance of ``cls`` as ``object.__new__(cls)`` with its ``__dict__`` set.
 
     A dataclass without slots (``typing.Generic``'s empty ``__slots__`` hold none), ``__new__``, ``__setstate__``, its own
-    ``__reduce__``/``__reduce_ex__``/``__getstate__`` or ``__getnewargs__``: pickle's
+    ``__reduce__``/``__reduce_ex__``/``__getstate__``, ``__getnewargs__`` or attribute
+    lookup of its own (``__getattr__``, ``__getattribute__``): pickle's
     protocol 2 then makes it with ``copyreg.__newobj__`` and updates its ``__dict__``.
     """
     known = _PLAIN_CLASSES.get(cls)
@@ -86,6 +87,8 @@ def _plain_class(cls: type) -> bool:
             and not hasattr(cls, "__setstate__")
             and not hasattr(cls, "__getnewargs__")
             and not hasattr(cls, "__getnewargs_ex__")
+            and not hasattr(cls, "__getattr__")  # it could answer pickle's lookups of those
+            and cls.__getattribute__ is object.__getattribute__
         )
         _PLAIN_CLASSES[cls] = known
     return known
