@@ -30,6 +30,10 @@ Targets (issue 42 §4): at every length the turn ≥ 1.0× the JSON file and ≥
 JSON-in-SQLite row, and the load ≥ 1.0× ``validate_json`` of the file, at the minimum
 of the runs.
 
+``--pickled`` runs a fourth system, ``FlowmemConversationStore`` with its kept copies
+always pickled (``Validated(plans=False)``, the plain path of decision 0176), and reports
+the CPU of its loads and turns ÷ flowmem's: the plan's gain, side by side in one process.
+
 ``--srcs NAME=DIR,NAME=DIR`` compares codes (``before=/tmp/old/src,after=src``) in one
 run: each round runs this bench once per code, each in a fresh process importing
 flowmem from its ``DIR`` (``PYTHONPATH``), the codes' order alternating round by round
@@ -215,6 +219,18 @@ class JsonRow:
         self.conn.close()
 
 
+class FlowmemPickled(Flowmem):
+    """``FlowmemConversationStore`` whose kept copies are always pickled (``--pickled``, decision 0176)."""
+
+    name = "flowmem_pickled"
+
+    def __init__(self, folder: Path) -> None:
+        from flowmem.integrations.pydantic_ai.validated import Validated
+
+        super().__init__(folder)
+        self.store._validated = Validated(plans=False)  # the plain path, as a seam of the bench
+
+
 SYSTEMS = (Flowmem, JsonFile, JsonRow)
 
 
@@ -233,11 +249,13 @@ def _turn_of(system: Flowmem | JsonFile | JsonRow, added: list[ModelMessage]) ->
     return lambda: system.turn(added)
 
 
-async def one_run(length: int, turns: int, run: int) -> dict[str, dict[str, float]]:
+async def one_run(
+    length: int, turns: int, run: int, kinds_of: tuple[type[Flowmem | JsonFile | JsonRow], ...] = SYSTEMS
+) -> dict[str, dict[str, float]]:
     """One run at ``length``: fresh files, filled, then ``turns`` turns and loads in rotation."""
     with tempfile.TemporaryDirectory(prefix="bench-pa-") as tmp:
         systems = []
-        for cls in SYSTEMS:
+        for cls in kinds_of:
             folder = Path(tmp) / cls.name
             folder.mkdir()
             systems.append(cls(folder))
@@ -318,6 +336,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--turns", type=int, default=9)
     parser.add_argument("--srcs", help="NAME=DIR,NAME=DIR: codes compared in one run, each in its own processes")
     parser.add_argument("--rounds", type=int, default=2, help="with --srcs: runs of each code, the order alternating")
+    parser.add_argument("--pickled", action="store_true", help="also flowmem with its kept copies pickled")
     report_json.add_arguments(parser, BENCH, "20 messages, 2 runs of 3 turns")
     args = parser.parse_args(argv)
     if args.srcs:
@@ -335,6 +354,8 @@ def main(argv: list[str]) -> int:
             "json_file": {"backend": "file", "durable": True, "label": "a file written and os.fsync'd"},
         }
         probe.close()
+        if args.pickled:  # the same store, its copies kept otherwise
+            durability["flowmem_pickled"] = durability["flowmem"]
         row = JsonRow(Path(tmp))
         durability["json_sqlite_row"] = report_json.sqlite_durability(row.conn)
         row.close()
@@ -342,7 +363,8 @@ def main(argv: list[str]) -> int:
     targets = report_json.Targets(args.quick)
     results: dict[str, Any] = {"lengths": {}}
     for length in args.lengths:
-        runs = [asyncio.run(one_run(length, args.turns, run)) for run in range(args.runs)]
+        kinds_of = (*SYSTEMS, FlowmemPickled) if args.pickled else SYSTEMS
+        runs = [asyncio.run(one_run(length, args.turns, run, kinds_of)) for run in range(args.runs)]
         ratios = {
             "turn_vs_json_file": [r["json_file"]["turn"] / r["flowmem"]["turn"] for r in runs],
             "turn_vs_json_sqlite_row": [r["json_sqlite_row"]["turn"] / r["flowmem"]["turn"] for r in runs],
@@ -352,8 +374,11 @@ def main(argv: list[str]) -> int:
             "turn_cpu_vs_json_file": [r["json_file"]["turn_cpu"] / r["flowmem"]["turn_cpu"] for r in runs],
             "load_cpu_vs_validate_json": [r["json_file"]["load_cpu"] / r["flowmem"]["load_cpu"] for r in runs],
         }
+        if args.pickled:  # the plan's gain: the pickled copies' CPU ÷ flowmem's
+            cpu["turn_cpu_pickled_vs_flowmem"] = [r["flowmem_pickled"]["turn_cpu"] / r["flowmem"]["turn_cpu"] for r in runs]
+            cpu["load_cpu_pickled_vs_flowmem"] = [r["flowmem_pickled"]["load_cpu"] / r["flowmem"]["load_cpu"] for r in runs]
         print(f"\n{length} messages ({args.runs} runs of {args.turns} turns; ms, median turn per run)")
-        for name in ("flowmem", "json_file", "json_sqlite_row"):
+        for name in [system.name for system in kinds_of]:
             turns_ms = " ".join(f"{r[name]['turn'] * 1000:7.2f}" for r in runs)
             loads_ms = " ".join(f"{r[name]['load'] * 1000:7.2f}" for r in runs)
             print(f"  {name:16} turn {turns_ms}   load {loads_ms}")
