@@ -29,6 +29,19 @@ def test_quick_run_times_each_system_s_turns_and_writes_the_ratios(tmp_path: Pat
     assert "turn_vs_json_file" in printed
 
 
+def test_pickled_runs_flowmem_with_its_copies_pickled_beside_and_reports_the_plans_gain(
+    tmp_path: Path,
+) -> None:
+    found, printed = run_bench("pa_conversations", tmp_path / "pa.json", "--pickled")
+    assert found["durability"]["flowmem_pickled"]["durable"] is True
+    (length,) = found["lengths"].values()
+    for run in length["runs"]:
+        assert set(run) == {"flowmem", "json_file", "json_sqlite_row", "flowmem_pickled"}
+        assert run["flowmem_pickled"]["turn"] > 0 and run["flowmem_pickled"]["load"] > 0
+    assert {"turn_cpu_pickled_vs_flowmem", "load_cpu_pickled_vs_flowmem"} <= set(length["ratios"])
+    assert "load_cpu_pickled_vs_flowmem" in printed
+
+
 def _bench_module() -> Any:
     """bench/pa_conversations.py, loaded by path (its own sys.path setup finds bench/lib)."""
     spec = importlib.util.spec_from_file_location("bench_pa_conversations", BENCH / "pa_conversations.py")
