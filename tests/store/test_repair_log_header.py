@@ -145,10 +145,7 @@ def test_the_trim_past_kept_takes_the_trimmed_bytes_off_the_header(sql_store_url
         logged = _log(store)
         assert len(logged) == KEPT and logged[0].seq == KEPT + 2 and logged[-1].seq == 3
         assert [e.call_ids for e in logged[:2]] == [["c2"], ["c1"]]
-        if sql_store_url.startswith("sqlite"):  # trimmed with no move: exactly KEPT
-            assert _in_table(sql_store_url) == KEPT - 2 and _held_text(sql_store_url)
-        else:  # a log that has moved goes on in the table (decision 0175), trimmed there
-            assert _in_table(sql_store_url) == KEPT and not _held_text(sql_store_url)
+        assert _in_table(sql_store_url) == KEPT - 2 and _held_text(sql_store_url)  # trimmed with no move: exactly KEPT
         _check_counted(store, sql_store_url)
         n = 3
         while _held_text(sql_store_url):  # until the held entries move
@@ -271,13 +268,7 @@ def test_a_page_of_the_log_runs_on_from_the_held_entries_to_the_table_s(sql_stor
     try:
         store.append(CHAT, prepare([_user("start")], 1))
         n = 0
-        # SQLite's page runs from held entries to the table's; PostgreSQL's log, once moved, goes
-        # on in the table (decision 0175): three entries written there at once
-        moved = 0
-        while _in_table(sql_store_url) == 0 or (
-            _held_text(sql_store_url).count("MEM-3") < 3 if sql_store_url.startswith("sqlite") else moved < 3
-        ):
-            moved += _in_table(sql_store_url) > 0
+        while _in_table(sql_store_url) == 0 or _held_text(sql_store_url).count("MEM-3") < 3:
             store.append(CHAT, prepare([_call(f"c{n}"), _user(f"after {n}")], 1))
             n += 1
         seen, before, more = [], None, True
@@ -303,9 +294,8 @@ def test_a_note_is_not_repeated_whether_the_newest_entry_is_held_or_in_the_table
             store.append(CHAT, prepare([_call(f"c{n}"), _user(f"after {n}")], 1))
             n += 1
         assert store.repairs.note(CHAT, drop)  # type: ignore[attr-defined]
-        if _held_text(sql_store_url):  # held (SQLite); PostgreSQL's went on in the table (decision 0175)
-            _query(sql_store_url, "UPDATE buffers SET log_held = '', log_count = log_count - 1")  # as if it had moved
-            _query(sql_store_url, "INSERT INTO buffer_repairs (buffer_id, seq, entry) SELECT id, %s, %s FROM buffers", (n + 2, entry_text(drop, 1.0)))
+        _query(sql_store_url, "UPDATE buffers SET log_held = '', log_count = log_count - 1")  # as if it had moved
+        _query(sql_store_url, "INSERT INTO buffer_repairs (buffer_id, seq, entry) SELECT id, %s, %s FROM buffers", (n + 2, entry_text(drop, 1.0)))
         assert not store.repairs.note(CHAT, drop)  # type: ignore[attr-defined]  # the newest, in the table
         assert [e.rule for e in _log(store)][:2] == ["MEM-5", "MEM-3"]
     finally:

@@ -19,8 +19,7 @@ Since migration 25 (decision 0148) the newest entries are held in the header row
 SQLite (``log_held``, newest first and the row's last column, so a HOT update's WAL record
 leaves the older ones out; ``log_count``): an entry is no insert, no index entry and no
 trigger; a trigger of the header's update moves them to the table in batches and trims
-past ``KEPT``. Since decision 0175 a log that has moved goes on in the table: a write's
-entries are its rows at once (``_DIRECT``), not held and written again.
+past ``KEPT``.
 """
 
 from __future__ import annotations
@@ -163,96 +162,20 @@ HELD: tuple[str, ...] = (
 
 _HELD_READ = "b.log_held, (SELECT COALESCE(MAX(seq), 0) FROM buffer_repairs WHERE buffer_id = b.id)"
 
-# A log that has moved to its table goes on there (decision 0175). A held entry is written
-# twice: in the header's update, and again as a row and a key when the held entries move
-# (decision 0148). Once a header's entries have moved (its log has entries and holds none),
-# a write's entries are rows of the table at once, numbered as the move would number them
-# (the oldest after the table's newest), and the header's new version holds none: each is
-# written once. A buffer whose log passed ``HELD_CHARS`` is one that logs often; one that
-# logs a few entries keeps them in its header. In the update's own statement, no trigger:
-# a trigger before a row's update locks the row first, a WAL record on every header update.
-# ``{n}``: the entries' number, ``{held}``: their texts (newest first, each after a comma).
-_DIRECT = """logged_direct AS (INSERT INTO buffer_repairs (buffer_id, seq, entry)
-        SELECT b.id, (SELECT COALESCE(MAX(r.seq), 0) FROM buffer_repairs AS r WHERE r.buffer_id = b.id)
-            + {n} + 1 - e.k, e.value::text
-        FROM buffers AS b CROSS JOIN LATERAL json_array_elements(('[' || substr({held}, 2) || ']')::json)
-            WITH ORDINALITY AS e(value, k)
-        WHERE b.id = {id} AND b.log_held = '' AND b.log_count > 0)"""
-_HELD_SET = (
-    "log_held = CASE WHEN log_held = '' AND log_count > 0 THEN log_held ELSE {held} || log_held END"
-)
-# each statement's parameters, in order: (name, type)
-_HEADER_ARGS = (("c", "bigint"), ("l", "bigint"), ("y", "bigint"), ("t", "bigint"))
-_LOGGED_ARGS = (("lb", "bigint"), ("h", "text"), ("n", "bigint"), ("i", "bigint"))
-_LOGGED: dict[str, tuple[tuple[tuple[str, str], ...], str]] = {
-    "header_logged": (
-        (*_HEADER_ARGS, *_LOGGED_ARGS),
-        """UPDATE buffers SET count = {c}, last_major = {l}, bytes = {y}, tokens = tokens + {t},
-        version = version + 1, log_bytes = log_bytes + {lb}, {held_set},
-        log_count = log_count + {n} WHERE id = {i}""",
-    ),
-    # the same with the header's list of unanswered calls (migration 26, decision 0153)
-    "header_listed_logged": (
-        (*_HEADER_ARGS, ("u", "text"), *_LOGGED_ARGS),
-        """UPDATE buffers SET count = {c}, last_major = {l}, bytes = {y}, tokens = tokens + {t},
-        unanswered = {u}, version = version + 1, log_bytes = log_bytes + {lb}, {held_set},
-        log_count = log_count + {n} WHERE id = {i}""",
-    ),
-    "repairs_counted": (
-        _LOGGED_ARGS,
-        """UPDATE buffers SET log_bytes = log_bytes + {lb}, {held_set},
-        log_count = log_count + {n} WHERE id = {i}""",
-    ),
-}
-
-
-# The plain path, the speed twin's oracle: every entry held in the header, whatever its log
-# (decision 0148's statements). tests/store/repairs/test_postgres.py runs the same writes on
-# these and on ``SQL``'s and compares the logs, their numbers, bytes and counts.
-HELD_ONLY: dict[str, str] = {
+SQL: dict[str, str] = {
+    **statements("%s"),
+    # since migration 25 (decision 0148): a write's entries held in its header's own update
+    # (``header_logged``) or in ``repairs_counted``: their bytes, their texts before the
+    # held ones (newest first, each after a comma) and their number
     "header_logged": """UPDATE buffers SET count = %s, last_major = %s, bytes = %s, tokens = tokens + %s,
         version = version + 1, log_bytes = log_bytes + %s, log_held = %s || log_held,
         log_count = log_count + %s WHERE id = %s""",
+    # the same with the header's list of unanswered calls (migration 26, decision 0153)
     "header_listed_logged": """UPDATE buffers SET count = %s, last_major = %s, bytes = %s, tokens = tokens + %s,
         unanswered = %s, version = version + 1, log_bytes = log_bytes + %s, log_held = %s || log_held,
         log_count = log_count + %s WHERE id = %s""",
     "repairs_counted": """UPDATE buffers SET log_bytes = log_bytes + %s, log_held = %s || log_held,
         log_count = log_count + %s WHERE id = %s""",
-}
-
-
-def _logged(args: tuple[tuple[str, str], ...], update: str) -> dict[str, str]:
-    """A logging update's three spellings: ``/with`` and ``/main`` for the append's pipeline (its
-    parameters ``%1``…, each used as often as needed), and the whole for other runners (``%s``, read
-    once from a CTE)."""
-    numbered = {name: f"%{k}::{kind}" for k, (name, kind) in enumerate(args, start=1)}
-    read = {name: f"(SELECT {name} FROM logged_v)" for name, _ in args}
-    values = ", ".join(f"%s::{kind} AS {name}" for name, kind in args)
-    spelled = {}
-    for form, given in (("numbered", numbered), ("read", read)):
-        spelled[form] = (
-            _DIRECT.format(n=given["n"], held=given["h"], id=given["i"]),
-            update.format(**given, held_set=_HELD_SET.format(held=given["h"])),
-        )
-    (with_n, main_n), (with_r, main_r) = spelled["numbered"], spelled["read"]
-    return {
-        "/with": with_n,
-        "/main": main_n,
-        "": f"WITH logged_v AS (SELECT {values}), {with_r} {main_r}",
-    }
-
-
-SQL: dict[str, str] = {
-    **statements("%s"),
-    # since migration 25 (decision 0148): a write's entries held in its header's own update
-    # (``header_logged``) or in ``repairs_counted``: their bytes, their texts before the
-    # held ones (newest first, each after a comma) and their number; since decision 0175
-    # written to the table at once when the log has moved there (``_DIRECT``)
-    **{
-        name + suffix: text
-        for name, (args, update) in _LOGGED.items()
-        for suffix, text in _logged(args, update).items()
-    },
     # a store keeping fewer than ``KEPT``: the held entries moved and the log trimmed now
     "repairs_spill_kept": "SELECT flowmem_repairs_spill(%s::bigint, %s::bigint)",
     "repairs_held": f"SELECT {_HELD_READ} FROM buffers AS b WHERE b.id = %s",
