@@ -110,7 +110,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 # Run as ``python bench/langgraph.py`` this folder is first on sys.path, where this very
 # file would shadow the ``langgraph`` package (and bench/http.py the standard ``http``).
@@ -1257,6 +1257,81 @@ def evaluate(
     return targets
 
 
+PREFIX_LENGTHS = (100, 1_000, 3_000, 10_000)
+
+
+def prefix_check(lengths: tuple[int, ...], rounds: int = 7) -> dict[str, Any]:
+    """The stored prefix's check and an invoke's first ``message_lists``, before and after decision 0177.
+
+    In one process, the two ways taking turns, min of ``rounds`` × 3 timings: *before*,
+    the ``is`` walk over the stored messages (``LineHead.extended_by`` until 0177) and the
+    new head's ``tuple``; *after*, the ``tuple`` and the addresses compared
+    (``extended_by`` with ``addresses``). Then ``message_lists`` of an invoke's input
+    checkpoint (its list the one the read returned): the plain scan against the
+    remembered head's answer. Messages as the graph makes them; the next step's list
+    from ``add_messages``. Microseconds a call.
+    """
+    import functools
+    import operator
+    import timeit
+
+    from langgraph.graph.message import add_messages
+
+    from flowmem.integrations.langgraph.lines import (
+        ADDRESSES,
+        LineHead,
+        addresses,
+        is_message_list,
+        message_lists,
+    )
+
+    def walk(head: LineHead, messages: list[BaseMessage]) -> tuple[bool, tuple[BaseMessage, ...]]:
+        found = len(messages) >= head.count and all(map(operator.is_, head.messages, messages))
+        return found, tuple(messages)  # the new head's tuple, as before
+
+    def read(head: LineHead, messages: list[BaseMessage]) -> bool:
+        objects = tuple(messages)
+        return head.extended_by(objects, addresses(objects))
+
+    def scan(values: dict[str, Any]) -> list[Any]:
+        return [v for v in values.values() if is_message_list(v)]
+
+    found: dict[str, Any] = {"addresses": ADDRESSES, "lengths": {}}
+    print(
+        f"\nThe stored prefix's check (decision 0177; addresses read: {ADDRESSES}), "
+        f"µs a call, min of {rounds} × 3:\n"
+    )
+    print(
+        "| messages | is walk + tuple (before) | tuple + addresses (after) "
+        "| input's message_lists, scan (before) | by the head (after) |"
+    )
+    print("|---:|---:|---:|---:|---:|")
+    for n in lengths:
+        stored: Any = add_messages([], cast(Any, [message(i) for i in range(n)]))
+        head = LineHead("k", n, tuple(stored))
+        value: Any = add_messages(stored, cast(Any, [message(n)]))
+        values = {"messages": list(stored), "__start__": {"messages": [message(n)]}}
+        heads = {"messages": head}
+        names: dict[str, Callable[[], object]] = {
+            "walk": functools.partial(walk, head, value),
+            "addresses": functools.partial(read, head, value),
+            "scan": functools.partial(scan, values),
+            "heads": functools.partial(message_lists, values, (), heads.get),
+        }
+        best = {name: float("inf") for name in names}
+        for _ in range(rounds):
+            for name, call in names.items():
+                number = 200 if name in ("walk", "addresses") else 20
+                taken = min(timeit.repeat(call, number=number, repeat=3)) / number * 1e6
+                best[name] = min(best[name], taken)
+        found["lengths"][n] = best
+        print(
+            f"| {n:,} | {best['walk']:.2f} | {best['addresses']:.2f} | {best['scan']:.1f} | {best['heads']:.1f} |",
+            flush=True,
+        )
+    return found
+
+
 def measurements(savers: list[Saver], results: Results, lengths: tuple[int, ...]) -> dict[str, Any]:
     """Every sample, its medians and the method of each cell, per saver (the JSON's own part)."""
     out: dict[str, Any] = {
@@ -1352,8 +1427,18 @@ def main(argv: list[str] | None = None) -> int:
         "--lengths",
         help="comma list of thread lengths, multiples of 100 (default 100,1000,2000,10000)",
     )
+    parser.add_argument(
+        "--prefix-check",
+        action="store_true",
+        help="only time the stored prefix's check and an invoke's first message_lists, "
+        "before and after decision 0177 (--lengths: default 100,1000,3000,10000)",
+    )
     report_json.add_arguments(parser, "langgraph", "100 and 1,000 messages, one repeat")
     args = parser.parse_args(argv)
+    if args.prefix_check:
+        chosen = tuple(int(n) for n in args.lengths.split(",")) if args.lengths else PREFIX_LENGTHS
+        prefix_check(chosen)
+        return 0
     pgserver.check(parser, args.postgres_nondurable, args.postgres != "start" and args.postgres)
     lengths = QUICK_LENGTHS if args.quick else LENGTHS
     if args.lengths:

@@ -81,3 +81,16 @@ def test_quick_run_reports_every_saver_and_length(
     table = done.stdout
     assert "## Step time" in table and "## Reading the latest checkpoint" in table
     assert "## Storage after 300 steps" in table and "×" in table
+
+
+def test_prefix_check_times_both_ways_of_the_stored_prefix() -> None:
+    """``--prefix-check`` times the ``is`` walk against the addresses (decision 0177), nothing stored."""
+    command = [sys.executable, str(BENCH), "--prefix-check", "--lengths", "10,100"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"addresses read: {sys.implementation.name == 'cpython'}" in done.stdout
+    rows = [line for line in done.stdout.splitlines() if line.startswith(("| 10 |", "| 100 |"))]
+    assert len(rows) == 2
+    for row in rows:
+        cells = [float(cell) for cell in row.strip("|").split("|")[1:]]
+        assert len(cells) == 4 and all(cell > 0 for cell in cells)
