@@ -24,7 +24,9 @@ What is measured, per append:
 
 With ``--statements`` the verdict statement's guard is also run in turns as it was
 before decision 0174 (the guard's subquery pulled up: its check twice) and as now, the
-rest alike, in transactions rolled back (``before``/``after`` rows). JSON on stdout's last
+rest alike, in transactions rolled back (``before``/``after`` rows); with ``--forms``,
+whole guarded appends by two stores in turns, one sending the check as before 0174 (wall,
+client CPU and server CPU per append; ``--durable`` for initdb's settings). JSON on stdout's last
 line. Compare two trees' code with ``PYTHONPATH=<tree>/src``.
 
     .venv/bin/python scripts/pg_guarded_cost.py [--callgrind] [--statements]
@@ -333,6 +335,107 @@ def by_statements(url: str, blocks: int) -> dict[str, dict[str, float]]:
     return found
 
 
+def _before_store(url: str) -> Any:
+    """A store appending on known facts with the guard's check as before decision 0174 (pulled up: read twice)."""
+    from flowmem.store.known import Unforeseen, foresee
+    from flowmem.store.postgres import PostgresStore
+    from flowmem.store.postgres.after import known_after
+    from flowmem.store.postgres.facts import asked_of, known_statements
+    from flowmem.store.postgres.pipeline import Pipeline, roll_back
+    from flowmem.store.postgres.queries import SQL
+    from flowmem.store.postgres.store import advisory_key, held_lock
+    from flowmem.store.rows import ensure_form, guard_form
+
+    old = _pulled_up(SQL)
+
+    class Before(PostgresStore):
+        """``_known_append`` as it is, its check's statement named ``…~before``."""
+
+        def _known_append(self, conn: Any, ask: Any, timeout: str) -> Any:
+            address, guard = ask.address, ask.guard
+            known = self._known.get(address)
+            if known is None:
+                return None
+            ids, heals = asked_of(ask.rows)
+            try:
+                foreseen = foresee(
+                    known, address, ask.rows, ids, heals, ask.max_messages, ask.max_bytes
+                )
+            except Unforeseen:
+                return None
+            try:
+                kind, checks = guard_form(guard)
+                check = "known_check" if foreseen.fresh else "known_check_head"
+                check = f"{check}@{kind}~before" if kind else check
+                lock, holds = held_lock(guard)
+                ensure = ensure_form(guard)
+                bid = known.buffer_id
+                head = (known.version, known.count, known.last_major, known.bytes)
+                fresh = (bid, bid, bid, foreseen.fresh) if foreseen.fresh else ()
+                statements = known_statements(check, (bid, *head, *fresh, *checks), foreseen.writes)
+                with Pipeline(conn, old) as db:
+                    if ensure is not None:
+                        db.send(*ensure)
+                    db.send(lock, (advisory_key(address), timeout, *holds))
+                    held = db.send(*statements[0])
+                    for statement in statements[1:]:
+                        db.send(*statement)
+                    db.finish()
+                    verdict = db.result(held)
+                    if kind and not verdict[0][1]:
+                        raise self._guard_error(conn, guard)
+                    if verdict[0][0]:
+                        self._known.remember(address, known_after(known, foreseen.writes))
+                        return foreseen.outcome
+                    self._known.remember(address, None)
+            except BaseException:
+                self._known.remember(address, None)
+                roll_back(conn)
+                raise
+            return None
+
+    return Before(f"{url}?pool_min=1&pool_max=1")
+
+
+def by_forms(url: str, blocks: int) -> dict[str, dict[str, dict[str, float]]]:
+    """Whole guarded appends, the check as before 0174 and as now, in turns: wall, client CPU, server CPU."""
+    world = World(url)
+    stores = {"before": _before_store(url), "after": one_connection(url)}
+    appends = {form: world.appender(stores[form], "guarded") for form in stores}
+    pids = {form: backend_pid(stores[form]) for form in stores}
+    for form in stores:
+        for _ in range(WARM):
+            appends[form]()
+    measured: dict[str, dict[str, list[float]]] = {
+        form: {"wall_us": [], "client_cpu_us": [], "server_cpu_us": []} for form in stores
+    }
+    for number in range(blocks):
+        for form in ("before", "after") if number % 2 else ("after", "before"):
+            server, client, wall = cpu_ns(pids[form]), time.process_time(), time.perf_counter()
+            for _ in range(BLOCK):
+                appends[form]()
+            measured[form]["wall_us"].append((time.perf_counter() - wall) / BLOCK * 1e6)
+            measured[form]["client_cpu_us"].append((time.process_time() - client) / BLOCK * 1e6)
+            measured[form]["server_cpu_us"].append((cpu_ns(pids[form]) - server) / BLOCK / 1e3)
+    found: dict[str, dict[str, dict[str, float]]] = {}
+    for form, values in measured.items():
+        found[form] = {
+            key: {"min": min(v), "median": statistics.median(v)} for key, v in values.items()
+        }
+        print(
+            f"guarded {form:6} "
+            + "  ".join(
+                f"{key} min {min(v):6.1f} median {statistics.median(v):6.1f}"
+                for key, v in values.items()
+            ),
+            flush=True,
+        )
+    for store in stores.values():
+        store.close()
+    world.filler.close()
+    return found
+
+
 def main() -> None:
     """Measure and print; the JSON last."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -341,6 +444,9 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=20)
     parser.add_argument("--durable", action="store_true", help="initdb's settings (CPU mode)")
     parser.add_argument("--statements", action="store_true", help="the check before/after 0174")
+    parser.add_argument(
+        "--forms", action="store_true", help="whole guarded appends, the check before/after 0174"
+    )
     args = parser.parse_args()
     import flowmem
 
@@ -353,6 +459,8 @@ def main() -> None:
             results["server_cpu_us"] = by_cpu(url, args.blocks)
             if args.statements:
                 results["statements_cpu_us"] = by_statements(url, args.blocks)
+            if args.forms:
+                results["forms"] = by_forms(url, args.blocks)
     print(json.dumps(results))
 
 
