@@ -19,16 +19,19 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
 
 from flowmem.integrations.langgraph import saver as saver_module
+from flowmem.integrations.langgraph.durable import open_after, open_calls
 from flowmem.integrations.langgraph.lines import (
     ADDRESSES,
     LineHead,
     addresses,
     is_message_list,
+    message_channels,
     message_lists,
+    open_calls_of,
 )
 from flowmem.integrations.langgraph.saver import FlowmemSaver
 
@@ -87,7 +90,16 @@ def test_message_lists_is_the_plain_scan_on_every_put_of_a_graph(
                 by_head.append(channel)
         return got
 
-    monkeypatch.setattr(saver_module, "message_lists", checked)
+    opened: list[int] = []  # lists whose open calls a head answered for, read past it only
+
+    def open_checked(messages: list[Any], head: LineHead | None) -> frozenset[str]:
+        got = open_calls_of(messages, head)
+        assert got == open_calls(messages)
+        opened.append(head is not None)
+        return got
+
+    monkeypatch.setattr(saver_module, "message_channels", checked_channels(checked))
+    monkeypatch.setattr(saver_module, "open_calls_of", open_checked)
     builder = StateGraph(State)
     builder.add_node("agent", _agent)
     builder.add_edge(START, "agent")
@@ -101,6 +113,18 @@ def test_message_lists_is_the_plain_scan_on_every_put_of_a_graph(
     assert len(compared) > 20 and 0 in compared and 2 in compared
     # each invoke's input checkpoint and the edit hold lists read back, not written: heads answer
     assert by_head.count("messages") >= 3 and "notes" in by_head
+    assert sum(opened) > 20  # a head answered: the put's own, or the one a read remembered
+
+
+def checked_channels(checked: Any) -> Any:
+    """``message_channels`` whose lists go through ``checked`` (the plain scan's comparison)."""
+
+    def channels(values: Mapping[str, Any], lines: Any, head_of: Any = None) -> Any:
+        found = message_channels(values, lines, head_of)
+        assert [v for v, _ in found] == checked(values, lines, head_of)
+        return found
+
+    return channels
 
 
 def test_message_lists_counts_a_line_channel_without_scanning_it() -> None:
@@ -266,3 +290,111 @@ def test_a_rewritten_or_forked_list_starts_a_new_line_and_reads_back_exactly(
             assert found is not None
             assert found.checkpoint["channel_values"].get("messages", []) == messages
     store.close()
+
+
+# --- a list's open calls from its head (decision 0177) -------------------------------------
+def _turn(kind: str, at: int) -> BaseMessage:
+    ids = [f"c{at % 4}", f"c{(at + 1) % 4}"]
+    if kind == "call":
+        return AIMessage(
+            "", id=f"a{at}", tool_calls=[{"name": "f", "args": {}, "id": i} for i in ids]
+        )
+    if kind == "answer":
+        return ToolMessage("ok", tool_call_id=ids[0], id=f"t{at}")
+    if kind == "ai":
+        return AIMessage(f"text {at}", id=f"a{at}")
+    return HumanMessage(f"q {at}", id=f"h{at}")
+
+
+_TURNS = st.lists(
+    st.builds(_turn, st.sampled_from(["call", "answer", "ai", "human"]), st.integers(0, 9)),
+    max_size=8,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TURNS, _TURNS)
+def test_open_after_is_open_calls_of_the_whole_list(
+    prefix: list[BaseMessage], added: list[BaseMessage]
+) -> None:
+    """The prefix's open calls and the added messages give the whole list's."""
+    assert open_after(open_calls(prefix), added) == open_calls([*prefix, *added])
+    head = LineHead("k", len(prefix), tuple(prefix))
+    assert open_calls_of([*prefix, *added], head) == open_calls([*prefix, *added])
+    assert open_calls_of(added, None) == open_calls(added)
+
+
+def _calls_of_puts(saver: FlowmemSaver, graph: Any) -> list[int]:
+    """Python calls of each ``put`` of one invoke: a "go", then 10 steps each adding one note."""
+    counts: list[int] = []
+    put = saver.put
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls = [0]
+
+        def profile(frame: Any, event: str, arg: Any) -> None:
+            if event == "call":
+                calls[0] += 1
+
+        sys.setprofile(profile)
+        try:
+            return put(*args, **kwargs)
+        finally:
+            sys.setprofile(None)
+            counts.append(calls[0])
+
+    saver.put = counted  # type: ignore[method-assign]
+    try:
+        _go(graph)
+    finally:
+        saver.put = put  # type: ignore[method-assign]
+    return counts
+
+
+_NOTES: RunnableConfig = {"configurable": {"thread_id": "notes"}, "recursion_limit": 100}
+
+
+def _go(graph: Any) -> None:
+    n = len(graph.get_state(_NOTES).values.get("messages", []))
+    graph.invoke({"messages": [HumanMessage("go", id=f"go-{n}")]}, _NOTES)
+
+
+def _notes_graph(saver: FlowmemSaver) -> Any:
+    """A "go" and 10 notes an invoke, all human messages (``MessagesState``)."""
+
+    def note(state: MessagesState) -> dict[str, Any]:
+        n = len(state["messages"])
+        return {"messages": [HumanMessage(f"note {n}", id=f"note-{n}")]}
+
+    def route(state: MessagesState) -> str:
+        messages = state["messages"]
+        since = next(
+            i for i in range(len(messages) - 1, -1, -1) if str(messages[i].id).startswith("go")
+        )
+        return "note" if len(messages) - since - 1 < 10 else END
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("note", note)
+    builder.add_edge(START, "note")
+    builder.add_conditional_edges("note", route, ["note", END])
+    return builder.compile(checkpointer=saver)
+
+
+def test_a_list_with_no_ai_message_is_not_read_whole_at_each_put() -> None:
+    """A channel of human notes (no AI message to stop ``open_calls``): each put reads its new
+    notes only, the same calls at 11 and at 440 notes (it read every note: 2 failed
+    attribute lookups through pydantic each, ~5 µs a note)."""
+    from flowmem.service import MemoryService
+    from flowmem.store import open_store
+
+    store = open_store("memory://")
+    saver = FlowmemSaver(MemoryService(store))
+    graph = _notes_graph(saver)
+    short = _calls_of_puts(saver, graph)
+    for _ in range(39):
+        _go(graph)
+    long = _calls_of_puts(saver, graph)
+    store.close()
+    assert len(short) == len(long) >= 10
+    for before, after in zip(short, long, strict=True):
+        assert after - before <= 10, (short, long)

@@ -55,13 +55,28 @@ def open_calls(messages: Sequence[Any]) -> frozenset[str]:
     return frozenset()
 
 
+def open_after(before: frozenset[str], added: Sequence[Any]) -> frozenset[str]:
+    """``open_calls(prefix + added)`` from ``before``, ``open_calls(prefix)``: only ``added`` read.
+
+    Read backwards as ``open_calls`` reads: an AI message in ``added`` decides alone;
+    else the prefix's open calls less those ``added`` answers (decision 0177).
+    """
+    answered: set[str] = set()
+    for message in reversed(added):
+        calls = getattr(message, "tool_calls", None)
+        if calls is not None and getattr(message, "type", None) == "ai":
+            return frozenset(c["id"] for c in calls if c.get("id") and c["id"] not in answered)
+        call_id = getattr(message, "tool_call_id", None)
+        if call_id:
+            answered.add(call_id)
+    return before - answered if answered else before
+
+
 def ran_tools(messages: Sequence[Any], calls: frozenset[str], healed_prefix: str) -> bool:
     """True when a ``ToolMessage`` that is not a MEM-3 placeholder answers one of ``calls``."""
     for message in reversed(messages):
         call_id = getattr(message, "tool_call_id", None)
-        if call_id in calls and not str(getattr(message, "id", "") or "").startswith(
-            healed_prefix
-        ):
+        if call_id in calls and not str(getattr(message, "id", "") or "").startswith(healed_prefix):
             return True
         declared = getattr(message, "tool_calls", None) if message.type == "ai" else None
         if declared and calls.intersection(c.get("id") for c in declared):

@@ -35,6 +35,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from flowmem.core import Message, prepare
 from flowmem.integrations.langchain import message_to_row, row_to_message
+from flowmem.integrations.langgraph.durable import open_after, open_calls
 from flowmem.store.checkpoints import LINE_PREFIX, ROWS_TYPE
 
 MAX_KEY = 255
@@ -59,7 +60,16 @@ def message_lists(
     lines: Collection[str],
     head_of: Callable[[str], LineHead | None] | None = None,
 ) -> list[list[BaseMessage]]:
-    """The message lists among a checkpoint's channel values, in the values' order.
+    """The message lists among a checkpoint's channel values, in the values' order (``message_channels``)."""
+    return [value for value, _ in message_channels(values, lines, head_of)]
+
+
+def message_channels(
+    values: Mapping[str, Any],
+    lines: Collection[str] | Mapping[str, LineHead],
+    head_of: Callable[[str], LineHead | None] | None = None,
+) -> list[tuple[list[BaseMessage], LineHead | None]]:
+    """The message lists among a checkpoint's channel values, each with the head that answers for its start.
 
     ``lines``: the channels the same ``put`` just stored as lines, proven message lists
     there (their stored prefix by identity, the rest by ``is_message_list``); they are not
@@ -68,13 +78,17 @@ def message_lists(
     starts with a head's messages (proven messages, ``LineHead.all_messages``) is scanned
     only past them: an invoke's first checkpoint holds the list its read returned, not
     written again, and no longer costs a scan of the whole thread (decision 0177).
-    Equal to ``[v for v in values.values() if is_message_list(v)]``
-    (tests/integrations/langgraph/test_lines.py).
+    Its lists are ``[v for v in values.values() if is_message_list(v)]``
+    (tests/integrations/langgraph/test_lines.py). A list's head is None when it was
+    scanned whole, else the head whose messages it starts with (for a channel of
+    ``lines`` given as a mapping, the head the ``put`` made): ``open_calls_of`` reads
+    only the rest.
     """
-    found = []
+    found: list[tuple[list[BaseMessage], LineHead | None]] = []
+    made = lines if isinstance(lines, Mapping) else None
     for channel, value in values.items():
         if channel in lines:
-            found.append(value)
+            found.append((value, None if made is None else made[channel]))
             continue
         if not isinstance(value, list) or not value:
             continue
@@ -82,10 +96,17 @@ def message_lists(
         if head is not None and head.all_messages and head.extended_by(value):
             rest = value[head.count :]
             if not rest or is_message_list(rest):
-                found.append(value)
+                found.append((value, head))
         elif is_message_list(value):
-            found.append(value)
+            found.append((value, None))
     return found
+
+
+def open_calls_of(messages: Sequence[Any], head: LineHead | None) -> frozenset[str]:
+    """``open_calls(messages)``; with the head ``messages`` starts with, only the messages past it read."""
+    if head is None:
+        return open_calls(messages)
+    return open_after(head.open_calls(), messages[head.count :])
 
 
 def base_key(ns: str, channel: str) -> str:
@@ -221,6 +242,7 @@ class LineHead:
     ``addresses``: the messages' addresses (``addresses``), kept so that the next step's
     check reads only the new list's; computed here when not given. ``all_messages``:
     every one of ``messages`` is a ``BaseMessage`` (proven where the head was made).
+    ``open``: the tool calls the messages leave open, when the head's maker knew them.
     """
 
     key: str
@@ -228,10 +250,19 @@ class LineHead:
     messages: tuple[BaseMessage, ...]
     addresses: bytes | None = field(default=None, compare=False, repr=False)
     all_messages: bool = True
+    open: frozenset[str] | None = field(default=None, compare=False, repr=False)
+    """The tool calls its messages leave open (``open_calls``); None: not known yet."""
 
     def __post_init__(self) -> None:
         if self.addresses is None:
             object.__setattr__(self, "addresses", addresses(self.messages))
+
+    def open_calls(self) -> frozenset[str]:
+        """``open_calls(self.messages)``, read once and kept (the next head's from it, ``open_after``)."""
+        if self.open is None:
+            object.__setattr__(self, "open", open_calls(self.messages))
+        assert self.open is not None
+        return self.open
 
     def extended_by(self, messages: Sequence[BaseMessage], read: bytes | None = None) -> bool:
         """True when ``messages`` starts with exactly this line's message objects.

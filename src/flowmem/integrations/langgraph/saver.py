@@ -46,7 +46,7 @@ import random
 import time
 import uuid
 import warnings
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
@@ -68,7 +68,7 @@ from flowmem.integrations.langgraph.durable import (
     HEALED_ID_PREFIX,
     DurableCheckpoints,
     Key,
-    open_calls,
+    open_after,
     parent_checkpoint,
 )
 from flowmem.integrations.langgraph.forks import RefusedCheckpoints
@@ -81,7 +81,8 @@ from flowmem.integrations.langgraph.lines import (
     dereference,
     from_rows,
     is_message_list,
-    message_lists,
+    message_channels,
+    open_calls_of,
     reference,
     to_rows,
 )
@@ -246,10 +247,12 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
         except BaseException as exc:
             self.durable.failed(key, exc)
             raise
-        lists = message_lists(
+        found = message_channels(
             checkpoint["channel_values"], lines, lambda channel: self.heads.get(thread, ns, channel)
         )
-        self.durable.stored(key, frozenset().union(*(open_calls(v) for v in lists)))
+        lists = [messages for messages, _ in found]
+        # a list's open calls from its head: only the messages past it read (decision 0177)
+        self.durable.stored(key, frozenset().union(*(open_calls_of(m, h) for m, h in found)))
         parent = conf.get("checkpoint_id")
         if (
             parent
@@ -271,8 +274,8 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
-    ) -> tuple[RunnableConfig, Collection[str]]:
-        """Write the checkpoint; with the channels it stored as lines (message lists)."""
+    ) -> tuple[RunnableConfig, Mapping[str, LineHead]]:
+        """Write the checkpoint; with the channels it stored as lines (message lists) and their new heads."""
         conf = _configurable(config)
         ns = str(conf.get("checkpoint_ns", ""))
         parent = conf.get("checkpoint_id")
@@ -324,9 +327,7 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
             for channel, line_head in heads.items():
                 self.heads.remember(thread, ns, channel, line_head)
             break
-        return {
-            "configurable": owned_configurable(conf, thread, ns, checkpoint["id"])
-        }, heads.keys()
+        return {"configurable": owned_configurable(conf, thread, ns, checkpoint["id"])}, heads
 
     def _plan(
         self,
@@ -364,6 +365,8 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
                     blobs.append(StoredBlob(channel, str(version), self.serde.dumps_typed(value)))
                     continue
                 key, expect = known.key, known.count
+                # its open calls from the stored ones: only the new messages read (decision 0177)
+                opened: frozenset[str] | None = open_after(known.open_calls(), new)
             elif not is_message_list(value):
                 blobs.append(StoredBlob(channel, str(version), self.serde.dumps_typed(value)))
                 continue
@@ -372,11 +375,11 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
                 key = base
                 if fresh or self.tables.line_count(thread, base):
                     key = branch_key(base, checkpoint_id)
-                expect, new = 0, objects
+                expect, new, opened = 0, objects, None
             if new:
                 lines.append(LineAppend(key, expect, to_rows(new, self.serde, now)))
             blobs.append(StoredBlob(channel, str(version), reference(key, len(objects))))
-            heads[channel] = LineHead(key, len(objects), objects, read)
+            heads[channel] = LineHead(key, len(objects), objects, read, open=opened)
         return blobs, lines, heads
 
     def put_writes(
