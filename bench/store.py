@@ -253,6 +253,16 @@ def _best(fn: Callable[[], object], repeats: int = 5) -> float:
     return min(times)
 
 
+def _sched() -> tuple[int, int] | None:
+    """The calling thread's time on a CPU and waiting for one, in ns (Linux' schedstat; None elsewhere)."""
+    try:
+        with open("/proc/thread-self/schedstat") as found:
+            fields = found.read().split()
+        return int(fields[0]), int(fields[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _peak(fn: Callable[[], object]) -> int:
     gc.collect()
     tracemalloc.start()
@@ -693,6 +703,8 @@ class Results:
         self.appended: dict[tuple[str, int], int] = {}  # single appends timed per run
         self.times: dict[tuple[str, int], list[list[float]]] = {}  # each run's single appends, s, in order
         self.grew_at: dict[tuple[str, int], list[list[int]]] = {}  # each run's appends (index) that grew it
+        # each run's appends' [ns on a CPU, ns waiting for one] (schedstat), in append_s's order
+        self.sched: dict[tuple[str, int], list[list[tuple[int, int]]]] = {}
 
     @staticmethod
     def add(table: dict[Any, list[Any]], key: Any, value: Any) -> None:
@@ -762,6 +774,8 @@ def run(specs: list[Spec], repeats: int, plan: Plan, base: Path) -> Results:
         times: dict[tuple[str, int], list[float]] = {}
         grew: dict[tuple[str, int], int] = {}  # appends whose commit changed the WAL file's size
         grew_at: dict[tuple[str, int], list[int]] = {}  # which appends (their index in ``times``)
+        # each append's ns on a CPU and waiting for one, of the thread that called it
+        sched: dict[tuple[str, int], list[tuple[int, int]]] = {}
         sizes = {(s.name, n): _size(s.wal()) for n, group in members.items() for s in group if s.wal()}
         for round_no in range(rounds):
             for length in lengths:
@@ -772,9 +786,13 @@ def run(specs: list[Spec], repeats: int, plan: Plan, base: Path) -> Results:
                         continue
                     key = (system.name, length)
                     found = times.setdefault(key, [])
+                    before = _sched()  # read outside the timed span
                     started = time.perf_counter()
                     system.append(buffer_name(length, repeat), length + len(found))
                     found.append(time.perf_counter() - started)
+                    after = _sched()
+                    if before is not None and after is not None:
+                        sched.setdefault(key, []).append((after[0] - before[0], after[1] - before[1]))
                     if key in sizes:  # after the timed append: a stat, not timed
                         size = _size(system.wal())
                         grew[key] = grew.get(key, 0) + (size != sizes[key])
@@ -790,6 +808,8 @@ def run(specs: list[Spec], repeats: int, plan: Plan, base: Path) -> Results:
             if key in grew:
                 results.add(results.wal_grew, key, grew[key])
                 results.add(results.grew_at, key, grew_at.get(key, []))
+            if key in sched:
+                results.add(results.sched, key, sched[key])
         for length, group in members.items():
             for system in group:
                 if repeat == repeats - 1 and isinstance(system, Flowmem) and system.role == "tuned":
@@ -1079,6 +1099,10 @@ def measurements(results: Results, plan: Plan, repeats: int) -> dict[str, Any]:
         # appends against its later ones: the room made in its log, its first checkpoint)
         "append_s": table(results.times),
         "wal_size_changed_at": table(results.grew_at),  # per run: those appends' indexes in append_s
+        # per run, per append: [ns the calling thread ran, ns it waited for a CPU] (Linux'
+        # schedstat): for flowmem, whose append runs on that thread, its time less both is
+        # time it slept (its flush, a lock); a peer's worker threads are not counted
+        "append_sched_ns": table(results.sched),
     }
 
 
