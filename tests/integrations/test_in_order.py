@@ -4,7 +4,8 @@ A worker thread cannot be stopped: a caller cancelled while its call runs (a tri
 guardrail, a timeout around the run) leaves the call going. The calls made after it
 must not overtake it, or a session's next message is stored before the model turn that
 came first. ``Gate`` is the seam: its append of ``"first"`` holds until the test lets it
-go, and it records when each append starts and ends.
+go, and it records when each append starts and ends. Every test runs on both ways a queue
+starts its worker (``InOrder.lean``, decision 0170): the same behaviour is asked of each.
 """
 
 from __future__ import annotations
@@ -29,6 +30,13 @@ from flowmem.store import MemoryStore
 CONTEXT = ExecutionContext(user_id="alice")
 OVERTAKE_SECONDS = 0.5
 """How long a test gives a later call to start while the first one is held (it must not)."""
+
+
+@pytest.fixture(autouse=True, params=[True, False], ids=["lean", "plain"])
+def handoff(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Each test on the lean start of a queue's worker and on the plain one (``InOrder.lean``)."""
+    monkeypatch.setattr(InOrder, "lean", request.param)
+    return bool(request.param)
 
 
 class Gate(MemoryService):

@@ -39,6 +39,12 @@ class _Call:
 class InOrder:
     """One queue of calls, run one at a time in a worker thread of the caller's loop, in order."""
 
+    lean = True
+    """The seam of the queue's start (decision 0170): True hands the worker to the loop's
+    executor itself (``_submit``: the loop woken once per call, by its answer); False, the
+    plain path, through ``loop.run_in_executor``, whose future wakes the loop a second time
+    when the worker ends (nothing awaits it). The same calls, order and errors either way."""
+
     def __init__(self) -> None:
         self._queue: deque[_Call] = deque()
         self._lock = threading.Lock()
@@ -76,7 +82,9 @@ class InOrder:
             start, self._draining = not self._draining, True
         if start:
             try:
-                asyncio.get_running_loop().run_in_executor(None, self._drain)
+                loop = asyncio.get_running_loop()
+                if not (self.lean and _submit(loop, self._drain)):
+                    loop.run_in_executor(None, self._drain)
             except RuntimeError as exc:  # the loop's executor is shut down: fail what waits, not hang
                 self._fail_queued(exc)
         try:
@@ -209,6 +217,23 @@ class Queues:
                 queues = [q for q in (self._queues.get(k) for k in keys) if q is not None and q.busy]
         for queue in queues:
             await queue.run(_nothing)
+
+
+def _submit(loop: asyncio.AbstractEventLoop, work: Callable[[], None]) -> bool:
+    """Give ``work`` to the loop's default executor as ``run_in_executor`` would, without its asyncio future.
+
+    That future, which no one awaits, would wake the loop again when ``work`` ends.
+    False, leaving it to ``run_in_executor``, where the loop is not asyncio's own, runs in
+    debug mode, has no executor yet (``run_in_executor`` makes it) or had it shut down
+    (``run_in_executor`` raises); RuntimeError from an executor shut down otherwise.
+    """
+    if not isinstance(loop, asyncio.BaseEventLoop) or loop.get_debug():
+        return False
+    executor = getattr(loop, "_default_executor", None)
+    if executor is None or getattr(loop, "_executor_shutdown_called", True) or loop.is_closed():
+        return False
+    executor.submit(work)
+    return True
 
 
 def _nothing() -> None:
