@@ -127,6 +127,7 @@ def callgrind_postgres() -> Iterator[tuple[str, Path]]:
             subprocess.run(
                 [*as_pg, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True
             )
+            time.sleep(2)  # the killed processes' callgrind files are written as they exit
         shutil.rmtree(base, ignore_errors=True)
 
 
