@@ -44,6 +44,19 @@ def test_quick_run_states_each_databases_durability(
     assert durability["agents SQLiteSession"]["synchronous_source"].startswith("PRAGMA")
     assert found["appends_per_s"]["flowmem SqliteStore"]["200"]
     assert found["normalization"]["best_s"]["normalize"]["1000"]
+    # each single append in order, which changed the WAL's size, and the calling thread's
+    # scheduler counts (decision 0178)
+    times = found["append_s"]["flowmem service"]["200"]
+    (run,) = times  # --quick: one run
+    assert len(run) == found["plan"]["rounds"] and all(t > 0 for t in run)
+    (grew_at,) = found["wal_size_changed_at"]["flowmem service"]["200"]
+    assert len(grew_at) == found["wal_size_changes"]["flowmem service"]["200"][0]
+    assert all(0 <= i < len(run) for i in grew_at)
+    (sched,) = found["append_sched_ns"]["flowmem service"]["200"]
+    assert len(sched) == len(run)
+    for (on_cpu, waiting), seconds in zip(sched, run, strict=True):
+        assert on_cpu >= 0 and waiting >= 0
+        assert on_cpu / 1e9 <= seconds + 0.01  # read outside the timed span: a little more
     if url is None:
         return
     for name in ("flowmem PostgresStore", "peers: PostgreSQL"):
