@@ -142,3 +142,27 @@ def test_the_lean_and_plain_starts_give_the_same_answers_errors_and_order(
     ]
     for key, order in ran.items():  # each key's calls in the order they were made
         assert order == [i for i, (_, k) in enumerate(calls) if k == key]
+
+
+def test_a_queued_call_runs_before_its_answer_is_awaited_and_answers_as_write() -> None:
+    """``InOrder.queued`` (decision 0170): the caller works while the call runs, then awaits it."""
+    started = threading.Event()
+
+    def call(value: int) -> int:
+        started.set()
+        if value < 0:
+            raise ValueError("refused")
+        return value * 2
+
+    async def scenario() -> tuple[bool, int, str]:
+        queue = InOrder()
+        answer = queue.queued("a write", call, 4)
+        ran_meanwhile = started.wait(10)  # no await yet: the worker ran the call
+        doubled = await answer
+        try:
+            await queue.queued("a refused write", call, -1)
+        except ValueError as exc:
+            return ran_meanwhile, doubled, str(exc)
+        return ran_meanwhile, doubled, ""
+
+    assert asyncio.run(scenario()) == (True, 8, "refused")

@@ -237,6 +237,13 @@ class _Segment:
         return unpickled(cast("bytes", self.blob)) if plan is None else plan.copy()
 
 
+@dataclass(frozen=True)
+class Made:
+    """A write's segment made ahead of its keeping (``KeptCopies.made``); ``segment`` None: pickle refused it."""
+
+    segment: _Segment | None
+
+
 def _kept(
     ids: Sequence[str], texts: Sequence[str], objects: list[Any], plans: bool
 ) -> _Segment | None:
@@ -374,7 +381,31 @@ class KeptCopies(Generic[T]):
         Only after a kept history ending at ``parent``, and only when every object was
         validated from its very text; a read still matches the segment by ids and texts.
         """
-        if parent is None or not written or any(made is None for _, _, made in written):
+        if self.keeps(parent):
+            self.extend_by(parent, self.made(written))
+
+    def keeps(self, parent: str | None) -> bool:
+        """Whether a kept history ends at ``parent`` now (a write after it may be kept: ``made``, ``extend_by``)."""
+        if parent is None:
+            return False
+        with self._lock:
+            return parent in self._tails
+
+    def made(self, written: Sequence[tuple[str, str, T | None]]) -> Made | None:
+        """The segment ``extend`` keeps for ``written``, made now (planned or pickled); None when it keeps none.
+
+        A caller may make it while the write runs and keep it after (``extend_by``,
+        decision 0170): it owns the objects, which nothing else reads or changes.
+        """
+        if not written or any(made is None for _, _, made in written):
+            return None
+        objects = [made for _, _, made in written if made is not None]
+        ids = [entry_id for entry_id, _, _ in written]
+        return Made(_kept(ids, [text for _, text, _ in written], objects, self.plans))
+
+    def extend_by(self, parent: str | None, made: Made | None) -> None:
+        """``extend`` with its segment made before (``made``): kept after a kept history ending at ``parent``."""
+        if parent is None or made is None:
             return
         with self._lock:
             key = self._tails.get(parent)
@@ -384,13 +415,7 @@ class KeptCopies(Generic[T]):
         if not segments or segments[-1].ids[-1] != parent:
             self._keep(key, segments)
             return
-        objects = [made for _, _, made in written if made is not None]
-        segment = _kept(
-            [entry_id for entry_id, _, _ in written],
-            [text for _, text, _ in written],
-            objects,
-            self.plans,
-        )
+        segment = made.segment
         grown = segments if segment is None else [*segments, segment]
         if len(grown) > MAX_SEGMENTS:  # joined when all are planned, else not kept (a read merges)
             joined = _joined(grown)
@@ -433,4 +458,4 @@ class KeptCopies(Generic[T]):
         return self._bytes
 
 
-__all__ = ["MAX_BYTES", "MAX_SEGMENTS", "KeptCopies", "Plan", "planned", "unpickled"]
+__all__ = ["MAX_BYTES", "MAX_SEGMENTS", "KeptCopies", "Made", "Plan", "planned", "unpickled"]

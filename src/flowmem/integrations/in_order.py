@@ -18,7 +18,7 @@ import logging
 import threading
 import weakref
 from collections import deque
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Coroutine, Hashable, Iterable
 from concurrent.futures import Future
 from typing import Any
 
@@ -74,7 +74,20 @@ class InOrder:
         """
         return await self._run(what, func, args, kwargs)
 
+    def queued(self, what: str, func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Coroutine[Any, Any, Any]:
+        """``write``'s call queued (and its worker started) now; the coroutine returned awaits its answer.
+
+        For a caller with work of its own to do while the call runs (decision 0170). It
+        must await that coroutine before it awaits anything else: only then is it the
+        call's caller (cancelled while queued, the call is dropped; a loss logged).
+        """
+        return self._answer(self._queued(what, func, args, kwargs))
+
     async def _run(self, what: str | None, func: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+        return await self._answer(self._queued(what, func, args, kwargs))
+
+    def _queued(self, what: str | None, func: Callable[..., Any], args: Any, kwargs: Any) -> _Call:
+        """The call queued, its queue's worker started when none runs it."""
         call = functools.partial(contextvars.copy_context().run, func, *args, **kwargs)
         entry = _Call(Future(), call, what)
         with self._lock:
@@ -87,6 +100,10 @@ class InOrder:
                     loop.run_in_executor(None, self._drain)
             except RuntimeError as exc:  # the loop's executor is shut down: fail what waits, not hang
                 self._fail_queued(exc)
+        return entry
+
+    async def _answer(self, entry: _Call) -> Any:
+        """The queued call's answer, once it ran; cancelled, the call is dropped unless it runs."""
         try:
             return await asyncio.wrap_future(entry.done)  # cancelling it cancels ``done`` unless running
         except asyncio.CancelledError:

@@ -66,6 +66,7 @@ from pydantic_ai.run import AgentRunResult
 from pydantic_ai.usage import RunUsage
 
 from flowmem.errors import AccessDeniedError, InvalidInputError
+from flowmem.integrations.copies import Made
 from flowmem.integrations.in_order import Queues
 from flowmem.integrations.pydantic_ai.ahead import Ahead, WriteAhead
 from flowmem.integrations.pydantic_ai.answers import carries_results, once_per_call
@@ -144,6 +145,11 @@ def _answers_stored(entries: Sequence[ConversationEntry]) -> bool:
 
 class FlowmemConversationStore(ConversationStore):
     """pydantic-ai conversations in flowmem: records beside the sessions, entries as buffer rows."""
+
+    copies_while_writing = True
+    """The seam of decision 0170: a save's kept copy (``Validated.made``: what it validated,
+    planned) is made on the caller's thread while the write runs in its worker, then kept
+    once the write is stored; False, the plain path: made and kept after the write."""
 
     def __init__(
         self, memory: MemoryService, *, owns: Store | None = None, context: ExecutionContext | None = None
@@ -311,9 +317,21 @@ class FlowmemConversationStore(ConversationStore):
         guard = self._claim(cid, record)
         read: list[Read] = []
         write = conversation_write(cid, record, entries, stored, read)
-        await self._write(write, expected_revision, guard, record.conversation_id)
-        if entries:  # what the save validated: the next load copies it (decision 0145)
-            self._validated.extend(entries[0].parent_id, read)
+        parent = entries[0].parent_id if entries else None
+        # what the save validated: the next load copies it (decision 0145)
+        if self.copies_while_writing:  # its copy made while the write runs (decision 0170)
+            made = await self._write(
+                write, expected_revision, guard, record.conversation_id, lambda: self._made(parent, read)
+            )
+            self._validated.extend_by(parent, made)
+        else:
+            await self._write(write, expected_revision, guard, record.conversation_id)
+            if entries:
+                self._validated.extend(parent, read)
+
+    def _made(self, parent: str | None, read: list[Read]) -> Made | None:
+        """The kept copy of what a save validated, made while its write runs (``Validated.made``)."""
+        return self._validated.made(read) if read and self._validated.keeps(parent) else None
 
     async def _stored_for_write(self, conversation_id: str) -> StoredConversation | None:
         """The stored record a write replaces: the one this save's ``read_record`` gave, else read."""
@@ -339,17 +357,32 @@ class FlowmemConversationStore(ConversationStore):
             raise ConversationOwnedElsewhere(record.conversation_id, exc) from exc
 
     async def _write(
-        self, write: ConversationWrite, expected_revision: str | None, guard: WriteGuard | None, named: str
-    ) -> None:
-        """Store ``write`` in one transaction, in the conversation's turn; ConversationConflict when stale."""
+        self,
+        write: ConversationWrite,
+        expected_revision: str | None,
+        guard: WriteGuard | None,
+        named: str,
+        alongside: Callable[[], T] | None = None,
+    ) -> T | None:
+        """Store ``write`` in one transaction, in the conversation's turn; ConversationConflict when stale.
+
+        ``alongside``: called here once the write is queued, while it runs in its
+        worker thread; its result returned once the write is stored (None without it).
+        """
         cid = write.record.conversation_id
         what = f"pydantic-ai write of conversation {named!r} ({len(write.entries)} new entries)"
+        made: T | None = None
         try:
-            await self._queues.of(cid).write(what, self._write_now, write, expected_revision, guard, named)
+            answer = self._queues.of(cid).queued(what, self._write_now, write, expected_revision, guard, named)
+            try:
+                made = None if alongside is None else alongside()
+            finally:
+                await answer  # the write's caller from here on (a cancellation, a refusal)
         except ConversationConflict:
             self._known.remember(cid, None)
             raise
         self._known.remember(cid, write.record)
+        return made
 
     def _write_now(
         self, write: ConversationWrite, expected_revision: str | None, guard: WriteGuard | None, named: str
