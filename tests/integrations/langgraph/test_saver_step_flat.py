@@ -32,6 +32,7 @@ from flowmem.store.postgres import PostgresStore  # noqa: E402
 
 SEGMENT = 10
 SLACK = 10  # calls: timing's variation, against 550 for one call per message
+FIRST_SLACK = 40  # an invoke's first puts, one each: no median to even out a wait (it was +537)
 
 
 class CallCounts:
@@ -129,4 +130,4 @@ def test_a_step_makes_the_same_python_calls_at_50_and_at_600_messages_on_postgre
     assert statistics.median(long_writes) - statistics.median(short_writes) <= SLACK
     # the input checkpoint's list is the one the invoke's read returned: not scanned again
     for short, long in zip(firsts[50], firsts[600], strict=True):
-        assert long - short <= SLACK, (firsts[50], firsts[600])
+        assert long - short <= FIRST_SLACK, (firsts[50], firsts[600])
