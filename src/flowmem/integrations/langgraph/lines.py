@@ -259,10 +259,11 @@ class LineHead:
 
     def open_calls(self) -> frozenset[str]:
         """``open_calls(self.messages)``, read once and kept (the next head's from it, ``open_after``)."""
-        if self.open is None:
-            object.__setattr__(self, "open", open_calls(self.messages))
-        assert self.open is not None
-        return self.open
+        found = self.open
+        if found is None:
+            found = open_calls(self.messages)
+            object.__setattr__(self, "open", found)
+        return found
 
     def extended_by(self, messages: Sequence[BaseMessage], read: bytes | None = None) -> bool:
         """True when ``messages`` starts with exactly this line's message objects.
