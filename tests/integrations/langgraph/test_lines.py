@@ -312,13 +312,30 @@ _TURNS = st.lists(
 )
 
 
+def _open_calls_walk(messages: list[BaseMessage]) -> frozenset[str]:
+    """The plain reading: the newest AI message's call ids that no later tool message answers."""
+    answered: set[str] = set()
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            return frozenset(
+                c["id"] for c in message.tool_calls if c.get("id") and c["id"] not in answered
+            )
+        if isinstance(message, ToolMessage):
+            answered.add(message.tool_call_id)
+    return frozenset()
+
+
 @settings(max_examples=400, deadline=None)
 @given(_TURNS, _TURNS)
 def test_open_after_is_open_calls_of_the_whole_list(
     prefix: list[BaseMessage], added: list[BaseMessage]
 ) -> None:
     """The prefix's open calls and the added messages give the whole list's."""
-    assert open_after(open_calls(prefix), added) == open_calls([*prefix, *added])
+    whole = _open_calls_walk([*prefix, *added])
+    assert open_calls(prefix) == _open_calls_walk(prefix) and open_calls(added) == _open_calls_walk(
+        added
+    )
+    assert open_after(open_calls(prefix), added) == open_calls([*prefix, *added]) == whole
     head = LineHead("k", len(prefix), tuple(prefix))
     assert open_calls_of([*prefix, *added], head) == open_calls([*prefix, *added])
     assert open_calls_of(added, None) == open_calls(added)

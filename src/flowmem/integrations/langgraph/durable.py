@@ -44,15 +44,7 @@ def parent_checkpoint(conf: Mapping[str, Any]) -> tuple[str, str] | None:
 
 def open_calls(messages: Sequence[Any]) -> frozenset[str]:
     """The call ids the newest ``AIMessage`` declares that no later ``ToolMessage`` answers."""
-    answered: set[str] = set()
-    for message in reversed(messages):
-        calls = getattr(message, "tool_calls", None)
-        if calls is not None and getattr(message, "type", None) == "ai":
-            return frozenset(c["id"] for c in calls if c.get("id") and c["id"] not in answered)
-        call_id = getattr(message, "tool_call_id", None)
-        if call_id:
-            answered.add(call_id)
-    return frozenset()
+    return open_after(frozenset(), messages)
 
 
 def open_after(before: frozenset[str], added: Sequence[Any]) -> frozenset[str]:
