@@ -96,25 +96,6 @@ def pytest_runtestloop(session: pytest.Session) -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# An xdist run starts the modules of the longest tests first (decision 0179).
-#
-# Each worker runs its share in the collection's order and a test cannot be split, so a
-# long test started late keeps the run going on one core at its end. In an xdist worker
-# the collection is ordered by tests/longest_first.py: the modules of the longest tests
-# of a recorded run (tests/longest_tests.json) first, each whole and in its order, then
-# every other module as collected. The same tests run; one process keeps pytest's order.
-# ---------------------------------------------------------------------------------------
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """In an xdist worker, order the collection by ``longest_first`` (the longest recorded tests' modules first)."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        return
-    from tests.longest_first import longest_first, recorded
-
-    items[:] = longest_first(items, recorded())
-
-
-# ---------------------------------------------------------------------------------------
 # One TLS context for the httpx clients of a test process (issue 24 §6).
 #
 # httpx builds a TLS context from certifi's CA bundle for every client it makes (50-300

@@ -10,8 +10,7 @@ test: tests/conftest.py notes each throwaway server's CPU (its postmaster and ba
 when it stops, under ``postgres``.
 ``python -m tests.suite_cpu PREFIX`` prints the totals, per directory and per file, and
 when each worker ran its last test (the run's tail: a worker done early leaves its core to
-the others, or idle); ``python -m tests.suite_cpu PREFIX --durations FILE`` writes the
-longest test of each module to FILE, which tests/longest_first.py orders the collection by.
+the others, or idle; decision 0179).
 """
 
 from __future__ import annotations
@@ -139,25 +138,8 @@ def report(prefix: str, files: int = 30) -> str:
     return "\n".join(lines)
 
 
-def longest_by_module(prefix: str, at_least: float = 1.0) -> dict[str, float]:
-    """The wall seconds of each module's longest test (setup and teardown included), those of ``at_least`` or more."""
-    longest: dict[str, float] = {}
-    for name in glob.glob(f"{prefix}.*.json"):
-        with open(name, encoding="utf-8") as found:
-            for nodeid, _, _, wall, *_ in json.load(found).get("rows", []):
-                module = nodeid.split("::")[0]
-                longest[module] = max(longest.get(module, 0.0), wall)
-    return {module: round(wall, 1) for module, wall in sorted(longest.items()) if wall >= at_least}
-
-
 def main(argv: list[str]) -> None:
-    """``PREFIX [FILES]``: print the report; ``PREFIX --durations FILE``: write each module's longest test."""
-    if len(argv) == 3 and argv[1] == "--durations":
-        longest = longest_by_module(argv[0])
-        with open(argv[2], "w", encoding="utf-8") as out:
-            json.dump(longest, out, indent=0)
-            out.write("\n")
-        return
+    """``PREFIX [FILES]``: print the report of the run's JSON files."""
     print(report(argv[0], int(argv[1]) if len(argv) > 1 else 30))
 
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.suite_cpu import ENV, longest_by_module, main, report
+from tests.suite_cpu import ENV, report
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = """
@@ -96,7 +96,7 @@ def test_the_postgres_fixture_notes_its_server_s_cpu_when_the_plugin_is_loaded(
     assert len(noted) == 1 and 0 < next(iter(noted.values())) < 60
 
 
-def test_each_worker_s_end_and_each_module_s_longest_test_are_reported(tmp_path: Path) -> None:
+def test_each_worker_s_last_end_is_reported_and_another_tool_s_json_skipped(tmp_path: Path) -> None:
     prefix = tmp_path / "cpu"
     gw0 = [
         ["tests/a.py::t1", 1, 0, 4.0, 100.0],
@@ -110,13 +110,8 @@ def test_each_worker_s_end_and_each_module_s_longest_test_are_reported(tmp_path:
                 {"rows": rows, "start": [0, 0], "collected": [0, 0], "end": [1, 0], "postgres": {}}
             )
         )
+    (tmp_path / "cpu.demand.json").write_text(json.dumps({"series": [[0.2, 3]], "wall_s": 14}))
     text = report(str(prefix))
+    assert "5 tests" in text
     assert "the tests ran 14.0 s" in text
     assert "gw0: 8.8 s before" in text and "gw1: 0.0 s before" in text
-    assert longest_by_module(str(prefix)) == {
-        "tests/a.py": 4.0,
-        "tests/b.py": 1.5,
-        "tests/c.py": 12.0,
-    }
-    main([str(prefix), "--durations", str(tmp_path / "longest.json")])
-    assert json.loads((tmp_path / "longest.json").read_text()) == longest_by_module(str(prefix))
