@@ -27,7 +27,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
@@ -66,10 +66,20 @@ class ToThread:
         """``asyncio.to_thread``."""
         return await asyncio.to_thread(func, *args)
 
+    def queued(
+        self, what: str, func: Callable[..., Any], /, *args: Any
+    ) -> Coroutine[Any, Any, Any]:
+        """``asyncio.to_thread`` started now; the coroutine returned awaits its answer (``InOrder.queued``)."""
+        started = asyncio.ensure_future(asyncio.to_thread(func, *args))
+
+        async def answer() -> Any:
+            return await started
+
+        return answer()
+
     def run_here(self, func: Callable[..., Any], /, *args: Any) -> Any:
         """At once, in this thread."""
         return func(*args)
-
 
 
 class ToThreadQueues:
@@ -109,14 +119,19 @@ def langgraph(tmp: str) -> list[Case]:
         reads = (store.aget(("docs",), f"k{j}") for j in range(4))
         await asyncio.gather(*reads, store.aput(("docs",), "p", {"i": i}))
 
-    return [Case("langgraph store, sequential", 2, sequential), Case("langgraph store, five at once", 5, five)]
+    return [
+        Case("langgraph store, sequential", 2, sequential),
+        Case("langgraph store, five at once", 5, five),
+    ]
 
 
 def saver(tmp: str) -> list[Case]:
     """The LangGraph saver: one ``ainvoke`` of a one-node graph, alone and four threads at once."""
     graphs = {}
     for variant in ("before", "after"):
-        checkpointer = FlowmemSaver(MemoryService(open_store(f"sqlite:///{tmp}/saver-{variant}.db")))
+        checkpointer = FlowmemSaver(
+            MemoryService(open_store(f"sqlite:///{tmp}/saver-{variant}.db"))
+        )
         if variant == "before":
             checkpointer._threads = ToThreadQueues()  # type: ignore[assignment]
         graph = StateGraph(MessagesState)
@@ -135,7 +150,10 @@ def saver(tmp: str) -> list[Case]:
     async def four(variant: str, i: int) -> None:
         await asyncio.gather(*(ask(variant, f"p{i % 5}-{j}", i) for j in range(4)))
 
-    return [Case("langgraph saver, a run (per run)", 1, alone), Case("langgraph saver, 4 runs at once", 4, four)]
+    return [
+        Case("langgraph saver, a run (per run)", 1, alone),
+        Case("langgraph saver, 4 runs at once", 4, four),
+    ]
 
 
 def adk(tmp: str) -> list[Case]:
@@ -151,11 +169,15 @@ def adk(tmp: str) -> list[Case]:
     async def step(variant: str, i: int) -> None:
         service, sid = services[variant], f"s{i % 20}"  # 20 sessions: each stays short
         if (variant, sid) not in sessions:
-            sessions[variant, sid] = await service.create_session(app_name=APP, user_id="ana", session_id=sid)
+            sessions[variant, sid] = await service.create_session(
+                app_name=APP, user_id="ana", session_id=sid
+            )
         content = types.Content(role="user", parts=[types.Part(text=f"message {i}")])
         event = Event(author="user", invocation_id=f"i{i}", content=content)
         await service.append_event(sessions[variant, sid], event)
-        sessions[variant, sid] = await service.get_session(app_name=APP, user_id="ana", session_id=sid)
+        sessions[variant, sid] = await service.get_session(
+            app_name=APP, user_id="ana", session_id=sid
+        )
 
     return [Case("adk append_event + get_session", 2, step)]
 
@@ -214,23 +236,40 @@ def main(argv: list[str]) -> int:
         args.rounds, args.steps = 3, 10
     meta = report_json.environment(["langgraph", "google-adk", "pydantic-ai-slim"])
     with tempfile.TemporaryDirectory() as tmp:
-        cases = [*langgraph(tmp), *saver(tmp), *adk(tmp), *pydantic_ai(tmp)]  # each database opened by flowmem
-        durability = {"flowmem/sqlite": report_json.flowmem_sqlite_durability(f"{tmp}/lg-after.db", "FULL")}
+        cases = [
+            *langgraph(tmp),
+            *saver(tmp),
+            *adk(tmp),
+            *pydantic_ai(tmp),
+        ]  # each database opened by flowmem
+        durability = {
+            "flowmem/sqlite": report_json.flowmem_sqlite_durability(f"{tmp}/lg-after.db", "FULL")
+        }
         report_json.describe(meta, durability)
-        timings: dict[str, dict[str, list[float]]] = {c.name: {"before": [], "after": []} for c in cases}
+        timings: dict[str, dict[str, list[float]]] = {
+            c.name: {"before": [], "after": []} for c in cases
+        }
         hops: dict[str, dict[str, float]] = {c.name: {} for c in cases}
         for round_ in range(args.rounds):
             for case in cases:
                 order = ("before", "after") if round_ % 2 == 0 else ("after", "before")
                 for variant in order:
-                    micros, hop = asyncio.run(measure(case, variant, args.steps, round_ * args.steps))
+                    micros, hop = asyncio.run(
+                        measure(case, variant, args.steps, round_ * args.steps)
+                    )
                     timings[case.name][variant].append(micros)
                     hops[case.name][variant] = hop
     results: dict[str, Any] = {"rounds": args.rounds, "steps": args.steps, "cases": {}}
-    print(f"\n{'case':34} {'before min/med µs':>18} {'after min/med µs':>18} {'ratio':>6} {'hops b/a':>9}")
+    print(
+        f"\n{'case':34} {'before min/med µs':>18} {'after min/med µs':>18} {'ratio':>6} {'hops b/a':>9}"
+    )
     for name, by in timings.items():
         row = {
-            v: {"min_us": round(min(t), 1), "median_us": round(statistics.median(t), 1), "hops_per_call": hops[name][v]}
+            v: {
+                "min_us": round(min(t), 1),
+                "median_us": round(statistics.median(t), 1),
+                "hops_per_call": hops[name][v],
+            }
             for v, t in by.items()
         }
         row["ratio_of_minimums"] = round(row["after"]["min_us"] / row["before"]["min_us"], 3)
