@@ -40,7 +40,6 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -70,64 +69,24 @@ def callgrind_postgres() -> Iterator[tuple[str, Path]]:
 
     A backend's file (``cg.<pid>``) is written when it exits.
     """
-    binaries = pgserver.bindir()
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         raise SystemExit("--callgrind needs valgrind (apt-get install valgrind)")
     base = Path(tempfile.mkdtemp(prefix="flowmem-guarded-cost-"))
-    data, sockets, out = base / "data", base / "sock", base / "cg"
-    sockets.mkdir()
-    out.mkdir()
+    base.chmod(0o755)  # the server's user runs the wrapper and writes the files
+    out = base / "cg"
+    out.mkdir(mode=0o777)
+    out.chmod(0o777)
     wrapper = base / "postgres"
     wrapper.write_text(
         f"#!/bin/sh\nexec {valgrind} --tool=callgrind --trace-children=yes"
-        f' --callgrind-out-file={out}/cg.%p {binaries / "postgres"} "$@"\n'
+        f' --callgrind-out-file={out}/cg.%p {pgserver.bindir() / "postgres"} "$@"\n'
     )
     wrapper.chmod(0o755)
-    as_pg: list[str] = []
-    if os.geteuid() == 0:
-        for path in (base, sockets, out):
-            shutil.chown(path, user="postgres", group="postgres")
-        as_pg = ["runuser", "-u", "postgres", "--"]
-    pg_ctl = str(binaries / "pg_ctl")
-    started = False
     try:
-        initdb = [str(binaries / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"]
-        subprocess.run(
-            [*as_pg, *initdb, "-E", "UTF8", "--no-sync", "--locale=C"],
-            check=True,
-            capture_output=True,
-        )
-        port = pgserver.free_port()
-        options = pgserver.server_options(port, sockets, False, 20)
-        subprocess.run(
-            [
-                *as_pg,
-                pg_ctl,
-                "-D",
-                str(data),
-                "-l",
-                str(base / "log"),
-                "-w",
-                "-t",
-                "300",
-                "-p",
-                str(wrapper),
-                "-o",
-                options,
-                "start",
-            ],
-            check=True,
-            capture_output=True,
-        )
-        started = True
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres", out
+        with pgserver.throwaway_postgres(False, 20, program=wrapper) as (url, _):
+            yield url, out
     finally:
-        if started:
-            subprocess.run(
-                [*as_pg, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True
-            )
-            time.sleep(2)  # the killed processes' callgrind files are written as they exit
         shutil.rmtree(base, ignore_errors=True)
 
 

@@ -83,12 +83,17 @@ def server_options(port: int, sockets: Path, durable: bool, max_connections: int
 
 @contextmanager
 def throwaway_postgres(
-    durable: bool = True, max_connections: int = 200, settings: tuple[str, ...] = ()
+    durable: bool = True,
+    max_connections: int = 200,
+    settings: tuple[str, ...] = (),
+    program: Path | None = None,
 ) -> Iterator[tuple[str, int]]:
     """Start a PostgreSQL server in a temporary folder; yield (superuser URL, server pid).
 
     Durable unless asked (see the module). ``settings``: more ``name=value`` for the
-    server (``-c``), as a bench's own measures need (``pg_stat_statements``). ``initdb --no-sync`` only skips flushing
+    server (``-c``), as a bench's own measures need (``pg_stat_statements``). ``program``:
+    what ``pg_ctl`` starts instead of ``postgres`` (``-p``: a wrapper that runs it under a
+    profiler; given 300 s to answer). ``initdb --no-sync`` only skips flushing
     the new data directory, which the run throws away. As root the server runs as
     the ``postgres`` user. Stopped (fast) and removed at the end.
     """
@@ -114,7 +119,19 @@ def throwaway_postgres(
         options = server_options(port, sockets, durable, max_connections)
         options += "".join(f" -c {setting}" for setting in settings)
         subprocess.run(
-            [*as_pg, pg_ctl, "-D", str(data), "-l", str(log), "-w", "-o", options, "start"],
+            [
+                *as_pg,
+                pg_ctl,
+                "-D",
+                str(data),
+                "-l",
+                str(log),
+                "-w",
+                *(() if program is None else ("-t", "300", "-p", str(program))),
+                "-o",
+                options,
+                "start",
+            ],
             check=True,
             capture_output=True,
         )
