@@ -13,20 +13,14 @@ from typing import Any
 
 import pytest
 
-from flowmem.core import append, is_healed, prepare, result_id
-from flowmem.store import Address
-
 psycopg = pytest.importorskip("psycopg")
 
-from flowmem.store.postgres import MIGRATIONS, PostgresStore  # noqa: E402
-from tests.store.postgres.test_listed_calls import BEFORE, _call  # noqa: E402
+from flowmem.store.postgres import PostgresStore  # noqa: E402
+from tests.store.postgres.test_listed_calls import _call  # noqa: E402
+from tests.store.postgres.upgrades import step, upgraded  # noqa: E402
 from tests.store.undo_call_ids import undo_call_ids  # noqa: E402
 
 pytestmark = pytest.mark.postgres
-
-ADDRESS = Address("user", "alice", "chat")
-_CALLS = "SELECT call_id, declared_pos, ord, answered FROM buffer_calls ORDER BY 1, 2"
-_ANSWERS = "SELECT call_id, pos, healed FROM buffer_answers ORDER BY 1, 2"
 
 
 def _result(cid: str, text: str = "r") -> dict[str, Any]:
@@ -42,30 +36,15 @@ def _table(url: str) -> list[tuple[Any, ...]]:
         ).fetchall()
 
 
-def _step(
-    store: PostgresStore,
-    expected: list[dict[str, Any]],
-    message: dict[str, Any],
-    at: int,
-    window: int = 0,
-) -> list[dict[str, Any]]:
-    """Append one message to the store and to the pure buffer; the two must be equal."""
-    rows = prepare([message], at)
-    store.append(ADDRESS, rows, max_messages=window)
-    expected = append(expected, rows, max_messages=window).messages
-    assert store.load(ADDRESS) == expected
-    return expected
-
-
 def test_mem_1_a_result_is_set_on_its_declarations_row_and_a_second_result_is_dropped(
     postgres_store_url: str,
 ) -> None:
     store = PostgresStore(postgres_store_url)
     try:
-        expected = _step(store, [], _call("c1"), 1)
-        expected = _step(store, expected, _result("c1"), 2)
+        expected = step(store, [], _call("c1"), 1)
+        expected = step(store, expected, _result("c1"), 2)
         assert _table(postgres_store_url) == [("c1", True, True)]  # one row: no answer row and key
-        expected = _step(store, expected, _result("c1", "again"), 3)  # MEM-1
+        expected = step(store, expected, _result("c1", "again"), 3)  # MEM-1
         assert [r["content"] for r in expected if r["role"] == "tool"] == ["r"]
         assert _table(postgres_store_url) == [("c1", True, True)]
         assert store.check_integrity() == []
@@ -78,14 +57,14 @@ def test_mem_2_a_result_before_its_call_keeps_a_row_of_its_own_and_the_turn_agai
 ) -> None:
     store = PostgresStore(postgres_store_url)
     try:
-        expected = _step(store, [], {"role": "user", "content": "u"}, 1)
-        expected = _step(
+        expected = step(store, [], {"role": "user", "content": "u"}, 1)
+        expected = step(
             store, expected, _result("early"), 2
         )  # no declaration yet: a row of its own
-        expected = _step(store, expected, _call("early"), 3)
+        expected = step(store, expected, _call("early"), 3)
         assert _table(postgres_store_url) == [("early", False, True), ("early", True, False)]
-        expected = _step(store, expected, _call("early"), 4)  # MEM-2: declared already
-        expected = _step(store, expected, {"role": "user", "content": "v"}, 5)  # nothing to heal
+        expected = step(store, expected, _call("early"), 4)  # MEM-2: declared already
+        expected = step(store, expected, {"role": "user", "content": "v"}, 5)  # nothing to heal
         assert [r["role"] for r in expected] == ["user", "tool", "assistant", "user"]
     finally:
         store.close()
@@ -107,7 +86,7 @@ def test_mem_3_a_window_evicting_an_answered_turn_keeps_its_answer_until_it_goes
                 {"role": "assistant", "content": f"a{n}"},
             ):
                 at += 1
-                expected = _step(store, expected, message, at, window=5)
+                expected = step(store, expected, message, at, window=5)
         # an open call, healed by the next user turn (MEM-3), then evicted with its placeholder
         for message in (
             _call("open"),
@@ -115,7 +94,7 @@ def test_mem_3_a_window_evicting_an_answered_turn_keeps_its_answer_until_it_goes
             {"role": "user", "content": "x"},
         ):
             at += 1
-            expected = _step(store, expected, message, at, window=3)
+            expected = step(store, expected, message, at, window=3)
         kept = {r.get("tool_call_id") for r in expected if r["role"] == "tool"}
         assert {row[0] for row in _table(postgres_store_url)} == kept - {None}
         assert store.check_integrity() == []
@@ -126,41 +105,13 @@ def test_mem_3_a_window_evicting_an_answered_turn_keeps_its_answer_until_it_goes
 def test_mem_3_an_upgrade_from_27_keeps_every_declaration_answer_healed_call_and_placeholder(
     postgres_db_url: str,
 ) -> None:
-    stored = append([], prepare(BEFORE, 1)).messages  # the healed placeholder of c_heal among them
-    assert [result_id(r) for r in stored if is_healed(r)] == ["c_heal"]
-    store = PostgresStore(postgres_db_url)
-    try:
-        store.append(ADDRESS, prepare(BEFORE, 1))
-    finally:
-        store.close()
-    with psycopg.connect(postgres_db_url, autocommit=True) as conn:  # as migration 27 left it
+    def as_27_left_it(conn: psycopg.Connection[Any]) -> None:
         undo_call_ids(conn)
         conn.execute("DELETE FROM flowmem_schema WHERE version >= 28")
-        calls, answers = conn.execute(_CALLS).fetchall(), conn.execute(_ANSWERS).fetchall()
-    assert [c[0] for c in calls] == ["c_ans", "c_heal", "c_open", "c_two"]
-    assert [(a[0], a[2]) for a in answers] == [("c_ans", False), ("c_heal", True)]
-    store = PostgresStore(postgres_db_url)
-    try:
-        assert store.schema_version() == len(MIGRATIONS)
-        with psycopg.connect(postgres_db_url, autocommit=True) as conn:
-            assert conn.execute(_CALLS).fetchall() == calls
-            assert conn.execute(_ANSWERS).fetchall() == answers
-        assert store.load(ADDRESS) == stored
-        # the rules on the upgraded rows: a duplicate result dropped (MEM-1), the placeholder
-        # replaced by the real result (MEM-10), a duplicate turn refused (MEM-2), an open call
-        # answered, the other healed by a user turn (MEM-3), then a window evicting them
-        expected = stored
-        later = [
-            _result("c_ans", "again"),
-            _result("c_heal", "late"),
-            _call("c_ans"),
-            _result("c_two", "two"),
-            {"role": "user", "content": "and now?"},
-        ]
-        for n, message in enumerate(later, start=2):
-            expected = _step(store, expected, message, n)
-        assert [result_id(r) for r in expected if is_healed(r)] == ["c_open"]
-        expected = _step(store, expected, {"role": "user", "content": "last"}, 9, window=4)
+
+    store, expected = upgraded(postgres_db_url, as_27_left_it)
+    try:  # then a window evicting them
+        expected = step(store, expected, {"role": "user", "content": "last"}, 9, window=4)
         assert store.check_integrity() == []
         kept = {r.get("tool_call_id") for r in expected if r["role"] == "tool"}
         assert {row[0] for row in _table(postgres_db_url)} == kept - {None}

@@ -16,31 +16,17 @@ from typing import Any
 
 import pytest
 
-from flowmem.core import append, is_healed, prepare, result_id
-from flowmem.store import Address
+from flowmem.core import is_healed
 
 psycopg = pytest.importorskip("psycopg")
 
-from flowmem.store.postgres import MIGRATIONS, PostgresStore  # noqa: E402
-from tests.store.postgres.test_listed_calls import BEFORE, _call  # noqa: E402
+from flowmem.store.postgres import PostgresStore  # noqa: E402
+from tests.store.postgres.test_listed_calls import _call  # noqa: E402
+from tests.store.postgres.upgrades import step, upgraded  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
-ADDRESS = Address("user", "alice", "chat")
-_CALLS = "SELECT call_id, declared_pos, ord, answered FROM buffer_calls ORDER BY 1, 2"
-_ANSWERS = "SELECT call_id, pos, healed FROM buffer_answers ORDER BY 1, 2"
 _FILLFACTOR = "SELECT reloptions FROM pg_class WHERE oid = 'buffers'::regclass"
-
-
-def _step(
-    store: PostgresStore, expected: list[dict[str, Any]], message: dict[str, Any], at: int
-) -> list[dict[str, Any]]:
-    """Append one message to the store and to the pure buffer; the two must be equal."""
-    rows = prepare([message], at)
-    store.append(ADDRESS, rows)
-    expected = append(expected, rows).messages
-    assert store.load(ADDRESS) == expected
-    return expected
 
 
 def _header_pages(url: str) -> set[int]:
@@ -70,8 +56,8 @@ def test_mem_3_a_buffer_healed_again_and_again_keeps_its_header_on_its_first_pag
     expected: list[dict[str, Any]] = []
     try:
         for n in range(60):
-            expected = _step(store, expected, _call(f"call_{n:04d}_" + "x" * 20), 2 * n)
-            expected = _step(store, expected, {"role": "user", "content": f"q{n}"}, 2 * n + 1)
+            expected = step(store, expected, _call(f"call_{n:04d}_" + "x" * 20), 2 * n)
+            expected = step(store, expected, {"role": "user", "content": f"q{n}"}, 2 * n + 1)
         assert sum(1 for r in expected if is_healed(r)) == 60
         assert _header_pages(postgres_db_url) == {0}
         with psycopg.connect(postgres_db_url, autocommit=True) as conn:
@@ -85,42 +71,16 @@ def test_mem_3_a_buffer_healed_again_and_again_keeps_its_header_on_its_first_pag
 def test_mem_3_an_upgrade_from_30_keeps_every_declaration_answer_healed_call_and_placeholder(
     postgres_db_url: str,
 ) -> None:
-    stored = append([], prepare(BEFORE, 1)).messages  # the healed placeholder of c_heal among them
-    assert [result_id(r) for r in stored if is_healed(r)] == ["c_heal"]
-    store = PostgresStore(postgres_db_url)
-    try:
-        store.append(ADDRESS, prepare(BEFORE, 1))
-    finally:
-        store.close()
-    with psycopg.connect(postgres_db_url, autocommit=True) as conn:  # as migration 30 left it
+    def as_30_left_it(conn: psycopg.Connection[Any]) -> None:
         conn.execute("ALTER TABLE buffers RESET (fillfactor)")
         conn.execute("DELETE FROM flowmem_schema WHERE version >= 31")
         assert conn.execute(_FILLFACTOR).fetchone() == (None,)
-        calls, answers = conn.execute(_CALLS).fetchall(), conn.execute(_ANSWERS).fetchall()
-    assert [c[0] for c in calls] == ["c_ans", "c_heal", "c_open", "c_two"]
-    assert [(a[0], a[2]) for a in answers] == [("c_ans", False), ("c_heal", True)]
-    store = PostgresStore(postgres_db_url)
+
+    store, _ = upgraded(postgres_db_url, as_30_left_it)
     try:
-        assert store.schema_version() == len(MIGRATIONS) >= 31
+        assert store.schema_version() >= 31
         with psycopg.connect(postgres_db_url, autocommit=True) as conn:
             assert conn.execute(_FILLFACTOR).fetchone() == (["fillfactor=50"],)
-            assert conn.execute(_CALLS).fetchall() == calls
-            assert conn.execute(_ANSWERS).fetchall() == answers
-        assert store.load(ADDRESS) == stored
-        # the rules on the upgraded rows: a duplicate result dropped (MEM-1), the placeholder
-        # replaced by the real result (MEM-10), a duplicate turn refused (MEM-2), an open call
-        # answered, the other healed by a user turn (MEM-3)
-        expected = stored
-        later = [
-            {"role": "tool", "content": "again", "tool_call_id": "c_ans"},
-            {"role": "tool", "content": "late", "tool_call_id": "c_heal"},
-            _call("c_ans"),
-            {"role": "tool", "content": "two", "tool_call_id": "c_two"},
-            {"role": "user", "content": "and now?"},
-        ]
-        for n, message in enumerate(later, start=2):
-            expected = _step(store, expected, message, n)
-        assert [result_id(r) for r in expected if is_healed(r)] == ["c_open"]
         assert store.check_integrity() == []
     finally:
         store.close()
