@@ -13,6 +13,7 @@ writers open the database themselves (other processes). See
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -98,3 +99,14 @@ def service(request: pytest.FixtureRequest) -> Memory:
     if request.param in SERVERS:
         return remote_memory(request, kind=request.param)
     return MemoryService(MemoryStore(), clock=lambda: CLOCK)
+
+
+@pytest.fixture
+def collector() -> Iterator[None]:
+    """The collector's state as the test found it, whatever the test did."""
+    enabled = gc.isenabled()
+    yield
+    if enabled:
+        gc.enable()
+    else:
+        gc.disable()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import pickle
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pytest
@@ -30,17 +30,6 @@ def _texts(count: int, start: int = 0) -> list[tuple[str, str]]:
         (f"h#{i}", json.dumps({"name": f"n{i}", "tags": [str(i)]}))
         for i in range(start, start + count)
     ]
-
-
-@pytest.fixture
-def collector() -> Iterator[None]:
-    """The collector's state as the test found it, whatever the test did."""
-    enabled = gc.isenabled()
-    yield
-    if enabled:
-        gc.enable()
-    else:
-        gc.disable()
 
 
 def test_a_read_again_copies_what_it_validated_and_validates_only_the_rest() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import pickle
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
@@ -222,17 +222,6 @@ def test_pydantic_ai_messages_are_planned_and_copied_as_pickle_copies_them() -> 
     plan = planned(history)
     assert plan is not None
     _same_as_pickles(history, plan.copy())
-
-
-@pytest.fixture
-def collector() -> Iterator[None]:
-    """The collector's state as the test found it, whatever the test did."""
-    enabled = gc.isenabled()
-    yield
-    if enabled:
-        gc.enable()
-    else:
-        gc.disable()
 
 
 @pytest.mark.usefixtures("collector")
