@@ -34,7 +34,7 @@ first counted append that reads them. The default server checkpoints every 5 min
 first to touch since the last checkpoint: ``--checkpoint-every N`` makes that happen
 every ``N`` counted appends (the default, 0: one checkpoint before the first counted
 append only); ``--checkpoint-every 1`` is a busy server where each conversation gets
-one append per checkpoint. ``--detail`` gives each table's full-page images.
+one append per checkpoint. ``--detail`` gives each table's full-page images and their bytes.
 
     python bench/wal_postgres.py                 # a throwaway server, 3 runs
     python bench/wal_postgres.py --detail        # and what each kind of append writes, by table
@@ -104,6 +104,8 @@ class Append:
         default_factory=Counter
     )  # "rmgr op table" -> full-page images
     part_bytes: Counter[str] = field(default_factory=Counter)  # "rmgr op table" -> their bytes
+    # "rmgr op table" -> of their bytes, the full-page images' (what the holes leave of each page)
+    part_image_bytes: Counter[str] = field(default_factory=Counter)
 
 
 class System:
@@ -378,6 +380,8 @@ def waldump(
         append.parts[part] += 1
         append.part_bytes[part] += total
         append.part_images[part] += images
+        if images:
+            append.part_image_bytes[part] += total - rec
 
 
 def _lsn_text(value: int) -> str:
@@ -396,10 +400,12 @@ def summary(appends: list[Append]) -> dict[str, dict[str, Any]]:
         parts: Counter[str] = Counter()
         part_bytes: Counter[str] = Counter()
         part_images: Counter[str] = Counter()
+        part_image_bytes: Counter[str] = Counter()
         for append in group:
             parts.update(append.parts)
             part_bytes.update(append.part_bytes)
             part_images.update(append.part_images)
+            part_image_bytes.update(append.part_image_bytes)
         found[kind] = {
             "appends": n,
             "records": sum(a.records for a in group) / n,
@@ -410,6 +416,7 @@ def summary(appends: list[Append]) -> dict[str, dict[str, Any]]:
             "parts": {k: v / n for k, v in sorted(parts.items())},
             "part_bytes": {k: v / n for k, v in sorted(part_bytes.items())},
             "part_images": {k: v / n for k, v in sorted(part_images.items())},
+            "part_image_bytes": {k: v / n for k, v in sorted(part_image_bytes.items())},
         }
     return found
 
@@ -537,11 +544,12 @@ def tables(
             entry["parts"] = runs[0]["parts"]
             entry["part_bytes"] = runs[0]["part_bytes"]
             entry["part_images"] = runs[0].get("part_images", {})
+            entry["part_image_bytes"] = runs[0].get("part_image_bytes", {})
             results[name][kind] = entry
             med = {
                 k: v["median"]
                 for k, v in entry.items()
-                if k not in ("parts", "part_bytes", "part_images")
+                if k not in ("parts", "part_bytes", "part_images", "part_image_bytes")
             }
             print(
                 f"{name:20} {kind:15} {med['records']:8.2f} {med['fpi']:6.3f} {med['bytes']:7.0f} "
@@ -551,7 +559,12 @@ def tables(
                 for part, n in entry["parts"].items():
                     size = entry["part_bytes"][part]
                     images = entry["part_images"].get(part, 0)
-                    fpi = f"  ({images:.3f} full-page images)" if images else ""
+                    image_bytes = entry["part_image_bytes"].get(part, 0)
+                    fpi = (
+                        f"  ({images:.3f} full-page images, {image_bytes:.1f} bytes of them)"
+                        if images
+                        else ""
+                    )
                     print(f"{'':38} {n:6.2f} {size:7.1f}  {part}{fpi}")
     return results
 
