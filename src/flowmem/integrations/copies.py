@@ -336,11 +336,17 @@ class KeptCopies(Generic[T]):
         self.plans = plans
         self._lines: OrderedDict[str, list[_Segment]] = OrderedDict()
         self._tails: dict[str, str] = {}  # the last id of each history kept, to its key
+        self._proofs: dict[str, object] = {}  # a history's proof (``objects``' ``proof``), by key
+        self._proven: dict[object, str] = {}  # the key of the history each proof is of
         self._bytes = 0
         self._lock = threading.Lock()  # reads of PostgreSQL run in worker threads
 
-    def objects(self, chosen: Sequence[tuple[str, str]]) -> list[T]:
-        """The objects of ``chosen`` (id and JSON text, oldest first), as ``validate`` gives them."""
+    def objects(self, chosen: Sequence[tuple[str, str]], proof: object | None = None) -> list[T]:
+        """The objects of ``chosen`` (id and JSON text, oldest first), as ``validate`` gives them.
+
+        ``proof``: a hashable value the caller knows ``chosen`` by (decision 0183): kept
+        with the history when it keeps all of ``chosen``, for ``proven`` to answer by.
+        """
         if not chosen:
             return []
         key = chosen[0][0]
@@ -355,12 +361,7 @@ class KeptCopies(Generic[T]):
                 texts[len(found) : end]
             ):
                 break
-            if self.plans and not segment.tried:  # read again: planned now (decision 0176)
-                segment, copy = _replanned(segment)
-                found.extend(copy)
-            else:
-                found.extend(segment.copy())
-            kept.append(segment)
+            found.extend(self._copied(segment, kept))
         start = len(found)
         if start < len(chosen):
             new = self.validate(texts[start:])
@@ -372,8 +373,51 @@ class KeptCopies(Generic[T]):
         if len(kept) > MAX_SEGMENTS:
             merged = _merged(kept, ids, texts, found)
             kept = [] if merged is None else [merged]
-        self._keep(key, kept)
+        self._keep(key, kept, proof)  # every one of ``chosen`` is kept here
         return self.finish(found)
+
+    def _copied(self, segment: _Segment, kept: list[_Segment]) -> list[Any]:
+        """A fresh copy of a kept segment's objects; the segment (planned now when read again) added to ``kept``."""
+        if self.plans and not segment.tried:  # read again: planned now (decision 0176)
+            segment, copy = _replanned(segment)
+        else:
+            copy = segment.copy()
+        kept.append(segment)
+        return copy
+
+    def proven(self, proof: object) -> tuple[list[str], list[T]] | None:
+        """The ids and a fresh copy of the objects of the history kept with ``proof``; None when none is (decision 0183).
+
+        What ``objects`` gives for the same ids and texts, without them: the caller
+        proved they are the ones the history was kept from (``objects``' or
+        ``extend_by``'s ``proof``).
+        """
+        with self._lock:
+            key = self._proven.get(proof)
+        if key is None:
+            return None
+        segments = self._take(key, proof)
+        if not segments:
+            return None
+        kept: list[_Segment] = []
+        found: list[T] = []
+        for segment in segments:
+            found.extend(self._copied(segment, kept))
+        self._keep(key, kept, proof)
+        return [entry_id for segment in kept for entry_id in segment.ids], self.finish(found)
+
+    def proves(self, proof: object) -> bool:
+        """Whether a history is kept with ``proof`` now (``proven`` would answer)."""
+        with self._lock:
+            return proof in self._proven
+
+    def proof_at(self, parent: str | None) -> object | None:
+        """The proof of the history kept ending at ``parent``, if it has one."""
+        if parent is None:
+            return None
+        with self._lock:
+            key = self._tails.get(parent)
+            return None if key is None else self._proofs.get(key)
 
     def extend(self, parent: str | None, written: Sequence[tuple[str, str, T | None]]) -> None:
         """Keep objects a write stored after ``parent`` (id, JSON text, what it validates to) as a new segment.
@@ -403,15 +447,25 @@ class KeptCopies(Generic[T]):
         ids = [entry_id for entry_id, _, _ in written]
         return Made(_kept(ids, [text for _, text, _ in written], objects, self.plans))
 
-    def extend_by(self, parent: str | None, made: Made | None) -> None:
-        """``extend`` with its segment made before (``made``): kept after a kept history ending at ``parent``."""
+    def extend_by(
+        self,
+        parent: str | None,
+        made: Made | None,
+        before: object | None = None,
+        after: object | None = None,
+    ) -> None:
+        """``extend`` with its segment made before (``made``): kept after a kept history ending at ``parent``.
+
+        ``after``: the grown history's proof, kept when the history had the proof
+        ``before`` and grew by the whole of ``made`` (decision 0183); else it has none.
+        """
         if parent is None or made is None:
             return
         with self._lock:
             key = self._tails.get(parent)
         if key is None:
             return
-        segments = self._take(key)
+        segments, had = self._taken(key)
         if not segments or segments[-1].ids[-1] != parent:
             self._keep(key, segments)
             return
@@ -420,17 +474,30 @@ class KeptCopies(Generic[T]):
         if len(grown) > MAX_SEGMENTS:  # joined when all are planned, else not kept (a read merges)
             joined = _joined(grown)
             grown = segments if joined is None else [joined]
-        self._keep(key, grown)
+        whole = (
+            segment is not None and grown is not segments and before is not None and had == before
+        )
+        self._keep(key, grown, after if whole else None)
 
-    def _take(self, key: str) -> list[_Segment]:
+    def _take(self, key: str, proof: object | None = None) -> list[_Segment]:
+        """Take a history's segments out (its proof forgotten); with ``proof``, only when it has that one."""
+        segments, had = self._taken(key)
+        if proof is not None and had != proof:
+            self._keep(key, segments, had)  # not the one proven: kept as it was
+            return []
+        return segments
+
+    def _taken(self, key: str) -> tuple[list[_Segment], object | None]:
+        """Take a history's segments out, and the proof it had (forgotten)."""
         with self._lock:
+            had = self._proofs.get(key)
             segments = self._lines.pop(key, [])
             self._bytes -= sum(segment.size for segment in segments)
             if segments:
                 self._untail(key, segments)
-        return segments
+        return segments, had
 
-    def _keep(self, key: str, segments: list[_Segment]) -> None:
+    def _keep(self, key: str, segments: list[_Segment], proof: object | None = None) -> None:
         size = sum(segment.size for segment in segments)
         if not segments or size > self.max_bytes:
             return
@@ -441,16 +508,22 @@ class KeptCopies(Generic[T]):
                 self._untail(key, replaced)
             self._lines[key] = segments
             self._tails[segments[-1].ids[-1]] = key
+            if proof is not None:
+                self._proofs[key] = proof
+                self._proven[proof] = key
             while self._bytes > self.max_bytes:
                 gone, dropped = self._lines.popitem(last=False)
                 self._bytes -= sum(segment.size for segment in dropped)
                 self._untail(gone, dropped)
 
     def _untail(self, key: str, segments: list[_Segment]) -> None:
-        """Forget where the history ``key`` kept as ``segments`` ended (the lock held)."""
+        """Forget where the history ``key`` kept as ``segments`` ended, and its proof (the lock held)."""
         tail = segments[-1].ids[-1]
         if self._tails.get(tail) == key:
             del self._tails[tail]
+        proof = self._proofs.pop(key, None)
+        if proof is not None and self._proven.get(proof) == key:
+            del self._proven[proof]
 
     @property
     def size(self) -> int:

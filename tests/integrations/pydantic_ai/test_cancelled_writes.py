@@ -41,6 +41,13 @@ class HeldTables:
 
     def write(self, *args: Any) -> Any:
         """Log the write's start and end; hold the first until released."""
+        return self._held(self.tables.write, *args)
+
+    def write_held(self, *args: Any) -> Any:
+        """``write``'s hold and log, for the store's write (decision 0183)."""
+        return self._held(self.tables.write_held, *args)
+
+    def _held(self, call: Any, *args: Any) -> Any:
         self.writes += 1
         name = "first" if self.writes == 1 else f"write {self.writes}"
         self.gate.events.append(("start", name))
@@ -50,7 +57,7 @@ class HeldTables:
         else:
             self.gate.other_started.set()
         try:
-            return self.tables.write(*args)
+            return call(*args)
         finally:
             self.gate.events.append(("end", name))
 

@@ -71,13 +71,17 @@ def message_json(message: ModelMessage) -> str:
 
 
 def messages_of(
-    found: Sequence[tuple[str, str]], limit: int | None, validated: Validated | None = None
+    found: Sequence[tuple[str, str]],
+    limit: int | None,
+    validated: Validated | None = None,
+    proof: object | None = None,
 ) -> list[ConversationEntry]:
     """The entries of a history read as messages (newest first, one more than ``limit``), in order.
 
     One ``validate_json`` of the joined array, as a JSON history is read; with
-    ``validated``, of the messages it did not validate before (decision 0141). The
-    entry before the first kept (read past ``limit``) is its parent.
+    ``validated``, of the messages it did not validate before (decision 0141), kept by
+    ``proof`` when given (decision 0183). The entry before the first kept (read past
+    ``limit``) is its parent.
     """
     chosen = list(reversed(found))
     parent: str | None = None
@@ -87,11 +91,18 @@ def messages_of(
     if not chosen:
         return []
     if validated is not None:
-        messages = validated.messages(chosen)
+        messages = validated.messages(chosen, proof)
     else:
         messages = ModelMessagesTypeAdapter.validate_json("[" + ",".join(m for _, m in chosen) + "]")
+    return entries_from([entry_id for entry_id, _ in chosen], messages, parent)
+
+
+def entries_from(
+    ids: Sequence[str], messages: Sequence[ModelMessage], parent: str | None = None
+) -> list[ConversationEntry]:
+    """The entries of ``messages`` with these ids, in order, each the parent of the next (the first's: ``parent``)."""
     entries: list[ConversationEntry] = []
-    for (entry_id, _), message in zip(chosen, messages, strict=True):
+    for entry_id, message in zip(ids, messages, strict=True):
         entries.append(entry(entry_id, parent, message))
         parent = entry_id
     return entries
@@ -323,6 +334,7 @@ def unanswered_tail(
 
 __all__ = [
     "HEALED_METADATA",
+    "entries_from",
     "entries_of",
     "entry_rows",
     "is_result",

@@ -71,6 +71,7 @@ from flowmem.integrations.in_order import Queues
 from flowmem.integrations.pydantic_ai.ahead import Ahead, WriteAhead
 from flowmem.integrations.pydantic_ai.answers import carries_results, once_per_call
 from flowmem.integrations.pydantic_ai.rows import (
+    entries_from,
     entries_of,
     is_result,
     messages_of,
@@ -95,7 +96,7 @@ from flowmem.service.checks import check_id_text, check_name, context_user
 from flowmem.service.local_reads import local_read
 from flowmem.service.session_access import judge_session
 from flowmem.store import Store, WriteGuard, open_store
-from flowmem.store.conversations import LINE, ConversationWrite, StoredConversation
+from flowmem.store.conversations import LINE, ConversationWrite, LineState, StoredConversation
 
 T = TypeVar("T")
 log = logging.getLogger("flowmem.integrations.pydantic_ai")
@@ -150,6 +151,13 @@ class FlowmemConversationStore(ConversationStore):
     """The seam of decision 0170: a save's kept copy (``Validated.made``: what it validated,
     planned) is made on the caller's thread while the write runs in its worker, then kept
     once the write is stored; False, the plain path: made and kept after the write."""
+
+    skips_proven_texts = True
+    """The seam of decision 0183: a load whose history is kept with the state its line is
+    in now (``LineState``: the line's buffer unchanged since its texts were read, or since
+    this store's save appended to them) copies the kept history without reading the
+    texts; a save that appends to such a line keeps the state it leaves. False, the
+    plain path: every load reads the texts and compares them with the kept ones."""
 
     def __init__(
         self, memory: MemoryService, *, owns: Store | None = None, context: ExecutionContext | None = None
@@ -262,14 +270,19 @@ class FlowmemConversationStore(ConversationStore):
         those messages the same way, on a connection of its own.
         """
         messages: list[tuple[str, str]] | _Unread | None = UNREAD
+        state: LineState | None = None
         if loading is None or self.user is not None or loading.limit == 0:
             stored = self.tables.get(conversation_id)
+        elif loading.limit is None and self.skips_proven_texts:  # decision 0183
+            proves = self._validated.proves
+            stored, messages, state = self.tables.loaded_held(conversation_id, proves)
         else:
             stored, messages = self.tables.loaded(conversation_id, loading.limit)
         self._known.remember(conversation_id, stored)
         head = None if stored is None else stored.record.get("head_id")
         if loading is not None and isinstance(head, str):
-            loading.head, loading.entries = head, self._entries(head, loading.limit, messages)
+            loading.head = head
+            loading.entries = self._entries(head, loading.limit, messages, state)
         return stored
 
     async def read_records(
@@ -318,16 +331,24 @@ class FlowmemConversationStore(ConversationStore):
         read: list[Read] = []
         write = conversation_write(cid, record, entries, stored, read)
         parent = entries[0].parent_id if entries else None
+        # the state of the line the kept history before them was read at (decision 0183)
+        held = self._held(parent) if entries and self.skips_proven_texts else None
         # what the save validated: the next load copies it (decision 0145)
         if self.copies_while_writing:  # its copy made while the write runs (decision 0170)
-            made = await self._write(
-                write, expected_revision, guard, record.conversation_id, lambda: self._made(parent, read)
+            named = record.conversation_id
+            made, after = await self._write(
+                write, expected_revision, guard, named, lambda: self._made(parent, read), held
             )
-            self._validated.extend_by(parent, made)
+            self._validated.extend_by(parent, made, held, after)
         else:
             await self._write(write, expected_revision, guard, record.conversation_id)
             if entries:
                 self._validated.extend(parent, read)
+
+    def _held(self, parent: str | None) -> LineState | None:
+        """The line state the kept history ending at ``parent`` is proven by, if any (decision 0183)."""
+        proof = self._validated.proof_at(parent)
+        return proof if isinstance(proof, LineState) else None
 
     def _made(self, parent: str | None, read: list[Read]) -> Made | None:
         """The kept copy of what a save validated, made while its write runs (``Validated.made``)."""
@@ -363,39 +384,52 @@ class FlowmemConversationStore(ConversationStore):
         guard: WriteGuard | None,
         named: str,
         alongside: Callable[[], T] | None = None,
-    ) -> T | None:
+        held: LineState | None = None,
+    ) -> tuple[T | None, LineState | None]:
         """Store ``write`` in one transaction, in the conversation's turn; ConversationConflict when stale.
 
         ``alongside``: called here once the write is queued, while it runs in its
-        worker thread; its result returned once the write is stored (None without it).
+        worker thread; its result returned once the write is stored (None without it),
+        with the line state the write left when ``held`` was its line's before (decision 0183).
         """
         cid = write.record.conversation_id
         what = f"pydantic-ai write of conversation {named!r} ({len(write.entries)} new entries)"
         made: T | None = None
         try:
-            answer = self._queues.of(cid).queued(what, self._write_now, write, expected_revision, guard, named)
+            answer = self._queues.of(cid).queued(
+                what, self._write_now, write, expected_revision, guard, named, held
+            )
             try:
                 made = None if alongside is None else alongside()
             finally:
-                await answer  # the write's caller from here on (a cancellation, a refusal)
+                after = await answer  # the write's caller from here on (a cancellation, a refusal)
         except ConversationConflict:
             self._known.remember(cid, None)
             raise
         self._known.remember(cid, write.record)
-        return made
+        return made, after
 
     def _write_now(
-        self, write: ConversationWrite, expected_revision: str | None, guard: WriteGuard | None, named: str
-    ) -> None:
-        """Store ``write``; a refusal raised here, where a write whose caller left is logged."""
+        self,
+        write: ConversationWrite,
+        expected_revision: str | None,
+        guard: WriteGuard | None,
+        named: str,
+        held: LineState | None = None,
+    ) -> LineState | None:
+        """Store ``write``; a refusal raised here, where a write whose caller left is logged.
+
+        The line state it left when ``held`` was its line's before (``write_held``).
+        """
         try:
-            written = self.tables.write(write, expected_revision, guard)
+            written, after = self.tables.write_held(write, expected_revision, guard, held)
         except ConversationConflict:
             raise
         except AccessDeniedError as exc:
             raise ConversationOwnedElsewhere(named, exc) from exc
         if not written:
             raise ConversationConflict(named)
+        return after
 
     async def _once_per_call(
         self, entries: list[ConversationEntry], record: ConversationRecord
@@ -469,7 +503,11 @@ class FlowmemConversationStore(ConversationStore):
         return entries
 
     def _entries(
-        self, head_id: str, limit: int | None, read: list[tuple[str, str]] | _Unread | None = UNREAD
+        self,
+        head_id: str,
+        limit: int | None,
+        read: list[tuple[str, str]] | _Unread | None = UNREAD,
+        state: LineState | None = None,
     ) -> list[ConversationEntry] | None:
         """The entries up to ``head_id`` (the last ``limit``); None for an entry the store does not have.
 
@@ -478,7 +516,8 @@ class FlowmemConversationStore(ConversationStore):
         that conversation is (decision 0109). The messages kept beside the rows are
         read when the line holds them whole, else the rows (decision 0131). ``read``:
         those messages as ``Conversations.loaded`` read them with the record (a store
-        built for no user, ``limit`` not 0), else ``UNREAD``.
+        built for no user, ``limit`` not 0), else ``UNREAD``; ``state``: the line state
+        ``loaded_held`` read them at, or (``read`` None) proved them by (decision 0183).
         """
         if self.user is None:
             found: str | None = None
@@ -488,9 +527,14 @@ class FlowmemConversationStore(ConversationStore):
                 return None
         if limit == 0:
             return [] if self.tables.history(head_id, found) is not None else None
+        if read is None and state is not None:  # the texts left unread: the kept history's state
+            kept = self._validated.proven(state)
+            if kept is not None:
+                return entries_from(*kept)
+            read = UNREAD  # dropped meanwhile: read them
         messages = self.tables.messages(head_id, found, limit) if isinstance(read, _Unread) else read
         if messages is not None:
-            return messages_of(messages, limit, self._validated if limit is None else None)
+            return messages_of(messages, limit, self._validated if limit is None else None, state)
         rows = self.tables.history(head_id, found)
         if rows is None:
             return None

@@ -41,9 +41,14 @@ class Validated(KeptCopies[ModelMessage]):
     def __init__(self, max_bytes: int = MAX_BYTES, plans: bool = True) -> None:
         super().__init__(_validate, _share_instructions, max_bytes, plans)
 
-    def messages(self, chosen: Sequence[tuple[str, str]]) -> list[ModelMessage]:
-        """The messages of ``chosen`` (entry id and JSON text, oldest first), as ``validate_json`` gives them."""
-        return self.objects(chosen)
+    def messages(
+        self, chosen: Sequence[tuple[str, str]], proof: object | None = None
+    ) -> list[ModelMessage]:
+        """The messages of ``chosen`` (entry id and JSON text, oldest first), as ``validate_json`` gives them.
+
+        ``proof``: the line state they were read at (``objects``, decision 0183).
+        """
+        return self.objects(chosen, proof)
 
 
 __all__ = ["MAX_BYTES", "MAX_SEGMENTS", "Validated"]

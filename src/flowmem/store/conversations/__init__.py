@@ -16,7 +16,7 @@ are plain JSON here: nothing under ``store/`` imports pydantic-ai.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -75,6 +75,25 @@ class ConversationWrite:
     waiting: frozenset[str] = field(default_factory=frozenset)
 
 
+@dataclass(frozen=True)
+class LineState:
+    """Where a history's kept messages are and the buffer of their line as read (decision 0183).
+
+    ``conversation_id`` and ``key``: the line holding the history's last entry;
+    ``position``: where that entry ends; ``stamp`` and ``version``: the line's buffer
+    (SQLite's ``born``, PostgreSQL's ``id``; its ``version``), which the record stamped
+    with its line says are unchanged. Every write of a line's messages appends that
+    line's rows, which moves its version: while a line's state is the same, its
+    messages up to ``position`` are the same texts.
+    """
+
+    conversation_id: str
+    key: str
+    position: int
+    stamp: int
+    version: int
+
+
 class Conversations(Protocol):
     """Conversation records and their entries' lines, in one store."""
 
@@ -94,6 +113,22 @@ class Conversations(Protocol):
         ``expected``: the stored revision (None: there must be no record). False too when
         ``write.head`` (or ``parent``) is an entry the store does not have; nothing is
         stored then. ``guard`` claims the session, created by its first write.
+        """
+        ...
+
+    def write_held(
+        self,
+        write: ConversationWrite,
+        expected: str | None,
+        guard: WriteGuard | None,
+        held: LineState | None,
+    ) -> tuple[bool, LineState | None]:
+        """``write``, and the state its line is left in when ``held`` was the line's state before it.
+
+        The state is given (else None) only when ``held`` is the conversation's own line
+        as it was when the write began, and the write appended each of its entries'
+        messages to that line, in order: the line's messages are then ``held``'s and the
+        entries', nothing else (decision 0183).
         """
         ...
 
@@ -133,6 +168,18 @@ class Conversations(Protocol):
         """
         ...
 
+    def loaded_held(
+        self, conversation_id: str, proven: Callable[[LineState], bool]
+    ) -> tuple[StoredConversation | None, list[tuple[str, str]] | None, LineState | None]:
+        """``loaded`` of the whole history, its texts left unread when ``proven`` says their line's state is known.
+
+        ``(stored, None, state)``: ``proven(state)`` was true, the texts were not read;
+        ``(stored, messages, state)``: the messages read, and no message of the line lies
+        past them (the state a reader may keep them by); ``(stored, messages, None)`` and
+        ``(stored, None, None)`` as ``loaded`` gives them (decision 0183).
+        """
+        ...
+
 
 def entry_of(row: Mapping[str, Any]) -> str | None:
     """The entry id a row belongs to, or None for a row no conversation wrote."""
@@ -159,6 +206,7 @@ __all__ = [
     "META",
     "ConversationWrite",
     "Conversations",
+    "LineState",
     "NewEntry",
     "StoredConversation",
     "conversations_of",

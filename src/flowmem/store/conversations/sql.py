@@ -9,7 +9,7 @@ record commit together, or nothing does.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from flowmem.core import Message, Repair
@@ -17,6 +17,7 @@ from flowmem.store.base import SESSION_SCOPE, Address, WriteGuard
 from flowmem.store.conversations import (
     LINE,
     ConversationWrite,
+    LineState,
     StoredConversation,
     entry_of,
     run_of,
@@ -110,6 +111,7 @@ class _SqlTx:
         self.ends: dict[str, int | None] = {}  # each line's end as known in this transaction
         self.placed: dict[tuple[str, str], tuple[Any, ...]] = {}  # pa_entries rows held back
         self.kept: dict[tuple[str, int], tuple[Any, ...]] = {}  # pa_messages rows held back
+        self.put: dict[tuple[str, int], str] = {}  # each message put: its entry, by place
 
     def _run(self, name: str, params: tuple[Any, ...]) -> Any:
         return self.conn.execute(self.sql[name], params)
@@ -176,6 +178,25 @@ class _SqlTx:
         self.placed[(entry_id, key)] = (entry_id, self.conversation_id, key, position)
         if message is not None:
             self.kept[(key, position)] = (self.conversation_id, key, position, entry_id, message)
+            self.put[(key, position)] = entry_id
+
+    def appended(self, held: LineState, write: ConversationWrite) -> int | None:
+        """Where the write's last entry ends when it appended each entry's message to ``held``'s line, in order.
+
+        None when it wrote another line or copied one, changed a row, left an entry
+        without its message, or put a message elsewhere (decision 0183).
+        """
+        if self.line != (held.key, True, False) or not write.entries:
+            return None
+        places = list(self.put)
+        if [key for key, _ in places] != [held.key] * len(places):
+            return None
+        positions = [position for _, position in places]
+        if list(self.put.values()) != [entry.entry_id for entry in write.entries]:
+            return None
+        if positions[0] <= held.position or positions != sorted(set(positions)):
+            return None
+        return positions[-1]
 
     def written(self, key: str, whole: bool, empty: bool) -> None:
         """Keep the line written and how, for ``SqlConversations.write``'s line stamp."""
@@ -184,6 +205,19 @@ class _SqlTx:
     def log(self, key: str, repairs: Sequence[Repair]) -> None:
         """Keep the line's repairs for ``SqlConversations.write`` to log after the flush."""
         self.repairs.setdefault(key, []).extend(repairs)
+
+
+def _held_before(held: LineState, conversation_id: str, found: Any) -> bool:
+    """Whether ``held`` is the conversation's own line as the record's stamp says it is now, unchanged.
+
+    ``found``: ``pa_revision_line``'s row (revision, line key, stamp, version, unchanged).
+    """
+    return (
+        found is not None
+        and bool(found[4])
+        and held.conversation_id == conversation_id
+        and (found[1], found[2], found[3]) == (held.key, held.stamp, held.version)
+    )
 
 
 class SqlConversations(SqlKind):
@@ -209,33 +243,51 @@ class SqlConversations(SqlKind):
         self, write: ConversationWrite, expected: str | None, guard: WriteGuard | None = None
     ) -> bool:
         """Store the record and its entries in one transaction (see ``Conversations.write``)."""
+        return self.write_held(write, expected, guard, None)[0]
+
+    def write_held(
+        self,
+        write: ConversationWrite,
+        expected: str | None,
+        guard: WriteGuard | None,
+        held: LineState | None,
+    ) -> tuple[bool, LineState | None]:
+        """``write``, and the line's state after it when ``held`` was its state before (see ``Conversations``)."""
         record = write.record
+        cid = record.conversation_id
         body = dump_json(dict(record.record), "conversation record")
+        after: list[LineState] = []
 
         def work(conn: Any) -> None:
             if guard is not None:
                 self.store.check_guard(conn, guard)
-            found = self._run(conn, "pa_revision_line", (record.conversation_id,)).fetchone()
+            found = self._run(conn, "pa_revision_line", (cid,)).fetchone()
             if (None if found is None else found[0]) != expected:
                 raise _Refused
-            tx = _SqlTx(conn, self.sql, self.store.runner(conn), record.conversation_id)
+            tx = _SqlTx(conn, self.sql, self.store.runner(conn), cid)
             if not write_lines(tx, write):
                 raise _Refused
             tx.flush()
             for key, repairs in tx.repairs.items():  # the lines' repair logs (issue 37 §2)
                 self.store.record_repairs(conn, tx.editors[key].buffer_id, repairs)
-            params = (record.conversation_id, record.revision, record.scope, record.updated, body)
+            params = (cid, record.revision, record.scope, record.updated, body)
             line = self._line(found, tx.line)
-            if isinstance(line, str):  # stamped with the line as it is now, in the same statement
-                self._run(conn, "pa_put_line", (*params, record.conversation_id, line))
-            else:
+            if not isinstance(line, str):
                 self._run(conn, "pa_put", (*params, *line))
+                return
+            # stamped with the line as it is now, in the same statement, which says how
+            stamped = self._run(conn, "pa_put_line", (*params, cid, line)).fetchall()
+            if held is not None and _held_before(held, cid, found):
+                end = tx.appended(held, write)
+                now: Any = stamped[0] if stamped else (None, None, None)
+                if end is not None and (now[0], now[1]) == (held.key, held.stamp):
+                    after.append(LineState(cid, held.key, end, held.stamp, int(now[2])))
 
         try:
-            self.store.write_at(self._lock(record.conversation_id), work)
+            self.store.write_at(self._lock(cid), work)
         except _Refused:
-            return False
-        return True
+            return False, None
+        return True, (after[0] if after else None)
 
     @staticmethod
     def _line(found: Any, written: tuple[str, bool, bool] | None) -> tuple[Any, Any, Any] | str:
@@ -283,6 +335,35 @@ class SqlConversations(SqlKind):
                 return stored, None
             return stored, self._messages(conn, head, None, limit)
 
+    def loaded_held(
+        self, conversation_id: str, proven: Callable[[LineState], bool]
+    ) -> tuple[StoredConversation | None, list[tuple[str, str]] | None, LineState | None]:
+        """``loaded`` of the whole history, its texts unread when ``proven`` knows their line's state (decision 0183).
+
+        On one connection: the record, where its head's history is with its line's state,
+        then (unless proven) the texts and whether the line holds a message past them.
+        """
+        with self.store.connection() as conn:
+            row = self._run(conn, "pa_get", (conversation_id,)).fetchone()
+            if row is None:
+                return None, None, None
+            stored = _stored(row)
+            head = stored.record.get("head_id")
+            if not isinstance(head, str):
+                return stored, None, None
+            place = self._run(conn, "pa_messages_line", (head,)).fetchone()
+            if place is None or not place[3]:
+                return stored, None, None
+            at = (str(place[0]), str(place[1]), int(place[2]))
+            state = LineState(*at, int(place[4]), int(place[5]))
+            if proven(state):
+                return stored, None, state
+            found = self._texts(conn, place, UNLIMITED)
+            if found is None:
+                return stored, None, None
+            past = self._run(conn, "pa_messages_after", (place[0], place[1], place[2])).fetchone()
+            return stored, found, (None if past is not None else state)
+
     def _messages(
         self, conn: Any, entry_id: str, conversation_id: str | None, limit: int | None
     ) -> list[tuple[str, str]] | None:
@@ -294,6 +375,10 @@ class SqlConversations(SqlKind):
             place = self._run(conn, "pa_messages_line_in", (entry_id, conversation_id)).fetchone()
         if place is None or not place[3]:
             return None
+        return self._texts(conn, place, bound)
+
+    def _texts(self, conn: Any, place: Any, bound: int) -> list[tuple[str, str]] | None:
+        """The last ``bound`` messages of ``place``'s line up to it, newest first; None for an entry written twice."""
         rows = self._run(conn, "pa_messages", (place[0], place[1], place[2], bound)).fetchall()
         found = [(str(e), str(m)) for e, m in rows]
         if not found or len({e for e, _ in found}) != len(found):

@@ -21,9 +21,10 @@ def statements(p: str, stamp: str) -> dict[str, str]:
     """
     line = _LINE.format(p=p)
     # the line an entry ends (the first holding it), and whether pa_messages holds its
-    # entries' messages whole: the record's line stamp is the line's buffer as it is now
+    # entries' messages whole: the record's line stamp is the line's buffer as it is now;
+    # then the line's buffer stamp and version (its state, decision 0183)
     whole = f"""SELECT e.conversation_id, e.key, e.pos, CASE WHEN b.{stamp} = c.line_stamp
-                AND b.version = c.line_version THEN 1 ELSE 0 END
+                AND b.version = c.line_version THEN 1 ELSE 0 END, b.{stamp}, b.version
             FROM e JOIN pa_conversations AS c ON c.conversation_id = e.conversation_id
                 AND c.line_key = e.key
             JOIN buffers AS b ON b.scope = 'session' AND b.scope_id = e.conversation_id
@@ -50,7 +51,8 @@ def statements(p: str, stamp: str) -> dict[str, str]:
             record = excluded.record, line_key = excluded.line_key,
             line_stamp = excluded.line_stamp, line_version = excluded.line_version""",
         # the record with the stamp of its line as the line is now (decision 0171): the line's
-        # key, stamp and version, or none of them when the line has no buffer
+        # key, stamp and version, or none of them when the line has no buffer; it returns them
+        # (a save's line state, decision 0183)
         "pa_put_line": f"""INSERT INTO pa_conversations (conversation_id, revision, scope, updated, record,
                 line_key, line_stamp, line_version)
             SELECT {p}, {p}, {p}, {p}, {p}, b.key, b.{stamp}, b.version
@@ -59,7 +61,8 @@ def statements(p: str, stamp: str) -> dict[str, str]:
             WHERE true ON CONFLICT (conversation_id) DO UPDATE SET
             revision = excluded.revision, scope = excluded.scope, updated = excluded.updated,
             record = excluded.record, line_key = excluded.line_key,
-            line_stamp = excluded.line_stamp, line_version = excluded.line_version""",
+            line_stamp = excluded.line_stamp, line_version = excluded.line_version
+            RETURNING line_key, line_stamp, line_version""",
         "pa_drop": f"DELETE FROM pa_conversations WHERE conversation_id = {p}",
         "pa_entries_drop": f"DELETE FROM pa_entries WHERE conversation_id = {p}",
         "pa_entry_put": f"""INSERT INTO pa_entries (entry_id, conversation_id, key, pos)
@@ -93,6 +96,9 @@ def statements(p: str, stamp: str) -> dict[str, str]:
                 WHERE entry_id = {p} ORDER BY conversation_id, key LIMIT 1) {whole}""",
         "pa_messages_line_in": f"""WITH e AS (SELECT conversation_id, key, pos FROM pa_entries
                 WHERE entry_id = {p} AND conversation_id = {p} ORDER BY key LIMIT 1) {whole}""",
+        # whether a line holds a message past a position (decision 0183)
+        "pa_messages_after": f"""SELECT 1 FROM pa_messages
+            WHERE conversation_id = {p} AND key = {p} AND pos > {p} LIMIT 1""",
         # the last messages of a line up to a position, newest first
         "pa_messages": f"""SELECT entry_id, message FROM pa_messages
             WHERE conversation_id = {p} AND key = {p} AND pos <= {p} ORDER BY pos DESC LIMIT {p}""",
