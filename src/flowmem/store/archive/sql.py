@@ -21,6 +21,11 @@ from flowmem.store.engine import LAST_MAX, SqlKind
 from flowmem.store.paging import PageAsk, check_version
 from flowmem.store.rows import check_address, stored_json, utf8_size
 
+# the statements that drop the archived rows and their entries, in order; a dialect without one skips it
+_DROPS = (
+    "archive_rows_drop", "archive_carried_kept", "archive_calls_drop", "archive_carried_drop", "archive_answers_drop",
+)  # fmt: skip
+
 
 class _ArchiveEditor(SqlBufferEditor):
     """``SqlBufferEditor`` that counts rows dropped in bulk, and the bytes kept in the archive."""
@@ -69,9 +74,12 @@ class SqlArchive(SqlKind, SupportsArchive):
             low, high = moved[0][0], moved[-1][0]
             conn.execute(sql["archive_insert"], (first - 1, bid, high))
             conn.execute(sql["archive_calls"], (True, bid, high))
-            for name in ("archive_rows_drop", "archive_calls_drop", "archive_answers_drop"):
-                conn.execute(sql[name], (bid, low, high))
+            for name in _DROPS:  # SQLite's carried declarations too (decision 0180)
+                if name in sql:
+                    conn.execute(sql[name], (bid, low, high))
             conn.execute(sql["archive_reopen"], (False, bid, True))
+            if "archive_reopened" in sql:
+                conn.execute(sql["archive_reopened"], (bid,))
             editor = _ArchiveEditor(self.store.runner(conn), address, head)
             sizes = [utf8_size(body) for _, body in moved]
             tokens = sum(estimate_tokens(stored_json(body)) for _, body in moved[1:])
