@@ -47,7 +47,7 @@ sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 
 import report_json
 
-from flowmem.core import prepare
+from flowmem.core import is_healed, prepare
 from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
 from flowmem.store import Address, open_store
@@ -291,7 +291,7 @@ def _tree(entry: dict[str, Any], kind: str, table: str, written: int, appends: i
 LAYOUTS = (
     "today",
     "header in the rows' tree",
-    "declarations indexed at their answer",
+    "declarations indexed when declared (before decision 0180)",
     "rowid rows",
 )
 
@@ -304,12 +304,15 @@ def layouts(path: Path, length: int, cycles: int) -> dict[str, dict[str, float]]
     call ids, replayed into plain tables on a fresh file, the fill in one transaction,
     then each counted append alone after a ``wal_checkpoint(TRUNCATE)``, as ``count``
     does. ``today`` is flowmem's layout (the rows WITHOUT ROWID keyed by buffer and
-    position, the header a row of its own table, a declaration and an answer an entry
-    each in their own tables): for the conversation's messages it writes the pages the
-    store wrote, which is the model's check (a heal's repair-log entry is not modelled). The others change one thing each: the header a row at the end of
-    the buffer's rows (its own key, after every position), a declaration indexed only
-    when answered (one entry holding both; an open call is in the header already), the
-    rows a rowid table keyed by position (one buffer in the file).
+    position, the header a row of its own table, an open call's declaration in the
+    header's list only, an answer an entry carrying the declaration it answered, a
+    declaration of a call answered already an entry of its own: decision 0180): for the
+    conversation's messages it writes the pages the store wrote, which is the model's
+    check (a heal's repair-log entry is not modelled). The others change one thing each:
+    the header a row at the end of the buffer's rows (its own key, after every position),
+    a declaration indexed when declared (an entry each for a declaration and an answer,
+    the layout before decision 0180), the rows a rowid table keyed by position (one
+    buffer in the file).
     """
     real = sqlite3.connect(str(path))
     try:
@@ -341,7 +344,7 @@ def _layout(
     """One model layout's pages per append by kind (``layouts``)."""
     conn = sqlite3.connect(str(path), isolation_level=None)
     conn.execute("PRAGMA journal_mode=wal")
-    rowid, inside, at_answer = (layout == LAYOUTS[3], layout == LAYOUTS[1], layout == LAYOUTS[2])
+    rowid, inside, declared = (layout == LAYOUTS[3], layout == LAYOUTS[1], layout == LAYOUTS[2])
     if rowid:
         conn.execute("CREATE TABLE r (pos INTEGER PRIMARY KEY, b, role, body, tokens, calls)")
     else:
@@ -352,11 +355,15 @@ def _layout(
     conn.execute(
         "CREATE TABLE c (b, cid, pos, ord, answered, PRIMARY KEY (b, cid, pos)) WITHOUT ROWID"
     )
-    conn.execute("CREATE TABLE a (b, cid, pos, healed, PRIMARY KEY (b, cid, pos)) WITHOUT ROWID")
+    carries = "" if declared else ", dpos, ord"  # an answer's entry carries its declaration
+    conn.execute(
+        f"CREATE TABLE a (b, cid, pos, healed{carries}, PRIMARY KEY (b, cid, pos)) WITHOUT ROWID"
+    )
     conn.execute("INSERT INTO h VALUES (1, ?)", (head,))
-    declared: dict[str, int] = {}
+    listed: dict[str, list[tuple[int, int]]] = {}  # the open calls (the header's list)
+    answered: set[str] = set()
 
-    def write(pos: int, role: str, body: str, tokens: Any, calls: Any, counted: bool) -> None:
+    def write(pos: int, role: str, body: str, tokens: Any, calls: Any) -> None:
         if rowid:
             conn.execute(
                 "INSERT INTO r VALUES (?, 1, ?, ?, ?, ?)", (pos, role, body, tokens, calls)
@@ -366,17 +373,27 @@ def _layout(
                 "INSERT INTO r VALUES (1, ?, ?, ?, ?, ?)", (pos, role, body, tokens, calls)
             )
         for order, cid in enumerate(json.loads(calls) if calls else ()):
-            declared[cid] = pos
-            if not at_answer or not counted:
-                conn.execute("INSERT INTO c VALUES (1, ?, ?, ?, 0)", (cid, pos, order))
-        if role == "tool":
-            cid = json.loads(body)["metadata"]["tool_call_id"]
-            if (
-                at_answer and counted and cid in declared
-            ):  # one entry: the declaration and its answer
-                conn.execute("INSERT INTO c VALUES (1, ?, ?, 0, ?)", (cid, declared[cid], pos))
+            if declared or cid in answered:
+                conn.execute(
+                    "INSERT OR IGNORE INTO c VALUES (1, ?, ?, ?, ?)",
+                    (cid, pos, order, int(cid in answered)),
+                )
             else:
-                conn.execute("INSERT INTO a VALUES (1, ?, ?, 0)", (cid, pos))
+                listed.setdefault(cid, []).append((pos, order))
+        if role == "tool":
+            row = json.loads(body)
+            cid, healed = row["metadata"]["tool_call_id"], int(is_healed(row))
+            if declared:
+                conn.execute("INSERT INTO a VALUES (1, ?, ?, ?)", (cid, pos, healed))
+            else:  # one entry: the answer and the listed declaration it answers
+                at = sorted(listed.pop(cid, []))
+                first = at[0] if at else (None, None)
+                conn.execute("INSERT INTO a VALUES (1, ?, ?, ?, ?, ?)", (cid, pos, healed, *first))
+                for at_pos, order in at[1:]:
+                    conn.execute(
+                        "INSERT OR IGNORE INTO c VALUES (1, ?, ?, ?, 0)", (cid, at_pos, order)
+                    )
+            answered.add(cid)
 
     def header(pos: int) -> None:
         if inside:  # the counters an append changes (count, last major, bytes, tokens, version)
@@ -389,7 +406,7 @@ def _layout(
 
     conn.execute("BEGIN")
     for row in stored[:first]:
-        write(*row, False)
+        write(*row)
     header(stored[first - 1][0])
     conn.execute("COMMIT")
     pages: dict[str, list[int]] = {k: [] for k in KINDS}
@@ -401,7 +418,7 @@ def _layout(
         at += len(rows)
         conn.execute("BEGIN")
         for row in rows:
-            write(*row, True)
+            write(*row)
         header(rows[-1][0])
         conn.execute("COMMIT")
         pages[kind].append((wal.stat().st_size - WAL_HEADER) // (4096 + FRAME_HEADER))
@@ -425,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--layouts",
         action="store_true",
-        help="also the pages flowmem's rows would write in model layouts (decision 0178)",
+        help="also the pages flowmem's rows would write in model layouts (decisions 0178, 0180)",
     )
     report_json.add_arguments(parser, "wal_pages", "--length 100 --cycles 3")
     args = parser.parse_args(argv)

@@ -26,7 +26,7 @@ PINNED = {
         "41d9995567bf", "37d6b01855a8", "b4f22e6231c9", "789293e84e62", "e8f1a442d379",
         "0d0e32492ab0", "5a2d5c3ce138", "3db5f93bb2b9", "b87053d6d593",
         "dd203f30f9ee", "963de2e7cc32", "e732c681408c", "bdb52c071ec7", "787ea6ce98b3",
-        "5f957142ef87", "160c6dac8d4a", "3d0d9b78cdae",
+        "5f957142ef87", "160c6dac8d4a", "3d0d9b78cdae", "069f856f66cd",
     ],
     "postgres": [
         "d6f5219190c3", "8c1ad368c30c", "095db5f24a78", "4e2254cbc80b", "dec67871625a",

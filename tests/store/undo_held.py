@@ -12,10 +12,12 @@ from __future__ import annotations
 import sqlite3
 
 from flowmem.store.repairs import sqlite as repairs_sqlite
+from tests.store.undo_carried import undo_carried_calls
 
 
 def undo_held(conn: sqlite3.Connection) -> None:
     """Take the database on ``conn`` back to before SQLite's migration 27 (nothing when it lacks it)."""
+    undo_carried_calls(conn)  # migration 28 first (decision 0180)
     columns = {str(row[1]) for row in conn.execute("PRAGMA table_info(buffers)")}
     if "log_held" not in columns:
         return

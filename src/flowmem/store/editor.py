@@ -27,6 +27,14 @@ once per flush, with the header; each row's call ids go with the row (``row_inse
 and ``row_update``'s last parameter) and no answered flag is written. An append then
 writes its row, its header and, for a call or a result, the one entry that finds it
 by id (MEM-1): no index by position, no partial index of the open calls.
+
+Where the header has a sixth column (SQLite since its migration 28, decision 0180), the
+list is an open call's only entry: a declaration is written to ``buffer_calls`` only
+when its call is answered already, and the answer of a listed call *carries* the
+declaration it answers (``buffer_answers.declared_pos`` and ``ord``): one entry for
+both. Every declaration is then in exactly one place: the list (its call unanswered),
+an entry of its own, or an answer's entry. A removal gives back what it carried: to the
+list when the call has no answer left, else to an entry of its own.
 """
 
 from __future__ import annotations
@@ -54,6 +62,18 @@ MINOR_BITS = 20
 # ``json.dumps(..., separators=(",", ":"))``'s text, its encoder made once: ``dumps`` makes
 # one per call when given an argument (about 3 us of each of the listing writes' calls)
 _compact = json.JSONEncoder(separators=(",", ":")).encode
+
+
+# an insert in the middle of a turn moves these (``insert_after``), by whether answers carry
+# their declarations (decision 0180): then the carried ones move too
+_SHIFTS = {
+    False: ("shift_rows", "shift_calls", "shift_answers"),
+    True: ("shift_rows", "shift_calls", "shift_carried", "shift_answers"),
+}
+_UNFLIPS = {
+    False: ("unflip_calls", "unflip_answers", "unflip_rows"),
+    True: ("unflip_calls", "unflip_carried", "unflip_answers", "unflip_rows"),
+}
 
 
 class SqlRunner(Protocol):
@@ -139,6 +159,7 @@ class SqlBufferEditor:
         self._listed_text: str | None = str(head[4]) if self._listing and fresh else None
         self._listed: dict[str, list[tuple[int, int]]] | None = None  # call id -> (pos, order)
         self._listed_changed = False
+        self._carry = head is not None and len(head) > 5  # an answer carries its declaration
 
     def know(
         self,
@@ -184,7 +205,9 @@ class SqlBufferEditor:
         return self._bytes
 
     def is_declared(self, call_id: str) -> bool:
-        """Return True when some assistant row declares ``call_id`` (calls index)."""
+        """Return True when some assistant row declares ``call_id`` (the header's list, then the calls index)."""
+        if self._carry and self._id is not None and call_id in self._open_listed():
+            return True
         return self._knows(self._declared, "is_declared", call_id)
 
     def _knows(self, seen: dict[str, bool], statement: str, call_id: str) -> bool:
@@ -285,10 +308,10 @@ class SqlBufferEditor:
             highest = int(top[0]) if top is not None and top[0] is not None else position
             if highest + need >= major_end:
                 raise StoreError("too many rows inserted after one turn")
-            for name in ("shift_rows", "shift_calls", "shift_answers"):
+            for name in _SHIFTS[self._carry]:
                 self._db.run(name, (need, bid, position, major_end))
             # the declarations first: a listing backend finds them by the rows' call ids
-            for name in ("unflip_calls", "unflip_answers", "unflip_rows"):
+            for name in _UNFLIPS[self._carry]:
                 self._db.run(name, (bid,))
             self._answers.clear()  # positions moved
             self._open = None
@@ -384,6 +407,7 @@ class SqlBufferEditor:
                 self.bytes_before = self._bytes
             if len(made) > 4:  # the header lists its open calls (and was read just now)
                 self._listing, self._listed_text, self._listed = True, str(made[4]), None
+                self._carry = len(made) > 5
         return self._id
 
     def _row_at(self, bid: int, position: int) -> tuple[Message, str]:
@@ -405,14 +429,19 @@ class SqlBufferEditor:
     def _index(self, bid: int, position: int, row: Message, ids: list[str]) -> None:
         """Index ``row``'s declarations (``ids``: its ``call_ids``) and its answer."""
         for order, cid in enumerate(ids):
-            if self._listing and self.answer_of(cid) is None:
+            listed = self._listing and self.answer_of(cid) is None
+            if listed:
                 self._list_call(cid, position, order)
-            self._db.run("call_insert", (bid, cid, position, order, bid, cid))
+            if not (listed and self._carry):  # carrying: an open call's entry is the list's
+                self._db.run("call_insert", (bid, cid, position, order, bid, cid))
             self._declared[cid] = True
             self._open = None
         rid = result_id(row)
         if rid is not None:
-            self._db.run("answer_insert", (bid, rid, position, is_healed(row)))
+            if self._carry:
+                self._carry_answer(bid, rid, position, is_healed(row))
+            else:
+                self._db.run("answer_insert", (bid, rid, position, is_healed(row)))
             if self._listing:
                 self._unlist(rid)
             else:
@@ -430,11 +459,15 @@ class SqlBufferEditor:
             self._db.run("calls_delete", (bid, position))
             for cid in call_ids(row):
                 self._declared.pop(cid, None)
+                if self._carry:  # the declaration an answer carries
+                    self._db.run("answer_uncarry", (bid, cid, position))
                 if self._listing:
                     self._unlist(cid, position)
             self._open = None
         rid = result_id(row)
-        if rid is not None:
+        if rid is not None and self._carry:
+            self._drop_answer(bid, rid, position)
+        elif rid is not None:
             self._db.run("answer_delete", (bid, rid, position))
             self._answers.pop(rid, None)
             if not self._listing:
@@ -443,6 +476,31 @@ class SqlBufferEditor:
                 for declared, order in self._db.all("declared_of", (bid, rid)):
                     self._list_call(rid, int(declared), int(order))
             self._open = None
+
+    # --- an answer that carries its declaration (decision 0180) --------------------------
+    def _carry_answer(self, bid: int, rid: str, position: int, healed: bool) -> None:
+        """Write the answer's entry, with the listed declaration it answers (its others: entries)."""
+        at = sorted(self._open_listed().get(rid, ()))
+        carried: tuple[int | None, int | None] = at[0] if at else (None, None)
+        self._db.run("answer_carry", (bid, rid, position, healed, *carried))
+        for declared, order in at[1:]:  # declared again while open: entries of their own
+            self._db.run("call_insert", (bid, rid, declared, order, bid, rid))
+
+    def _drop_answer(self, bid: int, rid: str, position: int) -> None:
+        """Delete the answer's entry; what it carried is listed again, or an entry when answered still."""
+        found = self._db.one("answer_drop", (bid, rid, position))
+        self._answers.pop(rid, None)
+        carried = [] if found is None or found[0] is None else [(int(found[0]), int(found[1]))]
+        if self.answer_of(rid) is None:  # its last answer gone: its declarations are open again
+            found_declared = self._db.all("declared_of", (bid, rid))
+            declared = [(int(at), int(order)) for at, order in found_declared]
+            if declared:
+                self._db.run("calls_of_drop", (bid, rid))
+            for at, order in carried + declared:
+                self._list_call(rid, at, order)
+        elif carried:
+            self._db.run("call_insert", (bid, rid, *carried[0], bid, rid))
+        self._open = None
 
     # --- a header that lists its open calls (decision 0137) ------------------------------
     def _calls_of(self, ids: list[str]) -> tuple[str | None, ...]:

@@ -22,7 +22,7 @@ from flowmem.errors import QuotaExceededError
 from flowmem.store import Address, Quotas, SessionRecord
 from flowmem.store.repairs import sqlite as repairs_sqlite
 from flowmem.store.sqlite import SqliteStore, reserved
-from flowmem.store.sqlite.schema import LISTED_CALLS
+from flowmem.store.sqlite.schema import CARRIED_CALLS, LISTED_CALLS
 from tests.store.runs import half_answered
 from tests.store.undo_listed import undo_listed_calls
 
@@ -76,14 +76,19 @@ def test_an_owned_append_writes_its_row_and_header_and_no_usage_row(tmp_path: Pa
         store.close()
 
 
-def test_mem_1_a_call_and_its_result_write_one_index_entry_each(tmp_path: Path) -> None:
+def test_mem_1_a_call_writes_no_index_entry_and_its_result_one_for_both(tmp_path: Path) -> None:
+    """Migration 28 (decision 0180): the header's list is an open call's entry; its answer carries it."""
     store = _store(tmp_path)
     try:
-        assert _pages_of(store, [_call("c1")]) == {"buffer_rows", "buffers", "buffer_calls"}
+        assert _pages_of(store, [_call("c1")]) == {"buffer_rows", "buffers"}
         assert _listed(store) == [["c1", 2 << 20, 0]]
         result = {"role": "tool", "content": "ok", "tool_call_id": "c1"}
         assert _pages_of(store, [result]) == {"buffer_rows", "buffers", "buffer_answers"}
         assert _listed(store) == []
+        with sqlite3.connect(store.path) as conn:
+            entries = conn.execute("SELECT call_id, pos, declared_pos, ord FROM buffer_answers")
+            assert entries.fetchall() == [("c1", 3 << 20, 2 << 20, 0)]
+            assert conn.execute("SELECT COUNT(*) FROM buffer_calls").fetchone() == (0,)
         store.append(CHAT, prepare([result, _call("c1")], 3))  # a second result, a repeated call id
         assert [result_id(r) for r in store.load(CHAT)] == [None, None, "c1"]
     finally:
@@ -133,9 +138,10 @@ def test_a_database_from_before_gets_its_calls_listed_and_its_usage_summed(tmp_p
         assert conn.execute("SELECT SUM(answered = 0) FROM buffer_calls").fetchone()[0] == 2
         # migrations 23, 24 (the log's bytes in the header, decision 0135), 25 (the
         # reservation, decision 0137), 26 (its growth trigger gated, decision 0144) and 27
-        # (the newest entries held in the header, decision 0148) on it, as an upgrade runs them
+        # (the newest entries held in the header, decision 0148) and 28 (a declaration's entry
+        # written with its answer, decision 0180) on it, as an upgrade runs them
         upgrade = (*LISTED_CALLS, *repairs_sqlite.IN_THE_HEADER, *reserved.MIGRATION, *reserved.GATED)
-        for statement in (*upgrade, *repairs_sqlite.HELD):
+        for statement in (*upgrade, *repairs_sqlite.HELD, *CARRIED_CALLS):
             conn.execute(statement)
     again = SqliteStore(f"sqlite:///{store.path}")
     try:

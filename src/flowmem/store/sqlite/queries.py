@@ -43,17 +43,23 @@ _CUT_ROW = f"r.pos, {_CUT_BODY}, r.tokens, r.role, {_CUT_CALLS}, NULL"
 
 SQL: dict[str, str] = {
     # the header's fifth column lists its unanswered calls (migration 23, decision 0137):
-    # the editor keeps the list and writes it with the header when it changed
-    "header_get": """SELECT id, count, last_major, bytes, unanswered FROM buffers
+    # the editor keeps the list and writes it with the header when it changed; the sixth says
+    # that the list is an open call's only entry and an answer's entry carries the declaration
+    # it answered (migration 28, decision 0180)
+    "header_get": """SELECT id, count, last_major, bytes, unanswered, 1 AS carried FROM buffers
         WHERE scope = ? AND scope_id = ? AND key = ?""",
     "header_insert": """INSERT INTO buffers (scope, scope_id, key) VALUES (?, ?, ?) ON CONFLICT DO NOTHING
-        RETURNING id, count, last_major, bytes, unanswered""",
+        RETURNING id, count, last_major, bytes, unanswered, 1 AS carried""",
     "header_update": "UPDATE buffers SET count = ?, last_major = ?, bytes = ?, tokens = tokens + ?, version = version + 1 WHERE id = ?",
     "header_listed": """UPDATE buffers SET count = ?, last_major = ?, bytes = ?, tokens = tokens + ?,
         unanswered = ?, version = version + 1 WHERE id = ?""",
     "open_list": "SELECT unanswered FROM buffers WHERE id = ?",
     "declared_of": f"SELECT declared_pos, ord FROM buffer_calls WHERE {_B} AND call_id = ?",
-    "is_declared": f"SELECT 1 FROM buffer_calls WHERE {_B} AND call_id = ? LIMIT 1",
+    # a declaration not listed: an entry of its own, or carried by an answer (migration 28);
+    # the editor asks the header's list first
+    "is_declared": """SELECT 1 FROM buffer_calls WHERE buffer_id = ?1 AND call_id = ?2
+        UNION ALL SELECT 1 FROM buffer_answers WHERE buffer_id = ?1 AND call_id = ?2
+            AND declared_pos IS NOT NULL LIMIT 1""",
     "answer_of": f"SELECT pos, healed FROM buffer_answers WHERE {_B} AND call_id = ? ORDER BY pos LIMIT 1",
     # the first non-tool row after the turn, on the primary key: the scan passes the
     # turn's result run and stops (decision 0094); the editor asks once per turn
@@ -80,6 +86,15 @@ SQL: dict[str, str] = {
         AND call_id IN (SELECT j.value FROM {_ROW_CALLS.format(b="?1", where="r.pos = ?2")})""",
     "answer_insert": "INSERT INTO buffer_answers (buffer_id, call_id, pos, healed) VALUES (?, ?, ?, ?)",
     "answer_delete": f"DELETE FROM buffer_answers WHERE {_B} AND call_id = ? AND pos = ?",
+    # an answer's entry with the declaration it answered, listed until then (NULL: none), one
+    # entry for both (migration 28, decision 0180); its removal gives back what it carried
+    "answer_carry": """INSERT INTO buffer_answers (buffer_id, call_id, pos, healed, declared_pos, ord)
+        VALUES (?, ?, ?, ?, ?, ?)""",
+    "answer_drop": f"DELETE FROM buffer_answers WHERE {_B} AND call_id = ? AND pos = ? RETURNING declared_pos, ord",
+    "answer_uncarry": f"""UPDATE buffer_answers SET declared_pos = NULL, ord = NULL
+        WHERE {_B} AND call_id = ? AND declared_pos = ?""",
+    # a call open again: its declarations' entries go, the header lists them
+    "calls_of_drop": f"DELETE FROM buffer_calls WHERE {_B} AND call_id = ?",
     "shift_rows": f"UPDATE buffer_rows SET pos = -(pos + ?) WHERE {_B} AND pos > ? AND pos < ?",
     # the moved rows' declarations, found by the rows' call ids (the rows moved first, to
     # -(pos + need); back before the rows: the editor's order)
@@ -87,10 +102,16 @@ SQL: dict[str, str] = {
         AND declared_pos > ?3 AND declared_pos < ?4 AND call_id IN (SELECT j.value
             FROM {_ROW_CALLS.format(b="?2", where="r.pos > -(?4 + ?1) AND r.pos < -(?3 + ?1)")})""",
     "shift_answers": f"UPDATE buffer_answers SET pos = -(pos + ?) WHERE {_B} AND pos > ? AND pos < ?",
+    # the moved rows' declarations an answer carries, found as shift_calls finds them
+    "shift_carried": f"""UPDATE buffer_answers SET declared_pos = -(declared_pos + ?1) WHERE buffer_id = ?2
+        AND declared_pos > ?3 AND declared_pos < ?4 AND call_id IN (SELECT j.value
+            FROM {_ROW_CALLS.format(b="?2", where="r.pos > -(?4 + ?1) AND r.pos < -(?3 + ?1)")})""",
     "unflip_rows": f"UPDATE buffer_rows SET pos = -pos WHERE {_B} AND pos < 0",
     "unflip_calls": f"""UPDATE buffer_calls SET declared_pos = -declared_pos WHERE buffer_id = ?1
         AND declared_pos < 0 AND call_id IN (SELECT j.value FROM {_ROW_CALLS.format(b="?1", where="r.pos < 0")})""",
     "unflip_answers": f"UPDATE buffer_answers SET pos = -pos WHERE {_B} AND pos < 0",
+    "unflip_carried": f"""UPDATE buffer_answers SET declared_pos = -declared_pos WHERE buffer_id = ?1
+        AND declared_pos < 0 AND call_id IN (SELECT j.value FROM {_ROW_CALLS.format(b="?1", where="r.pos < 0")})""",
     "was_evicted": f"SELECT 1 FROM buffer_evicted WHERE {_B} AND call_id = ?",
     "evicted_insert": f"""INSERT INTO buffer_evicted (buffer_id, call_id, seq) VALUES (?, ?,
         (SELECT COALESCE(MAX(seq), 0) + 1 FROM buffer_evicted WHERE {_B}))

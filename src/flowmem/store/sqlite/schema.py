@@ -239,10 +239,30 @@ _OWN: dict[int, tuple[str, ...]] = {
     # 26 (decision 0144): the growth trigger's body only when it has work (a new
     # reservation, or the upper bound over the bytes quota): ``reserved.GATED``
     26: reserved.GATED,
+    # 28 (issue 42 §1, decision 0180): an open call's only entry is the header's list; an
+    # answer's entry carries the declaration it answered (``declared_pos``, ``ord``: NULL when
+    # none), one entry for both, so a call costs one entry when answered, none when declared.
+    # The open calls' declarations go (listed already); each answered call's first declaration
+    # moves onto its first answer's entry; any other declaration keeps its own entry
+    28: (
+        "ALTER TABLE buffer_answers ADD COLUMN declared_pos INTEGER",
+        "ALTER TABLE buffer_answers ADD COLUMN ord INTEGER",
+        """DELETE FROM buffer_calls WHERE NOT EXISTS (SELECT 1 FROM buffer_answers AS a
+            WHERE a.buffer_id = buffer_calls.buffer_id AND a.call_id = buffer_calls.call_id)""",
+        """UPDATE buffer_answers SET (declared_pos, ord) = (SELECT c.declared_pos, c.ord
+                FROM buffer_calls AS c WHERE c.buffer_id = buffer_answers.buffer_id
+                AND c.call_id = buffer_answers.call_id ORDER BY c.declared_pos, c.ord LIMIT 1)
+            WHERE pos = (SELECT MIN(a.pos) FROM buffer_answers AS a
+                WHERE a.buffer_id = buffer_answers.buffer_id AND a.call_id = buffer_answers.call_id)""",
+        """DELETE FROM buffer_calls WHERE EXISTS (SELECT 1 FROM buffer_answers AS a
+            WHERE a.buffer_id = buffer_calls.buffer_id AND a.call_id = buffer_calls.call_id
+            AND a.declared_pos = buffer_calls.declared_pos)""",
+    ),
 }
 
 LISTED_CALLS = _OWN[23]  # an append writes its row, its header and one index entry (issue 42 §1)
+CARRIED_CALLS = _OWN[28]  # a call's declaration entry written with its answer (decision 0180)
 MIGRATIONS: tuple[tuple[str, ...], ...] = collect(_OWN, "sqlite")
 
 
-__all__ = ["LISTED_CALLS", "MIGRATIONS"]
+__all__ = ["CARRIED_CALLS", "LISTED_CALLS", "MIGRATIONS"]

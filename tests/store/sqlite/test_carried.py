@@ -1,0 +1,274 @@
+"""SQLite's migration 28 (issue 42 §1, decision 0180): a call's declaration entry written with its answer.
+
+An open call's only entry is the header's list; the answer of a listed call carries the
+declaration it answers on its own entry (``buffer_answers.declared_pos``, ``ord``). Every
+declaration is in exactly one place: the list (its call unanswered), an entry of its own
+in ``buffer_calls`` (its call answered, but not carried), or an answer's entry. The
+checks here recompute that from the stored rows alone (``layout_faults``, the oracle),
+after random edits of the editor (inserts in the middle of a turn, replacements,
+deletions), after a compaction and after the upgrade from migration 27; and a fresh
+editor, reading only what is stored, answers every ``BufferEditor`` question as the
+core's ``ListEditor`` does.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from flowmem.core import ListEditor, append, call_ids, compaction, is_healed, prepare, result_id
+from flowmem.store import Address, Quotas, SessionRecord
+from flowmem.store import sqlite as sqlite_backend
+from flowmem.store.editor import SqlBufferEditor
+from flowmem.store.sqlbase import StatementRunner
+from flowmem.store.sqlite import SqliteStore
+from tests.store.undo_carried import undo_carried_calls
+
+CHAT = Address("session", "s1", "chat")
+EDITED = Address("global", "", "edited")
+IDS = st.sampled_from(["a", "b", "c", "d"])
+ROW = st.one_of(
+    st.builds(lambda c: {"role": "user", "content": c, "metadata": {}}, st.sampled_from(["", "x"])),
+    st.builds(
+        lambda ids: {"role": "assistant", "content": "", "metadata": {"tool_calls": ids}},
+        st.lists(st.builds(lambda cid: {"id": cid}, IDS), min_size=1, max_size=3),
+    ),
+    st.builds(
+        lambda cid, healed: {
+            "role": "tool",
+            "content": "r",
+            "metadata": {"tool_call_id": cid, **({"healed": True} if healed else {})},
+        },
+        IDS,
+        st.booleans(),
+    ),
+)
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("append"), ROW),
+        st.tuples(st.just("append"), ROW),
+        st.tuples(st.just("insert"), st.integers(0, 50), st.lists(ROW, min_size=1, max_size=3)),
+        st.tuples(st.just("replace"), st.integers(0, 50), ROW),
+        st.tuples(st.just("delete"), st.integers(0, 50)),
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+def layout_faults(conn: sqlite3.Connection) -> list[str]:
+    """What differs between each buffer's stored call entries and what its rows declare and answer."""
+    faults: list[str] = []
+    for bid, unanswered in conn.execute(
+        "SELECT id, unanswered FROM buffers ORDER BY id"
+    ).fetchall():
+        rows = [(int(pos), json.loads(body)) for pos, body in conn.execute(
+            "SELECT pos, body FROM buffer_rows WHERE buffer_id = ? ORDER BY pos", (bid,))]  # fmt: skip
+        declared = [
+            (cid, pos, order) for pos, row in rows for order, cid in enumerate(call_ids(row))
+        ]
+        answers = sorted(
+            (rid, pos, int(is_healed(row)))
+            for pos, row in rows
+            if (rid := result_id(row)) is not None
+        )
+        answered = {rid for rid, _, _ in answers}
+        listed = sorted(
+            (str(cid), int(pos), int(order)) for cid, pos, order in json.loads(unanswered)
+        )
+        entries = conn.execute(
+            "SELECT call_id, declared_pos, ord FROM buffer_calls WHERE buffer_id = ?", (bid,)
+        ).fetchall()
+        carried = conn.execute(
+            """SELECT call_id, declared_pos, ord FROM buffer_answers
+            WHERE buffer_id = ? AND declared_pos IS NOT NULL""",
+            (bid,),
+        ).fetchall()
+        stored = conn.execute(
+            "SELECT call_id, pos, healed FROM buffer_answers WHERE buffer_id = ?", (bid,)
+        ).fetchall()
+        if listed != sorted(d for d in declared if d[0] not in answered):
+            faults.append(
+                f"buffer {bid}: listed {listed}, declared {declared}, answered {answered}"
+            )
+        if sorted(entries + carried) != sorted(d for d in declared if d[0] in answered):
+            faults.append(
+                f"buffer {bid}: entries {entries} and carried {carried}, declared {declared}"
+            )
+        if sorted(stored) != answers:
+            faults.append(f"buffer {bid}: answers {sorted(stored)}, rows answer {answers}")
+    return faults
+
+
+@contextmanager
+def _editing(path: str) -> Iterator[tuple[sqlite3.Connection, StatementRunner]]:
+    SqliteStore(f"sqlite:///{path}").close()  # the schema
+    conn = sqlite3.connect(path, isolation_level=None)
+    sqlite_backend.add_quota_function(conn, Quotas.off)  # what the quota triggers call
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn, StatementRunner(conn, sqlite_backend.SQL)
+    finally:
+        conn.execute("ROLLBACK")
+        conn.close()
+
+
+def _positions(conn: sqlite3.Connection) -> list[int]:
+    return [int(p) for (p,) in conn.execute("SELECT pos FROM buffer_rows ORDER BY pos")]
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=OPS)
+def test_mem_1_2_3_each_declaration_is_listed_or_in_one_entry_after_any_edit(
+    tmp_path: Path, ops: list[Any]
+) -> None:
+    """After every edit the entries match the rows, and a fresh editor answers like ListEditor."""
+    path = str(tmp_path / f"edits{abs(hash(repr(ops)))}.db")
+    reference = ListEditor([])
+    with _editing(path) as (conn, runner):
+        editor = SqlBufferEditor(runner, EDITED)
+        for op in ops:
+            where = _positions(conn)
+            if op[0] == "append":
+                reference.append_row(op[1])
+                editor.append_row(op[1])
+            elif not where:
+                continue
+            elif op[0] == "insert":
+                reference.insert_after(op[1] % len(where), op[2])
+                editor.insert_after(where[op[1] % len(where)], op[2])
+            elif op[0] == "replace":
+                reference.replace(op[1] % len(where), op[2])
+                editor.replace(where[op[1] % len(where)], op[2])
+            else:
+                reference.delete(op[1] % len(where))
+                editor.delete(where[op[1] % len(where)])
+            editor.flush()
+            assert layout_faults(conn) == []
+            fresh = SqlBufferEditor(runner, EDITED)  # only what is stored
+            index_of = {pos: i for i, pos in enumerate(_positions(conn))}
+            for cid in ["a", "b", "c", "d"]:
+                assert fresh.is_declared(cid) == reference.is_declared(cid)
+                got, want = fresh.answer_of(cid), reference.answer_of(cid)
+                assert (got and (index_of[got.position], got.healed)) == (
+                    want and (want.position, want.healed)
+                )
+            assert [(d.call_id, index_of[d.after]) for d in fresh.dangling()] == [
+                (d.call_id, d.after) for d in reference.dangling()
+            ]
+
+
+def _call(*ids: str) -> dict[str, Any]:
+    calls = [
+        {"id": cid, "type": "function", "function": {"name": "f", "arguments": "{}"}} for cid in ids
+    ]
+    return {"role": "assistant", "content": "", "tool_calls": calls}
+
+
+def _result(cid: str, content: str = "r") -> dict[str, Any]:
+    return {"role": "tool", "content": content, "tool_call_id": cid}
+
+
+def _store(path: Path) -> SqliteStore:
+    store = SqliteStore(f"sqlite:///{path}")
+    store.create_session(SessionRecord("s1", "s1", "alice"))
+    return store
+
+
+def test_a_compaction_keeps_the_entries_exact_around_its_cut(tmp_path: Path) -> None:
+    """Archived declarations leave the list and the answers' entries; a live one answered by an archived result is listed."""
+    store = _store(tmp_path / "compacted.db")
+    try:
+        batches: list[list[dict[str, Any]]] = [
+            [{"role": "user", "content": "q"}, _result("early"), _call("a", "b"), _result("a")],
+            [_call("early", "c"), {"role": "assistant", "content": "then"}],
+        ]
+        for batch in batches:
+            store.append(CHAT, prepare(batch, 1))
+        bodies = store.load_bodies(CHAT)
+        # cut after the call of a and b, before a's result: a's result keeps no archived declaration
+        kept = bodies[3][0]
+        digest = compaction.prefix_digest(bodies[:4])
+        done = store.archive.compact(
+            CHAT, kept, digest, lambda first, last: [{"role": "user", "content": "summary"}]
+        )
+        assert done is not None
+        with sqlite3.connect(store.path) as conn:
+            assert layout_faults(conn) == []
+            listed = [
+                cid
+                for cid, _, _ in json.loads(
+                    conn.execute("SELECT unanswered FROM buffers").fetchone()[0]
+                )
+            ]
+        assert listed == ["early", "c"]  # its result archived: "early" is open again, as c is
+        store.append(CHAT, prepare({"role": "user", "content": "next"}, 2))  # MEM-3 heals both
+        tools = [result_id(r) for r in store.load(CHAT) if r["role"] == "tool"]
+        assert tools == ["a", "early", "c"]
+        with sqlite3.connect(store.path) as conn:
+            assert layout_faults(conn) == []
+    finally:
+        store.close()
+
+
+def test_an_upgrade_from_27_keeps_open_answered_and_healed_calls_and_a_placeholder(
+    tmp_path: Path,
+) -> None:
+    """Migration 28 on a database of migration 27: open calls' entries go, answered ones become one entry."""
+    path = tmp_path / "older.db"
+    store = _store(path)
+    batches: list[list[dict[str, Any]]] = [
+        [{"role": "user", "content": "q"}, _call("h1")],
+        [{"role": "user", "content": "healed"}],  # MEM-3: h1's placeholder
+        [_call("c0", "c1", "c2"), _result("c0"), _result("c1")],  # c0, c1 answered; c2 open
+        [_call("c2", "c3")],  # c2 declared again, c3 new: both open
+    ]
+    pure: list[Any] = []
+    for batch in batches:
+        pure = append(pure, batch, now=1).messages
+        store.append(CHAT, prepare(batch, 1))
+    assert store.load(CHAT) == pure
+    store.close()
+    with sqlite3.connect(path, isolation_level=None) as conn:
+        undo_carried_calls(conn)  # what migration 27 wrote: an entry per declaration
+        conn.execute("DELETE FROM flowmem_schema WHERE version >= 28")
+        assert conn.execute("SELECT COUNT(*) FROM buffer_calls").fetchone() == (6,)
+    again = SqliteStore(f"sqlite:///{path}")
+    try:
+        assert again.schema_version() == len(sqlite_backend.MIGRATIONS)
+        with sqlite3.connect(path) as conn:
+            assert layout_faults(conn) == []
+            assert conn.execute("SELECT COUNT(*) FROM buffer_calls").fetchone() == (0,)
+            carried = conn.execute(
+                "SELECT call_id, healed FROM buffer_answers WHERE declared_pos IS NOT NULL ORDER BY call_id"
+            ).fetchall()
+            assert carried == [("c0", 0), ("c1", 0), ("h1", 1)]
+        assert again.load(CHAT) == pure
+        later: list[list[dict[str, Any]]] = [
+            [
+                _result("h1", "late"),
+                _result("c0"),
+            ],  # MEM-1: a late result replaces the placeholder; c0 again dropped
+            [_call("c1", "c4")],  # MEM-2: c1 known, c4 new: appended
+            [_result("c3")],
+            [{"role": "user", "content": "next"}],  # MEM-3: c2 (twice declared) and c4 healed
+        ]
+        for batch in later:
+            expected = append(pure, batch, now=1)
+            got = again.append(CHAT, prepare(batch, 1))
+            pure = expected.messages
+            assert (got.appended, got.count) == (expected.appended, expected.count)
+            assert again.load(CHAT) == pure
+            with sqlite3.connect(path) as conn:
+                assert layout_faults(conn) == []
+    finally:
+        again.close()
