@@ -114,14 +114,3 @@ MIGRATION: tuple[str, ...] = (
     """CREATE TRIGGER buffer_answers_write INSTEAD OF INSERT OR UPDATE OR DELETE ON buffer_answers
         FOR EACH ROW EXECUTE FUNCTION flowmem_call_ids_write()""",
 )
-
-# 32 (issue 42 §1, decision 0181): the table's pages keep half their room. Each call's row
-# gets a second version when its answer comes (a HOT update), so a page holds its rows and
-# their dead versions until it is pruned, which at the default fillfactor happens only once
-# less than a tenth of it is free; the first write to the table's last page after a
-# checkpoint carries that page's image, holes left out. At 50 an insert starts a new page
-# once half of the last one is used and a page is pruned once half of it is: the image is
-# of a page at most about half full (``bench/wal_postgres.py``: about 24 bytes an append
-# fewer at 1,000 rows with a checkpoint every 200 appends). No rewrite: the pruning
-# threshold holds for every page at once, the room left at insertion for pages filled from now
-ROOM: tuple[str, ...] = ("ALTER TABLE buffer_call_ids SET (fillfactor = 50)",)

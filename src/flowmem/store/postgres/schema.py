@@ -274,10 +274,6 @@ _OWN: dict[int, tuple[str, ...]] = {
     # (a trigger's condition is prepared in every header update, a function's once a session)
     30: granted.GATED,
     31: HEADER_ROOM,
-    # 32 (issue 42 §1, decision 0181): ``buffer_call_ids``' pages keep half their room, so the
-    # page a checkpoint's first declaration or answer writes is at most about half full in
-    # its full-page image (``flowmem.store.postgres.callids``)
-    32: callids.ROOM,
 }
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = collect(_OWN, "postgres")
