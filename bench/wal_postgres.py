@@ -35,12 +35,18 @@ first to touch since the last checkpoint: ``--checkpoint-every N`` makes that ha
 every ``N`` counted appends (the default, 0: one checkpoint before the first counted
 append only); ``--checkpoint-every 1`` is a busy server where each conversation gets
 one append per checkpoint. ``--detail`` gives each table's full-page images and their bytes.
+``--vacuumed`` runs a ``VACUUM`` before each such ``CHECKPOINT``, as
+``bench/peers_postgres.py`` does before its ``pg_stat_wal`` count and as a server's
+autovacuum does from time to time: the free-space map then knows the room that pruning
+left on older pages, and inserts go there (each such page imaged once after a
+checkpoint) instead of only to a table's last page.
 
     python bench/wal_postgres.py                 # a throwaway server, 3 runs
     python bench/wal_postgres.py --detail        # and what each kind of append writes, by table
     python bench/wal_postgres.py --window 40     # flowmem's buffer windowed: evicting as it appends
     python bench/wal_postgres.py --quick         # a smoke run
     python bench/wal_postgres.py --fill 1000 --checkpoint-every 20   # a longer buffer, checkpoints during the run
+    python bench/wal_postgres.py --fill 1000 --appends 200 --vacuumed   # peers_postgres' pg_stat_wal regime, per kind
 
 Target (issue 42 #1): flowmem's WAL bytes per append at most langchain-postgres's
 for the same message, each kind, at the minimum of the runs.
@@ -273,11 +279,12 @@ def measure(
     wal_dir: str,
     window: int = 0,
     checkpoint_every: int = 0,
+    vacuumed: bool = False,
 ) -> list[Append]:
     """One system, one scenario, on a fresh database: each counted append's WAL.
 
     ``checkpoint_every``: a CHECKPOINT before every that many counted appends (0: before
-    the first only).
+    the first only); ``vacuumed``: a VACUUM before each of them.
     """
     database = f"wal_{uuid.uuid4().hex[:10]}"
     admin.execute(f"CREATE DATABASE {database}")
@@ -302,6 +309,8 @@ def measure(
                 if kind and (
                     not appends or (checkpoint_every and len(appends) % checkpoint_every == 0)
                 ):
+                    if vacuumed:  # the free-space map filled, as autovacuum leaves it
+                        probe.execute("VACUUM")
                     probe.execute("CHECKPOINT")
                 if not kind:
                     system.append(message, i)
@@ -449,6 +458,12 @@ def main(argv: list[str] | None = None) -> int:
         help="a CHECKPOINT before every N counted appends, as a server's checkpoints fall during "
         "a longer run (default 0: one, before the first counted append)",
     )
+    parser.add_argument(
+        "--vacuumed",
+        action="store_true",
+        help="a VACUUM before each CHECKPOINT (bench/peers_postgres.py's pg_stat_wal regime, a "
+        "server whose autovacuum has run: inserts fill the room pruning left on older pages)",
+    )
     report_json.add_arguments(parser, "wal_postgres", "tiny sizes, one run")
     args = parser.parse_args(argv)
     runs, fill, count = (1, 20, 40) if args.quick else (max(1, args.runs), args.fill, args.appends)
@@ -464,6 +479,8 @@ def main(argv: list[str] | None = None) -> int:
         windowed = f", flowmem's window {args.window} messages" if args.window else ""
         if args.checkpoint_every:
             windowed += f", a checkpoint every {args.checkpoint_every} counted appends"
+        if args.vacuumed:
+            windowed += ", a VACUUM before each checkpoint"
         print(
             f"WAL per append on PostgreSQL: {runs} runs, fill {fill}, {count} counted appends{windowed}"
         )
@@ -486,6 +503,7 @@ def main(argv: list[str] | None = None) -> int:
                             wal_dir,
                             args.window,
                             args.checkpoint_every,
+                            args.vacuumed,
                         )
                         kinds = summary(found)
                         if scenario == "conversation":  # every append of it: the mean message
@@ -508,6 +526,7 @@ def main(argv: list[str] | None = None) -> int:
             "appends": count,
             "window": args.window,
             "checkpoint_every": args.checkpoint_every,
+            "vacuumed": args.vacuumed,
             "wal_per_append": results,
         },
         args.quick,
