@@ -37,3 +37,27 @@ def test_quick_run_counts_each_kind_of_append_on_a_durable_server(tmp_path: Path
     assert ours["assistant call"]["records"]["min"] > ours["assistant text"]["records"]["max"]
     labels = [t["label"] for t in found["targets"]]
     assert "flowmem store conversation: WAL bytes / langchain-postgres's" in labels
+
+
+def test_vacuumed_quick_run_gives_each_tables_full_page_image_bytes(tmp_path: Path) -> None:
+    """``--vacuumed`` (a VACUUM before the checkpoint, peers_postgres' regime) is recorded, and
+    each kind's full-page image bytes by table add up to its bytes less those without images."""
+    if not server_binaries():
+        pytest.skip("no PostgreSQL server binaries (apt-get install postgresql)")
+    found, printed = run_bench(
+        "wal_postgres",
+        tmp_path / "wal.json",
+        "--only",
+        "flowmem store,langchain-postgres",
+        "--vacuumed",
+    )
+
+    assert_common(found, "wal_postgres", printed)
+    assert found["vacuumed"] is True
+    assert "a VACUUM before each checkpoint" in printed
+    for kind, entry in found["wal_per_append"]["flowmem store"].items():
+        images = entry["bytes"]["min"] - entry["bytes_without_images"]["min"]  # one run
+        assert sum(entry["part_image_bytes"].values()) == pytest.approx(images), kind
+        assert set(entry["part_image_bytes"]) <= set(entry["parts"]), kind
+    # the first append after the checkpoint images at least the header's page
+    assert found["wal_per_append"]["flowmem store"]["conversation"]["fpi"]["min"] > 0
