@@ -166,3 +166,69 @@ def test_loaded_is_get_and_the_heads_messages(store: Store) -> None:
     found = same("c2")
     assert found[0][1] == [(f"w{i}", f'{{"m":"w{i}"}}') for i in reversed(range(5))]
     assert [len(messages or []) for _, messages in found] == [5, 1, 2, 4, 5]
+
+
+def _entry(name: str) -> NewEntry:
+    return NewEntry(name, [_row("user", name)], '{"m":"' + name + '"}')
+
+
+def _append(entries: list[str], revision: str, parent: str | None) -> ConversationWrite:
+    record = StoredConversation("c1", revision, None, 1, {"head_id": entries[-1]})
+    return ConversationWrite(record, entries[-1], parent, [_entry(name) for name in entries])
+
+
+def _not_proven(state: object) -> bool:
+    return False
+
+
+def test_a_line_state_proves_the_texts_until_the_line_changes(store: Store) -> None:
+    """Decision 0183: ``loaded_held`` gives the line's state with the texts read, skips them when
+    proven; ``write_held`` gives the state a save appending to that line leaves, and none
+    once the line moved on; any other change of the line gives no state."""
+    tables = conversations_of(store)
+    guard = WriteGuard(None, "c1", SessionClaim(owner=None, create=True, created_at=1.0))
+    assert tables.write(_append(["e1", "e2"], "r1", None), None, guard)
+    stored, texts, state = tables.loaded_held("c1", _not_proven)
+    assert stored is not None and texts == tables.messages("e2") and texts is not None
+    assert state is not None and (state.conversation_id, state.key) == ("c1", LINE)
+    assert tables.loaded_held("c1", lambda seen: seen == state) == (stored, None, state)
+
+    written, after = tables.write_held(_append(["e3", "e4"], "r2", "e2"), "r1", None, state)
+    assert written and after is not None
+    assert (after.conversation_id, after.key, after.stamp) == ("c1", LINE, state.stamp)
+    assert after.position > state.position and after.version != state.version
+    _, texts, now = tables.loaded_held("c1", _not_proven)
+    assert now == after and texts == tables.messages("e4")
+    assert [entry for entry, _ in texts or []] == ["e4", "e3", "e2", "e1"]
+
+    # held is no longer the line's state (the save above moved it): no state after
+    written, after = tables.write_held(_append(["e5"], "r3", "e4"), "r2", None, state)
+    assert written and after is None
+    # a refused write changes nothing and gives none
+    assert tables.write_held(_append(["e6"], "r9", "e5"), "stale", None, now) == (False, None)
+
+    # another writer appends to the line's buffer: its texts are no longer whole, no state
+    _, _, before = tables.loaded_held("c1", _not_proven)
+    assert before is not None
+    store.append(Address(SESSION_SCOPE, "c1", LINE), [{"role": "user", "content": "by hand"}])
+    assert tables.loaded_held("c1", lambda seen: True)[1:] == (None, None)
+    written, after = tables.write_held(_append(["e7"], "r4", "e5"), "r3", None, before)
+    assert written and after is None
+
+
+def test_a_line_holding_a_message_past_the_head_gives_no_state(store: Store) -> None:
+    tables = conversations_of(store)
+    guard = WriteGuard(None, "c1", SessionClaim(owner=None, create=True, created_at=1.0))
+    assert tables.write(_append(["e1", "e2"], "r1", None), None, guard)
+    _, _, state = tables.loaded_held("c1", _not_proven)
+    assert state is not None
+    sql = tables
+    assert isinstance(sql, sql_module.SqlConversations)
+
+    def past(conn: Any) -> None:  # a message past the head, as no write of the store leaves one
+        params = ("c1", LINE, state.position + 1, "stray", '{"m":"stray"}')
+        sql._run(conn, "pa_message_put", params)
+
+    sql.store.write_at(Address(SESSION_SCOPE, "c1", LINE), past)
+    _, texts, found = tables.loaded_held("c1", _not_proven)
+    assert texts == tables.messages("e2") and found is None
