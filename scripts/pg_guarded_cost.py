@@ -22,6 +22,18 @@ What is measured, per append:
   with 12 and 12 + N appends (``--appends``, default 96); the difference of the two
   backends' totals, over N, is one append's.
 
+With ``--callgrind --first``, the fixed cost of a fresh connection instead (decision 0182):
+each system's store, on a connection of its own, creates its session and token (the
+guarded one), fills its buffer with the 100 rows and makes K single appends, for K in
+``FIRST``; the differences of the backends' totals are the first appends' instructions,
+one by one (each message kind's statement is prepared and planned at its first use),
+then per append (min of ``--repeats`` backends per K).
+
+With ``--in-order``, where the bench puts that cost: ``bench/peers_postgres.py``'s own runs
+(``--only flowmem,guarded,langchain``, a durable throwaway server, ``--runs`` runs) with every
+timed append kept in order; per system and length, the first ``FIRST_TIMED`` appends' time
+above as many medians, and the run's total (the rate's denominator).
+
 With ``--statements`` the verdict statement's guard is also run in turns as it was
 before decision 0174 (the guard's subquery pulled up: its check twice) and as now, the
 rest alike, in transactions rolled back (``before``/``after`` rows); with ``--forms``,
@@ -29,12 +41,13 @@ whole guarded appends by two stores in turns, one sending the check as before 01
 client CPU and server CPU per append; ``--durable`` for initdb's settings). JSON on stdout's last
 line. Compare two trees' code with ``PYTHONPATH=<tree>/src``.
 
-    .venv/bin/python scripts/pg_guarded_cost.py [--callgrind] [--statements]
+    .venv/bin/python scripts/pg_guarded_cost.py [--callgrind [--first]] [--in-order] [--statements]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -177,6 +190,92 @@ def by_callgrind(url: str, out: Path, appends: int) -> dict[str, float]:
         found[system] = (totals[1] - totals[0]) / appends
         print(f"{system:12} {found[system]:10.0f} instructions per append", flush=True)
     world.filler.close()
+    return found
+
+
+FIRST = (0, 1, 2, 3, 4, 8, 16)  # appends after the fill whose backends --first counts
+
+
+def first_appends(url: str, out: Path, system: str, count: int) -> int:
+    """Instructions of a fresh backend that sets ``system``'s buffer up and makes ``count`` appends."""
+    from flowmem.auth import create_token
+    from flowmem.core import prepare
+    from flowmem.store import Address, SessionRecord, WriteGuard
+
+    store = one_connection(url)
+    pid = backend_pid(store)
+    tag = uuid.uuid4().hex[:8]
+    guard = None
+    if system != "plain":  # the owned session, made on this connection as the bench makes it
+        store.create_session(SessionRecord(f"owned-{tag}", "bench", "bench"))
+        _, record = create_token(store, "bench")
+        guard = WriteGuard(record.id, f"owned-{tag}") if system == "guarded" else None
+    session = f"free-{tag}" if system == "plain" else f"owned-{tag}"
+    address = Address("session", session, "chat")
+    rows = [prepare(_MESSAGES.turn(i), 1_755_000_000 + i)[0] for i in range(LENGTH + count)]
+    store.append(address, rows[:LENGTH])
+    for row in rows[LENGTH:]:
+        store.append(address, [row], guard=guard)
+    store.close()
+    return instructions_of(out, pid)
+
+
+def by_first(url: str, out: Path, repeats: int) -> dict[str, dict[str, float]]:
+    """Instructions of each system's first appends on a fresh connection: one by one, then per append."""
+    one_connection(url).close()  # the schema, made before any counted backend
+    found: dict[str, dict[str, float]] = {}
+    for system in SYSTEMS:
+        totals = {k: min(first_appends(url, out, system, k) for _ in range(repeats)) for k in FIRST}
+        found[system] = {}
+        for before, after in itertools.pairwise(FIRST):
+            label = f"{after}" if after - before == 1 else f"{before + 1}-{after}"
+            found[system][label] = (totals[after] - totals[before]) / (after - before)
+        spent = totals[FIRST[-1]] - totals[0]
+        print(
+            f"{system:12} "
+            + " ".join(f"#{k} {v / 1e3:7.0f}k" for k, v in found[system].items())
+            + f"  (the {FIRST[-1]} together {spent / 1e6:.2f}M)",
+            flush=True,
+        )
+    return found
+
+
+FIRST_TIMED = 8  # the first timed appends --in-order sets apart
+
+
+def in_order(runs: int) -> list[dict[str, dict[str, dict[str, float]]]]:
+    """bench/peers_postgres.py's runs, each timed append kept: the first appends' excess, per length."""
+    peers = siblings.load("peers_postgres")
+    found: list[dict[str, dict[str, dict[str, float]]]] = []
+    with pgserver.throwaway_postgres(True) as (url, _):
+        for number in range(runs):
+            with peers.fresh_databases(url) as fresh:
+                systems = peers.build(fresh, peers.Plan(), True, "flowmem,guarded,langchain")
+                try:
+                    peers.run(systems, peers.Plan().rounds, number)
+                finally:
+                    for system in systems:
+                        system.close()
+            run: dict[str, dict[str, dict[str, float]]] = {}
+            for system in systems:
+                run[system.name] = {}
+                for length, times in system.latencies[0].items():
+                    median = statistics.median(times)
+                    excess = sum(times[:FIRST_TIMED]) - FIRST_TIMED * median
+                    run[system.name][str(length)] = {
+                        "first_excess_ms": excess * 1e3,
+                        "total_ms": sum(times) * 1e3,
+                        "median_us": median * 1e6,
+                    }
+                print(
+                    f"run {number} {system.name:30} "
+                    + " ".join(
+                        f"{n}: {v['first_excess_ms']:5.2f} of {v['total_ms']:6.1f} ms"
+                        for n, v in run[system.name].items()
+                    ),
+                    flush=True,
+                )
+            found.append(run)
     return found
 
 
@@ -402,6 +501,14 @@ def main() -> None:
     parser.add_argument("--callgrind", action="store_true", help="instructions, under valgrind")
     parser.add_argument("--appends", type=int, default=96)
     parser.add_argument("--blocks", type=int, default=20)
+    parser.add_argument(
+        "--first", action="store_true", help="with --callgrind: a fresh connection's first appends"
+    )
+    parser.add_argument("--repeats", type=int, default=2, help="backends per K with --first")
+    parser.add_argument(
+        "--in-order", action="store_true", help="the bench's runs, each timed append in order"
+    )
+    parser.add_argument("--runs", type=int, default=3, help="runs with --in-order")
     parser.add_argument("--durable", action="store_true", help="initdb's settings (CPU mode)")
     parser.add_argument("--statements", action="store_true", help="the check before/after 0174")
     parser.add_argument(
@@ -411,9 +518,14 @@ def main() -> None:
     import flowmem
 
     results: dict[str, Any] = {"flowmem": flowmem.__file__, "load": os.getloadavg()[0]}
-    if args.callgrind:
+    if args.in_order:
+        results["in_order"] = in_order(args.runs)
+    elif args.callgrind:
         with callgrind_postgres() as (url, out):
-            results["instructions"] = by_callgrind(url, out, args.appends)
+            if args.first:
+                results["first_appends"] = by_first(url, out, args.repeats)
+            else:
+                results["instructions"] = by_callgrind(url, out, args.appends)
     else:
         with pgserver.throwaway_postgres(args.durable) as (url, _):
             results["server_cpu_us"] = by_cpu(url, args.blocks)
