@@ -35,6 +35,10 @@ first to touch since the last checkpoint: ``--checkpoint-every N`` makes that ha
 every ``N`` counted appends (the default, 0: one checkpoint before the first counted
 append only); ``--checkpoint-every 1`` is a busy server where each conversation gets
 one append per checkpoint. ``--detail`` gives each table's full-page images and their bytes.
+``--setup SQL`` (repeatable) runs a statement on each of flowmem's fresh databases once
+its schema is made, before the fill: a variant of the schema (a fillfactor, an index)
+measured without a migration, labelled in the output and the JSON (decision 0181 measured
+its layout models so, with ``PYTHONPATH`` on a changed copy of ``src``).
 ``--vacuumed`` runs a ``VACUUM`` before each such ``CHECKPOINT``, as
 ``bench/peers_postgres.py`` does before its ``pg_stat_wal`` count and as a server's
 autovacuum does from time to time: the free-space map then knows the room that pruning
@@ -47,6 +51,7 @@ checkpoint) instead of only to a table's last page.
     python bench/wal_postgres.py --quick         # a smoke run
     python bench/wal_postgres.py --fill 1000 --checkpoint-every 20   # a longer buffer, checkpoints during the run
     python bench/wal_postgres.py --fill 1000 --appends 200 --vacuumed   # peers_postgres' pg_stat_wal regime, per kind
+    python bench/wal_postgres.py --setup "ALTER TABLE buffer_call_ids SET (fillfactor = 50)"   # a schema variant
 
 Target (issue 42 #1): flowmem's WAL bytes per append at most langchain-postgres's
 for the same message, each kind, at the minimum of the runs.
@@ -280,16 +285,24 @@ def measure(
     window: int = 0,
     checkpoint_every: int = 0,
     vacuumed: bool = False,
+    setup: tuple[str, ...] = (),
 ) -> list[Append]:
     """One system, one scenario, on a fresh database: each counted append's WAL.
 
     ``checkpoint_every``: a CHECKPOINT before every that many counted appends (0: before
-    the first only); ``vacuumed``: a VACUUM before each of them.
+    the first only); ``vacuumed``: a VACUUM before each of them; ``setup``: statements run
+    on a flowmem system's database once its schema is made.
     """
     database = f"wal_{uuid.uuid4().hex[:10]}"
     admin.execute(f"CREATE DATABASE {database}")
     url = base_url.rsplit("/", 1)[0] + f"/{database}"
     system = make(name, url, window)
+    if setup and isinstance(system, Flowmem):
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            for statement in setup:
+                conn.execute(statement)
     appends: list[Append] = []
     try:
         import psycopg
@@ -459,6 +472,14 @@ def main(argv: list[str] | None = None) -> int:
         "a longer run (default 0: one, before the first counted append)",
     )
     parser.add_argument(
+        "--setup",
+        action="append",
+        default=[],
+        metavar="SQL",
+        help="a statement run on each of flowmem's fresh databases once its schema is made "
+        "(a schema variant: a fillfactor, an index); repeatable",
+    )
+    parser.add_argument(
         "--vacuumed",
         action="store_true",
         help="a VACUUM before each CHECKPOINT (bench/peers_postgres.py's pg_stat_wal regime, a "
@@ -481,6 +502,8 @@ def main(argv: list[str] | None = None) -> int:
             windowed += f", a checkpoint every {args.checkpoint_every} counted appends"
         if args.vacuumed:
             windowed += ", a VACUUM before each checkpoint"
+        for statement in args.setup:
+            windowed += f", flowmem's schema with: {statement}"
         print(
             f"WAL per append on PostgreSQL: {runs} runs, fill {fill}, {count} counted appends{windowed}"
         )
@@ -504,6 +527,7 @@ def main(argv: list[str] | None = None) -> int:
                             args.window,
                             args.checkpoint_every,
                             args.vacuumed,
+                            tuple(args.setup),
                         )
                         kinds = summary(found)
                         if scenario == "conversation":  # every append of it: the mean message
@@ -527,6 +551,7 @@ def main(argv: list[str] | None = None) -> int:
             "window": args.window,
             "checkpoint_every": args.checkpoint_every,
             "vacuumed": args.vacuumed,
+            "setup": args.setup,
             "wal_per_append": results,
         },
         args.quick,
