@@ -40,8 +40,9 @@ def test_quick_run_counts_each_kind_of_append_on_a_durable_server(tmp_path: Path
 
 
 def test_vacuumed_quick_run_gives_each_tables_full_page_image_bytes(tmp_path: Path) -> None:
-    """``--vacuumed`` (a VACUUM before the checkpoint, peers_postgres' regime) is recorded, and
-    each kind's full-page image bytes by table add up to its bytes less those without images."""
+    """``--vacuumed`` (a VACUUM before the checkpoint, peers_postgres' regime) and ``--setup`` (a
+    schema variant on flowmem's databases) are recorded, and each kind's full-page image
+    bytes by table add up to its bytes less those without images."""
     if not server_binaries():
         pytest.skip("no PostgreSQL server binaries (apt-get install postgresql)")
     found, printed = run_bench(
@@ -50,11 +51,20 @@ def test_vacuumed_quick_run_gives_each_tables_full_page_image_bytes(tmp_path: Pa
         "--only",
         "flowmem store,langchain-postgres",
         "--vacuumed",
+        "--setup",
+        "CREATE INDEX wal_probe ON buffer_rows (buffer_id, pos)",
     )
 
     assert_common(found, "wal_postgres", printed)
     assert found["vacuumed"] is True
     assert "a VACUUM before each checkpoint" in printed
+    # the schema variant ran on flowmem's database: every row also writes the probe's entry
+    assert found["setup"] == ["CREATE INDEX wal_probe ON buffer_rows (buffer_id, pos)"]
+    parts = found["wal_per_append"]["flowmem store"]["assistant text"]["parts"]
+    assert parts.get("Btree INSERT_LEAF wal_probe", 0) >= 0.9
+    assert not any(
+        "wal_probe" in p for p in found["wal_per_append"]["langchain-postgres"]["user"]["parts"]
+    )
     for kind, entry in found["wal_per_append"]["flowmem store"].items():
         images = entry["bytes"]["min"] - entry["bytes_without_images"]["min"]  # one run
         assert sum(entry["part_image_bytes"].values()) == pytest.approx(images), kind
