@@ -28,7 +28,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from multiprocessing import forkserver, get_context
+from multiprocessing import get_context
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ from flowmem.errors import NotFoundError
 from flowmem.formats import from_openai, from_responses, to_openai, to_responses
 from flowmem.scope import ExecutionContext
 from tests.client.conftest import FAST_RETRY
+from tests.integrations import forkserver
 from tests.integrations.shared_agent import agent_process, read_journal, script
 from tests.served import FLOWMEM, ServeExited, free_port, kill_serve, start_serve, stop_serve
 
@@ -263,7 +264,7 @@ def _run(tmp_path: Path, database: str, *serve_args: str) -> None:
         for n in range(AGENTS)
     ]
     server = FlakyServer(database, tmp_path, *serve_args)
-    PROCESSES.set_forkserver_preload(PRELOAD)
+    forkserver.context(PRELOAD)  # the module's server, kept for its next test
     try:
         server.start()
         _drive(server, agents, rng)
@@ -275,7 +276,13 @@ def _run(tmp_path: Path, database: str, *serve_args: str) -> None:
         for agent in agents:
             agent.kill()
         server.stop()
-        forkserver._forkserver._stop()  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _forkserver() -> Iterator[None]:
+    """The agents' fork server, started once for the module's tests, stopped after them."""
+    yield
+    forkserver.stop()
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import asyncio
 import queue
 import time
 from collections.abc import Iterator
-from multiprocessing import forkserver, get_context
+from multiprocessing import get_context
 from typing import Any
 
 import pytest
@@ -26,6 +26,7 @@ pytest.importorskip("google.adk")
 
 from flowmem.integrations.adk import FlowmemSessionService
 from flowmem.integrations.adk.events import HEALED_PREFIX
+from tests.integrations import forkserver
 from tests.integrations.adk.scripted import APP
 from tests.integrations.adk.writers import Signals, writer
 
@@ -44,13 +45,14 @@ SESSION = "shared-chat"
 
 @pytest.fixture(scope="module", autouse=True)
 def _forkserver() -> Iterator[None]:
-    PROCESSES.set_forkserver_preload(PRELOAD)
+    forkserver.context(PRELOAD)
     yield
-    forkserver._forkserver._stop()  # type: ignore[attr-defined]
+    forkserver.stop()
 
 
 def race(url: str) -> list[tuple[int, str, str, list[str]]]:
     """Run both writers for ``ROUNDS`` rounds; every attempt's report."""
+    forkserver.context(PRELOAD)  # the module's server (a kill test may have started its own since)
     barrier = PROCESSES.Barrier(len(WRITERS))
     results = PROCESSES.Queue()
     rounds = [Signals(PROCESSES.Event(), PROCESSES.Event()) for _ in range(ROUNDS)]

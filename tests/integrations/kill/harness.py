@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import multiprocessing
 import os
 import signal
 import traceback
@@ -28,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from tests.integrations import forkserver
 from tests.integrations.kill.points import TOOL_STARTED, Killer
 from tests.integrations.kill.script import (
     AGAIN,
@@ -109,7 +109,6 @@ def _child(
     os._exit(0)
 
 
-_context: Any = None
 _preload: tuple[str, ...] = tuple(PROGRAMS)
 
 
@@ -122,11 +121,9 @@ def preload_only(programs: Sequence[str]) -> None:
 
 
 def _fork_server() -> Any:
-    global _context
-    if _context is None:
-        _context = multiprocessing.get_context("forkserver")
-        _context.set_forkserver_preload([__name__, *(_module_path(p) for p in _preload)])
-    return _context
+    """The fork server with every program's framework preloaded (started again if another
+    test's server runs without them: its children would each import their framework)."""
+    return forkserver.context([__name__, *(_module_path(p) for p in _preload)])
 
 
 @dataclass

@@ -20,7 +20,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from multiprocessing import forkserver, get_context
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from langchain_core.messages import HumanMessage
 
 from flowmem.errors import ThreadForkedError
 from flowmem.integrations.langgraph.saver import FlowmemSaver
+from tests.integrations import forkserver
 from tests.integrations.langgraph.writers import (
     answer_id,
     ask,
@@ -60,13 +61,14 @@ CONFIG: Any = {"configurable": {"thread_id": THREAD}}
 
 @pytest.fixture(scope="module", autouse=True)
 def _forkserver() -> Iterator[None]:
-    PROCESSES.set_forkserver_preload(PRELOAD)
+    forkserver.context(PRELOAD)
     yield
-    forkserver._forkserver._stop()  # type: ignore[attr-defined]
+    forkserver.stop()
 
 
 def race(kind: str, url: str, rounds: int) -> dict[int, dict[str, tuple[str, str]]]:
     """Run both writers for ``rounds`` rounds; each round's ``{name: (outcome, text)}``."""
+    forkserver.context(PRELOAD)  # the module's server (a kill test may have started its own since)
     barrier = PROCESSES.Barrier(len(WRITERS))
     results = PROCESSES.Queue()
     processes = [
