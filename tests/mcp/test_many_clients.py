@@ -4,7 +4,9 @@ Each client is its own ``flowmem mcp`` process over one database (SQLite, then
 PostgreSQL), as eight agents of one user would be. Every write is sent twice, as a
 client retries a call it did not see answered: with the same ``request_id`` for a
 record or a plain message, as is for a tool call and its result (MEM-1, MEM-2). The
-graph's writes go to one shared entity. Afterwards every write is there exactly once.
+graph's writes go to one shared entity. Afterwards every write is there exactly once:
+read by the first client once all eight have written (its process reads what the
+database holds: the others' writes are in no memory of its own).
 """
 
 from __future__ import annotations
@@ -24,7 +26,23 @@ CLIENTS = 8
 ROUNDS = 4
 
 
-async def _client(database: str, n: int, replays: list[bool], founders: list[int]) -> None:
+class Written:
+    """How many clients have made every write; set once all have."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.all = anyio.Event()
+
+    def one_more(self) -> None:
+        """A client has made its writes."""
+        self.count += 1
+        if self.count == CLIENTS:
+            self.all.set()
+
+
+async def _client(
+    database: str, n: int, replays: list[bool], founders: list[int], written: Written, seen: dict[str, Any]
+) -> None:
     async with stdio_session(database, "ana", env=stdio_env(database)) as session:
         call = session.call_tool
         created = answer(await call("create_entities", {"entities": [
@@ -50,24 +68,33 @@ async def _client(database: str, n: int, replays: list[bool], founders: list[int
                     {"entityName": "Team", "contents": [f"seen by {n} in round {j}"]}]}))  # fmt: skip
             answer(await call("create_relations", {"relations": [
                 {"from": f"member-{n}", "to": "Team", "relationType": f"joined in round {j}"}]}))  # fmt: skip
+        written.one_more()
+        if n == 0:  # the first client reads, once every client's writes were answered
+            await written.all.wait()
+            seen.update(await _read(call))
+
+
+async def _read(call: Any) -> dict[str, Any]:
+    """Everything the clients wrote, read through the tools."""
+    seen = {
+        "memories": answer(await call("list_memories", {"limit": 100})),
+        "session": answer(await call("read_session", {"session": "team", "max_tokens": 1_000_000})),
+        "sessions": answer(await call("list_sessions", {})),
+        "graph": answer(await call("read_graph", {})),
+    }
+    seen["check"] = answer(await call("check_messages", {"messages": seen["session"]["messages"]}))
+    return seen
 
 
 async def _all(database: str) -> tuple[dict[str, Any], list[bool], list[int]]:
     replays: list[bool] = []
     founders: list[int] = []
+    written = Written()
+    seen: dict[str, Any] = {}
     async with anyio.create_task_group() as clients:
         for n in range(CLIENTS):
-            clients.start_soon(_client, database, n, replays, founders)
-    async with stdio_session(database, "ana", env=stdio_env(database)) as session:
-        call = session.call_tool
-        seen = {
-            "memories": answer(await call("list_memories", {"limit": 100})),
-            "session": answer(await call("read_session", {"session": "team", "max_tokens": 1_000_000})),
-            "sessions": answer(await call("list_sessions", {})),
-            "graph": answer(await call("read_graph", {})),
-            "check": None,
-        }
-        seen["check"] = answer(await call("check_messages", {"messages": seen["session"]["messages"]}))
+            clients.start_soon(_client, database, n, replays, founders, written, seen)
+    assert written.count == CLIENTS
     return seen, replays, founders
 
 
