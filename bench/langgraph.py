@@ -42,7 +42,7 @@ its step cost is that of a list of that length); a measurement whose estimate
 passes ``--budget`` seconds is reported as "skipped (over budget)". FlowmemSaver
 always grows its thread for real, step by step, to the longest length.
 
-Measured at 100, 1,000, 2,000 and 10,000 messages (``--quick``: 100 and 300),
+Measured at 100, 1,000, 2,000 and 10,000 messages (``--quick``: 100 and 200),
 ``--repeats`` times (default 2, about 8 minutes with ``--postgres start`` on a
 2-core machine, 3 about 11, most of it FlowmemSaver's two threads growing to 10,000
 steps; the savers take turns segment by segment, the order rotating, so machine
@@ -76,7 +76,7 @@ noise falls on all alike), reported as median (min–max):
   ``graph.get_state(config)`` on the saver that wrote the thread (best of 5), and for
   FlowmemSaver also *cold*: the first ``get_tuple`` of a new ``FlowmemSaver`` on the
   same database (another process, a restarted app: nothing remembered);
-- the storage after 2,000 steps (the grown thread; ``--quick``: 300): SQLite, the file plus its -wal
+- the storage after 2,000 steps (the grown thread; ``--quick``: 200): SQLite, the file plus its -wal
   after ``PRAGMA wal_checkpoint(TRUNCATE)``; PostgreSQL, ``pg_total_relation_size``
   of the saver's tables; ``InMemorySaver``, the serialized bytes it holds; beside
   the JSON size of the 2,000 messages (role, content, id; compact separators); the
@@ -135,7 +135,7 @@ PACKAGES = (
 )
 
 LENGTHS = (100, 1_000, 2_000, 10_000)
-QUICK_LENGTHS = (100, 300)
+QUICK_LENGTHS = (100, 200)  # two segments: a grown thread and its growth, nothing judged
 SEGMENT = 100  # steps per invoke; step time at L = the segment ending at L ÷ SEGMENT
 STORAGE_AT = 2_000  # the storage is measured when the grown thread reaches this (or its longest)
 READS = 5  # warm reads per length (best of); a cold read is timed once per repeat

@@ -23,7 +23,7 @@ NULL_SAVER = "null saver (LangGraph's checkpointing alone)"
 SQLITE_SAVERS = {"FlowmemSaver SQLite", "InMemorySaver", "SqliteSaver"}
 POSTGRES_SAVERS = {"FlowmemSaver PostgreSQL", "PostgresSaver"}
 FLOWMEM_SAVERS = {"FlowmemSaver SQLite", "FlowmemSaver PostgreSQL"}
-LENGTHS = ("100", "300")
+LENGTHS = ("100", "200")
 
 
 def test_quick_run_reports_every_saver_and_length(
@@ -59,7 +59,7 @@ def test_quick_run_reports_every_saver_and_length(
         assert alone["lengths"][length]["step_s_median"] > 0
         assert null["lengths"][length]["how"] == "grown"
         assert null["lengths"][length]["cpu_s_median"] > 0
-    assert found["lengths"] == [100, 300]
+    assert found["lengths"] == [100, 200]
     assert found["messages_json_bytes"] > 0
     for name, saver in found["savers"].items():
         assert set(saver["lengths"]) == set(LENGTHS), name
@@ -80,7 +80,7 @@ def test_quick_run_reports_every_saver_and_length(
         assert f"{name} storage after" in labels, name
     table = done.stdout
     assert "## Step time" in table and "## Reading the latest checkpoint" in table
-    assert "## Storage after 300 steps" in table and "×" in table
+    assert "## Storage after 200 steps" in table and "×" in table
 
 
 def test_prefix_check_times_both_ways_of_the_stored_prefix() -> None:
