@@ -1,6 +1,9 @@
 """A ``create_agent`` run in its own process whose tool SIGKILLs the process the first time.
 
-Usage: ``python -m tests.integrations.langgraph.crash_agent SAVER URL THREAD STATE_DIR ACTION [TEXT]``
+Usage: ``python -m tests.integrations.langgraph.crash_agent SAVER URL THREAD STATE_DIR ACTION [TEXT]``,
+or ``forked(argv, out, err)`` as the target of a process forked from a fork server that
+imported this module once (``test_crash``: a process then costs its run, not LangChain's
+import; decision 0185), its stdout and stderr written to files.
 
 - SAVER ``flowmem``: ``FlowmemSaver.from_conn_string(URL)`` and the ``FlowmemHealing``
   middleware; ``sqlite``: LangGraph's own ``SqliteSaver.from_conn_string(URL)`` (a file
@@ -29,6 +32,7 @@ import json
 import os
 import signal
 import sys
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -124,6 +128,31 @@ def main(argv: list[str]) -> int:
         )
     )
     return 0
+
+
+def forked(argv: list[str], out: str, err: str) -> None:
+    """Run ``main`` in a forked child as ``python -m`` would: stdout and stderr to files, its exit code."""
+    for name in [name for name in os.environ if name.startswith("FLOWMEM_")]:
+        del os.environ[name]  # as the test gives a process: no ambient flowmem settings
+    with open(out, "wb") as stdout, open(err, "wb") as stderr:
+        os.dup2(stdout.fileno(), 1)
+        os.dup2(stderr.fileno(), 2)
+    code = 1
+    try:
+        code = main(argv)
+    except SystemExit as exited:
+        if isinstance(exited.code, int):
+            code = exited.code
+        elif exited.code is not None:
+            print(exited.code, file=sys.stderr)
+        else:
+            code = 0
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

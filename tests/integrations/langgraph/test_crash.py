@@ -16,10 +16,9 @@ appears anywhere. The prebuilt ReAct agent heals the same way through ``heal_hoo
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,8 @@ from langgraph.types import Command, interrupt
 from flowmem.core import HEALED_CONTENT
 from flowmem.integrations.langgraph.healing import HEALED_ID_PREFIX, FlowmemHealing, heal_hook
 from flowmem.integrations.langgraph.saver import FlowmemSaver
+from tests.integrations import forkserver
+from tests.integrations.langgraph import crash_agent
 from tests.integrations.langgraph.crash_agent import (
     ANSWER_AFTER_CRASH,
     ANSWER_WITH_RESULT,
@@ -44,7 +45,6 @@ from tests.integrations.langgraph.strict_model import ProviderRejected, StrictSc
 
 pytest.importorskip("langgraph.checkpoint.sqlite")
 
-ROOT = Path(__file__).resolve().parents[3]
 THREAD = "chat-1"
 ASKED = "What's the weather in Lisbon?"
 AGAIN = "Are you still there?"
@@ -57,32 +57,45 @@ PLACEHOLDER = {
 }
 
 
+# The agent's processes are forked from a clean interpreter that imported LangChain,
+# LangGraph and flowmem once (multiprocessing's fork server: nothing of pytest's process,
+# no open connection, is inherited), so a process costs its run, not their import.
+PRELOAD = [
+    "tests.integrations.langgraph.crash_agent",
+    "flowmem.integrations.langgraph.saver",
+    "flowmem.integrations.langgraph.healing",
+    "flowmem.store.sqlite",
+    "flowmem.store.postgres",
+    "langgraph.checkpoint.sqlite",
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _forkserver() -> Iterator[None]:
+    forkserver.context(PRELOAD)
+    yield
+    forkserver.stop()
+
+
 def agent_process(
     saver: str, url: str, state: Path, *action: str
 ) -> subprocess.CompletedProcess[str]:
     """Run ``crash_agent`` in a new process on ``url``'s thread (60 s at most)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FLOWMEM_")}
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT), str(ROOT / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]
-    )
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tests.integrations.langgraph.crash_agent",
-            saver,
-            url,
-            THREAD,
-            str(state),
-            *action,
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    argv = [saver, url, THREAD, str(state), *action]
+    with tempfile.TemporaryDirectory(prefix="crash-agent-") as files:
+        out, err = Path(files, "out"), Path(files, "err")
+        process = forkserver.context(PRELOAD).Process(
+            target=crash_agent.forked, args=(argv, str(out), str(err))
+        )
+        process.start()
+        process.join(60)
+        if process.is_alive():
+            process.kill()
+            process.join(5)
+            pytest.fail(f"crash_agent {argv} did not end in 60 s: {err.read_text()}")
+        return subprocess.CompletedProcess(
+            argv, process.exitcode, out.read_text(), err.read_text()
+        )
 
 
 def crash(saver: str, url: str, state: Path) -> None:
