@@ -274,6 +274,10 @@ _OWN: dict[int, tuple[str, ...]] = {
     # (a trigger's condition is prepared in every header update, a function's once a session)
     30: granted.GATED,
     31: HEADER_ROOM,
+    # 32 (issue 42 §1, decision 0181): ``buffer_call_ids``' pages keep a tenth of their room,
+    # so an answer stays a HOT update on its declaration's page after a vacuum has handed the
+    # pages' pruned room to new declarations (``flowmem.store.postgres.callids``)
+    32: callids.ANSWERS_ROOM,
 }
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = collect(_OWN, "postgres")
