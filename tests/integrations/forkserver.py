@@ -6,7 +6,9 @@ two-runner and shared-server tests each want theirs: when one of them stopped th
 and another started it again with its own list, the first one's children each imported
 their framework themselves (seconds of CPU a child; decision 0185). ``context`` gives
 the server started with the caller's modules: the running one when it was started with
-all of them, else a new one.
+all of them, else a new one, which preloads the modules of every such test of the suite
+(``SUITE``) beside the caller's: one server per test process serves them all, however
+xdist orders their tests (``alone=True``: the caller's modules only).
 """
 
 from __future__ import annotations
@@ -14,6 +16,36 @@ from __future__ import annotations
 from collections.abc import Sequence
 from multiprocessing import forkserver, get_context
 from multiprocessing.context import ForkServerContext
+
+SUITE = (
+    "tests.integrations.kill.harness",
+    *(
+        f"tests.integrations.kill.programs.{program}"
+        for program in (
+            "langgraph_create_agent",
+            "langgraph_tool_node",
+            "langgraph_react",
+            "openai_agents",
+            "pydantic_ai",
+            "adk",
+            "langchain",
+        )
+    ),
+    "tests.integrations.langgraph.writers",
+    "tests.integrations.langgraph.crash_agent",
+    "tests.integrations.adk.writers",
+    "tests.integrations.shared_agent",
+    "flowmem.integrations.langgraph.saver",
+    "flowmem.integrations.langgraph.healing",
+    "flowmem.integrations.adk.service",
+    "flowmem.integrations.openai_agents",
+    "flowmem.store.sqlite",
+    "flowmem.store.postgres",
+    "langgraph.checkpoint.sqlite",
+)
+"""The modules of every test that forks from the server: the kill matrix's programs, the
+LangGraph writers and crash agent, the ADK writers, the shared server's agents (a module
+that cannot be imported is left out by multiprocessing)."""
 
 _started: dict[str, object] = {"pid": None, "preload": frozenset()}
 """The server this module started last: its process id and preloaded modules."""
@@ -29,18 +61,27 @@ def running_preload() -> frozenset[str] | None:
     return preload
 
 
-def context(preload: Sequence[str]) -> ForkServerContext:
-    """The forkserver context, its server running with every module of ``preload`` imported."""
+def context(preload: Sequence[str], alone: bool = False) -> ForkServerContext:
+    """The forkserver context, its server running with every module of ``preload`` imported.
+
+    A new server preloads ``SUITE`` too, unless ``alone``.
+    """
     found = running_preload()
     if found is None or not set(preload) <= found:
         stop()
-        forkserver.set_forkserver_preload(list(preload))
+        modules = started_with(preload, alone)
+        forkserver.set_forkserver_preload(modules)
         forkserver.ensure_running()
         _started["pid"] = forkserver._forkserver._forkserver_pid  # type: ignore[attr-defined]
-        _started["preload"] = frozenset(preload)
+        _started["preload"] = frozenset(modules)
     made = get_context("forkserver")
     assert isinstance(made, ForkServerContext)
     return made
+
+
+def started_with(preload: Sequence[str], alone: bool = False) -> list[str]:
+    """The modules a new server for ``preload`` imports: ``preload``, then ``SUITE`` unless ``alone``."""
+    return list(dict.fromkeys([*preload, *(() if alone else SUITE)]))
 
 
 def stop() -> None:

@@ -38,20 +38,52 @@ def _preloaded(context: Any, names: list[str]) -> list[bool]:
 
 
 def test_a_callers_children_have_its_modules_after_another_caller_restarted_the_server() -> None:
-    first = forkserver.context(ONE)
+    first = forkserver.context(ONE, alone=True)
     assert _preloaded(first, ONE + OTHER) == [True, False]
     # another caller stops the server and starts one preloading its own modules
     mp_forkserver._forkserver._stop()  # type: ignore[attr-defined]
     mp_forkserver.set_forkserver_preload(OTHER)
     mp_forkserver.ensure_running()
-    again = forkserver.context(ONE)
+    again = forkserver.context(ONE, alone=True)
     assert _preloaded(again, ONE) == [True]
 
 
 def test_a_running_server_with_every_module_is_kept_and_one_without_is_replaced() -> None:
-    forkserver.context(ONE + OTHER)
+    forkserver.context(ONE + OTHER, alone=True)
     pid = mp_forkserver._forkserver._forkserver_pid  # type: ignore[attr-defined]
-    forkserver.context(OTHER)  # a subset: the same server
+    forkserver.context(OTHER, alone=True)  # a subset: the same server
     assert mp_forkserver._forkserver._forkserver_pid == pid  # type: ignore[attr-defined]
-    forkserver.context(["json", *OTHER])  # a module it lacks: a new server
+    forkserver.context(["json", *OTHER], alone=True)  # a module it lacks: a new server
     assert mp_forkserver._forkserver._forkserver_pid not in (None, pid)  # type: ignore[attr-defined]
+
+
+def test_a_new_server_preloads_every_forking_test_s_modules_unless_alone() -> None:
+    """One server per test process serves the kill matrix, the writers and the agents alike.
+
+    (Checked on the list: starting a server with every framework costs seconds of CPU.)
+    """
+    forkserver.context(ONE, alone=True)
+    assert forkserver.running_preload() == frozenset(ONE)
+    assert forkserver.started_with(["json"]) == ["json", *forkserver.SUITE]
+    assert forkserver.started_with(["json"], alone=True) == ["json"]
+    from tests.integrations import test_shared_server as shared_server
+    from tests.integrations.adk import test_two_runners as two_runners
+    from tests.integrations.langgraph import test_crash as crash
+    from tests.integrations.langgraph import test_two_writers as two_writers
+
+    callers = [
+        harness_modules(),
+        two_writers.PRELOAD,
+        two_runners.PRELOAD,
+        shared_server.PRELOAD,
+        crash.PRELOAD,
+    ]
+    for preload in callers:  # a server started for any of them serves every other one
+        assert set(preload) <= set(forkserver.SUITE), preload
+
+
+def harness_modules() -> list[str]:
+    """The kill harness's preload in the suite (every program)."""
+    from tests.integrations.kill import harness
+
+    return [harness.__name__, *(f"tests.integrations.kill.programs.{p}" for p in harness.PROGRAMS)]

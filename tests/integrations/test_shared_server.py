@@ -264,7 +264,7 @@ def _run(tmp_path: Path, database: str, *serve_args: str) -> None:
         for n in range(AGENTS)
     ]
     server = FlakyServer(database, tmp_path, *serve_args)
-    forkserver.context(PRELOAD)  # the module's server, kept for its next test
+    forkserver.context(PRELOAD)  # kept for the process's next tests that fork (decision 0185)
     try:
         server.start()
         _drive(server, agents, rng)
@@ -276,13 +276,6 @@ def _run(tmp_path: Path, database: str, *serve_args: str) -> None:
         for agent in agents:
             agent.kill()
         server.stop()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _forkserver() -> Iterator[None]:
-    """The agents' fork server, started once for the module's tests, stopped after them."""
-    yield
-    forkserver.stop()
 
 
 @pytest.fixture

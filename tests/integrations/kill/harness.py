@@ -123,7 +123,8 @@ def preload_only(programs: Sequence[str]) -> None:
 def _fork_server() -> Any:
     """The fork server with every program's framework preloaded (started again if another
     test's server runs without them: its children would each import their framework)."""
-    return forkserver.context([__name__, *(_module_path(p) for p in _preload)])
+    alone = _preload != tuple(PROGRAMS)  # preload_only: these programs' frameworks alone
+    return forkserver.context([__name__, *(_module_path(p) for p in _preload)], alone=alone)
 
 
 @dataclass
