@@ -103,7 +103,7 @@ def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemorySe
     elif request.param == "sqlite":
         url = f"sqlite:///{tmp_path}/scale.db"
     else:
-        url = request.getfixturevalue("postgres_db_url")
+        url = request.getfixturevalue("postgres_store_url")  # migrated already, no rows
     store = open_store(url)
     yield MemoryService(store, limits=UNLIMITED)
     store.close()
