@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-import matplotlib.image
 import pytest
 
 from tests.bench.smoke import bench_lib
 
-report = bench_lib("siblings").load("report")
+
+@pytest.fixture(scope="module")
+def report() -> ModuleType:
+    """bench/report.py, loaded when a test here runs: it imports matplotlib, which no other module needs."""
+    return bench_lib("siblings").load("report")
+
 
 RUN = {
     "command": "python bench/x.py --quick",
@@ -36,7 +41,11 @@ STORE = {
     "last50_load_s": {"flowmem SqliteStore": {"100": [0.0004], "1000": [0.0004]}},
     "whole_load_s": {"flowmem SqliteStore": {"100": [0.0006], "1000": [0.003]}},
 }
-PEERS = {"appends_per_s": {"flowmem PostgresStore": {"100": {"samples": [900.0, 1000.0], "median": 950.0}}}}
+PEERS = {
+    "appends_per_s": {
+        "flowmem PostgresStore": {"100": {"samples": [900.0, 1000.0], "median": 950.0}}
+    }
+}
 GRAPH = {
     "lengths": [100, 1000],
     "storage_at": 1000,
@@ -92,12 +101,16 @@ def results(tmp_path: Path) -> Path:
 
 
 def _png_size(path: Path) -> tuple[int, int]:
+    import matplotlib.image  # with bench/report.py's, only when these tests run
+
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     height, width = matplotlib.image.imread(path).shape[:2]
     return width, height
 
 
-def test_one_command_draws_every_chart_and_writes_its_table(results: Path, tmp_path: Path) -> None:
+def test_one_command_draws_every_chart_and_writes_its_table(
+    report: ModuleType, results: Path, tmp_path: Path
+) -> None:
     images, doc = tmp_path / "docs" / "images", tmp_path / "docs" / "performance.md"
     doc.parent.mkdir(parents=True)
     doc.write_text("# Performance\n\nmeasured by hand.\n")
@@ -128,7 +141,7 @@ def test_one_command_draws_every_chart_and_writes_its_table(results: Path, tmp_p
 
 
 def test_a_missing_json_skips_its_chart_and_none_at_all_fails(
-    results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    report: ModuleType, results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (results / "http.json").unlink()
     images = tmp_path / "images"
@@ -142,7 +155,7 @@ def test_a_missing_json_skips_its_chart_and_none_at_all_fails(
 
 
 def test_without_peers_on_postgresql_the_appends_chart_has_sqlite_only(
-    results: Path, tmp_path: Path
+    report: ModuleType, results: Path, tmp_path: Path
 ) -> None:
     (results / "store-peers_postgres.json").unlink()
     made, _ = report.charts(results, tmp_path / "images")
