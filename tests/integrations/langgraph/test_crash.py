@@ -92,9 +92,7 @@ def agent_process(
             process.kill()
             process.join(5)
             pytest.fail(f"crash_agent {argv} did not end in 60 s: {err.read_text()}")
-        return subprocess.CompletedProcess(
-            argv, process.exitcode, out.read_text(), err.read_text()
-        )
+        return subprocess.CompletedProcess(argv, process.exitcode, out.read_text(), err.read_text())
 
 
 def crash(saver: str, url: str, state: Path) -> None:
