@@ -23,6 +23,7 @@ import pytest
 from flowmem.memory import AsyncMemory, Memory
 from flowmem.service import MemoryService
 from flowmem.store import MemoryStore
+from tests.integrations import forkserver
 from tests.integrations.backends import (
     ASYNC_REMOTES,
     LOCAL,
@@ -110,3 +111,11 @@ def collector() -> Iterator[None]:
         gc.enable()
     else:
         gc.disable()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _fork_server_reaped() -> Iterator[None]:
+    """The fork server the forking tests share (decision 0185), stopped and reaped when the
+    session ends: its CPU and its children's then count in this process (``tests.suite_cpu``)."""
+    yield
+    forkserver.stop()
