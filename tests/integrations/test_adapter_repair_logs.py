@@ -33,7 +33,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param == "sqlite":
         url = migrated_sqlite_url(tmp_path / "flowmem.db")  # migrated once per process
     elif request.param == "postgres":
-        url = request.getfixturevalue("postgres_db_url")
+        url = request.getfixturevalue("postgres_store_url")  # migrated already, no rows
     opened = open_store(url)
     try:
         yield opened

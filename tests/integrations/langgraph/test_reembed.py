@@ -38,7 +38,7 @@ def backing(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     elif request.param == "sqlite":
         url = f"sqlite:///{tmp_path}/move.db"
     else:
-        url = str(request.getfixturevalue("postgres_db_url"))
+        url = str(request.getfixturevalue("postgres_store_url"))  # migrated already, no rows
     store = open_store(url)
     yield store
     store.close()

@@ -45,7 +45,7 @@ def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FlowmemSav
     elif request.param == "sqlite":
         url = f"sqlite:///{tmp_path}/lg.db"
     else:
-        url = request.getfixturevalue("postgres_db_url")
+        url = request.getfixturevalue("postgres_store_url")  # migrated already, no rows
     store = open_store(url)
     yield FlowmemSaver(MemoryService(store))
     store.close()

@@ -45,7 +45,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     elif request.param == "sqlite":
         yield f"sqlite:///{tmp_path}/paths.db"
     elif request.param == "postgres":
-        yield str(request.getfixturevalue("postgres_db_url"))
+        yield str(request.getfixturevalue("postgres_store_url"))  # migrated already, no rows
     else:  # no snapshot cache: pgvector's SQL ranking answers (decision 0132)
         monkeypatch = request.getfixturevalue("monkeypatch")
         monkeypatch.setenv("FLOWMEM_VECTOR_CACHE_MB", "0")

@@ -41,7 +41,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return "memory://"
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path}/vectors.db"
-    return str(request.getfixturevalue("postgres_db_url"))
+    return str(request.getfixturevalue("postgres_store_url"))  # migrated already, no rows
 
 
 @pytest.fixture
