@@ -1,7 +1,7 @@
 """``SqlitePool``: ``SqliteStore``'s pool of connections and their generations.
 
 A base of ``flowmem.store.sqlite.store.SqliteStore``, which holds the state declared
-here: opening a connection (WAL, the URL's ``synchronous``, the quota function),
+here: opening a connection (WAL, the quota function; its loan sets ``synchronous``),
 lending and giving it back, and retiring every connection of a generation when the
 files are sealed or writable again (decisions/0046), plus the pragmas a loan sets.
 The loan itself (``SqliteStore._connection``) stays with the store.
@@ -25,6 +25,12 @@ from flowmem.store.sqlite.driver import _close, _Connection, add_quota_function
 from flowmem.store.sqlite.fileguard import FileGuard
 
 log = logging.getLogger("flowmem")
+
+Mode = tuple[int, str, int]
+"""A loan's pragmas: ``busy_timeout`` (ms), ``synchronous``, ``wal_autocheckpoint`` (``SqlitePool._mode_of``)."""
+
+MODE_POOL = 3
+"""A loan in a mode no idle connection is in opens a new one while the pool holds fewer (decision 0186)."""
 
 
 def _quotas_of(current: weakref.WeakMethod[Callable[[], Quotas]]) -> Quotas:
@@ -52,8 +58,12 @@ class SqlitePool:
     _generation: int
     _lent: int  # connections of this generation on loan
     _draining: int  # connections of an earlier generation on loan
+    lends_by_mode: bool = True
+    """The seam of decision 0186: lend an idle connection already in the loan's mode (or a new one
+    while the pool is small) so its pragmas need no change; False: the plain path, the last one given back."""
 
     def _connect(self) -> sqlite3.Connection:
+        """A new connection in WAL mode with the default wait; its loan sets its ``synchronous`` (``_sync_mode``)."""
         conn = sqlite3.connect(
             self.path,
             timeout=DEFAULT_LOCK_TIMEOUT,
@@ -67,7 +77,6 @@ class SqlitePool:
         if mode is None or str(mode[0]).lower() != "wal":
             conn.close()
             raise StoreError(f"cannot put {self.path} in WAL mode (got {mode!r})")
-        self._pragma(conn, "synchronous", self.synchronous)
         return conn
 
     def _current_quotas(self) -> Quotas:
@@ -141,6 +150,25 @@ class SqlitePool:
             if self._closed and not self._lent and not self._draining:
                 self._files.release_readers()
 
+    def _take_idle(self, mode: Mode) -> sqlite3.Connection | None:
+        """An idle connection for a loan in ``mode`` (the pool lock held), popped; None: open a new one.
+
+        Plain: the last one given back. By mode (``lends_by_mode``): the last one given back
+        in ``mode``; when none is, a new one while the pool holds fewer than ``MODE_POOL``
+        connections, else the last one given back (its pragmas are set again, as plain).
+        The pragmas a loan runs with are the same either way; only how many statements set them.
+        """
+        idle = self._idle
+        if not idle:
+            return None
+        if self.lends_by_mode:
+            for at in range(len(idle) - 1, -1, -1):
+                if _mode_of(idle[at]) == mode:
+                    return idle.pop(at)
+            if self._lent + len(idle) < MODE_POOL:
+                return None
+        return idle.pop()
+
     @staticmethod
     def _rollback(conn: sqlite3.Connection) -> None:
         if conn.in_transaction:
@@ -161,4 +189,17 @@ class SqlitePool:
         cls._pragma(conn, "busy_timeout", max(int(seconds * 1000), 0) if waiting_allowed() else 0)
 
 
-__all__ = ["SqlitePool"]
+def _mode_of(conn: sqlite3.Connection) -> Mode | None:
+    """The mode a pooled connection's pragmas were last set to; None when one is unknown."""
+    known = conn.pragmas if isinstance(conn, _Connection) else {}
+    timeout, synchronous, checkpoint = (
+        known.get("busy_timeout"),
+        known.get("synchronous"),
+        known.get("wal_autocheckpoint"),
+    )
+    if isinstance(timeout, int) and isinstance(synchronous, str) and isinstance(checkpoint, int):
+        return timeout, synchronous, checkpoint
+    return None
+
+
+__all__ = ["MODE_POOL", "Mode", "SqlitePool"]

@@ -61,7 +61,7 @@ from flowmem.store.sqlite.driver import (
 )
 from flowmem.store.sqlite.fileguard import FileGuard
 from flowmem.store.sqlite.fsync import AUTO_CHECKPOINT, DeferredSync, SharedSync
-from flowmem.store.sqlite.pool import SqlitePool
+from flowmem.store.sqlite.pool import Mode, SqlitePool
 from flowmem.store.sqlite.queries import SQL
 from flowmem.store.sqlite.schema import MIGRATIONS
 from flowmem.store.sqlite.walroom import WalRoom
@@ -168,8 +168,9 @@ class SqliteStore(SqlitePool, SqlStore[sqlite3.Connection]):
         and what a driver error becomes (``_failed``); ``_returned`` settles the loan.
         """
         deferred = self._may_lend()
-        conn, generation = self._borrow()
-        own_fsync = self._sync_mode(conn, deferred)
+        own_fsync, mode = self._loan_mode(deferred)
+        conn, generation = self._borrow(mode)
+        self._sync_mode(conn, own_fsync, mode)
         changes = conn.total_changes
         try:
             yield conn
@@ -200,10 +201,10 @@ class SqliteStore(SqlitePool, SqlStore[sqlite3.Connection]):
             self._watch_files(sealed)
         return deferred
 
-    def _borrow(self) -> tuple[sqlite3.Connection, int]:
-        """A pooled connection (a new one when none is idle) and the pool generation it is of."""
+    def _borrow(self, mode: Mode) -> tuple[sqlite3.Connection, int]:
+        """A pooled connection for a loan in ``mode`` (``_take_idle``) and the pool generation it is of."""
         with self._pool_lock:
-            conn = self._idle.pop() if self._idle else None
+            conn = self._take_idle(mode)
             generation = self._generation
             self._lent += 1
         try:
@@ -217,8 +218,8 @@ class SqliteStore(SqlitePool, SqlStore[sqlite3.Connection]):
             self._give_back(None, generation)
             raise
 
-    def _sync_mode(self, conn: sqlite3.Connection, deferred: bool) -> bool:
-        """Set the loan's wait and durability pragmas; True when its commits fsync themselves.
+    def _loan_mode(self, deferred: bool) -> tuple[bool, Mode]:
+        """A loan's pragmas, known before it borrows; with True when its commits fsync themselves.
 
         Every loan starts from the default wait (0 in no-wait mode): a pooled connection
         must not keep the timeout its previous borrower set. Else an fsync after commit,
@@ -226,14 +227,19 @@ class SqliteStore(SqlitePool, SqlStore[sqlite3.Connection]):
         and its process alone on the file has no one to share with: SQLite's own fsync
         at commit saves the shared one's work (decision 0095).
         """
-        self._busy_timeout(conn, DEFAULT_LOCK_TIMEOUT)
-        joined = self._commits.joined()
-        own_fsync = not deferred and (not joined or self._alone_writer())
-        if joined:
+        own_fsync = not deferred and (not self._commits.joined() or self._alone_writer())
+        timeout = max(int(DEFAULT_LOCK_TIMEOUT * 1000), 0) if waiting_allowed() else 0
+        synchronous = self.synchronous if own_fsync else "NORMAL"
+        return own_fsync, (timeout, synchronous, 0 if deferred else AUTO_CHECKPOINT)
+
+    def _sync_mode(self, conn: sqlite3.Connection, own_fsync: bool, mode: Mode) -> None:
+        """Set the loan's wait and durability pragmas (``_loan_mode``'s), only those that change."""
+        timeout, synchronous, checkpoint = mode
+        if self._commits.joined():
             self._commits.settled(own_fsync)
-        self._pragma(conn, "synchronous", self.synchronous if own_fsync else "NORMAL")
-        self._pragma(conn, "wal_autocheckpoint", 0 if deferred else AUTO_CHECKPOINT)
-        return own_fsync
+        self._pragma(conn, "busy_timeout", timeout)
+        self._pragma(conn, "synchronous", synchronous)
+        self._pragma(conn, "wal_autocheckpoint", checkpoint)
 
     def _failed(self, conn: sqlite3.Connection, exc: sqlite3.Error | OverflowError) -> Exception:
         """The flowmem error of a loan's driver error (its transaction already rolled back)."""
