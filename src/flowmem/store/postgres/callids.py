@@ -120,7 +120,7 @@ MIGRATION: tuple[str, ...] = (
 # on its page. Once a vacuum has recorded the room pruning left on older pages (a server's
 # autovacuum), the next declarations fill that room, and an answer that no longer fits was
 # a new version on another page with a new key entry (and that page's image after a
-# checkpoint). At 90 an insert leaves a tenth of the page free, where the answers fit
-# (``bench/wal_postgres.py --vacuumed``: 7-9 bytes an append fewer at 1,000 rows; without the
-# vacuum 22 fewer on average). No rewrite: pages filled from now on keep the room
+# checkpoint). At 90 an insert leaves a tenth of the page free, where the answers fit (the
+# bytes saved, with a vacuum and without: decision 0181, ``bench/wal_postgres.py
+# --vacuumed``). No rewrite: pages filled from now on keep the room
 ANSWERS_ROOM: tuple[str, ...] = ("ALTER TABLE buffer_call_ids SET (fillfactor = 90)",)
