@@ -1,13 +1,17 @@
-"""The fork server helper: a caller's children start with its modules imported, whoever started the server before."""
+"""The fork server helper: a caller's children start with its modules imported, whoever started the server before.
+
+The checks that start and stop servers run in an interpreter of their own: stopping this
+process's server would make its next forking test start one again (seconds of imports).
+"""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
-from collections.abc import Iterator
 from multiprocessing import forkserver as mp_forkserver
+from pathlib import Path
 from typing import Any
-
-import pytest
 
 from tests.integrations import forkserver
 
@@ -16,11 +20,18 @@ ONE = ["colorsys"]
 OTHER = ["wave"]
 
 
-@pytest.fixture(autouse=True)
-def _no_server_left() -> Iterator[None]:
-    forkserver.stop()
-    yield
-    forkserver.stop()
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _isolated(check: str) -> None:
+    """Run ``check`` of this module in a new interpreter; it must pass there."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT), env.get("PYTHONPATH", "")])
+    code = f"import tests.integrations.test_forkserver as t; t.{check}(); t.forkserver.stop()"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 def _report(names: list[str], results: Any) -> None:
@@ -38,6 +49,11 @@ def _preloaded(context: Any, names: list[str]) -> list[bool]:
 
 
 def test_a_callers_children_have_its_modules_after_another_caller_restarted_the_server() -> None:
+    _isolated("restarted")
+
+
+def restarted() -> None:
+    """A caller's server, stopped by another caller that started its own: the caller's again."""
     first = forkserver.context(ONE, alone=True)
     assert _preloaded(first, ONE + OTHER) == [True, False]
     # another caller stops the server and starts one preloading its own modules
@@ -49,6 +65,11 @@ def test_a_callers_children_have_its_modules_after_another_caller_restarted_the_
 
 
 def test_a_running_server_with_every_module_is_kept_and_one_without_is_replaced() -> None:
+    _isolated("kept_or_replaced")
+
+
+def kept_or_replaced() -> None:
+    """A server with every module asked for is kept; one without is replaced."""
     forkserver.context(ONE + OTHER, alone=True)
     pid = mp_forkserver._forkserver._forkserver_pid  # type: ignore[attr-defined]
     forkserver.context(OTHER, alone=True)  # a subset: the same server
@@ -62,8 +83,6 @@ def test_a_new_server_preloads_every_forking_test_s_modules_unless_alone() -> No
 
     (Checked on the list: starting a server with every framework costs seconds of CPU.)
     """
-    forkserver.context(ONE, alone=True)
-    assert forkserver.running_preload() == frozenset(ONE)
     assert forkserver.started_with(["json"]) == ["json", *forkserver.SUITE]
     assert forkserver.started_with(["json"], alone=True) == ["json"]
     from tests.integrations import test_shared_server as shared_server
