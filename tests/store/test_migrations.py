@@ -35,7 +35,7 @@ PINNED = {
         "0d0e32492ab0", "206b92405db3", "c39f184817f1", "4cd675d1f235",
         "d38be646071b", "b8afad6dafeb", "383dc10d803f",
         "7b0a07161f01", "5a43b610c065", "687fc495a7af", "4c9912efd8fb", "d74db5accbc7",
-        "8ddc900619ae", "4a037dc195c3", "32df94df01a7", "0da12a289e73",
+        "8ddc900619ae", "4a037dc195c3", "32df94df01a7", "0da12a289e73", "72b7bdc532aa",
     ],
 }  # fmt: skip
 
