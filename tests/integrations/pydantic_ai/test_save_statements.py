@@ -15,6 +15,10 @@ Decision 0171: 34 -> 27. Each entry's place (``pa_entries``) and message
 (``pa_messages``) were one statement an entry; they are held back and written as one
 multi-row statement each when the transaction flushes (or before a read of the places),
 and the record is written with its line stamp read in the same statement.
+
+Decision 0186: 27 -> 24. The load before it ran on the event loop in no-wait mode and
+switched the one pooled connection's pragmas; the save switched them back (three
+``PRAGMA`` statements). The pool now lends the save a connection already in its mode.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from flowmem.integrations.pydantic_ai.store import FlowmemConversationStore
 from flowmem.store.sqlite import driver
 from tests.integrations.pydantic_ai.messages import answer, call, prompt, result
 
-SAVE_STATEMENTS = 27
+SAVE_STATEMENTS = 24
 """At most this many statements a save of one turn runs, its transaction and the connection loan's pragmas included."""
 
 
@@ -85,6 +89,7 @@ def test_a_save_of_one_turn_reads_the_line_end_once_and_writes_the_header_once(
     assert len([s for s in statements if "MAX(pos) FROM buffer_rows" in s]) == 1
     assert len([s for s in statements if s.startswith("UPDATE buffers SET count")]) == 1
     assert len(statements) <= SAVE_STATEMENTS, "\n".join(statements)
+    assert [s for s in statements if s.startswith("PRAGMA")] == []
 
 
 def test_a_save_writes_its_entries_places_and_messages_in_one_statement_each(
