@@ -33,6 +33,7 @@ SUITE = (
     ),
     "tests.integrations.langgraph.writers",
     "tests.integrations.langgraph.crash_agent",
+    "tests.integrations.pydantic_ai.crash_app",
     "tests.integrations.adk.writers",
     "tests.integrations.shared_agent",
     "flowmem.integrations.langgraph.saver",
@@ -44,7 +45,7 @@ SUITE = (
     "langgraph.checkpoint.sqlite",
 )
 """The modules of every test that forks from the server: the kill matrix's programs, the
-LangGraph writers and crash agent, the ADK writers, the shared server's agents (a module
+LangGraph writers and crash agent, the pydantic-ai crash app, the ADK writers, the shared server's agents (a module
 that cannot be imported is left out by multiprocessing)."""
 
 _started: dict[str, object] = {"pid": None, "preload": frozenset()}

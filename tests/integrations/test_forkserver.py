@@ -89,6 +89,7 @@ def test_a_new_server_preloads_every_forking_test_s_modules_unless_alone() -> No
     from tests.integrations.adk import test_two_runners as two_runners
     from tests.integrations.langgraph import test_crash as crash
     from tests.integrations.langgraph import test_two_writers as two_writers
+    from tests.integrations.pydantic_ai import test_crash as pydantic_ai_crash
 
     callers = [
         harness_modules(),
@@ -96,6 +97,7 @@ def test_a_new_server_preloads_every_forking_test_s_modules_unless_alone() -> No
         two_runners.PRELOAD,
         shared_server.PRELOAD,
         crash.PRELOAD,
+        pydantic_ai_crash.PRELOAD,
     ]
     for preload in callers:  # a server started for any of them serves every other one
         assert set(preload) <= set(forkserver.SUITE), preload

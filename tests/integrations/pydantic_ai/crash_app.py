@@ -5,13 +5,19 @@ whose model calls ``slow``, a tool that prints ``IN-TOOL`` and waits to be kille
 ``... resume conversation|history`` loads the conversation and runs a new prompt, with
 ``conversation=`` or ``message_history=``, saves it and prints ``RESUMED``. (The setup
 docs/integrations.md shows, ``store.run``, is the kill matrix's program.)
+
+``forked(argv, out, err)`` runs the same ``main`` as the target of a process forked from a
+fork server that imported this module once (``test_crash``: a process then costs its run,
+not pydantic-ai's import; decision 0185), its stdout and stderr written to files.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
+import traceback
 
 from pydantic_ai import Agent
 from pydantic_ai.conversation import Conversation
@@ -30,7 +36,13 @@ from flowmem.integrations.pydantic_ai import FlowmemConversationStore
 
 def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     """Call ``slow`` on the first prompt; answer every later prompt in text."""
-    prompts = [p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, UserPromptPart)]
+    prompts = [
+        p
+        for m in messages
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, UserPromptPart)
+    ]
     if len(prompts) == 1:
         return ModelResponse(parts=[ToolCallPart("slow", {"n": 1}, tool_call_id="call-slow")])
     return ModelResponse(parts=[TextPart(f"answered {prompts[-1].content}")])
@@ -68,23 +80,51 @@ async def resume(store: FlowmemConversationStore, cid: str, how: str) -> None:
     else:
         result = await agent.run("second question", message_history=loaded.messages)
         saved = Conversation(
-            conversation_id=cid, messages=result.all_messages(), usage=result.usage, revision=loaded.revision
+            conversation_id=cid,
+            messages=result.all_messages(),
+            usage=result.usage,
+            revision=loaded.revision,
         )
         await store.save(saved)
     print("RESUMED", result.output, flush=True)
 
 
-def main() -> None:
-    url, cid, phase = sys.argv[1:4]
+def main(argv: list[str]) -> None:
+    """Run the phase ``argv`` names: ``URL CONVERSATION crash`` or ``URL CONVERSATION resume HOW``."""
+    url, cid, phase = argv[:3]
     store = FlowmemConversationStore.from_url(url)
     try:
         if phase == "crash":
             asyncio.run(crash(store, cid))
         else:
-            asyncio.run(resume(store, cid, sys.argv[4]))
+            asyncio.run(resume(store, cid, argv[3]))
     finally:
         store.close()
 
 
+def forked(argv: list[str], out: str, err: str) -> None:
+    """Run ``main`` in a forked child as ``python -m`` would: stdout and stderr to files, its exit code."""
+    with open(out, "wb") as stdout, open(err, "wb") as stderr:
+        os.dup2(stdout.fileno(), 1)
+        os.dup2(stderr.fileno(), 2)
+    code = 1
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as exited:
+        if isinstance(exited.code, int):
+            code = exited.code
+        elif exited.code is not None:
+            print(exited.code, file=sys.stderr)
+        else:
+            code = 0
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
