@@ -10,6 +10,7 @@ record commit together, or nothing does.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 from flowmem.core import Message, Repair
@@ -129,7 +130,7 @@ class _SqlTx:
             held.clear()
             for start in range(0, len(rows), ROWS_PER_STATEMENT):
                 chunk = rows[start : start + ROWS_PER_STATEMENT]
-                params = tuple(value for row in chunk for value in row)
+                params = tuple(chain.from_iterable(chunk))  # the rows' values in order, flat
                 self.conn.execute(many(self.sql[name], len(chunk)), params)
 
     def places(self, entry_id: str, conversation_id: str) -> list[Place]:

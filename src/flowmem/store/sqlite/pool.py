@@ -189,17 +189,12 @@ class SqlitePool:
         cls._pragma(conn, "busy_timeout", max(int(seconds * 1000), 0) if waiting_allowed() else 0)
 
 
-def _mode_of(conn: sqlite3.Connection) -> Mode | None:
-    """The mode a pooled connection's pragmas were last set to; None when one is unknown."""
-    known = conn.pragmas if isinstance(conn, _Connection) else {}
-    timeout, synchronous, checkpoint = (
-        known.get("busy_timeout"),
-        known.get("synchronous"),
-        known.get("wal_autocheckpoint"),
-    )
-    if isinstance(timeout, int) and isinstance(synchronous, str) and isinstance(checkpoint, int):
-        return timeout, synchronous, checkpoint
-    return None
+def _mode_of(conn: sqlite3.Connection) -> tuple[int | str | None, ...] | None:
+    """The mode a pooled connection's pragmas were last set to (None where one is unknown)."""
+    if not isinstance(conn, _Connection):
+        return None
+    known = conn.pragmas
+    return known.get("busy_timeout"), known.get("synchronous"), known.get("wal_autocheckpoint")
 
 
 __all__ = ["MODE_POOL", "Mode", "SqlitePool"]
