@@ -33,7 +33,7 @@ def test_quick_run_counts_pages_by_table_and_level_and_models_the_layouts(tmp_pa
     assert set(layouts) == {
         "today",
         "header in the rows' tree",
-        "declarations indexed at their answer",
+        "declarations indexed when declared (before decision 0180)",
         "rowid rows",
     }
     store = found["systems"]["flowmem store"]["summary"]
