@@ -13,9 +13,13 @@ xdist orders their tests (``alone=True``: the caller's modules only).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+import sys
+import traceback
+from collections.abc import Callable, Sequence
 from multiprocessing import forkserver, get_context
 from multiprocessing.context import ForkServerContext
+from typing import NoReturn
 
 SUITE = (
     "tests.integrations.kill.harness",
@@ -90,3 +94,28 @@ def stop() -> None:
     if forkserver._forkserver._forkserver_pid is not None:  # type: ignore[attr-defined]
         forkserver._forkserver._stop()  # type: ignore[attr-defined]
     _started["pid"] = None
+
+
+def run_main(
+    main: Callable[[list[str]], int | None], argv: list[str], out: str, err: str
+) -> NoReturn:
+    """Run ``main(argv)`` in a forked child as ``python -m`` would: stdout and stderr to files, its exit code."""
+    with open(out, "wb") as stdout, open(err, "wb") as stderr:
+        os.dup2(stdout.fileno(), 1)
+        os.dup2(stderr.fileno(), 2)
+    code = 1
+    try:
+        code = main(argv) or 0
+    except SystemExit as exited:
+        if isinstance(exited.code, int):
+            code = exited.code
+        elif exited.code is not None:
+            print(exited.code, file=sys.stderr)
+        else:
+            code = 0
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)

@@ -32,7 +32,6 @@ import json
 import os
 import signal
 import sys
-import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,6 +41,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import tool
 
+from tests.integrations import forkserver
 from tests.integrations.langgraph.strict_model import StrictScriptedModel
 
 CALL_ID = "call_forecast_1"
@@ -134,25 +134,7 @@ def forked(argv: list[str], out: str, err: str) -> None:
     """Run ``main`` in a forked child as ``python -m`` would: stdout and stderr to files, its exit code."""
     for name in [name for name in os.environ if name.startswith("FLOWMEM_")]:
         del os.environ[name]  # as the test gives a process: no ambient flowmem settings
-    with open(out, "wb") as stdout, open(err, "wb") as stderr:
-        os.dup2(stdout.fileno(), 1)
-        os.dup2(stderr.fileno(), 2)
-    code = 1
-    try:
-        code = main(argv)
-    except SystemExit as exited:
-        if isinstance(exited.code, int):
-            code = exited.code
-        elif exited.code is not None:
-            print(exited.code, file=sys.stderr)
-        else:
-            code = 0
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    os._exit(code)
+    forkserver.run_main(main, argv, out, err)
 
 
 if __name__ == "__main__":

@@ -14,10 +14,8 @@ not pydantic-ai's import; decision 0185), its stdout and stderr written to files
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import time
-import traceback
 
 from pydantic_ai import Agent
 from pydantic_ai.conversation import Conversation
@@ -32,6 +30,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from flowmem.integrations.pydantic_ai import FlowmemConversationStore
+from tests.integrations import forkserver
 
 
 def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -104,26 +103,7 @@ def main(argv: list[str]) -> None:
 
 def forked(argv: list[str], out: str, err: str) -> None:
     """Run ``main`` in a forked child as ``python -m`` would: stdout and stderr to files, its exit code."""
-    with open(out, "wb") as stdout, open(err, "wb") as stderr:
-        os.dup2(stdout.fileno(), 1)
-        os.dup2(stderr.fileno(), 2)
-    code = 1
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as exited:
-        if isinstance(exited.code, int):
-            code = exited.code
-        elif exited.code is not None:
-            print(exited.code, file=sys.stderr)
-        else:
-            code = 0
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    os._exit(code)
+    forkserver.run_main(main, argv, out, err)
 
 
 if __name__ == "__main__":
