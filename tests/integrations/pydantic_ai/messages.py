@@ -59,6 +59,17 @@ def result(*ids: str, t: float = 2, run: str | None = "r1", tool: str = "get") -
     return ModelRequest(parts=parts, timestamp=at(t), run_id=run)
 
 
+def turn(i: int) -> list[ModelMessage]:
+    """Turn ``i`` of a conversation: its prompt, a call, its result and an answer, timed 4·i onwards."""
+    run = f"r{i}"
+    return [
+        prompt(f"q{i}", t=4 * i, run=run),
+        call(f"c{i}", t=4 * i + 1, run=run),
+        result(f"c{i}", t=4 * i + 2, run=run),
+        answer(f"a{i}", t=4 * i + 3, run=run),
+    ]
+
+
 def every_part_kind() -> list[ModelMessage]:
     """A history holding every part kind pydantic-ai has, with every message field set."""
     return [

@@ -23,16 +23,7 @@ from pydantic_ai.conversation_store import ConversationConflict
 
 from flowmem.integrations import copies
 from flowmem.integrations.pydantic_ai.store import FlowmemConversationStore
-from tests.integrations.pydantic_ai.messages import answer, call, prompt, result
-
-
-def _turn(i: int) -> list[Any]:
-    return [
-        prompt(f"q{i}", t=4 * i, run=f"r{i}"),
-        call(f"c{i}", t=4 * i + 1, run=f"r{i}"),
-        result(f"c{i}", t=4 * i + 2, run=f"r{i}"),
-        answer(f"a{i}", t=4 * i + 3, run=f"r{i}"),
-    ]
+from tests.integrations.pydantic_ai.messages import turn
 
 
 @pytest.mark.parametrize("ahead", [True, False], ids=["while-writing", "plain"])
@@ -63,13 +54,13 @@ def test_the_copy_is_made_while_the_write_runs(
     monkeypatch.setattr(store, "_write_now", waiting)
 
     async def scenario() -> None:
-        await store.save(Conversation(conversation_id="c", messages=_turn(0)))
+        await store.save(Conversation(conversation_id="c", messages=turn(0)))
         loaded = await store.load("c")
         assert loaded is not None
         loaded = await store.load("c")  # read again: kept
         assert loaded is not None
         made.clear()
-        loaded.messages.extend(_turn(1))
+        loaded.messages.extend(turn(1))
         await store.save(loaded)
 
     try:
@@ -97,16 +88,14 @@ def _run(
     loads: list[bytes] = []
 
     async def scenario() -> None:
-        await store.save(Conversation(conversation_id="c", messages=_turn(0)))
+        await store.save(Conversation(conversation_id="c", messages=turn(0)))
         for i in range(1, turns + 1):
             loaded = await store.load("c")
             assert loaded is not None
             loads.append(pickle.dumps(loaded.messages))
-            loaded.messages.extend(_turn(i))
+            loaded.messages.extend(turn(i))
             await store.save(loaded)
-        stale = Conversation(
-            conversation_id="c", messages=[*_turn(0), *_turn(99)], revision="stale"
-        )
+        stale = Conversation(conversation_id="c", messages=[*turn(0), *turn(99)], revision="stale")
         with pytest.raises(ConversationConflict):
             await store.save(stale)  # refused: keeps nothing
         final = await store.load("c")

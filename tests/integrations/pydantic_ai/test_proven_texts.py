@@ -26,19 +26,10 @@ from flowmem.integrations.pydantic_ai.store import FlowmemConversationStore
 from flowmem.store.base import SESSION_SCOPE, Address
 from flowmem.store.conversations import LINE
 from flowmem.store.conversations.sql import SqlConversations
-from tests.integrations.pydantic_ai.messages import answer, call, prompt, result
+from tests.integrations.pydantic_ai.messages import answer, call, prompt, turn
 from tests.migrated import migrated_sqlite_url
 
 CID = "c1"
-
-
-def _turn(i: int) -> list[Any]:
-    return [
-        prompt(f"q{i}", t=4 * i, run=f"r{i}"),
-        call(f"c{i}", t=4 * i + 1, run=f"r{i}"),
-        result(f"c{i}", t=4 * i + 2, run=f"r{i}"),
-        answer(f"a{i}", t=4 * i + 3, run=f"r{i}"),
-    ]
 
 
 def _exact(a: Any, b: Any) -> bool:
@@ -77,7 +68,7 @@ def test_a_load_after_this_stores_save_reads_no_texts(
     store.skips_proven_texts = skips
     plain = FlowmemConversationStore(store.memory)  # the same database (memory:// too)
     plain.skips_proven_texts = False
-    history = _turn(0)
+    history = turn(0)
 
     async def scenario() -> list[list[str]]:
         await store.save(Conversation(conversation_id=CID, messages=list(history)))
@@ -91,8 +82,8 @@ def test_a_load_after_this_stores_save_reads_no_texts(
             again = await plain.load(CID)
             assert again is not None
             assert _exact(loaded.messages, again.messages)
-            loaded.messages.extend(_turn(i))
-            history.extend(_turn(i))
+            loaded.messages.extend(turn(i))
+            history.extend(turn(i))
             await store.save(loaded)
         return loads
 
@@ -131,23 +122,23 @@ async def _scenario(url: str, ops: list[str]) -> None:
     plain.skips_proven_texts = False
     stores = [proven, plain]
     try:
-        await proven.save(Conversation(conversation_id=CID, messages=_turn(0)))
+        await proven.save(Conversation(conversation_id=CID, messages=turn(0)))
         for i, op in enumerate(ops, start=1):
             loaded = await proven.load(CID)  # kept (and proven) before the other writers act
             assert loaded is not None
             if op == "turn":
-                loaded.messages.extend(_turn(i))
+                loaded.messages.extend(turn(i))
                 await proven.save(loaded)
             elif op == "other_turn":  # another store of the same database
                 other = await plain.load(CID)
                 assert other is not None
-                other.messages.extend(_turn(i))
+                other.messages.extend(turn(i))
                 await plain.save(other)
             elif op == "by_hand":  # the buffer's own writers (the API's buffer routes)
                 row = {"role": "user", "content": f"by hand {i}"}
                 proven.memory.store.append(Address(SESSION_SCOPE, CID, LINE), [row])
             elif op == "rewind":  # a history cut back: a new line
-                loaded.messages[:] = [*loaded.messages[:4], *_turn(i)]
+                loaded.messages[:] = [*loaded.messages[:4], *turn(i)]
                 await proven.save(loaded)
             elif op == "again":  # a response delivered again (MEM-2: no row), then an answer
                 again = [call("c0", t=1, run="r0"), answer(f"a{i}", t=4 * i + 1, run=f"r{i}")]
