@@ -25,6 +25,7 @@ from flowmem.store import postgres as pg_backend
 from flowmem.store import sqlite as sqlite_backend
 from flowmem.store.editor import SqlBufferEditor
 from flowmem.store.sqlbase import StatementRunner
+from tests.store.edits import edits, stored_rows
 
 SETTINGS = settings(
     max_examples=25,
@@ -180,33 +181,8 @@ def _sql_editor(kind: str, url: str) -> Iterator[tuple[SqlBufferEditor, Any]]:
             pconn.rollback()
 
 
-ROW = st.one_of(
-    st.builds(lambda c: {"role": "user", "content": c, "metadata": {}}, CONTENT),
-    st.builds(
-        lambda ids: {"role": "assistant", "content": "", "metadata": {"tool_calls": ids}},
-        st.lists(st.builds(lambda cid: {"id": cid}, IDS), min_size=1, max_size=3),
-    ),
-    st.builds(
-        lambda cid, healed: {
-            "role": "tool",
-            "content": "r",
-            "metadata": {"tool_call_id": cid, **({"healed": True} if healed else {})},
-        },
-        IDS,
-        st.booleans(),
-    ),
-)
-OPS = st.lists(
-    st.one_of(
-        st.tuples(st.just("append"), ROW),
-        st.tuples(st.just("append"), ROW),
-        st.tuples(st.just("insert"), st.integers(0, 50), st.lists(ROW, min_size=1, max_size=3)),
-        st.tuples(st.just("replace"), st.integers(0, 50), ROW),
-        st.tuples(st.just("delete"), st.integers(0, 50)),
-    ),
-    min_size=1,
-    max_size=25,
-)
+ROW = stored_rows(IDS, CONTENT)
+OPS = edits(ROW)
 
 
 @SETTINGS

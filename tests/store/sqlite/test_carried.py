@@ -29,38 +29,14 @@ from flowmem.store import sqlite as sqlite_backend
 from flowmem.store.editor import SqlBufferEditor
 from flowmem.store.sqlbase import StatementRunner
 from flowmem.store.sqlite import SqliteStore
+from tests.store.edits import edits, stored_rows
 from tests.store.undo_carried import undo_carried_calls
 
 CHAT = Address("session", "s1", "chat")
 EDITED = Address("global", "", "edited")
 IDS = st.sampled_from(["a", "b", "c", "d"])
-ROW = st.one_of(
-    st.builds(lambda c: {"role": "user", "content": c, "metadata": {}}, st.sampled_from(["", "x"])),
-    st.builds(
-        lambda ids: {"role": "assistant", "content": "", "metadata": {"tool_calls": ids}},
-        st.lists(st.builds(lambda cid: {"id": cid}, IDS), min_size=1, max_size=3),
-    ),
-    st.builds(
-        lambda cid, healed: {
-            "role": "tool",
-            "content": "r",
-            "metadata": {"tool_call_id": cid, **({"healed": True} if healed else {})},
-        },
-        IDS,
-        st.booleans(),
-    ),
-)
-OPS = st.lists(
-    st.one_of(
-        st.tuples(st.just("append"), ROW),
-        st.tuples(st.just("append"), ROW),
-        st.tuples(st.just("insert"), st.integers(0, 50), st.lists(ROW, min_size=1, max_size=3)),
-        st.tuples(st.just("replace"), st.integers(0, 50), ROW),
-        st.tuples(st.just("delete"), st.integers(0, 50)),
-    ),
-    min_size=1,
-    max_size=25,
-)
+ROW = stored_rows(IDS, st.sampled_from(["", "x"]))
+OPS = edits(ROW)
 
 
 def layout_faults(conn: sqlite3.Connection) -> list[str]:
