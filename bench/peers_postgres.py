@@ -17,7 +17,9 @@ Not a test. One run, one PostgreSQL server, every system side by side:
 The messages are bench/store.py's conversation (user, assistant calling a tool,
 the tool result, answer). Each run (``--repeats``, default 3) gives every system a
 database of its own, made fresh for that run (``CREATE DATABASE``; a user's disk sees
-new tables, not cleared and refilled ones), fills each buffer to its length, then
+new tables, not cleared and refilled ones), fills each buffer to its length through
+the call it is then timed with (batches of 500: the guarded append with its guard, the
+service through ``MemoryService.append``, each peer its own call), then
 times single appends in interleaved rounds (every system, every length, one append
 each; the systems' order rotates from round to round and from run to run), and drops
 the databases. appends/s is reported as min / median / max over the runs. flowmem ÷
@@ -171,10 +173,21 @@ class FlowmemPg(PgSystem):
             self.keys = {n: Address("user", f"bench-{tag}", f"svc-{n}") for n in lengths}
 
     def fill(self, length: int) -> None:
-        """Batches of 500 give the same buffer as single appends for these turns."""
+        """Through the call each mode is timed with, as a user fills, in batches of 500.
+
+        The guarded store with its guard (what an HTTP append of a batch sends), the
+        service through ``MemoryService.append``; as the peers are filled with their own
+        timed call (decision 0189). Batches of 500 give the same buffer as single appends
+        for these turns.
+        """
         key = self.keys[length]
         for start in range(0, length, 500):
-            self.store.append(key, self.rows[start : min(start + 500, length)])
+            end = min(start + 500, length)
+            if self.mode == "service":
+                turns = [_MESSAGES.turn(i) for i in range(start, end)]
+                self.service.append("user", key.key, turns, self.context)
+            else:
+                self.store.append(key, self.rows[start:end], guard=self.guard)
         assert self.store.count(key) == length
 
     def append(self, length: int, i: int) -> None:
