@@ -27,7 +27,8 @@ each system's store, on a connection of its own, creates its session and token (
 guarded one), fills its buffer with the 100 rows and makes K single appends, for K in
 ``FIRST``; the differences of the backends' totals are the first appends' instructions,
 one by one (each message kind's statement is prepared and planned at its first use),
-then per append (min of ``--repeats`` backends per K).
+then per append (min of ``--repeats`` backends per K). ``--guarded-fill``: the guarded
+system's buffer filled with its guard, as bench/peers_postgres.py fills it since decision 0189.
 
 With ``--in-order``, where the bench puts that cost: ``bench/peers_postgres.py``'s own runs
 (``--only flowmem,guarded,langchain``, a durable throwaway server, ``--runs`` runs) with every
@@ -196,8 +197,12 @@ def by_callgrind(url: str, out: Path, appends: int) -> dict[str, float]:
 FIRST = (0, 1, 2, 3, 4, 8, 16)  # appends after the fill whose backends --first counts
 
 
-def first_appends(url: str, out: Path, system: str, count: int) -> int:
-    """Instructions of a fresh backend that sets ``system``'s buffer up and makes ``count`` appends."""
+def first_appends(url: str, out: Path, system: str, count: int, guarded_fill: bool = False) -> int:
+    """Instructions of a fresh backend that sets ``system``'s buffer up and makes ``count`` appends.
+
+    ``guarded_fill``: the guarded system's buffer filled with its guard (the bench's fill
+    since decision 0189), else without (before it).
+    """
     from flowmem.auth import create_token
     from flowmem.core import prepare
     from flowmem.store import Address, SessionRecord, WriteGuard
@@ -213,19 +218,24 @@ def first_appends(url: str, out: Path, system: str, count: int) -> int:
     session = f"free-{tag}" if system == "plain" else f"owned-{tag}"
     address = Address("session", session, "chat")
     rows = [prepare(_MESSAGES.turn(i), 1_755_000_000 + i)[0] for i in range(LENGTH + count)]
-    store.append(address, rows[:LENGTH])
+    store.append(address, rows[:LENGTH], guard=guard if guarded_fill else None)
     for row in rows[LENGTH:]:
         store.append(address, [row], guard=guard)
     store.close()
     return instructions_of(out, pid)
 
 
-def by_first(url: str, out: Path, repeats: int) -> dict[str, dict[str, float]]:
+def by_first(
+    url: str, out: Path, repeats: int, guarded_fill: bool = False
+) -> dict[str, dict[str, float]]:
     """Instructions of each system's first appends on a fresh connection: one by one, then per append."""
     one_connection(url).close()  # the schema, made before any counted backend
     found: dict[str, dict[str, float]] = {}
     for system in SYSTEMS:
-        totals = {k: min(first_appends(url, out, system, k) for _ in range(repeats)) for k in FIRST}
+        totals = {
+            k: min(first_appends(url, out, system, k, guarded_fill) for _ in range(repeats))
+            for k in FIRST
+        }
         found[system] = {}
         for before, after in itertools.pairwise(FIRST):
             label = f"{after}" if after - before == 1 else f"{before + 1}-{after}"
@@ -506,6 +516,11 @@ def main() -> None:
     )
     parser.add_argument("--repeats", type=int, default=2, help="backends per K with --first")
     parser.add_argument(
+        "--guarded-fill",
+        action="store_true",
+        help="with --first: the guarded buffer filled guarded",
+    )
+    parser.add_argument(
         "--in-order", action="store_true", help="the bench's runs, each timed append in order"
     )
     parser.add_argument("--runs", type=int, default=3, help="runs with --in-order")
@@ -523,7 +538,8 @@ def main() -> None:
     elif args.callgrind:
         with callgrind_postgres() as (url, out):
             if args.first:
-                results["first_appends"] = by_first(url, out, args.repeats)
+                results["first_appends"] = by_first(url, out, args.repeats, args.guarded_fill)
+                results["guarded_fill"] = args.guarded_fill
             else:
                 results["instructions"] = by_callgrind(url, out, args.appends)
     else:
