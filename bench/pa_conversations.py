@@ -34,6 +34,11 @@ of the runs.
 always pickled (``Validated(plans=False)``, the plain path of decision 0176), and reports
 the CPU of its loads and turns ÷ flowmem's: the plan's gain, side by side in one process.
 
+``--one-connection`` runs a fifth system, ``FlowmemConversationStore`` whose SQLite pool lends the
+connection last given back whatever its mode (``SqlitePool.lends_by_mode = False``, the plain path
+of decision 0186: one connection, its pragmas flipped by each loan), and reports its turns' and
+loads' wall and CPU time ÷ flowmem's (decision 0191).
+
 ``--srcs NAME=DIR,NAME=DIR`` compares codes (``before=/tmp/old/src,after=src``) in one
 run: each round runs this bench once per code, each in a fresh process importing
 flowmem from its ``DIR`` (``PYTHONPATH``), the codes' order alternating round by round
@@ -231,6 +236,18 @@ class FlowmemPickled(Flowmem):
         self.store._validated = Validated(plans=False)  # the plain path, as a seam of the bench
 
 
+class FlowmemOneConnection(Flowmem):
+    """``FlowmemConversationStore`` whose pool lends any idle connection (``--one-connection``, decision 0186's plain path)."""
+
+    name = "flowmem_one_connection"
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(folder)
+        pool = self.store._owns
+        assert pool is not None
+        pool.lends_by_mode = False  # type: ignore[attr-defined]  # the plain path, as a seam of the bench
+
+
 SYSTEMS = (Flowmem, JsonFile, JsonRow)
 
 
@@ -337,6 +354,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--srcs", help="NAME=DIR,NAME=DIR: codes compared in one run, each in its own processes")
     parser.add_argument("--rounds", type=int, default=2, help="with --srcs: runs of each code, the order alternating")
     parser.add_argument("--pickled", action="store_true", help="also flowmem with its kept copies pickled")
+    parser.add_argument(
+        "--one-connection", action="store_true", help="also flowmem lending one connection in every mode"
+    )
     report_json.add_arguments(parser, BENCH, "20 messages, 2 runs of 3 turns")
     args = parser.parse_args(argv)
     if args.srcs:
@@ -356,6 +376,8 @@ def main(argv: list[str]) -> int:
         probe.close()
         if args.pickled:  # the same store, its copies kept otherwise
             durability["flowmem_pickled"] = durability["flowmem"]
+        if args.one_connection:  # the same store, its connections lent otherwise
+            durability["flowmem_one_connection"] = durability["flowmem"]
         row = JsonRow(Path(tmp))
         durability["json_sqlite_row"] = report_json.sqlite_durability(row.conn)
         row.close()
@@ -363,7 +385,11 @@ def main(argv: list[str]) -> int:
     targets = report_json.Targets(args.quick)
     results: dict[str, Any] = {"lengths": {}}
     for length in args.lengths:
-        kinds_of = (*SYSTEMS, FlowmemPickled) if args.pickled else SYSTEMS
+        kinds_of = (
+            *SYSTEMS,
+            *((FlowmemPickled,) if args.pickled else ()),
+            *((FlowmemOneConnection,) if args.one_connection else ()),
+        )
         runs = [asyncio.run(one_run(length, args.turns, run, kinds_of)) for run in range(args.runs)]
         ratios = {
             "turn_vs_json_file": [r["json_file"]["turn"] / r["flowmem"]["turn"] for r in runs],
@@ -377,6 +403,11 @@ def main(argv: list[str]) -> int:
         if args.pickled:  # the plan's gain: the pickled copies' CPU ÷ flowmem's
             cpu["turn_cpu_pickled_vs_flowmem"] = [r["flowmem_pickled"]["turn_cpu"] / r["flowmem"]["turn_cpu"] for r in runs]
             cpu["load_cpu_pickled_vs_flowmem"] = [r["flowmem_pickled"]["load_cpu"] / r["flowmem"]["load_cpu"] for r in runs]
+        if args.one_connection:  # decision 0186's second connection: one connection's times ÷ flowmem's
+            other = "flowmem_one_connection"
+            cpu["turn_one_connection_vs_flowmem"] = [r[other]["turn"] / r["flowmem"]["turn"] for r in runs]
+            cpu["load_one_connection_vs_flowmem"] = [r[other]["load"] / r["flowmem"]["load"] for r in runs]
+            cpu["turn_cpu_one_connection_vs_flowmem"] = [r[other]["turn_cpu"] / r["flowmem"]["turn_cpu"] for r in runs]
         print(f"\n{length} messages ({args.runs} runs of {args.turns} turns; ms, median turn per run)")
         for name in [system.name for system in kinds_of]:
             turns_ms = " ".join(f"{r[name]['turn'] * 1000:7.2f}" for r in runs)
@@ -388,7 +419,8 @@ def main(argv: list[str]) -> int:
             targets.check(f"{label} at {length} (min of runs)", s["min"], 1.0)
         for label, values in cpu.items():
             s = spread(values)
-            print(f"  {label:26} min {s['min']:.2f}  median {s['median']:.2f}  max {s['max']:.2f}  (CPU time)")
+            what = "(wall time)" if "cpu" not in label else "(CPU time)"
+            print(f"  {label:26} min {s['min']:.2f}  median {s['median']:.2f}  max {s['max']:.2f}  {what}")
         results["lengths"][str(length)] = {
             "runs": runs,
             "ratios": {label: {"per_run": values, **spread(values)} for label, values in {**ratios, **cpu}.items()},
