@@ -37,8 +37,10 @@ def test_foresee_a_result_for_an_open_call_assumes_nothing_new() -> None:
         0,
     )
     assert (seen.outcome.appended, seen.outcome.count, seen.fresh) == (1, 3, [])
-    # no flag flipped: the answer takes the call off the header's list (decision 0153)
-    assert [name for name, _ in seen.writes] == ["row_insert", "answer_insert", "header_listed"]
+    # no flag flipped: the answer takes the call off the header's list (decision 0153), and
+    # its row carries the declaration the list held (PostgreSQL's migration 34, decision 0190)
+    assert [name for name, _ in seen.writes] == ["row_insert", "answer_carry", "header_listed"]
+    assert seen.writes[1][1][1:] == ("c1", 3 << 20, False, 2 << 20, 0)
     assert seen.writes[-1][1][4] == "[]"
 
 
@@ -46,6 +48,8 @@ def test_foresee_new_call_ids_are_assumed_new_for_the_server_to_check() -> None:
     turn = {"role": "assistant", "content": "", "tool_calls": [{"id": "c9", "name": "f"}]}
     seen = foresee(KNOWN, ADDRESS, _rows(turn), ["c9"], False, 0, 0)
     assert seen.fresh == ["c9"] and seen.outcome.appended == 1
+    # listed only: no row of its own (decision 0190)
+    assert [name for name, _ in seen.writes] == ["row_insert", "header_listed"]
     name, params = seen.writes[-1]  # the new call listed after the known one, with the header
     assert (name, params[:3], params[4:]) == (
         "header_listed",

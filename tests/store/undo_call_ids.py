@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.store.postgres.undo_carried import undo_carried
+
 
 def undo_call_ids(conn: Any) -> None:
     """Take the PostgreSQL database on ``conn`` back to before its migration 28 (nothing when it lacks it)."""
@@ -19,6 +21,7 @@ def undo_call_ids(conn: Any) -> None:
     ).fetchone()
     if not found[0]:
         return
+    undo_carried(conn)  # migration 34 first (decision 0190)
     conn.execute("""CREATE TEMP TABLE calls_back AS
         SELECT buffer_id, call_id, declared_pos, ord, answered FROM buffer_calls""")
     conn.execute(

@@ -35,6 +35,13 @@ declaration it answers (``buffer_answers.declared_pos`` and ``ord``): one entry 
 both. Every declaration is then in exactly one place: the list (its call unanswered),
 an entry of its own, or an answer's entry. A removal gives back what it carried: to the
 list when the call has no answer left, else to an entry of its own.
+
+The sixth column's value says how an answer carries its declaration (``CARRIED_ENTRY``,
+``CARRIED_ROW``): SQLite's answers are entries of another table than the declarations,
+so a removed row's carried declarations are cleared (``answer_uncarry``) and moved
+(``shift_carried``, ``unflip_carried``) by statements of their own; PostgreSQL's are
+one row of ``buffer_call_ids`` (since its migration 34, decision 0190), whose
+declaration ``calls_delete``, ``shift_calls`` and ``unflip_calls`` already clear and move.
 """
 
 from __future__ import annotations
@@ -63,6 +70,11 @@ MINOR_BITS = 20
 # one per call when given an argument (about 3 us of each of the listing writes' calls)
 _compact = json.JSONEncoder(separators=(",", ":")).encode
 
+
+# how an answer carries its declaration (the header's sixth column, decision 0190): in its
+# own entry's columns, a table apart from the declarations (SQLite, decision 0180), or as one
+# row holding both, which the declarations' own statements find (PostgreSQL's buffer_call_ids)
+CARRIED_ENTRY, CARRIED_ROW = 1, 2
 
 # an insert in the middle of a turn moves these (``insert_after``), by whether answers carry
 # their declarations (decision 0180): then the carried ones move too
@@ -160,6 +172,7 @@ class SqlBufferEditor:
         self._listed: dict[str, list[tuple[int, int]]] | None = None  # call id -> (pos, order)
         self._listed_changed = False
         self._carry = head is not None and len(head) > 5  # an answer carries its declaration
+        self._entries = self._carry and head[5] != CARRIED_ROW  # ... in an entry of another table
 
     def know(
         self,
@@ -308,10 +321,10 @@ class SqlBufferEditor:
             highest = int(top[0]) if top is not None and top[0] is not None else position
             if highest + need >= major_end:
                 raise StoreError("too many rows inserted after one turn")
-            for name in _SHIFTS[self._carry]:
+            for name in _SHIFTS[self._entries]:
                 self._db.run(name, (need, bid, position, major_end))
             # the declarations first: a listing backend finds them by the rows' call ids
-            for name in _UNFLIPS[self._carry]:
+            for name in _UNFLIPS[self._entries]:
                 self._db.run(name, (bid,))
             self._answers.clear()  # positions moved
             self._open = None
@@ -408,6 +421,7 @@ class SqlBufferEditor:
             if len(made) > 4:  # the header lists its open calls (and was read just now)
                 self._listing, self._listed_text, self._listed = True, str(made[4]), None
                 self._carry = len(made) > 5
+                self._entries = self._carry and made[5] != CARRIED_ROW
         return self._id
 
     def _row_at(self, bid: int, position: int) -> tuple[Message, str]:
@@ -459,7 +473,7 @@ class SqlBufferEditor:
             self._db.run("calls_delete", (bid, position))
             for cid in call_ids(row):
                 self._declared.pop(cid, None)
-                if self._carry:  # the declaration an answer carries
+                if self._entries:  # the declaration an answer's entry carries (one row: cleared above)
                     self._db.run("answer_uncarry", (bid, cid, position))
                 if self._listing:
                     self._unlist(cid, position)

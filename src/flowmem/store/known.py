@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 from flowmem.core import AppendOutcome, Message, apply_append
 from flowmem.errors import BufferFullError
 from flowmem.store.base import Address
-from flowmem.store.editor import SqlBufferEditor
+from flowmem.store.editor import CARRIED_ROW, SqlBufferEditor
 from flowmem.store.rows import check_buffer_bytes
 
 DEFAULT_KNOWN_BUFFERS = 4096  # buffers a store remembers (oldest forgotten first)
@@ -40,7 +40,7 @@ MAX_KNOWN_OPEN = 64
 # the editor's writes an append of known facts may make (each has a variant that
 # runs only when the facts held); anything else is not foreseen
 FORESEEABLE = frozenset(
-    {"row_insert", "call_insert", "answer_insert", "header_update", "header_listed"}
+    {"row_insert", "call_insert", "answer_insert", "answer_carry", "header_update", "header_listed"}
 )
 
 
@@ -157,7 +157,8 @@ def foresee(
     if heals and known.open:
         raise Unforeseen("open calls to heal")
     recorder = _Recorder(known.listed)
-    head = (known.buffer_id, known.count, known.last_major, known.bytes, known.listed)
+    # an answer's row carries its declaration (PostgreSQL's migration 34, decision 0190)
+    head = (known.buffer_id, known.count, known.last_major, known.bytes, known.listed, CARRIED_ROW)
     editor = SqlBufferEditor(recorder, address, head)
     # no id is taken as evicted: for an open id it would change nothing (it is
     # declared), and a fresh one is checked by the server before any write

@@ -43,7 +43,7 @@ def _assistant(n: int) -> dict[str, Any]:
 
 
 def _stored(url: str, address: Address) -> tuple[set[tuple[str, int]], set[tuple[str, int]]]:
-    """The declarations the rows' ids make, and the ones ``buffer_calls`` holds."""
+    """The declarations the rows' ids make, and the ones ``buffer_calls`` and the header's list hold."""
     with psycopg.connect(url, autocommit=True) as conn:
         bid = conn.execute(
             "SELECT id FROM buffers WHERE scope = %s AND scope_id = %s AND key = %s", tuple(address)
@@ -51,8 +51,12 @@ def _stored(url: str, address: Address) -> tuple[set[tuple[str, int]], set[tuple
         rows = conn.execute(
             "SELECT pos, body FROM buffer_rows WHERE buffer_id = %s", (bid,)
         ).fetchall()
+        # a row's (its call answered) or, since migration 34 (decision 0190), the header's list
         held = conn.execute(
-            "SELECT call_id, declared_pos FROM buffer_calls WHERE buffer_id = %s", (bid,)
+            """SELECT call_id, declared_pos FROM buffer_calls WHERE buffer_id = %s
+            UNION ALL SELECT o.e ->> 0, (o.e ->> 1)::bigint FROM buffers AS b,
+                json_array_elements(b.unanswered::json) AS o(e) WHERE b.id = %s""",
+            (bid, bid),
         ).fetchall()
     made = {(cid, int(pos)) for pos, body in rows for cid in call_ids(load_row(body))}
     return made, {(str(cid), int(pos)) for cid, pos in held}

@@ -81,7 +81,8 @@ def test_every_check_and_write_has_its_part_form() -> None:
         )
     for name in FORESEEN:
         text = SQL.get(f"{name}?", "") + SQL.get(f"{name}?/with", "") + SQL.get(f"{name}?/main", "")
-        assert "(SELECT v FROM known)" in text and "current_setting" not in text, name
+        # (a header's write reads the bytes quota's setting since migration 33, decision 0189)
+        assert "(SELECT v FROM known)" in text and "'flowmem.known'" not in text, name
 
 
 @pytest.fixture
@@ -139,55 +140,62 @@ def test_a_known_append_is_the_lock_and_one_statement(
     assert sent[1] == "known_check_head+row_insert?+header_update?+known_verdict", sent
 
 
+TWO_RESULTS = [
+    {"role": "tool", "content": "r1", "tool_call_id": "c1"},
+    {"role": "tool", "content": "r2", "tool_call_id": "c2"},
+]
+
+
 def test_writes_split_over_two_statements_all_land_when_the_facts_held(
     two: tuple[PostgresStore, PostgresStore], sent: list[str]
 ) -> None:
-    """Two declarations (one table, two statements): the later one reads the verdict the check set."""
+    """Two answers (one table, two statements): the later one reads the verdict the check set.
+
+    Since migration 34 (decision 0190) a declaration of an open call writes no row (the
+    header lists it); each answer inserts one row carrying its declaration.
+    """
     first, _ = two
     address = Address("global", "", "split-held")
     first.append(address, prepare({"role": "user", "content": "q"}, 1))
+    first.append(address, prepare(TWO_CALLS, 1))
+    assert _call_rows(first, address) == []  # listed only
     sent.clear()
-    got = first.append(address, prepare(TWO_CALLS, 1))
-    assert (got.appended, got.count) == (1, 2)
-    assert sent[1].startswith("known_check+") and sent[2].startswith("known_again+call_insert?"), (
-        sent
-    )
+    got = first.append(address, prepare(TWO_RESULTS, 1))
+    assert (got.appended, got.count) == (2, 4)
+    assert sent[1].startswith("known_check") and sent[2].startswith(
+        "known_again+row_insert?+answer_carry?"
+    ), sent
     assert len(sent) == 3, sent
     (c1, at1, answer1), (c2, at2, answer2) = _call_rows(first, address)
-    assert (c1, c2, answer1, answer2) == ("c1", "c2", None, None) and at1 == at2
+    assert (c1, c2) == ("c1", "c2") and at1 == at2 and None not in (at1, answer1, answer2)
+    assert answer1 < answer2
     known = first._known.get(address)
-    assert known is not None and known.open == {"c1", "c2"}
+    assert known is not None and known.open == frozenset()
 
 
 def test_writes_split_over_two_statements_write_nothing_when_a_fact_went_stale(
     two: tuple[PostgresStore, PostgresStore], sent: list[str], postgres_store_url: str
 ) -> None:
-    """Another process declared c2: the check fails, neither statement writes; the plain path appends."""
+    """Another process answered c2: the check fails, neither statement writes; the plain path appends."""
     first, second = two
     address = Address("global", "", "split-stale")
     first.append(address, prepare({"role": "user", "content": "q"}, 1))
-    second.append(
-        address,
-        prepare({"role": "assistant", "content": "", "tool_calls": [{"id": "c2", "name": "f"}]}, 1),
-    )
+    first.append(address, prepare(TWO_CALLS, 1))
+    second.append(address, prepare(TWO_RESULTS[1], 1))
     sent.clear()
-    # on its stale facts c1 and c2 are new: a second declaration of c2 is refused on the buffer
-    got = first.append(address, prepare(TWO_CALLS, 1))
-    assert sent[1].startswith("known_check+") and sent[2].startswith("known_again+"), sent
+    # on its stale facts c1 and c2 are open: c2's second answer is dropped on the buffer (MEM-1)
+    got = first.append(address, prepare(TWO_RESULTS, 1))
+    assert sent[1].startswith("known_check") and sent[2].startswith("known_again+"), sent
     assert any(name.startswith("append_facts") for name in sent[3:]), sent  # the plain path
     # the same appends by a store that knows nothing (the plain path alone): the same buffer
     plain = PostgresStore(f"{postgres_store_url}&known_buffers=0")
     try:
         oracle = Address("global", "", "split-stale-plain")
         plain.append(oracle, prepare({"role": "user", "content": "q"}, 1))
-        plain.append(
-            oracle,
-            prepare(
-                {"role": "assistant", "content": "", "tool_calls": [{"id": "c2", "name": "f"}]}, 1
-            ),
-        )
-        expected = plain.append(oracle, prepare(TWO_CALLS, 1))
-        assert (got.appended, got.count) == (expected.appended, expected.count)
+        plain.append(oracle, prepare(TWO_CALLS, 1))
+        plain.append(oracle, prepare(TWO_RESULTS[1], 1))
+        expected = plain.append(oracle, prepare(TWO_RESULTS, 1))
+        assert (got.appended, got.count) == (expected.appended, expected.count) == (1, 4)
         assert first.load(address) == plain.load(oracle)
         assert _call_rows(first, address) == _call_rows(
             plain, oracle

@@ -25,6 +25,7 @@ psycopg = pytest.importorskip("psycopg")
 
 from flowmem.store.editor import MINOR_BITS, dump_row  # noqa: E402
 from flowmem.store.postgres import MIGRATIONS, PostgresStore  # noqa: E402
+from tests.store.postgres.carried import layout_faults  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -122,7 +123,8 @@ def test_mem_3_an_upgrade_from_25_lists_the_open_calls_and_keeps_every_answer_he
         ]
         assert [e[1] for e in json.loads(listed)] == [7 << MINOR_BITS] * 2
         assert "buffer_calls_open" not in indexes
-        assert [c for c, _ in kept] == ["c_ans", "c_heal", "c_open", "c_two"]
+        # since migration 34 (decision 0190) an open call is listed only: no row of its own
+        assert [c for c, _ in kept] == ["c_ans", "c_heal"]
         assert answers == [("c_ans", False), ("c_heal", True)]
         assert store.load(ADDRESS) == stored
         # then the rules on the list: a duplicate result dropped (MEM-1), the placeholder
@@ -221,13 +223,10 @@ def test_mem_3_the_header_lists_exactly_the_declarations_without_an_answer(
                     tuple(address),
                 ).fetchone()
                 assert listed is not None
-                open_calls = conn.execute(
-                    """SELECT c.call_id, c.declared_pos, c.ord FROM buffer_calls AS c
-                    WHERE c.buffer_id = %s AND NOT EXISTS (SELECT 1 FROM buffer_answers AS a
-                        WHERE a.buffer_id = c.buffer_id AND a.call_id = c.call_id)""",
-                    (listed[0],),
-                ).fetchall()
-            assert sorted(tuple(e) for e in json.loads(listed[1])) == sorted(open_calls)
+                # since migration 34 (decision 0190) the list is an open call's only entry: the
+                # oracle recomputes the list and the rows from the buffer's rows
+                faults = layout_faults(conn)
+            assert faults == []
             assert store.load(address) == expected
     finally:
         store.close()

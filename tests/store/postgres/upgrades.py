@@ -17,10 +17,21 @@ from flowmem.core import Message, append, is_healed, prepare, result_id
 from flowmem.store import Address
 from flowmem.store.postgres import MIGRATIONS, PostgresStore
 from tests.store.postgres.test_listed_calls import BEFORE, _call
+from tests.store.postgres.undo_carried import undo_carried
 
 ADDRESS = Address("user", "alice", "chat")
 CALLS = "SELECT call_id, declared_pos, ord, answered FROM buffer_calls ORDER BY 1, 2"
 ANSWERS = "SELECT call_id, pos, healed FROM buffer_answers ORDER BY 1, 2"
+
+
+def declarations(conn: psycopg.Connection[Any]) -> list[tuple[str, int, int]]:
+    """Every declaration stored: a row's (``buffer_calls``) or the header's list's (open calls)."""
+    rows = conn.execute("SELECT call_id, declared_pos, ord FROM buffer_calls").fetchall()
+    listed = conn.execute(
+        """SELECT o.e ->> 0, (o.e ->> 1)::bigint, (o.e ->> 2)::integer
+        FROM buffers AS b, json_array_elements(b.unanswered::json) AS o(e)"""
+    ).fetchall()
+    return sorted({(str(c), int(p), int(o)) for c, p, o in [*rows, *listed]})
 
 
 def step(
@@ -56,15 +67,17 @@ def upgraded(
     finally:
         store.close()
     with psycopg.connect(url, autocommit=True) as conn:
+        undo_carried(conn)  # migration 34 first (decision 0190): every declaration a row
         take_back(conn)
         calls, answers = conn.execute(CALLS).fetchall(), conn.execute(ANSWERS).fetchall()
+        declared = declarations(conn)
     assert [c[0] for c in calls] == ["c_ans", "c_heal", "c_open", "c_two"]
     assert [(a[0], a[2]) for a in answers] == [("c_ans", False), ("c_heal", True)]
     store = PostgresStore(url)
     try:
         assert store.schema_version() == len(MIGRATIONS)
         with psycopg.connect(url, autocommit=True) as conn:
-            assert conn.execute(CALLS).fetchall() == calls
+            assert declarations(conn) == declared
             assert conn.execute(ANSWERS).fetchall() == answers
         assert store.load(ADDRESS) == stored
         expected = stored

@@ -12,18 +12,42 @@ MIGRATION: tuple[str, ...] = (
     "ALTER TABLE buffer_evicted ADD COLUMN archived BOOLEAN NOT NULL DEFAULT FALSE",
 )
 
+# a call listed in the header (``[call id, position, order]``, decision 0153)
+_LISTED = "json_array_elements(b.unanswered::json) AS o(e)"
+
 SQL: dict[str, str] = {
     **statements("%s"),
     "archive_page_sized": POSTGRES_PAGE,
-    # the header lists the open calls since migration 26 (decision 0153, as SQLite's 23):
-    # listed again from the declarations left without an answer (the first and third
-    # parameters: the flags the shared statement sets and reads)
-    "archive_reopen": """UPDATE buffers AS b SET unanswered = COALESCE((SELECT json_agg(json_build_array(
-            c.call_id, c.declared_pos, c.ord) ORDER BY c.declared_pos, c.ord)::text FROM buffer_calls AS c
-            WHERE c.buffer_id = b.id AND NOT EXISTS (SELECT 1 FROM buffer_answers AS a
-                WHERE a.buffer_id = c.buffer_id AND a.call_id = c.call_id)), '[]')
+    # Since migration 34 (decision 0190, as SQLite's 28) an open call's declaration is listed
+    # only, and an answer's row holds the declaration it answered: the archived rows' call ids
+    # are taken from the rows and the list (the first parameter: archived; the buffer; the
+    # last archived position). The drops go through the views' trigger (migration 28): an
+    # archived declaration carried by a live answer is cleared from its row, and an archived
+    # answer carrying a live declaration leaves that declaration a row of its own
+    "archive_calls": f"""INSERT INTO buffer_evicted (buffer_id, call_id, seq, archived)
+        SELECT DISTINCT p.b, d.cid, 0, p.f FROM (SELECT %s::boolean AS f, %s::bigint AS b,
+                %s::bigint AS upto) AS p
+            CROSS JOIN LATERAL (SELECT c.call_id AS cid FROM buffer_calls AS c
+                    WHERE c.buffer_id = p.b AND c.declared_pos <= p.upto
+                UNION ALL SELECT o.e ->> 0 FROM buffers AS b, {_LISTED}
+                    WHERE b.id = p.b AND (o.e ->> 1)::bigint <= p.upto) AS d
+        ON CONFLICT (buffer_id, call_id) DO UPDATE SET archived = excluded.archived""",
+    # the list: its calls whose rows are left, and the live declarations left without an
+    # answer (one answered by an archived result), whose rows then go (archive_reopened);
+    # the first and third parameters: the flags the shared statement sets and reads
+    "archive_reopen": f"""UPDATE buffers AS b SET unanswered = COALESCE((SELECT json_agg(json_build_array(
+            l.cid, l.pos, l.ord) ORDER BY l.pos, l.ord)::text FROM (
+                SELECT o.e ->> 0 AS cid, (o.e ->> 1)::bigint AS pos, (o.e ->> 2)::integer AS ord
+                FROM {_LISTED} WHERE EXISTS (SELECT 1 FROM buffer_rows AS r
+                    WHERE r.buffer_id = b.id AND r.pos = (o.e ->> 1)::bigint)
+                UNION ALL SELECT c.call_id, c.declared_pos, c.ord FROM buffer_calls AS c
+                WHERE c.buffer_id = b.id AND NOT EXISTS (SELECT 1 FROM buffer_answers AS a
+                    WHERE a.buffer_id = c.buffer_id AND a.call_id = c.call_id)) AS l), '[]')
         FROM (SELECT %s::boolean AS f, %s::bigint AS id, %s::boolean AS t) AS p
         WHERE b.id = p.id AND p.f IS DISTINCT FROM p.t""",
+    "archive_reopened": """DELETE FROM buffer_call_ids AS c WHERE c.buffer_id = %s AND c.answer_pos IS NULL
+        AND NOT EXISTS (SELECT 1 FROM buffer_call_ids AS a WHERE a.buffer_id = c.buffer_id
+            AND a.call_id = c.call_id AND a.answer_pos IS NOT NULL)""",
 }
 
 # the schema's migrations this kind of data owns, by number (flowmem.store.migrations)

@@ -124,3 +124,16 @@ MIGRATION: tuple[str, ...] = (
 # bytes saved, with a vacuum and without: decision 0181, ``bench/wal_postgres.py
 # --vacuumed``). No rewrite: pages filled from now on keep the room
 ANSWERS_ROOM: tuple[str, ...] = ("ALTER TABLE buffer_call_ids SET (fillfactor = 90)",)
+
+# 34 (issue 42 §1, decision 0190, as SQLite's 28, decision 0180): an open call's only entry
+# is the header's list (migration 26 lists it already); its answer inserts one row holding
+# the declaration it answers (``declared_pos``, ``ord``) and the answer, never updated: a
+# call's append writes no row and no key entry, its result one row and one entry instead
+# of a HOT update of the declaration's row. The open calls' rows go; an answered call's rows
+# stay as they are (a row holding both is one whose answer carries its declaration, a row
+# with a declaration alone an entry of its own). Run again it deletes nothing
+CARRIED: tuple[str, ...] = (
+    """DELETE FROM buffer_call_ids AS c WHERE c.answer_pos IS NULL AND NOT EXISTS (SELECT 1
+        FROM buffer_call_ids AS a WHERE a.buffer_id = c.buffer_id AND a.call_id = c.call_id
+            AND a.answer_pos IS NOT NULL)""",
+)

@@ -13,7 +13,7 @@ from typing import Any
 
 from flowmem.core import Answer, Message, call_ids, result_id
 from flowmem.store.base import Address
-from flowmem.store.editor import SqlBufferEditor, SqlRunner
+from flowmem.store.editor import CARRIED_ROW, SqlBufferEditor, SqlRunner
 from flowmem.store.known import MAX_KNOWN_OPEN, Known
 from flowmem.store.postgres.after import open_of
 from flowmem.store.postgres.pipeline import WRITES, splits
@@ -90,12 +90,16 @@ def seeded_editor(
         editor = SqlBufferEditor(db, address, None)
         editor.know(dict.fromkeys(ids, False), dict.fromkeys(ids), [], evicted=dict.fromkeys(ids, False))
         return editor
-    editor = SqlBufferEditor(_Listed(db, str(facts[4])), address, facts[:5])
+    # the header's five columns, and an answer's row carries its declaration (migration 34)
+    editor = SqlBufferEditor(_Listed(db, str(facts[4])), address, (*facts[:5], CARRIED_ROW))
     declared = dict.fromkeys(ids, False)
     answers: dict[str, Answer | None] = dict.fromkeys(ids)
     evicted = dict.fromkeys(ids, False)
+    # a declaration is a row's or, since migration 34 (decision 0190), the header's list's
+    # (an open call's only entry): the facts read the rows, the list is read here
+    listed = open_of(str(facts[4])) if facts[5] and facts[4] != "[]" else frozenset()
     for cid, is_declared, pos, healed, was_evicted in facts[5] or ():
-        declared[cid] = bool(is_declared)
+        declared[cid] = bool(is_declared) or cid in listed
         evicted[cid] = bool(was_evicted)
         if pos is not None:
             answers[cid] = Answer(int(pos), bool(healed))

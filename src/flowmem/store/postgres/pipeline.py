@@ -237,6 +237,9 @@ WRITES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         ("calls_delete", (_CALLS, _ROWS), (_CALLS,)),  # the row's call ids (decision 0139)
         ("answer_insert", (_ANSWERS,), (_ANSWERS,)),  # a row without an answer (decision 0164)
         ("answer_delete", (_ANSWERS,), (_ANSWERS,)),
+        # an answer's row carrying its declaration, inserted (migration 34, decision 0190)
+        ("answer_carry", (), (_ANSWERS,)),
+        ("calls_of_drop", (_CALLS,), (_CALLS,)),
         ("header_update", (_HEADER,), (_HEADER,)),
         ("header_listed", (_HEADER,), (_HEADER,)),  # with its list of open calls (decision 0153)
         ("header_logged", (_HEADER,), (_HEADER,)),

@@ -9,7 +9,9 @@ from flowmem.store.adk import postgres as adk_tables
 from flowmem.store.archive import postgres as archive_tables
 from flowmem.store.checkpoints import postgres as checkpoint_tables
 from flowmem.store.conversations import postgres as conversation_tables
+from flowmem.store.editor import CARRIED_ROW
 from flowmem.store.postgres.reserved import EXACT_BYTES
+from flowmem.store.quotasql import pg_reserving
 from flowmem.store.repairs import postgres as repair_tables
 from flowmem.store.statements import guarded, merge
 
@@ -89,10 +91,12 @@ _GONE = {
 }
 SQL: dict[str, str] = {
     # the header's fifth column lists its unanswered calls (migration 26, decision 0153, as
-    # SQLite's 23): the editor keeps the list and writes it with the header when it changed
-    "header_get": f"SELECT id, count, last_major, bytes, unanswered FROM buffers WHERE {_ADDR}",
-    "header_insert": """INSERT INTO buffers (scope, scope_id, key) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING
-        RETURNING id, count, last_major, bytes, unanswered""",
+    # SQLite's 23): the editor keeps the list and writes it with the header when it changed;
+    # the sixth (CARRIED_ROW) says the list is an open call's only entry and an answer's row
+    # holds the declaration it answered (migration 34, decision 0190)
+    "header_get": f"SELECT id, count, last_major, bytes, unanswered, {CARRIED_ROW} AS carried FROM buffers WHERE {_ADDR}",
+    "header_insert": f"""INSERT INTO buffers (scope, scope_id, key) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING
+        RETURNING id, count, last_major, bytes, unanswered, {CARRIED_ROW} AS carried""",
     "header_update": "UPDATE buffers SET count = %s, last_major = %s, bytes = %s, tokens = tokens + %s, version = version + 1 WHERE id = %s",
     "header_listed": """UPDATE buffers SET count = %s, last_major = %s, bytes = %s, tokens = tokens + %s,
         unanswered = %s, version = version + 1 WHERE id = %s""",
@@ -126,6 +130,18 @@ SQL: dict[str, str] = {
     # trigger (``callids``) would do the same at the cost of a function call
     "call_insert": f"""INSERT INTO buffer_call_ids (buffer_id, call_id, declared_pos, ord, answered)
         VALUES (%s, %s, %s, %s, EXISTS (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = %s))""",
+    # an answer's row with the declaration it answered, listed until then (NULL: none): one
+    # row for both, inserted once and never updated (migration 34, decision 0190); the editor
+    # writes no row for a listed declaration. Its removal deletes the row and gives back what
+    # it carried (the editor lists it again, or writes it a row of its own: call_insert).
+    # ``answered``: the ``buffer_calls`` view's flag, true (read by no statement)
+    "answer_carry": """INSERT INTO buffer_call_ids (buffer_id, call_id, answer_pos, healed, declared_pos, ord, answered)
+        VALUES (%s, %s, %s, %s, %s, %s, TRUE)""",
+    "answer_drop": f"""DELETE FROM buffer_call_ids WHERE ctid = (SELECT ctid FROM buffer_call_ids
+            WHERE {_B} AND call_id = %s AND answer_pos = %s LIMIT 1)
+        RETURNING CASE WHEN ord IS NOT NULL THEN declared_pos END, ord""",
+    # a call open again (its last answer gone): its declarations' rows go, the header lists them
+    "calls_of_drop": f"DELETE FROM buffer_call_ids WHERE {_B} AND call_id = %s AND answer_pos IS NULL",
     # "calls_delete", "answer_delete": below (_GONE), into the table (decision 0164)
     # "answer_insert": below (_ANSWER), written into the table, not through the view
     "shift_rows": f"UPDATE buffer_rows SET pos = -(pos + %s) WHERE {_B} AND pos > %s AND pos < %s",
@@ -451,6 +467,8 @@ SQL["append_known"] = _VERDICT.format(
 )
 SQL["append_known_head"] = _VERDICT.format(held=_KNOWN_HEAD, ok="TRUE", source="")
 SQL["row_insert?"] = f"{SQL['row_insert']} WHERE {_KNOWN}"
+SQL["answer_carry?"] = f"""INSERT INTO buffer_call_ids (buffer_id, call_id, answer_pos, healed, declared_pos, ord, answered)
+    SELECT %s::bigint, %s::text, %s::bigint, %s::boolean, %s::bigint, %s::integer, TRUE WHERE {_KNOWN}"""
 SQL["call_insert?"] = f"""INSERT INTO buffer_call_ids (buffer_id, call_id, declared_pos, ord, answered)
     SELECT %s::bigint, %s::text, %s::bigint, %s::integer,
         EXISTS (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = %s)
@@ -465,6 +483,9 @@ for _name, _known in (("answer_insert", ""), ("answer_insert?", f" AND {_KNOWN}"
         _ANSWER_ADD.format(**_ROW_V, source=" FROM answer_v v", known=_known)}"""
 SQL["header_update?"] = f"{SQL['header_update']} AND {_KNOWN}"
 SQL["header_listed?"] = f"{SQL['header_listed']} AND {_KNOWN}"
+# each checks the owner's reservation itself, no trigger (migration 33, decision 0189)
+for _name in ("header_update", "header_listed", "header_update?", "header_listed?"):
+    SQL[_name] = pg_reserving(SQL[_name])
 
 # A guarded append holds its guard with advisory locks, not row locks (decision 0127):
 # a row lock (the token FOR SHARE, the session FOR KEY SHARE) writes a WAL record and

@@ -1,0 +1,283 @@
+"""PostgreSQL's migration 34 (issue 42 §1, decision 0190): a call's declaration carried by its answer's row.
+
+An open call's only entry is the header's list; the answer of a listed call inserts one
+row of ``buffer_call_ids`` holding both the declaration it answers and the answer, never
+updated. Every declaration is in exactly one place: the list (its call unanswered), or a
+row with its ``ord`` set (its call answered: the answer's row, or a row of its own). The
+checks here recompute that from the stored rows alone (``carried.layout_faults``, the
+oracle) after random edits of the editor (inserts in the middle of a turn, replacements,
+deletions), after random appends through the store (its pipeline and its appends on
+known facts), after a compaction and after the upgrade from migration 33; and a fresh
+editor, reading only what is stored, answers every ``BufferEditor`` question as the
+core's ``ListEditor`` does. The twin of ``tests/store/sqlite/test_carried.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+psycopg = pytest.importorskip("psycopg")
+
+from flowmem.core import ListEditor, append, compaction, prepare, result_id  # noqa: E402
+from flowmem.store import Address  # noqa: E402
+from flowmem.store.editor import SqlBufferEditor  # noqa: E402
+from flowmem.store.postgres import MIGRATIONS, SQL, PostgresStore  # noqa: E402
+from flowmem.store.sqlengine import StatementRunner  # noqa: E402
+from tests.store.edits import edits, stored_rows  # noqa: E402
+from tests.store.postgres.carried import layout_faults  # noqa: E402
+from tests.store.postgres.undo_carried import undo_carried  # noqa: E402
+
+pytestmark = pytest.mark.postgres
+
+CHAT = Address("user", "alice", "chat")
+IDS = st.sampled_from(["a", "b", "c", "d"])
+ROW = stored_rows(IDS, st.sampled_from(["", "x"]))
+OPS = edits(ROW)
+
+
+@contextmanager
+def _editing(url: str) -> Iterator[tuple[Any, StatementRunner]]:
+    """A transaction on the schema of ``url``, rolled back at the end (each example its own)."""
+    with psycopg.connect(url) as conn:
+        try:
+            yield conn, StatementRunner(conn, SQL)
+        finally:
+            conn.rollback()
+
+
+def _positions(conn: Any, address: Address) -> list[int]:
+    return [
+        int(p)
+        for (p,) in conn.execute(
+            """SELECT r.pos FROM buffer_rows AS r JOIN buffers AS b ON b.id = r.buffer_id
+            WHERE b.scope = %s AND b.scope_id = %s AND b.key = %s ORDER BY r.pos""",
+            tuple(address),
+        )
+    ]
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=OPS)
+def test_mem_1_2_3_each_declaration_is_listed_or_in_one_row_after_any_edit(
+    postgres_store_url: str, ops: list[Any]
+) -> None:
+    """After every edit the rows of ``buffer_call_ids`` match the buffer's, and a fresh editor answers like ListEditor."""
+    PostgresStore(postgres_store_url).close()  # the schema
+    edited = Address("global", "", f"edited-{uuid.uuid4().hex[:8]}")
+    reference = ListEditor([])
+    with _editing(postgres_store_url) as (conn, runner):
+        editor = SqlBufferEditor(runner, edited)
+        for op in ops:
+            where = _positions(conn, edited)
+            if op[0] == "append":
+                reference.append_row(op[1])
+                editor.append_row(op[1])
+            elif not where:
+                continue
+            elif op[0] == "insert":
+                reference.insert_after(op[1] % len(where), op[2])
+                editor.insert_after(where[op[1] % len(where)], op[2])
+            elif op[0] == "replace":
+                reference.replace(op[1] % len(where), op[2])
+                editor.replace(where[op[1] % len(where)], op[2])
+            else:
+                reference.delete(op[1] % len(where))
+                editor.delete(where[op[1] % len(where)])
+            editor.flush()
+            assert layout_faults(conn) == []
+            fresh = SqlBufferEditor(runner, edited)  # only what is stored
+            index_of = {pos: i for i, pos in enumerate(_positions(conn, edited))}
+            for cid in ["a", "b", "c", "d"]:
+                assert fresh.is_declared(cid) == reference.is_declared(cid)
+                got, want = fresh.answer_of(cid), reference.answer_of(cid)
+                assert (got and (index_of[got.position], got.healed)) == (
+                    want and (want.position, want.healed)
+                )
+            assert [(d.call_id, index_of[d.after]) for d in fresh.dangling()] == [
+                (d.call_id, d.after) for d in reference.dangling()
+            ]
+
+
+_MESSAGE = st.one_of(
+    st.builds(lambda t: {"role": "user", "content": t}, st.sampled_from(["q", "again"])),
+    st.builds(
+        lambda ids: {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": i, "function": {"name": "f", "arguments": "{}"}} for i in ids],
+        },
+        st.lists(IDS, min_size=1, max_size=2, unique=True),
+    ),
+    st.builds(
+        lambda i: {"role": "tool", "content": "r", "tool_call_id": i},
+        st.sampled_from(["a", "b", "c", "d", "e"]),
+    ),
+    st.builds(lambda t: {"role": "assistant", "content": t}, st.just("answer")),
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    appends=st.lists(st.lists(_MESSAGE, min_size=1, max_size=3), min_size=1, max_size=12),
+    window=st.sampled_from([0, 0, 4]),
+)
+def test_mem_1_2_3_appends_through_the_store_keep_each_declaration_in_one_place(
+    postgres_store_url: str, appends: list[list[dict[str, Any]]], window: int
+) -> None:
+    """The store's appends (pipelined, on known facts, healing, evicting) leave the oracle's layout and the pure append's rows."""
+    store = PostgresStore(postgres_store_url)
+    address = Address("user", "alice", f"prop-{uuid.uuid4().hex[:8]}")
+    try:
+        expected: list[dict[str, Any]] = []
+        evicted: tuple[str, ...] = ()
+        for n, messages in enumerate(appends, start=1):
+            rows = prepare(messages, n)
+            got = store.append(address, rows, max_messages=window)
+            done = append(expected, rows, max_messages=window, evicted=evicted)
+            expected, evicted = done.messages, done.evicted
+            assert (got.appended, got.count) == (done.appended, done.count)
+            assert store.load(address) == expected
+            with psycopg.connect(postgres_store_url, autocommit=True) as conn:
+                assert layout_faults(conn) == []
+    finally:
+        store.close()
+
+
+def _call(*ids: str) -> dict[str, Any]:
+    calls = [
+        {"id": cid, "type": "function", "function": {"name": "f", "arguments": "{}"}} for cid in ids
+    ]
+    return {"role": "assistant", "content": "", "tool_calls": calls}
+
+
+def _result(cid: str, content: str = "r") -> dict[str, Any]:
+    return {"role": "tool", "content": content, "tool_call_id": cid}
+
+
+def _listed(url: str) -> list[str]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        text = conn.execute("SELECT unanswered FROM buffers").fetchone()[0]
+    return [str(cid) for cid, _, _ in json.loads(text)]
+
+
+def test_a_declaration_writes_no_row_and_its_answer_one_holding_both(
+    postgres_store_url: str,
+) -> None:
+    """A call's append writes no ``buffer_call_ids`` row (listed only); its result inserts one holding both."""
+    store = PostgresStore(postgres_store_url)
+    try:
+        store.append(CHAT, prepare([{"role": "user", "content": "q"}, _call("a", "b")], 1))
+        with psycopg.connect(postgres_store_url, autocommit=True) as conn:
+            assert conn.execute("SELECT COUNT(*) FROM buffer_call_ids").fetchone() == (0,)
+        assert _listed(postgres_store_url) == ["a", "b"]
+        store.append(CHAT, prepare(_result("a"), 2))
+        with psycopg.connect(postgres_store_url, autocommit=True) as conn:
+            found = conn.execute(
+                "SELECT call_id, declared_pos, ord, answer_pos, healed FROM buffer_call_ids"
+            ).fetchall()
+        # the one row the result inserted (there was none to update)
+        assert found == [("a", 2 << 20, 0, 3 << 20, False)]
+        assert _listed(postgres_store_url) == ["b"]
+    finally:
+        store.close()
+
+
+def test_a_compaction_keeps_the_rows_exact_around_its_cut(postgres_store_url: str) -> None:
+    """Archived declarations leave the list and the answers' rows; a live one answered by an archived result is listed."""
+    store = PostgresStore(postgres_store_url)
+    try:
+        batches: list[list[dict[str, Any]]] = [
+            [{"role": "user", "content": "q"}, _result("early"), _call("a", "b"), _result("a")],
+            [_call("early", "c"), {"role": "assistant", "content": "then"}],
+        ]
+        for batch in batches:
+            store.append(CHAT, prepare(batch, 1))
+        bodies = store.load_bodies(CHAT)
+        # cut after the call of a and b, before a's result: a's result keeps no archived declaration
+        kept = bodies[3][0]
+        digest = compaction.prefix_digest(bodies[:4])
+        done = store.archive.compact(
+            CHAT, kept, digest, lambda first, last: [{"role": "user", "content": "summary"}]
+        )
+        assert done is not None
+        with psycopg.connect(postgres_store_url, autocommit=True) as conn:
+            assert layout_faults(conn) == []
+        assert _listed(postgres_store_url) == [
+            "early",
+            "c",
+        ]  # its result archived: "early" is open again
+        store.append(CHAT, prepare({"role": "user", "content": "next"}, 2))  # MEM-3 heals both
+        tools = [result_id(r) for r in store.load(CHAT) if r["role"] == "tool"]
+        assert tools == ["a", "early", "c"]
+        with psycopg.connect(postgres_store_url, autocommit=True) as conn:
+            assert layout_faults(conn) == []
+    finally:
+        store.close()
+
+
+def test_an_upgrade_from_33_keeps_open_answered_twice_declared_and_healed_calls_and_a_placeholder(
+    postgres_db_url: str,
+) -> None:
+    """Migration 34 on a database of migration 33: open calls' rows go, answered ones stay one row each."""
+    store = PostgresStore(postgres_db_url)
+    batches: list[list[dict[str, Any]]] = [
+        [{"role": "user", "content": "q"}, _call("h1")],
+        [{"role": "user", "content": "healed"}],  # MEM-3: h1's placeholder
+        [_call("c0", "c1", "c2"), _result("c0"), _result("c1")],  # c0, c1 answered; c2 open
+        [_call("c2", "c3")],  # c2 declared again, c3 new: both open
+    ]
+    pure: list[Any] = []
+    try:
+        for batch in batches:
+            pure = append(pure, batch, now=1).messages
+            store.append(CHAT, prepare(batch, 1))
+        assert store.load(CHAT) == pure
+    finally:
+        store.close()
+    with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+        undo_carried(conn)  # what migration 33 wrote: a row per declaration
+        conn.execute("DELETE FROM flowmem_schema WHERE version >= 34")
+        assert conn.execute("SELECT COUNT(*) FROM buffer_calls").fetchone() == (6,)
+        assert layout_faults(conn) != []  # the open calls' rows: the older layout
+    again = PostgresStore(postgres_db_url)
+    try:
+        assert again.schema_version() == len(MIGRATIONS)
+        with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+            assert layout_faults(conn) == []
+            carried = conn.execute(
+                """SELECT call_id, healed FROM buffer_call_ids
+                WHERE ord IS NOT NULL AND answer_pos IS NOT NULL ORDER BY call_id"""
+            ).fetchall()
+            assert carried == [("c0", False), ("c1", False), ("h1", True)]
+            assert conn.execute("SELECT COUNT(*) FROM buffer_call_ids").fetchone() == (3,)
+        assert again.load(CHAT) == pure
+        later: list[list[dict[str, Any]]] = [
+            # MEM-10: a late result replaces the placeholder; MEM-1: c0 again dropped
+            [_result("h1", "late"), _result("c0")],
+            [_call("c1", "c4")],  # MEM-2: c1 known, c4 new: appended
+            [_result("c3")],
+            [{"role": "user", "content": "next"}],  # MEM-3: c2 (twice declared) and c4 healed
+        ]
+        for batch in later:
+            expected = append(pure, batch, now=1)
+            got = again.append(CHAT, prepare(batch, 1))
+            pure = expected.messages
+            assert (got.appended, got.count) == (expected.appended, expected.count)
+            assert again.load(CHAT) == pure
+            with psycopg.connect(postgres_db_url, autocommit=True) as conn:
+                assert layout_faults(conn) == []
+        assert again.check_integrity() == []
+    finally:
+        again.close()
