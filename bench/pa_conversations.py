@@ -39,6 +39,11 @@ connection last given back whatever its mode (``SqlitePool.lends_by_mode = False
 of decision 0186: one connection, its pragmas flipped by each loan), and reports its turns' and
 loads' wall and CPU time ÷ flowmem's (decision 0191).
 
+``--parts`` times flowmem alone (``--turns`` turns per length, fresh file) and reports where
+each turn's wall time goes: the load, the save until its write is queued, the worker's
+wake-up, its statements, its ``COMMIT`` (the fsync), the way back, with CPU times and
+statements per thread (decision 0191). No peers, no targets.
+
 ``--srcs NAME=DIR,NAME=DIR`` compares codes (``before=/tmp/old/src,after=src``) in one
 run: each round runs this bench once per code, each in a fresh process importing
 flowmem from its ``DIR`` (``PYTHONPATH``), the codes' order alternating round by round
@@ -58,6 +63,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -344,6 +350,116 @@ def compare(args: argparse.Namespace, argv: list[str]) -> int:
     report_json.write(args.json, BENCH, argv, meta, first["durability"], [], results, args.quick)
     return 0
 
+PARTS = ("loaded", "queued", "worker_start", "commit_start", "worker_end", "end")
+"""The marks of one flowmem turn (``--parts``), in order; each part is the time from one to the next."""
+
+
+async def parts_run(length: int, turns: int) -> dict[str, Any]:
+    """``--parts``: where flowmem's turns' wall time goes, alone on a fresh file (decision 0191).
+
+    Marks taken in the caller's thread and the write's worker (the store's methods
+    wrapped for this run only): the load returned, the write queued, the worker started,
+    its ``COMMIT`` began (SQLite's fsync is in it), the worker ended, the turn returned;
+    with the process's and the worker's CPU time and the statements each thread ran.
+    """
+    from flowmem.integrations.in_order import InOrder
+    from flowmem.integrations.pydantic_ai import store as pa_store
+    from flowmem.store.sqlite import _Connection
+
+    marks: dict[str, float] = {}
+    counts = {"caller_statements": 0, "worker_statements": 0}
+    caller = threading.get_ident()
+    write_now, queued, execute = pa_store.FlowmemConversationStore._write_now, InOrder.queued, _Connection.execute
+
+    def timed_write(self: Any, *args: Any, **kwargs: Any) -> Any:
+        marks.setdefault("worker_start", time.perf_counter())
+        started = time.thread_time()
+        try:
+            return write_now(self, *args, **kwargs)
+        finally:
+            marks["worker_end"], marks["worker_cpu"] = time.perf_counter(), time.thread_time() - started
+
+    def timed_queued(self: Any, *args: Any, **kwargs: Any) -> Any:
+        marks.setdefault("queued", time.perf_counter())
+        return queued(self, *args, **kwargs)
+
+    def counted(self: Any, sql: str, *args: Any) -> Any:
+        mine = threading.get_ident() == caller
+        counts["caller_statements" if mine else "worker_statements"] += 1
+        if sql == "COMMIT" and not mine:
+            marks.setdefault("commit_start", time.perf_counter())
+        return execute(self, sql, *args)
+
+    found: dict[str, list[float]] = {}
+    pa_store.FlowmemConversationStore._write_now = timed_write  # type: ignore[method-assign]
+    InOrder.queued = timed_queued  # type: ignore[method-assign]
+    _Connection.execute = counted  # type: ignore[method-assign]
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-pa-parts-") as tmp:
+            system = Flowmem(Path(tmp))
+            await system.fill(history(length))
+            await system.turn(turn(length // 4))  # the kept copy planned, the statements prepared
+            for step in range(turns):
+                added = turn(length // 4 + 1 + step)
+                marks.clear()
+                counts.update(caller_statements=0, worker_statements=0)
+                start, cpu = time.perf_counter(), time.process_time()
+                conversation = await system.store.load(CID)
+                marks["loaded"] = time.perf_counter()
+                assert conversation is not None
+                conversation.messages.extend(added)
+                await system.store.save(conversation)
+                marks["end"], used = time.perf_counter(), time.process_time() - cpu
+                at = [start, *(marks[name] for name in PARTS)]
+                for name, begin, done in zip(PARTS, at, at[1:], strict=False):
+                    found.setdefault(name, []).append(done - begin)
+                found.setdefault("turn", []).append(marks["end"] - start)
+                found.setdefault("turn_cpu", []).append(used)
+                found.setdefault("worker_cpu", []).append(marks["worker_cpu"])
+                for name, count in counts.items():
+                    found.setdefault(name, []).append(count)
+            system.close()
+    finally:
+        pa_store.FlowmemConversationStore._write_now = write_now  # type: ignore[method-assign]
+        InOrder.queued = queued  # type: ignore[method-assign]
+        _Connection.execute = execute  # type: ignore[method-assign]
+    return {name: spread(values) for name, values in found.items()}
+
+
+PART_LABELS = {
+    "loaded": "load (caller)",
+    "queued": "save until its write is queued (caller)",
+    "worker_start": "the worker's wake-up (the caller makes the kept copy)",
+    "commit_start": "the worker's statements before COMMIT",
+    "worker_end": "COMMIT (SQLite's fsync in it)",
+    "end": "back in the caller, the save's tail",
+    "turn": "the turn",
+    "turn_cpu": "the turn's CPU, every thread",
+    "worker_cpu": "the worker's CPU",
+}
+
+
+def parts(args: argparse.Namespace, argv: list[str]) -> int:
+    """``--parts``: print and write where flowmem's turn's wall time goes at each length."""
+    meta = report_json.environment(["pydantic-ai-slim", "pydantic"])
+    results: dict[str, Any] = {"parts": {}}
+    for length in args.lengths:
+        found = asyncio.run(parts_run(length, args.turns))
+        results["parts"][str(length)] = found
+        print(f"\n{length} messages, {args.turns} turns of flowmem alone (µs: min / median / max)")
+        for name, label in PART_LABELS.items():
+            s = found[name]
+            print(f"  {label:55} {s['min'] * 1e6:8.0f} {s['median'] * 1e6:8.0f} {s['max'] * 1e6:8.0f}")
+        for name in ("caller_statements", "worker_statements"):
+            print(f"  {name:55} {found[name]['median']:8.0f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = Flowmem(Path(tmp))
+        durability = {"flowmem": report_json.flowmem_sqlite_durability(probe.path, "FULL")}
+        probe.close()
+    report_json.describe(meta, durability)
+    report_json.write(args.json, BENCH, argv, meta, durability, [], results, args.quick)
+    return 0
+
 
 def main(argv: list[str]) -> int:
     """Run the bench, print the table, write the JSON."""
@@ -357,10 +473,18 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--one-connection", action="store_true", help="also flowmem lending one connection in every mode"
     )
+    parser.add_argument(
+        "--parts", action="store_true", help="where flowmem's turn's wall time goes, alone (no peers, no targets)"
+    )
     report_json.add_arguments(parser, BENCH, "20 messages, 2 runs of 3 turns")
     args = parser.parse_args(argv)
     if args.srcs:
         return compare(args, argv)
+    if args.parts:
+        logging.getLogger("flowmem.integrations.pydantic_ai").setLevel(logging.ERROR)  # the fill's (as below)
+        if args.quick:
+            args.lengths, args.turns = [20], 3
+        return parts(args, argv)
     # the fill saves whole turns, calls with their results, in one save: the store warns
     # once that such tools ran before their calls were stored (decision 0099); not a turn's cost
     logging.getLogger("flowmem.integrations.pydantic_ai").setLevel(logging.ERROR)
