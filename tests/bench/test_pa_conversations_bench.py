@@ -42,6 +42,29 @@ def test_pickled_runs_flowmem_with_its_copies_pickled_beside_and_reports_the_pla
     assert "load_cpu_pickled_vs_flowmem" in printed
 
 
+def test_one_connection_runs_flowmem_lending_one_connection_beside(tmp_path: Path) -> None:
+    found, printed = run_bench("pa_conversations", tmp_path / "pa.json", "--one-connection")
+    (length,) = found["lengths"].values()
+    for run in length["runs"]:
+        assert set(run) == {"flowmem", "json_file", "json_sqlite_row", "flowmem_one_connection"}
+    assert {"turn_one_connection_vs_flowmem", "turn_cpu_one_connection_vs_flowmem"} <= set(
+        length["ratios"]
+    )
+    assert not any("one_connection" in target["label"] for target in found["targets"])
+    assert "turn_one_connection_vs_flowmem" in printed
+
+
+def test_parts_times_flowmem_alone_part_by_part(tmp_path: Path) -> None:
+    found, printed = run_bench("pa_conversations", tmp_path / "pa.json", "--parts")
+    (parts,) = found["parts"].values()
+    named = ("loaded", "queued", "worker_start", "commit_start", "worker_end", "end")
+    for name in (*named, "turn", "turn_cpu", "worker_cpu"):
+        assert 0 < parts[name]["min"] <= parts[name]["median"] <= parts[name]["max"]
+    assert sum(parts[name]["min"] for name in named) <= parts["turn"]["max"]
+    assert parts["caller_statements"]["median"] >= 1 and parts["worker_statements"]["median"] >= 3
+    assert "COMMIT" in printed
+
+
 def _bench_module() -> Any:
     """bench/pa_conversations.py, loaded by path (its own sys.path setup finds bench/lib)."""
     spec = importlib.util.spec_from_file_location("bench_pa_conversations", BENCH / "pa_conversations.py")
