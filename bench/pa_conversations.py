@@ -97,6 +97,8 @@ BENCH = "pa_conversations"
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 TEXT = "The quick brown fox jumps over the lazy dog, again and again, for a benchmark. " * 3
 CID = "bench-conversation"
+CONVERSATIONS = 1
+"""Conversations per system and run by default (``--conversations``, decision 0192)."""
 
 
 def turn(index: int) -> list[ModelMessage]:
@@ -133,19 +135,19 @@ class Flowmem:
         self.path = folder / "flowmem.db"
         self.store = FlowmemConversationStore.from_url(f"sqlite:///{self.path}")
 
-    async def fill(self, messages: list[ModelMessage]) -> None:
+    async def fill(self, messages: list[ModelMessage], cid: str = CID) -> None:
         """Save the history in one save."""
-        await self.store.save(Conversation(conversation_id=CID, messages=list(messages)))
+        await self.store.save(Conversation(conversation_id=cid, messages=list(messages)))
 
-    async def load(self) -> int:
+    async def load(self, cid: str = CID) -> int:
         """Load the conversation; its message count."""
-        conversation = await self.store.load(CID)
+        conversation = await self.store.load(cid)
         assert conversation is not None
         return len(conversation.messages)
 
-    async def turn(self, added: list[ModelMessage]) -> int:
+    async def turn(self, added: list[ModelMessage], cid: str = CID) -> int:
         """Load, add, save."""
-        conversation = await self.store.load(CID)
+        conversation = await self.store.load(cid)
         assert conversation is not None
         conversation.messages.extend(added)
         await self.store.save(conversation)
@@ -162,28 +164,31 @@ class JsonFile:
     name = "json_file"
 
     def __init__(self, folder: Path) -> None:
-        self.path = folder / "history.json"
+        self.folder = folder
 
-    def _save(self, messages: list[ModelMessage]) -> None:
+    def _path(self, cid: str) -> Path:
+        return self.folder / f"{cid}.json"  # a file per conversation
+
+    def _save(self, messages: list[ModelMessage], cid: str) -> None:
         data = ModelMessagesTypeAdapter.dump_json(messages)
-        with open(self.path, "wb") as f:
+        with open(self._path(cid), "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
 
-    async def fill(self, messages: list[ModelMessage]) -> None:
+    async def fill(self, messages: list[ModelMessage], cid: str = CID) -> None:
         """Write the history."""
-        self._save(messages)
+        self._save(messages, cid)
 
-    async def load(self) -> int:
+    async def load(self, cid: str = CID) -> int:
         """Read and validate the whole history."""
-        return len(ModelMessagesTypeAdapter.validate_json(self.path.read_bytes()))
+        return len(ModelMessagesTypeAdapter.validate_json(self._path(cid).read_bytes()))
 
-    async def turn(self, added: list[ModelMessage]) -> int:
+    async def turn(self, added: list[ModelMessage], cid: str = CID) -> int:
         """Read, validate, add, dump, write, fsync."""
-        messages = ModelMessagesTypeAdapter.validate_json(self.path.read_bytes())
+        messages = ModelMessagesTypeAdapter.validate_json(self._path(cid).read_bytes())
         messages.extend(added)
-        self._save(messages)
+        self._save(messages, cid)
         return len(messages)
 
     def close(self) -> None:
@@ -202,26 +207,26 @@ class JsonRow:
         self.conn.execute("PRAGMA synchronous=FULL")
         self.conn.execute("CREATE TABLE conversations (id TEXT PRIMARY KEY, history TEXT NOT NULL)")
 
-    async def fill(self, messages: list[ModelMessage]) -> None:
+    async def fill(self, messages: list[ModelMessage], cid: str = CID) -> None:
         """Insert the history."""
         data = ModelMessagesTypeAdapter.dump_json(messages).decode()
-        self.conn.execute("INSERT INTO conversations VALUES (?, ?)", (CID, data))
+        self.conn.execute("INSERT INTO conversations VALUES (?, ?)", (cid, data))
 
-    def _read(self) -> list[ModelMessage]:
-        row = self.conn.execute("SELECT history FROM conversations WHERE id = ?", (CID,)).fetchone()
+    def _read(self, cid: str) -> list[ModelMessage]:
+        row = self.conn.execute("SELECT history FROM conversations WHERE id = ?", (cid,)).fetchone()
         return ModelMessagesTypeAdapter.validate_json(row[0])
 
-    async def load(self) -> int:
+    async def load(self, cid: str = CID) -> int:
         """Select and validate the whole history."""
-        return len(self._read())
+        return len(self._read(cid))
 
-    async def turn(self, added: list[ModelMessage]) -> int:
+    async def turn(self, added: list[ModelMessage], cid: str = CID) -> int:
         """Select, validate, add, dump, update, commit."""
         self.conn.execute("BEGIN IMMEDIATE")
-        messages = self._read()
+        messages = self._read(cid)
         messages.extend(added)
         data = ModelMessagesTypeAdapter.dump_json(messages).decode()
-        self.conn.execute("UPDATE conversations SET history = ? WHERE id = ?", (data, CID))
+        self.conn.execute("UPDATE conversations SET history = ? WHERE id = ?", (data, cid))
         self.conn.execute("COMMIT")
         return len(messages)
 
@@ -267,15 +272,38 @@ async def _timed(work: Callable[[], Awaitable[int]], expect: int) -> tuple[float
     return elapsed, used
 
 
-def _turn_of(system: Flowmem | JsonFile | JsonRow, added: list[ModelMessage]) -> Callable[[], Awaitable[int]]:
-    """The system's turn adding ``added``, to time."""
-    return lambda: system.turn(added)
+def _load_of(system: Flowmem | JsonFile | JsonRow, cid: str) -> Callable[[], Awaitable[int]]:
+    """The system's load of conversation ``cid``, to time."""
+    return lambda: system.load(cid)
+
+
+def _turn_of(
+    system: Flowmem | JsonFile | JsonRow, added: list[ModelMessage], cid: str = CID
+) -> Callable[[], Awaitable[int]]:
+    """The system's turn adding ``added`` to conversation ``cid``, to time."""
+    return lambda: system.turn(added, cid)
+
+
+def conversation_ids(conversations: int) -> list[str]:
+    """The ids of a run's conversations: ``CID`` alone for one, numbered for more."""
+    return [CID] if conversations == 1 else [f"{CID}-{k}" for k in range(conversations)]
 
 
 async def one_run(
-    length: int, turns: int, run: int, kinds_of: tuple[type[Flowmem | JsonFile | JsonRow], ...] = SYSTEMS
+    length: int,
+    turns: int,
+    run: int,
+    kinds_of: tuple[type[Flowmem | JsonFile | JsonRow], ...] = SYSTEMS,
+    conversations: int = 1,
+    samples: dict[str, dict[str, list[float]]] | None = None,
 ) -> dict[str, dict[str, float]]:
-    """One run at ``length``: fresh files, filled, then ``turns`` turns and loads in rotation."""
+    """One run at ``length``: fresh files, ``conversations`` filled on each, then their turns and loads in rotation.
+
+    Every system holds the same conversations, each filled to ``length`` messages; step by
+    step each conversation takes one turn on every system, the systems' order rotated at
+    every conversation's turn, so each system runs ``conversations × turns`` turns at the same
+    lengths (decision 0192). The medians are returned; every time goes into ``samples``.
+    """
     with tempfile.TemporaryDirectory(prefix="bench-pa-") as tmp:
         systems = []
         for cls in kinds_of:
@@ -283,26 +311,31 @@ async def one_run(
             folder.mkdir()
             systems.append(cls(folder))
         filled = history(length)
+        cids = conversation_ids(conversations)
         for system in systems:
-            await system.fill(filled)
+            for cid in cids:
+                await system.fill(filled, cid)
         kinds = ("turn", "load", "turn_cpu", "load_cpu")
         times: dict[str, dict[str, list[float]]] = {s.name: {k: [] for k in kinds} for s in systems}
         count = length
         for step in range(turns):
             added = turn(length // 4 + step)
-            shift = (step + run) % len(systems)
-            order = systems[shift:] + systems[:shift]
-            for system in order:
-                wall, cpu = await _timed(system.load, count)
-                times[system.name]["load"].append(wall)
-                times[system.name]["load_cpu"].append(cpu)
-            for system in order:
-                wall, cpu = await _timed(_turn_of(system, added), count + 4)
-                times[system.name]["turn"].append(wall)
-                times[system.name]["turn_cpu"].append(cpu)
+            for k, cid in enumerate(cids):
+                shift = (step * len(cids) + k + run) % len(systems)
+                order = systems[shift:] + systems[:shift]
+                for system in order:
+                    wall, cpu = await _timed(_load_of(system, cid), count)
+                    times[system.name]["load"].append(wall)
+                    times[system.name]["load_cpu"].append(cpu)
+                for system in order:
+                    wall, cpu = await _timed(_turn_of(system, added, cid), count + 4)
+                    times[system.name]["turn"].append(wall)
+                    times[system.name]["turn_cpu"].append(cpu)
             count += 4
         for system in systems:
             system.close()
+    if samples is not None:
+        samples.update(times)
     return {
         name: {kind: statistics.median(values) for kind, values in kinds.items()}
         for name, kinds in times.items()
@@ -324,6 +357,7 @@ def compare(args: argparse.Namespace, argv: list[str]) -> int:
     """``--srcs``: this bench once per code and round, each in a fresh process on its code, the order alternating."""
     codes = [(name, folder) for name, _, folder in (item.partition("=") for item in args.srcs.split(","))]
     passed = ["--lengths", *map(str, args.lengths), "--runs", str(args.runs), "--turns", str(args.turns)]
+    passed += [] if args.conversations is None else ["--conversations", str(args.conversations)]
     found: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in codes}
     with tempfile.TemporaryDirectory(prefix="bench-pa-srcs-") as tmp:
         for round_ in range(args.rounds):
@@ -467,6 +501,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--lengths", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--turns", type=int, default=9)
+    parser.add_argument(
+        "--conversations", type=int, default=None,
+        help=f"conversations per system and run, each filled to the length, their turns interleaved "
+        f"(default {CONVERSATIONS}, --quick 2; decision 0192)",
+    )
     parser.add_argument("--srcs", help="NAME=DIR,NAME=DIR: codes compared in one run, each in its own processes")
     parser.add_argument("--rounds", type=int, default=2, help="with --srcs: runs of each code, the order alternating")
     parser.add_argument("--pickled", action="store_true", help="also flowmem with its kept copies pickled")
@@ -490,6 +529,8 @@ def main(argv: list[str]) -> int:
     logging.getLogger("flowmem.integrations.pydantic_ai").setLevel(logging.ERROR)
     if args.quick:
         args.lengths, args.runs, args.turns = [20], 2, 3
+    if args.conversations is None:
+        args.conversations = 2 if args.quick else CONVERSATIONS
     meta = report_json.environment(["pydantic-ai-slim", "pydantic"])
     with tempfile.TemporaryDirectory() as tmp:
         probe = Flowmem(Path(tmp))
@@ -514,7 +555,11 @@ def main(argv: list[str]) -> int:
             *((FlowmemPickled,) if args.pickled else ()),
             *((FlowmemOneConnection,) if args.one_connection else ()),
         )
-        runs = [asyncio.run(one_run(length, args.turns, run, kinds_of)) for run in range(args.runs)]
+        samples: list[dict[str, dict[str, list[float]]]] = [{} for _ in range(args.runs)]
+        runs = [
+            asyncio.run(one_run(length, args.turns, run, kinds_of, args.conversations, samples[run]))
+            for run in range(args.runs)
+        ]
         ratios = {
             "turn_vs_json_file": [r["json_file"]["turn"] / r["flowmem"]["turn"] for r in runs],
             "turn_vs_json_sqlite_row": [r["json_sqlite_row"]["turn"] / r["flowmem"]["turn"] for r in runs],
@@ -532,7 +577,8 @@ def main(argv: list[str]) -> int:
             cpu["turn_one_connection_vs_flowmem"] = [r[other]["turn"] / r["flowmem"]["turn"] for r in runs]
             cpu["load_one_connection_vs_flowmem"] = [r[other]["load"] / r["flowmem"]["load"] for r in runs]
             cpu["turn_cpu_one_connection_vs_flowmem"] = [r[other]["turn_cpu"] / r["flowmem"]["turn_cpu"] for r in runs]
-        print(f"\n{length} messages ({args.runs} runs of {args.turns} turns; ms, median turn per run)")
+        each = f"{args.conversations} conversations × {args.turns} turns" if args.conversations > 1 else f"{args.turns} turns"
+        print(f"\n{length} messages ({args.runs} runs of {each}; ms, median turn per run)")
         for name in [system.name for system in kinds_of]:
             turns_ms = " ".join(f"{r[name]['turn'] * 1000:7.2f}" for r in runs)
             loads_ms = " ".join(f"{r[name]['load'] * 1000:7.2f}" for r in runs)
@@ -547,6 +593,7 @@ def main(argv: list[str]) -> int:
             print(f"  {label:26} min {s['min']:.2f}  median {s['median']:.2f}  max {s['max']:.2f}  {what}")
         results["lengths"][str(length)] = {
             "runs": runs,
+            "samples": samples,  # every load's and turn's time, run by run, in the order taken
             "ratios": {label: {"per_run": values, **spread(values)} for label, values in {**ratios, **cpu}.items()},
         }
     report_json.write(args.json, BENCH, argv, meta, durability, targets.items, results, args.quick)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,53 @@ def test_quick_run_times_each_system_s_turns_and_writes_the_ratios(tmp_path: Pat
     for ratio in length["ratios"].values():
         assert len(ratio["per_run"]) == 2 and ratio["min"] <= ratio["median"] <= ratio["max"]
     assert "turn_vs_json_file" in printed
+
+
+def test_quick_run_keeps_every_turn_of_its_conversations_interleaved(tmp_path: Path) -> None:
+    found, printed = run_bench("pa_conversations", tmp_path / "pa.json", "--conversations", "3")
+    (length,) = found["lengths"].values()
+    assert len(length["samples"]) == len(length["runs"]) == 2
+    for medians, samples in zip(length["runs"], length["samples"], strict=True):
+        assert set(samples) == {"flowmem", "json_file", "json_sqlite_row"}
+        for name, kinds in samples.items():
+            for kind in ("turn", "load", "turn_cpu", "load_cpu"):  # 3 conversations × 3 turns
+                assert len(kinds[kind]) == 3 * 3
+                assert medians[name][kind] == statistics.median(kinds[kind])
+    assert "3 conversations × 3 turns" in printed
+
+
+def test_one_run_turns_each_conversation_on_every_system_the_order_rotated(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bench = _bench_module()
+    taken: list[tuple[str, str, str]] = []
+    load_of, turn_of = bench._load_of, bench._turn_of
+
+    def loading(system: Any, cid: str) -> Any:
+        taken.append(("load", system.name, cid))
+        return load_of(system, cid)
+
+    def turning(system: Any, added: Any, cid: str) -> Any:
+        taken.append(("turn", system.name, cid))
+        return turn_of(system, added, cid)
+
+    monkeypatch.setattr(bench, "_load_of", loading)
+    monkeypatch.setattr(bench, "_turn_of", turning)
+    samples: dict[str, dict[str, list[float]]] = {}
+    medians = asyncio.run(bench.one_run(20, 2, 1, bench.SYSTEMS, 3, samples))
+    names = [cls.name for cls in bench.SYSTEMS]
+    cids = [f"{bench.CID}-{k}" for k in range(3)]
+    turns = [(name, cid) for kind, name, cid in taken if kind == "turn"]
+    loads = [(name, cid) for kind, name, cid in taken if kind == "load"]
+    assert turns == loads and len(turns) == 2 * 3 * 3
+    slots = [turns[i : i + 3] for i in range(0, len(turns), 3)]
+    for i, slot in enumerate(slots):  # step by step, each conversation once, every system on it
+        assert {cid for _, cid in slot} == {cids[i % 3]}
+        shift = (i + 1) % 3  # rotated at every conversation's turn, from the run's number
+        assert [name for name, _ in slot] == names[shift:] + names[:shift]
+    for name in names:
+        assert len(samples[name]["turn"]) == 2 * 3
+        assert medians[name]["turn"] == statistics.median(samples[name]["turn"])
 
 
 def test_pickled_runs_flowmem_with_its_copies_pickled_beside_and_reports_the_plans_gain(
