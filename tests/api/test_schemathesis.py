@@ -130,6 +130,8 @@ def test_appends_of_generated_content_parts_conform_and_keep_the_parts(
 # --- text that cannot be encoded, in every string field of every route (issue 12) -------
 
 OPERATIONS = [result.ok() for result in schema.get_all_operations()]
+
+
 def _unencodable(text: str) -> bool:
     """True when ``text`` has a lone surrogate (JSON joins a high and a low one into one character)."""
     try:
@@ -185,8 +187,25 @@ def _poison(value: Any, path: tuple[Any, ...], is_key: bool, text: str) -> Any:
     return copy
 
 
-@pytest.mark.parametrize("gate", [True, False], ids=["body-gate", "routes-alone"])
-@pytest.mark.parametrize("operation", OPERATIONS, ids=lambda op: f"{op.method.upper()} {op.path}")
+# Without the body gate only for the operations that take a body: the gate reads bodies alone
+# (an empty one is never scanned), so for the others that run was the body-gate run again, with
+# 12 other examples of poisoned query parameters (decision 0187).
+GATED = [
+    (operation, gate)
+    for operation in OPERATIONS
+    for gate in (True, False)
+    if gate or operation.body
+]
+
+
+@pytest.mark.parametrize(
+    ("operation", "gate"),
+    GATED,
+    ids=[
+        f"{op.method.upper()} {op.path}-{'body-gate' if gate else 'routes-alone'}"
+        for op, gate in GATED
+    ],
+)
 @settings(
     max_examples=12,
     derandomize=True,
@@ -241,5 +260,7 @@ def test_unencodable_text_in_any_string_field_is_never_a_500(
     answer = response.json() if response.content else None
     if gate and poisoned_body:
         # escaped, the text is valid JSON that cannot be stored; as raw bytes it is not UTF-8
-        expected = (422, "invalid_text") if content is None or content.isascii() else (400, "invalid_json")
+        expected = (
+            (422, "invalid_text") if content is None or content.isascii() else (400, "invalid_json")
+        )
         assert (response.status_code, answer["error"]["code"]) == expected, answer
