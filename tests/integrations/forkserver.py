@@ -84,9 +84,15 @@ def context(preload: Sequence[str], alone: bool = False) -> ForkServerContext:
     return made
 
 
+FROZEN = "tests.integrations.frozen"
+"""Imported last by every server this module starts: what the preloads made is frozen
+(``gc.freeze``), so a child's collections never traverse it (decision 0188)."""
+
+
 def started_with(preload: Sequence[str], alone: bool = False) -> list[str]:
-    """The modules a new server for ``preload`` imports: ``preload``, then ``SUITE`` unless ``alone``."""
-    return list(dict.fromkeys([*preload, *(() if alone else SUITE)]))
+    """The modules a new server for ``preload`` imports: ``preload``, ``SUITE`` unless ``alone``, then ``FROZEN``."""
+    modules = dict.fromkeys([*preload, *(() if alone else SUITE)])
+    return [*(name for name in modules if name != FROZEN), FROZEN]
 
 
 def stop() -> None:

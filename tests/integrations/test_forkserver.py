@@ -78,13 +78,37 @@ def kept_or_replaced() -> None:
     assert mp_forkserver._forkserver._forkserver_pid not in (None, pid)  # type: ignore[attr-defined]
 
 
+def _frozen(results: Any) -> None:
+    import gc
+
+    results.put(gc.get_freeze_count())
+
+
+def test_a_child_finds_what_its_server_preloaded_frozen() -> None:
+    _isolated("frozen")
+
+
+def frozen() -> None:
+    """The server's preloads are frozen (``gc.freeze``): a child's collections never traverse them."""
+    context = forkserver.context(ONE, alone=True)
+    results = context.Queue()
+    child = context.Process(target=_frozen, args=(results,))
+    child.start()
+    count: int = results.get(timeout=60)
+    child.join(60)
+    assert count > 1000, count  # the interpreter's and the preloaded modules' objects
+
+
 def test_a_new_server_preloads_every_forking_test_s_modules_unless_alone() -> None:
     """One server per test process serves the kill matrix, the writers and the agents alike.
 
     (Checked on the list: starting a server with every framework costs seconds of CPU.)
+    The module that freezes what they made comes last.
     """
-    assert forkserver.started_with(["json"]) == ["json", *forkserver.SUITE]
-    assert forkserver.started_with(["json"], alone=True) == ["json"]
+    frozen = forkserver.FROZEN
+    assert forkserver.started_with(["json"]) == ["json", *forkserver.SUITE, frozen]
+    assert forkserver.started_with(["json"], alone=True) == ["json", frozen]
+    assert forkserver.started_with([frozen, "json"], alone=True) == ["json", frozen]
     from tests.integrations import test_shared_server as shared_server
     from tests.integrations.adk import test_two_runners as two_runners
     from tests.integrations.langgraph import test_crash as crash
