@@ -33,13 +33,15 @@ def _pair(n: int) -> tuple[str, list[dict[str, Any]]]:
     return cid, [_call(cid), {"role": "tool", "content": f"r{n}", "tool_call_id": cid}]
 
 
-def test_the_call_ids_table_keeps_a_tenth_of_each_page_for_its_answers(
+def test_the_call_ids_table_keeps_no_room_for_answers_once_they_carry_their_declarations(
     postgres_db_url: str,
 ) -> None:
+    """Migration 32 kept a tenth of each page for the answers' updates; since 34 (decision
+    0190) an answer is a row of its own, never an update, and the room goes."""
     store = PostgresStore(postgres_db_url)
     try:
         with psycopg.connect(postgres_db_url, autocommit=True) as conn:
-            assert conn.execute(_FILLFACTOR).fetchone() == (["fillfactor=90"],)
+            assert conn.execute(_FILLFACTOR).fetchone() == (["fillfactor=100"],)
     finally:
         store.close()
 
@@ -97,7 +99,8 @@ def test_mem_3_an_upgrade_from_31_keeps_every_declaration_answer_healed_call_and
     try:
         assert store.schema_version() >= 32
         with psycopg.connect(postgres_db_url, autocommit=True) as conn:
-            assert conn.execute(_FILLFACTOR).fetchone() == (["fillfactor=90"],)
+            # 32's room, then 34's none (decision 0190)
+            assert conn.execute(_FILLFACTOR).fetchone() == (["fillfactor=100"],)
         assert store.check_integrity() == []
     finally:
         store.close()

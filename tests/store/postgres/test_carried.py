@@ -248,6 +248,7 @@ def test_an_upgrade_from_33_keeps_open_answered_twice_declared_and_healed_calls_
         store.close()
     with psycopg.connect(postgres_db_url, autocommit=True) as conn:
         undo_carried(conn)  # what migration 33 wrote: a row per declaration
+        conn.execute("ALTER TABLE buffer_call_ids SET (fillfactor = 90)")  # migration 32's room
         conn.execute("DELETE FROM flowmem_schema WHERE version >= 34")
         assert conn.execute("SELECT COUNT(*) FROM buffer_calls").fetchone() == (6,)
         assert layout_faults(conn) != []  # the open calls' rows: the older layout
@@ -256,6 +257,8 @@ def test_an_upgrade_from_33_keeps_open_answered_twice_declared_and_healed_calls_
         assert again.schema_version() == len(MIGRATIONS)
         with psycopg.connect(postgres_db_url, autocommit=True) as conn:
             assert layout_faults(conn) == []
+            room = "SELECT reloptions FROM pg_class WHERE oid = 'buffer_call_ids'::regclass"
+            assert conn.execute(room).fetchone() == (["fillfactor=100"],)  # rows never updated
             carried = conn.execute(
                 """SELECT call_id, healed FROM buffer_call_ids
                 WHERE ord IS NOT NULL AND answer_pos IS NOT NULL ORDER BY call_id"""
