@@ -15,12 +15,17 @@ every run:
 - the same JSON in one SQLite row (WAL + ``synchronous=FULL``): ``SELECT``,
   ``validate_json``, add, ``dump_json``, ``UPDATE``, commit.
 
-Each history is first filled to the measured length (``--lengths``, default 100 and
-1,000 messages) by one save, then ``--turns`` turns run on each system, taking turns
-turn by turn with the systems' order rotated every turn. A run's figure per system is
-its median turn time (and median load time); its ratio is the peer's ÷ flowmem's
-(higher: flowmem faster). ``--runs`` runs (default 3), each on fresh files, give
-min, median and max of the per-run ratios. The **load** is timed on its own too:
+Each system holds ``--conversations`` conversations (default 5) on the run's file or
+files, each first filled to the measured length (``--lengths``, default 100 and 1,000
+messages) by one save; then ``--turns`` steps (default 9) each give every conversation
+one turn on every system, the systems taking turns with their order rotated at every
+conversation's turn: each system runs conversations × turns turns at the same lengths
+(decision 0192: 5 × 9 instead of one conversation's 9, the same operation sampled five
+times as often; ``--conversations 1`` is the bench before it). A run's figure per system
+is its median turn time (and median load time); its ratio is the peer's ÷ flowmem's
+(higher: flowmem faster); the JSON keeps every turn's and load's time (``samples``).
+``--runs`` runs (default 3), each on fresh files, give min, median and max of the
+per-run ratios. The **load** is timed on its own too:
 flowmem's ``load`` against the file's read + ``validate_json`` of the whole history.
 Beside the wall time each operation's CPU time (``time.process_time``: every thread
 of the process) is reported: flowmem does its database work in a worker thread, whose
@@ -97,7 +102,7 @@ BENCH = "pa_conversations"
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 TEXT = "The quick brown fox jumps over the lazy dog, again and again, for a benchmark. " * 3
 CID = "bench-conversation"
-CONVERSATIONS = 1
+CONVERSATIONS = 5
 """Conversations per system and run by default (``--conversations``, decision 0192)."""
 
 

@@ -26,6 +26,10 @@ def test_quick_run_times_each_system_s_turns_and_writes_the_ratios(tmp_path: Pat
     for run in length["runs"]:
         assert set(run) == {"flowmem", "json_file", "json_sqlite_row"}
         assert all(run[name]["turn"] > 0 and run[name]["load"] > 0 for name in run)
+    for samples in length["samples"]:  # --quick's 2 conversations × 3 turns, every system
+        assert {name: len(kinds["turn"]) for name, kinds in samples.items()} == dict.fromkeys(
+            ("flowmem", "json_file", "json_sqlite_row"), 2 * 3
+        )
     for ratio in length["ratios"].values():
         assert len(ratio["per_run"]) == 2 and ratio["min"] <= ratio["median"] <= ratio["max"]
     assert "turn_vs_json_file" in printed
