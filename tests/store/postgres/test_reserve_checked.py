@@ -1,13 +1,13 @@
-"""PostgreSQL's migration 33 (decision 0189): each writer of a header's bytes checks the reservation.
+"""PostgreSQL's migration 33 (decision 0189): every writer of a header's bytes, its reservation checked.
 
-Since migration 33 there is no reservation trigger: every statement that writes a
-buffer header's ``bytes`` or ``log_bytes`` checks its owner's reservation itself
-(``flowmem.store.quotasql.pg_reserving``). Each writer is run here as the store sends
-it, on an owned buffer: a growth past the reservation reserves again with slack (the
-usage row's upper bound raised by exactly the new reservation), a growth past the bytes
-quota is refused and changes nothing, a growth inside the reservation under another
-quota than its last check's is checked on the exact bytes, and a shrink under another
-quota is never refused. A writer without the check fails each.
+Each statement that writes a buffer header's ``bytes`` or ``log_bytes`` is run here as
+the store sends it, on an owned buffer: a growth past the reservation reserves again
+with slack (the usage row's upper bound raised by exactly the new reservation), a growth
+past the bytes quota is refused and changes nothing, a growth inside the reservation
+under another quota than its last check's is checked on the exact bytes, and a shrink
+under another quota is never refused. The reservation trigger (migration 30's, whose
+function tests the common case first since migration 33) does it for every writer: each
+writer's cases fail without it (decision 0189 weighed a check in each statement instead).
 An upgrade from migration 32 keeps every reservation and usage, and checks each owned
 buffer inside and past its reservation as before.
 """
@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from flowmem.errors import QuotaExceededError
 from flowmem.store import Address, Quotas
@@ -26,6 +29,7 @@ from flowmem.store import Address, Quotas
 psycopg = pytest.importorskip("psycopg")
 
 from flowmem.store.postgres import MIGRATIONS, PostgresStore  # noqa: E402
+from flowmem.store.postgres.granted import FIRST_TEST, GATED  # noqa: E402
 from tests.store.reserved_cases import grow  # noqa: E402
 
 pytestmark = pytest.mark.postgres
@@ -168,8 +172,9 @@ def test_a_give_back_waited_for_by_the_write_is_counted_once(
 ) -> None:
     """A write past the reservation waits for a give-back holding its header: one reservation, not two.
 
-    The check runs after the row's update (its RETURNING), which PostgreSQL does not repeat
-    when it re-reads a row another transaction changed meanwhile (its SET list it does).
+    The reservation is made after the row's update (an AFTER trigger), on the row as the
+    give-back left it: a check in the SET list would run again when PostgreSQL re-reads
+    a row another transaction changed meanwhile (decision 0189).
     """
     before = _header(owned)
     used = before["bytes"] + before["log_bytes"]
@@ -258,10 +263,10 @@ def test_an_upgrade_from_32_keeps_the_reservations_and_checks_inside_and_past_th
                 conn.execute("SELECT bytes FROM user_usage WHERE user_id = 'alice'").fetchone()
                 == bound
             )
-            triggers = conn.execute(
-                "SELECT tgname FROM pg_trigger WHERE tgname = 'buffers_reserve'"
-            ).fetchall()
-            assert triggers == []
+            source = conn.execute(
+                "SELECT prosrc FROM pg_proc WHERE proname = 'flowmem_buffer_reserve'"
+            ).fetchone()
+            assert source is not None and source[0].lstrip().startswith("BEGIN")  # the first test
         assert store.usage("alice").bytes == 600
         inside, edge = Address("user", "alice", "inside"), Address("user", "alice", "edge")
         grow(store, inside, "inside its reservation")
@@ -286,3 +291,53 @@ def test_an_upgrade_from_32_keeps_the_reservations_and_checks_inside_and_past_th
         assert store.usage("alice").bytes == used
     finally:
         store.close()
+
+
+STEP = st.tuples(st.sampled_from(["grow", "grow", "shrink", "quota"]), st.integers(0, 40_000))
+
+
+def _steps(conn: Any, key: str, steps: list[tuple[str, int]]) -> list[tuple[Any, ...]]:
+    """Run ``steps`` on ``key``'s header (grow or shrink its bytes, set the quota); what each leaves."""
+    seen: list[tuple[Any, ...]] = []
+    bid = conn.execute(
+        "INSERT INTO buffers (scope, scope_id, key) VALUES ('user', %s, 'chat') RETURNING id",
+        (key,),
+    ).fetchone()[0]
+    _quota(conn, str(Quotas().bytes))
+    for kind, size in steps:
+        refused = False
+        if kind == "quota":
+            _quota(conn, "" if size % 7 == 0 else str(size * 4))
+        else:
+            grown = size if kind == "grow" else -size
+            try:
+                with conn.transaction():
+                    conn.execute(
+                        "UPDATE buffers SET bytes = GREATEST(bytes + %s, 0) WHERE id = %s",
+                        (grown, bid),
+                    )
+            except psycopg.errors.RaiseException:
+                refused = True
+        state = conn.execute(
+            """SELECT b.bytes, b.reserved, b.reserved_under, u.bytes FROM buffers AS b
+            JOIN user_usage AS u ON u.user_id = b.owner WHERE b.id = %s""",
+            (bid,),
+        ).fetchone()
+        seen.append((refused, *state))
+    return seen
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(steps=st.lists(STEP, max_size=12))
+def test_the_first_test_leaves_what_migration_30s_function_leaves(
+    postgres_store_url: str, steps: list[tuple[str, int]]
+) -> None:
+    """Migration 33's function (its first test, then migration 30's block) against migration 30's own."""
+    found = {}
+    with psycopg.connect(postgres_store_url, autocommit=True) as conn:
+        for name, function in (("gated", GATED[1]), ("first", FIRST_TEST[0])):
+            conn.execute(function)
+            found[name] = _steps(conn, f"{name}-{uuid.uuid4().hex[:8]}", steps)
+    assert found["first"] == found["gated"]
