@@ -90,6 +90,9 @@ BASE: list[Step] = [
     needs("runtime", "flowmem", "demo"),
     needs("postgres", "flowmem", "token", "list", "--database", UNREACHABLE_PG),
     needs("mcp", "flowmem", "mcp"),
+    # the listing finds a missing extra without importing the command (decision 0187)
+    Run("flowmem --help names each missing extra", ("flowmem", "--help"),
+        says=tuple(f"(needs pip install '<checkout>[{extra}]')" for extra in ("server", "runtime", "mcp"))),
 ]
 
 MCP_STDIO = """
@@ -230,6 +233,7 @@ LANGGRAPH = """
 SCENARIOS: dict[str, list[Step]] = {
     "": BASE,
     "server": [
+        Run("flowmem --help lists serve", ("flowmem", "--help"), says=("Serve the HTTP API on uvicorn",)),
         Serve(),
         RUNTIME[0],  # the server extra includes the runtime one (decision 0102); [runtime] runs the rest
         needs("postgres", "flowmem", "serve", "--port", "9", "--database", UNREACHABLE_PG),
