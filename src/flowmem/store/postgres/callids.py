@@ -26,6 +26,12 @@ unflips of a healing insert, a clear) are ``SQL`` here, in ``postgres/queries.py
 Since decision 0164 an append's writes (an answer, a declaration's or an answer's
 deletion) are plain statements on the table too, no PL/pgSQL; the trigger serves the
 archive's writes.
+
+Since migration 34 (``CARRIED``, decision 0190, as SQLite's 28) an open call has no row:
+the header's list is its only entry, and its answer inserts one row holding both the
+declaration and the answer, never updated (``answer_carry``). A row of a declaration
+alone is then a call answered already (declared again, or answered before it was
+declared); the editor's ``CARRIED_ROW`` mode (``flowmem.store.editor``).
 """
 
 from __future__ import annotations
