@@ -284,3 +284,24 @@ def test_an_upgrade_from_33_keeps_open_answered_twice_declared_and_healed_calls_
         assert again.check_integrity() == []
     finally:
         again.close()
+
+
+def test_mem_2_a_call_healed_then_declared_again_in_one_append_is_known(
+    postgres_store_url: str,
+) -> None:
+    """The facts' ``declared`` reads the header's list: an open call healed by the append's
+    user turn and declared again after it is a duplicate turn (MEM-2), as in the pure append."""
+    turn = [{"role": "user", "content": "again"}, _call("c", "a"), _result("d")]
+    store = PostgresStore(postgres_store_url)
+    expected: list[Any] = []
+    evicted: tuple[str, ...] = ()
+    try:
+        for n in (1, 2):
+            rows = prepare(turn, n)
+            got = store.append(CHAT, rows, max_messages=4)
+            done = append(expected, rows, max_messages=4, evicted=evicted)
+            expected, evicted = done.messages, done.evicted
+            assert (got.appended, got.count) == (done.appended, done.count)
+            assert store.load(CHAT) == expected
+    finally:
+        store.close()
