@@ -126,35 +126,10 @@ def pg_grown_end(grown: str, grew: str, *, at: int) -> str:
     return _moved(_PG_GROWN_END, " " * at).format(grown=grown, grew=grew)
 
 
-# PostgreSQL since migration 33 (decision 0189, ``postgres/granted.py``): a statement that
-# writes a buffer header's ``bytes`` or ``log_bytes`` checks the owner's reservation itself,
-# no trigger. Its SET (which reads the row's old values) marks a header whose growth may need
-# checking under another quota than its last check's with its old bytes (``under>bytes``;
-# and a header already past its reservation), and its RETURNING (the new values, evaluated
-# once, after the row is updated) calls ``flowmem_reserve`` for a growth past the
-# reservation or a marked header, which writes the reservation and clears the mark
-_PG_QUOTA = "COALESCE(current_setting('flowmem.quota_bytes', true), '')"
-_PG_MARK = f"""reserved_under = CASE WHEN owner IS NULL THEN reserved_under
-        WHEN bytes + log_bytes > reserved OR (reserved_under <> {_PG_QUOTA} AND {_PG_QUOTA} <> '')
-        THEN reserved_under || '>' || (bytes + log_bytes) ELSE reserved_under END"""
-_PG_CHECK = """ RETURNING CASE WHEN owner IS NOT NULL AND (bytes + log_bytes > reserved
-        OR strpos(reserved_under, '>') > 0)
-        THEN flowmem_reserve(id, owner, bytes + log_bytes, reserved, reserved_under) END"""
-_PG_WHERE = " WHERE id = %s"
-
-
-def pg_reserving(update: str) -> str:
-    """A PostgreSQL header update (``UPDATE buffers SET … WHERE id = %s …``) that checks the owner's reservation."""
-    if update.count(_PG_WHERE) != 1 or "RETURNING" in update:
-        raise ValueError(f"not a header update: {update}")
-    return update.replace(_PG_WHERE, f", {_PG_MARK}{_PG_WHERE}") + _PG_CHECK
-
-
 __all__ = [
     "OWNER_OF",
     "bytes_used",
     "pg_grown_end",
-    "pg_reserving",
     "record_insert",
     "record_value",
     "vectors_insert",

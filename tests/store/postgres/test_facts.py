@@ -81,8 +81,7 @@ def test_every_check_and_write_has_its_part_form() -> None:
         )
     for name in FORESEEN:
         text = SQL.get(f"{name}?", "") + SQL.get(f"{name}?/with", "") + SQL.get(f"{name}?/main", "")
-        # (a header's write reads the bytes quota's setting since migration 33, decision 0189)
-        assert "(SELECT v FROM known)" in text and "'flowmem.known'" not in text, name
+        assert "(SELECT v FROM known)" in text and "current_setting" not in text, name
 
 
 @pytest.fixture

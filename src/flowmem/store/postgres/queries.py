@@ -11,7 +11,6 @@ from flowmem.store.checkpoints import postgres as checkpoint_tables
 from flowmem.store.conversations import postgres as conversation_tables
 from flowmem.store.editor import CARRIED_ROW
 from flowmem.store.postgres.reserved import EXACT_BYTES
-from flowmem.store.quotasql import pg_reserving
 from flowmem.store.repairs import postgres as repair_tables
 from flowmem.store.statements import guarded, merge
 
@@ -483,9 +482,6 @@ for _name, _known in (("answer_insert", ""), ("answer_insert?", f" AND {_KNOWN}"
         _ANSWER_ADD.format(**_ROW_V, source=" FROM answer_v v", known=_known)}"""
 SQL["header_update?"] = f"{SQL['header_update']} AND {_KNOWN}"
 SQL["header_listed?"] = f"{SQL['header_listed']} AND {_KNOWN}"
-# each checks the owner's reservation itself, no trigger (migration 33, decision 0189)
-for _name in ("header_update", "header_listed", "header_update?", "header_listed?"):
-    SQL[_name] = pg_reserving(SQL[_name])
 
 # A guarded append holds its guard with advisory locks, not row locks (decision 0127):
 # a row lock (the token FOR SHARE, the session FOR KEY SHARE) writes a WAL record and

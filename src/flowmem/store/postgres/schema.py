@@ -278,9 +278,9 @@ _OWN: dict[int, tuple[str, ...]] = {
     # so an answer stays a HOT update on its declaration's page after a vacuum has handed the
     # pages' pruned room to new declarations (``flowmem.store.postgres.callids``)
     32: callids.ANSWERS_ROOM,
-    # 33 (issue 42 §3, decision 0189): the reservation checked by the statements that write a
-    # header's bytes (``quotasql.pg_reserving``), its trigger dropped (``postgres.granted``)
-    33: granted.CHECKED,
+    # 33 (issue 42 §3, decision 0189): the reservation trigger's function tests the common case
+    # (a growth inside a reservation checked under the quota in force) first (``postgres.granted``)
+    33: granted.FIRST_TEST,
     # 34 (issue 42 §1, decision 0190): an open call's only entry is the header's list, and
     # its answer inserts one row carrying the declaration (``flowmem.store.postgres.callids``)
     34: callids.CARRIED,

@@ -24,7 +24,7 @@ past ``KEPT``.
 
 from __future__ import annotations
 
-from flowmem.store.quotasql import pg_grown_end, pg_reserving
+from flowmem.store.quotasql import pg_grown_end
 from flowmem.store.repairs import KEPT
 from flowmem.store.repairs.statements import statements
 
@@ -166,23 +166,16 @@ SQL: dict[str, str] = {
     **statements("%s"),
     # since migration 25 (decision 0148): a write's entries held in its header's own update
     # (``header_logged``) or in ``repairs_counted``: their bytes, their texts before the
-    # held ones (newest first, each after a comma) and their number; each checks the owner's
-    # reservation itself (PostgreSQL migration 33, decision 0189: no trigger)
-    "header_logged": pg_reserving(
-        """UPDATE buffers SET count = %s, last_major = %s, bytes = %s, tokens = tokens + %s,
+    # held ones (newest first, each after a comma) and their number
+    "header_logged": """UPDATE buffers SET count = %s, last_major = %s, bytes = %s, tokens = tokens + %s,
         version = version + 1, log_bytes = log_bytes + %s, log_held = %s || log_held,
-        log_count = log_count + %s WHERE id = %s"""
-    ),
+        log_count = log_count + %s WHERE id = %s""",
     # the same with the header's list of unanswered calls (migration 26, decision 0153)
-    "header_listed_logged": pg_reserving(
-        """UPDATE buffers SET count = %s, last_major = %s, bytes = %s, tokens = tokens + %s,
+    "header_listed_logged": """UPDATE buffers SET count = %s, last_major = %s, bytes = %s, tokens = tokens + %s,
         unanswered = %s, version = version + 1, log_bytes = log_bytes + %s, log_held = %s || log_held,
-        log_count = log_count + %s WHERE id = %s"""
-    ),
-    "repairs_counted": pg_reserving(
-        """UPDATE buffers SET log_bytes = log_bytes + %s, log_held = %s || log_held,
-        log_count = log_count + %s WHERE id = %s"""
-    ),
+        log_count = log_count + %s WHERE id = %s""",
+    "repairs_counted": """UPDATE buffers SET log_bytes = log_bytes + %s, log_held = %s || log_held,
+        log_count = log_count + %s WHERE id = %s""",
     # a store keeping fewer than ``KEPT``: the held entries moved and the log trimmed now
     "repairs_spill_kept": "SELECT flowmem_repairs_spill(%s::bigint, %s::bigint)",
     "repairs_held": f"SELECT {_HELD_READ} FROM buffers AS b WHERE b.id = %s",
