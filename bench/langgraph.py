@@ -598,6 +598,20 @@ class Postgres(OnPostgres):
 
 
 # --- the run ------------------------------------------------------------------------------
+_freeze_after_collect = [False]
+"""--quick: what a collection before a measure leaves is frozen (``gc.freeze``), so the next
+one scans only what was made since, not LangChain's and LangGraph's modules (a quick run's
+24 collections were ~2 s of its ~7.4 s of own CPU; decision 0188). A full run's collector is
+unchanged: its measures, the collector's passes inside the savers' calls among them, are judged."""
+
+
+def _collect() -> None:
+    """A full collection before a measure; in a quick run, what survives it is frozen."""
+    gc.collect()
+    if _freeze_after_collect[0]:
+        gc.freeze()
+
+
 def config(thread: str) -> dict[str, Any]:
     """The invoke config of a thread (a segment needs ``SEGMENT`` + a few steps)."""
     return {"configurable": {"thread_id": thread}, "recursion_limit": SEGMENT + 10}
@@ -617,7 +631,7 @@ def segment(saver: Saver, thread: str, start: int, measured: bool = True) -> flo
     ``saver.calls_cpu``, those passes' to ``saver.calls_gc``.
     """
     if measured:
-        gc.collect()  # the garbage of the savers before falls on nobody
+        _collect()  # the garbage of the savers before falls on nobody
     if saver.clock is not None:
         saver.clock.reset()
     cpu = time.process_time()
@@ -690,7 +704,7 @@ def measure_reads(saver: Saver, thread: str, length: int, results: Results) -> N
     fresh = saver.cold()
     if fresh is None:
         return
-    gc.collect()
+    _collect()
     started = time.perf_counter()
     tup = fresh.get_tuple(conf)
     results.add(
@@ -835,7 +849,7 @@ def alone(saver: Saver, length: int) -> float:
     """The graph without a checkpointer: one invoke from L − 99 messages of input to L."""
     start = length - SEGMENT
     given = [message(i) for i in range(start + 1)]
-    gc.collect()
+    _collect()
     cpu = time.process_time()
     started = time.perf_counter()
     saver.graph.invoke({"messages": given}, {"recursion_limit": SEGMENT + 10})
@@ -1446,6 +1460,7 @@ def main(argv: list[str] | None = None) -> int:
         if any(n <= 0 or n % SEGMENT for n in lengths):
             parser.error(f"--lengths: positive multiples of {SEGMENT}")
     repeats = 1 if args.quick else max(1, args.repeats)
+    _freeze_after_collect[0] = args.quick
     peer_top = min(args.max_peer_length, max(lengths))
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="flowmem-bench-lg-")))
