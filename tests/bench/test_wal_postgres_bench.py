@@ -32,9 +32,11 @@ def test_quick_run_counts_each_kind_of_append_on_a_durable_server(tmp_path: Path
             # every append commits: at least its row, its key and the commit record
             assert system[kind]["records"]["min"] >= 3, kind
             assert system[kind]["bytes"]["min"] > system[kind]["bytes_without_images"]["min"] * 0.5
-    # a tool call writes its call index too: more than a plain message, in both counts
+    # a tool result writes its answer's row and key entry too (carrying its call's declaration,
+    # which the call itself only lists in the header: decision 0190): more than a plain message
     ours = wal["flowmem store"]
-    assert ours["assistant call"]["records"]["min"] > ours["assistant text"]["records"]["max"]
+    assert ours["tool result"]["records"]["min"] > ours["assistant text"]["records"]["max"]
+    assert ours["assistant call"]["records"]["max"] < ours["tool result"]["records"]["min"]
     labels = [t["label"] for t in found["targets"]]
     assert "flowmem store conversation: WAL bytes / langchain-postgres's" in labels
 
