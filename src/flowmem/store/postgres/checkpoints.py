@@ -37,7 +37,7 @@ from flowmem.store.checkpoints import (
 )
 from flowmem.store.checkpoints.batch import Asked, Batch, Header
 from flowmem.store.checkpoints.sql import SqlCheckpoints, cp_params, write_statement
-from flowmem.store.editor import SqlBufferEditor, SqlRunner
+from flowmem.store.editor import CARRIED_ROW, SqlBufferEditor, SqlRunner
 from flowmem.store.engine import SqlEngine
 from flowmem.store.known import FORESEEABLE, Unasked, Unforeseen
 from flowmem.store.postgres.pipeline import GuardFailed, Pipeline, prepared_again, roll_back
@@ -234,8 +234,9 @@ def _append_line(db: Pipeline, cp: StoredCheckpoint, line: LineAppend, header: H
     """Queue a line append's rows (run only when the verdict holds); the header it leaves."""
     address = Address(SESSION_SCOPE, cp.thread_id, line.key)
     # a header that lists its open calls (decision 0153), the list left unread: these
-    # rows declare and answer no call (``_foreseeable``), so it is neither read nor written
-    editor = SqlBufferEditor(_Foreseen(db), address, (*header, None))
+    # rows declare and answer no call (``_foreseeable``), so it is neither read nor written;
+    # an answer's row would carry its declaration (migration 34, decision 0190), as elsewhere
+    editor = SqlBufferEditor(_Foreseen(db), address, (*header, None, CARRIED_ROW))
     for row in line.rows:
         editor.append_row(row)
     editor.flush()
