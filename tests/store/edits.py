@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import strategies as st
@@ -42,3 +43,43 @@ def edits(row: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[list[tupl
         min_size=1,
         max_size=25,
     )
+
+
+def edit_like_the_list(
+    ops: list[tuple[Any, ...]],
+    editor: Any,
+    reference: Any,
+    positions: Callable[[], list[int]],
+    faults: Callable[[], list[str]],
+    fresh: Callable[[], Any],
+) -> None:
+    """Apply ``ops`` to a stored ``editor`` and a ``ListEditor``; after each, the layout has no fault and a fresh editor answers like the list."""
+    for op in ops:
+        where = positions()
+        if op[0] == "append":
+            reference.append_row(op[1])
+            editor.append_row(op[1])
+        elif not where:
+            continue
+        elif op[0] == "insert":
+            reference.insert_after(op[1] % len(where), op[2])
+            editor.insert_after(where[op[1] % len(where)], op[2])
+        elif op[0] == "replace":
+            reference.replace(op[1] % len(where), op[2])
+            editor.replace(where[op[1] % len(where)], op[2])
+        else:
+            reference.delete(op[1] % len(where))
+            editor.delete(where[op[1] % len(where)])
+        editor.flush()
+        assert faults() == []
+        stored = fresh()  # only what is stored
+        index_of = {pos: i for i, pos in enumerate(positions())}
+        for cid in ["a", "b", "c", "d"]:
+            assert stored.is_declared(cid) == reference.is_declared(cid)
+            got, want = stored.answer_of(cid), reference.answer_of(cid)
+            assert (got and (index_of[got.position], got.healed)) == (
+                want and (want.position, want.healed)
+            )
+        assert [(d.call_id, index_of[d.after]) for d in stored.dangling()] == [
+            (d.call_id, d.after) for d in reference.dangling()
+        ]

@@ -31,7 +31,7 @@ from flowmem.store import Address  # noqa: E402
 from flowmem.store.editor import SqlBufferEditor  # noqa: E402
 from flowmem.store.postgres import MIGRATIONS, SQL, PostgresStore  # noqa: E402
 from flowmem.store.sqlengine import StatementRunner  # noqa: E402
-from tests.store.edits import edits, stored_rows  # noqa: E402
+from tests.store.edits import edit_like_the_list, edits, stored_rows  # noqa: E402
 from tests.store.postgres.carried import layout_faults  # noqa: E402
 from tests.store.postgres.undo_carried import undo_carried  # noqa: E402
 
@@ -76,36 +76,14 @@ def test_mem_1_2_3_each_declaration_is_listed_or_in_one_row_after_any_edit(
     edited = Address("global", "", f"edited-{uuid.uuid4().hex[:8]}")
     reference = ListEditor([])
     with _editing(postgres_store_url) as (conn, runner):
-        editor = SqlBufferEditor(runner, edited)
-        for op in ops:
-            where = _positions(conn, edited)
-            if op[0] == "append":
-                reference.append_row(op[1])
-                editor.append_row(op[1])
-            elif not where:
-                continue
-            elif op[0] == "insert":
-                reference.insert_after(op[1] % len(where), op[2])
-                editor.insert_after(where[op[1] % len(where)], op[2])
-            elif op[0] == "replace":
-                reference.replace(op[1] % len(where), op[2])
-                editor.replace(where[op[1] % len(where)], op[2])
-            else:
-                reference.delete(op[1] % len(where))
-                editor.delete(where[op[1] % len(where)])
-            editor.flush()
-            assert layout_faults(conn) == []
-            fresh = SqlBufferEditor(runner, edited)  # only what is stored
-            index_of = {pos: i for i, pos in enumerate(_positions(conn, edited))}
-            for cid in ["a", "b", "c", "d"]:
-                assert fresh.is_declared(cid) == reference.is_declared(cid)
-                got, want = fresh.answer_of(cid), reference.answer_of(cid)
-                assert (got and (index_of[got.position], got.healed)) == (
-                    want and (want.position, want.healed)
-                )
-            assert [(d.call_id, index_of[d.after]) for d in fresh.dangling()] == [
-                (d.call_id, d.after) for d in reference.dangling()
-            ]
+        edit_like_the_list(
+            ops,
+            SqlBufferEditor(runner, edited),
+            reference,
+            lambda: _positions(conn, edited),
+            lambda: layout_faults(conn),
+            lambda: SqlBufferEditor(runner, edited),
+        )
 
 
 _MESSAGE = st.one_of(

@@ -29,7 +29,7 @@ from flowmem.store import sqlite as sqlite_backend
 from flowmem.store.editor import SqlBufferEditor
 from flowmem.store.sqlbase import StatementRunner
 from flowmem.store.sqlite import SqliteStore
-from tests.store.edits import edits, stored_rows
+from tests.store.edits import edit_like_the_list, edits, stored_rows
 from tests.store.undo_carried import undo_carried_calls
 
 CHAT = Address("session", "s1", "chat")
@@ -111,36 +111,14 @@ def test_mem_1_2_3_each_declaration_is_listed_or_in_one_entry_after_any_edit(
     path = str(tmp_path / f"edits{abs(hash(repr(ops)))}.db")
     reference = ListEditor([])
     with _editing(path) as (conn, runner):
-        editor = SqlBufferEditor(runner, EDITED)
-        for op in ops:
-            where = _positions(conn)
-            if op[0] == "append":
-                reference.append_row(op[1])
-                editor.append_row(op[1])
-            elif not where:
-                continue
-            elif op[0] == "insert":
-                reference.insert_after(op[1] % len(where), op[2])
-                editor.insert_after(where[op[1] % len(where)], op[2])
-            elif op[0] == "replace":
-                reference.replace(op[1] % len(where), op[2])
-                editor.replace(where[op[1] % len(where)], op[2])
-            else:
-                reference.delete(op[1] % len(where))
-                editor.delete(where[op[1] % len(where)])
-            editor.flush()
-            assert layout_faults(conn) == []
-            fresh = SqlBufferEditor(runner, EDITED)  # only what is stored
-            index_of = {pos: i for i, pos in enumerate(_positions(conn))}
-            for cid in ["a", "b", "c", "d"]:
-                assert fresh.is_declared(cid) == reference.is_declared(cid)
-                got, want = fresh.answer_of(cid), reference.answer_of(cid)
-                assert (got and (index_of[got.position], got.healed)) == (
-                    want and (want.position, want.healed)
-                )
-            assert [(d.call_id, index_of[d.after]) for d in fresh.dangling()] == [
-                (d.call_id, d.after) for d in reference.dangling()
-            ]
+        edit_like_the_list(
+            ops,
+            SqlBufferEditor(runner, EDITED),
+            reference,
+            lambda: _positions(conn),
+            lambda: layout_faults(conn),
+            lambda: SqlBufferEditor(runner, EDITED),
+        )
 
 
 def _call(*ids: str) -> dict[str, Any]:
