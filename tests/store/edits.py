@@ -45,6 +45,27 @@ def edits(row: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[list[tupl
     )
 
 
+def apply_edit(op: tuple[Any, ...], editor: Any, reference: Any, where: list[int]) -> bool:
+    """Apply one of ``edits``' edits to a stored ``editor`` (at its row positions ``where``) and to a ``ListEditor``; False if it needs a row and there is none."""
+    if op[0] == "append":
+        reference.append_row(op[1])
+        editor.append_row(op[1])
+        return True
+    if not where:
+        return False
+    index = op[1] % len(where)
+    if op[0] == "insert":
+        reference.insert_after(index, op[2])
+        editor.insert_after(where[index], op[2])
+    elif op[0] == "replace":
+        reference.replace(index, op[2])
+        editor.replace(where[index], op[2])
+    else:
+        reference.delete(index)
+        editor.delete(where[index])
+    return True
+
+
 def edit_like_the_list(
     ops: list[tuple[Any, ...]],
     editor: Any,
@@ -55,21 +76,8 @@ def edit_like_the_list(
 ) -> None:
     """Apply ``ops`` to a stored ``editor`` and a ``ListEditor``; after each, the layout has no fault and a fresh editor answers like the list."""
     for op in ops:
-        where = positions()
-        if op[0] == "append":
-            reference.append_row(op[1])
-            editor.append_row(op[1])
-        elif not where:
+        if not apply_edit(op, editor, reference, positions()):
             continue
-        elif op[0] == "insert":
-            reference.insert_after(op[1] % len(where), op[2])
-            editor.insert_after(where[op[1] % len(where)], op[2])
-        elif op[0] == "replace":
-            reference.replace(op[1] % len(where), op[2])
-            editor.replace(where[op[1] % len(where)], op[2])
-        else:
-            reference.delete(op[1] % len(where))
-            editor.delete(where[op[1] % len(where)])
         editor.flush()
         assert faults() == []
         stored = fresh()  # only what is stored

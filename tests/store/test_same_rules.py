@@ -25,7 +25,7 @@ from flowmem.store import postgres as pg_backend
 from flowmem.store import sqlite as sqlite_backend
 from flowmem.store.editor import SqlBufferEditor
 from flowmem.store.sqlbase import StatementRunner
-from tests.store.edits import edits, stored_rows
+from tests.store.edits import apply_edit, edits, stored_rows
 
 SETTINGS = settings(
     max_examples=25,
@@ -194,24 +194,8 @@ def test_mem_3_sql_editor_answers_like_list_editor(sql_store_url: str, ops: list
     reference = ListEditor([])
     with _sql_editor(kind, sql_store_url) as (editor, positions):
         for op in ops:
-            where = positions()
-            if op[0] == "append":
-                reference.append_row(op[1])
-                editor.append_row(op[1])
-            elif not where:
+            if not apply_edit(op, editor, reference, positions()):
                 continue
-            elif op[0] == "insert":
-                index = op[1] % len(where)
-                reference.insert_after(index, op[2])
-                editor.insert_after(where[index], op[2])
-            elif op[0] == "replace":
-                index = op[1] % len(where)
-                reference.replace(index, op[2])
-                editor.replace(where[index], op[2])
-            else:
-                index = op[1] % len(where)
-                reference.delete(index)
-                editor.delete(where[index])
             where = positions()
             index_of = {pos: i for i, pos in enumerate(where)}
             assert editor.count() == reference.count() == len(where)
