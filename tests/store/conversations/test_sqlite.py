@@ -12,23 +12,19 @@ every id asked.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flowmem.store import Address, Quotas
-from flowmem.store import sqlite as sqlite_backend
+from flowmem.store import Address
 from flowmem.store.conversations import LINE
 from flowmem.store.conversations import sqlite as conversations_sqlite
 from flowmem.store.conversations.lines import QUALIFIER
 from flowmem.store.editor import SqlBufferEditor
-from flowmem.store.sqlbase import StatementRunner
-from flowmem.store.sqlite import SqliteStore
 from tests.store.edits import edits, stored_rows
+from tests.store.sqlite.editing import editing
 
 LINE_ADDRESS = Address("session", "c1", LINE)
 OTHER_LINE = Address("session", "c1", f"{LINE}#e9")  # another line of the conversation
@@ -36,19 +32,6 @@ OTHER_LINE = Address("session", "c1", f"{LINE}#e9")  # another line of the conve
 IDS = ["a", "a@r1", "a@r2", "a@", "ab", "a@r1@x", "b", "b@r1", "@", "A", "a\u00e9@r"]
 ROW = stored_rows(st.sampled_from(IDS), st.sampled_from(["", "x"]))
 OPS = edits(ROW)
-
-
-@contextmanager
-def _editing(path: str) -> Iterator[tuple[sqlite3.Connection, StatementRunner]]:
-    SqliteStore(f"sqlite:///{path}").close()  # the schema
-    conn = sqlite3.connect(path, isolation_level=None)
-    sqlite_backend.add_quota_function(conn, Quotas.off)  # what the quota triggers call
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield conn, StatementRunner(conn, sqlite_backend.SQL)
-    finally:
-        conn.execute("ROLLBACK")
-        conn.close()
 
 
 def _positions(conn: sqlite3.Connection, editor: SqlBufferEditor) -> list[int]:
@@ -80,7 +63,7 @@ def test_declarations_by_key_range_equal_the_plain_statement_after_any_edit(
 ) -> None:
     """Flushed or not, in a line beside another, every id's declarations are the plain statement's."""
     path = str(tmp_path / f"decl{abs(hash(repr((ops, other))))}.db")
-    with _editing(path) as (conn, runner):
+    with editing(path) as (conn, runner):
         for address, edited in ((OTHER_LINE, other), (LINE_ADDRESS, ops)):
             editor = SqlBufferEditor(runner, address)
             for op in edited:

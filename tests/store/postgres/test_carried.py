@@ -26,11 +26,12 @@ from hypothesis import strategies as st
 
 psycopg = pytest.importorskip("psycopg")
 
-from flowmem.core import ListEditor, append, compaction, prepare, result_id  # noqa: E402
+from flowmem.core import ListEditor, append, prepare  # noqa: E402
 from flowmem.store import Address  # noqa: E402
 from flowmem.store.editor import SqlBufferEditor  # noqa: E402
 from flowmem.store.postgres import MIGRATIONS, SQL, PostgresStore  # noqa: E402
 from flowmem.store.sqlengine import StatementRunner  # noqa: E402
+from tests.store.carried_cases import appended_messages, call, compact_around_a_cut, result  # noqa: E402
 from tests.store.edits import edit_like_the_list, edits, stored_rows  # noqa: E402
 from tests.store.postgres.carried import layout_faults  # noqa: E402
 from tests.store.postgres.undo_carried import undo_carried  # noqa: E402
@@ -86,22 +87,7 @@ def test_mem_1_2_3_each_declaration_is_listed_or_in_one_row_after_any_edit(
         )
 
 
-_MESSAGE = st.one_of(
-    st.builds(lambda t: {"role": "user", "content": t}, st.sampled_from(["q", "again"])),
-    st.builds(
-        lambda ids: {
-            "role": "assistant",
-            "content": "",
-            "tool_calls": [{"id": i, "function": {"name": "f", "arguments": "{}"}} for i in ids],
-        },
-        st.lists(IDS, min_size=1, max_size=2, unique=True),
-    ),
-    st.builds(
-        lambda i: {"role": "tool", "content": "r", "tool_call_id": i},
-        st.sampled_from(["a", "b", "c", "d", "e"]),
-    ),
-    st.builds(lambda t: {"role": "assistant", "content": t}, st.just("answer")),
-)
+_MESSAGE = appended_messages(IDS)
 
 
 @settings(
@@ -137,17 +123,6 @@ def test_mem_1_2_3_appends_through_the_store_keep_each_declaration_in_one_place(
         store.close()
 
 
-def _call(*ids: str) -> dict[str, Any]:
-    calls = [
-        {"id": cid, "type": "function", "function": {"name": "f", "arguments": "{}"}} for cid in ids
-    ]
-    return {"role": "assistant", "content": "", "tool_calls": calls}
-
-
-def _result(cid: str, content: str = "r") -> dict[str, Any]:
-    return {"role": "tool", "content": content, "tool_call_id": cid}
-
-
 def _listed(url: str) -> list[str]:
     with psycopg.connect(url, autocommit=True) as conn:
         text = conn.execute("SELECT unanswered FROM buffers").fetchone()[0]
@@ -160,11 +135,11 @@ def test_a_declaration_writes_no_row_and_its_answer_one_holding_both(
     """A call's append writes no ``buffer_call_ids`` row (listed only); its result inserts one holding both."""
     store = PostgresStore(postgres_store_url)
     try:
-        store.append(CHAT, prepare([{"role": "user", "content": "q"}, _call("a", "b")], 1))
+        store.append(CHAT, prepare([{"role": "user", "content": "q"}, call("a", "b")], 1))
         with psycopg.connect(postgres_store_url, autocommit=True) as conn:
             assert conn.execute("SELECT COUNT(*) FROM buffer_call_ids").fetchone() == (0,)
         assert _listed(postgres_store_url) == ["a", "b"]
-        store.append(CHAT, prepare(_result("a"), 2))
+        store.append(CHAT, prepare(result("a"), 2))
         with psycopg.connect(postgres_store_url, autocommit=True) as conn:
             found = conn.execute(
                 "SELECT call_id, declared_pos, ord, answer_pos, healed FROM buffer_call_ids"
@@ -179,32 +154,13 @@ def test_a_declaration_writes_no_row_and_its_answer_one_holding_both(
 def test_a_compaction_keeps_the_rows_exact_around_its_cut(postgres_store_url: str) -> None:
     """Archived declarations leave the list and the answers' rows; a live one answered by an archived result is listed."""
     store = PostgresStore(postgres_store_url)
+
+    def faults() -> list[str]:
+        with psycopg.connect(postgres_store_url, autocommit=True) as conn:
+            return layout_faults(conn)
+
     try:
-        batches: list[list[dict[str, Any]]] = [
-            [{"role": "user", "content": "q"}, _result("early"), _call("a", "b"), _result("a")],
-            [_call("early", "c"), {"role": "assistant", "content": "then"}],
-        ]
-        for batch in batches:
-            store.append(CHAT, prepare(batch, 1))
-        bodies = store.load_bodies(CHAT)
-        # cut after the call of a and b, before a's result: a's result keeps no archived declaration
-        kept = bodies[3][0]
-        digest = compaction.prefix_digest(bodies[:4])
-        done = store.archive.compact(
-            CHAT, kept, digest, lambda first, last: [{"role": "user", "content": "summary"}]
-        )
-        assert done is not None
-        with psycopg.connect(postgres_store_url, autocommit=True) as conn:
-            assert layout_faults(conn) == []
-        assert _listed(postgres_store_url) == [
-            "early",
-            "c",
-        ]  # its result archived: "early" is open again
-        store.append(CHAT, prepare({"role": "user", "content": "next"}, 2))  # MEM-3 heals both
-        tools = [result_id(r) for r in store.load(CHAT) if r["role"] == "tool"]
-        assert tools == ["a", "early", "c"]
-        with psycopg.connect(postgres_store_url, autocommit=True) as conn:
-            assert layout_faults(conn) == []
+        compact_around_a_cut(store, CHAT, faults, lambda: _listed(postgres_store_url))
     finally:
         store.close()
 
@@ -215,10 +171,10 @@ def test_an_upgrade_from_33_keeps_open_answered_twice_declared_and_healed_calls_
     """Migration 34 on a database of migration 33: open calls' rows go, answered ones stay one row each."""
     store = PostgresStore(postgres_db_url)
     batches: list[list[dict[str, Any]]] = [
-        [{"role": "user", "content": "q"}, _call("h1")],
+        [{"role": "user", "content": "q"}, call("h1")],
         [{"role": "user", "content": "healed"}],  # MEM-3: h1's placeholder
-        [_call("c0", "c1", "c2"), _result("c0"), _result("c1")],  # c0, c1 answered; c2 open
-        [_call("c2", "c3")],  # c2 declared again, c3 new: both open
+        [call("c0", "c1", "c2"), result("c0"), result("c1")],  # c0, c1 answered; c2 open
+        [call("c2", "c3")],  # c2 declared again, c3 new: both open
     ]
     pure: list[Any] = []
     try:
@@ -250,9 +206,9 @@ def test_an_upgrade_from_33_keeps_open_answered_twice_declared_and_healed_calls_
         assert again.load(CHAT) == pure
         later: list[list[dict[str, Any]]] = [
             # MEM-10: a late result replaces the placeholder; MEM-1: c0 again dropped
-            [_result("h1", "late"), _result("c0")],
-            [_call("c1", "c4")],  # MEM-2: c1 known, c4 new: appended
-            [_result("c3")],
+            [result("h1", "late"), result("c0")],
+            [call("c1", "c4")],  # MEM-2: c1 known, c4 new: appended
+            [result("c3")],
             [{"role": "user", "content": "next"}],  # MEM-3: c2 (twice declared) and c4 healed
         ]
         for batch in later:
@@ -273,7 +229,7 @@ def test_mem_2_a_call_healed_then_declared_again_in_one_append_is_known(
 ) -> None:
     """The facts' ``declared`` reads the header's list: an open call healed by the append's
     user turn and declared again after it is a duplicate turn (MEM-2), as in the pure append."""
-    turn = [{"role": "user", "content": "again"}, _call("c", "a"), _result("d")]
+    turn = [{"role": "user", "content": "again"}, call("c", "a"), result("d")]
     store = PostgresStore(postgres_store_url)
     expected: list[Any] = []
     evicted: tuple[str, ...] = ()

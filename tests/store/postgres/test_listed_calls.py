@@ -25,6 +25,7 @@ psycopg = pytest.importorskip("psycopg")
 
 from flowmem.store.editor import MINOR_BITS, dump_row  # noqa: E402
 from flowmem.store.postgres import MIGRATIONS, PostgresStore  # noqa: E402
+from tests.store.carried_cases import appended_messages  # noqa: E402
 from tests.store.postgres.carried import layout_faults  # noqa: E402
 
 pytestmark = pytest.mark.postgres
@@ -176,22 +177,7 @@ def test_mem_3_a_call_answered_and_unanswered_again_is_listed_again_and_healed(
         store.close()
 
 
-_MESSAGE = st.one_of(
-    st.builds(lambda t: {"role": "user", "content": t}, st.sampled_from(["q", "again"])),
-    st.builds(
-        lambda ids: {
-            "role": "assistant",
-            "content": "",
-            "tool_calls": [{"id": i, "function": {"name": "f", "arguments": "{}"}} for i in ids],
-        },
-        st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=1, max_size=2, unique=True),
-    ),
-    st.builds(
-        lambda i: {"role": "tool", "content": "r", "tool_call_id": i},
-        st.sampled_from(["a", "b", "c", "d", "e"]),
-    ),
-    st.builds(lambda t: {"role": "assistant", "content": t}, st.just("answer")),
-)
+_MESSAGE = appended_messages(st.sampled_from(["a", "b", "c", "d"]))
 
 
 @settings(

@@ -15,21 +15,20 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flowmem.core import ListEditor, append, call_ids, compaction, is_healed, prepare, result_id
-from flowmem.store import Address, Quotas, SessionRecord
+from flowmem.core import ListEditor, append, call_ids, is_healed, prepare, result_id
+from flowmem.store import Address, SessionRecord
 from flowmem.store import sqlite as sqlite_backend
 from flowmem.store.editor import SqlBufferEditor
-from flowmem.store.sqlbase import StatementRunner
 from flowmem.store.sqlite import SqliteStore
+from tests.store.carried_cases import call, compact_around_a_cut, result
 from tests.store.edits import edit_like_the_list, edits, stored_rows
+from tests.store.sqlite.editing import editing
 from tests.store.undo_carried import undo_carried_calls
 
 CHAT = Address("session", "s1", "chat")
@@ -83,19 +82,6 @@ def layout_faults(conn: sqlite3.Connection) -> list[str]:
     return faults
 
 
-@contextmanager
-def _editing(path: str) -> Iterator[tuple[sqlite3.Connection, StatementRunner]]:
-    SqliteStore(f"sqlite:///{path}").close()  # the schema
-    conn = sqlite3.connect(path, isolation_level=None)
-    sqlite_backend.add_quota_function(conn, Quotas.off)  # what the quota triggers call
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield conn, StatementRunner(conn, sqlite_backend.SQL)
-    finally:
-        conn.execute("ROLLBACK")
-        conn.close()
-
-
 def _positions(conn: sqlite3.Connection) -> list[int]:
     return [int(p) for (p,) in conn.execute("SELECT pos FROM buffer_rows ORDER BY pos")]
 
@@ -110,7 +96,7 @@ def test_mem_1_2_3_each_declaration_is_listed_or_in_one_entry_after_any_edit(
     """After every edit the entries match the rows, and a fresh editor answers like ListEditor."""
     path = str(tmp_path / f"edits{abs(hash(repr(ops)))}.db")
     reference = ListEditor([])
-    with _editing(path) as (conn, runner):
+    with editing(path) as (conn, runner):
         edit_like_the_list(
             ops,
             SqlBufferEditor(runner, EDITED),
@@ -119,17 +105,6 @@ def test_mem_1_2_3_each_declaration_is_listed_or_in_one_entry_after_any_edit(
             lambda: layout_faults(conn),
             lambda: SqlBufferEditor(runner, EDITED),
         )
-
-
-def _call(*ids: str) -> dict[str, Any]:
-    calls = [
-        {"id": cid, "type": "function", "function": {"name": "f", "arguments": "{}"}} for cid in ids
-    ]
-    return {"role": "assistant", "content": "", "tool_calls": calls}
-
-
-def _result(cid: str, content: str = "r") -> dict[str, Any]:
-    return {"role": "tool", "content": content, "tool_call_id": cid}
 
 
 def _store(path: Path) -> SqliteStore:
@@ -141,35 +116,18 @@ def _store(path: Path) -> SqliteStore:
 def test_a_compaction_keeps_the_entries_exact_around_its_cut(tmp_path: Path) -> None:
     """Archived declarations leave the list and the answers' entries; a live one answered by an archived result is listed."""
     store = _store(tmp_path / "compacted.db")
+
+    def faults() -> list[str]:
+        with sqlite3.connect(store.path) as conn:
+            return layout_faults(conn)
+
+    def listed() -> list[str]:
+        with sqlite3.connect(store.path) as conn:
+            text = conn.execute("SELECT unanswered FROM buffers").fetchone()[0]
+        return [str(cid) for cid, _, _ in json.loads(text)]
+
     try:
-        batches: list[list[dict[str, Any]]] = [
-            [{"role": "user", "content": "q"}, _result("early"), _call("a", "b"), _result("a")],
-            [_call("early", "c"), {"role": "assistant", "content": "then"}],
-        ]
-        for batch in batches:
-            store.append(CHAT, prepare(batch, 1))
-        bodies = store.load_bodies(CHAT)
-        # cut after the call of a and b, before a's result: a's result keeps no archived declaration
-        kept = bodies[3][0]
-        digest = compaction.prefix_digest(bodies[:4])
-        done = store.archive.compact(
-            CHAT, kept, digest, lambda first, last: [{"role": "user", "content": "summary"}]
-        )
-        assert done is not None
-        with sqlite3.connect(store.path) as conn:
-            assert layout_faults(conn) == []
-            listed = [
-                cid
-                for cid, _, _ in json.loads(
-                    conn.execute("SELECT unanswered FROM buffers").fetchone()[0]
-                )
-            ]
-        assert listed == ["early", "c"]  # its result archived: "early" is open again, as c is
-        store.append(CHAT, prepare({"role": "user", "content": "next"}, 2))  # MEM-3 heals both
-        tools = [result_id(r) for r in store.load(CHAT) if r["role"] == "tool"]
-        assert tools == ["a", "early", "c"]
-        with sqlite3.connect(store.path) as conn:
-            assert layout_faults(conn) == []
+        compact_around_a_cut(store, CHAT, faults, listed)
     finally:
         store.close()
 
@@ -181,10 +139,10 @@ def test_an_upgrade_from_27_keeps_open_answered_and_healed_calls_and_a_placehold
     path = tmp_path / "older.db"
     store = _store(path)
     batches: list[list[dict[str, Any]]] = [
-        [{"role": "user", "content": "q"}, _call("h1")],
+        [{"role": "user", "content": "q"}, call("h1")],
         [{"role": "user", "content": "healed"}],  # MEM-3: h1's placeholder
-        [_call("c0", "c1", "c2"), _result("c0"), _result("c1")],  # c0, c1 answered; c2 open
-        [_call("c2", "c3")],  # c2 declared again, c3 new: both open
+        [call("c0", "c1", "c2"), result("c0"), result("c1")],  # c0, c1 answered; c2 open
+        [call("c2", "c3")],  # c2 declared again, c3 new: both open
     ]
     pure: list[Any] = []
     for batch in batches:
@@ -209,11 +167,11 @@ def test_an_upgrade_from_27_keeps_open_answered_and_healed_calls_and_a_placehold
         assert again.load(CHAT) == pure
         later: list[list[dict[str, Any]]] = [
             [
-                _result("h1", "late"),
-                _result("c0"),
+                result("h1", "late"),
+                result("c0"),
             ],  # MEM-1: a late result replaces the placeholder; c0 again dropped
-            [_call("c1", "c4")],  # MEM-2: c1 known, c4 new: appended
-            [_result("c3")],
+            [call("c1", "c4")],  # MEM-2: c1 known, c4 new: appended
+            [result("c3")],
             [{"role": "user", "content": "next"}],  # MEM-3: c2 (twice declared) and c4 healed
         ]
         for batch in later:
