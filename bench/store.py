@@ -84,7 +84,7 @@ import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -119,7 +119,8 @@ class Plan:
 
     lengths: tuple[int, ...] = (100, 1_000, 10_000)
     langgraph_lengths: tuple[int, ...] = (100, 1_000, 2_000)
-    rounds: int = 200  # single appends timed at each length and repeat, one per round
+    rounds: int = 200  # single appends timed at each length, repeat and file, one per round
+    files: int = 1  # fresh files per system and length in each run, appended in the same rounds
     memory_rows: int = MEMORY_ROWS  # at most, per system (LangGraph's own is smaller)
     normalization: tuple[int, ...] = (1_000, 10_000)  # history sizes of bench/core.py's section
     samples: int = 7  # CPU-time samples per normalization repeat (the best counts)
@@ -127,7 +128,7 @@ class Plan:
     probes: int = MEMORY_PROBES  # single appends whose tracemalloc peak is taken per length
 
 
-QUICK = Plan((50, 200), (50, 200), 20, 1_000, (100, 1_000), 2, (1, 1), 5)  # shape only, never judged
+QUICK = Plan((50, 200), (50, 200), 20, 1, 1_000, (100, 1_000), 2, (1, 1), 5)  # shape only, never judged
 
 
 def turn(i: int) -> dict[str, Any]:
@@ -726,9 +727,9 @@ class Results:
         table.setdefault(key, []).append(value)
 
 
-def buffer_name(length: int, repeat: int) -> str:
-    """The buffer of one length in one repeat (fresh each repeat)."""
-    return f"r{repeat}-n{length}"
+def buffer_name(length: int, repeat: int, copy: int = 0) -> str:
+    """The buffer of one length in one repeat on one of its files (fresh each repeat)."""
+    return f"r{repeat}-n{length}" + (f"-f{copy}" if copy else "")
 
 
 @dataclass(frozen=True)
@@ -757,62 +758,77 @@ def _size(path: str | None) -> int:
 def run(specs: list[Spec], repeats: int, plan: Plan, base: Path) -> Results:
     """Measure every system ``repeats`` times, each time on fresh files: loads, appends, then memory.
 
-    A run opens each system at each length on files of its own, made for that run (no
-    file is cleared and refilled), fills it, times its loads, then appends one
-    message per round to every system at every length, the systems' order rotated
-    by one each round, so disk and machine noise fall on all of them alike. Each
-    append is timed alone: a run's rate is appends / time, its p50 the median append.
+    A run opens each system at each length on ``plan.files`` files of its own, made for
+    that run (no file is cleared and refilled), fills each, times its loads (on the
+    first file), then appends one message per round to every file of every system at
+    every length, the systems' order rotated by one each round, so disk and machine
+    noise fall on all of them alike. Each append is timed alone: a run's rate is its
+    appends (on all its files) / their time, its p50 the median append. The run's
+    appends are kept in the order made: round by round, in each round file 0 first,
+    so an append's file is its index modulo ``plan.files``.
     """
     results = Results()
-    rounds = plan.rounds
+    rounds, files = plan.rounds, plan.files
     lengths = sorted({n for spec in specs for n in spec.lengths})
     for repeat in range(repeats):
         print(f"run {repeat + 1}/{repeats}: fresh files, filling", flush=True)
-        members: dict[int, list[System]] = {}
+        # per length, per file: the systems, each on a file of its own
+        members: dict[int, list[list[System]]] = {}
         for length in lengths:
-            folder = base / f"run{repeat}-n{length}"
-            members[length] = []
-            for spec in specs:
-                if length not in spec.lengths:
-                    continue
-                (folder / spec.name.replace(" ", "-")).mkdir(parents=True)
-                system = spec.make(folder / spec.name.replace(" ", "-"))
-                members[length].append(system)
-                buffer = buffer_name(length, repeat)
-                system.fill(buffer, length)
-                if system.loads:
-                    key = (system.name, length)
-                    results.add(results.last50, key, _best(lambda s=system, b=buffer: s.last50(b), plan.loads[0]))  # type: ignore[misc]
-                    results.add(results.whole, key, _best(lambda s=system, b=buffer: s.whole(b), plan.loads[1]))  # type: ignore[misc]
+            members[length] = [[] for _ in range(files)]
+            for copy in range(files):
+                folder = base / f"run{repeat}-n{length}" / f"file{copy}"
+                for spec in specs:
+                    if length not in spec.lengths:
+                        continue
+                    (folder / spec.name.replace(" ", "-")).mkdir(parents=True)
+                    system = spec.make(folder / spec.name.replace(" ", "-"))
+                    members[length][copy].append(system)
+                    buffer = buffer_name(length, repeat, copy)
+                    system.fill(buffer, length)
+                    if system.loads and copy == 0:
+                        key = (system.name, length)
+                        results.add(results.last50, key, _best(lambda s=system, b=buffer: s.last50(b), plan.loads[0]))  # type: ignore[misc]
+                        results.add(results.whole, key, _best(lambda s=system, b=buffer: s.whole(b), plan.loads[1]))  # type: ignore[misc]
         print(f"run {repeat + 1}/{repeats}: appending, the order rotated each round", flush=True)
         times: dict[tuple[str, int], list[float]] = {}
+        done: dict[tuple[str, int, int], int] = {}  # single appends made so far to each file
         grew: dict[tuple[str, int], int] = {}  # appends whose commit changed the WAL file's size
         grew_at: dict[tuple[str, int], list[int]] = {}  # which appends (their index in ``times``)
         # each append's ns on a CPU and waiting for one, of the thread that called it
         sched: dict[tuple[str, int], list[tuple[int, int]]] = {}
-        sizes = {(s.name, n): _size(s.wal()) for n, group in members.items() for s in group if s.wal()}
+        sizes = {
+            (s.name, n, copy): _size(s.wal())
+            for n, copies in members.items()
+            for copy, group in enumerate(copies)
+            for s in group
+            if s.wal()
+        }
         for round_no in range(rounds):
             for length in lengths:
-                group = members[length]
-                turn = round_no % len(group)
-                for system in group[turn:] + group[:turn]:
-                    if round_no % system.every:
-                        continue
-                    key = (system.name, length)
-                    found = times.setdefault(key, [])
-                    before = _sched()  # read outside the timed span
-                    started = time.perf_counter()
-                    system.append(buffer_name(length, repeat), length + len(found))
-                    found.append(time.perf_counter() - started)
-                    after = _sched()
-                    if before is not None and after is not None:
-                        sched.setdefault(key, []).append((after[0] - before[0], after[1] - before[1]))
-                    if key in sizes:  # after the timed append: a stat, not timed
-                        size = _size(system.wal())
-                        grew[key] = grew.get(key, 0) + (size != sizes[key])
-                        if size != sizes[key]:
-                            grew_at.setdefault(key, []).append(len(found) - 1)
-                        sizes[key] = size
+                for copy, group in enumerate(members[length]):
+                    turn = round_no % len(group)
+                    for system in group[turn:] + group[:turn]:
+                        if round_no % system.every:
+                            continue
+                        key = (system.name, length)
+                        found = times.setdefault(key, [])
+                        made = done.get((system.name, length, copy), 0)
+                        before = _sched()  # read outside the timed span
+                        started = time.perf_counter()
+                        system.append(buffer_name(length, repeat, copy), length + made)
+                        found.append(time.perf_counter() - started)
+                        after = _sched()
+                        done[(system.name, length, copy)] = made + 1
+                        if before is not None and after is not None:
+                            sched.setdefault(key, []).append((after[0] - before[0], after[1] - before[1]))
+                        wal = (system.name, length, copy)
+                        if wal in sizes:  # after the timed append: a stat, not timed
+                            size = _size(system.wal())
+                            grew[key] = grew.get(key, 0) + (size != sizes[wal])
+                            if size != sizes[wal]:
+                                grew_at.setdefault(key, []).append(len(found) - 1)
+                            sizes[wal] = size
         for key, found in times.items():
             results.add(results.rate, key, len(found) / sum(found))
             results.add(results.p50, key, quantile(found, 0.5))
@@ -824,12 +840,15 @@ def run(specs: list[Spec], repeats: int, plan: Plan, base: Path) -> Results:
                 results.add(results.grew_at, key, grew_at.get(key, []))
             if key in sched:
                 results.add(results.sched, key, sched[key])
-        for length, group in members.items():
-            for system in group:
-                if repeat == repeats - 1 and isinstance(system, Flowmem) and system.role == "tuned":
-                    peak = system.append_peaks({length: buffer_name(length, repeat)}, rounds, plan.probes)
-                    results.append_peak[(system.name, length)] = peak[length]
-                system.close()
+        for length, copies in members.items():
+            for copy, group in enumerate(copies):
+                for system in group:
+                    tuned = isinstance(system, Flowmem) and system.role == "tuned"
+                    if repeat == repeats - 1 and copy == 0 and tuned:
+                        buffers = {length: buffer_name(length, repeat)}
+                        peak = system.append_peaks(buffers, rounds, plan.probes)  # type: ignore[attr-defined]
+                        results.append_peak[(system.name, length)] = peak[length]
+                    system.close()
         for length in lengths:
             shutil.rmtree(base / f"run{repeat}-n{length}", ignore_errors=True)
     return results
@@ -1176,10 +1195,22 @@ def main(argv: list[str] | None = None) -> int:
         help="while appending, another process rewrites a file of MIB MiB beside the databases, "
         "1 MiB at a time, each write fsynced (0: none)",
     )
+    parser.add_argument(
+        "--files",
+        type=int,
+        default=None,
+        metavar="N",
+        help="fresh files per system and length in each run, every one appended to in the same "
+        f"rounds: N x {Plan.rounds} single appends a run (default {Plan.files}; --quick: {QUICK.files})",
+    )
     report_json.add_arguments(parser, "store", "tiny buffers, one repeat")
     args = parser.parse_args(argv)
     pgserver.check(parser, args.postgres_nondurable, args.postgres != "start" and args.postgres)
+    if args.files is not None and args.files < 1:
+        parser.error("--files must be at least 1")
     plan = QUICK if args.quick else Plan()
+    if args.files is not None:
+        plan = replace(plan, files=args.files)
     repeats = 1 if args.quick else max(1, args.repeats)
     meta = report_json.environment(PACKAGES)
     targets = report_json.Targets(args.quick)
@@ -1196,6 +1227,7 @@ def main(argv: list[str] | None = None) -> int:
         base = Path(tmp)
         print(f"flowmem store benchmark: one message per append, WAL + synchronous=FULL, in {tmp}")
         print(f"disk: {disk_of(base)}")
+        print(f"each run: {plan.files} fresh file(s) per system and length, {plan.rounds} rounds of single appends")
         specs = [
             Spec("flowmem SqliteStore", lengths, lambda f: Flowmem("flowmem SqliteStore", sqlite_at(f), lengths, args.guarded)),
             # the service as a user calls it (the default) and asking for the buffer back
