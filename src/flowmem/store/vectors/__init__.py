@@ -9,7 +9,9 @@ has at most one ``active`` space and, while ``flowmem reembed`` runs, one ``next
 - **Written with the record.** ``put`` writes the record and replaces its vectors in
   one transaction, after checking that the collection's active space is the
   caller's (the first put records it): a put or search in another space raises
-  ``EmbeddingSpaceError`` naming both, never a silent empty answer.
+  ``EmbeddingSpaceError`` naming both, never a silent empty answer. ``write_records``
+  (``SupportsRecordWrites``) writes and deletes many records, each with or without
+  vectors, in one transaction: all or none.
 - **Deleted with the record.** A record deleted (a delete, its TTL purged, its
   session deleted, its user erased) or rewritten with another value loses its
   vectors in the same transaction (SQL triggers; the memory store's record steps).
@@ -159,6 +161,28 @@ def pack(values: Sequence[float], space: Space) -> bytes:
     return struct.pack(f"<{len(floats)}f", *floats)
 
 
+class RecordWrite(NamedTuple):
+    """One record a ``write_records`` writes or deletes: its JSON ``text`` (None: delete it).
+
+    ``vectors``: None writes the record alone (its vectors go when its value changes, as
+    a plain ``put_record``'s); a sequence replaces its vectors as ``put`` does.
+    """
+
+    address: Address
+    text: str | None
+    expires_at: float | None
+    vectors: Sequence[Vector] | None
+
+
+@runtime_checkable
+class SupportsRecordWrites(Protocol):
+    """A capability: many records written and deleted, with their vectors, in one transaction."""
+
+    def write_records(self, writes: Sequence[RecordWrite], collection: str, space: Space | None) -> None:
+        """Apply ``writes`` in order in one transaction: all or none (EmbeddingSpaceError first)."""
+        ...
+
+
 def check_vectors(vectors: Sequence[Vector], space: Space) -> list[Vector]:
     """The vectors, each of ``space``'s size, fields non-empty, ordinals >= 0 (InvalidInputError)."""
     checked = list(vectors)
@@ -272,10 +296,12 @@ __all__ = [
     "SCAN_BYTES",
     "Nearest",
     "Pending",
+    "RecordWrite",
     "ScanRow",
     "Search",
     "Space",
     "Spaces",
+    "SupportsRecordWrites",
     "SupportsVectors",
     "Vector",
     "check_search",

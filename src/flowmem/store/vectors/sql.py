@@ -20,10 +20,12 @@ from flowmem.store.vectors import (
     NEXT,
     Nearest,
     Pending,
+    RecordWrite,
     ScanRow,
     Search,
     Space,
     Spaces,
+    SupportsRecordWrites,
     SupportsVectors,
     Vector,
     check_search,
@@ -55,7 +57,7 @@ def whole_records(rows: list[Any], full: bool, key_of: Any) -> list[Any]:
     return rows[:cut] if cut else rows
 
 
-class SqlVectors(SupportsVectors):
+class SqlVectors(SupportsVectors, SupportsRecordWrites):
     """``SupportsVectors`` over a SQL store's engine and its backend's statements.
 
     ``collated``: the statements that compare keys ``COLLATE "C"``, used when the
@@ -141,6 +143,46 @@ class SqlVectors(SupportsVectors):
                 params = (sid, vector.field, vector.ord, vector.data, *address)
                 conn.execute(self.statement("vectors_insert"), params)
             self.wrote(conn, sid, address, checked)
+
+        self.store.write(work)
+
+    def write_records(self, writes: Sequence[RecordWrite], collection: str, space: Space | None) -> None:
+        """Apply ``writes`` in order in one transaction, each as ``put``, ``put_record`` or ``delete_record`` would.
+
+        A write with vectors binds ``space`` as ``put`` does (once); every address and
+        vector is checked before the transaction begins. All or none.
+        """
+        checked: list[list[Vector] | None] = []
+        for write in writes:
+            check_address(write.address)
+            if write.vectors is None:
+                checked.append(None)
+                continue
+            if space is None:
+                raise InvalidInputError("vectors need the embedding space they are in")
+            checked.append(check_vectors(write.vectors, check_space(space)))
+        if not writes:
+            return
+        if any(checked):
+            self.prepare_write()
+        statements = self.store.statements
+
+        def work(conn: Any) -> None:
+            sid: int | None = None
+            for write, vectors in zip(writes, checked, strict=True):
+                address = tuple(write.address)
+                if write.text is None:
+                    conn.execute(statements["record_delete"], address)
+                    continue
+                if vectors and sid is None and space is not None:  # a write with vectors has one
+                    sid = self._bind(conn, collection, space)
+                conn.execute(statements["record_put"], (*address, write.text, write.expires_at))
+                if vectors is None:
+                    continue
+                conn.execute(self.statement("vectors_clear"), address)
+                for vector in vectors:
+                    conn.execute(self.statement("vectors_insert"), (sid, vector.field, vector.ord, vector.data, *address))
+                self.wrote(conn, sid or 0, write.address, vectors)
 
         self.store.write(work)
 
