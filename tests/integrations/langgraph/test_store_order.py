@@ -15,14 +15,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 pytest.importorskip("langgraph")
 
+import flowmem.integrations.langgraph.store as store_module
 from flowmem.errors import ConflictError
 from flowmem.integrations.langgraph.store import FlowmemStore
+from flowmem.service.vector_kinds import Put
 from tests.integrations.test_in_order import (
     OVERTAKE_SECONDS,
     Gate,
@@ -41,8 +44,8 @@ class StoreGate(Gate):
 
     refuse = False
 
-    def write_raw(self, scope: str, scope_id: str, key: str, value: Any, *args: Any, **kwargs: Any) -> Any:
-        """Log the write's start and end; hold ``"first"`` until released."""
+    def held(self, value: Any, write: Callable[[], Any]) -> Any:
+        """Run ``write`` of an item whose value is ``value``: log its start and end; hold ``"first"`` until released."""
         content = value["value"]["v"]
         self.events.append(("start", content))
         try:
@@ -53,9 +56,27 @@ class StoreGate(Gate):
                     raise ConflictError("refused by the test")
             else:
                 self.other_started.set()
-            return super().write_raw(scope, scope_id, key, value, *args, **kwargs)
+            return write()
         finally:
             self.events.append(("end", content))
+
+    def write_raw(self, scope: str, scope_id: str, key: str, value: Any, *args: Any, **kwargs: Any) -> Any:
+        """A put written by itself (``writes_in_one_transaction`` off), held as ``held`` says."""
+        return self.held(value, lambda: super(StoreGate, self).write_raw(scope, scope_id, key, value, *args, **kwargs))
+
+
+@pytest.fixture(autouse=True)
+def _gated_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch's one transaction (the store's default path) is held and logged as ``StoreGate.write_raw`` is."""
+    real = store_module.write_records
+
+    def gated(memory: Any, writer: Any, writes: list[Any], *args: Any) -> None:
+        if not isinstance(memory, StoreGate):
+            return real(memory, writer, writes, *args)
+        (put,) = [write for write in writes if isinstance(write, Put)]  # each test's batch puts one item
+        return memory.held(put.value, lambda: real(memory, writer, writes, *args))  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(store_module, "write_records", gated)
 
 
 def _put(store: FlowmemStore, content: str) -> Any:

@@ -8,6 +8,10 @@ of labels. ``FlowmemStore(memory)`` keeps each item as one flowmem memory record
 TTLs, sync and async (``abatch`` runs the work in a worker thread). Decision 0041 and
 docs/langgraph-store.md say why each choice below was made.
 
+**One transaction.** A batch's puts and deletes are written in one transaction
+(``flowmem.service.vector_kinds.write_records``): all or none, one commit for a
+batch of any size (each put's old value, whose ``created_at`` it keeps, is read first).
+
 **Order.** A store's batches run one at a time in the order made, as LangGraph's async
 stores run theirs (``InOrder``, decision 0156): one whose caller was cancelled while it
 ran ends before the next starts; one cancelled before its turn is never made.
@@ -127,7 +131,14 @@ from flowmem.limits import Limits  # noqa: E402
 from flowmem.scope import ExecutionContext, Refusal, usable_identity  # noqa: E402
 from flowmem.service import MAX_KEY_LENGTH, MemoryService, check_record, kinds  # noqa: E402
 from flowmem.service.checks import check_context_ids  # noqa: E402
-from flowmem.service.vector_kinds import put_with_vectors, vectors  # noqa: E402
+from flowmem.service.vector_kinds import (  # noqa: E402
+    Delete,
+    Put,
+    put_with_vectors,
+    records_writer,
+    vectors,
+    write_records,
+)
 from flowmem.store import Address, open_store  # noqa: E402
 from flowmem.store.listing import successor  # noqa: E402
 from flowmem.store.rows import to_json  # noqa: E402
@@ -200,6 +211,8 @@ class FlowmemStore(BaseStore):
     """
 
     supports_ttl = True
+    writes_in_one_transaction = True
+    """The seam: a batch's puts and deletes are one transaction where the store can (False: each its own)."""
 
     def __init__(
         self,
@@ -263,7 +276,9 @@ class FlowmemStore(BaseStore):
         As ``InMemoryStore``: results in the order of ``ops``, every get, search and
         listing reads before any put or delete of the batch applies, and of several
         puts to one item the last wins. Bad input or a refused write raises before
-        anything is read or written.
+        anything is read or written. The puts and deletes are one transaction on
+        flowmem's stores (memory, SQLite, PostgreSQL: ``writes_in_one_transaction``):
+        all or none, one commit however many.
         """
         plans = [self._plan(op) for op in list(ops)]
         results: list[Result] = self._calls.run_here(self._run, plans, self._embed(plans))  # after an abatch
@@ -317,9 +332,30 @@ class FlowmemStore(BaseStore):
                 results.append(self._search_ranked(plan, embedded))
             else:
                 results.append(self._list_namespaces(plan))
-        for put in puts.values():
-            self._put(put, embedded)
+        self._write(list(puts.values()), embedded)
         return results
+
+    def _write(self, puts: list[_Put], embedded: dict[str, Any]) -> None:
+        """A batch's puts and deletes in one transaction where the store has a writer of many (else one by one)."""
+        writer = records_writer(self.memory) if self.writes_in_one_transaction and puts else None
+        if writer is None:  # the plain path: each put its own transaction
+            for put in puts:
+                self._put(put, embedded)
+            return
+        writes: list[Put | Delete] = []
+        for put in puts:
+            place = put.place
+            address = Address(place.scope, place.scope_id, put.key)
+            if put.value is None:
+                writes.append(Delete(address))
+                continue
+            envelope, seconds = self._envelope(put)
+            found = None
+            if self.index is not None and put.texts:  # a value given no vectors loses its old ones
+                found = self.index.vectors(put.texts, embedded)
+            writes.append(Put(address, envelope.stored(), seconds, found))
+        space = None if self.index is None else self.index.space
+        write_records(self.memory, writer, writes, COLLECTION, space)
 
     def sweep_ttl(self) -> int:
         """Delete every flowmem record expired by now (the whole store's, as ``flowmem serve`` does); how many."""
@@ -553,17 +589,23 @@ class FlowmemStore(BaseStore):
                 return listed
             start = max(start, successor(page[-1].key))
 
+    def _envelope(self, plan: _Put) -> tuple[Envelope, float | None]:
+        """What a put of a value stores (its item's ``created_at`` kept) and its TTL in seconds."""
+        assert plan.value is not None  # a put of a value, not a delete
+        place = plan.place
+        old = self.memory.read_raw(place.scope, place.scope_id, plan.key)
+        before = Envelope.of(old.value) if old.found else None
+        now = self._now()
+        created = before.created_at if before is not None else now
+        seconds = None if plan.ttl is None else plan.ttl * 60
+        return Envelope(plan.value, created, now, plan.ttl), seconds
+
     def _put(self, plan: _Put, embedded: dict[str, Any]) -> None:
         place = plan.place
         if plan.value is None:
             self.memory.delete_raw(place.scope, place.scope_id, plan.key)
             return
-        old = self.memory.read_raw(place.scope, place.scope_id, plan.key)
-        before = Envelope.of(old.value) if old.found else None
-        now = self._now()
-        created = before.created_at if before is not None else now
-        envelope = Envelope(plan.value, created, now, plan.ttl)
-        seconds = None if plan.ttl is None else plan.ttl * 60
+        envelope, seconds = self._envelope(plan)
         if self.index is None or not plan.texts:  # a value given no vectors loses its old ones
             self.memory.write_raw(place.scope, place.scope_id, plan.key, envelope.stored(), seconds)
             return
