@@ -40,8 +40,11 @@ The sixth column's value says how an answer carries its declaration (``CARRIED_E
 ``CARRIED_ROW``): SQLite's answers are entries of another table than the declarations,
 so a removed row's carried declarations are cleared (``answer_uncarry``) and moved
 (``shift_carried``, ``unflip_carried``) by statements of their own; PostgreSQL's are
-one row of ``buffer_call_ids`` (since its migration 34, decision 0190), whose
-declaration ``calls_delete``, ``shift_calls`` and ``unflip_calls`` already clear and move.
+its tool rows themselves (since its migration 35, decision 0194): an answer is found by a
+key on the rows, and the declaration it carries is in its row's own columns, written with
+the row (``row_insert``'s and ``row_update``'s last two parameters: no statement of its
+own), read back before the row goes or is replaced (``answer_carried``) and moved by
+``shift_carried`` (no flip); ``calls_delete`` clears it with a row's declarations.
 """
 
 from __future__ import annotations
@@ -86,6 +89,10 @@ _UNFLIPS = {
     False: ("unflip_calls", "unflip_answers", "unflip_rows"),
     True: ("unflip_calls", "unflip_carried", "unflip_answers", "unflip_rows"),
 }
+# ... where an answer is its row (``CARRIED_ROW``): the rows move their answers, the carried
+# declarations move on in one step
+_ROW_SHIFTS = ("shift_rows", "shift_calls", "shift_carried")
+_ROW_UNFLIPS = ("unflip_calls", "unflip_rows")
 
 
 class SqlRunner(Protocol):
@@ -173,6 +180,7 @@ class SqlBufferEditor:
         self._listed_changed = False
         self._carry = head is not None and len(head) > 5  # an answer carries its declaration
         self._entries = self._carry and head[5] != CARRIED_ROW  # ... in an entry of another table
+        self._on_row = self._carry and head[5] == CARRIED_ROW  # ... in the answer's own row
 
     def know(
         self,
@@ -321,10 +329,10 @@ class SqlBufferEditor:
             highest = int(top[0]) if top is not None and top[0] is not None else position
             if highest + need >= major_end:
                 raise StoreError("too many rows inserted after one turn")
-            for name in _SHIFTS[self._entries]:
+            for name in _ROW_SHIFTS if self._on_row else _SHIFTS[self._entries]:
                 self._db.run(name, (need, bid, position, major_end))
             # the declarations first: a listing backend finds them by the rows' call ids
-            for name in _UNFLIPS[self._entries]:
+            for name in _ROW_UNFLIPS if self._on_row else _UNFLIPS[self._entries]:
                 self._db.run(name, (bid,))
             self._answers.clear()  # positions moved
             self._open = None
@@ -346,7 +354,7 @@ class SqlBufferEditor:
         self._next.clear()
         tokens = estimate_tokens(row)
         ids = call_ids(row)
-        self._db.run("row_update", (row["role"], body, tokens, bid, position, *self._calls_of(ids)))
+        self._db.run("row_update", (row["role"], body, tokens, bid, position, *self._row_tail(row, ids)))
         self._index(bid, position, row, ids)
         self._bytes += utf8_size(body) - utf8_size(old_body)
         self._tokens += tokens - estimate_tokens(old)
@@ -422,6 +430,7 @@ class SqlBufferEditor:
                 self._listing, self._listed_text, self._listed = True, str(made[4]), None
                 self._carry = len(made) > 5
                 self._entries = self._carry and made[5] != CARRIED_ROW
+                self._on_row = self._carry and made[5] == CARRIED_ROW
         return self._id
 
     def _row_at(self, bid: int, position: int) -> tuple[Message, str]:
@@ -435,7 +444,7 @@ class SqlBufferEditor:
         body = dump_row(row)
         tokens = estimate_tokens(row)  # the default counter's count, stored with the row
         ids = call_ids(row)  # read once for the row's parameter and its index
-        self._db.run("row_insert", (bid, position, row["role"], body, tokens, *self._calls_of(ids)))
+        self._db.run("row_insert", (bid, position, row["role"], body, tokens, *self._row_tail(row, ids)))
         self._bytes += utf8_size(body)
         self._tokens += tokens
         self._index(bid, position, row, ids)
@@ -496,16 +505,28 @@ class SqlBufferEditor:
         """Write the answer's entry, with the listed declaration it answers (its others: entries)."""
         at = sorted(self._open_listed().get(rid, ()))
         carried: tuple[int | None, int | None] = at[0] if at else (None, None)
-        self._db.run("answer_carry", (bid, rid, position, healed, *carried))
+        if not self._on_row:  # else the row holds it (``_row_tail``)
+            self._db.run("answer_carry", (bid, rid, position, healed, *carried))
         for declared, order in at[1:]:  # declared again while open: entries of their own
             self._db.run("call_insert", (bid, rid, declared, order, bid, rid))
 
     def _drop_answer(self, bid: int, rid: str, position: int) -> None:
-        """Delete the answer's entry; what it carried is listed again, or an entry when answered still."""
-        found = self._db.one("answer_drop", (bid, rid, position))
+        """Delete the answer's entry; what it carried is listed again, or an entry when answered still.
+
+        Where the answer is its row (``CARRIED_ROW``) nothing is deleted here: what the row
+        carries is read, and the row goes (or is replaced) with the caller's own statement.
+        """
+        if self._on_row:
+            found = self._db.one("answer_carried", (bid, position))
+        else:
+            found = self._db.one("answer_drop", (bid, rid, position))
         self._answers.pop(rid, None)
         carried = [] if found is None or found[0] is None else [(int(found[0]), int(found[1]))]
-        if self.answer_of(rid) is None:  # its last answer gone: its declarations are open again
+        if self._on_row:
+            last = self._db.one("answer_other", (bid, rid, position)) is None
+        else:
+            last = self.answer_of(rid) is None
+        if last:  # its last answer gone: its declarations are open again
             found_declared = self._db.all("declared_of", (bid, rid))
             declared = [(int(at), int(order)) for at, order in found_declared]
             if declared:
@@ -517,6 +538,18 @@ class SqlBufferEditor:
         self._open = None
 
     # --- a header that lists its open calls (decision 0137) ------------------------------
+    def _row_tail(self, row: Message, ids: list[str]) -> tuple[Any, ...]:
+        """A row write's last parameters: its call ids and, where an answer is its row, what it carries.
+
+        What it carries: the listed declaration it answers, its position and order (None: none).
+        """
+        if not self._on_row:
+            return self._calls_of(ids)
+        rid = result_id(row)
+        at = None if rid is None else self._open_listed().get(rid)
+        carried = min(at) if at else (None, None)
+        return (*self._calls_of(ids), *carried)
+
     def _calls_of(self, ids: list[str]) -> tuple[str | None, ...]:
         """A listing backend's last row parameter: the row's call ids (``ids``) as JSON (None: none)."""
         if not self._listing:

@@ -1,9 +1,11 @@
-"""The oracle of PostgreSQL's call-id layout since its migration 34 (decision 0190), from the stored rows alone.
+"""The oracle of PostgreSQL's call-id layout since its migration 35 (decision 0194), from the stored rows alone.
 
-Every declaration is in exactly one place: the header's list (its call unanswered), or a
-row of ``buffer_call_ids`` with its ``ord`` set (its call answered: the answer's own row,
-which carries it, or a row of its own); every answer a row with its ``answer_pos`` set;
-no row holds neither. ``layout_faults`` recomputes that from the buffer's rows.
+Every declaration is in exactly one place: the header's list (its call unanswered), or,
+its call answered, the row of an answer to it (``buffer_rows.declared_pos`` and
+``declared_ord``, set on a tool row answering that call) or a row
+of its own in ``buffer_call_ids``. Every answer is its tool row: ``buffer_answers`` (the
+rows' key, ``flowmem_result_id``) gives exactly what ``result_id`` and ``is_healed`` read
+of the rows. ``layout_faults`` recomputes that from the buffer's rows.
 """
 
 from __future__ import annotations
@@ -21,44 +23,51 @@ def layout_faults(conn: Any) -> list[str]:
         "SELECT id, unanswered FROM buffers ORDER BY id"
     ).fetchall():
         rows = [
-            (int(pos), json.loads(body))
-            for pos, body in conn.execute(
-                "SELECT pos, body FROM buffer_rows WHERE buffer_id = %s ORDER BY pos", (bid,)
+            (int(pos), json.loads(body), dp, do)
+            for pos, body, dp, do in conn.execute(
+                """SELECT pos, body, declared_pos, declared_ord FROM buffer_rows
+                WHERE buffer_id = %s ORDER BY pos""",
+                (bid,),
             ).fetchall()
         ]
         declared = sorted(
-            (cid, pos, order) for pos, row in rows for order, cid in enumerate(call_ids(row))
+            (cid, pos, order) for pos, row, _, _ in rows for order, cid in enumerate(call_ids(row))
         )
         answers = sorted(
-            (rid, pos, is_healed(row)) for pos, row in rows if (rid := result_id(row)) is not None
+            (rid, pos, is_healed(row))
+            for pos, row, _, _ in rows
+            if (rid := result_id(row)) is not None
         )
         answered = {rid for rid, _, _ in answers}
         listed = sorted((str(c), int(p), int(o)) for c, p, o in json.loads(unanswered))
-        entries = conn.execute(
-            """SELECT call_id, declared_pos, ord FROM buffer_call_ids
-            WHERE buffer_id = %s AND ord IS NOT NULL""",
+        own = conn.execute(
+            "SELECT call_id, declared_pos, ord FROM buffer_call_ids WHERE buffer_id = %s",
             (bid,),
         ).fetchall()
+        carried = []
+        for pos, row, dp, do in rows:
+            if dp is None and do is None:
+                continue
+            rid = result_id(row)
+            if rid is None or dp is None or do is None:
+                faults.append(
+                    f"buffer {bid}: the row at {pos} carries ({dp}, {do}) but answers {rid}"
+                )
+                continue
+            carried.append((rid, int(dp), int(do)))
         stored = conn.execute(
-            """SELECT call_id, answer_pos, healed FROM buffer_call_ids
-            WHERE buffer_id = %s AND answer_pos IS NOT NULL""",
-            (bid,),
+            "SELECT call_id, pos, healed FROM buffer_answers WHERE buffer_id = %s", (bid,)
         ).fetchall()
-        empty = conn.execute(
-            """SELECT COUNT(*) FROM buffer_call_ids
-            WHERE buffer_id = %s AND ord IS NULL AND answer_pos IS NULL""",
-            (bid,),
-        ).fetchone()
         if listed != [d for d in declared if d[0] not in answered]:
             faults.append(
                 f"buffer {bid}: listed {listed}, declared {declared}, answered {answered}"
             )
-        if sorted(entries) != [d for d in declared if d[0] in answered]:
+        entries = sorted([*((str(c), int(p), int(o)) for c, p, o in own), *carried])
+        if entries != [d for d in declared if d[0] in answered]:
             faults.append(
-                f"buffer {bid}: rows declare {sorted(entries)}, rows of the buffer {declared}"
+                f"buffer {bid}: own rows {sorted(own)} and carried {sorted(carried)},"
+                f" rows of the buffer {declared}"
             )
         if sorted((str(c), int(p), bool(h)) for c, p, h in stored) != answers:
             faults.append(f"buffer {bid}: answers {sorted(stored)}, rows answer {answers}")
-        if empty[0]:
-            faults.append(f"buffer {bid}: {empty[0]} rows hold neither a declaration nor an answer")
     return faults

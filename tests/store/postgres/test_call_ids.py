@@ -28,10 +28,16 @@ def _result(cid: str, text: str = "r") -> dict[str, Any]:
 
 
 def _table(url: str) -> list[tuple[Any, ...]]:
-    """The rows of ``buffer_call_ids``: (call id, holds a declaration, holds an answer)."""
+    """Where the call ids are: (call id, holds a declaration, holds an answer) each.
+
+    Since migration 35 (decision 0194) an answer is its tool row (holding the declaration it
+    carries, if any), and ``buffer_call_ids`` holds declarations of their own.
+    """
     with psycopg.connect(url, autocommit=True) as conn:
         return conn.execute(
-            """SELECT call_id, ord IS NOT NULL, answer_pos IS NOT NULL FROM buffer_call_ids
+            """SELECT call_id, TRUE, FALSE FROM buffer_call_ids
+            UNION ALL SELECT a.call_id, r.declared_pos IS NOT NULL, TRUE FROM buffer_answers AS a
+                JOIN buffer_rows AS r ON r.buffer_id = a.buffer_id AND r.pos = a.pos
             ORDER BY 1, 2, 3"""
         ).fetchall()
 

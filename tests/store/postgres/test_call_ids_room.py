@@ -26,6 +26,8 @@ pytestmark = pytest.mark.postgres
 
 _FILLFACTOR = "SELECT reloptions FROM pg_class WHERE oid = 'buffer_call_ids'::regclass"
 _PAGE_OF = "SELECT (ctid::text::point)[0]::int FROM buffer_call_ids WHERE call_id = %s"
+_CARRIED = """SELECT declared_pos FROM buffer_rows WHERE role = 'tool'
+    AND flowmem_result_id(body) = %s AND declared_pos IS NOT NULL"""
 
 
 def _pair(n: int) -> tuple[str, list[dict[str, Any]]]:
@@ -52,7 +54,8 @@ def test_mem_1_after_a_vacuum_each_answer_is_one_row_holding_its_declaration(
     """300 answered calls, a VACUUM (the free-space map learns the pruned room), then 80
     more: each declaration is listed only and its answer one row holding both, so no
     answer moves a declaration's row to another page (since migration 34, decision 0190;
-    migration 32's room kept the answers' updates on their declarations' pages before)."""
+    migration 32's room kept the answers' updates on their declarations' pages before);
+    since migration 35 (decision 0194) that row is the result's own, none of the table's."""
     store = PostgresStore(postgres_db_url)
     expected: list[dict[str, Any]] = []
     at = 0
@@ -76,8 +79,9 @@ def test_mem_1_after_a_vacuum_each_answer_is_one_row_holding_its_declaration(
                 add(call)
                 declared = conn.execute(_PAGE_OF, (cid,)).fetchall()
                 add(result)
-                answered = conn.execute(_PAGE_OF, (cid,)).fetchall()
-                assert len(answered) == 1  # one row holds the declaration and its answer
+                # since migration 35 (decision 0194) the answer's own row holds the declaration
+                assert conn.execute(_PAGE_OF, (cid,)).fetchall() == []
+                assert len(conn.execute(_CARRIED, (cid,)).fetchall()) == 1
                 if declared:  # a row before its answer: one the answer would update
                     moved.append(cid)
         assert moved == []

@@ -129,10 +129,10 @@ def _listed(url: str) -> list[str]:
     return [str(cid) for cid, _, _ in json.loads(text)]
 
 
-def test_a_declaration_writes_no_row_and_its_answer_one_holding_both(
+def test_mem_1_a_call_and_its_result_write_no_call_id_row_the_result_s_row_carries_the_declaration(
     postgres_store_url: str,
 ) -> None:
-    """A call's append writes no ``buffer_call_ids`` row (listed only); its result inserts one holding both."""
+    """Since migration 35 neither a call nor its result writes ``buffer_call_ids``: the result's own row carries the declaration, found by the rows' key."""
     store = PostgresStore(postgres_store_url)
     try:
         store.append(CHAT, prepare([{"role": "user", "content": "q"}, call("a", "b")], 1))
@@ -141,12 +141,17 @@ def test_a_declaration_writes_no_row_and_its_answer_one_holding_both(
         assert _listed(postgres_store_url) == ["a", "b"]
         store.append(CHAT, prepare(result("a"), 2))
         with psycopg.connect(postgres_store_url, autocommit=True) as conn:
+            assert conn.execute("SELECT COUNT(*) FROM buffer_call_ids").fetchone() == (0,)
             found = conn.execute(
-                "SELECT call_id, declared_pos, ord, answer_pos, healed FROM buffer_call_ids"
+                """SELECT pos, declared_pos, declared_ord FROM buffer_rows
+                WHERE declared_pos IS NOT NULL"""
             ).fetchall()
-        # the one row the result inserted (there was none to update)
-        assert found == [("a", 2 << 20, 0, 3 << 20, False)]
+            answers = conn.execute("SELECT call_id, pos, healed FROM buffer_answers").fetchall()
+        assert found == [(3 << 20, 2 << 20, 0)]
+        assert answers == [("a", 3 << 20, False)]
         assert _listed(postgres_store_url) == ["b"]
+        # MEM-1: the result again is dropped (found on the rows' key), nothing written
+        assert store.append(CHAT, prepare(result("a"), 3)).appended == 0
     finally:
         store.close()
 
@@ -189,7 +194,7 @@ def test_an_upgrade_from_33_keeps_open_answered_twice_declared_and_healed_calls_
         conn.execute("ALTER TABLE buffer_call_ids SET (fillfactor = 90)")  # migration 32's room
         conn.execute("DELETE FROM flowmem_schema WHERE version >= 34")
         assert conn.execute("SELECT COUNT(*) FROM buffer_calls").fetchone() == (6,)
-        assert layout_faults(conn) != []  # the open calls' rows: the older layout
+        assert conn.execute("SELECT COUNT(*) FROM buffer_call_ids").fetchone() == (6,)
     again = PostgresStore(postgres_db_url)
     try:
         assert again.schema_version() == len(MIGRATIONS)
@@ -198,11 +203,12 @@ def test_an_upgrade_from_33_keeps_open_answered_twice_declared_and_healed_calls_
             room = "SELECT reloptions FROM pg_class WHERE oid = 'buffer_call_ids'::regclass"
             assert conn.execute(room).fetchone() == (["fillfactor=100"],)  # rows never updated
             carried = conn.execute(
-                """SELECT call_id, healed FROM buffer_call_ids
-                WHERE ord IS NOT NULL AND answer_pos IS NOT NULL ORDER BY call_id"""
+                """SELECT a.call_id, a.healed FROM buffer_answers AS a JOIN buffer_rows AS r
+                ON r.buffer_id = a.buffer_id AND r.pos = a.pos WHERE r.declared_pos IS NOT NULL
+                ORDER BY a.call_id"""
             ).fetchall()
             assert carried == [("c0", False), ("c1", False), ("h1", True)]
-            assert conn.execute("SELECT COUNT(*) FROM buffer_call_ids").fetchone() == (3,)
+            assert conn.execute("SELECT COUNT(*) FROM buffer_call_ids").fetchone() == (0,)
         assert again.load(CHAT) == pure
         later: list[list[dict[str, Any]]] = [
             # MEM-10: a late result replaces the placeholder; MEM-1: c0 again dropped

@@ -182,7 +182,7 @@ def test_every_write_the_pipeline_may_merge_prepares_in_either_place(
     """A held write runs as a WITH sub-statement or as the last one: each must be valid as both.
 
     Pairs the pipeline never merges (one writes a table the other touches: ``Pipeline.run``)
-    are not made; two answers' own WITH lists would share their names (decision 0164). A
+    are not made; two writes' own WITH lists would share their names (decision 0164). A
     known path's ``?`` write follows the check's ``known`` CTE (``known_again``'s here).
     """
     from flowmem.store.postgres.pipeline import WRITES, _merged
@@ -192,7 +192,7 @@ def test_every_write_the_pipeline_may_merge_prepares_in_either_place(
     failed = []
     with psycopg.connect(postgres_store_url, autocommit=True) as conn:
         for name in sorted(WRITES):
-            for merged in (f"answer_insert+{name}", f"{name}+header_update"):
+            for merged in (f"row_insert+{name}", f"call_insert+{name}", f"{name}+header_update"):
                 first, last = (WRITES[part] for part in merged.split("+"))
                 if first[1] & (last[0] | last[1]) or last[1] & first[0]:
                     continue  # never merged

@@ -26,7 +26,8 @@ from flowmem.store.postgres.facts import known_statements
 from flowmem.store.postgres.pipeline import Pipeline
 from flowmem.store.postgres.queries import SQL
 
-FORESEEN = ["row_insert", "call_insert", "answer_insert", "header_update", "header_listed"]
+# PostgreSQL's foreseeable writes (an answer is its row since migration 35, decision 0194)
+FORESEEN = ["row_insert", "call_insert", "header_update", "header_listed"]
 
 
 def _as_the_pipeline_sends(
@@ -112,9 +113,12 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def _call_rows(store: PostgresStore, address: Address) -> list[tuple[Any, ...]]:
     with store._connection() as conn:
         return conn.execute(
-            """SELECT c.call_id, c.declared_pos, c.answer_pos FROM buffer_call_ids c
-                JOIN buffers b ON b.id = c.buffer_id WHERE b.key = %s ORDER BY c.call_id""",
-            (address.key,),
+            """SELECT a.call_id, r.declared_pos, a.pos FROM buffer_answers a
+                JOIN buffer_rows r ON r.buffer_id = a.buffer_id AND r.pos = a.pos
+                JOIN buffers b ON b.id = a.buffer_id WHERE b.key = %s
+            UNION ALL SELECT c.call_id, c.declared_pos, NULL FROM buffer_call_ids c
+                JOIN buffers b ON b.id = c.buffer_id WHERE b.key = %s ORDER BY 1""",
+            (address.key, address.key),
         ).fetchall()
 
 
@@ -151,7 +155,7 @@ def test_writes_split_over_two_statements_all_land_when_the_facts_held(
     """Two answers (one table, two statements): the later one reads the verdict the check set.
 
     Since migration 34 (decision 0190) a declaration of an open call writes no row (the
-    header lists it); each answer inserts one row carrying its declaration.
+    header lists it); since 35 (decision 0194) each answer is its row, carrying its declaration.
     """
     first, _ = two
     address = Address("global", "", "split-held")
@@ -162,7 +166,7 @@ def test_writes_split_over_two_statements_all_land_when_the_facts_held(
     got = first.append(address, prepare(TWO_RESULTS, 1))
     assert (got.appended, got.count) == (2, 4)
     assert sent[1].startswith("known_check") and sent[2].startswith(
-        "known_again+row_insert?+answer_carry?"
+        "known_again+row_insert?"
     ), sent
     assert len(sent) == 3, sent
     (c1, at1, answer1), (c2, at2, answer2) = _call_rows(first, address)

@@ -110,16 +110,17 @@ def test_a_server_error_in_the_writes_rolls_the_whole_append_back(
     with one_conn._connection() as conn:
         conn.execute(
             """CREATE FUNCTION refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN IF NEW.call_id = 'boom' THEN RAISE EXCEPTION 'boom refused'; END IF;
+            BEGIN IF NEW.declared_pos IS NOT NULL THEN RAISE EXCEPTION 'boom refused'; END IF;
             RETURN NEW; END $$"""
         )
         conn.execute(
-            # the declarations' table since migration 28 (decision 0159; buffer_calls is its view)
-            "CREATE TRIGGER refuse_boom BEFORE INSERT ON buffer_call_ids "
+            # the answer's row carrying its declaration (migration 35, decision 0194)
+            "CREATE TRIGGER refuse_boom BEFORE INSERT ON buffer_rows "
             "FOR EACH ROW EXECUTE FUNCTION refuse_boom()"
         )
     one_conn.append(A, _user("kept"))
-    # the answer's row (a declaration of an open call is listed only since migration 34)
+    # the answer's row, the append's last write (a declaration of an open call is listed only
+    # since migration 34; since 35 its answer's own row carries it)
     answer = prepare({"role": "tool", "content": "r", "tool_call_id": "boom"}, 3)
     rows = _user("lost", 2) + _assistant_calling("boom", 3) + answer
     with pytest.raises(StoreError, match="boom refused"):
@@ -153,7 +154,7 @@ def test_an_error_at_commit_is_raised_and_nothing_is_kept(one_conn: PostgresStor
 def test_prepared_names_stay_distinct_within_the_servers_63_bytes() -> None:
     """Merged statements have long names; the server keeps 63 bytes of a prepared name."""
     prepared = Prepared()
-    long = "row_insert+answer_insert+calls_answered+header_update"
+    long = "row_insert+call_insert+calls_of_drop+header_update"
     names = {prepared.name(long + suffix) for suffix in ("", "+x", "+y")}
     assert len(names) == 3
     assert all(len(name) <= 63 for name in names)

@@ -1,12 +1,12 @@
-"""PostgreSQL's append writes ``buffer_call_ids`` itself, not through its views (decision 0164).
+"""PostgreSQL's append writes its tables itself, never through the views (decisions 0164, 0194).
 
-Since migration 28 (decision 0159) ``buffer_calls`` and ``buffer_answers`` are views
-whose writes run a PL/pgSQL ``INSTEAD OF`` trigger; an append's answer (a result, a
-healing insert's placeholder) and its deletions (a declaration's or an answer's: a
-row replaced, a window's eviction) are now plain statements on the table. With the
-views' triggers dropped every append below still works and leaves what the pure
-``append`` gives (before decision 0164 a result was stored as a row of its own, the
-simple view taking the insert, and a deletion failed).
+Since migration 28 (decision 0159) ``buffer_calls`` and ``buffer_answers`` were views
+whose writes ran a PL/pgSQL ``INSTEAD OF`` trigger; since decision 0164 an append's
+answers and deletions were plain statements on the table, and since migration 35
+(decision 0194) the views read ``buffer_rows`` too (an answer is its tool row) and have
+no write trigger at all: every append below works and leaves what the pure ``append``
+gives, each call id where the layout says (an answer's row, carrying its declaration or
+not; a declaration of its own).
 """
 
 from __future__ import annotations
@@ -33,21 +33,30 @@ _CLOCK = itertools.count(1)  # each message's time: later than the one before
 
 
 def _table(url: str) -> list[tuple[Any, ...]]:
-    """The rows of ``buffer_call_ids``: (call id, holds a declaration, holds an answer, healed)."""
+    """Where the call ids are: (call id, holds a declaration, holds an answer, healed) each.
+
+    An answer is its tool row (holding the declaration it carries, if any); a declaration of
+    its own is a row of ``buffer_call_ids`` (migration 35, decision 0194).
+    """
     with psycopg.connect(url, autocommit=True) as conn:
         return conn.execute(
-            """SELECT call_id, ord IS NOT NULL, answer_pos IS NOT NULL, healed FROM buffer_call_ids
+            """SELECT call_id, TRUE, FALSE, NULL::boolean FROM buffer_call_ids
+            UNION ALL SELECT a.call_id, r.declared_pos IS NOT NULL, TRUE, a.healed FROM buffer_answers AS a
+                JOIN buffer_rows AS r ON r.buffer_id = a.buffer_id AND r.pos = a.pos
             ORDER BY 1, 2, 3"""
         ).fetchall()
 
 
 @pytest.fixture
 def store(postgres_db_url: str) -> Iterator[PostgresStore]:
-    """A store whose views of ``buffer_call_ids`` have no trigger: dropped."""
+    """A store whose views have no write trigger (none since migration 35)."""
     made = PostgresStore(postgres_db_url)
     with psycopg.connect(postgres_db_url, autocommit=True) as conn:
-        conn.execute("DROP TRIGGER buffer_answers_write ON buffer_answers")
-        conn.execute("DROP TRIGGER buffer_calls_write ON buffer_calls")
+        triggers = conn.execute(
+            """SELECT COUNT(*) FROM pg_trigger
+            WHERE tgrelid IN ('buffer_calls'::regclass, 'buffer_answers'::regclass)"""
+        ).fetchone()
+        assert triggers == (0,)
     try:
         yield made
     finally:
@@ -127,13 +136,13 @@ def test_a_window_evicts_turns_and_results_without_the_views_triggers(
     assert store.check_integrity() == []
 
 
-def test_a_merged_answer_reads_its_own_parameters_after_the_parts_before_it() -> None:
-    """``%1``…``%4`` of the answer's statement are numbered after the row's six, each used twice."""
+def test_a_merged_write_s_own_with_list_is_lifted_and_its_parameters_numbered_first() -> None:
+    """``calls_delete``'s WITH list (its call ids' rows) goes to the merged statement's top; its two parameters come before the header's five."""
     from flowmem.store.postgres.pipeline import _merged
     from flowmem.store.postgres.queries import SQL
 
-    text = _merged("row_insert+answer_insert+header_update", SQL)
+    text = _merged("calls_delete+header_update", SQL)
     assert "%" not in text
-    assert text.index("answer_set AS (") < text.index("w1 AS (")  # its own WITH lifted first
-    assert [text.count(f"${n}::") for n in range(7, 11)] == [2, 2, 2, 2]
-    assert "$11" in text and "$16" not in text  # the header's five after them
+    assert text.startswith("WITH calls_at AS (")
+    assert text.index("calls_drop AS (") < text.index("w0 AS (")  # its own WITH lifted first
+    assert "$2::bigint" in text and "$7" in text and "$8" not in text

@@ -5,12 +5,15 @@ gives back what migration 34 changed: each call the header lists gets its declar
 row of ``buffer_call_ids`` again (``answered`` false: what held when it was declared). A
 row holding an answer and the declaration it carries is one the older layout wrote too
 (an answer set on its declaration's row). Nothing is done for a listed declaration that
-has its row already (a database without migration 34).
+has its row already (a database without migration 34). Migration 35 is undone first
+(``undo_answered_rows``).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from tests.store.postgres.undo_answered_rows import undo_answered_rows
 
 _LISTED_ROWS = """INSERT INTO buffer_call_ids (buffer_id, call_id, declared_pos, ord, answered)
     SELECT b.id, o.e ->> 0, (o.e ->> 1)::bigint, (o.e ->> 2)::integer, FALSE
@@ -20,7 +23,8 @@ _LISTED_ROWS = """INSERT INTO buffer_call_ids (buffer_id, call_id, declared_pos,
 
 
 def undo_carried(conn: Any) -> None:
-    """Take the PostgreSQL database on ``conn`` back to before its migration 34."""
+    """Take the PostgreSQL database on ``conn`` back to before its migration 34 (and 35 first)."""
+    undo_answered_rows(conn)
     found = conn.execute(
         """SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = current_schema()
         AND table_name = 'buffers' AND column_name = 'unanswered'"""

@@ -45,10 +45,29 @@ SQL: dict[str, str] = {
                     WHERE a.buffer_id = c.buffer_id AND a.call_id = c.call_id)) AS l), '[]')
         FROM (SELECT %s::boolean AS f, %s::bigint AS id, %s::boolean AS t) AS p
         WHERE b.id = p.id AND p.f IS DISTINCT FROM p.t""",
-    "archive_reopened": """DELETE FROM buffer_call_ids AS c WHERE c.buffer_id = %s AND c.answer_pos IS NULL
-        AND NOT EXISTS (SELECT 1 FROM buffer_call_ids AS a WHERE a.buffer_id = c.buffer_id
-            AND a.call_id = c.call_id AND a.answer_pos IS NOT NULL)""",
+    "archive_reopened": """DELETE FROM buffer_call_ids AS c WHERE c.buffer_id = %s
+        AND NOT EXISTS (SELECT 1 FROM buffer_answers AS a WHERE a.buffer_id = c.buffer_id
+            AND a.call_id = c.call_id)""",
+    # Since migration 35 (decision 0194) an answer is its row, carrying the declaration it
+    # answered: the archived rows' answers go with them, in the rows' drop (one statement, on
+    # the rows after the cut: the buffer's calls were read whole here before, by position),
+    # which also clears an archived declaration from a live answer's row and gives a live
+    # declaration an archived answer carried a row of its own (listed by archive_reopen when
+    # no answer is left). A declaration of its own is a row of ``buffer_call_ids``, dropped by
+    # position; there is no answers' drop.
+    "archive_rows_drop": """WITH a AS (SELECT %s::bigint AS b, %s::bigint AS lo, %s::bigint AS hi),
+        cleared AS (UPDATE buffer_rows AS t SET declared_pos = NULL, declared_ord = NULL FROM a
+            WHERE t.buffer_id = a.b AND t.pos > a.hi AND t.declared_pos > a.lo AND t.declared_pos <= a.hi),
+        kept AS (INSERT INTO buffer_call_ids (buffer_id, call_id, declared_pos, ord, answered)
+            SELECT t.buffer_id, flowmem_result_id(t.body), t.declared_pos, t.declared_ord, TRUE
+            FROM buffer_rows AS t, a WHERE t.buffer_id = a.b AND t.pos > a.lo AND t.pos <= a.hi
+                AND t.declared_pos > a.hi)
+        DELETE FROM buffer_rows WHERE buffer_id = (SELECT b FROM a)
+            AND pos > (SELECT lo FROM a) AND pos <= (SELECT hi FROM a)""",
+    "archive_calls_drop": """DELETE FROM buffer_call_ids WHERE buffer_id = %s
+        AND declared_pos > %s AND declared_pos <= %s""",
 }
+del SQL["archive_answers_drop"]
 
 # the schema's migrations this kind of data owns, by number (flowmem.store.migrations)
 MIGRATIONS: dict[int, tuple[str, ...]] = {

@@ -223,10 +223,12 @@ def splits(
 # Not here (always sent alone): the shifts and unflips of a healing insert. The repair log's
 # entries go in the header's update (``header_logged``: their bytes, decision 0135, and the
 # entries themselves, decision 0148; a trigger of it moves them to ``buffer_repairs``).
-# Declarations and answers are rows of one table since migration 28 (decision 0159: an
-# answer is set on its declaration's row), so their writes never share a statement.
+# Since migration 35 (decision 0194) an answer is its row of ``buffer_rows`` (found by the
+# rows' answers' key) and carries its declaration there; ``buffer_call_ids`` holds declarations
+# of their own only. ``call_insert`` reads the answers (its ``answered``), ``calls_delete`` clears
+# the carried declarations of a row's calls from their answers' rows.
 _ROWS, _CALLS, _HEADER = "buffer_rows", "buffer_call_ids", "buffers"
-_ANSWERS = _CALLS
+_ANSWERS = _ROWS
 WRITES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     name: (frozenset(reads), frozenset(writes))
     for name, reads, writes in (
@@ -234,11 +236,7 @@ WRITES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         ("row_update", (_ROWS,), (_ROWS,)),
         ("row_delete", (_ROWS,), (_ROWS,)),
         ("call_insert", (_ANSWERS, _CALLS), (_CALLS,)),
-        ("calls_delete", (_CALLS, _ROWS), (_CALLS,)),  # the row's call ids (decision 0139)
-        ("answer_insert", (_ANSWERS,), (_ANSWERS,)),  # a row without an answer (decision 0164)
-        ("answer_delete", (_ANSWERS,), (_ANSWERS,)),
-        # an answer's row carrying its declaration, inserted (migration 34, decision 0190)
-        ("answer_carry", (), (_ANSWERS,)),
+        ("calls_delete", (_CALLS, _ROWS), (_CALLS, _ROWS)),  # the row's call ids (decision 0139)
         ("calls_of_drop", (_CALLS,), (_CALLS,)),
         ("header_update", (_HEADER,), (_HEADER,)),
         ("header_listed", (_HEADER,), (_HEADER,)),  # with its list of open calls (decision 0153)
@@ -246,7 +244,9 @@ WRITES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         ("header_listed_logged", (_HEADER,), (_HEADER,)),
     )
 }
-WRITES.update({f"{name}?": WRITES[name] for name in FORESEEABLE})
+# (SQLite's ``answer_insert`` and ``answer_carry`` are foreseeable too; PostgreSQL sends neither
+# since migration 35, decision 0194: an answer is its row)
+WRITES.update({f"{name}?": WRITES[name] for name in FORESEEABLE if name in WRITES})
 
 
 def _merged(name: str, sql: dict[str, str]) -> str:

@@ -47,46 +47,26 @@ _DECLARED_AT = """SELECT (SELECT c.ctid FROM buffer_call_ids c
     WHERE c.buffer_id = a.b AND c.call_id = d.id AND c.declared_pos = {pos} AND c.ord IS NOT NULL)
     FROM {a} CROSS JOIN LATERAL ({ids}) AS d"""
 _DECLARED = "{at} = ANY (ARRAY(" + _DECLARED_AT + "))"
-# An answer, into the table (decision 0164): set on a row of its call id that holds none
-# (a HOT update), else a row of its own (a result before its call, a second answer) —
-# what the view's trigger does (migration 28, decision 0159) without a PL/pgSQL call. The
-# update returns its row; the insert runs when it returned none (the same statement).
-# The pipeline's form: ``answer_set`` lifted to the merged statement's top (a WITH holding
-# an update cannot be nested) and ``%1``…``%4``, the editor's (buffer, call id, position,
-# healed), each used twice (pipeline.py's ``_part``); other runners' (psycopg's ``%s``,
-# off the append: the ADK's heal) reads them once from a CTE. ``{known}``: the known
-# path's verdict.
-_ANSWER_SET = """answer_set AS (UPDATE buffer_call_ids SET answer_pos = {p}, healed = {h}
-        WHERE ctid = (SELECT ctid FROM buffer_call_ids WHERE buffer_id = {b}
-            AND call_id = {c} AND answer_pos IS NULL LIMIT 1){known} RETURNING 1)"""
-_ANSWER_ADD = """INSERT INTO buffer_call_ids (buffer_id, call_id, answer_pos, healed)
-    SELECT {b}, {c}, {p}, {h}{source} WHERE NOT EXISTS (SELECT 1 FROM answer_set){known}"""
-_NUMBERED = {"b": "%1::bigint", "c": "%2::text", "p": "%3::bigint", "h": "%4::boolean", "source": ""}
-_READ = {name: f"(SELECT {name} FROM answer_v)" for name in "bcph"}
-_ROW_V = {name: f"v.{name}" for name in "bcph"}
-_ANSWER_V = "answer_v AS (SELECT %s::bigint AS b, %s::text AS c, %s::bigint AS p, %s::boolean AS h)"
-# A row's declarations gone (an eviction, a row replaced), into the table (decision
-# 0164): a row that holds an answer keeps it (its ``ord`` and ``answered`` cleared, a HOT
-# update), another is deleted; found by the call ids the row's body names, each on the
-# key (_DECLARED: no index of declarations by position, migration 24, decision 0139), once.
-# An answer gone likewise (its row kept while it holds a declaration). The delete and the
-# update run on one snapshot and take complementary rows. As the answer's statement, the
-# pipeline lifts the WITH list (``/with``).
+# A row's declarations gone (an eviction, a row replaced), into the tables: since
+# migration 35 (decision 0194) a declaration of its own is a row of ``buffer_call_ids``
+# (deleted), a carried one is in its answer's row (its ``declared_pos`` and ``declared_ord``
+# cleared, a HOT update: no index reads them); both found by the call ids the row's body names,
+# each on its key (the table's, the rows' answers' key), with the declaring position.
+# As the pipeline merges it, the WITH list is lifted (``/with``).
+_ROW_OF = "r.buffer_id = a.b AND r.pos = a.p"
 _GONE_WITH = {
-    "calls_delete": f"""calls_at AS (SELECT ARRAY({_DECLARED_AT.format(
-        pos="a.p", a="(SELECT %s::bigint AS b, %s::bigint AS p) AS a",
-        ids=_ROW_IDS.format(where="r.buffer_id = a.b AND r.pos = a.p"))}) AS ats),
-    calls_drop AS (DELETE FROM buffer_call_ids WHERE ctid = ANY ((SELECT ats FROM calls_at)::tid[])
-        AND answer_pos IS NULL)""",
-    "answer_delete": f"""answer_at AS (SELECT ctid AS at, ord IS NULL AS alone FROM buffer_call_ids
-        WHERE {_B} AND call_id = %s AND answer_pos = %s LIMIT 1),
-    answer_drop AS (DELETE FROM buffer_call_ids WHERE ctid = (SELECT at FROM answer_at WHERE alone))""",
+    "calls_delete": f"""calls_at AS (SELECT
+            ARRAY(SELECT (SELECT c.ctid FROM buffer_call_ids c WHERE c.buffer_id = a.b
+                AND c.call_id = d.id AND c.declared_pos = a.p) FROM ({_ROW_IDS.format(where=_ROW_OF)}) AS d) AS ats,
+            ARRAY(SELECT (SELECT t.ctid FROM buffer_rows t WHERE t.buffer_id = a.b AND t.role = 'tool'
+                AND flowmem_result_id(t.body) = d.id AND t.declared_pos = a.p)
+                FROM ({_ROW_IDS.format(where=_ROW_OF)}) AS d) AS carried
+        FROM (SELECT %s::bigint AS b, %s::bigint AS p) AS a),
+    calls_drop AS (DELETE FROM buffer_call_ids WHERE ctid = ANY ((SELECT ats FROM calls_at)::tid[]))""",
 }
 _GONE = {
-    "calls_delete": """UPDATE buffer_call_ids SET ord = NULL, answered = NULL
-        WHERE ctid = ANY ((SELECT ats FROM calls_at)::tid[]) AND answer_pos IS NOT NULL""",
-    "answer_delete": """UPDATE buffer_call_ids SET answer_pos = NULL, healed = NULL
-        WHERE ctid = (SELECT at FROM answer_at WHERE NOT alone)""",
+    "calls_delete": """UPDATE buffer_rows SET declared_pos = NULL, declared_ord = NULL
+        WHERE ctid = ANY ((SELECT carried FROM calls_at)::tid[])""",
 }
 SQL: dict[str, str] = {
     # the header's fifth column lists its unanswered calls (migration 26, decision 0153, as
@@ -100,7 +80,8 @@ SQL: dict[str, str] = {
     "header_listed": """UPDATE buffers SET count = %s, last_major = %s, bytes = %s, tokens = tokens + %s,
         unanswered = %s, version = version + 1 WHERE id = %s""",
     "open_list": "SELECT unanswered FROM buffers WHERE id = %s",
-    "declared_of": f"SELECT declared_pos, ord FROM buffer_calls WHERE {_B} AND call_id = %s",
+    # a call's declarations of their own (not the ones its answers' rows carry)
+    "declared_of": f"SELECT declared_pos, ord FROM buffer_call_ids WHERE {_B} AND call_id = %s",
     "is_declared": f"SELECT 1 FROM buffer_calls WHERE {_B} AND call_id = %s LIMIT 1",
     "answer_of": f"SELECT pos, healed FROM buffer_answers WHERE {_B} AND call_id = %s ORDER BY pos LIMIT 1",
     # the first non-tool row after the declaring turn, on the primary key: the scan
@@ -117,10 +98,14 @@ SQL: dict[str, str] = {
     # the listing editor gives a row's call ids with it (its last parameter, as on SQLite),
     # which PostgreSQL does not store: it finds a row's declarations by the call ids its
     # body names (decision 0139), and each call row is the smaller for it (decision 0153)
-    "row_insert": """INSERT INTO buffer_rows (buffer_id, pos, role, body, tokens)
-        SELECT %s::bigint, %s::bigint, %s::text, %s::text, %s::integer FROM (VALUES (%s::text)) AS unstored(calls)""",
-    "row_update": """UPDATE buffer_rows SET role = %s, body = %s, tokens = %s
-        FROM (VALUES (%s::bigint, %s::bigint, %s::text)) AS a(b, p, calls) WHERE buffer_id = a.b AND pos = a.p""",
+    # since migration 35 (decision 0194) a result's row carries the declaration it answers,
+    # listed until then (the last two parameters: its position and order; NULL: none)
+    "row_insert": """INSERT INTO buffer_rows (buffer_id, pos, role, body, tokens, declared_pos, declared_ord)
+        SELECT %s::bigint, %s::bigint, %s::text, %s::text, %s::integer, c.p, c.o
+        FROM (VALUES (%s::text, %s::bigint, %s::integer)) AS c(calls, p, o)""",
+    "row_update": """UPDATE buffer_rows SET role = %s, body = %s, tokens = %s, declared_pos = a.dp, declared_ord = a.o
+        FROM (VALUES (%s::bigint, %s::bigint, %s::text, %s::bigint, %s::integer)) AS a(b, p, calls, dp, o)
+        WHERE buffer_id = a.b AND pos = a.p""",
     "row_delete": f"DELETE FROM buffer_rows WHERE {_B} AND pos = %s",
     # no ON CONFLICT: a turn's call ids are distinct (core.call_ids) and a row's old
     # declarations are deleted before it is re-indexed, and a speculative insertion
@@ -129,20 +114,14 @@ SQL: dict[str, str] = {
     # trigger (``callids``) would do the same at the cost of a function call
     "call_insert": f"""INSERT INTO buffer_call_ids (buffer_id, call_id, declared_pos, ord, answered)
         VALUES (%s, %s, %s, %s, EXISTS (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = %s))""",
-    # an answer's row with the declaration it answered, listed until then (NULL: none): one
-    # row for both, inserted once and never updated (migration 34, decision 0190); the editor
-    # writes no row for a listed declaration. Its removal deletes the row and gives back what
-    # it carried (the editor lists it again, or writes it a row of its own: call_insert).
-    # ``answered``: the ``buffer_calls`` view's flag, true (read by no statement)
-    "answer_carry": """INSERT INTO buffer_call_ids (buffer_id, call_id, answer_pos, healed, declared_pos, ord, answered)
-        VALUES (%s, %s, %s, %s, %s, %s, TRUE)""",
-    "answer_drop": f"""DELETE FROM buffer_call_ids WHERE ctid = (SELECT ctid FROM buffer_call_ids
-            WHERE {_B} AND call_id = %s AND answer_pos = %s LIMIT 1)
-        RETURNING CASE WHEN ord IS NOT NULL THEN declared_pos END, ord""",
+    # what an answer's row carries (``row_insert``: decision 0194), read before the row goes
+    # or is replaced; the call's first answer but that row (None: the row was its last)
+    "answer_carried": f"SELECT declared_pos, declared_ord FROM buffer_rows WHERE {_B} AND pos = %s",
+    "answer_other": f"""SELECT pos FROM buffer_answers WHERE {_B} AND call_id = %s AND pos <> %s
+        ORDER BY pos LIMIT 1""",
     # a call open again (its last answer gone): its declarations' rows go, the header lists them
-    "calls_of_drop": f"DELETE FROM buffer_call_ids WHERE {_B} AND call_id = %s AND answer_pos IS NULL",
-    # "calls_delete", "answer_delete": below (_GONE), into the table (decision 0164)
-    # "answer_insert": below (_ANSWER), written into the table, not through the view
+    "calls_of_drop": f"DELETE FROM buffer_call_ids WHERE {_B} AND call_id = %s",
+    # "calls_delete": below (_GONE), into the tables (decision 0164)
     "shift_rows": f"UPDATE buffer_rows SET pos = -(pos + %s) WHERE {_B} AND pos > %s AND pos < %s",
     # the moved rows' declarations (the rows moved first, to -(pos + n)), by their call ids
     "shift_calls": f"""WITH a AS (SELECT %s::bigint AS n, %s::bigint AS b, %s::bigint AS lo,
@@ -150,14 +129,21 @@ SQL: dict[str, str] = {
         UPDATE buffer_call_ids SET declared_pos = -(declared_pos + (SELECT n FROM a))
         WHERE {_DECLARED.format(at="ctid", pos="-d.pos - a.n", a="a", ids=_ROW_IDS.format(
             where="r.buffer_id = a.b AND r.pos > -(a.hi + a.n) AND r.pos < -(a.lo + a.n)"))}""",
-    "shift_answers": f"""UPDATE buffer_call_ids SET answer_pos = -(answer_pos + %s)
-        WHERE {_B} AND answer_pos > %s AND answer_pos < %s""",
+    # the declarations the moved rows' answers carry, moved on with them (an answer is a row:
+    # shift_rows moves it): found on the rows' answers' key by the moved rows' call ids, each
+    # at its old position; no flip (the column is in no unique key)
+    "shift_carried": f"""WITH a AS (SELECT %s::bigint AS n, %s::bigint AS b, %s::bigint AS lo,
+            %s::bigint AS hi)
+        UPDATE buffer_rows SET declared_pos = declared_pos + (SELECT n FROM a)
+        WHERE ctid = ANY (ARRAY(SELECT (SELECT t.ctid FROM buffer_rows t WHERE t.buffer_id = a.b
+                AND t.role = 'tool' AND flowmem_result_id(t.body) = d.id AND t.declared_pos = -d.pos - a.n)
+            FROM a CROSS JOIN LATERAL ({_ROW_IDS.format(
+                where="r.buffer_id = a.b AND r.pos > -(a.hi + a.n) AND r.pos < -(a.lo + a.n)")}) AS d))""",
     "unflip_rows": f"UPDATE buffer_rows SET pos = -pos WHERE {_B} AND pos < 0",
     # the declarations on the partial index of moved ones (buffer_call_ids_moved: empty but
     # mid-shift); the answers on the buffer's rows of the table, as the shift finds them (an
     # index on their position would make each answer's update a new row version, not HOT)
     "unflip_calls": f"UPDATE buffer_call_ids SET declared_pos = -declared_pos WHERE {_B} AND declared_pos < 0",
-    "unflip_answers": f"UPDATE buffer_call_ids SET answer_pos = -answer_pos WHERE {_B} AND answer_pos < 0",
     "was_evicted": f"SELECT 1 FROM buffer_evicted WHERE {_B} AND call_id = %s",
     "evicted_insert": f"""INSERT INTO buffer_evicted (buffer_id, call_id, seq) VALUES (%s, %s,
         (SELECT COALESCE(MAX(seq), 0) + 1 FROM buffer_evicted WHERE {_B}))
@@ -466,8 +452,6 @@ SQL["append_known"] = _VERDICT.format(
 )
 SQL["append_known_head"] = _VERDICT.format(held=_KNOWN_HEAD, ok="TRUE", source="")
 SQL["row_insert?"] = f"{SQL['row_insert']} WHERE {_KNOWN}"
-SQL["answer_carry?"] = f"""INSERT INTO buffer_call_ids (buffer_id, call_id, answer_pos, healed, declared_pos, ord, answered)
-    SELECT %s::bigint, %s::text, %s::bigint, %s::boolean, %s::bigint, %s::integer, TRUE WHERE {_KNOWN}"""
 SQL["call_insert?"] = f"""INSERT INTO buffer_call_ids (buffer_id, call_id, declared_pos, ord, answered)
     SELECT %s::bigint, %s::text, %s::bigint, %s::integer,
         EXISTS (SELECT 1 FROM buffer_answers WHERE {_B} AND call_id = %s)
@@ -475,11 +459,6 @@ SQL["call_insert?"] = f"""INSERT INTO buffer_call_ids (buffer_id, call_id, decla
 for _gone, _with in _GONE_WITH.items():
     SQL[_gone], SQL[f"{_gone}/with"] = f"WITH {_with} {_GONE[_gone]}", _with
     SQL[f"{_gone}/main"] = _GONE[_gone]
-for _name, _known in (("answer_insert", ""), ("answer_insert?", f" AND {_KNOWN}")):
-    SQL[f"{_name}/with"] = _ANSWER_SET.format(**_NUMBERED, known=_known)
-    SQL[f"{_name}/main"] = _ANSWER_ADD.format(**_NUMBERED, known=_known)
-    SQL[_name] = f"""WITH {_ANSWER_V}, {_ANSWER_SET.format(**_READ, known=_known)} {
-        _ANSWER_ADD.format(**_ROW_V, source=" FROM answer_v v", known=_known)}"""
 SQL["header_update?"] = f"{SQL['header_update']} AND {_KNOWN}"
 SQL["header_listed?"] = f"{SQL['header_listed']} AND {_KNOWN}"
 

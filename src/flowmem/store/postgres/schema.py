@@ -284,6 +284,10 @@ _OWN: dict[int, tuple[str, ...]] = {
     # 34 (issue 42 §1, decision 0190): an open call's only entry is the header's list, and
     # its answer inserts one row carrying the declaration (``flowmem.store.postgres.callids``)
     34: callids.CARRIED,
+    # 35 (issue 42 §1, decision 0194): an answer is its tool row, found by a partial key on
+    # ``buffer_rows``, carrying the declaration it answered in its own columns: a result
+    # writes nothing to ``buffer_call_ids`` (``flowmem.store.postgres.callids``)
+    35: callids.ANSWERED_ROWS,
 }
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = collect(_OWN, "postgres")
