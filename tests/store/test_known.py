@@ -38,9 +38,10 @@ def test_foresee_a_result_for_an_open_call_assumes_nothing_new() -> None:
     )
     assert (seen.outcome.appended, seen.outcome.count, seen.fresh) == (1, 3, [])
     # no flag flipped: the answer takes the call off the header's list (decision 0153), and
-    # its row carries the declaration the list held (PostgreSQL's migration 34, decision 0190)
-    assert [name for name, _ in seen.writes] == ["row_insert", "answer_carry", "header_listed"]
-    assert seen.writes[1][1][1:] == ("c1", 3 << 20, False, 2 << 20, 0)
+    # its own row carries the declaration the list held, written with it: no write of the
+    # call ids' table (PostgreSQL's migration 35, decision 0194; 34 wrote ``answer_carry``)
+    assert [name for name, _ in seen.writes] == ["row_insert", "header_listed"]
+    assert seen.writes[0][1][:2] == (1, 3 << 20) and seen.writes[0][1][-2:] == (2 << 20, 0)
     assert seen.writes[-1][1][4] == "[]"
 
 

@@ -404,7 +404,8 @@ def test_schema_too_new_refuses_to_open(sql_url: str) -> None:
 def test_driver_errors_never_leak(sql_url: str) -> None:
     store = open_store(sql_url)
     store.append(KEY, prepare({"role": "user", "content": "x"}, 1))
-    _sql(sql_url, "DROP TABLE buffer_rows")
+    # PostgreSQL's views of the answers read the rows since its migration 35 (decision 0194)
+    _sql(sql_url, "DROP TABLE buffer_rows" + ("" if sql_url.startswith("sqlite") else " CASCADE"))
     with pytest.raises(StoreError) as info:
         store.append(KEY, prepare({"role": "user", "content": "y"}, 1))
     assert type(info.value).__module__ == "flowmem.errors"
