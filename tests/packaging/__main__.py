@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.packaging.build import build, sdist_problems, source_tree, wheel_differences
-from tests.packaging.envs import fill_wheelhouse, fresh_venv
+from tests.packaging.bytecode import harvest
+from tests.packaging.envs import fill_wheelhouse, fresh_venv, uv_cache
 from tests.packaging.scenarios import SCENARIOS, common
 from tests.packaging.wheel import problems
 
@@ -111,6 +112,7 @@ def _install_and_run(extra: str, wheel: Path, version: str, work: Path, house: P
         installed = time.monotonic() - started
         for step in [*common(version), *SCENARIOS[extra]]:
             step.run(venv, workdir)
+        harvest(venv, uv_cache(house))  # its bytecode for the venvs installed after it (decision 0196)
     except Exception as exc:
         detail = getattr(exc, "stderr", None) or ""
         return Outcome(extra, installed, time.monotonic() - started, f"{exc}\n{detail}".rstrip())
