@@ -41,7 +41,7 @@ def test_foresee_a_result_for_an_open_call_assumes_nothing_new() -> None:
     # its own row carries the declaration the list held, written with it: no write of the
     # call ids' table (PostgreSQL's migration 35, decision 0194; 34 wrote ``answer_carry``)
     assert [name for name, _ in seen.writes] == ["row_insert", "header_listed"]
-    assert seen.writes[0][1][:2] == (1, 3 << 20) and seen.writes[0][1][-2:] == (2 << 20, 0)
+    assert seen.writes[0][1][:2] == (1, 3 << 20) and seen.writes[0][1][-3:] == ("c1", 2 << 20, 0)
     assert seen.writes[-1][1][4] == "[]"
 
 

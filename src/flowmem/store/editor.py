@@ -41,9 +41,9 @@ The sixth column's value says how an answer carries its declaration (``CARRIED_E
 so a removed row's carried declarations are cleared (``answer_uncarry``) and moved
 (``shift_carried``, ``unflip_carried``) by statements of their own; PostgreSQL's are
 its tool rows themselves (since its migration 35, decision 0194): an answer is found by a
-key on the rows, and the declaration it carries is in its row's own columns, written with
-the row (``row_insert``'s and ``row_update``'s last two parameters: no statement of its
-own), read back before the row goes or is replaced (``answer_carried``) and moved by
+key on the rows' call ids, and the declaration it carries is in its row's own columns, both
+written with the row (``row_insert``'s and ``row_update``'s last three parameters: no
+statement of its own), read back before the row goes or is replaced (``answer_carried``) and moved by
 ``shift_carried`` (no flip); ``calls_delete`` clears it with a row's declarations.
 """
 
@@ -539,16 +539,17 @@ class SqlBufferEditor:
 
     # --- a header that lists its open calls (decision 0137) ------------------------------
     def _row_tail(self, row: Message, ids: list[str]) -> tuple[Any, ...]:
-        """A row write's last parameters: its call ids and, where an answer is its row, what it carries.
+        """A row write's last parameters: its call ids and, where an answer is its row, its answer.
 
-        What it carries: the listed declaration it answers, its position and order (None: none).
+        Its answer: the call id it answers (``result_id``) and the listed declaration it
+        carries, its position and order (None: none).
         """
         if not self._on_row:
             return self._calls_of(ids)
         rid = result_id(row)
         at = None if rid is None else self._open_listed().get(rid)
         carried = min(at) if at else (None, None)
-        return (*self._calls_of(ids), *carried)
+        return (*self._calls_of(ids), rid, *carried)
 
     def _calls_of(self, ids: list[str]) -> tuple[str | None, ...]:
         """A listing backend's last row parameter: the row's call ids (``ids``) as JSON (None: none)."""

@@ -22,14 +22,16 @@ def layout_faults(conn: Any) -> list[str]:
     for bid, unanswered in conn.execute(
         "SELECT id, unanswered FROM buffers ORDER BY id"
     ).fetchall():
-        rows = [
-            (int(pos), json.loads(body), dp, do)
-            for pos, body, dp, do in conn.execute(
-                """SELECT pos, body, declared_pos, declared_ord FROM buffer_rows
-                WHERE buffer_id = %s ORDER BY pos""",
-                (bid,),
-            ).fetchall()
-        ]
+        rows = []
+        for pos, body, dp, do, cid in conn.execute(
+            """SELECT pos, body, declared_pos, declared_ord, call_id FROM buffer_rows
+            WHERE buffer_id = %s ORDER BY pos""",
+            (bid,),
+        ).fetchall():
+            row = json.loads(body)
+            if cid != result_id(row):
+                faults.append(f"buffer {bid}: the row at {pos} keyed {cid!r}, answers {body}")
+            rows.append((int(pos), row, dp, do))
         declared = sorted(
             (cid, pos, order) for pos, row, _, _ in rows for order, cid in enumerate(call_ids(row))
         )

@@ -1,9 +1,10 @@
 """PostgreSQL's migration 35 (issue 42 §1, decision 0194): an answer is its tool row, found by the rows' key.
 
-A result is found by a partial index on ``buffer_rows`` (the buffer and
-``flowmem_result_id(body)``, tool rows only) and carries the declaration it answered in
-its row's own columns, so an append writes nothing to ``buffer_call_ids`` for it. The
-checks here: the key's SQL reads every call id as ``result_id`` does (MEM-11), the readers
+A result is found by a partial index on ``buffer_rows`` (the buffer and the row's
+``call_id``, what ``result_id`` reads of it, written by the editor with the row) and carries
+the declaration it answered in its row's own columns, so an append writes nothing to
+``buffer_call_ids`` for it. The checks here: every row is keyed as ``result_id`` reads it
+and ``buffer_answers`` reads ``is_healed`` (MEM-11), the readers
 find answers on the key (no scan of the buffer), and the upgrade from migration 34 keeps
 open, answered, twice-declared and healed calls and lets a late result replace its
 placeholder. The layout's oracle after random edits and appends is
@@ -22,7 +23,9 @@ pytest.importorskip("psycopg.sql")
 
 from flowmem.core import append, is_healed, prepare, result_id  # noqa: E402
 from flowmem.store import Address  # noqa: E402
+from flowmem.store.editor import SqlBufferEditor  # noqa: E402
 from flowmem.store.postgres import MIGRATIONS, SQL, PostgresStore  # noqa: E402
+from flowmem.store.sqlengine import StatementRunner  # noqa: E402
 from tests.store.carried_cases import call, result  # noqa: E402
 from tests.store.postgres.carried import layout_faults  # noqa: E402
 from tests.store.postgres.undo_answered_rows import undo_answered_rows  # noqa: E402
@@ -64,17 +67,26 @@ def _bodies() -> list[dict[str, Any]]:
     return bodies
 
 
-def test_mem_11_the_rows_key_reads_every_call_id_as_result_id_does(postgres_store_url: str) -> None:
-    """``flowmem_result_id`` and ``flowmem_healed`` (the key, the view) equal ``result_id`` and ``is_healed`` on every shape."""
+def test_mem_11_each_row_is_keyed_by_the_call_id_result_id_reads_and_healed_as_is_healed(
+    postgres_store_url: str,
+) -> None:
+    """The editor writes ``result_id`` of every row as its key (NULL: none), and ``buffer_answers`` reads ``is_healed``, on every shape of id."""
     PostgresStore(postgres_store_url).close()  # the schema
     bodies = _bodies()
-    with psycopg.connect(postgres_store_url, autocommit=True) as conn:
+    address = Address("global", "", "shapes")
+    with psycopg.connect(postgres_store_url) as conn:
+        editor = SqlBufferEditor(StatementRunner(conn, SQL), address)
         for body in bodies:
-            text = json.dumps(body)
-            got = conn.execute(
-                "SELECT flowmem_result_id(%s), flowmem_healed(%s)", (text, text)
-            ).fetchone()
-            assert got == (result_id(body), is_healed(body)), body
+            editor.append_row(body)
+        editor.flush()
+        keyed = conn.execute(
+            """SELECT r.call_id, a.healed FROM buffer_rows AS r LEFT JOIN buffer_answers AS a
+            ON a.buffer_id = r.buffer_id AND a.pos = r.pos ORDER BY r.pos"""
+        ).fetchall()
+        conn.rollback()
+    expected = [(result_id(b), None if result_id(b) is None else is_healed(b)) for b in bodies]
+    assert keyed == expected
+    assert {cid for cid, _ in keyed} > {"c1", "c", "7", "-3", str(10**30), "m", "h", None}
 
 
 def test_mem_1_an_answer_is_found_on_the_rows_key_not_by_reading_the_buffer(

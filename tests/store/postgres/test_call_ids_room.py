@@ -26,8 +26,7 @@ pytestmark = pytest.mark.postgres
 
 _FILLFACTOR = "SELECT reloptions FROM pg_class WHERE oid = 'buffer_call_ids'::regclass"
 _PAGE_OF = "SELECT (ctid::text::point)[0]::int FROM buffer_call_ids WHERE call_id = %s"
-_CARRIED = """SELECT declared_pos FROM buffer_rows WHERE role = 'tool'
-    AND flowmem_result_id(body) = %s AND declared_pos IS NOT NULL"""
+_CARRIED = "SELECT declared_pos FROM buffer_rows WHERE call_id = %s AND declared_pos IS NOT NULL"
 
 
 def _pair(n: int) -> tuple[str, list[dict[str, Any]]]:

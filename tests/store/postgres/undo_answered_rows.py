@@ -4,7 +4,7 @@ The upgrade tests take a database back to an older schema before opening it agai
 gives back what migration 35 changed: every tool row with a call id is an answer's row of
 ``buffer_call_ids`` again, holding the declaration the row carried (migration 34's layout),
 the table's answer columns and the views' write trigger come back, and the rows' key, their
-carried columns and the functions go. Nothing is done on a database without migration 35.
+call ids, carried columns and the healed function go. Nothing is done on a database without migration 35.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 from flowmem.store.postgres import callids
 
 _ANSWERS_BACK = """INSERT INTO buffer_call_ids (buffer_id, call_id, answer_pos, healed, declared_pos, ord, answered)
-    SELECT buffer_id, flowmem_result_id(body), pos, flowmem_healed(body), declared_pos, declared_ord,
+    SELECT buffer_id, call_id, pos, flowmem_healed(body), declared_pos, declared_ord,
         CASE WHEN declared_pos IS NOT NULL THEN TRUE END
-    FROM buffer_rows WHERE role = 'tool' AND flowmem_result_id(body) IS NOT NULL"""
+    FROM buffer_rows WHERE call_id IS NOT NULL"""
 
 
 def undo_answered_rows(conn: Any) -> None:
@@ -35,8 +35,9 @@ def undo_answered_rows(conn: Any) -> None:
     )
     conn.execute(_ANSWERS_BACK)
     conn.execute("DROP INDEX buffer_rows_answers")
-    conn.execute("ALTER TABLE buffer_rows DROP COLUMN declared_pos, DROP COLUMN declared_ord")
-    conn.execute("DROP FUNCTION flowmem_result_id(text)")
+    conn.execute(
+        "ALTER TABLE buffer_rows DROP COLUMN call_id, DROP COLUMN declared_pos, DROP COLUMN declared_ord"
+    )
     conn.execute("DROP FUNCTION flowmem_healed(text)")
     views = [
         s

@@ -59,7 +59,7 @@ SQL: dict[str, str] = {
         cleared AS (UPDATE buffer_rows AS t SET declared_pos = NULL, declared_ord = NULL FROM a
             WHERE t.buffer_id = a.b AND t.pos > a.hi AND t.declared_pos > a.lo AND t.declared_pos <= a.hi),
         kept AS (INSERT INTO buffer_call_ids (buffer_id, call_id, declared_pos, ord, answered)
-            SELECT t.buffer_id, flowmem_result_id(t.body), t.declared_pos, t.declared_ord, TRUE
+            SELECT t.buffer_id, t.call_id, t.declared_pos, t.declared_ord, TRUE
             FROM buffer_rows AS t, a WHERE t.buffer_id = a.b AND t.pos > a.lo AND t.pos <= a.hi
                 AND t.declared_pos > a.hi)
         DELETE FROM buffer_rows WHERE buffer_id = (SELECT b FROM a)

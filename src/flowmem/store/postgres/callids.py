@@ -148,60 +148,44 @@ CARRIED: tuple[str, ...] = (
     "ALTER TABLE buffer_call_ids SET (fillfactor = 100)",
 )
 
-# What Python's ``flowmem.core.result_id`` reads of a stored tool row, in SQL (migration 35):
-# an id usable as ``usable_call_id`` takes it (a string trimmed of what ``str.strip`` trims,
-# not empty and not "0"; an integer's digits, not 0; anything else none), the top level's
-# first, else the metadata's. Both are one expression each, so the planner inlines them and
-# an index on ``flowmem_result_id(body)`` serves every query that spells the same call.
-# Oracle: tests/store/postgres/test_answered_rows.py compares it with ``result_id`` on
-# every shape of id. The rows' ``role`` column is the body's role (the editor writes both).
-_STRIPPED = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
-_USABLE = f"""CASE json_typeof({{v}})
-        WHEN 'string' THEN NULLIF(NULLIF(btrim({{v}} #>> '{{{{}}}}', '{_STRIPPED}'), ''), '0')
-        WHEN 'number' THEN CASE WHEN {{v}}::text ~ '^-?[0-9]+$' AND {{v}}::text NOT IN ('0', '-0')
-            THEN {{v}}::text END END"""
-# built-ins only: an index's expression runs under maintenance's own search path
-# (``pg_catalog``), where a function of ours would not be found
-RESULT_ID = (
-    f"""CREATE FUNCTION flowmem_result_id(body text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
-        AS $$ SELECT COALESCE({_USABLE.format(v="(body::json -> 'tool_call_id')")},
-            {_USABLE.format(v="(body::json -> 'metadata' -> 'tool_call_id')")}) $$""",
-    # ``is_healed``: ``metadata.healed`` or the top level's ``healed`` is JSON ``true``
-    """CREATE FUNCTION flowmem_healed(body text) RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
-        AS $$ SELECT COALESCE((body::json -> 'metadata' -> 'healed')::text = 'true', FALSE)
-            OR COALESCE((body::json -> 'healed')::text = 'true', FALSE) $$""",
-)
+# ``is_healed`` in SQL: ``metadata.healed`` or the top level's ``healed`` is JSON ``true``; read
+# only of an answer found (the ``buffer_answers`` view's ``healed``), never written or indexed.
+# Built-ins only, so it means the same under any search path
+HEALED = """CREATE FUNCTION flowmem_healed(body text) RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT COALESCE((body::json -> 'metadata' -> 'healed')::text = 'true', FALSE)
+        OR COALESCE((body::json -> 'healed')::text = 'true', FALSE) $$"""
 
-# 35 (issue 42 §1, decision 0194, decision 0193's "model 2"): an answer is its tool row,
-# found by a partial key on ``buffer_rows`` (the buffer and the row's call id, tool rows
-# only), and the declaration it answered, listed until then, is carried in that row's own
-# columns (``declared_pos``, ``declared_ord``): an append writes nothing to
+# 35 (issue 42 §1, decision 0194, decision 0193's "model 2"): an answer is its tool row, found
+# by a partial key on ``buffer_rows`` (the buffer and the row's call id, ``call_id``: what
+# ``flowmem.core.result_id`` reads of the row, written by the editor with it; NULL on every
+# other row), and the declaration it answered, listed until then, is carried in that row's
+# own columns (``declared_pos``, ``declared_ord``): an append writes nothing to
 # ``buffer_call_ids`` for a result. What the table keeps is what the rows cannot say: a
 # declaration of its own (a call declared again, or declared after its answer, or a carried
-# declaration whose answer was removed while another answer is left). An answered call's
-# carried declaration moves onto its answer's row; the answers' rows go; the table's answer
-# columns go with the views' write trigger (no statement writes the views now). The views
-# stay, over the rows: ``buffer_answers`` the tool rows with an id, ``buffer_calls`` the
-# table's declarations and the rows' carried ones.
+# declaration whose answer was removed while another answer is left). An answer's row of the
+# table gives its row the call id (as ``result_id`` read it when it was written) and the
+# declaration it carried; then the answers' rows go, and the table's answer columns with the
+# views' write trigger (no statement writes the views now). The views stay, over the rows:
+# ``buffer_answers`` the rows with a call id, ``buffer_calls`` the table's declarations and
+# the rows' carried ones.
 ANSWERED_ROWS: tuple[str, ...] = (
-    *RESULT_ID,
-    "ALTER TABLE buffer_rows ADD COLUMN declared_pos BIGINT, ADD COLUMN declared_ord INTEGER",
-    "CREATE INDEX buffer_rows_answers ON buffer_rows (buffer_id, flowmem_result_id(body)) WHERE role = 'tool'",
-    """UPDATE buffer_rows AS r SET declared_pos = c.declared_pos, declared_ord = c.ord
-        FROM buffer_call_ids AS c WHERE c.buffer_id = r.buffer_id AND c.answer_pos = r.pos
-            AND c.ord IS NOT NULL""",
+    HEALED,
+    """ALTER TABLE buffer_rows ADD COLUMN call_id TEXT, ADD COLUMN declared_pos BIGINT,
+        ADD COLUMN declared_ord INTEGER""",
+    """UPDATE buffer_rows AS r SET call_id = c.call_id,
+            declared_pos = CASE WHEN c.ord IS NOT NULL THEN c.declared_pos END, declared_ord = c.ord
+        FROM buffer_call_ids AS c WHERE c.buffer_id = r.buffer_id AND c.answer_pos = r.pos""",
+    "CREATE INDEX buffer_rows_answers ON buffer_rows (buffer_id, call_id) WHERE call_id IS NOT NULL",
     "DROP VIEW buffer_calls",
     "DROP VIEW buffer_answers",
     "DROP FUNCTION flowmem_call_ids_write()",
     "DELETE FROM buffer_call_ids WHERE answer_pos IS NOT NULL OR ord IS NULL",
     """ALTER TABLE buffer_call_ids DROP COLUMN answer_pos, DROP COLUMN healed,
         ALTER COLUMN declared_pos SET NOT NULL, ALTER COLUMN ord SET NOT NULL""",
-    """CREATE VIEW buffer_answers AS SELECT buffer_id, flowmem_result_id(body) AS call_id, pos,
-        flowmem_healed(body) AS healed FROM buffer_rows
-        WHERE role = 'tool' AND flowmem_result_id(body) IS NOT NULL""",
+    """CREATE VIEW buffer_answers AS SELECT buffer_id, call_id, pos, flowmem_healed(body) AS healed
+        FROM buffer_rows WHERE call_id IS NOT NULL""",
     """CREATE VIEW buffer_calls AS SELECT buffer_id, call_id, declared_pos, ord, answered
             FROM buffer_call_ids
-        UNION ALL SELECT buffer_id, flowmem_result_id(body), declared_pos, declared_ord, TRUE
-            FROM buffer_rows WHERE role = 'tool' AND declared_pos IS NOT NULL
-                AND flowmem_result_id(body) IS NOT NULL""",
+        UNION ALL SELECT buffer_id, call_id, declared_pos, declared_ord, TRUE
+            FROM buffer_rows WHERE call_id IS NOT NULL AND declared_pos IS NOT NULL""",
 )

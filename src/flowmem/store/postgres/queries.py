@@ -58,8 +58,8 @@ _GONE_WITH = {
     "calls_delete": f"""calls_at AS (SELECT
             ARRAY(SELECT (SELECT c.ctid FROM buffer_call_ids c WHERE c.buffer_id = a.b
                 AND c.call_id = d.id AND c.declared_pos = a.p) FROM ({_ROW_IDS.format(where=_ROW_OF)}) AS d) AS ats,
-            ARRAY(SELECT (SELECT t.ctid FROM buffer_rows t WHERE t.buffer_id = a.b AND t.role = 'tool'
-                AND flowmem_result_id(t.body) = d.id AND t.declared_pos = a.p)
+            ARRAY(SELECT (SELECT t.ctid FROM buffer_rows t WHERE t.buffer_id = a.b
+                AND t.call_id = d.id AND t.declared_pos = a.p)
                 FROM ({_ROW_IDS.format(where=_ROW_OF)}) AS d) AS carried
         FROM (SELECT %s::bigint AS b, %s::bigint AS p) AS a),
     calls_drop AS (DELETE FROM buffer_call_ids WHERE ctid = ANY ((SELECT ats FROM calls_at)::tid[]))""",
@@ -98,13 +98,16 @@ SQL: dict[str, str] = {
     # the listing editor gives a row's call ids with it (its last parameter, as on SQLite),
     # which PostgreSQL does not store: it finds a row's declarations by the call ids its
     # body names (decision 0139), and each call row is the smaller for it (decision 0153)
-    # since migration 35 (decision 0194) a result's row carries the declaration it answers,
-    # listed until then (the last two parameters: its position and order; NULL: none)
-    "row_insert": """INSERT INTO buffer_rows (buffer_id, pos, role, body, tokens, declared_pos, declared_ord)
-        SELECT %s::bigint, %s::bigint, %s::text, %s::text, %s::integer, c.p, c.o
-        FROM (VALUES (%s::text, %s::bigint, %s::integer)) AS c(calls, p, o)""",
-    "row_update": """UPDATE buffer_rows SET role = %s, body = %s, tokens = %s, declared_pos = a.dp, declared_ord = a.o
-        FROM (VALUES (%s::bigint, %s::bigint, %s::text, %s::bigint, %s::integer)) AS a(b, p, calls, dp, o)
+    # since migration 35 (decision 0194) a result's row is its answer: the last three
+    # parameters are the call id it answers (``result_id``; NULL: none, the answers' key skips
+    # the row) and the declaration it carries, listed until then (its position and order)
+    "row_insert": """INSERT INTO buffer_rows (buffer_id, pos, role, body, tokens, call_id, declared_pos, declared_ord)
+        SELECT %s::bigint, %s::bigint, %s::text, %s::text, %s::integer, c.id, c.p, c.o
+        FROM (VALUES (%s::text, %s::text, %s::bigint, %s::integer)) AS c(calls, id, p, o)""",
+    "row_update": """UPDATE buffer_rows SET role = %s, body = %s, tokens = %s, call_id = a.id,
+            declared_pos = a.dp, declared_ord = a.o
+        FROM (VALUES (%s::bigint, %s::bigint, %s::text, %s::text, %s::bigint, %s::integer))
+            AS a(b, p, calls, id, dp, o)
         WHERE buffer_id = a.b AND pos = a.p""",
     "row_delete": f"DELETE FROM buffer_rows WHERE {_B} AND pos = %s",
     # no ON CONFLICT: a turn's call ids are distinct (core.call_ids) and a row's old
@@ -136,7 +139,7 @@ SQL: dict[str, str] = {
             %s::bigint AS hi)
         UPDATE buffer_rows SET declared_pos = declared_pos + (SELECT n FROM a)
         WHERE ctid = ANY (ARRAY(SELECT (SELECT t.ctid FROM buffer_rows t WHERE t.buffer_id = a.b
-                AND t.role = 'tool' AND flowmem_result_id(t.body) = d.id AND t.declared_pos = -d.pos - a.n)
+                AND t.call_id = d.id AND t.declared_pos = -d.pos - a.n)
             FROM a CROSS JOIN LATERAL ({_ROW_IDS.format(
                 where="r.buffer_id = a.b AND r.pos > -(a.hi + a.n) AND r.pos < -(a.lo + a.n)")}) AS d))""",
     "unflip_rows": f"UPDATE buffer_rows SET pos = -pos WHERE {_B} AND pos < 0",
