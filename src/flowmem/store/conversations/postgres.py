@@ -30,7 +30,8 @@ _ROW_IDS = f"""SELECT btrim(e.value ->> k.name, '{_STRIPPED}') FROM (SELECT {{ro
 SQL: dict[str, str] = {
     **statements("%s", "id"),
     # a line's declarations where PostgreSQL keeps them since its migration 34 (decision 0190,
-    # as SQLite's 28): a row of their own or their answer's row (``buffer_calls``), or the
+    # as SQLite's 28): a row of their own or their answer's row (``buffer_calls``: since
+    # migration 35, decision 0194, the answer's row is its tool row of ``buffer_rows``), or the
     # header's list of open calls, which the editor writes when it flushes: the rows appended
     # since (past the stored header's last major) are read for the call ids they name, and
     # each declaration is checked on its row
