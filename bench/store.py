@@ -19,11 +19,13 @@ Everything is measured ``--repeats`` times (default 3), each a run on fresh file
 reported as median (min–max) (issue 42 §5):
 
 - appends/second and the p50 (and p99) of a single append at buffer lengths 100, 1,000
-  and 10,000 (``--big``: also 100,000): in each run every system at every length gets a
-  file of its own, made for that run (never a cleared and refilled one), filled in
-  batches, then single appends timed one at a time in rounds, every system once a
-  round with their order rotated by one each round, so disk and machine noise fall
-  evenly on all of them; LangGraph at 100, 1,000 and 2,000. The ratios flowmem ÷ peer
+  and 10,000 (``--big``: also 100,000): in each run every system at every length gets
+  ``--files`` files of its own (default 5, decision 0198; 1 before), made for that run
+  (never a cleared and refilled one), filled in batches, then single appends timed one
+  at a time in rounds, each file of every system once a round with the systems' order
+  rotated by one each round, so disk and machine noise fall evenly on all of them; a
+  run's rate and p50 pool its files' appends (5 x 200 a length: a larger sample of the
+  same appends, docs/performance.md); LangGraph at 100, 1,000 and 2,000. The ratios flowmem ÷ peer
   are taken per run (by rate, and the peer's p50 ÷ flowmem's) and reported as min /
   median / max. ``--disk-writer MIB`` starts another process rewriting a file of that
   size beside the databases, 1 MiB per write, each fsynced, while the runs append (the
@@ -120,7 +122,7 @@ class Plan:
     lengths: tuple[int, ...] = (100, 1_000, 10_000)
     langgraph_lengths: tuple[int, ...] = (100, 1_000, 2_000)
     rounds: int = 200  # single appends timed at each length, repeat and file, one per round
-    files: int = 1  # fresh files per system and length in each run, appended in the same rounds
+    files: int = 5  # fresh files per system and length in each run, appended in the same rounds
     memory_rows: int = MEMORY_ROWS  # at most, per system (LangGraph's own is smaller)
     normalization: tuple[int, ...] = (1_000, 10_000)  # history sizes of bench/core.py's section
     samples: int = 7  # CPU-time samples per normalization repeat (the best counts)
