@@ -1,9 +1,9 @@
-"""PostgreSQL's migration 34 (issue 42 §1, decision 0190): a call's declaration carried by its answer's row.
+"""PostgreSQL's migrations 34 and 35 (issue 42 §1, decisions 0190, 0194): a call's declaration carried by its answer's row.
 
-An open call's only entry is the header's list; the answer of a listed call inserts one
-row of ``buffer_call_ids`` holding both the declaration it answers and the answer, never
-updated. Every declaration is in exactly one place: the list (its call unanswered), or a
-row with its ``ord`` set (its call answered: the answer's row, or a row of its own). The
+An open call's only entry is the header's list; the answer of a listed call carries the
+declaration it answers: since migration 35 in its own tool row of ``buffer_rows`` (found by
+the rows' ``call_id`` key), no row of ``buffer_call_ids``. Every declaration is in exactly
+one place: the list (its call unanswered), its answer's row, or a row of its own. The
 checks here recompute that from the stored rows alone (``carried.layout_faults``, the
 oracle) after random edits of the editor (inserts in the middle of a turn, replacements,
 deletions), after random appends through the store (its pipeline and its appends on
