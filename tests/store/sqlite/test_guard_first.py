@@ -21,6 +21,7 @@ from flowmem.store import Address, SessionRecord, WriteGuard
 from flowmem.store.base import SessionClaim
 from flowmem.store.sqlbase import SqlStore
 from flowmem.store.sqlite import SqliteStore
+from tests.migrated import migrated_sqlite_url
 
 SID = "s"
 KEY = Address("session", SID, "chat")
@@ -85,7 +86,9 @@ def test_sqlite_guard_checked_first_equals_create_then_check(
     for token in TOKENS:
         found = []
         for plain in (False, True):
-            store = SqliteStore(f"sqlite:///{tmp_path / f'{token}-{plain}.db'}?synchronous=NORMAL")
+            # a copy of the migrated template (tests/migrated.py): the guard is what is compared
+            url = migrated_sqlite_url(tmp_path / f"{token}-{plain}.db")
+            store = SqliteStore(f"{url}?synchronous=NORMAL")
             try:
                 token_id, created = _prepare(store, state, token)
                 found.append(_outcome(store, _guard(claim, token_id, created), plain))
