@@ -66,6 +66,7 @@ from flowmem.core import (
 from flowmem.core.tokens import estimate_tokens
 from flowmem.errors import StoreError
 from flowmem.store.base import Address
+from flowmem.store.headers import TAIL_ROWS
 from flowmem.store.rows import DumpedRow, dump_json, stored_json, utf8_size
 
 MINOR_BITS = 20
@@ -93,6 +94,18 @@ _UNFLIPS = {
 # declarations move on in one step
 _ROW_SHIFTS = ("shift_rows", "shift_calls", "shift_carried")
 _ROW_UNFLIPS = ("unflip_calls", "unflip_rows")
+
+
+def header_skipped(tail_rows: int, size: int, room: int | None) -> bool:
+    """Whether an append that only added rows at the end may leave the header unwritten (decision 0195).
+
+    ``tail_rows``: the rows past the header's last write, this append's included; ``size``:
+    the buffer's bytes after it; ``room``: what an owned buffer may grow to unwritten (its
+    reservation less its log's bytes; -1 under a bytes quota), None for a buffer owned by
+    nobody. The header is written once the tail reaches ``TAIL_ROWS`` (readers sum at most
+    ``TAIL_ROWS - 1`` rows) or the bytes pass the room (the reservation's trigger runs on it).
+    """
+    return tail_rows < TAIL_ROWS and (room is None or size <= room)
 
 
 class SqlRunner(Protocol):
@@ -150,6 +163,9 @@ class SqlBufferEditor:
     facts about the stored buffer, not rules: the rules stay in ``apply_append``.
     """
 
+    skips = False
+    """Whether ``flush`` may leave the header unwritten (``header_skipped``): PostgreSQL's appends set it."""
+
     def __init__(self, db: SqlRunner, address: Address, head: Any = _ASK) -> None:
         self._db = db
         self._address = address
@@ -181,6 +197,15 @@ class SqlBufferEditor:
         self._carry = head is not None and len(head) > 5  # an answer carries its declaration
         self._entries = self._carry and head[5] != CARRIED_ROW  # ... in an entry of another table
         self._on_row = self._carry and head[5] == CARRIED_ROW  # ... in the answer's own row
+        # a header read with its tail (PostgreSQL, decision 0195): the rows appended since its
+        # last write and their tokens (a header write adds them), and the room it may grow in
+        self._tail_rows = self._tail_tokens = 0
+        self._room: int | None = -1  # never skipped unless the header says
+        if head is not None and len(head) > 8:
+            self._take_tail(head)
+        self._appended = 0  # rows appended at the end since the last flush
+        self._edited = False  # any other change of the rows since then (the header is written)
+        self.header_written = False  # whether the last flush wrote the header
 
     def know(
         self,
@@ -304,6 +329,7 @@ class SqlBufferEditor:
         self._last += 1
         self._write(bid, self._last << MINOR_BITS, row)
         self._count += 1
+        self._appended += 1
         self._dirty = True
 
     def insert_after(self, position: int, rows: Sequence[Message]) -> None:
@@ -343,7 +369,7 @@ class SqlBufferEditor:
         for offset, row in enumerate(rows, start=1):
             self._write(bid, position + offset, row)
         self._count += need
-        self._dirty = True
+        self._dirty = self._edited = True
 
     def replace(self, position: int, row: Message) -> None:
         """Replace the row at ``position`` in place, re-indexing its tool data."""
@@ -358,7 +384,7 @@ class SqlBufferEditor:
         self._index(bid, position, row, ids)
         self._bytes += utf8_size(body) - utf8_size(old_body)
         self._tokens += tokens - estimate_tokens(old)
-        self._dirty = True
+        self._dirty = self._edited = True
 
     def delete(self, position: int) -> None:
         """Remove the row at ``position`` and its index entries."""
@@ -370,7 +396,7 @@ class SqlBufferEditor:
         self._bytes -= utf8_size(old_body)
         self._tokens -= estimate_tokens(old)
         self._count -= 1
-        self._dirty = True
+        self._dirty = self._edited = True
 
     def remember_evicted(self, call_ids: Sequence[str]) -> None:
         """Remember an evicted turn's call ids as the newest; forget the oldest past the bound."""
@@ -386,10 +412,26 @@ class SqlBufferEditor:
         ``logged``: what ``SqlRepairs.record`` with ``header`` returned for this write's
         repair log entries, added in the same update: their bytes, which the header counts
         too (decision 0135), and on SQLite the entries themselves (decision 0148).
+
+        With ``skips`` (decision 0195) rows appended at the end alone, the list of open
+        calls unchanged and nothing logged, leave the header unwritten while
+        ``header_skipped`` says so: its readers derive the counters from its tail.
         """
+        self.header_written = False
         if not (self._dirty or logged) or self._id is None:
             return
-        params: list[Any] = [self._count, self._last, self._bytes, self._tokens]
+        tail = self._tail_rows + self._appended
+        if (
+            self.skips
+            and not (logged or self._edited or self._listed_changed)
+            and header_skipped(tail, self._bytes, self._room)
+        ):
+            self._tail_rows, self._tail_tokens = tail, self._tail_tokens + self._tokens
+            self._tokens = self._appended = 0
+            self._dirty = False
+            return
+        # the tail's tokens too: the header's update adds them to its own
+        params: list[Any] = [self._count, self._last, self._bytes, self._tokens + self._tail_tokens]
         name = "header_update"
         if self._listed_changed and self._listed is not None:
             listed = sorted((pos, order, cid) for cid, at in self._listed.items() for pos, order in at)
@@ -400,8 +442,9 @@ class SqlBufferEditor:
             params.extend(logged)
             name = "header_listed_logged" if name == "header_listed" else "header_logged"
         self._db.run(name, (*params, self._id))
-        self._tokens = 0
-        self._dirty = False
+        self._tokens = self._appended = self._tail_rows = self._tail_tokens = 0
+        self._dirty = self._edited = False
+        self.header_written = True
 
     # --- helpers -------------------------------------------------------------------------
     def _end(self, name: str) -> PositionedRow | None:
@@ -431,7 +474,14 @@ class SqlBufferEditor:
                 self._carry = len(made) > 5
                 self._entries = self._carry and made[5] != CARRIED_ROW
                 self._on_row = self._carry and made[5] == CARRIED_ROW
+            if len(made) > 8:
+                self._take_tail(made)
         return self._id
+
+    def _take_tail(self, head: Sequence[Any]) -> None:
+        """A header read with its tail (decision 0195): its rows, its tokens and the room (columns 6-8)."""
+        self._tail_rows, self._tail_tokens = int(head[6]), int(head[7])
+        self._room = None if head[8] is None else int(head[8])
 
     def _row_at(self, bid: int, position: int) -> tuple[Message, str]:
         found = self._db.one("row_get", (bid, position))

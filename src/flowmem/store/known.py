@@ -54,6 +54,11 @@ class Known:
 
     ``listed``: the header's list of them as stored (``[[call id, position, order], …]``,
     JSON; decision 0153), which the editor changes and writes with the header.
+
+    Since decision 0195 ``count``, ``last_major`` and ``bytes`` are the buffer's, derived
+    with the header's tail (the rows appended since its last write: ``tail_rows``, their
+    ``tail_bytes`` and ``tail_tokens``); ``version`` is the stored header's; ``room``: what
+    the buffer may grow to with its header unwritten (None: owned by nobody).
     """
 
     buffer_id: int
@@ -63,6 +68,17 @@ class Known:
     bytes: int
     open: frozenset[str]
     listed: str = "[]"
+    tail_rows: int = 0
+    tail_bytes: int = 0
+    tail_tokens: int = 0
+    room: int | None = -1
+
+    def stored(self) -> tuple[int, int, int]:
+        """The header's count, last major and bytes as stored: the buffer's less its tail's.
+
+        The tail is whole majors after the header's (each row appended at the next one).
+        """
+        return (self.count - self.tail_rows, self.last_major - self.tail_rows, self.bytes - self.tail_bytes)
 
 
 class Foreseen(NamedTuple):
@@ -159,7 +175,9 @@ def foresee(
     recorder = _Recorder(known.listed)
     # an answer's row carries its declaration (PostgreSQL's migration 34, decision 0190)
     head = (known.buffer_id, known.count, known.last_major, known.bytes, known.listed, CARRIED_ROW)
-    editor = SqlBufferEditor(recorder, address, head)
+    tail = (known.tail_rows, known.tail_tokens, known.room)  # decision 0195
+    editor = SqlBufferEditor(recorder, address, (*head, *tail))
+    editor.skips = True
     # no id is taken as evicted: for an open id it would change nothing (it is
     # declared), and a fresh one is checked by the server before any write
     editor.know(

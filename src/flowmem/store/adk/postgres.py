@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from flowmem.store.adk.statements import statements
 from flowmem.store.adk.tables import KEYED, events_columns
+from flowmem.store.headers import HEADS
 
 MIGRATION: tuple[str, ...] = (
     """CREATE TABLE adk_sessions (
@@ -40,7 +41,7 @@ KEPT: tuple[str, ...] = (
 """A later migration (decision 0133): each event as ADK's JSON, in the order stored, and the
 events buffer they hold whole; a session stored before has no stamp and is read from its rows."""
 
-SQL: dict[str, str] = statements("%s", " FOR UPDATE", ' COLLATE "C"', "id")
+SQL: dict[str, str] = statements("%s", " FOR UPDATE", ' COLLATE "C"', "id", HEADS)
 
 # the schema's migrations this kind of data owns, by number (flowmem.store.migrations)
 MIGRATIONS: dict[int, tuple[str, ...]] = {

@@ -13,22 +13,25 @@ _KEY = "app_name = {p} AND user_id = {p} AND adk_id = {p}"
 """A session by its ADK key (app, user, ADK id: decision 0100)."""
 
 
-def statements(p: str, lock: str, collate: str = "", stamp: str = "born") -> dict[str, str]:
+def statements(
+    p: str, lock: str, collate: str = "", stamp: str = "born", heads: str = "buffers"
+) -> dict[str, str]:
     """The ADK statements with placeholder ``p`` (``?`` or ``%s``), row lock ``lock``.
 
     ``collate`` makes ids sort by code point, as in every backend (PostgreSQL: ``"C"``).
     ``stamp``: the ``buffers`` column no other buffer ever had (SQLite's ``born``,
     PostgreSQL's ``id``), which with ``version`` says the events buffer is unchanged.
+    ``heads``: the headers as read (PostgreSQL's ``flowmem.store.headers.HEADS``, decision 0195).
     """
     order = f"ORDER BY updated_at, user_id{collate}, adk_id{collate}"
     key = _KEY.format(p=p)
     # whether adk_events holds every event of a session's buffer as it is now (decision 0133)
     whole = f"""SELECT CASE WHEN b.{stamp} = s.events_stamp AND b.version = s.events_version
-            THEN 1 ELSE 0 END, b.count FROM adk_sessions AS s LEFT JOIN buffers AS b
+            THEN 1 ELSE 0 END, b.count FROM adk_sessions AS s LEFT JOIN {heads} AS b
             ON b.scope = 'session' AND b.scope_id = s.id AND b.key = 'adk' WHERE s.id = {p}"""
     return {
         "adk_events_whole": whole,
-        "adk_events_stamp": f"""SELECT {stamp}, version FROM buffers
+        "adk_events_stamp": f"""SELECT {stamp}, version FROM {heads} AS b
             WHERE scope = 'session' AND scope_id = {p} AND key = 'adk'""",
         "adk_events_mark": f"""UPDATE adk_sessions SET events_stamp = {p}, events_version = {p}
             WHERE id = {p}""",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from flowmem.store.archive.statements import POSTGRES_PAGE, statements
+from flowmem.store.headers import HEADS
 
 MIGRATION: tuple[str, ...] = (
     """CREATE TABLE buffer_archive (
@@ -17,7 +18,8 @@ _LISTED = "json_array_elements(b.unanswered::json) AS o(e)"
 
 SQL: dict[str, str] = {
     **statements("%s"),
-    "archive_page_sized": POSTGRES_PAGE,
+    # the buffer's version and count as read (decision 0195)
+    "archive_page_sized": POSTGRES_PAGE.replace("FROM buffers b", f"FROM {HEADS} b", 1),
     # Since migration 34 (decision 0190, as SQLite's 28) an open call's declaration is listed
     # only, and an answer's row holds the declaration it answered: the archived rows' call ids
     # are taken from the rows and the list (the first parameter: archived; the buffer; the

@@ -7,6 +7,7 @@ statements; ``SqlCheckpoints`` runs them. The statements use psycopg's ``%s``.
 from __future__ import annotations
 
 from flowmem.store.checkpoints.statements import statements
+from flowmem.store.headers import HEADS
 
 MIGRATION: tuple[str, ...] = (
     """CREATE TABLE lg_checkpoints (
@@ -27,7 +28,7 @@ MIGRATION: tuple[str, ...] = (
         PRIMARY KEY (thread_id, ns, checkpoint_id, task_id, idx))""",
 )
 
-SQL: dict[str, str] = statements("%s")
+SQL: dict[str, str] = statements("%s", HEADS)
 
 # the schema's migrations this kind of data owns, by number (flowmem.store.migrations)
 MIGRATIONS: dict[int, tuple[str, ...]] = {

@@ -14,8 +14,11 @@ _CP_COLUMNS = (
 _BUFFER = "(SELECT id FROM buffers WHERE scope = 'session' AND scope_id = {p} AND key = {p})"
 
 
-def statements(p: str) -> dict[str, str]:
-    """The checkpoint statements with placeholder ``p`` (``?`` or ``%s``)."""
+def statements(p: str, heads: str = "buffers") -> dict[str, str]:
+    """The checkpoint statements with placeholder ``p`` (``?`` or ``%s``).
+
+    ``heads``: the headers as read (PostgreSQL's ``flowmem.store.headers.HEADS``, decision 0195).
+    """
     values = ", ".join([p] * 10)
     text = f"CAST({p} AS TEXT)"
     return {
@@ -79,7 +82,8 @@ def statements(p: str) -> dict[str, str]:
             SELECT {p}, ns, checkpoint_id, task_id, idx, channel, type, blob, task_path
             FROM lg_writes WHERE thread_id = {p} ON CONFLICT DO NOTHING""",
         "writes_drop_thread": f"DELETE FROM lg_writes WHERE thread_id = {p}",
-        "line_head": f"SELECT id, count FROM buffers WHERE scope = 'session' AND scope_id = {p} AND key = {p}",
+        "line_head": f"""SELECT id, count FROM {heads} AS b
+            WHERE scope = 'session' AND scope_id = {p} AND key = {p}""",
         "line_rows": f"""SELECT body FROM buffer_rows WHERE buffer_id = {_BUFFER.format(p=p)}
             ORDER BY pos LIMIT {p}""",
         "line_all": f"""SELECT body FROM buffer_rows WHERE buffer_id = {p} ORDER BY pos""",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flowmem.store.conversations.statements import statements
 from flowmem.store.conversations.tables import line_tables, tables
+from flowmem.store.headers import HEADS
 
 MIGRATION: tuple[str, ...] = tables("BIGINT", "")
 
@@ -28,7 +29,7 @@ _ROW_IDS = f"""SELECT btrim(e.value ->> k.name, '{_STRIPPED}') FROM (SELECT {{ro
     CROSS JOIN (VALUES ('tool_call_id'), ('id')) AS k(name)"""
 
 SQL: dict[str, str] = {
-    **statements("%s", "id"),
+    **statements("%s", "id", HEADS),
     # a line's declarations where PostgreSQL keeps them since its migration 34 (decision 0190,
     # as SQLite's 28): a row of their own or their answer's row (``buffer_calls``: since
     # migration 35, decision 0194, the answer's row is its tool row of ``buffer_rows``), or the

@@ -13,11 +13,12 @@ from functools import lru_cache
 _LINE = "(SELECT id FROM buffers WHERE scope = 'session' AND scope_id = {p} AND key = {p})"
 
 
-def statements(p: str, stamp: str) -> dict[str, str]:
+def statements(p: str, stamp: str, heads: str = "buffers") -> dict[str, str]:
     """The conversation statements with placeholder ``p`` (``?`` or ``%s``).
 
     ``stamp``: the ``buffers`` column no other buffer ever had (SQLite's ``born``,
-    PostgreSQL's ``id``), which with ``version`` says a line is unchanged.
+    PostgreSQL's ``id``), which with ``version`` says a line is unchanged. ``heads``: the
+    headers as read (PostgreSQL's ``flowmem.store.headers.HEADS``, decision 0195).
     """
     line = _LINE.format(p=p)
     # the line an entry ends (the first holding it), and whether pa_messages holds its
@@ -27,7 +28,7 @@ def statements(p: str, stamp: str) -> dict[str, str]:
                 AND b.version = c.line_version THEN 1 ELSE 0 END, b.{stamp}, b.version
             FROM e JOIN pa_conversations AS c ON c.conversation_id = e.conversation_id
                 AND c.line_key = e.key
-            JOIN buffers AS b ON b.scope = 'session' AND b.scope_id = e.conversation_id
+            JOIN {heads} AS b ON b.scope = 'session' AND b.scope_id = e.conversation_id
                 AND b.key = e.key"""
     return {
         "pa_get": f"""SELECT conversation_id, revision, scope, updated, record
@@ -36,7 +37,7 @@ def statements(p: str, stamp: str) -> dict[str, str]:
         # the revision, the line whose messages pa_entries holds, and whether it is unchanged
         "pa_revision_line": f"""SELECT c.revision, c.line_key, c.line_stamp, c.line_version,
                 CASE WHEN b.{stamp} = c.line_stamp AND b.version = c.line_version THEN 1 ELSE 0 END
-            FROM pa_conversations AS c LEFT JOIN buffers AS b ON b.scope = 'session'
+            FROM pa_conversations AS c LEFT JOIN {heads} AS b ON b.scope = 'session'
                 AND b.scope_id = c.conversation_id AND b.key = c.line_key
             WHERE c.conversation_id = {p}""",
         "pa_list_all": f"""SELECT conversation_id, revision, scope, updated, record
@@ -56,7 +57,7 @@ def statements(p: str, stamp: str) -> dict[str, str]:
         "pa_put_line": f"""INSERT INTO pa_conversations (conversation_id, revision, scope, updated, record,
                 line_key, line_stamp, line_version)
             SELECT {p}, {p}, {p}, {p}, {p}, b.key, b.{stamp}, b.version
-            FROM (SELECT 1 AS one) AS o LEFT JOIN buffers AS b ON b.scope = 'session'
+            FROM (SELECT 1 AS one) AS o LEFT JOIN {heads} AS b ON b.scope = 'session'
                 AND b.scope_id = {p} AND b.key = {p}
             WHERE true ON CONFLICT (conversation_id) DO UPDATE SET
             revision = excluded.revision, scope = excluded.scope, updated = excluded.updated,

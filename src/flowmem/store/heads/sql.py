@@ -34,6 +34,8 @@ class SqlBuffers:
     BORN: ClassVar[str] = "born"
     """The buffers column that grows with every buffer created and is never reused."""
     HEAD_ID: ClassVar[str] = "json_extract(c.record, '$.head_id')"
+    HEADS: ClassVar[str] = "buffers"
+    """The headers as read (PostgreSQL's ``flowmem.store.headers.HEADS``, decision 0195)."""
 
     def __init__(self, store: SqlEngine[Any]) -> None:
         self.store = store
@@ -48,7 +50,7 @@ class SqlBuffers:
     def buffers(self, session_id: str, limit: int) -> list[BufferCount]:
         """Every buffer of the session in key order, at most ``limit``."""
         p = self.P
-        sql = f"""SELECT key, count, {self.BORN} FROM buffers
+        sql = f"""SELECT key, count, {self.BORN} FROM {self.HEADS} AS buffers
             WHERE scope = 'session' AND scope_id = {p} ORDER BY key LIMIT {p}"""
         return [BufferCount(k, int(c), int(b)) for k, c, b in self._rows(sql, (session_id, limit))]
 
@@ -61,7 +63,7 @@ class SqlBuffers:
             raise InvalidInputError(f"at most {4 * MAX_SESSIONS} buffers at once")
         p = self.P
         match = " OR ".join([f"(scope_id = {p} AND key = {p})"] * len(wanted))
-        sql = f"""SELECT scope_id, key, count, {self.BORN} FROM buffers
+        sql = f"""SELECT scope_id, key, count, {self.BORN} FROM {self.HEADS} AS buffers
             WHERE scope = 'session' AND ({match})"""
         params = [value for pair in wanted for value in pair]
         return {(s, k): BufferCount(k, int(c), int(b)) for s, k, c, b in self._rows(sql, params)}
@@ -76,7 +78,7 @@ class SqlBuffers:
                 SELECT scope_id, key, count, {self.BORN} AS born, ROW_NUMBER() OVER (
                     PARTITION BY scope_id ORDER BY CASE WHEN count > 0 THEN 0 ELSE 1 END,
                     {self.BORN} DESC) AS n
-                FROM buffers WHERE scope = 'session' AND scope_id IN ({self._list(len(ids))})
+                FROM {self.HEADS} AS buffers WHERE scope = 'session' AND scope_id IN ({self._list(len(ids))})
                 AND substr(key, 1, {len(GRAPH_LINE)}) <> {p} AND key <> {p}
                 AND substr(key, 1, {len(CONVERSATION_LINE) + 1}) <> {p}) AS ranked
             WHERE n = 1"""

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from flowmem.store.known import MAX_KNOWN_OPEN, Known
+from flowmem.store.rows import utf8_size
 
 
 def known_after(known: Known, writes: Sequence[tuple[str, Sequence[Any]]]) -> Known | None:
@@ -26,20 +27,29 @@ def known_after(known: Known, writes: Sequence[tuple[str, Sequence[Any]]]) -> Kn
     ``header_update`` sets count, last major and bytes and increments the version;
     ``header_listed`` does too and sets the header's list of unanswered calls (its
     fifth parameter, decision 0153), which the open calls are read from. None: more
-    open calls than kept.
+    open calls than kept. Without a header write (decision 0195) each ``row_insert``
+    (``(buffer, position, role, body, tokens, …)``) lengthens the tail: count, last
+    major and bytes advance, the version stays the stored header's.
     """
     version, count, last_major, size = known.version, known.count, known.last_major, known.bytes
     listed, still_open = known.listed, known.open
+    rows, tail_bytes, tokens = known.tail_rows, known.tail_bytes, known.tail_tokens
     for name, params in writes:
+        if name == "row_insert":
+            body = utf8_size(str(params[3]))
+            count, last_major, size = count + 1, int(params[1]) >> 20, size + body
+            rows, tail_bytes, tokens = rows + 1, tail_bytes + body, tokens + int(params[4])
         if name in ("header_update", "header_listed"):
             count, last_major, size = int(params[0]), int(params[1]), int(params[2])
             version += 1
+            rows = tail_bytes = tokens = 0
         if name == "header_listed":
             listed = str(params[4])
             still_open = open_of(listed)
     if len(still_open) > MAX_KNOWN_OPEN:
         return None
-    return Known(known.buffer_id, version, count, last_major, size, still_open, listed)
+    tail = (rows, tail_bytes, tokens, known.room)
+    return Known(known.buffer_id, version, count, last_major, size, still_open, listed, *tail)
 
 
 def open_of(listed: str) -> frozenset[str]:

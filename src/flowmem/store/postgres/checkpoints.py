@@ -69,7 +69,11 @@ if any(_VERDICT not in text for text in _WRITES.values()):  # pragma: no cover -
 # append's). One round trip; a false verdict wrote nothing, and the write runs again
 # reading the facts (two).
 _KNOWN = "current_setting('flowmem.known')::boolean"
-_HEADER = "EXISTS (SELECT 1 FROM buffers WHERE id = %s AND count = %s AND last_major = %s AND bytes = %s)"
+# the line's header as remembered, written by this store's last write of it, and no row appended
+# past it since (an append may leave the header unwritten, decision 0195: its tail)
+_HEADER = """EXISTS (SELECT 1 FROM buffers AS h WHERE id = %s AND count = %s AND last_major = %s AND bytes = %s
+    AND NOT EXISTS (SELECT 1 FROM buffer_rows AS r WHERE r.buffer_id = h.id
+        AND r.pos >= ((h.last_major + 1) << 20)))"""
 _LATEST = """(SELECT checkpoint_id FROM lg_checkpoints WHERE thread_id = %s AND ns = %s
     ORDER BY checkpoint_id DESC LIMIT 1) IS NOT DISTINCT FROM %s::text"""
 _VERDICTS = {

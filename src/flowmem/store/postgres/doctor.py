@@ -15,6 +15,12 @@ from typing import Any
 import psycopg
 
 from flowmem.store.doctor import COUNTS, TEXTS, miscounted, not_json
+from flowmem.store.headers import TAIL
+
+# every buffer's count as its readers derive it, the header's and its tail's (decision 0195)
+_COUNTS = COUNTS.replace("b.count, ", "b.count + (SELECT t.n FROM (" + TAIL.format(h="b") + ") AS t), ", 1)
+if _COUNTS == COUNTS:  # pragma: no cover - the shared statement changed
+    raise RuntimeError("the doctor's counts no longer read b.count")
 
 TABLES = (
     "records", "buffers", "buffer_rows", "buffer_call_ids", "buffer_calls", "buffer_answers", "sessions",
@@ -46,7 +52,7 @@ def check_connection(conn: psycopg.Connection[Any]) -> list[str]:
     if {"buffers", "buffer_rows"} <= present:
         try:
             with conn.transaction():
-                findings += miscounted(conn.execute(COUNTS))
+                findings += miscounted(conn.execute(_COUNTS))
         except psycopg.Error as exc:
             findings.append(f"the buffers' counts cannot be read: {str(exc).strip()}")
     return findings

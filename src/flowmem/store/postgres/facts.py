@@ -23,12 +23,13 @@ def known_of(found: list[tuple[Any, ...]]) -> Known | None:
     """What ``buffer_known`` read (None: no buffer there, or more open calls than are kept)."""
     if not found:
         return None
-    bid, version, count, last_major, size, listed = found[0]
+    bid, version, count, last_major, size, listed, rows, tail_bytes, tokens, room = found[0]
     open_ids = open_of(str(listed))
     if len(open_ids) > MAX_KNOWN_OPEN:
         return None
     head = (int(bid), int(version), int(count), int(last_major), int(size))
-    return Known(*head, open_ids, str(listed))
+    tail = (int(rows), int(tail_bytes), int(tokens), None if room is None else int(room))
+    return Known(*head, open_ids, str(listed), *tail)
 
 
 class _Listed:
@@ -88,10 +89,14 @@ def seeded_editor(
     """
     if facts is None:
         editor = SqlBufferEditor(db, address, None)
+        editor.skips = True  # a plain append may leave the header unwritten (decision 0195)
         editor.know(dict.fromkeys(ids, False), dict.fromkeys(ids), [], evicted=dict.fromkeys(ids, False))
         return editor
-    # the header's five columns, and an answer's row carries its declaration (migration 34)
-    editor = SqlBufferEditor(_Listed(db, str(facts[4])), address, (*facts[:5], CARRIED_ROW))
+    # the header's five columns, and an answer's row carries its declaration (migration 34);
+    # the tail's rows and tokens and the room (decision 0195: the facts' last three columns)
+    head = (*facts[:5], CARRIED_ROW, *facts[7:10])
+    editor = SqlBufferEditor(_Listed(db, str(facts[4])), address, head)
+    editor.skips = True
     declared = dict.fromkeys(ids, False)
     answers: dict[str, Answer | None] = dict.fromkeys(ids)
     evicted = dict.fromkeys(ids, False)

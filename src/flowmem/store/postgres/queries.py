@@ -10,7 +10,7 @@ from flowmem.store.archive import postgres as archive_tables
 from flowmem.store.checkpoints import postgres as checkpoint_tables
 from flowmem.store.conversations import postgres as conversation_tables
 from flowmem.store.editor import CARRIED_ROW
-from flowmem.store.postgres.reserved import EXACT_BYTES
+from flowmem.store.headers import HEADS, ROOM, TAIL, derived
 from flowmem.store.repairs import postgres as repair_tables
 from flowmem.store.statements import guarded, merge
 
@@ -21,6 +21,13 @@ _HOLD_TOKEN = f"pg_advisory_xact_lock({TOKEN_KEYS}, hashtext(id))"
 _HOLD_SESSION = f"pg_advisory_xact_lock({SESSION_KEYS}, hashtext(id))"
 _B = "buffer_id = %s"
 _ADDR = "scope = %s AND scope_id = %s AND key = %s"
+# the header as its readers see it (decision 0195, flowmem.store.headers): ``b`` and its tail
+# ``t``, the derived counters (``_D``), and what the editor takes after the sixth column: the
+# tail's rows and tokens (a header write adds them) and the room it may grow in unwritten
+_TAILED = f"buffers b CROSS JOIN LATERAL ({TAIL.format(h='b')}) AS t"
+_D = derived("b", "t")
+_COUNTERS = f"b.id, {_D['count']}, {_D['last_major']}, {_D['bytes']}"
+_TAIL_HEAD = f"t.n, t.tok, {ROOM.format(h='b')}"
 # Every string a stored row's body may give as one of its call ids, whatever
 # ``flowmem.core.call_ids`` took: each entry of ``tool_calls`` (top level and in
 # ``metadata``), its ``tool_call_id`` and ``id``, trimmed of what Python's ``str.strip``
@@ -73,9 +80,13 @@ SQL: dict[str, str] = {
     # SQLite's 23): the editor keeps the list and writes it with the header when it changed;
     # the sixth (CARRIED_ROW) says the list is an open call's only entry and an answer's row
     # holds the declaration it answered (migration 34, decision 0190)
-    "header_get": f"SELECT id, count, last_major, bytes, unanswered, {CARRIED_ROW} AS carried FROM buffers WHERE {_ADDR}",
+    # and since decision 0195 the header as derived with its tail, the tail's rows, its tokens
+    # and the room the buffer may grow in with its header unwritten (SqlBufferEditor's head)
+    "header_get": f"""SELECT {_COUNTERS}, b.unanswered, {CARRIED_ROW} AS carried, {_TAIL_HEAD}
+        FROM {_TAILED} WHERE {_ADDR}""",
     "header_insert": f"""INSERT INTO buffers (scope, scope_id, key) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING
-        RETURNING id, count, last_major, bytes, unanswered, {CARRIED_ROW} AS carried""",
+        RETURNING id, count, last_major, bytes, unanswered, {CARRIED_ROW} AS carried, 0::bigint, 0::bigint,
+            {ROOM.format(h="buffers")}""",
     "header_update": "UPDATE buffers SET count = %s, last_major = %s, bytes = %s, tokens = tokens + %s, version = version + 1 WHERE id = %s",
     "header_listed": """UPDATE buffers SET count = %s, last_major = %s, bytes = %s, tokens = tokens + %s,
         unanswered = %s, version = version + 1 WHERE id = %s""",
@@ -176,17 +187,19 @@ SQL: dict[str, str] = {
     # like load_last: unprepared, with the buffer id known
     "bodies_last_before": """SELECT pos, body FROM (SELECT pos, body FROM buffer_rows
         WHERE buffer_id = %s AND pos < %s ORDER BY pos DESC LIMIT %s) AS tail ORDER BY pos""",
-    "count": f"SELECT count FROM buffers WHERE {_ADDR}",
+    "count": f"SELECT count FROM {HEADS} AS b WHERE {_ADDR}",
     "database_bytes": "SELECT pg_database_size(current_database())",
     # an owner's bytes, exact: user_usage's upper bound less the buffers' unused reservations (migration 27)
-    "usage_get": f"""SELECT {EXACT_BYTES.format(u='u')}, u.buffers, u.records
+    # (reserved.EXACT_BYTES with each owned buffer's bytes as derived with its tail, decision 0195)
+    "usage_get": f"""SELECT u.bytes - (SELECT COALESCE(SUM(b.reserved - b.bytes - b.log_bytes), 0)
+            FROM {HEADS} AS b WHERE b.owner = u.user_id), u.buffers, u.records
         FROM user_usage AS u WHERE u.user_id = %s""",
     "usage_delete": "DELETE FROM user_usage WHERE user_id = %s",
     "quotas_set": """SELECT set_config('flowmem.quota_bytes', %s, false),
         set_config('flowmem.quota_buffers', %s, false), set_config('flowmem.quota_records', %s, false)""",
     # a paged read (page_bodies): one statement, one snapshot; the page is cut by size on the
     # server (octet_length reads no TOASTed body), so the client gets the page only
-    "page_head": f"SELECT id, id, version, count FROM buffers WHERE {_ADDR}",
+    "page_head": f"SELECT id, id, version, count FROM {HEADS} AS b WHERE {_ADDR}",
     "page_floor": f"SELECT pos FROM buffer_rows WHERE {_B} AND pos < %s ORDER BY pos DESC LIMIT 1 OFFSET %s",
     "page_rows": f"SELECT pos, body FROM buffer_rows WHERE {_B} AND pos > %s AND pos < %s ORDER BY pos LIMIT %s",
 }
@@ -199,10 +212,10 @@ _PAGE = """LEFT JOIN LATERAL (SELECT pos, body, fetched FROM (
     WHERE n = 1 OR (n <= %s AND ahead < %s)) AS p ON true"""
 SQL |= {
     "page_read": f"""SELECT b.id, b.version, b.count, NULL::bigint, p.pos, p.body, p.fetched
-    FROM buffers b {_PAGE.format(low="%s")} WHERE b.scope = %s AND b.scope_id = %s AND b.key = %s
+    FROM {HEADS} b {_PAGE.format(low="%s")} WHERE b.scope = %s AND b.scope_id = %s AND b.key = %s
     ORDER BY p.pos""",
     "page_read_last": f"""SELECT b.id, b.version, b.count, f.floor, p.pos, p.body, p.fetched
-    FROM buffers b CROSS JOIN LATERAL (SELECT (SELECT pos FROM buffer_rows WHERE buffer_id = b.id
+    FROM {HEADS} b CROSS JOIN LATERAL (SELECT (SELECT pos FROM buffer_rows WHERE buffer_id = b.id
         AND pos < %s ORDER BY pos DESC LIMIT 1 OFFSET %s) AS floor) AS f
     {_PAGE.format(low="GREATEST(%s, COALESCE(f.floor, -1))")}
     WHERE b.scope = %s AND b.scope_id = %s AND b.key = %s ORDER BY p.pos""",
@@ -212,18 +225,18 @@ SQL |= {
     # (the first batch: the rows a token budget makes at the buffer's average, see tail.py)
     "tail_first": f"""WITH b AS (SELECT id, version, count, tokens, GREATEST(%s::bigint, LEAST(%s::bigint,
                 CASE WHEN tokens > 0 THEN count * %s::bigint * 9 / (8 * tokens) + 8 ELSE 0 END)) AS take
-            FROM buffers WHERE {_ADDR})
+            FROM {HEADS} AS h WHERE {_ADDR})
         SELECT 0, b.count, NULL::text, b.tokens, b.id, b.version, b.take FROM b
         UNION ALL (SELECT 1, r.pos, r.body, r.tokens::bigint, NULL::bigint, NULL::bigint, NULL::bigint
             FROM buffer_rows r WHERE r.buffer_id = (SELECT id FROM b) AND r.role = 'system' ORDER BY r.pos)
         UNION ALL (SELECT 2, r.pos, r.body, r.tokens::bigint, NULL, NULL, NULL FROM buffer_rows r
             WHERE r.buffer_id = (SELECT id FROM b) ORDER BY r.pos DESC LIMIT COALESCE((SELECT take FROM b), 0))""",
-    "tail_more": f"""WITH b AS (SELECT id, version FROM buffers WHERE {_ADDR})
+    "tail_more": f"""WITH b AS (SELECT id, version FROM {HEADS} AS h WHERE {_ADDR})
         SELECT 0, NULL::bigint, NULL::text, NULL::bigint, b.id, b.version, NULL::bigint FROM b
         UNION ALL (SELECT 2, r.pos, r.body, r.tokens::bigint, NULL, NULL, NULL FROM buffer_rows r
             WHERE r.buffer_id = (SELECT id FROM b) AND r.pos < %s ORDER BY r.pos DESC LIMIT %s)""",
     # a buffer stored before its rows were counted (migration 13): its tokens, counted
-    "tail_uncounted": f"""WITH b AS (SELECT id, version FROM buffers WHERE {_ADDR})
+    "tail_uncounted": f"""WITH b AS (SELECT id, version FROM {HEADS} AS h WHERE {_ADDR})
         SELECT 0, NULL::bigint, NULL::text, NULL::bigint, b.id, b.version, NULL::bigint FROM b
         UNION ALL SELECT 3, NULL, NULL, (SELECT SUM(tokens) FROM buffer_rows, b
             WHERE buffer_id = b.id)::bigint, NULL, NULL, NULL
@@ -404,11 +417,11 @@ for _ids, _open, _suffix in (
     (True, True, "@ids+open"),
 ):
     SQL[f"append_facts{_suffix}"] = (
-        "SELECT b.id, b.count, b.last_major, b.bytes, b.unanswered, "
+        f"SELECT {_COUNTERS}, b.unanswered, "
         + (_FACT_IDS if _ids else "NULL")
         + ", "
         + (_FACT_OPEN if _open else "NULL")
-        + f" FROM buffers b WHERE {_ADDR}"
+        + f", {_TAIL_HEAD} FROM {_TAILED} WHERE {_ADDR}"
     )
 
 # An append decided on known facts (flowmem.store.known, docs/decisions/0039), in
@@ -435,7 +448,10 @@ for _ids, _open, _suffix in (
 # transaction: the writes the pipeline sends as a later statement (two writes of one
 # table, ``pipeline.WRITES``) read it there (``known_again``: ``known`` from the setting).
 _KNOWN = "(SELECT v FROM known)"
-SQL["buffer_known"] = f"SELECT b.id, b.version, b.count, b.last_major, b.bytes, b.unanswered FROM buffers b WHERE {_ADDR}"
+# (since decision 0195 the header's counters as derived with its tail, the version as stored —
+# the check compares the stored header — and the tail's rows, bytes and tokens, and the room)
+SQL["buffer_known"] = f"""SELECT b.id, b.version, {_D['count']}, {_D['last_major']}, {_D['bytes']},
+    b.unanswered, t.n, t.size, t.tok, {ROOM.format(h='b')} FROM {_TAILED} WHERE {_ADDR}"""
 # no id assumed new (a message without calls, a result of a listed call: most appends):
 # the header's check alone, no subplan per id to start (decision 0158)
 _KNOWN_HEAD = """EXISTS (SELECT 1 FROM buffers WHERE id = %s AND version = %s

@@ -362,6 +362,12 @@ class PostgresStore(PostgresReads):
         when nothing is known, when the rules would ask for more, or when a fact
         no longer held (then nothing was written and nothing is known any more):
         the caller appends as before, reading the facts, which it remembers.
+
+        Since decision 0195 the check compares the header as stored, which an append
+        of another writer may have left unwritten: its row holds the position this
+        append's first row takes, so the rows' primary key refuses that row (a unique
+        violation on ``buffer_rows_pkey``, the transaction rolled back, nothing written)
+        — the facts no longer held, not an error (``_taken``).
         """
         address, guard = ask.address, ask.guard
         known = self._known.get(address)
@@ -383,7 +389,7 @@ class PostgresStore(PostgresReads):
             lock, holds = held_lock(guard)
             ensure = ensure_form(guard)
             bid = known.buffer_id
-            head = (known.version, known.count, known.last_major, known.bytes)
+            head = (known.version, *known.stored())  # the header as stored (decision 0195)
             fresh = (bid, bid, bid, foreseen.fresh) if foreseen.fresh else ()
             statements = known_statements(check, (bid, *head, *fresh, *checks), foreseen.writes)
             with Pipeline(conn, SQL) as db:
@@ -401,9 +407,11 @@ class PostgresStore(PostgresReads):
                     self._known.remember(address, known_after(known, foreseen.writes))
                     return foreseen.outcome
                 self._known.remember(address, None)
-        except BaseException:
+        except BaseException as exc:
             self._known.remember(address, None)
             roll_back(conn)
+            if _taken(exc):
+                return None
             raise
         return None
 
@@ -433,6 +441,14 @@ class PostgresStore(PostgresReads):
     def close(self) -> None:
         """Close the connection pool."""
         self._pool.close()
+
+
+def _taken(exc: BaseException) -> bool:
+    """Whether ``exc`` is the rows' key refusing a position another writer's row holds (decision 0195)."""
+    return (
+        isinstance(exc, psycopg.errors.UniqueViolation)
+        and exc.diag.constraint_name == "buffer_rows_pkey"
+    )
 
 
 def _quota_refused(exc: psycopg.errors.RaiseException) -> QuotaExceededError | None:
