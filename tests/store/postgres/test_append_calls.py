@@ -78,9 +78,14 @@ def test_a_single_message_append_makes_at_most_the_bounded_python_calls(
 
 
 def test_a_guarded_append_makes_no_more_python_calls_than_a_plain_one(
-    postgres_store_url: str,
+    postgres_store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Decision 0182: the guard's client part is its parameters, no calls of its own."""
+    """Decision 0182: the guard's client part is its parameters, no calls of its own.
+
+    Both write their header on every append (an owned buffer under the bytes quota does,
+    decision 0195; a plain one may leave it unwritten, which is not the guard's cost).
+    """
+    monkeypatch.setattr("flowmem.store.editor.header_skipped", lambda *_: False)
     plain = _calls_per_append(postgres_store_url, False, "free")
     guarded = _calls_per_append(postgres_store_url, True, "owned")
     assert guarded <= plain, f"guarded {guarded:.2f} against plain {plain:.2f} calls per append"

@@ -132,7 +132,10 @@ TWO_CALLS = {
 def test_a_known_append_is_the_lock_and_one_statement(
     two: tuple[PostgresStore, PostgresStore], sent: list[str]
 ) -> None:
-    """The check is the first part of the writes' statement: two statements, not three."""
+    """The check is the first part of the writes' statement: two statements, not three.
+
+    A plain append writes its row alone, no header (decision 0195).
+    """
     first, _ = two
     address = Address("global", "", "one-statement")
     first.append(address, prepare({"role": "user", "content": "q"}, 1))
@@ -140,7 +143,7 @@ def test_a_known_append_is_the_lock_and_one_statement(
     got = first.append(address, prepare({"role": "assistant", "content": "a"}, 1))
     assert (got.appended, got.count) == (1, 2)
     assert len(sent) == 2 and sent[0].startswith("timed_lock"), sent
-    assert sent[1] == "known_check_head+row_insert?+header_update?+known_verdict", sent
+    assert sent[1] == "known_check_head+row_insert?+known_verdict", sent
 
 
 TWO_RESULTS = [

@@ -160,7 +160,7 @@ def test_every_guard_kinds_verdict_is_its_rows_and_the_facts(store: PostgresStor
     store.append(address, prepare(_turn(0), 1))
     known = store._known.get(address)
     assert known is not None
-    head = (known.buffer_id, known.version, known.count, known.last_major, known.bytes)
+    head = (known.buffer_id, known.version, *known.stored())  # as stored (decision 0195)
     stale = (known.buffer_id, known.version + 1, *head[2:])
     tokens = [valid.id, revoked.id, "no-such-token"]
     sessions = [

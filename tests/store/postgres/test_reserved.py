@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from flowmem.errors import QuotaExceededError
 from flowmem.store import Address, Quotas
 from flowmem.store.base import Usage
+from flowmem.store.headers import HEADS
 
 psycopg = pytest.importorskip("psycopg")
 
@@ -78,7 +79,10 @@ def test_a_write_that_fits_the_bytes_quota_exactly_passes_one_byte_more_is_refus
 
 
 def _check_invariant(url: str, store: PostgresStore) -> None:
-    """user_usage.bytes = records' bytes + Σ reserved; reserved covers each buffer; usage is exact."""
+    """user_usage.bytes = records' bytes + Σ reserved; reserved covers each buffer; usage is exact.
+
+    Each buffer's bytes as derived with its header's tail (decision 0195).
+    """
     with psycopg.connect(url, autocommit=True) as conn:
         (usage,) = conn.execute(
             "SELECT COALESCE((SELECT bytes FROM user_usage WHERE user_id = 'alice'), 0)"
@@ -87,8 +91,9 @@ def _check_invariant(url: str, store: PostgresStore) -> None:
             "SELECT COALESCE(SUM(octet_length(value)), 0) FROM records WHERE owner = 'alice'"
         ).fetchone()  # type: ignore[misc]
         reserved, used, short = conn.execute(
-            """SELECT COALESCE(SUM(reserved), 0), COALESCE(SUM(bytes + log_bytes), 0),
-                COUNT(*) FILTER (WHERE reserved < bytes + log_bytes) FROM buffers WHERE owner = 'alice'"""
+            f"""SELECT COALESCE(SUM(reserved), 0), COALESCE(SUM(bytes + log_bytes), 0),
+                COUNT(*) FILTER (WHERE reserved < bytes + log_bytes) FROM {HEADS} AS b
+                WHERE owner = 'alice'"""
         ).fetchone()  # type: ignore[misc]
     assert usage == records + reserved and short == 0
     assert store.usage("alice").bytes == records + used

@@ -29,7 +29,7 @@ from flowmem.errors import (
     StoreReadOnlyError,
     StoreUnavailableError,
 )
-from flowmem.limits import quota_exceeded
+from flowmem.limits import Quotas, quota_exceeded
 from flowmem.store.adk.sql import SqlAdkSessions
 from flowmem.store.archive.sql import SqlArchive
 from flowmem.store.base import (
@@ -166,6 +166,15 @@ class PostgresStore(PostgresReads):
             raise InvalidInputError(f"a value cannot be stored: {exc}") from exc
         except psycopg.Error as exc:
             raise StoreError(f"PostgreSQL error: {exc}") from exc
+
+    def set_quotas(self, quotas: Quotas) -> None:
+        """Enforce ``quotas`` from now on; what is known of buffers is forgotten.
+
+        A known buffer's room to grow with its header unwritten was read under the quotas
+        before (decision 0195: none under a bytes quota).
+        """
+        super().set_quotas(quotas)
+        self._known = KnownBuffers(self._known.size)
 
     def _send_quotas(self, conn: psycopg.Connection[Any]) -> None:
         """Give the connection this store's quotas (session settings the quota triggers read)."""
