@@ -666,7 +666,11 @@ def test_a_version_4_database_gets_the_idempotency_table(sql_url: str) -> None:
 
 
 def test_a_version_5_database_gets_a_version_per_buffer_header(sql_url: str) -> None:
-    """Migration 6 adds ``buffers.version`` (0 on old headers); every header write adds one."""
+    """Migration 6 adds ``buffers.version`` (0 on old headers); every header write adds one.
+
+    The second append declares a call, which writes the header on PostgreSQL too (a plain
+    message may leave it unwritten there, decision 0195).
+    """
     store = open_store(sql_url)
     store.append(KEY, prepare({"role": "user", "content": "kept"}, 1))
     store.close()
@@ -677,7 +681,8 @@ def test_a_version_5_database_gets_a_version_per_buffer_header(sql_url: str) -> 
     again = open_store(sql_url)
     assert again.schema_version() == _migrations(sql_url)  # type: ignore[attr-defined]
     assert _scalar(sql_url, "SELECT version FROM buffers") == 0
-    again.append(KEY, prepare({"role": "user", "content": "more"}, 2))
+    calls = [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]
+    again.append(KEY, prepare({"role": "assistant", "content": "more", "tool_calls": calls}, 2))
     assert _scalar(sql_url, "SELECT version FROM buffers") == 1
     assert [m["content"] for m in again.load(KEY)] == ["kept", "more"]
     again.close()
