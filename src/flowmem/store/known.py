@@ -78,7 +78,11 @@ class Known:
 
         The tail is whole majors after the header's (each row appended at the next one).
         """
-        return (self.count - self.tail_rows, self.last_major - self.tail_rows, self.bytes - self.tail_bytes)
+        return (
+            self.count - self.tail_rows,
+            self.last_major - self.tail_rows,
+            self.bytes - self.tail_bytes,
+        )
 
 
 class Foreseen(NamedTuple):

@@ -82,7 +82,10 @@ def test_mem_12_two_writers_appending_at_once_lose_no_row(
         except BaseException as exc:  # pragma: no cover - the assertion below says what
             errors.append(exc)
 
-    threads = [threading.Thread(target=write, args=(store, who)) for store, who in zip(two, "ab")]
+    threads = [
+        threading.Thread(target=write, args=(store, who))
+        for store, who in zip(two, "ab", strict=True)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

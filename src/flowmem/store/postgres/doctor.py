@@ -18,7 +18,9 @@ from flowmem.store.doctor import COUNTS, TEXTS, miscounted, not_json
 from flowmem.store.headers import TAIL
 
 # every buffer's count as its readers derive it, the header's and its tail's (decision 0195)
-_COUNTS = COUNTS.replace("b.count, ", "b.count + (SELECT t.n FROM (" + TAIL.format(h="b") + ") AS t), ", 1)
+_COUNTS = COUNTS.replace(
+    "b.count, ", "b.count + (SELECT t.n FROM (" + TAIL.format(h="b") + ") AS t), ", 1
+)
 if _COUNTS == COUNTS:  # pragma: no cover - the shared statement changed
     raise RuntimeError("the doctor's counts no longer read b.count")
 
