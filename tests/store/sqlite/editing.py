@@ -10,12 +10,13 @@ from flowmem.store import Quotas
 from flowmem.store import sqlite as sqlite_backend
 from flowmem.store.sqlbase import StatementRunner
 from flowmem.store.sqlite import SqliteStore
+from tests.migrated import migrated_sqlite_url
 
 
 @contextmanager
 def editing(path: str) -> Iterator[tuple[sqlite3.Connection, StatementRunner]]:
     """The file at ``path`` migrated, a connection in ``BEGIN IMMEDIATE`` and its statement runner; rolled back at the end."""
-    SqliteStore(f"sqlite:///{path}").close()  # the schema
+    SqliteStore(migrated_sqlite_url(path)).close()  # the schema: a copy of the migrated template
     conn = sqlite3.connect(path, isolation_level=None)
     sqlite_backend.add_quota_function(conn, Quotas.off)  # what the quota triggers call
     conn.execute("BEGIN IMMEDIATE")

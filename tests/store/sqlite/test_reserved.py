@@ -23,6 +23,7 @@ from flowmem.errors import QuotaExceededError
 from flowmem.store import Address, Quotas
 from flowmem.store.sqlite import SqliteStore, reserved
 from flowmem.store.sqlite.schema import MIGRATIONS
+from tests.migrated import migrated_sqlite_url
 from tests.store.reserved_cases import OP, exact_fit_then_one_byte_over, grow, run_ops
 from tests.store.undo_held import undo_held
 
@@ -136,7 +137,7 @@ def _check_invariant(store: SqliteStore) -> None:
 @given(ops=st.lists(OP, max_size=20), quota=st.sampled_from([0, 20_000, 60_000]))
 def test_the_reservations_add_up_after_any_writes_and_deletes(tmp_path: Path, ops: list[tuple[str, int, int]], quota: int) -> None:
     path = tmp_path / f"inv-{uuid.uuid4().hex}.db"  # one database an example
-    store = SqliteStore(f"sqlite:///{path}")
+    store = SqliteStore(migrated_sqlite_url(path))  # a copy of the migrated template
     store.set_quotas(Quotas(bytes=quota))
     try:
         run_ops(store, ops, "s", lambda: _check_invariant(store))
