@@ -30,6 +30,7 @@ from flowmem.api.ratelimit import RateLimits
 from flowmem.auth import create_token
 from flowmem.store import Address, SessionRecord, Store, open_store
 from flowmem.store.sqlite import SqliteStore
+from tests.migrated import migrated_sqlite_url
 
 ROUNDS = 20
 WRITERS = 8
@@ -75,7 +76,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
     if request.param == "memory":
         url = "memory://"
     elif request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'race.db'}"
+        url = migrated_sqlite_url(tmp_path / "race.db")  # migrated already, no rows
     else:
         url = request.getfixturevalue("postgres_store_url")  # migrated already, no rows
     store = open_store(url)

@@ -28,6 +28,7 @@ from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
 from flowmem.store import MemoryStore, Store, open_store
 from tests.core.test_window import histories
+from tests.migrated import migrated_sqlite_url
 
 ALICE = ExecutionContext(user_id="alice")
 _ALLOWED = {"unanswered_call", "system_after_non_system"}  # the buffer's own, not the window's
@@ -38,7 +39,9 @@ _keys = itertools.count()
 def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryService]:
     """A service over each cheap backend (PostgreSQL: tests/store/test_tail.py, bench/window.py)."""
     store: Store = (
-        MemoryStore() if request.param == "memory" else open_store(f"sqlite:///{tmp_path}/w.db")
+        MemoryStore()
+        if request.param == "memory"
+        else open_store(migrated_sqlite_url(tmp_path / "w.db"))
     )
     yield MemoryService(store)
     store.close()

@@ -29,6 +29,7 @@ from flowmem.store.vectors.cached import generation
 from flowmem.store.vectors.scoring import Ranking
 from flowmem.store.vectors.sql import SqlVectors
 from flowmem.store.vectorstores import vectors_of
+from tests.migrated import migrated_sqlite_url
 
 SPACE = Space("cache-test", 8)
 COLLECTION = "test"
@@ -39,7 +40,7 @@ SCOPE, SCOPE_ID = "user", "u1"
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh database of each SQL backend."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/cache.db"
+        return migrated_sqlite_url(tmp_path / "cache.db")  # migrated already, as the pool's
     return str(request.getfixturevalue("postgres_store_url"))
 
 
