@@ -73,15 +73,18 @@ class Known:
     tail_tokens: int = 0
     room: int | None = -1
 
-    def stored(self) -> tuple[int, int, int]:
-        """The header's count, last major and bytes as stored: the buffer's less its tail's.
+    def stored(self) -> tuple[int, int, int, int | None]:
+        """The header's count, last major, bytes and room as stored: the buffer's less its tail's.
 
         The tail is whole majors after the header's (each row appended at the next one).
+        The room (its reservation less its log's bytes) when one was read (decision 0199:
+        the check refuses a lower one, which another process's give-back leaves), else None.
         """
         return (
             self.count - self.tail_rows,
             self.last_major - self.tail_rows,
             self.bytes - self.tail_bytes,
+            None if self.room is None or self.room < 0 else self.room,
         )
 
 

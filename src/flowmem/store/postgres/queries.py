@@ -454,8 +454,11 @@ SQL["buffer_known"] = f"""SELECT b.id, b.version, {_D['count']}, {_D['last_major
     b.unanswered, t.n, t.size, t.tok, {ROOM.format(h='b')} FROM {_TAILED} WHERE {_ADDR}"""
 # no id assumed new (a message without calls, a result of a listed call: most appends):
 # the header's check alone, no subplan per id to start (decision 0158)
+# (since decision 0199 also the room an append may grow in unwritten, when one was read: an
+# owner's give-back in another process lowers a reservation without moving the version)
 _KNOWN_HEAD = """EXISTS (SELECT 1 FROM buffers WHERE id = %s AND version = %s
-        AND count = %s AND last_major = %s AND bytes = %s)"""
+        AND count = %s AND last_major = %s AND bytes = %s
+        AND reserved - log_bytes >= COALESCE(%s::bigint, reserved - log_bytes))"""
 _KNOWN_FRESH = """COALESCE((SELECT bool_and(
         NOT EXISTS (SELECT 1 FROM buffer_calls c WHERE c.buffer_id = %s AND c.call_id = i.id)
         AND NOT EXISTS (SELECT 1 FROM buffer_answers a WHERE a.buffer_id = %s AND a.call_id = i.id)

@@ -35,6 +35,7 @@ slack.
 
 from __future__ import annotations
 
+from flowmem.store.headers import TAIL
 from flowmem.store.repairs import KEPT
 from flowmem.store.repairs.postgres import HELD_CHARS
 
@@ -183,4 +184,29 @@ MIGRATION: tuple[str, ...] = (
 EXACT_BYTES = """{u}.bytes - (SELECT COALESCE(SUM(b.reserved - b.bytes - b.log_bytes), 0)
     FROM buffers AS b WHERE b.owner = {u}.user_id)"""
 
-__all__ = ["EXACT_BYTES", "MIGRATION", "SLACK"]
+# 36 (decision 0199): the give-back over each buffer's bytes as derived with its header's tail
+# (decision 0195: a plain append may leave the header unwritten, its rows counted by readers
+# from the tail, headers.TAIL). Migration 27's read the stored ``bytes``: a buffer with a tail
+# was given back to less than it holds, and its owner's usage counted low by the tail until the
+# header's next write. Every other buffer's reservation is set to what it holds (given back
+# past it, raised to it when a tail outgrew it), so the total returned is exact: those that
+# another transaction is writing are skipped and keep theirs, as before
+DERIVED_GIVE_BACK = f"""CREATE OR REPLACE FUNCTION flowmem_give_back(who TEXT, kept BIGINT) RETURNS BIGINT
+    LANGUAGE plpgsql AS $$
+    DECLARE total BIGINT;
+    BEGIN
+        WITH slack AS (SELECT h.id, h.reserved - h.bytes - t.size - h.log_bytes AS unused
+                FROM buffers AS h CROSS JOIN LATERAL ({TAIL.format(h="h")}) AS t
+                WHERE h.owner = who AND h.id IS DISTINCT FROM kept
+                    AND h.reserved <> h.bytes + t.size + h.log_bytes
+                FOR UPDATE OF h SKIP LOCKED),
+            given AS (UPDATE buffers AS b SET reserved = b.reserved - slack.unused FROM slack
+                WHERE b.id = slack.id RETURNING slack.unused)
+        UPDATE user_usage SET bytes = bytes - (SELECT COALESCE(SUM(unused), 0) FROM given)
+            WHERE user_id = who RETURNING bytes INTO total;
+        RETURN total;
+    END $$"""
+
+DERIVED: tuple[str, ...] = (DERIVED_GIVE_BACK,)
+
+__all__ = ["DERIVED", "EXACT_BYTES", "MIGRATION", "SLACK"]
