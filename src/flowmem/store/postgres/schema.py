@@ -288,6 +288,9 @@ _OWN: dict[int, tuple[str, ...]] = {
     # ``buffer_rows``, carrying the declaration it answered in its own columns: a result
     # writes nothing to ``buffer_call_ids`` (``flowmem.store.postgres.callids``)
     35: callids.ANSWERED_ROWS,
+    # 36 (issue 42 §1, decision 0199): the give-back of unused reservations over each buffer's
+    # bytes as derived with its header's tail (decision 0195; ``flowmem.store.postgres.reserved``)
+    36: reserved.DERIVED,
 }
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = collect(_OWN, "postgres")
