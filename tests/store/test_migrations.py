@@ -36,7 +36,7 @@ PINNED = {
         "d38be646071b", "b8afad6dafeb", "383dc10d803f",
         "7b0a07161f01", "5a43b610c065", "687fc495a7af", "4c9912efd8fb", "d74db5accbc7",
         "8ddc900619ae", "4a037dc195c3", "32df94df01a7", "0da12a289e73", "72b7bdc532aa",
-        "664c3c3f600f", "c6740107dce1", "1e8ebf3763bd",
+        "664c3c3f600f", "c6740107dce1", "1e8ebf3763bd", "889547fec428",
     ],
 }  # fmt: skip
 
