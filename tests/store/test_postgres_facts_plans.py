@@ -47,7 +47,7 @@ def params_of(conn: Any, name: str, address: Address, ids: list[str]) -> list[An
     """The parameters of a facts statement for ``address`` and the call ids ``ids``."""
     if name == "append_known_head":  # the header's id and version alone (no id assumed new)
         head = conn.execute(
-            "SELECT id, version, count, last_major, bytes FROM buffers"
+            "SELECT id, version, count, last_major, bytes, reserved - log_bytes FROM buffers"
             " WHERE scope = %s AND scope_id = %s AND key = %s",
             tuple(address),
         ).fetchone()
@@ -55,7 +55,7 @@ def params_of(conn: Any, name: str, address: Address, ids: list[str]) -> list[An
     if name == "append_known":  # the header's id and version, and the ids assumed new
         # (the id once per index they must be absent from: calls, answers, evicted ids)
         head = conn.execute(
-            "SELECT id, version, count, last_major, bytes FROM buffers"
+            "SELECT id, version, count, last_major, bytes, reserved - log_bytes FROM buffers"
             " WHERE scope = %s AND scope_id = %s AND key = %s",
             tuple(address),
         ).fetchone()
