@@ -6,6 +6,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from flowmem.api import create_app
+from flowmem.api.models import NO_NUL
 from flowmem.store import open_store
 from tests.api.helpers import Api, make_tokens
 from tests.api.langgraph_thread import write_thread
@@ -20,7 +21,9 @@ from tests.api.langgraph_thread import write_thread
         ("admin", {"view": True, "drive": True, "delete": True, "edit_messages": True}),
     ],
 )
-def test_access_answers_what_each_principal_may_do(api: Api, who: str, expected: dict[str, bool]) -> None:
+def test_access_answers_what_each_principal_may_do(
+    api: Api, who: str, expected: dict[str, bool]
+) -> None:
     sid = api.session("alice")
     answer = api.call("GET", f"/v1/sessions/{sid}/access", who)
     assert answer.status_code == 200, answer.text
@@ -100,7 +103,9 @@ def test_checkpoints_and_record_listing_on_postgres(postgres_db_url: str) -> Non
             newest = page["data"][0]["messages"]["messages"]
             assert [row["content"] for row in newest] == ["first", "answer 1"]
             for key, ttl in (("b", None), ("a", 60)):
-                put = api.call("PUT", f"/v1/memory/user/{key}", "alice", json={"value": 1, "ttl": ttl})
+                put = api.call(
+                    "PUT", f"/v1/memory/user/{key}", "alice", json={"value": 1, "ttl": ttl}
+                )
                 assert put.status_code == 200, put.text
             listed = api.call("GET", "/v1/memory/user", "alice", params={"limit": 1}).json()
             assert [r["key"] for r in listed["data"]] == ["a"] and listed["next_start"]
@@ -108,3 +113,15 @@ def test_checkpoints_and_record_listing_on_postgres(postgres_db_url: str) -> Non
             assert access["view"] and not access["drive"]
     finally:
         store.close()
+
+
+def test_a_nul_in_the_checkpoints_cursor_is_refused_as_the_schema_declares(api: Api) -> None:
+    sid = api.session("alice")
+    answer = api.call("GET", f"/v1/sessions/{sid}/checkpoints", "alice", params={"before": "a\x00"})
+    assert answer.status_code == 422, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == "invalid_input"
+    assert [d["field"] for d in error["details"]] == ["query.before"]
+    route = api.client.get("/openapi.json").json()["paths"]["/v1/sessions/{session_id}/checkpoints"]
+    declared = {p["name"]: p["schema"] for p in route["get"]["parameters"]}
+    assert [t.get("pattern") for t in declared["before"]["anyOf"]] == [NO_NUL, None]

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from flowmem.api.models import NO_NUL
 from tests.api.helpers import Api
 
 
@@ -49,7 +50,12 @@ def test_an_expired_record_is_not_listed(api: Api) -> None:
 def test_a_refused_scope_lists_nothing_and_says_why(api: Api) -> None:
     _put(api, "a")
     service = api.call("GET", "/v1/memory/user", "service").json()
-    assert service == {"data": [], "next_start": None, "resolved_scope_id": "", "refused": "no_user_id"}
+    assert service == {
+        "data": [],
+        "next_start": None,
+        "resolved_scope_id": "",
+        "refused": "no_user_id",
+    }
     no_session = api.call("GET", "/v1/memory/session", "alice").json()
     assert no_session["refused"] == "no_session_id"
 
@@ -86,12 +92,33 @@ def test_text_with_nul_is_refused(api: Api, name: str) -> None:
     ("scope", "parameter"),
     [("workflow", "workflow_id"), ("pipeline", "pipeline_id"), ("execution", "execution_id")],
 )
-def test_a_shared_scope_lists_the_records_of_the_id_it_names(api: Api, scope: str, parameter: str) -> None:
+def test_a_shared_scope_lists_the_records_of_the_id_it_names(
+    api: Api, scope: str, parameter: str
+) -> None:
     """Each scope id parameter is its own query parameter (a shared ``Query`` registered only the first)."""
     for scope_id, key in (("one", "a"), ("two", "b")):
-        put = api.call("PUT", f"/v1/memory/{scope}/{key}", "shared", params={parameter: scope_id}, json={"value": key})
+        put = api.call(
+            "PUT",
+            f"/v1/memory/{scope}/{key}",
+            "shared",
+            params={parameter: scope_id},
+            json={"value": key},
+        )
         assert put.status_code == 200, put.text
     listed = api.call("GET", f"/v1/memory/{scope}", "shared", params={parameter: "one"})
     assert listed.status_code == 200, listed.text
     assert [r["key"] for r in listed.json()["data"]] == ["a"]
     assert listed.json()["resolved_scope_id"] == "one"
+
+
+@pytest.mark.parametrize("name", ["prefix", "start"])
+def test_a_nul_in_a_listing_query_is_refused_as_the_schema_declares(api: Api, name: str) -> None:
+    _put(api, "a")
+    answer = api.call("GET", "/v1/memory/user", "alice", params={name: "a\x00b"})
+    assert answer.status_code == 422, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == "invalid_input"
+    assert [d["field"] for d in error["details"]] == [f"query.{name}"]
+    listing = api.client.get("/openapi.json").json()["paths"]["/v1/memory/{scope}"]["get"]
+    declared = {p["name"]: p["schema"] for p in listing["parameters"]}
+    assert declared[name]["pattern"] == NO_NUL

@@ -8,7 +8,6 @@ from fastapi import APIRouter, Depends, Path, Query
 
 from flowmem.api.fast.route import DirectRoute, Target, memory_call
 from flowmem.api.models import ErrorBody
-from flowmem.errors import InvalidInputError
 from flowmem.scope import NAME_MAX, SCOPES
 
 MAX_LIMIT = 100
@@ -101,10 +100,3 @@ def clamp_limit(limit: int | None) -> int:
     if limit is None:
         return DEFAULT_LIMIT
     return max(1, min(MAX_LIMIT, limit))
-
-
-def query_text(value: str, name: str) -> str:
-    """A query parameter's text; 422 ``invalid_input`` when it holds NUL (no store keeps one)."""
-    if "\x00" in value:
-        raise InvalidInputError(f"{name} must not contain NUL characters", field=f"query.{name}")
-    return value

@@ -19,8 +19,9 @@ from pydantic import BaseModel
 
 from flowmem.access import Principal, decide
 from flowmem.api.deps import CALLER, Caller
+from flowmem.api.models import NO_NUL
 from flowmem.api.query import KnownQueryRoute
-from flowmem.api.routes.common import PAGE_SIZE, clamp_limit, query_text
+from flowmem.api.routes.common import PAGE_SIZE, clamp_limit
 from flowmem.api.routes.sessions import SessionId, session_read
 from flowmem.sessions import SessionService
 from flowmem.store.checkpoints import ROWS_TYPE, CheckpointFilter, StoredCheckpoint, checkpoints_of
@@ -64,7 +65,9 @@ class CheckpointPage(BaseModel):
     has_more: bool
 
 
-def session_access(principal: Principal, sessions: SessionService, session_id: str) -> dict[str, bool]:
+def session_access(
+    principal: Principal, sessions: SessionService, session_id: str
+) -> dict[str, bool]:
     """The access decisions on a session the caller may view (404 when it may not)."""
     session = sessions.get(principal, session_id)
     return {name: decide(principal, action, session).allowed for name, action in ACTIONS.items()}
@@ -121,7 +124,10 @@ async def list_checkpoints(
     session_id: str = SessionId,
     limit: int = PAGE_SIZE,
     before: str | None = Query(
-        None, max_length=255, description="Only checkpoints older than this checkpoint id."
+        None,
+        max_length=255,
+        pattern=NO_NUL,
+        description="Only checkpoints older than this checkpoint id.",
     ),
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
@@ -133,7 +139,6 @@ async def list_checkpoints(
     """
     services = caller.services
     size = clamp_limit(limit)
-    before = None if before is None else query_text(before, "before")
     return await caller.in_store_thread(
         thread_checkpoints, services.sessions, session_id, size, before
     )

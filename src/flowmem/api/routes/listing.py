@@ -17,8 +17,9 @@ from pydantic import BaseModel
 from flowmem.access import Principal
 from flowmem.api.deps import CALLER, Caller
 from flowmem.api.fast.route import Target, scope_context
+from flowmem.api.models import NO_NUL
 from flowmem.api.query import KnownQueryRoute
-from flowmem.api.routes.common import PAGE_SIZE, QUERY_TARGET, clamp_limit, query_text, scoped
+from flowmem.api.routes.common import PAGE_SIZE, QUERY_TARGET, clamp_limit, scoped
 from flowmem.api.services import Services
 from flowmem.scope import NAME_MAX, Refusal
 from flowmem.store.listing import ListPage, listing_of
@@ -69,8 +70,12 @@ def list_keys(
 )
 async def list_records(
     target: Target = QUERY_TARGET,
-    prefix: str = Query("", max_length=NAME_MAX, description="Only keys starting with this."),
-    start: str = Query("", max_length=NAME_MAX + 1, description="A `next_start`: continue there."),
+    prefix: str = Query(
+        "", max_length=NAME_MAX, pattern=NO_NUL, description="Only keys starting with this."
+    ),
+    start: str = Query(
+        "", max_length=NAME_MAX + 1, pattern=NO_NUL, description="A `next_start`: continue there."
+    ),
     limit: int = PAGE_SIZE,
     caller: Caller = CALLER,
 ) -> dict[str, Any]:
@@ -80,7 +85,6 @@ async def list_records(
     `session`, the shared scopes' ids and `memory:shared` for those); a refused
     scope lists nothing and names the refusal in `refused`.
     """
-    prefix, start = query_text(prefix, "prefix"), query_text(start, "start")
     return await caller.in_store_thread(
         list_keys, caller.services, target, prefix, start, clamp_limit(limit)
     )
