@@ -91,6 +91,8 @@ def test_an_unreachable_postgresql_is_one_line_from_the_cli(tmp_path: Path) -> N
         text=True,
         timeout=60,
     )
-    assert time.monotonic() - started < 5.0
+    # under the 10 s connect timeout it would wait if a refusal were retried; the rest is
+    # the CLI process starting, seconds on a loaded machine
+    assert time.monotonic() - started < 9.0
     assert done.returncode == 6
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: cannot connect to PostgreSQL")
