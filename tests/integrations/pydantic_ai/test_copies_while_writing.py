@@ -46,10 +46,12 @@ def test_the_copy_is_made_while_the_write_runs(
 
     monkeypatch.setattr(copies.KeptCopies, "made", marked)
     write_now = store._write_now
+    armed: list[bool] = []  # the second save's write waits (the first, a new conversation's, makes no copy)
 
     def waiting(*args: Any) -> None:
         write_now(*args)
-        seen.append(made.wait(10 if ahead else 0.5))
+        if armed:
+            seen.append(made.wait(10 if ahead else 0.5))
 
     monkeypatch.setattr(store, "_write_now", waiting)
 
@@ -60,6 +62,7 @@ def test_the_copy_is_made_while_the_write_runs(
         loaded = await store.load("c")  # read again: kept
         assert loaded is not None
         made.clear()
+        armed.append(True)
         loaded.messages.extend(turn(1))
         await store.save(loaded)
 
@@ -67,7 +70,7 @@ def test_the_copy_is_made_while_the_write_runs(
         asyncio.run(scenario())
     finally:
         store.close()
-    assert seen[-1] is ahead
+    assert seen == [ahead]
 
 
 def _run(
