@@ -52,6 +52,21 @@ def known_after(known: Known, writes: Sequence[tuple[str, Sequence[Any]]]) -> Kn
     return Known(known.buffer_id, version, count, last_major, size, still_open, listed, *tail)
 
 
+def room_passed(known: Known, writes: Sequence[tuple[str, Sequence[Any]]]) -> bool:
+    """Whether ``writes`` write an owned buffer's header past the room ``known`` read (decision 0199).
+
+    The reservation trigger then grants (or checks) the reservation again, which
+    ``known_after`` does not work out: the append reads ``buffer_known`` back instead.
+    """
+    room = known.room
+    if room is None:
+        return False
+    for name, params in writes:
+        if name in ("header_update", "header_listed") and (room < 0 or int(params[2]) > room):
+            return True
+    return False
+
+
 def open_of(listed: str) -> frozenset[str]:
     """The call ids a header's list of unanswered calls names (``[[call id, position, order], …]``)."""
     if listed == "[]":
