@@ -86,15 +86,38 @@ def _step(store: PostgresStore, address: Address, action: str, given_: Any, wind
         store.append(address, prepare(given_, 1), window)
 
 
+def _usage_exact(store: PostgresStore, who: str) -> None:
+    """``who``'s usage is their rows' and logs' bytes, each buffer reserving what it holds (decision 0199)."""
+    with store._connection() as conn:
+        held, short, bound = conn.execute(
+            f"""SELECT (SELECT COALESCE(SUM(octet_length(r.body)), 0) FROM buffer_rows AS r
+                    JOIN buffers AS o ON o.id = r.buffer_id WHERE o.owner = %s)
+                    + COALESCE(SUM(b.log_bytes), 0),
+                COUNT(*) FILTER (WHERE b.reserved < b.bytes + b.log_bytes),
+                COALESCE((SELECT bytes FROM user_usage WHERE user_id = %s), 0) - COALESCE(SUM(b.reserved), 0)
+                FROM {HEADS} AS b WHERE b.owner = %s""",
+            (who, who, who),
+        ).fetchone()  # type: ignore[misc]
+    assert store.usage(who).bytes == held and short == 0 and bound == 0
+
+
 @SETTINGS
-@given(steps=STEPS, window=st.sampled_from([0, 5, 11]), owned=st.booleans())
+@given(
+    steps=STEPS,
+    window=st.sampled_from([0, 5, 11]),
+    owner=st.sampled_from(["nobody", "no quota", "quota"]),
+)
 def test_the_header_derived_with_its_tail_is_the_plain_paths_stored_header(
-    store: PostgresStore, steps: list[tuple[str, Any]], window: int, owned: bool
+    store: PostgresStore, steps: list[tuple[str, Any]], window: int, owner: str
 ) -> None:
-    """Owned by nobody, or by a user with no bytes quota (its reservation bounds the tail's bytes)."""
-    store.set_quotas(Quotas.off())
+    """Owned by nobody, or by a user with no bytes quota or under the default one (1 GiB).
+
+    An owned buffer's reservation bounds its tail's bytes; under a quota, one checked under
+    it (decision 0199). The owner's usage stays exact after every step.
+    """
+    store.set_quotas(Quotas() if owner == "quota" else Quotas.off())
     key = f"h{next(_keys)}"
-    scope = ("user", "7") if owned else ("global", "")
+    scope = ("global", "") if owner == "nobody" else ("user", "7")
     skipped, written = Address(*scope, f"{key}-skipped"), Address(*scope, f"{key}-written")
     for action, given_ in steps:
         _step(store, skipped, action, given_, window)
@@ -105,16 +128,26 @@ def test_the_header_derived_with_its_tail_is_the_plain_paths_stored_header(
         assert store.load_bodies(skipped) == store.load_bodies(written)
         assert store.count(skipped) == store.count(written) == len(store.load(written))
         assert _tail(store, skipped) < TAIL_ROWS
+        if owner != "nobody":
+            _usage_exact(store, "7")
 
 
+@pytest.mark.parametrize("scope", [("global", ""), ("user", "7")])
 def test_plain_appends_leave_the_header_unwritten_until_the_tail_reaches_its_bound(
-    store: PostgresStore,
+    store: PostgresStore, scope: tuple[str, str]
 ) -> None:
-    """Decision 0193's K: the header is written once in ``TAIL_ROWS`` plain appends."""
-    address = Address("global", "", f"bound{next(_keys)}")
+    """Decision 0193's K: the header is written once in ``TAIL_ROWS`` plain appends.
+
+    Owned by nobody, or by a user under the default bytes quota (decision 0199: inside a
+    reservation checked under it, after the first append has reserved 16 KiB of slack).
+    """
+    address = Address(*scope, f"bound{next(_keys)}")
     tails = []
     for n in range(3 * TAIL_ROWS):
         store.append(address, prepare({"role": "user", "content": f"q{n}"}, 1))
         tails.append(_tail(store, address))
-    assert tails == [(n + 1) % TAIL_ROWS for n in range(3 * TAIL_ROWS)]
+    first = 0 if scope[0] == "user" else 1  # an owned buffer's first append reserves: written
+    assert tails == [(n + first) % TAIL_ROWS for n in range(3 * TAIL_ROWS)]
     assert _header(store, address, HEADS)[0] == 3 * TAIL_ROWS == store.count(address)
+    if scope[0] == "user":
+        _usage_exact(store, "7")

@@ -51,10 +51,14 @@ HEADS = f"""(SELECT h.id, h.scope, h.scope_id, h.key, h.owner, h.unanswered, h.r
     FROM buffers AS h CROSS JOIN LATERAL ({TAIL.format(h="h")}) AS t)"""
 
 # what an owned buffer may grow to with its header unwritten: its reservation less its repair
-# log's bytes, when no bytes quota is in force (its check rides on the header's update, the
-# reservation trigger's); -1 under a quota (the header always written); NULL: owned by nobody
+# log's bytes, when no bytes quota is in force or the reservation was checked under the one in
+# force (``reserved_under``, migration 29): a growth inside it is one the reservation trigger
+# returns from at once (migration 33's first test), the quota checked when the reservation
+# grows (decision 0199); -1 under a quota the reservation was not checked against (the header
+# written: the trigger checks it); NULL: owned by nobody
 ROOM = """CASE WHEN {h}.owner IS NULL THEN NULL
-        WHEN COALESCE(NULLIF(current_setting('flowmem.quota_bytes', true), '')::BIGINT, 0) > 0 THEN -1
+        WHEN {h}.reserved_under <> COALESCE(current_setting('flowmem.quota_bytes', true), '')
+            AND COALESCE(NULLIF(current_setting('flowmem.quota_bytes', true), '')::BIGINT, 0) > 0 THEN -1
         ELSE {h}.reserved - {h}.log_bytes END"""
 
 __all__ = ["HEADS", "ROOM", "TAIL", "TAIL_ROWS", "derived"]

@@ -45,7 +45,7 @@ from flowmem.store.known import (
     Unforeseen,
     foresee,
 )
-from flowmem.store.postgres.after import known_after
+from flowmem.store.postgres.after import known_after, room_passed
 from flowmem.store.postgres.checkpoints import PostgresCheckpoints
 from flowmem.store.postgres.connect import (
     HotPool,
@@ -408,12 +408,18 @@ class PostgresStore(PostgresReads):
                 held = db.send(*statements[0])
                 for statement in statements[1:]:
                     db.send(*statement)
+                # past the room the trigger reserved again: read it back (decision 0199)
+                again = room_passed(known, foreseen.writes)
+                after = db.send("buffer_known", tuple(address)) if again else None
                 db.finish()
                 verdict = db.result(held)
                 if kind and not verdict[0][1]:  # the guard failed: nothing was written
                     raise self._guard_error(conn, guard)
                 if verdict[0][0]:
-                    self._known.remember(address, known_after(known, foreseen.writes))
+                    if after is None:
+                        self._known.remember(address, known_after(known, foreseen.writes))
+                    else:
+                        self._known.remember(address, known_of(db.result(after)))
                     return foreseen.outcome
                 self._known.remember(address, None)
         except BaseException as exc:
