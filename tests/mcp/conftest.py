@@ -30,6 +30,7 @@ from flowmem.auth import create_token
 from flowmem.mcp.bridge import TIMEOUT
 from flowmem.store import open_store
 from tests.conftest import fresh_schema
+from tests.mcp.forked import ForkServer
 from tests.served import flowmem_serve, serve_env
 
 TOOLS = {
@@ -49,11 +50,18 @@ def stdio_env(database: str, **extra: str) -> dict[str, str]:
 
 @asynccontextmanager
 async def stdio_session(
-    database: str, user: str = "ana", env: dict[str, str] | None = None, args: tuple[str, ...] = ()
+    database: str,
+    user: str = "ana",
+    env: dict[str, str] | None = None,
+    args: tuple[str, ...] = (),
+    forks: ForkServer | None = None,
 ) -> AsyncIterator[ClientSession]:
-    """A client session with a ``flowmem mcp --user USER`` child process over ``database``."""
+    """A client session with a ``flowmem mcp --user USER`` child process over ``database`` (forked from ``forks``)."""
     who = ["--user", user] if user else []  # none: the bridge ($FLOWMEM_URL) takes no --user
-    command = [sys.executable, "-c", "from flowmem.cli import main; main()", "mcp", *who, *args]
+    if forks is None:
+        command = [sys.executable, "-c", "from flowmem.cli import main; main()", "mcp", *who, *args]
+    else:
+        command = forks.command("mcp", *who, *args)
     params = StdioServerParameters(
         command=command[0], args=command[1:], env=env if env is not None else stdio_env(database)
     )

@@ -6,12 +6,16 @@ client retries a call it did not see answered: with the same ``request_id`` for 
 record or a plain message, as is for a tool call and its result (MEM-1, MEM-2). The
 graph's writes go to one shared entity. Afterwards every write is there exactly once:
 read by the first client once all eight have written (its process reads what the
-database holds: the others' writes are in no memory of its own).
+database holds: the others' writes are in no memory of its own). The eight processes
+are forked from a server that imported flowmem's CLI and the MCP SDK once
+(``tests/mcp/forked.py``, decision 0200): each is still its own process with its own
+connections, spoken to over its stdio by the SDK's client.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +25,7 @@ import pytest
 from flowmem.store import open_store
 from tests.conftest import fresh_schema
 from tests.mcp.conftest import answer, stdio_env, stdio_session
+from tests.mcp.forked import ForkServer
 
 CLIENTS = 8
 ROUNDS = 4
@@ -41,9 +46,15 @@ class Written:
 
 
 async def _client(
-    database: str, n: int, replays: list[bool], founders: list[int], written: Written, seen: dict[str, Any]
+    database: str,
+    n: int,
+    replays: list[bool],
+    founders: list[int],
+    written: Written,
+    seen: dict[str, Any],
+    forks: ForkServer,
 ) -> None:
-    async with stdio_session(database, "ana", env=stdio_env(database)) as session:
+    async with stdio_session(database, "ana", env=stdio_env(database), forks=forks) as session:
         call = session.call_tool
         created = answer(await call("create_entities", {"entities": [
             {"name": "Team", "entityType": "group", "observations": [f"founded by {n}"]}]}))  # fmt: skip
@@ -86,14 +97,14 @@ async def _read(call: Any) -> dict[str, Any]:
     return seen
 
 
-async def _all(database: str) -> tuple[dict[str, Any], list[bool], list[int]]:
+async def _all(database: str, forks: ForkServer) -> tuple[dict[str, Any], list[bool], list[int]]:
     replays: list[bool] = []
     founders: list[int] = []
     written = Written()
     seen: dict[str, Any] = {}
     async with anyio.create_task_group() as clients:
         for n in range(CLIENTS):
-            clients.start_soon(_client, database, n, replays, founders, written, seen)
+            clients.start_soon(_client, database, n, replays, founders, written, seen, forks)
     assert written.count == CLIENTS
     return seen, replays, founders
 
@@ -135,14 +146,24 @@ def _prepare(database: str) -> None:
     open_store(database, create=True).close()
 
 
-def test_eight_clients_on_sqlite_lose_nothing_and_store_nothing_twice(tmp_path: Path) -> None:
+@pytest.fixture
+def forks(tmp_path: Path) -> Iterator[ForkServer]:
+    """A fork server for the test's eight ``flowmem mcp`` processes, reaped at its end."""
+    server = ForkServer(tmp_path)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def test_eight_clients_on_sqlite_lose_nothing_and_store_nothing_twice(tmp_path: Path, forks: ForkServer) -> None:
     database = f"sqlite:///{tmp_path}/many.db"
     _prepare(database)
-    _check(*anyio.run(_all, database))
+    _check(*anyio.run(_all, database, forks))
 
 
 @pytest.mark.postgres
-def test_eight_clients_on_postgres_lose_nothing_and_store_nothing_twice(postgres_url: str) -> None:
+def test_eight_clients_on_postgres_lose_nothing_and_store_nothing_twice(postgres_url: str, forks: ForkServer) -> None:
     with fresh_schema(postgres_url) as database:
         _prepare(database)
-        _check(*anyio.run(_all, database))
+        _check(*anyio.run(_all, database, forks))
