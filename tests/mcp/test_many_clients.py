@@ -146,10 +146,10 @@ def _prepare(database: str) -> None:
     open_store(database, create=True).close()
 
 
-@pytest.fixture
-def forks(tmp_path: Path) -> Iterator[ForkServer]:
-    """A fork server for the test's eight ``flowmem mcp`` processes, reaped at its end."""
-    server = ForkServer(tmp_path)
+@pytest.fixture(scope="module")
+def forks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkServer]:
+    """A fork server for both tests' ``flowmem mcp`` processes, reaped when the module ends."""
+    server = ForkServer(tmp_path_factory.mktemp("forks"))
     try:
         yield server
     finally:
