@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 LAUNCHER = """
@@ -144,6 +145,8 @@ class ForkServer:
     """A running fork server: ``command`` is what a client starts for ``flowmem ARGS``."""
 
     def __init__(self, root: Path) -> None:
+        if len(str(root)) > 90:  # a Unix socket's path holds 107 bytes at most
+            root = Path(tempfile.mkdtemp(prefix="fm-forks-", dir="/tmp"))
         self.path = str(root / "fork.sock")
         repo = str(Path(__file__).resolve().parents[2])
         self.process = subprocess.Popen(
@@ -165,6 +168,10 @@ class ForkServer:
         """Stop the server once its children ended, and reap it."""
         assert self.process.stdin is not None
         self.process.stdin.close()
-        self.process.wait(timeout=60)
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:  # a child that never ended: stop the server anyway
+            self.process.kill()
+            self.process.wait()
         if self.process.stdout is not None:
             self.process.stdout.close()
