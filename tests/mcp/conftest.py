@@ -118,6 +118,16 @@ def make_tokens(database: str) -> dict[str, str]:
         store.close()
 
 
+@pytest.fixture(scope="session")
+def forks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkServer]:
+    """A fork server for the stdio clients of this process's MCP tests, reaped when the session ends (decision 0200)."""
+    server = ForkServer(tmp_path_factory.mktemp("forks"))
+    try:
+        yield server
+    finally:
+        server.close()
+
+
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 

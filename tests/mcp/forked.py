@@ -29,7 +29,7 @@ LAUNCHER = """
 import array, json, os, socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.connect(sys.argv[1])
-spec = json.dumps({"argv": sys.argv[2:], "env": dict(os.environ)}).encode()
+spec = json.dumps({"argv": sys.argv[2:], "env": dict(os.environ), "cwd": os.getcwd()}).encode()
 s.sendmsg([len(spec).to_bytes(8, "big") + spec], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0, 1, 2]))])
 os.close(0); os.close(1)
 code = s.recv(8)
@@ -65,7 +65,7 @@ def _receive(conn: socket.socket) -> tuple[dict[str, object], list[int]]:
 
 
 def _child(conn: socket.socket, spec: dict[str, object], fds: list[int]) -> None:
-    """In the forked child: take the launcher's stdio, argv and environment, run the CLI, send the exit code."""
+    """In the forked child: take the launcher's stdio, argv, environment and directory, run the CLI, send the exit code."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
@@ -75,6 +75,7 @@ def _child(conn: socket.socket, spec: dict[str, object], fds: list[int]) -> None
     assert isinstance(env, dict) and isinstance(argv, list)
     os.environ.clear()
     os.environ.update(env)
+    os.chdir(str(spec["cwd"]))
     sys.argv = ["flowmem", *argv]
     code = 1
     try:

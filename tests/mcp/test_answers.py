@@ -1,6 +1,6 @@
 """Bad input to any tool is a tool error (``isError``) that says what to do, never a crash or a protocol error.
 
-One ``flowmem mcp`` process takes every bad call in turn (with small size limits),
+One ``flowmem mcp`` process (forked from the fork server, ``tests/mcp/forked.py``) takes every bad call in turn (with small size limits),
 and still answers a good call after them; each refused write stored nothing.
 """
 
@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 
 from tests.mcp.conftest import answer, error_text, stdio_env, stdio_session
+from tests.mcp.forked import ForkServer
 
 BIG = "x" * 5000  # past FLOWMEM_MAX_MESSAGE_BYTES and FLOWMEM_MAX_RECORD_BYTES below
 USER = {"role": "user", "content": "hello"}
@@ -47,10 +48,10 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
 ]
 
 
-async def _calls(database: str) -> dict[str, Any]:
+async def _calls(database: str, forks: ForkServer) -> dict[str, Any]:
     env = stdio_env(database, FLOWMEM_MAX_MESSAGE_BYTES="1000", FLOWMEM_MAX_RECORD_BYTES="1000")
     seen: dict[str, Any] = {"errors": []}
-    async with stdio_session(database, "ana", env=env) as session:
+    async with stdio_session(database, "ana", env=env, forks=forks) as session:
         for tool, arguments, _ in BAD_CALLS:
             result = await session.call_tool(tool, arguments)
             seen["errors"].append((result.is_error, result.content[0].text))  # type: ignore[union-attr]
@@ -64,8 +65,10 @@ async def _calls(database: str) -> dict[str, Any]:
     return seen
 
 
-def test_every_bad_call_is_a_tool_error_that_says_what_to_do_and_changes_nothing(database: str) -> None:
-    seen = anyio.run(_calls, database)
+def test_every_bad_call_is_a_tool_error_that_says_what_to_do_and_changes_nothing(
+    database: str, forks: ForkServer
+) -> None:
+    seen = anyio.run(_calls, database, forks)
     for (tool, arguments, says), (is_error, text) in zip(BAD_CALLS, seen["errors"], strict=True):
         assert is_error, (tool, arguments, text)
         assert says in text, (tool, arguments, text)

@@ -22,6 +22,7 @@ from tests.mcp.conftest import (
     stdio_env,
     stdio_session,
 )
+from tests.mcp.forked import ForkServer
 
 HISTORY = [{"role": "user", "content": "ana's secret plan"}]
 
@@ -96,10 +97,10 @@ def test_a_request_without_a_valid_token_is_refused_before_any_work(served: Serv
     assert ok.status_code == 200 and ok.json()["result"]["serverInfo"]["name"] == "flowmem"
 
 
-async def _bridged(served: Served, database: str) -> dict[str, Any]:
+async def _bridged(served: Served, database: str, forks: ForkServer) -> dict[str, Any]:
     seen: dict[str, Any] = {}
     env = stdio_env(database, FLOWMEM_URL=served.url, FLOWMEM_TOKEN=served.tokens["bob"])
-    async with stdio_session(database, env=env, user="") as bridge:
+    async with stdio_session(database, env=env, user="", forks=forks) as bridge:
         seen["tools"] = {t.name for t in (await bridge.list_tools()).tools}
         seen["remember"] = answer(await bridge.call_tool("remember", {"key": "via", "value": "bridge"}))
         seen["error"] = error_text(await bridge.call_tool("read_session", {"session": "ana-private"}))
@@ -110,8 +111,10 @@ async def _bridged(served: Served, database: str) -> dict[str, Any]:
     return seen
 
 
-def test_flowmem_mcp_with_a_server_url_acts_as_its_tokens_user_there(served: Served, tmp_path: Path) -> None:
-    seen = anyio.run(_bridged, served, f"sqlite:///{tmp_path}/unused.db")
+def test_flowmem_mcp_with_a_server_url_acts_as_its_tokens_user_there(
+    served: Served, tmp_path: Path, forks: ForkServer
+) -> None:
+    seen = anyio.run(_bridged, served, f"sqlite:///{tmp_path}/unused.db", forks)
     assert seen["tools"] == TOOLS
     assert seen["remember"]["stored"] is True
     assert seen["error"].startswith("not_found:")  # ana's session, seen from bob's token

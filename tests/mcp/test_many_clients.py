@@ -15,7 +15,6 @@ connections, spoken to over its stdio by the SDK's client.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -144,16 +143,6 @@ def _check(seen: dict[str, Any], replays: list[bool], founders: list[int]) -> No
 def _prepare(database: str) -> None:
     """The database made and migrated once, before the clients open it together."""
     open_store(database, create=True).close()
-
-
-@pytest.fixture(scope="module")
-def forks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkServer]:
-    """A fork server for both tests' ``flowmem mcp`` processes, reaped when the module ends."""
-    server = ForkServer(tmp_path_factory.mktemp("forks"))
-    try:
-        yield server
-    finally:
-        server.close()
 
 
 def test_eight_clients_on_sqlite_lose_nothing_and_store_nothing_twice(tmp_path: Path, forks: ForkServer) -> None:
