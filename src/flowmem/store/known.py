@@ -36,6 +36,9 @@ DEFAULT_KNOWN_BUFFERS = 4096  # buffers a store remembers (oldest forgotten firs
 # stops one past it, and a buffer with more is not remembered (its appends take
 # the plain path), so neither that read nor the memory grows with a buffer's calls
 MAX_KNOWN_OPEN = 64
+# the room the known check asks for when none was read (a buffer owned by nobody, or under a
+# quota its reservation was not checked against): the lowest BIGINT, so any room holds
+ANY_ROOM = -(1 << 63)
 
 # the editor's writes an append of known facts may make (each has a variant that
 # runs only when the facts held); anything else is not foreseen
@@ -73,18 +76,19 @@ class Known:
     tail_tokens: int = 0
     room: int | None = -1
 
-    def stored(self) -> tuple[int, int, int, int | None]:
+    def stored(self) -> tuple[int, int, int, int]:
         """The header's count, last major, bytes and room as stored: the buffer's less its tail's.
 
         The tail is whole majors after the header's (each row appended at the next one).
         The room (its reservation less its log's bytes) when one was read (decision 0199:
-        the check refuses a lower one, which another process's give-back leaves), else None.
+        the check refuses a lower one, which another process's give-back leaves), else
+        ``ANY_ROOM`` (every room is at least it: the check needs no NULL's ``COALESCE``).
         """
         return (
             self.count - self.tail_rows,
             self.last_major - self.tail_rows,
             self.bytes - self.tail_bytes,
-            None if self.room is None or self.room < 0 else self.room,
+            ANY_ROOM if self.room is None or self.room < 0 else self.room,
         )
 
 
@@ -206,6 +210,7 @@ def foresee(
 
 
 __all__ = [
+    "ANY_ROOM",
     "DEFAULT_KNOWN_BUFFERS",
     "MAX_KNOWN_OPEN",
     "Foreseen",

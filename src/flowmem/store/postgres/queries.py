@@ -458,7 +458,7 @@ SQL["buffer_known"] = f"""SELECT b.id, b.version, {_D['count']}, {_D['last_major
 # owner's give-back in another process lowers a reservation without moving the version)
 _KNOWN_HEAD = """EXISTS (SELECT 1 FROM buffers WHERE id = %s AND version = %s
         AND count = %s AND last_major = %s AND bytes = %s
-        AND reserved - log_bytes >= COALESCE(%s::bigint, reserved - log_bytes))"""
+        AND reserved - log_bytes >= %s::bigint)"""
 _KNOWN_FRESH = """COALESCE((SELECT bool_and(
         NOT EXISTS (SELECT 1 FROM buffer_calls c WHERE c.buffer_id = %s AND c.call_id = i.id)
         AND NOT EXISTS (SELECT 1 FROM buffer_answers a WHERE a.buffer_id = %s AND a.call_id = i.id)
