@@ -18,7 +18,13 @@ PLAIN = [sys.executable, "-c", "from flowmem.cli import main; main()"]
 
 def _run(command: list[str], env: dict[str, str], cwd: Path) -> tuple[int, str, str]:
     done = subprocess.run(
-        command, env=env, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60
+        command,
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     return done.returncode, done.stdout, done.stderr
 
