@@ -341,6 +341,17 @@ def test_open_after_is_open_calls_of_the_whole_list(
     assert open_calls_of(added, None) == open_calls(added)
 
 
+# The store's own write path (a connection borrowed or opened, a group commit joined or led,
+# a condition notified) varies by a few dozen calls from put to put with the threads' timing;
+# what this test counts is what the saver, LangGraph, LangChain and pydantic do per note.
+_INCIDENTAL_STDLIB = {"threading.py", "weakref.py", "functools.py", "contextlib.py", "queue.py"}
+
+
+def _incidental(filename: str) -> bool:
+    """Whether a call is the store's write path or the threads' machinery, not the lines' reading."""
+    return "/flowmem/store/" in filename or filename.rsplit("/", 1)[-1] in _INCIDENTAL_STDLIB
+
+
 def _calls_of_puts(saver: FlowmemSaver, graph: Any) -> list[int]:
     """Python calls of each ``put`` of one invoke: a "go", then 10 steps each adding one note."""
     counts: list[int] = []
@@ -350,7 +361,7 @@ def _calls_of_puts(saver: FlowmemSaver, graph: Any) -> list[int]:
         calls = [0]
 
         def profile(frame: Any, event: str, arg: Any) -> None:
-            if event == "call":
+            if event == "call" and not _incidental(frame.f_code.co_filename):
                 calls[0] += 1
 
         sys.setprofile(profile)
@@ -400,15 +411,18 @@ def _notes_graph(saver: FlowmemSaver) -> Any:
 def test_a_list_with_no_ai_message_is_not_read_whole_at_each_put() -> None:
     """A channel of human notes (no AI message to stop ``open_calls``): each put reads its new
     notes only, the same calls at 11 and at 440 notes (it read every note: 2 failed
-    attribute lookups through pydantic each, ~5 µs a note)."""
+    attribute lookups through pydantic each, ~5 µs a note). Both counted invokes follow
+    another: an invoke's first put on a line already stored reads its open calls once
+    (11 calls more than on a new line, at any length)."""
     from flowmem.service import MemoryService
     from flowmem.store import open_store
 
     store = open_store("memory://")
     saver = FlowmemSaver(MemoryService(store))
     graph = _notes_graph(saver)
+    _go(graph)
     short = _calls_of_puts(saver, graph)
-    for _ in range(39):
+    for _ in range(38):
         _go(graph)
     long = _calls_of_puts(saver, graph)
     store.close()
