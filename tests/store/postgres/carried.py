@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from flowmem.core import call_ids, is_healed, result_id
+import psycopg
+
+from flowmem.core import append, call_ids, is_healed, prepare, result_id
 
 
 def layout_faults(conn: Any) -> list[str]:
@@ -73,3 +75,18 @@ def layout_faults(conn: Any) -> list[str]:
         if sorted((str(c), int(p), bool(h)) for c, p, h in stored) != answers:
             faults.append(f"buffer {bid}: answers {sorted(stored)}, rows answer {answers}")
     return faults
+
+
+def append_as_the_rules(
+    store: Any, address: Any, pure: list[Any], batches: list[list[Any]], url: str
+) -> list[Any]:
+    """Each batch appended to ``store`` and by the pure rules: the same counts and messages, a sound layout after each."""
+    for batch in batches:
+        expected = append(pure, batch, now=1)
+        got = store.append(address, prepare(batch, 1))
+        pure = expected.messages
+        assert (got.appended, got.count) == (expected.appended, expected.count)
+        assert store.load(address) == pure
+        with psycopg.connect(url, autocommit=True) as conn:
+            assert layout_faults(conn) == []
+    return pure

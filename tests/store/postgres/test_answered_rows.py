@@ -27,7 +27,7 @@ from flowmem.store.editor import SqlBufferEditor  # noqa: E402
 from flowmem.store.postgres import MIGRATIONS, SQL, PostgresStore  # noqa: E402
 from flowmem.store.sqlengine import StatementRunner  # noqa: E402
 from tests.store.carried_cases import call, result  # noqa: E402
-from tests.store.postgres.carried import layout_faults  # noqa: E402
+from tests.store.postgres.carried import append_as_the_rules, layout_faults  # noqa: E402
 from tests.store.postgres.undo_answered_rows import undo_answered_rows  # noqa: E402
 
 pytestmark = pytest.mark.postgres
@@ -177,14 +177,7 @@ def test_mem_1_2_3_10_an_upgrade_from_34_keeps_open_answered_twice_declared_and_
             [result("c3")],
             [{"role": "user", "content": "next"}],  # MEM-3: c2 (twice declared), c4 and c6 healed
         ]
-        for batch in later:
-            expected = append(pure, batch, now=1)
-            got = again.append(CHAT, prepare(batch, 1))
-            pure = expected.messages
-            assert (got.appended, got.count) == (expected.appended, expected.count)
-            assert again.load(CHAT) == pure
-            with psycopg.connect(postgres_db_url, autocommit=True) as conn:
-                assert layout_faults(conn) == []
+        append_as_the_rules(again, CHAT, pure, later, postgres_db_url)
         assert again.check_integrity() == []
     finally:
         again.close()

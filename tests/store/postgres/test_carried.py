@@ -33,7 +33,7 @@ from flowmem.store.postgres import MIGRATIONS, SQL, PostgresStore  # noqa: E402
 from flowmem.store.sqlengine import StatementRunner  # noqa: E402
 from tests.store.carried_cases import appended_messages, call, compact_around_a_cut, result  # noqa: E402
 from tests.store.edits import edit_like_the_list, edits, stored_rows  # noqa: E402
-from tests.store.postgres.carried import layout_faults  # noqa: E402
+from tests.store.postgres.carried import append_as_the_rules, layout_faults  # noqa: E402
 from tests.store.postgres.undo_carried import undo_carried  # noqa: E402
 
 pytestmark = pytest.mark.postgres
@@ -217,14 +217,7 @@ def test_an_upgrade_from_33_keeps_open_answered_twice_declared_and_healed_calls_
             [result("c3")],
             [{"role": "user", "content": "next"}],  # MEM-3: c2 (twice declared) and c4 healed
         ]
-        for batch in later:
-            expected = append(pure, batch, now=1)
-            got = again.append(CHAT, prepare(batch, 1))
-            pure = expected.messages
-            assert (got.appended, got.count) == (expected.appended, expected.count)
-            assert again.load(CHAT) == pure
-            with psycopg.connect(postgres_db_url, autocommit=True) as conn:
-                assert layout_faults(conn) == []
+        append_as_the_rules(again, CHAT, pure, later, postgres_db_url)
         assert again.check_integrity() == []
     finally:
         again.close()
