@@ -59,3 +59,16 @@ def sql_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"sqlite:///{tmp_path / 'store.db'}"
     url: str = request.getfixturevalue("postgres_store_url")
     return url
+
+
+@pytest.fixture
+def two(postgres_store_url: str) -> Iterator[tuple[Store, Store]]:
+    """Two PostgreSQL stores on one database, as two processes (each knows only its own appends)."""
+    from flowmem.store.postgres import PostgresStore
+
+    first, second = PostgresStore(postgres_store_url), PostgresStore(postgres_store_url)
+    try:
+        yield first, second
+    finally:
+        first.close()
+        second.close()

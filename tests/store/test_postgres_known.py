@@ -11,7 +11,6 @@ database: tests/store/test_known.py.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -33,17 +32,6 @@ from flowmem.store.postgres.facts import known_of  # noqa: E402
 from flowmem.store.postgres.queries import SQL  # noqa: E402
 
 _keys = itertools.count()
-
-
-@pytest.fixture
-def two(postgres_store_url: str) -> Iterator[tuple[PostgresStore, PostgresStore]]:
-    """Two stores on one database, as two processes (each knows only its own appends)."""
-    first, second = PostgresStore(postgres_store_url), PostgresStore(postgres_store_url)
-    try:
-        yield first, second
-    finally:
-        first.close()
-        second.close()
 
 
 def _truth(store: PostgresStore, address: Address) -> tuple[int, frozenset[str]]:

@@ -9,7 +9,7 @@ statements landing whole when the facts held and not at all when they did not.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -83,17 +83,6 @@ def test_every_check_and_write_has_its_part_form() -> None:
     for name in FORESEEN:
         text = SQL.get(f"{name}?", "") + SQL.get(f"{name}?/with", "") + SQL.get(f"{name}?/main", "")
         assert "(SELECT v FROM known)" in text and "current_setting" not in text, name
-
-
-@pytest.fixture
-def two(postgres_store_url: str) -> Iterator[tuple[PostgresStore, PostgresStore]]:
-    """Two stores (two processes) on one database."""
-    first, second = PostgresStore(postgres_store_url), PostgresStore(postgres_store_url)
-    try:
-        yield first, second
-    finally:
-        first.close()
-        second.close()
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ on one buffer never both append at one position nor lose a row.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
 import pytest
 
@@ -23,17 +22,6 @@ pytestmark = pytest.mark.postgres
 pytest.importorskip("psycopg")
 
 from flowmem.store.postgres import PostgresStore  # noqa: E402
-
-
-@pytest.fixture
-def two(postgres_store_url: str) -> Iterator[tuple[PostgresStore, PostgresStore]]:
-    """Two stores on one database, as two processes (each knows only its own appends)."""
-    first, second = PostgresStore(postgres_store_url), PostgresStore(postgres_store_url)
-    try:
-        yield first, second
-    finally:
-        first.close()
-        second.close()
 
 
 def _user(text: str) -> list[dict[str, object]]:
