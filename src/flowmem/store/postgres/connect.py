@@ -1,11 +1,14 @@
 """How ``PostgresStore`` reaches its server: flowmem's URL parameters, libpq's options, one probe.
 
 ``parse_url`` splits flowmem's own parameters off a ``postgresql://`` URL,
-``connect_options`` bounds libpq's connection wait, ``probe_server`` connects once
-before the pool opens (one clean error when the server cannot be reached, and a
-warning for each setting that loses acknowledged writes: ``durability_warnings``),
-``safe_url`` hides the URL's password in messages, and ``HotPool`` is the store's
-pool, which keeps the connection last given back at hand (decision 0167).
+``connect_options`` bounds libpq's connection wait, ``connect_once`` makes the store's
+first connection before the pool opens (one clean error when the server cannot be
+reached), ``probe_server`` reads the server's durability settings on it in one
+statement (a warning for each setting that loses acknowledged writes:
+``durability_warnings``), ``safe_url`` hides the URL's password in messages, and
+``HotPool`` is the store's pool, which keeps the connection last given back at hand
+(decision 0167), takes that first connection as its own and starts its threads only
+when it has work for them (decision 0202).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 import psycopg
 import psycopg.conninfo
 from psycopg_pool import ConnectionPool
+from psycopg_pool.pool import AddConnection, MaintenanceTask, Schedule, ShrinkPool
 
 from flowmem.errors import ConfigurationError, StoreUnavailableError
 from flowmem.store.known import DEFAULT_KNOWN_BUFFERS
@@ -73,31 +77,53 @@ def connect_options(conninfo: str, timeout: float) -> dict[str, Any]:
     return {"connect_timeout": max(2, math.ceil(timeout))}
 
 
-def probe_server(conninfo: str, connect: dict[str, Any], url: str) -> None:
-    """Connect once before the pool opens: an unreachable server is one ``StoreUnavailableError`` at once.
+def connect_once(conninfo: str, connect: dict[str, Any], url: str) -> psycopg.Connection[Any]:
+    """The store's first connection (autocommit, as the pool's): an unreachable server is one ``StoreUnavailableError`` at once.
 
     The pool would retry in the background, logging each failure, until its
     ``connect_timeout_s`` (10 s) ran out; a closed port or a wrong password is
-    known from the first attempt.
+    known from the first attempt. The connection then becomes the pool's first
+    (``HotPool(..., first=conn)``, decision 0202).
     """
     try:
-        conn = psycopg.connect(conninfo, autocommit=True, **connect)
+        return psycopg.connect(conninfo, autocommit=True, **connect)
     except psycopg.Error as exc:
         reason = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         raise StoreUnavailableError(
             f"cannot connect to PostgreSQL at {safe_url(url)}: {reason}"
         ) from None
-    try:
-        settings = {
-            name: str(conn.execute(f"SHOW {name}").fetchone()[0])  # type: ignore[index]
-            for name in ("fsync", "synchronous_commit", "full_page_writes")
-        }
-    except psycopg.Error:  # a server that hides its settings: nothing to say
-        settings = {}
-    finally:
-        conn.close()
+
+
+SETTINGS = ("fsync", "synchronous_commit", "full_page_writes")  # what durability_warnings reads
+_SETTINGS_READ = ", ".join(f"current_setting('{name}')" for name in SETTINGS)
+
+
+def probe_server(
+    conn: psycopg.Connection[Any], url: str, also: str = "", params: tuple[Any, ...] = ()
+) -> tuple[Any, ...] | None:
+    """Read the server's durability settings in one statement, warn of each one unsafe; ``also``'s values.
+
+    ``also``: more columns for the same ``SELECT`` (the store's schema version and
+    quota settings, decision 0202), with ``params``; their values are returned, or
+    None when that statement failed (a schema not made yet): the settings are then
+    read alone. A server that hides its settings gets no warning.
+    """
+    row: tuple[Any, ...] | None = None
+    if also:
+        try:
+            row = conn.execute(f"SELECT {_SETTINGS_READ}, {also}", params).fetchone()
+        except psycopg.Error:
+            row = None
+    extra = None if row is None else row[len(SETTINGS) :]
+    if row is None:
+        try:
+            row = conn.execute(f"SELECT {_SETTINGS_READ}").fetchone()
+        except psycopg.Error:
+            row = None
+    settings = {} if row is None else {n: str(v) for n, v in zip(SETTINGS, row, strict=False)}
     for warning in durability_warnings(settings):
         log.warning("PostgreSQL at %s: %s", safe_url(url), warning)
+    return extra
 
 
 def durability_warnings(settings: dict[str, str]) -> list[str]:
@@ -149,16 +175,78 @@ class HotPool(ConnectionPool[psycopg.Connection[Any]]):
     when the pool is closed, or while another lend is waiting on ``getconn`` — so no
     one waits on the pool while a connection sits here. ``close`` gives them back first.
     The plain path's oracle: tests/store/postgres/test_hot_pool.py.
+
+    Opening (decision 0202): ``first``, a connection made with the pool's own
+    ``conninfo`` and ``kwargs`` (the store's probe), is the pool's first connection,
+    counted in ``min_size``, not one more (none is made for it; a broken or busy one is
+    closed and made anew as the pool makes any). The pool's threads (the scheduler and
+    ``num_workers`` workers, which make, replace and drop connections) start with its
+    first task (``run_task``, ``schedule_task``: a connection to make or replace, a
+    growth, a resize) rather than at ``open``; the periodic shrink is scheduled then,
+    or at ``open`` when the pool already holds more than ``min_size``. A pool that only
+    lends its first connection starts none.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        """As ``ConnectionPool``."""
+    def __init__(
+        self, *args: Any, first: psycopg.Connection[Any] | None = None, **kwargs: Any
+    ) -> None:
+        """As ``ConnectionPool``; ``first``: the pool's first connection (see the class)."""
+        self._first = first
+        self._wake_lock = threading.Lock()
+        self._wake_closed = False
         super().__init__(*args, **kwargs)
         self._hot: list[psycopg.Connection[Any]] = []
         self._hot_lock = threading.Lock()
         self._hot_kept = min(HOT_KEPT, self.max_size)
         self._asking = 0  # lends in ``getconn`` now: a connection given back goes to them
         self._hot_closed = False
+
+    def _start_workers(self) -> None:
+        """Nothing at ``open``: the threads start with the first task (``_wake``)."""
+
+    def _start_initial_tasks(self) -> None:
+        """``first`` into the pool, the rest of ``min_size`` made by the workers (``ConnectionPool``'s)."""
+        first, self._first = self._first, None
+        if first is not None and (first.closed or not is_idle(first)):
+            first.close()  # lost or left busy since it was made: the pool makes its own
+            first = None
+        made = self._nconns
+        if first is not None:
+            self._stats[self._CONNECTIONS_NUM] += 1
+            self._set_connection_expiry_date(first)
+            if made == 0:  # min_size 0: the connection is kept until the shrink drops it
+                self._nconns = made = 1
+            self._add_to_pool(first)
+            made -= 1
+        for _ in range(made):
+            self.run_task(AddConnection(self))
+        if self._nconns > self._min_size:
+            self._wake()  # the shrink is due from now
+
+    def run_task(self, task: MaintenanceTask) -> None:
+        """As ``ConnectionPool.run_task``, the threads started first if not yet."""
+        if not self._workers:
+            self._wake()
+        super().run_task(task)
+
+    def schedule_task(self, task: MaintenanceTask, delay: float) -> None:
+        """As ``ConnectionPool.schedule_task``, the threads started first if not yet."""
+        if not self._workers:
+            self._wake()
+        super().schedule_task(task, delay)
+
+    def resize(self, min_size: int, max_size: int | None = None) -> None:
+        """As ``ConnectionPool.resize``; the threads started (a smaller ``min_size`` is the shrink's)."""
+        self._wake()
+        super().resize(min_size, max_size)
+
+    def _wake(self) -> None:
+        """Start the scheduler and the workers (``ConnectionPool._start_workers``) and the shrink's schedule, once."""
+        with self._wake_lock:
+            if self._workers or self._wake_closed or self._closed:
+                return
+            super()._start_workers()
+            super().run_task(Schedule(self, ShrinkPool(self), self.max_idle))
 
     def connection(self, timeout: float | None = None) -> _Loan:  # type: ignore[override]
         """Lend a connection: one at hand, else the pool's; give it back at the end (see the class).
@@ -221,6 +309,8 @@ class HotPool(ConnectionPool[psycopg.Connection[Any]]):
 
     def close(self, timeout: float = 5.0) -> None:
         """Give back the connections at hand, then close the pool (``ConnectionPool.close``)."""
+        with self._wake_lock:  # no thread starts after the pool took its list to stop them
+            self._wake_closed = True
         with self._hot_lock:
             self._hot_closed = True
             kept, self._hot[:] = self._hot[:], []
@@ -258,7 +348,9 @@ class _Loan:
 __all__ = [
     "HOT_KEPT",
     "POOL_PARAMS",
+    "SETTINGS",
     "HotPool",
+    "connect_once",
     "connect_options",
     "durability_warnings",
     "parse_url",

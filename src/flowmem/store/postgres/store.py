@@ -49,6 +49,7 @@ from flowmem.store.postgres.after import known_after, room_passed
 from flowmem.store.postgres.checkpoints import PostgresCheckpoints
 from flowmem.store.postgres.connect import (
     HotPool,
+    connect_once,
     connect_options,
     durability_warnings,
     parse_url,
@@ -59,7 +60,7 @@ from flowmem.store.postgres.facts import asked_of, known_of, known_statements, s
 from flowmem.store.postgres.pipeline import QUOTAS, GuardFailed, Pipeline, roll_back
 from flowmem.store.postgres.queries import SQL
 from flowmem.store.postgres.reads import PostgresReads
-from flowmem.store.postgres.schema import MIGRATION_LOCK, MIGRATIONS
+from flowmem.store.postgres.schema import MIGRATION_LOCK, MIGRATIONS, OPENING
 from flowmem.store.repairs.sql import SqlRepairs
 from flowmem.store.rows import (
     check_buffer_bytes,
@@ -104,16 +105,25 @@ class PostgresStore(PostgresReads):
         self.create = create
         conninfo, options = parse_url(url)
         connect = connect_options(conninfo, options["connect_timeout_s"])
-        probe_server(conninfo, connect, url)  # one clean error, at once, when it cannot be reached
-        self._pool = HotPool(  # a loan per statement or transaction, one at hand (decision 0167)
-            conninfo,
-            min_size=int(options["pool_min"]),
-            max_size=int(options["pool_max"]),
-            kwargs={"autocommit": True, **connect},
-            open=False,
-            timeout=options["connect_timeout_s"],
-            name="flowmem",
-        )
+        # one connection (decision 0202): the probe's, which becomes the pool's first; one
+        # clean error, at once, when the server cannot be reached
+        first = connect_once(conninfo, connect, url)
+        try:
+            version = self._probe(first)
+            # a loan per statement or transaction, one at hand (decision 0167)
+            self._pool = HotPool(
+                conninfo,
+                first=first,
+                min_size=int(options["pool_min"]),
+                max_size=int(options["pool_max"]),
+                kwargs={"autocommit": True, **connect},
+                open=False,
+                timeout=options["connect_timeout_s"],
+                name="flowmem",
+            )
+        except BaseException:
+            first.close()
+            raise
         try:
             self._pool.open(wait=True, timeout=options["connect_timeout_s"])
         except PoolTimeout as exc:
@@ -127,10 +137,24 @@ class PostgresStore(PostgresReads):
         self.checkpoints = PostgresCheckpoints(self, self.repairs, advisory_key, self._guard_error)
         self.adk = SqlAdkSessions(self)  # Google ADK's sessions and states (decision 0053)
         try:
-            self._migrate()
+            self._migrate(version)
         except BaseException:
             self._pool.close()
             raise
+
+    def _probe(self, conn: psycopg.Connection[Any]) -> int | None:
+        """On the first connection, in one statement: the durability settings (warned of), this
+        store's quotas given, and the schema version; None when it could not be read (no schema yet).
+
+        The quotas go with the version (``OPENING``), so the connection's first loan sends none.
+        """
+        quotas = self._quotas
+        sizes = (str(quotas.bytes), str(quotas.buffers), str(quotas.records))
+        read = probe_server(conn, self.url, OPENING, sizes)
+        if read is None:
+            return None
+        conn.__dict__[QUOTAS] = quotas
+        return int(read[-1])
 
     # --- connections -------------------------------------------------------------------
     @contextmanager
@@ -217,8 +241,17 @@ class PostgresStore(PostgresReads):
             raise InvalidInputError("session ids must not contain NUL characters")
 
     # --- schema ------------------------------------------------------------------------
-    def _migrate(self) -> None:
-        """Apply missing migrations in one transaction under an advisory lock; refuse a newer schema."""
+    def _migrate(self, version: int | None = None) -> None:
+        """Apply missing migrations in one transaction under an advisory lock; refuse a newer schema.
+
+        ``version``: the schema version read at open, outside that transaction (``_probe``).
+        When it is this flowmem's latest (``MIGRATIONS``), nothing is missing and nothing
+        newer is there, and no lock or transaction is taken (decision 0202): a version once
+        committed is never taken back, and each is committed with its migration's statements.
+        Any other (older, newer, none) takes the locked path, which decides as before.
+        """
+        if version == len(self.MIGRATIONS):
+            return
 
         def work(conn: psycopg.Connection[Any]) -> None:
             conn.execute(SQL["advisory_lock"], (MIGRATION_LOCK,))
