@@ -104,7 +104,7 @@ def test_pool_min_is_kept_the_first_connection_counted_in_it(
 
     def three() -> None:
         store = PostgresStore(url)
-        assert store._pool.get_stats()["pool_size"] == 3  # noqa: SLF001
+        assert store._pool.get_stats()["pool_size"] == 3
         assert _alive(admin, name) == 3
         store.close()
 
@@ -120,8 +120,8 @@ def test_pool_min_0_opens_on_one_connection_and_keeps_it_for_the_first_loans(
     def work() -> None:
         _open_close(url)()
         store = PostgresStore(url)
-        assert store._pool.get_stats()["pool_size"] == 1  # noqa: SLF001
-        assert store._pool._workers  # noqa: SLF001 (the shrink may drop it: its threads run)
+        assert store._pool.get_stats()["pool_size"] == 1
+        assert store._pool._workers  # the shrink may drop it: its threads run
         store.close()
 
     assert _backends(admin, name, work) == 2
