@@ -1,10 +1,13 @@
-"""PostgreSQL's pipelined checkpoint writes (decision 0126) when the server forgot their statements.
+"""PostgreSQL's pipelined checkpoint writes (decision 0126).
 
-The pipeline prepares its statements once per connection under its own names. The
-server forgets them on ``DISCARD ALL`` or ``DEALLOCATE ALL``, and psycopg sends
-``DEALLOCATE ALL`` by itself when a connection that auto-prepared its own queries
-rolls back or drops something. The append prepared anew and tried again; a
-LangGraph step's writes raised ``InvalidSqlStatementName`` to the graph instead.
+When the server forgot their statements: the pipeline prepares its statements once per
+connection under its own names. The server forgets them on ``DISCARD ALL`` or
+``DEALLOCATE ALL``, and psycopg sends ``DEALLOCATE ALL`` by itself when a connection that
+auto-prepared its own queries rolls back or drops something. The append prepared anew and
+tried again; a LangGraph step's writes raised ``InvalidSqlStatementName`` to the graph
+instead.
+
+The verdict of a write on remembered facts reads no row of the line (decision 0201).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ pytestmark = pytest.mark.postgres
 psycopg = pytest.importorskip("psycopg")
 
 from flowmem.store.postgres import PostgresStore  # noqa: E402
+from flowmem.store.postgres.checkpoints import STATEMENTS, header_params  # noqa: E402
 
 CONFIG = {"configurable": {"thread_id": "t-forgot"}}
 
@@ -74,3 +78,47 @@ def test_a_graph_step_survives_psycopgs_own_deallocate_after_a_rollback(
     assert left == (0,)  # the server forgot flowmem's statements too
     _turn(graph, 3)
     assert _texts(graph) == [t for n in (1, 2, 3) for t in (f"turn {n}", "a reply")]
+
+
+def _rows_read(plan: dict[str, Any], table: str) -> int:
+    """Rows a plan's nodes on ``table`` returned or removed by a filter (EXPLAIN ANALYZE's JSON)."""
+    own = 0
+    if plan.get("Relation Name") == table:
+        own = int(plan["Actual Rows"]) + sum(
+            int(plan.get(key, 0))
+            for key in ("Rows Removed by Filter", "Rows Removed by Index Recheck")
+        )
+    removed = int(plan.get("Rows Removed by Join Filter", 0))  # a join's filter on its rows
+    return own + removed + sum(_rows_read(child, table) for child in plan.get("Plans", ()))
+
+
+@pytest.mark.parametrize("plans", ["custom", "generic"])
+def test_the_verdict_on_remembered_facts_reads_no_row_of_the_line(
+    one_conn: PostgresStore, plans: str
+) -> None:
+    """The line's tail is checked on the rows' key from the remembered last major: no row read.
+
+    Decision 0201: with the bound read from the header's own column the server planned an
+    anti-join reading every row of the line at each step (30 at 30 messages here).
+    """
+    saver = FlowmemSaver(MemoryService(one_conn))
+    graph = _graph(saver)
+    for n in range(15):
+        _turn(graph, n)
+    found = saver.tables.remembered.get("t-forgot", "")  # type: ignore[attr-defined]
+    assert found is not None
+    (header,) = found[0].values()
+    assert header[1] == 30
+    text = STATEMENTS["cp_known+line"]
+    with one_conn.connection() as conn, conn.transaction():
+        if plans == "generic":
+            conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        explained = "EXPLAIN (ANALYZE, FORMAT JSON) " + text
+        (plan,) = conn.execute(
+            explained, header_params(header), prepare=plans == "generic"
+        ).fetchone()
+        verdict = conn.execute(
+            text.replace("SELECT set_config", "SELECT 1, set_config", 1), header_params(header)
+        ).fetchone()
+    assert verdict is not None and verdict[1] == "true"  # the facts held: the check ran whole
+    assert _rows_read(plan[0]["Plan"], "buffer_rows") == 0, plan

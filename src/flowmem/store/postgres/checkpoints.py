@@ -70,10 +70,13 @@ if any(_VERDICT not in text for text in _WRITES.values()):  # pragma: no cover -
 # reading the facts (two).
 _KNOWN = "current_setting('flowmem.known')::boolean"
 # the line's header as remembered, written by this store's last write of it, and no row appended
-# past it since (an append may leave the header unwritten, decision 0195: its tail)
-_HEADER = """EXISTS (SELECT 1 FROM buffers AS h WHERE id = %s AND count = %s AND last_major = %s AND bytes = %s
-    AND NOT EXISTS (SELECT 1 FROM buffer_rows AS r WHERE r.buffer_id = h.id
-        AND r.pos >= ((h.last_major + 1) << 20)))"""
+# past it since (an append may leave the header unwritten, decision 0195: its tail). The tail's
+# bound is the remembered last major, a parameter (the header's id and last major again): one
+# range of the rows' primary key, empty, whatever the plan. Read from the header's own column
+# (decision 0195's form) the server may plan an anti-join that reads every row of the buffer
+# on each step (a new database's plans did: 100 rows at 100 messages; decision 0201).
+_HEADER = """EXISTS (SELECT 1 FROM buffers WHERE id = %s AND count = %s AND last_major = %s AND bytes = %s)
+    AND NOT EXISTS (SELECT 1 FROM buffer_rows WHERE buffer_id = %s AND pos >= ((%s::bigint + 1) << 20))"""
 _LATEST = """(SELECT checkpoint_id FROM lg_checkpoints WHERE thread_id = %s AND ns = %s
     ORDER BY checkpoint_id DESC LIMIT 1) IS NOT DISTINCT FROM %s::text"""
 _VERDICTS = {
@@ -120,6 +123,11 @@ STATEMENTS: dict[str, str] = {
         for kind, condition in GUARDS.items()
     },
 }
+
+
+def header_params(header: Header) -> list[Any]:
+    """The verdict's parameters of a remembered line header (``_HEADER``): its four, then the tail's bound."""
+    return [*header, header[0], header[2]]
 
 
 class _Foreseen(Unasked):
@@ -354,7 +362,7 @@ class PostgresCheckpoints(SqlCheckpoints):
         ensure = ensure_form(guard)
         line = known.line
         name = f"cp_known{'+guard' * bool(kind)}{'+line' * bool(line)}{'+head' * bool(head)}"
-        params: list[Any] = [] if known.header is None else list(known.header)
+        params: list[Any] = [] if known.header is None else header_params(known.header)
         if head is not None:
             params += [cp.thread_id, cp.ns, head.checkpoint_id]
         if ensure is not None:
