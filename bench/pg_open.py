@@ -16,7 +16,9 @@ process on that code that opens and closes ``PostgresStore(url)`` ``--opens`` ti
 - ``statements``: statements the client sent (each a round trip, none pipelined at
   open), counted on psycopg's pure-Python libpq binding (``PSYCOPG_IMPL=python``) in
   a process of its own;
-- ``calls``: Python function calls of one open, by cProfile, close included.
+- ``calls``: Python function calls of one open, by cProfile, close included;
+- ``cli_sessions``: backends one ``flowmem token list --database URL`` process started
+  (the CLI's store open, ``open_store``), over ``--cli`` processes a code.
 
 Counts do not move with the machine's load; CPU and wall do (quote the load).
 JSON to ``--json PATH`` (default ``bench/results/pg_open.json``).
@@ -38,6 +40,7 @@ if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]  # bench/http.py would shadow the standard library's http
 
 HERE = Path(__file__).resolve().parent
+CLI = "from flowmem.cli import main; main()"  # the console script
 
 
 def _reaped_cpu(pid: int) -> float:
@@ -152,6 +155,7 @@ def main() -> None:
     parser.add_argument("--srcs", default=f"after={HERE.parent / 'src'}")
     parser.add_argument("--opens", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--cli", type=int, default=3)
     parser.add_argument("--json", default=str(HERE / "results" / "pg_open.json"))
     parser.add_argument("--child", nargs=3, metavar=("URL", "OPENS", "POSTMASTER"))
     parser.add_argument("--child-statements", metavar="URL")
@@ -189,6 +193,18 @@ def main() -> None:
                 check=True,
             )
             statements[name] = json.loads(done.stdout)
+        cli: dict[str, float] = {}
+        with psycopg.connect(url, autocommit=True) as admin:
+            for name, src in srcs.items():
+                env = {**os.environ, "PYTHONPATH": src}
+                command = [sys.executable, "-c", CLI, "token", "list", "--database", url]
+                time.sleep(0.5)
+                before = _sessions(admin)
+                for _ in range(args.cli):
+                    subprocess.run(command, env=env, capture_output=True, check=True)
+                time.sleep(1.0)
+                admin.execute("SELECT pg_stat_clear_snapshot()")
+                cli[name] = (_sessions(admin) - before) / max(1, args.cli)
         for round_ in range(args.rounds):
             order = list(srcs.items()) if round_ % 2 == 0 else list(srcs.items())[::-1]
             for name, src in order:
@@ -215,6 +231,7 @@ def main() -> None:
             "wall_ms_min": min(r["wall_ms"][0] for r in runs),
             "wall_ms_median": min(r["wall_ms"][1] for r in runs),
             "server_cpu_ms": min(r["server_cpu_ms"] for r in runs),
+            "cli_sessions": cli[name],
         }
         print(name, json.dumps(summary[name]))
         print(name, "sent:", statements[name]["sent"])
