@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -203,3 +204,19 @@ def test_a_refused_open_leaves_no_connection(postgres_db_url: str, admin: Any) -
     with pytest.raises(SchemaTooNewError):
         PostgresStore(url)
     _gone(admin, name)
+
+
+def test_a_refused_login_is_one_store_unavailable_error_at_once_without_the_password(
+    postgres_db_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    parts = urlsplit(postgres_db_url)
+    nobody = f"fm_nobody_{uuid.uuid4().hex[:8]}"  # the server refuses an unknown role at login
+    url = urlunsplit(parts._replace(netloc=f"{nobody}:secret@{parts.hostname}:{parts.port}"))
+    started = time.monotonic()
+    with caplog.at_level(logging.DEBUG), pytest.raises(StoreUnavailableError) as info:
+        PostgresStore(url)
+    assert time.monotonic() - started < 5.0  # not the pool's retries until connect_timeout_s
+    message = info.value.message
+    assert nobody in message and "secret" not in message and "***" in message
+    assert "\n" not in message
+    assert [r for r in caplog.records if r.name.startswith("psycopg")] == []
