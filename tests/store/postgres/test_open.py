@@ -29,6 +29,7 @@ from flowmem.errors import (  # noqa: E402
 )
 from flowmem.store.base import Address  # noqa: E402
 from flowmem.store.postgres import PostgresStore  # noqa: E402
+from flowmem.store.postgres.connect import HotPool  # noqa: E402
 from flowmem.store.postgres.schema import MIGRATIONS  # noqa: E402
 
 KEY = Address("user", "u1", "chat")
@@ -220,3 +221,30 @@ def test_a_refused_login_is_one_store_unavailable_error_at_once_without_the_pass
     assert nobody in message and "secret" not in message and "***" in message
     assert "\n" not in message
     assert [r for r in caplog.records if r.name.startswith("psycopg")] == []
+
+
+@pytest.mark.parametrize("spoiled", ["closed", "in_transaction"])
+def test_a_first_connection_lost_or_busy_is_not_pooled_the_pool_makes_its_own(
+    postgres_db_url: str, spoiled: str
+) -> None:
+    first = psycopg.connect(postgres_db_url, autocommit=True)
+    if spoiled == "closed":
+        first.close()
+    else:
+        first.execute("BEGIN")
+    pool = HotPool(
+        postgres_db_url,
+        first=first,
+        min_size=1,
+        max_size=2,
+        kwargs={"autocommit": True},
+        open=False,
+    )
+    pool.open(wait=True, timeout=10)
+    try:
+        assert first.closed
+        with pool.connection() as conn:
+            assert conn is not first
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        pool.close()
