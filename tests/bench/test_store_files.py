@@ -32,6 +32,9 @@ def bench() -> Iterator[ModuleType]:
     sys.modules[spec.name] = module  # its dataclasses look their module up there
     try:
         spec.loader.exec_module(module)
+        # the fakes make no garbage, and a full collection before each measure costs
+        # 0.2-1 s in a worker late in the suite (its heap grown by thousands of tests)
+        module._collect = lambda: None
     finally:
         sys.path[:] = path
         for name, known in modules.items():
