@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from flowmem.store.migrations import collect
 from flowmem.store.postgres import callids, granted, reserved
-from flowmem.store.postgres.queries import SQL
 from flowmem.store.quotasql import OWNER_OF, pg_grown_end
 from flowmem.store.repairs import KEPT
 from flowmem.store.repairs.postgres import HELD_CHARS
@@ -295,10 +294,3 @@ _OWN: dict[int, tuple[str, ...]] = {
 }
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = collect(_OWN, "postgres")
-
-# What a store reads at open besides the server's settings, in the same statement on its
-# first connection (decision 0202): its quotas given to that connection (``quotas_set``'s
-# three columns, its three parameters) and the schema version last (``schema_version``), so
-# an open on a migrated database is one round trip. It fails on a database without
-# ``flowmem_schema``; the store then takes the locked path (``PostgresStore._migrate``)
-OPENING = f"{SQL['quotas_set'].removeprefix('SELECT ')}, ({SQL['schema_version']})"

@@ -60,7 +60,7 @@ from flowmem.store.postgres.facts import asked_of, known_of, known_statements, s
 from flowmem.store.postgres.pipeline import QUOTAS, GuardFailed, Pipeline, roll_back
 from flowmem.store.postgres.queries import SQL
 from flowmem.store.postgres.reads import PostgresReads
-from flowmem.store.postgres.schema import MIGRATION_LOCK, MIGRATIONS, OPENING
+from flowmem.store.postgres.schema import MIGRATION_LOCK, MIGRATIONS
 from flowmem.store.repairs.sql import SqlRepairs
 from flowmem.store.rows import (
     check_buffer_bytes,
@@ -75,6 +75,13 @@ log = logging.getLogger("flowmem")
 T = TypeVar("T")
 
 UNSERIALIZED_ATTEMPTS = 20  # retries of an unserialized append that collided with another
+
+# What a store reads at open besides the server's settings, in the same statement on its
+# first connection (decision 0202): its quotas given to that connection (``quotas_set``'s
+# three columns, its three parameters) and the schema version last (``schema_version``), so
+# an open on a migrated database is one round trip. It fails on a database without
+# ``flowmem_schema``; the store then takes the locked path (``PostgresStore._migrate``)
+OPENING = f"{SQL['quotas_set'].removeprefix('SELECT ')}, ({SQL['schema_version']})"
 
 _RETRYABLE = (
     psycopg.errors.UniqueViolation,
