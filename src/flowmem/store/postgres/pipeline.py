@@ -13,7 +13,7 @@ import itertools
 import logging
 import re
 from collections.abc import Callable, Sequence, Set
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import psycopg
 import psycopg.errors
@@ -43,6 +43,10 @@ class Pipeline:
     prepared under their own names once per connection. A ``SqlRunner`` for the
     editor.
     """
+
+    writes: ClassVar[dict[str, tuple[frozenset[str], frozenset[str]]]]
+    """The writes ``run`` holds and merges, with the tables each reads and writes: ``WRITES``
+    (set below; a pipeline of other statements adds its own, decision 0201)."""
 
     def __init__(self, conn: psycopg.Connection[Any], sql: dict[str, str]) -> None:
         self.conn = conn
@@ -187,7 +191,7 @@ class Pipeline:
         writes none an earlier one reads: then running them together, on one
         snapshot, is running them in order. Any other statement sends them first.
         """
-        touched = WRITES.get(name)
+        touched = self.writes.get(name)
         if touched is None:
             self.send(name, params)
             return
@@ -247,6 +251,7 @@ WRITES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 # (SQLite's ``answer_insert`` and ``answer_carry`` are foreseeable too; PostgreSQL sends neither
 # since migration 35, decision 0194: an answer is its row)
 WRITES.update({f"{name}?": WRITES[name] for name in FORESEEABLE if name in WRITES})
+Pipeline.writes = WRITES
 
 
 def _merged(name: str, sql: dict[str, str]) -> str:
