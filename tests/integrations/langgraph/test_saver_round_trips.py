@@ -25,9 +25,11 @@ pytestmark = pytest.mark.postgres
 psycopg = pytest.importorskip("psycopg")
 
 from flowmem.store.postgres import PostgresStore  # noqa: E402
+from flowmem.store.postgres.pipeline import Pipeline  # noqa: E402
 from tests.store.round_trips import count_round_trips  # noqa: E402
 
 STEP_ROUND_TRIPS = 2  # docs/performance.md, "LangGraph"; PostgresSaver: 2 too
+STEP_STATEMENTS = 4  # decision 0201 (12 before): PostgresSaver sends 4 too
 
 
 class Counting:
@@ -90,3 +92,31 @@ def test_a_graph_step_on_postgresql_takes_two_round_trips_at_any_length(
     # no more on a longer thread (a result read while the client was still sending is no
     # wait: a few either way)
     assert per_invoke[3] <= per_invoke[2] + 3, per_invoke
+
+
+def test_a_graph_step_on_postgresql_sends_four_statements_at_any_length(
+    counted: tuple[FlowmemSaver, Counting], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its pending writes one (under the guard), its checkpoint three: the guard and the lock,
+    the verdict on remembered facts, the line's row, header, blobs and checkpoint row (decision 0201)."""
+    saver, _ = counted
+    sent = [0]
+    original = Pipeline._send
+
+    def send(self: Pipeline, name: str, params: Any) -> int:
+        sent[0] += 1
+        return original(self, name, params)
+
+    monkeypatch.setattr(Pipeline, "_send", send)
+    steps = {"until": 0}
+    graph = _graph(saver, steps)
+    config = {"configurable": {"thread_id": "t-statements"}, "recursion_limit": 200}
+    per_invoke = []
+    for turn, added in enumerate((5, 5, 25, 25)):
+        steps["until"] += added + 1
+        sent[0] = 0
+        graph.invoke({"messages": [HumanMessage("go on", id=f"h-{turn}")]}, config)
+        per_invoke.append(sent[0])
+    short, long = per_invoke[1], per_invoke[3]
+    assert (long - short) / 20 <= STEP_STATEMENTS, per_invoke
+    assert per_invoke[3] <= per_invoke[2], per_invoke  # no more on a longer thread

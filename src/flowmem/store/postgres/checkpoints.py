@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import psycopg
 
@@ -40,7 +40,13 @@ from flowmem.store.checkpoints.sql import SqlCheckpoints, cp_params, write_state
 from flowmem.store.editor import CARRIED_ROW, SqlBufferEditor, SqlRunner
 from flowmem.store.engine import SqlEngine
 from flowmem.store.known import FORESEEABLE, Unasked, Unforeseen
-from flowmem.store.postgres.pipeline import GuardFailed, Pipeline, prepared_again, roll_back
+from flowmem.store.postgres.pipeline import (
+    WRITES,
+    GuardFailed,
+    Pipeline,
+    prepared_again,
+    roll_back,
+)
 from flowmem.store.postgres.queries import GUARDS, SQL
 from flowmem.store.repairs.sql import SqlRepairs
 from flowmem.store.rows import ensure_form, guard_form
@@ -112,6 +118,25 @@ _LINE_WRITES = {
     for name in FORESEEABLE
     if _APPENDS_KNOWN in SQL.get(f"{name}?", "")
 }
+# A step's statements at once (decision 0201, ``PostgresCheckpoints.at_once``): the same writes
+# in fewer statements. ``cp_guard@{kind}+lock``: the guard's verdict kept, then the thread's
+# lock, in one statement (the guard's subquery first: ``g`` is read before the lock is taken,
+# decision 0014's order); ``blobs_insert?``: a checkpoint's blobs in one insert of arrays
+# (``blob_insert?``'s rows, each channel once); ``writes_at_once@{kind}``: a task's pending
+# writes that keep the first stored (index >= 0) in one insert of arrays, under the guard's
+# verdict, which it returns (``write_insert?``'s rows; a special channel's replacing write is
+# sent as before).
+_BLOBS = f"""INSERT INTO lg_blobs (thread_id, ns, channel, version, type, blob)
+    SELECT %s::text, %s::text, u.channel, u.version, u.type, u.blob
+    FROM unnest(%s::text[], %s::text[], %s::text[], %s::bytea[]) AS u(channel, version, type, blob)
+    WHERE {_KNOWN} ON CONFLICT DO NOTHING"""
+_WRITES_AT_ONCE = """WITH g AS MATERIALIZED (SELECT ({condition}) AS ok),
+    w AS (INSERT INTO lg_writes (thread_id, ns, checkpoint_id, task_id, idx, channel, type, blob, task_path)
+        SELECT %s::text, %s::text, %s::text, u.task_id, u.idx, u.channel, u.type, u.blob, u.task_path
+        FROM unnest(%s::text[], %s::integer[], %s::text[], %s::text[], %s::bytea[], %s::text[])
+            AS u(task_id, idx, channel, type, blob, task_path)
+        WHERE (SELECT ok FROM g) ON CONFLICT DO NOTHING)
+    SELECT ok FROM g"""
 STATEMENTS: dict[str, str] = {
     **SQL,
     **_VERDICTS,
@@ -122,7 +147,35 @@ STATEMENTS: dict[str, str] = {
         f"cp_guard@{kind}": f"SELECT set_config('flowmem.cp_guard', ({condition})::text, true)"
         for kind, condition in GUARDS.items()
     },
+    **{
+        f"cp_guard@{kind}+lock": "WITH g AS MATERIALIZED (SELECT set_config('flowmem.cp_guard',"
+        f" ({condition})::text, true) AS v) SELECT pg_advisory_xact_lock(%s) FROM g"
+        for kind, condition in GUARDS.items()
+    },
+    "blobs_insert?": _BLOBS,
+    "cp_row?": _FORESEEN["cp_insert?"],
+    **{
+        f"writes_at_once@{kind}": _WRITES_AT_ONCE.format(condition=condition)
+        for kind, condition in GUARDS.items()
+    },
 }
+
+
+
+
+class StepPipeline(Pipeline):
+    """The append's ``Pipeline`` holding a checkpoint's blobs and row too (decision 0201).
+
+    ``Pipeline.run`` holds the writes its ``writes`` names and sends them as one ``WITH``
+    statement; each of these writes a table of its own, so a foreseen step's line row,
+    header, blobs and checkpoint row are one statement.
+    """
+
+    writes: ClassVar[dict[str, tuple[frozenset[str], frozenset[str]]]] = {
+        **WRITES,
+        "blobs_insert?": (frozenset(), frozenset({"lg_blobs"})),
+        "cp_row?": (frozenset(), frozenset({"lg_checkpoints"})),
+    }
 
 
 def header_params(header: Header) -> list[Any]:
@@ -255,8 +308,75 @@ def _append_line(db: Pipeline, cp: StoredCheckpoint, line: LineAppend, header: H
     return (header[0], editor.count(), header[2] + len(line.rows), editor.bytes)
 
 
+def blobs_params(cp: StoredCheckpoint, blobs: Sequence[StoredBlob]) -> tuple[Any, ...]:
+    """``blobs_insert?``'s parameters: the thread, the namespace, then each column's array."""
+    return (
+        cp.thread_id,
+        cp.ns,
+        [blob.channel for blob in blobs],
+        [blob.version for blob in blobs],
+        [blob.value[0] for blob in blobs],
+        [blob.value[1] for blob in blobs],
+    )
+
+
+def writes_params(pending: PendingWrites) -> tuple[Any, ...]:
+    """``writes_at_once``'s parameters after the guard's: the checkpoint, then each column's array."""
+    writes = pending.writes
+    return (
+        pending.thread_id,
+        pending.ns,
+        pending.checkpoint_id,
+        [write.task_id for write in writes],
+        [write.idx for write in writes],
+        [write.channel for write in writes],
+        [write.value[0] for write in writes],
+        [write.value[1] for write in writes],
+        [write.task_path for write in writes],
+    )
+
+
+class Claimed:
+    """The sessions whose guarded checkpoint writes this store committed (the newest ``capacity``)."""
+
+    def __init__(self, capacity: int = 256) -> None:
+        self.capacity = capacity
+        self._sessions: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __contains__(self, session_id: object) -> bool:
+        with self._lock:
+            return session_id in self._sessions
+
+    def add(self, session_id: str) -> None:
+        """Remember a session a committed write claimed."""
+        with self._lock:
+            self._sessions[session_id] = None
+            self._sessions.move_to_end(session_id)
+            while len(self._sessions) > self.capacity:
+                self._sessions.popitem(last=False)
+
+    def discard(self, session_id: str) -> None:
+        """Forget a session (its guard failed)."""
+        with self._lock:
+            self._sessions.pop(session_id, None)
+
+
 class PostgresCheckpoints(SqlCheckpoints):
     """``SqlCheckpoints`` whose writes run in one pipeline each (decision 0126)."""
+
+    at_once = True
+    """Decision 0201: a step's writes in fewer statements, the same writes (the plain path: False).
+
+    A write on remembered facts sends no session claim (its facts were left by a committed
+    write of the thread: the session was there; the guard's verdict says if it still is) and
+    its guard and lock as one statement, and its line row, header, blobs (one insert of
+    arrays) and checkpoint row as one; a task's pending writes that keep the first stored go
+    in one insert of arrays under the guard, whose verdict it returns, with no claim on a
+    session this store's writes claimed before (``claimed``): a failed verdict without the
+    claim runs the write again with it, as the plain path would have from the start.
+    tests/store/postgres/test_checkpoints_at_once.py holds both paths to the same rows and errors.
+    """
 
     def __init__(
         self,
@@ -270,11 +390,14 @@ class PostgresCheckpoints(SqlCheckpoints):
         self.lock_key = lock_key
         self.guard_error = guard_error
         self.remembered = Remembered()
+        self.claimed = Claimed()
 
     def put_checkpoint(self, put: CheckpointPut) -> None:
         """Store a checkpoint: in one round trip on remembered facts, else in two (``SqlCheckpoints``)."""
         if not self._foreseen(put):
             super().put_checkpoint(put)
+        if put.guard is not None and put.guard.session_id is not None:
+            self.claimed.add(put.guard.session_id)  # its guard held: the session is there
 
     def _foreseen(self, put: CheckpointPut) -> bool:
         """The write on the facts this store remembers, checked by a verdict: True when it was stored."""
@@ -304,13 +427,18 @@ class PostgresCheckpoints(SqlCheckpoints):
         """``_foreseen``'s pipeline on one connection: True when it stored the write."""
         left: dict[str, Header] = {}
         try:
-            with Pipeline(conn, STATEMENTS) as db:
+            with StepPipeline(conn, STATEMENTS) as db:
                 verdict = self._send_known(db, cp, found, guard, head)
                 if found.line is not None and found.header is not None:
                     left[found.line.key] = _append_line(db, cp, found.line, found.header)
-                for blob in blobs:
-                    db.run("blob_insert?", (cp.thread_id, cp.ns, blob.channel, blob.version, *blob.value))
-                db.run("cp_insert?", cp_params(cp))
+                if not self.at_once:
+                    for blob in blobs:
+                        db.run("blob_insert?", (cp.thread_id, cp.ns, blob.channel, blob.version, *blob.value))
+                    db.run("cp_insert?", cp_params(cp))
+                else:  # with the line's row and header: one statement (``WRITES``)
+                    if blobs:
+                        db.run("blobs_insert?", blobs_params(cp, blobs))
+                    db.run("cp_row?", cp_params(cp))
                 db.finish()
         except Unforeseen:
             return False  # nothing was sent that commits: the pipeline rolled back
@@ -365,11 +493,21 @@ class PostgresCheckpoints(SqlCheckpoints):
         params: list[Any] = [] if known.header is None else header_params(known.header)
         if head is not None:
             params += [cp.thread_id, cp.ns, head.checkpoint_id]
+        lock = self.lock_key(self._thread_lock(cp.thread_id))
+        if self.at_once:
+            # the facts were left by a write of this thread that this store committed, its
+            # session claimed: the claim is not sent again (when the session has gone since,
+            # the guard fails, the verdict with it, and the reading path claims it)
+            if kind:
+                db.send(f"cp_guard@{kind}+lock", (*checks, lock))
+            else:
+                db.send("advisory_lock", (lock,))
+            return db.send(name, params)
         if ensure is not None:
             db.send(*ensure)
         if kind:
             db.send(f"cp_guard@{kind}", checks)
-        db.send("advisory_lock", (self.lock_key(self._thread_lock(cp.thread_id)),))
+        db.send("advisory_lock", (lock,))
         return db.send(name, params)
 
     def _write(
@@ -419,20 +557,35 @@ class PostgresCheckpoints(SqlCheckpoints):
         """``put_writes``'s pipeline under a guard on one connection."""
         thread_id, ns, checkpoint_id, writes, guard = pending
         ensure = ensure_form(guard)
+        session = None if guard is None else guard.session_id
+        # decision 0201 (``at_once``): no claim of a session this store's writes claimed, and
+        # the writes that keep the first stored in one statement under the guard
+        claim = ensure is not None and not (self.at_once and session in self.claimed)
+        together = self.at_once and bool(writes) and all(write.idx >= 0 for write in writes)
         try:
             with Pipeline(conn, STATEMENTS) as db:
-                if ensure is not None:  # a claimed session (decision 0032), before the guard
+                if claim and ensure is not None:  # a claimed session (decision 0032), before the guard
                     db.send(*ensure)
-                verdict = db.send(f"cp_guard@{kind}", checks)
-                for write in writes:
-                    name, params = write_statement(thread_id, ns, checkpoint_id, write)
-                    db.send(f"{name}?", params)
+                if together:
+                    verdict = db.send(f"writes_at_once@{kind}", (*checks, *writes_params(pending)))
+                else:
+                    verdict = db.send(f"cp_guard@{kind}", checks)
+                    for write in writes:
+                        name, params = write_statement(thread_id, ns, checkpoint_id, write)
+                        db.send(f"{name}?", params)
                 db.finish()
         except BaseException:
             roll_back(conn)
             raise
-        if db.result(verdict) != [("true",)]:  # nothing was written
+        if db.result(verdict) not in ([("true",)], [(True,)]):  # nothing was written
+            if session is not None and ensure is not None and not claim:
+                # the claim was left out and the guard failed: as the plain path, with it
+                self.claimed.discard(session)
+                self._put_writes_on(conn, pending, kind, checks)
+                return
             raise self.guard_error(conn, guard)
+        if session is not None:
+            self.claimed.add(session)
 
     def get_blobs(self, thread_id: str, ns: str, versions: Mapping[str, str]) -> list[StoredBlob]:
         """The blobs of these channel versions that exist, asked together: one round trip."""
