@@ -121,22 +121,37 @@ _LINE_WRITES = {
 # A step's statements at once (decision 0201, ``PostgresCheckpoints.at_once``): the same writes
 # in fewer statements. ``cp_guard@{kind}+lock``: the guard's verdict kept, then the thread's
 # lock, in one statement (the guard's subquery first: ``g`` is read before the lock is taken,
-# decision 0014's order); ``blobs_insert?``: a checkpoint's blobs in one insert of arrays
-# (``blob_insert?``'s rows, each channel once); ``writes_at_once@{kind}``: a task's pending
-# writes that keep the first stored (index >= 0) in one insert of arrays, under the guard's
-# verdict, which it returns (``write_insert?``'s rows; a special channel's replacing write is
-# sent as before).
-_BLOBS = f"""INSERT INTO lg_blobs (thread_id, ns, channel, version, type, blob)
-    SELECT %s::text, %s::text, u.channel, u.version, u.type, u.blob
-    FROM unnest(%s::text[], %s::text[], %s::text[], %s::bytea[]) AS u(channel, version, type, blob)
+# decision 0014's order); ``blobs_insert?#N``: a checkpoint's N blobs in one insert of rows
+# (``blob_insert?``'s, each channel once); ``writes_at_once@{kind}#N``: a task's N pending
+# writes that keep the first stored (index >= 0) in one insert under the guard's verdict,
+# which it returns (``write_insert?``'s rows; a special channel's replacing write is sent as
+# before). Rows as ``VALUES``, each value a parameter of its own (psycopg dumps arrays in
+# Python, ~20 calls each); up to ``AT_ONCE_ROWS`` rows a statement.
+AT_ONCE_ROWS = 16
+
+
+def _rows(casts: tuple[str, ...], count: int) -> str:
+    one = "(" + ", ".join(f"%s::{cast}" for cast in casts) + ")"
+    return ", ".join([one] * count)
+
+
+def _blobs_text(count: int) -> str:
+    return f"""INSERT INTO lg_blobs (thread_id, ns, channel, version, type, blob)
+    SELECT %s::text, %s::text, v.channel, v.version, v.type, v.blob
+    FROM (VALUES {_rows(("text", "text", "text", "bytea"), count)}) AS v(channel, version, type, blob)
     WHERE {_KNOWN} ON CONFLICT DO NOTHING"""
-_WRITES_AT_ONCE = """WITH g AS MATERIALIZED (SELECT ({condition}) AS ok),
+
+
+def _writes_text(condition: str, count: int) -> str:
+    values = _rows(("text", "integer", "text", "text", "bytea", "text"), count)
+    return f"""WITH g AS MATERIALIZED (SELECT ({condition}) AS ok),
     w AS (INSERT INTO lg_writes (thread_id, ns, checkpoint_id, task_id, idx, channel, type, blob, task_path)
-        SELECT %s::text, %s::text, %s::text, u.task_id, u.idx, u.channel, u.type, u.blob, u.task_path
-        FROM unnest(%s::text[], %s::integer[], %s::text[], %s::text[], %s::bytea[], %s::text[])
-            AS u(task_id, idx, channel, type, blob, task_path)
+        SELECT %s::text, %s::text, %s::text, v.task_id, v.idx, v.channel, v.type, v.blob, v.task_path
+        FROM (VALUES {values}) AS v(task_id, idx, channel, type, blob, task_path)
         WHERE (SELECT ok FROM g) ON CONFLICT DO NOTHING)
     SELECT ok FROM g"""
+
+
 STATEMENTS: dict[str, str] = {
     **SQL,
     **_VERDICTS,
@@ -152,11 +167,12 @@ STATEMENTS: dict[str, str] = {
         f" ({condition})::text, true) AS v) SELECT pg_advisory_xact_lock(%s) FROM g"
         for kind, condition in GUARDS.items()
     },
-    "blobs_insert?": _BLOBS,
+    **{f"blobs_insert?#{n}": _blobs_text(n) for n in range(1, AT_ONCE_ROWS + 1)},
     "cp_row?": _FORESEEN["cp_insert?"],
     **{
-        f"writes_at_once@{kind}": _WRITES_AT_ONCE.format(condition=condition)
+        f"writes_at_once@{kind}#{n}": _writes_text(condition, n)
         for kind, condition in GUARDS.items()
+        for n in range(1, AT_ONCE_ROWS + 1)
     },
 }
 
@@ -173,7 +189,7 @@ class StepPipeline(Pipeline):
 
     writes: ClassVar[dict[str, tuple[frozenset[str], frozenset[str]]]] = {
         **WRITES,
-        "blobs_insert?": (frozenset(), frozenset({"lg_blobs"})),
+        **{f"blobs_insert?#{n}": (frozenset(), frozenset({"lg_blobs"})) for n in range(1, AT_ONCE_ROWS + 1)},
         "cp_row?": (frozenset(), frozenset({"lg_checkpoints"})),
     }
 
@@ -308,32 +324,20 @@ def _append_line(db: Pipeline, cp: StoredCheckpoint, line: LineAppend, header: H
     return (header[0], editor.count(), header[2] + len(line.rows), editor.bytes)
 
 
-def blobs_params(cp: StoredCheckpoint, blobs: Sequence[StoredBlob]) -> tuple[Any, ...]:
-    """``blobs_insert?``'s parameters: the thread, the namespace, then each column's array."""
-    return (
-        cp.thread_id,
-        cp.ns,
-        [blob.channel for blob in blobs],
-        [blob.version for blob in blobs],
-        [blob.value[0] for blob in blobs],
-        [blob.value[1] for blob in blobs],
-    )
+def blobs_params(cp: StoredCheckpoint, blobs: Sequence[StoredBlob]) -> list[Any]:
+    """``blobs_insert?#N``'s parameters: the thread, the namespace, then each blob's row."""
+    params: list[Any] = [cp.thread_id, cp.ns]
+    for blob in blobs:
+        params += (blob.channel, blob.version, *blob.value)
+    return params
 
 
-def writes_params(pending: PendingWrites) -> tuple[Any, ...]:
-    """``writes_at_once``'s parameters after the guard's: the checkpoint, then each column's array."""
-    writes = pending.writes
-    return (
-        pending.thread_id,
-        pending.ns,
-        pending.checkpoint_id,
-        [write.task_id for write in writes],
-        [write.idx for write in writes],
-        [write.channel for write in writes],
-        [write.value[0] for write in writes],
-        [write.value[1] for write in writes],
-        [write.task_path for write in writes],
-    )
+def writes_params(pending: PendingWrites) -> list[Any]:
+    """``writes_at_once@kind#N``'s parameters after the guard's: the checkpoint, then each write's row."""
+    params: list[Any] = [pending.thread_id, pending.ns, pending.checkpoint_id]
+    for write in pending.writes:
+        params += (write.task_id, write.idx, write.channel, *write.value, write.task_path)
+    return params
 
 
 class Claimed:
@@ -370,9 +374,9 @@ class PostgresCheckpoints(SqlCheckpoints):
 
     A write on remembered facts sends no session claim (its facts were left by a committed
     write of the thread: the session was there; the guard's verdict says if it still is) and
-    its guard and lock as one statement, and its line row, header, blobs (one insert of
-    arrays) and checkpoint row as one; a task's pending writes that keep the first stored go
-    in one insert of arrays under the guard, whose verdict it returns, with no claim on a
+    its guard and lock as one statement, and its line row, header, blobs (one insert) and
+    checkpoint row as one; a task's pending writes that keep the first stored go
+    in one insert under the guard, whose verdict it returns, with no claim on a
     session this store's writes claimed before (``claimed``): a failed verdict without the
     claim runs the write again with it, as the plain path would have from the start.
     tests/store/postgres/test_checkpoints_at_once.py holds both paths to the same rows and errors.
@@ -436,8 +440,9 @@ class PostgresCheckpoints(SqlCheckpoints):
                         db.run("blob_insert?", (cp.thread_id, cp.ns, blob.channel, blob.version, *blob.value))
                     db.run("cp_insert?", cp_params(cp))
                 else:  # with the line's row and header: one statement (``WRITES``)
-                    if blobs:
-                        db.run("blobs_insert?", blobs_params(cp, blobs))
+                    for at in range(0, len(blobs), AT_ONCE_ROWS):
+                        some = blobs[at : at + AT_ONCE_ROWS]
+                        db.run(f"blobs_insert?#{len(some)}", blobs_params(cp, some))
                     db.run("cp_row?", cp_params(cp))
                 db.finish()
         except Unforeseen:
@@ -561,13 +566,18 @@ class PostgresCheckpoints(SqlCheckpoints):
         # decision 0201 (``at_once``): no claim of a session this store's writes claimed, and
         # the writes that keep the first stored in one statement under the guard
         claim = ensure is not None and not (self.at_once and session in self.claimed)
-        together = self.at_once and bool(writes) and all(write.idx >= 0 for write in writes)
+        together = (
+            self.at_once
+            and 0 < len(writes) <= AT_ONCE_ROWS
+            and all(write.idx >= 0 for write in writes)
+        )
         try:
             with Pipeline(conn, STATEMENTS) as db:
                 if claim and ensure is not None:  # a claimed session (decision 0032), before the guard
                     db.send(*ensure)
                 if together:
-                    verdict = db.send(f"writes_at_once@{kind}", (*checks, *writes_params(pending)))
+                    name = f"writes_at_once@{kind}#{len(writes)}"
+                    verdict = db.send(name, (*checks, *writes_params(pending)))
                 else:
                     verdict = db.send(f"cp_guard@{kind}", checks)
                     for write in writes:
