@@ -264,11 +264,7 @@ def _run(tmp_path: Path, database: str, *serve_args: str) -> None:
         for n in range(AGENTS)
     ]
     server = FlakyServer(database, tmp_path, *serve_args)
-    # a server of its own, started now with this test's environment and stopped after it: in
-    # one clean-clone run the agents forked from a server another test had started long before
-    # made no progress in 240 s (a hang not reproduced alone); this test's CPU gain was ~2 s
-    forkserver.stop()
-    forkserver.context(PRELOAD, alone=True)
+    _own_fork_server()
     try:
         server.start()
         _drive(server, agents, rng)
@@ -280,7 +276,27 @@ def _run(tmp_path: Path, database: str, *serve_args: str) -> None:
         for agent in agents:
             agent.kill()
         server.stop()
+
+
+def _own_fork_server() -> None:
+    """The agents' fork server: this module's own, preloading the agents' modules alone.
+
+    A server of this module's own, started at its first test with this module's environment
+    and stopped after its last (``own_fork_server``): in one clean-clone run the agents forked
+    from a server another test had started long before made no progress in 240 s (a hang not
+    reproduced alone). Its two tests share it (the agents' SDK imported once, ~2.8 s of CPU);
+    a server another module started in between (a random order) is replaced.
+    """
+    if forkserver.running_preload() != frozenset(forkserver.started_with(PRELOAD, alone=True)):
         forkserver.stop()
+        forkserver.context(PRELOAD, alone=True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def own_fork_server() -> Iterator[None]:
+    """Stop the module's fork server (and whatever runs) after its last test, reaping it."""
+    yield
+    forkserver.stop()
 
 
 @pytest.fixture
