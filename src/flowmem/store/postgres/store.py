@@ -78,10 +78,14 @@ UNSERIALIZED_ATTEMPTS = 20  # retries of an unserialized append that collided wi
 
 # What a store reads at open besides the server's settings, in the same statement on its
 # first connection (decision 0202): its quotas given to that connection (``quotas_set``'s
-# three columns, its three parameters) and the schema version last (``schema_version``), so
-# an open on a migrated database is one round trip. It fails on a database without
-# ``flowmem_schema``; the store then takes the locked path (``PostgresStore._migrate``)
-OPENING = f"{SQL['quotas_set'].removeprefix('SELECT ')}, ({SQL['schema_version']})"
+# three columns, its three parameters), whether its transactions are read-only, and the
+# schema version last (``schema_version``), so an open on a migrated database is one round
+# trip. It fails on a database without ``flowmem_schema``; the store then takes the locked
+# path (``PostgresStore._migrate``), as it does on a read-only server (which refuses it)
+OPENING = (
+    f"{SQL['quotas_set'].removeprefix('SELECT ')}, current_setting('transaction_read_only'),"
+    f" ({SQL['schema_version']})"
+)
 
 _RETRYABLE = (
     psycopg.errors.UniqueViolation,
@@ -151,7 +155,8 @@ class PostgresStore(PostgresReads):
 
     def _probe(self, conn: psycopg.Connection[Any]) -> int | None:
         """On the first connection, in one statement: the durability settings (warned of), this
-        store's quotas given, and the schema version; None when it could not be read (no schema yet).
+        store's quotas given, and the schema version; None when it could not be read (no schema
+        yet) or the server takes only reads (its refusal is the locked path's, ``_migrate``).
 
         The quotas go with the version (``OPENING``), so the connection's first loan sends none.
         """
@@ -161,7 +166,7 @@ class PostgresStore(PostgresReads):
         if read is None:
             return None
         conn.__dict__[QUOTAS] = quotas
-        return int(read[-1])
+        return int(read[-1]) if read[-2] == "off" else None
 
     # --- connections -------------------------------------------------------------------
     @contextmanager
@@ -255,7 +260,8 @@ class PostgresStore(PostgresReads):
         When it is this flowmem's latest (``MIGRATIONS``), nothing is missing and nothing
         newer is there, and no lock or transaction is taken (decision 0202): a version once
         committed is never taken back, and each is committed with its migration's statements.
-        Any other (older, newer, none) takes the locked path, which decides as before.
+        Any other (older, newer, none; and on a read-only server, ``_probe``) takes the locked
+        path, which decides as before.
         """
         if version == len(self.MIGRATIONS):
             return
