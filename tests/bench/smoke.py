@@ -1,7 +1,9 @@
 """What the bench smoke tests share: running a bench in its quick mode, its JSON's common part.
 
-A bench is a script (bench/ is no package), so it runs in a subprocess, as a user
-runs it; its shared modules (bench/lib) load by path for the in-process tests.
+A bench is a script (bench/ is no package), so it runs in a process of its own, as a
+user runs it: forked from the test process's bench fork server, which imported the
+frameworks the bench names in ``PRELOAD`` once (tests/bench/forked.py, decision 0203);
+its shared modules (bench/lib) load by path for the in-process tests.
 """
 
 from __future__ import annotations
@@ -17,7 +19,64 @@ from typing import Any
 
 import pytest
 
+from tests.bench import forked
+
 BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+PRELOAD: dict[str, tuple[str, ...]] = {
+    "adk_sessions": (
+        "google.adk.events",
+        "google.adk.sessions.database_session_service",
+        "flowmem.integrations.adk",
+    ),
+    "core": ("deepagents.middleware.patch_tool_calls",),
+    "formats": (
+        "langchain_core.messages",
+        "langchain_anthropic.chat_models",
+        "langchain_openai.chat_models.base",
+        "langchain_google_genai.chat_models",
+    ),
+    "http": ("flowmem.service", "httpx"),
+    "in_order": (
+        "google.adk.events",
+        "langchain_core.messages",
+        "langgraph.graph",
+        "pydantic_ai.conversation",
+        "flowmem.integrations.adk",
+        "flowmem.integrations.langgraph.saver",
+    ),
+    "langgraph": (
+        "langchain_core.messages",
+        "langgraph.graph",
+        "flowmem.integrations.langgraph.saver",
+        "flowmem.integrations.langgraph.lines",
+        "flowmem.store.postgres",
+    ),
+    "mcp_clients": ("anyio", "mcp.client.session", "mcp.client.stdio"),
+    "memory_engine": ("langgraph.checkpoint.base", "flowmem.integrations.langgraph.saver"),
+    "pa_conversations": ("pydantic_ai.conversation", "flowmem.integrations.pydantic_ai"),
+    "peers_postgres": ("flowmem.service", "flowmem.store.postgres", "langchain_postgres"),
+    "read_memory": ("flowmem.service", "httpx"),
+    "store": (
+        "flowmem.service",
+        "flowmem.store.postgres",
+        "deepagents.middleware.patch_tool_calls",
+        "agents",
+        "sqlalchemy",
+        "langchain_community.chat_message_histories.sql",
+    ),
+    "vectors": (
+        "numpy",
+        "langchain_core.embeddings",
+        "flowmem.integrations.langgraph",
+        "flowmem.store.postgres",
+    ),
+    "wal_pages": ("flowmem.service", "agents"),
+    "wal_postgres": ("flowmem.service", "flowmem.store.postgres", "langchain_postgres"),
+    "writers": ("flowmem.service",),
+}
+"""What each bench imports that costs (its frameworks, flowmem's modules): the fork
+server imports these once before forking the bench's run (a missing name costs only time)."""
 
 
 def bench_lib(name: str) -> ModuleType:
@@ -32,10 +91,14 @@ def bench_lib(name: str) -> ModuleType:
 
 def run_bench(name: str, out: Path, *options: str) -> tuple[dict[str, Any], str]:
     """Run ``bench/<name>.py --quick --json out`` (exit 0 required); its JSON and stdout."""
-    command = [sys.executable, str(BENCH / f"{name}.py"), "--quick", "--json", str(out), *options]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=240)
+    done = run_script(name, "--quick", "--json", str(out), *options)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return json.loads(out.read_text()), done.stdout
+
+
+def run_script(name: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    """``python bench/<name>.py ARGV``, its output captured, forked with ``PRELOAD[name]`` imported."""
+    return forked.run_script(BENCH / f"{name}.py", argv, PRELOAD.get(name, ()), timeout=240)
 
 
 def assert_common(found: dict[str, Any], bench: str, printed: str) -> None:

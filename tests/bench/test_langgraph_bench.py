@@ -9,15 +9,13 @@ session's throwaway server, required in CI) the run includes ``PostgresSaver`` a
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.bench.smoke import assert_wal_full
+from tests.bench.smoke import assert_wal_full, run_script
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "langgraph.py"
 GRAPH_ALONE = "graph alone (no checkpointer)"
 NULL_SAVER = "null saver (LangGraph's checkpointing alone)"
 SQLITE_SAVERS = {"FlowmemSaver SQLite", "InMemorySaver", "SqliteSaver"}
@@ -34,10 +32,10 @@ def test_quick_run_reports_every_saver_and_length(
     except pytest.skip.Exception:
         url = None  # no server binaries outside CI: the SQLite savers only
     out = tmp_path / "langgraph.json"
-    command = [sys.executable, str(BENCH), "--quick", "--json", str(out)]
+    command = ["--quick", "--json", str(out)]
     if url is not None:
         command += ["--postgres", url]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=240)
+    done = run_script("langgraph", *command)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
     found = json.loads(out.read_text())
@@ -85,8 +83,7 @@ def test_quick_run_reports_every_saver_and_length(
 
 def test_prefix_check_times_both_ways_of_the_stored_prefix() -> None:
     """``--prefix-check`` times the ``is`` walk against the addresses (decision 0177), nothing stored."""
-    command = [sys.executable, str(BENCH), "--prefix-check", "--lengths", "10,100"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=240)
+    done = run_script("langgraph", "--prefix-check", "--lengths", "10,100")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"addresses read: {sys.implementation.name == 'cpython'}" in done.stdout
     rows = [line for line in done.stdout.splitlines() if line.startswith(("| 10 |", "| 100 |"))]
