@@ -1,6 +1,7 @@
 """Fixtures of the browser tests: a real ``flowmem serve`` on loopback and Debian's Chromium.
 
-One server and one browser per test module (starting either costs about a second);
+One server per test module, one browser for the package (starting either costs about
+a second, decision 0206);
 each test gets its own browser context, in which every request that does not go to
 the server's loopback address is blocked and recorded (``Page.outside``). Chromium
 is the system's (``apt-get install chromium``: Playwright's own download cannot be
@@ -168,7 +169,7 @@ def seed(inspector: Inspector) -> None:
     inspector.ids["markup"] = markup
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def chromium() -> str:
     """The system Chromium's path (skipped without one, failed when ``CI`` is set)."""
     path = chromium_path()
@@ -195,9 +196,14 @@ def inspector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Inspector]:
         yield found
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def browser(chromium: str) -> Iterator[Any]:
-    """One headless Chromium for the module."""
+    """One headless Chromium for the browser tests a worker runs in a row (decision 0206).
+
+    Package-scoped, not session-scoped: while Playwright's sync API is started, the
+    test's thread cannot run ``asyncio.run`` (the adapters' APIs), so the browser
+    stops when the worker leaves tests/ui. Each test still has its own context.
+    """
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
