@@ -109,12 +109,20 @@ def _png_size(path: Path) -> tuple[int, int]:
 
 
 def test_one_command_draws_every_chart_and_writes_its_table(
-    report: ModuleType, results: Path, tmp_path: Path
+    report: ModuleType, results: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     images, doc = tmp_path / "docs" / "images", tmp_path / "docs" / "performance.md"
     doc.parent.mkdir(parents=True)
     doc.write_text("# Performance\n\nmeasured by hand.\n")
     args = ["--results", str(results), "--images", str(images), "--markdown", str(doc)]
+    drawn: list[Any] = []
+    charts = report.charts
+
+    def drawing(results: Path, images: Path) -> Any:
+        drawn.append(charts(results, images))
+        return drawn[-1]
+
+    monkeypatch.setattr(report, "charts", drawing)
     assert report.main(args) == 0
     for name in ("bench-appends", "bench-reads", "bench-langgraph", "bench-http"):
         width, height = _png_size(images / f"{name}.png")
@@ -134,7 +142,9 @@ def test_one_command_draws_every_chart_and_writes_its_table(
     assert "2026-12-02 07:00 UTC, commit abc1234, on 2 cores (Test CPU)" in text
     assert "load average 0.5 at the start (1-minute)" in text
     assert "a `--quick` smoke run" in text
-    # a second run replaces its section, never adds another
+    # a second run replaces its section, never adds another (its charts as the first drew
+    # them: each chart is drawn once in this module, ~0.5 s of CPU a chart)
+    monkeypatch.setattr(report, "charts", lambda results, images: drawn[0])
     assert report.main(args) == 0
     again = doc.read_text()
     assert again == text and again.count(report.BEGIN) == 1
@@ -144,10 +154,14 @@ def test_a_missing_json_skips_its_chart_and_none_at_all_fails(
     report: ModuleType, results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (results / "http.json").unlink()
+    (results / "langgraph.json").unlink()
     images = tmp_path / "images"
     assert report.main(["--results", str(results), "--images", str(images), "--no-markdown"]) == 0
-    assert "skipped: HTTP: no http.json" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "skipped: HTTP: no http.json" in printed
+    assert "skipped: LangGraph: no langgraph.json" in printed
     assert not (images / "bench-http.png").exists()
+    assert not (images / "bench-langgraph.png").exists()
     assert (images / "bench-appends.png").exists()
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -157,7 +171,8 @@ def test_a_missing_json_skips_its_chart_and_none_at_all_fails(
 def test_without_peers_on_postgresql_the_appends_chart_has_sqlite_only(
     report: ModuleType, results: Path, tmp_path: Path
 ) -> None:
-    (results / "store-peers_postgres.json").unlink()
+    for name in ("store-peers_postgres", "langgraph", "http"):  # the store's two charts alone
+        (results / f"{name}.json").unlink()
     made, _ = report.charts(results, tmp_path / "images")
     appends = next(chart for chart in made if chart.name == "bench-appends")
     assert {row[0] for row in appends.rows} == {"SQLite"}
