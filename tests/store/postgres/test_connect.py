@@ -1,4 +1,4 @@
-"""Opening a ``PostgresStore``: one connection, one statement on a migrated schema (decision 0202).
+"""``store.postgres.connect`` at a store's open: one connection, one statement on a migrated schema (decision 0202).
 
 Counted where they cannot drift with the machine's load: the backends the server started
 (``pg_stat_database.sessions``, read after the store's backends have gone), the statements
