@@ -21,7 +21,7 @@ PostgreSQL (issue 26 §3), p99 <= 100 ms.
     .venv/bin/python bench/http.py                     # both backends, 20 s per phase
     .venv/bin/python bench/http.py --backend sqlite --duration 5
     .venv/bin/python bench/http.py --backend postgres --postgres-url postgresql://…
-    .venv/bin/python bench/http.py --quick             # 1 s phases, 4 clients: a smoke run
+    .venv/bin/python bench/http.py --quick             # 0.4 s phases, 4 clients: a smoke run
 
 The throwaway PostgreSQL server is durable (``fsync``, ``synchronous_commit`` and
 ``full_page_writes`` on, as initdb sets them); ``--postgres-nondurable`` turns them
@@ -629,13 +629,14 @@ def main(argv: list[str] | None = None) -> int:
         default="full",
         help="SQLite durability: full (the default of flowmem serve) fsyncs every commit",
     )
-    report_json.add_arguments(parser, "http", "1 s phases, 4 clients, 20 sessions")
+    report_json.add_arguments(parser, "http", "0.4 s phases, 4 clients, 20 sessions")
     args = parser.parse_args(argv)
     if not 0.0 <= args.shared <= 1.0:
         parser.error("--shared must be between 0 and 1")
     pgserver.check(parser, args.postgres_nondurable, args.postgres_url)
     if args.quick:
-        args.duration, args.clients, args.sessions = 1.0, 4, 20
+        # 0.4 s a phase (1 s before decision 0203): every phase and slice still answers
+        args.duration, args.clients, args.sessions = 0.4, 4, 20
     meta = report_json.environment(PACKAGES)
     targets = report_json.Targets(args.quick)
     durability: dict[str, dict[str, Any]] = {}

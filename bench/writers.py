@@ -31,7 +31,7 @@ on the code under test; exit 1 when one is missed).
 The run prints the file's durability (its journal mode and the ``synchronous`` the
 writers set; ``--synchronous`` below FULL is labelled NOT DURABLE) and writes it, with
 every run's figures and the targets, to ``bench/results/writers.json`` (``--json
-PATH``). ``--quick`` (0.5 s phases, one repeat, the code under test only) is a smoke
+PATH``). ``--quick`` (0.25 s phases, one repeat, the code under test only) is a smoke
 run, never judged.
 """
 
@@ -292,11 +292,11 @@ def main(argv: list[str] | None = None) -> int:
         help="time every fdatasync and COMMIT in the workers (a second table)",
     )
     report_json.add_arguments(
-        parser, "writers", "0.5 s phases, one repeat, the code under test only"
+        parser, "writers", "0.25 s phases, one repeat, the code under test only"
     )
     args = parser.parse_args(argv)
     if args.quick:
-        args.seconds, args.repeats, args.before_src = 0.5, 1, ""
+        args.seconds, args.repeats, args.before_src = 0.25, 1, ""  # 0.5 s before decision 0203
     synchronous = args.synchronous.upper()
     os.environ["FLOWMEM_BENCH_SYNCHRONOUS"] = synchronous
     os.environ["FLOWMEM_BENCH_FSYNC_TIMES"] = "1" if args.fsync_times else ""
