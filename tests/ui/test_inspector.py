@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import httpx
+import pytest
 
 from flowmem.store import open_store
 from tests.api.langgraph_thread import write_thread
@@ -269,6 +270,20 @@ def test_docs_render_offline(page: Page) -> None:
     page.page.wait_for_selector(".opblock")
     assert page.outside == []
     page.shot("docs")
+
+
+def test_a_request_off_the_servers_origin_is_blocked_and_recorded(page: Page) -> None:
+    """The fixture's guard behind every ``outside == []``: off the origin blocked, the origin not."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    port = int(page.inspector.url.rsplit(":", 1)[1])
+    elsewhere = f"http://127.0.0.1:{port + 1 if port < 65535 else port - 1}/ui"
+    with pytest.raises(PlaywrightError):  # aborted: net::ERR_FAILED, or its error page
+        page.page.goto(elsewhere)
+    assert page.outside == [elsewhere]
+    page.page.goto(page.inspector.url + "/ui")
+    assert page.page.locator("#login").is_visible()
+    assert page.outside == [elsewhere]
 
 
 def test_root_leads_to_the_inspector(page: Page) -> None:
