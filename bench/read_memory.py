@@ -10,7 +10,7 @@ reading the answer as it arrives. A sampler reads the server's resident set
 
 Reported (JSON on stdout, and to ``bench/results/read_memory.json``, ``--json PATH``,
 with the date, machine and versions of ``bench/lib/report_json.py``; ``--quick``: a
-2 MiB buffer and 4 readers, a smoke run), for each read path of ``--paths`` (``all``:
+2 MiB buffer and 4 readers, measured on the server that filled it, a smoke run), for each read path of ``--paths`` (``all``:
 plain rows, ``?max_tokens=10^9``, ``/compact/plan?keep_tokens=600000``,
 ``?archived=true``, ``?format=anthropic``, ``?format=openai``, ``?max_tokens=10^9&format=anthropic``,
 and ``?format=anthropic`` / ``openai`` of a second buffer, ``repair``, the same rows
@@ -282,18 +282,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         url = args.database or f"sqlite:///{tmp}/read.db"
         token = _token(src, url)
-        server, base = _start(src, url, tmp)
+        # a quick run measures on the server that filled the buffer: one ``flowmem serve``
+        # started, not two (decision 0203); a full run starts one afresh for each path
+        reuse = bool(args.quick)
+        server, base = _start(src, url, tmp, args.nice if reuse else 0)
         try:
             headers = {"Authorization": f"Bearer {token}"}
             with httpx.Client(base_url=base, headers=headers, timeout=600) as client:
                 messages = _fill(client, args.mib, args.row_bytes)
                 if any(PATHS[name][0].endswith("/repair") for name in names):
                     _fill(client, args.mib, args.row_bytes, "repair")
-        finally:
+        except BaseException:
+            _stop(server)
+            raise
+        if not reuse:
             _stop(server)
         results = []
-        for name in names:  # a fresh server per path: a peak is not hidden by the last one's
-            server, base = _start(src, url, tmp, args.nice)
+        for index, name in enumerate(names):  # a fresh server per path: a peak is not hidden by the last one's
+            if index or not reuse:
+                server, base = _start(src, url, tmp, args.nice)
             try:
                 results.append(_measure(args, server, base, token, name))
             finally:
