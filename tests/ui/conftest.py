@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import shutil
 import struct
 import zlib
@@ -256,15 +257,14 @@ def page(browser: Any, inspector: Inspector) -> Iterator[Page]:
     outside: list[str] = []
     dialogs: list[str] = []
 
-    def only_loopback(route: Any) -> None:
-        url = route.request.url
-        if url.startswith(inspector.url + "/") or url.startswith("data:"):
-            route.continue_()
-        else:
-            outside.append(url)
-            route.abort()
+    def blocked(route: Any) -> None:
+        outside.append(route.request.url)
+        route.abort()
 
-    context.route("**/*", only_loopback)
+    # only the requests off the server's origin are intercepted (Playwright's driver
+    # matches the pattern): a request to the server is no longer paused and sent to this
+    # process to be let go (decision 0206)
+    context.route(re.compile(f"^(?!{re.escape(inspector.url + '/')}|data:)"), blocked)
     opened = context.new_page()
 
     def dismiss(dialog: Any) -> None:
