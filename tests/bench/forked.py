@@ -64,6 +64,8 @@ def serve(base: list[str]) -> None:
     for line in requests:
         request = json.loads(line)
         fresh = [name for name in request["preload"] if name not in imported]
+        if fresh:
+            gc.disable()  # the imports' own collections would scan what they made (~15 % of their CPU)
         for name in fresh:
             imported.add(name)
             try:
@@ -73,6 +75,7 @@ def serve(base: list[str]) -> None:
         if fresh:
             gc.collect()
             gc.freeze()
+            gc.enable()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:

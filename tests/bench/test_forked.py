@@ -20,6 +20,7 @@ print(json.dumps({
     "argv": sys.argv, "path0": sys.path[0], "cwd": os.getcwd(), "name": __name__,
     "file": __file__, "preloaded": "fractions" in sys.modules, "parent": os.getppid(),
     "test": os.environ.get("PYTEST_CURRENT_TEST"), "frozen": gc.get_freeze_count() > 0,
+    "collecting": gc.isenabled(),
 }), flush=True)
 def late():
     time.sleep(0.2)
@@ -94,6 +95,7 @@ def test_the_preloads_are_imported_by_the_server_and_frozen(
     found = json.loads(loaded.stdout.splitlines()[0])
     assert found["preloaded"] is True and found["parent"] == server.process.pid
     assert found["frozen"] is True  # the preloads kept out of the child's collections
+    assert found["collecting"] is True  # the collector on again after the imports
     assert loaded.returncode == 0
     plain = subprocess.run(
         [sys.executable, str(probe), "ok"], capture_output=True, text=True, timeout=60
