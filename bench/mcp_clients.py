@@ -118,6 +118,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--reference-bin", default=None, help="an installed mcp-server-memory (else npx)")
     parser.add_argument("--no-reference", action="store_true", help="flowmem mcp only")
+    parser.add_argument(
+        "--flowmem-command",
+        default=None,
+        help="a JSON list: the command that starts flowmem mcp --user bench "
+        "(default: this interpreter running flowmem's CLI)",
+    )
     report_json.add_arguments(parser, "mcp_clients", "2 clients, 2 rounds, flowmem mcp only")
     args = parser.parse_args(argv)
     if args.quick:
@@ -126,9 +132,12 @@ def main(argv: list[str]) -> int:
     work = Path(tempfile.mkdtemp(prefix="mcp-bench-"))
     database = work / "flowmem.db"
     results: dict[str, Any] = {}
+    command = [sys.executable, "-c", "from flowmem.cli import main; main()", "mcp", "--user", "bench"]
+    if args.flowmem_command:
+        command = json.loads(args.flowmem_command)
     flowmem = StdioServerParameters(
-        command=sys.executable,
-        args=["-c", "from flowmem.cli import main; main()", "mcp", "--user", "bench"],
+        command=command[0],
+        args=command[1:],
         env={"FLOWMEM_DATABASE_URL": f"sqlite:///{database}", "PATH": "/usr/bin:/bin"},
     )
     results["flowmem mcp (SQLite)"] = anyio.run(run, flowmem, args.clients, args.rounds)
