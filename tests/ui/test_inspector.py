@@ -278,8 +278,10 @@ def test_a_request_off_the_servers_origin_is_blocked_and_recorded(page: Page) ->
 
     port = int(page.inspector.url.rsplit(":", 1)[1])
     elsewhere = f"http://127.0.0.1:{port + 1 if port < 65535 else port - 1}/ui"
+    other = page.page.context.new_page()  # its error page's navigation stays its own
     with pytest.raises(PlaywrightError):  # aborted: net::ERR_FAILED, or its error page
-        page.page.goto(elsewhere)
+        other.goto(elsewhere)
+    other.close()
     assert page.outside == [elsewhere]
     page.page.goto(page.inspector.url + "/ui")
     assert page.page.locator("#login").is_visible()
