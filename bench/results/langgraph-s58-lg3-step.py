@@ -16,10 +16,11 @@ import time
 import uuid
 import threading
 
-sys.path.insert(0, "/work/main/bench/lib")
+BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # bench/
+sys.path.insert(0, os.path.join(BENCH, "lib"))
 import importlib.util
 
-spec = importlib.util.spec_from_file_location("lgbench", "/work/main/bench/langgraph.py")
+spec = importlib.util.spec_from_file_location("lgbench", os.path.join(BENCH, "langgraph.py"))
 lgbench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(lgbench)
 import psycopg
