@@ -177,8 +177,6 @@ STATEMENTS: dict[str, str] = {
 }
 
 
-
-
 class StepPipeline(Pipeline):
     """The append's ``Pipeline`` holding a checkpoint's blobs and row too (decision 0201).
 
