@@ -17,9 +17,9 @@ import httpx
 import pytest
 
 from flowmem.client import AsyncClient, Client, RetryPolicy, calls
-from flowmem.client import sync as sync_module
 from flowmem.errors import ConfigurationError, IdempotencyKeyInvalidError
 from flowmem.scope import ExecutionContext
+from tests.client.sleeps import record_sleeps
 from tests.client.test_retry import Script
 
 POLICY = RetryPolicy(max_attempts=4, base_delay=0.01, max_delay=0.02)
@@ -110,12 +110,7 @@ def _async_client(script: Script) -> AsyncClient:
 @pytest.fixture(autouse=True)
 def no_waits(monkeypatch: pytest.MonkeyPatch) -> None:
     """Retries without sleeping."""
-
-    async def no_sleep(_: float) -> None:
-        return None
-
-    monkeypatch.setattr(sync_module.time, "sleep", lambda _: None)
-    monkeypatch.setattr("flowmem.client.aio.asyncio.sleep", no_sleep)
+    record_sleeps(monkeypatch)
 
 
 def _keyed_methods(cls: type) -> set[str]:

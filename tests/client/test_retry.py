@@ -12,8 +12,8 @@ import pytest
 
 from flowmem.client import AsyncClient, Client, RetryPolicy, ServerUnreachableError
 from flowmem.client import retry as retry_module
-from flowmem.client import sync as sync_module
 from flowmem.errors import ConfigurationError, RateLimitedError, StoreBusyError, StoreCorruptError
+from tests.client.sleeps import record_sleeps
 
 OK_APPEND = {"messages": [], "count": 1, "appended": 1, "appended_any": True, "resolved_scope_id": "a"}
 POLICY = RetryPolicy(max_attempts=4, base_delay=0.01, max_delay=0.02)
@@ -46,9 +46,7 @@ def _client(script: Script, policy: RetryPolicy = POLICY) -> Client:
 @pytest.fixture
 def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """The client's sleeps, recorded instead of slept."""
-    slept: list[float] = []
-    monkeypatch.setattr(sync_module.time, "sleep", slept.append)
-    return slept
+    return record_sleeps(monkeypatch)
 
 
 def test_a_write_retried_after_connection_errors_keeps_its_idempotency_key(
@@ -189,12 +187,7 @@ def test_bad_client_settings_are_configuration_errors() -> None:
 
 
 def test_async_client_retries_with_one_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    slept: list[float] = []
-
-    async def fake_sleep(seconds: float) -> None:
-        slept.append(seconds)
-
-    monkeypatch.setattr("flowmem.client.aio.asyncio.sleep", fake_sleep)
+    slept = record_sleeps(monkeypatch)
     script = Script(
         httpx.ConnectError("refused"),
         _error(429, "rate_limited", {"Retry-After": "1"}),
