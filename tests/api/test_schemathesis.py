@@ -20,6 +20,7 @@ from unittest import mock
 
 import pytest
 import schemathesis
+import schemathesis.pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -36,10 +37,45 @@ STORE = MemoryStore()
 TOKEN, _ = create_token(STORE, "fuzzer", {"admin"})
 APP = create_app(STORE, rate_limits=RateLimits.off())  # the fuzzer sends fast, with one token
 schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
-APPEND = schema.include(path="/v1/buffers/{scope}/{key}", method="POST")
+OPERATIONS = [result.ok() for result in schema.get_all_operations()]
+APPEND_LABEL = "POST /v1/buffers/{scope}/{key}"
 # the append is checked by its own test below: the same cases (the coverage phase's every
 # one, 10 generated), the same call and checks, and what it stores (decision 0204)
-CONFORMS = schema.exclude(path="/v1/buffers/{scope}/{key}", method="POST")
+CONFORMING = [op.label for op in OPERATIONS if op.label != APPEND_LABEL]
+
+
+# --- each operation's cases are built when its test runs, not when the module is collected ---
+#
+# ``schema.parametrize()`` builds every operation's test, its coverage phase's ~3,700 cases
+# with it, while pytest collects the module: in each xdist worker, though a worker runs a
+# few of those tests or none (~4 s of CPU a worker). ``schemathesis.pytest.from_fixture``
+# builds them in the test instead; the fixture names one operation per test (its
+# parameter), so each operation is still a test of its own (decision 0209).
+class _Sent:
+    """The label of the one operation the running schema test sends (set by its fixture)."""
+
+    label = ""
+
+    @staticmethod
+    def matches(ctx: Any) -> bool:
+        """True for the operation the running test names (a schemathesis filter)."""
+        return bool(ctx.operation.label == _Sent.label)
+
+
+def _one_operation(request: pytest.FixtureRequest) -> Any:
+    """The schema, with ``request.param`` the operation the lazy filter ``_Sent.matches`` lets through."""
+    _Sent.label = request.param
+    # schemathesis's lazy test renames the node through ``_nodeid`` for its report, an
+    # attribute pytest 9.2's nodes no longer have (their id is ``nodeid``): given it, the
+    # rename changes nothing, and the test's id already names its operation
+    request.node._nodeid = request.node.nodeid
+    return schema
+
+
+conforming_operation = pytest.fixture(params=CONFORMING, ids=CONFORMING)(_one_operation)
+appended_operation = pytest.fixture(params=[APPEND_LABEL], ids=[APPEND_LABEL])(_one_operation)
+CONFORMS = schemathesis.pytest.from_fixture("conforming_operation").include(_Sent.matches)
+APPEND = schemathesis.pytest.from_fixture("appended_operation").include(_Sent.matches)
 
 
 @CONFORMS.parametrize()
@@ -131,8 +167,6 @@ def test_appends_of_generated_content_parts_conform_and_keep_the_parts(
 
 
 # --- text that cannot be encoded, in every string field of every route (issue 12) -------
-
-OPERATIONS = [result.ok() for result in schema.get_all_operations()]
 
 
 def _unencodable(text: str) -> bool:
