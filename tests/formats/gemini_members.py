@@ -16,6 +16,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from flowmem.formats.gemini_parts import write_camel
+from tests.formats.strategies import LOWER, word
 
 Draw = st.DrawFn
 
@@ -30,7 +31,9 @@ URI = st.sampled_from(
         "https://example.com/cat.png",
     ]
 )
-NAME = st.from_regex(r"[a-z][a-z0-9_]{0,7}", fullmatch=True)
+NAME = word(LOWER + "0123456789_", max_size=7, first=LOWER)
+REGEXES = {r"[a-z][a-z0-9_]{0,7}": NAME}
+"""This module's words and the patterns they stand for (``strategies.word``)."""
 ARGS = st.dictionaries(
     st.sampled_from(["city", "n", "q", "unit"]),
     st.one_of(st.integers(-9, 99), TEXT, st.booleans(), st.none(), st.lists(st.integers(0, 9), max_size=2)),
@@ -105,6 +108,9 @@ MODEL_PARTS: dict[str, Callable[[Draw], dict[str, Any]]] = {
 }
 PART_BUILDERS = {**USER_PARTS, **MODEL_PARTS}
 """Part builders by the ``types.Part`` field they exercise (calls and responses are drawn apart)."""
+USER_PART = st.sampled_from(list(USER_PARTS.values()))
+MODEL_PART = st.sampled_from(list(MODEL_PARTS.values()))
+STATUS = st.fixed_dictionaries({}, optional={"status": st.just("ok")})
 
 
 def g_call(draw: Draw, cid: str | None) -> dict[str, Any]:
@@ -127,7 +133,7 @@ def g_response(draw: Draw, call: dict[str, Any]) -> dict[str, Any]:
     if shape in ("output", "result", "error"):
         response["response"] = {shape: draw(ANY_TEXT)}
     elif shape == "object":
-        response["response"] = {"result": draw(ARGS), **draw(st.fixed_dictionaries({}, optional={"status": st.just("ok")}))}
+        response["response"] = {"result": draw(ARGS), **draw(STATUS)}
     if draw(st.integers(0, 3)) == 0:
         response["parts"] = [{"inline_data": {"mime_type": "image/png", "data": draw(B64)}}]
     maybe(draw, "will_continue", st.booleans(), response)
@@ -151,13 +157,13 @@ def gemini_histories(draw: Draw, camel: bool | None = None) -> tuple[Any, list[d
     contents: list[dict[str, Any]] = []
     for _ in range(draw(st.integers(0, 6))):
         if draw(st.booleans()):
-            parts = [draw(st.sampled_from(list(USER_PARTS.values())))(draw) for _ in range(draw(st.integers(1, 3)))]
+            parts = [draw(USER_PART)(draw) for _ in range(draw(st.integers(1, 3)))]
             content: dict[str, Any] = {"role": "user", "parts": parts}
             if draw(st.integers(0, 5)) == 0:
                 del content["role"]  # the SDK reads a content without a role as the user's
             contents.append(content)
             continue
-        parts = [draw(st.sampled_from(list(MODEL_PARTS.values())))(draw) for _ in range(draw(st.integers(0, 3)))]
+        parts = [draw(MODEL_PART)(draw) for _ in range(draw(st.integers(0, 3)))]
         calls = [g_call(draw, f"call_{next(serial)}" if with_ids else None) for _ in range(draw(st.integers(0, 3)))]
         if not parts and not calls:
             continue

@@ -41,6 +41,8 @@ from openai.types.responses import (
 from openai.types.responses import response_input_item_param as RI
 from openai.types.responses.easy_input_message_param import EasyInputMessageParam
 
+from tests.formats.strategies import ALNUM, LOWER, word
+
 Draw = st.DrawFn
 Builder = Callable[[Draw], dict[str, Any]]
 
@@ -50,6 +52,12 @@ URL = st.sampled_from(["https://example.com/a.png", "https://example.com/doc.pdf
 FILE_ID = st.sampled_from(["file-abc123", "file-6F2ksmvXxt4V"])
 ARGS = st.dictionaries(st.sampled_from(["a", "city", "n"]), st.one_of(st.integers(-9, 99), TEXT), max_size=2)
 CACHE = st.sampled_from([{"type": "ephemeral"}, {"type": "ephemeral", "ttl": "1h"}])
+ID4 = word(LOWER + "0123456789", 4, 4)
+LOWER3 = word(LOWER, 3, 3)
+ALNUM5 = word(ALNUM, 5, 5)
+ALNUM6 = word(ALNUM, 6, 6)
+REGEXES = {r"[a-z0-9]{4}": ID4, r"[a-z]{3}": LOWER3, r"[A-Za-z0-9]{5}": ALNUM5, r"[A-Za-z0-9]{6}": ALNUM6}
+"""This module's words and the patterns they stand for (``strategies.word``)."""
 
 
 def maybe(draw: Draw, key: str, strategy: st.SearchStrategy[Any], into: dict[str, Any]) -> None:
@@ -163,7 +171,7 @@ def chat_assistant(draw: Draw) -> dict[str, Any]:
         message["content"] = None
     side = draw(st.sampled_from(["audio", "refusal", "function_call", "none", "audio_none"]))
     if side == "audio" or (form in ("null", "absent") and side == "none"):
-        message["audio"] = {"id": "audio_" + draw(st.from_regex(r"[a-z0-9]{4}", fullmatch=True))}
+        message["audio"] = {"id": "audio_" + draw(ID4)}
     elif side == "refusal":
         message["refusal"] = draw(TEXT)
     elif side == "function_call":
@@ -314,7 +322,7 @@ def r_output_message(draw: Draw) -> dict[str, Any]:
         else:
             part = {"type": "refusal", "refusal": draw(TEXT)}
         content.append(part)
-    item = {"type": "message", "id": "msg_" + draw(st.from_regex(r"[a-z0-9]{4}", fullmatch=True)), "role": "assistant", "status": "completed", "content": content}
+    item = {"type": "message", "id": "msg_" + draw(ID4), "role": "assistant", "status": "completed", "content": content}
     maybe(draw, "phase", st.sampled_from(["commentary", "final_answer"]), item)
     return item
 
@@ -322,7 +330,7 @@ def r_output_message(draw: Draw) -> dict[str, Any]:
 def r_reasoning(draw: Draw) -> dict[str, Any]:
     item: dict[str, Any] = {
         "type": "reasoning",
-        "id": "rs_" + draw(st.from_regex(r"[a-z0-9]{4}", fullmatch=True)),
+        "id": "rs_" + draw(ID4),
         "summary": [{"type": "summary_text", "text": draw(TEXT)} for _ in range(draw(st.integers(0, 2)))],
     }
     maybe(draw, "encrypted_content", st.just("gAAAAABo" + "x" * 8), item)
@@ -332,7 +340,7 @@ def r_reasoning(draw: Draw) -> dict[str, Any]:
 
 
 def _hid(draw: Draw, prefix: str) -> str:
-    return prefix + draw(st.from_regex(r"[a-z0-9]{4}", fullmatch=True))
+    return prefix + draw(ID4)
 
 
 HOSTED: dict[Any, Builder] = {
@@ -343,7 +351,7 @@ HOSTED: dict[Any, Builder] = {
     RI.AdditionalTools: lambda d: {"type": "additional_tools", "role": "developer", "tools": []},
     ResponseConfigurationUpdateItemParamParam: lambda d: {"type": "configuration_update", "id": _hid(d, "cu_"), "reasoning": {"effort": "low"}, "text": {"format": {"type": "text"}}},
     ResponseReasoningItemParam: r_reasoning,
-    ResponseCompactionItemParamParam: lambda d: {"type": "compaction", "encrypted_content": "gAAAA" + d(st.from_regex(r"[a-z]{3}", fullmatch=True))},
+    ResponseCompactionItemParamParam: lambda d: {"type": "compaction", "encrypted_content": "gAAAA" + d(LOWER3)},
     RI.ImageGenerationCall: lambda d: {"type": "image_generation_call", "id": _hid(d, "ig_"), "result": d(B64), "status": "completed"},
     ResponseCodeInterpreterToolCallParam: lambda d: {"type": "code_interpreter_call", "id": _hid(d, "ci_"), "code": "print(1)", "container_id": "cntr_1", "outputs": [{"type": "logs", "logs": "1\n"}], "status": "completed"},
     RI.McpListTools: lambda d: {"type": "mcp_list_tools", "id": _hid(d, "mcpl_"), "server_label": "wiki", "tools": [{"name": "ask", "input_schema": {}}]},
@@ -497,15 +505,15 @@ def a_search_result(draw: Draw) -> dict[str, Any]:
 
 
 def a_thinking(draw: Draw) -> dict[str, Any]:
-    return {"type": "thinking", "thinking": draw(st.text(max_size=10)), "signature": "Eq" + draw(st.from_regex(r"[A-Za-z0-9]{6}", fullmatch=True))}
+    return {"type": "thinking", "thinking": draw(st.text(max_size=10)), "signature": "Eq" + draw(ALNUM6)}
 
 
 def a_redacted(draw: Draw) -> dict[str, Any]:
-    return {"type": "redacted_thinking", "data": "Em" + draw(st.from_regex(r"[A-Za-z0-9]{6}", fullmatch=True))}
+    return {"type": "redacted_thinking", "data": "Em" + draw(ALNUM6)}
 
 
 def _srv(draw: Draw) -> str:
-    return "srvtoolu_" + draw(st.from_regex(r"[A-Za-z0-9]{5}", fullmatch=True))
+    return "srvtoolu_" + draw(ALNUM5)
 
 
 SERVER_BLOCKS: dict[Any, Builder] = {
