@@ -107,7 +107,12 @@ class Killer:
         return TOOL_RESULT
 
     def tool_end(self) -> None:
-        """The tool returns its result."""
+        """The tool returns its result; an ``inside_tool`` kill not landed yet lands now, still inside.
+
+        Its timer (20-100 ms into the 200 ms of work) can fire late on a loaded machine,
+        and a turn that ran on failed its round as "not killed".
+        """
+        self._by_now(INSIDE_TOOL)
         self._soon(AFTER_TOOL_RESULT, 3)
 
     def turn_end(self) -> None:

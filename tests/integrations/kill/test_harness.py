@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
 
+from tests.integrations.kill import points
 from tests.integrations.kill.harness import FLOWMEM, assert_rounds_pass, play
 from tests.integrations.kill.points import AFTER_TOOL_RESULT, INSIDE_TOOL, POINTS, TOOL_START
 from tests.integrations.kill.script import CALL_ID, QUESTION, Said, refusal
@@ -56,8 +58,28 @@ def test_a_program_that_saves_at_the_end_of_its_turn_loses_the_question(
     assert verdict.killed and not verdict.question_kept and not verdict.passed
 
 
-def test_a_round_whose_second_turn_fails_is_judged_failed_after_a_passing_one(tmp_path: Path) -> None:
+def test_a_round_whose_second_turn_fails_is_judged_failed_after_a_passing_one(
+    tmp_path: Path,
+) -> None:
     (tmp_path / "broken").mkdir()
     play(TOY, TOOL_START, FLOWMEM, f"sqlite:///{tmp_path}/toy.db", tmp_path, rounds=1)
-    (verdict,) = play(TOY, TOOL_START, FLOWMEM, f"sqlite:///{tmp_path}/broken/toy.db", tmp_path, rounds=1)
+    (verdict,) = play(
+        TOY, TOOL_START, FLOWMEM, f"sqlite:///{tmp_path}/broken/toy.db", tmp_path, rounds=1
+    )
     assert not verdict.passed and "the second turn failed" in verdict.problem
+
+
+def test_a_kill_inside_the_tool_lands_by_the_tools_end_when_its_timer_is_late(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The ``inside_tool`` timer fires 20-100 ms into the work, or the tool's end kills."""
+    deaths: list[bool] = []  # True: in the turn's own thread
+    monkeypatch.setattr(
+        points, "die", lambda: deaths.append(threading.current_thread() is threading.main_thread())
+    )
+    killer = points.Killer(INSIDE_TOOL)
+    killer.tool_start()
+    assert killer._timer is not None
+    killer._timer.cancel()  # as late as a loaded machine makes it
+    killer.tool_end()
+    assert deaths == [True]
