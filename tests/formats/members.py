@@ -60,6 +60,17 @@ REGEXES = {r"[a-z0-9]{4}": ID4, r"[a-z]{3}": LOWER3, r"[A-Za-z0-9]{5}": ALNUM5, 
 """This module's words and the patterns they stand for (``strategies.word``)."""
 
 
+_PICKS: dict[int, st.SearchStrategy[Any]] = {}
+
+
+def pick(builders: dict[Any, Any]) -> st.SearchStrategy[Any]:
+    """``st.sampled_from`` of a module map's builders, made once per map (not at every draw)."""
+    made = _PICKS.get(id(builders))
+    if made is None:
+        made = _PICKS[id(builders)] = st.sampled_from(list(builders.values()))
+    return made
+
+
 def maybe(draw: Draw, key: str, strategy: st.SearchStrategy[Any], into: dict[str, Any]) -> None:
     """Set ``into[key]`` to a drawn value half of the time."""
     if draw(st.booleans()):
@@ -147,12 +158,14 @@ def chat_system(draw: Draw) -> dict[str, Any]:
     return message
 
 
+SYSTEM_MESSAGE = st.sampled_from([chat_developer, chat_system])
+
+
 def chat_user(draw: Draw) -> dict[str, Any]:
     if draw(st.booleans()):
         content: Any = draw(TEXT)
     else:
-        builders = list(CHAT_PARTS.values())
-        content = [draw(st.sampled_from(builders))(draw) for _ in range(draw(st.integers(1, 3)))]
+        content = [draw(pick(CHAT_PARTS))(draw) for _ in range(draw(st.integers(1, 3)))]
     message = {"role": "user", "content": content}
     maybe(draw, "name", TEXT, message)
     return message
@@ -165,8 +178,7 @@ def chat_assistant(draw: Draw) -> dict[str, Any]:
     if form == "string":
         message["content"] = draw(TEXT)
     elif form == "parts":
-        builders = list(CHAT_ASSISTANT_PARTS.values())
-        message["content"] = [draw(st.sampled_from(builders))(draw) for _ in range(draw(st.integers(1, 2)))]
+        message["content"] = [draw(pick(CHAT_ASSISTANT_PARTS))(draw) for _ in range(draw(st.integers(1, 2)))]
     elif form == "null":
         message["content"] = None
     side = draw(st.sampled_from(["audio", "refusal", "function_call", "none", "audio_none"]))
@@ -220,7 +232,7 @@ CHAT_MESSAGES: dict[Any, str] = {
 def chat_histories(draw: Draw) -> list[dict[str, Any]]:
     """A sendable Chat Completions history using every message, part and call member."""
     ids = Ids()
-    out = [draw(st.sampled_from([chat_developer, chat_system]))(draw) for _ in range(draw(st.integers(0, 2)))]
+    out = [draw(SYSTEM_MESSAGE)(draw) for _ in range(draw(st.integers(0, 2)))]
     for _ in range(draw(st.integers(0, 6))):
         kind = draw(st.sampled_from(["user", "assistant", "calls", "function"]))
         if kind == "user":
@@ -230,7 +242,7 @@ def chat_histories(draw: Draw) -> list[dict[str, Any]]:
         elif kind == "function":
             out.append(chat_function_message(draw))
         else:
-            calls = [draw(st.sampled_from(list(CHAT_CALLS.values())))(draw, ids) for _ in range(draw(st.integers(1, 3)))]
+            calls = [draw(pick(CHAT_CALLS))(draw, ids) for _ in range(draw(st.integers(1, 3)))]
             message: dict[str, Any] = {"role": "assistant", "tool_calls": calls}
             form = draw(st.sampled_from(["null", "string", "empty", "absent", "parts"]))
             if form == "null":
@@ -287,7 +299,7 @@ RESPONSES_PARTS: dict[Any, Builder] = {
 
 
 def _input_content(draw: Draw) -> list[dict[str, Any]]:
-    return [draw(st.sampled_from(list(RESPONSES_PARTS.values())))(draw) for _ in range(draw(st.integers(1, 3)))]
+    return [draw(pick(RESPONSES_PARTS))(draw) for _ in range(draw(st.integers(1, 3)))]
 
 
 def r_easy(draw: Draw, role: str) -> dict[str, Any]:
@@ -445,10 +457,10 @@ def responses_histories(draw: Draw) -> list[dict[str, Any]]:
             out.append(r_easy(draw, "user") if draw(st.booleans()) else r_message(draw, "user"))
             open_turn = False
             continue
-        turn: list[dict[str, Any]] = [draw(st.sampled_from(list(HOSTED.values())))(draw) for _ in range(draw(st.integers(0, 2)))]
+        turn: list[dict[str, Any]] = [draw(pick(HOSTED))(draw) for _ in range(draw(st.integers(0, 2)))]
         if draw(st.booleans()):
             turn.append(r_easy(draw, "assistant") if draw(st.booleans()) else r_output_message(draw))
-        pairs = [(draw(st.sampled_from(list(RESPONSES_CALLS.values()))), ids()) for _ in range(draw(st.integers(0, 2)))]
+        pairs = [(draw(pick(RESPONSES_CALLS)), ids()) for _ in range(draw(st.integers(0, 2)))]
         turn.extend(pair[0](draw, cid) for pair, cid in pairs)
         if not turn:
             continue
@@ -563,8 +575,7 @@ def a_tool_result(draw: Draw, call_id: str) -> dict[str, Any]:
     if form == "string":
         block["content"] = draw(TEXT)
     elif form == "blocks":
-        builders = list(TOOL_RESULT_CONTENT.values())
-        block["content"] = [draw(st.sampled_from(builders))(draw) for _ in range(draw(st.integers(1, 2)))]
+        block["content"] = [draw(pick(TOOL_RESULT_CONTENT))(draw) for _ in range(draw(st.integers(1, 2)))]
     elif form == "empty":
         block["content"] = ""
     maybe(draw, "is_error", st.booleans(), block)
@@ -591,7 +602,7 @@ def anthropic_histories(draw: Draw) -> dict[str, Any]:
         if n % 2 == 0:
             results = [a_tool_result(draw, cid) for cid in draw(st.permutations(waiting))]
             waiting = []
-            extra = [draw(st.sampled_from(list(USER_BLOCKS.values())))(draw) for _ in range(draw(st.integers(0 if results else 1, 2)))]
+            extra = [draw(pick(USER_BLOCKS))(draw) for _ in range(draw(st.integers(0 if results else 1, 2)))]
             if not results and draw(st.booleans()):
                 messages.append({"role": "user", "content": draw(TEXT)})
             else:
@@ -603,7 +614,7 @@ def anthropic_histories(draw: Draw) -> dict[str, Any]:
         if draw(st.booleans()) and n != 1:
             messages.append({"role": "assistant", "content": draw(TEXT)})
             continue
-        blocks = [draw(st.sampled_from(list(ASSISTANT_BLOCKS.values())))(draw) for _ in range(draw(st.integers(0, 3)))]
+        blocks = [draw(pick(ASSISTANT_BLOCKS))(draw) for _ in range(draw(st.integers(0, 3)))]
         uses = []
         for _ in range(draw(st.integers(0 if blocks else 1, 2))):
             use = {"type": "tool_use", "id": ids("toolu"), "name": draw(TEXT), "input": draw(ARGS)}
