@@ -4,7 +4,9 @@ The one way the tests start the server as a user does (``flowmem serve`` in a
 child process): ``flowmem_serve`` for a server that lives as long as a ``with``
 block, ``start_serve`` / ``stop_serve`` / ``kill_serve`` for one that a test
 kills and starts again. The server runs in its own process group, so stopping it
-also ends the workers of ``--workers N``, even when the test failed first.
+also ends the workers of ``--workers N``, even when the test failed first. It is
+forked from a server that imported what ``flowmem serve`` imports (tests/forking.py,
+decision 0208) where its environment allows, else started as a plain subprocess.
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ from typing import NamedTuple
 import httpx
 import pytest
 
-FLOWMEM = [sys.executable, "-c", "from flowmem.cli import main; main()"]
+from tests import forking
+
+CLI = "from flowmem.cli import main; main()"
+FLOWMEM = [sys.executable, "-c", CLI]
 """``flowmem`` run by this interpreter, so it imports the checkout under test."""
 
 READY_SECONDS = 60.0
@@ -52,7 +57,7 @@ class Served(NamedTuple):
 
     url: str
     out: Path
-    process: subprocess.Popen[bytes]
+    process: subprocess.Popen[bytes] | forking.Forked
 
     @property
     def err(self) -> Path:
@@ -90,13 +95,13 @@ def start_serve(
     out = _files(cwd, port)
     with out.with_suffix(".err").open("wb") as stderr, contextlib.ExitStack() as files:
         sink = files.enter_context(out.open("wb")) if stdout is None else stdout
-        process = subprocess.Popen(
-            [*FLOWMEM, "serve", "--port", str(port), *args],
+        process = forking.popen(  # its own process group: its workers end with it
+            CLI,
+            ["serve", "--port", str(port), *args],
             cwd=cwd,
             stdout=sink,
             stderr=stderr,
             env=serve_env() if env is None else env,
-            start_new_session=True,  # its own process group: its workers end with it
         )
     served = Served(f"http://127.0.0.1:{port}", out, process)
     deadline = time.monotonic() + READY_SECONDS
@@ -110,21 +115,23 @@ def start_serve(
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"serve did not start in {READY_SECONDS:.0f} s: {served.err.read_text()}")
+                pytest.fail(
+                    f"serve did not start in {READY_SECONDS:.0f} s: {served.err.read_text()}"
+                )
             time.sleep(0.1)
     except BaseException:
         kill_serve(process)
         raise
 
 
-def kill_serve(process: subprocess.Popen[bytes]) -> None:
+def kill_serve(process: subprocess.Popen[bytes] | forking.Forked) -> None:
     """SIGKILL the server's whole process group (no graceful shutdown) and reap it."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=STOP_SECONDS)
 
 
-def stop_serve(process: subprocess.Popen[bytes]) -> None:
+def stop_serve(process: subprocess.Popen[bytes] | forking.Forked) -> None:
     """Stop the server with SIGTERM (graceful), then kill whatever is left of its group."""
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
