@@ -130,6 +130,15 @@ def _share_the_default_tls_context() -> None:
 _share_the_default_tls_context()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _serve_fork_servers() -> Iterator[None]:
+    """Stop the ``flowmem`` fork servers at the session's end, so their children's CPU counts here (decision 0208)."""
+    yield
+    from tests import forking
+
+    forking.stop()
+
+
 # ---------------------------------------------------------------------------------------
 # PostgreSQL: a throwaway server for the whole session (store backends, API tests).
 #
