@@ -19,25 +19,29 @@ class Turns:
     """
 
     def __init__(self) -> None:
-        self._changed = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
         self._writes = 0
         self._refusing = False
         self._waiting = 0  # refusals waiting for the writes to end
 
-    @contextmanager
-    def writing(self) -> Iterator[None]:
+    def writing(self) -> AbstractContextManager[None]:
         """Hold the stripe beside other writes, after any refusal made or waiting."""
-        with self._changed:
+        return _Writing(self)
+
+    def hold_write(self) -> None:
+        """Take a write's hold (``writing``): after any refusal made or waiting."""
+        with self._lock:  # the condition's own lock: ``Condition(lock)`` takes no more
             while self._refusing or self._waiting:
                 self._changed.wait()
             self._writes += 1
-        try:
-            yield
-        finally:
-            with self._changed:
-                self._writes -= 1
-                if not self._writes:
-                    self._changed.notify_all()
+
+    def release_write(self) -> None:
+        """End a write's hold; the last one wakes a refusal that waits for it (only then)."""
+        with self._lock:
+            self._writes -= 1
+            if not self._writes and self._waiting:
+                self._changed.notify_all()
 
     @contextmanager
     def refusing(self) -> Iterator[None]:
@@ -54,6 +58,25 @@ class Turns:
             with self._changed:
                 self._refusing = False
                 self._changed.notify_all()
+
+
+class _Writing:
+    """``Turns.writing``'s hold: a class, not a generator (decision 0212: 4 Python calls a write, not 12).
+
+    Writes wait only for a refusal, which wakes them itself when it ends, so the end of a
+    write wakes the waiters only when a refusal waits for the writes to end.
+    """
+
+    __slots__ = ("turns",)
+
+    def __init__(self, turns: Turns) -> None:
+        self.turns = turns
+
+    def __enter__(self) -> None:
+        self.turns.hold_write()
+
+    def __exit__(self, *exc: object) -> None:
+        self.turns.release_write()
 
 
 class RefusedCheckpoints:
@@ -78,7 +101,7 @@ class RefusedCheckpoints:
 
     def writing(self, thread_id: str) -> AbstractContextManager[None]:
         """Hold the thread's stripe for a write's check (and its storing): beside other writes."""
-        return self._stripe(thread_id).writing()
+        return _Writing(self._stripes[hash(thread_id) % len(self._stripes)])
 
     def refusing(self, thread_id: str) -> AbstractContextManager[None]:
         """Hold the thread's stripe for a refusal: alone."""

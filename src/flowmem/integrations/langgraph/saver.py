@@ -89,8 +89,10 @@ from flowmem.integrations.langgraph.lines import (
 from flowmem.integrations.langgraph.thread_ops import ThreadOperations
 from flowmem.integrations.langgraph.threaded import ThreadedSaver
 from flowmem.integrations.langgraph.threads import (
+    ResolvedThreads,
     ThreadAccess,
     check_config,
+    check_config_ids,
     check_ids,
     owned_configurable,
 )
@@ -145,6 +147,12 @@ def _configurable(config: RunnableConfig | None) -> Mapping[str, Any]:
 class FlowmemSaver(ThreadOperations, ThreadedSaver):
     """LangGraph checkpoints in flowmem: threads are sessions, messages are buffer rows."""
 
+    keep_threads = True
+    """Decision 0212: a write's thread and context resolved once per thread and user id
+    (``ResolvedThreads``), not at every ``put`` and ``put_writes``; False: resolved at each
+    (the plain path). tests/integrations/langgraph/test_threads.py holds both to
+    the same threads, contexts and errors."""
+
     def __init__(
         self,
         memory: MemoryService,
@@ -172,6 +180,7 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
         self.tables = kinds.checkpoints(memory)
         self.access = ThreadAccess(memory)
         self.heads = LineHeads(cache_threads)
+        self.resolved = ResolvedThreads(cache_threads)
         self.refused = RefusedCheckpoints()
         self.durable = DurableCheckpoints()
         self.write_ahead_timeout = float(write_ahead_timeout)
@@ -225,6 +234,28 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
             "config['configurable']['thread_id']",
         )
 
+    def _write_thread(self, config: RunnableConfig, operation: str) -> tuple[str, ExecutionContext]:
+        """``_writable``'s thread and the caller's context (``_context``), kept per thread and user (decision 0212).
+
+        A config whose two ids were resolved before from the same saver context gets
+        what they resolved to, its namespace and checkpoint id checked as ``check_config``
+        checks them; any other is resolved as ``_writable`` does, and kept if it is a
+        thread (a refusal raises, logged each time).
+        """
+        conf = _configurable(config)
+        key = ResolvedThreads.key(conf) if self.keep_threads else None
+        base = self.context
+        if key is not None:
+            found = self.resolved.get(key, base)
+            if found is not None:
+                check_config_ids(conf)
+                return found
+        thread = self._writable(config, operation)
+        context = self._context(conf)
+        if key is not None:
+            self.resolved.keep(key, base, thread, context)
+        return thread, context
+
     # --- put -----------------------------------------------------------------------------
     def put(
         self,
@@ -238,12 +269,12 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
         A write-ahead waiter (``write_ahead``) learns that it is stored, or that it
         never will be (the error is raised to the waiter too).
         """
-        thread = self._writable(config, "checkpoint write")
+        thread, context = self._write_thread(config, "checkpoint write")
         conf = _configurable(config)
         ns = str(conf.get("checkpoint_ns", ""))
         key: Key = (thread, ns, checkpoint["id"])
         try:
-            stored, lines = self._put(thread, config, checkpoint, metadata, new_versions)
+            stored, lines = self._put(thread, context, config, checkpoint, metadata, new_versions)
         except BaseException as exc:
             self.durable.failed(key, exc)
             raise
@@ -270,6 +301,7 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
     def _put(
         self,
         thread: str,
+        context: ExecutionContext,
         config: RunnableConfig,
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
@@ -303,7 +335,7 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
             run_id=None if full.get("run_id") is None else str(full.get("run_id")),
             versions=dict(checkpoint["channel_versions"]),
         )
-        guard = self.memory.session_claim(thread, self._context(conf))
+        guard = self.memory.session_claim(thread, context)
         head = Head(parent) if protect else None
         run = conf.get(HEAD_MARK)
         with self.refused.writing(thread):
@@ -390,7 +422,7 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
         task_path: str = "",
     ) -> None:
         """Store a task's pending writes (special channels replace, others keep the first)."""
-        thread = self._writable(config, "checkpoint write")
+        thread, context = self._write_thread(config, "checkpoint write")
         conf = _configurable(config)
         check_ids([task_id], "task_id")
         check_ids([task_path, *(channel for channel, _ in writes)], "channel", longest=None)
@@ -404,7 +436,7 @@ class FlowmemSaver(ThreadOperations, ThreadedSaver):
             )
             for idx, (channel, value) in enumerate(writes)
         ]
-        guard = self.memory.session_claim(thread, self._context(conf))
+        guard = self.memory.session_claim(thread, context)
         ns, checkpoint_id = str(conf.get("checkpoint_ns", "")), conf["checkpoint_id"]
         with self.refused.writing(thread):  # beside the checkpoint's check; a refusal waits
             self.refused.check(thread, ns, checkpoint_id, conf.get(HEAD_MARK))

@@ -15,6 +15,7 @@ encode), so a bad one is a typed error on every backend, never a driver's.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -40,6 +41,11 @@ def check_config(conf: Mapping[str, Any], context_user: object) -> None:
     """
     check_id_text(conf.get("thread_id"), "thread_id")
     check_id_text(conf.get("user_id", context_user), "user_id")
+    check_config_ids(conf)
+
+
+def check_config_ids(conf: Mapping[str, Any]) -> None:
+    """``check_config``'s checks of the namespace and checkpoint id (``CONFIG_IDS``), not the identities'."""
     for key, empty in CONFIG_IDS:
         if conf.get(key) is not None:
             check_name(conf[key], key, empty=empty)
@@ -51,7 +57,9 @@ def check_ids(values: Iterable[object], name: str, *, longest: int | None = 255)
         check_name(value, name, empty=True, longest=longest)
 
 
-def owned_configurable(asked: Mapping[str, Any], thread: str, ns: str, checkpoint_id: str) -> dict[str, Any]:
+def owned_configurable(
+    asked: Mapping[str, Any], thread: str, ns: str, checkpoint_id: str
+) -> dict[str, Any]:
     """A checkpoint's configurable, with the ``user_id`` of the config that asked for it.
 
     The owner a caller named travels with the configs it reads, so a replay or a fork
@@ -66,6 +74,52 @@ def owned_configurable(asked: Mapping[str, Any], thread: str, ns: str, checkpoin
     if asked.get(OWNER) is not None:
         configurable[OWNER] = asked[OWNER]
     return configurable
+
+
+ABSENT = object()
+"""``ResolvedThreads``' key of a config that names no ``user_id``."""
+
+
+class ResolvedThreads:
+    """The threads a saver's writes resolved, by the config's thread id and user id (decision 0212).
+
+    What a write's thread resolves to (``check_config``'s checks of the two identities,
+    ``resolve_scope``, the caller's ``ExecutionContext``) depends on these two ids and the
+    saver's own context only, so a saver keeps it per (thread id, user id or ``ABSENT``),
+    with the context it was made from, for ids that are exactly ``str`` (or a user id
+    ``None``/absent): a hash and an equality that cannot be anyone's own. A refusal is
+    never kept (each logs its one WARNING, MEM-7); the newest ``capacity`` are kept.
+    """
+
+    def __init__(self, capacity: int = 256) -> None:
+        self.capacity = capacity
+        self._found: dict[tuple[str, object], tuple[object, str, Any]] = {}
+        self._lock = threading.Lock()  # ``keep``'s pruning iterates the dict
+
+    @staticmethod
+    def key(conf: Mapping[str, Any]) -> tuple[str, object] | None:
+        """The key of a config's two ids, or None when they are not plain text to keep."""
+        thread = conf.get("thread_id")
+        user = conf.get(OWNER, ABSENT)
+        if type(thread) is not str or not (user is ABSENT or user is None or type(user) is str):
+            return None
+        return (thread, user)
+
+    def get(self, key: tuple[str, object], base: object) -> tuple[str, Any] | None:
+        """The thread and context kept for ``key`` when made from the context ``base``, else None."""
+        found = self._found.get(key)
+        if found is None or found[0] is not base:
+            return None
+        return found[1], found[2]
+
+    def keep(self, key: tuple[str, object], base: object, thread: str, context: Any) -> None:
+        """Keep what ``key`` resolved to from ``base`` (the oldest dropped past ``capacity``)."""
+        found = self._found
+        with self._lock:
+            found.pop(key, None)
+            found[key] = (base, thread, context)
+            while len(found) > self.capacity:
+                found.pop(next(iter(found)), None)
 
 
 class ThreadAccess:
@@ -109,4 +163,14 @@ class ThreadAccess:
         )
 
 
-__all__ = ["CONFIG_IDS", "OWNER", "ThreadAccess", "check_config", "check_ids", "owned_configurable"]
+__all__ = [
+    "ABSENT",
+    "CONFIG_IDS",
+    "OWNER",
+    "ResolvedThreads",
+    "ThreadAccess",
+    "check_config",
+    "check_config_ids",
+    "check_ids",
+    "owned_configurable",
+]
