@@ -127,7 +127,7 @@ def exit_as_interpreter(run: Callable[[], object]) -> NoReturn:
     import threading
     import traceback
 
-    code = 1
+    code, interrupted = 1, False
     try:
         run()
         code = 0
@@ -138,13 +138,12 @@ def exit_as_interpreter(run: Callable[[], object]) -> NoReturn:
             code = exited.code
         else:
             print(exited.code, file=sys.stderr)
-    except (
-        BaseException
-    ) as error:  # as the interpreter: the traceback (without this module's frames), exit code 1
-        frames = error.__traceback__
+    except BaseException as error:  # as the interpreter: the traceback, exit code 1
+        frames = error.__traceback__  # without this module's frames
         while frames is not None and frames.tb_frame.f_code.co_filename == __file__:
             frames = frames.tb_next
         traceback.print_exception(type(error), error, frames)
+        interrupted = isinstance(error, KeyboardInterrupt)
     try:
         threading._shutdown()  # type: ignore[attr-defined]  # non-daemon threads joined, as at exit
         atexit._run_exitfuncs()
@@ -153,6 +152,9 @@ def exit_as_interpreter(run: Callable[[], object]) -> NoReturn:
             sys.stdout.flush()
         with contextlib.suppress(Exception):
             sys.stderr.flush()
+        if interrupted:  # an uncaught KeyboardInterrupt ends an interpreter by SIGINT (-2)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
         os._exit(code & 0xFF)
 
 
