@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -122,6 +123,35 @@ def start_serve(
     except BaseException:
         kill_serve(process)
         raise
+
+
+def run_flowmem(
+    args: Sequence[str], cwd: Path, *, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """``flowmem ARGS`` in ``cwd`` to its end, its output captured: ``subprocess.run([*FLOWMEM, *ARGS])``, forked where it can be.
+
+    ``env`` defaults to this process's environment; past ``timeout`` s the process is
+    killed and ``subprocess.TimeoutExpired`` raised, as ``subprocess.run`` does.
+    """
+    with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
+        process = forking.popen(
+            CLI,
+            args,
+            cwd=cwd,
+            env=dict(os.environ) if env is None else env,
+            stdout=stdout,
+            stderr=stderr,
+        )
+        try:
+            code = process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_serve(process)
+            raise
+        stdout.seek(0)
+        stderr.seek(0)
+        return subprocess.CompletedProcess(
+            [*FLOWMEM, *args], code, stdout.read().decode(), stderr.read().decode()
+        )
 
 
 def kill_serve(process: subprocess.Popen[bytes] | forking.Forked) -> None:

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests import forking
-from tests.served import ServeExited, serve_env, start_serve, stop_serve
+from tests.served import ServeExited, run_flowmem, serve_env, start_serve, stop_serve
 
 PROBE = """
 import json, logging, os, signal, sys, threading, atexit, __main__
@@ -196,3 +196,17 @@ def test_the_server_imported_what_serve_needs_without_a_thread_and_its_children_
         forking.popen(
             "import time; time.sleep(1)", [], cwd=tmp_path, env=probe_env, stdout=None, stderr=None
         ).wait(timeout=0.1)
+
+
+@pytest.mark.parametrize(
+    "args", [["--help"], ["serve", "--database", "memory://", "--workers", "2"]]
+)
+def test_run_flowmem_forked_and_plain_capture_alike(tmp_path: Path, args: list[str]) -> None:
+    forked = run_flowmem(args, tmp_path, env={**os.environ, forking.SWITCH: "1"})
+    plain = run_flowmem(args, tmp_path, env={**os.environ, forking.SWITCH: "0"})
+    assert (forked.returncode, forked.stdout, forked.stderr) == (
+        plain.returncode,
+        plain.stdout,
+        plain.stderr,
+    )
+    assert forked.stdout or forked.stderr

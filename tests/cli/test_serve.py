@@ -8,7 +8,6 @@ import re
 import select
 import signal
 import socket
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,7 +18,7 @@ import pytest
 from flowmem.api.app import DATABASE_ENV as APP_DATABASE_ENV
 from flowmem.cli.database import DATABASE_ENV, redact
 from flowmem.cli.errors import EXIT_CANNOT_LISTEN
-from tests.served import FLOWMEM, flowmem_serve
+from tests.served import flowmem_serve, run_flowmem
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +34,7 @@ def admin_token(out: Path) -> str:
 
 
 def run_cli(args: list[str], cwd: Path) -> str:
-    done = subprocess.run([*FLOWMEM, *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    done = run_flowmem(args, cwd)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -131,12 +130,9 @@ def test_a_first_start_that_cannot_listen_creates_no_token(tmp_path: Path) -> No
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        done = subprocess.run(
-            [*FLOWMEM, "serve", "--port", str(port)],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=60,
+        done = run_flowmem(
+            ["serve", "--port", str(port)],
+            tmp_path,
         )
     assert done.returncode == EXIT_CANNOT_LISTEN, done.stderr
     assert "cannot listen" in done.stderr and "flowmem token create --admin" in done.stderr
@@ -156,12 +152,9 @@ def test_a_later_start_on_a_busy_port_exits_with_the_cannot_listen_code(
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        done = subprocess.run(
-            [*FLOWMEM, "serve", "--port", str(port), "--workers", workers, "--database", db],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=60,
+        done = run_flowmem(
+            ["serve", "--port", str(port), "--workers", workers, "--database", db],
+            tmp_path,
         )
     assert done.returncode == EXIT_CANNOT_LISTEN, done.stderr
     assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
@@ -209,12 +202,9 @@ def test_a_start_without_an_admin_token_says_how_to_create_one(tmp_path: Path) -
 
 
 def test_serve_refuses_workers_on_memory(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [*FLOWMEM, "serve", "--database", "memory://", "--workers", "2"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    done = run_flowmem(
+        ["serve", "--database", "memory://", "--workers", "2"],
+        tmp_path,
     )
     assert done.returncode != 0
     assert "--workers" in done.stderr
@@ -222,7 +212,9 @@ def test_serve_refuses_workers_on_memory(tmp_path: Path) -> None:
 
 @pytest.mark.postgres
 def test_mem_12_serve_two_workers_on_postgres(tmp_path: Path, postgres_db_url: str) -> None:
-    with flowmem_serve(["--workers", "2", "--database", postgres_db_url, "--no-access-log"], tmp_path) as (
+    with flowmem_serve(
+        ["--workers", "2", "--database", postgres_db_url, "--no-access-log"], tmp_path
+    ) as (
         base,
         out,
         _,
