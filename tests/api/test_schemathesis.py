@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis.checks import positive_data_acceptance
 from schemathesis.core import NotSet
+from schemathesis.python._constants.orchestrator import build_constants_pool
 
 from flowmem.api import create_app
 from flowmem.api import gate as request_gate
@@ -69,6 +70,10 @@ def _one_operation(request: pytest.FixtureRequest) -> Any:
     # attribute pytest 9.2's nodes no longer have (their id is ``nodeid``): given it, the
     # rename changes nothing, and the test's id already names its operation
     request.node._nodeid = request.node.nodeid
+    # the constants schemathesis draws from the app's source (it parses flowmem's modules,
+    # ~0.2 s of CPU): found once, on the schema each test's clone shares them from, as every
+    # operation of a collected ``schema.parametrize()`` shares them (a clone only copies them)
+    build_constants_pool(schema)
     return schema
 
 
