@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
 import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -13,10 +13,26 @@ import pytest
 
 from flowmem.errors import ConfigurationError, StoreUnavailableError
 from flowmem.store import open_store
+from tests import forking
 
 EXTRA = "pip install 'flowmem[postgres]'"
 # flowmem as a venv without the postgres extra runs it: importing psycopg fails
 WITHOUT_PSYCOPG = "import sys; sys.modules['{module}'] = None; from flowmem.cli import main; main()"
+
+
+def _cli(code: str, argv: list[str], cwd: Path) -> tuple[int, str]:
+    """``python -c CODE ARGV`` in ``cwd``: its exit code and stderr.
+
+    Forked from a server that imported flowmem's CLI once (tests/forking.py, decision
+    0208; ``FLOWMEM_TEST_SERVE_FORK=0``: a plain subprocess), not a new interpreter
+    importing it again: the server imports neither psycopg nor flowmem's PostgreSQL
+    store, so a child that hides psycopg finds it missing as a fresh interpreter does.
+    """
+    out, err = cwd / "cli.out", cwd / "cli.err"
+    with open(out, "wb") as stdout, open(err, "wb") as stderr:
+        child = forking.popen(code, argv, cwd=cwd, env=os.environ, stdout=stdout, stderr=stderr)
+        returncode = child.wait(timeout=60)
+    return returncode, err.read_text(errors="replace")
 
 
 def _closed_port() -> int:
@@ -50,23 +66,21 @@ def test_a_postgresql_url_without_psycopg_names_the_extra(monkeypatch: pytest.Mo
     ],
     ids=["token-list", "token-create", "token-revoke", "user-erase", "backup", "serve"],
 )
-def test_every_cli_command_names_the_postgres_extra_in_one_line(tmp_path: Path, args: list[str]) -> None:
+def test_every_cli_command_names_the_postgres_extra_in_one_line(
+    tmp_path: Path, args: list[str]
+) -> None:
     url = f"postgresql://nobody@127.0.0.1:{_closed_port()}/none"
     code = WITHOUT_PSYCOPG.format(module="psycopg")
-    done = subprocess.run(
-        [sys.executable, "-c", code, *args, "--database", url],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode != 0
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and EXTRA in lines[0], done.stderr
-    assert "Traceback" not in done.stderr
+    returncode, stderr = _cli(code, [*args, "--database", url], tmp_path)
+    assert returncode != 0
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and EXTRA in lines[0], stderr
+    assert "Traceback" not in stderr
 
 
-def test_an_unreachable_postgresql_fails_at_once_in_one_error(caplog: pytest.LogCaptureFixture) -> None:
+def test_an_unreachable_postgresql_fails_at_once_in_one_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     pytest.importorskip("psycopg")
     port = _closed_port()
     started = time.monotonic()
@@ -84,15 +98,11 @@ def test_an_unreachable_postgresql_is_one_line_from_the_cli(tmp_path: Path) -> N
     pytest.importorskip("psycopg")
     url = f"postgresql://nobody@127.0.0.1:{_closed_port()}/none"
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-c", "from flowmem.cli import main; main()", "token", "list", "--database", url],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    returncode, stderr = _cli(
+        "from flowmem.cli import main; main()", ["token", "list", "--database", url], tmp_path
     )
     # under the 10 s connect timeout it would wait if a refusal were retried; the rest is
     # the CLI process starting, seconds on a loaded machine
     assert time.monotonic() - started < 9.0
-    assert done.returncode == 6
-    assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: cannot connect to PostgreSQL")
+    assert returncode == 6
+    assert stderr.count("\n") == 1 and stderr.startswith("error: cannot connect to PostgreSQL")
