@@ -22,6 +22,9 @@ def _facts(row: Row, tokens: int) -> RowFacts:
     return RowFacts(row["role"], tokens, calls, row.get("tool_call_id"))
 
 
+KINDS = st.sampled_from(["user", "system", "text", "calls", "reasoning"])
+
+
 @st.composite
 def histories(draw: st.DrawFn) -> tuple[list[Row], list[int]]:
     """A sendable buffer (pairs complete, an open call only in the last turn) and row tokens."""
@@ -29,7 +32,7 @@ def histories(draw: st.DrawFn) -> tuple[list[Row], list[int]]:
     turns = draw(st.integers(0, 12))
     serial = 0
     for turn in range(turns):
-        kind = draw(st.sampled_from(["user", "system", "text", "calls", "reasoning"]))
+        kind = draw(KINDS)
         if kind == "user":
             rows.append({"role": "user", "content": f"q{turn}"})
         elif kind == "system":
