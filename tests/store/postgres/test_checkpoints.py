@@ -99,7 +99,12 @@ def test_the_verdict_on_remembered_facts_reads_no_row_of_the_line(
     """The line's tail is checked on the rows' key from the remembered last major: no row read.
 
     Decision 0201: with the bound read from the header's own column the server planned an
-    anti-join reading every row of the line at each step (30 at 30 messages here).
+    anti-join reading every row of the line at each step (30 at 30 messages here). With the
+    tables' statistics (an autoanalyze of the pooled schema may take them at any moment) the
+    server rightly reads a 30-row table whole (one page, a sequential scan: no index pays),
+    and the test failed (decision 0210); what is held is the statement's shape, so sequential
+    scans are off while it is planned: with an ``ANALYZE`` first it passes, and the 0195 form
+    still fails it without one (decision 0212). No ``ANALYZE`` here: the schema is pooled.
     """
     saver = FlowmemSaver(MemoryService(one_conn))
     graph = _graph(saver)
@@ -111,6 +116,7 @@ def test_the_verdict_on_remembered_facts_reads_no_row_of_the_line(
     assert header[1] == 30
     text = STATEMENTS["cp_known+line"]
     with one_conn.connection() as conn, conn.transaction():
+        conn.execute("SET LOCAL enable_seqscan = off")
         if plans == "generic":
             conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
         explained = "EXPLAIN (ANALYZE, FORMAT JSON) " + text
