@@ -111,9 +111,8 @@ def preload(names: Sequence[str], imported: set[str] | None = None) -> None:
         for name in fresh:
             if imported is not None:
                 imported.add(name)
-            with contextlib.suppress(
-                ImportError
-            ):  # not installed: the child finds out as a fresh one would
+            # a module not installed or failing: the child finds out as a fresh interpreter would
+            with contextlib.suppress(Exception):
                 importlib.import_module(name)
     finally:
         gc.collect()

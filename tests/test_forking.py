@@ -192,10 +192,13 @@ def test_the_server_imported_what_serve_needs_without_a_thread_and_its_children_
     finally:
         server.close()
     assert child.wait(timeout=30) == -signal.SIGKILL
+    sleeper = forking.popen(
+        "import time; time.sleep(1)", [], cwd=tmp_path, env=probe_env, stdout=None, stderr=None
+    )
     with pytest.raises(subprocess.TimeoutExpired):
-        forking.popen(
-            "import time; time.sleep(1)", [], cwd=tmp_path, env=probe_env, stdout=None, stderr=None
-        ).wait(timeout=0.1)
+        sleeper.wait(timeout=0.1)
+    sleeper.kill()
+    assert sleeper.wait(timeout=30) == -signal.SIGKILL
 
 
 @pytest.mark.parametrize(

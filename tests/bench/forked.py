@@ -31,7 +31,9 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
+
+from tests.forking import exit_as_interpreter, preload
 
 ROOT = Path(__file__).resolve().parents[2]
 SWITCH = "FLOWMEM_TEST_BENCH_FORK"
@@ -51,9 +53,6 @@ serve(base)
 
 def serve(base: list[str]) -> None:
     """Read one JSON request a line on stdin; fork a child for each; answer its pid, then its exit code."""
-    import gc
-    import importlib
-
     replies = os.fdopen(os.dup(1), "w")
     requests = os.fdopen(os.dup(0), "r")
     null = os.open(os.devnull, os.O_RDWR)
@@ -63,19 +62,7 @@ def serve(base: list[str]) -> None:
     imported: set[str] = set()
     for line in requests:
         request = json.loads(line)
-        fresh = [name for name in request["preload"] if name not in imported]
-        if fresh:
-            gc.disable()  # the imports' own collections would scan what they made (~15 % of their CPU)
-        for name in fresh:
-            imported.add(name)
-            try:
-                importlib.import_module(name)
-            except Exception:  # a module not installed: the child finds out as a script would
-                continue
-        if fresh:
-            gc.collect()
-            gc.freeze()
-            gc.enable()
+        preload(request["preload"], imported)  # each once, collected and frozen (tests/forking.py)
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
@@ -91,12 +78,9 @@ def serve(base: list[str]) -> None:
         replies.flush()
 
 
-def _child(request: dict[str, Any], base: list[str]) -> None:
+def _child(request: dict[str, Any], base: list[str]) -> NoReturn:
     """In the forked child: the script's stdio, environment, directory, argv and path; run it; exit as Python exits."""
-    import atexit
     import runpy
-    import threading
-    import traceback
 
     signal.signal(signal.SIGINT, signal.default_int_handler)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -112,26 +96,7 @@ def _child(request: dict[str, Any], base: list[str]) -> None:
     script = request["script"]
     sys.argv = [script, *request["argv"]]
     sys.path[:] = [os.path.dirname(script), *base]
-    code = 1
-    try:
-        runpy.run_path(script, run_name="__main__")
-        code = 0
-    except SystemExit as exited:
-        if exited.code is None:
-            code = 0
-        elif isinstance(exited.code, int):
-            code = exited.code
-        else:
-            print(exited.code, file=sys.stderr)
-    except BaseException:  # as the interpreter: the traceback, exit code 1
-        traceback.print_exc()
-    try:
-        threading._shutdown()  # type: ignore[attr-defined]  # non-daemon threads joined, as at exit
-        atexit._run_exitfuncs()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code & 0xFF)
+    exit_as_interpreter(lambda: runpy.run_path(script, run_name="__main__"))
 
 
 class BenchServer:
