@@ -40,6 +40,17 @@ ARGS = st.dictionaries(
     max_size=3,
 )
 
+# the generators' choosers, made once: a strategy made at each draw is built and validated again
+INLINE_MIME = st.sampled_from(
+    ["image/png", "image/jpeg", "audio/wav", "audio/mp3", "audio/ogg", "application/pdf", "video/mp4", "text/plain"]
+)
+FILE_MIME = st.sampled_from(["image/png", "application/pdf", "video/mp4", "audio/mp3"])
+OUTCOMES = st.sampled_from(["OUTCOME_OK", "OUTCOME_FAILED"])
+RESPONSE_SHAPES = st.sampled_from(["output", "result", "error", "object", "absent"])
+SCHEDULING = st.sampled_from(["SILENT", "WHEN_IDLE", "INTERRUPT"])
+SYSTEM_SHAPES = st.sampled_from(["none", "string", "content", "content_role"])
+ANSWER_ROLES = st.sampled_from(["user", "user", "tool", "function"])
+
 
 def maybe(draw: Draw, key: str, strategy: st.SearchStrategy[Any], into: dict[str, Any]) -> None:
     """Set ``into[key]`` to a drawn value half of the time."""
@@ -61,7 +72,7 @@ def g_thought(draw: Draw) -> dict[str, Any]:
 
 
 def g_inline(draw: Draw) -> dict[str, Any]:
-    mime = draw(st.sampled_from(["image/png", "image/jpeg", "audio/wav", "audio/mp3", "audio/ogg", "application/pdf", "video/mp4", "text/plain"]))
+    mime = draw(INLINE_MIME)
     part: dict[str, Any] = {"inline_data": {"mime_type": mime, "data": draw(B64)}}
     if mime.startswith("video/"):
         maybe(draw, "video_metadata", st.just({"start_offset": "1s", "end_offset": "5s", "fps": 2.0}), part)
@@ -71,7 +82,7 @@ def g_inline(draw: Draw) -> dict[str, Any]:
 
 def g_file(draw: Draw) -> dict[str, Any]:
     file_data: dict[str, Any] = {"file_uri": draw(URI)}
-    maybe(draw, "mime_type", st.sampled_from(["image/png", "application/pdf", "video/mp4", "audio/mp3"]), file_data)
+    maybe(draw, "mime_type", FILE_MIME, file_data)
     maybe(draw, "display_name", TEXT, file_data)
     return {"file_data": file_data}
 
@@ -81,7 +92,7 @@ def g_code(draw: Draw) -> dict[str, Any]:
 
 
 def g_code_result(draw: Draw) -> dict[str, Any]:
-    return {"code_execution_result": {"outcome": draw(st.sampled_from(["OUTCOME_OK", "OUTCOME_FAILED"])), "output": draw(ANY_TEXT)}}
+    return {"code_execution_result": {"outcome": draw(OUTCOMES), "output": draw(ANY_TEXT)}}
 
 
 def g_tool_call(draw: Draw) -> dict[str, Any]:
@@ -129,7 +140,7 @@ def g_response(draw: Draw, call: dict[str, Any]) -> dict[str, Any]:
     response: dict[str, Any] = {"name": function["name"]}
     if "id" in function:
         response["id"] = function["id"]
-    shape = draw(st.sampled_from(["output", "result", "error", "object", "absent"]))
+    shape = draw(RESPONSE_SHAPES)
     if shape in ("output", "result", "error"):
         response["response"] = {shape: draw(ANY_TEXT)}
     elif shape == "object":
@@ -137,7 +148,7 @@ def g_response(draw: Draw, call: dict[str, Any]) -> dict[str, Any]:
     if draw(st.integers(0, 3)) == 0:
         response["parts"] = [{"inline_data": {"mime_type": "image/png", "data": draw(B64)}}]
     maybe(draw, "will_continue", st.booleans(), response)
-    maybe(draw, "scheduling", st.sampled_from(["SILENT", "WHEN_IDLE", "INTERRUPT"]), response)
+    maybe(draw, "scheduling", SCHEDULING, response)
     return {"function_response": response}
 
 
@@ -145,7 +156,7 @@ def g_response(draw: Draw, call: dict[str, Any]) -> dict[str, Any]:
 def gemini_histories(draw: Draw, camel: bool | None = None) -> tuple[Any, list[dict[str, Any]]]:
     """Draw a sendable ``(system_instruction, contents)``; camelCase when ``camel`` (drawn when None)."""
     system: Any = None
-    shape = draw(st.sampled_from(["none", "string", "content", "content_role"]))
+    shape = draw(SYSTEM_SHAPES)
     if shape == "string":
         system = draw(TEXT)
     elif shape != "none":
@@ -174,7 +185,7 @@ def gemini_histories(draw: Draw, camel: bool | None = None) -> tuple[Any, list[d
             if with_ids:
                 ordered = draw(st.permutations(ordered))
             answer = [g_response(draw, call) for call in ordered]
-            role = draw(st.sampled_from(["user", "user", "tool", "function"]))
+            role = draw(ANSWER_ROLES)
             if role == "user" and draw(st.booleans()):
                 answer.append({"text": draw(TEXT)})
             contents.append({"role": role, "parts": answer})

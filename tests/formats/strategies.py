@@ -43,6 +43,8 @@ NAME = word(LOWER + string.digits + "_", max_size=11, first=LOWER)
 SUFFIX = word(ALNUM + "_-", max_size=8)
 REGEXES = {r"[a-z][a-z0-9_]{0,11}": NAME, r"[A-Za-z0-9_-]{0,8}": SUFFIX}
 """This module's words and the patterns they stand for."""
+KINDS = st.sampled_from(["system", "user", "assistant", "calls"])
+# the generators' choosers, made once: a strategy made at each draw is built and validated again
 
 
 @st.composite
@@ -68,7 +70,7 @@ def histories(draw: st.DrawFn, *, carrier: str = "openai") -> list[dict[str, Any
     systems_left = 1 if carrier == "anthropic" else 3
     next_id = 0
     for _ in range(draw(st.integers(0, 8))):
-        kind = draw(st.sampled_from(["system", "user", "assistant", "calls"]))
+        kind = draw(KINDS)
         if kind == "system":
             if systems_left == 0:
                 continue
@@ -110,10 +112,15 @@ def _last_non_system(rows: list[dict[str, Any]]) -> str:
     return ""
 
 
+MESSY_ROLES = st.sampled_from(["system", "user", "assistant", "tool", "bogus", None])
+SPELLINGS = st.sampled_from(["flowmem", "openai", "bare"])
+ARGUMENTS = st.sampled_from(['{"a": 1}', "", "not json", "[1]"])
 ID_POOL = st.sampled_from(["c1", "c2", "c3", " c1 ", 7, 0, "0", "", None, True])
 ANY_CONTENT = st.one_of(
     st.none(), TEXT, st.integers(), st.booleans(), st.lists(st.text(max_size=3), max_size=2)
 )
+NOT_A_ROW = st.one_of(st.integers(), st.text(max_size=3), st.none())
+BARE_ARGS = st.one_of(ARGS, TEXT, st.integers())
 
 
 @st.composite
@@ -121,15 +128,15 @@ def messy_histories(draw: st.DrawFn) -> list[Any]:
     """Draw anything a caller might hand ``to_X``: bad ids, orphans, duplicates, odd content."""
     out: list[Any] = []
     for _ in range(draw(st.integers(0, 10))):
-        role = draw(st.sampled_from(["system", "user", "assistant", "tool", "bogus", None]))
+        role = draw(MESSY_ROLES)
         if role is None:
-            out.append(draw(st.one_of(st.integers(), st.text(max_size=3), st.none())))
+            out.append(draw(NOT_A_ROW))
             continue
         row: dict[str, Any] = {"role": role, "content": draw(ANY_CONTENT)}
         if role == "assistant" and draw(st.booleans()):
             calls: list[Any] = []
             for _ in range(draw(st.integers(0, 3))):
-                spelling = draw(st.sampled_from(["flowmem", "openai", "bare"]))
+                spelling = draw(SPELLINGS)
                 cid = draw(ID_POOL)
                 if spelling == "flowmem":
                     calls.append({"tool_call_id": cid, "name": draw(NAME), "args": draw(ARGS)})
@@ -140,14 +147,12 @@ def messy_histories(draw: st.DrawFn) -> list[Any]:
                             "type": "function",
                             "function": {
                                 "name": draw(NAME),
-                                "arguments": draw(
-                                    st.sampled_from(['{"a": 1}', "", "not json", "[1]"])
-                                ),
+                                "arguments": draw(ARGUMENTS),
                             },
                         }
                     )
                 else:
-                    calls.append({"id": cid, "args": draw(st.one_of(ARGS, TEXT, st.integers()))})
+                    calls.append({"id": cid, "args": draw(BARE_ARGS)})
             row["tool_calls"] = calls
         if role == "tool":
             row["tool_call_id"] = draw(ID_POOL)
