@@ -63,6 +63,17 @@ REGEXES = {r"[a-z0-9]{4}": ID4, r"[a-z]{3}": LOWER3, r"[A-Za-z0-9]{5}": ALNUM5, 
 _PICKS: dict[int, st.SearchStrategy[Any]] = {}
 
 
+_ONES: dict[tuple[Any, ...], st.SearchStrategy[Any]] = {}
+
+
+def one(*values: Any) -> st.SearchStrategy[Any]:
+    """``st.sampled_from(values)``, made once per tuple of values (not at every draw)."""
+    made = _ONES.get(values)
+    if made is None:
+        made = _ONES[values] = st.sampled_from(values)
+    return made
+
+
 def pick(builders: dict[Any, Any]) -> st.SearchStrategy[Any]:
     """``st.sampled_from`` of a module map's builders, made once per map (not at every draw)."""
     made = _PICKS.get(id(builders))
@@ -79,7 +90,7 @@ def maybe(draw: Draw, key: str, strategy: st.SearchStrategy[Any], into: dict[str
 
 def arguments(draw: Draw) -> str:
     """A JSON arguments text, spelled compactly or with spaces, as models do."""
-    separators = draw(st.sampled_from([(",", ":"), (", ", ": ")]))
+    separators = draw(one((",", ":"), (", ", ": ")))
     return json.dumps(draw(ARGS), separators=separators, ensure_ascii=draw(st.booleans()))
 
 
@@ -103,24 +114,24 @@ def chat_text(draw: Draw) -> dict[str, Any]:
 def chat_image(draw: Draw) -> dict[str, Any]:
     url = draw(st.one_of(URL, B64.map(lambda d: "data:image/png;base64," + d)))
     image: dict[str, Any] = {"url": url}
-    maybe(draw, "detail", st.sampled_from(["auto", "low", "high"]), image)
+    maybe(draw, "detail", one("auto", "low", "high"), image)
     return {"type": "image_url", "image_url": image}
 
 
 def chat_audio(draw: Draw) -> dict[str, Any]:
-    return {"type": "input_audio", "input_audio": {"data": draw(B64), "format": draw(st.sampled_from(["wav", "mp3"]))}}
+    return {"type": "input_audio", "input_audio": {"data": draw(B64), "format": draw(one("wav", "mp3"))}}
 
 
 def chat_file(draw: Draw) -> dict[str, Any]:
     file: dict[str, Any] = {}
-    choice = draw(st.sampled_from(["data", "raw", "id"]))
+    choice = draw(one("data", "raw", "id"))
     if choice == "data":
         file["file_data"] = "data:application/pdf;base64," + draw(B64)
     elif choice == "raw":
         file["file_data"] = draw(B64)
     else:
         file["file_id"] = draw(FILE_ID)
-    maybe(draw, "filename", st.sampled_from(["a.pdf", "notes.txt"]), file)
+    maybe(draw, "filename", one("a.pdf", "notes.txt"), file)
     return {"type": "file", "file": file}
 
 
@@ -174,14 +185,14 @@ def chat_user(draw: Draw) -> dict[str, Any]:
 def chat_assistant(draw: Draw) -> dict[str, Any]:
     """An assistant turn without calls: text, parts, audio, refusal, legacy function_call, name."""
     message: dict[str, Any] = {"role": "assistant"}
-    form = draw(st.sampled_from(["string", "parts", "null", "absent"]))
+    form = draw(one("string", "parts", "null", "absent"))
     if form == "string":
         message["content"] = draw(TEXT)
     elif form == "parts":
         message["content"] = [draw(pick(CHAT_ASSISTANT_PARTS))(draw) for _ in range(draw(st.integers(1, 2)))]
     elif form == "null":
         message["content"] = None
-    side = draw(st.sampled_from(["audio", "refusal", "function_call", "none", "audio_none"]))
+    side = draw(one("audio", "refusal", "function_call", "none", "audio_none"))
     if side == "audio" or (form in ("null", "absent") and side == "none"):
         message["audio"] = {"id": "audio_" + draw(ID4)}
     elif side == "refusal":
@@ -234,7 +245,7 @@ def chat_histories(draw: Draw) -> list[dict[str, Any]]:
     ids = Ids()
     out = [draw(SYSTEM_MESSAGE)(draw) for _ in range(draw(st.integers(0, 2)))]
     for _ in range(draw(st.integers(0, 6))):
-        kind = draw(st.sampled_from(["user", "assistant", "calls", "function"]))
+        kind = draw(one("user", "assistant", "calls", "function"))
         if kind == "user":
             out.append(chat_user(draw))
         elif kind == "assistant":
@@ -244,7 +255,7 @@ def chat_histories(draw: Draw) -> list[dict[str, Any]]:
         else:
             calls = [draw(pick(CHAT_CALLS))(draw, ids) for _ in range(draw(st.integers(1, 3)))]
             message: dict[str, Any] = {"role": "assistant", "tool_calls": calls}
-            form = draw(st.sampled_from(["null", "string", "empty", "absent", "parts"]))
+            form = draw(one("null", "string", "empty", "absent", "parts"))
             if form == "null":
                 message["content"] = None
             elif form == "string":
@@ -267,8 +278,8 @@ def r_input_text(draw: Draw) -> dict[str, Any]:
 
 
 def r_input_image(draw: Draw) -> dict[str, Any]:
-    part: dict[str, Any] = {"type": "input_image", "detail": draw(st.sampled_from(["auto", "low", "high"]))}
-    choice = draw(st.sampled_from(["url", "data", "id"]))
+    part: dict[str, Any] = {"type": "input_image", "detail": draw(one("auto", "low", "high"))}
+    choice = draw(one("url", "data", "id"))
     if choice == "url":
         part["image_url"] = draw(URL)
     elif choice == "data":
@@ -280,14 +291,14 @@ def r_input_image(draw: Draw) -> dict[str, Any]:
 
 def r_input_file(draw: Draw) -> dict[str, Any]:
     part: dict[str, Any] = {"type": "input_file"}
-    choice = draw(st.sampled_from(["data", "id", "url"]))
+    choice = draw(one("data", "id", "url"))
     if choice == "data":
         part["file_data"] = "data:application/pdf;base64," + draw(B64)
     elif choice == "id":
         part["file_id"] = draw(FILE_ID)
     else:
         part["file_url"] = draw(URL)
-    maybe(draw, "filename", st.sampled_from(["a.pdf", "b.csv"]), part)
+    maybe(draw, "filename", one("a.pdf", "b.csv"), part)
     return part
 
 
@@ -312,14 +323,14 @@ def r_easy(draw: Draw, role: str) -> dict[str, Any]:
         item["content"] = [r_input_text(draw)]
     maybe(draw, "type", st.just("message"), item)
     if role == "assistant":
-        maybe(draw, "phase", st.sampled_from(["commentary", "final_answer"]), item)
+        maybe(draw, "phase", one("commentary", "final_answer"), item)
     return item
 
 
 def r_message(draw: Draw, role: str) -> dict[str, Any]:
     content = [r_input_text(draw)] if role != "user" else _input_content(draw)
     item = {"type": "message", "role": role, "content": content}
-    maybe(draw, "status", st.sampled_from(["completed", "incomplete"]), item)
+    maybe(draw, "status", one("completed", "incomplete"), item)
     return item
 
 
@@ -335,7 +346,7 @@ def r_output_message(draw: Draw) -> dict[str, Any]:
             part = {"type": "refusal", "refusal": draw(TEXT)}
         content.append(part)
     item = {"type": "message", "id": "msg_" + draw(ID4), "role": "assistant", "status": "completed", "content": content}
-    maybe(draw, "phase", st.sampled_from(["commentary", "final_answer"]), item)
+    maybe(draw, "phase", one("commentary", "final_answer"), item)
     return item
 
 
@@ -384,7 +395,7 @@ RESPONSES_MESSAGES: dict[Any, str] = {
 
 def _screenshot(draw: Draw) -> dict[str, Any]:
     output: dict[str, Any] = {"type": "computer_screenshot"}
-    choice = draw(st.sampled_from(["data", "url", "id"]))
+    choice = draw(one("data", "url", "id"))
     if choice == "data":
         output["image_url"] = "data:image/png;base64," + draw(B64)
     elif choice == "url":
@@ -431,7 +442,7 @@ RESPONSES_CALLS: dict[Any, CallPair] = {
     RI.ApplyPatchCall: (
         lambda d, cid: {"type": "apply_patch_call", "call_id": cid, "operation": {"type": "delete_file", "path": "a.txt"}, "status": "completed"},
         RI.ApplyPatchCallOutput,
-        lambda d, cid: {"type": "apply_patch_call_output", "call_id": cid, "status": d(st.sampled_from(["completed", "failed"])), **({"output": d(st.text(max_size=6))} if d(st.booleans()) else {})},
+        lambda d, cid: {"type": "apply_patch_call_output", "call_id": cid, "status": d(one("completed", "failed")), **({"output": d(st.text(max_size=6))} if d(st.booleans()) else {})},
     ),
     RI.McpApprovalRequest: (
         lambda d, cid: {"type": "mcp_approval_request", "id": cid, "name": "ask", "server_label": "wiki", "arguments": arguments(d)},
@@ -448,7 +459,7 @@ def responses_histories(draw: Draw) -> list[dict[str, Any]]:
     ids = Ids()
     out: list[dict[str, Any]] = []
     for _ in range(draw(st.integers(0, 2))):
-        role = draw(st.sampled_from(["system", "developer"]))
+        role = draw(one("system", "developer"))
         out.append(r_easy(draw, role) if draw(st.booleans()) else r_message(draw, role))
     open_turn = False  # the last items are a model turn without calls
     for _ in range(draw(st.integers(0, 5))):
@@ -480,9 +491,9 @@ def a_text(draw: Draw) -> dict[str, Any]:
 
 
 def a_image(draw: Draw) -> dict[str, Any]:
-    choice = draw(st.sampled_from(["base64", "url", "file"]))
+    choice = draw(one("base64", "url", "file"))
     if choice == "base64":
-        source: dict[str, Any] = {"type": "base64", "media_type": draw(st.sampled_from(["image/png", "image/jpeg"])), "data": draw(B64)}
+        source: dict[str, Any] = {"type": "base64", "media_type": draw(one("image/png", "image/jpeg")), "data": draw(B64)}
     elif choice == "url":
         source = {"type": "url", "url": draw(URL)}
     else:
@@ -493,7 +504,7 @@ def a_image(draw: Draw) -> dict[str, Any]:
 
 
 def a_document(draw: Draw) -> dict[str, Any]:
-    choice = draw(st.sampled_from(["base64", "url", "file", "text", "content"]))
+    choice = draw(one("base64", "url", "file", "text", "content"))
     if choice == "base64":
         source: dict[str, Any] = {"type": "base64", "media_type": "application/pdf", "data": draw(B64)}
     elif choice == "url":
@@ -571,7 +582,7 @@ ANTHROPIC_EXTRA_UNIONS = (a_message, a_tool_result)
 
 def a_tool_result(draw: Draw, call_id: str) -> dict[str, Any]:
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id}
-    form = draw(st.sampled_from(["string", "blocks", "absent", "empty"]))
+    form = draw(one("string", "blocks", "absent", "empty"))
     if form == "string":
         block["content"] = draw(TEXT)
     elif form == "blocks":
@@ -588,7 +599,7 @@ def anthropic_histories(draw: Draw) -> dict[str, Any]:
     """A sendable Anthropic ``{"system"?, "messages"}`` using every block and message member."""
     ids = Ids()
     body: dict[str, Any] = {}
-    system = draw(st.sampled_from(["none", "string", "blocks"]))
+    system = draw(one("none", "string", "blocks"))
     if system == "string":
         body["system"] = draw(TEXT)
     elif system == "blocks":
