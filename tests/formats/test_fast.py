@@ -28,18 +28,24 @@ from tests.formats.strategies import histories, messy_histories
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+# made once, not at every draw: the same choices
+_SOURCES = st.sampled_from(["openai", "responses", "anthropic", "gemini"])
+_CHAT, _RESPONSES, _ANTHROPIC = M.chat_histories(), M.responses_histories(), M.anthropic_histories()
+_GEMINI = gemini_histories()
+
+
 def _rich(draw: st.DrawFn) -> list[dict[str, Any]]:
     """Rows read from a provider payload using every member (parts, kinds, extras), some as stored rows."""
-    source = draw(st.sampled_from(["openai", "responses", "anthropic", "gemini"]))
+    source = draw(_SOURCES)
     if source == "openai":
-        rows = from_openai(draw(M.chat_histories()))
+        rows = from_openai(draw(_CHAT))
     elif source == "responses":
-        rows = from_responses(draw(M.responses_histories()))
+        rows = from_responses(draw(_RESPONSES))
     elif source == "anthropic":
-        body = draw(M.anthropic_histories())
+        body = draw(_ANTHROPIC)
         rows = from_anthropic(body.get("system"), body["messages"])
     else:
-        rows = from_gemini(*draw(gemini_histories()))
+        rows = from_gemini(*draw(_GEMINI))
     stored = draw(st.lists(st.booleans(), min_size=len(rows), max_size=len(rows)))
     return [to_row(row) if as_row else row for row, as_row in zip(rows, stored, strict=True)]
 
