@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.served import FLOWMEM, Served, flowmem_serve, serve_env
+from tests.served import Served, flowmem_serve, run_flowmem, serve_env
 
 pytestmark = pytest.mark.slow
 
@@ -63,12 +62,9 @@ def test_forwarded_headers_are_read_from_a_proxy_the_operator_names(tmp_path: Pa
 
 
 def test_a_forwarded_allow_ips_that_is_no_address_is_refused_at_start(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [*FLOWMEM, "serve", "--database", "memory://", "--forwarded-allow-ips", "proxy.local"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    done = run_flowmem(
+        ["serve", "--database", "memory://", "--forwarded-allow-ips", "proxy.local"],
+        tmp_path,
         env=serve_env(),
     )
     assert done.returncode != 0
