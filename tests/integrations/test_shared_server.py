@@ -43,7 +43,7 @@ from flowmem.scope import ExecutionContext
 from tests.client.conftest import FAST_RETRY
 from tests.integrations import forkserver
 from tests.integrations.shared_agent import agent_process, read_journal, script
-from tests.served import FLOWMEM, ServeExited, free_port, kill_serve, start_serve, stop_serve
+from tests.served import ServeExited, free_port, kill_serve, run_flowmem, start_serve, stop_serve
 
 pytest.importorskip("agents")
 
@@ -164,14 +164,10 @@ class Agent:
 
 def _token(database: str, user: str, cwd: Path) -> str:
     """A user token made as docs/sharing.md says: ``flowmem token create --user``."""
-    made = subprocess.run(
-        [*FLOWMEM, "token", "create", "--user", user, "--database", database, "--label", user],
-        cwd=cwd,
-        capture_output=True,
-        check=True,
-        env=_env(),
-    )
-    return made.stdout.decode().strip()
+    args = ["token", "create", "--user", user, "--database", database, "--label", user]
+    made = run_flowmem(args, cwd, env=_env())  # forked where it can be (tests/forking.py)
+    assert made.returncode == 0, made.stderr
+    return made.stdout.strip()
 
 
 def _expected(agent: int) -> list[dict[str, Any]]:
