@@ -316,13 +316,17 @@ class Forked:
             more = self._conn.recv(4096)
             if not more:
                 raise RuntimeError(f"the fork server ended before its child {self.pid}")
-            self._buffer += more
-            if b"\n" in self._buffer:
-                done = json.loads(self._buffer.split(b"\n", 1)[0])
-                self.cpu = float(done["cpu"])
-                self.returncode = int(done["code"])
-                self._conn.close()
+            self.take(more)
         return True
+
+    def take(self, data: bytes) -> None:
+        """Add what the server sent; its line saying how the child ended sets ``returncode``."""
+        self._buffer += data
+        if self.returncode is None and b"\n" in self._buffer:
+            done = json.loads(self._buffer.split(b"\n", 1)[0])
+            self.cpu = float(done["cpu"])
+            self.returncode = int(done["code"])
+            self._conn.close()
 
     def poll(self) -> int | None:
         """The exit code if the child ended, else None."""
@@ -349,6 +353,23 @@ class Forked:
     def kill(self) -> None:
         """SIGKILL the child."""
         self.send_signal(signal.SIGKILL)
+
+
+def forked_on(conn: socket.socket, args: list[str]) -> Forked:
+    """The child the server names on ``conn`` (its pid's line), as a ``Forked`` of ``args``."""
+    conn.settimeout(60)
+    received = b""
+    while b"\n" not in received:
+        more = conn.recv(4096)
+        if not more:
+            raise RuntimeError("the fork server ended before it forked")
+        received += more
+    conn.settimeout(None)
+    # a child that ends at once has its exit line in the same read as its pid's
+    line, rest = received.split(b"\n", 1)
+    forked = Forked(args, conn, json.loads(line)["pid"])
+    forked.take(rest)
+    return forked
 
 
 class ForkServer:
@@ -405,15 +426,7 @@ class ForkServer:
             )
         finally:
             theirs.close()
-        mine.settimeout(60)
-        line = b""
-        while not line.endswith(b"\n"):
-            more = mine.recv(4096)
-            if not more:
-                raise RuntimeError("the fork server ended before it forked")
-            line += more
-        mine.settimeout(None)
-        return Forked([sys.executable, "-c", code, *argv], mine, json.loads(line)["pid"])
+        return forked_on(mine, [sys.executable, "-c", code, *argv])
 
     def close(self) -> None:
         """Stop the server (it kills what is left of its children) and reap it."""

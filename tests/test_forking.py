@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -213,3 +214,23 @@ def test_run_flowmem_forked_and_plain_capture_alike(tmp_path: Path, args: list[s
         plain.stderr,
     )
     assert forked.stdout or forked.stderr
+
+
+def test_a_child_whose_exit_line_comes_with_its_pid_line_is_seen_ended() -> None:
+    """A child that ends at once: the server's two lines in one read name its pid and its end."""
+    mine, theirs = socket.socketpair()
+    with theirs:
+        theirs.sendall(b'{"pid": 4242}\n{"code": 3, "cpu": 0.25}\n')
+    forked = forking.forked_on(mine, ["python", "-c", "pass"])
+    assert (forked.pid, forked.poll(), forked.wait(0), forked.cpu) == (4242, 3, 3, 0.25)
+
+
+def test_a_child_still_running_after_its_pid_line_is_waited_for() -> None:
+    """The pid's line alone: the child runs until the server's next line says how it ended."""
+    mine, theirs = socket.socketpair()
+    with theirs:
+        theirs.sendall(b'{"pid": 4243}\n')
+        forked = forking.forked_on(mine, ["python", "-c", "pass"])
+        assert forked.poll() is None
+        theirs.sendall(b'{"code": 0, "cpu": 0.5}\n')
+        assert forked.wait(5) == 0
