@@ -8,6 +8,11 @@ module-scoped fixture stops counts in the test that ends the module; processes t
 are not the test process's children (PostgreSQL's daemonized servers) never count in a
 test: tests/conftest.py notes each throwaway server's CPU (its postmaster and backends)
 when it stops, under ``postgres``.
+With ``FLOWMEM_SUITE_CPU_DESCENDANTS=1`` each row also holds the CPU every descendant of
+the test process spent during the test, wherever it was reaped: a fork server's children
+(tests/forking.py, tests/integrations/forkserver.py, …) are reaped by the server, whose
+CPU reaches the test process only when the server itself is reaped, in whichever test
+stops it. Read from ``/proc`` before and after each test (outside the test's own CPU).
 ``python -m tests.suite_cpu PREFIX`` prints the totals, per directory and per file, and
 when each worker ran its last test (the run's tail: a worker done early leaves its core to
 the others, or idle; decision 0179).
@@ -28,6 +33,7 @@ from typing import Any
 import pytest
 
 ENV = "FLOWMEM_SUITE_CPU"
+DESCENDANTS = "FLOWMEM_SUITE_CPU_DESCENDANTS"
 _state: dict[str, Any] = {"rows": [], "postgres": {}}
 
 
@@ -40,6 +46,34 @@ def _cpu() -> tuple[float, float]:
     mine = resource.getrusage(resource.RUSAGE_SELF)
     reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
     return mine.ru_utime + mine.ru_stime, reaped.ru_utime + reaped.ru_stime
+
+
+def _stat(pid: str) -> tuple[int, float] | None:
+    """A process's parent and CPU: its own and its waited-for children's (``/proc``), None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return int(fields[1]), sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def descendants_cpu(root: int | None = None) -> float:
+    """The CPU of the live descendants of ``root`` (this process), each with what it reaped."""
+    root = os.getpid() if root is None else root
+    found: dict[int, tuple[int, float]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (stat := _stat(entry)) is not None:
+            found[int(entry)] = stat
+    children: dict[int, list[int]] = collections.defaultdict(list)
+    for pid, (parent, _) in found.items():
+        children[parent].append(pid)
+    total, todo = 0.0, list(children[root])
+    while todo:
+        pid = todo.pop()
+        total += found[pid][1]
+        todo += children[pid]
+    return total
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -57,12 +91,21 @@ def pytest_runtest_protocol(
     item: pytest.Item, nextitem: pytest.Item | None
 ) -> Generator[None, None, None]:
     """Note a test's CPU (setup, call and teardown), its reaped children's and its wall time."""
+    traced = bool(os.environ.get(DESCENDANTS))
+    alive = descendants_cpu() if traced else 0.0
     before, wall, started = _cpu(), time.monotonic(), time.time()
     yield
     after = _cpu()
-    _state["rows"].append(
-        (item.nodeid, after[0] - before[0], after[1] - before[1], time.monotonic() - wall, started)
+    row: tuple[Any, ...] = (
+        item.nodeid,
+        after[0] - before[0],
+        after[1] - before[1],
+        time.monotonic() - wall,
+        started,
     )
+    if traced:  # what the reaped children took plus what the live descendants' totals grew by
+        row += (after[1] - before[1] + descendants_cpu() - alive,)
+    _state["rows"].append(row)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -127,6 +170,21 @@ def report(prefix: str, files: int = 30) -> str:
         lines.append(
             f"{key:62s} {mine + children:6.1f} s (own {mine:5.1f}, children {children:5.1f}) {n:4d} tests, wall {wall:.1f} s"
         )
+    traced = [row for row in rows if len(row) > 5]
+    if traced:  # FLOWMEM_SUITE_CPU_DESCENDANTS: each test's descendants wherever reaped
+        spent: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0, 0])
+        for nodeid, mine, _, _, _, descendants in traced:
+            for key in (nodeid.split("::")[0], "/".join(nodeid.split("/")[:2])):
+                spent[key][0] += mine
+                spent[key][1] += descendants
+                spent[key][2] += 1
+        lines += ["", "own + descendants (wherever they were reaped):"]
+        for key, (mine, descendants, n) in sorted(
+            spent.items(), key=lambda kv: -(kv[1][0] + kv[1][1])
+        )[: files * 2]:
+            lines.append(
+                f"{key:62s} {mine + descendants:6.1f} s (own {mine:5.1f}, descendants {descendants:5.1f}) {n:4d} tests"
+            )
     if ends:
         first = min(row[4] for row in rows if len(row) > 4)
         last = max(ends.values())

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.suite_cpu import ENV, report
+from tests.suite_cpu import DESCENDANTS, ENV, report
 
 ROOT = Path(__file__).resolve().parents[1]
 # the inner pytest loads the plugin under test (and tests/conftest.py's server fixture) and no
@@ -51,6 +51,48 @@ def test_each_test_s_own_and_children_s_cpu_is_noted_and_reported(tmp_path: Path
     assert sum(found["collected"]) >= sum(found["start"])
     text = report(str(prefix))
     assert "2 tests" in text and "test_sample.py" in text
+
+
+SERVED = """
+import subprocess, sys
+
+SERVER = "import os, sys, time\\nfor line in sys.stdin:\\n    pid = os.fork()\\n    if pid == 0:\\n        end = time.process_time() + 0.3\\n        while time.process_time() < end: pass\\n        os._exit(0)\\n    os.waitpid(pid, 0)\\n    print('done', flush=True)\\n"
+server = []
+
+def test_a_server_s_child_spins():
+    server.append(subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+    server[0].stdin.write("go\\n")
+    server[0].stdin.flush()
+    assert server[0].stdout.readline() == "done\\n"
+
+def test_the_server_is_stopped():
+    server[0].stdin.close()
+    server[0].wait()
+"""
+
+
+def test_a_forked_child_s_cpu_counts_in_the_test_it_ran_in_not_where_its_server_is_reaped(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "test_served.py").write_text(SERVED)
+    prefix = tmp_path / "cpu"
+    outer = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", ENV))}
+    env = {**outer, ENV: str(prefix), DESCENDANTS: "1", "PYTHONPATH": str(ROOT), **ALONE}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "tests.suite_cpu", "-p", "no:cacheprovider",
+         "-p", "no:xdist", "-p", "no:randomly", "-c", os.devnull, "--rootdir", str(tmp_path), str(tmp_path)],
+        capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {
+        row[0].split("::")[1]: row
+        for row in json.loads((tmp_path / "cpu.main.json").read_text())["rows"]
+    }
+    spun, stopped = rows["test_a_server_s_child_spins"], rows["test_the_server_is_stopped"]
+    assert spun[2] < 0.1 and spun[5] >= 0.25  # not reaped by the test process, yet spent in it
+    assert stopped[2] >= 0.25 and stopped[5] < 0.1  # reaped here, but spent before
+    text = report(str(prefix))
+    assert "descendants" in text and "test_served.py" in text
 
 
 def test_a_throwaway_postgres_server_s_cpu_is_noted_and_reported(tmp_path: Path) -> None:
