@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
 
 from flowmem.api import create_app
 from flowmem.api.ratelimit import RateLimits
 from flowmem.store import Store, open_store
 from tests.api.helpers import Api, make_tokens
+from tests.api.transport import OneHopClient
 from tests.conftest import fresh_schema
 from tests.migrated import migrated_sqlite_url
 
@@ -24,7 +24,7 @@ def app_over(url: str) -> Iterator[Api]:
     store: Store = open_store(url)
     tokens = make_tokens(store)
     try:
-        with TestClient(create_app(store), raise_server_exceptions=False) as client:
+        with OneHopClient(create_app(store), raise_server_exceptions=False) as client:
             yield Api(client, store, tokens)
     finally:
         store.close()
@@ -68,7 +68,7 @@ def memory_app(**options: Any) -> Iterator[Api]:
     """The app in process over a fresh MemoryStore (``create_app`` given ``options``)."""
     store: Store = open_store("memory://")
     tokens = make_tokens(store)
-    with TestClient(create_app(store, **options), raise_server_exceptions=False) as client:
+    with OneHopClient(create_app(store, **options), raise_server_exceptions=False) as client:
         yield Api(client, store, tokens)
 
 

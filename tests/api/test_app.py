@@ -16,11 +16,12 @@ from flowmem.api.ratelimit import RateLimits
 from flowmem.limits import Limits
 from flowmem.store import Store, open_store
 from tests.api.helpers import Api, make_tokens
+from tests.api.transport import OneHopClient
 
 
 def _api(**options: Any) -> tuple[TestClient, Api]:
     store: Store = open_store("memory://")
-    client = TestClient(create_app(store, purge_interval=None, **options), raise_server_exceptions=False)
+    client = OneHopClient(create_app(store, purge_interval=None, **options), raise_server_exceptions=False)
     return client, Api(client, store, make_tokens(store))
 
 
@@ -39,7 +40,7 @@ def test_every_app_serves_the_routers_route_objects_themselves() -> None:
     store = open_store("memory://")
     first = create_app(store, purge_interval=None)
     second = create_app(store, purge_interval=None, metrics=True)
-    with TestClient(second):  # its lifespan's end uninstalls the metrics sink the app installed
+    with OneHopClient(second):  # its lifespan's end uninstalls the metrics sink the app installed
         for router in ROUTERS:
             for route in router.routes:
                 assert any(served is route for served in first.routes), route
@@ -118,7 +119,7 @@ def test_the_runner_its_factory_built_is_closed_once_when_the_app_stops() -> Non
         built.append(_Runner())
         return built[-1]
 
-    with TestClient(create_app(store, purge_interval=None, runner_factory=factory)) as client:
+    with OneHopClient(create_app(store, purge_interval=None, runner_factory=factory)) as client:
         assert client.get("/health").status_code == 200
         assert built[0].closed == 0  # open while the app serves
     store.close()
@@ -128,7 +129,7 @@ def test_the_runner_its_factory_built_is_closed_once_when_the_app_stops() -> Non
 def test_a_runner_given_to_the_app_stays_open_when_it_stops() -> None:
     store = open_store("memory://")
     given = _Runner()
-    with TestClient(create_app(store, purge_interval=None, runner=given)):
+    with OneHopClient(create_app(store, purge_interval=None, runner=given)):
         pass
     store.close()
     assert given.closed == 0  # the caller's to close, as a store it gave

@@ -13,11 +13,11 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from fastapi.testclient import TestClient
 
 from flowmem.api import create_app
 from flowmem.auth import create_token
 from flowmem.store import Address, open_store
+from tests.api.transport import OneHopClient
 from tests.served import FLOWMEM, serve_env
 from tests.store.damage import KEY, rows
 from tests.store.pgcluster import damage_header, flip, page_of, private_cluster
@@ -49,7 +49,7 @@ def test_a_damaged_heap_page_is_store_corrupt_readiness_fails_and_doctor_names_i
         else:
             damage_header(path, page_of(path, b"MARK0150"))
         cluster.start()
-        with TestClient(create_app(database_url=cluster.url), raise_server_exceptions=False) as client:
+        with OneHopClient(create_app(database_url=cluster.url), raise_server_exceptions=False) as client:
             assert client.get("/health/store").status_code == 200  # nothing read the page yet
             answer = client.get(READ, headers=alice)
             assert answer.status_code == 503, answer.text[:300]

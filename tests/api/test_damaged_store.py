@@ -6,13 +6,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 
 from flowmem.api import create_app
 from flowmem.auth import create_token
 from flowmem.limits import Quotas
 from flowmem.store import open_store
 from flowmem.store.sqlite.driver import add_quota_function
+from tests.api.transport import OneHopClient
 from tests.store.damage import KEY, filled, flip_cells, flip_text, rows
 
 READ = "/v1/buffers/user/notes"
@@ -30,7 +30,7 @@ def test_a_read_of_a_damaged_buffer_is_refused_store_corrupt_and_readiness_fails
     store.close()
     damage(path)  # type: ignore[operator]
     auth = {"Authorization": f"Bearer {token}"}
-    with TestClient(create_app(database_url=f"sqlite:///{path}"), raise_server_exceptions=False) as client:
+    with OneHopClient(create_app(database_url=f"sqlite:///{path}"), raise_server_exceptions=False) as client:
         assert client.get("/health/store").status_code == 200  # nothing read the damage yet
         answer = client.get(READ, headers=auth)
         assert answer.status_code == 503, answer.text[:300]  # before: 200 with 150 of 300 rows, or store_error
@@ -66,7 +66,7 @@ def test_a_stored_row_that_no_longer_parses_is_store_corrupt_not_a_500(
             pg.execute(damaged)
         store.close()
     auth = {"Authorization": f"Bearer {token}"}
-    with TestClient(create_app(database_url=url), raise_server_exceptions=False) as client:
+    with OneHopClient(create_app(database_url=url), raise_server_exceptions=False) as client:
         answer = client.get(READ, headers=auth, params={"max_tokens": 10_000})
         assert answer.status_code == 503, answer.text[:300]  # before: 500 internal_error
         assert answer.json()["error"]["code"] == "store_corrupt"
@@ -91,7 +91,7 @@ def test_a_damaged_record_session_transcript_or_token_text_is_store_corrupt_not_
     url = f"sqlite:///{tmp_path / 'r.db'}" if backend == "sqlite" else request.getfixturevalue("postgres_db_url")
     store = open_store(url)
     auth = {"Authorization": f"Bearer {create_token(store, 'alice')[0]}"}
-    with TestClient(create_app(store), raise_server_exceptions=False) as client:
+    with OneHopClient(create_app(store), raise_server_exceptions=False) as client:
         sid = client.post("/v1/sessions", json={"name": "n", "metadata": {"a": 1}}, headers=auth).json()["id"]
         client.post(f"/v1/sessions/{sid}/turns", params={"wait": True}, json={"content": "hi"}, headers=auth)
         client.put("/v1/memory/user/pref", json={"value": {"x": 1}}, headers=auth)
@@ -107,7 +107,7 @@ def test_a_damaged_record_session_transcript_or_token_text_is_store_corrupt_not_
         with store._pool.connection() as pg:  # type: ignore[attr-defined]  # the test's own schema
             pg.execute(damage)
         store.close()
-    with TestClient(create_app(database_url=url), raise_server_exceptions=False) as client:
+    with OneHopClient(create_app(database_url=url), raise_server_exceptions=False) as client:
         answer = client.get(route.format(sid=sid), headers=auth)
         assert answer.status_code == 503, answer.text[:300]  # before: 500 internal_error, readiness green
         assert answer.json()["error"]["code"] == "store_corrupt"

@@ -30,6 +30,7 @@ from flowmem.api.ratelimit import RateLimits
 from flowmem.auth import create_token
 from flowmem.store import Address, SessionRecord, Store, open_store
 from flowmem.store.sqlite import SqliteStore
+from tests.api.transport import OneHopClient
 from tests.migrated import migrated_sqlite_url
 
 ROUNDS = 20
@@ -92,7 +93,7 @@ def racing(backend: Backend) -> Iterator[Backend]:
     app = create_app(
         backend.store, purge_interval=None, inline_store=inline, rate_limits=NO_RATE_LIMITS
     )
-    with TestClient(app) as client:
+    with OneHopClient(app) as client:
         backend.client = client
         yield backend
 
@@ -364,7 +365,7 @@ def interleaved(backend: Backend) -> Iterator[tuple[Backend, Interleaved, TestCl
     """The app over ``Interleaved(backend.store)``."""
     racing = Interleaved(backend.store)
     app = create_app(racing, purge_interval=None, rate_limits=NO_RATE_LIMITS)  # type: ignore[arg-type]
-    with TestClient(app) as client:
+    with OneHopClient(app) as client:
         yield backend, racing, client
 
 

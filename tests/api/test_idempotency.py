@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
 
 from flowmem.api import create_app
 from flowmem.api.idempotency import REPLAYED
 from flowmem.limits import Limits
 from flowmem.store import Address, Idempotency, Store, open_store
 from tests.api.helpers import Api, make_tokens
+from tests.api.transport import OneHopClient
 
 MSG = {"messages": {"role": "user", "content": "hello"}}
 
@@ -249,7 +249,7 @@ def clocked() -> Iterator[tuple[Api, list[float]]]:
     store: Store = open_store("memory://")
     tokens = make_tokens(store)
     app = create_app(store, clock=lambda: now[0], limits=Limits(idempotency_seconds=60))
-    with TestClient(app, raise_server_exceptions=False) as client:
+    with OneHopClient(app, raise_server_exceptions=False) as client:
         yield Api(client, store, tokens), now
 
 
@@ -308,7 +308,7 @@ def test_the_openapi_document_declares_the_header_on_write_routes(memory_api: Ap
 def test_a_key_without_a_path_in_the_store_is_unchanged_by_reads(tmp_path: Path) -> None:
     store = open_store(f"sqlite:///{tmp_path}/k.db")
     tokens = make_tokens(store)
-    with TestClient(create_app(store), raise_server_exceptions=False) as client:
+    with OneHopClient(create_app(store), raise_server_exceptions=False) as client:
         api = Api(client, store, tokens)
         read = api.call("GET", "/v1/memory/user/n", headers=keyed("k"))
         assert read.status_code == 200
@@ -339,7 +339,7 @@ def test_concurrent_repeats_append_once(api: Api) -> None:
 def pg_api(postgres_store_url: str) -> Iterator[Api]:
     store: Store = open_store(postgres_store_url)  # a schema migrated already, no rows
     tokens = make_tokens(store)
-    with TestClient(create_app(store), raise_server_exceptions=False) as client:
+    with OneHopClient(create_app(store), raise_server_exceptions=False) as client:
         yield Api(client, store, tokens)
     store.close()
 

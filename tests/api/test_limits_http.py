@@ -24,6 +24,7 @@ from flowmem.scope import ExecutionContext
 from flowmem.service import MemoryService
 from flowmem.store import Address, Store, open_store
 from tests.api.helpers import Api, make_tokens
+from tests.api.transport import OneHopClient
 
 SMALL = Limits(
     message_bytes=300,
@@ -41,13 +42,13 @@ def small(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
     store: Store = open_store(url)
     tokens = make_tokens(store)
     app = create_app(store, limits=SMALL, rate_limits=RateLimits.off())
-    with TestClient(app, raise_server_exceptions=False) as client:
+    with OneHopClient(app, raise_server_exceptions=False) as client:
         yield Api(client, store, tokens)
     store.close()
 
 
 def _app(store: Store, rates: RateLimits) -> TestClient:
-    return TestClient(create_app(store, rate_limits=rates), raise_server_exceptions=False)
+    return OneHopClient(create_app(store, rate_limits=rates), raise_server_exceptions=False)
 
 
 def _error(response: object) -> tuple[int, str]:
@@ -377,7 +378,7 @@ def test_a_message_over_the_8_mib_the_body_once_allowed_fits_under_a_raised_limi
     tokens = make_tokens(store)
     limits = Limits(message_bytes=12 * 1024 * 1024)
     app = create_app(store, limits=limits, rate_limits=RateLimits.off())
-    with TestClient(app, raise_server_exceptions=False) as client:
+    with OneHopClient(app, raise_server_exceptions=False) as client:
         api = Api(client, store, tokens)
         fits = api.call("POST", "/v1/buffers/user/big", json=_screenshot_body(7_000_000))  # 9.3 MB
         assert fits.status_code == 200, fits.text[:300]
@@ -394,7 +395,7 @@ def test_the_app_reads_flowmem_max_message_bytes_when_given_no_limits(
     monkeypatch.setenv("FLOWMEM_MAX_MESSAGE_BYTES", "500")
     store = open_store("memory://")
     tokens = make_tokens(store)
-    with TestClient(create_app(store), raise_server_exceptions=False) as client:
+    with OneHopClient(create_app(store), raise_server_exceptions=False) as client:
         api = Api(client, store, tokens)
         answer = api.call("POST", "/v1/buffers/user/k", json={"messages": {"role": "user", "content": "x" * 600}})
     assert _error(answer) == (413, "message_too_large")
@@ -421,7 +422,7 @@ def test_the_server_and_an_in_process_service_refuse_past_flowmem_max_user_bytes
     served = open_store(url("served.db"))
     tokens = make_tokens(served)
     app = create_app(served, rate_limits=RateLimits.off())  # without limits= too
-    with TestClient(app, raise_server_exceptions=False) as client:
+    with OneHopClient(app, raise_server_exceptions=False) as client:
         api = Api(client, served, tokens)
         assert api.call("POST", "/v1/buffers/user/chat", json={"messages": small}).status_code == 200
         answer = api.call("POST", "/v1/buffers/user/chat", json={"messages": large})

@@ -23,6 +23,7 @@ from flowmem.errors import ConfigurationError, NotFoundError
 from flowmem.sessions import SessionService
 from flowmem.store import Address, Store, open_store
 from flowmem.store.base import WriteGuard
+from tests.api.transport import OneHopClient
 from tests.migrated import migrated_sqlite_url
 
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
@@ -93,7 +94,7 @@ def workers(store: Store) -> Iterator[tuple[Worker, Worker, dict[str, str]]]:
         pair = [
             Worker(
                 stack.enter_context(
-                    TestClient(
+                    OneHopClient(
                         create_app(store, token_cache_ttl=TTL, purge_interval=None),
                         raise_server_exceptions=False,
                     )
@@ -117,7 +118,7 @@ def counted(tmp_path: Path) -> Iterator[tuple[Any, str]]:
 def test_memory_requests_look_their_token_up_once_per_ttl(counted: tuple[Any, str]) -> None:
     counting, token = counted
     app = create_app(counting, token_cache_ttl=60, purge_interval=None)
-    with TestClient(app) as client:
+    with OneHopClient(app) as client:
         headers = {"Authorization": f"Bearer {token}"}
         for n in range(3):
             body = {"messages": {"role": "user", "content": f"m{n}"}}
@@ -134,7 +135,7 @@ def test_memory_requests_look_their_token_up_once_per_ttl(counted: tuple[Any, st
 
 def test_an_append_to_an_existing_session_looks_it_up_once_then_not_at_all(counted: tuple[Any, str]) -> None:
     counting, token = counted
-    with TestClient(create_app(counting, purge_interval=None)) as client:
+    with OneHopClient(create_app(counting, purge_interval=None)) as client:
         headers = {"Authorization": f"Bearer {token}"}
         body = {"messages": {"role": "user", "content": "first"}}
         assert client.post(f"{CHAT}?session_id=s1", headers=headers, json=body).status_code == 200
@@ -147,7 +148,7 @@ def test_an_append_to_an_existing_session_looks_it_up_once_then_not_at_all(count
 
 def test_an_append_to_a_session_the_worker_created_does_not_look_it_up(counted: tuple[Any, str]) -> None:
     counting, token = counted
-    with TestClient(create_app(counting, purge_interval=None)) as client:
+    with OneHopClient(create_app(counting, purge_interval=None)) as client:
         headers = {"Authorization": f"Bearer {token}"}
         sid = client.post("/v1/sessions", headers=headers, json={"name": "x"}).json()["id"]
         counting.lookups["get_session"] = 0

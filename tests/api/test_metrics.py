@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 
 from flowmem import metrics
 from flowmem.api import create_app
@@ -18,6 +17,7 @@ from flowmem.api.ratelimit import RateLimits
 from flowmem.auth import create_token
 from flowmem.store import open_store
 from tests.api.test_metrics_serve import _samples, _value
+from tests.api.transport import OneHopClient
 from tests.store.test_faults import read_only_store
 
 ROW = {"messages": [{"role": "user", "content": "x"}]}
@@ -58,7 +58,7 @@ def _auth(token: str) -> dict[str, str]:
 
 def test_metrics_are_off_unless_asked_for(tokens: tuple[str, dict[str, str]]) -> None:
     url, made = tokens
-    with TestClient(create_app(database_url=url)) as client:
+    with OneHopClient(create_app(database_url=url)) as client:
         assert client.get("/metrics", headers=_auth(made["admin"])).status_code == 404
     assert metrics.installed() is None
 
@@ -67,7 +67,7 @@ def test_only_a_token_with_metrics_read_or_admin_is_answered_and_nothing_is_coll
     tokens: tuple[str, dict[str, str]], scrapes: list[int]
 ) -> None:
     url, made = tokens
-    with TestClient(create_app(database_url=url, metrics=True)) as client:
+    with OneHopClient(create_app(database_url=url, metrics=True)) as client:
         assert client.get("/metrics").status_code == 401
         assert client.get("/metrics", headers=_auth("fm_unknown")).status_code == 401
         refused = client.get("/metrics", headers=_auth(made["alice"]))
@@ -90,7 +90,7 @@ def test_only_a_token_with_metrics_read_or_admin_is_answered_and_nothing_is_coll
 def test_rate_limit_refusals_are_counted(tokens: tuple[str, dict[str, str]]) -> None:
     url, made = tokens
     limits = RateLimits(requests_per_second=0.001, burst=1)
-    with TestClient(create_app(database_url=url, metrics=True, rate_limits=limits)) as client:
+    with OneHopClient(create_app(database_url=url, metrics=True, rate_limits=limits)) as client:
         path = "/v1/buffers/user/notes"
         assert client.post(path, headers=_auth(made["alice"]), json=ROW).status_code == 200
         assert client.post(path, headers=_auth(made["alice"]), json=ROW).status_code == 429
@@ -108,7 +108,7 @@ def test_store_errors_are_counted_by_code(tmp_path: Path) -> None:
     store.close()
     store = read_only_store(path)
     try:
-        with TestClient(create_app(store, metrics=True)) as client:
+        with OneHopClient(create_app(store, metrics=True)) as client:
             answer = client.post("/v1/buffers/user/notes", headers=_auth(alice), json=ROW)
             assert answer.status_code == 503
             samples = _samples(client.get("/metrics", headers=_auth(reader)).text)

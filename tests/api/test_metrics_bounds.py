@@ -17,6 +17,7 @@ from flowmem.api.metrics import MAX_SERIES, PrometheusSink
 from flowmem.auth import create_token
 from flowmem.store import open_store
 from tests.api.test_metrics_serve import _samples
+from tests.api.transport import OneHopClient
 
 FLOOD = 2_000  # distinct requests without a token, after the warm-up
 
@@ -93,7 +94,7 @@ def flooded(
     directory.mkdir()
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(directory))
     try:
-        with TestClient(create_app(database_url=url, metrics=True), client=("127.0.0.9", 1)) as client:
+        with OneHopClient(create_app(database_url=url, metrics=True), client=("127.0.0.9", 1)) as client:
             yield client, reader, directory
     finally:
         metrics.install(None)

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
 
 from flowmem.api import create_app
 from flowmem.api.paged import whole
@@ -22,6 +21,7 @@ from flowmem.limits import Limits
 from flowmem.scope import ExecutionContext
 from flowmem.store import Address, open_store
 from tests.api.helpers import Api, make_tokens
+from tests.api.transport import OneHopClient
 
 ROWS = [{"role": "user", "content": f"row {n} " + "é✓\u2028\\\"" * 40} for n in range(1500)]
 
@@ -97,7 +97,7 @@ def test_a_quota_refusal_over_http_is_409_quota_exceeded(backend: str, tmp_path:
     tokens = make_tokens(store)
     limits = Limits(user_buffers=1, user_records=1, user_bytes=10_000)
     app = create_app(store, limits=limits, rate_limits=RateLimits.off())
-    with TestClient(app, raise_server_exceptions=False) as client:
+    with OneHopClient(app, raise_server_exceptions=False) as client:
         api = Api(client, store, tokens)
         row = {"messages": {"role": "user", "content": "hi"}}
         assert api.call("POST", "/v1/buffers/user/one", json=row).status_code == 200

@@ -6,11 +6,11 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from fastapi.testclient import TestClient
 
 from flowmem.api import create_app
 from flowmem.store import Store, open_store
 from tests.api.helpers import Api, make_tokens, snapshot
+from tests.api.transport import OneHopClient
 
 pytestmark = pytest.mark.postgres
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.postgres
 def pg_api(postgres_store_url: str) -> Iterator[Api]:
     store: Store = open_store(postgres_store_url)  # a schema migrated already, no rows
     tokens = make_tokens(store)
-    with TestClient(create_app(store), raise_server_exceptions=False) as client:
+    with OneHopClient(create_app(store), raise_server_exceptions=False) as client:
         yield Api(client, store, tokens)
     store.close()
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi.testclient import TestClient
 
 from flowmem.api import create_app
 from flowmem.auth import create_token
@@ -22,6 +21,7 @@ from flowmem.errors import StoreUnavailableError
 from flowmem.store import MemoryStore
 from flowmem.store.base import TokenRecord
 from tests.api.helpers import Api, snapshot
+from tests.api.transport import OneHopClient
 from tests.served import flowmem_serve
 
 # --- 405 and HEAD ----------------------------------------------------------------------------
@@ -119,7 +119,7 @@ def test_a_store_that_does_not_answer_is_503_not_401() -> None:
 
     store = DownStore()
     token, _ = create_token(store, "alice", {"sessions:create"})
-    with TestClient(create_app(store), raise_server_exceptions=False) as client:
+    with OneHopClient(create_app(store), raise_server_exceptions=False) as client:
         response = client.get("/v1/sessions", headers={"Authorization": f"Bearer {token}"})
     assert response.status_code == 503
     assert response.json()["error"] == {

@@ -6,12 +6,12 @@ import logging
 import time
 
 import pytest
-from fastapi.testclient import TestClient
 
 from flowmem.api import create_app
 from flowmem.api import purge as purge_module
 from flowmem.errors import ConfigurationError, StoreBusyError
 from flowmem.store import Address, MemoryStore
+from tests.api.transport import OneHopClient
 
 NOW = 1000.0
 
@@ -53,7 +53,7 @@ def test_expired_records_are_deleted_in_the_background_in_batches(
         store.put_record(Address("global", "", f"old{index}"), index, NOW - 1)
     store.put_record(Address("global", "", "fresh"), "f", NOW + 1)
     app = create_app(store, purge_interval=0.01, clock=lambda: NOW)
-    with TestClient(app):
+    with OneHopClient(app):
         _wait_for(lambda: all(_gone(store, f"old{i}") for i in range(5)))
         assert store.purges >= 3  # batches of at most 2
     assert not _gone(store, "fresh")
@@ -63,7 +63,7 @@ def test_a_failing_purge_is_logged_and_retried(caplog: pytest.LogCaptureFixture)
     store = CountingStore(failures=1)
     store.put_record(Address("global", "", "old"), 1, NOW - 1)
     app = create_app(store, purge_interval=0.01, clock=lambda: NOW)
-    with caplog.at_level(logging.WARNING, logger="flowmem"), TestClient(app):
+    with caplog.at_level(logging.WARNING, logger="flowmem"), OneHopClient(app):
         _wait_for(lambda: _gone(store, "old"))
     assert store.purges >= 2
     assert any("purging expired records failed" in r.getMessage() for r in caplog.records)

@@ -17,6 +17,7 @@ from flowmem.service import MemoryService
 from flowmem.sessions import memory_context
 from flowmem.store import Address, MemoryStore, SessionRecord, Store
 from tests.api.helpers import Api, make_tokens, snapshot
+from tests.api.transport import OneHopClient
 
 MISSING = "7b0c9a8e-0000-4000-8000-000000000001"
 
@@ -45,7 +46,7 @@ def test_store_health_is_503_when_the_store_does_not_answer() -> None:
         def put_record(self, address: Address, value: Any, expires_at: float | None) -> None:
             raise StoreUnavailableError("cannot connect to PostgreSQL")
 
-    with TestClient(create_app(DownStore()), raise_server_exceptions=False) as client:
+    with OneHopClient(create_app(DownStore()), raise_server_exceptions=False) as client:
         assert client.get("/health").status_code == 200  # liveness does not ask the store
         response = client.get("/health/store")
     assert response.status_code == 503
@@ -79,7 +80,7 @@ def test_every_route_refuses_without_valid_token(memory_api: Api, who: str | Non
     # one bad token on every route: more routes than the bad-token throttle lets through in
     # a row (tested on its own), so this app counts no failures
     app = create_app(memory_api.store, rate_limits=RateLimits.off())
-    with TestClient(app, raise_server_exceptions=False) as client:
+    with OneHopClient(app, raise_server_exceptions=False) as client:
         for method, path in _all_operations(client):
             if path in ("/health", "/health/store"):
                 continue
@@ -271,7 +272,7 @@ def test_mem_8_runner_turn_uses_owner_identity_not_caller() -> None:
     store = MemoryStore()
     tokens = make_tokens(store)
     app = create_app(store, runner_factory=UserMemoryRunner)
-    with TestClient(app) as client:
+    with OneHopClient(app) as client:
         api = Api(client, store, tokens)
         owned = api.session("alice")
         unowned = api.session("service")
@@ -565,7 +566,7 @@ def test_ttl_expires(memory_api: Api) -> None:
     now = [1_000.0]
     store = MemoryStore()
     tokens = make_tokens(store)
-    with TestClient(create_app(store, clock=lambda: now[0])) as client:
+    with OneHopClient(create_app(store, clock=lambda: now[0])) as client:
         api = Api(client, store, tokens)
         api.call("PUT", "/v1/memory/user/k", json={"value": 1, "ttl": 10})
         assert api.call("GET", "/v1/memory/user/k").json()["found"] is True

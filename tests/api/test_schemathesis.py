@@ -21,7 +21,6 @@ from unittest import mock
 import pytest
 import schemathesis
 import schemathesis.pytest
-from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis.checks import positive_data_acceptance
@@ -33,6 +32,7 @@ from flowmem.api import gate as request_gate
 from flowmem.api.ratelimit import RateLimits
 from flowmem.auth import create_token
 from flowmem.store import MemoryStore
+from tests.api.transport import OneHopClient
 
 STORE = MemoryStore()
 TOKEN, _ = create_token(STORE, "fuzzer", {"admin"})
@@ -190,7 +190,7 @@ UNENCODABLE = st.one_of(
         lambda a, s, b: a + s + b, st.text(max_size=3), SURROGATES, st.text(max_size=3)
     ).filter(lambda text: _unencodable(json.loads(json.dumps(text)))),
 )
-CLIENT = TestClient(APP, raise_server_exceptions=False)
+CLIENT = OneHopClient(APP, raise_server_exceptions=False)
 SESSION = CLIENT.post(
     "/v1/sessions", json={"name": "fuzzed"}, headers={"Authorization": f"Bearer {TOKEN}"}
 ).json()["id"]

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
 
 from flowmem.api import create_app
 from flowmem.api import errors as api_errors
@@ -26,6 +25,7 @@ from flowmem.errors import StoreFullError
 from flowmem.store import Address, MemoryStore, open_store
 from flowmem.store.sqlite import SqliteStore
 from tests.api.helpers import make_tokens
+from tests.api.transport import OneHopClient
 from tests.store.test_faults import KEY, capped_store, corrupt, page_count, read_only_store
 
 NOTE = {"messages": {"role": "user", "content": "remember this"}}
@@ -37,7 +37,7 @@ def db(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     path = tmp_path / "api.db"
     store = open_store(f"sqlite:///{path}")
     tokens = make_tokens(store)
-    with TestClient(create_app(store)) as client:
+    with OneHopClient(create_app(store)) as client:
         headers = {"Authorization": f"Bearer {tokens['alice']}"}
         assert client.post("/v1/buffers/user/notes", headers=headers, json=NOTE).status_code == 200
     store.close()
@@ -52,7 +52,7 @@ def error_of(response: Any) -> tuple[int, str, str]:
 
 def test_readiness_writes_a_record_and_reads_it_back() -> None:
     store = MemoryStore()
-    with TestClient(create_app(store, clock=lambda: 1000.0)) as client:
+    with OneHopClient(create_app(store, clock=lambda: 1000.0)) as client:
         assert client.get("/health/store").json()["status"] == "ok"
     found, value = store.get_record(HEALTH_PROBE, 1000.0)
     assert found and value == {"checked_at": 1000.0}
@@ -64,7 +64,7 @@ def test_a_full_database_is_507_store_full_and_nothing_is_written(
     path, headers = db
     store = capped_store(path, page_count(path))
     big = {"messages": {"role": "user", "content": "x" * 200_000}}
-    with TestClient(create_app(store), raise_server_exceptions=False) as client:
+    with OneHopClient(create_app(store), raise_server_exceptions=False) as client:
         status, code, message = error_of(
             client.post("/v1/buffers/user/notes", headers=headers, json=big)
         )
@@ -84,7 +84,7 @@ def test_a_read_only_database_fails_readiness_with_its_own_code(
 ) -> None:
     path, headers = db
     store = read_only_store(path)
-    with TestClient(create_app(store), raise_server_exceptions=False) as client:
+    with OneHopClient(create_app(store), raise_server_exceptions=False) as client:
         status, code, message = error_of(client.get("/health/store"))
         assert (status, code) == (503, "store_read_only") and "read-only" in message
         put = client.put("/v1/memory/user/k", headers=headers, json={"value": 1})
@@ -99,7 +99,7 @@ def test_a_corrupted_database_fails_readiness_with_store_corrupt(
     path, _ = db
     corrupt(path)
     store = open_store(f"sqlite:///{path}")
-    with TestClient(create_app(store), raise_server_exceptions=False) as client:
+    with OneHopClient(create_app(store), raise_server_exceptions=False) as client:
         status, code, message = error_of(client.get("/health/store"))
         assert (status, code) == (503, "store_corrupt") and "damaged" in message
     store.close()
@@ -111,7 +111,7 @@ def test_damage_met_by_any_request_keeps_readiness_failing(
     path, headers = db
     corrupt(path, tables=("buffers", "buffer_rows", "buffer_calls", "buffer_answers"))
     store = open_store(f"sqlite:///{path}")
-    with TestClient(create_app(store), raise_server_exceptions=False) as client:
+    with OneHopClient(create_app(store), raise_server_exceptions=False) as client:
         assert client.get("/health/store").status_code == 200  # the probe's table is intact
         append = client.post("/v1/buffers/user/notes", headers=headers, json=NOTE)
         assert error_of(append)[:2] == (503, "store_corrupt")
@@ -124,7 +124,7 @@ def test_readiness_reports_a_full_store_as_507() -> None:
         def put_record(self, address: Address, value: Any, expires_at: float | None) -> None:
             raise StoreFullError("no space left on device")
 
-    with TestClient(create_app(Full()), raise_server_exceptions=False) as client:
+    with OneHopClient(create_app(Full()), raise_server_exceptions=False) as client:
         assert error_of(client.get("/health/store"))[:2] == (507, "store_full")
 
 
@@ -152,7 +152,7 @@ def test_a_full_disk_is_507_and_readiness_says_so(tiny_disk: Path) -> None:
     headers = {"Authorization": f"Bearer {tokens['alice']}"}
     chunk = {"messages": {"role": "user", "content": "y" * 100_000}}
     try:
-        with TestClient(create_app(store), raise_server_exceptions=False) as client:
+        with OneHopClient(create_app(store), raise_server_exceptions=False) as client:
             assert client.get("/health/store").status_code == 200
             for _ in range(100):
                 response = client.post("/v1/buffers/user/notes", headers=headers, json=chunk)
@@ -182,7 +182,7 @@ def test_a_failed_group_commit_fsync_answers_the_committed_write_as_done(
         failures.append(fd)
         raise OSError(errno.EIO, "Input/output error")
 
-    with TestClient(create_app(store), raise_server_exceptions=False) as client:
+    with OneHopClient(create_app(store), raise_server_exceptions=False) as client:
         monkeypatch.setattr(os, "fdatasync", failing_fdatasync)
         with caplog.at_level(logging.ERROR, logger="flowmem"):
             first = client.post("/v1/buffers/user/notes", headers=headers, json=NOTE)
@@ -216,7 +216,7 @@ def test_postgres_disk_full_is_507_and_fails_readiness(postgres_db_url: str) -> 
         )
     headers = {"Authorization": f"Bearer {tokens['alice']}"}
     try:
-        with TestClient(create_app(store), raise_server_exceptions=False) as client:
+        with OneHopClient(create_app(store), raise_server_exceptions=False) as client:
             assert error_of(client.get("/health/store"))[:2] == (507, "store_full")
             put = client.put("/v1/memory/user/k", headers=headers, json={"value": 1})
             assert error_of(put)[:2] == (507, "store_full")

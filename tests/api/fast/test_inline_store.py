@@ -20,12 +20,13 @@ from flowmem.api import create_app
 from flowmem.api.app import INLINE_ENV, app_from_env
 from flowmem.store import Address, open_store
 from tests.api.helpers import make_tokens
+from tests.api.transport import OneHopClient
 
 
 def _client(url: str, **options: object) -> tuple[TestClient, dict[str, str]]:
     store = open_store(url)
     tokens = make_tokens(store)
-    return TestClient(create_app(store, **options), raise_server_exceptions=False), tokens  # type: ignore[arg-type]
+    return OneHopClient(create_app(store, **options), raise_server_exceptions=False), tokens  # type: ignore[arg-type]
 
 
 def _with_another_writer(
@@ -109,10 +110,10 @@ def test_freeze_gc_moves_startup_objects_out_of_the_collectors_reach() -> None:
     import gc
 
     gc.unfreeze()
-    with TestClient(create_app(open_store("memory://"), freeze_gc=True)):
+    with OneHopClient(create_app(open_store("memory://"), freeze_gc=True)):
         frozen = gc.get_freeze_count()
     gc.unfreeze()
-    with TestClient(create_app(open_store("memory://"))):
+    with OneHopClient(create_app(open_store("memory://"))):
         assert gc.get_freeze_count() == 0
     assert frozen > 1000  # the modules, the app and its schemas
 
@@ -134,7 +135,7 @@ def test_an_append_is_acknowledged_only_after_the_wal_fsync_covering_it(tmp_path
     tokens = make_tokens(store)
     headers = {"Authorization": f"Bearer {tokens['alice']}"}
     results: dict[str, Any] = {}
-    with TestClient(create_app(store)) as client:
+    with OneHopClient(create_app(store)) as client:
 
         def append() -> None:
             results["response"] = client.post(

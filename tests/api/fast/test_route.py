@@ -10,7 +10,6 @@ import pytest
 from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
-from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +19,7 @@ from flowmem.api.models import BufferAppend
 from flowmem.api.routes import memory
 from flowmem.store import open_store
 from tests.api.helpers import Api, make_tokens
+from tests.api.transport import OneHopClient
 
 DIRECT = {("POST", "/v1/buffers/{scope}/{key}"), ("DELETE", "/v1/buffers/{scope}/{key}")}
 DIRECT |= {("PUT", "/v1/memory/{scope}/{key}"), ("DELETE", "/v1/memory/{scope}/{key}")}
@@ -53,8 +53,8 @@ def pair() -> Iterator[tuple[Api, Api]]:
         patch.setattr(memory, "router", _fastapi_router())
         reference_app = create_app(reference_store)
     with (
-        TestClient(real_app, raise_server_exceptions=False) as real,
-        TestClient(reference_app, raise_server_exceptions=False) as reference,
+        OneHopClient(real_app, raise_server_exceptions=False) as real,
+        OneHopClient(reference_app, raise_server_exceptions=False) as reference,
     ):
         yield (
             Api(real, real_store, make_tokens(real_store)),
@@ -108,7 +108,7 @@ def test_a_route_class_that_does_not_fit_falls_back_to_fastapi() -> None:
 
     app = FastAPI()
     app.include_router(router)
-    with TestClient(app) as client:
+    with OneHopClient(app) as client:
         assert client.get("/x?n=3").json() == {"n": 3}
         assert client.get("/x?n=a").status_code == 422
 
@@ -226,7 +226,7 @@ def test_without_the_body_middleware_the_route_parses_the_body_itself() -> None:
     assert direct_handler(echo) is not None
     app = FastAPI()
     app.include_router(router)
-    with TestClient(app) as client:
+    with OneHopClient(app) as client:
         sent = {"messages": GOOD, "max_messages": 2}
         answer = client.post("/echo", json=sent, headers={"x-name": "ann"})
         assert answer.json() == {"name": "ann", "max": 2}

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from fastapi.testclient import TestClient
 
 from flowmem.api import create_app
 from flowmem.api.models import NO_NUL
 from flowmem.store import open_store
 from tests.api.helpers import Api, make_tokens
 from tests.api.langgraph_thread import write_thread
+from tests.api.transport import OneHopClient
 
 
 @pytest.mark.parametrize(
@@ -97,7 +97,7 @@ def test_checkpoints_and_record_listing_on_postgres(postgres_db_url: str) -> Non
     try:
         tokens = make_tokens(store)
         write_thread(store, "thread-pg", "alice", ["first"])
-        with TestClient(create_app(store), raise_server_exceptions=False) as client:
+        with OneHopClient(create_app(store), raise_server_exceptions=False) as client:
             api = Api(client, store, tokens)
             page = api.call("GET", "/v1/sessions/thread-pg/checkpoints", "alice").json()
             newest = page["data"][0]["messages"]["messages"]

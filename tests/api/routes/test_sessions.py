@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from fastapi.testclient import TestClient
 
 from flowmem.api import create_app
 from flowmem.api.ratelimit import RateLimits
 from flowmem.limits import Limits
 from flowmem.store import Address, Store, open_store
 from tests.api.helpers import Api, make_tokens, snapshot
+from tests.api.transport import OneHopClient
 
 APPEND = {"messages": {"role": "user", "content": "weather?"}}
 
@@ -115,7 +115,7 @@ def limited() -> Iterator[Api]:
     tokens = make_tokens(store)
     limits = Limits(sessions_per_user=3)
     app = create_app(store, limits=limits, rate_limits=RateLimits.off())
-    with TestClient(app, raise_server_exceptions=False) as client:
+    with OneHopClient(app, raise_server_exceptions=False) as client:
         yield Api(client, store, tokens)
     store.close()
 
