@@ -29,6 +29,7 @@ from flowmem.store.vectors.pgvector import PgVectors
 from flowmem.store.vectorstores import vectors_of
 from tests.conftest import fresh_schema
 from tests.integrations.langgraph.embeddings import CharacterEmbeddings
+from tests.migrated import migrated_sqlite_url
 
 DIMS = 32
 TOLERANCE = 1e-5
@@ -43,7 +44,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "memory":
         yield "memory://"
     elif request.param == "sqlite":
-        yield f"sqlite:///{tmp_path}/paths.db"
+        yield migrated_sqlite_url(tmp_path / "paths.db")  # migrated once per process
     elif request.param == "postgres":
         yield str(request.getfixturevalue("postgres_store_url"))  # migrated already, no rows
     else:  # no snapshot cache: pgvector's SQL ranking answers (decision 0132)
@@ -67,10 +68,17 @@ def items(seed: int, count: int) -> list[tuple[tuple[str, ...], str, dict[str, A
     return found
 
 
-def reference_scores(data: list[Any], query: str, distance: str) -> dict[tuple[tuple[str, ...], str], float]:
-    """Each item's score in float64: the best over its two fields' embeddings."""
+def embedded(data: list[Any]) -> dict[tuple[tuple[str, ...], str], list[list[float]]]:
+    """Each item's two fields' embeddings (``text``, ``title``), computed once for every query of a test."""
     embed = CharacterEmbeddings(DIMS)
-    q = embed.embed_query(query)
+    return {(ns, key): [embed.embed_query(value[f]) for f in ("text", "title")] for ns, key, value in data}
+
+
+def reference_scores(
+    vectors: dict[tuple[tuple[str, ...], str], list[list[float]]], query: str, distance: str
+) -> dict[tuple[tuple[str, ...], str], float]:
+    """Each item's score in float64: the best over its two fields' embeddings (``embedded``)."""
+    q = CharacterEmbeddings(DIMS).embed_query(query)
 
     def one(v: list[float]) -> float:
         dot = sum(a * b for a, b in zip(v, q, strict=True))
@@ -81,7 +89,7 @@ def reference_scores(data: list[Any], query: str, distance: str) -> dict[tuple[t
         norms = math.sqrt(sum(a * a for a in v)) * math.sqrt(sum(b * b for b in q))
         return dot / norms if norms else 0.0
 
-    return {(ns, key): max(one(embed.embed_query(value[f])) for f in ("text", "title")) for ns, key, value in data}
+    return {item: max(one(v) for v in fields) for item, fields in vectors.items()}
 
 
 def assert_same_ranking(got: list[Any], want: list[Any], scores: dict[Any, float]) -> None:
@@ -107,9 +115,10 @@ def test_every_path_ranks_a_query_as_the_oracle(url: str, seed: int, distance: s
             store.put(namespace, key, value)
             oracle.put(namespace, key, value)
         rng = random.Random(seed * 7)
+        vectors = embedded(data)
         for _ in range(6):
             query = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 3)))
-            scores = reference_scores(data, query, distance)
+            scores = reference_scores(vectors, query, distance)
             for prefix, flt, limit, offset in (
                 (("docs",), None, 10, 0),
                 (("docs",), None, 7, 13),
