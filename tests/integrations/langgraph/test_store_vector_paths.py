@@ -71,7 +71,10 @@ def items(seed: int, count: int) -> list[tuple[tuple[str, ...], str, dict[str, A
 def embedded(data: list[Any]) -> dict[tuple[tuple[str, ...], str], list[list[float]]]:
     """Each item's two fields' embeddings (``text``, ``title``), computed once for every query of a test."""
     embed = CharacterEmbeddings(DIMS)
-    return {(ns, key): [embed.embed_query(value[f]) for f in ("text", "title")] for ns, key, value in data}
+    return {
+        (ns, key): [embed.embed_query(value[f]) for f in ("text", "title")]
+        for ns, key, value in data
+    }
 
 
 def reference_scores(
