@@ -1,5 +1,6 @@
 # Decision 0214: integrations/copies.py with compiled copy programs (lever 1, measured, not taken). Run the *copies-compiled-* scripts with PYTHONPATH=<a copy of src with this file as flowmem/integrations/copies.py>.
 from pathlib import Path
+
 """Histories an adapter validated, kept as pickled copies so a read validates only what is new (decisions 0141, 0155).
 
 An adapter whose reads validate stored JSON texts into its framework's objects
@@ -189,7 +190,12 @@ def _shape_of(node: tuple[Any, ...]) -> Any:
     """A node's shape: its kinds, classes, attribute names and where its mutable members are; not its values."""
     copier = node[0]
     if copier is _copy_instance:
-        return (1, node[1], tuple(node[2]), tuple((key, _shape_of(inner)) for key, inner in node[3]))
+        return (
+            1,
+            node[1],
+            tuple(node[2]),
+            tuple((key, _shape_of(inner)) for key, inner in node[3]),
+        )
     return (2, tuple((key, _shape_of(inner)) for key, inner in node[2]))
 
 
@@ -206,7 +212,9 @@ def _stores_plainly(cls: type, names: Sequence[str]) -> bool:
             return False
         for base in cls.__mro__:
             held = vars(base).get(name)
-            if held is not None and (hasattr(type(held), "__set__") or hasattr(type(held), "__delete__")):
+            if held is not None and (
+                hasattr(type(held), "__set__") or hasattr(type(held), "__delete__")
+            ):
                 return False
     return True
 
@@ -238,7 +246,9 @@ class _Emitter:
             self.lines.append(f"{state} = {source}.__dict__")
             self.lines.append(f"{made} = new({self._const(cls)})")
             mutable = dict(inner)
-            if STORES and _stores_plainly(cls, names):  # no ``__dict__`` made: one container fewer an instance
+            if STORES and _stores_plainly(
+                cls, names
+            ):  # no ``__dict__`` made: one container fewer an instance
                 for name in names:
                     if name in mutable:
                         value = self.emit(mutable[name], f"{state}[{name!r}]")
@@ -293,7 +303,9 @@ def _program(node: tuple[Any, ...]) -> Callable[[Any], Any] | None:
     return program
 
 
-def _calls(objects: Sequence[Any], nodes: Sequence[tuple[Any, ...] | None]) -> tuple[tuple[Any, Any], ...]:
+def _calls(
+    objects: Sequence[Any], nodes: Sequence[tuple[Any, ...] | None]
+) -> tuple[tuple[Any, Any], ...]:
     """Per object, how ``Plan.copy`` makes its copy: (program, the object), (node copier, node), or (None, the object)."""
     made: list[tuple[Any, Any]] = []
     for obj, node in zip(objects, nodes, strict=True):
@@ -684,4 +696,14 @@ class KeptCopies(Generic[T]):
         return self._bytes
 
 
-__all__ = ["MAX_BYTES", "MAX_PROGRAMS", "MAX_SEGMENTS", "MAX_STEPS", "KeptCopies", "Made", "Plan", "planned", "unpickled"]
+__all__ = [
+    "MAX_BYTES",
+    "MAX_PROGRAMS",
+    "MAX_SEGMENTS",
+    "MAX_STEPS",
+    "KeptCopies",
+    "Made",
+    "Plan",
+    "planned",
+    "unpickled",
+]
