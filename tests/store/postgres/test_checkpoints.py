@@ -97,7 +97,8 @@ def _rows_read(plan: dict[str, Any], table: str) -> int:
 def test_the_verdict_on_remembered_facts_reads_no_row_of_the_line(
     one_conn: PostgresStore, plans: str
 ) -> None:
-    """The line's tail is checked on the rows' key from the remembered last major: no row read.
+    """The line's tail is checked on the rows' key from the remembered last major: no row read
+    but the line's last (decision 0213: read backwards on the key, the row the bound is held to).
 
     Decision 0201: with the bound read from the header's own column the server planned an
     anti-join reading every row of the line at each step (30 at 30 messages here). With the
