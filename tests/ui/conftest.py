@@ -1,11 +1,15 @@
 """Fixtures of the browser tests: a real ``flowmem serve`` on loopback and Debian's Chromium.
 
 One server per test module, one browser for the package (starting either costs about
-a second, decision 0206);
-each test gets its own browser context, in which every request that does not go to
-the server's loopback address is blocked and recorded (``Page.outside``). Chromium
-is the system's (``apt-get install chromium``: Playwright's own download cannot be
-reached here). Without it the tests are skipped, or fail when ``CI`` is set.
+a second, decision 0206), and one tab the package's tests take in turn (decision 0215):
+a new context and page cost Chromium ~0.8 s of CPU (a renderer process started and its
+page set up), a navigation in the tab a test leaves ~0.2 s. Each test starts on
+``about:blank`` with the tab's storage, cookies, routes and listeners as a new page has
+them (``reset_tab``), every request that does not go to the server's loopback address
+blocked and recorded (``Page.outside``); ``$FLOWMEM_UI_FRESH_TAB=1`` gives each test a
+context of its own instead (the plain path). Chromium is the system's (``apt-get install
+chromium``: Playwright's own download cannot be reached here). Without it the tests are
+skipped, or fail when ``CI`` is set.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import re
 import shutil
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +36,9 @@ CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
 TIMEOUT_MS = 10_000
 SCREENSHOTS_ENV = "FLOWMEM_UI_SCREENSHOTS"
 """A directory: the tests save the main views there as PNG (docs/images/ is made so)."""
+FRESH_TAB_ENV = "FLOWMEM_UI_FRESH_TAB"
+"""Set to 1: each test gets a context and page of its own, not the package's tab (decision 0215)."""
+VIEWPORT = {"width": 1180, "height": 860}
 
 
 def chromium_path() -> str | None:
@@ -213,6 +220,45 @@ def browser(chromium: str) -> Iterator[Any]:
         launched.close()
 
 
+def new_tab(browser: Any) -> tuple[Any, Any]:
+    """A new context and its page, as every test had one before decision 0215."""
+    context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(TIMEOUT_MS)
+    return context, context.new_page()
+
+
+def reset_tab(
+    context: Any, page: Any, origin: str, listeners: list[tuple[str, Callable[..., Any]]]
+) -> None:
+    """Leave ``page`` as a new page of ``context`` is: on about:blank, no other page, route, listener or cookie, ``origin``'s storage empty.
+
+    A tab keeps each origin's ``sessionStorage`` (the inspector's token) across
+    navigations, and only a document of the origin can clear it: the tab goes there
+    first unless it is there. ``listeners`` are those a test added (``Page.on``).
+    """
+    for other in context.pages:
+        if other is not page:
+            other.close()
+    page.unroute_all(behavior="ignoreErrors")
+    while listeners:
+        event, handler = listeners.pop()
+        page.remove_listener(event, handler)
+    if not page.url.startswith(origin + "/"):
+        page.goto(origin + "/health")
+    page.evaluate("() => { sessionStorage.clear(); localStorage.clear(); }")
+    page.goto("about:blank")
+    context.clear_cookies()
+
+
+@pytest.fixture(scope="package")
+def tab(browser: Any) -> Iterator[dict[str, Any]]:
+    """The package's context and page (``context``, ``page``; empty until a test needs them), closed at its end."""
+    held: dict[str, Any] = {}
+    yield held
+    if held:
+        held["context"].close()
+
+
 @dataclass
 class Page:
     """A page in its own context, the requests it made off the loopback server, its dialogs."""
@@ -221,6 +267,13 @@ class Page:
     outside: list[str]
     dialogs: list[str]
     inspector: Inspector
+    listeners: list[tuple[str, Callable[..., Any]]] = field(default_factory=list)
+    """What ``on`` added: the fixture removes them after the test (the tab outlives it)."""
+
+    def on(self, event: str, handler: Callable[..., Any]) -> None:
+        """Listen to the page's ``event`` for this test only (``page.page.on`` would outlive it)."""
+        self.page.on(event, handler)
+        self.listeners.append((event, handler))
 
     def login(self, who: str = "alice") -> None:
         """Open /, log in with ``who``'s token, wait for the sessions list."""
@@ -250,10 +303,15 @@ class Page:
 
 
 @pytest.fixture
-def page(browser: Any, inspector: Inspector) -> Iterator[Page]:
-    """A fresh context and page; every request off the server's origin is blocked and recorded."""
-    context = browser.new_context(viewport={"width": 1180, "height": 860})
-    context.set_default_timeout(TIMEOUT_MS)
+def page(browser: Any, tab: dict[str, Any], inspector: Inspector) -> Iterator[Page]:
+    """The package's tab, as new (a context of its own with ``$FLOWMEM_UI_FRESH_TAB``); every request off the server's origin is blocked and recorded."""
+    fresh = os.environ.get(FRESH_TAB_ENV) == "1"
+    if fresh:
+        context, opened = new_tab(browser)
+    else:
+        if not tab:
+            tab["context"], tab["page"] = new_tab(browser)
+        context, opened = tab["context"], tab["page"]
     outside: list[str] = []
     dialogs: list[str] = []
 
@@ -264,14 +322,26 @@ def page(browser: Any, inspector: Inspector) -> Iterator[Page]:
     # only the requests off the server's origin are intercepted (Playwright's driver
     # matches the pattern): a request to the server is no longer paused and sent to this
     # process to be let go (decision 0206)
-    context.route(re.compile(f"^(?!{re.escape(inspector.url + '/')}|data:)"), blocked)
-    opened = context.new_page()
+    pattern = re.compile(f"^(?!{re.escape(inspector.url + '/')}|data:)")
+    context.route(pattern, blocked)
 
     def dismiss(dialog: Any) -> None:
         dialogs.append(dialog.message)
         dialog.dismiss()
 
-    opened.on("dialog", dismiss)
-    yield Page(opened, outside, dialogs, inspector)
-    context.close()
-    inspector.forget_created()
+    found = Page(opened, outside, dialogs, inspector)
+    found.on("dialog", dismiss)
+    try:
+        yield found
+    finally:
+        if fresh:
+            context.close()
+        else:
+            try:
+                reset_tab(context, opened, inspector.url, found.listeners)
+                context.unroute(pattern, blocked)
+            except Exception:  # a tab that cannot be reset is replaced (the next test opens one)
+                tab.clear()
+                context.close()
+                raise
+        inspector.forget_created()

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import httpx
 import pytest
 
 from flowmem.store import open_store
 from tests.api.langgraph_thread import write_thread
-from tests.ui.conftest import XSS, Page
+from tests.ui.conftest import XSS, Inspector, Page, new_tab, reset_tab
 
 
 def open_session(page: Page, key: str) -> None:
@@ -357,3 +358,45 @@ def test_no_token_reaches_the_server_log(page: Page) -> None:
     assert "/v1/sessions" in written  # the request log is on
     for token in page.inspector.tokens.values():
         assert token not in written
+
+
+def test_the_tab_a_test_leaves_is_reset_to_what_a_new_page_is(browser: Any, inspector: Inspector) -> None:
+    """The package's tab (decision 0215): what a test leaves in it is gone once ``reset_tab`` ran."""
+
+    def seen(context: Any, tab: Any) -> dict[str, Any]:
+        """What a test could see of what an earlier one left: pages, cookies, storage, a route."""
+        found = {"url": tab.url, "pages": len(context.pages), "cookies": context.cookies()}
+        tab.goto(inspector.url + "/ui")
+        found["login"] = tab.locator("#login").is_visible()
+        found["storage"] = tab.evaluate("() => [sessionStorage.length, localStorage.length]")
+        Page(tab, [], [], inspector).login("alice")  # the route below would answer 500
+        found["sessions"] = tab.locator("#sessions tbody tr").count()
+        return found
+
+    context, tab = new_tab(browser)
+    plain, plain_tab = new_tab(browser)
+    try:
+        used = Page(tab, [], [], inspector)
+        used.login("alice")
+        tab.evaluate("() => localStorage.setItem('left', '1')")
+        context.add_cookies([{"name": "left", "value": "1", "url": inspector.url}])
+        tab.route("**/v1/sessions?*", lambda route: route.fulfill(status=500, body="{}"))
+        left: list[str] = []
+        used.on("request", lambda request: left.append(request.url))
+        context.new_page()
+        tab.goto("data:text/html,<p>off the origin</p>")
+        left.clear()
+        reset_tab(context, tab, inspector.url, used.listeners)
+        assert used.listeners == []
+        assert seen(context, tab) == seen(plain, plain_tab) == {
+            "url": "about:blank",
+            "pages": 1,
+            "cookies": [],
+            "login": True,
+            "storage": [0, 0],
+            "sessions": 2,
+        }
+        assert left == []  # the listener the test added heard none of the requests since
+    finally:
+        context.close()
+        plain.close()

@@ -130,7 +130,7 @@ def test_the_timeline_pages_older_entries_with_before(page: Page) -> None:
         inspector.append(sid, [{"role": "user", "content": f"turn {i}"}, call_turn(f"c{i + 1}")])
     assert len(log_of(inspector, sid, limit=1000)) == heals
     asked: list[str] = []
-    page.page.on("request", lambda r: asked.append(r.url) if "/repairs" in r.url else None)
+    page.on("request", lambda r: asked.append(r.url) if "/repairs" in r.url else None)
     page.login("alice")
     open_log(page, sid)
     seqs = "items => items.map(i => Number(i.dataset.seq))"
@@ -174,7 +174,7 @@ def test_a_poll_reads_the_whole_log_only_when_it_or_the_rows_changed(page: Page)
     inspector.append(sid, [{"role": "user", "content": "nothing to repair"}])
     whole: list[str] = []
     probes: list[str] = []
-    page.page.on("request", lambda r: (whole if "limit=1000" in r.url else probes).append(r.url)
+    page.on("request", lambda r: (whole if "limit=1000" in r.url else probes).append(r.url)
                  if "/repairs" in r.url else None)
     page.login("alice")
     open_log(page, sid)
