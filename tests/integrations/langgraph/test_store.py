@@ -343,7 +343,8 @@ LABELS = st.text(
 )
 
 
-ITEM_KEYS = st.text(max_size=6).filter(lambda key: "\x00" not in key)
+ITEM_KEYS = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=6)
+"""``st.text()``'s strings without NUL, drawn from its alphabet less NUL, not filtered (decision 0217)."""
 NAMESPACES = st.lists(LABELS, max_size=4).map(tuple)
 
 
