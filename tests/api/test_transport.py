@@ -113,7 +113,7 @@ def test_one_hop_answers_every_request_as_starlettes_transport(entered: bool, ra
     given: dict[str, Any] = {"raise_server_exceptions": raises, "client": ("127.0.0.9", 7)}
     given["root_path"] = "/under" if entered else ""  # a root path the scope must carry
     plain = OneHopClient(probe_app, plain=True, **given)
-    one_hop = OneHopClient(probe_app, **given)
+    one_hop = OneHopClient(probe_app, plain=False, **given)
     assert isinstance(one_hop._transport, OneHopTransport)
     assert not isinstance(plain._transport, OneHopTransport)
     if entered:
@@ -152,7 +152,7 @@ def test_one_hop_answers_flowmems_app_as_starlettes_transport() -> None:
     ]
     with (
         OneHopClient(app, raise_server_exceptions=False, plain=True) as plain,
-        OneHopClient(app, raise_server_exceptions=False) as one_hop,
+        OneHopClient(app, raise_server_exceptions=False, plain=False) as one_hop,
     ):
         for method, url, kwargs in requests:
             expected = _outcome(plain, method, url, kwargs)
@@ -163,7 +163,7 @@ def test_one_hop_answers_flowmems_app_as_starlettes_transport() -> None:
 def test_one_hop_serves_threads_sharing_a_client() -> None:
     """Eight threads sending through one client (as the erasure race's writers) each get their own answer."""
     answers: dict[int, list[Any]] = {}
-    with OneHopClient(probe_app) as client:
+    with OneHopClient(probe_app, plain=False) as client:
 
         def send(number: int) -> None:
             answers[number] = [
