@@ -9,7 +9,6 @@ text and structured content alike, and its nine tools take the same arguments
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from mcp.client.stdio import StdioServerParameters
 from flowmem.mcp.graph_tools import TOOLS
 from flowmem.mcp.server import _tools
 from tests.mcp.conftest import stdio_env
+from tests.mcp.forked import ForkServer
 from tests.mcp.reference import DATA, SCRIPT, run_script
 
 REFERENCE = json.loads(DATA.read_text(encoding="utf-8"))
@@ -41,27 +41,35 @@ def shape(schema: Any, defs: dict[str, Any] | None = None) -> Any:
     return found
 
 
-def test_the_graph_tools_take_the_reference_servers_arguments(tmp_path: Path) -> None:
-    ours = _played(tmp_path)["tools"]
+def test_the_graph_tools_take_the_reference_servers_arguments(
+    tmp_path: Path, forks: ForkServer
+) -> None:
+    ours = _played(tmp_path, forks)["tools"]
     for name, tool in REFERENCE["tools"].items():
         assert shape(ours[name]["input_schema"]) == shape(tool["input_schema"]), name
 
 
-def test_a_reference_client_session_gets_the_reference_servers_answers(tmp_path: Path) -> None:
-    played = _played(tmp_path)
-    for step, (ours, theirs) in enumerate(zip(played["answers"], REFERENCE["answers"], strict=True)):
+def test_a_reference_client_session_gets_the_reference_servers_answers(
+    tmp_path: Path, forks: ForkServer
+) -> None:
+    played = _played(tmp_path, forks)
+    for step, (ours, theirs) in enumerate(
+        zip(played["answers"], REFERENCE["answers"], strict=True)
+    ):
         assert ours == theirs, (step, SCRIPT[step])
 
 
 _CACHE: dict[str, Any] = {}
 
 
-def _played(tmp_path: Path) -> dict[str, Any]:
-    """The script played once against ``flowmem mcp`` (both tests read the one run)."""
+def _played(tmp_path: Path, forks: ForkServer) -> dict[str, Any]:
+    """The script played once against ``flowmem mcp``, forked (decision 0200; both tests read the one run)."""
     if "played" not in _CACHE:
         database = f"sqlite:///{tmp_path}/reference.db"
-        command = [sys.executable, "-c", "from flowmem.cli import main; main()", "mcp"]
-        params = StdioServerParameters(command=command[0], args=command[1:], env=stdio_env(database))
+        command = forks.command("mcp")
+        params = StdioServerParameters(
+            command=command[0], args=command[1:], env=stdio_env(database)
+        )
         _CACHE["played"] = anyio.run(run_script, params)
     return _CACHE["played"]
 

@@ -10,6 +10,7 @@ import anyio
 from mcp.client.session import ClientSession
 
 from tests.mcp.conftest import TOOLS, Served, answer, error_text, http_session, stdio_session
+from tests.mcp.forked import ForkServer
 
 Opener = Callable[[], AbstractAsyncContextManager[ClientSession]]
 
@@ -20,7 +21,9 @@ async def scenario(session: ClientSession) -> dict[str, Any]:
     seen: dict[str, Any] = {}
     tools = await session.list_tools()
     seen["tools"] = {t.name: t for t in tools.tools}
-    seen["remember"] = answer(await call("remember", {"key": "color", "value": {"favourite": "teal"}}))
+    seen["remember"] = answer(
+        await call("remember", {"key": "color", "value": {"favourite": "teal"}})
+    )
     await call("remember", {"key": "city", "value": "Lisbon", "session": "trip-1"})
     seen["recall_key"] = answer(await call("recall", {"key": "color"}))
     seen["recall_text"] = answer(await call("recall", {"query": "TEAL"}))
@@ -33,12 +36,20 @@ async def scenario(session: ClientSession) -> dict[str, Any]:
     seen["recall_gone"] = answer(await call("recall", {"key": "color"}))
     history = [
         {"role": "user", "content": "what is the weather in Lisbon?"},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "call_1", "name": "weather", "arguments": "{}"}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "call_1", "name": "weather", "arguments": "{}"}],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": "sunny, 24 degrees"},
         {"role": "assistant", "content": "It is sunny in Lisbon."},
     ]
-    seen["append"] = answer(await call("append_messages", {"session": "trip-1", "messages": history}))
-    seen["append_again"] = answer(await call("append_messages", {"session": "trip-1", "messages": history[1:3]}))
+    seen["append"] = answer(
+        await call("append_messages", {"session": "trip-1", "messages": history})
+    )
+    seen["append_again"] = answer(
+        await call("append_messages", {"session": "trip-1", "messages": history[1:3]})
+    )
     seen["sessions"] = answer(await call("list_sessions", {}))
     seen["search"] = answer(await call("search_sessions", {"query": "sunny"}))
     seen["search_none"] = answer(await call("search_sessions", {"query": "snow in Oslo"}))
@@ -55,8 +66,14 @@ async def scenario(session: ClientSession) -> dict[str, Any]:
         {"entityName": "Ana", "contents": ["likes teal", "lives in Lisbon"]}]}))  # fmt: skip
     seen["searched"] = answer(await call("search_nodes", {"query": "TEAL"}))
     seen["opened"] = answer(await call("open_nodes", {"names": ["Lisbon"]}))
-    await call("delete_observations", {"deletions": [{"entityName": "Ana", "observations": ["likes teal"]}]})
-    await call("delete_relations", {"relations": [{"from": "Ana", "to": "Lisbon", "relationType": "lives in"}]})
+    await call(
+        "delete_observations",
+        {"deletions": [{"entityName": "Ana", "observations": ["likes teal"]}]},
+    )
+    await call(
+        "delete_relations",
+        {"relations": [{"from": "Ana", "to": "Lisbon", "relationType": "lives in"}]},
+    )
     seen["graph"] = answer(await call("read_graph", {}))
     deleted = await call("delete_entities", {"entityNames": ["Lisbon"]})
     seen["deleted"] = (deleted.content[0].text, deleted.structured_content)  # type: ignore[union-attr]
@@ -76,9 +93,11 @@ async def _run(opener: Opener) -> dict[str, Any]:
         return await scenario(session)
 
 
-def test_every_tool_and_the_session_resource_answer_over_stdio(database: str) -> None:
-    """``flowmem mcp`` as a client's child process, on SQLite and PostgreSQL."""
-    _check(anyio.run(_run, lambda: stdio_session(database, "ana")))
+def test_every_tool_and_the_session_resource_answer_over_stdio(
+    database: str, forks: ForkServer
+) -> None:
+    """``flowmem mcp`` as a client's child process (forked, decision 0200), on SQLite and PostgreSQL."""
+    _check(anyio.run(_run, lambda: stdio_session(database, "ana", forks=forks)))
 
 
 def test_every_tool_and_the_session_resource_answer_over_http(served: Served) -> None:
@@ -91,12 +110,21 @@ def _check(seen: dict[str, Any]) -> None:
     for tool in seen["tools"].values():
         assert tool.description and tool.input_schema["type"] == "object", tool.name
     assert seen["remember"] == {"key": "color", "scope": "user", "session": None, "stored": True}
-    assert seen["recall_key"] == {"found": True, "memories": [{"key": "color", "value": {"favourite": "teal"}}]}
+    assert seen["recall_key"] == {
+        "found": True,
+        "memories": [{"key": "color", "value": {"favourite": "teal"}}],
+    }
     assert seen["recall_text"]["memories"] == [{"key": "color", "value": {"favourite": "teal"}}]
     assert seen["recall_session"]["memories"] == [{"key": "city", "value": "Lisbon"}]
-    assert [m["key"] for m in seen["list"]["memories"]] == ["color"]  # the graph's records are not listed
+    assert [m["key"] for m in seen["list"]["memories"]] == [
+        "color"
+    ]  # the graph's records are not listed
     assert seen["forget"] == {"key": "color", "removed": True}
-    assert seen["forget_again"] == {"key": "color", "removed": True, "replayed": True}  # answered once
+    assert seen["forget_again"] == {
+        "key": "color",
+        "removed": True,
+        "replayed": True,
+    }  # answered once
     assert seen["forget_session"] == {"key": "nothing", "removed": False}
     assert seen["forget_unknown"].startswith("not_found:")  # nothing created by a delete
     assert seen["recall_gone"] == {"found": False, "memories": []}
@@ -108,7 +136,12 @@ def _check(seen: dict[str, Any]) -> None:
     [hit] = seen["search"]["sessions"]
     assert hit["id"] == "trip-1" and [m["index"] for m in hit["matches"]] == [2, 3]
     assert seen["search_none"]["sessions"] == []
-    assert [m["role"] for m in seen["read"]["messages"]] == ["user", "assistant", "tool", "assistant"]
+    assert [m["role"] for m in seen["read"]["messages"]] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
     # a window too small for the call and its result keeps neither (never one without the other)
     small = [m["role"] for m in seen["read_small"]["messages"]]
     assert small == ["assistant"] and seen["read_small"]["window"]["cut_messages"] == 3
@@ -118,7 +151,9 @@ def _check(seen: dict[str, Any]) -> None:
     assert seen["related"] == [{"from": "Ana", "to": "Lisbon", "relationType": "lives in"}]
     assert seen["observed"] == [{"entityName": "Ana", "addedObservations": ["likes teal"]}]
     assert [e["name"] for e in seen["searched"]["entities"]] == ["Ana"]
-    assert seen["opened"]["relations"] == [{"from": "Ana", "to": "Lisbon", "relationType": "lives in"}]
+    assert seen["opened"]["relations"] == [
+        {"from": "Ana", "to": "Lisbon", "relationType": "lives in"}
+    ]
     assert seen["graph"] == {
         "entities": [
             {"name": "Ana", "entityType": "person", "observations": ["lives in Lisbon"]},
