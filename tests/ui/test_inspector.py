@@ -264,11 +264,15 @@ def test_memory_lists_records_with_their_expiry_and_reads_a_buffer(page: Page) -
     page.page.wait_for_function("() => /403/.test(document.getElementById('mem-list').textContent)")
 
 
+DOCS_MS = 30_000
+"""Swagger UI's bundle (~1.5 MB of script) parsed and drawn: over 10 s at a load of 17 on 2 cores."""
+
+
 def test_docs_render_offline(page: Page) -> None:
     page.page.goto(page.inspector.url + "/docs")
-    page.page.wait_for_selector(".swagger-ui .info .title")
+    page.page.wait_for_selector(".swagger-ui .info .title", timeout=DOCS_MS)
     assert re.search("flowmem", page.page.text_content(".swagger-ui .info .title"))
-    page.page.wait_for_selector(".opblock")
+    page.page.wait_for_selector(".opblock", timeout=DOCS_MS)
     assert page.outside == []
     page.shot("docs")
 
@@ -388,13 +392,16 @@ def test_the_tab_a_test_leaves_is_reset_to_what_a_new_page_is(browser: Any, insp
         left.clear()
         reset_tab(context, tab, inspector.url, used.listeners)
         assert used.listeners == []
-        assert seen(context, tab) == seen(plain, plain_tab) == {
+        reset = seen(context, tab)
+        assert reset == seen(plain, plain_tab)
+        # the module's other tests may have added alice's sessions: the route's 500 shows none
+        assert reset.pop("sessions") >= 2
+        assert reset == {
             "url": "about:blank",
             "pages": 1,
             "cookies": [],
             "login": True,
             "storage": [0, 0],
-            "sessions": 2,
         }
         assert left == []  # the listener the test added heard none of the requests since
     finally:
