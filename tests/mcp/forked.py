@@ -1,7 +1,8 @@
 """``flowmem mcp`` processes forked from a server that imported flowmem's CLI and the MCP SDK once.
 
 Each ``flowmem mcp`` a test starts as a new interpreter imports the MCP SDK first
-(~0.85 s of CPU a process, most of its start). ``ForkServer`` imports it once; a
+(~0.85 s of CPU a process, most of its start), and one over PostgreSQL psycopg
+(0.24 s). ``ForkServer`` imports them once (no connection opened); a
 client's command is then a small launcher (``python -I -S``, no site, no imports but
 the standard library's) that hands its stdin, stdout and stderr to the server over a
 Unix socket: the server forks a child that takes them as its own, sets the environment
@@ -40,11 +41,18 @@ sys.exit(int.from_bytes(code, "big", signed=True) if len(code) == 8 else 1)
 SERVER = """
 import os, signal, socket, sys
 import flowmem.cli, flowmem.cli.mcp, flowmem.mcp.stdio, flowmem.mcp.bridge, mcp
+try:  # what a child over PostgreSQL imports (0.24 s of CPU each): none opens a connection here
+    import flowmem.store.postgres
+except ImportError:  # no psycopg: the SQLite children need none
+    pass
+import gc
+gc.collect()
+gc.freeze()  # the children's collections skip what the imports left (as tests/forking.py, decision 0188)
 sys.path.insert(0, {root!r})
 from tests.mcp.forked import serve_forever
 serve_forever(sys.argv[1])
 """
-"""The server: flowmem's CLI and the MCP SDK imported, then forking on each launcher's request."""
+"""The server: flowmem's CLI, the MCP SDK and flowmem's PostgreSQL store imported, then forking on each launcher's request."""
 
 
 def _receive(conn: socket.socket) -> tuple[dict[str, object], list[int]]:
