@@ -1,41 +1,58 @@
 """Interleaved: several savers in one process, each grows threads to 1,000; process CPU per step at 100 and at 1,000.
 usage: python ab.py URL REPEATS kind1 kind2 ..."""
+
 import gc, importlib.util, os, sys, time, uuid, contextlib, json
+
 BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(BENCH, "lib"))
 spec = importlib.util.spec_from_file_location("lgbench", os.path.join(BENCH, "langgraph.py"))
-lg = importlib.util.module_from_spec(spec); spec.loader.exec_module(lg)
+lg = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(lg)
 import psycopg
+
 url, repeats, kinds = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 stack = contextlib.ExitStack()
 dbs = []
+
+
 def make(kind):
     if kind in ("flowmem", "postgres"):
-        db = f"lg5_{uuid.uuid4().hex[:8]}"; dbs.append(db)
+        db = f"lg5_{uuid.uuid4().hex[:8]}"
+        dbs.append(db)
         with psycopg.connect(url, autocommit=True) as c:
             c.execute(f"CREATE DATABASE {db}")
         durl = lg.database_url(url, db)
         if kind == "flowmem":
             from flowmem.integrations.langgraph.saver import FlowmemSaver
+
             return stack.enter_context(FlowmemSaver.from_conn_string(durl))
         from langgraph.checkpoint.postgres import PostgresSaver
-        s = stack.enter_context(PostgresSaver.from_conn_string(durl)); s.setup(); return s
+
+        s = stack.enter_context(PostgresSaver.from_conn_string(durl))
+        s.setup()
+        return s
     null = lg.NullSaver(1000).make(0)
     if kind == "nulltuple":
         orig = null.put
+
         def put(config, checkpoint, metadata, new_versions):
             null.keep = tuple(checkpoint["channel_values"].get("messages", ()))
             return orig(config, checkpoint, metadata, new_versions)
+
         null.put = put
     if kind.startswith("nullwork"):
         size = int(kind[8:] or 256) * 1024
         orig2 = null.put
+
         def putw(config, checkpoint, metadata, new_versions):
             b = bytearray(size)  # zeroed: touched
             b[::64] = bytes(len(b[::64]))
             return orig2(config, checkpoint, metadata, new_versions)
+
         null.put = putw
     return null
+
+
 try:
     graphs = {k: lg.build_graph(make(k)) for k in kinds}
     for k, g in graphs.items():
@@ -53,7 +70,9 @@ try:
                     res[k][end].append(cpu / 100 * 1000)
     for k in kinds:
         a, b = min(res[k][100]), min(res[k][1000])
-        print(f"{k:10s} at100 min {a:.3f} at1000 min {b:.3f} growth {b-a:.3f} ms/step; medians {sorted(res[k][100])[repeats//2]:.3f} {sorted(res[k][1000])[repeats//2]:.3f}")
+        print(
+            f"{k:10s} at100 min {a:.3f} at1000 min {b:.3f} growth {b - a:.3f} ms/step; medians {sorted(res[k][100])[repeats // 2]:.3f} {sorted(res[k][1000])[repeats // 2]:.3f}"
+        )
     print(json.dumps(res))
 finally:
     stack.close()
