@@ -230,10 +230,10 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--steps", type=int, default=40, help="steps per round and variant")
-    report_json.add_arguments(parser, BENCH, "3 rounds of 10 steps")
+    report_json.add_arguments(parser, BENCH, "2 rounds (each order once) of 5 steps")
     args = parser.parse_args(argv)
     if args.quick:
-        args.rounds, args.steps = 3, 10
+        args.rounds, args.steps = 2, 5  # both orders once: 3 rounds of 10 before decision 0218
     meta = report_json.environment(["langgraph", "google-adk", "pydantic-ai-slim"])
     with tempfile.TemporaryDirectory() as tmp:
         cases = [
