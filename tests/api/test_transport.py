@@ -43,6 +43,8 @@ async def probe_app(scope: Message, receive: Callable[..., Any], send: Callable[
         return
     if path == "/raise-before":
         raise Boom("before the start")
+    if path == "/debug":  # what starlette's templates send before their response
+        await send({"type": "http.response.debug", "info": {"template": "t", "context": {}}})
     received = [await receive()]
     seen = {k: v for k, v in scope.items() if k not in ("state", "extensions")}
     seen["extensions"] = sorted(scope["extensions"])
@@ -180,3 +182,14 @@ def test_one_hop_serves_threads_sharing_a_client() -> None:
         n: [json.dumps({"n": n, "i": i}, separators=(",", ":")) for i in range(20)]
         for n in range(8)
     }
+
+
+def test_one_hop_refuses_a_message_it_does_not_carry_where_starlettes_keeps_it() -> None:
+    """A template's debug message: starlette's transport keeps it, the one-hop one says it cannot."""
+    with OneHopClient(probe_app, plain=True) as plain:
+        assert plain.get("/debug").extensions["http.response.debug"]["template"] == "t"
+    with (
+        OneHopClient(probe_app, plain=False) as one_hop,
+        pytest.raises(NotImplementedError, match=r"'http\.response\.debug'"),
+    ):
+        one_hop.get("/debug")

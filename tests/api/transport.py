@@ -9,7 +9,9 @@ the same ASGI scope and sends the whole exchange into the loop as one coroutine:
 gets the same scope, the same request body and, once its response is complete, the same
 ``http.disconnect``; the caller gets the same status, headers and body, or the app's
 exception when ``raise_server_exceptions`` is set, an empty 500 when no response started.
-Its responses are read whole, which every flowmem route's are (none streams).
+Its responses are read whole, which every flowmem route's are (none streams); a
+``http.response.debug`` or trailers message (templates, trailers: flowmem sends neither)
+is refused with ``NotImplementedError`` rather than dropped.
 ``tests/api/test_transport.py`` proves it answers as the plain transport does;
 ``FLOWMEM_TEST_PLAIN_TRANSPORT=1`` runs every test on starlette's own transport.
 """
@@ -92,6 +94,10 @@ class OneHopTransport(_TestClientTransport):
                         chunks.append(bytes(message.get("body", b"")))
                     if not message.get("more_body", False):
                         complete.set()
+                else:  # a template's debug info, trailers: loud, not silently dropped
+                    raise NotImplementedError(
+                        f"OneHopTransport does not carry {message['type']!r} messages: use plain=True"
+                    )
 
             try:
                 await self.app(scope, receive, send)
