@@ -37,6 +37,38 @@ from flowmem.integrations.adk import FlowmemSessionService
 from tests.integrations.kill.harness import CONTROL, FLOWMEM, said_list
 from tests.integrations.kill.points import Killer
 from tests.integrations.kill.script import TOOL, Said, reply
+from tests.integrations.kill.warm import warm
+
+warm(  # what a turn would import and complete on first use, once in the fork server
+    (
+        "google.adk.a2a.agent",
+        "google.adk.agents._agent_router",
+        "google.adk.auth.auth_preprocessor",
+        "google.adk.models.gemini_llm_connection",
+        "google.adk.models.google_llm",
+        "google.adk.tools.google_search_tool",
+        "google.adk.tools.vertex_ai_search_tool",
+        "google.adk.utils._client_labels_utils",
+        "google.adk.utils._gcp_metadata",
+        "google.adk.utils._google_client_headers",
+        "google.adk.utils.streaming_utils",
+        "google.adk.workflow._llm_agent_wrapper",
+        "aiosqlite",  # the control's DatabaseSessionService
+        "sqlalchemy.dialects.sqlite.aiosqlite",  # the control's DatabaseSessionService
+    ),
+    (
+        types.AudioTranscriptionConfig,
+        types.Content,
+        types.FunctionCall,
+        types.FunctionDeclaration,
+        types.FunctionResponse,
+        types.GenerateContentConfig,
+        types.LiveConnectConfig,
+        types.Part,
+        types.Tool,
+        types.UserContent,
+    ),
+)
 
 CONTROL_STORE = "ADK `DatabaseSessionService` (SQLite, aiosqlite)"
 DOC = Path(__file__).resolve().parents[4] / "docs" / "integrations.md"

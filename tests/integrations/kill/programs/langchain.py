@@ -33,6 +33,14 @@ from flowmem.integrations.langchain import FlowmemChatMessageHistory
 from tests.integrations.kill.harness import CONTROL, FLOWMEM, said_list
 from tests.integrations.kill.points import Killer
 from tests.integrations.kill.script import TOOL, Said, reply
+from tests.integrations.kill.warm import warm
+
+warm(  # what a turn would import on first use, once in the fork server
+    (
+        "langchain_core.messages.block_translators.langchain_v0",
+        "langchain_core.tracers.context",
+    )
+)
 
 with warnings.catch_warnings():  # langchain-community warns that it is being sunset
     warnings.simplefilter("ignore", DeprecationWarning)

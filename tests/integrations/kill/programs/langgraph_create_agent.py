@@ -13,7 +13,18 @@ import langchain.agents  # noqa: F401  (the fork server preloads the framework)
 import langgraph.checkpoint.sqlite  # noqa: F401
 
 from tests.integrations.kill.points import Killer
+from tests.integrations.kill.warm import warm
 from tests.integrations.langgraph.kill_program import doc_block, run_turn
+
+warm(  # what a turn would import on first use, once in the fork server
+    (
+        "langchain_core.messages.block_translators.langchain_v0",
+        "langchain_core.tracers.context",
+        "flowmem.store.listing.sqlite",  # FlowmemStore on SQLite
+        "flowmem.store.listing.postgres",  # and on PostgreSQL
+        "langgraph.store.memory",  # the control's InMemoryStore
+    )
+)
 
 CONTROL_STORE = "LangGraph `SqliteSaver`"
 NEEDLES = ("create_agent(", "FlowmemHealing()", "weather")
@@ -32,5 +43,13 @@ CONTROL_SWAPS = {
 def turn(store: str, place: str, thread: str, text: str, killer: Killer) -> dict[str, Any]:
     """One turn of the docs' ``create_agent`` program."""
     return run_turn(
-        doc_block(*NEEDLES), store, place, thread, text, killer, "ana-1", "Hi, I'm Ana", CONTROL_SWAPS
+        doc_block(*NEEDLES),
+        store,
+        place,
+        thread,
+        text,
+        killer,
+        "ana-1",
+        "Hi, I'm Ana",
+        CONTROL_SWAPS,
     )

@@ -13,7 +13,15 @@ import langgraph.checkpoint.sqlite
 import langgraph.prebuilt  # noqa: F401
 
 from tests.integrations.kill.points import Killer
+from tests.integrations.kill.warm import warm
 from tests.integrations.langgraph.kill_program import doc_block, run_turn
+
+warm(  # what a turn would import on first use, once in the fork server
+    (
+        "langchain_core.messages.block_translators.langchain_v0",
+        "langchain_core.tracers.context",
+    )
+)
 
 CONTROL_STORE = "LangGraph `SqliteSaver`"
 NEEDLES = ("ToolNode(", "tools_condition", "write_ahead(config)")

@@ -27,6 +27,7 @@ from openai.types.responses import (
     ResponseOutputMessage,
     ResponseOutputText,
 )
+from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
 import flowmem.integrations.openai_agents  # noqa: F401  (the fork server preloads it)
 from flowmem.core import entry_id, result_id
@@ -36,6 +37,18 @@ from flowmem.scope import ExecutionContext
 from tests.integrations.kill.harness import CONTROL, FLOWMEM, said_list
 from tests.integrations.kill.points import Killer
 from tests.integrations.kill.script import QUESTION, TOOL, Said, reply
+from tests.integrations.kill.warm import warm
+
+# what a turn would complete on first use, once in the fork server
+warm(
+    models=(
+        ResponseFunctionToolCall,
+        ResponseOutputMessage,
+        ResponseOutputText,
+        InputTokensDetails,
+        OutputTokensDetails,
+    )
+)
 
 CONTROL_STORE = "the SDK's `SQLiteSession` on a file"
 DOC = Path(__file__).resolve().parents[4] / "docs" / "integrations.md"
@@ -55,7 +68,9 @@ def block() -> str:
         and "Client()" not in b
     ]
     if len(found) != 1:
-        raise LookupError(f"docs/integrations.md has {len(found)} Agents SDK Runner blocks with a tool")
+        raise LookupError(
+            f"docs/integrations.md has {len(found)} Agents SDK Runner blocks with a tool"
+        )
     return found[0]
 
 
@@ -79,7 +94,7 @@ def program(store: str) -> str:
         return _swap(
             code,
             'FlowmemSession("ana-1", memory',
-            'FlowmemSession(THREAD, memory, context=ExecutionContext(session_id=THREAD, user_id=OWNER)',
+            "FlowmemSession(THREAD, memory, context=ExecutionContext(session_id=THREAD, user_id=OWNER)",
         )
     session_line = re.search(r"session = FlowmemSession\(.*\)\n", code)
     if session_line is None:

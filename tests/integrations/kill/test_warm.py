@@ -1,0 +1,42 @@
+"""The fork server does once what a program's turn would do lazily in each child (decision 0219)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.integrations.kill import harness
+from tests.integrations.kill.harness import CONTROL, FLOWMEM, PROGRAMS
+from tests.integrations.kill.script import QUESTION
+from tests.integrations.kill.warm import lazy_in_turn
+
+
+def _lazy(program: str, store: str, place: str, tmp_path: Path) -> dict[str, list[str]]:
+    """What an unarmed turn of ``program`` imported and completed in a child of the matrix's server."""
+    out = tmp_path / "lazy.json"
+    module = f"tests.integrations.kill.programs.{program}"
+    process = harness._fork_server().Process(
+        target=lazy_in_turn, args=(module, store, place, "warm", QUESTION, str(out))
+    )
+    process.start()
+    process.join(harness.CHILD_SECONDS)
+    error = Path(str(out) + ".error")
+    assert process.exitcode == 0, error.read_text(encoding="utf-8") if error.exists() else ""
+    found: dict[str, list[str]] = json.loads(out.read_text(encoding="utf-8"))
+    return found
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_a_programs_turn_imports_no_module_and_completes_no_model_in_the_child(
+    program: str, flowmem_url: str, tmp_path: Path
+) -> None:
+    assert _lazy(program, FLOWMEM, flowmem_url, tmp_path) == {"imported": [], "completed": []}
+
+
+@pytest.mark.parametrize("program", ["adk", "langgraph_create_agent", "openai_agents"])
+def test_a_control_turn_imports_no_module_and_completes_no_model_in_the_child(
+    program: str, tmp_path: Path
+) -> None:
+    assert _lazy(program, CONTROL, str(tmp_path), tmp_path) == {"imported": [], "completed": []}
