@@ -47,7 +47,9 @@ importlib.import_module("flowmem.store.sqlite")
 importlib.import_module("flowmem.store.postgres")
 importlib.import_module("anyio._backends._asyncio")
 
-CONTROL_STORE = "pydantic-ai's history as `ModelMessagesTypeAdapter` JSON in a file, written after `agent.run`"
+CONTROL_STORE = (
+    "pydantic-ai's history as `ModelMessagesTypeAdapter` JSON in a file, written after `agent.run`"
+)
 
 DOC = Path(__file__).resolve().parents[4] / "docs" / "integrations.md"
 SWAPS = {
@@ -132,7 +134,9 @@ def _program(current: _Turn) -> dict[str, Any]:
     return namespace
 
 
-async def _flowmem_turn(names: dict[str, Any], url: str, thread: str, text: str) -> list[ModelMessage]:
+async def _flowmem_turn(
+    names: dict[str, Any], url: str, thread: str, text: str
+) -> list[ModelMessage]:
     store = FlowmemConversationStore.from_url(url)
     try:
         await names["turn"](store, thread, text)
@@ -142,7 +146,9 @@ async def _flowmem_turn(names: dict[str, Any], url: str, thread: str, text: str)
         store.close()
 
 
-async def _control_turn(agent: Agent[Any, Any], directory: str, thread: str, text: str) -> list[ModelMessage]:
+async def _control_turn(
+    agent: Agent[Any, Any], directory: str, thread: str, text: str
+) -> list[ModelMessage]:
     path = Path(directory) / f"{thread}.json"
     history = ModelMessagesTypeAdapter.validate_json(path.read_bytes()) if path.exists() else []
     result = await agent.run(text, message_history=history)
