@@ -11,6 +11,7 @@ from tests.integrations.kill import harness
 from tests.integrations.kill.harness import CONTROL, FLOWMEM, PROGRAMS
 from tests.integrations.kill.script import QUESTION
 from tests.integrations.kill.warm import lazy_in_turn
+from tests.migrated import migrated_sqlite_url
 
 
 def _lazy(program: str, store: str, place: str, tmp_path: Path) -> dict[str, list[str]]:
@@ -30,12 +31,23 @@ def _lazy(program: str, store: str, place: str, tmp_path: Path) -> dict[str, lis
 
 @pytest.mark.parametrize("program", PROGRAMS)
 def test_a_programs_turn_imports_no_module_and_completes_no_model_in_the_child(
-    program: str, flowmem_url: str, tmp_path: Path
+    program: str, tmp_path: Path
 ) -> None:
-    assert _lazy(program, FLOWMEM, flowmem_url, tmp_path) == {"imported": [], "completed": []}
+    place = migrated_sqlite_url(tmp_path / "flowmem.db")
+    assert _lazy(program, FLOWMEM, place, tmp_path) == {"imported": [], "completed": []}
 
 
-@pytest.mark.parametrize("program", ["adk", "langgraph_create_agent", "openai_agents"])
+@pytest.mark.postgres
+def test_a_turn_on_postgresql_imports_no_module_in_the_child(
+    postgres_store_url: str, tmp_path: Path
+) -> None:
+    """``create_agent``'s ``FlowmemStore`` lists by the backend's own module (the other
+    programs' PostgreSQL paths were found to import what their SQLite paths do)."""
+    lazy = _lazy("langgraph_create_agent", FLOWMEM, postgres_store_url, tmp_path)
+    assert lazy == {"imported": [], "completed": []}
+
+
+@pytest.mark.parametrize("program", ["adk", "langgraph_create_agent"])
 def test_a_control_turn_imports_no_module_and_completes_no_model_in_the_child(
     program: str, tmp_path: Path
 ) -> None:
