@@ -4,8 +4,8 @@ A child of the fork server inherits every module the server imported and every p
 model class it completed; what a turn imports on first use (a framework's lazy imports)
 or completes on first use (a pydantic model whose schema was deferred at import) it
 would otherwise do again in each of the matrix's ~480 children. ``warm`` does it once,
-at the program module's import in the server; ``lazy_in_turn`` (a fork-server child)
-lists what a turn still does lazily, which ``test_warm`` holds at nothing (decision 0219).
+at the program module's import in the server; ``lazy_in_turns`` (a fork-server child)
+lists what turns still do lazily, which ``test_warm`` holds at nothing (decision 0219).
 """
 
 from __future__ import annotations
@@ -43,23 +43,27 @@ def _incomplete() -> set[type[BaseModel]]:
     return {c for c in found if not c.__dict__.get("__pydantic_complete__", True)}
 
 
-def lazy_in_turn(module: str, store: str, place: str, thread: str, text: str, out: str) -> None:
-    """Run an unarmed turn of a program module (in a fork-server child); write what it did lazily.
+def lazy_in_turns(turns: list[tuple[str, str, str, str]], text: str, out: str) -> None:
+    """Run unarmed turns (program module, store, place, thread) one after another in a fork-server
+    child; write what each did lazily: ``{"module store": {"imported": [...], "completed": [...]}}``.
 
-    The report: ``{"imported": [module names], "completed": [model classes]}``.
+    A module or class any of them needs lazily shows in the first turn that needs it, so
+    every entry is empty exactly when no turn alone does anything lazily.
     """
     try:
-        program = importlib.import_module(module)
-        before, incomplete = set(sys.modules), _incomplete()
-        program.turn(store, place, thread, text, Killer(None))
-        report = {
-            "imported": sorted(set(sys.modules) - before),
-            "completed": sorted(
-                f"{c.__module__}.{c.__qualname__}"
-                for c in incomplete
-                if c.__dict__.get("__pydantic_complete__")
-            ),
-        }
+        report = {}
+        for module, store, place, thread in turns:
+            program = importlib.import_module(module)
+            before, incomplete = set(sys.modules), _incomplete()
+            program.turn(store, place, thread, text, Killer(None))
+            report[f"{module} {store}"] = {
+                "imported": sorted(set(sys.modules) - before),
+                "completed": sorted(
+                    f"{c.__module__}.{c.__qualname__}"
+                    for c in incomplete
+                    if c.__dict__.get("__pydantic_complete__")
+                ),
+            }
         Path(out).write_text(json.dumps(report), encoding="utf-8")
     except BaseException:
         Path(out + ".error").write_text(traceback.format_exc(), encoding="utf-8")
