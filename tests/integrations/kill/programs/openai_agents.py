@@ -28,6 +28,7 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
+from openai.types.shared.reasoning import Reasoning
 
 import flowmem.integrations.openai_agents  # noqa: F401  (the fork server preloads it)
 from flowmem.core import entry_id, result_id
@@ -47,6 +48,8 @@ warm(
         ResponseOutputText,
         InputTokensDetails,
         OutputTokensDetails,
+        # completed lazily by a turn when nothing in the server did it first (seen in CI)
+        Reasoning,
     )
 )
 
