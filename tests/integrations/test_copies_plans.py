@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 
-from flowmem.integrations.copies import MAX_SEGMENTS, KeptCopies, planned
+from flowmem.integrations import copies
+from flowmem.integrations.copies import MAX_SEGMENTS, KeptCopies, Plan, planned
 from tests.integrations.pydantic_ai import messages as m
 
 _IMMUTABLE = (str, int, float, bool, type(None), bytes, date, timedelta)
@@ -190,12 +191,23 @@ def _same_as_pickles(source: list[Any], copy: list[Any]) -> None:
     assert not set(_mutables(copy, {})) & set(_mutables(source, {}))
 
 
+def _planned_as(sets_state: bool, objects: list[Any]) -> Plan | None:
+    """``planned(objects)`` with decision 0220's seam (``copies.SETS_STATE``) as given."""
+    kept = copies.SETS_STATE
+    copies.SETS_STATE = sets_state
+    try:
+        return planned(objects)
+    finally:
+        copies.SETS_STATE = kept
+
+
+@pytest.mark.parametrize("sets_state", [True, False], ids=["state_set", "plain"])
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_VALUES, max_size=4))
 def test_a_plan_copies_what_pickle_copies_and_only_plain_data_is_planned(
-    objects: list[Any],
+    sets_state: bool, objects: list[Any]
 ) -> None:
-    plan = planned(objects)
+    plan = _planned_as(sets_state, objects)
     assert (plan is not None) == _plannable(objects, set())
     if plan is None:
         return
@@ -215,13 +227,42 @@ def test_a_plan_copies_what_pickle_copies_and_only_plain_data_is_planned(
     _same_as_pickles(objects, plan.copy())
 
 
-def test_pydantic_ai_messages_are_planned_and_copied_as_pickle_copies_them() -> None:
+@pytest.mark.parametrize("sets_state", [True, False], ids=["state_set", "plain"])
+def test_pydantic_ai_messages_are_planned_and_copied_as_pickle_copies_them(sets_state: bool) -> None:
     history = m.round_tripped(
         [m.prompt("hi"), m.call("c1"), m.result("c1"), m.answer("done"), *m.every_part_kind()]
     )
-    plan = planned(history)
+    plan = _planned_as(sets_state, history)
     assert plan is not None
     _same_as_pickles(history, plan.copy())
+
+
+def _copiers(node: Any) -> set[Any]:
+    """The copy functions of a plan's node and of every node under it."""
+    if node is None:
+        return set()
+    inner = node[3] if len(node) == 4 else node[2]
+    return {node[0]}.union(*(_copiers(child) for _, child in inner))
+
+
+def test_an_instance_copy_sets_a_copy_of_its_state_unless_the_seam_is_off() -> None:
+    """Decision 0220: by default a plan copies an instance by setting a copy of the kept state
+    as its ``__dict__``; the plain path (``SETS_STATE = False``) fills a new ``__dict__``; the
+    copies are alike, field by field, frozen dataclasses included, and share nothing."""
+    history = m.round_tripped([m.prompt("hi"), m.call("c1"), m.result("c1"), *m.every_part_kind()])
+    objects: list[Any] = [*history, Frozen([1, {"k": Plain([2])}]), Checked("a")]
+    assert copies.SETS_STATE
+    state_set, plain = _planned_as(True, objects), _planned_as(False, objects)
+    assert state_set is not None and plain is not None
+    used = set().union(*map(_copiers, state_set.nodes)), set().union(*map(_copiers, plain.nodes))
+    assert copies._copy_instance_state in used[0] and copies._copy_instance not in used[0]
+    assert copies._copy_instance in used[1] and copies._copy_instance_state not in used[1]
+    one, other = state_set.copy(), plain.copy()
+    assert _shape(one, {}) == _shape(other, {}) and one == other
+    assert not set(_mutables(one, {})) & set(_mutables(other, {}))
+    assert not set(_mutables(one, {})) & set(_mutables(objects, {}))
+    one[-2].a.append("changed")  # a frozen copy's state is its own
+    assert objects[-2].a == [1, {"k": Plain([2])}]
 
 
 @pytest.mark.usefixtures("collector")

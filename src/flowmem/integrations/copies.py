@@ -19,7 +19,7 @@ A segment read again whose objects are plain data (``planned``: dataclass instan
 objects themselves (the copy unpickled for that read), never handed out, with a *plan*
 of where their mutable parts are; later reads copy them by that plan (``Plan.copy``):
 each dataclass instance, list and dict made anew as pickle makes it (``object.__new__``
-and its ``__dict__`` filled, no ``__init__``), the immutable values (strings, numbers,
+and a copy of the kept ``__dict__`` set as its own, decision 0220; no ``__init__``), the immutable values (strings, numbers,
 times) shared, about 2.3 times faster than unpickling at 100 pydantic-ai messages
 (decision 0176). A write's segment (``extend``) is planned at once; planned segments
 past ``MAX_SEGMENTS`` are joined. A first read keeps its segment pickled (a process
@@ -59,6 +59,12 @@ try:  # the zone pydantic validates an offset to: immutable, as ``timezone``
 except ImportError:  # pragma: no cover - pydantic is installed with every adapter
     pass
 _new = object.__new__
+_set = object.__setattr__
+SETS_STATE = True
+"""The seam of decision 0220: a plan copies an instance by setting a copy of the kept
+object's ``__dict__`` as its own (``_copy_instance_state``, no dict made and then filled key
+by key); False, the plain path: the new instance's own ``__dict__`` updated from it, as
+pickle does (``_copy_instance``). Read when a segment is planned."""
 _PLAIN_CLASSES: dict[type, bool] = {}
 """Per class: whether pickle copies its instances as ``object.__new__`` and their ``__dict__`` (``_plain_class``)."""
 
@@ -100,6 +106,20 @@ def _copy_instance(node: tuple[Any, ...]) -> Any:
     state.update(node[2])
     for key, inner in node[3]:
         state[key] = inner[0](inner)
+    return made
+
+
+def _copy_instance_state(node: tuple[Any, ...]) -> Any:
+    """``_copy_instance`` with a copy of the kept state set as the new instance's ``__dict__`` (decision 0220).
+
+    ``object.__setattr__`` (the type's ``__dict__`` descriptor): a frozen dataclass's own
+    ``__setattr__`` is not called, as pickle and ``_copy_instance`` call none.
+    """
+    made = _new(node[1])
+    state = node[2].copy()
+    for key, inner in node[3]:
+        state[key] = inner[0](inner)
+    _set(made, "__dict__", state)
     return made
 
 
@@ -156,7 +176,8 @@ class _Planner:
             ):  # attribute names; anything else is not planned
                 raise _Unplanned(kind)
             self.size += size(state) + sum(map(size, state.values()))
-            return (_copy_instance, kind, state, self._inner(state.items()))
+            copier = _copy_instance_state if SETS_STATE else _copy_instance
+            return (copier, kind, state, self._inner(state.items()))
         raise _Unplanned(kind)
 
     def _inner(self, items: Any) -> tuple[tuple[Any, tuple[Any, ...]], ...]:
@@ -531,4 +552,4 @@ class KeptCopies(Generic[T]):
         return self._bytes
 
 
-__all__ = ["MAX_BYTES", "MAX_SEGMENTS", "KeptCopies", "Made", "Plan", "planned", "unpickled"]
+__all__ = ["MAX_BYTES", "MAX_SEGMENTS", "SETS_STATE", "KeptCopies", "Made", "Plan", "planned", "unpickled"]
