@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 
-from flowmem.integrations import copies
+from flowmem.integrations import copies as copies_module
 from flowmem.integrations.copies import MAX_SEGMENTS, KeptCopies, Plan, planned
 from tests.integrations.pydantic_ai import messages as m
 
@@ -193,12 +193,12 @@ def _same_as_pickles(source: list[Any], copy: list[Any]) -> None:
 
 def _planned_as(sets_state: bool, objects: list[Any]) -> Plan | None:
     """``planned(objects)`` with decision 0220's seam (``copies.SETS_STATE``) as given."""
-    kept = copies.SETS_STATE
-    copies.SETS_STATE = sets_state
+    kept = copies_module.SETS_STATE
+    copies_module.SETS_STATE = sets_state
     try:
         return planned(objects)
     finally:
-        copies.SETS_STATE = kept
+        copies_module.SETS_STATE = kept
 
 
 @pytest.mark.parametrize("sets_state", [True, False], ids=["state_set", "plain"])
@@ -251,12 +251,12 @@ def test_an_instance_copy_sets_a_copy_of_its_state_unless_the_seam_is_off() -> N
     copies are alike, field by field, frozen dataclasses included, and share nothing."""
     history = m.round_tripped([m.prompt("hi"), m.call("c1"), m.result("c1"), *m.every_part_kind()])
     objects: list[Any] = [*history, Frozen([1, {"k": Plain([2])}]), Checked("a")]
-    assert copies.SETS_STATE
+    assert copies_module.SETS_STATE
     state_set, plain = _planned_as(True, objects), _planned_as(False, objects)
     assert state_set is not None and plain is not None
     used = set().union(*map(_copiers, state_set.nodes)), set().union(*map(_copiers, plain.nodes))
-    assert copies._copy_instance_state in used[0] and copies._copy_instance not in used[0]
-    assert copies._copy_instance in used[1] and copies._copy_instance_state not in used[1]
+    assert copies_module._copy_instance_state in used[0] and copies_module._copy_instance not in used[0]
+    assert copies_module._copy_instance in used[1] and copies_module._copy_instance_state not in used[1]
     one, other = state_set.copy(), plain.copy()
     assert _shape(one, {}) == _shape(other, {}) and one == other
     assert not set(_mutables(one, {})) & set(_mutables(other, {}))
