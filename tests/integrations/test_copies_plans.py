@@ -247,16 +247,18 @@ def _copiers(node: Any) -> set[Any]:
 
 def test_an_instance_copy_sets_a_copy_of_its_state_unless_the_seam_is_off() -> None:
     """Decision 0220: by default a plan copies an instance by setting a copy of the kept state
-    as its ``__dict__``; the plain path (``SETS_STATE = False``) fills a new ``__dict__``; the
-    copies are alike, field by field, frozen dataclasses included, and share nothing."""
+    as its ``__dict__``; the plain path (``SETS_STATE = False``, and a frozen dataclass always)
+    fills a new ``__dict__``; the copies are alike, field by field, and share nothing."""
     history = m.round_tripped([m.prompt("hi"), m.call("c1"), m.result("c1"), *m.every_part_kind()])
     objects: list[Any] = [*history, Frozen([1, {"k": Plain([2])}]), Checked("a")]
     assert copies_module.SETS_STATE
     state_set, plain = _planned_as(True, objects), _planned_as(False, objects)
     assert state_set is not None and plain is not None
     used = set().union(*map(_copiers, state_set.nodes)), set().union(*map(_copiers, plain.nodes))
-    assert copies_module._copy_instance_state in used[0] and copies_module._copy_instance not in used[0]
+    assert copies_module._copy_instance_state in used[0] and copies_module._copy_instance in used[0]
     assert copies_module._copy_instance in used[1] and copies_module._copy_instance_state not in used[1]
+    frozen = state_set.nodes[-2]
+    assert frozen is not None and frozen[0] is copies_module._copy_instance  # its own __setattr__
     one, other = state_set.copy(), plain.copy()
     assert _shape(one, {}) == _shape(other, {}) and one == other
     assert not set(_mutables(one, {})) & set(_mutables(other, {}))

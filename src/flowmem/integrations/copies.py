@@ -61,10 +61,11 @@ except ImportError:  # pragma: no cover - pydantic is installed with every adapt
 _new = object.__new__
 _set = object.__setattr__
 SETS_STATE = True
-"""The seam of decision 0220: a plan copies an instance by setting a copy of the kept
-object's ``__dict__`` as its own (``_copy_instance_state``, no dict made and then filled key
-by key); False, the plain path: the new instance's own ``__dict__`` updated from it, as
-pickle does (``_copy_instance``). Read when a segment is planned."""
+"""The seam of decision 0220: a plan copies an instance of a class without a ``__setattr__`` of
+its own by setting a copy of the kept object's ``__dict__`` as its ``__dict__``
+(``_copy_instance_state``, no dict made and then filled key by key); False, and for any
+other class (a frozen dataclass), the plain path: the new instance's own ``__dict__``
+updated from it, as pickle does (``_copy_instance``). Read when a segment is planned."""
 _PLAIN_CLASSES: dict[type, bool] = {}
 """Per class: whether pickle copies its instances as ``object.__new__`` and their ``__dict__`` (``_plain_class``)."""
 
@@ -112,15 +113,20 @@ def _copy_instance(node: tuple[Any, ...]) -> Any:
 def _copy_instance_state(node: tuple[Any, ...]) -> Any:
     """``_copy_instance`` with a copy of the kept state set as the new instance's ``__dict__`` (decision 0220).
 
-    ``object.__setattr__`` (the type's ``__dict__`` descriptor): a frozen dataclass's own
-    ``__setattr__`` is not called, as pickle and ``_copy_instance`` call none.
+    Only for a class whose ``__setattr__`` is ``object``'s (``_sets_state``): the assignment
+    then reaches the type's ``__dict__`` descriptor, as pickle's update calls no ``__setattr__``.
     """
     made = _new(node[1])
     state = node[2].copy()
     for key, inner in node[3]:
         state[key] = inner[0](inner)
-    _set(made, "__dict__", state)
+    made.__dict__ = state
     return made
+
+
+def _sets_state(cls: type) -> bool:
+    """Whether a plan copies instances of ``cls`` by ``_copy_instance_state`` (``SETS_STATE``, ``object.__setattr__``)."""
+    return SETS_STATE and cls.__setattr__ is _set
 
 
 def _copy_list(node: tuple[Any, ...]) -> list[Any]:
@@ -176,7 +182,7 @@ class _Planner:
             ):  # attribute names; anything else is not planned
                 raise _Unplanned(kind)
             self.size += size(state) + sum(map(size, state.values()))
-            copier = _copy_instance_state if SETS_STATE else _copy_instance
+            copier = _copy_instance_state if _sets_state(kind) else _copy_instance
             return (copier, kind, state, self._inner(state.items()))
         raise _Unplanned(kind)
 
