@@ -126,7 +126,8 @@ def _copy_instance_state(node: tuple[Any, ...]) -> Any:
 
 def _sets_state(cls: type) -> bool:
     """Whether a plan copies instances of ``cls`` by ``_copy_instance_state`` (``SETS_STATE``, ``object.__setattr__``)."""
-    return SETS_STATE and cls.__setattr__ is _set
+    setter: object = cls.__setattr__
+    return SETS_STATE and setter is _set
 
 
 def _copy_list(node: tuple[Any, ...]) -> list[Any]:
